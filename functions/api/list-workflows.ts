@@ -1,0 +1,13 @@
+import { type Deps, productionDeps } from '../deps.ts';
+import { visibleWorkflows } from '../domain/workflow-list.ts';
+import { keyedHandler } from '../http/api-handler.ts';
+import { json } from '../http/response.ts';
+import { listWorkflowSummaries } from '../store/workflows.ts';
+
+/** GET /workflows (spec 4.1): the team's workflows this key may run, newest change first. */
+export const makeHandler = (deps: Deps) =>
+  keyedHandler(deps, 'workflows:read', async (_event, auth) =>
+    json(200, { workflows: visibleWorkflows(await listWorkflowSummaries(deps, auth.teamId), auth.key.workflowIds) }),
+  );
+
+export const handler = makeHandler(productionDeps());

@@ -1,0 +1,51 @@
+/**
+ * Typed domain errors. The domain throws them; `functions/http/error-map.ts` is the one table that
+ * turns each into the spec's status and body. They carry facts, never HTTP.
+ */
+
+export class UnauthorizedError extends Error {
+  override readonly name = 'UnauthorizedError';
+}
+
+export class ScopeNotPermittedError extends Error {
+  override readonly name = 'ScopeNotPermittedError';
+}
+
+export class RateLimitedError extends Error {
+  override readonly name = 'RateLimitedError';
+  readonly retryAfterSeconds: number;
+  constructor(retryAfterSeconds: number) {
+    super('rate limit exceeded');
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/** The request itself is wrong (bad JSON, a missing field); `message` is shown to the caller. */
+export class BadRequestError extends Error {
+  override readonly name = 'BadRequestError';
+}
+
+/** A resource is missing or belongs to another team; `message` is the spec's exact 404 text. */
+export class NotFoundError extends Error {
+  override readonly name = 'NotFoundError';
+}
+
+/** The request is well formed but refused; `message` and `extra` form the spec's 403 body. */
+export class ForbiddenError extends Error {
+  override readonly name = 'ForbiddenError';
+}
+
+/** Well-formed input that cannot be processed; `body` is the complete 422 body. */
+export class UnprocessableError extends Error {
+  override readonly name = 'UnprocessableError';
+  readonly body: Record<string, unknown>;
+  constructor(body: Record<string, unknown>) {
+    super(typeof body.error === 'string' ? body.error : 'unprocessable');
+    this.body = body;
+  }
+}
+
+/** The request body exceeds the documented size limit. */
+export class PayloadTooLargeError extends Error {
+  override readonly name = 'PayloadTooLargeError';
+}

@@ -1,0 +1,45 @@
+/**
+ * The price multiplier deferred runs wait for. Operators set a live value, or a schedule of 24
+ * values (one per UTC hour). A live value, when set, wins over the schedule; with neither, 1.0.
+ */
+export interface PriceSettings {
+  multiplier: number | null;
+  /** 24 multipliers, index = UTC hour; null when no schedule is set. */
+  hourly: number[] | null;
+}
+
+export const defaultMultiplier = 1;
+
+export const currentMultiplier = (settings: PriceSettings, now: Date): number =>
+  settings.multiplier ?? settings.hourly?.[now.getUTCHours()] ?? defaultMultiplier;
+
+/** Validates an operator's multiplier: a positive number of at most 10 with up to 4 decimals. */
+export const isValidMultiplier = (value: number): boolean =>
+  Number.isFinite(value) && value > 0 && value <= 10 && Math.round(value * 10_000) === value * 10_000;
+
+/**
+ * Parses a schedule file: `{ "hours": { "0-6": 0.5, "7-22": 1.0, "23": 0.7 } }` where keys are
+ * UTC hours or inclusive ranges; every hour 0..23 must be covered exactly once.
+ */
+export const parseSchedule = (text: string): number[] => {
+  const parsed = JSON.parse(text) as { hours?: Record<string, unknown> };
+  if (!parsed || typeof parsed.hours !== 'object' || parsed.hours === null) {
+    throw new Error('Schedule must be {"hours": {"<hour or from-to>": multiplier, ...}}');
+  }
+  const hourly: (number | undefined)[] = Array.from({ length: 24 }, () => undefined);
+  for (const [range, value] of Object.entries(parsed.hours)) {
+    const match = /^(\d{1,2})(?:-(\d{1,2}))?$/.exec(range);
+    if (!match) throw new Error(`Not an hour or hour range: ${range}`);
+    const from = Number(match[1]);
+    const to = Number(match[2] ?? match[1]);
+    if (from > to || to > 23) throw new Error(`Hours must be 0..23 and ascending: ${range}`);
+    if (typeof value !== 'number' || !isValidMultiplier(value)) throw new Error(`Not a valid multiplier: ${value}`);
+    for (let hour = from; hour <= to; hour++) {
+      if (hourly[hour] !== undefined) throw new Error(`Hour ${hour} is set twice`);
+      hourly[hour] = value;
+    }
+  }
+  const missing = hourly.flatMap((v, hour) => (v === undefined ? [hour] : []));
+  if (missing.length > 0) throw new Error(`Hours without a multiplier: ${missing.join(', ')}`);
+  return hourly as number[];
+};

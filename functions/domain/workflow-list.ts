@@ -1,0 +1,23 @@
+export type WorkflowStatus = 'draft' | 'active' | 'archived';
+
+export interface WorkflowSummaryRecord {
+  id: string;
+  name: string;
+  description: string | null;
+  status: WorkflowStatus | null;
+  updated_at: string | null;
+}
+
+/**
+ * What a key may see of a team's workflows: all of them, or only those it is limited to; newest
+ * change first (never-changed ones last), ties broken by id so the order is stable.
+ */
+export const visibleWorkflows = (
+  summaries: readonly WorkflowSummaryRecord[],
+  permittedWorkflowIds: readonly string[],
+): WorkflowSummaryRecord[] => {
+  const permitted = new Set(permittedWorkflowIds);
+  return summaries
+    .filter((w) => permitted.size === 0 || permitted.has(w.id))
+    .sort((a, b) => (b.updated_at ?? '').localeCompare(a.updated_at ?? '') || a.id.localeCompare(b.id));
+};

@@ -1,0 +1,38 @@
+import type { Scope } from '../../lib/routes.ts';
+import type { Deps } from '../deps.ts';
+import { bearerToken, hashApiKey, isWellFormedApiKey } from '../domain/api-key.ts';
+import { RateLimitedError, ScopeNotPermittedError, UnauthorizedError } from '../domain/errors.ts';
+import { decide, defaultRequestsPerMinute } from '../domain/rate-limit.ts';
+import { type ApiKeyRecord, findApiKeyByHash } from '../store/api-keys.ts';
+import { countRequest } from '../store/rate-counter.ts';
+
+/** Who is calling, as every keyed handler sees it. */
+export interface AuthContext {
+  teamId: string;
+  keyId: string;
+  key: ApiKeyRecord;
+}
+
+/**
+ * Auth, then rate limit, then scope (DESIGN.md): a malformed key is refused before any read; a
+ * missing, unknown, revoked or expired key gets the same 401; a scope failure still counts
+ * against the rate limit so probing scopes is throttled too.
+ */
+export const authenticate = async (
+  deps: Deps,
+  authorization: string | undefined,
+  scope: Scope,
+): Promise<AuthContext> => {
+  const token = bearerToken(authorization);
+  if (!token || !isWellFormedApiKey(token)) throw new UnauthorizedError();
+  const key = await findApiKeyByHash(deps, hashApiKey(token));
+  const now = deps.now();
+  if (!key || key.revokedAt !== null || (key.expiresAt !== null && Date.parse(key.expiresAt) <= now.getTime())) {
+    throw new UnauthorizedError();
+  }
+  const counts = await countRequest(deps, key.keyId, now.getTime());
+  const decision = decide(counts, now.getTime(), key.rateLimitPerMinute ?? defaultRequestsPerMinute);
+  if (!decision.allowed) throw new RateLimitedError(decision.retryAfterSeconds);
+  if (key.scopes.length > 0 && !key.scopes.includes(scope)) throw new ScopeNotPermittedError();
+  return { teamId: key.teamId, keyId: key.keyId, key };
+};

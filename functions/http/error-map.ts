@@ -1,0 +1,40 @@
+import {
+  BadRequestError,
+  ForbiddenError,
+  NotFoundError,
+  PayloadTooLargeError,
+  RateLimitedError,
+  ScopeNotPermittedError,
+  UnauthorizedError,
+  UnprocessableError,
+} from '../domain/errors.ts';
+import { logger } from './logger.ts';
+import { type HttpResult, json } from './response.ts';
+
+/**
+ * The one table from domain errors to the spec's status codes and bodies (spec section 7).
+ * Anything not listed is a server failure: 500 `Server error: <detail>` where the detail names the
+ * kind of failure and the request id, never a stack, a key or a secret.
+ */
+export const errorResponse = (error: unknown, requestId: string): HttpResult => {
+  if (error instanceof UnauthorizedError) return json(401, { error: 'Unauthorized' });
+  if (error instanceof ScopeNotPermittedError) return json(403, { error: 'Scope not permitted for this key' });
+  if (error instanceof ForbiddenError) return json(403, { error: error.message });
+  if (error instanceof RateLimitedError) {
+    return json(429, { error: 'Rate limit exceeded' }, { 'retry-after': String(error.retryAfterSeconds) });
+  }
+  if (error instanceof BadRequestError) return json(400, { error: error.message });
+  if (error instanceof NotFoundError) return json(404, { error: error.message });
+  if (error instanceof UnprocessableError) return json(422, error.body);
+  if (error instanceof PayloadTooLargeError) return json(413, { error: error.message });
+  logger.error('request failed', { requestId, error: error as Error });
+  return json(500, { error: `Server error: ${serverErrorDetail(error)} (request ${requestId})` });
+};
+
+/** AWS SDK errors carry a safe service error name; anything else is reported generically. */
+const serverErrorDetail = (error: unknown): string => {
+  if (error && typeof error === 'object' && '$metadata' in error && error instanceof Error) {
+    return `storage unavailable (${error.name})`;
+  }
+  return 'unexpected failure';
+};

@@ -1,0 +1,40 @@
+/**
+ * Every DynamoDB key of the single table, built in one place. Prefixes are typed so a partition
+ * can be recognised at a glance in the console. See the access-pattern table in README.md.
+ */
+
+export const teamKey = (teamId: string) => ({ PK: `TEAM#${teamId}`, SK: 'TEAM' });
+
+export const projectKey = (teamId: string, projectId: string) => ({ PK: `TEAM#${teamId}`, SK: `PROJECT#${projectId}` });
+
+export const agentKey = (teamId: string, agentId: string) => ({ PK: `TEAM#${teamId}`, SK: `AGENT#${agentId}` });
+
+/** Workflow summaries sit in the team partition so the list is one strongly consistent Query. */
+export const workflowKey = (teamId: string, workflowId: string) => ({
+  PK: `TEAM#${teamId}`,
+  SK: `WORKFLOW#${workflowId}`,
+});
+export const workflowSkPrefix = 'WORKFLOW#';
+export const teamPartition = (teamId: string) => `TEAM#${teamId}`;
+
+/** The canvas is large and read only by runs, so it lives apart from the summary. */
+export const canvasKey = (workflowId: string) => ({ PK: `WORKFLOW#${workflowId}`, SK: 'CANVAS' });
+
+/** An API key item is addressed by the SHA-256 of the secret: the only way a request finds it. */
+export const apiKeyKey = (secretHash: string) => ({ PK: `APIKEY#${secretHash}`, SK: 'APIKEY' });
+
+/** Pointer from the public key id to the hash, for revoke and update by id. */
+export const apiKeyIdKey = (keyId: string) => ({ PK: `APIKEYID#${keyId}`, SK: 'APIKEYID' });
+
+/** GSI1 entry listing a team's keys. */
+export const teamKeysIndex = (teamId: string, keyId: string) => ({ GSI1PK: `TEAM#${teamId}#KEYS`, GSI1SK: keyId });
+export const teamKeysPartition = (teamId: string) => `TEAM#${teamId}#KEYS`;
+
+/** One rate counter item per key; attributes are per-window counts. */
+export const rateCounterKey = (keyId: string) => ({ PK: `RATE#${keyId}`, SK: 'RATE' });
+
+/** The operator-set price multiplier and its hourly schedule. */
+export const priceKey = () => ({ PK: 'PRICE', SK: 'PRICE' });
+
+/** GSI1 entry that finds a project, agent or workflow (and so its team) from its id alone. */
+export const idIndex = (kind: 'PROJECT' | 'AGENT' | 'WORKFLOW', id: string) => ({ GSI1PK: `${kind}#${id}`, GSI1SK: kind });

@@ -1,0 +1,32 @@
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { Deps } from '../deps.ts';
+import type { PriceSettings } from '../domain/price.ts';
+import { priceKey } from './keys.ts';
+
+export const getPriceSettings = async (deps: Deps): Promise<PriceSettings> => {
+  const { Item } = await deps.ddb.send(new GetCommand({ TableName: deps.tableName, Key: priceKey(), ConsistentRead: true }));
+  return { multiplier: (Item?.multiplier as number | undefined) ?? null, hourly: (Item?.hourly as number[] | undefined) ?? null };
+};
+
+/** Sets the live multiplier (null clears it so the schedule applies). */
+export const setLiveMultiplier = async (deps: Deps, multiplier: number | null) => {
+  await deps.ddb.send(
+    new UpdateCommand({
+      TableName: deps.tableName,
+      Key: priceKey(),
+      UpdateExpression: multiplier === null ? 'REMOVE multiplier' : 'SET multiplier = :m',
+      ...(multiplier === null ? {} : { ExpressionAttributeValues: { ':m': multiplier } }),
+    }),
+  );
+};
+
+export const setHourlySchedule = async (deps: Deps, hourly: number[]) => {
+  await deps.ddb.send(
+    new UpdateCommand({
+      TableName: deps.tableName,
+      Key: priceKey(),
+      UpdateExpression: 'SET hourly = :h',
+      ExpressionAttributeValues: { ':h': hourly },
+    }),
+  );
+};

@@ -1,0 +1,200 @@
+import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { Deps } from '../deps.ts';
+import { agentKey, idIndex, projectKey, teamKey } from './keys.ts';
+
+/**
+ * Teams, projects and agents: the tenancy the API keys belong to. Operators manage them with the
+ * admin CLI (the "app" side of the spec). Every id also has a GSI1 entry `<KIND>#<id>` so the CLI
+ * can find an item's team from its id alone.
+ */
+
+const isConditionFailure = (error: unknown) =>
+  (error as Error).name === 'ConditionalCheckFailedException' || (error as Error).name === 'TransactionCanceledException';
+
+export class TenancyNotFoundError extends Error {
+  override readonly name = 'TenancyNotFoundError';
+}
+
+/** Finds the item of a project, agent or workflow by id alone (operators' CLI). */
+export const findById = async (deps: Deps, kind: 'PROJECT' | 'AGENT' | 'WORKFLOW', id: string) => {
+  const { Items } = await deps.ddb.send(
+    new QueryCommand({
+      TableName: deps.tableName,
+      IndexName: 'GSI1',
+      KeyConditionExpression: 'GSI1PK = :pk AND GSI1SK = :sk',
+      ExpressionAttributeValues: { ':pk': idIndex(kind, id).GSI1PK, ':sk': kind },
+    }),
+  );
+  return Items?.[0];
+};
+
+export interface TeamBalance {
+  /** All amounts in hundredths of a credit. Invariant: balance + held + charged = granted. */
+  balance: number;
+  held: number;
+  charged: number;
+  granted: number;
+}
+
+export const createTeam = async (
+  deps: Deps,
+  input: { name: string; creditsHundredths: number; perStepLimitHundredths: number | null },
+): Promise<{ teamId: string }> => {
+  const teamId = deps.newId();
+  await deps.ddb.send(
+    new TransactWriteCommand({
+      TransactItems: [
+        {
+          Put: {
+            TableName: deps.tableName,
+            Item: {
+              ...teamKey(teamId),
+              type: 'Team',
+              teamId,
+              name: input.name,
+              balance: input.creditsHundredths,
+              held: 0,
+              charged: 0,
+              granted: input.creditsHundredths,
+              perStepLimitHundredths: input.perStepLimitHundredths ?? undefined,
+              createdAt: deps.now().toISOString(),
+            },
+            ConditionExpression: 'attribute_not_exists(PK)',
+          },
+        },
+      ],
+    }),
+  );
+  return { teamId };
+};
+
+export const getTeam = async (deps: Deps, teamId: string) => {
+  const { Item } = await deps.ddb.send(
+    new GetCommand({ TableName: deps.tableName, Key: teamKey(teamId), ConsistentRead: true }),
+  );
+  return Item;
+};
+
+/** Grants (or, negative, withdraws) credits; a withdrawal can never take the balance below zero. */
+export const addCredits = async (deps: Deps, teamId: string, hundredths: number): Promise<TeamBalance> => {
+  try {
+    const { Attributes } = await deps.ddb.send(
+      new UpdateCommand({
+        TableName: deps.tableName,
+        Key: teamKey(teamId),
+        UpdateExpression: 'ADD balance :amount, granted :amount',
+        ConditionExpression: 'attribute_exists(PK) AND balance >= :floor',
+        ExpressionAttributeValues: { ':amount': hundredths, ':floor': Math.max(0, -hundredths) },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return balanceOf(Attributes ?? {});
+  } catch (error) {
+    if (isConditionFailure(error)) throw new TenancyNotFoundError(`No team ${teamId}, or too few credits to withdraw`);
+    throw error;
+  }
+};
+
+export const balanceOf = (item: Record<string, unknown>): TeamBalance => ({
+  balance: (item.balance as number | undefined) ?? 0,
+  held: (item.held as number | undefined) ?? 0,
+  charged: (item.charged as number | undefined) ?? 0,
+  granted: (item.granted as number | undefined) ?? 0,
+});
+
+export const setPerStepLimit = async (deps: Deps, teamId: string, hundredths: number | null) => {
+  await deps.ddb.send(
+    new UpdateCommand({
+      TableName: deps.tableName,
+      Key: teamKey(teamId),
+      UpdateExpression: hundredths === null ? 'REMOVE perStepLimitHundredths' : 'SET perStepLimitHundredths = :l',
+      ConditionExpression: 'attribute_exists(PK)',
+      ...(hundredths === null ? {} : { ExpressionAttributeValues: { ':l': hundredths } }),
+    }),
+  );
+};
+
+const teamMustExist = (deps: Deps, teamId: string) => ({
+  ConditionCheck: { TableName: deps.tableName, Key: teamKey(teamId), ConditionExpression: 'attribute_exists(PK)' },
+});
+
+export const createProject = async (
+  deps: Deps,
+  input: { teamId: string; name: string; hardCapHundredths: number | null },
+): Promise<{ projectId: string }> => {
+  const projectId = deps.newId();
+  try {
+    await deps.ddb.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          teamMustExist(deps, input.teamId),
+          {
+            Put: {
+              TableName: deps.tableName,
+              Item: {
+                ...projectKey(input.teamId, projectId),
+                ...idIndex('PROJECT', projectId),
+                type: 'Project',
+                projectId,
+                teamId: input.teamId,
+                name: input.name,
+                hardCapHundredths: input.hardCapHundredths ?? undefined,
+                spentHundredths: 0,
+                createdAt: deps.now().toISOString(),
+              },
+            },
+          },
+        ],
+      }),
+    );
+  } catch (error) {
+    if (isConditionFailure(error)) throw new TenancyNotFoundError(`No team ${input.teamId}`);
+    throw error;
+  }
+  return { projectId };
+};
+
+/** Creates an agent in a project of `teamId`; the project must exist in that team. */
+export const createAgent = async (
+  deps: Deps,
+  input: { teamId: string; projectId: string; name: string },
+): Promise<{ agentId: string }> => {
+  const agentId = deps.newId();
+  try {
+    await deps.ddb.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            ConditionCheck: {
+              TableName: deps.tableName,
+              Key: projectKey(input.teamId, input.projectId),
+              ConditionExpression: 'attribute_exists(PK)',
+            },
+          },
+          {
+            Put: {
+              TableName: deps.tableName,
+              Item: agentItem(deps, { ...input, agentId }),
+            },
+          },
+        ],
+      }),
+    );
+  } catch (error) {
+    if (isConditionFailure(error)) throw new TenancyNotFoundError(`No project ${input.projectId}`);
+    throw error;
+  }
+  return { agentId };
+};
+
+/** The agent item, shared by the CLI and by workflow creation with `projectId` (one shape). */
+export const agentItem = (deps: Deps, input: { teamId: string; projectId: string; agentId: string; name: string }) => ({
+  ...agentKey(input.teamId, input.agentId),
+  ...idIndex('AGENT', input.agentId),
+  type: 'Agent',
+  agentId: input.agentId,
+  projectId: input.projectId,
+  teamId: input.teamId,
+  name: input.name,
+  createdAt: deps.now().toISOString(),
+});

@@ -1,0 +1,152 @@
+import { QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { Deps } from '../deps.ts';
+import type { WorkflowStatus, WorkflowSummaryRecord } from '../domain/workflow-list.ts';
+import { agentKey, canvasKey, idIndex, teamPartition, workflowKey, workflowSkPrefix } from './keys.ts';
+
+/**
+ * Every workflow summary of a team in one strongly consistent Query of the team partition (a new
+ * workflow shows at once), newest change first. The canvas lives elsewhere and is not read.
+ */
+export const listWorkflowSummaries = async (deps: Deps, teamId: string): Promise<WorkflowSummaryRecord[]> => {
+  const out: WorkflowSummaryRecord[] = [];
+  let cursor: Record<string, unknown> | undefined;
+  do {
+    const page = await deps.ddb.send(
+      new QueryCommand({
+        TableName: deps.tableName,
+        KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
+        ExpressionAttributeValues: { ':pk': teamPartition(teamId), ':prefix': workflowSkPrefix },
+        ProjectionExpression: 'workflowId, #name, description, #status, updatedAt',
+        ExpressionAttributeNames: { '#name': 'name', '#status': 'status' },
+        ConsistentRead: true,
+        ExclusiveStartKey: cursor,
+      }),
+    );
+    for (const item of page.Items ?? []) {
+      out.push({
+        id: item.workflowId as string,
+        name: item.name as string,
+        description: (item.description as string | undefined) ?? null,
+        status: (item.status as WorkflowStatus | undefined) ?? null,
+        updated_at: (item.updatedAt as string | undefined) ?? null,
+      });
+    }
+    cursor = page.LastEvaluatedKey;
+  } while (cursor);
+  return out;
+};
+
+/** Operators set a workflow's status; returns false when the team has no such workflow. */
+export const setWorkflowStatus = async (
+  deps: Deps,
+  teamId: string,
+  workflowId: string,
+  status: WorkflowStatus,
+): Promise<boolean> => {
+  try {
+    await deps.ddb.send(
+      new UpdateCommand({
+        TableName: deps.tableName,
+        Key: workflowKey(teamId, workflowId),
+        UpdateExpression: 'SET #status = :status, updatedAt = :now',
+        ConditionExpression: 'attribute_exists(PK)',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':status': status, ':now': deps.now().toISOString() },
+      }),
+    );
+    return true;
+  } catch (error) {
+    if ((error as Error).name === 'ConditionalCheckFailedException') return false;
+    throw error;
+  }
+};
+
+export interface NewWorkflowRecord {
+  teamId: string;
+  agentId: string;
+  projectId: string;
+  name: string;
+  description: string | null;
+  status: WorkflowStatus;
+  /** The canvas graph runs execute; its shape is owned by the workflow domain. */
+  canvas: unknown;
+  stepsCount: number;
+}
+
+/** The three items of a workflow: team-partition summary, canvas, and the id-lookup entry. */
+export const workflowItems = (deps: Deps, workflowId: string, input: NewWorkflowRecord) => {
+  const now = deps.now().toISOString();
+  return [
+    {
+      ...workflowKey(input.teamId, workflowId),
+      ...idIndex('WORKFLOW', workflowId),
+      type: 'Workflow',
+      workflowId,
+      teamId: input.teamId,
+      agentId: input.agentId,
+      projectId: input.projectId,
+      name: input.name,
+      description: input.description ?? undefined,
+      status: input.status,
+      stepsCount: input.stepsCount,
+      createdAt: now,
+      updatedAt: now,
+    },
+    { ...canvasKey(workflowId), type: 'Canvas', teamId: input.teamId, workflowId, canvas: input.canvas },
+  ];
+};
+
+/** Stores a workflow atomically; the agent must exist in the team. */
+export const putWorkflow = async (deps: Deps, input: NewWorkflowRecord): Promise<{ workflowId: string }> => {
+  const workflowId = deps.newId();
+  await deps.ddb.send(
+    new TransactWriteCommand({
+      TransactItems: [
+        {
+          ConditionCheck: {
+            TableName: deps.tableName,
+            Key: agentKey(input.teamId, input.agentId),
+            ConditionExpression: 'attribute_exists(PK)',
+          },
+        },
+        ...workflowItems(deps, workflowId, input).map((Item) => ({
+          Put: { TableName: deps.tableName, Item, ConditionExpression: 'attribute_not_exists(PK)' },
+        })),
+      ],
+    }),
+  );
+  return { workflowId };
+};
+
+/**
+ * Makes `workflowId` the agent's active workflow (spec 4.4): the agent points at it and its status
+ * becomes `active`, in one transaction; both must belong to the team and the workflow to the agent.
+ */
+export const activateWorkflow = async (deps: Deps, teamId: string, agentId: string, workflowId: string) => {
+  const now = deps.now().toISOString();
+  await deps.ddb.send(
+    new TransactWriteCommand({
+      TransactItems: [
+        {
+          Update: {
+            TableName: deps.tableName,
+            Key: agentKey(teamId, agentId),
+            UpdateExpression: 'SET activeWorkflowId = :w',
+            ConditionExpression: 'attribute_exists(PK)',
+            ExpressionAttributeValues: { ':w': workflowId },
+          },
+        },
+        {
+          Update: {
+            TableName: deps.tableName,
+            Key: workflowKey(teamId, workflowId),
+            UpdateExpression: 'SET #status = :active, updatedAt = :now',
+            ConditionExpression: 'attribute_exists(PK) AND agentId = :agent',
+            ExpressionAttributeNames: { '#status': 'status' },
+            ExpressionAttributeValues: { ':active': 'active', ':now': now, ':agent': agentId },
+          },
+        },
+      ],
+    }),
+  );
+};

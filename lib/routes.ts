@@ -1,0 +1,44 @@
+/**
+ * The one route table: API Gateway routes in the CDK stack and the local server are both built
+ * from it. Pure data. `entry` is the handler module (relative to the repository root); each
+ * module exports `handler` (used by Lambda) and `makeHandler(deps)` (used locally and in tests).
+ */
+
+export type Scope = 'workflows:read' | 'workflows:write' | 'runs:create' | 'runs:read';
+
+export const allScopes: readonly Scope[] = ['workflows:read', 'workflows:write', 'runs:create', 'runs:read'];
+
+export interface Route {
+  /** Stable logical id, used for CDK construct ids and logs. */
+  id: string;
+  method: 'GET' | 'POST' | 'DELETE';
+  /** Path under the base path, with `{param}` placeholders as API Gateway writes them. */
+  path: string;
+  entry: string;
+  /** Scope the key needs; null for the unauthenticated routes. */
+  scope: Scope | null;
+  /** What the function may touch, for least-privilege grants. */
+  grants: { table: 'none' | 'read' | 'readwrite'; stepsQueue?: 'send'; bucket?: 'read' };
+}
+
+/** Every route lives under this prefix, locally and on API Gateway (spec section 9). */
+export const basePath = '/api/v1';
+
+export const routes: readonly Route[] = [
+  {
+    id: 'GetOpenApi',
+    method: 'GET',
+    path: '/openapi.json',
+    entry: 'functions/api/get-openapi.ts',
+    scope: null,
+    grants: { table: 'none' },
+  },
+  {
+    id: 'ListWorkflows',
+    method: 'GET',
+    path: '/workflows',
+    entry: 'functions/api/list-workflows.ts',
+    scope: 'workflows:read',
+    grants: { table: 'readwrite' },
+  },
+];

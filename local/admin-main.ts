@@ -1,0 +1,43 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { type Deps, productionDeps } from '../functions/deps.ts';
+import { envNames } from '../lib/definitions.ts';
+import { runAdmin } from './admin.ts';
+import { localAwsConfig, startDynamoDb } from './emulators.ts';
+import { localDeps } from './local-deps.ts';
+import { provisionTables } from './provision.ts';
+import { dynamoDbDataDir, localPrefix, readRunningStack, stateDir } from './state.ts';
+
+/**
+ * `npm run admin -- …`. With TABLE_NAME (and the usual AWS environment) in the environment it
+ * talks to deployed tables; otherwise to the local default: the running `npm start`, or, when none
+ * runs, DynamoDB Local started on the same data for the length of the command.
+ */
+const main = async () => {
+  let deps: Deps;
+  let cleanup = async () => {};
+  if (process.env[envNames.table]) {
+    deps = productionDeps();
+  } else {
+    const running = readRunningStack();
+    if (running) {
+      deps = localDeps(running.resources);
+    } else {
+      const dynamo = await startDynamoDb({ dataDir: dynamoDbDataDir, stateDir });
+      const client = new DynamoDBClient({ ...localAwsConfig, endpoint: dynamo.endpoint });
+      const tableName = await provisionTables(client, localPrefix);
+      client.destroy();
+      deps = localDeps({ dynamoDbEndpoint: dynamo.endpoint, tableName });
+      cleanup = dynamo.stop;
+    }
+  }
+  try {
+    const { exitCode, output } = await runAdmin(process.argv.slice(2), deps);
+    (exitCode === 0 ? process.stdout : process.stderr).write(`${output}\n`);
+    process.exitCode = exitCode;
+  } finally {
+    deps.ddb.destroy();
+    await cleanup();
+  }
+};
+
+await main();

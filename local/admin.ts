@@ -1,0 +1,269 @@
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { allScopes, type Scope } from '../lib/routes.ts';
+import type { Deps } from '../functions/deps.ts';
+import { toCredits, toHundredths } from '../functions/domain/credits.ts';
+import { currentMultiplier, isValidMultiplier, parseSchedule } from '../functions/domain/price.ts';
+import { createApiKey, listApiKeys, revokeApiKey } from '../functions/store/api-keys.ts';
+import { getPriceSettings, setHourlySchedule, setLiveMultiplier } from '../functions/store/price.ts';
+import {
+  addCredits,
+  balanceOf,
+  createAgent,
+  createProject,
+  createTeam,
+  findById,
+  getTeam,
+} from '../functions/store/tenancy.ts';
+import { activateWorkflow, setWorkflowStatus } from '../functions/store/workflows.ts';
+
+/**
+ * The operators' CLI: the "app" side of the spec that the API does not cover (teams, credits,
+ * projects, agents, keys, prices). `runAdmin` is pure over its deps so tests drive it in-process;
+ * `local/admin-main.ts` wires it to the local stack or to deployed tables.
+ */
+
+export const usage = `Usage: npm run admin -- <command> [flags] [--json]
+
+  team create --name N [--credits C] [--per-step-limit L]      → { teamId }
+  credits add --team T --amount C                              → new balance
+  credits show --team T                                        → balance, held, charged, granted
+  project create --team T --name N [--hard-cap C]              → { projectId }
+  agent create --project P --name N                            → { agentId }
+  agent activate --agent A --workflow W
+  workflow status --workflow W --status draft|active|archived
+  key create --team T [--scopes a,b] [--workflows w1,w2] [--monthly-cap C]
+             [--expires-at ISO] [--rate-limit N]               → { keyId, key } (the key is shown only here)
+  key revoke --key K
+  key list --team T
+  price set --multiplier M          (M > 0; "none" clears it so the schedule applies)
+  price schedule --file F           (JSON: {"hours": {"0-6": 0.5, "7-22": 1, "23": 0.7}}, UTC hours)
+  price show
+
+Amounts are credits (1 credit = $0.01) with at most two decimals. Scopes: ${allScopes.join(', ')}.`;
+
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+export interface AdminResult {
+  exitCode: number;
+  output: string;
+}
+
+const flagOptions = {
+  json: { type: 'boolean' },
+  name: { type: 'string' },
+  credits: { type: 'string' },
+  'per-step-limit': { type: 'string' },
+  team: { type: 'string' },
+  amount: { type: 'string' },
+  project: { type: 'string' },
+  'hard-cap': { type: 'string' },
+  agent: { type: 'string' },
+  workflow: { type: 'string' },
+  status: { type: 'string' },
+  scopes: { type: 'string' },
+  workflows: { type: 'string' },
+  'monthly-cap': { type: 'string' },
+  'expires-at': { type: 'string' },
+  'rate-limit': { type: 'string' },
+  key: { type: 'string' },
+  multiplier: { type: 'string' },
+  file: { type: 'string' },
+} as const;
+
+type Flags = { [K in keyof typeof flagOptions]?: (typeof flagOptions)[K]['type'] extends 'boolean' ? boolean : string };
+
+const required = (flags: Flags, name: keyof Flags): string => {
+  const value = flags[name];
+  if (typeof value !== 'string' || value === '') throw new UsageError(`--${name} is required`);
+  return value;
+};
+
+const credits = (value: string, flag: string): number => {
+  try {
+    const hundredths = toHundredths(value);
+    if (hundredths < 0) throw new RangeError('negative');
+    return hundredths;
+  } catch {
+    throw new UsageError(`--${flag} must be a non-negative credit amount with at most two decimals`);
+  }
+};
+
+const optionalCredits = (flags: Flags, name: 'credits' | 'per-step-limit' | 'hard-cap' | 'monthly-cap') =>
+  flags[name] === undefined ? null : credits(flags[name], name);
+
+const list = (value: string | undefined): string[] =>
+  value ? value.split(',').map((s) => s.trim()).filter(Boolean) : [];
+
+const teamOf = async (deps: Deps, kind: 'PROJECT' | 'AGENT' | 'WORKFLOW', id: string): Promise<Record<string, unknown>> => {
+  const item = await findById(deps, kind, id);
+  if (!item) throw new UsageError(`No ${kind.toLowerCase()} ${id}`);
+  return item;
+};
+
+const balanceView = (item: Record<string, unknown>) => {
+  const b = balanceOf(item);
+  return { balance: toCredits(b.balance), held: toCredits(b.held), charged: toCredits(b.charged), granted: toCredits(b.granted) };
+};
+
+/** Runs one command; returns what to print and the exit code instead of exiting. */
+export const runAdmin = async (argv: string[], deps: Deps): Promise<AdminResult> => {
+  let flags: Flags;
+  let positionals: string[];
+  try {
+    const parsed = parseArgs({ args: argv, options: flagOptions, allowPositionals: true, strict: true });
+    flags = parsed.values as Flags;
+    positionals = parsed.positionals;
+  } catch (error) {
+    return { exitCode: 2, output: `${(error as Error).message}\n\n${usage}` };
+  }
+  const command = positionals.join(' ');
+  try {
+    const result = await dispatch(command, flags, deps);
+    const output = flags.json
+      ? JSON.stringify(result, null, 2)
+      : Object.entries(result)
+          .map(([k, v]) => `${k}: ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`)
+          .join('\n');
+    return { exitCode: 0, output };
+  } catch (error) {
+    if (error instanceof UsageError) return { exitCode: 2, output: `${error.message}\n\n${usage}` };
+    if ((error as Error).name === 'TenancyNotFoundError') return { exitCode: 1, output: (error as Error).message };
+    throw error;
+  }
+};
+
+const dispatch = async (command: string, flags: Flags, deps: Deps): Promise<Record<string, unknown>> => {
+  switch (command) {
+    case 'team create':
+      return createTeam(deps, {
+        name: required(flags, 'name'),
+        creditsHundredths: optionalCredits(flags, 'credits') ?? 0,
+        perStepLimitHundredths: optionalCredits(flags, 'per-step-limit'),
+      });
+    case 'credits add': {
+      const amount = toHundredthsSigned(required(flags, 'amount'));
+      const b = await addCredits(deps, required(flags, 'team'), amount);
+      return { balance: toCredits(b.balance) };
+    }
+    case 'credits show': {
+      const team = await getTeam(deps, required(flags, 'team'));
+      if (!team) return notFound('team', flags.team);
+      return balanceView(team);
+    }
+    case 'project create':
+      return createProject(deps, {
+        teamId: required(flags, 'team'),
+        name: required(flags, 'name'),
+        hardCapHundredths: optionalCredits(flags, 'hard-cap'),
+      });
+    case 'agent create': {
+      const project = await teamOf(deps, 'PROJECT', required(flags, 'project'));
+      return createAgent(deps, { teamId: project.teamId as string, projectId: required(flags, 'project'), name: required(flags, 'name') });
+    }
+    case 'agent activate': {
+      const agent = await teamOf(deps, 'AGENT', required(flags, 'agent'));
+      const workflowId = required(flags, 'workflow');
+      try {
+        await activateWorkflow(deps, agent.teamId as string, agent.agentId as string, workflowId);
+      } catch (error) {
+        if ((error as Error).name === 'TransactionCanceledException') {
+          throw new UsageError(`Workflow ${workflowId} does not belong to agent ${agent.agentId}`);
+        }
+        throw error;
+      }
+      return { agentId: agent.agentId, activeWorkflowId: workflowId };
+    }
+    case 'workflow status': {
+      const status = required(flags, 'status');
+      if (status !== 'draft' && status !== 'active' && status !== 'archived') {
+        throw new UsageError('--status must be draft, active or archived');
+      }
+      const workflow = await teamOf(deps, 'WORKFLOW', required(flags, 'workflow'));
+      await setWorkflowStatus(deps, workflow.teamId as string, workflow.workflowId as string, status);
+      return { workflowId: workflow.workflowId, status };
+    }
+    case 'key create': {
+      const scopes = list(flags.scopes);
+      const unknown = scopes.filter((s) => !allScopes.includes(s as Scope));
+      if (unknown.length) throw new UsageError(`Unknown scope(s): ${unknown.join(', ')}`);
+      const expiresAt = flags['expires-at'];
+      if (expiresAt !== undefined && Number.isNaN(Date.parse(expiresAt))) throw new UsageError('--expires-at must be an ISO date-time');
+      const rate = flags['rate-limit'];
+      if (rate !== undefined && !/^[1-9]\d*$/.test(rate)) throw new UsageError('--rate-limit must be a positive integer');
+      const teamId = required(flags, 'team');
+      if (!(await getTeam(deps, teamId))) return notFound('team', teamId);
+      return createApiKey(deps, {
+        teamId,
+        scopes: scopes as Scope[],
+        workflowIds: list(flags.workflows),
+        monthlyCapHundredths: optionalCredits(flags, 'monthly-cap'),
+        expiresAt: expiresAt === undefined ? null : new Date(expiresAt).toISOString(),
+        rateLimitPerMinute: rate === undefined ? null : Number(rate),
+      });
+    }
+    case 'key revoke': {
+      const keyId = required(flags, 'key');
+      if (!(await revokeApiKey(deps, keyId))) return notFound('key', keyId);
+      return { keyId, revoked: true };
+    }
+    case 'key list': {
+      const keys = await listApiKeys(deps, required(flags, 'team'));
+      return {
+        keys: keys.map((k) => ({
+          keyId: k.keyId,
+          hint: k.hint,
+          scopes: k.scopes.length ? k.scopes : 'all',
+          workflows: k.workflowIds.length ? k.workflowIds : 'all',
+          monthlyCap: k.monthlyCapHundredths === null ? null : toCredits(k.monthlyCapHundredths),
+          rateLimitPerMinute: k.rateLimitPerMinute,
+          expiresAt: k.expiresAt,
+          revokedAt: k.revokedAt,
+          createdAt: k.createdAt,
+        })),
+      };
+    }
+    case 'price set': {
+      const raw = required(flags, 'multiplier');
+      const multiplier = raw === 'none' ? null : Number(raw);
+      if (multiplier !== null && !isValidMultiplier(multiplier)) {
+        throw new UsageError('--multiplier must be a number above 0 and at most 10, with up to 4 decimals');
+      }
+      await setLiveMultiplier(deps, multiplier);
+      return priceView(deps);
+    }
+    case 'price schedule': {
+      let hourly: number[];
+      try {
+        hourly = parseSchedule(readFileSync(required(flags, 'file'), 'utf8'));
+      } catch (error) {
+        throw new UsageError(`Bad schedule file: ${(error as Error).message}`);
+      }
+      await setHourlySchedule(deps, hourly);
+      return priceView(deps);
+    }
+    case 'price show':
+      return priceView(deps);
+    default:
+      throw new UsageError(command ? `Unknown command: ${command}` : 'No command given');
+  }
+};
+
+const toHundredthsSigned = (value: string): number => {
+  try {
+    return toHundredths(value);
+  } catch {
+    throw new UsageError('--amount must be a credit amount with at most two decimals');
+  }
+};
+
+const notFound = (kind: string, id: string | undefined): never => {
+  throw new UsageError(`No ${kind} ${id}`);
+};
+
+const priceView = async (deps: Deps) => {
+  const settings = await getPriceSettings(deps);
+  return { current: currentMultiplier(settings, deps.now()), live: settings.multiplier, hourly: settings.hourly };
+};

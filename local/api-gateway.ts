@@ -1,0 +1,192 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+import { basePath, type Route, routes } from '../lib/routes.ts';
+import type { Deps } from '../functions/deps.ts';
+
+type ApiResult = { statusCode?: number; headers?: Record<string, string | number | boolean>; body?: string; isBase64Encoded?: boolean };
+type ApiHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<ApiResult | string | undefined>;
+
+/** API Gateway HTTP APIs accept at most 10 MB of payload. */
+const maxPayloadBytes = 10 * 1024 * 1024;
+
+const textTypes = /^(application\/(json|.*\+json|x-www-form-urlencoded|xml|yaml)|text\/)/i;
+
+interface CompiledRoute {
+  route: Route;
+  method: string;
+  pattern: RegExp;
+  params: string[];
+  handler: ApiHandler;
+}
+
+/** Loads every route's handler module and builds it with `deps`, the way Lambda imports `handler`. */
+const compileRoutes = async (deps: Deps): Promise<CompiledRoute[]> =>
+  Promise.all(
+    routes.map(async (route) => {
+      const module = (await import(new URL(`../${route.entry}`, import.meta.url).href)) as {
+        makeHandler: (deps: Deps) => ApiHandler;
+      };
+      const params: string[] = [];
+      const source = `${basePath}${route.path}`
+        .split('/')
+        .map((segment) => {
+          const param = /^\{(\w+)\}$/.exec(segment)?.[1];
+          if (param) params.push(param);
+          return param ? '([^/]+)' : segment.replace(/[.*+?^$()|[\]\\]/g, '\\$&');
+        })
+        .join('/');
+      return { route, method: route.method, pattern: new RegExp(`^${source}$`), params, handler: module.makeHandler(deps) };
+    }),
+  );
+
+const lambdaContext = (route: Route, requestId: string): Context => ({
+  callbackWaitsForEmptyEventLoop: false,
+  functionName: `local-${route.id}`,
+  functionVersion: '$LATEST',
+  invokedFunctionArn: `arn:aws:lambda:us-east-1:000000000000:function:local-${route.id}`,
+  memoryLimitInMB: '512',
+  awsRequestId: requestId,
+  logGroupName: `/aws/lambda/local-${route.id}`,
+  logStreamName: 'local',
+  getRemainingTimeInMillis: () => 10_000,
+  done: () => undefined,
+  fail: () => undefined,
+  succeed: () => undefined,
+});
+
+const readBody = (request: IncomingMessage): Promise<Buffer | 'too-large'> =>
+  new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    request.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= maxPayloadBytes) chunks.push(chunk);
+    });
+    request.on('end', () => resolve(size > maxPayloadBytes ? 'too-large' : Buffer.concat(chunks)));
+    request.on('error', reject);
+  });
+
+/** Turns a Node request into an API Gateway HTTP API payload 2.0 event, as API Gateway would. */
+export const toEventV2 = (
+  request: IncomingMessage,
+  url: URL,
+  body: Buffer,
+  match: { route: Route; pathParameters: Record<string, string> },
+): APIGatewayProxyEventV2 => {
+  const headers: Record<string, string> = {};
+  const cookies: string[] = [];
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (value === undefined) continue;
+    if (name === 'cookie') cookies.push(...String(value).split(/;\s*/));
+    else headers[name] = Array.isArray(value) ? value.join(',') : value;
+  }
+  const queryStringParameters: Record<string, string> = {};
+  for (const [name, value] of url.searchParams) {
+    queryStringParameters[name] = queryStringParameters[name] ? `${queryStringParameters[name]},${value}` : value;
+  }
+  const isText = textTypes.test(headers['content-type'] ?? 'application/json');
+  const now = new Date();
+  const routeKey = `${match.route.method} ${basePath}${match.route.path}`;
+  return {
+    version: '2.0',
+    routeKey,
+    rawPath: url.pathname,
+    rawQueryString: url.search.slice(1),
+    ...(cookies.length ? { cookies } : {}),
+    headers,
+    ...(url.search ? { queryStringParameters } : {}),
+    ...(Object.keys(match.pathParameters).length ? { pathParameters: match.pathParameters } : {}),
+    requestContext: {
+      accountId: '000000000000',
+      apiId: 'local',
+      domainName: headers.host ?? 'localhost',
+      domainPrefix: (headers.host ?? 'localhost').split('.')[0] ?? 'localhost',
+      http: {
+        method: request.method ?? 'GET',
+        path: url.pathname,
+        protocol: `HTTP/${request.httpVersion}`,
+        sourceIp: request.socket.remoteAddress ?? '127.0.0.1',
+        userAgent: headers['user-agent'] ?? '',
+      },
+      requestId: randomUUID(),
+      routeKey,
+      stage: '$default',
+      time: now.toUTCString(),
+      timeEpoch: now.getTime(),
+    },
+    ...(body.length ? { body: isText ? body.toString('utf8') : body.toString('base64') } : {}),
+    isBase64Encoded: body.length > 0 && !isText,
+  };
+};
+
+const send = (response: ServerResponse, status: number, headers: Record<string, string>, body: Buffer | string) => {
+  response.writeHead(status, { ...headers, 'content-length': String(Buffer.byteLength(body)) });
+  response.end(body);
+};
+
+/** API Gateway's payload-2.0 rule: a result without statusCode is a 200 JSON body. */
+const fromResult = (result: ApiResult | string | undefined) => {
+  if (result === undefined || typeof result === 'string' || result.statusCode === undefined) {
+    return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(result ?? null) };
+  }
+  const headers = Object.fromEntries(Object.entries(result.headers ?? {}).map(([k, v]) => [k.toLowerCase(), String(v)]));
+  const body = result.isBase64Encoded ? Buffer.from(result.body ?? '', 'base64') : (result.body ?? '');
+  return { status: result.statusCode, headers, body };
+};
+
+export interface LocalApi {
+  server: Server;
+  /** e.g. http://127.0.0.1:3000/api/v1 */
+  baseUrl: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves the route table over HTTP the way API Gateway does: each request becomes a payload 2.0
+ * event for the same handler module Lambda runs; unknown routes answer 404 {"message":"Not Found"}.
+ */
+export const startLocalApi = async (options: { deps: Deps; port: number; host: string }): Promise<LocalApi> => {
+  const compiled = await compileRoutes(options.deps);
+  const server = createServer(async (request, response) => {
+    try {
+      const url = new URL(request.url ?? '/', `http://${request.headers.host ?? 'localhost'}`);
+      let found: { entry: CompiledRoute; pathParameters: Record<string, string> } | undefined;
+      for (const entry of compiled) {
+        const m = entry.method === request.method ? entry.pattern.exec(url.pathname) : null;
+        if (m) {
+          found = { entry, pathParameters: Object.fromEntries(entry.params.map((p, i) => [p, decodeURIComponent(m[i + 1] ?? '')])) };
+          break;
+        }
+      }
+      if (!found) return send(response, 404, { 'content-type': 'application/json' }, '{"message":"Not Found"}');
+      const body = await readBody(request);
+      if (body === 'too-large') {
+        return send(response, 413, { 'content-type': 'application/json' }, '{"message":"Request Entity Too Large"}');
+      }
+      const event = toEventV2(request, url, body, { route: found.entry.route, pathParameters: found.pathParameters });
+      const result = fromResult(await found.entry.handler(event, lambdaContext(found.entry.route, event.requestContext.requestId)));
+      send(response, result.status, { ...result.headers, 'apigw-requestid': event.requestContext.requestId }, result.body);
+    } catch {
+      // What API Gateway answers when the integration itself fails.
+      send(response, 500, { 'content-type': 'application/json' }, '{"message":"Internal Server Error"}');
+    }
+  });
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : options.port;
+  const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+  return {
+    server,
+    baseUrl: `http://${host}:${port}${basePath}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+};

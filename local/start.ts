@@ -1,0 +1,132 @@
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import type { Context } from 'aws-lambda';
+import { dispatcherSchedule, queues } from '../lib/definitions.ts';
+import { workers } from '../lib/workers.ts';
+import type { Deps } from '../functions/deps.ts';
+import { toHundredths } from '../functions/domain/credits.ts';
+import { createApiKey, revokeApiKey } from '../functions/store/api-keys.ts';
+import { createAgent, createProject, createTeam, getTeam } from '../functions/store/tenancy.ts';
+import { startLocalApi } from './api-gateway.ts';
+import { startDynamoDb, startSqsS3 } from './emulators.ts';
+import { type SqsHandler, startQueuePoller, startSchedule } from './event-source.ts';
+import { localDeps, localEnvironment } from './local-deps.ts';
+import { provision } from './provision.ts';
+import { dynamoDbDataDir, fauxqsDataDir, localPrefix, readRunningStack, stackFile, stateDir } from './state.ts';
+
+/**
+ * `npm start`: the whole service on one machine. DynamoDB Local and fauxqs (SQS + S3) on loopback,
+ * resources from the CDK definitions, the API on http://127.0.0.1:3000/api/v1, queue pollers in
+ * place of event source mappings, and the dispatcher ticked like its EventBridge rule.
+ */
+
+const { values } = parseArgs({ options: { reset: { type: 'boolean' } }, strict: true });
+
+const running = readRunningStack();
+if (running) {
+  console.error(
+    `The local stack is already running (pid ${running.pid}) at ${running.baseUrl}.\n` +
+      `Stop it with Ctrl-C in its terminal (or \`kill ${running.pid}\`) before starting another.`,
+  );
+  process.exit(1);
+}
+if (values.reset) rmSync(stateDir, { recursive: true, force: true });
+mkdirSync(stateDir, { recursive: true });
+
+const port = Number(process.env.PORT ?? 3000);
+const host = process.env.HOST ?? '127.0.0.1';
+const optionalPort = (name: string) => (process.env[name] ? Number(process.env[name]) : undefined);
+
+const dynamo = await startDynamoDb({ port: optionalPort('DYNAMODB_PORT'), dataDir: dynamoDbDataDir, stateDir });
+const sqsS3 = await startSqsS3({ port: optionalPort('FAUXQS_PORT'), dataDir: fauxqsDataDir });
+const resources = await provision({ prefix: localPrefix, dynamoDbEndpoint: dynamo.endpoint, sqsS3Endpoint: sqsS3.endpoint });
+Object.assign(process.env, localEnvironment(resources));
+const deps = localDeps(resources);
+
+/** The demo tenancy is created once and kept; the demo key is replaced at every start. */
+const seedDemo = async (deps: Deps) => {
+  const demoFile = `${stateDir}demo.json`;
+  let demo = existsSync(demoFile)
+    ? (JSON.parse(readFileSync(demoFile, 'utf8')) as { teamId: string; projectId: string; agentId: string; keyId?: string })
+    : undefined;
+  if (!demo || !(await getTeam(deps, demo.teamId))) {
+    const { teamId } = await createTeam(deps, { name: 'Demo team', creditsHundredths: toHundredths(1000), perStepLimitHundredths: null });
+    const { projectId } = await createProject(deps, { teamId, name: 'Demo project', hardCapHundredths: null });
+    const { agentId } = await createAgent(deps, { teamId, projectId, name: 'Demo agent' });
+    demo = { teamId, projectId, agentId };
+  }
+  if (demo.keyId) await revokeApiKey(deps, demo.keyId);
+  const { keyId, key } = await createApiKey(deps, { teamId: demo.teamId });
+  writeFileSync(demoFile, JSON.stringify({ ...demo, keyId }, null, 2));
+  return { ...demo, key };
+};
+
+const stopAll: (() => Promise<void> | void)[] = [() => sqsS3.stop(), () => dynamo.stop()];
+const shutdown = async (code: number) => {
+  rmSync(stackFile, { force: true });
+  for (const stop of stopAll) {
+    try {
+      await stop();
+    } catch {
+      // Keep stopping the rest: nothing may be left running.
+    }
+  }
+  process.exit(code);
+};
+process.once('SIGINT', () => void shutdown(0));
+process.once('SIGTERM', () => void shutdown(0));
+
+try {
+  const demo = await seedDemo(deps);
+  let api: Awaited<ReturnType<typeof startLocalApi>>;
+  try {
+    api = await startLocalApi({ deps, port, host });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      throw new Error(`Port ${port} on ${host} is in use by another program: set PORT to another port.`);
+    }
+    throw error;
+  }
+  stopAll.unshift(() => api.close());
+  const logError = (error: unknown) => console.error('worker error:', (error as Error).message);
+  for (const worker of workers) {
+    const module = (await import(new URL(`../${worker.entry}`, import.meta.url).href)) as {
+      makeHandler?: (deps: Deps) => SqsHandler;
+      handler: SqsHandler;
+    };
+    const handler = module.makeHandler ? module.makeHandler(deps) : module.handler;
+    if (worker.trigger.kind === 'queue') {
+      const queueId = worker.trigger.queue;
+      const definition = queues.find((q) => q.id === queueId);
+      if (!definition) throw new Error(`No queue definition ${queueId}`);
+      const poller = startQueuePoller({ endpoint: sqsS3.endpoint, queueUrl: resources.queueUrls[queueId], definition, handler, onError: logError });
+      stopAll.unshift(() => poller.stop());
+    } else {
+      const intervalMs = Number(process.env.DISPATCH_INTERVAL_SECONDS ?? dispatcherSchedule.rateMinutes * 60) * 1000;
+      const schedule = startSchedule({ intervalMs, handler: handler as (e: unknown, c: Context) => Promise<unknown>, onError: logError });
+      stopAll.unshift(() => schedule.stop());
+    }
+  }
+  writeFileSync(stackFile, JSON.stringify({ pid: process.pid, baseUrl: api.baseUrl, resources }, null, 2));
+  console.log(
+    [
+      '',
+      'Workflow Run API is running locally.',
+      '',
+      `  Base URL:      ${api.baseUrl}`,
+      `  Demo API key:  ${demo.key}   (a new one each start; the previous one is revoked)`,
+      `  Demo team:     ${demo.teamId}`,
+      `  Demo project:  ${demo.projectId}`,
+      `  Demo agent:    ${demo.agentId}`,
+      '',
+      `  Try: curl -H "Authorization: Bearer ${demo.key}" ${api.baseUrl}/workflows`,
+      `       curl ${api.baseUrl}/openapi.json`,
+      '',
+      `Data persists in .local/ (npm start -- --reset wipes it). Ctrl-C stops everything.`,
+      '',
+    ].join('\n'),
+  );
+} catch (error) {
+  console.error(`npm start failed: ${(error as Error).message}`);
+  await shutdown(1);
+}
