@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { allScopes, type Scope } from '../lib/routes.ts';
 import type { Deps } from '../functions/deps.ts';
 import { toCredits, toHundredths } from '../functions/domain/credits.ts';
 import { currentMultiplier, isValidMultiplier, parseSchedule } from '../functions/domain/price.ts';
@@ -16,6 +15,7 @@ import {
   getTeam,
 } from '../functions/store/tenancy.ts';
 import { activateWorkflow, setWorkflowStatus } from '../functions/store/workflows.ts';
+import { allScopes, type Scope } from '../lib/routes.ts';
 
 /**
  * The operators' CLI: the "app" side of the spec that the API does not cover (teams, credits,
@@ -26,7 +26,7 @@ import { activateWorkflow, setWorkflowStatus } from '../functions/store/workflow
 export const usage = `Usage: npm run admin -- <command> [flags] [--json]
 
   team create --name N [--credits C] [--per-step-limit L]      → { teamId }
-  credits add --team T --amount C                              → new balance
+  credits add --team T --amount C                              → new balance (withdraw with --amount=-C)
   credits show --team T                                        → balance, held, charged, granted
   project create --team T --name N [--hard-cap C]              → { projectId }
   agent create --project P --name N                            → { agentId }
@@ -95,9 +95,18 @@ const optionalCredits = (flags: Flags, name: 'credits' | 'per-step-limit' | 'har
   flags[name] === undefined ? null : credits(flags[name], name);
 
 const list = (value: string | undefined): string[] =>
-  value ? value.split(',').map((s) => s.trim()).filter(Boolean) : [];
+  value
+    ? value
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : [];
 
-const teamOf = async (deps: Deps, kind: 'PROJECT' | 'AGENT' | 'WORKFLOW', id: string): Promise<Record<string, unknown>> => {
+const teamOf = async (
+  deps: Deps,
+  kind: 'PROJECT' | 'AGENT' | 'WORKFLOW',
+  id: string,
+): Promise<Record<string, unknown>> => {
   const item = await findById(deps, kind, id);
   if (!item) throw new UsageError(`No ${kind.toLowerCase()} ${id}`);
   return item;
@@ -105,7 +114,12 @@ const teamOf = async (deps: Deps, kind: 'PROJECT' | 'AGENT' | 'WORKFLOW', id: st
 
 const balanceView = (item: Record<string, unknown>) => {
   const b = balanceOf(item);
-  return { balance: toCredits(b.balance), held: toCredits(b.held), charged: toCredits(b.charged), granted: toCredits(b.granted) };
+  return {
+    balance: toCredits(b.balance),
+    held: toCredits(b.held),
+    charged: toCredits(b.charged),
+    granted: toCredits(b.granted),
+  };
 };
 
 /** Runs one command; returns what to print and the exit code instead of exiting. */
@@ -161,7 +175,11 @@ const dispatch = async (command: string, flags: Flags, deps: Deps): Promise<Reco
       });
     case 'agent create': {
       const project = await teamOf(deps, 'PROJECT', required(flags, 'project'));
-      return createAgent(deps, { teamId: project.teamId as string, projectId: required(flags, 'project'), name: required(flags, 'name') });
+      return createAgent(deps, {
+        teamId: project.teamId as string,
+        projectId: required(flags, 'project'),
+        name: required(flags, 'name'),
+      });
     }
     case 'agent activate': {
       const agent = await teamOf(deps, 'AGENT', required(flags, 'agent'));
@@ -190,9 +208,11 @@ const dispatch = async (command: string, flags: Flags, deps: Deps): Promise<Reco
       const unknown = scopes.filter((s) => !allScopes.includes(s as Scope));
       if (unknown.length) throw new UsageError(`Unknown scope(s): ${unknown.join(', ')}`);
       const expiresAt = flags['expires-at'];
-      if (expiresAt !== undefined && Number.isNaN(Date.parse(expiresAt))) throw new UsageError('--expires-at must be an ISO date-time');
+      if (expiresAt !== undefined && Number.isNaN(Date.parse(expiresAt)))
+        throw new UsageError('--expires-at must be an ISO date-time');
       const rate = flags['rate-limit'];
-      if (rate !== undefined && !/^[1-9]\d*$/.test(rate)) throw new UsageError('--rate-limit must be a positive integer');
+      if (rate !== undefined && !/^[1-9]\d*$/.test(rate))
+        throw new UsageError('--rate-limit must be a positive integer');
       const teamId = required(flags, 'team');
       if (!(await getTeam(deps, teamId))) return notFound('team', teamId);
       return createApiKey(deps, {

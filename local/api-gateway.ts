@@ -1,10 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
-import { basePath, type Route, routes } from '../lib/routes.ts';
 import type { Deps } from '../functions/deps.ts';
+import { basePath, type Route, routes } from '../lib/routes.ts';
 
-type ApiResult = { statusCode?: number; headers?: Record<string, string | number | boolean>; body?: string; isBase64Encoded?: boolean };
+type ApiResult = {
+  statusCode?: number;
+  headers?: Record<string, string | number | boolean>;
+  body?: string;
+  isBase64Encoded?: boolean;
+};
 type ApiHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<ApiResult | string | undefined>;
 
 /** API Gateway HTTP APIs accept at most 10 MB of payload. */
@@ -36,7 +41,13 @@ const compileRoutes = async (deps: Deps): Promise<CompiledRoute[]> =>
           return param ? '([^/]+)' : segment.replace(/[.*+?^$()|[\]\\]/g, '\\$&');
         })
         .join('/');
-      return { route, method: route.method, pattern: new RegExp(`^${source}$`), params, handler: module.makeHandler(deps) };
+      return {
+        route,
+        method: route.method,
+        pattern: new RegExp(`^${source}$`),
+        params,
+        handler: module.makeHandler(deps),
+      };
     }),
   );
 
@@ -130,7 +141,9 @@ const fromResult = (result: ApiResult | string | undefined) => {
   if (result === undefined || typeof result === 'string' || result.statusCode === undefined) {
     return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(result ?? null) };
   }
-  const headers = Object.fromEntries(Object.entries(result.headers ?? {}).map(([k, v]) => [k.toLowerCase(), String(v)]));
+  const headers = Object.fromEntries(
+    Object.entries(result.headers ?? {}).map(([k, v]) => [k.toLowerCase(), String(v)]),
+  );
   const body = result.isBase64Encoded ? Buffer.from(result.body ?? '', 'base64') : (result.body ?? '');
   return { status: result.statusCode, headers, body };
 };
@@ -155,7 +168,10 @@ export const startLocalApi = async (options: { deps: Deps; port: number; host: s
       for (const entry of compiled) {
         const m = entry.method === request.method ? entry.pattern.exec(url.pathname) : null;
         if (m) {
-          found = { entry, pathParameters: Object.fromEntries(entry.params.map((p, i) => [p, decodeURIComponent(m[i + 1] ?? '')])) };
+          found = {
+            entry,
+            pathParameters: Object.fromEntries(entry.params.map((p, i) => [p, decodeURIComponent(m[i + 1] ?? '')])),
+          };
           break;
         }
       }
@@ -165,8 +181,15 @@ export const startLocalApi = async (options: { deps: Deps; port: number; host: s
         return send(response, 413, { 'content-type': 'application/json' }, '{"message":"Request Entity Too Large"}');
       }
       const event = toEventV2(request, url, body, { route: found.entry.route, pathParameters: found.pathParameters });
-      const result = fromResult(await found.entry.handler(event, lambdaContext(found.entry.route, event.requestContext.requestId)));
-      send(response, result.status, { ...result.headers, 'apigw-requestid': event.requestContext.requestId }, result.body);
+      const result = fromResult(
+        await found.entry.handler(event, lambdaContext(found.entry.route, event.requestContext.requestId)),
+      );
+      send(
+        response,
+        result.status,
+        { ...result.headers, 'apigw-requestid': event.requestContext.requestId },
+        result.body,
+      );
     } catch {
       // What API Gateway answers when the integration itself fails.
       send(response, 500, { 'content-type': 'application/json' }, '{"message":"Internal Server Error"}');

@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
@@ -47,16 +47,22 @@ const commandLineOf = (pid: number): string => {
 };
 
 /**
- * DynamoDB Local is a Java child that outlives a crashed parent while holding its port. Its pid is
- * written beside its data; a later start kills that process if it is still a DynamoDB Local.
+ * DynamoDB Local is a Java child that outlives a crashed parent while holding its port. Each start
+ * records `{ pid, owner }` in the state directory; a later start kills every recorded DynamoDB
+ * Local whose owner process is gone, and leaves alone those of a live owner (a concurrent run).
  */
-const killStaleDynamoDb = (pidFile: string) => {
-  if (!existsSync(pidFile)) return;
-  const pid = Number(readFileSync(pidFile, 'utf8'));
-  if (pid > 0 && isAlive(pid) && commandLineOf(pid).includes('DynamoDBLocal')) {
-    process.kill(pid, 'SIGKILL');
+const killOrphanedDynamoDbs = (stateDir: string) => {
+  for (const file of readdirSync(stateDir).filter((f) => /^dynamodb-\d+\.pid$/.test(f))) {
+    const path = join(stateDir, file);
+    try {
+      const { pid, owner } = JSON.parse(readFileSync(path, 'utf8')) as { pid: number; owner: number };
+      if (isAlive(owner)) continue;
+      if (isAlive(pid) && commandLineOf(pid).includes('DynamoDBLocal')) process.kill(pid, 'SIGKILL');
+    } catch {
+      // An unreadable record is dropped below.
+    }
+    rmSync(path, { force: true });
   }
-  rmSync(pidFile, { force: true });
 };
 
 export interface DynamoDbEmulator {
@@ -70,8 +76,7 @@ export interface DynamoDbEmulator {
  */
 export const startDynamoDb = async (options: { port?: number; dataDir?: string; stateDir: string }) => {
   mkdirSync(options.stateDir, { recursive: true });
-  const pidFile = join(options.stateDir, 'dynamodb.pid');
-  killStaleDynamoDb(pidFile);
+  killOrphanedDynamoDbs(options.stateDir);
   const port = await freePort(options.port);
   if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
   process.env.DDB_LOCAL_TELEMETRY = '0';
@@ -81,7 +86,8 @@ export const startDynamoDb = async (options: { port?: number; dataDir?: string; 
     sharedDb: true,
     stdio: 'ignore',
   });
-  if (child.pid) writeFileSync(pidFile, String(child.pid));
+  const pidFile = join(options.stateDir, `dynamodb-${child.pid}.pid`);
+  if (child.pid) writeFileSync(pidFile, JSON.stringify({ pid: child.pid, owner: process.pid }));
   const endpoint = `http://127.0.0.1:${port}`;
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) {
@@ -95,7 +101,8 @@ export const startDynamoDb = async (options: { port?: number; dataDir?: string; 
   const client = new DynamoDBClient({ ...localAwsConfig, endpoint, maxAttempts: 1 });
   const deadline = Date.now() + 30_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`DynamoDB Local exited with code ${child.exitCode}: is Java 17 installed?`);
+    if (child.exitCode !== null)
+      throw new Error(`DynamoDB Local exited with code ${child.exitCode}: is Java 17 installed?`);
     try {
       await client.send(new ListTablesCommand({}));
       break;

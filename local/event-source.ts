@@ -3,7 +3,7 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda'
 import type { QueueDefinition } from '../lib/definitions.ts';
 import { localAwsConfig } from './emulators.ts';
 
-export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | undefined | void>;
+export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | undefined>;
 
 const toRecord = (message: Message, queueArn: string): SQSRecord => ({
   messageId: message.MessageId ?? '',

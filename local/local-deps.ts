@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { envNames } from '../lib/definitions.ts';
 import { type Deps, documentClient } from '../functions/deps.ts';
+import { envNames } from '../lib/definitions.ts';
 import { localAwsConfig } from './emulators.ts';
 import type { LocalResources } from './provision.ts';
 

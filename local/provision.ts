@@ -23,7 +23,11 @@ export interface LocalResources {
 
 const createTable = async (client: DynamoDBClient, definition: TableDefinition, name: string) => {
   const attributes = new Map<string, 'S' | 'N'>();
-  for (const key of [definition.partitionKey, definition.sortKey, ...definition.indexes.flatMap((i) => [i.partitionKey, i.sortKey])]) {
+  for (const key of [
+    definition.partitionKey,
+    definition.sortKey,
+    ...definition.indexes.flatMap((i) => [i.partitionKey, i.sortKey]),
+  ]) {
     attributes.set(key.name, key.type);
   }
   try {
@@ -31,7 +35,10 @@ const createTable = async (client: DynamoDBClient, definition: TableDefinition, 
       new CreateTableCommand({
         TableName: name,
         BillingMode: 'PAY_PER_REQUEST',
-        AttributeDefinitions: [...attributes].map(([AttributeName, AttributeType]) => ({ AttributeName, AttributeType })),
+        AttributeDefinitions: [...attributes].map(([AttributeName, AttributeType]) => ({
+          AttributeName,
+          AttributeType,
+        })),
         KeySchema: [
           { AttributeName: definition.partitionKey.name, KeyType: 'HASH' },
           { AttributeName: definition.sortKey.name, KeyType: 'RANGE' },

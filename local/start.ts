@@ -1,18 +1,26 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { Context } from 'aws-lambda';
-import { dispatcherSchedule, queues } from '../lib/definitions.ts';
-import { workers } from '../lib/workers.ts';
 import type { Deps } from '../functions/deps.ts';
 import { toHundredths } from '../functions/domain/credits.ts';
 import { createApiKey, revokeApiKey } from '../functions/store/api-keys.ts';
 import { createAgent, createProject, createTeam, getTeam } from '../functions/store/tenancy.ts';
+import { dispatcherSchedule, queues } from '../lib/definitions.ts';
+import { workers } from '../lib/workers.ts';
 import { startLocalApi } from './api-gateway.ts';
 import { startDynamoDb, startSqsS3 } from './emulators.ts';
 import { type SqsHandler, startQueuePoller, startSchedule } from './event-source.ts';
 import { localDeps, localEnvironment } from './local-deps.ts';
 import { provision } from './provision.ts';
-import { dynamoDbDataDir, fauxqsDataDir, localPrefix, readRunningStack, stackFile, stateDir } from './state.ts';
+import {
+  demoFile,
+  dynamoDbDataDir,
+  fauxqsDataDir,
+  localPrefix,
+  readRunningStack,
+  stackFile,
+  stateDir,
+} from './state.ts';
 
 /**
  * `npm start`: the whole service on one machine. DynamoDB Local and fauxqs (SQS + S3) on loopback,
@@ -39,18 +47,30 @@ const optionalPort = (name: string) => (process.env[name] ? Number(process.env[n
 
 const dynamo = await startDynamoDb({ port: optionalPort('DYNAMODB_PORT'), dataDir: dynamoDbDataDir, stateDir });
 const sqsS3 = await startSqsS3({ port: optionalPort('FAUXQS_PORT'), dataDir: fauxqsDataDir });
-const resources = await provision({ prefix: localPrefix, dynamoDbEndpoint: dynamo.endpoint, sqsS3Endpoint: sqsS3.endpoint });
+const resources = await provision({
+  prefix: localPrefix,
+  dynamoDbEndpoint: dynamo.endpoint,
+  sqsS3Endpoint: sqsS3.endpoint,
+});
 Object.assign(process.env, localEnvironment(resources));
 const deps = localDeps(resources);
 
 /** The demo tenancy is created once and kept; the demo key is replaced at every start. */
 const seedDemo = async (deps: Deps) => {
-  const demoFile = `${stateDir}demo.json`;
   let demo = existsSync(demoFile)
-    ? (JSON.parse(readFileSync(demoFile, 'utf8')) as { teamId: string; projectId: string; agentId: string; keyId?: string })
+    ? (JSON.parse(readFileSync(demoFile, 'utf8')) as {
+        teamId: string;
+        projectId: string;
+        agentId: string;
+        keyId?: string;
+      })
     : undefined;
   if (!demo || !(await getTeam(deps, demo.teamId))) {
-    const { teamId } = await createTeam(deps, { name: 'Demo team', creditsHundredths: toHundredths(1000), perStepLimitHundredths: null });
+    const { teamId } = await createTeam(deps, {
+      name: 'Demo team',
+      creditsHundredths: toHundredths(1000),
+      perStepLimitHundredths: null,
+    });
     const { projectId } = await createProject(deps, { teamId, name: 'Demo project', hardCapHundredths: null });
     const { agentId } = await createAgent(deps, { teamId, projectId, name: 'Demo agent' });
     demo = { teamId, projectId, agentId };
@@ -99,11 +119,21 @@ try {
       const queueId = worker.trigger.queue;
       const definition = queues.find((q) => q.id === queueId);
       if (!definition) throw new Error(`No queue definition ${queueId}`);
-      const poller = startQueuePoller({ endpoint: sqsS3.endpoint, queueUrl: resources.queueUrls[queueId], definition, handler, onError: logError });
+      const poller = startQueuePoller({
+        endpoint: sqsS3.endpoint,
+        queueUrl: resources.queueUrls[queueId],
+        definition,
+        handler,
+        onError: logError,
+      });
       stopAll.unshift(() => poller.stop());
     } else {
       const intervalMs = Number(process.env.DISPATCH_INTERVAL_SECONDS ?? dispatcherSchedule.rateMinutes * 60) * 1000;
-      const schedule = startSchedule({ intervalMs, handler: handler as (e: unknown, c: Context) => Promise<unknown>, onError: logError });
+      const schedule = startSchedule({
+        intervalMs,
+        handler: handler as (e: unknown, c: Context) => Promise<unknown>,
+        onError: logError,
+      });
       stopAll.unshift(() => schedule.stop());
     }
   }

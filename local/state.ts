@@ -1,12 +1,14 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { LocalResources } from './provision.ts';
 
-/** Everything `npm start` keeps lives under `.local/` at the repository root. */
-export const stateDir = fileURLToPath(new URL('../.local/', import.meta.url));
-export const stackFile = `${stateDir}stack.json`;
-export const dynamoDbDataDir = `${stateDir}dynamodb`;
-export const fauxqsDataDir = `${stateDir}fauxqs`;
+/** Everything `npm start` keeps lives under `.local/` at the repository root (LOCAL_STATE_DIR overrides). */
+export const stateDir = process.env.LOCAL_STATE_DIR ?? fileURLToPath(new URL('../.local/', import.meta.url));
+export const stackFile = join(stateDir, 'stack.json');
+export const demoFile = join(stateDir, 'demo.json');
+export const dynamoDbDataDir = join(stateDir, 'dynamodb');
+export const fauxqsDataDir = join(stateDir, 'fauxqs');
 
 /** The resource prefix of the local default (tests use their own per file). */
 export const localPrefix = 'local';

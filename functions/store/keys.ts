@@ -37,4 +37,7 @@ export const rateCounterKey = (keyId: string) => ({ PK: `RATE#${keyId}`, SK: 'RA
 export const priceKey = () => ({ PK: 'PRICE', SK: 'PRICE' });
 
 /** GSI1 entry that finds a project, agent or workflow (and so its team) from its id alone. */
-export const idIndex = (kind: 'PROJECT' | 'AGENT' | 'WORKFLOW', id: string) => ({ GSI1PK: `${kind}#${id}`, GSI1SK: kind });
+export const idIndex = (kind: 'PROJECT' | 'AGENT' | 'WORKFLOW', id: string) => ({
+  GSI1PK: `${kind}#${id}`,
+  GSI1SK: kind,
+});

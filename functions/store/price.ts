@@ -4,8 +4,13 @@ import type { PriceSettings } from '../domain/price.ts';
 import { priceKey } from './keys.ts';
 
 export const getPriceSettings = async (deps: Deps): Promise<PriceSettings> => {
-  const { Item } = await deps.ddb.send(new GetCommand({ TableName: deps.tableName, Key: priceKey(), ConsistentRead: true }));
-  return { multiplier: (Item?.multiplier as number | undefined) ?? null, hourly: (Item?.hourly as number[] | undefined) ?? null };
+  const { Item } = await deps.ddb.send(
+    new GetCommand({ TableName: deps.tableName, Key: priceKey(), ConsistentRead: true }),
+  );
+  return {
+    multiplier: (Item?.multiplier as number | undefined) ?? null,
+    hourly: (Item?.hourly as number[] | undefined) ?? null,
+  };
 };
 
 /** Sets the live multiplier (null clears it so the schedule applies). */

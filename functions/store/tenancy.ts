@@ -9,7 +9,8 @@ import { agentKey, idIndex, projectKey, teamKey } from './keys.ts';
  */
 
 const isConditionFailure = (error: unknown) =>
-  (error as Error).name === 'ConditionalCheckFailedException' || (error as Error).name === 'TransactionCanceledException';
+  (error as Error).name === 'ConditionalCheckFailedException' ||
+  (error as Error).name === 'TransactionCanceledException';
 
 export class TenancyNotFoundError extends Error {
   override readonly name = 'TenancyNotFoundError';

@@ -1,0 +1,1 @@
+export const handler = async () => ({ batchItemFailures: [] });

@@ -1,0 +1,167 @@
+import { CfnOutput, Duration, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
+import { HttpApi, HttpMethod, HttpStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { IBucket } from 'aws-cdk-lib/aws-s3';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import type { Construct } from 'constructs';
+import { dispatcherSchedule, envNames, type QueueDefinition, queues } from './definitions.ts';
+import { Grants } from './grants.ts';
+import { basePath, routes } from './routes.ts';
+import { ServiceFunction } from './service-function.ts';
+import { workers } from './workers.ts';
+
+export interface ApiStackProps extends StackProps {
+  /** The application table, from the stateful stack. */
+  table: ITable;
+  /** The library bucket, from the stateful stack. */
+  bucket: IBucket;
+}
+
+/** HTTP API context variables written per request; no headers, so bearer keys never reach the log. */
+const accessLogFormat = AccessLogFormat.custom(
+  JSON.stringify({
+    requestId: '$context.requestId',
+    requestTime: '$context.requestTime',
+    sourceIp: '$context.identity.sourceIp',
+    userAgent: '$context.identity.userAgent',
+    method: '$context.httpMethod',
+    path: '$context.path',
+    routeKey: '$context.routeKey',
+    status: '$context.status',
+    protocol: '$context.protocol',
+    responseLength: '$context.responseLength',
+    responseLatency: '$context.responseLatency',
+    integrationLatency: '$context.integrationLatency',
+    integrationError: '$context.integrationErrorMessage',
+  }),
+);
+
+/**
+ * Everything stateless: the queues, the HTTP API with one function per route, and the workers that
+ * consume the queues or run on the dispatcher schedule. Each function gets exactly the grants its
+ * route or worker entry lists.
+ */
+export class ApiStack extends Stack {
+  readonly api: HttpApi;
+  /** The API's base address, ending in `/api/v1`. */
+  readonly apiUrl: string;
+  /** The work queues, by definition id. */
+  readonly queues: ReadonlyMap<QueueDefinition['id'], Queue>;
+  /** Every route and worker function, by route or worker id. */
+  readonly functions: ReadonlyMap<string, IFunction>;
+
+  constructor(scope: Construct, id: string, props: ApiStackProps) {
+    super(scope, id, props);
+    const { table, bucket } = props;
+
+    const queueById = new Map<QueueDefinition['id'], Queue>();
+    for (const definition of queues) {
+      const deadLetterQueue = new Queue(this, `${definition.id}DeadLetterQueue`, {
+        retentionPeriod: Duration.days(definition.dlqRetentionDays),
+        encryption: QueueEncryption.SQS_MANAGED,
+        enforceSSL: true,
+      });
+      const queue = new Queue(this, `${definition.id}Queue`, {
+        visibilityTimeout: Duration.seconds(definition.visibilityTimeoutSeconds),
+        deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: definition.maxReceiveCount },
+        encryption: QueueEncryption.SQS_MANAGED,
+        enforceSSL: true,
+      });
+      queueById.set(definition.id, queue);
+      new CfnOutput(this, `${definition.id}QueueUrl`, { value: queue.queueUrl });
+      new CfnOutput(this, `${definition.id}DeadLetterQueueUrl`, { value: deadLetterQueue.queueUrl });
+    }
+    this.queues = queueById;
+    const stepsQueue = queueById.get('Steps')!;
+    const webhooksQueue = queueById.get('Webhooks')!;
+
+    const environment = {
+      [envNames.table]: table.tableName,
+      [envNames.stepsQueueUrl]: stepsQueue.queueUrl,
+      [envNames.webhooksQueueUrl]: webhooksQueue.queueUrl,
+      [envNames.bucket]: bucket.bucketName,
+    };
+
+    this.api = new HttpApi(this, 'HttpApi', {
+      // Named after the stack so several deployments (stackPrefix) are told apart in the console.
+      apiName: this.stackName,
+      description: 'Workflow Run API',
+      // Callers are servers holding API keys, not browsers: no CORS.
+      createDefaultStage: false,
+    });
+    const accessLogs = new LogGroup(this, 'ApiAccessLogs', { retention: RetentionDays.ONE_MONTH });
+    const stage = new HttpStage(this, 'DefaultStage', {
+      httpApi: this.api,
+      stageName: '$default',
+      autoDeploy: true,
+      accessLogSettings: { destination: new LogGroupLogDestination(accessLogs), format: accessLogFormat },
+    });
+    this.apiUrl = `${stage.url}${basePath.slice(1)}`;
+    Validations.of(this.api).acknowledge({
+      id: 'AwsSolutions-APIG4',
+      reason:
+        'Every route except GET /openapi.json authenticates in its own function: a bearer API key is hashed ' +
+        '(SHA-256) and looked up in DynamoDB on each request, then checked for revocation, expiry and scope. ' +
+        'The OpenAPI document is public by contract.',
+    });
+
+    const grants = new Grants(this, { table, bucket, stepsQueue, webhooksQueue });
+    const functionById = new Map<string, IFunction>();
+
+    for (const route of routes) {
+      const { fn } = new ServiceFunction(this, route.id, {
+        entry: route.entry,
+        timeoutSeconds: 10,
+        environment,
+        description: `${route.method} ${basePath}${route.path}`,
+      });
+      grants.apply(fn, route.grants);
+      this.api.addRoutes({
+        path: `${basePath}${route.path}`,
+        methods: [HttpMethod[route.method]],
+        integration: new HttpLambdaIntegration(`${route.id}Integration`, fn),
+      });
+      functionById.set(route.id, fn);
+    }
+
+    for (const worker of workers) {
+      const { trigger } = worker;
+      const queueDefinition = trigger.kind === 'queue' ? queues.find((q) => q.id === trigger.queue) : undefined;
+      const timeoutSeconds = queueDefinition?.consumerTimeoutSeconds ?? worker.timeoutSeconds;
+      if (timeoutSeconds === undefined) throw new Error(`worker ${worker.id} needs timeoutSeconds`);
+      const { fn } = new ServiceFunction(this, worker.id, {
+        entry: worker.entry,
+        timeoutSeconds,
+        environment,
+        description:
+          trigger.kind === 'queue' ? `consumes the ${trigger.queue} queue` : 'runs on the dispatcher schedule',
+      });
+      grants.apply(fn, worker.grants);
+      if (queueDefinition) {
+        fn.addEventSource(
+          new SqsEventSource(queueById.get(queueDefinition.id)!, {
+            batchSize: queueDefinition.batchSize,
+            maxBatchingWindow: Duration.seconds(0),
+            reportBatchItemFailures: true,
+          }),
+        );
+      } else {
+        new Rule(this, `${worker.id}Schedule`, {
+          schedule: Schedule.rate(Duration.minutes(dispatcherSchedule.rateMinutes)),
+          targets: [new LambdaFunction(fn)],
+        });
+      }
+      functionById.set(worker.id, fn);
+    }
+    this.functions = functionById;
+
+    new CfnOutput(this, 'ApiUrl', { value: this.apiUrl });
+  }
+}

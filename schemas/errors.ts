@@ -1,0 +1,195 @@
+/**
+ * Every error body of spec section 7, each as its own schema, and every message as a constant
+ * (`messages`) so handlers and schemas share one spelling. Bodies are exact (`strictObject`).
+ *
+ * Messages marked "our design" are not in the spec: the spec leaves them "not shown" or they belong
+ * to operations the spec does not describe (cancelling runs, Idempotency-Key, malformed bodies).
+ */
+import * as v from 'valibot';
+import { UuidSchema } from './common.ts';
+
+/** Fixed beginnings of the messages that end with a detail. */
+export const messagePrefixes = {
+  unknownNodeType: 'Unknown node type: ',
+  unknownInputKeys: 'Unknown input key(s): ',
+  serverError: 'Server error: ',
+  /** Our design: a body that is not JSON or does not fit the request schema. */
+  invalidBody: 'Invalid request body: ',
+} as const;
+
+export const messages = {
+  unauthorized: 'Unauthorized',
+  scopeNotPermitted: 'Scope not permitted for this key',
+  createWorkflowNotPermitted: 'This key is not permitted to create workflows',
+  workflowNotPermitted: 'Workflow not permitted for this key',
+  nameRequired: 'name is required',
+  stepsRequired: 'steps is required',
+  exactlyOneOfAgentOrProject: 'Provide exactly one of agentId or projectId',
+  insufficientCredits: 'Insufficient credits',
+  projectHardCapExceeded: 'Project hard cap exceeded',
+  monthlyCreditCapReached: 'Monthly credit cap reached',
+  agentOrProjectNotFound: 'Agent or project not found',
+  workflowNotFound: 'Workflow not found',
+  canvasNotFound: 'Canvas not found',
+  agentNotFound: 'Agent not found',
+  noWorkflowForAgent: 'No workflow found for this agent',
+  runNotFound: 'Run not found',
+  deferredRunNotFound: 'Deferred run not found',
+  runInProgress: 'This workflow already has a run in progress',
+  workflowValidationFailed: 'Workflow validation failed',
+  callbackUrlInvalid: 'callbackUrl must be a valid https:// URL',
+  rateLimitExceeded: 'Rate limit exceeded',
+  monthlyCapUnverifiable: 'Unable to verify monthly credit cap; try again shortly',
+  /** Our design (POST /runs/{jobId}/cancel). */
+  runAlreadyEnded: 'Run already ended',
+  /** Our design (DELETE /deferred-runs/{id}). */
+  deferredRunNotWaiting: 'Deferred run is not waiting',
+  /** Our design (Idempotency-Key on the run starts). */
+  idempotencyKeyReused: 'Idempotency-Key reused with a different body',
+  unknownNodeType: (type: string): string => `${messagePrefixes.unknownNodeType}${type}`,
+  /** The keys are listed comma-separated, in the order the caller sent them. */
+  unknownInputKeys: (keys: readonly string[]): string => `${messagePrefixes.unknownInputKeys}${keys.join(', ')}`,
+  /** Only for details safe to show a caller; never an internal error's own message. */
+  serverError: (detail: string): string => `${messagePrefixes.serverError}${detail}`,
+  /** Our design: `detail` names the first offending field. */
+  invalidBody: (detail: string): string => `${messagePrefixes.invalidBody}${detail}`,
+  /** Our design: the spec leaves the text of the per-step limit 402 "not shown". */
+  perStepLimitExceeded: (nodeType: string, estimatedCharge: number, ceiling: number): string =>
+    `${nodeType} step would be charged an estimated ${estimatedCharge} credits, above the team's per-step limit of ${ceiling}`,
+  /** The form the spec gives for the provider 422, with its remedies. */
+  providerNotAvailable: (nodeType: string, providers: readonly string[]): string =>
+    `${nodeType} runs on ${providers.join(' or ')}, which is not available through the API without your own key. ` +
+    'Add a key under Team, Connections; run from the app; or pick another provider on that step.',
+} as const;
+
+const fixed = <const TMessage extends string>(message: TMessage) => v.strictObject({ error: v.literal(message) });
+const prefixed = (prefix: string) => v.pipe(v.string(), v.startsWith(prefix));
+
+// 400 (Create workflow)
+export const NameRequiredErrorSchema = fixed(messages.nameRequired);
+export type NameRequiredError = v.InferOutput<typeof NameRequiredErrorSchema>;
+export const StepsRequiredErrorSchema = fixed(messages.stepsRequired);
+export type StepsRequiredError = v.InferOutput<typeof StepsRequiredErrorSchema>;
+export const AgentOrProjectRequiredErrorSchema = fixed(messages.exactlyOneOfAgentOrProject);
+export type AgentOrProjectRequiredError = v.InferOutput<typeof AgentOrProjectRequiredErrorSchema>;
+/** Our design: a body that is not JSON, or whose fields have the wrong types. */
+export const InvalidBodyErrorSchema = v.strictObject({ error: prefixed(messagePrefixes.invalidBody) });
+export type InvalidBodyError = v.InferOutput<typeof InvalidBodyErrorSchema>;
+
+// 401 (all keyed)
+export const UnauthorizedErrorSchema = fixed(messages.unauthorized);
+export type UnauthorizedError = v.InferOutput<typeof UnauthorizedErrorSchema>;
+
+// 402 (both run starts)
+export const InsufficientCreditsErrorSchema = v.strictObject({
+  error: v.literal(messages.insufficientCredits),
+  /** Credits the run needs held. */
+  required: v.number(),
+});
+export type InsufficientCreditsError = v.InferOutput<typeof InsufficientCreditsErrorSchema>;
+
+export const ProjectHardCapExceededErrorSchema = v.strictObject({
+  error: v.literal(messages.projectHardCapExceeded),
+  hardCap: v.number(),
+  spent: v.number(),
+  estimate: v.number(),
+});
+export type ProjectHardCapExceededError = v.InferOutput<typeof ProjectHardCapExceededErrorSchema>;
+
+export const PerStepLimitErrorSchema = v.strictObject({
+  error: v.string(),
+  nodeType: v.string(),
+  estimatedCharge: v.number(),
+  ceiling: v.number(),
+});
+export type PerStepLimitError = v.InferOutput<typeof PerStepLimitErrorSchema>;
+
+export const MonthlyCreditCapReachedErrorSchema = v.strictObject({
+  error: v.literal(messages.monthlyCreditCapReached),
+  monthlyCreditCap: v.number(),
+  spentThisMonth: v.number(),
+  /** Text about when the cap resets. */
+  resets: v.string(),
+});
+export type MonthlyCreditCapReachedError = v.InferOutput<typeof MonthlyCreditCapReachedErrorSchema>;
+
+// 403
+export const ScopeNotPermittedErrorSchema = fixed(messages.scopeNotPermitted);
+export type ScopeNotPermittedError = v.InferOutput<typeof ScopeNotPermittedErrorSchema>;
+export const CreateWorkflowNotPermittedErrorSchema = fixed(messages.createWorkflowNotPermitted);
+export type CreateWorkflowNotPermittedError = v.InferOutput<typeof CreateWorkflowNotPermittedErrorSchema>;
+export const WorkflowNotPermittedErrorSchema = fixed(messages.workflowNotPermitted);
+export type WorkflowNotPermittedError = v.InferOutput<typeof WorkflowNotPermittedErrorSchema>;
+
+// 404
+export const AgentOrProjectNotFoundErrorSchema = fixed(messages.agentOrProjectNotFound);
+export type AgentOrProjectNotFoundError = v.InferOutput<typeof AgentOrProjectNotFoundErrorSchema>;
+export const WorkflowNotFoundErrorSchema = fixed(messages.workflowNotFound);
+export type WorkflowNotFoundError = v.InferOutput<typeof WorkflowNotFoundErrorSchema>;
+export const CanvasNotFoundErrorSchema = fixed(messages.canvasNotFound);
+export type CanvasNotFoundError = v.InferOutput<typeof CanvasNotFoundErrorSchema>;
+export const AgentNotFoundErrorSchema = fixed(messages.agentNotFound);
+export type AgentNotFoundError = v.InferOutput<typeof AgentNotFoundErrorSchema>;
+export const NoWorkflowForAgentErrorSchema = fixed(messages.noWorkflowForAgent);
+export type NoWorkflowForAgentError = v.InferOutput<typeof NoWorkflowForAgentErrorSchema>;
+export const RunNotFoundErrorSchema = fixed(messages.runNotFound);
+export type RunNotFoundError = v.InferOutput<typeof RunNotFoundErrorSchema>;
+export const DeferredRunNotFoundErrorSchema = fixed(messages.deferredRunNotFound);
+export type DeferredRunNotFoundError = v.InferOutput<typeof DeferredRunNotFoundErrorSchema>;
+
+// 409
+export const RunInProgressErrorSchema = v.strictObject({
+  error: v.literal(messages.runInProgress),
+  /** The run in progress. */
+  activeJobId: UuidSchema,
+});
+export type RunInProgressError = v.InferOutput<typeof RunInProgressErrorSchema>;
+export const RunAlreadyEndedErrorSchema = fixed(messages.runAlreadyEnded);
+export type RunAlreadyEndedError = v.InferOutput<typeof RunAlreadyEndedErrorSchema>;
+export const DeferredRunNotWaitingErrorSchema = fixed(messages.deferredRunNotWaiting);
+export type DeferredRunNotWaitingError = v.InferOutput<typeof DeferredRunNotWaitingErrorSchema>;
+
+// 422 (the two validation failures with `errors` live beside their resources)
+export const UnknownNodeTypeErrorSchema = v.strictObject({ error: prefixed(messagePrefixes.unknownNodeType) });
+export type UnknownNodeTypeError = v.InferOutput<typeof UnknownNodeTypeErrorSchema>;
+
+export const UnknownInputKeysErrorSchema = v.strictObject({
+  error: prefixed(messagePrefixes.unknownInputKeys),
+  /** Every API input key the workflow accepts. */
+  validKeys: v.array(v.string()),
+});
+export type UnknownInputKeysError = v.InferOutput<typeof UnknownInputKeysErrorSchema>;
+
+export const CallbackUrlInvalidErrorSchema = fixed(messages.callbackUrlInvalid);
+export type CallbackUrlInvalidError = v.InferOutput<typeof CallbackUrlInvalidErrorSchema>;
+
+/**
+ * How far a provider's integration is open to API runs: `app_only` (through the API only on the
+ * team's own key), `byok_only` (only on the team's own key), `not_allowed` and `region_restricted`.
+ */
+export const providerLevels = ['app_only', 'byok_only', 'not_allowed', 'region_restricted'] as const;
+export const ProviderLevelSchema = v.picklist(providerLevels);
+export type ProviderLevel = v.InferOutput<typeof ProviderLevelSchema>;
+
+export const ProviderNotAvailableErrorSchema = v.strictObject({
+  error: v.string(),
+  /** Provider keys the step can run on. */
+  providers: v.array(v.string()),
+  level: ProviderLevelSchema,
+});
+export type ProviderNotAvailableError = v.InferOutput<typeof ProviderNotAvailableErrorSchema>;
+
+export const IdempotencyKeyReusedErrorSchema = fixed(messages.idempotencyKeyReused);
+export type IdempotencyKeyReusedError = v.InferOutput<typeof IdempotencyKeyReusedErrorSchema>;
+
+// 429 (all keyed; with Retry-After)
+export const RateLimitExceededErrorSchema = fixed(messages.rateLimitExceeded);
+export type RateLimitExceededError = v.InferOutput<typeof RateLimitExceededErrorSchema>;
+
+// 500
+export const ServerErrorSchema = v.strictObject({ error: prefixed(messagePrefixes.serverError) });
+export type ServerError = v.InferOutput<typeof ServerErrorSchema>;
+
+// 503 (both run starts; with Retry-After)
+export const MonthlyCapUnverifiableErrorSchema = fixed(messages.monthlyCapUnverifiable);
+export type MonthlyCapUnverifiableError = v.InferOutput<typeof MonthlyCapUnverifiableErrorSchema>;

@@ -1,0 +1,494 @@
+/**
+ * The OpenAPI 3.1.0 document served at GET /openapi.json, built from the valibot schemas so the
+ * document, request validation and TypeScript types cannot drift apart.
+ */
+import { type ConversionConfig, toJsonSchemaDefs } from '@valibot/to-json-schema';
+import type {
+  HeaderObject,
+  OpenAPIObject,
+  OperationObject,
+  ParameterObject,
+  PathsObject,
+  ReferenceObject,
+  RequestBodyObject,
+  ResponseObject,
+  SchemaObject,
+} from 'openapi3-ts/oas31';
+import { basePath, type Scope } from '../lib/routes.ts';
+import { UuidSchema } from './common.ts';
+import { DeferredRunSchema } from './deferred-runs.ts';
+import * as errors from './errors.ts';
+import {
+  GeneratedBySchema,
+  IdempotencyKeySchema,
+  idempotencyKeyHeader,
+  LicenceModelSchema,
+  LicenceSchema,
+  RunDeferredResponseSchema,
+  RunFileSchema,
+  RunOutputSchema,
+  RunRequestSchema,
+  RunSchema,
+  RunStartedResponseSchema,
+  RunStepSchema,
+  RunValidationFailedSchema,
+  WebhookBodySchema,
+  WebhookEventSchema,
+  webhookHeaders,
+} from './runs.ts';
+import {
+  CreateWorkflowRequestSchema,
+  CreateWorkflowResponseSchema,
+  ListWorkflowsResponseSchema,
+  ValidationIssueSchema,
+  WorkflowStepConfigSchema,
+  WorkflowStepInputSchema,
+  WorkflowStepSchema,
+  WorkflowSummarySchema,
+  WorkflowValidationFailedSchema,
+} from './workflows.ts';
+
+/** Every named schema of the document; the key is its name under `#/components/schemas/`. */
+const componentSchemas = {
+  WorkflowSummary: WorkflowSummarySchema,
+  ListWorkflowsResponse: ListWorkflowsResponseSchema,
+  WorkflowStepInput: WorkflowStepInputSchema,
+  WorkflowStepConfig: WorkflowStepConfigSchema,
+  WorkflowStep: WorkflowStepSchema,
+  CreateWorkflowRequest: CreateWorkflowRequestSchema,
+  CreateWorkflowResponse: CreateWorkflowResponseSchema,
+  ValidationIssue: ValidationIssueSchema,
+  WorkflowValidationFailed: WorkflowValidationFailedSchema,
+  RunRequest: RunRequestSchema,
+  RunStartedResponse: RunStartedResponseSchema,
+  RunDeferredResponse: RunDeferredResponseSchema,
+  RunValidationFailed: RunValidationFailedSchema,
+  Run: RunSchema,
+  RunStep: RunStepSchema,
+  RunOutput: RunOutputSchema,
+  RunFile: RunFileSchema,
+  Licence: LicenceSchema,
+  LicenceModel: LicenceModelSchema,
+  GeneratedBy: GeneratedBySchema,
+  WebhookBody: WebhookBodySchema,
+  DeferredRun: DeferredRunSchema,
+  NameRequiredError: errors.NameRequiredErrorSchema,
+  StepsRequiredError: errors.StepsRequiredErrorSchema,
+  AgentOrProjectRequiredError: errors.AgentOrProjectRequiredErrorSchema,
+  InvalidBodyError: errors.InvalidBodyErrorSchema,
+  UnauthorizedError: errors.UnauthorizedErrorSchema,
+  InsufficientCreditsError: errors.InsufficientCreditsErrorSchema,
+  ProjectHardCapExceededError: errors.ProjectHardCapExceededErrorSchema,
+  PerStepLimitError: errors.PerStepLimitErrorSchema,
+  MonthlyCreditCapReachedError: errors.MonthlyCreditCapReachedErrorSchema,
+  ScopeNotPermittedError: errors.ScopeNotPermittedErrorSchema,
+  CreateWorkflowNotPermittedError: errors.CreateWorkflowNotPermittedErrorSchema,
+  WorkflowNotPermittedError: errors.WorkflowNotPermittedErrorSchema,
+  AgentOrProjectNotFoundError: errors.AgentOrProjectNotFoundErrorSchema,
+  WorkflowNotFoundError: errors.WorkflowNotFoundErrorSchema,
+  CanvasNotFoundError: errors.CanvasNotFoundErrorSchema,
+  AgentNotFoundError: errors.AgentNotFoundErrorSchema,
+  NoWorkflowForAgentError: errors.NoWorkflowForAgentErrorSchema,
+  RunNotFoundError: errors.RunNotFoundErrorSchema,
+  DeferredRunNotFoundError: errors.DeferredRunNotFoundErrorSchema,
+  RunInProgressError: errors.RunInProgressErrorSchema,
+  RunAlreadyEndedError: errors.RunAlreadyEndedErrorSchema,
+  DeferredRunNotWaitingError: errors.DeferredRunNotWaitingErrorSchema,
+  UnknownNodeTypeError: errors.UnknownNodeTypeErrorSchema,
+  UnknownInputKeysError: errors.UnknownInputKeysErrorSchema,
+  CallbackUrlInvalidError: errors.CallbackUrlInvalidErrorSchema,
+  ProviderNotAvailableError: errors.ProviderNotAvailableErrorSchema,
+  IdempotencyKeyReusedError: errors.IdempotencyKeyReusedErrorSchema,
+  RateLimitExceededError: errors.RateLimitExceededErrorSchema,
+  ServerError: errors.ServerErrorSchema,
+  MonthlyCapUnverifiableError: errors.MonthlyCapUnverifiableErrorSchema,
+};
+
+type ComponentName = keyof typeof componentSchemas;
+
+const conversion: ConversionConfig = {
+  target: 'draft-2020-12',
+  // `check` actions (e.g. exactly one of agentId/projectId) are stated for the document by the
+  // `v.metadata` beside them.
+  ignoreActions: ['check'],
+  overrideRef: ({ referenceId }) => `#/components/schemas/${referenceId}`,
+};
+
+/** Converts valibot schemas to OpenAPI 3.1 schema objects (JSON Schema 2020-12). */
+function toSchemaObjects<TKey extends string>(
+  schemas: Record<TKey, Parameters<typeof toJsonSchemaDefs>[0][string]>,
+): Record<TKey, SchemaObject> {
+  // JSON Schema 2020-12 is the schema dialect of OpenAPI 3.1; the two type libraries spell it apart.
+  return toJsonSchemaDefs(schemas, conversion) as Record<TKey, SchemaObject>;
+}
+
+const ref = (name: ComponentName): ReferenceObject => ({ $ref: `#/components/schemas/${name}` });
+
+const retryAfterRef: ReferenceObject = { $ref: '#/components/headers/Retry-After' };
+
+/** A JSON response whose body is one of the named schemas. */
+function json(description: string, ...names: [ComponentName, ...ComponentName[]]): ResponseObject {
+  const schema = names.length === 1 ? ref(names[0]) : { oneOf: names.map(ref) };
+  return { description, content: { 'application/json': { schema } } };
+}
+
+function withRetryAfter(response: ResponseObject): ResponseObject {
+  return { ...response, headers: { 'Retry-After': retryAfterRef } };
+}
+
+type Method = 'get' | 'post' | 'delete';
+
+interface OperationSpec {
+  method: Method;
+  /** Relative to the server url (`basePath`). */
+  path: string;
+  /** Same as the route's `id` in `lib/routes.ts`. */
+  operationId: string;
+  tag: string;
+  summary: string;
+  description: string;
+  /** Scope the key needs; null for the one operation without a key. */
+  scope: Scope | null;
+  parameters?: ParameterObject[];
+  requestBody?: RequestBodyObject;
+  responses: Record<number, ResponseObject>;
+}
+
+const securitySchemeName = 'bearerAuth';
+
+function operation(spec: OperationSpec): OperationObject {
+  const keyed = spec.scope !== null;
+  const responses: Record<number, ResponseObject> = keyed
+    ? {
+        ...spec.responses,
+        401: json('The key is missing, malformed, unknown, revoked or expired.', 'UnauthorizedError'),
+        429: withRetryAfter(
+          json('Too many requests with this key; wait `Retry-After` seconds.', 'RateLimitExceededError'),
+        ),
+      }
+    : spec.responses;
+  const statuses = Object.keys(responses)
+    .map(Number)
+    .sort((a, b) => a - b);
+  return {
+    operationId: spec.operationId,
+    tags: [spec.tag],
+    summary: spec.summary,
+    description: keyed ? `${spec.description}\n\nScope: \`${spec.scope}\`.` : spec.description,
+    security: keyed ? [{ [securitySchemeName]: [] }] : [],
+    ...(spec.parameters ? { parameters: spec.parameters } : {}),
+    ...(spec.requestBody ? { requestBody: spec.requestBody } : {}),
+    responses: Object.fromEntries(statuses.map((status) => [String(status), responses[status]])),
+  };
+}
+
+function buildDocument(): OpenAPIObject {
+  const uuid = toSchemaObjects({ Uuid: UuidSchema }).Uuid;
+  const idempotencyKey = toSchemaObjects({ IdempotencyKey: IdempotencyKeySchema }).IdempotencyKey;
+  const uuidPath = (name: string, description: string): ParameterObject => ({
+    name,
+    in: 'path',
+    required: true,
+    description,
+    schema: uuid,
+  });
+
+  const forbidden = json('The key lacks the scope this operation needs.', 'ScopeNotPermittedError');
+
+  const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
+    method: 'post',
+    path: subject === 'workflow' ? '/workflows/{id}/runs' : '/agents/{id}/runs',
+    operationId: subject === 'workflow' ? 'RunWorkflow' : 'RunAgent',
+    tag: 'Runs',
+    summary: subject === 'workflow' ? 'Run a workflow' : 'Run an agent',
+    description: [
+      subject === 'workflow'
+        ? 'Starts a run of one workflow.'
+        : "Runs the agent's active workflow; if it has none active, its newest workflow. " +
+          '`workflowId` in the response names the workflow that ran.',
+      'The cost is estimated and held from the team credits before anything runs; each step is charged when it ' +
+        'finishes. One run in progress per workflow at a time. With `defer: true` the run is queued to start ' +
+        'later, when the price multiplier reaches `maxMultiplier` (answer 202).',
+      `An optional \`${idempotencyKeyHeader}\` makes a retry safe: the same key with the same body within ` +
+        '24 hours answers as the first request did; the same key with another body answers 422.',
+    ].join('\n\n'),
+    scope: 'runs:create',
+    parameters: [
+      uuidPath('id', subject === 'workflow' ? 'The workflow to run.' : 'The agent whose workflow runs.'),
+      {
+        name: idempotencyKeyHeader,
+        in: 'header',
+        required: false,
+        description: 'Caller-chosen key; the same key and body within 24 hours answer as the first request did.',
+        schema: idempotencyKey,
+      },
+    ],
+    requestBody: {
+      required: false,
+      description: 'Every field is optional; an empty or missing body runs the workflow as built.',
+      content: { 'application/json': { schema: ref('RunRequest') } },
+    },
+    responses: {
+      200: json('The run is queued and its estimate held.', 'RunStartedResponse'),
+      202: json('The run is deferred (`defer: true`); not a promise that it will start.', 'RunDeferredResponse'),
+      400: json('The body is not JSON or a field has the wrong type.', 'InvalidBodyError'),
+      402: json(
+        'Not enough credits, the project hard cap, the per-step credit limit, or the key monthly credit cap.',
+        'InsufficientCreditsError',
+        'ProjectHardCapExceededError',
+        'PerStepLimitError',
+        'MonthlyCreditCapReachedError',
+      ),
+      403: json(
+        'The key lacks `runs:create`, or is limited to other workflows.',
+        'ScopeNotPermittedError',
+        'WorkflowNotPermittedError',
+      ),
+      404:
+        subject === 'workflow'
+          ? json('No such workflow in the team, or it has no canvas.', 'WorkflowNotFoundError', 'CanvasNotFoundError')
+          : json(
+              'No such agent in the team, no workflow for it, or no canvas.',
+              'AgentNotFoundError',
+              'NoWorkflowForAgentError',
+              'WorkflowNotFoundError',
+              'CanvasNotFoundError',
+            ),
+      409: json('The workflow already has a run in progress.', 'RunInProgressError'),
+      422: json(
+        'An `inputs` key matches no step, `callbackUrl` is not https, the workflow fails validation, a step ' +
+          'runs only on providers this run may not use, or the `Idempotency-Key` was used with another body.',
+        'UnknownInputKeysError',
+        'CallbackUrlInvalidError',
+        'RunValidationFailed',
+        'ProviderNotAvailableError',
+        'IdempotencyKeyReusedError',
+      ),
+      500: json('Server failure.', 'ServerError'),
+      503: withRetryAfter(
+        json(
+          'The key has a monthly cap that could not be checked; the run is refused rather than started unmetered.',
+          'MonthlyCapUnverifiableError',
+        ),
+      ),
+    },
+  });
+
+  const operations: OperationSpec[] = [
+    {
+      method: 'get',
+      path: '/workflows',
+      operationId: 'ListWorkflows',
+      tag: 'Workflows',
+      summary: 'List workflows',
+      description:
+        'Lists the workflows the key can run, newest change first: only the team ones, and if the key is ' +
+        'limited to certain workflows, only those. No pagination: all are returned.',
+      scope: 'workflows:read',
+      responses: {
+        200: json('The workflows; empty when the team has none or the key may run none.', 'ListWorkflowsResponse'),
+        403: forbidden,
+      },
+    },
+    {
+      method: 'post',
+      path: '/workflows',
+      operationId: 'CreateWorkflow',
+      tag: 'Workflows',
+      summary: 'Create a workflow',
+      description:
+        'Creates a workflow from a list of steps; the service builds the canvas graph. Exactly one of `agentId` ' +
+        '(add it to this agent) and `projectId` (create a new agent in this project) must be given. Keys limited ' +
+        'to certain workflows cannot create workflows.',
+      scope: 'workflows:write',
+      requestBody: { required: true, content: { 'application/json': { schema: ref('CreateWorkflowRequest') } } },
+      responses: {
+        201: json('The workflow was created.', 'CreateWorkflowResponse'),
+        400: json(
+          'Missing `name` or `steps`, not exactly one of `agentId` and `projectId`, or a body that is not JSON or ' +
+            'has a field of the wrong type.',
+          'NameRequiredError',
+          'StepsRequiredError',
+          'AgentOrProjectRequiredError',
+          'InvalidBodyError',
+        ),
+        403: json(
+          'The key lacks `workflows:write`, or is limited to certain workflows.',
+          'ScopeNotPermittedError',
+          'CreateWorkflowNotPermittedError',
+        ),
+        404: json('The agent or project is not in the team.', 'AgentOrProjectNotFoundError'),
+        422: json(
+          'An unknown node type, or a graph failing validation (repeated step key, input naming no step, ...).',
+          'UnknownNodeTypeError',
+          'WorkflowValidationFailed',
+        ),
+        500: json('Server failure.', 'ServerError'),
+      },
+    },
+    runStart('workflow'),
+    runStart('agent'),
+    {
+      method: 'get',
+      path: '/runs/{jobId}',
+      operationId: 'GetRun',
+      tag: 'Runs',
+      summary: 'Get a run',
+      description:
+        'Reads a run status, per-step status and output. Poll until `status` is `completed` or `failed`; a few ' +
+        'seconds between reads is enough. Reading never spends credits.',
+      scope: 'runs:read',
+      parameters: [uuidPath('jobId', 'The `jobId` returned when the run started.')],
+      responses: {
+        200: json('The run.', 'Run'),
+        403: forbidden,
+        404: json('No such run in the team.', 'RunNotFoundError'),
+      },
+    },
+    {
+      method: 'post',
+      path: '/runs/{jobId}/cancel',
+      operationId: 'CancelRun',
+      tag: 'Runs',
+      summary: 'Cancel a run',
+      description:
+        'Cancels a run that is `queued`, `claimed` or `processing`: its steps stop, nothing more is charged, and ' +
+        'the unspent hold is released. A `callbackUrl` given at the start receives `run.cancelled`.',
+      scope: 'runs:create',
+      parameters: [uuidPath('jobId', 'The `jobId` returned when the run started.')],
+      responses: {
+        200: json('The run, now `cancelled`.', 'Run'),
+        403: forbidden,
+        404: json('No such run in the team.', 'RunNotFoundError'),
+        409: json('The run has already ended.', 'RunAlreadyEndedError'),
+        500: json('Server failure.', 'ServerError'),
+      },
+    },
+    {
+      method: 'get',
+      path: '/deferred-runs/{id}',
+      operationId: 'GetDeferredRun',
+      tag: 'Deferred runs',
+      summary: 'Get a deferred run',
+      description: 'Reads a deferred run. Once `dispatched`, `jobId` is the run to read with Get a run.',
+      scope: 'runs:read',
+      parameters: [uuidPath('id', 'The `deferredJobId`.')],
+      responses: {
+        200: json('The deferred run.', 'DeferredRun'),
+        403: forbidden,
+        404: json('No such deferred run in the team.', 'DeferredRunNotFoundError'),
+      },
+    },
+    {
+      method: 'delete',
+      path: '/deferred-runs/{id}',
+      operationId: 'CancelDeferredRun',
+      tag: 'Deferred runs',
+      summary: 'Cancel a deferred run',
+      description: 'Cancels a deferred run that is still `waiting`; it will not start.',
+      scope: 'runs:create',
+      parameters: [uuidPath('id', 'The `deferredJobId`.')],
+      responses: {
+        200: json('The deferred run, now `cancelled`.', 'DeferredRun'),
+        403: forbidden,
+        404: json('No such deferred run in the team.', 'DeferredRunNotFoundError'),
+        409: json('The deferred run is no longer waiting.', 'DeferredRunNotWaitingError'),
+        500: json('Server failure.', 'ServerError'),
+      },
+    },
+    {
+      method: 'get',
+      path: '/openapi.json',
+      operationId: 'GetOpenApi',
+      tag: 'API description',
+      summary: 'Get this API description',
+      description: 'This OpenAPI 3.1.0 document. No key needed.',
+      scope: null,
+      responses: {
+        200: {
+          description: 'The OpenAPI 3.1.0 document.',
+          content: { 'application/json': { schema: { type: 'object' } } },
+        },
+      },
+    },
+  ];
+
+  const paths: PathsObject = {};
+  for (const spec of operations) {
+    paths[spec.path] = { ...paths[spec.path], [spec.method]: operation(spec) };
+  }
+
+  const retryAfter: HeaderObject = {
+    description: 'Seconds to wait before trying again.',
+    required: true,
+    schema: { type: 'integer', minimum: 0 },
+  };
+
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Workflow Run API',
+      version: '1.0.0',
+      description:
+        'List and create workflows, start runs of a workflow or an agent, read run status and output, follow ' +
+        'deferred runs, and receive a signed webhook when a run ends. 1 credit = $0.01.',
+    },
+    servers: [{ url: basePath }],
+    security: [{ [securitySchemeName]: [] }],
+    tags: [{ name: 'Workflows' }, { name: 'Runs' }, { name: 'Deferred runs' }, { name: 'API description' }],
+    paths,
+    webhooks: {
+      runFinished: {
+        post: {
+          operationId: 'RunFinishedWebhook',
+          summary: 'Run finished',
+          description:
+            'Sent to the `callbackUrl` given when the run started, when the run ends. Reply with any 2xx within 8 ' +
+            'seconds, or the delivery is retried (5 attempts in all; first retry after 2 minutes, doubling, at most ' +
+            'an hour apart). A delivery can arrive twice: `jobId` plus `event` is the idempotency key.',
+          security: [],
+          parameters: [
+            {
+              name: webhookHeaders.event,
+              in: 'header',
+              required: true,
+              schema: toSchemaObjects({ WebhookEvent: WebhookEventSchema }).WebhookEvent,
+            },
+            {
+              name: webhookHeaders.signature,
+              in: 'header',
+              required: false,
+              description:
+                'Only when `callbackSecret` was given: `sha256=` followed by the hex-encoded HMAC-SHA256 of the raw ' +
+                'body keyed with the secret. Compare in constant time.',
+              schema: { type: 'string', pattern: '^sha256=[0-9a-f]{64}$' },
+            },
+          ],
+          requestBody: { required: true, content: { 'application/json': { schema: ref('WebhookBody') } } },
+          responses: { '2XX': { description: 'Received.' } },
+        },
+      },
+    },
+    components: {
+      schemas: toSchemaObjects(componentSchemas),
+      headers: { 'Retry-After': retryAfter },
+      securitySchemes: {
+        [securitySchemeName]: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'A team API key, created under Team settings, API keys: `Authorization: Bearer <API_KEY>`. Keep it on ' +
+            'a server or in a secret store; it can spend credits.',
+        },
+      },
+    },
+  };
+}
+
+let document: OpenAPIObject | undefined;
+
+/** The API description, built once per process. Treat it as read-only. */
+export function buildOpenApiDocument(): OpenAPIObject {
+  document ??= buildDocument();
+  return document;
+}

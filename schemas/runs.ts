@@ -1,0 +1,210 @@
+/**
+ * Runs (spec sections 2.3, 3.1, 4.3 to 4.5, 6): the run request, the two answers of a run start,
+ * the Run as read and as sent by webhook, and the validation failure of a run start.
+ * Requests use `v.object` (unknown fields are ignored); responses use `v.strictObject`.
+ */
+import * as v from 'valibot';
+import { DateTimeSchema, UuidSchema } from './common.ts';
+import { messages } from './errors.ts';
+import { ValidationIssueSchema } from './workflows.ts';
+
+export const runModes = ['production', 'draft', 'preview'] as const;
+export const RunModeSchema = v.picklist(runModes);
+export type RunMode = v.InferOutput<typeof RunModeSchema>;
+
+export const runStatuses = ['queued', 'claimed', 'processing', 'completed', 'failed', 'cancelled', 'stopped'] as const;
+export const RunStatusSchema = v.picklist(runStatuses);
+export type RunStatus = v.InferOutput<typeof RunStatusSchema>;
+
+/** Statuses a run never leaves (cancelling one answers 409 `Run already ended`). */
+export const endedRunStatuses = ['completed', 'failed', 'cancelled', 'stopped'] as const satisfies readonly RunStatus[];
+
+export const stepStatuses = ['queued', 'processing', 'completed', 'failed', 'skipped', 'unknown'] as const;
+export const StepStatusSchema = v.picklist(stepStatuses);
+export type StepStatus = v.InferOutput<typeof StepStatusSchema>;
+
+/** Header carrying the caller's idempotency key on the two run starts (our design, beyond the spec). */
+export const idempotencyKeyHeader = 'Idempotency-Key';
+/** The same key with the same body within 24 hours answers as the first request did. */
+export const IdempotencyKeySchema = v.pipe(v.string(), v.minLength(1), v.maxLength(255));
+
+/** Path parameters of GET /runs/{jobId} and POST /runs/{jobId}/cancel. */
+export const JobIdPathSchema = v.object({ jobId: UuidSchema });
+export type JobIdPath = v.InferOutput<typeof JobIdPathSchema>;
+
+/**
+ * Body of both run starts; every field optional, and a missing body means `{}`. The `callbackUrl`
+ * message is the spec's 422 message, so a handler can answer with the issue's message as is.
+ */
+export const RunRequestSchema = v.object({
+  /** Replaces a step's value for this run, keyed by the step's `config.apiInputKey`. */
+  inputs: v.optional(v.record(v.string(), v.string())),
+  /** `draft`: cheaper pass; `preview` behaves like `production`. */
+  mode: v.optional(RunModeSchema, 'production'),
+  /** Queue the run to start later (answer 202). */
+  defer: v.optional(v.boolean(), false),
+  /** Only with `defer`: the price multiplier the deferred run waits for. */
+  maxMultiplier: v.optional(v.pipe(v.number(), v.gtValue(0), v.maxValue(10)), 0.7),
+  /** https URL to receive the run-finished webhook. */
+  callbackUrl: v.optional(
+    v.pipe(
+      v.string(messages.callbackUrlInvalid),
+      v.url(messages.callbackUrlInvalid),
+      v.startsWith('https://', messages.callbackUrlInvalid),
+    ),
+  ),
+  /** When set, each webhook is signed with it. */
+  callbackSecret: v.optional(v.string()),
+});
+export type RunRequest = v.InferOutput<typeof RunRequestSchema>;
+export type RunRequestInput = v.InferInput<typeof RunRequestSchema>;
+
+/** 200 of a run start: the run is queued and its estimate held. */
+export const RunStartedResponseSchema = v.strictObject({
+  jobId: UuidSchema,
+  workflowId: UuidSchema,
+  status: v.literal('queued'),
+  estimatedCredits: v.number(),
+  stepsCount: v.pipe(v.number(), v.integer(), v.minValue(0)),
+});
+export type RunStartedResponse = v.InferOutput<typeof RunStartedResponseSchema>;
+
+/** 202 of a run start with `defer: true`; not a promise the run will start. */
+export const RunDeferredResponseSchema = v.strictObject({
+  deferred: v.literal(true),
+  deferredJobId: UuidSchema,
+  workflowId: UuidSchema,
+});
+export type RunDeferredResponse = v.InferOutput<typeof RunDeferredResponseSchema>;
+
+/** 422 of a run start when the workflow fails validation: the one error body without `error`. */
+export const RunValidationFailedSchema = v.strictObject({
+  success: v.literal(false),
+  errors: v.pipe(v.array(ValidationIssueSchema), v.minLength(1)),
+});
+export type RunValidationFailed = v.InferOutput<typeof RunValidationFailedSchema>;
+
+export const RunStepSchema = v.strictObject({
+  node_id: v.string(),
+  step_type: v.string(),
+  status: StepStatusSchema,
+  /** Why the step failed; present only on a failed step. */
+  error: v.optional(v.string()),
+});
+export type RunStep = v.InferOutput<typeof RunStepSchema>;
+
+/** `yes`, `provider_terms` (provider terms grant the output), `no`; null when not checked. */
+export const modelCommercialUses = ['yes', 'provider_terms', 'no'] as const;
+/** The output's licence: as strict as the strictest model it comes from. */
+export const outputCommercialUses = ['yes', 'provider_terms', 'unchecked', 'no'] as const;
+
+export const LicenceModelSchema = v.strictObject({
+  node_id: v.string(),
+  /** Provider that ran the model. */
+  provider_key: v.string(),
+  model: v.string(),
+  licence: v.nullable(v.string()),
+  licence_url: v.nullable(v.string()),
+  commercial_use: v.nullable(v.picklist(modelCommercialUses)),
+  /** The provider's own terms. */
+  terms_url: v.nullable(v.string()),
+  /** The licence as it stood when the step ran. */
+  stamped_at: DateTimeSchema,
+});
+export type LicenceModel = v.InferOutput<typeof LicenceModelSchema>;
+
+/** Licence an output ships under. Not legal advice. */
+export const LicenceSchema = v.strictObject({
+  commercial_use: v.picklist(outputCommercialUses),
+  models: v.array(LicenceModelSchema),
+});
+export type Licence = v.InferOutput<typeof LicenceSchema>;
+
+/** An AI model step an output comes from. */
+export const GeneratedBySchema = v.strictObject({
+  node_id: v.string(),
+  provider: v.string(),
+  model: v.nullable(v.string()),
+});
+export type GeneratedBy = v.InferOutput<typeof GeneratedBySchema>;
+
+export const fileAvailabilities = ['ready', 'processing', 'unavailable'] as const;
+export type FileAvailability = (typeof fileAvailabilities)[number];
+
+/**
+ * A file inside a run output's `result` (our design of the spec's "file object"). Its `url` is a
+ * service-owned copy marked as AI-generated and signed for two hours, never a provider's link:
+ * set only when `ready`; while `processing` the copy is still being made (poll again); when
+ * `unavailable` the file could not be stored and marked.
+ */
+export const RunFileSchema = v.variant('availability', [
+  v.strictObject({
+    availability: v.literal('ready'),
+    url: v.pipe(v.string(), v.url()),
+    contentType: v.string(),
+    bytes: v.pipe(v.number(), v.integer(), v.minValue(0)),
+    /** When the signed `url` stops working. */
+    expiresAt: DateTimeSchema,
+  }),
+  v.strictObject({
+    availability: v.picklist(['processing', 'unavailable']),
+    url: v.null(),
+    /** Known from the provider when it said; null otherwise. */
+    contentType: v.nullable(v.string()),
+    bytes: v.null(),
+    expiresAt: v.null(),
+  }),
+]);
+export type RunFile = v.InferOutput<typeof RunFileSchema>;
+
+export const RunOutputSchema = v.strictObject({
+  node_id: v.string(),
+  step_type: v.string(),
+  result: v.pipe(
+    v.unknown(),
+    v.description('What the step produced; its shape depends on the node type. Files in it are RunFile objects.'),
+  ),
+  /** Absent when no model step is involved. */
+  licence: v.optional(LicenceSchema),
+  /** True when this output, or any step it comes from, was made by an AI model. */
+  ai_generated: v.boolean(),
+  /** Absent when no AI model step is involved. */
+  generated_by: v.optional(v.array(GeneratedBySchema)),
+});
+export type RunOutput = v.InferOutput<typeof RunOutputSchema>;
+
+const progress = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(100));
+
+/** 200 of GET /runs/{jobId}. */
+export const RunSchema = v.strictObject({
+  jobId: UuidSchema,
+  status: RunStatusSchema,
+  /** Completed steps as a percentage. */
+  progress,
+  steps: v.array(RunStepSchema),
+  /** From the last steps of the workflow; empty until they finish. */
+  output: v.array(RunOutputSchema),
+});
+export type Run = v.InferOutput<typeof RunSchema>;
+
+/** Value of the `X-Service-Event` header and the `event` field of the webhook body. */
+export const webhookEvents = ['run.completed', 'run.failed', 'run.stopped', 'run.cancelled'] as const;
+export const WebhookEventSchema = v.picklist(webhookEvents);
+export type WebhookEvent = v.InferOutput<typeof WebhookEventSchema>;
+
+export const webhookHeaders = {
+  event: 'X-Service-Event',
+  /** `sha256=` + hex HMAC-SHA256 of the raw body keyed with `callbackSecret`; only when one was given. */
+  signature: 'X-Service-Signature',
+} as const;
+
+/** Body of the run-finished webhook (spec section 6): the Run plus `event`. */
+export const WebhookBodySchema = v.strictObject({
+  event: WebhookEventSchema,
+  jobId: UuidSchema,
+  status: RunStatusSchema,
+  progress: v.optional(progress),
+  steps: v.optional(v.array(RunStepSchema)),
+  output: v.optional(v.array(RunOutputSchema)),
+});
+export type WebhookBody = v.InferOutput<typeof WebhookBodySchema>;

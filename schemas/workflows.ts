@@ -1,0 +1,211 @@
+/**
+ * Workflows (spec sections 2.1, 2.2, 4.1, 4.2): the list, the create request and its answers.
+ * Requests use `v.object` (unknown fields are ignored and stripped); responses use
+ * `v.strictObject` (exactly the documented fields).
+ */
+import * as v from 'valibot';
+import { DateTimeSchema, UuidSchema } from './common.ts';
+import { messages } from './errors.ts';
+
+/** The 55 node types of spec section 2.2, in spec order and spelling. */
+export const nodeTypes = [
+  'InputStage',
+  'ProcessingStage',
+  'ExportStage',
+  'Prompt',
+  'Knowledgebase',
+  'Service',
+  'CodeHostA',
+  'CloudStorage',
+  'ImageGen',
+  'AudioGen',
+  '3DTransform',
+  'TextEntry',
+  'FileUploader',
+  'JsonLoader',
+  'ImageLoader',
+  'WebhookListener',
+  'ObjectBucketWatcher',
+  'ShaderSnippet',
+  'RigImporter',
+  'TextureManifest',
+  'PromptBuilder',
+  'JsonExtractor',
+  'VariableMapper',
+  'MathOperator',
+  'ConditionalSwitch',
+  'BatchSplitter',
+  'ImageCropper',
+  'MeshDecimator',
+  'CustomApiCall',
+  'PythonSandbox',
+  'IterationGate',
+  'LlmWorker',
+  'DiffusionWorker',
+  'ControlNetFilter',
+  'VisionInterrogator',
+  'DepthEstimator',
+  'PbrSynthesizer',
+  'TwoDToThreeD',
+  'AutoRigger',
+  'Upscaler',
+  'BackgroundRemover',
+  'Embedder',
+  'TextConsole',
+  'ImageGallery',
+  'AudioPlayer',
+  'JsonInspector',
+  'ApiPostAction',
+  'ObjectUploader',
+  'ChatNotifier',
+  'CodeHostADelivery',
+  'CodeHostBDelivery',
+  'VcsCDelivery',
+  'EngineDelivery',
+  'ThreeDStudioViewer',
+  'ShaderPlayback',
+] as const;
+export const NodeTypeSchema = v.picklist(nodeTypes);
+export type NodeType = v.InferOutput<typeof NodeTypeSchema>;
+
+/** Whether `type` is one of the 55 node types. */
+export const isNodeType = (type: string): type is NodeType => (nodeTypes as readonly string[]).includes(type);
+
+export const workflowStatuses = ['draft', 'active', 'archived'] as const;
+export const WorkflowStatusSchema = v.picklist(workflowStatuses);
+export type WorkflowStatus = v.InferOutput<typeof WorkflowStatusSchema>;
+
+/** Element of the workflow list (spec 2.1): every field present, some null. */
+export const WorkflowSummarySchema = v.strictObject({
+  /** Passed to Run a workflow. */
+  id: UuidSchema,
+  name: v.string(),
+  description: v.nullable(v.string()),
+  status: v.nullable(WorkflowStatusSchema),
+  updated_at: v.nullable(DateTimeSchema),
+});
+export type WorkflowSummary = v.InferOutput<typeof WorkflowSummarySchema>;
+
+/** 200 of GET /workflows: all of them, newest change first, no pagination. */
+export const ListWorkflowsResponseSchema = v.strictObject({ workflows: v.array(WorkflowSummarySchema) });
+export type ListWorkflowsResponse = v.InferOutput<typeof ListWorkflowsResponseSchema>;
+
+/** A connection into a step; a handle left out means the node's first one. */
+export const WorkflowStepInputSchema = v.object({
+  /** The `key` of the step to connect from. */
+  from: v.string(),
+  /** Output handle on that step. */
+  sourceHandle: v.optional(v.string()),
+  /** Input handle on this step. */
+  targetHandle: v.optional(v.string()),
+});
+export type WorkflowStepInput = v.InferOutput<typeof WorkflowStepInputSchema>;
+
+/**
+ * The node's settings: free-form, since its fields depend on the node type. A loose object so
+ * every setting is kept, not stripped.
+ */
+export const WorkflowStepConfigSchema = v.looseObject({
+  /** On a `TextEntry` or `PromptBuilder` step: the `inputs` key a run uses to replace the step's value. */
+  apiInputKey: v.optional(v.string()),
+});
+export type WorkflowStepConfig = v.InferOutput<typeof WorkflowStepConfigSchema>;
+
+/**
+ * Element of `steps` in Create a workflow (spec 2.2). `type` is any string here, so that an
+ * unknown one reaches the handler and gets the spec's 422 `Unknown node type: <type>`; the
+ * OpenAPI document still lists the 55 values.
+ */
+export const WorkflowStepSchema = v.object({
+  /** Unique within the request; other steps refer to it in `inputs`. */
+  key: v.string(),
+  type: v.pipe(
+    v.string(),
+    v.metadata({ description: 'Node type; one of the 55 values listed.', enum: [...nodeTypes] }),
+  ),
+  /** Name shown on the canvas; defaults to the node type's name. */
+  label: v.optional(v.string()),
+  config: v.optional(WorkflowStepConfigSchema),
+  /** A string is a step key: it connects that step's first output to this step's first input. */
+  inputs: v.optional(v.array(v.union([v.string(), WorkflowStepInputSchema]))),
+});
+export type WorkflowStep = v.InferOutput<typeof WorkflowStepSchema>;
+
+/**
+ * Body of POST /workflows. The messages of missing `name`, missing `steps` and the
+ * agentId/projectId rule are the spec's 400 messages, so the first issue's message is the body.
+ */
+const missingFieldMessages: Record<string, string> = {
+  name: messages.nameRequired,
+  steps: messages.stepsRequired,
+};
+
+export const CreateWorkflowRequestSchema = v.pipe(
+  v.object(
+    {
+      name: v.pipe(v.string(messages.nameRequired), v.nonEmpty(messages.nameRequired)),
+      steps: v.pipe(v.array(WorkflowStepSchema, messages.stepsRequired), v.minLength(1, messages.stepsRequired)),
+      /** Add the workflow to this agent. */
+      agentId: v.optional(UuidSchema),
+      /** Create a new agent in this project and add the workflow to it. */
+      projectId: v.optional(UuidSchema),
+      /** Name of the new agent when `projectId` is passed; defaults to `name`. */
+      agentName: v.optional(v.string()),
+    },
+    // A missing key is reported by the object itself, so its message is chosen here.
+    (issue) => missingFieldMessages[String(issue.path?.[0]?.key)] ?? issue.message,
+  ),
+  v.check(
+    (body) => (body.agentId === undefined) !== (body.projectId === undefined),
+    messages.exactlyOneOfAgentOrProject,
+  ),
+  // The check above, for the OpenAPI document.
+  v.metadata({ oneOf: [{ required: ['agentId'] }, { required: ['projectId'] }] }),
+);
+export type CreateWorkflowRequest = v.InferOutput<typeof CreateWorkflowRequestSchema>;
+
+/** 201 of POST /workflows. */
+export const CreateWorkflowResponseSchema = v.strictObject({
+  workflowId: UuidSchema,
+  agentId: UuidSchema,
+  projectId: UuidSchema,
+  stepsCount: v.pipe(v.number(), v.integer(), v.minValue(1)),
+});
+export type CreateWorkflowResponse = v.InferOutput<typeof CreateWorkflowResponseSchema>;
+
+/** Codes of a validation issue (our design: the spec leaves the issue shape "not shown"). */
+export const validationIssueCodes = [
+  'duplicate_key',
+  'unknown_input',
+  'cycle',
+  'unknown_handle',
+  'incompatible_kinds',
+  'missing_required_input',
+  'too_many_connections',
+  'invalid_config',
+  'api_input_key_not_allowed',
+  'duplicate_api_input_key',
+  'too_many_steps',
+] as const;
+export const ValidationIssueCodeSchema = v.picklist(validationIssueCodes);
+export type ValidationIssueCode = v.InferOutput<typeof ValidationIssueCodeSchema>;
+
+/** One reason a workflow failed validation (element of `errors` in both validation failures). */
+export const ValidationIssueSchema = v.strictObject({
+  code: ValidationIssueCodeSchema,
+  /** The step concerned, or null when the issue is about the whole workflow. */
+  key: v.nullable(v.string()),
+  /** The handle concerned, when there is one. */
+  handle: v.optional(v.string()),
+  /** Where in the step, e.g. `config.apiInputKey` or `inputs[1]`. */
+  path: v.optional(v.string()),
+  message: v.string(),
+});
+export type ValidationIssue = v.InferOutput<typeof ValidationIssueSchema>;
+
+/** 422 of POST /workflows when the graph fails validation. */
+export const WorkflowValidationFailedSchema = v.strictObject({
+  error: v.literal(messages.workflowValidationFailed),
+  errors: v.pipe(v.array(ValidationIssueSchema), v.minLength(1)),
+});
+export type WorkflowValidationFailed = v.InferOutput<typeof WorkflowValidationFailedSchema>;

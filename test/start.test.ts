@@ -1,0 +1,91 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const stateDir = mkdtempSync(join(tmpdir(), 'wra-start-'));
+const children: ChildProcess[] = [];
+afterAll(() => {
+  for (const child of children) child.kill('SIGKILL');
+});
+
+/** Runs `node local/start.ts` (what `npm start` runs) and resolves once it printed its banner, or exited. */
+const start = (...args: string[]) =>
+  new Promise<{
+    child: ChildProcess;
+    output: string;
+    baseUrl?: string;
+    key?: string;
+    teamId?: string;
+    code?: number | null;
+  }>((resolve) => {
+    const child = spawn(process.execPath, ['local/start.ts', ...args], {
+      env: { ...process.env, LOCAL_STATE_DIR: stateDir, PORT: '0', DISPATCH_INTERVAL_SECONDS: '3600' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    let output = '';
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const baseUrl = /Base URL:\s+(\S+)/.exec(output)?.[1];
+      const key = /Demo API key:\s+(\S+)/.exec(output)?.[1];
+      const teamId = /Demo team:\s+(\S+)/.exec(output)?.[1];
+      if (baseUrl && key && teamId) resolve({ child, output, baseUrl, key, teamId });
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.on('exit', (code) => resolve({ child, output, code }));
+  });
+
+const stop = (child: ChildProcess) =>
+  new Promise<number | null>((resolve) => {
+    child.once('exit', (code) => resolve(code));
+    child.kill('SIGINT');
+  });
+
+const dynamoDbPids = () =>
+  readdirSync(stateDir)
+    .filter((f) => /^dynamodb-\d+\.pid$/.test(f))
+    .map((f) => Number(/\d+/.exec(f)?.[0]));
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe('npm start (the local default)', () => {
+  it('serves the API with a demo key, refuses a second start, stops every child, keeps data, and resets', async () => {
+    const first = await start();
+    expect(first.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1$/);
+    const listed = await fetch(`${first.baseUrl}/workflows`, { headers: { authorization: `Bearer ${first.key}` } });
+    expect(listed.status).toBe(200);
+
+    const second = await start();
+    expect(second.code).toBe(1);
+    expect(second.output).toContain('already running');
+
+    const javaPids = dynamoDbPids();
+    expect(javaPids).toHaveLength(1);
+    expect(await stop(first.child)).toBe(0);
+    expect(javaPids.every((pid) => !alive(pid))).toBe(true);
+
+    const restarted = await start();
+    expect(restarted.teamId).toBe(first.teamId);
+    const old = await fetch(`${restarted.baseUrl}/workflows`, { headers: { authorization: `Bearer ${first.key}` } });
+    expect(old.status).toBe(401);
+    const fresh = await fetch(`${restarted.baseUrl}/workflows`, {
+      headers: { authorization: `Bearer ${restarted.key}` },
+    });
+    expect(fresh.status).toBe(200);
+    await stop(restarted.child);
+
+    const reset = await start('--reset');
+    expect(reset.teamId).toBeDefined();
+    expect(reset.teamId).not.toBe(first.teamId);
+    await stop(reset.child);
+  }, 90_000);
+});

@@ -1,0 +1,21 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { startDynamoDb, startSqsS3 } from '../../local/emulators.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    emulators: { dynamoDbEndpoint: string; sqsS3Endpoint: string };
+  }
+}
+
+/** Starts one in-memory DynamoDB Local and one fauxqs for the whole suite. */
+export default async function setup(project: TestProject) {
+  const dynamo = await startDynamoDb({ stateDir: join(tmpdir(), 'workflow-run-api-test-emulators') });
+  const sqsS3 = await startSqsS3({});
+  project.provide('emulators', { dynamoDbEndpoint: dynamo.endpoint, sqsS3Endpoint: sqsS3.endpoint });
+  return async () => {
+    await sqsS3.stop();
+    await dynamo.stop();
+  };
+}

@@ -1,0 +1,98 @@
+import { randomUUID } from 'node:crypto';
+import { inject } from 'vitest';
+import type { Deps } from '../../functions/deps.ts';
+import { toHundredths } from '../../functions/domain/credits.ts';
+import { createApiKey, type NewApiKey } from '../../functions/store/api-keys.ts';
+import { createAgent, createProject, createTeam } from '../../functions/store/tenancy.ts';
+import type { Scope } from '../../lib/routes.ts';
+import { type LocalApi, startLocalApi } from '../../local/api-gateway.ts';
+import { localDeps } from '../../local/local-deps.ts';
+import { type LocalResources, provision } from '../../local/provision.ts';
+
+export interface TestStack {
+  resources: LocalResources;
+  deps: Deps;
+  api: LocalApi;
+  baseUrl: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A fresh set of resources (own table, queues and bucket under a random prefix) on the suite's
+ * emulators, and the local API server over them: the same path `npm start` serves.
+ */
+export const startTestStack = async (overrides: Partial<Deps> = {}): Promise<TestStack> => {
+  const emulators = inject('emulators');
+  const resources = await provision({ prefix: `t${randomUUID().slice(0, 8)}`, ...emulators });
+  const deps = localDeps(resources, overrides);
+  const api = await startLocalApi({ deps, port: 0, host: '127.0.0.1' });
+  return {
+    resources,
+    deps,
+    api,
+    baseUrl: api.baseUrl,
+    close: async () => {
+      await api.close();
+      deps.ddb.destroy();
+    },
+  };
+};
+
+export interface SeededTeam {
+  teamId: string;
+  projectId: string;
+  agentId: string;
+  key: string;
+  keyId: string;
+}
+
+/** A team with credits, a project, an agent and a key (all scopes unless given). */
+export const seedTeam = async (
+  deps: Deps,
+  options: { credits?: number; key?: Omit<NewApiKey, 'teamId'> } = {},
+): Promise<SeededTeam> => {
+  const { teamId } = await createTeam(deps, {
+    name: 'Test team',
+    creditsHundredths: toHundredths(options.credits ?? 100),
+    perStepLimitHundredths: null,
+  });
+  const { projectId } = await createProject(deps, { teamId, name: 'Test project', hardCapHundredths: null });
+  const { agentId } = await createAgent(deps, { teamId, projectId, name: 'Test agent' });
+  const { key, keyId } = await createApiKey(deps, { teamId, ...options.key });
+  return { teamId, projectId, agentId, key, keyId };
+};
+
+export const addKey = (deps: Deps, teamId: string, options: Omit<NewApiKey, 'teamId'> = {}) =>
+  createApiKey(deps, { teamId, ...options });
+
+export type { Scope };
+
+/** Fetch against the local API with the key as bearer token. */
+export const call = async (
+  baseUrl: string,
+  path: string,
+  options: { key?: string; method?: string; body?: unknown; headers?: Record<string, string> } = {},
+) => {
+  const response = await fetch(`${baseUrl}${path}`, {
+    method: options.method ?? 'GET',
+    headers: {
+      ...(options.key ? { authorization: `Bearer ${options.key}` } : {}),
+      ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...options.headers,
+    },
+    body:
+      options.body === undefined
+        ? undefined
+        : typeof options.body === 'string'
+          ? options.body
+          : JSON.stringify(options.body),
+  });
+  const text = await response.text();
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = text;
+  }
+  return { status: response.status, headers: response.headers, body: body as Record<string, unknown> };
+};
