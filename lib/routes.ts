@@ -41,4 +41,12 @@ export const routes: readonly Route[] = [
     scope: 'workflows:read',
     grants: { table: 'readwrite' },
   },
+  {
+    id: 'CreateWorkflow',
+    method: 'POST',
+    path: '/workflows',
+    entry: 'functions/api/create-workflow.ts',
+    scope: 'workflows:write',
+    grants: { table: 'readwrite' },
+  },
 ];

@@ -3,7 +3,7 @@ import { type Deps, productionDeps } from '../functions/deps.ts';
 import { envNames } from '../lib/definitions.ts';
 import { runAdmin } from './admin.ts';
 import { localAwsConfig, startDynamoDb } from './emulators.ts';
-import { localDeps } from './local-deps.ts';
+import { localDeps, tableOnlyDeps } from './local-deps.ts';
 import { provisionTables } from './provision.ts';
 import { dynamoDbDataDir, localPrefix, readRunningStack, stateDir } from './state.ts';
 
@@ -26,7 +26,7 @@ const main = async () => {
       const client = new DynamoDBClient({ ...localAwsConfig, endpoint: dynamo.endpoint });
       const tableName = await provisionTables(client, localPrefix);
       client.destroy();
-      deps = localDeps({ dynamoDbEndpoint: dynamo.endpoint, tableName });
+      deps = tableOnlyDeps(dynamo.endpoint, tableName);
       cleanup = dynamo.stop;
     }
   }

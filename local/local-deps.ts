@@ -1,21 +1,36 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { S3Client } from '@aws-sdk/client-s3';
+import { SQSClient } from '@aws-sdk/client-sqs';
 import { type Deps, documentClient } from '../functions/deps.ts';
 import { envNames } from '../lib/definitions.ts';
 import { localAwsConfig } from './emulators.ts';
 import type { LocalResources } from './provision.ts';
 
 /** Deps for handlers running against the emulators: the same shape production builds from env. */
-export const localDeps = (
-  resources: Pick<LocalResources, 'dynamoDbEndpoint' | 'tableName'>,
-  overrides: Partial<Deps> = {},
-): Deps => ({
+export const localDeps = (resources: LocalResources, overrides: Partial<Deps> = {}): Deps => ({
   ddb: documentClient(new DynamoDBClient({ ...localAwsConfig, endpoint: resources.dynamoDbEndpoint })),
   tableName: resources.tableName,
+  sqs: new SQSClient({ ...localAwsConfig, endpoint: resources.sqsS3Endpoint }),
+  queueUrls: { steps: resources.queueUrls.Steps, webhooks: resources.queueUrls.Webhooks },
+  s3: new S3Client({ ...localAwsConfig, endpoint: resources.sqsS3Endpoint, forcePathStyle: true }),
+  bucket: resources.bucket,
   now: () => new Date(),
   newId: randomUUID,
   ...overrides,
 });
+
+/** Deps for the admin CLI when only DynamoDB is needed (no queues or bucket). */
+export const tableOnlyDeps = (dynamoDbEndpoint: string, tableName: string): Deps =>
+  localDeps({
+    prefix: 'admin',
+    dynamoDbEndpoint,
+    sqsS3Endpoint: 'http://127.0.0.1:1',
+    tableName,
+    queueUrls: { Steps: '', Webhooks: '' },
+    dlqUrls: { Steps: '', Webhooks: '' },
+    bucket: '',
+  });
 
 /**
  * The environment a deployed function gets from the stack, pointed at the emulators through the

@@ -91,6 +91,13 @@ const createQueue = async (client: SQSClient, definition: QueueDefinition, prefi
   return { url: queue.QueueUrl ?? '', dlqUrl: dlq.QueueUrl ?? '' };
 };
 
+/**
+ * fauxqs names queues `http://sqs.<region>.localhost:<port>/…`, a host that does not resolve, and
+ * the SQS client prefers a queue URL's host to its endpoint; so queue URLs are re-rooted on the
+ * emulator's loopback address.
+ */
+const onEndpoint = (queueUrl: string, endpoint: string): string => new URL(new URL(queueUrl).pathname, endpoint).href;
+
 /** Creates the tables (idempotently) and returns the data table's name. */
 export const provisionTables = async (client: DynamoDBClient, prefix: string): Promise<string> => {
   const [table] = tables;
@@ -118,8 +125,8 @@ export const provision = async (options: {
     const dlqUrls = {} as Record<QueueDefinition['id'], string>;
     for (const definition of queues) {
       const { url, dlqUrl } = await createQueue(sqs, definition, prefix);
-      queueUrls[definition.id] = url;
-      dlqUrls[definition.id] = dlqUrl;
+      queueUrls[definition.id] = onEndpoint(url, options.sqsS3Endpoint);
+      dlqUrls[definition.id] = onEndpoint(dlqUrl, options.sqsS3Endpoint);
     }
     const bucket = `${prefix}-${libraryBucket.id}`.toLowerCase();
     try {

@@ -15,6 +15,8 @@ export const messagePrefixes = {
   serverError: 'Server error: ',
   /** Our design: a body that is not JSON or does not fit the request schema. */
   invalidBody: 'Invalid request body: ',
+  /** Our design: a body above the operation's documented size limit (413). */
+  payloadTooLarge: 'Request body too large: ',
 } as const;
 
 export const messages = {
@@ -53,6 +55,8 @@ export const messages = {
   serverError: (detail: string): string => `${messagePrefixes.serverError}${detail}`,
   /** Our design: `detail` names the first offending field. */
   invalidBody: (detail: string): string => `${messagePrefixes.invalidBody}${detail}`,
+  /** Our design: names the limit in bytes. */
+  payloadTooLarge: (maxBytes: number): string => `${messagePrefixes.payloadTooLarge}at most ${maxBytes} bytes`,
   /** Our design: the spec leaves the text of the per-step limit 402 "not shown". */
   perStepLimitExceeded: (nodeType: string, estimatedCharge: number, ceiling: number): string =>
     `${nodeType} step would be charged an estimated ${estimatedCharge} credits, above the team's per-step limit of ${ceiling}`,
@@ -75,6 +79,10 @@ export type AgentOrProjectRequiredError = v.InferOutput<typeof AgentOrProjectReq
 /** Our design: a body that is not JSON, or whose fields have the wrong types. */
 export const InvalidBodyErrorSchema = v.strictObject({ error: prefixed(messagePrefixes.invalidBody) });
 export type InvalidBodyError = v.InferOutput<typeof InvalidBodyErrorSchema>;
+
+// 413 (our design: POST /workflows and both run starts)
+export const PayloadTooLargeErrorSchema = v.strictObject({ error: prefixed(messagePrefixes.payloadTooLarge) });
+export type PayloadTooLargeError = v.InferOutput<typeof PayloadTooLargeErrorSchema>;
 
 // 401 (all keyed)
 export const UnauthorizedErrorSchema = fixed(messages.unauthorized);

@@ -76,6 +76,7 @@ const componentSchemas = {
   StepsRequiredError: errors.StepsRequiredErrorSchema,
   AgentOrProjectRequiredError: errors.AgentOrProjectRequiredErrorSchema,
   InvalidBodyError: errors.InvalidBodyErrorSchema,
+  PayloadTooLargeError: errors.PayloadTooLargeErrorSchema,
   UnauthorizedError: errors.UnauthorizedErrorSchema,
   InsufficientCreditsError: errors.InsufficientCreditsErrorSchema,
   ProjectHardCapExceededError: errors.ProjectHardCapExceededErrorSchema,
@@ -232,6 +233,7 @@ function buildDocument(): OpenAPIObject {
       200: json('The run is queued and its estimate held.', 'RunStartedResponse'),
       202: json('The run is deferred (`defer: true`); not a promise that it will start.', 'RunDeferredResponse'),
       400: json('The body is not JSON or a field has the wrong type.', 'InvalidBodyError'),
+      413: json('The body is larger than 64 KiB.', 'PayloadTooLargeError'),
       402: json(
         'Not enough credits, the project hard cap, the per-step credit limit, or the key monthly credit cap.',
         'InsufficientCreditsError',
@@ -318,6 +320,7 @@ function buildDocument(): OpenAPIObject {
           'CreateWorkflowNotPermittedError',
         ),
         404: json('The agent or project is not in the team.', 'AgentOrProjectNotFoundError'),
+        413: json('The body is larger than 256 KiB.', 'PayloadTooLargeError'),
         422: json(
           'An unknown node type, or a graph failing validation (repeated step key, input naming no step, ...).',
           'UnknownNodeTypeError',

@@ -49,3 +49,33 @@ export class UnprocessableError extends Error {
 export class PayloadTooLargeError extends Error {
   override readonly name = 'PayloadTooLargeError';
 }
+
+/** The run cannot be paid for or allowed; `body` is the spec's complete 402 body. */
+export class PaymentRequiredError extends Error {
+  override readonly name = 'PaymentRequiredError';
+  readonly body: Record<string, unknown>;
+  constructor(body: Record<string, unknown>) {
+    super(String(body.error));
+    this.body = body;
+  }
+}
+
+/** The resource is busy or in the wrong state; `body` is the complete 409 body. */
+export class ConflictError extends Error {
+  override readonly name = 'ConflictError';
+  readonly body: Record<string, unknown>;
+  constructor(body: Record<string, unknown>) {
+    super(String(body.error));
+    this.body = body;
+  }
+}
+
+/** A check that must not be skipped could not be made; the caller should retry later. */
+export class ServiceUnavailableError extends Error {
+  override readonly name = 'ServiceUnavailableError';
+  readonly retryAfterSeconds: number;
+  constructor(message: string, retryAfterSeconds: number) {
+    super(message);
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}

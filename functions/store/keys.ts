@@ -41,3 +41,33 @@ export const idIndex = (kind: 'PROJECT' | 'AGENT' | 'WORKFLOW', id: string) => (
   GSI1PK: `${kind}#${id}`,
   GSI1SK: kind,
 });
+
+/** A run and, in the same partition, its steps and its charges: one Query reads a whole run. */
+export const runPartition = (jobId: string) => `RUN#${jobId}`;
+export const runKey = (jobId: string) => ({ PK: runPartition(jobId), SK: 'RUN' });
+export const stepKey = (jobId: string, nodeId: string) => ({ PK: runPartition(jobId), SK: `STEP#${nodeId}` });
+/** Created only if absent, so a redelivered step message can never charge twice. */
+export const chargeKey = (jobId: string, nodeId: string) => ({ PK: runPartition(jobId), SK: `CHARGE#${nodeId}` });
+
+/** One run in progress per workflow: this item exists while one does, naming it. */
+export const workflowLockKey = (workflowId: string) => ({ PK: `WFLOCK#${workflowId}`, SK: 'LOCK' });
+
+/** A key's spend in one calendar month (UTC), for its monthly credit cap. */
+export const keyMonthKey = (keyId: string, month: string) => ({ PK: `KEYSPEND#${keyId}`, SK: month });
+
+/** A remembered answer to a run start with an Idempotency-Key (hash of the caller's key). */
+export const idempotencyRecordKey = (keyId: string, idempotencyKeyHash: string) => ({
+  PK: `IDEM#${keyId}#${idempotencyKeyHash}`,
+  SK: 'IDEM',
+});
+
+/**
+ * Sparse GSI1 entry on a run while it is `queued` and no step has finished, sharded so run starts
+ * do not all write one index partition; the sweep re-sends the root steps of those left too long.
+ */
+export const queuedRunShards = 4;
+export const queuedRunIndex = (jobId: string, createdAt: string) => ({
+  GSI1PK: `QUEUEDRUNS#${Number.parseInt(jobId.slice(0, 2), 16) % queuedRunShards}`,
+  GSI1SK: `${createdAt}#${jobId}`,
+});
+export const queuedRunPartition = (shard: number) => `QUEUEDRUNS#${shard}`;

@@ -1,7 +1,16 @@
-import { QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  GetCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  type TransactWriteCommandInput,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { messages } from '../../schemas/errors.ts';
 import type { Deps } from '../deps.ts';
+import { NotFoundError } from '../domain/errors.ts';
 import type { WorkflowStatus, WorkflowSummaryRecord } from '../domain/workflow-list.ts';
-import { agentKey, canvasKey, idIndex, teamPartition, workflowKey, workflowSkPrefix } from './keys.ts';
+import { agentKey, canvasKey, idIndex, projectKey, teamPartition, workflowKey, workflowSkPrefix } from './keys.ts';
+import { agentItem } from './tenancy.ts';
 
 /**
  * Every workflow summary of a team in one strongly consistent Query of the team partition (a new
@@ -149,4 +158,84 @@ export const activateWorkflow = async (deps: Deps, teamId: string, agentId: stri
       ],
     }),
   );
+};
+
+/**
+ * Creates a workflow for a team in ONE transaction: with `agentId`, into that agent (which must be
+ * the team's); with `projectId`, into a new agent of that project. A missing or foreign agent or
+ * project, or a failure, leaves nothing behind. Throws NotFoundError with the spec's message.
+ */
+export const createWorkflowForTeam = async (
+  deps: Deps,
+  input: { teamId: string; name: string; canvas: unknown; stepsCount: number } & (
+    | { agentId: string; projectId?: undefined; agentName?: undefined }
+    | { agentId?: undefined; projectId: string; agentName: string }
+  ),
+): Promise<{ workflowId: string; agentId: string; projectId: string }> => {
+  let agentId: string;
+  let projectId: string;
+  const owner: NonNullable<TransactWriteCommandInput['TransactItems']> = [];
+  if (input.agentId !== undefined) {
+    const { Item } = await deps.ddb.send(
+      new GetCommand({ TableName: deps.tableName, Key: agentKey(input.teamId, input.agentId), ConsistentRead: true }),
+    );
+    if (!Item) throw new NotFoundError(messages.agentOrProjectNotFound);
+    agentId = input.agentId;
+    projectId = Item.projectId as string;
+    owner.push({
+      ConditionCheck: {
+        TableName: deps.tableName,
+        Key: agentKey(input.teamId, agentId),
+        ConditionExpression: 'attribute_exists(PK)',
+      },
+    });
+  } else {
+    agentId = deps.newId();
+    projectId = input.projectId;
+    owner.push(
+      {
+        ConditionCheck: {
+          TableName: deps.tableName,
+          Key: projectKey(input.teamId, projectId),
+          ConditionExpression: 'attribute_exists(PK)',
+        },
+      },
+      {
+        Put: {
+          TableName: deps.tableName,
+          Item: agentItem(deps, { teamId: input.teamId, projectId, agentId, name: input.agentName }),
+        },
+      },
+    );
+  }
+  const workflowId = deps.newId();
+  const items = workflowItems(deps, workflowId, {
+    teamId: input.teamId,
+    agentId,
+    projectId,
+    name: input.name,
+    description: null,
+    status: 'draft',
+    canvas: input.canvas,
+    stepsCount: input.stepsCount,
+  });
+  try {
+    await deps.ddb.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          ...owner,
+          ...items.map((Item) => ({
+            Put: { TableName: deps.tableName, Item, ConditionExpression: 'attribute_not_exists(PK)' },
+          })),
+        ],
+      }),
+    );
+  } catch (error) {
+    const reasons = (error as { CancellationReasons?: { Code?: string }[] }).CancellationReasons;
+    if ((error as Error).name === 'TransactionCanceledException' && reasons?.[0]?.Code === 'ConditionalCheckFailed') {
+      throw new NotFoundError(messages.agentOrProjectNotFound);
+    }
+    throw error;
+  }
+  return { workflowId, agentId, projectId };
 };

@@ -1,0 +1,221 @@
+/**
+ * AI model steps. Each runs by default on the built-in `sandbox` provider (offline, deterministic,
+ * real files); `config.provider` and `config.model` choose another. Prices are for the default
+ * model, in hundredths of a credit.
+ */
+import * as v from 'valibot';
+import type { NodeType } from '../../../schemas/workflows.ts';
+import {
+  intBetween,
+  type ModelSpec,
+  modelConfigEntries,
+  modelPrice,
+  type NodeSpec,
+  numberBetween,
+} from './node-spec.ts';
+
+const sandbox = (model: string, pricedPerRun = false): ModelSpec => ({ provider: 'sandbox', model, pricedPerRun });
+
+const modelStep = { category: 'model', acceptsApiInputKey: false, minimalConfig: {} } as const;
+const SeedSchema = v.optional(intBetween(0, 2 ** 32 - 1));
+const SideSchema = v.optional(intBetween(64, 2048));
+/** Settings of the image samplers (ImageGen, DiffusionWorker); `draft` lowers `steps`. */
+const samplingEntries = {
+  width: SideSchema,
+  height: SideSchema,
+  steps: v.optional(intBetween(1, 150)),
+  seed: SeedSchema,
+};
+const MeshFormatSchema = v.optional(v.picklist(['glb', 'obj']));
+
+export const modelNodes = {
+  ImageGen: {
+    ...modelStep,
+    type: 'ImageGen',
+    displayName: 'Image generation',
+    inputs: [
+      { name: 'prompt', kind: 'text', required: true },
+      { name: 'reference', kind: 'image' },
+    ],
+    outputs: [{ name: 'image', kind: 'image' }],
+    configSchema: v.object({
+      ...modelConfigEntries,
+      ...samplingEntries,
+      variations: v.optional(intBetween(1, 4)),
+      negativePrompt: v.optional(v.string()),
+    }),
+    model: sandbox('sandbox-image-1'),
+    price: modelPrice(400, false),
+  },
+  AudioGen: {
+    ...modelStep,
+    type: 'AudioGen',
+    displayName: 'Audio generation',
+    inputs: [{ name: 'prompt', kind: 'text', required: true }],
+    outputs: [{ name: 'audio', kind: 'audio' }],
+    configSchema: v.object({
+      ...modelConfigEntries,
+      durationSeconds: v.optional(numberBetween(1, 300)),
+      seed: SeedSchema,
+    }),
+    model: sandbox('sandbox-audio-1'),
+    price: modelPrice(300, false),
+  },
+  '3DTransform': {
+    ...modelStep,
+    type: '3DTransform',
+    displayName: '3D transform',
+    inputs: [
+      { name: 'image', kind: 'image', required: true },
+      { name: 'prompt', kind: 'text' },
+    ],
+    outputs: [{ name: 'mesh', kind: 'mesh' }],
+    configSchema: v.object({ ...modelConfigEntries, format: MeshFormatSchema, seed: SeedSchema }),
+    model: sandbox('sandbox-mesh-1', true),
+    price: modelPrice(1500, true),
+  },
+  LlmWorker: {
+    ...modelStep,
+    type: 'LlmWorker',
+    displayName: 'LLM worker',
+    inputs: [
+      { name: 'prompt', kind: 'text', required: true },
+      { name: 'context', kind: 'any', multiple: true },
+    ],
+    outputs: [{ name: 'text', kind: 'text' }],
+    configSchema: v.object({
+      ...modelConfigEntries,
+      system: v.optional(v.string()),
+      maxTokens: v.optional(intBetween(1, 32_000)),
+      temperature: v.optional(numberBetween(0, 2)),
+    }),
+    model: sandbox('sandbox-text-1'),
+    price: modelPrice(200, false),
+  },
+  DiffusionWorker: {
+    ...modelStep,
+    type: 'DiffusionWorker',
+    displayName: 'Diffusion worker',
+    inputs: [
+      { name: 'prompt', kind: 'text', required: true },
+      { name: 'image', kind: 'image' },
+    ],
+    outputs: [{ name: 'image', kind: 'image' }],
+    configSchema: v.object({
+      ...modelConfigEntries,
+      ...samplingEntries,
+      guidance: v.optional(numberBetween(0, 30)),
+      strength: v.optional(numberBetween(0, 1)),
+    }),
+    model: sandbox('sandbox-diffusion-1'),
+    price: modelPrice(400, false),
+  },
+  ControlNetFilter: {
+    ...modelStep,
+    type: 'ControlNetFilter',
+    displayName: 'ControlNet filter',
+    inputs: [
+      { name: 'image', kind: 'image', required: true },
+      { name: 'prompt', kind: 'text' },
+    ],
+    outputs: [{ name: 'image', kind: 'image' }],
+    configSchema: v.object({
+      ...modelConfigEntries,
+      mode: v.optional(v.picklist(['canny', 'depth', 'pose', 'scribble'])),
+      strength: v.optional(numberBetween(0, 2)),
+    }),
+    model: sandbox('sandbox-control-1'),
+    price: modelPrice(300, false),
+  },
+  VisionInterrogator: {
+    ...modelStep,
+    type: 'VisionInterrogator',
+    displayName: 'Vision interrogator',
+    inputs: [
+      { name: 'image', kind: 'image', required: true },
+      { name: 'question', kind: 'text' },
+    ],
+    outputs: [{ name: 'text', kind: 'text' }],
+    configSchema: v.object({
+      ...modelConfigEntries,
+      detail: v.optional(v.picklist(['low', 'high'])),
+      maxTokens: v.optional(intBetween(1, 8_000)),
+    }),
+    model: sandbox('sandbox-vision-1'),
+    price: modelPrice(150, false),
+  },
+  DepthEstimator: {
+    ...modelStep,
+    type: 'DepthEstimator',
+    displayName: 'Depth estimator',
+    inputs: [{ name: 'image', kind: 'image', required: true }],
+    outputs: [{ name: 'depth', kind: 'image' }],
+    configSchema: v.object({ ...modelConfigEntries }),
+    model: sandbox('sandbox-depth-1'),
+    price: modelPrice(100, false),
+  },
+  PbrSynthesizer: {
+    ...modelStep,
+    type: 'PbrSynthesizer',
+    displayName: 'PBR synthesizer',
+    inputs: [{ name: 'image', kind: 'image', required: true }],
+    outputs: [
+      { name: 'albedo', kind: 'image' },
+      { name: 'normal', kind: 'image' },
+      { name: 'roughness', kind: 'image' },
+    ],
+    configSchema: v.object({ ...modelConfigEntries, resolution: v.optional(v.picklist([512, 1024, 2048])) }),
+    model: sandbox('sandbox-pbr-1'),
+    price: modelPrice(500, false),
+  },
+  TwoDToThreeD: {
+    ...modelStep,
+    type: 'TwoDToThreeD',
+    displayName: '2D to 3D',
+    inputs: [{ name: 'image', kind: 'image', required: true }],
+    outputs: [{ name: 'mesh', kind: 'mesh' }],
+    configSchema: v.object({ ...modelConfigEntries, format: MeshFormatSchema, seed: SeedSchema }),
+    model: sandbox('sandbox-image-to-mesh-1', true),
+    price: modelPrice(1500, true),
+  },
+  AutoRigger: {
+    ...modelStep,
+    type: 'AutoRigger',
+    displayName: 'Auto rigger',
+    inputs: [{ name: 'mesh', kind: 'mesh', required: true }],
+    outputs: [{ name: 'rig', kind: 'mesh' }],
+    configSchema: v.object({ ...modelConfigEntries, skeleton: v.optional(v.picklist(['humanoid', 'quadruped'])) }),
+    model: sandbox('sandbox-rigger-1', true),
+    price: modelPrice(1000, true),
+  },
+  Upscaler: {
+    ...modelStep,
+    type: 'Upscaler',
+    displayName: 'Upscaler',
+    inputs: [{ name: 'image', kind: 'image', required: true }],
+    outputs: [{ name: 'image', kind: 'image' }],
+    configSchema: v.object({ ...modelConfigEntries, scale: v.optional(v.picklist([2, 4])) }),
+    model: sandbox('sandbox-upscaler-1'),
+    price: modelPrice(100, false),
+  },
+  BackgroundRemover: {
+    ...modelStep,
+    type: 'BackgroundRemover',
+    displayName: 'Background remover',
+    inputs: [{ name: 'image', kind: 'image', required: true }],
+    outputs: [{ name: 'image', kind: 'image' }],
+    configSchema: v.object({ ...modelConfigEntries }),
+    model: sandbox('sandbox-matting-1'),
+    price: modelPrice(50, false),
+  },
+  Embedder: {
+    ...modelStep,
+    type: 'Embedder',
+    displayName: 'Embedder',
+    inputs: [{ name: 'text', kind: 'text', required: true }],
+    outputs: [{ name: 'embedding', kind: 'embedding' }],
+    configSchema: v.object({ ...modelConfigEntries, dimensions: v.optional(intBetween(1, 4096)) }),
+    model: sandbox('sandbox-embedding-1'),
+    price: modelPrice(10, false),
+  },
+} satisfies Partial<Record<NodeType, NodeSpec>>;

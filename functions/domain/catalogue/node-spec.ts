@@ -1,0 +1,96 @@
+/**
+ * The shape of one catalogue entry (DESIGN section 4: the node catalogue is data) and the small
+ * builders the entries share.
+ */
+import * as v from 'valibot';
+import type { RunMode } from '../../../schemas/runs.ts';
+import type { NodeType } from '../../../schemas/workflows.ts';
+import type { ValueKind } from './kinds.ts';
+
+export const nodeCategories = ['stage', 'resource', 'input', 'logic', 'model', 'output', 'delivery'] as const;
+export type NodeCategory = (typeof nodeCategories)[number];
+
+/** A named connection point on a node. */
+export interface HandleSpec {
+  name: string;
+  kind: ValueKind;
+  /** Inputs only: the step cannot run without a connection here. */
+  required?: boolean;
+  /** Inputs only: takes several connections (otherwise at most one). */
+  multiple?: boolean;
+}
+
+/** The AI model a model step runs by default (a step may name another in `config.provider`/`config.model`). */
+export interface ModelSpec {
+  provider: string;
+  model: string;
+  /** The provider charges per run whatever the settings, so `draft` costs the same as `production`. */
+  pricedPerRun: boolean;
+}
+
+/** Price of one step, in hundredths of a credit (1 credit = $0.01), per run mode; `preview` is `production`. */
+export interface NodePrice {
+  production: number;
+  draft: number;
+}
+
+/**
+ * Config schemas are `v.object`: unknown keys pass (the app may store settings of its own) and
+ * the canvas keeps the config exactly as given, since only the validation result is used, never
+ * the stripped output. `apiInputKey` is an entry only where `acceptsApiInputKey` is true;
+ * elsewhere the graph validation refuses it with `api_input_key_not_allowed`.
+ */
+export type ConfigSchema = v.ObjectSchema<v.ObjectEntries, undefined>;
+
+export interface NodeSpec {
+  type: NodeType;
+  /** The default label of a step of this type. */
+  displayName: string;
+  category: NodeCategory;
+  /** In order: the first is the one a connection without `targetHandle` uses. */
+  inputs: readonly HandleSpec[];
+  /** In order: the first is the one a connection without `sourceHandle` uses. Never empty. */
+  outputs: readonly HandleSpec[];
+  configSchema: ConfigSchema;
+  /** The smallest config `configSchema` accepts: `{}` unless a setting is required. */
+  minimalConfig: Readonly<Record<string, unknown>>;
+  /** Only `TextEntry` and `PromptBuilder` (spec 2.2): a run may replace their value by `config.apiInputKey`. */
+  acceptsApiInputKey: boolean;
+  /** Null for steps that are not AI model steps. */
+  model: ModelSpec | null;
+  price: NodePrice;
+}
+
+/** `config.apiInputKey`: the `inputs` key of a run request that replaces the step's value. */
+export const ApiInputKeySchema = v.pipe(v.string(), v.nonEmpty(), v.maxLength(128));
+
+export const NonEmptyStringSchema = v.pipe(v.string(), v.nonEmpty());
+
+/** An integer within `[min, max]`. */
+export const intBetween = (min: number, max: number) =>
+  v.pipe(v.number(), v.integer(), v.minValue(min), v.maxValue(max));
+
+/** A number within `[min, max]`. */
+export const numberBetween = (min: number, max: number) => v.pipe(v.number(), v.minValue(min), v.maxValue(max));
+
+/** Settings every model step has: another provider or model than the default. */
+export const modelConfigEntries = {
+  provider: v.optional(NonEmptyStringSchema),
+  model: v.optional(NonEmptyStringSchema),
+};
+
+/** The price of a step that is not a model step: `draft` changes nothing it does, so it costs the same. */
+export const flatPrice = (hundredths: number): NodePrice => ({ production: hundredths, draft: hundredths });
+
+/**
+ * The price of a model step: `draft` (one variation, fewer sampling steps, short answers) costs
+ * half, rounded up, except for models priced per run, which cost the same in every mode.
+ */
+export const modelPrice = (production: number, pricedPerRun: boolean): NodePrice => ({
+  production,
+  draft: pricedPerRun ? production : Math.ceil(production / 2),
+});
+
+/** The price of one step of `spec` in `mode`, in hundredths of a credit. */
+export const priceInMode = (spec: NodeSpec, mode: RunMode): number =>
+  mode === 'draft' ? spec.price.draft : spec.price.production;

@@ -1,0 +1,129 @@
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { Deps } from '../deps.ts';
+import { keyMonthKey, projectKey, runKey, teamKey, workflowLockKey } from './keys.ts';
+
+type TransactItems = NonNullable<TransactWriteCommandInput['TransactItems']>;
+
+/** The run item fields the ledger needs. */
+export interface RunLedgerState {
+  jobId: string;
+  teamId: string;
+  keyId: string;
+  workflowId: string;
+  projectId: string;
+  spendMonth: string;
+  heldHundredths: number;
+  callbackUrl?: string;
+}
+
+export type EndStatus = 'completed' | 'failed' | 'cancelled' | 'stopped';
+
+/**
+ * The items that end a run, exactly once: set its final status (only from `queued`/`processing`,
+ * only if its hold is still the one read, so no charge slips in between), release the unspent
+ * hold to the balance, take the released amount back off the project's and key's spend, and free
+ * the workflow's run lock. Callers add the step's own item when a step ends the run.
+ */
+export const endRunItems = (deps: Deps, run: RunLedgerState, status: EndStatus): TransactItems => {
+  const now = deps.now().toISOString();
+  const release = run.heldHundredths;
+  const items: TransactItems = [
+    {
+      Update: {
+        TableName: deps.tableName,
+        Key: runKey(run.jobId),
+        UpdateExpression:
+          'SET #status = :status, endedAt = :now, finalizedAt = :now, heldHundredths = :zero REMOVE GSI1PK, GSI1SK',
+        ConditionExpression:
+          '#status IN (:queued, :processing) AND heldHundredths = :held AND attribute_not_exists(finalizedAt)',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: {
+          ':status': status,
+          ':now': now,
+          ':zero': 0,
+          ':held': release,
+          ':queued': 'queued',
+          ':processing': 'processing',
+        },
+      },
+    },
+    {
+      Delete: {
+        TableName: deps.tableName,
+        Key: workflowLockKey(run.workflowId),
+        ConditionExpression: 'attribute_not_exists(PK) OR jobId = :job',
+        ExpressionAttributeValues: { ':job': run.jobId },
+      },
+    },
+  ];
+  if (release > 0) {
+    items.push(
+      {
+        Update: {
+          TableName: deps.tableName,
+          Key: teamKey(run.teamId),
+          UpdateExpression: 'ADD balance :release, held :minus',
+          ExpressionAttributeValues: { ':release': release, ':minus': -release },
+        },
+      },
+      {
+        Update: {
+          TableName: deps.tableName,
+          Key: projectKey(run.teamId, run.projectId),
+          UpdateExpression: 'ADD spentHundredths :minus',
+          ExpressionAttributeValues: { ':minus': -release },
+        },
+      },
+      {
+        Update: {
+          TableName: deps.tableName,
+          Key: keyMonthKey(run.keyId, run.spendMonth),
+          UpdateExpression: 'ADD spentHundredths :minus',
+          ExpressionAttributeValues: { ':minus': -release },
+        },
+      },
+    );
+  }
+  return items;
+};
+
+/** Ends a run in one transaction; false when it had already ended (or its hold moved: re-read). */
+export const endRun = async (deps: Deps, run: RunLedgerState, status: EndStatus, extra: TransactItems = []) => {
+  try {
+    await deps.ddb.send(new TransactWriteCommand({ TransactItems: [...extra, ...endRunItems(deps, run, status)] }));
+    return true;
+  } catch (error) {
+    if ((error as Error).name === 'TransactionCanceledException') return false;
+    throw error;
+  }
+};
+
+const eventOf: Record<EndStatus, string> = {
+  completed: 'run.completed',
+  failed: 'run.failed',
+  cancelled: 'run.cancelled',
+  stopped: 'run.stopped',
+};
+
+/** After a run ended: one delivery job for its webhook, when a callbackUrl was given. */
+export const queueWebhook = async (deps: Deps, run: { jobId: string; callbackUrl?: string }, status: EndStatus) => {
+  if (!run.callbackUrl) return;
+  await deps.sqs.send(
+    new SendMessageCommand({
+      QueueUrl: deps.queueUrls.webhooks,
+      MessageBody: JSON.stringify({ jobId: run.jobId, event: eventOf[status] }),
+    }),
+  );
+};
+
+export const ledgerStateOf = (item: Record<string, unknown>): RunLedgerState => ({
+  jobId: item.jobId as string,
+  teamId: item.teamId as string,
+  keyId: item.keyId as string,
+  workflowId: item.workflowId as string,
+  projectId: item.projectId as string,
+  spendMonth: item.spendMonth as string,
+  heldHundredths: item.heldHundredths as number,
+  callbackUrl: item.callbackUrl as string | undefined,
+});

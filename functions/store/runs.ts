@@ -1,0 +1,262 @@
+import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import { QueryCommand, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { messages } from '../../schemas/errors.ts';
+import type { RunMode } from '../../schemas/runs.ts';
+import type { Deps } from '../deps.ts';
+import { ConflictError, NotFoundError, PaymentRequiredError } from '../domain/errors.ts';
+import type { AdmissionFacts, RunEstimate } from '../domain/run-pricing.ts';
+import type { Canvas } from '../domain/workflow-graph.ts';
+import { batchGet, itemFor } from './batch.ts';
+import {
+  canvasKey,
+  idempotencyRecordKey,
+  keyMonthKey,
+  projectKey,
+  queuedRunIndex,
+  runKey,
+  runPartition,
+  teamKey,
+  workflowKey,
+  workflowLockKey,
+} from './keys.ts';
+
+export interface RunnableWorkflow {
+  workflowId: string;
+  agentId: string;
+  projectId: string;
+  canvas: Canvas;
+}
+
+/** The workflow summary and its canvas in one BatchGet; 404s with the spec's messages. */
+export const loadRunnableWorkflow = async (
+  deps: Deps,
+  teamId: string,
+  workflowId: string,
+): Promise<RunnableWorkflow> => {
+  const summaryKey = workflowKey(teamId, workflowId);
+  const items = await batchGet(deps, [summaryKey, canvasKey(workflowId)]);
+  const summary = itemFor(items, summaryKey);
+  if (!summary) throw new NotFoundError(messages.workflowNotFound);
+  const canvas = itemFor(items, canvasKey(workflowId));
+  // The canvas partition is keyed by workflow id alone, so its team is checked too.
+  if (!canvas || canvas.teamId !== teamId) throw new NotFoundError(messages.canvasNotFound);
+  return {
+    workflowId,
+    agentId: summary.agentId as string,
+    projectId: summary.projectId as string,
+    canvas: canvas.canvas as Canvas,
+  };
+};
+
+/** Team balance and per-step limit, project cap and spend, key month spend: one BatchGet. */
+export const loadAdmissionFacts = async (
+  deps: Deps,
+  input: { teamId: string; projectId: string; keyId: string; month: string; monthlyCap: number | null },
+): Promise<AdmissionFacts & { hardCap: number | null }> => {
+  const keys = [
+    teamKey(input.teamId),
+    projectKey(input.teamId, input.projectId),
+    keyMonthKey(input.keyId, input.month),
+  ];
+  const items = await batchGet(deps, keys);
+  const team = itemFor(items, keys[0] as { PK: string; SK: string }) ?? {};
+  const project = itemFor(items, keys[1] as { PK: string; SK: string }) ?? {};
+  const month = itemFor(items, keys[2] as { PK: string; SK: string }) ?? {};
+  const hardCap = (project.hardCapHundredths as number | undefined) ?? null;
+  return {
+    perStepLimit: (team.perStepLimitHundredths as number | undefined) ?? null,
+    project: { hardCap, spent: (project.spentHundredths as number | undefined) ?? 0 },
+    key: { monthlyCap: input.monthlyCap, spentThisMonth: (month.spentHundredths as number | undefined) ?? 0 },
+    balance: (team.balance as number | undefined) ?? 0,
+    hardCap,
+  };
+};
+
+export interface NewRun {
+  jobId: string;
+  teamId: string;
+  keyId: string;
+  workflow: RunnableWorkflow;
+  mode: RunMode;
+  inputs: Record<string, string>;
+  callbackUrl: string | null;
+  callbackSecret: string | null;
+  estimate: RunEstimate;
+  month: string;
+  monthlyCap: number | null;
+  hardCap: number | null;
+  /** Remembered answer for an Idempotency-Key, written in the same transaction. */
+  idempotency: { keyHash: string; requestHash: string; response: unknown; expiresAt: number } | null;
+  /** Set when a deferred run became this run. */
+  deferredJobId: string | null;
+}
+
+const attr = (value: unknown): unknown =>
+  value && typeof value === 'object' && 'S' in value ? (value as { S: string }).S : value;
+
+/**
+ * Starts a run in ONE transaction: take the workflow's run lock, hold the estimate from the team
+ * balance, add it to the project's spend and the key's month, and write the run. Every condition
+ * re-checks what the caller read, so a race is refused with the same 402/409 bodies.
+ */
+export const startRun = async (deps: Deps, run: NewRun): Promise<void> => {
+  const now = deps.now().toISOString();
+  const total = run.estimate.totalHundredths;
+  const items: NonNullable<TransactWriteCommandInput['TransactItems']> = [
+    {
+      Put: {
+        TableName: deps.tableName,
+        Item: { ...workflowLockKey(run.workflow.workflowId), type: 'WorkflowLock', jobId: run.jobId, since: now },
+        ConditionExpression: 'attribute_not_exists(PK)',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    },
+    {
+      Update: {
+        TableName: deps.tableName,
+        Key: teamKey(run.teamId),
+        UpdateExpression: 'ADD balance :minus, held :total',
+        ConditionExpression: 'balance >= :total',
+        ExpressionAttributeValues: { ':total': total, ':minus': -total },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    },
+    {
+      Update: {
+        TableName: deps.tableName,
+        Key: projectKey(run.teamId, run.workflow.projectId),
+        UpdateExpression: 'ADD spentHundredths :total',
+        ConditionExpression:
+          run.hardCap === null
+            ? 'attribute_exists(PK) AND attribute_not_exists(hardCapHundredths)'
+            : 'attribute_exists(PK) AND hardCapHundredths = :cap AND spentHundredths <= :room',
+        ExpressionAttributeValues: {
+          ':total': total,
+          ...(run.hardCap === null ? {} : { ':cap': run.hardCap, ':room': run.hardCap - total }),
+        },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    },
+    {
+      Update: {
+        TableName: deps.tableName,
+        Key: keyMonthKey(run.keyId, run.month),
+        UpdateExpression: 'ADD spentHundredths :total',
+        ...(run.monthlyCap === null
+          ? { ExpressionAttributeValues: { ':total': total } }
+          : {
+              ConditionExpression: 'attribute_not_exists(spentHundredths) OR spentHundredths <= :room',
+              ExpressionAttributeValues: { ':total': total, ':room': run.monthlyCap - total },
+              ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
+            }),
+      },
+    },
+    {
+      Put: {
+        TableName: deps.tableName,
+        Item: {
+          ...runKey(run.jobId),
+          ...queuedRunIndex(run.jobId, now),
+          type: 'Run',
+          jobId: run.jobId,
+          teamId: run.teamId,
+          keyId: run.keyId,
+          workflowId: run.workflow.workflowId,
+          agentId: run.workflow.agentId,
+          projectId: run.workflow.projectId,
+          status: 'queued',
+          mode: run.mode,
+          inputs: run.inputs,
+          callbackUrl: run.callbackUrl ?? undefined,
+          callbackSecret: run.callbackSecret ?? undefined,
+          deferredJobId: run.deferredJobId ?? undefined,
+          estimateHundredths: total,
+          heldHundredths: total,
+          chargedHundredths: 0,
+          stepEstimates: Object.fromEntries(run.estimate.steps.map((s) => [s.nodeId, s.hundredths])),
+          stepsTotal: run.estimate.steps.length,
+          stepsCompleted: 0,
+          spendMonth: run.month,
+          createdAt: now,
+        },
+        ConditionExpression: 'attribute_not_exists(PK)',
+      },
+    },
+  ];
+  if (run.idempotency) {
+    items.push({
+      Put: {
+        TableName: deps.tableName,
+        Item: {
+          ...idempotencyRecordKey(run.keyId, run.idempotency.keyHash),
+          type: 'Idempotency',
+          requestHash: run.idempotency.requestHash,
+          response: run.idempotency.response,
+          ttl: run.idempotency.expiresAt,
+        },
+        ConditionExpression: 'attribute_not_exists(PK) OR #ttl < :nowSeconds',
+        ExpressionAttributeNames: { '#ttl': 'ttl' },
+        ExpressionAttributeValues: { ':nowSeconds': Math.floor(deps.now().getTime() / 1000) },
+      },
+    });
+  }
+  try {
+    await deps.ddb.send(new TransactWriteCommand({ TransactItems: items }));
+  } catch (error) {
+    const reasons = (error as { CancellationReasons?: { Code?: string; Item?: Record<string, unknown> }[] })
+      .CancellationReasons;
+    if ((error as Error).name !== 'TransactionCanceledException' || !reasons) throw error;
+    const failed = (index: number) => reasons[index]?.Code === 'ConditionalCheckFailed';
+    if (failed(0)) {
+      throw new ConflictError({ error: messages.runInProgress, activeJobId: attr(reasons[0]?.Item?.jobId) });
+    }
+    if (failed(1)) throw new PaymentRequiredError({ error: messages.insufficientCredits, required: total / 100 });
+    if (failed(2) || failed(3)) throw new RaceLostError();
+    if (failed(5)) throw new IdempotencyRaceError();
+    throw error;
+  }
+};
+
+/** A cap changed between the read and the transaction: the caller re-reads and decides again. */
+export class RaceLostError extends Error {
+  override readonly name = 'RaceLostError';
+}
+
+/** Another request with the same Idempotency-Key committed first. */
+export class IdempotencyRaceError extends Error {
+  override readonly name = 'IdempotencyRaceError';
+}
+
+/** One message per ready step; SQS batches of ten. */
+export const sendStepMessages = async (deps: Deps, jobId: string, nodeIds: readonly string[]) => {
+  for (let i = 0; i < nodeIds.length; i += 10) {
+    const chunk = nodeIds.slice(i, i + 10);
+    const { Failed } = await deps.sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: deps.queueUrls.steps,
+        Entries: chunk.map((nodeId, index) => ({ Id: String(index), MessageBody: JSON.stringify({ jobId, nodeId }) })),
+      }),
+    );
+    if (Failed && Failed.length > 0) throw new Error(`SQS refused ${Failed.length} step message(s)`);
+  }
+};
+
+/** Every item of a run's partition (the run, its steps and charges), strongly consistent. */
+export const readRunPartition = async (deps: Deps, jobId: string): Promise<Record<string, unknown>[]> => {
+  const items: Record<string, unknown>[] = [];
+  let cursor: Record<string, unknown> | undefined;
+  do {
+    const page = await deps.ddb.send(
+      new QueryCommand({
+        TableName: deps.tableName,
+        KeyConditionExpression: 'PK = :pk',
+        ExpressionAttributeValues: { ':pk': runPartition(jobId) },
+        ConsistentRead: true,
+        ExclusiveStartKey: cursor,
+      }),
+    );
+    items.push(...(page.Items ?? []));
+    cursor = page.LastEvaluatedKey;
+  } while (cursor);
+  return items;
+};

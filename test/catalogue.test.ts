@@ -1,0 +1,162 @@
+import * as v from 'valibot';
+import { describe, expect, it } from 'vitest';
+import {
+  canConnect,
+  catalogue,
+  getNodeSpec,
+  nodeCategories,
+  priceInMode,
+  valueKinds,
+} from '../functions/domain/catalogue/index.ts';
+import { nodeTypes } from '../schemas/workflows.ts';
+
+const entries = Object.values(catalogue);
+
+describe('node catalogue (DESIGN section 4)', () => {
+  it('has one entry per node type of spec 2.2, keyed by the exact name and in spec order', () => {
+    expect(Object.keys(catalogue)).toEqual([...nodeTypes]);
+    for (const [key, spec] of Object.entries(catalogue)) expect(spec.type).toBe(key);
+  });
+
+  it('gives every entry a display name, a category and at least one output', () => {
+    // Delivery nodes answer with a receipt and viewers pass their value on, so no node lacks an output.
+    for (const spec of entries) {
+      expect(spec.displayName.trim(), spec.type).not.toBe('');
+      expect(nodeCategories, spec.type).toContain(spec.category);
+      expect(spec.outputs.length, spec.type).toBeGreaterThan(0);
+    }
+  });
+
+  it('names handles uniquely per side, with valid kinds, and flags only inputs as required or multiple', () => {
+    for (const spec of entries) {
+      for (const side of [spec.inputs, spec.outputs]) {
+        const names = side.map((h) => h.name);
+        expect(new Set(names).size, spec.type).toBe(names.length);
+        for (const handle of side) {
+          expect(handle.name, spec.type).toMatch(/^[a-z][A-Za-z0-9]*$/);
+          expect(valueKinds, `${spec.type}.${handle.name}`).toContain(handle.kind);
+        }
+      }
+      for (const output of spec.outputs) {
+        expect(output.required, spec.type).toBeUndefined();
+        expect(output.multiple, spec.type).toBeUndefined();
+      }
+    }
+  });
+
+  it('prices every step in whole hundredths of a credit, draft never dearer and equal when priced per run', () => {
+    for (const spec of entries) {
+      const { production, draft } = spec.price;
+      expect(Number.isInteger(production) && production >= 0, spec.type).toBe(true);
+      expect(Number.isInteger(draft) && draft >= 0, spec.type).toBe(true);
+      expect(draft, spec.type).toBeLessThanOrEqual(production);
+      if (spec.model?.pricedPerRun) expect(draft, spec.type).toBe(production);
+      if (spec.model && !spec.model.pricedPerRun) expect(draft, spec.type).toBeLessThan(production);
+      if (!spec.model) expect(production, spec.type).toBeLessThanOrEqual(5);
+    }
+  });
+
+  it('prices preview as production and draft as the draft price', () => {
+    const spec = catalogue.ImageGen;
+    expect(priceInMode(spec, 'production')).toBe(400);
+    expect(priceInMode(spec, 'preview')).toBe(400);
+    expect(priceInMode(spec, 'draft')).toBe(200);
+    expect(priceInMode(catalogue.TwoDToThreeD, 'draft')).toBe(priceInMode(catalogue.TwoDToThreeD, 'production'));
+  });
+
+  it('marks the model steps, each on the sandbox provider, and only those as category model', () => {
+    const models = entries.filter((s) => s.model !== null).map((s) => s.type);
+    expect(models).toEqual([
+      'ImageGen',
+      'AudioGen',
+      '3DTransform',
+      'LlmWorker',
+      'DiffusionWorker',
+      'ControlNetFilter',
+      'VisionInterrogator',
+      'DepthEstimator',
+      'PbrSynthesizer',
+      'TwoDToThreeD',
+      'AutoRigger',
+      'Upscaler',
+      'BackgroundRemover',
+      'Embedder',
+    ]);
+    for (const spec of entries) {
+      expect(spec.category === 'model', spec.type).toBe(spec.model !== null);
+      if (spec.model) {
+        expect(spec.model.provider).toBe('sandbox');
+        expect(spec.model.model).not.toBe('');
+      }
+    }
+  });
+
+  it('lets only TextEntry and PromptBuilder accept an apiInputKey', () => {
+    expect(entries.filter((s) => s.acceptsApiInputKey).map((s) => s.type)).toEqual(['TextEntry', 'PromptBuilder']);
+    expect(v.is(catalogue.TextEntry.configSchema, { apiInputKey: 'topic' })).toBe(true);
+    expect(v.is(catalogue.TextEntry.configSchema, { apiInputKey: '' })).toBe(false);
+  });
+
+  it('accepts each entry’s documented minimal config, and {} wherever that is {}', () => {
+    for (const spec of entries) {
+      expect(spec.configSchema.type, spec.type).toBe('object');
+      expect(v.safeParse(spec.configSchema, spec.minimalConfig).success, spec.type).toBe(true);
+      if (Object.keys(spec.minimalConfig).length === 0) expect(v.is(spec.configSchema, {}), spec.type).toBe(true);
+      else expect(v.is(spec.configSchema, {}), `${spec.type} needs a setting`).toBe(false);
+    }
+    const needSettings = entries.filter((s) => Object.keys(s.minimalConfig).length > 0).map((s) => s.type);
+    expect(needSettings).toEqual([
+      'JsonExtractor',
+      'MathOperator',
+      'ConditionalSwitch',
+      'CustomApiCall',
+      'PythonSandbox',
+      'ApiPostAction',
+      'CodeHostADelivery',
+      'CodeHostBDelivery',
+      'VcsCDelivery',
+    ]);
+  });
+
+  it('lets unknown config keys through (v.object), so the app’s own settings do not fail validation', () => {
+    expect(v.is(catalogue.ImageGen.configSchema, { width: 512, uiColour: 'red' })).toBe(true);
+  });
+
+  it('checks realistic config ranges', () => {
+    expect(v.is(catalogue.ImageGen.configSchema, { width: 10 })).toBe(false);
+    expect(v.is(catalogue.LlmWorker.configSchema, { temperature: 2.5 })).toBe(false);
+    expect(v.is(catalogue.CustomApiCall.configSchema, { url: 'not a url' })).toBe(false);
+    expect(v.is(catalogue.CustomApiCall.configSchema, { url: 'https://x.test/', timeoutMs: 30_001 })).toBe(false);
+    expect(v.is(catalogue.ConditionalSwitch.configSchema, { operator: 'maybe' })).toBe(false);
+  });
+
+  it('finds entries by name and answers undefined for anything else', () => {
+    expect(getNodeSpec('LlmWorker')?.displayName).toBe('LLM worker');
+    expect(getNodeSpec('NoSuchNode')).toBeUndefined();
+    expect(getNodeSpec('toString')).toBeUndefined();
+  });
+});
+
+describe('kind compatibility', () => {
+  it('connects a kind to itself and anything to or from any', () => {
+    for (const kind of valueKinds) {
+      expect(canConnect(kind, kind)).toBe(true);
+      expect(canConnect(kind, 'any')).toBe(true);
+      expect(canConnect('any', kind)).toBe(true);
+    }
+  });
+
+  it('allows the documented coercions and nothing that invents a file', () => {
+    expect(canConnect('number', 'text')).toBe(true);
+    expect(canConnect('json', 'text')).toBe(true);
+    expect(canConnect('text', 'json')).toBe(true);
+    expect(canConnect('image', 'file')).toBe(true);
+    expect(canConnect('mesh', 'file')).toBe(true);
+    expect(canConnect('embedding', 'list')).toBe(true);
+    expect(canConnect('text', 'image')).toBe(false);
+    expect(canConnect('json', 'file')).toBe(false);
+    expect(canConnect('file', 'image')).toBe(false);
+    expect(canConnect('image', 'text')).toBe(false);
+    expect(canConnect('json', 'list')).toBe(false);
+  });
+});
