@@ -49,4 +49,28 @@ export const routes: readonly Route[] = [
     scope: 'workflows:write',
     grants: { table: 'readwrite' },
   },
+  {
+    id: 'RunWorkflow',
+    method: 'POST',
+    path: '/workflows/{id}/runs',
+    entry: 'functions/api/run-workflow.ts',
+    scope: 'runs:create',
+    grants: { table: 'readwrite', stepsQueue: 'send' },
+  },
+  {
+    id: 'RunAgent',
+    method: 'POST',
+    path: '/agents/{id}/runs',
+    entry: 'functions/api/run-agent.ts',
+    scope: 'runs:create',
+    grants: { table: 'readwrite', stepsQueue: 'send' },
+  },
+  {
+    id: 'GetRun',
+    method: 'GET',
+    path: '/runs/{jobId}',
+    entry: 'functions/api/get-run.ts',
+    scope: 'runs:read',
+    grants: { table: 'readwrite', bucket: 'read' },
+  },
 ];

@@ -1,27 +1,54 @@
 import { messages } from '../../schemas/errors.ts';
 import { CreateWorkflowRequestSchema } from '../../schemas/workflows.ts';
 import { type Deps, productionDeps } from '../deps.ts';
-import { ForbiddenError, UnprocessableError } from '../domain/errors.ts';
+import { BadRequestError, ForbiddenError, UnprocessableError } from '../domain/errors.ts';
 import { buildWorkflowGraph } from '../domain/workflow-graph.ts';
 import { keyedHandler } from '../http/api-handler.ts';
 import { parseWith, readJsonBody } from '../http/body.ts';
 import { json } from '../http/response.ts';
 import { createWorkflowForTeam } from '../store/workflows.ts';
 
-/** Largest accepted body: keeps the stored canvas well inside DynamoDB's 400 KB item limit. */
+/**
+ * Largest accepted body. It does not by itself keep the stored canvas inside DynamoDB's 400 KB
+ * item limit (each connection becomes an edge of ~70 bytes), so `createWorkflowForTeam` measures
+ * the canvas too and refuses one that would not fit with a 413 of its own.
+ */
 export const maxCreateWorkflowBodyBytes = 256 * 1024;
 
 const specBadRequests = [messages.nameRequired, messages.stepsRequired, messages.exactlyOneOfAgentOrProject];
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * valibot's `v.object` takes an array for an object, so a body `[]` would read as `name is
+ * required` and a step's `config: [1, 2]` would be stored as `{"0": 1, "1": 2}`. Both are refused
+ * as the schema and the OpenAPI document (`type: object`) mean them to be.
+ */
+const readBodyObject = (event: Parameters<typeof readJsonBody>[0]): Record<string, unknown> => {
+  const body = readJsonBody(event, { maxBytes: maxCreateWorkflowBodyBytes });
+  if (body === undefined) throw new BadRequestError(messages.invalidBody('a JSON object is required'));
+  if (!isPlainObject(body)) throw new BadRequestError(messages.invalidBody('expected a JSON object'));
+  return body;
+};
+
+/** A step whose `config` is an array (which passed the schema), as a 400 naming it. */
+const refuseArrayConfigs = (rawSteps: unknown): void => {
+  if (!Array.isArray(rawSteps)) return;
+  rawSteps.forEach((step: unknown, i) => {
+    if (isPlainObject(step) && Array.isArray(step.config)) {
+      throw new BadRequestError(messages.invalidBody(`steps[${i}].config: expected an object, not an array`));
+    }
+  });
+};
 
 /** POST /workflows (spec 4.2): validate the steps, build the canvas graph, store it atomically. */
 export const makeHandler = (deps: Deps) =>
   keyedHandler(deps, 'workflows:write', async (event, auth) => {
     if (auth.key.workflowIds.length > 0) throw new ForbiddenError(messages.createWorkflowNotPermitted);
-    const request = parseWith(
-      CreateWorkflowRequestSchema,
-      readJsonBody(event, { maxBytes: maxCreateWorkflowBodyBytes }),
-      specBadRequests,
-    );
+    const body = readBodyObject(event);
+    const request = parseWith(CreateWorkflowRequestSchema, body, specBadRequests);
+    refuseArrayConfigs(body.steps);
     const graph = buildWorkflowGraph(request.steps);
     if (!graph.ok && 'unknownType' in graph) {
       throw new UnprocessableError({ error: messages.unknownNodeType(graph.unknownType) });

@@ -1,5 +1,5 @@
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
-import { QueryCommand, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { messages } from '../../schemas/errors.ts';
 import type { RunMode } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
@@ -8,6 +8,7 @@ import type { AdmissionFacts, RunEstimate } from '../domain/run-pricing.ts';
 import type { Canvas } from '../domain/workflow-graph.ts';
 import { batchGet, itemFor } from './batch.ts';
 import {
+  agentKey,
   canvasKey,
   idempotencyRecordKey,
   keyMonthKey,
@@ -16,8 +17,10 @@ import {
   runKey,
   runPartition,
   teamKey,
+  teamPartition,
   workflowKey,
   workflowLockKey,
+  workflowSkPrefix,
 } from './keys.ts';
 
 export interface RunnableWorkflow {
@@ -228,13 +231,20 @@ export class IdempotencyRaceError extends Error {
 }
 
 /** One message per ready step; SQS batches of ten. */
-export const sendStepMessages = async (deps: Deps, jobId: string, nodeIds: readonly string[]) => {
+export const sendStepMessages = async (
+  deps: Deps,
+  run: { jobId: string; workflowId: string },
+  nodeIds: readonly string[],
+) => {
   for (let i = 0; i < nodeIds.length; i += 10) {
     const chunk = nodeIds.slice(i, i + 10);
     const { Failed } = await deps.sqs.send(
       new SendMessageBatchCommand({
         QueueUrl: deps.queueUrls.steps,
-        Entries: chunk.map((nodeId, index) => ({ Id: String(index), MessageBody: JSON.stringify({ jobId, nodeId }) })),
+        Entries: chunk.map((nodeId, index) => ({
+          Id: String(index),
+          MessageBody: JSON.stringify({ jobId: run.jobId, workflowId: run.workflowId, nodeId }),
+        })),
       }),
     );
     if (Failed && Failed.length > 0) throw new Error(`SQS refused ${Failed.length} step message(s)`);
@@ -259,4 +269,41 @@ export const readRunPartition = async (deps: Deps, jobId: string): Promise<Recor
     cursor = page.LastEvaluatedKey;
   } while (cursor);
   return items;
+};
+
+/**
+ * The workflow an agent runs (spec 4.4): its active workflow, else its newest (by creation).
+ * 404s: `Agent not found`, `No workflow found for this agent`, then those of the workflow itself.
+ */
+export const loadAgentWorkflow = async (deps: Deps, teamId: string, agentId: string): Promise<RunnableWorkflow> => {
+  const { Item: agent } = await deps.ddb.send(
+    new GetCommand({ TableName: deps.tableName, Key: agentKey(teamId, agentId), ConsistentRead: true }),
+  );
+  if (!agent) throw new NotFoundError(messages.agentNotFound);
+  let workflowId = agent.activeWorkflowId as string | undefined;
+  if (!workflowId) {
+    let newest: { workflowId: string; createdAt: string } | undefined;
+    let cursor: Record<string, unknown> | undefined;
+    do {
+      const page = await deps.ddb.send(
+        new QueryCommand({
+          TableName: deps.tableName,
+          KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
+          FilterExpression: 'agentId = :agent',
+          ProjectionExpression: 'workflowId, createdAt',
+          ExpressionAttributeValues: { ':pk': teamPartition(teamId), ':prefix': workflowSkPrefix, ':agent': agentId },
+          ConsistentRead: true,
+          ExclusiveStartKey: cursor,
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        const candidate = { workflowId: item.workflowId as string, createdAt: item.createdAt as string };
+        if (!newest || candidate.createdAt > newest.createdAt) newest = candidate;
+      }
+      cursor = page.LastEvaluatedKey;
+    } while (cursor);
+    if (!newest) throw new NotFoundError(messages.noWorkflowForAgent);
+    workflowId = newest.workflowId;
+  }
+  return loadRunnableWorkflow(deps, teamId, workflowId);
 };

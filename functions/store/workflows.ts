@@ -5,9 +5,9 @@ import {
   type TransactWriteCommandInput,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { messages } from '../../schemas/errors.ts';
+import { messagePrefixes, messages } from '../../schemas/errors.ts';
 import type { Deps } from '../deps.ts';
-import { NotFoundError } from '../domain/errors.ts';
+import { NotFoundError, PayloadTooLargeError } from '../domain/errors.ts';
 import type { WorkflowStatus, WorkflowSummaryRecord } from '../domain/workflow-list.ts';
 import { agentKey, canvasKey, idIndex, projectKey, teamPartition, workflowKey, workflowSkPrefix } from './keys.ts';
 import { agentItem } from './tenancy.ts';
@@ -160,6 +160,41 @@ export const activateWorkflow = async (deps: Deps, teamId: string, agentId: stri
   );
 };
 
+/** DynamoDB's limit on one item, which the canvas item must fit. */
+const maxItemBytes = 400 * 1024;
+
+/**
+ * The size DynamoDB counts for a value, rounded up (AWS "Item sizes and formats"): strings and
+ * names as UTF-8, a number as 1 byte per two significant digits plus 1, a list or map as 3 bytes
+ * plus 1 per element plus its elements. `undefined` entries are left out, as the client does.
+ */
+const storedSize = (value: unknown): number => {
+  if (typeof value === 'string') return Buffer.byteLength(value);
+  if (typeof value === 'number') {
+    const digits = String(Math.abs(value))
+      .replace(/e.*$/i, '')
+      .replace('.', '')
+      .replace(/^0+|0+$/g, '');
+    return Math.ceil(digits.length / 2) + 2;
+  }
+  if (value === null || typeof value === 'boolean') return 1;
+  if (Array.isArray(value)) return value.reduce((sum: number, item) => sum + 1 + storedSize(item), 3);
+  if (typeof value === 'object') {
+    return Object.entries(value).reduce(
+      (sum, [name, item]) => (item === undefined ? sum : sum + 1 + Buffer.byteLength(name) + storedSize(item)),
+      3,
+    );
+  }
+  return 0;
+};
+
+/** Size of a whole item: its attribute names and values. */
+const itemSize = (item: Record<string, unknown>): number =>
+  Object.entries(item).reduce(
+    (sum, [name, value]) => (value === undefined ? sum : sum + Buffer.byteLength(name) + storedSize(value)),
+    0,
+  );
+
 /**
  * Creates a workflow for a team in ONE transaction: with `agentId`, into that agent (which must be
  * the team's); with `projectId`, into a new agent of that project. A missing or foreign agent or
@@ -219,6 +254,14 @@ export const createWorkflowForTeam = async (
     canvas: input.canvas,
     stepsCount: input.stepsCount,
   });
+  // A body within its limit can still describe a canvas too big for one item (many connections
+  // or long keys); refused here rather than left to fail the write as a 500.
+  const largest = Math.max(...items.map(itemSize));
+  if (largest > maxItemBytes) {
+    throw new PayloadTooLargeError(
+      `${messagePrefixes.payloadTooLarge}the workflow would take ${largest} bytes to store; at most ${maxItemBytes}`,
+    );
+  }
   try {
     await deps.ddb.send(
       new TransactWriteCommand({

@@ -96,3 +96,53 @@ export const call = async (
   }
   return { status: response.status, headers: response.headers, body: body as Record<string, unknown> };
 };
+
+/** Polls the stack's queues with the real worker handlers, as `npm start` does. */
+export const startWorkers = async (stack: TestStack, options: { stepTimeoutMs?: number } = {}) => {
+  const { startQueuePoller } = await import('../../local/event-source.ts');
+  const { stepsQueue } = await import('../../lib/definitions.ts');
+  const { makeHandler } = await import('../../functions/workers/step-executor.ts');
+  const poller = startQueuePoller({
+    endpoint: stack.resources.sqsS3Endpoint,
+    queueUrl: stack.resources.queueUrls.Steps,
+    definition: stepsQueue,
+    handler: makeHandler(stack.deps, options) as never,
+    waitSeconds: 1,
+  });
+  return { stop: () => poller.stop() };
+};
+
+/** A simple workflow created through the API: TextEntry → PromptBuilder → LlmWorker → TextConsole. */
+export const chainSteps = [
+  { key: 'topic', type: 'TextEntry', config: { text: 'otters', apiInputKey: 'topic' } },
+  { key: 'prompt', type: 'PromptBuilder', config: { template: 'Write about {{0}}' }, inputs: ['topic'] },
+  { key: 'llm', type: 'LlmWorker', inputs: ['prompt'] },
+  { key: 'show', type: 'TextConsole', inputs: ['llm'] },
+];
+
+export const createWorkflow = async (
+  stack: TestStack,
+  team: SeededTeam,
+  steps: unknown[] = chainSteps,
+  name = 'Flow',
+) => {
+  const response = await call(stack.baseUrl, '/workflows', {
+    key: team.key,
+    method: 'POST',
+    body: { name, steps, agentId: team.agentId },
+  });
+  if (response.status !== 201) throw new Error(`create workflow: ${response.status} ${JSON.stringify(response.body)}`);
+  return response.body.workflowId as string;
+};
+
+/** Polls GET /runs/{jobId} until the run ends (or the deadline passes). */
+export const waitForRun = async (stack: TestStack, key: string, jobId: string, timeoutMs = 20_000) => {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const response = await call(stack.baseUrl, `/runs/${jobId}`, { key });
+    const status = response.body.status as string;
+    if (['completed', 'failed', 'cancelled', 'stopped'].includes(status)) return response;
+    if (Date.now() > deadline) throw new Error(`run ${jobId} still ${status}: ${JSON.stringify(response.body)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+};

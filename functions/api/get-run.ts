@@ -1,0 +1,12 @@
+import { readRun } from '../app/read-run.ts';
+import { type Deps, productionDeps } from '../deps.ts';
+import { keyedHandler } from '../http/api-handler.ts';
+import { json } from '../http/response.ts';
+
+/** GET /runs/{jobId} (spec 4.5). Reading never spends credits, so a key over its cap still reads. */
+export const makeHandler = (deps: Deps) =>
+  keyedHandler(deps, 'runs:read', async (event, auth) =>
+    json(200, await readRun(deps, auth.teamId, event.pathParameters?.jobId ?? '')),
+  );
+
+export const handler = makeHandler(productionDeps());

@@ -1,0 +1,12 @@
+import { startRunFor } from '../app/start-run.ts';
+import { type Deps, productionDeps } from '../deps.ts';
+import { keyedHandler } from '../http/api-handler.ts';
+import { loadRunnableWorkflow } from '../store/runs.ts';
+
+/** POST /workflows/{id}/runs (spec 4.3). */
+export const makeHandler = (deps: Deps) =>
+  keyedHandler(deps, 'runs:create', async (event, auth) =>
+    startRunFor(deps, auth, event, () => loadRunnableWorkflow(deps, auth.teamId, event.pathParameters?.id ?? '')),
+  );
+
+export const handler = makeHandler(productionDeps());

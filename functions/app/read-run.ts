@@ -1,0 +1,83 @@
+import { GetObjectCommand } from '@aws-sdk/client-s3';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { messages } from '../../schemas/errors.ts';
+import type { Run, RunFile } from '../../schemas/runs.ts';
+import type { Deps } from '../deps.ts';
+import { NotFoundError } from '../domain/errors.ts';
+import type { StoredFile } from '../domain/executors/types.ts';
+import { type RunRecord, runView, type StepRecord } from '../domain/run-view.ts';
+import type { Canvas } from '../domain/workflow-graph.ts';
+import { canvasKey } from '../store/keys.ts';
+import { readRunPartition } from '../store/runs.ts';
+
+/** File URLs are signed for two hours (spec 2.3), fresh at every read. */
+export const fileUrlSeconds = 2 * 3600;
+
+const isStoredFile = (value: unknown): value is StoredFile =>
+  typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'file' && 'key' in value;
+
+/** Replaces every stored file inside a result with the spec's file object and a fresh signed URL. */
+const presignFiles = async (deps: Deps, value: unknown): Promise<unknown> => {
+  if (isStoredFile(value)) {
+    if (value.availability !== 'ready') {
+      return {
+        availability: value.availability,
+        url: null,
+        contentType: value.contentType ?? null,
+        bytes: null,
+        expiresAt: null,
+      } satisfies RunFile;
+    }
+    const url = await getSignedUrl(deps.s3, new GetObjectCommand({ Bucket: deps.bucket, Key: value.key }), {
+      expiresIn: fileUrlSeconds,
+    });
+    const expiresAt = new Date(deps.now().getTime() + fileUrlSeconds * 1000).toISOString();
+    return {
+      availability: 'ready',
+      url,
+      contentType: value.contentType,
+      bytes: value.bytes,
+      expiresAt,
+    } satisfies RunFile;
+  }
+  if (Array.isArray(value)) return Promise.all(value.map((v) => presignFiles(deps, v)));
+  if (value && typeof value === 'object') {
+    const entries = await Promise.all(
+      Object.entries(value).map(async ([k, v]) => [k, await presignFiles(deps, v)] as const),
+    );
+    return Object.fromEntries(entries);
+  }
+  return value;
+};
+
+const canvasCache = new Map<string, Canvas>();
+
+/** A run's canvas; canvases never change once stored, so each container keeps those it read. */
+export const canvasOf = async (deps: Deps, workflowId: string): Promise<Canvas> => {
+  const cached = canvasCache.get(workflowId);
+  if (cached) return cached;
+  const { Item } = await deps.ddb.send(new GetCommand({ TableName: deps.tableName, Key: canvasKey(workflowId) }));
+  if (!Item) throw new Error(`Canvas of workflow ${workflowId} not found`);
+  canvasCache.set(workflowId, Item.canvas as Canvas);
+  return Item.canvas as Canvas;
+};
+
+/**
+ * GET /runs/{jobId} (spec 4.5): the run as the team sees it; another team's run reads exactly like
+ * a missing one. Reads the run's partition (run, steps, charges) in one strongly consistent Query.
+ */
+export const readRun = async (deps: Deps, teamId: string | null, jobId: string): Promise<Run> => {
+  const items = await readRunPartition(deps, jobId);
+  const run = items.find((i) => i.SK === 'RUN');
+  if (!run || (teamId !== null && run.teamId !== teamId)) throw new NotFoundError(messages.runNotFound);
+  const steps = new Map<string, StepRecord>();
+  for (const item of items)
+    if ((item.SK as string).startsWith('STEP#')) steps.set(item.nodeId as string, item as unknown as StepRecord);
+  const canvas = await canvasOf(deps, run.workflowId as string);
+  const view = runView(run as unknown as RunRecord, steps, canvas);
+  const output = await Promise.all(
+    view.output.map(async (o) => ({ ...o, result: await presignFiles(deps, o.result) })),
+  );
+  return { ...view, output };
+};

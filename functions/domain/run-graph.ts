@@ -1,0 +1,77 @@
+import { getNodeSpec } from './catalogue/index.ts';
+import type { Canvas, CanvasEdge } from './workflow-graph.ts';
+
+/**
+ * How a run moves through its canvas. A step is ready when every step it reads from has finished
+ * (completed or skipped). A ready step is skipped instead of run when nothing reaches it: every
+ * edge into it is dead, or a required input has only dead edges. An edge is dead when its source
+ * was skipped or produced nothing on that handle (a ConditionalSwitch's branch not taken).
+ */
+
+export interface FinishedStep {
+  status: 'completed' | 'skipped' | 'failed';
+  /** Values per output handle (completed steps). */
+  outputs?: Record<string, unknown>;
+}
+
+export const incomingEdges = (canvas: Canvas, nodeId: string): CanvasEdge[] =>
+  canvas.edges.filter((e) => e.target === nodeId);
+
+export const predecessors = (canvas: Canvas, nodeId: string): string[] => [
+  ...new Set(incomingEdges(canvas, nodeId).map((e) => e.source)),
+];
+
+export const successors = (canvas: Canvas, nodeId: string): string[] => [
+  ...new Set(canvas.edges.filter((e) => e.source === nodeId).map((e) => e.target)),
+];
+
+const isFinished = (step: FinishedStep | undefined) => step?.status === 'completed' || step?.status === 'skipped';
+
+/** Successors of `nodeId` whose predecessors have all finished. */
+export const readySuccessors = (canvas: Canvas, nodeId: string, steps: ReadonlyMap<string, FinishedStep>): string[] =>
+  successors(canvas, nodeId).filter((s) => predecessors(canvas, s).every((p) => isFinished(steps.get(p))));
+
+const edgeValue = (edge: CanvasEdge, steps: ReadonlyMap<string, FinishedStep>): { live: boolean; value?: unknown } => {
+  const source = steps.get(edge.source);
+  if (source?.status !== 'completed' || !source.outputs || !Object.hasOwn(source.outputs, edge.sourceHandle)) {
+    return { live: false };
+  }
+  return { live: true, value: source.outputs[edge.sourceHandle] };
+};
+
+export type StepPlan = { run: true; inputs: Record<string, unknown[]> } | { run: false };
+
+/** Gathers a ready step's inputs per handle, or decides it is skipped. */
+export const planStep = (canvas: Canvas, nodeId: string, steps: ReadonlyMap<string, FinishedStep>): StepPlan => {
+  const node = canvas.nodes.find((n) => n.id === nodeId);
+  const spec = node ? getNodeSpec(node.type) : undefined;
+  if (!node || !spec) throw new Error(`No node ${nodeId} in the canvas`);
+  const edges = incomingEdges(canvas, nodeId);
+  const inputs: Record<string, unknown[]> = {};
+  let live = 0;
+  for (const edge of edges) {
+    const { live: isLive, value } = edgeValue(edge, steps);
+    if (!isLive) continue;
+    live++;
+    inputs[edge.targetHandle] ??= [];
+    inputs[edge.targetHandle]?.push(value);
+  }
+  if (edges.length > 0 && live === 0) return { run: false };
+  const starved = spec.inputs.some(
+    (h) => h.required && edges.some((e) => e.targetHandle === h.name) && !inputs[h.name],
+  );
+  return starved ? { run: false } : { run: true, inputs };
+};
+
+/** The model steps a node's result comes from: itself and every ancestor. */
+export const ancestry = (canvas: Canvas, nodeId: string): string[] => {
+  const seen = new Set<string>();
+  const stack = [nodeId];
+  while (stack.length > 0) {
+    const current = stack.pop() as string;
+    if (seen.has(current)) continue;
+    seen.add(current);
+    stack.push(...predecessors(canvas, current));
+  }
+  return [...seen];
+};

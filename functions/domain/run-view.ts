@@ -1,0 +1,113 @@
+import type { GeneratedBy, Licence, Run, RunOutput, RunStep } from '../../schemas/runs.ts';
+import { getNodeSpec } from './catalogue/index.ts';
+import type { ModelUse } from './executors/types.ts';
+import { ancestry } from './run-graph.ts';
+import { type Canvas, terminalNodeIds, topologicalOrder } from './workflow-graph.ts';
+
+/**
+ * The Run a caller reads (spec 2.3), derived from the run item, its step items and the canvas.
+ *
+ * Statuses the spec leaves open, as this service uses them:
+ * - run `claimed`: queued, and a worker has taken one of its steps, but none has finished yet;
+ * - step `queued`: not started yet (no worker has taken it);
+ * - step `unknown`: it was in flight when the run ended (failed elsewhere, cancelled or stopped),
+ *   so whether its work finished is not known; it is never charged;
+ * - step `skipped`: it will never run: nothing reached it (a branch not taken), or the run ended
+ *   before it started.
+ */
+
+export interface RunRecord {
+  jobId: string;
+  status: 'queued' | 'processing' | 'completed' | 'failed' | 'cancelled' | 'stopped';
+  stepsTotal: number;
+}
+
+export interface StepRecord {
+  status: 'processing' | 'completed' | 'failed' | 'skipped';
+  error?: string;
+  outputs?: Record<string, unknown>;
+  model?: ModelUse | null;
+  startedAt?: string;
+}
+
+const ended = (status: RunRecord['status']) => status !== 'queued' && status !== 'processing';
+
+const stepStatus = (run: RunRecord, step: StepRecord | undefined): RunStep['status'] => {
+  if (!step) return ended(run.status) ? 'skipped' : 'queued';
+  if (step.status === 'processing') return ended(run.status) ? 'unknown' : 'processing';
+  return step.status;
+};
+
+/** The step's result: its single output's value, or the value per output handle. */
+export const resultOf = (outputs: Record<string, unknown>) => {
+  const values = Object.values(outputs);
+  return values.length === 1 ? values[0] : outputs;
+};
+
+/** Model use of a step: recorded by the executor, else the catalogue default of a model node. */
+const modelOf = (canvas: Canvas, nodeId: string, step: StepRecord | undefined): ModelUse | undefined => {
+  if (step?.model) return step.model;
+  const node = canvas.nodes.find((n) => n.id === nodeId);
+  const model = node ? getNodeSpec(node.type)?.model : undefined;
+  if (!model || step?.status !== 'completed') return undefined;
+  const provider = typeof node?.config.provider === 'string' ? node.config.provider : model.provider;
+  const name = typeof node?.config.model === 'string' ? node.config.model : model.model;
+  return { provider, model: name };
+};
+
+export interface ModelLineage extends ModelUse {
+  nodeId: string;
+  stampedAt: string;
+}
+
+export const runView = (
+  run: RunRecord,
+  steps: ReadonlyMap<string, StepRecord>,
+  canvas: Canvas,
+  licenceFor: (models: ModelLineage[]) => Licence | undefined = () => undefined,
+): Run => {
+  const order = topologicalOrder(canvas);
+  const typeOf = new Map(canvas.nodes.map((n) => [n.id, n.type]));
+  const stepsView: RunStep[] = order.map((nodeId) => {
+    const step = steps.get(nodeId);
+    const status = stepStatus(run, step);
+    return {
+      node_id: nodeId,
+      step_type: typeOf.get(nodeId) ?? 'unknown',
+      status,
+      ...(status === 'failed' ? { error: step?.error ?? 'Step failed' } : {}),
+    };
+  });
+  const completed = stepsView.filter((s) => s.status === 'completed').length;
+  const anyClaimed = [...steps.values()].some((s) => s.status === 'processing');
+  const output: RunOutput[] = [];
+  for (const nodeId of terminalNodeIds(canvas)) {
+    const step = steps.get(nodeId);
+    if (step?.status !== 'completed') continue;
+    const lineage: ModelLineage[] = ancestry(canvas, nodeId).flatMap((id) => {
+      const model = modelOf(canvas, id, steps.get(id));
+      return model ? [{ nodeId: id, ...model, stampedAt: steps.get(id)?.startedAt ?? new Date(0).toISOString() }] : [];
+    });
+    const licence = lineage.length > 0 ? licenceFor(lineage) : undefined;
+    const generatedBy: GeneratedBy[] = lineage.map((m) => ({
+      node_id: m.nodeId,
+      provider: m.provider,
+      model: m.model,
+    }));
+    output.push({
+      node_id: nodeId,
+      step_type: typeOf.get(nodeId) ?? 'unknown',
+      result: resultOf(step.outputs ?? {}),
+      ...(licence ? { licence } : {}),
+      ai_generated: lineage.length > 0,
+      ...(generatedBy.length > 0 ? { generated_by: generatedBy } : {}),
+    });
+  }
+  return {
+    jobId: run.jobId,
+    status: run.status === 'queued' && anyClaimed ? 'claimed' : run.status,
+    progress: run.stepsTotal === 0 ? 0 : Math.floor((completed * 100) / run.stepsTotal),
+    steps: stepsView,
+    output,
+  };
+};
