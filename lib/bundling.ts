@@ -5,8 +5,7 @@
  */
 
 /** esbuild emits ESM; bundled CommonJS dependencies still call `require`, so give them one. */
-export const esmRequireShim =
-  "import { createRequire } from 'module';const require = createRequire(import.meta.url);";
+export const esmRequireShim = "import { createRequire } from 'module';const require = createRequire(import.meta.url);";
 
 export interface BundlingOptions {
   format: 'esm';

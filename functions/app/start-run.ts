@@ -22,7 +22,6 @@ import { findIdempotentAnswer } from '../store/idempotency.ts';
 import {
   IdempotencyRaceError,
   loadAdmissionFacts,
-  loadRunnableWorkflow,
   RaceLostError,
   type RunnableWorkflow,
   sendStepMessages,

@@ -136,7 +136,7 @@ export const runStep = async (deps: Deps, message: StepMessage, receiveCount: nu
     }
     throw error;
   }
-  const charge = ((run.stepEstimates as Record<string, number> | undefined) ?? {})[node.id] ?? 0;
+  const charge = (run.stepEstimates as Record<string, number> | undefined)?.[node.id] ?? 0;
   const done = await completeStep(deps, {
     run: ledger,
     nodeId: node.id,
