@@ -18,7 +18,7 @@ export interface Route {
   /** Scope the key needs; null for the unauthenticated routes. */
   scope: Scope | null;
   /** What the function may touch, for least-privilege grants. */
-  grants: { table: 'none' | 'read' | 'readwrite'; stepsQueue?: 'send'; bucket?: 'read' };
+  grants: { table: 'none' | 'read' | 'readwrite'; stepsQueue?: 'send'; webhooksQueue?: 'send'; bucket?: 'read' };
 }
 
 /** Every route lives under this prefix, locally and on API Gateway (spec section 9). */
@@ -72,5 +72,29 @@ export const routes: readonly Route[] = [
     entry: 'functions/api/get-run.ts',
     scope: 'runs:read',
     grants: { table: 'readwrite', bucket: 'read' },
+  },
+  {
+    id: 'CancelRun',
+    method: 'POST',
+    path: '/runs/{jobId}/cancel',
+    entry: 'functions/api/cancel-run.ts',
+    scope: 'runs:create',
+    grants: { table: 'readwrite', bucket: 'read', webhooksQueue: 'send' },
+  },
+  {
+    id: 'GetDeferredRun',
+    method: 'GET',
+    path: '/deferred-runs/{id}',
+    entry: 'functions/api/get-deferred-run.ts',
+    scope: 'runs:read',
+    grants: { table: 'readwrite' },
+  },
+  {
+    id: 'CancelDeferredRun',
+    method: 'DELETE',
+    path: '/deferred-runs/{id}',
+    entry: 'functions/api/cancel-deferred-run.ts',
+    scope: 'runs:create',
+    grants: { table: 'readwrite' },
   },
 ];

@@ -4,6 +4,7 @@ import type { Deps } from '../functions/deps.ts';
 import { toCredits, toHundredths } from '../functions/domain/credits.ts';
 import { currentMultiplier, isValidMultiplier, parseSchedule } from '../functions/domain/price.ts';
 import { createApiKey, listApiKeys, revokeApiKey } from '../functions/store/api-keys.ts';
+import { listWaitingDeferredRuns } from '../functions/store/deferred-runs.ts';
 import { getPriceSettings, setHourlySchedule, setLiveMultiplier } from '../functions/store/price.ts';
 import {
   addCredits,
@@ -39,6 +40,8 @@ export const usage = `Usage: npm run admin -- <command> [flags] [--json]
   price set --multiplier M          (M > 0; "none" clears it so the schedule applies)
   price schedule --file F           (JSON: {"hours": {"0-6": 0.5, "7-22": 1, "23": 0.7}}, UTC hours)
   price show
+  dispatch                          run one deferred-run dispatcher tick now; prints what it moved
+  deferred list --team T            waiting deferred runs with their multiplier and expiry
 
 Amounts are credits (1 credit = $0.01) with at most two decimals. Scopes: ${allScopes.join(', ')}.`;
 
@@ -266,6 +269,22 @@ const dispatch = async (command: string, flags: Flags, deps: Deps): Promise<Reco
     }
     case 'price show':
       return priceView(deps);
+    case 'dispatch': {
+      const { makeHandler } = await import('../functions/workers/deferred-dispatcher.ts');
+      return makeHandler(deps)();
+    }
+    case 'deferred list': {
+      const waiting = await listWaitingDeferredRuns(deps, required(flags, 'team'));
+      return {
+        waiting: waiting.map((d) => ({
+          deferredJobId: d.deferredJobId,
+          workflowId: d.workflowId,
+          maxMultiplier: d.maxMultiplier,
+          createdAt: d.createdAt,
+          expiresAt: d.expiresAt,
+        })),
+      };
+    }
     default:
       throw new UsageError(command ? `Unknown command: ${command}` : 'No command given');
   }

@@ -12,16 +12,19 @@ import {
   ServiceUnavailableError,
   UnprocessableError,
 } from '../domain/errors.ts';
-import { admitRun, estimateRun, refusalBody, spendMonth } from '../domain/run-pricing.ts';
+import { admitRun, estimateRun, type RunEstimate, refusalBody, spendMonth } from '../domain/run-pricing.ts';
 import { apiInputKeys, rootNodeIds, validateCanvas } from '../domain/workflow-graph.ts';
 import type { AuthContext } from '../http/authenticate.ts';
 import { issuePath, readJsonBody } from '../http/body.ts';
 import { logger } from '../http/logger.ts';
 import { type HttpResult, json } from '../http/response.ts';
+import type { ApiKeyRecord } from '../store/api-keys.ts';
+import { createDeferredRun } from '../store/deferred-runs.ts';
 import { findIdempotentAnswer } from '../store/idempotency.ts';
 import {
   IdempotencyRaceError,
   loadAdmissionFacts,
+  type NewRun,
   RaceLostError,
   type RunnableWorkflow,
   sendStepMessages,
@@ -50,31 +53,9 @@ export const parseRunRequest = (event: APIGatewayProxyEventV2): RunRequest => {
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
-/**
- * Starts a run of a workflow the caller may run (spec 4.3/4.4): validate, estimate, check (per-step
- * limit, project hard cap, key monthly cap, balance), then one transaction, then the root steps to
- * SQS. `resolveWorkflow` finds the workflow (directly, or an agent's) and throws the 404s.
- */
-export const startRunFor = async (
-  deps: Deps,
-  auth: AuthContext,
-  event: APIGatewayProxyEventV2,
-  resolveWorkflow: () => Promise<RunnableWorkflow>,
-): Promise<HttpResult> => {
-  const request = parseRunRequest(event);
-  const idempotencyKey = event.headers[idempotencyKeyHeader.toLowerCase()];
-  const requestHash = sha256(
-    `${event.routeKey}\n${JSON.stringify(event.pathParameters ?? {})}\n${JSON.stringify(request)}`,
-  );
-  if (idempotencyKey !== undefined) {
-    const previous = await findIdempotentAnswer(deps, auth.keyId, sha256(idempotencyKey));
-    if (previous) {
-      if (previous.requestHash !== requestHash) throw new UnprocessableError({ error: messages.idempotencyKeyReused });
-      return json(previous.response.status, previous.response.body);
-    }
-  }
-  const workflow = await resolveWorkflow();
-  if (auth.key.workflowIds.length > 0 && !auth.key.workflowIds.includes(workflow.workflowId)) {
+/** The checks every start makes before money: the key may run it, the canvas is valid, the inputs exist. */
+export const checkRunnable = (key: ApiKeyRecord, workflow: RunnableWorkflow, request: RunRequest) => {
+  if (key.workflowIds.length > 0 && !key.workflowIds.includes(workflow.workflowId)) {
     throw new ForbiddenError(messages.workflowNotPermitted);
   }
   const issues = validateCanvas(workflow.canvas);
@@ -83,29 +64,40 @@ export const startRunFor = async (
   const unknownKeys = Object.keys(request.inputs ?? {}).filter((k) => !validKeys.includes(k));
   if (unknownKeys.length > 0)
     throw new UnprocessableError({ error: messages.unknownInputKeys(unknownKeys), validKeys });
+};
 
-  const jobId = deps.newId();
-  const estimate = estimateRun(workflow.canvas, request.mode);
+export interface CommitInput {
+  /** Chosen by the caller when other items of the transaction name the run. */
+  jobId?: string;
+  key: ApiKeyRecord;
+  workflow: RunnableWorkflow;
+  request: RunRequest;
+  /** The price multiplier in force (1 for a run started now). */
+  multiplier: number;
+  /** Builds the answer remembered for an Idempotency-Key, if one was sent. */
+  idempotency: ((jobId: string, estimate: RunEstimate) => NonNullable<NewRun['idempotency']>) | null;
+  deferredJobId: string | null;
+  extraItems?: NewRun['extraItems'];
+}
+
+/**
+ * Estimates, checks (per-step limit, project hard cap, key monthly cap, balance), then ONE
+ * transaction, then the root steps to SQS. Shared by run starts and the deferred dispatcher.
+ */
+export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId: string; estimate: RunEstimate }> => {
+  const { key, workflow, request } = input;
+  const jobId = input.jobId ?? deps.newId();
+  const estimate = estimateRun(workflow.canvas, request.mode, input.multiplier);
   const now = deps.now();
   const month = spendMonth(now);
-  const monthlyCap = auth.key.monthlyCapHundredths;
-  const response = {
-    status: 200,
-    body: {
-      jobId,
-      workflowId: workflow.workflowId,
-      status: 'queued',
-      estimatedCredits: toCredits(estimate.totalHundredths),
-      stepsCount: workflow.canvas.nodes.length,
-    },
-  };
+  const monthlyCap = key.monthlyCapHundredths;
   for (let attempt = 0; ; attempt++) {
     let facts: Awaited<ReturnType<typeof loadAdmissionFacts>>;
     try {
       facts = await loadAdmissionFacts(deps, {
-        teamId: auth.teamId,
+        teamId: key.teamId,
         projectId: workflow.projectId,
-        keyId: auth.keyId,
+        keyId: key.keyId,
         month,
         monthlyCap,
       });
@@ -122,8 +114,8 @@ export const startRunFor = async (
     try {
       await startRun(deps, {
         jobId,
-        teamId: auth.teamId,
-        keyId: auth.keyId,
+        teamId: key.teamId,
+        keyId: key.keyId,
         workflow,
         mode: request.mode,
         inputs: request.inputs ?? {},
@@ -133,25 +125,13 @@ export const startRunFor = async (
         month,
         monthlyCap,
         hardCap: facts.hardCap,
-        idempotency:
-          idempotencyKey === undefined
-            ? null
-            : {
-                keyHash: sha256(idempotencyKey),
-                requestHash,
-                response,
-                expiresAt: Math.floor(now.getTime() / 1000) + idempotencyWindowSeconds,
-              },
-        deferredJobId: null,
+        idempotency: input.idempotency ? input.idempotency(jobId, estimate) : null,
+        deferredJobId: input.deferredJobId,
+        extraItems: input.extraItems,
       });
       break;
     } catch (error) {
       if (error instanceof RaceLostError && attempt < 3) continue;
-      if (error instanceof IdempotencyRaceError && idempotencyKey !== undefined) {
-        const previous = await findIdempotentAnswer(deps, auth.keyId, sha256(idempotencyKey));
-        if (previous?.requestHash === requestHash) return json(previous.response.status, previous.response.body);
-        throw new UnprocessableError({ error: messages.idempotencyKeyReused });
-      }
       throw error;
     }
   }
@@ -161,5 +141,86 @@ export const startRunFor = async (
     // The run is committed; the dispatcher's sweep re-sends the root steps of runs left queued.
     logger.error('root steps not sent; the sweep will retry', { jobId, error: error as Error });
   }
-  return json(response.status, response.body);
+  return { jobId, estimate };
+};
+
+/**
+ * POST /workflows/{id}/runs and POST /agents/{id}/runs (spec 4.3, 4.4). `resolveWorkflow` finds
+ * the workflow (directly, or an agent's) and throws the 404s.
+ */
+export const startRunFor = async (
+  deps: Deps,
+  auth: AuthContext,
+  event: APIGatewayProxyEventV2,
+  resolveWorkflow: () => Promise<RunnableWorkflow>,
+): Promise<HttpResult> => {
+  const request = parseRunRequest(event);
+  const idempotencyKey = event.headers[idempotencyKeyHeader.toLowerCase()];
+  const idempotencyKeyHash = idempotencyKey === undefined ? null : sha256(idempotencyKey);
+  const requestHash = sha256(
+    `${event.routeKey}\n${JSON.stringify(event.pathParameters ?? {})}\n${JSON.stringify(request)}`,
+  );
+  const remembered = async () => {
+    const previous = idempotencyKeyHash ? await findIdempotentAnswer(deps, auth.keyId, idempotencyKeyHash) : undefined;
+    if (previous && previous.requestHash !== requestHash)
+      throw new UnprocessableError({ error: messages.idempotencyKeyReused });
+    return previous ? json(previous.response.status, previous.response.body) : undefined;
+  };
+  const earlier = await remembered();
+  if (earlier) return earlier;
+  const workflow = await resolveWorkflow();
+  checkRunnable(auth.key, workflow, request);
+  const rememberFor = (response: { status: number; body: unknown }) =>
+    idempotencyKeyHash === null
+      ? null
+      : {
+          keyHash: idempotencyKeyHash,
+          requestHash,
+          response,
+          expiresAt: Math.floor(deps.now().getTime() / 1000) + idempotencyWindowSeconds,
+        };
+  try {
+    if (request.defer) {
+      const deferredJobId = deps.newId();
+      const body = { deferred: true, deferredJobId, workflowId: workflow.workflowId };
+      await createDeferredRun(deps, {
+        deferredJobId,
+        key: auth.key,
+        workflowId: workflow.workflowId,
+        request,
+        idempotency: rememberFor({ status: 202, body }),
+      });
+      return json(202, body);
+    }
+    let answer: { status: number; body: Record<string, unknown> } | undefined;
+    await commitRun(deps, {
+      key: auth.key,
+      workflow,
+      request,
+      multiplier: 1,
+      deferredJobId: null,
+      idempotency: (jobId, estimate) => {
+        answer = {
+          status: 200,
+          body: {
+            jobId,
+            workflowId: workflow.workflowId,
+            status: 'queued',
+            estimatedCredits: toCredits(estimate.totalHundredths),
+            stepsCount: workflow.canvas.nodes.length,
+          },
+        };
+        return rememberFor(answer) as NonNullable<NewRun['idempotency']>;
+      },
+    });
+    if (!answer) throw new Error('run committed without an answer');
+    return json(answer.status, answer.body);
+  } catch (error) {
+    // Another request with the same Idempotency-Key committed first: answer as it did.
+    if (error instanceof IdempotencyRaceError) {
+      const first = await remembered();
+      if (first) return first;
+    }
+    throw error;
+  }
 };

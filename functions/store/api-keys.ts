@@ -125,3 +125,11 @@ export const listApiKeys = async (deps: Deps, teamId: string): Promise<ApiKeyRec
   } while (cursor);
   return out;
 };
+
+/** Reads a key by its public id (through the id pointer), e.g. for a deferred run's dispatch. */
+export const findApiKeyById = async (deps: Deps, keyId: string): Promise<ApiKeyRecord | undefined> => {
+  const { Item } = await deps.ddb.send(
+    new GetCommand({ TableName: deps.tableName, Key: apiKeyIdKey(keyId), ConsistentRead: true }),
+  );
+  return Item ? findApiKeyByHash(deps, Item.secretHash as string) : undefined;
+};

@@ -71,3 +71,20 @@ export const queuedRunIndex = (jobId: string, createdAt: string) => ({
   GSI1SK: `${createdAt}#${jobId}`,
 });
 export const queuedRunPartition = (shard: number) => `QUEUEDRUNS#${shard}`;
+
+/** A deferred run (spec 2.4). */
+export const deferredRunKey = (deferredJobId: string) => ({ PK: `DEFERRED#${deferredJobId}`, SK: 'DEFERRED' });
+
+/**
+ * Sparse indexes on WAITING deferred runs only (removed when they move): GSI2 ordered by
+ * maxMultiplier (fixed-width text so the order is numeric), GSI3 by expiresAt. One partition each,
+ * so a dispatcher tick is one Query per index, reading only what it can move.
+ */
+export const waitingPartition = 'WAITING';
+export const multiplierSortKey = (multiplier: number) => multiplier.toFixed(4).padStart(9, '0');
+export const waitingIndexes = (deferredJobId: string, maxMultiplier: number, createdAt: string, expiresAt: string) => ({
+  GSI2PK: waitingPartition,
+  GSI2SK: `${multiplierSortKey(maxMultiplier)}#${createdAt}#${deferredJobId}`,
+  GSI3PK: waitingPartition,
+  GSI3SK: `${expiresAt}#${deferredJobId}`,
+});

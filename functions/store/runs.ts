@@ -92,6 +92,8 @@ export interface NewRun {
   idempotency: { keyHash: string; requestHash: string; response: unknown; expiresAt: number } | null;
   /** Set when a deferred run became this run. */
   deferredJobId: string | null;
+  /** More items for the same transaction (a deferred run's move to `dispatched`); appended last. */
+  extraItems?: NonNullable<TransactWriteCommandInput['TransactItems']>;
 }
 
 const attr = (value: unknown): unknown =>
@@ -203,6 +205,8 @@ export const startRun = async (deps: Deps, run: NewRun): Promise<void> => {
       },
     });
   }
+  const extraStart = items.length;
+  items.push(...(run.extraItems ?? []));
   try {
     await deps.ddb.send(new TransactWriteCommand({ TransactItems: items }));
   } catch (error) {
@@ -215,7 +219,9 @@ export const startRun = async (deps: Deps, run: NewRun): Promise<void> => {
     }
     if (failed(1)) throw new PaymentRequiredError({ error: messages.insufficientCredits, required: total / 100 });
     if (failed(2) || failed(3)) throw new RaceLostError();
-    if (failed(5)) throw new IdempotencyRaceError();
+    if (run.idempotency && failed(5)) throw new IdempotencyRaceError();
+    if (reasons.slice(extraStart).some((r) => r?.Code === 'ConditionalCheckFailed'))
+      throw new ExtraConditionFailedError();
     throw error;
   }
 };
@@ -223,6 +229,11 @@ export const startRun = async (deps: Deps, run: NewRun): Promise<void> => {
 /** A cap changed between the read and the transaction: the caller re-reads and decides again. */
 export class RaceLostError extends Error {
   override readonly name = 'RaceLostError';
+}
+
+/** A condition of `extraItems` failed (e.g. the deferred run is no longer waiting). */
+export class ExtraConditionFailedError extends Error {
+  override readonly name = 'ExtraConditionFailedError';
 }
 
 /** Another request with the same Idempotency-Key committed first. */

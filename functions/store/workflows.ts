@@ -239,6 +239,7 @@ export const createWorkflowForTeam = async (
         Put: {
           TableName: deps.tableName,
           Item: agentItem(deps, { teamId: input.teamId, projectId, agentId, name: input.agentName }),
+          ConditionExpression: 'attribute_not_exists(PK)',
         },
       },
     );

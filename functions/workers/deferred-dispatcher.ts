@@ -1,1 +1,26 @@
-export const handler = async () => ({ batchItemFailures: [] });
+import { dispatchDeferredRuns } from '../app/dispatch-deferred.ts';
+import { sweepQueuedRuns } from '../app/sweep-queued-runs.ts';
+import { type Deps, productionDeps } from '../deps.ts';
+import { logger } from '../http/logger.ts';
+
+/**
+ * Woken every minute by EventBridge. Each tick moves deferred runs (dispatch at the current price
+ * multiplier, expire, cancel) and re-sends the root steps of runs whose messages were lost after
+ * their start committed (the sweep). A duplicate, late or concurrent tick is harmless: every move
+ * is a conditional write.
+ */
+export const makeHandler = (deps: Deps) => async () => {
+  const report = await dispatchDeferredRuns(deps);
+  const resent = await sweepQueuedRuns(deps);
+  logger.info('dispatcher tick', {
+    multiplier: report.multiplier,
+    dispatched: report.dispatched.length,
+    expired: report.expired.length,
+    cancelled: report.cancelled.length,
+    keptWaiting: report.keptWaiting.length,
+    resent: resent.length,
+  });
+  return { ...report, resent };
+};
+
+export const handler = makeHandler(productionDeps());

@@ -1,5 +1,6 @@
 import type { RunMode } from '../../../schemas/runs.ts';
 import type { NodeSpec } from '../catalogue/node-spec.ts';
+import type { TeamConnection } from '../providers/types.ts';
 import type { CanvasNode } from '../workflow-graph.ts';
 
 /**
@@ -17,7 +18,18 @@ export interface StoredFile {
   bytes: number;
   /** `ready` once stored and marked; `unavailable` when it could not be. */
   availability: 'ready' | 'processing' | 'unavailable';
+  /** The file name the step gave it (`image.png`), when known. */
+  name?: string;
 }
+
+/** Whether a value is a StoredFile. */
+export const isStoredFile = (value: unknown): value is StoredFile =>
+  typeof value === 'object' &&
+  value !== null &&
+  (value as { kind?: unknown }).kind === 'file' &&
+  typeof (value as { key?: unknown }).key === 'string';
+
+export type { TeamConnection };
 
 /** The model a step ran on, for lineage and licence (spec 2.3). */
 export interface ModelUse {
@@ -39,6 +51,20 @@ export interface StepContext {
   storeFile(file: { name: string; contentType: string; body: Uint8Array; aiGenerated: boolean }): Promise<StoredFile>;
   /** Aborted when the step's time budget runs out. */
   signal: AbortSignal;
+  /**
+   * Reads the bytes of a file a previous step of this run stored (from the library bucket). Steps
+   * that work on files (Upscaler, ImageCropper, …) fail without it.
+   */
+  readFile?(file: StoredFile): Promise<Uint8Array>;
+  /**
+   * The team's own key for a provider (connection named by the provider key) or an integration
+   * (`chat`, `codehost-a`, …); undefined when the team has none. Steps that need one fail without it.
+   */
+  connection?(key: string): Promise<TeamConnection | undefined>;
+  /** A short-lived URL of a stored file, for delivery steps that hand files to another service. */
+  fileUrl?(file: StoredFile): Promise<string>;
+  /** A file of the team's library by id (FileUploader), or undefined when there is none. */
+  libraryFile?(fileId: string): Promise<StoredFile | undefined>;
 }
 
 /**

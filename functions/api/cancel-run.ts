@@ -1,0 +1,12 @@
+import { cancelRun } from '../app/cancel-run.ts';
+import { type Deps, productionDeps } from '../deps.ts';
+import { keyedHandler } from '../http/api-handler.ts';
+import { json } from '../http/response.ts';
+
+/** POST /runs/{jobId}/cancel (our design): cancel a queued run or stop one under way. */
+export const makeHandler = (deps: Deps) =>
+  keyedHandler(deps, 'runs:create', async (event, auth) =>
+    json(200, await cancelRun(deps, auth.teamId, event.pathParameters?.jobId ?? '')),
+  );
+
+export const handler = makeHandler(productionDeps());

@@ -1,0 +1,32 @@
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { messages } from '../../schemas/errors.ts';
+import type { Run } from '../../schemas/runs.ts';
+import type { Deps } from '../deps.ts';
+import { ConflictError, NotFoundError } from '../domain/errors.ts';
+import { runKey } from '../store/keys.ts';
+import { endRun, ledgerStateOf, queueWebhook } from '../store/run-ledger.ts';
+import { readRun } from './read-run.ts';
+
+/**
+ * POST /runs/{jobId}/cancel (our design; the spec names `cancelled` and `stopped` but not the
+ * operation): a run no step of which has finished becomes `cancelled`; one already under way
+ * becomes `stopped`. Unfinished steps read `skipped` (not started) or `unknown` (in flight), the
+ * unspent hold is released exactly once, the workflow's lock is freed, and the webhook goes out.
+ */
+export const cancelRun = async (deps: Deps, teamId: string, jobId: string): Promise<Run> => {
+  for (let attempt = 0; attempt < 10; attempt++) {
+    const { Item } = await deps.ddb.send(
+      new GetCommand({ TableName: deps.tableName, Key: runKey(jobId), ConsistentRead: true }),
+    );
+    if (!Item || Item.teamId !== teamId) throw new NotFoundError(messages.runNotFound);
+    if (Item.status !== 'queued' && Item.status !== 'processing')
+      throw new ConflictError({ error: messages.runAlreadyEnded });
+    const status = (Item.stepsCompleted as number) > 0 ? 'stopped' : 'cancelled';
+    // false: a step charged between the read and the write (the hold moved); read again.
+    if (await endRun(deps, ledgerStateOf(Item), status)) {
+      await queueWebhook(deps, ledgerStateOf(Item), status);
+      return readRun(deps, teamId, jobId);
+    }
+  }
+  throw new Error(`Run ${jobId} kept changing while being cancelled`);
+};

@@ -1,0 +1,100 @@
+import { messages } from '../../schemas/errors.ts';
+import type { Deps } from '../deps.ts';
+import { ConflictError, NotFoundError, PaymentRequiredError, ServiceUnavailableError } from '../domain/errors.ts';
+import { currentMultiplier } from '../domain/price.ts';
+import { type ApiKeyRecord, findApiKeyById } from '../store/api-keys.ts';
+import {
+  type DeferredRecord,
+  dispatchableDeferredRuns,
+  expiredDeferredRuns,
+  leaveWaiting,
+  moveDeferredRun,
+} from '../store/deferred-runs.ts';
+import { getPriceSettings } from '../store/price.ts';
+import { ExtraConditionFailedError, loadRunnableWorkflow } from '../store/runs.ts';
+import { checkRunnable, commitRun } from './start-run.ts';
+
+export interface TickReport {
+  multiplier: number;
+  dispatched: { deferredJobId: string; jobId: string }[];
+  expired: string[];
+  cancelled: string[];
+  keptWaiting: string[];
+  /** Query pages read from the two waiting indexes (the cost of a tick). */
+  queryPages: number;
+}
+
+const keyUsable = (key: ApiKeyRecord | undefined, now: Date) =>
+  key !== undefined && key.revokedAt === null && (key.expiresAt === null || Date.parse(key.expiresAt) > now.getTime());
+
+type Outcome = { kind: 'dispatched'; jobId: string } | { kind: 'expired' | 'cancelled' | 'waiting' | 'gone' };
+
+/** Tries to start one deferred run at the multiplier in force (never above its maxMultiplier). */
+const dispatchOne = async (deps: Deps, deferred: DeferredRecord, multiplier: number): Promise<Outcome> => {
+  const now = deps.now();
+  const key = await findApiKeyById(deps, deferred.keyId);
+  if (!keyUsable(key, now)) return { kind: 'cancelled' };
+  const usable = key as ApiKeyRecord;
+  try {
+    const workflow = await loadRunnableWorkflow(deps, deferred.teamId, deferred.workflowId);
+    checkRunnable(usable, workflow, deferred.request);
+    const jobId = deps.newId();
+    const started = await commitRun(deps, {
+      jobId,
+      key: usable,
+      workflow,
+      request: deferred.request,
+      multiplier,
+      idempotency: null,
+      deferredJobId: deferred.deferredJobId,
+      // The deferred run moves to `dispatched` in the same transaction as the start: at most once.
+      extraItems: [{ Update: leaveWaiting(deps, deferred.deferredJobId, 'dispatched', { jobId }) }],
+    });
+    return { kind: 'dispatched', jobId: started.jobId };
+  } catch (error) {
+    if (error instanceof ExtraConditionFailedError) return { kind: 'gone' };
+    // Busy workflow, or a key over its monthly cap (or unverifiable): try again at a later tick.
+    if (error instanceof ConflictError || error instanceof ServiceUnavailableError) return { kind: 'waiting' };
+    if (error instanceof PaymentRequiredError) {
+      return error.body.error === messages.monthlyCreditCapReached ? { kind: 'waiting' } : { kind: 'expired' };
+    }
+    // Its turn came but it cannot be allowed any more (workflow gone, invalid, not permitted).
+    if (
+      error instanceof NotFoundError ||
+      (error as Error).name === 'ForbiddenError' ||
+      (error as Error).name === 'UnprocessableError'
+    ) {
+      return { kind: 'expired' };
+    }
+    throw error;
+  }
+};
+
+/**
+ * One dispatcher tick (spec 3.2): expire waiting runs past 24 hours, then dispatch those whose
+ * maxMultiplier is at least the current multiplier. Reads only the two sparse waiting indexes.
+ */
+export const dispatchDeferredRuns = async (deps: Deps): Promise<TickReport> => {
+  const now = deps.now();
+  const multiplier = currentMultiplier(await getPriceSettings(deps), now);
+  const counter = { pages: 0 };
+  const report: TickReport = { multiplier, dispatched: [], expired: [], cancelled: [], keptWaiting: [], queryPages: 0 };
+  for (const deferred of await expiredDeferredRuns(deps, now, counter)) {
+    if (await moveDeferredRun(deps, deferred.deferredJobId, 'expired')) report.expired.push(deferred.deferredJobId);
+  }
+  const expired = new Set(report.expired);
+  for (const deferred of await dispatchableDeferredRuns(deps, multiplier, counter)) {
+    if (expired.has(deferred.deferredJobId) || Date.parse(deferred.expiresAt) <= now.getTime()) continue;
+    const outcome = await dispatchOne(deps, deferred, multiplier);
+    if (outcome.kind === 'dispatched')
+      report.dispatched.push({ deferredJobId: deferred.deferredJobId, jobId: outcome.jobId });
+    else if (outcome.kind === 'waiting') report.keptWaiting.push(deferred.deferredJobId);
+    else if (outcome.kind === 'expired' || outcome.kind === 'cancelled') {
+      if (await moveDeferredRun(deps, deferred.deferredJobId, outcome.kind)) {
+        (outcome.kind === 'expired' ? report.expired : report.cancelled).push(deferred.deferredJobId);
+      }
+    }
+  }
+  report.queryPages = counter.pages;
+  return report;
+};

@@ -1,0 +1,243 @@
+/** What the node executors share: reading inputs, turning values into text or JSON, files, HTTP. */
+import {
+  allowLoopbackFromEnv,
+  GuardedFetchError,
+  type GuardedRequestInit,
+  type GuardedResponse,
+  guardedFetch,
+} from '../../http-client/guarded-fetch.ts';
+import { markMedia, readMediaMark, sniffContentType } from '../media/marks.ts';
+import { type ProviderResolver, providerResolverFromEnv } from '../providers/index.ts';
+import type { MediaFile } from '../providers/types.ts';
+import { isStoredFile, type StepContext, StepFailedError, type StoredFile, type TeamConnection } from './types.ts';
+
+/** What executors need from outside, injected so tests control it (DESIGN section 2). */
+export interface ExecutorDeps {
+  /** Builds the provider a model step runs on. */
+  providers: ProviderResolver;
+  /** HTTP on a user's behalf, through the address guard. */
+  fetch: typeof guardedFetch;
+  /** Loopback allowed for node HTTP calls (`ALLOW_PRIVATE_CALLBACKS=1`, local development only). */
+  allowLoopback: boolean;
+  /** Default deadline of a node HTTP call (CustomApiCall's `timeoutMs` may lower or raise it up to 30 s). */
+  httpTimeoutMs: number;
+  /** Largest JSON or text answer read from a node HTTP call. */
+  maxResponseBytes: number;
+  /** Largest file a loader downloads. */
+  maxFileBytes: number;
+  /** For provider defaults (model names). */
+  env: NodeJS.ProcessEnv;
+}
+
+export const executorDepsFromEnv = (env: NodeJS.ProcessEnv = process.env): ExecutorDeps => ({
+  providers: providerResolverFromEnv(env),
+  fetch: guardedFetch,
+  allowLoopback: allowLoopbackFromEnv(env),
+  httpTimeoutMs: 10_000,
+  maxResponseBytes: 5 * 1024 * 1024,
+  maxFileBytes: 50 * 1024 * 1024,
+  env,
+});
+
+/** Fails the step with `<NodeType>: <message>`. */
+export const fail = (context: StepContext, message: string): never => {
+  throw new StepFailedError(`${context.node.type}: ${message}`);
+};
+
+/** The first value on an input handle, or undefined. */
+export const firstInput = (context: StepContext, handle: string): unknown => context.inputs[handle]?.[0];
+
+/** Every value on an input handle, in edge order. */
+export const allInputs = (context: StepContext, handle: string): unknown[] => context.inputs[handle] ?? [];
+
+/** Every value on every input handle, in the spec's handle order. */
+export const everyInput = (context: StepContext): unknown[] =>
+  context.spec.inputs.flatMap((h) => allInputs(context, h.name));
+
+export const firstOutputHandle = (context: StepContext): string => context.spec.outputs[0]?.name ?? 'out';
+
+export const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A value written out as text: strings as they are, everything else as JSON. */
+export const toText = (value: unknown): string => {
+  if (typeof value === 'string') return value;
+  if (value === undefined || value === null) return '';
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return JSON.stringify(value);
+};
+
+/**
+ * A value arriving on a json input: text is parsed (kinds.ts: text → json is checked when the step
+ * runs), after removing a Markdown code fence an LLM may have put around it.
+ */
+export const toJson = (context: StepContext, value: unknown): unknown => {
+  if (typeof value !== 'string') return value ?? null;
+  const fenced = /^\s*```(?:json)?\s*\n([\s\S]*?)\n\s*```\s*$/i.exec(value);
+  try {
+    return JSON.parse(fenced ? (fenced[1] as string) : value) as unknown;
+  } catch {
+    return fail(context, 'the input text is not valid JSON');
+  }
+};
+
+/** A value as a finite number (numeric text accepted). */
+export const toNumber = (value: unknown): number | undefined => {
+  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
+  if (typeof value === 'boolean') return value ? 1 : 0;
+  if (typeof value === 'string' && value.trim() !== '') {
+    const n = Number(value);
+    return Number.isFinite(n) ? n : undefined;
+  }
+  return undefined;
+};
+
+/** Files in a value: a StoredFile, or a list (nested lists flattened). */
+export const filesIn = (value: unknown): StoredFile[] => {
+  if (isStoredFile(value)) return [value];
+  if (Array.isArray(value)) return value.flatMap(filesIn);
+  return [];
+};
+
+/** The bytes of a stored file, with its type (judged by its bytes when they tell). */
+export const readMedia = async (context: StepContext, file: StoredFile): Promise<MediaFile> => {
+  if (file.availability === 'unavailable') fail(context, `the input file ${file.name ?? file.key} is unavailable`);
+  if (!context.readFile) return fail(context, 'input files cannot be read here');
+  const body = await context.readFile(file);
+  return { body, contentType: sniffContentType(body) ?? file.contentType };
+};
+
+/**
+ * Applies `each` to the file on `value`, or to every file when the value is a list (the variations
+ * of an ImageGen), giving one result or a list alike.
+ */
+export const perFile = async <T>(
+  context: StepContext,
+  value: unknown,
+  each: (file: StoredFile, index: number) => Promise<T>,
+): Promise<T | T[]> => {
+  const files = filesIn(value);
+  if (files.length === 0) return fail(context, 'no file arrived on its input');
+  if (!Array.isArray(value)) return each(files[0] as StoredFile, 0);
+  return Promise.all(files.map(each));
+};
+
+const extensions: Record<string, string> = {
+  'image/png': 'png',
+  'image/jpeg': 'jpg',
+  'image/gif': 'gif',
+  'image/webp': 'webp',
+  'audio/wav': 'wav',
+  'audio/mpeg': 'mp3',
+  'model/gltf-binary': 'glb',
+  'model/obj': 'obj',
+  'application/json': 'json',
+  'text/plain': 'txt',
+};
+export const extensionFor = (contentType: string): string => extensions[contentType] ?? 'bin';
+
+/**
+ * Stores bytes through the orchestrator. AI-generated media are marked inside the file first
+ * (PNG, JPEG, WAV, GLB; idempotent, so marking again in `storeFile` is harmless).
+ */
+export const store = async (
+  context: StepContext,
+  baseName: string,
+  file: MediaFile,
+  aiGenerated: boolean,
+): Promise<StoredFile> => {
+  let body = file.body;
+  if (aiGenerated) {
+    try {
+      body = markMedia(body).body;
+    } catch {
+      // A file the marker cannot parse is stored as it is; the object metadata still marks it.
+    }
+  }
+  const name = `${baseName}.${extensionFor(file.contentType)}`;
+  return context.storeFile({ name, contentType: file.contentType, body, aiGenerated });
+};
+
+/** Whether the bytes carry an AI-generated mark (so a file derived from them stays marked). */
+export const carriesMark = (body: Uint8Array): boolean => {
+  try {
+    return readMediaMark(body) !== null;
+  } catch {
+    return false;
+  }
+};
+
+/** A guarded HTTP call whose refusals and failures become the step's error. */
+export const httpCall = async (
+  context: StepContext,
+  deps: ExecutorDeps,
+  url: string,
+  init: GuardedRequestInit,
+  limits: { timeoutMs?: number; maxBytes?: number } = {},
+): Promise<GuardedResponse> => {
+  try {
+    return await deps.fetch(
+      url,
+      { ...init, signal: context.signal },
+      {
+        allowLoopback: deps.allowLoopback,
+        timeoutMs: limits.timeoutMs ?? deps.httpTimeoutMs,
+        maxBytes: limits.maxBytes ?? deps.maxResponseBytes,
+      },
+    );
+  } catch (error) {
+    if (error instanceof GuardedFetchError)
+      return fail(context, `request refused or failed (${error.code}): ${error.message}`);
+    throw error;
+  }
+};
+
+/** A response body as JSON when it says so (or parses), else as text. */
+export const responseValue = (response: GuardedResponse): unknown => {
+  const text = response.text();
+  if (text === '') return null;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+};
+
+/** Downloads a file through the guard; fails the step unless the answer is 200. */
+export const download = async (
+  context: StepContext,
+  deps: ExecutorDeps,
+  url: string,
+  headers?: Record<string, string>,
+) => {
+  const response = await httpCall(context, deps, url, { method: 'GET', headers }, { maxBytes: deps.maxFileBytes });
+  if (response.status !== 200) fail(context, `downloading the file answered ${response.status}`);
+  const contentType = sniffContentType(response.body) ?? response.headers['content-type']?.split(';')[0]?.trim();
+  return { body: response.body, contentType: contentType ?? 'application/octet-stream' };
+};
+
+/** The team's connection `key`, or the step fails with the remedy. */
+export const requireConnection = async (context: StepContext, key: string): Promise<TeamConnection> => {
+  const connection = await context.connection?.(key);
+  if (!connection) {
+    return fail(context, `needs the team connection "${key}": add one under Team, Connections`);
+  }
+  return connection;
+};
+
+/** A value with its files replaced by `{ name, contentType, bytes, url }` for sending elsewhere. */
+export const withFileUrls = async (context: StepContext, value: unknown): Promise<unknown> => {
+  if (isStoredFile(value)) {
+    const url = context.fileUrl ? await context.fileUrl(value) : null;
+    return { name: value.name ?? value.key.split('/').at(-1), contentType: value.contentType, bytes: value.bytes, url };
+  }
+  if (Array.isArray(value)) return Promise.all(value.map((v) => withFileUrls(context, v)));
+  if (isRecord(value)) {
+    const entries = await Promise.all(Object.entries(value).map(async ([k, v]) => [k, await withFileUrls(context, v)]));
+    return Object.fromEntries(entries);
+  }
+  return value;
+};
+
+/** One value, or the list of values when several arrived (stages, multi-input deliveries). */
+export const oneOrList = (values: unknown[]): unknown => (values.length === 1 ? values[0] : values);

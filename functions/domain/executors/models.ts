@@ -1,0 +1,280 @@
+/**
+ * Executors of the AI model nodes. Each calls its provider through the one Provider interface
+ * (config.provider ?? the catalogue's), stores the files it gets (marked as AI-generated) and
+ * reports the model it ran on in `StepOutcome.model`, which the orchestrator stamps into lineage.
+ *
+ * Modes (spec 4.3): `draft` makes one variation, a third of the sampling steps and short text
+ * answers (at most `draftMaxTokens` tokens); `preview` behaves like `production`.
+ */
+import type { RunMode } from '../../../schemas/runs.ts';
+import type { NodeType } from '../../../schemas/workflows.ts';
+import { glbToMesh } from '../media/glb.ts';
+import { openAiCompatibleDefaultModels } from '../providers/openai-compatible.ts';
+import { providerEntry, stepProvider } from '../providers/registry.ts';
+import {
+  type ImageOperation,
+  type MediaFile,
+  type Provider,
+  type ProviderCapability,
+  ProviderError,
+} from '../providers/types.ts';
+import {
+  allInputs,
+  type ExecutorDeps,
+  fail,
+  filesIn,
+  firstInput,
+  perFile,
+  readMedia,
+  store,
+  toText,
+} from './helpers.ts';
+import type { NodeExecutor, StepContext, StepOutcome } from './types.ts';
+
+/** Longest text answer in `draft`, in tokens. */
+export const draftMaxTokens = 64;
+const defaultSteps = 30;
+
+/** What a mode changes in a model call (spec 4.3). */
+export const modeSettings = (mode: RunMode, config: Record<string, unknown>) => {
+  const draft = mode === 'draft';
+  const steps = typeof config.steps === 'number' ? config.steps : defaultSteps;
+  const variations = typeof config.variations === 'number' ? config.variations : 1;
+  const maxTokens = typeof config.maxTokens === 'number' ? config.maxTokens : undefined;
+  return {
+    variations: draft ? 1 : variations,
+    steps: draft ? Math.max(1, Math.ceil(steps / 3)) : steps,
+    maxTokens: draft ? Math.min(maxTokens ?? draftMaxTokens, draftMaxTokens) : maxTokens,
+  };
+};
+
+const capabilityText: Record<ProviderCapability, string> = {
+  generateText: 'generate text',
+  generateImage: 'generate images',
+  editImage: 'edit images',
+  generateAudio: 'generate audio',
+  generateMesh: 'generate meshes',
+  embed: 'make embeddings',
+};
+
+const defaultModel = (deps: ExecutorDeps, provider: string, capability: ProviderCapability): string => {
+  if (provider !== 'openai-compatible') return 'default';
+  const models = openAiCompatibleDefaultModels(deps.env);
+  return capability === 'generateText' ? models.text : capability === 'embed' ? models.embedding : models.image;
+};
+
+interface ModelCall {
+  provider: Provider;
+  model: string;
+}
+
+/** Resolves the step's provider and model, runs `call`, and reports the model used. */
+const runModel = async (
+  context: StepContext,
+  deps: ExecutorDeps,
+  capability: ProviderCapability,
+  call: (model: ModelCall) => Promise<Record<string, unknown>>,
+): Promise<StepOutcome> => {
+  const use = stepProvider(context.node, context.spec) ?? fail(context, 'is not a model step');
+  const entry = providerEntry(use.provider) ?? fail(context, `unknown provider ${use.provider}`);
+  const connection = await context.connection?.(use.provider);
+  // Defence in depth: the run start refuses these with the provider 422 before anything is held.
+  if (entry.level !== 'api' && !(connection && (entry.level === 'app_only' || entry.level === 'byok_only'))) {
+    fail(context, `runs on ${use.provider}, which is not available through the API without your own key`);
+  }
+  const provider = deps.providers(use.provider, connection) ?? fail(context, `unknown provider ${use.provider}`);
+  if (!provider[capability]) fail(context, `provider ${use.provider} cannot ${capabilityText[capability]}`);
+  const model = use.model ?? defaultModel(deps, use.provider, capability);
+  try {
+    const outputs = await call({ provider, model });
+    return { outputs, model: { provider: use.provider, model } };
+  } catch (error) {
+    if (error instanceof ProviderError) return fail(context, error.message);
+    throw error;
+  }
+};
+
+const num = (value: unknown): number | undefined => (typeof value === 'number' ? value : undefined);
+const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+
+/** Stores one or several generated files under `name`, `name-2`, … */
+const storeAll = async (context: StepContext, name: string, files: MediaFile[]) => {
+  const stored = await Promise.all(files.map((f, i) => store(context, i ? `${name}-${i + 1}` : name, f, true)));
+  if (stored.length === 0) return fail(context, 'the provider returned no file');
+  return stored.length === 1 ? stored[0] : stored;
+};
+
+/** The first input file's bytes, or undefined when no file arrived. */
+const optionalMedia = async (context: StepContext, handle: string): Promise<MediaFile | undefined> => {
+  const [file] = filesIn(firstInput(context, handle));
+  return file ? readMedia(context, file) : undefined;
+};
+
+const requiredMedia = async (context: StepContext, handle: string): Promise<MediaFile> =>
+  (await optionalMedia(context, handle)) ?? fail(context, `no file arrived on ${handle}`);
+
+/** An image-to-image step over each incoming image (a list of variations gives a list). */
+const imageEdit =
+  (deps: ExecutorDeps, operation: ImageOperation, input: string, output: string, extra: (c: StepContext) => object = () => ({})): NodeExecutor =>
+  (context) =>
+    runModel(context, deps, 'editImage', async ({ provider, model }) => {
+      const result = await perFile(context, firstInput(context, input), async (file, index) => {
+        const image = await readMedia(context, file);
+        const edited = await provider.editImage!({ model, mode: context.mode, signal: context.signal, operation, image, ...extra(context) });
+        return store(context, index ? `${output}-${index + 1}` : output, edited, true);
+      });
+      return { [output]: result };
+    });
+
+/** A GLB mesh from a provider, written as OBJ text when `config.format` is `obj`. */
+const meshFile = (context: StepContext, glb: MediaFile): MediaFile => {
+  if (context.node.config.format !== 'obj') return glb;
+  const { positions, indices } = glbToMesh(glb.body);
+  const lines = ['# AI-generated: trainedAlgorithmicMedia'];
+  for (let i = 0; i < positions.length; i += 3) lines.push(`v ${positions[i]} ${positions[i + 1]} ${positions[i + 2]}`);
+  for (let i = 0; i < indices.length; i += 3) {
+    lines.push(`f ${(indices[i] as number) + 1} ${(indices[i + 1] as number) + 1} ${(indices[i + 2] as number) + 1}`);
+  }
+  return { body: new TextEncoder().encode(`${lines.join('\n')}\n`), contentType: 'model/obj' };
+};
+
+const meshFromImage =
+  (deps: ExecutorDeps, withPrompt: boolean): NodeExecutor =>
+  (context) =>
+    runModel(context, deps, 'generateMesh', async ({ provider, model }) => {
+      const image = await requiredMedia(context, 'image');
+      const prompt = withPrompt ? text(firstInput(context, 'prompt')) : undefined;
+      const glb = await provider.generateMesh!({
+        model,
+        mode: context.mode,
+        signal: context.signal,
+        seed: num(context.node.config.seed),
+        operation: 'generate',
+        image,
+        prompt,
+      });
+      return { mesh: await store(context, 'mesh', meshFile(context, glb), true) };
+    });
+
+const imageGeneration =
+  (deps: ExecutorDeps, referenceHandle: string): NodeExecutor =>
+  (context) =>
+    runModel(context, deps, 'generateImage', async ({ provider, model }) => {
+      const config = context.node.config;
+      const settings = modeSettings(context.mode, config);
+      const side = provider.key === 'sandbox' ? 256 : 1024;
+      const files = await provider.generateImage!({
+        model,
+        mode: context.mode,
+        signal: context.signal,
+        seed: num(config.seed),
+        prompt: toText(firstInput(context, 'prompt')),
+        negativePrompt: text(config.negativePrompt),
+        width: num(config.width) ?? side,
+        height: num(config.height) ?? side,
+        steps: settings.steps,
+        variations: settings.variations,
+        reference: await optionalMedia(context, referenceHandle),
+        strength: num(config.strength),
+        guidance: num(config.guidance),
+      });
+      return { image: await storeAll(context, 'image', files) };
+    });
+
+export const modelExecutors = (deps: ExecutorDeps): Partial<Record<NodeType, NodeExecutor>> => ({
+  ImageGen: imageGeneration(deps, 'reference'),
+  DiffusionWorker: imageGeneration(deps, 'image'),
+
+  AudioGen: (context) =>
+    runModel(context, deps, 'generateAudio', async ({ provider, model }) => {
+      const audio = await provider.generateAudio!({
+        model,
+        mode: context.mode,
+        signal: context.signal,
+        seed: num(context.node.config.seed),
+        prompt: toText(firstInput(context, 'prompt')),
+        durationSeconds: num(context.node.config.durationSeconds) ?? 4,
+      });
+      return { audio: await store(context, 'audio', audio, true) };
+    }),
+
+  LlmWorker: (context) =>
+    runModel(context, deps, 'generateText', async ({ provider, model }) => {
+      const config = context.node.config;
+      const answer = await provider.generateText!({
+        model,
+        mode: context.mode,
+        signal: context.signal,
+        prompt: toText(firstInput(context, 'prompt')),
+        system: text(config.system),
+        context: allInputs(context, 'context').map(toText),
+        maxTokens: modeSettings(context.mode, config).maxTokens,
+        temperature: num(config.temperature),
+      });
+      return { text: answer };
+    }),
+
+  VisionInterrogator: (context) =>
+    runModel(context, deps, 'generateText', async ({ provider, model }) => {
+      const image = await requiredMedia(context, 'image');
+      const question = text(firstInput(context, 'question')) ?? 'Describe this image.';
+      const answer = await provider.generateText!({
+        model,
+        mode: context.mode,
+        signal: context.signal,
+        prompt: question,
+        images: [image],
+        maxTokens: modeSettings(context.mode, context.node.config).maxTokens,
+      });
+      return { text: answer };
+    }),
+
+  ControlNetFilter: imageEdit(deps, 'control', 'image', 'image', (context) => ({
+    controlMode: text(context.node.config.mode) ?? 'canny',
+    strength: num(context.node.config.strength),
+    prompt: text(firstInput(context, 'prompt')),
+  })),
+  DepthEstimator: imageEdit(deps, 'depth', 'image', 'depth'),
+  Upscaler: imageEdit(deps, 'upscale', 'image', 'image', (context) => ({ scale: num(context.node.config.scale) ?? 2 })),
+  BackgroundRemover: imageEdit(deps, 'remove_background', 'image', 'image'),
+
+  PbrSynthesizer: (context) =>
+    runModel(context, deps, 'editImage', async ({ provider, model }) => {
+      const image = await requiredMedia(context, 'image');
+      const maps = ['albedo', 'normal', 'roughness'] as const;
+      const edited = await Promise.all(
+        maps.map((operation) => provider.editImage!({ model, mode: context.mode, signal: context.signal, operation, image })),
+      );
+      const stored = await Promise.all(edited.map((file, i) => store(context, maps[i] as string, file, true)));
+      return { albedo: stored[0], normal: stored[1], roughness: stored[2] };
+    }),
+
+  '3DTransform': meshFromImage(deps, true),
+  TwoDToThreeD: meshFromImage(deps, false),
+
+  AutoRigger: (context) =>
+    runModel(context, deps, 'generateMesh', async ({ provider, model }) => {
+      const mesh = await requiredMedia(context, 'mesh');
+      const rig = await provider.generateMesh!({
+        model,
+        mode: context.mode,
+        signal: context.signal,
+        operation: 'rig',
+        mesh,
+        skeleton: text(context.node.config.skeleton) ?? 'humanoid',
+      });
+      return { rig: await store(context, 'rig', rig, true) };
+    }),
+
+  Embedder: (context) =>
+    runModel(context, deps, 'embed', async ({ provider, model }) => {
+      const embedding = await provider.embed!({
+        model,
+        mode: context.mode,
+        signal: context.signal,
+        text: toText(firstInput(context, 'text')),
+        dimensions: num(context.node.config.dimensions),
+      });
+      return { embedding };
+    }),
+});

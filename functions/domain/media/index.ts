@@ -1,0 +1,5 @@
+export * from './glb.ts';
+export * from './image-ops.ts';
+export * from './marks.ts';
+export * from './png.ts';
+export * from './wav.ts';

@@ -1,0 +1,198 @@
+/**
+ * An adapter for any server speaking the OpenAI-compatible HTTP protocol: chat completions
+ * (`POST {baseUrl}/chat/completions`), image generation (`POST {baseUrl}/images/generations`,
+ * `b64_json`) and embeddings (`POST {baseUrl}/embeddings`). Base URL and key come from the
+ * caller (env `OPENAI_COMPATIBLE_BASE_URL`, `OPENAI_COMPATIBLE_API_KEY`, or a team connection).
+ * Errors never carry the key; redirects are refused; every call has a deadline.
+ */
+import { guardedFetch } from '../../http-client/guarded-fetch.ts';
+import { sniffContentType } from '../media/marks.ts';
+import {
+  type EmbedRequest,
+  type ImageRequest,
+  type MediaFile,
+  type Provider,
+  ProviderError,
+  type TextRequest,
+} from './types.ts';
+
+export interface OpenAiCompatibleOptions {
+  /** Registry key this adapter serves (`openai-compatible`, or a provider using the same protocol). */
+  key?: string;
+  /** e.g. `https://api.example.com/v1` (no trailing slash needed). */
+  baseUrl: string | undefined;
+  apiKey: string | undefined;
+  /** Deadline of one call. */
+  timeoutMs?: number;
+  /** Largest answer read, in bytes (images come base64 in JSON). */
+  maxResponseBytes?: number;
+  /** Allows image URLs on loopback (local development), see guardedFetch. */
+  allowLoopback?: boolean;
+  fetch?: typeof fetch;
+}
+
+/** Options from env: `OPENAI_COMPATIBLE_BASE_URL`, `OPENAI_COMPATIBLE_API_KEY`, `OPENAI_COMPATIBLE_TIMEOUT_MS`. */
+export const openAiCompatibleOptionsFromEnv = (env: NodeJS.ProcessEnv = process.env): OpenAiCompatibleOptions => ({
+  baseUrl: env.OPENAI_COMPATIBLE_BASE_URL,
+  apiKey: env.OPENAI_COMPATIBLE_API_KEY,
+  timeoutMs: env.OPENAI_COMPATIBLE_TIMEOUT_MS ? Number(env.OPENAI_COMPATIBLE_TIMEOUT_MS) : undefined,
+  allowLoopback: env.ALLOW_PRIVATE_CALLBACKS === '1',
+});
+
+/** Default model names per capability when a step names none (env overrides). */
+export const openAiCompatibleDefaultModels = (env: NodeJS.ProcessEnv = process.env) => ({
+  text: env.OPENAI_COMPATIBLE_TEXT_MODEL ?? 'default-chat',
+  image: env.OPENAI_COMPATIBLE_IMAGE_MODEL ?? 'default-image',
+  embedding: env.OPENAI_COMPATIBLE_EMBEDDING_MODEL ?? 'default-embedding',
+});
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
+
+/** The body as text, refusing to read past `maxBytes`. */
+const readCapped = async (response: Response, maxBytes: number, key: string): Promise<string> => {
+  if (!response.body) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = response.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel();
+      throw new ProviderError(`${key} answered with more than ${maxBytes} bytes`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+};
+
+export const createOpenAiCompatibleProvider = (options: OpenAiCompatibleOptions): Provider => {
+  const key = options.key ?? 'openai-compatible';
+  const timeoutMs = options.timeoutMs ?? 120_000;
+  const maxBytes = options.maxResponseBytes ?? 64 * 1024 * 1024;
+  const doFetch = options.fetch ?? fetch;
+
+  const post = async (path: string, body: unknown, signal: AbortSignal): Promise<Record<string, unknown>> => {
+    if (!options.baseUrl) throw new ProviderError(`${key} is not configured: no base URL`);
+    let url: URL;
+    try {
+      url = new URL(`${options.baseUrl.replace(/\/+$/, '')}${path}`);
+    } catch {
+      throw new ProviderError(`${key} is not configured: the base URL is not a URL`);
+    }
+    if (url.protocol !== 'https:' && url.protocol !== 'http:')
+      throw new ProviderError(`${key}: base URL must be http(s)`);
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+    if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
+    const deadline = AbortSignal.timeout(timeoutMs);
+    let response: Response;
+    try {
+      response = await doFetch(url, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(body),
+        redirect: 'error',
+        signal: AbortSignal.any([signal, deadline]),
+      });
+    } catch (error) {
+      if (deadline.aborted) throw new ProviderError(`${key} did not answer within ${timeoutMs} ms`);
+      if (signal.aborted) throw error;
+      throw new ProviderError(`${key} could not be reached: ${(error as Error).message}`);
+    }
+    const declared = Number(response.headers.get('content-length') ?? 0);
+    if (declared > maxBytes) throw new ProviderError(`${key} answered with more than ${maxBytes} bytes`);
+    const text = await readCapped(response, maxBytes, key);
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    if (!response.ok) {
+      const error = isRecord(json) && isRecord(json.error) ? json.error.message : undefined;
+      const detail = typeof error === 'string' ? `: ${error.slice(0, 300)}` : '';
+      throw new ProviderError(`${key} answered ${response.status}${detail}`, response.status);
+    }
+    if (!isRecord(json)) throw new ProviderError(`${key} answered with something that is not a JSON object`);
+    return json;
+  };
+
+  const fetchImageUrl = async (url: string, signal: AbortSignal): Promise<Uint8Array> => {
+    // Some servers answer with a link instead of b64_json: download it (through the address
+    // guard, since the link comes from outside) so that only our own copy is ever shown.
+    const response = await guardedFetch(
+      url,
+      { signal },
+      { allowLoopback: options.allowLoopback ?? false, timeoutMs, maxBytes },
+    );
+    if (response.status !== 200) throw new ProviderError(`${key}: image download answered ${response.status}`);
+    return response.body;
+  };
+
+  return {
+    key,
+
+    async generateText(request: TextRequest): Promise<string> {
+      const messages: unknown[] = [];
+      if (request.system) messages.push({ role: 'system', content: request.system });
+      const text = [request.prompt, ...(request.context ?? [])].join('\n\n');
+      const images = (request.images ?? []).map((image) => ({
+        type: 'image_url',
+        image_url: { url: `data:${image.contentType};base64,${base64(image.body)}` },
+      }));
+      messages.push({ role: 'user', content: images.length ? [{ type: 'text', text }, ...images] : text });
+      const body: Record<string, unknown> = { model: request.model, messages, n: 1 };
+      if (request.maxTokens !== undefined) body.max_tokens = request.maxTokens;
+      if (request.temperature !== undefined) body.temperature = request.temperature;
+      if (request.seed !== undefined) body.seed = request.seed;
+      const json = await post('/chat/completions', body, request.signal);
+      const choice = Array.isArray(json.choices) ? json.choices[0] : undefined;
+      const content = isRecord(choice) && isRecord(choice.message) ? choice.message.content : undefined;
+      if (typeof content !== 'string') throw new ProviderError(`${key} answered without a message`);
+      return content;
+    },
+
+    async generateImage(request: ImageRequest): Promise<MediaFile[]> {
+      const body: Record<string, unknown> = {
+        model: request.model,
+        prompt: request.negativePrompt ? `${request.prompt}\n\nAvoid: ${request.negativePrompt}` : request.prompt,
+        n: request.variations,
+        size: `${request.width}x${request.height}`,
+        response_format: 'b64_json',
+      };
+      if (request.mode === 'draft') body.quality = 'low';
+      const json = await post('/images/generations', body, request.signal);
+      const data = Array.isArray(json.data) ? json.data : [];
+      if (data.length === 0) throw new ProviderError(`${key} answered without images`);
+      return Promise.all(
+        data.map(async (item): Promise<MediaFile> => {
+          if (!isRecord(item)) throw new ProviderError(`${key} answered with a malformed image`);
+          let bytes: Uint8Array;
+          if (typeof item.b64_json === 'string') bytes = new Uint8Array(Buffer.from(item.b64_json, 'base64'));
+          else if (typeof item.url === 'string') bytes = await fetchImageUrl(item.url, request.signal);
+          else throw new ProviderError(`${key} answered with a malformed image`);
+          const contentType = sniffContentType(bytes);
+          if (!contentType?.startsWith('image/'))
+            throw new ProviderError(`${key} answered with bytes that are no image`);
+          return { body: bytes, contentType };
+        }),
+      );
+    },
+
+    async embed(request: EmbedRequest): Promise<number[]> {
+      const body: Record<string, unknown> = { model: request.model, input: request.text };
+      if (request.dimensions !== undefined) body.dimensions = request.dimensions;
+      const json = await post('/embeddings', body, request.signal);
+      const first = Array.isArray(json.data) ? json.data[0] : undefined;
+      const vector = isRecord(first) ? first.embedding : undefined;
+      if (!Array.isArray(vector) || !vector.every((x) => typeof x === 'number')) {
+        throw new ProviderError(`${key} answered without an embedding`);
+      }
+      return vector as number[];
+    },
+  };
+};

@@ -1,0 +1,196 @@
+import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { DeferredRun } from '../../schemas/deferred-runs.ts';
+import { messages } from '../../schemas/errors.ts';
+import type { RunRequest } from '../../schemas/runs.ts';
+import type { Deps } from '../deps.ts';
+import { ConflictError, NotFoundError } from '../domain/errors.ts';
+import type { ApiKeyRecord } from './api-keys.ts';
+import { deferredRunKey, idempotencyRecordKey, multiplierSortKey, waitingIndexes, waitingPartition } from './keys.ts';
+
+/** A deferred run waits at most this long (spec 8). */
+export const deferredLifetimeSeconds = 24 * 3600;
+
+export interface DeferredRecord {
+  deferredJobId: string;
+  teamId: string;
+  keyId: string;
+  workflowId: string;
+  status: DeferredRun['status'];
+  maxMultiplier: number;
+  createdAt: string;
+  expiresAt: string;
+  dispatchedAt: string | null;
+  jobId: string | null;
+  request: RunRequest;
+}
+
+const toRecord = (item: Record<string, unknown>): DeferredRecord => ({
+  deferredJobId: item.deferredJobId as string,
+  teamId: item.teamId as string,
+  keyId: item.keyId as string,
+  workflowId: item.workflowId as string,
+  status: item.status as DeferredRun['status'],
+  maxMultiplier: item.maxMultiplier as number,
+  createdAt: item.createdAt as string,
+  expiresAt: item.expiresAt as string,
+  dispatchedAt: (item.dispatchedAt as string | undefined) ?? null,
+  jobId: (item.jobId as string | undefined) ?? null,
+  request: item.request as RunRequest,
+});
+
+/** The DeferredRun a caller reads (spec 2.4). */
+export const deferredView = (record: DeferredRecord): DeferredRun => ({
+  deferredJobId: record.deferredJobId,
+  workflowId: record.workflowId,
+  status: record.status,
+  maxMultiplier: record.maxMultiplier,
+  createdAt: record.createdAt,
+  expiresAt: record.expiresAt,
+  dispatchedAt: record.dispatchedAt,
+  jobId: record.jobId,
+});
+
+/** Stores a `waiting` deferred run; nothing is held yet. */
+export const createDeferredRun = async (
+  deps: Deps,
+  input: {
+    deferredJobId: string;
+    key: ApiKeyRecord;
+    workflowId: string;
+    request: RunRequest;
+    idempotency: { keyHash: string; requestHash: string; response: unknown; expiresAt: number } | null;
+  },
+) => {
+  const now = deps.now();
+  const createdAt = now.toISOString();
+  const expiresAt = new Date(now.getTime() + deferredLifetimeSeconds * 1000).toISOString();
+  const item = {
+    ...deferredRunKey(input.deferredJobId),
+    ...waitingIndexes(input.deferredJobId, input.request.maxMultiplier, createdAt, expiresAt),
+    type: 'DeferredRun',
+    deferredJobId: input.deferredJobId,
+    teamId: input.key.teamId,
+    keyId: input.key.keyId,
+    workflowId: input.workflowId,
+    status: 'waiting',
+    maxMultiplier: input.request.maxMultiplier,
+    createdAt,
+    expiresAt,
+    request: input.request,
+  };
+  if (!input.idempotency) {
+    await deps.ddb.send(
+      new PutCommand({ TableName: deps.tableName, Item: item, ConditionExpression: 'attribute_not_exists(PK)' }),
+    );
+    return;
+  }
+  await deps.ddb.send(
+    new TransactWriteCommand({
+      TransactItems: [
+        { Put: { TableName: deps.tableName, Item: item, ConditionExpression: 'attribute_not_exists(PK)' } },
+        {
+          Put: {
+            TableName: deps.tableName,
+            Item: {
+              ...idempotencyRecordKey(input.key.keyId, input.idempotency.keyHash),
+              type: 'Idempotency',
+              requestHash: input.idempotency.requestHash,
+              response: input.idempotency.response,
+              ttl: input.idempotency.expiresAt,
+            },
+            ConditionExpression: 'attribute_not_exists(PK) OR #ttl < :nowSeconds',
+            ExpressionAttributeNames: { '#ttl': 'ttl' },
+            ExpressionAttributeValues: { ':nowSeconds': Math.floor(now.getTime() / 1000) },
+          },
+        },
+      ],
+    }),
+  );
+};
+
+/** A deferred run of the team; another team's reads as missing. */
+export const getDeferredRun = async (deps: Deps, teamId: string, deferredJobId: string): Promise<DeferredRecord> => {
+  const { Item } = await deps.ddb.send(
+    new GetCommand({ TableName: deps.tableName, Key: deferredRunKey(deferredJobId), ConsistentRead: true }),
+  );
+  if (!Item || Item.teamId !== teamId) throw new NotFoundError(messages.deferredRunNotFound);
+  return toRecord(Item);
+};
+
+/** The update that moves a waiting deferred run on; usable inside a transaction. */
+export const leaveWaiting = (
+  deps: Deps,
+  deferredJobId: string,
+  status: 'dispatched' | 'expired' | 'cancelled',
+  extra: { jobId?: string } = {},
+) => ({
+  TableName: deps.tableName,
+  Key: deferredRunKey(deferredJobId),
+  UpdateExpression: `SET #status = :status, movedAt = :now${extra.jobId ? ', jobId = :job, dispatchedAt = :now' : ''} REMOVE GSI2PK, GSI2SK, GSI3PK, GSI3SK`,
+  ConditionExpression: '#status = :waiting',
+  ExpressionAttributeNames: { '#status': 'status' },
+  ExpressionAttributeValues: {
+    ':status': status,
+    ':waiting': 'waiting',
+    ':now': deps.now().toISOString(),
+    ...(extra.jobId ? { ':job': extra.jobId } : {}),
+  },
+});
+
+/** Moves a waiting deferred run to `expired` or `cancelled`; false when it was no longer waiting. */
+export const moveDeferredRun = async (deps: Deps, deferredJobId: string, status: 'expired' | 'cancelled') => {
+  try {
+    await deps.ddb.send(new UpdateCommand(leaveWaiting(deps, deferredJobId, status)));
+    return true;
+  } catch (error) {
+    if ((error as Error).name === 'ConditionalCheckFailedException') return false;
+    throw error;
+  }
+};
+
+/** DELETE /deferred-runs/{id}: cancels a waiting one of the team. */
+export const cancelDeferredRun = async (deps: Deps, teamId: string, deferredJobId: string): Promise<DeferredRecord> => {
+  const record = await getDeferredRun(deps, teamId, deferredJobId);
+  if (record.status !== 'waiting' || !(await moveDeferredRun(deps, deferredJobId, 'cancelled'))) {
+    throw new ConflictError({ error: messages.deferredRunNotWaiting });
+  }
+  return getDeferredRun(deps, teamId, deferredJobId);
+};
+
+const queryWaiting = async (
+  deps: Deps,
+  index: 'GSI2' | 'GSI3',
+  condition: string,
+  bound: string,
+  counter: { pages: number },
+): Promise<DeferredRecord[]> => {
+  const out: DeferredRecord[] = [];
+  let cursor: Record<string, unknown> | undefined;
+  do {
+    const page = await deps.ddb.send(
+      new QueryCommand({
+        TableName: deps.tableName,
+        IndexName: index,
+        KeyConditionExpression: `${index}PK = :pk AND ${condition}`,
+        ExpressionAttributeValues: { ':pk': waitingPartition, ':bound': bound },
+        ExclusiveStartKey: cursor,
+      }),
+    );
+    counter.pages++;
+    out.push(...(page.Items ?? []).map(toRecord));
+    cursor = page.LastEvaluatedKey;
+  } while (cursor);
+  return out;
+};
+
+/** Waiting runs whose maxMultiplier is at least the current multiplier (GSI2, sparse). */
+export const dispatchableDeferredRuns = (deps: Deps, multiplier: number, counter = { pages: 0 }) =>
+  queryWaiting(deps, 'GSI2', 'GSI2SK >= :bound', multiplierSortKey(multiplier), counter);
+
+/** Waiting runs past their expiry (GSI3, sparse). */
+export const expiredDeferredRuns = (deps: Deps, now: Date, counter = { pages: 0 }) =>
+  queryWaiting(deps, 'GSI3', 'GSI3SK < :bound', now.toISOString(), counter);
+
+/** Waiting deferred runs of a team (operators' CLI); reads the whole waiting index. */
+export const listWaitingDeferredRuns = async (deps: Deps, teamId: string) =>
+  (await dispatchableDeferredRuns(deps, 0)).filter((r) => r.teamId === teamId);
