@@ -88,3 +88,6 @@ export const waitingIndexes = (deferredJobId: string, maxMultiplier: number, cre
   GSI3PK: waitingPartition,
   GSI3SK: `${expiresAt}#${deferredJobId}`,
 });
+
+/** Delivery state of one webhook event of a run (attempts, outcome). */
+export const webhookDeliveryKey = (jobId: string, event: string) => ({ PK: runPartition(jobId), SK: `WEBHOOK#${event}` });

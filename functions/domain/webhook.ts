@@ -1,0 +1,64 @@
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+
+/**
+ * The run-finished webhook (spec 6): signatures, ids and the retry schedule. Pure.
+ *
+ * Two signatures are sent when a `callbackSecret` was given:
+ * - `X-Service-Signature: sha256=<hex HMAC-SHA256(secret, raw body)>` (the spec's);
+ * - Standard Webhooks: `webhook-id`, `webhook-timestamp` (Unix seconds) and
+ *   `webhook-signature: v1,<base64 HMAC-SHA256(secret, "<id>.<timestamp>.<raw body>")>`, with the
+ *   secret's UTF-8 bytes as the key, so receivers can also reject replays by timestamp and id.
+ */
+
+export const webhookTimeoutMs = 8_000;
+export const webhookAttempts = 5;
+/** First retry after 2 minutes, each wait twice the one before, never more than an hour. */
+export const retryDelaySeconds = (failedAttempt: number): number => Math.min(3600, 120 * 2 ** (failedAttempt - 1));
+/** Bytes of the receiver's reply read at most (only for the log). */
+export const maxReplyBytes = 4096;
+
+export const signatureHeader = (rawBody: string, secret: string): string =>
+  `sha256=${createHmac('sha256', secret).update(rawBody).digest('hex')}`;
+
+/** Stable per run and event, so a redelivery carries the same id (`jobId` + `event` is the key). */
+export const webhookId = (jobId: string, event: string): string =>
+  `msg_${createHash('sha256').update(`${jobId}:${event}`).digest('hex').slice(0, 32)}`;
+
+export const standardWebhookSignature = (
+  id: string,
+  timestampSeconds: number,
+  rawBody: string,
+  secret: string,
+): string => `v1,${createHmac('sha256', secret).update(`${id}.${timestampSeconds}.${rawBody}`).digest('base64')}`;
+
+/** Verifies `X-Service-Signature` in constant time (what receivers should do). */
+export const verifySignature = (rawBody: string, header: string | undefined, secret: string): boolean => {
+  if (!header?.startsWith('sha256=')) return false;
+  const expected = Buffer.from(signatureHeader(rawBody, secret));
+  const given = Buffer.from(header);
+  return expected.length === given.length && timingSafeEqual(expected, given);
+};
+
+/** The headers of one delivery. */
+export const webhookHeaders = (input: {
+  jobId: string;
+  event: string;
+  rawBody: string;
+  secret: string | undefined;
+  nowSeconds: number;
+}): Record<string, string> => {
+  const id = webhookId(input.jobId, input.event);
+  return {
+    'content-type': 'application/json',
+    'user-agent': 'workflow-run-api-webhooks/1.0',
+    'x-service-event': input.event,
+    'webhook-id': id,
+    'webhook-timestamp': String(input.nowSeconds),
+    ...(input.secret
+      ? {
+          'x-service-signature': signatureHeader(input.rawBody, input.secret),
+          'webhook-signature': standardWebhookSignature(id, input.nowSeconds, input.rawBody, input.secret),
+        }
+      : {}),
+  };
+};

@@ -1,0 +1,212 @@
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders } from 'node:https';
+import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import type { SQSRecord } from 'aws-lambda';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  retryDelaySeconds,
+  signatureHeader,
+  standardWebhookSignature,
+  verifySignature,
+  webhookId,
+} from '../functions/domain/webhook.ts';
+import { deliverWebhook, type WebhookOptions } from '../functions/workers/webhook-delivery.ts';
+import { buildOpenApiDocument } from '../schemas/openapi.ts';
+import {
+  call,
+  createWorkflow,
+  seedTeam,
+  startTestStack,
+  startWorkers,
+  type TestStack,
+  waitForRun,
+} from './support/stack.ts';
+
+const ca = readFileSync(new URL('./fixtures/receiver-cert.pem', import.meta.url));
+const options: WebhookOptions = { fetchOptions: { allowLoopback: true, ca } };
+
+interface Received {
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** A local https receiver answering with the statuses queued in `replies` (then 200). */
+const startReceiver = async (replies: number[] = []) => {
+  const received: Received[] = [];
+  const server = createServer(
+    { key: readFileSync(new URL('./fixtures/receiver-key.pem', import.meta.url)), cert: ca },
+    (req, res) => {
+      let body = '';
+      req.on('data', (c) => {
+        body += c;
+      });
+      req.on('end', () => {
+        received.push({ headers: req.headers, body });
+        const status = replies.shift() ?? 200;
+        res.writeHead(status, status === 302 ? { location: 'https://127.0.0.1:1/elsewhere' } : {});
+        res.end('ok');
+      });
+    },
+  );
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return { url: `https://127.0.0.1:${port}/hook`, received, close: () => new Promise((r) => server.close(r)) };
+};
+
+let stack: TestStack;
+let workers: { stop(): Promise<void> };
+beforeAll(async () => {
+  stack = await startTestStack();
+  workers = await startWorkers(stack);
+});
+afterAll(async () => {
+  await workers.stop();
+  await stack.close();
+});
+
+/** Takes the webhook job off the queue as an SQS record, as the event source would hand it over. */
+const receiveJob = async (): Promise<SQSRecord> => {
+  for (let i = 0; i < 50; i++) {
+    const { Messages = [] } = await stack.deps.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: stack.deps.queueUrls.webhooks,
+        WaitTimeSeconds: 1,
+        MessageSystemAttributeNames: ['All'],
+      }),
+    );
+    const [m] = Messages;
+    if (m) {
+      return {
+        messageId: m.MessageId ?? '',
+        receiptHandle: m.ReceiptHandle ?? '',
+        body: m.Body ?? '',
+        attributes: { ApproximateReceiveCount: m.Attributes?.ApproximateReceiveCount ?? '1' },
+      } as unknown as SQSRecord;
+    }
+  }
+  throw new Error('no webhook job');
+};
+
+const runWithCallback = async (callbackUrl: string, callbackSecret?: string) => {
+  const team = await seedTeam(stack.deps);
+  const workflowId = await createWorkflow(stack, team);
+  const started = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, {
+    key: team.key,
+    method: 'POST',
+    body: { callbackUrl, ...(callbackSecret ? { callbackSecret } : {}) },
+  });
+  expect(started.status).toBe(200);
+  const jobId = started.body.jobId as string;
+  await waitForRun(stack, team.key, jobId);
+  return { team, jobId };
+};
+
+describe('webhook signing (pure)', () => {
+  it('signs the exact raw body and verifies in constant time', () => {
+    fc.assert(
+      fc.property(fc.string(), fc.string({ minLength: 1 }), (body, secret) => {
+        const header = signatureHeader(body, secret);
+        expect(header).toMatch(/^sha256=[0-9a-f]{64}$/);
+        expect(verifySignature(body, header, secret)).toBe(true);
+        expect(verifySignature(`${body} `, header, secret)).toBe(false);
+        expect(verifySignature(body, header, `${secret}x`)).toBe(false);
+      }),
+    );
+  });
+
+  it('waits 2, 4, 8, 16 minutes between attempts, never more than an hour', () => {
+    expect([1, 2, 3, 4].map(retryDelaySeconds)).toEqual([120, 240, 480, 960]);
+    expect(retryDelaySeconds(10)).toBe(3600);
+  });
+});
+
+describe('the run-finished webhook (spec 6)', () => {
+  it('POSTs the Run plus event, signed both ways, with a stable webhook-id', async () => {
+    const receiver = await startReceiver();
+    try {
+      const { team, jobId } = await runWithCallback(receiver.url, 's3cret');
+      await deliverWebhook(stack.deps, await receiveJob(), options);
+      expect(receiver.received).toHaveLength(1);
+      const [{ headers, body }] = receiver.received as [Received];
+      const parsed = JSON.parse(body);
+      const run = await call(stack.baseUrl, `/runs/${jobId}`, { key: team.key });
+      expect(parsed).toMatchObject({ event: 'run.completed', jobId, status: 'completed', progress: 100 });
+      expect(parsed.steps).toEqual(run.body.steps);
+      const { expectValidResponse } = await import('./support/openapi-validator.ts');
+      const { event: _event, ...asRun } = parsed;
+      expectValidResponse(buildOpenApiDocument(), { method: 'GET', path: `/runs/${jobId}`, status: 200, body: asRun });
+      expect(headers['x-service-event']).toBe('run.completed');
+      expect(headers['x-service-signature']).toBe(signatureHeader(body, 's3cret'));
+      expect(headers['webhook-id']).toBe(webhookId(jobId, 'run.completed'));
+      expect(headers['webhook-signature']).toBe(
+        standardWebhookSignature(headers['webhook-id'] as string, Number(headers['webhook-timestamp']), body, 's3cret'),
+      );
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('sends no signature without a secret, and sends run.failed for a failed run', async () => {
+    const receiver = await startReceiver();
+    try {
+      const team = await seedTeam(stack.deps);
+      const workflowId = await createWorkflow(stack, team, [
+        { key: 'data', type: 'JsonLoader', config: { data: '{broken' } },
+        { key: 'show', type: 'JsonInspector', inputs: ['data'] },
+      ]);
+      const started = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, {
+        key: team.key,
+        method: 'POST',
+        body: { callbackUrl: receiver.url },
+      });
+      await waitForRun(stack, team.key, started.body.jobId as string);
+      await deliverWebhook(stack.deps, await receiveJob(), options);
+      const [{ headers, body }] = receiver.received as [Received];
+      expect(headers['x-service-event']).toBe('run.failed');
+      expect(headers['x-service-signature']).toBeUndefined();
+      expect(JSON.parse(body)).toMatchObject({ event: 'run.failed', status: 'failed' });
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('retries a non-2xx or a redirect (not followed), and delivers once it succeeds, never twice', async () => {
+    const receiver = await startReceiver([500, 302]);
+    try {
+      await runWithCallback(receiver.url, 'k');
+      const first = await receiveJob();
+      await expect(deliverWebhook(stack.deps, first, options)).rejects.toThrow('HTTP 500');
+      await expect(deliverWebhook(stack.deps, first, options)).rejects.toThrow('HTTP 302');
+      await deliverWebhook(stack.deps, first, options);
+      await deliverWebhook(stack.deps, first, options); // a duplicate delivery of the job is skipped
+      expect(receiver.received).toHaveLength(3);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('refuses loopback receivers unless the local-development switch is on', async () => {
+    const receiver = await startReceiver();
+    try {
+      await runWithCallback(receiver.url);
+      const job = await receiveJob();
+      await expect(deliverWebhook(stack.deps, job, { fetchOptions: { allowLoopback: false, ca } })).rejects.toThrow();
+      expect(receiver.received).toHaveLength(0);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('refuses a callbackUrl that is not https at the start', async () => {
+    const team = await seedTeam(stack.deps);
+    const workflowId = await createWorkflow(stack, team);
+    const response = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, {
+      key: team.key,
+      method: 'POST',
+      body: { callbackUrl: 'http://example.com/hook' },
+    });
+    expect(response).toMatchObject({ status: 422, body: { error: 'callbackUrl must be a valid https:// URL' } });
+  });
+});
