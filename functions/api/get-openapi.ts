@@ -1,5 +1,5 @@
 import { buildOpenApiDocument } from '../../schemas/openapi.ts';
-import { publicHandler } from '../http/api-handler.ts';
+import { publicHandler } from '../http/public-handler.ts';
 import { json } from '../http/response.ts';
 
 /** GET /openapi.json (spec 4.7): the API description, no key needed. Built once per cold start. */

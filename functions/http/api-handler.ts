@@ -26,11 +26,3 @@ export const keyedHandler = (deps: Deps, scope: Scope, fn: (event: Event, auth: 
       logger.appendKeys({ teamId: auth.teamId });
       return fn(event, auth);
     });
-
-/** An unauthenticated handler with the same error mapping (only GET /openapi.json). */
-export const publicHandler = (fn: (event: Event) => Promise<HttpResult>) =>
-  middy<Event, HttpResult, Error, Context>()
-    .onError(async (request) => {
-      request.response = errorResponse(request.error, request.event.requestContext.requestId);
-    })
-    .handler(fn);

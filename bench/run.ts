@@ -1,0 +1,359 @@
+/**
+ * `npm run bench`: performance figures of the local stack and the Lambda bundles, each printed
+ * beside its target, then a summary table and the list of missed targets. Exits 0 once the figures
+ * are printed, whether or not targets are met (non-zero only when the bench itself cannot run).
+ * See bench/README.md.
+ *
+ * Env: BENCH_SECONDS (default 10) per measured load phase, BENCH_WARMUP_SECONDS (default 10),
+ * BENCH_SOAK_SECONDS (default 60).
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, rmSync } from 'node:fs';
+import { availableParallelism, loadavg } from 'node:os';
+import { join, resolve } from 'node:path';
+import { hashApiKey } from '../functions/domain/api-key.ts';
+import { apiKeyKey, teamPartition } from '../functions/store/keys.ts';
+import { routes } from '../lib/routes.ts';
+import { workers } from '../lib/workers.ts';
+import { startDynamoDb, startSqsS3 } from '../local/emulators.ts';
+import { localDeps } from '../local/local-deps.ts';
+import { provision } from '../local/provision.ts';
+import type { ServerStats } from './api-server.ts';
+import { type BuiltBundle, buildBundle, coldImportMs } from './bundles.ts';
+import { floorOperations, type LoopResult, runLoops } from './floor.ts';
+import { type LoadResult, runLoad } from './load.ts';
+import { seedBenchTeam } from './seed.ts';
+import { type ServerProcess, startServerProcess } from './server-process.ts';
+import { kb, type LatencySummary, mb, ms, perSecond, summarize, Targets } from './stats.ts';
+
+const seconds = (name: string, fallback: number) => {
+  const value = Number(process.env[name]);
+  return Number.isFinite(value) && value > 0 ? value : fallback;
+};
+const phaseSeconds = seconds('BENCH_SECONDS', 10);
+const warmupSeconds = seconds('BENCH_WARMUP_SECONDS', 10);
+const soakSeconds = seconds('BENCH_SOAK_SECONDS', 60);
+const connections = 10;
+/** Each measured phase is split into this many rounds, floor and HTTP taking turns. */
+const rounds = 5;
+const workflowCount = 20;
+const sequentialCountRequests = 50;
+const coldImportRuns = 5;
+const soakRate = 50;
+
+const repoRoot = resolve(import.meta.dirname, '..');
+const outDir = join(repoRoot, 'bench', '.out');
+const bundlesDir = join(outDir, 'bundles');
+const stateDir = join(outDir, 'state');
+
+const targets = new Targets();
+const cleanups: (() => Promise<void> | void)[] = [];
+const cleanUp = async () => {
+  while (cleanups.length > 0) {
+    try {
+      await cleanups.pop()?.();
+    } catch (error) {
+      console.error('cleanup failed:', error);
+    }
+  }
+};
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    console.error(`\n${signal}: cleaning up`);
+    void cleanUp().finally(() => process.exit(130));
+  });
+}
+
+const heading = (text: string) => console.log(`\n== ${text}`);
+const line = (label: string, value: string) => console.log(`  ${label.padEnd(58)} ${value}`);
+const latencyLine = (label: string, s: LatencySummary) =>
+  line(
+    label,
+    `${perSecond(s.rps).padStart(12)}   p50 ${ms(s.p50).padStart(9)}   p99 ${ms(s.p99).padStart(9)}   n=${s.count}`,
+  );
+const ratio = (v: number) => v.toFixed(2);
+const failures = (r: LoadResult) => r.errors + r.non2xx;
+const statusText = (r: LoadResult) =>
+  Object.entries(r.statusCounts)
+    .map(([code, count]) => `${code}×${count}`)
+    .join(' ');
+const summarizeRun = (r: { latencies: number[]; elapsedMs: number }) => summarize(r.latencies, r.elapsedMs);
+
+/** Accumulates the rounds of one measurement into one result. */
+const merged = <T extends LoopResult | LoadResult>(parts: T[]): T => {
+  const [first, ...rest] = parts;
+  if (!first) throw new Error('no rounds');
+  const out = structuredClone(first);
+  for (const part of rest) {
+    out.latencies.push(...part.latencies);
+    out.errors += part.errors;
+    out.elapsedMs += part.elapsedMs;
+    if ('non2xx' in out && 'non2xx' in part) {
+      out.non2xx += part.non2xx;
+      for (const [code, count] of Object.entries(part.statusCounts)) {
+        out.statusCounts[Number(code)] = (out.statusCounts[Number(code)] ?? 0) + count;
+      }
+    }
+  }
+  return out;
+};
+
+const benchBundles = async () => {
+  heading(`Lambda bundles: lib/bundling.ts options via esbuild; cold import = median of ${coldImportRuns} fresh node`);
+  rmSync(bundlesDir, { recursive: true, force: true });
+  cleanups.push(() => rmSync(bundlesDir, { recursive: true, force: true }));
+  const functions = [...routes, ...workers].map((f) => ({ id: f.id, entry: f.entry }));
+  const built: BuiltBundle[] = [];
+  for (const fn of functions) built.push(await buildBundle(repoRoot, bundlesDir, fn));
+  for (const bundle of built) {
+    console.log(`  ${bundle.id} (${bundle.entry})`);
+    line(
+      '  size, minified, without source map',
+      targets.check(`${bundle.id} bundle size`, bundle.bytes, '<=', 250 * 1024, kb),
+    );
+    const coldMs = await coldImportMs(bundle.file, coldImportRuns, '--enable-source-maps');
+    line(
+      '  cold import, NODE_OPTIONS=--enable-source-maps (as deployed)',
+      targets.check(`${bundle.id} cold import`, coldMs, '<=', 80, ms),
+    );
+    line(
+      '  cold import without source maps (for comparison)',
+      ms(await coldImportMs(bundle.file, coldImportRuns, '')).padStart(12),
+    );
+    if (bundle.externalImports.length > 0) {
+      const externalsMs = await coldImportMs(bundle.file, coldImportRuns, '', bundle.externalImports);
+      line(`  import of its externals alone (${bundle.externalImports.join(', ')})`, ms(externalsMs).padStart(12));
+    }
+    console.log(
+      `      source map ${kb(bundle.mapBytes)}; largest inputs: ${bundle.largestInputs.map((i) => `${i.path} ${kb(i.bytes)}`).join(', ')}`,
+    );
+  }
+};
+
+const benchHttp = async (server: ServerProcess, key: string, floor: ReturnType<typeof floorOperations>) => {
+  const listUrl = `${server.baseUrl}/workflows`;
+  const openApiUrl = `${server.baseUrl}/openapi.json`;
+  const headers = { authorization: `Bearer ${key}` };
+  const chunkSeconds = phaseSeconds / rounds;
+  const chunkMs = chunkSeconds * 1000;
+
+  heading(`Warm-up ${warmupSeconds} s (DynamoDB Local's JIT takes ~10 s to settle; not measured)`);
+  const warmupChunk = (warmupSeconds * 1000) / 3;
+  await runLoops(floor.threeCalls, { concurrency: connections, durationMs: warmupChunk });
+  await runLoad({ url: listUrl, connections, duration: warmupChunk / 1000, headers });
+  await runLoops(floor.getItem, { concurrency: 1, durationMs: warmupChunk / 2 });
+  await runLoad({ url: openApiUrl, connections, duration: warmupChunk / 2000 });
+
+  heading(`DynamoDB calls per authenticated GET /workflows (${sequentialCountRequests} sequential requests)`);
+  const before = await server.stats();
+  for (let i = 0; i < sequentialCountRequests; i++) {
+    const response = await fetch(listUrl, { headers });
+    await response.arrayBuffer();
+    if (response.status !== 200) throw new Error(`GET /workflows answered ${response.status}`);
+  }
+  const after = await server.stats();
+  const callsPerRequest = (after.ddbCalls - before.ddbCalls) / sequentialCountRequests;
+  line(
+    'calls per request (SDK middleware on the server client)',
+    targets.check('DynamoDB calls per GET /workflows', callsPerRequest, '<=', 3, ratio),
+  );
+
+  heading(`Sequential: 1 connection vs 1 loop, ${phaseSeconds} s each in ${rounds} interleaved rounds`);
+  const getItemParts: LoopResult[] = [];
+  const floorParts: LoopResult[] = [];
+  const listParts: LoadResult[] = [];
+  const server0 = await server.stats();
+  const inServer = { requests: 0, serverMs: 0, ddbMs: 0 };
+  for (let r = 0; r < rounds; r++) {
+    getItemParts.push(await runLoops(floor.getItem, { concurrency: 1, durationMs: chunkMs }));
+    floorParts.push(await runLoops(floor.threeCalls, { concurrency: 1, durationMs: chunkMs }));
+    const s0: ServerStats = r === 0 ? server0 : await server.stats();
+    listParts.push(await runLoad({ url: listUrl, connections: 1, duration: chunkSeconds, headers }));
+    const s1 = await server.stats();
+    inServer.requests += s1.requests - s0.requests;
+    inServer.serverMs += s1.serverMs - s0.serverMs;
+    inServer.ddbMs += s1.ddbMs - s0.ddbMs;
+  }
+  const getItemSeq = summarizeRun(merged(getItemParts));
+  const floorSeq = summarizeRun(merged(floorParts));
+  const listSeqRun = merged(listParts);
+  const listSeq = summarizeRun(listSeqRun);
+  latencyLine('floor: bare GetItem', getItemSeq);
+  latencyLine('floor: GetItem + UpdateItem ADD + Query, back to back', floorSeq);
+  latencyLine('GET /workflows', listSeq);
+  line(
+    'GET /workflows errors + non-2xx',
+    targets.check('GET /workflows failures (1 conn)', failures(listSeqRun), '==', 0, String),
+  );
+  if (failures(listSeqRun) > 0) line('  statuses', statusText(listSeqRun));
+  line(
+    'ratio GET /workflows p50 / floor p50',
+    targets.check('p50 ratio to floor (1 conn)', listSeq.p50 / floorSeq.p50, '<=', 1.3, ratio),
+  );
+  const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / Math.max(1, values.length);
+  const clientMean = mean(listSeqRun.latencies);
+  const serverMean = inServer.serverMs / Math.max(1, inServer.requests);
+  const ddbMean = inServer.ddbMs / Math.max(1, inServer.requests);
+  console.log('  where one sequential GET /workflows spends its time (means):');
+  line('    client-observed (autocannon)', ms(clientMean).padStart(12));
+  line('    HTTP client + loopback + Node HTTP server', ms(clientMean - serverMean).padStart(12));
+  line('    in the server, request → response finish', ms(serverMean).padStart(12));
+  line('      the 3 DynamoDB sends (SDK + DynamoDB Local)', ms(ddbMean).padStart(12));
+  line('      the rest: event mapping, middy, auth, sort, JSON, logger', ms(serverMean - ddbMean).padStart(12));
+  line('    for comparison: floor mean of the 3 bare calls', ms(mean(merged(floorParts).latencies)).padStart(12));
+
+  heading(
+    `Concurrent: ${connections} connections vs ${connections} loops, ${phaseSeconds} s each in ${rounds} interleaved rounds`,
+  );
+  const floorConcParts: LoopResult[] = [];
+  const listConcParts: LoadResult[] = [];
+  for (let r = 0; r < rounds; r++) {
+    floorConcParts.push(await runLoops(floor.threeCalls, { concurrency: connections, durationMs: chunkMs }));
+    listConcParts.push(await runLoad({ url: listUrl, connections, duration: chunkSeconds, headers }));
+  }
+  const floorConc = summarizeRun(merged(floorConcParts));
+  const listRun = merged(listConcParts);
+  const list = summarizeRun(listRun);
+  latencyLine('floor: GetItem + UpdateItem ADD + Query, back to back', floorConc);
+  latencyLine('GET /workflows', list);
+  line(
+    'GET /workflows errors + non-2xx',
+    targets.check(`GET /workflows failures (${connections} conns)`, failures(listRun), '==', 0, String),
+  );
+  if (failures(listRun) > 0) line('  statuses', statusText(listRun));
+  line(
+    'ratio GET /workflows p50 / floor p50',
+    targets.check(`p50 ratio to floor (${connections} conns)`, list.p50 / floorConc.p50, '<=', 1.3, ratio),
+  );
+  const openApiRun = await runLoad({ url: openApiUrl, connections, duration: phaseSeconds });
+  const openApi = summarizeRun(openApiRun);
+  latencyLine('GET /openapi.json (no DynamoDB; one block)', openApi);
+  line(
+    'GET /openapi.json errors + non-2xx',
+    targets.check(`GET /openapi.json failures (${connections} conns)`, failures(openApiRun), '==', 0, String),
+  );
+  if (failures(openApiRun) > 0) line('  statuses', statusText(openApiRun));
+};
+
+const benchSoak = async (server: ServerProcess, key: string) => {
+  heading(`Soak: GET /workflows at ${soakRate} req/s for ${soakSeconds} s, fresh server alone in its own process`);
+  let sampledPeak = 0;
+  const sample = async () => {
+    const rss = server.procMemory()?.rss ?? (await server.stats()).rss;
+    sampledPeak = Math.max(sampledPeak, rss);
+  };
+  await sample();
+  const memoryLine = (at: string, m: ServerStats) =>
+    line(`  ${at}`, `rss ${mb(m.rss)}, heap used ${mb(m.heapUsed)} of ${mb(m.heapTotal)}, external ${mb(m.external)}`);
+  const liveAtStart = (await server.stats({ gc: true })).heapUsed;
+  console.log('  server memory over time:');
+  memoryLine('start', await server.stats());
+  const started = Date.now();
+  const sampler = setInterval(() => void sample().catch(() => undefined), 500);
+  const reporter = setInterval(
+    () =>
+      void server
+        .stats()
+        .then((m) => memoryLine(`${Math.round((Date.now() - started) / 1000)} s`, m))
+        .catch(() => undefined),
+    Math.max(5, soakSeconds / 6) * 1000,
+  );
+  const run = await runLoad({
+    url: `${server.baseUrl}/workflows`,
+    connections,
+    duration: soakSeconds,
+    overallRate: soakRate,
+    headers: { authorization: `Bearer ${key}` },
+  }).finally(() => {
+    clearInterval(sampler);
+    clearInterval(reporter);
+  });
+  await sample();
+  memoryLine('end', await server.stats());
+  const liveAtEnd = (await server.stats({ gc: true })).heapUsed;
+  line('live heap after a full GC, start → end (growth = leak)', `${mb(liveAtStart)} → ${mb(liveAtEnd)}`);
+  const peak = Math.max(sampledPeak, server.procMemory()?.peak ?? 0);
+  const summary = summarizeRun(run);
+  line('errors + non-2xx', targets.check('soak failures', failures(run), '==', 0, String));
+  if (failures(run) > 0) line('  statuses', statusText(run));
+  line('achieved rate (2xx responses / wall time)', `${summary.rps.toFixed(1).padStart(12)}   asked ${soakRate} req/s`);
+  line('latency', `p50 ${ms(summary.p50)}   p99 ${ms(summary.p99)}`);
+  line(
+    'server peak RSS (VmHWM; else sampled every 0.5 s)',
+    targets.check('soak peak server RSS', peak, '<', 300 * 1024 * 1024, mb),
+  );
+};
+
+const main = async () => {
+  console.log(`Workflow Run API bench: Node ${process.version}, ${new Date().toISOString()}, ${machineLoad()}`);
+  mkdirSync(stateDir, { recursive: true });
+  await benchBundles();
+
+  heading('Local stack: in-memory DynamoDB Local + fauxqs on free loopback ports');
+  const dynamo = await startDynamoDb({ stateDir });
+  cleanups.push(() => dynamo.stop());
+  const sqsS3 = await startSqsS3({});
+  cleanups.push(() => sqsS3.stop());
+  const resources = await provision({
+    prefix: `bench${randomUUID().slice(0, 8)}`,
+    dynamoDbEndpoint: dynamo.endpoint,
+    sqsS3Endpoint: sqsS3.endpoint,
+  });
+  const deps = localDeps(resources);
+  cleanups.push(() => {
+    deps.ddb.destroy();
+    deps.sqs.destroy();
+    deps.s3.destroy();
+  });
+  const team = await seedBenchTeam(deps, workflowCount);
+  line('DynamoDB Local', dynamo.endpoint);
+  line('table', `${resources.tableName}: a team with ${workflowCount} workflows, key limit 1,000,000/min`);
+  const floor = floorOperations(deps, {
+    apiKeyPk: apiKeyKey(hashApiKey(team.key)).PK,
+    teamPk: teamPartition(team.teamId),
+  });
+
+  const server = await startServerProcess(resources);
+  cleanups.push(() => server.stop());
+  line('API server (child process)', `${server.baseUrl} pid ${server.pid}`);
+  await benchHttp(server, team.key, floor);
+  await server.stop();
+
+  // --expose-gc only lets the bench ask for a full collection before reading the live heap.
+  const soakServer = await startServerProcess(resources, { exposeGc: true });
+  cleanups.push(() => soakServer.stop());
+  await benchSoak(soakServer, team.key);
+};
+
+/** Timings are only as good as the machine is quiet: print what else was running. */
+const machineLoad = () =>
+  `${availableParallelism()} CPUs, load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`;
+
+const printSummary = () => {
+  heading(`Summary (${machineLoad()} at the end)`);
+  const width = Math.max(0, ...targets.results.map((r) => r.name.length));
+  for (const r of targets.results) {
+    console.log(
+      `  ${r.name.padEnd(width)}  ${r.shown.padStart(12)}  ${r.target.padEnd(12)}  ${r.met ? 'ok' : 'MISSED'}`,
+    );
+  }
+  const missed = targets.missed;
+  if (missed.length === 0) console.log('\nAll targets met.');
+  else {
+    console.log(`\nMISSED ${missed.length} of ${targets.results.length} targets:`);
+    for (const r of missed) console.log(`  MISSED  ${r.name}: ${r.shown} (target ${r.target})`);
+  }
+};
+
+try {
+  await main();
+  printSummary();
+} catch (error) {
+  printSummary();
+  console.error('\nbench failed:', error);
+  process.exitCode = 1;
+} finally {
+  await cleanUp();
+}
