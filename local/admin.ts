@@ -4,6 +4,7 @@ import type { Deps } from '../functions/deps.ts';
 import { toCredits, toHundredths } from '../functions/domain/credits.ts';
 import { currentMultiplier, isValidMultiplier, parseSchedule } from '../functions/domain/price.ts';
 import { createApiKey, listApiKeys, revokeApiKey } from '../functions/store/api-keys.ts';
+import { getConnections, isValidSecretRef, removeConnection, setConnection } from '../functions/store/connections.ts';
 import { listWaitingDeferredRuns } from '../functions/store/deferred-runs.ts';
 import { getPriceSettings, setHourlySchedule, setLiveMultiplier } from '../functions/store/price.ts';
 import {
@@ -40,6 +41,10 @@ export const usage = `Usage: npm run admin -- <command> [flags] [--json]
   price set --multiplier M          (M > 0; "none" clears it so the schedule applies)
   price schedule --file F           (JSON: {"hours": {"0-6": 0.5, "7-22": 1, "23": 0.7}}, UTC hours)
   price show
+  connection set --team T --key K --secret-ref env:NAME [--endpoint URL]
+                                    the team's own key for a provider or integration (by reference)
+  connection remove --team T --key K
+  connection list --team T
   dispatch                          run one deferred-run dispatcher tick now; prints what it moved
   deferred list --team T            waiting deferred runs with their multiplier and expiry
 
@@ -74,6 +79,8 @@ const flagOptions = {
   key: { type: 'string' },
   multiplier: { type: 'string' },
   file: { type: 'string' },
+  'secret-ref': { type: 'string' },
+  endpoint: { type: 'string' },
 } as const;
 
 type Flags = { [K in keyof typeof flagOptions]?: (typeof flagOptions)[K]['type'] extends 'boolean' ? boolean : string };
@@ -269,6 +276,28 @@ const dispatch = async (command: string, flags: Flags, deps: Deps): Promise<Reco
     }
     case 'price show':
       return priceView(deps);
+    case 'connection set': {
+      const teamId = required(flags, 'team');
+      const secretRef = required(flags, 'secret-ref');
+      if (!isValidSecretRef(secretRef)) throw new UsageError('--secret-ref must be env:<VARIABLE_NAME>');
+      if (!(await getTeam(deps, teamId))) return notFound('team', teamId);
+      const key = required(flags, 'key');
+      await setConnection(deps, teamId, key, { secretRef, ...(flags.endpoint ? { endpoint: flags.endpoint } : {}) });
+      return { teamId, key, secretRef };
+    }
+    case 'connection remove': {
+      const teamId = required(flags, 'team');
+      const key = required(flags, 'key');
+      try {
+        await removeConnection(deps, teamId, key);
+      } catch (error) {
+        if ((error as Error).name === 'ConditionalCheckFailedException') return notFound('connection', key);
+        throw error;
+      }
+      return { teamId, key, removed: true };
+    }
+    case 'connection list':
+      return { connections: await getConnections(deps, required(flags, 'team')) };
     case 'dispatch': {
       const { makeHandler } = await import('../functions/workers/deferred-dispatcher.ts');
       return makeHandler(deps)();

@@ -195,7 +195,9 @@ export const startLocalApi = async (options: { deps: Deps; port: number; host: s
       send(response, 500, { 'content-type': 'application/json' }, '{"message":"Internal Server Error"}');
     }
   });
-  server.keepAliveTimeout = 5_000;
+  // Longer than clients keep idle connections, so a reused connection is never closed under them.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => resolve());

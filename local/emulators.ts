@@ -99,7 +99,7 @@ export const startDynamoDb = async (options: { port?: number; dataDir?: string; 
     rmSync(pidFile, { force: true });
   };
   const client = new DynamoDBClient({ ...localAwsConfig, endpoint, maxAttempts: 1 });
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + 90_000;
   for (;;) {
     if (child.exitCode !== null)
       throw new Error(`DynamoDB Local exited with code ${child.exitCode}: is Java 17 installed?`);
@@ -109,7 +109,7 @@ export const startDynamoDb = async (options: { port?: number; dataDir?: string; 
     } catch {
       if (Date.now() > deadline) {
         await stop();
-        throw new Error(`DynamoDB Local did not answer on ${endpoint} within 30 s`);
+        throw new Error(`DynamoDB Local did not answer on ${endpoint} within 90 s`);
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }

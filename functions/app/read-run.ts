@@ -1,37 +1,35 @@
-import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { messages } from '../../schemas/errors.ts';
 import type { Run, RunFile } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { NotFoundError } from '../domain/errors.ts';
-import type { StoredFile } from '../domain/executors/types.ts';
+import { isStoredFile } from '../domain/executors/types.ts';
 import { type RunRecord, runView, type StepRecord } from '../domain/run-view.ts';
 import type { Canvas } from '../domain/workflow-graph.ts';
+import { isTeamObject, presignTeamFile } from '../store/files.ts';
 import { canvasKey } from '../store/keys.ts';
 import { readRunPartition } from '../store/runs.ts';
 
 /** File URLs are signed for two hours (spec 2.3), fresh at every read. */
 export const fileUrlSeconds = 2 * 3600;
 
-const isStoredFile = (value: unknown): value is StoredFile =>
-  typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'file' && 'key' in value;
-
-/** Replaces every stored file inside a result with the spec's file object and a fresh signed URL. */
-const presignFiles = async (deps: Deps, value: unknown): Promise<unknown> => {
+/**
+ * Replaces every stored file inside a result with the spec's file object and a fresh signed URL.
+ * Only the team's own objects are signed: a look-alike file object in user data reads unavailable.
+ */
+const presignFiles = async (deps: Deps, teamId: string, value: unknown): Promise<unknown> => {
   if (isStoredFile(value)) {
-    if (value.availability !== 'ready') {
+    if (value.availability !== 'ready' || !isTeamObject(teamId, value.key)) {
+      const availability = value.availability === 'processing' ? 'processing' : 'unavailable';
       return {
-        availability: value.availability,
+        availability,
         url: null,
         contentType: value.contentType ?? null,
         bytes: null,
         expiresAt: null,
       } satisfies RunFile;
     }
-    const url = await getSignedUrl(deps.s3, new GetObjectCommand({ Bucket: deps.bucket, Key: value.key }), {
-      expiresIn: fileUrlSeconds,
-    });
+    const url = await presignTeamFile(deps, teamId, value.key, fileUrlSeconds);
     const expiresAt = new Date(deps.now().getTime() + fileUrlSeconds * 1000).toISOString();
     return {
       availability: 'ready',
@@ -41,10 +39,10 @@ const presignFiles = async (deps: Deps, value: unknown): Promise<unknown> => {
       expiresAt,
     } satisfies RunFile;
   }
-  if (Array.isArray(value)) return Promise.all(value.map((v) => presignFiles(deps, v)));
+  if (Array.isArray(value)) return Promise.all(value.map((v) => presignFiles(deps, teamId, v)));
   if (value && typeof value === 'object') {
     const entries = await Promise.all(
-      Object.entries(value).map(async ([k, v]) => [k, await presignFiles(deps, v)] as const),
+      Object.entries(value).map(async ([k, v]) => [k, await presignFiles(deps, teamId, v)] as const),
     );
     return Object.fromEntries(entries);
   }
@@ -76,8 +74,9 @@ export const readRun = async (deps: Deps, teamId: string | null, jobId: string):
     if ((item.SK as string).startsWith('STEP#')) steps.set(item.nodeId as string, item as unknown as StepRecord);
   const canvas = await canvasOf(deps, run.workflowId as string);
   const view = runView(run as unknown as RunRecord, steps, canvas);
+  const owner = run.teamId as string;
   const output = await Promise.all(
-    view.output.map(async (o) => ({ ...o, result: await presignFiles(deps, o.result) })),
+    view.output.map(async (o) => ({ ...o, result: await presignFiles(deps, owner, o.result) })),
   );
   return { ...view, output };
 };

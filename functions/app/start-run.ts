@@ -12,6 +12,7 @@ import {
   ServiceUnavailableError,
   UnprocessableError,
 } from '../domain/errors.ts';
+import { checkApiIntegration } from '../domain/providers/registry.ts';
 import { admitRun, estimateRun, type RunEstimate, refusalBody, spendMonth } from '../domain/run-pricing.ts';
 import { apiInputKeys, rootNodeIds, validateCanvas } from '../domain/workflow-graph.ts';
 import type { AuthContext } from '../http/authenticate.ts';
@@ -19,6 +20,7 @@ import { issuePath, readJsonBody } from '../http/body.ts';
 import { logger } from '../http/logger.ts';
 import { type HttpResult, json } from '../http/response.ts';
 import type { ApiKeyRecord } from '../store/api-keys.ts';
+import { getConnections } from '../store/connections.ts';
 import { createDeferredRun } from '../store/deferred-runs.ts';
 import { findIdempotentAnswer } from '../store/idempotency.ts';
 import {
@@ -109,6 +111,9 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
       }
       throw error;
     }
+    const barred = checkApiIntegration(workflow.canvas, new Set(facts.connectionKeys));
+    if (barred)
+      throw new UnprocessableError({ error: barred.message, providers: barred.providers, level: barred.level });
     const refusal = admitRun(estimate, facts);
     if (refusal) throw new PaymentRequiredError(refusalBody(refusal, now));
     try {
@@ -181,6 +186,12 @@ export const startRunFor = async (
         };
   try {
     if (request.defer) {
+      const barred = checkApiIntegration(
+        workflow.canvas,
+        new Set(Object.keys(await getConnections(deps, auth.teamId))),
+      );
+      if (barred)
+        throw new UnprocessableError({ error: barred.message, providers: barred.providers, level: barred.level });
       const deferredJobId = deps.newId();
       const body = { deferred: true, deferredJobId, workflowId: workflow.workflowId };
       await createDeferredRun(deps, {

@@ -1,6 +1,7 @@
-import type { GeneratedBy, Licence, Run, RunOutput, RunStep } from '../../schemas/runs.ts';
+import type { GeneratedBy, Run, RunOutput, RunStep } from '../../schemas/runs.ts';
 import { getNodeSpec } from './catalogue/index.ts';
 import type { ModelUse } from './executors/types.ts';
+import { combineLicences, type LicenceModel, stampLicenceModel } from './licence.ts';
 import { ancestry } from './run-graph.ts';
 import { type Canvas, terminalNodeIds, topologicalOrder } from './workflow-graph.ts';
 
@@ -27,6 +28,8 @@ export interface StepRecord {
   error?: string;
   outputs?: Record<string, unknown>;
   model?: ModelUse | null;
+  /** The model's licence as it stood when the step ran (stamped by the executor). */
+  licence?: LicenceModel | null;
   startedAt?: string;
 }
 
@@ -60,12 +63,7 @@ export interface ModelLineage extends ModelUse {
   stampedAt: string;
 }
 
-export const runView = (
-  run: RunRecord,
-  steps: ReadonlyMap<string, StepRecord>,
-  canvas: Canvas,
-  licenceFor: (models: ModelLineage[]) => Licence | undefined = () => undefined,
-): Run => {
+export const runView = (run: RunRecord, steps: ReadonlyMap<string, StepRecord>, canvas: Canvas): Run => {
   const order = topologicalOrder(canvas);
   const typeOf = new Map(canvas.nodes.map((n) => [n.id, n.type]));
   const stepsView: RunStep[] = order.map((nodeId) => {
@@ -88,7 +86,13 @@ export const runView = (
       const model = modelOf(canvas, id, steps.get(id));
       return model ? [{ nodeId: id, ...model, stampedAt: steps.get(id)?.startedAt ?? new Date(0).toISOString() }] : [];
     });
-    const licence = lineage.length > 0 ? licenceFor(lineage) : undefined;
+    const licence = combineLicences(
+      lineage.map(
+        (m) =>
+          steps.get(m.nodeId)?.licence ??
+          stampLicenceModel({ nodeId: m.nodeId, provider: m.provider, model: m.model, stampedAt: m.stampedAt }),
+      ),
+    );
     const generatedBy: GeneratedBy[] = lineage.map((m) => ({
       node_id: m.nodeId,
       provider: m.provider,

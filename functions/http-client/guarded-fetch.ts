@@ -83,7 +83,7 @@ const systemResolve = async (hostname: string): Promise<ResolvedAddress[]> => {
   return answers.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
 };
 
-/** Resolves `hostname` and vets every address; the first vetted address is the one to use. */
+/** Resolves `hostname` and vets every address; the one to connect to is the first IPv4 one, else the first. */
 const vet = async (
   hostname: string,
   options: GuardedFetchOptions,
@@ -108,7 +108,8 @@ const vet = async (
     }
     loopback = false;
   }
-  return { address: addresses[0] as ResolvedAddress, loopback };
+  // IPv4 first: it reaches every network this runs on (a Lambda outside a dual-stack VPC has no IPv6).
+  return { address: addresses.find((a) => a.family === 4) ?? (addresses[0] as ResolvedAddress), loopback };
 };
 
 const readBody = (

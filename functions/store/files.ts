@@ -1,14 +1,19 @@
-import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Deps } from '../deps.ts';
 import type { StoredFile } from '../domain/executors/types.ts';
+import { aiObjectMetadata } from '../domain/media/marks.ts';
 
 /** Where a run's files live in the team's library bucket. */
 export const runFileKey = (teamId: string, jobId: string, nodeId: string, name: string) =>
   `teams/${teamId}/runs/${jobId}/${encodeURIComponent(nodeId)}/${name}`;
 
+/** A stored file belongs to the team only under its prefix: a forged key in user JSON is refused. */
+export const isTeamObject = (teamId: string, key: string) => key.startsWith(`teams/${teamId}/`) && !key.includes('..');
+
 /**
  * Stores a step's file in the library bucket; AI-made files carry the mark in their object
- * metadata (the bytes are marked by the caller, per format). A failed copy reads `unavailable`.
+ * metadata (the executors mark the bytes themselves, per format). A failed copy reads `unavailable`.
  */
 export const putRunFile = async (
   deps: Deps,
@@ -16,6 +21,13 @@ export const putRunFile = async (
   file: { name: string; contentType: string; body: Uint8Array; aiGenerated: boolean },
 ): Promise<StoredFile> => {
   const key = runFileKey(where.teamId, where.jobId, where.nodeId, file.name);
+  const stored = {
+    kind: 'file' as const,
+    key,
+    name: file.name,
+    contentType: file.contentType,
+    bytes: file.body.byteLength,
+  };
   try {
     await deps.s3.send(
       new PutObjectCommand({
@@ -23,19 +35,25 @@ export const putRunFile = async (
         Key: key,
         Body: file.body,
         ContentType: file.contentType,
-        Metadata: file.aiGenerated
-          ? { 'ai-generated': 'true', 'digital-source-type': 'trainedAlgorithmicMedia' }
-          : { 'ai-generated': 'false' },
+        Metadata: file.aiGenerated ? aiObjectMetadata() : { 'ai-generated': 'false' },
       }),
     );
-    return { kind: 'file', key, contentType: file.contentType, bytes: file.body.byteLength, availability: 'ready' };
+    return { ...stored, availability: 'ready' };
   } catch {
-    return {
-      kind: 'file',
-      key,
-      contentType: file.contentType,
-      bytes: file.body.byteLength,
-      availability: 'unavailable',
-    };
+    return { ...stored, availability: 'unavailable' };
   }
+};
+
+/** Reads a file of the team (refused outside its prefix). */
+export const readTeamFile = async (deps: Deps, teamId: string, file: StoredFile): Promise<Uint8Array> => {
+  if (!isTeamObject(teamId, file.key)) throw new Error('File is not in this team’s library');
+  const { Body } = await deps.s3.send(new GetObjectCommand({ Bucket: deps.bucket, Key: file.key }));
+  if (!Body) throw new Error('Empty object');
+  return Body.transformToByteArray();
+};
+
+/** A presigned GET of a team's file, valid `seconds` (refused outside the team's prefix). */
+export const presignTeamFile = async (deps: Deps, teamId: string, key: string, seconds: number): Promise<string> => {
+  if (!isTeamObject(teamId, key)) throw new Error('File is not in this team’s library');
+  return getSignedUrl(deps.s3, new GetObjectCommand({ Bucket: deps.bucket, Key: key }), { expiresIn: seconds });
 };

@@ -90,4 +90,7 @@ export const waitingIndexes = (deferredJobId: string, maxMultiplier: number, cre
 });
 
 /** Delivery state of one webhook event of a run (attempts, outcome). */
-export const webhookDeliveryKey = (jobId: string, event: string) => ({ PK: runPartition(jobId), SK: `WEBHOOK#${event}` });
+export const webhookDeliveryKey = (jobId: string, event: string) => ({
+  PK: runPartition(jobId),
+  SK: `WEBHOOK#${event}`,
+});

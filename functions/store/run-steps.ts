@@ -1,6 +1,7 @@
 import { TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
 import type { ModelUse } from '../domain/executors/types.ts';
+import type { LicenceModel } from '../domain/licence.ts';
 import { chargeKey, runKey, stepKey, teamKey } from './keys.ts';
 import { endRunItems, type RunLedgerState } from './run-ledger.ts';
 
@@ -86,6 +87,7 @@ export const completeStep = async (
     attempt: number;
     outputs: Record<string, unknown>;
     model: ModelUse | undefined;
+    licence: LicenceModel | undefined;
     chargeHundredths: number;
   },
 ): Promise<boolean> => {
@@ -95,12 +97,20 @@ export const completeStep = async (
     await deps.ddb.send(
       new TransactWriteCommand({
         TransactItems: [
-          stepDone(deps, run.jobId, nodeId, attempt, 'outputs = :outputs, chargeHundredths = :charge, model = :model', {
-            ':status': 'completed',
-            ':outputs': input.outputs,
-            ':charge': charge,
-            ':model': input.model ?? null,
-          }),
+          stepDone(
+            deps,
+            run.jobId,
+            nodeId,
+            attempt,
+            'outputs = :outputs, chargeHundredths = :charge, model = :model, licence = :licence',
+            {
+              ':status': 'completed',
+              ':outputs': input.outputs,
+              ':charge': charge,
+              ':model': input.model ?? null,
+              ':licence': input.licence ?? null,
+            },
+          ),
           {
             Put: {
               TableName: deps.tableName,

@@ -55,7 +55,7 @@ export const loadRunnableWorkflow = async (
 export const loadAdmissionFacts = async (
   deps: Deps,
   input: { teamId: string; projectId: string; keyId: string; month: string; monthlyCap: number | null },
-): Promise<AdmissionFacts & { hardCap: number | null }> => {
+): Promise<AdmissionFacts & { hardCap: number | null; connectionKeys: string[] }> => {
   const keys = [
     teamKey(input.teamId),
     projectKey(input.teamId, input.projectId),
@@ -72,6 +72,7 @@ export const loadAdmissionFacts = async (
     key: { monthlyCap: input.monthlyCap, spentThisMonth: (month.spentHundredths as number | undefined) ?? 0 },
     balance: (team.balance as number | undefined) ?? 0,
     hardCap,
+    connectionKeys: Object.keys((team.connections as Record<string, unknown> | undefined) ?? {}),
   };
 };
 
@@ -214,12 +215,13 @@ export const startRun = async (deps: Deps, run: NewRun): Promise<void> => {
       .CancellationReasons;
     if ((error as Error).name !== 'TransactionCanceledException' || !reasons) throw error;
     const failed = (index: number) => reasons[index]?.Code === 'ConditionalCheckFailed';
+    // A request with the same Idempotency-Key committed first (and so holds the lock): answer as it did.
+    if (run.idempotency && failed(5)) throw new IdempotencyRaceError();
     if (failed(0)) {
       throw new ConflictError({ error: messages.runInProgress, activeJobId: attr(reasons[0]?.Item?.jobId) });
     }
     if (failed(1)) throw new PaymentRequiredError({ error: messages.insufficientCredits, required: total / 100 });
     if (failed(2) || failed(3)) throw new RaceLostError();
-    if (run.idempotency && failed(5)) throw new IdempotencyRaceError();
     if (reasons.slice(extraStart).some((r) => r?.Code === 'ConditionalCheckFailed'))
       throw new ExtraConditionFailedError();
     throw error;

@@ -2,15 +2,18 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import * as v from 'valibot';
 import { stepsQueue } from '../../lib/definitions.ts';
+import { fileUrlSeconds } from '../app/read-run.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { getNodeSpec } from '../domain/catalogue/index.ts';
 import { executorFor } from '../domain/executors/index.ts';
 import { type NodeExecutor, StepFailedError } from '../domain/executors/types.ts';
+import { stampLicenceModel } from '../domain/licence.ts';
 import { type FinishedStep, planStep, predecessors, readySuccessors, successors } from '../domain/run-graph.ts';
 import { apiInputTargets, type Canvas } from '../domain/workflow-graph.ts';
 import { logger } from '../http/logger.ts';
 import { batchGet, itemFor } from '../store/batch.ts';
-import { putRunFile } from '../store/files.ts';
+import { type ConnectionRef, getConnections, resolveConnection } from '../store/connections.ts';
+import { presignTeamFile, putRunFile, readTeamFile } from '../store/files.ts';
 import { canvasKey, runKey, stepKey } from '../store/keys.ts';
 import { endRun, ledgerStateOf, queueWebhook } from '../store/run-ledger.ts';
 import { abandonStep, claimStep, completeStep, failStep, skipStep } from '../store/run-steps.ts';
@@ -116,6 +119,7 @@ export const runStep = async (deps: Deps, message: StepMessage, receiveCount: nu
   const inputKey = Object.entries(apiInputTargets(canvas)).find(([, target]) => target === node.id)?.[0];
   const runInputs = (run.inputs as Record<string, string> | undefined) ?? {};
   let outcome: Awaited<ReturnType<NodeExecutor>>;
+  let connections: Record<string, ConnectionRef> | undefined;
   try {
     outcome = await options.executorFor(node.type)({
       jobId: message.jobId,
@@ -126,6 +130,12 @@ export const runStep = async (deps: Deps, message: StepMessage, receiveCount: nu
       inputs: plan.inputs,
       runInput: inputKey === undefined ? undefined : runInputs[inputKey],
       storeFile: (file) => putRunFile(deps, { teamId: ledger.teamId, jobId: message.jobId, nodeId: node.id }, file),
+      readFile: (file) => readTeamFile(deps, ledger.teamId, file),
+      fileUrl: (file) => presignTeamFile(deps, ledger.teamId, file.key, fileUrlSeconds),
+      connection: async (key) => {
+        connections ??= await getConnections(deps, ledger.teamId);
+        return resolveConnection(key, connections[key]);
+      },
       signal: AbortSignal.timeout(options.stepTimeoutMs),
     });
   } catch (error) {
@@ -137,12 +147,16 @@ export const runStep = async (deps: Deps, message: StepMessage, receiveCount: nu
     throw error;
   }
   const charge = (run.stepEstimates as Record<string, number> | undefined)?.[node.id] ?? 0;
+  const licence = outcome.model
+    ? stampLicenceModel({ nodeId: node.id, ...outcome.model, stampedAt: deps.now() })
+    : undefined;
   const done = await completeStep(deps, {
     run: ledger,
     nodeId: node.id,
     attempt: claim.attempt,
     outputs: outcome.outputs,
     model: outcome.model,
+    licence,
     chargeHundredths: charge,
   });
   if (!done) return abandonStep(deps, message.jobId, message.nodeId, claim.attempt);

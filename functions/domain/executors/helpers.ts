@@ -99,8 +99,17 @@ export const filesIn = (value: unknown): StoredFile[] => {
   return [];
 };
 
+/**
+ * Whether a file value belongs to the step's team (library layout `teams/<team>/…`, DESIGN
+ * section 5). A file value can be forged in user JSON (`{ "kind": "file", "key": … }`), so no
+ * step reads or hands out a file outside its team's prefix.
+ */
+export const isTeamFile = (context: StepContext, file: StoredFile): boolean =>
+  file.key.startsWith(`teams/${context.teamId}/`) && !file.key.split('/').includes('..');
+
 /** The bytes of a stored file, with its type (judged by its bytes when they tell). */
 export const readMedia = async (context: StepContext, file: StoredFile): Promise<MediaFile> => {
+  if (!isTeamFile(context, file)) fail(context, "the input file is not in this team's library");
   if (file.availability === 'unavailable') fail(context, `the input file ${file.name ?? file.key} is unavailable`);
   if (!context.readFile) return fail(context, 'input files cannot be read here');
   const body = await context.readFile(file);
@@ -228,7 +237,7 @@ export const requireConnection = async (context: StepContext, key: string): Prom
 /** A value with its files replaced by `{ name, contentType, bytes, url }` for sending elsewhere. */
 export const withFileUrls = async (context: StepContext, value: unknown): Promise<unknown> => {
   if (isStoredFile(value)) {
-    const url = context.fileUrl ? await context.fileUrl(value) : null;
+    const url = context.fileUrl && isTeamFile(context, value) ? await context.fileUrl(value) : null;
     return { name: value.name ?? value.key.split('/').at(-1), contentType: value.contentType, bytes: value.bytes, url };
   }
   if (Array.isArray(value)) return Promise.all(value.map((v) => withFileUrls(context, v)));

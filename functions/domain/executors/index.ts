@@ -1,42 +1,49 @@
-import { createHash } from 'node:crypto';
+/**
+ * The node executors (DESIGN section 4): one per node type, all 55, by category in the files
+ * beside this one. `executorFor(type)` uses dependencies configured from env; tests and the
+ * orchestrator may build their own registry with `createExecutorRegistry(deps)`.
+ */
 import type { NodeType } from '../../../schemas/workflows.ts';
-import { type NodeExecutor, type StepContext, StepFailedError, type StepOutcome } from './types.ts';
+import { type ExecutorDeps, executorDepsFromEnv } from './helpers.ts';
+import { inputExecutors } from './inputs.ts';
+import { logicExecutors } from './logic.ts';
+import { modelExecutors } from './models.ts';
+import { outputExecutors } from './outputs.ts';
+import type { NodeExecutor, StepOutcome } from './types.ts';
 
-/** The first value on an input handle, or undefined. */
-export const firstInput = (context: StepContext, handle: string): unknown => context.inputs[handle]?.[0];
+/** Every node type's executor, built over `deps`. */
+export const createExecutors = (deps: ExecutorDeps): Readonly<Record<NodeType, NodeExecutor>> =>
+  ({
+    ...inputExecutors(deps),
+    ...logicExecutors(deps),
+    ...modelExecutors(deps),
+    ...outputExecutors(deps),
+  }) satisfies Record<NodeType, NodeExecutor>;
 
-const firstOutputHandle = (context: StepContext): string => context.spec.outputs[0]?.name ?? 'out';
-
-/** A deterministic stand-in result: same node and inputs, same value. */
-const sandbox: NodeExecutor = async (context) => {
-  const digest = createHash('sha256')
-    .update(JSON.stringify([context.node.type, context.node.config, context.inputs, context.mode]))
-    .digest('hex')
-    .slice(0, 16);
-  const value = { nodeType: context.node.type, digest, mode: context.mode };
-  return { outputs: Object.fromEntries(context.spec.outputs.map((h) => [h.name, value])) };
+/** A lookup over `createExecutors(deps)`; throws for a type that has none (never for the 55). */
+export const createExecutorRegistry = (deps: ExecutorDeps): ((type: NodeType) => NodeExecutor) => {
+  const executors = createExecutors(deps);
+  return (type) => {
+    const executor = Object.hasOwn(executors, type) ? executors[type] : undefined;
+    if (!executor) throw new Error(`No executor for node type ${type}`);
+    return executor;
+  };
 };
 
-const textEntry: NodeExecutor = async (context) => ({
-  outputs: { [firstOutputHandle(context)]: context.runInput ?? String(context.node.config.text ?? '') },
-});
+let fromEnv: { env: string; lookup: (type: NodeType) => NodeExecutor } | undefined;
 
-const jsonLoader: NodeExecutor = async (context) => {
-  const source = context.runInput ?? context.node.config.data;
-  if (typeof source !== 'string') return { outputs: { [firstOutputHandle(context)]: source ?? null } };
-  try {
-    return { outputs: { [firstOutputHandle(context)]: JSON.parse(source) as unknown } };
-  } catch {
-    throw new StepFailedError('JsonLoader: the text is not valid JSON');
-  }
+/** The executor of a node type, with providers and HTTP configured from `process.env`. */
+export const executorFor = (type: NodeType): NodeExecutor => {
+  // Rebuilt when the relevant env changes (tests set it per case); otherwise built once.
+  const signature = JSON.stringify(
+    Object.entries(process.env).filter(
+      ([k]) => /^(SANDBOX_|OPENAI_COMPATIBLE_|PROVIDER_|PYTHON_SANDBOX_)/.test(k) || k === 'ALLOW_PRIVATE_CALLBACKS',
+    ),
+  );
+  if (fromEnv?.env !== signature) fromEnv = { env: signature, lookup: createExecutorRegistry(executorDepsFromEnv()) };
+  return fromEnv.lookup(type);
 };
 
-const executors: Partial<Record<NodeType, NodeExecutor>> = {
-  TextEntry: textEntry,
-  JsonLoader: jsonLoader,
-};
-
-/** The executor of a node type. */
-export const executorFor = (type: NodeType): NodeExecutor => executors[type] ?? sandbox;
-
+export { type ExecutorDeps, executorDepsFromEnv, firstInput } from './helpers.ts';
+export { draftMaxTokens, modeSettings } from './models.ts';
 export type { StepOutcome };

@@ -58,109 +58,116 @@ const fetchConnectedFile = async (
   return { outputs: { [handle]: await store(context, name, file, false) } };
 };
 
-export const inputExecutors = (deps: ExecutorDeps): Partial<Record<NodeType, NodeExecutor>> => ({
-  TextEntry: async (context) => ({ outputs: { text: context.runInput ?? toText(context.node.config.text ?? '') } }),
+export const inputExecutors = (deps: ExecutorDeps) =>
+  ({
+    TextEntry: async (context) => ({ outputs: { text: context.runInput ?? toText(context.node.config.text ?? '') } }),
 
-  JsonLoader: async (context) => {
-    const { data, url } = context.node.config;
-    if (context.runInput !== undefined) return { outputs: { json: toJson(context, context.runInput) } };
-    if (data === undefined && typeof url === 'string') {
-      const response = await httpCall(context, deps, url, { method: 'GET', headers: { accept: 'application/json' } });
-      if (response.status !== 200) fail(context, `loading ${url} answered ${response.status}`);
-      return { outputs: { json: toJson(context, response.text()) } };
-    }
-    return { outputs: { json: typeof data === 'string' ? toJson(context, data) : (data ?? null) } };
-  },
+    JsonLoader: async (context) => {
+      const { data, url } = context.node.config;
+      if (context.runInput !== undefined) return { outputs: { json: toJson(context, context.runInput) } };
+      if (data === undefined && typeof url === 'string') {
+        const response = await httpCall(context, deps, url, { method: 'GET', headers: { accept: 'application/json' } });
+        if (response.status !== 200) fail(context, `loading ${url} answered ${response.status}`);
+        return { outputs: { json: toJson(context, response.text()) } };
+      }
+      return { outputs: { json: typeof data === 'string' ? toJson(context, data) : (data ?? null) } };
+    },
 
-  ImageLoader: async (context) => {
-    const url = str(context.node.config.url) ?? fail(context, 'config.url is required');
-    const file = await download(context, deps, url);
-    if (!file.contentType.startsWith('image/')) fail(context, `${url} is not an image (${file.contentType})`);
-    return { outputs: { image: await store(context, 'image', file, false) } };
-  },
+    ImageLoader: async (context) => {
+      const url = str(context.node.config.url) ?? fail(context, 'config.url is required');
+      const file = await download(context, deps, url);
+      if (!file.contentType.startsWith('image/')) fail(context, `${url} is not an image (${file.contentType})`);
+      return { outputs: { image: await store(context, 'image', file, false) } };
+    },
 
-  RigImporter: async (context) => {
-    const url = str(context.node.config.url) ?? fail(context, 'config.url is required');
-    const file = await download(context, deps, url);
-    const format = str(context.node.config.format);
-    if (file.contentType !== 'model/gltf-binary' && (format === undefined || format === 'glb')) {
-      fail(context, `${url} is not a GLB file`);
-    }
-    return { outputs: { rig: await store(context, 'rig', file, false) } };
-  },
+    RigImporter: async (context) => {
+      const url = str(context.node.config.url) ?? fail(context, 'config.url is required');
+      const file = await download(context, deps, url);
+      const format = str(context.node.config.format);
+      if (file.contentType !== 'model/gltf-binary' && (format === undefined || format === 'glb')) {
+        fail(context, `${url} is not a GLB file`);
+      }
+      return { outputs: { rig: await store(context, 'rig', file, false) } };
+    },
 
-  FileUploader: async (context) => {
-    const fileId = str(context.node.config.fileId) ?? fail(context, 'no file chosen (config.fileId)');
-    const file = context.libraryFile ? await context.libraryFile(fileId) : undefined;
-    return { outputs: { file: file ?? fail(context, `no file ${fileId} in the team's library`) } };
-  },
+    FileUploader: async (context) => {
+      const fileId = str(context.node.config.fileId) ?? fail(context, 'no file chosen (config.fileId)');
+      const file = context.libraryFile ? await context.libraryFile(fileId) : undefined;
+      return { outputs: { file: file ?? fail(context, `no file ${fileId} in the team's library`) } };
+    },
 
-  // In a run started through the API nothing calls the hook: its payload is null (the app fills it).
-  WebhookListener: async () => ({ outputs: { payload: null } }),
+    // In a run started through the API nothing calls the hook: its payload is null (the app fills it).
+    WebhookListener: async () => ({ outputs: { payload: null } }),
 
-  ShaderSnippet: async (context) => ({ outputs: { shader: toText(context.node.config.code ?? '') } }),
+    ShaderSnippet: async (context) => ({ outputs: { shader: toText(context.node.config.code ?? '') } }),
 
-  TextureManifest: async (context) => {
-    const names = Array.isArray(context.node.config.textures) ? context.node.config.textures.map(toText) : [];
-    const files = allInputs(context, 'textures');
-    const count = Math.max(names.length, files.length);
-    const textures = Array.from({ length: count }, (_, i) => ({
-      name: names[i] ?? `texture-${i + 1}`,
-      file: files[i] ?? null,
-    }));
-    return { outputs: { manifest: { textures } } };
-  },
+    TextureManifest: async (context) => {
+      const names = Array.isArray(context.node.config.textures) ? context.node.config.textures.map(toText) : [];
+      const files = allInputs(context, 'textures');
+      const count = Math.max(names.length, files.length);
+      const textures = Array.from({ length: count }, (_, i) => ({
+        name: names[i] ?? `texture-${i + 1}`,
+        file: files[i] ?? null,
+      }));
+      return { outputs: { manifest: { textures } } };
+    },
 
-  Prompt: async (context) => {
-    const text = str(context.node.config.text);
-    if (text !== undefined) return { outputs: { prompt: text } };
-    return fail(context, 'saved prompts are not readable from a run; put the prompt in config.text');
-  },
+    Prompt: async (context) => {
+      const text = str(context.node.config.text);
+      if (text !== undefined) return { outputs: { prompt: text } };
+      return fail(context, 'saved prompts are not readable from a run; put the prompt in config.text');
+    },
 
-  Knowledgebase: async (context) => {
-    const connection = await requireConnection(context, 'knowledgebase');
-    const response = await httpCall(context, deps, endpointOf(context, connection, 'knowledgebase'), {
-      method: 'POST',
-      headers: { ...auth(connection.secret), 'content-type': 'application/json' },
-      body: JSON.stringify({
-        knowledgebaseId: context.node.config.knowledgebaseId ?? null,
-        query: toText(firstInput(context, 'query') ?? ''),
-        topK: context.node.config.topK ?? 5,
-      }),
-    });
-    if (response.status !== 200) fail(context, `the knowledge base answered ${response.status}`);
-    const value = responseValue(response);
-    return { outputs: { documents: isRecord(value) && Array.isArray(value.documents) ? value.documents : value } };
-  },
+    Knowledgebase: async (context) => {
+      const connection = await requireConnection(context, 'knowledgebase');
+      const response = await httpCall(context, deps, endpointOf(context, connection, 'knowledgebase'), {
+        method: 'POST',
+        headers: { ...auth(connection.secret), 'content-type': 'application/json' },
+        body: JSON.stringify({
+          knowledgebaseId: context.node.config.knowledgebaseId ?? null,
+          query: toText(firstInput(context, 'query') ?? ''),
+          topK: context.node.config.topK ?? 5,
+        }),
+      });
+      if (response.status !== 200) fail(context, `the knowledge base answered ${response.status}`);
+      const value = responseValue(response);
+      return { outputs: { documents: isRecord(value) && Array.isArray(value.documents) ? value.documents : value } };
+    },
 
-  Service: async (context) => {
-    const connection = await requireConnection(context, 'service');
-    const { serviceId, operation } = context.node.config;
-    const url = joinUrl(endpointOf(context, connection, 'service'), toText(serviceId ?? ''), toText(operation ?? ''));
-    const response = await httpCall(context, deps, url, {
-      method: 'POST',
-      headers: { ...auth(connection.secret), 'content-type': 'application/json' },
-      body: JSON.stringify(toJson(context, firstInput(context, 'request') ?? null)),
-    });
-    if (response.status < 200 || response.status >= 300) fail(context, `the service answered ${response.status}`);
-    return { outputs: { response: responseValue(response) } };
-  },
+    Service: async (context) => {
+      const connection = await requireConnection(context, 'service');
+      const { serviceId, operation } = context.node.config;
+      const url = joinUrl(endpointOf(context, connection, 'service'), toText(serviceId ?? ''), toText(operation ?? ''));
+      const response = await httpCall(context, deps, url, {
+        method: 'POST',
+        headers: { ...auth(connection.secret), 'content-type': 'application/json' },
+        body: JSON.stringify(toJson(context, firstInput(context, 'request') ?? null)),
+      });
+      if (response.status < 200 || response.status >= 300) fail(context, `the service answered ${response.status}`);
+      return { outputs: { response: responseValue(response) } };
+    },
 
-  CodeHostA: async (context) => {
-    const { repository, ref, path } = context.node.config;
-    const repo = str(repository) ?? fail(context, 'config.repository is required');
-    const file = str(path) ?? fail(context, 'config.path is required');
-    return fetchConnectedFile(context, deps, 'codehost-a', [repo, str(ref) ?? 'HEAD', file], 'files');
-  },
+    CodeHostA: async (context) => {
+      const { repository, ref, path } = context.node.config;
+      const repo = str(repository) ?? fail(context, 'config.repository is required');
+      const file = str(path) ?? fail(context, 'config.path is required');
+      return fetchConnectedFile(context, deps, 'codehost-a', [repo, str(ref) ?? 'HEAD', file], 'files');
+    },
 
-  CloudStorage: async (context) => {
-    const bucket = str(context.node.config.bucket) ?? fail(context, 'config.bucket is required');
-    const key = str(context.node.config.key) ?? fail(context, 'config.key is required');
-    return fetchConnectedFile(context, deps, 'cloud-storage', [bucket, key], 'file');
-  },
+    CloudStorage: async (context) => {
+      const bucket = str(context.node.config.bucket) ?? fail(context, 'config.bucket is required');
+      const key = str(context.node.config.key) ?? fail(context, 'config.key is required');
+      return fetchConnectedFile(context, deps, 'cloud-storage', [bucket, key], 'file');
+    },
 
-  ObjectBucketWatcher: async (context) => {
-    const bucket = str(context.node.config.bucket) ?? fail(context, 'config.bucket is required');
-    return fetchConnectedFile(context, deps, 'object-storage', [bucket, str(context.node.config.prefix) ?? ''], 'file');
-  },
-});
+    ObjectBucketWatcher: async (context) => {
+      const bucket = str(context.node.config.bucket) ?? fail(context, 'config.bucket is required');
+      return fetchConnectedFile(
+        context,
+        deps,
+        'object-storage',
+        [bucket, str(context.node.config.prefix) ?? ''],
+        'file',
+      );
+    },
+  }) satisfies Partial<Record<NodeType, NodeExecutor>>;

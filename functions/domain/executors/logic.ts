@@ -134,155 +134,157 @@ export const decimateMesh = (mesh: TriangleMesh, ratio: number): TriangleMesh =>
   return { positions: Float32Array.from(positions), indices: Uint32Array.from(indices) };
 };
 
-export const logicExecutors = (deps: ExecutorDeps): Partial<Record<NodeType, NodeExecutor>> => ({
-  PromptBuilder: async (context) => {
-    const values = allInputs(context, 'values');
-    const template =
-      context.runInput ?? (typeof context.node.config.template === 'string' ? context.node.config.template : undefined);
-    const prompt = template === undefined ? values.map(toText).join('\n\n') : renderTemplate(template, values);
-    return { outputs: { prompt } };
-  },
+export const logicExecutors = (deps: ExecutorDeps) =>
+  ({
+    PromptBuilder: async (context) => {
+      const values = allInputs(context, 'values');
+      const template =
+        context.runInput ??
+        (typeof context.node.config.template === 'string' ? context.node.config.template : undefined);
+      const prompt = template === undefined ? values.map(toText).join('\n\n') : renderTemplate(template, values);
+      return { outputs: { prompt } };
+    },
 
-  JsonExtractor: async (context) => {
-    const document = toJson(context, firstInput(context, 'json'));
-    return { outputs: { value: jsonPath(context, document, toText(context.node.config.path ?? '$')) } };
-  },
+    JsonExtractor: async (context) => {
+      const document = toJson(context, firstInput(context, 'json'));
+      return { outputs: { value: jsonPath(context, document, toText(context.node.config.path ?? '$')) } };
+    },
 
-  VariableMapper: async (context) => {
-    const values = allInputs(context, 'values').map((v) => (typeof v === 'string' ? (tryParseObject(v) ?? v) : v));
-    const root = values.length === 1 ? values[0] : values;
-    const mapping = context.node.config.mapping;
-    if (!isRecord(mapping)) return { outputs: { variables: isRecord(root) ? root : { values } } };
-    const variables: Record<string, unknown> = {};
-    for (const [name, path] of Object.entries(mapping)) variables[name] = jsonPath(context, root, toText(path));
-    return { outputs: { variables } };
-  },
+    VariableMapper: async (context) => {
+      const values = allInputs(context, 'values').map((v) => (typeof v === 'string' ? (tryParseObject(v) ?? v) : v));
+      const root = values.length === 1 ? values[0] : values;
+      const mapping = context.node.config.mapping;
+      if (!isRecord(mapping)) return { outputs: { variables: isRecord(root) ? root : { values } } };
+      const variables: Record<string, unknown> = {};
+      for (const [name, path] of Object.entries(mapping)) variables[name] = jsonPath(context, root, toText(path));
+      return { outputs: { variables } };
+    },
 
-  MathOperator: async (context) => {
-    const values = allInputs(context, 'values');
-    const variables: Record<string, number> = {};
-    values.forEach((value, i) => {
-      const n = toNumber(value);
-      if (n === undefined) fail(context, `input ${i + 1} is not a number`);
-      if (i < 26) variables[String.fromCharCode(97 + i)] = n as number;
-    });
-    let result: number;
-    try {
-      result = evaluate(toText(context.node.config.expression ?? ''), variables);
-    } catch (error) {
-      if (error instanceof ExpressionError) return fail(context, error.message);
-      throw error;
-    }
-    if (!Number.isFinite(result)) fail(context, 'the result is not a finite number');
-    return { outputs: { result } };
-  },
-
-  ConditionalSwitch: async (context) => {
-    const value = firstInput(context, 'value');
-    // Only the branch taken gets a value: the other handle is left out, so what it feeds is skipped.
-    return { outputs: compare(context, value) ? { true: value ?? null } : { false: value ?? null } };
-  },
-
-  BatchSplitter: async (context) => {
-    const list = toJson(context, firstInput(context, 'list'));
-    if (!Array.isArray(list)) return fail(context, 'the input is not a list');
-    const max = typeof context.node.config.maxItems === 'number' ? context.node.config.maxItems : list.length;
-    return { outputs: { item: list.slice(0, max) } };
-  },
-
-  IterationGate: async (context) => {
-    const values = allInputs(context, 'items');
-    const list = values.length === 1 && Array.isArray(values[0]) ? values[0] : values;
-    const max = typeof context.node.config.maxItems === 'number' ? context.node.config.maxItems : list.length;
-    return { outputs: { list: list.slice(0, max) } };
-  },
-
-  ImageCropper: async (context) => {
-    const { x = 0, y = 0, width, height } = context.node.config as Record<string, number | undefined>;
-    const image = await perFile(context, firstInput(context, 'image'), async (file, index) => {
-      const media = await readMedia(context, file);
-      if (!isPng(media.body)) fail(context, 'only PNG images can be cropped');
-      const decoded = decodePng(media.body);
-      let cropped: ReturnType<typeof cropImage>;
+    MathOperator: async (context) => {
+      const values = allInputs(context, 'values');
+      const variables: Record<string, number> = {};
+      values.forEach((value, i) => {
+        const n = toNumber(value);
+        if (n === undefined) fail(context, `input ${i + 1} is not a number`);
+        if (i < 26) variables[String.fromCharCode(97 + i)] = n as number;
+      });
+      let result: number;
       try {
-        cropped = cropImage(decoded, x, y, width ?? decoded.width, height ?? decoded.height);
+        result = evaluate(toText(context.node.config.expression ?? ''), variables);
       } catch (error) {
-        return fail(context, (error as Error).message);
+        if (error instanceof ExpressionError) return fail(context, error.message);
+        throw error;
       }
-      const body = encodePng(cropped);
-      return store(
-        context,
-        index ? `image-${index + 1}` : 'image',
-        { body, contentType: 'image/png' },
-        carriesMark(media.body),
-      );
-    });
-    return { outputs: { image } };
-  },
+      if (!Number.isFinite(result)) fail(context, 'the result is not a finite number');
+      return { outputs: { result } };
+    },
 
-  MeshDecimator: async (context) => {
-    const ratio = typeof context.node.config.ratio === 'number' ? context.node.config.ratio : 0.5;
-    const mesh = await perFile(context, firstInput(context, 'mesh'), async (file, index) => {
-      const media = await readMedia(context, file);
-      let decimated: Uint8Array;
-      try {
-        decimated = meshToGlb(decimateMesh(glbToMesh(media.body), ratio));
-      } catch (error) {
-        return fail(context, (error as Error).message);
+    ConditionalSwitch: async (context) => {
+      const value = firstInput(context, 'value');
+      // Only the branch taken gets a value: the other handle is left out, so what it feeds is skipped.
+      return { outputs: compare(context, value) ? { true: value ?? null } : { false: value ?? null } };
+    },
+
+    BatchSplitter: async (context) => {
+      const list = toJson(context, firstInput(context, 'list'));
+      if (!Array.isArray(list)) return fail(context, 'the input is not a list');
+      const max = typeof context.node.config.maxItems === 'number' ? context.node.config.maxItems : list.length;
+      return { outputs: { item: list.slice(0, max) } };
+    },
+
+    IterationGate: async (context) => {
+      const values = allInputs(context, 'items');
+      const list = values.length === 1 && Array.isArray(values[0]) ? values[0] : values;
+      const max = typeof context.node.config.maxItems === 'number' ? context.node.config.maxItems : list.length;
+      return { outputs: { list: list.slice(0, max) } };
+    },
+
+    ImageCropper: async (context) => {
+      const { x = 0, y = 0, width, height } = context.node.config as Record<string, number | undefined>;
+      const image = await perFile(context, firstInput(context, 'image'), async (file, index) => {
+        const media = await readMedia(context, file);
+        if (!isPng(media.body)) fail(context, 'only PNG images can be cropped');
+        const decoded = decodePng(media.body);
+        let cropped: ReturnType<typeof cropImage>;
+        try {
+          cropped = cropImage(decoded, x, y, width ?? decoded.width, height ?? decoded.height);
+        } catch (error) {
+          return fail(context, (error as Error).message);
+        }
+        const body = encodePng(cropped);
+        return store(
+          context,
+          index ? `image-${index + 1}` : 'image',
+          { body, contentType: 'image/png' },
+          carriesMark(media.body),
+        );
+      });
+      return { outputs: { image } };
+    },
+
+    MeshDecimator: async (context) => {
+      const ratio = typeof context.node.config.ratio === 'number' ? context.node.config.ratio : 0.5;
+      const mesh = await perFile(context, firstInput(context, 'mesh'), async (file, index) => {
+        const media = await readMedia(context, file);
+        let decimated: Uint8Array;
+        try {
+          decimated = meshToGlb(decimateMesh(glbToMesh(media.body), ratio));
+        } catch (error) {
+          return fail(context, (error as Error).message);
+        }
+        const name = index ? `mesh-${index + 1}` : 'mesh';
+        return store(context, name, { body: decimated, contentType: 'model/gltf-binary' }, carriesMark(media.body));
+      });
+      return { outputs: { mesh } };
+    },
+
+    CustomApiCall: async (context) => {
+      const config = context.node.config;
+      const url = toText(config.url);
+      const method = typeof config.method === 'string' ? config.method : 'GET';
+      const headers: Record<string, string> = isRecord(config.headers)
+        ? Object.fromEntries(Object.entries(config.headers).map(([k, v]) => [k, toText(v)]))
+        : {};
+      const input = firstInput(context, 'body');
+      const hasBody = method !== 'GET' && input !== undefined;
+      if (hasBody && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
+        headers['content-type'] = 'application/json';
       }
-      const name = index ? `mesh-${index + 1}` : 'mesh';
-      return store(context, name, { body: decimated, contentType: 'model/gltf-binary' }, carriesMark(media.body));
-    });
-    return { outputs: { mesh } };
-  },
-
-  CustomApiCall: async (context) => {
-    const config = context.node.config;
-    const url = toText(config.url);
-    const method = typeof config.method === 'string' ? config.method : 'GET';
-    const headers: Record<string, string> = isRecord(config.headers)
-      ? Object.fromEntries(Object.entries(config.headers).map(([k, v]) => [k, toText(v)]))
-      : {};
-    const input = firstInput(context, 'body');
-    const hasBody = method !== 'GET' && input !== undefined;
-    if (hasBody && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
-      headers['content-type'] = 'application/json';
-    }
-    const response = await httpCall(
-      context,
-      deps,
-      url,
-      { method, headers, body: hasBody ? JSON.stringify(await withFileUrls(context, input)) : undefined },
-      { timeoutMs: typeof config.timeoutMs === 'number' ? config.timeoutMs : undefined },
-    );
-    if (response.status >= 300 && response.status < 400) {
-      fail(context, `answered ${response.status} (redirects are not followed)`);
-    }
-    if (response.status >= 400) fail(context, `answered ${response.status}`);
-    return { outputs: { response: responseValue(response) } };
-  },
-
-  PythonSandbox: async (context) => {
-    // Code runs in an isolated runner service, never in this process.
-    const runner = deps.env.PYTHON_SANDBOX_URL;
-    if (!runner) return fail(context, 'no Python runner is configured for API runs (PYTHON_SANDBOX_URL)');
-    const response = await httpCall(
-      context,
-      deps,
-      runner,
-      {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ code: context.node.config.code, inputs: allInputs(context, 'values') }),
-      },
-      { timeoutMs: typeof context.node.config.timeoutMs === 'number' ? context.node.config.timeoutMs : 30_000 },
-    );
-    const value = responseValue(response);
-    if (response.status !== 200)
-      fail(
+      const response = await httpCall(
         context,
-        isRecord(value) && typeof value.error === 'string' ? value.error : `runner answered ${response.status}`,
+        deps,
+        url,
+        { method, headers, body: hasBody ? JSON.stringify(await withFileUrls(context, input)) : undefined },
+        { timeoutMs: typeof config.timeoutMs === 'number' ? config.timeoutMs : undefined },
       );
-    return { outputs: { result: isRecord(value) && 'result' in value ? value.result : value } };
-  },
-});
+      if (response.status >= 300 && response.status < 400) {
+        fail(context, `answered ${response.status} (redirects are not followed)`);
+      }
+      if (response.status >= 400) fail(context, `answered ${response.status}`);
+      return { outputs: { response: responseValue(response) } };
+    },
+
+    PythonSandbox: async (context) => {
+      // Code runs in an isolated runner service, never in this process.
+      const runner = deps.env.PYTHON_SANDBOX_URL;
+      if (!runner) return fail(context, 'no Python runner is configured for API runs (PYTHON_SANDBOX_URL)');
+      const response = await httpCall(
+        context,
+        deps,
+        runner,
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ code: context.node.config.code, inputs: allInputs(context, 'values') }),
+        },
+        { timeoutMs: typeof context.node.config.timeoutMs === 'number' ? context.node.config.timeoutMs : 30_000 },
+      );
+      const value = responseValue(response);
+      if (response.status !== 200)
+        fail(
+          context,
+          isRecord(value) && typeof value.error === 'string' ? value.error : `runner answered ${response.status}`,
+        );
+      return { outputs: { result: isRecord(value) && 'result' in value ? value.result : value } };
+    },
+  }) satisfies Partial<Record<NodeType, NodeExecutor>>;

@@ -115,12 +115,25 @@ const requiredMedia = async (context: StepContext, handle: string): Promise<Medi
 
 /** An image-to-image step over each incoming image (a list of variations gives a list). */
 const imageEdit =
-  (deps: ExecutorDeps, operation: ImageOperation, input: string, output: string, extra: (c: StepContext) => object = () => ({})): NodeExecutor =>
+  (
+    deps: ExecutorDeps,
+    operation: ImageOperation,
+    input: string,
+    output: string,
+    extra: (c: StepContext) => object = () => ({}),
+  ): NodeExecutor =>
   (context) =>
     runModel(context, deps, 'editImage', async ({ provider, model }) => {
       const result = await perFile(context, firstInput(context, input), async (file, index) => {
         const image = await readMedia(context, file);
-        const edited = await provider.editImage!({ model, mode: context.mode, signal: context.signal, operation, image, ...extra(context) });
+        const edited = await provider.editImage!({
+          model,
+          mode: context.mode,
+          signal: context.signal,
+          operation,
+          image,
+          ...extra(context),
+        });
         return store(context, index ? `${output}-${index + 1}` : output, edited, true);
       });
       return { [output]: result };
@@ -181,100 +194,105 @@ const imageGeneration =
       return { image: await storeAll(context, 'image', files) };
     });
 
-export const modelExecutors = (deps: ExecutorDeps): Partial<Record<NodeType, NodeExecutor>> => ({
-  ImageGen: imageGeneration(deps, 'reference'),
-  DiffusionWorker: imageGeneration(deps, 'image'),
+export const modelExecutors = (deps: ExecutorDeps) =>
+  ({
+    ImageGen: imageGeneration(deps, 'reference'),
+    DiffusionWorker: imageGeneration(deps, 'image'),
 
-  AudioGen: (context) =>
-    runModel(context, deps, 'generateAudio', async ({ provider, model }) => {
-      const audio = await provider.generateAudio!({
-        model,
-        mode: context.mode,
-        signal: context.signal,
-        seed: num(context.node.config.seed),
-        prompt: toText(firstInput(context, 'prompt')),
-        durationSeconds: num(context.node.config.durationSeconds) ?? 4,
-      });
-      return { audio: await store(context, 'audio', audio, true) };
-    }),
+    AudioGen: (context) =>
+      runModel(context, deps, 'generateAudio', async ({ provider, model }) => {
+        const audio = await provider.generateAudio!({
+          model,
+          mode: context.mode,
+          signal: context.signal,
+          seed: num(context.node.config.seed),
+          prompt: toText(firstInput(context, 'prompt')),
+          durationSeconds: num(context.node.config.durationSeconds) ?? 4,
+        });
+        return { audio: await store(context, 'audio', audio, true) };
+      }),
 
-  LlmWorker: (context) =>
-    runModel(context, deps, 'generateText', async ({ provider, model }) => {
-      const config = context.node.config;
-      const answer = await provider.generateText!({
-        model,
-        mode: context.mode,
-        signal: context.signal,
-        prompt: toText(firstInput(context, 'prompt')),
-        system: text(config.system),
-        context: allInputs(context, 'context').map(toText),
-        maxTokens: modeSettings(context.mode, config).maxTokens,
-        temperature: num(config.temperature),
-      });
-      return { text: answer };
-    }),
+    LlmWorker: (context) =>
+      runModel(context, deps, 'generateText', async ({ provider, model }) => {
+        const config = context.node.config;
+        const answer = await provider.generateText!({
+          model,
+          mode: context.mode,
+          signal: context.signal,
+          prompt: toText(firstInput(context, 'prompt')),
+          system: text(config.system),
+          context: allInputs(context, 'context').map(toText),
+          maxTokens: modeSettings(context.mode, config).maxTokens,
+          temperature: num(config.temperature),
+        });
+        return { text: answer };
+      }),
 
-  VisionInterrogator: (context) =>
-    runModel(context, deps, 'generateText', async ({ provider, model }) => {
-      const image = await requiredMedia(context, 'image');
-      const question = text(firstInput(context, 'question')) ?? 'Describe this image.';
-      const answer = await provider.generateText!({
-        model,
-        mode: context.mode,
-        signal: context.signal,
-        prompt: question,
-        images: [image],
-        maxTokens: modeSettings(context.mode, context.node.config).maxTokens,
-      });
-      return { text: answer };
-    }),
+    VisionInterrogator: (context) =>
+      runModel(context, deps, 'generateText', async ({ provider, model }) => {
+        const image = await requiredMedia(context, 'image');
+        const question = text(firstInput(context, 'question')) ?? 'Describe this image.';
+        const answer = await provider.generateText!({
+          model,
+          mode: context.mode,
+          signal: context.signal,
+          prompt: question,
+          images: [image],
+          maxTokens: modeSettings(context.mode, context.node.config).maxTokens,
+        });
+        return { text: answer };
+      }),
 
-  ControlNetFilter: imageEdit(deps, 'control', 'image', 'image', (context) => ({
-    controlMode: text(context.node.config.mode) ?? 'canny',
-    strength: num(context.node.config.strength),
-    prompt: text(firstInput(context, 'prompt')),
-  })),
-  DepthEstimator: imageEdit(deps, 'depth', 'image', 'depth'),
-  Upscaler: imageEdit(deps, 'upscale', 'image', 'image', (context) => ({ scale: num(context.node.config.scale) ?? 2 })),
-  BackgroundRemover: imageEdit(deps, 'remove_background', 'image', 'image'),
+    ControlNetFilter: imageEdit(deps, 'control', 'image', 'image', (context) => ({
+      controlMode: text(context.node.config.mode) ?? 'canny',
+      strength: num(context.node.config.strength),
+      prompt: text(firstInput(context, 'prompt')),
+    })),
+    DepthEstimator: imageEdit(deps, 'depth', 'image', 'depth'),
+    Upscaler: imageEdit(deps, 'upscale', 'image', 'image', (context) => ({
+      scale: num(context.node.config.scale) ?? 2,
+    })),
+    BackgroundRemover: imageEdit(deps, 'remove_background', 'image', 'image'),
 
-  PbrSynthesizer: (context) =>
-    runModel(context, deps, 'editImage', async ({ provider, model }) => {
-      const image = await requiredMedia(context, 'image');
-      const maps = ['albedo', 'normal', 'roughness'] as const;
-      const edited = await Promise.all(
-        maps.map((operation) => provider.editImage!({ model, mode: context.mode, signal: context.signal, operation, image })),
-      );
-      const stored = await Promise.all(edited.map((file, i) => store(context, maps[i] as string, file, true)));
-      return { albedo: stored[0], normal: stored[1], roughness: stored[2] };
-    }),
+    PbrSynthesizer: (context) =>
+      runModel(context, deps, 'editImage', async ({ provider, model }) => {
+        const image = await requiredMedia(context, 'image');
+        const maps = ['albedo', 'normal', 'roughness'] as const;
+        const edited = await Promise.all(
+          maps.map((operation) =>
+            provider.editImage!({ model, mode: context.mode, signal: context.signal, operation, image }),
+          ),
+        );
+        const stored = await Promise.all(edited.map((file, i) => store(context, maps[i] as string, file, true)));
+        return { albedo: stored[0], normal: stored[1], roughness: stored[2] };
+      }),
 
-  '3DTransform': meshFromImage(deps, true),
-  TwoDToThreeD: meshFromImage(deps, false),
+    '3DTransform': meshFromImage(deps, true),
+    TwoDToThreeD: meshFromImage(deps, false),
 
-  AutoRigger: (context) =>
-    runModel(context, deps, 'generateMesh', async ({ provider, model }) => {
-      const mesh = await requiredMedia(context, 'mesh');
-      const rig = await provider.generateMesh!({
-        model,
-        mode: context.mode,
-        signal: context.signal,
-        operation: 'rig',
-        mesh,
-        skeleton: text(context.node.config.skeleton) ?? 'humanoid',
-      });
-      return { rig: await store(context, 'rig', rig, true) };
-    }),
+    AutoRigger: (context) =>
+      runModel(context, deps, 'generateMesh', async ({ provider, model }) => {
+        const mesh = await requiredMedia(context, 'mesh');
+        const rig = await provider.generateMesh!({
+          model,
+          mode: context.mode,
+          signal: context.signal,
+          operation: 'rig',
+          mesh,
+          skeleton: text(context.node.config.skeleton) ?? 'humanoid',
+        });
+        return { rig: await store(context, 'rig', rig, true) };
+      }),
 
-  Embedder: (context) =>
-    runModel(context, deps, 'embed', async ({ provider, model }) => {
-      const embedding = await provider.embed!({
-        model,
-        mode: context.mode,
-        signal: context.signal,
-        text: toText(firstInput(context, 'text')),
-        dimensions: num(context.node.config.dimensions),
-      });
-      return { embedding };
-    }),
-});
+    Embedder: (context) =>
+      runModel(context, deps, 'embed', async ({ provider, model }) => {
+        const embedding = await provider.embed!({
+          model,
+          mode: context.mode,
+          signal: context.signal,
+          text: toText(firstInput(context, 'text')),
+          dimensions: num(context.node.config.dimensions),
+        });
+        return { embedding };
+      }),
+  }) satisfies Partial<Record<NodeType, NodeExecutor>>;

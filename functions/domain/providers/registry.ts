@@ -1,3 +1,4 @@
+import { messages } from '../../../schemas/errors.ts';
 /**
  * The provider registry (DESIGN section 4): per provider and model, the licence facts an output
  * ships under (spec 2.3 LicenceModel) and the API integration level (spec 7, the provider 422).
@@ -174,8 +175,7 @@ export interface ApiIntegrationRefusal {
 }
 
 export const apiIntegrationMessage = (nodeType: string, provider: string): string =>
-  `${nodeType} runs on ${provider}, which is not available through the API without your own key. ` +
-  'Add your key under Team, Connections, run this workflow from the app, or pick another provider on that step.';
+  messages.providerNotAvailable(nodeType, [provider]);
 
 /**
  * The first model step (canvas order) that cannot run through the API: its provider is not `api`

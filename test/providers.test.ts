@@ -1,0 +1,339 @@
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { getNodeSpec } from '../functions/domain/catalogue/index.ts';
+import { executorDepsFromEnv } from '../functions/domain/executors/helpers.ts';
+import { createExecutors } from '../functions/domain/executors/index.ts';
+import type { StepContext, StoredFile } from '../functions/domain/executors/types.ts';
+import { decodePng, encodePng, makeImage, readPngMark, readWavFormat } from '../functions/domain/media/index.ts';
+import {
+  apiIntegrationMessage,
+  checkApiIntegration,
+  createOpenAiCompatibleProvider,
+  createSandboxProvider,
+  integrationLevels,
+  licenceFacts,
+  ProviderError,
+  providerRegistry,
+  providerResolverFromEnv,
+  sandboxOptionsFromEnv,
+  stepProvider,
+} from '../functions/domain/providers/index.ts';
+import type { Canvas } from '../functions/domain/workflow-graph.ts';
+import type { RunMode } from '../schemas/runs.ts';
+import type { NodeType } from '../schemas/workflows.ts';
+
+const signal = new AbortController().signal;
+const call = { model: 'm', mode: 'production' as RunMode, signal };
+
+describe('sandbox provider', () => {
+  const sandbox = createSandboxProvider();
+
+  it('is deterministic and makes valid files of each kind', async () => {
+    const request = { ...call, prompt: 'a fox', width: 32, height: 16, steps: 20, variations: 2 };
+    const [a, b] = await Promise.all([sandbox.generateImage!(request), sandbox.generateImage!(request)]);
+    expect(a).toHaveLength(2);
+    expect(Buffer.from(a[0]!.body).equals(Buffer.from(b[0]!.body))).toBe(true);
+    expect(Buffer.from(a[0]!.body).equals(Buffer.from(a[1]!.body))).toBe(false);
+    expect(decodePng(a[0]!.body)).toMatchObject({ width: 32, height: 16 });
+    const other = await sandbox.generateImage!({ ...request, prompt: 'a cat' });
+    expect(Buffer.from(other[0]!.body).equals(Buffer.from(a[0]!.body))).toBe(false);
+
+    const audio = await sandbox.generateAudio!({ ...call, prompt: 'rain', durationSeconds: 0.5 });
+    expect(readWavFormat(audio.body)).toMatchObject({ channels: 1, bitsPerSample: 16 });
+    const text = await sandbox.generateText!({ ...call, prompt: 'hello', maxTokens: 10 });
+    expect(text.split(' ')).toHaveLength(10);
+    expect(await sandbox.generateText!({ ...call, prompt: 'hello', maxTokens: 10 })).toBe(text);
+    const vector = await sandbox.embed!({ ...call, text: 'hello', dimensions: 8 });
+    expect(Math.hypot(...vector)).toBeCloseTo(1);
+  });
+
+  it('waits SANDBOX_LATENCY_MS and stops when aborted', async () => {
+    expect(sandboxOptionsFromEnv({ SANDBOX_LATENCY_MS: '40' })).toEqual({ latencyMs: 40 });
+    expect(sandboxOptionsFromEnv({})).toEqual({ latencyMs: 0 });
+    const slow = createSandboxProvider({ latencyMs: 40 });
+    const started = Date.now();
+    await slow.generateText!({ ...call, prompt: 'x', maxTokens: 3 });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(35);
+    const controller = new AbortController();
+    const pending = slow.generateImage!({
+      ...call,
+      signal: controller.signal,
+      prompt: 'x',
+      width: 8,
+      height: 8,
+      steps: 1,
+      variations: 1,
+    });
+    controller.abort(new Error('budget spent'));
+    await expect(pending).rejects.toThrow('budget spent');
+  });
+
+  it('refuses an input that is not a PNG with a provider error', async () => {
+    const image = { body: new Uint8Array([1, 2, 3]), contentType: 'image/jpeg' };
+    await expect(sandbox.editImage!({ ...call, operation: 'upscale', image })).rejects.toBeInstanceOf(ProviderError);
+  });
+});
+
+describe('openai-compatible provider against a local fake server', () => {
+  let server: Server;
+  let base: string;
+  const requests: { url: string; headers: IncomingMessage['headers']; body: Record<string, unknown> }[] = [];
+  const png = encodePng(makeImage(4, 4, (x, y) => [x * 60, y * 60, 0, 255]));
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c: Buffer) => {
+        raw += c.toString();
+      });
+      req.on('end', () => {
+        const body = JSON.parse(raw || '{}') as Record<string, unknown>;
+        requests.push({ url: req.url ?? '', headers: req.headers, body });
+        const json = (status: number, value: unknown) =>
+          res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
+        // The image link is public: the adapter must not send the key to it.
+        if (req.url === '/img.png') return res.writeHead(200, { 'content-type': 'image/png' }).end(png);
+        if (req.headers.authorization !== 'Bearer test-key') return json(401, { error: { message: 'bad key' } });
+        if (req.url === '/v1/chat/completions') {
+          const messages = body.messages as { role: string; content: unknown }[];
+          const user = messages.at(-1)?.content;
+          const prompt = typeof user === 'string' ? user : JSON.stringify(user);
+          return json(200, {
+            choices: [
+              {
+                message: {
+                  role: 'assistant',
+                  content: `echo(${body.model}, max=${body.max_tokens ?? 'none'}): ${prompt}`,
+                },
+              },
+            ],
+          });
+        }
+        if (req.url === '/v1/images/generations') {
+          const n = Number(body.n ?? 1);
+          if (body.model === 'url-model') return json(200, { data: [{ url: `http://${req.headers.host}/img.png` }] });
+          return json(200, {
+            data: Array.from({ length: n }, () => ({ b64_json: Buffer.from(png).toString('base64') })),
+          });
+        }
+        if (req.url === '/v1/embeddings') return json(200, { data: [{ embedding: [0.6, 0.8] }] });
+        json(404, { error: { message: 'no route' } });
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  });
+  afterAll(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+
+  const provider = () => createOpenAiCompatibleProvider({ baseUrl: base, apiKey: 'test-key', allowLoopback: true });
+
+  it('speaks chat completions', async () => {
+    const text = await provider().generateText!({
+      ...call,
+      prompt: 'hi',
+      system: 'be brief',
+      maxTokens: 7,
+      temperature: 0.2,
+    });
+    expect(text).toBe('echo(m, max=7): hi');
+    expect(requests.at(-1)?.body).toMatchObject({
+      model: 'm',
+      max_tokens: 7,
+      temperature: 0.2,
+      messages: [
+        { role: 'system', content: 'be brief' },
+        { role: 'user', content: 'hi' },
+      ],
+    });
+  });
+
+  it('generates images from b64_json, and from a URL by downloading it through the guard', async () => {
+    const images = await provider().generateImage!({
+      ...call,
+      prompt: 'p',
+      width: 256,
+      height: 256,
+      steps: 10,
+      variations: 2,
+    });
+    expect(images).toHaveLength(2);
+    expect(images[0]).toMatchObject({ contentType: 'image/png' });
+    expect(requests.at(-1)?.body).toMatchObject({ n: 2, size: '256x256', response_format: 'b64_json' });
+    const linked = await provider().generateImage!({
+      ...call,
+      model: 'url-model',
+      prompt: 'p',
+      width: 4,
+      height: 4,
+      steps: 1,
+      variations: 1,
+    });
+    expect(Buffer.from(linked[0]!.body).equals(Buffer.from(png))).toBe(true);
+    const guarded = createOpenAiCompatibleProvider({ baseUrl: base, apiKey: 'test-key', allowLoopback: false });
+    await expect(
+      guarded.generateImage!({
+        ...call,
+        model: 'url-model',
+        prompt: 'p',
+        width: 4,
+        height: 4,
+        steps: 1,
+        variations: 1,
+      }),
+    ).rejects.toThrow(/forbidden/);
+    const vector = await provider().embed!({ ...call, text: 'x' });
+    expect(vector).toEqual([0.6, 0.8]);
+  });
+
+  it('reports HTTP errors without the key, and a missing base URL', async () => {
+    const wrong = createOpenAiCompatibleProvider({ baseUrl: base, apiKey: 'not-it' });
+    const error = await wrong.generateText!({ ...call, prompt: 'x' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ProviderError);
+    expect((error as ProviderError).message).toBe('openai-compatible answered 401: bad key');
+    expect((error as ProviderError).status).toBe(401);
+    const unset = createOpenAiCompatibleProvider({ baseUrl: undefined, apiKey: undefined });
+    await expect(unset.generateText!({ ...call, prompt: 'x' })).rejects.toThrow(/not configured/);
+  });
+
+  it('draft and production give different answers through the executors (env-configured)', async () => {
+    const env = {
+      OPENAI_COMPATIBLE_BASE_URL: base,
+      OPENAI_COMPATIBLE_API_KEY: 'test-key',
+      OPENAI_COMPATIBLE_TEXT_MODEL: 'chat-model',
+      OPENAI_COMPATIBLE_IMAGE_MODEL: 'image-model',
+    };
+    const executors = createExecutors(executorDepsFromEnv(env));
+    const stored: { name: string; body: Uint8Array; aiGenerated: boolean }[] = [];
+    const context = (type: NodeType, config: Record<string, unknown>, prompt: string, mode: RunMode): StepContext => ({
+      jobId: 'j',
+      teamId: 't',
+      node: { id: 'n', type, label: type, config, position: { x: 0, y: 0 } },
+      spec: getNodeSpec(type),
+      mode,
+      inputs: { prompt: [prompt] },
+      runInput: undefined,
+      signal,
+      storeFile: async ({ name, contentType, body, aiGenerated }): Promise<StoredFile> => {
+        stored.push({ name, body, aiGenerated });
+        return { kind: 'file', key: `k/${name}`, contentType, bytes: body.length, availability: 'ready', name };
+      },
+    });
+    const llm = (mode: RunMode) =>
+      executors.LlmWorker(context('LlmWorker', { provider: 'openai-compatible', maxTokens: 500 }, 'hi', mode));
+    const production = await llm('production');
+    const draft = await llm('draft');
+    expect(production).toEqual({
+      outputs: { text: 'echo(chat-model, max=500): hi' },
+      model: { provider: 'openai-compatible', model: 'chat-model' },
+    });
+    expect(draft.outputs.text).toBe('echo(chat-model, max=64): hi');
+
+    const image = await executors.ImageGen(
+      context('ImageGen', { provider: 'openai-compatible', variations: 2 }, 'a fox', 'draft'),
+    );
+    expect(requests.at(-1)?.body).toMatchObject({ n: 1, quality: 'low', model: 'image-model' });
+    expect(image.model).toEqual({ provider: 'openai-compatible', model: 'image-model' });
+    // The provider's PNG is stored as our own copy, marked inside the file.
+    expect(readPngMark(stored.at(-1)?.body as Uint8Array)).not.toBeNull();
+    expect(stored.at(-1)?.aiGenerated).toBe(true);
+  });
+
+  it('the env resolver builds each registry provider; team connections supply the key', async () => {
+    const resolve = providerResolverFromEnv({ PROVIDER_BYOK_Y_BASE_URL: base });
+    expect(resolve('sandbox', undefined)?.key).toBe('sandbox');
+    expect(resolve('nobody', undefined)).toBeUndefined();
+    const byok = resolve('byok-y', { key: 'byok-y', secret: 'test-key' });
+    expect(byok?.key).toBe('byok-y');
+    expect(await byok?.generateText?.({ ...call, prompt: 'via team key' })).toBe('echo(m, max=none): via team key');
+    expect(requests.at(-1)?.headers.authorization).toBe('Bearer test-key');
+  });
+});
+
+describe('provider registry', () => {
+  const canvas = (nodes: { type: NodeType; config?: Record<string, unknown> }[]): Canvas => ({
+    nodes: nodes.map((n, i) => ({
+      id: `n${i}`,
+      type: n.type,
+      label: n.type,
+      config: n.config ?? {},
+      position: { x: 0, y: 0 },
+    })),
+    edges: [],
+  });
+
+  it('has sandbox and openai-compatible at api level, and barred providers of every other level', () => {
+    expect(providerRegistry.sandbox?.level).toBe('api');
+    expect(providerRegistry['openai-compatible']?.level).toBe('api');
+    const levels = new Set(Object.values(providerRegistry).map((p) => p.level));
+    expect([...levels].sort()).toEqual([...integrationLevels].sort());
+  });
+
+  it('gives licence facts per model, falling back to the provider, and none for unknown providers', () => {
+    expect(licenceFacts('sandbox', 'sandbox-image-1')).toMatchObject({ licence: 'CC0-1.0', commercialUse: 'yes' });
+    expect(licenceFacts('byok-y', 'y-research-1')).toMatchObject({
+      commercialUse: 'no',
+      termsUrl: 'https://byok-y.example/terms',
+    });
+    expect(licenceFacts('byok-y', 'other')).toMatchObject({ commercialUse: 'yes' });
+    expect(licenceFacts('nobody', 'x')).toEqual({
+      licence: null,
+      licenceUrl: null,
+      commercialUse: null,
+      termsUrl: null,
+    });
+  });
+
+  it('stepProvider: config.provider and config.model win; non-model steps have none', () => {
+    const spec = getNodeSpec('ImageGen');
+    expect(stepProvider({ config: {} }, spec)).toEqual({ provider: 'sandbox', model: 'sandbox-image-1' });
+    expect(stepProvider({ config: { provider: 'studio-x' } }, spec)).toEqual({ provider: 'studio-x', model: null });
+    expect(stepProvider({ config: { provider: 'studio-x', model: 'x2' } }, spec)).toEqual({
+      provider: 'studio-x',
+      model: 'x2',
+    });
+    expect(stepProvider({ config: { provider: 'studio-x' } }, getNodeSpec('TextEntry'))).toBeNull();
+  });
+
+  it('checkApiIntegration refuses barred providers unless the team has its own key', () => {
+    const ok = canvas([
+      { type: 'TextEntry' },
+      { type: 'ImageGen' },
+      { type: 'LlmWorker', config: { provider: 'openai-compatible' } },
+    ]);
+    expect(checkApiIntegration(ok, new Set())).toBeNull();
+    const studio = canvas([{ type: 'TextEntry' }, { type: 'ImageGen', config: { provider: 'studio-x' } }]);
+    expect(checkApiIntegration(studio, new Set())).toEqual({
+      nodeId: 'n1',
+      nodeType: 'ImageGen',
+      providers: ['studio-x'],
+      level: 'app_only',
+      message: apiIntegrationMessage('ImageGen', 'studio-x'),
+    });
+    expect(checkApiIntegration(studio, new Set(['studio-x']))).toBeNull();
+    const byok = canvas([{ type: 'LlmWorker', config: { provider: 'byok-y' } }]);
+    expect(checkApiIntegration(byok, new Set())?.level).toBe('byok_only');
+    expect(checkApiIntegration(byok, new Set(['byok-y']))).toBeNull();
+    const geo = canvas([{ type: 'Embedder', config: { provider: 'geo-z' } }]);
+    expect(checkApiIntegration(geo, new Set(['geo-z']))?.level).toBe('region_restricted');
+    const closed = canvas([{ type: 'Embedder', config: { provider: 'closed-w' } }]);
+    expect(checkApiIntegration(closed, new Set(['closed-w']))?.level).toBe('not_allowed');
+    const unknown = canvas([{ type: 'Embedder', config: { provider: 'nobody' } }]);
+    expect(checkApiIntegration(unknown, new Set())).toMatchObject({ level: 'not_allowed', providers: ['nobody'] });
+    // A provider named on a step that is no model step is not a model call.
+    expect(
+      checkApiIntegration(canvas([{ type: 'TextEntry', config: { provider: 'studio-x' } }]), new Set()),
+    ).toBeNull();
+  });
+
+  it('the refusal message follows the spec form', () => {
+    expect(apiIntegrationMessage('ImageGen', 'studio-x')).toMatch(
+      /^ImageGen runs on studio-x, which is not available through the API without your own key\. .*Connections.*app.*another provider/,
+    );
+  });
+});

@@ -1,0 +1,137 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readPngMark, readWavMark } from '../functions/domain/media/marks.ts';
+import { setConnection } from '../functions/store/connections.ts';
+import { buildOpenApiDocument } from '../schemas/openapi.ts';
+import { expectValidResponse } from './support/openapi-validator.ts';
+import {
+  call,
+  createWorkflow,
+  seedTeam,
+  startTestStack,
+  startWorkers,
+  type TestStack,
+  waitForRun,
+} from './support/stack.ts';
+
+let stack: TestStack;
+let workers: { stop(): Promise<void> };
+beforeAll(async () => {
+  stack = await startTestStack();
+  workers = await startWorkers(stack);
+});
+afterAll(async () => {
+  await workers.stop();
+  await stack.close();
+});
+
+const run = async (steps: unknown[], body: Record<string, unknown> = {}, credits = 100) => {
+  const team = await seedTeam(stack.deps, { credits });
+  const workflowId = await createWorkflow(stack, team, steps);
+  const started = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, { key: team.key, method: 'POST', body });
+  return { team, workflowId, started };
+};
+
+describe('run outputs: files, marks, licence and lineage (spec 2.3)', () => {
+  it('stores generated files in the library, marked inside and signed for two hours', async () => {
+    const { team, started } = await run([
+      { key: 'prompt', type: 'TextEntry', config: { text: 'a lighthouse' } },
+      { key: 'image', type: 'ImageGen', inputs: ['prompt'] },
+      { key: 'sound', type: 'AudioGen', inputs: ['prompt'] },
+    ]);
+    expect(started.status, JSON.stringify(started.body)).toBe(200);
+    const done = await waitForRun(stack, team.key, started.body.jobId as string);
+    expect(done.body.status, JSON.stringify(done.body)).toBe('completed');
+    expectValidResponse(buildOpenApiDocument(), {
+      method: 'GET',
+      path: `/runs/${started.body.jobId}`,
+      status: 200,
+      body: done.body,
+    });
+    const outputs = done.body.output as {
+      node_id: string;
+      result: unknown;
+      ai_generated: boolean;
+      generated_by?: unknown[];
+      licence?: { commercial_use: string; models: unknown[] };
+    }[];
+    const image = outputs.find((o) => o.node_id === 'image');
+    const sound = outputs.find((o) => o.node_id === 'sound');
+    expect(image?.ai_generated).toBe(true);
+    expect(image?.generated_by).toEqual([{ node_id: 'image', provider: 'sandbox', model: expect.any(String) }]);
+    expect(image?.licence?.models).toHaveLength(1);
+    const files = JSON.stringify(outputs).match(/"url":"([^"]+)"/g) ?? [];
+    expect(files.length).toBeGreaterThanOrEqual(2);
+    const findFile = (value: unknown): { url: string; availability: string; expiresAt: string } | undefined => {
+      if (value && typeof value === 'object') {
+        if ('availability' in value) return value as never;
+        for (const inner of Object.values(value)) {
+          const found = findFile(inner);
+          if (found) return found;
+        }
+      }
+      return undefined;
+    };
+    const png = findFile(image?.result);
+    const wav = findFile(sound?.result);
+    expect(png?.availability).toBe('ready');
+    expect(Date.parse(png?.expiresAt ?? '') - Date.now()).toBeGreaterThan(7_100_000);
+    const pngBytes = new Uint8Array(await (await fetch(png?.url ?? '')).arrayBuffer());
+    expect(readPngMark(pngBytes)).toBeTruthy();
+    const wavBytes = new Uint8Array(await (await fetch(wav?.url ?? '')).arrayBuffer());
+    expect(readWavMark(wavBytes)).toBeTruthy();
+  });
+
+  it('marks outputs without a model step as not AI-generated, with no licence', async () => {
+    const { team, started } = await run([
+      { key: 'a', type: 'TextEntry', config: { text: 'world' } },
+      { key: 'greet', type: 'PromptBuilder', config: { template: 'Hello {{0}}' }, inputs: ['a'] },
+      { key: 'show', type: 'TextConsole', inputs: ['greet'] },
+    ]);
+    const done = await waitForRun(stack, team.key, started.body.jobId as string);
+    const [output] = done.body.output as { ai_generated: boolean; licence?: unknown; generated_by?: unknown }[];
+    expect(output).toMatchObject({ ai_generated: false });
+    expect(output?.licence).toBeUndefined();
+    expect(output?.generated_by).toBeUndefined();
+  });
+
+  it('refuses a step on a provider barred for the API before anything is held, unless the team has its own key', async () => {
+    const steps = [
+      { key: 'prompt', type: 'TextEntry', config: { text: 'x' } },
+      { key: 'llm', type: 'LlmWorker', config: { provider: 'studio-x' }, inputs: ['prompt'] },
+    ];
+    const { team, workflowId, started } = await run(steps);
+    expect(started.status).toBe(422);
+    expect(started.body).toMatchObject({ providers: ['studio-x'], level: 'app_only' });
+    expect(String(started.body.error)).toMatch(
+      /^LlmWorker runs on studio-x, which is not available through the API without your own key/,
+    );
+    const { getTeam } = await import('../functions/store/tenancy.ts');
+    expect((await getTeam(stack.deps, team.teamId))?.held).toBe(0);
+    await setConnection(stack.deps, team.teamId, 'studio-x', { secretRef: 'env:STUDIO_X_TEST_KEY' });
+    const retried = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, { key: team.key, method: 'POST' });
+    expect(retried.status).not.toBe(422);
+  });
+
+  it('makes draft cheaper than production for models not priced per run', async () => {
+    const steps = [
+      { key: 'prompt', type: 'TextEntry', config: { text: 'x' } },
+      { key: 'llm', type: 'LlmWorker', inputs: ['prompt'] },
+    ];
+    const team = await seedTeam(stack.deps);
+    const first = await createWorkflow(stack, team, steps, 'A');
+    const second = await createWorkflow(stack, team, steps, 'B');
+    const production = await call(stack.baseUrl, `/workflows/${first}/runs`, { key: team.key, method: 'POST' });
+    const draft = await call(stack.baseUrl, `/workflows/${second}/runs`, {
+      key: team.key,
+      method: 'POST',
+      body: { mode: 'draft' },
+    });
+    expect(draft.body.estimatedCredits as number).toBeLessThan(production.body.estimatedCredits as number);
+    const [a, b] = await Promise.all([
+      waitForRun(stack, team.key, production.body.jobId as string),
+      waitForRun(stack, team.key, draft.body.jobId as string),
+    ]);
+    const text = (r: typeof a) => JSON.stringify((r.body.output as { result: unknown }[])[0]?.result);
+    expect(text(b).length).toBeLessThan(text(a).length);
+  });
+});
