@@ -1,0 +1,548 @@
+#!/usr/bin/env node
+import { createWriteStream } from 'node:fs';
+/**
+ * `workflow-run`: the command-line tool for API consumers. Run `workflow-run --help`.
+ *
+ * Exit codes: 0 success; 1 API or network error (the error body is printed to stderr); 2 usage
+ * error; 3 the watched run ended failed, cancelled or stopped. With `--json`, stdout carries only
+ * JSON (the API's answer; for `--watch` and `watch`, the final run).
+ */
+import { mkdir, readFile } from 'node:fs/promises';
+import { basename, extname, join, resolve } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
+import { parseArgs } from 'node:util';
+import { parse as parseYaml } from 'yaml';
+import {
+  type CreateWorkflowRequest,
+  createClient,
+  isDeferred,
+  isEnded,
+  outputFiles,
+  type Run,
+  type RunRequest,
+  type RunStep,
+  type WorkflowRunClient,
+} from './client.ts';
+import { ApiError } from './errors.ts';
+
+export const defaultBaseUrl = 'http://127.0.0.1:3000/api/v1';
+
+export const usage = `Usage: workflow-run [--base-url URL] [--key KEY] [--json] <command> [options]
+
+Commands:
+  workflows list                         List the workflows the key can run
+  workflows create --file F.json|F.yaml (--agent ID | --project ID) [--name N] [--agent-name N]
+                                         Create a workflow from a file holding { name, steps } (or just steps)
+  run <workflowId> [options]             Start a run of a workflow
+  run --agent <agentId> [options]        Start a run of an agent's active workflow
+      --input key=value                  Replace a step's value (its apiInputKey); repeatable
+      --mode production|draft|preview    draft: a cheaper pass
+      --defer [--max-multiplier M]       Queue the run until the price multiplier reaches M (default 0.7)
+      --callback-url URL [--callback-secret S]   https URL for the run-finished webhook
+      --idempotency-key K                Makes a retry safe: the same key and body start one run
+      --watch                            Follow the run until it ends
+  watch <jobId>                          Follow a run: progress and each step's status, until it ends
+  download <jobId> [--dir D]             Download the run's output files (default dir: ./<jobId>)
+  cancel <jobId>                         Cancel a run in progress
+  deferred show <id>                     Show a deferred run
+  deferred cancel <id>                   Cancel a deferred run still waiting
+
+Global options:
+  --base-url URL   API base URL (env WORKFLOW_RUN_API_URL; default ${defaultBaseUrl})
+  --key KEY        API key (env WORKFLOW_RUN_API_KEY)
+  --json           Print machine-readable JSON only
+  -h, --help       Show this help
+
+Exit codes: 0 success, 1 API error, 2 usage error, 3 the watched run failed, was cancelled or stopped.
+`;
+
+const optionSpec = {
+  'base-url': { type: 'string' },
+  key: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  file: { type: 'string' },
+  agent: { type: 'string' },
+  project: { type: 'string' },
+  name: { type: 'string' },
+  'agent-name': { type: 'string' },
+  input: { type: 'string', multiple: true },
+  mode: { type: 'string' },
+  defer: { type: 'boolean' },
+  'max-multiplier': { type: 'string' },
+  'callback-url': { type: 'string' },
+  'callback-secret': { type: 'string' },
+  'idempotency-key': { type: 'string' },
+  watch: { type: 'boolean' },
+  dir: { type: 'string' },
+} as const;
+
+type OptionName = keyof typeof optionSpec;
+type Values = ReturnType<typeof parseArgs<{ options: typeof optionSpec; allowPositionals: true }>>['values'];
+
+const globalOptions: OptionName[] = ['base-url', 'key', 'json', 'help'];
+
+/** Options each command accepts besides the global ones. */
+const commandOptions: Record<string, OptionName[]> = {
+  'workflows list': [],
+  'workflows create': ['file', 'agent', 'project', 'name', 'agent-name'],
+  run: [
+    'agent',
+    'input',
+    'mode',
+    'defer',
+    'max-multiplier',
+    'callback-url',
+    'callback-secret',
+    'idempotency-key',
+    'watch',
+  ],
+  watch: [],
+  download: ['dir'],
+  cancel: [],
+  'deferred show': [],
+  'deferred cancel': [],
+};
+
+/** Where the CLI writes and what it reads; `main` takes them so it can be driven in-process too. */
+export interface CliIo {
+  stdout: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
+  stderr: NodeJS.WritableStream;
+  env: Record<string, string | undefined>;
+  fetch?: (request: Request) => Promise<Response>;
+  signal?: AbortSignal;
+}
+
+class UsageError extends Error {}
+
+/** The run ended other than completed (exit 3). */
+class RunEndedBadly extends Error {}
+
+const write = (stream: NodeJS.WritableStream, text: string) => stream.write(text.endsWith('\n') ? text : `${text}\n`);
+
+const printJson = (io: CliIo, value: unknown) => write(io.stdout, JSON.stringify(value, null, 2));
+
+/** `name: value` lines, as the operators' CLI prints. */
+const printFields = (io: CliIo, fields: Record<string, unknown>) => {
+  for (const [name, value] of Object.entries(fields))
+    write(io.stdout, `${name}: ${value === null || value === undefined ? '-' : String(value)}`);
+};
+
+const positionalCommand = (positionals: string[]): { command: string; args: string[] } => {
+  const [first, second, ...rest] = positionals;
+  if (first === undefined) throw new UsageError('no command given');
+  if (first === 'workflows' || first === 'deferred') {
+    if (second === undefined) throw new UsageError(`"${first}" needs a subcommand`);
+    const command = `${first} ${second}`;
+    if (!(command in commandOptions)) throw new UsageError(`unknown command "${command}"`);
+    return { command, args: rest };
+  }
+  if (!(first in commandOptions)) throw new UsageError(`unknown command "${first}"`);
+  return { command: first, args: positionals.slice(1) };
+};
+
+const oneArg = (command: string, args: string[], what: string): string => {
+  if (args.length !== 1 || !args[0]) throw new UsageError(`${command} needs exactly one ${what}`);
+  return args[0];
+};
+
+const noArgs = (command: string, args: string[]) => {
+  if (args.length > 0) throw new UsageError(`${command} takes no arguments (got "${args.join(' ')}")`);
+};
+
+// ---------------------------------------------------------------------------------------------
+// Commands
+
+const listWorkflows = async (client: WorkflowRunClient, io: CliIo, json: boolean) => {
+  const workflows = await client.listWorkflows({ signal: io.signal });
+  if (json) return printJson(io, { workflows });
+  if (workflows.length === 0) return write(io.stdout, 'No workflows.');
+  const rows = workflows.map((w) => [w.id, w.status ?? '-', w.updated_at ?? '-', w.name]);
+  const widths = [36, Math.max(6, ...rows.map((r) => r[1]?.length ?? 0)), 24];
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) => (i < widths.length ? cell.padEnd(widths[i] ?? 0) : cell))
+      .join('  ')
+      .trimEnd();
+  write(io.stdout, line(['ID', 'STATUS', 'UPDATED', 'NAME']));
+  for (const row of rows) write(io.stdout, line(row as string[]));
+};
+
+const readWorkflowFile = async (file: string): Promise<Record<string, unknown>> => {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new UsageError(`cannot read ${file}: ${(error as Error).message}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = ['.yaml', '.yml'].includes(extname(file).toLowerCase()) ? parseYaml(text) : JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(`${file} is not valid ${extname(file).slice(1) || 'JSON'}: ${(error as Error).message}`);
+  }
+  if (Array.isArray(parsed)) return { steps: parsed };
+  if (parsed && typeof parsed === 'object') return parsed as Record<string, unknown>;
+  throw new UsageError(`${file} must hold an object { name, steps } or a list of steps`);
+};
+
+const createWorkflow = async (client: WorkflowRunClient, io: CliIo, values: Values, json: boolean) => {
+  if (!values.file) throw new UsageError('workflows create needs --file');
+  const fromFile = await readWorkflowFile(values.file);
+  const body = { ...fromFile } as Record<string, unknown>;
+  if (values.name) body.name = values.name;
+  if (values.agent) body.agentId = values.agent;
+  if (values.project) body.projectId = values.project;
+  if (values['agent-name']) body.agentName = values['agent-name'];
+  if (values.agent && values.project) throw new UsageError('give one of --agent and --project, not both');
+  if (values.agent) delete body.projectId;
+  if (values.project) delete body.agentId;
+  if (!body.agentId && !body.projectId) throw new UsageError('workflows create needs --agent or --project');
+  if (typeof body.name !== 'string' || body.name === '')
+    body.name = basename(values.file, extname(values.file)) || 'Workflow';
+  const created = await client.createWorkflow(body as CreateWorkflowRequest, { signal: io.signal });
+  if (json) return printJson(io, created);
+  printFields(io, created);
+};
+
+const runModes = ['production', 'draft', 'preview'] as const;
+
+const runRequest = (values: Values): RunRequest => {
+  const body: RunRequest = {};
+  if (values.input?.length) {
+    const inputs: Record<string, string> = {};
+    for (const pair of values.input) {
+      const at = pair.indexOf('=');
+      if (at <= 0) throw new UsageError(`--input needs key=value (got "${pair}")`);
+      inputs[pair.slice(0, at)] = pair.slice(at + 1);
+    }
+    body.inputs = inputs;
+  }
+  if (values.mode !== undefined) {
+    const mode = runModes.find((m) => m === values.mode);
+    if (!mode) throw new UsageError(`--mode must be one of ${runModes.join(', ')}`);
+    body.mode = mode;
+  }
+  if (values['max-multiplier'] !== undefined && !values.defer)
+    throw new UsageError('--max-multiplier only applies with --defer');
+  if (values.defer) {
+    body.defer = true;
+    if (values['max-multiplier'] !== undefined) {
+      const multiplier = Number(values['max-multiplier']);
+      if (!Number.isFinite(multiplier) || multiplier <= 0)
+        throw new UsageError('--max-multiplier must be a positive number');
+      body.maxMultiplier = multiplier;
+    }
+  }
+  if (values['callback-url']) body.callbackUrl = values['callback-url'];
+  if (values['callback-secret']) {
+    if (!values['callback-url']) throw new UsageError('--callback-secret only applies with --callback-url');
+    body.callbackSecret = values['callback-secret'];
+  }
+  return body;
+};
+
+const startRun = async (client: WorkflowRunClient, io: CliIo, values: Values, args: string[], json: boolean) => {
+  if (values.agent && args.length > 0) throw new UsageError('run takes a workflow id or --agent, not both');
+  const agentId = values.agent;
+  const workflowId = agentId ? undefined : oneArg('run', args, 'workflow id');
+  if (values.watch && values.defer) throw new UsageError('--watch cannot follow a deferred run; use --defer alone');
+  const body = runRequest(values);
+  const options = { signal: io.signal, idempotencyKey: values['idempotency-key'] };
+  const started = workflowId
+    ? await client.runWorkflow(workflowId, body, options)
+    : await client.runAgent(agentId ?? '', body, options);
+  if (isDeferred(started)) {
+    if (json) return printJson(io, started);
+    return printFields(io, { ...started, next: `workflow-run deferred show ${started.deferredJobId}` });
+  }
+  if (!values.watch) {
+    if (json) return printJson(io, started);
+    return printFields(io, { ...started, next: `workflow-run watch ${started.jobId}` });
+  }
+  if (!json)
+    printFields(io, {
+      jobId: started.jobId,
+      workflowId: started.workflowId,
+      estimatedCredits: started.estimatedCredits,
+    });
+  await watchRun(client, io, started.jobId, json);
+};
+
+// --- watch -----------------------------------------------------------------------------------
+
+const stepMarks: Record<RunStep['status'], string> = {
+  queued: '·',
+  processing: '▸',
+  completed: '✓',
+  failed: '✗',
+  skipped: '-',
+  unknown: '?',
+};
+
+const bar = (progress: number, width = 30) => {
+  const filled = Math.round((Math.max(0, Math.min(100, progress)) / 100) * width);
+  return `[${'█'.repeat(filled)}${'░'.repeat(width - filled)}]`;
+};
+
+const stepLine = (step: RunStep) =>
+  `  ${stepMarks[step.status] ?? '?'} ${step.node_id} (${step.step_type}): ${step.status}${step.error ? ` — ${step.error}` : ''}`;
+
+/** Redraws a block of lines in place on a terminal. */
+const liveBlock = (stream: CliIo['stdout']) => {
+  let drawn = 0;
+  return (lines: string[]) => {
+    const columns = stream.columns ?? 120;
+    const fitted = lines.map((l) => (l.length > columns - 1 ? `${l.slice(0, Math.max(0, columns - 2))}…` : l));
+    let out = drawn > 0 ? `\x1b[${drawn}F` : '';
+    out += fitted.map((l) => `\x1b[2K${l}`).join('\n');
+    out += '\x1b[0J\n';
+    stream.write(out);
+    drawn = fitted.length;
+  };
+};
+
+/** Plain lines for logs and pipes: one per change of the run or of a step. */
+const plainLog = (io: CliIo) => {
+  let lastHead = '';
+  const lastSteps = new Map<string, string>();
+  return (run: Run) => {
+    const head = `${run.status} ${run.progress}%`;
+    if (head !== lastHead) write(io.stdout, `run ${run.jobId} ${run.status} ${run.progress}%`);
+    lastHead = head;
+    for (const step of run.steps) {
+      const line = stepLine(step).trim();
+      if (lastSteps.get(step.node_id) !== line) write(io.stdout, `step ${line}`);
+      lastSteps.set(step.node_id, line);
+    }
+  };
+};
+
+const summariseResult = (result: unknown): string => {
+  if (typeof result === 'string') return result.length > 200 ? `${result.slice(0, 200)}…` : result;
+  const text = JSON.stringify(result) ?? 'null';
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+};
+
+const elapsed = (ms: number) => {
+  const seconds = Math.floor(ms / 1000);
+  return seconds < 60 ? `${seconds}s` : `${Math.floor(seconds / 60)}m${String(seconds % 60).padStart(2, '0')}s`;
+};
+
+const watchRun = async (client: WorkflowRunClient, io: CliIo, jobId: string, json: boolean) => {
+  const tty = !json && io.stdout.isTTY === true;
+  const draw = tty ? liveBlock(io.stdout) : undefined;
+  const log = !json && !tty ? plainLog(io) : undefined;
+  const startedAt = Date.now();
+  let latest: Run | undefined;
+  const redraw = () => {
+    if (!draw || !latest) return;
+    draw([
+      `Run ${latest.jobId}  ${bar(latest.progress)} ${String(latest.progress).padStart(3)}%  ${latest.status}  ${elapsed(Date.now() - startedAt)}`,
+      ...latest.steps.map(stepLine),
+    ]);
+  };
+  // On a terminal the block is redrawn every second (elapsed time) as well as on every change.
+  const ticker = draw ? setInterval(redraw, 1000) : undefined;
+  ticker?.unref();
+  let run: Run;
+  try {
+    run = await client.waitForRun(jobId, {
+      intervalMs: 500,
+      maxIntervalMs: 5_000,
+      timeoutMs: 24 * 3600_000,
+      onProgress: (next) => {
+        latest = next;
+        redraw();
+        log?.(next);
+      },
+      signal: io.signal,
+    });
+  } finally {
+    clearInterval(ticker);
+  }
+  if (json) printJson(io, run);
+  else {
+    const files = outputFiles(run);
+    write(io.stdout, `Run ${run.jobId} ${run.status}.`);
+    for (const output of run.output)
+      if (!outputFiles({ output: [output] }).length)
+        write(io.stdout, `  ${output.node_id} (${output.step_type}): ${summariseResult(output.result)}`);
+    if (files.length) write(io.stdout, `${files.length} file(s): workflow-run download ${run.jobId}`);
+  }
+  if (run.status !== 'completed') throw new RunEndedBadly(`run ${run.jobId} ${run.status}`);
+};
+
+// --- download --------------------------------------------------------------------------------
+
+const safeSegment = (segment: string, fallback: string) => {
+  const cleaned = segment.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\.+$/, '_');
+  return cleaned === '' ? fallback : cleaned.slice(0, 120);
+};
+
+const fileNameOf = (url: string, index: number): string => {
+  try {
+    const last = new URL(url).pathname.split('/').at(-1) ?? '';
+    return safeSegment(decodeURIComponent(last), `file-${index + 1}`);
+  } catch {
+    return `file-${index + 1}`;
+  }
+};
+
+const download = async (client: WorkflowRunClient, io: CliIo, values: Values, jobId: string, json: boolean) => {
+  const run = await client.getRun(jobId, { signal: io.signal });
+  const dir = resolve(values.dir ?? jobId);
+  const saved: { node_id: string; path: string; file: string; bytes: number; contentType: string }[] = [];
+  const skipped: { node_id: string; path: string; availability: string }[] = [];
+  const used = new Set<string>();
+  const files = outputFiles(run);
+  for (const [index, found] of files.entries()) {
+    if (found.file.availability !== 'ready') {
+      skipped.push({ node_id: found.node_id, path: found.path, availability: found.file.availability });
+      if (!json) write(io.stderr, `skipped ${found.node_id} ${found.path}: ${found.file.availability}`);
+      continue;
+    }
+    const folder = join(dir, safeSegment(found.node_id, 'step'));
+    let target = join(folder, fileNameOf(found.file.url, index));
+    for (let n = 2; used.has(target); n++) {
+      const ext = extname(target);
+      target = `${target.slice(0, target.length - ext.length).replace(/-\d+$/, '')}-${n}${ext}`;
+    }
+    used.add(target);
+    // Signed URLs carry their own authorisation: no API key goes to the file store.
+    const response = await (io.fetch ?? fetch)(new Request(found.file.url, { signal: io.signal }));
+    if (!response.ok || !response.body) throw new Error(`download of ${found.path} failed: HTTP ${response.status}`);
+    await mkdir(folder, { recursive: true });
+    await pipeline(Readable.fromWeb(response.body as NodeReadableStream<Uint8Array>), createWriteStream(target));
+    saved.push({
+      node_id: found.node_id,
+      path: found.path,
+      file: target,
+      bytes: found.file.bytes,
+      contentType: found.file.contentType,
+    });
+    if (!json) write(io.stdout, `saved ${target} (${found.file.contentType}, ${found.file.bytes} bytes)`);
+  }
+  if (json) return printJson(io, { jobId, status: run.status, dir, files: saved, skipped });
+  if (files.length === 0) write(io.stdout, `Run ${jobId} (${run.status}) has no output files.`);
+  else if (!isEnded(run)) write(io.stderr, `note: run ${jobId} is still ${run.status}; more files may follow`);
+};
+
+// --- main ------------------------------------------------------------------------------------
+
+const describeError = (error: unknown): string => {
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  const detail = cause?.code ?? cause?.message;
+  return `${(error as Error).message ?? String(error)}${detail ? ` (${detail})` : ''}`;
+};
+
+/** Runs the CLI with `argv` (without `node` and the script) and returns the exit code. */
+export const main = async (
+  argv: string[],
+  io: CliIo = { stdout: process.stdout, stderr: process.stderr, env: process.env },
+): Promise<number> => {
+  let json = argv.includes('--json');
+  try {
+    let parsed: { values: Values; positionals: string[] };
+    try {
+      parsed = parseArgs({ args: argv, options: optionSpec, allowPositionals: true, strict: true });
+    } catch (error) {
+      throw new UsageError((error as Error).message);
+    }
+    const { values, positionals } = parsed;
+    json = values.json === true;
+    if (values.help || positionals[0] === 'help') {
+      io.stdout.write(usage);
+      return 0;
+    }
+    const { command, args } = positionalCommand(positionals);
+    const allowed = new Set<string>([...globalOptions, ...(commandOptions[command] ?? [])]);
+    for (const name of Object.keys(values))
+      if (!allowed.has(name)) throw new UsageError(`${command} does not take --${name}`);
+
+    const baseUrl = values['base-url'] ?? io.env.WORKFLOW_RUN_API_URL ?? defaultBaseUrl;
+    const apiKey = values.key ?? io.env.WORKFLOW_RUN_API_KEY;
+    if (!apiKey) throw new UsageError('no API key: pass --key or set WORKFLOW_RUN_API_KEY');
+    try {
+      new URL(baseUrl);
+    } catch {
+      throw new UsageError(`--base-url is not a URL: ${baseUrl}`);
+    }
+    const client = createClient({
+      baseUrl,
+      apiKey,
+      headers: { 'user-agent': 'workflow-run-cli/1.0' },
+      ...(io.fetch ? { fetch: io.fetch } : {}),
+    });
+
+    switch (command) {
+      case 'workflows list':
+        noArgs(command, args);
+        await listWorkflows(client, io, json);
+        break;
+      case 'workflows create':
+        noArgs(command, args);
+        await createWorkflow(client, io, values, json);
+        break;
+      case 'run':
+        await startRun(client, io, values, args, json);
+        break;
+      case 'watch':
+        await watchRun(client, io, oneArg(command, args, 'job id'), json);
+        break;
+      case 'download':
+        await download(client, io, values, oneArg(command, args, 'job id'), json);
+        break;
+      case 'cancel': {
+        const run = await client.cancelRun(oneArg(command, args, 'job id'), { signal: io.signal });
+        if (json) printJson(io, run);
+        else printFields(io, { jobId: run.jobId, status: run.status, progress: `${run.progress}%` });
+        break;
+      }
+      case 'deferred show':
+      case 'deferred cancel': {
+        const id = oneArg(command, args, 'deferred run id');
+        const deferred =
+          command === 'deferred show'
+            ? await client.getDeferredRun(id, { signal: io.signal })
+            : await client.cancelDeferredRun(id, { signal: io.signal });
+        if (json) printJson(io, deferred);
+        else printFields(io, deferred);
+        break;
+      }
+    }
+    return 0;
+  } catch (error) {
+    if (error instanceof UsageError) {
+      write(io.stderr, `workflow-run: ${error.message}\n\n${usage}`);
+      return 2;
+    }
+    if (error instanceof RunEndedBadly) return 3;
+    if (error instanceof ApiError) {
+      if (json) write(io.stderr, JSON.stringify({ status: error.status, body: error.body }));
+      else write(io.stderr, `workflow-run: ${error.message}\n${JSON.stringify(error.body, null, 2)}`);
+      return 1;
+    }
+    if (io.signal?.aborted) return 130;
+    const message = describeError(error);
+    if (json) write(io.stderr, JSON.stringify({ error: message }));
+    else write(io.stderr, `workflow-run: ${message}`);
+    return 1;
+  }
+};
+
+/** `main` over the process's streams and environment; Ctrl-C stops a watch or a download (exit 130). */
+export const runCli = (argv: string[]): Promise<number> => {
+  const controller = new AbortController();
+  process.once('SIGINT', () => controller.abort());
+  return main(argv, {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    env: process.env,
+    signal: controller.signal,
+  });
+};
+
+if (import.meta.main) process.exitCode = await runCli(process.argv.slice(2));

@@ -1,0 +1,259 @@
+/**
+ * The typed client: openapi-fetch over the types generated from the served OpenAPI document, with
+ * one method per operation, typed errors (`errors.ts`) and `waitForRun`.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import createFetchClient, { type Client as FetchClient } from 'openapi-fetch';
+import { errorFromResponse, RetryableError, ServerError, WaitTimeoutError } from './errors.ts';
+import type { components, paths } from './openapi-types.ts';
+
+type Schemas = components['schemas'];
+
+export type WorkflowSummary = Schemas['WorkflowSummary'];
+export type WorkflowStepInput = Schemas['WorkflowStepInput'];
+/**
+ * A step of Create a workflow. `config` holds the node's settings, whose fields depend on the node
+ * type (only `apiInputKey` is common to all), so it takes any field.
+ */
+export type WorkflowStep = Omit<Schemas['WorkflowStep'], 'config'> & {
+  config?: Schemas['WorkflowStepConfig'] & Record<string, unknown>;
+};
+export type NodeType = Schemas['WorkflowStep']['type'];
+export type CreateWorkflowRequest = Omit<Schemas['CreateWorkflowRequest'], 'steps'> & { steps: WorkflowStep[] };
+export type CreateWorkflowResponse = Schemas['CreateWorkflowResponse'];
+export type RunRequest = Schemas['RunRequest'];
+export type RunStartedResponse = Schemas['RunStartedResponse'];
+export type RunDeferredResponse = Schemas['RunDeferredResponse'];
+export type RunStartResponse = RunStartedResponse | RunDeferredResponse;
+export type Run = Schemas['Run'];
+export type RunStatus = Run['status'];
+export type RunStep = Schemas['RunStep'];
+export type RunOutput = Schemas['RunOutput'];
+export type RunFile = Schemas['RunFile'];
+export type ReadyRunFile = Extract<RunFile, { availability: 'ready' }>;
+export type DeferredRun = Schemas['DeferredRun'];
+
+/** Statuses a run never leaves. */
+export const endedRunStatuses: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'stopped'];
+export const isEnded = (run: Pick<Run, 'status'>): boolean => endedRunStatuses.includes(run.status);
+export const isDeferred = (started: RunStartResponse): started is RunDeferredResponse => 'deferred' in started;
+
+export interface ClientOptions {
+  /** The API's base URL, ending in `/api/v1`, e.g. `http://127.0.0.1:3000/api/v1`. */
+  baseUrl: string;
+  /** A team API key (`wra_…`). Keep it on a server. */
+  apiKey: string;
+  /** A fetch implementation (default: the global one). */
+  fetch?: (request: Request) => Promise<Response>;
+  /** Extra headers sent with every request. */
+  headers?: Record<string, string>;
+}
+
+export interface RequestOptions {
+  signal?: AbortSignal;
+}
+
+export interface RunOptions extends RequestOptions {
+  /**
+   * Makes a retry safe: the same key with the same body within 24 hours answers as the first
+   * request did (no second run); the same key with another body answers 422.
+   */
+  idempotencyKey?: string;
+}
+
+export interface WaitForRunOptions extends RequestOptions {
+  /** First wait between reads, and the wait again after the run changes (default 1,000 ms). */
+  intervalMs?: number;
+  /** The longest wait between reads (default 10,000 ms). */
+  maxIntervalMs?: number;
+  /** Each wait while nothing changes is this many times the previous one (default 1.5). */
+  backoffFactor?: number;
+  /** Give up with `WaitTimeoutError` after this long (default 30 minutes). */
+  timeoutMs?: number;
+  /** Called with the first read and every read that differs from the one before. */
+  onProgress?: (run: Run) => void | Promise<void>;
+  /** Network failures and 5xx (other than 503) in a row tolerated before giving up (default 3). */
+  maxConsecutiveErrors?: number;
+}
+
+export interface WorkflowRunClient {
+  /** GET /workflows: the workflows the key can run, newest change first. */
+  listWorkflows(options?: RequestOptions): Promise<WorkflowSummary[]>;
+  /** POST /workflows: creates a workflow from steps; exactly one of `agentId` and `projectId`. */
+  createWorkflow(body: CreateWorkflowRequest, options?: RequestOptions): Promise<CreateWorkflowResponse>;
+  /** POST /workflows/{id}/runs: starts (or with `defer: true`, defers) a run. */
+  runWorkflow(id: string, body: RunRequest & { defer: true }, options?: RunOptions): Promise<RunDeferredResponse>;
+  runWorkflow(id: string, body?: RunRequest & { defer?: false }, options?: RunOptions): Promise<RunStartedResponse>;
+  runWorkflow(id: string, body?: RunRequest, options?: RunOptions): Promise<RunStartResponse>;
+  /** POST /agents/{id}/runs: runs the agent's active (else newest) workflow. */
+  runAgent(id: string, body: RunRequest & { defer: true }, options?: RunOptions): Promise<RunDeferredResponse>;
+  runAgent(id: string, body?: RunRequest & { defer?: false }, options?: RunOptions): Promise<RunStartedResponse>;
+  runAgent(id: string, body?: RunRequest, options?: RunOptions): Promise<RunStartResponse>;
+  /** GET /runs/{jobId}: status, per-step status and output. Never spends credits. */
+  getRun(jobId: string, options?: RequestOptions): Promise<Run>;
+  /** POST /runs/{jobId}/cancel: cancels a run in progress; 409 `ConflictError` once it has ended. */
+  cancelRun(jobId: string, options?: RequestOptions): Promise<Run>;
+  /** GET /deferred-runs/{id}. Once `dispatched`, `jobId` is the run to read. */
+  getDeferredRun(id: string, options?: RequestOptions): Promise<DeferredRun>;
+  /** DELETE /deferred-runs/{id}: cancels a deferred run still `waiting`. */
+  cancelDeferredRun(id: string, options?: RequestOptions): Promise<DeferredRun>;
+  /**
+   * Polls GET /runs/{jobId} until the run is completed, failed, cancelled or stopped, and returns
+   * it (whatever the status: check `run.status`). Waits `intervalMs`, growing by `backoffFactor`
+   * up to `maxIntervalMs` while nothing changes; on 429 or 503 waits at least `Retry-After`.
+   */
+  waitForRun(jobId: string, options?: WaitForRunOptions): Promise<Run>;
+  /** The underlying openapi-fetch client, for anything the methods above do not cover. */
+  readonly raw: FetchClient<paths>;
+}
+
+type Answer<T> = { data?: T; error?: unknown; response: Response };
+
+/** The data of a 2xx answer, or the typed error of any other. */
+const unwrap = async <T>(call: Promise<Answer<T>>): Promise<T> => {
+  const { data, error, response } = await call;
+  if (!response.ok) throw errorFromResponse(response.status, error, response.headers);
+  return data as T;
+};
+
+const fingerprint = (run: Run): string =>
+  JSON.stringify([run.status, run.progress, run.steps.map((s) => [s.node_id, s.status]), run.output.length]);
+
+export const createClient = (options: ClientOptions): WorkflowRunClient => {
+  const raw = createFetchClient<paths>({
+    baseUrl: options.baseUrl.replace(/\/+$/, ''),
+    headers: { ...options.headers, authorization: `Bearer ${options.apiKey}` },
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  });
+
+  const start = (subject: 'workflow' | 'agent', id: string, body: RunRequest = {}, runOptions: RunOptions = {}) => {
+    const init = {
+      params: {
+        path: { id },
+        ...(runOptions.idempotencyKey ? { header: { 'Idempotency-Key': runOptions.idempotencyKey } } : {}),
+      },
+      body,
+      signal: runOptions.signal,
+    };
+    return unwrap<RunStartResponse>(
+      subject === 'workflow' ? raw.POST('/workflows/{id}/runs', init) : raw.POST('/agents/{id}/runs', init),
+    );
+  };
+
+  const getRun = (jobId: string, requestOptions: RequestOptions = {}) =>
+    unwrap<Run>(raw.GET('/runs/{jobId}', { params: { path: { jobId } }, signal: requestOptions.signal }));
+
+  const waitForRun = async (jobId: string, waitOptions: WaitForRunOptions = {}): Promise<Run> => {
+    const baseInterval = waitOptions.intervalMs ?? 1_000;
+    const maxInterval = Math.max(baseInterval, waitOptions.maxIntervalMs ?? 10_000);
+    const factor = waitOptions.backoffFactor ?? 1.5;
+    const timeoutMs = waitOptions.timeoutMs ?? 30 * 60_000;
+    const maxErrors = waitOptions.maxConsecutiveErrors ?? 3;
+    const signal = waitOptions.signal;
+    const deadline = Date.now() + timeoutMs;
+    let interval = baseInterval;
+    let last: Run | undefined;
+    let lastPrint: string | undefined;
+    let errors = 0;
+    for (;;) {
+      signal?.throwIfAborted();
+      let wait = interval;
+      /** The server said when to come back: coming back sooner would only be refused again. */
+      let told = false;
+      let run: Run | undefined;
+      try {
+        run = await getRun(jobId, { signal });
+        errors = 0;
+      } catch (error) {
+        if (signal?.aborted) throw signal.reason;
+        if (error instanceof RetryableError) {
+          // 429 / 503: never earlier than the server asked.
+          wait = Math.max(interval, (error.retryAfterSeconds ?? 1) * 1000);
+          told = true;
+        } else if (error instanceof ServerError || error instanceof TypeError) {
+          // A 5xx or a network failure (fetch throws TypeError): back off, give up after a few in a row.
+          errors += 1;
+          if (errors >= maxErrors) throw error;
+          interval = Math.min(maxInterval, interval * factor);
+          wait = interval;
+        } else {
+          throw error;
+        }
+      }
+      if (run) {
+        const print = fingerprint(run);
+        if (print !== lastPrint) {
+          lastPrint = print;
+          interval = baseInterval;
+          await waitOptions.onProgress?.(run);
+        } else {
+          interval = Math.min(maxInterval, interval * factor);
+        }
+        last = run;
+        if (isEnded(run)) return run;
+        wait = interval;
+      }
+      const remaining = deadline - Date.now();
+      if (remaining <= 0 || (told && wait > remaining)) throw new WaitTimeoutError(jobId, timeoutMs, last);
+      // The last read lands on the deadline.
+      await sleep(Math.min(wait, remaining), undefined, { signal }).catch((error: unknown) => {
+        throw signal?.aborted ? signal.reason : error;
+      });
+    }
+  };
+
+  const client: WorkflowRunClient = {
+    raw,
+    listWorkflows: async (requestOptions = {}) =>
+      (await unwrap(raw.GET('/workflows', { signal: requestOptions.signal }))).workflows,
+    createWorkflow: (body, requestOptions = {}) =>
+      unwrap(
+        raw.POST('/workflows', {
+          body: body as Schemas['CreateWorkflowRequest'],
+          signal: requestOptions.signal,
+        }),
+      ),
+    runWorkflow: ((id: string, body?: RunRequest, runOptions?: RunOptions) =>
+      start('workflow', id, body, runOptions)) as WorkflowRunClient['runWorkflow'],
+    runAgent: ((id: string, body?: RunRequest, runOptions?: RunOptions) =>
+      start('agent', id, body, runOptions)) as WorkflowRunClient['runAgent'],
+    getRun,
+    cancelRun: (jobId, requestOptions = {}) =>
+      unwrap(raw.POST('/runs/{jobId}/cancel', { params: { path: { jobId } }, signal: requestOptions.signal })),
+    getDeferredRun: (id, requestOptions = {}) =>
+      unwrap(raw.GET('/deferred-runs/{id}', { params: { path: { id } }, signal: requestOptions.signal })),
+    cancelDeferredRun: (id, requestOptions = {}) =>
+      unwrap(raw.DELETE('/deferred-runs/{id}', { params: { path: { id } }, signal: requestOptions.signal })),
+    waitForRun,
+  };
+  return client;
+};
+
+/** One file found in a run's output. */
+export interface OutputFile {
+  node_id: string;
+  step_type: string;
+  /** Where in the output's `result` it sits, e.g. `result.image[1]`. */
+  path: string;
+  file: RunFile;
+}
+
+const isRunFile = (value: unknown): value is RunFile =>
+  typeof value === 'object' &&
+  value !== null &&
+  !Array.isArray(value) &&
+  ['ready', 'processing', 'unavailable'].includes((value as { availability?: unknown }).availability as string) &&
+  'url' in value;
+
+/** Every file object in a run's output, in output order (ready ones have a signed `url`, valid two hours). */
+export const outputFiles = (run: Pick<Run, 'output'>): OutputFile[] => {
+  const found: OutputFile[] = [];
+  const walk = (output: RunOutput, value: unknown, path: string) => {
+    if (isRunFile(value)) found.push({ node_id: output.node_id, step_type: output.step_type, path, file: value });
+    else if (Array.isArray(value)) for (const [i, item] of value.entries()) walk(output, item, `${path}[${i}]`);
+    else if (value && typeof value === 'object')
+      for (const [key, item] of Object.entries(value)) walk(output, item, `${path}.${key}`);
+  };
+  for (const output of run.output) walk(output, output.result, 'result');
+  return found;
+};

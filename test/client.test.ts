@@ -1,0 +1,464 @@
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signatureHeader, webhookHeaders } from '../functions/domain/webhook.ts';
+import { generateTypes, typesFile } from '../packages/client/scripts/generate-types.ts';
+import { main } from '../packages/client/src/cli.ts';
+import {
+  ApiError,
+  ConflictError,
+  createClient,
+  NotFoundError,
+  outputFiles,
+  RateLimitError,
+  type Run,
+  ServerError,
+  UnauthorizedError,
+  ValidationError,
+  verifyStandardWebhook,
+  verifyWebhook,
+  WaitTimeoutError,
+  type WorkflowRunClient,
+  type WorkflowStep,
+} from '../packages/client/src/index.ts';
+import {
+  addKey,
+  chainSteps,
+  createWorkflow,
+  type SeededTeam,
+  seedTeam,
+  startTestStack,
+  startWorkers,
+  type TestStack,
+} from './support/stack.ts';
+
+const repositoryRoot = fileURLToPath(new URL('..', import.meta.url));
+
+let stack: TestStack;
+let workers: { stop(): Promise<void> };
+let team: SeededTeam;
+let client: WorkflowRunClient;
+
+beforeAll(async () => {
+  stack = await startTestStack();
+  workers = await startWorkers(stack);
+  team = await seedTeam(stack.deps, { credits: 1000 });
+  client = createClient({ baseUrl: stack.baseUrl, apiKey: team.key });
+});
+afterAll(async () => {
+  await workers?.stop();
+  await stack?.close();
+});
+
+const failingSteps: WorkflowStep[] = [
+  { key: 'data', type: 'JsonLoader', config: { data: '{broken' } },
+  { key: 'show', type: 'JsonInspector', inputs: ['data'] },
+];
+
+const imageSteps: WorkflowStep[] = [
+  { key: 'prompt', type: 'TextEntry', config: { text: 'a red fox' } },
+  { key: 'image', type: 'ImageGen', config: { width: 64, height: 64 }, inputs: ['prompt'] },
+  { key: 'gallery', type: 'ImageGallery', inputs: ['image'] },
+];
+
+/** Runs the CLI as a user would: a child process with the URL and key in its environment. */
+const cli = (args: string[], env: Record<string, string> = {}) =>
+  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const child = spawn(process.execPath, ['packages/client/src/cli.ts', ...args], {
+      cwd: repositoryRoot,
+      env: { ...process.env, WORKFLOW_RUN_API_URL: stack.baseUrl, WORKFLOW_RUN_API_KEY: team.key, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk;
+    });
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+
+/** A fetch that answers from `fake` while it returns a Response, and from the real API after. */
+const scriptedFetch = (fake: (request: Request, call: number) => Response | undefined) => {
+  const calls: number[] = [];
+  const fetchImpl = async (request: Request) => {
+    calls.push(Date.now());
+    return fake(request, calls.length) ?? fetch(request);
+  };
+  return { calls, fetch: fetchImpl };
+};
+
+const runJson = (run: Partial<Run> & Pick<Run, 'status'>) =>
+  new Response(JSON.stringify({ jobId: randomUUID(), progress: 0, steps: [], output: [], ...run }), {
+    status: 200,
+    headers: { 'content-type': 'application/json' },
+  });
+
+describe('generated types', () => {
+  it('the committed openapi-types.ts is what openapi-typescript makes of the served document', async () => {
+    expect(await generateTypes(), 'run `npm run client:types` and commit the result').toBe(
+      await readFile(typesFile, 'utf8'),
+    );
+  });
+});
+
+describe('client against the local stack', () => {
+  it('creates a workflow and lists it', async () => {
+    const created = await client.createWorkflow({
+      name: 'Client flow',
+      steps: chainSteps as WorkflowStep[],
+      agentId: team.agentId,
+    });
+    expect(created).toMatchObject({ agentId: team.agentId, projectId: team.projectId, stepsCount: 4 });
+    const workflows = await client.listWorkflows();
+    expect(workflows.find((w) => w.id === created.workflowId)).toMatchObject({ name: 'Client flow' });
+  });
+
+  it('starts a run (idempotently) and waitForRun returns it completed, reporting progress', async () => {
+    const workflowId = await createWorkflow(stack, team, chainSteps, 'Waited');
+    const idempotencyKey = randomUUID();
+    const started = await client.runWorkflow(workflowId, { inputs: { topic: 'badgers' } }, { idempotencyKey });
+    expect(started).toMatchObject({ workflowId, status: 'queued', stepsCount: 4 });
+    // The same key and body answer as the first request did: no second run, no 409.
+    const again = await client.runWorkflow(workflowId, { inputs: { topic: 'badgers' } }, { idempotencyKey });
+    expect(again.jobId).toBe(started.jobId);
+
+    const seen: Run[] = [];
+    const run = await client.waitForRun(started.jobId, { intervalMs: 100, onProgress: (r) => void seen.push(r) });
+    expect(run.status, JSON.stringify(run)).toBe('completed');
+    expect(run.progress).toBe(100);
+    expect(run.steps.map((s) => s.status)).toEqual(['completed', 'completed', 'completed', 'completed']);
+    expect(seen.length).toBeGreaterThanOrEqual(1);
+    expect(seen.at(-1)).toEqual(run);
+    expect(await client.getRun(started.jobId)).toMatchObject({ jobId: started.jobId, status: 'completed' });
+  });
+
+  it('runs an agent and defers a run, and reads and cancels the deferred run', async () => {
+    const workflowId = await createWorkflow(stack, team, chainSteps, 'Agent flow');
+    const deferred = await client.runWorkflow(workflowId, { defer: true, maxMultiplier: 0.01 });
+    expect(deferred).toMatchObject({ deferred: true, workflowId });
+    expect(await client.getDeferredRun(deferred.deferredJobId)).toMatchObject({
+      status: 'waiting',
+      maxMultiplier: 0.01,
+    });
+    expect(await client.cancelDeferredRun(deferred.deferredJobId)).toMatchObject({ status: 'cancelled' });
+    const conflict = await client.cancelDeferredRun(deferred.deferredJobId).catch((e: unknown) => e);
+    expect(conflict).toBeInstanceOf(ConflictError);
+
+    const otherTeam = await seedTeam(stack.deps);
+    const otherClient = createClient({ baseUrl: stack.baseUrl, apiKey: otherTeam.key });
+    await createWorkflow(stack, otherTeam, chainSteps, 'Only one');
+    const started = await otherClient.runAgent(otherTeam.agentId);
+    expect(started.status).toBe('queued');
+    expect((await otherClient.waitForRun(started.jobId, { intervalMs: 100 })).status).toBe('completed');
+  });
+});
+
+describe('typed errors', () => {
+  it('401 UnauthorizedError for an unknown key', async () => {
+    const error = await createClient({ baseUrl: stack.baseUrl, apiKey: 'wra_nope' })
+      .listWorkflows()
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UnauthorizedError);
+    expect(error).toBeInstanceOf(ApiError);
+    expect(error).toMatchObject({ status: 401, body: { error: 'Unauthorized' }, message: '401 Unauthorized' });
+  });
+
+  it('404 NotFoundError and 422 ValidationError', async () => {
+    await expect(client.getRun(randomUUID())).rejects.toMatchObject({
+      name: 'NotFoundError',
+      status: 404,
+      body: { error: 'Run not found' },
+    });
+    await expect(client.getDeferredRun(randomUUID())).rejects.toBeInstanceOf(NotFoundError);
+    const workflowId = await createWorkflow(stack, team, chainSteps, 'Invalid input');
+    const error = await client.runWorkflow(workflowId, { inputs: { nope: 'x' } }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ValidationError);
+    expect((error as ValidationError).body).toMatchObject({ validKeys: ['topic'] });
+  });
+
+  it('409 ConflictError carries activeJobId; cancelling an ended run is a ConflictError too', async () => {
+    const workflowId = await createWorkflow(stack, team, chainSteps, 'Busy');
+    const first = await client.runWorkflow(workflowId);
+    const error = await client.runWorkflow(workflowId).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConflictError);
+    expect((error as ConflictError).activeJobId).toBe(first.jobId);
+    await client.waitForRun(first.jobId, { intervalMs: 100 });
+    const ended = await client.cancelRun(first.jobId).catch((e: unknown) => e);
+    expect(ended).toBeInstanceOf(ConflictError);
+    expect((ended as ConflictError).activeJobId).toBeUndefined();
+  });
+
+  it('429 RateLimitError carries retryAfterSeconds', async () => {
+    const { key } = await addKey(stack.deps, team.teamId, { rateLimitPerMinute: 1 });
+    const limited = createClient({ baseUrl: stack.baseUrl, apiKey: key });
+    await limited.listWorkflows();
+    const error = await limited.listWorkflows().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RateLimitError);
+    expect((error as RateLimitError).status).toBe(429);
+    expect((error as RateLimitError).retryAfterSeconds).toBeGreaterThan(0);
+    // The window is sliding over two minutes, so the wait can pass 60 seconds.
+    expect((error as RateLimitError).retryAfterSeconds).toBeLessThanOrEqual(120);
+  });
+});
+
+describe('waitForRun politeness', () => {
+  it('waits Retry-After on a 429 before reading again', async () => {
+    const workflowId = await createWorkflow(stack, team, chainSteps, 'Polite');
+    const started = await client.runWorkflow(workflowId);
+    await client.waitForRun(started.jobId, { intervalMs: 100 });
+    const scripted = scriptedFetch((_request, call) =>
+      call === 1
+        ? new Response(JSON.stringify({ error: 'Rate limit exceeded' }), {
+            status: 429,
+            headers: { 'content-type': 'application/json', 'retry-after': '1' },
+          })
+        : undefined,
+    );
+    const polite = createClient({ baseUrl: stack.baseUrl, apiKey: team.key, fetch: scripted.fetch });
+    const run = await polite.waitForRun(started.jobId, { intervalMs: 50 });
+    expect(run.status).toBe('completed');
+    expect(scripted.calls).toHaveLength(2);
+    expect((scripted.calls[1] ?? 0) - (scripted.calls[0] ?? 0)).toBeGreaterThanOrEqual(990);
+  });
+
+  it('backs off exponentially up to the cap while nothing changes, then times out with the last run', async () => {
+    const scripted = scriptedFetch(() => runJson({ status: 'processing', progress: 50 }));
+    const polling = createClient({ baseUrl: 'http://127.0.0.1:1/api/v1', apiKey: 'k', fetch: scripted.fetch });
+    const error = await polling
+      .waitForRun(randomUUID(), { intervalMs: 40, backoffFactor: 2, maxIntervalMs: 160, timeoutMs: 900 })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WaitTimeoutError);
+    expect((error as WaitTimeoutError<Run>).lastRun).toMatchObject({ status: 'processing', progress: 50 });
+    const gaps = scripted.calls.slice(1).map((t, i) => t - (scripted.calls[i] ?? 0));
+    // 40 (first), 80, 160, then capped at 160.
+    expect(gaps[0]).toBeGreaterThanOrEqual(35);
+    expect(gaps[1]).toBeGreaterThanOrEqual(75);
+    expect(gaps[2]).toBeGreaterThanOrEqual(155);
+    expect(Math.max(...gaps)).toBeLessThan(300);
+  });
+
+  it('retries a 5xx with back-off, and gives up after maxConsecutiveErrors in a row', async () => {
+    const serverError = () =>
+      new Response(JSON.stringify({ error: 'Server error: storage unavailable (request r1)' }), { status: 500 });
+    const flaky = scriptedFetch((_request, call) => (call === 1 ? serverError() : runJson({ status: 'completed' })));
+    const recovering = createClient({ baseUrl: 'http://127.0.0.1:1/api/v1', apiKey: 'k', fetch: flaky.fetch });
+    expect((await recovering.waitForRun(randomUUID(), { intervalMs: 10 })).status).toBe('completed');
+    const broken = scriptedFetch(serverError);
+    const failing = createClient({ baseUrl: 'http://127.0.0.1:1/api/v1', apiKey: 'k', fetch: broken.fetch });
+    const error = await failing
+      .waitForRun(randomUUID(), { intervalMs: 10, maxConsecutiveErrors: 2 })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ServerError);
+    expect(broken.calls).toHaveLength(2);
+  });
+
+  it('stops at every ended status, failed included', async () => {
+    for (const status of ['failed', 'cancelled', 'stopped'] as const) {
+      const scripted = scriptedFetch(() => runJson({ status }));
+      const polling = createClient({ baseUrl: 'http://127.0.0.1:1/api/v1', apiKey: 'k', fetch: scripted.fetch });
+      expect((await polling.waitForRun(randomUUID(), { intervalMs: 10 })).status).toBe(status);
+      expect(scripted.calls).toHaveLength(1);
+    }
+  });
+});
+
+describe('webhook verification', () => {
+  const body = JSON.stringify({ event: 'run.completed', jobId: randomUUID(), status: 'completed' });
+
+  it('verifyWebhook accepts the service signature and refuses anything else', () => {
+    const header = signatureHeader(body, 's3cret');
+    expect(verifyWebhook(body, header, 's3cret')).toBe(true);
+    expect(verifyWebhook(Buffer.from(body), header, 's3cret')).toBe(true);
+    expect(verifyWebhook(body, header, 'other')).toBe(false);
+    expect(verifyWebhook(`${body} `, header, 's3cret')).toBe(false);
+    expect(verifyWebhook(body, undefined, 's3cret')).toBe(false);
+    expect(verifyWebhook(body, header.replace('sha256=', 'sha1='), 's3cret')).toBe(false);
+    expect(verifyWebhook(body, header.slice(0, -2), 's3cret')).toBe(false);
+    expect(verifyWebhook(body, 'sha256=', 's3cret')).toBe(false);
+  });
+
+  it('verifyStandardWebhook checks the signature and the timestamp window', () => {
+    const nowSeconds = Math.floor(Date.now() / 1000);
+    const headers = webhookHeaders({
+      jobId: randomUUID(),
+      event: 'run.completed',
+      rawBody: body,
+      secret: 's3cret',
+      nowSeconds,
+    });
+    expect(verifyStandardWebhook(body, headers, 's3cret')).toBe(true);
+    expect(verifyStandardWebhook(body, new Headers(headers), 's3cret')).toBe(true);
+    expect(verifyStandardWebhook(body, headers, 'other')).toBe(false);
+    expect(verifyStandardWebhook(`${body} `, headers, 's3cret')).toBe(false);
+    const later = () => (nowSeconds + 301) * 1000;
+    expect(verifyStandardWebhook(body, headers, 's3cret', { now: later })).toBe(false);
+    expect(verifyStandardWebhook(body, headers, 's3cret', { now: later, toleranceSeconds: 600 })).toBe(true);
+    const { 'webhook-signature': _, ...unsigned } = headers;
+    expect(verifyStandardWebhook(body, unsigned, 's3cret')).toBe(false);
+  });
+});
+
+describe('workflow-run CLI', () => {
+  it('workflows list --json prints the list', async () => {
+    const workflowId = await createWorkflow(stack, team, chainSteps, 'Listed by CLI');
+    const result = await cli(['workflows', 'list', '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    const parsed = JSON.parse(result.stdout) as { workflows: { id: string; name: string }[] };
+    expect(parsed.workflows).toContainEqual(expect.objectContaining({ id: workflowId, name: 'Listed by CLI' }));
+  });
+
+  it('workflows create reads a YAML file', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'workflow-run-cli-'));
+    try {
+      const file = join(dir, 'flow.yaml');
+      await writeFile(
+        file,
+        [
+          'name: From YAML',
+          'steps:',
+          '  - key: topic',
+          '    type: TextEntry',
+          '    config: { text: otters, apiInputKey: topic }',
+          '  - key: show',
+          '    type: TextConsole',
+          '    inputs: [topic]',
+          '',
+        ].join('\n'),
+      );
+      const result = await cli(['workflows', 'create', '--file', file, '--agent', team.agentId, '--json']);
+      expect(result.code, result.stderr).toBe(0);
+      expect(JSON.parse(result.stdout)).toMatchObject({ agentId: team.agentId, stepsCount: 2 });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('run --watch --json exits 0 with the final run', async () => {
+    const workflowId = await createWorkflow(stack, team, chainSteps, 'Watched by CLI');
+    const result = await cli(['run', workflowId, '--input', 'topic=cats', '--watch', '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    const run = JSON.parse(result.stdout) as Run;
+    expect(run).toMatchObject({ status: 'completed', progress: 100 });
+    expect(run.steps).toHaveLength(4);
+  });
+
+  it('watch prints plain progress lines when not on a terminal, and exits 3 for a failed run', async () => {
+    const workflowId = await createWorkflow(stack, team, failingSteps, 'Fails');
+    const started = await client.runWorkflow(workflowId);
+    const result = await cli(['watch', started.jobId]);
+    expect(result.code, result.stderr).toBe(3);
+    expect(result.stdout).toContain(`run ${started.jobId} failed`);
+    expect(result.stdout).toMatch(/step ✗ data \(JsonLoader\): failed/);
+    expect(result.stdout).not.toContain('\x1b[');
+  });
+
+  it('watch on a terminal redraws a progress bar and the step lines in place', async () => {
+    const jobId = randomUUID();
+    const ids = ['a', 'b'];
+    const scripted = scriptedFetch((_request, call) => {
+      const done = Math.min(2, call - 1);
+      return runJson({
+        jobId,
+        status: done === 2 ? 'completed' : 'processing',
+        progress: done * 50,
+        steps: ids.map((node_id, i) => ({
+          node_id,
+          step_type: 'LlmWorker',
+          status: i < done ? 'completed' : i === done ? 'processing' : 'queued',
+        })),
+      });
+    });
+    let written = '';
+    const stdout = Object.assign(
+      new Writable({
+        write(chunk, _encoding, callback) {
+          written += chunk;
+          callback();
+        },
+      }),
+      { isTTY: true, columns: 120 },
+    );
+    const code = await main(['watch', jobId, '--key', 'k', '--base-url', 'http://127.0.0.1:1/api/v1'], {
+      stdout,
+      stderr: stdout,
+      env: {},
+      fetch: scripted.fetch,
+    });
+    expect(code).toBe(0);
+    expect(written).toContain(`Run ${jobId}  [${'░'.repeat(30)}]   0%  processing`);
+    expect(written).toContain(`[${'█'.repeat(15)}${'░'.repeat(15)}]  50%  processing`);
+    expect(written).toContain('  ▸ b (LlmWorker): processing');
+    expect(written).toContain('  ✓ b (LlmWorker): completed');
+    // Each redraw (one per change, and one a second for the elapsed time) moves back over the three lines.
+    expect(written.split('\x1b[3F').length).toBeGreaterThanOrEqual(3);
+    expect(written).toContain(`Run ${jobId} completed.`);
+  });
+
+  it('download saves every ready output file', async () => {
+    const workflowId = await createWorkflow(stack, team, imageSteps, 'Pictures');
+    const started = await client.runWorkflow(workflowId);
+    const run = await client.waitForRun(started.jobId, { intervalMs: 100 });
+    expect(run.status, JSON.stringify(run)).toBe('completed');
+    const ready = outputFiles(run).filter((f) => f.file.availability === 'ready');
+    expect(ready.length).toBeGreaterThan(0);
+    const dir = await mkdtemp(join(tmpdir(), 'workflow-run-download-'));
+    try {
+      const result = await cli(['download', started.jobId, '--dir', dir, '--json']);
+      expect(result.code, result.stderr).toBe(0);
+      const { files } = JSON.parse(result.stdout) as { files: { file: string; bytes: number }[] };
+      expect(files).toHaveLength(ready.length);
+      for (const saved of files) {
+        expect(saved.file.startsWith(dir)).toBe(true);
+        expect((await stat(saved.file)).size).toBe(saved.bytes);
+        expect([...(await readFile(saved.file)).subarray(1, 4)]).toEqual([0x50, 0x4e, 0x47]); // PNG
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('deferred show prints the deferred run', async () => {
+    const workflowId = await createWorkflow(stack, team, chainSteps, 'Deferred by CLI');
+    const deferred = await cli(['run', workflowId, '--defer', '--max-multiplier', '0.01', '--json']);
+    expect(deferred.code, deferred.stderr).toBe(0);
+    const { deferredJobId } = JSON.parse(deferred.stdout) as { deferredJobId: string };
+    const shown = await cli(['deferred', 'show', deferredJobId]);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toContain(`deferredJobId: ${deferredJobId}`);
+    expect(shown.stdout).toContain('status: waiting');
+  });
+
+  it('exits 2 on a usage error, printing the usage', async () => {
+    for (const args of [
+      ['run'],
+      ['frobnicate'],
+      ['workflows', 'list', '--dir', 'x'],
+      ['run', 'id', '--mode', 'fast'],
+    ]) {
+      const result = await cli(args);
+      expect(result.code, args.join(' ')).toBe(2);
+      expect(result.stderr).toContain('Usage: workflow-run');
+      expect(result.stdout).toBe('');
+    }
+    expect((await cli(['workflows', 'list'], { WORKFLOW_RUN_API_KEY: '' })).code).toBe(2);
+  });
+
+  it('exits 1 on an API error, printing the error body', async () => {
+    const missing = await cli(['watch', randomUUID(), '--json']);
+    expect(missing.code).toBe(1);
+    expect(missing.stdout).toBe('');
+    expect(JSON.parse(missing.stderr)).toEqual({ status: 404, body: { error: 'Run not found' } });
+    const unauthorised = await cli(['workflows', 'list'], { WORKFLOW_RUN_API_KEY: 'wra_nope' });
+    expect(unauthorised.code).toBe(1);
+    expect(unauthorised.stderr).toContain('401 Unauthorized');
+  });
+});
