@@ -88,13 +88,40 @@ export const endRunItems = (deps: Deps, run: RunLedgerState, status: EndStatus):
   return items;
 };
 
+const conflicted = (error: unknown) =>
+  ((error as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? []).some(
+    (reason) => reason?.Code === 'TransactionConflict',
+  );
+
+/** A transaction refused because one of its conditions failed (not because another transaction was in the way). */
+export const conditionFailed = (error: unknown): boolean =>
+  (error as Error).name === 'TransactionCanceledException' && !conflicted(error);
+
+/**
+ * One TransactWriteItems. DynamoDB cancels a transaction that meets another one writing the same
+ * item (`TransactionConflict`; the team item is written by every charge of every run of the team):
+ * that is retried here, so a cancellation reaching the caller is a failed condition, or the error
+ * is thrown (never mistaken for one, which would leave a step or a run unfinished).
+ */
+export const transactWrite = async (deps: Deps, items: TransactItems): Promise<void> => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await deps.ddb.send(new TransactWriteCommand({ TransactItems: items }));
+      return;
+    } catch (error) {
+      if ((error as Error).name !== 'TransactionCanceledException' || !conflicted(error) || attempt >= 6) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * 2 ** attempt));
+    }
+  }
+};
+
 /** Ends a run in one transaction; false when it had already ended (or its hold moved: re-read). */
 export const endRun = async (deps: Deps, run: RunLedgerState, status: EndStatus, extra: TransactItems = []) => {
   try {
-    await deps.ddb.send(new TransactWriteCommand({ TransactItems: [...extra, ...endRunItems(deps, run, status)] }));
+    await transactWrite(deps, [...extra, ...endRunItems(deps, run, status)]);
     return true;
   } catch (error) {
-    if ((error as Error).name === 'TransactionCanceledException') return false;
+    if (conditionFailed(error)) return false;
     throw error;
   }
 };

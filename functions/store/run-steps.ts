@@ -1,9 +1,9 @@
-import { TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
 import type { ModelUse } from '../domain/executors/types.ts';
 import type { LicenceModel } from '../domain/licence.ts';
 import { chargeKey, runKey, stepKey, teamKey } from './keys.ts';
-import { endRunItems, type RunLedgerState } from './run-ledger.ts';
+import { conditionFailed, endRunItems, type RunLedgerState, transactWrite } from './run-ledger.ts';
 
 /** How long a claimed step belongs to its worker; shorter than the queue's visibility timeout. */
 export const stepLeaseSeconds = 120;
@@ -94,67 +94,63 @@ export const completeStep = async (
   const { run, nodeId, attempt } = input;
   const charge = input.chargeHundredths;
   try {
-    await deps.ddb.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          stepDone(
-            deps,
-            run.jobId,
-            nodeId,
-            attempt,
-            'outputs = :outputs, chargeHundredths = :charge, model = :model, licence = :licence',
-            {
-              ':status': 'completed',
-              ':outputs': input.outputs,
-              ':charge': charge,
-              ':model': input.model ?? null,
-              ':licence': input.licence ?? null,
-            },
-          ),
-          {
-            Put: {
-              TableName: deps.tableName,
-              Item: {
-                ...chargeKey(run.jobId, nodeId),
-                type: 'Charge',
-                teamId: run.teamId,
-                hundredths: charge,
-                at: deps.now().toISOString(),
-              },
-              ConditionExpression: 'attribute_not_exists(PK)',
-            },
+    await transactWrite(deps, [
+      stepDone(
+        deps,
+        run.jobId,
+        nodeId,
+        attempt,
+        'outputs = :outputs, chargeHundredths = :charge, model = :model, licence = :licence',
+        {
+          ':status': 'completed',
+          ':outputs': input.outputs,
+          ':charge': charge,
+          ':model': input.model ?? null,
+          ':licence': input.licence ?? null,
+        },
+      ),
+      {
+        Put: {
+          TableName: deps.tableName,
+          Item: {
+            ...chargeKey(run.jobId, nodeId),
+            type: 'Charge',
+            teamId: run.teamId,
+            hundredths: charge,
+            at: deps.now().toISOString(),
           },
-          {
-            Update: {
-              TableName: deps.tableName,
-              Key: runKey(run.jobId),
-              UpdateExpression:
-                'SET #status = :processing ADD stepsCompleted :one, chargedHundredths :charge, heldHundredths :minus REMOVE GSI1PK, GSI1SK',
-              ConditionExpression: `${runStillGoing} AND heldHundredths >= :charge`,
-              ExpressionAttributeNames: { '#status': 'status' },
-              ExpressionAttributeValues: {
-                ':queued': 'queued',
-                ':processing': 'processing',
-                ':one': 1,
-                ':charge': charge,
-                ':minus': -charge,
-              },
-            },
+          ConditionExpression: 'attribute_not_exists(PK)',
+        },
+      },
+      {
+        Update: {
+          TableName: deps.tableName,
+          Key: runKey(run.jobId),
+          UpdateExpression:
+            'SET #status = :processing ADD stepsCompleted :one, chargedHundredths :charge, heldHundredths :minus REMOVE GSI1PK, GSI1SK',
+          ConditionExpression: `${runStillGoing} AND heldHundredths >= :charge`,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':queued': 'queued',
+            ':processing': 'processing',
+            ':one': 1,
+            ':charge': charge,
+            ':minus': -charge,
           },
-          {
-            Update: {
-              TableName: deps.tableName,
-              Key: teamKey(run.teamId),
-              UpdateExpression: 'ADD held :minus, charged :charge',
-              ExpressionAttributeValues: { ':charge': charge, ':minus': -charge },
-            },
-          },
-        ],
-      }),
-    );
+        },
+      },
+      {
+        Update: {
+          TableName: deps.tableName,
+          Key: teamKey(run.teamId),
+          UpdateExpression: 'ADD held :minus, charged :charge',
+          ExpressionAttributeValues: { ':charge': charge, ':minus': -charge },
+        },
+      },
+    ]);
     return true;
   } catch (error) {
-    if ((error as Error).name === 'TransactionCanceledException') return false;
+    if (conditionFailed(error)) return false;
     throw error;
   }
 };
@@ -162,26 +158,22 @@ export const completeStep = async (
 /** Marks a step skipped (nothing reached it) and counts it on the run. */
 export const skipStep = async (deps: Deps, run: RunLedgerState, nodeId: string, attempt: number): Promise<boolean> => {
   try {
-    await deps.ddb.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          stepDone(deps, run.jobId, nodeId, attempt, 'chargeHundredths = :zero', { ':status': 'skipped', ':zero': 0 }),
-          {
-            Update: {
-              TableName: deps.tableName,
-              Key: runKey(run.jobId),
-              UpdateExpression: 'SET #status = :processing ADD stepsSkipped :one REMOVE GSI1PK, GSI1SK',
-              ConditionExpression: runStillGoing,
-              ExpressionAttributeNames: { '#status': 'status' },
-              ExpressionAttributeValues: { ':queued': 'queued', ':processing': 'processing', ':one': 1 },
-            },
-          },
-        ],
-      }),
-    );
+    await transactWrite(deps, [
+      stepDone(deps, run.jobId, nodeId, attempt, 'chargeHundredths = :zero', { ':status': 'skipped', ':zero': 0 }),
+      {
+        Update: {
+          TableName: deps.tableName,
+          Key: runKey(run.jobId),
+          UpdateExpression: 'SET #status = :processing ADD stepsSkipped :one REMOVE GSI1PK, GSI1SK',
+          ConditionExpression: runStillGoing,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':queued': 'queued', ':processing': 'processing', ':one': 1 },
+        },
+      },
+    ]);
     return true;
   } catch (error) {
-    if ((error as Error).name === 'TransactionCanceledException') return false;
+    if (conditionFailed(error)) return false;
     throw error;
   }
 };
@@ -198,25 +190,21 @@ export const failStep = async (
   message: string,
 ): Promise<boolean> => {
   try {
-    await deps.ddb.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          stepDone(
-            deps,
-            run.jobId,
-            nodeId,
-            attempt,
-            '#error = :error, chargeHundredths = :zero',
-            { ':status': 'failed', ':error': message, ':zero': 0 },
-            { '#error': 'error' },
-          ),
-          ...endRunItems(deps, run, 'failed'),
-        ],
-      }),
-    );
+    await transactWrite(deps, [
+      stepDone(
+        deps,
+        run.jobId,
+        nodeId,
+        attempt,
+        '#error = :error, chargeHundredths = :zero',
+        { ':status': 'failed', ':error': message, ':zero': 0 },
+        { '#error': 'error' },
+      ),
+      ...endRunItems(deps, run, 'failed'),
+    ]);
     return true;
   } catch (error) {
-    if ((error as Error).name === 'TransactionCanceledException') return false;
+    if (conditionFailed(error)) return false;
     throw error;
   }
 };
@@ -224,14 +212,35 @@ export const failStep = async (
 /** Marks a claimed step skipped after its run ended, so it does not read as in flight. */
 export const abandonStep = async (deps: Deps, jobId: string, nodeId: string, attempt: number) => {
   try {
+    await transactWrite(deps, [
+      stepDone(deps, jobId, nodeId, attempt, 'chargeHundredths = :zero', { ':status': 'skipped', ':zero': 0 }),
+    ]);
+  } catch (error) {
+    if (!conditionFailed(error)) throw error;
+  }
+};
+
+/**
+ * Gives a claimed step back after an unexpected error (its node threw), so the message's next
+ * delivery takes it over at once instead of being dropped as a duplicate until the lease runs out.
+ */
+export const releaseStep = async (deps: Deps, jobId: string, nodeId: string, attempt: number) => {
+  try {
     await deps.ddb.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          stepDone(deps, jobId, nodeId, attempt, 'chargeHundredths = :zero', { ':status': 'skipped', ':zero': 0 }),
-        ],
+      new UpdateCommand({
+        TableName: deps.tableName,
+        Key: stepKey(jobId, nodeId),
+        UpdateExpression: 'SET leaseUntil = :released',
+        ConditionExpression: '#status = :processing AND attempts = :attempt',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: {
+          ':released': new Date(0).toISOString(),
+          ':processing': 'processing',
+          ':attempt': attempt,
+        },
       }),
     );
   } catch (error) {
-    if ((error as Error).name !== 'TransactionCanceledException') throw error;
+    if ((error as Error).name !== 'ConditionalCheckFailedException') throw error;
   }
 };

@@ -1,5 +1,5 @@
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
-import { GetCommand, QueryCommand, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { messages } from '../../schemas/errors.ts';
 import type { RunMode } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
@@ -22,6 +22,7 @@ import {
   workflowLockKey,
   workflowSkPrefix,
 } from './keys.ts';
+import { transactWrite } from './run-ledger.ts';
 
 export interface RunnableWorkflow {
   workflowId: string;
@@ -209,7 +210,8 @@ export const startRun = async (deps: Deps, run: NewRun): Promise<void> => {
   const extraStart = items.length;
   items.push(...(run.extraItems ?? []));
   try {
-    await deps.ddb.send(new TransactWriteCommand({ TransactItems: items }));
+    // Retried when cancelled by a conflicting transaction, so only failed conditions reach the checks below.
+    await transactWrite(deps, items);
   } catch (error) {
     const reasons = (error as { CancellationReasons?: { Code?: string; Item?: Record<string, unknown> }[] })
       .CancellationReasons;

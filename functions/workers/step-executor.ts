@@ -16,7 +16,7 @@ import { type ConnectionRef, getConnections, resolveConnection } from '../store/
 import { presignTeamFile, putRunFile, readTeamFile } from '../store/files.ts';
 import { canvasKey, runKey, stepKey } from '../store/keys.ts';
 import { endRun, ledgerStateOf, queueWebhook } from '../store/run-ledger.ts';
-import { abandonStep, claimStep, completeStep, failStep, skipStep } from '../store/run-steps.ts';
+import { abandonStep, claimStep, completeStep, failStep, releaseStep, skipStep } from '../store/run-steps.ts';
 import { sendStepMessages } from '../store/runs.ts';
 
 /**
@@ -67,10 +67,12 @@ const isGoing = (run: Record<string, unknown>) => run.status === 'queued' || run
 /** After a step finished: enqueue successors that became ready; end the run after its last step. */
 const releaseSuccessors = async (deps: Deps, message: StepMessage) => {
   const { run, canvas, steps } = await readRun(deps, message, (c) => [
-    ...new Set(successors(c, message.nodeId).flatMap((s) => predecessors(c, s))),
+    ...new Set(successors(c, message.nodeId).flatMap((s) => [s, ...predecessors(c, s)])),
   ]);
   if (!isGoing(run)) return;
-  const ready = readySuccessors(canvas, message.nodeId, steps);
+  // A successor with a step item has had its message already; sending it again would only make a
+  // duplicate, and each duplicate of a finished step re-releases its own successors in turn.
+  const ready = readySuccessors(canvas, message.nodeId, steps).filter((s) => !steps.has(s));
   if (ready.length > 0) await sendStepMessages(deps, message, ready);
   const finished = ((run.stepsCompleted as number) ?? 0) + ((run.stepsSkipped as number) ?? 0);
   if (finished >= (run.stepsTotal as number)) {
@@ -143,6 +145,9 @@ export const runStep = async (deps: Deps, message: StepMessage, receiveCount: nu
     if (receiveCount >= stepsQueue.maxReceiveCount) {
       // Last delivery before the DLQ: the run fails visibly rather than hanging in `processing`.
       await endWithFailure(deps, message, claim.attempt, `Step could not be executed after ${receiveCount} attempts`);
+    } else {
+      // SQS redelivers the message: let that delivery take the step, not drop it as a duplicate.
+      await releaseStep(deps, message.jobId, message.nodeId, claim.attempt);
     }
     throw error;
   }

@@ -1,0 +1,248 @@
+/**
+ * A model-based property test of the credit ledger (spec 1, 3.1; README "Runs"): random run starts
+ * on several workflows (HTTP), step executions and failures (the real step-executor handler fed
+ * the messages the service queued), redeliveries and cancellations (HTTP). After every command the
+ * team's ledger is what the model predicts, `balance + held + charged = granted`, the team's `held`
+ * is the sum of its runs' holds, and nothing is negative.
+ */
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StepFailedError } from '../functions/domain/executors/types.ts';
+import { batchGet, itemFor } from '../functions/store/batch.ts';
+import { runKey, teamKey } from '../functions/store/keys.ts';
+import { balanceOf } from '../functions/store/tenancy.ts';
+import {
+  cancelRunCall,
+  deliver,
+  diamondPrices,
+  diamondSteps,
+  expectBalanced,
+  type StepHandler,
+  type StepMessage,
+  startRunCall,
+  stepHandler,
+  stepRecord,
+  takeStepMessages,
+} from './support/runs.ts';
+import { addKey, chainSteps, createWorkflow, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
+
+let stack: TestStack;
+let succeed: StepHandler;
+let fail: StepHandler;
+beforeAll(async () => {
+  stack = await startTestStack();
+  succeed = stepHandler(stack.deps);
+  fail = stepHandler(stack.deps, () => async () => {
+    throw new StepFailedError('the provider refused the request');
+  });
+});
+afterAll(() => stack.close());
+
+/** The workflows every property run gets, with each step's production price in hundredths. */
+const shapes: { steps: unknown[]; prices: Record<string, number> }[] = [
+  { steps: chainSteps, prices: { topic: 1, prompt: 1, llm: 200, show: 1 } },
+  {
+    steps: [
+      { key: 'in', type: 'TextEntry', config: { text: 'hi' } },
+      { key: 'out', type: 'TextConsole', inputs: ['in'] },
+    ],
+    prices: { in: 1, out: 1 },
+  },
+  { steps: diamondSteps, prices: diamondPrices },
+];
+const grantedHundredths = 500; // two dear runs fit at once, a third does not
+
+interface ModelRun {
+  jobId: string;
+  shape: number;
+  status: 'active' | 'completed' | 'failed' | 'cancelled' | 'stopped';
+  held: number;
+  charged: number;
+  done: Set<string>;
+}
+
+interface Model {
+  balance: number;
+  charged: number;
+  runs: ModelRun[];
+  /** Whether each workflow has a run in progress. */
+  busy: boolean[];
+}
+
+interface Real {
+  teamId: string;
+  key: string;
+  workflowIds: string[];
+  /** Step messages the service queued and nobody delivered yet. */
+  pending: StepMessage[];
+  /** Messages delivered at least once (a redelivery picks one). */
+  delivered: StepMessage[];
+}
+
+const held = (model: Model) => model.runs.reduce((sum, run) => sum + run.held, 0);
+
+const endRun = (model: Model, run: ModelRun, status: ModelRun['status']) => {
+  model.balance += run.held;
+  run.held = 0;
+  run.status = status;
+  model.busy[run.shape] = false;
+};
+
+/** Moves what the service queued onto `pending`, then checks the ledger against the model. */
+const settle = async (model: Model, real: Real) => {
+  const jobIds = new Set(model.runs.map((r) => r.jobId));
+  real.pending.push(...(await takeStepMessages(stack.deps)).filter((m) => jobIds.has(m.jobId)));
+  const items = await batchGet(stack.deps, [teamKey(real.teamId), ...model.runs.map((r) => runKey(r.jobId))]);
+  const ledger = balanceOf(itemFor(items, teamKey(real.teamId)) ?? {});
+  expectBalanced(ledger);
+  expect(ledger).toEqual({
+    balance: model.balance,
+    held: held(model),
+    charged: model.charged,
+    granted: grantedHundredths,
+  });
+  let runsHeld = 0;
+  for (const run of model.runs) {
+    const item = itemFor(items, runKey(run.jobId));
+    expect(item?.heldHundredths).toBeGreaterThanOrEqual(0);
+    expect({ status: item?.status, held: item?.heldHundredths, charged: item?.chargedHundredths }).toEqual({
+      status: run.status === 'active' ? (run.done.size > 0 ? 'processing' : 'queued') : run.status,
+      held: run.held,
+      charged: run.charged,
+    });
+    runsHeld += item?.heldHundredths as number;
+  }
+  expect(runsHeld).toBe(ledger.held);
+};
+
+class Start implements fc.AsyncCommand<Model, Real> {
+  readonly shape: number;
+  constructor(shape: number) {
+    this.shape = shape;
+  }
+  check = () => true;
+  async run(model: Model, real: Real) {
+    const answer = await startRunCall(stack.baseUrl, real.key, real.workflowIds[this.shape] as string);
+    const price = Object.values(shapes[this.shape]?.prices ?? {}).reduce((a, b) => a + b, 0);
+    if (model.busy[this.shape]) {
+      expect(answer.status).toBe(409);
+    } else if (model.balance < price) {
+      expect([answer.status, answer.body]).toEqual([402, { error: 'Insufficient credits', required: price / 100 }]);
+    } else {
+      expect(answer.status).toBe(200);
+      model.runs.push({
+        jobId: answer.body.jobId as string,
+        shape: this.shape,
+        status: 'active',
+        held: price,
+        charged: 0,
+        done: new Set(),
+      });
+      model.balance -= price;
+      model.busy[this.shape] = true;
+    }
+    await settle(model, real);
+  }
+  toString = () => `start(${this.shape})`;
+}
+
+/** Delivers a pending step message: the node succeeds, or fails (StepFailedError). */
+class Execute implements fc.AsyncCommand<Model, Real> {
+  readonly pick: number;
+  readonly failing: boolean;
+  constructor(pick: number, failing: boolean) {
+    this.pick = pick;
+    this.failing = failing;
+  }
+  check = () => true;
+  async run(model: Model, real: Real) {
+    if (real.pending.length === 0) return;
+    const [message] = real.pending.splice(this.pick % real.pending.length, 1) as [StepMessage];
+    expect(await deliver(this.failing ? fail : succeed, [stepRecord(message)])).toEqual([]);
+    real.delivered.push(message);
+    const run = model.runs.find((r) => r.jobId === message.jobId) as ModelRun;
+    if (run.status === 'active' && !run.done.has(message.nodeId)) {
+      const prices = shapes[run.shape]?.prices ?? {};
+      if (this.failing) {
+        endRun(model, run, 'failed');
+      } else {
+        const price = prices[message.nodeId] ?? 0;
+        run.done.add(message.nodeId);
+        run.held -= price;
+        run.charged += price;
+        model.charged += price;
+        if (run.done.size === Object.keys(prices).length) endRun(model, run, 'completed');
+      }
+    }
+    await settle(model, real);
+  }
+  toString = () => `${this.failing ? 'fail' : 'execute'}(${this.pick})`;
+}
+
+/** Delivers an already delivered message again (a worker died before deleting it). */
+class Redeliver implements fc.AsyncCommand<Model, Real> {
+  readonly pick: number;
+  constructor(pick: number) {
+    this.pick = pick;
+  }
+  check = () => true;
+  async run(model: Model, real: Real) {
+    if (real.delivered.length === 0) return;
+    const message = real.delivered[this.pick % real.delivered.length] as StepMessage;
+    expect(await deliver(succeed, [stepRecord(message, 2)])).toEqual([]);
+    await settle(model, real);
+  }
+  toString = () => `redeliver(${this.pick})`;
+}
+
+class Cancel implements fc.AsyncCommand<Model, Real> {
+  readonly pick: number;
+  constructor(pick: number) {
+    this.pick = pick;
+  }
+  check = (model: Readonly<Model>) => model.runs.length > 0;
+  async run(model: Model, real: Real) {
+    const run = model.runs[this.pick % model.runs.length] as ModelRun;
+    const answer = await cancelRunCall(stack.baseUrl, real.key, run.jobId);
+    if (run.status === 'active') {
+      const status = run.done.size > 0 ? 'stopped' : 'cancelled';
+      expect([answer.status, answer.body.status]).toEqual([200, status]);
+      endRun(model, run, status);
+    } else {
+      expect([answer.status, answer.body]).toEqual([409, { error: 'Run already ended' }]);
+    }
+    await settle(model, real);
+  }
+  toString = () => `cancel(${this.pick})`;
+}
+
+describe('the credit ledger under random starts, steps, failures, redeliveries and cancellations', () => {
+  it('matches the model and keeps balance + held + charged = granted after every command', {
+    timeout: 120_000,
+  }, async () => {
+    const commands = [
+      fc.integer({ min: 0, max: shapes.length - 1 }).map((shape) => new Start(shape)),
+      fc.nat().map((pick) => new Execute(pick, false)),
+      fc.nat().map((pick) => new Execute(pick, false)),
+      fc.nat().map((pick) => new Execute(pick, true)),
+      fc.nat().map((pick) => new Redeliver(pick)),
+      fc.nat().map((pick) => new Cancel(pick)),
+    ];
+    await fc.assert(
+      fc.asyncProperty(fc.commands(commands, { maxCommands: 12 }), async (cmds) => {
+        const seeded = await seedTeam(stack.deps, { credits: grantedHundredths / 100 });
+        const { key } = await addKey(stack.deps, seeded.teamId, { rateLimitPerMinute: 100_000 });
+        const workflowIds: string[] = [];
+        for (const [i, shape] of shapes.entries()) {
+          workflowIds.push(await createWorkflow(stack, { ...seeded, key }, shape.steps, `Shape ${i}`));
+        }
+        const setup = () => ({
+          model: { balance: grantedHundredths, charged: 0, runs: [], busy: shapes.map(() => false) } as Model,
+          real: { teamId: seeded.teamId, key, workflowIds, pending: [], delivered: [] } as Real,
+        });
+        await fc.asyncModelRun(setup, cmds);
+      }),
+      { numRuns: 10 },
+    );
+  });
+});
