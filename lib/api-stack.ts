@@ -13,6 +13,7 @@ import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { dispatcherSchedule, envNames, type QueueDefinition, queues } from './definitions.ts';
 import { Grants } from './grants.ts';
+import { Observability } from './observability.ts';
 import { basePath, routes } from './routes.ts';
 import { ServiceFunction } from './service-function.ts';
 import { workers } from './workers.ts';
@@ -107,7 +108,7 @@ export class ApiStack extends Stack {
     Validations.of(this.api).acknowledge({
       id: 'AwsSolutions-APIG4',
       reason:
-        'Every route except GET /openapi.json authenticates in its own function: a bearer API key is hashed ' +
+        'Every route except GET /openapi.json, GET /docs and GET /docs/assets/{name} (public by design) authenticates in its own function: a bearer API key is hashed ' +
         '(SHA-256) and looked up in DynamoDB on each request, then checked for revocation, expiry and scope. ' +
         'The OpenAPI document is public by contract.',
     });
@@ -161,6 +162,9 @@ export class ApiStack extends Stack {
       functionById.set(worker.id, fn);
     }
     this.functions = functionById;
+
+    // Dashboard and alarms (and, with `-c alarmEmail=…`, an SNS topic mailing them).
+    new Observability(this, 'Observability', { api: this.api, functions: functionById, queues: queueById });
 
     new CfnOutput(this, 'ApiUrl', { value: this.apiUrl });
   }

@@ -97,4 +97,21 @@ export const routes: readonly Route[] = [
     scope: 'runs:create',
     grants: { table: 'readwrite' },
   },
+  {
+    id: 'GetDocs',
+    method: 'GET',
+    path: '/docs',
+    entry: 'functions/api/get-docs.ts',
+    scope: null,
+    grants: { table: 'none' },
+  },
+  {
+    // The reference page's renderer, in a function of its own: it is ~1.9 MB, the page's function stays small.
+    id: 'GetDocsAsset',
+    method: 'GET',
+    path: '/docs/assets/{name}',
+    entry: 'functions/docs/get-docs-asset.ts',
+    scope: null,
+    grants: { table: 'none' },
+  },
 ];

@@ -37,6 +37,8 @@ export const tableOnlyDeps = (dynamoDbEndpoint: string, tableName: string): Deps
  * SDK's standard endpoint variables, for code that builds its own clients (`productionDeps`).
  */
 export const localEnvironment = (resources: LocalResources): Record<string, string> => ({
+  // Embedded metric format lines are for CloudWatch; locally they would only drown the logs.
+  POWERTOOLS_METRICS_DISABLED: process.env.POWERTOOLS_METRICS_DISABLED ?? 'true',
   AWS_REGION: localAwsConfig.region,
   AWS_ACCESS_KEY_ID: localAwsConfig.credentials.accessKeyId,
   AWS_SECRET_ACCESS_KEY: localAwsConfig.credentials.secretAccessKey,

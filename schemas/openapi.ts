@@ -414,6 +414,50 @@ function buildDocument(): OpenAPIObject {
         },
       },
     },
+    {
+      method: 'get',
+      path: '/docs',
+      operationId: 'GetDocs',
+      tag: 'API description',
+      summary: 'Get the API reference page',
+      description: 'This document as an interactive HTML page (Swagger UI, served by the API itself). No key needed.',
+      scope: null,
+      responses: {
+        200: { description: 'The reference page.', content: { 'text/html': { schema: { type: 'string' } } } },
+      },
+    },
+    {
+      method: 'get',
+      path: '/docs/assets/{name}',
+      operationId: 'GetDocsAsset',
+      tag: 'API description',
+      summary: 'Get a file of the API reference page',
+      description:
+        "The renderer's script and style sheet, and the page's start script; Brotli or gzip as the client accepts. No key needed.",
+      scope: null,
+      parameters: [
+        {
+          name: 'name',
+          in: 'path',
+          required: true,
+          description: 'The file name.',
+          schema: { type: 'string', enum: ['swagger-ui-bundle.js', 'swagger-ui.css', 'docs.js'] },
+        },
+      ],
+      responses: {
+        200: {
+          description: 'The file.',
+          content: { 'text/javascript': { schema: { type: 'string' } }, 'text/css': { schema: { type: 'string' } } },
+        },
+        304: { description: 'Not modified: `If-None-Match` matched the `ETag`.' },
+        404: {
+          description: 'No such file.',
+          content: {
+            'application/json': { schema: { type: 'object', properties: { message: { type: 'string' } } } },
+          },
+        },
+      },
+    },
   ];
 
   const paths: PathsObject = {};

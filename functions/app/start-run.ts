@@ -18,6 +18,7 @@ import { apiInputKeys, rootNodeIds, validateCanvas } from '../domain/workflow-gr
 import type { AuthContext } from '../http/authenticate.ts';
 import { issuePath, readJsonBody } from '../http/body.ts';
 import { logger } from '../http/logger.ts';
+import { countRunStarted } from '../http/metrics.ts';
 import { type HttpResult, json } from '../http/response.ts';
 import type { ApiKeyRecord } from '../store/api-keys.ts';
 import { getConnections } from '../store/connections.ts';
@@ -140,6 +141,7 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
       throw error;
     }
   }
+  countRunStarted();
   try {
     await sendStepMessages(deps, { jobId, workflowId: workflow.workflowId }, rootNodeIds(workflow.canvas));
   } catch (error) {

@@ -2,6 +2,7 @@ import { dispatchDeferredRuns } from '../app/dispatch-deferred.ts';
 import { sweepQueuedRuns } from '../app/sweep-queued-runs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { logger } from '../http/logger.ts';
+import { countDeferred, metrics } from '../http/metrics.ts';
 
 /**
  * Woken every minute by EventBridge. Each tick moves deferred runs (dispatch at the current price
@@ -10,17 +11,25 @@ import { logger } from '../http/logger.ts';
  * is a conditional write.
  */
 export const makeHandler = (deps: Deps) => async () => {
-  const report = await dispatchDeferredRuns(deps);
-  const resent = await sweepQueuedRuns(deps);
-  logger.info('dispatcher tick', {
-    multiplier: report.multiplier,
-    dispatched: report.dispatched.length,
-    expired: report.expired.length,
-    cancelled: report.cancelled.length,
-    keptWaiting: report.keptWaiting.length,
-    resent: resent.length,
-  });
-  return { ...report, resent };
+  try {
+    const report = await dispatchDeferredRuns(deps);
+    countDeferred('dispatched', report.dispatched.length);
+    countDeferred('expired', report.expired.length);
+    countDeferred('cancelled', report.cancelled.length);
+    const resent = await sweepQueuedRuns(deps);
+    logger.info('dispatcher tick', {
+      multiplier: report.multiplier,
+      dispatched: report.dispatched.length,
+      expired: report.expired.length,
+      cancelled: report.cancelled.length,
+      keptWaiting: report.keptWaiting.length,
+      resent: resent.length,
+    });
+    return { ...report, resent };
+  } finally {
+    // Also publishes the runs the dispatch started (counted where runs start).
+    metrics.publishStoredMetrics();
+  }
 };
 
 export const handler = makeHandler(productionDeps());

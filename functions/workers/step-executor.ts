@@ -11,6 +11,7 @@ import { stampLicenceModel } from '../domain/licence.ts';
 import { type FinishedStep, planStep, predecessors, readySuccessors, successors } from '../domain/run-graph.ts';
 import { apiInputTargets, type Canvas } from '../domain/workflow-graph.ts';
 import { logger } from '../http/logger.ts';
+import { addCreditsCharged, countStepCompleted, metrics } from '../http/metrics.ts';
 import { batchGet, itemFor } from '../store/batch.ts';
 import { type ConnectionRef, getConnections, resolveConnection } from '../store/connections.ts';
 import { presignTeamFile, putRunFile, readTeamFile } from '../store/files.ts';
@@ -165,6 +166,8 @@ export const runStep = async (deps: Deps, message: StepMessage, receiveCount: nu
     chargeHundredths: charge,
   });
   if (!done) return abandonStep(deps, message.jobId, message.nodeId, claim.attempt);
+  countStepCompleted();
+  addCreditsCharged(charge);
   await releaseSuccessors(deps, message);
 };
 
@@ -176,22 +179,27 @@ export const makeHandler =
       stepTimeoutMs: (stepsQueue.consumerTimeoutSeconds - 5) * 1000,
       ...options,
     };
-    return processPartialResponse(
-      event,
-      async (record: SQSRecord) => {
-        let message: StepMessage;
-        try {
-          message = v.parse(StepMessageSchema, JSON.parse(record.body));
-        } catch (error) {
-          logger.error('unreadable step message', { messageId: record.messageId });
-          throw error;
-        }
-        logger.appendKeys({ jobId: message.jobId });
-        await runStep(deps, message, Number(record.attributes.ApproximateReceiveCount ?? 1), resolved);
-      },
-      // One processor per invocation: it holds the batch's state.
-      new BatchProcessor(EventType.SQS),
-    );
+    try {
+      return await processPartialResponse(
+        event,
+        async (record: SQSRecord) => {
+          let message: StepMessage;
+          try {
+            message = v.parse(StepMessageSchema, JSON.parse(record.body));
+          } catch (error) {
+            logger.error('unreadable step message', { messageId: record.messageId });
+            throw error;
+          }
+          logger.appendKeys({ jobId: message.jobId });
+          await runStep(deps, message, Number(record.attributes.ApproximateReceiveCount ?? 1), resolved);
+        },
+        // One processor per invocation: it holds the batch's state.
+        new BatchProcessor(EventType.SQS),
+      );
+    } finally {
+      metrics.publishStoredMetrics();
+      logger.resetKeys();
+    }
   };
 
 export const handler = makeHandler(productionDeps());

@@ -15,6 +15,7 @@ import {
   webhookTimeoutMs,
 } from '../domain/webhook.ts';
 import { logger } from '../http/logger.ts';
+import { countWebhookAttempt, metrics } from '../http/metrics.ts';
 import { allowLoopbackFromEnv, type GuardedFetchOptions, guardedFetch } from '../http-client/guarded-fetch.ts';
 import { runKey, webhookDeliveryKey } from '../store/keys.ts';
 
@@ -91,6 +92,7 @@ export const deliverWebhook = async (deps: Deps, record: SQSRecord, options: Web
     result = (error as { code?: string }).code ?? (error as Error).name;
   }
   logger.info('webhook attempt', { jobId, event, attempt, host, result, delivered, ms: Date.now() - started });
+  countWebhookAttempt(delivered);
   await recordAttempt(deps, jobId, event, { delivered, result });
   if (delivered) return;
   const last = attempt >= webhookAttempts;
@@ -107,11 +109,16 @@ export const deliverWebhook = async (deps: Deps, record: SQSRecord, options: Web
 
 export const makeHandler =
   (deps: Deps, options: WebhookOptions = webhookOptionsFromEnv()) =>
-  async (event: SQSEvent): Promise<SQSBatchResponse> =>
-    processPartialResponse(
-      event,
-      (record: SQSRecord) => deliverWebhook(deps, record, options),
-      new BatchProcessor(EventType.SQS),
-    );
+  async (event: SQSEvent): Promise<SQSBatchResponse> => {
+    try {
+      return await processPartialResponse(
+        event,
+        (record: SQSRecord) => deliverWebhook(deps, record, options),
+        new BatchProcessor(EventType.SQS),
+      );
+    } finally {
+      metrics.publishStoredMetrics();
+    }
+  };
 
 export const handler = makeHandler(productionDeps());

@@ -1,0 +1,24 @@
+import { docsContentSecurityPolicy, docsPageHtml, docsSecurityHeaders } from '../docs/page.ts';
+import { publicHandler } from '../http/api-handler.ts';
+
+/**
+ * GET /docs (no key): the interactive API reference, Swagger UI rendering `./openapi.json`. The
+ * renderer is served by this service (`GET /docs/assets/{name}`), so the page needs no CDN and works
+ * offline; its Content-Security-Policy allows nothing from elsewhere.
+ */
+export const makeHandler = () => {
+  const body = docsPageHtml();
+  return publicHandler(async () => ({
+    statusCode: 200,
+    headers: {
+      ...docsSecurityHeaders,
+      'content-type': 'text/html; charset=utf-8',
+      'content-security-policy': docsContentSecurityPolicy,
+      'x-frame-options': 'DENY',
+      'cache-control': 'no-cache',
+    },
+    body,
+  }));
+};
+
+export const handler = makeHandler();

@@ -1,0 +1,78 @@
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { logger } from './logger.ts';
+
+/**
+ * The service's own CloudWatch metrics, written as embedded metric format (EMF) lines on stdout and
+ * published per invocation: by the `logMetrics` middleware in `api-handler.ts`, and by
+ * `metrics.publishStoredMetrics()` at the end of each worker invocation. Set
+ * POWERTOOLS_METRICS_DISABLED=true to keep them off stdout (tests, the local default).
+ *
+ * The names are shared with the dashboard and alarms in `lib/observability.ts`.
+ */
+
+export const metricsNamespace = 'WorkflowRunApi';
+/** Powertools adds it to every metric as the `service` dimension. */
+export const metricsServiceName = 'workflow-run-api';
+
+export const metricNames = {
+  runsStarted: 'RunsStarted',
+  stepsCompleted: 'StepsCompleted',
+  /** In credits (1 credit = $0.01), not hundredths. */
+  creditsCharged: 'CreditsCharged',
+  webhookAttempts: 'WebhookAttempts',
+  /** 1 per attempt that got no 2xx, 0 per delivered attempt, so that failures / attempts is a rate. */
+  webhookFailures: 'WebhookFailures',
+  deferredDispatched: 'DeferredDispatched',
+  deferredExpired: 'DeferredExpired',
+  deferredCancelled: 'DeferredCancelled',
+} as const;
+
+/** Every metric is published with exactly this dimension set; the alarms and the dashboard must use the same. */
+export const metricDimensions = { service: metricsServiceName } as const;
+
+const nothingToPublish = 'No application metrics to publish';
+
+/**
+ * Powertools' own notices go through the service logger (JSON, level from POWERTOOLS_LOG_LEVEL).
+ * Most API requests record no metric, so "nothing to publish" is routine: debug, not a warning per request.
+ */
+const metricsLogger = {
+  debug: (message: string) => logger.debug(String(message)),
+  info: (message: string) => logger.info(String(message)),
+  warn: (message: string) =>
+    String(message).startsWith(nothingToPublish) ? logger.debug(String(message)) : logger.warn(String(message)),
+  error: (message: string) => logger.error(String(message)),
+};
+
+export const metrics = new Metrics({
+  namespace: metricsNamespace,
+  serviceName: metricsServiceName,
+  logger: metricsLogger,
+});
+
+/** A run was accepted and its root steps committed (API start or deferred dispatch). */
+export const countRunStarted = () => metrics.addMetric(metricNames.runsStarted, MetricUnit.Count, 1);
+
+/** A step finished successfully. */
+export const countStepCompleted = () => metrics.addMetric(metricNames.stepsCompleted, MetricUnit.Count, 1);
+
+/** Credits charged to a team, given in hundredths (the ledger's unit); published in credits. */
+export const addCreditsCharged = (hundredths: number) => {
+  if (hundredths > 0) metrics.addMetric(metricNames.creditsCharged, MetricUnit.Count, hundredths / 100);
+};
+
+/** One webhook POST; `delivered` when the receiver answered 2xx. */
+export const countWebhookAttempt = (delivered: boolean) => {
+  metrics.addMetric(metricNames.webhookAttempts, MetricUnit.Count, 1);
+  metrics.addMetric(metricNames.webhookFailures, MetricUnit.Count, delivered ? 0 : 1);
+};
+
+const deferredMetric = {
+  dispatched: metricNames.deferredDispatched,
+  expired: metricNames.deferredExpired,
+  cancelled: metricNames.deferredCancelled,
+} as const;
+
+/** Deferred runs moved by one dispatcher tick (0 is recorded too, so every tick shows on the dashboard). */
+export const countDeferred = (kind: keyof typeof deferredMetric, n: number) =>
+  metrics.addMetric(deferredMetric[kind], MetricUnit.Count, n);
