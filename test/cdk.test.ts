@@ -104,7 +104,9 @@ describe('cdk app', { timeout: 60_000 }, () => {
       if (route.grants.table === 'none') expect(dynamo, route.id).toEqual([]);
       if (route.grants.table === 'read') expect(dynamo, route.id).not.toContain('dynamodb:PutItem');
       if (route.grants.table === 'readwrite') expect(dynamo, route.id).toContain('dynamodb:PutItem');
-      expect(actions.includes('sqs:SendMessage'), route.id).toBe(route.grants.stepsQueue === 'send');
+      expect(actions.includes('sqs:SendMessage'), route.id).toBe(
+        route.grants.stepsQueue === 'send' || route.grants.webhooksQueue === 'send',
+      );
       const s3 = actions.filter((a) => a.startsWith('s3:'));
       expect(s3.length > 0, route.id).toBe(route.grants.bucket === 'read');
       expect(
