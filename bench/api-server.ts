@@ -3,12 +3,14 @@
  * the load generator. Started by `bench/server-process.ts` with an IPC channel:
  *   env BENCH_RESOURCES (LocalResources as JSON) → sends { type: 'ready', baseUrl, pid }
  *   receives { type: 'stats', gc? }              → sends { type: 'stats', ...ServerStats }
+ * DynamoDB and SQS calls are counted by an SDK middleware on the server's clients (bench/counters.ts).
  * With `gc: true` and node's --expose-gc, a full garbage collection runs first (live heap only).
  * It exits when the parent disconnects (including when the parent dies).
  */
 import { startLocalApi } from '../local/api-gateway.ts';
 import { localDeps } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
+import { countDynamoDbCalls, countSqsCalls } from './counters.ts';
 
 export interface ServerStats {
   rss: number;
@@ -19,6 +21,11 @@ export interface ServerStats {
   ddbCalls: number;
   /** Wall time spent inside those sends, summed. */
   ddbMs: number;
+  /** The same calls by low-level command name (`TransactWriteItemsCommand`…). */
+  ddbByCommand: Record<string, number>;
+  /** SQS commands sent since start, in all and by command name. */
+  sqsCalls: number;
+  sqsByCommand: Record<string, number>;
   /** Requests answered since start, and the summed time from request to response finish. */
   requests: number;
   serverMs: number;
@@ -31,37 +38,17 @@ if (!resourcesJson || !process.send) {
 }
 const resources = JSON.parse(resourcesJson) as LocalResources;
 
-const stats: ServerStats = {
-  rss: 0,
-  heapUsed: 0,
-  heapTotal: 0,
-  external: 0,
-  ddbCalls: 0,
-  ddbMs: 0,
-  requests: 0,
-  serverMs: 0,
-};
-
 const deps = localDeps(resources);
-deps.ddb.middlewareStack.add(
-  (next) => async (args) => {
-    stats.ddbCalls++;
-    const started = performance.now();
-    try {
-      return await next(args);
-    } finally {
-      stats.ddbMs += performance.now() - started;
-    }
-  },
-  { step: 'initialize', name: 'benchCallCounter', priority: 'high' },
-);
+const ddb = countDynamoDbCalls(deps.ddb);
+const sqs = countSqsCalls(deps.sqs);
+const served = { requests: 0, serverMs: 0 };
 
 const api = await startLocalApi({ deps, port: 0, host: '127.0.0.1' });
 api.server.prependListener('request', (_request, response) => {
   const started = performance.now();
   response.once('finish', () => {
-    stats.requests++;
-    stats.serverMs += performance.now() - started;
+    served.requests++;
+    served.serverMs += performance.now() - started;
   });
 });
 
@@ -69,7 +56,19 @@ process.on('message', (message: { type?: string; gc?: boolean }) => {
   if (message.type !== 'stats') return;
   if (message.gc) globalThis.gc?.();
   const { rss, heapUsed, heapTotal, external } = process.memoryUsage();
-  process.send?.({ type: 'stats', ...stats, rss, heapUsed, heapTotal, external });
+  const stats: ServerStats = {
+    rss,
+    heapUsed,
+    heapTotal,
+    external,
+    ddbCalls: ddb.total,
+    ddbMs: ddb.ms,
+    ddbByCommand: ddb.byCommand,
+    sqsCalls: sqs.total,
+    sqsByCommand: sqs.byCommand,
+    ...served,
+  };
+  process.send?.({ type: 'stats', ...stats });
 });
 process.on('disconnect', () => {
   void api.close().finally(() => {

@@ -1,4 +1,13 @@
-import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { randomUUID } from 'node:crypto';
+import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import {
+  BatchGetCommand,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../functions/deps.ts';
 
 /**
@@ -74,4 +83,290 @@ export const runLoops = async (
   };
   await Promise.all(Array.from({ length: options.concurrency }, loop));
   return { latencies, errors, elapsedMs: performance.now() - started };
+};
+
+/** Runs `operation` `count` times one after the other and keeps every latency. */
+export const runTimes = async (operation: () => Promise<unknown>, count: number): Promise<LoopResult> => {
+  const latencies: number[] = [];
+  let errors = 0;
+  const started = performance.now();
+  for (let i = 0; i < count; i++) {
+    const t = performance.now();
+    try {
+      await operation();
+      latencies.push(performance.now() - t);
+    } catch {
+      errors++;
+    }
+  }
+  return { latencies, errors, elapsedMs: performance.now() - started };
+};
+
+type Key = { PK: string; SK: string };
+
+/** Items only the floors touch, so they never meet the service's own items (ledger, locks). */
+const floorTeam = { PK: 'BENCH#FLOOR#TEAM', SK: 'TEAM' };
+const floorProject = { PK: 'BENCH#FLOOR#TEAM', SK: 'PROJECT' };
+const floorRun = { PK: 'BENCH#FLOOR#RUN', SK: 'RUN' };
+
+/** Creates the items the run floors update under their conditions (a balance, a project). */
+export const seedRunFloorItems = async (deps: Deps) => {
+  await deps.ddb.send(
+    new PutCommand({ TableName: deps.tableName, Item: { ...floorTeam, balance: 1e12, held: 0, charged: 0 } }),
+  );
+  await deps.ddb.send(new PutCommand({ TableName: deps.tableName, Item: { ...floorProject, spentHundredths: 0 } }));
+  await deps.ddb.send(
+    new PutCommand({ TableName: deps.tableName, Item: { ...floorRun, stepsCompleted: 0, heldHundredths: 1e12 } }),
+  );
+};
+
+/**
+ * The floors of a run start and of one step's orchestration: the same number of bare calls of the
+ * same kinds the service makes, through a client built like the service's, on items of the same
+ * size (the BatchGets read the service's own items; writes go to fresh keys under `BENCH#FLOOR`).
+ */
+export const runFloorOperations = (
+  deps: Deps,
+  items: {
+    /** The API key item's partition key (authentication GetItem). */
+    apiKeyPk: string;
+    /** What a start reads: the workflow summary and canvas, then team, project and key month. */
+    workflowKeys: Key[];
+    admissionKeys: Key[];
+    /** What a step reads: the run and one step of it. */
+    stepReadKeys: Key[];
+    /** A queue only the floor sends to. */
+    queueUrl: string;
+    /** A run item as the start writes it (its size matters). */
+    runItem: Record<string, unknown>;
+  },
+) => {
+  const table = deps.tableName;
+  const getItem = () =>
+    deps.ddb.send(
+      new GetCommand({ TableName: table, Key: { PK: items.apiKeyPk, SK: 'APIKEY' }, ConsistentRead: true }),
+    );
+  const addToCounter = () =>
+    deps.ddb.send(
+      new UpdateCommand({
+        TableName: table,
+        Key: { PK: 'BENCH#FLOOR', SK: 'COUNTER' },
+        UpdateExpression: 'ADD #n :one',
+        ExpressionAttributeNames: { '#n': 'n' },
+        ExpressionAttributeValues: { ':one': 1 },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+  const batchGet = (keys: Key[]) =>
+    deps.ddb.send(new BatchGetCommand({ RequestItems: { [table]: { Keys: keys, ConsistentRead: true } } }));
+  const sendOne = () =>
+    deps.sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: items.queueUrl,
+        Entries: [
+          { Id: '0', MessageBody: JSON.stringify({ jobId: randomUUID(), workflowId: randomUUID(), nodeId: 's1' }) },
+        ],
+      }),
+    );
+  /** Like claimStep: a conditional UpdateItem creating the step item, ALL_NEW. */
+  const claim = (stepKey: Key) =>
+    deps.ddb.send(
+      new UpdateCommand({
+        TableName: table,
+        Key: stepKey,
+        UpdateExpression:
+          'SET #status = :processing, leaseUntil = :lease, startedAt = if_not_exists(startedAt, :now), nodeId = :node ADD attempts :one',
+        ConditionExpression: 'attribute_not_exists(PK) OR (#status = :processing AND leaseUntil < :now)',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: {
+          ':processing': 'processing',
+          ':lease': new Date(Date.now() + 120_000).toISOString(),
+          ':now': new Date().toISOString(),
+          ':node': 's1',
+          ':one': 1,
+        },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+  /** Like completeStep: the step, a new charge item, the run's counters, the team's held → charged. */
+  const completeTransaction = (runPk: string, stepKey: Key) =>
+    deps.ddb.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            Update: {
+              TableName: table,
+              Key: stepKey,
+              UpdateExpression: 'SET #status = :done, endedAt = :now, outputs = :outputs REMOVE leaseUntil',
+              ConditionExpression: '#status = :processing AND attempts = :one',
+              ExpressionAttributeNames: { '#status': 'status' },
+              ExpressionAttributeValues: {
+                ':done': 'completed',
+                ':processing': 'processing',
+                ':one': 1,
+                ':now': new Date().toISOString(),
+                ':outputs': { text: 'x' },
+              },
+            },
+          },
+          {
+            Put: {
+              TableName: table,
+              Item: { PK: runPk, SK: 'CHARGE#s1', hundredths: 1, at: new Date().toISOString() },
+              ConditionExpression: 'attribute_not_exists(PK)',
+            },
+          },
+          {
+            Update: {
+              TableName: table,
+              Key: floorRun,
+              UpdateExpression: 'ADD stepsCompleted :one, chargedHundredths :one, heldHundredths :minus',
+              ConditionExpression: 'heldHundredths >= :one',
+              ExpressionAttributeValues: { ':one': 1, ':minus': -1 },
+            },
+          },
+          {
+            Update: {
+              TableName: table,
+              Key: floorTeam,
+              UpdateExpression: 'ADD held :minus, charged :one',
+              ExpressionAttributeValues: { ':one': 1, ':minus': -1 },
+            },
+          },
+        ],
+      }),
+    );
+  /** Like endRunItems: the run's final status, the lock, the team, the project and the key's month. */
+  const endTransaction = (runPk: string) =>
+    deps.ddb.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            Update: {
+              TableName: table,
+              Key: { PK: runPk, SK: 'RUN' },
+              UpdateExpression: 'SET #status = :done, endedAt = :now, finalizedAt = :now, heldHundredths = :zero',
+              ConditionExpression: 'attribute_not_exists(finalizedAt)',
+              ExpressionAttributeNames: { '#status': 'status' },
+              ExpressionAttributeValues: { ':done': 'completed', ':now': new Date().toISOString(), ':zero': 0 },
+            },
+          },
+          {
+            Delete: {
+              TableName: table,
+              Key: { PK: `${runPk}#LOCK`, SK: 'LOCK' },
+              ConditionExpression: 'attribute_not_exists(PK) OR jobId = :job',
+              ExpressionAttributeValues: { ':job': runPk },
+            },
+          },
+          {
+            Update: {
+              TableName: table,
+              Key: floorTeam,
+              UpdateExpression: 'ADD balance :one, held :minus',
+              ExpressionAttributeValues: { ':one': 1, ':minus': -1 },
+            },
+          },
+          {
+            Update: {
+              TableName: table,
+              Key: floorProject,
+              UpdateExpression: 'ADD spentHundredths :minus',
+              ExpressionAttributeValues: { ':minus': -1 },
+            },
+          },
+          {
+            Update: {
+              TableName: table,
+              Key: { PK: 'BENCH#FLOOR#KEYSPEND', SK: 'MONTH' },
+              UpdateExpression: 'ADD spentHundredths :minus',
+              ExpressionAttributeValues: { ':minus': -1 },
+            },
+          },
+        ],
+      }),
+    );
+  /** Like startRun: lock, team hold, project spend, key month, the run item. */
+  const startTransaction = () => {
+    const runPk = `BENCH#FLOOR#${randomUUID()}`;
+    return deps.ddb.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            Put: {
+              TableName: table,
+              Item: { PK: `${runPk}#LOCK`, SK: 'LOCK', jobId: runPk, since: new Date().toISOString() },
+              ConditionExpression: 'attribute_not_exists(PK)',
+            },
+          },
+          {
+            Update: {
+              TableName: table,
+              Key: floorTeam,
+              UpdateExpression: 'ADD balance :minus, held :total',
+              ConditionExpression: 'balance >= :total',
+              ExpressionAttributeValues: { ':total': 10, ':minus': -10 },
+            },
+          },
+          {
+            Update: {
+              TableName: table,
+              Key: floorProject,
+              UpdateExpression: 'ADD spentHundredths :total',
+              ConditionExpression: 'attribute_exists(PK) AND attribute_not_exists(hardCapHundredths)',
+              ExpressionAttributeValues: { ':total': 10 },
+            },
+          },
+          {
+            Update: {
+              TableName: table,
+              Key: { PK: 'BENCH#FLOOR#KEYSPEND', SK: 'MONTH' },
+              UpdateExpression: 'ADD spentHundredths :total',
+              ExpressionAttributeValues: { ':total': 10 },
+            },
+          },
+          {
+            Put: {
+              TableName: table,
+              Item: { ...items.runItem, PK: runPk, SK: 'RUN' },
+              ConditionExpression: 'attribute_not_exists(PK)',
+            },
+          },
+        ],
+      }),
+    );
+  };
+  const stepItems = () => {
+    const runPk = `BENCH#FLOOR#${randomUUID()}`;
+    return { runPk, stepKey: { PK: runPk, SK: 'STEP#s1' } };
+  };
+  return {
+    /** GetItem, UpdateItem ADD, BatchGetItem ×2, TransactWriteItems of 5 items, SendMessageBatch. */
+    start: async () => {
+      await getItem();
+      await addToCounter();
+      await batchGet(items.workflowKeys);
+      await batchGet(items.admissionKeys);
+      await startTransaction();
+      await sendOne();
+    },
+    /** UpdateItem, BatchGetItem, TransactWriteItems of 4 items, BatchGetItem, SendMessageBatch. */
+    step: async () => {
+      const { runPk, stepKey } = stepItems();
+      await claim(stepKey);
+      await batchGet(items.stepReadKeys);
+      await completeTransaction(runPk, stepKey);
+      await batchGet(items.stepReadKeys);
+      await sendOne();
+    },
+    /** The last step: as `step`, but the run's end (a TransactWriteItems of 5 items) instead of the send. */
+    lastStep: async () => {
+      const { runPk, stepKey } = stepItems();
+      await claim(stepKey);
+      await batchGet(items.stepReadKeys);
+      await completeTransaction(runPk, stepKey);
+      await batchGet(items.stepReadKeys);
+      await endTransaction(runPk);
+    },
+  };
 };

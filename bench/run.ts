@@ -5,8 +5,10 @@
  * See bench/README.md.
  *
  * Env: BENCH_SECONDS (default 10) per measured load phase, BENCH_WARMUP_SECONDS (default 10),
- * BENCH_SOAK_SECONDS (default 60).
+ * BENCH_SOAK_SECONDS (default 60), BENCH_DEFERRED_COUNT (default 100,000 waiting deferred runs),
+ * BENCH_SECTIONS (default all: bundles,http,soak,runs,deferred).
  */
+import './env.ts';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
@@ -20,11 +22,14 @@ import { localDeps } from '../local/local-deps.ts';
 import { provision } from '../local/provision.ts';
 import type { ServerStats } from './api-server.ts';
 import { type BuiltBundle, buildBundle, coldImportMs } from './bundles.ts';
+import { benchDispatcher } from './deferred.ts';
 import { floorOperations, type LoopResult, runLoops } from './floor.ts';
 import { type LoadResult, runLoad } from './load.ts';
-import { seedBenchTeam } from './seed.ts';
+import { heading, latencyLine, line, ratio } from './report.ts';
+import { benchRuns, chainLength, type RunsBenchResult } from './runs.ts';
+import { createChainWorkflows, seedBenchTeam, seedRunsTeam } from './seed.ts';
 import { type ServerProcess, startServerProcess } from './server-process.ts';
-import { kb, type LatencySummary, mb, ms, perSecond, summarize, Targets } from './stats.ts';
+import { kb, mb, ms, summarize, Targets } from './stats.ts';
 
 const seconds = (name: string, fallback: number) => {
   const value = Number(process.env[name]);
@@ -33,6 +38,14 @@ const seconds = (name: string, fallback: number) => {
 const phaseSeconds = seconds('BENCH_SECONDS', 10);
 const warmupSeconds = seconds('BENCH_WARMUP_SECONDS', 10);
 const soakSeconds = seconds('BENCH_SOAK_SECONDS', 60);
+const deferredCount = Math.max(20, Math.round(seconds('BENCH_DEFERRED_COUNT', 100_000)));
+const allSections = ['bundles', 'http', 'soak', 'runs', 'deferred'];
+const sections = new Set(
+  (process.env.BENCH_SECTIONS ?? allSections.join(','))
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => allSections.includes(s)),
+);
 const connections = 10;
 /** Each measured phase is split into this many rounds, floor and HTTP taking turns. */
 const rounds = 5;
@@ -64,14 +77,6 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-const heading = (text: string) => console.log(`\n== ${text}`);
-const line = (label: string, value: string) => console.log(`  ${label.padEnd(58)} ${value}`);
-const latencyLine = (label: string, s: LatencySummary) =>
-  line(
-    label,
-    `${perSecond(s.rps).padStart(12)}   p50 ${ms(s.p50).padStart(9)}   p99 ${ms(s.p99).padStart(9)}   n=${s.count}`,
-  );
-const ratio = (v: number) => v.toFixed(2);
 const failures = (r: LoadResult) => r.errors + r.non2xx;
 const statusText = (r: LoadResult) =>
   Object.entries(r.statusCounts)
@@ -286,8 +291,9 @@ const benchSoak = async (server: ServerProcess, key: string) => {
 
 const main = async () => {
   console.log(`Workflow Run API bench: Node ${process.version}, ${new Date().toISOString()}, ${machineLoad()}`);
+  console.log(`Sections: ${[...sections].join(', ')}`);
   mkdirSync(stateDir, { recursive: true });
-  await benchBundles();
+  if (sections.has('bundles')) await benchBundles();
 
   heading('Local stack: in-memory DynamoDB Local + fauxqs on free loopback ports');
   const dynamo = await startDynamoDb({ stateDir });
@@ -305,24 +311,55 @@ const main = async () => {
     deps.sqs.destroy();
     deps.s3.destroy();
   });
-  const team = await seedBenchTeam(deps, workflowCount);
   line('DynamoDB Local', dynamo.endpoint);
-  line('table', `${resources.tableName}: a team with ${workflowCount} workflows, key limit 1,000,000/min`);
-  const floor = floorOperations(deps, {
-    apiKeyPk: apiKeyKey(hashApiKey(team.key)).PK,
-    teamPk: teamPartition(team.teamId),
-  });
 
-  const server = await startServerProcess(resources);
-  cleanups.push(() => server.stop());
-  line('API server (child process)', `${server.baseUrl} pid ${server.pid}`);
-  await benchHttp(server, team.key, floor);
-  await server.stop();
+  if (sections.has('http') || sections.has('soak')) {
+    const team = await seedBenchTeam(deps, workflowCount);
+    line('table', `${resources.tableName}: a team with ${workflowCount} workflows, key limit 1,000,000/min`);
+    if (sections.has('http')) {
+      const floor = floorOperations(deps, {
+        apiKeyPk: apiKeyKey(hashApiKey(team.key)).PK,
+        teamPk: teamPartition(team.teamId),
+      });
+      const server = await startServerProcess(resources);
+      cleanups.push(() => server.stop());
+      line('API server (child process)', `${server.baseUrl} pid ${server.pid}`);
+      await benchHttp(server, team.key, floor);
+      await server.stop();
+    }
+    if (sections.has('soak')) {
+      // --expose-gc only lets the bench ask for a full collection before reading the live heap.
+      const soakServer = await startServerProcess(resources, { exposeGc: true });
+      cleanups.push(() => soakServer.stop());
+      await benchSoak(soakServer, team.key);
+      await soakServer.stop();
+    }
+  }
 
-  // --expose-gc only lets the bench ask for a full collection before reading the live heap.
-  const soakServer = await startServerProcess(resources, { exposeGc: true });
-  cleanups.push(() => soakServer.stop());
-  await benchSoak(soakServer, team.key);
+  if (sections.has('runs') || sections.has('deferred')) {
+    const server = await startServerProcess(resources);
+    cleanups.push(() => server.stop());
+    let runs: RunsBenchResult;
+    if (sections.has('runs')) {
+      runs = await benchRuns({ deps, resources, server, targets, cleanups });
+    } else {
+      // The dispatcher alone: its own team and free workflows.
+      const team = await seedRunsTeam(deps, 100_000);
+      runs = { team, freeWorkflowIds: await createChainWorkflows(deps, server.baseUrl, team, 30, chainLength) };
+    }
+    await server.stop();
+    if (sections.has('deferred')) {
+      await benchDispatcher({
+        deps,
+        resources,
+        targets,
+        cleanups,
+        team: runs.team,
+        workflowIds: runs.freeWorkflowIds,
+        waitingCount: deferredCount,
+      });
+    }
+  }
 };
 
 /** Timings are only as good as the machine is quiet: print what else was running. */

@@ -1,8 +1,10 @@
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../functions/deps.ts';
 import { toHundredths } from '../functions/domain/credits.ts';
 import { createApiKey } from '../functions/store/api-keys.ts';
+import { canvasKey } from '../functions/store/keys.ts';
 import { createAgent, createProject, createTeam } from '../functions/store/tenancy.ts';
-import { putWorkflow } from '../functions/store/workflows.ts';
+import { createWorkflowForTeam, putWorkflow } from '../functions/store/workflows.ts';
 
 export interface BenchTeam {
   teamId: string;
@@ -41,4 +43,86 @@ export const seedBenchTeam = async (deps: Deps, workflows: number): Promise<Benc
     workflowIds.push(workflowId);
   }
   return { teamId, projectId, agentId, key, keyId, workflowIds };
+};
+
+/** A team with enough credits for every run the bench starts, a project, an agent and a key. */
+export const seedRunsTeam = async (deps: Deps, credits: number): Promise<Omit<BenchTeam, 'workflowIds'>> => {
+  const { teamId } = await createTeam(deps, {
+    name: 'Bench runs team',
+    creditsHundredths: toHundredths(credits),
+    perStepLimitHundredths: null,
+  });
+  const { projectId } = await createProject(deps, { teamId, name: 'Bench runs project', hardCapHundredths: null });
+  const { agentId } = await createAgent(deps, { teamId, projectId, name: 'Bench runs agent' });
+  const { key, keyId } = await createApiKey(deps, { teamId, rateLimitPerMinute: 1_000_000 });
+  return { teamId, projectId, agentId, key, keyId };
+};
+
+/** A chain of `length` steps: a TextEntry, then TextConsoles each reading the one before (`s0` … `s<n-1>`). */
+export const chainSteps = (length: number) =>
+  Array.from({ length }, (_, i) =>
+    i === 0
+      ? { key: 's0', type: 'TextEntry', config: { text: 'bench' } }
+      : { key: `s${i}`, type: 'TextConsole', inputs: [`s${i - 1}`] },
+  );
+
+/** Runs `fn` over `items` with at most `limit` at once; results in input order. */
+export const mapLimit = async <T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<R>,
+) => {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await fn(items[index] as T, index);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+};
+
+/**
+ * `count` workflows of a `length`-step chain: the first through POST /workflows as a client creates
+ * it, the others with the same canvas through the store function that request ends in (the same
+ * items, without validating and laying out the same graph again).
+ */
+export const createChainWorkflows = async (
+  deps: Deps,
+  baseUrl: string,
+  team: { teamId: string; key: string; agentId: string },
+  count: number,
+  length: number,
+): Promise<string[]> => {
+  const response = await fetch(`${baseUrl}/workflows`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${team.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'Bench chain 1', steps: chainSteps(length), agentId: team.agentId }),
+  });
+  const body = (await response.json()) as { workflowId?: string };
+  if (response.status !== 201 || !body.workflowId) {
+    throw new Error(`POST /workflows answered ${response.status}: ${JSON.stringify(body)}`);
+  }
+  const first = body.workflowId;
+  const { Item } = await deps.ddb.send(
+    new GetCommand({ TableName: deps.tableName, Key: canvasKey(first), ConsistentRead: true }),
+  );
+  if (!Item) throw new Error('the created workflow has no canvas');
+  const others = await mapLimit(
+    Array.from({ length: count - 1 }, (_, i) => i + 2),
+    8,
+    async (n) =>
+      (
+        await createWorkflowForTeam(deps, {
+          teamId: team.teamId,
+          agentId: team.agentId,
+          name: `Bench chain ${n}`,
+          canvas: Item.canvas,
+          stepsCount: length,
+        })
+      ).workflowId,
+  );
+  return [first, ...others];
 };

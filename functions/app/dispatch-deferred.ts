@@ -2,6 +2,7 @@ import { messages } from '../../schemas/errors.ts';
 import type { Deps } from '../deps.ts';
 import { ConflictError, NotFoundError, PaymentRequiredError, ServiceUnavailableError } from '../domain/errors.ts';
 import { currentMultiplier } from '../domain/price.ts';
+import { logger } from '../http/logger.ts';
 import { type ApiKeyRecord, findApiKeyById } from '../store/api-keys.ts';
 import {
   type DeferredRecord,
@@ -85,7 +86,18 @@ export const dispatchDeferredRuns = async (deps: Deps): Promise<TickReport> => {
   const expired = new Set(report.expired);
   for (const deferred of await dispatchableDeferredRuns(deps, multiplier, counter)) {
     if (expired.has(deferred.deferredJobId) || Date.parse(deferred.expiresAt) <= now.getTime()) continue;
-    const outcome = await dispatchOne(deps, deferred, multiplier);
+    let outcome: Outcome;
+    try {
+      outcome = await dispatchOne(deps, deferred, multiplier);
+    } catch (error) {
+      // One bad deferred run must not block the others at every tick: log it, try it again next tick.
+      logger.error('deferred run could not be dispatched', {
+        deferredJobId: deferred.deferredJobId,
+        error: error as Error,
+      });
+      report.keptWaiting.push(deferred.deferredJobId);
+      continue;
+    }
     if (outcome.kind === 'dispatched')
       report.dispatched.push({ deferredJobId: deferred.deferredJobId, jobId: outcome.jobId });
     else if (outcome.kind === 'waiting') report.keptWaiting.push(deferred.deferredJobId);

@@ -93,9 +93,19 @@ const conflicted = (error: unknown) =>
     (reason) => reason?.Code === 'TransactionConflict',
   );
 
-/** A transaction refused because one of its conditions failed (not because another transaction was in the way). */
-export const conditionFailed = (error: unknown): boolean =>
-  (error as Error).name === 'TransactionCanceledException' && !conflicted(error);
+/**
+ * A transaction refused because one of its conditions failed, and for no other reason: a conflict,
+ * throttling or any other cancellation is not "already done" and must be thrown to be retried.
+ */
+export const conditionFailed = (error: unknown): boolean => {
+  if ((error as Error).name !== 'TransactionCanceledException') return false;
+  const codes = ((error as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? []).map(
+    (r) => r?.Code,
+  );
+  return (
+    codes.includes('ConditionalCheckFailed') && codes.every((c) => c === 'ConditionalCheckFailed' || c === 'None' || !c)
+  );
+};
 
 /**
  * One TransactWriteItems. DynamoDB cancels a transaction that meets another one writing the same

@@ -1,0 +1,6 @@
+/**
+ * Imported first by bench/run.ts, before any service module is evaluated: the service's settings as
+ * the local default has them (`local/local-deps.ts`). Metrics are off, so the embedded-metric lines
+ * the handlers would print per invocation neither flood the output nor differ from `npm start`.
+ */
+process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
