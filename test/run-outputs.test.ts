@@ -3,26 +3,13 @@ import { readPngMark, readWavMark } from '../functions/domain/media/marks.ts';
 import { setConnection } from '../functions/store/connections.ts';
 import { buildOpenApiDocument } from '../schemas/openapi.ts';
 import { expectValidResponse } from './support/openapi-validator.ts';
-import {
-  call,
-  createWorkflow,
-  seedTeam,
-  startTestStack,
-  startWorkers,
-  type TestStack,
-  waitForRun,
-} from './support/stack.ts';
+import { call, createWorkflow, seedTeam, startWorkingStack, type TestStack, waitForRun } from './support/stack.ts';
 
 let stack: TestStack;
-let workers: { stop(): Promise<void> };
 beforeAll(async () => {
-  stack = await startTestStack();
-  workers = await startWorkers(stack);
+  stack = await startWorkingStack();
 });
-afterAll(async () => {
-  await workers.stop();
-  await stack.close();
-});
+afterAll(() => stack.close());
 
 const run = async (steps: unknown[], body: Record<string, unknown> = {}, credits = 100) => {
   const team = await seedTeam(stack.deps, { credits });

@@ -1,25 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getTeam } from '../functions/store/tenancy.ts';
-import {
-  call,
-  createWorkflow,
-  seedTeam,
-  startTestStack,
-  startWorkers,
-  type TestStack,
-  waitForRun,
-} from './support/stack.ts';
+import { call, createWorkflow, seedTeam, startWorkingStack, type TestStack, waitForRun } from './support/stack.ts';
 
 let stack: TestStack;
-let workers: { stop(): Promise<void> };
 beforeAll(async () => {
-  stack = await startTestStack();
-  workers = await startWorkers(stack);
+  stack = await startWorkingStack();
 });
-afterAll(async () => {
-  await workers.stop();
-  await stack.close();
-});
+afterAll(() => stack.close());
 
 describe('a run end to end', () => {
   it('starts, executes every step through SQS, charges exactly and releases the rest', async () => {

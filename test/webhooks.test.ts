@@ -14,15 +14,7 @@ import {
 } from '../functions/domain/webhook.ts';
 import { deliverWebhook, type WebhookOptions } from '../functions/workers/webhook-delivery.ts';
 import { buildOpenApiDocument } from '../schemas/openapi.ts';
-import {
-  call,
-  createWorkflow,
-  seedTeam,
-  startTestStack,
-  startWorkers,
-  type TestStack,
-  waitForRun,
-} from './support/stack.ts';
+import { call, createWorkflow, seedTeam, startWorkingStack, type TestStack, waitForRun } from './support/stack.ts';
 
 const ca = readFileSync(new URL('./fixtures/receiver-cert.pem', import.meta.url));
 const options: WebhookOptions = { fetchOptions: { allowLoopback: true, ca } };
@@ -57,15 +49,10 @@ const startReceiver = async (replies: number[] = []) => {
 };
 
 let stack: TestStack;
-let workers: { stop(): Promise<void> };
 beforeAll(async () => {
-  stack = await startTestStack();
-  workers = await startWorkers(stack);
+  stack = await startWorkingStack();
 });
-afterAll(async () => {
-  await workers.stop();
-  await stack.close();
-});
+afterAll(() => stack.close());
 
 /** Takes the webhook job off the queue as an SQS record, as the event source would hand it over. */
 const receiveJob = async (): Promise<SQSRecord> => {

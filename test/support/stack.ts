@@ -146,3 +146,16 @@ export const waitForRun = async (stack: TestStack, key: string, jobId: string, t
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 };
+
+/** A test stack whose steps queue is polled by the real step executor; `close` stops both. */
+export const startWorkingStack = async (overrides: Partial<Deps> = {}): Promise<TestStack> => {
+  const stack = await startTestStack(overrides);
+  const workers = await startWorkers(stack);
+  return {
+    ...stack,
+    close: async () => {
+      await workers.stop();
+      await stack.close();
+    },
+  };
+};
