@@ -48,45 +48,54 @@ export const endRunItems = (deps: Deps, run: RunLedgerState, status: EndStatus):
         },
       },
     },
-    {
-      Delete: {
-        TableName: deps.tableName,
-        Key: workflowLockKey(run.workflowId),
-        ConditionExpression: 'attribute_not_exists(PK) OR jobId = :job',
-        ExpressionAttributeValues: { ':job': run.jobId },
-      },
-    },
   ];
   if (release > 0) {
-    items.push(
-      {
-        Update: {
-          TableName: deps.tableName,
-          Key: teamKey(run.teamId),
-          UpdateExpression: 'ADD balance :release, held :minus',
-          ExpressionAttributeValues: { ':release': release, ':minus': -release },
-        },
+    items.push({
+      Update: {
+        TableName: deps.tableName,
+        Key: teamKey(run.teamId),
+        UpdateExpression: 'ADD balance :release, held :minus',
+        ExpressionAttributeValues: { ':release': release, ':minus': -release },
       },
-      {
-        Update: {
-          TableName: deps.tableName,
-          Key: projectKey(run.teamId, run.projectId),
-          UpdateExpression: 'ADD spentHundredths :minus',
-          ExpressionAttributeValues: { ':minus': -release },
-        },
-      },
-      {
-        Update: {
-          TableName: deps.tableName,
-          Key: keyMonthKey(run.keyId, run.spendMonth),
-          UpdateExpression: 'ADD spentHundredths :minus',
-          ExpressionAttributeValues: { ':minus': -release },
-        },
-      },
-    );
+    });
   }
-  return items;
+  return [...items, ...endRunSideItems(deps, run, release)];
 };
+
+/**
+ * What every run end does beside the run and team items: free the workflow's run lock and take the
+ * released hold back off the project's spend and the key's month.
+ */
+export const endRunSideItems = (deps: Deps, run: RunLedgerState, release: number): TransactItems => [
+  {
+    Delete: {
+      TableName: deps.tableName,
+      Key: workflowLockKey(run.workflowId),
+      ConditionExpression: 'attribute_not_exists(PK) OR jobId = :job',
+      ExpressionAttributeValues: { ':job': run.jobId },
+    },
+  },
+  ...(release > 0
+    ? [
+        {
+          Update: {
+            TableName: deps.tableName,
+            Key: projectKey(run.teamId, run.projectId),
+            UpdateExpression: 'ADD spentHundredths :minus',
+            ExpressionAttributeValues: { ':minus': -release },
+          },
+        },
+        {
+          Update: {
+            TableName: deps.tableName,
+            Key: keyMonthKey(run.keyId, run.spendMonth),
+            UpdateExpression: 'ADD spentHundredths :minus',
+            ExpressionAttributeValues: { ':minus': -release },
+          },
+        },
+      ]
+    : []),
+];
 
 const conflicted = (error: unknown) =>
   ((error as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? []).some(

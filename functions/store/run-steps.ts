@@ -3,7 +3,7 @@ import type { Deps } from '../deps.ts';
 import type { ModelUse } from '../domain/executors/types.ts';
 import type { LicenceModel } from '../domain/licence.ts';
 import { chargeKey, runKey, stepKey, teamKey } from './keys.ts';
-import { conditionFailed, endRunItems, type RunLedgerState, transactWrite } from './run-ledger.ts';
+import { conditionFailed, endRunItems, endRunSideItems, type RunLedgerState, transactWrite } from './run-ledger.ts';
 
 /** How long a claimed step belongs to its worker; shorter than the queue's visibility timeout. */
 export const stepLeaseSeconds = 120;
@@ -89,10 +89,71 @@ export const completeStep = async (
     model: ModelUse | undefined;
     licence: LicenceModel | undefined;
     chargeHundredths: number;
+    /**
+     * Set when every other step had finished at the read: the run then ends in this same
+     * transaction (one write fewer for the last step), on condition that its counters and hold
+     * are still the ones read.
+     */
+    last?: { completedBefore: number; skippedBefore: number };
   },
 ): Promise<boolean> => {
   const { run, nodeId, attempt } = input;
   const charge = input.chargeHundredths;
+  const release = run.heldHundredths - charge;
+  const now = deps.now().toISOString();
+  const runUpdate = input.last
+    ? {
+        Update: {
+          TableName: deps.tableName,
+          Key: runKey(run.jobId),
+          UpdateExpression:
+            'SET #status = :completed, endedAt = :now, finalizedAt = :now, heldHundredths = :zero ADD stepsCompleted :one, chargedHundredths :charge REMOVE GSI1PK, GSI1SK',
+          ConditionExpression: `${runStillGoing} AND heldHundredths = :held AND stepsCompleted = :done AND (attribute_not_exists(stepsSkipped) OR stepsSkipped = :skipped) AND attribute_not_exists(finalizedAt)`,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':queued': 'queued',
+            ':processing': 'processing',
+            ':completed': 'completed',
+            ':now': now,
+            ':zero': 0,
+            ':one': 1,
+            ':charge': charge,
+            ':held': run.heldHundredths,
+            ':done': input.last.completedBefore,
+            ':skipped': input.last.skippedBefore,
+          },
+        },
+      }
+    : {
+        Update: {
+          TableName: deps.tableName,
+          Key: runKey(run.jobId),
+          UpdateExpression:
+            'SET #status = :processing ADD stepsCompleted :one, chargedHundredths :charge, heldHundredths :minus REMOVE GSI1PK, GSI1SK',
+          ConditionExpression: `${runStillGoing} AND heldHundredths >= :charge`,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':queued': 'queued',
+            ':processing': 'processing',
+            ':one': 1,
+            ':charge': charge,
+            ':minus': -charge,
+          },
+        },
+      };
+  // The last step charges and releases the rest of the hold in one update of the team item.
+  const teamUpdate = {
+    Update: {
+      TableName: deps.tableName,
+      Key: teamKey(run.teamId),
+      UpdateExpression: input.last
+        ? 'ADD held :minusHeld, charged :charge, balance :release'
+        : 'ADD held :minus, charged :charge',
+      ExpressionAttributeValues: input.last
+        ? { ':charge': charge, ':minusHeld': -run.heldHundredths, ':release': release }
+        : { ':charge': charge, ':minus': -charge },
+    },
+  };
   try {
     await transactWrite(deps, [
       stepDone(
@@ -122,31 +183,9 @@ export const completeStep = async (
           ConditionExpression: 'attribute_not_exists(PK)',
         },
       },
-      {
-        Update: {
-          TableName: deps.tableName,
-          Key: runKey(run.jobId),
-          UpdateExpression:
-            'SET #status = :processing ADD stepsCompleted :one, chargedHundredths :charge, heldHundredths :minus REMOVE GSI1PK, GSI1SK',
-          ConditionExpression: `${runStillGoing} AND heldHundredths >= :charge`,
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: {
-            ':queued': 'queued',
-            ':processing': 'processing',
-            ':one': 1,
-            ':charge': charge,
-            ':minus': -charge,
-          },
-        },
-      },
-      {
-        Update: {
-          TableName: deps.tableName,
-          Key: teamKey(run.teamId),
-          UpdateExpression: 'ADD held :minus, charged :charge',
-          ExpressionAttributeValues: { ':charge': charge, ':minus': -charge },
-        },
-      },
+      runUpdate,
+      teamUpdate,
+      ...(input.last ? endRunSideItems(deps, run, release) : []),
     ]);
     return true;
   } catch (error) {

@@ -156,7 +156,7 @@ export const runStep = async (deps: Deps, message: StepMessage, receiveCount: nu
   const licence = outcome.model
     ? stampLicenceModel({ nodeId: node.id, ...outcome.model, stampedAt: deps.now() })
     : undefined;
-  const done = await completeStep(deps, {
+  const completion = {
     run: ledger,
     nodeId: node.id,
     attempt: claim.attempt,
@@ -164,8 +164,20 @@ export const runStep = async (deps: Deps, message: StepMessage, receiveCount: nu
     model: outcome.model,
     licence,
     chargeHundredths: charge,
-  });
-  if (!done) return abandonStep(deps, message.jobId, message.nodeId, claim.attempt);
+  };
+  const completedBefore = (run.stepsCompleted as number | undefined) ?? 0;
+  const skippedBefore = (run.stepsSkipped as number | undefined) ?? 0;
+  // The only step left: complete it and end the run in one transaction (no successor can be waiting).
+  if (completedBefore + skippedBefore + 1 === (run.stepsTotal as number)) {
+    if (await completeStep(deps, { ...completion, last: { completedBefore, skippedBefore } })) {
+      countStepCompleted();
+      addCreditsCharged(charge);
+      await queueWebhook(deps, ledger, 'completed');
+      return;
+    }
+  }
+  // Not the last step, or the run changed since the read: complete it alone (false: the run ended).
+  if (!(await completeStep(deps, completion))) return abandonStep(deps, message.jobId, message.nodeId, claim.attempt);
   countStepCompleted();
   addCreditsCharged(charge);
   await releaseSuccessors(deps, message);
