@@ -6,6 +6,7 @@ import { NotFoundError } from '../domain/errors.ts';
 import { isStoredFile } from '../domain/executors/types.ts';
 import { type RunRecord, runView, type StepRecord } from '../domain/run-view.ts';
 import type { Canvas } from '../domain/workflow-graph.ts';
+import { cachedCanvas, rememberCanvas } from '../store/canvas-cache.ts';
 import { isTeamObject, presignTeamFile } from '../store/files.ts';
 import { canvasKey } from '../store/keys.ts';
 import { readRunPartition } from '../store/runs.ts';
@@ -49,15 +50,13 @@ const presignFiles = async (deps: Deps, teamId: string, value: unknown): Promise
   return value;
 };
 
-const canvasCache = new Map<string, Canvas>();
-
 /** A run's canvas; canvases never change once stored, so each container keeps those it read. */
 export const canvasOf = async (deps: Deps, workflowId: string): Promise<Canvas> => {
-  const cached = canvasCache.get(workflowId);
+  const cached = cachedCanvas(workflowId);
   if (cached) return cached;
   const { Item } = await deps.ddb.send(new GetCommand({ TableName: deps.tableName, Key: canvasKey(workflowId) }));
   if (!Item) throw new Error(`Canvas of workflow ${workflowId} not found`);
-  canvasCache.set(workflowId, Item.canvas as Canvas);
+  rememberCanvas(workflowId, Item.canvas as Canvas);
   return Item.canvas as Canvas;
 };
 

@@ -13,6 +13,7 @@ import { apiInputTargets, type Canvas } from '../domain/workflow-graph.ts';
 import { logger } from '../http/logger.ts';
 import { addCreditsCharged, countStepCompleted, metrics } from '../http/metrics.ts';
 import { batchGet, itemFor } from '../store/batch.ts';
+import { cachedCanvas, rememberCanvas } from '../store/canvas-cache.ts';
 import { type ConnectionRef, getConnections, resolveConnection } from '../store/connections.ts';
 import { presignTeamFile, putRunFile, readTeamFile } from '../store/files.ts';
 import { canvasKey, runKey, stepKey } from '../store/keys.ts';
@@ -30,9 +31,6 @@ import { sendStepMessages } from '../store/runs.ts';
 const StepMessageSchema = v.object({ jobId: v.string(), workflowId: v.string(), nodeId: v.string() });
 type StepMessage = v.InferOutput<typeof StepMessageSchema>;
 
-/** Canvases never change once stored, so each container keeps those it has read. */
-const canvasCache = new Map<string, Canvas>();
-
 const stepState = (item: Record<string, unknown> | undefined): FinishedStep | undefined =>
   item
     ? { status: item.status as FinishedStep['status'], outputs: item.outputs as Record<string, unknown> | undefined }
@@ -40,7 +38,7 @@ const stepState = (item: Record<string, unknown> | undefined): FinishedStep | un
 
 /** Reads the run, the canvas (unless cached) and the given steps of the run in one BatchGet. */
 const readRun = async (deps: Deps, message: StepMessage, nodeIds: (canvas: Canvas) => string[]) => {
-  let canvas = canvasCache.get(message.workflowId);
+  let canvas = cachedCanvas(message.workflowId);
   const keys = [
     runKey(message.jobId),
     ...(canvas ? nodeIds(canvas).map((n) => stepKey(message.jobId, n)) : [canvasKey(message.workflowId)]),
@@ -49,7 +47,7 @@ const readRun = async (deps: Deps, message: StepMessage, nodeIds: (canvas: Canva
   if (!canvas) {
     canvas = itemFor(items, canvasKey(message.workflowId))?.canvas as Canvas | undefined;
     if (!canvas) throw new Error(`Canvas of workflow ${message.workflowId} not found`);
-    canvasCache.set(message.workflowId, canvas);
+    rememberCanvas(message.workflowId, canvas);
     const stepKeys = nodeIds(canvas).map((n) => stepKey(message.jobId, n));
     if (stepKeys.length > 0) items = new Map([...items, ...(await batchGet(deps, stepKeys))]);
   }

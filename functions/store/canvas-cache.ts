@@ -1,0 +1,22 @@
+import type { Canvas } from '../domain/workflow-graph.ts';
+
+/**
+ * Canvases never change once stored, so a warm container keeps the ones it read. Bounded, oldest
+ * read first out, so a container that sees many workflows does not grow without limit.
+ */
+const maxCanvases = 200;
+const canvases = new Map<string, Canvas>();
+
+export const cachedCanvas = (workflowId: string): Canvas | undefined => {
+  const canvas = canvases.get(workflowId);
+  if (canvas) {
+    canvases.delete(workflowId);
+    canvases.set(workflowId, canvas);
+  }
+  return canvas;
+};
+
+export const rememberCanvas = (workflowId: string, canvas: Canvas): void => {
+  canvases.set(workflowId, canvas);
+  if (canvases.size > maxCanvases) canvases.delete(canvases.keys().next().value as string);
+};
