@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import type { Deps } from '../functions/deps.ts';
 import { basePath, type Route, routes } from '../lib/routes.ts';
+import { lambdaContext } from './lambda-context.ts';
 
 type ApiResult = {
   statusCode?: number;
@@ -50,21 +51,6 @@ const compileRoutes = async (deps: Deps): Promise<CompiledRoute[]> =>
       };
     }),
   );
-
-const lambdaContext = (route: Route, requestId: string): Context => ({
-  callbackWaitsForEmptyEventLoop: false,
-  functionName: `local-${route.id}`,
-  functionVersion: '$LATEST',
-  invokedFunctionArn: `arn:aws:lambda:us-east-1:000000000000:function:local-${route.id}`,
-  memoryLimitInMB: '512',
-  awsRequestId: requestId,
-  logGroupName: `/aws/lambda/local-${route.id}`,
-  logStreamName: 'local',
-  getRemainingTimeInMillis: () => 10_000,
-  done: () => undefined,
-  fail: () => undefined,
-  succeed: () => undefined,
-});
 
 const readBody = (request: IncomingMessage): Promise<Buffer | 'too-large'> =>
   new Promise((resolve, reject) => {
@@ -182,7 +168,10 @@ export const startLocalApi = async (options: { deps: Deps; port: number; host: s
       }
       const event = toEventV2(request, url, body, { route: found.entry.route, pathParameters: found.pathParameters });
       const result = fromResult(
-        await found.entry.handler(event, lambdaContext(found.entry.route, event.requestContext.requestId)),
+        await found.entry.handler(
+          event,
+          lambdaContext(`local-${found.entry.route.id}`, 10_000, event.requestContext.requestId),
+        ),
       );
       send(
         response,

@@ -2,6 +2,7 @@ import { DeleteMessageBatchCommand, type Message, ReceiveMessageCommand, SQSClie
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { QueueDefinition } from '../lib/definitions.ts';
 import { localAwsConfig } from './emulators.ts';
+import { lambdaContext } from './lambda-context.ts';
 
 export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | undefined>;
 
@@ -20,21 +21,6 @@ const toRecord = (message: Message, queueArn: string): SQSRecord => ({
   eventSource: 'aws:sqs',
   eventSourceARN: queueArn,
   awsRegion: localAwsConfig.region,
-});
-
-const context = (name: string): Context => ({
-  callbackWaitsForEmptyEventLoop: false,
-  functionName: name,
-  functionVersion: '$LATEST',
-  invokedFunctionArn: `arn:aws:lambda:us-east-1:000000000000:function:${name}`,
-  memoryLimitInMB: '512',
-  awsRequestId: crypto.randomUUID(),
-  logGroupName: `/aws/lambda/${name}`,
-  logStreamName: 'local',
-  getRemainingTimeInMillis: () => 30_000,
-  done: () => undefined,
-  fail: () => undefined,
-  succeed: () => undefined,
 });
 
 export interface QueuePoller {
@@ -76,7 +62,7 @@ export const startQueuePoller = (options: {
         try {
           const result = await options.handler(
             { Records: Messages.map((m) => toRecord(m, queueArn)) },
-            context(`local-${options.definition.id}`),
+            lambdaContext(`local-${options.definition.id}`, options.definition.consumerTimeoutSeconds * 1000),
           );
           failed = new Set((result?.batchItemFailures ?? []).map((f) => f.itemIdentifier));
         } catch (error) {
@@ -130,7 +116,7 @@ export const startSchedule = (options: {
           resources: [],
           detail: {},
         },
-        context('local-deferred-dispatcher'),
+        lambdaContext('local-deferred-dispatcher', 50_000),
       );
     } catch (error) {
       options.onError?.(error);

@@ -35,14 +35,18 @@ export class ForbiddenError extends Error {
   override readonly name = 'ForbiddenError';
 }
 
-/** Well-formed input that cannot be processed; `body` is the complete 422 body. */
-export class UnprocessableError extends Error {
-  override readonly name = 'UnprocessableError';
+/** An error whose complete response body the domain decides (422, 402, 409). */
+export class ErrorWithBody extends Error {
   readonly body: Record<string, unknown>;
   constructor(body: Record<string, unknown>) {
-    super(typeof body.error === 'string' ? body.error : 'unprocessable');
+    super(typeof body.error === 'string' ? body.error : 'refused');
     this.body = body;
   }
+}
+
+/** Well-formed input that cannot be processed; `body` is the complete 422 body. */
+export class UnprocessableError extends ErrorWithBody {
+  override readonly name = 'UnprocessableError';
 }
 
 /** The request body exceeds the documented size limit. */
@@ -51,23 +55,13 @@ export class PayloadTooLargeError extends Error {
 }
 
 /** The run cannot be paid for or allowed; `body` is the spec's complete 402 body. */
-export class PaymentRequiredError extends Error {
+export class PaymentRequiredError extends ErrorWithBody {
   override readonly name = 'PaymentRequiredError';
-  readonly body: Record<string, unknown>;
-  constructor(body: Record<string, unknown>) {
-    super(String(body.error));
-    this.body = body;
-  }
 }
 
 /** The resource is busy or in the wrong state; `body` is the complete 409 body. */
-export class ConflictError extends Error {
+export class ConflictError extends ErrorWithBody {
   override readonly name = 'ConflictError';
-  readonly body: Record<string, unknown>;
-  constructor(body: Record<string, unknown>) {
-    super(String(body.error));
-    this.body = body;
-  }
 }
 
 /** A check that must not be skipped could not be made; the caller should retry later. */

@@ -5,7 +5,8 @@ import type { RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { ConflictError, NotFoundError } from '../domain/errors.ts';
 import type { ApiKeyRecord } from './api-keys.ts';
-import { deferredRunKey, idempotencyRecordKey, multiplierSortKey, waitingIndexes, waitingPartition } from './keys.ts';
+import { type IdempotencyRecord, idempotencyPut } from './idempotency.ts';
+import { deferredRunKey, multiplierSortKey, waitingIndexes, waitingPartition } from './keys.ts';
 
 /** A deferred run waits at most this long (spec 8). */
 export const deferredLifetimeSeconds = 24 * 3600;
@@ -58,7 +59,7 @@ export const createDeferredRun = async (
     key: ApiKeyRecord;
     workflowId: string;
     request: RunRequest;
-    idempotency: { keyHash: string; requestHash: string; response: unknown; expiresAt: number } | null;
+    idempotency: IdempotencyRecord | null;
   },
 ) => {
   const now = deps.now();
@@ -88,21 +89,7 @@ export const createDeferredRun = async (
     new TransactWriteCommand({
       TransactItems: [
         { Put: { TableName: deps.tableName, Item: item, ConditionExpression: 'attribute_not_exists(PK)' } },
-        {
-          Put: {
-            TableName: deps.tableName,
-            Item: {
-              ...idempotencyRecordKey(input.key.keyId, input.idempotency.keyHash),
-              type: 'Idempotency',
-              requestHash: input.idempotency.requestHash,
-              response: input.idempotency.response,
-              ttl: input.idempotency.expiresAt,
-            },
-            ConditionExpression: 'attribute_not_exists(PK) OR #ttl < :nowSeconds',
-            ExpressionAttributeNames: { '#ttl': 'ttl' },
-            ExpressionAttributeValues: { ':nowSeconds': Math.floor(now.getTime() / 1000) },
-          },
-        },
+        idempotencyPut(deps, input.key.keyId, input.idempotency),
       ],
     }),
   );

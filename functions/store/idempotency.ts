@@ -19,3 +19,28 @@ export const findIdempotentAnswer = async (
   if (!Item || (Item.ttl as number) < Math.floor(deps.now().getTime() / 1000)) return undefined;
   return { requestHash: Item.requestHash as string, response: Item.response as IdempotentAnswer['response'] };
 };
+
+export interface IdempotencyRecord {
+  keyHash: string;
+  requestHash: string;
+  response: unknown;
+  /** Epoch seconds after which the key may be used again. */
+  expiresAt: number;
+}
+
+/** The Put that remembers an answer, for the start's transaction; an expired record may be replaced. */
+export const idempotencyPut = (deps: Deps, keyId: string, record: IdempotencyRecord) => ({
+  Put: {
+    TableName: deps.tableName,
+    Item: {
+      ...idempotencyRecordKey(keyId, record.keyHash),
+      type: 'Idempotency',
+      requestHash: record.requestHash,
+      response: record.response,
+      ttl: record.expiresAt,
+    },
+    ConditionExpression: 'attribute_not_exists(PK) OR #ttl < :nowSeconds',
+    ExpressionAttributeNames: { '#ttl': 'ttl' },
+    ExpressionAttributeValues: { ':nowSeconds': Math.floor(deps.now().getTime() / 1000) },
+  },
+});

@@ -7,10 +7,10 @@ import { ConflictError, NotFoundError, PaymentRequiredError } from '../domain/er
 import type { AdmissionFacts, RunEstimate } from '../domain/run-pricing.ts';
 import type { Canvas } from '../domain/workflow-graph.ts';
 import { batchGet, itemFor } from './batch.ts';
+import { type IdempotencyRecord, idempotencyPut } from './idempotency.ts';
 import {
   agentKey,
   canvasKey,
-  idempotencyRecordKey,
   keyMonthKey,
   projectKey,
   queuedRunIndex,
@@ -91,7 +91,7 @@ export interface NewRun {
   monthlyCap: number | null;
   hardCap: number | null;
   /** Remembered answer for an Idempotency-Key, written in the same transaction. */
-  idempotency: { keyHash: string; requestHash: string; response: unknown; expiresAt: number } | null;
+  idempotency: IdempotencyRecord | null;
   /** Set when a deferred run became this run. */
   deferredJobId: string | null;
   /** More items for the same transaction (a deferred run's move to `dispatched`); appended last. */
@@ -190,23 +190,7 @@ export const startRun = async (deps: Deps, run: NewRun): Promise<void> => {
       },
     },
   ];
-  if (run.idempotency) {
-    items.push({
-      Put: {
-        TableName: deps.tableName,
-        Item: {
-          ...idempotencyRecordKey(run.keyId, run.idempotency.keyHash),
-          type: 'Idempotency',
-          requestHash: run.idempotency.requestHash,
-          response: run.idempotency.response,
-          ttl: run.idempotency.expiresAt,
-        },
-        ConditionExpression: 'attribute_not_exists(PK) OR #ttl < :nowSeconds',
-        ExpressionAttributeNames: { '#ttl': 'ttl' },
-        ExpressionAttributeValues: { ':nowSeconds': Math.floor(deps.now().getTime() / 1000) },
-      },
-    });
-  }
+  if (run.idempotency) items.push(idempotencyPut(deps, run.keyId, run.idempotency));
   const extraStart = items.length;
   items.push(...(run.extraItems ?? []));
   try {
