@@ -216,6 +216,28 @@ describe('run starts without workers (runs stay queued)', () => {
     expect(await ledgerOf(stack.deps, t.teamId)).toMatchObject({ held: chainPrice, balance: 10_000 - chainPrice });
   });
 
+  it('409 comes before 402: a busy workflow whose team could not pay again still names the run in progress', async () => {
+    // Credits for one run of the chain, not two.
+    const t = await team(chainPrice / 100 + 1);
+    const workflowId = await createWorkflow(stack, t);
+    const started = await startRunCall(stack.baseUrl, t.key, workflowId);
+    expect(started.status).toBe(200);
+    const busy = { error: 'This workflow already has a run in progress', activeJobId: started.body.jobId };
+    for (const answer of [
+      await startRunCall(stack.baseUrl, t.key, workflowId),
+      await runAgentCall(stack.baseUrl, t.key, t.agentId),
+    ]) {
+      expect([answer.status, answer.body]).toEqual([409, busy]);
+    }
+    // Another workflow of the same team, not busy, is refused for the money.
+    const other = await createWorkflow(stack, t, undefined, 'Other');
+    const refused = await startRunCall(stack.baseUrl, t.key, other);
+    expect([refused.status, refused.body]).toEqual([
+      402,
+      { error: 'Insufficient credits', required: chainPrice / 100 },
+    ]);
+  });
+
   it('402 in the spec order: per-step limit, project hard cap, key monthly cap, balance, each with its numbers', async () => {
     const now = new Date();
     // Per-step limit (checked first: this team also lacks the credits).

@@ -7,6 +7,7 @@ import type { Deps } from '../deps.ts';
 import { toCredits } from '../domain/credits.ts';
 import {
   BadRequestError,
+  ConflictError,
   ForbiddenError,
   PaymentRequiredError,
   ServiceUnavailableError,
@@ -25,6 +26,7 @@ import { getConnections } from '../store/connections.ts';
 import { createDeferredRun } from '../store/deferred-runs.ts';
 import { findIdempotentAnswer } from '../store/idempotency.ts';
 import {
+  activeJobOf,
   IdempotencyRaceError,
   loadAdmissionFacts,
   type NewRun,
@@ -116,7 +118,13 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
     if (barred)
       throw new UnprocessableError({ error: barred.message, providers: barred.providers, level: barred.level });
     const refusal = admitRun(estimate, facts);
-    if (refusal) throw new PaymentRequiredError(refusalBody(refusal, now));
+    if (refusal) {
+      // A busy workflow answers 409 before any 402, as the start transaction checks the lock first:
+      // more credits would not start it, and the answer names the run to wait for.
+      const activeJobId = await activeJobOf(deps, workflow.workflowId);
+      if (activeJobId) throw new ConflictError({ error: messages.runInProgress, activeJobId });
+      throw new PaymentRequiredError(refusalBody(refusal, now));
+    }
     try {
       await startRun(deps, {
         jobId,

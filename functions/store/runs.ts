@@ -229,6 +229,14 @@ export class IdempotencyRaceError extends Error {
   override readonly name = 'IdempotencyRaceError';
 }
 
+/** The job holding a workflow's run lock, if a run of it is in progress. */
+export const activeJobOf = async (deps: Deps, workflowId: string): Promise<string | undefined> => {
+  const { Item } = await deps.ddb.send(
+    new GetCommand({ TableName: deps.tableName, Key: workflowLockKey(workflowId), ConsistentRead: true }),
+  );
+  return Item?.jobId as string | undefined;
+};
+
 /** One message per ready step; SQS batches of ten. */
 export const sendStepMessages = async (
   deps: Deps,
