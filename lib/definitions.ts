@@ -89,6 +89,12 @@ export interface BucketDefinition {
 
 export const libraryBucket: BucketDefinition = { id: 'Library', expireObjectsAfterDays: null };
 
+/**
+ * Memory of every function (arm64). Lambda bills GB-seconds, so this is also what the cost model
+ * (bench/cost-meter.ts) prices; the handlers wait on I/O, so more memory would not make them faster.
+ */
+export const functionMemoryMb = 512;
+
 /** The deferred-run dispatcher's schedule. */
 export const dispatcherSchedule = { rateMinutes: 1 } as const;
 

@@ -5,6 +5,7 @@ import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { bundlingOptions } from './bundling.ts';
+import { functionMemoryMb } from './definitions.ts';
 
 /** The repository root: every `entry` in the route and worker tables is relative to it. */
 export const repoRoot = path.resolve(import.meta.dirname, '..');
@@ -41,7 +42,7 @@ export class ServiceFunction extends Construct {
       description: props.description,
       runtime: Runtime.NODEJS_24_X,
       architecture: Architecture.ARM_64,
-      memorySize: 512,
+      memorySize: functionMemoryMb,
       timeout: Duration.seconds(props.timeoutSeconds),
       tracing: Tracing.ACTIVE,
       logGroup,

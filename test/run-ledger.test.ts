@@ -3,7 +3,8 @@
  * on several workflows (HTTP), step executions and failures (the real step-executor handler fed
  * the messages the service queued), redeliveries and cancellations (HTTP). After every command the
  * team's ledger is what the model predicts, `balance + held + charged = granted`, the team's `held`
- * is the sum of its runs' holds, and nothing is negative.
+ * is what its running runs hold plus what their steps charged (the team item settles once, at a
+ * run's end), each run's `held + charged` is its estimate, and nothing is negative.
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -79,10 +80,13 @@ interface Real {
   delivered: StepMessage[];
 }
 
-const held = (model: Model) => model.runs.reduce((sum, run) => sum + run.held, 0);
+/** The team's `held`: each running run's whole estimate (its steps' charges settle at its end). */
+const held = (model: Model) =>
+  model.runs.reduce((sum, run) => sum + (run.status === 'active' ? run.held + run.charged : 0), 0);
 
 const endRun = (model: Model, run: ModelRun, status: ModelRun['status']) => {
   model.balance += run.held;
+  model.charged += run.charged;
   run.held = 0;
   run.status = status;
   model.busy[run.shape] = false;
@@ -110,7 +114,7 @@ const settle = async (model: Model, real: Real) => {
       held: run.held,
       charged: run.charged,
     });
-    runsHeld += item?.heldHundredths as number;
+    if (run.status === 'active') runsHeld += (item?.heldHundredths as number) + (item?.chargedHundredths as number);
   }
   expect(runsHeld).toBe(ledger.held);
 };
@@ -170,7 +174,6 @@ class Execute implements fc.AsyncCommand<Model, Real> {
         run.done.add(message.nodeId);
         run.held -= price;
         run.charged += price;
-        model.charged += price;
         if (run.done.size === Object.keys(prices).length) endRun(model, run, 'completed');
       }
     }

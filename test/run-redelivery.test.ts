@@ -186,22 +186,43 @@ describe('redelivered and duplicated step messages', () => {
     await expectCompletedOnce(t, jobId, diamondPrices);
   });
 
-  it('a worker killed between claiming and finishing: the step is taken over once its lease ran out', async () => {
+  it('a worker killed between claiming a model step and finishing it: the step is taken over once its lease ran out', async () => {
     const t = await team(stack, 100);
     const { jobId } = await startQueued(t);
+    const handler = stepHandler(stack.deps);
     const [root] = await messagesOf(jobId);
-    // The first worker claimed `a` and died.
-    expect(await claimStep(stack.deps, jobId, 'a')).toEqual({ claimed: true, attempt: 1 });
-    // Within the lease, the redelivery is taken for a duplicate and dropped.
-    expect(await deliver(stepHandler(stack.deps), [stepRecord(root as StepMessage, 2)])).toEqual([]);
-    expect((await runParts(stack.deps, jobId)).steps.get('a')).toMatchObject({ status: 'processing', attempts: 1 });
-    expect(await messagesOf(jobId)).toEqual([]);
+    expect(await deliver(handler, [stepRecord(root as StepMessage)])).toEqual([]);
+    const released = await messagesOf(jobId);
+    const b = released.find((m) => m.nodeId === 'b') as StepMessage;
+    const c = released.find((m) => m.nodeId === 'c') as StepMessage;
+    expect(await deliver(handler, [stepRecord(b)])).toEqual([]);
+    // The first worker claimed the model step `c` and died.
+    expect(await claimStep(stack.deps, jobId, 'c')).toEqual({ claimed: true, attempt: 1 });
+    // Within the lease, the redelivery is taken for a duplicate and dropped: the provider is not paid twice.
+    expect(await deliver(handler, [stepRecord(c, 2)])).toEqual([]);
+    expect((await runParts(stack.deps, jobId)).steps.get('c')).toMatchObject({ status: 'processing', attempts: 1 });
 
     // Past the lease, SQS's redelivery takes the step over and the run goes on to its end.
     const later: Deps = { ...stack.deps, now: () => new Date(Date.now() + (stepLeaseSeconds + 1) * 1000) };
-    expect(await deliver(stepHandler(later), [stepRecord(root as StepMessage, 3)])).toEqual([]);
-    expect((await runParts(stack.deps, jobId)).steps.get('a')).toMatchObject({ status: 'completed', attempts: 2 });
+    expect(await deliver(stepHandler(later), [stepRecord(c, 3)])).toEqual([]);
+    expect((await runParts(stack.deps, jobId)).steps.get('c')).toMatchObject({ status: 'completed', attempts: 2 });
     await drainSteps(stack.deps, stepHandler(later));
+    await expectCompletedOnce(t, jobId, diamondPrices);
+  });
+
+  it('a cheap step is not claimed: its item is written once, when it finishes', async () => {
+    const t = await team(stack, 100);
+    const { jobId } = await startQueued(t);
+    const [root] = await messagesOf(jobId);
+    // Two deliveries of `a` at once both run the (free, deterministic) node; one records and counts it.
+    const handler = stepHandler(stack.deps);
+    const records = [stepRecord(root as StepMessage, 1), stepRecord(root as StepMessage, 1)];
+    expect((await Promise.all(records.map((r) => deliver(handler, [r])))).flat()).toEqual([]);
+    const { run, steps } = await runParts(stack.deps, jobId);
+    expect(steps.get('a')).toMatchObject({ status: 'completed', chargeHundredths: 1 });
+    expect(steps.get('a')?.attempts).toBeUndefined();
+    expect(run).toMatchObject({ stepsCompleted: 1, chargedHundredths: 1 });
+    await drainSteps(stack.deps, handler);
     await expectCompletedOnce(t, jobId, diamondPrices);
   });
 
@@ -209,9 +230,8 @@ describe('redelivered and duplicated step messages', () => {
     const t = await team(stack, 100);
     const { jobId } = await startQueued(t);
     // DynamoDB cancels a transaction that touches an item another transaction is writing (the team
-    // item is written by every charge of every run of the team). The first charge and the run's end
-    // meet one such conflict each.
-    const conflicts = new Set(['CHARGE#', 'finalizedAt']);
+    // item is written by every start and every end of the team's runs). The run's end meets one.
+    const conflicts = new Set(['finalizedAt']);
     const conflicting = faultyDeps(stack, {
       failDynamo: (command, input) => {
         if (!command.startsWith('TransactWrite')) return false;
@@ -244,7 +264,9 @@ describe('failing steps', () => {
     const roots = await messagesOf(jobId);
     const byNode = (node: string) => roots.find((m) => m.nodeId === node) as StepMessage;
     expect(await deliver(handler, [stepRecord(byNode('a'))])).toEqual([]);
-    expect(await ledgerOf(stack.deps, t.teamId)).toMatchObject({ held: 3, charged: 1, balance: 10_000 - 4 });
+    // `a` is charged on the run; the team item settles once, when the run ends.
+    expect((await runParts(stack.deps, jobId)).run).toMatchObject({ heldHundredths: 3, chargedHundredths: 1 });
+    expect(await ledgerOf(stack.deps, t.teamId)).toMatchObject({ held: 4, charged: 0, balance: 10_000 - 4 });
     expect(await deliver(handler, [stepRecord(byNode('j'))])).toEqual([]);
     // `b` was released by `a` before the failure; it finds the run ended and never runs.
     const late = await messagesOf(jobId);

@@ -13,6 +13,9 @@ export interface RunLedgerState {
   workflowId: string;
   projectId: string;
   spendMonth: string;
+  /** The whole hold taken at the start; the team's `held` carries it until the run ends. */
+  estimateHundredths: number;
+  /** What is still held for the run's unfinished steps. */
   heldHundredths: number;
   callbackUrl?: string;
 }
@@ -20,10 +23,29 @@ export interface RunLedgerState {
 export type EndStatus = 'completed' | 'failed' | 'cancelled' | 'stopped';
 
 /**
+ * The team item's one update at a run's end. Steps charge the run item only (the team item is not
+ * written per step: one write fewer per step and no hot item per team); the team's `held` carries
+ * the whole estimate until here, then moves to `charged` (what the steps charged) and back to
+ * `balance` (the rest). `balance` is exact all along: a step's charge never changes it.
+ */
+export const settleTeamItem = (deps: Deps, run: RunLedgerState, release: number): TransactItems[number] => ({
+  Update: {
+    TableName: deps.tableName,
+    Key: teamKey(run.teamId),
+    UpdateExpression: 'ADD balance :release, held :minusEstimate, charged :charged',
+    ExpressionAttributeValues: {
+      ':release': release,
+      ':minusEstimate': -run.estimateHundredths,
+      ':charged': run.estimateHundredths - release,
+    },
+  },
+});
+
+/**
  * The items that end a run, exactly once: set its final status (only from `queued`/`processing`,
- * only if its hold is still the one read, so no charge slips in between), release the unspent
- * hold to the balance, take the released amount back off the project's and key's spend, and free
- * the workflow's run lock. Callers add the step's own item when a step ends the run.
+ * only if its hold is still the one read, so no charge slips in between), settle the team item,
+ * take the released amount back off the project's and key's spend, and free the workflow's run
+ * lock. Callers add the step's own item when a step ends the run.
  */
 export const endRunItems = (deps: Deps, run: RunLedgerState, status: EndStatus): TransactItems => {
   const now = deps.now().toISOString();
@@ -48,17 +70,8 @@ export const endRunItems = (deps: Deps, run: RunLedgerState, status: EndStatus):
         },
       },
     },
+    settleTeamItem(deps, run, release),
   ];
-  if (release > 0) {
-    items.push({
-      Update: {
-        TableName: deps.tableName,
-        Key: teamKey(run.teamId),
-        UpdateExpression: 'ADD balance :release, held :minus',
-        ExpressionAttributeValues: { ':release': release, ':minus': -release },
-      },
-    });
-  }
   return [...items, ...endRunSideItems(deps, run, release)];
 };
 
@@ -118,7 +131,7 @@ export const conditionFailed = (error: unknown): boolean => {
 
 /**
  * One TransactWriteItems. DynamoDB cancels a transaction that meets another one writing the same
- * item (`TransactionConflict`; the team item is written by every charge of every run of the team):
+ * item (`TransactionConflict`; the team item is written by every start and end of the team's runs):
  * that is retried here, so a cancellation reaching the caller is a failed condition, or the error
  * is thrown (never mistaken for one, which would leave a step or a run unfinished).
  */
@@ -170,6 +183,7 @@ export const ledgerStateOf = (item: Record<string, unknown>): RunLedgerState => 
   workflowId: item.workflowId as string,
   projectId: item.projectId as string,
   spendMonth: item.spendMonth as string,
+  estimateHundredths: item.estimateHundredths as number,
   heldHundredths: item.heldHundredths as number,
   callbackUrl: item.callbackUrl as string | undefined,
 });

@@ -2,11 +2,25 @@ import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
 import type { ModelUse } from '../domain/executors/types.ts';
 import type { LicenceModel } from '../domain/licence.ts';
-import { chargeKey, runKey, stepKey, teamKey } from './keys.ts';
-import { conditionFailed, endRunItems, endRunSideItems, type RunLedgerState, transactWrite } from './run-ledger.ts';
+import { runKey, stepKey } from './keys.ts';
+import {
+  conditionFailed,
+  endRunItems,
+  endRunSideItems,
+  ledgerStateOf,
+  settleTeamItem,
+  transactWrite,
+} from './run-ledger.ts';
 
 /** How long a claimed step belongs to its worker; shorter than the queue's visibility timeout. */
 export const stepLeaseSeconds = 120;
+
+/**
+ * The claim a delivery holds on a step: its attempt number, or null for a step that is not claimed.
+ * Only model steps are claimed (a lease keeps a duplicate message from paying a provider twice);
+ * a cheap step's item is written once, when it finishes, by whichever delivery finishes it first.
+ */
+export type Attempt = number | null;
 
 export type ClaimResult =
   | { claimed: true; attempt: number }
@@ -48,173 +62,178 @@ export const claimStep = async (deps: Deps, jobId: string, nodeId: string): Prom
   }
 };
 
-const stepDone = (
+/** What a finished step's item records beside its status. */
+type StepEnd =
+  | {
+      status: 'completed';
+      outputs: Record<string, unknown>;
+      model: ModelUse | undefined;
+      licence: LicenceModel | undefined;
+      chargeHundredths: number;
+    }
+  | { status: 'skipped' }
+  | { status: 'failed'; error: string };
+
+/** The step item's end, written only by the delivery holding the claim (or, unclaimed, only once). */
+const stepEndUpdate = (deps: Deps, jobId: string, nodeId: string, attempt: Attempt, end: StepEnd) => {
+  const values: Record<string, unknown> = {
+    ':status': end.status,
+    ':now': deps.now().toISOString(),
+    ':node': nodeId,
+    ':charge': end.status === 'completed' ? end.chargeHundredths : 0,
+  };
+  const names: Record<string, string> = { '#status': 'status' };
+  let set = 'SET #status = :status, endedAt = :now, nodeId = :node, chargeHundredths = :charge';
+  if (end.status === 'completed') {
+    set += ', outputs = :outputs, model = :model, licence = :licence';
+    Object.assign(values, { ':outputs': end.outputs, ':model': end.model ?? null, ':licence': end.licence ?? null });
+  }
+  if (end.status === 'failed') {
+    set += ', #error = :error';
+    names['#error'] = 'error';
+    values[':error'] = end.error;
+  }
+  if (attempt !== null) Object.assign(values, { ':processing': 'processing', ':attempt': attempt });
+  return {
+    TableName: deps.tableName,
+    Key: stepKey(jobId, nodeId),
+    UpdateExpression: `${set} REMOVE leaseUntil`,
+    ConditionExpression:
+      attempt === null ? 'attribute_not_exists(PK)' : '#status = :processing AND attempts = :attempt',
+    ExpressionAttributeNames: names,
+    ExpressionAttributeValues: values,
+  };
+};
+
+/**
+ * Records a step's end on its item, once. False when another delivery finished it first (or took
+ * the claim over): that delivery counts it on the run.
+ */
+export const finishStepItem = async (
   deps: Deps,
   jobId: string,
   nodeId: string,
-  attempt: number,
-  set: string,
-  values: Record<string, unknown>,
-  names: Record<string, string> = {},
-) => ({
-  Update: {
-    TableName: deps.tableName,
-    Key: stepKey(jobId, nodeId),
-    UpdateExpression: `SET #status = :status, endedAt = :now, ${set} REMOVE leaseUntil`,
-    ConditionExpression: '#status = :processing AND attempts = :attempt',
-    ExpressionAttributeNames: { '#status': 'status', ...names },
-    ExpressionAttributeValues: {
-      ':processing': 'processing',
-      ':attempt': attempt,
-      ':now': deps.now().toISOString(),
-      ...values,
-    },
-  },
-});
-
-const runStillGoing = '#status IN (:queued, :processing)';
-
-/**
- * Completes a step and charges it, atomically: the step item, a charge item created only if
- * absent, the run's counters (moving the charge from its hold), and the team's held → charged.
- * Nothing is charged once the run has ended. Returns false when it lost a race (already done).
- */
-export const completeStep = async (
-  deps: Deps,
-  input: {
-    run: RunLedgerState;
-    nodeId: string;
-    attempt: number;
-    outputs: Record<string, unknown>;
-    model: ModelUse | undefined;
-    licence: LicenceModel | undefined;
-    chargeHundredths: number;
-    /**
-     * Set when every other step had finished at the read: the run then ends in this same
-     * transaction (one write fewer for the last step), on condition that its counters and hold
-     * are still the ones read.
-     */
-    last?: { completedBefore: number; skippedBefore: number };
-  },
+  attempt: Attempt,
+  end: StepEnd,
 ): Promise<boolean> => {
-  const { run, nodeId, attempt } = input;
-  const charge = input.chargeHundredths;
-  const release = run.heldHundredths - charge;
-  const now = deps.now().toISOString();
-  const runUpdate = input.last
-    ? {
-        Update: {
-          TableName: deps.tableName,
-          Key: runKey(run.jobId),
-          UpdateExpression:
-            'SET #status = :completed, endedAt = :now, finalizedAt = :now, heldHundredths = :zero ADD stepsCompleted :one, chargedHundredths :charge REMOVE GSI1PK, GSI1SK',
-          ConditionExpression: `${runStillGoing} AND heldHundredths = :held AND stepsCompleted = :done AND (attribute_not_exists(stepsSkipped) OR stepsSkipped = :skipped) AND attribute_not_exists(finalizedAt)`,
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: {
-            ':queued': 'queued',
-            ':processing': 'processing',
-            ':completed': 'completed',
-            ':now': now,
-            ':zero': 0,
-            ':one': 1,
-            ':charge': charge,
-            ':held': run.heldHundredths,
-            ':done': input.last.completedBefore,
-            ':skipped': input.last.skippedBefore,
-          },
-        },
-      }
-    : {
-        Update: {
-          TableName: deps.tableName,
-          Key: runKey(run.jobId),
-          UpdateExpression:
-            'SET #status = :processing ADD stepsCompleted :one, chargedHundredths :charge, heldHundredths :minus REMOVE GSI1PK, GSI1SK',
-          ConditionExpression: `${runStillGoing} AND heldHundredths >= :charge`,
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: {
-            ':queued': 'queued',
-            ':processing': 'processing',
-            ':one': 1,
-            ':charge': charge,
-            ':minus': -charge,
-          },
-        },
-      };
-  // The last step charges and releases the rest of the hold in one update of the team item.
-  const teamUpdate = {
-    Update: {
-      TableName: deps.tableName,
-      Key: teamKey(run.teamId),
-      UpdateExpression: input.last
-        ? 'ADD held :minusHeld, charged :charge, balance :release'
-        : 'ADD held :minus, charged :charge',
-      ExpressionAttributeValues: input.last
-        ? { ':charge': charge, ':minusHeld': -run.heldHundredths, ':release': release }
-        : { ':charge': charge, ':minus': -charge },
-    },
-  };
   try {
-    await transactWrite(deps, [
-      stepDone(
-        deps,
-        run.jobId,
-        nodeId,
-        attempt,
-        'outputs = :outputs, chargeHundredths = :charge, model = :model, licence = :licence',
-        {
-          ':status': 'completed',
-          ':outputs': input.outputs,
-          ':charge': charge,
-          ':model': input.model ?? null,
-          ':licence': input.licence ?? null,
-        },
-      ),
-      {
-        Put: {
-          TableName: deps.tableName,
-          Item: {
-            ...chargeKey(run.jobId, nodeId),
-            type: 'Charge',
-            teamId: run.teamId,
-            hundredths: charge,
-            at: deps.now().toISOString(),
-          },
-          ConditionExpression: 'attribute_not_exists(PK)',
-        },
-      },
-      runUpdate,
-      teamUpdate,
-      ...(input.last ? endRunSideItems(deps, run, release) : []),
-    ]);
+    await deps.ddb.send(new UpdateCommand(stepEndUpdate(deps, jobId, nodeId, attempt, end)));
     return true;
   } catch (error) {
-    if (conditionFailed(error)) return false;
+    if ((error as Error).name === 'ConditionalCheckFailedException') return false;
     throw error;
   }
 };
 
-/** Marks a step skipped (nothing reached it) and counts it on the run. */
-export const skipStep = async (deps: Deps, run: RunLedgerState, nodeId: string, attempt: number): Promise<boolean> => {
-  try {
-    await transactWrite(deps, [
-      stepDone(deps, run.jobId, nodeId, attempt, 'chargeHundredths = :zero', { ':status': 'skipped', ':zero': 0 }),
-      {
-        Update: {
-          TableName: deps.tableName,
-          Key: runKey(run.jobId),
-          UpdateExpression: 'SET #status = :processing ADD stepsSkipped :one REMOVE GSI1PK, GSI1SK',
-          ConditionExpression: runStillGoing,
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ':queued': 'queued', ':processing': 'processing', ':one': 1 },
+export type CountResult =
+  /** Counted; `run` is the run item after the count; `ended` when the count also ended the run. */
+  | { counted: true; ended: boolean; run: Record<string, unknown> }
+  /** Counted before (a redelivery), or the run had ended: nothing changed. */
+  | { counted: false; runEnded: boolean; alreadyCounted: boolean };
+
+const runGoing = '#status IN (:queued, :processing)';
+const notCounted = '(attribute_not_exists(doneSteps) OR NOT contains(doneSteps, :node))';
+
+export const stepsFinished = (run: Record<string, unknown>) =>
+  ((run.stepsCompleted as number | undefined) ?? 0) + ((run.stepsSkipped as number | undefined) ?? 0);
+
+/**
+ * Counts a finished step on its run, exactly once (the run's `doneSteps` set remembers it): a
+ * completed step moves its charge from the run's hold to its charges. When every other step had
+ * finished at `run`'s read, the count also ends the run in one transaction (settling the team,
+ * freeing the lock); otherwise it is one conditional update, and the caller ends the run if the
+ * returned counters say it is done.
+ */
+export const countStep = async (
+  deps: Deps,
+  run: Record<string, unknown>,
+  nodeId: string,
+  outcome: { status: 'completed' | 'skipped'; chargeHundredths: number },
+): Promise<CountResult> => {
+  const ledger = ledgerStateOf(run);
+  const charge = outcome.status === 'completed' ? outcome.chargeHundredths : 0;
+  const now = deps.now().toISOString();
+  const common = {
+    ':queued': 'queued',
+    ':processing': 'processing',
+    ':one': 1,
+    ':node': nodeId,
+    ':nodeSet': new Set([nodeId]),
+  };
+  if (outcome.status === 'completed' && stepsFinished(run) + 1 === (run.stepsTotal as number)) {
+    const release = ledger.heldHundredths - charge;
+    try {
+      await transactWrite(deps, [
+        {
+          Update: {
+            TableName: deps.tableName,
+            Key: runKey(ledger.jobId),
+            UpdateExpression:
+              'SET #status = :completed, endedAt = :now, finalizedAt = :now, heldHundredths = :zero ADD stepsCompleted :one, chargedHundredths :charge, doneSteps :nodeSet REMOVE GSI1PK, GSI1SK',
+            ConditionExpression: `${runGoing} AND ${notCounted} AND heldHundredths = :held AND stepsCompleted = :done AND (attribute_not_exists(stepsSkipped) OR stepsSkipped = :skipped) AND attribute_not_exists(finalizedAt)`,
+            ExpressionAttributeNames: { '#status': 'status' },
+            ExpressionAttributeValues: {
+              ...common,
+              ':completed': 'completed',
+              ':now': now,
+              ':zero': 0,
+              ':charge': charge,
+              ':held': ledger.heldHundredths,
+              ':done': (run.stepsCompleted as number | undefined) ?? 0,
+              ':skipped': (run.stepsSkipped as number | undefined) ?? 0,
+            },
+          },
         },
-      },
-    ]);
-    return true;
-  } catch (error) {
-    if (conditionFailed(error)) return false;
-    throw error;
+        settleTeamItem(deps, ledger, release),
+        ...endRunSideItems(deps, ledger, release),
+      ]);
+      return { counted: true, ended: true, run: { ...run, status: 'completed', heldHundredths: 0 } };
+    } catch (error) {
+      // The run moved since the read (a parallel step, a cancel): count it the general way.
+      if (!conditionFailed(error)) throw error;
+    }
   }
+  const counter = outcome.status === 'completed' ? 'stepsCompleted' : 'stepsSkipped';
+  try {
+    const { Attributes } = await deps.ddb.send(
+      new UpdateCommand({
+        TableName: deps.tableName,
+        Key: runKey(ledger.jobId),
+        UpdateExpression: `SET #status = :processing ADD ${counter} :one, chargedHundredths :charge, heldHundredths :minus, doneSteps :nodeSet REMOVE GSI1PK, GSI1SK`,
+        ConditionExpression: `${runGoing} AND ${notCounted} AND heldHundredths >= :charge`,
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ...common, ':charge': charge, ':minus': -charge },
+        ReturnValues: 'ALL_NEW',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
+    );
+    return { counted: true, ended: false, run: Attributes ?? {} };
+  } catch (error) {
+    if ((error as Error).name !== 'ConditionalCheckFailedException') throw error;
+    const old = (error as { Item?: { status?: { S?: string }; doneSteps?: { SS?: string[] } } }).Item;
+    const status = old?.status?.S;
+    const runEnded = status !== 'queued' && status !== 'processing';
+    const alreadyCounted = old?.doneSteps?.SS?.includes(nodeId) ?? false;
+    if (!runEnded && !alreadyCounted) {
+      throw new Error(`Run ${ledger.jobId} holds less than step ${nodeId}'s charge of ${charge}`);
+    }
+    return { counted: false, runEnded, alreadyCounted };
+  }
+};
+
+/**
+ * A step that finished after its run ended is not charged: its item says so (the run's charges,
+ * which the ledger settles, never counted it).
+ */
+export const uncharge = async (deps: Deps, jobId: string, nodeId: string) => {
+  await deps.ddb.send(
+    new UpdateCommand({
+      TableName: deps.tableName,
+      Key: stepKey(jobId, nodeId),
+      UpdateExpression: 'SET chargeHundredths = :zero',
+      ExpressionAttributeValues: { ':zero': 0 },
+    }),
+  );
 };
 
 /**
@@ -223,23 +242,16 @@ export const skipStep = async (deps: Deps, run: RunLedgerState, nodeId: string, 
  */
 export const failStep = async (
   deps: Deps,
-  run: RunLedgerState,
+  run: Record<string, unknown>,
   nodeId: string,
-  attempt: number,
+  attempt: Attempt,
   message: string,
 ): Promise<boolean> => {
+  const ledger = ledgerStateOf(run);
   try {
     await transactWrite(deps, [
-      stepDone(
-        deps,
-        run.jobId,
-        nodeId,
-        attempt,
-        '#error = :error, chargeHundredths = :zero',
-        { ':status': 'failed', ':error': message, ':zero': 0 },
-        { '#error': 'error' },
-      ),
-      ...endRunItems(deps, run, 'failed'),
+      { Update: stepEndUpdate(deps, ledger.jobId, nodeId, attempt, { status: 'failed', error: message }) },
+      ...endRunItems(deps, ledger, 'failed'),
     ]);
     return true;
   } catch (error) {
@@ -249,21 +261,18 @@ export const failStep = async (
 };
 
 /** Marks a claimed step skipped after its run ended, so it does not read as in flight. */
-export const abandonStep = async (deps: Deps, jobId: string, nodeId: string, attempt: number) => {
-  try {
-    await transactWrite(deps, [
-      stepDone(deps, jobId, nodeId, attempt, 'chargeHundredths = :zero', { ':status': 'skipped', ':zero': 0 }),
-    ]);
-  } catch (error) {
-    if (!conditionFailed(error)) throw error;
-  }
+export const abandonStep = async (deps: Deps, jobId: string, nodeId: string, attempt: Attempt) => {
+  // An unclaimed step has no item until it finishes; a run's end shows it skipped without one.
+  if (attempt === null) return;
+  await finishStepItem(deps, jobId, nodeId, attempt, { status: 'skipped' });
 };
 
 /**
  * Gives a claimed step back after an unexpected error (its node threw), so the message's next
  * delivery takes it over at once instead of being dropped as a duplicate until the lease runs out.
  */
-export const releaseStep = async (deps: Deps, jobId: string, nodeId: string, attempt: number) => {
+export const releaseStep = async (deps: Deps, jobId: string, nodeId: string, attempt: Attempt) => {
+  if (attempt === null) return;
   try {
     await deps.ddb.send(
       new UpdateCommand({

@@ -18,13 +18,24 @@ import { type ConnectionRef, getConnections, resolveConnection } from '../store/
 import { presignTeamFile, putRunFile, readTeamFile } from '../store/files.ts';
 import { canvasKey, runKey, stepKey } from '../store/keys.ts';
 import { endRun, ledgerStateOf, queueWebhook } from '../store/run-ledger.ts';
-import { abandonStep, claimStep, completeStep, failStep, releaseStep, skipStep } from '../store/run-steps.ts';
+import {
+  type Attempt,
+  abandonStep,
+  claimStep,
+  countStep,
+  failStep,
+  finishStepItem,
+  releaseStep,
+  stepsFinished,
+  uncharge,
+} from '../store/run-steps.ts';
 import { sendStepMessages } from '../store/runs.ts';
 
 /**
- * The step executor: one SQS message per ready step. Claim the step, read the run and the results
- * it needs, run the node, then in ONE transaction complete it and charge it; then release the
- * successors that became ready and, after the last step, end the run and queue its webhook.
+ * The step executor: one SQS message per ready step. Read the run, the step and the results it
+ * needs (one BatchGet); claim it if it is a model step; run the node; record its end on the step
+ * item once; count it on the run once (moving its charge from the run's hold); then release the
+ * successors that became ready, or, after the last step, end the run and queue its webhook.
  * Every stage is idempotent, so a redelivered or duplicated message never charges twice.
  */
 
@@ -54,37 +65,81 @@ const readRun = async (deps: Deps, message: StepMessage, nodeIds: (canvas: Canva
   const run = itemFor(items, runKey(message.jobId));
   if (!run) throw new Error(`Run ${message.jobId} not found`);
   const steps = new Map<string, FinishedStep>();
+  const stepItems = new Map<string, Record<string, unknown>>();
   for (const nodeId of nodeIds(canvas)) {
-    const state = stepState(itemFor(items, stepKey(message.jobId, nodeId)));
-    if (state) steps.set(nodeId, state);
+    const item = itemFor(items, stepKey(message.jobId, nodeId));
+    const state = stepState(item);
+    if (item && state) {
+      steps.set(nodeId, state);
+      stepItems.set(nodeId, item);
+    }
   }
-  return { run, canvas, steps };
+  return { run, canvas, steps, stepItems };
 };
 
 const isGoing = (run: Record<string, unknown>) => run.status === 'queued' || run.status === 'processing';
 
-/** After a step finished: enqueue successors that became ready; end the run after its last step. */
-const releaseSuccessors = async (deps: Deps, message: StepMessage) => {
+/**
+ * After a step finished: send the successors that became ready. `justFinished` is set by the
+ * delivery that finished the step: a successor reading from this step alone is then ready without
+ * a read (no other delivery can have released it). Otherwise (a join, or a redelivery) read the
+ * successors' inputs; a successor with a step item has had its message already. A redelivery after
+ * a crash between the last count and the run's end ends the run here.
+ */
+const releaseSuccessors = async (deps: Deps, message: StepMessage, justFinished?: Canvas) => {
+  if (justFinished) {
+    const next = successors(justFinished, message.nodeId);
+    if (next.every((s) => predecessors(justFinished, s).every((p) => p === message.nodeId))) {
+      if (next.length > 0) await sendStepMessages(deps, message, next);
+      return;
+    }
+  }
   const { run, canvas, steps } = await readRun(deps, message, (c) => [
     ...new Set(successors(c, message.nodeId).flatMap((s) => [s, ...predecessors(c, s)])),
   ]);
   if (!isGoing(run)) return;
-  // A successor with a step item has had its message already; sending it again would only make a
-  // duplicate, and each duplicate of a finished step re-releases its own successors in turn.
   const ready = readySuccessors(canvas, message.nodeId, steps).filter((s) => !steps.has(s));
   if (ready.length > 0) await sendStepMessages(deps, message, ready);
-  const finished = ((run.stepsCompleted as number) ?? 0) + ((run.stepsSkipped as number) ?? 0);
-  if (finished >= (run.stepsTotal as number)) {
-    if (await endRun(deps, ledgerStateOf(run), 'completed')) await queueWebhook(deps, ledgerStateOf(run), 'completed');
-  }
+  if (stepsFinished(run) >= (run.stepsTotal as number)) await endCompleted(deps, run);
 };
 
-const endWithFailure = async (deps: Deps, message: StepMessage, attempt: number, error: string) => {
+const endCompleted = async (deps: Deps, run: Record<string, unknown>) => {
+  if (await endRun(deps, ledgerStateOf(run), 'completed')) await queueWebhook(deps, ledgerStateOf(run), 'completed');
+};
+
+/** Counts a finished step on its run (once), ends the run after its last step, else releases successors. */
+const settleStep = async (
+  deps: Deps,
+  message: StepMessage,
+  run: Record<string, unknown>,
+  outcome: { status: 'completed' | 'skipped'; chargeHundredths: number },
+  justFinished?: Canvas,
+) => {
+  const result = await countStep(deps, run, message.nodeId, outcome);
+  if (!result.counted) {
+    if (result.runEnded) {
+      // Finished after its run ended: never counted, so never charged; its item says so.
+      if (!result.alreadyCounted && outcome.chargeHundredths > 0) await uncharge(deps, message.jobId, message.nodeId);
+      return;
+    }
+    // Counted by an earlier delivery that may have crashed before releasing the successors.
+    return releaseSuccessors(deps, message);
+  }
+  if (outcome.status === 'completed') {
+    countStepCompleted();
+    addCreditsCharged(outcome.chargeHundredths);
+  }
+  if (result.ended) return queueWebhook(deps, ledgerStateOf(run), 'completed');
+  if (stepsFinished(result.run) >= (result.run.stepsTotal as number)) return endCompleted(deps, result.run);
+  await releaseSuccessors(deps, message, justFinished);
+};
+
+const endWithFailure = async (deps: Deps, message: StepMessage, attempt: Attempt, error: string) => {
   // The hold may move between read and write (a parallel step charged): re-read and retry.
   for (let i = 0; i < 5; i++) {
     const { run } = await readRun(deps, message, () => []);
     if (!isGoing(run)) return abandonStep(deps, message.jobId, message.nodeId, attempt);
-    if (await failStep(deps, ledgerStateOf(run), message.nodeId, attempt, error)) {
+    if (await failStep(deps, run, message.nodeId, attempt, error)) {
       await queueWebhook(deps, ledgerStateOf(run), 'failed');
       return;
     }
@@ -100,21 +155,34 @@ export interface StepExecutorOptions {
 
 /** Runs one step message; throws to have SQS redeliver it. */
 export const runStep = async (deps: Deps, message: StepMessage, receiveCount: number, options: StepExecutorOptions) => {
-  const claim = await claimStep(deps, message.jobId, message.nodeId);
-  if (!claim.claimed) {
-    // Finished by an earlier delivery that may have crashed before releasing its successors.
-    if (claim.status === 'completed' || claim.status === 'skipped') await releaseSuccessors(deps, message);
-    return;
+  const { run, canvas, steps, stepItems } = await readRun(deps, message, (c) => [
+    message.nodeId,
+    ...predecessors(c, message.nodeId),
+  ]);
+  const own = stepItems.get(message.nodeId);
+  steps.delete(message.nodeId);
+  if (own?.status === 'completed' || own?.status === 'skipped') {
+    // Finished by an earlier delivery that may have crashed before counting it or releasing its successors.
+    if (!isGoing(run)) return;
+    const chargeHundredths = (own.chargeHundredths as number | undefined) ?? 0;
+    return settleStep(deps, message, run, { status: own.status, chargeHundredths });
   }
-  const { run, canvas, steps } = await readRun(deps, message, (c) => predecessors(c, message.nodeId));
-  if (!isGoing(run)) return abandonStep(deps, message.jobId, message.nodeId, claim.attempt);
+  if (own?.status === 'failed' || !isGoing(run)) return;
   const node = canvas.nodes.find((n) => n.id === message.nodeId);
   const spec = node ? getNodeSpec(node.type) : undefined;
   if (!node || !spec) throw new Error(`Node ${message.nodeId} is not in the canvas`);
-  const ledger = ledgerStateOf(run);
+  // Only a model step is claimed: its lease keeps a duplicate message from paying a provider twice.
+  let attempt: Attempt = null;
+  if (spec.model) {
+    const claim = await claimStep(deps, message.jobId, message.nodeId);
+    if (!claim.claimed) return; // leased by another delivery (a duplicate), or finished meanwhile
+    attempt = claim.attempt;
+  }
+  const teamId = run.teamId as string;
   const plan = planStep(canvas, message.nodeId, steps);
   if (!plan.run) {
-    if (await skipStep(deps, ledger, message.nodeId, claim.attempt)) await releaseSuccessors(deps, message);
+    if (await finishStepItem(deps, message.jobId, node.id, attempt, { status: 'skipped' }))
+      await settleStep(deps, message, run, { status: 'skipped', chargeHundredths: 0 }, canvas);
     return;
   }
   const inputKey = Object.entries(apiInputTargets(canvas)).find(([, target]) => target === node.id)?.[0];
@@ -124,61 +192,46 @@ export const runStep = async (deps: Deps, message: StepMessage, receiveCount: nu
   try {
     outcome = await options.executorFor(node.type)({
       jobId: message.jobId,
-      teamId: ledger.teamId,
+      teamId,
       node,
       spec,
       mode: run.mode as 'production' | 'draft' | 'preview',
       inputs: plan.inputs,
       runInput: inputKey === undefined ? undefined : runInputs[inputKey],
-      storeFile: (file) => putRunFile(deps, { teamId: ledger.teamId, jobId: message.jobId, nodeId: node.id }, file),
-      readFile: (file) => readTeamFile(deps, ledger.teamId, file),
-      fileUrl: (file) => presignTeamFile(deps, ledger.teamId, file.key, fileUrlSeconds),
+      storeFile: (file) => putRunFile(deps, { teamId, jobId: message.jobId, nodeId: node.id }, file),
+      readFile: (file) => readTeamFile(deps, teamId, file),
+      fileUrl: (file) => presignTeamFile(deps, teamId, file.key, fileUrlSeconds),
       connection: async (key) => {
-        connections ??= await getConnections(deps, ledger.teamId);
+        connections ??= await getConnections(deps, teamId);
         return resolveConnection(key, connections[key]);
       },
       signal: AbortSignal.timeout(options.stepTimeoutMs),
     });
   } catch (error) {
-    if (error instanceof StepFailedError) return endWithFailure(deps, message, claim.attempt, error.message);
+    if (error instanceof StepFailedError) return endWithFailure(deps, message, attempt, error.message);
     if (receiveCount >= stepsQueue.maxReceiveCount) {
       // Last delivery before the DLQ: the run fails visibly rather than hanging in `processing`.
-      await endWithFailure(deps, message, claim.attempt, `Step could not be executed after ${receiveCount} attempts`);
+      await endWithFailure(deps, message, attempt, `Step could not be executed after ${receiveCount} attempts`);
     } else {
       // SQS redelivers the message: let that delivery take the step, not drop it as a duplicate.
-      await releaseStep(deps, message.jobId, message.nodeId, claim.attempt);
+      await releaseStep(deps, message.jobId, message.nodeId, attempt);
     }
     throw error;
   }
-  const charge = (run.stepEstimates as Record<string, number> | undefined)?.[node.id] ?? 0;
+  const chargeHundredths = (run.stepEstimates as Record<string, number> | undefined)?.[node.id] ?? 0;
   const licence = outcome.model
     ? stampLicenceModel({ nodeId: node.id, ...outcome.model, stampedAt: deps.now() })
     : undefined;
-  const completion = {
-    run: ledger,
-    nodeId: node.id,
-    attempt: claim.attempt,
+  const end = {
+    status: 'completed' as const,
     outputs: outcome.outputs,
     model: outcome.model,
     licence,
-    chargeHundredths: charge,
+    chargeHundredths,
   };
-  const completedBefore = (run.stepsCompleted as number | undefined) ?? 0;
-  const skippedBefore = (run.stepsSkipped as number | undefined) ?? 0;
-  // The only step left: complete it and end the run in one transaction (no successor can be waiting).
-  if (completedBefore + skippedBefore + 1 === (run.stepsTotal as number)) {
-    if (await completeStep(deps, { ...completion, last: { completedBefore, skippedBefore } })) {
-      countStepCompleted();
-      addCreditsCharged(charge);
-      await queueWebhook(deps, ledger, 'completed');
-      return;
-    }
-  }
-  // Not the last step, or the run changed since the read: complete it alone (false: the run ended).
-  if (!(await completeStep(deps, completion))) return abandonStep(deps, message.jobId, message.nodeId, claim.attempt);
-  countStepCompleted();
-  addCreditsCharged(charge);
-  await releaseSuccessors(deps, message);
+  // False: another delivery finished the step first (a duplicate message); that one counts it.
+  if (!(await finishStepItem(deps, message.jobId, node.id, attempt, end))) return;
+  await settleStep(deps, message, run, { status: 'completed', chargeHundredths }, canvas);
 };
 
 export const makeHandler =

@@ -262,7 +262,10 @@ export const expectBalanced = (ledger: TeamBalance) => {
   expect(ledger.charged).toBeGreaterThanOrEqual(0);
 };
 
-/** A run's partition: the run item, its step items by node, its charge items by node. */
+/**
+ * A run's partition: the run item, its step items by node, and the charges: each completed step
+ * carries the charge its completion counted on the run (its only record; there is no separate item).
+ */
 export const runParts = async (deps: Deps, jobId: string) => {
   const items = await readRunPartition(deps, jobId);
   const run = items.find((i) => i.SK === 'RUN');
@@ -271,7 +274,8 @@ export const runParts = async (deps: Deps, jobId: string) => {
   for (const item of items) {
     const sk = item.SK as string;
     if (sk.startsWith('STEP#')) steps.set(sk.slice('STEP#'.length), item);
-    if (sk.startsWith('CHARGE#')) charges.set(sk.slice('CHARGE#'.length), item);
+    if (sk.startsWith('STEP#') && item.status === 'completed')
+      charges.set(sk.slice('STEP#'.length), { hundredths: item.chargeHundredths });
   }
   return { run, steps, charges };
 };

@@ -1,0 +1,133 @@
+/**
+ * The run the cost model prices: a `chainLength`-step chain started over HTTP with a callbackUrl,
+ * executed by the real step executor from the steps queue, ended by its signed webhook delivered
+ * by the real webhook worker to an https receiver on loopback. Everything runs on the emulators
+ * through the same handlers `npm start` serves, metered by bench/cost-meter.ts.
+ */
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:https';
+import { makeHandler as makeStepExecutor } from '../functions/workers/step-executor.ts';
+import { makeHandler as makeWebhookDelivery } from '../functions/workers/webhook-delivery.ts';
+import { stepsQueue, webhooksQueue } from '../lib/definitions.ts';
+import { startLocalApi } from '../local/api-gateway.ts';
+import { startQueuePoller } from '../local/event-source.ts';
+import { localDeps } from '../local/local-deps.ts';
+import type { LocalResources } from '../local/provision.ts';
+import { type Meter, meterDynamoDb, meterInvocation, meterSqs, meterSqsHandler, newMeter } from './cost-meter.ts';
+import { chainSteps, createChainWorkflows, seedRunsTeam } from './seed.ts';
+
+const fixture = (name: string) => readFileSync(new URL(`../test/fixtures/${name}`, import.meta.url));
+
+/** An https receiver on loopback that answers 200 and reports each webhook's jobId. */
+const startReceiver = async (onJob: (jobId: string) => void) => {
+  const server = createServer({ key: fixture('receiver-key.pem'), cert: fixture('receiver-cert.pem') }, (req, res) => {
+    let body = '';
+    req.on('data', (chunk) => {
+      body += chunk;
+    });
+    req.on('end', () => {
+      res.writeHead(200).end();
+      onJob((JSON.parse(body) as { jobId: string }).jobId);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return { url: `https://127.0.0.1:${port}/hook`, close: () => new Promise((resolve) => server.close(resolve)) };
+};
+
+export interface ChainRunCost {
+  /** Counts over the measured runs (divide by `runs`). */
+  meter: Meter;
+  runs: number;
+  chainLength: number;
+  /** What one GET /runs/{jobId} of a finished run costs, measured the same way. */
+  pollMeter: Meter;
+}
+
+/**
+ * Starts `runs + 1` runs one after another (the first warms the caches a warm Lambda instance has,
+ * and is not counted) and meters the rest from the start request to the webhook's arrival.
+ */
+export const measureChainRunCost = async (
+  resources: LocalResources,
+  options: { runs: number; chainLength: number },
+): Promise<ChainRunCost> => {
+  const meter = newMeter();
+  const deps = localDeps(resources);
+  const reader = localDeps(resources).ddb;
+  meterDynamoDb(deps.ddb, meter, reader);
+  meterSqs(deps.sqs, meter);
+  const api = await startLocalApi({ deps, port: 0, host: '127.0.0.1' });
+  const waiting = new Map<string, () => void>();
+  const arrived = new Set<string>();
+  const receiver = await startReceiver((jobId) => {
+    arrived.add(jobId);
+    waiting.get(jobId)?.();
+  });
+  const pollers = [
+    startQueuePoller({
+      endpoint: resources.sqsS3Endpoint,
+      queueUrl: resources.queueUrls.Steps,
+      definition: stepsQueue,
+      handler: meterSqsHandler(meter, 'StepExecutor', makeStepExecutor(deps) as never),
+      waitSeconds: 1,
+    }),
+    startQueuePoller({
+      endpoint: resources.sqsS3Endpoint,
+      queueUrl: resources.queueUrls.Webhooks,
+      definition: webhooksQueue,
+      handler: meterSqsHandler(
+        meter,
+        'WebhookDelivery',
+        makeWebhookDelivery(deps, { fetchOptions: { allowLoopback: true, ca: fixture('receiver-cert.pem') } }) as never,
+      ),
+      waitSeconds: 1,
+    }),
+  ];
+  try {
+    const team = await seedRunsTeam(deps, 1_000);
+    const [workflowId] = await createChainWorkflows(deps, api.baseUrl, team, 1, options.chainLength);
+    const headers = { authorization: `Bearer ${team.key}`, 'content-type': 'application/json' };
+    const runOnce = async () => {
+      const response = await meterInvocation(meter, 'StartRun', () =>
+        fetch(`${api.baseUrl}/workflows/${workflowId}/runs`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ callbackUrl: receiver.url, callbackSecret: 'bench-secret' }),
+        }),
+      );
+      const body = (await response.json()) as { jobId?: string };
+      if (response.status !== 200 || !body.jobId) throw new Error(`start answered ${response.status}`);
+      const jobId = body.jobId;
+      await new Promise<void>((resolve, reject) => {
+        if (arrived.has(jobId)) return resolve();
+        const timer = setTimeout(() => reject(new Error(`no webhook for run ${jobId} within 30 s`)), 30_000);
+        waiting.set(jobId, () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+      return jobId;
+    };
+    await runOnce();
+    // The poller deletes a batch after its handler returned: let the warm-up's last batch finish.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    Object.assign(meter, newMeter());
+    let lastJobId = '';
+    for (let i = 0; i < options.runs; i++) lastJobId = await runOnce();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const counted = structuredClone(meter);
+    Object.assign(meter, newMeter());
+    await meterInvocation(meter, 'GetRun', () => fetch(`${api.baseUrl}/runs/${lastJobId}`, { headers }));
+    return { meter: counted, runs: options.runs, chainLength: options.chainLength, pollMeter: structuredClone(meter) };
+  } finally {
+    for (const poller of pollers) await poller.stop();
+    await receiver.close();
+    await api.close();
+    deps.ddb.destroy();
+    reader.destroy();
+  }
+};
+
+export { chainSteps };
