@@ -168,75 +168,47 @@ export const runFloorOperations = (
         ],
       }),
     );
-  /** Like claimStep: a conditional UpdateItem creating the step item, ALL_NEW. */
-  const claim = (stepKey: Key) =>
+  /** Like finishStepItem: the step item written once, when the step finishes (an unclaimed step). */
+  const finishStep = (stepKey: Key) =>
     deps.ddb.send(
       new UpdateCommand({
         TableName: table,
         Key: stepKey,
         UpdateExpression:
-          'SET #status = :processing, leaseUntil = :lease, startedAt = if_not_exists(startedAt, :now), nodeId = :node ADD attempts :one',
-        ConditionExpression: 'attribute_not_exists(PK) OR (#status = :processing AND leaseUntil < :now)',
+          'SET #status = :done, endedAt = :now, nodeId = :node, chargeHundredths = :one, outputs = :outputs, model = :null, licence = :null REMOVE leaseUntil',
+        ConditionExpression: 'attribute_not_exists(PK)',
         ExpressionAttributeNames: { '#status': 'status' },
         ExpressionAttributeValues: {
-          ':processing': 'processing',
-          ':lease': new Date(Date.now() + 120_000).toISOString(),
+          ':done': 'completed',
           ':now': new Date().toISOString(),
           ':node': 's1',
           ':one': 1,
+          ':outputs': { text: 'x' },
+          ':null': null,
+        },
+      }),
+    );
+  /** Like countStep: the run's counters, guarded by its set of counted steps, ALL_NEW. */
+  const countOnRun = (runPk: string) =>
+    deps.ddb.send(
+      new UpdateCommand({
+        TableName: table,
+        Key: { PK: runPk, SK: 'RUN' },
+        UpdateExpression:
+          'SET #status = :processing ADD stepsCompleted :one, chargedHundredths :one, heldHundredths :minus, doneSteps :nodes',
+        ConditionExpression: 'attribute_not_exists(doneSteps) OR NOT contains(doneSteps, :node)',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: {
+          ':processing': 'processing',
+          ':one': 1,
+          ':minus': -1,
+          ':node': 's1',
+          ':nodes': new Set(['s1']),
         },
         ReturnValues: 'ALL_NEW',
       }),
     );
-  /** Like completeStep: the step, a new charge item, the run's counters, the team's held → charged. */
-  const completeTransaction = (runPk: string, stepKey: Key) =>
-    deps.ddb.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            Update: {
-              TableName: table,
-              Key: stepKey,
-              UpdateExpression: 'SET #status = :done, endedAt = :now, outputs = :outputs REMOVE leaseUntil',
-              ConditionExpression: '#status = :processing AND attempts = :one',
-              ExpressionAttributeNames: { '#status': 'status' },
-              ExpressionAttributeValues: {
-                ':done': 'completed',
-                ':processing': 'processing',
-                ':one': 1,
-                ':now': new Date().toISOString(),
-                ':outputs': { text: 'x' },
-              },
-            },
-          },
-          {
-            Put: {
-              TableName: table,
-              Item: { PK: runPk, SK: 'CHARGE#s1', hundredths: 1, at: new Date().toISOString() },
-              ConditionExpression: 'attribute_not_exists(PK)',
-            },
-          },
-          {
-            Update: {
-              TableName: table,
-              Key: floorRun,
-              UpdateExpression: 'ADD stepsCompleted :one, chargedHundredths :one, heldHundredths :minus',
-              ConditionExpression: 'heldHundredths >= :one',
-              ExpressionAttributeValues: { ':one': 1, ':minus': -1 },
-            },
-          },
-          {
-            Update: {
-              TableName: table,
-              Key: floorTeam,
-              UpdateExpression: 'ADD held :minus, charged :one',
-              ExpressionAttributeValues: { ':one': 1, ':minus': -1 },
-            },
-          },
-        ],
-      }),
-    );
-  /** Like endRunItems: the run's final status, the lock, the team, the project and the key's month. */
+  /** Like countStep for the last step: the run counted and ended, the lock freed, the team settled (nothing left to release). */
   const endTransaction = (runPk: string) =>
     deps.ddb.send(
       new TransactWriteCommand({
@@ -263,24 +235,8 @@ export const runFloorOperations = (
             Update: {
               TableName: table,
               Key: floorTeam,
-              UpdateExpression: 'ADD balance :one, held :minus',
+              UpdateExpression: 'ADD held :minus, charged :one',
               ExpressionAttributeValues: { ':one': 1, ':minus': -1 },
-            },
-          },
-          {
-            Update: {
-              TableName: table,
-              Key: floorProject,
-              UpdateExpression: 'ADD spentHundredths :minus',
-              ExpressionAttributeValues: { ':minus': -1 },
-            },
-          },
-          {
-            Update: {
-              TableName: table,
-              Key: { PK: 'BENCH#FLOOR#KEYSPEND', SK: 'MONTH' },
-              UpdateExpression: 'ADD spentHundredths :minus',
-              ExpressionAttributeValues: { ':minus': -1 },
             },
           },
         ],
@@ -350,22 +306,19 @@ export const runFloorOperations = (
       await startTransaction();
       await sendOne();
     },
-    /** UpdateItem, BatchGetItem, TransactWriteItems of 4 items, BatchGetItem, SendMessageBatch. */
+    /** BatchGetItem, UpdateItem (the step), UpdateItem (the run), SendMessageBatch. */
     step: async () => {
       const { runPk, stepKey } = stepItems();
-      await claim(stepKey);
       await batchGet(items.stepReadKeys);
-      await completeTransaction(runPk, stepKey);
-      await batchGet(items.stepReadKeys);
+      await finishStep(stepKey);
+      await countOnRun(runPk);
       await sendOne();
     },
-    /** The last step: as `step`, but the run's end (a TransactWriteItems of 5 items) instead of the send. */
+    /** The last step: BatchGetItem, UpdateItem (the step), then the run's end (a TransactWriteItems of 3 items). */
     lastStep: async () => {
       const { runPk, stepKey } = stepItems();
-      await claim(stepKey);
       await batchGet(items.stepReadKeys);
-      await completeTransaction(runPk, stepKey);
-      await batchGet(items.stepReadKeys);
+      await finishStep(stepKey);
       await endTransaction(runPk);
     },
   };

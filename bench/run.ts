@@ -6,7 +6,7 @@
  *
  * Env: BENCH_SECONDS (default 10) per measured load phase, BENCH_WARMUP_SECONDS (default 10),
  * BENCH_SOAK_SECONDS (default 60), BENCH_DEFERRED_COUNT (default 100,000 waiting deferred runs),
- * BENCH_SECTIONS (default all: bundles,http,soak,runs,deferred).
+ * BENCH_SECTIONS (default all: bundles,http,soak,runs,deferred,cost).
  */
 import './env.ts';
 import { randomUUID } from 'node:crypto';
@@ -22,6 +22,7 @@ import { localDeps } from '../local/local-deps.ts';
 import { provision } from '../local/provision.ts';
 import type { ServerStats } from './api-server.ts';
 import { type BuiltBundle, buildBundle, coldImportMs } from './bundles.ts';
+import { benchCost } from './cost.ts';
 import { benchDispatcher } from './deferred.ts';
 import { floorOperations, type LoopResult, runLoops } from './floor.ts';
 import { type LoadResult, runLoad } from './load.ts';
@@ -39,7 +40,7 @@ const phaseSeconds = seconds('BENCH_SECONDS', 10);
 const warmupSeconds = seconds('BENCH_WARMUP_SECONDS', 10);
 const soakSeconds = seconds('BENCH_SOAK_SECONDS', 60);
 const deferredCount = Math.max(20, Math.round(seconds('BENCH_DEFERRED_COUNT', 100_000)));
-const allSections = ['bundles', 'http', 'soak', 'runs', 'deferred'];
+const allSections = ['bundles', 'http', 'soak', 'runs', 'deferred', 'cost'];
 const sections = new Set(
   (process.env.BENCH_SECTIONS ?? allSections.join(','))
     .split(',')
@@ -360,6 +361,8 @@ const main = async () => {
       });
     }
   }
+
+  if (sections.has('cost')) await benchCost({ resources, targets, chainLength });
 };
 
 /** Timings are only as good as the machine is quiet: print what else was running. */

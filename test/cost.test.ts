@@ -1,0 +1,36 @@
+/**
+ * The cost model's counts (README "Cost model"), measured through the real path: a 10-step chain
+ * started over HTTP, run by the step executor from the steps queue, ended by its webhook. Only
+ * what is deterministic is asserted: DynamoDB capacity units, SQS requests and Lambda invocations
+ * (handler time is the bench's business). Their price must leave $0.000005 of the $0.00005 target for
+ * compute: 0.37 GB-s, about 31 ms per invocation at 512 MB.
+ */
+import { randomUUID } from 'node:crypto';
+import { describe, expect, inject, it } from 'vitest';
+import { itemSizeBytes, priceRun } from '../bench/cost-meter.ts';
+import { measureChainRunCost } from '../bench/cost-run.ts';
+import { provision } from '../local/provision.ts';
+
+describe('the cost of a 10-step run', () => {
+  it('a 10-step chain with a webhook takes 12 invocations, 38 write units, 33 SQS requests: under $0.000045 before compute', {
+    timeout: 60_000,
+  }, async () => {
+    const resources = await provision({ prefix: `c${randomUUID().slice(0, 8)}`, ...inject('emulators') });
+    const { meter, runs } = await measureChainRunCost(resources, { runs: 2, chainLength: 10 });
+    const per = (n: number) => n / runs;
+    expect(per(meter.lambda.invocations)).toBe(12); // the start, 10 steps, the webhook
+    expect(per(meter.dynamoDb.writeUnits + meter.dynamoDb.refusedWriteUnits)).toBeLessThanOrEqual(38);
+    expect(per(meter.dynamoDb.readUnits)).toBeLessThanOrEqual(30);
+    expect(per(meter.sqs.requests)).toBeLessThanOrEqual(33);
+    // Per step: one write for the step, one for the run's count; no transaction but the start's and the end's.
+    expect(per(meter.dynamoDb.byCommand.TransactWriteItemsCommand ?? 0)).toBe(2);
+    const withoutCompute = priceRun({ ...meter, lambda: { ...meter.lambda, ms: 0 } }, runs).total;
+    expect(withoutCompute).toBeLessThanOrEqual(0.000045);
+  });
+
+  it('sizes items as DynamoDB bills them', () => {
+    expect(itemSizeBytes({ PK: 'ab', n: 12345 })).toBe(2 + 2 + 1 + 4);
+    expect(itemSizeBytes({ m: { a: 'xy' }, l: [true, null] })).toBe(1 + (3 + 1 + 2 + 1) + 1 + (3 + 2 + 2));
+    expect(itemSizeBytes({ s: new Set(['é']) })).toBe(1 + 2);
+  });
+});
