@@ -27,6 +27,15 @@ import { workers } from './workers.ts';
 /** Context key: `cdk deploy -c alarmEmail=ops@example.com` sends every alarm (and its recovery) there. */
 export const alarmEmailContextKey = 'alarmEmail';
 
+/**
+ * Context key: `cdk deploy -c perFunctionAlarms=true` alarms on each function's errors and throttles
+ * (two alarms per function, $0.10 each a month) and graphs each function on the dashboard. Without
+ * it, the errors and throttles of Lambda in the account and region are watched as two aggregates,
+ * so the default alarms (9 alarm metrics) and dashboard (under 50 metrics) stay inside CloudWatch's
+ * always-free tier (10 alarm metrics, 3 dashboards of 50 metrics): no cost while idle.
+ */
+export const perFunctionAlarmsContextKey = 'perFunctionAlarms';
+
 /** Alarm thresholds, in one place for operators to tune. */
 export const alarmThresholds = {
   /** Percentage of API requests answered 5xx over `apiWindow`. */
@@ -54,8 +63,9 @@ export interface ObservabilityProps {
  * What an operator watches: one CloudWatch dashboard (API traffic, errors and latency; runs, steps,
  * credits, webhooks and deferred runs from the service's EMF metrics; function errors, throttles and
  * duration; queue age and DLQ depth) and the alarms (every DLQ not empty, any function error or
- * throttle, API 5xx rate, webhook failure rate, dispatcher missed ticks). With the `alarmEmail`
- * context value, an SNS topic mails every alarm and its recovery.
+ * throttle, API 5xx rate, webhook failure rate, dispatcher missed ticks), inside CloudWatch's
+ * always-free tier unless `perFunctionAlarms` is set. With the `alarmEmail` context value, an SNS
+ * topic mails every alarm and its recovery.
  */
 export class Observability extends Construct {
   readonly dashboard: Dashboard;
@@ -99,8 +109,36 @@ export class Observability extends Construct {
       }),
     );
 
-    // Functions: any error or throttle, per function.
-    for (const [fnId, fn] of functions) {
+    const perFunction = ['true', true].includes(this.node.tryGetContext(perFunctionAlarmsContextKey));
+    // Functions, by default: any error or throttle of Lambda in this account and region (one metric
+    // each; exact when the service has its account to itself, as AWS recommends for a workload).
+    const lambdaTotal = (metricName: 'Errors' | 'Throttles') =>
+      new Metric({ namespace: 'AWS/Lambda', metricName, statistic: Stats.SUM, period: window });
+    const lambdaErrors = lambdaTotal('Errors');
+    const lambdaThrottles = lambdaTotal('Throttles');
+    if (!perFunction) {
+      this.alarms.push(
+        lambdaErrors.createAlarm(this, 'FunctionErrorsAlarm', {
+          alarmDescription:
+            'A Lambda function in this account and region failed (an uncaught error, a timeout or a crash). ' +
+            "The dashboard's function graphs and each function's logs say which.",
+          threshold: 0,
+          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: TreatMissingData.NOT_BREACHING,
+        }),
+        lambdaThrottles.createAlarm(this, 'FunctionThrottlesAlarm', {
+          alarmDescription:
+            'A Lambda function in this account and region was throttled (account or reserved concurrency exhausted).',
+          threshold: 0,
+          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: TreatMissingData.NOT_BREACHING,
+        }),
+      );
+    }
+    // Functions with perFunctionAlarms: any error or throttle, per function.
+    for (const [fnId, fn] of perFunction ? functions : []) {
       this.alarms.push(
         fn.metricErrors({ period: window, statistic: Stats.SUM }).createAlarm(this, `${fnId}ErrorsAlarm`, {
           alarmDescription: `The ${fnId} function failed (an uncaught error, a timeout or a crash).`,
@@ -310,20 +348,36 @@ export class Observability extends Construct {
         ...small,
       }),
     );
+    // Per function only when asked: three graphs of one metric per function would pass the free
+    // tier's 50 metrics per dashboard.
     this.dashboard.addWidgets(
       new GraphWidget({
         title: 'Function errors',
-        left: fnMetrics((fn, label) => fn.metricErrors({ period: window, statistic: Stats.SUM, label })),
+        left: perFunction
+          ? fnMetrics((fn, label) => fn.metricErrors({ period: window, statistic: Stats.SUM, label }))
+          : [lambdaErrors.with({ label: 'all functions' })],
         ...small,
       }),
       new GraphWidget({
         title: 'Function throttles',
-        left: fnMetrics((fn, label) => fn.metricThrottles({ period: window, statistic: Stats.SUM, label })),
+        left: perFunction
+          ? fnMetrics((fn, label) => fn.metricThrottles({ period: window, statistic: Stats.SUM, label }))
+          : [lambdaThrottles.with({ label: 'all functions' })],
         ...small,
       }),
       new GraphWidget({
         title: 'Function duration p99 (ms)',
-        left: fnMetrics((fn, label) => fn.metricDuration({ period: window, statistic: Stats.p(99), label })),
+        left: perFunction
+          ? fnMetrics((fn, label) => fn.metricDuration({ period: window, statistic: Stats.p(99), label }))
+          : [
+              new Metric({
+                namespace: 'AWS/Lambda',
+                metricName: 'Duration',
+                statistic: Stats.p(99),
+                period: window,
+                label: 'all functions',
+              }),
+            ],
         ...small,
       }),
     );

@@ -19,13 +19,32 @@ import {
 import { json } from '../functions/http/response.ts';
 import { buildApp } from '../lib/build-app.ts';
 import { queues } from '../lib/definitions.ts';
-import { alarmEmailContextKey, alarmThresholds } from '../lib/observability.ts';
+import { alarmEmailContextKey, alarmThresholds, perFunctionAlarmsContextKey } from '../lib/observability.ts';
 import { routes } from '../lib/routes.ts';
 import { workers } from '../lib/workers.ts';
 import { type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
 
 /** No bundling (fast), and validation failures thrown with the whole report in the message. */
 const testContext = { 'aws:cdk:bundling-stacks': [], '@aws-cdk/core:appMode': 'inmemory' };
+
+/** Alarm metrics as CloudWatch bills them: one per plain alarm, one per metric a math alarm reads. */
+const alarmMetricCount = (alarms: Record<string, unknown>[]) =>
+  alarms.reduce(
+    (sum, a) =>
+      sum + (a.MetricName ? 1 : ((a.Metrics as { MetricStat?: unknown }[]) ?? []).filter((m) => m.MetricStat).length),
+    0,
+  );
+
+/** The metrics a dashboard body graphs (its `Fn::Join` resolved with placeholders), counting those math reads. */
+const dashboardMetricCount = (body: unknown) => {
+  const parts = (body as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1];
+  const text = parts.map((p) => (typeof p === 'string' ? p : 'X')).join('');
+  const widgets = (JSON.parse(text) as { widgets: { properties: { metrics?: unknown[][] } }[] }).widgets;
+  return widgets.reduce(
+    (sum, w) => sum + (w.properties.metrics ?? []).filter((m) => typeof m[0] === 'string').length,
+    0,
+  );
+};
 
 type Resource = { Type: string; Properties: Record<string, unknown> };
 type Resources = Record<string, Resource>;
@@ -175,7 +194,7 @@ describe('dashboard and alarms', { timeout: 60_000 }, () => {
     return found[0];
   };
 
-  it('adds one dashboard showing the API, every function, the queues and the service metrics', () => {
+  it('adds one dashboard showing the API, the functions, the queues and the service metrics, in the free tier', () => {
     template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
     const [[, dashboard] = []] = ofType('AWS::CloudWatch::Dashboard');
     expect(dashboard?.Properties.DashboardName).toBeUndefined();
@@ -188,7 +207,8 @@ describe('dashboard and alarms', { timeout: 60_000 }, () => {
     }
     expect(body).toContain('ApproximateAgeOfOldestMessage');
     expect(body).toContain('ApproximateNumberOfMessagesVisible');
-    for (const [logicalId] of ofType('AWS::Lambda::Function')) expect(body).toContain(logicalId);
+    // CloudWatch's always-free tier: 3 dashboards of up to 50 metrics.
+    expect(dashboardMetricCount(dashboard?.Properties.DashboardBody)).toBeLessThanOrEqual(50);
   });
 
   it('alarms when any dead-letter queue holds a message', () => {
@@ -209,21 +229,17 @@ describe('dashboard and alarms', { timeout: 60_000 }, () => {
     }
   });
 
-  it('alarms on any error and any throttle of every function', () => {
-    const functionIds = ofType('AWS::Lambda::Function').map(([id]) => id);
-    expect(functionIds).toHaveLength(routes.length + workers.length);
-    for (const fnId of functionIds) {
-      for (const metricName of ['Errors', 'Throttles']) {
-        template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-          Namespace: 'AWS/Lambda',
-          MetricName: metricName,
-          Dimensions: [{ Name: 'FunctionName', Value: { Ref: fnId } }],
-          Statistic: 'Sum',
-          Period: 300,
-          Threshold: 0,
-          ComparisonOperator: 'GreaterThanThreshold',
-        });
-      }
+  it('alarms on any error and any throttle of Lambda in the account and region', () => {
+    for (const metricName of ['Errors', 'Throttles']) {
+      const found = alarms.filter((a) => a.Namespace === 'AWS/Lambda' && a.MetricName === metricName);
+      expect(found).toHaveLength(1);
+      expect(found[0]).toMatchObject({
+        Statistic: 'Sum',
+        Period: 300,
+        Threshold: 0,
+        ComparisonOperator: 'GreaterThanThreshold',
+      });
+      expect(found[0]?.Dimensions).toBeUndefined();
     }
   });
 
@@ -301,8 +317,12 @@ describe('dashboard and alarms', { timeout: 60_000 }, () => {
     });
   });
 
+  it('costs nothing while idle: 9 alarm metrics, inside the always-free 10', () => {
+    expect(alarms).toHaveLength(2 + queues.length + 3);
+    expect(alarmMetricCount(alarms)).toBe(9);
+  });
+
   it('counts every alarm, names none, and notifies nobody without the alarmEmail context', () => {
-    expect(alarms).toHaveLength(2 * (routes.length + workers.length) + queues.length + 3);
     for (const alarm of alarms) {
       expect(alarm.AlarmName).toBeUndefined();
       expect(alarm.AlarmDescription).toEqual(expect.any(String));
@@ -310,6 +330,36 @@ describe('dashboard and alarms', { timeout: 60_000 }, () => {
     }
     template.resourceCountIs('AWS::SNS::Topic', 0);
     template.resourceCountIs('AWS::SNS::Subscription', 0);
+  });
+});
+
+describe('per-function alarms with the perFunctionAlarms context', { timeout: 60_000 }, () => {
+  const { api } = buildApp({ ...testContext, [perFunctionAlarmsContextKey]: 'true' });
+  const template = Template.fromStack(api);
+  const resources = template.toJSON().Resources as Resources;
+  const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
+
+  it('alarms on any error and any throttle of every function, and graphs every function', () => {
+    const functionIds = ofType('AWS::Lambda::Function').map(([id]) => id);
+    expect(functionIds).toHaveLength(routes.length + workers.length);
+    for (const fnId of functionIds) {
+      for (const metricName of ['Errors', 'Throttles']) {
+        template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+          Namespace: 'AWS/Lambda',
+          MetricName: metricName,
+          Dimensions: [{ Name: 'FunctionName', Value: { Ref: fnId } }],
+          Statistic: 'Sum',
+          Period: 300,
+          Threshold: 0,
+          ComparisonOperator: 'GreaterThanThreshold',
+        });
+      }
+    }
+    const alarms = ofType('AWS::CloudWatch::Alarm').map(([, r]) => r.Properties);
+    expect(alarms).toHaveLength(2 * functionIds.length + queues.length + 3);
+    expect(alarms.filter((a) => a.Namespace === 'AWS/Lambda' && !a.Dimensions)).toHaveLength(0);
+    const body = JSON.stringify(ofType('AWS::CloudWatch::Dashboard')[0]?.[1].Properties.DashboardBody);
+    for (const fnId of functionIds) expect(body).toContain(fnId);
   });
 });
 
@@ -328,7 +378,7 @@ describe('alarm notifications with the alarmEmail context', { timeout: 60_000 },
       TopicArn: { Ref: topicId },
     });
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
-    expect(alarms.length).toBeGreaterThan(10);
+    expect(alarms.length).toBeGreaterThanOrEqual(7);
     for (const alarm of alarms) {
       expect(alarm.Properties.AlarmActions).toEqual([{ Ref: topicId }]);
       expect(alarm.Properties.OKActions).toEqual([{ Ref: topicId }]);
