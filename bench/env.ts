@@ -4,3 +4,5 @@
  * the handlers would print per invocation neither flood the output nor differ from `npm start`.
  */
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+// The webhook worker logs each attempt at INFO, which would interleave with the cost section's lines.
+process.env.POWERTOOLS_LOG_LEVEL ??= 'WARN';
