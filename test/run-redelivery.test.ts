@@ -12,6 +12,7 @@ import { workflowLockKey } from '../functions/store/keys.ts';
 import { claimStep, stepLeaseSeconds } from '../functions/store/run-steps.ts';
 import { stepsQueue } from '../lib/definitions.ts';
 import {
+  cancelRunCall,
   deliver,
   diamondPrices,
   diamondSteps,
@@ -19,6 +20,7 @@ import {
   expectBalanced,
   faultyDeps,
   getRunCall,
+  instantExecutor,
   ledgerOf,
   realStepHandler,
   runParts,
@@ -224,6 +226,63 @@ describe('redelivered and duplicated step messages', () => {
     expect(run).toMatchObject({ stepsCompleted: 1, chargedHundredths: 1 });
     await drainSteps(stack.deps, handler);
     await expectCompletedOnce(t, jobId, diamondPrices);
+  });
+
+  it('a worker killed between recording a step and counting it: the redelivery counts it once', async () => {
+    const t = await team(stack, 100);
+    const { jobId } = await startQueued(t);
+    const [root] = await messagesOf(jobId);
+    // The step's end is written, then the run's count fails (the worker died there).
+    const dying = stepHandler(
+      faultyDeps(stack, {
+        failDynamo: (command, input) => command === 'UpdateItemCommand' && JSON.stringify(input).includes('"SK":"RUN"'),
+      }),
+    );
+    const record = stepRecord(root as StepMessage, 1);
+    expect(await deliver(dying, [record])).toEqual([record.messageId]);
+    let parts = await runParts(stack.deps, jobId);
+    expect(parts.steps.get('a')).toMatchObject({ status: 'completed', chargeHundredths: 1 });
+    expect(parts.run).toMatchObject({ stepsCompleted: 0, chargedHundredths: 0, heldHundredths: diamondTotal });
+    expect(await messagesOf(jobId)).toEqual([]);
+
+    // SQS delivers it again: counted once, successors released.
+    const handler = stepHandler(stack.deps);
+    expect(await deliver(handler, [stepRecord(root as StepMessage, 2)])).toEqual([]);
+    parts = await runParts(stack.deps, jobId);
+    expect(parts.run).toMatchObject({ stepsCompleted: 1, chargedHundredths: 1, heldHundredths: diamondTotal - 1 });
+    expect(parts.run?.doneSteps).toEqual(new Set(['a']));
+    const released = await messagesOf(jobId);
+    expect(released.map((m) => m.nodeId).sort()).toEqual(['b', 'c']);
+    for (const message of released) expect(await deliver(handler, [stepRecord(message)])).toEqual([]);
+    // A late duplicate of `a`: its count is refused (doneSteps holds it) and it sends nothing again.
+    const before = (await runParts(stack.deps, jobId)).run;
+    const pending = await messagesOf(jobId);
+    expect(await deliver(handler, [stepRecord(root as StepMessage, 3)])).toEqual([]);
+    expect(await messagesOf(jobId)).toEqual([]);
+    expect((await runParts(stack.deps, jobId)).run).toMatchObject({
+      stepsCompleted: before?.stepsCompleted,
+      chargedHundredths: before?.chargedHundredths,
+    });
+    for (const message of pending) expect(await deliver(handler, [stepRecord(message)])).toEqual([]);
+    await drainSteps(stack.deps, handler);
+    await expectCompletedOnce(t, jobId, diamondPrices);
+  });
+
+  it('a step that finishes after its run was cancelled is not charged, and its item says so', async () => {
+    const t = await team(stack, 100);
+    const { jobId } = await startQueued(t);
+    const [root] = await messagesOf(jobId);
+    // The run is cancelled while its first step is running.
+    const cancelling = stepHandler(stack.deps, () => async (context) => {
+      expect((await cancelRunCall(stack.baseUrl, t.key, jobId)).body.status).toBe('cancelled');
+      return instantExecutor(context);
+    });
+    expect(await deliver(cancelling, [stepRecord(root as StepMessage)])).toEqual([]);
+    const { run, steps } = await runParts(stack.deps, jobId);
+    expect(run).toMatchObject({ status: 'cancelled', heldHundredths: 0, chargedHundredths: 0 });
+    expect(steps.get('a')).toMatchObject({ status: 'completed', chargeHundredths: 0 });
+    expect(await messagesOf(jobId)).toEqual([]);
+    expect(await ledgerOf(stack.deps, t.teamId)).toEqual({ balance: 10_000, held: 0, charged: 0, granted: 10_000 });
   });
 
   it('a transaction cancelled by a conflicting one is retried, not taken for a finished step', async () => {
