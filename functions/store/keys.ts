@@ -46,8 +46,6 @@ export const idIndex = (kind: 'PROJECT' | 'AGENT' | 'WORKFLOW', id: string) => (
 export const runPartition = (jobId: string) => `RUN#${jobId}`;
 export const runKey = (jobId: string) => ({ PK: runPartition(jobId), SK: 'RUN' });
 export const stepKey = (jobId: string, nodeId: string) => ({ PK: runPartition(jobId), SK: `STEP#${nodeId}` });
-/** Created only if absent, so a redelivered step message can never charge twice. */
-export const chargeKey = (jobId: string, nodeId: string) => ({ PK: runPartition(jobId), SK: `CHARGE#${nodeId}` });
 
 /** One run in progress per workflow: this item exists while one does, naming it. */
 export const workflowLockKey = (workflowId: string) => ({ PK: `WFLOCK#${workflowId}`, SK: 'LOCK' });
