@@ -151,12 +151,21 @@ export const meterSqs = (client: SQSClient, meter: Meter) => {
   );
 };
 
+let inFlight = 0;
+
+/** Resolves once no metered invocation is running (a webhook's handler outlives its POST's reply). */
+export const invocationsSettled = async () => {
+  while (inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+};
+
 /** Counts one Lambda invocation of `name` and the time it took. */
 export const meterInvocation = async <T>(meter: Meter, name: string, invoke: () => Promise<T>): Promise<T> => {
   const started = performance.now();
+  inFlight++;
   try {
     return await invoke();
   } finally {
+    inFlight--;
     meter.lambda.invocations++;
     meter.lambda.ms += performance.now() - started;
     bump(meter.lambda.byFunction, name);

@@ -13,7 +13,15 @@ import { startLocalApi } from '../local/api-gateway.ts';
 import { startQueuePoller } from '../local/event-source.ts';
 import { localDeps } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
-import { type Meter, meterDynamoDb, meterInvocation, meterSqs, meterSqsHandler, newMeter } from './cost-meter.ts';
+import {
+  invocationsSettled,
+  type Meter,
+  meterDynamoDb,
+  meterInvocation,
+  meterSqs,
+  meterSqsHandler,
+  newMeter,
+} from './cost-meter.ts';
 import { chainSteps, createChainWorkflows, seedRunsTeam } from './seed.ts';
 
 const fixture = (name: string) => readFileSync(new URL(`../test/fixtures/${name}`, import.meta.url));
@@ -111,12 +119,12 @@ export const measureChainRunCost = async (
       return jobId;
     };
     await runOnce();
-    // The poller deletes a batch after its handler returned: let the warm-up's last batch finish.
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The webhook worker's invocation ends after the receiver answered: let the warm-up's finish.
+    await invocationsSettled();
     Object.assign(meter, newMeter());
     let lastJobId = '';
     for (let i = 0; i < options.runs; i++) lastJobId = await runOnce();
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await invocationsSettled();
     const counted = structuredClone(meter);
     Object.assign(meter, newMeter());
     await meterInvocation(meter, 'GetRun', () => fetch(`${api.baseUrl}/runs/${lastJobId}`, { headers }));
