@@ -13,6 +13,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { functionMemoryMb } from '../lib/definitions.ts';
+import { type CallCounts, countDynamoDbCalls, countSqsCalls, newCallCounts } from './counters.ts';
 
 /** us-east-1 on-demand prices, November 2026 (arm64 Lambda). */
 export const awsPrices = {
@@ -35,7 +36,8 @@ const readCommands = new Set([
 
 export interface Meter {
   dynamoDb: {
-    calls: number;
+    /** Calls by command (bench/counters.ts). */
+    calls: CallCounts;
     readUnits: number;
     writeUnits: number;
     /**
@@ -43,17 +45,27 @@ export interface Meter {
      * so each is priced as one write unit per item it named (transactions: two).
      */
     refusedWriteUnits: number;
-    byCommand: Record<string, number>;
   };
-  sqs: { requests: number; byCommand: Record<string, number> };
+  /** Requests by command (bench/counters.ts), the event source's receives and deletes included. */
+  sqs: CallCounts;
   lambda: { invocations: number; ms: number; byFunction: Record<string, number> };
 }
 
 export const newMeter = (): Meter => ({
-  dynamoDb: { calls: 0, readUnits: 0, writeUnits: 0, refusedWriteUnits: 0, byCommand: {} },
-  sqs: { requests: 0, byCommand: {} },
+  dynamoDb: { calls: newCallCounts(), readUnits: 0, writeUnits: 0, refusedWriteUnits: 0 },
+  sqs: newCallCounts(),
   lambda: { invocations: 0, ms: 0, byFunction: {} },
 });
+
+/** Zeroes `meter` in place: the clients' middlewares hold on to its counters. */
+export const resetMeter = (meter: Meter) => {
+  Object.assign(meter.dynamoDb, {
+    ...newMeter().dynamoDb,
+    calls: Object.assign(meter.dynamoDb.calls, newCallCounts()),
+  });
+  Object.assign(meter.sqs, newCallCounts());
+  meter.lambda = newMeter().lambda;
+};
 
 const bump = (counts: Record<string, number>, name: string, by = 1) => {
   counts[name] = (counts[name] ?? 0) + by;
@@ -109,8 +121,6 @@ export const meterDynamoDb = (client: DynamoDBDocumentClient, meter: Meter, read
       const name = context.commandName ?? 'unknown';
       const input = args.input as Record<string, unknown>;
       input.ReturnConsumedCapacity = 'TOTAL';
-      meter.dynamoDb.calls++;
-      bump(meter.dynamoDb.byCommand, name);
       const targets =
         name === 'TransactWriteItemsCommand' ? transactTargets(input.TransactItems as TransactItem[]) : [];
       const before = await sizes(targets);
@@ -137,19 +147,11 @@ export const meterDynamoDb = (client: DynamoDBDocumentClient, meter: Meter, read
     },
     { step: 'initialize', name: 'costMeter', priority: 'high' },
   );
+  countDynamoDbCalls(client, meter.dynamoDb.calls);
 };
 
 /** Counts every SQS request made through `client`. */
-export const meterSqs = (client: SQSClient, meter: Meter) => {
-  client.middlewareStack.add(
-    (next, context) => async (args) => {
-      meter.sqs.requests++;
-      bump(meter.sqs.byCommand, context.commandName ?? 'unknown');
-      return next(args);
-    },
-    { step: 'initialize', name: 'costMeter', priority: 'high' },
-  );
-};
+export const meterSqs = (client: SQSClient, meter: Meter) => countSqsCalls(client, meter.sqs);
 
 let inFlight = 0;
 
@@ -182,7 +184,7 @@ type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchRespons
 export const meterSqsHandler =
   (meter: Meter, name: string, handler: SqsHandler): SqsHandler =>
   (event, context) => {
-    meter.sqs.requests += 2;
+    meter.sqs.total += 2;
     bump(meter.sqs.byCommand, 'ReceiveMessageCommand (event source)');
     bump(meter.sqs.byCommand, 'DeleteMessageBatchCommand (event source)');
     return meterInvocation(meter, name, () => handler(event, context));
@@ -222,8 +224,8 @@ export const priceRun = (meter: Meter, runs = 1): { lines: PricedLine[]; total: 
     },
     {
       what: 'SQS requests',
-      count: `${per(meter.sqs.requests).toFixed(1)}`,
-      dollars: per(meter.sqs.requests) * awsPrices.sqsRequest,
+      count: `${per(meter.sqs.total).toFixed(1)}`,
+      dollars: per(meter.sqs.total) * awsPrices.sqsRequest,
     },
   ];
   return { lines, total: lines.reduce((sum, l) => sum + l.dollars, 0) };

@@ -4,8 +4,6 @@
  * by the real webhook worker to an https receiver on loopback. Everything runs on the emulators
  * through the same handlers `npm start` serves, metered by bench/cost-meter.ts.
  */
-import { readFileSync } from 'node:fs';
-import { createServer } from 'node:https';
 import { makeHandler as makeStepExecutor } from '../functions/workers/step-executor.ts';
 import { makeHandler as makeWebhookDelivery } from '../functions/workers/webhook-delivery.ts';
 import { stepsQueue, webhooksQueue } from '../lib/definitions.ts';
@@ -13,6 +11,7 @@ import { startLocalApi } from '../local/api-gateway.ts';
 import { startQueuePoller } from '../local/event-source.ts';
 import { localDeps } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
+import { receiverCa, startReceiver } from '../test/support/webhook-receiver.ts';
 import {
   invocationsSettled,
   type Meter,
@@ -21,28 +20,9 @@ import {
   meterSqs,
   meterSqsHandler,
   newMeter,
+  resetMeter,
 } from './cost-meter.ts';
 import { chainSteps, createChainWorkflows, seedRunsTeam } from './seed.ts';
-
-const fixture = (name: string) => readFileSync(new URL(`../test/fixtures/${name}`, import.meta.url));
-
-/** An https receiver on loopback that answers 200 and reports each webhook's jobId. */
-const startReceiver = async (onJob: (jobId: string) => void) => {
-  const server = createServer({ key: fixture('receiver-key.pem'), cert: fixture('receiver-cert.pem') }, (req, res) => {
-    let body = '';
-    req.on('data', (chunk) => {
-      body += chunk;
-    });
-    req.on('end', () => {
-      res.writeHead(200).end();
-      onJob((JSON.parse(body) as { jobId: string }).jobId);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  return { url: `https://127.0.0.1:${port}/hook`, close: () => new Promise((resolve) => server.close(resolve)) };
-};
 
 export interface ChainRunCost {
   /** Counts over the measured runs (divide by `runs`). */
@@ -69,7 +49,8 @@ export const measureChainRunCost = async (
   const api = await startLocalApi({ deps, port: 0, host: '127.0.0.1' });
   const waiting = new Map<string, () => void>();
   const arrived = new Set<string>();
-  const receiver = await startReceiver((jobId) => {
+  const receiver = await startReceiver([], ({ body }) => {
+    const { jobId } = JSON.parse(body) as { jobId: string };
     arrived.add(jobId);
     waiting.get(jobId)?.();
   });
@@ -88,7 +69,7 @@ export const measureChainRunCost = async (
       handler: meterSqsHandler(
         meter,
         'WebhookDelivery',
-        makeWebhookDelivery(deps, { fetchOptions: { allowLoopback: true, ca: fixture('receiver-cert.pem') } }) as never,
+        makeWebhookDelivery(deps, { fetchOptions: { allowLoopback: true, ca: receiverCa } }) as never,
       ),
       waitSeconds: 1,
     }),
@@ -121,12 +102,12 @@ export const measureChainRunCost = async (
     await runOnce();
     // The webhook worker's invocation ends after the receiver answered: let the warm-up's finish.
     await invocationsSettled();
-    Object.assign(meter, newMeter());
+    resetMeter(meter);
     let lastJobId = '';
     for (let i = 0; i < options.runs; i++) lastJobId = await runOnce();
     await invocationsSettled();
     const counted = structuredClone(meter);
-    Object.assign(meter, newMeter());
+    resetMeter(meter);
     await meterInvocation(meter, 'GetRun', () => fetch(`${api.baseUrl}/runs/${lastJobId}`, { headers }));
     return { meter: counted, runs: options.runs, chainLength: options.chainLength, pollMeter: structuredClone(meter) };
   } finally {

@@ -23,7 +23,7 @@ export const benchCost = async (options: { resources: LocalResources; targets: T
   const per = (n: number) => (n / measured.runs).toFixed(1);
   const { dynamoDb, sqs, lambda } = measured.meter;
   note(
-    `DynamoDB calls per run: ${per(dynamoDb.calls)} (${Object.entries(dynamoDb.byCommand)
+    `DynamoDB calls per run: ${per(dynamoDb.calls.total)} (${Object.entries(dynamoDb.calls.byCommand)
       .map(([c, n]) => `${c.replace(/Command$/, '')} ${per(n)}`)
       .join(', ')})`,
   );

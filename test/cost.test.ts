@@ -21,9 +21,9 @@ describe('the cost of a 10-step run', () => {
     expect(per(meter.lambda.invocations)).toBe(12); // the start, 10 steps, the webhook
     expect(per(meter.dynamoDb.writeUnits + meter.dynamoDb.refusedWriteUnits)).toBeLessThanOrEqual(38);
     expect(per(meter.dynamoDb.readUnits)).toBeLessThanOrEqual(30);
-    expect(per(meter.sqs.requests)).toBeLessThanOrEqual(33);
+    expect(per(meter.sqs.total)).toBeLessThanOrEqual(33);
     // Per step: one write for the step, one for the run's count; no transaction but the start's and the end's.
-    expect(per(meter.dynamoDb.byCommand.TransactWriteItemsCommand ?? 0)).toBe(2);
+    expect(per(meter.dynamoDb.calls.byCommand.TransactWriteItemsCommand ?? 0)).toBe(2);
     const withoutCompute = priceRun({ ...meter, lambda: { ...meter.lambda, ms: 0 } }, runs).total;
     expect(withoutCompute).toBeLessThanOrEqual(0.000045);
   });

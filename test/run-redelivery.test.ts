@@ -61,6 +61,15 @@ const startQueued = async (t: SeededTeam, steps: unknown[] = diamondSteps) => {
 /** The step messages of one run now on the queue (others' are dropped: their runs ended). */
 const messagesOf = async (jobId: string) => (await takeStepMessages(stack.deps)).filter((m) => m.jobId === jobId);
 
+/** A team with its diamond run started, and the run's root message (`a`) taken off the queue. */
+const startedRoot = async () => {
+  const t = await team(stack, 100);
+  const { jobId, workflowId } = await startQueued(t);
+  const [root] = await messagesOf(jobId);
+  expect(root?.nodeId).toBe('a');
+  return { t, jobId, workflowId, root: root as StepMessage };
+};
+
 /** Deterministic pseudo-random numbers from a seed (mulberry32). */
 const randomFrom = (seed: number) => {
   let a = seed >>> 0;
@@ -145,21 +154,18 @@ describe('redelivered and duplicated step messages', () => {
   });
 
   it('a worker killed between charging and acknowledging: not charged twice, successors released, the run ends', async () => {
-    const t = await team(stack, 100);
-    const { jobId, workflowId } = await startQueued(t);
+    const { t, jobId, workflowId, root } = await startedRoot();
     const handler = stepHandler(stack.deps);
-    const [root] = await messagesOf(jobId);
-    expect(root?.nodeId).toBe('a');
     // The worker charged `a`, then died before sending its successors: its SQS sends fail.
     const dying = stepHandler(faultyDeps(stack, { failSqs: (command) => command.startsWith('SendMessage') }));
-    const record = stepRecord(root as StepMessage, 1);
+    const record = stepRecord(root, 1);
     expect(await deliver(dying, [record])).toEqual([record.messageId]);
     expect((await runParts(stack.deps, jobId)).charges.get('a')?.hundredths).toBe(1);
     expect(await messagesOf(jobId)).toEqual([]);
     const charged = (await ledgerOf(stack.deps, t.teamId)).charged;
 
     // SQS delivers the same record again: no new charge, and now the successors go out.
-    expect(await deliver(handler, [stepRecord(root as StepMessage, 2)])).toEqual([]);
+    expect(await deliver(handler, [stepRecord(root, 2)])).toEqual([]);
     expect((await ledgerOf(stack.deps, t.teamId)).charged).toBe(charged);
     const released = await messagesOf(jobId);
     expect(released.map((m) => m.nodeId).sort()).toEqual(['b', 'c']);
@@ -167,7 +173,7 @@ describe('redelivered and duplicated step messages', () => {
     // A worker that finished everything but the delete: its record comes back; nothing changes.
     for (const message of released) expect(await deliver(handler, [stepRecord(message)])).toEqual([]);
     // A late duplicate of `a` once its successors ran sends none of them again (no cascade of duplicates).
-    expect(await deliver(handler, [stepRecord(root as StepMessage, 3)])).toEqual([]);
+    expect(await deliver(handler, [stepRecord(root, 3)])).toEqual([]);
     const afterDuplicate = await messagesOf(jobId);
     expect(afterDuplicate.map((m) => m.nodeId)).toEqual(['d']);
     const [d] = afterDuplicate;
@@ -189,11 +195,9 @@ describe('redelivered and duplicated step messages', () => {
   });
 
   it('a worker killed between claiming a model step and finishing it: the step is taken over once its lease ran out', async () => {
-    const t = await team(stack, 100);
-    const { jobId } = await startQueued(t);
+    const { t, jobId, root } = await startedRoot();
     const handler = stepHandler(stack.deps);
-    const [root] = await messagesOf(jobId);
-    expect(await deliver(handler, [stepRecord(root as StepMessage)])).toEqual([]);
+    expect(await deliver(handler, [stepRecord(root)])).toEqual([]);
     const released = await messagesOf(jobId);
     const b = released.find((m) => m.nodeId === 'b') as StepMessage;
     const c = released.find((m) => m.nodeId === 'c') as StepMessage;
@@ -213,12 +217,10 @@ describe('redelivered and duplicated step messages', () => {
   });
 
   it('a cheap step is not claimed: its item is written once, when it finishes', async () => {
-    const t = await team(stack, 100);
-    const { jobId } = await startQueued(t);
-    const [root] = await messagesOf(jobId);
+    const { t, jobId, root } = await startedRoot();
     // Two deliveries of `a` at once both run the (free, deterministic) node; one records and counts it.
     const handler = stepHandler(stack.deps);
-    const records = [stepRecord(root as StepMessage, 1), stepRecord(root as StepMessage, 1)];
+    const records = [stepRecord(root, 1), stepRecord(root, 1)];
     expect((await Promise.all(records.map((r) => deliver(handler, [r])))).flat()).toEqual([]);
     const { run, steps } = await runParts(stack.deps, jobId);
     expect(steps.get('a')).toMatchObject({ status: 'completed', chargeHundredths: 1 });
@@ -229,16 +231,14 @@ describe('redelivered and duplicated step messages', () => {
   });
 
   it('a worker killed between recording a step and counting it: the redelivery counts it once', async () => {
-    const t = await team(stack, 100);
-    const { jobId } = await startQueued(t);
-    const [root] = await messagesOf(jobId);
+    const { t, jobId, root } = await startedRoot();
     // The step's end is written, then the run's count fails (the worker died there).
     const dying = stepHandler(
       faultyDeps(stack, {
         failDynamo: (command, input) => command === 'UpdateItemCommand' && JSON.stringify(input).includes('"SK":"RUN"'),
       }),
     );
-    const record = stepRecord(root as StepMessage, 1);
+    const record = stepRecord(root, 1);
     expect(await deliver(dying, [record])).toEqual([record.messageId]);
     let parts = await runParts(stack.deps, jobId);
     expect(parts.steps.get('a')).toMatchObject({ status: 'completed', chargeHundredths: 1 });
@@ -247,7 +247,7 @@ describe('redelivered and duplicated step messages', () => {
 
     // SQS delivers it again: counted once, successors released.
     const handler = stepHandler(stack.deps);
-    expect(await deliver(handler, [stepRecord(root as StepMessage, 2)])).toEqual([]);
+    expect(await deliver(handler, [stepRecord(root, 2)])).toEqual([]);
     parts = await runParts(stack.deps, jobId);
     expect(parts.run).toMatchObject({ stepsCompleted: 1, chargedHundredths: 1, heldHundredths: diamondTotal - 1 });
     expect(parts.run?.doneSteps).toEqual(new Set(['a']));
@@ -257,7 +257,7 @@ describe('redelivered and duplicated step messages', () => {
     // A late duplicate of `a`: its count is refused (doneSteps holds it) and it sends nothing again.
     const before = (await runParts(stack.deps, jobId)).run;
     const pending = await messagesOf(jobId);
-    expect(await deliver(handler, [stepRecord(root as StepMessage, 3)])).toEqual([]);
+    expect(await deliver(handler, [stepRecord(root, 3)])).toEqual([]);
     expect(await messagesOf(jobId)).toEqual([]);
     expect((await runParts(stack.deps, jobId)).run).toMatchObject({
       stepsCompleted: before?.stepsCompleted,
@@ -269,15 +269,13 @@ describe('redelivered and duplicated step messages', () => {
   });
 
   it('a step that finishes after its run was cancelled is not charged, and its item says so', async () => {
-    const t = await team(stack, 100);
-    const { jobId } = await startQueued(t);
-    const [root] = await messagesOf(jobId);
+    const { t, jobId, root } = await startedRoot();
     // The run is cancelled while its first step is running.
     const cancelling = stepHandler(stack.deps, () => async (context) => {
       expect((await cancelRunCall(stack.baseUrl, t.key, jobId)).body.status).toBe('cancelled');
       return instantExecutor(context);
     });
-    expect(await deliver(cancelling, [stepRecord(root as StepMessage)])).toEqual([]);
+    expect(await deliver(cancelling, [stepRecord(root)])).toEqual([]);
     const { run, steps } = await runParts(stack.deps, jobId);
     expect(run).toMatchObject({ status: 'cancelled', heldHundredths: 0, chargedHundredths: 0 });
     expect(steps.get('a')).toMatchObject({ status: 'completed', chargeHundredths: 0 });

@@ -1,6 +1,3 @@
-import { readFileSync } from 'node:fs';
-import type { IncomingHttpHeaders } from 'node:http';
-import { createServer } from 'node:https';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
@@ -15,38 +12,9 @@ import {
 import { deliverWebhook, type WebhookOptions } from '../functions/workers/webhook-delivery.ts';
 import { buildOpenApiDocument } from '../schemas/openapi.ts';
 import { call, createWorkflow, seedTeam, startWorkingStack, type TestStack, waitForRun } from './support/stack.ts';
+import { type Received, receiverCa, startReceiver } from './support/webhook-receiver.ts';
 
-const ca = readFileSync(new URL('./fixtures/receiver-cert.pem', import.meta.url));
-const options: WebhookOptions = { fetchOptions: { allowLoopback: true, ca } };
-
-interface Received {
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
-/** A local https receiver answering with the statuses queued in `replies` (then 200). */
-const startReceiver = async (replies: number[] = []) => {
-  const received: Received[] = [];
-  const server = createServer(
-    { key: readFileSync(new URL('./fixtures/receiver-key.pem', import.meta.url)), cert: ca },
-    (req, res) => {
-      let body = '';
-      req.on('data', (c) => {
-        body += c;
-      });
-      req.on('end', () => {
-        received.push({ headers: req.headers, body });
-        const status = replies.shift() ?? 200;
-        res.writeHead(status, status === 302 ? { location: 'https://127.0.0.1:1/elsewhere' } : {});
-        res.end('ok');
-      });
-    },
-  );
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  return { url: `https://127.0.0.1:${port}/hook`, received, close: () => new Promise((r) => server.close(r)) };
-};
+const options: WebhookOptions = { fetchOptions: { allowLoopback: true, ca: receiverCa } };
 
 let stack: TestStack;
 beforeAll(async () => {
@@ -180,7 +148,9 @@ describe('the run-finished webhook (spec 6)', () => {
     try {
       await runWithCallback(receiver.url);
       const job = await receiveJob();
-      await expect(deliverWebhook(stack.deps, job, { fetchOptions: { allowLoopback: false, ca } })).rejects.toThrow();
+      await expect(
+        deliverWebhook(stack.deps, job, { fetchOptions: { allowLoopback: false, ca: receiverCa } }),
+      ).rejects.toThrow();
       expect(receiver.received).toHaveLength(0);
     } finally {
       await receiver.close();

@@ -26,60 +26,93 @@ export type EndStatus = 'completed' | 'failed' | 'cancelled' | 'stopped';
  * The team item's one update at a run's end. Steps charge the run item only (the team item is not
  * written per step: one write fewer per step and no hot item per team); the team's `held` carries
  * the whole estimate until here, then moves to `charged` (what the steps charged) and back to
- * `balance` (the rest). `balance` is exact all along: a step's charge never changes it.
+ * `balance` (the rest). `balance` is exact all along: a step's charge never changes it. A run that
+ * held nothing has nothing to settle.
  */
-export const settleTeamItem = (deps: Deps, run: RunLedgerState, release: number): TransactItems[number] => ({
-  Update: {
-    TableName: deps.tableName,
-    Key: teamKey(run.teamId),
-    UpdateExpression: 'ADD balance :release, held :minusEstimate, charged :charged',
-    ExpressionAttributeValues: {
-      ':release': release,
-      ':minusEstimate': -run.estimateHundredths,
-      ':charged': run.estimateHundredths - release,
-    },
-  },
-});
+const settleTeamItems = (deps: Deps, run: RunLedgerState, release: number): TransactItems =>
+  run.estimateHundredths === 0
+    ? []
+    : [
+        {
+          Update: {
+            TableName: deps.tableName,
+            Key: teamKey(run.teamId),
+            UpdateExpression: 'ADD balance :release, held :minusEstimate, charged :charged',
+            ExpressionAttributeValues: {
+              ':release': release,
+              ':minusEstimate': -run.estimateHundredths,
+              ':charged': run.estimateHundredths - release,
+            },
+          },
+        },
+      ];
+
+/** A step is counted on its run once: the run's `doneSteps` set names the steps counted. */
+export const notCountedCondition = '(attribute_not_exists(doneSteps) OR NOT contains(doneSteps, :node))';
+
+/**
+ * The last step's count, made by the transaction that ends its run: valid only while every other
+ * step is finished, as at the read (`completedBefore`, `skippedBefore`).
+ */
+export interface LastCount {
+  nodeId: string;
+  chargeHundredths: number;
+  completedBefore: number;
+  skippedBefore: number;
+}
 
 /**
  * The items that end a run, exactly once: set its final status (only from `queued`/`processing`,
  * only if its hold is still the one read, so no charge slips in between), settle the team item,
  * take the released amount back off the project's and key's spend, and free the workflow's run
- * lock. Callers add the step's own item when a step ends the run.
+ * lock. With `last`, the same update counts the last step and charges it (one write fewer).
  */
-export const endRunItems = (deps: Deps, run: RunLedgerState, status: EndStatus): TransactItems => {
-  const now = deps.now().toISOString();
-  const release = run.heldHundredths;
-  const items: TransactItems = [
+export const endRunItems = (deps: Deps, run: RunLedgerState, status: EndStatus, last?: LastCount): TransactItems => {
+  const charge = last?.chargeHundredths ?? 0;
+  const release = run.heldHundredths - charge;
+  let update = 'SET #status = :status, endedAt = :now, finalizedAt = :now, heldHundredths = :zero';
+  let condition = '#status IN (:queued, :processing) AND heldHundredths = :held AND attribute_not_exists(finalizedAt)';
+  const values: Record<string, unknown> = {
+    ':status': status,
+    ':now': deps.now().toISOString(),
+    ':zero': 0,
+    ':held': run.heldHundredths,
+    ':queued': 'queued',
+    ':processing': 'processing',
+  };
+  if (last) {
+    update += ' ADD stepsCompleted :one, chargedHundredths :charge, doneSteps :nodeSet';
+    condition += ` AND ${notCountedCondition} AND stepsCompleted = :done AND (attribute_not_exists(stepsSkipped) OR stepsSkipped = :skipped)`;
+    Object.assign(values, {
+      ':one': 1,
+      ':charge': charge,
+      ':node': last.nodeId,
+      ':nodeSet': new Set([last.nodeId]),
+      ':done': last.completedBefore,
+      ':skipped': last.skippedBefore,
+    });
+  }
+  return [
     {
       Update: {
         TableName: deps.tableName,
         Key: runKey(run.jobId),
-        UpdateExpression:
-          'SET #status = :status, endedAt = :now, finalizedAt = :now, heldHundredths = :zero REMOVE GSI1PK, GSI1SK',
-        ConditionExpression:
-          '#status IN (:queued, :processing) AND heldHundredths = :held AND attribute_not_exists(finalizedAt)',
+        UpdateExpression: `${update} REMOVE GSI1PK, GSI1SK`,
+        ConditionExpression: condition,
         ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: {
-          ':status': status,
-          ':now': now,
-          ':zero': 0,
-          ':held': release,
-          ':queued': 'queued',
-          ':processing': 'processing',
-        },
+        ExpressionAttributeValues: values,
       },
     },
-    settleTeamItem(deps, run, release),
+    ...settleTeamItems(deps, run, release),
+    ...endRunSideItems(deps, run, release),
   ];
-  return [...items, ...endRunSideItems(deps, run, release)];
 };
 
 /**
  * What every run end does beside the run and team items: free the workflow's run lock and take the
  * released hold back off the project's spend and the key's month.
  */
-export const endRunSideItems = (deps: Deps, run: RunLedgerState, release: number): TransactItems => [
+const endRunSideItems = (deps: Deps, run: RunLedgerState, release: number): TransactItems => [
   {
     Delete: {
       TableName: deps.tableName,
@@ -147,10 +180,13 @@ export const transactWrite = async (deps: Deps, items: TransactItems): Promise<v
   }
 };
 
-/** Ends a run in one transaction; false when it had already ended (or its hold moved: re-read). */
-export const endRun = async (deps: Deps, run: RunLedgerState, status: EndStatus, extra: TransactItems = []) => {
+/**
+ * Ends a run in one transaction (counting its last step too, with `last`); false when it had
+ * already ended, or moved since the read (its hold, its counters): re-read.
+ */
+export const endRun = async (deps: Deps, run: RunLedgerState, status: EndStatus, last?: LastCount) => {
   try {
-    await transactWrite(deps, [...extra, ...endRunItems(deps, run, status)]);
+    await transactWrite(deps, endRunItems(deps, run, status, last));
     return true;
   } catch (error) {
     if (conditionFailed(error)) return false;

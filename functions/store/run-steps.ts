@@ -5,10 +5,10 @@ import type { LicenceModel } from '../domain/licence.ts';
 import { runKey, stepKey } from './keys.ts';
 import {
   conditionFailed,
+  endRun,
   endRunItems,
-  endRunSideItems,
   ledgerStateOf,
-  settleTeamItem,
+  notCountedCondition,
   transactWrite,
 } from './run-ledger.ts';
 
@@ -126,13 +126,12 @@ export const finishStepItem = async (
 };
 
 export type CountResult =
-  /** Counted; `run` is the run item after the count; `ended` when the count also ended the run. */
-  | { counted: true; ended: boolean; run: Record<string, unknown> }
+  /** Counted, and the count also ended the run. */
+  | { counted: true; ended: true }
+  /** Counted; `run` is the run item after the count (the caller ends the run if it is done). */
+  | { counted: true; ended: false; run: Record<string, unknown> }
   /** Counted before (a redelivery), or the run had ended: nothing changed. */
   | { counted: false; runEnded: boolean; alreadyCounted: boolean };
-
-const runGoing = '#status IN (:queued, :processing)';
-const notCounted = '(attribute_not_exists(doneSteps) OR NOT contains(doneSteps, :node))';
 
 export const stepsFinished = (run: Record<string, unknown>) =>
   ((run.stepsCompleted as number | undefined) ?? 0) + ((run.stepsSkipped as number | undefined) ?? 0);
@@ -140,9 +139,8 @@ export const stepsFinished = (run: Record<string, unknown>) =>
 /**
  * Counts a finished step on its run, exactly once (the run's `doneSteps` set remembers it): a
  * completed step moves its charge from the run's hold to its charges. When every other step had
- * finished at `run`'s read, the count also ends the run in one transaction (settling the team,
- * freeing the lock); otherwise it is one conditional update, and the caller ends the run if the
- * returned counters say it is done.
+ * finished at `run`'s read, the count is made by the transaction that ends the run; otherwise it
+ * is one conditional update, and the caller ends the run if the returned counters say it is done.
  */
 export const countStep = async (
   deps: Deps,
@@ -152,46 +150,15 @@ export const countStep = async (
 ): Promise<CountResult> => {
   const ledger = ledgerStateOf(run);
   const charge = outcome.status === 'completed' ? outcome.chargeHundredths : 0;
-  const now = deps.now().toISOString();
-  const common = {
-    ':queued': 'queued',
-    ':processing': 'processing',
-    ':one': 1,
-    ':node': nodeId,
-    ':nodeSet': new Set([nodeId]),
-  };
   if (outcome.status === 'completed' && stepsFinished(run) + 1 === (run.stepsTotal as number)) {
-    const release = ledger.heldHundredths - charge;
-    try {
-      await transactWrite(deps, [
-        {
-          Update: {
-            TableName: deps.tableName,
-            Key: runKey(ledger.jobId),
-            UpdateExpression:
-              'SET #status = :completed, endedAt = :now, finalizedAt = :now, heldHundredths = :zero ADD stepsCompleted :one, chargedHundredths :charge, doneSteps :nodeSet REMOVE GSI1PK, GSI1SK',
-            ConditionExpression: `${runGoing} AND ${notCounted} AND heldHundredths = :held AND stepsCompleted = :done AND (attribute_not_exists(stepsSkipped) OR stepsSkipped = :skipped) AND attribute_not_exists(finalizedAt)`,
-            ExpressionAttributeNames: { '#status': 'status' },
-            ExpressionAttributeValues: {
-              ...common,
-              ':completed': 'completed',
-              ':now': now,
-              ':zero': 0,
-              ':charge': charge,
-              ':held': ledger.heldHundredths,
-              ':done': (run.stepsCompleted as number | undefined) ?? 0,
-              ':skipped': (run.stepsSkipped as number | undefined) ?? 0,
-            },
-          },
-        },
-        settleTeamItem(deps, ledger, release),
-        ...endRunSideItems(deps, ledger, release),
-      ]);
-      return { counted: true, ended: true, run: { ...run, status: 'completed', heldHundredths: 0 } };
-    } catch (error) {
-      // The run moved since the read (a parallel step, a cancel): count it the general way.
-      if (!conditionFailed(error)) throw error;
-    }
+    const last = {
+      nodeId,
+      chargeHundredths: charge,
+      completedBefore: (run.stepsCompleted as number | undefined) ?? 0,
+      skippedBefore: (run.stepsSkipped as number | undefined) ?? 0,
+    };
+    if (await endRun(deps, ledger, 'completed', last)) return { counted: true, ended: true };
+    // The run moved since the read (a parallel step, a cancel): count it the general way.
   }
   const counter = outcome.status === 'completed' ? 'stepsCompleted' : 'stepsSkipped';
   try {
@@ -200,9 +167,17 @@ export const countStep = async (
         TableName: deps.tableName,
         Key: runKey(ledger.jobId),
         UpdateExpression: `SET #status = :processing ADD ${counter} :one, chargedHundredths :charge, heldHundredths :minus, doneSteps :nodeSet REMOVE GSI1PK, GSI1SK`,
-        ConditionExpression: `${runGoing} AND ${notCounted} AND heldHundredths >= :charge`,
+        ConditionExpression: `#status IN (:queued, :processing) AND ${notCountedCondition} AND heldHundredths >= :charge`,
         ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: { ...common, ':charge': charge, ':minus': -charge },
+        ExpressionAttributeValues: {
+          ':queued': 'queued',
+          ':processing': 'processing',
+          ':one': 1,
+          ':node': nodeId,
+          ':nodeSet': new Set([nodeId]),
+          ':charge': charge,
+          ':minus': -charge,
+        },
         ReturnValues: 'ALL_NEW',
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),

@@ -65,16 +65,12 @@ const readRun = async (deps: Deps, message: StepMessage, nodeIds: (canvas: Canva
   const run = itemFor(items, runKey(message.jobId));
   if (!run) throw new Error(`Run ${message.jobId} not found`);
   const steps = new Map<string, FinishedStep>();
-  const stepItems = new Map<string, Record<string, unknown>>();
+  const stepItem = (nodeId: string) => itemFor(items, stepKey(message.jobId, nodeId));
   for (const nodeId of nodeIds(canvas)) {
-    const item = itemFor(items, stepKey(message.jobId, nodeId));
-    const state = stepState(item);
-    if (item && state) {
-      steps.set(nodeId, state);
-      stepItems.set(nodeId, item);
-    }
+    const state = stepState(stepItem(nodeId));
+    if (state) steps.set(nodeId, state);
   }
-  return { run, canvas, steps, stepItems };
+  return { run, canvas, steps, stepItem };
 };
 
 const isGoing = (run: Record<string, unknown>) => run.status === 'queued' || run.status === 'processing';
@@ -155,11 +151,11 @@ export interface StepExecutorOptions {
 
 /** Runs one step message; throws to have SQS redeliver it. */
 export const runStep = async (deps: Deps, message: StepMessage, receiveCount: number, options: StepExecutorOptions) => {
-  const { run, canvas, steps, stepItems } = await readRun(deps, message, (c) => [
+  const { run, canvas, steps, stepItem } = await readRun(deps, message, (c) => [
     message.nodeId,
     ...predecessors(c, message.nodeId),
   ]);
-  const own = stepItems.get(message.nodeId);
+  const own = stepItem(message.nodeId);
   steps.delete(message.nodeId);
   if (own?.status === 'completed' || own?.status === 'skipped') {
     // Finished by an earlier delivery that may have crashed before counting it or releasing its successors.
