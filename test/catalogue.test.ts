@@ -7,7 +7,7 @@ import {
   nodeCategories,
   priceInMode,
   valueKinds,
-} from '../functions/domain/catalogue/index.ts';
+} from '../functions/nodes/catalogue/index.ts';
 import { nodeTypes } from '../schemas/workflows.ts';
 
 const entries = Object.values(catalogue);

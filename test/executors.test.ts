@@ -3,11 +3,11 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getNodeSpec } from '../functions/domain/catalogue/index.ts';
-import { ExpressionError, evaluate } from '../functions/domain/executors/expression.ts';
-import { type ExecutorDeps, executorDepsFromEnv } from '../functions/domain/executors/helpers.ts';
-import { createExecutors, draftMaxTokens, executorFor } from '../functions/domain/executors/index.ts';
-import { decimateMesh } from '../functions/domain/executors/logic.ts';
+import { getNodeSpec } from '../functions/nodes/catalogue/index.ts';
+import { ExpressionError, evaluate } from '../functions/nodes/executors/expression.ts';
+import { type ExecutorDeps, executorDepsFromEnv } from '../functions/nodes/executors/helpers.ts';
+import { createExecutors, draftMaxTokens, executorFor } from '../functions/nodes/executors/index.ts';
+import { decimateMesh } from '../functions/nodes/executors/logic.ts';
 import {
   isStoredFile,
   type StepContext,
@@ -15,7 +15,7 @@ import {
   type StepOutcome,
   type StoredFile,
   type TeamConnection,
-} from '../functions/domain/executors/types.ts';
+} from '../functions/nodes/executors/types.ts';
 import {
   decodePng,
   encodePng,
@@ -28,8 +28,8 @@ import {
   readPngMark,
   readWavFormat,
   readWavMark,
-} from '../functions/domain/media/index.ts';
-import type { Provider } from '../functions/domain/providers/types.ts';
+} from '../functions/nodes/media/index.ts';
+import type { Provider } from '../functions/nodes/providers/types.ts';
 import type { RunMode } from '../schemas/runs.ts';
 import { type NodeType, nodeTypes } from '../schemas/workflows.ts';
 

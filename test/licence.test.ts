@@ -8,7 +8,7 @@ import {
   stampLicenceModel,
   strictestCommercialUse,
 } from '../functions/domain/licence.ts';
-import type { CommercialUse } from '../functions/domain/providers/registry.ts';
+import type { CommercialUse } from '../functions/nodes/providers/registry.ts';
 import { ancestry } from '../functions/domain/run-graph.ts';
 import type { Canvas } from '../functions/domain/workflow-graph.ts';
 

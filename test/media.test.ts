@@ -28,7 +28,7 @@ import {
   readWavMark,
   sniffContentType,
   writePngChunks,
-} from '../functions/domain/media/index.ts';
+} from '../functions/nodes/media/index.ts';
 
 const gradient = (w: number, h: number) =>
   makeImage(w, h, (x, y) => [(x * 255) / Math.max(1, w - 1), (y * 255) / Math.max(1, h - 1), 128, 255]);

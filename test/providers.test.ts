@@ -2,11 +2,11 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getNodeSpec } from '../functions/domain/catalogue/index.ts';
-import { executorDepsFromEnv } from '../functions/domain/executors/helpers.ts';
-import { createExecutors } from '../functions/domain/executors/index.ts';
-import type { StepContext, StoredFile } from '../functions/domain/executors/types.ts';
-import { decodePng, encodePng, makeImage, readPngMark, readWavFormat } from '../functions/domain/media/index.ts';
+import { getNodeSpec } from '../functions/nodes/catalogue/index.ts';
+import { executorDepsFromEnv } from '../functions/nodes/executors/helpers.ts';
+import { createExecutors } from '../functions/nodes/executors/index.ts';
+import type { StepContext, StoredFile } from '../functions/nodes/executors/types.ts';
+import { decodePng, encodePng, makeImage, readPngMark, readWavFormat } from '../functions/nodes/media/index.ts';
 import {
   apiIntegrationMessage,
   checkApiIntegration,
@@ -19,7 +19,7 @@ import {
   providerResolverFromEnv,
   sandboxOptionsFromEnv,
   stepProvider,
-} from '../functions/domain/providers/index.ts';
+} from '../functions/nodes/providers/index.ts';
 import type { Canvas } from '../functions/domain/workflow-graph.ts';
 import type { RunMode } from '../schemas/runs.ts';
 import type { NodeType } from '../schemas/workflows.ts';

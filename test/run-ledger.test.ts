@@ -8,7 +8,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { StepFailedError } from '../functions/domain/executors/types.ts';
+import { StepFailedError } from '../functions/nodes/executors/types.ts';
 import { batchGet, itemFor } from '../functions/store/batch.ts';
 import { runKey, teamKey } from '../functions/store/keys.ts';
 import { balanceOf } from '../functions/store/tenancy.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readPngMark, readWavMark } from '../functions/domain/media/marks.ts';
+import { readPngMark, readWavMark } from '../functions/nodes/media/marks.ts';
 import { setConnection } from '../functions/store/connections.ts';
 import { buildOpenApiDocument } from '../schemas/openapi.ts';
 import { expectValidResponse } from './support/openapi-validator.ts';

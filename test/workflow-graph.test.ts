@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canConnect, catalogue, type NodeSpec } from '../functions/domain/catalogue/index.ts';
+import { canConnect, catalogue, type NodeSpec } from '../functions/nodes/catalogue/index.ts';
 import { columnWidth, layeredLayout, rowHeight } from '../functions/domain/layout.ts';
 import {
   apiInputKeys,

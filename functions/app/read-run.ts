@@ -3,7 +3,7 @@ import { messages } from '../../schemas/errors.ts';
 import type { Run, RunFile } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { NotFoundError } from '../domain/errors.ts';
-import { isStoredFile } from '../domain/executors/types.ts';
+import { isStoredFile } from '../nodes/executors/types.ts';
 import { type RunRecord, runView, type StepRecord } from '../domain/run-view.ts';
 import type { Canvas } from '../domain/workflow-graph.ts';
 import { cachedCanvas, rememberCanvas } from '../store/canvas-cache.ts';

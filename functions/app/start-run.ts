@@ -13,7 +13,7 @@ import {
   ServiceUnavailableError,
   UnprocessableError,
 } from '../domain/errors.ts';
-import { checkApiIntegration } from '../domain/providers/registry.ts';
+import { checkApiIntegration } from '../nodes/providers/registry.ts';
 import { admitRun, estimateRun, type RunEstimate, refusalBody, spendMonth } from '../domain/run-pricing.ts';
 import { apiInputKeys, rootNodeIds, validateCanvas } from '../domain/workflow-graph.ts';
 import type { AuthContext } from '../http/authenticate.ts';

@@ -4,7 +4,7 @@
  * null counts as unchecked), `ai_generated` and `generated_by` name those model steps.
  * Not legal advice: the facts are the registry's, stamped when each step ran.
  */
-import { type CommercialUse, licenceFacts } from './providers/registry.ts';
+import { type CommercialUse, licenceFacts } from '../nodes/providers/registry.ts';
 
 export type OutputCommercialUse = 'yes' | 'provider_terms' | 'unchecked' | 'no';
 

@@ -1,4 +1,4 @@
-import { getNodeSpec } from './catalogue/index.ts';
+import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import type { Canvas, CanvasEdge } from './workflow-graph.ts';
 
 /**

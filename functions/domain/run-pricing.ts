@@ -1,6 +1,6 @@
 import { messages } from '../../schemas/errors.ts';
 import type { RunMode } from '../../schemas/runs.ts';
-import { getNodeSpec } from './catalogue/index.ts';
+import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import { toCredits } from './credits.ts';
 import type { Canvas } from './workflow-graph.ts';
 

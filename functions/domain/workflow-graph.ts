@@ -9,7 +9,7 @@
  */
 import * as v from 'valibot';
 import type { NodeType, ValidationIssue, WorkflowStep } from '../../schemas/workflows.ts';
-import { canConnect, getNodeSpec, type HandleSpec, type NodeSpec } from './catalogue/index.ts';
+import { canConnect, getNodeSpec, type HandleSpec, type NodeSpec } from '../nodes/catalogue/index.ts';
 import { layeredLayout, orderTopologically, type Position } from './layout.ts';
 
 /** Most steps one workflow may have (the spec leaves it "not shown"; this is ours). */

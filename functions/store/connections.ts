@@ -1,6 +1,6 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
-import type { TeamConnection } from '../domain/executors/types.ts';
+import type { TeamConnection } from '../nodes/executors/types.ts';
 import { teamKey } from './keys.ts';
 
 /**

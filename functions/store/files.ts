@@ -1,8 +1,8 @@
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Deps } from '../deps.ts';
-import type { StoredFile } from '../domain/executors/types.ts';
-import { aiObjectMetadata } from '../domain/media/marks.ts';
+import type { StoredFile } from '../nodes/executors/types.ts';
+import { aiObjectMetadata } from '../nodes/media/marks.ts';
 
 /** Where a run's files live in the team's library bucket. */
 export const runFileKey = (teamId: string, jobId: string, nodeId: string, name: string) =>

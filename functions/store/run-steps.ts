@@ -1,6 +1,6 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
-import type { ModelUse } from '../domain/executors/types.ts';
+import type { ModelUse } from '../nodes/executors/types.ts';
 import type { LicenceModel } from '../domain/licence.ts';
 import { runKey, stepKey } from './keys.ts';
 import {

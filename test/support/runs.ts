@@ -10,7 +10,7 @@ import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aw
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { expect } from 'vitest';
 import { type Deps, documentClient } from '../../functions/deps.ts';
-import type { NodeExecutor } from '../../functions/domain/executors/types.ts';
+import type { NodeExecutor } from '../../functions/nodes/executors/types.ts';
 import { readRunPartition } from '../../functions/store/runs.ts';
 import { balanceOf, getTeam, type TeamBalance } from '../../functions/store/tenancy.ts';
 import { makeHandler } from '../../functions/workers/step-executor.ts';

@@ -7,7 +7,7 @@ import { messages } from '../../../schemas/errors.ts';
  */
 import { getNodeSpec } from '../catalogue/index.ts';
 import type { NodeSpec } from '../catalogue/node-spec.ts';
-import type { Canvas, CanvasNode } from '../workflow-graph.ts';
+import type { Canvas, CanvasNode } from '../../domain/workflow-graph.ts';
 
 export const integrationLevels = ['api', 'app_only', 'byok_only', 'not_allowed', 'region_restricted'] as const;
 /**
