@@ -10,8 +10,8 @@ import type { SQSEvent } from 'aws-lambda';
 import type { Deps } from '../functions/deps.ts';
 import { hashApiKey } from '../functions/domain/api-key.ts';
 import { toCredits } from '../functions/domain/credits.ts';
-import type { NodeExecutor } from '../functions/nodes/executors/types.ts';
 import { spendMonth } from '../functions/domain/run-pricing.ts';
+import type { NodeExecutor } from '../functions/nodes/executors/types.ts';
 import { batchGet } from '../functions/store/batch.ts';
 import {
   apiKeyKey,

@@ -8,9 +8,9 @@ import {
   stampLicenceModel,
   strictestCommercialUse,
 } from '../functions/domain/licence.ts';
-import type { CommercialUse } from '../functions/nodes/providers/registry.ts';
 import { ancestry } from '../functions/domain/run-graph.ts';
 import type { Canvas } from '../functions/domain/workflow-graph.ts';
+import type { CommercialUse } from '../functions/nodes/providers/registry.ts';
 
 const at = '2026-01-02T03:04:05.000Z';
 

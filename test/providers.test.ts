@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Canvas } from '../functions/domain/workflow-graph.ts';
 import { getNodeSpec } from '../functions/nodes/catalogue/index.ts';
 import { executorDepsFromEnv } from '../functions/nodes/executors/helpers.ts';
 import { createExecutors } from '../functions/nodes/executors/index.ts';
@@ -20,7 +21,6 @@ import {
   sandboxOptionsFromEnv,
   stepProvider,
 } from '../functions/nodes/providers/index.ts';
-import type { Canvas } from '../functions/domain/workflow-graph.ts';
 import type { RunMode } from '../schemas/runs.ts';
 import type { NodeType } from '../schemas/workflows.ts';
 

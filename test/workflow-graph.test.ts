@@ -1,6 +1,5 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canConnect, catalogue, type NodeSpec } from '../functions/nodes/catalogue/index.ts';
 import { columnWidth, layeredLayout, rowHeight } from '../functions/domain/layout.ts';
 import {
   apiInputKeys,
@@ -14,6 +13,7 @@ import {
   topologicalOrder,
   validateCanvas,
 } from '../functions/domain/workflow-graph.ts';
+import { canConnect, catalogue, type NodeSpec } from '../functions/nodes/catalogue/index.ts';
 import type { ValidationIssue, WorkflowStep, WorkflowStepInput } from '../schemas/workflows.ts';
 
 const step = (key: string, type: string, extra: Partial<WorkflowStep> = {}): WorkflowStep => ({ key, type, ...extra });

@@ -13,7 +13,6 @@ import {
   ServiceUnavailableError,
   UnprocessableError,
 } from '../domain/errors.ts';
-import { checkApiIntegration } from '../nodes/providers/registry.ts';
 import { admitRun, estimateRun, type RunEstimate, refusalBody, spendMonth } from '../domain/run-pricing.ts';
 import { apiInputKeys, rootNodeIds, validateCanvas } from '../domain/workflow-graph.ts';
 import type { AuthContext } from '../http/authenticate.ts';
@@ -21,6 +20,7 @@ import { issuePath, readJsonBody } from '../http/body.ts';
 import { logger } from '../http/logger.ts';
 import { countRunStarted } from '../http/metrics.ts';
 import { type HttpResult, json } from '../http/response.ts';
+import { checkApiIntegration } from '../nodes/providers/registry.ts';
 import type { ApiKeyRecord } from '../store/api-keys.ts';
 import { getConnections } from '../store/connections.ts';
 import { createDeferredRun } from '../store/deferred-runs.ts';

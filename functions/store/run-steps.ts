@@ -1,7 +1,7 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
-import type { ModelUse } from '../nodes/executors/types.ts';
 import type { LicenceModel } from '../domain/licence.ts';
+import type { ModelUse } from '../nodes/executors/types.ts';
 import { runKey, stepKey } from './keys.ts';
 import {
   conditionFailed,

@@ -1,7 +1,7 @@
 import type { RunMode } from '../../../schemas/runs.ts';
+import type { CanvasNode } from '../../domain/workflow-graph.ts';
 import type { NodeSpec } from '../catalogue/node-spec.ts';
 import type { TeamConnection } from '../providers/types.ts';
-import type { CanvasNode } from '../../domain/workflow-graph.ts';
 
 /**
  * The contract between the step executor (orchestration: reads, charges, successors) and the node

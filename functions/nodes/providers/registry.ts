@@ -1,4 +1,5 @@
 import { messages } from '../../../schemas/errors.ts';
+import type { Canvas, CanvasNode } from '../../domain/workflow-graph.ts';
 /**
  * The provider registry (DESIGN section 4): per provider and model, the licence facts an output
  * ships under (spec 2.3 LicenceModel) and the API integration level (spec 7, the provider 422).
@@ -7,7 +8,6 @@ import { messages } from '../../../schemas/errors.ts';
  */
 import { getNodeSpec } from '../catalogue/index.ts';
 import type { NodeSpec } from '../catalogue/node-spec.ts';
-import type { Canvas, CanvasNode } from '../../domain/workflow-graph.ts';
 
 export const integrationLevels = ['api', 'app_only', 'byok_only', 'not_allowed', 'region_restricted'] as const;
 /**
