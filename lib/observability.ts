@@ -20,7 +20,7 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { metricDimensions, metricNames, metricsNamespace } from '../functions/http/metrics.ts';
+import { metricDimensions, metricNames, metricsNamespace } from '../functions/observability/metric-names.ts';
 import type { QueueDefinition } from './definitions.ts';
 import { workers } from './workers.ts';
 

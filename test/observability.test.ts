@@ -4,7 +4,8 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { keyedHandler, publicHandler } from '../functions/http/api-handler.ts';
-import { logger } from '../functions/http/logger.ts';
+import { json } from '../functions/http/response.ts';
+import { logger } from '../functions/observability/logger.ts';
 import {
   addCreditsCharged,
   countDeferred,
@@ -15,8 +16,7 @@ import {
   metrics,
   metricsNamespace,
   metricsServiceName,
-} from '../functions/http/metrics.ts';
-import { json } from '../functions/http/response.ts';
+} from '../functions/observability/metrics.ts';
 import { buildApp } from '../lib/build-app.ts';
 import { queues } from '../lib/definitions.ts';
 import { alarmEmailContextKey, alarmThresholds, perFunctionAlarmsContextKey } from '../lib/observability.ts';

@@ -2,7 +2,7 @@ import { messages } from '../../schemas/errors.ts';
 import type { Deps } from '../deps.ts';
 import { ConflictError, NotFoundError, PaymentRequiredError, ServiceUnavailableError } from '../domain/errors.ts';
 import { currentMultiplier } from '../domain/price.ts';
-import { logger } from '../http/logger.ts';
+import { logger } from '../observability/logger.ts';
 import { type ApiKeyRecord, findApiKeyById } from '../store/api-keys.ts';
 import {
   type DeferredRecord,

@@ -17,10 +17,10 @@ import { admitRun, estimateRun, type RunEstimate, refusalBody, spendMonth } from
 import { apiInputKeys, rootNodeIds, validateCanvas } from '../domain/workflow-graph.ts';
 import type { AuthContext } from '../http/authenticate.ts';
 import { issuePath, readJsonBody } from '../http/body.ts';
-import { logger } from '../http/logger.ts';
-import { countRunStarted } from '../http/metrics.ts';
 import { type HttpResult, json } from '../http/response.ts';
 import { checkApiIntegration } from '../nodes/providers/registry.ts';
+import { logger } from '../observability/logger.ts';
+import { countRunStarted } from '../observability/metrics.ts';
 import type { ApiKeyRecord } from '../store/api-keys.ts';
 import { getConnections } from '../store/connections.ts';
 import { createDeferredRun } from '../store/deferred-runs.ts';

@@ -4,10 +4,10 @@ import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import type { Scope } from '../../lib/routes.ts';
 import type { Deps } from '../deps.ts';
+import { logger } from '../observability/logger.ts';
+import { metrics } from '../observability/metrics.ts';
 import { type AuthContext, authenticate } from './authenticate.ts';
 import { errorResponse } from './error-map.ts';
-import { logger } from './logger.ts';
-import { metrics } from './metrics.ts';
 import type { HttpResult } from './response.ts';
 
 type Event = APIGatewayProxyEventV2;

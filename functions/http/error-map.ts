@@ -12,7 +12,7 @@ import {
   UnauthorizedError,
   UnprocessableError,
 } from '../domain/errors.ts';
-import { logger } from './logger.ts';
+import { logger } from '../observability/logger.ts';
 import { type HttpResult, json } from './response.ts';
 
 /**

@@ -1,8 +1,8 @@
 import { dispatchDeferredRuns } from '../app/dispatch-deferred.ts';
 import { sweepQueuedRuns } from '../app/sweep-queued-runs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
-import { logger } from '../http/logger.ts';
-import { countDeferred, metrics } from '../http/metrics.ts';
+import { logger } from '../observability/logger.ts';
+import { countDeferred, metrics } from '../observability/metrics.ts';
 
 /**
  * Woken every minute by EventBridge. Each tick moves deferred runs (dispatch at the current price

@@ -14,9 +14,9 @@ import {
   webhookHeaders,
   webhookTimeoutMs,
 } from '../domain/webhook.ts';
-import { logger } from '../http/logger.ts';
-import { countWebhookAttempt, metrics } from '../http/metrics.ts';
 import { allowLoopbackFromEnv, type GuardedFetchOptions, guardedFetch } from '../http-client/guarded-fetch.ts';
+import { logger } from '../observability/logger.ts';
+import { countWebhookAttempt, metrics } from '../observability/metrics.ts';
 import { runKey, webhookDeliveryKey } from '../store/keys.ts';
 
 /**

@@ -1,5 +1,8 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logger } from './logger.ts';
+import { metricDimensions, metricNames, metricsNamespace, metricsServiceName } from './metric-names.ts';
+
+export { metricDimensions, metricNames, metricsNamespace, metricsServiceName };
 
 /**
  * The service's own CloudWatch metrics, written as embedded metric format (EMF) lines on stdout and
@@ -7,28 +10,8 @@ import { logger } from './logger.ts';
  * `metrics.publishStoredMetrics()` at the end of each worker invocation. Set
  * POWERTOOLS_METRICS_DISABLED=true to keep them off stdout (tests, the local default).
  *
- * The names are shared with the dashboard and alarms in `lib/observability.ts`.
+ * The names live in `metric-names.ts`, shared with the dashboard and alarms in `lib/observability.ts`.
  */
-
-export const metricsNamespace = 'WorkflowRunApi';
-/** Powertools adds it to every metric as the `service` dimension. */
-export const metricsServiceName = 'workflow-run-api';
-
-export const metricNames = {
-  runsStarted: 'RunsStarted',
-  stepsCompleted: 'StepsCompleted',
-  /** In credits (1 credit = $0.01), not hundredths. */
-  creditsCharged: 'CreditsCharged',
-  webhookAttempts: 'WebhookAttempts',
-  /** 1 per attempt that got no 2xx, 0 per delivered attempt, so that failures / attempts is a rate. */
-  webhookFailures: 'WebhookFailures',
-  deferredDispatched: 'DeferredDispatched',
-  deferredExpired: 'DeferredExpired',
-  deferredCancelled: 'DeferredCancelled',
-} as const;
-
-/** Every metric is published with exactly this dimension set; the alarms and the dashboard must use the same. */
-export const metricDimensions = { service: metricsServiceName } as const;
 
 const nothingToPublish = 'No application metrics to publish';
 
