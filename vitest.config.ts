@@ -1,15 +1,54 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Test files that need the emulators (DynamoDB Local and fauxqs, started once by the global setup)
+ * or start the local stack themselves. Every other test file is a unit test: pure, no emulator,
+ * run by `npm run test:unit` in seconds. `test/docs.test.ts` checks that a file using the stack
+ * helpers is listed here.
+ */
+export const integrationTests = [
+  'test/admin.test.ts',
+  'test/auth.test.ts',
+  'test/client.test.ts',
+  'test/cost.test.ts',
+  'test/create-workflow.test.ts',
+  'test/deferred.test.ts',
+  'test/docs-page.test.ts',
+  'test/list-workflows.test.ts',
+  'test/local-api.test.ts',
+  'test/observability.test.ts',
+  'test/rate-limit.test.ts',
+  'test/run-ledger.test.ts',
+  'test/run-outputs.test.ts',
+  'test/run-redelivery.test.ts',
+  'test/runs-smoke.test.ts',
+  'test/runs.test.ts',
+  'test/start.test.ts',
+  'test/webhooks.test.ts',
+];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    // One DynamoDB Local + fauxqs for the whole suite; each test file provisions its own prefix.
-    globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
     maxWorkers: 2,
     env: { POWERTOOLS_LOG_LEVEL: 'SILENT', POWERTOOLS_METRICS_DISABLED: 'true', AWS_REGION: 'us-east-1' },
     reporters: ['default'],
+    projects: [
+      {
+        extends: true,
+        test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: integrationTests },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: integrationTests,
+          // One DynamoDB Local + fauxqs for the whole project; each test file provisions its own prefix.
+          globalSetup: ['test/support/global-setup.ts'],
+        },
+      },
+    ],
   },
 });
