@@ -4,8 +4,9 @@
  * handler polling the steps queue, with an instant node executor as the provider edge.
  */
 import { randomUUID } from 'node:crypto';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { capResetsText } from '../functions/domain/run-pricing.ts';
 import { canvasKey, workflowLockKey } from '../functions/store/keys.ts';
 import { claimStep } from '../functions/store/run-steps.ts';
@@ -72,6 +73,24 @@ const lockOf = async (workflowId: string) =>
       new GetCommand({ TableName: stack.deps.tableName, Key: workflowLockKey(workflowId), ConsistentRead: true }),
     )
   ).Item;
+
+/** Resolves once the steps queue holds no message, visible or taken by a worker still running it. */
+const stepsQueueDrained = () =>
+  vi.waitFor(
+    async () => {
+      const { Attributes = {} } = await stack.deps.sqs.send(
+        new GetQueueAttributesCommand({
+          QueueUrl: stack.resources.queueUrls.Steps,
+          AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+        }),
+      );
+      expect([Attributes.ApproximateNumberOfMessages, Attributes.ApproximateNumberOfMessagesNotVisible]).toEqual([
+        '0',
+        '0',
+      ]);
+    },
+    { timeout: 20_000, interval: 50 },
+  );
 
 // Until the workers start (last block), accepted runs stay `queued`: nothing races the checks.
 describe('run starts without workers (runs stay queued)', () => {
@@ -603,13 +622,18 @@ describe('with workers polling the steps queue', () => {
   it('the sweep: a run whose root messages were lost stays queued until the dispatcher re-sends them', async () => {
     const t = await team(100);
     const workflowId = await createWorkflow(stack, t);
-    const lossy = faultyDeps(stack, { failSqs: (command) => command === 'SendMessageBatchCommand' });
+    const lostSends: string[] = [];
+    const lossy = faultyDeps(stack, {
+      failSqs: (command) => command === 'SendMessageBatchCommand' && lostSends.push(command) > 0,
+    });
     const lossyApi: LocalApi = await startSecondApi(lossy);
     closers.push(() => lossyApi.close());
     const started = await startRunCall(lossyApi.baseUrl, t.key, workflowId);
     expect(started.status).toBe(200);
     const jobId = started.body.jobId as string;
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // The root steps' one send was refused, and the workers have nothing left to take: the run stays queued.
+    expect(lostSends).toEqual(['SendMessageBatchCommand']);
+    await stepsQueueDrained();
     const stuck = await getRunCall(stack.baseUrl, t.key, jobId);
     expect(stuck.body).toMatchObject({ status: 'queued', progress: 0 });
     expect((await runParts(stack.deps, jobId)).steps.size).toBe(0);
