@@ -405,7 +405,7 @@ const benchOrchestration = async (
   });
   const ddb = countDynamoDbCalls(stepDeps.ddb);
   const sqs = countSqsCalls(stepDeps.sqs);
-  const handler = makeHandler(stepDeps, { executorFor: () => immediate });
+  const handler = makeHandler({ ...stepDeps, executors: () => immediate });
   const nodeIds = Array.from({ length: chainLength }, (_, i) => `s${i}`);
   const driveRun = async (job: Job, samples: StepSample[][] | null) => {
     for (const [index, nodeId] of nodeIds.entries()) {

@@ -4,6 +4,11 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { envNames } from '../lib/definitions.ts';
+import type { NodeType } from '../schemas/workflows.ts';
+import type { NodeExecutor } from './nodes/executors/types.ts';
+
+/** The node executor of each node type, chosen once when deps are built (never per step). */
+export type ExecutorLookup = (type: NodeType) => NodeExecutor;
 
 /** Everything a handler touches from the outside world; tests pass their own. */
 export interface Deps {
@@ -17,7 +22,16 @@ export interface Deps {
   now: () => Date;
   /** Id generator (uuid strings, as the spec says). */
   newId: () => string;
+  /** What runs each step's node; only the step executor has real ones (see `productionDeps`). */
+  executors: ExecutorLookup;
+  /** Where a team connection's `env:NAME` secret is looked up (the function's environment when deployed). */
+  secretEnv: Readonly<Record<string, string | undefined>>;
 }
+
+/** The lookup of a function that runs no steps: asking it for an executor is a wiring mistake. */
+export const noExecutors: ExecutorLookup = (type) => {
+  throw new Error(`No node executors in this function (asked for ${type})`);
+};
 
 /** DocumentClient options shared by every construction so items marshal the same everywhere. */
 export const documentClient = (client: DynamoDBClient): DynamoDBDocumentClient =>
@@ -27,9 +41,11 @@ let cached: Deps | undefined;
 
 /**
  * Built once per cold start from the environment the stack sets. Clients are created here but
- * connect lazily; endpoints come from the SDK's standard configuration.
+ * connect lazily; endpoints come from the SDK's standard configuration. The step executor passes
+ * its executors (built from the environment once): taking them as an argument keeps the node
+ * executors, providers and media codecs out of every other function's bundle.
  */
-export const productionDeps = (): Deps => {
+export const productionDeps = (options: { executors?: ExecutorLookup } = {}): Deps => {
   cached ??= {
     ddb: documentClient(new DynamoDBClient({})),
     tableName: process.env[envNames.table] ?? '',
@@ -42,6 +58,8 @@ export const productionDeps = (): Deps => {
     bucket: process.env[envNames.bucket] ?? '',
     now: () => new Date(),
     newId: randomUUID,
+    executors: noExecutors,
+    secretEnv: process.env,
   };
-  return cached;
+  return options.executors ? { ...cached, executors: options.executors } : cached;
 };

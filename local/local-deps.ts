@@ -3,11 +3,16 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { type Deps, documentClient } from '../functions/deps.ts';
+import { createExecutorRegistry, executorDepsFromEnv } from '../functions/nodes/executors/index.ts';
 import { envNames } from '../lib/definitions.ts';
 import { localAwsConfig } from './emulators.ts';
 import type { LocalResources } from './provision.ts';
 
-/** Deps for handlers running against the emulators: the same shape production builds from env. */
+/**
+ * Deps for handlers running against the emulators: the same shape production builds from env. The
+ * node executors and connection secrets come from this process's environment (as `npm start` has
+ * it) unless `overrides` brings others.
+ */
 export const localDeps = (resources: LocalResources, overrides: Partial<Deps> = {}): Deps => ({
   ddb: documentClient(new DynamoDBClient({ ...localAwsConfig, endpoint: resources.dynamoDbEndpoint })),
   tableName: resources.tableName,
@@ -17,6 +22,8 @@ export const localDeps = (resources: LocalResources, overrides: Partial<Deps> = 
   bucket: resources.bucket,
   now: () => new Date(),
   newId: randomUUID,
+  executors: overrides.executors ?? createExecutorRegistry(executorDepsFromEnv()),
+  secretEnv: process.env,
   ...overrides,
 });
 

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getNodeSpec } from '../functions/nodes/catalogue/index.ts';
 import { ExpressionError, evaluate } from '../functions/nodes/executors/expression.ts';
 import { type ExecutorDeps, executorDepsFromEnv } from '../functions/nodes/executors/helpers.ts';
-import { createExecutors, draftMaxTokens, executorFor } from '../functions/nodes/executors/index.ts';
+import { createExecutorRegistry, createExecutors, draftMaxTokens } from '../functions/nodes/executors/index.ts';
 import { decimateMesh } from '../functions/nodes/executors/logic.ts';
 import {
   isStoredFile,
@@ -98,12 +98,14 @@ const sampleGlb = () =>
   });
 
 describe('the registry of executors', () => {
-  it('has an executor for each of the 55 node types, and executorFor keeps its signature', async () => {
+  it('has an executor for each of the 55 node types, looked up by createExecutorRegistry', async () => {
     expect(Object.keys(executors).sort()).toEqual([...nodeTypes].sort());
     expect(nodeTypes).toHaveLength(55);
     const h = new Harness();
-    const outcome = await executorFor('TextEntry')(h.context('TextEntry', { text: 'hi' }));
+    const lookup = createExecutorRegistry(deps);
+    const outcome = await lookup('TextEntry')(h.context('TextEntry', { text: 'hi' }));
     expect(outcome.outputs).toEqual({ text: 'hi' });
+    expect(() => lookup('NoSuchNode' as never)).toThrow('No executor for node type NoSuchNode');
   });
 });
 

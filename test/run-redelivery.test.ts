@@ -369,7 +369,7 @@ describe('failing steps', () => {
       const jobId = started.body.jobId as string;
       const poller = startStepWorkers(poisonStack, {
         definition: { ...stepsQueue, visibilityTimeoutSeconds: 1 },
-        executorFor: () => async () => {
+        executors: () => async () => {
           throw new Error('provider exploded');
         },
       });

@@ -64,7 +64,7 @@ export const removeConnection = async (deps: Deps, teamId: string, key: string) 
 export const resolveConnection = (
   key: string,
   ref: ConnectionRef | undefined,
-  env: NodeJS.ProcessEnv = process.env,
+  env: Readonly<Record<string, string | undefined>>,
 ): TeamConnection | undefined => {
   if (!ref || !isValidSecretRef(ref.secretRef)) return undefined;
   const secret = env[ref.secretRef.slice('env:'.length)];

@@ -8,7 +8,7 @@ import { stampLicenceModel } from '../domain/licence.ts';
 import { type FinishedStep, planStep, predecessors, readySuccessors, successors } from '../domain/run-graph.ts';
 import { apiInputTargets, type Canvas } from '../domain/workflow-graph.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
-import { executorFor } from '../nodes/executors/index.ts';
+import { createExecutorRegistry, executorDepsFromEnv } from '../nodes/executors/index.ts';
 import { type NodeExecutor, StepFailedError } from '../nodes/executors/types.ts';
 import { logger } from '../observability/logger.ts';
 import { addCreditsCharged, countStepCompleted, metrics } from '../observability/metrics.ts';
@@ -144,7 +144,6 @@ const endWithFailure = async (deps: Deps, message: StepMessage, attempt: Attempt
 };
 
 export interface StepExecutorOptions {
-  executorFor: (type: Parameters<typeof executorFor>[0]) => NodeExecutor;
   /** Milliseconds a node may run before it is aborted. */
   stepTimeoutMs: number;
 }
@@ -186,7 +185,7 @@ export const runStep = async (deps: Deps, message: StepMessage, receiveCount: nu
   let outcome: Awaited<ReturnType<NodeExecutor>>;
   let connections: Record<string, ConnectionRef> | undefined;
   try {
-    outcome = await options.executorFor(node.type)({
+    outcome = await deps.executors(node.type)({
       jobId: message.jobId,
       teamId,
       node,
@@ -199,7 +198,7 @@ export const runStep = async (deps: Deps, message: StepMessage, receiveCount: nu
       fileUrl: (file) => presignTeamFile(deps, teamId, file.key, fileUrlSeconds),
       connection: async (key) => {
         connections ??= await getConnections(deps, teamId);
-        return resolveConnection(key, connections[key]);
+        return resolveConnection(key, connections[key], deps.secretEnv);
       },
       signal: AbortSignal.timeout(options.stepTimeoutMs),
     });
@@ -234,7 +233,6 @@ export const makeHandler =
   (deps: Deps, options: Partial<StepExecutorOptions> = {}) =>
   async (event: SQSEvent): Promise<SQSBatchResponse> => {
     const resolved: StepExecutorOptions = {
-      executorFor,
       stepTimeoutMs: (stepsQueue.consumerTimeoutSeconds - 5) * 1000,
       ...options,
     };
@@ -261,4 +259,4 @@ export const makeHandler =
     }
   };
 
-export const handler = makeHandler(productionDeps());
+export const handler = makeHandler(productionDeps({ executors: createExecutorRegistry(executorDepsFromEnv()) }));

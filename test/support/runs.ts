@@ -147,10 +147,10 @@ export const instantExecutor: NodeExecutor = async (context) => {
 export const instantExecutorFor = () => instantExecutor;
 
 /** The real step-executor handler over `deps`, with the instant executor unless told otherwise. */
-export const stepHandler = (deps: Deps, executorFor: () => NodeExecutor = instantExecutorFor) =>
-  makeHandler(deps, { executorFor: executorFor as never, stepTimeoutMs: 5_000 });
+export const stepHandler = (deps: Deps, executors: () => NodeExecutor = instantExecutorFor) =>
+  makeHandler({ ...deps, executors }, { stepTimeoutMs: 5_000 });
 
-/** The real step-executor handler with the real node executors. */
+/** The real step-executor handler with the node executors `deps` has (the real ones on a test stack). */
 export const realStepHandler = (deps: Deps) => makeHandler(deps, { stepTimeoutMs: 5_000 });
 
 export type StepHandler = ReturnType<typeof stepHandler>;
@@ -338,12 +338,12 @@ export const startSecondApi = async (deps: Deps): Promise<LocalApi> =>
 /** Polls the stack's steps queue with the real step-executor handler, as the event source mapping does. */
 export const startStepWorkers = (
   stack: TestStack,
-  options: { executorFor?: () => NodeExecutor; definition?: QueueDefinition; deps?: Deps } = {},
+  options: { executors?: () => NodeExecutor; definition?: QueueDefinition; deps?: Deps } = {},
 ) =>
   startQueuePoller({
     endpoint: stack.resources.sqsS3Endpoint,
     queueUrl: stack.resources.queueUrls.Steps,
     definition: options.definition ?? stepsQueue,
-    handler: stepHandler(options.deps ?? stack.deps, options.executorFor) as never,
+    handler: stepHandler(options.deps ?? stack.deps, options.executors) as never,
     waitSeconds: 1,
   });

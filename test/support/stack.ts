@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
 import type { Deps } from '../../functions/deps.ts';
 import { toHundredths } from '../../functions/domain/credits.ts';
+import { createExecutorRegistry, executorDepsFromEnv } from '../../functions/nodes/executors/index.ts';
 import { createApiKey, type NewApiKey } from '../../functions/store/api-keys.ts';
 import { createAgent, createProject, createTeam } from '../../functions/store/tenancy.ts';
 import type { Scope } from '../../lib/routes.ts';
@@ -17,6 +18,10 @@ export interface TestStack {
   close(): Promise<void>;
 }
 
+/** The real node executors over the given settings (providers, HTTP), never the shell's environment. */
+export const testExecutors = (settings: NodeJS.ProcessEnv = {}) =>
+  createExecutorRegistry(executorDepsFromEnv(settings));
+
 /**
  * A fresh set of resources (own table, queues and bucket under a random prefix) on the suite's
  * emulators, and the local API server over them: the same path `npm start` serves.
@@ -24,7 +29,7 @@ export interface TestStack {
 export const startTestStack = async (overrides: Partial<Deps> = {}): Promise<TestStack> => {
   const emulators = inject('emulators');
   const resources = await provision({ prefix: `t${randomUUID().slice(0, 8)}`, ...emulators });
-  const deps = localDeps(resources, overrides);
+  const deps = localDeps(resources, { executors: testExecutors(), ...overrides });
   const api = await startLocalApi({ deps, port: 0, host: '127.0.0.1' });
   return {
     resources,

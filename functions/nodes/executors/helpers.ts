@@ -29,15 +29,19 @@ export interface ExecutorDeps {
   env: NodeJS.ProcessEnv;
 }
 
-export const executorDepsFromEnv = (env: NodeJS.ProcessEnv = process.env): ExecutorDeps => ({
-  providers: providerResolverFromEnv(env),
-  fetch: guardedFetch,
-  allowLoopback: allowLoopbackFromEnv(env),
-  httpTimeoutMs: 10_000,
-  maxResponseBytes: 5 * 1024 * 1024,
-  maxFileBytes: 50 * 1024 * 1024,
-  env,
-});
+/** Executor deps configured from `env`, copied once so that no step reads the live environment. */
+export const executorDepsFromEnv = (env: NodeJS.ProcessEnv = process.env): ExecutorDeps => {
+  const settings = { ...env };
+  return {
+    providers: providerResolverFromEnv(settings),
+    fetch: guardedFetch,
+    allowLoopback: allowLoopbackFromEnv(settings),
+    httpTimeoutMs: 10_000,
+    maxResponseBytes: 5 * 1024 * 1024,
+    maxFileBytes: 50 * 1024 * 1024,
+    env: settings,
+  };
+};
 
 /** Fails the step with `<NodeType>: <message>`. */
 export const fail = (context: StepContext, message: string): never => {

@@ -1,10 +1,11 @@
 /**
  * The node executors (DESIGN section 4): one per node type, all 55, by category in the files
- * beside this one. `executorFor(type)` uses dependencies configured from env; tests and the
- * orchestrator may build their own registry with `createExecutorRegistry(deps)`.
+ * beside this one. Whoever builds `Deps` builds the lookup once with `createExecutorRegistry`
+ * (the deployed step executor from `executorDepsFromEnv()`, tests and `npm start` from their own
+ * settings); the step orchestration only reads `deps.executors`.
  */
 import type { NodeType } from '../../../schemas/workflows.ts';
-import { type ExecutorDeps, executorDepsFromEnv } from './helpers.ts';
+import type { ExecutorDeps } from './helpers.ts';
 import { inputExecutors } from './inputs.ts';
 import { logicExecutors } from './logic.ts';
 import { modelExecutors } from './models.ts';
@@ -28,20 +29,6 @@ export const createExecutorRegistry = (deps: ExecutorDeps): ((type: NodeType) =>
     if (!executor) throw new Error(`No executor for node type ${type}`);
     return executor;
   };
-};
-
-let fromEnv: { env: string; lookup: (type: NodeType) => NodeExecutor } | undefined;
-
-/** The executor of a node type, with providers and HTTP configured from `process.env`. */
-export const executorFor = (type: NodeType): NodeExecutor => {
-  // Rebuilt when the relevant env changes (tests set it per case); otherwise built once.
-  const signature = JSON.stringify(
-    Object.entries(process.env).filter(
-      ([k]) => /^(SANDBOX_|OPENAI_COMPATIBLE_|PROVIDER_|PYTHON_SANDBOX_)/.test(k) || k === 'ALLOW_PRIVATE_CALLBACKS',
-    ),
-  );
-  if (fromEnv?.env !== signature) fromEnv = { env: signature, lookup: createExecutorRegistry(executorDepsFromEnv()) };
-  return fromEnv.lookup(type);
 };
 
 export { type ExecutorDeps, executorDepsFromEnv, firstInput } from './helpers.ts';
