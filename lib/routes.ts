@@ -1,7 +1,8 @@
 /**
- * The one route table: API Gateway routes in the CDK stack and the local server are both built
- * from it. Pure data. `entry` is the handler module (relative to the repository root); each
- * module exports `handler` (used by Lambda) and `makeHandler(deps)` (used locally and in tests).
+ * The one route table: API Gateway routes in the CDK stack, the local server, each handler's scope
+ * check (`keyedHandler`) and the OpenAPI document are all built from it. Pure data. `entry` is the
+ * handler module (relative to the repository root); each module exports `handler` (used by Lambda)
+ * and `makeHandler(deps)` (used locally and in tests).
  */
 
 export type Scope = 'workflows:read' | 'workflows:write' | 'runs:create' | 'runs:read';
@@ -9,13 +10,13 @@ export type Scope = 'workflows:read' | 'workflows:write' | 'runs:create' | 'runs
 export const allScopes: readonly Scope[] = ['workflows:read', 'workflows:write', 'runs:create', 'runs:read'];
 
 export interface Route {
-  /** Stable logical id, used for CDK construct ids and logs. */
+  /** Stable logical id, used for CDK construct ids, logs and the OpenAPI operationId. */
   id: string;
   method: 'GET' | 'POST' | 'DELETE';
   /** Path under the base path, with `{param}` placeholders as API Gateway writes them. */
   path: string;
   entry: string;
-  /** Scope the key needs; null for the unauthenticated routes. */
+  /** Scope the key needs, written only here; null for the unauthenticated routes. */
   scope: Scope | null;
   /** What the function may touch, for least-privilege grants. */
   grants: { table: 'none' | 'read' | 'readwrite'; stepsQueue?: 'send'; webhooksQueue?: 'send'; bucket?: 'read' };
@@ -24,7 +25,7 @@ export interface Route {
 /** Every route lives under this prefix, locally and on API Gateway (spec section 9). */
 export const basePath = '/api/v1';
 
-export const routes: readonly Route[] = [
+const table = [
   {
     id: 'GetOpenApi',
     method: 'GET',
@@ -114,4 +115,23 @@ export const routes: readonly Route[] = [
     scope: null,
     grants: { table: 'none' },
   },
-];
+] as const satisfies readonly Route[];
+
+/** Every route, in the order API Gateway and the local server register them. */
+export const routes: readonly Route[] = table;
+
+/** A route's id, e.g. `RunWorkflow`. */
+export type RouteId = (typeof table)[number]['id'];
+
+/** The id of a route that needs a key (its `scope` is not null). */
+export type KeyedRouteId = Extract<(typeof table)[number], { scope: Scope }>['id'];
+
+/** The route with this id. */
+export const routeById = (id: RouteId): Route => {
+  const route = routes.find((r) => r.id === id);
+  if (!route) throw new Error(`No route ${id}`);
+  return route;
+};
+
+/** The scope a keyed route needs. */
+export const scopeOf = (id: KeyedRouteId): Scope => routeById(id).scope as Scope;

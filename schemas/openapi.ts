@@ -14,7 +14,7 @@ import type {
   ResponseObject,
   SchemaObject,
 } from 'openapi3-ts/oas31';
-import { basePath, type Scope } from '../lib/routes.ts';
+import { basePath, type RouteId, routeById, scopeOf } from '../lib/routes.ts';
 import { UuidSchema } from './common.ts';
 import { DeferredRunSchema } from './deferred-runs.ts';
 import * as errors from './errors.ts';
@@ -137,19 +137,13 @@ function withRetryAfter(response: ResponseObject): ResponseObject {
   return { ...response, headers: { 'Retry-After': retryAfterRef } };
 }
 
-type Method = 'get' | 'post' | 'delete';
-
+/** One operation's words; its method, path and scope are the route's in `lib/routes.ts`. */
 interface OperationSpec {
-  method: Method;
-  /** Relative to the server url (`basePath`). */
-  path: string;
-  /** Same as the route's `id` in `lib/routes.ts`. */
-  operationId: string;
+  /** The route's `id`, also the operationId. */
+  operationId: RouteId;
   tag: string;
   summary: string;
   description: string;
-  /** Scope the key needs; null for the one operation without a key. */
-  scope: Scope | null;
   parameters?: ParameterObject[];
   requestBody?: RequestBodyObject;
   responses: Record<number, ResponseObject>;
@@ -158,7 +152,8 @@ interface OperationSpec {
 const securitySchemeName = 'bearerAuth';
 
 function operation(spec: OperationSpec): OperationObject {
-  const keyed = spec.scope !== null;
+  const { scope } = routeById(spec.operationId);
+  const keyed = scope !== null;
   const responses: Record<number, ResponseObject> = keyed
     ? {
         ...spec.responses,
@@ -175,7 +170,7 @@ function operation(spec: OperationSpec): OperationObject {
     operationId: spec.operationId,
     tags: [spec.tag],
     summary: spec.summary,
-    description: keyed ? `${spec.description}\n\nScope: \`${spec.scope}\`.` : spec.description,
+    description: keyed ? `${spec.description}\n\nScope: \`${scope}\`.` : spec.description,
     security: keyed ? [{ [securitySchemeName]: [] }] : [],
     ...(spec.parameters ? { parameters: spec.parameters } : {}),
     ...(spec.requestBody ? { requestBody: spec.requestBody } : {}),
@@ -197,8 +192,6 @@ function buildDocument(): OpenAPIObject {
   const forbidden = json('The key lacks the scope this operation needs.', 'ScopeNotPermittedError');
 
   const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
-    method: 'post',
-    path: subject === 'workflow' ? '/workflows/{id}/runs' : '/agents/{id}/runs',
     operationId: subject === 'workflow' ? 'RunWorkflow' : 'RunAgent',
     tag: 'Runs',
     summary: subject === 'workflow' ? 'Run a workflow' : 'Run an agent',
@@ -213,7 +206,6 @@ function buildDocument(): OpenAPIObject {
       `An optional \`${idempotencyKeyHeader}\` makes a retry safe: the same key with the same body within ` +
         '24 hours answers as the first request did; the same key with another body answers 422.',
     ].join('\n\n'),
-    scope: 'runs:create',
     parameters: [
       uuidPath('id', subject === 'workflow' ? 'The workflow to run.' : 'The agent whose workflow runs.'),
       {
@@ -242,7 +234,7 @@ function buildDocument(): OpenAPIObject {
         'MonthlyCreditCapReachedError',
       ),
       403: json(
-        'The key lacks `runs:create`, or is limited to other workflows.',
+        `The key lacks \`${scopeOf(subject === 'workflow' ? 'RunWorkflow' : 'RunAgent')}\`, or is limited to other workflows.`,
         'ScopeNotPermittedError',
         'WorkflowNotPermittedError',
       ),
@@ -278,23 +270,18 @@ function buildDocument(): OpenAPIObject {
 
   const operations: OperationSpec[] = [
     {
-      method: 'get',
-      path: '/workflows',
       operationId: 'ListWorkflows',
       tag: 'Workflows',
       summary: 'List workflows',
       description:
         'Lists the workflows the key can run, newest change first: only the team ones, and if the key is ' +
         'limited to certain workflows, only those. No pagination: all are returned.',
-      scope: 'workflows:read',
       responses: {
         200: json('The workflows; empty when the team has none or the key may run none.', 'ListWorkflowsResponse'),
         403: forbidden,
       },
     },
     {
-      method: 'post',
-      path: '/workflows',
       operationId: 'CreateWorkflow',
       tag: 'Workflows',
       summary: 'Create a workflow',
@@ -302,7 +289,6 @@ function buildDocument(): OpenAPIObject {
         'Creates a workflow from a list of steps; the service builds the canvas graph. Exactly one of `agentId` ' +
         '(add it to this agent) and `projectId` (create a new agent in this project) must be given. Keys limited ' +
         'to certain workflows cannot create workflows.',
-      scope: 'workflows:write',
       requestBody: { required: true, content: { 'application/json': { schema: ref('CreateWorkflowRequest') } } },
       responses: {
         201: json('The workflow was created.', 'CreateWorkflowResponse'),
@@ -315,7 +301,7 @@ function buildDocument(): OpenAPIObject {
           'InvalidBodyError',
         ),
         403: json(
-          'The key lacks `workflows:write`, or is limited to certain workflows.',
+          `The key lacks \`${scopeOf('CreateWorkflow')}\`, or is limited to certain workflows.`,
           'ScopeNotPermittedError',
           'CreateWorkflowNotPermittedError',
         ),
@@ -332,15 +318,12 @@ function buildDocument(): OpenAPIObject {
     runStart('workflow'),
     runStart('agent'),
     {
-      method: 'get',
-      path: '/runs/{jobId}',
       operationId: 'GetRun',
       tag: 'Runs',
       summary: 'Get a run',
       description:
         'Reads a run status, per-step status and output. Poll until `status` is `completed` or `failed`; a few ' +
         'seconds between reads is enough. Reading never spends credits.',
-      scope: 'runs:read',
       parameters: [uuidPath('jobId', 'The `jobId` returned when the run started.')],
       responses: {
         200: json('The run.', 'Run'),
@@ -349,15 +332,12 @@ function buildDocument(): OpenAPIObject {
       },
     },
     {
-      method: 'post',
-      path: '/runs/{jobId}/cancel',
       operationId: 'CancelRun',
       tag: 'Runs',
       summary: 'Cancel a run',
       description:
         'Cancels a run that is `queued`, `claimed` or `processing`: its steps stop, nothing more is charged, and ' +
         'the unspent hold is released. A `callbackUrl` given at the start receives `run.cancelled`.',
-      scope: 'runs:create',
       parameters: [uuidPath('jobId', 'The `jobId` returned when the run started.')],
       responses: {
         200: json('The run, now `cancelled`.', 'Run'),
@@ -368,13 +348,10 @@ function buildDocument(): OpenAPIObject {
       },
     },
     {
-      method: 'get',
-      path: '/deferred-runs/{id}',
       operationId: 'GetDeferredRun',
       tag: 'Deferred runs',
       summary: 'Get a deferred run',
       description: 'Reads a deferred run. Once `dispatched`, `jobId` is the run to read with Get a run.',
-      scope: 'runs:read',
       parameters: [uuidPath('id', 'The `deferredJobId`.')],
       responses: {
         200: json('The deferred run.', 'DeferredRun'),
@@ -383,13 +360,10 @@ function buildDocument(): OpenAPIObject {
       },
     },
     {
-      method: 'delete',
-      path: '/deferred-runs/{id}',
       operationId: 'CancelDeferredRun',
       tag: 'Deferred runs',
       summary: 'Cancel a deferred run',
       description: 'Cancels a deferred run that is still `waiting`; it will not start.',
-      scope: 'runs:create',
       parameters: [uuidPath('id', 'The `deferredJobId`.')],
       responses: {
         200: json('The deferred run, now `cancelled`.', 'DeferredRun'),
@@ -400,13 +374,10 @@ function buildDocument(): OpenAPIObject {
       },
     },
     {
-      method: 'get',
-      path: '/openapi.json',
       operationId: 'GetOpenApi',
       tag: 'API description',
       summary: 'Get this API description',
       description: 'This OpenAPI 3.1.0 document. No key needed.',
-      scope: null,
       responses: {
         200: {
           description: 'The OpenAPI 3.1.0 document.',
@@ -415,26 +386,20 @@ function buildDocument(): OpenAPIObject {
       },
     },
     {
-      method: 'get',
-      path: '/docs',
       operationId: 'GetDocs',
       tag: 'API description',
       summary: 'Get the API reference page',
       description: 'This document as an interactive HTML page (Swagger UI, served by the API itself). No key needed.',
-      scope: null,
       responses: {
         200: { description: 'The reference page.', content: { 'text/html': { schema: { type: 'string' } } } },
       },
     },
     {
-      method: 'get',
-      path: '/docs/assets/{name}',
       operationId: 'GetDocsAsset',
       tag: 'API description',
       summary: 'Get a file of the API reference page',
       description:
         "The renderer's script and style sheet, and the page's start script; Brotli or gzip as the client accepts. No key needed.",
-      scope: null,
       parameters: [
         {
           name: 'name',
@@ -462,7 +427,8 @@ function buildDocument(): OpenAPIObject {
 
   const paths: PathsObject = {};
   for (const spec of operations) {
-    paths[spec.path] = { ...paths[spec.path], [spec.method]: operation(spec) };
+    const { path, method } = routeById(spec.operationId);
+    paths[path] = { ...paths[path], [method.toLowerCase()]: operation(spec) };
   }
 
   const retryAfter: HeaderObject = {

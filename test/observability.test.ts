@@ -151,12 +151,12 @@ describe('API log lines', () => {
 
   it('carries the request id, team id and job id, never the key, and forgets them after the invocation', async () => {
     // injectLambdaContext resets the level to the configured one (SILENT in tests) at each invocation.
-    const keyed = keyedHandler(stack.deps, 'runs:read', async () => {
+    const keyed = keyedHandler(stack.deps, 'GetRun', async () => {
       logger.setLogLevel('INFO');
       logger.info('keyed probe');
       return json(200, {});
     });
-    const failing = keyedHandler(stack.deps, 'runs:read', async () => {
+    const failing = keyedHandler(stack.deps, 'GetRun', async () => {
       logger.setLogLevel('INFO');
       throw new Error('boom');
     });

@@ -5,7 +5,7 @@ import { cancelDeferredRun, deferredView } from '../store/deferred-runs.ts';
 
 /** DELETE /deferred-runs/{id} (our design): a `waiting` deferred run becomes `cancelled`. */
 export const makeHandler = (deps: Deps) =>
-  keyedHandler(deps, 'runs:create', async (event, auth) =>
+  keyedHandler(deps, 'CancelDeferredRun', async (event, auth) =>
     json(200, deferredView(await cancelDeferredRun(deps, auth.teamId, event.pathParameters?.id ?? ''))),
   );
 

@@ -44,7 +44,7 @@ const refuseArrayConfigs = (rawSteps: unknown): void => {
 
 /** POST /workflows (spec 4.2): validate the steps, build the canvas graph, store it atomically. */
 export const makeHandler = (deps: Deps) =>
-  keyedHandler(deps, 'workflows:write', async (event, auth) => {
+  keyedHandler(deps, 'CreateWorkflow', async (event, auth) => {
     if (auth.key.workflowIds.length > 0) throw new ForbiddenError(messages.createWorkflowNotPermitted);
     const body = readBodyObject(event);
     const request = parseWith(CreateWorkflowRequestSchema, body, specBadRequests);

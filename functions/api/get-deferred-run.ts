@@ -5,7 +5,7 @@ import { deferredView, getDeferredRun } from '../store/deferred-runs.ts';
 
 /** GET /deferred-runs/{id} (spec 4.6). */
 export const makeHandler = (deps: Deps) =>
-  keyedHandler(deps, 'runs:read', async (event, auth) =>
+  keyedHandler(deps, 'GetDeferredRun', async (event, auth) =>
     json(200, deferredView(await getDeferredRun(deps, auth.teamId, event.pathParameters?.id ?? ''))),
   );
 

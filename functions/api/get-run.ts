@@ -5,7 +5,7 @@ import { json } from '../http/response.ts';
 
 /** GET /runs/{jobId} (spec 4.5). Reading never spends credits, so a key over its cap still reads. */
 export const makeHandler = (deps: Deps) =>
-  keyedHandler(deps, 'runs:read', async (event, auth) =>
+  keyedHandler(deps, 'GetRun', async (event, auth) =>
     json(200, await readRun(deps, auth.teamId, event.pathParameters?.jobId ?? '')),
   );
 

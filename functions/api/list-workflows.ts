@@ -6,7 +6,7 @@ import { listWorkflowSummaries } from '../store/workflows.ts';
 
 /** GET /workflows (spec 4.1): the team's workflows this key may run, newest change first. */
 export const makeHandler = (deps: Deps) =>
-  keyedHandler(deps, 'workflows:read', async (_event, auth) =>
+  keyedHandler(deps, 'ListWorkflows', async (_event, auth) =>
     json(200, { workflows: visibleWorkflows(await listWorkflowSummaries(deps, auth.teamId), auth.key.workflowIds) }),
   );
 

@@ -5,7 +5,7 @@ import { loadAgentWorkflow } from '../store/runs.ts';
 
 /** POST /agents/{id}/runs (spec 4.4): the agent's active workflow, else its newest. */
 export const makeHandler = (deps: Deps) =>
-  keyedHandler(deps, 'runs:create', async (event, auth) =>
+  keyedHandler(deps, 'RunAgent', async (event, auth) =>
     startRunFor(deps, auth, event, () => loadAgentWorkflow(deps, auth.teamId, event.pathParameters?.id ?? '')),
   );
 

@@ -5,7 +5,7 @@ import { loadRunnableWorkflow } from '../store/runs.ts';
 
 /** POST /workflows/{id}/runs (spec 4.3). */
 export const makeHandler = (deps: Deps) =>
-  keyedHandler(deps, 'runs:create', async (event, auth) =>
+  keyedHandler(deps, 'RunWorkflow', async (event, auth) =>
     startRunFor(deps, auth, event, () => loadRunnableWorkflow(deps, auth.teamId, event.pathParameters?.id ?? '')),
   );
 

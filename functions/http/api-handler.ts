@@ -2,7 +2,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
-import type { Scope } from '../../lib/routes.ts';
+import { type KeyedRouteId, scopeOf } from '../../lib/routes.ts';
 import type { Deps } from '../deps.ts';
 import { logger } from '../observability/logger.ts';
 import { metrics } from '../observability/metrics.ts';
@@ -31,15 +31,22 @@ const apiMiddy = () =>
     });
 
 /**
- * A keyed API Gateway v2 handler: authenticate (auth → rate limit → scope), run `fn`, and map any
- * thrown error through the one error table. Every entry point in `functions/api` is built with it.
+ * A keyed API Gateway v2 handler: authenticate (auth → rate limit → the scope `lib/routes.ts` gives
+ * the route), run `fn`, and map any thrown error through the one error table. Every keyed entry
+ * point in `functions/api` is built with it.
  */
-export const keyedHandler = (deps: Deps, scope: Scope, fn: (event: Event, auth: AuthContext) => Promise<HttpResult>) =>
-  apiMiddy().handler(async (event) => {
+export const keyedHandler = (
+  deps: Deps,
+  route: KeyedRouteId,
+  fn: (event: Event, auth: AuthContext) => Promise<HttpResult>,
+) => {
+  const scope = scopeOf(route);
+  return apiMiddy().handler(async (event) => {
     const auth = await authenticate(deps, event.headers.authorization, scope);
     logger.appendKeys({ teamId: auth.teamId });
     return fn(event, auth);
   });
+};
 
 /** An unauthenticated handler with the same error mapping (GET /openapi.json and the API reference page). */
 export const publicHandler = (fn: (event: Event) => Promise<HttpResult>) => apiMiddy().handler(fn);
