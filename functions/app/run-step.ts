@@ -1,22 +1,14 @@
-import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
-import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import * as v from 'valibot';
 import { stepsQueue } from '../../lib/definitions.ts';
-import { fileUrlSeconds } from '../app/read-run.ts';
-import { type Deps, productionDeps } from '../deps.ts';
+import type { Deps } from '../deps.ts';
 import { stampLicenceModel } from '../domain/licence.ts';
-import { type FinishedStep, planStep, predecessors, readySuccessors, successors } from '../domain/run-graph.ts';
+import { planStep, predecessors, readySuccessors, successors } from '../domain/run-graph.ts';
 import { apiInputTargets, type Canvas } from '../domain/workflow-graph.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
-import { createExecutorRegistry, executorDepsFromEnv } from '../nodes/executors/index.ts';
 import { type NodeExecutor, StepFailedError } from '../nodes/executors/types.ts';
-import { logger } from '../observability/logger.ts';
-import { addCreditsCharged, countStepCompleted, metrics } from '../observability/metrics.ts';
-import { batchGet, itemFor } from '../store/batch.ts';
-import { cachedCanvas, rememberCanvas } from '../store/canvas-cache.ts';
+import { addCreditsCharged, countStepCompleted } from '../observability/metrics.ts';
 import { type ConnectionRef, getConnections, resolveConnection } from '../store/connections.ts';
 import { presignTeamFile, putRunFile, readTeamFile } from '../store/files.ts';
-import { canvasKey, runKey, stepKey } from '../store/keys.ts';
+import { readRunAndSteps } from '../store/run-and-steps.ts';
 import { endRun, ledgerStateOf, queueWebhook } from '../store/run-ledger.ts';
 import {
   type Attempt,
@@ -30,48 +22,22 @@ import {
   uncharge,
 } from '../store/run-steps.ts';
 import { sendStepMessages } from '../store/runs.ts';
+import { fileUrlSeconds } from './read-run.ts';
 
 /**
- * The step executor: one SQS message per ready step. Read the run, the step and the results it
- * needs (one BatchGet); claim it if it is a model step; run the node; record its end on the step
- * item once; count it on the run once (moving its charge from the run's hold); then release the
- * successors that became ready, or, after the last step, end the run and queue its webhook.
- * Every stage is idempotent, so a redelivered or duplicated message never charges twice.
+ * One step of a run (the step executor's work, one SQS message per ready step). Read the run, the
+ * step and the results it needs (one BatchGet); claim it if it is a model step; run the node; record
+ * its end on the step item once; count it on the run once (moving its charge from the run's hold);
+ * then release the successors that became ready, or, after the last step, end the run and queue its
+ * webhook. Every stage is idempotent, so a redelivered or duplicated message never charges twice.
  */
 
-const StepMessageSchema = v.object({ jobId: v.string(), workflowId: v.string(), nodeId: v.string() });
-type StepMessage = v.InferOutput<typeof StepMessageSchema>;
-
-const stepState = (item: Record<string, unknown> | undefined): FinishedStep | undefined =>
-  item
-    ? { status: item.status as FinishedStep['status'], outputs: item.outputs as Record<string, unknown> | undefined }
-    : undefined;
-
-/** Reads the run, the canvas (unless cached) and the given steps of the run in one BatchGet. */
-const readRun = async (deps: Deps, message: StepMessage, nodeIds: (canvas: Canvas) => string[]) => {
-  let canvas = cachedCanvas(message.workflowId);
-  const keys = [
-    runKey(message.jobId),
-    ...(canvas ? nodeIds(canvas).map((n) => stepKey(message.jobId, n)) : [canvasKey(message.workflowId)]),
-  ];
-  let items = await batchGet(deps, keys);
-  if (!canvas) {
-    canvas = itemFor(items, canvasKey(message.workflowId))?.canvas as Canvas | undefined;
-    if (!canvas) throw new Error(`Canvas of workflow ${message.workflowId} not found`);
-    rememberCanvas(message.workflowId, canvas);
-    const stepKeys = nodeIds(canvas).map((n) => stepKey(message.jobId, n));
-    if (stepKeys.length > 0) items = new Map([...items, ...(await batchGet(deps, stepKeys))]);
-  }
-  const run = itemFor(items, runKey(message.jobId));
-  if (!run) throw new Error(`Run ${message.jobId} not found`);
-  const steps = new Map<string, FinishedStep>();
-  const stepItem = (nodeId: string) => itemFor(items, stepKey(message.jobId, nodeId));
-  for (const nodeId of nodeIds(canvas)) {
-    const state = stepState(stepItem(nodeId));
-    if (state) steps.set(nodeId, state);
-  }
-  return { run, canvas, steps, stepItem };
-};
+/** A step message: the step `nodeId` of run `jobId` of workflow `workflowId` is ready. */
+export interface StepMessage {
+  jobId: string;
+  workflowId: string;
+  nodeId: string;
+}
 
 const isGoing = (run: Record<string, unknown>) => run.status === 'queued' || run.status === 'processing';
 
@@ -90,7 +56,7 @@ const releaseSuccessors = async (deps: Deps, message: StepMessage, justFinished?
       return;
     }
   }
-  const { run, canvas, steps } = await readRun(deps, message, (c) => [
+  const { run, canvas, steps } = await readRunAndSteps(deps, message, (c) => [
     ...new Set(successors(c, message.nodeId).flatMap((s) => [s, ...predecessors(c, s)])),
   ]);
   if (!isGoing(run)) return;
@@ -133,7 +99,7 @@ const settleStep = async (
 const endWithFailure = async (deps: Deps, message: StepMessage, attempt: Attempt, error: string) => {
   // The hold may move between read and write (a parallel step charged): re-read and retry.
   for (let i = 0; i < 5; i++) {
-    const { run } = await readRun(deps, message, () => []);
+    const { run } = await readRunAndSteps(deps, message, () => []);
     if (!isGoing(run)) return abandonStep(deps, message.jobId, message.nodeId, attempt);
     if (await failStep(deps, run, message.nodeId, attempt, error)) {
       await queueWebhook(deps, ledgerStateOf(run), 'failed');
@@ -143,14 +109,15 @@ const endWithFailure = async (deps: Deps, message: StepMessage, attempt: Attempt
   throw new Error(`Could not record the failure of step ${message.nodeId}`);
 };
 
-export interface StepExecutorOptions {
+/** How a step runs; the worker sets them from its queue's timeout. */
+export interface RunStepOptions {
   /** Milliseconds a node may run before it is aborted. */
   stepTimeoutMs: number;
 }
 
 /** Runs one step message; throws to have SQS redeliver it. */
-export const runStep = async (deps: Deps, message: StepMessage, receiveCount: number, options: StepExecutorOptions) => {
-  const { run, canvas, steps, stepItem } = await readRun(deps, message, (c) => [
+export const runStep = async (deps: Deps, message: StepMessage, receiveCount: number, options: RunStepOptions) => {
+  const { run, canvas, steps, stepItem } = await readRunAndSteps(deps, message, (c) => [
     message.nodeId,
     ...predecessors(c, message.nodeId),
   ]);
@@ -228,35 +195,3 @@ export const runStep = async (deps: Deps, message: StepMessage, receiveCount: nu
   if (!(await finishStepItem(deps, message.jobId, node.id, attempt, end))) return;
   await settleStep(deps, message, run, { status: 'completed', chargeHundredths }, canvas);
 };
-
-export const makeHandler =
-  (deps: Deps, options: Partial<StepExecutorOptions> = {}) =>
-  async (event: SQSEvent): Promise<SQSBatchResponse> => {
-    const resolved: StepExecutorOptions = {
-      stepTimeoutMs: (stepsQueue.consumerTimeoutSeconds - 5) * 1000,
-      ...options,
-    };
-    try {
-      return await processPartialResponse(
-        event,
-        async (record: SQSRecord) => {
-          let message: StepMessage;
-          try {
-            message = v.parse(StepMessageSchema, JSON.parse(record.body));
-          } catch (error) {
-            logger.error('unreadable step message', { messageId: record.messageId });
-            throw error;
-          }
-          logger.appendKeys({ jobId: message.jobId });
-          await runStep(deps, message, Number(record.attributes.ApproximateReceiveCount ?? 1), resolved);
-        },
-        // One processor per invocation: it holds the batch's state.
-        new BatchProcessor(EventType.SQS),
-      );
-    } finally {
-      metrics.publishStoredMetrics();
-      logger.resetKeys();
-    }
-  };
-
-export const handler = makeHandler(productionDeps({ executors: createExecutorRegistry(executorDepsFromEnv()) }));

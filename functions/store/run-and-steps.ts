@@ -1,0 +1,47 @@
+import type { Deps } from '../deps.ts';
+import type { FinishedStep } from '../domain/run-graph.ts';
+import type { Canvas } from '../domain/workflow-graph.ts';
+import { batchGet, itemFor } from './batch.ts';
+import { cachedCanvas, rememberCanvas } from './canvas-cache.ts';
+import { canvasKey, runKey, stepKey } from './keys.ts';
+
+/** The run and workflow a step message names. */
+export interface RunRef {
+  jobId: string;
+  workflowId: string;
+}
+
+const stepState = (item: Record<string, unknown> | undefined): FinishedStep | undefined =>
+  item
+    ? { status: item.status as FinishedStep['status'], outputs: item.outputs as Record<string, unknown> | undefined }
+    : undefined;
+
+/**
+ * What a step delivery reads before it acts: the run item, its canvas (unless cached) and the
+ * items of the steps `nodeIds` picks from the canvas, in one strongly consistent BatchGet (two
+ * when the canvas was not cached). `steps` holds those that have a step item.
+ */
+export const readRunAndSteps = async (deps: Deps, ref: RunRef, nodeIds: (canvas: Canvas) => string[]) => {
+  let canvas = cachedCanvas(ref.workflowId);
+  const keys = [
+    runKey(ref.jobId),
+    ...(canvas ? nodeIds(canvas).map((n) => stepKey(ref.jobId, n)) : [canvasKey(ref.workflowId)]),
+  ];
+  let items = await batchGet(deps, keys);
+  if (!canvas) {
+    canvas = itemFor(items, canvasKey(ref.workflowId))?.canvas as Canvas | undefined;
+    if (!canvas) throw new Error(`Canvas of workflow ${ref.workflowId} not found`);
+    rememberCanvas(ref.workflowId, canvas);
+    const stepKeys = nodeIds(canvas).map((n) => stepKey(ref.jobId, n));
+    if (stepKeys.length > 0) items = new Map([...items, ...(await batchGet(deps, stepKeys))]);
+  }
+  const run = itemFor(items, runKey(ref.jobId));
+  if (!run) throw new Error(`Run ${ref.jobId} not found`);
+  const steps = new Map<string, FinishedStep>();
+  const stepItem = (nodeId: string) => itemFor(items, stepKey(ref.jobId, nodeId));
+  for (const nodeId of nodeIds(canvas)) {
+    const state = stepState(stepItem(nodeId));
+    if (state) steps.set(nodeId, state);
+  }
+  return { run, canvas, steps, stepItem };
+};
