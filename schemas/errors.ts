@@ -4,6 +4,9 @@
  *
  * Messages marked "our design" are not in the spec: the spec leaves them "not shown" or they belong
  * to operations the spec does not describe (cancelling runs, Idempotency-Key, malformed bodies).
+ *
+ * Body types end in `Body` (`RunInProgressErrorBody`) so that none shares a name with an error class
+ * of `functions/domain/errors.ts`; `functions/http/error-map.ts` is the one place that builds them.
  */
 import * as v from 'valibot';
 import { UuidSchema } from './common.ts';
@@ -57,6 +60,12 @@ export const messages = {
   invalidBody: (detail: string): string => `${messagePrefixes.invalidBody}${detail}`,
   /** Our design: names the limit in bytes. */
   payloadTooLarge: (maxBytes: number): string => `${messagePrefixes.payloadTooLarge}at most ${maxBytes} bytes`,
+  /** Our design: a body within its limit whose workflow would not fit in one stored item. */
+  workflowTooLargeToStore: (bytes: number, maxBytes: number): string =>
+    `${messagePrefixes.payloadTooLarge}the workflow would take ${bytes} bytes to store; at most ${maxBytes}`,
+  /** The `resets` field of the monthly cap 402: `resetsAt` is the first instant of the next UTC month. */
+  monthlyCapResets: (resetsAt: Date): string =>
+    `Resets at ${resetsAt.toISOString()} (start of the next calendar month, UTC)`,
   /** Our design: the spec leaves the text of the per-step limit 402 "not shown". */
   perStepLimitExceeded: (nodeType: string, estimatedCharge: number, ceiling: number): string =>
     `${nodeType} step would be charged an estimated ${estimatedCharge} credits, above the team's per-step limit of ${ceiling}`,
@@ -71,22 +80,22 @@ const prefixed = (prefix: string) => v.pipe(v.string(), v.startsWith(prefix));
 
 // 400 (Create workflow)
 export const NameRequiredErrorSchema = fixed(messages.nameRequired);
-export type NameRequiredError = v.InferOutput<typeof NameRequiredErrorSchema>;
+export type NameRequiredErrorBody = v.InferOutput<typeof NameRequiredErrorSchema>;
 export const StepsRequiredErrorSchema = fixed(messages.stepsRequired);
-export type StepsRequiredError = v.InferOutput<typeof StepsRequiredErrorSchema>;
+export type StepsRequiredErrorBody = v.InferOutput<typeof StepsRequiredErrorSchema>;
 export const AgentOrProjectRequiredErrorSchema = fixed(messages.exactlyOneOfAgentOrProject);
-export type AgentOrProjectRequiredError = v.InferOutput<typeof AgentOrProjectRequiredErrorSchema>;
+export type AgentOrProjectRequiredErrorBody = v.InferOutput<typeof AgentOrProjectRequiredErrorSchema>;
 /** Our design: a body that is not JSON, or whose fields have the wrong types. */
 export const InvalidBodyErrorSchema = v.strictObject({ error: prefixed(messagePrefixes.invalidBody) });
-export type InvalidBodyError = v.InferOutput<typeof InvalidBodyErrorSchema>;
+export type InvalidBodyErrorBody = v.InferOutput<typeof InvalidBodyErrorSchema>;
 
 // 413 (our design: POST /workflows and both run starts)
 export const PayloadTooLargeErrorSchema = v.strictObject({ error: prefixed(messagePrefixes.payloadTooLarge) });
-export type PayloadTooLargeError = v.InferOutput<typeof PayloadTooLargeErrorSchema>;
+export type PayloadTooLargeErrorBody = v.InferOutput<typeof PayloadTooLargeErrorSchema>;
 
 // 401 (all keyed)
 export const UnauthorizedErrorSchema = fixed(messages.unauthorized);
-export type UnauthorizedError = v.InferOutput<typeof UnauthorizedErrorSchema>;
+export type UnauthorizedErrorBody = v.InferOutput<typeof UnauthorizedErrorSchema>;
 
 // 402 (both run starts)
 export const InsufficientCreditsErrorSchema = v.strictObject({
@@ -94,7 +103,7 @@ export const InsufficientCreditsErrorSchema = v.strictObject({
   /** Credits the run needs held. */
   required: v.number(),
 });
-export type InsufficientCreditsError = v.InferOutput<typeof InsufficientCreditsErrorSchema>;
+export type InsufficientCreditsErrorBody = v.InferOutput<typeof InsufficientCreditsErrorSchema>;
 
 export const ProjectHardCapExceededErrorSchema = v.strictObject({
   error: v.literal(messages.projectHardCapExceeded),
@@ -102,7 +111,7 @@ export const ProjectHardCapExceededErrorSchema = v.strictObject({
   spent: v.number(),
   estimate: v.number(),
 });
-export type ProjectHardCapExceededError = v.InferOutput<typeof ProjectHardCapExceededErrorSchema>;
+export type ProjectHardCapExceededErrorBody = v.InferOutput<typeof ProjectHardCapExceededErrorSchema>;
 
 export const PerStepLimitErrorSchema = v.strictObject({
   error: v.string(),
@@ -110,7 +119,7 @@ export const PerStepLimitErrorSchema = v.strictObject({
   estimatedCharge: v.number(),
   ceiling: v.number(),
 });
-export type PerStepLimitError = v.InferOutput<typeof PerStepLimitErrorSchema>;
+export type PerStepLimitErrorBody = v.InferOutput<typeof PerStepLimitErrorSchema>;
 
 export const MonthlyCreditCapReachedErrorSchema = v.strictObject({
   error: v.literal(messages.monthlyCreditCapReached),
@@ -119,31 +128,31 @@ export const MonthlyCreditCapReachedErrorSchema = v.strictObject({
   /** Text about when the cap resets. */
   resets: v.string(),
 });
-export type MonthlyCreditCapReachedError = v.InferOutput<typeof MonthlyCreditCapReachedErrorSchema>;
+export type MonthlyCreditCapReachedErrorBody = v.InferOutput<typeof MonthlyCreditCapReachedErrorSchema>;
 
 // 403
 export const ScopeNotPermittedErrorSchema = fixed(messages.scopeNotPermitted);
-export type ScopeNotPermittedError = v.InferOutput<typeof ScopeNotPermittedErrorSchema>;
+export type ScopeNotPermittedErrorBody = v.InferOutput<typeof ScopeNotPermittedErrorSchema>;
 export const CreateWorkflowNotPermittedErrorSchema = fixed(messages.createWorkflowNotPermitted);
-export type CreateWorkflowNotPermittedError = v.InferOutput<typeof CreateWorkflowNotPermittedErrorSchema>;
+export type CreateWorkflowNotPermittedErrorBody = v.InferOutput<typeof CreateWorkflowNotPermittedErrorSchema>;
 export const WorkflowNotPermittedErrorSchema = fixed(messages.workflowNotPermitted);
-export type WorkflowNotPermittedError = v.InferOutput<typeof WorkflowNotPermittedErrorSchema>;
+export type WorkflowNotPermittedErrorBody = v.InferOutput<typeof WorkflowNotPermittedErrorSchema>;
 
 // 404
 export const AgentOrProjectNotFoundErrorSchema = fixed(messages.agentOrProjectNotFound);
-export type AgentOrProjectNotFoundError = v.InferOutput<typeof AgentOrProjectNotFoundErrorSchema>;
+export type AgentOrProjectNotFoundErrorBody = v.InferOutput<typeof AgentOrProjectNotFoundErrorSchema>;
 export const WorkflowNotFoundErrorSchema = fixed(messages.workflowNotFound);
-export type WorkflowNotFoundError = v.InferOutput<typeof WorkflowNotFoundErrorSchema>;
+export type WorkflowNotFoundErrorBody = v.InferOutput<typeof WorkflowNotFoundErrorSchema>;
 export const CanvasNotFoundErrorSchema = fixed(messages.canvasNotFound);
-export type CanvasNotFoundError = v.InferOutput<typeof CanvasNotFoundErrorSchema>;
+export type CanvasNotFoundErrorBody = v.InferOutput<typeof CanvasNotFoundErrorSchema>;
 export const AgentNotFoundErrorSchema = fixed(messages.agentNotFound);
-export type AgentNotFoundError = v.InferOutput<typeof AgentNotFoundErrorSchema>;
+export type AgentNotFoundErrorBody = v.InferOutput<typeof AgentNotFoundErrorSchema>;
 export const NoWorkflowForAgentErrorSchema = fixed(messages.noWorkflowForAgent);
-export type NoWorkflowForAgentError = v.InferOutput<typeof NoWorkflowForAgentErrorSchema>;
+export type NoWorkflowForAgentErrorBody = v.InferOutput<typeof NoWorkflowForAgentErrorSchema>;
 export const RunNotFoundErrorSchema = fixed(messages.runNotFound);
-export type RunNotFoundError = v.InferOutput<typeof RunNotFoundErrorSchema>;
+export type RunNotFoundErrorBody = v.InferOutput<typeof RunNotFoundErrorSchema>;
 export const DeferredRunNotFoundErrorSchema = fixed(messages.deferredRunNotFound);
-export type DeferredRunNotFoundError = v.InferOutput<typeof DeferredRunNotFoundErrorSchema>;
+export type DeferredRunNotFoundErrorBody = v.InferOutput<typeof DeferredRunNotFoundErrorSchema>;
 
 // 409
 export const RunInProgressErrorSchema = v.strictObject({
@@ -151,25 +160,25 @@ export const RunInProgressErrorSchema = v.strictObject({
   /** The run in progress. */
   activeJobId: UuidSchema,
 });
-export type RunInProgressError = v.InferOutput<typeof RunInProgressErrorSchema>;
+export type RunInProgressErrorBody = v.InferOutput<typeof RunInProgressErrorSchema>;
 export const RunAlreadyEndedErrorSchema = fixed(messages.runAlreadyEnded);
-export type RunAlreadyEndedError = v.InferOutput<typeof RunAlreadyEndedErrorSchema>;
+export type RunAlreadyEndedErrorBody = v.InferOutput<typeof RunAlreadyEndedErrorSchema>;
 export const DeferredRunNotWaitingErrorSchema = fixed(messages.deferredRunNotWaiting);
-export type DeferredRunNotWaitingError = v.InferOutput<typeof DeferredRunNotWaitingErrorSchema>;
+export type DeferredRunNotWaitingErrorBody = v.InferOutput<typeof DeferredRunNotWaitingErrorSchema>;
 
 // 422 (the two validation failures with `errors` live beside their resources)
 export const UnknownNodeTypeErrorSchema = v.strictObject({ error: prefixed(messagePrefixes.unknownNodeType) });
-export type UnknownNodeTypeError = v.InferOutput<typeof UnknownNodeTypeErrorSchema>;
+export type UnknownNodeTypeErrorBody = v.InferOutput<typeof UnknownNodeTypeErrorSchema>;
 
 export const UnknownInputKeysErrorSchema = v.strictObject({
   error: prefixed(messagePrefixes.unknownInputKeys),
   /** Every API input key the workflow accepts. */
   validKeys: v.array(v.string()),
 });
-export type UnknownInputKeysError = v.InferOutput<typeof UnknownInputKeysErrorSchema>;
+export type UnknownInputKeysErrorBody = v.InferOutput<typeof UnknownInputKeysErrorSchema>;
 
 export const CallbackUrlInvalidErrorSchema = fixed(messages.callbackUrlInvalid);
-export type CallbackUrlInvalidError = v.InferOutput<typeof CallbackUrlInvalidErrorSchema>;
+export type CallbackUrlInvalidErrorBody = v.InferOutput<typeof CallbackUrlInvalidErrorSchema>;
 
 /**
  * How far a provider's integration is open to API runs: `app_only` (through the API only on the
@@ -185,19 +194,19 @@ export const ProviderNotAvailableErrorSchema = v.strictObject({
   providers: v.array(v.string()),
   level: ProviderLevelSchema,
 });
-export type ProviderNotAvailableError = v.InferOutput<typeof ProviderNotAvailableErrorSchema>;
+export type ProviderNotAvailableErrorBody = v.InferOutput<typeof ProviderNotAvailableErrorSchema>;
 
 export const IdempotencyKeyReusedErrorSchema = fixed(messages.idempotencyKeyReused);
-export type IdempotencyKeyReusedError = v.InferOutput<typeof IdempotencyKeyReusedErrorSchema>;
+export type IdempotencyKeyReusedErrorBody = v.InferOutput<typeof IdempotencyKeyReusedErrorSchema>;
 
 // 429 (all keyed; with Retry-After)
 export const RateLimitExceededErrorSchema = fixed(messages.rateLimitExceeded);
-export type RateLimitExceededError = v.InferOutput<typeof RateLimitExceededErrorSchema>;
+export type RateLimitExceededErrorBody = v.InferOutput<typeof RateLimitExceededErrorSchema>;
 
 // 500
 export const ServerErrorSchema = v.strictObject({ error: prefixed(messagePrefixes.serverError) });
-export type ServerError = v.InferOutput<typeof ServerErrorSchema>;
+export type ServerErrorBody = v.InferOutput<typeof ServerErrorSchema>;
 
 // 503 (both run starts; with Retry-After)
 export const MonthlyCapUnverifiableErrorSchema = fixed(messages.monthlyCapUnverifiable);
-export type MonthlyCapUnverifiableError = v.InferOutput<typeof MonthlyCapUnverifiableErrorSchema>;
+export type MonthlyCapUnverifiableErrorBody = v.InferOutput<typeof MonthlyCapUnverifiableErrorSchema>;
