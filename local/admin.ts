@@ -15,6 +15,7 @@ import {
   createTeam,
   findById,
   getTeam,
+  TenancyNotFoundError,
 } from '../functions/store/tenancy.ts';
 import { activateWorkflow, setWorkflowStatus } from '../functions/store/workflows.ts';
 import { allScopes, type Scope } from '../lib/routes.ts';
@@ -154,7 +155,7 @@ export const runAdmin = async (argv: string[], deps: Deps): Promise<AdminResult>
     return { exitCode: 0, output };
   } catch (error) {
     if (error instanceof UsageError) return { exitCode: 2, output: `${error.message}\n\n${usage}` };
-    if ((error as Error).name === 'TenancyNotFoundError') return { exitCode: 1, output: (error as Error).message };
+    if (error instanceof TenancyNotFoundError) return { exitCode: 1, output: error.message };
     throw error;
   }
 };

@@ -1,7 +1,15 @@
 import { messages } from '../../schemas/errors.ts';
 import { CreateWorkflowRequestSchema } from '../../schemas/workflows.ts';
 import { type Deps, productionDeps } from '../deps.ts';
-import { BadRequestError, ForbiddenError, UnprocessableError } from '../domain/errors.ts';
+import {
+  AgentOrProjectRequiredError,
+  CreateWorkflowNotPermittedError,
+  InvalidBodyError,
+  NameRequiredError,
+  StepsRequiredError,
+  UnknownNodeTypeError,
+  WorkflowValidationFailedError,
+} from '../domain/errors.ts';
 import { buildWorkflowGraph } from '../domain/workflow-graph.ts';
 import { keyedHandler } from '../http/api-handler.ts';
 import { parseWith, readJsonBody } from '../http/body.ts';
@@ -15,7 +23,12 @@ import { createWorkflowForTeam } from '../store/workflows.ts';
  */
 export const maxCreateWorkflowBodyBytes = 256 * 1024;
 
-const specBadRequests = [messages.nameRequired, messages.stepsRequired, messages.exactlyOneOfAgentOrProject];
+/** The spec's 400s, each raised by a schema issue carrying its message. */
+const specBadRequests = {
+  [messages.nameRequired]: () => new NameRequiredError(),
+  [messages.stepsRequired]: () => new StepsRequiredError(),
+  [messages.exactlyOneOfAgentOrProject]: () => new AgentOrProjectRequiredError(),
+};
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -27,8 +40,8 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> =>
  */
 const readBodyObject = (event: Parameters<typeof readJsonBody>[0]): Record<string, unknown> => {
   const body = readJsonBody(event, { maxBytes: maxCreateWorkflowBodyBytes });
-  if (body === undefined) throw new BadRequestError(messages.invalidBody('a JSON object is required'));
-  if (!isPlainObject(body)) throw new BadRequestError(messages.invalidBody('expected a JSON object'));
+  if (body === undefined) throw new InvalidBodyError('a JSON object is required');
+  if (!isPlainObject(body)) throw new InvalidBodyError('expected a JSON object');
   return body;
 };
 
@@ -37,7 +50,7 @@ const refuseArrayConfigs = (rawSteps: unknown): void => {
   if (!Array.isArray(rawSteps)) return;
   rawSteps.forEach((step: unknown, i) => {
     if (isPlainObject(step) && Array.isArray(step.config)) {
-      throw new BadRequestError(messages.invalidBody(`steps[${i}].config: expected an object, not an array`));
+      throw new InvalidBodyError(`steps[${i}].config: expected an object, not an array`);
     }
   });
 };
@@ -45,15 +58,13 @@ const refuseArrayConfigs = (rawSteps: unknown): void => {
 /** POST /workflows (spec 4.2): validate the steps, build the canvas graph, store it atomically. */
 export const makeHandler = (deps: Deps) =>
   keyedHandler(deps, 'CreateWorkflow', async (event, auth) => {
-    if (auth.key.workflowIds.length > 0) throw new ForbiddenError(messages.createWorkflowNotPermitted);
+    if (auth.key.workflowIds.length > 0) throw new CreateWorkflowNotPermittedError();
     const body = readBodyObject(event);
     const request = parseWith(CreateWorkflowRequestSchema, body, specBadRequests);
     refuseArrayConfigs(body.steps);
     const graph = buildWorkflowGraph(request.steps);
-    if (!graph.ok && 'unknownType' in graph) {
-      throw new UnprocessableError({ error: messages.unknownNodeType(graph.unknownType) });
-    }
-    if (!graph.ok) throw new UnprocessableError({ error: messages.workflowValidationFailed, errors: graph.issues });
+    if (!graph.ok && 'unknownType' in graph) throw new UnknownNodeTypeError(graph.unknownType);
+    if (!graph.ok) throw new WorkflowValidationFailedError(graph.issues);
     const owner =
       request.agentId !== undefined
         ? { agentId: request.agentId }

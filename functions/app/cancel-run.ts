@@ -1,8 +1,7 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { messages } from '../../schemas/errors.ts';
 import type { Run } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
-import { ConflictError, NotFoundError } from '../domain/errors.ts';
+import { RunAlreadyEndedError, RunNotFoundError } from '../domain/errors.ts';
 import { runKey } from '../store/keys.ts';
 import { endRun, ledgerStateOf, queueWebhook } from '../store/run-ledger.ts';
 import { readRun } from './read-run.ts';
@@ -18,9 +17,8 @@ export const cancelRun = async (deps: Deps, teamId: string, jobId: string): Prom
     const { Item } = await deps.ddb.send(
       new GetCommand({ TableName: deps.tableName, Key: runKey(jobId), ConsistentRead: true }),
     );
-    if (!Item || Item.teamId !== teamId) throw new NotFoundError(messages.runNotFound);
-    if (Item.status !== 'queued' && Item.status !== 'processing')
-      throw new ConflictError({ error: messages.runAlreadyEnded });
+    if (!Item || Item.teamId !== teamId) throw new RunNotFoundError(jobId);
+    if (Item.status !== 'queued' && Item.status !== 'processing') throw new RunAlreadyEndedError(jobId);
     const status = (Item.stepsCompleted as number) > 0 ? 'stopped' : 'cancelled';
     // false: a step charged between the read and the write (the hold moved); read again.
     if (await endRun(deps, ledgerStateOf(Item), status)) {

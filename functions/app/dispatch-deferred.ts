@@ -1,6 +1,15 @@
-import { messages } from '../../schemas/errors.ts';
 import type { Deps } from '../deps.ts';
-import { ConflictError, NotFoundError, PaymentRequiredError, ServiceUnavailableError } from '../domain/errors.ts';
+import {
+  CanvasNotFoundError,
+  MonthlyCapUnverifiableError,
+  ProviderNotAvailableError,
+  RunInProgressError,
+  RunRefusedError,
+  RunValidationFailedError,
+  UnknownInputKeysError,
+  WorkflowNotFoundError,
+  WorkflowNotPermittedError,
+} from '../domain/errors.ts';
 import { currentMultiplier } from '../domain/price.ts';
 import { logger } from '../observability/logger.ts';
 import { type ApiKeyRecord, findApiKeyById } from '../store/api-keys.ts';
@@ -53,22 +62,40 @@ const dispatchOne = async (deps: Deps, deferred: DeferredRecord, multiplier: num
     });
     return { kind: 'dispatched', jobId: started.jobId };
   } catch (error) {
-    if (error instanceof ExtraConditionFailedError) return { kind: 'gone' };
-    // Busy workflow, or a key over its monthly cap (or unverifiable): try again at a later tick.
-    if (error instanceof ConflictError || error instanceof ServiceUnavailableError) return { kind: 'waiting' };
-    if (error instanceof PaymentRequiredError) {
-      return error.body.error === messages.monthlyCreditCapReached ? { kind: 'waiting' } : { kind: 'expired' };
-    }
-    // Its turn came but it cannot be allowed any more (workflow gone, invalid, not permitted).
-    if (
-      error instanceof NotFoundError ||
-      (error as Error).name === 'ForbiddenError' ||
-      (error as Error).name === 'UnprocessableError'
-    ) {
-      return { kind: 'expired' };
-    }
-    throw error;
+    return outcomeOfRefusal(error);
   }
+};
+
+/**
+ * What a refused dispatch means for the deferred run. A busy workflow, a key over its monthly cap
+ * (it resets) or a cap that could not be read: try again at a later tick. Any other 402, or a turn
+ * that came for a workflow gone, invalid or no longer permitted: it expires. Anything else is a
+ * failure the tick logs and retries.
+ */
+const outcomeOfRefusal = (error: unknown): Outcome => {
+  if (error instanceof ExtraConditionFailedError) return { kind: 'gone' };
+  if (error instanceof RunInProgressError || error instanceof MonthlyCapUnverifiableError) return { kind: 'waiting' };
+  if (error instanceof RunRefusedError) {
+    switch (error.refusal.kind) {
+      case 'monthlyCap':
+        return { kind: 'waiting' };
+      case 'perStepLimit':
+      case 'projectHardCap':
+      case 'insufficientCredits':
+        return { kind: 'expired' };
+    }
+  }
+  if (
+    error instanceof WorkflowNotFoundError ||
+    error instanceof CanvasNotFoundError ||
+    error instanceof WorkflowNotPermittedError ||
+    error instanceof RunValidationFailedError ||
+    error instanceof UnknownInputKeysError ||
+    error instanceof ProviderNotAvailableError
+  ) {
+    return { kind: 'expired' };
+  }
+  throw error;
 };
 
 /**

@@ -1,8 +1,7 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { messages } from '../../schemas/errors.ts';
 import type { Run, RunFile } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
-import { NotFoundError } from '../domain/errors.ts';
+import { RunNotFoundError } from '../domain/errors.ts';
 import { type RunRecord, runView, type StepRecord } from '../domain/run-view.ts';
 import type { Canvas } from '../domain/workflow-graph.ts';
 import { isStoredFile } from '../nodes/executors/types.ts';
@@ -67,7 +66,7 @@ export const canvasOf = async (deps: Deps, workflowId: string): Promise<Canvas> 
 export const readRun = async (deps: Deps, teamId: string | null, jobId: string): Promise<Run> => {
   const items = await readRunPartition(deps, jobId);
   const run = items.find((i) => i.SK === 'RUN');
-  if (!run || (teamId !== null && run.teamId !== teamId)) throw new NotFoundError(messages.runNotFound);
+  if (!run || (teamId !== null && run.teamId !== teamId)) throw new RunNotFoundError(jobId);
   const steps = new Map<string, StepRecord>();
   for (const item of items)
     if ((item.SK as string).startsWith('STEP#')) steps.set(item.nodeId as string, item as unknown as StepRecord);

@@ -1,24 +1,26 @@
 import { createHash } from 'node:crypto';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import * as v from 'valibot';
-import { messages } from '../../schemas/errors.ts';
-import { idempotencyKeyHeader, type RunRequest, RunRequestSchema } from '../../schemas/runs.ts';
+import { idempotencyKeyHeader, type RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
+import { type AdmissionRefusal, busyFirst, refusalWithoutFacts, runRefusal } from '../domain/admission.ts';
 import { toCredits } from '../domain/credits.ts';
 import {
-  BadRequestError,
-  ConflictError,
-  ForbiddenError,
-  PaymentRequiredError,
-  ServiceUnavailableError,
-  UnprocessableError,
+  IdempotencyKeyReusedError,
+  MonthlyCapUnverifiableError,
+  ProviderNotAvailableError,
+  RunInProgressError,
+  RunRefusedError,
+  RunValidationFailedError,
+  type ServiceError,
+  UnknownInputKeysError,
+  WorkflowNotPermittedError,
 } from '../domain/errors.ts';
-import { admitRun, estimateRun, type RunEstimate, refusalBody, spendMonth } from '../domain/run-pricing.ts';
+import { estimateRun, type RunEstimate, spendMonth } from '../domain/run-pricing.ts';
 import { apiInputKeys, rootNodeIds, validateCanvas } from '../domain/workflow-graph.ts';
 import type { AuthContext } from '../http/authenticate.ts';
-import { issuePath, readJsonBody } from '../http/body.ts';
+import { parseRunRequest } from '../http/body.ts';
 import { type HttpResult, json } from '../http/response.ts';
-import { checkApiIntegration } from '../nodes/providers/registry.ts';
+import { type ApiIntegrationRefusal, checkApiIntegration } from '../nodes/providers/registry.ts';
 import { logger } from '../observability/logger.ts';
 import { countRunStarted } from '../observability/metrics.ts';
 import type { ApiKeyRecord } from '../store/api-keys.ts';
@@ -36,39 +38,36 @@ import {
   startRun,
 } from '../store/runs.ts';
 
-/** Largest accepted run-start body. */
-export const maxRunBodyBytes = 64 * 1024;
-
 /** An Idempotency-Key answer is remembered this long (as payment APIs do). */
 const idempotencyWindowSeconds = 24 * 3600;
 
-/** Seconds a caller should wait before retrying when the monthly cap could not be read. */
-const capRetryAfterSeconds = 5;
-
-/** The run-start body: 422 for callbackUrl (spec), 400 for any other malformed field. */
-export const parseRunRequest = (event: APIGatewayProxyEventV2): RunRequest => {
-  const body = readJsonBody(event, { maxBytes: maxRunBodyBytes, emptyAs: {} });
-  const result = v.safeParse(RunRequestSchema, body);
-  if (result.success) return result.output;
-  const [issue] = result.issues;
-  if (issue.message === messages.callbackUrlInvalid) throw new UnprocessableError({ error: issue.message });
-  const path = issuePath(issue);
-  throw new BadRequestError(messages.invalidBody(path ? `${path}: ${issue.message}` : issue.message));
+/** The error that carries an admission refusal to the caller. */
+const admissionError = (refusal: AdmissionRefusal, cause?: unknown): ServiceError => {
+  switch (refusal.kind) {
+    case 'runInProgress':
+      return new RunInProgressError(refusal.activeJobId);
+    case 'refused':
+      return new RunRefusedError(refusal.refusal);
+    case 'monthlyCapUnverifiable':
+      return new MonthlyCapUnverifiableError(refusal.retryAfterSeconds, { cause });
+  }
 };
+
+const providerNotAvailable = (barred: ApiIntegrationRefusal) =>
+  new ProviderNotAvailableError(barred.nodeType, barred.providers, barred.level);
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** The checks every start makes before money: the key may run it, the canvas is valid, the inputs exist. */
 export const checkRunnable = (key: ApiKeyRecord, workflow: RunnableWorkflow, request: RunRequest) => {
   if (key.workflowIds.length > 0 && !key.workflowIds.includes(workflow.workflowId)) {
-    throw new ForbiddenError(messages.workflowNotPermitted);
+    throw new WorkflowNotPermittedError(workflow.workflowId);
   }
   const issues = validateCanvas(workflow.canvas);
-  if (issues.length > 0) throw new UnprocessableError({ success: false, errors: issues });
+  if (issues.length > 0) throw new RunValidationFailedError(issues);
   const validKeys = apiInputKeys(workflow.canvas);
   const unknownKeys = Object.keys(request.inputs ?? {}).filter((k) => !validKeys.includes(k));
-  if (unknownKeys.length > 0)
-    throw new UnprocessableError({ error: messages.unknownInputKeys(unknownKeys), validKeys });
+  if (unknownKeys.length > 0) throw new UnknownInputKeysError(unknownKeys, validKeys);
 };
 
 export interface CommitInput {
@@ -86,8 +85,8 @@ export interface CommitInput {
 }
 
 /**
- * Estimates, checks (per-step limit, project hard cap, key monthly cap, balance), then ONE
- * transaction, then the root steps to SQS. Shared by run starts and the deferred dispatcher.
+ * Estimates, admits (functions/domain/admission.ts, in the spec's order), then ONE transaction,
+ * then the root steps to SQS. Shared by run starts and the deferred dispatcher.
  */
 export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId: string; estimate: RunEstimate }> => {
   const { key, workflow, request } = input;
@@ -107,24 +106,17 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
         monthlyCap,
       });
     } catch (error) {
-      // A capped key is never started unmetered: refuse with 503 rather than guess its spend.
-      if (monthlyCap !== null) {
-        logger.warn('monthly cap could not be checked', { error: error as Error });
-        throw new ServiceUnavailableError(messages.monthlyCapUnverifiable, capRetryAfterSeconds);
-      }
-      throw error;
+      // A capped key is never started unmetered: refused rather than guess its spend.
+      const refusal = refusalWithoutFacts(monthlyCap);
+      if (!refusal) throw error;
+      logger.warn('monthly cap could not be checked', { error: error as Error });
+      throw admissionError(refusal, error);
     }
     const barred = checkApiIntegration(workflow.canvas, new Set(facts.connectionKeys));
-    if (barred)
-      throw new UnprocessableError({ error: barred.message, providers: barred.providers, level: barred.level });
-    const refusal = admitRun(estimate, facts);
-    if (refusal) {
-      // A busy workflow answers 409 before any 402, as the start transaction checks the lock first:
-      // more credits would not start it, and the answer names the run to wait for.
-      const activeJobId = await activeJobOf(deps, workflow.workflowId);
-      if (activeJobId) throw new ConflictError({ error: messages.runInProgress, activeJobId });
-      throw new PaymentRequiredError(refusalBody(refusal, now));
-    }
+    if (barred) throw providerNotAvailable(barred);
+    const refusal = runRefusal(estimate, facts, now);
+    // The lock is read only for a refusal: a busy workflow is answered before it, naming the run to wait for.
+    if (refusal) throw admissionError(busyFirst(refusal, await activeJobOf(deps, workflow.workflowId)));
     try {
       await startRun(deps, {
         jobId,
@@ -177,8 +169,7 @@ export const startRunFor = async (
   );
   const remembered = async () => {
     const previous = idempotencyKeyHash ? await findIdempotentAnswer(deps, auth.keyId, idempotencyKeyHash) : undefined;
-    if (previous && previous.requestHash !== requestHash)
-      throw new UnprocessableError({ error: messages.idempotencyKeyReused });
+    if (previous && previous.requestHash !== requestHash) throw new IdempotencyKeyReusedError();
     return previous ? json(previous.response.status, previous.response.body) : undefined;
   };
   const earlier = await remembered();
@@ -200,8 +191,7 @@ export const startRunFor = async (
         workflow.canvas,
         new Set(Object.keys(await getConnections(deps, auth.teamId))),
       );
-      if (barred)
-        throw new UnprocessableError({ error: barred.message, providers: barred.providers, level: barred.level });
+      if (barred) throw providerNotAvailable(barred);
       const deferredJobId = deps.newId();
       const body = { deferred: true, deferredJobId, workflowId: workflow.workflowId };
       await createDeferredRun(deps, {

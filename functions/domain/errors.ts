@@ -1,17 +1,40 @@
 /**
- * Typed domain errors. The domain throws them; `functions/http/error-map.ts` is the one table that
- * turns each into the spec's status and body. They carry facts, never HTTP.
+ * What can go wrong, each error named for its meaning and carrying its facts as typed fields.
+ * They never hold an HTTP status or a response body: `functions/http/error-map.ts` is the one table
+ * that turns each into the spec's status and body.
  */
+import type { ValidationIssue } from '../../schemas/workflows.ts';
+import type { RunRefusal } from './admission.ts';
 
-export class UnauthorizedError extends Error {
+/** The base of every error the service throws on purpose; `cause` keeps the failure behind it. */
+export class ServiceError extends Error {
+  override name = 'ServiceError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+// The caller and its key
+
+export class UnauthorizedError extends ServiceError {
   override readonly name = 'UnauthorizedError';
+  constructor(options?: { cause?: unknown }) {
+    super('no valid API key', options);
+  }
 }
 
-export class ScopeNotPermittedError extends Error {
+/** The key lacks the scope the route needs. */
+export class ScopeNotPermittedError extends ServiceError {
   override readonly name = 'ScopeNotPermittedError';
+  readonly scope: string;
+  constructor(scope: string) {
+    super(`key lacks scope ${scope}`);
+    this.scope = scope;
+  }
 }
 
-export class RateLimitedError extends Error {
+/** The key is over its requests per minute. */
+export class RateLimitedError extends ServiceError {
   override readonly name = 'RateLimitedError';
   readonly retryAfterSeconds: number;
   constructor(retryAfterSeconds: number) {
@@ -20,56 +43,274 @@ export class RateLimitedError extends Error {
   }
 }
 
-/** The request itself is wrong (bad JSON, a missing field); `message` is shown to the caller. */
-export class BadRequestError extends Error {
-  override readonly name = 'BadRequestError';
-}
-
-/** A resource is missing or belongs to another team; `message` is the spec's exact 404 text. */
-export class NotFoundError extends Error {
-  override readonly name = 'NotFoundError';
-}
-
-/** The request is well formed but refused; `message` and `extra` form the spec's 403 body. */
-export class ForbiddenError extends Error {
-  override readonly name = 'ForbiddenError';
-}
-
-/** An error whose complete response body the domain decides (422, 402, 409). */
-export class ErrorWithBody extends Error {
-  readonly body: Record<string, unknown>;
-  constructor(body: Record<string, unknown>) {
-    super(typeof body.error === 'string' ? body.error : 'refused');
-    this.body = body;
+/** A key restricted to some workflows may not create one. */
+export class CreateWorkflowNotPermittedError extends ServiceError {
+  override readonly name = 'CreateWorkflowNotPermittedError';
+  constructor() {
+    super('key restricted to some workflows');
   }
 }
 
-/** Well-formed input that cannot be processed; `body` is the complete 422 body. */
-export class UnprocessableError extends ErrorWithBody {
-  override readonly name = 'UnprocessableError';
+/** A key restricted to some workflows names another. */
+export class WorkflowNotPermittedError extends ServiceError {
+  override readonly name = 'WorkflowNotPermittedError';
+  readonly workflowId: string;
+  constructor(workflowId: string) {
+    super(`workflow ${workflowId} not permitted for this key`);
+    this.workflowId = workflowId;
+  }
 }
 
-/** The request body exceeds the documented size limit. */
-export class PayloadTooLargeError extends Error {
+// The request body
+
+/** The body is not JSON or does not fit the request schema; `detail` names the first problem. */
+export class InvalidBodyError extends ServiceError {
+  override readonly name = 'InvalidBodyError';
+  readonly detail: string;
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super(`invalid body: ${detail}`, options);
+    this.detail = detail;
+  }
+}
+
+/** The body is above the operation's documented size limit. */
+export class PayloadTooLargeError extends ServiceError {
   override readonly name = 'PayloadTooLargeError';
+  readonly maxBytes: number;
+  constructor(maxBytes: number) {
+    super(`body above ${maxBytes} bytes`);
+    this.maxBytes = maxBytes;
+  }
 }
 
-/** The run cannot be paid for or allowed; `body` is the spec's complete 402 body. */
-export class PaymentRequiredError extends ErrorWithBody {
-  override readonly name = 'PaymentRequiredError';
+/** A workflow within the body limit would still not fit in one stored item. */
+export class WorkflowTooLargeToStoreError extends ServiceError {
+  override readonly name = 'WorkflowTooLargeToStoreError';
+  readonly bytes: number;
+  readonly maxBytes: number;
+  constructor(bytes: number, maxBytes: number) {
+    super(`workflow takes ${bytes} bytes to store, at most ${maxBytes}`);
+    this.bytes = bytes;
+    this.maxBytes = maxBytes;
+  }
 }
 
-/** The resource is busy or in the wrong state; `body` is the complete 409 body. */
-export class ConflictError extends ErrorWithBody {
-  override readonly name = 'ConflictError';
+/** A field POST /workflows requires is missing or empty. */
+export class NameRequiredError extends ServiceError {
+  override readonly name = 'NameRequiredError';
+  constructor() {
+    super('name is missing');
+  }
 }
 
-/** A check that must not be skipped could not be made; the caller should retry later. */
-export class ServiceUnavailableError extends Error {
-  override readonly name = 'ServiceUnavailableError';
+export class StepsRequiredError extends ServiceError {
+  override readonly name = 'StepsRequiredError';
+  constructor() {
+    super('steps are missing');
+  }
+}
+
+/** POST /workflows names neither or both of agentId and projectId. */
+export class AgentOrProjectRequiredError extends ServiceError {
+  override readonly name = 'AgentOrProjectRequiredError';
+  constructor() {
+    super('not exactly one of agentId or projectId');
+  }
+}
+
+/** The run's callbackUrl is not an https:// URL. */
+export class CallbackUrlInvalidError extends ServiceError {
+  override readonly name = 'CallbackUrlInvalidError';
+  constructor() {
+    super('callbackUrl is not an https URL');
+  }
+}
+
+/** The Idempotency-Key was used before with another request. */
+export class IdempotencyKeyReusedError extends ServiceError {
+  override readonly name = 'IdempotencyKeyReusedError';
+  constructor() {
+    super('Idempotency-Key reused with another body');
+  }
+}
+
+// Missing (or another team's, which reads the same)
+
+export class WorkflowNotFoundError extends ServiceError {
+  override readonly name = 'WorkflowNotFoundError';
+  readonly workflowId: string;
+  constructor(workflowId: string) {
+    super(`workflow ${workflowId} not found`);
+    this.workflowId = workflowId;
+  }
+}
+
+/** The workflow exists but its canvas does not (or belongs to another team). */
+export class CanvasNotFoundError extends ServiceError {
+  override readonly name = 'CanvasNotFoundError';
+  readonly workflowId: string;
+  constructor(workflowId: string) {
+    super(`canvas of workflow ${workflowId} not found`);
+    this.workflowId = workflowId;
+  }
+}
+
+export class AgentNotFoundError extends ServiceError {
+  override readonly name = 'AgentNotFoundError';
+  readonly agentId: string;
+  constructor(agentId: string) {
+    super(`agent ${agentId} not found`);
+    this.agentId = agentId;
+  }
+}
+
+/** The agent has no workflow to run. */
+export class NoWorkflowForAgentError extends ServiceError {
+  override readonly name = 'NoWorkflowForAgentError';
+  readonly agentId: string;
+  constructor(agentId: string) {
+    super(`agent ${agentId} has no workflow`);
+    this.agentId = agentId;
+  }
+}
+
+/** The agent or project a new workflow names does not exist. */
+export class AgentOrProjectNotFoundError extends ServiceError {
+  override readonly name = 'AgentOrProjectNotFoundError';
+  constructor(options?: { cause?: unknown }) {
+    super('agent or project not found', options);
+  }
+}
+
+export class RunNotFoundError extends ServiceError {
+  override readonly name = 'RunNotFoundError';
+  readonly jobId: string;
+  constructor(jobId: string) {
+    super(`run ${jobId} not found`);
+    this.jobId = jobId;
+  }
+}
+
+export class DeferredRunNotFoundError extends ServiceError {
+  override readonly name = 'DeferredRunNotFoundError';
+  readonly deferredJobId: string;
+  constructor(deferredJobId: string) {
+    super(`deferred run ${deferredJobId} not found`);
+    this.deferredJobId = deferredJobId;
+  }
+}
+
+// The resource's state
+
+/** The workflow's run lock is held by `activeJobId`. */
+export class RunInProgressError extends ServiceError {
+  override readonly name = 'RunInProgressError';
+  readonly activeJobId: string;
+  constructor(activeJobId: string) {
+    super(`run ${activeJobId} in progress`);
+    this.activeJobId = activeJobId;
+  }
+}
+
+/** The run to cancel has already ended. */
+export class RunAlreadyEndedError extends ServiceError {
+  override readonly name = 'RunAlreadyEndedError';
+  readonly jobId: string;
+  constructor(jobId: string) {
+    super(`run ${jobId} already ended`);
+    this.jobId = jobId;
+  }
+}
+
+/** The deferred run to cancel is no longer waiting. */
+export class DeferredRunNotWaitingError extends ServiceError {
+  override readonly name = 'DeferredRunNotWaitingError';
+  readonly deferredJobId: string;
+  constructor(deferredJobId: string) {
+    super(`deferred run ${deferredJobId} not waiting`);
+    this.deferredJobId = deferredJobId;
+  }
+}
+
+// The workflow or run cannot be processed
+
+export class UnknownNodeTypeError extends ServiceError {
+  override readonly name = 'UnknownNodeTypeError';
+  readonly type: string;
+  constructor(type: string) {
+    super(`unknown node type ${type}`);
+    this.type = type;
+  }
+}
+
+/** POST /workflows: the graph fails validation. */
+export class WorkflowValidationFailedError extends ServiceError {
+  override readonly name = 'WorkflowValidationFailedError';
+  readonly errors: ValidationIssue[];
+  constructor(errors: ValidationIssue[]) {
+    super(`workflow fails validation (${errors.length} issue(s))`);
+    this.errors = errors;
+  }
+}
+
+/** A run start: the stored workflow fails validation. */
+export class RunValidationFailedError extends ServiceError {
+  override readonly name = 'RunValidationFailedError';
+  readonly errors: ValidationIssue[];
+  constructor(errors: ValidationIssue[]) {
+    super(`workflow to run fails validation (${errors.length} issue(s))`);
+    this.errors = errors;
+  }
+}
+
+/** Inputs the workflow does not accept, in the order sent, beside every key it does accept. */
+export class UnknownInputKeysError extends ServiceError {
+  override readonly name = 'UnknownInputKeysError';
+  readonly keys: readonly string[];
+  readonly validKeys: readonly string[];
+  constructor(keys: readonly string[], validKeys: readonly string[]) {
+    super(`unknown input keys ${keys.join(', ')}`);
+    this.keys = keys;
+    this.validKeys = validKeys;
+  }
+}
+
+/** A model step's provider is not open to API runs and the team has no own key that lifts it. */
+export class ProviderNotAvailableError extends ServiceError {
+  override readonly name = 'ProviderNotAvailableError';
+  readonly nodeType: string;
+  readonly providers: readonly string[];
+  readonly level: 'app_only' | 'byok_only' | 'not_allowed' | 'region_restricted';
+  constructor(
+    nodeType: string,
+    providers: readonly string[],
+    level: 'app_only' | 'byok_only' | 'not_allowed' | 'region_restricted',
+  ) {
+    super(`${nodeType} runs on ${providers.join(', ')} (${level})`);
+    this.nodeType = nodeType;
+    this.providers = providers;
+    this.level = level;
+  }
+}
+
+// Admission (functions/domain/admission.ts decides; these carry its answer)
+
+/** The run may not start: the refusal says which limit and by how much, in hundredths. */
+export class RunRefusedError extends ServiceError {
+  override readonly name = 'RunRefusedError';
+  readonly refusal: RunRefusal;
+  constructor(refusal: RunRefusal) {
+    super(`run refused: ${refusal.kind}`);
+    this.refusal = refusal;
+  }
+}
+
+/** A capped key's month could not be read, so the run is not started unmetered. */
+export class MonthlyCapUnverifiableError extends ServiceError {
+  override readonly name = 'MonthlyCapUnverifiableError';
   readonly retryAfterSeconds: number;
-  constructor(message: string, retryAfterSeconds: number) {
-    super(message);
+  constructor(retryAfterSeconds: number, options?: { cause?: unknown }) {
+    super('monthly cap could not be checked', options);
     this.retryAfterSeconds = retryAfterSeconds;
   }
 }

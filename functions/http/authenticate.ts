@@ -33,6 +33,6 @@ export const authenticate = async (
   const counts = await countRequest(deps, key.keyId, now.getTime());
   const decision = decide(counts, now.getTime(), key.rateLimitPerMinute ?? defaultRequestsPerMinute);
   if (!decision.allowed) throw new RateLimitedError(decision.retryAfterSeconds);
-  if (key.scopes.length > 0 && !key.scopes.includes(scope)) throw new ScopeNotPermittedError();
+  if (key.scopes.length > 0 && !key.scopes.includes(scope)) throw new ScopeNotPermittedError(scope);
   return { teamId: key.teamId, keyId: key.keyId, key };
 };

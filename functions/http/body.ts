@@ -1,7 +1,13 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import * as v from 'valibot';
 import { messages } from '../../schemas/errors.ts';
-import { BadRequestError, PayloadTooLargeError } from '../domain/errors.ts';
+import { type RunRequest, RunRequestSchema } from '../../schemas/runs.ts';
+import {
+  CallbackUrlInvalidError,
+  InvalidBodyError,
+  PayloadTooLargeError,
+  type ServiceError,
+} from '../domain/errors.ts';
 
 /**
  * The JSON body of a request: 413 past `maxBytes`, 400 `Invalid request body: …` when it is not
@@ -17,13 +23,13 @@ export const readJsonBody = (
       : event.body
     : '';
   if (Buffer.byteLength(raw) > options.maxBytes) {
-    throw new PayloadTooLargeError(messages.payloadTooLarge(options.maxBytes));
+    throw new PayloadTooLargeError(options.maxBytes);
   }
   if (raw.trim() === '') return options.emptyAs;
   try {
     return JSON.parse(raw);
-  } catch {
-    throw new BadRequestError(messages.invalidBody('not valid JSON'));
+  } catch (error) {
+    throw new InvalidBodyError('not valid JSON', { cause: error });
   }
 };
 
@@ -36,19 +42,28 @@ export const issuePath = (issue: v.BaseIssue<unknown>): string =>
     .join('');
 
 /**
- * Validates a parsed body. `fixedMessages` are spec messages a schema issue may carry as is (e.g.
- * `name is required`); any other issue becomes `Invalid request body: <path>: <message>`.
+ * Validates a parsed body. `specErrors` names the error for each spec message a schema issue may
+ * carry (e.g. `name is required`); any other issue is an InvalidBodyError naming its path.
  */
 export const parseWith = <TSchema extends v.GenericSchema>(
   schema: TSchema,
   body: unknown,
-  fixedMessages: readonly string[] = [],
-  toError: (message: string) => Error = (message) => new BadRequestError(message),
+  specErrors: Readonly<Record<string, () => ServiceError>> = {},
 ): v.InferOutput<TSchema> => {
   const result = v.safeParse(schema, body);
   if (result.success) return result.output;
   const [issue] = result.issues;
-  if (fixedMessages.includes(issue.message)) throw toError(issue.message);
+  const specError = Object.hasOwn(specErrors, issue.message) ? specErrors[issue.message] : undefined;
+  if (specError) throw specError();
   const path = issuePath(issue);
-  throw new BadRequestError(messages.invalidBody(path ? `${path}: ${issue.message}` : issue.message));
+  throw new InvalidBodyError(path ? `${path}: ${issue.message}` : issue.message);
 };
+
+/** Largest accepted run-start body. */
+export const maxRunBodyBytes = 64 * 1024;
+
+/** The run-start body: CallbackUrlInvalidError for callbackUrl (spec 422), InvalidBodyError for any other field. */
+export const parseRunRequest = (event: APIGatewayProxyEventV2): RunRequest =>
+  parseWith(RunRequestSchema, readJsonBody(event, { maxBytes: maxRunBodyBytes, emptyAs: {} }), {
+    [messages.callbackUrlInvalid]: () => new CallbackUrlInvalidError(),
+  });

@@ -1,41 +1,234 @@
-import { messages } from '../../schemas/errors.ts';
 import {
-  BadRequestError,
-  ConflictError,
-  ForbiddenError,
-  NotFoundError,
+  type AgentNotFoundErrorBody,
+  type AgentOrProjectNotFoundErrorBody,
+  type AgentOrProjectRequiredErrorBody,
+  type CallbackUrlInvalidErrorBody,
+  type CanvasNotFoundErrorBody,
+  type CreateWorkflowNotPermittedErrorBody,
+  type DeferredRunNotFoundErrorBody,
+  type DeferredRunNotWaitingErrorBody,
+  type IdempotencyKeyReusedErrorBody,
+  type InsufficientCreditsErrorBody,
+  type InvalidBodyErrorBody,
+  type MonthlyCapUnverifiableErrorBody,
+  type MonthlyCreditCapReachedErrorBody,
+  messages,
+  type NameRequiredErrorBody,
+  type NoWorkflowForAgentErrorBody,
+  type PayloadTooLargeErrorBody,
+  type PerStepLimitErrorBody,
+  type ProjectHardCapExceededErrorBody,
+  type ProviderNotAvailableErrorBody,
+  type RateLimitExceededErrorBody,
+  type RunAlreadyEndedErrorBody,
+  type RunInProgressErrorBody,
+  type RunNotFoundErrorBody,
+  type ScopeNotPermittedErrorBody,
+  type StepsRequiredErrorBody,
+  type UnauthorizedErrorBody,
+  type UnknownInputKeysErrorBody,
+  type UnknownNodeTypeErrorBody,
+  type WorkflowNotFoundErrorBody,
+  type WorkflowNotPermittedErrorBody,
+} from '../../schemas/errors.ts';
+import type { RunValidationFailed } from '../../schemas/runs.ts';
+import type { WorkflowValidationFailed } from '../../schemas/workflows.ts';
+import type { RunRefusal } from '../domain/admission.ts';
+import { toCredits } from '../domain/credits.ts';
+import {
+  AgentNotFoundError,
+  AgentOrProjectNotFoundError,
+  AgentOrProjectRequiredError,
+  CallbackUrlInvalidError,
+  CanvasNotFoundError,
+  CreateWorkflowNotPermittedError,
+  DeferredRunNotFoundError,
+  DeferredRunNotWaitingError,
+  IdempotencyKeyReusedError,
+  InvalidBodyError,
+  MonthlyCapUnverifiableError,
+  NameRequiredError,
+  NoWorkflowForAgentError,
   PayloadTooLargeError,
-  PaymentRequiredError,
+  ProviderNotAvailableError,
   RateLimitedError,
+  RunAlreadyEndedError,
+  RunInProgressError,
+  RunNotFoundError,
+  RunRefusedError,
+  RunValidationFailedError,
   ScopeNotPermittedError,
-  ServiceUnavailableError,
+  StepsRequiredError,
   UnauthorizedError,
-  UnprocessableError,
+  UnknownInputKeysError,
+  UnknownNodeTypeError,
+  WorkflowNotFoundError,
+  WorkflowNotPermittedError,
+  WorkflowTooLargeToStoreError,
+  WorkflowValidationFailedError,
 } from '../domain/errors.ts';
 import { logger } from '../observability/logger.ts';
 import { type HttpResult, json } from './response.ts';
 
+/** One row of the table: an error class, its status, its body, and its headers when it has any. */
+export interface ErrorMapping<TError extends Error = Error> {
+  error: abstract new (...args: never[]) => TError;
+  status: number;
+  body: (error: TError) => unknown;
+  headers?: (error: TError) => Record<string, string>;
+}
+
+const row = <TError extends Error, TBody>(
+  error: abstract new (...args: never[]) => TError,
+  status: number,
+  body: (error: TError) => TBody,
+  headers?: (error: TError) => Record<string, string>,
+): ErrorMapping => ({ error, status, body, headers }) as unknown as ErrorMapping;
+
+const retryAfter = (error: { retryAfterSeconds: number }) => ({ 'retry-after': String(error.retryAfterSeconds) });
+
+/** The spec's 402 body for a refusal, amounts in credits. */
+const refusalBody = (
+  refusal: RunRefusal,
+):
+  | InsufficientCreditsErrorBody
+  | ProjectHardCapExceededErrorBody
+  | PerStepLimitErrorBody
+  | MonthlyCreditCapReachedErrorBody => {
+  switch (refusal.kind) {
+    case 'perStepLimit': {
+      const estimatedCharge = toCredits(refusal.estimatedChargeHundredths);
+      const ceiling = toCredits(refusal.ceilingHundredths);
+      return {
+        error: messages.perStepLimitExceeded(refusal.nodeType, estimatedCharge, ceiling),
+        nodeType: refusal.nodeType,
+        estimatedCharge,
+        ceiling,
+      };
+    }
+    case 'projectHardCap':
+      return {
+        error: messages.projectHardCapExceeded,
+        hardCap: toCredits(refusal.hardCapHundredths),
+        spent: toCredits(refusal.spentHundredths),
+        estimate: toCredits(refusal.estimateHundredths),
+      };
+    case 'monthlyCap':
+      return {
+        error: messages.monthlyCreditCapReached,
+        monthlyCreditCap: toCredits(refusal.monthlyCapHundredths),
+        spentThisMonth: toCredits(refusal.spentThisMonthHundredths),
+        resets: messages.monthlyCapResets(refusal.resetsAt),
+      };
+    case 'insufficientCredits':
+      return { error: messages.insufficientCredits, required: toCredits(refusal.requiredHundredths) };
+  }
+};
+
 /**
- * The one table from domain errors to the spec's status codes and bodies (spec section 7).
- * Anything not listed is a server failure: 500 `Server error: <detail>` where the detail names the
- * kind of failure and the request id, never a stack, a key or a secret.
+ * THE table from domain errors to the spec's status codes and bodies (spec section 7), one row per
+ * error class. Anything not listed is a server failure (see `errorResponse`).
+ */
+export const errorTable: readonly ErrorMapping[] = [
+  // 400
+  row(InvalidBodyError, 400, (e): InvalidBodyErrorBody => ({ error: messages.invalidBody(e.detail) })),
+  row(NameRequiredError, 400, (): NameRequiredErrorBody => ({ error: messages.nameRequired })),
+  row(StepsRequiredError, 400, (): StepsRequiredErrorBody => ({ error: messages.stepsRequired })),
+  row(
+    AgentOrProjectRequiredError,
+    400,
+    (): AgentOrProjectRequiredErrorBody => ({ error: messages.exactlyOneOfAgentOrProject }),
+  ),
+  // 401
+  row(UnauthorizedError, 401, (): UnauthorizedErrorBody => ({ error: messages.unauthorized })),
+  // 402
+  row(RunRefusedError, 402, (e) => refusalBody(e.refusal)),
+  // 403
+  row(ScopeNotPermittedError, 403, (): ScopeNotPermittedErrorBody => ({ error: messages.scopeNotPermitted })),
+  row(
+    CreateWorkflowNotPermittedError,
+    403,
+    (): CreateWorkflowNotPermittedErrorBody => ({ error: messages.createWorkflowNotPermitted }),
+  ),
+  row(WorkflowNotPermittedError, 403, (): WorkflowNotPermittedErrorBody => ({ error: messages.workflowNotPermitted })),
+  // 404
+  row(WorkflowNotFoundError, 404, (): WorkflowNotFoundErrorBody => ({ error: messages.workflowNotFound })),
+  row(CanvasNotFoundError, 404, (): CanvasNotFoundErrorBody => ({ error: messages.canvasNotFound })),
+  row(AgentNotFoundError, 404, (): AgentNotFoundErrorBody => ({ error: messages.agentNotFound })),
+  row(NoWorkflowForAgentError, 404, (): NoWorkflowForAgentErrorBody => ({ error: messages.noWorkflowForAgent })),
+  row(
+    AgentOrProjectNotFoundError,
+    404,
+    (): AgentOrProjectNotFoundErrorBody => ({ error: messages.agentOrProjectNotFound }),
+  ),
+  row(RunNotFoundError, 404, (): RunNotFoundErrorBody => ({ error: messages.runNotFound })),
+  row(DeferredRunNotFoundError, 404, (): DeferredRunNotFoundErrorBody => ({ error: messages.deferredRunNotFound })),
+  // 409
+  row(
+    RunInProgressError,
+    409,
+    (e): RunInProgressErrorBody => ({ error: messages.runInProgress, activeJobId: e.activeJobId }),
+  ),
+  row(RunAlreadyEndedError, 409, (): RunAlreadyEndedErrorBody => ({ error: messages.runAlreadyEnded })),
+  row(
+    DeferredRunNotWaitingError,
+    409,
+    (): DeferredRunNotWaitingErrorBody => ({ error: messages.deferredRunNotWaiting }),
+  ),
+  // 413
+  row(PayloadTooLargeError, 413, (e): PayloadTooLargeErrorBody => ({ error: messages.payloadTooLarge(e.maxBytes) })),
+  row(
+    WorkflowTooLargeToStoreError,
+    413,
+    (e): PayloadTooLargeErrorBody => ({ error: messages.workflowTooLargeToStore(e.bytes, e.maxBytes) }),
+  ),
+  // 422
+  row(UnknownNodeTypeError, 422, (e): UnknownNodeTypeErrorBody => ({ error: messages.unknownNodeType(e.type) })),
+  row(
+    WorkflowValidationFailedError,
+    422,
+    (e): WorkflowValidationFailed => ({ error: messages.workflowValidationFailed, errors: e.errors }),
+  ),
+  row(RunValidationFailedError, 422, (e): RunValidationFailed => ({ success: false, errors: e.errors })),
+  row(
+    UnknownInputKeysError,
+    422,
+    (e): UnknownInputKeysErrorBody => ({ error: messages.unknownInputKeys(e.keys), validKeys: [...e.validKeys] }),
+  ),
+  row(CallbackUrlInvalidError, 422, (): CallbackUrlInvalidErrorBody => ({ error: messages.callbackUrlInvalid })),
+  row(
+    ProviderNotAvailableError,
+    422,
+    (e): ProviderNotAvailableErrorBody => ({
+      error: messages.providerNotAvailable(e.nodeType, e.providers),
+      providers: [...e.providers],
+      level: e.level,
+    }),
+  ),
+  row(IdempotencyKeyReusedError, 422, (): IdempotencyKeyReusedErrorBody => ({ error: messages.idempotencyKeyReused })),
+  // 429
+  row(RateLimitedError, 429, (): RateLimitExceededErrorBody => ({ error: messages.rateLimitExceeded }), retryAfter),
+  // 503
+  row(
+    MonthlyCapUnverifiableError,
+    503,
+    (): MonthlyCapUnverifiableErrorBody => ({ error: messages.monthlyCapUnverifiable }),
+    retryAfter,
+  ),
+];
+
+/** The row for an error, if the table has one. */
+export const errorMapping = (error: unknown): ErrorMapping | undefined =>
+  errorTable.find((mapping) => error instanceof mapping.error);
+
+/**
+ * The response for anything a handler throws: the table's row, else a server failure: 500
+ * `Server error: <detail>` where the detail names the kind of failure and the request id, never a
+ * message, a stack, a key or a secret.
  */
 export const errorResponse = (error: unknown, requestId: string): HttpResult => {
-  if (error instanceof UnauthorizedError) return json(401, { error: messages.unauthorized });
-  if (error instanceof ScopeNotPermittedError) return json(403, { error: messages.scopeNotPermitted });
-  if (error instanceof ForbiddenError) return json(403, { error: error.message });
-  if (error instanceof RateLimitedError) {
-    return json(429, { error: messages.rateLimitExceeded }, { 'retry-after': String(error.retryAfterSeconds) });
-  }
-  if (error instanceof BadRequestError) return json(400, { error: error.message });
-  if (error instanceof NotFoundError) return json(404, { error: error.message });
-  if (error instanceof UnprocessableError) return json(422, error.body);
-  if (error instanceof PayloadTooLargeError) return json(413, { error: error.message });
-  if (error instanceof PaymentRequiredError) return json(402, error.body);
-  if (error instanceof ConflictError) return json(409, error.body);
-  if (error instanceof ServiceUnavailableError) {
-    return json(503, { error: error.message }, { 'retry-after': String(error.retryAfterSeconds) });
-  }
+  const mapping = errorMapping(error);
+  if (mapping) return json(mapping.status, mapping.body(error as Error), mapping.headers?.(error as Error));
   logger.error('request failed', { requestId, error: error as Error });
   return json(500, { error: messages.serverError(`${serverErrorDetail(error)} (request ${requestId})`) });
 };

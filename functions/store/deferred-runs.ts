@@ -1,9 +1,8 @@
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DeferredRun } from '../../schemas/deferred-runs.ts';
-import { messages } from '../../schemas/errors.ts';
 import type { RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
-import { ConflictError, NotFoundError } from '../domain/errors.ts';
+import { DeferredRunNotFoundError, DeferredRunNotWaitingError } from '../domain/errors.ts';
 import type { ApiKeyRecord } from './api-keys.ts';
 import { type IdempotencyRecord, idempotencyPut } from './idempotency.ts';
 import { deferredRunKey, multiplierSortKey, waitingIndexes, waitingPartition } from './keys.ts';
@@ -100,7 +99,7 @@ export const getDeferredRun = async (deps: Deps, teamId: string, deferredJobId: 
   const { Item } = await deps.ddb.send(
     new GetCommand({ TableName: deps.tableName, Key: deferredRunKey(deferredJobId), ConsistentRead: true }),
   );
-  if (!Item || Item.teamId !== teamId) throw new NotFoundError(messages.deferredRunNotFound);
+  if (!Item || Item.teamId !== teamId) throw new DeferredRunNotFoundError(deferredJobId);
   return toRecord(Item);
 };
 
@@ -139,7 +138,7 @@ export const moveDeferredRun = async (deps: Deps, deferredJobId: string, status:
 export const cancelDeferredRun = async (deps: Deps, teamId: string, deferredJobId: string): Promise<DeferredRecord> => {
   const record = await getDeferredRun(deps, teamId, deferredJobId);
   if (record.status !== 'waiting' || !(await moveDeferredRun(deps, deferredJobId, 'cancelled'))) {
-    throw new ConflictError({ error: messages.deferredRunNotWaiting });
+    throw new DeferredRunNotWaitingError(deferredJobId);
   }
   return getDeferredRun(deps, teamId, deferredJobId);
 };

@@ -1,10 +1,18 @@
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { GetCommand, QueryCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
-import { messages } from '../../schemas/errors.ts';
 import type { RunMode } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
-import { ConflictError, NotFoundError, PaymentRequiredError } from '../domain/errors.ts';
-import type { AdmissionFacts, RunEstimate } from '../domain/run-pricing.ts';
+import type { AdmissionFacts } from '../domain/admission.ts';
+import {
+  AgentNotFoundError,
+  CanvasNotFoundError,
+  NoWorkflowForAgentError,
+  RunInProgressError,
+  RunRefusedError,
+  ServiceError,
+  WorkflowNotFoundError,
+} from '../domain/errors.ts';
+import type { RunEstimate } from '../domain/run-pricing.ts';
 import type { Canvas } from '../domain/workflow-graph.ts';
 import { batchGet, itemFor } from './batch.ts';
 import { type IdempotencyRecord, idempotencyPut } from './idempotency.ts';
@@ -31,7 +39,7 @@ export interface RunnableWorkflow {
   canvas: Canvas;
 }
 
-/** The workflow summary and its canvas in one BatchGet; 404s with the spec's messages. */
+/** The workflow summary and its canvas in one BatchGet; WorkflowNotFoundError or CanvasNotFoundError. */
 export const loadRunnableWorkflow = async (
   deps: Deps,
   teamId: string,
@@ -40,10 +48,10 @@ export const loadRunnableWorkflow = async (
   const summaryKey = workflowKey(teamId, workflowId);
   const items = await batchGet(deps, [summaryKey, canvasKey(workflowId)]);
   const summary = itemFor(items, summaryKey);
-  if (!summary) throw new NotFoundError(messages.workflowNotFound);
+  if (!summary) throw new WorkflowNotFoundError(workflowId);
   const canvas = itemFor(items, canvasKey(workflowId));
   // The canvas partition is keyed by workflow id alone, so its team is checked too.
-  if (!canvas || canvas.teamId !== teamId) throw new NotFoundError(messages.canvasNotFound);
+  if (!canvas || canvas.teamId !== teamId) throw new CanvasNotFoundError(workflowId);
   return {
     workflowId,
     agentId: summary.agentId as string,
@@ -104,7 +112,8 @@ const attr = (value: unknown): unknown =>
 /**
  * Starts a run in ONE transaction: take the workflow's run lock, hold the estimate from the team
  * balance, add it to the project's spend and the key's month, and write the run. Every condition
- * re-checks what the caller read, so a race is refused with the same 402/409 bodies.
+ * re-checks what the caller read, so a race is refused with the same errors (run in progress
+ * before insufficient credits, as the admission orders them).
  */
 export const startRun = async (deps: Deps, run: NewRun): Promise<void> => {
   const now = deps.now().toISOString();
@@ -202,31 +211,38 @@ export const startRun = async (deps: Deps, run: NewRun): Promise<void> => {
     if ((error as Error).name !== 'TransactionCanceledException' || !reasons) throw error;
     const failed = (index: number) => reasons[index]?.Code === 'ConditionalCheckFailed';
     // A request with the same Idempotency-Key committed first (and so holds the lock): answer as it did.
-    if (run.idempotency && failed(5)) throw new IdempotencyRaceError();
-    if (failed(0)) {
-      throw new ConflictError({ error: messages.runInProgress, activeJobId: attr(reasons[0]?.Item?.jobId) });
-    }
-    if (failed(1)) throw new PaymentRequiredError({ error: messages.insufficientCredits, required: total / 100 });
-    if (failed(2) || failed(3)) throw new RaceLostError();
+    if (run.idempotency && failed(5)) throw new IdempotencyRaceError({ cause: error });
+    if (failed(0)) throw new RunInProgressError(attr(reasons[0]?.Item?.jobId) as string);
+    if (failed(1)) throw new RunRefusedError({ kind: 'insufficientCredits', requiredHundredths: total });
+    if (failed(2) || failed(3)) throw new RaceLostError({ cause: error });
     if (reasons.slice(extraStart).some((r) => r?.Code === 'ConditionalCheckFailed'))
-      throw new ExtraConditionFailedError();
+      throw new ExtraConditionFailedError({ cause: error });
     throw error;
   }
 };
 
 /** A cap changed between the read and the transaction: the caller re-reads and decides again. */
-export class RaceLostError extends Error {
+export class RaceLostError extends ServiceError {
   override readonly name = 'RaceLostError';
+  constructor(options?: { cause?: unknown }) {
+    super('a cap changed before the start transaction', options);
+  }
 }
 
 /** A condition of `extraItems` failed (e.g. the deferred run is no longer waiting). */
-export class ExtraConditionFailedError extends Error {
+export class ExtraConditionFailedError extends ServiceError {
   override readonly name = 'ExtraConditionFailedError';
+  constructor(options?: { cause?: unknown }) {
+    super('a condition of the extra items failed', options);
+  }
 }
 
 /** Another request with the same Idempotency-Key committed first. */
-export class IdempotencyRaceError extends Error {
+export class IdempotencyRaceError extends ServiceError {
   override readonly name = 'IdempotencyRaceError';
+  constructor(options?: { cause?: unknown }) {
+    super('another request with the same Idempotency-Key committed first', options);
+  }
 }
 
 /** The job holding a workflow's run lock, if a run of it is in progress. */
@@ -280,13 +296,13 @@ export const readRunPartition = async (deps: Deps, jobId: string): Promise<Recor
 
 /**
  * The workflow an agent runs (spec 4.4): its active workflow, else its newest (by creation).
- * 404s: `Agent not found`, `No workflow found for this agent`, then those of the workflow itself.
+ * AgentNotFoundError, NoWorkflowForAgentError, then the errors of the workflow itself.
  */
 export const loadAgentWorkflow = async (deps: Deps, teamId: string, agentId: string): Promise<RunnableWorkflow> => {
   const { Item: agent } = await deps.ddb.send(
     new GetCommand({ TableName: deps.tableName, Key: agentKey(teamId, agentId), ConsistentRead: true }),
   );
-  if (!agent) throw new NotFoundError(messages.agentNotFound);
+  if (!agent) throw new AgentNotFoundError(agentId);
   let workflowId = agent.activeWorkflowId as string | undefined;
   if (!workflowId) {
     let newest: { workflowId: string; createdAt: string } | undefined;
@@ -309,7 +325,7 @@ export const loadAgentWorkflow = async (deps: Deps, teamId: string, agentId: str
       }
       cursor = page.LastEvaluatedKey;
     } while (cursor);
-    if (!newest) throw new NotFoundError(messages.noWorkflowForAgent);
+    if (!newest) throw new NoWorkflowForAgentError(agentId);
     workflowId = newest.workflowId;
   }
   return loadRunnableWorkflow(deps, teamId, workflowId);

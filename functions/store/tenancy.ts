@@ -1,5 +1,6 @@
 import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
+import { ServiceError } from '../domain/errors.ts';
 import { agentKey, idIndex, projectKey, teamKey } from './keys.ts';
 
 /**
@@ -12,7 +13,8 @@ const isConditionFailure = (error: unknown) =>
   (error as Error).name === 'ConditionalCheckFailedException' ||
   (error as Error).name === 'TransactionCanceledException';
 
-export class TenancyNotFoundError extends Error {
+/** A team or project an operator named does not exist (or a withdrawal would go below 0); `message` says which. */
+export class TenancyNotFoundError extends ServiceError {
   override readonly name = 'TenancyNotFoundError';
 }
 
@@ -91,7 +93,8 @@ export const addCredits = async (deps: Deps, teamId: string, hundredths: number)
     );
     return balanceOf(Attributes ?? {});
   } catch (error) {
-    if (isConditionFailure(error)) throw new TenancyNotFoundError(`No team ${teamId}, or too few credits to withdraw`);
+    if (isConditionFailure(error))
+      throw new TenancyNotFoundError(`No team ${teamId}, or too few credits to withdraw`, { cause: error });
     throw error;
   }
 };
@@ -149,7 +152,7 @@ export const createProject = async (
       }),
     );
   } catch (error) {
-    if (isConditionFailure(error)) throw new TenancyNotFoundError(`No team ${input.teamId}`);
+    if (isConditionFailure(error)) throw new TenancyNotFoundError(`No team ${input.teamId}`, { cause: error });
     throw error;
   }
   return { projectId };
@@ -182,7 +185,7 @@ export const createAgent = async (
       }),
     );
   } catch (error) {
-    if (isConditionFailure(error)) throw new TenancyNotFoundError(`No project ${input.projectId}`);
+    if (isConditionFailure(error)) throw new TenancyNotFoundError(`No project ${input.projectId}`, { cause: error });
     throw error;
   }
   return { agentId };

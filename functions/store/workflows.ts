@@ -5,9 +5,8 @@ import {
   type TransactWriteCommandInput,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { messagePrefixes, messages } from '../../schemas/errors.ts';
 import type { Deps } from '../deps.ts';
-import { NotFoundError, PayloadTooLargeError } from '../domain/errors.ts';
+import { AgentOrProjectNotFoundError, WorkflowTooLargeToStoreError } from '../domain/errors.ts';
 import type { WorkflowStatus, WorkflowSummaryRecord } from '../domain/workflow-list.ts';
 import { agentKey, canvasKey, idIndex, projectKey, teamPartition, workflowKey, workflowSkPrefix } from './keys.ts';
 import { agentItem } from './tenancy.ts';
@@ -198,7 +197,7 @@ const itemSize = (item: Record<string, unknown>): number =>
 /**
  * Creates a workflow for a team in ONE transaction: with `agentId`, into that agent (which must be
  * the team's); with `projectId`, into a new agent of that project. A missing or foreign agent or
- * project, or a failure, leaves nothing behind. Throws NotFoundError with the spec's message.
+ * project, or a failure, leaves nothing behind. Throws AgentOrProjectNotFoundError.
  */
 export const createWorkflowForTeam = async (
   deps: Deps,
@@ -214,7 +213,7 @@ export const createWorkflowForTeam = async (
     const { Item } = await deps.ddb.send(
       new GetCommand({ TableName: deps.tableName, Key: agentKey(input.teamId, input.agentId), ConsistentRead: true }),
     );
-    if (!Item) throw new NotFoundError(messages.agentOrProjectNotFound);
+    if (!Item) throw new AgentOrProjectNotFoundError();
     agentId = input.agentId;
     projectId = Item.projectId as string;
     owner.push({
@@ -258,11 +257,7 @@ export const createWorkflowForTeam = async (
   // A body within its limit can still describe a canvas too big for one item (many connections
   // or long keys); refused here rather than left to fail the write as a 500.
   const largest = Math.max(...items.map(itemSize));
-  if (largest > maxItemBytes) {
-    throw new PayloadTooLargeError(
-      `${messagePrefixes.payloadTooLarge}the workflow would take ${largest} bytes to store; at most ${maxItemBytes}`,
-    );
-  }
+  if (largest > maxItemBytes) throw new WorkflowTooLargeToStoreError(largest, maxItemBytes);
   try {
     await deps.ddb.send(
       new TransactWriteCommand({
@@ -277,7 +272,7 @@ export const createWorkflowForTeam = async (
   } catch (error) {
     const reasons = (error as { CancellationReasons?: { Code?: string }[] }).CancellationReasons;
     if ((error as Error).name === 'TransactionCanceledException' && reasons?.[0]?.Code === 'ConditionalCheckFailed') {
-      throw new NotFoundError(messages.agentOrProjectNotFound);
+      throw new AgentOrProjectNotFoundError({ cause: error });
     }
     throw error;
   }
