@@ -1,0 +1,430 @@
+/**
+ * Errors by meaning, bodies at the edge: every domain error maps through the one table
+ * (functions/http/error-map.ts) to its spec status and a body its schema accepts; anything else is
+ * a 500 that never shows its message; the admission decides in the spec's order; and nothing below
+ * the HTTP edge imports the error bodies.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as v from 'valibot';
+import { describe, expect, it } from 'vitest';
+import {
+  type AdmissionFacts,
+  busyFirst,
+  monthlyCapRetryAfterSeconds,
+  type RunRefusal,
+  refusalWithoutFacts,
+  runRefusal,
+} from '../functions/domain/admission.ts';
+import * as domainErrors from '../functions/domain/errors.ts';
+import {
+  AgentNotFoundError,
+  AgentOrProjectNotFoundError,
+  AgentOrProjectRequiredError,
+  CallbackUrlInvalidError,
+  CanvasNotFoundError,
+  CreateWorkflowNotPermittedError,
+  DeferredRunNotFoundError,
+  DeferredRunNotWaitingError,
+  IdempotencyKeyReusedError,
+  InvalidBodyError,
+  MonthlyCapUnverifiableError,
+  NameRequiredError,
+  NoWorkflowForAgentError,
+  PayloadTooLargeError,
+  ProviderNotAvailableError,
+  RateLimitedError,
+  RunAlreadyEndedError,
+  RunInProgressError,
+  RunNotFoundError,
+  RunRefusedError,
+  RunValidationFailedError,
+  ScopeNotPermittedError,
+  ServiceError,
+  StepsRequiredError,
+  UnauthorizedError,
+  UnknownInputKeysError,
+  UnknownNodeTypeError,
+  WorkflowNotFoundError,
+  WorkflowNotPermittedError,
+  WorkflowTooLargeToStoreError,
+  WorkflowValidationFailedError,
+} from '../functions/domain/errors.ts';
+import type { RunEstimate } from '../functions/domain/run-pricing.ts';
+import { errorMapping, errorResponse, errorTable } from '../functions/http/error-map.ts';
+import { ExtraConditionFailedError, IdempotencyRaceError, RaceLostError } from '../functions/store/runs.ts';
+import * as bodies from '../schemas/errors.ts';
+import { messages } from '../schemas/errors.ts';
+import { RunValidationFailedSchema } from '../schemas/runs.ts';
+import { type ValidationIssue, WorkflowValidationFailedSchema } from '../schemas/workflows.ts';
+
+const jobId = '6f1c1b6e-2f1e-4b7a-9d43-0a8f5c3e9b21';
+const issues: ValidationIssue[] = [{ code: 'cycle', key: null, message: 'The workflow has a cycle' }];
+const now = new Date('2026-11-24T12:00:00Z');
+
+interface Case {
+  error: Error;
+  status: number;
+  schema: v.GenericSchema;
+  /** The exact body, where the case pins it beyond its schema. */
+  body?: unknown;
+  retryAfter?: string;
+}
+
+/** One case per error class (the 402 once per refusal kind), with the status and schema the spec gives it. */
+const cases: Case[] = [
+  {
+    error: new InvalidBodyError('steps[0].key: expected string'),
+    status: 400,
+    schema: bodies.InvalidBodyErrorSchema,
+    body: { error: 'Invalid request body: steps[0].key: expected string' },
+  },
+  { error: new NameRequiredError(), status: 400, schema: bodies.NameRequiredErrorSchema },
+  { error: new StepsRequiredError(), status: 400, schema: bodies.StepsRequiredErrorSchema },
+  { error: new AgentOrProjectRequiredError(), status: 400, schema: bodies.AgentOrProjectRequiredErrorSchema },
+  { error: new UnauthorizedError(), status: 401, schema: bodies.UnauthorizedErrorSchema },
+  {
+    error: new RunRefusedError({ kind: 'insufficientCredits', requiredHundredths: 203 }),
+    status: 402,
+    schema: bodies.InsufficientCreditsErrorSchema,
+    body: { error: 'Insufficient credits', required: 2.03 },
+  },
+  {
+    error: new RunRefusedError({
+      kind: 'projectHardCap',
+      hardCapHundredths: 300,
+      spentHundredths: 203,
+      estimateHundredths: 203,
+    }),
+    status: 402,
+    schema: bodies.ProjectHardCapExceededErrorSchema,
+    body: { error: 'Project hard cap exceeded', hardCap: 3, spent: 2.03, estimate: 2.03 },
+  },
+  {
+    error: new RunRefusedError({
+      kind: 'perStepLimit',
+      nodeType: 'ImageGen',
+      estimatedChargeHundredths: 250,
+      ceilingHundredths: 100,
+    }),
+    status: 402,
+    schema: bodies.PerStepLimitErrorSchema,
+    body: {
+      error: messages.perStepLimitExceeded('ImageGen', 2.5, 1),
+      nodeType: 'ImageGen',
+      estimatedCharge: 2.5,
+      ceiling: 1,
+    },
+  },
+  {
+    error: new RunRefusedError({
+      kind: 'monthlyCap',
+      monthlyCapHundredths: 500,
+      spentThisMonthHundredths: 450,
+      resetsAt: new Date('2026-12-01T00:00:00Z'),
+    }),
+    status: 402,
+    schema: bodies.MonthlyCreditCapReachedErrorSchema,
+    body: {
+      error: 'Monthly credit cap reached',
+      monthlyCreditCap: 5,
+      spentThisMonth: 4.5,
+      resets: 'Resets at 2026-12-01T00:00:00.000Z (start of the next calendar month, UTC)',
+    },
+  },
+  { error: new ScopeNotPermittedError('runs:write'), status: 403, schema: bodies.ScopeNotPermittedErrorSchema },
+  {
+    error: new CreateWorkflowNotPermittedError(),
+    status: 403,
+    schema: bodies.CreateWorkflowNotPermittedErrorSchema,
+  },
+  { error: new WorkflowNotPermittedError(jobId), status: 403, schema: bodies.WorkflowNotPermittedErrorSchema },
+  { error: new WorkflowNotFoundError(jobId), status: 404, schema: bodies.WorkflowNotFoundErrorSchema },
+  { error: new CanvasNotFoundError(jobId), status: 404, schema: bodies.CanvasNotFoundErrorSchema },
+  { error: new AgentNotFoundError(jobId), status: 404, schema: bodies.AgentNotFoundErrorSchema },
+  { error: new NoWorkflowForAgentError(jobId), status: 404, schema: bodies.NoWorkflowForAgentErrorSchema },
+  { error: new AgentOrProjectNotFoundError(), status: 404, schema: bodies.AgentOrProjectNotFoundErrorSchema },
+  { error: new RunNotFoundError(jobId), status: 404, schema: bodies.RunNotFoundErrorSchema },
+  { error: new DeferredRunNotFoundError(jobId), status: 404, schema: bodies.DeferredRunNotFoundErrorSchema },
+  {
+    error: new RunInProgressError(jobId),
+    status: 409,
+    schema: bodies.RunInProgressErrorSchema,
+    body: { error: 'This workflow already has a run in progress', activeJobId: jobId },
+  },
+  { error: new RunAlreadyEndedError(jobId), status: 409, schema: bodies.RunAlreadyEndedErrorSchema },
+  { error: new DeferredRunNotWaitingError(jobId), status: 409, schema: bodies.DeferredRunNotWaitingErrorSchema },
+  {
+    error: new PayloadTooLargeError(65_536),
+    status: 413,
+    schema: bodies.PayloadTooLargeErrorSchema,
+    body: { error: 'Request body too large: at most 65536 bytes' },
+  },
+  {
+    error: new WorkflowTooLargeToStoreError(420_000, 390_000),
+    status: 413,
+    schema: bodies.PayloadTooLargeErrorSchema,
+    body: { error: 'Request body too large: the workflow would take 420000 bytes to store; at most 390000' },
+  },
+  {
+    error: new UnknownNodeTypeError('Teleport'),
+    status: 422,
+    schema: bodies.UnknownNodeTypeErrorSchema,
+    body: { error: 'Unknown node type: Teleport' },
+  },
+  {
+    error: new WorkflowValidationFailedError(issues),
+    status: 422,
+    schema: WorkflowValidationFailedSchema,
+    body: { error: 'Workflow validation failed', errors: issues },
+  },
+  {
+    error: new RunValidationFailedError(issues),
+    status: 422,
+    schema: RunValidationFailedSchema,
+    body: { success: false, errors: issues },
+  },
+  {
+    error: new UnknownInputKeysError(['b', 'a'], ['prompt']),
+    status: 422,
+    schema: bodies.UnknownInputKeysErrorSchema,
+    body: { error: 'Unknown input key(s): b, a', validKeys: ['prompt'] },
+  },
+  { error: new CallbackUrlInvalidError(), status: 422, schema: bodies.CallbackUrlInvalidErrorSchema },
+  {
+    error: new ProviderNotAvailableError('ImageGen', ['studio-x'], 'app_only'),
+    status: 422,
+    schema: bodies.ProviderNotAvailableErrorSchema,
+    body: {
+      error: messages.providerNotAvailable('ImageGen', ['studio-x']),
+      providers: ['studio-x'],
+      level: 'app_only',
+    },
+  },
+  { error: new IdempotencyKeyReusedError(), status: 422, schema: bodies.IdempotencyKeyReusedErrorSchema },
+  { error: new RateLimitedError(17), status: 429, schema: bodies.RateLimitExceededErrorSchema, retryAfter: '17' },
+  {
+    error: new MonthlyCapUnverifiableError(5),
+    status: 503,
+    schema: bodies.MonthlyCapUnverifiableErrorSchema,
+    retryAfter: '5',
+  },
+];
+
+/** Every error class `functions/domain/errors.ts` exports, but the base. */
+const domainErrorClasses = Object.values(domainErrors).filter(
+  (value): value is typeof ServiceError =>
+    typeof value === 'function' && value.prototype instanceof ServiceError && value !== ServiceError,
+);
+
+describe('the error table', () => {
+  it.each(cases.map((c) => [c.error.name, c] as const))('%s', (_name, c) => {
+    const response = errorResponse(c.error, 'req-1');
+    expect(response.statusCode).toBe(c.status);
+    const body = JSON.parse(response.body);
+    v.parse(c.schema, body);
+    if (c.body !== undefined) expect(body).toEqual(c.body);
+    expect(response.headers?.['retry-after']).toBe(c.retryAfter);
+    expect(response.headers?.['content-type']).toBe('application/json');
+  });
+
+  it('has one row per domain error class, and a case above for each', () => {
+    expect(domainErrorClasses.length).toBeGreaterThan(25);
+    for (const errorClass of domainErrorClasses) {
+      expect(
+        errorTable.filter((row) => row.error === errorClass),
+        errorClass.name,
+      ).toHaveLength(1);
+      expect(
+        cases.some((c) => c.error instanceof errorClass),
+        errorClass.name,
+      ).toBe(true);
+    }
+    expect(errorTable).toHaveLength(domainErrorClasses.length);
+  });
+
+  it('every domain error extends the base, carries its name and keeps its cause', () => {
+    for (const c of cases) {
+      expect(c.error).toBeInstanceOf(ServiceError);
+      expect(c.error).toBeInstanceOf(Error);
+      expect(c.error.name).toBe(c.error.constructor.name);
+    }
+    const cause = new Error('the read that failed');
+    expect(new MonthlyCapUnverifiableError(5, { cause }).cause).toBe(cause);
+    expect(new InvalidBodyError('not valid JSON', { cause }).cause).toBe(cause);
+    expect(new ServiceError('x', { cause }).cause).toBe(cause);
+  });
+
+  it('no error carries a status or a body', () => {
+    for (const c of cases) {
+      const fields = Object.keys(c.error);
+      expect(
+        fields.filter((f) => /status|body/i.test(f)),
+        c.error.name,
+      ).toEqual([]);
+    }
+  });
+
+  it('answers anything else 500 `Server error: <detail>` without its message', () => {
+    const secret = 'sk_live_do_not_show';
+    for (const error of [
+      new Error(secret),
+      new TypeError(secret),
+      new RaceLostError({ cause: new Error(secret) }),
+      new ExtraConditionFailedError(),
+      new IdempotencyRaceError(),
+      new ServiceError(secret),
+      secret,
+      undefined,
+    ]) {
+      expect(errorMapping(error)).toBeUndefined();
+      const response = errorResponse(error, 'req-9');
+      expect(response.statusCode).toBe(500);
+      expect(response.body).not.toContain(secret);
+      expect(JSON.parse(response.body)).toEqual({ error: 'Server error: unexpected failure (request req-9)' });
+      v.parse(bodies.ServerErrorSchema, JSON.parse(response.body));
+    }
+  });
+
+  it('names an AWS SDK failure by its service error name only', () => {
+    const sdk = Object.assign(new Error('secret table name in here'), {
+      name: 'ProvisionedThroughputExceededException',
+      $metadata: { httpStatusCode: 400 },
+    });
+    const response = errorResponse(sdk, 'req-2');
+    expect([response.statusCode, JSON.parse(response.body)]).toEqual([
+      500,
+      { error: 'Server error: storage unavailable (ProvisionedThroughputExceededException) (request req-2)' },
+    ]);
+  });
+});
+
+describe('admission (functions/domain/admission.ts), in the spec order', () => {
+  const estimate: RunEstimate = {
+    steps: [
+      { nodeId: 'a', type: 'TextGen', hundredths: 100 },
+      { nodeId: 'b', type: 'ImageGen', hundredths: 250 },
+    ],
+    totalHundredths: 350,
+  };
+  const open: AdmissionFacts = {
+    perStepLimit: null,
+    project: { hardCap: null, spent: 0 },
+    key: { monthlyCap: null, spentThisMonth: 0 },
+    balance: 10_000,
+  };
+  /** Facts that fail every 402 check at once. */
+  const refusedEverywhere: AdmissionFacts = {
+    perStepLimit: 200,
+    project: { hardCap: 300, spent: 0 },
+    key: { monthlyCap: 300, spentThisMonth: 0 },
+    balance: 100,
+  };
+
+  it('admits a run within every limit, and one exactly at each limit', () => {
+    expect(runRefusal(estimate, open, now)).toBeNull();
+    const atLimits: AdmissionFacts = {
+      perStepLimit: 250,
+      project: { hardCap: 1_350, spent: 1_000 },
+      key: { monthlyCap: 850, spentThisMonth: 500 },
+      balance: 350,
+    };
+    expect(runRefusal(estimate, atLimits, now)).toBeNull();
+  });
+
+  it('refuses per-step limit first, then project hard cap, then key monthly cap, then balance', () => {
+    const refusals: RunRefusal[] = [];
+    let facts = refusedEverywhere;
+    for (;;) {
+      const refusal = runRefusal(estimate, facts, now);
+      if (!refusal) break;
+      refusals.push(refusal);
+      // Lift the limit just refused and decide again.
+      if (refusal.kind === 'perStepLimit') facts = { ...facts, perStepLimit: null };
+      else if (refusal.kind === 'projectHardCap') facts = { ...facts, project: { hardCap: null, spent: 0 } };
+      else if (refusal.kind === 'monthlyCap') facts = { ...facts, key: { monthlyCap: null, spentThisMonth: 0 } };
+      else facts = { ...facts, balance: 10_000 };
+    }
+    expect(refusals).toEqual([
+      { kind: 'perStepLimit', nodeType: 'ImageGen', estimatedChargeHundredths: 250, ceilingHundredths: 200 },
+      { kind: 'projectHardCap', hardCapHundredths: 300, spentHundredths: 0, estimateHundredths: 350 },
+      {
+        kind: 'monthlyCap',
+        monthlyCapHundredths: 300,
+        spentThisMonthHundredths: 0,
+        resetsAt: new Date('2026-12-01T00:00:00Z'),
+      },
+      { kind: 'insufficientCredits', requiredHundredths: 350 },
+    ]);
+  });
+
+  it('counts what was spent before against the hard cap and the monthly cap', () => {
+    expect(runRefusal(estimate, { ...open, project: { hardCap: 1_000, spent: 700 } }, now)).toMatchObject({
+      kind: 'projectHardCap',
+      spentHundredths: 700,
+    });
+    expect(runRefusal(estimate, { ...open, key: { monthlyCap: 1_000, spentThisMonth: 651 } }, now)).toMatchObject({
+      kind: 'monthlyCap',
+      spentThisMonthHundredths: 651,
+    });
+  });
+
+  it('a run in progress is answered before every 402 kind, naming it', () => {
+    const kinds = new Set<string>();
+    let facts = refusedEverywhere;
+    for (let refusal = runRefusal(estimate, facts, now); refusal; refusal = runRefusal(estimate, facts, now)) {
+      kinds.add(refusal.kind);
+      expect(busyFirst(refusal, jobId)).toEqual({ kind: 'runInProgress', activeJobId: jobId });
+      expect(busyFirst(refusal, undefined)).toEqual({ kind: 'refused', refusal });
+      facts =
+        refusal.kind === 'perStepLimit'
+          ? { ...facts, perStepLimit: null }
+          : refusal.kind === 'projectHardCap'
+            ? { ...facts, project: open.project }
+            : refusal.kind === 'monthlyCap'
+              ? { ...facts, key: open.key }
+              : open;
+    }
+    expect([...kinds]).toEqual(['perStepLimit', 'projectHardCap', 'monthlyCap', 'insufficientCredits']);
+  });
+
+  it('a capped key whose facts cannot be read is refused 503 with Retry-After; an uncapped one lets the failure stand', () => {
+    expect(refusalWithoutFacts(500)).toEqual({
+      kind: 'monthlyCapUnverifiable',
+      retryAfterSeconds: monthlyCapRetryAfterSeconds,
+    });
+    expect(refusalWithoutFacts(0)).toMatchObject({ kind: 'monthlyCapUnverifiable' });
+    expect(refusalWithoutFacts(null)).toBeNull();
+  });
+});
+
+describe('layers', () => {
+  const root = new URL('..', import.meta.url).pathname;
+  const filesUnder = (dir: string): string[] =>
+    readdirSync(join(root, dir), { withFileTypes: true, recursive: true })
+      .filter((entry) => entry.isFile() && entry.name.endsWith('.ts'))
+      .map((entry) => join(entry.parentPath, entry.name));
+
+  /** An import or re-export of schemas/errors.ts, however its braces are spread over lines, or a dynamic import of it. */
+  const importsErrorBodies = (source: string) =>
+    /\bfrom\s*['"][^'"]*schemas\/errors(\.ts)?['"]/.test(source) ||
+    /\bimport\s*\(\s*['"][^'"]*schemas\/errors(\.ts)?['"]/.test(source);
+
+  it('nothing under functions/store, functions/domain or functions/app imports schemas/errors.ts', () => {
+    const files = ['functions/store', 'functions/domain', 'functions/app'].flatMap(filesUnder);
+    expect(files.length).toBeGreaterThan(20);
+    expect(files.filter((file) => importsErrorBodies(readFileSync(file, 'utf8')))).toEqual([]);
+  });
+
+  it('the check above sees the ways an import can be written', () => {
+    for (const source of [
+      "import { messages } from '../../schemas/errors.ts';",
+      "import {\n  messagePrefixes,\n  messages,\n} from '../../schemas/errors.ts';",
+      'import type { RunInProgressErrorBody } from "../../schemas/errors";',
+      "export * from '../../schemas/errors.ts';",
+      "const m = await import('../../schemas/errors.ts');",
+    ])
+      expect(importsErrorBodies(source), source).toBe(true);
+    expect(importsErrorBodies("import { messages } from '../../schemas/runs.ts';")).toBe(false);
+  });
+});
