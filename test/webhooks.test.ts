@@ -2,6 +2,7 @@ import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deliverWebhook, type WebhookOptions } from '../functions/app/deliver-webhook.ts';
 import {
   retryDelaySeconds,
   signatureHeader,
@@ -9,7 +10,7 @@ import {
   verifySignature,
   webhookId,
 } from '../functions/domain/webhook.ts';
-import { deliverWebhook, type WebhookOptions } from '../functions/workers/webhook-delivery.ts';
+import { deliveryOf } from '../functions/workers/webhook-delivery.ts';
 import { buildOpenApiDocument } from '../schemas/openapi.ts';
 import { call, createWorkflow, seedTeam, startWorkingStack, type TestStack, waitForRun } from './support/stack.ts';
 import { type Received, receiverCa, startReceiver } from './support/webhook-receiver.ts';
@@ -83,7 +84,7 @@ describe('the run-finished webhook (spec 6)', () => {
     const receiver = await startReceiver();
     try {
       const { team, jobId } = await runWithCallback(receiver.url, 's3cret');
-      await deliverWebhook(stack.deps, await receiveJob(), options);
+      await deliverWebhook(stack.deps, deliveryOf(await receiveJob()), options);
       expect(receiver.received).toHaveLength(1);
       const [{ headers, body }] = receiver.received as [Received];
       const parsed = JSON.parse(body);
@@ -118,7 +119,7 @@ describe('the run-finished webhook (spec 6)', () => {
         body: { callbackUrl: receiver.url },
       });
       await waitForRun(stack, team.key, started.body.jobId as string);
-      await deliverWebhook(stack.deps, await receiveJob(), options);
+      await deliverWebhook(stack.deps, deliveryOf(await receiveJob()), options);
       const [{ headers, body }] = receiver.received as [Received];
       expect(headers['x-service-event']).toBe('run.failed');
       expect(headers['x-service-signature']).toBeUndefined();
@@ -133,10 +134,10 @@ describe('the run-finished webhook (spec 6)', () => {
     try {
       await runWithCallback(receiver.url, 'k');
       const first = await receiveJob();
-      await expect(deliverWebhook(stack.deps, first, options)).rejects.toThrow('HTTP 500');
-      await expect(deliverWebhook(stack.deps, first, options)).rejects.toThrow('HTTP 302');
-      await deliverWebhook(stack.deps, first, options);
-      await deliverWebhook(stack.deps, first, options); // a duplicate delivery of the job is skipped
+      await expect(deliverWebhook(stack.deps, deliveryOf(first), options)).rejects.toThrow('HTTP 500');
+      await expect(deliverWebhook(stack.deps, deliveryOf(first), options)).rejects.toThrow('HTTP 302');
+      await deliverWebhook(stack.deps, deliveryOf(first), options);
+      await deliverWebhook(stack.deps, deliveryOf(first), options); // a duplicate delivery of the job is skipped
       expect(receiver.received).toHaveLength(3);
     } finally {
       await receiver.close();
@@ -149,7 +150,7 @@ describe('the run-finished webhook (spec 6)', () => {
       await runWithCallback(receiver.url);
       const job = await receiveJob();
       await expect(
-        deliverWebhook(stack.deps, job, { fetchOptions: { allowLoopback: false, ca: receiverCa } }),
+        deliverWebhook(stack.deps, deliveryOf(job), { fetchOptions: { allowLoopback: false, ca: receiverCa } }),
       ).rejects.toThrow();
       expect(receiver.received).toHaveLength(0);
     } finally {
