@@ -1,0 +1,158 @@
+/**
+ * The repository stands on its own and its documentation tells the truth about it: nothing points
+ * outside the repository, every relative link leads somewhere, the access patterns table names
+ * exactly the key prefixes `functions/store/keys.ts` builds, the README's layout table matches the
+ * folders, and every test that needs the emulators runs in the integration project.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { integrationTests } from '../vitest.config.ts';
+
+const root = path.resolve(import.meta.dirname, '..');
+const read = (file: string) => readFileSync(path.join(root, file), 'utf8');
+const trackedFiles = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' })
+  .split('\0')
+  .filter((file) => file && existsSync(path.join(root, file)));
+const markdownFiles = trackedFiles.filter((file) => file.endsWith('.md'));
+
+/** The rows of the first table after `heading`, as arrays of cell texts. */
+const tableAfter = (markdown: string, heading: string): string[][] => {
+  const lines = markdown
+    .slice(markdown.indexOf(`\n${heading}\n`))
+    .split('\n')
+    .slice(1);
+  const start = lines.findIndex((line) => line.startsWith('|'));
+  const end = lines.findIndex((line, i) => i > start && !line.startsWith('|'));
+  return lines.slice(start + 2, end).map((line) =>
+    line
+      .replace(/^\||\|$/g, '')
+      .split(' | ')
+      .map((cell) => cell.trim()),
+  );
+};
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
+const anchorOf = (heading: string) =>
+  heading
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N} _-]/gu, '')
+    .replaceAll(' ', '-');
+
+describe('a self-contained repository', () => {
+  it('has no tracked file that reads or links the folder beside it', () => {
+    const outside = ['..', 'shared'].join('/');
+    const mentions = trackedFiles.filter((file) => {
+      const text = readFileSync(path.join(root, file), 'utf8');
+      return text.includes(outside) || /shared\/(spec|DESIGN)/.test(text);
+    });
+    expect(mentions).toEqual([]);
+  });
+
+  it('has every relative link of its markdown lead to a file that exists, and to a heading in it', () => {
+    expect(markdownFiles).toEqual(expect.arrayContaining(['README.md', 'docs/api.md', 'docs/architecture.md']));
+    const broken: string[] = [];
+    for (const file of markdownFiles) {
+      for (const [, target = ''] of read(file).matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^[a-z]+:/i.test(target)) continue;
+        const [linkPath = '', anchor] = target.split('#');
+        const resolved = linkPath ? path.join(path.dirname(file), linkPath) : file;
+        if (!existsSync(path.join(root, resolved))) {
+          broken.push(`${file}: ${target}`);
+          continue;
+        }
+        if (anchor && resolved.endsWith('.md')) {
+          const headings = [...read(resolved).matchAll(/^#+ (.+)$/gm)].map(([, text = '']) => anchorOf(text));
+          if (!headings.includes(anchor)) broken.push(`${file}: ${target} (no such heading)`);
+        }
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+
+  it('keeps the README a front door, under 12 KB', () => {
+    expect(statSync(path.join(root, 'README.md')).size).toBeLessThan(12 * 1024);
+  });
+});
+
+describe('the access patterns table', () => {
+  /** Every upper-case word of a key that `keys.ts` writes in a string or template literal. */
+  const keyPrefixes = () => {
+    const code = read('functions/store/keys.ts')
+      .replace(/\/\*[\s\S]*?\*\//g, '')
+      .replace(/\/\/.*$/gm, '');
+    const literals = [...code.matchAll(/'([^']*)'|`([^`]*)`/g)].map(([, quoted, template]) =>
+      (quoted ?? template ?? '').replace(/\$\{[^}]*\}/g, '#'),
+    );
+    return new Set(literals.flatMap((literal) => literal.split('#').filter((part) => /^[A-Z][A-Z0-9]*$/.test(part))));
+  };
+
+  /** Every upper-case word in the code spans of the table's key column, attribute names aside. */
+  const tablePrefixes = () => {
+    const rows = tableAfter(read('docs/architecture.md'), '### Access patterns');
+    const spans = rows.flatMap(([, key = '']) => [...key.matchAll(/`([^`]*)`/g)].map(([, span = '']) => span));
+    const words = spans.flatMap((span) => span.replace(/<[^>]*>/g, '').match(/\b[A-Z][A-Z0-9]*\b/g) ?? []);
+    return new Set(words.filter((word) => !/^(PK|SK|GSI\d+(PK|SK))$/.test(word)));
+  };
+
+  it('reads the prefixes keys.ts builds, the newer ones included', () => {
+    expect([...keyPrefixes()]).toEqual(
+      expect.arrayContaining([
+        'TEAM',
+        'APIKEY',
+        'RUN',
+        'STEP',
+        'DEFERRED',
+        'KEYSPEND',
+        'IDEM',
+        'QUEUEDRUNS',
+        'WEBHOOK',
+      ]),
+    );
+  });
+
+  it('names every key prefix keys.ts builds, and none it does not', () => {
+    expect([...tablePrefixes()].sort()).toEqual([...keyPrefixes()].sort());
+  });
+});
+
+describe("the README's layout table", () => {
+  const listed = tableAfter(read('README.md'), '## Layout').map(([folder = '']) =>
+    folder.replaceAll('`', '').replace(/\/$/, ''),
+  );
+  const directories = (dir: string) =>
+    readdirSync(path.join(root, dir), { withFileTypes: true })
+      .filter((entry) => entry.isDirectory() && trackedFiles.some((file) => file.startsWith(`${dir}${entry.name}/`)))
+      .map((entry) => `${dir}${entry.name}`);
+
+  it('names folders that exist', () => {
+    for (const folder of listed) expect(existsSync(path.join(root, folder)), folder).toBe(true);
+  });
+
+  it('names every top-level folder, every folder under functions/ and every package', () => {
+    const expected = [
+      ...directories('').filter((dir) => !dir.startsWith('.') && dir !== 'functions' && dir !== 'packages'),
+      ...directories('functions/'),
+      ...directories('packages/'),
+    ];
+    expect([...listed].sort()).toEqual(expected.sort());
+  });
+});
+
+describe('the two test projects', () => {
+  const testFiles = readdirSync(path.join(root, 'test'))
+    .filter((file) => file.endsWith('.test.ts'))
+    .map((file) => `test/${file}`);
+
+  it('lists only integration test files that exist', () => {
+    for (const file of integrationTests) expect(testFiles, file).toContain(file);
+  });
+
+  it('runs every test file that needs the emulators or starts the stack in the integration project', () => {
+    const needsEmulators = testFiles.filter((file) =>
+      /support\/(stack|runs)\.ts|\binject\(|local\/start\.ts/.test(read(file)),
+    );
+    expect(needsEmulators.filter((file) => !integrationTests.includes(file))).toEqual([]);
+  });
+});
