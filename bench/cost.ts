@@ -48,5 +48,5 @@ export const benchCost = async (options: { resources: LocalResources; targets: T
   line('one GET /runs/{jobId} (polling instead of the webhook; not in the total)', dollars(poll.total).padStart(12));
   note('One run at a time is the dearest case: under load the event source batches up to 10 messages per');
   note('invocation, so receives, deletes and invocations per step fall. Compute is handler time on this');
-  note('machine against the emulators. Idle cost is outside the run: see the README cost model.');
+  note('machine against the emulators. Idle cost is outside the run: see the cost model in docs/operations.md.');
 };

@@ -1,5 +1,5 @@
 /**
- * The deferred-run dispatcher (issue 6): one tick with 100,000 runs waiting of which 10 can go,
+ * The deferred-run dispatcher: one tick with 100,000 runs waiting of which 10 can go,
  * beside a tick with only those 10 waiting on a fresh table, measured in the same run.
  */
 import { randomUUID } from 'node:crypto';

@@ -1,5 +1,5 @@
 /**
- * Runs (issue 4): run-start latency and calls, each step's orchestration (calls and latency against
+ * Runs: run-start latency and calls, each step's orchestration (calls and latency against
  * a floor of the same bare calls), a 10-step chain end to end through the queue pollers, and 1,000
  * starts over 100 workflows with the ledger checked afterwards. See bench/README.md.
  */

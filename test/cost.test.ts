@@ -1,5 +1,5 @@
 /**
- * The cost model's counts (README "Cost model"), measured through the real path: a 10-step chain
+ * The cost model's counts (docs/operations.md, "Cost model"), measured through the real path: a 10-step chain
  * started over HTTP, run by the step executor from the steps queue, ended by its webhook. Only
  * what is deterministic is asserted: DynamoDB capacity units, SQS requests and Lambda invocations
  * (handler time is the bench's business). Their price must leave $0.000005 of the $0.00005 target for

@@ -1,5 +1,5 @@
 /**
- * A model-based property test of the credit ledger (spec 1, 3.1; README "Runs"): random run starts
+ * A model-based property test of the credit ledger (spec 1, 3.1; docs/architecture.md, "Money"): random run starts
  * on several workflows (HTTP), step executions and failures (the real step-executor handler fed
  * the messages the service queued), redeliveries and cancellations (HTTP). After every command the
  * team's ledger is what the model predicts, `balance + held + charged = granted`, the team's `held`

@@ -1,5 +1,5 @@
 /**
- * The step executor under SQS's at-least-once delivery (spec 3.1; README "Executing"): the real
+ * The step executor under SQS's at-least-once delivery (spec 3.1; docs/architecture.md, "Executing a step"): the real
  * handler is fed SQS records built from the messages the service put on the steps queue (taken off
  * it with the SDK), duplicated, reordered, delivered at once, after a crash, and as a poison message.
  */

@@ -1,6 +1,6 @@
 /**
  * Every DynamoDB key of the single table, built in one place. Prefixes are typed so a partition
- * can be recognised at a glance in the console. See the access-pattern table in README.md.
+ * can be recognised at a glance in the console. See the access patterns table in docs/architecture.md.
  */
 
 export const teamKey = (teamId: string) => ({ PK: `TEAM#${teamId}`, SK: 'TEAM' });
