@@ -10,7 +10,7 @@ import type { Deps } from '../functions/deps.ts';
 import { type ApiKeyRecord, findApiKeyById } from '../functions/store/api-keys.ts';
 import { createDeferredRun, deferredLifetimeSeconds } from '../functions/store/deferred-runs.ts';
 import { canvasKey, deferredRunKey, waitingIndexes } from '../functions/store/keys.ts';
-import { setLiveMultiplier } from '../functions/store/price.ts';
+import { setLiveMultiplier } from '../functions/store/price-multiplier.ts';
 import { putWorkflow } from '../functions/store/workflows.ts';
 import { localDeps } from '../local/local-deps.ts';
 import { type LocalResources, provision } from '../local/provision.ts';

@@ -10,7 +10,7 @@ import type { SQSEvent } from 'aws-lambda';
 import type { Deps } from '../functions/deps.ts';
 import { hashApiKey } from '../functions/domain/api-key.ts';
 import { toCredits } from '../functions/domain/credits.ts';
-import { spendMonth } from '../functions/domain/run-pricing.ts';
+import { spendMonth } from '../functions/domain/monthly-cap.ts';
 import type { NodeExecutor } from '../functions/nodes/executors/types.ts';
 import { batchGet } from '../functions/store/batch.ts';
 import {

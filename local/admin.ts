@@ -2,11 +2,11 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { Deps } from '../functions/deps.ts';
 import { toCredits, toHundredths } from '../functions/domain/credits.ts';
-import { currentMultiplier, isValidMultiplier, parseSchedule } from '../functions/domain/price.ts';
+import { currentMultiplier, isValidMultiplier, parseSchedule } from '../functions/domain/price-multiplier.ts';
 import { createApiKey, listApiKeys, revokeApiKey } from '../functions/store/api-keys.ts';
 import { getConnections, isValidSecretRef, removeConnection, setConnection } from '../functions/store/connections.ts';
 import { listWaitingDeferredRuns } from '../functions/store/deferred-runs.ts';
-import { getPriceSettings, setHourlySchedule, setLiveMultiplier } from '../functions/store/price.ts';
+import { getPriceSettings, setHourlySchedule, setLiveMultiplier } from '../functions/store/price-multiplier.ts';
 import {
   addCredits,
   balanceOf,

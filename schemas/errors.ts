@@ -63,9 +63,6 @@ export const messages = {
   /** Our design: a body within its limit whose workflow would not fit in one stored item. */
   workflowTooLargeToStore: (bytes: number, maxBytes: number): string =>
     `${messagePrefixes.payloadTooLarge}the workflow would take ${bytes} bytes to store; at most ${maxBytes}`,
-  /** The `resets` field of the monthly cap 402: `resetsAt` is the first instant of the next UTC month. */
-  monthlyCapResets: (resetsAt: Date): string =>
-    `Resets at ${resetsAt.toISOString()} (start of the next calendar month, UTC)`,
   /** Our design: the spec leaves the text of the per-step limit 402 "not shown". */
   perStepLimitExceeded: (nodeType: string, estimatedCharge: number, ceiling: number): string =>
     `${nodeType} step would be charged an estimated ${estimatedCharge} credits, above the team's per-step limit of ${ceiling}`,

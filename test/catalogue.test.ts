@@ -1,13 +1,7 @@
 import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
-import {
-  canConnect,
-  catalogue,
-  getNodeSpec,
-  nodeCategories,
-  priceInMode,
-  valueKinds,
-} from '../functions/nodes/catalogue/index.ts';
+import { priceInMode } from '../functions/domain/run-modes.ts';
+import { canConnect, catalogue, getNodeSpec, nodeCategories, valueKinds } from '../functions/nodes/catalogue/index.ts';
 import { nodeTypes } from '../schemas/workflows.ts';
 
 const entries = Object.values(catalogue);
@@ -58,10 +52,11 @@ describe('node catalogue (DESIGN section 4)', () => {
 
   it('prices preview as production and draft as the draft price', () => {
     const spec = catalogue.ImageGen;
-    expect(priceInMode(spec, 'production')).toBe(400);
-    expect(priceInMode(spec, 'preview')).toBe(400);
-    expect(priceInMode(spec, 'draft')).toBe(200);
-    expect(priceInMode(catalogue.TwoDToThreeD, 'draft')).toBe(priceInMode(catalogue.TwoDToThreeD, 'production'));
+    expect(priceInMode(spec.price, 'production')).toBe(400);
+    expect(priceInMode(spec.price, 'preview')).toBe(400);
+    expect(priceInMode(spec.price, 'draft')).toBe(200);
+    const perRun = catalogue.TwoDToThreeD.price;
+    expect(priceInMode(perRun, 'draft')).toBe(priceInMode(perRun, 'production'));
   });
 
   it('marks the model steps, each on the sandbox provider, and only those as category model', () => {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canvasOf } from '../functions/app/read-run.ts';
-import { estimateRun } from '../functions/domain/run-pricing.ts';
+import { estimateRun } from '../functions/domain/pricing.ts';
 import { revokeApiKey } from '../functions/store/api-keys.ts';
-import { setLiveMultiplier } from '../functions/store/price.ts';
+import { setLiveMultiplier } from '../functions/store/price-multiplier.ts';
 import { readRunPartition } from '../functions/store/runs.ts';
 import { getTeam } from '../functions/store/tenancy.ts';
 import { makeHandler as makeDispatcher } from '../functions/workers/deferred-dispatcher.ts';

@@ -50,7 +50,7 @@ import {
   WorkflowTooLargeToStoreError,
   WorkflowValidationFailedError,
 } from '../functions/domain/errors.ts';
-import type { RunEstimate } from '../functions/domain/run-pricing.ts';
+import type { RunEstimate } from '../functions/domain/pricing.ts';
 import { errorMapping, errorResponse, errorTable } from '../functions/http/error-map.ts';
 import { ExtraConditionFailedError, IdempotencyRaceError, RaceLostError } from '../functions/store/runs.ts';
 import * as bodies from '../schemas/errors.ts';

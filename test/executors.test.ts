@@ -3,10 +3,11 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { draftMaxTokens } from '../functions/domain/run-modes.ts';
 import { getNodeSpec } from '../functions/nodes/catalogue/index.ts';
 import { ExpressionError, evaluate } from '../functions/nodes/executors/expression.ts';
 import { type ExecutorDeps, executorDepsFromEnv } from '../functions/nodes/executors/helpers.ts';
-import { createExecutorRegistry, createExecutors, draftMaxTokens } from '../functions/nodes/executors/index.ts';
+import { createExecutorRegistry, createExecutors } from '../functions/nodes/executors/index.ts';
 import { decimateMesh } from '../functions/nodes/executors/logic.ts';
 import {
   isStoredFile,

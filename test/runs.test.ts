@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { nextSpendMonthStart } from '../functions/domain/run-pricing.ts';
+import { capResetsText, nextSpendMonthStart } from '../functions/domain/monthly-cap.ts';
 import { canvasKey, workflowLockKey } from '../functions/store/keys.ts';
 import { claimStep } from '../functions/store/run-steps.ts';
 import { createAgent, createProject, getTeam, setPerStepLimit } from '../functions/store/tenancy.ts';
@@ -15,7 +15,6 @@ import { activateWorkflow } from '../functions/store/workflows.ts';
 import { makeHandler as makeDispatcher } from '../functions/workers/deferred-dispatcher.ts';
 import type { LocalApi } from '../local/api-gateway.ts';
 import type { QueuePoller } from '../local/event-source.ts';
-import { messages } from '../schemas/errors.ts';
 import {
   api,
   cancelRunCall,
@@ -312,7 +311,7 @@ describe('run starts without workers (runs stay queued)', () => {
       error: 'Monthly credit cap reached',
       monthlyCreditCap: 3,
       spentThisMonth: 2.03,
-      resets: messages.monthlyCapResets(nextSpendMonthStart(now)),
+      resets: capResetsText(nextSpendMonthStart(now)),
     };
     for (const answer of [
       await startRunCall(stack.baseUrl, k.key, b),

@@ -10,7 +10,7 @@ import {
   WorkflowNotFoundError,
   WorkflowNotPermittedError,
 } from '../domain/errors.ts';
-import { currentMultiplier } from '../domain/price.ts';
+import { currentMultiplier } from '../domain/price-multiplier.ts';
 import { logger } from '../observability/logger.ts';
 import { type ApiKeyRecord, findApiKeyById } from '../store/api-keys.ts';
 import {
@@ -20,7 +20,7 @@ import {
   leaveWaiting,
   moveDeferredRun,
 } from '../store/deferred-runs.ts';
-import { getPriceSettings } from '../store/price.ts';
+import { getPriceSettings } from '../store/price-multiplier.ts';
 import { ExtraConditionFailedError, loadRunnableWorkflow } from '../store/runs.ts';
 import { checkRunnable, commitRun } from './start-run.ts';
 

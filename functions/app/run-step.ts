@@ -1,6 +1,7 @@
 import { stepsQueue } from '../../lib/definitions.ts';
 import type { Deps } from '../deps.ts';
 import { stampLicenceModel } from '../domain/licence.ts';
+import { stepCharge } from '../domain/pricing.ts';
 import { planStep, predecessors, readySuccessors, successors } from '../domain/run-graph.ts';
 import { apiInputTargets, type Canvas } from '../domain/workflow-graph.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
@@ -180,7 +181,7 @@ export const runStep = async (deps: Deps, message: StepMessage, receiveCount: nu
     }
     throw error;
   }
-  const chargeHundredths = (run.stepEstimates as Record<string, number> | undefined)?.[node.id] ?? 0;
+  const chargeHundredths = stepCharge(run.stepEstimates as Record<string, number> | undefined, node.id, 'completed');
   const licence = outcome.model
     ? stampLicenceModel({ nodeId: node.id, ...outcome.model, stampedAt: deps.now() })
     : undefined;

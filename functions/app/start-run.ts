@@ -15,7 +15,8 @@ import {
   UnknownInputKeysError,
   WorkflowNotPermittedError,
 } from '../domain/errors.ts';
-import { estimateRun, type RunEstimate, spendMonth } from '../domain/run-pricing.ts';
+import { spendMonth } from '../domain/monthly-cap.ts';
+import { estimateRun, type RunEstimate } from '../domain/pricing.ts';
 import { apiInputKeys, rootNodeIds, validateCanvas } from '../domain/workflow-graph.ts';
 import type { AuthContext } from '../http/authenticate.ts';
 import { parseRunRequest } from '../http/body.ts';

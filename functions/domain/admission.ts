@@ -13,7 +13,8 @@
  *
  * Money is in hundredths of a credit throughout; the HTTP edge converts to credits.
  */
-import { nextSpendMonthStart, type RunEstimate } from './run-pricing.ts';
+import { fitsMonthlyCap, nextSpendMonthStart } from './monthly-cap.ts';
+import type { RunEstimate } from './pricing.ts';
 
 /** The facts the admission checks read, all in hundredths; null means "no limit set". */
 export interface AdmissionFacts {
@@ -72,7 +73,7 @@ export const runRefusal = (estimate: RunEstimate, facts: AdmissionFacts, now: Da
   if (hardCap !== null && spent + total > hardCap)
     return { kind: 'projectHardCap', hardCapHundredths: hardCap, spentHundredths: spent, estimateHundredths: total };
   const { monthlyCap, spentThisMonth } = facts.key;
-  if (monthlyCap !== null && spentThisMonth + total > monthlyCap)
+  if (monthlyCap !== null && !fitsMonthlyCap(monthlyCap, spentThisMonth, total))
     return {
       kind: 'monthlyCap',
       monthlyCapHundredths: monthlyCap,

@@ -67,6 +67,7 @@ import {
   WorkflowTooLargeToStoreError,
   WorkflowValidationFailedError,
 } from '../domain/errors.ts';
+import { capResetsText } from '../domain/monthly-cap.ts';
 import { logger } from '../observability/logger.ts';
 import { type HttpResult, json } from './response.ts';
 
@@ -118,7 +119,7 @@ const refusalBody = (
         error: messages.monthlyCreditCapReached,
         monthlyCreditCap: toCredits(refusal.monthlyCapHundredths),
         spentThisMonth: toCredits(refusal.spentThisMonthHundredths),
-        resets: messages.monthlyCapResets(refusal.resetsAt),
+        resets: capResetsText(refusal.resetsAt),
       };
     case 'insufficientCredits':
       return { error: messages.insufficientCredits, required: toCredits(refusal.requiredHundredths) };

@@ -1,6 +1,6 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
-import type { PriceSettings } from '../domain/price.ts';
+import type { PriceSettings } from '../domain/price-multiplier.ts';
 import { priceKey } from './keys.ts';
 
 export const getPriceSettings = async (deps: Deps): Promise<PriceSettings> => {

@@ -12,7 +12,8 @@ import {
   ServiceError,
   WorkflowNotFoundError,
 } from '../domain/errors.ts';
-import type { RunEstimate } from '../domain/run-pricing.ts';
+import { monthlyRoom } from '../domain/monthly-cap.ts';
+import type { RunEstimate } from '../domain/pricing.ts';
 import type { Canvas } from '../domain/workflow-graph.ts';
 import { batchGet, itemFor } from './batch.ts';
 import { type IdempotencyRecord, idempotencyPut } from './idempotency.ts';
@@ -162,7 +163,7 @@ export const startRun = async (deps: Deps, run: NewRun): Promise<void> => {
           ? { ExpressionAttributeValues: { ':total': total } }
           : {
               ConditionExpression: 'attribute_not_exists(spentHundredths) OR spentHundredths <= :room',
-              ExpressionAttributeValues: { ':total': total, ':room': run.monthlyCap - total },
+              ExpressionAttributeValues: { ':total': total, ':room': monthlyRoom(run.monthlyCap, total) },
               ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
             }),
       },

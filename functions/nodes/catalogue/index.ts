@@ -19,7 +19,6 @@ export {
   type NodePrice,
   type NodeSpec,
   nodeCategories,
-  priceInMode,
 } from './node-spec.ts';
 
 const entries: Record<NodeType, NodeSpec> = {

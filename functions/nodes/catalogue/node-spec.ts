@@ -3,8 +3,8 @@
  * builders the entries share.
  */
 import * as v from 'valibot';
-import type { RunMode } from '../../../schemas/runs.ts';
 import type { NodeType } from '../../../schemas/workflows.ts';
+import { draftPrice } from '../../domain/run-modes.ts';
 import type { ValueKind } from './kinds.ts';
 
 export const nodeCategories = ['stage', 'resource', 'input', 'logic', 'model', 'output', 'delivery'] as const;
@@ -82,15 +82,8 @@ export const modelConfigEntries = {
 /** The price of a step that is not a model step: `draft` changes nothing it does, so it costs the same. */
 export const flatPrice = (hundredths: number): NodePrice => ({ production: hundredths, draft: hundredths });
 
-/**
- * The price of a model step: `draft` (one variation, fewer sampling steps, short answers) costs
- * half, rounded up, except for models priced per run, which cost the same in every mode.
- */
+/** The price of a model step in both modes (the draft price's rule: functions/domain/run-modes.ts). */
 export const modelPrice = (production: number, pricedPerRun: boolean): NodePrice => ({
   production,
-  draft: pricedPerRun ? production : Math.ceil(production / 2),
+  draft: draftPrice(production, pricedPerRun),
 });
-
-/** The price of one step of `spec` in `mode`, in hundredths of a credit. */
-export const priceInMode = (spec: NodeSpec, mode: RunMode): number =>
-  mode === 'draft' ? spec.price.draft : spec.price.production;

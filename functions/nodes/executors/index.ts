@@ -32,5 +32,4 @@ export const createExecutorRegistry = (deps: ExecutorDeps): ((type: NodeType) =>
 };
 
 export { type ExecutorDeps, executorDepsFromEnv, firstInput } from './helpers.ts';
-export { draftMaxTokens, modeSettings } from './models.ts';
 export type { StepOutcome };

@@ -3,11 +3,10 @@
  * (config.provider ?? the catalogue's), stores the files it gets (marked as AI-generated) and
  * reports the model it ran on in `StepOutcome.model`, which the orchestrator stamps into lineage.
  *
- * Modes (spec 4.3): `draft` makes one variation, a third of the sampling steps and short text
- * answers (at most `draftMaxTokens` tokens); `preview` behaves like `production`.
+ * What a run mode changes in a model call (`modeSettings`) is in functions/domain/run-modes.ts.
  */
-import type { RunMode } from '../../../schemas/runs.ts';
 import type { NodeType } from '../../../schemas/workflows.ts';
+import { modeSettings } from '../../domain/run-modes.ts';
 import { glbToMesh } from '../media/glb.ts';
 import { openAiCompatibleDefaultModels } from '../providers/openai-compatible.ts';
 import { providerEntry, stepProvider } from '../providers/registry.ts';
@@ -30,23 +29,6 @@ import {
   toText,
 } from './helpers.ts';
 import type { NodeExecutor, StepContext, StepOutcome } from './types.ts';
-
-/** Longest text answer in `draft`, in tokens. */
-export const draftMaxTokens = 64;
-const defaultSteps = 30;
-
-/** What a mode changes in a model call (spec 4.3). */
-export const modeSettings = (mode: RunMode, config: Record<string, unknown>) => {
-  const draft = mode === 'draft';
-  const steps = typeof config.steps === 'number' ? config.steps : defaultSteps;
-  const variations = typeof config.variations === 'number' ? config.variations : 1;
-  const maxTokens = typeof config.maxTokens === 'number' ? config.maxTokens : undefined;
-  return {
-    variations: draft ? 1 : variations,
-    steps: draft ? Math.max(1, Math.ceil(steps / 3)) : steps,
-    maxTokens: draft ? Math.min(maxTokens ?? draftMaxTokens, draftMaxTokens) : maxTokens,
-  };
-};
 
 const capabilityText: Record<ProviderCapability, string> = {
   generateText: 'generate text',

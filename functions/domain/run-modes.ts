@@ -1,0 +1,52 @@
+/**
+ * Run modes (spec 4.3): `production` runs the workflow as built, `preview` behaves and is priced
+ * exactly like `production`, and `draft` is a cheaper pass. Everything `draft` changes is here:
+ *
+ * - a model step makes one variation, a third of its sampling steps (at least one) and text
+ *   answers of at most `draftMaxTokens` tokens (`modeSettings`, read by the model executors);
+ * - a model step costs half its production price, rounded up, except on a model its provider
+ *   charges per run whatever the settings, which costs the same in every mode (`draftPrice`);
+ *   a step that is not a model step costs the same in every mode;
+ * - a run is estimated and charged at the prices of its mode (`priceInMode`).
+ *
+ * A provider is told the mode too and may lower its own quality further (an image provider asks
+ * for its low quality), which never changes the price.
+ */
+import type { RunMode } from '../../schemas/runs.ts';
+
+export type { RunMode };
+
+/** Longest text answer in `draft`, in tokens. */
+export const draftMaxTokens = 64;
+
+/** Sampling steps of a model step whose config names none. */
+const defaultSamplingSteps = 30;
+
+/** What a mode makes of a model step's settings. */
+export interface ModeSettings {
+  variations: number;
+  steps: number;
+  /** Undefined: the provider's own limit. */
+  maxTokens: number | undefined;
+}
+
+/** The settings a model step runs with in `mode`, from its config (spec 4.3). */
+export const modeSettings = (mode: RunMode, config: Record<string, unknown>): ModeSettings => {
+  const draft = mode === 'draft';
+  const steps = typeof config.steps === 'number' ? config.steps : defaultSamplingSteps;
+  const variations = typeof config.variations === 'number' ? config.variations : 1;
+  const maxTokens = typeof config.maxTokens === 'number' ? config.maxTokens : undefined;
+  return {
+    variations: draft ? 1 : variations,
+    steps: draft ? Math.max(1, Math.ceil(steps / 3)) : steps,
+    maxTokens: draft ? Math.min(maxTokens ?? draftMaxTokens, draftMaxTokens) : maxTokens,
+  };
+};
+
+/** A model step's `draft` price from its production price, in hundredths of a credit. */
+export const draftPrice = (productionHundredths: number, pricedPerRun: boolean): number =>
+  pricedPerRun ? productionHundredths : Math.ceil(productionHundredths / 2);
+
+/** The price of a step in `mode`; `preview` is priced as `production`. */
+export const priceInMode = (price: { production: number; draft: number }, mode: RunMode): number =>
+  mode === 'draft' ? price.draft : price.production;
