@@ -3,7 +3,8 @@ import path from 'node:path';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { keyedHandler, publicHandler } from '../functions/http/api-handler.ts';
+import { keyedHandler } from '../functions/http/keyed-handler.ts';
+import { publicHandler } from '../functions/http/public-handler.ts';
 import { json } from '../functions/http/response.ts';
 import { logger } from '../functions/observability/logger.ts';
 import {

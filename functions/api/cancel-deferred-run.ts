@@ -1,5 +1,5 @@
 import { type Deps, productionDeps } from '../deps.ts';
-import { keyedHandler } from '../http/api-handler.ts';
+import { keyedHandler } from '../http/keyed-handler.ts';
 import { json } from '../http/response.ts';
 import { cancelDeferredRun, deferredView } from '../store/deferred-runs.ts';
 

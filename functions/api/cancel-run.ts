@@ -1,6 +1,6 @@
 import { cancelRun } from '../app/cancel-run.ts';
 import { type Deps, productionDeps } from '../deps.ts';
-import { keyedHandler } from '../http/api-handler.ts';
+import { keyedHandler } from '../http/keyed-handler.ts';
 import { json } from '../http/response.ts';
 
 /** POST /runs/{jobId}/cancel (our design): cancel a queued run or stop one under way. */

@@ -11,8 +11,8 @@ import {
   WorkflowValidationFailedError,
 } from '../domain/errors.ts';
 import { buildWorkflowGraph } from '../domain/workflow-graph.ts';
-import { keyedHandler } from '../http/api-handler.ts';
 import { parseWith, readJsonBody } from '../http/body.ts';
+import { keyedHandler } from '../http/keyed-handler.ts';
 import { json } from '../http/response.ts';
 import { createWorkflowForTeam } from '../store/workflows.ts';
 

@@ -1,5 +1,5 @@
 import { docsContentSecurityPolicy, docsPageHtml, docsSecurityHeaders } from '../docs/page.ts';
-import { publicHandler } from '../http/api-handler.ts';
+import { publicHandler } from '../http/public-handler.ts';
 
 /**
  * GET /docs (no key): the interactive API reference, Swagger UI rendering `./openapi.json`. The

@@ -1,6 +1,6 @@
 import { readRun } from '../app/read-run.ts';
 import { type Deps, productionDeps } from '../deps.ts';
-import { keyedHandler } from '../http/api-handler.ts';
+import { keyedHandler } from '../http/keyed-handler.ts';
 import { json } from '../http/response.ts';
 
 /** GET /runs/{jobId} (spec 4.5). Reading never spends credits, so a key over its cap still reads. */

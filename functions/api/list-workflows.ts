@@ -1,6 +1,6 @@
 import { type Deps, productionDeps } from '../deps.ts';
 import { visibleWorkflows } from '../domain/workflow-list.ts';
-import { keyedHandler } from '../http/api-handler.ts';
+import { keyedHandler } from '../http/keyed-handler.ts';
 import { json } from '../http/response.ts';
 import { listWorkflowSummaries } from '../store/workflows.ts';
 

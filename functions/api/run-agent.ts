@@ -1,6 +1,6 @@
 import { startRunFor } from '../app/start-run.ts';
 import { type Deps, productionDeps } from '../deps.ts';
-import { keyedHandler } from '../http/api-handler.ts';
+import { keyedHandler } from '../http/keyed-handler.ts';
 import { loadAgentWorkflow } from '../store/runs.ts';
 
 /** POST /agents/{id}/runs (spec 4.4): the agent's active workflow, else its newest. */

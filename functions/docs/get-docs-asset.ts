@@ -1,6 +1,6 @@
 import { promisify } from 'node:util';
 import { brotliCompress, constants, gzip } from 'node:zlib';
-import { publicHandler } from '../http/api-handler.ts';
+import { publicHandler } from '../http/public-handler.ts';
 import { type HttpResult, json } from '../http/response.ts';
 import { type LoadedAsset, loadAsset } from './assets.ts';
 import { assetVersion, type DocsAssetName, docsAssetTypes, isDocsAssetName } from './manifest.ts';

@@ -6,8 +6,8 @@ export { metricDimensions, metricNames, metricsNamespace, metricsServiceName };
 
 /**
  * The service's own CloudWatch metrics, written as embedded metric format (EMF) lines on stdout and
- * published per invocation: by the `logMetrics` middleware in `api-handler.ts`, and by
- * `metrics.publishStoredMetrics()` at the end of each worker invocation. Set
+ * published per invocation: by the `logMetrics` middleware of `keyedHandler` (`keyed-handler.ts`),
+ * and by `metrics.publishStoredMetrics()` at the end of each worker invocation. Set
  * POWERTOOLS_METRICS_DISABLED=true to keep them off stdout (tests, the local default).
  *
  * The names live in `metric-names.ts`, shared with the dashboard and alarms in `lib/observability.ts`.
