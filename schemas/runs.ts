@@ -16,9 +16,6 @@ export const runStatuses = ['queued', 'claimed', 'processing', 'completed', 'fai
 export const RunStatusSchema = v.picklist(runStatuses);
 export type RunStatus = v.InferOutput<typeof RunStatusSchema>;
 
-/** Statuses a run never leaves (cancelling one answers 409 `Run already ended`). */
-export const endedRunStatuses = ['completed', 'failed', 'cancelled', 'stopped'] as const satisfies readonly RunStatus[];
-
 export const stepStatuses = ['queued', 'processing', 'completed', 'failed', 'skipped', 'unknown'] as const;
 export const StepStatusSchema = v.picklist(stepStatuses);
 export type StepStatus = v.InferOutput<typeof StepStatusSchema>;
@@ -27,10 +24,6 @@ export type StepStatus = v.InferOutput<typeof StepStatusSchema>;
 export const idempotencyKeyHeader = 'Idempotency-Key';
 /** The same key with the same body within 24 hours answers as the first request did. */
 export const IdempotencyKeySchema = v.pipe(v.string(), v.minLength(1), v.maxLength(255));
-
-/** Path parameters of GET /runs/{jobId} and POST /runs/{jobId}/cancel. */
-export const JobIdPathSchema = v.object({ jobId: UuidSchema });
-export type JobIdPath = v.InferOutput<typeof JobIdPathSchema>;
 
 /**
  * Body of both run starts; every field optional, and a missing body means `{}`. The `callbackUrl`

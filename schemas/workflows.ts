@@ -68,9 +68,6 @@ export const nodeTypes = [
 export const NodeTypeSchema = v.picklist(nodeTypes);
 export type NodeType = v.InferOutput<typeof NodeTypeSchema>;
 
-/** Whether `type` is one of the 55 node types. */
-export const isNodeType = (type: string): type is NodeType => (nodeTypes as readonly string[]).includes(type);
-
 export const workflowStatuses = ['draft', 'active', 'archived'] as const;
 export const WorkflowStatusSchema = v.picklist(workflowStatuses);
 export type WorkflowStatus = v.InferOutput<typeof WorkflowStatusSchema>;
