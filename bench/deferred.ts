@@ -7,8 +7,9 @@ import { BatchWriteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
 import { dispatchDeferredRuns, type TickReport } from '../functions/app/dispatch-deferred.ts';
 import type { Deps } from '../functions/deps.ts';
+import { deferredExpiresAt } from '../functions/domain/deferred-run-lifetime.ts';
 import { type ApiKeyRecord, findApiKeyById } from '../functions/store/api-keys.ts';
-import { createDeferredRun, deferredLifetimeSeconds } from '../functions/store/deferred-runs.ts';
+import { createDeferredRun } from '../functions/store/deferred-runs.ts';
 import { canvasKey, deferredRunKey, waitingIndexes } from '../functions/store/keys.ts';
 import { setLiveMultiplier } from '../functions/store/price-multiplier.ts';
 import { putWorkflow } from '../functions/store/workflows.ts';
@@ -45,7 +46,7 @@ export interface DeferredBenchContext {
 const seedWaiting = async (deps: Deps, team: { teamId: string; keyId: string }, count: number) => {
   const now = new Date();
   const createdAt = now.toISOString();
-  const expiresAt = new Date(now.getTime() + deferredLifetimeSeconds * 1000).toISOString();
+  const expiresAt = deferredExpiresAt(now).toISOString();
   const dummyWorkflowId = randomUUID();
   const request = v.parse(RunRequestSchema, { defer: true, maxMultiplier: waitingMultiplier });
   const item = (deferredJobId: string) => ({

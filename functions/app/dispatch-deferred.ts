@@ -1,4 +1,6 @@
 import type { Deps } from '../deps.ts';
+import { isKeyUsable } from '../domain/api-key.ts';
+import { type DispatchObstacle, fateOf, hasExpired } from '../domain/deferred-run-lifetime.ts';
 import {
   CanvasNotFoundError,
   MonthlyCapUnverifiableError,
@@ -34,17 +36,14 @@ export interface TickReport {
   queryPages: number;
 }
 
-const keyUsable = (key: ApiKeyRecord | undefined, now: Date) =>
-  key !== undefined && key.revokedAt === null && (key.expiresAt === null || Date.parse(key.expiresAt) > now.getTime());
-
 type Outcome = { kind: 'dispatched'; jobId: string } | { kind: 'expired' | 'cancelled' | 'waiting' | 'gone' };
 
 /** Tries to start one deferred run at the multiplier in force (never above its maxMultiplier). */
 const dispatchOne = async (deps: Deps, deferred: DeferredRecord, multiplier: number): Promise<Outcome> => {
   const now = deps.now();
   const key = await findApiKeyById(deps, deferred.keyId);
-  if (!keyUsable(key, now)) return { kind: 'cancelled' };
-  const usable = key as ApiKeyRecord;
+  if (!key || !isKeyUsable(key, now)) return { kind: fateOf('keyUnusable') };
+  const usable: ApiKeyRecord = key;
   try {
     const workflow = await loadRunnableWorkflow(deps, deferred.teamId, deferred.workflowId);
     checkRunnable(usable, workflow, deferred.request);
@@ -67,24 +66,22 @@ const dispatchOne = async (deps: Deps, deferred: DeferredRecord, multiplier: num
 };
 
 /**
- * What a refused dispatch means for the deferred run. A busy workflow, a key over its monthly cap
- * (it resets) or a cap that could not be read: try again at a later tick. Any other 402, or a turn
- * that came for a workflow gone, invalid or no longer permitted: it expires. Anything else is a
- * failure the tick logs and retries.
+ * What a refused dispatch means for the deferred run: the refusal read as the lifetime rule's
+ * obstacle, whose fate (wait, expire) `fateOf` decides. Anything else is a failure the tick logs
+ * and retries.
  */
 const outcomeOfRefusal = (error: unknown): Outcome => {
   if (error instanceof ExtraConditionFailedError) return { kind: 'gone' };
-  if (error instanceof RunInProgressError || error instanceof MonthlyCapUnverifiableError) return { kind: 'waiting' };
-  if (error instanceof RunRefusedError) {
-    switch (error.refusal.kind) {
-      case 'monthlyCap':
-        return { kind: 'waiting' };
-      case 'perStepLimit':
-      case 'projectHardCap':
-      case 'insufficientCredits':
-        return { kind: 'expired' };
-    }
-  }
+  const obstacle = obstacleOf(error);
+  if (obstacle === undefined) throw error;
+  return { kind: fateOf(obstacle) };
+};
+
+/** The obstacle a refused start names; undefined for a failure that is not a refusal. */
+const obstacleOf = (error: unknown): DispatchObstacle | undefined => {
+  if (error instanceof RunInProgressError) return 'runInProgress';
+  if (error instanceof MonthlyCapUnverifiableError) return 'monthlyCapUnverifiable';
+  if (error instanceof RunRefusedError) return error.refusal.kind;
   if (
     error instanceof WorkflowNotFoundError ||
     error instanceof CanvasNotFoundError ||
@@ -93,9 +90,9 @@ const outcomeOfRefusal = (error: unknown): Outcome => {
     error instanceof UnknownInputKeysError ||
     error instanceof ProviderNotAvailableError
   ) {
-    return { kind: 'expired' };
+    return 'notAllowed';
   }
-  throw error;
+  return undefined;
 };
 
 /**
@@ -112,7 +109,7 @@ export const dispatchDeferredRuns = async (deps: Deps): Promise<TickReport> => {
   }
   const expired = new Set(report.expired);
   for (const deferred of await dispatchableDeferredRuns(deps, multiplier, counter)) {
-    if (expired.has(deferred.deferredJobId) || Date.parse(deferred.expiresAt) <= now.getTime()) continue;
+    if (expired.has(deferred.deferredJobId) || hasExpired(deferred.expiresAt, now)) continue;
     let outcome: Outcome;
     try {
       outcome = await dispatchOne(deps, deferred, multiplier);

@@ -43,6 +43,10 @@ export const isWellFormedApiKey = (key: string): boolean => {
   return key.slice(apiKeyPrefix.length + bodyLength) === checksumOf(body);
 };
 
+/** Whether a key may be used at `now`: not revoked and not past its expiry (ISO 8601, or null for never). */
+export const isKeyUsable = (key: { revokedAt: string | null; expiresAt: string | null }, now: Date): boolean =>
+  key.revokedAt === null && (key.expiresAt === null || Date.parse(key.expiresAt) > now.getTime());
+
 /** Keys are stored and looked up only by this hash. */
 export const hashApiKey = (key: string): string => createHash('sha256').update(key).digest('hex');
 

@@ -1,6 +1,6 @@
 import type { Scope } from '../../lib/routes.ts';
 import type { Deps } from '../deps.ts';
-import { bearerToken, hashApiKey, isWellFormedApiKey } from '../domain/api-key.ts';
+import { bearerToken, hashApiKey, isKeyUsable, isWellFormedApiKey } from '../domain/api-key.ts';
 import { RateLimitedError, ScopeNotPermittedError, UnauthorizedError } from '../domain/errors.ts';
 import { decide, defaultRequestsPerMinute } from '../domain/rate-limit.ts';
 import { type ApiKeyRecord, findApiKeyByHash } from '../store/api-keys.ts';
@@ -27,9 +27,7 @@ export const authenticate = async (
   if (!token || !isWellFormedApiKey(token)) throw new UnauthorizedError();
   const key = await findApiKeyByHash(deps, hashApiKey(token));
   const now = deps.now();
-  if (!key || key.revokedAt !== null || (key.expiresAt !== null && Date.parse(key.expiresAt) <= now.getTime())) {
-    throw new UnauthorizedError();
-  }
+  if (!key || !isKeyUsable(key, now)) throw new UnauthorizedError();
   const counts = await countRequest(deps, key.keyId, now.getTime());
   const decision = decide(counts, now.getTime(), key.rateLimitPerMinute ?? defaultRequestsPerMinute);
   if (!decision.allowed) throw new RateLimitedError(decision.retryAfterSeconds);

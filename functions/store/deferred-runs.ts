@@ -2,13 +2,11 @@ import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateComma
 import type { DeferredRun } from '../../schemas/deferred-runs.ts';
 import type { RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
+import { deferredExpiresAt } from '../domain/deferred-run-lifetime.ts';
 import { DeferredRunNotFoundError, DeferredRunNotWaitingError } from '../domain/errors.ts';
 import type { ApiKeyRecord } from './api-keys.ts';
 import { type IdempotencyRecord, idempotencyPut } from './idempotency.ts';
 import { deferredRunKey, multiplierSortKey, waitingIndexes, waitingPartition } from './keys.ts';
-
-/** A deferred run waits at most this long (spec 8). */
-export const deferredLifetimeSeconds = 24 * 3600;
 
 export interface DeferredRecord {
   deferredJobId: string;
@@ -63,7 +61,7 @@ export const createDeferredRun = async (
 ) => {
   const now = deps.now();
   const createdAt = now.toISOString();
-  const expiresAt = new Date(now.getTime() + deferredLifetimeSeconds * 1000).toISOString();
+  const expiresAt = deferredExpiresAt(now).toISOString();
   const item = {
     ...deferredRunKey(input.deferredJobId),
     ...waitingIndexes(input.deferredJobId, input.request.maxMultiplier, createdAt, expiresAt),
