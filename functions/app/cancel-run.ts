@@ -1,9 +1,8 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Run } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { RunAlreadyEndedError, RunNotFoundError } from '../domain/errors.ts';
-import { runKey } from '../store/keys.ts';
 import { endRun, ledgerStateOf, queueWebhook } from '../store/run-ledger.ts';
+import { readRunItem } from '../store/runs.ts';
 import { readRun } from './read-run.ts';
 
 /**
@@ -14,15 +13,13 @@ import { readRun } from './read-run.ts';
  */
 export const cancelRun = async (deps: Deps, teamId: string, jobId: string): Promise<Run> => {
   for (let attempt = 0; attempt < 10; attempt++) {
-    const { Item } = await deps.ddb.send(
-      new GetCommand({ TableName: deps.tableName, Key: runKey(jobId), ConsistentRead: true }),
-    );
-    if (!Item || Item.teamId !== teamId) throw new RunNotFoundError(jobId);
-    if (Item.status !== 'queued' && Item.status !== 'processing') throw new RunAlreadyEndedError(jobId);
-    const status = (Item.stepsCompleted as number) > 0 ? 'stopped' : 'cancelled';
+    const run = await readRunItem(deps, jobId);
+    if (!run || run.teamId !== teamId) throw new RunNotFoundError(jobId);
+    if (run.status !== 'queued' && run.status !== 'processing') throw new RunAlreadyEndedError(jobId);
+    const status = (run.stepsCompleted as number) > 0 ? 'stopped' : 'cancelled';
     // false: a step charged between the read and the write (the hold moved); read again.
-    if (await endRun(deps, ledgerStateOf(Item), status)) {
-      await queueWebhook(deps, ledgerStateOf(Item), status);
+    if (await endRun(deps, ledgerStateOf(run), status)) {
+      await queueWebhook(deps, ledgerStateOf(run), status);
       return readRun(deps, teamId, jobId);
     }
   }

@@ -275,6 +275,14 @@ export const sendStepMessages = async (
   }
 };
 
+/** The run item alone, strongly consistent; undefined when there is none. */
+export const readRunItem = async (deps: Deps, jobId: string): Promise<Record<string, unknown> | undefined> => {
+  const { Item } = await deps.ddb.send(
+    new GetCommand({ TableName: deps.tableName, Key: runKey(jobId), ConsistentRead: true }),
+  );
+  return Item;
+};
+
 /** Every item of a run's partition (the run, its steps and charges), strongly consistent. */
 export const readRunPartition = async (deps: Deps, jobId: string): Promise<Record<string, unknown>[]> => {
   const items: Record<string, unknown>[] = [];
