@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canvasOf } from '../functions/app/read-run.ts';
 import { estimateRun } from '../functions/domain/pricing.ts';
 import { revokeApiKey } from '../functions/store/api-keys.ts';
+import { canvasOf } from '../functions/store/canvases.ts';
 import { setLiveMultiplier } from '../functions/store/price-multiplier.ts';
 import { readRunPartition } from '../functions/store/runs.ts';
 import { getTeam } from '../functions/store/tenancy.ts';

@@ -1,13 +1,10 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Run, RunFile } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { RunNotFoundError } from '../domain/errors.ts';
 import { type RunRecord, runView, type StepRecord } from '../domain/run-view.ts';
-import type { Canvas } from '../domain/workflow-graph.ts';
 import { isStoredFile } from '../nodes/executors/types.ts';
-import { cachedCanvas, rememberCanvas } from '../store/canvas-cache.ts';
+import { canvasOf } from '../store/canvases.ts';
 import { isTeamObject, presignTeamFile } from '../store/files.ts';
-import { canvasKey } from '../store/keys.ts';
 import { readRunPartition } from '../store/runs.ts';
 
 /** File URLs are signed for two hours (spec 2.3), fresh at every read. */
@@ -47,16 +44,6 @@ const presignFiles = async (deps: Deps, teamId: string, value: unknown): Promise
     return Object.fromEntries(entries);
   }
   return value;
-};
-
-/** A run's canvas; canvases never change once stored, so each container keeps those it read. */
-export const canvasOf = async (deps: Deps, workflowId: string): Promise<Canvas> => {
-  const cached = cachedCanvas(workflowId);
-  if (cached) return cached;
-  const { Item } = await deps.ddb.send(new GetCommand({ TableName: deps.tableName, Key: canvasKey(workflowId) }));
-  if (!Item) throw new Error(`Canvas of workflow ${workflowId} not found`);
-  rememberCanvas(workflowId, Item.canvas as Canvas);
-  return Item.canvas as Canvas;
 };
 
 /**
