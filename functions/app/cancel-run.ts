@@ -1,6 +1,7 @@
 import type { Run } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { RunAlreadyEndedError, RunNotFoundError } from '../domain/errors.ts';
+import { isInProgress } from '../domain/workflow-lock.ts';
 import { endRun, ledgerStateOf, queueWebhook } from '../store/run-ledger.ts';
 import { readRunItem } from '../store/runs.ts';
 import { readRun } from './read-run.ts';
@@ -15,7 +16,7 @@ export const cancelRun = async (deps: Deps, teamId: string, jobId: string): Prom
   for (let attempt = 0; attempt < 10; attempt++) {
     const run = await readRunItem(deps, jobId);
     if (!run || run.teamId !== teamId) throw new RunNotFoundError(jobId);
-    if (run.status !== 'queued' && run.status !== 'processing') throw new RunAlreadyEndedError(jobId);
+    if (!isInProgress(run.status)) throw new RunAlreadyEndedError(jobId);
     const status = (run.stepsCompleted as number) > 0 ? 'stopped' : 'cancelled';
     // false: a step charged between the read and the write (the hold moved); read again.
     if (await endRun(deps, ledgerStateOf(run), status)) {

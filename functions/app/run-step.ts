@@ -4,6 +4,7 @@ import { stampLicenceModel } from '../domain/licence.ts';
 import { stepCharge } from '../domain/pricing.ts';
 import { planStep, predecessors, readySuccessors, successors } from '../domain/run-graph.ts';
 import { apiInputTargets, type Canvas } from '../domain/workflow-graph.ts';
+import { isInProgress } from '../domain/workflow-lock.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import { type NodeExecutor, StepFailedError } from '../nodes/executors/types.ts';
 import { addCreditsCharged, countStepCompleted } from '../observability/metrics.ts';
@@ -40,7 +41,7 @@ export interface StepMessage {
   nodeId: string;
 }
 
-const isGoing = (run: Record<string, unknown>) => run.status === 'queued' || run.status === 'processing';
+const isGoing = (run: Record<string, unknown>) => isInProgress(run.status);
 
 /**
  * After a step finished: send the successors that became ready. `justFinished` is set by the

@@ -4,6 +4,7 @@ import type { ModelUse } from '../nodes/executors/types.ts';
 import { combineLicences, type LicenceModel, stampLicenceModel } from './licence.ts';
 import { ancestry } from './run-graph.ts';
 import { type Canvas, terminalNodeIds, topologicalOrder } from './workflow-graph.ts';
+import { isInProgress } from './workflow-lock.ts';
 
 /**
  * The Run a caller reads (spec 2.3), derived from the run item, its step items and the canvas.
@@ -33,7 +34,7 @@ export interface StepRecord {
   startedAt?: string;
 }
 
-const ended = (status: RunRecord['status']) => status !== 'queued' && status !== 'processing';
+const ended = (status: RunRecord['status']) => !isInProgress(status);
 
 const stepStatus = (run: RunRecord, step: StepRecord | undefined): RunStep['status'] => {
   if (!step) return ended(run.status) ? 'skipped' : 'queued';

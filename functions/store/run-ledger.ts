@@ -1,6 +1,7 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
+import { type EndStatus, inProgressStatuses } from '../domain/workflow-lock.ts';
 import { keyMonthKey, projectKey, runKey, teamKey, workflowLockKey } from './keys.ts';
 
 type TransactItems = NonNullable<TransactWriteCommandInput['TransactItems']>;
@@ -19,8 +20,6 @@ export interface RunLedgerState {
   heldHundredths: number;
   callbackUrl?: string;
 }
-
-export type EndStatus = 'completed' | 'failed' | 'cancelled' | 'stopped';
 
 /**
  * The team item's one update at a run's end. Steps charge the run item only (the team item is not
@@ -47,6 +46,10 @@ const settleTeamItems = (deps: Deps, run: RunLedgerState, release: number): Tran
         },
       ];
 
+/** The run is still in progress (functions/domain/workflow-lock.ts); use with `inProgressValues` and `#status`. */
+export const inProgressCondition = `#status IN (${inProgressStatuses.map((s) => `:${s}`).join(', ')})`;
+export const inProgressValues: Record<string, string> = Object.fromEntries(inProgressStatuses.map((s) => [`:${s}`, s]));
+
 /** A step is counted on its run once: the run's `doneSteps` set names the steps counted. */
 export const notCountedCondition = '(attribute_not_exists(doneSteps) OR NOT contains(doneSteps, :node))';
 
@@ -62,7 +65,7 @@ export interface LastCount {
 }
 
 /**
- * The items that end a run, exactly once: set its final status (only from `queued`/`processing`,
+ * The items that end a run, exactly once: set its final status (only while it is in progress,
  * only if its hold is still the one read, so no charge slips in between), settle the team item,
  * take the released amount back off the project's and key's spend, and free the workflow's run
  * lock. With `last`, the same update counts the last step and charges it (one write fewer).
@@ -71,14 +74,13 @@ export const endRunItems = (deps: Deps, run: RunLedgerState, status: EndStatus, 
   const charge = last?.chargeHundredths ?? 0;
   const release = run.heldHundredths - charge;
   let update = 'SET #status = :status, endedAt = :now, finalizedAt = :now, heldHundredths = :zero';
-  let condition = '#status IN (:queued, :processing) AND heldHundredths = :held AND attribute_not_exists(finalizedAt)';
+  let condition = `${inProgressCondition} AND heldHundredths = :held AND attribute_not_exists(finalizedAt)`;
   const values: Record<string, unknown> = {
     ':status': status,
     ':now': deps.now().toISOString(),
     ':zero': 0,
     ':held': run.heldHundredths,
-    ':queued': 'queued',
-    ':processing': 'processing',
+    ...inProgressValues,
   };
   if (last) {
     update += ' ADD stepsCompleted :one, chargedHundredths :charge, doneSteps :nodeSet';

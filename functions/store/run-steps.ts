@@ -1,12 +1,15 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
 import type { LicenceModel } from '../domain/licence.ts';
+import { isInProgress } from '../domain/workflow-lock.ts';
 import type { ModelUse } from '../nodes/executors/types.ts';
 import { runKey, stepKey } from './keys.ts';
 import {
   conditionFailed,
   endRun,
   endRunItems,
+  inProgressCondition,
+  inProgressValues,
   ledgerStateOf,
   notCountedCondition,
   transactWrite,
@@ -167,11 +170,10 @@ export const countStep = async (
         TableName: deps.tableName,
         Key: runKey(ledger.jobId),
         UpdateExpression: `SET #status = :processing ADD ${counter} :one, chargedHundredths :charge, heldHundredths :minus, doneSteps :nodeSet REMOVE GSI1PK, GSI1SK`,
-        ConditionExpression: `#status IN (:queued, :processing) AND ${notCountedCondition} AND heldHundredths >= :charge`,
+        ConditionExpression: `${inProgressCondition} AND ${notCountedCondition} AND heldHundredths >= :charge`,
         ExpressionAttributeNames: { '#status': 'status' },
         ExpressionAttributeValues: {
-          ':queued': 'queued',
-          ':processing': 'processing',
+          ...inProgressValues,
           ':one': 1,
           ':node': nodeId,
           ':nodeSet': new Set([nodeId]),
@@ -187,7 +189,7 @@ export const countStep = async (
     if ((error as Error).name !== 'ConditionalCheckFailedException') throw error;
     const old = (error as { Item?: { status?: { S?: string }; doneSteps?: { SS?: string[] } } }).Item;
     const status = old?.status?.S;
-    const runEnded = status !== 'queued' && status !== 'processing';
+    const runEnded = !isInProgress(status);
     const alreadyCounted = old?.doneSteps?.SS?.includes(nodeId) ?? false;
     if (!runEnded && !alreadyCounted) {
       throw new Error(`Run ${ledger.jobId} holds less than step ${nodeId}'s charge of ${charge}`);

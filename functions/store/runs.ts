@@ -15,6 +15,7 @@ import {
 import { monthlyRoom } from '../domain/monthly-cap.ts';
 import type { RunEstimate } from '../domain/pricing.ts';
 import type { Canvas } from '../domain/workflow-graph.ts';
+import { workflowLock } from '../domain/workflow-lock.ts';
 import { batchGet, itemFor } from './batch.ts';
 import { type IdempotencyRecord, idempotencyPut } from './idempotency.ts';
 import {
@@ -123,7 +124,7 @@ export const startRun = async (deps: Deps, run: NewRun): Promise<void> => {
     {
       Put: {
         TableName: deps.tableName,
-        Item: { ...workflowLockKey(run.workflow.workflowId), type: 'WorkflowLock', jobId: run.jobId, since: now },
+        Item: { ...workflowLockKey(run.workflow.workflowId), ...workflowLock(run.jobId, now) },
         ConditionExpression: 'attribute_not_exists(PK)',
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       },

@@ -1,0 +1,28 @@
+/**
+ * One run in progress per workflow (spec 8; a start beyond it gets 409).
+ *
+ * - A run is in progress while its stored status is `queued` or `processing` (`claimed` is only how
+ *   a queued run with a started step reads). It ends `completed`, `failed`, `cancelled` or
+ *   `stopped` and never moves again.
+ * - The lock is one item per workflow (`WFLOCK#<workflowId>`, functions/store/keys.ts) that names
+ *   the run holding it (`workflowLock`). It exists exactly while that run is in progress: the start
+ *   transaction takes it only when there is none, and the transaction that ends the run deletes
+ *   it only while it still names that run. No item means the workflow is free.
+ * - A start that finds the lock held is answered 409 naming the holder as `activeJobId`, before
+ *   any 402 (functions/domain/admission.ts).
+ */
+
+/** Stored statuses of a run in progress: it holds its workflow's lock. */
+export const inProgressStatuses = ['queued', 'processing'] as const;
+export type InProgressStatus = (typeof inProgressStatuses)[number];
+
+/** The statuses that end a run and free its workflow's lock. */
+export const endStatuses = ['completed', 'failed', 'cancelled', 'stopped'] as const;
+export type EndStatus = (typeof endStatuses)[number];
+
+/** Whether a run with this stored status is in progress (and so holds its workflow's lock). */
+export const isInProgress = (status: unknown): status is InProgressStatus =>
+  inProgressStatuses.includes(status as InProgressStatus);
+
+/** The lock item's attributes beside its key: the run that holds it, and since when (ISO 8601). */
+export const workflowLock = (jobId: string, since: string) => ({ type: 'WorkflowLock' as const, jobId, since });
