@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { idempotencyKeyHeader, type RunRequest } from '../../schemas/runs.ts';
+import type { RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { type AdmissionRefusal, busyFirst, refusalWithoutFacts, runRefusal } from '../domain/admission.ts';
 import { toCredits } from '../domain/credits.ts';
@@ -18,9 +17,6 @@ import {
 import { spendMonth } from '../domain/monthly-cap.ts';
 import { estimateRun, type RunEstimate } from '../domain/pricing.ts';
 import { apiInputKeys, rootNodeIds, validateCanvas } from '../domain/workflow-graph.ts';
-import type { AuthContext } from '../http/authenticate.ts';
-import { parseRunRequest } from '../http/body.ts';
-import { type HttpResult, json } from '../http/response.ts';
 import { type ApiIntegrationRefusal, checkApiIntegration } from '../nodes/providers/registry.ts';
 import { logger } from '../observability/logger.ts';
 import { countRunStarted } from '../observability/metrics.ts';
@@ -152,31 +148,43 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
   return { jobId, estimate };
 };
 
+/** A run start as the HTTP edge read it (functions/http/run-start.ts). */
+export interface RunStart {
+  request: RunRequest;
+  /** The Idempotency-Key header, when sent. */
+  idempotencyKey: string | undefined;
+  /** The route and its path parameters: the same key sent to another route or workflow is another request. */
+  target: string;
+}
+
+/** The answer to a run start: 200 with the run, or 202 for a deferred one (also the remembered answer). */
+export interface RunStartAnswer {
+  status: number;
+  body: unknown;
+}
+
 /**
  * POST /workflows/{id}/runs and POST /agents/{id}/runs (spec 4.3, 4.4). `resolveWorkflow` finds
  * the workflow (directly, or an agent's) and throws the 404s.
  */
 export const startRunFor = async (
   deps: Deps,
-  auth: AuthContext,
-  event: APIGatewayProxyEventV2,
+  key: ApiKeyRecord,
+  start: RunStart,
   resolveWorkflow: () => Promise<RunnableWorkflow>,
-): Promise<HttpResult> => {
-  const request = parseRunRequest(event);
-  const idempotencyKey = event.headers[idempotencyKeyHeader.toLowerCase()];
+): Promise<RunStartAnswer> => {
+  const { request, idempotencyKey } = start;
   const idempotencyKeyHash = idempotencyKey === undefined ? null : sha256(idempotencyKey);
-  const requestHash = sha256(
-    `${event.routeKey}\n${JSON.stringify(event.pathParameters ?? {})}\n${JSON.stringify(request)}`,
-  );
-  const remembered = async () => {
-    const previous = idempotencyKeyHash ? await findIdempotentAnswer(deps, auth.keyId, idempotencyKeyHash) : undefined;
+  const requestHash = sha256(`${start.target}\n${JSON.stringify(request)}`);
+  const remembered = async (): Promise<RunStartAnswer | undefined> => {
+    const previous = idempotencyKeyHash ? await findIdempotentAnswer(deps, key.keyId, idempotencyKeyHash) : undefined;
     if (previous && previous.requestHash !== requestHash) throw new IdempotencyKeyReusedError();
-    return previous ? json(previous.response.status, previous.response.body) : undefined;
+    return previous?.response;
   };
   const earlier = await remembered();
   if (earlier) return earlier;
   const workflow = await resolveWorkflow();
-  checkRunnable(auth.key, workflow, request);
+  checkRunnable(key, workflow, request);
   const rememberFor = (response: { status: number; body: unknown }) =>
     idempotencyKeyHash === null
       ? null
@@ -188,25 +196,22 @@ export const startRunFor = async (
         };
   try {
     if (request.defer) {
-      const barred = checkApiIntegration(
-        workflow.canvas,
-        new Set(Object.keys(await getConnections(deps, auth.teamId))),
-      );
+      const barred = checkApiIntegration(workflow.canvas, new Set(Object.keys(await getConnections(deps, key.teamId))));
       if (barred) throw providerNotAvailable(barred);
       const deferredJobId = deps.newId();
       const body = { deferred: true, deferredJobId, workflowId: workflow.workflowId };
       await createDeferredRun(deps, {
         deferredJobId,
-        key: auth.key,
+        key,
         workflowId: workflow.workflowId,
         request,
         idempotency: rememberFor({ status: 202, body }),
       });
-      return json(202, body);
+      return { status: 202, body };
     }
     let answer: { status: number; body: Record<string, unknown> } | undefined;
     await commitRun(deps, {
-      key: auth.key,
+      key,
       workflow,
       request,
       multiplier: 1,
@@ -226,7 +231,7 @@ export const startRunFor = async (
       },
     });
     if (!answer) throw new Error('run committed without an answer');
-    return json(answer.status, answer.body);
+    return answer;
   } catch (error) {
     // Another request with the same Idempotency-Key committed first: answer as it did.
     if (error instanceof IdempotencyRaceError) {
