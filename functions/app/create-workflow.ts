@@ -1,0 +1,39 @@
+import type { CreateWorkflowRequest, CreateWorkflowResponse } from '../../schemas/workflows.ts';
+import type { Deps } from '../deps.ts';
+import {
+  CreateWorkflowNotPermittedError,
+  UnknownNodeTypeError,
+  WorkflowValidationFailedError,
+} from '../domain/errors.ts';
+import { buildWorkflowGraph } from '../domain/workflow-graph.ts';
+import type { ApiKeyRecord } from '../store/api-keys.ts';
+import { createWorkflowForTeam } from '../store/workflows.ts';
+
+/**
+ * POST /workflows (spec 4.2): validate the steps, build the canvas graph, store it atomically.
+ * `readRequest` is called only once the key may create workflows, so a key restricted to some
+ * workflows is refused before its body is read.
+ */
+export const createWorkflow = async (
+  deps: Deps,
+  key: ApiKeyRecord,
+  readRequest: () => CreateWorkflowRequest,
+): Promise<CreateWorkflowResponse> => {
+  if (key.workflowIds.length > 0) throw new CreateWorkflowNotPermittedError();
+  const request = readRequest();
+  const graph = buildWorkflowGraph(request.steps);
+  if (!graph.ok && 'unknownType' in graph) throw new UnknownNodeTypeError(graph.unknownType);
+  if (!graph.ok) throw new WorkflowValidationFailedError(graph.issues);
+  const owner =
+    request.agentId !== undefined
+      ? { agentId: request.agentId }
+      : { projectId: request.projectId as string, agentName: request.agentName ?? request.name };
+  const created = await createWorkflowForTeam(deps, {
+    teamId: key.teamId,
+    name: request.name,
+    canvas: graph.canvas,
+    stepsCount: request.steps.length,
+    ...owner,
+  });
+  return { ...created, stepsCount: request.steps.length };
+};
