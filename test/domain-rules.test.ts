@@ -1,0 +1,318 @@
+/**
+ * The pure rules of functions/domain/, one describe per rule file, and the check that keeps them
+ * pure: no file there reaches, directly or through what it imports, an AWS SDK, the file system,
+ * the network, or the store, HTTP, app or worker layers.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  deferredExpiresAt,
+  deferredLifetimeSeconds,
+  fateOf,
+  hasExpired,
+} from '../functions/domain/deferred-run-lifetime.ts';
+import {
+  capResetsText,
+  fitsMonthlyCap,
+  monthlyRoom,
+  nextSpendMonthStart,
+  spendMonth,
+} from '../functions/domain/monthly-cap.ts';
+import {
+  currentMultiplier,
+  defaultMultiplier,
+  isValidMultiplier,
+  parseSchedule,
+} from '../functions/domain/price-multiplier.ts';
+import { applyMultiplier, estimateRun, stepCharge } from '../functions/domain/pricing.ts';
+import { draftMaxTokens, draftPrice, modeSettings, priceInMode } from '../functions/domain/run-modes.ts';
+import type { Canvas, CanvasNode } from '../functions/domain/workflow-graph.ts';
+import { endStatuses, inProgressStatuses, isInProgress, workflowLock } from '../functions/domain/workflow-lock.ts';
+import { catalogue } from '../functions/nodes/catalogue/index.ts';
+import { buildOpenApiDocument } from '../schemas/openapi.ts';
+import { runStatuses } from '../schemas/runs.ts';
+import type { NodeType } from '../schemas/workflows.ts';
+
+const at = (iso: string) => new Date(iso);
+
+describe('deferred-run lifetime', () => {
+  it('expires a deferred run 24 hours after it was created, at that instant and not a millisecond before', () => {
+    expect(deferredLifetimeSeconds).toBe(86_400);
+    const expiresAt = deferredExpiresAt(at('2026-03-28T10:15:00.000Z')).toISOString();
+    expect(expiresAt).toBe('2026-03-29T10:15:00.000Z');
+    expect(hasExpired(expiresAt, at('2026-03-29T10:14:59.999Z'))).toBe(false);
+    expect(hasExpired(expiresAt, at('2026-03-29T10:15:00.000Z'))).toBe(true);
+    expect(hasExpired(expiresAt, at('2026-03-30T00:00:00.000Z'))).toBe(true);
+  });
+
+  it('keeps a deferred run waiting while its workflow is busy or its key is over (or cannot read) its monthly cap', () => {
+    expect(fateOf('runInProgress')).toBe('waiting');
+    expect(fateOf('monthlyCap')).toBe('waiting');
+    expect(fateOf('monthlyCapUnverifiable')).toBe('waiting');
+  });
+
+  it('expires one that cannot be paid for or allowed, and cancels one whose key is revoked or expired', () => {
+    for (const obstacle of ['insufficientCredits', 'projectHardCap', 'perStepLimit', 'notAllowed'] as const) {
+      expect(fateOf(obstacle), obstacle).toBe('expired');
+    }
+    expect(fateOf('keyUnusable')).toBe('cancelled');
+  });
+});
+
+describe('key monthly cap', () => {
+  it('counts spend per calendar month in UTC, whatever the offset the instant was written with', () => {
+    expect(spendMonth(at('2026-11-30T23:59:59.999Z'))).toBe('2026-11');
+    expect(spendMonth(at('2026-12-01T00:00:00.000Z'))).toBe('2026-12');
+    // 00:30 on 1 December in UTC+1 is still 30 November in UTC.
+    expect(spendMonth(at('2026-12-01T00:30:00+01:00'))).toBe('2026-11');
+  });
+
+  it('resets at the first instant of the next UTC month, and the 402 says so', () => {
+    expect(nextSpendMonthStart(at('2026-02-14T12:00:00Z')).toISOString()).toBe('2026-03-01T00:00:00.000Z');
+    expect(nextSpendMonthStart(at('2026-12-31T23:59:59.999Z')).toISOString()).toBe('2027-01-01T00:00:00.000Z');
+    expect(capResetsText(at('2027-01-01T00:00:00Z'))).toBe(
+      'Resets at 2027-01-01T00:00:00.000Z (start of the next calendar month, UTC)',
+    );
+  });
+
+  it('lets a start fit while the month spend plus its estimate stays within the cap; no cap fits anything', () => {
+    expect(monthlyRoom(1_000, 300)).toBe(700);
+    expect(fitsMonthlyCap(1_000, 700, 300)).toBe(true);
+    expect(fitsMonthlyCap(1_000, 701, 300)).toBe(false);
+    expect(fitsMonthlyCap(null, 1_000_000, 300)).toBe(true);
+  });
+
+  it('never refuses a read: only the two run starts can answer the monthly cap 402 or 503', () => {
+    const capped: string[] = [];
+    for (const item of Object.values(buildOpenApiDocument().paths ?? {})) {
+      for (const operation of [item.get, item.post, item.delete]) {
+        const responses = JSON.stringify(operation?.responses ?? {});
+        if (responses.includes('MonthlyCreditCapReachedError') || responses.includes('MonthlyCapUnverifiableError')) {
+          capped.push(operation?.operationId ?? '');
+        }
+      }
+    }
+    expect(capped.sort()).toEqual(['RunAgent', 'RunWorkflow']);
+  });
+});
+
+describe('workflow lock', () => {
+  it('counts a run as in progress, holding its workflow, while it is queued or processing', () => {
+    expect([...inProgressStatuses]).toEqual(['queued', 'processing']);
+    expect(isInProgress('queued')).toBe(true);
+    expect(isInProgress('processing')).toBe(true);
+    for (const status of endStatuses) expect(isInProgress(status), status).toBe(false);
+    expect(isInProgress(undefined)).toBe(false);
+  });
+
+  it('leaves no stored run status unaccounted for: `claimed` is only how a queued run with a started step reads', () => {
+    const stored = [...inProgressStatuses, ...endStatuses].sort();
+    expect(stored).toEqual(runStatuses.filter((s) => s !== 'claimed').sort());
+    expect(isInProgress('claimed')).toBe(false);
+  });
+
+  it('names the run that holds the lock and since when', () => {
+    expect(workflowLock('job-1', '2026-03-28T10:15:00.000Z')).toEqual({
+      type: 'WorkflowLock',
+      jobId: 'job-1',
+      since: '2026-03-28T10:15:00.000Z',
+    });
+  });
+});
+
+describe('run modes', () => {
+  it('in draft makes one variation, a third of the sampling steps (at least one) and short text answers', () => {
+    expect(modeSettings('draft', { variations: 4, steps: 30, maxTokens: 500 })).toEqual({
+      variations: 1,
+      steps: 10,
+      maxTokens: draftMaxTokens,
+    });
+    expect(modeSettings('draft', { steps: 10 })).toMatchObject({ steps: 4 });
+    expect(modeSettings('draft', { steps: 1 })).toMatchObject({ steps: 1 });
+    expect(modeSettings('draft', {})).toEqual({ variations: 1, steps: 10, maxTokens: 64 });
+    expect(modeSettings('draft', { maxTokens: 20 })).toMatchObject({ maxTokens: 20 });
+  });
+
+  it('in production and preview runs the settings as given', () => {
+    const config = { variations: 4, steps: 30, maxTokens: 500 };
+    expect(modeSettings('production', config)).toEqual({ variations: 4, steps: 30, maxTokens: 500 });
+    expect(modeSettings('preview', config)).toEqual(modeSettings('production', config));
+    expect(modeSettings('production', {})).toEqual({ variations: 1, steps: 30, maxTokens: undefined });
+  });
+
+  it('prices a draft model step at half, rounded up, unless priced per run; preview as production', () => {
+    expect(draftPrice(400, false)).toBe(200);
+    expect(draftPrice(401, false)).toBe(201);
+    expect(draftPrice(1500, true)).toBe(1500);
+    const price = { production: 400, draft: 200 };
+    expect([priceInMode(price, 'production'), priceInMode(price, 'preview'), priceInMode(price, 'draft')]).toEqual([
+      400, 400, 200,
+    ]);
+  });
+});
+
+describe('price multiplier', () => {
+  const schedule = parseSchedule('{"hours": {"0-6": 0.5, "7-22": 1.0, "23": 0.7}}');
+
+  it('reads a schedule of UTC hours and ranges covering each hour once', () => {
+    expect(schedule).toHaveLength(24);
+    expect(schedule.slice(0, 8)).toEqual([0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 1]);
+    expect(schedule[23]).toBe(0.7);
+    expect(() => parseSchedule('{"hours": {"0-12": 1, "12-23": 1}}')).toThrow('Hour 12 is set twice');
+    expect(() => parseSchedule('{"hours": {"0-22": 1}}')).toThrow('Hours without a multiplier: 23');
+    expect(() => parseSchedule('{"hours": {"5-2": 1}}')).toThrow('ascending');
+  });
+
+  it('follows the schedule by the UTC hour; a live value wins over it; with neither it is 1', () => {
+    expect(currentMultiplier({ multiplier: null, hourly: schedule }, at('2026-03-28T06:59:59Z'))).toBe(0.5);
+    expect(currentMultiplier({ multiplier: null, hourly: schedule }, at('2026-03-28T07:00:00Z'))).toBe(1);
+    expect(currentMultiplier({ multiplier: null, hourly: schedule }, at('2026-03-29T00:30:00+01:00'))).toBe(0.7);
+    expect(currentMultiplier({ multiplier: 2, hourly: schedule }, at('2026-03-28T03:00:00Z'))).toBe(2);
+    expect(currentMultiplier({ multiplier: null, hourly: null }, at('2026-03-28T03:00:00Z'))).toBe(defaultMultiplier);
+    expect(defaultMultiplier).toBe(1);
+  });
+
+  it('accepts a positive multiplier of at most 10 with up to 4 decimals', () => {
+    expect([0.0001, 0.7, 1, 10].every(isValidMultiplier)).toBe(true);
+    expect([0, -1, 10.0001, 0.12345, Number.NaN, Number.POSITIVE_INFINITY].some(isValidMultiplier)).toBe(false);
+  });
+});
+
+describe('pricing', () => {
+  const node = (id: string, type: NodeType): CanvasNode => ({
+    id,
+    type,
+    label: id,
+    config: {},
+    position: { x: 0, y: 0 },
+  });
+  const canvas: Canvas = {
+    nodes: [node('prompt', 'TextEntry'), node('image', 'ImageGen'), node('mesh', 'TwoDToThreeD')],
+    edges: [],
+  };
+  const prices = {
+    prompt: catalogue.TextEntry.price,
+    image: catalogue.ImageGen.price,
+    mesh: catalogue.TwoDToThreeD.price,
+  };
+
+  it('estimates a run step by step at the prices of its mode', () => {
+    const production = estimateRun(canvas, 'production');
+    expect(production.steps).toEqual([
+      { nodeId: 'prompt', type: 'TextEntry', hundredths: prices.prompt.production },
+      { nodeId: 'image', type: 'ImageGen', hundredths: 400 },
+      { nodeId: 'mesh', type: 'TwoDToThreeD', hundredths: prices.mesh.production },
+    ]);
+    expect(production.totalHundredths).toBe(prices.prompt.production + 400 + prices.mesh.production);
+    expect(estimateRun(canvas, 'preview')).toEqual(production);
+    expect(estimateRun(canvas, 'draft').steps.map((s) => s.hundredths)).toEqual([
+      prices.prompt.draft,
+      200,
+      prices.mesh.production,
+    ]);
+  });
+
+  it('prices a deferred run at its multiplier, each step rounded up to whole hundredths', () => {
+    expect(applyMultiplier(400, 0.7)).toBe(280);
+    expect(applyMultiplier(1, 0.5)).toBe(1);
+    expect(applyMultiplier(3, 0.3333)).toBe(1);
+    expect(estimateRun(canvas, 'production', 0.5).steps.map((s) => s.hundredths)).toEqual([
+      Math.ceil(prices.prompt.production / 2),
+      200,
+      Math.ceil(prices.mesh.production / 2),
+    ]);
+  });
+
+  it('charges a step its estimate when it completes, nothing when it is skipped or fails', () => {
+    const estimates = { image: 400 };
+    expect(stepCharge(estimates, 'image', 'completed')).toBe(400);
+    expect(stepCharge(estimates, 'image', 'skipped')).toBe(0);
+    expect(stepCharge(estimates, 'image', 'failed')).toBe(0);
+    expect(stepCharge(undefined, 'image', 'completed')).toBe(0);
+  });
+});
+
+describe('functions/domain stays pure', () => {
+  const root = resolve(import.meta.dirname, '..');
+  const domainDir = join(root, 'functions/domain');
+  /** Modules that reach a disk, a network or AWS; `node:net` only for its address parsers. */
+  const forbiddenModule = (specifier: string, names: string) =>
+    specifier.startsWith('@aws-sdk/') ||
+    /^(node:)?(fs|fs\/promises|http|https|http2|dns|dns\/promises|tls|dgram|child_process|worker_threads)$/.test(
+      specifier,
+    ) ||
+    (/^(node:)?net$/.test(specifier) &&
+      !/^\{\s*(isIP|isIPv4|isIPv6)(\s*,\s*(isIP|isIPv4|isIPv6))*\s*,?\s*\}$/.test(names));
+  const forbiddenLayer = /^functions\/(store|http|http-client|app|workers|api)\//;
+
+  /** Value imports and re-exports of `file` (type-only ones never load anything). */
+  const importsOf = (file: string) => {
+    const source = readFileSync(file, 'utf8');
+    const found: { specifier: string; names: string }[] = [];
+    for (const match of source.matchAll(/^(?:import|export)\s+(?!type\s)([^;]*?)\s+from\s+'([^']+)'/gms)) {
+      found.push({ names: match[1] ?? '', specifier: match[2] ?? '' });
+    }
+    for (const match of source.matchAll(/^import\s+'([^']+)'/gm)) found.push({ names: '', specifier: match[1] ?? '' });
+    return found;
+  };
+
+  /** The files reachable from `start` and every breach among them, as `file -> specifier`. */
+  const reach = (start: string) => {
+    const out: string[] = [];
+    const seen = new Set<string>();
+    const visit = (file: string) => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      for (const { specifier, names } of importsOf(file)) {
+        const from = relative(root, file);
+        if (!specifier.startsWith('.')) {
+          if (forbiddenModule(specifier, names)) out.push(`${from} -> ${specifier}`);
+          continue;
+        }
+        const target = resolve(dirname(file), specifier);
+        if (forbiddenLayer.test(relative(root, target))) out.push(`${from} -> ${relative(root, target)}`);
+        else visit(target);
+      }
+    };
+    visit(start);
+    return { files: [...seen].map((file) => relative(root, file)), breaches: out };
+  };
+
+  const domainFiles = readdirSync(domainDir).filter((name) => name.endsWith('.ts'));
+
+  it('has a file for each rule a newcomer looks up', () => {
+    for (const rule of [
+      'admission.ts',
+      'pricing.ts',
+      'price-multiplier.ts',
+      'deferred-run-lifetime.ts',
+      'workflow-lock.ts',
+      'monthly-cap.ts',
+      'run-modes.ts',
+      'webhook.ts',
+      'licence.ts',
+      'rate-limit.ts',
+    ]) {
+      expect(domainFiles, rule).toContain(rule);
+    }
+  });
+
+  it('imports no AWS SDK, file system, network module or store, HTTP, app or worker code, even indirectly', () => {
+    expect(domainFiles.flatMap((name) => reach(join(domainDir, name)).breaches)).toEqual([]);
+  });
+
+  it('follows imports through other folders, and catches such an import', () => {
+    expect(reach(join(domainDir, 'licence.ts')).files).toContain('functions/nodes/providers/registry.ts');
+    expect(reach(join(root, 'functions/app/start-run.ts')).breaches).toContain(
+      'functions/app/start-run.ts -> functions/store/runs.ts',
+    );
+    expect(forbiddenModule('@aws-sdk/lib-dynamodb', '{ GetCommand }')).toBe(true);
+    expect(forbiddenModule('node:fs', '{ readFileSync }')).toBe(true);
+    expect(forbiddenModule('node:https', '* as https')).toBe(true);
+    expect(forbiddenModule('node:net', '{ connect }')).toBe(true);
+    expect(forbiddenModule('node:net', '{ isIPv4, isIPv6 }')).toBe(false);
+    expect(forbiddenModule('node:crypto', '{ createHmac }')).toBe(false);
+    expect(forbiddenLayer.test('functions/store/runs.ts')).toBe(true);
+  });
+});
