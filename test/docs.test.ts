@@ -71,6 +71,18 @@ describe('a self-contained repository', () => {
     expect(broken).toEqual([]);
   });
 
+  it('names only files and folders of the repository that exist', () => {
+    const missing = markdownFiles.flatMap((file) =>
+      [...read(file).matchAll(/`((?:functions|lib|local|schemas|bench|test|packages|docs)\/[\w./-]*)`/g)]
+        .map(([, named = '']) => named)
+        // A hidden folder (`bench/.out/`) is generated, not tracked.
+        .filter((named) => !named.split('/').some((part) => part.startsWith('.')))
+        .filter((named) => !existsSync(path.join(root, named)))
+        .map((named) => `${file}: ${named}`),
+    );
+    expect(missing).toEqual([]);
+  });
+
   it('keeps the README a front door, under 12 KB', () => {
     expect(statSync(path.join(root, 'README.md')).size).toBeLessThan(12 * 1024);
   });
