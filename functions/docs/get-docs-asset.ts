@@ -1,77 +1,18 @@
-import { promisify } from 'node:util';
-import { brotliCompress, constants, gzip } from 'node:zlib';
 import { publicHandler } from '../http/public-handler.ts';
-import { type HttpResult, json } from '../http/response.ts';
-import { type LoadedAsset, loadAsset } from './assets.ts';
-import { assetVersion, type DocsAssetName, docsAssetTypes, isDocsAssetName } from './manifest.ts';
-import { docsSecurityHeaders } from './page.ts';
+import { docsAssetResponse } from './asset-response.ts';
 
 /**
  * GET /docs/assets/{name} (no key): the API reference page's renderer (swagger-ui-dist) and start
  * script. A function of its own because the renderer is about 1.9 MB: the page's function stays small.
- * HTTP APIs do not compress responses, so this does: Brotli or gzip as the browser accepts,
- * compressed once per warm function. The page asks for `?v=<assetVersion>`, cached for a year.
  */
-
-type Encoding = 'br' | 'gzip' | 'identity';
-
-/** The best coding the Accept-Encoding header allows (q=0 refuses one). */
-export const pickEncoding = (header: string | undefined): Encoding => {
-  const accepted = new Set<string>();
-  for (const part of (header ?? '').toLowerCase().split(',')) {
-    const [coding = '', ...params] = part.split(';').map((s) => s.trim());
-    const q = params.find((p) => p.startsWith('q='));
-    if (coding && !(q && Number(q.slice(2)) === 0)) accepted.add(coding);
-  }
-  if (accepted.has('br')) return 'br';
-  if (accepted.has('gzip') || accepted.has('*')) return 'gzip';
-  return 'identity';
-};
-
-const brotli = promisify(brotliCompress);
-const gzipAsync = promisify(gzip);
-
-const compressors: Record<Exclude<Encoding, 'identity'>, (body: Buffer) => Promise<Buffer>> = {
-  // Quality 5: within a few per cent of the best ratio for a fraction of the time of quality 11.
-  br: (body) =>
-    brotli(body, {
-      params: { [constants.BROTLI_PARAM_QUALITY]: 5, [constants.BROTLI_PARAM_SIZE_HINT]: body.length },
-    }),
-  gzip: (body) => gzipAsync(body, { level: 6 }),
-};
-
-const compressed = new Map<string, Promise<Buffer>>();
-
-const encodedBody = (name: DocsAssetName, asset: LoadedAsset, encoding: Encoding): Promise<Buffer> => {
-  if (encoding === 'identity') return Promise.resolve(asset.body);
-  const key = `${name}:${encoding}`;
-  let body = compressed.get(key);
-  if (!body) {
-    body = compressors[encoding](asset.body);
-    body.catch(() => compressed.delete(key));
-    compressed.set(key, body);
-  }
-  return body;
-};
-
 export const makeHandler = () =>
-  publicHandler(async (event): Promise<HttpResult> => {
-    const name = event.pathParameters?.name ?? '';
-    if (!isDocsAssetName(name)) return json(404, { message: 'Not Found' });
-    const asset = await loadAsset(name);
-    const versioned = event.queryStringParameters?.v === assetVersion;
-    const headers: Record<string, string> = {
-      ...docsSecurityHeaders,
-      'content-type': docsAssetTypes[name],
-      'cache-control': versioned ? 'public, max-age=31536000, immutable' : 'public, max-age=300',
-      etag: asset.etag,
-      vary: 'accept-encoding',
-    };
-    if (event.headers['if-none-match'] === asset.etag) return { statusCode: 304, headers, body: '' };
-    const encoding = pickEncoding(event.headers['accept-encoding']);
-    const body = await encodedBody(name, asset, encoding);
-    if (encoding !== 'identity') headers['content-encoding'] = encoding;
-    return { statusCode: 200, headers, body: body.toString('base64'), isBase64Encoded: true };
-  });
+  publicHandler((event) =>
+    docsAssetResponse({
+      name: event.pathParameters?.name ?? '',
+      version: event.queryStringParameters?.v,
+      ifNoneMatch: event.headers['if-none-match'],
+      acceptEncoding: event.headers['accept-encoding'],
+    }),
+  );
 
 export const handler = makeHandler();
