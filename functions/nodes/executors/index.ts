@@ -1,7 +1,7 @@
 /**
  * The node executors (DESIGN section 4): one per node type, all 55, by category in the files
  * beside this one. Whoever builds `Deps` builds the lookup once with `createExecutorRegistry`
- * (the deployed step executor from `executorDepsFromEnv()`, tests and `npm start` from their own
+ * (the deployed step executor over `executorDepsFromEnv`, tests and `npm start` over their own
  * settings); the step orchestration only reads `deps.executors`.
  */
 import type { NodeType } from '../../../schemas/workflows.ts';

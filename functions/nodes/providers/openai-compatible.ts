@@ -40,7 +40,7 @@ export const openAiCompatibleOptionsFromEnv = (env: NodeJS.ProcessEnv = process.
 });
 
 /** Default model names per capability when a step names none (env overrides). */
-export const openAiCompatibleDefaultModels = (env: NodeJS.ProcessEnv = process.env) => ({
+export const openAiCompatibleDefaultModels = (env: NodeJS.ProcessEnv) => ({
   text: env.OPENAI_COMPATIBLE_TEXT_MODEL ?? 'default-chat',
   image: env.OPENAI_COMPATIBLE_IMAGE_MODEL ?? 'default-image',
   embedding: env.OPENAI_COMPATIBLE_EMBEDDING_MODEL ?? 'default-embedding',

@@ -1,0 +1,134 @@
+/**
+ * The layering the code keeps, read from the source files themselves (no emulator): entry points
+ * only wire, `functions/app/` orchestrates without knowing HTTP or the AWS SDK, nothing reads the
+ * environment while a step runs, and two things never share a name.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Every .ts file under `dir` (relative to the repository), recursively. */
+const sourceFiles = (dir: string): string[] =>
+  readdirSync(join(root, dir), { withFileTypes: true }).flatMap((entry) => {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory()) return sourceFiles(path);
+    return entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts') ? [path] : [];
+  });
+
+const read = (file: string) => readFileSync(join(root, file), 'utf8');
+
+/** The module specifiers a file imports (static, re-exported or dynamic). */
+const importsOf = (file: string): string[] =>
+  [...read(file).matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|^import\s+)['"]([^'"]+)['"]/gm)].map((m) => m[1] as string);
+
+/** An import as a path from the repository root when relative, else the package specifier. */
+const resolved = (file: string, specifier: string) =>
+  specifier.startsWith('.') ? relative(root, resolve(root, dirname(file), specifier)) : specifier;
+
+/** Top-level declarations of a file: name and whether it is exported. */
+const declarations = (file: string) =>
+  [
+    ...read(file).matchAll(
+      /^(export\s+)?(?:declare\s+)?(?:async\s+)?(?:const|let|function\*?|class|interface|type|enum)\s+([A-Za-z0-9_$]+)/gm,
+    ),
+  ].map((m) => ({ name: m[2] as string, exported: Boolean(m[1]) }));
+
+const functionFiles = sourceFiles('functions');
+
+describe('entry points only wire', () => {
+  const entryPoints = [
+    ...sourceFiles('functions/api'),
+    ...sourceFiles('functions/workers'),
+    'functions/docs/get-docs-asset.ts',
+  ];
+
+  it('finds the entry points', () => {
+    expect(entryPoints).toContain('functions/workers/step-executor.ts');
+    expect(entryPoints).toContain('functions/api/create-workflow.ts');
+  });
+
+  it.each(entryPoints)('%s is at most 40 lines: parse the event, call one app function, answer', (file) => {
+    expect(read(file).trimEnd().split('\n').length).toBeLessThanOrEqual(40);
+  });
+});
+
+describe('functions/app orchestrates', () => {
+  const appFiles = sourceFiles('functions/app');
+
+  it('holds the step state machine, the webhook delivery and the workflow creation', () => {
+    expect(appFiles).toEqual(
+      expect.arrayContaining([
+        'functions/app/run-step.ts',
+        'functions/app/deliver-webhook.ts',
+        'functions/app/create-workflow.ts',
+      ]),
+    );
+  });
+
+  it.each(appFiles)('%s imports neither functions/http nor the AWS SDK', (file) => {
+    const imports = importsOf(file).map((specifier) => resolved(file, specifier));
+    expect(imports.length).toBeGreaterThan(0);
+    expect(imports.filter((i) => i.startsWith('functions/http/') || i.startsWith('@aws-sdk/'))).toEqual([]);
+  });
+});
+
+describe('the environment is read when deps are built, never while a step runs', () => {
+  /** Where `process.env` may appear, and why. */
+  const allowedUses = [
+    // Deps are built from the environment once per cold start.
+    { file: 'functions/deps.ts', pattern: /process\.env/g },
+    // The stage dimension of every metric, read once at import.
+    { file: 'functions/observability/metrics.ts', pattern: /defaultDimensions: \{ stage: process\.env\[/g },
+  ];
+  /** A config function's environment parameter: `fooFromEnv = (env: NodeJS.ProcessEnv = process.env)`. */
+  const configDefault = /\b\w+FromEnv = \(env: NodeJS\.ProcessEnv = process\.env\)/g;
+
+  it('process.env appears only in deps.ts, at import for metrics, and as the default of a config function', () => {
+    const readers = functionFiles.filter((file) => {
+      let text = read(file).replace(configDefault, '');
+      for (const use of allowedUses) if (use.file === file) text = text.replace(use.pattern, '');
+      return /process\.env/.test(text);
+    });
+    expect(readers).toEqual([]);
+  });
+
+  it('config functions are called on the live environment only where handlers are built', () => {
+    // `fooFromEnv()` with no argument reads process.env; with one it reads the copy it was given.
+    const callers = functionFiles.filter(
+      (file) => !/^functions\/(deps\.ts|workers\/)/.test(file) && /\b\w+FromEnv\(\)/.test(read(file)),
+    );
+    expect(callers).toEqual([]);
+  });
+
+  it('the executor lookup comes from Deps: functions/nodes/executors/index.ts has no executorFor', () => {
+    const registry = read('functions/nodes/executors/index.ts');
+    expect(registry).not.toMatch(/process\.env|executorFor/);
+    expect(registry).toMatch(/export const createExecutorRegistry/);
+    expect(read('functions/app/run-step.ts')).toMatch(/deps\.executors\(/);
+  });
+});
+
+describe('two things never share a name', () => {
+  it('readRun and publicHandler are each declared in one module', () => {
+    for (const name of ['readRun', 'publicHandler']) {
+      const files = functionFiles.filter((file) => declarations(file).some((d) => d.name === name));
+      expect(files.length, `${name} is declared in ${files.join(', ')}`).toBe(1);
+    }
+  });
+
+  it('no two modules under functions/ export the same name (except the makeHandler and handler of entry points)', () => {
+    const owners = new Map<string, Set<string>>();
+    for (const file of functionFiles) {
+      for (const { name, exported } of declarations(file)) {
+        if (!exported || name === 'makeHandler' || name === 'handler') continue;
+        owners.set(name, (owners.get(name) ?? new Set()).add(file));
+      }
+    }
+    expect([...owners].filter(([, files]) => files.size > 1).map(([name, files]) => `${name}: ${[...files]}`)).toEqual(
+      [],
+    );
+  });
+});
