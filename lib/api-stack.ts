@@ -7,7 +7,7 @@ import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { LogGroup } from 'aws-cdk-lib/aws-logs';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
@@ -16,9 +16,15 @@ import { Grants } from './grants.ts';
 import { Observability } from './observability.ts';
 import { basePath, routes } from './routes.ts';
 import { ServiceFunction } from './service-function.ts';
+import type { StageConfig } from './stages.ts';
 import { workers } from './workers.ts';
 
+/** A scheduled tick older than this is dropped rather than run late (the next one is due anyway). */
+export const tickMaxEventAge = Duration.seconds(60);
+
 export interface ApiStackProps extends StackProps {
+  /** The stage: throttles, consumer concurrency, retention, providers, alarms. */
+  config: StageConfig;
   /** The application table, from the stateful stack. */
   table: ITable;
   /** The library bucket, from the stateful stack. */
@@ -47,7 +53,9 @@ const accessLogFormat = AccessLogFormat.custom(
 /**
  * Everything stateless: the queues, the HTTP API with one function per route, and the workers that
  * consume the queues or run on the dispatcher schedule. Each function gets exactly the grants its
- * route or worker entry lists.
+ * route or worker entry lists. Spend is bounded: the API stage is throttled, each queue's event
+ * source starts at most the stage's `consumerMaxConcurrency`, and the dispatcher runs one tick at a
+ * time, never retried.
  */
 export class ApiStack extends Stack {
   readonly api: HttpApi;
@@ -60,7 +68,7 @@ export class ApiStack extends Stack {
 
   constructor(scope: Construct, id: string, props: ApiStackProps) {
     super(scope, id, props);
-    const { table, bucket } = props;
+    const { table, bucket, config } = props;
 
     const queueById = new Map<QueueDefinition['id'], Queue>();
     for (const definition of queues) {
@@ -88,6 +96,14 @@ export class ApiStack extends Stack {
       [envNames.stepsQueueUrl]: stepsQueue.queueUrl,
       [envNames.webhooksQueueUrl]: webhooksQueue.queueUrl,
       [envNames.bucket]: bucket.bucketName,
+      [envNames.stage]: config.stage,
+      [envNames.retentionDays]: String(config.retentionDays),
+      // Names, not values: only the step executor may read the secrets (lib/workers.ts).
+      [envNames.providerSecrets]: JSON.stringify(
+        Object.fromEntries(config.providers.map((p) => [p.provider, p.secretName])),
+      ),
+      [envNames.sandboxProviders]: String(config.sandboxProviders),
+      [envNames.connectionSecretPrefix]: config.connectionSecretPrefix,
     };
 
     this.api = new HttpApi(this, 'HttpApi', {
@@ -97,12 +113,14 @@ export class ApiStack extends Stack {
       // Callers are servers holding API keys, not browsers: no CORS.
       createDefaultStage: false,
     });
-    const accessLogs = new LogGroup(this, 'ApiAccessLogs', { retention: RetentionDays.ONE_MONTH });
+    const accessLogs = new LogGroup(this, 'ApiAccessLogs', { retention: config.logRetentionDays });
     const stage = new HttpStage(this, 'DefaultStage', {
       httpApi: this.api,
       stageName: '$default',
       autoDeploy: true,
       accessLogSettings: { destination: new LogGroupLogDestination(accessLogs), format: accessLogFormat },
+      // Across every caller; each key's own 60 a minute is enforced by the functions (lib/stages.ts).
+      throttle: config.api,
     });
     this.apiUrl = `${stage.url}${basePath.slice(1)}`;
     Validations.of(this.api).acknowledge({
@@ -113,17 +131,26 @@ export class ApiStack extends Stack {
         'The OpenAPI document is public by contract.',
     });
 
-    const grants = new Grants(this, { table, bucket, stepsQueue, webhooksQueue });
+    const grants = new Grants(this, {
+      table,
+      bucket,
+      stepsQueue,
+      webhooksQueue,
+      providerSecrets: config.providers,
+      connectionSecretPrefix: config.connectionSecretPrefix,
+    });
     const functionById = new Map<string, IFunction>();
 
     for (const route of routes) {
-      const { fn } = new ServiceFunction(this, route.id, {
+      const service = new ServiceFunction(this, route.id, {
         entry: route.entry,
         timeoutSeconds: 10,
         environment,
         description: `${route.method} ${basePath}${route.path}`,
+        logRetentionDays: config.logRetentionDays,
       });
-      grants.apply(fn, route.grants);
+      const { fn } = service;
+      grants.apply(service, route.grants);
       this.api.addRoutes({
         path: `${basePath}${route.path}`,
         methods: [HttpMethod[route.method]],
@@ -137,34 +164,47 @@ export class ApiStack extends Stack {
       const queueDefinition = trigger.kind === 'queue' ? queues.find((q) => q.id === trigger.queue) : undefined;
       const timeoutSeconds = queueDefinition?.consumerTimeoutSeconds ?? worker.timeoutSeconds;
       if (timeoutSeconds === undefined) throw new Error(`worker ${worker.id} needs timeoutSeconds`);
-      const { fn } = new ServiceFunction(this, worker.id, {
+      const service = new ServiceFunction(this, worker.id, {
         entry: worker.entry,
         timeoutSeconds,
         environment,
         description:
           trigger.kind === 'queue' ? `consumes the ${trigger.queue} queue` : 'runs on the dispatcher schedule',
+        logRetentionDays: config.logRetentionDays,
+        reservedConcurrentExecutions: worker.reservedConcurrency,
+        tracing: worker.tracing,
       });
-      grants.apply(fn, worker.grants);
+      const { fn } = service;
+      grants.apply(service, worker.grants);
       if (queueDefinition) {
+        if (queueDefinition.visibilityTimeoutSeconds < 6 * timeoutSeconds) {
+          throw new Error(
+            `the ${queueDefinition.id} queue's visibility must be at least 6 times its consumer's timeout`,
+          );
+        }
         fn.addEventSource(
           new SqsEventSource(queueById.get(queueDefinition.id)!, {
             batchSize: queueDefinition.batchSize,
             maxBatchingWindow: Duration.seconds(0),
             reportBatchItemFailures: true,
+            maxConcurrency: config.consumerMaxConcurrency[queueDefinition.id],
           }),
         );
       } else {
+        // A failed or late tick is not worth replaying: the next one comes within a minute, and two
+        // ticks must not run at once. No retries, neither by EventBridge nor by Lambda's async queue.
+        fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: tickMaxEventAge });
         new Rule(this, `${worker.id}Schedule`, {
           schedule: Schedule.rate(Duration.minutes(dispatcherSchedule.rateMinutes)),
-          targets: [new LambdaFunction(fn)],
+          targets: [new LambdaFunction(fn, { retryAttempts: 0, maxEventAge: tickMaxEventAge })],
         });
       }
       functionById.set(worker.id, fn);
     }
     this.functions = functionById;
 
-    // Dashboard and alarms (and, with `-c alarmEmail=…`, an SNS topic mailing them).
-    new Observability(this, 'Observability', { api: this.api, functions: functionById, queues: queueById });
+    // Alarms (and, with `-c alarmEmail=…`, an SNS topic mailing them; with `-c dashboard=true`, a dashboard).
+    new Observability(this, 'Observability', { config, api: this.api, functions: functionById, queues: queueById });
 
     new CfnOutput(this, 'ApiUrl', { value: this.apiUrl });
   }

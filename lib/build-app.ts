@@ -1,34 +1,50 @@
-import { App, CrossStackReferences, ReferenceStrength, Validations } from 'aws-cdk-lib';
+import { Annotations, App, CrossStackReferences, ReferenceStrength, Tags, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { ApiStack } from './api-stack.ts';
+import { serviceName, stackNames, stageConfig } from './stages.ts';
 import { StatefulStack } from './stateful-stack.ts';
 
-/** Context key for the stack-name prefix (`cdk deploy -c stackPrefix=...`). */
-export const stackPrefixContextKey = 'stackPrefix';
-export const defaultStackPrefix = 'WorkflowRunApi';
-
 /**
- * Builds the whole app: the stateful stack, the API stack that uses it, and the cdk-nag AWS
- * Solutions checks, which fail synthesis on any finding not acknowledged with a reason.
- * Stacks are environment-agnostic, so synthesis needs no credentials. Tests pass
- * `{ 'aws:cdk:bundling-stacks': [] }` to skip bundling.
+ * Builds one stage of the app (`-c stage=dev|prod`, see `lib/stages.ts`): the stateful stack, the
+ * API stack that uses it, the service and stage tags on every resource, and the cdk-nag AWS
+ * Solutions checks, which fail synthesis on any finding not acknowledged with a reason. Offline
+ * (no CDK CLI credentials) the stacks are environment-agnostic, so synthesis needs none. Tests pass
+ * `{ 'aws:cdk:bundling-stacks': [] }` to skip bundling, and `environment` to pin account and region.
  */
-export function buildApp(context: Record<string, unknown> = {}) {
+export function buildApp(context: Record<string, unknown> = {}, environment: NodeJS.ProcessEnv = process.env) {
   const app = new App({ context });
+  const config = stageConfig((key) => app.node.tryGetContext(key), environment);
   // Exports/imports: CloudFormation refuses to delete or replace the table or bucket while the API
   // stack still uses them, which is what a data stack wants.
   CrossStackReferences.of(app).consume(ReferenceStrength.STRONG);
-  const prefix = String(app.node.tryGetContext(stackPrefixContextKey) ?? defaultStackPrefix);
+  const names = stackNames(config);
+  const env = config.env.account || config.env.region ? config.env : undefined;
 
-  const stateful = new StatefulStack(app, `${prefix}Stateful`, {
-    description: 'Workflow Run API: table and library bucket (retained on delete)',
+  const stateful = new StatefulStack(app, names.stateful, {
+    description: `Workflow Run API (${config.stage}): table and library bucket`,
+    env,
+    terminationProtection: config.protectData,
+    config,
   });
-  const api = new ApiStack(app, `${prefix}Api`, {
-    description: 'Workflow Run API: HTTP API, functions, queues and schedule',
+  const api = new ApiStack(app, names.api, {
+    description: `Workflow Run API (${config.stage}): HTTP API, functions, queues, schedule and alarms`,
+    env,
+    terminationProtection: config.protectData,
+    config,
     table: stateful.table,
     bucket: stateful.bucket,
   });
 
+  // Cost allocation and ownership: every taggable resource of both stacks, and the stacks.
+  Tags.of(app).add('service', serviceName);
+  Tags.of(app).add('stage', config.stage);
+
+  if (config.providers.length === 0 && !config.sandboxProviders) {
+    Annotations.of(api).addWarning(
+      `Stage ${config.stage} has no provider (-c providers=…) and is not a sandbox stage: runs with model steps will be refused.`,
+    );
+  }
+
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
-  return { app, stateful, api };
+  return { app, config, stateful, api };
 }

@@ -9,11 +9,19 @@ export interface KeyAttribute {
   type: 'S' | 'N';
 }
 
+/**
+ * What an index copies besides the keys (the table's and its own): nothing (`KEYS_ONLY`), or the
+ * named attributes (`INCLUDE`). Never ALL: an index holds only what its queries read, so it stays
+ * small and never copies a run's callback secret or a deferred run's request.
+ */
+export type IndexProjection = { type: 'KEYS_ONLY' } | { type: 'INCLUDE'; attributes: readonly string[] };
+
 export interface IndexDefinition {
   /** Logical index name; also the physical index name (indexes are table-scoped, so this is safe). */
   name: string;
   partitionKey: KeyAttribute;
   sortKey: KeyAttribute;
+  projection: IndexProjection;
 }
 
 export interface TableDefinition {
@@ -28,18 +36,60 @@ export interface TableDefinition {
 
 /**
  * The single application table. Item shapes and key prefixes live in `functions/store/keys.ts`.
- * GSI1: generic inverted lookups (keys per team). GSI2: sparse index of waiting deferred runs by
- * maxMultiplier. GSI3: sparse index of waiting deferred runs by expiresAt.
+ * GSI1: generic inverted lookups (keys per team, ids to their team, runs left queued). GSI2: sparse
+ * index of waiting deferred runs by maxMultiplier. GSI3: sparse index of waiting deferred runs by
+ * expiresAt. Each projects only what its queries read (see each index).
  */
 export const dataTable: TableDefinition = {
   id: 'Data',
   partitionKey: { name: 'PK', type: 'S' },
   sortKey: { name: 'SK', type: 'S' },
   indexes: [
-    { name: 'GSI1', partitionKey: { name: 'GSI1PK', type: 'S' }, sortKey: { name: 'GSI1SK', type: 'S' } },
-    { name: 'GSI2', partitionKey: { name: 'GSI2PK', type: 'S' }, sortKey: { name: 'GSI2SK', type: 'S' } },
-    { name: 'GSI3', partitionKey: { name: 'GSI3PK', type: 'S' }, sortKey: { name: 'GSI3SK', type: 'S' } },
+    {
+      name: 'GSI1',
+      partitionKey: { name: 'GSI1PK', type: 'S' },
+      sortKey: { name: 'GSI1SK', type: 'S' },
+      projection: {
+        type: 'INCLUDE',
+        attributes: [
+          // sweepQueuedRuns (functions/app/sweep-queued-runs.ts): the runs left queued.
+          'jobId',
+          'workflowId',
+          'status',
+          // findById (functions/store/tenancy.ts, operators' CLI): a project's, agent's or workflow's team.
+          'teamId',
+          'agentId',
+          // listApiKeys (functions/store/api-keys.ts, operators' CLI): a team's keys, never their hashes.
+          'keyId',
+          'scopes',
+          'workflowIds',
+          'monthlyCapHundredths',
+          'expiresAt',
+          'revokedAt',
+          'rateLimitPerMinute',
+          'hint',
+          'createdAt',
+        ],
+      },
+    },
+    {
+      name: 'GSI2',
+      partitionKey: { name: 'GSI2PK', type: 'S' },
+      sortKey: { name: 'GSI2SK', type: 'S' },
+      // dispatchableDeferredRuns (functions/store/deferred-runs.ts) reads the keys, then each
+      // deferred run from the table: its request (callback secret included) is never copied here.
+      projection: { type: 'KEYS_ONLY' },
+    },
+    {
+      name: 'GSI3',
+      partitionKey: { name: 'GSI3PK', type: 'S' },
+      sortKey: { name: 'GSI3SK', type: 'S' },
+      // expiredDeferredRuns (functions/store/deferred-runs.ts): only the ids to expire.
+      projection: { type: 'INCLUDE', attributes: ['deferredJobId'] },
+    },
   ],
+  // Epoch seconds. Rate counters and idempotency records already expire on it; runs, steps,
+  // deliveries and ended deferred runs get it from the stage's retention (`envNames.retentionDays`).
   ttlAttribute: 'ttl',
 };
 
@@ -48,7 +98,7 @@ export const tables = [dataTable] as const;
 export interface QueueDefinition {
   /** Logical id used in CDK and as the local queue-name suffix. */
   id: 'Steps' | 'Webhooks';
-  /** Seconds a received message stays invisible; must exceed the consumer's timeout. */
+  /** Seconds a received message stays invisible; at least six times the consumer's timeout (AWS's advice). */
   visibilityTimeoutSeconds: number;
   /** Receives before SQS moves a message to the dead-letter queue. */
   maxReceiveCount: number;
@@ -69,10 +119,14 @@ export const stepsQueue: QueueDefinition = {
   dlqRetentionDays: 14,
 };
 
-/** Webhook retries are driven by ChangeMessageVisibility; five receives in all, then the DLQ. */
+/**
+ * Webhook retries are driven by ChangeMessageVisibility; five receives in all, then the DLQ. The
+ * default visibility is six times the consumer's timeout, as AWS advises for Lambda consumers, so a
+ * batch that Lambda retries after a throttle is not visible again while it still runs.
+ */
 export const webhooksQueue: QueueDefinition = {
   id: 'Webhooks',
-  visibilityTimeoutSeconds: 30,
+  visibilityTimeoutSeconds: 120,
   maxReceiveCount: 5,
   batchSize: 10,
   consumerTimeoutSeconds: 20,
@@ -83,11 +137,12 @@ export const queues = [stepsQueue, webhooksQueue] as const;
 
 export interface BucketDefinition {
   id: string;
-  /** Days before a run's output objects are deleted; null keeps them. */
-  expireObjectsAfterDays: number | null;
+  /** Key prefix of every object a step stores (`teams/<team>/runs/<job>/<node>/...`). */
+  objectPrefix: string;
 }
 
-export const libraryBucket: BucketDefinition = { id: 'Library', expireObjectsAfterDays: null };
+/** Objects expire after the stage's retention (`lib/stages.ts`), like the runs that made them. */
+export const libraryBucket: BucketDefinition = { id: 'Library', objectPrefix: 'teams/' };
 
 /**
  * Memory of every function (arm64). Lambda bills GB-seconds, so this is also what the cost model
@@ -98,10 +153,24 @@ export const functionMemoryMb = 512;
 /** The deferred-run dispatcher's schedule. */
 export const dispatcherSchedule = { rateMinutes: 1 } as const;
 
-/** Environment variable names through which every function learns its resources. */
+/** Environment variable names through which every function learns its resources and its stage. */
 export const envNames = {
   table: 'TABLE_NAME',
   stepsQueueUrl: 'STEPS_QUEUE_URL',
   webhooksQueueUrl: 'WEBHOOKS_QUEUE_URL',
   bucket: 'LIBRARY_BUCKET',
+  /** The stage name (`dev`, `prod`): the `stage` dimension of every service metric; unset locally. */
+  stage: 'SERVICE_STAGE',
+  /** Whole days run data is kept: runs, steps, deliveries and ended deferred runs expire on `ttl` after it. */
+  retentionDays: 'RETENTION_DAYS',
+  /**
+   * JSON object from provider key to the Secrets Manager secret (name or ARN) holding its
+   * credentials, e.g. `{"openai-compatible":"workflow-run-api/prod/providers/openai-compatible"}`;
+   * `{}` when no provider is configured. Its keys are the provider adapters that are on.
+   */
+  providerSecrets: 'PROVIDER_SECRETS',
+  /** `true` on a sandbox stage: model steps with no configured provider run on the sandbox provider. */
+  sandboxProviders: 'SANDBOX_PROVIDERS',
+  /** Team connection secrets must be named under this prefix (the step executor may read only those). */
+  connectionSecretPrefix: 'CONNECTION_SECRET_PREFIX',
 } as const;

@@ -1,28 +1,40 @@
-import { type Stack, Validations } from 'aws-cdk-lib';
+import { Aws, type Stack, Validations } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
-import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import type { Access } from './access.ts';
+import { dataTable, libraryBucket } from './definitions.ts';
 import { wildcardResourceFinding } from './nag.ts';
-
-/** What a route or worker may touch: the union of `Route['grants']` and `Worker['grants']`. */
-export interface Access {
-  table: 'none' | 'read' | 'readwrite';
-  stepsQueue?: 'send';
-  webhooksQueue?: 'send';
-  bucket?: 'read' | 'readwrite';
-}
+import type { ServiceFunction } from './service-function.ts';
+import type { ProviderSecret } from './stages.ts';
 
 export interface GrantTargets {
   table: ITable;
   bucket: IBucket;
   stepsQueue: IQueue;
   webhooksQueue: IQueue;
+  /** The stage's provider secrets. */
+  providerSecrets: readonly ProviderSecret[];
+  /** Name prefix of the stage's team connection secrets. */
+  connectionSecretPrefix: string;
 }
 
+/** ARNs of the secrets named `name` in the stack's account and region, as IAM matches them. */
+const secretArnOf = (name: string) =>
+  `arn:${Aws.PARTITION}:secretsmanager:${Aws.REGION}:${Aws.ACCOUNT_ID}:secret:${name}`;
+
 /**
- * Turns an `Access` entry into `grant*()` calls, and acknowledges, on the function that receives
- * them, exactly the cdk-nag wildcard findings those grants produce, each with its reason.
+ * The ARN of a secret given by name (Secrets Manager appends `-` and six random characters, which
+ * `??????` matches and nothing longer does) or by full ARN.
+ */
+export const secretArn = (nameOrArn: string) =>
+  nameOrArn.startsWith('arn:') ? nameOrArn : secretArnOf(`${nameOrArn}-??????`);
+
+/**
+ * Turns an `Access` entry into one policy statement per resource with exactly the listed actions,
+ * and acknowledges, on the function that receives them, exactly the cdk-nag wildcard findings
+ * those statements produce, each with its reason.
  */
 export class Grants {
   readonly #consumer: Stack;
@@ -33,44 +45,55 @@ export class Grants {
     this.#targets = targets;
   }
 
-  apply(fn: IFunction, access: Access): void {
+  apply(service: ServiceFunction, access: Access): void {
     const { table, bucket, stepsQueue, webhooksQueue } = this.#targets;
-    const acknowledge = (id: string, reason: string) => Validations.of(fn).acknowledge({ id, reason });
+    const allow = (actions: string[], resources: string[]) =>
+      service.role.addToPrincipalPolicy(new PolicyStatement({ actions, resources }));
+    const acknowledge = (id: string, reason: string) => Validations.of(service).acknowledge({ id, reason });
 
-    if (access.table !== 'none') {
-      if (access.table === 'read') table.grantReadData(fn);
-      else table.grantReadWriteData(fn);
-      acknowledge(
-        `AwsSolutions-IAM5[${wildcardResourceFinding(this.#consumer, table, table.tableArn, '/index/*')}]`,
-        'The table grant covers its own global secondary indexes (GSI1-GSI3 from lib/definitions.ts), ' +
-          'which the function queries; the wildcard cannot reach any other table.',
+    if (access.table?.length) {
+      allow(
+        access.table.map((action) => `dynamodb:${action}`),
+        [table.tableArn],
       );
     }
-    if (access.stepsQueue === 'send') stepsQueue.grantSendMessages(fn);
-    if (access.webhooksQueue === 'send') webhooksQueue.grantSendMessages(fn);
-
-    if (access.bucket === 'read' || access.bucket === 'readwrite') {
-      bucket.grantRead(fn);
-      for (const action of ['s3:GetObject*', 's3:GetBucket*', 's3:List*']) {
-        acknowledge(
-          `AwsSolutions-IAM5[Action::${action}]`,
-          'bucket.grantRead() on the library bucket only: the function reads stored files and presigns ' +
-            'two-hour GET URLs for them.',
-        );
+    if (access.indexes?.length) {
+      for (const name of access.indexes) {
+        if (!dataTable.indexes.some((index) => index.name === name)) throw new Error(`no index ${name} on the table`);
       }
+      allow(
+        ['dynamodb:Query'],
+        access.indexes.map((name) => `${table.tableArn}/index/${name}`),
+      );
+    }
+    if (access.stepsQueue === 'send') allow(['sqs:SendMessage'], [stepsQueue.queueArn]);
+    if (access.webhooksQueue === 'send') allow(['sqs:SendMessage'], [webhooksQueue.queueArn]);
+
+    if (access.bucket?.length) {
+      const objects = `/${libraryBucket.objectPrefix}*`;
+      allow(
+        access.bucket.map((action) => `s3:${action}`),
+        [`${bucket.bucketArn}${objects}`],
+      );
       acknowledge(
-        `AwsSolutions-IAM5[${wildcardResourceFinding(this.#consumer, bucket, bucket.bucketArn, '/*')}]`,
+        `AwsSolutions-IAM5[${wildcardResourceFinding(this.#consumer, bucket, bucket.bucketArn, objects)}]`,
         'Object keys are per team and run (teams/<team>/runs/<job>/<node>/...) and created at run time, so ' +
-          'the grant covers every object of the library bucket; team isolation is enforced in code ' +
+          'the grant covers the teams/ keys of the library bucket; team isolation is enforced in code ' +
           'against the authenticated API key.',
       );
     }
-    if (access.bucket === 'readwrite') {
-      bucket.grantPut(fn);
+
+    if (access.secrets === 'providers-and-connections') {
+      const { providerSecrets, connectionSecretPrefix } = this.#targets;
+      allow(
+        ['secretsmanager:GetSecretValue'],
+        [...providerSecrets.map((p) => secretArn(p.secretName)), secretArnOf(`${connectionSecretPrefix}*`)],
+      );
       acknowledge(
-        'AwsSolutions-IAM5[Action::s3:Abort*]',
-        'bucket.grantPut() on the library bucket only: s3:AbortMultipartUpload lets the step executor ' +
-          'clean up a failed upload of a large step output.',
+        `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:${connectionSecretPrefix}*]`,
+        'Team connection secrets are created by operators for each team after deployment, so the step executor ' +
+          `may read every secret named under ${connectionSecretPrefix} (and no other); a team's connection names ` +
+          'its own secret, which the executor resolves only for that team.',
       );
     }
   }

@@ -18,76 +18,83 @@ import { PolicyStatement, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
-import type { Queue } from 'aws-cdk-lib/aws-sqs';
+import type { IQueue, Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { retryDelaySeconds, webhookAttempts } from '../functions/domain/webhook.ts';
 import { metricDimensions, metricNames, metricsNamespace } from '../functions/observability/metric-names.ts';
 import type { QueueDefinition } from './definitions.ts';
+import type { StageConfig } from './stages.ts';
 import { workers } from './workers.ts';
 
-/** Context key: `cdk deploy -c alarmEmail=ops@example.com` sends every alarm (and its recovery) there. */
-export const alarmEmailContextKey = 'alarmEmail';
-
-/**
- * Context key: `cdk deploy -c perFunctionAlarms=true` alarms on each function's errors and throttles
- * (two alarms per function, $0.10 each a month) and graphs each function on the dashboard. Without
- * it, the errors and throttles of Lambda in the account and region are watched as two aggregates,
- * so the default alarms (9 alarm metrics) and dashboard (under 50 metrics) stay inside CloudWatch's
- * always-free tier (10 alarm metrics, 3 dashboards of 50 metrics): no cost while idle.
- */
-export const perFunctionAlarmsContextKey = 'perFunctionAlarms';
+/** Seconds a webhook message legitimately waits between its first attempt and its last. */
+const webhookRetrySpanSeconds = Array.from({ length: webhookAttempts - 1 }, (_, i) => retryDelaySeconds(i + 1)).reduce(
+  (sum, seconds) => sum + seconds,
+  0,
+);
 
 /** Alarm thresholds, in one place for operators to tune. */
 export const alarmThresholds = {
   /** Percentage of API requests answered 5xx over `apiWindow`. */
   api5xxPercent: 1,
   apiWindow: Duration.minutes(5),
-  /** Percentage of webhook attempts without a 2xx over `webhookWindow`, once there were `webhookMinAttempts`. */
-  webhookFailurePercent: 20,
-  webhookMinAttempts: 10,
-  webhookWindow: Duration.minutes(15),
   /** The dispatcher ticks every minute: no invocation in this window means ticks were missed. */
   dispatcherWindow: Duration.minutes(5),
-  /** Window for function errors and throttles, and DLQ depth. */
+  /** Window for function errors and throttles, and for the age of the oldest queued message. */
   window: Duration.minutes(5),
+  /**
+   * Dead-letter arrivals: the DLQ's depth, sampled each minute, rose within the last
+   * `deadLetterEvaluationPeriods` minutes. Arrivals, not depth, so that a message left in a DLQ for
+   * inspection does not keep the alarm red for the DLQ's retention.
+   */
+  deadLetterPeriod: Duration.minutes(1),
+  deadLetterEvaluationPeriods: 5,
+  /**
+   * Age (seconds) of the oldest message of each work queue that means it is not being consumed.
+   * Steps run within seconds; a webhook may wait out its retry schedule (2 + 4 + 8 + 16 minutes),
+   * so its queue gets that span plus a quarter of an hour.
+   */
+  oldestMessageSeconds: { Steps: 600, Webhooks: webhookRetrySpanSeconds + 900 } satisfies Record<
+    QueueDefinition['id'],
+    number
+  >,
 } as const;
 
 export interface ObservabilityProps {
+  /** The stage: its metric dimension, alarm email, and whether to add the dashboard and per-route alarms. */
+  config: StageConfig;
   api: IHttpApi;
-  /** Every route and worker function, by route or worker id. */
+  /** Every route and worker function of this stage, by route or worker id. */
   functions: ReadonlyMap<string, IFunction>;
-  /** The work queues by definition id; their dead-letter queues are watched. */
+  /** The work queues by definition id, each with its dead-letter queue. */
   queues: ReadonlyMap<QueueDefinition['id'], Queue>;
 }
 
 /**
- * What an operator watches: one CloudWatch dashboard (API traffic, errors and latency; runs, steps,
- * credits, webhooks and deferred runs from the service's EMF metrics; function errors, throttles and
- * duration; queue age and DLQ depth) and the alarms (every DLQ not empty, any function error or
- * throttle, API 5xx rate, webhook failure rate, dispatcher missed ticks), inside CloudWatch's
- * always-free tier unless `perFunctionAlarms` is set. With the `alarmEmail` context value, an SNS
- * topic mails every alarm and its recovery.
+ * What an operator of one stage is told about, watching only this stage's API, functions and
+ * queues: the API's 5xx rate; each dead-letter queue receiving a message; each work queue's oldest
+ * message getting old; the dispatcher missing ticks; a worker failing; a queue consumer throttled.
+ * Route functions answer errors as 5xx, so the API's rate covers them (`-c perFunctionAlarms=true`
+ * adds an errors and a throttles alarm per route function). A customer's failing webhook receiver
+ * is not an alarm: it is recorded on the delivery. With `alarmEmail`, an SNS topic mails every
+ * alarm and its recovery; with `dashboard`, a CloudWatch dashboard graphs it all.
  */
 export class Observability extends Construct {
-  readonly dashboard: Dashboard;
+  readonly dashboard: Dashboard | undefined;
   readonly alarms: Alarm[] = [];
   readonly alarmTopic: Topic | undefined;
 
   constructor(scope: Construct, id: string, props: ObservabilityProps) {
     super(scope, id);
-    const { api, functions, queues } = props;
+    const { config, api, functions, queues } = props;
     const window = alarmThresholds.window;
+    const fnOf = (fnId: string) => {
+      const fn = functions.get(fnId);
+      if (!fn) throw new Error(`no function ${fnId}`);
+      return fn;
+    };
 
-    const serviceMetric = (metricName: string, label: string, period = window) =>
-      new Metric({
-        namespace: metricsNamespace,
-        metricName,
-        dimensionsMap: { ...metricDimensions },
-        statistic: Stats.SUM,
-        period,
-        label,
-      });
-
-    // API
+    // API: the share of requests answered 5xx (route functions catch their errors and answer 500;
+    // a crash, timeout or throttle of one is a 5xx from API Gateway).
     const api5xxRate = new MathExpression({
       expression: '100 * FILL(serverErrors, 0) / requests',
       usingMetrics: {
@@ -100,7 +107,7 @@ export class Observability extends Construct {
     this.alarms.push(
       api5xxRate.createAlarm(this, 'Api5xxRateAlarm', {
         alarmDescription:
-          `More than ${alarmThresholds.api5xxPercent}% of API requests answered 5xx over ` +
+          `More than ${alarmThresholds.api5xxPercent}% of ${config.stage} API requests answered 5xx over ` +
           `${alarmThresholds.apiWindow.toMinutes()} minutes. Look for "request failed" in the route functions' logs.`,
         threshold: alarmThresholds.api5xxPercent,
         comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
@@ -109,65 +116,45 @@ export class Observability extends Construct {
       }),
     );
 
-    const perFunction = ['true', true].includes(this.node.tryGetContext(perFunctionAlarmsContextKey));
-    // Functions, by default: any error or throttle of Lambda in this account and region (one metric
-    // each; exact when the service has its account to itself, as AWS recommends for a workload).
-    const lambdaTotal = (metricName: 'Errors' | 'Throttles') =>
-      new Metric({ namespace: 'AWS/Lambda', metricName, statistic: Stats.SUM, period: window });
-    const lambdaErrors = lambdaTotal('Errors');
-    const lambdaThrottles = lambdaTotal('Throttles');
-    if (!perFunction) {
-      this.alarms.push(
-        lambdaErrors.createAlarm(this, 'FunctionErrorsAlarm', {
-          alarmDescription:
-            'A Lambda function in this account and region failed (an uncaught error, a timeout or a crash). ' +
-            "The dashboard's function graphs and each function's logs say which.",
-          threshold: 0,
-          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-          evaluationPeriods: 1,
-          treatMissingData: TreatMissingData.NOT_BREACHING,
-        }),
-        lambdaThrottles.createAlarm(this, 'FunctionThrottlesAlarm', {
-          alarmDescription:
-            'A Lambda function in this account and region was throttled (account or reserved concurrency exhausted).',
-          threshold: 0,
-          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-          evaluationPeriods: 1,
-          treatMissingData: TreatMissingData.NOT_BREACHING,
-        }),
-      );
-    }
-    // Functions with perFunctionAlarms: any error or throttle, per function.
-    for (const [fnId, fn] of perFunction ? functions : []) {
-      this.alarms.push(
-        fn.metricErrors({ period: window, statistic: Stats.SUM }).createAlarm(this, `${fnId}ErrorsAlarm`, {
-          alarmDescription: `The ${fnId} function failed (an uncaught error, a timeout or a crash).`,
-          threshold: 0,
-          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-          evaluationPeriods: 1,
-          treatMissingData: TreatMissingData.NOT_BREACHING,
-        }),
-        fn.metricThrottles({ period: window, statistic: Stats.SUM }).createAlarm(this, `${fnId}ThrottlesAlarm`, {
-          alarmDescription: `The ${fnId} function was throttled (account or reserved concurrency exhausted).`,
-          threshold: 0,
-          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-          evaluationPeriods: 1,
-          treatMissingData: TreatMissingData.NOT_BREACHING,
-        }),
-      );
-    }
-
-    // Dead-letter queues: any message is a step or webhook that ran out of retries.
+    // Queues: dead-letter arrivals, and the work queues' oldest message.
     const deadLetterQueues = [...queues].flatMap(([queueId, queue]) =>
       queue.deadLetterQueue ? [{ queueId, dlq: queue.deadLetterQueue.queue }] : [],
     );
+    const deadLetterDepth = (dlq: IQueue, period: Duration) =>
+      dlq.metricApproximateNumberOfMessagesVisible({ period, statistic: Stats.MAXIMUM });
     for (const { queueId, dlq } of deadLetterQueues) {
+      // SQS stops publishing an idle, empty queue's metrics, so missing minutes are a depth of 0:
+      // the first message after a quiet spell is a rise from 0. NumberOfMessagesSent would miss it:
+      // SQS does not count a message its redrive policy moves.
+      const arrivals = new MathExpression({
+        expression: 'DIFF(FILL(depth, 0))',
+        usingMetrics: { depth: deadLetterDepth(dlq, alarmThresholds.deadLetterPeriod) },
+        period: alarmThresholds.deadLetterPeriod,
+        label: `${queueId} DLQ arrivals`,
+      });
       this.alarms.push(
-        dlq
-          .metricApproximateNumberOfMessagesVisible({ period: window, statistic: Stats.MAXIMUM })
-          .createAlarm(this, `${queueId}DeadLetterQueueAlarm`, {
-            alarmDescription: `Messages in the ${queueId} dead-letter queue: they ran out of retries. Inspect, then redrive or delete them.`,
-            threshold: 0,
+        arrivals.createAlarm(this, `${queueId}DeadLetterArrivalsAlarm`, {
+          alarmDescription:
+            `A message arrived in the ${config.stage} ${queueId} dead-letter queue: the ${queueId} consumer could not ` +
+            'process it after every receive. Inspect it, fix the cause, then redrive or delete it.',
+          threshold: 0,
+          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: alarmThresholds.deadLetterEvaluationPeriods,
+          datapointsToAlarm: 1,
+          treatMissingData: TreatMissingData.NOT_BREACHING,
+        }),
+      );
+    }
+    for (const [queueId, queue] of queues) {
+      const seconds = alarmThresholds.oldestMessageSeconds[queueId];
+      this.alarms.push(
+        queue
+          .metricApproximateAgeOfOldestMessage({ period: window, statistic: Stats.MAXIMUM })
+          .createAlarm(this, `${queueId}OldestMessageAlarm`, {
+            alarmDescription:
+              `The oldest message of the ${config.stage} ${queueId} queue is over ${Math.round(seconds / 60)} minutes ` +
+              `old: its consumer is not keeping up, failing, or throttled. Check the ${queueId} consumer's logs.`,
+            threshold: seconds,
             comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
             evaluationPeriods: 1,
             treatMissingData: TreatMissingData.NOT_BREACHING,
@@ -175,41 +162,68 @@ export class Observability extends Construct {
       );
     }
 
-    // Webhooks: failure rate from the service's own metrics, once there is enough traffic to mean something.
-    const webhookAttempts = serviceMetric(metricNames.webhookAttempts, 'attempts', alarmThresholds.webhookWindow);
-    const webhookFailures = serviceMetric(metricNames.webhookFailures, 'failures', alarmThresholds.webhookWindow);
-    const webhookFailureRate = new MathExpression({
-      expression: `IF(attempts >= ${alarmThresholds.webhookMinAttempts}, 100 * FILL(failures, 0) / attempts, 0)`,
-      usingMetrics: { attempts: webhookAttempts, failures: webhookFailures },
-      period: alarmThresholds.webhookWindow,
-      label: 'Webhook failure rate (%)',
-    });
-    this.alarms.push(
-      webhookFailureRate.createAlarm(this, 'WebhookFailureRateAlarm', {
-        alarmDescription:
-          `More than ${alarmThresholds.webhookFailurePercent}% of webhook attempts got no 2xx over ` +
-          `${alarmThresholds.webhookWindow.toMinutes()} minutes (at least ${alarmThresholds.webhookMinAttempts} ` +
-          'attempts). See "webhook attempt" lines in the WebhookDelivery logs.',
-        threshold: alarmThresholds.webhookFailurePercent,
-        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-        evaluationPeriods: 1,
-        treatMissingData: TreatMissingData.NOT_BREACHING,
-      }),
-    );
+    // Workers: any error (an uncaught error, a timeout or a crash; a batch whose every record
+    // failed); a queue consumer throttled (the account's concurrency exhausted). The dispatcher's
+    // throttles show as missed ticks.
+    for (const worker of workers) {
+      const fn = fnOf(worker.id);
+      this.alarms.push(
+        fn.metricErrors({ period: window, statistic: Stats.SUM }).createAlarm(this, `${worker.id}ErrorsAlarm`, {
+          alarmDescription: `The ${config.stage} ${worker.id} function failed (an uncaught error, a timeout or a crash). See its logs.`,
+          threshold: 0,
+          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: TreatMissingData.NOT_BREACHING,
+        }),
+      );
+      if (worker.trigger.kind === 'queue') {
+        this.alarms.push(
+          fn.metricThrottles({ period: window, statistic: Stats.SUM }).createAlarm(this, `${worker.id}ThrottlesAlarm`, {
+            alarmDescription: `The ${config.stage} ${worker.id} function was throttled: the account's Lambda concurrency is exhausted.`,
+            threshold: 0,
+            comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluationPeriods: 1,
+            treatMissingData: TreatMissingData.NOT_BREACHING,
+          }),
+        );
+      }
+    }
+    // Route functions too, only when asked (two alarms each).
+    const workerIds = new Set(workers.map((w) => w.id));
+    for (const [fnId, fn] of config.perFunctionAlarms ? functions : []) {
+      if (workerIds.has(fnId)) continue;
+      this.alarms.push(
+        fn.metricErrors({ period: window, statistic: Stats.SUM }).createAlarm(this, `${fnId}ErrorsAlarm`, {
+          alarmDescription: `The ${config.stage} ${fnId} function failed (an uncaught error, a timeout or a crash).`,
+          threshold: 0,
+          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: TreatMissingData.NOT_BREACHING,
+        }),
+        fn.metricThrottles({ period: window, statistic: Stats.SUM }).createAlarm(this, `${fnId}ThrottlesAlarm`, {
+          alarmDescription: `The ${config.stage} ${fnId} function was throttled: the account's Lambda concurrency is exhausted.`,
+          threshold: 0,
+          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: TreatMissingData.NOT_BREACHING,
+        }),
+      );
+    }
 
-    // The scheduled dispatcher: missing invocations are missed ticks (deferred runs not moving, no sweep).
-    const scheduled = workers.filter((w) => w.trigger.kind === 'schedule');
+    // The scheduled dispatcher: missing invocations are missed ticks (deferred runs not moving, no
+    // sweep). Throttled ticks are not invocations, so a dispatcher held back shows here too.
     const dispatcherInvocations: IMetric[] = [];
-    for (const worker of scheduled) {
-      const fn = functions.get(worker.id);
-      if (!fn) throw new Error(`no function for scheduled worker ${worker.id}`);
-      const invocations = fn.metricInvocations({ period: alarmThresholds.dispatcherWindow, statistic: Stats.SUM });
+    for (const worker of workers.filter((w) => w.trigger.kind === 'schedule')) {
+      const invocations = fnOf(worker.id).metricInvocations({
+        period: alarmThresholds.dispatcherWindow,
+        statistic: Stats.SUM,
+      });
       dispatcherInvocations.push(invocations.with({ label: `${worker.id} invocations` }));
       this.alarms.push(
         invocations.createAlarm(this, `${worker.id}MissedTicksAlarm`, {
           alarmDescription:
-            `${worker.id} was not invoked for ${alarmThresholds.dispatcherWindow.toMinutes()} minutes: ` +
-            'check its EventBridge schedule rule is enabled.',
+            `The ${config.stage} ${worker.id} was not invoked for ${alarmThresholds.dispatcherWindow.toMinutes()} minutes: ` +
+            'check its EventBridge schedule rule is enabled and the function is not throttled.',
           threshold: 1,
           comparisonOperator: ComparisonOperator.LESS_THAN_THRESHOLD,
           evaluationPeriods: 1,
@@ -219,12 +233,11 @@ export class Observability extends Construct {
     }
 
     // Optional notifications.
-    const alarmEmail: unknown = this.node.tryGetContext(alarmEmailContextKey);
-    if (alarmEmail !== undefined && alarmEmail !== '') {
-      if (typeof alarmEmail !== 'string' || !/^[^@\s]+@[^@\s]+$/.test(alarmEmail)) {
-        throw new Error(`context ${alarmEmailContextKey} must be an email address, got ${JSON.stringify(alarmEmail)}`);
-      }
-      const topic = new Topic(this, 'AlarmTopic', { displayName: 'Workflow Run API alarms', enforceSSL: true });
+    if (config.alarmEmail) {
+      const topic = new Topic(this, 'AlarmTopic', {
+        displayName: `Workflow Run API (${config.stage}) alarms`,
+        enforceSSL: true,
+      });
       // enforceSSL replaces the default topic policy: let CloudWatch alarms of this account publish.
       topic.addToResourcePolicy(
         new PolicyStatement({
@@ -237,7 +250,7 @@ export class Observability extends Construct {
           },
         }),
       );
-      topic.addSubscription(new EmailSubscription(alarmEmail));
+      topic.addSubscription(new EmailSubscription(config.alarmEmail));
       Validations.of(topic).acknowledge({
         id: 'AwsSolutions-SNS2',
         reason:
@@ -253,21 +266,53 @@ export class Observability extends Construct {
       this.alarmTopic = topic;
     }
 
-    // Dashboard
+    this.dashboard = config.dashboard
+      ? this.#dashboard(props, api5xxRate, dispatcherInvocations, deadLetterQueues)
+      : undefined;
+  }
+
+  /** The opt-in dashboard: $3 a month, more than every alarm of the stage together. */
+  #dashboard(
+    props: ObservabilityProps,
+    api5xxRate: IMetric,
+    dispatcherInvocations: IMetric[],
+    deadLetterQueues: { queueId: string; dlq: IQueue }[],
+  ): Dashboard {
+    const { config, api, functions, queues } = props;
+    const window = alarmThresholds.window;
+    const serviceMetric = (metricName: string, label: string) =>
+      new Metric({
+        namespace: metricsNamespace,
+        metricName,
+        dimensionsMap: { ...metricDimensions(config.stage) },
+        statistic: Stats.SUM,
+        period: window,
+        label,
+      });
+    const webhookFailureRate = new MathExpression({
+      expression: '100 * FILL(failures, 0) / attempts',
+      usingMetrics: {
+        attempts: serviceMetric(metricNames.webhookAttempts, 'attempts'),
+        failures: serviceMetric(metricNames.webhookFailures, 'failures'),
+      },
+      period: window,
+      label: 'failure rate (%)',
+    });
     const fnMetrics = (metric: (fn: IFunction, id: string) => IMetric) =>
       [...functions].map(([fnId, fn]) => metric(fn, fnId));
     const small = { width: 8, height: 6 } as const;
-    this.dashboard = new Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(6) });
-    this.dashboard.addWidgets(
+
+    const dashboard = new Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(6) });
+    dashboard.addWidgets(
       new TextWidget({
         markdown:
-          '# Workflow Run API\nAPI traffic and errors, usage from the service metrics ' +
-          `(namespace \`${metricsNamespace}\`), functions, queues, and every alarm.`,
+          `# Workflow Run API (${config.stage})\nAPI traffic and errors, usage from the service metrics ` +
+          `(namespace \`${metricsNamespace}\`, stage \`${config.stage}\`), functions, queues, and every alarm.`,
         width: 24,
         height: 2,
       }),
     );
-    this.dashboard.addWidgets(
+    dashboard.addWidgets(
       new GraphWidget({
         title: 'API requests',
         left: [
@@ -293,7 +338,7 @@ export class Observability extends Construct {
         ...small,
       }),
     );
-    this.dashboard.addWidgets(
+    dashboard.addWidgets(
       new GraphWidget({
         title: 'Runs started, steps completed',
         left: [
@@ -308,6 +353,7 @@ export class Observability extends Construct {
         ...small,
       }),
       new GraphWidget({
+        // Customers' receivers: graphed, not alarmed.
         title: 'Webhook attempts and failures',
         left: [
           serviceMetric(metricNames.webhookAttempts, 'attempts'),
@@ -317,7 +363,7 @@ export class Observability extends Construct {
         ...small,
       }),
     );
-    this.dashboard.addWidgets(
+    dashboard.addWidgets(
       new GraphWidget({
         title: 'Deferred runs',
         left: [
@@ -344,47 +390,31 @@ export class Observability extends Construct {
             label: `${queueId} DLQ`,
           }),
         ),
-        leftAnnotations: [{ value: 0, label: 'alarm above' }],
         ...small,
       }),
     );
-    // Per function only when asked: three graphs of one metric per function would pass the free
-    // tier's 50 metrics per dashboard.
-    this.dashboard.addWidgets(
+    dashboard.addWidgets(
       new GraphWidget({
         title: 'Function errors',
-        left: perFunction
-          ? fnMetrics((fn, label) => fn.metricErrors({ period: window, statistic: Stats.SUM, label }))
-          : [lambdaErrors.with({ label: 'all functions' })],
+        left: fnMetrics((fn, label) => fn.metricErrors({ period: window, statistic: Stats.SUM, label })),
         ...small,
       }),
       new GraphWidget({
         title: 'Function throttles',
-        left: perFunction
-          ? fnMetrics((fn, label) => fn.metricThrottles({ period: window, statistic: Stats.SUM, label }))
-          : [lambdaThrottles.with({ label: 'all functions' })],
+        left: fnMetrics((fn, label) => fn.metricThrottles({ period: window, statistic: Stats.SUM, label })),
         ...small,
       }),
       new GraphWidget({
         title: 'Function duration p99 (ms)',
-        left: perFunction
-          ? fnMetrics((fn, label) => fn.metricDuration({ period: window, statistic: Stats.p(99), label }))
-          : [
-              new Metric({
-                namespace: 'AWS/Lambda',
-                metricName: 'Duration',
-                statistic: Stats.p(99),
-                period: window,
-                label: 'all functions',
-              }),
-            ],
+        left: fnMetrics((fn, label) => fn.metricDuration({ period: window, statistic: Stats.p(99), label })),
         ...small,
       }),
     );
-    this.dashboard.addWidgets(new AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 24, height: 6 }));
+    dashboard.addWidgets(new AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 24, height: 6 }));
 
     new CfnOutput(this, 'DashboardUrl', {
-      value: `https://console.aws.amazon.com/cloudwatch/home?region=${Aws.REGION}#dashboards:name=${this.dashboard.dashboardName}`,
+      value: `https://console.aws.amazon.com/cloudwatch/home?region=${Aws.REGION}#dashboards:name=${dashboard.dashboardName}`,
     });
+    return dashboard;
   }
 }

@@ -4,6 +4,7 @@
  * handler module (relative to the repository root); each module exports `handler` (used by Lambda)
  * and `makeHandler(deps)` (used locally and in tests).
  */
+import type { Access } from './access.ts';
 
 export type Scope = 'workflows:read' | 'workflows:write' | 'runs:create' | 'runs:read';
 
@@ -18,8 +19,8 @@ export interface Route {
   entry: string;
   /** Scope the key needs, written only here; null for the unauthenticated routes. */
   scope: Scope | null;
-  /** What the function may touch, for least-privilege grants. */
-  grants: { table: 'none' | 'read' | 'readwrite'; stepsQueue?: 'send'; webhooksQueue?: 'send'; bucket?: 'read' };
+  /** Exactly the AWS actions the function's code sends (`lib/access.ts`), for least-privilege grants. */
+  grants: Access;
 }
 
 /** Every route lives under this prefix, locally and on API Gateway (spec section 9). */
@@ -32,7 +33,7 @@ const table = [
     path: '/openapi.json',
     entry: 'functions/api/get-openapi.ts',
     scope: null,
-    grants: { table: 'none' },
+    grants: {},
   },
   {
     id: 'ListWorkflows',
@@ -40,7 +41,7 @@ const table = [
     path: '/workflows',
     entry: 'functions/api/list-workflows.ts',
     scope: 'workflows:read',
-    grants: { table: 'readwrite' },
+    grants: { table: ['GetItem', 'UpdateItem', 'Query'] },
   },
   {
     id: 'CreateWorkflow',
@@ -48,7 +49,7 @@ const table = [
     path: '/workflows',
     entry: 'functions/api/create-workflow.ts',
     scope: 'workflows:write',
-    grants: { table: 'readwrite' },
+    grants: { table: ['GetItem', 'UpdateItem', 'PutItem', 'ConditionCheckItem'] },
   },
   {
     id: 'RunWorkflow',
@@ -56,7 +57,7 @@ const table = [
     path: '/workflows/{id}/runs',
     entry: 'functions/api/run-workflow.ts',
     scope: 'runs:create',
-    grants: { table: 'readwrite', stepsQueue: 'send' },
+    grants: { table: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'], stepsQueue: 'send' },
   },
   {
     id: 'RunAgent',
@@ -64,7 +65,7 @@ const table = [
     path: '/agents/{id}/runs',
     entry: 'functions/api/run-agent.ts',
     scope: 'runs:create',
-    grants: { table: 'readwrite', stepsQueue: 'send' },
+    grants: { table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'], stepsQueue: 'send' },
   },
   {
     id: 'GetRun',
@@ -72,7 +73,7 @@ const table = [
     path: '/runs/{jobId}',
     entry: 'functions/api/get-run.ts',
     scope: 'runs:read',
-    grants: { table: 'readwrite', bucket: 'read' },
+    grants: { table: ['GetItem', 'UpdateItem', 'Query'], bucket: ['GetObject'] },
   },
   {
     id: 'CancelRun',
@@ -80,7 +81,11 @@ const table = [
     path: '/runs/{jobId}/cancel',
     entry: 'functions/api/cancel-run.ts',
     scope: 'runs:create',
-    grants: { table: 'readwrite', bucket: 'read', webhooksQueue: 'send' },
+    grants: {
+      table: ['GetItem', 'Query', 'UpdateItem', 'DeleteItem'],
+      webhooksQueue: 'send',
+      bucket: ['GetObject'],
+    },
   },
   {
     id: 'GetDeferredRun',
@@ -88,7 +93,7 @@ const table = [
     path: '/deferred-runs/{id}',
     entry: 'functions/api/get-deferred-run.ts',
     scope: 'runs:read',
-    grants: { table: 'readwrite' },
+    grants: { table: ['GetItem', 'UpdateItem'] },
   },
   {
     id: 'CancelDeferredRun',
@@ -96,7 +101,7 @@ const table = [
     path: '/deferred-runs/{id}',
     entry: 'functions/api/cancel-deferred-run.ts',
     scope: 'runs:create',
-    grants: { table: 'readwrite' },
+    grants: { table: ['GetItem', 'UpdateItem'] },
   },
   {
     id: 'GetDocs',
@@ -104,7 +109,7 @@ const table = [
     path: '/docs',
     entry: 'functions/api/get-docs.ts',
     scope: null,
-    grants: { table: 'none' },
+    grants: {},
   },
   {
     // The reference page's renderer, in a function of its own: it is ~1.9 MB, the page's function stays small.
@@ -113,7 +118,7 @@ const table = [
     path: '/docs/assets/{name}',
     entry: 'functions/docs/get-docs-asset.ts',
     scope: null,
-    grants: { table: 'none' },
+    grants: {},
   },
 ] as const satisfies readonly Route[];
 

@@ -1,8 +1,9 @@
 import path from 'node:path';
 import { Duration, Validations } from 'aws-cdk-lib';
+import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
-import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { LogGroup } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { bundlingOptions } from './bundling.ts';
 import { functionMemoryMb } from './definitions.ts';
@@ -19,20 +20,41 @@ export interface ServiceFunctionProps {
   environment: Record<string, string>;
   /** Shown in the Lambda console, e.g. the route key. */
   description: string;
+  /** Days its log group keeps events (the stage's `logRetentionDays`). */
+  logRetentionDays: number;
+  /**
+   * Concurrency reserved for, and the most allowed to, this function. Default: none (the account's
+   * unreserved pool).
+   */
+  reservedConcurrentExecutions?: number;
+  /**
+   * Active X-Ray tracing. Default: true. Off for a function that runs on a timer whether or not
+   * there is work, where a trace per tick would be most of its idle cost and its log line says it all.
+   */
+  tracing?: boolean;
 }
 
 /**
  * One Lambda function of the service, built the same way for every route and worker: Node 24 on
  * ARM, a minified ESM bundle built with `bundlingOptions` (the AWS SDK v3 comes from the runtime),
- * source maps, X-Ray tracing and its own log group kept for one month.
+ * source maps, X-Ray tracing, its own log group kept for the stage's log retention, and its own
+ * role, which starts with nothing but writing to that log group.
  */
 export class ServiceFunction extends Construct {
   readonly fn: NodejsFunction;
+  /** The function's role: `Grants` adds exactly what its route or worker entry lists. */
+  readonly role: Role;
 
   constructor(scope: Construct, id: string, props: ServiceFunctionProps) {
     super(scope, id);
+    const tracing = props.tracing ?? true;
 
-    const logGroup = new LogGroup(this, 'Logs', { retention: RetentionDays.ONE_MONTH });
+    const logGroup = new LogGroup(this, 'Logs', { retention: props.logRetentionDays });
+    // Its own role, allowed to write to its own log group only: not AWSLambdaBasicExecutionRole,
+    // which may create any log group and write to every one in the account.
+    const role = new Role(this, 'Role', { assumedBy: new ServicePrincipal('lambda.amazonaws.com') });
+    logGroup.grantWrite(role);
+    this.role = role;
 
     this.fn = new NodejsFunction(this, 'Function', {
       entry: path.join(repoRoot, props.entry),
@@ -44,8 +66,10 @@ export class ServiceFunction extends Construct {
       architecture: Architecture.ARM_64,
       memorySize: functionMemoryMb,
       timeout: Duration.seconds(props.timeoutSeconds),
-      tracing: Tracing.ACTIVE,
+      tracing: tracing ? Tracing.ACTIVE : Tracing.DISABLED,
       logGroup,
+      role,
+      reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       environment: { ...props.environment, NODE_OPTIONS: '--enable-source-maps' },
       // NodejsFunction always bundles for platform node, the only platform `bundlingOptions` allows.
       bundling: {
@@ -59,17 +83,13 @@ export class ServiceFunction extends Construct {
       },
     });
 
-    Validations.of(this.fn).acknowledge({
-      id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
-      reason:
-        'AWSLambdaBasicExecutionRole only allows creating log streams and putting log events; ' +
-        'the function writes to its own log group with one-month retention.',
-    });
-    Validations.of(this.fn).acknowledge({
-      id: 'AwsSolutions-IAM5[Resource::*]',
-      reason:
-        'Active X-Ray tracing needs xray:PutTraceSegments and xray:PutTelemetryRecords, ' +
-        'which support no resource-level permissions.',
-    });
+    if (tracing) {
+      Validations.of(this).acknowledge({
+        id: 'AwsSolutions-IAM5[Resource::*]',
+        reason:
+          'Active X-Ray tracing needs xray:PutTraceSegments and xray:PutTelemetryRecords, ' +
+          'which support no resource-level permissions.',
+      });
+    }
   }
 }

@@ -2,16 +2,30 @@ import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations
 import { AttributeType, BillingMode, ProjectionType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { BlockPublicAccess, Bucket, BucketEncryption } from 'aws-cdk-lib/aws-s3';
 import type { Construct } from 'constructs';
-import { dataTable, type KeyAttribute, libraryBucket, tables } from './definitions.ts';
+import { dataTable, type IndexProjection, type KeyAttribute, libraryBucket, tables } from './definitions.ts';
+import type { StageConfig } from './stages.ts';
 
 const attribute = (key: KeyAttribute) => ({
   name: key.name,
   type: key.type === 'S' ? AttributeType.STRING : AttributeType.NUMBER,
 });
 
+const projection = (p: IndexProjection) =>
+  p.type === 'KEYS_ONLY'
+    ? { projectionType: ProjectionType.KEYS_ONLY }
+    : { projectionType: ProjectionType.INCLUDE, nonKeyAttributes: [...p.attributes] };
+
+export interface StatefulStackProps extends StackProps {
+  /** The stage: its retention, and whether data is protected (prod) or disposable (dev). */
+  config: StageConfig;
+}
+
 /**
- * The resources that hold data: the DynamoDB table(s) and the library bucket. They live in their
- * own stack and are retained when it is deleted, so redeploying or removing the API never loses data.
+ * The resources that hold data: the DynamoDB table(s) and the library bucket, in their own stack.
+ * On prod they are retained when the stack is deleted and the table has deletion protection, so
+ * redeploying or removing the API never loses data; a dev stage is disposable (`cdk destroy`
+ * deletes the table and empties and deletes the bucket). Run data expires after the stage's
+ * retention: items through the table's TTL attribute, output files through a lifecycle rule.
  */
 export class StatefulStack extends Stack {
   /** Every table in `tables`, by its definition id. */
@@ -21,8 +35,10 @@ export class StatefulStack extends Stack {
   /** The team library: every file a step produces. */
   readonly bucket: Bucket;
 
-  constructor(scope: Construct, id: string, props?: StackProps) {
+  constructor(scope: Construct, id: string, props: StatefulStackProps) {
     super(scope, id, props);
+    const { config } = props;
+    const removalPolicy = config.protectData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
 
     const byId = new Map<string, Table>();
     for (const definition of tables) {
@@ -33,14 +49,15 @@ export class StatefulStack extends Stack {
         encryption: TableEncryption.AWS_MANAGED,
         pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
         timeToLiveAttribute: definition.ttlAttribute,
-        removalPolicy: RemovalPolicy.RETAIN,
+        deletionProtection: config.protectData,
+        removalPolicy,
       });
       for (const index of definition.indexes) {
         table.addGlobalSecondaryIndex({
           indexName: index.name,
           partitionKey: attribute(index.partitionKey),
           sortKey: attribute(index.sortKey),
-          projectionType: ProjectionType.ALL,
+          ...projection(index.projection),
         });
       }
       byId.set(definition.id, table);
@@ -52,12 +69,14 @@ export class StatefulStack extends Stack {
       blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
       enforceSSL: true,
       encryption: BucketEncryption.S3_MANAGED,
-      removalPolicy: RemovalPolicy.RETAIN,
+      removalPolicy,
+      // dev only: a custom resource empties the bucket so that CloudFormation can delete it.
+      autoDeleteObjects: !config.protectData,
       lifecycleRules: [
-        { abortIncompleteMultipartUploadAfter: Duration.days(7) },
-        ...(libraryBucket.expireObjectsAfterDays === null
-          ? []
-          : [{ expiration: Duration.days(libraryBucket.expireObjectsAfterDays) }]),
+        // A step stores each file in one PutObject, so a multipart upload left over is a failed one.
+        { id: 'AbortIncompleteUploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
+        // Files expire with the runs that made them (a run's TTL counts from its start, before its files).
+        { id: 'ExpireRunFiles', expiration: Duration.days(config.retentionDays) },
       ],
     });
     Validations.of(this.bucket).acknowledge({

@@ -4,6 +4,7 @@
  * queues and ticking the schedule.
  */
 
+import type { Access } from './access.ts';
 import type { QueueDefinition } from './definitions.ts';
 
 /** How a worker is invoked: by an SQS event source mapping on one queue, or by the dispatcher schedule. */
@@ -20,17 +21,15 @@ export interface Worker {
    * `consumerTimeoutSeconds` from their queue definition instead.
    */
   timeoutSeconds?: number;
+  /** Concurrency reserved for it, which is also its most. Default: none. */
+  reservedConcurrency?: number;
+  /** Active X-Ray tracing. Default: true. */
+  tracing?: boolean;
   /**
-   * What the function may touch beyond consuming its own queue (the event source grants that),
-   * for least-privilege grants.
+   * Exactly what the function's code sends beyond consuming its own queue (the event source grants
+   * receiving, deleting and moving the visibility of its messages).
    */
-  grants: {
-    table: 'none' | 'read' | 'readwrite';
-    stepsQueue?: 'send';
-    webhooksQueue?: 'send';
-    /** `read` lets it presign GETs of stored files; `readwrite` also lets it store new ones. */
-    bucket?: 'read' | 'readwrite';
-  };
+  grants: Access;
 }
 
 export const workers: readonly Worker[] = [
@@ -40,7 +39,14 @@ export const workers: readonly Worker[] = [
     id: 'StepExecutor',
     entry: 'functions/workers/step-executor.ts',
     trigger: { kind: 'queue', queue: 'Steps' },
-    grants: { table: 'readwrite', stepsQueue: 'send', webhooksQueue: 'send', bucket: 'readwrite' },
+    grants: {
+      table: ['GetItem', 'BatchGetItem', 'UpdateItem', 'DeleteItem'],
+      stepsQueue: 'send',
+      webhooksQueue: 'send',
+      bucket: ['GetObject', 'PutObject'],
+      // The only function that reads provider credentials and team connection secrets.
+      secrets: 'providers-and-connections',
+    },
   },
   {
     // Builds the run body at delivery time (fresh presigned file URLs), POSTs it and logs each attempt;
@@ -48,7 +54,7 @@ export const workers: readonly Worker[] = [
     id: 'WebhookDelivery',
     entry: 'functions/workers/webhook-delivery.ts',
     trigger: { kind: 'queue', queue: 'Webhooks' },
-    grants: { table: 'readwrite', bucket: 'read' },
+    grants: { table: ['GetItem', 'Query', 'UpdateItem'], bucket: ['GetObject'] },
   },
   {
     // Dispatches, expires and cancels deferred runs; dispatching starts a run, so it sends root steps.
@@ -57,6 +63,16 @@ export const workers: readonly Worker[] = [
     trigger: { kind: 'schedule' },
     // Shorter than the one-minute tick, so a slow tick ends before the next one starts.
     timeoutSeconds: 50,
-    grants: { table: 'readwrite', stepsQueue: 'send' },
+    // One tick at a time: a tick that comes while one runs waits (at most a minute), then is dropped.
+    reservedConcurrency: 1,
+    // 43,200 ticks a month, nearly all with nothing to do: a trace each would cost more than the
+    // function; each tick logs what it moved.
+    tracing: false,
+    grants: {
+      table: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'],
+      // GSI1: runs left queued (the sweep). GSI2, GSI3: waiting deferred runs by multiplier, by expiry.
+      indexes: ['GSI1', 'GSI2', 'GSI3'],
+      stepsQueue: 'send',
+    },
   },
 ];

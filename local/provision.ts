@@ -49,7 +49,12 @@ const createTable = async (client: DynamoDBClient, definition: TableDefinition, 
             { AttributeName: index.partitionKey.name, KeyType: 'HASH' },
             { AttributeName: index.sortKey.name, KeyType: 'RANGE' },
           ],
-          Projection: { ProjectionType: 'ALL' },
+          // The deployed projections (lib/definitions.ts), so a query reading an attribute its index
+          // does not copy fails locally as it would on AWS.
+          Projection:
+            index.projection.type === 'KEYS_ONLY'
+              ? { ProjectionType: 'KEYS_ONLY' }
+              : { ProjectionType: 'INCLUDE', NonKeyAttributes: [...index.projection.attributes] },
         })),
       }),
     );

@@ -1,57 +1,92 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { Validations } from 'aws-cdk-lib';
+import { Stack, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { Queue } from 'aws-cdk-lib/aws-sqs';
-import { describe, expect, it } from 'vitest';
+import { build } from 'esbuild';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Access } from '../lib/access.ts';
 import { buildApp } from '../lib/build-app.ts';
 import { dataTable, queues } from '../lib/definitions.ts';
 import { basePath, routes } from '../lib/routes.ts';
+import { repoRoot } from '../lib/service-function.ts';
+import { contextKeys, stageDefaults } from '../lib/stages.ts';
 import { workers } from '../lib/workers.ts';
 
 /** No bundling (fast), and validation failures thrown with the whole report in the message. */
 const testContext = { 'aws:cdk:bundling-stacks': [], '@aws-cdk/core:appMode': 'inmemory' };
+/** Offline, as `cdk synth` without credentials: environment-agnostic stacks. */
+const offline: NodeJS.ProcessEnv = {};
 
-type Resources = Record<string, { Type: string; Properties: Record<string, unknown> }>;
+const providerSecretName = 'workflow-run-api/prod/providers/openai-compatible';
+/** prod with everything optional switched on, so every construct and acknowledgement is built. */
+const prodContext = {
+  ...testContext,
+  [contextKeys.stage]: 'prod',
+  [contextKeys.providers]: `openai-compatible:${providerSecretName}`,
+  [contextKeys.alarmEmail]: 'ops@example.com',
+  [contextKeys.dashboard]: 'true',
+  [contextKeys.perFunctionAlarms]: 'true',
+};
 
-// Building and synthesizing takes a few seconds; every test after the first reuses the assembly.
-describe('cdk app', { timeout: 60_000 }, () => {
-  const { app, stateful, api } = buildApp(testContext);
-  let synthesized: { statefulTemplate: Template; apiTemplate: Template; apiResources: Resources } | undefined;
-  const templates = () => {
-    if (!synthesized) {
-      const apiTemplate = Template.fromStack(api);
-      const apiResources = apiTemplate.toJSON().Resources as Resources;
-      synthesized = { statefulTemplate: Template.fromStack(stateful), apiTemplate, apiResources };
-    }
-    return synthesized;
+type Resource = {
+  Type: string;
+  Properties: Record<string, unknown>;
+  DeletionPolicy?: string;
+  UpdateReplacePolicy?: string;
+};
+type Resources = Record<string, Resource>;
+
+const synthesize = (context: Record<string, unknown>) => {
+  const built = buildApp(context, offline);
+  const statefulTemplate = Template.fromStack(built.stateful);
+  const apiTemplate = Template.fromStack(built.api);
+  return {
+    ...built,
+    statefulTemplate,
+    apiTemplate,
+    statefulResources: statefulTemplate.toJSON().Resources as Resources,
+    apiResources: apiTemplate.toJSON().Resources as Resources,
   };
+};
 
-  it('passes the cdk-nag AWS Solutions checks with every finding fixed or acknowledged', () => {
-    const assembly = app.synth();
-    const report = JSON.parse(fs.readFileSync(path.join(assembly.directory, 'validation-report.json'), 'utf8')) as {
-      pluginReports: { pluginName: string; conclusion: string; violations: unknown[] }[];
-    };
-    expect(report.pluginReports.filter((r) => r.conclusion !== 'success' || r.violations.length > 0)).toEqual([]);
+/** Passes the cdk-nag AWS Solutions checks: synthesis throws on any finding not acknowledged. */
+const expectNagClean = (app: ReturnType<typeof buildApp>['app']) => {
+  const assembly = app.synth();
+  const report = JSON.parse(fs.readFileSync(path.join(assembly.directory, 'validation-report.json'), 'utf8')) as {
+    pluginReports: { pluginName: string; conclusion: string; violations: unknown[] }[];
+  };
+  expect(report.pluginReports.filter((r) => r.conclusion !== 'success' || r.violations.length > 0)).toEqual([]);
+};
+
+// Building and synthesizing takes a few seconds; each stage is built once and shared.
+describe('cdk app', { timeout: 120_000 }, () => {
+  const dev = synthesize(testContext);
+  const prod = synthesize(prodContext);
+
+  it('passes the cdk-nag AWS Solutions checks on both stages with every finding fixed or acknowledged', () => {
+    expectNagClean(dev.app);
+    expectNagClean(prod.app);
   });
 
   it('gives every cdk-nag acknowledgement a written reason', () => {
-    const acknowledgements = app.node
-      .findAll()
-      .flatMap((c) => c.node.metadata.filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY))
-      .flatMap((m) => Object.entries(m.data as Record<string, string>));
-    expect(acknowledgements.length).toBeGreaterThan(0);
-    for (const [id, reason] of acknowledgements) {
-      expect(id).toMatch(/^(Annotation::)?AwsSolutions-/);
-      expect(reason.length, id).toBeGreaterThan(40);
+    for (const { app } of [dev, prod]) {
+      const acknowledgements = app.node
+        .findAll()
+        .flatMap((c) => c.node.metadata.filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY))
+        .flatMap((m) => Object.entries(m.data as Record<string, string>));
+      expect(acknowledgements.length).toBeGreaterThan(0);
+      for (const [id, reason] of acknowledgements) {
+        expect(id).toMatch(/^(Annotation::)?AwsSolutions-/);
+        expect(reason.length, id).toBeGreaterThan(40);
+      }
     }
   });
 
   it('creates one API route per route-table entry, under the base path', () => {
-    const { apiTemplate } = templates();
-    apiTemplate.resourceCountIs('AWS::ApiGatewayV2::Route', routes.length);
+    dev.apiTemplate.resourceCountIs('AWS::ApiGatewayV2::Route', routes.length);
     for (const route of routes) {
-      apiTemplate.hasResourceProperties('AWS::ApiGatewayV2::Route', {
+      dev.apiTemplate.hasResourceProperties('AWS::ApiGatewayV2::Route', {
         RouteKey: `${route.method} ${basePath}${route.path}`,
       });
     }
@@ -59,110 +94,365 @@ describe('cdk app', { timeout: 60_000 }, () => {
   });
 
   it('configures no CORS on the HTTP API and logs every request of its default stage', () => {
-    const { apiTemplate } = templates();
-    apiTemplate.resourceCountIs('AWS::ApiGatewayV2::Api', 1);
-    apiTemplate.hasResourceProperties('AWS::ApiGatewayV2::Api', {
+    dev.apiTemplate.resourceCountIs('AWS::ApiGatewayV2::Api', 1);
+    dev.apiTemplate.hasResourceProperties('AWS::ApiGatewayV2::Api', {
       ProtocolType: 'HTTP',
       CorsConfiguration: Match.absent(),
     });
-    apiTemplate.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+    dev.apiTemplate.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
       StageName: '$default',
       AutoDeploy: true,
       AccessLogSettings: { DestinationArn: Match.anyValue(), Format: Match.stringLikeRegexp('\\$context\\.requestId') },
     });
   });
 
-  it('runs every function on nodejs24.x, ARM, with tracing and the resource environment', () => {
-    const { apiTemplate } = templates();
-    const functions = apiTemplate.findResources('AWS::Lambda::Function');
-    expect(Object.keys(functions)).toHaveLength(routes.length + workers.length);
-    for (const fn of Object.values(functions)) {
-      expect(fn.Properties).toMatchObject({
-        Runtime: 'nodejs24.x',
-        Architectures: ['arm64'],
-        MemorySize: 512,
-        TracingConfig: { Mode: 'Active' },
-        LoggingConfig: { LogGroup: expect.anything() },
-        Environment: {
-          Variables: {
-            TABLE_NAME: expect.anything(),
-            STEPS_QUEUE_URL: expect.anything(),
-            WEBHOOKS_QUEUE_URL: expect.anything(),
-            LIBRARY_BUCKET: expect.anything(),
-            NODE_OPTIONS: '--enable-source-maps',
+  it('runs every function on nodejs24.x, ARM, with the resource and stage environment', () => {
+    for (const [built, stage] of [
+      [dev, 'dev'],
+      [prod, 'prod'],
+    ] as const) {
+      const functions = built.apiTemplate.findResources('AWS::Lambda::Function');
+      expect(Object.keys(functions)).toHaveLength(routes.length + workers.length);
+      for (const fn of Object.values(functions)) {
+        expect(fn.Properties).toMatchObject({
+          Runtime: 'nodejs24.x',
+          Architectures: ['arm64'],
+          MemorySize: 512,
+          LoggingConfig: { LogGroup: expect.anything() },
+          Environment: {
+            Variables: {
+              TABLE_NAME: expect.anything(),
+              STEPS_QUEUE_URL: expect.anything(),
+              WEBHOOKS_QUEUE_URL: expect.anything(),
+              LIBRARY_BUCKET: expect.anything(),
+              SERVICE_STAGE: stage,
+              RETENTION_DAYS: String(stageDefaults[stage].retentionDays),
+              SANDBOX_PROVIDERS: String(stageDefaults[stage].sandboxProviders),
+              PROVIDER_SECRETS: stage === 'prod' ? JSON.stringify({ 'openai-compatible': providerSecretName }) : '{}',
+              CONNECTION_SECRET_PREFIX: `workflow-run-api/${stage}/connections/`,
+              NODE_OPTIONS: '--enable-source-maps',
+            },
           },
-        },
-      });
+        });
+      }
     }
   });
 
-  it('gives each route function only the grants its route lists', () => {
-    const { apiResources } = templates();
-    for (const route of routes) {
-      const actions = policyActionsOf(apiResources, `${route.method} ${basePath}${route.path}`);
-      const dynamo = actions.filter((a) => a.startsWith('dynamodb:'));
-      if (route.grants.table === 'none') expect(dynamo, route.id).toEqual([]);
-      if (route.grants.table === 'read') expect(dynamo, route.id).not.toContain('dynamodb:PutItem');
-      if (route.grants.table === 'readwrite') expect(dynamo, route.id).toContain('dynamodb:PutItem');
-      expect(actions.includes('sqs:SendMessage'), route.id).toBe(
-        route.grants.stepsQueue === 'send' || route.grants.webhooksQueue === 'send',
+  it('traces every function with X-Ray except the dispatcher, which ticks every minute', () => {
+    for (const fn of Object.values(dev.apiTemplate.findResources('AWS::Lambda::Function'))) {
+      const dispatcher = fn.Properties.Description === 'runs on the dispatcher schedule';
+      expect(fn.Properties.TracingConfig, fn.Properties.Description).toEqual(
+        dispatcher ? undefined : { Mode: 'Active' },
       );
-      const s3 = actions.filter((a) => a.startsWith('s3:'));
-      expect(s3.length > 0, route.id).toBe(route.grants.bucket === 'read');
-      expect(
-        s3.filter((a) => a.startsWith('s3:Put')),
-        route.id,
-      ).toEqual([]);
     }
   });
 
-  it('keeps the table with PK/SK, every GSI projecting ALL, TTL and point-in-time recovery', () => {
-    const { statefulTemplate } = templates();
-    statefulTemplate.hasResource('AWS::DynamoDB::Table', {
-      DeletionPolicy: 'Retain',
-      UpdateReplacePolicy: 'Retain',
-      Properties: {
-        TableName: Match.absent(),
-        BillingMode: 'PAY_PER_REQUEST',
-        KeySchema: [
-          { AttributeName: dataTable.partitionKey.name, KeyType: 'HASH' },
-          { AttributeName: dataTable.sortKey.name, KeyType: 'RANGE' },
-        ],
-        GlobalSecondaryIndexes: dataTable.indexes.map((index) => ({
-          IndexName: index.name,
-          KeySchema: [
-            { AttributeName: index.partitionKey.name, KeyType: 'HASH' },
-            { AttributeName: index.sortKey.name, KeyType: 'RANGE' },
-          ],
-          Projection: { ProjectionType: 'ALL' },
-        })),
-        TimeToLiveSpecification: { AttributeName: dataTable.ttlAttribute, Enabled: true },
-        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
-        SSESpecification: { SSEEnabled: true },
-      },
+  describe('stages', () => {
+    it('puts the stage in both stack names, so dev and prod live side by side in one account', () => {
+      expect([dev.stateful.stackName, dev.api.stackName]).toEqual([
+        'WorkflowRunApi-dev-Stateful',
+        'WorkflowRunApi-dev-Api',
+      ]);
+      expect([prod.stateful.stackName, prod.api.stackName]).toEqual([
+        'WorkflowRunApi-prod-Stateful',
+        'WorkflowRunApi-prod-Api',
+      ]);
+      // Nothing has a fixed physical name that the two stages could both claim.
+      for (const resources of [dev.statefulResources, dev.apiResources]) {
+        for (const resource of Object.values(resources)) {
+          for (const key of ['TableName', 'BucketName', 'QueueName', 'FunctionName', 'TopicName', 'DashboardName']) {
+            expect(typeof resource.Properties?.[key], `${resource.Type}.${key}`).not.toBe('string');
+          }
+        }
+      }
     });
-    expect(dataTable.partitionKey.name).toBe('PK');
-    expect(dataTable.sortKey.name).toBe('SK');
+
+    it('takes account and region from the CDK CLI, and stays environment-agnostic offline', () => {
+      expect(Stack.of(dev.api).environment).toBe('aws://unknown-account/unknown-region');
+      const deployed = buildApp(testContext, { CDK_DEFAULT_ACCOUNT: '123456789012', CDK_DEFAULT_REGION: 'eu-west-1' });
+      expect(deployed.api.account).toBe('123456789012');
+      expect(deployed.stateful.region).toBe('eu-west-1');
+    });
+
+    it('refuses an unknown stage and malformed context values', () => {
+      expect(() => buildApp({ ...testContext, stage: 'staging' }, offline)).toThrow(/stage must be one of dev, prod/);
+      expect(() => buildApp({ ...testContext, sandboxProviders: 'yes' }, offline)).toThrow(/sandboxProviders/);
+      expect(() => buildApp({ ...testContext, dashboard: '1' }, offline)).toThrow(/dashboard/);
+      expect(() => buildApp({ ...testContext, retentionDays: '0' }, offline)).toThrow(/retentionDays/);
+      expect(() => buildApp({ ...testContext, alarmEmail: 'not-an-address' }, offline)).toThrow(/alarmEmail/);
+      expect(() => buildApp({ ...testContext, stackPrefix: 'a-b' }, offline)).toThrow(/stackPrefix/);
+    });
+
+    it('tags every taggable resource, and both stacks, with the service and the stage', () => {
+      for (const [built, stage] of [
+        [dev, 'dev'],
+        [prod, 'prod'],
+      ] as const) {
+        for (const stack of [built.stateful, built.api]) {
+          expect(stack.tags.tagValues()).toEqual({ service: 'workflow-run-api', stage });
+        }
+        const all = { ...built.statefulResources, ...built.apiResources };
+        const mustBeTagged = [
+          'AWS::DynamoDB::Table',
+          'AWS::S3::Bucket',
+          'AWS::SQS::Queue',
+          'AWS::Lambda::Function',
+          'AWS::IAM::Role',
+          'AWS::Logs::LogGroup',
+          'AWS::ApiGatewayV2::Api',
+          'AWS::ApiGatewayV2::Stage',
+          'AWS::Events::Rule',
+          'AWS::CloudWatch::Alarm',
+          'AWS::SNS::Topic',
+        ];
+        for (const type of mustBeTagged) {
+          // The alarm topic exists only with an alarm email (prod's here).
+          if (type === 'AWS::SNS::Topic' && !built.config.alarmEmail) continue;
+          expect(
+            Object.values(all).some((r) => r.Type === type),
+            type,
+          ).toBe(true);
+        }
+        for (const [id, resource] of Object.entries(all)) {
+          const tags = resource.Properties?.Tags;
+          if (!mustBeTagged.includes(resource.Type) && tags === undefined) continue;
+          // CDK's own custom-resource provider (dev's bucket emptier) is a raw resource the tag aspect
+          // does not reach; CloudFormation gives it the stack's tags when it creates it.
+          if (id.includes('CustomResourceProvider')) continue;
+          // ApiGatewayV2 writes tags as a map, everything else as a list.
+          const asMap = Array.isArray(tags)
+            ? Object.fromEntries((tags as { Key: string; Value: string }[]).map((t) => [t.Key, t.Value]))
+            : tags;
+          expect(asMap, id).toMatchObject({ service: 'workflow-run-api', stage });
+        }
+      }
+    });
+
+    it('protects prod data: termination protection, table deletion protection, table and bucket retained', () => {
+      expect(prod.stateful.terminationProtection).toBe(true);
+      expect(prod.api.terminationProtection).toBe(true);
+      prod.statefulTemplate.hasResource('AWS::DynamoDB::Table', {
+        DeletionPolicy: 'Retain',
+        UpdateReplacePolicy: 'Retain',
+        Properties: Match.objectLike({ DeletionProtectionEnabled: true }),
+      });
+      prod.statefulTemplate.hasResource('AWS::S3::Bucket', { DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
+      prod.statefulTemplate.resourceCountIs('Custom::S3AutoDeleteObjects', 0);
+    });
+
+    it('keeps dev disposable: destroying it deletes the table and empties and deletes the bucket', () => {
+      expect(dev.stateful.terminationProtection).toBe(false);
+      expect(dev.api.terminationProtection).toBe(false);
+      dev.statefulTemplate.hasResource('AWS::DynamoDB::Table', {
+        DeletionPolicy: 'Delete',
+        Properties: Match.objectLike({ DeletionProtectionEnabled: false }),
+      });
+      dev.statefulTemplate.hasResource('AWS::S3::Bucket', { DeletionPolicy: 'Delete' });
+      dev.statefulTemplate.resourceCountIs('Custom::S3AutoDeleteObjects', 1);
+    });
+
+    it('makes model steps run on the sandbox by default only on dev, and says so when a stage has no provider', () => {
+      expect(dev.config.sandboxProviders).toBe(true);
+      expect(prod.config.sandboxProviders).toBe(false);
+      expect(buildApp({ ...testContext, sandboxProviders: 'false' }, offline).config.sandboxProviders).toBe(false);
+      const bare = buildApp({ ...testContext, stage: 'prod' }, offline);
+      const warnings = bare.api.node.metadata.filter((m) => m.type === 'aws:cdk:warning').map((m) => String(m.data));
+      expect(warnings.join('\n')).toMatch(/no provider .* runs with model steps will be refused/);
+    });
+
+    it('takes the provider configuration as provider:secret pairs, only for providers that run on our credentials', () => {
+      const one = buildApp({ ...testContext, providers: 'openai-compatible:a/b, ' }, offline);
+      expect(one.config.providers).toEqual([{ provider: 'openai-compatible', secretName: 'a/b' }]);
+      const fromJson = buildApp({ ...testContext, providers: { 'openai-compatible': 'c' } }, offline);
+      expect(fromJson.config.providers).toEqual([{ provider: 'openai-compatible', secretName: 'c' }]);
+      for (const bad of [
+        'sandbox:x',
+        'byok-y:x',
+        'closed-w:x',
+        'nope:x',
+        'openai-compatible',
+        'openai-compatible:a b',
+      ]) {
+        expect(() => buildApp({ ...testContext, providers: bad }, offline), bad).toThrow(/context providers/);
+      }
+      expect(() => buildApp({ ...testContext, providers: 'openai-compatible:a,openai-compatible:b' }, offline)).toThrow(
+        /twice/,
+      );
+    });
   });
 
-  it('keeps the library bucket private, TLS-only, encrypted and retained', () => {
-    const { statefulTemplate } = templates();
-    statefulTemplate.hasResource('AWS::S3::Bucket', {
-      DeletionPolicy: 'Retain',
-      Properties: {
-        BucketName: Match.absent(),
-        PublicAccessBlockConfiguration: {
-          BlockPublicAcls: true,
-          BlockPublicPolicy: true,
-          IgnorePublicAcls: true,
-          RestrictPublicBuckets: true,
-        },
-        BucketEncryption: {
-          ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
-        },
+  describe('bounded spend', () => {
+    it("throttles the HTTP API's default stage at the stage's rate and burst", () => {
+      for (const [built, stage] of [
+        [dev, 'dev'],
+        [prod, 'prod'],
+      ] as const) {
+        built.apiTemplate.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+          StageName: '$default',
+          DefaultRouteSettings: {
+            ThrottlingRateLimit: stageDefaults[stage].api.rateLimit,
+            ThrottlingBurstLimit: stageDefaults[stage].api.burstLimit,
+          },
+        });
+      }
+      // Sized for the spec's 60 requests a minute per key: prod admits fifty keys at their full rate.
+      expect(stageDefaults.prod.api.rateLimit).toBe(50);
+      expect(stageDefaults.dev.api.rateLimit).toBeLessThan(stageDefaults.prod.api.rateLimit);
+    });
+
+    it("caps each queue's event source at the stage's maxConcurrency", () => {
+      for (const [built, stage] of [
+        [dev, 'dev'],
+        [prod, 'prod'],
+      ] as const) {
+        for (const definition of queues) {
+          const queueId = logicalIdOf(built.apiResources, 'AWS::SQS::Queue', `${definition.id}Queue`);
+          built.apiTemplate.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+            EventSourceArn: { 'Fn::GetAtt': [queueId, 'Arn'] },
+            ScalingConfig: { MaximumConcurrency: stageDefaults[stage].consumerMaxConcurrency[definition.id] },
+          });
+        }
+      }
+    });
+
+    it('runs the dispatcher one tick at a time, never retried: reserved concurrency 1, no retries, 60 s max age', () => {
+      const dispatcherId = functionIdOf(dev.apiResources, 'runs on the dispatcher schedule');
+      expect(dev.apiResources[dispatcherId]?.Properties.ReservedConcurrentExecutions).toBe(1);
+      for (const [id, fn] of Object.entries(dev.apiResources)) {
+        if (fn.Type === 'AWS::Lambda::Function' && id !== dispatcherId) {
+          expect(fn.Properties.ReservedConcurrentExecutions, id).toBeUndefined();
+        }
+      }
+      dev.apiTemplate.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+        FunctionName: { Ref: dispatcherId },
+        MaximumRetryAttempts: 0,
+        MaximumEventAgeInSeconds: 60,
+      });
+      dev.apiTemplate.resourceCountIs('AWS::Events::Rule', 1);
+      dev.apiTemplate.hasResourceProperties('AWS::Events::Rule', {
+        ScheduleExpression: 'rate(1 minute)',
+        State: 'ENABLED',
+        Targets: [
+          Match.objectLike({
+            Arn: { 'Fn::GetAtt': [dispatcherId, 'Arn'] },
+            RetryPolicy: { MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 60 },
+          }),
+        ],
+      });
+    });
+
+    it("keeps each work queue's visibility at least six times its consumer's timeout", () => {
+      for (const definition of queues) {
+        const queue = dev.apiResources[logicalIdOf(dev.apiResources, 'AWS::SQS::Queue', `${definition.id}Queue`)];
+        const consumer = dev.apiResources[functionIdOf(dev.apiResources, `consumes the ${definition.id} queue`)];
+        expect(queue?.Properties.VisibilityTimeout).toBe(definition.visibilityTimeoutSeconds);
+        expect(consumer?.Properties.Timeout).toBe(definition.consumerTimeoutSeconds);
+        expect(definition.visibilityTimeoutSeconds, definition.id).toBeGreaterThanOrEqual(
+          6 * definition.consumerTimeoutSeconds,
+        );
+      }
+    });
+  });
+
+  describe('retention', () => {
+    it('expires items on the TTL attribute the rate counters and idempotency records already use', () => {
+      expect(dataTable.ttlAttribute).toBe('ttl');
+      const rateCounter = fs.readFileSync(path.join(repoRoot, 'functions/store/rate-counter.ts'), 'utf8');
+      expect(rateCounter).toMatch(/'#ttl': 'ttl'/);
+      dev.statefulTemplate.hasResourceProperties('AWS::DynamoDB::Table', {
+        TimeToLiveSpecification: { AttributeName: 'ttl', Enabled: true },
+      });
+    });
+
+    it("expires output files after the stage's retention and aborts incomplete uploads after a day", () => {
+      for (const [built, days] of [
+        [dev, 30],
+        [prod, 365],
+        [synthesize({ ...testContext, retentionDays: '90' }), 90],
+      ] as const) {
+        built.statefulTemplate.hasResourceProperties('AWS::S3::Bucket', {
+          LifecycleConfiguration: {
+            Rules: Match.arrayWith([
+              Match.objectLike({ AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 }, Status: 'Enabled' }),
+              Match.objectLike({ ExpirationInDays: days, Status: 'Enabled' }),
+            ]),
+          },
+        });
+        expect(built.config.retentionDays).toBe(days);
+        for (const fn of Object.values(built.apiTemplate.findResources('AWS::Lambda::Function'))) {
+          expect(fn.Properties.Environment).toMatchObject({ Variables: { RETENTION_DAYS: String(days) } });
+        }
+      }
+    });
+
+    it("keeps every log group for the stage's log retention", () => {
+      for (const [built, stage] of [
+        [dev, 'dev'],
+        [prod, 'prod'],
+      ] as const) {
+        const logGroups = Object.values(built.apiTemplate.findResources('AWS::Logs::LogGroup'));
+        // One per function, plus the API access log.
+        expect(logGroups).toHaveLength(routes.length + workers.length + 1);
+        for (const logGroup of logGroups) {
+          expect(logGroup.Properties.RetentionInDays).toBe(stageDefaults[stage].logRetentionDays);
+        }
+      }
+    });
+  });
+
+  it('keeps the table with PK/SK, on demand, encrypted, with point-in-time recovery', () => {
+    dev.statefulTemplate.hasResourceProperties('AWS::DynamoDB::Table', {
+      TableName: Match.absent(),
+      BillingMode: 'PAY_PER_REQUEST',
+      KeySchema: [
+        { AttributeName: dataTable.partitionKey.name, KeyType: 'HASH' },
+        { AttributeName: dataTable.sortKey.name, KeyType: 'RANGE' },
+      ],
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      SSESpecification: { SSEEnabled: true },
+    });
+  });
+
+  it('projects into each index only what its queries read: never ALL, never a secret or a run request', () => {
+    const [table] = Object.values(dev.statefulTemplate.findResources('AWS::DynamoDB::Table'));
+    const indexes = table?.Properties.GlobalSecondaryIndexes as {
+      IndexName: string;
+      KeySchema: unknown;
+      Projection: { ProjectionType: string; NonKeyAttributes?: string[] };
+    }[];
+    expect(indexes.map((i) => i.IndexName)).toEqual(dataTable.indexes.map((i) => i.name));
+    for (const definition of dataTable.indexes) {
+      const index = indexes.find((i) => i.IndexName === definition.name);
+      expect(index?.KeySchema).toEqual([
+        { AttributeName: definition.partitionKey.name, KeyType: 'HASH' },
+        { AttributeName: definition.sortKey.name, KeyType: 'RANGE' },
+      ]);
+      expect(index?.Projection).toEqual(
+        definition.projection.type === 'KEYS_ONLY'
+          ? { ProjectionType: 'KEYS_ONLY' }
+          : { ProjectionType: 'INCLUDE', NonKeyAttributes: definition.projection.attributes },
+      );
+      for (const secret of ['callbackSecret', 'callbackUrl', 'request', 'secretHash', 'connections', 'canvas']) {
+        expect(index?.Projection.NonKeyAttributes ?? [], `${definition.name} ${secret}`).not.toContain(secret);
+      }
+    }
+    expect(dataTable.indexes.find((i) => i.name === 'GSI2')?.projection.type).toBe('KEYS_ONLY');
+  });
+
+  it('keeps the library bucket private, TLS-only and encrypted', () => {
+    dev.statefulTemplate.hasResourceProperties('AWS::S3::Bucket', {
+      BucketName: Match.absent(),
+      PublicAccessBlockConfiguration: {
+        BlockPublicAcls: true,
+        BlockPublicPolicy: true,
+        IgnorePublicAcls: true,
+        RestrictPublicBuckets: true,
+      },
+      BucketEncryption: {
+        ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
       },
     });
-    statefulTemplate.hasResourceProperties('AWS::S3::BucketPolicy', {
+    dev.statefulTemplate.hasResourceProperties('AWS::S3::BucketPolicy', {
       PolicyDocument: {
         Statement: Match.arrayWith([
           Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
@@ -171,80 +461,179 @@ describe('cdk app', { timeout: 60_000 }, () => {
     });
   });
 
-  it('gives each queue a dead-letter queue with the defined maxReceiveCount and visibility timeout', () => {
-    const { apiTemplate } = templates();
-    const allQueues = apiTemplate.findResources('AWS::SQS::Queue');
+  it('gives each queue a dead-letter queue with the defined maxReceiveCount', () => {
+    const allQueues = dev.apiTemplate.findResources('AWS::SQS::Queue');
     expect(Object.keys(allQueues)).toHaveLength(queues.length * 2);
     for (const definition of queues) {
-      apiTemplate.hasResourceProperties('AWS::SQS::Queue', {
+      dev.apiTemplate.hasResourceProperties('AWS::SQS::Queue', {
         QueueName: Match.absent(),
         VisibilityTimeout: definition.visibilityTimeoutSeconds,
         SqsManagedSseEnabled: true,
         RedrivePolicy: { deadLetterTargetArn: Match.anyValue(), maxReceiveCount: definition.maxReceiveCount },
       });
-      apiTemplate.hasResourceProperties('AWS::SQS::Queue', {
+      dev.apiTemplate.hasResourceProperties('AWS::SQS::Queue', {
         MessageRetentionPeriod: definition.dlqRetentionDays * 24 * 60 * 60,
         SqsManagedSseEnabled: true,
         RedrivePolicy: Match.absent(),
       });
     }
     // enforceSSL: one TLS-only policy per queue and per DLQ.
-    apiTemplate.resourceCountIs('AWS::SQS::QueuePolicy', queues.length * 2);
+    dev.apiTemplate.resourceCountIs('AWS::SQS::QueuePolicy', queues.length * 2);
   });
 
   it('consumes each queue with partial batch failures, the defined batch size and the consumer timeout', () => {
-    const { apiTemplate } = templates();
-    const mappings = Object.values(apiTemplate.findResources('AWS::Lambda::EventSourceMapping'));
+    const mappings = Object.values(dev.apiTemplate.findResources('AWS::Lambda::EventSourceMapping'));
     expect(mappings).toHaveLength(workers.filter((w) => w.trigger.kind === 'queue').length);
     for (const mapping of mappings) {
       expect(mapping.Properties.FunctionResponseTypes).toEqual(['ReportBatchItemFailures']);
       expect(mapping.Properties.MaximumBatchingWindowInSeconds).toBe(0);
     }
     for (const definition of queues) {
-      apiTemplate.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      dev.apiTemplate.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
         BatchSize: definition.batchSize,
         FunctionResponseTypes: ['ReportBatchItemFailures'],
       });
-      apiTemplate.hasResourceProperties('AWS::Lambda::Function', {
+      dev.apiTemplate.hasResourceProperties('AWS::Lambda::Function', {
         Description: `consumes the ${definition.id} queue`,
         Timeout: definition.consumerTimeoutSeconds,
       });
     }
   });
 
-  it('runs the deferred dispatcher on a one-minute schedule', () => {
-    const { apiTemplate } = templates();
-    apiTemplate.resourceCountIs('AWS::Events::Rule', 1);
-    apiTemplate.hasResourceProperties('AWS::Events::Rule', {
-      ScheduleExpression: 'rate(1 minute)',
-      State: 'ENABLED',
-      Targets: [Match.objectLike({ Arn: Match.anyValue() })],
-    });
-  });
-
-  it('keeps every log group for a bounded time', () => {
-    const { apiTemplate } = templates();
-    const logGroups = Object.values(apiTemplate.findResources('AWS::Logs::LogGroup'));
-    // One per function, plus the API access log.
-    expect(logGroups).toHaveLength(routes.length + workers.length + 1);
-    for (const logGroup of logGroups) expect(logGroup.Properties.RetentionInDays).toBe(30);
-  });
-
   it('outputs the API URL ending in the base path, and the table, bucket and queue URLs', () => {
-    const { statefulTemplate, apiTemplate } = templates();
-    const apiOutputs = apiTemplate.toJSON().Outputs as Record<string, { Value: unknown }>;
+    const apiOutputs = dev.apiTemplate.toJSON().Outputs as Record<string, { Value: unknown }>;
     expect(JSON.stringify(apiOutputs.ApiUrl?.Value)).toMatch(/\/api\/v1"/);
     for (const definition of queues) expect(apiOutputs[`${definition.id}QueueUrl`]).toBeDefined();
-    const statefulOutputs = statefulTemplate.toJSON().Outputs as Record<string, unknown>;
+    const statefulOutputs = dev.statefulTemplate.toJSON().Outputs as Record<string, unknown>;
     expect(statefulOutputs.TableName).toBeDefined();
     expect(statefulOutputs.BucketName).toBeDefined();
+  });
+
+  describe('least privilege', () => {
+    const entries: {
+      id: string;
+      entry: string;
+      access: Access;
+      description: string;
+      consumes?: string;
+      tracing: boolean;
+    }[] = [
+      ...routes.map((r) => ({
+        id: r.id,
+        entry: r.entry,
+        access: r.grants,
+        description: `${r.method} ${basePath}${r.path}`,
+        tracing: true,
+      })),
+      ...workers.map((w) => ({
+        id: w.id,
+        entry: w.entry,
+        access: w.grants,
+        description:
+          w.trigger.kind === 'queue' ? `consumes the ${w.trigger.queue} queue` : 'runs on the dispatcher schedule',
+        consumes: w.trigger.kind === 'queue' ? w.trigger.queue : undefined,
+        tracing: w.tracing ?? true,
+      })),
+    ];
+
+    it('allows each function exactly what its route or worker entry lists, on exactly the resources it touches', () => {
+      for (const fn of entries) {
+        const granted = grantsOf(prod.apiResources, functionIdOf(prod.apiResources, fn.description));
+        const expected = expectedGrants(fn.access, {
+          consumes: fn.consumes,
+          tracing: fn.tracing,
+          providerSecrets: [providerSecretName],
+          connectionPrefix: 'workflow-run-api/prod/connections/',
+        });
+        expect(granted, fn.id).toEqual(expected);
+      }
+    });
+
+    it('allows no Scan or BatchWriteItem anywhere, DeleteItem only where a lock is released, no bucket listing', () => {
+      const everything = Object.values(prod.apiResources)
+        .filter((r) => r.Type === 'AWS::IAM::Policy')
+        .flatMap((p) => (p.Properties.PolicyDocument as { Statement: { Action: string | string[] }[] }).Statement)
+        .flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]));
+      for (const action of ['dynamodb:Scan', 'dynamodb:BatchWriteItem', 's3:ListBucket', 's3:DeleteObject']) {
+        expect(everything).not.toContain(action);
+      }
+      expect(everything.filter((a) => a.includes('*'))).toEqual([]);
+      expect(entries.filter((e) => e.access.table?.includes('DeleteItem')).map((e) => e.id)).toEqual([
+        'CancelRun',
+        'StepExecutor',
+      ]);
+      expect(entries.filter((e) => e.access.secrets).map((e) => e.id)).toEqual(['StepExecutor']);
+      expect(entries.filter((e) => e.access.indexes?.length).map((e) => e.id)).toEqual(['DeferredDispatcher']);
+    });
+
+    // Each function's bundle, as esbuild builds it for Lambda but unminified: tree-shaken to the code
+    // the handler can reach, with the AWS SDK left as imports, so every `new XCommand(` is a call it
+    // can make.
+    const bundles = new Map<string, string>();
+    beforeAll(async () => {
+      await Promise.all(
+        entries.map(async (fn) => {
+          const result = await build({
+            absWorkingDir: repoRoot,
+            entryPoints: [fn.entry],
+            bundle: true,
+            write: false,
+            format: 'esm',
+            platform: 'node',
+            target: 'node24',
+            mainFields: ['module', 'main'],
+            external: ['@aws-sdk/*'],
+            logLevel: 'silent',
+          });
+          bundles.set(fn.id, result.outputFiles[0]?.text ?? '');
+        }),
+      );
+    });
+
+    it('allows every AWS command each function can send, and nothing it cannot', () => {
+      for (const fn of entries) {
+        const bundle = bundles.get(fn.id) ?? '';
+        expect(bundle, fn.id).toContain('handler');
+        const sent = actionsSentBy(bundle);
+        const granted = grantsOf(prod.apiResources, functionIdOf(prod.apiResources, fn.description));
+        const allowed = (action: string, where?: (resource: string) => boolean) =>
+          Object.entries(granted).some(
+            ([resource, actions]) => actions.includes(action) && (where?.(resource) ?? true),
+          );
+        for (const action of sent.unmapped) expect.fail(`${fn.id} sends ${action}: map it in actionsSentBy`);
+        for (const action of sent.table)
+          expect(
+            allowed(`dynamodb:${action}`, (r) => r === 'table'),
+            `${fn.id} ${action}`,
+          ).toBe(true);
+        expect(sent.indexQuery, `${fn.id} queries an index`).toBe(Boolean(fn.access.indexes?.length));
+        for (const index of sent.indexes) expect(fn.access.indexes, fn.id).toContain(index);
+        for (const action of sent.other) expect(allowed(action), `${fn.id} ${action}`).toBe(true);
+        // And nothing more: every allowed data-plane action is one the code sends.
+        expect([...(fn.access.table ?? [])].sort(), `${fn.id} table actions`).toEqual([...sent.table].sort());
+        expect((fn.access.bucket ?? []).map((a) => `s3:${a}`).sort(), `${fn.id} object actions`).toEqual(
+          sent.other.filter((a) => a.startsWith('s3:')).sort(),
+        );
+        expect(Boolean(fn.access.stepsQueue || fn.access.webhooksQueue), `${fn.id} sends messages`).toBe(
+          sent.other.includes('sqs:SendMessage'),
+        );
+        if (sent.other.includes('sqs:ChangeMessageVisibility')) expect(fn.consumes, fn.id).toBeTruthy();
+        if (fn.access.secrets) {
+          // The step executor resolves secrets once the application side reads Secrets Manager.
+          const sends = sent.other.includes('secretsmanager:GetSecretValue');
+          if (sends) expect(fn.id).toBe('StepExecutor');
+        } else {
+          expect(sent.other, fn.id).not.toContain('secretsmanager:GetSecretValue');
+        }
+      }
+    });
   });
 });
 
 describe('cdk-nag wiring', { timeout: 60_000 }, () => {
   it('fails synthesis on a finding nobody acknowledged, and only on that one, under any stack prefix', () => {
     // Another prefix renames the cross-stack exports that the IAM5 acknowledgements are derived from.
-    const { app, api } = buildApp({ ...testContext, stackPrefix: 'Canary' });
+    const { app, api } = buildApp({ ...prodContext, stackPrefix: 'Canary' }, offline);
     new Queue(api, 'UnacknowledgedQueue');
     let message = '';
     try {
@@ -253,21 +642,172 @@ describe('cdk-nag wiring', { timeout: 60_000 }, () => {
       message = (error as Error).message;
     }
     expect(message).toMatch(/AwsSolutions-SQS3/);
-    expect(message).toMatch(/CanaryApi\/UnacknowledgedQueue/);
-    expect(message).not.toMatch(/AwsSolutions-(IAM|S1|APIG)/);
+    expect(message).toMatch(/Canary-prod-Api\/UnacknowledgedQueue/);
+    expect(message).not.toMatch(/AwsSolutions-(IAM|S1|APIG|SNS)/);
   });
 });
 
-/** Every IAM action granted to the role of the function whose description is `description`. */
-function policyActionsOf(resources: Resources, description: string): string[] {
-  const all = Object.values(resources);
-  const fn = all.find((r) => r.Type === 'AWS::Lambda::Function' && r.Properties.Description === description);
-  if (!fn) throw new Error(`no function described as ${description}`);
-  const [roleId] = (fn.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'];
-  const policies = all.filter(
-    (r) => r.Type === 'AWS::IAM::Policy' && (r.Properties.Roles as { Ref: string }[]).some((x) => x.Ref === roleId),
+/** The logical id of the only resource of `type` whose id starts with `prefix`. */
+function logicalIdOf(resources: Resources, type: string, prefix: string): string {
+  const found = Object.entries(resources).filter(([id, r]) => r.Type === type && id.startsWith(prefix));
+  if (found.length !== 1) throw new Error(`${found.length} ${type} named ${prefix}*`);
+  return found[0]![0];
+}
+
+/** The logical id of the function whose description is `description`. */
+function functionIdOf(resources: Resources, description: string): string {
+  const found = Object.entries(resources).find(
+    ([, r]) => r.Type === 'AWS::Lambda::Function' && r.Properties.Description === description,
   );
-  return policies
-    .flatMap((p) => (p.Properties.PolicyDocument as { Statement: { Action: string | string[] }[] }).Statement)
-    .flatMap((statement) => (Array.isArray(statement.Action) ? statement.Action : [statement.Action]));
+  if (!found) throw new Error(`no function described as ${description}`);
+  return found[0];
+}
+
+/**
+ * Every action a function's role allows, by the resource it names: `table`, `index:<name>`,
+ * `queue:<id>`, `objects`, `secret:<name>`, `logs`, or `*`.
+ */
+function grantsOf(resources: Resources, functionId: string): Record<string, string[]> {
+  const fn = resources[functionId];
+  if (!fn) throw new Error(`no resource ${functionId}`);
+  const role = (fn.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+  const statements = Object.values(resources)
+    .filter(
+      (r) => r.Type === 'AWS::IAM::Policy' && (r.Properties.Roles as { Ref: string }[]).some((x) => x.Ref === role),
+    )
+    .flatMap((p) => (p.Properties.PolicyDocument as { Statement: { Action: unknown; Resource: unknown }[] }).Statement);
+  const out: Record<string, string[]> = {};
+  for (const statement of statements) {
+    const actions = (Array.isArray(statement.Action) ? statement.Action : [statement.Action]) as string[];
+    for (const resource of Array.isArray(statement.Resource) ? statement.Resource : [statement.Resource]) {
+      const label = resourceLabel(resource);
+      out[label] = [...new Set([...(out[label] ?? []), ...actions])].sort();
+    }
+  }
+  return out;
+}
+
+function resourceLabel(resource: unknown): string {
+  if (resource === '*') return '*';
+  const text = JSON.stringify(resource);
+  const index = /"\/index\/([^"]+)"/.exec(text);
+  if (text.includes('ExportsOutputFnGetAttData')) return index ? `index:${index[1]}` : 'table';
+  if (text.includes('ExportsOutputFnGetAttLibrary')) return /"\/teams\/\*"/.test(text) ? 'objects' : 'bucket';
+  const queue = /"Fn::GetAtt":\["(Steps|Webhooks)Queue[0-9A-F]{8}","Arn"\]/.exec(text);
+  if (queue) return `queue:${queue[1]}`;
+  const secret = /:secret:([^"]+)"/.exec(text);
+  if (secret) return `secret:${secret[1]}`;
+  if (/"Fn::GetAtt":\["\w*Logs[0-9A-F]{8}","Arn"\]/.test(text)) return 'logs';
+  return text;
+}
+
+/** What `grantsOf` must find for a function with `access`. */
+function expectedGrants(
+  access: Access,
+  options: { consumes?: string; tracing: boolean; providerSecrets: string[]; connectionPrefix: string },
+): Record<string, string[]> {
+  const out: Record<string, string[]> = { logs: ['logs:CreateLogStream', 'logs:PutLogEvents'] };
+  const add = (label: string, actions: string[]) => {
+    out[label] = [...new Set([...(out[label] ?? []), ...actions])].sort();
+  };
+  if (options.tracing) add('*', ['xray:PutTelemetryRecords', 'xray:PutTraceSegments']);
+  if (access.table?.length)
+    add(
+      'table',
+      access.table.map((a) => `dynamodb:${a}`),
+    );
+  for (const index of access.indexes ?? []) add(`index:${index}`, ['dynamodb:Query']);
+  if (access.stepsQueue) add('queue:Steps', ['sqs:SendMessage']);
+  if (access.webhooksQueue) add('queue:Webhooks', ['sqs:SendMessage']);
+  if (options.consumes) {
+    add(`queue:${options.consumes}`, [
+      'sqs:ChangeMessageVisibility',
+      'sqs:DeleteMessage',
+      'sqs:GetQueueAttributes',
+      'sqs:GetQueueUrl',
+      'sqs:ReceiveMessage',
+    ]);
+  }
+  if (access.bucket?.length)
+    add(
+      'objects',
+      access.bucket.map((a) => `s3:${a}`),
+    );
+  if (access.secrets) {
+    for (const name of options.providerSecrets) add(`secret:${name}-??????`, ['secretsmanager:GetSecretValue']);
+    add(`secret:${options.connectionPrefix}*`, ['secretsmanager:GetSecretValue']);
+  }
+  return out;
+}
+
+/** IAM actions of the item operations a `TransactWriteCommand` carries. */
+const transactionItemActions: Record<string, string> = {
+  Put: 'PutItem',
+  Update: 'UpdateItem',
+  Delete: 'DeleteItem',
+  ConditionCheck: 'ConditionCheckItem',
+};
+
+/** IAM actions of the SDK commands (lib-dynamodb's document commands, and the clients'). */
+const commandActions: Record<string, { table?: string; other?: string }> = {
+  GetCommand: { table: 'GetItem' },
+  GetItemCommand: { table: 'GetItem' },
+  PutCommand: { table: 'PutItem' },
+  PutItemCommand: { table: 'PutItem' },
+  UpdateCommand: { table: 'UpdateItem' },
+  UpdateItemCommand: { table: 'UpdateItem' },
+  DeleteCommand: { table: 'DeleteItem' },
+  DeleteItemCommand: { table: 'DeleteItem' },
+  BatchGetCommand: { table: 'BatchGetItem' },
+  BatchGetItemCommand: { table: 'BatchGetItem' },
+  BatchWriteCommand: { table: 'BatchWriteItem' },
+  ScanCommand: { table: 'Scan' },
+  TransactGetCommand: { table: 'GetItem' },
+  SendMessageCommand: { other: 'sqs:SendMessage' },
+  SendMessageBatchCommand: { other: 'sqs:SendMessage' },
+  ChangeMessageVisibilityCommand: { other: 'sqs:ChangeMessageVisibility' },
+  DeleteMessageCommand: { other: 'sqs:DeleteMessage' },
+  GetObjectCommand: { other: 's3:GetObject' },
+  PutObjectCommand: { other: 's3:PutObject' },
+  GetSecretValueCommand: { other: 'secretsmanager:GetSecretValue' },
+};
+
+/** The argument text of the call whose `(` is at `open`, by bracket counting (enough for object literals). */
+function argumentAt(text: string, open: number): string {
+  let depth = 0;
+  for (let i = open; i < Math.min(text.length, open + 4000); i++) {
+    if (text[i] === '(') depth++;
+    else if (text[i] === ')' && --depth === 0) return text.slice(open + 1, i);
+  }
+  return text.slice(open + 1, open + 4000);
+}
+
+/** The IAM actions a bundle's SDK commands need: table item actions, index queries, and the rest. */
+function actionsSentBy(bundle: string) {
+  const table = new Set<string>();
+  const indexes = new Set<string>();
+  const other = new Set<string>();
+  const unmapped = new Set<string>();
+  let indexQuery = false;
+  for (const match of bundle.matchAll(/new (\w+?Command)\d*\(/g)) {
+    const command = match[1] ?? '';
+    const argument = argumentAt(bundle, (match.index ?? 0) + match[0].length - 1);
+    if (command === 'QueryCommand') {
+      const index = /IndexName:\s*([^,\n]+)/.exec(argument)?.[1];
+      if (index === undefined) table.add('Query');
+      else {
+        indexQuery = true;
+        const literal = /^["'](\w+)["']$/.exec(index.trim())?.[1];
+        if (literal) indexes.add(literal);
+      }
+    } else if (command === 'TransactWriteCommand') {
+      // Items are often built elsewhere (helpers returning `{ Update: ... }`): every item key in the bundle counts.
+      for (const item of bundle.matchAll(/\b(Put|Update|Delete|ConditionCheck)\s*:/g)) {
+        table.add(transactionItemActions[item[1] ?? ''] ?? '');
+      }
+    } else if (commandActions[command]?.table) table.add(commandActions[command].table);
+    else if (commandActions[command]?.other) other.add(commandActions[command].other);
+    else unmapped.add(command);
+  }
+  return { table: [...table], indexes: [...indexes], indexQuery, other: [...other], unmapped: [...unmapped] };
 }

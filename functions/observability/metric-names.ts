@@ -20,5 +20,11 @@ export const metricNames = {
   deferredCancelled: 'DeferredCancelled',
 } as const;
 
-/** Every metric is published with exactly this dimension set; the alarms and the dashboard must use the same. */
-export const metricDimensions = { service: metricsServiceName } as const;
+/** The stage a function runs in when `SERVICE_STAGE` is unset: the local default and tests. */
+export const localStage = 'local';
+
+/**
+ * Every metric is published with exactly this dimension set, the service and the stage (so dev and
+ * prod in one account are graphed and alarmed apart); the alarms and the dashboard must use the same.
+ */
+export const metricDimensions = (stage: string) => ({ service: metricsServiceName, stage }) as const;

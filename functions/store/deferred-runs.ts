@@ -5,6 +5,7 @@ import type { Deps } from '../deps.ts';
 import { deferredExpiresAt } from '../domain/deferred-run-lifetime.ts';
 import { DeferredRunNotFoundError, DeferredRunNotWaitingError } from '../domain/errors.ts';
 import type { ApiKeyRecord } from './api-keys.ts';
+import { batchGet, itemFor } from './batch.ts';
 import { type IdempotencyRecord, idempotencyPut } from './idempotency.ts';
 import { deferredRunKey, multiplierSortKey, waitingIndexes, waitingPartition } from './keys.ts';
 
@@ -141,14 +142,15 @@ export const cancelDeferredRun = async (deps: Deps, teamId: string, deferredJobI
   return getDeferredRun(deps, teamId, deferredJobId);
 };
 
+/** Every item of one waiting index at or past `bound`, as the index projects it. */
 const queryWaiting = async (
   deps: Deps,
   index: 'GSI2' | 'GSI3',
   condition: string,
   bound: string,
   counter: { pages: number },
-): Promise<DeferredRecord[]> => {
-  const out: DeferredRecord[] = [];
+): Promise<Record<string, unknown>[]> => {
+  const out: Record<string, unknown>[] = [];
   let cursor: Record<string, unknown> | undefined;
   do {
     const page = await deps.ddb.send(
@@ -161,19 +163,42 @@ const queryWaiting = async (
       }),
     );
     counter.pages++;
-    out.push(...(page.Items ?? []).map(toRecord));
+    out.push(...(page.Items ?? []));
     cursor = page.LastEvaluatedKey;
   } while (cursor);
   return out;
 };
 
-/** Waiting runs whose maxMultiplier is at least the current multiplier (GSI2, sparse). */
-export const dispatchableDeferredRuns = (deps: Deps, multiplier: number, counter = { pages: 0 }) =>
-  queryWaiting(deps, 'GSI2', 'GSI2SK >= :bound', multiplierSortKey(multiplier), counter);
+/**
+ * Waiting runs whose maxMultiplier is at least the current multiplier, in the index's order. GSI2
+ * (sparse) holds keys only, so that a run's request and its callback secret are never copied into
+ * an index: each run is then read from the table, strongly consistent, and kept if still waiting.
+ */
+export const dispatchableDeferredRuns = async (
+  deps: Deps,
+  multiplier: number,
+  counter = { pages: 0 },
+): Promise<DeferredRecord[]> => {
+  const keys = (await queryWaiting(deps, 'GSI2', 'GSI2SK >= :bound', multiplierSortKey(multiplier), counter)).map(
+    (item) => ({ PK: item.PK as string, SK: item.SK as string }),
+  );
+  if (keys.length === 0) return [];
+  const items = await batchGet(deps, keys);
+  return keys.flatMap((key) => {
+    const item = itemFor(items, key);
+    return item?.status === 'waiting' ? [toRecord(item)] : [];
+  });
+};
 
-/** Waiting runs past their expiry (GSI3, sparse). */
-export const expiredDeferredRuns = (deps: Deps, now: Date, counter = { pages: 0 }) =>
-  queryWaiting(deps, 'GSI3', 'GSI3SK < :bound', now.toISOString(), counter);
+/** Ids of waiting runs past their expiry (GSI3, sparse, projecting only the id). */
+export const expiredDeferredRuns = async (
+  deps: Deps,
+  now: Date,
+  counter = { pages: 0 },
+): Promise<Pick<DeferredRecord, 'deferredJobId'>[]> =>
+  (await queryWaiting(deps, 'GSI3', 'GSI3SK < :bound', now.toISOString(), counter)).map((item) => ({
+    deferredJobId: item.deferredJobId as string,
+  }));
 
 /** Waiting deferred runs of a team (operators' CLI); reads the whole waiting index. */
 export const listWaitingDeferredRuns = async (deps: Deps, teamId: string) =>

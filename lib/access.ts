@@ -1,0 +1,45 @@
+/**
+ * What one function may do to the stage's resources: exact IAM actions, no families. Pure data,
+ * read from the route table (`routes.ts`) and the worker table (`workers.ts`) and turned into one
+ * policy statement per resource by `grants.ts`.
+ *
+ * Each list holds exactly the actions the function's code sends (its bundle's SDK commands:
+ * `GetCommand` is `GetItem`, a `TransactWriteCommand` is the item actions it carries, a presigned
+ * `GetObjectCommand` is `GetObject`); `test/cdk.test.ts` rebuilds every bundle and checks both ways.
+ */
+
+import type { IndexDefinition } from './definitions.ts';
+
+/** DynamoDB item and query actions, as IAM names them (without the `dynamodb:` prefix). */
+export const tableActions = [
+  'GetItem',
+  'BatchGetItem',
+  'Query',
+  'PutItem',
+  'UpdateItem',
+  'DeleteItem',
+  'ConditionCheckItem',
+] as const;
+export type TableAction = (typeof tableActions)[number];
+
+/** S3 object actions on the library bucket's `teams/` keys (presigning a GET needs `GetObject`). */
+export type ObjectAction = 'GetObject' | 'PutObject';
+
+export interface Access {
+  /** Actions on the application table itself (not its indexes). Default: none. */
+  table?: readonly TableAction[];
+  /** Indexes the function queries (`dynamodb:Query` on each, by name). Default: none. */
+  indexes?: readonly IndexDefinition['name'][];
+  /** `sqs:SendMessage` (single and batch) on the steps queue. Default: none. */
+  stepsQueue?: 'send';
+  /** `sqs:SendMessage` on the webhooks queue. Default: none. */
+  webhooksQueue?: 'send';
+  /** Object actions on the library bucket. Default: none. */
+  bucket?: readonly ObjectAction[];
+  /**
+   * `secretsmanager:GetSecretValue` on the stage's provider secrets and on the team connection
+   * secrets under the stage's connection prefix (`lib/stages.ts`). Only the step executor resolves
+   * secrets. Default: none.
+   */
+  secrets?: 'providers-and-connections';
+}

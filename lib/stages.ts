@@ -1,0 +1,242 @@
+/**
+ * Stages: one deployment of the service per stage, side by side in one account (stack names,
+ * tags, metric dimension and alarms all carry the stage). `cdk deploy -c stage=prod` picks one;
+ * `dev` is the default. Everything a stage decides is a typed `StageConfig`, built from the stage's
+ * defaults below and a few context values (docs/deploy.md lists them).
+ */
+
+import { providerEntry } from '../functions/nodes/providers/registry.ts';
+import { metricsServiceName } from '../functions/observability/metric-names.ts';
+import type { QueueDefinition } from './definitions.ts';
+
+export const stageNames = ['dev', 'prod'] as const;
+export type StageName = (typeof stageNames)[number];
+
+/** The service's name: the `service` tag and metric dimension, and the root of secret names. */
+export const serviceName = metricsServiceName;
+
+/** Context keys (`cdk deploy -c key=value`). */
+export const contextKeys = {
+  /** `dev` (default) or `prod`. */
+  stage: 'stage',
+  /** Stack-name prefix; stacks are `<prefix>-<stage>-Stateful` and `<prefix>-<stage>-Api`. */
+  stackPrefix: 'stackPrefix',
+  /** `key:secret,key:secret`: the provider adapters that are on, each with its Secrets Manager secret. */
+  providers: 'providers',
+  /** `true` or `false`: model steps without a configured provider run on the sandbox provider. */
+  sandboxProviders: 'sandboxProviders',
+  /** An email address that receives every alarm and its recovery. */
+  alarmEmail: 'alarmEmail',
+  /** `true`: add the CloudWatch dashboard ($3 a month). */
+  dashboard: 'dashboard',
+  /** `true`: also alarm on each route function's errors and throttles. */
+  perFunctionAlarms: 'perFunctionAlarms',
+  /** Whole days run data and output files are kept; overrides the stage's default. */
+  retentionDays: 'retentionDays',
+} as const;
+
+export const defaultStackPrefix = 'WorkflowRunApi';
+
+/** One provider adapter that is on, and where its credentials live. */
+export interface ProviderSecret {
+  /** Provider key from the registry (`functions/nodes/providers/registry.ts`), e.g. `openai-compatible`. */
+  provider: string;
+  /**
+   * Secrets Manager secret name (or full ARN) whose SecretString is JSON
+   * `{"apiKey": "...", "baseUrl": "https://..."}` (`baseUrl` optional when the registry has one).
+   */
+  secretName: string;
+}
+
+export interface StageConfig {
+  stage: StageName;
+  /**
+   * Account and region of both stacks: the CDK CLI's (`CDK_DEFAULT_ACCOUNT`, `CDK_DEFAULT_REGION`,
+   * from the credentials and profile it runs with). Both undefined offline: the stacks are then
+   * environment-agnostic, so `cdk synth` needs no credentials.
+   */
+  env: { account?: string; region?: string };
+  /** Prefix of both stack names. Default `WorkflowRunApi`. */
+  stackPrefix: string;
+  /**
+   * HTTP API default-stage throttling, across all callers: steady requests per second and burst.
+   * Each API key may make 60 requests a minute (1 per second), which the functions enforce; this
+   * caps the whole stage, so a flood of requests (any keys, or none) cannot run up Lambda and
+   * DynamoDB spend. dev: 5/s, burst 10. prod: 50/s (fifty keys at their full rate), burst 100.
+   */
+  api: { rateLimit: number; burstLimit: number };
+  /**
+   * Most concurrent invocations each queue's event source starts (2 to 1000). Steps call paid model
+   * providers, so this bounds both spend and provider rate limits. dev: 2 each. prod: steps 10
+   * (up to 100 steps at once, batches of 10), webhooks 5.
+   */
+  consumerMaxConcurrency: Record<QueueDefinition['id'], number>;
+  /**
+   * Whole days run data is kept: DynamoDB `ttl` on runs, steps, deliveries and ended deferred runs,
+   * and the library bucket's object expiration. dev: 30. prod: 365. `-c retentionDays=N` overrides.
+   */
+  retentionDays: number;
+  /** Days every log group keeps its events (a CloudWatch Logs retention value). dev: 7. prod: 30. */
+  logRetentionDays: number;
+  /** Receives every alarm and its recovery (SNS email, confirmed once). Default: none. */
+  alarmEmail: string | undefined;
+  /** The provider adapters that are on. Default: none. */
+  providers: readonly ProviderSecret[];
+  /**
+   * Model steps whose provider is not configured run on the offline sandbox provider, and every
+   * run's step outputs say so. Default: true on dev only.
+   */
+  sandboxProviders: boolean;
+  /**
+   * Team connection secrets live under this Secrets Manager name prefix; the step executor may read
+   * nothing else. `workflow-run-api/<stage>/connections/`.
+   */
+  connectionSecretPrefix: string;
+  /** Adds the CloudWatch dashboard ($3 a month, the largest idle cost). Default: false. */
+  dashboard: boolean;
+  /** Adds an errors and a throttles alarm per route function ($0.20 each a month). Default: false. */
+  perFunctionAlarms: boolean;
+  /**
+   * prod: termination protection on both stacks, deletion protection on the table, and the table
+   * and bucket retained when their stack is deleted. dev: none of these; deleting the stateful
+   * stack deletes the table and empties and deletes the bucket.
+   */
+  protectData: boolean;
+}
+
+type StageDefaults = Pick<
+  StageConfig,
+  'api' | 'consumerMaxConcurrency' | 'retentionDays' | 'logRetentionDays' | 'sandboxProviders' | 'protectData'
+>;
+
+export const stageDefaults: Readonly<Record<StageName, StageDefaults>> = {
+  dev: {
+    api: { rateLimit: 5, burstLimit: 10 },
+    consumerMaxConcurrency: { Steps: 2, Webhooks: 2 },
+    retentionDays: 30,
+    logRetentionDays: 7,
+    sandboxProviders: true,
+    protectData: false,
+  },
+  prod: {
+    api: { rateLimit: 50, burstLimit: 100 },
+    consumerMaxConcurrency: { Steps: 10, Webhooks: 5 },
+    retentionDays: 365,
+    logRetentionDays: 30,
+    sandboxProviders: false,
+    protectData: true,
+  },
+};
+
+/** CloudWatch Logs accepts only these retention periods (days). */
+const logRetentionValues = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557];
+
+/** Secrets Manager name characters; an ARN is accepted as is. */
+const secretNamePattern = /^[A-Za-z0-9/_+=.@-]{1,512}$/;
+
+const flag = (key: string, value: unknown, fallback: boolean): boolean => {
+  if (value === undefined || value === '') return fallback;
+  if (value === true || value === 'true') return true;
+  if (value === false || value === 'false') return false;
+  throw new Error(`context ${key} must be true or false, got ${JSON.stringify(value)}`);
+};
+
+/**
+ * `key:secret,key:secret` (or, from cdk.json, an object `{ key: secret }`). Each key must be a
+ * registry provider reachable through the API with the service's own credentials (level `api`, not
+ * the built-in sandbox); each at most once.
+ */
+export const parseProviders = (value: unknown): ProviderSecret[] => {
+  if (value === undefined || value === '') return [];
+  const pairs: [string, unknown][] =
+    typeof value === 'string'
+      ? value
+          .split(',')
+          .map((part) => part.trim())
+          .filter(Boolean)
+          .map((part) => {
+            const at = part.indexOf(':');
+            return at < 0 ? [part, ''] : [part.slice(0, at).trim(), part.slice(at + 1).trim()];
+          })
+      : typeof value === 'object' && value !== null && !Array.isArray(value)
+        ? Object.entries(value)
+        : [];
+  if (pairs.length === 0)
+    throw new Error(`context providers must be key:secretName pairs, got ${JSON.stringify(value)}`);
+  const seen = new Set<string>();
+  return pairs.map(([provider, secretName]) => {
+    const entry = providerEntry(provider);
+    if (entry?.level !== 'api' || entry.protocol === 'sandbox') {
+      throw new Error(
+        `context providers: ${JSON.stringify(provider)} is not a provider the service runs on its own credentials`,
+      );
+    }
+    if (seen.has(provider)) throw new Error(`context providers: ${provider} is given twice`);
+    seen.add(provider);
+    if (typeof secretName !== 'string' || !(secretName.startsWith('arn:') || secretNamePattern.test(secretName))) {
+      throw new Error(`context providers: ${provider} needs a Secrets Manager secret name, as ${provider}:<name>`);
+    }
+    return { provider, secretName };
+  });
+};
+
+/**
+ * The stage's configuration from the app's context and the CDK CLI's environment. Throws on an
+ * unknown stage or a malformed value, so a typo fails `cdk synth` instead of deploying a default.
+ */
+export const stageConfig = (
+  context: (key: string) => unknown,
+  environment: NodeJS.ProcessEnv = process.env,
+): StageConfig => {
+  const stage = context(contextKeys.stage) ?? 'dev';
+  if (!stageNames.includes(stage as StageName)) {
+    throw new Error(`context stage must be one of ${stageNames.join(', ')}, got ${JSON.stringify(stage)}`);
+  }
+  const name = stage as StageName;
+  const defaults = stageDefaults[name];
+
+  const alarmEmail = context(contextKeys.alarmEmail);
+  if (alarmEmail !== undefined && alarmEmail !== '') {
+    if (typeof alarmEmail !== 'string' || !/^[^@\s]+@[^@\s]+$/.test(alarmEmail)) {
+      throw new Error(`context alarmEmail must be an email address, got ${JSON.stringify(alarmEmail)}`);
+    }
+  }
+
+  const retention = context(contextKeys.retentionDays);
+  const retentionDays = retention === undefined || retention === '' ? defaults.retentionDays : Number(retention);
+  if (!Number.isInteger(retentionDays) || retentionDays < 1) {
+    throw new Error(`context retentionDays must be a whole number of days, got ${JSON.stringify(retention)}`);
+  }
+  if (!logRetentionValues.includes(defaults.logRetentionDays)) {
+    throw new Error(`logRetentionDays of ${name} must be one of ${logRetentionValues.join(', ')}`);
+  }
+
+  const prefix = context(contextKeys.stackPrefix) ?? defaultStackPrefix;
+  if (typeof prefix !== 'string' || !/^[A-Za-z][A-Za-z0-9]*$/.test(prefix)) {
+    throw new Error(`context stackPrefix must be letters and digits, got ${JSON.stringify(prefix)}`);
+  }
+
+  return {
+    stage: name,
+    env: { account: environment.CDK_DEFAULT_ACCOUNT, region: environment.CDK_DEFAULT_REGION },
+    stackPrefix: prefix,
+    ...defaults,
+    retentionDays,
+    alarmEmail: typeof alarmEmail === 'string' && alarmEmail !== '' ? alarmEmail : undefined,
+    providers: parseProviders(context(contextKeys.providers)),
+    sandboxProviders: flag(
+      contextKeys.sandboxProviders,
+      context(contextKeys.sandboxProviders),
+      defaults.sandboxProviders,
+    ),
+    connectionSecretPrefix: `${serviceName}/${name}/connections/`,
+    dashboard: flag(contextKeys.dashboard, context(contextKeys.dashboard), false),
+    perFunctionAlarms: flag(contextKeys.perFunctionAlarms, context(contextKeys.perFunctionAlarms), false),
+  };
+};
+
+/** The two stack names of a stage: both carry it, so stages live side by side in one account. */
+export const stackNames = (config: Pick<StageConfig, 'stackPrefix' | 'stage'>) => ({
+  stateful: `${config.stackPrefix}-${config.stage}-Stateful`,
+  api: `${config.stackPrefix}-${config.stage}-Api`,
+});
