@@ -1,4 +1,4 @@
-import { CfnOutput, Duration, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import { HttpApi, HttpMethod, HttpStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
@@ -113,7 +113,11 @@ export class ApiStack extends Stack {
       // Callers are servers holding API keys, not browsers: no CORS.
       createDefaultStage: false,
     });
-    const accessLogs = new LogGroup(this, 'ApiAccessLogs', { retention: config.logRetentionDays });
+    const accessLogs = new LogGroup(this, 'ApiAccessLogs', {
+      retention: config.logRetentionDays,
+      // prod keeps its logs past a teardown, for as long as their retention; dev deletes them.
+      removalPolicy: config.protectData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+    });
     const stage = new HttpStage(this, 'DefaultStage', {
       httpApi: this.api,
       stageName: '$default',
@@ -148,6 +152,7 @@ export class ApiStack extends Stack {
         environment,
         description: `${route.method} ${basePath}${route.path}`,
         logRetentionDays: config.logRetentionDays,
+        keepLogs: config.protectData,
       });
       const { fn } = service;
       grants.apply(service, route.grants);
@@ -171,6 +176,7 @@ export class ApiStack extends Stack {
         description:
           trigger.kind === 'queue' ? `consumes the ${trigger.queue} queue` : 'runs on the dispatcher schedule',
         logRetentionDays: config.logRetentionDays,
+        keepLogs: config.protectData,
         reservedConcurrentExecutions: worker.reservedConcurrency,
         tracing: worker.tracing,
       });

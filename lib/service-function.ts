@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { Duration, Validations } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -22,6 +22,8 @@ export interface ServiceFunctionProps {
   description: string;
   /** Days its log group keeps events (the stage's `logRetentionDays`). */
   logRetentionDays: number;
+  /** Keep the log group when the stack is deleted (prod) or delete it with the function (dev). */
+  keepLogs: boolean;
   /**
    * Concurrency reserved for, and the most allowed to, this function. Default: none (the account's
    * unreserved pool).
@@ -49,7 +51,10 @@ export class ServiceFunction extends Construct {
     super(scope, id);
     const tracing = props.tracing ?? true;
 
-    const logGroup = new LogGroup(this, 'Logs', { retention: props.logRetentionDays });
+    const logGroup = new LogGroup(this, 'Logs', {
+      retention: props.logRetentionDays,
+      removalPolicy: props.keepLogs ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+    });
     // Its own role, allowed to write to its own log group only: not AWSLambdaBasicExecutionRole,
     // which may create any log group and write to every one in the account.
     const role = new Role(this, 'Role', { assumedBy: new ServicePrincipal('lambda.amazonaws.com') });

@@ -33,6 +33,11 @@ export const contextKeys = {
   perFunctionAlarms: 'perFunctionAlarms',
   /** Whole days run data and output files are kept; overrides the stage's default. */
   retentionDays: 'retentionDays',
+  /**
+   * In cdk.json: `{ "stages": { "prod": { "providers": "…", "alarmEmail": "…" } } }`, the values a
+   * stage is deployed with, so `cdk deploy -c stage=prod` alone repeats them; `-c key=value` wins.
+   */
+  stages: 'stages',
 } as const;
 
 export const defaultStackPrefix = 'WorkflowRunApi';
@@ -97,9 +102,9 @@ export interface StageConfig {
   /** Adds an errors and a throttles alarm per route function ($0.20 each a month). Default: false. */
   perFunctionAlarms: boolean;
   /**
-   * prod: termination protection on both stacks, deletion protection on the table, and the table
-   * and bucket retained when their stack is deleted. dev: none of these; deleting the stateful
-   * stack deletes the table and empties and deletes the bucket.
+   * prod: termination protection on both stacks, deletion protection on the table, and the table,
+   * the bucket and the log groups retained when their stack is deleted. dev: none of these;
+   * destroying the stage deletes the table, empties and deletes the bucket, and deletes its logs.
    */
   protectData: boolean;
 }
@@ -185,15 +190,20 @@ export const parseProviders = (value: unknown): ProviderSecret[] => {
  * unknown stage or a malformed value, so a typo fails `cdk synth` instead of deploying a default.
  */
 export const stageConfig = (
-  context: (key: string) => unknown,
+  appContext: (key: string) => unknown,
   environment: NodeJS.ProcessEnv = process.env,
 ): StageConfig => {
-  const stage = context(contextKeys.stage) ?? 'dev';
+  const stage = appContext(contextKeys.stage) ?? 'dev';
   if (!stageNames.includes(stage as StageName)) {
     throw new Error(`context stage must be one of ${stageNames.join(', ')}, got ${JSON.stringify(stage)}`);
   }
   const name = stage as StageName;
   const defaults = stageDefaults[name];
+  // The stage's own block in cdk.json, under what `-c key=value` (or cdk.json's top level) gives.
+  const stored = (appContext(contextKeys.stages) as Record<string, Record<string, unknown> | undefined> | undefined)?.[
+    name
+  ];
+  const context = (key: string) => appContext(key) ?? stored?.[key];
 
   const alarmEmail = context(contextKeys.alarmEmail);
   if (alarmEmail !== undefined && alarmEmail !== '') {

@@ -238,6 +238,9 @@ describe('cdk app', { timeout: 120_000 }, () => {
       });
       prod.statefulTemplate.hasResource('AWS::S3::Bucket', { DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
       prod.statefulTemplate.resourceCountIs('Custom::S3AutoDeleteObjects', 0);
+      for (const [id, logGroup] of Object.entries(prod.apiTemplate.findResources('AWS::Logs::LogGroup'))) {
+        expect(logGroup.DeletionPolicy, id).toBe('Retain');
+      }
     });
 
     it('keeps dev disposable: destroying it deletes the table and empties and deletes the bucket', () => {
@@ -249,6 +252,24 @@ describe('cdk app', { timeout: 120_000 }, () => {
       });
       dev.statefulTemplate.hasResource('AWS::S3::Bucket', { DeletionPolicy: 'Delete' });
       dev.statefulTemplate.resourceCountIs('Custom::S3AutoDeleteObjects', 1);
+      for (const [id, logGroup] of Object.entries(dev.apiTemplate.findResources('AWS::Logs::LogGroup'))) {
+        expect(logGroup.DeletionPolicy, id).toBe('Delete');
+      }
+    });
+
+    it("repeats a stage's deploy values from its block in cdk.json, under the command line's", () => {
+      const stages = { prod: { providers: 'openai-compatible:kept/secret', alarmEmail: 'ops@example.com' } };
+      const stored = buildApp({ ...testContext, stage: 'prod', stages }, offline).config;
+      expect(stored.providers).toEqual([{ provider: 'openai-compatible', secretName: 'kept/secret' }]);
+      expect(stored.alarmEmail).toBe('ops@example.com');
+      const overridden = buildApp({ ...testContext, stage: 'prod', stages, alarmEmail: 'oncall@example.com' }, offline);
+      expect(overridden.config.alarmEmail).toBe('oncall@example.com');
+      // Another stage's block does not leak into this one.
+      expect(buildApp({ ...testContext, stages }, offline).config.providers).toEqual([]);
+      const repository = JSON.parse(fs.readFileSync(path.join(repoRoot, 'cdk.json'), 'utf8')) as {
+        context: Record<string, unknown>;
+      };
+      expect(Object.keys(repository.context.stages as object)).toEqual(['dev', 'prod']);
     });
 
     it('makes model steps run on the sandbox by default only on dev, and says so when a stage has no provider', () => {
