@@ -22,7 +22,7 @@ import {
   newMeter,
   resetMeter,
 } from './cost-meter.ts';
-import { chainSteps, createChainWorkflows, seedRunsTeam } from './seed.ts';
+import { createChainWorkflows, seedRunsTeam } from './seed.ts';
 
 export interface ChainRunCost {
   /** Counts over the measured runs (divide by `runs`). */
@@ -118,5 +118,3 @@ export const measureChainRunCost = async (
     reader.destroy();
   }
 };
-
-export { chainSteps };

@@ -1,7 +1,7 @@
 /** Latency arithmetic and the target bookkeeping every section of the bench shares. */
 
 /** Nearest-rank percentile (p in 0..100) of unsorted values; NaN when there are none. */
-export const percentile = (values: readonly number[], p: number): number => {
+const percentile = (values: readonly number[], p: number): number => {
   if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);
   const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)));

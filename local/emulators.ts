@@ -13,7 +13,7 @@ export const localAwsConfig = {
 } as const;
 
 /** A free TCP port on loopback, or `preferred` when given. */
-export const freePort = async (preferred?: number): Promise<number> => {
+const freePort = async (preferred?: number): Promise<number> => {
   if (preferred) return preferred;
   return new Promise((resolve, reject) => {
     const server = createServer();

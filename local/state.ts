@@ -20,7 +20,7 @@ export interface RunningStack {
   resources: LocalResources;
 }
 
-export const isProcessAlive = (pid: number): boolean => {
+const isProcessAlive = (pid: number): boolean => {
   try {
     process.kill(pid, 0);
     return true;

@@ -1,7 +1,7 @@
 import { docsAssetHref, rendererVersion } from './manifest.ts';
 
 /** Where the page finds the OpenAPI document: relative, so it works under any host and stage. */
-export const openApiHref = './openapi.json';
+const openApiHref = './openapi.json';
 
 /**
  * Only this origin's scripts, styles and fetches; images from this origin or inline SVG (the

@@ -6,7 +6,7 @@ import { crc32 } from 'node:zlib';
  * characters of CRC-32 checksum. The prefix lets secret scanners find leaked keys; the checksum
  * lets us refuse a mistyped or made-up key without a database read.
  */
-export const apiKeyPrefix = 'wra_';
+const apiKeyPrefix = 'wra_';
 const bodyLength = 32;
 const checksumLength = 6;
 const alphabet = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';

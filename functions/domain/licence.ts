@@ -42,7 +42,7 @@ export interface GeneratedBy {
 }
 
 /** Most strict first. */
-export const commercialUseOrder: readonly OutputCommercialUse[] = ['no', 'unchecked', 'provider_terms', 'yes'];
+const commercialUseOrder: readonly OutputCommercialUse[] = ['no', 'unchecked', 'provider_terms', 'yes'];
 
 const asOutputUse = (use: CommercialUse): OutputCommercialUse => use ?? 'unchecked';
 

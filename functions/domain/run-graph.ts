@@ -14,8 +14,7 @@ export interface FinishedStep {
   outputs?: Record<string, unknown>;
 }
 
-export const incomingEdges = (canvas: Canvas, nodeId: string): CanvasEdge[] =>
-  canvas.edges.filter((e) => e.target === nodeId);
+const incomingEdges = (canvas: Canvas, nodeId: string): CanvasEdge[] => canvas.edges.filter((e) => e.target === nodeId);
 
 export const predecessors = (canvas: Canvas, nodeId: string): string[] => [
   ...new Set(incomingEdges(canvas, nodeId).map((e) => e.source)),

@@ -43,7 +43,7 @@ const stepStatus = (run: RunRecord, step: StepRecord | undefined): RunStep['stat
 };
 
 /** The step's result: its single output's value, or the value per output handle. */
-export const resultOf = (outputs: Record<string, unknown>) => {
+const resultOf = (outputs: Record<string, unknown>) => {
   const values = Object.values(outputs);
   return values.length === 1 ? values[0] : outputs;
 };

@@ -5,7 +5,7 @@ import type { StoredFile } from '../nodes/executors/types.ts';
 import { aiObjectMetadata } from '../nodes/media/marks.ts';
 
 /** Where a run's files live in the team's library bucket. */
-export const runFileKey = (teamId: string, jobId: string, nodeId: string, name: string) =>
+const runFileKey = (teamId: string, jobId: string, nodeId: string, name: string) =>
   `teams/${teamId}/runs/${jobId}/${encodeURIComponent(nodeId)}/${name}`;
 
 /** A stored file belongs to the team only under its prefix: a forged key in user JSON is refused. */

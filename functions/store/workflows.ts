@@ -82,7 +82,7 @@ export interface NewWorkflowRecord {
 }
 
 /** The three items of a workflow: team-partition summary, canvas, and the id-lookup entry. */
-export const workflowItems = (deps: Deps, workflowId: string, input: NewWorkflowRecord) => {
+const workflowItems = (deps: Deps, workflowId: string, input: NewWorkflowRecord) => {
   const now = deps.now().toISOString();
   return [
     {

@@ -6,15 +6,7 @@ import { ApiInputKeySchema, flatPrice, intBetween, type NodeSpec, NonEmptyString
 const notAModel = { acceptsApiInputKey: false, model: null } as const;
 
 /** Operators of a ConditionalSwitch: `truthy` and `empty` ignore `value`. */
-export const conditionOperators = [
-  'equals',
-  'notEquals',
-  'greaterThan',
-  'lessThan',
-  'contains',
-  'truthy',
-  'empty',
-] as const;
+const conditionOperators = ['equals', 'notEquals', 'greaterThan', 'lessThan', 'contains', 'truthy', 'empty'] as const;
 
 export const logicNodes = {
   PromptBuilder: {

@@ -58,8 +58,6 @@ export const allInputs = (context: StepContext, handle: string): unknown[] => co
 export const everyInput = (context: StepContext): unknown[] =>
   context.spec.inputs.flatMap((h) => allInputs(context, h.name));
 
-export const firstOutputHandle = (context: StepContext): string => context.spec.outputs[0]?.name ?? 'out';
-
 export const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -108,7 +106,7 @@ export const filesIn = (value: unknown): StoredFile[] => {
  * section 5). A file value can be forged in user JSON (`{ "kind": "file", "key": … }`), so no
  * step reads or hands out a file outside its team's prefix.
  */
-export const isTeamFile = (context: StepContext, file: StoredFile): boolean =>
+const isTeamFile = (context: StepContext, file: StoredFile): boolean =>
   file.key.startsWith(`teams/${context.teamId}/`) && !file.key.split('/').includes('..');
 
 /** The bytes of a stored file, with its type (judged by its bytes when they tell). */
@@ -147,7 +145,7 @@ const extensions: Record<string, string> = {
   'application/json': 'json',
   'text/plain': 'txt',
 };
-export const extensionFor = (contentType: string): string => extensions[contentType] ?? 'bin';
+const extensionFor = (contentType: string): string => extensions[contentType] ?? 'bin';
 
 /**
  * Stores bytes through the orchestrator. AI-generated media are marked inside the file first

@@ -15,7 +15,7 @@ const parseQuery = (path: string): JsonPathQuery => {
 };
 
 /** A singular query (RFC 9535 2.3.5.1: only name and index selectors) selects at most one value. */
-export const isSingularQuery = (ast: JsonPathQuery): boolean =>
+const isSingularQuery = (ast: JsonPathQuery): boolean =>
   ast.segments.every(
     (segment) =>
       segment.type === 'ChildSegment' &&

@@ -1,6 +1,6 @@
 /** Binary glTF 2.0 (GLB): one JSON chunk and an optional BIN chunk (Khronos glTF 2.0, section 4.4). */
 
-export class InvalidGlbError extends Error {
+class InvalidGlbError extends Error {
   override readonly name = 'InvalidGlbError';
 }
 

@@ -6,7 +6,7 @@ type Rgba = [number, number, number, number];
 const clamp = (v: number) => Math.max(0, Math.min(255, Math.round(v)));
 
 /** Relative luminance 0..255 of pixel (x, y) (Rec. 709 weights), edges clamped. */
-export const luminanceAt = (image: RgbaImage, x: number, y: number): number => {
+const luminanceAt = (image: RgbaImage, x: number, y: number): number => {
   const [r, g, b] = pixelAt(image, x, y);
   return 0.2126 * r + 0.7152 * g + 0.0722 * b;
 };
@@ -47,7 +47,7 @@ export const upscale = (image: RgbaImage, scale: number): RgbaImage => {
 };
 
 /** Sobel gradient of the luminance at (x, y). */
-export const gradientAt = (image: RgbaImage, x: number, y: number): { gx: number; gy: number } => {
+const gradientAt = (image: RgbaImage, x: number, y: number): { gx: number; gy: number } => {
   const l = (dx: number, dy: number) => luminanceAt(image, x + dx, y + dy);
   const gx = l(1, -1) + 2 * l(1, 0) + l(1, 1) - l(-1, -1) - 2 * l(-1, 0) - l(-1, 1);
   const gy = l(-1, 1) + 2 * l(0, 1) + l(1, 1) - l(-1, -1) - 2 * l(0, -1) - l(1, -1);

@@ -9,7 +9,7 @@ import { isWav, readWavChunks, writeWavChunks } from './wav.ts';
 
 export const digitalSourceType = 'http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia';
 /** The text of the WAV INFO comment (ICMT). */
-export const wavMarkComment = 'AI-generated: trainedAlgorithmicMedia';
+const wavMarkComment = 'AI-generated: trainedAlgorithmicMedia';
 const xmpKeyword = 'XML:com.adobe.xmp';
 const textKeyword = 'DigitalSourceType';
 
@@ -24,7 +24,7 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 /** An XMP packet stating the IPTC digital source type. */
-export const xmpPacket = (): string =>
+const xmpPacket = (): string =>
   [
     '<?xpacket begin="\uFEFF" id="W5M0MpCehiHzreSzNTczkc9d"?>',
     '<x:xmpmeta xmlns:x="adobe:ns:meta/">',
@@ -184,7 +184,7 @@ export const markGlb = (bytes: Uint8Array): Uint8Array => {
 // --- JPEG --------------------------------------------------------------------------------------
 
 const xmpNamespace = 'http://ns.adobe.com/xap/1.0/\0';
-export const isJpeg = (bytes: Uint8Array): boolean => bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff;
+const isJpeg = (bytes: Uint8Array): boolean => bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff;
 
 /** The XMP packets of a JPEG's APP1 segments (before the image data). */
 const jpegXmp = (bytes: Uint8Array): string[] => {

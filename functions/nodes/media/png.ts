@@ -21,7 +21,7 @@ export interface PngChunk {
 /** The largest image the codec will decode or make (pixels), so a small file cannot claim gigabytes. */
 export const maxPixels = 4096 * 4096;
 
-export const pngSignature = Uint8Array.of(137, 80, 78, 71, 13, 10, 26, 10);
+const pngSignature = Uint8Array.of(137, 80, 78, 71, 13, 10, 26, 10);
 
 const crcTable = (() => {
   const table = new Uint32Array(256);

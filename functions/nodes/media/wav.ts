@@ -5,7 +5,7 @@ export interface RiffChunk {
   data: Uint8Array;
 }
 
-export class InvalidWavError extends Error {
+class InvalidWavError extends Error {
   override readonly name = 'InvalidWavError';
 }
 
