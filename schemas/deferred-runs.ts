@@ -2,8 +2,8 @@
 import * as v from 'valibot';
 import { DateTimeSchema, UuidSchema } from './common.ts';
 
-export const deferredRunStatuses = ['waiting', 'dispatched', 'expired', 'cancelled'] as const;
-export const DeferredRunStatusSchema = v.picklist(deferredRunStatuses);
+const deferredRunStatuses = ['waiting', 'dispatched', 'expired', 'cancelled'] as const;
+const DeferredRunStatusSchema = v.picklist(deferredRunStatuses);
 export type DeferredRunStatus = v.InferOutput<typeof DeferredRunStatusSchema>;
 
 /** 200 of GET /deferred-runs/{id} and of DELETE /deferred-runs/{id}. */

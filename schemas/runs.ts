@@ -8,16 +8,16 @@ import { DateTimeSchema, UuidSchema } from './common.ts';
 import { messages } from './errors.ts';
 import { ValidationIssueSchema } from './workflows.ts';
 
-export const runModes = ['production', 'draft', 'preview'] as const;
+const runModes = ['production', 'draft', 'preview'] as const;
 export const RunModeSchema = v.picklist(runModes);
 export type RunMode = v.InferOutput<typeof RunModeSchema>;
 
 export const runStatuses = ['queued', 'claimed', 'processing', 'completed', 'failed', 'cancelled', 'stopped'] as const;
-export const RunStatusSchema = v.picklist(runStatuses);
+const RunStatusSchema = v.picklist(runStatuses);
 export type RunStatus = v.InferOutput<typeof RunStatusSchema>;
 
-export const stepStatuses = ['queued', 'processing', 'completed', 'failed', 'skipped', 'unknown'] as const;
-export const StepStatusSchema = v.picklist(stepStatuses);
+const stepStatuses = ['queued', 'processing', 'completed', 'failed', 'skipped', 'unknown'] as const;
+const StepStatusSchema = v.picklist(stepStatuses);
 export type StepStatus = v.InferOutput<typeof StepStatusSchema>;
 
 /** Header carrying the caller's idempotency key on the two run starts (our design, beyond the spec). */
@@ -87,9 +87,9 @@ export const RunStepSchema = v.strictObject({
 export type RunStep = v.InferOutput<typeof RunStepSchema>;
 
 /** `yes`, `provider_terms` (provider terms grant the output), `no`; null when not checked. */
-export const modelCommercialUses = ['yes', 'provider_terms', 'no'] as const;
+const modelCommercialUses = ['yes', 'provider_terms', 'no'] as const;
 /** The output's licence: as strict as the strictest model it comes from. */
-export const outputCommercialUses = ['yes', 'provider_terms', 'unchecked', 'no'] as const;
+const outputCommercialUses = ['yes', 'provider_terms', 'unchecked', 'no'] as const;
 
 export const LicenceModelSchema = v.strictObject({
   node_id: v.string(),
@@ -121,7 +121,7 @@ export const GeneratedBySchema = v.strictObject({
 });
 export type GeneratedBy = v.InferOutput<typeof GeneratedBySchema>;
 
-export const fileAvailabilities = ['ready', 'processing', 'unavailable'] as const;
+const fileAvailabilities = ['ready', 'processing', 'unavailable'] as const;
 export type FileAvailability = (typeof fileAvailabilities)[number];
 
 /**
@@ -181,7 +181,7 @@ export const RunSchema = v.strictObject({
 export type Run = v.InferOutput<typeof RunSchema>;
 
 /** Value of the `X-Service-Event` header and the `event` field of the webhook body. */
-export const webhookEvents = ['run.completed', 'run.failed', 'run.stopped', 'run.cancelled'] as const;
+const webhookEvents = ['run.completed', 'run.failed', 'run.stopped', 'run.cancelled'] as const;
 export const WebhookEventSchema = v.picklist(webhookEvents);
 export type WebhookEvent = v.InferOutput<typeof WebhookEventSchema>;
 

@@ -68,8 +68,8 @@ export const nodeTypes = [
 export const NodeTypeSchema = v.picklist(nodeTypes);
 export type NodeType = v.InferOutput<typeof NodeTypeSchema>;
 
-export const workflowStatuses = ['draft', 'active', 'archived'] as const;
-export const WorkflowStatusSchema = v.picklist(workflowStatuses);
+const workflowStatuses = ['draft', 'active', 'archived'] as const;
+const WorkflowStatusSchema = v.picklist(workflowStatuses);
 export type WorkflowStatus = v.InferOutput<typeof WorkflowStatusSchema>;
 
 /** Element of the workflow list (spec 2.1): every field present, some null. */
@@ -171,7 +171,7 @@ export const CreateWorkflowResponseSchema = v.strictObject({
 export type CreateWorkflowResponse = v.InferOutput<typeof CreateWorkflowResponseSchema>;
 
 /** Codes of a validation issue (our design: the spec leaves the issue shape "not shown"). */
-export const validationIssueCodes = [
+const validationIssueCodes = [
   'duplicate_key',
   'unknown_input',
   'cycle',
@@ -184,7 +184,7 @@ export const validationIssueCodes = [
   'duplicate_api_input_key',
   'too_many_steps',
 ] as const;
-export const ValidationIssueCodeSchema = v.picklist(validationIssueCodes);
+const ValidationIssueCodeSchema = v.picklist(validationIssueCodes);
 export type ValidationIssueCode = v.InferOutput<typeof ValidationIssueCodeSchema>;
 
 /** One reason a workflow failed validation (element of `errors` in both validation failures). */
