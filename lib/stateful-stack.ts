@@ -82,9 +82,10 @@ export class StatefulStack extends Stack {
     Validations.of(this.bucket).acknowledge({
       id: 'AwsSolutions-S1',
       reason:
-        'Objects are written only by the step executor and read only through two-hour presigned GETs that ' +
-        'authenticated, access-logged API calls issue; server access logs would need a second bucket and add ' +
-        'no caller identity. Enable CloudTrail S3 data events if per-object audit becomes a requirement.',
+        'Only the step executor writes and reads objects itself (under teams/, by IAM); callers get them ' +
+        'through two-hour presigned GETs issued by authenticated, access-logged API calls or sent in their ' +
+        "run's webhook. Server access logs would need a second bucket and add no caller identity. Enable " +
+        'CloudTrail S3 data events if per-object audit becomes a requirement.',
     });
 
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
