@@ -26,7 +26,7 @@ import { allScopes, type Scope } from '../lib/routes.ts';
  * `local/admin-main.ts` wires it to the local stack or to deployed tables.
  */
 
-export const usage = `Usage: npm run admin -- <command> [flags] [--json]
+const usage = `Usage: npm run admin -- <command> [flags] [--json]
 
   team create --name N [--credits C] [--per-step-limit L]      → { teamId }
   credits add --team T --amount C                              → new balance (withdraw with --amount=-C)
@@ -51,7 +51,7 @@ export const usage = `Usage: npm run admin -- <command> [flags] [--json]
 
 Amounts are credits (1 credit = $0.01) with at most two decimals. Scopes: ${allScopes.join(', ')}.`;
 
-export class UsageError extends Error {
+class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
