@@ -1,4 +1,4 @@
-import { Aws, CfnOutput, Duration, Validations } from 'aws-cdk-lib';
+import { Aws, CfnOutput, type CfnResource, Duration, Validations } from 'aws-cdk-lib';
 import type { IHttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
 import {
   type Alarm,
@@ -303,6 +303,9 @@ export class Observability extends Construct {
     const small = { width: 8, height: 6 } as const;
 
     const dashboard = new Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(6) });
+    // CloudFormation takes Tags on a dashboard (the stage tags reach it), but cfn-lint's bundled
+    // resource schema predates that property: skip that one check on this one resource.
+    (dashboard.node.defaultChild as CfnResource).addMetadata('cfn-lint', { config: { ignore_checks: ['E3002'] } });
     dashboard.addWidgets(
       new TextWidget({
         markdown:
