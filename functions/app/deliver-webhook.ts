@@ -1,74 +1,153 @@
-import type { WebhookEvent } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import {
+  delaySecondsUntil,
   maxReplyBytes,
   retryDelaySeconds,
-  webhookAttempts,
+  stateAfterAttempt,
+  type WebhookAttempt,
+  type WebhookErrorKind,
   webhookHeaders,
   webhookTimeoutMs,
 } from '../domain/webhook.ts';
-import { type GuardedFetchOptions, guardedFetch } from '../http-client/guarded-fetch.ts';
+import { GuardedFetchError, type GuardedFetchOptions, guardedFetch } from '../http-client/guarded-fetch.ts';
 import { logger } from '../observability/logger.ts';
 import { countWebhookAttempt } from '../observability/metrics.ts';
-import { redeliverWebhookMessageIn } from '../store/queues.ts';
-import { readDeliveryTarget, recordWebhookAttempt } from '../store/webhook-deliveries.ts';
+import { sendWebhookMessage, type WebhookMessage } from '../store/queues.ts';
+import { type DeliveryProgress, readDeliveryTarget, recordWebhookAttempt } from '../store/webhook-deliveries.ts';
 import { readRun } from './read-run.ts';
 
 /**
  * Delivers the run-finished webhook (spec 6): the Run plus `event`, signed, POSTed to the run's
  * callbackUrl through the address guard (no private, loopback, link-local, CGNAT, multicast or
  * metadata address; no redirects; 8 s; the reply read at most 4 KB). A 2xx is success; anything else
- * is retried after 2, 4, 8 and 16 minutes (the message's visibility is moved, since SQS delays stop
- * at 15 minutes), five attempts in all, then the DLQ. Every attempt is logged and recorded.
+ * is retried after 2, 4, 8 and 16 minutes, five attempts in all, then the delivery is `failed`.
+ *
+ * A receiver's failure is an outcome, not an error: the attempt is recorded on the delivery item
+ * and the next one is a new message, delayed until it is due, so the message at hand is done and
+ * nothing fails in Lambda or reaches the DLQ (which keeps only what this code could not process).
+ * The attempt is recorded before its successor is sent: a crash between the two has SQS hand the
+ * same message back, which sends the successor then; no crash can lose the delivery, and at worst
+ * one attempt is POSTed twice (receivers deduplicate on `webhook-id`).
  */
 
 export interface WebhookOptions {
   fetchOptions: Pick<GuardedFetchOptions, 'allowLoopback' | 'ca' | 'resolve'>;
 }
 
-/** One received webhook message: the run and event it names, which attempt this is, and its receipt. */
-export interface WebhookDelivery {
-  jobId: string;
-  event: WebhookEvent;
-  /** 1 for the first receive (SQS's ApproximateReceiveCount). */
-  attempt: number;
-  receiptHandle: string;
+/** One received webhook message, with the SQS message id (the same on every redelivery of it). */
+export interface WebhookDelivery extends WebhookMessage {
+  messageId: string;
 }
 
-/** Delivers one message; throws (after moving its visibility) to have SQS retry it. */
-export const deliverWebhook = async (deps: Deps, delivery: WebhookDelivery, options: WebhookOptions) => {
-  const { jobId, event, attempt } = delivery;
-  const target = await readDeliveryTarget(deps, jobId, event);
-  if (!target.callbackUrl || target.delivered) return; // nothing to send, or a duplicate message
+/** The delivery log's name for why an attempt got no answer. */
+const errorKindOf = (error: unknown): WebhookErrorKind => {
+  if (!(error instanceof GuardedFetchError)) return 'connection';
+  switch (error.code) {
+    case 'timeout':
+      return 'timeout';
+    case 'invalid_url':
+    case 'forbidden_scheme':
+    case 'forbidden_address':
+      return 'refused';
+    case 'dns_failed':
+      return 'dns';
+    case 'tls':
+      return 'tls';
+    default:
+      return 'connection';
+  }
+};
+
+/** POSTs the signed Run once; the delivery log's entry for it (without the next attempt). */
+const post = async (
+  deps: Deps,
+  target: { url: string; secret: string | undefined },
+  delivery: { jobId: string; event: WebhookMessage['event']; attempt: number },
+  fetchOptions: WebhookOptions['fetchOptions'],
+) => {
+  const { jobId, event } = delivery;
   const rawBody = JSON.stringify({ ...(await readRun(deps, null, jobId)), event });
+  const at = deps.now();
   const headers = webhookHeaders({
     jobId,
     event,
     rawBody,
-    secret: target.callbackSecret,
-    nowSeconds: Math.floor(deps.now().getTime() / 1000),
+    secret: target.secret,
+    nowSeconds: Math.floor(at.getTime() / 1000),
   });
-  const host = new URL(target.callbackUrl).host;
-  const started = Date.now();
-  let result: string;
-  let delivered = false;
+  const started = performance.now();
+  const entry: WebhookAttempt = {
+    attempt: delivery.attempt,
+    at: at.toISOString(),
+    host: new URL(target.url).host,
+    durationMs: 0,
+  };
   try {
     const response = await guardedFetch(
-      target.callbackUrl,
+      target.url,
       { method: 'POST', headers, body: rawBody },
-      { ...options.fetchOptions, timeoutMs: webhookTimeoutMs, maxBytes: maxReplyBytes, truncate: true },
+      { ...fetchOptions, timeoutMs: webhookTimeoutMs, maxBytes: maxReplyBytes, truncate: true },
     );
-    delivered = response.status >= 200 && response.status < 300;
-    result = `HTTP ${response.status}`;
+    entry.statusCode = response.status;
   } catch (error) {
-    result = (error as { code?: string }).code ?? (error as Error).name;
+    entry.error = errorKindOf(error);
+    logger.info('webhook attempt got no answer', { jobId, event, reason: (error as Error).message });
   }
-  logger.info('webhook attempt', { jobId, event, attempt, host, result, delivered, ms: Date.now() - started });
+  entry.durationMs = Math.round(performance.now() - started);
+  return entry;
+};
+
+/** Sends the message of attempt `attempt` of the delivery, due at `dueAt`. */
+const scheduleAttempt = (deps: Deps, message: WebhookMessage & { dueAt: string }) =>
+  sendWebhookMessage(deps, message, delaySecondsUntil(Date.parse(message.dueAt), deps.now().getTime()));
+
+/**
+ * The message recorded its attempt, then its handler died before sending the next one: SQS handed
+ * the same message back (same id). Only that message sends the next, so a copy of it never does.
+ */
+const lostItsSuccessor = (progress: DeliveryProgress, delivery: WebhookDelivery, attempt: number) =>
+  progress.state === 'pending' &&
+  progress.attempts === attempt &&
+  progress.lastMessageId === delivery.messageId &&
+  progress.nextAttemptAt !== undefined;
+
+/** Handles one webhook message: an attempt, a wait sent on, or a copy of a message already handled. */
+export const deliverWebhook = async (deps: Deps, delivery: WebhookDelivery, options: WebhookOptions) => {
+  const { jobId, event, dueAt } = delivery;
+  const attempt = delivery.attempt ?? 1;
+  if (dueAt && delaySecondsUntil(Date.parse(dueAt), deps.now().getTime()) > 0) {
+    // A wait longer than SQS's longest delay: send the same attempt on, with the rest of it.
+    return scheduleAttempt(deps, { jobId, event, attempt, dueAt });
+  }
+  const target = await readDeliveryTarget(deps, jobId, event);
+  if (!target.callbackUrl) return;
+  const { progress } = target;
+  if (progress.state !== 'pending' || progress.attempts >= attempt) {
+    if (lostItsSuccessor(progress, delivery, attempt)) {
+      await scheduleAttempt(deps, { jobId, event, attempt: attempt + 1, dueAt: progress.nextAttemptAt as string });
+    }
+    return; // delivered, failed, or this attempt was made already: a redelivered or duplicated message
+  }
+  if (progress.attempts < attempt - 1) {
+    logger.warn('webhook message ahead of its delivery; dropped', {
+      jobId,
+      event,
+      attempt,
+      recorded: progress.attempts,
+    });
+    return;
+  }
+  const callback = { url: target.callbackUrl, secret: target.callbackSecret };
+  const entry = await post(deps, callback, { jobId, event, attempt }, options.fetchOptions);
+  const delivered = entry.statusCode !== undefined && entry.statusCode >= 200 && entry.statusCode < 300;
+  const state = stateAfterAttempt(delivered, attempt);
+  if (state === 'pending') {
+    entry.nextAttemptAt = new Date(deps.now().getTime() + retryDelaySeconds(attempt) * 1000).toISOString();
+  }
   countWebhookAttempt(delivered);
-  await recordWebhookAttempt(deps, jobId, event, { delivered, result });
-  if (delivered) return;
-  const last = attempt >= webhookAttempts;
-  if (last) logger.error('webhook failed after every attempt; moving to the DLQ', { jobId, event, host, result });
-  await redeliverWebhookMessageIn(deps, delivery.receiptHandle, last ? 0 : retryDelaySeconds(attempt));
-  throw new Error(`webhook delivery failed: ${result}`);
+  logger.info('webhook attempt', { jobId, event, ...entry, state });
+  if (!(await recordWebhookAttempt(deps, jobId, event, { messageId: delivery.messageId, entry, state }))) return;
+  if (state === 'failed') logger.warn('webhook failed after every attempt', { jobId, event, host: entry.host });
+  if (entry.nextAttemptAt)
+    await scheduleAttempt(deps, { jobId, event, attempt: attempt + 1, dueAt: entry.nextAttemptAt });
 };

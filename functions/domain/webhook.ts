@@ -17,6 +17,46 @@ export const retryDelaySeconds = (failedAttempt: number): number => Math.min(360
 /** Bytes of the receiver's reply read at most (only for the log). */
 export const maxReplyBytes = 4096;
 
+/**
+ * SQS's longest message delay. Each retry is a new message delayed until it is due; a wait longer
+ * than this (the fourth, 16 minutes) is carried in the message as its due time and sent on again
+ * when it arrives early.
+ */
+export const maxMessageDelaySeconds = 900;
+
+/** The DelaySeconds of a message due at `dueAtMs` and sent at `nowMs`: 0 once it is due. */
+export const delaySecondsUntil = (dueAtMs: number, nowMs: number): number =>
+  Math.min(maxMessageDelaySeconds, Math.max(0, Math.ceil((dueAtMs - nowMs) / 1000)));
+
+/** A delivery is `pending` until an attempt is answered 2xx, or its last attempt failed. */
+export type DeliveryState = 'pending' | 'delivered' | 'failed';
+
+/** The delivery's state once attempt `attempt` was answered (or not). */
+export const stateAfterAttempt = (delivered: boolean, attempt: number): DeliveryState =>
+  delivered ? 'delivered' : attempt >= webhookAttempts ? 'failed' : 'pending';
+
+/**
+ * Why an attempt got no answer: `timeout` (none within 8 s), `refused` (the address guard refused
+ * the URL or the address it resolves to), `dns` (the host did not resolve), `tls` (the handshake
+ * failed: certificate not trusted, expired or for another name), `connection` (anything else on the
+ * way: refused, reset, closed early).
+ */
+export type WebhookErrorKind = 'timeout' | 'refused' | 'dns' | 'tls' | 'connection';
+
+/** One attempt as the delivery log keeps it: the receiver's status, or why there was none. */
+export interface WebhookAttempt {
+  attempt: number;
+  /** When the POST started (ISO 8601). */
+  at: string;
+  /** The callback URL's host (and port): never its path or query, which may carry a token. */
+  host: string;
+  statusCode?: number;
+  error?: WebhookErrorKind;
+  durationMs: number;
+  /** When the next attempt is due, if there is one. */
+  nextAttemptAt?: string;
+}
+
 export const signatureHeader = (rawBody: string, secret: string): string =>
   `sha256=${createHmac('sha256', secret).update(rawBody).digest('hex')}`;
 

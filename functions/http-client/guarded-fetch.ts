@@ -19,6 +19,7 @@ export type GuardedFetchErrorCode =
   | 'timeout'
   | 'aborted'
   | 'too_large'
+  | 'tls'
   | 'network';
 
 /** Why a guarded request did not get an answer. `message` never carries the response body. */
@@ -139,6 +140,10 @@ const readBody = (
     response.on('aborted', () => reject(new GuardedFetchError('network', 'Connection closed before the body ended')));
   });
 
+/** Node's codes for a failed TLS handshake (untrusted, expired or misnamed certificate, protocol). */
+const isTlsFailure = (error: unknown): boolean =>
+  /CERT|TLS|SSL|SIGNATURE|EPROTO/.test(String((error as { code?: unknown }).code ?? ''));
+
 /** An HTTP(S) request through the address guard. See the module comment. */
 export const guardedFetch = async (
   url: string | URL,
@@ -203,6 +208,7 @@ export const guardedFetch = async (
     const fail = (error: unknown) => {
       if (error instanceof GuardedFetchError) reject(error);
       else if (signal.aborted) reject(abortError());
+      else if (isTlsFailure(error)) reject(new GuardedFetchError('tls', (error as Error).message));
       else reject(new GuardedFetchError('network', (error as Error).message));
     };
     const request = (target.protocol === 'https:' ? httpsRequest : httpRequest)(requestOptions, (response) => {

@@ -1,13 +1,32 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import * as v from 'valibot';
 import type { WebhookEvent } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
+import type { DeliveryState, WebhookAttempt } from '../domain/webhook.ts';
 import { runKey, webhookDeliveryKey } from './keys.ts';
 
-/** Where a run's webhook goes, and whether this event of it was delivered already. */
+/**
+ * The delivery item of one webhook event of a run (`RUN#<job>`, `WEBHOOK#<event>`): its state, the
+ * attempts counted so far (the only count of attempts: SQS's receive count is never used), and the
+ * delivery log, one entry per attempt (five at most). Written once per attempt, on the condition
+ * that the attempt before it is the last one recorded, so a redelivered message never counts twice.
+ */
+const DeliveryItemSchema = v.object({
+  state: v.picklist(['pending', 'delivered', 'failed']),
+  attempts: v.number(),
+  /** The SQS message that recorded the last attempt (its id is the same on every redelivery). */
+  lastMessageId: v.optional(v.string()),
+  nextAttemptAt: v.optional(v.string()),
+});
+
+/** What a delivery has done so far; before its first attempt, `pending` with none. */
+export type DeliveryProgress = v.InferOutput<typeof DeliveryItemSchema>;
+
+/** Where a run's webhook goes, and how far the delivery of this event of it got. */
 export interface DeliveryTarget {
   callbackUrl: string | undefined;
   callbackSecret: string | undefined;
-  delivered: boolean;
+  progress: DeliveryProgress;
 }
 
 /** Reads the run's callback and the event's delivery item (two strongly consistent Gets, at once). */
@@ -21,23 +40,52 @@ export const readDeliveryTarget = async (deps: Deps, jobId: string, event: Webho
   return {
     callbackUrl: run?.callbackUrl as string | undefined,
     callbackSecret: run?.callbackSecret as string | undefined,
-    delivered: Boolean(delivery?.deliveredAt),
+    progress: delivery ? v.parse(DeliveryItemSchema, delivery) : { state: 'pending', attempts: 0 },
   };
 };
 
-/** Records one attempt on the event's delivery item: its result, when, and (on success) that it was delivered. */
+/**
+ * Records attempt `entry.attempt` and the state it leaves the delivery in, only if the attempt
+ * before it is the last one recorded and the delivery is still pending. False when it is not: a
+ * copy of the same message recorded it first.
+ */
 export const recordWebhookAttempt = async (
   deps: Deps,
   jobId: string,
   event: WebhookEvent,
-  outcome: { delivered: boolean; result: string },
-) => {
-  await deps.ddb.send(
-    new UpdateCommand({
-      TableName: deps.tableName,
-      Key: webhookDeliveryKey(jobId, event),
-      UpdateExpression: `SET lastResult = :result, lastAttemptAt = :now${outcome.delivered ? ', deliveredAt = :now' : ''} ADD attempts :one`,
-      ExpressionAttributeValues: { ':result': outcome.result, ':now': deps.now().toISOString(), ':one': 1 },
-    }),
-  );
+  record: { messageId: string; entry: WebhookAttempt; state: DeliveryState },
+): Promise<boolean> => {
+  const { entry, state } = record;
+  const first = entry.attempt === 1;
+  const ended = state === 'pending' ? '' : `, ${state === 'delivered' ? 'deliveredAt' : 'failedAt'} = :at`;
+  try {
+    await deps.ddb.send(
+      new UpdateCommand({
+        TableName: deps.tableName,
+        Key: webhookDeliveryKey(jobId, event),
+        UpdateExpression:
+          'SET jobId = :job, #event = :event, #state = :state, attempts = :attempt, lastMessageId = :message, ' +
+          `attemptLog = list_append(if_not_exists(attemptLog, :none), :entry)${ended}` +
+          (entry.nextAttemptAt ? ', nextAttemptAt = :next' : ' REMOVE nextAttemptAt'),
+        ConditionExpression: first ? 'attribute_not_exists(PK)' : 'attempts = :previous AND #state = :pending',
+        ExpressionAttributeNames: { '#event': 'event', '#state': 'state' },
+        ExpressionAttributeValues: {
+          ':job': jobId,
+          ':event': event,
+          ':state': state,
+          ':attempt': entry.attempt,
+          ':message': record.messageId,
+          ':none': [],
+          ':entry': [entry],
+          ...(state === 'pending' ? {} : { ':at': entry.at }),
+          ...(entry.nextAttemptAt ? { ':next': entry.nextAttemptAt } : {}),
+          ...(first ? {} : { ':previous': entry.attempt - 1, ':pending': 'pending' }),
+        },
+      }),
+    );
+    return true;
+  } catch (error) {
+    if ((error as Error).name === 'ConditionalCheckFailedException') return false;
+    throw error;
+  }
 };

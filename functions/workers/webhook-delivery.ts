@@ -2,13 +2,11 @@ import { readFileSync } from 'node:fs';
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import * as v from 'valibot';
-import { WebhookEventSchema } from '../../schemas/runs.ts';
 import { deliverWebhook, type WebhookDelivery, type WebhookOptions } from '../app/deliver-webhook.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { allowLoopbackFromEnv } from '../http-client/guarded-fetch.ts';
 import { metrics } from '../observability/metrics.ts';
-
-const DeliveryMessageSchema = v.object({ jobId: v.string(), event: WebhookEventSchema });
+import { WebhookMessageSchema } from '../store/queues.ts';
 
 /** Local development: ALLOW_PRIVATE_CALLBACKS=1 permits loopback receivers; WEBHOOK_CA_FILE trusts their CA. */
 export const webhookOptionsFromEnv = (env: NodeJS.ProcessEnv = process.env): WebhookOptions => ({
@@ -18,14 +16,13 @@ export const webhookOptionsFromEnv = (env: NodeJS.ProcessEnv = process.env): Web
   },
 });
 
-/** The delivery a webhook record asks for, as the event source hands it over. */
+/** The delivery a webhook record asks for (an unreadable body throws: the DLQ keeps it). */
 export const deliveryOf = (record: SQSRecord): WebhookDelivery => ({
-  ...v.parse(DeliveryMessageSchema, JSON.parse(record.body)),
-  attempt: Number(record.attributes.ApproximateReceiveCount ?? 1),
-  receiptHandle: record.receiptHandle,
+  ...v.parse(WebhookMessageSchema, JSON.parse(record.body)),
+  messageId: record.messageId,
 });
 
-/** The webhooks queue's consumer; a failed attempt throws, so SQS hands the message back later. */
+/** The webhooks queue's consumer: a receiver's failure is recorded, only our own errors throw. */
 export const makeHandler = (deps: Deps, options: WebhookOptions = webhookOptionsFromEnv()) => {
   const deliver = (record: SQSRecord) => deliverWebhook(deps, deliveryOf(record), options);
   return async (event: SQSEvent): Promise<SQSBatchResponse> => {
