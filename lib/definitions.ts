@@ -120,9 +120,11 @@ export const stepsQueue: QueueDefinition = {
 };
 
 /**
- * Webhook retries are driven by ChangeMessageVisibility; five receives in all, then the DLQ. The
- * default visibility is six times the consumer's timeout, as AWS advises for Lambda consumers, so a
- * batch that Lambda retries after a throttle is not visible again while it still runs.
+ * Each webhook attempt is its own message (a failed attempt sends the next, delayed until it is
+ * due: functions/app/deliver-webhook.ts), so a message is received again only when the worker
+ * itself failed on it; five such receives, then the DLQ. The default visibility is six times the
+ * consumer's timeout, as AWS advises for Lambda consumers, so a batch that Lambda retries after a
+ * throttle is not visible again while it still runs.
  */
 export const webhooksQueue: QueueDefinition = {
   id: 'Webhooks',
