@@ -8,8 +8,9 @@ import * as v from 'valibot';
 import { dispatchDeferredRuns, type TickReport } from '../functions/app/dispatch-deferred.ts';
 import type { Deps } from '../functions/deps.ts';
 import { deferredExpiresAt } from '../functions/domain/deferred-run-lifetime.ts';
-import { type ApiKeyRecord, findApiKeyById } from '../functions/store/api-keys.ts';
+import { findApiKeyById } from '../functions/store/api-keys.ts';
 import { createDeferredRun } from '../functions/store/deferred-runs.ts';
+import type { ApiKeyItem } from '../functions/store/items.ts';
 import { canvasKey, deferredRunKey, waitingIndexes } from '../functions/store/keys.ts';
 import { setLiveMultiplier } from '../functions/store/price-multiplier.ts';
 import { putWorkflow } from '../functions/store/workflows.ts';
@@ -82,7 +83,7 @@ const seedWaiting = async (deps: Deps, team: { teamId: string; keyId: string }, 
 };
 
 /** `canGo` waiting runs (maxMultiplier 0.9) of real workflows, stored as a deferred start stores them. */
-const addRunsThatCanGo = async (deps: Deps, key: ApiKeyRecord, workflowIds: readonly string[]) => {
+const addRunsThatCanGo = async (deps: Deps, key: ApiKeyItem, workflowIds: readonly string[]) => {
   const request = v.parse(RunRequestSchema, { defer: true, maxMultiplier: goingMultiplier });
   for (const workflowId of workflowIds) {
     await createDeferredRun(deps, { deferredJobId: randomUUID(), key, workflowId, request, idempotency: null });

@@ -110,7 +110,7 @@ const waitForRunsToEnd = async (deps: Deps, jobIds: readonly string[], timeoutMs
 const waitForTeamHoldToEmpty = async (deps: Deps, teamId: string, timeoutMs: number) => {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    const held = (await getTeam(deps, teamId))?.held as number | undefined;
+    const held = (await getTeam(deps, teamId))?.held;
     if (held === 0) return;
     await sleep(100);
   }
@@ -630,10 +630,13 @@ const benchManyStarts = async (
     `rounds (${workflowIds.length} starts, then their ${chainLength} steps each): ${roundMs.map((v) => (v / 1000).toFixed(1)).join(', ')} s`,
   );
 
-  const teamItem = (await getTeam(deps, team.teamId)) ?? {};
-  const [balance, held, charged, granted] = ['balance', 'held', 'charged', 'granted'].map(
-    (name) => (teamItem[name] as number | undefined) ?? Number.NaN,
-  ) as [number, number, number, number];
+  const teamItem = await getTeam(deps, team.teamId);
+  const { balance, held, charged, granted } = teamItem ?? {
+    balance: Number.NaN,
+    held: Number.NaN,
+    charged: Number.NaN,
+    granted: Number.NaN,
+  };
   const balanced = balance + held + charged === granted && held === 0;
   line(
     'ledger: balance + held + charged = granted and held = 0',

@@ -6,6 +6,7 @@ import { currentMultiplier, isValidMultiplier, parseSchedule } from '../function
 import { createApiKey, listApiKeys, revokeApiKey } from '../functions/store/api-keys.ts';
 import { getConnections, isValidSecretRef, removeConnection, setConnection } from '../functions/store/connections.ts';
 import { listWaitingDeferredRuns } from '../functions/store/deferred-runs.ts';
+import type { TeamItem } from '../functions/store/items.ts';
 import { getPriceSettings, setHourlySchedule, setLiveMultiplier } from '../functions/store/price-multiplier.ts';
 import {
   addCredits,
@@ -13,7 +14,7 @@ import {
   createAgent,
   createProject,
   createTeam,
-  findById,
+  findTeamIdById,
   getTeam,
   TenancyNotFoundError,
 } from '../functions/store/tenancy.ts';
@@ -113,18 +114,14 @@ const list = (value: string | undefined): string[] =>
         .filter(Boolean)
     : [];
 
-const teamOf = async (
-  deps: Deps,
-  kind: 'PROJECT' | 'AGENT' | 'WORKFLOW',
-  id: string,
-): Promise<Record<string, unknown>> => {
-  const item = await findById(deps, kind, id);
-  if (!item) throw new UsageError(`No ${kind.toLowerCase()} ${id}`);
-  return item;
+const teamOf = async (deps: Deps, kind: 'PROJECT' | 'AGENT' | 'WORKFLOW', id: string): Promise<string> => {
+  const teamId = await findTeamIdById(deps, kind, id);
+  if (!teamId) throw new UsageError(`No ${kind.toLowerCase()} ${id}`);
+  return teamId;
 };
 
-const balanceView = (item: Record<string, unknown>) => {
-  const b = balanceOf(item);
+const balanceView = (team: TeamItem) => {
+  const b = balanceOf(team);
   return {
     balance: toCredits(b.balance),
     held: toCredits(b.held),
@@ -185,34 +182,35 @@ const dispatch = async (command: string, flags: Flags, deps: Deps): Promise<Reco
         hardCapHundredths: optionalCredits(flags, 'hard-cap'),
       });
     case 'agent create': {
-      const project = await teamOf(deps, 'PROJECT', required(flags, 'project'));
+      const projectId = required(flags, 'project');
       return createAgent(deps, {
-        teamId: project.teamId as string,
-        projectId: required(flags, 'project'),
+        teamId: await teamOf(deps, 'PROJECT', projectId),
+        projectId,
         name: required(flags, 'name'),
       });
     }
     case 'agent activate': {
-      const agent = await teamOf(deps, 'AGENT', required(flags, 'agent'));
+      const agentId = required(flags, 'agent');
+      const teamId = await teamOf(deps, 'AGENT', agentId);
       const workflowId = required(flags, 'workflow');
       try {
-        await activateWorkflow(deps, agent.teamId as string, agent.agentId as string, workflowId);
+        await activateWorkflow(deps, teamId, agentId, workflowId);
       } catch (error) {
         if ((error as Error).name === 'TransactionCanceledException') {
-          throw new UsageError(`Workflow ${workflowId} does not belong to agent ${agent.agentId}`);
+          throw new UsageError(`Workflow ${workflowId} does not belong to agent ${agentId}`);
         }
         throw error;
       }
-      return { agentId: agent.agentId, activeWorkflowId: workflowId };
+      return { agentId, activeWorkflowId: workflowId };
     }
     case 'workflow status': {
       const status = required(flags, 'status');
       if (status !== 'draft' && status !== 'active' && status !== 'archived') {
         throw new UsageError('--status must be draft, active or archived');
       }
-      const workflow = await teamOf(deps, 'WORKFLOW', required(flags, 'workflow'));
-      await setWorkflowStatus(deps, workflow.teamId as string, workflow.workflowId as string, status);
-      return { workflowId: workflow.workflowId, status };
+      const workflowId = required(flags, 'workflow');
+      await setWorkflowStatus(deps, await teamOf(deps, 'WORKFLOW', workflowId), workflowId, status);
+      return { workflowId, status };
     }
     case 'key create': {
       const scopes = list(flags.scopes);

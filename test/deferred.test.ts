@@ -81,7 +81,7 @@ describe('deferred runs (spec 2.4, 3.2, 4.6)', () => {
       jobId: dispatched?.jobId,
       dispatchedAt: new Date(clockMs).toISOString(),
     });
-    const [run] = (await readRunPartition(stack.deps, dispatched?.jobId as string)).filter((i) => i.SK === 'RUN');
+    const { run } = await readRunPartition(stack.deps, dispatched?.jobId as string);
     // The chain costs 1 + 1 + 200 + 1 hundredths at 1.0; at 0.5 each step rounds up.
     const canvas = await canvasOf(stack.deps, workflowId);
     expect(run?.estimateHundredths).toBe(estimateRun(canvas, 'production', 0.5).totalHundredths);

@@ -10,6 +10,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StepFailedError } from '../functions/nodes/executors/types.ts';
 import { batchGet, itemFor } from '../functions/store/batch.ts';
+import { RunItemSchema, TeamItemSchema } from '../functions/store/items.ts';
 import { runKey, teamKey } from '../functions/store/keys.ts';
 import { balanceOf } from '../functions/store/tenancy.ts';
 import {
@@ -97,7 +98,7 @@ const settle = async (model: Model, real: Real) => {
   const jobIds = new Set(model.runs.map((r) => r.jobId));
   real.pending.push(...(await takeStepMessages(stack.deps)).filter((m) => jobIds.has(m.jobId)));
   const items = await batchGet(stack.deps, [teamKey(real.teamId), ...model.runs.map((r) => runKey(r.jobId))]);
-  const ledger = balanceOf(itemFor(items, teamKey(real.teamId)) ?? {});
+  const ledger = balanceOf(itemFor(items, teamKey(real.teamId), TeamItemSchema));
   expectBalanced(ledger);
   expect(ledger).toEqual({
     balance: model.balance,
@@ -107,14 +108,14 @@ const settle = async (model: Model, real: Real) => {
   });
   let runsHeld = 0;
   for (const run of model.runs) {
-    const item = itemFor(items, runKey(run.jobId));
+    const item = itemFor(items, runKey(run.jobId), RunItemSchema);
     expect(item?.heldHundredths).toBeGreaterThanOrEqual(0);
     expect({ status: item?.status, held: item?.heldHundredths, charged: item?.chargedHundredths }).toEqual({
       status: run.status === 'active' ? (run.done.size > 0 ? 'processing' : 'queued') : run.status,
       held: run.held,
       charged: run.charged,
     });
-    if (run.status === 'active') runsHeld += (item?.heldHundredths as number) + (item?.chargedHundredths as number);
+    if (run.status === 'active') runsHeld += (item?.heldHundredths ?? 0) + (item?.chargedHundredths ?? 0);
   }
   expect(runsHeld).toBe(ledger.held);
 };

@@ -22,7 +22,8 @@ describe('a run end to end', () => {
     expect(run.body.status, JSON.stringify(run.body)).toBe('completed');
     expect(run.body.progress).toBe(100);
     const ledger = await getTeam(stack.deps, team.teamId);
-    expect(ledger?.balance + ledger?.held + ledger?.charged).toBe(ledger?.granted);
+    expect(ledger).toBeDefined();
+    expect((ledger?.balance ?? 0) + (ledger?.held ?? 0) + (ledger?.charged ?? 0)).toBe(ledger?.granted);
     expect(ledger?.held).toBe(0);
   });
 });

@@ -2,7 +2,7 @@ import type { Run } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { RunAlreadyEndedError, RunNotFoundError } from '../domain/errors.ts';
 import { isInProgress } from '../domain/workflow-lock.ts';
-import { endRun, ledgerStateOf, queueWebhook } from '../store/run-ledger.ts';
+import { endRun, queueWebhook } from '../store/run-ledger.ts';
 import { readRunItem } from '../store/runs.ts';
 import { readRun } from './read-run.ts';
 
@@ -17,10 +17,10 @@ export const cancelRun = async (deps: Deps, teamId: string, jobId: string): Prom
     const run = await readRunItem(deps, jobId);
     if (!run || run.teamId !== teamId) throw new RunNotFoundError(jobId);
     if (!isInProgress(run.status)) throw new RunAlreadyEndedError(jobId);
-    const status = (run.stepsCompleted as number) > 0 ? 'stopped' : 'cancelled';
+    const status = run.stepsCompleted > 0 ? 'stopped' : 'cancelled';
     // false: a step charged between the read and the write (the hold moved); read again.
-    if (await endRun(deps, ledgerStateOf(run), status)) {
-      await queueWebhook(deps, ledgerStateOf(run), status);
+    if (await endRun(deps, run, status)) {
+      await queueWebhook(deps, run, status);
       return readRun(deps, teamId, jobId);
     }
   }

@@ -6,7 +6,7 @@ import {
   WorkflowValidationFailedError,
 } from '../domain/errors.ts';
 import { buildWorkflowGraph } from '../domain/workflow-graph.ts';
-import type { ApiKeyRecord } from '../store/api-keys.ts';
+import type { ApiKeyItem } from '../store/items.ts';
 import { createWorkflowForTeam } from '../store/workflows.ts';
 
 /**
@@ -16,7 +16,7 @@ import { createWorkflowForTeam } from '../store/workflows.ts';
  */
 export const createWorkflow = async (
   deps: Deps,
-  key: ApiKeyRecord,
+  key: ApiKeyItem,
   readRequest: () => CreateWorkflowRequest,
 ): Promise<CreateWorkflowResponse> => {
   if (key.workflowIds.length > 0) throw new CreateWorkflowNotPermittedError();

@@ -14,14 +14,14 @@ import {
 } from '../domain/errors.ts';
 import { currentMultiplier } from '../domain/price-multiplier.ts';
 import { logger } from '../observability/logger.ts';
-import { type ApiKeyRecord, findApiKeyById } from '../store/api-keys.ts';
+import { findApiKeyById } from '../store/api-keys.ts';
 import {
-  type DeferredRecord,
   dispatchableDeferredRuns,
   expiredDeferredRuns,
   leaveWaiting,
   moveDeferredRun,
 } from '../store/deferred-runs.ts';
+import type { ApiKeyItem, DeferredRunItem } from '../store/items.ts';
 import { getPriceSettings } from '../store/price-multiplier.ts';
 import { ExtraConditionFailedError, loadRunnableWorkflow } from '../store/runs.ts';
 import { checkRunnable, commitRun } from './start-run.ts';
@@ -39,11 +39,11 @@ export interface TickReport {
 type Outcome = { kind: 'dispatched'; jobId: string } | { kind: 'expired' | 'cancelled' | 'waiting' | 'gone' };
 
 /** Tries to start one deferred run at the multiplier in force (never above its maxMultiplier). */
-const dispatchOne = async (deps: Deps, deferred: DeferredRecord, multiplier: number): Promise<Outcome> => {
+const dispatchOne = async (deps: Deps, deferred: DeferredRunItem, multiplier: number): Promise<Outcome> => {
   const now = deps.now();
   const key = await findApiKeyById(deps, deferred.keyId);
   if (!key || !isKeyUsable(key, now)) return { kind: fateOf('keyUnusable') };
-  const usable: ApiKeyRecord = key;
+  const usable: ApiKeyItem = key;
   try {
     const workflow = await loadRunnableWorkflow(deps, deferred.teamId, deferred.workflowId);
     checkRunnable(usable, workflow, deferred.request);

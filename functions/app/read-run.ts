@@ -1,7 +1,7 @@
 import type { Run, RunFile } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { RunNotFoundError } from '../domain/errors.ts';
-import { type RunRecord, runView, type StepRecord } from '../domain/run-view.ts';
+import { runView } from '../domain/run-view.ts';
 import { isStoredFile } from '../nodes/executors/types.ts';
 import { canvasOf } from '../store/canvases.ts';
 import { isTeamObject, presignTeamFile } from '../store/files.ts';
@@ -51,17 +51,12 @@ const presignFiles = async (deps: Deps, teamId: string, value: unknown): Promise
  * a missing one. Reads the run's partition (run, steps, charges) in one strongly consistent Query.
  */
 export const readRun = async (deps: Deps, teamId: string | null, jobId: string): Promise<Run> => {
-  const items = await readRunPartition(deps, jobId);
-  const run = items.find((i) => i.SK === 'RUN');
+  const { run, steps } = await readRunPartition(deps, jobId);
   if (!run || (teamId !== null && run.teamId !== teamId)) throw new RunNotFoundError(jobId);
-  const steps = new Map<string, StepRecord>();
-  for (const item of items)
-    if ((item.SK as string).startsWith('STEP#')) steps.set(item.nodeId as string, item as unknown as StepRecord);
-  const canvas = await canvasOf(deps, run.workflowId as string);
-  const view = runView(run as unknown as RunRecord, steps, canvas);
-  const owner = run.teamId as string;
+  const canvas = await canvasOf(deps, run.workflowId);
+  const view = runView(run, new Map(steps.map((step) => [step.nodeId, step])), canvas);
   const output = await Promise.all(
-    view.output.map(async (o) => ({ ...o, result: await presignFiles(deps, owner, o.result) })),
+    view.output.map(async (o) => ({ ...o, result: await presignFiles(deps, run.teamId, o.result) })),
   );
   return { ...view, output };
 };

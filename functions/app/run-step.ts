@@ -8,10 +8,11 @@ import { isInProgress } from '../domain/workflow-lock.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import { type NodeExecutor, StepFailedError } from '../nodes/executors/types.ts';
 import { addCreditsCharged, countStepCompleted } from '../observability/metrics.ts';
-import { type ConnectionRef, getConnections, resolveConnection } from '../store/connections.ts';
+import { getConnections, resolveConnection } from '../store/connections.ts';
 import { presignTeamFile, putRunFile, readTeamFile } from '../store/files.ts';
+import type { ConnectionRef, RunItem } from '../store/items.ts';
 import { readRunAndSteps } from '../store/run-and-steps.ts';
-import { endRun, ledgerStateOf, queueWebhook } from '../store/run-ledger.ts';
+import { endRun, queueWebhook } from '../store/run-ledger.ts';
 import {
   type Attempt,
   abandonStep,
@@ -41,7 +42,7 @@ export interface StepMessage {
   nodeId: string;
 }
 
-const isGoing = (run: Record<string, unknown>) => isInProgress(run.status);
+const isGoing = (run: RunItem) => isInProgress(run.status);
 
 /**
  * After a step finished: send the successors that became ready. `justFinished` is set by the
@@ -64,18 +65,18 @@ const releaseSuccessors = async (deps: Deps, message: StepMessage, justFinished?
   if (!isGoing(run)) return;
   const ready = readySuccessors(canvas, message.nodeId, steps).filter((s) => !steps.has(s));
   if (ready.length > 0) await sendStepMessages(deps, message, ready);
-  if (stepsFinished(run) >= (run.stepsTotal as number)) await endCompleted(deps, run);
+  if (stepsFinished(run) >= run.stepsTotal) await endCompleted(deps, run);
 };
 
-const endCompleted = async (deps: Deps, run: Record<string, unknown>) => {
-  if (await endRun(deps, ledgerStateOf(run), 'completed')) await queueWebhook(deps, ledgerStateOf(run), 'completed');
+const endCompleted = async (deps: Deps, run: RunItem) => {
+  if (await endRun(deps, run, 'completed')) await queueWebhook(deps, run, 'completed');
 };
 
 /** Counts a finished step on its run (once), ends the run after its last step, else releases successors. */
 const settleStep = async (
   deps: Deps,
   message: StepMessage,
-  run: Record<string, unknown>,
+  run: RunItem,
   outcome: { status: 'completed' | 'skipped'; chargeHundredths: number },
   justFinished?: Canvas,
 ) => {
@@ -93,8 +94,8 @@ const settleStep = async (
     countStepCompleted();
     addCreditsCharged(outcome.chargeHundredths);
   }
-  if (result.ended) return queueWebhook(deps, ledgerStateOf(run), 'completed');
-  if (stepsFinished(result.run) >= (result.run.stepsTotal as number)) return endCompleted(deps, result.run);
+  if (result.ended) return queueWebhook(deps, run, 'completed');
+  if (stepsFinished(result.run) >= result.run.stepsTotal) return endCompleted(deps, result.run);
   await releaseSuccessors(deps, message, justFinished);
 };
 
@@ -104,7 +105,7 @@ const endWithFailure = async (deps: Deps, message: StepMessage, attempt: Attempt
     const { run } = await readRunAndSteps(deps, message, () => []);
     if (!isGoing(run)) return abandonStep(deps, message.jobId, message.nodeId, attempt);
     if (await failStep(deps, run, message.nodeId, attempt, error)) {
-      await queueWebhook(deps, ledgerStateOf(run), 'failed');
+      await queueWebhook(deps, run, 'failed');
       return;
     }
   }
@@ -128,8 +129,7 @@ export const runStep = async (deps: Deps, message: StepMessage, receiveCount: nu
   if (own?.status === 'completed' || own?.status === 'skipped') {
     // Finished by an earlier delivery that may have crashed before counting it or releasing its successors.
     if (!isGoing(run)) return;
-    const chargeHundredths = (own.chargeHundredths as number | undefined) ?? 0;
-    return settleStep(deps, message, run, { status: own.status, chargeHundredths });
+    return settleStep(deps, message, run, { status: own.status, chargeHundredths: own.chargeHundredths });
   }
   if (own?.status === 'failed' || !isGoing(run)) return;
   const node = canvas.nodes.find((n) => n.id === message.nodeId);
@@ -142,7 +142,7 @@ export const runStep = async (deps: Deps, message: StepMessage, receiveCount: nu
     if (!claim.claimed) return; // leased by another delivery (a duplicate), or finished meanwhile
     attempt = claim.attempt;
   }
-  const teamId = run.teamId as string;
+  const { teamId } = run;
   const plan = planStep(canvas, message.nodeId, steps);
   if (!plan.run) {
     if (await finishStepItem(deps, message.jobId, node.id, attempt, { status: 'skipped' }))
@@ -150,7 +150,6 @@ export const runStep = async (deps: Deps, message: StepMessage, receiveCount: nu
     return;
   }
   const inputKey = Object.entries(apiInputTargets(canvas)).find(([, target]) => target === node.id)?.[0];
-  const runInputs = (run.inputs as Record<string, string> | undefined) ?? {};
   let outcome: Awaited<ReturnType<NodeExecutor>>;
   let connections: Record<string, ConnectionRef> | undefined;
   try {
@@ -159,9 +158,9 @@ export const runStep = async (deps: Deps, message: StepMessage, receiveCount: nu
       teamId,
       node,
       spec,
-      mode: run.mode as 'production' | 'draft' | 'preview',
+      mode: run.mode,
       inputs: plan.inputs,
-      runInput: inputKey === undefined ? undefined : runInputs[inputKey],
+      runInput: inputKey === undefined ? undefined : run.inputs[inputKey],
       storeFile: (file) => putRunFile(deps, { teamId, jobId: message.jobId, nodeId: node.id }, file),
       readFile: (file) => readTeamFile(deps, teamId, file),
       fileUrl: (file) => presignTeamFile(deps, teamId, file.key, fileUrlSeconds),
@@ -182,7 +181,7 @@ export const runStep = async (deps: Deps, message: StepMessage, receiveCount: nu
     }
     throw error;
   }
-  const chargeHundredths = stepCharge(run.stepEstimates as Record<string, number> | undefined, node.id, 'completed');
+  const chargeHundredths = stepCharge(run.stepEstimates, node.id, 'completed');
   const licence = outcome.model
     ? stampLicenceModel({ nodeId: node.id, ...outcome.model, stampedAt: deps.now() })
     : undefined;

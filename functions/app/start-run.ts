@@ -20,10 +20,10 @@ import { apiInputKeys, rootNodeIds, validateCanvas } from '../domain/workflow-gr
 import { type ApiIntegrationRefusal, checkApiIntegration } from '../nodes/providers/registry.ts';
 import { logger } from '../observability/logger.ts';
 import { countRunStarted } from '../observability/metrics.ts';
-import type { ApiKeyRecord } from '../store/api-keys.ts';
 import { getConnections } from '../store/connections.ts';
 import { createDeferredRun } from '../store/deferred-runs.ts';
 import { findIdempotentAnswer } from '../store/idempotency.ts';
+import type { ApiKeyItem } from '../store/items.ts';
 import {
   activeJobOf,
   IdempotencyRaceError,
@@ -56,7 +56,7 @@ const providerNotAvailable = (barred: ApiIntegrationRefusal) =>
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** The checks every start makes before money: the key may run it, the canvas is valid, the inputs exist. */
-export const checkRunnable = (key: ApiKeyRecord, workflow: RunnableWorkflow, request: RunRequest) => {
+export const checkRunnable = (key: ApiKeyItem, workflow: RunnableWorkflow, request: RunRequest) => {
   if (key.workflowIds.length > 0 && !key.workflowIds.includes(workflow.workflowId)) {
     throw new WorkflowNotPermittedError(workflow.workflowId);
   }
@@ -70,7 +70,7 @@ export const checkRunnable = (key: ApiKeyRecord, workflow: RunnableWorkflow, req
 export interface CommitInput {
   /** Chosen by the caller when other items of the transaction name the run. */
   jobId?: string;
-  key: ApiKeyRecord;
+  key: ApiKeyItem;
   workflow: RunnableWorkflow;
   request: RunRequest;
   /** The price multiplier in force (1 for a run started now). */
@@ -169,7 +169,7 @@ export interface RunStartAnswer {
  */
 export const startRunFor = async (
   deps: Deps,
-  key: ApiKeyRecord,
+  key: ApiKeyItem,
   start: RunStart,
   resolveWorkflow: () => Promise<RunnableWorkflow>,
 ): Promise<RunStartAnswer> => {

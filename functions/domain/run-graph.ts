@@ -8,8 +8,9 @@ import type { Canvas, CanvasEdge } from './workflow-graph.ts';
  * was skipped or produced nothing on that handle (a ConditionalSwitch's branch not taken).
  */
 
-export interface FinishedStep {
-  status: 'completed' | 'skipped' | 'failed';
+/** A step that has started: claimed (`processing`) or finished. */
+export interface StepState {
+  status: 'processing' | 'completed' | 'skipped' | 'failed';
   /** Values per output handle (completed steps). */
   outputs?: Record<string, unknown>;
 }
@@ -24,13 +25,13 @@ export const successors = (canvas: Canvas, nodeId: string): string[] => [
   ...new Set(canvas.edges.filter((e) => e.source === nodeId).map((e) => e.target)),
 ];
 
-const isFinished = (step: FinishedStep | undefined) => step?.status === 'completed' || step?.status === 'skipped';
+const isFinished = (step: StepState | undefined) => step?.status === 'completed' || step?.status === 'skipped';
 
 /** Successors of `nodeId` whose predecessors have all finished. */
-export const readySuccessors = (canvas: Canvas, nodeId: string, steps: ReadonlyMap<string, FinishedStep>): string[] =>
+export const readySuccessors = (canvas: Canvas, nodeId: string, steps: ReadonlyMap<string, StepState>): string[] =>
   successors(canvas, nodeId).filter((s) => predecessors(canvas, s).every((p) => isFinished(steps.get(p))));
 
-const edgeValue = (edge: CanvasEdge, steps: ReadonlyMap<string, FinishedStep>): { live: boolean; value?: unknown } => {
+const edgeValue = (edge: CanvasEdge, steps: ReadonlyMap<string, StepState>): { live: boolean; value?: unknown } => {
   const source = steps.get(edge.source);
   if (source?.status !== 'completed' || !source.outputs || !Object.hasOwn(source.outputs, edge.sourceHandle)) {
     return { live: false };
@@ -41,7 +42,7 @@ const edgeValue = (edge: CanvasEdge, steps: ReadonlyMap<string, FinishedStep>): 
 export type StepPlan = { run: true; inputs: Record<string, unknown[]> } | { run: false };
 
 /** Gathers a ready step's inputs per handle, or decides it is skipped. */
-export const planStep = (canvas: Canvas, nodeId: string, steps: ReadonlyMap<string, FinishedStep>): StepPlan => {
+export const planStep = (canvas: Canvas, nodeId: string, steps: ReadonlyMap<string, StepState>): StepPlan => {
   const node = canvas.nodes.find((n) => n.id === nodeId);
   const spec = node ? getNodeSpec(node.type) : undefined;
   if (!node || !spec) throw new Error(`No node ${nodeId} in the canvas`);

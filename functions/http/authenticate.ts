@@ -3,14 +3,15 @@ import type { Deps } from '../deps.ts';
 import { bearerToken, hashApiKey, isKeyUsable, isWellFormedApiKey } from '../domain/api-key.ts';
 import { RateLimitedError, ScopeNotPermittedError, UnauthorizedError } from '../domain/errors.ts';
 import { decide, defaultRequestsPerMinute } from '../domain/rate-limit.ts';
-import { type ApiKeyRecord, findApiKeyByHash } from '../store/api-keys.ts';
+import { findApiKeyByHash } from '../store/api-keys.ts';
+import type { ApiKeyItem } from '../store/items.ts';
 import { countRequest } from '../store/rate-counter.ts';
 
 /** Who is calling, as every keyed handler sees it. */
 export interface AuthContext {
   teamId: string;
   keyId: string;
-  key: ApiKeyRecord;
+  key: ApiKeyItem;
 }
 
 /**

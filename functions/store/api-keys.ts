@@ -1,46 +1,25 @@
-import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Scope } from '../../lib/routes.ts';
 import type { Deps } from '../deps.ts';
 import { generateApiKey, hashApiKey, keyHint } from '../domain/api-key.ts';
+import { ApiKeyIdItemSchema, type ApiKeyItem, ApiKeyItemSchema, parseItem } from './items.ts';
 import { apiKeyIdKey, apiKeyKey, teamKeysIndex, teamKeysPartition } from './keys.ts';
-
-/** What the service knows about a key; never the secret itself. */
-export interface ApiKeyRecord {
-  keyId: string;
-  teamId: string;
-  /** Empty means all scopes (spec section 5). */
-  scopes: Scope[];
-  /** Empty means every workflow of the team. */
-  workflowIds: string[];
-  /** Monthly credit cap in hundredths, or null for none. */
-  monthlyCapHundredths: number | null;
-  expiresAt: string | null;
-  revokedAt: string | null;
-  /** Requests per minute, or null for the default. */
-  rateLimitPerMinute: number | null;
-  hint: string;
-  createdAt: string;
-}
-
-const toRecord = (item: Record<string, unknown>): ApiKeyRecord => ({
-  keyId: item.keyId as string,
-  teamId: item.teamId as string,
-  scopes: (item.scopes as Scope[] | undefined) ?? [],
-  workflowIds: (item.workflowIds as string[] | undefined) ?? [],
-  monthlyCapHundredths: (item.monthlyCapHundredths as number | undefined) ?? null,
-  expiresAt: (item.expiresAt as string | undefined) ?? null,
-  revokedAt: (item.revokedAt as string | undefined) ?? null,
-  rateLimitPerMinute: (item.rateLimitPerMinute as number | undefined) ?? null,
-  hint: item.hint as string,
-  createdAt: item.createdAt as string,
-});
+import { queryAll } from './query.ts';
 
 /** Reads the key by the hash of its secret, strongly consistent so a revocation counts at once. */
-export const findApiKeyByHash = async (deps: Deps, secretHash: string): Promise<ApiKeyRecord | undefined> => {
+export const findApiKeyByHash = async (deps: Deps, secretHash: string): Promise<ApiKeyItem | undefined> => {
   const { Item } = await deps.ddb.send(
     new GetCommand({ TableName: deps.tableName, Key: apiKeyKey(secretHash), ConsistentRead: true }),
   );
-  return Item ? toRecord(Item) : undefined;
+  return Item && parseItem(ApiKeyItemSchema, Item);
+};
+
+/** The hash a key's item is stored under, read through the pointer from its public id. */
+const secretHashOf = async (deps: Deps, keyId: string): Promise<string | undefined> => {
+  const { Item } = await deps.ddb.send(
+    new GetCommand({ TableName: deps.tableName, Key: apiKeyIdKey(keyId), ConsistentRead: true }),
+  );
+  return Item && parseItem(ApiKeyIdItemSchema, Item).secretHash;
 };
 
 export interface NewApiKey {
@@ -90,14 +69,12 @@ export const createApiKey = async (deps: Deps, input: NewApiKey): Promise<{ keyI
 
 /** Revokes by key id; returns false when no such key exists. Takes effect on the next request. */
 export const revokeApiKey = async (deps: Deps, keyId: string): Promise<boolean> => {
-  const { Item } = await deps.ddb.send(
-    new GetCommand({ TableName: deps.tableName, Key: apiKeyIdKey(keyId), ConsistentRead: true }),
-  );
-  if (!Item) return false;
+  const secretHash = await secretHashOf(deps, keyId);
+  if (!secretHash) return false;
   await deps.ddb.send(
     new UpdateCommand({
       TableName: deps.tableName,
-      Key: apiKeyKey(Item.secretHash as string),
+      Key: apiKeyKey(secretHash),
       UpdateExpression: 'SET revokedAt = if_not_exists(revokedAt, :now)',
       ConditionExpression: 'attribute_exists(PK)',
       ExpressionAttributeValues: { ':now': deps.now().toISOString() },
@@ -107,29 +84,19 @@ export const revokeApiKey = async (deps: Deps, keyId: string): Promise<boolean> 
 };
 
 /** Every key of a team, without secrets or hashes. */
-export const listApiKeys = async (deps: Deps, teamId: string): Promise<ApiKeyRecord[]> => {
-  const out: ApiKeyRecord[] = [];
-  let cursor: Record<string, unknown> | undefined;
-  do {
-    const page = await deps.ddb.send(
-      new QueryCommand({
-        TableName: deps.tableName,
-        IndexName: 'GSI1',
-        KeyConditionExpression: 'GSI1PK = :pk',
-        ExpressionAttributeValues: { ':pk': teamKeysPartition(teamId) },
-        ExclusiveStartKey: cursor,
-      }),
-    );
-    out.push(...(page.Items ?? []).map(toRecord));
-    cursor = page.LastEvaluatedKey;
-  } while (cursor);
-  return out;
-};
+export const listApiKeys = async (deps: Deps, teamId: string): Promise<ApiKeyItem[]> =>
+  queryAll(
+    deps,
+    {
+      IndexName: 'GSI1',
+      KeyConditionExpression: 'GSI1PK = :pk',
+      ExpressionAttributeValues: { ':pk': teamKeysPartition(teamId) },
+    },
+    (item) => parseItem(ApiKeyItemSchema, item),
+  );
 
 /** Reads a key by its public id (through the id pointer), e.g. for a deferred run's dispatch. */
-export const findApiKeyById = async (deps: Deps, keyId: string): Promise<ApiKeyRecord | undefined> => {
-  const { Item } = await deps.ddb.send(
-    new GetCommand({ TableName: deps.tableName, Key: apiKeyIdKey(keyId), ConsistentRead: true }),
-  );
-  return Item ? findApiKeyByHash(deps, Item.secretHash as string) : undefined;
+export const findApiKeyById = async (deps: Deps, keyId: string): Promise<ApiKeyItem | undefined> => {
+  const secretHash = await secretHashOf(deps, keyId);
+  return secretHash ? findApiKeyByHash(deps, secretHash) : undefined;
 };

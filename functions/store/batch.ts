@@ -1,15 +1,20 @@
 import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
+import * as v from 'valibot';
 import type { Deps } from '../deps.ts';
+import { type ItemKey, ItemKeySchema, parseItem } from './items.ts';
 
-type Key = { PK: string; SK: string };
+/** The items a BatchGet read, by `PK|SK`; pick them out with `itemFor`. */
+export type ItemsByKey = ReadonlyMap<string, Record<string, unknown>>;
+
+const UnprocessedKeysSchema = v.array(ItemKeySchema);
 
 /**
  * Strongly consistent BatchGetItem of up to 100 keys, retrying unprocessed keys; returns the
  * items by `PK|SK` so callers pick them out by the keys they built.
  */
-export const batchGet = async (deps: Deps, keys: Key[]): Promise<Map<string, Record<string, unknown>>> => {
+export const batchGet = async (deps: Deps, keys: readonly ItemKey[]): Promise<ItemsByKey> => {
   const found = new Map<string, Record<string, unknown>>();
-  let pending: Key[] = keys;
+  let pending = keys;
   for (let attempt = 0; pending.length > 0; attempt++) {
     if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 25 * 2 ** attempt)));
     const chunk = pending.slice(0, 100);
@@ -18,10 +23,18 @@ export const batchGet = async (deps: Deps, keys: Key[]): Promise<Map<string, Rec
       new BatchGetCommand({ RequestItems: { [deps.tableName]: { Keys: chunk, ConsistentRead: true } } }),
     );
     for (const item of Responses?.[deps.tableName] ?? []) found.set(`${item.PK}|${item.SK}`, item);
-    pending = [...((UnprocessedKeys?.[deps.tableName]?.Keys as Key[] | undefined) ?? []), ...rest];
+    pending = [...v.parse(UnprocessedKeysSchema, UnprocessedKeys?.[deps.tableName]?.Keys ?? []), ...rest];
     if (attempt > 10) throw new Error('DynamoDB left keys unprocessed after 10 retries');
   }
   return found;
 };
 
-export const itemFor = (items: Map<string, Record<string, unknown>>, key: Key) => items.get(`${key.PK}|${key.SK}`);
+/** The item read for `key`, parsed with `schema` (functions/store/items.ts); undefined when there is none. */
+export const itemFor = <TSchema extends v.GenericSchema>(
+  items: ItemsByKey,
+  key: ItemKey,
+  schema: TSchema,
+): v.InferOutput<TSchema> | undefined => {
+  const item = items.get(`${key.PK}|${key.SK}`);
+  return item === undefined ? undefined : parseItem(schema, item);
+};

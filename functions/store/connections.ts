@@ -1,6 +1,8 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import * as v from 'valibot';
 import type { Deps } from '../deps.ts';
 import type { TeamConnection } from '../nodes/executors/types.ts';
+import { type ConnectionRef, parseItem, TeamItemSchema } from './items.ts';
 import { teamKey } from './keys.ts';
 
 /**
@@ -8,10 +10,7 @@ import { teamKey } from './keys.ts';
  * the secret is stored, never the secret: `env:NAME` (an environment variable of the function,
  * which is how local development and a deployment's own secret injection supply it).
  */
-export interface ConnectionRef {
-  secretRef: string;
-  endpoint?: string;
-}
+const ConnectionsSchema = v.pick(TeamItemSchema, ['connections']);
 
 export const getConnections = async (deps: Deps, teamId: string): Promise<Record<string, ConnectionRef>> => {
   const { Item } = await deps.ddb.send(
@@ -22,7 +21,7 @@ export const getConnections = async (deps: Deps, teamId: string): Promise<Record
       ConsistentRead: true,
     }),
   );
-  return (Item?.connections as Record<string, ConnectionRef> | undefined) ?? {};
+  return Item ? parseItem(ConnectionsSchema, Item, teamKey(teamId)).connections : {};
 };
 
 export const isValidSecretRef = (ref: string) => /^env:[A-Za-z_][A-Za-z0-9_]*$/.test(ref);

@@ -1,44 +1,25 @@
-import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DeferredRun } from '../../schemas/deferred-runs.ts';
 import type { RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { deferredExpiresAt } from '../domain/deferred-run-lifetime.ts';
 import { DeferredRunNotFoundError, DeferredRunNotWaitingError } from '../domain/errors.ts';
-import type { ApiKeyRecord } from './api-keys.ts';
 import { batchGet, itemFor } from './batch.ts';
 import { type IdempotencyRecord, idempotencyPut } from './idempotency.ts';
+import {
+  type ApiKeyItem,
+  type DeferredRunItem,
+  DeferredRunItemSchema,
+  ExpiringDeferredRunSchema,
+  ItemKeySchema,
+  parseItem,
+} from './items.ts';
 import { deferredRunKey, multiplierSortKey, waitingIndexes, waitingPartition } from './keys.ts';
-
-export interface DeferredRecord {
-  deferredJobId: string;
-  teamId: string;
-  keyId: string;
-  workflowId: string;
-  status: DeferredRun['status'];
-  maxMultiplier: number;
-  createdAt: string;
-  expiresAt: string;
-  dispatchedAt: string | null;
-  jobId: string | null;
-  request: RunRequest;
-}
-
-const toRecord = (item: Record<string, unknown>): DeferredRecord => ({
-  deferredJobId: item.deferredJobId as string,
-  teamId: item.teamId as string,
-  keyId: item.keyId as string,
-  workflowId: item.workflowId as string,
-  status: item.status as DeferredRun['status'],
-  maxMultiplier: item.maxMultiplier as number,
-  createdAt: item.createdAt as string,
-  expiresAt: item.expiresAt as string,
-  dispatchedAt: (item.dispatchedAt as string | undefined) ?? null,
-  jobId: (item.jobId as string | undefined) ?? null,
-  request: item.request as RunRequest,
-});
+import { queryAll } from './query.ts';
+import { isConditionalCheckFailed } from './refusals.ts';
 
 /** The DeferredRun a caller reads (spec 2.4). */
-export const deferredView = (record: DeferredRecord): DeferredRun => ({
+export const deferredView = (record: DeferredRunItem): DeferredRun => ({
   deferredJobId: record.deferredJobId,
   workflowId: record.workflowId,
   status: record.status,
@@ -54,7 +35,7 @@ export const createDeferredRun = async (
   deps: Deps,
   input: {
     deferredJobId: string;
-    key: ApiKeyRecord;
+    key: ApiKeyItem;
     workflowId: string;
     request: RunRequest;
     idempotency: IdempotencyRecord | null;
@@ -94,12 +75,12 @@ export const createDeferredRun = async (
 };
 
 /** A deferred run of the team; another team's reads as missing. */
-export const getDeferredRun = async (deps: Deps, teamId: string, deferredJobId: string): Promise<DeferredRecord> => {
+export const getDeferredRun = async (deps: Deps, teamId: string, deferredJobId: string): Promise<DeferredRunItem> => {
   const { Item } = await deps.ddb.send(
     new GetCommand({ TableName: deps.tableName, Key: deferredRunKey(deferredJobId), ConsistentRead: true }),
   );
   if (!Item || Item.teamId !== teamId) throw new DeferredRunNotFoundError(deferredJobId);
-  return toRecord(Item);
+  return parseItem(DeferredRunItemSchema, Item);
 };
 
 /** The update that moves a waiting deferred run on; usable inside a transaction. */
@@ -128,13 +109,17 @@ export const moveDeferredRun = async (deps: Deps, deferredJobId: string, status:
     await deps.ddb.send(new UpdateCommand(leaveWaiting(deps, deferredJobId, status)));
     return true;
   } catch (error) {
-    if ((error as Error).name === 'ConditionalCheckFailedException') return false;
+    if (isConditionalCheckFailed(error)) return false;
     throw error;
   }
 };
 
 /** DELETE /deferred-runs/{id}: cancels a waiting one of the team. */
-export const cancelDeferredRun = async (deps: Deps, teamId: string, deferredJobId: string): Promise<DeferredRecord> => {
+export const cancelDeferredRun = async (
+  deps: Deps,
+  teamId: string,
+  deferredJobId: string,
+): Promise<DeferredRunItem> => {
   const record = await getDeferredRun(deps, teamId, deferredJobId);
   if (record.status !== 'waiting' || !(await moveDeferredRun(deps, deferredJobId, 'cancelled'))) {
     throw new DeferredRunNotWaitingError(deferredJobId);
@@ -142,32 +127,12 @@ export const cancelDeferredRun = async (deps: Deps, teamId: string, deferredJobI
   return getDeferredRun(deps, teamId, deferredJobId);
 };
 
-/** Every item of one waiting index at or past `bound`, as the index projects it. */
-const queryWaiting = async (
-  deps: Deps,
-  index: 'GSI2' | 'GSI3',
-  condition: string,
-  bound: string,
-  counter: { pages: number },
-): Promise<Record<string, unknown>[]> => {
-  const out: Record<string, unknown>[] = [];
-  let cursor: Record<string, unknown> | undefined;
-  do {
-    const page = await deps.ddb.send(
-      new QueryCommand({
-        TableName: deps.tableName,
-        IndexName: index,
-        KeyConditionExpression: `${index}PK = :pk AND ${condition}`,
-        ExpressionAttributeValues: { ':pk': waitingPartition, ':bound': bound },
-        ExclusiveStartKey: cursor,
-      }),
-    );
-    counter.pages++;
-    out.push(...(page.Items ?? []));
-    cursor = page.LastEvaluatedKey;
-  } while (cursor);
-  return out;
-};
+/** One waiting index (GSI2 or GSI3) from `bound` on: every page, since a tick moves all it can. */
+const waitingQuery = (index: 'GSI2' | 'GSI3', condition: string, bound: string) => ({
+  IndexName: index,
+  KeyConditionExpression: `${index}PK = :pk AND ${condition}`,
+  ExpressionAttributeValues: { ':pk': waitingPartition, ':bound': bound },
+});
 
 /**
  * Waiting runs whose maxMultiplier is at least the current multiplier, in the index's order. GSI2
@@ -178,15 +143,18 @@ export const dispatchableDeferredRuns = async (
   deps: Deps,
   multiplier: number,
   counter = { pages: 0 },
-): Promise<DeferredRecord[]> => {
-  const keys = (await queryWaiting(deps, 'GSI2', 'GSI2SK >= :bound', multiplierSortKey(multiplier), counter)).map(
-    (item) => ({ PK: item.PK as string, SK: item.SK as string }),
+): Promise<DeferredRunItem[]> => {
+  const keys = await queryAll(
+    deps,
+    waitingQuery('GSI2', 'GSI2SK >= :bound', multiplierSortKey(multiplier)),
+    (item) => parseItem(ItemKeySchema, item),
+    counter,
   );
   if (keys.length === 0) return [];
   const items = await batchGet(deps, keys);
   return keys.flatMap((key) => {
-    const item = itemFor(items, key);
-    return item?.status === 'waiting' ? [toRecord(item)] : [];
+    const deferred = itemFor(items, key, DeferredRunItemSchema);
+    return deferred?.status === 'waiting' ? [deferred] : [];
   });
 };
 
@@ -195,10 +163,13 @@ export const expiredDeferredRuns = async (
   deps: Deps,
   now: Date,
   counter = { pages: 0 },
-): Promise<Pick<DeferredRecord, 'deferredJobId'>[]> =>
-  (await queryWaiting(deps, 'GSI3', 'GSI3SK < :bound', now.toISOString(), counter)).map((item) => ({
-    deferredJobId: item.deferredJobId as string,
-  }));
+): Promise<Pick<DeferredRunItem, 'deferredJobId'>[]> =>
+  queryAll(
+    deps,
+    waitingQuery('GSI3', 'GSI3SK < :bound', now.toISOString()),
+    (item) => parseItem(ExpiringDeferredRunSchema, item),
+    counter,
+  );
 
 /** Waiting deferred runs of a team (operators' CLI); reads the whole waiting index. */
 export const listWaitingDeferredRuns = async (deps: Deps, teamId: string) =>

@@ -1,5 +1,6 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
+import { IdempotencyItemSchema, parseItem } from './items.ts';
 import { idempotencyRecordKey } from './keys.ts';
 
 export interface IdempotentAnswer {
@@ -16,8 +17,10 @@ export const findIdempotentAnswer = async (
   const { Item } = await deps.ddb.send(
     new GetCommand({ TableName: deps.tableName, Key: idempotencyRecordKey(keyId, keyHash), ConsistentRead: true }),
   );
-  if (!Item || (Item.ttl as number) < Math.floor(deps.now().getTime() / 1000)) return undefined;
-  return { requestHash: Item.requestHash as string, response: Item.response as IdempotentAnswer['response'] };
+  if (!Item) return undefined;
+  const remembered = parseItem(IdempotencyItemSchema, Item);
+  if (remembered.ttl < Math.floor(deps.now().getTime() / 1000)) return undefined;
+  return { requestHash: remembered.requestHash, response: remembered.response };
 };
 
 export interface IdempotencyRecord {

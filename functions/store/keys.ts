@@ -45,7 +45,8 @@ export const idIndex = (kind: 'PROJECT' | 'AGENT' | 'WORKFLOW', id: string) => (
 /** A run and, in the same partition, its steps and its charges: one Query reads a whole run. */
 export const runPartition = (jobId: string) => `RUN#${jobId}`;
 export const runKey = (jobId: string) => ({ PK: runPartition(jobId), SK: 'RUN' });
-export const stepKey = (jobId: string, nodeId: string) => ({ PK: runPartition(jobId), SK: `STEP#${nodeId}` });
+export const stepSkPrefix = 'STEP#';
+export const stepKey = (jobId: string, nodeId: string) => ({ PK: runPartition(jobId), SK: `${stepSkPrefix}${nodeId}` });
 
 /** One run in progress per workflow: this item exists while one does, naming it. */
 export const workflowLockKey = (workflowId: string) => ({ PK: `WFLOCK#${workflowId}`, SK: 'LOCK' });

@@ -1,16 +1,15 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
 import type { PriceSettings } from '../domain/price-multiplier.ts';
+import { PriceItemSchema, parseItem } from './items.ts';
 import { priceKey } from './keys.ts';
 
 export const getPriceSettings = async (deps: Deps): Promise<PriceSettings> => {
   const { Item } = await deps.ddb.send(
     new GetCommand({ TableName: deps.tableName, Key: priceKey(), ConsistentRead: true }),
   );
-  return {
-    multiplier: (Item?.multiplier as number | undefined) ?? null,
-    hourly: (Item?.hourly as number[] | undefined) ?? null,
-  };
+  // No item: neither a live multiplier nor a schedule was ever set.
+  return parseItem(PriceItemSchema, Item ?? {});
 };
 
 /** Sets the live multiplier (null clears it so the schedule applies). */

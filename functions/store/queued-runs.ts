@@ -1,6 +1,7 @@
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
+import { parseItem, QueuedRunEntrySchema } from './items.ts';
 import { queuedRunPartition, queuedRunShards } from './keys.ts';
+import { queryAll } from './query.ts';
 
 /** A run the sweep may have to restart: still `queued`, with no finished step. */
 export interface QueuedRun {
@@ -15,22 +16,16 @@ export interface QueuedRun {
 export const queuedRunsStartedBefore = async (deps: Deps, before: string): Promise<QueuedRun[]> => {
   const runs: QueuedRun[] = [];
   for (let shard = 0; shard < queuedRunShards; shard++) {
-    let cursor: Record<string, unknown> | undefined;
-    do {
-      const page = await deps.ddb.send(
-        new QueryCommand({
-          TableName: deps.tableName,
-          IndexName: 'GSI1',
-          KeyConditionExpression: 'GSI1PK = :pk AND GSI1SK < :before',
-          ExpressionAttributeValues: { ':pk': queuedRunPartition(shard), ':before': before },
-          ExclusiveStartKey: cursor,
-        }),
-      );
-      for (const run of page.Items ?? []) {
-        if (run.status === 'queued') runs.push({ jobId: run.jobId as string, workflowId: run.workflowId as string });
-      }
-      cursor = page.LastEvaluatedKey;
-    } while (cursor);
+    const entries = await queryAll(
+      deps,
+      {
+        IndexName: 'GSI1',
+        KeyConditionExpression: 'GSI1PK = :pk AND GSI1SK < :before',
+        ExpressionAttributeValues: { ':pk': queuedRunPartition(shard), ':before': before },
+      },
+      (item) => parseItem(QueuedRunEntrySchema, item),
+    );
+    for (const { jobId, workflowId, status } of entries) if (status === 'queued') runs.push({ jobId, workflowId });
   }
   return runs;
 };

@@ -20,8 +20,9 @@ export const countRequest = async (deps: Deps, keyId: string, nowMs: number): Pr
       ReturnValues: 'ALL_NEW',
     }),
   );
-  return {
-    current: (Attributes?.[`w${window}`] as number | undefined) ?? 1,
-    previous: (Attributes?.[`w${window - 1}`] as number | undefined) ?? 0,
+  const count = (attribute: string) => {
+    const value = Attributes?.[attribute];
+    return typeof value === 'number' ? value : undefined;
   };
+  return { current: count(`w${window}`) ?? 1, previous: count(`w${window - 1}`) ?? 0 };
 };

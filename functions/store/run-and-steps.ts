@@ -1,8 +1,9 @@
 import type { Deps } from '../deps.ts';
-import type { FinishedStep } from '../domain/run-graph.ts';
+import type { StepState } from '../domain/run-graph.ts';
 import type { Canvas } from '../domain/workflow-graph.ts';
 import { batchGet, itemFor } from './batch.ts';
 import { cachedCanvas, rememberCanvas } from './canvas-cache.ts';
+import { CanvasItemSchema, RunItemSchema, type StepItem, StepItemSchema } from './items.ts';
 import { canvasKey, runKey, stepKey } from './keys.ts';
 
 /** The run and workflow a step message names. */
@@ -11,15 +12,11 @@ export interface RunRef {
   workflowId: string;
 }
 
-const stepState = (item: Record<string, unknown> | undefined): FinishedStep | undefined =>
-  item
-    ? { status: item.status as FinishedStep['status'], outputs: item.outputs as Record<string, unknown> | undefined }
-    : undefined;
-
 /**
  * What a step delivery reads before it acts: the run item, its canvas (unless cached) and the
  * items of the steps `nodeIds` picks from the canvas, in one strongly consistent BatchGet (two
- * when the canvas was not cached). `steps` holds those that have a step item.
+ * when the canvas was not cached). `steps` holds those that have a step item; `stepItem` gives
+ * one of them whole.
  */
 export const readRunAndSteps = async (deps: Deps, ref: RunRef, nodeIds: (canvas: Canvas) => string[]) => {
   let canvas = cachedCanvas(ref.workflowId);
@@ -29,19 +26,21 @@ export const readRunAndSteps = async (deps: Deps, ref: RunRef, nodeIds: (canvas:
   ];
   let items = await batchGet(deps, keys);
   if (!canvas) {
-    canvas = itemFor(items, canvasKey(ref.workflowId))?.canvas as Canvas | undefined;
+    canvas = itemFor(items, canvasKey(ref.workflowId), CanvasItemSchema)?.canvas;
     if (!canvas) throw new Error(`Canvas of workflow ${ref.workflowId} not found`);
     rememberCanvas(ref.workflowId, canvas);
     const stepKeys = nodeIds(canvas).map((n) => stepKey(ref.jobId, n));
     if (stepKeys.length > 0) items = new Map([...items, ...(await batchGet(deps, stepKeys))]);
   }
-  const run = itemFor(items, runKey(ref.jobId));
+  const run = itemFor(items, runKey(ref.jobId), RunItemSchema);
   if (!run) throw new Error(`Run ${ref.jobId} not found`);
-  const steps = new Map<string, FinishedStep>();
-  const stepItem = (nodeId: string) => itemFor(items, stepKey(ref.jobId, nodeId));
+  const stepItems = new Map<string, StepItem>();
+  const steps = new Map<string, StepState>();
   for (const nodeId of nodeIds(canvas)) {
-    const state = stepState(stepItem(nodeId));
-    if (state) steps.set(nodeId, state);
+    const step = itemFor(items, stepKey(ref.jobId, nodeId), StepItemSchema);
+    if (!step) continue;
+    stepItems.set(nodeId, step);
+    steps.set(nodeId, step);
   }
-  return { run, canvas, steps, stepItem };
+  return { run, canvas, steps, stepItem: (nodeId: string) => stepItems.get(nodeId) };
 };

@@ -3,10 +3,11 @@ import { TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/l
 import type { Deps } from '../deps.ts';
 import { type EndStatus, inProgressStatuses } from '../domain/workflow-lock.ts';
 import { keyMonthKey, projectKey, runKey, teamKey, workflowLockKey } from './keys.ts';
+import { cancellationReasons } from './refusals.ts';
 
 type TransactItems = NonNullable<TransactWriteCommandInput['TransactItems']>;
 
-/** The run item fields the ledger needs. */
+/** The run item fields the ledger needs (a RunItem has them all). */
 export interface RunLedgerState {
   jobId: string;
   teamId: string;
@@ -146,19 +147,15 @@ const endRunSideItems = (deps: Deps, run: RunLedgerState, release: number): Tran
 ];
 
 const conflicted = (error: unknown) =>
-  ((error as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? []).some(
-    (reason) => reason?.Code === 'TransactionConflict',
-  );
+  (cancellationReasons(error) ?? []).some((reason) => reason.Code === 'TransactionConflict');
 
 /**
  * A transaction refused because one of its conditions failed, and for no other reason: a conflict,
  * throttling or any other cancellation is not "already done" and must be thrown to be retried.
  */
 export const conditionFailed = (error: unknown): boolean => {
-  if ((error as Error).name !== 'TransactionCanceledException') return false;
-  const codes = ((error as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? []).map(
-    (r) => r?.Code,
-  );
+  const codes = cancellationReasons(error)?.map((r) => r.Code);
+  if (!codes) return false;
   return (
     codes.includes('ConditionalCheckFailed') && codes.every((c) => c === 'ConditionalCheckFailed' || c === 'None' || !c)
   );
@@ -176,7 +173,7 @@ export const transactWrite = async (deps: Deps, items: TransactItems): Promise<v
       await deps.ddb.send(new TransactWriteCommand({ TransactItems: items }));
       return;
     } catch (error) {
-      if ((error as Error).name !== 'TransactionCanceledException' || !conflicted(error) || attempt >= 6) throw error;
+      if (!conflicted(error) || attempt >= 6) throw error;
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * 2 ** attempt));
     }
   }
@@ -213,15 +210,3 @@ export const queueWebhook = async (deps: Deps, run: { jobId: string; callbackUrl
     }),
   );
 };
-
-export const ledgerStateOf = (item: Record<string, unknown>): RunLedgerState => ({
-  jobId: item.jobId as string,
-  teamId: item.teamId as string,
-  keyId: item.keyId as string,
-  workflowId: item.workflowId as string,
-  projectId: item.projectId as string,
-  spendMonth: item.spendMonth as string,
-  estimateHundredths: item.estimateHundredths as number,
-  heldHundredths: item.heldHundredths as number,
-  callbackUrl: item.callbackUrl as string | undefined,
-});

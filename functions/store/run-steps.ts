@@ -1,16 +1,18 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import * as v from 'valibot';
 import type { Deps } from '../deps.ts';
 import type { LicenceModel } from '../domain/licence.ts';
 import { isInProgress } from '../domain/workflow-lock.ts';
 import type { ModelUse } from '../nodes/executors/types.ts';
+import { parseItem, type RunItem, RunItemSchema, StepItemSchema } from './items.ts';
 import { runKey, stepKey } from './keys.ts';
+import { isConditionalCheckFailed, refusedItem, StringSetAttributeSchema, stringAttribute } from './refusals.ts';
 import {
   conditionFailed,
   endRun,
   endRunItems,
   inProgressCondition,
   inProgressValues,
-  ledgerStateOf,
   notCountedCondition,
   transactWrite,
 } from './run-ledger.ts';
@@ -28,6 +30,10 @@ export type Attempt = number | null;
 export type ClaimResult =
   | { claimed: true; attempt: number }
   | { claimed: false; status: 'completed' | 'skipped' | 'failed' | 'processing' | 'ended' };
+
+const ClaimedStepSchema = v.object({ attempts: v.number() });
+/** The step a refused claim returns (its old image, as attribute values). */
+const RefusedStepSchema = v.object({ status: v.optional(stringAttribute(StepItemSchema.entries.status)) });
 
 /**
  * Claims a step for this worker: created as `processing` if absent, or taken over when the
@@ -56,12 +62,12 @@ export const claimStep = async (deps: Deps, jobId: string, nodeId: string): Prom
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),
     );
-    return { claimed: true, attempt: Attributes?.attempts as number };
+    return { claimed: true, attempt: parseItem(ClaimedStepSchema, Attributes ?? {}).attempts };
   } catch (error) {
-    if ((error as Error).name !== 'ConditionalCheckFailedException') throw error;
-    const item = (error as { Item?: Record<string, { S?: string }> }).Item;
-    const status = item?.status?.S ?? 'processing';
-    return { claimed: false, status: status as 'completed' | 'skipped' | 'failed' | 'processing' };
+    if (!isConditionalCheckFailed(error)) throw error;
+    const old = refusedItem(error);
+    const status = old && parseItem(RefusedStepSchema, old, stepKey(jobId, nodeId)).status?.S;
+    return { claimed: false, status: status ?? 'processing' };
   }
 };
 
@@ -123,7 +129,7 @@ export const finishStepItem = async (
     await deps.ddb.send(new UpdateCommand(stepEndUpdate(deps, jobId, nodeId, attempt, end)));
     return true;
   } catch (error) {
-    if ((error as Error).name === 'ConditionalCheckFailedException') return false;
+    if (isConditionalCheckFailed(error)) return false;
     throw error;
   }
 };
@@ -132,12 +138,17 @@ export type CountResult =
   /** Counted, and the count also ended the run. */
   | { counted: true; ended: true }
   /** Counted; `run` is the run item after the count (the caller ends the run if it is done). */
-  | { counted: true; ended: false; run: Record<string, unknown> }
+  | { counted: true; ended: false; run: RunItem }
   /** Counted before (a redelivery), or the run had ended: nothing changed. */
   | { counted: false; runEnded: boolean; alreadyCounted: boolean };
 
-export const stepsFinished = (run: Record<string, unknown>) =>
-  ((run.stepsCompleted as number | undefined) ?? 0) + ((run.stepsSkipped as number | undefined) ?? 0);
+export const stepsFinished = (run: RunItem) => run.stepsCompleted + run.stepsSkipped;
+
+/** The run a refused count returns (its old image, as attribute values): whether it ended, and what it counted. */
+const RefusedCountSchema = v.object({
+  status: v.optional(stringAttribute(RunItemSchema.entries.status)),
+  doneSteps: v.optional(StringSetAttributeSchema),
+});
 
 /**
  * Counts a finished step on its run, exactly once (the run's `doneSteps` set remembers it): a
@@ -147,20 +158,19 @@ export const stepsFinished = (run: Record<string, unknown>) =>
  */
 export const countStep = async (
   deps: Deps,
-  run: Record<string, unknown>,
+  run: RunItem,
   nodeId: string,
   outcome: { status: 'completed' | 'skipped'; chargeHundredths: number },
 ): Promise<CountResult> => {
-  const ledger = ledgerStateOf(run);
   const charge = outcome.status === 'completed' ? outcome.chargeHundredths : 0;
-  if (outcome.status === 'completed' && stepsFinished(run) + 1 === (run.stepsTotal as number)) {
+  if (outcome.status === 'completed' && stepsFinished(run) + 1 === run.stepsTotal) {
     const last = {
       nodeId,
       chargeHundredths: charge,
-      completedBefore: (run.stepsCompleted as number | undefined) ?? 0,
-      skippedBefore: (run.stepsSkipped as number | undefined) ?? 0,
+      completedBefore: run.stepsCompleted,
+      skippedBefore: run.stepsSkipped,
     };
-    if (await endRun(deps, ledger, 'completed', last)) return { counted: true, ended: true };
+    if (await endRun(deps, run, 'completed', last)) return { counted: true, ended: true };
     // The run moved since the read (a parallel step, a cancel): count it the general way.
   }
   const counter = outcome.status === 'completed' ? 'stepsCompleted' : 'stepsSkipped';
@@ -168,7 +178,7 @@ export const countStep = async (
     const { Attributes } = await deps.ddb.send(
       new UpdateCommand({
         TableName: deps.tableName,
-        Key: runKey(ledger.jobId),
+        Key: runKey(run.jobId),
         UpdateExpression: `SET #status = :processing ADD ${counter} :one, chargedHundredths :charge, heldHundredths :minus, doneSteps :nodeSet REMOVE GSI1PK, GSI1SK`,
         ConditionExpression: `${inProgressCondition} AND ${notCountedCondition} AND heldHundredths >= :charge`,
         ExpressionAttributeNames: { '#status': 'status' },
@@ -184,15 +194,14 @@ export const countStep = async (
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),
     );
-    return { counted: true, ended: false, run: Attributes ?? {} };
+    return { counted: true, ended: false, run: parseItem(RunItemSchema, Attributes ?? {}) };
   } catch (error) {
-    if ((error as Error).name !== 'ConditionalCheckFailedException') throw error;
-    const old = (error as { Item?: { status?: { S?: string }; doneSteps?: { SS?: string[] } } }).Item;
-    const status = old?.status?.S;
-    const runEnded = !isInProgress(status);
-    const alreadyCounted = old?.doneSteps?.SS?.includes(nodeId) ?? false;
+    if (!isConditionalCheckFailed(error)) throw error;
+    const old = parseItem(RefusedCountSchema, refusedItem(error) ?? {}, runKey(run.jobId));
+    const runEnded = !isInProgress(old.status?.S);
+    const alreadyCounted = old.doneSteps?.SS.includes(nodeId) ?? false;
     if (!runEnded && !alreadyCounted) {
-      throw new Error(`Run ${ledger.jobId} holds less than step ${nodeId}'s charge of ${charge}`);
+      throw new Error(`Run ${run.jobId} holds less than step ${nodeId}'s charge of ${charge}`);
     }
     return { counted: false, runEnded, alreadyCounted };
   }
@@ -219,16 +228,15 @@ export const uncharge = async (deps: Deps, jobId: string, nodeId: string) => {
  */
 export const failStep = async (
   deps: Deps,
-  run: Record<string, unknown>,
+  run: RunItem,
   nodeId: string,
   attempt: Attempt,
   message: string,
 ): Promise<boolean> => {
-  const ledger = ledgerStateOf(run);
   try {
     await transactWrite(deps, [
-      { Update: stepEndUpdate(deps, ledger.jobId, nodeId, attempt, { status: 'failed', error: message }) },
-      ...endRunItems(deps, ledger, 'failed'),
+      { Update: stepEndUpdate(deps, run.jobId, nodeId, attempt, { status: 'failed', error: message }) },
+      ...endRunItems(deps, run, 'failed'),
     ]);
     return true;
   } catch (error) {
@@ -266,6 +274,6 @@ export const releaseStep = async (deps: Deps, jobId: string, nodeId: string, att
       }),
     );
   } catch (error) {
-    if ((error as Error).name !== 'ConditionalCheckFailedException') throw error;
+    if (!isConditionalCheckFailed(error)) throw error;
   }
 };

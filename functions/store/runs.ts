@@ -1,5 +1,6 @@
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
-import { GetCommand, QueryCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import * as v from 'valibot';
 import type { RunMode } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import type { AdmissionFacts } from '../domain/admission.ts';
@@ -19,6 +20,20 @@ import { workflowLock } from '../domain/workflow-lock.ts';
 import { batchGet, itemFor } from './batch.ts';
 import { type IdempotencyRecord, idempotencyPut } from './idempotency.ts';
 import {
+  AgentItemSchema,
+  CanvasItemSchema,
+  KeyMonthItemSchema,
+  ProjectItemSchema,
+  parseItem,
+  type RunItem,
+  RunItemSchema,
+  type StepItem,
+  StepItemSchema,
+  TeamItemSchema,
+  WorkflowItemSchema,
+  WorkflowLockItemSchema,
+} from './items.ts';
+import {
   agentKey,
   canvasKey,
   keyMonthKey,
@@ -26,12 +41,15 @@ import {
   queuedRunIndex,
   runKey,
   runPartition,
+  stepSkPrefix,
   teamKey,
   teamPartition,
   workflowKey,
   workflowLockKey,
   workflowSkPrefix,
 } from './keys.ts';
+import { queryAll } from './query.ts';
+import { cancellationReasons, failedAt, StringAttributeSchema } from './refusals.ts';
 import { transactWrite } from './run-ledger.ts';
 
 export interface RunnableWorkflow {
@@ -49,17 +67,12 @@ export const loadRunnableWorkflow = async (
 ): Promise<RunnableWorkflow> => {
   const summaryKey = workflowKey(teamId, workflowId);
   const items = await batchGet(deps, [summaryKey, canvasKey(workflowId)]);
-  const summary = itemFor(items, summaryKey);
+  const summary = itemFor(items, summaryKey, WorkflowItemSchema);
   if (!summary) throw new WorkflowNotFoundError(workflowId);
-  const canvas = itemFor(items, canvasKey(workflowId));
+  const canvas = itemFor(items, canvasKey(workflowId), CanvasItemSchema);
   // The canvas partition is keyed by workflow id alone, so its team is checked too.
   if (!canvas || canvas.teamId !== teamId) throw new CanvasNotFoundError(workflowId);
-  return {
-    workflowId,
-    agentId: summary.agentId as string,
-    projectId: summary.projectId as string,
-    canvas: canvas.canvas as Canvas,
-  };
+  return { workflowId, agentId: summary.agentId, projectId: summary.projectId, canvas: canvas.canvas };
 };
 
 /** Team balance and per-step limit, project cap and spend, key month spend: one BatchGet. */
@@ -67,23 +80,21 @@ export const loadAdmissionFacts = async (
   deps: Deps,
   input: { teamId: string; projectId: string; keyId: string; month: string; monthlyCap: number | null },
 ): Promise<AdmissionFacts & { hardCap: number | null; connectionKeys: string[] }> => {
-  const keys = [
-    teamKey(input.teamId),
-    projectKey(input.teamId, input.projectId),
-    keyMonthKey(input.keyId, input.month),
-  ];
-  const items = await batchGet(deps, keys);
-  const team = itemFor(items, keys[0] as { PK: string; SK: string }) ?? {};
-  const project = itemFor(items, keys[1] as { PK: string; SK: string }) ?? {};
-  const month = itemFor(items, keys[2] as { PK: string; SK: string }) ?? {};
-  const hardCap = (project.hardCapHundredths as number | undefined) ?? null;
+  const teamAt = teamKey(input.teamId);
+  const projectAt = projectKey(input.teamId, input.projectId);
+  const monthAt = keyMonthKey(input.keyId, input.month);
+  const items = await batchGet(deps, [teamAt, projectAt, monthAt]);
+  // A missing item reads as an empty one: no balance, no cap, nothing spent yet.
+  const team = itemFor(items, teamAt, TeamItemSchema) ?? parseItem(TeamItemSchema, {});
+  const project = itemFor(items, projectAt, ProjectItemSchema) ?? parseItem(ProjectItemSchema, {});
+  const month = itemFor(items, monthAt, KeyMonthItemSchema) ?? parseItem(KeyMonthItemSchema, {});
   return {
-    perStepLimit: (team.perStepLimitHundredths as number | undefined) ?? null,
-    project: { hardCap, spent: (project.spentHundredths as number | undefined) ?? 0 },
-    key: { monthlyCap: input.monthlyCap, spentThisMonth: (month.spentHundredths as number | undefined) ?? 0 },
-    balance: (team.balance as number | undefined) ?? 0,
-    hardCap,
-    connectionKeys: Object.keys((team.connections as Record<string, unknown> | undefined) ?? {}),
+    perStepLimit: team.perStepLimitHundredths,
+    project: { hardCap: project.hardCapHundredths, spent: project.spentHundredths },
+    key: { monthlyCap: input.monthlyCap, spentThisMonth: month.spentHundredths },
+    balance: team.balance,
+    hardCap: project.hardCapHundredths,
+    connectionKeys: Object.keys(team.connections),
   };
 };
 
@@ -107,9 +118,6 @@ export interface NewRun {
   /** More items for the same transaction (a deferred run's move to `dispatched`); appended last. */
   extraItems?: NonNullable<TransactWriteCommandInput['TransactItems']>;
 }
-
-const attr = (value: unknown): unknown =>
-  value && typeof value === 'object' && 'S' in value ? (value as { S: string }).S : value;
 
 /**
  * Starts a run in ONE transaction: take the workflow's run lock, hold the estimate from the team
@@ -208,20 +216,25 @@ export const startRun = async (deps: Deps, run: NewRun): Promise<void> => {
     // Retried when cancelled by a conflicting transaction, so only failed conditions reach the checks below.
     await transactWrite(deps, items);
   } catch (error) {
-    const reasons = (error as { CancellationReasons?: { Code?: string; Item?: Record<string, unknown> }[] })
-      .CancellationReasons;
-    if ((error as Error).name !== 'TransactionCanceledException' || !reasons) throw error;
-    const failed = (index: number) => reasons[index]?.Code === 'ConditionalCheckFailed';
+    const reasons = cancellationReasons(error);
+    if (!reasons) throw error;
+    const failed = (index: number) => failedAt(reasons, index);
     // A request with the same Idempotency-Key committed first (and so holds the lock): answer as it did.
     if (run.idempotency && failed(5)) throw new IdempotencyRaceError({ cause: error });
-    if (failed(0)) throw new RunInProgressError(attr(reasons[0]?.Item?.jobId) as string);
+    if (failed(0)) throw new RunInProgressError(lockHolder(run.workflow.workflowId, reasons[0]?.Item));
     if (failed(1)) throw new RunRefusedError({ kind: 'insufficientCredits', requiredHundredths: total });
     if (failed(2) || failed(3)) throw new RaceLostError({ cause: error });
-    if (reasons.slice(extraStart).some((r) => r?.Code === 'ConditionalCheckFailed'))
+    if (reasons.slice(extraStart).some((r) => r.Code === 'ConditionalCheckFailed'))
       throw new ExtraConditionFailedError({ cause: error });
     throw error;
   }
 };
+
+const RefusedLockSchema = v.object({ jobId: StringAttributeSchema });
+
+/** The run named by the lock item a refused start returned (its old image, as attribute values). */
+const lockHolder = (workflowId: string, item: Record<string, unknown> | undefined): string =>
+  parseItem(RefusedLockSchema, item ?? {}, workflowLockKey(workflowId)).jobId.S;
 
 /** A cap changed between the read and the transaction: the caller re-reads and decides again. */
 export class RaceLostError extends ServiceError {
@@ -252,7 +265,7 @@ export const activeJobOf = async (deps: Deps, workflowId: string): Promise<strin
   const { Item } = await deps.ddb.send(
     new GetCommand({ TableName: deps.tableName, Key: workflowLockKey(workflowId), ConsistentRead: true }),
   );
-  return Item?.jobId as string | undefined;
+  return Item && parseItem(WorkflowLockItemSchema, Item).jobId;
 };
 
 /** One message per ready step; SQS batches of ten. */
@@ -277,64 +290,70 @@ export const sendStepMessages = async (
 };
 
 /** The run item alone, strongly consistent; undefined when there is none. */
-export const readRunItem = async (deps: Deps, jobId: string): Promise<Record<string, unknown> | undefined> => {
+export const readRunItem = async (deps: Deps, jobId: string): Promise<RunItem | undefined> => {
   const { Item } = await deps.ddb.send(
     new GetCommand({ TableName: deps.tableName, Key: runKey(jobId), ConsistentRead: true }),
   );
-  return Item;
+  return Item && parseItem(RunItemSchema, Item);
 };
 
-/** Every item of a run's partition (the run, its steps and charges), strongly consistent. */
-export const readRunPartition = async (deps: Deps, jobId: string): Promise<Record<string, unknown>[]> => {
-  const items: Record<string, unknown>[] = [];
-  let cursor: Record<string, unknown> | undefined;
-  do {
-    const page = await deps.ddb.send(
-      new QueryCommand({
-        TableName: deps.tableName,
-        KeyConditionExpression: 'PK = :pk',
-        ExpressionAttributeValues: { ':pk': runPartition(jobId) },
-        ConsistentRead: true,
-        ExclusiveStartKey: cursor,
-      }),
-    );
-    items.push(...(page.Items ?? []));
-    cursor = page.LastEvaluatedKey;
-  } while (cursor);
-  return items;
+/** A run's partition as read: the run item (undefined when there is none) and its step items. */
+export interface RunPartition {
+  run: RunItem | undefined;
+  steps: StepItem[];
+}
+
+/**
+ * The run and its step items, in one strongly consistent Query of the run's partition (its other
+ * items, the webhook deliveries, are left out).
+ */
+export const readRunPartition = async (deps: Deps, jobId: string): Promise<RunPartition> => {
+  const partition: RunPartition = { run: undefined, steps: [] };
+  await queryAll(
+    deps,
+    {
+      KeyConditionExpression: 'PK = :pk',
+      ExpressionAttributeValues: { ':pk': runPartition(jobId) },
+      ConsistentRead: true,
+    },
+    (item) => {
+      if (item.SK === 'RUN') partition.run = parseItem(RunItemSchema, item);
+      else if (typeof item.SK === 'string' && item.SK.startsWith(stepSkPrefix))
+        partition.steps.push(parseItem(StepItemSchema, item));
+    },
+  );
+  return partition;
 };
+
+/** What the agent's newest workflow is chosen by. */
+const NewestWorkflowSchema = v.pick(WorkflowItemSchema, ['workflowId', 'createdAt']);
 
 /**
  * The workflow an agent runs (spec 4.4): its active workflow, else its newest (by creation).
  * AgentNotFoundError, NoWorkflowForAgentError, then the errors of the workflow itself.
  */
 export const loadAgentWorkflow = async (deps: Deps, teamId: string, agentId: string): Promise<RunnableWorkflow> => {
-  const { Item: agent } = await deps.ddb.send(
+  const { Item } = await deps.ddb.send(
     new GetCommand({ TableName: deps.tableName, Key: agentKey(teamId, agentId), ConsistentRead: true }),
   );
-  if (!agent) throw new AgentNotFoundError(agentId);
-  let workflowId = agent.activeWorkflowId as string | undefined;
+  if (!Item) throw new AgentNotFoundError(agentId);
+  let workflowId = parseItem(AgentItemSchema, Item).activeWorkflowId;
   if (!workflowId) {
-    let newest: { workflowId: string; createdAt: string } | undefined;
-    let cursor: Record<string, unknown> | undefined;
-    do {
-      const page = await deps.ddb.send(
-        new QueryCommand({
-          TableName: deps.tableName,
-          KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
-          FilterExpression: 'agentId = :agent',
-          ProjectionExpression: 'workflowId, createdAt',
-          ExpressionAttributeValues: { ':pk': teamPartition(teamId), ':prefix': workflowSkPrefix, ':agent': agentId },
-          ConsistentRead: true,
-          ExclusiveStartKey: cursor,
-        }),
-      );
-      for (const item of page.Items ?? []) {
-        const candidate = { workflowId: item.workflowId as string, createdAt: item.createdAt as string };
-        if (!newest || candidate.createdAt > newest.createdAt) newest = candidate;
-      }
-      cursor = page.LastEvaluatedKey;
-    } while (cursor);
+    const candidates = await queryAll(
+      deps,
+      {
+        KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
+        FilterExpression: 'agentId = :agent',
+        ProjectionExpression: 'PK, SK, workflowId, createdAt',
+        ExpressionAttributeValues: { ':pk': teamPartition(teamId), ':prefix': workflowSkPrefix, ':agent': agentId },
+        ConsistentRead: true,
+      },
+      (item) => parseItem(NewestWorkflowSchema, item),
+    );
+    const newest = candidates.reduce<(typeof candidates)[number] | undefined>(
+      (best, candidate) => (!best || candidate.createdAt > best.createdAt ? candidate : best),
+      undefined,
+    );
     if (!newest) throw new NoWorkflowForAgentError(agentId);
     workflowId = newest.workflowId;
   }

@@ -1,7 +1,9 @@
 import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
 import { ServiceError } from '../domain/errors.ts';
+import { IdEntrySchema, parseItem, type TeamItem, TeamItemSchema } from './items.ts';
 import { agentKey, idIndex, projectKey, teamKey } from './keys.ts';
+import { isConditionalCheckFailed, isTransactionCanceled } from './refusals.ts';
 
 /**
  * Teams, projects and agents: the tenancy the API keys belong to. Operators manage them with the
@@ -9,17 +11,22 @@ import { agentKey, idIndex, projectKey, teamKey } from './keys.ts';
  * can find an item's team from its id alone.
  */
 
-const isConditionFailure = (error: unknown) =>
-  (error as Error).name === 'ConditionalCheckFailedException' ||
-  (error as Error).name === 'TransactionCanceledException';
+const isConditionFailure = (error: unknown) => isConditionalCheckFailed(error) || isTransactionCanceled(error);
 
 /** A team or project an operator named does not exist (or a withdrawal would go below 0); `message` says which. */
 export class TenancyNotFoundError extends ServiceError {
   override readonly name = 'TenancyNotFoundError';
 }
 
-/** Finds the item of a project, agent or workflow by id alone (operators' CLI). */
-export const findById = async (deps: Deps, kind: 'PROJECT' | 'AGENT' | 'WORKFLOW', id: string) => {
+/**
+ * The team of a project, agent or workflow found by its id alone (operators' CLI); undefined when
+ * there is none. One Query of one page: an id has one entry.
+ */
+export const findTeamIdById = async (
+  deps: Deps,
+  kind: 'PROJECT' | 'AGENT' | 'WORKFLOW',
+  id: string,
+): Promise<string | undefined> => {
   const { Items } = await deps.ddb.send(
     new QueryCommand({
       TableName: deps.tableName,
@@ -28,16 +35,12 @@ export const findById = async (deps: Deps, kind: 'PROJECT' | 'AGENT' | 'WORKFLOW
       ExpressionAttributeValues: { ':pk': idIndex(kind, id).GSI1PK, ':sk': kind },
     }),
   );
-  return Items?.[0];
+  const item = Items?.[0];
+  return item && parseItem(IdEntrySchema, item).teamId;
 };
 
-export interface TeamBalance {
-  /** All amounts in hundredths of a credit. Invariant: balance + held + charged = granted. */
-  balance: number;
-  held: number;
-  charged: number;
-  granted: number;
-}
+/** All amounts in hundredths of a credit. Invariant: balance + held + charged = granted. */
+export type TeamBalance = Pick<TeamItem, 'balance' | 'held' | 'charged' | 'granted'>;
 
 export const createTeam = async (
   deps: Deps,
@@ -71,11 +74,11 @@ export const createTeam = async (
   return { teamId };
 };
 
-export const getTeam = async (deps: Deps, teamId: string) => {
+export const getTeam = async (deps: Deps, teamId: string): Promise<TeamItem | undefined> => {
   const { Item } = await deps.ddb.send(
     new GetCommand({ TableName: deps.tableName, Key: teamKey(teamId), ConsistentRead: true }),
   );
-  return Item;
+  return Item && parseItem(TeamItemSchema, Item);
 };
 
 /** Grants (or, negative, withdraws) credits; a withdrawal can never take the balance below zero. */
@@ -91,7 +94,7 @@ export const addCredits = async (deps: Deps, teamId: string, hundredths: number)
         ReturnValues: 'ALL_NEW',
       }),
     );
-    return balanceOf(Attributes ?? {});
+    return balanceOf(parseItem(TeamItemSchema, Attributes ?? {}));
   } catch (error) {
     if (isConditionFailure(error))
       throw new TenancyNotFoundError(`No team ${teamId}, or too few credits to withdraw`, { cause: error });
@@ -99,11 +102,12 @@ export const addCredits = async (deps: Deps, teamId: string, hundredths: number)
   }
 };
 
-export const balanceOf = (item: Record<string, unknown>): TeamBalance => ({
-  balance: (item.balance as number | undefined) ?? 0,
-  held: (item.held as number | undefined) ?? 0,
-  charged: (item.charged as number | undefined) ?? 0,
-  granted: (item.granted as number | undefined) ?? 0,
+/** The ledger of a team item; a missing team holds nothing. */
+export const balanceOf = (team: TeamItem | undefined): TeamBalance => ({
+  balance: team?.balance ?? 0,
+  held: team?.held ?? 0,
+  charged: team?.charged ?? 0,
+  granted: team?.granted ?? 0,
 });
 
 export const setPerStepLimit = async (deps: Deps, teamId: string, hundredths: number | null) => {

@@ -1,48 +1,42 @@
-import {
-  GetCommand,
-  QueryCommand,
-  TransactWriteCommand,
-  type TransactWriteCommandInput,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand, type TransactWriteCommandInput, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import * as v from 'valibot';
 import type { Deps } from '../deps.ts';
 import { AgentOrProjectNotFoundError, WorkflowTooLargeToStoreError } from '../domain/errors.ts';
 import type { WorkflowStatus, WorkflowSummaryRecord } from '../domain/workflow-list.ts';
+import { AgentItemSchema, parseItem, WorkflowItemSchema } from './items.ts';
 import { agentKey, canvasKey, idIndex, projectKey, teamPartition, workflowKey, workflowSkPrefix } from './keys.ts';
+import { queryAll } from './query.ts';
+import { cancellationReasons, failedAt, isConditionalCheckFailed } from './refusals.ts';
 import { agentItem } from './tenancy.ts';
+
+/** What the list reads of a summary (its projection). */
+const ListedWorkflowSchema = v.pick(WorkflowItemSchema, ['workflowId', 'name', 'description', 'status', 'updatedAt']);
 
 /**
  * Every workflow summary of a team in one strongly consistent Query of the team partition (a new
  * workflow shows at once), newest change first. The canvas lives elsewhere and is not read.
  */
-export const listWorkflowSummaries = async (deps: Deps, teamId: string): Promise<WorkflowSummaryRecord[]> => {
-  const out: WorkflowSummaryRecord[] = [];
-  let cursor: Record<string, unknown> | undefined;
-  do {
-    const page = await deps.ddb.send(
-      new QueryCommand({
-        TableName: deps.tableName,
-        KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
-        ExpressionAttributeValues: { ':pk': teamPartition(teamId), ':prefix': workflowSkPrefix },
-        ProjectionExpression: 'workflowId, #name, description, #status, updatedAt',
-        ExpressionAttributeNames: { '#name': 'name', '#status': 'status' },
-        ConsistentRead: true,
-        ExclusiveStartKey: cursor,
-      }),
-    );
-    for (const item of page.Items ?? []) {
-      out.push({
-        id: item.workflowId as string,
-        name: item.name as string,
-        description: (item.description as string | undefined) ?? null,
-        status: (item.status as WorkflowStatus | undefined) ?? null,
-        updated_at: (item.updatedAt as string | undefined) ?? null,
-      });
-    }
-    cursor = page.LastEvaluatedKey;
-  } while (cursor);
-  return out;
-};
+export const listWorkflowSummaries = async (deps: Deps, teamId: string): Promise<WorkflowSummaryRecord[]> =>
+  queryAll(
+    deps,
+    {
+      KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
+      ExpressionAttributeValues: { ':pk': teamPartition(teamId), ':prefix': workflowSkPrefix },
+      ProjectionExpression: 'PK, SK, workflowId, #name, description, #status, updatedAt',
+      ExpressionAttributeNames: { '#name': 'name', '#status': 'status' },
+      ConsistentRead: true,
+    },
+    (item) => {
+      const workflow = parseItem(ListedWorkflowSchema, item);
+      return {
+        id: workflow.workflowId,
+        name: workflow.name,
+        description: workflow.description,
+        status: workflow.status,
+        updated_at: workflow.updatedAt,
+      };
+    },
+  );
 
 /** Operators set a workflow's status; returns false when the team has no such workflow. */
 export const setWorkflowStatus = async (
@@ -64,7 +58,7 @@ export const setWorkflowStatus = async (
     );
     return true;
   } catch (error) {
-    if ((error as Error).name === 'ConditionalCheckFailedException') return false;
+    if (isConditionalCheckFailed(error)) return false;
     throw error;
   }
 };
@@ -215,7 +209,7 @@ export const createWorkflowForTeam = async (
     );
     if (!Item) throw new AgentOrProjectNotFoundError();
     agentId = input.agentId;
-    projectId = Item.projectId as string;
+    projectId = parseItem(AgentItemSchema, Item).projectId;
     owner.push({
       ConditionCheck: {
         TableName: deps.tableName,
@@ -270,10 +264,8 @@ export const createWorkflowForTeam = async (
       }),
     );
   } catch (error) {
-    const reasons = (error as { CancellationReasons?: { Code?: string }[] }).CancellationReasons;
-    if ((error as Error).name === 'TransactionCanceledException' && reasons?.[0]?.Code === 'ConditionalCheckFailed') {
-      throw new AgentOrProjectNotFoundError({ cause: error });
-    }
+    const reasons = cancellationReasons(error);
+    if (reasons && failedAt(reasons, 0)) throw new AgentOrProjectNotFoundError({ cause: error });
     throw error;
   }
   return { workflowId, agentId, projectId };

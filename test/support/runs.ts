@@ -11,7 +11,8 @@ import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { expect } from 'vitest';
 import { type Deps, documentClient } from '../../functions/deps.ts';
 import type { NodeExecutor } from '../../functions/nodes/executors/types.ts';
-import { readRunPartition } from '../../functions/store/runs.ts';
+import { runPartition } from '../../functions/store/keys.ts';
+import { queryAll } from '../../functions/store/query.ts';
 import { balanceOf, getTeam, type TeamBalance } from '../../functions/store/tenancy.ts';
 import { makeHandler } from '../../functions/workers/step-executor.ts';
 import { type QueueDefinition, stepsQueue } from '../../lib/definitions.ts';
@@ -252,7 +253,7 @@ export const drainSteps = async (deps: Deps, handler: StepHandler, maxRounds = 1
 };
 
 export const ledgerOf = async (deps: Deps, teamId: string): Promise<TeamBalance> =>
-  balanceOf((await getTeam(deps, teamId)) ?? {});
+  balanceOf(await getTeam(deps, teamId));
 
 /** The team invariant: balance + held + charged = granted, nothing negative. */
 export const expectBalanced = (ledger: TeamBalance) => {
@@ -267,12 +268,21 @@ export const expectBalanced = (ledger: TeamBalance) => {
  * carries the charge its completion counted on the run (its only record; there is no separate item).
  */
 export const runParts = async (deps: Deps, jobId: string) => {
-  const items = await readRunPartition(deps, jobId);
+  // The items as stored, every attribute (the store's parsers keep only what the code reads).
+  const items = await queryAll(
+    deps,
+    {
+      KeyConditionExpression: 'PK = :pk',
+      ExpressionAttributeValues: { ':pk': runPartition(jobId) },
+      ConsistentRead: true,
+    },
+    (item) => item,
+  );
   const run = items.find((i) => i.SK === 'RUN');
   const steps = new Map<string, Record<string, unknown>>();
   const charges = new Map<string, Record<string, unknown>>();
   for (const item of items) {
-    const sk = item.SK as string;
+    const sk = String(item.SK);
     if (sk.startsWith('STEP#')) steps.set(sk.slice('STEP#'.length), item);
     if (sk.startsWith('STEP#') && item.status === 'completed')
       charges.set(sk.slice('STEP#'.length), { hundredths: item.chargeHundredths });

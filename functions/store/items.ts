@@ -1,0 +1,232 @@
+/**
+ * The stored items as the code reads them. Each item is parsed once, where it comes out of
+ * DynamoDB (GetItem, BatchGetItem, Query, an update's returned attributes), so the rest of the code
+ * works on typed objects; an item without the expected shape is a MalformedItemError naming its key
+ * (a bug or a hand-edited item), never a silent undefined. Each schema lists only the fields the
+ * code reads (`v.object` drops the others), which keeps parsing cheap on the step path.
+ * The items are written by the store module of each entity; their keys are built in keys.ts.
+ */
+import * as v from 'valibot';
+import { allScopes } from '../../lib/routes.ts';
+import { DeferredRunSchema } from '../../schemas/deferred-runs.ts';
+import { LicenceModelSchema, RunModeSchema, RunRequestSchema } from '../../schemas/runs.ts';
+import { WorkflowSummarySchema } from '../../schemas/workflows.ts';
+import { ServiceError } from '../domain/errors.ts';
+import type { Canvas } from '../domain/workflow-graph.ts';
+import { endStatuses, inProgressStatuses } from '../domain/workflow-lock.ts';
+import { isRecord } from '../is-record.ts';
+
+/** A stored item that does not have the shape the code reads: a server error, never the caller's. */
+export class MalformedItemError extends ServiceError {
+  override readonly name = 'MalformedItemError';
+  constructor(where: string, issues: readonly v.BaseIssue<unknown>[]) {
+    const first = issues[0];
+    const path = first?.path?.map((item) => String(item.key)).join('.');
+    super(`Malformed item ${where}: ${path ? `${path}: ` : ''}${first?.message ?? 'unexpected shape'}`);
+  }
+}
+
+/**
+ * `item` as `schema` reads it, or a MalformedItemError naming its key: its own PK and SK, else
+ * `key` (for an item read without them, such as the old image in a refusal).
+ */
+export const parseItem = <TSchema extends v.GenericSchema>(
+  schema: TSchema,
+  item: Record<string, unknown>,
+  key?: { PK: string; SK: string },
+): v.InferOutput<TSchema> => {
+  const parsed = v.safeParse(schema, item);
+  if (parsed.success) return parsed.output;
+  const where =
+    typeof item.PK === 'string' && typeof item.SK === 'string'
+      ? `${item.PK}|${item.SK}`
+      : key
+        ? `${key.PK}|${key.SK}`
+        : 'without a key';
+  throw new MalformedItemError(where, parsed.issues);
+};
+
+/** Amounts in hundredths of a credit; a counter the item gains with its first ADD reads 0 before it. */
+const hundredths = v.number();
+const counter = v.optional(v.number(), 0);
+
+/** The table key of any item, e.g. an entry of a KEYS_ONLY index. */
+export const ItemKeySchema = v.object({ PK: v.string(), SK: v.string() });
+export type ItemKey = v.InferOutput<typeof ItemKeySchema>;
+
+// Runs and their steps (RUN#<jobId>)
+
+/** Stored statuses of a run: `claimed` is only how a queued run with a started step reads. */
+const RunItemStatusSchema = v.picklist([...inProgressStatuses, ...endStatuses]);
+
+/** The run item (functions/store/runs.ts `startRun`), with its counters and its hold. */
+export const RunItemSchema = v.object({
+  jobId: v.string(),
+  teamId: v.string(),
+  keyId: v.string(),
+  workflowId: v.string(),
+  projectId: v.string(),
+  status: RunItemStatusSchema,
+  mode: RunModeSchema,
+  inputs: v.record(v.string(), v.string()),
+  callbackUrl: v.optional(v.string()),
+  /** The calendar month (UTC) whose key spend the run's hold was added to. */
+  spendMonth: v.string(),
+  /** The whole hold taken at the start; the team's `held` carries it until the run ends. */
+  estimateHundredths: hundredths,
+  /** What is still held for the run's unfinished steps. */
+  heldHundredths: hundredths,
+  chargedHundredths: hundredths,
+  /** Each step's share of the estimate, by node id. */
+  stepEstimates: v.record(v.string(), hundredths),
+  stepsTotal: v.number(),
+  stepsCompleted: counter,
+  stepsSkipped: counter,
+  createdAt: v.string(),
+});
+export type RunItem = v.InferOutput<typeof RunItemSchema>;
+
+const storedStepStatuses = ['processing', 'completed', 'failed', 'skipped'] as const;
+
+/**
+ * A step item (functions/store/run-steps.ts): written when a model step is claimed (`processing`)
+ * and when any step finishes; a step without one has not started.
+ */
+export const StepItemSchema = v.object({
+  nodeId: v.string(),
+  status: v.picklist(storedStepStatuses),
+  /** Values per output handle (completed steps). */
+  outputs: v.optional(v.record(v.string(), v.unknown())),
+  model: v.nullish(v.object({ provider: v.string(), model: v.string() })),
+  /** The model's licence as it stood when the step ran. */
+  licence: v.nullish(LicenceModelSchema),
+  error: v.optional(v.string()),
+  startedAt: v.optional(v.string()),
+  /** What its completion counted on the run (0 when it was not charged). */
+  chargeHundredths: counter,
+});
+export type StepItem = v.InferOutput<typeof StepItemSchema>;
+
+// Deferred runs (DEFERRED#<deferredJobId>)
+
+/** A deferred run (functions/store/deferred-runs.ts); `dispatchedAt` and `jobId` once it started. */
+export const DeferredRunItemSchema = v.object({
+  deferredJobId: v.string(),
+  teamId: v.string(),
+  keyId: v.string(),
+  workflowId: v.string(),
+  status: DeferredRunSchema.entries.status,
+  maxMultiplier: v.number(),
+  createdAt: v.string(),
+  expiresAt: v.string(),
+  dispatchedAt: v.nullish(v.string(), null),
+  jobId: v.nullish(v.string(), null),
+  /** The run start as the caller sent it, parsed then. */
+  request: RunRequestSchema,
+});
+export type DeferredRunItem = v.InferOutput<typeof DeferredRunItemSchema>;
+
+/** An entry of the index of waiting runs by expiry (GSI3), which projects only the id. */
+export const ExpiringDeferredRunSchema = v.object({ deferredJobId: v.string() });
+
+// API keys (APIKEY#<hash>, APIKEYID#<keyId>)
+
+/** What the service knows about a key; never the secret itself. GSI1 projects all of it. */
+export const ApiKeyItemSchema = v.object({
+  keyId: v.string(),
+  teamId: v.string(),
+  /** Empty means all scopes (spec section 5). */
+  scopes: v.optional(v.array(v.picklist(allScopes)), () => []),
+  /** Empty means every workflow of the team. */
+  workflowIds: v.optional(v.array(v.string()), () => []),
+  /** Monthly credit cap in hundredths, or null for none. */
+  monthlyCapHundredths: v.nullish(v.number(), null),
+  expiresAt: v.nullish(v.string(), null),
+  revokedAt: v.nullish(v.string(), null),
+  /** Requests per minute, or null for the default. */
+  rateLimitPerMinute: v.nullish(v.number(), null),
+  hint: v.string(),
+  createdAt: v.string(),
+});
+export type ApiKeyItem = v.InferOutput<typeof ApiKeyItemSchema>;
+
+/** The pointer from a key's public id to the hash its item is stored under. */
+export const ApiKeyIdItemSchema = v.object({ secretHash: v.string() });
+
+// Workflows (summary in the team partition, canvas in WORKFLOW#<id>)
+
+/** A workflow's summary item (functions/store/workflows.ts `workflowItems`). */
+export const WorkflowItemSchema = v.object({
+  workflowId: v.string(),
+  agentId: v.string(),
+  projectId: v.string(),
+  name: v.string(),
+  description: v.nullish(v.string(), null),
+  status: v.nullish(WorkflowSummarySchema.entries.status.wrapped, null),
+  createdAt: v.string(),
+  updatedAt: v.nullish(v.string(), null),
+});
+export type WorkflowItem = v.InferOutput<typeof WorkflowItemSchema>;
+
+/** The canvas is checked for its two lists only: it was validated when the workflow was created. */
+const CanvasSchema = v.custom<Canvas>(
+  (value) => isRecord(value) && Array.isArray(value.nodes) && Array.isArray(value.edges),
+  'not a canvas',
+);
+
+export const CanvasItemSchema = v.object({ teamId: v.string(), canvas: CanvasSchema });
+
+// Tenancy (TEAM#<teamId>)
+
+/** A team's own key for a provider: a reference to the secret, never the secret (store/connections.ts). */
+const ConnectionRefSchema = v.object({ secretRef: v.string(), endpoint: v.optional(v.string()) });
+export type ConnectionRef = v.InferOutput<typeof ConnectionRefSchema>;
+
+/** The team item: its ledger (invariant: balance + held + charged = granted), limits and connections. */
+export const TeamItemSchema = v.object({
+  balance: counter,
+  held: counter,
+  charged: counter,
+  granted: counter,
+  perStepLimitHundredths: v.nullish(v.number(), null),
+  connections: v.optional(v.record(v.string(), ConnectionRefSchema), () => ({})),
+});
+export type TeamItem = v.InferOutput<typeof TeamItemSchema>;
+
+export const ProjectItemSchema = v.object({
+  hardCapHundredths: v.nullish(v.number(), null),
+  spentHundredths: counter,
+});
+
+export const AgentItemSchema = v.object({
+  projectId: v.string(),
+  activeWorkflowId: v.optional(v.string()),
+});
+
+/** A key's spend in one month (KEYSPEND#<keyId>). */
+export const KeyMonthItemSchema = v.object({ spentHundredths: counter });
+
+/** The GSI1 entry that finds a project, agent or workflow by id alone: what is read of it is its team. */
+export const IdEntrySchema = v.object({ teamId: v.string() });
+
+// The rest
+
+/** The workflow's run lock (WFLOCK#<workflowId>), naming the run that holds it. */
+export const WorkflowLockItemSchema = v.object({ jobId: v.string() });
+
+/** An entry of the sharded index of runs left queued (GSI1 QUEUEDRUNS#<shard>). */
+export const QueuedRunEntrySchema = v.object({ jobId: v.string(), workflowId: v.string(), status: v.string() });
+
+/** A remembered answer to a run start with an Idempotency-Key. */
+export const IdempotencyItemSchema = v.object({
+  requestHash: v.string(),
+  response: v.object({ status: v.number(), body: v.unknown() }),
+  /** Epoch seconds after which the key may be used again. */
+  ttl: v.number(),
+});
+
+/** The operator-set live multiplier and hourly schedule; null when unset. */
+export const PriceItemSchema = v.object({
+  multiplier: v.nullish(v.number(), null),
+  hourly: v.nullish(v.array(v.number()), null),
+});
