@@ -49,12 +49,12 @@ export const workers: readonly Worker[] = [
     },
   },
   {
-    // Builds the run body at delivery time (fresh presigned file URLs), POSTs it and logs each attempt;
-    // retries move the message's visibility, which the event source grant already allows.
+    // Builds the run body at delivery time (fresh presigned file URLs), POSTs it and records each
+    // attempt on the delivery; the next attempt is a new message on its own queue, delayed until due.
     id: 'WebhookDelivery',
     entry: 'functions/workers/webhook-delivery.ts',
     trigger: { kind: 'queue', queue: 'Webhooks' },
-    grants: { table: ['GetItem', 'Query', 'UpdateItem'], bucket: ['GetObject'] },
+    grants: { table: ['GetItem', 'Query', 'UpdateItem'], webhooksQueue: 'send', bucket: ['GetObject'] },
   },
   {
     // Dispatches, expires and cancels deferred runs; dispatching starts a run, so it sends root steps.

@@ -588,8 +588,8 @@ describe('cdk app', { timeout: 120_000 }, () => {
     });
 
     // Each function's bundle, as esbuild builds it for Lambda but unminified: tree-shaken to the code
-    // the handler can reach, with the AWS SDK left as imports, so every `new XCommand(` is a call it
-    // can make.
+    // the handler can reach, with the AWS SDK left as imports, so every `new XCommand(` (and every
+    // query input) is a call it can make.
     const bundles = new Map<string, string>();
     beforeAll(async () => {
       await Promise.all(
@@ -793,35 +793,50 @@ const commandActions: Record<string, { table?: string; other?: string }> = {
   GetSecretValueCommand: { other: 'secretsmanager:GetSecretValue' },
 };
 
-/** The argument text of the call whose `(` is at `open`, by bracket counting (enough for object literals). */
-function argumentAt(text: string, open: number): string {
-  let depth = 0;
-  for (let i = open; i < Math.min(text.length, open + 4000); i++) {
-    if (text[i] === '(') depth++;
-    else if (text[i] === ')' && --depth === 0) return text.slice(open + 1, i);
+/** The object literal around `at`, by brace counting (enough for the query inputs of a bundle). */
+function objectAround(text: string, at: number): string {
+  let start = at;
+  for (let depth = 0; start > 0; start--) {
+    if (text[start] === '}') depth++;
+    else if (text[start] === '{' && depth-- === 0) break;
   }
-  return text.slice(open + 1, open + 4000);
+  let end = start;
+  for (let depth = 0; end < text.length; end++) {
+    if (text[end] === '{') depth++;
+    else if (text[end] === '}' && --depth === 0) break;
+  }
+  return text.slice(start, end + 1);
 }
 
-/** The IAM actions a bundle's SDK commands need: table item actions, index queries, and the rest. */
+/**
+ * The IAM actions a bundle's SDK calls need: table item actions, index queries, and the rest. A
+ * Query is found by its input (every one has a `KeyConditionExpression`), whether it is sent with
+ * `new QueryCommand(…)` or through lib-dynamodb's `paginateQuery`; an input naming `IndexName`
+ * queries an index.
+ */
 function actionsSentBy(bundle: string) {
   const table = new Set<string>();
   const indexes = new Set<string>();
   const other = new Set<string>();
   const unmapped = new Set<string>();
   let indexQuery = false;
+  const queries = [...bundle.matchAll(/\bKeyConditionExpression:/g)].map((m) => objectAround(bundle, m.index ?? 0));
+  const sendsQueries = /new QueryCommand\d*\(|\bpaginateQuery\d*\(/.test(bundle);
+  if (sendsQueries && queries.length === 0) table.add('Query');
+  for (const query of sendsQueries ? queries : []) {
+    const index = /IndexName:\s*([^,\n}]+)/.exec(query)?.[1];
+    if (index === undefined) table.add('Query');
+    else {
+      indexQuery = true;
+      const literal = /^["'](\w+)["']$/.exec(index.trim())?.[1];
+      if (literal) indexes.add(literal);
+    }
+  }
+  if (/\bpaginateScan\d*\(/.test(bundle)) table.add('Scan');
   for (const match of bundle.matchAll(/new (\w+?Command)\d*\(/g)) {
     const command = match[1] ?? '';
-    const argument = argumentAt(bundle, (match.index ?? 0) + match[0].length - 1);
-    if (command === 'QueryCommand') {
-      const index = /IndexName:\s*([^,\n]+)/.exec(argument)?.[1];
-      if (index === undefined) table.add('Query');
-      else {
-        indexQuery = true;
-        const literal = /^["'](\w+)["']$/.exec(index.trim())?.[1];
-        if (literal) indexes.add(literal);
-      }
-    } else if (command === 'TransactWriteCommand') {
+    if (command === 'QueryCommand') continue;
+    if (command === 'TransactWriteCommand') {
       // Items are often built elsewhere (helpers returning `{ Update: ... }`): every item key in the bundle counts.
       for (const item of bundle.matchAll(/\b(Put|Update|Delete|ConditionCheck)\s*:/g)) {
         table.add(transactionItemActions[item[1] ?? ''] ?? '');
