@@ -34,7 +34,7 @@ import {
   RunValidationFailedSchema,
   WebhookBodySchema,
   WebhookEventSchema,
-  webhookHeaders,
+  webhookHeaderNames,
 } from './runs.ts';
 import {
   CreateWorkflowRequestSchema,
@@ -128,7 +128,7 @@ const ref = (name: ComponentName): ReferenceObject => ({ $ref: `#/components/sch
 const retryAfterRef: ReferenceObject = { $ref: '#/components/headers/Retry-After' };
 
 /** A JSON response whose body is one of the named schemas. */
-function json(description: string, ...names: [ComponentName, ...ComponentName[]]): ResponseObject {
+function jsonResponse(description: string, ...names: [ComponentName, ...ComponentName[]]): ResponseObject {
   const schema = names.length === 1 ? ref(names[0]) : { oneOf: names.map(ref) };
   return { description, content: { 'application/json': { schema } } };
 }
@@ -157,9 +157,9 @@ function operation(spec: OperationSpec): OperationObject {
   const responses: Record<number, ResponseObject> = keyed
     ? {
         ...spec.responses,
-        401: json('The key is missing, malformed, unknown, revoked or expired.', 'UnauthorizedError'),
+        401: jsonResponse('The key is missing, malformed, unknown, revoked or expired.', 'UnauthorizedError'),
         429: withRetryAfter(
-          json('Too many requests with this key; wait `Retry-After` seconds.', 'RateLimitExceededError'),
+          jsonResponse('Too many requests with this key; wait `Retry-After` seconds.', 'RateLimitExceededError'),
         ),
       }
     : spec.responses;
@@ -189,7 +189,7 @@ function buildDocument(): OpenAPIObject {
     schema: uuid,
   });
 
-  const forbidden = json('The key lacks the scope this operation needs.', 'ScopeNotPermittedError');
+  const forbidden = jsonResponse('The key lacks the scope this operation needs.', 'ScopeNotPermittedError');
 
   const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
     operationId: subject === 'workflow' ? 'RunWorkflow' : 'RunAgent',
@@ -222,34 +222,41 @@ function buildDocument(): OpenAPIObject {
       content: { 'application/json': { schema: ref('RunRequest') } },
     },
     responses: {
-      200: json('The run is queued and its estimate held.', 'RunStartedResponse'),
-      202: json('The run is deferred (`defer: true`); not a promise that it will start.', 'RunDeferredResponse'),
-      400: json('The body is not JSON or a field has the wrong type.', 'InvalidBodyError'),
-      413: json('The body is larger than 64 KiB.', 'PayloadTooLargeError'),
-      402: json(
+      200: jsonResponse('The run is queued and its estimate held.', 'RunStartedResponse'),
+      202: jsonResponse(
+        'The run is deferred (`defer: true`); not a promise that it will start.',
+        'RunDeferredResponse',
+      ),
+      400: jsonResponse('The body is not JSON or a field has the wrong type.', 'InvalidBodyError'),
+      413: jsonResponse('The body is larger than 64 KiB.', 'PayloadTooLargeError'),
+      402: jsonResponse(
         'Not enough credits, the project hard cap, the per-step credit limit, or the key monthly credit cap.',
         'InsufficientCreditsError',
         'ProjectHardCapExceededError',
         'PerStepLimitError',
         'MonthlyCreditCapReachedError',
       ),
-      403: json(
+      403: jsonResponse(
         `The key lacks \`${scopeOf(subject === 'workflow' ? 'RunWorkflow' : 'RunAgent')}\`, or is limited to other workflows.`,
         'ScopeNotPermittedError',
         'WorkflowNotPermittedError',
       ),
       404:
         subject === 'workflow'
-          ? json('No such workflow in the team, or it has no canvas.', 'WorkflowNotFoundError', 'CanvasNotFoundError')
-          : json(
+          ? jsonResponse(
+              'No such workflow in the team, or it has no canvas.',
+              'WorkflowNotFoundError',
+              'CanvasNotFoundError',
+            )
+          : jsonResponse(
               'No such agent in the team, no workflow for it, or no canvas.',
               'AgentNotFoundError',
               'NoWorkflowForAgentError',
               'WorkflowNotFoundError',
               'CanvasNotFoundError',
             ),
-      409: json('The workflow already has a run in progress.', 'RunInProgressError'),
-      422: json(
+      409: jsonResponse('The workflow already has a run in progress.', 'RunInProgressError'),
+      422: jsonResponse(
         'An `inputs` key matches no step, `callbackUrl` is not https, the workflow fails validation, a step ' +
           'runs only on providers this run may not use, or the `Idempotency-Key` was used with another body.',
         'UnknownInputKeysError',
@@ -258,9 +265,9 @@ function buildDocument(): OpenAPIObject {
         'ProviderNotAvailableError',
         'IdempotencyKeyReusedError',
       ),
-      500: json('Server failure.', 'ServerError'),
+      500: jsonResponse('Server failure.', 'ServerError'),
       503: withRetryAfter(
-        json(
+        jsonResponse(
           'The key has a monthly cap that could not be checked; the run is refused rather than started unmetered.',
           'MonthlyCapUnverifiableError',
         ),
@@ -277,7 +284,10 @@ function buildDocument(): OpenAPIObject {
         'Lists the workflows the key can run, newest change first: only the team ones, and if the key is ' +
         'limited to certain workflows, only those. No pagination: all are returned.',
       responses: {
-        200: json('The workflows; empty when the team has none or the key may run none.', 'ListWorkflowsResponse'),
+        200: jsonResponse(
+          'The workflows; empty when the team has none or the key may run none.',
+          'ListWorkflowsResponse',
+        ),
         403: forbidden,
       },
     },
@@ -291,8 +301,8 @@ function buildDocument(): OpenAPIObject {
         'to certain workflows cannot create workflows.',
       requestBody: { required: true, content: { 'application/json': { schema: ref('CreateWorkflowRequest') } } },
       responses: {
-        201: json('The workflow was created.', 'CreateWorkflowResponse'),
-        400: json(
+        201: jsonResponse('The workflow was created.', 'CreateWorkflowResponse'),
+        400: jsonResponse(
           'Missing `name` or `steps`, not exactly one of `agentId` and `projectId`, or a body that is not JSON or ' +
             'has a field of the wrong type.',
           'NameRequiredError',
@@ -300,19 +310,19 @@ function buildDocument(): OpenAPIObject {
           'AgentOrProjectRequiredError',
           'InvalidBodyError',
         ),
-        403: json(
+        403: jsonResponse(
           `The key lacks \`${scopeOf('CreateWorkflow')}\`, or is limited to certain workflows.`,
           'ScopeNotPermittedError',
           'CreateWorkflowNotPermittedError',
         ),
-        404: json('The agent or project is not in the team.', 'AgentOrProjectNotFoundError'),
-        413: json('The body is larger than 256 KiB.', 'PayloadTooLargeError'),
-        422: json(
+        404: jsonResponse('The agent or project is not in the team.', 'AgentOrProjectNotFoundError'),
+        413: jsonResponse('The body is larger than 256 KiB.', 'PayloadTooLargeError'),
+        422: jsonResponse(
           'An unknown node type, or a graph failing validation (repeated step key, input naming no step, ...).',
           'UnknownNodeTypeError',
           'WorkflowValidationFailed',
         ),
-        500: json('Server failure.', 'ServerError'),
+        500: jsonResponse('Server failure.', 'ServerError'),
       },
     },
     runStart('workflow'),
@@ -326,9 +336,9 @@ function buildDocument(): OpenAPIObject {
         'seconds between reads is enough. Reading never spends credits.',
       parameters: [uuidPath('jobId', 'The `jobId` returned when the run started.')],
       responses: {
-        200: json('The run.', 'Run'),
+        200: jsonResponse('The run.', 'Run'),
         403: forbidden,
-        404: json('No such run in the team.', 'RunNotFoundError'),
+        404: jsonResponse('No such run in the team.', 'RunNotFoundError'),
       },
     },
     {
@@ -340,11 +350,11 @@ function buildDocument(): OpenAPIObject {
         'the unspent hold is released. A `callbackUrl` given at the start receives `run.cancelled`.',
       parameters: [uuidPath('jobId', 'The `jobId` returned when the run started.')],
       responses: {
-        200: json('The run, now `cancelled`.', 'Run'),
+        200: jsonResponse('The run, now `cancelled`.', 'Run'),
         403: forbidden,
-        404: json('No such run in the team.', 'RunNotFoundError'),
-        409: json('The run has already ended.', 'RunAlreadyEndedError'),
-        500: json('Server failure.', 'ServerError'),
+        404: jsonResponse('No such run in the team.', 'RunNotFoundError'),
+        409: jsonResponse('The run has already ended.', 'RunAlreadyEndedError'),
+        500: jsonResponse('Server failure.', 'ServerError'),
       },
     },
     {
@@ -354,9 +364,9 @@ function buildDocument(): OpenAPIObject {
       description: 'Reads a deferred run. Once `dispatched`, `jobId` is the run to read with Get a run.',
       parameters: [uuidPath('id', 'The `deferredJobId`.')],
       responses: {
-        200: json('The deferred run.', 'DeferredRun'),
+        200: jsonResponse('The deferred run.', 'DeferredRun'),
         403: forbidden,
-        404: json('No such deferred run in the team.', 'DeferredRunNotFoundError'),
+        404: jsonResponse('No such deferred run in the team.', 'DeferredRunNotFoundError'),
       },
     },
     {
@@ -366,11 +376,11 @@ function buildDocument(): OpenAPIObject {
       description: 'Cancels a deferred run that is still `waiting`; it will not start.',
       parameters: [uuidPath('id', 'The `deferredJobId`.')],
       responses: {
-        200: json('The deferred run, now `cancelled`.', 'DeferredRun'),
+        200: jsonResponse('The deferred run, now `cancelled`.', 'DeferredRun'),
         403: forbidden,
-        404: json('No such deferred run in the team.', 'DeferredRunNotFoundError'),
-        409: json('The deferred run is no longer waiting.', 'DeferredRunNotWaitingError'),
-        500: json('Server failure.', 'ServerError'),
+        404: jsonResponse('No such deferred run in the team.', 'DeferredRunNotFoundError'),
+        409: jsonResponse('The deferred run is no longer waiting.', 'DeferredRunNotWaitingError'),
+        500: jsonResponse('Server failure.', 'ServerError'),
       },
     },
     {
@@ -462,13 +472,13 @@ function buildDocument(): OpenAPIObject {
           security: [],
           parameters: [
             {
-              name: webhookHeaders.event,
+              name: webhookHeaderNames.event,
               in: 'header',
               required: true,
               schema: toSchemaObjects({ WebhookEvent: WebhookEventSchema }).WebhookEvent,
             },
             {
-              name: webhookHeaders.signature,
+              name: webhookHeaderNames.signature,
               in: 'header',
               required: false,
               description:

@@ -185,7 +185,7 @@ const webhookEvents = ['run.completed', 'run.failed', 'run.stopped', 'run.cancel
 export const WebhookEventSchema = v.picklist(webhookEvents);
 export type WebhookEvent = v.InferOutput<typeof WebhookEventSchema>;
 
-export const webhookHeaders = {
+export const webhookHeaderNames = {
   event: 'X-Service-Event',
   /** `sha256=` + hex HMAC-SHA256 of the raw body keyed with `callbackSecret`; only when one was given. */
   signature: 'X-Service-Signature',

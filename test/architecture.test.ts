@@ -37,6 +37,7 @@ const declarations = (file: string) =>
   ].map((m) => ({ name: m[2] as string, exported: Boolean(m[1]) }));
 
 const functionFiles = sourceFiles('functions');
+const schemaFiles = sourceFiles('schemas');
 
 describe('entry points only wire', () => {
   const entryPoints = [
@@ -119,16 +120,31 @@ describe('two things never share a name', () => {
     }
   });
 
-  it('no two modules under functions/ export the same name (except the makeHandler and handler of entry points)', () => {
+  /** The modules under functions/ and schemas/ that export each name (entry points' makeHandler and handler aside). */
+  const exporters = () => {
     const owners = new Map<string, Set<string>>();
-    for (const file of functionFiles) {
+    for (const file of [...functionFiles, ...schemaFiles]) {
       for (const { name, exported } of declarations(file)) {
         if (!exported || name === 'makeHandler' || name === 'handler') continue;
         owners.set(name, (owners.get(name) ?? new Set()).add(file));
       }
     }
-    expect([...owners].filter(([, files]) => files.size > 1).map(([name, files]) => `${name}: ${[...files]}`)).toEqual(
-      [],
+    return owners;
+  };
+
+  it('no two modules under functions/ and schemas/ export the same name (except the makeHandler and handler of entry points)', () => {
+    expect(
+      [...exporters()].filter(([, files]) => files.size > 1).map(([name, files]) => `${name}: ${[...files]}`),
+    ).toEqual([]);
+  });
+
+  it('a name one module exports is not declared again, unexported, in another (a copy instead of an import)', () => {
+    const owners = exporters();
+    const copies = [...functionFiles, ...schemaFiles].flatMap((file) =>
+      declarations(file)
+        .filter(({ name, exported }) => !exported && owners.has(name) && !owners.get(name)?.has(file))
+        .map(({ name }) => `${name}: ${file} and ${[...(owners.get(name) ?? [])]}`),
     );
+    expect(copies).toEqual([]);
   });
 });

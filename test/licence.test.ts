@@ -2,7 +2,6 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   combineLicences,
-  type LicenceModel,
   licenceFor,
   provenanceFor,
   stampLicenceModel,
@@ -11,6 +10,7 @@ import {
 import { ancestry } from '../functions/domain/run-graph.ts';
 import type { Canvas } from '../functions/domain/workflow-graph.ts';
 import type { CommercialUse } from '../functions/nodes/providers/registry.ts';
+import type { LicenceModel } from '../schemas/runs.ts';
 
 const at = '2026-01-02T03:04:05.000Z';
 

@@ -4,22 +4,10 @@
  * null counts as unchecked), `ai_generated` and `generated_by` name those model steps.
  * Not legal advice: the facts are the registry's, stamped when each step ran.
  */
+import type { GeneratedBy, LicenceModel } from '../../schemas/runs.ts';
 import { type CommercialUse, licenceFacts } from '../nodes/providers/registry.ts';
 
 export type OutputCommercialUse = 'yes' | 'provider_terms' | 'unchecked' | 'no';
-
-/** Spec 2.3 LicenceModel, as it stood when the step ran. */
-export interface LicenceModel {
-  node_id: string;
-  provider_key: string;
-  model: string;
-  licence: string | null;
-  licence_url: string | null;
-  commercial_use: CommercialUse;
-  terms_url: string | null;
-  /** ISO 8601. */
-  stamped_at: string;
-}
 
 export interface OutputLicence {
   commercial_use: OutputCommercialUse;
@@ -33,12 +21,6 @@ export interface ModelStep {
   model: string;
   /** When the step ran (ISO 8601 string or Date). */
   stampedAt: string | Date;
-}
-
-export interface GeneratedBy {
-  node_id: string;
-  provider: string;
-  model: string | null;
 }
 
 /** Most strict first. */

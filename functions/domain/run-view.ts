@@ -1,7 +1,7 @@
-import type { GeneratedBy, Run, RunOutput, RunStep } from '../../schemas/runs.ts';
+import type { GeneratedBy, LicenceModel, Run, RunOutput, RunStep } from '../../schemas/runs.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import type { ModelUse } from '../nodes/executors/types.ts';
-import { combineLicences, type LicenceModel, stampLicenceModel } from './licence.ts';
+import { combineLicences, stampLicenceModel } from './licence.ts';
 import { ancestry } from './run-graph.ts';
 import { type Canvas, terminalNodeIds, topologicalOrder } from './workflow-graph.ts';
 import { isInProgress } from './workflow-lock.ts';

@@ -9,6 +9,7 @@
  */
 import * as v from 'valibot';
 import type { NodeType, ValidationIssue, WorkflowStep } from '../../schemas/workflows.ts';
+import { isRecord } from '../is-record.ts';
 import { canConnect, getNodeSpec, type HandleSpec, type NodeSpec } from '../nodes/catalogue/index.ts';
 import { layeredLayout, orderTopologically, type Position } from './layout.ts';
 
@@ -67,9 +68,6 @@ interface Checked {
   /** Connections whose both handles exist, with the handles filled in. */
   edges: CanvasEdge[];
 }
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const list = (handles: readonly HandleSpec[]): string => handles.map((h) => h.name).join(', ') || 'none';
 

@@ -1,4 +1,4 @@
-export type WorkflowStatus = 'draft' | 'active' | 'archived';
+import type { WorkflowStatus } from '../../schemas/workflows.ts';
 
 export interface WorkflowSummaryRecord {
   id: string;

@@ -1,7 +1,7 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
+import type { LicenceModel } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
-import type { LicenceModel } from '../domain/licence.ts';
 import { isInProgress } from '../domain/workflow-lock.ts';
 import type { ModelUse } from '../nodes/executors/types.ts';
 import { parseItem, type RunItem, RunItemSchema, StepItemSchema } from './items.ts';

@@ -1,8 +1,9 @@
 import { GetCommand, TransactWriteCommand, type TransactWriteCommandInput, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
+import type { WorkflowStatus } from '../../schemas/workflows.ts';
 import type { Deps } from '../deps.ts';
 import { AgentOrProjectNotFoundError, WorkflowTooLargeToStoreError } from '../domain/errors.ts';
-import type { WorkflowStatus, WorkflowSummaryRecord } from '../domain/workflow-list.ts';
+import type { WorkflowSummaryRecord } from '../domain/workflow-list.ts';
 import { AgentItemSchema, parseItem, WorkflowItemSchema } from './items.ts';
 import { agentKey, canvasKey, idIndex, projectKey, teamPartition, workflowKey, workflowSkPrefix } from './keys.ts';
 import { queryAll } from './query.ts';

@@ -6,6 +6,7 @@ import {
   type GuardedResponse,
   guardedFetch,
 } from '../../http-client/guarded-fetch.ts';
+import { isRecord } from '../../is-record.ts';
 import { markMedia, readMediaMark, sniffContentType } from '../media/marks.ts';
 import { type ProviderResolver, providerResolverFromEnv } from '../providers/index.ts';
 import type { MediaFile } from '../providers/types.ts';
@@ -57,9 +58,6 @@ export const allInputs = (context: StepContext, handle: string): unknown[] => co
 /** Every value on every input handle, in the spec's handle order. */
 export const everyInput = (context: StepContext): unknown[] =>
   context.spec.inputs.flatMap((h) => allInputs(context, h.name));
-
-export const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** A value written out as text: strings as they are, everything else as JSON. */
 export const toText = (value: unknown): string => {

@@ -11,6 +11,7 @@
  * A run without the connection fails that step with "needs the team connection …".
  */
 import type { NodeType } from '../../../schemas/workflows.ts';
+import { isRecord } from '../../is-record.ts';
 import {
   allInputs,
   download,
@@ -18,7 +19,6 @@ import {
   fail,
   firstInput,
   httpCall,
-  isRecord,
   requireConnection,
   responseValue,
   store,

@@ -1,6 +1,7 @@
 /** Executors of the logic nodes: they run for real inside the service. */
 import { isDeepStrictEqual } from 'node:util';
 import type { NodeType } from '../../../schemas/workflows.ts';
+import { isRecord } from '../../is-record.ts';
 import { glbToMesh, meshToGlb, type TriangleMesh } from '../media/glb.ts';
 import { cropImage, decodePng, encodePng, isPng } from '../media/png.ts';
 import { ExpressionError, evaluate } from './expression.ts';
@@ -11,7 +12,6 @@ import {
   fail,
   firstInput,
   httpCall,
-  isRecord,
   perFile,
   readMedia,
   responseValue,

@@ -45,7 +45,8 @@ const defaultModel = (deps: ExecutorDeps, provider: string, capability: Provider
   return capability === 'generateText' ? models.text : capability === 'embed' ? models.embedding : models.image;
 };
 
-interface ModelCall {
+/** The provider a step resolved to and the model it runs there. */
+interface ResolvedModel {
   provider: Provider;
   model: string;
 }
@@ -55,7 +56,7 @@ const runModel = async (
   context: StepContext,
   deps: ExecutorDeps,
   capability: ProviderCapability,
-  call: (model: ModelCall) => Promise<Record<string, unknown>>,
+  call: (model: ResolvedModel) => Promise<Record<string, unknown>>,
 ): Promise<StepOutcome> => {
   const use = stepProvider(context.node, context.spec) ?? fail(context, 'is not a model step');
   const entry = providerEntry(use.provider) ?? fail(context, `unknown provider ${use.provider}`);

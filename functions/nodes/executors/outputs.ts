@@ -17,6 +17,7 @@
  * `Authorization: Bearer`.
  */
 import type { NodeType } from '../../../schemas/workflows.ts';
+import { isRecord } from '../../is-record.ts';
 import {
   allInputs,
   type ExecutorDeps,
@@ -25,7 +26,6 @@ import {
   filesIn,
   firstInput,
   httpCall,
-  isRecord,
   oneOrList,
   readMedia,
   requireConnection,

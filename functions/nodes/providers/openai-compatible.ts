@@ -6,6 +6,7 @@
  * Errors never carry the key; redirects are refused; every call has a deadline.
  */
 import { guardedFetch } from '../../http-client/guarded-fetch.ts';
+import { isRecord } from '../../is-record.ts';
 import { sniffContentType } from '../media/marks.ts';
 import {
   type EmbedRequest,
@@ -45,9 +46,6 @@ export const openAiCompatibleDefaultModels = (env: NodeJS.ProcessEnv) => ({
   image: env.OPENAI_COMPATIBLE_IMAGE_MODEL ?? 'default-image',
   embedding: env.OPENAI_COMPATIBLE_EMBEDDING_MODEL ?? 'default-embedding',
 });
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
 
