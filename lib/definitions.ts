@@ -110,10 +110,15 @@ export interface QueueDefinition {
   dlqRetentionDays: number;
 }
 
+/**
+ * A step's node may fail five times (counted on the step item: functions/domain/step-attempts.ts);
+ * the redrive allows twice as many receives, so that receives which ran nothing (a throttle, a crash
+ * before the node) do not move a message to the DLQ before its step has failed visibly.
+ */
 export const stepsQueue: QueueDefinition = {
   id: 'Steps',
   visibilityTimeoutSeconds: 180,
-  maxReceiveCount: 5,
+  maxReceiveCount: 10,
   batchSize: 10,
   consumerTimeoutSeconds: 30,
   dlqRetentionDays: 14,

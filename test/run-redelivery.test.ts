@@ -1,16 +1,17 @@
 /**
  * The step executor under SQS's at-least-once delivery (spec 3.1; docs/architecture.md, "Executing a step"): the real
  * handler is fed SQS records built from the messages the service put on the steps queue (taken off
- * it with the SDK), duplicated, reordered, delivered at once, after a crash, and as a poison message.
+ * it with the SDK), duplicated, reordered, delivered at once, after a crash, throttled, and failing.
  */
-import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Deps } from '../functions/deps.ts';
+import { executionsFailedError, stepExecutionAttempts } from '../functions/domain/step-attempts.ts';
 import { workflowLockKey } from '../functions/store/keys.ts';
 import { claimStep, stepLeaseSeconds } from '../functions/store/run-steps.ts';
 import { stepsQueue } from '../lib/definitions.ts';
+import { queueContents } from './support/queue-contents.ts';
 import {
   cancelRunCall,
   deliver,
@@ -305,6 +306,111 @@ describe('redelivered and duplicated step messages', () => {
   });
 });
 
+describe('attempts are counted on the step, never from SQS receives', () => {
+  it('the redrive leaves room for receives that ran nothing', () => {
+    expect(stepsQueue.maxReceiveCount).toBeGreaterThan(stepExecutionAttempts);
+  });
+
+  it('a step message received many times without a failed execution does not fail the step', async () => {
+    const { t, jobId, root } = await startedRoot();
+    // Every node throws on its first execution only, and every record says SQS received it 20
+    // times already (throttled, handed back): each step spends one attempt, and the run completes.
+    const threw = new Set<string>();
+    const flaky = stepHandler(stack.deps, () => async (context) => {
+      if (threw.has(context.node.id)) return instantExecutor(context);
+      threw.add(context.node.id);
+      throw new Error('provider hiccup');
+    });
+    let ready = [root];
+    while (ready.length > 0) {
+      for (const message of ready) {
+        const first = stepRecord(message, 20);
+        expect(await deliver(flaky, [first])).toEqual([first.messageId]);
+        expect(await deliver(flaky, [stepRecord(message, 21)])).toEqual([]);
+      }
+      ready = await messagesOf(jobId);
+    }
+    expect([...threw].sort()).toEqual(['a', 'b', 'c', 'd', 'e']);
+    await expectCompletedOnce(t, jobId, diamondPrices);
+    const { steps } = await runParts(stack.deps, jobId);
+    // A cheap step counted its failure on its item; the model step's claims count its executions.
+    expect(steps.get('a')).toMatchObject({ status: 'completed', failures: 1 });
+    expect(steps.get('c')).toMatchObject({ status: 'completed', attempts: 2 });
+  });
+
+  it.each([
+    ['a cheap step', 'a'],
+    ['a model step', 'c'],
+  ])('%s whose node throws on each execution fails the run after the configured attempts', async (_, failing) => {
+    const { t, jobId, root } = await startedRoot();
+    const executions: string[] = [];
+    const handler = stepHandler(stack.deps, () => async (context) => {
+      if (context.node.id !== failing) return instantExecutor(context);
+      executions.push(context.node.id);
+      throw new Error('provider exploded');
+    });
+    let message = root;
+    if (failing === 'c') {
+      expect(await deliver(handler, [stepRecord(root)])).toEqual([]);
+      const released = await messagesOf(jobId);
+      expect(await deliver(handler, [stepRecord(released.find((m) => m.nodeId === 'b') as StepMessage)])).toEqual([]);
+      message = released.find((m) => m.nodeId === 'c') as StepMessage;
+    }
+    // The same message handed over again and again, each time as a first receive.
+    for (let execution = 1; execution < stepExecutionAttempts; execution++) {
+      const record = stepRecord(message, 1);
+      expect(await deliver(handler, [record])).toEqual([record.messageId]);
+      expect((await getRunCall(stack.baseUrl, t.key, jobId)).body.status).not.toBe('failed');
+    }
+    // The last execution fails the run visibly; the message is done (nothing for the DLQ).
+    expect(await deliver(handler, [stepRecord(message, 1)])).toEqual([]);
+    expect(executions).toHaveLength(stepExecutionAttempts);
+    const read = await getRunCall(stack.baseUrl, t.key, jobId);
+    expect(read.body.status).toBe('failed');
+    const view = read.body.steps as { node_id: string; status: string; error?: string }[];
+    expect(view.find((s) => s.node_id === failing)).toMatchObject({
+      status: 'failed',
+      error: executionsFailedError(stepExecutionAttempts),
+    });
+    // Another copy runs nothing, and the ledger holds nothing for the run.
+    expect(await deliver(handler, [stepRecord(message, 1)])).toEqual([]);
+    expect(executions).toHaveLength(stepExecutionAttempts);
+    const ledger = await ledgerOf(stack.deps, t.teamId);
+    expectBalanced(ledger);
+    expect(ledger.held).toBe(0);
+    expect(ledger.charged).toBe(failing === 'c' ? 2 : 0); // `a` and `b` ran before `c` failed
+  });
+
+  it('a model step whose worker dies on each execution fails once its claims are spent', async () => {
+    const { t, jobId, root } = await startedRoot();
+    const handler = stepHandler(stack.deps);
+    expect(await deliver(handler, [stepRecord(root)])).toEqual([]);
+    const released = await messagesOf(jobId);
+    expect(await deliver(handler, [stepRecord(released.find((m) => m.nodeId === 'b') as StepMessage)])).toEqual([]);
+    const c = released.find((m) => m.nodeId === 'c') as StepMessage;
+    // Five workers claimed `c` and died, each lease running out before the next took it over.
+    let clock = Date.now();
+    for (let claim = 1; claim <= stepExecutionAttempts; claim++) {
+      clock += (stepLeaseSeconds + 1) * 1000;
+      const at: Deps = { ...stack.deps, now: () => new Date(clock) };
+      expect(await claimStep(at, jobId, 'c')).toEqual({ claimed: true, attempt: claim });
+    }
+    clock += (stepLeaseSeconds + 1) * 1000;
+    const late = stepHandler({ ...stack.deps, now: () => new Date(clock) }, () => async () => {
+      throw new Error('never runs');
+    });
+    expect(await deliver(late, [stepRecord(c)])).toEqual([]);
+    const read = await getRunCall(stack.baseUrl, t.key, jobId);
+    expect(read.body.status).toBe('failed');
+    const view = read.body.steps as { node_id: string; status: string; error?: string }[];
+    expect(view.find((s) => s.node_id === 'c')).toMatchObject({
+      status: 'failed',
+      error: executionsFailedError(stepExecutionAttempts),
+    });
+    expectBalanced(await ledgerOf(stack.deps, t.teamId));
+  });
+});
+
 describe('failing steps', () => {
   it('a failing step fails the run: error recorded, downstream skipped, hold released once, lock freed', async () => {
     const t = await team(stack, 100);
@@ -360,7 +466,7 @@ describe('failing steps', () => {
     expect(next.status).toBe(200);
   });
 
-  it('a poison message ends in the DLQ and its run fails visibly', async () => {
+  it('a node that always throws fails its run visibly, and its message leaves the queue, not for the DLQ', async () => {
     const poisonStack = await startTestStack();
     try {
       const t = await team(poisonStack, 100);
@@ -374,19 +480,14 @@ describe('failing steps', () => {
         },
       });
       try {
-        // Five receives, one second apart: the fifth fails the run, the sixth moves the message to the DLQ.
+        // Five receives, one second apart: the fifth execution fails the run.
         expect((await waitForEnd(poisonStack.baseUrl, t.key, jobId)).body.status).toBe('failed');
-        const { Messages = [] } = await poisonStack.deps.sqs.send(
-          new ReceiveMessageCommand({
-            QueueUrl: poisonStack.resources.dlqUrls.Steps,
-            WaitTimeSeconds: 5,
-            MessageSystemAttributeNames: ['All'],
-          }),
-        );
-        expect(Messages.map((m) => JSON.parse(m.Body ?? '{}'))).toEqual([{ jobId, workflowId, nodeId: 'topic' }]);
       } finally {
-        await poller.stop();
+        await poller.stop(); // returns once its last batch was handled and deleted
       }
+      // The failure is recorded, so the message was processed: deleted, not left for the DLQ.
+      expect(await queueContents(poisonStack.resources, 'Steps')).toEqual([]);
+      expect(await queueContents(poisonStack.resources, 'Steps', { dlq: true })).toEqual([]);
       const read = await getRunCall(poisonStack.baseUrl, t.key, jobId);
       expect(read.body).toMatchObject({ status: 'failed', progress: 0, output: [] });
       expect(read.body.steps).toEqual([
@@ -394,7 +495,7 @@ describe('failing steps', () => {
           node_id: 'topic',
           step_type: 'TextEntry',
           status: 'failed',
-          error: `Step could not be executed after ${stepsQueue.maxReceiveCount} attempts`,
+          error: executionsFailedError(stepExecutionAttempts),
         },
         { node_id: 'prompt', step_type: 'PromptBuilder', status: 'skipped' },
         { node_id: 'llm', step_type: 'LlmWorker', status: 'skipped' },

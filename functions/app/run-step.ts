@@ -1,12 +1,13 @@
-import { stepsQueue } from '../../lib/definitions.ts';
 import type { Deps } from '../deps.ts';
 import { stampLicenceModel } from '../domain/licence.ts';
 import { stepCharge } from '../domain/pricing.ts';
 import { planStep, predecessors, readySuccessors, successors } from '../domain/run-graph.ts';
+import { executionsFailedError, stepExecutionAttempts } from '../domain/step-attempts.ts';
 import { apiInputTargets, type Canvas } from '../domain/workflow-graph.ts';
 import { isInProgress } from '../domain/workflow-lock.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import { type NodeExecutor, StepFailedError } from '../nodes/executors/types.ts';
+import { logger } from '../observability/logger.ts';
 import { addCreditsCharged, countStepCompleted } from '../observability/metrics.ts';
 import { getConnections, resolveConnection } from '../store/connections.ts';
 import { presignTeamFile, putRunFile, readTeamFile } from '../store/files.ts';
@@ -17,6 +18,7 @@ import {
   type Attempt,
   abandonStep,
   claimStep,
+  countFailedExecution,
   countStep,
   failStep,
   finishStepItem,
@@ -118,8 +120,11 @@ export interface RunStepOptions {
   stepTimeoutMs: number;
 }
 
-/** Runs one step message; throws to have SQS redeliver it. */
-export const runStep = async (deps: Deps, message: StepMessage, receiveCount: number, options: RunStepOptions) => {
+/**
+ * Runs one step message; throws to have SQS redeliver it after an unexpected failure of its node,
+ * until the step's own count of failed executions reaches `stepExecutionAttempts`.
+ */
+export const runStep = async (deps: Deps, message: StepMessage, options: RunStepOptions) => {
   const { run, canvas, steps, stepItem } = await readRunAndSteps(deps, message, (c) => [
     message.nodeId,
     ...predecessors(c, message.nodeId),
@@ -141,6 +146,10 @@ export const runStep = async (deps: Deps, message: StepMessage, receiveCount: nu
     const claim = await claimStep(deps, message.jobId, message.nodeId);
     if (!claim.claimed) return; // leased by another delivery (a duplicate), or finished meanwhile
     attempt = claim.attempt;
+    // Each claim before this one lost its worker while the node ran: stop taking the step over.
+    if (attempt > stepExecutionAttempts) {
+      return endWithFailure(deps, message, attempt, executionsFailedError(attempt - 1));
+    }
   }
   const { teamId } = run;
   const plan = planStep(canvas, message.nodeId, steps);
@@ -172,13 +181,17 @@ export const runStep = async (deps: Deps, message: StepMessage, receiveCount: nu
     });
   } catch (error) {
     if (error instanceof StepFailedError) return endWithFailure(deps, message, attempt, error.message);
-    if (receiveCount >= stepsQueue.maxReceiveCount) {
-      // Last delivery before the DLQ: the run fails visibly rather than hanging in `processing`.
-      await endWithFailure(deps, message, attempt, `Step could not be executed after ${receiveCount} attempts`);
-    } else {
-      // SQS redelivers the message: let that delivery take the step, not drop it as a duplicate.
-      await releaseStep(deps, message.jobId, message.nodeId, attempt);
+    // A failed execution, counted on the step item (a model step's claim counts it already), so a
+    // message SQS handed back without running the node (a throttle) spends nothing.
+    const failed = attempt ?? (await countFailedExecution(deps, message.jobId, message.nodeId));
+    if (failed === null) return; // another delivery finished the step meanwhile; it counts it
+    if (failed >= stepExecutionAttempts) {
+      // The run fails visibly and the message is done: the DLQ is for messages we cannot process.
+      logger.error('step failed on its last execution', { nodeId: message.nodeId, failed, error });
+      return endWithFailure(deps, message, attempt, executionsFailedError(failed));
     }
+    // SQS redelivers the message: let that delivery take the step, not drop it as a duplicate.
+    await releaseStep(deps, message.jobId, message.nodeId, attempt);
     throw error;
   }
   const chargeHundredths = stepCharge(run.stepEstimates, node.id, 'completed');

@@ -23,7 +23,8 @@ export const stepLeaseSeconds = 120;
 /**
  * The claim a delivery holds on a step: its attempt number, or null for a step that is not claimed.
  * Only model steps are claimed (a lease keeps a duplicate message from paying a provider twice);
- * a cheap step's item is written once, when it finishes, by whichever delivery finishes it first.
+ * a cheap step's item is written once, when it finishes, by whichever delivery finishes it first
+ * (and before that only if its node failed: `countFailedExecution`).
  */
 export type Attempt = number | null;
 
@@ -83,6 +84,9 @@ type StepEnd =
   | { status: 'skipped' }
   | { status: 'failed'; error: string };
 
+/** An unclaimed step whose node failed before: `processing`, with `failures` and no claim. */
+const unclaimedInProgress = '#status = :processing AND attribute_not_exists(attempts)';
+
 /** The step item's end, written only by the delivery holding the claim (or, unclaimed, only once). */
 const stepEndUpdate = (deps: Deps, jobId: string, nodeId: string, attempt: Attempt, end: StepEnd) => {
   const values: Record<string, unknown> = {
@@ -102,13 +106,17 @@ const stepEndUpdate = (deps: Deps, jobId: string, nodeId: string, attempt: Attem
     names['#error'] = 'error';
     values[':error'] = end.error;
   }
-  if (attempt !== null) Object.assign(values, { ':processing': 'processing', ':attempt': attempt });
+  values[':processing'] = 'processing';
+  if (attempt !== null) values[':attempt'] = attempt;
   return {
     TableName: deps.tableName,
     Key: stepKey(jobId, nodeId),
     UpdateExpression: `${set} REMOVE leaseUntil`,
+    // Unclaimed: no item yet, or only the count of its failed executions (never claimed, no `attempts`).
     ConditionExpression:
-      attempt === null ? 'attribute_not_exists(PK)' : '#status = :processing AND attempts = :attempt',
+      attempt === null
+        ? `attribute_not_exists(PK) OR (${unclaimedInProgress})`
+        : '#status = :processing AND attempts = :attempt',
     ExpressionAttributeNames: names,
     ExpressionAttributeValues: values,
   };
@@ -275,5 +283,33 @@ export const releaseStep = async (deps: Deps, jobId: string, nodeId: string, att
     );
   } catch (error) {
     if (!isConditionalCheckFailed(error)) throw error;
+  }
+};
+
+const FailuresSchema = v.object({ failures: v.number() });
+
+/**
+ * Counts a failed execution of an unclaimed step's node on its item (`processing`, `failures`),
+ * so that only executions spend the step's attempts, never SQS receives. Returns the count, or
+ * null when another delivery finished the step meanwhile. Written only on this failure path: a
+ * step that succeeds first time still writes its item once.
+ */
+export const countFailedExecution = async (deps: Deps, jobId: string, nodeId: string): Promise<number | null> => {
+  try {
+    const { Attributes } = await deps.ddb.send(
+      new UpdateCommand({
+        TableName: deps.tableName,
+        Key: stepKey(jobId, nodeId),
+        UpdateExpression: 'SET #status = :processing, nodeId = :node ADD failures :one',
+        ConditionExpression: `attribute_not_exists(PK) OR (${unclaimedInProgress})`,
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':processing': 'processing', ':node': nodeId, ':one': 1 },
+        ReturnValues: 'UPDATED_NEW',
+      }),
+    );
+    return parseItem(FailuresSchema, Attributes ?? {}, stepKey(jobId, nodeId)).failures;
+  } catch (error) {
+    if (isConditionalCheckFailed(error)) return null;
+    throw error;
   }
 };

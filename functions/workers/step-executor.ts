@@ -25,7 +25,7 @@ export const makeHandler = (deps: Deps, options: Partial<RunStepOptions> = {}) =
   const runRecord = async (record: SQSRecord) => {
     const message = parseMessage(record);
     logger.appendKeys({ jobId: message.jobId });
-    await runStep(deps, message, Number(record.attributes.ApproximateReceiveCount ?? 1), resolved);
+    await runStep(deps, message, resolved);
   };
   return async (event: SQSEvent): Promise<SQSBatchResponse> => {
     try {
