@@ -17,6 +17,7 @@ export const integrationTests = [
   'test/list-workflows.test.ts',
   'test/local-api.test.ts',
   'test/observability.test.ts',
+  'test/query.test.ts',
   'test/rate-limit.test.ts',
   'test/run-ledger.test.ts',
   'test/run-outputs.test.ts',

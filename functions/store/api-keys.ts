@@ -31,25 +31,31 @@ export interface NewApiKey {
   rateLimitPerMinute?: number | null;
 }
 
+/** The item of a new key, stored under the hash of its secret, which it never holds. */
+export const apiKeyItem = (
+  input: NewApiKey,
+  created: { keyId: string; secretHash: string; hint: string; createdAt: string },
+) => ({
+  ...apiKeyKey(created.secretHash),
+  ...teamKeysIndex(input.teamId, created.keyId),
+  type: 'ApiKey',
+  keyId: created.keyId,
+  teamId: input.teamId,
+  scopes: input.scopes ?? [],
+  workflowIds: input.workflowIds ?? [],
+  monthlyCapHundredths: input.monthlyCapHundredths ?? undefined,
+  expiresAt: input.expiresAt ?? undefined,
+  rateLimitPerMinute: input.rateLimitPerMinute ?? undefined,
+  hint: created.hint,
+  createdAt: created.createdAt,
+});
+
 /** Creates a key and returns its secret; the secret is never stored and cannot be shown again. */
 export const createApiKey = async (deps: Deps, input: NewApiKey): Promise<{ keyId: string; key: string }> => {
   const key = generateApiKey();
   const secretHash = hashApiKey(key);
   const keyId = deps.newId();
-  const item = {
-    ...apiKeyKey(secretHash),
-    ...teamKeysIndex(input.teamId, keyId),
-    type: 'ApiKey',
-    keyId,
-    teamId: input.teamId,
-    scopes: input.scopes ?? [],
-    workflowIds: input.workflowIds ?? [],
-    monthlyCapHundredths: input.monthlyCapHundredths ?? undefined,
-    expiresAt: input.expiresAt ?? undefined,
-    rateLimitPerMinute: input.rateLimitPerMinute ?? undefined,
-    hint: keyHint(key),
-    createdAt: deps.now().toISOString(),
-  };
+  const item = apiKeyItem(input, { keyId, secretHash, hint: keyHint(key), createdAt: deps.now().toISOString() });
   await deps.ddb.send(
     new TransactWriteCommand({
       TransactItems: [

@@ -30,21 +30,14 @@ export const deferredView = (record: DeferredRunItem): DeferredRun => ({
   jobId: record.jobId,
 });
 
-/** Stores a `waiting` deferred run; nothing is held yet. */
-export const createDeferredRun = async (
-  deps: Deps,
-  input: {
-    deferredJobId: string;
-    key: ApiKeyItem;
-    workflowId: string;
-    request: RunRequest;
-    idempotency: IdempotencyRecord | null;
-  },
+/** A new deferred run's item: `waiting`, in both waiting indexes, expiring 24 hours after `now`. */
+export const deferredRunItem = (
+  input: { deferredJobId: string; key: Pick<ApiKeyItem, 'teamId' | 'keyId'>; workflowId: string; request: RunRequest },
+  now: Date,
 ) => {
-  const now = deps.now();
   const createdAt = now.toISOString();
   const expiresAt = deferredExpiresAt(now).toISOString();
-  const item = {
+  return {
     ...deferredRunKey(input.deferredJobId),
     ...waitingIndexes(input.deferredJobId, input.request.maxMultiplier, createdAt, expiresAt),
     type: 'DeferredRun',
@@ -58,6 +51,20 @@ export const createDeferredRun = async (
     expiresAt,
     request: input.request,
   };
+};
+
+/** Stores a `waiting` deferred run; nothing is held yet. */
+export const createDeferredRun = async (
+  deps: Deps,
+  input: {
+    deferredJobId: string;
+    key: ApiKeyItem;
+    workflowId: string;
+    request: RunRequest;
+    idempotency: IdempotencyRecord | null;
+  },
+) => {
+  const item = deferredRunItem(input, deps.now());
   if (!input.idempotency) {
     await deps.ddb.send(
       new PutCommand({ TableName: deps.tableName, Item: item, ConditionExpression: 'attribute_not_exists(PK)' }),

@@ -32,7 +32,7 @@ export interface IdempotencyRecord {
 }
 
 /** The Put that remembers an answer, for the start's transaction; an expired record may be replaced. */
-export const idempotencyPut = (deps: Deps, keyId: string, record: IdempotencyRecord) => ({
+export const idempotencyPut = (deps: Pick<Deps, 'tableName' | 'now'>, keyId: string, record: IdempotencyRecord) => ({
   Put: {
     TableName: deps.tableName,
     Item: {

@@ -119,6 +119,33 @@ export interface NewRun {
   extraItems?: NonNullable<TransactWriteCommandInput['TransactItems']>;
 }
 
+/** The run item a start writes: queued, its whole estimate held, in the sparse index of queued runs. */
+export const runItem = (run: NewRun, createdAt: string) => ({
+  ...runKey(run.jobId),
+  ...queuedRunIndex(run.jobId, createdAt),
+  type: 'Run',
+  jobId: run.jobId,
+  teamId: run.teamId,
+  keyId: run.keyId,
+  workflowId: run.workflow.workflowId,
+  agentId: run.workflow.agentId,
+  projectId: run.workflow.projectId,
+  status: 'queued',
+  mode: run.mode,
+  inputs: run.inputs,
+  callbackUrl: run.callbackUrl ?? undefined,
+  callbackSecret: run.callbackSecret ?? undefined,
+  deferredJobId: run.deferredJobId ?? undefined,
+  estimateHundredths: run.estimate.totalHundredths,
+  heldHundredths: run.estimate.totalHundredths,
+  chargedHundredths: 0,
+  stepEstimates: Object.fromEntries(run.estimate.steps.map((s) => [s.nodeId, s.hundredths])),
+  stepsTotal: run.estimate.steps.length,
+  stepsCompleted: 0,
+  spendMonth: run.month,
+  createdAt,
+});
+
 /**
  * Starts a run in ONE transaction: take the workflow's run lock, hold the estimate from the team
  * balance, add it to the project's spend and the key's month, and write the run. Every condition
@@ -177,37 +204,7 @@ export const startRun = async (deps: Deps, run: NewRun): Promise<void> => {
             }),
       },
     },
-    {
-      Put: {
-        TableName: deps.tableName,
-        Item: {
-          ...runKey(run.jobId),
-          ...queuedRunIndex(run.jobId, now),
-          type: 'Run',
-          jobId: run.jobId,
-          teamId: run.teamId,
-          keyId: run.keyId,
-          workflowId: run.workflow.workflowId,
-          agentId: run.workflow.agentId,
-          projectId: run.workflow.projectId,
-          status: 'queued',
-          mode: run.mode,
-          inputs: run.inputs,
-          callbackUrl: run.callbackUrl ?? undefined,
-          callbackSecret: run.callbackSecret ?? undefined,
-          deferredJobId: run.deferredJobId ?? undefined,
-          estimateHundredths: total,
-          heldHundredths: total,
-          chargedHundredths: 0,
-          stepEstimates: Object.fromEntries(run.estimate.steps.map((s) => [s.nodeId, s.hundredths])),
-          stepsTotal: run.estimate.steps.length,
-          stepsCompleted: 0,
-          spendMonth: run.month,
-          createdAt: now,
-        },
-        ConditionExpression: 'attribute_not_exists(PK)',
-      },
-    },
+    { Put: { TableName: deps.tableName, Item: runItem(run, now), ConditionExpression: 'attribute_not_exists(PK)' } },
   ];
   if (run.idempotency) items.push(idempotencyPut(deps, run.keyId, run.idempotency));
   const extraStart = items.length;

@@ -42,10 +42,27 @@ export const findTeamIdById = async (
 /** All amounts in hundredths of a credit. Invariant: balance + held + charged = granted. */
 export type TeamBalance = Pick<TeamItem, 'balance' | 'held' | 'charged' | 'granted'>;
 
-export const createTeam = async (
-  deps: Deps,
-  input: { name: string; creditsHundredths: number; perStepLimitHundredths: number | null },
-): Promise<{ teamId: string }> => {
+export interface NewTeam {
+  name: string;
+  creditsHundredths: number;
+  perStepLimitHundredths: number | null;
+}
+
+/** A new team's item: its grant is all balance, nothing held or charged yet. */
+export const teamItem = (teamId: string, input: NewTeam, createdAt: string) => ({
+  ...teamKey(teamId),
+  type: 'Team',
+  teamId,
+  name: input.name,
+  balance: input.creditsHundredths,
+  held: 0,
+  charged: 0,
+  granted: input.creditsHundredths,
+  perStepLimitHundredths: input.perStepLimitHundredths ?? undefined,
+  createdAt,
+});
+
+export const createTeam = async (deps: Deps, input: NewTeam): Promise<{ teamId: string }> => {
   const teamId = deps.newId();
   await deps.ddb.send(
     new TransactWriteCommand({
@@ -53,18 +70,7 @@ export const createTeam = async (
         {
           Put: {
             TableName: deps.tableName,
-            Item: {
-              ...teamKey(teamId),
-              type: 'Team',
-              teamId,
-              name: input.name,
-              balance: input.creditsHundredths,
-              held: 0,
-              charged: 0,
-              granted: input.creditsHundredths,
-              perStepLimitHundredths: input.perStepLimitHundredths ?? undefined,
-              createdAt: deps.now().toISOString(),
-            },
+            Item: teamItem(teamId, input, deps.now().toISOString()),
             ConditionExpression: 'attribute_not_exists(PK)',
           },
         },
@@ -182,7 +188,7 @@ export const createAgent = async (
           {
             Put: {
               TableName: deps.tableName,
-              Item: agentItem(deps, { ...input, agentId }),
+              Item: agentItem({ ...input, agentId }, deps.now().toISOString()),
             },
           },
         ],
@@ -196,7 +202,10 @@ export const createAgent = async (
 };
 
 /** The agent item, shared by the CLI and by workflow creation with `projectId` (one shape). */
-export const agentItem = (deps: Deps, input: { teamId: string; projectId: string; agentId: string; name: string }) => ({
+export const agentItem = (
+  input: { teamId: string; projectId: string; agentId: string; name: string },
+  createdAt: string,
+) => ({
   ...agentKey(input.teamId, input.agentId),
   ...idIndex('AGENT', input.agentId),
   type: 'Agent',
@@ -204,5 +213,5 @@ export const agentItem = (deps: Deps, input: { teamId: string; projectId: string
   projectId: input.projectId,
   teamId: input.teamId,
   name: input.name,
-  createdAt: deps.now().toISOString(),
+  createdAt,
 });

@@ -76,28 +76,37 @@ export interface NewWorkflowRecord {
   stepsCount: number;
 }
 
-/** The three items of a workflow: team-partition summary, canvas, and the id-lookup entry. */
-const workflowItems = (deps: Deps, workflowId: string, input: NewWorkflowRecord) => {
-  const now = deps.now().toISOString();
-  return [
-    {
-      ...workflowKey(input.teamId, workflowId),
-      ...idIndex('WORKFLOW', workflowId),
-      type: 'Workflow',
-      workflowId,
-      teamId: input.teamId,
-      agentId: input.agentId,
-      projectId: input.projectId,
-      name: input.name,
-      description: input.description ?? undefined,
-      status: input.status,
-      stepsCount: input.stepsCount,
-      createdAt: now,
-      updatedAt: now,
-    },
-    { ...canvasKey(workflowId), type: 'Canvas', teamId: input.teamId, workflowId, canvas: input.canvas },
-  ];
-};
+/** A workflow's summary, in the team partition, with its id-lookup entry. */
+export const workflowSummaryItem = (workflowId: string, input: NewWorkflowRecord, now: string) => ({
+  ...workflowKey(input.teamId, workflowId),
+  ...idIndex('WORKFLOW', workflowId),
+  type: 'Workflow',
+  workflowId,
+  teamId: input.teamId,
+  agentId: input.agentId,
+  projectId: input.projectId,
+  name: input.name,
+  description: input.description ?? undefined,
+  status: input.status,
+  stepsCount: input.stepsCount,
+  createdAt: now,
+  updatedAt: now,
+});
+
+/** A workflow's canvas, apart from its summary: large, and read only by runs. */
+export const canvasItem = (workflowId: string, input: Pick<NewWorkflowRecord, 'teamId' | 'canvas'>) => ({
+  ...canvasKey(workflowId),
+  type: 'Canvas',
+  teamId: input.teamId,
+  workflowId,
+  canvas: input.canvas,
+});
+
+/** The items of a workflow: its summary and its canvas. */
+const workflowItems = (workflowId: string, input: NewWorkflowRecord, now: string) => [
+  workflowSummaryItem(workflowId, input, now),
+  canvasItem(workflowId, input),
+];
 
 /** Stores a workflow atomically; the agent must exist in the team. */
 export const putWorkflow = async (deps: Deps, input: NewWorkflowRecord): Promise<{ workflowId: string }> => {
@@ -112,7 +121,7 @@ export const putWorkflow = async (deps: Deps, input: NewWorkflowRecord): Promise
             ConditionExpression: 'attribute_exists(PK)',
           },
         },
-        ...workflowItems(deps, workflowId, input).map((Item) => ({
+        ...workflowItems(workflowId, input, deps.now().toISOString()).map((Item) => ({
           Put: { TableName: deps.tableName, Item, ConditionExpression: 'attribute_not_exists(PK)' },
         })),
       ],
@@ -232,23 +241,30 @@ export const createWorkflowForTeam = async (
       {
         Put: {
           TableName: deps.tableName,
-          Item: agentItem(deps, { teamId: input.teamId, projectId, agentId, name: input.agentName }),
+          Item: agentItem(
+            { teamId: input.teamId, projectId, agentId, name: input.agentName },
+            deps.now().toISOString(),
+          ),
           ConditionExpression: 'attribute_not_exists(PK)',
         },
       },
     );
   }
   const workflowId = deps.newId();
-  const items = workflowItems(deps, workflowId, {
-    teamId: input.teamId,
-    agentId,
-    projectId,
-    name: input.name,
-    description: null,
-    status: 'draft',
-    canvas: input.canvas,
-    stepsCount: input.stepsCount,
-  });
+  const items = workflowItems(
+    workflowId,
+    {
+      teamId: input.teamId,
+      agentId,
+      projectId,
+      name: input.name,
+      description: null,
+      status: 'draft',
+      canvas: input.canvas,
+      stepsCount: input.stepsCount,
+    },
+    deps.now().toISOString(),
+  );
   // A body within its limit can still describe a canvas too big for one item (many connections
   // or long keys); refused here rather than left to fail the write as a 500.
   const largest = Math.max(...items.map(itemSize));

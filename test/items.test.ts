@@ -1,0 +1,288 @@
+/**
+ * The item parsers of functions/store/items.ts read what the store writes (each item built by the
+ * function the store writes it with, or, for a step, with the attributes its updates set) and refuse
+ * a malformed item with an error that names its key. Pure: no emulator.
+ */
+import { describe, expect, it } from 'vitest';
+import { workflowLock } from '../functions/domain/workflow-lock.ts';
+import { apiKeyItem } from '../functions/store/api-keys.ts';
+import { deferredRunItem } from '../functions/store/deferred-runs.ts';
+import { idempotencyPut } from '../functions/store/idempotency.ts';
+import {
+  AgentItemSchema,
+  ApiKeyItemSchema,
+  CanvasItemSchema,
+  DeferredRunItemSchema,
+  IdempotencyItemSchema,
+  MalformedItemError,
+  parseItem,
+  RunItemSchema,
+  StepItemSchema,
+  TeamItemSchema,
+  WorkflowItemSchema,
+  WorkflowLockItemSchema,
+} from '../functions/store/items.ts';
+import { stepKey, workflowLockKey } from '../functions/store/keys.ts';
+import { runItem } from '../functions/store/runs.ts';
+import { agentItem, teamItem } from '../functions/store/tenancy.ts';
+import { canvasItem, workflowSummaryItem } from '../functions/store/workflows.ts';
+
+const at = '2026-03-04T05:06:07.000Z';
+const ids = {
+  team: 'a1b2c3d4-0000-4000-8000-000000000001',
+  project: 'a1b2c3d4-0000-4000-8000-000000000002',
+  agent: 'a1b2c3d4-0000-4000-8000-000000000003',
+  workflow: 'a1b2c3d4-0000-4000-8000-000000000004',
+  job: 'a1b2c3d4-0000-4000-8000-000000000005',
+  key: 'a1b2c3d4-0000-4000-8000-000000000006',
+  deferred: 'a1b2c3d4-0000-4000-8000-000000000007',
+};
+const canvas = {
+  nodes: [{ id: 'a', type: 'TextEntry' as const, label: 'a', config: { text: 'hi' }, position: { x: 0, y: 0 } }],
+  edges: [],
+};
+
+const workflow = {
+  teamId: ids.team,
+  agentId: ids.agent,
+  projectId: ids.project,
+  name: 'Chain',
+  description: null,
+  status: 'draft' as const,
+  canvas,
+  stepsCount: 1,
+};
+const summary = workflowSummaryItem(ids.workflow, workflow, at);
+const storedCanvas = canvasItem(ids.workflow, workflow);
+
+const run = runItem(
+  {
+    jobId: ids.job,
+    teamId: ids.team,
+    keyId: ids.key,
+    workflow: { workflowId: ids.workflow, agentId: ids.agent, projectId: ids.project, canvas },
+    mode: 'draft',
+    inputs: { topic: 'badgers' },
+    callbackUrl: 'https://example.com/hook',
+    callbackSecret: 'shh',
+    estimate: { steps: [{ nodeId: 'a', type: 'TextEntry', hundredths: 3 }], totalHundredths: 3 },
+    month: '2026-03',
+    monthlyCap: null,
+    hardCap: null,
+    idempotency: null,
+    deferredJobId: null,
+  },
+  at,
+);
+
+/** A model step as its claim and its completion leave it (functions/store/run-steps.ts). */
+const completedStep = {
+  ...stepKey(ids.job, 'a'),
+  nodeId: 'a',
+  status: 'completed',
+  attempts: 1,
+  startedAt: at,
+  endedAt: at,
+  outputs: { text: 'hi' },
+  model: { provider: 'sandbox', model: 'sandbox-text-1' },
+  licence: {
+    node_id: 'a',
+    provider_key: 'sandbox',
+    model: 'sandbox-text-1',
+    licence: null,
+    licence_url: null,
+    commercial_use: null,
+    terms_url: null,
+    stamped_at: at,
+  },
+  chargeHundredths: 3,
+};
+
+/** A cheap step written once, when it finished; a skipped step records no charge but 0. */
+const skippedStep = { ...stepKey(ids.job, 'b'), nodeId: 'b', status: 'skipped', endedAt: at, chargeHundredths: 0 };
+
+const deferred = deferredRunItem(
+  {
+    deferredJobId: ids.deferred,
+    key: { teamId: ids.team, keyId: ids.key },
+    workflowId: ids.workflow,
+    request: { mode: 'production', defer: true, maxMultiplier: 0.5, inputs: { topic: 'owls' } },
+  },
+  new Date(at),
+);
+
+const key = apiKeyItem(
+  { teamId: ids.team, scopes: ['runs:read'], monthlyCapHundredths: 500 },
+  { keyId: ids.key, secretHash: 'f'.repeat(64), hint: 'wra_…abcd', createdAt: at },
+);
+
+describe('each parser accepts the item the store writes', () => {
+  it('the run item: counters a start does not write read 0', () => {
+    expect(parseItem(RunItemSchema, run)).toEqual({
+      jobId: ids.job,
+      teamId: ids.team,
+      keyId: ids.key,
+      workflowId: ids.workflow,
+      projectId: ids.project,
+      status: 'queued',
+      mode: 'draft',
+      inputs: { topic: 'badgers' },
+      callbackUrl: 'https://example.com/hook',
+      spendMonth: '2026-03',
+      estimateHundredths: 3,
+      heldHundredths: 3,
+      chargedHundredths: 0,
+      stepEstimates: { a: 3 },
+      stepsTotal: 1,
+      stepsCompleted: 0,
+      stepsSkipped: 0,
+      createdAt: at,
+    });
+  });
+
+  it('step items: a completed model step with its lineage, a skipped step', () => {
+    expect(parseItem(StepItemSchema, completedStep)).toMatchObject({
+      nodeId: 'a',
+      status: 'completed',
+      outputs: { text: 'hi' },
+      model: { provider: 'sandbox', model: 'sandbox-text-1' },
+      licence: { node_id: 'a', stamped_at: at },
+      chargeHundredths: 3,
+    });
+    expect(parseItem(StepItemSchema, skippedStep)).toEqual({ nodeId: 'b', status: 'skipped', chargeHundredths: 0 });
+  });
+
+  it('the deferred run: not dispatched yet, its request as the caller sent it', () => {
+    expect(parseItem(DeferredRunItemSchema, deferred)).toEqual({
+      deferredJobId: ids.deferred,
+      teamId: ids.team,
+      keyId: ids.key,
+      workflowId: ids.workflow,
+      status: 'waiting',
+      maxMultiplier: 0.5,
+      createdAt: at,
+      expiresAt: '2026-03-05T05:06:07.000Z',
+      dispatchedAt: null,
+      jobId: null,
+      request: { mode: 'production', defer: true, maxMultiplier: 0.5, inputs: { topic: 'owls' } },
+    });
+  });
+
+  it('the API key: what was not set reads as none, never the secret or its hash', () => {
+    const parsed = parseItem(ApiKeyItemSchema, key);
+    expect(parsed).toEqual({
+      keyId: ids.key,
+      teamId: ids.team,
+      scopes: ['runs:read'],
+      workflowIds: [],
+      monthlyCapHundredths: 500,
+      expiresAt: null,
+      revokedAt: null,
+      rateLimitPerMinute: null,
+      hint: 'wra_…abcd',
+      createdAt: at,
+    });
+    expect(JSON.stringify(parsed)).not.toContain('f'.repeat(64));
+  });
+
+  it('the workflow summary and its canvas, the agent, the team, the lock, an idempotency record', () => {
+    expect(parseItem(WorkflowItemSchema, summary)).toEqual({
+      workflowId: ids.workflow,
+      agentId: ids.agent,
+      projectId: ids.project,
+      name: 'Chain',
+      description: null,
+      status: 'draft',
+      createdAt: at,
+      updatedAt: at,
+    });
+    expect(parseItem(CanvasItemSchema, storedCanvas)).toEqual({ teamId: ids.team, canvas });
+    expect(
+      parseItem(
+        AgentItemSchema,
+        agentItem({ teamId: ids.team, projectId: ids.project, agentId: ids.agent, name: 'A' }, at),
+      ),
+    ).toEqual({ projectId: ids.project, activeWorkflowId: undefined });
+    expect(
+      parseItem(
+        TeamItemSchema,
+        teamItem(ids.team, { name: 'T', creditsHundredths: 900, perStepLimitHundredths: null }, at),
+      ),
+    ).toEqual({ balance: 900, held: 0, charged: 0, granted: 900, perStepLimitHundredths: null, connections: {} });
+    expect(
+      parseItem(WorkflowLockItemSchema, { ...workflowLockKey(ids.workflow), ...workflowLock(ids.job, at) }),
+    ).toEqual({ jobId: ids.job });
+    const remembered = idempotencyPut({ tableName: 'Data', now: () => new Date(at) }, ids.key, {
+      keyHash: 'k',
+      requestHash: 'r',
+      response: { status: 200, body: { jobId: ids.job } },
+      expiresAt: 1_800_000_000,
+    }).Put.Item;
+    expect(parseItem(IdempotencyItemSchema, remembered)).toEqual({
+      requestHash: 'r',
+      response: { status: 200, body: { jobId: ids.job } },
+      ttl: 1_800_000_000,
+    });
+  });
+});
+
+describe('a malformed item is an error that names its key', () => {
+  const refusal = (read: () => unknown) => {
+    try {
+      read();
+    } catch (error) {
+      return error;
+    }
+    throw new Error('the malformed item was accepted');
+  };
+
+  it.each([
+    [
+      'a run whose hold is not a number',
+      RunItemSchema,
+      { ...run, heldHundredths: '3' },
+      `RUN#${ids.job}|RUN`,
+      'heldHundredths',
+    ],
+    ['a run with an unknown status', RunItemSchema, { ...run, status: 'claimed' }, `RUN#${ids.job}|RUN`, 'status'],
+    [
+      'a step without its status',
+      StepItemSchema,
+      { ...skippedStep, status: undefined },
+      `RUN#${ids.job}|STEP#b`,
+      'status',
+    ],
+    [
+      'a deferred run without its request',
+      DeferredRunItemSchema,
+      { ...deferred, request: undefined },
+      `DEFERRED#${ids.deferred}|DEFERRED`,
+      'request',
+    ],
+    [
+      'a key with a scope the service does not have',
+      ApiKeyItemSchema,
+      { ...key, scopes: ['admin'] },
+      `APIKEY#${'f'.repeat(64)}|APIKEY`,
+      'scopes',
+    ],
+    [
+      'a canvas item without nodes',
+      CanvasItemSchema,
+      { ...storedCanvas, canvas: { edges: [] } },
+      `WORKFLOW#${ids.workflow}|CANVAS`,
+      'canvas',
+    ],
+  ])('%s', (_case, schema, item, keyName, field) => {
+    const error = refusal(() => parseItem(schema, item));
+    expect(error).toBeInstanceOf(MalformedItemError);
+    expect((error as Error).message).toContain(keyName);
+    expect((error as Error).message).toContain(field);
+  });
+
+  it('an item read without its key (a refusal’s old image) is named by the key it was read at', () => {
+    const error = refusal(() => parseItem(WorkflowLockItemSchema, { since: at }, workflowLockKey(ids.workflow)));
+    expect(error).toBeInstanceOf(MalformedItemError);
+    expect((error as Error).message).toContain(`WFLOCK#${ids.workflow}|LOCK`);
+  });
+});
