@@ -75,8 +75,8 @@ export interface CommitInput {
   request: RunRequest;
   /** The price multiplier in force (1 for a run started now). */
   multiplier: number;
-  /** Builds the answer remembered for an Idempotency-Key, if one was sent. */
-  idempotency: ((jobId: string, estimate: RunEstimate) => NonNullable<NewRun['idempotency']>) | null;
+  /** Builds the answer remembered for an Idempotency-Key (null when none was sent). */
+  idempotency: ((jobId: string, estimate: RunEstimate) => NewRun['idempotency']) | null;
   deferredJobId: string | null;
   extraItems?: NewRun['extraItems'];
 }
@@ -128,7 +128,7 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
         month,
         monthlyCap,
         hardCap: facts.hardCap,
-        idempotency: input.idempotency ? input.idempotency(jobId, estimate) : null,
+        idempotency: input.idempotency?.(jobId, estimate) ?? null,
         deferredJobId: input.deferredJobId,
         extraItems: input.extraItems,
       });
@@ -227,7 +227,7 @@ export const startRunFor = async (
             stepsCount: workflow.canvas.nodes.length,
           },
         };
-        return rememberFor(answer) as NonNullable<NewRun['idempotency']>;
+        return rememberFor(answer);
       },
     });
     if (!answer) throw new Error('run committed without an answer');

@@ -18,5 +18,6 @@ export const cachedCanvas = (workflowId: string): Canvas | undefined => {
 
 export const rememberCanvas = (workflowId: string, canvas: Canvas): void => {
   canvases.set(workflowId, canvas);
-  if (canvases.size > maxCanvases) canvases.delete(canvases.keys().next().value as string);
+  const oldest = canvases.keys().next();
+  if (canvases.size > maxCanvases && !oldest.done) canvases.delete(oldest.value);
 };
