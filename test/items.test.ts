@@ -280,6 +280,12 @@ describe('a malformed item is an error that names its key', () => {
     expect((error as Error).message).toContain(field);
   });
 
+  it('names the field at fault, never the value stored in it (the message is logged)', () => {
+    const error = refusal(() => parseItem(RunItemSchema, { ...run, callbackUrl: 987_654_321 }));
+    expect((error as Error).message).toBe(`Malformed item RUN#${ids.job}|RUN: callbackUrl expected string`);
+    expect((error as Error).message).not.toContain('987654321');
+  });
+
   it('an item read without its key (a refusal’s old image) is named by the key it was read at', () => {
     const error = refusal(() => parseItem(WorkflowLockItemSchema, { since: at }, workflowLockKey(ids.workflow)));
     expect(error).toBeInstanceOf(MalformedItemError);

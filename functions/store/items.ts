@@ -16,13 +16,17 @@ import type { Canvas } from '../domain/workflow-graph.ts';
 import { endStatuses, inProgressStatuses } from '../domain/workflow-lock.ts';
 import { isRecord } from '../is-record.ts';
 
-/** A stored item that does not have the shape the code reads: a server error, never the caller's. */
+/**
+ * A stored item that does not have the shape the code reads: a server error, never the caller's.
+ * The message names the key and the first field at fault, never the stored value (it is logged).
+ */
 export class MalformedItemError extends ServiceError {
   override readonly name = 'MalformedItemError';
   constructor(where: string, issues: readonly v.BaseIssue<unknown>[]) {
     const first = issues[0];
-    const path = first?.path?.map((item) => String(item.key)).join('.');
-    super(`Malformed item ${where}: ${path ? `${path}: ` : ''}${first?.message ?? 'unexpected shape'}`);
+    const path = first?.path?.map((item) => String(item.key)).join('.') ?? 'the item';
+    const fault = first?.received === 'undefined' ? 'missing' : `expected ${first?.expected ?? 'another shape'}`;
+    super(`Malformed item ${where}: ${path} ${fault}`);
   }
 }
 
