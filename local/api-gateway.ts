@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import type { Deps } from '../functions/deps.ts';
 import { basePath, type Route, routes } from '../lib/routes.ts';
+import { invokedAs } from './invocation.ts';
 import { lambdaContext } from './lambda-context.ts';
 
 type ApiResult = {
@@ -47,12 +48,13 @@ const compileRoutes = async (deps: Deps): Promise<CompiledRoute[]> =>
         method: route.method,
         pattern: new RegExp(`^${source}$`),
         params,
-        handler: module.makeHandler(deps),
+        // Runs as its route's function, so the AWS command log knows who sent what.
+        handler: invokedAs(route.id, module.makeHandler(deps)),
       };
     }),
   );
 
-const readBody = (request: IncomingMessage): Promise<Buffer | 'too-large'> =>
+export const readBody = (request: IncomingMessage): Promise<Buffer | 'too-large'> =>
   new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -69,7 +71,7 @@ export const toEventV2 = (
   request: IncomingMessage,
   url: URL,
   body: Buffer,
-  match: { route: Route; pathParameters: Record<string, string> },
+  match: { route: Pick<Route, 'method' | 'path'>; pathParameters: Record<string, string> },
 ): APIGatewayProxyEventV2 => {
   const headers: Record<string, string> = {};
   const cookies: string[] = [];
@@ -123,7 +125,7 @@ const send = (response: ServerResponse, status: number, headers: Record<string, 
 };
 
 /** API Gateway's payload-2.0 rule: a result without statusCode is a 200 JSON body. */
-const fromResult = (result: ApiResult | string | undefined) => {
+export const fromResult = (result: ApiResult | string | undefined) => {
   if (result === undefined || typeof result === 'string' || result.statusCode === undefined) {
     return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(result ?? null) };
   }

@@ -1,7 +1,9 @@
 import { DeleteMessageBatchCommand, type Message, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { QueueDefinition } from '../lib/definitions.ts';
+import { type WorkerTrigger, workers } from '../lib/workers.ts';
 import { localAwsConfig } from './emulators.ts';
+import { invokedAs } from './invocation.ts';
 import { lambdaContext } from './lambda-context.ts';
 
 export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | undefined>;
@@ -22,6 +24,13 @@ const toRecord = (message: Message, queueArn: string): SQSRecord => ({
   eventSourceARN: queueArn,
   awsRegion: localAwsConfig.region,
 });
+
+/** The id of the worker a trigger invokes (as the AWS command log names the function). */
+const workerOf = (trigger: WorkerTrigger): string => {
+  const worker = workers.find((w) => JSON.stringify(w.trigger) === JSON.stringify(trigger));
+  if (!worker) throw new Error(`No worker for ${JSON.stringify(trigger)}`);
+  return worker.id;
+};
 
 export interface QueuePoller {
   stop(): Promise<void>;
@@ -44,6 +53,7 @@ export const startQueuePoller = (options: {
   const sqs = new SQSClient({ ...localAwsConfig, endpoint: options.endpoint });
   const queueName = options.queueUrl.split('/').pop() ?? 'queue';
   const queueArn = `arn:aws:sqs:${localAwsConfig.region}:000000000000:${queueName}`;
+  const handler = invokedAs(workerOf({ kind: 'queue', queue: options.definition.id }), options.handler);
   let running = true;
   const loop = (async () => {
     while (running) {
@@ -60,7 +70,7 @@ export const startQueuePoller = (options: {
         if (Messages.length === 0 || !running) continue;
         let failed = new Set<string>(Messages.map((m) => m.MessageId ?? ''));
         try {
-          const result = await options.handler(
+          const result = await handler(
             { Records: Messages.map((m) => toRecord(m, queueArn)) },
             lambdaContext(`local-${options.definition.id}`, options.definition.consumerTimeoutSeconds * 1000),
           );
@@ -99,12 +109,13 @@ export const startSchedule = (options: {
   handler: (event: unknown, context: Context) => Promise<unknown>;
   onError?: (error: unknown) => void;
 }) => {
+  const handler = invokedAs(workerOf({ kind: 'schedule' }), options.handler);
   let busy = false;
   const timer = setInterval(async () => {
     if (busy) return;
     busy = true;
     try {
-      await options.handler(
+      await handler(
         {
           version: '0',
           id: crypto.randomUUID(),

@@ -5,9 +5,9 @@ import { canvasOf } from '../functions/store/canvases.ts';
 import { setLiveMultiplier } from '../functions/store/price-multiplier.ts';
 import { readRunPartition } from '../functions/store/runs.ts';
 import { getTeam } from '../functions/store/tenancy.ts';
-import { makeHandler as makeDispatcher } from '../functions/workers/deferred-dispatcher.ts';
 import { buildOpenApiDocument } from '../schemas/openapi.ts';
 import { expectValidResponse } from './support/openapi-validator.ts';
+import { dispatcherHandler } from './support/runs.ts';
 import { addKey, call, createWorkflow, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
 
 let stack: TestStack;
@@ -18,7 +18,7 @@ beforeAll(async () => {
 });
 afterAll(() => stack.close());
 
-const tick = () => makeDispatcher(stack.deps)();
+const tick = () => dispatcherHandler(stack.deps)();
 
 const defer = async (key: string, workflowId: string, body: Record<string, unknown> = {}) => {
   const response = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, {

@@ -12,7 +12,6 @@ import { canvasKey, workflowLockKey } from '../functions/store/keys.ts';
 import { claimStep } from '../functions/store/run-steps.ts';
 import { createAgent, createProject, getTeam, setPerStepLimit } from '../functions/store/tenancy.ts';
 import { activateWorkflow } from '../functions/store/workflows.ts';
-import { makeHandler as makeDispatcher } from '../functions/workers/deferred-dispatcher.ts';
 import type { LocalApi } from '../local/api-gateway.ts';
 import type { QueuePoller } from '../local/event-source.ts';
 import {
@@ -21,6 +20,7 @@ import {
   chainPrice,
   concurrentPosts,
   deliver,
+  dispatcherHandler,
   expectBalanced,
   faultyDeps,
   getRunCall,
@@ -639,15 +639,15 @@ describe('with workers polling the steps queue', () => {
     expect((await runParts(stack.deps, jobId)).steps.size).toBe(0);
 
     // One tick before two minutes re-sends nothing of it; three minutes later it does.
-    expect((await makeDispatcher(stack.deps)()).resent).not.toContain(jobId);
+    expect((await dispatcherHandler(stack.deps)()).resent).not.toContain(jobId);
     const later = { ...stack.deps, now: () => new Date(Date.now() + 3 * 60_000) };
-    expect((await makeDispatcher(later)()).resent).toContain(jobId);
+    expect((await dispatcherHandler(later)()).resent).toContain(jobId);
     const done = await waitForEnd(stack.baseUrl, t.key, jobId);
     expect(done.body).toMatchObject({ status: 'completed', progress: 100 });
     const ledger = await ledgerOf(stack.deps, t.teamId);
     expectBalanced(ledger);
     expect(ledger).toMatchObject({ held: 0, charged: chainPrice });
     // Once a step finished the run leaves the sweep's index: a later tick re-sends nothing.
-    expect((await makeDispatcher(later)()).resent).not.toContain(jobId);
+    expect((await dispatcherHandler(later)()).resent).not.toContain(jobId);
   });
 });

@@ -22,6 +22,7 @@ import {
 } from '../functions/domain/webhook.ts';
 import { webhookDeliveryKey } from '../functions/store/keys.ts';
 import { makeHandler } from '../functions/workers/webhook-delivery.ts';
+import { invokedAs } from '../local/invocation.ts';
 import { buildOpenApiDocument } from '../schemas/openapi.ts';
 import { type QueuedMessage, queueContents, recordOf } from './support/queue-contents.ts';
 import { faultyDeps } from './support/runs.ts';
@@ -38,7 +39,7 @@ afterAll(() => stack.close());
 
 /** The real webhook worker's answer to one batch, over `deps` (a moved clock, a fault) and `opts`. */
 const handle = async (records: SQSRecord[], deps: Deps = stack.deps, opts: WebhookOptions = options) =>
-  (await makeHandler(deps, opts)({ Records: records } as SQSEvent)) as SQSBatchResponse;
+  (await invokedAs('WebhookDelivery', makeHandler(deps, opts))({ Records: records } as SQSEvent)) as SQSBatchResponse;
 
 const delivered = { batchItemFailures: [] };
 

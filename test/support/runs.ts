@@ -14,11 +14,13 @@ import type { NodeExecutor } from '../../functions/nodes/executors/types.ts';
 import { runPartition } from '../../functions/store/keys.ts';
 import { queryAll } from '../../functions/store/query.ts';
 import { balanceOf, getTeam, type TeamBalance } from '../../functions/store/tenancy.ts';
+import { makeHandler as makeDispatcher } from '../../functions/workers/deferred-dispatcher.ts';
 import { makeHandler } from '../../functions/workers/step-executor.ts';
 import { type QueueDefinition, stepsQueue } from '../../lib/definitions.ts';
 import { type LocalApi, startLocalApi } from '../../local/api-gateway.ts';
 import { localAwsConfig } from '../../local/emulators.ts';
 import { startQueuePoller } from '../../local/event-source.ts';
+import { invokedAs } from '../../local/invocation.ts';
 import { localDeps } from '../../local/local-deps.ts';
 import { buildOpenApiDocument } from '../../schemas/openapi.ts';
 import { expectValidResponse } from './openapi-validator.ts';
@@ -149,12 +151,15 @@ export const instantExecutorFor = () => instantExecutor;
 
 /** The real step-executor handler over `deps`, with the instant executor unless told otherwise. */
 export const stepHandler = (deps: Deps, executors: () => NodeExecutor = instantExecutorFor) =>
-  makeHandler({ ...deps, executors }, { stepTimeoutMs: 5_000 });
+  invokedAs('StepExecutor', makeHandler({ ...deps, executors }, { stepTimeoutMs: 5_000 }));
 
 /** The real step-executor handler with the node executors `deps` has (the real ones on a test stack). */
-export const realStepHandler = (deps: Deps) => makeHandler(deps, { stepTimeoutMs: 5_000 });
+export const realStepHandler = (deps: Deps) => invokedAs('StepExecutor', makeHandler(deps, { stepTimeoutMs: 5_000 }));
 
 export type StepHandler = ReturnType<typeof stepHandler>;
+
+/** The real deferred-run dispatcher over `deps`, as one tick of its schedule runs it. */
+export const dispatcherHandler = (deps: Deps) => invokedAs('DeferredDispatcher', makeDispatcher(deps));
 
 /**
  * DynamoDB's answer when another transaction is writing an item of this one: the team item (every

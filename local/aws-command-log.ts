@@ -1,0 +1,161 @@
+import { appendFileSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { dataTable, libraryBucket, type QueueDefinition } from '../lib/definitions.ts';
+import { currentFunction, functionEntries } from './invocation.ts';
+import type { LocalResources } from './provision.ts';
+
+/**
+ * The AWS command log of the least-privilege audit (`test/least-privilege.test.ts`): with
+ * `AWS_COMMAND_LOG_DIR` set (the integration test project sets it), every AWS client of the local
+ * deps carries one SDK middleware that appends, for each command a handler sends, which function
+ * sent it (`invocation.ts`), the command and the resource, as ARNs in one canonical account.
+ * Commands test code sends itself (seeding, assertions) run in no handler and are not logged.
+ */
+
+/** Where deployed resources would be: the account and region every logged ARN is written in. */
+export const canonicalArn = { partition: 'aws', region: 'us-east-1', account: '000000000000' } as const;
+
+export interface AwsCommandRecord {
+  /** The route or worker id whose handler sent it; null when sent by a handler outside `invokedAs`. */
+  function: string | null;
+  /** With `function: null`: the handler module found on the call stack. */
+  entry?: string;
+  /** The client's service, e.g. `DynamoDB`, `SQS`, `S3`. */
+  service: string;
+  /** The SDK command as the client sends it (lib-dynamodb's `GetCommand` sends `GetItemCommand`). */
+  command: string;
+  /** In a transaction: the item operation (`Put`, `Update`, `Delete`, `ConditionCheck`, `Get`). */
+  item?: string;
+  /** The ARN of what it acts on: the table or index, the queue, the bucket's key prefix, the secret. */
+  resource: string;
+}
+
+interface Target {
+  resource: string;
+  item?: string;
+}
+
+type Input = Record<string, unknown>;
+
+const { partition, region, account } = canonicalArn;
+
+/** The deps' own resources under their definition names (the logical names the CDK stack uses). */
+const namer = (resources: LocalResources) => {
+  const queueIds = new Map<string, string>();
+  for (const [id, url] of Object.entries(resources.queueUrls)) queueIds.set(url, id);
+  for (const [id, url] of Object.entries(resources.dlqUrls)) queueIds.set(url, `${id as QueueDefinition['id']}-dlq`);
+  return {
+    table: (name: unknown) => (name === resources.tableName ? dataTable.id : String(name)),
+    queue: (url: unknown) => queueIds.get(String(url)) ?? String(url).split('/').pop() ?? String(url),
+    bucket: (name: unknown) => (name === resources.bucket ? libraryBucket.id : String(name)),
+  };
+};
+
+const targetsOf = (names: ReturnType<typeof namer>, service: string, input: Input): Target[] => {
+  switch (service) {
+    case 'DynamoDB': {
+      const table = (name: unknown, index?: unknown) =>
+        `arn:${partition}:dynamodb:${region}:${account}:table/${names.table(name)}${index ? `/index/${String(index)}` : ''}`;
+      if (input.TableName !== undefined) return [{ resource: table(input.TableName, input.IndexName) }];
+      if (input.RequestItems) return Object.keys(input.RequestItems).map((name) => ({ resource: table(name) }));
+      if (Array.isArray(input.TransactItems)) {
+        return (input.TransactItems as Record<string, { TableName?: string }>[]).flatMap((entry) =>
+          Object.entries(entry).map(([item, operation]) => ({ resource: table(operation.TableName), item })),
+        );
+      }
+      return [{ resource: '*' }];
+    }
+    case 'SQS':
+      return [{ resource: `arn:${partition}:sqs:${region}:${account}:${names.queue(input.QueueUrl)}` }];
+    case 'S3': {
+      const key = String(input.Key ?? input.Prefix ?? '');
+      const prefix = key.includes('/') ? key.slice(0, key.indexOf('/') + 1) : key;
+      return [{ resource: `arn:${partition}:s3:::${names.bucket(input.Bucket)}/${prefix}` }];
+    }
+    case 'SecretsManager': {
+      const id = String(input.SecretId);
+      // A name resolves to the secret's ARN, which ends in `-` and six characters Secrets Manager picks.
+      return [
+        {
+          resource: id.startsWith('arn:')
+            ? id
+            : `arn:${partition}:secretsmanager:${region}:${account}:secret:${id}-AbCdEf`,
+        },
+      ];
+    }
+    case 'SSM': {
+      const names = Array.isArray(input.Names) ? input.Names : [input.Name];
+      return names.map((name) => ({
+        resource: `arn:${partition}:ssm:${region}:${account}:parameter/${String(name).replace(/^\//, '')}`,
+      }));
+    }
+    default:
+      return [{ resource: '*' }];
+  }
+};
+
+/** The handler module on the current call stack (awaited frames included), if any. */
+const entryOnStack = (): string | undefined => {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 200;
+  const stack = new Error().stack ?? '';
+  Error.stackTraceLimit = limit;
+  return functionEntries.find((entry) => stack.includes(entry));
+};
+
+const written = new Set<string>();
+const instrumented = new WeakSet<object>();
+
+const append = (directory: string, record: AwsCommandRecord) => {
+  const line = JSON.stringify(record);
+  if (written.has(line)) return;
+  if (written.size === 0) mkdirSync(directory, { recursive: true });
+  written.add(line);
+  appendFileSync(path.join(directory, `${process.pid}.jsonl`), `${line}\n`);
+};
+
+type Middleware = (
+  next: (args: { input: unknown }) => Promise<unknown>,
+  context: { clientName?: string; commandName?: string },
+) => (args: { input: unknown }) => Promise<unknown>;
+
+interface SdkClient {
+  send: unknown;
+  middlewareStack: {
+    add(middleware: Middleware, options: { step: 'initialize'; name: string; priority: 'high' }): void;
+  };
+}
+
+const isClient = (value: unknown): value is SdkClient =>
+  typeof value === 'object' && value !== null && 'send' in value && 'middlewareStack' in value;
+
+/**
+ * `deps` with the command log on every AWS client it holds (DocumentClient, SQS, S3 and any other),
+ * when `AWS_COMMAND_LOG_DIR` is set; `deps` unchanged otherwise.
+ */
+export const withAwsCommandLog = <T extends object>(deps: T, resources: LocalResources): T => {
+  const directory = process.env.AWS_COMMAND_LOG_DIR;
+  if (!directory) return deps;
+  const names = namer(resources);
+  for (const client of Object.values(deps)) {
+    if (!isClient(client) || instrumented.has(client.middlewareStack)) continue;
+    instrumented.add(client.middlewareStack);
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const fn = currentFunction();
+        const entry = fn ? undefined : entryOnStack();
+        if (fn || entry) {
+          const service = (context.clientName ?? 'unknown').replace(/Client$/, '');
+          const command = context.commandName ?? 'unknown';
+          for (const target of targetsOf(names, service, (args.input ?? {}) as Input)) {
+            append(directory, { function: fn ?? null, ...(entry ? { entry } : {}), service, command, ...target });
+          }
+        }
+        return next(args);
+      },
+      // First of all, so it runs in the caller's own call stack (which `entryOnStack` reads).
+      { step: 'initialize', name: 'awsCommandLog', priority: 'high' },
+    );
+  }
+  return deps;
+};
