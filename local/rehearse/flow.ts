@@ -1,0 +1,386 @@
+/**
+ * The rehearsal's flow, driven only through the bundles (`bundle-stack.ts`): HTTP requests to the
+ * API front, the steps and webhooks through the event source mappings, the dispatcher through its
+ * rule. The operators' CLI (`local/admin.ts`) seeds the team, key and prices into the table, as an
+ * operator would. Each step passes or throws; `runFlow` stops at the first failure (the later steps
+ * build on the earlier ones). `small` is the integration test's flow; `full` adds every other route
+ * and the partial-batch check, so every function is invoked.
+ */
+import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { Webhook } from 'standardwebhooks';
+import type { Deps } from '../../functions/deps.ts';
+import { type Received, startReceiver } from '../../test/support/webhook-receiver.ts';
+import { runAdmin } from '../admin.ts';
+import { localAwsConfig } from '../emulators.ts';
+import type { LocalResources } from '../provision.ts';
+import type { BundleStack } from './bundle-stack.ts';
+
+export interface FlowStep {
+  name: string;
+  ok: boolean;
+  detail: string;
+  ms: number;
+}
+
+export type FlowScope = 'small' | 'full';
+
+class FlowFailure extends Error {
+  override readonly name = 'FlowFailure';
+}
+
+const check = (condition: unknown, message: string): void => {
+  if (!condition) throw new FlowFailure(message);
+};
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface Response {
+  status: number;
+  headers: Headers;
+  body: Record<string, unknown>;
+  text: string;
+}
+
+const request = async (
+  baseUrl: string,
+  path: string,
+  options: { key?: string; method?: string; body?: unknown } = {},
+): Promise<Response> => {
+  const response = await fetch(`${baseUrl}${path}`, {
+    method: options.method ?? 'GET',
+    headers: {
+      ...(options.key ? { authorization: `Bearer ${options.key}` } : {}),
+      ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+  });
+  const text = await response.text();
+  let body: Record<string, unknown> = {};
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // Not JSON (the docs page): the text is what the caller reads.
+  }
+  return { status: response.status, headers: response.headers, body, text };
+};
+
+const expectStatus = (response: Response, status: number, what: string) =>
+  check(response.status === status, `${what}: ${response.status} ${response.text.slice(0, 300)}`);
+
+/** The first `{ url, availability, expiresAt }` file in a run's outputs. */
+const findFile = (value: unknown): { url: string; availability: string } | undefined => {
+  if (!value || typeof value !== 'object') return undefined;
+  if ('availability' in value && 'url' in value) return value as { url: string; availability: string };
+  for (const inner of Object.values(value)) {
+    const found = findFile(inner);
+    if (found) return found;
+  }
+  return undefined;
+};
+
+const ended = ['completed', 'failed', 'cancelled', 'stopped'];
+
+export interface FlowOptions {
+  stack: BundleStack;
+  resources: LocalResources;
+  /** Deps over the local table, for the operators' CLI. */
+  adminDeps: Deps;
+  scope: FlowScope;
+  onStep?: (step: FlowStep) => void;
+}
+
+export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
+  const { stack, resources, adminDeps, scope } = options;
+  const { baseUrl } = stack;
+  const steps: FlowStep[] = [];
+  const receiver = await startReceiver();
+  const sqs = new SQSClient({ ...localAwsConfig, endpoint: resources.sqsS3Endpoint });
+
+  const step = async (name: string, body: () => Promise<string>) => {
+    const began = performance.now();
+    let result: FlowStep;
+    try {
+      result = { name, ok: true, detail: await body(), ms: 0 };
+    } catch (error) {
+      result = { name, ok: false, detail: (error as Error).message, ms: 0 };
+    }
+    result.ms = Math.round(performance.now() - began);
+    steps.push(result);
+    options.onStep?.(result);
+    if (!result.ok) throw new FlowFailure(name);
+  };
+
+  const admin = async (...argv: string[]) => {
+    const result = await runAdmin([...argv, '--json'], adminDeps);
+    check(result.exitCode === 0, `admin ${argv.join(' ')}: ${result.output}`);
+    return JSON.parse(result.output) as Record<string, unknown>;
+  };
+
+  const waitFor = async <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = await probe();
+      if (found !== undefined) return found;
+      check(Date.now() < deadline, `${what}: not within ${timeoutMs / 1000} s`);
+      await sleep(150);
+    }
+  };
+
+  let key = '';
+  const waitForRun = (jobId: string) =>
+    waitFor(`run ${jobId} to end`, async () => {
+      const run = await request(baseUrl, `/runs/${jobId}`, { key });
+      expectStatus(run, 200, `GET /runs/${jobId}`);
+      return ended.includes(String(run.body.status)) ? run : undefined;
+    });
+
+  const webhookFor = (jobId: string) =>
+    waitFor(`the webhook of ${jobId}`, async () =>
+      receiver.received.find((r: Received) => (JSON.parse(r.body) as { jobId?: string }).jobId === jobId),
+    );
+
+  const startRun = async (workflowId: string, body: Record<string, unknown>) => {
+    const started = await request(baseUrl, `/workflows/${workflowId}/runs`, { key, method: 'POST', body });
+    return started;
+  };
+
+  try {
+    let teamId = '';
+    let agentId = '';
+    await step('operator: team, project, agent and API key (operators CLI, into the table)', async () => {
+      ({ teamId } = (await admin('team', 'create', '--name', 'Rehearsal team', '--credits', '100')) as {
+        teamId: string;
+      });
+      const { projectId } = (await admin('project', 'create', '--team', teamId, '--name', 'Rehearsal')) as {
+        projectId: string;
+      };
+      ({ agentId } = (await admin('agent', 'create', '--project', projectId, '--name', 'Rehearsal agent')) as {
+        agentId: string;
+      });
+      // Above the default 60 a minute: the flow polls runs; the limit itself is not what it rehearses.
+      ({ key } = (await admin('key', 'create', '--team', teamId, '--rate-limit', '600')) as { key: string });
+      return `team ${teamId}, agent ${agentId}`;
+    });
+
+    if (scope === 'full') {
+      await step('GET /openapi.json (public)', async () => {
+        const doc = await request(baseUrl, '/openapi.json');
+        expectStatus(doc, 200, 'GET /openapi.json');
+        check(typeof doc.body.paths === 'object', 'the document has no paths');
+        return `${Object.keys(doc.body.paths as object).length} paths`;
+      });
+      await step('GET /docs and one of its assets (public)', async () => {
+        const page = await request(baseUrl, '/docs');
+        expectStatus(page, 200, 'GET /docs');
+        const href = /src="\.\/docs\/assets\/([^"?]+)\?v=([^"]+)"/.exec(page.text);
+        check(href, 'the page names no script asset');
+        const asset = await request(baseUrl, `/docs/assets/${href?.[1]}?v=${href?.[2]}`);
+        expectStatus(asset, 200, `GET /docs/assets/${href?.[1]}`);
+        return `page ${page.text.length} B, ${href?.[1]} ${asset.text.length} B`;
+      });
+      await step('GET /workflows: none yet', async () => {
+        const list = await request(baseUrl, '/workflows', { key });
+        expectStatus(list, 200, 'GET /workflows');
+        check(JSON.stringify(list.body).includes('[]'), `expected no workflows: ${list.text}`);
+        return list.text;
+      });
+    }
+
+    let workflowId = '';
+    await step('POST /workflows: TextEntry → PromptBuilder → ImageGen', async () => {
+      const created = await request(baseUrl, '/workflows', {
+        key,
+        method: 'POST',
+        body: {
+          name: 'Rehearsal',
+          agentId,
+          steps: [
+            { key: 'topic', type: 'TextEntry', config: { text: 'a lighthouse', apiInputKey: 'topic' } },
+            { key: 'prompt', type: 'PromptBuilder', config: { template: 'A picture of {{0}}' }, inputs: ['topic'] },
+            { key: 'image', type: 'ImageGen', inputs: ['prompt'] },
+          ],
+        },
+      });
+      expectStatus(created, 201, 'POST /workflows');
+      workflowId = String(created.body.workflowId);
+      return `workflow ${workflowId}`;
+    });
+
+    if (scope === 'full') {
+      await step('GET /workflows: lists it', async () => {
+        const list = await request(baseUrl, '/workflows', { key });
+        expectStatus(list, 200, 'GET /workflows');
+        check(list.text.includes(workflowId), `the list misses ${workflowId}: ${list.text}`);
+        return 'listed';
+      });
+    }
+
+    let jobId = '';
+    await step('POST /workflows/{id}/runs with a signed callback', async () => {
+      const started = await startRun(workflowId, {
+        inputs: { topic: 'a lighthouse at dusk' },
+        callbackUrl: receiver.url,
+        callbackSecret: 'rehearsal-secret',
+      });
+      expectStatus(started, 200, 'POST /workflows/{id}/runs');
+      jobId = String(started.body.jobId);
+      return `job ${jobId}`;
+    });
+
+    let run: Response | undefined;
+    await step('the steps run through the Steps queue mapping, the run completes', async () => {
+      run = await waitForRun(jobId);
+      check(run.body.status === 'completed', `run ended ${run.body.status}: ${run.text.slice(0, 500)}`);
+      check(run.body.progress === 100, `progress ${run.body.progress}`);
+      const batches = stack.mappings.get('StepExecutor')?.batches ?? [];
+      const ours = batches.filter((b) => b.bodies.some((body) => body.includes(jobId)));
+      const messages = ours.reduce((n, b) => n + b.bodies.filter((body) => body.includes(jobId)).length, 0);
+      check(messages === 3, `expected 3 step messages, the mapping handed over ${messages}`);
+      check(
+        ours.every((b) => b.failed.length === 0),
+        `a batch failed: ${JSON.stringify(ours.map((b) => b.functionError ?? b.failed))}`,
+      );
+      return `3 steps in ${ours.length} batch(es), all deleted`;
+    });
+
+    await step('GET /runs/{jobId}: the image file, fetched from its presigned URL', async () => {
+      const file = findFile(run?.body.output);
+      check(file, `no file in the outputs: ${JSON.stringify(run?.body.output).slice(0, 300)}`);
+      check(file?.availability === 'ready', `file ${file?.availability}`);
+      const fetched = await fetch(file?.url ?? '');
+      check(fetched.status === 200, `GET the file: ${fetched.status}`);
+      const bytes = new Uint8Array(await fetched.arrayBuffer());
+      check(bytes[0] === 0x89 && bytes[1] === 0x50 && bytes[2] === 0x4e && bytes[3] === 0x47, 'the file is not a PNG');
+      return `${bytes.length} B PNG from ${new URL(file?.url ?? '').host}`;
+    });
+
+    await step('the webhook: delivered by the Webhooks queue mapping, verified (Standard Webhooks)', async () => {
+      const received = await webhookFor(jobId);
+      const verifier = new Webhook(new TextEncoder().encode('rehearsal-secret'), { format: 'raw' });
+      const payload = verifier.verify(received.body, received.headers as Record<string, string>) as Record<
+        string,
+        unknown
+      >;
+      check(payload.event === 'run.completed', `event ${payload.event}`);
+      check(payload.jobId === jobId && payload.status === 'completed', `payload ${received.body.slice(0, 200)}`);
+      return `run.completed, ${received.body.length} B, signature verified`;
+    });
+
+    if (scope === 'full') {
+      await step('Steps mapping: a redelivered step is a no-op, a malformed message alone goes back', async () => {
+        const duplicate = run?.body.steps as { node_id?: string }[] | undefined;
+        check(duplicate, 'the run has no steps');
+        const sent = await sqs.send(
+          new SendMessageBatchCommand({
+            QueueUrl: resources.queueUrls.Steps,
+            Entries: [
+              { Id: 'duplicate', MessageBody: JSON.stringify({ jobId, workflowId, nodeId: 'topic' }) },
+              { Id: 'malformed', MessageBody: 'not a step message' },
+            ],
+          }),
+        );
+        const ids = Object.fromEntries((sent.Successful ?? []).map((s) => [s.Id, s.MessageId ?? '']));
+        const mapping = stack.mappings.get('StepExecutor');
+        const batchOf = (id: string | undefined) =>
+          waitFor(`a batch with ${id}`, async () => mapping?.batches.find((b) => b.messageIds.includes(id ?? '')));
+        const bad = await batchOf(ids.malformed);
+        const good = await batchOf(ids.duplicate);
+        check(bad.failed.includes(ids.malformed ?? ''), 'the malformed message was deleted');
+        check(good.deleted.includes(ids.duplicate ?? ''), 'the redelivered step went back');
+        const again = await request(baseUrl, `/runs/${jobId}`, { key });
+        check(again.body.status === 'completed', 'the run changed');
+        check(JSON.stringify(again.body.steps) === JSON.stringify(run?.body.steps), "the run's steps changed");
+        return bad === good
+          ? `one batch of ${bad.messageIds.length}: batchItemFailures named only the malformed one`
+          : 'separate batches: the malformed one failed alone, the redelivered step was deleted';
+      });
+
+      await step('POST /agents/{id}/runs (the agent runs its active workflow)', async () => {
+        await admin('agent', 'activate', '--agent', agentId, '--workflow', workflowId);
+        const started = await request(baseUrl, `/agents/${agentId}/runs`, {
+          key,
+          method: 'POST',
+          body: { inputs: { topic: 'a harbour' } },
+        });
+        expectStatus(started, 200, 'POST /agents/{id}/runs');
+        const agentRun = await waitForRun(String(started.body.jobId));
+        check(agentRun.body.status === 'completed', `agent run ${agentRun.body.status}`);
+        return `job ${started.body.jobId} completed`;
+      });
+
+      await step('POST /runs/{jobId}/cancel: cancelled or stopped, its webhook sent', async () => {
+        const started = await startRun(workflowId, { callbackUrl: receiver.url });
+        expectStatus(started, 200, 'POST /workflows/{id}/runs');
+        const cancelled = await request(baseUrl, `/runs/${started.body.jobId}/cancel`, { key, method: 'POST' });
+        if (cancelled.status === 409) return 'the run had already completed (409): nothing to cancel';
+        expectStatus(cancelled, 200, 'POST /runs/{jobId}/cancel');
+        check(['cancelled', 'stopped'].includes(String(cancelled.body.status)), `status ${cancelled.body.status}`);
+        const hook = await webhookFor(String(started.body.jobId));
+        return `${cancelled.body.status}, webhook ${(JSON.parse(hook.body) as { event: string }).event}`;
+      });
+    }
+
+    await step('a deferred run waits, then a dispatcher tick (the rule) dispatches it', async () => {
+      await admin('price', 'set', '--multiplier', '1');
+      const deferred = await startRun(workflowId, { defer: true, maxMultiplier: 0.6 });
+      expectStatus(deferred, 202, 'POST /workflows/{id}/runs (defer)');
+      const id = String(deferred.body.deferredJobId);
+      const ticked = async () => {
+        for (const outcome of await stack.tick()) {
+          check(outcome.ok, `the tick failed: ${outcome.ok ? '' : outcome.error.errorMessage}`);
+        }
+      };
+      await ticked();
+      const waiting = await request(baseUrl, `/deferred-runs/${id}`, { key });
+      expectStatus(waiting, 200, 'GET /deferred-runs/{id}');
+      check(waiting.body.status === 'waiting', `at multiplier 1 it is ${waiting.body.status}`);
+      await admin('price', 'set', '--multiplier', '0.5');
+      await ticked();
+      const dispatched = await request(baseUrl, `/deferred-runs/${id}`, { key });
+      check(dispatched.body.status === 'dispatched', `at multiplier 0.5 it is ${dispatched.body.status}`);
+      const done = await waitForRun(String(dispatched.body.jobId));
+      check(done.body.status === 'completed', `the dispatched run ${done.body.status}`);
+      return `deferred ${id} → job ${dispatched.body.jobId}, completed`;
+    });
+
+    if (scope === 'full') {
+      await step('DELETE /deferred-runs/{id}: a waiting deferred run is cancelled', async () => {
+        await admin('price', 'set', '--multiplier', '1');
+        const deferred = await startRun(workflowId, { defer: true, maxMultiplier: 0.6 });
+        expectStatus(deferred, 202, 'POST /workflows/{id}/runs (defer)');
+        const cancelled = await request(baseUrl, `/deferred-runs/${deferred.body.deferredJobId}`, {
+          key,
+          method: 'DELETE',
+        });
+        expectStatus(cancelled, 200, 'DELETE /deferred-runs/{id}');
+        check(cancelled.body.status === 'cancelled', `status ${cancelled.body.status}`);
+        return 'cancelled';
+      });
+
+      await step('every function was invoked, none failed unexpectedly', async () => {
+        const idle = [...stack.functions].filter(([, fn]) => fn.invocations.length === 0).map(([id]) => id);
+        check(idle.length === 0, `never invoked: ${idle.join(', ')}`);
+        const failed = [...stack.functions].flatMap(([id, fn]) =>
+          fn.invocations
+            .filter((i) => !i.outcome.ok)
+            // The malformed step message's batch fails as a whole when it is alone in its batch.
+            .filter(
+              (i) => !(id === 'StepExecutor' && !i.outcome.ok && i.outcome.error.errorType === 'FullBatchFailureError'),
+            )
+            .map((i) => `${id}: ${i.outcome.ok ? '' : i.outcome.error.errorMessage}`),
+        );
+        check(failed.length === 0, failed.join('; '));
+        const count = [...stack.functions.values()].reduce((n, fn) => n + fn.invocations.length, 0);
+        return `${stack.functions.size} functions, ${count} invocations`;
+      });
+    }
+  } catch (error) {
+    if (!(error instanceof FlowFailure)) {
+      steps.push({ name: 'the flow', ok: false, detail: (error as Error).stack ?? String(error), ms: 0 });
+    }
+  } finally {
+    sqs.destroy();
+    await receiver.close();
+  }
+  return steps;
+};
