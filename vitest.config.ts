@@ -19,6 +19,7 @@ export const integrationTests = [
   'test/observability.test.ts',
   'test/query.test.ts',
   'test/rate-limit.test.ts',
+  'test/rehearse.test.ts',
   'test/run-ledger.test.ts',
   'test/run-outputs.test.ts',
   'test/run-redelivery.test.ts',

@@ -1,0 +1,105 @@
+/**
+ * The deploy rehearsal on a small flow (`npm run rehearse` runs the whole one): the app synthesized
+ * with bundling, each function's bundle run from the assembly in its own Node process with the
+ * template's handler, settings and environment, and a key, a workflow, a three-step run with its
+ * webhook and file, and a deferred run dispatched by the rule's tick, all through those processes.
+ */
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { queues } from '../lib/definitions.ts';
+import { routes } from '../lib/routes.ts';
+import { workers } from '../lib/workers.ts';
+import { tableOnlyDeps } from '../local/local-deps.ts';
+import { type LocalResources, provision } from '../local/provision.ts';
+import { type Assembly, readAssembly, templateResolver, triggeredFunctions } from '../local/rehearse/assembly.ts';
+import { type BundleStack, startBundleStack } from '../local/rehearse/bundle-stack.ts';
+import { runFlow } from '../local/rehearse/flow.ts';
+import { type Synthesized, synthesize } from '../local/rehearse/synth.ts';
+
+let synthesized: Synthesized | undefined;
+let assembly: Assembly;
+let resources: LocalResources;
+let stack: BundleStack | undefined;
+
+beforeAll(async () => {
+  synthesized = await synthesize();
+  assembly = readAssembly(synthesized.dir);
+  resources = await provision({ prefix: `r${randomUUID().slice(0, 8)}`, ...inject('emulators') });
+  stack = await startBundleStack({
+    assembly,
+    resources,
+    localEnvironment: {
+      ALLOW_PRIVATE_CALLBACKS: '1',
+      WEBHOOK_CA_FILE: fileURLToPath(new URL('./fixtures/receiver-cert.pem', import.meta.url)),
+    },
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await stack?.close();
+  synthesized?.remove();
+});
+
+describe('the synthesized assembly', () => {
+  it('has a bundle, handler and settings for every route and worker', () => {
+    const functions = triggeredFunctions(assembly);
+    expect(functions.map((f) => f.id).sort()).toEqual([...routes.map((r) => r.id), ...workers.map((w) => w.id)].sort());
+    for (const fn of functions) {
+      expect(fn.handler).toBe('index.handler');
+      expect(existsSync(join(fn.codeDir, 'index.mjs')), fn.id).toBe(true);
+      expect(fn.runtime).toBe('nodejs24.x');
+    }
+    expect(assembly.routes).toHaveLength(routes.length);
+    expect(assembly.schedules.map((s) => s.intervalSeconds)).toEqual([60]);
+  });
+
+  it('maps each queue with its batch size and partial batch failures', () => {
+    expect(assembly.queueMappings).toHaveLength(queues.length);
+    for (const mapping of assembly.queueMappings) {
+      expect(mapping).toMatchObject({ batchSize: 10, maximumBatchingWindowSeconds: 0, reportBatchItemFailures: true });
+    }
+  });
+
+  it("resolves every function's environment to the local table, queues and bucket", () => {
+    const resolver = templateResolver(assembly, resources);
+    for (const fn of triggeredFunctions(assembly)) {
+      expect(resolver.environmentOf(fn)).toMatchObject({
+        TABLE_NAME: resources.tableName,
+        STEPS_QUEUE_URL: resources.queueUrls.Steps,
+        WEBHOOKS_QUEUE_URL: resources.queueUrls.Webhooks,
+        LIBRARY_BUCKET: resources.bucket,
+        SERVICE_STAGE: 'dev',
+      });
+    }
+    expect(() => resolver.resolve('WorkflowRunApi-dev-Api', { Ref: 'NoSuchResource' })).toThrow(/no such resource/);
+  });
+});
+
+describe('a small flow through the bundles', () => {
+  it('key, workflow, a three-step run with its webhook and file, a deferred run dispatched by a tick', async () => {
+    if (!stack) throw new Error('the bundles did not start');
+    const steps = await runFlow({
+      stack,
+      resources,
+      adminDeps: tableOnlyDeps(resources.dynamoDbEndpoint, resources.tableName),
+      scope: 'small',
+    });
+    const failed = steps.filter((s) => !s.ok);
+    const logs = failed.length
+      ? [...stack.logs].map(([id, lines]) => `--- ${id}\n${lines.slice(-10).join('\n')}`).join('\n')
+      : '';
+    expect(failed, logs).toEqual([]);
+    expect(steps.map((s) => s.name)).toEqual([
+      'operator: team, project, agent and API key (operators CLI, into the table)',
+      'POST /workflows: TextEntry → PromptBuilder → ImageGen',
+      'POST /workflows/{id}/runs with a signed callback',
+      'the steps run through the Steps queue mapping, the run completes',
+      'GET /runs/{jobId}: the image file, fetched from its presigned URL',
+      'the webhook: delivered by the Webhooks queue mapping, verified (Standard Webhooks)',
+      'a deferred run waits, then a dispatcher tick (the rule) dispatches it',
+    ]);
+  }, 60_000);
+});
