@@ -25,10 +25,11 @@ import {
 /**
  * `npm start`: the whole service on one machine. DynamoDB Local and fauxqs (SQS + S3) on loopback,
  * resources from the CDK definitions, the API on http://127.0.0.1:3000/api/v1, queue pollers in
- * place of event source mappings, and the dispatcher ticked like its EventBridge rule.
+ * place of event source mappings, and the dispatcher ticked like its EventBridge rule. With
+ * `--bundles` the same, served by the bundles `cdk synth` builds instead of the source modules.
  */
 
-const { values } = parseArgs({ options: { reset: { type: 'boolean' } }, strict: true });
+const { values } = parseArgs({ options: { reset: { type: 'boolean' }, bundles: { type: 'boolean' } }, strict: true });
 
 const running = readRunningStack();
 if (running) {
@@ -44,6 +45,8 @@ mkdirSync(stateDir, { recursive: true });
 const port = Number(process.env.PORT ?? 3000);
 const host = process.env.HOST ?? '127.0.0.1';
 const optionalPort = (name: string) => (process.env[name] ? Number(process.env[name]) : undefined);
+/** How often the dispatcher ticks: DISPATCH_INTERVAL_SECONDS, else its rule's rate. */
+const dispatchIntervalMs = (ruleSeconds: number) => Number(process.env.DISPATCH_INTERVAL_SECONDS ?? ruleSeconds) * 1000;
 
 const dynamo = await startDynamoDb({ port: optionalPort('DYNAMODB_PORT'), dataDir: dynamoDbDataDir, stateDir });
 const sqsS3 = await startSqsS3({ port: optionalPort('FAUXQS_PORT'), dataDir: fauxqsDataDir });
@@ -96,8 +99,8 @@ const shutdown = async (code: number) => {
 process.once('SIGINT', () => void shutdown(0));
 process.once('SIGTERM', () => void shutdown(0));
 
-try {
-  const demo = await seedDemo(deps);
+/** The API server and the workers over the source handler modules, in this process. */
+const startFromSource = async (): Promise<string> => {
   let api: Awaited<ReturnType<typeof startLocalApi>>;
   try {
     api = await startLocalApi({ deps, port, host });
@@ -128,29 +131,70 @@ try {
       });
       stopAll.unshift(() => poller.stop());
     } else {
-      const intervalMs = Number(process.env.DISPATCH_INTERVAL_SECONDS ?? dispatcherSchedule.rateMinutes * 60) * 1000;
       const schedule = startSchedule({
-        intervalMs,
+        intervalMs: dispatchIntervalMs(dispatcherSchedule.rateMinutes * 60),
         handler: handler as (e: unknown, c: Context) => Promise<unknown>,
         onError: logError,
       });
       stopAll.unshift(() => schedule.stop());
     }
   }
-  writeFileSync(stackFile, JSON.stringify({ pid: process.pid, baseUrl: api.baseUrl, resources }, null, 2));
+  return api.baseUrl;
+};
+
+/**
+ * `--bundles`: what `cdk deploy` would upload, run as Lambda runs it (the deploy rehearsal's stack,
+ * `local/rehearse/bundle-stack.ts`): synthesize with bundling, then each function's bundle in its
+ * own Node process with the template's settings, behind the template's routes, event source
+ * mappings and schedule.
+ */
+const startFromBundles = async (): Promise<string> => {
+  const { synthesize } = await import('./rehearse/synth.ts');
+  const { readAssembly } = await import('./rehearse/assembly.ts');
+  const { localSwitches, startBundleStack } = await import('./rehearse/bundle-stack.ts');
+  console.log('Synthesizing with bundling (cdk synth)…');
+  const synthesized = await synthesize();
+  stopAll.unshift(() => synthesized.remove());
+  const assembly = readAssembly(synthesized.dir);
+  const [schedule] = assembly.schedules;
+  try {
+    const stack = await startBundleStack({
+      assembly,
+      resources,
+      localEnvironment: localSwitches(process.env),
+      port,
+      host,
+      scheduleIntervalMs: schedule ? dispatchIntervalMs(schedule.intervalSeconds) : undefined,
+      onLog: (id, line) => console.log(`[${id}] ${line}`),
+      onError: (error) => console.error('event source error:', (error as Error).message),
+    });
+    stopAll.unshift(() => stack.close());
+    return stack.baseUrl;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      throw new Error(`Port ${port} on ${host} is in use by another program: set PORT to another port.`);
+    }
+    throw error;
+  }
+};
+
+try {
+  const demo = await seedDemo(deps);
+  const baseUrl = values.bundles ? await startFromBundles() : await startFromSource();
+  writeFileSync(stackFile, JSON.stringify({ pid: process.pid, baseUrl, resources }, null, 2));
   console.log(
     [
       '',
       'Workflow Run API is running locally.',
       '',
-      `  Base URL:      ${api.baseUrl}`,
+      `  Base URL:      ${baseUrl}`,
       `  Demo API key:  ${demo.key}   (a new one each start; the previous one is revoked)`,
       `  Demo team:     ${demo.teamId}`,
       `  Demo project:  ${demo.projectId}`,
       `  Demo agent:    ${demo.agentId}`,
       '',
-      `  Try: curl -H "Authorization: Bearer ${demo.key}" ${api.baseUrl}/workflows`,
-      `       curl ${api.baseUrl}/openapi.json`,
+      `  Try: curl -H "Authorization: Bearer ${demo.key}" ${baseUrl}/workflows`,
+      `       curl ${baseUrl}/openapi.json`,
       '',
       `Data persists in .local/ (npm start -- --reset wipes it). Ctrl-C stops everything.`,
       '',
