@@ -25,6 +25,7 @@ export const integrationTests = [
   'test/run-redelivery.test.ts',
   'test/runs-smoke.test.ts',
   'test/runs.test.ts',
+  'test/secrets.test.ts',
   'test/start.test.ts',
   'test/webhooks.test.ts',
 ];

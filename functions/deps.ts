@@ -6,6 +6,8 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { envNames } from '../lib/definitions.ts';
 import type { NodeType } from '../schemas/workflows.ts';
 import type { NodeExecutor } from './nodes/executors/types.ts';
+import { type StageProviders, stageProvidersFromEnv } from './nodes/providers/stage.ts';
+import { refusingSecrets, type SecretResolver, secretPolicyFromEnv } from './store/secret-refs.ts';
 
 /** The node executor of each node type, chosen once when deps are built (never per step). */
 export type ExecutorLookup = (type: NodeType) => NodeExecutor;
@@ -24,8 +26,17 @@ export interface Deps {
   newId: () => string;
   /** What runs each step's node; only the step executor has real ones (see `productionDeps`). */
   executors: ExecutorLookup;
-  /** Where a team connection's `env:NAME` secret is looked up (the function's environment when deployed). */
-  secretEnv: Readonly<Record<string, string | undefined>>;
+  /**
+   * The stage's providers (`PROVIDER_SECRETS`, `SANDBOX_PROVIDERS`): a run whose model steps none of
+   * them (nor the team's own key) can run is refused before anything is held.
+   */
+  providers: StageProviders;
+  /**
+   * Reads team connection secrets and the stage's provider credentials. Only the step executor's
+   * reaches a secret store (`functions/store/secrets.ts`); every other function's checks
+   * references against the stage's policy and reads nothing.
+   */
+  secrets: SecretResolver;
 }
 
 /** The lookup of a function that runs no steps: asking it for an executor is a wiring mistake. */
@@ -40,12 +51,22 @@ export const documentClient = (client: DynamoDBClient): DynamoDBDocumentClient =
 let cached: Deps | undefined;
 
 /**
+ * What only the step executor adds to its deps, passed from its own entry point so that the secret
+ * store's clients, the node executors, providers and media codecs stay out of every other bundle.
+ */
+export interface StepExecutorWiring {
+  /** Builds the secret store from the environment (`secretStoreFromEnv`). */
+  secrets: (env: NodeJS.ProcessEnv) => SecretResolver;
+  /** Builds the executor lookup over the environment and the store (`executorDeps`). */
+  executors: (settings: { env: NodeJS.ProcessEnv; providerSecret: SecretResolver['providerSecret'] }) => ExecutorLookup;
+}
+
+/**
  * Built once per cold start from the environment the stack sets. Clients are created here but
  * connect lazily; endpoints come from the SDK's standard configuration. The step executor passes
- * its executors (built from the environment once): taking them as an argument keeps the node
- * executors, providers and media codecs out of every other function's bundle.
+ * its wiring (its secret store and executors, built from the environment once).
  */
-export const productionDeps = (options: { executors?: ExecutorLookup } = {}): Deps => {
+export const productionDeps = (stepExecutor?: StepExecutorWiring): Deps => {
   cached ??= {
     ddb: documentClient(new DynamoDBClient({})),
     tableName: process.env[envNames.table] ?? '',
@@ -59,7 +80,11 @@ export const productionDeps = (options: { executors?: ExecutorLookup } = {}): De
     now: () => new Date(),
     newId: randomUUID,
     executors: noExecutors,
-    secretEnv: process.env,
+    providers: stageProvidersFromEnv(process.env),
+    secrets: refusingSecrets(secretPolicyFromEnv(process.env)),
   };
-  return options.executors ? { ...cached, executors: options.executors } : cached;
+  if (!stepExecutor) return cached;
+  const secrets = stepExecutor.secrets(process.env);
+  const executors = stepExecutor.executors({ env: process.env, providerSecret: secrets.providerSecret });
+  return { ...cached, secrets, executors };
 };

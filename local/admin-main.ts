@@ -1,5 +1,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { type Deps, productionDeps } from '../functions/deps.ts';
+import { connectionSecretPrefixOf, refusingSecrets } from '../functions/store/secret-refs.ts';
 import { envNames } from '../lib/definitions.ts';
 import { runAdmin } from './admin.ts';
 import { localAwsConfig, startDynamoDb } from './emulators.ts';
@@ -9,14 +10,19 @@ import { dynamoDbDataDir, localPrefix, readRunningStack, stateDir } from './stat
 
 /**
  * `npm run admin -- …`. With TABLE_NAME (and the usual AWS environment) in the environment it
- * talks to deployed tables; otherwise to the local default: the running `npm start`, or, when none
+ * talks to deployed tables (set SERVICE_STAGE too, to check connection secrets against that stage's
+ * prefix); otherwise to the local default: the running `npm start`, or, when none
  * runs, DynamoDB Local started on the same data for the length of the command.
  */
 const main = async () => {
   let deps: Deps;
   let cleanup = async () => {};
   if (process.env[envNames.table]) {
-    deps = productionDeps();
+    // A deployed table: connection references must be ones a deployed stage reads (never env:),
+    // under SERVICE_STAGE's connection prefix when it is set.
+    const stage = process.env[envNames.stage];
+    const connectionPrefix = stage ? connectionSecretPrefixOf(stage) : undefined;
+    deps = { ...productionDeps(), secrets: refusingSecrets({ deployed: true, connectionPrefix }) };
   } else {
     const running = readRunningStack();
     if (running) {

@@ -4,10 +4,11 @@ import type { Deps } from '../functions/deps.ts';
 import { toCredits, toHundredths } from '../functions/domain/credits.ts';
 import { currentMultiplier, isValidMultiplier, parseSchedule } from '../functions/domain/price-multiplier.ts';
 import { createApiKey, listApiKeys, revokeApiKey } from '../functions/store/api-keys.ts';
-import { getConnections, isValidSecretRef, removeConnection, setConnection } from '../functions/store/connections.ts';
+import { getConnections, removeConnection, setConnection } from '../functions/store/connections.ts';
 import { listWaitingDeferredRuns } from '../functions/store/deferred-runs.ts';
 import type { TeamItem } from '../functions/store/items.ts';
 import { getPriceSettings, setHourlySchedule, setLiveMultiplier } from '../functions/store/price-multiplier.ts';
+import { connectionRefProblem } from '../functions/store/secret-refs.ts';
 import {
   addCredits,
   balanceOf,
@@ -43,8 +44,10 @@ const usage = `Usage: npm run admin -- <command> [flags] [--json]
   price set --multiplier M          (M > 0; "none" clears it so the schedule applies)
   price schedule --file F           (JSON: {"hours": {"0-6": 0.5, "7-22": 1, "23": 0.7}}, UTC hours)
   price show
-  connection set --team T --key K --secret-ref env:NAME [--endpoint URL]
-                                    the team's own key for a provider or integration (by reference)
+  connection set --team T --key K --secret-ref REF [--endpoint URL]
+                                    the team's own key for a provider or integration, by reference:
+                                    secretsmanager:<name> or ssm:/<name> under the stage's connection
+                                    prefix (workflow-run-api/<stage>/connections/), or env:NAME locally
   connection remove --team T --key K
   connection list --team T
   dispatch                          run one deferred-run dispatcher tick now; prints what it moved
@@ -278,7 +281,8 @@ const dispatch = async (command: string, flags: Flags, deps: Deps): Promise<Reco
     case 'connection set': {
       const teamId = required(flags, 'team');
       const secretRef = required(flags, 'secret-ref');
-      if (!isValidSecretRef(secretRef)) throw new UsageError('--secret-ref must be env:<VARIABLE_NAME>');
+      const problem = connectionRefProblem(secretRef, deps.secrets.policy);
+      if (problem) throw new UsageError(`--secret-ref: ${problem}`);
       if (!(await getTeam(deps, teamId))) return notFound('team', teamId);
       const key = required(flags, 'key');
       await setConnection(deps, teamId, key, { secretRef, ...(flags.endpoint ? { endpoint: flags.endpoint } : {}) });

@@ -1,31 +1,56 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { SSMClient } from '@aws-sdk/client-ssm';
 import { type Deps, documentClient } from '../functions/deps.ts';
-import { createExecutorRegistry, executorDepsFromEnv } from '../functions/nodes/executors/index.ts';
+import { createExecutorRegistry, executorDeps } from '../functions/nodes/executors/index.ts';
+import { stageProvidersFromEnv } from '../functions/nodes/providers/stage.ts';
+import { secretPolicyFromEnv } from '../functions/store/secret-refs.ts';
+import { createSecretStore } from '../functions/store/secrets.ts';
 import { envNames } from '../lib/definitions.ts';
 import { localAwsConfig } from './emulators.ts';
 import type { LocalResources } from './provision.ts';
 
 /**
  * Deps for handlers running against the emulators: the same shape production builds from env. The
- * node executors and connection secrets come from this process's environment (as `npm start` has
- * it) unless `overrides` brings others.
+ * node executors, the stage's providers and the secret store come from this process's environment
+ * (as `npm start` has it) unless `overrides` brings others.
  */
-export const localDeps = (resources: LocalResources, overrides: Partial<Deps> = {}): Deps => ({
-  ddb: documentClient(new DynamoDBClient({ ...localAwsConfig, endpoint: resources.dynamoDbEndpoint })),
-  tableName: resources.tableName,
-  sqs: new SQSClient({ ...localAwsConfig, endpoint: resources.sqsS3Endpoint }),
-  queueUrls: { steps: resources.queueUrls.Steps, webhooks: resources.queueUrls.Webhooks },
-  s3: new S3Client({ ...localAwsConfig, endpoint: resources.sqsS3Endpoint, forcePathStyle: true }),
-  bucket: resources.bucket,
-  now: () => new Date(),
-  newId: randomUUID,
-  executors: overrides.executors ?? createExecutorRegistry(executorDepsFromEnv()),
-  secretEnv: process.env,
-  ...overrides,
-});
+export const localDeps = (resources: LocalResources, overrides: Partial<Deps> = {}): Deps => {
+  const secrets = overrides.secrets ?? localSecretStore();
+  return {
+    ddb: documentClient(new DynamoDBClient({ ...localAwsConfig, endpoint: resources.dynamoDbEndpoint })),
+    tableName: resources.tableName,
+    sqs: new SQSClient({ ...localAwsConfig, endpoint: resources.sqsS3Endpoint }),
+    queueUrls: { steps: resources.queueUrls.Steps, webhooks: resources.queueUrls.Webhooks },
+    s3: new S3Client({ ...localAwsConfig, endpoint: resources.sqsS3Endpoint, forcePathStyle: true }),
+    bucket: resources.bucket,
+    now: () => new Date(),
+    newId: randomUUID,
+    executors:
+      overrides.executors ??
+      createExecutorRegistry(executorDeps({ env: process.env, providerSecret: secrets.providerSecret })),
+    providers: stageProvidersFromEnv(process.env),
+    secrets,
+    ...overrides,
+  };
+};
+
+/**
+ * The local default's secret store: `env:` references from this process's live environment, and
+ * `secretsmanager:`/`ssm:` ones through the SDK's standard configuration (your AWS profile, or
+ * `AWS_ENDPOINT_URL_SECRETS_MANAGER`/`AWS_ENDPOINT_URL_SSM`), under the environment's policy.
+ */
+export const localSecretStore = () =>
+  createSecretStore({
+    policy: secretPolicyFromEnv(process.env),
+    env: process.env,
+    secretsManager: new SecretsManagerClient({}),
+    ssm: new SSMClient({}),
+    now: () => new Date(),
+  });
 
 /** Deps for the admin CLI when only DynamoDB is needed (no queues or bucket). */
 export const tableOnlyDeps = (dynamoDbEndpoint: string, tableName: string): Deps =>

@@ -477,7 +477,7 @@ describe('provider selection', () => {
     const seen: (TeamConnection | undefined)[] = [];
     const custom = createExecutors({
       ...deps,
-      providers: (key, connection) => {
+      providers: async (key, connection) => {
         seen.push(connection);
         return key === 'byok-y' ? fake : deps.providers(key, connection);
       },
@@ -496,7 +496,22 @@ describe('provider selection', () => {
     const unknown = h.context('LlmWorker', { provider: 'nobody' }, { prompt: ['hi'] });
     expect(await failure(run(unknown))).toMatch(/unknown provider nobody/);
     const noAudio = h.context('AudioGen', { provider: 'openai-compatible' }, { prompt: ['hi'] });
-    expect(await failure(run(noAudio))).toMatch(/cannot generate audio/);
+    const configured = createExecutors(executorDepsFromEnv({ OPENAI_COMPATIBLE_BASE_URL: 'http://127.0.0.1:9/v1' }));
+    expect(await failure(configured.AudioGen(noAudio))).toMatch(/cannot generate audio/);
+  });
+
+  it('a sandbox stage runs a provider it has not configured on the sandbox, and the step says so', async () => {
+    const h = new Harness();
+    const context = () => h.context('LlmWorker', { provider: 'openai-compatible', model: 'gpt-x' }, { prompt: ['hi'] });
+    // The local default (no PROVIDER_SECRETS, no OPENAI_COMPATIBLE_BASE_URL) is a sandbox stage.
+    const outcome = await run(context());
+    expect(outcome.model).toEqual({ provider: 'sandbox', model: 'sandbox-text-1' });
+    // A stage without the sandbox refuses it (the run start already did, with the provider 422).
+    const strict = createExecutors(executorDepsFromEnv({ PROVIDER_SECRETS: '{}', SANDBOX_PROVIDERS: 'false' }));
+    expect(await failure(strict.LlmWorker(context()))).toMatch(
+      /^LlmWorker: runs on openai-compatible, which is not available through the API without your own key/,
+    );
+    expect(await failure(strict.LlmWorker(h.context('LlmWorker', {}, { prompt: ['hi'] })))).toMatch(/runs on sandbox/);
   });
 });
 

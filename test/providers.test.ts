@@ -18,7 +18,9 @@ import {
   ProviderError,
   providerRegistry,
   providerResolverFromEnv,
+  routeProvider,
   sandboxOptionsFromEnv,
+  stageProvidersFromEnv,
   stepProvider,
 } from '../functions/nodes/providers/index.ts';
 import type { RunMode } from '../schemas/runs.ts';
@@ -246,9 +248,9 @@ describe('openai-compatible provider against a local fake server', () => {
 
   it('the env resolver builds each registry provider; team connections supply the key', async () => {
     const resolve = providerResolverFromEnv({ PROVIDER_BYOK_Y_BASE_URL: base });
-    expect(resolve('sandbox', undefined)?.key).toBe('sandbox');
-    expect(resolve('nobody', undefined)).toBeUndefined();
-    const byok = resolve('byok-y', { key: 'byok-y', secret: 'test-key' });
+    expect((await resolve('sandbox', undefined))?.key).toBe('sandbox');
+    expect(await resolve('nobody', undefined)).toBeUndefined();
+    const byok = await resolve('byok-y', { key: 'byok-y', secret: 'test-key' });
     expect(byok?.key).toBe('byok-y');
     expect(await byok?.generateText?.({ ...call, prompt: 'via team key' })).toBe('echo(m, max=none): via team key');
     expect(requests.at(-1)?.headers.authorization).toBe('Bearer test-key');
@@ -300,35 +302,104 @@ describe('provider registry', () => {
     expect(stepProvider({ config: { provider: 'studio-x' } }, getNodeSpec('TextEntry'))).toBeNull();
   });
 
+  const sandboxStage = { configured: [], sandbox: true };
+
   it('checkApiIntegration refuses barred providers unless the team has its own key', () => {
     const ok = canvas([
       { type: 'TextEntry' },
       { type: 'ImageGen' },
       { type: 'LlmWorker', config: { provider: 'openai-compatible' } },
     ]);
-    expect(checkApiIntegration(ok, new Set())).toBeNull();
+    expect(checkApiIntegration(ok, new Set(), sandboxStage)).toBeNull();
     const studio = canvas([{ type: 'TextEntry' }, { type: 'ImageGen', config: { provider: 'studio-x' } }]);
-    expect(checkApiIntegration(studio, new Set())).toEqual({
+    expect(checkApiIntegration(studio, new Set(), sandboxStage)).toEqual({
       nodeId: 'n1',
       nodeType: 'ImageGen',
       providers: ['studio-x'],
       level: 'app_only',
       message: apiIntegrationMessage('ImageGen', 'studio-x'),
     });
-    expect(checkApiIntegration(studio, new Set(['studio-x']))).toBeNull();
+    expect(checkApiIntegration(studio, new Set(['studio-x']), sandboxStage)).toBeNull();
     const byok = canvas([{ type: 'LlmWorker', config: { provider: 'byok-y' } }]);
-    expect(checkApiIntegration(byok, new Set())?.level).toBe('byok_only');
-    expect(checkApiIntegration(byok, new Set(['byok-y']))).toBeNull();
+    expect(checkApiIntegration(byok, new Set(), sandboxStage)?.level).toBe('byok_only');
+    expect(checkApiIntegration(byok, new Set(['byok-y']), sandboxStage)).toBeNull();
     const geo = canvas([{ type: 'Embedder', config: { provider: 'geo-z' } }]);
-    expect(checkApiIntegration(geo, new Set(['geo-z']))?.level).toBe('region_restricted');
+    expect(checkApiIntegration(geo, new Set(['geo-z']), sandboxStage)?.level).toBe('region_restricted');
     const closed = canvas([{ type: 'Embedder', config: { provider: 'closed-w' } }]);
-    expect(checkApiIntegration(closed, new Set(['closed-w']))?.level).toBe('not_allowed');
+    expect(checkApiIntegration(closed, new Set(['closed-w']), sandboxStage)?.level).toBe('not_allowed');
     const unknown = canvas([{ type: 'Embedder', config: { provider: 'nobody' } }]);
-    expect(checkApiIntegration(unknown, new Set())).toMatchObject({ level: 'not_allowed', providers: ['nobody'] });
+    expect(checkApiIntegration(unknown, new Set(), sandboxStage)).toMatchObject({
+      level: 'not_allowed',
+      providers: ['nobody'],
+    });
     // A provider named on a step that is no model step is not a model call.
     expect(
-      checkApiIntegration(canvas([{ type: 'TextEntry', config: { provider: 'studio-x' } }]), new Set()),
+      checkApiIntegration(canvas([{ type: 'TextEntry', config: { provider: 'studio-x' } }]), new Set(), sandboxStage),
     ).toBeNull();
+  });
+
+  it('a stage runs the providers it configured, the team keys, and the sandbox only on a sandbox stage', () => {
+    const prod = { configured: ['openai-compatible'], sandbox: false };
+    const bare = { configured: [], sandbox: false };
+    const llm = canvas([{ type: 'TextEntry' }, { type: 'LlmWorker', config: { provider: 'openai-compatible' } }]);
+    expect(checkApiIntegration(llm, new Set(), prod)).toBeNull();
+    // Not configured, no sandbox: only the team's own key would run it.
+    expect(checkApiIntegration(llm, new Set(), bare)).toEqual({
+      nodeId: 'n1',
+      nodeType: 'LlmWorker',
+      providers: ['openai-compatible'],
+      level: 'byok_only',
+      message: apiIntegrationMessage('LlmWorker', 'openai-compatible'),
+    });
+    expect(checkApiIntegration(llm, new Set(['openai-compatible']), bare)).toBeNull();
+    expect(checkApiIntegration(llm, new Set(), sandboxStage)).toBeNull();
+    // The catalogue's default provider is the sandbox: nothing runs it on a stage without the sandbox.
+    const defaults = canvas([{ type: 'ImageGen' }]);
+    expect(checkApiIntegration(defaults, new Set(['sandbox']), prod)).toMatchObject({
+      providers: ['sandbox'],
+      level: 'not_allowed',
+    });
+    // Registry bars hold on every stage.
+    const studio = canvas([{ type: 'ImageGen', config: { provider: 'studio-x' } }]);
+    expect(checkApiIntegration(studio, new Set(), { configured: [], sandbox: true })?.level).toBe('app_only');
+
+    expect(routeProvider('openai-compatible', sandboxStage, false)).toEqual({
+      refused: false,
+      runsOn: 'sandbox',
+      credentials: 'none',
+    });
+    expect(routeProvider('openai-compatible', { ...prod, sandbox: true }, false)).toEqual({
+      refused: false,
+      runsOn: 'openai-compatible',
+      credentials: 'stage',
+    });
+    // The team's own key wins over the stage's.
+    expect(routeProvider('openai-compatible', prod, true)).toMatchObject({
+      runsOn: 'openai-compatible',
+      credentials: 'team',
+    });
+    expect(routeProvider('byok-y', prod, true)).toMatchObject({ credentials: 'team' });
+  });
+
+  it('reads the stage from PROVIDER_SECRETS and SANDBOX_PROVIDERS, or the local default from env', () => {
+    expect(stageProvidersFromEnv({})).toEqual({ configured: [], sandbox: true, secrets: undefined });
+    expect(stageProvidersFromEnv({ OPENAI_COMPATIBLE_BASE_URL: 'http://x/v1' }).configured).toEqual([
+      'openai-compatible',
+    ]);
+    const secrets = { 'openai-compatible': 'workflow-run-api/prod/providers/openai-compatible' };
+    expect(
+      stageProvidersFromEnv({
+        PROVIDER_SECRETS: JSON.stringify(secrets),
+        SANDBOX_PROVIDERS: 'false',
+        OPENAI_COMPATIBLE_BASE_URL: 'http://ignored/v1',
+      }),
+    ).toEqual({ configured: ['openai-compatible'], sandbox: false, secrets });
+    expect(stageProvidersFromEnv({ PROVIDER_SECRETS: '{}', SANDBOX_PROVIDERS: 'true' })).toMatchObject({
+      configured: [],
+      sandbox: true,
+    });
+    expect(() => stageProvidersFromEnv({ PROVIDER_SECRETS: 'openai-compatible' })).toThrow(/PROVIDER_SECRETS/);
+    expect(() => stageProvidersFromEnv({ PROVIDER_SECRETS: '{"a":1}' })).toThrow(/PROVIDER_SECRETS/);
   });
 
   it('the refusal message follows the spec form', () => {

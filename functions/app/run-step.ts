@@ -27,6 +27,7 @@ import {
   uncharge,
 } from '../store/run-steps.ts';
 import { sendStepMessages } from '../store/runs.ts';
+import { SecretUnavailableError } from '../store/secret-refs.ts';
 import { fileUrlSeconds } from './read-run.ts';
 
 /**
@@ -175,12 +176,16 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
       fileUrl: (file) => presignTeamFile(deps, teamId, file.key, fileUrlSeconds),
       connection: async (key) => {
         connections ??= await getConnections(deps, teamId);
-        return resolveConnection(key, connections[key], deps.secretEnv);
+        return resolveConnection(deps.secrets, key, connections[key]);
       },
       signal: AbortSignal.timeout(options.stepTimeoutMs),
     });
   } catch (error) {
     if (error instanceof StepFailedError) return endWithFailure(deps, message, attempt, error.message);
+    // A secret that is refused, missing or malformed stays so: the step fails now, naming which.
+    if (error instanceof SecretUnavailableError) {
+      return endWithFailure(deps, message, attempt, `${node.type}: ${error.message}`);
+    }
     // A failed execution, counted on the step item (a model step's claim counts it already), so a
     // message SQS handed back without running the node (a throttle) spends nothing.
     const failed = attempt ?? (await countFailedExecution(deps, message.jobId, message.nodeId));

@@ -109,7 +109,7 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
       logger.warn('monthly cap could not be checked', { error: error as Error });
       throw admissionError(refusal, error);
     }
-    const barred = checkApiIntegration(workflow.canvas, new Set(facts.connectionKeys));
+    const barred = checkApiIntegration(workflow.canvas, new Set(facts.connectionKeys), deps.providers);
     if (barred) throw providerNotAvailable(barred);
     const refusal = runRefusal(estimate, facts, now);
     // The lock is read only for a refusal: a busy workflow is answered before it, naming the run to wait for.
@@ -196,7 +196,8 @@ export const startRunFor = async (
         };
   try {
     if (request.defer) {
-      const barred = checkApiIntegration(workflow.canvas, new Set(Object.keys(await getConnections(deps, key.teamId))));
+      const connections = new Set(Object.keys(await getConnections(deps, key.teamId)));
+      const barred = checkApiIntegration(workflow.canvas, connections, deps.providers);
       if (barred) throw providerNotAvailable(barred);
       const deferredJobId = deps.newId();
       const body = { deferred: true, deferredJobId, workflowId: workflow.workflowId };

@@ -2,13 +2,16 @@ import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
 import type { Deps } from '../deps.ts';
 import type { TeamConnection } from '../nodes/executors/types.ts';
+import { parseProviderCredentials } from '../nodes/providers/types.ts';
 import { type ConnectionRef, parseItem, TeamItemSchema } from './items.ts';
 import { teamKey } from './keys.ts';
+import { type SecretResolver, SecretUnavailableError } from './secret-refs.ts';
 
 /**
  * A team's own keys for providers and integrations (spec: Team, Connections). Only a reference to
- * the secret is stored, never the secret: `env:NAME` (an environment variable of the function,
- * which is how local development and a deployment's own secret injection supply it).
+ * the secret is stored, never the secret: `secretsmanager:<name>` or `ssm:/<name>` under the
+ * stage's connection prefix, or `env:NAME` (an environment variable, on the local default only):
+ * see secret-refs.ts. The step executor resolves it when a step asks for the connection.
  */
 const ConnectionsSchema = v.pick(TeamItemSchema, ['connections']);
 
@@ -23,8 +26,6 @@ export const getConnections = async (deps: Deps, teamId: string): Promise<Record
   );
   return Item ? parseItem(ConnectionsSchema, Item, teamKey(teamId)).connections : {};
 };
-
-export const isValidSecretRef = (ref: string) => /^env:[A-Za-z_][A-Za-z0-9_]*$/.test(ref);
 
 export const setConnection = async (deps: Deps, teamId: string, key: string, connection: ConnectionRef) => {
   await deps.ddb.send(
@@ -59,13 +60,28 @@ export const removeConnection = async (deps: Deps, teamId: string, key: string) 
   );
 };
 
-/** Resolves a reference to the secret it names; undefined when it cannot be resolved here. */
-export const resolveConnection = (
+/**
+ * The connection `key` with its secret read (cached by the store). The secret's text is the key
+ * itself, or JSON `{"apiKey": "…", "baseUrl": "…"}` (the stored endpoint wins over `baseUrl`).
+ * Undefined when the team has no such connection; SecretUnavailableError, naming the connection,
+ * when its secret is refused or missing.
+ */
+export const resolveConnection = async (
+  secrets: SecretResolver,
   key: string,
   ref: ConnectionRef | undefined,
-  env: Readonly<Record<string, string | undefined>>,
-): TeamConnection | undefined => {
-  if (!ref || !isValidSecretRef(ref.secretRef)) return undefined;
-  const secret = env[ref.secretRef.slice('env:'.length)];
-  return secret ? { key, secret, ...(ref.endpoint ? { endpoint: ref.endpoint } : {}) } : undefined;
+): Promise<TeamConnection | undefined> => {
+  if (!ref) return undefined;
+  let text: string;
+  try {
+    text = await secrets.connectionSecret(ref.secretRef);
+  } catch (error) {
+    if (error instanceof SecretUnavailableError) {
+      throw new SecretUnavailableError(`the team connection "${key}" could not be read: ${error.message}`);
+    }
+    throw error;
+  }
+  const credentials = parseProviderCredentials(text);
+  const endpoint = ref.endpoint ?? credentials?.baseUrl;
+  return { key, secret: credentials?.apiKey ?? text, ...(endpoint ? { endpoint } : {}) };
 };

@@ -4,12 +4,12 @@ import * as v from 'valibot';
 import { stepsQueue } from '../../lib/definitions.ts';
 import { type RunStepOptions, runStep, type StepMessage } from '../app/run-step.ts';
 import { type Deps, productionDeps } from '../deps.ts';
-import { createExecutorRegistry, executorDepsFromEnv } from '../nodes/executors/index.ts';
+import { executorRegistryFor } from '../nodes/executors/index.ts';
 import { logger } from '../observability/logger.ts';
 import { metrics } from '../observability/metrics.ts';
+import { secretStoreFromEnv } from '../store/secrets.ts';
 
 const StepMessageSchema = v.object({ jobId: v.string(), workflowId: v.string(), nodeId: v.string() });
-
 const parseMessage = (record: SQSRecord): StepMessage => {
   try {
     return v.parse(StepMessageSchema, JSON.parse(record.body));
@@ -37,4 +37,4 @@ export const makeHandler = (deps: Deps, options: Partial<RunStepOptions> = {}) =
   };
 };
 
-export const handler = makeHandler(productionDeps({ executors: createExecutorRegistry(executorDepsFromEnv()) }));
+export const handler = makeHandler(productionDeps({ secrets: secretStoreFromEnv, executors: executorRegistryFor }));

@@ -7,8 +7,15 @@ import {
   guardedFetch,
 } from '../../http-client/guarded-fetch.ts';
 import { isRecord } from '../../is-record.ts';
+import { SecretUnavailableError } from '../../store/secret-refs.ts';
 import { markMedia, readMediaMark, sniffContentType } from '../media/marks.ts';
-import { type ProviderResolver, providerResolverFromEnv } from '../providers/index.ts';
+import {
+  createProviderResolver,
+  type ProviderResolver,
+  parseProviderCredentials,
+  type StageProviders,
+  stageProvidersFromEnv,
+} from '../providers/index.ts';
 import type { MediaFile } from '../providers/types.ts';
 import { isStoredFile, type StepContext, StepFailedError, type StoredFile, type TeamConnection } from './types.ts';
 
@@ -16,6 +23,8 @@ import { isStoredFile, type StepContext, StepFailedError, type StoredFile, type 
 export interface ExecutorDeps {
   /** Builds the provider a model step runs on. */
   providers: ProviderResolver;
+  /** The stage's providers: which it turned on, and whether the sandbox stands in for the others. */
+  stage: StageProviders;
   /** HTTP on a user's behalf, through the address guard. */
   fetch: typeof guardedFetch;
   /** Loopback allowed for node HTTP calls (`ALLOW_PRIVATE_CALLBACKS=1`, local development only). */
@@ -30,11 +39,42 @@ export interface ExecutorDeps {
   env: NodeJS.ProcessEnv;
 }
 
-/** Executor deps configured from `env`, copied once so that no step reads the live environment. */
-export const executorDepsFromEnv = (env: NodeJS.ProcessEnv = process.env): ExecutorDeps => {
+/** What the step executor hands its node executors: its environment and the reader of stage secrets. */
+export interface ExecutorSettings {
+  env: NodeJS.ProcessEnv;
+  /**
+   * Reads a `PROVIDER_SECRETS` value (`SecretResolver.providerSecret`); throws `SecretUnavailableError`
+   * when it cannot. Absent: the stage's providers cannot be read (the local default needs none).
+   */
+  providerSecret?: (source: string) => Promise<string>;
+}
+
+/** Executor deps configured from the settings, copied once so that no step reads the live environment. */
+export const executorDeps = ({ env, providerSecret }: ExecutorSettings): ExecutorDeps => {
   const settings = { ...env };
+  const stage = stageProvidersFromEnv(settings);
+  const sources = stage.secrets;
+  const stageCredentials =
+    sources &&
+    (async (key: string) => {
+      const source = Object.hasOwn(sources, key) ? sources[key] : undefined;
+      if (source === undefined) return undefined;
+      const unavailable = (why: string) => new SecretUnavailableError(`the stage's credentials for ${key} ${why}`);
+      if (!providerSecret) throw unavailable('cannot be read in this function');
+      let text: string;
+      try {
+        text = await providerSecret(source);
+      } catch (error) {
+        if (error instanceof SecretUnavailableError) throw unavailable(`could not be read: ${error.message}`);
+        throw error;
+      }
+      const credentials = parseProviderCredentials(text);
+      if (!credentials) throw unavailable('are not JSON with an apiKey');
+      return credentials;
+    });
   return {
-    providers: providerResolverFromEnv(settings),
+    providers: createProviderResolver({ env: settings, stageCredentials }),
+    stage,
     fetch: guardedFetch,
     allowLoopback: allowLoopbackFromEnv(settings),
     httpTimeoutMs: 10_000,
@@ -43,6 +83,9 @@ export const executorDepsFromEnv = (env: NodeJS.ProcessEnv = process.env): Execu
     env: settings,
   };
 };
+
+/** Executor deps from `env` alone: the local default and tests (provider credentials from env). */
+export const executorDepsFromEnv = (env: NodeJS.ProcessEnv = process.env): ExecutorDeps => executorDeps({ env });
 
 /** Fails the step with `<NodeType>: <message>`. */
 export const fail = (context: StepContext, message: string): never => {

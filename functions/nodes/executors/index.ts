@@ -1,11 +1,11 @@
 /**
  * The node executors (DESIGN section 4): one per node type, all 55, by category in the files
  * beside this one. Whoever builds `Deps` builds the lookup once with `createExecutorRegistry`
- * (the deployed step executor over `executorDepsFromEnv`, tests and `npm start` over their own
- * settings); the step orchestration only reads `deps.executors`.
+ * (the deployed step executor over `executorDeps` with its secret store, tests and `npm start` over
+ * `executorDepsFromEnv` or their own settings); the step orchestration only reads `deps.executors`.
  */
 import type { NodeType } from '../../../schemas/workflows.ts';
-import type { ExecutorDeps } from './helpers.ts';
+import { type ExecutorDeps, type ExecutorSettings, executorDeps } from './helpers.ts';
 import { inputExecutors } from './inputs.ts';
 import { logicExecutors } from './logic.ts';
 import { modelExecutors } from './models.ts';
@@ -31,5 +31,8 @@ export const createExecutorRegistry = (deps: ExecutorDeps): ((type: NodeType) =>
   };
 };
 
-export { type ExecutorDeps, executorDepsFromEnv, firstInput } from './helpers.ts';
+/** The step executor's lookup over its environment and its secret store's provider credentials. */
+export const executorRegistryFor = (settings: ExecutorSettings) => createExecutorRegistry(executorDeps(settings));
+
+export { type ExecutorDeps, type ExecutorSettings, executorDeps, executorDepsFromEnv, firstInput } from './helpers.ts';
 export type { StepOutcome };

@@ -9,7 +9,7 @@ import type { NodeType } from '../../../schemas/workflows.ts';
 import { modeSettings } from '../../domain/run-modes.ts';
 import { glbToMesh } from '../media/glb.ts';
 import { openAiCompatibleDefaultModels } from '../providers/openai-compatible.ts';
-import { providerEntry, stepProvider } from '../providers/registry.ts';
+import { providerEntry, routeProvider, sandboxProviderKey, stepProvider } from '../providers/registry.ts';
 import {
   type ImageOperation,
   type MediaFile,
@@ -51,7 +51,15 @@ interface ResolvedModel {
   model: string;
 }
 
-/** Resolves the step's provider and model, runs `call`, and reports the model used. */
+/** The model a step runs on the sandbox standing in for its provider: the catalogue's, when it is a sandbox model. */
+const standInModel = (context: StepContext): string =>
+  context.spec.model?.provider === sandboxProviderKey ? context.spec.model.model : 'default';
+
+/**
+ * Resolves the step's provider and model (`routeProvider`: the team's own key, the stage's
+ * credentials, or the sandbox standing in on a sandbox stage), runs `call`, and reports the model
+ * used: a step the sandbox ran reports provider `sandbox`, so its output's lineage and licence say so.
+ */
 const runModel = async (
   context: StepContext,
   deps: ExecutorDeps,
@@ -60,17 +68,21 @@ const runModel = async (
 ): Promise<StepOutcome> => {
   const use = stepProvider(context.node, context.spec) ?? fail(context, 'is not a model step');
   const entry = providerEntry(use.provider) ?? fail(context, `unknown provider ${use.provider}`);
-  const connection = await context.connection?.(use.provider);
+  const connection = entry.protocol === 'sandbox' ? undefined : await context.connection?.(use.provider);
+  const route = routeProvider(use.provider, deps.stage, connection !== undefined);
   // Defence in depth: the run start refuses these with the provider 422 before anything is held.
-  if (entry.level !== 'api' && !(connection && (entry.level === 'app_only' || entry.level === 'byok_only'))) {
-    fail(context, `runs on ${use.provider}, which is not available through the API without your own key`);
+  if (route.refused) {
+    return fail(context, `runs on ${use.provider}, which is not available through the API without your own key`);
   }
-  const provider = deps.providers(use.provider, connection) ?? fail(context, `unknown provider ${use.provider}`);
-  if (!provider[capability]) fail(context, `provider ${use.provider} cannot ${capabilityText[capability]}`);
-  const model = use.model ?? defaultModel(deps, use.provider, capability);
+  const provider =
+    (await deps.providers(route.runsOn, route.credentials === 'team' ? connection : undefined)) ??
+    fail(context, `unknown provider ${route.runsOn}`);
+  if (!provider[capability]) fail(context, `provider ${route.runsOn} cannot ${capabilityText[capability]}`);
+  const model =
+    route.runsOn === use.provider ? (use.model ?? defaultModel(deps, use.provider, capability)) : standInModel(context);
   try {
     const outputs = await call({ provider, model });
-    return { outputs, model: { provider: use.provider, model } };
+    return { outputs, model: { provider: route.runsOn, model } };
   } catch (error) {
     if (error instanceof ProviderError) return fail(context, error.message);
     throw error;

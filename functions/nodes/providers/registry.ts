@@ -8,6 +8,7 @@ import type { Canvas, CanvasNode } from '../../domain/workflow-graph.ts';
  */
 import { getNodeSpec } from '../catalogue/index.ts';
 import type { NodeSpec } from '../catalogue/node-spec.ts';
+import type { StageProviders } from './stage.ts';
 
 export const integrationLevels = ['api', 'app_only', 'byok_only', 'not_allowed', 'region_restricted'] as const;
 /**
@@ -122,6 +123,9 @@ const entries: readonly ProviderEntry[] = [
   },
 ];
 
+/** The built-in offline provider: the stand-in for unconfigured providers on a sandbox stage. */
+export const sandboxProviderKey = 'sandbox';
+
 export const providerRegistry: Readonly<Record<string, ProviderEntry>> = Object.freeze(
   Object.fromEntries(entries.map((e) => [e.key, e])),
 );
@@ -177,28 +181,71 @@ export interface ApiIntegrationRefusal {
 export const apiIntegrationMessage = (nodeType: string, provider: string): string =>
   messages.providerNotAvailable(nodeType, [provider]);
 
+/** Where a model step runs, or why it may not: the one rule for run starts and the step executor. */
+export type ProviderRoute =
+  | {
+      refused: false;
+      /** The provider the step runs on: its own, or `sandbox` standing in on a sandbox stage. */
+      runsOn: string;
+      /** Whose credentials: the team's own key (a connection named by the provider), the stage's, or none. */
+      credentials: 'team' | 'stage' | 'none';
+    }
+  | { refused: true; level: Exclude<IntegrationLevel, 'api'> };
+
 /**
- * The first model step (canvas order) that cannot run through the API: its provider is not `api`
- * level and the team has no own key (connection named by the provider key) that lifts it.
- * `app_only` and `byok_only` are lifted by a connection; `not_allowed`, `region_restricted` and
- * unknown providers (reported as `not_allowed`) never are. Null when every step may run.
+ * How a step on `provider` runs in `stage` when the team has (or has not) its own key for it:
+ * - `sandbox` runs only on a sandbox stage (on a stage without it, nothing makes it run: `not_allowed`);
+ * - an `api` provider runs on the team's own key when there is one, else on the stage's credentials
+ *   when the stage turned it on, else on the sandbox when the stage is a sandbox stage; otherwise
+ *   only the team's own key would make it run (`byok_only`);
+ * - `app_only` and `byok_only` run only on the team's own key;
+ * - `not_allowed`, `region_restricted` and unknown providers (reported as `not_allowed`) never run.
+ */
+export const routeProvider = (
+  provider: string,
+  stage: Pick<StageProviders, 'configured' | 'sandbox'>,
+  teamHasKey: boolean,
+): ProviderRoute => {
+  const entry = providerEntry(provider);
+  const level: IntegrationLevel = entry?.level ?? 'not_allowed';
+  if (entry?.protocol === 'sandbox') {
+    return stage.sandbox
+      ? { refused: false, runsOn: provider, credentials: 'none' }
+      : { refused: true, level: 'not_allowed' };
+  }
+  if (level === 'api') {
+    if (teamHasKey) return { refused: false, runsOn: provider, credentials: 'team' };
+    if (stage.configured.includes(provider)) return { refused: false, runsOn: provider, credentials: 'stage' };
+    if (stage.sandbox) return { refused: false, runsOn: sandboxProviderKey, credentials: 'none' };
+    return { refused: true, level: 'byok_only' };
+  }
+  if ((level === 'app_only' || level === 'byok_only') && teamHasKey) {
+    return { refused: false, runsOn: provider, credentials: 'team' };
+  }
+  return { refused: true, level };
+};
+
+/**
+ * The first model step (canvas order) that cannot run through the API in this stage
+ * (`routeProvider`), given the team's own keys (connections, named by provider key). Null when
+ * every step may run.
  */
 export const checkApiIntegration = (
   canvas: Pick<Canvas, 'nodes'>,
   teamConnections: ReadonlySet<string>,
+  stage: Pick<StageProviders, 'configured' | 'sandbox'>,
 ): ApiIntegrationRefusal | null => {
   for (const node of canvas.nodes) {
     const spec = getNodeSpec(node.type);
     const use = spec ? stepProvider(node, spec) : null;
     if (!use) continue;
-    const level: IntegrationLevel = providerEntry(use.provider)?.level ?? 'not_allowed';
-    if (level === 'api') continue;
-    if ((level === 'app_only' || level === 'byok_only') && teamConnections.has(use.provider)) continue;
+    const route = routeProvider(use.provider, stage, teamConnections.has(use.provider));
+    if (!route.refused) continue;
     return {
       nodeId: node.id,
       nodeType: node.type,
       providers: [use.provider],
-      level,
+      level: route.level,
       message: apiIntegrationMessage(node.type, use.provider),
     };
   }

@@ -118,3 +118,28 @@ export interface TeamConnection {
   /** Base URL the connection points at, when it has one (an endpoint, webhook URL, API base). */
   endpoint?: string;
 }
+
+/** Credentials as a secret store holds them: JSON `{"apiKey": "…", "baseUrl": "https://…"}`. */
+export interface ProviderCredentials {
+  apiKey: string;
+  /** Optional where the registry (or the team connection) has the base URL. */
+  baseUrl?: string;
+}
+
+/**
+ * The credentials in a secret's text, or undefined when it is not that JSON. Never throws: a
+ * parse error would quote the text, and the text is a secret.
+ */
+export const parseProviderCredentials = (text: string): ProviderCredentials | undefined => {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { apiKey, baseUrl } = value as { apiKey?: unknown; baseUrl?: unknown };
+  if (typeof apiKey !== 'string' || apiKey === '') return undefined;
+  if (baseUrl !== undefined && (typeof baseUrl !== 'string' || !/^https?:\/\//.test(baseUrl))) return undefined;
+  return { apiKey, ...(baseUrl ? { baseUrl } : {}) };
+};

@@ -1,0 +1,44 @@
+/**
+ * The providers of the stage a function runs in: which adapters it turned on with its own
+ * credentials, and whether model steps without one run on the offline sandbox. A deployed stage
+ * says so in `PROVIDER_SECRETS` and `SANDBOX_PROVIDERS` (lib/stages.ts); the local default has no
+ * `PROVIDER_SECRETS`, takes `openai-compatible` from `OPENAI_COMPATIBLE_BASE_URL`, and is a sandbox
+ * stage unless `SANDBOX_PROVIDERS=false`.
+ */
+import { envNames } from '../../../lib/definitions.ts';
+import { isRecord } from '../../is-record.ts';
+
+export interface StageProviders {
+  /** Provider adapters the stage runs on its own credentials (`PROVIDER_SECRETS` keys). */
+  configured: readonly string[];
+  /** Model steps whose provider the stage has not configured (nor the team's own key) run on the sandbox. */
+  sandbox: boolean;
+  /**
+   * Provider key → where its credentials live (a Secrets Manager secret name or ARN, or `ssm:/path`);
+   * undefined on the local default, whose credentials come from the environment.
+   */
+  secrets: Readonly<Record<string, string>> | undefined;
+}
+
+/** The stage's providers from `PROVIDER_SECRETS`, `SANDBOX_PROVIDERS` and, locally, `OPENAI_COMPATIBLE_BASE_URL`. */
+export const stageProvidersFromEnv = (env: NodeJS.ProcessEnv = process.env): StageProviders => {
+  const raw = env[envNames.providerSecrets];
+  let secrets: Record<string, string> | undefined;
+  if (raw !== undefined && raw !== '') {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw);
+    } catch {
+      parsed = undefined;
+    }
+    if (!isRecord(parsed) || Object.values(parsed).some((value) => typeof value !== 'string' || value === '')) {
+      throw new Error(`${envNames.providerSecrets} must be a JSON object of provider keys to secret names`);
+    }
+    secrets = parsed as Record<string, string>;
+  }
+  return {
+    configured: secrets ? Object.keys(secrets) : env.OPENAI_COMPATIBLE_BASE_URL ? ['openai-compatible'] : [],
+    sandbox: env[envNames.sandboxProviders] !== 'false',
+    secrets,
+  };
+};

@@ -1,0 +1,93 @@
+/**
+ * A secret-store emulator on loopback: the AWS edge we cannot run locally. One HTTP server speaks
+ * the AWS JSON 1.1 protocol for `secretsmanager.GetSecretValue` and `AmazonSSM.GetParameter`, so
+ * the real SDK clients reach it through their `endpoint`; it keeps every request (target and
+ * name, never a value) so tests count reads.
+ */
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { SSMClient } from '@aws-sdk/client-ssm';
+import { localAwsConfig } from '../../local/emulators.ts';
+
+export interface SecretStoreRequest {
+  /** `secretsmanager.GetSecretValue` or `AmazonSSM.GetParameter`. */
+  target: string;
+  /** The SecretId or parameter Name asked for. */
+  name: string;
+  /** GetParameter's WithDecryption. */
+  withDecryption?: boolean;
+}
+
+export const startSecretStore = async () => {
+  /** Secrets Manager secrets by name, SSM parameters by name (SecureString values). */
+  const secrets = new Map<string, string>();
+  const parameters = new Map<string, string>();
+  const requests: SecretStoreRequest[] = [];
+
+  const server = createServer((req, res) => {
+    let raw = '';
+    req.on('data', (chunk: Buffer) => {
+      raw += chunk.toString();
+    });
+    req.on('end', () => {
+      const target = String(req.headers['x-amz-target'] ?? '');
+      const body = JSON.parse(raw || '{}') as { SecretId?: string; Name?: string; WithDecryption?: boolean };
+      const answer = (status: number, value: unknown) =>
+        res.writeHead(status, { 'content-type': 'application/x-amz-json-1.1' }).end(JSON.stringify(value));
+      const missing = (type: string) => answer(400, { __type: type, message: 'not found' });
+      if (target === 'secretsmanager.GetSecretValue') {
+        const name = body.SecretId ?? '';
+        requests.push({ target, name });
+        const value = secrets.get(name);
+        if (value === undefined) return missing('ResourceNotFoundException');
+        return answer(200, {
+          ARN: `arn:aws:secretsmanager:us-east-1:000000000000:secret:${name}-AbCdEf`,
+          Name: name,
+          SecretString: value,
+          VersionId: 'v1',
+          VersionStages: ['AWSCURRENT'],
+          CreatedDate: 1_700_000_000,
+        });
+      }
+      if (target === 'AmazonSSM.GetParameter') {
+        const name = body.Name ?? '';
+        requests.push({ target, name, withDecryption: body.WithDecryption });
+        const value = parameters.get(name);
+        if (value === undefined) return missing('ParameterNotFound');
+        return answer(200, {
+          Parameter: {
+            Name: name,
+            Type: 'SecureString',
+            Value: body.WithDecryption ? value : 'AQICAHencrypted',
+            Version: 1,
+            ARN: `arn:aws:ssm:us-east-1:000000000000:parameter${name}`,
+          },
+        });
+      }
+      answer(400, { __type: 'UnknownOperationException', message: target });
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  return {
+    endpoint,
+    secrets,
+    parameters,
+    requests,
+    /** Clients of the real SDK pointed at the emulator (no retries, so a count is exact). */
+    clients: () => ({
+      secretsManager: new SecretsManagerClient({ ...localAwsConfig, endpoint, maxAttempts: 1 }),
+      ssm: new SSMClient({ ...localAwsConfig, endpoint, maxAttempts: 1 }),
+    }),
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+};
+
+export type SecretStoreEmulator = Awaited<ReturnType<typeof startSecretStore>>;
