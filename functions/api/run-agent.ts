@@ -1,18 +1,8 @@
-import { startRunFor } from '../app/start-run.ts';
 import { type Deps, productionDeps } from '../deps.ts';
-import { keyedHandler } from '../http/keyed-handler.ts';
-import { json } from '../http/response.ts';
-import { runStartOf } from '../http/run-start.ts';
+import { runStartHandler } from '../http/run-start.ts';
 import { loadAgentWorkflow } from '../store/runs.ts';
 
 /** POST /agents/{id}/runs (spec 4.4): the agent's active workflow, else its newest. */
-export const makeHandler = (deps: Deps) =>
-  keyedHandler(deps, 'RunAgent', async (event, auth) => {
-    const start = runStartOf(event);
-    const answer = await startRunFor(deps, auth.key, start, () =>
-      loadAgentWorkflow(deps, auth.teamId, event.pathParameters?.id ?? ''),
-    );
-    return json(answer.status, answer.body);
-  });
+export const makeHandler = (deps: Deps) => runStartHandler(deps, 'RunAgent', loadAgentWorkflow);
 
 export const handler = makeHandler(productionDeps());
