@@ -37,9 +37,9 @@ export interface Access {
   /** Object actions on the library bucket. Default: none. */
   bucket?: readonly ObjectAction[];
   /**
-   * `secretsmanager:GetSecretValue` on the stage's provider secrets and on the team connection
-   * secrets under the stage's connection prefix (`lib/stages.ts`). Only the step executor resolves
-   * secrets. Default: none.
+   * `secretsmanager:GetSecretValue` and `ssm:GetParameter` on the stage's provider secrets (each on
+   * its own store) and on the team connection secrets and parameters under the stage's connection
+   * prefix (`lib/stages.ts`). Only the step executor resolves secrets. Default: none.
    */
   secrets?: 'providers-and-connections';
 }

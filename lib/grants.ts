@@ -3,6 +3,7 @@ import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import { parseProviderSecret } from '../functions/store/secret-refs.ts';
 import type { Access } from './access.ts';
 import { dataTable, libraryBucket } from './definitions.ts';
 import { wildcardResourceFinding } from './nag.ts';
@@ -30,6 +31,10 @@ const secretArnOf = (name: string) =>
  */
 export const secretArn = (nameOrArn: string) =>
   nameOrArn.startsWith('arn:') ? nameOrArn : secretArnOf(`${nameOrArn}-??????`);
+
+/** The ARN of the SSM parameter `name` (with or without its leading `/`) in the stack's account and region. */
+export const parameterArn = (name: string) =>
+  `arn:${Aws.PARTITION}:ssm:${Aws.REGION}:${Aws.ACCOUNT_ID}:parameter/${name.replace(/^\//, '')}`;
 
 /**
  * Turns an `Access` entry into one policy statement per resource with exactly the listed actions,
@@ -85,15 +90,36 @@ export class Grants {
 
     if (access.secrets === 'providers-and-connections') {
       const { providerSecrets, connectionSecretPrefix } = this.#targets;
+      const sources = providerSecrets.map((p) => {
+        const source = parseProviderSecret(p.secretName);
+        if (!source) throw new Error(`${p.provider}: ${p.secretName} names no secret or parameter`);
+        return source;
+      });
       allow(
         ['secretsmanager:GetSecretValue'],
-        [...providerSecrets.map((p) => secretArn(p.secretName)), secretArnOf(`${connectionSecretPrefix}*`)],
+        [
+          ...sources.flatMap((s) => (s.store === 'secretsmanager' ? [secretArn(s.name)] : [])),
+          secretArnOf(`${connectionSecretPrefix}*`),
+        ],
+      );
+      allow(
+        ['ssm:GetParameter'],
+        [
+          ...sources.flatMap((s) => (s.store === 'ssm' ? [parameterArn(s.name)] : [])),
+          parameterArn(`${connectionSecretPrefix}*`),
+        ],
       );
       acknowledge(
         `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:${connectionSecretPrefix}*]`,
         'Team connection secrets are created by operators for each team after deployment, so the step executor ' +
           `may read every secret named under ${connectionSecretPrefix} (and no other); a team's connection names ` +
           'its own secret, which the executor resolves only for that team.',
+      );
+      acknowledge(
+        `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ssm:<AWS::Region>:<AWS::AccountId>:parameter/${connectionSecretPrefix}*]`,
+        'Team connection secrets may also be SSM SecureString parameters, created by operators for each team ' +
+          `after deployment, so the step executor may read every parameter named under /${connectionSecretPrefix} ` +
+          "(and no other); a team's connection names its own parameter, which the executor resolves only for that team.",
       );
     }
   }

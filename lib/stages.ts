@@ -7,6 +7,7 @@
 
 import { providerEntry } from '../functions/nodes/providers/registry.ts';
 import { metricsServiceName } from '../functions/observability/metric-names.ts';
+import { connectionSecretPrefixOf, parseProviderSecret } from '../functions/store/secret-refs.ts';
 import type { QueueDefinition } from './definitions.ts';
 
 export const stageNames = ['dev', 'prod'] as const;
@@ -21,7 +22,7 @@ export const contextKeys = {
   stage: 'stage',
   /** Stack-name prefix; stacks are `<prefix>-<stage>-Stateful` and `<prefix>-<stage>-Api`. */
   stackPrefix: 'stackPrefix',
-  /** `key:secret,key:secret`: the provider adapters that are on, each with its Secrets Manager secret. */
+  /** `key:secret,key:secret`: the provider adapters that are on, each with its secret (Secrets Manager or `ssm:/…`). */
   providers: 'providers',
   /** `true` or `false`: model steps without a configured provider run on the sandbox provider. */
   sandboxProviders: 'sandboxProviders',
@@ -47,7 +48,8 @@ export interface ProviderSecret {
   /** Provider key from the registry (`functions/nodes/providers/registry.ts`), e.g. `openai-compatible`. */
   provider: string;
   /**
-   * Secrets Manager secret name (or full ARN) whose SecretString is JSON
+   * Where its credentials live: a Secrets Manager secret name (or full ARN), or `ssm:/<name>` for
+   * an SSM SecureString parameter (no monthly charge, against $0.40 a secret). The value is JSON
    * `{"apiKey": "...", "baseUrl": "https://..."}` (`baseUrl` optional when the registry has one).
    */
   secretName: string;
@@ -93,8 +95,8 @@ export interface StageConfig {
    */
   sandboxProviders: boolean;
   /**
-   * Team connection secrets live under this Secrets Manager name prefix; the step executor may read
-   * nothing else. `workflow-run-api/<stage>/connections/`.
+   * Team connection secrets live under this name prefix (Secrets Manager), or under `/` and it (SSM
+   * parameters); the step executor may read nothing else. `workflow-run-api/<stage>/connections/`.
    */
   connectionSecretPrefix: string;
   /** Adds the CloudWatch dashboard ($3 a month, the largest idle cost). Default: false. */
@@ -136,9 +138,6 @@ export const stageDefaults: Readonly<Record<StageName, StageDefaults>> = {
 /** CloudWatch Logs accepts only these retention periods (days). */
 const logRetentionValues = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557];
 
-/** Secrets Manager name characters; an ARN is accepted as is. */
-const secretNamePattern = /^[A-Za-z0-9/_+=.@-]{1,512}$/;
-
 const flag = (key: string, value: unknown, fallback: boolean): boolean => {
   if (value === undefined || value === '') return fallback;
   if (value === true || value === 'true') return true;
@@ -178,8 +177,11 @@ export const parseProviders = (value: unknown): ProviderSecret[] => {
     }
     if (seen.has(provider)) throw new Error(`context providers: ${provider} is given twice`);
     seen.add(provider);
-    if (typeof secretName !== 'string' || !(secretName.startsWith('arn:') || secretNamePattern.test(secretName))) {
-      throw new Error(`context providers: ${provider} needs a Secrets Manager secret name, as ${provider}:<name>`);
+    if (typeof secretName !== 'string' || !parseProviderSecret(secretName)) {
+      throw new Error(
+        `context providers: ${provider} needs a Secrets Manager secret name or ARN, as ${provider}:<name>, ` +
+          `or an SSM parameter, as ${provider}:ssm:/<name>`,
+      );
     }
     return { provider, secretName };
   });
@@ -239,7 +241,7 @@ export const stageConfig = (
       context(contextKeys.sandboxProviders),
       defaults.sandboxProviders,
     ),
-    connectionSecretPrefix: `${serviceName}/${name}/connections/`,
+    connectionSecretPrefix: connectionSecretPrefixOf(name),
     dashboard: flag(contextKeys.dashboard, context(contextKeys.dashboard), false),
     perFunctionAlarms: flag(contextKeys.perFunctionAlarms, context(contextKeys.perFunctionAlarms), false),
   };

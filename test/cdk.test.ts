@@ -297,6 +297,16 @@ describe('cdk app', { timeout: 120_000 }, () => {
       ]) {
         expect(() => buildApp({ ...testContext, providers: bad }, offline), bad).toThrow(/context providers/);
       }
+      // An SSM SecureString parameter instead of a secret, and a full secret ARN.
+      const parameter = buildApp({ ...testContext, providers: 'openai-compatible:ssm:/a/b' }, offline);
+      expect(parameter.config.providers).toEqual([{ provider: 'openai-compatible', secretName: 'ssm:/a/b' }]);
+      const arn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:a/b-AbCdEf';
+      expect(buildApp({ ...testContext, providers: `openai-compatible:${arn}` }, offline).config.providers).toEqual([
+        { provider: 'openai-compatible', secretName: arn },
+      ]);
+      expect(() => buildApp({ ...testContext, providers: 'openai-compatible:ssm:a/b' }, offline)).toThrow(
+        /context providers/,
+      );
       expect(() => buildApp({ ...testContext, providers: 'openai-compatible:a,openai-compatible:b' }, offline)).toThrow(
         /twice/,
       );
@@ -571,6 +581,30 @@ describe('cdk app', { timeout: 120_000 }, () => {
       }
     });
 
+    it('reads a provider from an SSM SecureString parameter when the stage names one (ssm:/…), and only that', () => {
+      const parameter = '/workflow-run-api/prod/providers/openai-compatible';
+      const withParameter = synthesize({
+        ...prodContext,
+        [contextKeys.providers]: `openai-compatible:ssm:${parameter}`,
+      });
+      const executor = workers.find((w) => w.id === 'StepExecutor');
+      const description = `consumes the ${executor?.trigger.kind === 'queue' ? executor.trigger.queue : ''} queue`;
+      const id = functionIdOf(withParameter.apiResources, description);
+      expect(grantsOf(withParameter.apiResources, id)).toEqual(
+        expectedGrants(executor?.grants ?? {}, {
+          consumes: 'Steps',
+          tracing: true,
+          providerSecrets: [],
+          providerParameters: [parameter],
+          connectionPrefix: 'workflow-run-api/prod/connections/',
+        }),
+      );
+      expect(withParameter.apiResources[id]?.Properties.Environment).toMatchObject({
+        Variables: { PROVIDER_SECRETS: JSON.stringify({ 'openai-compatible': `ssm:${parameter}` }) },
+      });
+      expectNagClean(withParameter.app);
+    });
+
     it('allows no Scan or BatchWriteItem anywhere, DeleteItem only where a lock is released, no bucket listing', () => {
       const everything = Object.values(prod.apiResources)
         .filter((r) => r.Type === 'AWS::IAM::Policy')
@@ -643,12 +677,16 @@ describe('cdk app', { timeout: 120_000 }, () => {
           sent.other.includes('sqs:SendMessage'),
         );
         if (sent.other.includes('sqs:ChangeMessageVisibility')) expect(fn.consumes, fn.id).toBeTruthy();
+        // Only the step executor reads secrets, and only its bundle loads the secret stores' clients.
+        const secretStores = /["']@aws-sdk\/client-(secrets-manager|ssm)["']/;
         if (fn.access.secrets) {
-          // The step executor resolves secrets once the application side reads Secrets Manager.
-          const sends = sent.other.includes('secretsmanager:GetSecretValue');
-          if (sends) expect(fn.id).toBe('StepExecutor');
+          expect(fn.id).toBe('StepExecutor');
+          expect(sent.other).toEqual(expect.arrayContaining(['secretsmanager:GetSecretValue', 'ssm:GetParameter']));
+          expect(bundle).toMatch(secretStores);
         } else {
           expect(sent.other, fn.id).not.toContain('secretsmanager:GetSecretValue');
+          expect(sent.other, fn.id).not.toContain('ssm:GetParameter');
+          expect(bundle, fn.id).not.toMatch(secretStores);
         }
       }
     });
@@ -690,7 +728,7 @@ function functionIdOf(resources: Resources, description: string): string {
 
 /**
  * Every action a function's role allows, by the resource it names: `table`, `index:<name>`,
- * `queue:<id>`, `objects`, `secret:<name>`, `logs`, or `*`.
+ * `queue:<id>`, `objects`, `secret:<name>`, `parameter:<name>`, `logs`, or `*`.
  */
 function grantsOf(resources: Resources, functionId: string): Record<string, string[]> {
   const fn = resources[functionId];
@@ -722,6 +760,8 @@ function resourceLabel(resource: unknown): string {
   if (queue) return `queue:${queue[1]}`;
   const secret = /:secret:([^"]+)"/.exec(text);
   if (secret) return `secret:${secret[1]}`;
+  const parameter = /:parameter\/([^"]+)"/.exec(text);
+  if (parameter) return `parameter:${parameter[1]}`;
   if (/"Fn::GetAtt":\["\w*Logs[0-9A-F]{8}","Arn"\]/.test(text)) return 'logs';
   return text;
 }
@@ -729,7 +769,13 @@ function resourceLabel(resource: unknown): string {
 /** What `grantsOf` must find for a function with `access`. */
 function expectedGrants(
   access: Access,
-  options: { consumes?: string; tracing: boolean; providerSecrets: string[]; connectionPrefix: string },
+  options: {
+    consumes?: string;
+    tracing: boolean;
+    providerSecrets: string[];
+    providerParameters?: string[];
+    connectionPrefix: string;
+  },
 ): Record<string, string[]> {
   const out: Record<string, string[]> = { logs: ['logs:CreateLogStream', 'logs:PutLogEvents'] };
   const add = (label: string, actions: string[]) => {
@@ -761,6 +807,8 @@ function expectedGrants(
   if (access.secrets) {
     for (const name of options.providerSecrets) add(`secret:${name}-??????`, ['secretsmanager:GetSecretValue']);
     add(`secret:${options.connectionPrefix}*`, ['secretsmanager:GetSecretValue']);
+    for (const name of options.providerParameters ?? []) add(`parameter:${name.slice(1)}`, ['ssm:GetParameter']);
+    add(`parameter:${options.connectionPrefix}*`, ['ssm:GetParameter']);
   }
   return out;
 }
