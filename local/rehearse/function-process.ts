@@ -63,6 +63,19 @@ const lambdaRuntimeEnv = (options: FunctionProcessOptions): Record<string, strin
   LANG: 'en_US.UTF-8',
 });
 
+const timedOut = (seconds: number): FunctionError => ({
+  errorType: 'Sandbox.Timedout',
+  errorMessage: `Task timed out after ${seconds} seconds`,
+});
+
+/** Errors after which the execution environment is not reused. */
+const environmentEnding = new Set([
+  'Sandbox.Timedout',
+  'Runtime.UncaughtException',
+  'Runtime.UnhandledPromiseRejection',
+  'Runtime.ExitError',
+]);
+
 export class FunctionProcess {
   readonly invocations: InvocationRecord[] = [];
   private child: ChildProcess | undefined;
@@ -153,10 +166,22 @@ export class FunctionProcess {
       try {
         const child = await this.start();
         const id = randomUUID();
+        let timer: NodeJS.Timeout | undefined;
         outcome = await new Promise<InvokeOutcome>((resolve) => {
           this.pending.set(id, resolve);
           child.send({ type: 'invoke', id, event: JSON.stringify(event) });
+          // The shim times the handler out itself; this catches one that blocks its event loop.
+          timer = setTimeout(
+            () => {
+              this.pending.delete(id);
+              resolve({ ok: false, error: timedOut(this.options.timeoutSeconds) });
+            },
+            this.options.timeoutSeconds * 1000 + 1000,
+          );
         });
+        clearTimeout(timer);
+        // After a timeout or an uncaught error Lambda discards the environment: so does this.
+        if (!outcome.ok && environmentEnding.has(outcome.error.errorType)) await this.discard(child);
       } catch (error) {
         outcome = {
           ok: false,
@@ -177,6 +202,15 @@ export class FunctionProcess {
     const next = this.queue.then(run, run);
     this.queue = next.catch(() => undefined);
     return next;
+  }
+
+  /** Kills the process and waits for its exit: the next invocation starts a new one. */
+  private async discard(child: ChildProcess): Promise<void> {
+    if (this.child === child) this.child = undefined;
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
   }
 
   /** Ends the process (and refuses further invocations). */
