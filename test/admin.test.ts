@@ -100,6 +100,58 @@ describe('operators’ CLI', () => {
     expect((await admin('price', 'set', '--multiplier', '-1')).exitCode).toBe(2);
   });
 
+  it('sets, lists and removes a team connection by reference, never by value', async () => {
+    const teamId = (await admin('team', 'create', '--name', 'Gamma')).json?.teamId as string;
+    const set = (ref: string, ...rest: string[]) =>
+      admin('connection', 'set', '--team', teamId, '--key', 'byok-y', '--secret-ref', ref, ...rest);
+    // The local default: env: references, and any well-formed secret or parameter name.
+    expect((await set('env:BYOK_Y_KEY')).json).toEqual({ teamId, key: 'byok-y', secretRef: 'env:BYOK_Y_KEY' });
+    expect((await set('ssm:/workflow-run-api/dev/connections/t/byok-y')).exitCode).toBe(0);
+    const ref = 'secretsmanager:workflow-run-api/dev/connections/t/byok-y';
+    expect((await set(ref, '--endpoint', 'https://api.byok-y.example/v1')).exitCode).toBe(0);
+    expect((await admin('connection', 'list', '--team', teamId)).json).toEqual({
+      connections: { 'byok-y': { secretRef: ref, endpoint: 'https://api.byok-y.example/v1' } },
+    });
+    for (const bad of ['sk-live-123', 'env:1BAD', 'vault:x', 'secretsmanager:has space', 'ssm:relative/name']) {
+      const refused = await runAdmin(
+        ['connection', 'set', '--team', teamId, '--key', 'byok-y', '--secret-ref', bad],
+        stack.deps,
+      );
+      expect(refused.exitCode, bad).toBe(2);
+      expect(refused.output).toMatch(/^--secret-ref: a secret reference is secretsmanager:<secret name>/);
+    }
+    expect((await admin('connection', 'remove', '--team', teamId, '--key', 'byok-y')).exitCode).toBe(0);
+    expect((await admin('connection', 'list', '--team', teamId)).json).toEqual({ connections: {} });
+  });
+
+  it("against a deployed table, refuses env: and names outside SERVICE_STAGE's connection prefix", async () => {
+    const teamId = (await admin('team', 'create', '--name', 'Delta')).json?.teamId as string;
+    const run = (ref: string) =>
+      spawnSync(
+        process.execPath,
+        ['local/admin-main.ts', 'connection', 'set', '--team', teamId, '--key', 'byok-y', '--secret-ref', ref],
+        {
+          encoding: 'utf8',
+          env: {
+            ...process.env,
+            TABLE_NAME: stack.deps.tableName,
+            SERVICE_STAGE: 'prod',
+            AWS_ENDPOINT_URL_DYNAMODB: stack.resources.dynamoDbEndpoint,
+            AWS_ACCESS_KEY_ID: 'local',
+            AWS_SECRET_ACCESS_KEY: 'local',
+          },
+        },
+      );
+    const env = run('env:BYOK_Y_KEY');
+    expect(env.status).toBe(2);
+    expect(env.stderr).toContain('env: references are for the local default only');
+    const dev = run('secretsmanager:workflow-run-api/dev/connections/x');
+    expect(dev.status).toBe(2);
+    expect(dev.stderr).toContain('must be named under workflow-run-api/prod/connections/');
+    const prod = run(`secretsmanager:workflow-run-api/prod/connections/${teamId}/byok-y`);
+    expect(prod.status, prod.stderr).toBe(0);
+  });
+
   it('prints usage and exits non-zero for unknown commands, bad flags and missing flags', async () => {
     for (const argv of [
       ['bogus'],
