@@ -153,6 +153,7 @@ export class ApiStack extends Stack {
         description: `${route.method} ${basePath}${route.path}`,
         logRetentionDays: config.logRetentionDays,
         keepLogs: config.protectData,
+        tracing: config.tracing,
       });
       const { fn } = service;
       grants.apply(service, route.grants);
@@ -178,7 +179,7 @@ export class ApiStack extends Stack {
         logRetentionDays: config.logRetentionDays,
         keepLogs: config.protectData,
         reservedConcurrentExecutions: worker.reservedConcurrency,
-        tracing: worker.tracing,
+        tracing: config.tracing && (worker.tracing ?? true),
       });
       const { fn } = service;
       grants.apply(service, worker.grants);

@@ -30,8 +30,9 @@ export interface ServiceFunctionProps {
    */
   reservedConcurrentExecutions?: number;
   /**
-   * Active X-Ray tracing. Default: true. Off for a function that runs on a timer whether or not
-   * there is work, where a trace per tick would be most of its idle cost and its log line says it all.
+   * Active X-Ray tracing. Default: false; on where the stage traces (`-c tracing=true`,
+   * `StageConfig.tracing`), except for a function that runs on a timer whether or not there is
+   * work, where a trace per tick would be most of its idle cost and its log line says it all.
    */
   tracing?: boolean;
 }
@@ -39,7 +40,7 @@ export interface ServiceFunctionProps {
 /**
  * One Lambda function of the service, built the same way for every route and worker: Node 24 on
  * ARM, a minified ESM bundle built with `bundlingOptions` (the AWS SDK v3 comes from the runtime),
- * source maps, X-Ray tracing, its own log group kept for the stage's log retention, and its own
+ * source maps, X-Ray tracing when asked, its own log group kept for the stage's log retention, and its own
  * role, which starts with nothing but writing to that log group.
  */
 export class ServiceFunction extends Construct {
@@ -49,7 +50,7 @@ export class ServiceFunction extends Construct {
 
   constructor(scope: Construct, id: string, props: ServiceFunctionProps) {
     super(scope, id);
-    const tracing = props.tracing ?? true;
+    const tracing = props.tracing ?? false;
 
     const logGroup = new LogGroup(this, 'Logs', {
       retention: props.logRetentionDays,

@@ -32,6 +32,8 @@ export const contextKeys = {
   dashboard: 'dashboard',
   /** `true`: also alarm on each route function's errors and throttles. */
   perFunctionAlarms: 'perFunctionAlarms',
+  /** `true`: X-Ray active tracing on the functions that serve requests and run steps. */
+  tracing: 'tracing',
   /** Whole days run data and output files are kept; overrides the stage's default. */
   retentionDays: 'retentionDays',
   /**
@@ -103,6 +105,13 @@ export interface StageConfig {
   dashboard: boolean;
   /** Adds an errors and a throttles alarm per route function ($0.20 each a month). Default: false. */
   perFunctionAlarms: boolean;
+  /**
+   * X-Ray active tracing on every function but the dispatcher. Default: false: at X-Ray's default
+   * sampling nearly every request and queue invocation is a trace ($5 per million recorded), which
+   * would cost more than the rest of a run (docs/decisions.md); `-c tracing=true` turns it on to
+   * investigate. The structured logs carry requestId and jobId either way.
+   */
+  tracing: boolean;
   /**
    * prod: termination protection on both stacks, deletion protection on the table, and the table,
    * the bucket and the log groups retained when their stack is deleted. dev: none of these;
@@ -244,6 +253,7 @@ export const stageConfig = (
     connectionSecretPrefix: connectionSecretPrefixOf(name),
     dashboard: flag(contextKeys.dashboard, context(contextKeys.dashboard), false),
     perFunctionAlarms: flag(contextKeys.perFunctionAlarms, context(contextKeys.perFunctionAlarms), false),
+    tracing: flag(contextKeys.tracing, context(contextKeys.tracing), false),
   };
 };
 

@@ -23,7 +23,7 @@ export interface Worker {
   timeoutSeconds?: number;
   /** Concurrency reserved for it, which is also its most. Default: none. */
   reservedConcurrency?: number;
-  /** Active X-Ray tracing. Default: true. */
+  /** Active X-Ray tracing where the stage traces (`-c tracing=true`). Default: true. */
   tracing?: boolean;
   /**
    * Exactly what the function's code sends beyond consuming its own queue (the event source grants

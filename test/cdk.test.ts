@@ -28,6 +28,7 @@ const prodContext = {
   [contextKeys.alarmEmail]: 'ops@example.com',
   [contextKeys.dashboard]: 'true',
   [contextKeys.perFunctionAlarms]: 'true',
+  [contextKeys.tracing]: 'true',
 };
 
 type Resource = {
@@ -139,13 +140,22 @@ describe('cdk app', { timeout: 120_000 }, () => {
     }
   });
 
-  it('traces every function with X-Ray except the dispatcher, which ticks every minute', () => {
+  it('traces no function by default; -c tracing=true traces every function but the dispatcher, which ticks every minute', () => {
+    expect(dev.config.tracing).toBe(false);
     for (const fn of Object.values(dev.apiTemplate.findResources('AWS::Lambda::Function'))) {
+      expect(fn.Properties.TracingConfig, fn.Properties.Description).toBeUndefined();
+    }
+    expect(prod.config.tracing).toBe(true);
+    for (const fn of Object.values(prod.apiTemplate.findResources('AWS::Lambda::Function'))) {
       const dispatcher = fn.Properties.Description === 'runs on the dispatcher schedule';
       expect(fn.Properties.TracingConfig, fn.Properties.Description).toEqual(
         dispatcher ? undefined : { Mode: 'Active' },
       );
     }
+    // Untraced, a function's role has no X-Ray permission.
+    const devPolicies = JSON.stringify(dev.apiTemplate.findResources('AWS::IAM::Policy'));
+    expect(devPolicies).not.toContain('xray:');
+    expect(() => buildApp({ ...testContext, tracing: 'on' }, offline)).toThrow(/tracing/);
   });
 
   describe('stages', () => {
