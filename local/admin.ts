@@ -303,7 +303,8 @@ const dispatch = async (command: string, flags: Flags, deps: Deps): Promise<Reco
       return { connections: await getConnections(deps, required(flags, 'team')) };
     case 'dispatch': {
       const { makeHandler } = await import('../functions/workers/deferred-dispatcher.ts');
-      return makeHandler(deps)();
+      const { invokedAs } = await import('./invocation.ts');
+      return invokedAs('DeferredDispatcher', makeHandler(deps))();
     }
     case 'deferred list': {
       const waiting = await listWaitingDeferredRuns(deps, required(flags, 'team'));

@@ -40,14 +40,16 @@ type Input = Record<string, unknown>;
 const { partition, region, account } = canonicalArn;
 
 /** The deps' own resources under their definition names (the logical names the CDK stack uses). */
-const namer = (resources: LocalResources) => {
+const namer = (resources: LocalResources | undefined) => {
   const queueIds = new Map<string, string>();
-  for (const [id, url] of Object.entries(resources.queueUrls)) queueIds.set(url, id);
-  for (const [id, url] of Object.entries(resources.dlqUrls)) queueIds.set(url, `${id as QueueDefinition['id']}-dlq`);
+  for (const [id, url] of Object.entries(resources?.queueUrls ?? {})) queueIds.set(url, id);
+  for (const [id, url] of Object.entries(resources?.dlqUrls ?? {})) {
+    queueIds.set(url, `${id as QueueDefinition['id']}-dlq`);
+  }
   return {
-    table: (name: unknown) => (name === resources.tableName ? dataTable.id : String(name)),
+    table: (name: unknown) => (name === resources?.tableName ? dataTable.id : String(name)),
     queue: (url: unknown) => queueIds.get(String(url)) ?? String(url).split('/').pop() ?? String(url),
-    bucket: (name: unknown) => (name === resources.bucket ? libraryBucket.id : String(name)),
+    bucket: (name: unknown) => (name === resources?.bucket ? libraryBucket.id : String(name)),
   };
 };
 
@@ -130,10 +132,11 @@ const isClient = (value: unknown): value is SdkClient =>
   typeof value === 'object' && value !== null && 'send' in value && 'middlewareStack' in value;
 
 /**
- * `deps` with the command log on every AWS client it holds (DocumentClient, SQS, S3 and any other),
- * when `AWS_COMMAND_LOG_DIR` is set; `deps` unchanged otherwise.
+ * `deps` (or any object holding clients) with the command log on every AWS client it holds
+ * (DocumentClient, SQS, S3 and any other), when `AWS_COMMAND_LOG_DIR` is set; `deps` unchanged
+ * otherwise. `resources` names the local table, queues and bucket as the stack does.
  */
-export const withAwsCommandLog = <T extends object>(deps: T, resources: LocalResources): T => {
+export const withAwsCommandLog = <T extends object>(deps: T, resources?: LocalResources): T => {
   const directory = process.env.AWS_COMMAND_LOG_DIR;
   if (!directory) return deps;
   const names = namer(resources);

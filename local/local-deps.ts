@@ -10,6 +10,7 @@ import { stageProvidersFromEnv } from '../functions/nodes/providers/stage.ts';
 import { secretPolicyFromEnv } from '../functions/store/secret-refs.ts';
 import { createSecretStore } from '../functions/store/secrets.ts';
 import { envNames } from '../lib/definitions.ts';
+import { withAwsCommandLog } from './aws-command-log.ts';
 import { localAwsConfig } from './emulators.ts';
 import type { LocalResources } from './provision.ts';
 
@@ -20,22 +21,25 @@ import type { LocalResources } from './provision.ts';
  */
 export const localDeps = (resources: LocalResources, overrides: Partial<Deps> = {}): Deps => {
   const secrets = overrides.secrets ?? localSecretStore();
-  return {
-    ddb: documentClient(new DynamoDBClient({ ...localAwsConfig, endpoint: resources.dynamoDbEndpoint })),
-    tableName: resources.tableName,
-    sqs: new SQSClient({ ...localAwsConfig, endpoint: resources.sqsS3Endpoint }),
-    queueUrls: { steps: resources.queueUrls.Steps, webhooks: resources.queueUrls.Webhooks },
-    s3: new S3Client({ ...localAwsConfig, endpoint: resources.sqsS3Endpoint, forcePathStyle: true }),
-    bucket: resources.bucket,
-    now: () => new Date(),
-    newId: randomUUID,
-    executors:
-      overrides.executors ??
-      createExecutorRegistry(executorDeps({ env: process.env, providerSecret: secrets.providerSecret })),
-    providers: stageProvidersFromEnv(process.env),
-    secrets,
-    ...overrides,
-  };
+  return withAwsCommandLog(
+    {
+      ddb: documentClient(new DynamoDBClient({ ...localAwsConfig, endpoint: resources.dynamoDbEndpoint })),
+      tableName: resources.tableName,
+      sqs: new SQSClient({ ...localAwsConfig, endpoint: resources.sqsS3Endpoint }),
+      queueUrls: { steps: resources.queueUrls.Steps, webhooks: resources.queueUrls.Webhooks },
+      s3: new S3Client({ ...localAwsConfig, endpoint: resources.sqsS3Endpoint, forcePathStyle: true }),
+      bucket: resources.bucket,
+      now: () => new Date(),
+      newId: randomUUID,
+      executors:
+        overrides.executors ??
+        createExecutorRegistry(executorDeps({ env: process.env, providerSecret: secrets.providerSecret })),
+      providers: stageProvidersFromEnv(process.env),
+      secrets,
+      ...overrides,
+    },
+    resources,
+  );
 };
 
 /**
