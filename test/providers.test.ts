@@ -199,6 +199,18 @@ describe('openai-compatible provider against a local fake server', () => {
     expect(error).toBeInstanceOf(ProviderError);
     expect((error as ProviderError).message).toBe('openai-compatible answered 401: bad key');
     expect((error as ProviderError).status).toBe(401);
+    // A provider that quotes the key back: the error (a step's error, shown to the team) never carries it.
+    const quoting = createOpenAiCompatibleProvider({
+      baseUrl: 'https://provider.example/v1',
+      apiKey: 'sk-secret-123',
+      fetch: async () =>
+        new Response(JSON.stringify({ error: { message: 'Incorrect API key provided: sk-secret-123.' } }), {
+          status: 401,
+        }),
+    });
+    await expect(quoting.generateText!({ ...call, prompt: 'x' })).rejects.toThrow(
+      'openai-compatible answered 401: Incorrect API key provided: [key].',
+    );
     const unset = createOpenAiCompatibleProvider({ baseUrl: undefined, apiKey: undefined });
     await expect(unset.generateText!({ ...call, prompt: 'x' })).rejects.toThrow(/not configured/);
   });

@@ -112,7 +112,9 @@ export const createOpenAiCompatibleProvider = (options: OpenAiCompatibleOptions)
     }
     if (!response.ok) {
       const error = isRecord(json) && isRecord(json.error) ? json.error.message : undefined;
-      const detail = typeof error === 'string' ? `: ${error.slice(0, 300)}` : '';
+      // A provider may quote the key it was sent (as "Incorrect API key provided: …"): never pass it on.
+      const quoted = typeof error === 'string' && options.apiKey ? error.split(options.apiKey).join('[key]') : error;
+      const detail = typeof quoted === 'string' ? `: ${quoted.slice(0, 300)}` : '';
       throw new ProviderError(`${key} answered ${response.status}${detail}`, response.status);
     }
     if (!isRecord(json)) throw new ProviderError(`${key} answered with something that is not a JSON object`);
