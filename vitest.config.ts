@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 /**
@@ -30,6 +31,16 @@ export const integrationTests = [
   'test/webhooks.test.ts',
 ];
 
+/**
+ * Run after the unit and integration projects (`npm test` runs all three), on what the integration
+ * project recorded: the AWS commands each function sent (`local/aws-command-log.ts`), checked
+ * against each function's synthesized policy. Not run when the integration project is not.
+ */
+export const auditTests = ['test/least-privilege.test.ts'];
+
+/** Where the integration project's handlers log the AWS commands they send, for the audit project. */
+export const awsCommandLogDir = fileURLToPath(new URL('.test-output/aws-commands/', import.meta.url));
+
 export default defineConfig({
   test: {
     testTimeout: 30_000,
@@ -41,7 +52,7 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: integrationTests },
+        test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [...integrationTests, ...auditTests] },
       },
       {
         extends: true,
@@ -50,7 +61,13 @@ export default defineConfig({
           include: integrationTests,
           // One DynamoDB Local + fauxqs for the whole project; each test file provisions its own prefix.
           globalSetup: ['test/support/global-setup.ts'],
+          // Every AWS client of the local deps logs the commands handlers send (the global setup empties it).
+          env: { AWS_COMMAND_LOG_DIR: awsCommandLogDir },
         },
+      },
+      {
+        extends: true,
+        test: { name: 'audit', include: auditTests, sequence: { groupOrder: 1 } },
       },
     ],
   },

@@ -1,7 +1,9 @@
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startDynamoDb, startSqsS3 } from '../../local/emulators.ts';
+import { awsCommandLogDir } from '../../vitest.config.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -9,8 +11,14 @@ declare module 'vitest' {
   }
 }
 
-/** Starts one in-memory DynamoDB Local and one fauxqs for the whole suite. */
+/**
+ * Starts one in-memory DynamoDB Local and one fauxqs for the whole suite, and empties the AWS
+ * command log, marking it as this vitest run's (the audit project reads only this run's log).
+ */
 export default async function setup(project: TestProject) {
+  rmSync(awsCommandLogDir, { recursive: true, force: true });
+  mkdirSync(awsCommandLogDir, { recursive: true });
+  writeFileSync(`${awsCommandLogDir}run.json`, JSON.stringify({ vitestPid: process.pid }));
   const dynamo = await startDynamoDb({ stateDir: join(tmpdir(), 'workflow-run-api-test-emulators') });
   const sqsS3 = await startSqsS3({});
   project.provide('emulators', { dynamoDbEndpoint: dynamo.endpoint, sqsS3Endpoint: sqsS3.endpoint });
