@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readPngMark, readWavMark } from '../functions/nodes/media/marks.ts';
+import { decodePng } from '../functions/nodes/media/png.ts';
 import { setConnection } from '../functions/store/connections.ts';
 import { buildOpenApiDocument } from '../schemas/openapi.ts';
 import { expectValidResponse } from './support/openapi-validator.ts';
@@ -66,6 +67,22 @@ describe('run outputs: files, marks, licence and lineage (spec 2.3)', () => {
     expect(readPngMark(pngBytes)).toBeTruthy();
     const wavBytes = new Uint8Array(await (await fetch(wav?.url ?? '')).arrayBuffer());
     expect(readWavMark(wavBytes)).toBeTruthy();
+  });
+
+  it('lets a later step read a stored file: ImageCropper crops the generated image and keeps its mark', async () => {
+    const { team, started } = await run([
+      { key: 'prompt', type: 'TextEntry', config: { text: 'a lighthouse' } },
+      { key: 'image', type: 'ImageGen', inputs: ['prompt'] },
+      { key: 'crop', type: 'ImageCropper', config: { width: 4, height: 4 }, inputs: ['image'] },
+    ]);
+    expect(started.status, JSON.stringify(started.body)).toBe(200);
+    const done = await waitForRun(stack, team.key, started.body.jobId as string);
+    expect(done.body.status, JSON.stringify(done.body)).toBe('completed');
+    const crop = (done.body.output as { node_id: string; result: unknown }[]).find((o) => o.node_id === 'crop');
+    const url = /"url":"([^"]+)"/.exec(JSON.stringify(crop?.result))?.[1];
+    const png = new Uint8Array(await (await fetch(url ?? '')).arrayBuffer());
+    expect(decodePng(png)).toMatchObject({ width: 4, height: 4 });
+    expect(readPngMark(png)).toBeTruthy();
   });
 
   it('marks outputs without a model step as not AI-generated, with no licence', async () => {

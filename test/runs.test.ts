@@ -14,6 +14,7 @@ import { createAgent, createProject, getTeam, setPerStepLimit } from '../functio
 import { activateWorkflow } from '../functions/store/workflows.ts';
 import type { LocalApi } from '../local/api-gateway.ts';
 import type { QueuePoller } from '../local/event-source.ts';
+import { queueContents } from './support/queue-contents.ts';
 import {
   api,
   cancelRunCall,
@@ -27,6 +28,7 @@ import {
   ledgerOf,
   pairPrice,
   pairSteps,
+  realStepHandler,
   runParts,
   startRunCall,
   startSecondApi,
@@ -537,6 +539,29 @@ describe('run starts without workers (runs stay queued)', () => {
     });
     expect(await ledgerOf(stack.deps, t.teamId)).toEqual({ balance: 9_999, held: 0, charged: 1, granted: 10_000 });
     expect(await lockOf(workflowId)).toBeUndefined();
+  });
+
+  it('cancel: a stopped run answers with its finished files signed, and queues run.stopped for its callbackUrl', async () => {
+    const t = await team(100);
+    const workflowId = await createWorkflow(stack, t, [
+      { key: 'prompt', type: 'TextEntry', config: { text: 'a lighthouse' } },
+      { key: 'image', type: 'ImageGen', inputs: ['prompt'] },
+      { key: 'llm', type: 'LlmWorker', inputs: ['prompt'] },
+    ]);
+    const started = await startRunCall(stack.baseUrl, t.key, workflowId, { callbackUrl: 'https://example.com/hook' });
+    const jobId = started.body.jobId as string;
+    // The real node executors (the sandbox provider draws the image), the llm step left queued.
+    for (const nodeId of ['prompt', 'image']) {
+      expect(await deliver(realStepHandler(stack.deps), [stepRecord({ jobId, workflowId, nodeId })])).toEqual([]);
+    }
+    const stopped = await cancelRunCall(stack.baseUrl, t.key, jobId);
+    expect(stopped.body).toMatchObject({ status: 'stopped' });
+    const image = (stopped.body.output as { node_id: string; result: unknown }[]).find((o) => o.node_id === 'image');
+    expect(JSON.stringify(image?.result)).toMatch(/"url":"http/);
+    const webhooks = (await queueContents(stack.resources, 'Webhooks'))
+      .map((m) => JSON.parse(m.body) as { jobId: string; event: string })
+      .filter((m) => m.jobId === jobId);
+    expect(webhooks).toEqual([{ jobId, event: 'run.stopped' }]);
   });
 });
 

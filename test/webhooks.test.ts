@@ -189,6 +189,30 @@ describe('the run-finished webhook (spec 6)', () => {
     }
   });
 
+  it("gives the receiver the run's files as URLs signed at delivery", async () => {
+    const receiver = await startReceiver();
+    try {
+      const team = await seedTeam(stack.deps);
+      const workflowId = await createWorkflow(stack, team, [
+        { key: 'prompt', type: 'TextEntry', config: { text: 'a lighthouse' } },
+        { key: 'image', type: 'ImageGen', inputs: ['prompt'] },
+      ]);
+      const started = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, {
+        key: team.key,
+        method: 'POST',
+        body: { callbackUrl: receiver.url },
+      });
+      const jobId = started.body.jobId as string;
+      await waitForRun(stack, team.key, jobId);
+      expect(await handle([await receiveJob(jobId)])).toEqual(delivered);
+      const [{ body }] = receiver.received as [Received];
+      const url = /"url":"([^"]+)"/.exec(body)?.[1];
+      expect((await fetch(url ?? '')).status).toBe(200);
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it('sends no signature without a secret, and sends run.failed for a failed run', async () => {
     const receiver = await startReceiver();
     try {
