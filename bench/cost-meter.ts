@@ -2,8 +2,11 @@
  * What a run costs on AWS, measured rather than guessed: an SDK middleware asks DynamoDB for the
  * capacity every call consumed (`ReturnConsumedCapacity: TOTAL`; DynamoDB Local computes it with
  * AWS's rules: 1 KB per write unit, 4 KB per read unit, transactions double) and counts SQS
- * requests; wrapped handlers count Lambda invocations and the time spent in them. `priceRun` turns
- * the counts into dollars at public on-demand rates.
+ * requests; wrapped handlers count Lambda invocations and the time spent in them; the flow counts
+ * its HTTP API requests and the access log line each writes; bench/cost-logs.ts counts the log
+ * lines the invocations write. `priceRun` turns the counts into dollars at public on-demand rates,
+ * all in: Lambda, DynamoDB, SQS, API Gateway and CloudWatch Logs (X-Ray is off unless a stage
+ * turns it on: priced apart).
  *
  * One exception: DynamoDB Local under-reports TransactWriteItems (four puts of tiny items report 2
  * units where AWS bills 8), so for those the meter reads each item before and after (with an
@@ -13,6 +16,8 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { functionMemoryMb } from '../lib/definitions.ts';
+import type { accessLogFields } from '../lib/routes.ts';
+import { workers } from '../lib/workers.ts';
 import { type CallCounts, countDynamoDbCalls, countSqsCalls, newCallCounts } from './counters.ts';
 
 /** us-east-1 on-demand prices, November 2026 (arm64 Lambda). */
@@ -22,9 +27,24 @@ export const awsPrices = {
   dynamoDbWriteUnit: 0.625 / 1e6,
   dynamoDbReadUnit: 0.125 / 1e6,
   sqsRequest: 0.4 / 1e6,
+  /** API Gateway HTTP API, per request (the first 300 million a month). */
+  httpApiRequest: 1 / 1e6,
+  /** CloudWatch Logs ingestion (standard class), per GB (2^30 bytes). */
+  logsIngestedGb: 0.5,
+  /** X-Ray, per trace recorded and per trace retrieved or scanned. */
+  xrayTraceRecorded: 5 / 1e6,
+  xrayTraceRetrieved: 0.5 / 1e6,
+  /** CloudWatch custom metric (EMF), per metric and month: billed by the month, not by the run. */
+  customMetricMonth: 0.3,
   /** AWS Step Functions Standard, per state transition: the floor the target is set against. */
   stepFunctionsTransition: 0.025 / 1e3,
 } as const;
+
+/**
+ * CloudWatch Logs counts 26 bytes per log event beside its message (PutLogEvents' batch size); the
+ * cost model counts them as ingested, the conservative reading.
+ */
+export const logEventOverheadBytes = 26;
 
 const readCommands = new Set([
   'GetItemCommand',
@@ -48,23 +68,48 @@ export interface Meter {
   };
   /** Requests by command (bench/counters.ts), the event source's receives and deletes included. */
   sqs: CallCounts;
-  lambda: { invocations: number; ms: number; byFunction: Record<string, number> };
+  lambda: {
+    invocations: number;
+    ms: number;
+    byFunction: Record<string, number>;
+    /** Handler time by function, priced at each function's memory. */
+    msByFunction: Record<string, number>;
+  };
+  /** HTTP API requests the flow made, and the bytes of the access log line API Gateway writes for each. */
+  api: { requests: number; accessLogBytes: number };
+  /**
+   * What the invocations wrote to stdout and stderr (each line one log event; bytes without the
+   * newline), and apart from it the embedded-metric-format lines (EMF: metrics are log lines too).
+   */
+  logs: LogCounts;
+}
+
+export interface LogCounts {
+  events: number;
+  bytes: number;
+  emfEvents: number;
+  emfBytes: number;
 }
 
 export const newMeter = (): Meter => ({
   dynamoDb: { calls: newCallCounts(), readUnits: 0, writeUnits: 0, refusedWriteUnits: 0 },
   sqs: newCallCounts(),
-  lambda: { invocations: 0, ms: 0, byFunction: {} },
+  lambda: { invocations: 0, ms: 0, byFunction: {}, msByFunction: {} },
+  api: { requests: 0, accessLogBytes: 0 },
+  logs: { events: 0, bytes: 0, emfEvents: 0, emfBytes: 0 },
 });
 
-/** Zeroes `meter` in place: the clients' middlewares hold on to its counters. */
+/** Zeroes `meter` in place: the clients' middlewares and the log capture hold on to its counters. */
 export const resetMeter = (meter: Meter) => {
+  const fresh = newMeter();
   Object.assign(meter.dynamoDb, {
-    ...newMeter().dynamoDb,
+    ...fresh.dynamoDb,
     calls: Object.assign(meter.dynamoDb.calls, newCallCounts()),
   });
   Object.assign(meter.sqs, newCallCounts());
-  meter.lambda = newMeter().lambda;
+  meter.lambda = fresh.lambda;
+  meter.api = fresh.api;
+  Object.assign(meter.logs, fresh.logs);
 };
 
 const bump = (counts: Record<string, number>, name: string, by = 1) => {
@@ -168,9 +213,11 @@ export const meterInvocation = async <T>(meter: Meter, name: string, invoke: () 
     return await invoke();
   } finally {
     inFlight--;
+    const ms = performance.now() - started;
     meter.lambda.invocations++;
-    meter.lambda.ms += performance.now() - started;
+    meter.lambda.ms += ms;
     bump(meter.lambda.byFunction, name);
+    bump(meter.lambda.msByFunction, name, ms);
   }
 };
 
@@ -196,19 +243,104 @@ export interface PricedLine {
   dollars: number;
 }
 
+/** A typical HTTP API request id, request time and caller, for the access log's variables the flow cannot see. */
+const typicalAccessLogValues = {
+  requestId: 'Y3z8dgtKoAMEbkw=',
+  requestTime: '24/Nov/2026:20:44:25 +0000',
+  sourceIp: '203.0.113.10',
+  protocol: 'HTTP/1.1',
+  integrationError: '-',
+};
+
+/**
+ * The access log line API Gateway writes for one request (`accessLogFields`, the stack's format):
+ * what the request measured (method, path, route, status, response length and latency), the rest
+ * typical values of their usual length (`typicalAccessLogValues`; the user agent is what the
+ * flow's client sent).
+ */
+export const accessLogLine = (request: {
+  method: string;
+  path: string;
+  routeKey: string;
+  status: number;
+  responseLength: number;
+  latencyMs: number;
+  userAgent: string;
+}) => {
+  const latency = String(Math.max(1, Math.round(request.latencyMs)));
+  const values: Record<keyof typeof accessLogFields, string> = {
+    ...typicalAccessLogValues,
+    userAgent: request.userAgent,
+    method: request.method,
+    path: request.path,
+    routeKey: request.routeKey,
+    status: String(request.status),
+    responseLength: String(request.responseLength),
+    responseLatency: latency,
+    integrationLatency: latency,
+  };
+  return JSON.stringify(values);
+};
+
+/**
+ * The lines Lambda itself writes to a function's log group per invocation (text format, no
+ * tracing): START, END and REPORT, with a request id and figures of their usual length.
+ */
+export const lambdaPlatformLines = (memoryMb: number, durationMs: number) => {
+  const requestId = '8f507cfc-5a3e-4697-b07a-ac58fc914c95';
+  const duration = Math.max(1, durationMs);
+  return [
+    `START RequestId: ${requestId} Version: $LATEST`,
+    `END RequestId: ${requestId}`,
+    `REPORT RequestId: ${requestId}\tDuration: ${duration.toFixed(2)} ms\tBilled Duration: ${Math.ceil(duration)} ms\tMemory Size: ${memoryMb} MB\tMax Memory Used: ${Math.round(memoryMb / 5)} MB\t`,
+  ];
+};
+
+/** Bytes CloudWatch Logs ingests for `events` log events of `bytes` in all. */
+export const ingestedBytes = (events: number, bytes: number) => bytes + events * logEventOverheadBytes;
+
+export interface PriceOptions {
+  /** Memory of each function, by the id the meter names it (route or worker id); default `functionMemoryMb`. */
+  memoryMb?: (functionId: string) => number;
+}
+
 /** The meter's counts priced at `awsPrices`, one line per service, for `runs` runs. */
-export const priceRun = (meter: Meter, runs = 1): { lines: PricedLine[]; total: number } => {
+export const priceRun = (
+  meter: Meter,
+  runs = 1,
+  options: PriceOptions = {},
+): { lines: PricedLine[]; total: number } => {
   const per = (n: number) => n / runs;
-  const gbSeconds = per(meter.lambda.ms / 1000) * (functionMemoryMb / 1024);
+  const memoryOf = options.memoryMb ?? (() => functionMemoryMb);
+  const gbSeconds = Object.entries(meter.lambda.msByFunction).reduce(
+    (sum, [fn, ms]) => sum + (per(ms) / 1000) * (memoryOf(fn) / 1024),
+    0,
+  );
+  const memories = [...new Set(Object.keys(meter.lambda.msByFunction).map(memoryOf))].join('/');
   const writeUnits = per(meter.dynamoDb.writeUnits + meter.dynamoDb.refusedWriteUnits);
+  const invocations = per(meter.lambda.invocations);
+  const meanMs = meter.lambda.invocations > 0 ? meter.lambda.ms / meter.lambda.invocations : 0;
+  const platformBytes = Object.entries(meter.lambda.byFunction).reduce(
+    (sum, [fn, n]) =>
+      sum +
+      per(n) *
+        lambdaPlatformLines(memoryOf(fn), meanMs).reduce((b, l) => b + ingestedBytes(1, Buffer.byteLength(l)), 0),
+    0,
+  );
+  const { logs } = meter;
+  const logBytes =
+    ingestedBytes(per(logs.events), per(logs.bytes)) +
+    ingestedBytes(per(logs.emfEvents), per(logs.emfBytes)) +
+    platformBytes +
+    ingestedBytes(per(meter.api.requests), per(meter.api.accessLogBytes));
   const lines: PricedLine[] = [
     {
       what: 'Lambda invocations',
-      count: `${per(meter.lambda.invocations).toFixed(1)}`,
-      dollars: per(meter.lambda.invocations) * awsPrices.lambdaRequest,
+      count: `${invocations.toFixed(1)}`,
+      dollars: invocations * awsPrices.lambdaRequest,
     },
     {
-      what: `Lambda compute (${functionMemoryMb} MB × measured handler time)`,
+      what: `Lambda compute (${memories || functionMemoryMb} MB × measured handler time)`,
       count: `${gbSeconds.toFixed(4)} GB-s`,
       dollars: gbSeconds * awsPrices.lambdaGbSecond,
     },
@@ -227,8 +359,62 @@ export const priceRun = (meter: Meter, runs = 1): { lines: PricedLine[]; total: 
       count: `${per(meter.sqs.total).toFixed(1)}`,
       dollars: per(meter.sqs.total) * awsPrices.sqsRequest,
     },
+    {
+      what: 'API Gateway HTTP API requests',
+      count: `${per(meter.api.requests).toFixed(1)}`,
+      dollars: per(meter.api.requests) * awsPrices.httpApiRequest,
+    },
+    {
+      what: 'CloudWatch Logs ingested (function lines, EMF, Lambda platform lines, access log)',
+      count: `${(logBytes / 1024).toFixed(1)} KB`,
+      dollars: (logBytes / 2 ** 30) * awsPrices.logsIngestedGb,
+    },
   ];
   return { lines, total: lines.reduce((sum, l) => sum + l.dollars, 0) };
+};
+
+/** The parts of the log ingestion line, per run, in bytes as ingested (26 bytes per event included). */
+export const logBreakdown = (meter: Meter, runs = 1, options: PriceOptions = {}) => {
+  const per = (n: number) => n / runs;
+  const memoryOf = options.memoryMb ?? (() => functionMemoryMb);
+  const meanMs = meter.lambda.invocations > 0 ? meter.lambda.ms / meter.lambda.invocations : 0;
+  const platformPerInvocation = (fn: string) =>
+    lambdaPlatformLines(memoryOf(fn), meanMs).reduce((b, l) => b + ingestedBytes(1, Buffer.byteLength(l)), 0);
+  return {
+    functionLines: {
+      events: per(meter.logs.events),
+      bytes: ingestedBytes(per(meter.logs.events), per(meter.logs.bytes)),
+    },
+    emf: {
+      events: per(meter.logs.emfEvents),
+      bytes: ingestedBytes(per(meter.logs.emfEvents), per(meter.logs.emfBytes)),
+    },
+    platform: {
+      events: per(meter.lambda.invocations) * 3,
+      bytes: Object.entries(meter.lambda.byFunction).reduce(
+        (sum, [fn, n]) => sum + per(n) * platformPerInvocation(fn),
+        0,
+      ),
+    },
+    accessLog: {
+      events: per(meter.api.requests),
+      bytes: ingestedBytes(per(meter.api.requests), per(meter.api.accessLogBytes)),
+    },
+  };
+};
+
+/**
+ * X-Ray, were the stage traced (`-c tracing=true`): at the default sampling nearly every request
+ * and queue invocation of a quiet service is a trace (one per API request, one per event-source
+ * invocation; the dispatcher is never traced), each recorded once and, when someone looks,
+ * retrieved once.
+ */
+export const xrayIfTraced = (meter: Meter, runs = 1) => {
+  const queueInvocations = workers
+    .filter((w) => w.trigger.kind === 'queue')
+    .reduce((sum, w) => sum + (meter.lambda.byFunction[w.id] ?? 0), 0);
+  const traces = (meter.api.requests + queueInvocations) / runs;
+  return { traces, dollars: traces * awsPrices.xrayTraceRecorded };
 };
 
 /** What AWS Step Functions Standard charges for the state transitions of a `steps`-step chain. */

@@ -2,17 +2,21 @@
  * The run the cost model prices: a `chainLength`-step chain started over HTTP with a callbackUrl,
  * executed by the real step executor from the steps queue, ended by its signed webhook delivered
  * by the real webhook worker to an https receiver on loopback. Everything runs on the emulators
- * through the same handlers `npm start` serves, metered by bench/cost-meter.ts.
+ * through the same handlers `npm start` serves, metered by bench/cost-meter.ts; the lines the
+ * invocations log are counted by bench/cost-logs.ts.
  */
 import { makeHandler as makeStepExecutor } from '../functions/workers/step-executor.ts';
 import { makeHandler as makeWebhookDelivery } from '../functions/workers/webhook-delivery.ts';
 import { stepsQueue, webhooksQueue } from '../lib/definitions.ts';
+import { basePath, routes } from '../lib/routes.ts';
 import { startLocalApi } from '../local/api-gateway.ts';
 import { startQueuePoller } from '../local/event-source.ts';
 import { localDeps } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
 import { receiverCa, startReceiver } from '../test/support/webhook-receiver.ts';
+import { captureLogs } from './cost-logs.ts';
 import {
+  accessLogLine,
   invocationsSettled,
   type Meter,
   meterDynamoDb,
@@ -22,7 +26,7 @@ import {
   newMeter,
   resetMeter,
 } from './cost-meter.ts';
-import { createChainWorkflows, seedRunsTeam } from './seed.ts';
+import { chainSteps, createChainWorkflows, seedRunsTeam } from './seed.ts';
 
 export interface ChainRunCost {
   /** Counts over the measured runs (divide by `runs`). */
@@ -33,13 +37,42 @@ export interface ChainRunCost {
   pollMeter: Meter;
 }
 
+/** The user agent Node's fetch sends: the flow's client, as API Gateway's access log records it. */
+const clientUserAgent = 'node';
+
+/**
+ * One HTTP API request of the flow: its route's invocation (`routeId`), the request itself and
+ * the access log line API Gateway writes for it.
+ */
+const apiRequest = async (meter: Meter, routeId: string, url: string, init: RequestInit) => {
+  const route = routes.find((r) => r.id === routeId);
+  if (!route) throw new Error(`no route ${routeId}`);
+  const started = performance.now();
+  const response = await meterInvocation(meter, routeId, () => fetch(url, init));
+  const text = await response.text();
+  meter.api.requests++;
+  meter.api.accessLogBytes += Buffer.byteLength(
+    accessLogLine({
+      method: route.method,
+      path: new URL(url).pathname,
+      routeKey: `${route.method} ${basePath}${route.path}`,
+      status: response.status,
+      responseLength: Buffer.byteLength(text),
+      latencyMs: performance.now() - started,
+      userAgent: clientUserAgent,
+    }),
+  );
+  return { status: response.status, body: JSON.parse(text) as Record<string, unknown> };
+};
+
 /**
  * Starts `runs + 1` runs one after another (the first warms the caches a warm Lambda instance has,
- * and is not counted) and meters the rest from the start request to the webhook's arrival.
+ * and is not counted) and meters the rest from the start request to the webhook's arrival. `steps`
+ * gives the workflow's steps (default: `chainSteps`, a TextEntry then TextConsoles).
  */
 export const measureChainRunCost = async (
   resources: LocalResources,
-  options: { runs: number; chainLength: number },
+  options: { runs: number; chainLength: number; steps?: (length: number) => unknown[] },
 ): Promise<ChainRunCost> => {
   const meter = newMeter();
   const deps = localDeps(resources);
@@ -74,21 +107,26 @@ export const measureChainRunCost = async (
       waitSeconds: 1,
     }),
   ];
+  let stopCapture: (() => void) | undefined;
   try {
     const team = await seedRunsTeam(deps, 1_000);
-    const [workflowId] = await createChainWorkflows(deps, api.baseUrl, team, 1, options.chainLength);
+    const [workflowId] = await createChainWorkflows(
+      deps,
+      api.baseUrl,
+      team,
+      1,
+      options.chainLength,
+      (options.steps ?? chainSteps)(options.chainLength),
+    );
     const headers = { authorization: `Bearer ${team.key}`, 'content-type': 'application/json' };
     const runOnce = async () => {
-      const response = await meterInvocation(meter, 'StartRun', () =>
-        fetch(`${api.baseUrl}/workflows/${workflowId}/runs`, {
-          method: 'POST',
-          headers,
-          body: JSON.stringify({ callbackUrl: receiver.url, callbackSecret: 'bench-secret' }),
-        }),
-      );
-      const body = (await response.json()) as { jobId?: string };
-      if (response.status !== 200 || !body.jobId) throw new Error(`start answered ${response.status}`);
-      const jobId = body.jobId;
+      const started = await apiRequest(meter, 'RunWorkflow', `${api.baseUrl}/workflows/${workflowId}/runs`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ callbackUrl: receiver.url, callbackSecret: 'bench-secret' }),
+      });
+      const jobId = started.body.jobId;
+      if (started.status !== 200 || typeof jobId !== 'string') throw new Error(`start answered ${started.status}`);
       await new Promise<void>((resolve, reject) => {
         if (arrived.has(jobId)) return resolve();
         const timer = setTimeout(() => reject(new Error(`no webhook for run ${jobId} within 30 s`)), 30_000);
@@ -103,14 +141,20 @@ export const measureChainRunCost = async (
     // The webhook worker's invocation ends after the receiver answered: let the warm-up's finish.
     await invocationsSettled();
     resetMeter(meter);
+    stopCapture = captureLogs(meter.logs);
     let lastJobId = '';
     for (let i = 0; i < options.runs; i++) lastJobId = await runOnce();
     await invocationsSettled();
+    stopCapture();
     const counted = structuredClone(meter);
     resetMeter(meter);
-    await meterInvocation(meter, 'GetRun', () => fetch(`${api.baseUrl}/runs/${lastJobId}`, { headers }));
+    stopCapture = captureLogs(meter.logs);
+    await apiRequest(meter, 'GetRun', `${api.baseUrl}/runs/${lastJobId}`, { headers });
+    stopCapture();
+    stopCapture = undefined;
     return { meter: counted, runs: options.runs, chainLength: options.chainLength, pollMeter: structuredClone(meter) };
   } finally {
+    stopCapture?.();
     for (const poller of pollers) await poller.stop();
     await receiver.close();
     await api.close();

@@ -1,27 +1,42 @@
 /**
- * The cost model, measured: a 10-step chain run priced from what it consumed (bench/cost-run.ts,
- * bench/cost-meter.ts), beside the floor it is judged against in the same run: what AWS Step
- * Functions Standard charges for the same run's state transitions alone. Target: a fifth of it.
+ * The cost model, measured: a 10-step chain run priced all in from what it consumed
+ * (bench/cost-run.ts, bench/cost-meter.ts, bench/cost-logs.ts), beside the floor it is judged
+ * against in the same run: what AWS Step Functions Standard charges for the same run's state
+ * transitions alone. Target: a fifth of it, and at most $0.00005. A second run shape, with one
+ * AI model step, shows what a provider's wait costs in compute.
  */
 import type { LocalResources } from '../local/provision.ts';
-import { awsPrices, dollars, priceRun, stepFunctionsFloor } from './cost-meter.ts';
+import {
+  awsPrices,
+  dollars,
+  logBreakdown,
+  type Meter,
+  type PriceOptions,
+  priceRun,
+  stepFunctionsFloor,
+  xrayIfTraced,
+} from './cost-meter.ts';
 import { measureChainRunCost } from './cost-run.ts';
 import { heading, line, note, ratio } from './report.ts';
+import { chainWithModelStep } from './seed.ts';
 import type { Targets } from './stats.ts';
 
 /** Runs measured after the warm-up run. */
 const measuredRuns = 10;
+/** Polls of GET /runs/{jobId} a client that polls is assumed to make per run (besides the webhook). */
+export const assumedPolls = 3;
+/** Seconds the model step of the second run shape waits on its provider. */
+export const providerWaitSeconds = 10;
 
-export const benchCost = async (options: { resources: LocalResources; targets: Targets; chainLength: number }) => {
-  const { targets, chainLength } = options;
-  heading(
-    `Cost of a ${chainLength}-step chain run with a webhook (${measuredRuns} runs one at a time, after one warm-up), priced at us-east-1 on-demand rates`,
-  );
-  const measured = await measureChainRunCost(options.resources, { runs: measuredRuns, chainLength });
-  const { lines, total } = priceRun(measured.meter, measured.runs);
-  for (const l of lines) line(`${l.what}: ${l.count}`, dollars(l.dollars).padStart(12));
-  const per = (n: number) => (n / measured.runs).toFixed(1);
-  const { dynamoDb, sqs, lambda } = measured.meter;
+const printLines = (meter: Meter, runs: number, options: PriceOptions) => {
+  const priced = priceRun(meter, runs, options);
+  for (const l of priced.lines) line(`${l.what}: ${l.count}`, dollars(l.dollars).padStart(12));
+  return priced;
+};
+
+const printCounts = (meter: Meter, runs: number, options: PriceOptions) => {
+  const per = (n: number) => (n / runs).toFixed(1);
+  const { dynamoDb, sqs, lambda } = meter;
   note(
     `DynamoDB calls per run: ${per(dynamoDb.calls.total)} (${Object.entries(dynamoDb.calls.byCommand)
       .map(([c, n]) => `${c.replace(/Command$/, '')} ${per(n)}`)
@@ -35,18 +50,83 @@ export const benchCost = async (options: { resources: LocalResources; targets: T
   note(
     `Lambda invocations per run: ${Object.entries(lambda.byFunction)
       .map(([f, n]) => `${f} ${per(n)}`)
-      .join(', ')}`,
+      .join(', ')}; handler time ${(lambda.ms / runs).toFixed(0)} ms a run`,
+  );
+  const logs = logBreakdown(meter, runs, options);
+  const part = (p: { events: number; bytes: number }) =>
+    `${p.events.toFixed(1)} lines ${(p.bytes / 1024).toFixed(2)} KB`;
+  note(
+    `log ingestion per run: function lines at INFO ${part(logs.functionLines)}, EMF ${part(logs.emf)}, ` +
+      `Lambda START/END/REPORT ${part(logs.platform)}, API access log ${part(logs.accessLog)} (26 bytes a line included)`,
+  );
+};
+
+export const benchCost = async (options: {
+  resources: LocalResources;
+  targets: Targets;
+  chainLength: number;
+  price?: PriceOptions;
+}) => {
+  const { targets, chainLength } = options;
+  const price = options.price ?? {};
+  heading(
+    `Cost of a ${chainLength}-step chain run with a webhook, all in (${measuredRuns} runs one at a time, after one warm-up), priced at us-east-1 on-demand rates`,
+  );
+  const measured = await measureChainRunCost(options.resources, { runs: measuredRuns, chainLength });
+  const { total } = printLines(measured.meter, measured.runs, price);
+  printCounts(measured.meter, measured.runs, price);
+  const xray = xrayIfTraced(measured.meter, measured.runs);
+  line(
+    `X-Ray: off by default (with -c tracing=true: ${xray.traces.toFixed(1)} traces × ${dollars(awsPrices.xrayTraceRecorded)})`,
+    `${dollars(0).padStart(12)}   traced ${dollars(xray.dollars)}`,
+  );
+  line(
+    `custom metrics: $${awsPrices.customMetricMonth} per metric and month, not per run (EMF lines counted above)`,
+    dollars(0).padStart(12),
   );
   const floor = stepFunctionsFloor(chainLength);
   line(
     `floor: Step Functions Standard, ${chainLength} state transitions × ${dollars(awsPrices.stepFunctionsTransition)}`,
     dollars(floor).padStart(12),
   );
-  line('total per run', targets.check(`cost of a ${chainLength}-step run`, total, '<=', 0.00005, dollars));
+  line(
+    'total per run, all in (the webhook tells the client)',
+    targets.check(`cost of a ${chainLength}-step run, all in`, total, '<=', 0.00005, dollars),
+  );
   line('ratio total / floor', targets.check('cost / Step Functions floor', total / floor, '<=', 0.2, ratio));
-  const poll = priceRun(measured.pollMeter);
-  line('one GET /runs/{jobId} (polling instead of the webhook; not in the total)', dollars(poll.total).padStart(12));
+  const poll = priceRun(measured.pollMeter, 1, price);
+  line('one GET /runs/{jobId}, all in (request, invocation, read, logs)', dollars(poll.total).padStart(12));
+  const polled = total + assumedPolls * poll.total;
+  line(
+    `with a polling client too: the run + ${assumedPolls} polls of GET /runs/{jobId}`,
+    `${dollars(polled).padStart(12)}   ${ratio(polled / floor)} × floor`,
+  );
   note('One run at a time is the dearest case: under load the event source batches up to 10 messages per');
-  note('invocation, so receives, deletes and invocations per step fall. Compute is handler time on this');
-  note('machine against the emulators. Idle cost is outside the run: see the cost model in docs/operations.md.');
+  note('invocation, so receives, deletes and invocations fall. Compute is handler time on this machine');
+  note('against the emulators (a loaded 2-CPU machine: noisy). Idle cost: see the next section.');
+
+  heading(
+    `A ${chainLength}-step run with one AI model step (LlmWorker) whose provider takes ${providerWaitSeconds} s (${measuredRuns / 2} runs, sandbox provider answering at once; the wait priced, not waited)`,
+  );
+  const model = await measureChainRunCost(options.resources, {
+    runs: measuredRuns / 2,
+    chainLength,
+    steps: chainWithModelStep,
+  });
+  const modelPriced = printLines(model.meter, model.runs, price);
+  printCounts(model.meter, model.runs, price);
+  const memoryOf = price.memoryMb ?? (() => 512);
+  const executorMb = memoryOf('StepExecutor');
+  const waitCost = (mb: number) => providerWaitSeconds * (mb / 1024) * awsPrices.lambdaGbSecond;
+  line(
+    `the provider's ${providerWaitSeconds} s, held by the step executor (${executorMb} MB)`,
+    dollars(waitCost(executorMb)).padStart(12),
+  );
+  line(
+    'total per run with the wait',
+    `${dollars(modelPriced.total + waitCost(executorMb)).padStart(12)}   ${ratio((modelPriced.total + waitCost(executorMb)) / floor)} × floor (not a target)`,
+  );
+  note(
+    `the same wait at 128 / 256 / 512 / 1024 MB: ${[128, 256, 512, 1024].map((mb) => dollars(waitCost(mb))).join(' / ')}`,
+  );
 };

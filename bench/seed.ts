@@ -59,12 +59,16 @@ export const seedRunsTeam = async (deps: Deps, credits: number): Promise<Omit<Be
 };
 
 /** A chain of `length` steps: a TextEntry, then TextConsoles each reading the one before (`s0` … `s<n-1>`). */
-export const chainSteps = (length: number) =>
+export const chainSteps = (length: number): { key: string; type: string; config?: object; inputs?: string[] }[] =>
   Array.from({ length }, (_, i) =>
     i === 0
       ? { key: 's0', type: 'TextEntry', config: { text: 'bench' } }
       : { key: `s${i}`, type: 'TextConsole', inputs: [`s${i - 1}`] },
   );
+
+/** The chain of `chainSteps` with its second step an AI model step (LlmWorker, on the sandbox provider locally). */
+export const chainWithModelStep = (length: number) =>
+  chainSteps(length).map((step, i) => (i === 1 ? { key: step.key, type: 'LlmWorker', inputs: ['s0'] } : step));
 
 /** Runs `fn` over `items` with at most `limit` at once; results in input order. */
 export const mapLimit = async <T, R>(
@@ -95,11 +99,12 @@ export const createChainWorkflows = async (
   team: { teamId: string; key: string; agentId: string },
   count: number,
   length: number,
+  steps: unknown[] = chainSteps(length),
 ): Promise<string[]> => {
   const response = await fetch(`${baseUrl}/workflows`, {
     method: 'POST',
     headers: { authorization: `Bearer ${team.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'Bench chain 1', steps: chainSteps(length), agentId: team.agentId }),
+    body: JSON.stringify({ name: 'Bench chain 1', steps, agentId: team.agentId }),
   });
   const body = (await response.json()) as { workflowId?: string };
   if (response.status !== 201 || !body.workflowId) {

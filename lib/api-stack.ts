@@ -14,7 +14,7 @@ import type { Construct } from 'constructs';
 import { dispatcherSchedule, envNames, type QueueDefinition, queues } from './definitions.ts';
 import { Grants } from './grants.ts';
 import { Observability } from './observability.ts';
-import { basePath, routes } from './routes.ts';
+import { accessLogFields, basePath, routes } from './routes.ts';
 import { ServiceFunction } from './service-function.ts';
 import type { StageConfig } from './stages.ts';
 import { workers } from './workers.ts';
@@ -32,23 +32,7 @@ export interface ApiStackProps extends StackProps {
 }
 
 /** HTTP API context variables written per request; no headers, so bearer keys never reach the log. */
-const accessLogFormat = AccessLogFormat.custom(
-  JSON.stringify({
-    requestId: '$context.requestId',
-    requestTime: '$context.requestTime',
-    sourceIp: '$context.identity.sourceIp',
-    userAgent: '$context.identity.userAgent',
-    method: '$context.httpMethod',
-    path: '$context.path',
-    routeKey: '$context.routeKey',
-    status: '$context.status',
-    protocol: '$context.protocol',
-    responseLength: '$context.responseLength',
-    responseLatency: '$context.responseLatency',
-    integrationLatency: '$context.integrationLatency',
-    integrationError: '$context.integrationErrorMessage',
-  }),
-);
+const accessLogFormat = AccessLogFormat.custom(JSON.stringify(accessLogFields));
 
 /**
  * Everything stateless: the queues, the HTTP API with one function per route, and the workers that

@@ -26,6 +26,27 @@ export interface Route {
 /** Every route lives under this prefix, locally and on API Gateway (spec section 9). */
 export const basePath = '/api/v1';
 
+/**
+ * The HTTP API's access log line: one JSON object of these context variables per request (no
+ * headers, so bearer keys never reach the log). The stack's access log format, and what the cost
+ * model (bench/cost-meter.ts) counts as the bytes each request writes.
+ */
+export const accessLogFields = {
+  requestId: '$context.requestId',
+  requestTime: '$context.requestTime',
+  sourceIp: '$context.identity.sourceIp',
+  userAgent: '$context.identity.userAgent',
+  method: '$context.httpMethod',
+  path: '$context.path',
+  routeKey: '$context.routeKey',
+  status: '$context.status',
+  protocol: '$context.protocol',
+  responseLength: '$context.responseLength',
+  responseLatency: '$context.responseLatency',
+  integrationLatency: '$context.integrationLatency',
+  integrationError: '$context.integrationErrorMessage',
+} as const;
+
 const table = [
   {
     id: 'GetOpenApi',

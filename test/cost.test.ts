@@ -2,8 +2,8 @@
  * The cost model's counts (docs/operations.md, "Cost model"), measured through the real path: a 10-step chain
  * started over HTTP, run by the step executor from the steps queue, ended by its webhook. Only
  * what is deterministic is asserted: DynamoDB capacity units, SQS requests and Lambda invocations
- * (handler time is the bench's business). Their price must leave $0.000005 of the $0.00005 target for
- * compute: 0.37 GB-s, about 31 ms per invocation at 512 MB.
+ * (handler time is the bench's business), API Gateway requests and the log lines the invocations
+ * write at INFO (bench/cost-logs.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
@@ -12,7 +12,7 @@ import { measureChainRunCost } from '../bench/cost-run.ts';
 import { provision } from '../local/provision.ts';
 
 describe('the cost of a 10-step run', () => {
-  it('a 10-step chain with a webhook takes 12 invocations, 38 write units, 33 SQS requests: under $0.000045 before compute', {
+  it('a 10-step chain with a webhook takes 12 invocations, 38 write units, 33 SQS requests, 1 API request: under $0.000049 all in before compute', {
     timeout: 60_000,
   }, async () => {
     const resources = await provision({ prefix: `c${randomUUID().slice(0, 8)}`, ...inject('emulators') });
@@ -22,10 +22,14 @@ describe('the cost of a 10-step run', () => {
     expect(per(meter.dynamoDb.writeUnits + meter.dynamoDb.refusedWriteUnits)).toBeLessThanOrEqual(38);
     expect(per(meter.dynamoDb.readUnits)).toBeLessThanOrEqual(30);
     expect(per(meter.sqs.total)).toBeLessThanOrEqual(33);
+    expect(per(meter.api.requests)).toBe(1); // the start; the webhook tells the client
+    // Logged at INFO: the webhook's attempt; an EMF line per invocation that recorded a metric.
+    expect(per(meter.logs.events)).toBeLessThanOrEqual(2);
+    expect(per(meter.logs.emfEvents)).toBeLessThanOrEqual(12);
     // Per step: one write for the step, one for the run's count; no transaction but the start's and the end's.
     expect(per(meter.dynamoDb.calls.byCommand.TransactWriteItemsCommand ?? 0)).toBe(2);
-    const withoutCompute = priceRun({ ...meter, lambda: { ...meter.lambda, ms: 0 } }, runs).total;
-    expect(withoutCompute).toBeLessThanOrEqual(0.000045);
+    const withoutCompute = priceRun({ ...meter, lambda: { ...meter.lambda, ms: 0, msByFunction: {} } }, runs).total;
+    expect(withoutCompute).toBeLessThanOrEqual(0.000049);
   });
 
   it('sizes items as DynamoDB bills them', () => {
