@@ -2,10 +2,10 @@ import type { Scope } from '../../lib/routes.ts';
 import type { Deps } from '../deps.ts';
 import { bearerToken, hashApiKey, isKeyUsable, isWellFormedApiKey } from '../domain/api-key.ts';
 import { RateLimitedError, ScopeNotPermittedError, UnauthorizedError } from '../domain/errors.ts';
-import { decide, defaultRequestsPerMinute } from '../domain/rate-limit.ts';
+import { defaultRequestsPerMinute } from '../domain/rate-limit.ts';
 import { findApiKeyByHash } from '../store/api-keys.ts';
 import type { ApiKeyItem } from '../store/items.ts';
-import { countRequest } from '../store/rate-counter.ts';
+import { admitRequest } from '../store/rate-counter.ts';
 
 /** Who is calling, as every keyed handler sees it. */
 export interface AuthContext {
@@ -16,8 +16,9 @@ export interface AuthContext {
 
 /**
  * Auth, then rate limit, then scope (DESIGN.md): a malformed key is refused before any read; a
- * missing, unknown, revoked or expired key gets the same 401; a scope failure still counts
- * against the rate limit so probing scopes is throttled too.
+ * missing, unknown, revoked or expired key gets the same 401; a request the rate limit accepts
+ * counts against it even if its scope then fails, so probing scopes is throttled too (a request
+ * the rate limit refuses counts nowhere).
  */
 export const authenticate = async (
   deps: Deps,
@@ -29,8 +30,12 @@ export const authenticate = async (
   const key = await findApiKeyByHash(deps, hashApiKey(token));
   const now = deps.now();
   if (!key || !isKeyUsable(key, now)) throw new UnauthorizedError();
-  const counts = await countRequest(deps, key.keyId, now.getTime());
-  const decision = decide(counts, now.getTime(), key.rateLimitPerMinute ?? defaultRequestsPerMinute);
+  const decision = await admitRequest(
+    deps,
+    key.keyId,
+    now.getTime(),
+    key.rateLimitPerMinute ?? defaultRequestsPerMinute,
+  );
   if (!decision.allowed) throw new RateLimitedError(decision.retryAfterSeconds);
   if (key.scopes.length > 0 && !key.scopes.includes(scope)) throw new ScopeNotPermittedError(scope);
   return { teamId: key.teamId, keyId: key.keyId, key };
