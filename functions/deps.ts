@@ -5,6 +5,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { envNames } from '../lib/definitions.ts';
 import type { NodeType } from '../schemas/workflows.ts';
+import { parseRetentionDays } from './domain/retention.ts';
 import type { NodeExecutor } from './nodes/executors/types.ts';
 import { type StageProviders, stageProvidersFromEnv } from './nodes/providers/stage.ts';
 import { refusingSecrets, type SecretResolver, secretPolicyFromEnv } from './store/secret-refs.ts';
@@ -37,6 +38,11 @@ export interface Deps {
    * references against the stage's policy and reads nothing.
    */
   secrets: SecretResolver;
+  /**
+   * Whole days run data is kept (`RETENTION_DAYS`; functions/domain/retention.ts): runs, steps and
+   * webhook deliveries from the run's start, ended deferred runs from their end.
+   */
+  retentionDays: number;
 }
 
 /** The lookup of a function that runs no steps: asking it for an executor is a wiring mistake. */
@@ -82,6 +88,7 @@ export const productionDeps = (stepExecutor?: StepExecutorWiring): Deps => {
     executors: noExecutors,
     providers: stageProvidersFromEnv(process.env),
     secrets: refusingSecrets(secretPolicyFromEnv(process.env)),
+    retentionDays: parseRetentionDays(process.env[envNames.retentionDays]),
   };
   if (!stepExecutor) return cached;
   const secrets = stepExecutor.secrets(process.env);

@@ -5,6 +5,7 @@ import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
 import { type Deps, documentClient } from '../functions/deps.ts';
+import { parseRetentionDays } from '../functions/domain/retention.ts';
 import { createExecutorRegistry, executorDeps } from '../functions/nodes/executors/index.ts';
 import { stageProvidersFromEnv } from '../functions/nodes/providers/stage.ts';
 import { secretPolicyFromEnv } from '../functions/store/secret-refs.ts';
@@ -16,8 +17,9 @@ import type { LocalResources } from './provision.ts';
 
 /**
  * Deps for handlers running against the emulators: the same shape production builds from env. The
- * node executors, the stage's providers and the secret store come from this process's environment
- * (as `npm start` has it) unless `overrides` brings others.
+ * node executors, the stage's providers, the secret store and the retention (`RETENTION_DAYS`, 30 days
+ * when unset) come from this process's environment (as `npm start` has it) unless `overrides`
+ * brings others.
  */
 export const localDeps = (resources: LocalResources, overrides: Partial<Deps> = {}): Deps => {
   const secrets = overrides.secrets ?? localSecretStore();
@@ -36,6 +38,7 @@ export const localDeps = (resources: LocalResources, overrides: Partial<Deps> = 
         createExecutorRegistry(executorDeps({ env: process.env, providerSecret: secrets.providerSecret })),
       providers: stageProvidersFromEnv(process.env),
       secrets,
+      retentionDays: parseRetentionDays(process.env[envNames.retentionDays]),
       ...overrides,
     },
     resources,
