@@ -10,6 +10,7 @@ import type { Deps } from '../functions/deps.ts';
 import { executionsFailedError, stepExecutionAttempts } from '../functions/domain/step-attempts.ts';
 import { workflowLockKey } from '../functions/store/keys.ts';
 import { claimStep, stepLeaseSeconds } from '../functions/store/run-steps.ts';
+import { readRunItem } from '../functions/store/runs.ts';
 import { stepsQueue } from '../lib/definitions.ts';
 import { queueContents } from './support/queue-contents.ts';
 import {
@@ -61,6 +62,13 @@ const startQueued = async (t: SeededTeam, steps: unknown[] = diamondSteps) => {
 
 /** The step messages of one run now on the queue (others' are dropped: their runs ended). */
 const messagesOf = async (jobId: string) => (await takeStepMessages(stack.deps)).filter((m) => m.jobId === jobId);
+
+/** The run item, as a worker claiming one of its steps has read it. */
+const runItemOf = async (jobId: string) => {
+  const run = await readRunItem(stack.deps, jobId);
+  if (!run) throw new Error(`run ${jobId} not found`);
+  return run;
+};
 
 /** A team with its diamond run started, and the run's root message (`a`) taken off the queue. */
 const startedRoot = async () => {
@@ -204,7 +212,7 @@ describe('redelivered and duplicated step messages', () => {
     const c = released.find((m) => m.nodeId === 'c') as StepMessage;
     expect(await deliver(handler, [stepRecord(b)])).toEqual([]);
     // The first worker claimed the model step `c` and died.
-    expect(await claimStep(stack.deps, jobId, 'c')).toEqual({ claimed: true, attempt: 1 });
+    expect(await claimStep(stack.deps, await runItemOf(jobId), 'c')).toEqual({ claimed: true, attempt: 1 });
     // Within the lease, the redelivery is taken for a duplicate and dropped: the provider is not paid twice.
     expect(await deliver(handler, [stepRecord(c, 2)])).toEqual([]);
     expect((await runParts(stack.deps, jobId)).steps.get('c')).toMatchObject({ status: 'processing', attempts: 1 });
@@ -393,7 +401,7 @@ describe('attempts are counted on the step, never from SQS receives', () => {
     for (let claim = 1; claim <= stepExecutionAttempts; claim++) {
       clock += (stepLeaseSeconds + 1) * 1000;
       const at: Deps = { ...stack.deps, now: () => new Date(clock) };
-      expect(await claimStep(at, jobId, 'c')).toEqual({ claimed: true, attempt: claim });
+      expect(await claimStep(at, await runItemOf(jobId), 'c')).toEqual({ claimed: true, attempt: claim });
     }
     clock += (stepLeaseSeconds + 1) * 1000;
     const late = stepHandler({ ...stack.deps, now: () => new Date(clock) }, () => async () => {

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { capResetsText, nextSpendMonthStart } from '../functions/domain/monthly-cap.ts';
 import { canvasKey, workflowLockKey } from '../functions/store/keys.ts';
 import { claimStep } from '../functions/store/run-steps.ts';
+import { readRunItem } from '../functions/store/runs.ts';
 import { createAgent, createProject, getTeam, setPerStepLimit } from '../functions/store/tenancy.ts';
 import { activateWorkflow } from '../functions/store/workflows.ts';
 import type { LocalApi } from '../local/api-gateway.ts';
@@ -75,6 +76,13 @@ const lockOf = async (workflowId: string) =>
       new GetCommand({ TableName: stack.deps.tableName, Key: workflowLockKey(workflowId), ConsistentRead: true }),
     )
   ).Item;
+
+/** The run item, as a worker claiming one of its steps has read it. */
+const runItemOf = async (jobId: string) => {
+  const run = await readRunItem(stack.deps, jobId);
+  if (!run) throw new Error(`run ${jobId} not found`);
+  return run;
+};
 
 /** Resolves once the steps queue holds no message, visible or taken by a worker still running it. */
 const stepsQueueDrained = () =>
@@ -454,7 +462,7 @@ describe('run starts without workers (runs stay queued)', () => {
       output: [],
     });
     // A worker took the first step and none has finished: `claimed`.
-    const claim = await claimStep(stack.deps, jobId, 'topic');
+    const claim = await claimStep(stack.deps, await runItemOf(jobId), 'topic');
     expect(claim.claimed).toBe(true);
     const claimed = await getRunCall(stack.baseUrl, t.key, jobId);
     expect(claimed.body).toMatchObject({ status: 'claimed', progress: 0 });
@@ -523,7 +531,7 @@ describe('run starts without workers (runs stay queued)', () => {
     const workflowId = await createWorkflow(stack, t);
     const jobId = (await startRunCall(stack.baseUrl, t.key, workflowId)).body.jobId as string;
     expect(await deliver(stepHandler(stack.deps), [stepRecord({ jobId, workflowId, nodeId: 'topic' })])).toEqual([]);
-    expect((await claimStep(stack.deps, jobId, 'prompt')).claimed).toBe(true);
+    expect((await claimStep(stack.deps, await runItemOf(jobId), 'prompt')).claimed).toBe(true);
     const stopped = await cancelRunCall(stack.baseUrl, t.key, jobId);
     expect(stopped.body).toEqual({
       jobId,

@@ -120,7 +120,7 @@ export const deliverWebhook = async (deps: Deps, delivery: WebhookDelivery, opti
     return scheduleAttempt(deps, { jobId, event, attempt, dueAt });
   }
   const target = await readDeliveryTarget(deps, jobId, event);
-  if (!target.callbackUrl) return;
+  if (!target) return; // no callbackUrl, or the run is gone (expired): nothing to deliver
   const { progress } = target;
   if (progress.state !== 'pending' || progress.attempts >= attempt) {
     if (lostItsSuccessor(progress, delivery, attempt)) {
@@ -146,7 +146,8 @@ export const deliverWebhook = async (deps: Deps, delivery: WebhookDelivery, opti
   }
   countWebhookAttempt(delivered);
   logger.info('webhook attempt', { jobId, event, ...entry, state });
-  if (!(await recordWebhookAttempt(deps, jobId, event, { messageId: delivery.messageId, entry, state }))) return;
+  const record = { messageId: delivery.messageId, entry, state, expiresAt: target.expiresAt };
+  if (!(await recordWebhookAttempt(deps, jobId, event, record))) return;
   if (state === 'failed') logger.warn('webhook failed after every attempt', { jobId, event, host: entry.host });
   if (entry.nextAttemptAt)
     await scheduleAttempt(deps, { jobId, event, attempt: attempt + 1, dueAt: entry.nextAttemptAt });

@@ -62,10 +62,11 @@ const releaseSuccessors = async (deps: Deps, message: StepMessage, justFinished?
       return;
     }
   }
-  const { run, canvas, steps } = await readRunAndSteps(deps, message, (c) => [
+  const read = await readRunAndSteps(deps, message, (c) => [
     ...new Set(successors(c, message.nodeId).flatMap((s) => [s, ...predecessors(c, s)])),
   ]);
-  if (!isGoing(run)) return;
+  if (!read || !isGoing(read.run)) return;
+  const { run, canvas, steps } = read;
   const ready = readySuccessors(canvas, message.nodeId, steps).filter((s) => !steps.has(s));
   if (ready.length > 0) await sendStepMessages(deps, message, ready);
   if (stepsFinished(run) >= run.stepsTotal) await endCompleted(deps, run);
@@ -105,8 +106,9 @@ const settleStep = async (
 const endWithFailure = async (deps: Deps, message: StepMessage, attempt: Attempt, error: string) => {
   // The hold may move between read and write (a parallel step charged): re-read and retry.
   for (let i = 0; i < 5; i++) {
-    const { run } = await readRunAndSteps(deps, message, () => []);
-    if (!isGoing(run)) return abandonStep(deps, message.jobId, message.nodeId, attempt);
+    const run = (await readRunAndSteps(deps, message, () => []))?.run;
+    if (!run) return; // gone (expired): nothing left to record
+    if (!isGoing(run)) return abandonStep(deps, run, message.nodeId, attempt);
     if (await failStep(deps, run, message.nodeId, attempt, error)) {
       await queueWebhook(deps, run, 'failed');
       return;
@@ -126,10 +128,10 @@ export interface RunStepOptions {
  * until the step's own count of failed executions reaches `stepExecutionAttempts`.
  */
 export const runStep = async (deps: Deps, message: StepMessage, options: RunStepOptions) => {
-  const { run, canvas, steps, stepItem } = await readRunAndSteps(deps, message, (c) => [
-    message.nodeId,
-    ...predecessors(c, message.nodeId),
-  ]);
+  const read = await readRunAndSteps(deps, message, (c) => [message.nodeId, ...predecessors(c, message.nodeId)]);
+  // The run is gone (expired, or deleted after its retention): a late message has nothing to do.
+  if (!read) return;
+  const { run, canvas, steps, stepItem } = read;
   const own = stepItem(message.nodeId);
   steps.delete(message.nodeId);
   if (own?.status === 'completed' || own?.status === 'skipped') {
@@ -144,7 +146,7 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
   // Only a model step is claimed: its lease keeps a duplicate message from paying a provider twice.
   let attempt: Attempt = null;
   if (spec.model) {
-    const claim = await claimStep(deps, message.jobId, message.nodeId);
+    const claim = await claimStep(deps, run, message.nodeId);
     if (!claim.claimed) return; // leased by another delivery (a duplicate), or finished meanwhile
     attempt = claim.attempt;
     // Each claim before this one lost its worker while the node ran: stop taking the step over.
@@ -155,7 +157,7 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
   const { teamId } = run;
   const plan = planStep(canvas, message.nodeId, steps);
   if (!plan.run) {
-    if (await finishStepItem(deps, message.jobId, node.id, attempt, { status: 'skipped' }))
+    if (await finishStepItem(deps, run, node.id, attempt, { status: 'skipped' }))
       await settleStep(deps, message, run, { status: 'skipped', chargeHundredths: 0 }, canvas);
     return;
   }
@@ -188,7 +190,7 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
     }
     // A failed execution, counted on the step item (a model step's claim counts it already), so a
     // message SQS handed back without running the node (a throttle) spends nothing.
-    const failed = attempt ?? (await countFailedExecution(deps, message.jobId, message.nodeId));
+    const failed = attempt ?? (await countFailedExecution(deps, run, message.nodeId));
     if (failed === null) return; // another delivery finished the step meanwhile; it counts it
     if (failed >= stepExecutionAttempts) {
       // The run fails visibly and the message is done: the DLQ is for messages we cannot process.
@@ -211,6 +213,6 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
     chargeHundredths,
   };
   // False: another delivery finished the step first (a duplicate message); that one counts it.
-  if (!(await finishStepItem(deps, message.jobId, node.id, attempt, end))) return;
+  if (!(await finishStepItem(deps, run, node.id, attempt, end))) return;
   await settleStep(deps, message, run, { status: 'completed', chargeHundredths }, canvas);
 };

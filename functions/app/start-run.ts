@@ -16,6 +16,7 @@ import {
 } from '../domain/errors.ts';
 import { spendMonth } from '../domain/monthly-cap.ts';
 import { estimateRun, type RunEstimate } from '../domain/pricing.ts';
+import { epochSeconds, retentionExpiry } from '../domain/retention.ts';
 import { apiInputKeys, rootNodeIds, validateCanvas } from '../domain/workflow-graph.ts';
 import { type ApiIntegrationRefusal, checkApiIntegration } from '../nodes/providers/registry.ts';
 import { logger } from '../observability/logger.ts';
@@ -35,7 +36,10 @@ import {
   startRun,
 } from '../store/runs.ts';
 
-/** An Idempotency-Key answer is remembered this long (as payment APIs do). */
+/**
+ * An Idempotency-Key answer is remembered this long (as payment APIs do), or for the retention of
+ * the run it names if that were shorter (a retention is at least one day, so it never is).
+ */
 const idempotencyWindowSeconds = 24 * 3600;
 
 /** The error that carries an admission refusal to the caller. */
@@ -192,7 +196,10 @@ export const startRunFor = async (
           keyHash: idempotencyKeyHash,
           requestHash,
           response,
-          expiresAt: Math.floor(deps.now().getTime() / 1000) + idempotencyWindowSeconds,
+          expiresAt: Math.min(
+            epochSeconds(deps.now()) + idempotencyWindowSeconds,
+            retentionExpiry(deps.now(), deps.retentionDays),
+          ),
         };
   try {
     if (request.defer) {

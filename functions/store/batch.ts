@@ -1,7 +1,7 @@
 import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
 import type { Deps } from '../deps.ts';
-import { type ItemKey, ItemKeySchema, parseItem } from './items.ts';
+import { type ItemKey, ItemKeySchema, parseItem, unexpired } from './items.ts';
 
 /** The items a BatchGet read, by `PK|SK`; pick them out with `itemFor`. */
 export type ItemsByKey = ReadonlyMap<string, Record<string, unknown>>;
@@ -10,10 +10,12 @@ const UnprocessedKeysSchema = v.array(ItemKeySchema);
 
 /**
  * Strongly consistent BatchGetItem of up to 100 keys, retrying unprocessed keys; returns the
- * items by `PK|SK` so callers pick them out by the keys they built.
+ * items by `PK|SK` so callers pick them out by the keys they built. An item whose `ttl` has passed
+ * is left out, as if DynamoDB had deleted it (`unexpired`).
  */
 export const batchGet = async (deps: Deps, keys: readonly ItemKey[]): Promise<ItemsByKey> => {
   const found = new Map<string, Record<string, unknown>>();
+  const now = deps.now();
   let pending = keys;
   for (let attempt = 0; pending.length > 0; attempt++) {
     if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 25 * 2 ** attempt)));
@@ -22,7 +24,9 @@ export const batchGet = async (deps: Deps, keys: readonly ItemKey[]): Promise<It
     const { Responses, UnprocessedKeys } = await deps.ddb.send(
       new BatchGetCommand({ RequestItems: { [deps.tableName]: { Keys: chunk, ConsistentRead: true } } }),
     );
-    for (const item of Responses?.[deps.tableName] ?? []) found.set(`${item.PK}|${item.SK}`, item);
+    for (const item of Responses?.[deps.tableName] ?? []) {
+      if (unexpired(item, now)) found.set(`${item.PK}|${item.SK}`, item);
+    }
     pending = [...v.parse(UnprocessedKeysSchema, UnprocessedKeys?.[deps.tableName]?.Keys ?? []), ...rest];
     if (attempt > 10) throw new Error('DynamoDB left keys unprocessed after 10 retries');
   }

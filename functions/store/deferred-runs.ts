@@ -4,6 +4,7 @@ import type { RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { deferredExpiresAt } from '../domain/deferred-run-lifetime.ts';
 import { DeferredRunNotFoundError, DeferredRunNotWaitingError } from '../domain/errors.ts';
+import { retentionExpiry } from '../domain/retention.ts';
 import { batchGet, itemFor } from './batch.ts';
 import { type IdempotencyRecord, idempotencyPut } from './idempotency.ts';
 import {
@@ -13,6 +14,7 @@ import {
   ExpiringDeferredRunSchema,
   ItemKeySchema,
   parseItem,
+  unexpired,
 } from './items.ts';
 import { deferredRunKey, multiplierSortKey, waitingIndexes, waitingPartition } from './keys.ts';
 import { queryAll } from './query.ts';
@@ -81,16 +83,20 @@ export const createDeferredRun = async (
   );
 };
 
-/** A deferred run of the team; another team's reads as missing. */
+/** A deferred run of the team; another team's, and one past its `ttl` (expired), read as missing. */
 export const getDeferredRun = async (deps: Deps, teamId: string, deferredJobId: string): Promise<DeferredRunItem> => {
   const { Item } = await deps.ddb.send(
     new GetCommand({ TableName: deps.tableName, Key: deferredRunKey(deferredJobId), ConsistentRead: true }),
   );
-  if (!Item || Item.teamId !== teamId) throw new DeferredRunNotFoundError(deferredJobId);
-  return parseItem(DeferredRunItemSchema, Item);
+  const item = unexpired(Item, deps.now());
+  if (!item || item.teamId !== teamId) throw new DeferredRunNotFoundError(deferredJobId);
+  return parseItem(DeferredRunItemSchema, item);
 };
 
-/** The update that moves a waiting deferred run on; usable inside a transaction. */
+/**
+ * The update that moves a waiting deferred run on; usable inside a transaction. A waiting run never
+ * expires; the one that moved is kept the stage's retention from now, its end (`ttl`).
+ */
 export const leaveWaiting = (
   deps: Deps,
   deferredJobId: string,
@@ -99,13 +105,14 @@ export const leaveWaiting = (
 ) => ({
   TableName: deps.tableName,
   Key: deferredRunKey(deferredJobId),
-  UpdateExpression: `SET #status = :status, movedAt = :now${extra.jobId ? ', jobId = :job, dispatchedAt = :now' : ''} REMOVE GSI2PK, GSI2SK, GSI3PK, GSI3SK`,
+  UpdateExpression: `SET #status = :status, movedAt = :now, #ttl = :ttl${extra.jobId ? ', jobId = :job, dispatchedAt = :now' : ''} REMOVE GSI2PK, GSI2SK, GSI3PK, GSI3SK`,
   ConditionExpression: '#status = :waiting',
-  ExpressionAttributeNames: { '#status': 'status' },
+  ExpressionAttributeNames: { '#status': 'status', '#ttl': 'ttl' },
   ExpressionAttributeValues: {
     ':status': status,
     ':waiting': 'waiting',
     ':now': deps.now().toISOString(),
+    ':ttl': retentionExpiry(deps.now(), deps.retentionDays),
     ...(extra.jobId ? { ':job': extra.jobId } : {}),
   },
 });

@@ -1,6 +1,7 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
-import { IdempotencyItemSchema, parseItem } from './items.ts';
+import { epochSeconds } from '../domain/retention.ts';
+import { IdempotencyItemSchema, parseItem, unexpired } from './items.ts';
 import { idempotencyRecordKey } from './keys.ts';
 
 export interface IdempotentAnswer {
@@ -17,9 +18,9 @@ export const findIdempotentAnswer = async (
   const { Item } = await deps.ddb.send(
     new GetCommand({ TableName: deps.tableName, Key: idempotencyRecordKey(keyId, keyHash), ConsistentRead: true }),
   );
-  if (!Item) return undefined;
-  const remembered = parseItem(IdempotencyItemSchema, Item);
-  if (remembered.ttl < Math.floor(deps.now().getTime() / 1000)) return undefined;
+  const item = unexpired(Item, deps.now());
+  if (!item) return undefined;
+  const remembered = parseItem(IdempotencyItemSchema, item);
   return { requestHash: remembered.requestHash, response: remembered.response };
 };
 
@@ -27,11 +28,14 @@ export interface IdempotencyRecord {
   keyHash: string;
   requestHash: string;
   response: unknown;
-  /** Epoch seconds after which the key may be used again. */
+  /** Epoch seconds from which the key may be used again (the record's `ttl`). */
   expiresAt: number;
 }
 
-/** The Put that remembers an answer, for the start's transaction; an expired record may be replaced. */
+/**
+ * The Put that remembers an answer, for the start's transaction; an expired record (one that reads
+ * as absent: its `ttl` has come) may be replaced.
+ */
 export const idempotencyPut = (deps: Pick<Deps, 'tableName' | 'now'>, keyId: string, record: IdempotencyRecord) => ({
   Put: {
     TableName: deps.tableName,
@@ -42,8 +46,8 @@ export const idempotencyPut = (deps: Pick<Deps, 'tableName' | 'now'>, keyId: str
       response: record.response,
       ttl: record.expiresAt,
     },
-    ConditionExpression: 'attribute_not_exists(PK) OR #ttl < :nowSeconds',
+    ConditionExpression: 'attribute_not_exists(PK) OR #ttl <= :nowSeconds',
     ExpressionAttributeNames: { '#ttl': 'ttl' },
-    ExpressionAttributeValues: { ':nowSeconds': Math.floor(deps.now().getTime() / 1000) },
+    ExpressionAttributeValues: { ':nowSeconds': epochSeconds(deps.now()) },
   },
 });

@@ -12,6 +12,7 @@ import { DeferredRunSchema } from '../../schemas/deferred-runs.ts';
 import { LicenceModelSchema, RunModeSchema, RunRequestSchema } from '../../schemas/runs.ts';
 import { WorkflowSummarySchema } from '../../schemas/workflows.ts';
 import { ServiceError } from '../domain/errors.ts';
+import { isExpired } from '../domain/retention.ts';
 import type { Canvas } from '../domain/workflow-graph.ts';
 import { endStatuses, inProgressStatuses } from '../domain/workflow-lock.ts';
 import { isRecord } from '../is-record.ts';
@@ -49,6 +50,15 @@ export const parseItem = <TSchema extends v.GenericSchema>(
         : 'without a key';
   throw new MalformedItemError(where, parsed.issues);
 };
+
+/**
+ * The item as read, or undefined when there is none or its `ttl` has passed. DynamoDB's TTL deletes
+ * an expired item up to a few days late, so every read of an item that expires (a run, its steps
+ * and deliveries, an ended deferred run, an idempotency record) goes through this: `batchGet`,
+ * `queryAll` and the store's GetItem reads of those items. An expired run reads as a missing one.
+ */
+export const unexpired = (item: Record<string, unknown> | undefined, now: Date): Record<string, unknown> | undefined =>
+  item === undefined || isExpired(item.ttl, now) ? undefined : item;
 
 /** Amounts in hundredths of a credit; a counter the item gains with its first ADD reads 0 before it. */
 const hundredths = v.number();
@@ -89,6 +99,13 @@ export const RunItemSchema = v.object({
   createdAt: v.string(),
 });
 export type RunItem = v.InferOutput<typeof RunItemSchema>;
+
+/** What the webhook worker reads of the run item: where its webhook goes, its signing secret, its start. */
+export const RunCallbackSchema = v.object({
+  callbackUrl: v.optional(v.string()),
+  callbackSecret: v.optional(v.string()),
+  createdAt: v.string(),
+});
 
 const storedStepStatuses = ['processing', 'completed', 'failed', 'skipped'] as const;
 

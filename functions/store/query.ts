@@ -1,12 +1,14 @@
 import { paginateQuery, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
+import { unexpired } from './items.ts';
 
 /** A Query of the table, or of one of its indexes (`IndexName`); `Limit`, when set, is the size of a page. */
 export type TableQuery = Omit<QueryCommandInput, 'TableName' | 'ExclusiveStartKey'>;
 
 /**
  * Every item a Query matches, page after page, each read once by `read` (a parser of
- * functions/store/items.ts) as it arrives. `counter.pages` counts the pages (a dispatcher tick
+ * functions/store/items.ts) as it arrives; an item whose `ttl` has passed is left out, as if
+ * DynamoDB had deleted it (`unexpired`). `counter.pages` counts the pages (a dispatcher tick
  * reports what its queries cost).
  */
 export const queryAll = async <T>(
@@ -16,10 +18,11 @@ export const queryAll = async <T>(
   counter?: { pages: number },
 ): Promise<T[]> => {
   const out: T[] = [];
+  const now = deps.now();
   // The paginator writes its cursor into the input it is given: a copy, so `query` can be reused.
   for await (const page of paginateQuery({ client: deps.ddb }, { ...query, TableName: deps.tableName })) {
     if (counter) counter.pages++;
-    for (const item of page.Items ?? []) out.push(read(item));
+    for (const item of page.Items ?? []) if (unexpired(item, now)) out.push(read(item));
   }
   return out;
 };

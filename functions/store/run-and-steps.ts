@@ -16,7 +16,8 @@ export interface RunRef {
  * What a step delivery reads before it acts: the run item, its canvas (unless cached) and the
  * items of the steps `nodeIds` picks from the canvas, in one strongly consistent BatchGet (two
  * when the canvas was not cached). `steps` holds those that have a step item; `stepItem` gives
- * one of them whole.
+ * one of them whole. Undefined when the run is gone: never written, deleted, or past its `ttl`
+ * (expired, functions/domain/retention.ts): its messages have nothing left to do.
  */
 export const readRunAndSteps = async (deps: Deps, ref: RunRef, nodeIds: (canvas: Canvas) => string[]) => {
   let canvas = cachedCanvas(ref.workflowId);
@@ -33,7 +34,7 @@ export const readRunAndSteps = async (deps: Deps, ref: RunRef, nodeIds: (canvas:
     if (stepKeys.length > 0) items = new Map([...items, ...(await batchGet(deps, stepKeys))]);
   }
   const run = itemFor(items, runKey(ref.jobId), RunItemSchema);
-  if (!run) throw new Error(`Run ${ref.jobId} not found`);
+  if (!run) return undefined;
   const stepItems = new Map<string, StepItem>();
   const steps = new Map<string, StepState>();
   for (const nodeId of nodeIds(canvas)) {

@@ -1,6 +1,7 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
+import { retentionExpiry } from '../domain/retention.ts';
 import { type EndStatus, inProgressStatuses } from '../domain/workflow-lock.ts';
 import { keyMonthKey, projectKey, runKey, teamKey, workflowLockKey } from './keys.ts';
 import { cancellationReasons } from './refusals.ts';
@@ -15,6 +16,8 @@ export interface RunLedgerState {
   workflowId: string;
   projectId: string;
   spendMonth: string;
+  /** The run's start: its items are kept the stage's retention from it (functions/domain/retention.ts). */
+  createdAt: string;
   /** The whole hold taken at the start; the team's `held` carries it until the run ends. */
   estimateHundredths: number;
   /** What is still held for the run's unfinished steps. */
@@ -69,18 +72,21 @@ export interface LastCount {
  * The items that end a run, exactly once: set its final status (only while it is in progress,
  * only if its hold is still the one read, so no charge slips in between), settle the team item,
  * take the released amount back off the project's and key's spend, and free the workflow's run
- * lock. With `last`, the same update counts the last step and charges it (one write fewer).
+ * lock. With `last`, the same update counts the last step and charges it (one write fewer). The
+ * same update gives the run item its `ttl` (its start plus the retention): a run expires only once
+ * it has ended, so one in progress keeps its lock and hold where a cancel can release them.
  */
 export const endRunItems = (deps: Deps, run: RunLedgerState, status: EndStatus, last?: LastCount): TransactItems => {
   const charge = last?.chargeHundredths ?? 0;
   const release = run.heldHundredths - charge;
-  let update = 'SET #status = :status, endedAt = :now, finalizedAt = :now, heldHundredths = :zero';
+  let update = 'SET #status = :status, endedAt = :now, finalizedAt = :now, heldHundredths = :zero, #ttl = :ttl';
   let condition = `${inProgressCondition} AND heldHundredths = :held AND attribute_not_exists(finalizedAt)`;
   const values: Record<string, unknown> = {
     ':status': status,
     ':now': deps.now().toISOString(),
     ':zero': 0,
     ':held': run.heldHundredths,
+    ':ttl': retentionExpiry(run.createdAt, deps.retentionDays),
     ...inProgressValues,
   };
   if (last) {
@@ -102,7 +108,7 @@ export const endRunItems = (deps: Deps, run: RunLedgerState, status: EndStatus, 
         Key: runKey(run.jobId),
         UpdateExpression: `${update} REMOVE GSI1PK, GSI1SK`,
         ConditionExpression: condition,
-        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeNames: { '#status': 'status', '#ttl': 'ttl' },
         ExpressionAttributeValues: values,
       },
     },

@@ -2,6 +2,7 @@ import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
 import type { LicenceModel } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
+import { retentionExpiry } from '../domain/retention.ts';
 import { isInProgress } from '../domain/workflow-lock.ts';
 import type { ModelUse } from '../nodes/executors/types.ts';
 import { parseItem, type RunItem, RunItemSchema, StepItemSchema } from './items.ts';
@@ -16,6 +17,14 @@ import {
   notCountedCondition,
   transactWrite,
 } from './run-ledger.ts';
+
+/**
+ * The run a step item belongs to: the item is keyed by its job and kept as long as it, the stage's
+ * retention from the run's start (`ttl`, written with each write that already happens).
+ */
+export type StepRun = Pick<RunItem, 'jobId' | 'createdAt'>;
+
+const stepTtl = (deps: Deps, run: StepRun) => retentionExpiry(run.createdAt, deps.retentionDays);
 
 /** How long a claimed step belongs to its worker; shorter than the queue's visibility timeout. */
 export const stepLeaseSeconds = 120;
@@ -41,22 +50,24 @@ const RefusedStepSchema = v.object({ status: v.optional(stringAttribute(StepItem
  * previous worker's lease ran out (it crashed). A step already finished, or leased by another
  * worker (a duplicate message), is not claimed.
  */
-export const claimStep = async (deps: Deps, jobId: string, nodeId: string): Promise<ClaimResult> => {
+export const claimStep = async (deps: Deps, run: StepRun, nodeId: string): Promise<ClaimResult> => {
   const now = deps.now();
+  const { jobId } = run;
   try {
     const { Attributes } = await deps.ddb.send(
       new UpdateCommand({
         TableName: deps.tableName,
         Key: stepKey(jobId, nodeId),
         UpdateExpression:
-          'SET #status = :processing, leaseUntil = :lease, startedAt = if_not_exists(startedAt, :now), nodeId = :node ADD attempts :one',
+          'SET #status = :processing, leaseUntil = :lease, startedAt = if_not_exists(startedAt, :now), nodeId = :node, #ttl = :ttl ADD attempts :one',
         ConditionExpression: 'attribute_not_exists(PK) OR (#status = :processing AND leaseUntil < :now)',
-        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeNames: { '#status': 'status', '#ttl': 'ttl' },
         ExpressionAttributeValues: {
           ':processing': 'processing',
           ':lease': new Date(now.getTime() + stepLeaseSeconds * 1000).toISOString(),
           ':now': now.toISOString(),
           ':node': nodeId,
+          ':ttl': stepTtl(deps, run),
           ':one': 1,
         },
         ReturnValues: 'ALL_NEW',
@@ -88,15 +99,16 @@ type StepEnd =
 const unclaimedInProgress = '#status = :processing AND attribute_not_exists(attempts)';
 
 /** The step item's end, written only by the delivery holding the claim (or, unclaimed, only once). */
-const stepEndUpdate = (deps: Deps, jobId: string, nodeId: string, attempt: Attempt, end: StepEnd) => {
+const stepEndUpdate = (deps: Deps, run: StepRun, nodeId: string, attempt: Attempt, end: StepEnd) => {
   const values: Record<string, unknown> = {
     ':status': end.status,
     ':now': deps.now().toISOString(),
     ':node': nodeId,
     ':charge': end.status === 'completed' ? end.chargeHundredths : 0,
+    ':ttl': stepTtl(deps, run),
   };
-  const names: Record<string, string> = { '#status': 'status' };
-  let set = 'SET #status = :status, endedAt = :now, nodeId = :node, chargeHundredths = :charge';
+  const names: Record<string, string> = { '#status': 'status', '#ttl': 'ttl' };
+  let set = 'SET #status = :status, endedAt = :now, nodeId = :node, chargeHundredths = :charge, #ttl = :ttl';
   if (end.status === 'completed') {
     set += ', outputs = :outputs, model = :model, licence = :licence';
     Object.assign(values, { ':outputs': end.outputs, ':model': end.model ?? null, ':licence': end.licence ?? null });
@@ -110,7 +122,7 @@ const stepEndUpdate = (deps: Deps, jobId: string, nodeId: string, attempt: Attem
   if (attempt !== null) values[':attempt'] = attempt;
   return {
     TableName: deps.tableName,
-    Key: stepKey(jobId, nodeId),
+    Key: stepKey(run.jobId, nodeId),
     UpdateExpression: `${set} REMOVE leaseUntil`,
     // Unclaimed: no item yet, or only the count of its failed executions (never claimed, no `attempts`).
     ConditionExpression:
@@ -128,13 +140,13 @@ const stepEndUpdate = (deps: Deps, jobId: string, nodeId: string, attempt: Attem
  */
 export const finishStepItem = async (
   deps: Deps,
-  jobId: string,
+  run: StepRun,
   nodeId: string,
   attempt: Attempt,
   end: StepEnd,
 ): Promise<boolean> => {
   try {
-    await deps.ddb.send(new UpdateCommand(stepEndUpdate(deps, jobId, nodeId, attempt, end)));
+    await deps.ddb.send(new UpdateCommand(stepEndUpdate(deps, run, nodeId, attempt, end)));
     return true;
   } catch (error) {
     if (isConditionalCheckFailed(error)) return false;
@@ -243,7 +255,7 @@ export const failStep = async (
 ): Promise<boolean> => {
   try {
     await transactWrite(deps, [
-      { Update: stepEndUpdate(deps, run.jobId, nodeId, attempt, { status: 'failed', error: message }) },
+      { Update: stepEndUpdate(deps, run, nodeId, attempt, { status: 'failed', error: message }) },
       ...endRunItems(deps, run, 'failed'),
     ]);
     return true;
@@ -254,10 +266,10 @@ export const failStep = async (
 };
 
 /** Marks a claimed step skipped after its run ended, so it does not read as in flight. */
-export const abandonStep = async (deps: Deps, jobId: string, nodeId: string, attempt: Attempt) => {
+export const abandonStep = async (deps: Deps, run: StepRun, nodeId: string, attempt: Attempt) => {
   // An unclaimed step has no item until it finishes; a run's end shows it skipped without one.
   if (attempt === null) return;
-  await finishStepItem(deps, jobId, nodeId, attempt, { status: 'skipped' });
+  await finishStepItem(deps, run, nodeId, attempt, { status: 'skipped' });
 };
 
 /**
@@ -294,20 +306,25 @@ const FailuresSchema = v.object({ failures: v.number() });
  * null when another delivery finished the step meanwhile. Written only on this failure path: a
  * step that succeeds first time still writes its item once.
  */
-export const countFailedExecution = async (deps: Deps, jobId: string, nodeId: string): Promise<number | null> => {
+export const countFailedExecution = async (deps: Deps, run: StepRun, nodeId: string): Promise<number | null> => {
   try {
     const { Attributes } = await deps.ddb.send(
       new UpdateCommand({
         TableName: deps.tableName,
-        Key: stepKey(jobId, nodeId),
-        UpdateExpression: 'SET #status = :processing, nodeId = :node ADD failures :one',
+        Key: stepKey(run.jobId, nodeId),
+        UpdateExpression: 'SET #status = :processing, nodeId = :node, #ttl = :ttl ADD failures :one',
         ConditionExpression: `attribute_not_exists(PK) OR (${unclaimedInProgress})`,
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: { ':processing': 'processing', ':node': nodeId, ':one': 1 },
+        ExpressionAttributeNames: { '#status': 'status', '#ttl': 'ttl' },
+        ExpressionAttributeValues: {
+          ':processing': 'processing',
+          ':node': nodeId,
+          ':ttl': stepTtl(deps, run),
+          ':one': 1,
+        },
         ReturnValues: 'UPDATED_NEW',
       }),
     );
-    return parseItem(FailuresSchema, Attributes ?? {}, stepKey(jobId, nodeId)).failures;
+    return parseItem(FailuresSchema, Attributes ?? {}, stepKey(run.jobId, nodeId)).failures;
   } catch (error) {
     if (isConditionalCheckFailed(error)) return null;
     throw error;

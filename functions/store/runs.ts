@@ -30,6 +30,7 @@ import {
   type StepItem,
   StepItemSchema,
   TeamItemSchema,
+  unexpired,
   WorkflowItemSchema,
   WorkflowLockItemSchema,
 } from './items.ts';
@@ -286,15 +287,16 @@ export const sendStepMessages = async (
   }
 };
 
-/** The run item alone, strongly consistent; undefined when there is none. */
+/** The run item alone, strongly consistent; undefined when there is none or it expired. */
 export const readRunItem = async (deps: Deps, jobId: string): Promise<RunItem | undefined> => {
   const { Item } = await deps.ddb.send(
     new GetCommand({ TableName: deps.tableName, Key: runKey(jobId), ConsistentRead: true }),
   );
-  return Item && parseItem(RunItemSchema, Item);
+  const item = unexpired(Item, deps.now());
+  return item && parseItem(RunItemSchema, item);
 };
 
-/** A run's partition as read: the run item (undefined when there is none) and its step items. */
+/** A run's partition as read: the run item (undefined when there is none or it expired) and its step items. */
 export interface RunPartition {
   run: RunItem | undefined;
   steps: StepItem[];
