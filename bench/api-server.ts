@@ -11,6 +11,7 @@ import { startLocalApi } from '../local/api-gateway.ts';
 import { localDeps } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
 import { countDynamoDbCalls, countSqsCalls } from './counters.ts';
+import { limitItemWrites } from './item-write-limit.ts';
 
 export interface ServerStats {
   rss: number;
@@ -40,6 +41,9 @@ const resources = JSON.parse(resourcesJson) as LocalResources;
 
 const deps = localDeps(resources);
 const ddb = countDynamoDbCalls(deps.ddb);
+// The hot-key section: DynamoDB's per-item write limit, which DynamoDB Local does not have.
+const itemWritesPerSecond = Number(process.env.BENCH_ITEM_WRITES_PER_SECOND);
+if (itemWritesPerSecond > 0) limitItemWrites(deps.ddb, itemWritesPerSecond);
 const sqs = countSqsCalls(deps.sqs);
 const served = { requests: 0, serverMs: 0 };
 

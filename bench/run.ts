@@ -25,6 +25,7 @@ import { type BuiltBundle, buildBundle, coldImportMs } from './bundles.ts';
 import { benchCost } from './cost.ts';
 import { benchDispatcher } from './deferred.ts';
 import { floorOperations, type LoopResult, runLoops } from './floor.ts';
+import { benchHotKey } from './hot-key.ts';
 import { type LoadResult, runLoad } from './load.ts';
 import { heading, latencyLine, line, ratio } from './report.ts';
 import { benchRuns, chainLength, type RunsBenchResult } from './runs.ts';
@@ -40,7 +41,7 @@ const phaseSeconds = seconds('BENCH_SECONDS', 10);
 const warmupSeconds = seconds('BENCH_WARMUP_SECONDS', 10);
 const soakSeconds = seconds('BENCH_SOAK_SECONDS', 60);
 const deferredCount = Math.max(20, Math.round(seconds('BENCH_DEFERRED_COUNT', 100_000)));
-const allSections = ['bundles', 'http', 'soak', 'runs', 'deferred', 'cost'];
+const allSections = ['bundles', 'http', 'soak', 'runs', 'deferred', 'cost', 'hotkey'];
 const sections = new Set(
   (process.env.BENCH_SECTIONS ?? allSections.join(','))
     .split(',')
@@ -363,6 +364,7 @@ const main = async () => {
   }
 
   if (sections.has('cost')) await benchCost({ resources, targets, chainLength });
+  if (sections.has('hotkey')) await benchHotKey({ deps, resources, targets, cleanups });
 };
 
 /** Timings are only as good as the machine is quiet: print what else was running. */
