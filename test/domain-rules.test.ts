@@ -26,6 +26,15 @@ import {
   parseSchedule,
 } from '../functions/domain/price-multiplier.ts';
 import { applyMultiplier, estimateRun, stepCharge } from '../functions/domain/pricing.ts';
+import {
+  defaultRetentionDays,
+  epochSeconds,
+  isExpired,
+  parseRetentionDays,
+  retentionExpiry,
+  runItemExpiry,
+  runItemGraceSeconds,
+} from '../functions/domain/retention.ts';
 import { draftMaxTokens, draftPrice, modeSettings, priceInMode } from '../functions/domain/run-modes.ts';
 import type { Canvas, CanvasNode } from '../functions/domain/workflow-graph.ts';
 import { endStatuses, inProgressStatuses, isInProgress, workflowLock } from '../functions/domain/workflow-lock.ts';
@@ -230,6 +239,53 @@ describe('pricing', () => {
     expect(stepCharge(estimates, 'image', 'skipped')).toBe(0);
     expect(stepCharge(estimates, 'image', 'failed')).toBe(0);
     expect(stepCharge(undefined, 'image', 'completed')).toBe(0);
+  });
+});
+
+describe('retention', () => {
+  const start = '2026-03-01T10:00:00.400Z';
+  const startSeconds = Date.parse('2026-03-01T10:00:00.000Z') / 1000;
+
+  it('keeps an item whole days from an instant, in epoch seconds (the ttl DynamoDB deletes on)', () => {
+    expect(epochSeconds(at(start))).toBe(startSeconds);
+    expect(retentionExpiry(start, 30)).toBe(startSeconds + 30 * 86_400);
+    expect(retentionExpiry(at(start), 365)).toBe(startSeconds + 365 * 86_400);
+    expect(new Date(retentionExpiry(start, 1) * 1000).toISOString()).toBe('2026-03-02T10:00:00.000Z');
+  });
+
+  it("keeps a run's items the retention from the run's start, whenever they are written", () => {
+    const kept = startSeconds + 7 * 86_400;
+    expect(runItemExpiry(start, at(start), 7)).toBe(kept);
+    // A step finished, the run ended, a webhook retried minutes or hours later: still the start's.
+    expect(runItemExpiry(start, at('2026-03-01T10:05:00.000Z'), 7)).toBe(kept);
+    expect(runItemExpiry(start, at('2026-03-07T10:00:00.000Z'), 7)).toBe(kept);
+    // Written within the grace of its expiry (a run one day long on a one-day stage), or after it (a
+    // run stuck in progress, then cancelled): never already expired, kept an hour after the write.
+    expect(runItemGraceSeconds).toBe(3600);
+    expect(runItemExpiry(start, at('2026-03-02T09:30:00.000Z'), 1)).toBe(startSeconds + 86_400 + 1800);
+    const late = at('2026-03-20T00:00:00.000Z');
+    expect(runItemExpiry(start, late, 7)).toBe(epochSeconds(late) + 3600);
+    expect(isExpired(runItemExpiry(start, late, 7), late)).toBe(false);
+  });
+
+  it('reads an item as absent from the second its ttl names, and one without a ttl never', () => {
+    const ttl = retentionExpiry(start, 30);
+    expect(isExpired(ttl, new Date(ttl * 1000 - 1))).toBe(false);
+    expect(isExpired(ttl, new Date(ttl * 1000))).toBe(true);
+    expect(isExpired(ttl, new Date(ttl * 1000 + 86_400_000))).toBe(true);
+    expect(isExpired(undefined, new Date(8.64e15))).toBe(false);
+    expect(isExpired('1', new Date(8.64e15))).toBe(false);
+  });
+
+  it('reads RETENTION_DAYS as whole days of at least one, 30 when unset, and refuses anything else', () => {
+    expect(defaultRetentionDays).toBe(30);
+    expect(parseRetentionDays(undefined)).toBe(30);
+    expect(parseRetentionDays('')).toBe(30);
+    expect(parseRetentionDays('365')).toBe(365);
+    expect(parseRetentionDays('1')).toBe(1);
+    for (const bad of ['0', '-3', '1.5', 'thirty', '7d']) {
+      expect(() => parseRetentionDays(bad), bad).toThrow(/RETENTION_DAYS must be a whole number of days/);
+    }
   });
 });
 

@@ -1,7 +1,7 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
-import { retentionExpiry } from '../domain/retention.ts';
+import { runItemExpiry } from '../domain/retention.ts';
 import { type EndStatus, inProgressStatuses } from '../domain/workflow-lock.ts';
 import { keyMonthKey, projectKey, runKey, teamKey, workflowLockKey } from './keys.ts';
 import { cancellationReasons } from './refusals.ts';
@@ -86,7 +86,7 @@ export const endRunItems = (deps: Deps, run: RunLedgerState, status: EndStatus, 
     ':now': deps.now().toISOString(),
     ':zero': 0,
     ':held': run.heldHundredths,
-    ':ttl': retentionExpiry(run.createdAt, deps.retentionDays),
+    ':ttl': runItemExpiry(run.createdAt, deps.now(), deps.retentionDays),
     ...inProgressValues,
   };
   if (last) {

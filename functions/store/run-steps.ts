@@ -2,7 +2,7 @@ import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
 import type { LicenceModel } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
-import { retentionExpiry } from '../domain/retention.ts';
+import { runItemExpiry } from '../domain/retention.ts';
 import { isInProgress } from '../domain/workflow-lock.ts';
 import type { ModelUse } from '../nodes/executors/types.ts';
 import { parseItem, type RunItem, RunItemSchema, StepItemSchema } from './items.ts';
@@ -24,7 +24,7 @@ import {
  */
 export type StepRun = Pick<RunItem, 'jobId' | 'createdAt'>;
 
-const stepTtl = (deps: Deps, run: StepRun) => retentionExpiry(run.createdAt, deps.retentionDays);
+const stepTtl = (deps: Deps, run: StepRun) => runItemExpiry(run.createdAt, deps.now(), deps.retentionDays);
 
 /** How long a claimed step belongs to its worker; shorter than the queue's visibility timeout. */
 export const stepLeaseSeconds = 120;

@@ -2,7 +2,7 @@ import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
 import type { WebhookEvent } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
-import { retentionExpiry } from '../domain/retention.ts';
+import { runItemExpiry } from '../domain/retention.ts';
 import type { DeliveryState, WebhookAttempt } from '../domain/webhook.ts';
 import { parseItem, RunCallbackSchema, unexpired } from './items.ts';
 import { runKey, webhookDeliveryKey } from './keys.ts';
@@ -59,7 +59,7 @@ export const readDeliveryTarget = async (
     callbackUrl: run.callbackUrl,
     callbackSecret: run.callbackSecret,
     progress: delivery ? parseItem(DeliveryItemSchema, delivery) : { state: 'pending', attempts: 0 },
-    expiresAt: retentionExpiry(run.createdAt, deps.retentionDays),
+    expiresAt: runItemExpiry(run.createdAt, now, deps.retentionDays),
   };
 };
 
