@@ -16,6 +16,7 @@ import {
   IdempotencyItemSchema,
   MalformedItemError,
   parseItem,
+  RunCallbackSchema,
   RunItemSchema,
   StepItemSchema,
   TeamItemSchema,
@@ -138,6 +139,16 @@ describe('each parser accepts the item the store writes', () => {
       stepsSkipped: 0,
       createdAt: at,
     });
+  });
+
+  it("the run item as the webhook worker reads it: its callback, its secret, its start (the delivery's ttl)", () => {
+    expect(parseItem(RunCallbackSchema, run)).toEqual({
+      callbackUrl: 'https://example.com/hook',
+      callbackSecret: 'shh',
+      createdAt: at,
+    });
+    const { callbackUrl, callbackSecret, ...withoutCallback } = run;
+    expect(parseItem(RunCallbackSchema, withoutCallback)).toEqual({ createdAt: at });
   });
 
   it('step items: a completed model step with its lineage, a skipped step', () => {
