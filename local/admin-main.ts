@@ -2,6 +2,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { type Deps, productionDeps } from '../functions/deps.ts';
 import { connectionSecretPrefixOf, refusingSecrets } from '../functions/store/secret-refs.ts';
 import { envNames } from '../lib/definitions.ts';
+import { stageDefaults, stageNames } from '../lib/stages.ts';
 import { runAdmin } from './admin.ts';
 import { localAwsConfig, startDynamoDb } from './emulators.ts';
 import { localDeps, tableOnlyDeps } from './local-deps.ts';
@@ -23,6 +24,10 @@ const main = async () => {
     const stage = process.env[envNames.stage];
     const connectionPrefix = stage ? connectionSecretPrefixOf(stage) : undefined;
     deps = { ...productionDeps(), secrets: refusingSecrets({ deployed: true, connectionPrefix }) };
+    // A dispatch tick dates the expiry of the deferred runs it moves: with SERVICE_STAGE, that
+    // stage's retention (prod: 365 days), unless RETENTION_DAYS gives the one the stage deployed.
+    const stageName = stageNames.find((name) => name === stage);
+    if (stageName && !process.env[envNames.retentionDays]) deps.retentionDays = stageDefaults[stageName].retentionDays;
   } else {
     const running = readRunningStack();
     if (running) {

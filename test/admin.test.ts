@@ -2,10 +2,13 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { revokeApiKey } from '../functions/store/api-keys.ts';
+import { deferredRunKey } from '../functions/store/keys.ts';
 import { putWorkflow } from '../functions/store/workflows.ts';
 import { runAdmin } from '../local/admin.ts';
-import { call, startTestStack, type TestStack } from './support/stack.ts';
+import { call, createWorkflow, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
 
 let stack: TestStack;
 beforeAll(async () => {
@@ -150,6 +153,41 @@ describe('operators’ CLI', () => {
     expect(dev.stderr).toContain('must be named under workflow-run-api/prod/connections/');
     const prod = run(`secretsmanager:workflow-run-api/prod/connections/${teamId}/byok-y`);
     expect(prod.status, prod.stderr).toBe(0);
+  });
+
+  it("against a deployed table, a dispatch tick dates the deferred runs it moves with SERVICE_STAGE's retention", async () => {
+    const team = await seedTeam(stack.deps);
+    const workflowId = await createWorkflow(stack, team);
+    const deferred = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, {
+      key: team.key,
+      method: 'POST',
+      body: { defer: true, maxMultiplier: 10 },
+    });
+    const id = deferred.body.deferredJobId as string;
+    // Its key is revoked: the tick's turn for it cancels it.
+    await revokeApiKey(stack.deps, team.keyId);
+    const tick = spawnSync(process.execPath, ['local/admin-main.ts', 'dispatch', '--json'], {
+      encoding: 'utf8',
+      env: {
+        ...process.env,
+        TABLE_NAME: stack.deps.tableName,
+        STEPS_QUEUE_URL: stack.deps.queueUrls.steps,
+        SERVICE_STAGE: 'prod',
+        RETENTION_DAYS: '',
+        AWS_ENDPOINT_URL_DYNAMODB: stack.resources.dynamoDbEndpoint,
+        AWS_ENDPOINT_URL_SQS: stack.resources.sqsS3Endpoint,
+        AWS_ACCESS_KEY_ID: 'local',
+        AWS_SECRET_ACCESS_KEY: 'local',
+      },
+    });
+    expect(tick.status, tick.stderr).toBe(0);
+    expect(JSON.parse(tick.stdout).cancelled).toEqual([id]);
+    const { Item } = await stack.deps.ddb.send(
+      new GetCommand({ TableName: stack.deps.tableName, Key: deferredRunKey(id), ConsistentRead: true }),
+    );
+    expect(Item?.status).toBe('cancelled');
+    // prod's 365 days from the move, not the 30 a process without RETENTION_DAYS would use.
+    expect(Item?.ttl).toBe(Math.floor(Date.parse(String(Item?.movedAt)) / 1000) + 365 * 86_400);
   });
 
   it('prints usage and exits non-zero for unknown commands, bad flags and missing flags', async () => {
