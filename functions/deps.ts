@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { S3Client } from '@aws-sdk/client-s3';
-import { SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { S3Client } from '@aws-sdk/client-s3';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { envNames } from '../lib/definitions.ts';
 import type { NodeType } from '../schemas/workflows.ts';
 import { parseRetentionDays } from './domain/retention.ts';
@@ -50,11 +49,20 @@ export const noExecutors: ExecutorLookup = (type) => {
   throw new Error(`No node executors in this function (asked for ${type})`);
 };
 
-/** DocumentClient options shared by every construction so items marshal the same everywhere. */
-export const documentClient = (client: DynamoDBClient): DynamoDBDocumentClient =>
-  DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
+/** The AWS clients in `Deps`: each function's entry point builds the ones its code uses (`functions/clients/`). */
+export type Clients = Pick<Deps, 'ddb' | 'sqs' | 's3'>;
 
-let cached: Deps | undefined;
+/**
+ * Stands in for a client the function does not build: typed as the client so `Deps` keeps one
+ * shape, and any use of it throws, naming what the entry point forgot to pass.
+ */
+const absentClient = <T extends object>(name: keyof Clients): T =>
+  new Proxy<T>(Object.create(null), {
+    get: (_target, property) => {
+      if (typeof property === 'symbol' || property === 'then') return undefined;
+      throw new Error(`This function builds no ${name} client (used: ${property}); pass it to productionDeps`);
+    },
+  });
 
 /**
  * What only the step executor adds to its deps, passed from its own entry point so that the secret
@@ -68,20 +76,23 @@ export interface StepExecutorWiring {
 }
 
 /**
- * Built once per cold start from the environment the stack sets. Clients are created here but
- * connect lazily; endpoints come from the SDK's standard configuration. The step executor passes
- * its wiring (its secret store and executors, built from the environment once).
+ * Built once per cold start, by the entry point, from the environment the stack sets. `clients`
+ * are those the function's code uses, built by the modules of `functions/clients/` it imports
+ * (`productionDeps({ ...dynamoDbClient(), ...sqsClient() })`): a client it does not pass is absent,
+ * and so is its code from the bundle. They connect lazily; endpoints come from the SDK's standard
+ * configuration. The step executor passes its wiring (its secret store and executors, built from
+ * the environment once).
  */
-export const productionDeps = (stepExecutor?: StepExecutorWiring): Deps => {
-  cached ??= {
-    ddb: documentClient(new DynamoDBClient({})),
+export const productionDeps = (clients: Partial<Clients>, stepExecutor?: StepExecutorWiring): Deps => {
+  const deps: Deps = {
+    ddb: clients.ddb ?? absentClient('ddb'),
     tableName: process.env[envNames.table] ?? '',
-    sqs: new SQSClient({}),
+    sqs: clients.sqs ?? absentClient('sqs'),
     queueUrls: {
       steps: process.env[envNames.stepsQueueUrl] ?? '',
       webhooks: process.env[envNames.webhooksQueueUrl] ?? '',
     },
-    s3: new S3Client({}),
+    s3: clients.s3 ?? absentClient('s3'),
     bucket: process.env[envNames.bucket] ?? '',
     now: () => new Date(),
     newId: randomUUID,
@@ -90,8 +101,8 @@ export const productionDeps = (stepExecutor?: StepExecutorWiring): Deps => {
     secrets: refusingSecrets(secretPolicyFromEnv(process.env)),
     retentionDays: parseRetentionDays(process.env[envNames.retentionDays]),
   };
-  if (!stepExecutor) return cached;
+  if (!stepExecutor) return deps;
   const secrets = stepExecutor.secrets(process.env);
   const executors = stepExecutor.executors({ env: process.env, providerSecret: secrets.providerSecret });
-  return { ...cached, secrets, executors };
+  return { ...deps, secrets, executors };
 };

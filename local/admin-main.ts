@@ -1,4 +1,5 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { dynamoDbClient } from '../functions/clients/dynamodb.ts';
 import { type Deps, productionDeps } from '../functions/deps.ts';
 import { connectionSecretPrefixOf, refusingSecrets } from '../functions/store/secret-refs.ts';
 import { envNames } from '../lib/definitions.ts';
@@ -23,7 +24,7 @@ const main = async () => {
     // under SERVICE_STAGE's connection prefix when it is set.
     const stage = process.env[envNames.stage];
     const connectionPrefix = stage ? connectionSecretPrefixOf(stage) : undefined;
-    deps = { ...productionDeps(), secrets: refusingSecrets({ deployed: true, connectionPrefix }) };
+    deps = { ...productionDeps(dynamoDbClient()), secrets: refusingSecrets({ deployed: true, connectionPrefix }) };
     // A dispatch tick dates the expiry of the deferred runs it moves: with SERVICE_STAGE, that
     // stage's retention (prod: 365 days), unless RETENTION_DAYS gives the one the stage deployed.
     const stageName = stageNames.find((name) => name === stage);

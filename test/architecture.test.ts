@@ -51,9 +51,14 @@ describe('entry points only wire', () => {
     expect(entryPoints).toContain('functions/api/create-workflow.ts');
   });
 
-  it.each(entryPoints)('%s is at most 40 lines: parse the event, call one app function, answer', (file) => {
-    expect(read(file).trimEnd().split('\n').length).toBeLessThanOrEqual(40);
-  });
+  // Imports are not counted: an entry point imports the AWS clients its code uses (functions/clients/), one a line.
+  it.each(entryPoints)(
+    '%s is at most 40 lines besides its imports: parse the event, call one app function, answer',
+    (file) => {
+      const text = read(file).replace(/^import[^;]*;\n/gm, '');
+      expect(text.trim().split('\n').length).toBeLessThanOrEqual(40);
+    },
+  );
 });
 
 describe('functions/app orchestrates', () => {

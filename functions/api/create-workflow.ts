@@ -1,4 +1,5 @@
 import { createWorkflow } from '../app/create-workflow.ts';
+import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { keyedHandler } from '../http/keyed-handler.ts';
 import { json } from '../http/response.ts';
@@ -10,4 +11,4 @@ export const makeHandler = (deps: Deps) =>
     json(201, await createWorkflow(deps, auth.key, () => parseCreateWorkflowRequest(event))),
   );
 
-export const handler = makeHandler(productionDeps());
+export const handler = makeHandler(productionDeps({ ...dynamoDbClient() }));

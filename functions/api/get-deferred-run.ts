@@ -1,3 +1,4 @@
+import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { keyedHandler } from '../http/keyed-handler.ts';
 import { json } from '../http/response.ts';
@@ -9,4 +10,4 @@ export const makeHandler = (deps: Deps) =>
     json(200, deferredView(await getDeferredRun(deps, auth.teamId, event.pathParameters?.id ?? ''))),
   );
 
-export const handler = makeHandler(productionDeps());
+export const handler = makeHandler(productionDeps({ ...dynamoDbClient() }));

@@ -1,4 +1,6 @@
 import { readRun } from '../app/read-run.ts';
+import { dynamoDbClient } from '../clients/dynamodb.ts';
+import { s3Client } from '../clients/s3.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { keyedHandler } from '../http/keyed-handler.ts';
 import { json } from '../http/response.ts';
@@ -9,4 +11,4 @@ export const makeHandler = (deps: Deps) =>
     json(200, await readRun(deps, auth.teamId, event.pathParameters?.jobId ?? '')),
   );
 
-export const handler = makeHandler(productionDeps());
+export const handler = makeHandler(productionDeps({ ...dynamoDbClient(), ...s3Client() }));

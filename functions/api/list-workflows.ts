@@ -1,3 +1,4 @@
+import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { visibleWorkflows } from '../domain/workflow-list.ts';
 import { keyedHandler } from '../http/keyed-handler.ts';
@@ -10,4 +11,4 @@ export const makeHandler = (deps: Deps) =>
     json(200, { workflows: visibleWorkflows(await listWorkflowSummaries(deps, auth.teamId), auth.key.workflowIds) }),
   );
 
-export const handler = makeHandler(productionDeps());
+export const handler = makeHandler(productionDeps({ ...dynamoDbClient() }));

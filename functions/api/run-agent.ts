@@ -1,3 +1,5 @@
+import { dynamoDbClient } from '../clients/dynamodb.ts';
+import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { runStartHandler } from '../http/run-start.ts';
 import { loadAgentWorkflow } from '../store/runs.ts';
@@ -5,4 +7,4 @@ import { loadAgentWorkflow } from '../store/runs.ts';
 /** POST /agents/{id}/runs (spec 4.4): the agent's active workflow, else its newest. */
 export const makeHandler = (deps: Deps) => runStartHandler(deps, 'RunAgent', loadAgentWorkflow);
 
-export const handler = makeHandler(productionDeps());
+export const handler = makeHandler(productionDeps({ ...dynamoDbClient(), ...sqsClient() }));

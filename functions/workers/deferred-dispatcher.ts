@@ -1,5 +1,7 @@
 import { dispatchDeferredRuns } from '../app/dispatch-deferred.ts';
 import { sweepQueuedRuns } from '../app/sweep-queued-runs.ts';
+import { dynamoDbClient } from '../clients/dynamodb.ts';
+import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { logger } from '../observability/logger.ts';
 import { countDeferred, metrics } from '../observability/metrics.ts';
@@ -32,4 +34,4 @@ export const makeHandler = (deps: Deps) => async () => {
   }
 };
 
-export const handler = makeHandler(productionDeps());
+export const handler = makeHandler(productionDeps({ ...dynamoDbClient(), ...sqsClient() }));

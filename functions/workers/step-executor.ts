@@ -3,6 +3,9 @@ import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import * as v from 'valibot';
 import { stepsQueue } from '../../lib/definitions.ts';
 import { type RunStepOptions, runStep, type StepMessage } from '../app/run-step.ts';
+import { dynamoDbClient } from '../clients/dynamodb.ts';
+import { s3Client } from '../clients/s3.ts';
+import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { executorRegistryFor } from '../nodes/executors/index.ts';
 import { logger } from '../observability/logger.ts';
@@ -37,4 +40,9 @@ export const makeHandler = (deps: Deps, options: Partial<RunStepOptions> = {}) =
   };
 };
 
-export const handler = makeHandler(productionDeps({ secrets: secretStoreFromEnv, executors: executorRegistryFor }));
+export const handler = makeHandler(
+  productionDeps(
+    { ...dynamoDbClient(), ...sqsClient(), ...s3Client() },
+    { secrets: secretStoreFromEnv, executors: executorRegistryFor },
+  ),
+);

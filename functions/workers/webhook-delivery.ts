@@ -3,6 +3,9 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import * as v from 'valibot';
 import { deliverWebhook, type WebhookDelivery, type WebhookOptions } from '../app/deliver-webhook.ts';
+import { dynamoDbClient } from '../clients/dynamodb.ts';
+import { s3Client } from '../clients/s3.ts';
+import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { allowLoopbackFromEnv } from '../http-client/guarded-fetch.ts';
 import { metrics } from '../observability/metrics.ts';
@@ -34,4 +37,4 @@ export const makeHandler = (deps: Deps, options: WebhookOptions = webhookOptions
   };
 };
 
-export const handler = makeHandler(productionDeps());
+export const handler = makeHandler(productionDeps({ ...dynamoDbClient(), ...sqsClient(), ...s3Client() }));

@@ -9,7 +9,8 @@ import { DynamoDBClient, ProvisionedThroughputExceededException } from '@aws-sdk
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { expect } from 'vitest';
-import { type Deps, documentClient } from '../../functions/deps.ts';
+import { documentClient } from '../../functions/clients/dynamodb.ts';
+import type { Deps } from '../../functions/deps.ts';
 import type { NodeExecutor } from '../../functions/nodes/executors/types.ts';
 import { runPartition } from '../../functions/store/keys.ts';
 import { queryAll } from '../../functions/store/query.ts';
