@@ -150,21 +150,29 @@ describe('API log lines', () => {
       logger.setLogLevel('INFO');
       throw new Error('boom');
     });
-    const open = publicHandler(async () => {
-      logger.setLogLevel('INFO');
-      logger.info('public probe');
-      return json(200, {});
+    // A public handler carries no Powertools: it logs only a server failure, as one line of the same shape.
+    const open = publicHandler(async () => json(200, {}));
+    const openFailing = publicHandler(async () => {
+      throw new Error('boom');
     });
     const lines = await captureLogs(async () => {
       expect((await keyed(event('req-1', { key: team.key, jobId: 'job-1' }), context)).statusCode).toBe(200);
       expect((await failing(event('req-2', { key: team.key }), context)).statusCode).toBe(500);
       expect((await open(event('req-3'), context)).statusCode).toBe(200);
+      expect((await openFailing(event('req-4', { key: team.key }), context)).statusCode).toBe(500);
     });
-    expect(lines.map((line) => line.message)).toEqual(['keyed probe', 'request failed', 'public probe']);
+    expect(lines.map((line) => line.message)).toEqual(['keyed probe', 'request failed', 'request failed']);
     expect(lines[0]).toMatchObject({ requestId: 'req-1', teamId: team.teamId, jobId: 'job-1', function_name: 'probe' });
     expect(lines[1]).toMatchObject({ requestId: 'req-2', teamId: team.teamId, level: 'ERROR' });
     expect(lines[1]?.jobId).toBeUndefined();
-    expect(lines[2]).toMatchObject({ requestId: 'req-3' });
+    expect(lines[2]).toMatchObject({
+      level: 'ERROR',
+      service: lines[1]?.service,
+      requestId: 'req-4',
+      function_name: 'probe',
+      function_request_id: 'aws-request',
+      error: { name: 'Error', message: 'boom' },
+    });
     expect(lines[2]?.teamId).toBeUndefined();
     const all = JSON.stringify(lines);
     expect(all).not.toContain(team.key);

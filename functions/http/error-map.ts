@@ -68,7 +68,6 @@ import {
   WorkflowValidationFailedError,
 } from '../domain/errors.ts';
 import { capResetsText } from '../domain/monthly-cap.ts';
-import { logger } from '../observability/logger.ts';
 import { type HttpResult, json } from './response.ts';
 
 /** One row of the table: an error class, its status, its body, and its headers when it has any. */
@@ -225,12 +224,12 @@ export const errorMapping = (error: unknown): ErrorMapping | undefined =>
 /**
  * The response for anything a handler throws: the table's row, else a server failure: 500
  * `Server error: <detail>` where the detail names the kind of failure and the request id, never a
- * message, a stack, a key or a secret.
+ * message, a stack, a key or a secret. The caller logs a server failure (an error without a row):
+ * the keyed handlers through the Powertools logger, the public ones with `logLine`.
  */
 export const errorResponse = (error: unknown, requestId: string): HttpResult => {
   const mapping = errorMapping(error);
   if (mapping) return json(mapping.status, mapping.body(error as Error), mapping.headers?.(error as Error));
-  logger.error('request failed', { requestId, error: error as Error });
   return json(500, { error: messages.serverError(`${serverErrorDetail(error)} (request ${requestId})`) });
 };
 

@@ -2,11 +2,11 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { logger } from '../observability/logger.ts';
-import { errorResponse } from './error-map.ts';
+import { errorMapping, errorResponse } from './error-map.ts';
 import type { HttpResult } from './response.ts';
 
 /**
- * What every API function does around its handler: Lambda context on every log line, the request id
+ * What every keyed API function does around its handler: Lambda context on every log line, the request id
  * (and the job id when the path names one) appended, the event never logged (it carries the bearer
  * key) whatever POWERTOOLS_LOGGER_LOG_EVENT says, keys reset after the invocation so a warm function
  * never logs the previous caller's team, and any thrown error mapped through the one error table.
@@ -19,5 +19,7 @@ export const observedHandler = () =>
       logger.appendKeys({ requestId: request.event.requestContext.requestId, ...(jobId ? { jobId } : {}) });
     })
     .onError(async (request) => {
-      request.response = errorResponse(request.error, request.event.requestContext.requestId);
+      const { requestId } = request.event.requestContext;
+      if (!errorMapping(request.error)) logger.error('request failed', { requestId, error: request.error });
+      request.response = errorResponse(request.error, requestId);
     });
