@@ -22,6 +22,7 @@ export const integrationTests = [
   'test/rate-limit.test.ts',
   'test/rehearse.test.ts',
   'test/retention.test.ts',
+  'test/run-inline.test.ts',
   'test/run-ledger.test.ts',
   'test/run-outputs.test.ts',
   'test/run-redelivery.test.ts',

@@ -113,16 +113,21 @@ export interface QueueDefinition {
 /**
  * A step's node may fail five times (counted on the step item: functions/domain/step-attempts.ts);
  * the redrive allows twice as many receives, so that receives which ran nothing (a throttle, a crash
- * before the node) do not move a message to the DLQ before its step has failed visibly.
+ * before the node) do not move a message to the DLQ before its step has failed visibly. The
+ * consumer may run twice a node's timeout (`stepNodeTimeoutSeconds`) and more: a chain's next step
+ * runs in the same invocation while a whole node timeout and its end still fit (functions/app/run-step.ts).
  */
 export const stepsQueue: QueueDefinition = {
   id: 'Steps',
-  visibilityTimeoutSeconds: 180,
+  visibilityTimeoutSeconds: 360,
   maxReceiveCount: 10,
   batchSize: 10,
-  consumerTimeoutSeconds: 30,
+  consumerTimeoutSeconds: 60,
   dlqRetentionDays: 14,
 };
+
+/** Seconds a step's node may run before it is aborted (and the step fails). */
+export const stepNodeTimeoutSeconds = 25;
 
 /**
  * Each webhook attempt is its own message (a failed attempt sends the next, delayed until it is

@@ -1,7 +1,7 @@
 import type { Deps } from '../deps.ts';
 import { stampLicenceModel } from '../domain/licence.ts';
 import { stepCharge } from '../domain/pricing.ts';
-import { planStep, predecessors, readySuccessors, successors } from '../domain/run-graph.ts';
+import { chainSuccessor, planStep, predecessors, readySuccessors, successors } from '../domain/run-graph.ts';
 import { executionsFailedError, stepExecutionAttempts } from '../domain/step-attempts.ts';
 import { apiInputTargets, type Canvas } from '../domain/workflow-graph.ts';
 import { isInProgress } from '../domain/workflow-lock.ts';
@@ -36,6 +36,11 @@ import { fileUrlSeconds } from './read-run.ts';
  * its end on the step item once; count it on the run once (moving its charge from the run's hold);
  * then release the successors that became ready, or, after the last step, end the run and queue its
  * webhook. Every stage is idempotent, so a redelivered or duplicated message never charges twice.
+ *
+ * A chain's next step (`chainSuccessor`: the only successor, reading from this step alone, not a
+ * model step) runs in the same invocation when the worker has time left for a whole node timeout
+ * and the step's end (`runInline`), saving its message's send, receive and delete and an
+ * invocation. Its message is sent instead when time is short, or when running it here failed.
  */
 
 /** A step message: the step `nodeId` of run `jobId` of workflow `workflowId` is ready. */
@@ -50,14 +55,18 @@ const isGoing = (run: RunItem) => isInProgress(run.status);
 /**
  * After a step finished: send the successors that became ready. `justFinished` is set by the
  * delivery that finished the step: a successor reading from this step alone is then ready without
- * a read (no other delivery can have released it). Otherwise (a join, or a redelivery) read the
- * successors' inputs; a successor with a step item has had its message already. A redelivery after
- * a crash between the last count and the run's end ends the run here.
+ * a read (no other delivery can have released it), and a chain's next step runs here if time
+ * allows. Otherwise (a join, or a redelivery) read the successors' inputs; a successor with a step
+ * item has had its message already, except a chain's next step, which may have run in this
+ * message's invocation: finished, it is sent again (counted once, it checks its own successors).
+ * A redelivery after a crash between the last count and the run's end ends the run here.
  */
-const releaseSuccessors = async (deps: Deps, message: StepMessage, justFinished?: Canvas) => {
+const releaseSuccessors = async (deps: Deps, message: StepMessage, options: RunStepOptions, justFinished?: Canvas) => {
   if (justFinished) {
     const next = successors(justFinished, message.nodeId);
     if (next.every((s) => predecessors(justFinished, s).every((p) => p === message.nodeId))) {
+      const chained = chainSuccessor(justFinished, message.nodeId);
+      if (chained !== undefined) return runInline(deps, { ...message, nodeId: chained }, options);
       if (next.length > 0) await sendStepMessages(deps, message, next);
       return;
     }
@@ -67,9 +76,39 @@ const releaseSuccessors = async (deps: Deps, message: StepMessage, justFinished?
   ]);
   if (!read || !isGoing(read.run)) return;
   const { run, canvas, steps } = read;
-  const ready = readySuccessors(canvas, message.nodeId, steps).filter((s) => !steps.has(s));
+  const chained = chainSuccessor(canvas, message.nodeId);
+  const chainedStatus = chained === undefined ? undefined : steps.get(chained)?.status;
+  const ready = readySuccessors(canvas, message.nodeId, steps).filter(
+    (s) => !steps.has(s) || (s === chained && (chainedStatus === 'completed' || chainedStatus === 'skipped')),
+  );
   if (ready.length > 0) await sendStepMessages(deps, message, ready);
   if (stepsFinished(run) >= run.stepsTotal) await endCompleted(deps, run);
+};
+
+/** Time a step needs after its node: recording its end, counting it, releasing what follows. */
+export const settleMarginMs = 5_000;
+
+/**
+ * Runs a chain's next step in this invocation when at least a whole node timeout and the margin to
+ * settle it are left, else sends its message. Run here, a node that throws is not counted as one
+ * of the step's executions (it may have run short of time): the step's message is sent, and that
+ * delivery runs it as usual; so is any other failure. Every stage of a step is idempotent, so a
+ * step that had got as far as its count before failing is not charged twice.
+ */
+const runInline = async (deps: Deps, message: StepMessage, options: RunStepOptions) => {
+  const remaining = options.remainingMs?.();
+  if (remaining === undefined || remaining < options.stepTimeoutMs + settleMarginMs) {
+    return sendStepMessages(deps, message, [message.nodeId]);
+  }
+  try {
+    await runStep(deps, message, { ...options, inline: true });
+  } catch (error) {
+    logger.warn("step run in its predecessor's invocation failed; sent to the queue", {
+      nodeId: message.nodeId,
+      error,
+    });
+    await sendStepMessages(deps, message, [message.nodeId]);
+  }
 };
 
 const endCompleted = async (deps: Deps, run: RunItem) => {
@@ -80,6 +119,7 @@ const endCompleted = async (deps: Deps, run: RunItem) => {
 const settleStep = async (
   deps: Deps,
   message: StepMessage,
+  options: RunStepOptions,
   run: RunItem,
   outcome: { status: 'completed' | 'skipped'; chargeHundredths: number },
   justFinished?: Canvas,
@@ -92,7 +132,7 @@ const settleStep = async (
       return;
     }
     // Counted by an earlier delivery that may have crashed before releasing the successors.
-    return releaseSuccessors(deps, message);
+    return releaseSuccessors(deps, message, options);
   }
   if (outcome.status === 'completed') {
     countStepCompleted();
@@ -100,7 +140,7 @@ const settleStep = async (
   }
   if (result.ended) return queueWebhook(deps, run, 'completed');
   if (stepsFinished(result.run) >= result.run.stepsTotal) return endCompleted(deps, result.run);
-  await releaseSuccessors(deps, message, justFinished);
+  await releaseSuccessors(deps, message, options, justFinished);
 };
 
 const endWithFailure = async (deps: Deps, message: StepMessage, attempt: Attempt, error: string) => {
@@ -117,11 +157,33 @@ const endWithFailure = async (deps: Deps, message: StepMessage, attempt: Attempt
   throw new Error(`Could not record the failure of step ${message.nodeId}`);
 };
 
-/** How a step runs; the worker sets them from its queue's timeout. */
+/** How a step runs; the worker sets them from its queue's definition and its invocation. */
 export interface RunStepOptions {
   /** Milliseconds a node may run before it is aborted. */
   stepTimeoutMs: number;
+  /**
+   * Milliseconds left in the invocation (its Lambda context), when the worker knows them: a chain's
+   * next step may then run in the same invocation (`runInline`). Unset: every step goes through the queue.
+   */
+  remainingMs?: () => number;
+  /** Set on a step run in its predecessor's invocation: a node that throws goes to the queue uncounted. */
+  inline?: boolean;
 }
+
+/** What a worker's invocation knows of its time: its Lambda context. */
+export interface TimeLeft {
+  getRemainingTimeInMillis(): number;
+}
+
+/**
+ * `options` for a step of an invocation given `context`: the time left counts down from the
+ * context's at this call. Without a context (a test driving the handler by hand) no step runs inline.
+ */
+export const withTimeLeft = (options: RunStepOptions, context?: TimeLeft): RunStepOptions => {
+  if (!context || options.remainingMs) return options;
+  const deadline = Date.now() + context.getRemainingTimeInMillis();
+  return { ...options, remainingMs: () => deadline - Date.now() };
+};
 
 /**
  * Runs one step message; throws to have SQS redeliver it after an unexpected failure of its node,
@@ -137,7 +199,7 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
   if (own?.status === 'completed' || own?.status === 'skipped') {
     // Finished by an earlier delivery that may have crashed before counting it or releasing its successors.
     if (!isGoing(run)) return;
-    return settleStep(deps, message, run, { status: own.status, chargeHundredths: own.chargeHundredths });
+    return settleStep(deps, message, options, run, { status: own.status, chargeHundredths: own.chargeHundredths });
   }
   if (own?.status === 'failed' || !isGoing(run)) return;
   const node = canvas.nodes.find((n) => n.id === message.nodeId);
@@ -158,7 +220,7 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
   const plan = planStep(canvas, message.nodeId, steps);
   if (!plan.run) {
     if (await finishStepItem(deps, run, node.id, attempt, { status: 'skipped' }))
-      await settleStep(deps, message, run, { status: 'skipped', chargeHundredths: 0 }, canvas);
+      await settleStep(deps, message, options, run, { status: 'skipped', chargeHundredths: 0 }, canvas);
     return;
   }
   const inputKey = Object.entries(apiInputTargets(canvas)).find(([, target]) => target === node.id)?.[0];
@@ -188,6 +250,8 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
     if (error instanceof SecretUnavailableError) {
       return endWithFailure(deps, message, attempt, `${node.type}: ${error.message}`);
     }
+    // Run in its predecessor's invocation: not counted; `runInline` sends its message instead.
+    if (options.inline) throw error;
     // A failed execution, counted on the step item (a model step's claim counts it already), so a
     // message SQS handed back without running the node (a throttle) spends nothing.
     const failed = attempt ?? (await countFailedExecution(deps, run, message.nodeId));
@@ -214,5 +278,5 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
   };
   // False: another delivery finished the step first (a duplicate message); that one counts it.
   if (!(await finishStepItem(deps, run, node.id, attempt, end))) return;
-  await settleStep(deps, message, run, { status: 'completed', chargeHundredths }, canvas);
+  await settleStep(deps, message, options, run, { status: 'completed', chargeHundredths }, canvas);
 };

@@ -25,6 +25,21 @@ export const successors = (canvas: Canvas, nodeId: string): string[] => [
   ...new Set(canvas.edges.filter((e) => e.source === nodeId).map((e) => e.target)),
 ];
 
+/**
+ * The step a chain hands on to: the only successor of `nodeId`, reading from it alone, and not a
+ * model step (a model step keeps a message of its own: its claim, its lease and a whole node
+ * timeout). The step executor may run it in the same invocation instead of sending its message
+ * (functions/app/run-step.ts). Undefined when `nodeId` has no such successor.
+ */
+export const chainSuccessor = (canvas: Canvas, nodeId: string): string | undefined => {
+  const next = successors(canvas, nodeId);
+  const only = next.length === 1 ? next[0] : undefined;
+  if (only === undefined || predecessors(canvas, only).some((p) => p !== nodeId)) return undefined;
+  const node = canvas.nodes.find((n) => n.id === only);
+  const spec = node ? getNodeSpec(node.type) : undefined;
+  return spec && !spec.model ? only : undefined;
+};
+
 const isFinished = (step: StepState | undefined) => step?.status === 'completed' || step?.status === 'skipped';
 
 /** Successors of `nodeId` whose predecessors have all finished. */

@@ -1,8 +1,8 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
-import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import * as v from 'valibot';
-import { stepsQueue } from '../../lib/definitions.ts';
-import { type RunStepOptions, runStep, type StepMessage } from '../app/run-step.ts';
+import { stepNodeTimeoutSeconds } from '../../lib/definitions.ts';
+import { type RunStepOptions, runStep, type StepMessage, type TimeLeft, withTimeLeft } from '../app/run-step.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { s3Client } from '../clients/s3.ts';
 import { sqsClient } from '../clients/sqs.ts';
@@ -22,17 +22,17 @@ const parseMessage = (record: SQSRecord): StepMessage => {
   }
 };
 
-/** The steps queue's consumer: each record is one step run by `runStep` (a throw has SQS redeliver it). */
+/** The steps queue's consumer: a step per record (`runStep`; a throw has SQS redeliver it), chains inline given a context. */
 export const makeHandler = (deps: Deps, options: Partial<RunStepOptions> = {}) => {
-  const resolved = { stepTimeoutMs: (stepsQueue.consumerTimeoutSeconds - 5) * 1000, ...options };
-  const runRecord = async (record: SQSRecord) => {
+  const resolved = { stepTimeoutMs: stepNodeTimeoutSeconds * 1000, ...options };
+  const runRecord = (context?: TimeLeft) => async (record: SQSRecord) => {
     const message = parseMessage(record);
     logger.appendKeys({ jobId: message.jobId });
-    await runStep(deps, message, resolved);
+    await runStep(deps, message, withTimeLeft(resolved, context));
   };
-  return async (event: SQSEvent): Promise<SQSBatchResponse> => {
+  return async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => {
     try {
-      return await processPartialResponse(event, runRecord, new BatchProcessor(EventType.SQS)); // one per batch
+      return await processPartialResponse(event, runRecord(context), new BatchProcessor(EventType.SQS)); // one per batch
     } finally {
       metrics.publishStoredMetrics();
       logger.resetKeys();

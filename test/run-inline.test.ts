@@ -1,0 +1,274 @@
+/**
+ * A chain's next step run in its predecessor's invocation (functions/app/run-step.ts, `runInline`):
+ * the real step-executor handler, given a Lambda context with time left, runs a chain of cheap
+ * steps from one message; a model step, a short budget or a failing node hands the step to the
+ * queue; and a worker killed anywhere in the chain is recovered by its message's redelivery with
+ * every step charged once (spec 3.1; docs/architecture.md, "Executing a step").
+ */
+import type { SQSEvent } from 'aws-lambda';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { settleMarginMs } from '../functions/app/run-step.ts';
+import type { Deps } from '../functions/deps.ts';
+import type { NodeExecutor } from '../functions/nodes/executors/types.ts';
+import { makeHandler } from '../functions/workers/step-executor.ts';
+import { invokedAs } from '../local/invocation.ts';
+import { lambdaContext } from '../local/lambda-context.ts';
+import {
+  deliver,
+  drainSteps,
+  expectBalanced,
+  faultyDeps,
+  instantExecutor,
+  instantExecutorFor,
+  ledgerOf,
+  runParts,
+  type StepHandler,
+  type StepMessage,
+  startRunCall,
+  stepRecord,
+  takeStepMessages,
+} from './support/runs.ts';
+import { addKey, createWorkflow, type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
+
+let stack: TestStack;
+beforeAll(async () => {
+  stack = await startTestStack();
+});
+afterAll(() => stack.close());
+
+const stepTimeoutMs = 5_000;
+
+/** The step executor as Lambda invokes it: with a context whose clock shows `remainingMs` left. */
+const contextHandler = (
+  deps: Deps,
+  options: { executors?: () => NodeExecutor; remainingMs?: number } = {},
+): StepHandler => {
+  const handler = invokedAs(
+    'StepExecutor',
+    makeHandler({ ...deps, executors: options.executors ?? instantExecutorFor }, { stepTimeoutMs }),
+  );
+  return ((event: SQSEvent) =>
+    handler(event, lambdaContext('StepExecutor', options.remainingMs ?? 60_000))) as StepHandler;
+};
+
+/** `a` → `b` → … : a TextEntry, then TextConsoles, each step 1 hundredth. */
+const chain = (length: number) =>
+  Array.from({ length }, (_, i) => {
+    const key = String.fromCharCode(97 + i);
+    return i === 0
+      ? { key, type: 'TextEntry', config: { text: 'otters' } }
+      : { key, type: 'TextConsole', inputs: [String.fromCharCode(96 + i)] };
+  });
+
+/** A diamond whose join feeds a chain: a → (b, c) → d → e → f → g; `c` is a model step. */
+const diamondThenChain = [
+  { key: 'a', type: 'TextEntry', config: { text: 'otters' } },
+  { key: 'b', type: 'PromptBuilder', inputs: ['a'] },
+  { key: 'c', type: 'LlmWorker', inputs: ['a'] },
+  { key: 'd', type: 'PromptBuilder', inputs: ['b', 'c'] },
+  { key: 'e', type: 'TextConsole', inputs: ['d'] },
+  { key: 'f', type: 'TextConsole', inputs: ['e'] },
+  { key: 'g', type: 'TextConsole', inputs: ['f'] },
+];
+const diamondThenChainPrices: Record<string, number> = { a: 1, b: 1, c: 200, d: 1, e: 1, f: 1, g: 1 };
+
+const team = async (): Promise<SeededTeam> => {
+  const seeded = await seedTeam(stack.deps, { credits: 100 });
+  const added = await addKey(stack.deps, seeded.teamId, { rateLimitPerMinute: 100_000 });
+  return { ...seeded, key: added.key, keyId: added.keyId };
+};
+
+/** Starts a run over HTTP and takes its root message(s) off the queue (nobody polls it here). */
+const started = async (steps: unknown[]) => {
+  const t = await team();
+  const workflowId = await createWorkflow(stack, t, steps);
+  const answer = await startRunCall(stack.baseUrl, t.key, workflowId);
+  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+  const jobId = answer.body.jobId as string;
+  const roots = (await takeStepMessages(stack.deps)).filter((m) => m.jobId === jobId);
+  return { t, jobId, workflowId, roots };
+};
+
+/** The step messages of one run now on the queue. */
+const messagesOf = async (jobId: string) => (await takeStepMessages(stack.deps)).filter((m) => m.jobId === jobId);
+
+/** The run completed, each step completed and charged once at `prices`, the team's ledger balanced and settled. */
+const expectCompletedOnce = async (t: SeededTeam, jobId: string, prices: Record<string, number>) => {
+  const { run, steps, charges } = await runParts(stack.deps, jobId);
+  const total = Object.values(prices).reduce((a, b) => a + b, 0);
+  expect(run).toMatchObject({ status: 'completed', heldHundredths: 0, chargedHundredths: total });
+  expect(Object.fromEntries([...steps].map(([node, s]) => [node, s.status]))).toEqual(
+    Object.fromEntries(Object.keys(prices).map((node) => [node, 'completed'])),
+  );
+  expect(Object.fromEntries([...charges].map(([node, c]) => [node, c.hundredths]))).toEqual(prices);
+  const ledger = await ledgerOf(stack.deps, t.teamId);
+  expectBalanced(ledger);
+  expect(ledger).toMatchObject({ held: 0, charged: total });
+};
+
+const pricesOf = (steps: { key: string }[]) => Object.fromEntries(steps.map((s) => [s.key, 1]));
+
+describe('a chain runs on in the invocation of its first step', () => {
+  it('a chain of cheap steps runs from one message: no other step message, each step charged once', async () => {
+    const steps = chain(8);
+    const { t, jobId, roots } = await started(steps);
+    expect(roots.map((m) => m.nodeId)).toEqual(['a']);
+    expect(
+      await deliver(
+        contextHandler(stack.deps),
+        roots.map((m) => stepRecord(m)),
+      ),
+    ).toEqual([]);
+    expect(await messagesOf(jobId)).toEqual([]);
+    await expectCompletedOnce(t, jobId, pricesOf(steps));
+  });
+
+  it('a model step keeps its own message; the chain after it runs on in its invocation', async () => {
+    const steps = [
+      { key: 'a', type: 'TextEntry', config: { text: 'otters' } },
+      { key: 'b', type: 'LlmWorker', inputs: ['a'] },
+      { key: 'c', type: 'TextConsole', inputs: ['b'] },
+      { key: 'd', type: 'TextConsole', inputs: ['c'] },
+    ];
+    const { t, jobId, roots } = await started(steps);
+    const handler = contextHandler(stack.deps);
+    expect(
+      await deliver(
+        handler,
+        roots.map((m) => stepRecord(m)),
+      ),
+    ).toEqual([]);
+    const [b, ...others] = await messagesOf(jobId);
+    expect([b?.nodeId, others]).toEqual(['b', []]);
+    expect(await deliver(handler, [stepRecord(b as StepMessage)])).toEqual([]);
+    expect(await messagesOf(jobId)).toEqual([]);
+    await expectCompletedOnce(t, jobId, { a: 1, b: 200, c: 1, d: 1 });
+  });
+
+  it('without time left for a whole node timeout and the step’s end, the next step goes through the queue', async () => {
+    const steps = chain(3);
+    const { t, jobId, roots } = await started(steps);
+    const short = contextHandler(stack.deps, { remainingMs: stepTimeoutMs + settleMarginMs - 1 });
+    let pending = roots;
+    for (const next of ['b', 'c']) {
+      expect(
+        await deliver(
+          short,
+          pending.map((m) => stepRecord(m)),
+        ),
+      ).toEqual([]);
+      pending = await messagesOf(jobId);
+      expect(pending.map((m) => m.nodeId)).toEqual([next]);
+    }
+    expect(
+      await deliver(
+        short,
+        pending.map((m) => stepRecord(m)),
+      ),
+    ).toEqual([]);
+    await expectCompletedOnce(t, jobId, pricesOf(steps));
+  });
+
+  it('a node that throws when run inline is not counted as an execution: its message is sent, and its delivery runs it', async () => {
+    const steps = chain(4);
+    const { t, jobId, roots } = await started(steps);
+    let thrown = 0;
+    const flaky = () => async (context: Parameters<NodeExecutor>[0]) => {
+      if (context.node.id === 'c' && thrown++ === 0) throw new Error('connection reset');
+      return instantExecutor(context);
+    };
+    const handler = contextHandler(stack.deps, { executors: flaky });
+    expect(
+      await deliver(
+        handler,
+        roots.map((m) => stepRecord(m)),
+      ),
+    ).toEqual([]);
+    expect(thrown).toBe(1);
+    const { steps: items, run } = await runParts(stack.deps, jobId);
+    expect(items.get('c')).toBeUndefined(); // no failed execution counted
+    expect(run).toMatchObject({ status: 'processing', stepsCompleted: 2 });
+    const pending = await messagesOf(jobId);
+    expect(pending.map((m) => m.nodeId)).toEqual(['c']);
+    expect(
+      await deliver(
+        handler,
+        pending.map((m) => stepRecord(m)),
+      ),
+    ).toEqual([]);
+    expect(await messagesOf(jobId)).toEqual([]);
+    await expectCompletedOnce(t, jobId, pricesOf(steps));
+  });
+});
+
+describe('a worker killed in an inline chain', () => {
+  it('killed at any write of the chain, with no message sent: the redelivery of the first message finishes the run, each step charged once', {
+    timeout: 120_000,
+  }, async () => {
+    const steps = chain(5);
+    // The chain's writes from one message: per step its end and its count, the last count being
+    // the run's end; a kill at each of them in turn (and one past them all).
+    for (let kill = 1; kill <= 2 * steps.length + 1; kill++) {
+      const { t, jobId, roots } = await started(steps);
+      let writes = 0;
+      const dying = faultyDeps(stack, {
+        failDynamo: (command) =>
+          command.startsWith('Update') || command.startsWith('Transact') ? ++writes >= kill : false,
+        // Nothing reaches the queue: a fallback send fails too, so the failure escapes the record.
+        failSqs: (command) => command.startsWith('SendMessage'),
+      });
+      const records = roots.map((m) => stepRecord(m));
+      const failed = await deliver(contextHandler(dying), records);
+      expect(failed, `kill at write ${kill}`).toEqual(kill <= 2 * steps.length ? records.map((r) => r.messageId) : []);
+      // SQS redelivers the first message to a healthy worker; the queue is drained as the event source would.
+      const healthy = contextHandler(stack.deps);
+      expect(
+        await deliver(
+          healthy,
+          roots.map((m) => stepRecord(m, 2)),
+        ),
+        `kill at write ${kill}`,
+      ).toEqual([]);
+      await drainSteps(stack.deps, healthy);
+      await expectCompletedOnce(t, jobId, pricesOf(steps));
+    }
+  });
+
+  it('step messages delivered 1–3 times, in any order, some at once, inline on: one charge per distinct step', {
+    timeout: 120_000,
+  }, async () => {
+    const handler = contextHandler(stack.deps);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({
+          copies: fc.dictionary(fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f', 'g'), fc.integer({ min: 1, max: 3 })),
+          order: fc.array(fc.nat(), { minLength: 40, maxLength: 40 }),
+        }),
+        async ({ copies, order }) => {
+          const { t, jobId, roots } = await started(diamondThenChain);
+          const pending: StepMessage[] = [];
+          const seen = new Set<string>();
+          const arrive = (messages: StepMessage[]) => {
+            for (const message of messages) {
+              const times = seen.has(message.nodeId) ? 1 : (copies[message.nodeId] ?? 1);
+              seen.add(message.nodeId);
+              for (let i = 0; i < times; i++) pending.push(message);
+            }
+          };
+          arrive(roots);
+          for (let round = 0; pending.length > 0; round++) {
+            expect(round).toBeLessThan(100);
+            const pick = (order[round % order.length] ?? 0) % pending.length;
+            const group = pending.splice(pick, 1 + (pick % 2)); // one delivery, or two at once
+            const failed = (await Promise.all(group.map((m) => deliver(handler, [stepRecord(m)])))).flat();
+            expect(failed).toEqual([]);
+            arrive(await messagesOf(jobId));
+          }
+          await expectCompletedOnce(t, jobId, diamondThenChainPrices);
+        },
+      ),
+      { numRuns: 4 },
+    );
+  });
+});
