@@ -36,3 +36,36 @@ export const bundlingOptions: BundlingOptions = {
 
 /** The file name NodejsFunction gives an ESM bundle (and the Lambda handler resolves). */
 export const bundleFileName = 'index.mjs';
+
+/**
+ * Data files a function reads at run time: copied into its asset directory beside the bundle when
+ * it is built, never imported into it, so they are neither parsed at cold start nor counted in the
+ * bundle's size. The function reads them with `fs` from `new URL('./<dir>/<name>', import.meta.url)`
+ * (run from source, from the package in node_modules).
+ */
+export interface BesideFiles {
+  /** The package in node_modules they come from. */
+  package: string;
+  /** Their names in the package. */
+  names: readonly string[];
+  /** The directory beside the bundle they are copied into. */
+  dir: string;
+}
+
+/** The API reference renderer (`GET /docs/assets/{name}`): about 1.9 MB that no other function carries. */
+export const docsRendererFiles = {
+  package: 'swagger-ui-dist',
+  names: ['swagger-ui-bundle.js', 'swagger-ui.css'],
+  dir: 'swagger-ui-dist',
+} as const satisfies BesideFiles;
+
+/** What ships beside each function's bundle, by its entry (relative to the repository root). */
+export const besideFilesByEntry: Readonly<Record<string, readonly BesideFiles[]>> = {
+  'functions/docs/get-docs-asset.ts': [docsRendererFiles],
+};
+
+/** One file to copy: from the repository root, to the bundle's directory (both relative). */
+export const besideFileCopies = (entry: string): { from: string; to: string }[] =>
+  (besideFilesByEntry[entry] ?? []).flatMap((files) =>
+    files.names.map((name) => ({ from: `node_modules/${files.package}/${name}`, to: `${files.dir}/${name}` })),
+  );

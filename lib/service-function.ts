@@ -5,7 +5,7 @@ import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { bundlingOptions } from './bundling.ts';
+import { besideFileCopies, bundlingOptions } from './bundling.ts';
 import { functionMemoryMb } from './definitions.ts';
 
 /** The repository root: every `entry` in the route and worker tables is relative to it. */
@@ -62,6 +62,18 @@ export class ServiceFunction extends Construct {
     logGroup.grantWrite(role);
     this.role = role;
 
+    // Data files the function reads at run time (`lib/bundling.ts`), copied beside its bundle.
+    const copies = besideFileCopies(props.entry);
+    const commandHooks = {
+      beforeBundling: () => [],
+      beforeInstall: () => [],
+      afterBundling: (inputDir: string, outputDir: string) =>
+        copies.flatMap(({ from, to }) => [
+          `mkdir -p "${path.posix.dirname(`${outputDir}/${to}`)}"`,
+          `cp "${inputDir}/${from}" "${outputDir}/${to}"`,
+        ]),
+    };
+
     this.fn = new NodejsFunction(this, 'Function', {
       entry: path.join(repoRoot, props.entry),
       handler: 'handler',
@@ -86,6 +98,7 @@ export class ServiceFunction extends Construct {
         mainFields: [...bundlingOptions.mainFields],
         banner: bundlingOptions.banner,
         externalModules: [...bundlingOptions.externalModules],
+        ...(copies.length > 0 ? { commandHooks } : {}),
       },
     });
 

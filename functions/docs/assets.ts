@@ -1,30 +1,29 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { docsRendererFiles } from '../../lib/bundling.ts';
 import { initScript } from './init-script.ts';
 import type { DocsAssetName } from './manifest.ts';
 
 /**
  * The renderer's files (swagger-ui-dist) as served by `GET /docs/assets/{name}`.
  *
- * Deployed, they are part of the function's bundle: esbuild inlines each `import(…, { with: { type:
- * 'text' } })` below as a string (esbuild's text loader), so the function needs no file beside its
- * bundle and no network. Run from source (`npm start`, the tests), Node cannot import text modules
- * without a flag, so the same files are read from node_modules; the bytes are identical.
+ * Deployed, they are files beside the function's bundle (`docsRendererFiles` in `lib/bundling.ts`:
+ * copied into the asset directory when it is built), read with `fs` on the first request that asks
+ * for each and kept for the life of the container; the bundle itself holds none of their bytes.
+ * Run from source (`npm start`, the tests), the same files are read from node_modules.
  */
 const runningFromSource = import.meta.url.endsWith('.ts');
 
-const fromPackage = (specifier: string) => readFile(new URL(import.meta.resolve(specifier)), 'utf8');
+/** Where a renderer file is: beside the bundle, or in the package when run from source. */
+export const rendererFileUrl = (name: (typeof docsRendererFiles.names)[number]): URL =>
+  runningFromSource
+    ? new URL(import.meta.resolve(`${docsRendererFiles.package}/${name}`))
+    : new URL(`./${docsRendererFiles.dir}/${name}`, import.meta.url);
 
-const loaders: Record<DocsAssetName, () => Promise<string>> = {
-  'swagger-ui-bundle.js': async () =>
-    runningFromSource
-      ? fromPackage('swagger-ui-dist/swagger-ui-bundle.js')
-      : (await import('swagger-ui-dist/swagger-ui-bundle.js', { with: { type: 'text' } })).default,
-  'swagger-ui.css': async () =>
-    runningFromSource
-      ? fromPackage('swagger-ui-dist/swagger-ui.css')
-      : (await import('swagger-ui-dist/swagger-ui.css', { with: { type: 'text' } })).default,
-  'docs.js': async () => initScript,
+const loaders: Record<DocsAssetName, () => Promise<Buffer>> = {
+  'swagger-ui-bundle.js': () => readFile(rendererFileUrl('swagger-ui-bundle.js')),
+  'swagger-ui.css': () => readFile(rendererFileUrl('swagger-ui.css')),
+  'docs.js': async () => Buffer.from(initScript, 'utf8'),
 };
 
 export interface LoadedAsset {
@@ -39,10 +38,10 @@ const loaded = new Map<DocsAssetName, Promise<LoadedAsset>>();
 export const loadAsset = (name: DocsAssetName): Promise<LoadedAsset> => {
   let asset = loaded.get(name);
   if (!asset) {
-    asset = loaders[name]().then((text) => {
-      const body = Buffer.from(text, 'utf8');
-      return { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"` };
-    });
+    asset = loaders[name]().then((body) => ({
+      body,
+      etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`,
+    }));
     asset.catch(() => loaded.delete(name));
     loaded.set(name, asset);
   }

@@ -3,7 +3,8 @@ import { docsAssetResponse } from './asset-response.ts';
 
 /**
  * GET /docs/assets/{name} (no key): the API reference page's renderer (swagger-ui-dist) and start
- * script. A function of its own because the renderer is about 1.9 MB: the page's function stays small.
+ * script. A function of its own: the renderer's files (about 1.9 MB) ship beside its bundle and are
+ * read on the first request for each, so no other function carries them.
  */
 export const makeHandler = () =>
   publicHandler((event) =>

@@ -5,7 +5,7 @@ import { initScript } from './init-script.ts';
 /**
  * What the API reference page loads besides itself, shared by the page (`GET /docs`) and the asset
  * function (`GET /docs/assets/{name}`). Small on purpose: the page's bundle imports it, the
- * renderer's files are only in the asset function's bundle.
+ * renderer's files ship only beside the asset function's bundle (`lib/bundling.ts`).
  */
 
 export const docsAssetTypes = {
