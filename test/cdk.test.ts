@@ -3,10 +3,12 @@ import path from 'node:path';
 import { Stack, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { Queue } from 'aws-cdk-lib/aws-sqs';
-import { build } from 'esbuild';
+import { build, type Metafile } from 'esbuild';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { docsAssetTypes } from '../functions/docs/manifest.ts';
 import type { Access } from '../lib/access.ts';
 import { buildApp } from '../lib/build-app.ts';
+import { besideFileCopies, docsRendererFiles } from '../lib/bundling.ts';
 import { dataTable, queues } from '../lib/definitions.ts';
 import { basePath, routes } from '../lib/routes.ts';
 import { repoRoot } from '../lib/service-function.ts';
@@ -636,6 +638,8 @@ describe('cdk app', { timeout: 120_000 }, () => {
     // the handler can reach, with the AWS SDK left as imports, so every `new XCommand(` (and every
     // query input) is a call it can make.
     const bundles = new Map<string, string>();
+    /** Each bundle's esbuild metafile output: its inputs and the SDK packages it imports. */
+    const outputs = new Map<string, Metafile['outputs'][string]>();
     beforeAll(async () => {
       await Promise.all(
         entries.map(async (fn) => {
@@ -644,16 +648,83 @@ describe('cdk app', { timeout: 120_000 }, () => {
             entryPoints: [fn.entry],
             bundle: true,
             write: false,
+            outfile: 'index.mjs',
             format: 'esm',
             platform: 'node',
             target: 'node24',
             mainFields: ['module', 'main'],
-            external: ['@aws-sdk/*'],
+            // Left as imports, and side-effect free as the SDK's packages declare themselves: an
+            // import none of whose names the function uses is dropped, as when the SDK is bundled.
+            plugins: [
+              {
+                name: 'sdk-as-imports',
+                setup: (b) =>
+                  b.onResolve({ filter: /^@aws-sdk\// }, (args) => ({
+                    path: args.path,
+                    external: true,
+                    sideEffects: false,
+                  })),
+              },
+            ],
+            metafile: true,
             logLevel: 'silent',
           });
           bundles.set(fn.id, result.outputFiles[0]?.text ?? '');
+          const output = Object.values(result.metafile.outputs)[0];
+          if (output) outputs.set(fn.id, output);
         }),
       );
+    });
+
+    /** The SDK packages a bundle imports: its clients, lib-dynamodb and the presigner. */
+    const sdkPackagesOf = (id: string) =>
+      [...new Set((outputs.get(id)?.imports ?? []).map((i) => i.path))]
+        .filter((p) => /^@aws-sdk\/(client-|lib-|s3-request-presigner)/.test(p))
+        .sort();
+    const inputsOf = (id: string) => Object.keys(outputs.get(id)?.inputs ?? {});
+
+    it('loads exactly the AWS clients its grants let it use, and no other (the import graph decides the bundle)', () => {
+      for (const fn of entries) {
+        const expected = [
+          ...(fn.access.table?.length ? ['@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb'] : []),
+          ...(fn.access.stepsQueue || fn.access.webhooksQueue ? ['@aws-sdk/client-sqs'] : []),
+          ...(fn.access.bucket?.length ? ['@aws-sdk/client-s3'] : []),
+          ...(fn.access.secrets ? ['@aws-sdk/client-secrets-manager', '@aws-sdk/client-ssm'] : []),
+        ];
+        const clients = sdkPackagesOf(fn.id).filter((p) => p !== '@aws-sdk/s3-request-presigner');
+        expect(clients, fn.id).toEqual(expected.sort());
+        if (sdkPackagesOf(fn.id).includes('@aws-sdk/s3-request-presigner'))
+          expect(clients, fn.id).toContain('@aws-sdk/client-s3');
+      }
+      expect(sdkPackagesOf('ListWorkflows')).toEqual(['@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb']);
+    });
+
+    it('keeps the AWS SDK and Powertools out of the public functions', () => {
+      const publicIds = routes.filter((r) => r.scope === null).map((r) => r.id);
+      expect(publicIds.sort()).toEqual(['GetDocs', 'GetDocsAsset', 'GetOpenApi']);
+      for (const id of publicIds) {
+        expect(sdkPackagesOf(id), id).toEqual([]);
+        expect(
+          inputsOf(id).filter((p) => /node_modules\/(@aws-sdk|@smithy|@aws-lambda-powertools)\//.test(p)),
+          id,
+        ).toEqual([]);
+      }
+    });
+
+    it('ships the docs renderer beside the asset function, never in a bundle', () => {
+      const assetRoute = routes.find((r) => r.id === 'GetDocsAsset');
+      const copies = besideFileCopies(assetRoute?.entry ?? '');
+      const renderer = Object.keys(docsAssetTypes).filter((name) => name !== 'docs.js');
+      expect(copies.map((c) => c.to).sort()).toEqual(renderer.map((name) => `${docsRendererFiles.dir}/${name}`).sort());
+      for (const copy of copies) expect(fs.existsSync(path.join(repoRoot, copy.from)), copy.from).toBe(true);
+      for (const fn of entries) {
+        expect(
+          inputsOf(fn.id).filter((p) => /swagger-ui-dist\/.*\.(js|css)$/.test(p)),
+          fn.id,
+        ).toEqual([]);
+        if (fn.id !== 'GetDocsAsset') expect(besideFileCopies(fn.entry), fn.id).toEqual([]);
+      }
+      expect(bundles.get('GetDocsAsset')?.length ?? 0).toBeLessThan(100_000);
     });
 
     it('allows every AWS command each function can send, and nothing it cannot', () => {
