@@ -711,6 +711,18 @@ describe('cdk app', { timeout: 120_000 }, () => {
       }
     });
 
+    it('carries Powertools metrics only where it records a metric', () => {
+      const recording: string[] = [];
+      for (const fn of entries) {
+        const records = /\bmetrics\d*\.addMetric\(/.test(bundles.get(fn.id) ?? '');
+        const carries = inputsOf(fn.id).some((p) => p.includes('node_modules/@aws-lambda-powertools/metrics/'));
+        expect(carries, fn.id).toBe(records);
+        if (records) recording.push(fn.id);
+      }
+      expect(recording).toContain('RunWorkflow');
+      expect(recording).not.toContain('ListWorkflows');
+    });
+
     it('ships the docs renderer beside the asset function, never in a bundle', () => {
       const assetRoute = routes.find((r) => r.id === 'GetDocsAsset');
       const copies = besideFileCopies(assetRoute?.entry ?? '');

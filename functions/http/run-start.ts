@@ -1,7 +1,9 @@
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { idempotencyKeyHeader } from '../../schemas/runs.ts';
 import { type RunStart, startRunFor } from '../app/start-run.ts';
 import type { Deps } from '../deps.ts';
+import { metrics } from '../observability/metrics.ts';
 import type { RunnableWorkflow } from '../store/runs.ts';
 import { parseRunRequest } from './body.ts';
 import { keyedHandler } from './keyed-handler.ts';
@@ -23,9 +25,15 @@ export const runStartHandler = (
   route: 'RunWorkflow' | 'RunAgent',
   load: (deps: Deps, teamId: string, id: string) => Promise<RunnableWorkflow>,
 ) =>
-  keyedHandler(deps, route, async (event, auth) => {
-    const answer = await startRunFor(deps, auth.key, runStartOf(event), () =>
-      load(deps, auth.teamId, event.pathParameters?.id ?? ''),
-    );
-    return json(answer.status, answer.body);
-  });
+  keyedHandler(
+    deps,
+    route,
+    async (event, auth) => {
+      const answer = await startRunFor(deps, auth.key, runStartOf(event), () =>
+        load(deps, auth.teamId, event.pathParameters?.id ?? ''),
+      );
+      return json(answer.status, answer.body);
+    },
+    // A started run is counted (countRunStarted): published at the invocation's end.
+    logMetrics(metrics),
+  );

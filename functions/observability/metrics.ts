@@ -7,7 +7,7 @@ export { metricDimensions, metricNames, metricsNamespace, metricsServiceName };
 
 /**
  * The service's own CloudWatch metrics, written as embedded metric format (EMF) lines on stdout and
- * published per invocation: by the `logMetrics` middleware of `keyedHandler` (`keyed-handler.ts`),
+ * published per invocation: by the `logMetrics` middleware the run starts give `keyedHandler` (`run-start.ts`),
  * and by `metrics.publishStoredMetrics()` at the end of each worker invocation. Set
  * POWERTOOLS_METRICS_DISABLED=true to keep them off stdout (tests, the local default).
  *
