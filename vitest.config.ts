@@ -31,6 +31,7 @@ export const integrationTests = [
   'test/secrets.test.ts',
   'test/start.test.ts',
   'test/webhooks.test.ts',
+  'test/write-contention.test.ts',
 ];
 
 /**

@@ -24,6 +24,11 @@ export interface Deps {
   now: () => Date;
   /** Id generator (uuid strings, as the spec says). */
   newId: () => string;
+  /**
+   * The wait between tries of a write that met contention (functions/store/write.ts): a timer
+   * unless set; tests pass one that returns at once.
+   */
+  sleep?: (ms: number) => Promise<void>;
   /** What runs each step's node; only the step executor has real ones (see `productionDeps`). */
   executors: ExecutorLookup;
   /**

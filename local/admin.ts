@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { Deps } from '../functions/deps.ts';
 import { toCredits, toHundredths } from '../functions/domain/credits.ts';
+import { StorageBusyError } from '../functions/domain/errors.ts';
 import { currentMultiplier, isValidMultiplier, parseSchedule } from '../functions/domain/price-multiplier.ts';
 import { createApiKey, listApiKeys, revokeApiKey } from '../functions/store/api-keys.ts';
 import { getConnections, removeConnection, setConnection } from '../functions/store/connections.ts';
@@ -156,6 +157,9 @@ export const runAdmin = async (argv: string[], deps: Deps): Promise<AdminResult>
   } catch (error) {
     if (error instanceof UsageError) return { exitCode: 2, output: `${error.message}\n\n${usage}` };
     if (error instanceof TenancyNotFoundError) return { exitCode: 1, output: error.message };
+    // Contention on every try (functions/store/write.ts): the write did not happen; run it again.
+    if (error instanceof StorageBusyError)
+      return { exitCode: 1, output: `DynamoDB is busy (${error.contention}); nothing was written, try again` };
     throw error;
   }
 };
@@ -196,13 +200,8 @@ const dispatch = async (command: string, flags: Flags, deps: Deps): Promise<Reco
       const agentId = required(flags, 'agent');
       const teamId = await teamOf(deps, 'AGENT', agentId);
       const workflowId = required(flags, 'workflow');
-      try {
-        await activateWorkflow(deps, teamId, agentId, workflowId);
-      } catch (error) {
-        if ((error as Error).name === 'TransactionCanceledException') {
-          throw new UsageError(`Workflow ${workflowId} does not belong to agent ${agentId}`);
-        }
-        throw error;
+      if (!(await activateWorkflow(deps, teamId, agentId, workflowId))) {
+        throw new UsageError(`Workflow ${workflowId} does not belong to agent ${agentId}`);
       }
       return { agentId, activeWorkflowId: workflowId };
     }
@@ -291,12 +290,7 @@ const dispatch = async (command: string, flags: Flags, deps: Deps): Promise<Reco
     case 'connection remove': {
       const teamId = required(flags, 'team');
       const key = required(flags, 'key');
-      try {
-        await removeConnection(deps, teamId, key);
-      } catch (error) {
-        if ((error as Error).name === 'ConditionalCheckFailedException') return notFound('connection', key);
-        throw error;
-      }
+      if (!(await removeConnection(deps, teamId, key))) return notFound('connection', key);
       return { teamId, key, removed: true };
     }
     case 'connection list':

@@ -49,8 +49,13 @@ export const messages = {
   runAlreadyEnded: 'Run already ended',
   /** Our design (DELETE /deferred-runs/{id}). */
   deferredRunNotWaiting: 'Deferred run is not waiting',
-  /** Our design (Idempotency-Key on the run starts). */
-  idempotencyKeyReused: 'Idempotency-Key reused with a different body',
+  /**
+   * Our design (Idempotency-Key on the run starts): one key names one request, its endpoint, the id
+   * in its path and its body; the same key sent with any of them different is refused.
+   */
+  idempotencyKeyReused: 'Idempotency-Key reused with a different request',
+  /** Our design: a write met contention (a conflicting transaction, throttling) on every try. */
+  storageBusy: 'Service busy; try again shortly',
   unknownNodeType: (type: string): string => `${messagePrefixes.unknownNodeType}${type}`,
   /** The keys are listed comma-separated, in the order the caller sent them. */
   unknownInputKeys: (keys: readonly string[]): string => `${messagePrefixes.unknownInputKeys}${keys.join(', ')}`,
@@ -204,6 +209,10 @@ export type RateLimitExceededErrorBody = v.InferOutput<typeof RateLimitExceededE
 export const ServerErrorSchema = v.strictObject({ error: prefixed(messagePrefixes.serverError) });
 export type ServerErrorBody = v.InferOutput<typeof ServerErrorSchema>;
 
-// 503 (both run starts; with Retry-After)
+// 503 (with Retry-After)
+/** Both run starts. */
 export const MonthlyCapUnverifiableErrorSchema = fixed(messages.monthlyCapUnverifiable);
 export type MonthlyCapUnverifiableErrorBody = v.InferOutput<typeof MonthlyCapUnverifiableErrorSchema>;
+/** Our design: every operation that writes (create workflow, run starts, cancels). */
+export const StorageBusyErrorSchema = fixed(messages.storageBusy);
+export type StorageBusyErrorBody = v.InferOutput<typeof StorageBusyErrorSchema>;

@@ -103,6 +103,7 @@ const componentSchemas = {
   RateLimitExceededError: errors.RateLimitExceededErrorSchema,
   ServerError: errors.ServerErrorSchema,
   MonthlyCapUnverifiableError: errors.MonthlyCapUnverifiableErrorSchema,
+  StorageBusyError: errors.StorageBusyErrorSchema,
 };
 
 type ComponentName = keyof typeof componentSchemas;
@@ -136,6 +137,12 @@ function jsonResponse(description: string, ...names: [ComponentName, ...Componen
 function withRetryAfter(response: ResponseObject): ResponseObject {
   return { ...response, headers: { 'Retry-After': retryAfterRef } };
 }
+
+/** The 503 of every operation that writes (our design): its write met contention on every try. */
+const storageBusyText =
+  'The service is busy (a write met a conflicting one or throttling on every try); nothing was written. ' +
+  'Try again after `Retry-After` seconds.';
+const storageBusyResponse = (): ResponseObject => withRetryAfter(jsonResponse(storageBusyText, 'StorageBusyError'));
 
 /** One operation's words; its method, path and scope are the route's in `lib/routes.ts`. */
 interface OperationSpec {
@@ -203,8 +210,9 @@ function buildDocument(): OpenAPIObject {
       'The cost is estimated and held from the team credits before anything runs; each step is charged when it ' +
         'finishes. One run in progress per workflow at a time. With `defer: true` the run is queued to start ' +
         'later, when the price multiplier reaches `maxMultiplier` (answer 202).',
-      `An optional \`${idempotencyKeyHeader}\` makes a retry safe: the same key with the same body within ` +
-        '24 hours answers as the first request did; the same key with another body answers 422.',
+      `An optional \`${idempotencyKeyHeader}\` makes a retry safe: the same key with the same request (this ` +
+        'endpoint, this id, the same body) within 24 hours answers as the first request did; the same key with ' +
+        'another request (another body, or the other run endpoint, or another id) answers 422.',
     ].join('\n\n'),
     parameters: [
       uuidPath('id', subject === 'workflow' ? 'The workflow to run.' : 'The agent whose workflow runs.'),
@@ -212,7 +220,9 @@ function buildDocument(): OpenAPIObject {
         name: idempotencyKeyHeader,
         in: 'header',
         required: false,
-        description: 'Caller-chosen key; the same key and body within 24 hours answer as the first request did.',
+        description:
+          'Caller-chosen key, one per request: the same key, endpoint, id and body within 24 hours answer as the ' +
+          'first request did.',
         schema: idempotencyKey,
       },
     ],
@@ -258,7 +268,7 @@ function buildDocument(): OpenAPIObject {
       409: jsonResponse('The workflow already has a run in progress.', 'RunInProgressError'),
       422: jsonResponse(
         'An `inputs` key matches no step, `callbackUrl` is not https, the workflow fails validation, a step ' +
-          'runs only on providers this run may not use, or the `Idempotency-Key` was used with another body.',
+          'runs only on providers this run may not use, or the `Idempotency-Key` was used with another request.',
         'UnknownInputKeysError',
         'CallbackUrlInvalidError',
         'RunValidationFailed',
@@ -268,8 +278,10 @@ function buildDocument(): OpenAPIObject {
       500: jsonResponse('Server failure.', 'ServerError'),
       503: withRetryAfter(
         jsonResponse(
-          'The key has a monthly cap that could not be checked; the run is refused rather than started unmetered.',
+          'The key has a monthly cap that could not be checked (the run is refused rather than started ' +
+            `unmetered), or: ${storageBusyText}`,
           'MonthlyCapUnverifiableError',
+          'StorageBusyError',
         ),
       ),
     },
@@ -323,6 +335,7 @@ function buildDocument(): OpenAPIObject {
           'WorkflowValidationFailed',
         ),
         500: jsonResponse('Server failure.', 'ServerError'),
+        503: storageBusyResponse(),
       },
     },
     runStart('workflow'),
@@ -355,6 +368,7 @@ function buildDocument(): OpenAPIObject {
         404: jsonResponse('No such run in the team.', 'RunNotFoundError'),
         409: jsonResponse('The run has already ended.', 'RunAlreadyEndedError'),
         500: jsonResponse('Server failure.', 'ServerError'),
+        503: storageBusyResponse(),
       },
     },
     {
@@ -381,6 +395,7 @@ function buildDocument(): OpenAPIObject {
         404: jsonResponse('No such deferred run in the team.', 'DeferredRunNotFoundError'),
         409: jsonResponse('The deferred run is no longer waiting.', 'DeferredRunNotWaitingError'),
         500: jsonResponse('Server failure.', 'ServerError'),
+        503: storageBusyResponse(),
       },
     },
     {

@@ -42,6 +42,7 @@ import {
   ScopeNotPermittedError,
   ServiceError,
   StepsRequiredError,
+  StorageBusyError,
   UnauthorizedError,
   UnknownInputKeysError,
   UnknownNodeTypeError,
@@ -208,6 +209,13 @@ const cases: Case[] = [
     status: 503,
     schema: bodies.MonthlyCapUnverifiableErrorSchema,
     retryAfter: '5',
+  },
+  {
+    error: new StorageBusyError('transactionConflict', 4),
+    status: 503,
+    schema: bodies.StorageBusyErrorSchema,
+    body: { error: 'Service busy; try again shortly' },
+    retryAfter: '1',
   },
 ];
 

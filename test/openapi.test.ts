@@ -101,8 +101,28 @@ describe('OpenAPI document', () => {
     const statuses = (path: string, method: 'get' | 'post' | 'delete') =>
       Object.keys(doc.paths?.[path]?.[method]?.responses ?? {});
     expect(statuses('/workflows', 'get')).toEqual(['200', '401', '403', '429']);
-    // 413 is our design (a documented body size limit).
-    expect(statuses('/workflows', 'post')).toEqual(['201', '400', '401', '403', '404', '413', '422', '429', '500']);
+    // 413 (a documented body size limit) and 503 (a write met contention on every try) are our design.
+    expect(statuses('/workflows', 'post')).toEqual([
+      '201',
+      '400',
+      '401',
+      '403',
+      '404',
+      '413',
+      '422',
+      '429',
+      '500',
+      '503',
+    ]);
+    for (const [path, method] of [
+      ['/workflows', 'post'],
+      ['/workflows/{id}/runs', 'post'],
+      ['/agents/{id}/runs', 'post'],
+      ['/runs/{jobId}/cancel', 'post'],
+      ['/deferred-runs/{id}', 'delete'],
+    ] as const) {
+      expect(doc.paths?.[path]?.[method]?.responses?.['503']?.headers?.['Retry-After'], path).toBeDefined();
+    }
     for (const path of ['/workflows/{id}/runs', '/agents/{id}/runs']) {
       expect(statuses(path, 'post')).toEqual(
         expect.arrayContaining(['200', '202', '401', '402', '403', '404', '409', '422', '429', '500', '503']),

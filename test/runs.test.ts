@@ -422,7 +422,7 @@ describe('run starts without workers (runs stay queued)', () => {
     expect(await ledgerOf(stack.deps, t.teamId)).toMatchObject({ held: chainPrice, balance: 10_000 - chainPrice });
 
     const reused = await startRunCall(stack.baseUrl, t.key, workflowId, { inputs: { topic: 'otters' } }, headers);
-    expect([reused.status, reused.body]).toEqual([422, { error: 'Idempotency-Key reused with a different body' }]);
+    expect([reused.status, reused.body]).toEqual([422, { error: 'Idempotency-Key reused with a different request' }]);
     // Without the key, the same body is a new request: the workflow is busy with the first run.
     const fresh = await startRunCall(stack.baseUrl, t.key, workflowId, body);
     expect(fresh.body).toEqual({ error: 'This workflow already has a run in progress', activeJobId: first.body.jobId });

@@ -4,6 +4,7 @@ import { RunAlreadyEndedError, RunNotFoundError } from '../domain/errors.ts';
 import { isInProgress } from '../domain/workflow-lock.ts';
 import { endRun, queueWebhook } from '../store/run-ledger.ts';
 import { readRunItem } from '../store/runs.ts';
+import { storageBusy } from '../store/write.ts';
 import { readRun } from './read-run.ts';
 
 /**
@@ -13,7 +14,8 @@ import { readRun } from './read-run.ts';
  * unspent hold is released exactly once, the workflow's lock is freed, and the webhook goes out.
  */
 export const cancelRun = async (deps: Deps, teamId: string, jobId: string): Promise<Run> => {
-  for (let attempt = 0; attempt < 10; attempt++) {
+  const tries = 10;
+  for (let attempt = 1; attempt <= tries; attempt++) {
     const run = await readRunItem(deps, jobId);
     if (!run || run.teamId !== teamId) throw new RunNotFoundError(jobId);
     if (!isInProgress(run.status)) throw new RunAlreadyEndedError(jobId);
@@ -24,5 +26,6 @@ export const cancelRun = async (deps: Deps, teamId: string, jobId: string): Prom
       return readRun(deps, teamId, jobId);
     }
   }
-  throw new Error(`Run ${jobId} kept changing while being cancelled`);
+  // Steps kept charging between each read and its write: busy, the caller tries again shortly.
+  throw storageBusy('run cancel', 'raceLost', tries, new Error(`run ${jobId} kept changing while being cancelled`));
 };

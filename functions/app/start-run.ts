@@ -35,6 +35,7 @@ import {
   sendStepMessages,
   startRun,
 } from '../store/runs.ts';
+import { backoff, storageBusy, writeRetry } from '../store/write.ts';
 
 /**
  * An Idempotency-Key answer is remembered this long (as payment APIs do), or for the retention of
@@ -138,8 +139,10 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
       });
       break;
     } catch (error) {
-      if (error instanceof RaceLostError && attempt < 3) continue;
-      throw error;
+      if (!(error instanceof RaceLostError)) throw error;
+      // A cap moved between the read and the transaction: read again, after a backoff; 503 when it keeps moving.
+      if (attempt + 1 >= writeRetry.tries) throw storageBusy('run start', 'raceLost', attempt + 1, error);
+      await backoff(deps, attempt + 1);
     }
   }
   countRunStarted();

@@ -314,3 +314,25 @@ export class MonthlyCapUnverifiableError extends ServiceError {
     this.retryAfterSeconds = retryAfterSeconds;
   }
 }
+
+// Contention (functions/store/write.ts)
+
+/** Why a write could not be made after its retries: what DynamoDB kept answering, or a start that kept losing its race. */
+export type StorageContention = 'transactionConflict' | 'throttled' | 'raceLost';
+
+/**
+ * A write met contention on every try (another transaction on its items, throttling, or caps that
+ * kept changing under a run start): nothing was written, and the caller may try again shortly.
+ */
+export class StorageBusyError extends ServiceError {
+  override readonly name = 'StorageBusyError';
+  readonly contention: StorageContention;
+  readonly tries: number;
+  readonly retryAfterSeconds: number;
+  constructor(contention: StorageContention, tries: number, options?: { cause?: unknown }) {
+    super(`storage busy (${contention}) after ${tries} tries`, options);
+    this.contention = contention;
+    this.tries = tries;
+    this.retryAfterSeconds = 1;
+  }
+}

@@ -25,6 +25,7 @@ import {
   type RunNotFoundErrorBody,
   type ScopeNotPermittedErrorBody,
   type StepsRequiredErrorBody,
+  type StorageBusyErrorBody,
   type UnauthorizedErrorBody,
   type UnknownInputKeysErrorBody,
   type UnknownNodeTypeErrorBody,
@@ -59,6 +60,7 @@ import {
   RunValidationFailedError,
   ScopeNotPermittedError,
   StepsRequiredError,
+  StorageBusyError,
   UnauthorizedError,
   UnknownInputKeysError,
   UnknownNodeTypeError,
@@ -215,6 +217,8 @@ export const errorTable: readonly ErrorMapping[] = [
     (): MonthlyCapUnverifiableErrorBody => ({ error: messages.monthlyCapUnverifiable }),
     retryAfter,
   ),
+  // Contention on every try of a write (functions/store/write.ts logged it with its cause).
+  row(StorageBusyError, 503, (): StorageBusyErrorBody => ({ error: messages.storageBusy }), retryAfter),
 ];
 
 /** The row for an error, if the table has one. */

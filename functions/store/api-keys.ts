@@ -1,10 +1,11 @@
-import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Scope } from '../../lib/routes.ts';
 import type { Deps } from '../deps.ts';
 import { generateApiKey, hashApiKey, keyHint } from '../domain/api-key.ts';
 import { ApiKeyIdItemSchema, type ApiKeyItem, ApiKeyItemSchema, parseItem } from './items.ts';
 import { apiKeyIdKey, apiKeyKey, teamKeysIndex, teamKeysPartition } from './keys.ts';
 import { queryAll } from './query.ts';
+import { conditionalWrite, transactWrite } from './write.ts';
 
 /** Reads the key by the hash of its secret, strongly consistent so a revocation counts at once. */
 export const findApiKeyByHash = async (deps: Deps, secretHash: string): Promise<ApiKeyItem | undefined> => {
@@ -56,20 +57,17 @@ export const createApiKey = async (deps: Deps, input: NewApiKey): Promise<{ keyI
   const secretHash = hashApiKey(key);
   const keyId = deps.newId();
   const item = apiKeyItem(input, { keyId, secretHash, hint: keyHint(key), createdAt: deps.now().toISOString() });
-  await deps.ddb.send(
-    new TransactWriteCommand({
-      TransactItems: [
-        { Put: { TableName: deps.tableName, Item: item, ConditionExpression: 'attribute_not_exists(PK)' } },
-        {
-          Put: {
-            TableName: deps.tableName,
-            Item: { ...apiKeyIdKey(keyId), type: 'ApiKeyId', secretHash, teamId: input.teamId },
-            ConditionExpression: 'attribute_not_exists(PK)',
-          },
-        },
-      ],
-    }),
-  );
+  const created = await transactWrite(deps, [
+    { Put: { TableName: deps.tableName, Item: item, ConditionExpression: 'attribute_not_exists(PK)' } },
+    {
+      Put: {
+        TableName: deps.tableName,
+        Item: { ...apiKeyIdKey(keyId), type: 'ApiKeyId', secretHash, teamId: input.teamId },
+        ConditionExpression: 'attribute_not_exists(PK)',
+      },
+    },
+  ]);
+  if (!created.written) throw new Error(`key ${keyId} exists already`);
   return { keyId, key };
 };
 
@@ -77,7 +75,8 @@ export const createApiKey = async (deps: Deps, input: NewApiKey): Promise<{ keyI
 export const revokeApiKey = async (deps: Deps, keyId: string): Promise<boolean> => {
   const secretHash = await secretHashOf(deps, keyId);
   if (!secretHash) return false;
-  await deps.ddb.send(
+  const revoked = await conditionalWrite(
+    deps,
     new UpdateCommand({
       TableName: deps.tableName,
       Key: apiKeyKey(secretHash),
@@ -86,7 +85,7 @@ export const revokeApiKey = async (deps: Deps, keyId: string): Promise<boolean> 
       ExpressionAttributeValues: { ':now': deps.now().toISOString() },
     }),
   );
-  return true;
+  return revoked.written;
 };
 
 /** Every key of a team, without secrets or hashes. */

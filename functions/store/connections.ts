@@ -6,6 +6,8 @@ import { parseProviderCredentials } from '../nodes/providers/types.ts';
 import { type ConnectionRef, parseItem, TeamItemSchema } from './items.ts';
 import { teamKey } from './keys.ts';
 import { type SecretResolver, SecretUnavailableError } from './secret-refs.ts';
+import { TenancyNotFoundError } from './tenancy.ts';
+import { conditionalWrite } from './write.ts';
 
 /**
  * A team's own keys for providers and integrations (spec: Team, Connections). Only a reference to
@@ -27,8 +29,10 @@ export const getConnections = async (deps: Deps, teamId: string): Promise<Record
   return Item ? parseItem(ConnectionsSchema, Item, teamKey(teamId)).connections : {};
 };
 
+/** Sets a team's connection `key` (TenancyNotFoundError when there is no such team). */
 export const setConnection = async (deps: Deps, teamId: string, key: string, connection: ConnectionRef) => {
-  await deps.ddb.send(
+  const team = await conditionalWrite(
+    deps,
     new UpdateCommand({
       TableName: deps.tableName,
       Key: teamKey(teamId),
@@ -37,6 +41,7 @@ export const setConnection = async (deps: Deps, teamId: string, key: string, con
       ExpressionAttributeValues: { ':empty': {} },
     }),
   );
+  if (!team.written) throw new TenancyNotFoundError(`No team ${teamId}`);
   await deps.ddb.send(
     new UpdateCommand({
       TableName: deps.tableName,
@@ -48,8 +53,10 @@ export const setConnection = async (deps: Deps, teamId: string, key: string, con
   );
 };
 
-export const removeConnection = async (deps: Deps, teamId: string, key: string) => {
-  await deps.ddb.send(
+/** Removes a team's connection `key`; false when the team has no connections. */
+export const removeConnection = async (deps: Deps, teamId: string, key: string): Promise<boolean> => {
+  const removed = await conditionalWrite(
+    deps,
     new UpdateCommand({
       TableName: deps.tableName,
       Key: teamKey(teamId),
@@ -58,6 +65,7 @@ export const removeConnection = async (deps: Deps, teamId: string, key: string) 
       ExpressionAttributeNames: { '#key': key },
     }),
   );
+  return removed.written;
 };
 
 /**

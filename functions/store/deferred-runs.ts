@@ -1,4 +1,4 @@
-import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DeferredRun } from '../../schemas/deferred-runs.ts';
 import type { RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
@@ -18,7 +18,9 @@ import {
 } from './items.ts';
 import { deferredRunKey, multiplierSortKey, waitingIndexes, waitingPartition } from './keys.ts';
 import { queryAll } from './query.ts';
-import { isConditionalCheckFailed } from './refusals.ts';
+import { failedAt } from './refusals.ts';
+import { IdempotencyRaceError } from './runs.ts';
+import { conditionalWrite, transactWrite } from './write.ts';
 
 /** The DeferredRun a caller reads (spec 2.4). */
 export const deferredView = (record: DeferredRunItem): DeferredRun => ({
@@ -67,20 +69,19 @@ export const createDeferredRun = async (
   },
 ) => {
   const item = deferredRunItem(input, deps.now());
-  if (!input.idempotency) {
-    await deps.ddb.send(
-      new PutCommand({ TableName: deps.tableName, Item: item, ConditionExpression: 'attribute_not_exists(PK)' }),
-    );
-    return;
-  }
-  await deps.ddb.send(
-    new TransactWriteCommand({
-      TransactItems: [
+  const created = input.idempotency
+    ? await transactWrite(deps, [
         { Put: { TableName: deps.tableName, Item: item, ConditionExpression: 'attribute_not_exists(PK)' } },
         idempotencyPut(deps, input.key.keyId, input.idempotency),
-      ],
-    }),
-  );
+      ])
+    : await conditionalWrite(
+        deps,
+        new PutCommand({ TableName: deps.tableName, Item: item, ConditionExpression: 'attribute_not_exists(PK)' }),
+      );
+  if (created.written) return;
+  // A request with the same Idempotency-Key committed first: the caller answers as it did.
+  if ('reasons' in created && failedAt(created.reasons, 1)) throw new IdempotencyRaceError();
+  throw new Error(`deferred run ${input.deferredJobId} exists already`);
 };
 
 /** A deferred run of the team; another team's, and one past its `ttl` (expired), read as missing. */
@@ -118,15 +119,8 @@ export const leaveWaiting = (
 });
 
 /** Moves a waiting deferred run to `expired` or `cancelled`; false when it was no longer waiting. */
-export const moveDeferredRun = async (deps: Deps, deferredJobId: string, status: 'expired' | 'cancelled') => {
-  try {
-    await deps.ddb.send(new UpdateCommand(leaveWaiting(deps, deferredJobId, status)));
-    return true;
-  } catch (error) {
-    if (isConditionalCheckFailed(error)) return false;
-    throw error;
-  }
-};
+export const moveDeferredRun = async (deps: Deps, deferredJobId: string, status: 'expired' | 'cancelled') =>
+  (await conditionalWrite(deps, new UpdateCommand(leaveWaiting(deps, deferredJobId, status)))).written;
 
 /** DELETE /deferred-runs/{id}: cancels a waiting one of the team. */
 export const cancelDeferredRun = async (

@@ -1,12 +1,9 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
 import { runItemExpiry } from '../domain/retention.ts';
 import { type EndStatus, inProgressStatuses } from '../domain/workflow-lock.ts';
 import { keyMonthKey, projectKey, runKey, teamKey, workflowLockKey } from './keys.ts';
-import { cancellationReasons } from './refusals.ts';
-
-type TransactItems = NonNullable<TransactWriteCommandInput['TransactItems']>;
+import { type TransactItems, transactWrite } from './write.ts';
 
 /** The run item fields the ledger needs (a RunItem has them all). */
 export interface RunLedgerState {
@@ -152,52 +149,12 @@ const endRunSideItems = (deps: Deps, run: RunLedgerState, release: number): Tran
     : []),
 ];
 
-const conflicted = (error: unknown) =>
-  (cancellationReasons(error) ?? []).some((reason) => reason.Code === 'TransactionConflict');
-
-/**
- * A transaction refused because one of its conditions failed, and for no other reason: a conflict,
- * throttling or any other cancellation is not "already done" and must be thrown to be retried.
- */
-export const conditionFailed = (error: unknown): boolean => {
-  const codes = cancellationReasons(error)?.map((r) => r.Code);
-  if (!codes) return false;
-  return (
-    codes.includes('ConditionalCheckFailed') && codes.every((c) => c === 'ConditionalCheckFailed' || c === 'None' || !c)
-  );
-};
-
-/**
- * One TransactWriteItems. DynamoDB cancels a transaction that meets another one writing the same
- * item (`TransactionConflict`; the team item is written by every start and end of the team's runs):
- * that is retried here, so a cancellation reaching the caller is a failed condition, or the error
- * is thrown (never mistaken for one, which would leave a step or a run unfinished).
- */
-export const transactWrite = async (deps: Deps, items: TransactItems): Promise<void> => {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await deps.ddb.send(new TransactWriteCommand({ TransactItems: items }));
-      return;
-    } catch (error) {
-      if (!conflicted(error) || attempt >= 6) throw error;
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * 2 ** attempt));
-    }
-  }
-};
-
 /**
  * Ends a run in one transaction (counting its last step too, with `last`); false when it had
  * already ended, or moved since the read (its hold, its counters): re-read.
  */
-export const endRun = async (deps: Deps, run: RunLedgerState, status: EndStatus, last?: LastCount) => {
-  try {
-    await transactWrite(deps, endRunItems(deps, run, status, last));
-    return true;
-  } catch (error) {
-    if (conditionFailed(error)) return false;
-    throw error;
-  }
-};
+export const endRun = async (deps: Deps, run: RunLedgerState, status: EndStatus, last?: LastCount) =>
+  (await transactWrite(deps, endRunItems(deps, run, status, last))).written;
 
 const eventOf: Record<EndStatus, string> = {
   completed: 'run.completed',

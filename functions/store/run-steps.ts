@@ -7,16 +7,9 @@ import { isInProgress } from '../domain/workflow-lock.ts';
 import type { ModelUse } from '../nodes/executors/types.ts';
 import { parseItem, type RunItem, RunItemSchema, StepItemSchema } from './items.ts';
 import { runKey, stepKey } from './keys.ts';
-import { isConditionalCheckFailed, refusedItem, StringSetAttributeSchema, stringAttribute } from './refusals.ts';
-import {
-  conditionFailed,
-  endRun,
-  endRunItems,
-  inProgressCondition,
-  inProgressValues,
-  notCountedCondition,
-  transactWrite,
-} from './run-ledger.ts';
+import { StringSetAttributeSchema, stringAttribute } from './refusals.ts';
+import { endRun, endRunItems, inProgressCondition, inProgressValues, notCountedCondition } from './run-ledger.ts';
+import { conditionalWrite, transactWrite } from './write.ts';
 
 /**
  * The run a step item belongs to: the item is keyed by its job and kept as long as it, the stage's
@@ -53,34 +46,32 @@ const RefusedStepSchema = v.object({ status: v.optional(stringAttribute(StepItem
 export const claimStep = async (deps: Deps, run: StepRun, nodeId: string): Promise<ClaimResult> => {
   const now = deps.now();
   const { jobId } = run;
-  try {
-    const { Attributes } = await deps.ddb.send(
-      new UpdateCommand({
-        TableName: deps.tableName,
-        Key: stepKey(jobId, nodeId),
-        UpdateExpression:
-          'SET #status = :processing, leaseUntil = :lease, startedAt = if_not_exists(startedAt, :now), nodeId = :node, #ttl = :ttl ADD attempts :one',
-        ConditionExpression: 'attribute_not_exists(PK) OR (#status = :processing AND leaseUntil < :now)',
-        ExpressionAttributeNames: { '#status': 'status', '#ttl': 'ttl' },
-        ExpressionAttributeValues: {
-          ':processing': 'processing',
-          ':lease': new Date(now.getTime() + stepLeaseSeconds * 1000).toISOString(),
-          ':now': now.toISOString(),
-          ':node': nodeId,
-          ':ttl': stepTtl(deps, run),
-          ':one': 1,
-        },
-        ReturnValues: 'ALL_NEW',
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      }),
-    );
-    return { claimed: true, attempt: parseItem(ClaimedStepSchema, Attributes ?? {}).attempts };
-  } catch (error) {
-    if (!isConditionalCheckFailed(error)) throw error;
-    const old = refusedItem(error);
-    const status = old && parseItem(RefusedStepSchema, old, stepKey(jobId, nodeId)).status?.S;
-    return { claimed: false, status: status ?? 'processing' };
+  const claim = await conditionalWrite(
+    deps,
+    new UpdateCommand({
+      TableName: deps.tableName,
+      Key: stepKey(jobId, nodeId),
+      UpdateExpression:
+        'SET #status = :processing, leaseUntil = :lease, startedAt = if_not_exists(startedAt, :now), nodeId = :node, #ttl = :ttl ADD attempts :one',
+      ConditionExpression: 'attribute_not_exists(PK) OR (#status = :processing AND leaseUntil < :now)',
+      ExpressionAttributeNames: { '#status': 'status', '#ttl': 'ttl' },
+      ExpressionAttributeValues: {
+        ':processing': 'processing',
+        ':lease': new Date(now.getTime() + stepLeaseSeconds * 1000).toISOString(),
+        ':now': now.toISOString(),
+        ':node': nodeId,
+        ':ttl': stepTtl(deps, run),
+        ':one': 1,
+      },
+      ReturnValues: 'ALL_NEW',
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    }),
+  );
+  if (claim.written) {
+    return { claimed: true, attempt: parseItem(ClaimedStepSchema, claim.output.Attributes ?? {}).attempts };
   }
+  const status = claim.oldItem && parseItem(RefusedStepSchema, claim.oldItem, stepKey(jobId, nodeId)).status?.S;
+  return { claimed: false, status: status ?? 'processing' };
 };
 
 /** What a finished step's item records beside its status. */
@@ -144,15 +135,8 @@ export const finishStepItem = async (
   nodeId: string,
   attempt: Attempt,
   end: StepEnd,
-): Promise<boolean> => {
-  try {
-    await deps.ddb.send(new UpdateCommand(stepEndUpdate(deps, run, nodeId, attempt, end)));
-    return true;
-  } catch (error) {
-    if (isConditionalCheckFailed(error)) return false;
-    throw error;
-  }
-};
+): Promise<boolean> =>
+  (await conditionalWrite(deps, new UpdateCommand(stepEndUpdate(deps, run, nodeId, attempt, end)))).written;
 
 export type CountResult =
   /** Counted, and the count also ended the run. */
@@ -194,37 +178,35 @@ export const countStep = async (
     // The run moved since the read (a parallel step, a cancel): count it the general way.
   }
   const counter = outcome.status === 'completed' ? 'stepsCompleted' : 'stepsSkipped';
-  try {
-    const { Attributes } = await deps.ddb.send(
-      new UpdateCommand({
-        TableName: deps.tableName,
-        Key: runKey(run.jobId),
-        UpdateExpression: `SET #status = :processing ADD ${counter} :one, chargedHundredths :charge, heldHundredths :minus, doneSteps :nodeSet REMOVE GSI1PK, GSI1SK`,
-        ConditionExpression: `${inProgressCondition} AND ${notCountedCondition} AND heldHundredths >= :charge`,
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: {
-          ...inProgressValues,
-          ':one': 1,
-          ':node': nodeId,
-          ':nodeSet': new Set([nodeId]),
-          ':charge': charge,
-          ':minus': -charge,
-        },
-        ReturnValues: 'ALL_NEW',
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      }),
-    );
-    return { counted: true, ended: false, run: parseItem(RunItemSchema, Attributes ?? {}) };
-  } catch (error) {
-    if (!isConditionalCheckFailed(error)) throw error;
-    const old = parseItem(RefusedCountSchema, refusedItem(error) ?? {}, runKey(run.jobId));
-    const runEnded = !isInProgress(old.status?.S);
-    const alreadyCounted = old.doneSteps?.SS.includes(nodeId) ?? false;
-    if (!runEnded && !alreadyCounted) {
-      throw new Error(`Run ${run.jobId} holds less than step ${nodeId}'s charge of ${charge}`);
-    }
-    return { counted: false, runEnded, alreadyCounted };
+  const count = await conditionalWrite(
+    deps,
+    new UpdateCommand({
+      TableName: deps.tableName,
+      Key: runKey(run.jobId),
+      UpdateExpression: `SET #status = :processing ADD ${counter} :one, chargedHundredths :charge, heldHundredths :minus, doneSteps :nodeSet REMOVE GSI1PK, GSI1SK`,
+      ConditionExpression: `${inProgressCondition} AND ${notCountedCondition} AND heldHundredths >= :charge`,
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: {
+        ...inProgressValues,
+        ':one': 1,
+        ':node': nodeId,
+        ':nodeSet': new Set([nodeId]),
+        ':charge': charge,
+        ':minus': -charge,
+      },
+      ReturnValues: 'ALL_NEW',
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    }),
+  );
+  if (count.written)
+    return { counted: true, ended: false, run: parseItem(RunItemSchema, count.output.Attributes ?? {}) };
+  const old = parseItem(RefusedCountSchema, count.oldItem ?? {}, runKey(run.jobId));
+  const runEnded = !isInProgress(old.status?.S);
+  const alreadyCounted = old.doneSteps?.SS.includes(nodeId) ?? false;
+  if (!runEnded && !alreadyCounted) {
+    throw new Error(`Run ${run.jobId} holds less than step ${nodeId}'s charge of ${charge}`);
   }
+  return { counted: false, runEnded, alreadyCounted };
 };
 
 /**
@@ -252,18 +234,13 @@ export const failStep = async (
   nodeId: string,
   attempt: Attempt,
   message: string,
-): Promise<boolean> => {
-  try {
+): Promise<boolean> =>
+  (
     await transactWrite(deps, [
       { Update: stepEndUpdate(deps, run, nodeId, attempt, { status: 'failed', error: message }) },
       ...endRunItems(deps, run, 'failed'),
-    ]);
-    return true;
-  } catch (error) {
-    if (conditionFailed(error)) return false;
-    throw error;
-  }
-};
+    ])
+  ).written;
 
 /** Marks a claimed step skipped after its run ended, so it does not read as in flight. */
 export const abandonStep = async (deps: Deps, run: StepRun, nodeId: string, attempt: Attempt) => {
@@ -278,24 +255,22 @@ export const abandonStep = async (deps: Deps, run: StepRun, nodeId: string, atte
  */
 export const releaseStep = async (deps: Deps, jobId: string, nodeId: string, attempt: Attempt) => {
   if (attempt === null) return;
-  try {
-    await deps.ddb.send(
-      new UpdateCommand({
-        TableName: deps.tableName,
-        Key: stepKey(jobId, nodeId),
-        UpdateExpression: 'SET leaseUntil = :released',
-        ConditionExpression: '#status = :processing AND attempts = :attempt',
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: {
-          ':released': new Date(0).toISOString(),
-          ':processing': 'processing',
-          ':attempt': attempt,
-        },
-      }),
-    );
-  } catch (error) {
-    if (!isConditionalCheckFailed(error)) throw error;
-  }
+  // Refused: the step is no longer this delivery's (finished, or taken over); nothing to give back.
+  await conditionalWrite(
+    deps,
+    new UpdateCommand({
+      TableName: deps.tableName,
+      Key: stepKey(jobId, nodeId),
+      UpdateExpression: 'SET leaseUntil = :released',
+      ConditionExpression: '#status = :processing AND attempts = :attempt',
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: {
+        ':released': new Date(0).toISOString(),
+        ':processing': 'processing',
+        ':attempt': attempt,
+      },
+    }),
+  );
 };
 
 const FailuresSchema = v.object({ failures: v.number() });
@@ -307,26 +282,24 @@ const FailuresSchema = v.object({ failures: v.number() });
  * step that succeeds first time still writes its item once.
  */
 export const countFailedExecution = async (deps: Deps, run: StepRun, nodeId: string): Promise<number | null> => {
-  try {
-    const { Attributes } = await deps.ddb.send(
-      new UpdateCommand({
-        TableName: deps.tableName,
-        Key: stepKey(run.jobId, nodeId),
-        UpdateExpression: 'SET #status = :processing, nodeId = :node, #ttl = :ttl ADD failures :one',
-        ConditionExpression: `attribute_not_exists(PK) OR (${unclaimedInProgress})`,
-        ExpressionAttributeNames: { '#status': 'status', '#ttl': 'ttl' },
-        ExpressionAttributeValues: {
-          ':processing': 'processing',
-          ':node': nodeId,
-          ':ttl': stepTtl(deps, run),
-          ':one': 1,
-        },
-        ReturnValues: 'UPDATED_NEW',
-      }),
-    );
-    return parseItem(FailuresSchema, Attributes ?? {}, stepKey(run.jobId, nodeId)).failures;
-  } catch (error) {
-    if (isConditionalCheckFailed(error)) return null;
-    throw error;
-  }
+  const counted = await conditionalWrite(
+    deps,
+    new UpdateCommand({
+      TableName: deps.tableName,
+      Key: stepKey(run.jobId, nodeId),
+      UpdateExpression: 'SET #status = :processing, nodeId = :node, #ttl = :ttl ADD failures :one',
+      ConditionExpression: `attribute_not_exists(PK) OR (${unclaimedInProgress})`,
+      ExpressionAttributeNames: { '#status': 'status', '#ttl': 'ttl' },
+      ExpressionAttributeValues: {
+        ':processing': 'processing',
+        ':node': nodeId,
+        ':ttl': stepTtl(deps, run),
+        ':one': 1,
+      },
+      ReturnValues: 'UPDATED_NEW',
+    }),
+  );
+  return counted.written
+    ? parseItem(FailuresSchema, counted.output.Attributes ?? {}, stepKey(run.jobId, nodeId)).failures
+    : null;
 };

@@ -50,8 +50,8 @@ import {
   workflowSkPrefix,
 } from './keys.ts';
 import { queryAll } from './query.ts';
-import { cancellationReasons, failedAt, StringAttributeSchema } from './refusals.ts';
-import { transactWrite } from './run-ledger.ts';
+import { type CancellationReason, failedAt, StringAttributeSchema } from './refusals.ts';
+import { transactWrite } from './write.ts';
 
 export interface RunnableWorkflow {
   workflowId: string;
@@ -210,23 +210,23 @@ export const startRun = async (deps: Deps, run: NewRun): Promise<void> => {
   if (run.idempotency) items.push(idempotencyPut(deps, run.keyId, run.idempotency));
   const extraStart = items.length;
   items.push(...(run.extraItems ?? []));
-  try {
-    // Retried when cancelled by a conflicting transaction, so only failed conditions reach the checks below.
-    await transactWrite(deps, items);
-  } catch (error) {
-    const reasons = cancellationReasons(error);
-    if (!reasons) throw error;
-    const failed = (index: number) => failedAt(reasons, index);
-    // A request with the same Idempotency-Key committed first (and so holds the lock): answer as it did.
-    if (run.idempotency && failed(5)) throw new IdempotencyRaceError({ cause: error });
-    if (failed(0)) throw new RunInProgressError(lockHolder(run.workflow.workflowId, reasons[0]?.Item));
-    if (failed(1)) throw new RunRefusedError({ kind: 'insufficientCredits', requiredHundredths: total });
-    if (failed(2) || failed(3)) throw new RaceLostError({ cause: error });
-    if (reasons.slice(extraStart).some((r) => r.Code === 'ConditionalCheckFailed'))
-      throw new ExtraConditionFailedError({ cause: error });
-    throw error;
-  }
+  // Contention is retried by transactWrite (a StorageBusyError when it lasts): a refusal is failed conditions only.
+  const result = await transactWrite(deps, items);
+  if (result.written) return;
+  const { reasons } = result;
+  const failed = (index: number) => failedAt(reasons, index);
+  // A request with the same Idempotency-Key committed first (and so holds the lock): answer as it did.
+  if (run.idempotency && failed(5)) throw new IdempotencyRaceError();
+  if (failed(0)) throw new RunInProgressError(lockHolder(run.workflow.workflowId, reasons[0]?.Item));
+  if (failed(1)) throw new RunRefusedError({ kind: 'insufficientCredits', requiredHundredths: total });
+  if (failed(2) || failed(3)) throw new RaceLostError();
+  if (reasons.slice(extraStart).some((r) => r.Code === 'ConditionalCheckFailed')) throw new ExtraConditionFailedError();
+  throw new Error(`run ${run.jobId}: its start was refused by a condition of item(s) ${refusedIndexes(reasons)}`);
 };
+
+/** The indexes of a refused transaction's items whose condition failed, as `4, 5`. */
+const refusedIndexes = (reasons: readonly CancellationReason[]) =>
+  reasons.flatMap((reason, index) => (reason.Code === 'ConditionalCheckFailed' ? [index] : [])).join(', ');
 
 const RefusedLockSchema = v.object({ jobId: StringAttributeSchema });
 

@@ -1,17 +1,15 @@
-import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
 import { ServiceError } from '../domain/errors.ts';
 import { IdEntrySchema, parseItem, type TeamItem, TeamItemSchema } from './items.ts';
 import { agentKey, idIndex, projectKey, teamKey } from './keys.ts';
-import { isConditionalCheckFailed, isTransactionCanceled } from './refusals.ts';
+import { conditionalWrite, transactWrite } from './write.ts';
 
 /**
  * Teams, projects and agents: the tenancy the API keys belong to. Operators manage them with the
  * admin CLI (the "app" side of the spec). Every id also has a GSI1 entry `<KIND>#<id>` so the CLI
  * can find an item's team from its id alone.
  */
-
-const isConditionFailure = (error: unknown) => isConditionalCheckFailed(error) || isTransactionCanceled(error);
 
 /** A team or project an operator named does not exist (or a withdrawal would go below 0); `message` says which. */
 export class TenancyNotFoundError extends ServiceError {
@@ -64,19 +62,16 @@ export const teamItem = (teamId: string, input: NewTeam, createdAt: string) => (
 
 export const createTeam = async (deps: Deps, input: NewTeam): Promise<{ teamId: string }> => {
   const teamId = deps.newId();
-  await deps.ddb.send(
-    new TransactWriteCommand({
-      TransactItems: [
-        {
-          Put: {
-            TableName: deps.tableName,
-            Item: teamItem(teamId, input, deps.now().toISOString()),
-            ConditionExpression: 'attribute_not_exists(PK)',
-          },
-        },
-      ],
-    }),
-  );
+  const created = await transactWrite(deps, [
+    {
+      Put: {
+        TableName: deps.tableName,
+        Item: teamItem(teamId, input, deps.now().toISOString()),
+        ConditionExpression: 'attribute_not_exists(PK)',
+      },
+    },
+  ]);
+  if (!created.written) throw new Error(`team ${teamId} exists already`);
   return { teamId };
 };
 
@@ -89,23 +84,19 @@ export const getTeam = async (deps: Deps, teamId: string): Promise<TeamItem | un
 
 /** Grants (or, negative, withdraws) credits; a withdrawal can never take the balance below zero. */
 export const addCredits = async (deps: Deps, teamId: string, hundredths: number): Promise<TeamBalance> => {
-  try {
-    const { Attributes } = await deps.ddb.send(
-      new UpdateCommand({
-        TableName: deps.tableName,
-        Key: teamKey(teamId),
-        UpdateExpression: 'ADD balance :amount, granted :amount',
-        ConditionExpression: 'attribute_exists(PK) AND balance >= :floor',
-        ExpressionAttributeValues: { ':amount': hundredths, ':floor': Math.max(0, -hundredths) },
-        ReturnValues: 'ALL_NEW',
-      }),
-    );
-    return balanceOf(parseItem(TeamItemSchema, Attributes ?? {}));
-  } catch (error) {
-    if (isConditionFailure(error))
-      throw new TenancyNotFoundError(`No team ${teamId}, or too few credits to withdraw`, { cause: error });
-    throw error;
-  }
+  const added = await conditionalWrite(
+    deps,
+    new UpdateCommand({
+      TableName: deps.tableName,
+      Key: teamKey(teamId),
+      UpdateExpression: 'ADD balance :amount, granted :amount',
+      ConditionExpression: 'attribute_exists(PK) AND balance >= :floor',
+      ExpressionAttributeValues: { ':amount': hundredths, ':floor': Math.max(0, -hundredths) },
+      ReturnValues: 'ALL_NEW',
+    }),
+  );
+  if (!added.written) throw new TenancyNotFoundError(`No team ${teamId}, or too few credits to withdraw`);
+  return balanceOf(parseItem(TeamItemSchema, added.output.Attributes ?? {}));
 };
 
 /** The ledger of a team item; a missing team holds nothing. */
@@ -117,7 +108,8 @@ export const balanceOf = (team: TeamItem | undefined): TeamBalance => ({
 });
 
 export const setPerStepLimit = async (deps: Deps, teamId: string, hundredths: number | null) => {
-  await deps.ddb.send(
+  const set = await conditionalWrite(
+    deps,
     new UpdateCommand({
       TableName: deps.tableName,
       Key: teamKey(teamId),
@@ -126,6 +118,7 @@ export const setPerStepLimit = async (deps: Deps, teamId: string, hundredths: nu
       ...(hundredths === null ? {} : { ExpressionAttributeValues: { ':l': hundredths } }),
     }),
   );
+  if (!set.written) throw new TenancyNotFoundError(`No team ${teamId}`);
 };
 
 const teamMustExist = (deps: Deps, teamId: string) => ({
@@ -137,34 +130,26 @@ export const createProject = async (
   input: { teamId: string; name: string; hardCapHundredths: number | null },
 ): Promise<{ projectId: string }> => {
   const projectId = deps.newId();
-  try {
-    await deps.ddb.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          teamMustExist(deps, input.teamId),
-          {
-            Put: {
-              TableName: deps.tableName,
-              Item: {
-                ...projectKey(input.teamId, projectId),
-                ...idIndex('PROJECT', projectId),
-                type: 'Project',
-                projectId,
-                teamId: input.teamId,
-                name: input.name,
-                hardCapHundredths: input.hardCapHundredths ?? undefined,
-                spentHundredths: 0,
-                createdAt: deps.now().toISOString(),
-              },
-            },
-          },
-        ],
-      }),
-    );
-  } catch (error) {
-    if (isConditionFailure(error)) throw new TenancyNotFoundError(`No team ${input.teamId}`, { cause: error });
-    throw error;
-  }
+  const created = await transactWrite(deps, [
+    teamMustExist(deps, input.teamId),
+    {
+      Put: {
+        TableName: deps.tableName,
+        Item: {
+          ...projectKey(input.teamId, projectId),
+          ...idIndex('PROJECT', projectId),
+          type: 'Project',
+          projectId,
+          teamId: input.teamId,
+          name: input.name,
+          hardCapHundredths: input.hardCapHundredths ?? undefined,
+          spentHundredths: 0,
+          createdAt: deps.now().toISOString(),
+        },
+      },
+    },
+  ]);
+  if (!created.written) throw new TenancyNotFoundError(`No team ${input.teamId}`);
   return { projectId };
 };
 
@@ -174,30 +159,17 @@ export const createAgent = async (
   input: { teamId: string; projectId: string; name: string },
 ): Promise<{ agentId: string }> => {
   const agentId = deps.newId();
-  try {
-    await deps.ddb.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            ConditionCheck: {
-              TableName: deps.tableName,
-              Key: projectKey(input.teamId, input.projectId),
-              ConditionExpression: 'attribute_exists(PK)',
-            },
-          },
-          {
-            Put: {
-              TableName: deps.tableName,
-              Item: agentItem({ ...input, agentId }, deps.now().toISOString()),
-            },
-          },
-        ],
-      }),
-    );
-  } catch (error) {
-    if (isConditionFailure(error)) throw new TenancyNotFoundError(`No project ${input.projectId}`, { cause: error });
-    throw error;
-  }
+  const created = await transactWrite(deps, [
+    {
+      ConditionCheck: {
+        TableName: deps.tableName,
+        Key: projectKey(input.teamId, input.projectId),
+        ConditionExpression: 'attribute_exists(PK)',
+      },
+    },
+    { Put: { TableName: deps.tableName, Item: agentItem({ ...input, agentId }, deps.now().toISOString()) } },
+  ]);
+  if (!created.written) throw new TenancyNotFoundError(`No project ${input.projectId}`);
   return { agentId };
 };
 

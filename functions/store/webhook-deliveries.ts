@@ -6,6 +6,7 @@ import { runItemExpiry } from '../domain/retention.ts';
 import type { DeliveryState, WebhookAttempt } from '../domain/webhook.ts';
 import { parseItem, RunCallbackSchema, unexpired } from './items.ts';
 import { runKey, webhookDeliveryKey } from './keys.ts';
+import { conditionalWrite } from './write.ts';
 
 /**
  * The delivery item of one webhook event of a run (`RUN#<job>`, `WEBHOOK#<event>`): its state, the
@@ -77,35 +78,31 @@ export const recordWebhookAttempt = async (
   const { entry, state } = record;
   const first = entry.attempt === 1;
   const ended = state === 'pending' ? '' : `, ${state === 'delivered' ? 'deliveredAt' : 'failedAt'} = :at`;
-  try {
-    await deps.ddb.send(
-      new UpdateCommand({
-        TableName: deps.tableName,
-        Key: webhookDeliveryKey(jobId, event),
-        UpdateExpression:
-          'SET jobId = :job, #event = :event, #state = :state, attempts = :attempt, lastMessageId = :message, #ttl = :ttl, ' +
-          `attemptLog = list_append(if_not_exists(attemptLog, :none), :entry)${ended}` +
-          (entry.nextAttemptAt ? ', nextAttemptAt = :next' : ' REMOVE nextAttemptAt'),
-        ConditionExpression: first ? 'attribute_not_exists(PK)' : 'attempts = :previous AND #state = :pending',
-        ExpressionAttributeNames: { '#event': 'event', '#state': 'state', '#ttl': 'ttl' },
-        ExpressionAttributeValues: {
-          ':job': jobId,
-          ':ttl': record.expiresAt,
-          ':event': event,
-          ':state': state,
-          ':attempt': entry.attempt,
-          ':message': record.messageId,
-          ':none': [],
-          ':entry': [entry],
-          ...(state === 'pending' ? {} : { ':at': entry.at }),
-          ...(entry.nextAttemptAt ? { ':next': entry.nextAttemptAt } : {}),
-          ...(first ? {} : { ':previous': entry.attempt - 1, ':pending': 'pending' }),
-        },
-      }),
-    );
-    return true;
-  } catch (error) {
-    if ((error as Error).name === 'ConditionalCheckFailedException') return false;
-    throw error;
-  }
+  const recorded = await conditionalWrite(
+    deps,
+    new UpdateCommand({
+      TableName: deps.tableName,
+      Key: webhookDeliveryKey(jobId, event),
+      UpdateExpression:
+        'SET jobId = :job, #event = :event, #state = :state, attempts = :attempt, lastMessageId = :message, #ttl = :ttl, ' +
+        `attemptLog = list_append(if_not_exists(attemptLog, :none), :entry)${ended}` +
+        (entry.nextAttemptAt ? ', nextAttemptAt = :next' : ' REMOVE nextAttemptAt'),
+      ConditionExpression: first ? 'attribute_not_exists(PK)' : 'attempts = :previous AND #state = :pending',
+      ExpressionAttributeNames: { '#event': 'event', '#state': 'state', '#ttl': 'ttl' },
+      ExpressionAttributeValues: {
+        ':job': jobId,
+        ':ttl': record.expiresAt,
+        ':event': event,
+        ':state': state,
+        ':attempt': entry.attempt,
+        ':message': record.messageId,
+        ':none': [],
+        ':entry': [entry],
+        ...(state === 'pending' ? {} : { ':at': entry.at }),
+        ...(entry.nextAttemptAt ? { ':next': entry.nextAttemptAt } : {}),
+        ...(first ? {} : { ':previous': entry.attempt - 1, ':pending': 'pending' }),
+      },
+    }),
+  );
+  return recorded.written;
 };

@@ -1,4 +1,4 @@
-import { GetCommand, TransactWriteCommand, type TransactWriteCommandInput, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
 import type { WorkflowStatus } from '../../schemas/workflows.ts';
 import type { Deps } from '../deps.ts';
@@ -7,8 +7,9 @@ import type { WorkflowSummaryRecord } from '../domain/workflow-list.ts';
 import { AgentItemSchema, parseItem, WorkflowItemSchema } from './items.ts';
 import { agentKey, canvasKey, idIndex, projectKey, teamPartition, workflowKey, workflowSkPrefix } from './keys.ts';
 import { queryAll } from './query.ts';
-import { cancellationReasons, failedAt, isConditionalCheckFailed } from './refusals.ts';
+import { failedAt } from './refusals.ts';
 import { agentItem } from './tenancy.ts';
+import { conditionalWrite, type TransactItems, transactWrite } from './write.ts';
 
 /** What the list reads of a summary (its projection). */
 const ListedWorkflowSchema = v.pick(WorkflowItemSchema, ['workflowId', 'name', 'description', 'status', 'updatedAt']);
@@ -46,22 +47,18 @@ export const setWorkflowStatus = async (
   workflowId: string,
   status: WorkflowStatus,
 ): Promise<boolean> => {
-  try {
-    await deps.ddb.send(
-      new UpdateCommand({
-        TableName: deps.tableName,
-        Key: workflowKey(teamId, workflowId),
-        UpdateExpression: 'SET #status = :status, updatedAt = :now',
-        ConditionExpression: 'attribute_exists(PK)',
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: { ':status': status, ':now': deps.now().toISOString() },
-      }),
-    );
-    return true;
-  } catch (error) {
-    if (isConditionalCheckFailed(error)) return false;
-    throw error;
-  }
+  const set = await conditionalWrite(
+    deps,
+    new UpdateCommand({
+      TableName: deps.tableName,
+      Key: workflowKey(teamId, workflowId),
+      UpdateExpression: 'SET #status = :status, updatedAt = :now',
+      ConditionExpression: 'attribute_exists(PK)',
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: { ':status': status, ':now': deps.now().toISOString() },
+    }),
+  );
+  return set.written;
 };
 
 export interface NewWorkflowRecord {
@@ -108,59 +105,60 @@ const workflowItems = (workflowId: string, input: NewWorkflowRecord, now: string
   canvasItem(workflowId, input),
 ];
 
-/** Stores a workflow atomically; the agent must exist in the team. */
+/** Stores a workflow atomically; the agent must exist in the team (else AgentOrProjectNotFoundError). */
 export const putWorkflow = async (deps: Deps, input: NewWorkflowRecord): Promise<{ workflowId: string }> => {
   const workflowId = deps.newId();
-  await deps.ddb.send(
-    new TransactWriteCommand({
-      TransactItems: [
-        {
-          ConditionCheck: {
-            TableName: deps.tableName,
-            Key: agentKey(input.teamId, input.agentId),
-            ConditionExpression: 'attribute_exists(PK)',
-          },
-        },
-        ...workflowItems(workflowId, input, deps.now().toISOString()).map((Item) => ({
-          Put: { TableName: deps.tableName, Item, ConditionExpression: 'attribute_not_exists(PK)' },
-        })),
-      ],
-    }),
-  );
+  const stored = await transactWrite(deps, [
+    {
+      ConditionCheck: {
+        TableName: deps.tableName,
+        Key: agentKey(input.teamId, input.agentId),
+        ConditionExpression: 'attribute_exists(PK)',
+      },
+    },
+    ...workflowItems(workflowId, input, deps.now().toISOString()).map((Item) => ({
+      Put: { TableName: deps.tableName, Item, ConditionExpression: 'attribute_not_exists(PK)' },
+    })),
+  ]);
+  if (!stored.written && failedAt(stored.reasons, 0)) throw new AgentOrProjectNotFoundError();
+  if (!stored.written) throw new Error(`workflow ${workflowId} exists already`);
   return { workflowId };
 };
 
 /**
  * Makes `workflowId` the agent's active workflow (spec 4.4): the agent points at it and its status
- * becomes `active`, in one transaction; both must belong to the team and the workflow to the agent.
+ * becomes `active`, in one transaction; both must belong to the team and the workflow to the
+ * agent, else nothing changes and the answer is false.
  */
-export const activateWorkflow = async (deps: Deps, teamId: string, agentId: string, workflowId: string) => {
+export const activateWorkflow = async (
+  deps: Deps,
+  teamId: string,
+  agentId: string,
+  workflowId: string,
+): Promise<boolean> => {
   const now = deps.now().toISOString();
-  await deps.ddb.send(
-    new TransactWriteCommand({
-      TransactItems: [
-        {
-          Update: {
-            TableName: deps.tableName,
-            Key: agentKey(teamId, agentId),
-            UpdateExpression: 'SET activeWorkflowId = :w',
-            ConditionExpression: 'attribute_exists(PK)',
-            ExpressionAttributeValues: { ':w': workflowId },
-          },
-        },
-        {
-          Update: {
-            TableName: deps.tableName,
-            Key: workflowKey(teamId, workflowId),
-            UpdateExpression: 'SET #status = :active, updatedAt = :now',
-            ConditionExpression: 'attribute_exists(PK) AND agentId = :agent',
-            ExpressionAttributeNames: { '#status': 'status' },
-            ExpressionAttributeValues: { ':active': 'active', ':now': now, ':agent': agentId },
-          },
-        },
-      ],
-    }),
-  );
+  const activated = await transactWrite(deps, [
+    {
+      Update: {
+        TableName: deps.tableName,
+        Key: agentKey(teamId, agentId),
+        UpdateExpression: 'SET activeWorkflowId = :w',
+        ConditionExpression: 'attribute_exists(PK)',
+        ExpressionAttributeValues: { ':w': workflowId },
+      },
+    },
+    {
+      Update: {
+        TableName: deps.tableName,
+        Key: workflowKey(teamId, workflowId),
+        UpdateExpression: 'SET #status = :active, updatedAt = :now',
+        ConditionExpression: 'attribute_exists(PK) AND agentId = :agent',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':active': 'active', ':now': now, ':agent': agentId },
+      },
+    },
+  ]);
+  return activated.written;
 };
 
 /** DynamoDB's limit on one item, which the canvas item must fit. */
@@ -212,7 +210,7 @@ export const createWorkflowForTeam = async (
 ): Promise<{ workflowId: string; agentId: string; projectId: string }> => {
   let agentId: string;
   let projectId: string;
-  const owner: NonNullable<TransactWriteCommandInput['TransactItems']> = [];
+  const owner: TransactItems = [];
   if (input.agentId !== undefined) {
     const { Item } = await deps.ddb.send(
       new GetCommand({ TableName: deps.tableName, Key: agentKey(input.teamId, input.agentId), ConsistentRead: true }),
@@ -269,21 +267,14 @@ export const createWorkflowForTeam = async (
   // or long keys); refused here rather than left to fail the write as a 500.
   const largest = Math.max(...items.map(itemSize));
   if (largest > maxItemBytes) throw new WorkflowTooLargeToStoreError(largest, maxItemBytes);
-  try {
-    await deps.ddb.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          ...owner,
-          ...items.map((Item) => ({
-            Put: { TableName: deps.tableName, Item, ConditionExpression: 'attribute_not_exists(PK)' },
-          })),
-        ],
-      }),
-    );
-  } catch (error) {
-    const reasons = cancellationReasons(error);
-    if (reasons && failedAt(reasons, 0)) throw new AgentOrProjectNotFoundError({ cause: error });
-    throw error;
-  }
+  const created = await transactWrite(deps, [
+    ...owner,
+    ...items.map((Item) => ({
+      Put: { TableName: deps.tableName, Item, ConditionExpression: 'attribute_not_exists(PK)' },
+    })),
+  ]);
+  if (!created.written && failedAt(created.reasons, 0)) throw new AgentOrProjectNotFoundError();
+  // Another item's condition: a new id taken already (never expected of a uuid).
+  if (!created.written) throw new Error(`workflow ${workflowId} or its agent exists already`);
   return { workflowId, agentId, projectId };
 };

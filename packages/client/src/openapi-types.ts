@@ -46,7 +46,7 @@ export interface paths {
      *
      *     The cost is estimated and held from the team credits before anything runs; each step is charged when it finishes. One run in progress per workflow at a time. With `defer: true` the run is queued to start later, when the price multiplier reaches `maxMultiplier` (answer 202).
      *
-     *     An optional `Idempotency-Key` makes a retry safe: the same key with the same body within 24 hours answers as the first request did; the same key with another body answers 422.
+     *     An optional `Idempotency-Key` makes a retry safe: the same key with the same request (this endpoint, this id, the same body) within 24 hours answers as the first request did; the same key with another request (another body, or the other run endpoint, or another id) answers 422.
      *
      *     Scope: `runs:create`.
      */
@@ -72,7 +72,7 @@ export interface paths {
      *
      *     The cost is estimated and held from the team credits before anything runs; each step is charged when it finishes. One run in progress per workflow at a time. With `defer: true` the run is queued to start later, when the price multiplier reaches `maxMultiplier` (answer 202).
      *
-     *     An optional `Idempotency-Key` makes a retry safe: the same key with the same body within 24 hours answers as the first request did; the same key with another body answers 422.
+     *     An optional `Idempotency-Key` makes a retry safe: the same key with the same request (this endpoint, this id, the same body) within 24 hours answers as the first request did; the same key with another request (another body, or the other run endpoint, or another id) answers 422.
      *
      *     Scope: `runs:create`.
      */
@@ -617,7 +617,7 @@ export interface components {
     };
     IdempotencyKeyReusedError: {
       /** @constant */
-      error: 'Idempotency-Key reused with a different body';
+      error: 'Idempotency-Key reused with a different request';
     };
     RateLimitExceededError: {
       /** @constant */
@@ -629,6 +629,10 @@ export interface components {
     MonthlyCapUnverifiableError: {
       /** @constant */
       error: 'Unable to verify monthly credit cap; try again shortly';
+    };
+    StorageBusyError: {
+      /** @constant */
+      error: 'Service busy; try again shortly';
     };
   };
   responses: never;
@@ -793,13 +797,23 @@ export interface operations {
           'application/json': components['schemas']['ServerError'];
         };
       };
+      /** @description The service is busy (a write met a conflicting one or throttling on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
     };
   };
   RunWorkflow: {
     parameters: {
       query?: never;
       header?: {
-        /** @description Caller-chosen key; the same key and body within 24 hours answer as the first request did. */
+        /** @description Caller-chosen key, one per request: the same key, endpoint, id and body within 24 hours answer as the first request did. */
         'Idempotency-Key'?: string;
       };
       path: {
@@ -904,7 +918,7 @@ export interface operations {
           'application/json': components['schemas']['PayloadTooLargeError'];
         };
       };
-      /** @description An `inputs` key matches no step, `callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not use, or the `Idempotency-Key` was used with another body. */
+      /** @description An `inputs` key matches no step, `callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not use, or the `Idempotency-Key` was used with another request. */
       422: {
         headers: {
           [name: string]: unknown;
@@ -937,14 +951,16 @@ export interface operations {
           'application/json': components['schemas']['ServerError'];
         };
       };
-      /** @description The key has a monthly cap that could not be checked; the run is refused rather than started unmetered. */
+      /** @description The key has a monthly cap that could not be checked (the run is refused rather than started unmetered), or: The service is busy (a write met a conflicting one or throttling on every try); nothing was written. Try again after `Retry-After` seconds. */
       503: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['MonthlyCapUnverifiableError'];
+          'application/json':
+            | components['schemas']['MonthlyCapUnverifiableError']
+            | components['schemas']['StorageBusyError'];
         };
       };
     };
@@ -953,7 +969,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description Caller-chosen key; the same key and body within 24 hours answer as the first request did. */
+        /** @description Caller-chosen key, one per request: the same key, endpoint, id and body within 24 hours answer as the first request did. */
         'Idempotency-Key'?: string;
       };
       path: {
@@ -1060,7 +1076,7 @@ export interface operations {
           'application/json': components['schemas']['PayloadTooLargeError'];
         };
       };
-      /** @description An `inputs` key matches no step, `callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not use, or the `Idempotency-Key` was used with another body. */
+      /** @description An `inputs` key matches no step, `callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not use, or the `Idempotency-Key` was used with another request. */
       422: {
         headers: {
           [name: string]: unknown;
@@ -1093,14 +1109,16 @@ export interface operations {
           'application/json': components['schemas']['ServerError'];
         };
       };
-      /** @description The key has a monthly cap that could not be checked; the run is refused rather than started unmetered. */
+      /** @description The key has a monthly cap that could not be checked (the run is refused rather than started unmetered), or: The service is busy (a write met a conflicting one or throttling on every try); nothing was written. Try again after `Retry-After` seconds. */
       503: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['MonthlyCapUnverifiableError'];
+          'application/json':
+            | components['schemas']['MonthlyCapUnverifiableError']
+            | components['schemas']['StorageBusyError'];
         };
       };
     };
@@ -1241,6 +1259,16 @@ export interface operations {
           'application/json': components['schemas']['ServerError'];
         };
       };
+      /** @description The service is busy (a write met a conflicting one or throttling on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
     };
   };
   GetDeferredRun: {
@@ -1377,6 +1405,16 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['ServerError'];
+        };
+      };
+      /** @description The service is busy (a write met a conflicting one or throttling on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
         };
       };
     };
