@@ -21,6 +21,7 @@ export const integrationTests = [
   'test/query.test.ts',
   'test/rate-limit.test.ts',
   'test/rehearse.test.ts',
+  'test/request-validation.test.ts',
   'test/retention.test.ts',
   'test/run-inline.test.ts',
   'test/run-ledger.test.ts',

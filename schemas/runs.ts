@@ -1,10 +1,11 @@
 /**
  * Runs (spec sections 2.3, 3.1, 4.3 to 4.5, 6): the run request, the two answers of a run start,
  * the Run as read and as sent by webhook, and the validation failure of a run start.
- * Requests use `v.object` (unknown fields are ignored); responses use `v.strictObject`.
+ * Requests use `v.object` (unknown fields are ignored), never taking an array for one
+ * (`notArray`); responses use `v.strictObject`.
  */
 import * as v from 'valibot';
-import { DateTimeSchema, UuidSchema } from './common.ts';
+import { DateTimeSchema, NameStringSchema, notArray, UuidSchema } from './common.ts';
 import { messages } from './errors.ts';
 import { ValidationIssueSchema } from './workflows.ts';
 
@@ -29,26 +30,31 @@ export const IdempotencyKeySchema = v.pipe(v.string(), v.minLength(1), v.maxLeng
  * Body of both run starts; every field optional, and a missing body means `{}`. The `callbackUrl`
  * message is the spec's 422 message, so a handler can answer with the issue's message as is.
  */
-export const RunRequestSchema = v.object({
-  /** Replaces a step's value for this run, keyed by the step's `config.apiInputKey`. */
-  inputs: v.optional(v.record(v.string(), v.string())),
-  /** `draft`: cheaper pass; `preview` behaves like `production`. */
-  mode: v.optional(RunModeSchema, 'production'),
-  /** Queue the run to start later (answer 202). */
-  defer: v.optional(v.boolean(), false),
-  /** Only with `defer`: the price multiplier the deferred run waits for. */
-  maxMultiplier: v.optional(v.pipe(v.number(), v.gtValue(0), v.maxValue(10)), 0.7),
-  /** https URL to receive the run-finished webhook. */
-  callbackUrl: v.optional(
-    v.pipe(
-      v.string(messages.callbackUrlInvalid),
-      v.url(messages.callbackUrlInvalid),
-      v.startsWith('https://', messages.callbackUrlInvalid),
+export const RunRequestSchema = notArray(
+  v.object({
+    /**
+     * Replaces a step's value for this run, keyed by the step's `config.apiInputKey`. A key matching
+     * no step (the empty one included) is the spec's 422; a value may be empty.
+     */
+    inputs: v.optional(notArray(v.record(v.string(), v.string()))),
+    /** `draft`: cheaper pass; `preview` behaves like `production`. */
+    mode: v.optional(RunModeSchema, 'production'),
+    /** Queue the run to start later (answer 202). */
+    defer: v.optional(v.boolean(), false),
+    /** Only with `defer`: the price multiplier the deferred run waits for. */
+    maxMultiplier: v.optional(v.pipe(v.number(), v.gtValue(0), v.maxValue(10)), 0.7),
+    /** https URL to receive the run-finished webhook. */
+    callbackUrl: v.optional(
+      v.pipe(
+        v.string(messages.callbackUrlInvalid),
+        v.url(messages.callbackUrlInvalid),
+        v.startsWith('https://', messages.callbackUrlInvalid),
+      ),
     ),
-  ),
-  /** When set, each webhook is signed with it. */
-  callbackSecret: v.optional(v.string()),
-});
+    /** When set, each webhook is signed with it; an empty secret would sign with nothing. */
+    callbackSecret: v.optional(NameStringSchema),
+  }),
+);
 export type RunRequest = v.InferOutput<typeof RunRequestSchema>;
 export type RunRequestInput = v.InferInput<typeof RunRequestSchema>;
 

@@ -1,10 +1,11 @@
 /**
  * Workflows (spec sections 2.1, 2.2, 4.1, 4.2): the list, the create request and its answers.
- * Requests use `v.object` (unknown fields are ignored and stripped); responses use
- * `v.strictObject` (exactly the documented fields).
+ * Requests use `v.object` (unknown fields are ignored and stripped), never taking an array for
+ * one (`notArray`), and no string that names something may be empty (`NameStringSchema`);
+ * responses use `v.strictObject` (exactly the documented fields).
  */
 import * as v from 'valibot';
-import { DateTimeSchema, UuidSchema } from './common.ts';
+import { DateTimeSchema, NameStringSchema, notArray, UuidSchema } from './common.ts';
 import { messages } from './errors.ts';
 
 /** The 55 node types of spec section 2.2, in spec order and spelling. */
@@ -88,24 +89,28 @@ export const ListWorkflowsResponseSchema = v.strictObject({ workflows: v.array(W
 export type ListWorkflowsResponse = v.InferOutput<typeof ListWorkflowsResponseSchema>;
 
 /** A connection into a step; a handle left out means the node's first one. */
-export const WorkflowStepInputSchema = v.object({
-  /** The `key` of the step to connect from. */
-  from: v.string(),
-  /** Output handle on that step. */
-  sourceHandle: v.optional(v.string()),
-  /** Input handle on this step. */
-  targetHandle: v.optional(v.string()),
-});
+export const WorkflowStepInputSchema = notArray(
+  v.object({
+    /** The `key` of the step to connect from. */
+    from: NameStringSchema,
+    /** Output handle on that step. */
+    sourceHandle: v.optional(NameStringSchema),
+    /** Input handle on this step. */
+    targetHandle: v.optional(NameStringSchema),
+  }),
+);
 export type WorkflowStepInput = v.InferOutput<typeof WorkflowStepInputSchema>;
 
 /**
  * The node's settings: free-form, since its fields depend on the node type. A loose object so
  * every setting is kept, not stripped.
  */
-export const WorkflowStepConfigSchema = v.looseObject({
-  /** On a `TextEntry` or `PromptBuilder` step: the `inputs` key a run uses to replace the step's value. */
-  apiInputKey: v.optional(v.string()),
-});
+export const WorkflowStepConfigSchema = notArray(
+  v.looseObject({
+    /** On a `TextEntry` or `PromptBuilder` step: the `inputs` key a run uses to replace the step's value. */
+    apiInputKey: v.optional(NameStringSchema),
+  }),
+);
 export type WorkflowStepConfig = v.InferOutput<typeof WorkflowStepConfigSchema>;
 
 /**
@@ -113,19 +118,22 @@ export type WorkflowStepConfig = v.InferOutput<typeof WorkflowStepConfigSchema>;
  * unknown one reaches the handler and gets the spec's 422 `Unknown node type: <type>`; the
  * OpenAPI document still lists the 55 values.
  */
-export const WorkflowStepSchema = v.object({
-  /** Unique within the request; other steps refer to it in `inputs`. */
-  key: v.string(),
-  type: v.pipe(
-    v.string(),
-    v.metadata({ description: 'Node type; one of the 55 values listed.', enum: [...nodeTypes] }),
-  ),
-  /** Name shown on the canvas; defaults to the node type's name. */
-  label: v.optional(v.string()),
-  config: v.optional(WorkflowStepConfigSchema),
-  /** A string is a step key: it connects that step's first output to this step's first input. */
-  inputs: v.optional(v.array(v.union([v.string(), WorkflowStepInputSchema]))),
-});
+export const WorkflowStepSchema = notArray(
+  v.object({
+    /** Unique within the request; other steps refer to it in `inputs`. */
+    key: NameStringSchema,
+    type: v.pipe(
+      v.string(),
+      v.minLength(1),
+      v.metadata({ description: 'Node type; one of the 55 values listed.', enum: [...nodeTypes] }),
+    ),
+    /** Name shown on the canvas; defaults to the node type's name. */
+    label: v.optional(NameStringSchema),
+    config: v.optional(WorkflowStepConfigSchema),
+    /** A string is a step key: it connects that step's first output to this step's first input. */
+    inputs: v.optional(v.array(v.union([NameStringSchema, WorkflowStepInputSchema]))),
+  }),
+);
 export type WorkflowStep = v.InferOutput<typeof WorkflowStepSchema>;
 
 /**
@@ -138,19 +146,21 @@ const missingFieldMessages: Record<string, string> = {
 };
 
 export const CreateWorkflowRequestSchema = v.pipe(
-  v.object(
-    {
-      name: v.pipe(v.string(messages.nameRequired), v.nonEmpty(messages.nameRequired)),
-      steps: v.pipe(v.array(WorkflowStepSchema, messages.stepsRequired), v.minLength(1, messages.stepsRequired)),
-      /** Add the workflow to this agent. */
-      agentId: v.optional(UuidSchema),
-      /** Create a new agent in this project and add the workflow to it. */
-      projectId: v.optional(UuidSchema),
-      /** Name of the new agent when `projectId` is passed; defaults to `name`. */
-      agentName: v.optional(v.string()),
-    },
-    // A missing key is reported by the object itself, so its message is chosen here.
-    (issue) => missingFieldMessages[String(issue.path?.[0]?.key)] ?? issue.message,
+  notArray(
+    v.object(
+      {
+        name: v.pipe(v.string(messages.nameRequired), v.nonEmpty(messages.nameRequired)),
+        steps: v.pipe(v.array(WorkflowStepSchema, messages.stepsRequired), v.minLength(1, messages.stepsRequired)),
+        /** Add the workflow to this agent. */
+        agentId: v.optional(UuidSchema),
+        /** Create a new agent in this project and add the workflow to it. */
+        projectId: v.optional(UuidSchema),
+        /** Name of the new agent when `projectId` is passed; defaults to `name`. */
+        agentName: v.optional(NameStringSchema),
+      },
+      // A missing key is reported by the object itself, so its message is chosen here.
+      (issue) => missingFieldMessages[String(issue.path?.[0]?.key)] ?? issue.message,
+    ),
   ),
   v.check(
     (body) => (body.agentId === undefined) !== (body.projectId === undefined),

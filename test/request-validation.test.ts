@@ -1,0 +1,232 @@
+/**
+ * Misuse of every request body, through the real handlers (docs/api.md, "Workflows", "Starting a
+ * run", "Errors"): every operation of the OpenAPI document that takes a body is walked with an
+ * array in place of each object and an empty string in place of each string the document
+ * declares, and answers 400 (the contract's own text where it has one, or its 422 where the
+ * contract says so), never a 500 and never a success. And an Idempotency-Key names one request:
+ * sent again on the other run endpoint, or for another id, it is refused, and nothing starts twice.
+ */
+import type { ReferenceObject, SchemaObject } from 'openapi3-ts/oas31';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { routeById } from '../lib/routes.ts';
+import { api, doc, expectBalanced, ledgerOf, pairPrice, pairSteps } from './support/runs.ts';
+import { addKey, createWorkflow, type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
+
+let stack: TestStack;
+let team: SeededTeam;
+let workflowId: string;
+beforeAll(async () => {
+  stack = await startTestStack();
+  const seeded = await seedTeam(stack.deps, { credits: 100 });
+  const key = await addKey(stack.deps, seeded.teamId, { rateLimitPerMinute: 100_000 });
+  team = { ...seeded, key: key.key, keyId: key.keyId };
+  workflowId = await createWorkflow(stack, team, pairSteps);
+});
+afterAll(() => stack.close());
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type Path = (string | number)[];
+
+/**
+ * For each operation that takes a body, bodies that are valid and between them give every field
+ * the document declares (both `agentId` and `projectId` cannot be in one body, so there are two).
+ */
+const validBodies = (): Record<string, Json[]> => {
+  const runBody: Json = {
+    inputs: { topic: 'otters' },
+    mode: 'draft',
+    defer: false,
+    maxMultiplier: 0.7,
+    callbackUrl: 'https://example.com/hook',
+    callbackSecret: 'secret',
+  };
+  const steps: Json = [
+    { key: 'topic', type: 'TextEntry', label: 'Topic', config: { text: 'otters', apiInputKey: 'topic' } },
+    { key: 'style', type: 'TextEntry', config: { text: 'short' } },
+    {
+      key: 'prompt',
+      type: 'PromptBuilder',
+      config: { template: '{{0}} {{1}}' },
+      inputs: ['topic', { from: 'style', sourceHandle: 'text', targetHandle: 'values' }],
+    },
+  ];
+  return {
+    CreateWorkflow: [
+      { name: 'Walked', steps, agentId: team.agentId },
+      { name: 'Walked', steps, projectId: team.projectId, agentName: 'Walker' },
+    ],
+    RunWorkflow: [runBody],
+    RunAgent: [runBody],
+  };
+};
+
+/** The path each operation is called on. */
+const pathOf = (operationId: string) =>
+  routeById(operationId as 'RunWorkflow').path.replace('{id}', operationId === 'RunAgent' ? team.agentId : workflowId);
+
+const resolve = (node: SchemaObject | ReferenceObject): SchemaObject => {
+  if (!('$ref' in node)) return node;
+  const name = String(node.$ref).replace('#/components/schemas/', '');
+  const schema = doc.components?.schemas?.[name];
+  if (!schema) throw new Error(`no schema ${node.$ref}`);
+  return resolve(schema);
+};
+
+interface Field {
+  path: Path;
+  kind: 'object' | 'string';
+}
+
+/**
+ * Every object and string the schema declares, at the paths `value` gives them; also every
+ * declared property `value` leaves out (the bodies must cover the whole schema).
+ */
+const fieldsOf = (node: SchemaObject | ReferenceObject, value: Json, path: Path, missing: Set<string>): Field[] => {
+  const schema = resolve(node);
+  const options = schema.anyOf ?? schema.oneOf;
+  if (options && !schema.properties) {
+    const option = options.map(resolve).find((o) => (o.type === 'string') === (typeof value === 'string'));
+    return option ? fieldsOf(option, value, path, missing) : [];
+  }
+  if (schema.type === 'string') return [{ path, kind: 'string' }];
+  if (schema.type === 'array' && Array.isArray(value) && schema.items) {
+    const items = schema.items;
+    return value.flatMap((item, i) => fieldsOf(items, item, [...path, i], missing));
+  }
+  if (schema.type !== 'object' || value === null || typeof value !== 'object' || Array.isArray(value)) return [];
+  const fields: Field[] = [{ path, kind: 'object' }];
+  for (const [name, property] of Object.entries(schema.properties ?? {})) {
+    if (name in value) fields.push(...fieldsOf(property, value[name] as Json, [...path, name], missing));
+    else missing.add([...path.filter((p) => typeof p === 'string'), name].join('.'));
+  }
+  const extra = schema.additionalProperties;
+  if (extra && typeof extra === 'object' && !schema.properties) {
+    for (const [name, item] of Object.entries(value))
+      fields.push(...fieldsOf(extra, item as Json, [...path, name], missing));
+  }
+  return fields;
+};
+
+const withValue = (body: Json, path: Path, replacement: Json): Json => {
+  if (path.length === 0) return replacement;
+  const copy = structuredClone(body) as Record<string | number, Json>;
+  let at = copy;
+  for (const key of path.slice(0, -1)) at = at[key] as Record<string | number, Json>;
+  at[path[path.length - 1] as string | number] = replacement;
+  return copy;
+};
+
+/** As the 400 names a field: `steps[0].inputs[1].from`. */
+const shown = (path: Path) =>
+  path.map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i === 0 ? '' : '.'}${p}`)).join('');
+
+/** What the contract answers for an empty string where it says so; every other empty name is our 400. */
+const contractAnswers: Record<string, { status: number; body: unknown }> = {
+  name: { status: 400, body: { error: 'name is required' } },
+  callbackUrl: { status: 422, body: { error: 'callbackUrl must be a valid https:// URL' } },
+};
+/** Strings that may be empty: a run's input value is text, and empty text is text. */
+const mayBeEmpty = (path: Path) => path[0] === 'inputs';
+
+const operationsWithBodies = () =>
+  Object.values(doc.paths ?? {}).flatMap((item) =>
+    (['get', 'post', 'delete'] as const).flatMap((method) => {
+      const operation = item[method];
+      const content =
+        operation?.requestBody && 'content' in operation.requestBody ? operation.requestBody.content : undefined;
+      const schema = content?.['application/json']?.schema;
+      return operation?.operationId && schema ? [{ operationId: operation.operationId, method, schema }] : [];
+    }),
+  );
+
+describe('every request body refuses an array for an object and an empty name', () => {
+  it('finds the operations that take a body: create a workflow and both run starts', () => {
+    expect(operationsWithBodies().map((o) => o.operationId)).toEqual(['CreateWorkflow', 'RunWorkflow', 'RunAgent']);
+  });
+
+  it.each(operationsWithBodies().map((o) => [o.operationId, o] as const))('%s', async (operationId, operation) => {
+    const bodies = validBodies()[operationId];
+    if (!bodies) throw new Error(`no valid body for ${operationId}`);
+    const method = operation.method.toUpperCase();
+    const path = pathOf(operationId);
+    const missing = new Set<string>();
+    const fields = bodies.flatMap((body) => fieldsOf(operation.schema, body, [], missing).map((f) => ({ ...f, body })));
+    // The bodies give every property the document declares, so every field is walked.
+    const declared = new Set(fields.map((f) => f.path.filter((p) => typeof p === 'string').join('.')));
+    expect([...missing].filter((name) => !declared.has(name))).toEqual([]);
+    expect(fields.some((f) => f.kind === 'object')).toBe(true);
+
+    const tried: string[] = [];
+    for (const { path: at, kind, body } of fields) {
+      if (kind === 'string' && mayBeEmpty(at)) continue;
+      const mutated = withValue(body, at, kind === 'object' ? [] : '');
+      const answer = await api(stack.baseUrl, method, path, { key: team.key, body: mutated });
+      const where = `${operationId} ${shown(at) || 'the body'} = ${kind === 'object' ? '[]' : '""'}`;
+      const contract = kind === 'string' && at.length === 1 ? contractAnswers[String(at[0])] : undefined;
+      if (contract) expect([answer.status, answer.body], where).toEqual([contract.status, contract.body]);
+      else {
+        expect(answer.status, where).toBe(400);
+        const prefix = at.length === 0 ? 'Invalid request body: ' : `Invalid request body: ${shown(at)}: `;
+        expect(String(answer.body.error).startsWith(prefix), `${where}: ${answer.body.error}`).toBe(true);
+        // An array where an object belongs is named so (in a union, as one of its options).
+        if (kind === 'object')
+          expect(String(answer.body.error), where).toMatch(/Expected .*Object.* but received Array$/);
+        else expect(String(answer.body.error), where).toMatch(/^Invalid request body: .*Invalid \w+: /);
+      }
+      tried.push(where);
+    }
+    expect(tried.length).toBeGreaterThan(operationId === 'CreateWorkflow' ? 20 : 4);
+    // Nothing was started or held by any of them.
+    expect(await ledgerOf(stack.deps, team.teamId)).toEqual({ balance: 10_000, held: 0, charged: 0, granted: 10_000 });
+  });
+
+  it('the valid bodies themselves are accepted (so each refusal above is the one field walked)', async () => {
+    for (const body of validBodies().CreateWorkflow ?? []) {
+      const created = await api(stack.baseUrl, 'POST', '/workflows', { key: team.key, body });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+    }
+    const ran = await api(stack.baseUrl, 'POST', pathOf('RunWorkflow'), {
+      key: team.key,
+      body: { ...(validBodies().RunWorkflow?.[0] as object), inputs: { in: '' }, defer: true },
+    });
+    // `inputs` keys are the workflow's: the pair has none, so an input key is the contract's 422.
+    expect([ran.status, ran.body.error]).toEqual([422, 'Unknown input key(s): in']);
+  });
+});
+
+describe('an Idempotency-Key names one request', () => {
+  it('reused on the other run endpoint, or for another workflow, it is refused and nothing starts twice', async () => {
+    const t = await seedTeam(stack.deps, { credits: 100, key: { rateLimitPerMinute: 100_000 } });
+    const pair = await createWorkflow(stack, t, pairSteps);
+    const other = await createWorkflow(stack, t, pairSteps, 'Other');
+    const headers = { 'idempotency-key': `order-${t.teamId}` };
+    const first = await api(stack.baseUrl, 'POST', `/workflows/${pair}/runs`, { key: t.key, headers });
+    expect(first.status).toBe(200);
+    // The agent's newest workflow is `other`, but the same workflow would be refused too: another endpoint.
+    const reused = { status: 422, body: { error: 'Idempotency-Key reused with a different request' } };
+    for (const path of [`/agents/${t.agentId}/runs`, `/workflows/${other}/runs`]) {
+      const answer = await api(stack.baseUrl, 'POST', path, { key: t.key, headers });
+      expect({ status: answer.status, body: answer.body }, path).toEqual(reused);
+    }
+    const again = await api(stack.baseUrl, 'POST', `/workflows/${pair}/runs`, { key: t.key, headers });
+    expect([again.status, again.body]).toEqual([200, first.body]);
+    const ledger = await ledgerOf(stack.deps, t.teamId);
+    expectBalanced(ledger);
+    expect(ledger).toMatchObject({ held: pairPrice, balance: 10_000 - pairPrice });
+
+    // And the other way round: first on the agent endpoint (deferred, 202), then on the workflow's.
+    const deferredHeaders = { 'idempotency-key': `deferred-${t.teamId}` };
+    const deferred = await api(stack.baseUrl, 'POST', `/agents/${t.agentId}/runs`, {
+      key: t.key,
+      headers: deferredHeaders,
+      body: { defer: true },
+    });
+    expect(deferred.status).toBe(202);
+    const onWorkflow = await api(stack.baseUrl, 'POST', `/workflows/${deferred.body.workflowId}/runs`, {
+      key: t.key,
+      headers: deferredHeaders,
+      body: { defer: true },
+    });
+    expect({ status: onWorkflow.status, body: onWorkflow.body }).toEqual(reused);
+  });
+});
