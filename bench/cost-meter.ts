@@ -11,6 +11,7 @@
  * One exception: DynamoDB Local under-reports TransactWriteItems (four puts of tiny items report 2
  * units where AWS bills 8), so for those the meter reads each item before and after (with an
  * unmetered client) and applies AWS's rule itself: 2 units per item per started KB of the larger image.
+ * And reads are billed at least their minimum (`minimumReadUnits`), which DynamoDB Local does not report.
  */
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
@@ -53,6 +54,23 @@ const readCommands = new Set([
   'ScanCommand',
   'TransactGetItemsCommand',
 ]);
+
+/**
+ * The least a read request is billed on AWS, which DynamoDB Local does not report (it answers 0 for
+ * a Query that finds nothing, and nothing for a BatchGetItem key that is absent): half a unit per
+ * item or request read eventually consistent, one read strongly consistent, two in a transaction.
+ */
+const minimumReadUnits = (name: string, input: Record<string, unknown>): number => {
+  const unit = (consistent: unknown) => (consistent === true ? 1 : 0.5);
+  if (name === 'BatchGetItemCommand') {
+    const tables = Object.values(
+      (input.RequestItems ?? {}) as Record<string, { Keys?: unknown[]; ConsistentRead?: boolean }>,
+    );
+    return tables.reduce((sum, t) => sum + (t.Keys?.length ?? 0) * unit(t.ConsistentRead), 0);
+  }
+  if (name === 'TransactGetItemsCommand') return 2 * ((input.TransactItems as unknown[] | undefined)?.length ?? 0);
+  return unit(input.ConsistentRead);
+};
 
 export interface Meter {
   dynamoDb: {
@@ -179,7 +197,7 @@ export const meterDynamoDb = (client: DynamoDBDocumentClient, meter: Meter, read
             0,
           );
         }
-        if (readCommands.has(name)) meter.dynamoDb.readUnits += units;
+        if (readCommands.has(name)) meter.dynamoDb.readUnits += Math.max(units, minimumReadUnits(name, input));
         else meter.dynamoDb.writeUnits += units;
         return result;
       } catch (error) {

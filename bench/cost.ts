@@ -17,9 +17,12 @@ import {
   xrayIfTraced,
 } from './cost-meter.ts';
 import { measureChainRunCost } from './cost-run.ts';
+import { idleCost, idleStages, measureIdleTick } from './idle-cost.ts';
 import { heading, line, note, ratio } from './report.ts';
 import { chainWithModelStep } from './seed.ts';
 import type { Targets } from './stats.ts';
+import { mb } from './stats.ts';
+import { measureStepExecutorMemory } from './step-memory.ts';
 
 /** Runs measured after the warm-up run. */
 const measuredRuns = 10;
@@ -127,6 +130,38 @@ export const benchCost = async (options: {
     `${dollars(modelPriced.total + waitCost(executorMb)).padStart(12)}   ${ratio((modelPriced.total + waitCost(executorMb)) / floor)} × floor (not a target)`,
   );
   note(
-    `the same wait at 128 / 256 / 512 / 1024 MB: ${[128, 256, 512, 1024].map((mb) => dollars(waitCost(mb))).join(' / ')}`,
+    `the same wait at 128 / 256 / 512 / 1024 MB: ${[128, 256, 512, 1024].map((size) => dollars(waitCost(size))).join(' / ')}`,
   );
+
+  heading(
+    'Step executor memory: its source alone in a child process polling the steps queue, 10 runs started at once (one batch of 10 in parallel), peak resident memory',
+  );
+  for (const workload of await measureStepExecutorMemory(options.resources)) {
+    line(
+      `  ${workload.name}`,
+      `${mb(workload.peakBytes).padStart(12)}${workload.seconds > 0 ? `   ${workload.seconds.toFixed(1)} s` : ''}`,
+    );
+  }
+  note(`Lambda gives CPU in proportion to memory; the stage's step executor has ${executorMb} MB`);
+  note('(-c stepExecutorMemoryMb=N). The source carries more modules than the bundle: read these as upper bounds.');
+
+  heading(
+    'Idle cost per stage and month: no traffic, us-east-1, without the free tier (the template, and an idle tick measured)',
+  );
+  const tick = await measureIdleTick(options.resources);
+  for (const stage of idleStages) {
+    console.log(`  ${stage.name}`);
+    const items = idleCost(stage.context, tick);
+    for (const item of items) line(`    ${item.what}`, `$${item.dollars.toFixed(2)}`.padStart(12));
+    const total = items.reduce((sum, item) => sum + item.dollars, 0);
+    const secretsManager = stage.name.includes('Secrets Manager');
+    line(
+      `    total${secretsManager ? ' (the deploy guide keeps prod under $2 with SSM)' : ''}`,
+      secretsManager
+        ? `$${total.toFixed(2)}`.padStart(12)
+        : targets.check(`idle cost a month, ${stage.name}`, total, '<=', 2, (v) => `$${v.toFixed(2)}`),
+    );
+  }
+  note('Optional: -c dashboard=true adds $3.00; -c perFunctionAlarms=true 2 alarms per route function ($0.20 each);');
+  note('each team connection secret in Secrets Manager $0.40 (in SSM $0).');
 };

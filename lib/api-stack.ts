@@ -164,6 +164,7 @@ export class ApiStack extends Stack {
         keepLogs: config.protectData,
         reservedConcurrentExecutions: worker.reservedConcurrency,
         tracing: config.tracing && (worker.tracing ?? true),
+        memoryMb: worker.id === 'StepExecutor' ? config.stepExecutorMemoryMb : undefined,
       });
       const { fn } = service;
       grants.apply(service, worker.grants);

@@ -35,6 +35,8 @@ export interface ServiceFunctionProps {
    * work, where a trace per tick would be most of its idle cost and its log line says it all.
    */
   tracing?: boolean;
+  /** Megabytes of memory (and, in proportion, CPU). Default: `functionMemoryMb`. */
+  memoryMb?: number;
 }
 
 /**
@@ -82,7 +84,7 @@ export class ServiceFunction extends Construct {
       description: props.description,
       runtime: Runtime.NODEJS_24_X,
       architecture: Architecture.ARM_64,
-      memorySize: functionMemoryMb,
+      memorySize: props.memoryMb ?? functionMemoryMb,
       timeout: Duration.seconds(props.timeoutSeconds),
       tracing: tracing ? Tracing.ACTIVE : Tracing.DISABLED,
       logGroup,

@@ -8,7 +8,7 @@
 import { providerEntry } from '../functions/nodes/providers/registry.ts';
 import { metricsServiceName } from '../functions/observability/metric-names.ts';
 import { connectionSecretPrefixOf, parseProviderSecret } from '../functions/store/secret-refs.ts';
-import type { QueueDefinition } from './definitions.ts';
+import { functionMemoryMb, type QueueDefinition } from './definitions.ts';
 
 export const stageNames = ['dev', 'prod'] as const;
 export type StageName = (typeof stageNames)[number];
@@ -34,6 +34,8 @@ export const contextKeys = {
   perFunctionAlarms: 'perFunctionAlarms',
   /** `true`: X-Ray active tracing on the functions that serve requests and run steps. */
   tracing: 'tracing',
+  /** Megabytes of memory of the step executor (128 to 10240); default 512. */
+  stepExecutorMemoryMb: 'stepExecutorMemoryMb',
   /** Whole days run data and output files are kept; overrides the stage's default. */
   retentionDays: 'retentionDays',
   /**
@@ -113,6 +115,14 @@ export interface StageConfig {
    */
   tracing: boolean;
   /**
+   * Memory of the step executor in MB (`-c stepExecutorMemoryMb=N`, 128 to 10240). Default 512,
+   * as every function: a batch of 10 media steps decodes and stores images at once, and Lambda
+   * gives CPU in proportion to memory. Its wait on a provider is billed at this size (10 s at
+   * 512 MB: $0.000067), so a stage whose model steps are text can take 256: the bench measured
+   * the executor's peak at about 160 MB for a batch of 10 text model steps (docs/operations.md).
+   */
+  stepExecutorMemoryMb: number;
+  /**
    * prod: termination protection on both stacks, deletion protection on the table, and the table,
    * the bucket and the log groups retained when their stack is deleted. dev: none of these;
    * destroying the stage deletes the table, empties and deletes the bucket, and deletes its logs.
@@ -152,6 +162,16 @@ const flag = (key: string, value: unknown, fallback: boolean): boolean => {
   if (value === true || value === 'true') return true;
   if (value === false || value === 'false') return false;
   throw new Error(`context ${key} must be true or false, got ${JSON.stringify(value)}`);
+};
+
+/** A Lambda memory size in MB: a whole number from 128 to 10240; `functionMemoryMb` when not given. */
+const memoryMb = (key: string, value: unknown): number => {
+  if (value === undefined || value === '') return functionMemoryMb;
+  const mb = Number(value);
+  if (!Number.isInteger(mb) || mb < 128 || mb > 10_240) {
+    throw new Error(`context ${key} must be a whole number of MB from 128 to 10240, got ${JSON.stringify(value)}`);
+  }
+  return mb;
 };
 
 /**
@@ -254,6 +274,7 @@ export const stageConfig = (
     dashboard: flag(contextKeys.dashboard, context(contextKeys.dashboard), false),
     perFunctionAlarms: flag(contextKeys.perFunctionAlarms, context(contextKeys.perFunctionAlarms), false),
     tracing: flag(contextKeys.tracing, context(contextKeys.tracing), false),
+    stepExecutorMemoryMb: memoryMb(contextKeys.stepExecutorMemoryMb, context(contextKeys.stepExecutorMemoryMb)),
   };
 };
 

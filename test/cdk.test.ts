@@ -160,6 +160,24 @@ describe('cdk app', { timeout: 120_000 }, () => {
     expect(() => buildApp({ ...testContext, tracing: 'on' }, offline)).toThrow(/tracing/);
   });
 
+  it('gives every function 512 MB; -c stepExecutorMemoryMb=N sizes the step executor alone', () => {
+    const memoryByDescription = (resources: Resources) =>
+      Object.fromEntries(
+        Object.values(resources)
+          .filter((r) => r.Type === 'AWS::Lambda::Function' && typeof r.Properties.Description === 'string')
+          .map((r) => [r.Properties.Description as string, r.Properties.MemorySize]),
+      );
+    const executor = 'consumes the Steps queue';
+    const byDefault = memoryByDescription(dev.apiResources);
+    expect(new Set(Object.values(byDefault))).toEqual(new Set([512]));
+    const smaller = memoryByDescription(synthesize({ ...testContext, stepExecutorMemoryMb: '256' }).apiResources);
+    expect(smaller[executor]).toBe(256);
+    expect(Object.entries(smaller).filter(([d, mb]) => d !== executor && mb !== 512)).toEqual([]);
+    for (const bad of ['64', '256.5', 'lots', '20000']) {
+      expect(() => buildApp({ ...testContext, stepExecutorMemoryMb: bad }, offline)).toThrow(/stepExecutorMemoryMb/);
+    }
+  });
+
   describe('stages', () => {
     it('puts the stage in both stack names, so dev and prod live side by side in one account', () => {
       expect([dev.stateful.stackName, dev.api.stackName]).toEqual([
