@@ -162,8 +162,9 @@ export const idleCost = (context: Record<string, string>, tick: TickCost): IdleI
   );
   const tickLogBytes = ingestedBytes(tick.logEvents, tick.logBytes) + platformBytes;
   const monthLogGb = (ticks * tickLogBytes) / 2 ** 30;
+  // SSEEnabled: a KMS key (the AWS-managed aws/dynamodb unless one is named); off: DynamoDB's own key, free.
   const kmsKey = resourcesOf(stateful, 'AWS::DynamoDB::Table').some(
-    (t) => (t.Properties?.SSESpecification as { SSEType?: string } | undefined)?.SSEType === 'KMS',
+    (t) => (t.Properties?.SSESpecification as { SSEEnabled?: boolean } | undefined)?.SSEEnabled === true,
   );
   const secrets = config.providers.filter((p) => !p.secretName.startsWith('ssm:')).length;
   const parameters = config.providers.length - secrets;
