@@ -6,22 +6,21 @@
  *
  * Env: BENCH_SECONDS (default 10) per measured load phase, BENCH_WARMUP_SECONDS (default 10),
  * BENCH_SOAK_SECONDS (default 60), BENCH_DEFERRED_COUNT (default 100,000 waiting deferred runs),
- * BENCH_SECTIONS (default all: bundles,http,soak,runs,deferred,cost).
+ * BENCH_SECTIONS (default all: bundles,http,soak,runs,deferred,cost), BENCH_COLD_RUNS (default 5 fresh
+ * processes per bundle in the cold-start section).
  */
 import './env.ts';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { hashApiKey } from '../functions/domain/api-key.ts';
 import { apiKeyKey, teamPartition } from '../functions/store/keys.ts';
-import { routes } from '../lib/routes.ts';
-import { workers } from '../lib/workers.ts';
 import { startDynamoDb, startSqsS3 } from '../local/emulators.ts';
 import { localDeps } from '../local/local-deps.ts';
 import { provision } from '../local/provision.ts';
 import type { ServerStats } from './api-server.ts';
-import { type BuiltBundle, buildBundle, coldImportMs } from './bundles.ts';
+import { benchColdStarts } from './cold-start.ts';
 import { benchCost } from './cost.ts';
 import { benchDispatcher } from './deferred.ts';
 import { floorOperations, type LoopResult, runLoops } from './floor.ts';
@@ -31,7 +30,7 @@ import { heading, latencyLine, line, ratio } from './report.ts';
 import { benchRuns, chainLength, type RunsBenchResult } from './runs.ts';
 import { createChainWorkflows, seedBenchTeam, seedRunsTeam } from './seed.ts';
 import { type ServerProcess, startServerProcess } from './server-process.ts';
-import { kb, mb, ms, summarize, Targets } from './stats.ts';
+import { mb, ms, summarize, Targets } from './stats.ts';
 
 const seconds = (name: string, fallback: number) => {
   const value = Number(process.env[name]);
@@ -53,7 +52,7 @@ const connections = 10;
 const rounds = 5;
 const workflowCount = 20;
 const sequentialCountRequests = 50;
-const coldImportRuns = 5;
+const coldImportRuns = Math.max(1, Math.round(seconds('BENCH_COLD_RUNS', 5)));
 const soakRate = 50;
 
 const repoRoot = resolve(import.meta.dirname, '..');
@@ -103,38 +102,6 @@ const merged = <T extends LoopResult | LoadResult>(parts: T[]): T => {
     }
   }
   return out;
-};
-
-const benchBundles = async () => {
-  heading(`Lambda bundles: lib/bundling.ts options via esbuild; cold import = median of ${coldImportRuns} fresh node`);
-  rmSync(bundlesDir, { recursive: true, force: true });
-  cleanups.push(() => rmSync(bundlesDir, { recursive: true, force: true }));
-  const functions = [...routes, ...workers].map((f) => ({ id: f.id, entry: f.entry }));
-  const built: BuiltBundle[] = [];
-  for (const fn of functions) built.push(await buildBundle(repoRoot, bundlesDir, fn));
-  for (const bundle of built) {
-    console.log(`  ${bundle.id} (${bundle.entry})`);
-    line(
-      '  size, minified, without source map',
-      targets.check(`${bundle.id} bundle size`, bundle.bytes, '<=', 250 * 1024, kb),
-    );
-    const coldMs = await coldImportMs(bundle.file, coldImportRuns, '--enable-source-maps');
-    line(
-      '  cold import, NODE_OPTIONS=--enable-source-maps (as deployed)',
-      targets.check(`${bundle.id} cold import`, coldMs, '<=', 80, ms),
-    );
-    line(
-      '  cold import without source maps (for comparison)',
-      ms(await coldImportMs(bundle.file, coldImportRuns, '')).padStart(12),
-    );
-    if (bundle.externalImports.length > 0) {
-      const externalsMs = await coldImportMs(bundle.file, coldImportRuns, '', bundle.externalImports);
-      line(`  import of its externals alone (${bundle.externalImports.join(', ')})`, ms(externalsMs).padStart(12));
-    }
-    console.log(
-      `      source map ${kb(bundle.mapBytes)}; largest inputs: ${bundle.largestInputs.map((i) => `${i.path} ${kb(i.bytes)}`).join(', ')}`,
-    );
-  }
 };
 
 const benchHttp = async (server: ServerProcess, key: string, floor: ReturnType<typeof floorOperations>) => {
@@ -295,7 +262,6 @@ const main = async () => {
   console.log(`Workflow Run API bench: Node ${process.version}, ${new Date().toISOString()}, ${machineLoad()}`);
   console.log(`Sections: ${[...sections].join(', ')}`);
   mkdirSync(stateDir, { recursive: true });
-  if (sections.has('bundles')) await benchBundles();
 
   heading('Local stack: in-memory DynamoDB Local + fauxqs on free loopback ports');
   const dynamo = await startDynamoDb({ stateDir });
@@ -314,6 +280,10 @@ const main = async () => {
     deps.s3.destroy();
   });
   line('DynamoDB Local', dynamo.endpoint);
+
+  if (sections.has('bundles')) {
+    await benchColdStarts({ repoRoot, outDir: bundlesDir, resources, targets, cleanups, runs: coldImportRuns });
+  }
 
   if (sections.has('http') || sections.has('soak')) {
     const team = await seedBenchTeam(deps, workflowCount);

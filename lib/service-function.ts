@@ -41,7 +41,7 @@ export interface ServiceFunctionProps {
 
 /**
  * One Lambda function of the service, built the same way for every route and worker: Node 24 on
- * ARM, a minified ESM bundle built with `bundlingOptions` (the AWS SDK v3 comes from the runtime),
+ * ARM, a minified ESM bundle built with `bundlingOptions` (the AWS SDK v3 bundled with the code),
  * source maps, X-Ray tracing when asked, its own log group kept for the stage's log retention, and its own
  * role, which starts with nothing but writing to that log group.
  */
@@ -96,6 +96,7 @@ export class ServiceFunction extends Construct {
         format: OutputFormat.ESM,
         minify: bundlingOptions.minify,
         sourceMap: bundlingOptions.sourceMap,
+        sourcesContent: bundlingOptions.sourcesContent,
         target: bundlingOptions.target,
         mainFields: [...bundlingOptions.mainFields],
         banner: bundlingOptions.banner,

@@ -1,0 +1,544 @@
+/**
+ * Cold starts, per function, against floors measured in the same run (bench/README.md, "Cold
+ * starts"). Each function's bundle is built as deployed (`lib/bundling.ts`); its floor is a bundle
+ * built the same way that imports only the same AWS SDK packages, builds their clients and does
+ * nothing else. Every sample is a fresh `node`: the import is timed, then the first invocation:
+ * for the function, its real first request against the emulators; for the floor, one trivial
+ * call on each client that request reaches. Function and floor take turns, round by round, so
+ * drift and other load hit both alike. The same is done for the bundle built with the other SDK
+ * source (bundled into the function or the runtime's), for the decision in docs/decisions.md.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import type { APIGatewayProxyEventV2, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { Deps } from '../functions/deps.ts';
+import { assetVersion } from '../functions/docs/manifest.ts';
+import { createAgent } from '../functions/store/tenancy.ts';
+import { makeHandler as makeStepExecutor } from '../functions/workers/step-executor.ts';
+import { basePath, type Route, routes } from '../lib/routes.ts';
+import { workers } from '../lib/workers.ts';
+import { startLocalApi } from '../local/api-gateway.ts';
+import { localDeps, localEnvironment } from '../local/local-deps.ts';
+import type { LocalResources } from '../local/provision.ts';
+import { emulatorSdkEnvironment } from '../local/rehearse/bundle-stack.ts';
+import { startReceiver } from '../test/support/webhook-receiver.ts';
+import {
+  type BuiltBundle,
+  buildBundle,
+  buildFloorBundle,
+  type ColdStart,
+  coldStart,
+  deployedSdkSource,
+  type FloorCall,
+  otherSdkSource,
+} from './bundles.ts';
+import { heading, line, note } from './report.ts';
+import { chainSteps, seedRunsTeam } from './seed.ts';
+import { kb, median, ms, type Targets } from './stats.ts';
+
+/** The targets: against the floor of the same SDK packages, and the size of the bundle alone. */
+export const coldStartTargets = { importRatio: 1.3, firstRequestRatio: 1.3, bundleBytes: 600 * 1024 } as const;
+
+export interface ColdStartContext {
+  repoRoot: string;
+  /** Where bundles, floors and event files are written (inside the repository; removed afterwards). */
+  outDir: string;
+  resources: LocalResources;
+  targets: Targets;
+  cleanups: (() => Promise<void> | void)[];
+  /** Fresh processes per function, floor and other-source bundle (the median of each is shown). */
+  runs: number;
+}
+
+/** What one function's first request is: the clients it reaches, and a fresh event for each cold start. */
+interface Scenario {
+  calls: FloorCall[];
+  /** Builds the state the request needs (outside the timed process) and returns its event. */
+  event: () => Promise<unknown>;
+}
+
+interface Samples {
+  importMs: number[];
+  importCpuMs: number[];
+  firstMs: number[];
+  firstCpuMs: number[];
+}
+
+const newSamples = (): Samples => ({ importMs: [], importCpuMs: [], firstMs: [], firstCpuMs: [] });
+
+const record = (samples: Samples, sample: ColdStart) => {
+  samples.importMs.push(sample.importMs);
+  samples.importCpuMs.push(sample.importCpuMs);
+  samples.firstMs.push(sample.firstMs ?? Number.NaN);
+  samples.firstCpuMs.push(sample.firstCpuMs ?? Number.NaN);
+};
+
+type Medians = ReturnType<typeof medians>;
+
+const medians = (samples: Samples) => ({
+  importMs: median(samples.importMs),
+  importCpuMs: median(samples.importCpuMs),
+  firstMs: median(samples.firstMs),
+  firstCpuMs: median(samples.firstCpuMs),
+});
+
+/** A first request that did not succeed measures an error path: the bench stops. */
+const checkOutcome = (what: string, sample: ColdStart) => {
+  const { outcome } = sample;
+  const failed =
+    outcome.error !== undefined ||
+    (outcome.statusCode !== undefined && (outcome.statusCode < 200 || outcome.statusCode >= 300)) ||
+    (outcome.failures ?? 0) > 0;
+  if (failed) throw new Error(`${what}: the first request failed: ${JSON.stringify(outcome)}`);
+};
+
+/** An API Gateway HTTP API payload 2.0 event for `route`, as `local/api-gateway.ts` builds one. */
+const apiEvent = (
+  route: Route,
+  options: {
+    pathParameters?: Record<string, string>;
+    key?: string;
+    body?: unknown;
+    query?: Record<string, string>;
+    headers?: Record<string, string>;
+  } = {},
+): APIGatewayProxyEventV2 => {
+  const path = `${basePath}${route.path.replace(/\{(\w+)\}/g, (_, name: string) => options.pathParameters?.[name] ?? '')}`;
+  const rawQueryString = new URLSearchParams(options.query ?? {}).toString();
+  const routeKey = `${route.method} ${basePath}${route.path}`;
+  const headers: Record<string, string> = {
+    host: 'bench.execute-api.us-east-1.amazonaws.com',
+    'user-agent': 'bench',
+    ...(options.key ? { authorization: `Bearer ${options.key}` } : {}),
+    ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}),
+    ...options.headers,
+  };
+  const now = new Date();
+  return {
+    version: '2.0',
+    routeKey,
+    rawPath: path,
+    rawQueryString,
+    headers,
+    ...(options.query ? { queryStringParameters: options.query } : {}),
+    ...(options.pathParameters ? { pathParameters: options.pathParameters } : {}),
+    requestContext: {
+      accountId: '000000000000',
+      apiId: 'bench',
+      domainName: headers.host ?? '',
+      domainPrefix: 'bench',
+      http: { method: route.method, path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'bench' },
+      requestId: randomUUID(),
+      routeKey,
+      stage: '$default',
+      time: now.toUTCString(),
+      timeEpoch: now.getTime(),
+    },
+    ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+    isBase64Encoded: false,
+  };
+};
+
+/** An SQS event of one record, as the event source mapping builds it. */
+const sqsEvent = (message: { messageId: string; body: string }, queueUrl: string): SQSEvent => {
+  const record: SQSRecord = {
+    messageId: message.messageId,
+    receiptHandle: `bench-${message.messageId}`,
+    body: message.body,
+    attributes: {
+      ApproximateReceiveCount: '1',
+      SentTimestamp: String(Date.now()),
+      SenderId: 'bench',
+      ApproximateFirstReceiveTimestamp: String(Date.now()),
+    },
+    messageAttributes: {},
+    md5OfBody: '',
+    eventSource: 'aws:sqs',
+    eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:${queueUrl.split('/').pop()}`,
+    awsRegion: 'us-east-1',
+  };
+  return { Records: [record] };
+};
+
+/** Takes messages off the queue until one whose body names `jobId` (the others are dropped). */
+const takeMessage = async (deps: Deps, queueUrl: string, jobId: string) => {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    const { Messages = [] } = await deps.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+    );
+    if (Messages.length === 0) continue;
+    await deps.sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: Messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle ?? '' })),
+      }),
+    );
+    const found = Messages.find((m) => (JSON.parse(m.Body ?? '{}') as { jobId?: string }).jobId === jobId);
+    if (found) return { messageId: found.MessageId ?? randomUUID(), body: found.Body ?? '' };
+  }
+  throw new Error(`no message for ${jobId} on ${queueUrl}`);
+};
+
+const routeOf = (id: string): Route => {
+  const route = routes.find((r) => r.id === id);
+  if (!route) throw new Error(`no route ${id}`);
+  return route;
+};
+
+/**
+ * Each function's first request, and what it needs: a team with credits, an agent and a key;
+ * fresh workflows, runs, deferred runs and queue messages where the request changes them (a run
+ * start locks its workflow, a cancel ends its run, a step or a webhook is done once).
+ */
+const prepareScenarios = async (deps: Deps, resources: LocalResources, cleanups: ColdStartContext['cleanups']) => {
+  const api = await startLocalApi({ deps, port: 0, host: '127.0.0.1' });
+  cleanups.push(() => api.close());
+  const receiver = await startReceiver();
+  cleanups.push(() => receiver.close());
+  const team = await seedRunsTeam(deps, 1_000_000);
+  const { key } = team;
+  const stepExecutor = makeStepExecutor(deps);
+
+  const call = async (method: string, path: string, body?: unknown) => {
+    const response = await fetch(`${api.baseUrl}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const answer = (await response.json()) as Record<string, unknown>;
+    if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(answer)}`);
+    return answer;
+  };
+  const oneStep = [{ key: 's0', type: 'TextEntry', config: { text: 'bench' } }];
+  const newWorkflow = async (agentId = team.agentId) =>
+    String((await call('POST', '/workflows', { name: 'Cold start', agentId, steps: oneStep })).workflowId);
+  const newRun = async (body: Record<string, unknown> = {}) => {
+    const workflowId = await newWorkflow();
+    const answer = await call('POST', `/workflows/${workflowId}/runs`, body);
+    return { workflowId, jobId: String(answer.jobId), deferredJobId: String(answer.deferredJobId) };
+  };
+  const withCallback = () => ({ callbackUrl: receiver.url, callbackSecret: 'whsec_YmVuY2ggY29sZCBzdGFydA==' });
+
+  for (let i = 0; i < 5; i++) await newWorkflow();
+  const completed = await newRun();
+  await stepExecutor(
+    sqsEvent(await takeMessage(deps, resources.queueUrls.Steps, completed.jobId), resources.queueUrls.Steps),
+  );
+  const waiting = await newRun({ defer: true, maxMultiplier: 0.1 });
+
+  const scenarios: Record<string, Scenario> = {
+    GetOpenApi: { calls: [], event: async () => apiEvent(routeOf('GetOpenApi')) },
+    GetDocs: { calls: [], event: async () => apiEvent(routeOf('GetDocs')) },
+    GetDocsAsset: {
+      calls: [],
+      // The largest asset, compressed as a browser asks for it.
+      event: async () =>
+        apiEvent(routeOf('GetDocsAsset'), {
+          pathParameters: { name: 'swagger-ui-bundle.js' },
+          query: { v: assetVersion },
+          headers: { 'accept-encoding': 'gzip, deflate, br, zstd' },
+        }),
+    },
+    ListWorkflows: { calls: ['dynamodb'], event: async () => apiEvent(routeOf('ListWorkflows'), { key }) },
+    CreateWorkflow: {
+      calls: ['dynamodb'],
+      event: async () =>
+        apiEvent(routeOf('CreateWorkflow'), {
+          key,
+          body: { name: 'Cold start chain', agentId: team.agentId, steps: chainSteps(10) },
+        }),
+    },
+    RunWorkflow: {
+      calls: ['dynamodb', 'sqs'],
+      event: async () =>
+        apiEvent(routeOf('RunWorkflow'), { key, pathParameters: { id: await newWorkflow() }, body: {} }),
+    },
+    RunAgent: {
+      calls: ['dynamodb', 'sqs'],
+      event: async () => {
+        const { agentId } = await createAgent(deps, { teamId: team.teamId, projectId: team.projectId, name: 'Cold' });
+        await newWorkflow(agentId);
+        return apiEvent(routeOf('RunAgent'), { key, pathParameters: { id: agentId }, body: {} });
+      },
+    },
+    GetRun: {
+      calls: ['dynamodb'],
+      event: async () => apiEvent(routeOf('GetRun'), { key, pathParameters: { jobId: completed.jobId } }),
+    },
+    CancelRun: {
+      calls: ['dynamodb'],
+      event: async () => apiEvent(routeOf('CancelRun'), { key, pathParameters: { jobId: (await newRun()).jobId } }),
+    },
+    GetDeferredRun: {
+      calls: ['dynamodb'],
+      event: async () => apiEvent(routeOf('GetDeferredRun'), { key, pathParameters: { id: waiting.deferredJobId } }),
+    },
+    CancelDeferredRun: {
+      calls: ['dynamodb'],
+      event: async () =>
+        apiEvent(routeOf('CancelDeferredRun'), {
+          key,
+          pathParameters: { id: (await newRun({ defer: true, maxMultiplier: 0.1 })).deferredJobId },
+        }),
+    },
+    // A one-step run's only step: it runs the node, then ends the run and queues its webhook.
+    StepExecutor: {
+      calls: ['dynamodb', 'sqs'],
+      event: async () => {
+        const { jobId } = await newRun(withCallback());
+        return sqsEvent(await takeMessage(deps, resources.queueUrls.Steps, jobId), resources.queueUrls.Steps);
+      },
+    },
+    // The webhook of a run that ended: read the delivery, POST it to the https receiver, record it.
+    WebhookDelivery: {
+      calls: ['dynamodb'],
+      event: async () => {
+        const { jobId } = await newRun(withCallback());
+        const step = await takeMessage(deps, resources.queueUrls.Steps, jobId);
+        await stepExecutor(sqsEvent(step, resources.queueUrls.Steps));
+        return sqsEvent(await takeMessage(deps, resources.queueUrls.Webhooks, jobId), resources.queueUrls.Webhooks);
+      },
+    },
+    DeferredDispatcher: {
+      calls: ['dynamodb'],
+      event: async () => ({
+        version: '0',
+        id: randomUUID(),
+        'detail-type': 'Scheduled Event',
+        source: 'aws.events',
+        account: '000000000000',
+        time: new Date().toISOString(),
+        region: 'us-east-1',
+        resources: ['arn:aws:events:us-east-1:000000000000:rule/bench'],
+        detail: {},
+      }),
+    },
+  };
+  return scenarios;
+};
+
+/** The environment a function gets on Lambda, pointed at the emulators (the same for its floor). */
+const lambdaEnvironment = (resources: LocalResources, functionId: string): Record<string, string> => ({
+  PATH: process.env.PATH ?? '',
+  HOME: process.env.HOME ?? '',
+  ...localEnvironment(resources),
+  ...emulatorSdkEnvironment(resources),
+  // The documented local switches: the webhook receiver is an https server on loopback.
+  ALLOW_PRIVATE_CALLBACKS: '1',
+  WEBHOOK_CA_FILE: fileURLToPath(new URL('../test/fixtures/receiver-cert.pem', import.meta.url)),
+  NODE_OPTIONS: '--enable-source-maps',
+  AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs24.x',
+  AWS_LAMBDA_FUNCTION_NAME: functionId,
+  AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
+  AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '1024',
+  TZ: ':UTC',
+});
+
+const sdkShort = (packages: readonly string[]) =>
+  packages.length === 0
+    ? 'none'
+    : packages
+        .map((p) =>
+          p
+            .replace('@aws-sdk/', '')
+            .replace('client-', '')
+            .replace('lib-dynamodb', 'doc')
+            .replace('s3-request-presigner', 'presign'),
+        )
+        .join('+');
+
+const x = (value: number) => `${value.toFixed(2)}×`;
+
+/** Function over floor, in cpu time (what the targets judge) and in wall time. */
+const ratiosOf = (row: { fn: Medians; base: Medians }) => ({
+  importCpu: row.fn.importCpuMs / row.base.importCpuMs,
+  firstCpu: row.fn.firstCpuMs / row.base.firstCpuMs,
+  importWall: row.fn.importMs / row.base.importMs,
+  firstWall: row.fn.firstMs / row.base.firstMs,
+});
+
+export const benchColdStarts = async (ctx: ColdStartContext) => {
+  const { repoRoot, outDir, resources, targets, runs } = ctx;
+  const deployed = deployedSdkSource;
+  const other = otherSdkSource(deployed);
+  heading(
+    `Cold starts: each function against the floor of its SDK packages (SDK ${deployed === 'bundled' ? 'bundled into each function' : "from the runtime's copy"}, as lib/bundling.ts deploys); median of ${runs} fresh node each, interleaved`,
+  );
+  rmSync(outDir, { recursive: true, force: true });
+  ctx.cleanups.push(() => rmSync(outDir, { recursive: true, force: true }));
+  const eventsDir = join(outDir, 'events');
+  mkdirSync(eventsDir, { recursive: true });
+
+  const deps = localDeps(resources);
+  ctx.cleanups.push(() => {
+    deps.ddb.destroy();
+    deps.sqs.destroy();
+    deps.s3.destroy();
+  });
+  const scenarios = await prepareScenarios(deps, resources, ctx.cleanups);
+
+  const functions = [...routes, ...workers].map((f) => ({ id: f.id, entry: f.entry }));
+  const floors = new Map<string, BuiltBundle>();
+  const floorOf = async (bundle: BuiltBundle) => {
+    const id = `${bundle.sdk}:${bundle.sdkPackages.join(',')}`;
+    let floor = floors.get(id);
+    if (!floor) {
+      floor = await buildFloorBundle(repoRoot, outDir, bundle.sdkPackages, bundle.sdk);
+      floors.set(id, floor);
+    }
+    return floor;
+  };
+  let eventCount = 0;
+  const eventFile = (event: unknown) => {
+    const file = join(eventsDir, `${++eventCount}.json`);
+    writeFileSync(file, JSON.stringify(event));
+    return file;
+  };
+
+  interface Row {
+    id: string;
+    bundle: BuiltBundle;
+    floor: BuiltBundle;
+    fn: ReturnType<typeof medians>;
+    base: ReturnType<typeof medians>;
+    otherBundle: BuiltBundle;
+    otherFn: ReturnType<typeof medians>;
+  }
+  const rows: Row[] = [];
+  for (const fn of functions) {
+    const scenario = scenarios[fn.id];
+    if (!scenario) throw new Error(`no cold-start scenario for ${fn.id}: add one to bench/cold-start.ts`);
+    const bundle = await buildBundle(repoRoot, outDir, fn, deployed);
+    const floor = await floorOf(bundle);
+    const otherBundle = await buildBundle(repoRoot, outDir, fn, other);
+    const environment = lambdaEnvironment(resources, fn.id);
+    const floorEvent = eventFile({ calls: scenario.calls });
+    const samples = { fn: newSamples(), base: newSamples(), other: newSamples() };
+    const measure = async (which: keyof typeof samples) => {
+      const file = which === 'fn' ? bundle.file : which === 'other' ? otherBundle.file : floor.file;
+      const event = which === 'base' ? floorEvent : eventFile(await scenario.event());
+      const sample = await coldStart(file, environment, event);
+      checkOutcome(
+        `${fn.id} (${which === 'base' ? 'floor' : which === 'other' ? `SDK ${other}` : 'function'})`,
+        sample,
+      );
+      record(samples[which], sample);
+    };
+    for (let round = 0; round < runs; round++) {
+      // Who goes first alternates, so neither always meets the machine just after the other.
+      const order: (keyof typeof samples)[] = round % 2 === 0 ? ['fn', 'base', 'other'] : ['other', 'base', 'fn'];
+      for (const which of order) await measure(which);
+    }
+    const row = {
+      id: fn.id,
+      bundle,
+      floor,
+      fn: medians(samples.fn),
+      base: medians(samples.base),
+      otherBundle,
+      otherFn: medians(samples.other),
+    };
+    rows.push(row);
+    const ratios = ratiosOf(row);
+    console.log(
+      `  ${fn.id} (${fn.entry}): SDK ${sdkShort(bundle.sdkPackages)}${bundle.powertools ? ', Powertools' : ''}`,
+    );
+    line(
+      '  bundle, minified, without source map',
+      targets.check(`${fn.id} bundle size`, bundle.bytes, '<=', coldStartTargets.bundleBytes, kb),
+    );
+    line(
+      `  cold import, cpu ${ms(row.fn.importCpuMs)}, floor ${ms(row.base.importCpuMs)}`,
+      targets.check(`${fn.id} cold import / floor (cpu)`, ratios.importCpu, '<=', coldStartTargets.importRatio, x),
+    );
+    line(
+      `  first request, cpu ${ms(row.fn.firstCpuMs)}, floor's first call ${ms(row.base.firstCpuMs)}`,
+      targets.check(
+        `${fn.id} first request / floor (cpu)`,
+        ratios.firstCpu,
+        '<=',
+        coldStartTargets.firstRequestRatio,
+        x,
+      ),
+    );
+    note(
+      `wall: import ${ms(row.fn.importMs)} (floor ${ms(row.base.importMs)}, ${x(ratios.importWall)}), ` +
+        `first request ${ms(row.fn.firstMs)} (floor ${ms(row.base.firstMs)}, ${x(ratios.firstWall)}); ` +
+        `source map ${kb(bundle.mapBytes)}${bundle.besideBytes ? `, files beside it ${kb(bundle.besideBytes)}` : ''}`,
+    );
+    note(`largest inputs: ${bundle.largestInputs.map((i) => `${i.path} ${kb(i.bytes)}`).join(', ')}`);
+  }
+
+  heading(
+    `Cold-start table: medians of ${runs}; ratios against the floor of the same SDK packages, judged on cpu time (wall beside it)`,
+  );
+  const columns = [
+    ['function', 19],
+    ['SDK', 26],
+    ['bundle', 9],
+    ['import', 9],
+    ['floor', 9],
+    ['ratio', 6],
+    ['first', 9],
+    ['floor', 9],
+    ['ratio', 6],
+    ['wall imp.', 10],
+    ['wall 1st', 10],
+    ['size', 5],
+    ['import', 7],
+    ['first', 5],
+  ] as const;
+  const cells = (values: readonly string[]) =>
+    values.map((v, i) => (i < 2 ? v.padEnd(columns[i]?.[1] ?? 0) : v.padStart(columns[i]?.[1] ?? 0))).join(' ');
+  console.log(`  ${cells(columns.map(([name]) => name))}`);
+  const mark = (met: boolean) => (met ? 'ok' : 'MISS');
+  const cpu = (value: number) => value.toFixed(1);
+  for (const row of rows) {
+    const ratios = ratiosOf(row);
+    console.log(
+      `  ${cells([
+        row.id,
+        sdkShort(row.bundle.sdkPackages),
+        kb(row.bundle.bytes),
+        cpu(row.fn.importCpuMs),
+        cpu(row.base.importCpuMs),
+        x(ratios.importCpu),
+        cpu(row.fn.firstCpuMs),
+        cpu(row.base.firstCpuMs),
+        x(ratios.firstCpu),
+        cpu(row.fn.importMs),
+        cpu(row.fn.firstMs),
+        mark(row.bundle.bytes <= coldStartTargets.bundleBytes),
+        mark(ratios.importCpu <= coldStartTargets.importRatio),
+        mark(ratios.firstCpu <= coldStartTargets.firstRequestRatio),
+      ])}`,
+    );
+  }
+  note(
+    'ms; "import" and "first" are cpu time (user + system) of the fresh process; "wall" the same spans in wall time',
+  );
+
+  heading(
+    `SDK source: ${deployed} (deployed) against ${other}, the same functions (cpu ms, medians of ${runs}, interleaved)`,
+  );
+  console.log(
+    `  ${'function'.padEnd(19)} ${`${deployed} KB`.padStart(12)} ${`${other} KB`.padStart(12)} ${`import ${deployed}`.padStart(15)} ${`import ${other}`.padStart(15)} ${`first ${deployed}`.padStart(15)} ${`first ${other}`.padStart(15)} ${'sum ratio'.padStart(10)}`,
+  );
+  const sums: number[] = [];
+  for (const row of rows) {
+    const sum = (m: ReturnType<typeof medians>) => m.importCpuMs + m.firstCpuMs;
+    const sumRatio = sum(row.fn) / sum(row.otherFn);
+    sums.push(sumRatio);
+    console.log(
+      `  ${row.id.padEnd(19)} ${kb(row.bundle.bytes).padStart(12)} ${kb(row.otherBundle.bytes).padStart(12)} ${cpu(row.fn.importCpuMs).padStart(15)} ${cpu(row.otherFn.importCpuMs).padStart(15)} ${cpu(row.fn.firstCpuMs).padStart(15)} ${cpu(row.otherFn.firstCpuMs).padStart(15)} ${x(sumRatio).padStart(10)}`,
+    );
+  }
+  note(
+    `import + first request, ${deployed} / ${other}: median ${x(median(sums))} over the functions (below 1: the deployed source is faster)`,
+  );
+  return rows;
+};
