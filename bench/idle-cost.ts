@@ -10,6 +10,7 @@ import { makeHandler as makeDispatcher } from '../functions/workers/deferred-dis
 import { buildApp } from '../lib/build-app.ts';
 import { functionMemoryMb } from '../lib/definitions.ts';
 import { contextKeys } from '../lib/stages.ts';
+import { invokedAs } from '../local/invocation.ts';
 import { localDeps } from '../local/local-deps.ts';
 import { type LocalResources, provision } from '../local/provision.ts';
 import { captureLogs } from './cost-logs.ts';
@@ -72,7 +73,8 @@ export const measureIdleTick = async (base: LocalResources, ticks = 20): Promise
   const reader = localDeps(resources).ddb;
   meterDynamoDb(deps.ddb, meter, reader);
   meterSqs(deps.sqs, meter);
-  const dispatcher = makeDispatcher(deps);
+  // As its schedule invokes it, so the AWS command log (local/aws-command-log.ts) knows who sent what.
+  const dispatcher = invokedAs('DeferredDispatcher', makeDispatcher(deps));
   try {
     await dispatcher();
     resetMeter(meter);
