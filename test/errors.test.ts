@@ -53,7 +53,8 @@ import {
 } from '../functions/domain/errors.ts';
 import type { RunEstimate } from '../functions/domain/pricing.ts';
 import { errorMapping, errorResponse, errorTable } from '../functions/http/error-map.ts';
-import { ExtraConditionFailedError, IdempotencyRaceError, RaceLostError } from '../functions/store/runs.ts';
+import { IdempotencyRaceError } from '../functions/store/idempotency.ts';
+import { ExtraConditionFailedError, RaceLostError } from '../functions/store/runs.ts';
 import * as bodies from '../schemas/errors.ts';
 import { messages } from '../schemas/errors.ts';
 import { RunValidationFailedSchema } from '../schemas/runs.ts';

@@ -8,6 +8,7 @@
  */
 import type { ReferenceObject, SchemaObject } from 'openapi3-ts/oas31';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listWaitingDeferredRuns } from '../functions/store/deferred-runs.ts';
 import { routeById } from '../lib/routes.ts';
 import { api, doc, expectBalanced, ledgerOf, pairPrice, pairSteps } from './support/runs.ts';
 import { addKey, createWorkflow, type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
@@ -228,5 +229,20 @@ describe('an Idempotency-Key names one request', () => {
       body: { defer: true },
     });
     expect({ status: onWorkflow.status, body: onWorkflow.body }).toEqual(reused);
+  });
+
+  it('five concurrent first deferrals with one key defer one run and all answer it (never a 500)', async () => {
+    const t = await seedTeam(stack.deps, { credits: 100, key: { rateLimitPerMinute: 100_000 } });
+    const pair = await createWorkflow(stack, t, pairSteps);
+    const headers = { 'idempotency-key': `defer-${t.teamId}` };
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, () =>
+        api(stack.baseUrl, 'POST', `/workflows/${pair}/runs`, { key: t.key, headers, body: { defer: true } }),
+      ),
+    );
+    const waiting = await listWaitingDeferredRuns(stack.deps, t.teamId);
+    expect(waiting).toHaveLength(1);
+    const first = { deferred: true, deferredJobId: waiting[0]?.deferredJobId, workflowId: pair };
+    for (const answer of answers) expect([answer.status, answer.body]).toEqual([202, first]);
   });
 });

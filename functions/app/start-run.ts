@@ -23,11 +23,10 @@ import { logger } from '../observability/logger.ts';
 import { countRunStarted } from '../observability/metrics.ts';
 import { getConnections } from '../store/connections.ts';
 import { createDeferredRun } from '../store/deferred-runs.ts';
-import { findIdempotentAnswer } from '../store/idempotency.ts';
+import { findIdempotentAnswer, IdempotencyRaceError } from '../store/idempotency.ts';
 import type { ApiKeyItem } from '../store/items.ts';
 import {
   activeJobOf,
-  IdempotencyRaceError,
   loadAdmissionFacts,
   type NewRun,
   RaceLostError,

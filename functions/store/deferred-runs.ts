@@ -6,7 +6,7 @@ import { deferredExpiresAt } from '../domain/deferred-run-lifetime.ts';
 import { DeferredRunNotFoundError, DeferredRunNotWaitingError } from '../domain/errors.ts';
 import { retentionExpiry } from '../domain/retention.ts';
 import { batchGet, itemFor } from './batch.ts';
-import { type IdempotencyRecord, idempotencyPut } from './idempotency.ts';
+import { IdempotencyRaceError, type IdempotencyRecord, idempotencyPut } from './idempotency.ts';
 import {
   type ApiKeyItem,
   type DeferredRunItem,
@@ -19,7 +19,6 @@ import {
 import { deferredRunKey, multiplierSortKey, waitingIndexes, waitingPartition } from './keys.ts';
 import { queryAll } from './query.ts';
 import { failedAt } from './refusals.ts';
-import { IdempotencyRaceError } from './runs.ts';
 import { conditionalWrite, transactWrite } from './write.ts';
 
 /** The DeferredRun a caller reads (spec 2.4). */

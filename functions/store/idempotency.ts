@@ -1,5 +1,6 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
+import { ServiceError } from '../domain/errors.ts';
 import { epochSeconds } from '../domain/retention.ts';
 import { IdempotencyItemSchema, parseItem, unexpired } from './items.ts';
 import { idempotencyRecordKey } from './keys.ts';
@@ -51,3 +52,11 @@ export const idempotencyPut = (deps: Pick<Deps, 'tableName' | 'now'>, keyId: str
     ExpressionAttributeValues: { ':nowSeconds': epochSeconds(deps.now()) },
   },
 });
+
+/** Another request with the same Idempotency-Key committed first. */
+export class IdempotencyRaceError extends ServiceError {
+  override readonly name = 'IdempotencyRaceError';
+  constructor(options?: { cause?: unknown }) {
+    super('another request with the same Idempotency-Key committed first', options);
+  }
+}

@@ -18,7 +18,7 @@ import type { RunEstimate } from '../domain/pricing.ts';
 import type { Canvas } from '../domain/workflow-graph.ts';
 import { workflowLock } from '../domain/workflow-lock.ts';
 import { batchGet, itemFor } from './batch.ts';
-import { type IdempotencyRecord, idempotencyPut } from './idempotency.ts';
+import { IdempotencyRaceError, type IdempotencyRecord, idempotencyPut } from './idempotency.ts';
 import {
   AgentItemSchema,
   CanvasItemSchema,
@@ -247,14 +247,6 @@ export class ExtraConditionFailedError extends ServiceError {
   override readonly name = 'ExtraConditionFailedError';
   constructor(options?: { cause?: unknown }) {
     super('a condition of the extra items failed', options);
-  }
-}
-
-/** Another request with the same Idempotency-Key committed first. */
-export class IdempotencyRaceError extends ServiceError {
-  override readonly name = 'IdempotencyRaceError';
-  constructor(options?: { cause?: unknown }) {
-    super('another request with the same Idempotency-Key committed first', options);
   }
 }
 
