@@ -131,6 +131,9 @@ const startStage = async (env: Record<string, string>) => {
   const runToEnd = async (team: SeededTeam, workflowId: string) => {
     const started = await api(stack, `/workflows/${workflowId}/runs`, { key: team.key, method: 'POST' });
     expect(started.status, JSON.stringify(started.body)).toBe(200);
+    // Each API invocation puts the logger back to its configured level (SILENT in tests): the steps
+    // that read the secrets log at DEBUG, where this file captures them.
+    logger.setLogLevel('DEBUG');
     await drainSteps(stack.deps, steps);
     return api(stack, `/runs/${started.body.jobId}`, { key: team.key });
   };
@@ -343,6 +346,7 @@ describe('a deployed stage with no provider (prod, none given)', () => {
     });
     expect(deferred.status).toBe(202);
     await removeConnection(stage.stack.deps, team.teamId, 'openai-compatible');
+    logger.setLogLevel('DEBUG');
     const tick = (await dispatcherHandler(stage.stack.deps)()) as { expired: string[] };
     expect(tick.expired).toContain(deferred.body.deferredJobId);
     expect(await ledgerOf(stage.stack.deps, team.teamId)).toEqual(before);
