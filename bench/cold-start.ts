@@ -194,11 +194,11 @@ const routeOf = (id: string): Route => {
  * fresh workflows, runs, deferred runs and queue messages where the request changes them (a run
  * start locks its workflow, a cancel ends its run, a step or a webhook is done once).
  */
-const prepareScenarios = async (deps: Deps, resources: LocalResources, cleanups: ColdStartContext['cleanups']) => {
+const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: ColdStartContext['cleanups']) => {
   const api = await startLocalApi({ deps, port: 0, host: '127.0.0.1' });
-  cleanups.push(() => api.close());
+  closers.push(() => api.close());
   const receiver = await startReceiver();
-  cleanups.push(() => receiver.close());
+  closers.push(() => receiver.close());
   const team = await seedRunsTeam(deps, 1_000_000);
   const { key } = team;
   const stepExecutor = makeStepExecutor(deps);
@@ -374,12 +374,18 @@ export const benchColdStarts = async (ctx: ColdStartContext) => {
   mkdirSync(eventsDir, { recursive: true });
 
   const deps = localDeps(resources);
-  ctx.cleanups.push(() => {
+  // What the section starts is stopped when it ends (or, if it fails, with the bench's cleanups).
+  const closers: ColdStartContext['cleanups'] = [];
+  const close = async () => {
+    for (const stop of closers.splice(0).reverse()) await stop();
+  };
+  ctx.cleanups.push(close);
+  closers.push(() => {
     deps.ddb.destroy();
     deps.sqs.destroy();
     deps.s3.destroy();
   });
-  const scenarios = await prepareScenarios(deps, resources, ctx.cleanups);
+  const scenarios = await prepareScenarios(deps, resources, closers);
 
   const functions = [...routes, ...workers].map((f) => ({ id: f.id, entry: f.entry }));
   const floors = new Map<string, BuiltBundle>();
@@ -540,5 +546,6 @@ export const benchColdStarts = async (ctx: ColdStartContext) => {
   note(
     `import + first request, ${deployed} / ${other}: median ${x(median(sums))} over the functions (below 1: the deployed source is faster)`,
   );
+  await close();
   return rows;
 };
