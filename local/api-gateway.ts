@@ -136,6 +136,36 @@ export const fromResult = (result: ApiResult | string | undefined) => {
   return { status: result.statusCode, headers, body };
 };
 
+/**
+ * Starts `server` on loopback the way both local fronts (this one and the deploy rehearsal's) need:
+ * keep-alive longer than clients keep idle connections, so a reused connection is never closed
+ * under them, and a close that drops open connections.
+ */
+export const listenLocal = async (
+  server: Server,
+  options: { port: number; host: string },
+  path: string,
+): Promise<{ server: Server; baseUrl: string; close(): Promise<void> }> => {
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : options.port;
+  const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+  return {
+    server,
+    baseUrl: `http://${host}:${port}${path}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+};
+
 export interface LocalApi {
   server: Server;
   /** e.g. http://127.0.0.1:3000/api/v1 */
@@ -186,23 +216,5 @@ export const startLocalApi = async (options: { deps: Deps; port: number; host: s
       send(response, 500, { 'content-type': 'application/json' }, '{"message":"Internal Server Error"}');
     }
   });
-  // Longer than clients keep idle connections, so a reused connection is never closed under them.
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => resolve());
-  });
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : options.port;
-  const host = options.host.includes(':') ? `[${options.host}]` : options.host;
-  return {
-    server,
-    baseUrl: `http://${host}:${port}${basePath}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return listenLocal(server, options, basePath);
 };

@@ -7,7 +7,7 @@
  */
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { Route } from '../../lib/routes.ts';
-import { fromResult, readBody, toEventV2 } from '../api-gateway.ts';
+import { fromResult, listenLocal, readBody, toEventV2 } from '../api-gateway.ts';
 import type { RouteSpec } from './assembly.ts';
 import type { FunctionProcess } from './function-process.ts';
 
@@ -95,22 +95,5 @@ export const startHttpFront = async (options: {
       reply(response, 500, { 'content-type': 'application/json' }, '{"message":"Internal Server Error"}');
     }
   });
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => resolve());
-  });
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : options.port;
-  const host = options.host.includes(':') ? `[${options.host}]` : options.host;
-  return {
-    server,
-    baseUrl: `http://${host}:${port}${options.basePath}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return listenLocal(server, options, options.basePath);
 };
