@@ -1,5 +1,11 @@
-import { DeleteMessageBatchCommand, type Message, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import {
+  DeleteMessageBatchCommand,
+  type Message,
+  type MessageAttributeValue,
+  ReceiveMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import type { Context, SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 import type { QueueDefinition } from '../lib/definitions.ts';
 import { type WorkerTrigger, workers } from '../lib/workers.ts';
 import { localAwsConfig } from './emulators.ts';
@@ -8,17 +14,33 @@ import { lambdaContext } from './lambda-context.ts';
 
 export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | undefined>;
 
-const toRecord = (message: Message, queueArn: string): SQSRecord => ({
+const attributesOf = (attributes: Record<string, MessageAttributeValue> = {}): SQSMessageAttributes =>
+  Object.fromEntries(
+    Object.entries(attributes).map(([name, value]) => [
+      name,
+      {
+        dataType: value.DataType ?? 'String',
+        ...(value.StringValue !== undefined ? { stringValue: value.StringValue } : {}),
+        ...(value.BinaryValue !== undefined ? { binaryValue: Buffer.from(value.BinaryValue).toString('base64') } : {}),
+        stringListValues: [],
+        binaryListValues: [],
+      },
+    ]),
+  );
+
+/** An SQS message as a Lambda event source mapping hands it to the function (one record). */
+export const toRecord = (message: Message, queueArn: string): SQSRecord => ({
   messageId: message.MessageId ?? '',
   receiptHandle: message.ReceiptHandle ?? '',
   body: message.Body ?? '',
   attributes: {
     ApproximateReceiveCount: message.Attributes?.ApproximateReceiveCount ?? '1',
     SentTimestamp: message.Attributes?.SentTimestamp ?? String(Date.now()),
-    SenderId: message.Attributes?.SenderId ?? 'local',
+    SenderId: message.Attributes?.SenderId ?? '000000000000',
     ApproximateFirstReceiveTimestamp: message.Attributes?.ApproximateFirstReceiveTimestamp ?? String(Date.now()),
+    ...(message.Attributes?.AWSTraceHeader ? { AWSTraceHeader: message.Attributes.AWSTraceHeader } : {}),
   },
-  messageAttributes: {},
+  messageAttributes: attributesOf(message.MessageAttributes),
   md5OfBody: message.MD5OfBody ?? '',
   eventSource: 'aws:sqs',
   eventSourceARN: queueArn,

@@ -8,15 +8,9 @@
  * Visibility is the queue's own, as with Lambda. One batch at a time (Lambda may run up to
  * `ScalingConfig.MaximumConcurrency` at once; the rehearsal does not need the parallelism).
  */
-import {
-  DeleteMessageBatchCommand,
-  type Message,
-  type MessageAttributeValue,
-  ReceiveMessageCommand,
-  SQSClient,
-} from '@aws-sdk/client-sqs';
-import type { SQSMessageAttributes, SQSRecord } from 'aws-lambda';
+import { DeleteMessageBatchCommand, type Message, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { localAwsConfig } from '../emulators.ts';
+import { toRecord } from '../event-source.ts';
 import type { QueueMappingSpec } from './assembly.ts';
 import type { FunctionProcess } from './function-process.ts';
 
@@ -29,38 +23,6 @@ export interface BatchRecord {
   deleted: string[];
   functionError?: string;
 }
-
-const attributesOf = (attributes: Record<string, MessageAttributeValue> = {}): SQSMessageAttributes =>
-  Object.fromEntries(
-    Object.entries(attributes).map(([name, value]) => [
-      name,
-      {
-        dataType: value.DataType ?? 'String',
-        ...(value.StringValue !== undefined ? { stringValue: value.StringValue } : {}),
-        ...(value.BinaryValue !== undefined ? { binaryValue: Buffer.from(value.BinaryValue).toString('base64') } : {}),
-        stringListValues: [],
-        binaryListValues: [],
-      },
-    ]),
-  );
-
-const toRecord = (message: Message, queueArn: string): SQSRecord => ({
-  messageId: message.MessageId ?? '',
-  receiptHandle: message.ReceiptHandle ?? '',
-  body: message.Body ?? '',
-  attributes: {
-    ApproximateReceiveCount: message.Attributes?.ApproximateReceiveCount ?? '1',
-    SentTimestamp: message.Attributes?.SentTimestamp ?? String(Date.now()),
-    SenderId: message.Attributes?.SenderId ?? '000000000000',
-    ApproximateFirstReceiveTimestamp: message.Attributes?.ApproximateFirstReceiveTimestamp ?? String(Date.now()),
-    ...(message.Attributes?.AWSTraceHeader ? { AWSTraceHeader: message.Attributes.AWSTraceHeader } : {}),
-  },
-  messageAttributes: attributesOf(message.MessageAttributes),
-  md5OfBody: message.MD5OfBody ?? '',
-  eventSource: 'aws:sqs',
-  eventSourceARN: queueArn,
-  awsRegion: localAwsConfig.region,
-});
 
 /** The ids the function reports failed, or every id when its answer is not a valid partial response. */
 const failedIds = (result: unknown, ids: string[]): string[] => {
