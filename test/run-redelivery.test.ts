@@ -8,6 +8,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Deps } from '../functions/deps.ts';
 import { executionsFailedError, stepExecutionAttempts } from '../functions/domain/step-attempts.ts';
+import { prng } from '../functions/nodes/providers/sandbox.ts';
 import { workflowLockKey } from '../functions/store/keys.ts';
 import { claimStep, stepLeaseSeconds } from '../functions/store/run-steps.ts';
 import { readRunItem } from '../functions/store/runs.ts';
@@ -79,18 +80,6 @@ const startedRoot = async () => {
   return { t, jobId, workflowId, root: root as StepMessage };
 };
 
-/** Deterministic pseudo-random numbers from a seed (mulberry32). */
-const randomFrom = (seed: number) => {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-};
-
 /** The run ended `completed`, every step completed and charged once at its price, the ledger balanced. */
 const expectCompletedOnce = async (t: SeededTeam, jobId: string, prices: Record<string, number>) => {
   const { run, steps, charges } = await runParts(stack.deps, jobId);
@@ -123,7 +112,7 @@ describe('redelivered and duplicated step messages', () => {
           seed: fc.integer(),
         }),
         async ({ copies, seed }) => {
-          const random = randomFrom(seed);
+          const random = prng(seed); // deterministic per seed: a failure replays
           const t = await team(stack, 100);
           const { jobId } = await startQueued(t);
           const seen = new Set<string>();

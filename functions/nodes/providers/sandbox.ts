@@ -57,7 +57,7 @@ const digest = (value: unknown): Buffer =>
     .digest();
 
 /** mulberry32: a small deterministic PRNG. */
-const prng = (seed: number) => {
+export const prng = (seed: number) => {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
