@@ -159,11 +159,12 @@ export const admitRequest = async (deps: Deps, keyId: string, nowMs: number, lim
     return { allowed: false, retryAfterSeconds: retryAfterSeconds(known.shedUntilMs, nowMs) };
   }
   let view = known?.counter ?? [];
+  let at = nowMs;
   for (let attempt = 1; attempt <= writeTries; attempt++) {
-    const decision = decide(view, nowMs, limit);
+    const decision = decide(view, at, limit);
     if (!decision.allowed) return decision;
     try {
-      const { Attributes } = await deps.ddb.send(acceptCommand(deps, keyId, view, nowMs, limit));
+      const { Attributes } = await deps.ddb.send(acceptCommand(deps, keyId, view, at, limit));
       remember(seen, id, { counter: readCounter(Attributes), shedUntilMs: 0 });
       return { allowed: true };
     } catch (error) {
@@ -171,6 +172,10 @@ export const admitRequest = async (deps: Deps, keyId: string, nowMs: number, lim
         // No room, or the view was stale: either way the refusal carries the item as it is.
         view = readCounter(refusedItem(error));
         remember(seen, id, { counter: view, shedUntilMs: 0 });
+        // A request read at a clock behind the item's newest bucket (a straggler at a bucket's edge)
+        // is counted as of that bucket: writing an earlier bucket would keep failing every writer
+        // of the newer one, and counting it later only keeps it in the window longer.
+        at = Math.max(at, ...view.map((bucket) => bucket.lastMs));
         continue;
       }
       if (!isThrottling(error)) throw error;
@@ -182,6 +187,6 @@ export const admitRequest = async (deps: Deps, keyId: string, nowMs: number, lim
   }
   // Still stale after every try: other instances keep writing earlier buckets (clocks apart at a
   // bucket's edge). The view now is the item as it is; if it has room, the next request gets in.
-  const decision = decide(view, nowMs, limit);
+  const decision = decide(view, at, limit);
   return decision.allowed ? { allowed: false, retryAfterSeconds: 1 } : decision;
 };
