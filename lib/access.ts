@@ -42,4 +42,6 @@ export interface Access {
    * prefix (`lib/stages.ts`). Only the step executor resolves secrets. Default: none.
    */
   secrets?: 'providers-and-connections';
+  /** `events:PutEvents` on the stage's operator event bus. Default: none. */
+  eventBus?: 'put';
 }

@@ -3,15 +3,15 @@ import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import { HttpApi, HttpMethod, HttpStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
-import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
+import { EventBus, Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
-import type { IFunction } from 'aws-cdk-lib/aws-lambda';
-import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { FilterCriteria, type IFunction, StartingPosition } from 'aws-cdk-lib/aws-lambda';
+import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { LogGroup } from 'aws-cdk-lib/aws-logs';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import { dispatcherSchedule, envNames, type QueueDefinition, queues } from './definitions.ts';
+import { dispatcherSchedule, envNames, operatorEventsStream, type QueueDefinition, queues } from './definitions.ts';
 import { Grants } from './grants.ts';
 import { Observability } from './observability.ts';
 import { accessLogFields, basePath, routes } from './routes.ts';
@@ -49,6 +49,8 @@ export class ApiStack extends Stack {
   readonly queues: ReadonlyMap<QueueDefinition['id'], Queue>;
   /** Every route and worker function, by route or worker id. */
   readonly functions: ReadonlyMap<string, IFunction>;
+  /** The operators' event bus: run lifecycle events (docs/operations.md, Operator events). */
+  readonly eventBus: EventBus;
 
   constructor(scope: Construct, id: string, props: ApiStackProps) {
     super(scope, id, props);
@@ -75,6 +77,24 @@ export class ApiStack extends Stack {
     const stepsQueue = queueById.get('Steps')!;
     const webhooksQueue = queueById.get('Webhooks')!;
 
+    // The operators' channel (callers get only the webhook). No archive: it would bill storage for
+    // every event; an operator who wants replay adds one (docs/operations.md).
+    this.eventBus = new EventBus(this, 'OperatorEventBus', { eventBusName: `${this.stackName}-operator-events` });
+    new CfnOutput(this, 'OperatorEventBusName', { value: this.eventBus.eventBusName });
+    // Where a stream batch that failed every retry is recorded (its shard and sequence numbers).
+    const streamDeadLetterQueue = new Queue(this, `${operatorEventsStream.id}DeadLetterQueue`, {
+      retentionPeriod: Duration.days(operatorEventsStream.dlqRetentionDays),
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+    });
+    Validations.of(streamDeadLetterQueue).acknowledge({
+      id: 'AwsSolutions-SQS3',
+      reason:
+        "This queue is itself a dead-letter queue: the operator events' stream mapping sends it the position " +
+        'of a batch that failed every retry.',
+    });
+    new CfnOutput(this, `${operatorEventsStream.id}DeadLetterQueueUrl`, { value: streamDeadLetterQueue.queueUrl });
+
     const environment = {
       [envNames.table]: table.tableName,
       [envNames.stepsQueueUrl]: stepsQueue.queueUrl,
@@ -88,6 +108,7 @@ export class ApiStack extends Stack {
       ),
       [envNames.sandboxProviders]: String(config.sandboxProviders),
       [envNames.connectionSecretPrefix]: config.connectionSecretPrefix,
+      [envNames.operatorEventBus]: this.eventBus.eventBusName,
     };
 
     this.api = new HttpApi(this, 'HttpApi', {
@@ -124,6 +145,7 @@ export class ApiStack extends Stack {
       bucket,
       stepsQueue,
       webhooksQueue,
+      eventBus: this.eventBus,
       providerSecrets: config.providers,
       connectionSecretPrefix: config.connectionSecretPrefix,
     });
@@ -152,14 +174,20 @@ export class ApiStack extends Stack {
     for (const worker of workers) {
       const { trigger } = worker;
       const queueDefinition = trigger.kind === 'queue' ? queues.find((q) => q.id === trigger.queue) : undefined;
-      const timeoutSeconds = queueDefinition?.consumerTimeoutSeconds ?? worker.timeoutSeconds;
+      const timeoutSeconds =
+        queueDefinition?.consumerTimeoutSeconds ??
+        (trigger.kind === 'stream' ? operatorEventsStream.consumerTimeoutSeconds : worker.timeoutSeconds);
       if (timeoutSeconds === undefined) throw new Error(`worker ${worker.id} needs timeoutSeconds`);
       const service = new ServiceFunction(this, worker.id, {
         entry: worker.entry,
         timeoutSeconds,
         environment,
         description:
-          trigger.kind === 'queue' ? `consumes the ${trigger.queue} queue` : 'runs on the dispatcher schedule',
+          trigger.kind === 'queue'
+            ? `consumes the ${trigger.queue} queue`
+            : trigger.kind === 'stream'
+              ? "reads the table's stream"
+              : 'runs on the dispatcher schedule',
         logRetentionDays: config.logRetentionDays,
         keepLogs: config.protectData,
         reservedConcurrentExecutions: worker.reservedConcurrency,
@@ -182,6 +210,26 @@ export class ApiStack extends Stack {
             maxConcurrency: config.consumerMaxConcurrency[queueDefinition.id],
           }),
         );
+      } else if (trigger.kind === 'stream') {
+        fn.addEventSource(
+          new DynamoEventSource(table, {
+            startingPosition: StartingPosition.TRIM_HORIZON,
+            batchSize: operatorEventsStream.batchSize,
+            maxBatchingWindow: Duration.seconds(operatorEventsStream.maxBatchingWindowSeconds),
+            reportBatchItemFailures: true,
+            bisectBatchOnError: true,
+            retryAttempts: operatorEventsStream.retryAttempts,
+            maxRecordAge: Duration.seconds(operatorEventsStream.maxRecordAgeSeconds),
+            onFailure: new SqsDlq(streamDeadLetterQueue),
+            filters: operatorEventsStream.filters.map((pattern) => FilterCriteria.filter(pattern)),
+          }),
+        );
+        Validations.of(service).acknowledge({
+          id: 'AwsSolutions-IAM5[Resource::*]',
+          reason:
+            "Lambda's DynamoDB stream event source needs dynamodb:ListStreams, which supports no resource-level " +
+            "permissions; reading the records is granted on this table's stream alone.",
+        });
       } else {
         // A failed or late tick is not worth replaying: the next one comes within a minute, and two
         // ticks must not run at once. No retries, neither by EventBridge nor by Lambda's async queue.
@@ -196,7 +244,13 @@ export class ApiStack extends Stack {
     this.functions = functionById;
 
     // Alarms (and, with `-c alarmEmail=…`, an SNS topic mailing them; with `-c dashboard=true`, a dashboard).
-    new Observability(this, 'Observability', { config, api: this.api, functions: functionById, queues: queueById });
+    new Observability(this, 'Observability', {
+      config,
+      api: this.api,
+      functions: functionById,
+      queues: queueById,
+      streamDeadLetterQueues: new Map([[operatorEventsStream.id, streamDeadLetterQueue]]),
+    });
 
     new CfnOutput(this, 'ApiUrl', { value: this.apiUrl });
   }

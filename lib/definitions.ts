@@ -4,6 +4,9 @@
  * Pure data: no CDK or SDK imports.
  */
 
+import { operatorEventItems } from '../functions/domain/operator-events.ts';
+import { endStatuses, inProgressStatuses } from '../functions/domain/workflow-lock.ts';
+
 export interface KeyAttribute {
   name: string;
   type: 'S' | 'N';
@@ -32,13 +35,16 @@ export interface TableDefinition {
   indexes: IndexDefinition[];
   /** Attribute holding an epoch-seconds expiry, enabled as the table's TTL. */
   ttlAttribute: string;
+  /** The table's stream (24 h of changes), read by the operator events' publisher. Default: none. */
+  stream?: 'NEW_AND_OLD_IMAGES';
 }
 
 /**
  * The single application table. Item shapes and key prefixes live in `functions/store/keys.ts`.
  * GSI1: generic inverted lookups (keys per team, ids to their team, runs left queued). GSI2: sparse
  * index of waiting deferred runs by maxMultiplier. GSI3: sparse index of waiting deferred runs by
- * expiresAt. Each projects only what its queries read (see each index).
+ * expiresAt. GSI4: sparse index of a team's runs and deferred runs, newest first (the list
+ * endpoints). Each projects only what its queries read (see each index).
  */
 export const dataTable: TableDefinition = {
   id: 'Data',
@@ -87,10 +93,38 @@ export const dataTable: TableDefinition = {
       // expiredDeferredRuns (functions/store/deferred-runs.ts): only the ids to expire.
       projection: { type: 'INCLUDE', attributes: ['deferredJobId'] },
     },
+    {
+      name: 'GSI4',
+      partitionKey: { name: 'GSI4PK', type: 'S' },
+      sortKey: { name: 'GSI4SK', type: 'S' },
+      // listRunPage (functions/store/run-list.ts): a team's runs and deferred runs, newest first, as
+      // summaries. Only attributes that change rarely (the status, the end, the final charge, the
+      // dispatch, `ttl`), so a step's count writes no index; never inputs, outputs or a callback.
+      projection: {
+        type: 'INCLUDE',
+        attributes: [
+          'jobId',
+          'deferredJobId',
+          'workflowId',
+          'status',
+          'mode',
+          'createdAt',
+          'endedAt',
+          'estimateHundredths',
+          'finalChargedHundredths',
+          'maxMultiplier',
+          'expiresAt',
+          'dispatchedAt',
+          'ttl',
+        ],
+      },
+    },
   ],
   // Epoch seconds. Rate counters and idempotency records already expire on it; runs, steps,
   // deliveries and ended deferred runs get it from the stage's retention (`envNames.retentionDays`).
   ttlAttribute: 'ttl',
+  // The operator events' durable outbox (operatorEventsStream): the run's writes are unchanged.
+  stream: 'NEW_AND_OLD_IMAGES',
 };
 
 export const tables = [dataTable] as const;
@@ -147,6 +181,46 @@ export const webhooksQueue: QueueDefinition = {
 
 export const queues = [stepsQueue, webhooksQueue] as const;
 
+/**
+ * The operator events' publisher (functions/workers/event-publisher.ts) on the table's stream. Its
+ * filters (Lambda event filtering, JSON patterns on the stream record; the local poller applies the
+ * same ones) pass only the changes that give an event (functions/domain/operator-events.ts): a run
+ * item inserted, a run item leaving an in-progress status for an end status, a deferred run leaving
+ * `waiting`. The rest of the table's writes never invoke it. A failed batch is retried (split in two
+ * on an error) `retryAttempts` times, then its stream position goes to the dead-letter queue.
+ */
+export const operatorEventsStream = {
+  id: 'OperatorEvents',
+  /** Records per invocation (PutEvents takes ten per call). */
+  batchSize: 100,
+  /** Seconds Lambda gathers records before invoking: fewer invocations for a few seconds' delay. */
+  maxBatchingWindowSeconds: 5,
+  retryAttempts: 10,
+  /** A record older than this is not retried but sent to the DLQ (the stream keeps records 24 h). */
+  maxRecordAgeSeconds: 6 * 3600,
+  consumerTimeoutSeconds: 30,
+  dlqRetentionDays: 14,
+  filters: [
+    { eventName: ['INSERT'], dynamodb: { Keys: { SK: { S: [operatorEventItems.run] } } } },
+    {
+      eventName: ['MODIFY'],
+      dynamodb: {
+        Keys: { SK: { S: [operatorEventItems.run] } },
+        OldImage: { status: { S: [...inProgressStatuses] } },
+        NewImage: { status: { S: [...endStatuses] } },
+      },
+    },
+    {
+      eventName: ['MODIFY'],
+      dynamodb: {
+        Keys: { SK: { S: [operatorEventItems.deferredRun] } },
+        OldImage: { status: { S: ['waiting'] } },
+        NewImage: { status: { S: ['dispatched', 'expired', 'cancelled'] } },
+      },
+    },
+  ] as readonly Record<string, unknown>[],
+} as const;
+
 export interface BucketDefinition {
   id: string;
   /** Key prefix of every object a step stores (`teams/<team>/runs/<job>/<node>/...`). */
@@ -185,4 +259,6 @@ export const envNames = {
   sandboxProviders: 'SANDBOX_PROVIDERS',
   /** Team connection secrets must be named under this prefix (the step executor may read only those). */
   connectionSecretPrefix: 'CONNECTION_SECRET_PREFIX',
+  /** The stage's operator event bus (its name), where the event publisher puts run lifecycle events. */
+  operatorEventBus: 'OPERATOR_EVENT_BUS',
 } as const;

@@ -1,5 +1,6 @@
 import { Aws, type Stack, Validations } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import type { IEventBus } from 'aws-cdk-lib/aws-events';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
@@ -15,6 +16,8 @@ export interface GrantTargets {
   bucket: IBucket;
   stepsQueue: IQueue;
   webhooksQueue: IQueue;
+  /** The stage's operator event bus. */
+  eventBus: IEventBus;
   /** The stage's provider secrets. */
   providerSecrets: readonly ProviderSecret[];
   /** Name prefix of the stage's team connection secrets. */
@@ -73,6 +76,7 @@ export class Grants {
     }
     if (access.stepsQueue === 'send') allow(['sqs:SendMessage'], [stepsQueue.queueArn]);
     if (access.webhooksQueue === 'send') allow(['sqs:SendMessage'], [webhooksQueue.queueArn]);
+    if (access.eventBus === 'put') allow(['events:PutEvents'], [this.#targets.eventBus.eventBusArn]);
 
     if (access.bucket?.length) {
       const objects = `/${libraryBucket.objectPrefix}*`;

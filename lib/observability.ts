@@ -67,6 +67,11 @@ export interface ObservabilityProps {
   functions: ReadonlyMap<string, IFunction>;
   /** The work queues by definition id, each with its dead-letter queue. */
   queues: ReadonlyMap<QueueDefinition['id'], Queue>;
+  /**
+   * The dead-letter queues of stream event source mappings (the operator events' publisher), by
+   * stream id: a batch's position lands there after every retry failed. Default: none.
+   */
+  streamDeadLetterQueues?: ReadonlyMap<string, IQueue>;
 }
 
 /**
@@ -117,12 +122,29 @@ export class Observability extends Construct {
     );
 
     // Queues: dead-letter arrivals, and the work queues' oldest message.
-    const deadLetterQueues = [...queues].flatMap(([queueId, queue]) =>
-      queue.deadLetterQueue ? [{ queueId, dlq: queue.deadLetterQueue.queue }] : [],
-    );
+    const deadLetterQueues = [
+      ...[...queues].flatMap(([queueId, queue]) =>
+        queue.deadLetterQueue
+          ? [
+              {
+                queueId: queueId as string,
+                dlq: queue.deadLetterQueue.queue,
+                cause: `the ${queueId} consumer could not process it after every receive. Inspect it, fix the cause, then redrive or delete it.`,
+              },
+            ]
+          : [],
+      ),
+      ...[...(props.streamDeadLetterQueues ?? [])].map(([queueId, dlq]) => ({
+        queueId,
+        dlq,
+        cause:
+          `a batch of the table's stream failed every retry of its ${queueId} consumer. The message names the ` +
+          'stream records (shard, sequence numbers), which the stream keeps 24 hours: see docs/operations.md, Operator events.',
+      })),
+    ];
     const deadLetterDepth = (dlq: IQueue, period: Duration) =>
       dlq.metricApproximateNumberOfMessagesVisible({ period, statistic: Stats.MAXIMUM });
-    for (const { queueId, dlq } of deadLetterQueues) {
+    for (const { queueId, dlq, cause } of deadLetterQueues) {
       // SQS stops publishing an idle, empty queue's metrics, so missing minutes are a depth of 0:
       // the first message after a quiet spell is a rise from 0. NumberOfMessagesSent would miss it:
       // SQS does not count a message its redrive policy moves.
@@ -134,9 +156,7 @@ export class Observability extends Construct {
       });
       this.alarms.push(
         arrivals.createAlarm(this, `${queueId}DeadLetterArrivalsAlarm`, {
-          alarmDescription:
-            `A message arrived in the ${config.stage} ${queueId} dead-letter queue: the ${queueId} consumer could not ` +
-            'process it after every receive. Inspect it, fix the cause, then redrive or delete it.',
+          alarmDescription: `A message arrived in the ${config.stage} ${queueId} dead-letter queue: ${cause}`,
           threshold: 0,
           comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
           evaluationPeriods: alarmThresholds.deadLetterEvaluationPeriods,

@@ -1,5 +1,12 @@
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
-import { AttributeType, BillingMode, ProjectionType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import {
+  AttributeType,
+  BillingMode,
+  ProjectionType,
+  StreamViewType,
+  Table,
+  TableEncryption,
+} from 'aws-cdk-lib/aws-dynamodb';
 import { BlockPublicAccess, Bucket, BucketEncryption } from 'aws-cdk-lib/aws-s3';
 import type { Construct } from 'constructs';
 import { dataTable, type IndexProjection, type KeyAttribute, libraryBucket, tables } from './definitions.ts';
@@ -49,6 +56,8 @@ export class StatefulStack extends Stack {
         encryption: TableEncryption.AWS_MANAGED,
         pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
         timeToLiveAttribute: definition.ttlAttribute,
+        // Read by the operator events' publisher; DynamoDB bills no stream reads made by Lambda.
+        ...(definition.stream ? { stream: StreamViewType.NEW_AND_OLD_IMAGES } : {}),
         deletionProtection: config.protectData,
         removalPolicy,
       });

@@ -7,8 +7,11 @@
 import type { Access } from './access.ts';
 import type { QueueDefinition } from './definitions.ts';
 
-/** How a worker is invoked: by an SQS event source mapping on one queue, or by the dispatcher schedule. */
-export type WorkerTrigger = { kind: 'queue'; queue: QueueDefinition['id'] } | { kind: 'schedule' };
+/**
+ * How a worker is invoked: by an SQS event source mapping on one queue, by the dispatcher schedule,
+ * or by the table's stream (`operatorEventsStream` in definitions.ts: its filters and retries).
+ */
+export type WorkerTrigger = { kind: 'queue'; queue: QueueDefinition['id'] } | { kind: 'schedule' } | { kind: 'stream' };
 
 export interface Worker {
   /** Stable logical id, used for CDK construct ids and logs. */
@@ -74,5 +77,13 @@ export const workers: readonly Worker[] = [
       indexes: ['GSI1', 'GSI2', 'GSI3'],
       stepsQueue: 'send',
     },
+  },
+  {
+    // Puts run lifecycle events on the stage's operator event bus, read from the table's stream
+    // (the event source grants reading the stream and sending to its dead-letter queue).
+    id: 'EventPublisher',
+    entry: 'functions/workers/event-publisher.ts',
+    trigger: { kind: 'stream' },
+    grants: { eventBus: 'put' },
   },
 ];

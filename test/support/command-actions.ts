@@ -48,6 +48,7 @@ export const commandActions: Record<string, { table?: string; other?: string }> 
   GetSecretValueCommand: { other: 'secretsmanager:GetSecretValue' },
   GetParameterCommand: { other: 'ssm:GetParameter' },
   GetParametersCommand: { other: 'ssm:GetParameters' },
+  PutEventsCommand: { other: 'events:PutEvents' },
 };
 
 const transactions = new Set(['TransactWriteCommand', 'TransactWriteItemsCommand', 'TransactGetItemsCommand']);

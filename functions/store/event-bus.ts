@@ -1,0 +1,79 @@
+import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import type { AttributeValue, DynamoDBRecord } from 'aws-lambda';
+import { envNames } from '../../lib/definitions.ts';
+
+/** One event as PutEvents takes it (on the bus the sender was built for). */
+export interface BusEntry {
+  source: string;
+  detailType: string;
+  /** The detail, as JSON text. */
+  detail: string;
+  /** ISO 8601: when the change happened. */
+  time: string;
+}
+
+/** Puts up to ten entries in one call; answers, per entry in order, its error code or undefined when it was put. */
+export type PutBusEntries = (entries: readonly BusEntry[]) => Promise<(string | undefined)[]>;
+
+/** The operator event bus's name (`OPERATOR_EVENT_BUS`). */
+export const operatorEventBusFromEnv = (env: NodeJS.ProcessEnv = process.env) => env[envNames.operatorEventBus] ?? '';
+
+/**
+ * PutEvents on `busName`. A whole-call failure throws; a partial one answers each failed entry's
+ * `ErrorCode` (PutEvents answers 200 with `FailedEntryCount` and per-entry codes, e.g. a throttle).
+ */
+export const eventBridgeSender =
+  (client: EventBridgeClient, busName: string): PutBusEntries =>
+  async (entries) => {
+    const answer = await client.send(
+      new PutEventsCommand({
+        Entries: entries.map((entry) => ({
+          EventBusName: busName,
+          Source: entry.source,
+          DetailType: entry.detailType,
+          Detail: entry.detail,
+          Time: new Date(entry.time),
+        })),
+      }),
+    );
+    const failedCount = answer.FailedEntryCount ?? 0;
+    return entries.map((_, i) => {
+      const result = answer.Entries?.[i];
+      if (result?.ErrorCode) return result.ErrorCode;
+      // A failure the answer does not place on an entry: count every entry without an id as failed.
+      return failedCount > 0 && !result?.EventId ? 'Unknown' : undefined;
+    });
+  };
+
+/** A stream image attribute as the table's code wrote it (the DocumentClient's plain values). */
+const plainValue = (value: AttributeValue): unknown => {
+  if (value.S !== undefined) return value.S;
+  if (value.N !== undefined) return Number(value.N);
+  if (value.BOOL !== undefined) return value.BOOL;
+  if (value.NULL !== undefined) return null;
+  if (value.M !== undefined) return plainImage(value.M);
+  if (value.L !== undefined) return value.L.map(plainValue);
+  if (value.SS !== undefined) return new Set(value.SS);
+  if (value.NS !== undefined) return new Set(value.NS.map(Number));
+  if (value.B !== undefined) return value.B;
+  return value.BS;
+};
+
+const plainImage = (image: Record<string, AttributeValue>): Record<string, unknown> =>
+  Object.fromEntries(Object.entries(image).map(([name, value]) => [name, plainValue(value)]));
+
+/** One stream record's change: its sequence number (its batch item id) and its images as plain objects. */
+export interface ItemChange {
+  sequenceNumber: string;
+  oldImage?: Record<string, unknown>;
+  newImage?: Record<string, unknown>;
+}
+
+export const itemChangeOf = (record: DynamoDBRecord): ItemChange => {
+  const { SequenceNumber = '', OldImage, NewImage } = record.dynamodb ?? {};
+  return {
+    sequenceNumber: SequenceNumber,
+    ...(OldImage ? { oldImage: plainImage(OldImage) } : {}),
+    ...(NewImage ? { newImage: plainImage(NewImage) } : {}),
+  };
+};
