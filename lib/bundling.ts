@@ -82,9 +82,28 @@ export const docsRendererFiles = {
   dir: 'swagger-ui-dist',
 } as const satisfies BesideFiles;
 
+/**
+ * The Python runtime (Pyodide) of the PythonRunner function: the interpreter (wasm and its loader),
+ * the standard library and the lock file it checks its version against, about 13 MB that only that
+ * function carries. No package wheel ships: a step's code has the standard library only.
+ */
+export const pythonRuntimeFiles = {
+  package: 'pyodide',
+  names: [
+    'pyodide.mjs',
+    'pyodide.asm.mjs',
+    'pyodide.asm.wasm',
+    'python_stdlib.zip',
+    'pyodide-lock.json',
+    'package.json',
+  ],
+  dir: 'pyodide',
+} as const satisfies BesideFiles;
+
 /** What ships beside each function's bundle, by its entry (relative to the repository root). */
 export const besideFilesByEntry: Readonly<Record<string, readonly BesideFiles[]>> = {
   'functions/docs/get-docs-asset.ts': [docsRendererFiles],
+  'functions/workers/python-runner.ts': [pythonRuntimeFiles],
 };
 
 /** One file to copy: from the repository root, to the bundle's directory (both relative). */

@@ -1,0 +1,181 @@
+/**
+ * The worker thread that holds the Python interpreter (Pyodide). It is started from this function's
+ * source text (`new Worker(source, { eval: true })`), so the function's bundle needs no second
+ * entry: the function below must stay self-contained (it reads nothing from its module, and imports
+ * only Node built-ins and Pyodide, at run time).
+ */
+
+/** What the worker is started with. */
+export interface PythonWorkerData {
+  /** File URL of `pyodide.mjs`. */
+  pyodideModule: string;
+  /** Directory (with a trailing slash) holding `pyodide.asm.wasm`, `python_stdlib.zip` and the lock file. */
+  indexPath: string;
+  /** Largest the interpreter's WebAssembly memory may grow to, in bytes. */
+  memoryLimitBytes: number;
+  /** Characters of stdout and of stderr kept per run. */
+  maxOutputChars: number;
+  /** Int32 flag Python polls: the parent writes 2 (SIGINT) into it when the time is up. */
+  interrupt: SharedArrayBuffer;
+}
+
+/** A run the parent posts. */
+export interface PythonWorkerJob {
+  code: string;
+  inputsJson: string;
+}
+
+/** What the worker posts back for each job (and `{ ready: true }` once loaded). */
+export type PythonWorkerReply =
+  | { ready: true }
+  | {
+      ready?: undefined;
+      ok: boolean;
+      /** JSON text of `result` when ok. */
+      resultJson?: string;
+      kind?: 'exception' | 'timeout' | 'memory';
+      message?: string;
+      stdout: string;
+      stderr: string;
+    };
+
+/** Runs inside the worker. Written as one function so that its text is the worker's whole script. */
+const pythonWorkerMain = async () => {
+  // Built-ins through getBuiltinModule and Pyodide through a compiled import(): bundlers and test
+  // runners rewrite `import()` and `require()` in this text, which then would not run on its own.
+  const { parentPort, workerData } = process.getBuiltinModule('node:worker_threads');
+  const cjs = process.getBuiltinModule('node:module') as unknown as { _load: unknown };
+  const importModule = new Function('specifier', 'return import(specifier)') as (specifier: string) => Promise<unknown>;
+  const data = workerData as PythonWorkerData;
+  const port = parentPort;
+  if (!port) return;
+
+  // Memory: Pyodide's heap is one WebAssembly.Memory it grows on demand. Refusing to grow it past the
+  // limit makes malloc fail, which Python raises as MemoryError, instead of the process dying.
+  let memoryRefused = false;
+  interface WasmMemory {
+    buffer: ArrayBuffer;
+    grow(delta: number): number;
+  }
+  const memory = (globalThis as unknown as { WebAssembly: { Memory: { prototype: WasmMemory } } }).WebAssembly.Memory;
+  const grow = memory.prototype.grow;
+  memory.prototype.grow = function limitedGrow(this: WasmMemory, delta: number) {
+    if (this.buffer.byteLength + delta * 65_536 > data.memoryLimitBytes) {
+      memoryRefused = true;
+      throw new RangeError('memory limit');
+    }
+    return grow.call(this, delta);
+  };
+
+  // Network: nothing the code could reach from `js` or the Pyodide API may open a connection.
+  for (const name of ['fetch', 'XMLHttpRequest', 'WebSocket', 'EventSource', 'Request', 'Response', 'Headers']) {
+    Reflect.deleteProperty(globalThis, name);
+  }
+
+  const { loadPyodide } = (await importModule(data.pyodideModule)) as {
+    loadPyodide: (options: Record<string, unknown>) => Promise<PyodideApi>;
+  };
+  interface PyodideApi {
+    runPython(code: string): unknown;
+    globals: { get(name: string): (...args: unknown[]) => unknown };
+    setStdout(options: { batched: (line: string) => void }): void;
+    setStderr(options: { batched: (line: string) => void }): void;
+    setInterruptBuffer(buffer: Int32Array): void;
+    checkInterrupt(): void;
+  }
+  const pyodide = await loadPyodide({
+    indexURL: data.indexPath,
+    // The `js` module sees this empty object, not the worker's globals.
+    jsglobals: Object.create(null) as object,
+    env: { HOME: '/home/pyodide' },
+    // No package is ever installed: nothing names one, and this refuses the default CDN.
+    packages: [],
+    checkAPIVersion: true,
+  });
+  const flag = new Int32Array(data.interrupt);
+  pyodide.setInterruptBuffer(flag);
+
+  // The runner's own Python: fresh globals per run, `inputs` from JSON, `result` back as JSON.
+  pyodide.runPython(`
+import json as _json, sys as _sys
+for _name in ('micropip', 'pyodide_js', 'pyodide.http'):
+    _sys.modules[_name] = None
+def _run_step(code, inputs_json):
+    scope = {'__name__': '__main__', '__builtins__': __builtins__, 'inputs': _json.loads(inputs_json)}
+    exec(compile(code, '<step>', 'exec'), scope)
+    try:
+        return _json.dumps(scope.get('result'), allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f'result is not JSON: {error}') from None
+`);
+  const runStep = pyodide.globals.get('_run_step');
+
+  // Node's ways to reach modules, the file system or the network, removed before any user code runs:
+  // Pyodide's `require` (fs, ws, child_process), CommonJS loading, process's module loaders, and the constructor
+  // of every kind of function (`anything.constructor.constructor('…')()` would compile new code).
+  const processObject = process as unknown as Record<string, unknown>;
+  for (const name of ['getBuiltinModule', 'binding', '_linkedBinding', 'dlopen']) {
+    Reflect.deleteProperty(processObject, name);
+  }
+  // Emscripten's sockets are WebSockets from its own `require('ws')`: loading any module fails from now.
+  cjs._load = () => {
+    throw new Error('no modules in the Python sandbox');
+  };
+  Object.defineProperty(globalThis, 'require', {
+    value: () => {
+      throw new Error('no modules in the Python sandbox');
+    },
+  });
+  const kinds = [
+    function plain() {},
+    async function asynchronous() {},
+    function* generator() {},
+    async function* both() {},
+  ];
+  for (const kind of kinds) {
+    Object.defineProperty(Object.getPrototypeOf(kind), 'constructor', { value: undefined });
+  }
+  Reflect.deleteProperty(globalThis, 'eval');
+
+  let stdout = '';
+  let stderr = '';
+  const append = (current: string, line: string) =>
+    current.length >= data.maxOutputChars ? current : `${current}${line}\n`.slice(0, data.maxOutputChars);
+  pyodide.setStdout({ batched: (line) => (stdout = append(stdout, line)) });
+  pyodide.setStderr({ batched: (line) => (stderr = append(stderr, line)) });
+
+  port.on('message', (job: PythonWorkerJob) => {
+    stdout = '';
+    stderr = '';
+    memoryRefused = false;
+    Atomics.store(flag, 0, 0);
+    let reply: PythonWorkerReply;
+    try {
+      const resultJson = runStep(job.code, job.inputsJson) as string;
+      reply = memoryRefused
+        ? { ok: false, kind: 'memory', message: 'memory limit', stdout, stderr }
+        : { ok: true, resultJson, stdout, stderr };
+    } catch (error) {
+      const text = error instanceof Error ? error.message : String(error);
+      // Pyodide's PythonError message is the traceback; its last line names the exception.
+      const lines = text.trim().split('\n');
+      const last =
+        lines.findLast((line) => /^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b/.test(line)) ??
+        lines.at(-1) ??
+        text;
+      const kind =
+        memoryRefused || /^MemoryError\b/.test(last)
+          ? 'memory'
+          : /^KeyboardInterrupt\b/.test(last)
+            ? 'timeout'
+            : 'exception';
+      reply = { ok: false, kind, message: last, stdout, stderr };
+    }
+    Atomics.store(flag, 0, 0);
+    port.postMessage(reply);
+  });
+  port.postMessage({ ready: true } satisfies PythonWorkerReply);
+};
+
+/** The worker's script: the function above, called. */
+export const pythonWorkerSource = `(${pythonWorkerMain.toString()})().catch((error) => { throw error; });`;

@@ -1,0 +1,24 @@
+import * as v from 'valibot';
+import type { PythonAnswer, PythonRun } from '../python/protocol.ts';
+import { createPythonRunner } from '../python/runner.ts';
+
+/** Longest a step's code may run (the catalogue's `timeoutMs` bound); a request asking more is refused. */
+const maxTimeoutMs = 30_000;
+
+const PythonRequestSchema = v.object({
+  code: v.pipe(v.string(), v.minLength(1)),
+  inputs: v.array(v.unknown()),
+  timeoutMs: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(maxTimeoutMs)),
+});
+
+/**
+ * The PythonRunner function, invoked by the step executor (Lambda Invoke, RequestResponse) for each
+ * PythonSandbox step. It holds no grant at all: the code it runs cannot reach the service's data.
+ * The interpreter loads on the first request and stays warm for the container's life.
+ */
+export const makeHandler =
+  (run: PythonRun) =>
+  async (event: unknown): Promise<PythonAnswer> =>
+    run(v.parse(PythonRequestSchema, event));
+
+export const handler = makeHandler(createPythonRunner().run);

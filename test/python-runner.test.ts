@@ -1,0 +1,145 @@
+/**
+ * The PythonRunner function's handler over a real Pyodide in a worker thread (one interpreter for
+ * the whole file: a load is seconds of CPU). Proves the limits and the sandbox's walls.
+ */
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PythonAnswer } from '../functions/python/protocol.ts';
+import { createPythonRunner } from '../functions/python/runner.ts';
+import { makeHandler } from '../functions/workers/python-runner.ts';
+
+const runner = createPythonRunner({ memoryMb: 128, jsHeapMb: 128, maxOutputChars: 1000, graceMs: 500 });
+const handler = makeHandler(runner.run);
+const python = (code: string, inputs: unknown[] = [], timeoutMs = 5000) => handler({ code, inputs, timeoutMs });
+const failureOf = (answer: PythonAnswer) => (answer.ok ? undefined : { error: answer.error, message: answer.message });
+
+// A secret in this process's environment: the interpreter must not see it by any route.
+const secret = 'python-runner-test-secret-value';
+beforeAll(async () => {
+  process.env.PYTHON_RUNNER_TEST_SECRET = secret;
+  await runner.warm();
+}, 120_000);
+afterAll(async () => {
+  delete process.env.PYTHON_RUNNER_TEST_SECRET;
+  await runner.close();
+});
+
+describe('PythonRunner', () => {
+  it('gives the code its inputs and answers its result as JSON, with stdout and stderr', async () => {
+    const answer = await python(
+      'import sys\nprint("total", sum(inputs[0]))\nprint("careful", file=sys.stderr)\nresult = {"sum": sum(inputs[0]), "name": inputs[1]}',
+      [[1, 2, 3], 'house'],
+    );
+    expect(answer).toEqual({ ok: true, result: { sum: 6, name: 'house' }, stdout: 'total 6\n', stderr: 'careful\n' });
+    expect(await python('x = 1')).toMatchObject({ ok: true, result: null });
+  });
+
+  it('starts each run with fresh globals', async () => {
+    await python('leftover = 42\nresult = 1');
+    expect(failureOf(await python('result = leftover'))).toEqual({
+      error: 'exception',
+      message: "raised NameError: name 'leftover' is not defined",
+    });
+  });
+
+  it('keeps at most its output limit of stdout', async () => {
+    const answer = await python('for i in range(1000):\n    print("line", i)\nresult = "done"');
+    expect(answer).toMatchObject({ ok: true, result: 'done' });
+    expect(answer.stdout.length).toBe(1000);
+    expect(answer.stdout.startsWith('line 0\nline 1\n')).toBe(true);
+  });
+
+  it('fails an exception with its type and message, keeping what was printed before it', async () => {
+    const answer = await python('print("before")\n1 / 0');
+    expect(failureOf(answer)).toEqual({ error: 'exception', message: 'raised ZeroDivisionError: division by zero' });
+    expect(answer.stdout).toBe('before\n');
+    expect(failureOf(await python('result = object()'))).toEqual({
+      error: 'exception',
+      message: 'raised TypeError: result is not JSON: Object of type object is not JSON serializable',
+    });
+  });
+
+  it('stops code that runs past its time, and the next run still works', async () => {
+    expect(failureOf(await python('while True: pass', [], 300))).toEqual({
+      error: 'timeout',
+      message: 'timed out after 300 ms',
+    });
+    expect(await python('result = inputs', [7])).toMatchObject({ ok: true, result: [7] });
+  });
+
+  it('stops code that ignores the interrupt by replacing the interpreter', async () => {
+    const code = 'while True:\n    try:\n        while True: pass\n    except KeyboardInterrupt:\n        pass';
+    expect(failureOf(await python(code, [], 300))).toEqual({ error: 'timeout', message: 'timed out after 300 ms' });
+    expect(await python('result = 2 + 2')).toMatchObject({ ok: true, result: 4 });
+  }, 120_000);
+
+  it('fails code that allocates past the memory limit, and the next run still works', async () => {
+    expect(failureOf(await python('data = bytearray(10**9)'))).toEqual({
+      error: 'memory',
+      message: 'exceeded the 128 MB memory limit',
+    });
+    expect(failureOf(await python('chunks = []\nwhile True:\n    chunks.append(bytearray(10**6))'))).toEqual({
+      error: 'memory',
+      message: 'exceeded the 128 MB memory limit',
+    });
+    expect(await python('result = len(bytearray(10**6))')).toMatchObject({ ok: true, result: 1_000_000 });
+  }, 120_000);
+
+  it('sees no environment secret, from Python or through JavaScript', async () => {
+    const env = await python('import os\nresult = dict(os.environ)');
+    expect(JSON.stringify(env)).not.toContain(secret);
+    expect(env.ok && Object.keys(env.result as object).some((k) => k.startsWith('AWS_'))).toBe(false);
+    const escapes = [
+      'import js\nresult = str(js.process.env)',
+      'from pyodide.code import run_js\nresult = run_js("JSON.stringify(process.env)")',
+      'from pyodide.ffi import to_js\nresult = to_js({}).constructor.constructor("return JSON.stringify(process.env)")()',
+      'from pyodide.ffi import to_js\nf = to_js(lambda: 0).constructor.constructor\nresult = f("return 1")()',
+      'result = open("/proc/self/environ").read()',
+    ];
+    for (const code of escapes) {
+      const answer = await python(code);
+      expect(answer.ok, code).toBe(false);
+      expect(JSON.stringify(answer), code).not.toContain(secret);
+    }
+  });
+
+  it('reaches no network: no fetch in js, no sockets, no pyodide.http', async () => {
+    let connections = 0;
+    const server = createServer((socket) => {
+      connections += 1;
+      socket.destroy();
+    }).listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const port = (server.address() as { port: number }).port;
+    try {
+      const attempts = [
+        'import js\njs.fetch',
+        'import pyodide.http',
+        `import urllib.request\nurllib.request.urlopen("http://127.0.0.1:${port}/")`,
+        `import socket\ns = socket.create_connection(("127.0.0.1", ${port}))\ns.sendall(b"x")\nresult = s.recv(1)`,
+      ];
+      for (const code of attempts) expect((await python(code)).ok, code).toBe(false);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(connections).toBe(0);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('installs no package: micropip is absent and the standard library is all there is', async () => {
+    expect(failureOf(await python('import micropip'))?.error).toBe('exception');
+    expect(failureOf(await python('import numpy'))?.message).toMatch(/ModuleNotFoundError/);
+    expect(
+      await python('import json, re, math, statistics\nresult = statistics.mean(inputs)', [1, 2, 3]),
+    ).toMatchObject({
+      ok: true,
+      result: 2,
+    });
+  });
+
+  it('refuses a request outside the contract', async () => {
+    await expect(handler({ code: 'result = 1', inputs: [], timeoutMs: 60_000 })).rejects.toThrow();
+    await expect(handler({ code: '', inputs: [], timeoutMs: 1000 })).rejects.toThrow();
+  });
+});
