@@ -14,6 +14,7 @@ export const integrationTests = [
   'test/cost.test.ts',
   'test/create-workflow.test.ts',
   'test/deferred.test.ts',
+  'test/deliveries.test.ts',
   'test/docs-page.test.ts',
   'test/list-workflows.test.ts',
   'test/local-api.test.ts',

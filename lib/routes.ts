@@ -109,6 +109,22 @@ const table = [
     },
   },
   {
+    id: 'ListDeliveries',
+    method: 'GET',
+    path: '/runs/{jobId}/deliveries',
+    entry: 'functions/api/list-deliveries.ts',
+    scope: 'runs:read',
+    grants: { table: ['GetItem', 'UpdateItem', 'Query'] },
+  },
+  {
+    id: 'RedeliverWebhook',
+    method: 'POST',
+    path: '/runs/{jobId}/deliveries/redeliver',
+    entry: 'functions/api/redeliver-webhook.ts',
+    scope: 'runs:create',
+    grants: { table: ['GetItem', 'UpdateItem', 'Query'], webhooksQueue: 'send' },
+  },
+  {
     id: 'GetDeferredRun',
     method: 'GET',
     path: '/deferred-runs/{id}',

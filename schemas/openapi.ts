@@ -17,6 +17,12 @@ import type {
 import { basePath, type RouteId, routeById, scopeOf } from '../lib/routes.ts';
 import { UuidSchema } from './common.ts';
 import { DeferredRunSchema } from './deferred-runs.ts';
+import {
+  DeliveryPendingErrorSchema,
+  RedeliveryQueuedSchema,
+  WebhookAttemptSchema,
+  WebhookDeliveriesSchema,
+} from './deliveries.ts';
 import * as errors from './errors.ts';
 import {
   GeneratedBySchema,
@@ -72,6 +78,9 @@ const componentSchemas = {
   GeneratedBy: GeneratedBySchema,
   WebhookBody: WebhookBodySchema,
   DeferredRun: DeferredRunSchema,
+  WebhookDeliveries: WebhookDeliveriesSchema,
+  WebhookAttempt: WebhookAttemptSchema,
+  RedeliveryQueued: RedeliveryQueuedSchema,
   NameRequiredError: errors.NameRequiredErrorSchema,
   StepsRequiredError: errors.StepsRequiredErrorSchema,
   AgentOrProjectRequiredError: errors.AgentOrProjectRequiredErrorSchema,
@@ -95,6 +104,7 @@ const componentSchemas = {
   RunInProgressError: errors.RunInProgressErrorSchema,
   RunAlreadyEndedError: errors.RunAlreadyEndedErrorSchema,
   DeferredRunNotWaitingError: errors.DeferredRunNotWaitingErrorSchema,
+  DeliveryPendingError: DeliveryPendingErrorSchema,
   UnknownNodeTypeError: errors.UnknownNodeTypeErrorSchema,
   UnknownInputKeysError: errors.UnknownInputKeysErrorSchema,
   CallbackUrlInvalidError: errors.CallbackUrlInvalidErrorSchema,
@@ -367,6 +377,50 @@ function buildDocument(): OpenAPIObject {
         403: forbidden,
         404: jsonResponse('No such run in the team.', 'RunNotFoundError'),
         409: jsonResponse('The run has already ended.', 'RunAlreadyEndedError'),
+        500: jsonResponse('Server failure.', 'ServerError'),
+        503: storageBusyResponse(),
+      },
+    },
+    {
+      operationId: 'ListDeliveries',
+      tag: 'Runs',
+      summary: 'List webhook deliveries of a run',
+      description:
+        'The run-finished webhook delivery log: its latest attempts (5 at most), newest first, each with when it ' +
+        'started, the callback URL host, the status code or why there was none, its duration and when the retry ' +
+        'it scheduled is due; and the delivery state. `pending` with no attempt until the run ends and its first ' +
+        'attempt is made.',
+      parameters: [uuidPath('jobId', 'The `jobId` returned when the run started.')],
+      responses: {
+        200: jsonResponse('The delivery log.', 'WebhookDeliveries'),
+        403: forbidden,
+        404: jsonResponse(
+          'No such run in the team (or in the workflows the key is limited to), or the run has no `callbackUrl`.',
+          'RunNotFoundError',
+        ),
+      },
+    },
+    {
+      operationId: 'RedeliverWebhook',
+      tag: 'Runs',
+      summary: 'Redeliver the webhook of a run',
+      description:
+        'Queues one new attempt of the run-finished webhook, with the same `webhook-id` (receivers deduplicate on ' +
+        'it), numbered after the last attempt. It is a single attempt: no retries follow it, and its answer sets ' +
+        'the state (`delivered` or `failed`). Refused while the delivery is `pending`. Of concurrent requests, one ' +
+        'queues an attempt and the others answer 409.',
+      parameters: [uuidPath('jobId', 'The `jobId` returned when the run started.')],
+      responses: {
+        202: jsonResponse('One attempt is queued.', 'RedeliveryQueued'),
+        403: forbidden,
+        404: jsonResponse(
+          'No such run in the team (or in the workflows the key is limited to), or the run has no `callbackUrl`.',
+          'RunNotFoundError',
+        ),
+        409: jsonResponse(
+          'The delivery is pending: the run has not ended, an attempt is due, or a redelivery is queued.',
+          'DeliveryPendingError',
+        ),
         500: jsonResponse('Server failure.', 'ServerError'),
         503: storageBusyResponse(),
       },

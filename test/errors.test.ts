@@ -26,6 +26,7 @@ import {
   CreateWorkflowNotPermittedError,
   DeferredRunNotFoundError,
   DeferredRunNotWaitingError,
+  DeliveryPendingError,
   IdempotencyKeyReusedError,
   InvalidBodyError,
   MonthlyCapUnverifiableError,
@@ -55,6 +56,7 @@ import type { RunEstimate } from '../functions/domain/pricing.ts';
 import { errorMapping, errorResponse, errorTable } from '../functions/http/error-map.ts';
 import { IdempotencyRaceError } from '../functions/store/idempotency.ts';
 import { ExtraConditionFailedError, RaceLostError } from '../functions/store/runs.ts';
+import { DeliveryPendingErrorSchema } from '../schemas/deliveries.ts';
 import * as bodies from '../schemas/errors.ts';
 import { messages } from '../schemas/errors.ts';
 import { RunValidationFailedSchema } from '../schemas/runs.ts';
@@ -156,6 +158,18 @@ const cases: Case[] = [
   },
   { error: new RunAlreadyEndedError(jobId), status: 409, schema: bodies.RunAlreadyEndedErrorSchema },
   { error: new DeferredRunNotWaitingError(jobId), status: 409, schema: bodies.DeferredRunNotWaitingErrorSchema },
+  {
+    error: new DeliveryPendingError(jobId, '2026-11-24T12:02:00.000Z'),
+    status: 409,
+    schema: DeliveryPendingErrorSchema,
+    body: { error: 'Webhook delivery pending', nextAttemptAt: '2026-11-24T12:02:00.000Z' },
+  },
+  {
+    error: new DeliveryPendingError(jobId, null),
+    status: 409,
+    schema: DeliveryPendingErrorSchema,
+    body: { error: 'Webhook delivery pending', nextAttemptAt: null },
+  },
   {
     error: new PayloadTooLargeError(65_536),
     status: 413,

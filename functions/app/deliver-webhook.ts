@@ -4,6 +4,7 @@ import {
   maxReplyBytes,
   retryDelaySeconds,
   stateAfterAttempt,
+  stateAfterRedelivery,
   type WebhookAttempt,
   type WebhookErrorKind,
   webhookHeaders,
@@ -20,7 +21,8 @@ import { readRun } from './read-run.ts';
  * Delivers the run-finished webhook (spec 6): the Run plus `event`, signed, POSTed to the run's
  * callbackUrl through the address guard (no private, loopback, link-local, CGNAT, multicast or
  * metadata address; no redirects; 8 s; the reply read at most 4 KB). A 2xx is success; anything else
- * is retried after 2, 4, 8 and 16 minutes, five attempts in all, then the delivery is `failed`.
+ * is retried after 2, 4, 8 and 16 minutes, five attempts in all, then the delivery is `failed`. A
+ * redelivery the caller asked for (`run-deliveries.ts`) is one more attempt, numbered after the last.
  *
  * A receiver's failure is an outcome, not an error: the attempt is recorded on the delivery item
  * and the next one is a new message, delayed until it is due, so the message at hand is done and
@@ -140,15 +142,24 @@ export const deliverWebhook = async (deps: Deps, delivery: WebhookDelivery, opti
   const callback = { url: target.callbackUrl, secret: target.callbackSecret };
   const entry = await post(deps, callback, { jobId, event, attempt }, options.fetchOptions);
   const delivered = entry.statusCode !== undefined && entry.statusCode >= 200 && entry.statusCode < 300;
-  const state = stateAfterAttempt(delivered, attempt);
+  // A redelivery the caller asked for is one attempt: no retry schedule follows it.
+  const redelivery = progress.redeliveryRequestedAt !== undefined;
+  const state = redelivery ? stateAfterRedelivery(delivered) : stateAfterAttempt(delivered, attempt);
   if (state === 'pending') {
     entry.nextAttemptAt = new Date(deps.now().getTime() + retryDelaySeconds(attempt) * 1000).toISOString();
   }
   countWebhookAttempt(delivered);
-  logger.info('webhook attempt', { jobId, event, ...entry, state });
-  const record = { messageId: delivery.messageId, entry, state, expiresAt: target.expiresAt };
+  logger.info('webhook attempt', { jobId, event, ...entry, state, redelivery });
+  const record = {
+    messageId: delivery.messageId,
+    entry,
+    log: progress.attemptLog,
+    state,
+    expiresAt: target.expiresAt,
+  };
   if (!(await recordWebhookAttempt(deps, jobId, event, record))) return;
-  if (state === 'failed') logger.warn('webhook failed after every attempt', { jobId, event, host: entry.host });
+  if (state === 'failed' && !redelivery)
+    logger.warn('webhook failed after every attempt', { jobId, event, host: entry.host });
   if (entry.nextAttemptAt)
     await scheduleAttempt(deps, { jobId, event, attempt: attempt + 1, dueAt: entry.nextAttemptAt });
 };

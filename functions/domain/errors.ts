@@ -232,6 +232,19 @@ export class DeferredRunNotWaitingError extends ServiceError {
   }
 }
 
+/** A redelivery was asked for while the run's webhook is still pending (an attempt is due or queued). */
+export class DeliveryPendingError extends ServiceError {
+  override readonly name = 'DeliveryPendingError';
+  readonly jobId: string;
+  /** When its next attempt is due, when one is scheduled. */
+  readonly nextAttemptAt: string | null;
+  constructor(jobId: string, nextAttemptAt: string | null) {
+    super(`webhook delivery of run ${jobId} pending`);
+    this.jobId = jobId;
+    this.nextAttemptAt = nextAttemptAt;
+  }
+}
+
 // The workflow or run cannot be processed
 
 export class UnknownNodeTypeError extends ServiceError {

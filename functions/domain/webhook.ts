@@ -1,4 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import type { WebhookEvent } from '../../schemas/runs.ts';
+import { endStatuses } from './workflow-lock.ts';
 
 /**
  * The run-finished webhook (spec 6): signatures, ids and the retry schedule. Pure.
@@ -28,12 +30,37 @@ export const maxMessageDelaySeconds = 900;
 export const delaySecondsUntil = (dueAtMs: number, nowMs: number): number =>
   Math.min(maxMessageDelaySeconds, Math.max(0, Math.ceil((dueAtMs - nowMs) / 1000)));
 
+/** The event a run's end sends (`run.<status>`); undefined while the run has not ended. */
+export const webhookEventOfStatus = (status: string): WebhookEvent | undefined =>
+  endStatuses.includes(status as (typeof endStatuses)[number]) ? (`run.${status}` as WebhookEvent) : undefined;
+
 /** A delivery is `pending` until an attempt is answered 2xx, or its last attempt failed. */
 export type DeliveryState = 'pending' | 'delivered' | 'failed';
 
 /** The delivery's state once attempt `attempt` was answered (or not). */
 export const stateAfterAttempt = (delivered: boolean, attempt: number): DeliveryState =>
   delivered ? 'delivered' : attempt >= webhookAttempts ? 'failed' : 'pending';
+
+/**
+ * A redelivery (POST /runs/{jobId}/deliveries/redeliver) is one attempt, with no retry schedule of
+ * its own: its caller asked for it and reads the log, as a dashboard's "resend" works. Its answer
+ * alone sets the state.
+ */
+export const stateAfterRedelivery = (delivered: boolean): DeliveryState => (delivered ? 'delivered' : 'failed');
+
+/** The delivery log keeps the latest attempts only, so the item stays small whatever the redeliveries. */
+export const attemptLogLimit = 5;
+
+/** The log once `entry` is recorded: the last `attemptLogLimit` attempts, oldest first. */
+export const appendToAttemptLog = (log: readonly WebhookAttempt[], entry: WebhookAttempt): WebhookAttempt[] =>
+  [...log, entry].slice(-attemptLogLimit);
+
+/**
+ * A redelivery marked pending whose attempt was never recorded after this long (its message lost:
+ * the API died between marking it and sending it) may be asked for again. Far above the attempt's
+ * own 8 s, so a redelivery in flight is never doubled but by a crash.
+ */
+export const staleRedeliveryMs = 15 * 60_000;
 
 /**
  * Why an attempt got no answer: `timeout` (none within 8 s), `refused` (the address guard refused

@@ -1,3 +1,4 @@
+import { type DeliveryPendingErrorBody, deliveryPendingMessage } from '../../schemas/deliveries.ts';
 import {
   type AgentNotFoundErrorBody,
   type AgentOrProjectNotFoundErrorBody,
@@ -45,6 +46,7 @@ import {
   CreateWorkflowNotPermittedError,
   DeferredRunNotFoundError,
   DeferredRunNotWaitingError,
+  DeliveryPendingError,
   IdempotencyKeyReusedError,
   InvalidBodyError,
   MonthlyCapUnverifiableError,
@@ -176,6 +178,11 @@ export const errorTable: readonly ErrorMapping[] = [
     DeferredRunNotWaitingError,
     409,
     (): DeferredRunNotWaitingErrorBody => ({ error: messages.deferredRunNotWaiting }),
+  ),
+  row(
+    DeliveryPendingError,
+    409,
+    (e): DeliveryPendingErrorBody => ({ error: deliveryPendingMessage, nextAttemptAt: e.nextAttemptAt }),
   ),
   // 413
   row(PayloadTooLargeError, 413, (e): PayloadTooLargeErrorBody => ({ error: messages.payloadTooLarge(e.maxBytes) })),

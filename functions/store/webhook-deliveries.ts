@@ -1,10 +1,16 @@
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
 import type { WebhookEvent } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { runItemExpiry } from '../domain/retention.ts';
-import type { DeliveryState, WebhookAttempt } from '../domain/webhook.ts';
-import { parseItem, RunCallbackSchema, unexpired } from './items.ts';
+import {
+  appendToAttemptLog,
+  type DeliveryState,
+  staleRedeliveryMs,
+  type WebhookAttempt,
+  webhookEventOfStatus,
+} from '../domain/webhook.ts';
+import { parseItem, RunCallbackSchema, RunItemSchema, unexpired } from './items.ts';
 import { runKey, webhookDeliveryKey } from './keys.ts';
 import { conditionalWrite } from './write.ts';
 
@@ -15,12 +21,26 @@ import { conditionalWrite } from './write.ts';
  * that the attempt before it is the last one recorded, so a redelivered message never counts twice.
  * It is kept as long as its run (`ttl`: the run's start plus the retention).
  */
+const AttemptEntrySchema = v.object({
+  attempt: v.number(),
+  at: v.string(),
+  host: v.string(),
+  statusCode: v.optional(v.number()),
+  error: v.optional(v.picklist(['timeout', 'refused', 'dns', 'tls', 'connection'])),
+  durationMs: v.number(),
+  nextAttemptAt: v.optional(v.string()),
+});
+
 const DeliveryItemSchema = v.object({
   state: v.picklist(['pending', 'delivered', 'failed']),
   attempts: v.number(),
   /** The SQS message that recorded the last attempt (its id is the same on every redelivery). */
   lastMessageId: v.optional(v.string()),
   nextAttemptAt: v.optional(v.string()),
+  /** The latest attempts, oldest first (`attemptLogLimit` at most). */
+  attemptLog: v.optional(v.array(AttemptEntrySchema), () => []),
+  /** Set while a redelivery the caller asked for is pending: its attempt is a single one. */
+  redeliveryRequestedAt: v.optional(v.string()),
 });
 
 /** What a delivery has done so far; before its first attempt, `pending` with none. */
@@ -59,7 +79,7 @@ export const readDeliveryTarget = async (
   return {
     callbackUrl: run.callbackUrl,
     callbackSecret: run.callbackSecret,
-    progress: delivery ? parseItem(DeliveryItemSchema, delivery) : { state: 'pending', attempts: 0 },
+    progress: delivery ? parseItem(DeliveryItemSchema, delivery) : { state: 'pending', attempts: 0, attemptLog: [] },
     expiresAt: runItemExpiry(run.createdAt, now, deps.retentionDays),
   };
 };
@@ -67,13 +87,21 @@ export const readDeliveryTarget = async (
 /**
  * Records attempt `entry.attempt` and the state it leaves the delivery in, only if the attempt
  * before it is the last one recorded and the delivery is still pending. False when it is not: a
- * copy of the same message recorded it first.
+ * copy of the same message recorded it first. The log is written whole (`log` is the one read with
+ * the item; the condition guarantees it is still the stored one), keeping the latest attempts only.
+ * A pending redelivery is done once its attempt is recorded.
  */
 export const recordWebhookAttempt = async (
   deps: Deps,
   jobId: string,
   event: WebhookEvent,
-  record: { messageId: string; entry: WebhookAttempt; state: DeliveryState; expiresAt: number },
+  record: {
+    messageId: string;
+    entry: WebhookAttempt;
+    log: readonly WebhookAttempt[];
+    state: DeliveryState;
+    expiresAt: number;
+  },
 ): Promise<boolean> => {
   const { entry, state } = record;
   const first = entry.attempt === 1;
@@ -85,8 +113,9 @@ export const recordWebhookAttempt = async (
       Key: webhookDeliveryKey(jobId, event),
       UpdateExpression:
         'SET jobId = :job, #event = :event, #state = :state, attempts = :attempt, lastMessageId = :message, #ttl = :ttl, ' +
-        `attemptLog = list_append(if_not_exists(attemptLog, :none), :entry)${ended}` +
-        (entry.nextAttemptAt ? ', nextAttemptAt = :next' : ' REMOVE nextAttemptAt'),
+        `attemptLog = :log${ended}` +
+        (entry.nextAttemptAt ? ', nextAttemptAt = :next REMOVE' : ' REMOVE nextAttemptAt,') +
+        ' redeliveryRequestedAt',
       ConditionExpression: first ? 'attribute_not_exists(PK)' : 'attempts = :previous AND #state = :pending',
       ExpressionAttributeNames: { '#event': 'event', '#state': 'state', '#ttl': 'ttl' },
       ExpressionAttributeValues: {
@@ -96,8 +125,7 @@ export const recordWebhookAttempt = async (
         ':state': state,
         ':attempt': entry.attempt,
         ':message': record.messageId,
-        ':none': [],
-        ':entry': [entry],
+        ':log': appendToAttemptLog(record.log, entry),
         ...(state === 'pending' ? {} : { ':at': entry.at }),
         ...(entry.nextAttemptAt ? { ':next': entry.nextAttemptAt } : {}),
         ...(first ? {} : { ':previous': entry.attempt - 1, ':pending': 'pending' }),
@@ -105,4 +133,100 @@ export const recordWebhookAttempt = async (
     }),
   );
   return recorded.written;
+};
+
+const RunDeliverySubjectSchema = v.pick(RunItemSchema, ['teamId', 'workflowId', 'status', 'callbackUrl']);
+
+/** A run as its delivery log sees it: whose it is, and how far its webhook got. */
+export interface RunDeliveries {
+  run: v.InferOutput<typeof RunDeliverySubjectSchema>;
+  /** The event its end sends; undefined while the run has not ended. */
+  event: WebhookEvent | undefined;
+  /** The event's delivery item; undefined before its first attempt (or while the run runs). */
+  delivery: DeliveryProgress | undefined;
+}
+
+/**
+ * The run item and its webhook's delivery item (a run ends once, so it has one at most), read at
+ * once: a GetItem and a Query of the run's `WEBHOOK#` items, both strongly consistent. Undefined
+ * when the run is missing or past its `ttl`.
+ */
+export const readRunDeliveries = async (deps: Deps, jobId: string): Promise<RunDeliveries | undefined> => {
+  // The event's item key without the event: the prefix of every delivery item of the run.
+  const prefix = webhookDeliveryKey(jobId, '');
+  const [{ Item: runItem }, { Items: deliveryItems = [] }] = await Promise.all([
+    deps.ddb.send(new GetCommand({ TableName: deps.tableName, Key: runKey(jobId), ConsistentRead: true })),
+    deps.ddb.send(
+      new QueryCommand({
+        TableName: deps.tableName,
+        KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
+        ExpressionAttributeValues: { ':pk': prefix.PK, ':prefix': prefix.SK },
+        ConsistentRead: true,
+      }),
+    ),
+  ]);
+  const now = deps.now();
+  const stored = unexpired(runItem, now);
+  if (!stored) return undefined;
+  const run = parseItem(RunDeliverySubjectSchema, stored);
+  const event = webhookEventOfStatus(run.status);
+  const key = event && webhookDeliveryKey(jobId, event);
+  const item = deliveryItems.map((i) => unexpired(i, now)).find((i) => i !== undefined && i.SK === key?.SK);
+  return { run, event, delivery: item && parseItem(DeliveryItemSchema, item) };
+};
+
+/**
+ * Marks the delivery pending for one redelivery, on the condition that nothing moved since it was
+ * read (`attempts`) and it is not pending, or is a redelivery whose attempt was never recorded
+ * `staleRedeliveryMs` after it was asked for. False when the condition failed: another request
+ * (or an attempt) got there first. Of concurrent requests, exactly one marks it.
+ */
+export const markRedeliveryPending = async (
+  deps: Deps,
+  jobId: string,
+  event: WebhookEvent,
+  seen: { attempts: number },
+): Promise<{ written: boolean; requestedAt: string }> => {
+  const now = deps.now();
+  const requestedAt = now.toISOString();
+  const marked = await conditionalWrite(
+    deps,
+    new UpdateCommand({
+      TableName: deps.tableName,
+      Key: webhookDeliveryKey(jobId, event),
+      UpdateExpression: 'SET #state = :pending, redeliveryRequestedAt = :now',
+      ConditionExpression: 'attempts = :seen AND (#state <> :pending OR redeliveryRequestedAt < :stale)',
+      ExpressionAttributeNames: { '#state': 'state' },
+      ExpressionAttributeValues: {
+        ':pending': 'pending',
+        ':now': requestedAt,
+        ':seen': seen.attempts,
+        ':stale': new Date(now.getTime() - staleRedeliveryMs).toISOString(),
+      },
+    }),
+  );
+  return { written: marked.written, requestedAt };
+};
+
+/**
+ * Undoes `markRedeliveryPending` when its message could not be sent, so the delivery is not left
+ * pending with nothing in flight; only the mark this request wrote (`requestedAt`), untouched since.
+ */
+export const unmarkRedelivery = async (
+  deps: Deps,
+  jobId: string,
+  event: WebhookEvent,
+  mark: { requestedAt: string; previousState: DeliveryState },
+): Promise<void> => {
+  await conditionalWrite(
+    deps,
+    new UpdateCommand({
+      TableName: deps.tableName,
+      Key: webhookDeliveryKey(jobId, event),
+      UpdateExpression: 'SET #state = :previous REMOVE redeliveryRequestedAt',
+      ConditionExpression: '#state = :pending AND redeliveryRequestedAt = :mark',
+      ExpressionAttributeNames: { '#state': 'state' },
+      ExpressionAttributeValues: { ':previous': mark.previousState, ':pending': 'pending', ':mark': mark.requestedAt },
+    }),
+  );
 };

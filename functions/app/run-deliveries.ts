@@ -1,0 +1,84 @@
+import type { RedeliveryQueued, WebhookDeliveries } from '../../schemas/deliveries.ts';
+import type { Deps } from '../deps.ts';
+import { DeliveryPendingError, RunNotFoundError } from '../domain/errors.ts';
+import { webhookId } from '../domain/webhook.ts';
+import type { ApiKeyItem } from '../store/items.ts';
+import { sendWebhookMessage } from '../store/queues.ts';
+import {
+  markRedeliveryPending,
+  type RunDeliveries,
+  readRunDeliveries,
+  unmarkRedelivery,
+} from '../store/webhook-deliveries.ts';
+
+/** Who asks: the key's team, and the workflows it is limited to (none: all of the team's). */
+interface Caller {
+  teamId: string;
+  key: Pick<ApiKeyItem, 'workflowIds'>;
+}
+
+/**
+ * The run's deliveries as this caller may see them: another team's run, a run of a workflow the key
+ * is not limited to, and a run without a callbackUrl all read as a missing run (404).
+ */
+const visibleDeliveries = async (deps: Deps, caller: Caller, jobId: string) => {
+  const found = await readRunDeliveries(deps, jobId);
+  const { workflowIds } = caller.key;
+  if (
+    !found?.run.callbackUrl ||
+    found.run.teamId !== caller.teamId ||
+    (workflowIds.length > 0 && !workflowIds.includes(found.run.workflowId))
+  )
+    throw new RunNotFoundError(jobId);
+  return found;
+};
+
+/** When the next attempt is due: a scheduled retry, or a queued redelivery (due when asked). */
+const nextAttemptOf = ({ delivery }: RunDeliveries): string | null =>
+  delivery?.state === 'pending' ? (delivery.nextAttemptAt ?? delivery.redeliveryRequestedAt ?? null) : null;
+
+/**
+ * GET /runs/{jobId}/deliveries (our design): every attempt of the run-finished webhook the log
+ * keeps, newest first, and the delivery's state. Before the run ends, or before its first attempt,
+ * the delivery is `pending` with no attempt.
+ */
+export const listDeliveries = async (deps: Deps, caller: Caller, jobId: string): Promise<WebhookDeliveries> => {
+  const found = await visibleDeliveries(deps, caller, jobId);
+  const { event, delivery } = found;
+  return {
+    jobId,
+    event: event ?? null,
+    webhookId: event ? webhookId(jobId, event) : null,
+    state: delivery?.state ?? 'pending',
+    nextAttemptAt: nextAttemptOf(found),
+    attempts: delivery?.attempts ?? 0,
+    deliveries: [...(delivery?.attemptLog ?? [])].reverse().map(({ host, ...entry }) => ({
+      ...entry,
+      url: `https://${host}`,
+    })),
+  };
+};
+
+/**
+ * POST /runs/{jobId}/deliveries/redeliver (our design): queues one new attempt of the same event,
+ * with the same `webhook-id`, numbered after the last. Refused (409) while the delivery is pending:
+ * the run has not ended, an attempt is due, or a redelivery is queued. The delivery item is marked
+ * pending conditionally, so of concurrent requests exactly one queues an attempt; the others answer
+ * 409. The mark comes before the send; a send that fails takes the mark back, so the delivery is
+ * never left pending with nothing on its way (a mark left by a crash lapses, `staleRedeliveryMs`).
+ */
+export const redeliverWebhook = async (deps: Deps, caller: Caller, jobId: string): Promise<RedeliveryQueued> => {
+  const found = await visibleDeliveries(deps, caller, jobId);
+  const { event, delivery } = found;
+  if (!event || !delivery) throw new DeliveryPendingError(jobId, nextAttemptOf(found));
+  const mark = await markRedeliveryPending(deps, jobId, event, delivery);
+  if (!mark.written) throw new DeliveryPendingError(jobId, nextAttemptOf(found));
+  const attempt = delivery.attempts + 1;
+  try {
+    await sendWebhookMessage(deps, { jobId, event, attempt }, 0);
+  } catch (error) {
+    await unmarkRedelivery(deps, jobId, event, { requestedAt: mark.requestedAt, previousState: delivery.state });
+    throw error;
+  }
+  return { jobId, event, webhookId: webhookId(jobId, event), state: 'pending', attempt };
+};

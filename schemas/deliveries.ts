@@ -1,0 +1,80 @@
+/**
+ * The run-finished webhook's delivery log and its redelivery (our design, beyond the spec):
+ * GET /runs/{jobId}/deliveries and POST /runs/{jobId}/deliveries/redeliver. Responses use
+ * `v.strictObject`. The 409 of a redelivery lives here with its message, beside the endpoints it
+ * belongs to; `functions/http/error-map.ts` builds it.
+ */
+import * as v from 'valibot';
+import { DateTimeSchema, UuidSchema } from './common.ts';
+import { WebhookEventSchema } from './runs.ts';
+
+const deliveryStates = ['pending', 'delivered', 'failed'] as const;
+const DeliveryStateSchema = v.pipe(
+  v.picklist(deliveryStates),
+  v.description(
+    '`pending`: not delivered yet and an attempt will come (the run has not ended, its first attempt or a retry ' +
+      'is due, or a redelivery is queued); `delivered`: the last attempt was answered 2xx; `failed`: the last ' +
+      'attempt was not, and none is scheduled.',
+  ),
+);
+
+const errorKinds = ['timeout', 'refused', 'dns', 'tls', 'connection'] as const;
+
+/** One attempt of the delivery log. */
+export const WebhookAttemptSchema = v.strictObject({
+  /** Counted from 1 over the delivery's whole life: a redelivery continues the count. */
+  attempt: v.pipe(v.number(), v.integer(), v.minValue(1)),
+  /** When the POST started. */
+  at: DateTimeSchema,
+  /** The callback URL's scheme and host only: never its path or query, which may carry a token. */
+  url: v.string(),
+  /** The receiver's HTTP status; absent when there was no answer (see `error`). */
+  statusCode: v.optional(v.pipe(v.number(), v.integer())),
+  /**
+   * Why there was no answer: `timeout` (none within 8 s), `refused` (the address guard refused the
+   * address), `dns`, `tls` (the handshake failed), `connection` (refused, reset, closed early).
+   */
+  error: v.optional(v.picklist(errorKinds)),
+  durationMs: v.pipe(v.number(), v.integer(), v.minValue(0)),
+  /** When the retry this attempt scheduled is due; absent when it scheduled none. */
+  nextAttemptAt: v.optional(DateTimeSchema),
+});
+export type WebhookAttemptView = v.InferOutput<typeof WebhookAttemptSchema>;
+
+/** 200 of GET /runs/{jobId}/deliveries. */
+export const WebhookDeliveriesSchema = v.strictObject({
+  jobId: UuidSchema,
+  /** The event the run's end sends; null while the run has not ended. */
+  event: v.nullable(WebhookEventSchema),
+  /** The same on every attempt and redelivery: receivers deduplicate on it. */
+  webhookId: v.nullable(v.string()),
+  state: DeliveryStateSchema,
+  /** When the next attempt is due (a retry, or a redelivery queued); null when none is scheduled. */
+  nextAttemptAt: v.nullable(DateTimeSchema),
+  /** Attempts made so far, including those no longer in `deliveries`. */
+  attempts: v.pipe(v.number(), v.integer(), v.minValue(0)),
+  /** The latest attempts (5 at most), newest first. */
+  deliveries: v.array(WebhookAttemptSchema),
+});
+export type WebhookDeliveries = v.InferOutput<typeof WebhookDeliveriesSchema>;
+
+/** 202 of POST /runs/{jobId}/deliveries/redeliver: one new attempt is queued. */
+export const RedeliveryQueuedSchema = v.strictObject({
+  jobId: UuidSchema,
+  event: WebhookEventSchema,
+  webhookId: v.string(),
+  state: v.literal('pending'),
+  /** The number the queued attempt will carry in the log. */
+  attempt: v.pipe(v.number(), v.integer(), v.minValue(1)),
+});
+export type RedeliveryQueued = v.InferOutput<typeof RedeliveryQueuedSchema>;
+
+/** The 409 of a redelivery while the delivery is pending. */
+export const deliveryPendingMessage = 'Webhook delivery pending';
+
+export const DeliveryPendingErrorSchema = v.strictObject({
+  error: v.literal(deliveryPendingMessage),
+  /** When its next attempt is due; null when none is due yet (the run has not ended, or it is due now). */
+  nextAttemptAt: v.nullable(DateTimeSchema),
+});
+export type DeliveryPendingErrorBody = v.InferOutput<typeof DeliveryPendingErrorSchema>;
