@@ -259,6 +259,8 @@ export const envNames = {
   sandboxProviders: 'SANDBOX_PROVIDERS',
   /** Team connection secrets must be named under this prefix (the step executor may read only those). */
   connectionSecretPrefix: 'CONNECTION_SECRET_PREFIX',
+  /** The PythonRunner function's name: the step executor invokes it for each PythonSandbox step. */
+  pythonRunner: 'PYTHON_RUNNER_FUNCTION',
   /** The stage's operator event bus (its name), where the event publisher puts run lifecycle events. */
   operatorEventBus: 'OPERATOR_EVENT_BUS',
 } as const;

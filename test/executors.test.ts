@@ -31,6 +31,10 @@ import {
   readWavMark,
 } from '../functions/nodes/media/index.ts';
 import type { Provider } from '../functions/nodes/providers/types.ts';
+import { createPythonRunner } from '../functions/python/runner.ts';
+import { makeHandler as makePythonRunnerHandler } from '../functions/workers/python-runner.ts';
+import { envNames } from '../lib/definitions.ts';
+import { startLambdaEmulator } from '../local/lambda-emulator.ts';
 import type { RunMode } from '../schemas/runs.ts';
 import { type NodeType, nodeTypes } from '../schemas/workflows.ts';
 
@@ -77,7 +81,23 @@ class Harness {
   }
 }
 
-const deps: ExecutorDeps = { ...executorDepsFromEnv({}), allowLoopback: true, httpTimeoutMs: 2_000 };
+// PythonSandbox steps invoke the real PythonRunner handler through the Lambda SDK and a local Invoke API.
+const pythonRunner = createPythonRunner();
+const lambda = await startLambdaEmulator({ PythonRunner: makePythonRunnerHandler(pythonRunner.run) });
+const pythonSettings = {
+  [envNames.pythonRunner]: 'PythonRunner',
+  AWS_ENDPOINT_URL_LAMBDA: lambda.endpoint,
+  AWS_REGION: 'us-east-1',
+  AWS_ACCESS_KEY_ID: 'local',
+  AWS_SECRET_ACCESS_KEY: 'local',
+};
+beforeAll(() => pythonRunner.warm(), 120_000);
+afterAll(async () => {
+  await lambda.stop();
+  await pythonRunner.close();
+});
+
+const deps: ExecutorDeps = { ...executorDepsFromEnv(pythonSettings), allowLoopback: true, httpTimeoutMs: 2_000 };
 const executors = createExecutors(deps);
 const run = (context: StepContext): Promise<StepOutcome> => executors[context.node.type](context);
 
@@ -634,6 +654,42 @@ describe('HTTP steps', () => {
   });
 });
 
+describe('PythonSandbox', () => {
+  it('runs the code on the PythonRunner function: inputs in, result out', async () => {
+    const context = h0().context(
+      'PythonSandbox',
+      { code: 'result = {"total": sum(inputs), "count": len(inputs)}' },
+      { values: [2, 3, 4] },
+    );
+    expect((await run(context)).outputs).toEqual({ result: { total: 9, count: 3 } });
+  });
+
+  it('fails the step with the runner’s reason: an exception, a timeout', async () => {
+    expect(await failure(run(h0().context('PythonSandbox', { code: 'x = 1 / 0' })))).toBe(
+      'PythonSandbox: raised ZeroDivisionError: division by zero',
+    );
+    expect(await failure(run(h0().context('PythonSandbox', { code: 'while True: pass', timeoutMs: 300 })))).toBe(
+      'PythonSandbox: timed out after 300 ms',
+    );
+  });
+
+  it('fails the step when the runner itself fails, or when no runner is configured', async () => {
+    const missing = createExecutors({
+      ...deps,
+      ...executorDepsFromEnv({ ...pythonSettings, [envNames.pythonRunner]: 'Nope' }),
+    });
+    await expect(missing.PythonSandbox(h0().context('PythonSandbox', { code: 'result = 1' }))).rejects.toThrow(
+      /Function not found/,
+    );
+    const none = createExecutors({ ...deps, python: undefined });
+    expect(await failure(none.PythonSandbox(h0().context('PythonSandbox', { code: 'result = 1' })))).toBe(
+      'PythonSandbox: no Python runner is configured in this function',
+    );
+  });
+});
+
+const h0 = () => new Harness();
+
 describe('every node type runs on sample inputs', () => {
   /** Types that need something a bare run lacks (a connection, a runner, a library file, a saved prompt). */
   const needsSetup = new Set<NodeType>([
@@ -646,7 +702,6 @@ describe('every node type runs on sample inputs', () => {
     'Prompt',
     'ImageLoader',
     'RigImporter',
-    'PythonSandbox',
     'CustomApiCall',
     'ApiPostAction',
     'ObjectUploader',

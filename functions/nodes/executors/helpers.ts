@@ -1,4 +1,7 @@
 /** What the node executors share: reading inputs, turning values into text or JSON, files, HTTP. */
+
+import { envNames } from '../../../lib/definitions.ts';
+import { type PythonInvoke, pythonInvoker } from '../../clients/lambda.ts';
 import {
   allowLoopbackFromEnv,
   GuardedFetchError,
@@ -37,6 +40,8 @@ export interface ExecutorDeps {
   maxFileBytes: number;
   /** For provider defaults (model names). */
   env: NodeJS.ProcessEnv;
+  /** Runs a PythonSandbox step's code on the PythonRunner function; absent where none is configured. */
+  python?: PythonInvoke;
 }
 
 /** What the step executor hands its node executors: its environment and the reader of stage secrets. */
@@ -47,11 +52,14 @@ export interface ExecutorSettings {
    * when it cannot. Absent: the stage's providers cannot be read (the local default needs none).
    */
   providerSecret?: (source: string) => Promise<string>;
+  /** Called with each AWS client the executors create (the local AWS command log instruments them). */
+  onClient?: (clients: { lambda: object }) => void;
 }
 
 /** Executor deps configured from the settings, copied once so that no step reads the live environment. */
-export const executorDeps = ({ env, providerSecret }: ExecutorSettings): ExecutorDeps => {
+export const executorDeps = ({ env, providerSecret, onClient }: ExecutorSettings): ExecutorDeps => {
   const settings = { ...env };
+  const pythonRunner = settings[envNames.pythonRunner];
   const stage = stageProvidersFromEnv(settings);
   const sources = stage.secrets;
   const stageCredentials =
@@ -81,6 +89,10 @@ export const executorDeps = ({ env, providerSecret }: ExecutorSettings): Executo
     maxResponseBytes: 5 * 1024 * 1024,
     maxFileBytes: 50 * 1024 * 1024,
     env: settings,
+    // AWS_ENDPOINT_URL_LAMBDA is read from these settings, not the live environment (tests, the local default).
+    python: pythonRunner
+      ? pythonInvoker({ functionName: pythonRunner, endpoint: settings.AWS_ENDPOINT_URL_LAMBDA, onClient, settings })
+      : undefined,
   };
 };
 

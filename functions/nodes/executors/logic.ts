@@ -1,7 +1,9 @@
 /** Executors of the logic nodes: they run for real inside the service. */
 import { isDeepStrictEqual } from 'node:util';
 import type { NodeType } from '../../../schemas/workflows.ts';
+import { PythonRunnerError } from '../../clients/lambda.ts';
 import { isRecord } from '../../is-record.ts';
+import type { PythonAnswer } from '../../python/protocol.ts';
 import { glbToMesh, meshToGlb, type TriangleMesh } from '../media/glb.ts';
 import { cropImage, decodePng, encodePng, isPng } from '../media/png.ts';
 import { ExpressionError, evaluate } from './expression.ts';
@@ -23,6 +25,9 @@ import {
 } from './helpers.ts';
 import { JsonPathError, selectJsonPath } from './json-path.ts';
 import type { NodeExecutor, StepContext } from './types.ts';
+
+/** A PythonSandbox step's wall-clock limit when its config sets none. */
+export const pythonDefaultTimeoutMs = 10_000;
 
 /** `{{name}}`, `{{0}}`, `{{user.name}}`: a placeholder of a PromptBuilder template. */
 const placeholder = /\{\{\s*([\w.-]+)\s*\}\}/g;
@@ -265,26 +270,21 @@ export const logicExecutors = (deps: ExecutorDeps) =>
     },
 
     PythonSandbox: async (context) => {
-      // Code runs in an isolated runner service, never in this process.
-      const runner = deps.env.PYTHON_SANDBOX_URL;
-      if (!runner) return fail(context, 'no Python runner is configured for API runs (PYTHON_SANDBOX_URL)');
-      const response = await httpCall(
-        context,
-        deps,
-        runner,
-        {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ code: context.node.config.code, inputs: allInputs(context, 'values') }),
-        },
-        { timeoutMs: typeof context.node.config.timeoutMs === 'number' ? context.node.config.timeoutMs : 30_000 },
-      );
-      const value = responseValue(response);
-      if (response.status !== 200)
-        fail(
-          context,
-          isRecord(value) && typeof value.error === 'string' ? value.error : `runner answered ${response.status}`,
+      // The code runs on the PythonRunner function, which holds no grant, never in this process.
+      if (!deps.python) return fail(context, 'no Python runner is configured in this function');
+      const config = context.node.config;
+      const timeoutMs = typeof config.timeoutMs === 'number' ? config.timeoutMs : pythonDefaultTimeoutMs;
+      let answer: PythonAnswer;
+      try {
+        answer = await deps.python(
+          { code: toText(config.code), inputs: allInputs(context, 'values'), timeoutMs },
+          context.signal,
         );
-      return { outputs: { result: isRecord(value) && 'result' in value ? value.result : value } };
+      } catch (error) {
+        if (error instanceof PythonRunnerError) return fail(context, error.message);
+        throw error;
+      }
+      if (!answer.ok) fail(context, answer.message);
+      return { outputs: { result: answer.ok ? answer.result : null } };
     },
   }) satisfies Partial<Record<NodeType, NodeExecutor>>;
