@@ -6,7 +6,9 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signatureHeader, webhookHeaders } from '../functions/domain/webhook.ts';
+import { signatureHeader, webhookHeaders, webhookId } from '../functions/domain/webhook.ts';
+import { makeHandler as makeWebhookWorker } from '../functions/workers/webhook-delivery.ts';
+import { invokedAs } from '../local/invocation.ts';
 import { generateTypes, typesFile } from '../packages/client/scripts/generate-types.ts';
 import { main } from '../packages/client/src/cli.ts';
 import {
@@ -26,6 +28,7 @@ import {
   type WorkflowRunClient,
   type WorkflowStep,
 } from '../packages/client/src/index.ts';
+import { queueContents, recordOf } from './support/queue-contents.ts';
 import {
   addKey,
   chainSteps,
@@ -36,6 +39,7 @@ import {
   startWorkers,
   type TestStack,
 } from './support/stack.ts';
+import { receiverCa, startReceiver } from './support/webhook-receiver.ts';
 
 const repositoryRoot = fileURLToPath(new URL('..', import.meta.url));
 
@@ -460,5 +464,70 @@ describe('workflow-run CLI', () => {
     const unauthorised = await cli(['workflows', 'list'], { WORKFLOW_RUN_API_KEY: 'wra_nope' });
     expect(unauthorised.code).toBe(1);
     expect(unauthorised.stderr).toContain('401 Unauthorized');
+  });
+});
+
+describe('webhook deliveries through the client and the CLI', () => {
+  /** Hands the run's waiting webhook message to the real webhook worker. */
+  const deliverWaiting = async (jobId: string, handed: Set<string>) => {
+    const waiting = (await queueContents(stack.resources, 'Webhooks')).filter(
+      (m) => JSON.parse(m.body).jobId === jobId && m.state !== 'inflight' && !handed.has(m.messageId),
+    );
+    expect(waiting).toHaveLength(1);
+    const worker = makeWebhookWorker(stack.deps, { fetchOptions: { allowLoopback: true, ca: receiverCa } });
+    for (const m of waiting) {
+      await invokedAs('WebhookDelivery', worker)({ Records: [recordOf(m)] } as never);
+      handed.add(m.messageId);
+    }
+  };
+
+  it('listDeliveries and redeliverWebhook; the CLI lists and redelivers; the receiver gets one webhook-id', async () => {
+    // A team of its own, with room in its rate limit: the file's other tests spend the shared key's minute.
+    const own = await seedTeam(stack.deps, { credits: 100, key: { rateLimitPerMinute: 100_000 } });
+    const client = createClient({ baseUrl: stack.baseUrl, apiKey: own.key });
+    const env = { WORKFLOW_RUN_API_KEY: own.key };
+    const receiver = await startReceiver();
+    try {
+      const workflowId = await createWorkflow(stack, own, chainSteps, 'Delivered');
+      const started = await client.runWorkflow(workflowId, { callbackUrl: receiver.url });
+      await client.waitForRun(started.jobId, { intervalMs: 100 });
+      const handed = new Set<string>();
+      await deliverWaiting(started.jobId, handed);
+      const log = await client.listDeliveries(started.jobId);
+      expect(log).toMatchObject({ state: 'delivered', attempts: 1, event: 'run.completed' });
+      expect(log.deliveries).toEqual([expect.objectContaining({ attempt: 1, statusCode: 200 })]);
+
+      const queued = await client.redeliverWebhook(started.jobId);
+      expect(queued).toMatchObject({
+        attempt: 2,
+        state: 'pending',
+        webhookId: webhookId(started.jobId, 'run.completed'),
+      });
+      const conflict = await client.redeliverWebhook(started.jobId).catch((error: unknown) => error);
+      expect(conflict).toBeInstanceOf(ConflictError);
+      expect((conflict as ConflictError).body).toMatchObject({ error: 'Webhook delivery pending' });
+      await deliverWaiting(started.jobId, handed);
+
+      const listed = await cli(['deliveries', started.jobId], env);
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(listed.stdout).toContain('state: delivered');
+      expect(listed.stdout).toMatch(/ATTEMPT +AT +RESULT/);
+      expect(listed.stdout).toMatch(/^2 +\S+ +200 /m);
+      const again = await cli(['deliveries', started.jobId, '--redeliver', '--json'], env);
+      expect(again.code, again.stderr).toBe(0);
+      expect(JSON.parse(again.stdout)).toMatchObject({ jobId: started.jobId, attempt: 3 });
+      await deliverWaiting(started.jobId, handed);
+      const asJson = await cli(['deliveries', started.jobId, '--json'], env);
+      expect(JSON.parse(asJson.stdout)).toMatchObject({ state: 'delivered', attempts: 3 });
+      expect(new Set(receiver.received.map((r) => r.headers['webhook-id']))).toEqual(new Set([queued.webhookId]));
+      expect(receiver.received).toHaveLength(3);
+
+      // A run without callbackUrl has no deliveries: NotFoundError, and the CLI exits 1.
+      const plain = await client.runWorkflow(await createWorkflow(stack, own, chainSteps, 'Silent'));
+      await expect(client.listDeliveries(plain.jobId)).rejects.toBeInstanceOf(NotFoundError);
+      expect((await cli(['deliveries', plain.jobId, '--redeliver'], env)).code).toBe(1);
+    } finally {
+      await receiver.close();
+    }
   });
 });

@@ -46,6 +46,8 @@ Commands:
   watch <jobId>                          Follow a run: progress and each step's status, until it ends
   download <jobId> [--dir D]             Download the run's output files (default dir: ./<jobId>)
   cancel <jobId>                         Cancel a run in progress
+  deliveries <jobId> [--redeliver]       The run-finished webhook's attempts and state;
+                                         --redeliver sends it once more (same webhook-id)
   deferred show <id>                     Show a deferred run
   deferred cancel <id>                   Cancel a deferred run still waiting
 
@@ -77,6 +79,7 @@ const optionSpec = {
   'idempotency-key': { type: 'string' },
   watch: { type: 'boolean' },
   dir: { type: 'string' },
+  redeliver: { type: 'boolean' },
 } as const;
 
 type OptionName = keyof typeof optionSpec;
@@ -102,6 +105,7 @@ const commandOptions: Record<string, OptionName[]> = {
   watch: [],
   download: ['dir'],
   cancel: [],
+  deliveries: ['redeliver'],
   'deferred show': [],
   'deferred cancel': [],
 };
@@ -430,6 +434,37 @@ const download = async (client: WorkflowRunClient, io: CliIo, values: Values, jo
   else if (!isEnded(run)) write(io.stderr, `note: run ${jobId} is still ${run.status}; more files may follow`);
 };
 
+// --- deliveries ------------------------------------------------------------------------------
+
+const deliveries = async (client: WorkflowRunClient, io: CliIo, values: Values, jobId: string, json: boolean) => {
+  if (values.redeliver) {
+    const queued = await client.redeliverWebhook(jobId, { signal: io.signal });
+    if (json) return printJson(io, queued);
+    return printFields(io, { ...queued, next: `workflow-run deliveries ${jobId}` });
+  }
+  const log = await client.listDeliveries(jobId, { signal: io.signal });
+  if (json) return printJson(io, log);
+  const { deliveries: attempts, ...summary } = log;
+  printFields(io, summary);
+  if (attempts.length === 0) return write(io.stdout, 'No attempt yet.');
+  const rows = attempts.map((a) => [
+    String(a.attempt),
+    a.at,
+    a.statusCode !== undefined ? String(a.statusCode) : (a.error ?? '-'),
+    `${a.durationMs}ms`,
+    a.nextAttemptAt ?? '-',
+    a.url,
+  ]);
+  const widths = [7, 24, 10, 8, 24];
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) => (i < widths.length ? cell.padEnd(widths[i] ?? 0) : cell))
+      .join('  ')
+      .trimEnd();
+  write(io.stdout, line(['ATTEMPT', 'AT', 'RESULT', 'TOOK', 'NEXT', 'URL']));
+  for (const row of rows) write(io.stdout, line(row));
+};
+
 // --- main ------------------------------------------------------------------------------------
 
 const describeError = (error: unknown): string => {
@@ -501,6 +536,9 @@ export const main = async (
         else printFields(io, { jobId: run.jobId, status: run.status, progress: `${run.progress}%` });
         break;
       }
+      case 'deliveries':
+        await deliveries(client, io, values, oneArg(command, args, 'job id'), json);
+        break;
       case 'deferred show':
       case 'deferred cancel': {
         const id = oneArg(command, args, 'deferred run id');

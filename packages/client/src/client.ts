@@ -32,6 +32,9 @@ export type RunOutput = Schemas['RunOutput'];
 export type RunFile = Schemas['RunFile'];
 export type ReadyRunFile = Extract<RunFile, { availability: 'ready' }>;
 export type DeferredRun = Schemas['DeferredRun'];
+export type WebhookDeliveries = Schemas['WebhookDeliveries'];
+export type WebhookAttempt = Schemas['WebhookAttempt'];
+export type RedeliveryQueued = Schemas['RedeliveryQueued'];
 
 /** Statuses a run never leaves. */
 export const endedRunStatuses: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'stopped'];
@@ -93,6 +96,16 @@ export interface WorkflowRunClient {
   getRun(jobId: string, options?: RequestOptions): Promise<Run>;
   /** POST /runs/{jobId}/cancel: cancels a run in progress; 409 `ConflictError` once it has ended. */
   cancelRun(jobId: string, options?: RequestOptions): Promise<Run>;
+  /**
+   * GET /runs/{jobId}/deliveries: the run-finished webhook's latest attempts (5 at most, newest
+   * first) and its state. `NotFoundError` for a run without `callbackUrl`.
+   */
+  listDeliveries(jobId: string, options?: RequestOptions): Promise<WebhookDeliveries>;
+  /**
+   * POST /runs/{jobId}/deliveries/redeliver: queues one new attempt with the same `webhook-id`;
+   * `ConflictError` while the delivery is pending (its body's `nextAttemptAt` says when).
+   */
+  redeliverWebhook(jobId: string, options?: RequestOptions): Promise<RedeliveryQueued>;
   /** GET /deferred-runs/{id}. Once `dispatched`, `jobId` is the run to read. */
   getDeferredRun(id: string, options?: RequestOptions): Promise<DeferredRun>;
   /** DELETE /deferred-runs/{id}: cancels a deferred run still `waiting`. */
@@ -220,6 +233,12 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
     getRun,
     cancelRun: (jobId, requestOptions = {}) =>
       unwrap(raw.POST('/runs/{jobId}/cancel', { params: { path: { jobId } }, signal: requestOptions.signal })),
+    listDeliveries: (jobId, requestOptions = {}) =>
+      unwrap(raw.GET('/runs/{jobId}/deliveries', { params: { path: { jobId } }, signal: requestOptions.signal })),
+    redeliverWebhook: (jobId, requestOptions = {}) =>
+      unwrap(
+        raw.POST('/runs/{jobId}/deliveries/redeliver', { params: { path: { jobId } }, signal: requestOptions.signal }),
+      ),
     getDeferredRun: (id, requestOptions = {}) =>
       unwrap(raw.GET('/deferred-runs/{id}', { params: { path: { id } }, signal: requestOptions.signal })),
     cancelDeferredRun: (id, requestOptions = {}) =>

@@ -127,6 +127,50 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/runs/{jobId}/deliveries': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List webhook deliveries of a run
+     * @description The run-finished webhook delivery log: its latest attempts (5 at most), newest first, each with when it started, the callback URL host, the status code or why there was none, its duration and when the retry it scheduled is due; and the delivery state. `pending` with no attempt until the run ends and its first attempt is made.
+     *
+     *     Scope: `runs:read`.
+     */
+    get: operations['ListDeliveries'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/runs/{jobId}/deliveries/redeliver': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Redeliver the webhook of a run
+     * @description Queues one new attempt of the run-finished webhook, with the same `webhook-id` (receivers deduplicate on it), numbered after the last attempt. It is a single attempt: no retries follow it, and its answer sets the state (`delivered` or `failed`). Refused while the delivery is `pending`. Of concurrent requests, one queues an attempt and the others answer 409.
+     *
+     *     Scope: `runs:create`.
+     */
+    post: operations['RedeliverWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/deferred-runs/{id}': {
     parameters: {
       query?: never;
@@ -497,6 +541,42 @@ export interface components {
       dispatchedAt: string | null;
       jobId: string | null;
     };
+    WebhookDeliveries: {
+      /** Format: uuid */
+      jobId: string;
+      event: ('run.completed' | 'run.failed' | 'run.stopped' | 'run.cancelled') | null;
+      webhookId: string | null;
+      /**
+       * @description `pending`: not delivered yet and an attempt will come (the run has not ended, its first attempt or a retry is due, or a redelivery is queued); `delivered`: the last attempt was answered 2xx; `failed`: the last attempt was not, and none is scheduled.
+       * @enum {string}
+       */
+      state: 'pending' | 'delivered' | 'failed';
+      nextAttemptAt: string | null;
+      attempts: number;
+      deliveries: components['schemas']['WebhookAttempt'][];
+    };
+    WebhookAttempt: {
+      attempt: number;
+      /** Format: date-time */
+      at: string;
+      url: string;
+      statusCode?: number;
+      /** @enum {string} */
+      error?: 'timeout' | 'refused' | 'dns' | 'tls' | 'connection';
+      durationMs: number;
+      /** Format: date-time */
+      nextAttemptAt?: string;
+    };
+    RedeliveryQueued: {
+      /** Format: uuid */
+      jobId: string;
+      /** @enum {string} */
+      event: 'run.completed' | 'run.failed' | 'run.stopped' | 'run.cancelled';
+      webhookId: string;
+      /** @constant */
+      state: 'pending';
+      attempt: number;
+    };
     NameRequiredError: {
       /** @constant */
       error: 'name is required';
@@ -597,6 +677,11 @@ export interface components {
     DeferredRunNotWaitingError: {
       /** @constant */
       error: 'Deferred run is not waiting';
+    };
+    DeliveryPendingError: {
+      /** @constant */
+      error: 'Webhook delivery pending';
+      nextAttemptAt: string | null;
     };
     UnknownNodeTypeError: {
       error: string;
@@ -1238,6 +1323,154 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['RunAlreadyEndedError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+      /** @description Server failure. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServerError'];
+        };
+      };
+      /** @description The service is busy (a write met a conflicting one or throttling on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  ListDeliveries: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The `jobId` returned when the run started. */
+        jobId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The delivery log. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookDeliveries'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks the scope this operation needs. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ScopeNotPermittedError'];
+        };
+      };
+      /** @description No such run in the team (or in the workflows the key is limited to), or the run has no `callbackUrl`. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunNotFoundError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+    };
+  };
+  RedeliverWebhook: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The `jobId` returned when the run started. */
+        jobId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One attempt is queued. */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RedeliveryQueued'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks the scope this operation needs. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ScopeNotPermittedError'];
+        };
+      };
+      /** @description No such run in the team (or in the workflows the key is limited to), or the run has no `callbackUrl`. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunNotFoundError'];
+        };
+      };
+      /** @description The delivery is pending: the run has not ended, an attempt is due, or a redelivery is queued. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DeliveryPendingError'];
         };
       };
       /** @description Too many requests with this key; wait `Retry-After` seconds. */
