@@ -19,6 +19,7 @@ export const integrationTests = [
   'test/list-workflows.test.ts',
   'test/local-api.test.ts',
   'test/observability.test.ts',
+  'test/operator-events.test.ts',
   'test/query.test.ts',
   'test/rate-limit.test.ts',
   'test/rehearse.test.ts',

@@ -91,6 +91,15 @@ const targetsOf = (names: ReturnType<typeof namer>, service: string, input: Inpu
         resource: `arn:${partition}:ssm:${region}:${account}:parameter/${String(name).replace(/^\//, '')}`,
       }));
     }
+    case 'EventBridge': {
+      // A local prefix's operator event bus (`<prefix>-operator-events`) is the stack's OperatorEventBus.
+      const buses = (Array.isArray(input.Entries) ? (input.Entries as { EventBusName?: string }[]) : []).map((e) =>
+        String(e.EventBusName ?? 'default').endsWith('-operator-events') ? 'OperatorEventBus' : String(e.EventBusName),
+      );
+      return [...new Set(buses)].map((bus) => ({
+        resource: `arn:${partition}:events:${region}:${account}:event-bus/${bus}`,
+      }));
+    }
     default:
       return [{ resource: '*' }];
   }

@@ -48,7 +48,7 @@ export const toRecord = (message: Message, queueArn: string): SQSRecord => ({
 });
 
 /** The id of the worker a trigger invokes (as the AWS command log names the function). */
-const workerOf = (trigger: WorkerTrigger): string => {
+export const workerOf = (trigger: WorkerTrigger): string => {
   const worker = workers.find((w) => JSON.stringify(w.trigger) === JSON.stringify(trigger));
   if (!worker) throw new Error(`No worker for ${JSON.stringify(trigger)}`);
   return worker.id;

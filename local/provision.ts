@@ -3,6 +3,7 @@ import {
   DescribeTableCommand,
   DynamoDBClient,
   ResourceInUseException,
+  UpdateTableCommand,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
@@ -43,6 +44,10 @@ const createTable = async (client: DynamoDBClient, definition: TableDefinition, 
           { AttributeName: definition.partitionKey.name, KeyType: 'HASH' },
           { AttributeName: definition.sortKey.name, KeyType: 'RANGE' },
         ],
+        // The stream the operator events' publisher reads (DynamoDB Local keeps one too).
+        ...(definition.stream
+          ? { StreamSpecification: { StreamEnabled: true, StreamViewType: definition.stream } }
+          : {}),
         GlobalSecondaryIndexes: definition.indexes.map((index) => ({
           IndexName: index.name,
           KeySchema: [
@@ -60,7 +65,17 @@ const createTable = async (client: DynamoDBClient, definition: TableDefinition, 
     );
   } catch (error) {
     if (!(error instanceof ResourceInUseException)) throw error;
-    return; // Already there from an earlier start: data persists.
+    // Already there from an earlier start: data persists. A table made before it had a stream gets one.
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: name }));
+    if (definition.stream && !Table?.StreamSpecification?.StreamEnabled) {
+      await client.send(
+        new UpdateTableCommand({
+          TableName: name,
+          StreamSpecification: { StreamEnabled: true, StreamViewType: definition.stream },
+        }),
+      );
+    }
+    return;
   }
   await client.send(
     new UpdateTimeToLiveCommand({

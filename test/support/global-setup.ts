@@ -3,11 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startDynamoDb, startSqsS3 } from '../../local/emulators.ts';
+import { startEventBridge } from '../../local/eventbridge-emulator.ts';
 import { awsCommandLogDir } from '../../vitest.config.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     emulators: { dynamoDbEndpoint: string; sqsS3Endpoint: string };
+    /** The EventBridge emulator, and the directory where it writes each bus's events (`<bus>.jsonl`). */
+    eventBridge: { endpoint: string; eventsDir: string };
   }
 }
 
@@ -22,7 +25,12 @@ export default async function setup(project: TestProject) {
   const dynamo = await startDynamoDb({ stateDir: join(tmpdir(), 'workflow-run-api-test-emulators') });
   const sqsS3 = await startSqsS3({});
   project.provide('emulators', { dynamoDbEndpoint: dynamo.endpoint, sqsS3Endpoint: sqsS3.endpoint });
+  const eventsDir = join(tmpdir(), `workflow-run-api-test-events-${process.pid}`);
+  rmSync(eventsDir, { recursive: true, force: true });
+  const eventBridge = await startEventBridge({ fileFor: (bus) => join(eventsDir, `${bus}.jsonl`) });
+  project.provide('eventBridge', { endpoint: eventBridge.endpoint, eventsDir });
   return async () => {
+    await eventBridge.stop();
     await sqsS3.stop();
     await dynamo.stop();
   };

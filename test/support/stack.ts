@@ -117,6 +117,28 @@ export const startWorkers = async (stack: TestStack, options: { stepTimeoutMs?: 
   return { stop: () => poller.stop() };
 };
 
+/**
+ * Opt-in: the operator events' publisher on the stack's table stream (the real handler and its
+ * PutEvents call, to the suite's EventBridge emulator), and where the emulator writes its events.
+ */
+export const startOperatorEventsFor = async (stack: TestStack) => {
+  const { startOperatorEvents } = await import('../../local/stream-source.ts');
+  const { operatorEventBusName, readDeliveredEvents } = await import('../../local/eventbridge-emulator.ts');
+  const { endpoint, eventsDir } = inject('eventBridge');
+  const busName = operatorEventBusName(stack.resources.prefix);
+  const failures: unknown[] = [];
+  const poller = await startOperatorEvents({
+    dynamoDbEndpoint: stack.resources.dynamoDbEndpoint,
+    tableName: stack.resources.tableName,
+    eventBridgeEndpoint: endpoint,
+    busName,
+    intervalMs: 100,
+    onFailure: (failure) => failures.push(failure),
+  });
+  const file = `${eventsDir}/${busName}.jsonl`;
+  return { busName, endpoint, file, failures, read: () => readDeliveredEvents(file), stop: () => poller.stop() };
+};
+
 /** A simple workflow created through the API: TextEntry → PromptBuilder → LlmWorker → TextConsole. */
 export const chainSteps = [
   { key: 'topic', type: 'TextEntry', config: { text: 'otters', apiInputKey: 'topic' } },
