@@ -89,6 +89,23 @@ const table = [
     grants: { table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'], stepsQueue: 'send' },
   },
   {
+    // GetItem: the key, and the cursor signing key; PutItem: creating that key, once per table.
+    id: 'ListRuns',
+    method: 'GET',
+    path: '/runs',
+    entry: 'functions/api/list-runs.ts',
+    scope: 'runs:read',
+    grants: { table: ['GetItem', 'UpdateItem', 'PutItem'], indexes: ['GSI4'] },
+  },
+  {
+    id: 'ListDeferredRuns',
+    method: 'GET',
+    path: '/deferred-runs',
+    entry: 'functions/api/list-deferred-runs.ts',
+    scope: 'runs:read',
+    grants: { table: ['GetItem', 'UpdateItem', 'PutItem'], indexes: ['GSI4'] },
+  },
+  {
     id: 'GetRun',
     method: 'GET',
     path: '/runs/{jobId}',

@@ -2,7 +2,7 @@
 import * as v from 'valibot';
 import { DateTimeSchema, UuidSchema } from './common.ts';
 
-const deferredRunStatuses = ['waiting', 'dispatched', 'expired', 'cancelled'] as const;
+export const deferredRunStatuses = ['waiting', 'dispatched', 'expired', 'cancelled'] as const;
 const DeferredRunStatusSchema = v.picklist(deferredRunStatuses);
 export type DeferredRunStatus = v.InferOutput<typeof DeferredRunStatusSchema>;
 
@@ -19,3 +19,16 @@ export const DeferredRunSchema = v.strictObject({
   jobId: v.nullable(UuidSchema),
 });
 export type DeferredRun = v.InferOutput<typeof DeferredRunSchema>;
+
+/**
+ * 200 of GET /deferred-runs: newest first, at most `limit`. Each is the DeferredRun as GET
+ * /deferred-runs/{id} answers it (it holds no request, inputs or callback).
+ */
+export const ListDeferredRunsResponseSchema = v.strictObject({
+  deferredRuns: v.array(DeferredRunSchema),
+  nextCursor: v.pipe(
+    v.nullable(v.string()),
+    v.description('Pass as `cursor` (with the same filters) for the next page; null on the last page.'),
+  ),
+});
+export type ListDeferredRunsResponse = v.InferOutput<typeof ListDeferredRunsResponseSchema>;

@@ -18,6 +18,8 @@ export const messagePrefixes = {
   serverError: 'Server error: ',
   /** Our design: a body that is not JSON or does not fit the request schema. */
   invalidBody: 'Invalid request body: ',
+  /** Our design: a list's query parameter with a value it does not take (GET /runs, GET /deferred-runs). */
+  invalidQuery: 'Invalid query: ',
   /** Our design: a body above the operation's documented size limit (413). */
   payloadTooLarge: 'Request body too large: ',
 } as const;
@@ -54,6 +56,8 @@ export const messages = {
    * in its path and its body; the same key sent with any of them different is refused.
    */
   idempotencyKeyReused: 'Idempotency-Key reused with a different request',
+  /** Our design: a list's `cursor` that this list did not issue (another team or filters, altered). */
+  invalidCursor: 'Invalid cursor: pass the nextCursor of this list back unchanged, with the same filters',
   /** Our design: a write met contention (a conflicting transaction, throttling) on every try. */
   storageBusy: 'Service busy; try again shortly',
   unknownNodeType: (type: string): string => `${messagePrefixes.unknownNodeType}${type}`,
@@ -63,6 +67,8 @@ export const messages = {
   serverError: (detail: string): string => `${messagePrefixes.serverError}${detail}`,
   /** Our design: `detail` names the first offending field. */
   invalidBody: (detail: string): string => `${messagePrefixes.invalidBody}${detail}`,
+  /** Our design: `detail` names the parameter and the values it takes. */
+  invalidQuery: (detail: string): string => `${messagePrefixes.invalidQuery}${detail}`,
   /** Our design: names the limit in bytes. */
   payloadTooLarge: (maxBytes: number): string => `${messagePrefixes.payloadTooLarge}at most ${maxBytes} bytes`,
   /** Our design: a body within its limit whose workflow would not fit in one stored item. */
@@ -90,6 +96,12 @@ export type AgentOrProjectRequiredErrorBody = v.InferOutput<typeof AgentOrProjec
 /** Our design: a body that is not JSON, or whose fields have the wrong types. */
 export const InvalidBodyErrorSchema = v.strictObject({ error: prefixed(messagePrefixes.invalidBody) });
 export type InvalidBodyErrorBody = v.InferOutput<typeof InvalidBodyErrorSchema>;
+
+// 400 (our design: GET /runs and GET /deferred-runs)
+export const InvalidQueryErrorSchema = v.strictObject({ error: prefixed(messagePrefixes.invalidQuery) });
+export type InvalidQueryErrorBody = v.InferOutput<typeof InvalidQueryErrorSchema>;
+export const InvalidCursorErrorSchema = fixed(messages.invalidCursor);
+export type InvalidCursorErrorBody = v.InferOutput<typeof InvalidCursorErrorSchema>;
 
 // 413 (our design: POST /workflows and both run starts)
 export const PayloadTooLargeErrorSchema = v.strictObject({ error: prefixed(messagePrefixes.payloadTooLarge) });

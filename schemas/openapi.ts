@@ -16,7 +16,7 @@ import type {
 } from 'openapi3-ts/oas31';
 import { basePath, type RouteId, routeById, scopeOf } from '../lib/routes.ts';
 import { UuidSchema } from './common.ts';
-import { DeferredRunSchema } from './deferred-runs.ts';
+import { DeferredRunSchema, deferredRunStatuses, ListDeferredRunsResponseSchema } from './deferred-runs.ts';
 import {
   DeliveryPendingErrorSchema,
   RedeliveryQueuedSchema,
@@ -30,6 +30,9 @@ import {
   idempotencyKeyHeader,
   LicenceModelSchema,
   LicenceSchema,
+  ListRunsResponseSchema,
+  listedRunStatuses,
+  listPageLimits,
   RunDeferredResponseSchema,
   RunFileSchema,
   RunOutputSchema,
@@ -37,6 +40,7 @@ import {
   RunSchema,
   RunStartedResponseSchema,
   RunStepSchema,
+  RunSummarySchema,
   RunValidationFailedSchema,
   WebhookBodySchema,
   WebhookEventSchema,
@@ -78,6 +82,11 @@ const componentSchemas = {
   GeneratedBy: GeneratedBySchema,
   WebhookBody: WebhookBodySchema,
   DeferredRun: DeferredRunSchema,
+  RunSummary: RunSummarySchema,
+  ListRunsResponse: ListRunsResponseSchema,
+  ListDeferredRunsResponse: ListDeferredRunsResponseSchema,
+  InvalidQueryError: errors.InvalidQueryErrorSchema,
+  InvalidCursorError: errors.InvalidCursorErrorSchema,
   WebhookDeliveries: WebhookDeliveriesSchema,
   WebhookAttempt: WebhookAttemptSchema,
   RedeliveryQueued: RedeliveryQueuedSchema,
@@ -297,6 +306,49 @@ function buildDocument(): OpenAPIObject {
     },
   });
 
+  /** The query parameters of the two lists (our design): filters, page size and cursor. */
+  const listParameters = (statuses: readonly string[]): ParameterObject[] => [
+    {
+      name: 'workflowId',
+      in: 'query',
+      required: false,
+      description: 'Only runs of this workflow. A key limited to other workflows gets an empty page.',
+      schema: uuid,
+    },
+    {
+      name: 'status',
+      in: 'query',
+      required: false,
+      description: 'Only runs with this status.',
+      schema: { type: 'string', enum: [...statuses] },
+    },
+    {
+      name: 'limit',
+      in: 'query',
+      required: false,
+      description:
+        'The most entries on the page. A page can hold fewer (even none) and still have a `nextCursor` when a ' +
+        'filter is given: follow `nextCursor` until it is null.',
+      schema: { type: 'integer', minimum: 1, maximum: listPageLimits.max, default: listPageLimits.default },
+    },
+    {
+      name: 'cursor',
+      in: 'query',
+      required: false,
+      description:
+        'The `nextCursor` of the previous page, unchanged; send the same filters with it (it is bound to them).',
+      schema: { type: 'string' },
+    },
+  ];
+  const listErrors = {
+    400: jsonResponse(
+      'A filter, `limit` or `cursor` this list does not take (a cursor of another team or other filters, or altered).',
+      'InvalidQueryError',
+      'InvalidCursorError',
+    ),
+    403: forbidden,
+  };
+
   const operations: OperationSpec[] = [
     {
       operationId: 'ListWorkflows',
@@ -350,6 +402,27 @@ function buildDocument(): OpenAPIObject {
     },
     runStart('workflow'),
     runStart('agent'),
+    {
+      operationId: 'ListRuns',
+      tag: 'Runs',
+      summary: 'List runs',
+      description:
+        'Lists the team runs, newest first, as summaries (no steps or output: Get a run reads those), a page at a ' +
+        'time. A key limited to certain workflows sees only their runs. A run reads as `queued` here until a step ' +
+        'has finished (Get a run says `claimed` once a worker has taken one). Reading never spends credits.',
+      parameters: listParameters(listedRunStatuses),
+      responses: { 200: jsonResponse('A page of runs.', 'ListRunsResponse'), ...listErrors },
+    },
+    {
+      operationId: 'ListDeferredRuns',
+      tag: 'Deferred runs',
+      summary: 'List deferred runs',
+      description:
+        'Lists the team deferred runs, newest first, each as Get a deferred run answers it, a page at a time. A ' +
+        'key limited to certain workflows sees only theirs.',
+      parameters: listParameters(deferredRunStatuses),
+      responses: { 200: jsonResponse('A page of deferred runs.', 'ListDeferredRunsResponse'), ...listErrors },
+    },
     {
       operationId: 'GetRun',
       tag: 'Runs',

@@ -186,6 +186,50 @@ export const RunSchema = v.strictObject({
 });
 export type Run = v.InferOutput<typeof RunSchema>;
 
+/**
+ * Statuses a run summary (GET /runs) shows and filters on: the stored ones. `claimed` is read from
+ * the run's step items, which a list does not read, so a claimed run is listed as `queued`.
+ */
+export const listedRunStatuses = ['queued', 'processing', 'completed', 'failed', 'cancelled', 'stopped'] as const;
+export type ListedRunStatus = (typeof listedRunStatuses)[number];
+
+/** Page sizes of GET /runs and GET /deferred-runs (`limit`). */
+export const listPageLimits = { default: 20, max: 100 } as const;
+
+/**
+ * One run in GET /runs: the run as GET /runs/{jobId} answers it without `progress`, `steps` and
+ * `output` (read the run for those), plus what the list is for: its workflow, mode, times and money.
+ */
+export const RunSummarySchema = v.strictObject({
+  jobId: UuidSchema,
+  workflowId: UuidSchema,
+  status: v.picklist(listedRunStatuses),
+  mode: RunModeSchema,
+  createdAt: DateTimeSchema,
+  /** When it ended; null while in progress. */
+  endedAt: v.nullable(DateTimeSchema),
+  /** Credits held at the start. */
+  estimatedCredits: v.number(),
+  /** Credits charged in all, known once it ended; null while in progress. */
+  chargedCredits: v.nullable(v.number()),
+  /** The deferred run it came from, if any. */
+  deferredJobId: v.nullable(UuidSchema),
+});
+export type RunSummary = v.InferOutput<typeof RunSummarySchema>;
+
+/** An opaque, signed position in a list; pass it back unchanged, with the same filters. */
+const NextCursorSchema = v.pipe(
+  v.nullable(v.string()),
+  v.description('Pass as `cursor` (with the same filters) for the next page; null on the last page.'),
+);
+
+/** 200 of GET /runs: newest first, at most `limit`. */
+export const ListRunsResponseSchema = v.strictObject({
+  runs: v.array(RunSummarySchema),
+  nextCursor: NextCursorSchema,
+});
+export type ListRunsResponse = v.InferOutput<typeof ListRunsResponseSchema>;
+
 /** Value of the `X-Service-Event` header and the `event` field of the webhook body. */
 const webhookEvents = ['run.completed', 'run.failed', 'run.stopped', 'run.cancelled'] as const;
 export const WebhookEventSchema = v.picklist(webhookEvents);

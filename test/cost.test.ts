@@ -14,7 +14,7 @@ import { idleCost, idleStages, measureIdleTick } from '../bench/idle-cost.ts';
 import { provision } from '../local/provision.ts';
 
 describe('the cost of a 10-step run', () => {
-  it('a 10-step chain with a webhook takes 3 invocations, 38 write units, 6 SQS requests, 1 API request: under $0.000035 all in before compute', {
+  it('a 10-step chain with a webhook takes 3 invocations, 39 write units, 6 SQS requests, 1 API request: under $0.000035 all in before compute', {
     timeout: 60_000,
   }, async () => {
     const resources = await provision({ prefix: `c${randomUUID().slice(0, 8)}`, ...inject('emulators') });
@@ -22,7 +22,10 @@ describe('the cost of a 10-step run', () => {
     const per = (n: number) => n / runs;
     // The start, the step executor (the chain runs on in the invocation of its first step), the webhook.
     expect(meter.lambda.byFunction).toEqual({ RunWorkflow: runs, StepExecutor: runs, WebhookDelivery: runs });
-    expect(per(meter.dynamoDb.writeUnits + meter.dynamoDb.refusedWriteUnits)).toBeLessThanOrEqual(38);
+    // 38, and the run list's index entry written at the first count (docs/decisions.md, "Listing runs
+    // and deferred runs": its writes at the start and the end are in transactions, which the meter sizes
+    // without their index writes).
+    expect(per(meter.dynamoDb.writeUnits + meter.dynamoDb.refusedWriteUnits)).toBeLessThanOrEqual(39);
     expect(per(meter.dynamoDb.readUnits)).toBeLessThanOrEqual(38); // each read at least its minimum (bench/cost-meter.ts)
     // The root step's send, receive and delete; the webhook's the same.
     expect(per(meter.sqs.total)).toBeLessThanOrEqual(6);

@@ -73,6 +73,27 @@ export class InvalidBodyError extends ServiceError {
   }
 }
 
+/** A list's query string has a value it does not take (`detail` names the parameter and what it takes). */
+export class InvalidQueryError extends ServiceError {
+  override readonly name = 'InvalidQueryError';
+  readonly detail: string;
+  constructor(detail: string) {
+    super(`invalid query: ${detail}`);
+    this.detail = detail;
+  }
+}
+
+/**
+ * A list's `cursor` was not issued for this list: another team's, another filter set's, altered or
+ * not a cursor at all. Which of these is not said: the cursor is opaque.
+ */
+export class InvalidCursorError extends ServiceError {
+  override readonly name = 'InvalidCursorError';
+  constructor() {
+    super('cursor not issued for this list');
+  }
+}
+
 /** The body is above the operation's documented size limit. */
 export class PayloadTooLargeError extends ServiceError {
   override readonly name = 'PayloadTooLargeError';

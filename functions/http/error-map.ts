@@ -11,6 +11,8 @@ import {
   type IdempotencyKeyReusedErrorBody,
   type InsufficientCreditsErrorBody,
   type InvalidBodyErrorBody,
+  type InvalidCursorErrorBody,
+  type InvalidQueryErrorBody,
   type MonthlyCapUnverifiableErrorBody,
   type MonthlyCreditCapReachedErrorBody,
   messages,
@@ -49,6 +51,8 @@ import {
   DeliveryPendingError,
   IdempotencyKeyReusedError,
   InvalidBodyError,
+  InvalidCursorError,
+  InvalidQueryError,
   MonthlyCapUnverifiableError,
   NameRequiredError,
   NoWorkflowForAgentError,
@@ -143,6 +147,8 @@ export const errorTable: readonly ErrorMapping[] = [
     400,
     (): AgentOrProjectRequiredErrorBody => ({ error: messages.exactlyOneOfAgentOrProject }),
   ),
+  row(InvalidQueryError, 400, (e): InvalidQueryErrorBody => ({ error: messages.invalidQuery(e.detail) })),
+  row(InvalidCursorError, 400, (): InvalidCursorErrorBody => ({ error: messages.invalidCursor })),
   // 401
   row(UnauthorizedError, 401, (): UnauthorizedErrorBody => ({ error: messages.unauthorized })),
   // 402

@@ -9,6 +9,7 @@ import { batchGet, itemFor } from './batch.ts';
 import { IdempotencyRaceError, type IdempotencyRecord, idempotencyPut } from './idempotency.ts';
 import {
   type ApiKeyItem,
+  type DeferredListEntry,
   type DeferredRunItem,
   DeferredRunItemSchema,
   ExpiringDeferredRunSchema,
@@ -16,13 +17,13 @@ import {
   parseItem,
   unexpired,
 } from './items.ts';
-import { deferredRunKey, multiplierSortKey, waitingIndexes, waitingPartition } from './keys.ts';
+import { deferredListIndex, deferredRunKey, multiplierSortKey, waitingIndexes, waitingPartition } from './keys.ts';
 import { queryAll } from './query.ts';
 import { failedAt } from './refusals.ts';
 import { conditionalWrite, transactWrite } from './write.ts';
 
-/** The DeferredRun a caller reads (spec 2.4). */
-export const deferredView = (record: DeferredRunItem): DeferredRun => ({
+/** The DeferredRun a caller reads (spec 2.4), from its item or its list entry (GSI4). */
+export const deferredView = (record: DeferredListEntry): DeferredRun => ({
   deferredJobId: record.deferredJobId,
   workflowId: record.workflowId,
   status: record.status,
@@ -33,7 +34,10 @@ export const deferredView = (record: DeferredRunItem): DeferredRun => ({
   jobId: record.jobId,
 });
 
-/** A new deferred run's item: `waiting`, in both waiting indexes, expiring 24 hours after `now`. */
+/**
+ * A new deferred run's item: `waiting`, in both waiting indexes and in its team's list (GSI4),
+ * expiring 24 hours after `now`.
+ */
 export const deferredRunItem = (
   input: { deferredJobId: string; key: Pick<ApiKeyItem, 'teamId' | 'keyId'>; workflowId: string; request: RunRequest },
   now: Date,
@@ -43,6 +47,7 @@ export const deferredRunItem = (
   return {
     ...deferredRunKey(input.deferredJobId),
     ...waitingIndexes(input.deferredJobId, input.request.maxMultiplier, createdAt, expiresAt),
+    ...deferredListIndex(input.key.teamId, createdAt, input.deferredJobId),
     type: 'DeferredRun',
     deferredJobId: input.deferredJobId,
     teamId: input.key.teamId,

@@ -100,6 +100,23 @@ export const RunItemSchema = v.object({
 });
 export type RunItem = v.InferOutput<typeof RunItemSchema>;
 
+/**
+ * A run's entry in its team's list (GSI4, functions/store/run-list.ts): only what the index projects.
+ * `finalChargedHundredths` is set when the run ends.
+ */
+export const RunListEntrySchema = v.object({
+  jobId: v.string(),
+  workflowId: v.string(),
+  status: RunItemStatusSchema,
+  mode: RunModeSchema,
+  createdAt: v.string(),
+  endedAt: v.nullish(v.string(), null),
+  estimateHundredths: hundredths,
+  finalChargedHundredths: v.nullish(v.number(), null),
+  deferredJobId: v.nullish(v.string(), null),
+});
+export type RunListEntry = v.InferOutput<typeof RunListEntrySchema>;
+
 /** What the webhook worker reads of the run item: where its webhook goes, its signing secret, its start. */
 export const RunCallbackSchema = v.object({
   callbackUrl: v.optional(v.string()),
@@ -146,6 +163,22 @@ export const DeferredRunItemSchema = v.object({
   request: RunRequestSchema,
 });
 export type DeferredRunItem = v.InferOutput<typeof DeferredRunItemSchema>;
+
+/** A deferred run's entry in its team's list (GSI4): the DeferredRun a caller reads, nothing more. */
+export const DeferredListEntrySchema = v.pick(DeferredRunItemSchema, [
+  'deferredJobId',
+  'workflowId',
+  'status',
+  'maxMultiplier',
+  'createdAt',
+  'expiresAt',
+  'dispatchedAt',
+  'jobId',
+]);
+export type DeferredListEntry = v.InferOutput<typeof DeferredListEntrySchema>;
+
+/** The signing key of list cursors (functions/store/run-list.ts): 32 random bytes, base64. */
+export const CursorKeyItemSchema = v.object({ secret: v.string() });
 
 /** An entry of the index of waiting runs by expiry (GSI3), which projects only the id. */
 export const ExpiringDeferredRunSchema = v.object({ deferredJobId: v.string() });

@@ -88,6 +88,25 @@ export const waitingIndexes = (deferredJobId: string, maxMultiplier: number, cre
   GSI3SK: `${expiresAt}#${deferredJobId}`,
 });
 
+/**
+ * Sparse GSI4 entries listing a team's runs and deferred runs, newest first: one partition per team
+ * and kind, sorted by creation time then id. Written once, with the item; items older than the
+ * index have none and are not listed.
+ */
+export const teamRunsPartition = (teamId: string) => `TEAM#${teamId}#RUNS`;
+export const teamDeferredPartition = (teamId: string) => `TEAM#${teamId}#DEFERRED`;
+export const runListIndex = (teamId: string, createdAt: string, jobId: string) => ({
+  GSI4PK: teamRunsPartition(teamId),
+  GSI4SK: `${createdAt}#${jobId}`,
+});
+export const deferredListIndex = (teamId: string, createdAt: string, deferredJobId: string) => ({
+  GSI4PK: teamDeferredPartition(teamId),
+  GSI4SK: `${createdAt}#${deferredJobId}`,
+});
+
+/** The random key that signs list cursors: created once (conditional put), read once per container. */
+export const cursorSigningKey = () => ({ PK: 'CURSORKEY', SK: 'CURSORKEY' });
+
 /** Delivery state of one webhook event of a run (attempts, outcome). */
 export const webhookDeliveryKey = (jobId: string, event: string) => ({
   PK: runPartition(jobId),

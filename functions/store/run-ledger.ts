@@ -76,13 +76,17 @@ export interface LastCount {
 export const endRunItems = (deps: Deps, run: RunLedgerState, status: EndStatus, last?: LastCount): TransactItems => {
   const charge = last?.chargeHundredths ?? 0;
   const release = run.heldHundredths - charge;
-  let update = 'SET #status = :status, endedAt = :now, finalizedAt = :now, heldHundredths = :zero, #ttl = :ttl';
+  // finalChargedHundredths: what the run charged in all (its estimate less the release), written
+  // once here for the run list's index (GSI4), which does not hold the per-step chargedHundredths.
+  let update =
+    'SET #status = :status, endedAt = :now, finalizedAt = :now, heldHundredths = :zero, #ttl = :ttl, finalChargedHundredths = :finalCharged';
   let condition = `${inProgressCondition} AND heldHundredths = :held AND attribute_not_exists(finalizedAt)`;
   const values: Record<string, unknown> = {
     ':status': status,
     ':now': deps.now().toISOString(),
     ':zero': 0,
     ':held': run.heldHundredths,
+    ':finalCharged': run.estimateHundredths - release,
     ':ttl': runItemExpiry(run.createdAt, deps.now(), deps.retentionDays),
     ...inProgressValues,
   };

@@ -41,6 +41,7 @@ import {
   projectKey,
   queuedRunIndex,
   runKey,
+  runListIndex,
   runPartition,
   stepSkPrefix,
   teamKey,
@@ -120,10 +121,14 @@ export interface NewRun {
   extraItems?: NonNullable<TransactWriteCommandInput['TransactItems']>;
 }
 
-/** The run item a start writes: queued, its whole estimate held, in the sparse index of queued runs. */
+/**
+ * The run item a start writes: queued, its whole estimate held, in the sparse index of queued runs
+ * and in its team's run list (GSI4).
+ */
 export const runItem = (run: NewRun, createdAt: string) => ({
   ...runKey(run.jobId),
   ...queuedRunIndex(run.jobId, createdAt),
+  ...runListIndex(run.teamId, createdAt, run.jobId),
   type: 'Run',
   jobId: run.jobId,
   teamId: run.teamId,

@@ -1,0 +1,113 @@
+import { deferredRunStatuses, type ListDeferredRunsResponse } from '../../schemas/deferred-runs.ts';
+import { type ListRunsResponse, listedRunStatuses, listPageLimits, type RunSummary } from '../../schemas/runs.ts';
+import type { Deps } from '../deps.ts';
+import { toCredits } from '../domain/credits.ts';
+import { type CursorScope, openCursor, signCursor } from '../domain/cursor.ts';
+import { InvalidQueryError } from '../domain/errors.ts';
+import { deferredView } from '../store/deferred-runs.ts';
+import { DeferredListEntrySchema, parseItem, RunListEntrySchema } from '../store/items.ts';
+import { cursorSigningSecret, queryRunList } from '../store/run-list.ts';
+
+/** The query string of GET /runs and GET /deferred-runs, as API Gateway passes it (absent when empty). */
+export type ListQueryString = Record<string, string | undefined> | undefined;
+
+/** Who lists: the key's team, and the workflows the key is limited to (empty: all of them). */
+export interface Lister {
+  teamId: string;
+  workflowIds: readonly string[];
+}
+
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+interface ListParams {
+  workflowId: string | null;
+  status: string | null;
+  limit: number;
+  cursor: string | null;
+}
+
+/** The parameters, checked: InvalidQueryError names the one at fault and what it takes. */
+const listParams = (query: ListQueryString, statuses: readonly string[]): ListParams => {
+  const { workflowId, status, limit, cursor } = query ?? {};
+  // Ids are written in lower case; one spelling, so a cursor's filters compare equal.
+  const workflow = workflowId === undefined ? null : workflowId.toLowerCase();
+  if (workflow !== null && !uuidPattern.test(workflow)) throw new InvalidQueryError('workflowId must be a uuid');
+  if (status !== undefined && !statuses.includes(status)) {
+    throw new InvalidQueryError(`status must be one of ${statuses.join(', ')}`);
+  }
+  if (limit !== undefined && !/^[1-9][0-9]{0,2}$/.test(limit)) {
+    throw new InvalidQueryError(`limit must be a whole number from 1 to ${listPageLimits.max}`);
+  }
+  const size = limit === undefined ? listPageLimits.default : Number(limit);
+  if (size > listPageLimits.max) {
+    throw new InvalidQueryError(`limit must be a whole number from 1 to ${listPageLimits.max}`);
+  }
+  return { workflowId: workflow, status: status ?? null, limit: size, cursor: cursor ?? null };
+};
+
+/**
+ * One page of the team's runs or deferred runs, newest first: the entries the page's one Query
+ * kept, and the cursor of the next page (null on the last). A key limited to workflows sees only
+ * theirs (the Query filters on them); asked for another workflow, it gets an empty last page.
+ */
+const listPage = async (
+  deps: Deps,
+  lister: Lister,
+  list: CursorScope['list'],
+  query: ListQueryString,
+  statuses: readonly string[],
+) => {
+  const params = listParams(query, statuses);
+  const scope: CursorScope = { list, teamId: lister.teamId, workflowId: params.workflowId, status: params.status };
+  const secret = await cursorSigningSecret(deps);
+  const startKey = params.cursor === null ? null : openCursor(secret, scope, params.cursor);
+  const limited = lister.workflowIds.length > 0;
+  if (params.workflowId !== null && limited && !lister.workflowIds.includes(params.workflowId)) {
+    return { entries: [], nextCursor: null };
+  }
+  const workflowIds = params.workflowId !== null ? [params.workflowId] : limited ? lister.workflowIds : null;
+  const page = await queryRunList(deps, {
+    list,
+    teamId: lister.teamId,
+    workflowIds,
+    status: params.status,
+    limit: params.limit,
+    startKey,
+  });
+  return { entries: page.entries, nextCursor: page.lastKey ? signCursor(secret, scope, page.lastKey) : null };
+};
+
+/** A run's summary from its list entry: amounts in credits, the charge once it ended. */
+const runSummary = (item: Record<string, unknown>): RunSummary => {
+  const entry = parseItem(RunListEntrySchema, item);
+  return {
+    jobId: entry.jobId,
+    workflowId: entry.workflowId,
+    status: entry.status,
+    mode: entry.mode,
+    createdAt: entry.createdAt,
+    endedAt: entry.endedAt,
+    estimatedCredits: toCredits(entry.estimateHundredths),
+    chargedCredits: entry.finalChargedHundredths === null ? null : toCredits(entry.finalChargedHundredths),
+    deferredJobId: entry.deferredJobId,
+  };
+};
+
+/** GET /runs: the team's runs, newest first, as summaries. */
+export const listRuns = async (deps: Deps, lister: Lister, query: ListQueryString): Promise<ListRunsResponse> => {
+  const page = await listPage(deps, lister, 'runs', query, listedRunStatuses);
+  return { runs: page.entries.map(runSummary), nextCursor: page.nextCursor };
+};
+
+/** GET /deferred-runs: the team's deferred runs, newest first, each as GET /deferred-runs/{id} answers it. */
+export const listDeferredRuns = async (
+  deps: Deps,
+  lister: Lister,
+  query: ListQueryString,
+): Promise<ListDeferredRunsResponse> => {
+  const page = await listPage(deps, lister, 'deferred-runs', query, deferredRunStatuses);
+  return {
+    deferredRuns: page.entries.map((item) => deferredView(parseItem(DeferredListEntrySchema, item))),
+    nextCursor: page.nextCursor,
+  };
+};

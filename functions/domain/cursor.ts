@@ -1,0 +1,68 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { InvalidCursorError } from './errors.ts';
+
+/**
+ * The `nextCursor` of GET /runs and GET /deferred-runs: opaque to the caller, tamper-evident, and
+ * bound to the list, the team and the filters it was issued for. Pure: the signing key is passed in
+ * (functions/store/run-list.ts keeps it).
+ *
+ * A cursor is `<payload>.<tag>`, both base64url: the payload is the JSON of the page's last
+ * evaluated key, the tag the HMAC-SHA256 of (version, list, team, filters, payload) under the
+ * server's key. So a cursor of another team or another filter set, an altered one, or anything
+ * else fails the tag, and only a position this server issued for this very list is ever read back.
+ * The filters are bound as normalized (`normalizedFilters`), so `?workflowId=ABC…` and `abc…` agree.
+ */
+
+/** The list, team and filters a cursor belongs to. */
+export interface CursorScope {
+  list: 'runs' | 'deferred-runs';
+  teamId: string;
+  workflowId: string | null;
+  status: string | null;
+}
+
+/** A position in a DynamoDB Query (its LastEvaluatedKey): string attributes only. */
+export type CursorPosition = Record<string, string>;
+
+/** Longer than any cursor this module issues (four keys of a few dozen characters each). */
+const maxCursorLength = 1024;
+
+const tagOf = (secret: Uint8Array, scope: CursorScope, payload: string): Buffer =>
+  createHmac('sha256', secret)
+    .update(JSON.stringify(['v1', scope.list, scope.teamId, scope.workflowId, scope.status, payload]))
+    .digest();
+
+/** The cursor for `position` in the list `scope` names. */
+export const signCursor = (secret: Uint8Array, scope: CursorScope, position: CursorPosition): string => {
+  const payload = Buffer.from(JSON.stringify(position), 'utf8').toString('base64url');
+  return `${payload}.${tagOf(secret, scope, payload).toString('base64url')}`;
+};
+
+const isPosition = (value: unknown): value is CursorPosition =>
+  typeof value === 'object' &&
+  value !== null &&
+  !Array.isArray(value) &&
+  Object.values(value).every((attribute) => typeof attribute === 'string');
+
+/**
+ * The position a cursor holds, if this server issued it for `scope`; InvalidCursorError for
+ * anything else (checked in constant time before the payload is read).
+ */
+export const openCursor = (secret: Uint8Array, scope: CursorScope, cursor: string): CursorPosition => {
+  const parts = cursor.length <= maxCursorLength ? cursor.split('.') : [];
+  const [payload, tag] = parts;
+  if (parts.length !== 2 || !payload || !tag) throw new InvalidCursorError();
+  // Compared as text: base64url decoding ignores stray characters and padding bits, and a cursor
+  // altered in any character must not pass.
+  const expected = Buffer.from(tagOf(secret, scope, payload).toString('base64url'), 'utf8');
+  const given = Buffer.from(tag, 'utf8');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new InvalidCursorError();
+  let position: unknown;
+  try {
+    position = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+  } catch {
+    throw new InvalidCursorError();
+  }
+  if (!isPosition(position)) throw new InvalidCursorError();
+  return position;
+};

@@ -1,0 +1,139 @@
+import { randomBytes } from 'node:crypto';
+import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { Deps } from '../deps.ts';
+import type { CursorPosition } from '../domain/cursor.ts';
+import { CursorKeyItemSchema, parseItem, unexpired } from './items.ts';
+import { cursorSigningKey, teamDeferredPartition, teamRunsPartition } from './keys.ts';
+import { conditionalWrite } from './write.ts';
+
+/** The index a team's runs and deferred runs are listed from (lib/definitions.ts). */
+const listIndex = 'GSI4';
+
+/** DynamoDB takes at most 100 values in one `IN`. */
+const maxInValues = 100;
+
+export interface RunListQuery {
+  list: 'runs' | 'deferred-runs';
+  teamId: string;
+  /** Only runs of these workflows (a filter, or the key's workflows); null for any. Never empty. */
+  workflowIds: readonly string[] | null;
+  status: string | null;
+  /** Entries DynamoDB evaluates for the page: the filters apply after, so a page may hold fewer. */
+  limit: number;
+  /** Where the page starts (a previous page's `lastKey`), checked to be in the team's partition. */
+  startKey: CursorPosition | null;
+}
+
+export interface RunListPage {
+  /** The page's entries as the index holds them, newest first, expired ones left out. */
+  entries: Record<string, unknown>[];
+  /** The position after the page, when DynamoDB says there may be more. */
+  lastKey: CursorPosition | null;
+}
+
+const partitionOf = (query: Pick<RunListQuery, 'list' | 'teamId'>) =>
+  query.list === 'runs' ? teamRunsPartition(query.teamId) : teamDeferredPartition(query.teamId);
+
+/** The filter for `workflowIds` (an `IN` per hundred) and `status`, with its names and values. */
+const filterOf = (query: RunListQuery) => {
+  const parts: string[] = [];
+  const values: Record<string, string> = {};
+  const names: Record<string, string> = {};
+  if (query.workflowIds) {
+    const groups: string[] = [];
+    for (let i = 0; i < query.workflowIds.length; i += maxInValues) {
+      const group = query.workflowIds.slice(i, i + maxInValues).map((id, j) => {
+        values[`:w${i + j}`] = id;
+        return `:w${i + j}`;
+      });
+      groups.push(`workflowId IN (${group.join(', ')})`);
+    }
+    parts.push(groups.length === 1 ? (groups[0] as string) : `(${groups.join(' OR ')})`);
+  }
+  if (query.status) {
+    parts.push('#status = :status');
+    names['#status'] = 'status';
+    values[':status'] = query.status;
+  }
+  return { expression: parts.length > 0 ? parts.join(' AND ') : undefined, names, values };
+};
+
+/** The start key is a position in this team's partition of the index, with the index's key attributes only. */
+const isStartOf = (query: RunListQuery, key: CursorPosition) => {
+  const names = Object.keys(key).sort().join(',');
+  return names === 'GSI4PK,GSI4SK,PK,SK' && key.GSI4PK === partitionOf(query);
+};
+
+/**
+ * One page of a team's runs or deferred runs: exactly one Query of the sparse index GSI4, newest
+ * first (the sort key is the creation time and id, read backwards). Eventually consistent, as
+ * every index read: a run started a moment ago may show on the next read.
+ */
+export const queryRunList = async (deps: Deps, query: RunListQuery): Promise<RunListPage> => {
+  if (query.startKey && !isStartOf(query, query.startKey)) throw new Error('run list start key outside its partition');
+  const filter = filterOf(query);
+  const { Items, LastEvaluatedKey } = await deps.ddb.send(
+    new QueryCommand({
+      TableName: deps.tableName,
+      IndexName: listIndex,
+      KeyConditionExpression: 'GSI4PK = :pk',
+      ScanIndexForward: false,
+      Limit: query.limit,
+      ...(query.startKey ? { ExclusiveStartKey: query.startKey } : {}),
+      ...(filter.expression ? { FilterExpression: filter.expression } : {}),
+      ...(Object.keys(filter.names).length > 0 ? { ExpressionAttributeNames: filter.names } : {}),
+      ExpressionAttributeValues: { ':pk': partitionOf(query), ...filter.values },
+    }),
+  );
+  const now = deps.now();
+  return {
+    entries: (Items ?? []).filter((item) => unexpired(item, now) !== undefined),
+    lastKey: (LastEvaluatedKey as CursorPosition | undefined) ?? null,
+  };
+};
+
+/** The cursor signing key per table, read (or created) once per container. */
+const signingKeys = new Map<string, Promise<Buffer>>();
+
+const readSigningKey = async (deps: Deps): Promise<Buffer | undefined> => {
+  const { Item } = await deps.ddb.send(
+    new GetCommand({ TableName: deps.tableName, Key: cursorSigningKey(), ConsistentRead: true }),
+  );
+  return Item && Buffer.from(parseItem(CursorKeyItemSchema, Item).secret, 'base64');
+};
+
+/**
+ * The first list ever served creates the key (32 random bytes; a conditional put, so of two
+ * containers racing to create it, one wins and the other reads the winner's).
+ */
+const loadSigningKey = async (deps: Deps): Promise<Buffer> => {
+  const stored = await readSigningKey(deps);
+  if (stored) return stored;
+  const created = randomBytes(32);
+  const put = await conditionalWrite(
+    deps,
+    new PutCommand({
+      TableName: deps.tableName,
+      Item: { ...cursorSigningKey(), secret: created.toString('base64') },
+      ConditionExpression: 'attribute_not_exists(PK)',
+    }),
+  );
+  if (put.written) return created;
+  const raced = await readSigningKey(deps);
+  if (!raced) throw new Error('cursor signing key missing after its create was refused');
+  return raced;
+};
+
+/**
+ * The key that signs list cursors: a server secret in the table (it costs nothing while idle, and
+ * only the list functions may read it), cached for the container's life. A failed read is not cached.
+ */
+export const cursorSigningSecret = (deps: Deps): Promise<Buffer> => {
+  let key = signingKeys.get(deps.tableName);
+  if (!key) {
+    key = loadSigningKey(deps);
+    signingKeys.set(deps.tableName, key);
+    key.catch(() => signingKeys.delete(deps.tableName));
+  }
+  return key;
+};
