@@ -66,6 +66,19 @@ export const readBody = (request: IncomingMessage): Promise<Buffer | 'too-large'
     request.on('error', reject);
   });
 
+/**
+ * A path parameter as API Gateway HTTP APIs hand it over: percent-decoded. A malformed escape
+ * (`%E0%A4%A`, a bare `%`, an encoded lone surrogate) is passed on as sent rather than failing the
+ * request, so the handler answers it (a path id that is not a uuid reads as not found).
+ */
+export const decodedSegment = (segment: string): string => {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+};
+
 /** Turns a Node request into an API Gateway HTTP API payload 2.0 event, as API Gateway would. */
 export const toEventV2 = (
   request: IncomingMessage,
@@ -181,14 +194,15 @@ export const startLocalApi = async (options: { deps: Deps; port: number; host: s
   const compiled = await compileRoutes(options.deps);
   const server = createServer(async (request, response) => {
     try {
-      const url = new URL(request.url ?? '/', `http://${request.headers.host ?? 'localhost'}`);
+      // The Host header is the caller's: a garbled one must not fail the parse (it is only reported as domainName).
+      const url = new URL(request.url ?? '/', 'http://localhost');
       let found: { entry: CompiledRoute; pathParameters: Record<string, string> } | undefined;
       for (const entry of compiled) {
         const m = entry.method === request.method ? entry.pattern.exec(url.pathname) : null;
         if (m) {
           found = {
             entry,
-            pathParameters: Object.fromEntries(entry.params.map((p, i) => [p, decodeURIComponent(m[i + 1] ?? '')])),
+            pathParameters: Object.fromEntries(entry.params.map((p, i) => [p, decodedSegment(m[i + 1] ?? '')])),
           };
           break;
         }
