@@ -1,5 +1,7 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import * as v from 'valibot';
 import { type KeyedRouteId, scopeOf } from '../../lib/routes.ts';
+import { UuidSchema } from '../../schemas/common.ts';
 import type { Deps } from '../deps.ts';
 import { logger } from '../observability/logger.ts';
 import { type AuthContext, authenticate } from './authenticate.ts';
@@ -7,6 +9,22 @@ import { observedHandler } from './observed-handler.ts';
 import type { HttpResult } from './response.ts';
 
 type Event = APIGatewayProxyEventV2;
+
+/** The uuid no item has. */
+const nilUuid = '00000000-0000-0000-0000-000000000000';
+
+/**
+ * Every keyed route's path parameters are ids, and every id is a uuid: one that is not names
+ * nothing, so it is handed on as the nil uuid and the route answers its own 404. No key is then
+ * built from the caller's bytes (a 4,000-character id would exceed DynamoDB's 2,048-byte key: a
+ * ValidationException, a 500).
+ */
+const withUuidIds = (event: Event): Event => {
+  const params = event.pathParameters;
+  if (!params || Object.values(params).every((id) => v.is(UuidSchema, id))) return event;
+  const ids = Object.entries(params).map(([name, id]) => [name, v.is(UuidSchema, id) ? id : nilUuid]);
+  return { ...event, pathParameters: Object.fromEntries(ids) };
+};
 
 /** A middleware around the keyed handler: the one that publishes the invocation's metrics. */
 type Middleware = Parameters<ReturnType<typeof observedHandler>['use']>[0];
@@ -30,6 +48,6 @@ export const keyedHandler = (
   return handler.handler(async (event) => {
     const auth = await authenticate(deps, event.headers.authorization, scope);
     logger.appendKeys({ teamId: auth.teamId });
-    return fn(event, auth);
+    return fn(withUuidIds(event), auth);
   });
 };
