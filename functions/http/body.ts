@@ -1,5 +1,6 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import * as v from 'valibot';
+import { issueMessage } from '../../schemas/common.ts';
 import { messages } from '../../schemas/errors.ts';
 import { type RunRequest, RunRequestSchema } from '../../schemas/runs.ts';
 import {
@@ -26,10 +27,47 @@ export const readJsonBody = (
     throw new PayloadTooLargeError(options.maxBytes);
   }
   if (raw.trim() === '') return options.emptyAs;
+  let body: unknown;
   try {
-    return JSON.parse(raw);
+    body = JSON.parse(raw);
   } catch (error) {
     throw new InvalidBodyError('not valid JSON', { cause: error });
+  }
+  refuseHostileShapes(body);
+  return body;
+};
+
+/**
+ * Deepest nesting a body may have (objects and arrays, the body itself counted). DynamoDB stores
+ * at most 32 levels in an item, and a step's free-form config (a JsonLoader's `data`) is stored
+ * inside the canvas and again inside the outputs a step writes; 20 leaves room for both wrappers.
+ */
+export const maxBodyDepth = 20;
+
+/**
+ * Keys the SDK's DynamoDB marshalling cannot store: it assigns each key to a plain object, so
+ * `__proto__` would set a prototype (the item is refused), and it tells a plain object by
+ * `value.constructor.name`, so an object with a `constructor` key reads as a class instance and
+ * is refused.
+ */
+const refusedKeys = new Set(['__proto__', 'constructor']);
+
+/**
+ * Refuses, as 400s, the shapes JSON allows that storage cannot take: nesting deeper than
+ * `maxBodyDepth` (a 10,000-level body would overflow the stack of the SDK's recursive marshalling)
+ * and the `refusedKeys`, anywhere. Walked without recursion, so depth cannot overflow the walk.
+ */
+const refuseHostileShapes = (body: unknown): void => {
+  const pending: { value: unknown; depth: number; path: string }[] = [{ value: body, depth: 1, path: '' }];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const { value, depth, path } = next;
+    if (value === null || typeof value !== 'object') continue;
+    if (depth > maxBodyDepth) throw new InvalidBodyError(`nested more than ${maxBodyDepth} levels deep`);
+    for (const [key, item] of Object.entries(value)) {
+      const at = Array.isArray(value) ? `${path}[${key}]` : path ? `${path}.${key}` : key;
+      if (refusedKeys.has(key) && !Array.isArray(value)) throw new InvalidBodyError(`${at}: this key is not allowed`);
+      pending.push({ value: item, depth: depth + 1, path: at });
+    }
   }
 };
 
@@ -56,7 +94,8 @@ export const parseWith = <TSchema extends v.GenericSchema>(
   const specError = Object.hasOwn(specErrors, issue.message) ? specErrors[issue.message] : undefined;
   if (specError) throw specError();
   const path = issuePath(issue);
-  throw new InvalidBodyError(path ? `${path}: ${issue.message}` : issue.message);
+  const message = issueMessage(issue);
+  throw new InvalidBodyError(path ? `${path}: ${message}` : message);
 };
 
 /** Largest accepted run-start body. */
