@@ -44,3 +44,14 @@ export const notArray = <TSchema extends ObjectLikeSchema>(schema: TSchema): TSc
 
 /** A string that names something (a name, a step key, a handle, a secret): never empty. */
 export const NameStringSchema = v.pipe(v.string(), v.minLength(1));
+
+/**
+ * A valibot issue's message as a caller reads it: a missing field is `<name> is required` (the
+ * spec's own wording for `name` and `steps`) instead of valibot's `… but received undefined`, a
+ * JavaScript word. Any other message is valibot's (or the schema's own).
+ */
+export const issueMessage = (issue: v.BaseIssue<unknown>): string => {
+  if (!issue.message.endsWith(' but received undefined')) return issue.message;
+  const key = issue.path?.at(-1)?.key;
+  return typeof key === 'string' || typeof key === 'number' ? `${key} is required` : 'a value is required';
+};

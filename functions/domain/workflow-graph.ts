@@ -8,6 +8,7 @@
  * then step by step (its key, config, inputs, connection counts), then `cycle`.
  */
 import * as v from 'valibot';
+import { issueMessage } from '../../schemas/common.ts';
 import type { NodeType, ValidationIssue, WorkflowStep } from '../../schemas/workflows.ts';
 import { isRecord } from '../is-record.ts';
 import { canConnect, getNodeSpec, type HandleSpec, type NodeSpec } from '../nodes/catalogue/index.ts';
@@ -88,7 +89,7 @@ const checkConfig = (
   const parsed = v.safeParse(spec.configSchema, node.config);
   if (!parsed.success) {
     for (const issue of parsed.issues) {
-      issues.push({ code: 'invalid_config', key: node.id, path: configPath(issue), message: issue.message });
+      issues.push({ code: 'invalid_config', key: node.id, path: configPath(issue), message: issueMessage(issue) });
     }
   }
   const apiInputKey = isRecord(node.config) ? node.config.apiInputKey : undefined;
