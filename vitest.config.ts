@@ -16,6 +16,7 @@ export const integrationTests = [
   'test/deferred.test.ts',
   'test/deliveries.test.ts',
   'test/docs-page.test.ts',
+  'test/fuzz.test.ts',
   'test/list-runs.test.ts',
   'test/list-workflows.test.ts',
   'test/local-api.test.ts',

@@ -1,0 +1,689 @@
+/**
+ * Hostile input, proven: every path × every method of the served OpenAPI document, and for each
+ * declared operation requests generated from its schema, valid and broken (wrong types, missing and
+ * extra fields, `__proto__` keys, NUL and lone surrogates, huge and 10,000-deep bodies, invalid JSON,
+ * wrong content types, non-uuid and huge ids, odd query strings, missing, garbage, narrow and other
+ * teams' keys), sent through the local API Gateway emulation to the real handlers. Every answer:
+ * below 500; from a handler, a status and body the document gives the operation (every 4xx the
+ * spec's `{ error }` shape); from the gateway, its own `{"message"}`; and no stack trace, source
+ * path, table, queue or bucket name, AWS error name, `undefined` or `[object Object]` in a body or
+ * header. Generated with a fixed fast-check seed, so a failure names a request that fails again.
+ */
+import fc from 'fast-check';
+import type { OpenAPIObject, OperationObject, ParameterObject, ResponseObject } from 'openapi3-ts/oas31';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateApiKey } from '../functions/domain/api-key.ts';
+import {
+  deepJson,
+  deepMarker,
+  hostileStrings,
+  inPool,
+  type Json,
+  mutate,
+  mutationArb,
+  type RawRequest,
+  type RawResponse,
+  rawClient,
+  resolveSchema,
+  schemaValue,
+  serialize,
+  withValue,
+} from './support/fuzz-requests.ts';
+import { validateResponse } from './support/openapi-validator.ts';
+import { pairSteps } from './support/runs.ts';
+import {
+  addKey,
+  call,
+  createWorkflow,
+  type SeededTeam,
+  seedTeam,
+  startTestStack,
+  startWorkers,
+  type TestStack,
+  waitForRun,
+} from './support/stack.ts';
+
+const seed = 20261124;
+const methods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'] as const;
+const gatewayNotFound = '{"message":"Not Found"}';
+const gatewayTooLarge = '{"message":"Request Entity Too Large"}';
+
+let stack: TestStack;
+let doc: OpenAPIObject;
+let client: ReturnType<typeof rawClient>;
+let basePath: string;
+let team: SeededTeam;
+/** Authorization headers: the full key first, then every other kind of caller. */
+let auths: Record<string, string | undefined>;
+/** Ids that exist (this team's and another team's) and ids that do not. */
+let ids: string[];
+let leaks: RegExp[];
+let inputWorkflow: string;
+
+/** A workflow that takes an input (`topic`) and stores free-form JSON (`JsonLoader.data`, `ConditionalSwitch.value`). */
+const goodSteps = (): Json[] => [
+  { key: 'in', type: 'TextEntry', label: 'In', config: { text: 'hi', apiInputKey: 'topic' } },
+  { key: 'data', type: 'JsonLoader', config: { data: { a: [1, 'b'] } } },
+  { key: 'gate', type: 'ConditionalSwitch', config: { operator: 'truthy', value: 'x' }, inputs: ['data'] },
+  { key: 'out', type: 'TextConsole', inputs: ['in'] },
+];
+
+const stats = { requests: 0, fiveHundreds: 0, byStatus: new Map<number, number>(), operations: new Set<string>() };
+
+interface Operation {
+  id: string;
+  method: string;
+  template: string;
+  operation: OperationObject;
+  params: ParameterObject[];
+  bodySchema?: Parameters<typeof resolveSchema>[1];
+}
+
+const operations = (): Operation[] =>
+  Object.entries(doc.paths ?? {}).flatMap(([template, item]) =>
+    methods.flatMap((method) => {
+      const operation = (item as Record<string, OperationObject | undefined>)[method.toLowerCase()];
+      if (!operation?.operationId) return [];
+      const params = (operation.parameters ?? []) as ParameterObject[];
+      const body = operation.requestBody && 'content' in operation.requestBody ? operation.requestBody : undefined;
+      return [
+        {
+          id: operation.operationId,
+          method,
+          template,
+          operation,
+          params,
+          bodySchema: body?.content?.['application/json']?.schema,
+        },
+      ];
+    }),
+  );
+
+/** The template with each path parameter filled: `pick(parameter)` gives its (already encoded) value. */
+const fill = (op: Operation, pick: (param: ParameterObject) => string) =>
+  `${basePath}${op.template.replace(/\{(\w+)\}/g, (_, name: string) => {
+    const param = op.params.find((p) => p.in === 'path' && p.name === name);
+    return param ? pick(param) : 'x';
+  })}`;
+
+/** A valid value for a path parameter: an enum's value or an id that exists (any of them: the handler decides). */
+const validParam = (param: ParameterObject, n: number): string => {
+  const schema = param.schema ? resolveSchema(doc, param.schema) : {};
+  const values = (schema.enum as string[] | undefined) ?? ids;
+  return encodeURIComponent(values[n % values.length] as string);
+};
+
+/** Path ids that are not uuids, as they would be typed into a URL (some encoded, some raw). */
+const hostileIds = [
+  'not-a-uuid',
+  '1',
+  'undefined',
+  'null',
+  '%00',
+  '%E0%A4%A',
+  '%',
+  '%ZZ',
+  '..%2F..%2Fopenapi.json',
+  '%F0%9F%98%80',
+  '%ED%A0%80',
+  encodeURIComponent("' OR 1=1 --"),
+  encodeURIComponent('{"$ne":null}'),
+  '__proto__',
+  'constructor',
+  'A'.repeat(4000),
+  '00000000-0000-0000-0000-000000000000',
+  'FFFFFFFF-FFFF-4FFF-BFFF-FFFFFFFFFFFF',
+  '%7B11111111-1111-4111-8111-111111111111%7D',
+  '11111111-1111-4111-8111-111111111111%20',
+];
+
+const oddQueries = [
+  '?',
+  '?a=1&a=2&a=3',
+  '?__proto__[polluted]=1',
+  '?constructor[prototype][polluted]=1',
+  '?%',
+  '?x=%00',
+  '?x=%E0%A4%A',
+  `?x=${'y'.repeat(3000)}`,
+  '?limit=-1&cursor=%00&status=%F0%9F%98%80',
+  '?limit=999999999999999999999&cursor=not-a-cursor',
+  '?limit=abc&nextToken=%7B%7D',
+  '?&&&=&==',
+];
+
+const contentTypes = [
+  undefined,
+  'text/plain',
+  'application/octet-stream',
+  'multipart/form-data; boundary=x',
+  'application/x-www-form-urlencoded',
+  'application/json; charset=utf-16',
+  'application/xml',
+  'image/png',
+];
+
+const idempotencyKeys = ['', ' ', 'k', 'x'.repeat(255), 'x'.repeat(256), 'x'.repeat(6000), 'caf\u00e9', '\u00ff\u00fe'];
+
+/** Headers a caller controls that the gateway or a handler reads. */
+const oddHeaders: [string, string][] = [
+  ['host', 'a b:99999'],
+  ['host', '[::1'],
+  ['if-none-match', '*'],
+  ['if-none-match', 'W/"x", "y"'],
+  ['accept-encoding', 'br;q=2, gzip;q=-1, *'],
+  ['x-forwarded-for', '999.1.1.1, ::ffff:zz'],
+  ['cookie', '__proto__=1; a'],
+  ['content-length', '0'],
+];
+
+/** Raw bodies that are not what the operation takes. */
+const rawBodies = (): { label: string; body: string | Buffer }[] => {
+  const padded = (size: number) => {
+    const shell = '{"name":""}';
+    return `{"name":"${'x'.repeat(Math.max(0, size - shell.length))}"}`;
+  };
+  return [
+    { label: 'truncated JSON', body: '{"name":' },
+    { label: 'not JSON', body: 'hello' },
+    { label: 'JSON with a trailing comma', body: '{"a":1,}' },
+    { label: 'a JSON string', body: '"x"' },
+    { label: 'a JSON number', body: '1e999' },
+    { label: 'JSON null', body: 'null' },
+    { label: 'JSON true', body: 'true' },
+    { label: 'an empty array', body: '[]' },
+    { label: 'a raw NUL in a string', body: '{"name":"a\u0000b"}' },
+    { label: 'a lone surrogate escaped', body: '{"name":"\\ud800","inputs":{"\\udfff":"\\ud800"}}' },
+    { label: 'invalid UTF-8 bytes', body: Buffer.from([0x7b, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]) },
+    { label: 'a UTF-16 body', body: Buffer.from('{"name":"x"}', 'utf16le') },
+    { label: 'a BOM', body: '\ufeff{}' },
+    { label: '__proto__ at the top', body: '{"__proto__":{"polluted":true},"constructor":{"prototype":{"x":1}}}' },
+    { label: 'duplicate keys', body: '{"name":"a","name":{"x":1}}' },
+    { label: 'deep arrays', body: `${'['.repeat(10_000)}${']'.repeat(10_000)}` },
+    { label: 'deep objects', body: deepJson() },
+    { label: 'deep inputs', body: `{"inputs":{"x":${deepJson()}}}` },
+    { label: 'deep step config', body: `{"name":"n","steps":[{"key":"a","type":"TextEntry","config":${deepJson()}}]}` },
+    { label: 'whitespace only', body: ' \n\t ' },
+    { label: 'a huge number', body: `{"maxMultiplier":1${'0'.repeat(400)}}` },
+    ...[64 * 1024 - 1, 64 * 1024, 64 * 1024 + 1, 256 * 1024, 256 * 1024 + 1, 1024 * 1024].map((size) => ({
+      label: `${size} bytes`,
+      body: padded(size),
+    })),
+    { label: 'over API Gateway’s 10 MB', body: padded(10 * 1024 * 1024 + 1) },
+  ];
+};
+
+interface Sent extends RawRequest {
+  label: string;
+  /** The operation the gateway should route it to, or undefined when no route matches. */
+  op?: Operation;
+}
+
+const problemsOf = (sent: Sent, answer: RawResponse): string[] => {
+  const problems: string[] = [];
+  if (answer.status >= 500) problems.push(`status ${answer.status}`);
+  const contentType = (answer.headers['content-type'] ?? '').split(';')[0]?.trim() ?? '';
+  const isHead = sent.method === 'HEAD';
+  if (!sent.op) {
+    // Not a route: API Gateway's own answer, never a handler's.
+    const tooLarge = Buffer.byteLength(sent.body ?? '') > 10 * 1024 * 1024;
+    if (answer.status !== (tooLarge ? 413 : 404)) problems.push(`gateway answered ${answer.status}`);
+    else if (!isHead && answer.text !== (tooLarge ? gatewayTooLarge : gatewayNotFound))
+      problems.push(`gateway body ${answer.text.slice(0, 200)}`);
+  } else if (Buffer.byteLength(sent.body ?? '') > 10 * 1024 * 1024) {
+    if (answer.status !== 413 || answer.text !== gatewayTooLarge) problems.push(`over 10 MB: ${answer.status}`);
+  } else if (contentType === 'application/json') {
+    let body: unknown;
+    try {
+      body = JSON.parse(answer.text);
+    } catch {
+      problems.push('JSON content type, body not JSON');
+    }
+    const path = sent.path.split('?')[0] ?? '';
+    const { errors } = validateResponse(doc, {
+      method: sent.method,
+      path,
+      status: answer.status,
+      body,
+      headers: answer.headers,
+    });
+    problems.push(...errors.map((e) => `not as documented: ${e}`));
+    // The spec's error shape; the one exception is documented: an unknown asset of the public docs
+    // page answers as the gateway does for a path with no route (the route stands for three files).
+    const gatewayLike =
+      sent.op.operation.security?.length === 0 && answer.status === 404 && answer.text === gatewayNotFound;
+    if (answer.status >= 400 && typeof (body as { error?: unknown })?.error !== 'string' && !gatewayLike)
+      problems.push('a 4xx without { error: string }');
+  } else {
+    // A public page or asset: a documented status and media type.
+    const documented = sent.op.operation.responses?.[String(answer.status)] as ResponseObject | undefined;
+    if (!documented) problems.push(`status ${answer.status} not documented`);
+    else if (answer.text !== '' && !Object.keys(documented.content ?? {}).includes(contentType))
+      problems.push(`content type ${contentType} not documented for ${answer.status}`);
+  }
+  // Static pages and assets are our own files (the renderer's code says `undefined`); everything else is checked.
+  const staticContent = answer.status < 400 && contentType !== 'application/json';
+  const texts = [
+    ...(staticContent ? [] : [answer.text]),
+    ...Object.entries(answer.headers).map(([k, v]) => `${k}: ${v}`),
+  ];
+  for (const text of texts)
+    for (const leak of leaks) {
+      const found = leak.exec(text)?.[0];
+      if (found) problems.push(`leaks ${JSON.stringify(found)}: ${text.slice(0, 300)}`);
+    }
+  return problems;
+};
+
+/** Problems found, grouped by kind (operation, status, problem) with one example request each. */
+const failures = new Map<string, { count: number; example: string }>();
+
+const sendAll = async (requests: Sent[]) => {
+  await inPool(requests, 4, async (sent) => {
+    const answer = await client.send(sent);
+    stats.requests++;
+    stats.byStatus.set(answer.status, (stats.byStatus.get(answer.status) ?? 0) + 1);
+    if (answer.status >= 500) stats.fiveHundreds++;
+    if (sent.op) stats.operations.add(sent.op.id);
+    for (const problem of problemsOf(sent, answer)) {
+      // FUZZ_VERBOSE=1 lists every failing request instead of one per kind.
+      const kind = `${sent.method} ${sent.op?.template ?? '(no route)'} → ${answer.status}: ${problem.slice(0, 60)}${process.env.FUZZ_VERBOSE ? sent.label : ''}`;
+      const seen = failures.get(kind);
+      if (seen) seen.count++;
+      else failures.set(kind, { count: 1, example: `${sent.path.slice(0, 120)} [${sent.label}]: ${problem}` });
+    }
+  });
+};
+
+const expectNoFailures = () => {
+  const found = [...failures.values()].map(({ count, example }) => `${count} × like ${example}`);
+  failures.clear();
+  expect(found, `${found.length} kinds of problem`).toEqual([]);
+};
+
+beforeAll(async () => {
+  stack = await startTestStack();
+  const served = await call(stack.baseUrl, '/openapi.json');
+  doc = served.body as unknown as OpenAPIObject;
+  basePath = doc.servers?.[0]?.url ?? '';
+  client = rawClient(stack.baseUrl, 4);
+
+  const seeded = await seedTeam(stack.deps, { credits: 100_000 });
+  const full = await addKey(stack.deps, seeded.teamId, { rateLimitPerMinute: 1_000_000 });
+  team = { ...seeded, key: full.key, keyId: full.keyId };
+  const workflowId = await createWorkflow(stack, team, pairSteps);
+  const deferredWorkflow = await createWorkflow(stack, team, pairSteps, 'Deferred');
+  inputWorkflow = await createWorkflow(stack, team, goodSteps(), 'Inputs');
+  const started = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, { key: team.key, method: 'POST' });
+  const deferred = await call(stack.baseUrl, `/workflows/${deferredWorkflow}/runs`, {
+    key: team.key,
+    method: 'POST',
+    body: { defer: true, maxMultiplier: 0.1 },
+  });
+  expect([started.status, deferred.status]).toEqual([200, 202]);
+
+  const other = await seedTeam(stack.deps, { credits: 100, key: { rateLimitPerMinute: 1_000_000 } });
+  const otherWorkflow = await createWorkflow(stack, other, pairSteps);
+  const readOnly = await addKey(stack.deps, team.teamId, { scopes: ['workflows:read'], rateLimitPerMinute: 1_000_000 });
+  const oneWorkflow = await addKey(stack.deps, team.teamId, {
+    workflowIds: [deferredWorkflow],
+    rateLimitPerMinute: 1_000_000,
+  });
+  ids = [
+    workflowId,
+    deferredWorkflow,
+    team.agentId,
+    team.projectId,
+    String(started.body.jobId),
+    String(deferred.body.deferredJobId),
+    otherWorkflow,
+    other.agentId,
+    '7d444840-9dc0-11d1-b245-5ffdce74fad2',
+  ];
+  auths = {
+    'full key': `Bearer ${team.key}`,
+    'no header': undefined,
+    'empty header': '',
+    'Bearer alone': 'Bearer',
+    garbage: 'Bearer garbage',
+    'Basic scheme': `Basic ${Buffer.from('a:b').toString('base64')}`,
+    'lower-case bearer': `bearer ${team.key}`,
+    'two keys': `Bearer ${team.key} ${team.key}`,
+    'unknown well-formed key': `Bearer ${generateApiKey()}`,
+    'huge header': `Bearer ${'k'.repeat(8000)}`,
+    'another team': `Bearer ${other.key}`,
+    'read-only scope': `Bearer ${readOnly.key}`,
+    'one workflow': `Bearer ${oneWorkflow.key}`,
+  };
+  const { resources } = stack;
+  const names = [
+    resources.tableName,
+    resources.bucket,
+    resources.prefix,
+    new URL(resources.dynamoDbEndpoint).host,
+    new URL(resources.sqsS3Endpoint).host,
+    ...[...Object.values(resources.queueUrls), ...Object.values(resources.dlqUrls)].map((url) => url.split('/').pop()),
+  ].filter((name): name is string => Boolean(name));
+  leaks = [
+    /at .*\(.*:\d+:\d+\)/,
+    /node:internal/,
+    /\/functions\//,
+    /\.ts:/,
+    /\bundefined\b/,
+    /\[object Object\]/,
+    /(ConditionalCheckFailed|Validation|ResourceNotFound|Throttling|TransactionCanceled|TransactionConflict|ProvisionedThroughputExceeded|RequestLimitExceeded|ItemCollectionSizeLimitExceeded|Serialization|InternalServer|UnrecognizedClient|QueueDoesNotExist|InvalidParameterValue|MissingParameter)(Exception|Error)?\b(?! failed)/,
+    /\b(AccessDenied|NoSuchBucket|NoSuchKey|RangeError|TypeError|ReferenceError|Maximum call stack)\b/,
+    ...names.map((name) => new RegExp(name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))),
+  ];
+}, 120_000);
+
+afterAll(async () => {
+  client?.close();
+  await stack?.close();
+  const statuses = [...stats.byStatus].sort(([a], [b]) => a - b).map(([status, n]) => `${status}: ${n}`);
+  console.info(
+    `fuzz: ${stats.requests.toLocaleString('en')} requests over ${stats.operations.size} operations, ${stats.fiveHundreds} × 5xx (${statuses.join(', ')})`,
+  );
+});
+
+describe('fuzz: every endpoint, from the served OpenAPI document', () => {
+  it('every path × every method: a declared one reaches its handler, any other answers API Gateway’s 404', async () => {
+    const ops = operations();
+    expect(ops.length).toBeGreaterThanOrEqual(11);
+    const requests: Sent[] = [];
+    for (const template of Object.keys(doc.paths ?? {})) {
+      for (const method of methods) {
+        const op = ops.find((o) => o.template === template && o.method === method);
+        const path = `${basePath}${template.replace(/\{\w+\}/g, () => encodeURIComponent(ids[0] as string))}`;
+        requests.push({ method, path, label: 'method', op, headers: { authorization: auths['full key'] as string } });
+      }
+    }
+    // Paths beside the declared ones are not routes.
+    for (const path of [
+      '/',
+      basePath,
+      `${basePath}/`,
+      `${basePath}/workflows/`,
+      `${basePath}//workflows`,
+      `${basePath}/Workflows`,
+      `${basePath}/runs/`,
+      `${basePath}/runs/${ids[4]}/cancel/x`,
+      `${basePath}/nope`,
+      '/workflows',
+      `${basePath}/openapi.json/x`,
+    ])
+      requests.push({
+        method: 'GET',
+        path,
+        label: 'no route',
+        headers: { authorization: auths['full key'] as string },
+      });
+    await sendAll(requests.map((r) => ({ ...r, op: r.op ?? undefined })));
+    expectNoFailures();
+  });
+
+  it('requests generated from each operation’s schema, valid and broken, answer below 500 as documented, leaking nothing', async () => {
+    const requests: Sent[] = [];
+    const authNames = Object.keys(auths);
+    const header = (name: string): Record<string, string> =>
+      auths[name] === undefined ? {} : { authorization: auths[name] as string };
+    for (const op of operations()) {
+      const pools = { ids };
+      const bodyArb = op.bodySchema ? schemaValue(doc, op.bodySchema, pools) : fc.constant(undefined);
+      const json = { 'content-type': 'application/json' };
+      // Valid: from the schema, with ids that exist, on the full key.
+      const valid = fc.sample(fc.tuple(bodyArb, fc.nat()), { seed, numRuns: 40 });
+      for (const [body, n] of valid) {
+        requests.push({
+          op,
+          method: op.method,
+          path: fill(op, (p) => validParam(p, n)),
+          label: 'valid',
+          headers: { ...header('full key'), ...(body === undefined ? {} : json) },
+          body: body === undefined ? undefined : serialize(body as Json),
+        });
+      }
+      // Broken bodies: one mutation of a valid one each.
+      if (op.bodySchema) {
+        const schema = op.bodySchema;
+        for (const [body, mutation, n] of fc.sample(fc.tuple(bodyArb, mutationArb, fc.nat()), {
+          seed,
+          numRuns: 120,
+        })) {
+          const broken = mutate(doc, schema, body as Json, mutation);
+          if (!broken) continue;
+          requests.push({
+            op,
+            method: op.method,
+            path: fill(op, (p) => validParam(p, n)),
+            label: broken.label,
+            headers: { ...header('full key'), ...json },
+            body: serialize(broken.body),
+          });
+        }
+      }
+      // Raw bodies, on every operation (a GET's body is ignored, never a 500).
+      for (const { label, body } of rawBodies()) {
+        requests.push({
+          op,
+          method: op.method,
+          path: fill(op, (p) => validParam(p, 0)),
+          label,
+          headers: { ...header('full key'), ...json },
+          body,
+        });
+      }
+      // Wrong content types with a valid body.
+      const [sampleBody] = fc.sample(bodyArb, { seed, numRuns: 1 });
+      for (const type of contentTypes) {
+        requests.push({
+          op,
+          method: op.method,
+          path: fill(op, (p) => validParam(p, 1)),
+          label: `content type ${type}`,
+          headers: { ...header('full key'), ...(type ? { 'content-type': type } : {}) },
+          body: serialize((sampleBody ?? { x: 1 }) as Json),
+        });
+      }
+      // Every kind of caller.
+      for (const [i, name] of authNames.entries()) {
+        requests.push({
+          op,
+          method: op.method,
+          path: fill(op, (p) => validParam(p, i)),
+          label: `auth: ${name}`,
+          headers: header(name),
+        });
+      }
+      // Ids that are not uuids, or not ours.
+      if (op.params.some((p) => p.in === 'path')) {
+        for (const id of [...hostileIds, ...ids.map(encodeURIComponent)]) {
+          requests.push({
+            op,
+            method: op.method,
+            path: fill(op, () => id),
+            label: `id ${id.slice(0, 40)}`,
+            headers: header('full key'),
+          });
+        }
+      }
+      for (const query of oddQueries) {
+        requests.push({
+          op,
+          method: op.method,
+          path: `${fill(op, (p) => validParam(p, 2))}${query}`,
+          label: `query ${query.slice(0, 40)}`,
+          headers: header('full key'),
+        });
+      }
+      for (const [name, value] of oddHeaders) {
+        requests.push({
+          op,
+          method: op.method,
+          path: fill(op, (p) => validParam(p, 4)),
+          label: `header ${name}`,
+          headers: { ...header('full key'), [name]: value },
+        });
+      }
+      for (const key of idempotencyKeys) {
+        requests.push({
+          op,
+          method: op.method,
+          path: fill(op, (p) => validParam(p, 3)),
+          label: `Idempotency-Key ${key.slice(0, 10)}`,
+          headers: { ...header('full key'), 'idempotency-key': key },
+        });
+      }
+    }
+    await sendAll(requests);
+    expectNoFailures();
+  }, 120_000);
+
+  it('hostile values inside otherwise good bodies (stored, not refused) answer below 500, leaking nothing', async () => {
+    const ops = operations();
+    const create = ops.find((o) => o.id === 'CreateWorkflow');
+    const start = ops.find((o) => o.template === '/workflows/{id}/runs' && o.method === 'POST');
+    if (!create || !start) throw new Error('the document lost POST /workflows or a run start');
+    const goodWorkflow: Json = { name: 'Good', agentId: team.agentId, steps: goodSteps() };
+    const goodRun: Json = { inputs: { topic: 'otters' }, defer: true, maxMultiplier: 0.1, mode: 'draft' };
+    const places: [Operation, Json, (string | number)[]][] = [
+      [create, goodWorkflow, ['name']],
+      [create, goodWorkflow, ['steps', 0, 'label']],
+      [create, goodWorkflow, ['steps', 0, 'config', 'text']],
+      [create, goodWorkflow, ['steps', 1, 'config', 'data']],
+      [create, goodWorkflow, ['steps', 1, 'config', 'data', '__proto__']],
+      [create, goodWorkflow, ['steps', 2, 'config', 'value']],
+      [start, goodRun, ['inputs', 'topic']],
+      [start, goodRun, ['callbackSecret']],
+    ];
+    const values: Json[] = [
+      ...hostileStrings,
+      deepMarker,
+      JSON.parse('{"__proto__":{"polluted":true}}') as Json,
+      { constructor: { prototype: { polluted: true } } },
+    ];
+    const requests: Sent[] = places.flatMap(([op, body, at]) =>
+      values.map((value, i) => ({
+        op,
+        method: op.method,
+        path: op === create ? `${basePath}/workflows` : `${basePath}/workflows/${inputWorkflow}/runs`,
+        label: `${at.join('.')} = hostile #${i}`,
+        headers: { authorization: auths['full key'] as string, 'content-type': 'application/json' },
+        body: serialize(withValue(body, at, value)),
+      })),
+    );
+    // The good bodies themselves are accepted, so each answer above is the hostile value's.
+    expect((await client.send({ ...requests[0], body: serialize(goodWorkflow) } as Sent)).status).toBe(201);
+    const accepted = await client.send({ ...(requests.at(-1) as Sent), body: serialize(goodRun) });
+    expect(accepted.status, accepted.text).toBe(202);
+    await sendAll(requests);
+    expectNoFailures();
+  });
+});
+
+/** What the fuzz found, each pinned by the smallest request that showed it (all answered 500 before the fix). */
+describe('fuzz findings, pinned', () => {
+  const nested = (levels: number): string => `${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`;
+  const post = (path: string, body: string) =>
+    client.send({
+      method: 'POST',
+      path: `${basePath}${path}`,
+      headers: { authorization: auths['full key'] as string, 'content-type': 'application/json' },
+      body,
+    });
+  const jsonLoaderBody = (data: string, name = 'Deep') =>
+    `{"name":"${name}","agentId":"${team.agentId}","steps":[{"key":"data","type":"JsonLoader","config":{"data":${data}}},{"key":"out","type":"JsonInspector","inputs":["data"]}]}`;
+
+  it('a body nested deeper than 20 levels is a 400 (10,000 levels in a stored config was a 500); 20 levels is stored and runs', async () => {
+    // body, steps, a step, config, then `data` and 15 levels inside it: 20.
+    const deepest = await post('/workflows', jsonLoaderBody(nested(16)));
+    expect(deepest.status, deepest.text).toBe(201);
+    for (const levels of [17, 10_000]) {
+      const refused = await post('/workflows', jsonLoaderBody(nested(levels)));
+      expect([refused.status, JSON.parse(refused.text)]).toEqual([
+        400,
+        { error: 'Invalid request body: nested more than 20 levels deep' },
+      ]);
+    }
+    // The deepest body a caller may send runs to its end: its data fits in the step's stored outputs too.
+    const workers = await startWorkers(stack);
+    try {
+      const { workflowId } = JSON.parse(deepest.text) as { workflowId: string };
+      const started = await post(`/workflows/${workflowId}/runs`, '{}');
+      expect(started.status, started.text).toBe(200);
+      const ended = await waitForRun(stack, team.key, String(JSON.parse(started.text).jobId));
+      expect(ended.body.status, JSON.stringify(ended.body)).toBe('completed');
+    } finally {
+      await workers.stop();
+    }
+  });
+
+  it('a __proto__ or constructor key anywhere in a body is a 400 naming it (stored in a config they were 500s)', async () => {
+    const refused = await post('/workflows', jsonLoaderBody('{"__proto__":{"x":1}}', 'Proto'));
+    expect([refused.status, JSON.parse(refused.text)]).toEqual([
+      400,
+      { error: 'Invalid request body: steps[0].config.data.__proto__: this key is not allowed' },
+    ]);
+    const onRun = await post(`/workflows/${ids[0]}/runs`, '{"inputs":{"__proto__":"x"}}');
+    expect([onRun.status, JSON.parse(onRun.text)]).toEqual([
+      400,
+      { error: 'Invalid request body: inputs.__proto__: this key is not allowed' },
+    ]);
+    // `constructor` too (the SDK's marshalling reads `value.constructor.name` to tell a plain object from a class instance).
+    for (const data of ['{"constructor":"x"}', '[{"a":{"constructor":{"prototype":1}}}]']) {
+      const ctor = await post('/workflows', jsonLoaderBody(data, 'Ctor'));
+      expect([ctor.status, JSON.parse(ctor.text).error]).toEqual([
+        400,
+        expect.stringMatching(/constructor: this key is not allowed$/),
+      ]);
+    }
+    // Any other key is ordinary: `prototype`, `toString`, `hasOwnProperty` are stored as sent.
+    const ordinary = await post(
+      '/workflows',
+      jsonLoaderBody('{"prototype":{"toString":1,"hasOwnProperty":[]}}', 'Plain'),
+    );
+    expect(ordinary.status, ordinary.text).toBe(201);
+  });
+
+  it('a path id too long for a DynamoDB key, or with a malformed escape, reads as not found (both were 500s)', async () => {
+    for (const id of ['A'.repeat(4000), '%E0%A4%A', '%', '%ED%A0%80']) {
+      for (const [method, path, error] of [
+        ['GET', `/runs/${id}`, 'Run not found'],
+        ['POST', `/runs/${id}/cancel`, 'Run not found'],
+        ['GET', `/deferred-runs/${id}`, 'Deferred run not found'],
+        ['DELETE', `/deferred-runs/${id}`, 'Deferred run not found'],
+        ['POST', `/workflows/${id}/runs`, 'Workflow not found'],
+        ['POST', `/agents/${id}/runs`, 'Agent not found'],
+      ] as const) {
+        const answer = await client.send({
+          method,
+          path: `${basePath}${path}`,
+          headers: { authorization: auths['full key'] as string },
+        });
+        expect([answer.status, answer.text], `${method} ${path.slice(0, 60)}`).toEqual([
+          404,
+          JSON.stringify({ error }),
+        ]);
+      }
+    }
+  });
+
+  it('a missing field is named as required, never "received undefined"', async () => {
+    const answer = await post('/workflows', `{"name":"n","agentId":"${team.agentId}","steps":[{"type":"TextEntry"}]}`);
+    expect([answer.status, JSON.parse(answer.text)]).toEqual([
+      400,
+      { error: 'Invalid request body: steps[0].key: key is required' },
+    ]);
+    const config = await post(
+      '/workflows',
+      `{"name":"n","agentId":"${team.agentId}","steps":[{"key":"s","type":"ConditionalSwitch","config":{}}]}`,
+    );
+    expect(config.status).toBe(422);
+    expect(JSON.parse(config.text).errors).toContainEqual({
+      code: 'invalid_config',
+      key: 's',
+      path: 'config.operator',
+      message: 'operator is required',
+    });
+  });
+});
