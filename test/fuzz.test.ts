@@ -13,6 +13,7 @@ import fc from 'fast-check';
 import type { OpenAPIObject, OperationObject, ParameterObject, ResponseObject } from 'openapi3-ts/oas31';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../functions/domain/api-key.ts';
+import { revokeApiKey } from '../functions/store/api-keys.ts';
 import {
   deepJson,
   deepMarker,
@@ -329,6 +330,9 @@ beforeAll(async () => {
     workflowIds: [deferredWorkflow],
     rateLimitPerMinute: 1_000_000,
   });
+  const revoked = await addKey(stack.deps, team.teamId, { rateLimitPerMinute: 1_000_000 });
+  expect(await revokeApiKey(stack.deps, revoked.keyId)).toBe(true);
+  const expired = await addKey(stack.deps, team.teamId, { expiresAt: '2020-01-01T00:00:00.000Z' });
   ids = [
     workflowId,
     deferredWorkflow,
@@ -352,6 +356,8 @@ beforeAll(async () => {
     'unknown well-formed key': `Bearer ${generateApiKey()}`,
     'huge header': `Bearer ${'k'.repeat(8000)}`,
     'another team': `Bearer ${other.key}`,
+    'revoked key': `Bearer ${revoked.key}`,
+    'expired key': `Bearer ${expired.key}`,
     'read-only scope': `Bearer ${readOnly.key}`,
     'one workflow': `Bearer ${oneWorkflow.key}`,
   };

@@ -10,6 +10,7 @@ import type { ReferenceObject, SchemaObject } from 'openapi3-ts/oas31';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listWaitingDeferredRuns } from '../functions/store/deferred-runs.ts';
 import { routeById } from '../lib/routes.ts';
+import { type Json, type Path, resolveSchema, withValue } from './support/fuzz-requests.ts';
 import { api, doc, expectBalanced, ledgerOf, pairPrice, pairSteps } from './support/runs.ts';
 import { addKey, createWorkflow, type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
 
@@ -24,9 +25,6 @@ beforeAll(async () => {
   workflowId = await createWorkflow(stack, team, pairSteps);
 });
 afterAll(() => stack.close());
-
-type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-type Path = (string | number)[];
 
 /**
  * For each operation that takes a body, bodies that are valid and between them give every field
@@ -65,13 +63,7 @@ const validBodies = (): Record<string, Json[]> => {
 const pathOf = (operationId: string) =>
   routeById(operationId as 'RunWorkflow').path.replace('{id}', operationId === 'RunAgent' ? team.agentId : workflowId);
 
-const resolve = (node: SchemaObject | ReferenceObject): SchemaObject => {
-  if (!('$ref' in node)) return node;
-  const name = String(node.$ref).replace('#/components/schemas/', '');
-  const schema = doc.components?.schemas?.[name];
-  if (!schema) throw new Error(`no schema ${node.$ref}`);
-  return resolve(schema);
-};
+const resolve = (node: SchemaObject | ReferenceObject): SchemaObject => resolveSchema(doc, node);
 
 interface Field {
   path: Path;
@@ -106,15 +98,6 @@ const fieldsOf = (node: SchemaObject | ReferenceObject, value: Json, path: Path,
       fields.push(...fieldsOf(extra, item as Json, [...path, name], missing));
   }
   return fields;
-};
-
-const withValue = (body: Json, path: Path, replacement: Json): Json => {
-  if (path.length === 0) return replacement;
-  const copy = structuredClone(body) as Record<string | number, Json>;
-  let at = copy;
-  for (const key of path.slice(0, -1)) at = at[key] as Record<string | number, Json>;
-  at[path[path.length - 1] as string | number] = replacement;
-  return copy;
 };
 
 /** As the 400 names a field: `steps[0].inputs[1].from`. */
