@@ -5,6 +5,7 @@
  * them out), the receiver a real https server. Time moves only on the worker's injected clock.
  */
 import { readFileSync } from 'node:fs';
+import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -399,7 +400,10 @@ describe('POST /runs/{jobId}/deliveries/redeliver', () => {
 
       // The API died between its mark and its send (simulated: the mark alone): refused until it lapses.
       const asked = Date.now();
-      expect((await markRedeliveryPending(stack.deps, jobId, 'run.completed', { attempts: 1 })).written).toBe(true);
+      expect(
+        (await markRedeliveryPending(stack.deps, jobId, 'run.completed', { attempts: 1, exists: true, expiresAt: 0 }))
+          .written,
+      ).toBe(true);
       expect((await redeliver(jobId, team.key)).status).toBe(409);
       const later = clocked({ now: asked + staleRedeliveryMs + 10_000 });
       const lapsed = await startLocalApi({ deps: later, port: 0, host: '127.0.0.1' });
@@ -414,6 +418,50 @@ describe('POST /runs/{jobId}/deliveries/redeliver', () => {
       expect(receiver.received).toHaveLength(2);
     } finally {
       await failing.close();
+      await receiver.close();
+    }
+  });
+});
+
+describe('a lost first message', () => {
+  it('a run whose first webhook message was lost may be redelivered 15 minutes after it ended, as attempt 1', async () => {
+    const receiver = await startReceiver();
+    try {
+      const { team, jobId } = await runWithCallback(receiver.url);
+      // The message is lost: taken off the queue and deleted, never handed to the worker.
+      const [lost] = await pendingMessages(jobId, new Set());
+      let receiptHandle: string | undefined;
+      for (let i = 0; i < 20 && !receiptHandle; i++) {
+        const { Messages = [] } = await stack.deps.sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: stack.deps.queueUrls.webhooks,
+            MaxNumberOfMessages: 10,
+            WaitTimeSeconds: 1,
+          }),
+        );
+        receiptHandle = Messages.find((m) => m.MessageId === lost?.messageId)?.ReceiptHandle;
+      }
+      await stack.deps.sqs.send(
+        new DeleteMessageCommand({ QueueUrl: stack.deps.queueUrls.webhooks, ReceiptHandle: receiptHandle }),
+      );
+      expect(await pendingMessages(jobId, new Set())).toEqual([]);
+      // Soon after the run's end its first attempt may still come: refused.
+      expect(await redeliver(jobId, team.key)).toMatchObject({ status: 409, body: { nextAttemptAt: null } });
+
+      const later = clocked({ now: Date.now() + staleRedeliveryMs + 10_000 });
+      const lapsed = await startLocalApi({ deps: later, port: 0, host: '127.0.0.1' });
+      try {
+        const answers = await Promise.all([1, 2, 3].map(() => redeliver(jobId, team.key, lapsed.baseUrl)));
+        expect(answers.map((a) => a.status).sort()).toEqual([202, 409, 409]);
+        expect(answers.find((a) => a.status === 202)?.body).toMatchObject({ attempt: 1 });
+      } finally {
+        await lapsed.close();
+      }
+      await deliverNext(jobId, new Set([lost?.messageId as string]), { now: Date.now() + staleRedeliveryMs + 20_000 });
+      expect((await deliveries(jobId, team.key)).body).toMatchObject({ state: 'delivered', attempts: 1 });
+      expect(receiver.received).toHaveLength(1);
+      expect(receiver.received[0]?.headers['webhook-id']).toBe(webhookId(jobId, 'run.completed'));
+    } finally {
       await receiver.close();
     }
   });

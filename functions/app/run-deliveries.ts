@@ -1,7 +1,8 @@
 import type { RedeliveryQueued, WebhookDeliveries } from '../../schemas/deliveries.ts';
 import type { Deps } from '../deps.ts';
 import { DeliveryPendingError, RunNotFoundError } from '../domain/errors.ts';
-import { webhookId } from '../domain/webhook.ts';
+import { runItemExpiry } from '../domain/retention.ts';
+import { staleRedeliveryMs, webhookId } from '../domain/webhook.ts';
 import type { ApiKeyItem } from '../store/items.ts';
 import { sendWebhookMessage } from '../store/queues.ts';
 import {
@@ -60,24 +61,41 @@ export const listDeliveries = async (deps: Deps, caller: Caller, jobId: string):
 };
 
 /**
+ * The run's first webhook message was lost (no attempt recorded `staleRedeliveryMs` after the run
+ * ended): nothing will come, so a redelivery may make its first attempt.
+ */
+const firstMessageLost = ({ run, delivery }: RunDeliveries, now: Date) =>
+  delivery === undefined && run.endedAt !== undefined && now.getTime() - Date.parse(run.endedAt) >= staleRedeliveryMs;
+
+/**
  * POST /runs/{jobId}/deliveries/redeliver (our design): queues one new attempt of the same event,
  * with the same `webhook-id`, numbered after the last. Refused (409) while the delivery is pending:
  * the run has not ended, an attempt is due, or a redelivery is queued. The delivery item is marked
  * pending conditionally, so of concurrent requests exactly one queues an attempt; the others answer
  * 409. The mark comes before the send; a send that fails takes the mark back, so the delivery is
- * never left pending with nothing on its way (a mark left by a crash lapses, `staleRedeliveryMs`).
+ * not left pending with nothing on its way (a mark left by a crash lapses: `staleRedeliveryMs`).
  */
 export const redeliverWebhook = async (deps: Deps, caller: Caller, jobId: string): Promise<RedeliveryQueued> => {
   const found = await visibleDeliveries(deps, caller, jobId);
-  const { event, delivery } = found;
-  if (!event || !delivery) throw new DeliveryPendingError(jobId, nextAttemptOf(found));
-  const mark = await markRedeliveryPending(deps, jobId, event, delivery);
+  const { event, delivery, run } = found;
+  const now = deps.now();
+  if (!event || (!delivery && !firstMessageLost(found, now)))
+    throw new DeliveryPendingError(jobId, nextAttemptOf(found));
+  const seen = {
+    attempts: delivery?.attempts ?? 0,
+    exists: delivery !== undefined,
+    expiresAt: runItemExpiry(run.createdAt, now, deps.retentionDays),
+  };
+  const mark = await markRedeliveryPending(deps, jobId, event, seen);
   if (!mark.written) throw new DeliveryPendingError(jobId, nextAttemptOf(found));
-  const attempt = delivery.attempts + 1;
+  const attempt = seen.attempts + 1;
   try {
     await sendWebhookMessage(deps, { jobId, event, attempt }, 0);
   } catch (error) {
-    await unmarkRedelivery(deps, jobId, event, { requestedAt: mark.requestedAt, previousState: delivery.state });
+    // An item this request created stays marked; its mark lapses like a crash's.
+    if (delivery) {
+      await unmarkRedelivery(deps, jobId, event, { requestedAt: mark.requestedAt, previousState: delivery.state });
+    }
     throw error;
   }
   return { jobId, event, webhookId: webhookId(jobId, event), state: 'pending', attempt };

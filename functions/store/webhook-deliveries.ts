@@ -116,7 +116,8 @@ export const recordWebhookAttempt = async (
         `attemptLog = :log${ended}` +
         (entry.nextAttemptAt ? ', nextAttemptAt = :next REMOVE' : ' REMOVE nextAttemptAt,') +
         ' redeliveryRequestedAt',
-      ConditionExpression: first ? 'attribute_not_exists(PK)' : 'attempts = :previous AND #state = :pending',
+      // A first attempt finds no item, or the one a redelivery of a lost first message wrote (no attempt yet).
+      ConditionExpression: `${first ? 'attribute_not_exists(PK) OR ' : ''}(attempts = :previous AND #state = :pending)`,
       ExpressionAttributeNames: { '#event': 'event', '#state': 'state', '#ttl': 'ttl' },
       ExpressionAttributeValues: {
         ':job': jobId,
@@ -128,14 +129,19 @@ export const recordWebhookAttempt = async (
         ':log': appendToAttemptLog(record.log, entry),
         ...(state === 'pending' ? {} : { ':at': entry.at }),
         ...(entry.nextAttemptAt ? { ':next': entry.nextAttemptAt } : {}),
-        ...(first ? {} : { ':previous': entry.attempt - 1, ':pending': 'pending' }),
+        ':previous': entry.attempt - 1,
+        ':pending': 'pending',
       },
     }),
   );
   return recorded.written;
 };
 
-const RunDeliverySubjectSchema = v.pick(RunItemSchema, ['teamId', 'workflowId', 'status', 'callbackUrl']);
+const RunDeliverySubjectSchema = v.object({
+  ...v.pick(RunItemSchema, ['teamId', 'workflowId', 'status', 'callbackUrl', 'createdAt']).entries,
+  /** Set by the run's end. */
+  endedAt: v.optional(v.string()),
+});
 
 /** A run as its delivery log sees it: whose it is, and how far its webhook got. */
 export interface RunDeliveries {
@@ -178,14 +184,16 @@ export const readRunDeliveries = async (deps: Deps, jobId: string): Promise<RunD
 /**
  * Marks the delivery pending for one redelivery, on the condition that nothing moved since it was
  * read (`attempts`) and it is not pending, or is a redelivery whose attempt was never recorded
- * `staleRedeliveryMs` after it was asked for. False when the condition failed: another request
- * (or an attempt) got there first. Of concurrent requests, exactly one marks it.
+ * `staleRedeliveryMs` after it was asked for. With no item yet (the run's first message was lost),
+ * it writes one, pending with no attempt, on the condition that there is still none. False when the
+ * condition failed: another request (or an attempt) got there first. Of concurrent requests,
+ * exactly one marks it.
  */
 export const markRedeliveryPending = async (
   deps: Deps,
   jobId: string,
   event: WebhookEvent,
-  seen: { attempts: number },
+  seen: { attempts: number; exists: boolean; expiresAt: number },
 ): Promise<{ written: boolean; requestedAt: string }> => {
   const now = deps.now();
   const requestedAt = now.toISOString();
@@ -194,15 +202,33 @@ export const markRedeliveryPending = async (
     new UpdateCommand({
       TableName: deps.tableName,
       Key: webhookDeliveryKey(jobId, event),
-      UpdateExpression: 'SET #state = :pending, redeliveryRequestedAt = :now',
-      ConditionExpression: 'attempts = :seen AND (#state <> :pending OR redeliveryRequestedAt < :stale)',
-      ExpressionAttributeNames: { '#state': 'state' },
-      ExpressionAttributeValues: {
-        ':pending': 'pending',
-        ':now': requestedAt,
-        ':seen': seen.attempts,
-        ':stale': new Date(now.getTime() - staleRedeliveryMs).toISOString(),
-      },
+      ExpressionAttributeNames: { '#state': 'state', ...(seen.exists ? {} : { '#event': 'event', '#ttl': 'ttl' }) },
+      ...(seen.exists
+        ? {
+            UpdateExpression: 'SET #state = :pending, redeliveryRequestedAt = :now',
+            ConditionExpression: 'attempts = :seen AND (#state <> :pending OR redeliveryRequestedAt < :stale)',
+            ExpressionAttributeValues: {
+              ':pending': 'pending',
+              ':now': requestedAt,
+              ':seen': seen.attempts,
+              ':stale': new Date(now.getTime() - staleRedeliveryMs).toISOString(),
+            },
+          }
+        : {
+            UpdateExpression:
+              'SET jobId = :job, #event = :event, #state = :pending, attempts = :zero, attemptLog = :none, ' +
+              'redeliveryRequestedAt = :now, #ttl = :ttl',
+            ConditionExpression: 'attribute_not_exists(PK)',
+            ExpressionAttributeValues: {
+              ':job': jobId,
+              ':event': event,
+              ':pending': 'pending',
+              ':zero': 0,
+              ':none': [],
+              ':now': requestedAt,
+              ':ttl': seen.expiresAt,
+            },
+          }),
     }),
   );
   return { written: marked.written, requestedAt };
