@@ -9,7 +9,7 @@ import { docsAssetTypes } from '../functions/docs/manifest.ts';
 import type { Access } from '../lib/access.ts';
 import { buildApp } from '../lib/build-app.ts';
 import { besideFileCopies, docsRendererFiles } from '../lib/bundling.ts';
-import { dataTable, queues } from '../lib/definitions.ts';
+import { dataTable, operatorEventsStream, queues } from '../lib/definitions.ts';
 import { basePath, routes } from '../lib/routes.ts';
 import { repoRoot } from '../lib/service-function.ts';
 import { contextKeys, stageDefaults } from '../lib/stages.ts';
@@ -134,6 +134,7 @@ describe('cdk app', { timeout: 120_000 }, () => {
               SANDBOX_PROVIDERS: String(stageDefaults[stage].sandboxProviders),
               PROVIDER_SECRETS: stage === 'prod' ? JSON.stringify({ 'openai-compatible': providerSecretName }) : '{}',
               CONNECTION_SECRET_PREFIX: `workflow-run-api/${stage}/connections/`,
+              OPERATOR_EVENT_BUS: expect.anything(),
               NODE_OPTIONS: '--enable-source-maps',
             },
           },
@@ -525,7 +526,8 @@ describe('cdk app', { timeout: 120_000 }, () => {
 
   it('gives each queue a dead-letter queue with the defined maxReceiveCount', () => {
     const allQueues = dev.apiTemplate.findResources('AWS::SQS::Queue');
-    expect(Object.keys(allQueues)).toHaveLength(queues.length * 2);
+    // And the operator events' stream mapping's dead-letter queue.
+    expect(Object.keys(allQueues)).toHaveLength(queues.length * 2 + 1);
     for (const definition of queues) {
       dev.apiTemplate.hasResourceProperties('AWS::SQS::Queue', {
         QueueName: Match.absent(),
@@ -540,11 +542,13 @@ describe('cdk app', { timeout: 120_000 }, () => {
       });
     }
     // enforceSSL: one TLS-only policy per queue and per DLQ.
-    dev.apiTemplate.resourceCountIs('AWS::SQS::QueuePolicy', queues.length * 2);
+    dev.apiTemplate.resourceCountIs('AWS::SQS::QueuePolicy', queues.length * 2 + 1);
   });
 
   it('consumes each queue with partial batch failures, the defined batch size and the consumer timeout', () => {
-    const mappings = Object.values(dev.apiTemplate.findResources('AWS::Lambda::EventSourceMapping'));
+    const mappings = Object.values(dev.apiTemplate.findResources('AWS::Lambda::EventSourceMapping')).filter(
+      (m) => !m.Properties.StartingPosition,
+    );
     expect(mappings).toHaveLength(workers.filter((w) => w.trigger.kind === 'queue').length);
     for (const mapping of mappings) {
       expect(mapping.Properties.FunctionResponseTypes).toEqual(['ReportBatchItemFailures']);
@@ -560,6 +564,73 @@ describe('cdk app', { timeout: 120_000 }, () => {
         Timeout: definition.consumerTimeoutSeconds,
       });
     }
+  });
+
+  describe('operator events', () => {
+    it("owns the stage's event bus, named after the stack, with no archive, and tells every function its name", () => {
+      for (const built of [dev, prod]) {
+        const buses = Object.entries(built.apiTemplate.findResources('AWS::Events::EventBus'));
+        expect(buses).toHaveLength(1);
+        const [busId, bus] = buses[0]!;
+        expect(bus.Properties.Name).toBe(`${built.api.stackName}-operator-events`);
+        expect(bus.Properties.Name).toContain(built.config.stage);
+        built.apiTemplate.resourceCountIs('AWS::Events::Archive', 0);
+        for (const fn of Object.values(built.apiTemplate.findResources('AWS::Lambda::Function'))) {
+          expect(JSON.stringify(fn.Properties.Environment), String(fn.Properties.Description)).toContain(
+            `"OPERATOR_EVENT_BUS":{"Ref":"${busId}"}`,
+          );
+        }
+      }
+    });
+
+    it("reads the table's stream (new and old images) with the defined filters, retries, batch item failures and DLQ", () => {
+      dev.statefulTemplate.hasResourceProperties('AWS::DynamoDB::Table', {
+        StreamSpecification: { StreamViewType: 'NEW_AND_OLD_IMAGES' },
+      });
+      const streamMappings = Object.values(dev.apiTemplate.findResources('AWS::Lambda::EventSourceMapping')).filter(
+        (m) => m.Properties.StartingPosition,
+      );
+      expect(streamMappings).toHaveLength(1);
+      const [mapping] = streamMappings;
+      const dlqId = logicalIdOf(dev.apiResources, 'AWS::SQS::Queue', 'OperatorEventsDeadLetterQueue');
+      expect(mapping?.Properties).toMatchObject({
+        FunctionName: { Ref: functionIdOf(dev.apiResources, "reads the table's stream") },
+        EventSourceArn: { 'Fn::ImportValue': expect.stringMatching(/StreamArn/) },
+        StartingPosition: 'TRIM_HORIZON',
+        BatchSize: operatorEventsStream.batchSize,
+        MaximumBatchingWindowInSeconds: operatorEventsStream.maxBatchingWindowSeconds,
+        FunctionResponseTypes: ['ReportBatchItemFailures'],
+        BisectBatchOnFunctionError: true,
+        MaximumRetryAttempts: operatorEventsStream.retryAttempts,
+        MaximumRecordAgeInSeconds: operatorEventsStream.maxRecordAgeSeconds,
+        DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [dlqId, 'Arn'] } } },
+      });
+      const filters = (mapping?.Properties.FilterCriteria as { Filters: { Pattern: string }[] }).Filters;
+      expect(filters.map((f) => JSON.parse(f.Pattern))).toEqual(operatorEventsStream.filters);
+      dev.apiTemplate.hasResourceProperties('AWS::Lambda::Function', {
+        Description: "reads the table's stream",
+        Timeout: operatorEventsStream.consumerTimeoutSeconds,
+      });
+    });
+
+    it("alarms on the stream's dead-letter queue like the others, and on the publisher's errors", () => {
+      const dlqId = logicalIdOf(dev.apiResources, 'AWS::SQS::Queue', 'OperatorEventsDeadLetterQueue');
+      const alarms = Object.entries(dev.apiTemplate.findResources('AWS::CloudWatch::Alarm'));
+      const arrivals = alarms.filter(([id]) => id.includes('OperatorEventsDeadLetterArrivalsAlarm'));
+      expect(arrivals).toHaveLength(1);
+      expect(JSON.stringify(arrivals[0]?.[1].Properties.Metrics)).toContain(`"Fn::GetAtt":["${dlqId}","QueueName"]`);
+      expect(arrivals[0]?.[1].Properties).toMatchObject({ Threshold: 0, ComparisonOperator: 'GreaterThanThreshold' });
+      expect(alarms.filter(([id]) => id.includes('EventPublisherErrorsAlarm'))).toHaveLength(1);
+    });
+
+    it('lets only the EventPublisher put events, and only on the bus', () => {
+      const putters = Object.values(prod.apiResources)
+        .filter((r) => r.Type === 'AWS::IAM::Policy')
+        .filter((p) => JSON.stringify(p.Properties.PolicyDocument).includes('events:'));
+      expect(putters).toHaveLength(1);
+      const publisher = functionIdOf(prod.apiResources, "reads the table's stream");
+      expect(grantsOf(prod.apiResources, publisher).bus).toEqual(['events:PutEvents']);
+    });
   });
 
   it('outputs the API URL ending in the base path, and the table, bucket and queue URLs', () => {
@@ -592,8 +663,12 @@ describe('cdk app', { timeout: 120_000 }, () => {
         entry: w.entry,
         access: w.grants,
         description:
-          w.trigger.kind === 'queue' ? `consumes the ${w.trigger.queue} queue` : 'runs on the dispatcher schedule',
-        consumes: w.trigger.kind === 'queue' ? w.trigger.queue : undefined,
+          w.trigger.kind === 'queue'
+            ? `consumes the ${w.trigger.queue} queue`
+            : w.trigger.kind === 'stream'
+              ? "reads the table's stream"
+              : 'runs on the dispatcher schedule',
+        consumes: w.trigger.kind === 'queue' ? w.trigger.queue : w.trigger.kind === 'stream' ? 'stream' : undefined,
         tracing: w.tracing ?? true,
       })),
     ];
@@ -708,6 +783,7 @@ describe('cdk app', { timeout: 120_000 }, () => {
           ...(fn.access.stepsQueue || fn.access.webhooksQueue ? ['@aws-sdk/client-sqs'] : []),
           ...(fn.access.bucket?.length ? ['@aws-sdk/client-s3'] : []),
           ...(fn.access.secrets ? ['@aws-sdk/client-secrets-manager', '@aws-sdk/client-ssm'] : []),
+          ...(fn.access.eventBus ? ['@aws-sdk/client-eventbridge'] : []),
         ];
         const clients = sdkPackagesOf(fn.id).filter((p) => p !== '@aws-sdk/s3-request-presigner');
         expect(clients, fn.id).toEqual(expected.sort());
@@ -787,6 +863,7 @@ describe('cdk app', { timeout: 120_000 }, () => {
         expect(Boolean(fn.access.stepsQueue || fn.access.webhooksQueue), `${fn.id} sends messages`).toBe(
           sent.other.includes('sqs:SendMessage'),
         );
+        expect(Boolean(fn.access.eventBus), `${fn.id} puts events`).toBe(sent.other.includes('events:PutEvents'));
         if (sent.other.includes('sqs:ChangeMessageVisibility')) expect(fn.consumes, fn.id).toBeTruthy();
         // Only the step executor reads secrets, and only its bundle loads the secret stores' clients.
         const secretStores = /["']@aws-sdk\/client-(secrets-manager|ssm)["']/;
@@ -865,7 +942,10 @@ function resourceLabel(resource: unknown): string {
   if (resource === '*') return '*';
   const text = JSON.stringify(resource);
   const index = /"\/index\/([^"]+)"/.exec(text);
+  if (/ExportsOutputFnGetAttData\w*StreamArn/.test(text)) return 'stream';
   if (text.includes('ExportsOutputFnGetAttData')) return index ? `index:${index[1]}` : 'table';
+  if (/"Fn::GetAtt":\["OperatorEventBus[0-9A-F]{8}","Arn"\]/.test(text)) return 'bus';
+  if (/"Fn::GetAtt":\["OperatorEventsDeadLetterQueue[0-9A-F]{8}","Arn"\]/.test(text)) return 'queue:OperatorEvents-dlq';
   if (text.includes('ExportsOutputFnGetAttLibrary')) return /"\/teams\/\*"/.test(text) ? 'objects' : 'bucket';
   const queue = /"Fn::GetAtt":\["(Steps|Webhooks)Queue[0-9A-F]{8}","Arn"\]/.exec(text);
   if (queue) return `queue:${queue[1]}`;
@@ -901,7 +981,14 @@ function expectedGrants(
   for (const index of access.indexes ?? []) add(`index:${index}`, ['dynamodb:Query']);
   if (access.stepsQueue) add('queue:Steps', ['sqs:SendMessage']);
   if (access.webhooksQueue) add('queue:Webhooks', ['sqs:SendMessage']);
-  if (options.consumes) {
+  if (access.eventBus) add('bus', ['events:PutEvents']);
+  if (options.consumes === 'stream') {
+    // The stream event source: reading this table's stream (listing streams takes no resource),
+    // and sending a failed batch's position to its dead-letter queue.
+    add('stream', ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator']);
+    add('*', ['dynamodb:ListStreams']);
+    add('queue:OperatorEvents-dlq', ['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage']);
+  } else if (options.consumes) {
     add(`queue:${options.consumes}`, [
       'sqs:ChangeMessageVisibility',
       'sqs:DeleteMessage',
