@@ -531,3 +531,107 @@ describe('webhook deliveries through the client and the CLI', () => {
     }
   });
 });
+
+describe('run lists through the client and the CLI', () => {
+  const pairSteps: WorkflowStep[] = [
+    { key: 'in', type: 'TextEntry', config: { text: 'hi' } },
+    { key: 'out', type: 'TextConsole', inputs: ['in'] },
+  ];
+
+  // Five runs to their end, then about a dozen CLI processes: longer than the default timeout.
+  it('listRuns reads a page, runs() every run across pages (filtered pages too), and the deferred lists', {
+    timeout: 90_000,
+  }, async () => {
+    const lister = await seedTeam(stack.deps, { credits: 100 });
+    const listing = createClient({ baseUrl: stack.baseUrl, apiKey: lister.key });
+    const { workflowId: first } = await listing.createWorkflow({
+      name: 'L1',
+      steps: pairSteps,
+      agentId: lister.agentId,
+    });
+    const { workflowId: second } = await listing.createWorkflow({
+      name: 'L2',
+      steps: pairSteps,
+      agentId: lister.agentId,
+    });
+    const jobIds: string[] = [];
+    for (const workflowId of [first, second, first, second, first]) {
+      const started = await listing.runWorkflow(workflowId);
+      expect((await listing.waitForRun(started.jobId, { intervalMs: 50 })).status).toBe('completed');
+      jobIds.push(started.jobId);
+    }
+    const newestFirst = [...jobIds].reverse();
+
+    const page = await listing.listRuns({ limit: 2 });
+    expect(page.runs.map((r) => r.jobId)).toEqual(newestFirst.slice(0, 2));
+    expect(page.nextCursor).toEqual(expect.any(String));
+    const next = await listing.listRuns({ limit: 2, cursor: page.nextCursor ?? '' });
+    expect(next.runs.map((r) => r.jobId)).toEqual(newestFirst.slice(2, 4));
+
+    const all: string[] = [];
+    for await (const run of listing.runs({ limit: 2 })) all.push(run.jobId);
+    expect(all).toEqual(newestFirst);
+    // Filtered, a page of one entry may be empty: the iterator goes on to the end.
+    const ofSecond: string[] = [];
+    for await (const run of listing.runs({ workflowId: second, limit: 1 })) {
+      expect(run).toMatchObject({ workflowId: second, status: 'completed', chargedCredits: 0.02 });
+      ofSecond.push(run.jobId);
+    }
+    expect(ofSecond).toEqual([jobIds[3], jobIds[1]]);
+
+    const deferred = await listing.runWorkflow(first, { defer: true, maxMultiplier: 0.01 });
+    expect((await listing.listDeferredRuns()).deferredRuns).toEqual([
+      await listing.getDeferredRun(deferred.deferredJobId),
+    ]);
+    const waiting: string[] = [];
+    for await (const entry of listing.deferredRuns({ status: 'waiting', limit: 1 })) waiting.push(entry.deferredJobId);
+    expect(waiting).toEqual([deferred.deferredJobId]);
+
+    const refused = await listing.listRuns({ cursor: 'altered' }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ApiError);
+    expect(refused).toMatchObject({ status: 400 });
+
+    // The CLI: one page (with how to read the next), every page, and its errors.
+    const env = { WORKFLOW_RUN_API_KEY: lister.key };
+    const onePage = await cli(['runs', 'list', '--limit', '2', '--json'], env);
+    expect(onePage.code, onePage.stderr).toBe(0);
+    expect((JSON.parse(onePage.stdout) as { runs: { jobId: string }[] }).runs.map((r) => r.jobId)).toEqual(
+      newestFirst.slice(0, 2),
+    );
+    const everything = await cli(['runs', 'list', '--all', '--limit', '2', '--workflow-id', first, '--json'], env);
+    expect(everything.code, everything.stderr).toBe(0);
+    expect((JSON.parse(everything.stdout) as { jobId: string }[]).map((r) => r.jobId)).toEqual([
+      jobIds[4],
+      jobIds[2],
+      jobIds[0],
+    ]);
+    const plain = await cli(['runs', 'list', '--limit', '2', '--status', 'completed'], env);
+    expect(plain.code, plain.stderr).toBe(0);
+    const lines = plain.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^JOB ID\s+STATUS\s+WORKFLOW ID\s+CREATED\s+CREDITS$/);
+    expect(lines[1]).toMatch(new RegExp(`^${newestFirst[0]}\\s+completed\\s+`));
+    expect(lines.at(-1)).toMatch(/^More: workflow-run runs list --status completed --limit 2 --cursor \S+$/);
+    const cursor = lines.at(-1)?.split(' ').at(-1) ?? '';
+    const following = await cli(['runs', 'list', '--limit', '2', '--status', 'completed', '--cursor', cursor], env);
+    expect(following.stdout).toContain(newestFirst[2]);
+    const deferredList = await cli(['deferred', 'list'], env);
+    expect(deferredList.stdout).toMatch(new RegExp(`^${deferred.deferredJobId}\\s+waiting\\s+`, 'm'));
+
+    for (const args of [
+      ['runs', 'list', '--limit', '0'],
+      ['runs', 'list', '--all', '--cursor', 'x'],
+      ['runs', 'list', 'extra'],
+      ['runs', 'list', '--redeliver'],
+    ]) {
+      const usageError = await cli(args, env);
+      expect(usageError.code, args.join(' ')).toBe(2);
+      expect(usageError.stderr).toContain('Usage: workflow-run');
+    }
+    const badStatus = await cli(['runs', 'list', '--status', 'claimed', '--json'], env);
+    expect(badStatus.code).toBe(1);
+    expect(JSON.parse(badStatus.stderr)).toEqual({
+      status: 400,
+      body: { error: 'Invalid query: status must be one of queued, processing, completed, failed, cancelled, stopped' },
+    });
+  });
+});

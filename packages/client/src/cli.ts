@@ -17,12 +17,16 @@ import { parse as parseYaml } from 'yaml';
 import {
   type CreateWorkflowRequest,
   createClient,
+  type DeferredRun,
   isDeferred,
   isEnded,
+  type ListDeferredRunsParams,
+  type ListRunsParams,
   outputFiles,
   type Run,
   type RunRequest,
   type RunStep,
+  type RunSummary,
   type WorkflowRunClient,
 } from './client.ts';
 import { ApiError } from './errors.ts';
@@ -46,10 +50,17 @@ Commands:
   watch <jobId>                          Follow a run: progress and each step's status, until it ends
   download <jobId> [--dir D]             Download the run's output files (default dir: ./<jobId>)
   cancel <jobId>                         Cancel a run in progress
+  runs list [options]                    The team's runs, newest first (one page, or --all)
+      --workflow-id ID                   Only runs of this workflow
+      --status S                         Only runs with this status (queued, processing, completed, ...)
+      --limit N                          Page size, 1 to 100 (default 20)
+      --cursor C                         The page after the one that printed this cursor
+      --all                              Every page (--limit is then the page size)
   deliveries <jobId> [--redeliver]       The run-finished webhook's attempts and state;
                                          --redeliver sends it once more (same webhook-id)
   deferred show <id>                     Show a deferred run
   deferred cancel <id>                   Cancel a deferred run still waiting
+  deferred list [options]                The team's deferred runs, newest first (options as runs list)
 
 Global options:
   --base-url URL   API base URL (env WORKFLOW_RUN_API_URL; default ${defaultBaseUrl})
@@ -80,6 +91,11 @@ const optionSpec = {
   watch: { type: 'boolean' },
   dir: { type: 'string' },
   redeliver: { type: 'boolean' },
+  'workflow-id': { type: 'string' },
+  status: { type: 'string' },
+  limit: { type: 'string' },
+  cursor: { type: 'string' },
+  all: { type: 'boolean' },
 } as const;
 
 type OptionName = keyof typeof optionSpec;
@@ -108,6 +124,8 @@ const commandOptions: Record<string, OptionName[]> = {
   deliveries: ['redeliver'],
   'deferred show': [],
   'deferred cancel': [],
+  'runs list': ['workflow-id', 'status', 'limit', 'cursor', 'all'],
+  'deferred list': ['workflow-id', 'status', 'limit', 'cursor', 'all'],
 };
 
 /** Where the CLI writes and what it reads; `main` takes them so it can be driven in-process too. */
@@ -137,7 +155,7 @@ const printFields = (io: CliIo, fields: Record<string, unknown>) => {
 const positionalCommand = (positionals: string[]): { command: string; args: string[] } => {
   const [first, second, ...rest] = positionals;
   if (first === undefined) throw new UsageError('no command given');
-  if (first === 'workflows' || first === 'deferred') {
+  if (first === 'workflows' || first === 'deferred' || first === 'runs') {
     if (second === undefined) throw new UsageError(`"${first}" needs a subcommand`);
     const command = `${first} ${second}`;
     if (!(command in commandOptions)) throw new UsageError(`unknown command "${command}"`);
@@ -465,6 +483,108 @@ const deliveries = async (client: WorkflowRunClient, io: CliIo, values: Values, 
   for (const row of rows) write(io.stdout, line(row));
 };
 
+// --- runs list, deferred list ------------------------------------------------------------------
+
+/**
+ * The list options as the API's query: the filters and the page size. A status is passed as given:
+ * the API answers an unknown one with the statuses it takes.
+ */
+const listQuery = (values: Values): { workflowId?: string; status?: string; limit?: number } => {
+  if (values.all && values.cursor) throw new UsageError('--cursor reads one page; --all reads them all: not both');
+  const limit = values.limit === undefined ? undefined : Number(values.limit);
+  if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= 100)) {
+    throw new UsageError('--limit must be a whole number from 1 to 100');
+  }
+  return {
+    ...(values['workflow-id'] ? { workflowId: values['workflow-id'] } : {}),
+    ...(values.status ? { status: values.status } : {}),
+    ...(limit !== undefined ? { limit } : {}),
+  };
+};
+
+/** Aligned columns, the last one left unpadded. */
+const printTable = (io: CliIo, header: string[], rows: string[][]) => {
+  const widths = header.map((_, i) => Math.max(...[header, ...rows].map((row) => (row[i] ?? '').length)));
+  for (const row of [header, ...rows]) {
+    write(io.stdout, row.map((cell, i) => (i < row.length - 1 ? cell.padEnd(widths[i] ?? 0) : cell)).join('  '));
+  }
+};
+
+/** After one page: how to read the next, when there is one. */
+const printNext = (io: CliIo, command: string, values: Values, nextCursor: string | null) => {
+  if (nextCursor === null) return;
+  const filters = [
+    values['workflow-id'] ? `--workflow-id ${values['workflow-id']}` : '',
+    values.status ? `--status ${values.status}` : '',
+    values.limit ? `--limit ${values.limit}` : '',
+  ].filter(Boolean);
+  write(io.stdout, `More: workflow-run ${command} ${[...filters, `--cursor ${nextCursor}`].join(' ')}`);
+};
+
+const listRuns = async (client: WorkflowRunClient, io: CliIo, values: Values, json: boolean) => {
+  const query = listQuery(values) as ListRunsParams;
+  const signal = { signal: io.signal };
+  let runs: RunSummary[];
+  let nextCursor: string | null = null;
+  if (values.all) {
+    runs = [];
+    for await (const run of client.runs(query, signal)) runs.push(run);
+    if (json) return printJson(io, runs);
+  } else {
+    const page = await client.listRuns({ ...query, ...(values.cursor ? { cursor: values.cursor } : {}) }, signal);
+    if (json) return printJson(io, page);
+    ({ runs, nextCursor } = page);
+  }
+  if (runs.length === 0) write(io.stdout, 'No runs on this page.');
+  else
+    printTable(
+      io,
+      ['JOB ID', 'STATUS', 'WORKFLOW ID', 'CREATED', 'CREDITS'],
+      runs.map((r) => [
+        r.jobId,
+        r.status,
+        r.workflowId,
+        r.createdAt,
+        r.chargedCredits === null ? `${r.estimatedCredits} held` : `${r.chargedCredits}`,
+      ]),
+    );
+  printNext(io, 'runs list', values, nextCursor);
+};
+
+const listDeferred = async (client: WorkflowRunClient, io: CliIo, values: Values, json: boolean) => {
+  const query = listQuery(values) as ListDeferredRunsParams;
+  const signal = { signal: io.signal };
+  let deferred: DeferredRun[];
+  let nextCursor: string | null = null;
+  if (values.all) {
+    deferred = [];
+    for await (const entry of client.deferredRuns(query, signal)) deferred.push(entry);
+    if (json) return printJson(io, deferred);
+  } else {
+    const page = await client.listDeferredRuns(
+      { ...query, ...(values.cursor ? { cursor: values.cursor } : {}) },
+      signal,
+    );
+    if (json) return printJson(io, page);
+    ({ deferredRuns: deferred, nextCursor } = page);
+  }
+  if (deferred.length === 0) write(io.stdout, 'No deferred runs on this page.');
+  else
+    printTable(
+      io,
+      ['DEFERRED ID', 'STATUS', 'WORKFLOW ID', 'CREATED', 'MAX', 'JOB ID'],
+      deferred.map((d) => [
+        d.deferredJobId,
+        d.status,
+        d.workflowId,
+        d.createdAt,
+        String(d.maxMultiplier),
+        d.jobId ?? '-',
+      ]),
+    );
+  printNext(io, 'deferred list', values, nextCursor);
+};
+
 // --- main ------------------------------------------------------------------------------------
 
 const describeError = (error: unknown): string => {
@@ -538,6 +658,14 @@ export const main = async (
       }
       case 'deliveries':
         await deliveries(client, io, values, oneArg(command, args, 'job id'), json);
+        break;
+      case 'runs list':
+        noArgs(command, args);
+        await listRuns(client, io, values, json);
+        break;
+      case 'deferred list':
+        noArgs(command, args);
+        await listDeferred(client, io, values, json);
         break;
       case 'deferred show':
       case 'deferred cancel': {

@@ -32,6 +32,13 @@ export type RunOutput = Schemas['RunOutput'];
 export type RunFile = Schemas['RunFile'];
 export type ReadyRunFile = Extract<RunFile, { availability: 'ready' }>;
 export type DeferredRun = Schemas['DeferredRun'];
+export type RunSummary = Schemas['RunSummary'];
+export type ListRunsResponse = Schemas['ListRunsResponse'];
+export type ListDeferredRunsResponse = Schemas['ListDeferredRunsResponse'];
+/** The filters, page size and cursor of GET /runs. */
+export type ListRunsParams = NonNullable<paths['/runs']['get']['parameters']['query']>;
+/** The filters, page size and cursor of GET /deferred-runs. */
+export type ListDeferredRunsParams = NonNullable<paths['/deferred-runs']['get']['parameters']['query']>;
 export type WebhookDeliveries = Schemas['WebhookDeliveries'];
 export type WebhookAttempt = Schemas['WebhookAttempt'];
 export type RedeliveryQueued = Schemas['RedeliveryQueued'];
@@ -96,6 +103,20 @@ export interface WorkflowRunClient {
   getRun(jobId: string, options?: RequestOptions): Promise<Run>;
   /** POST /runs/{jobId}/cancel: cancels a run in progress; 409 `ConflictError` once it has ended. */
   cancelRun(jobId: string, options?: RequestOptions): Promise<Run>;
+  /**
+   * GET /runs: one page of the team's runs, newest first, as summaries. With a filter a page can
+   * hold fewer than `limit` (even none) and still have a `nextCursor`; `runs()` follows it for you.
+   */
+  listRuns(params?: ListRunsParams, options?: RequestOptions): Promise<ListRunsResponse>;
+  /** Every run matching the filters, newest first, reading page after page as the loop asks. */
+  runs(params?: Omit<ListRunsParams, 'cursor'>, options?: RequestOptions): AsyncGenerator<RunSummary, void, undefined>;
+  /** GET /deferred-runs: one page of the team's deferred runs, newest first (see `listRuns`). */
+  listDeferredRuns(params?: ListDeferredRunsParams, options?: RequestOptions): Promise<ListDeferredRunsResponse>;
+  /** Every deferred run matching the filters, newest first, page after page. */
+  deferredRuns(
+    params?: Omit<ListDeferredRunsParams, 'cursor'>,
+    options?: RequestOptions,
+  ): AsyncGenerator<DeferredRun, void, undefined>;
   /**
    * GET /runs/{jobId}/deliveries: the run-finished webhook's latest attempts (5 at most, newest
    * first) and its state. `NotFoundError` for a run without `callbackUrl`.
@@ -215,6 +236,27 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
     }
   };
 
+  const listRuns = (params: ListRunsParams = {}, requestOptions: RequestOptions = {}) =>
+    unwrap<ListRunsResponse>(raw.GET('/runs', { params: { query: params }, signal: requestOptions.signal }));
+  const listDeferredRuns = (params: ListDeferredRunsParams = {}, requestOptions: RequestOptions = {}) =>
+    unwrap<ListDeferredRunsResponse>(
+      raw.GET('/deferred-runs', { params: { query: params }, signal: requestOptions.signal }),
+    );
+
+  /** Every entry of a list: each page's, then the next page's, until `nextCursor` is null. */
+  async function* everyPage<TParams extends { cursor?: string }, TPage extends { nextCursor: string | null }, TEntry>(
+    read: (params: TParams) => Promise<TPage>,
+    entries: (page: TPage) => TEntry[],
+    params: TParams,
+  ): AsyncGenerator<TEntry, void, undefined> {
+    let cursor: string | null = null;
+    do {
+      const page = await read(cursor === null ? params : { ...params, cursor });
+      yield* entries(page);
+      cursor = page.nextCursor;
+    } while (cursor !== null);
+  }
+
   const client: WorkflowRunClient = {
     raw,
     listWorkflows: async (requestOptions = {}) =>
@@ -233,6 +275,20 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
     getRun,
     cancelRun: (jobId, requestOptions = {}) =>
       unwrap(raw.POST('/runs/{jobId}/cancel', { params: { path: { jobId } }, signal: requestOptions.signal })),
+    listRuns,
+    runs: (params = {}, requestOptions = {}) =>
+      everyPage(
+        (query: ListRunsParams) => listRuns(query, requestOptions),
+        (page: ListRunsResponse) => page.runs,
+        params,
+      ),
+    listDeferredRuns,
+    deferredRuns: (params = {}, requestOptions = {}) =>
+      everyPage(
+        (query: ListDeferredRunsParams) => listDeferredRuns(query, requestOptions),
+        (page: ListDeferredRunsResponse) => page.deferredRuns,
+        params,
+      ),
     listDeliveries: (jobId, requestOptions = {}) =>
       unwrap(raw.GET('/runs/{jobId}/deliveries', { params: { path: { jobId } }, signal: requestOptions.signal })),
     redeliverWebhook: (jobId, requestOptions = {}) =>

@@ -83,6 +83,50 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/runs': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List runs
+     * @description Lists the team runs, newest first, as summaries (no steps or output: Get a run reads those), a page at a time. A key limited to certain workflows sees only their runs. A run reads as `queued` here until a step has finished (Get a run says `claimed` once a worker has taken one). Reading never spends credits.
+     *
+     *     Scope: `runs:read`.
+     */
+    get: operations['ListRuns'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/deferred-runs': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List deferred runs
+     * @description Lists the team deferred runs, newest first, each as Get a deferred run answers it, a page at a time. A key limited to certain workflows sees only theirs.
+     *
+     *     Scope: `runs:read`.
+     */
+    get: operations['ListDeferredRuns'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/runs/{jobId}': {
     parameters: {
       query?: never;
@@ -540,6 +584,39 @@ export interface components {
       expiresAt: string | null;
       dispatchedAt: string | null;
       jobId: string | null;
+    };
+    RunSummary: {
+      /** Format: uuid */
+      jobId: string;
+      /** Format: uuid */
+      workflowId: string;
+      /** @enum {string} */
+      status: 'queued' | 'processing' | 'completed' | 'failed' | 'cancelled' | 'stopped';
+      /** @enum {string} */
+      mode: 'production' | 'draft' | 'preview';
+      /** Format: date-time */
+      createdAt: string;
+      endedAt: string | null;
+      estimatedCredits: number;
+      chargedCredits: number | null;
+      deferredJobId: string | null;
+    };
+    ListRunsResponse: {
+      runs: components['schemas']['RunSummary'][];
+      /** @description Pass as `cursor` (with the same filters) for the next page; null on the last page. */
+      nextCursor: string | null;
+    };
+    ListDeferredRunsResponse: {
+      deferredRuns: components['schemas']['DeferredRun'][];
+      /** @description Pass as `cursor` (with the same filters) for the next page; null on the last page. */
+      nextCursor: string | null;
+    };
+    InvalidQueryError: {
+      error: string;
+    };
+    InvalidCursorError: {
+      /** @constant */
+      error: 'Invalid cursor: pass the nextCursor of this list back unchanged, with the same filters';
     };
     WebhookDeliveries: {
       /** Format: uuid */
@@ -1204,6 +1281,138 @@ export interface operations {
           'application/json':
             | components['schemas']['MonthlyCapUnverifiableError']
             | components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  ListRuns: {
+    parameters: {
+      query?: {
+        /** @description Only runs of this workflow. A key limited to other workflows gets an empty page. */
+        workflowId?: string;
+        /** @description Only runs with this status. */
+        status?: 'queued' | 'processing' | 'completed' | 'failed' | 'cancelled' | 'stopped';
+        /** @description The most entries on the page. A page can hold fewer (even none) and still have a `nextCursor` when a filter is given: follow `nextCursor` until it is null. */
+        limit?: number;
+        /** @description The `nextCursor` of the previous page, unchanged; send the same filters with it (it is bound to them). */
+        cursor?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of runs. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ListRunsResponse'];
+        };
+      };
+      /** @description A filter, `limit` or `cursor` this list does not take (a cursor of another team or other filters, or altered). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidQueryError'] | components['schemas']['InvalidCursorError'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks the scope this operation needs. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ScopeNotPermittedError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+    };
+  };
+  ListDeferredRuns: {
+    parameters: {
+      query?: {
+        /** @description Only runs of this workflow. A key limited to other workflows gets an empty page. */
+        workflowId?: string;
+        /** @description Only runs with this status. */
+        status?: 'waiting' | 'dispatched' | 'expired' | 'cancelled';
+        /** @description The most entries on the page. A page can hold fewer (even none) and still have a `nextCursor` when a filter is given: follow `nextCursor` until it is null. */
+        limit?: number;
+        /** @description The `nextCursor` of the previous page, unchanged; send the same filters with it (it is bound to them). */
+        cursor?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of deferred runs. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ListDeferredRunsResponse'];
+        };
+      };
+      /** @description A filter, `limit` or `cursor` this list does not take (a cursor of another team or other filters, or altered). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidQueryError'] | components['schemas']['InvalidCursorError'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks the scope this operation needs. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ScopeNotPermittedError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
         };
       };
     };
