@@ -4,10 +4,10 @@
  * DynamoDB Local; every answer checked against the OpenAPI document. The clock is pinned (and moved
  * by hand) so the runs' order is known; each key gets a high rate limit, for the number of calls.
  */
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countDynamoDbCalls, newCallCounts, snapshot } from '../bench/counters.ts';
-import { runKey } from '../functions/store/keys.ts';
+import { cursorSigningKey, runKey } from '../functions/store/keys.ts';
 import { api, cancelRunCall, drainSteps, pairSteps, realStepHandler, startRunCall } from './support/runs.ts';
 import { addKey, createWorkflow, type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
 
@@ -308,6 +308,29 @@ describe('GET /deferred-runs', () => {
       status: 400,
       body: { error: 'Invalid query: status must be one of waiting, dispatched, expired, cancelled' },
     });
+  });
+
+  it('the first list served on a new table creates the cursor signing key: 32 random bytes, kept', async () => {
+    const fresh = await startTestStack({ now: () => new Date(clockMs) });
+    try {
+      const readKey = async () =>
+        (await fresh.deps.ddb.send(new GetCommand({ TableName: fresh.deps.tableName, Key: cursorSigningKey() }))).Item;
+      expect(await readKey()).toBeUndefined();
+      const team = await seedTeam(fresh.deps, { key: fast });
+      const answer = await api(fresh.baseUrl, 'GET', '/deferred-runs', { key: team.key });
+      expect(answer.body).toEqual({ deferredRuns: [], nextCursor: null });
+      const created = await readKey();
+      expect(Buffer.from(String(created?.secret), 'base64')).toHaveLength(32);
+      // Another table's key is another secret: a cursor of this one is refused there, and back.
+      expect(created?.secret).not.toBe(
+        (await stack.deps.ddb.send(new GetCommand({ TableName: stack.deps.tableName, Key: cursorSigningKey() }))).Item
+          ?.secret,
+      );
+      await api(fresh.baseUrl, 'GET', '/runs', { key: team.key });
+      expect(await readKey()).toEqual(created);
+    } finally {
+      await fresh.close();
+    }
   });
 
   it('both lists need runs:read', async () => {
