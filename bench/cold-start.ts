@@ -18,13 +18,14 @@ import type { Deps } from '../functions/deps.ts';
 import { assetVersion } from '../functions/docs/manifest.ts';
 import { createAgent } from '../functions/store/tenancy.ts';
 import { makeHandler as makeStepExecutor } from '../functions/workers/step-executor.ts';
+import { makeHandler as makeWebhookWorker } from '../functions/workers/webhook-delivery.ts';
 import { basePath, type Route, routes } from '../lib/routes.ts';
 import { workers } from '../lib/workers.ts';
 import { startLocalApi } from '../local/api-gateway.ts';
 import { localDeps, localEnvironment } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
 import { emulatorSdkEnvironment } from '../local/rehearse/bundle-stack.ts';
-import { startReceiver } from '../test/support/webhook-receiver.ts';
+import { receiverCa, startReceiver } from '../test/support/webhook-receiver.ts';
 import {
   type BuiltBundle,
   buildBundle,
@@ -229,6 +230,8 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
     sqsEvent(await takeMessage(deps, resources.queueUrls.Steps, completed.jobId), resources.queueUrls.Steps),
   );
   const waiting = await newRun({ defer: true, maxMultiplier: 0.1 });
+  const hooked = await newRun(withCallback());
+  const webhookWorker = makeWebhookWorker(deps, { fetchOptions: { allowLoopback: true, ca: receiverCa } });
 
   const scenarios: Record<string, Scenario> = {
     GetOpenApi: { calls: [], event: async () => apiEvent(routeOf('GetOpenApi')) },
@@ -272,6 +275,25 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
     CancelRun: {
       calls: ['dynamodb'],
       event: async () => apiEvent(routeOf('CancelRun'), { key, pathParameters: { jobId: (await newRun()).jobId } }),
+    },
+    // The delivery log of a run with a callbackUrl (its run item and its delivery items).
+    ListDeliveries: {
+      calls: ['dynamodb'],
+      event: async () => apiEvent(routeOf('ListDeliveries'), { key, pathParameters: { jobId: hooked.jobId } }),
+    },
+    // A redelivery of a webhook delivered once: mark the delivery item, send one message.
+    RedeliverWebhook: {
+      calls: ['dynamodb', 'sqs'],
+      event: async () => {
+        const { jobId } = await newRun(withCallback());
+        await stepExecutor(
+          sqsEvent(await takeMessage(deps, resources.queueUrls.Steps, jobId), resources.queueUrls.Steps),
+        );
+        await webhookWorker(
+          sqsEvent(await takeMessage(deps, resources.queueUrls.Webhooks, jobId), resources.queueUrls.Webhooks),
+        );
+        return apiEvent(routeOf('RedeliverWebhook'), { key, pathParameters: { jobId } });
+      },
     },
     GetDeferredRun: {
       calls: ['dynamodb'],
