@@ -22,6 +22,7 @@ export const integrationTests = [
   'test/local-api.test.ts',
   'test/observability.test.ts',
   'test/operator-events.test.ts',
+  'test/python-step.test.ts',
   'test/query.test.ts',
   'test/rate-limit.test.ts',
   'test/rehearse.test.ts',

@@ -44,4 +44,6 @@ export interface Access {
   secrets?: 'providers-and-connections';
   /** `events:PutEvents` on the stage's operator event bus. Default: none. */
   eventBus?: 'put';
+  /** `lambda:InvokeFunction` on the PythonRunner function (PythonSandbox steps). Default: none. */
+  pythonRunner?: 'invoke';
 }

@@ -17,7 +17,7 @@ import { Observability } from './observability.ts';
 import { accessLogFields, basePath, routes } from './routes.ts';
 import { ServiceFunction } from './service-function.ts';
 import type { StageConfig } from './stages.ts';
-import { workers } from './workers.ts';
+import { pythonRunner, workers } from './workers.ts';
 
 /** A scheduled tick older than this is dropped rather than run late (the next one is due anyway). */
 export const tickMaxEventAge = Duration.seconds(60);
@@ -95,6 +95,18 @@ export class ApiStack extends Stack {
     });
     new CfnOutput(this, `${operatorEventsStream.id}DeadLetterQueueUrl`, { value: streamDeadLetterQueue.queueUrl });
 
+    // PythonSandbox steps' code runs here: no grant, no environment of the stage's (lib/workers.ts).
+    const python = new ServiceFunction(this, pythonRunner.id, {
+      entry: pythonRunner.entry,
+      timeoutSeconds: pythonRunner.timeoutSeconds,
+      memoryMb: pythonRunner.memoryMb,
+      environment: {},
+      description: "runs PythonSandbox steps' code (invoked by the step executor)",
+      logRetentionDays: config.logRetentionDays,
+      keepLogs: config.protectData,
+      tracing: false,
+    });
+
     const environment = {
       [envNames.table]: table.tableName,
       [envNames.stepsQueueUrl]: stepsQueue.queueUrl,
@@ -109,6 +121,7 @@ export class ApiStack extends Stack {
       [envNames.sandboxProviders]: String(config.sandboxProviders),
       [envNames.connectionSecretPrefix]: config.connectionSecretPrefix,
       [envNames.operatorEventBus]: this.eventBus.eventBusName,
+      [envNames.pythonRunner]: python.fn.functionName,
     };
 
     this.api = new HttpApi(this, 'HttpApi', {
@@ -146,6 +159,7 @@ export class ApiStack extends Stack {
       stepsQueue,
       webhooksQueue,
       eventBus: this.eventBus,
+      pythonRunner: python.fn,
       providerSecrets: config.providers,
       connectionSecretPrefix: config.connectionSecretPrefix,
     });

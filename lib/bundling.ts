@@ -42,6 +42,14 @@ export const credentialProvidersLambdaNeverReaches = [
   '@smithy/credential-provider-imds',
 ] as const;
 
+/**
+ * SDK clients a function imports only on a rare path, from the nodejs24.x runtime's copy of the SDK
+ * (run from source, from node_modules): the Lambda client the step executor needs for its first
+ * PythonSandbox step. Bundled, esbuild inlines a dynamic import, and it would add about 160 KB to a
+ * bundle already over its target for every step; imported, only a Python step pays for it.
+ */
+export const importedFromTheRuntime = ['@aws-sdk/client-lambda'] as const;
+
 export const bundlingOptions: BundlingOptions = {
   format: 'esm',
   minify: true,
@@ -54,7 +62,7 @@ export const bundlingOptions: BundlingOptions = {
   // The AWS SDK v3 is bundled, tree-shaken and minified with the rest (the lockfile's version),
   // not imported from the nodejs24.x runtime's copy: measured faster to import and to make its
   // first call (docs/decisions.md, `npm run bench`). Only what Lambda never runs is left out.
-  externalModules: [...credentialProvidersLambdaNeverReaches],
+  externalModules: [...credentialProvidersLambdaNeverReaches, ...importedFromTheRuntime],
 };
 
 /** The file name NodejsFunction gives an ESM bundle (and the Lambda handler resolves). */

@@ -2,6 +2,7 @@ import { Aws, type Stack, Validations } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { IEventBus } from 'aws-cdk-lib/aws-events';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { parseProviderSecret } from '../functions/store/secret-refs.ts';
@@ -18,6 +19,8 @@ export interface GrantTargets {
   webhooksQueue: IQueue;
   /** The stage's operator event bus. */
   eventBus: IEventBus;
+  /** The function PythonSandbox steps run on. */
+  pythonRunner: IFunction;
   /** The stage's provider secrets. */
   providerSecrets: readonly ProviderSecret[];
   /** Name prefix of the stage's team connection secrets. */
@@ -77,6 +80,7 @@ export class Grants {
     if (access.stepsQueue === 'send') allow(['sqs:SendMessage'], [stepsQueue.queueArn]);
     if (access.webhooksQueue === 'send') allow(['sqs:SendMessage'], [webhooksQueue.queueArn]);
     if (access.eventBus === 'put') allow(['events:PutEvents'], [this.#targets.eventBus.eventBusArn]);
+    if (access.pythonRunner === 'invoke') allow(['lambda:InvokeFunction'], [this.#targets.pythonRunner.functionArn]);
 
     if (access.bucket?.length) {
       const objects = `/${libraryBucket.objectPrefix}*`;

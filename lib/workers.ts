@@ -49,6 +49,8 @@ export const workers: readonly Worker[] = [
       bucket: ['GetObject', 'PutObject'],
       // The only function that reads provider credentials and team connection secrets.
       secrets: 'providers-and-connections',
+      // PythonSandbox steps run there, never in this function that holds the grants above.
+      pythonRunner: 'invoke',
     },
   },
   {
@@ -87,3 +89,20 @@ export const workers: readonly Worker[] = [
     grants: { eventBus: 'put' },
   },
 ];
+
+/**
+ * The function PythonSandbox steps' code runs on (Pyodide in a worker thread), invoked by the step
+ * executor alone. Its role holds no grant at all (only Lambda's own logging): code that escapes
+ * the interpreter finds no credentials worth having and no data it could reach.
+ */
+export const pythonRunner = {
+  id: 'PythonRunner',
+  entry: 'functions/workers/python-runner.ts',
+  // The interpreter's WebAssembly heap is capped at 256 MB and its JavaScript heap at 256 MB
+  // (functions/python/runner.ts); Pyodide itself takes about 100 MB more, and CPU scales with memory,
+  // which a cold load (parsing 9 MB of wasm and the standard library) is bound by.
+  memoryMb: 1024,
+  // A step's code may run 30 s (the catalogue's bound), after a cold load of a few seconds and the
+  // interrupt's grace: within 60 s. The step executor's node timeout (25 s) aborts its wait sooner.
+  timeoutSeconds: 60,
+} as const;

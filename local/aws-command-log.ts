@@ -100,6 +100,8 @@ const targetsOf = (names: ReturnType<typeof namer>, service: string, input: Inpu
         resource: `arn:${partition}:events:${region}:${account}:event-bus/${bus}`,
       }));
     }
+    case 'Lambda':
+      return [{ resource: `arn:${partition}:lambda:${region}:${account}:function:${String(input.FunctionName)}` }];
     default:
       return [{ resource: '*' }];
   }

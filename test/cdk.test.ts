@@ -8,12 +8,12 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { docsAssetTypes } from '../functions/docs/manifest.ts';
 import type { Access } from '../lib/access.ts';
 import { buildApp } from '../lib/build-app.ts';
-import { besideFileCopies, docsRendererFiles } from '../lib/bundling.ts';
-import { dataTable, operatorEventsStream, queues } from '../lib/definitions.ts';
+import { besideFileCopies, docsRendererFiles, pythonRuntimeFiles } from '../lib/bundling.ts';
+import { dataTable, envNames, operatorEventsStream, queues } from '../lib/definitions.ts';
 import { basePath, routes } from '../lib/routes.ts';
 import { repoRoot } from '../lib/service-function.ts';
 import { contextKeys, stageDefaults } from '../lib/stages.ts';
-import { workers } from '../lib/workers.ts';
+import { pythonRunner, workers } from '../lib/workers.ts';
 import { commandActions, transactionItemActions } from './support/command-actions.ts';
 
 /** No bundling (fast), and validation failures thrown with the whole report in the message. */
@@ -40,6 +40,15 @@ type Resource = {
   UpdateReplacePolicy?: string;
 };
 type Resources = Record<string, Resource>;
+
+/**
+ * The functions of the stage's routes and workers, with its environment: every function but the
+ * Python runner, which has no grant and none of the stage's names (tested on its own).
+ */
+const stageFunctions = (template: Template) =>
+  Object.fromEntries(
+    Object.entries(template.findResources('AWS::Lambda::Function')).filter(([id]) => !id.startsWith(pythonRunner.id)),
+  );
 
 const synthesize = (context: Record<string, unknown>) => {
   const built = buildApp(context, offline);
@@ -115,7 +124,7 @@ describe('cdk app', { timeout: 120_000 }, () => {
       [dev, 'dev'],
       [prod, 'prod'],
     ] as const) {
-      const functions = built.apiTemplate.findResources('AWS::Lambda::Function');
+      const functions = stageFunctions(built.apiTemplate);
       expect(Object.keys(functions)).toHaveLength(routes.length + workers.length);
       for (const fn of Object.values(functions)) {
         expect(fn.Properties).toMatchObject({
@@ -145,11 +154,11 @@ describe('cdk app', { timeout: 120_000 }, () => {
 
   it('traces no function by default; -c tracing=true traces every function but the dispatcher, which ticks every minute', () => {
     expect(dev.config.tracing).toBe(false);
-    for (const fn of Object.values(dev.apiTemplate.findResources('AWS::Lambda::Function'))) {
+    for (const fn of Object.values(stageFunctions(dev.apiTemplate))) {
       expect(fn.Properties.TracingConfig, fn.Properties.Description).toBeUndefined();
     }
     expect(prod.config.tracing).toBe(true);
-    for (const fn of Object.values(prod.apiTemplate.findResources('AWS::Lambda::Function'))) {
+    for (const fn of Object.values(stageFunctions(prod.apiTemplate))) {
       const dispatcher = fn.Properties.Description === 'runs on the dispatcher schedule';
       expect(fn.Properties.TracingConfig, fn.Properties.Description).toEqual(
         dispatcher ? undefined : { Mode: 'Active' },
@@ -166,6 +175,10 @@ describe('cdk app', { timeout: 120_000 }, () => {
       Object.fromEntries(
         Object.values(resources)
           .filter((r) => r.Type === 'AWS::Lambda::Function' && typeof r.Properties.Description === 'string')
+          .filter(
+            (r) =>
+              r.Properties.MemorySize !== pythonRunner.memoryMb || r.Properties.Timeout !== pythonRunner.timeoutSeconds,
+          )
           .map((r) => [r.Properties.Description as string, r.Properties.MemorySize]),
       );
     const executor = 'consumes the Steps queue';
@@ -442,7 +455,7 @@ describe('cdk app', { timeout: 120_000 }, () => {
           },
         });
         expect(built.config.retentionDays).toBe(days);
-        for (const fn of Object.values(built.apiTemplate.findResources('AWS::Lambda::Function'))) {
+        for (const fn of Object.values(stageFunctions(built.apiTemplate))) {
           expect(fn.Properties.Environment).toMatchObject({ Variables: { RETENTION_DAYS: String(days) } });
         }
       }
@@ -454,8 +467,8 @@ describe('cdk app', { timeout: 120_000 }, () => {
         [prod, 'prod'],
       ] as const) {
         const logGroups = Object.values(built.apiTemplate.findResources('AWS::Logs::LogGroup'));
-        // One per function, plus the API access log.
-        expect(logGroups).toHaveLength(routes.length + workers.length + 1);
+        // One per function (the Python runner's too), plus the API access log.
+        expect(logGroups).toHaveLength(routes.length + workers.length + 2);
         for (const logGroup of logGroups) {
           expect(logGroup.Properties.RetentionInDays).toBe(stageDefaults[stage].logRetentionDays);
         }
@@ -575,7 +588,7 @@ describe('cdk app', { timeout: 120_000 }, () => {
         expect(bus.Properties.Name).toBe(`${built.api.stackName}-operator-events`);
         expect(bus.Properties.Name).toContain(built.config.stage);
         built.apiTemplate.resourceCountIs('AWS::Events::Archive', 0);
-        for (const fn of Object.values(built.apiTemplate.findResources('AWS::Lambda::Function'))) {
+        for (const fn of Object.values(stageFunctions(built.apiTemplate))) {
           expect(JSON.stringify(fn.Properties.Environment), String(fn.Properties.Description)).toContain(
             `"OPERATOR_EVENT_BUS":{"Ref":"${busId}"}`,
           );
@@ -784,6 +797,7 @@ describe('cdk app', { timeout: 120_000 }, () => {
           ...(fn.access.bucket?.length ? ['@aws-sdk/client-s3'] : []),
           ...(fn.access.secrets ? ['@aws-sdk/client-secrets-manager', '@aws-sdk/client-ssm'] : []),
           ...(fn.access.eventBus ? ['@aws-sdk/client-eventbridge'] : []),
+          ...(fn.access.pythonRunner ? ['@aws-sdk/client-lambda'] : []),
         ];
         const clients = sdkPackagesOf(fn.id).filter((p) => p !== '@aws-sdk/s3-request-presigner');
         expect(clients, fn.id).toEqual(expected.sort());
@@ -831,6 +845,35 @@ describe('cdk app', { timeout: 120_000 }, () => {
         if (fn.id !== 'GetDocsAsset') expect(besideFileCopies(fn.entry), fn.id).toEqual([]);
       }
       expect(bundles.get('GetDocsAsset')?.length ?? 0).toBeLessThan(100_000);
+    });
+
+    it('runs Python on a function with no grant, which only the step executor may invoke', () => {
+      const resources = prod.apiResources;
+      const runnerId = logicalIdOf(resources, 'AWS::Lambda::Function', `${pythonRunner.id}Function`);
+      expect(grantsOf(resources, runnerId)).toEqual({ logs: ['logs:CreateLogStream', 'logs:PutLogEvents'] });
+      const runner = resources[runnerId]?.Properties ?? {};
+      expect(runner).toMatchObject({ MemorySize: pythonRunner.memoryMb, Timeout: pythonRunner.timeoutSeconds });
+      // None of the stage's names (table, queues, bucket, secrets) in its environment.
+      expect(runner.Environment).toEqual({ Variables: { NODE_OPTIONS: '--enable-source-maps' } });
+      const invokers = Object.entries(resources)
+        .filter(([, r]) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties).includes('lambda:'))
+        .map(([id]) => id);
+      expect(invokers).toEqual([expect.stringMatching(/^StepExecutorRole/)]);
+      const executorId = functionIdOf(resources, 'consumes the Steps queue');
+      expect(grantsOf(resources, executorId)[`function:${pythonRunner.id}`]).toEqual(['lambda:InvokeFunction']);
+      expect(resources[executorId]?.Properties.Environment).toMatchObject({
+        Variables: { [envNames.pythonRunner]: { Ref: runnerId } },
+      });
+      // Pyodide's files ship beside the runner's bundle, never inside a bundle.
+      expect(besideFileCopies(pythonRunner.entry).map((c) => c.to)).toEqual(
+        pythonRuntimeFiles.names.map((name) => `${pythonRuntimeFiles.dir}/${name}`),
+      );
+      for (const fn of entries) {
+        expect(
+          inputsOf(fn.id).filter((p) => p.includes('node_modules/pyodide/')),
+          fn.id,
+        ).toEqual([]);
+      }
     });
 
     it('allows every AWS command each function can send, and nothing it cannot', () => {
@@ -954,6 +997,8 @@ function resourceLabel(resource: unknown): string {
   const parameter = /:parameter\/([^"]+)"/.exec(text);
   if (parameter) return `parameter:${parameter[1]}`;
   if (/"Fn::GetAtt":\["\w*Logs[0-9A-F]{8}","Arn"\]/.test(text)) return 'logs';
+  const fn = /^\{"Fn::GetAtt":\["(\w+?)Function[0-9A-F]{8}","Arn"\]\}$/.exec(text);
+  if (fn) return `function:${fn[1]}`;
   return text;
 }
 
@@ -982,6 +1027,7 @@ function expectedGrants(
   if (access.stepsQueue) add('queue:Steps', ['sqs:SendMessage']);
   if (access.webhooksQueue) add('queue:Webhooks', ['sqs:SendMessage']);
   if (access.eventBus) add('bus', ['events:PutEvents']);
+  if (access.pythonRunner) add(`function:${pythonRunner.id}`, ['lambda:InvokeFunction']);
   if (options.consumes === 'stream') {
     // The stream event source: reading this table's stream (listing streams takes no resource),
     // and sending a failed batch's position to its dead-letter queue.

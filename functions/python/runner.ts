@@ -3,6 +3,8 @@
  * limit, capturing stdout and stderr. One interpreter is kept warm per process (each run gets fresh
  * globals); a worker that had to be stopped is replaced on the next run.
  */
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { pythonRuntimeFiles } from '../../lib/bundling.ts';
 import type { PythonAnswer, PythonRequest, PythonRun } from './protocol.ts';
@@ -33,7 +35,7 @@ export const defaultPythonLimits: PythonRunnerLimits = {
 const runningFromSource = import.meta.url.endsWith('.ts');
 const pyodideFiles = () => {
   const module = runningFromSource
-    ? new URL(import.meta.resolve('pyodide/pyodide.mjs'))
+    ? pathToFileURL(createRequire(import.meta.url).resolve('pyodide/pyodide.mjs'))
     : new URL(`./${pythonRuntimeFiles.dir}/pyodide.mjs`, import.meta.url);
   return { pyodideModule: module.href, indexPath: new URL('./', module).pathname };
 };

@@ -49,6 +49,7 @@ export const commandActions: Record<string, { table?: string; other?: string }> 
   GetParameterCommand: { other: 'ssm:GetParameter' },
   GetParametersCommand: { other: 'ssm:GetParameters' },
   PutEventsCommand: { other: 'events:PutEvents' },
+  InvokeCommand: { other: 'lambda:InvokeFunction' },
 };
 
 const transactions = new Set(['TransactWriteCommand', 'TransactWriteItemsCommand', 'TransactGetItemsCommand']);

@@ -2,8 +2,10 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
+import { handler as pythonRunnerHandler } from '../../functions/workers/python-runner.ts';
 import { startDynamoDb, startSqsS3 } from '../../local/emulators.ts';
 import { startEventBridge } from '../../local/eventbridge-emulator.ts';
+import { startLambdaEmulator } from '../../local/lambda-emulator.ts';
 import { awsCommandLogDir } from '../../vitest.config.ts';
 
 declare module 'vitest' {
@@ -11,6 +13,8 @@ declare module 'vitest' {
     emulators: { dynamoDbEndpoint: string; sqsS3Endpoint: string };
     /** The EventBridge emulator, and the directory where it writes each bus's events (`<bus>.jsonl`). */
     eventBridge: { endpoint: string; eventsDir: string };
+    /** Lambda's Invoke API for the PythonRunner function (its handler in this process; Pyodide loads on its first run). */
+    lambda: { endpoint: string };
   }
 }
 
@@ -29,7 +33,10 @@ export default async function setup(project: TestProject) {
   rmSync(eventsDir, { recursive: true, force: true });
   const eventBridge = await startEventBridge({ fileFor: (bus) => join(eventsDir, `${bus}.jsonl`) });
   project.provide('eventBridge', { endpoint: eventBridge.endpoint, eventsDir });
+  const lambda = await startLambdaEmulator({ PythonRunner: pythonRunnerHandler });
+  project.provide('lambda', { endpoint: lambda.endpoint });
   return async () => {
+    await lambda.stop();
     await eventBridge.stop();
     await sqsS3.stop();
     await dynamo.stop();

@@ -1,0 +1,105 @@
+/**
+ * A PythonSandbox step through the real path: a run started over the local API, the step executor
+ * polling the steps queue, the Lambda SDK's Invoke to the suite's emulator, and the PythonRunner
+ * handler running the code in Pyodide. A failed Python step fails the run and is charged as any
+ * failed step is: nothing, its hold released.
+ */
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createExecutorRegistry, executorDeps } from '../functions/nodes/executors/index.ts';
+import { envNames } from '../lib/definitions.ts';
+import { withAwsCommandLog } from '../local/aws-command-log.ts';
+import { localAwsConfig } from '../local/emulators.ts';
+import { ledgerOf } from './support/runs.ts';
+import {
+  call,
+  createWorkflow,
+  type SeededTeam,
+  seedTeam,
+  startWorkingStack,
+  type TestStack,
+  waitForRun,
+} from './support/stack.ts';
+
+let stack: TestStack;
+let team: SeededTeam;
+
+beforeAll(async () => {
+  const settings = {
+    [envNames.pythonRunner]: 'PythonRunner',
+    AWS_ENDPOINT_URL_LAMBDA: inject('lambda').endpoint,
+    AWS_REGION: localAwsConfig.region,
+    AWS_ACCESS_KEY_ID: localAwsConfig.credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: localAwsConfig.credentials.secretAccessKey,
+  };
+  // The step executor's Lambda client carries the AWS command log, as its other clients do.
+  const executors = createExecutorRegistry(executorDeps({ env: settings, onClient: (c) => withAwsCommandLog(c) }));
+  stack = await startWorkingStack({ executors });
+  team = await seedTeam(stack.deps, { credits: 100 });
+}, 60_000);
+afterAll(() => stack?.close());
+
+const pythonFlow = (code: string, timeoutMs?: number) => [
+  { key: 'numbers', type: 'JsonLoader', config: { data: [1, 2, 3] } },
+  { key: 'word', type: 'TextEntry', config: { text: 'otters' } },
+  {
+    key: 'python',
+    type: 'PythonSandbox',
+    config: { code, ...(timeoutMs ? { timeoutMs } : {}) },
+    inputs: [
+      { from: 'numbers', targetHandle: 'values' },
+      { from: 'word', targetHandle: 'values' },
+    ],
+  },
+];
+
+const runFlow = async (steps: unknown[]) => {
+  const workflowId = await createWorkflow(stack, team, steps);
+  const started = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, {
+    key: team.key,
+    method: 'POST',
+    body: {},
+  });
+  expect(started.status).toBe(200);
+  return (await waitForRun(stack, team.key, started.body.jobId as string, 120_000)).body;
+};
+
+describe('a PythonSandbox step', () => {
+  it('runs its code on the PythonRunner function and answers its result, charged its price', async () => {
+    const before = await ledgerOf(stack.deps, team.teamId);
+    const run = await runFlow(
+      pythonFlow('numbers, word = inputs\nprint("seen", word)\nresult = {"total": sum(numbers), "word": word.upper()}'),
+    );
+    expect(run).toMatchObject({ status: 'completed' });
+    const output = (run.output as { node_id: string; result: unknown }[]).find((o) => o.node_id === 'python');
+    expect(output?.result).toEqual({ total: 6, word: 'OTTERS' });
+    const after = await ledgerOf(stack.deps, team.teamId);
+    expect(after.held).toBe(0);
+    // Each step its flat price, in hundredths: the two loaders 1 each, PythonSandbox 5.
+    expect(after.charged - before.charged).toBe(7);
+    expect(after.balance + after.charged).toBe(before.balance + before.charged);
+  }, 180_000);
+
+  it.each([
+    ['an exception', 'result = inputs[0][10]', undefined, 'PythonSandbox: raised IndexError: list index out of range'],
+    ['its time limit', 'while True: pass', 500, 'PythonSandbox: timed out after 500 ms'],
+    ['its memory limit', 'data = bytearray(10**9)', undefined, 'PythonSandbox: exceeded the 256 MB memory limit'],
+  ])(
+    'fails the run on %s, charging the failed step nothing',
+    async (_, code, timeoutMs, error) => {
+      const before = await ledgerOf(stack.deps, team.teamId);
+      const run = await runFlow(pythonFlow(code, timeoutMs));
+      expect(run).toMatchObject({ status: 'failed' });
+      const step = (run.steps as { node_id: string; status: string; error?: string }[]).find(
+        (s) => s.node_id === 'python',
+      );
+      expect(step).toMatchObject({ status: 'failed', error });
+      const after = await ledgerOf(stack.deps, team.teamId);
+      expect(after.held).toBe(0);
+      // Only the two loaders that completed are charged; the failed step's estimate is released.
+      const loaders = after.charged - before.charged;
+      expect(after.balance).toBe(before.balance - loaders);
+      expect(loaders).toBeLessThan(5);
+    },
+    180_000,
+  );
+});
