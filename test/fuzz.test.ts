@@ -438,7 +438,9 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
       const bodyArb = op.bodySchema ? schemaValue(doc, op.bodySchema, pools) : fc.constant(undefined);
       const json = { 'content-type': 'application/json' };
       // Valid: from the schema, with ids that exist, on the full key.
-      const valid = fc.sample(fc.tuple(bodyArb, fc.nat()), { seed, numRuns: 40 });
+      // As many as there is something to vary: a body, else the ids in the path, else nothing.
+      const numRuns = op.bodySchema ? 40 : op.params.some((p) => p.in === 'path') ? 12 : 4;
+      const valid = fc.sample(fc.tuple(bodyArb, fc.nat()), { seed, numRuns });
       for (const [body, n] of valid) {
         requests.push({
           op,
@@ -469,7 +471,9 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
         }
       }
       // Raw bodies, on every operation (a GET's body is ignored, never a 500).
-      for (const { label, body } of rawBodies()) {
+      // The megabyte bodies only where a body is read: the gateway refuses the 10 MB one before any route.
+      const raw = rawBodies().filter(({ body }) => op.bodySchema || Buffer.byteLength(body) < 1024 * 1024);
+      for (const { label, body } of raw) {
         requests.push({
           op,
           method: op.method,
