@@ -588,6 +588,11 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
     expect(accepted.status, accepted.text).toBe(202);
     await sendAll(requests);
     expectNoFailures();
+    // The strings were stored as sent, and read back so (a lone surrogate as its JSON escape).
+    const listed = await call(stack.baseUrl, '/workflows', { key: team.key });
+    const names = (listed.body.workflows as { name: string }[]).map((w) => w.name);
+    for (const name of ['\u0000', 'a\u0000b', '😀𝔘𐍈', '\ud800', 'x\udfff', '\u202eevil'])
+      expect(names, JSON.stringify(name)).toContain(name);
   });
 });
 
