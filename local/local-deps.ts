@@ -12,6 +12,7 @@ import { stageProvidersFromEnv } from '../functions/nodes/providers/stage.ts';
 import { secretPolicyFromEnv } from '../functions/store/secret-refs.ts';
 import { createSecretStore } from '../functions/store/secrets.ts';
 import { envNames } from '../lib/definitions.ts';
+import { pythonRunner } from '../lib/workers.ts';
 import { withAwsCommandLog } from './aws-command-log.ts';
 import { localAwsConfig } from './emulators.ts';
 import type { LocalResources } from './provision.ts';
@@ -36,7 +37,13 @@ export const localDeps = (resources: LocalResources, overrides: Partial<Deps> = 
       newId: randomUUID,
       executors:
         overrides.executors ??
-        createExecutorRegistry(executorDeps({ env: process.env, providerSecret: secrets.providerSecret })),
+        createExecutorRegistry(
+          executorDeps({
+            env: process.env,
+            providerSecret: secrets.providerSecret,
+            onClient: (clients) => withAwsCommandLog(clients, resources),
+          }),
+        ),
       providers: stageProvidersFromEnv(process.env),
       secrets,
       retentionDays: parseRetentionDays(process.env[envNames.retentionDays]),
@@ -89,4 +96,13 @@ export const localEnvironment = (resources: LocalResources): Record<string, stri
   [envNames.stepsQueueUrl]: resources.queueUrls.Steps,
   [envNames.webhooksQueueUrl]: resources.queueUrls.Webhooks,
   [envNames.bucket]: resources.bucket,
+});
+
+/**
+ * Where the step executor finds the PythonRunner function locally: its name and the local Lambda
+ * Invoke API serving it (`lambda-emulator.ts`), through the SDK's standard endpoint variable.
+ */
+export const pythonRunnerEnvironment = (lambdaEndpoint: string): Record<string, string> => ({
+  [envNames.pythonRunner]: pythonRunner.id,
+  AWS_ENDPOINT_URL_LAMBDA: lambdaEndpoint,
 });

@@ -6,11 +6,12 @@ import { toHundredths } from '../functions/domain/credits.ts';
 import { createApiKey, revokeApiKey } from '../functions/store/api-keys.ts';
 import { createAgent, createProject, createTeam, getTeam } from '../functions/store/tenancy.ts';
 import { dispatcherSchedule, queues } from '../lib/definitions.ts';
-import { workers } from '../lib/workers.ts';
+import { pythonRunner, workers } from '../lib/workers.ts';
 import { startLocalApi } from './api-gateway.ts';
 import { startDynamoDb, startSqsS3 } from './emulators.ts';
 import { type SqsHandler, startQueuePoller, startSchedule } from './event-source.ts';
-import { localDeps, localEnvironment } from './local-deps.ts';
+import { startLambdaEmulator } from './lambda-emulator.ts';
+import { localDeps, localEnvironment, pythonRunnerEnvironment } from './local-deps.ts';
 import { provision } from './provision.ts';
 import {
   demoFile,
@@ -55,7 +56,10 @@ const resources = await provision({
   dynamoDbEndpoint: dynamo.endpoint,
   sqsS3Endpoint: sqsS3.endpoint,
 });
-Object.assign(process.env, localEnvironment(resources));
+// PythonSandbox steps: the PythonRunner handler behind a local Lambda Invoke API, as the step executor calls it.
+const { handler: pythonRunnerHandler } = await import('../functions/workers/python-runner.ts');
+const lambda = await startLambdaEmulator({ [pythonRunner.id]: pythonRunnerHandler });
+Object.assign(process.env, localEnvironment(resources), pythonRunnerEnvironment(lambda.endpoint));
 const deps = localDeps(resources);
 
 /** The demo tenancy is created once and kept; the demo key is replaced at every start. */
@@ -84,7 +88,7 @@ const seedDemo = async (deps: Deps) => {
   return { ...demo, key };
 };
 
-const stopAll: (() => Promise<void> | void)[] = [() => sqsS3.stop(), () => dynamo.stop()];
+const stopAll: (() => Promise<void> | void)[] = [() => lambda.stop(), () => sqsS3.stop(), () => dynamo.stop()];
 const shutdown = async (code: number) => {
   rmSync(stackFile, { force: true });
   for (const stop of stopAll) {
