@@ -737,7 +737,12 @@ describe('cdk app', { timeout: 120_000 }, () => {
         'StepExecutor',
       ]);
       expect(entries.filter((e) => e.access.secrets).map((e) => e.id)).toEqual(['StepExecutor']);
-      expect(entries.filter((e) => e.access.indexes?.length).map((e) => e.id)).toEqual(['DeferredDispatcher']);
+      // The run lists read GSI4 only; the dispatcher GSI2 and GSI3.
+      expect(entries.filter((e) => e.access.indexes?.length).map((e) => e.id)).toEqual([
+        'ListRuns',
+        'ListDeferredRuns',
+        'DeferredDispatcher',
+      ]);
     });
 
     // Each function's bundle, as esbuild builds it for Lambda but unminified: tree-shaken to the code
