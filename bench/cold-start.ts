@@ -276,6 +276,15 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
       calls: ['dynamodb'],
       event: async () => apiEvent(routeOf('CancelRun'), { key, pathParameters: { jobId: (await newRun()).jobId } }),
     },
+    // A page of the team's runs: the key, its rate count, the cursor signing key and one Query of GSI4.
+    ListRuns: {
+      calls: ['dynamodb'],
+      event: async () => apiEvent(routeOf('ListRuns'), { key, query: { limit: '20' } }),
+    },
+    ListDeferredRuns: {
+      calls: ['dynamodb'],
+      event: async () => apiEvent(routeOf('ListDeferredRuns'), { key, query: { limit: '20' } }),
+    },
     // The delivery log of a run with a callbackUrl (its run item and its delivery items).
     ListDeliveries: {
       calls: ['dynamodb'],
