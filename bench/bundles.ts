@@ -74,8 +74,11 @@ export const sdkPackagesOf = (output: Metafile['outputs'][string]): string[] => 
     const name = /node_modules\/(@aws-sdk\/[^/]+)\//.exec(path)?.[1];
     if (name && sdkPackagePattern.test(name)) found.add(name);
   }
+  // A client imported only on a rare path (`import()`, e.g. the step executor's Lambda client) is
+  // not part of a cold start: its floor does not import it either.
   for (const imported of output.imports) {
-    if (imported.external && sdkPackagePattern.test(imported.path)) found.add(imported.path);
+    if (imported.external && imported.kind !== 'dynamic-import' && sdkPackagePattern.test(imported.path))
+      found.add(imported.path);
   }
   return [...found].sort();
 };
@@ -295,6 +298,56 @@ export interface ColdStart {
   firstCpuMs: number | undefined;
   outcome: { statusCode?: number; failures?: number; body?: string; error?: string };
 }
+
+/**
+ * The PythonRunner's cold start in a fresh Node: the import, then the first invocation (which loads
+ * Pyodide from the files beside the bundle, then runs the code) and a second, warm one, each in wall
+ * and CPU time (every thread of the process: Pyodide loads and runs in a worker thread).
+ */
+const pythonTimer = `
+import { readFileSync } from 'node:fs';
+const [file, eventFile] = process.argv.slice(1);
+const cpuMs = (since) => { const u = process.cpuUsage(since); return (u.user + u.system) / 1000; };
+const timed = async (run) => {
+  const started = performance.now();
+  const startedCpu = process.cpuUsage();
+  const value = await run();
+  return { ms: performance.now() - started, cpuMs: cpuMs(startedCpu), value };
+};
+const imported = await timed(() => import(file));
+const event = JSON.parse(readFileSync(eventFile, 'utf8'));
+const first = await timed(() => imported.value.handler(event));
+const warm = await timed(() => imported.value.handler(event));
+process.stdout.write('\\n' + JSON.stringify({
+  importMs: imported.ms, importCpuMs: imported.cpuMs, firstMs: first.ms, firstCpuMs: first.cpuMs,
+  warmMs: warm.ms, warmCpuMs: warm.cpuMs, outcome: { first: first.value, warm: warm.value },
+}) + '\\n');
+process.exit(0);
+`;
+
+export interface PythonColdStart {
+  importMs: number;
+  importCpuMs: number;
+  /** The first invocation: Pyodide's load and the first run. */
+  firstMs: number;
+  firstCpuMs: number;
+  /** The second invocation in the same process: the run alone, on the warm interpreter. */
+  warmMs: number;
+  warmCpuMs: number;
+  outcome: { first: unknown; warm: unknown };
+}
+
+/** One PythonRunner cold start (`pythonTimer`) of the bundle in `file`, with the event in `eventFile`. */
+export const pythonColdStart = async (file: string, eventFile: string): Promise<PythonColdStart> => {
+  const { stdout } = await execFileAsync(
+    process.execPath,
+    ['--input-type=module', '-e', pythonTimer, pathToFileURL(file).href, eventFile],
+    // Lambda gives the function only its own environment; the runner's holds nothing of the stage's.
+    { env: { PATH: process.env.PATH ?? '' }, timeout: 180_000, cwd: dirname(file), maxBuffer: 64 * 1024 * 1024 },
+  );
+  const last = stdout.trimEnd().split('\n').pop() ?? '';
+  return JSON.parse(last) as PythonColdStart;
+};
 
 /**
  * One cold start in a fresh `node` (the repository's Node 24): import the bundle, then invoke its
