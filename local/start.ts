@@ -1,15 +1,17 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Context } from 'aws-lambda';
 import type { Deps } from '../functions/deps.ts';
 import { toHundredths } from '../functions/domain/credits.ts';
 import { createApiKey, revokeApiKey } from '../functions/store/api-keys.ts';
 import { createAgent, createProject, createTeam, getTeam } from '../functions/store/tenancy.ts';
-import { dispatcherSchedule, queues } from '../lib/definitions.ts';
+import { dispatcherSchedule, envNames, queues } from '../lib/definitions.ts';
 import { pythonRunner, workers } from '../lib/workers.ts';
 import { startLocalApi } from './api-gateway.ts';
 import { startDynamoDb, startSqsS3 } from './emulators.ts';
 import { type SqsHandler, startQueuePoller, startSchedule } from './event-source.ts';
+import { operatorEventBusName, operatorEventsFile, startEventBridge } from './eventbridge-emulator.ts';
 import { startLambdaEmulator } from './lambda-emulator.ts';
 import { localDeps, localEnvironment, pythonRunnerEnvironment } from './local-deps.ts';
 import { provision } from './provision.ts';
@@ -22,11 +24,13 @@ import {
   stackFile,
   stateDir,
 } from './state.ts';
+import { startOperatorEvents } from './stream-source.ts';
 
 /**
  * `npm start`: the whole service on one machine. DynamoDB Local and fauxqs (SQS + S3) on loopback,
  * resources from the CDK definitions, the API on http://127.0.0.1:3000/api/v1, queue pollers in
- * place of event source mappings, and the dispatcher ticked like its EventBridge rule. With
+ * place of event source mappings, the table's stream read for the operator events (appended to
+ * `.local/events.jsonl` by a local EventBridge), and the dispatcher ticked like its EventBridge rule. With
  * `--bundles` the same, served by the bundles `cdk synth` builds instead of the source modules.
  */
 
@@ -51,6 +55,12 @@ const dispatchIntervalMs = (ruleSeconds: number) => Number(process.env.DISPATCH_
 
 const dynamo = await startDynamoDb({ port: optionalPort('DYNAMODB_PORT'), dataDir: dynamoDbDataDir, stateDir });
 const sqsS3 = await startSqsS3({ port: optionalPort('FAUXQS_PORT'), dataDir: fauxqsDataDir });
+// Every bus's events go to one file: locally there is only the operator event bus.
+const eventBridge = await startEventBridge({
+  port: optionalPort('EVENTBRIDGE_PORT'),
+  fileFor: () => operatorEventsFile,
+});
+const eventBusName = operatorEventBusName(localPrefix);
 const resources = await provision({
   prefix: localPrefix,
   dynamoDbEndpoint: dynamo.endpoint,
@@ -59,7 +69,10 @@ const resources = await provision({
 // PythonSandbox steps: the PythonRunner handler behind a local Lambda Invoke API, as the step executor calls it.
 const { handler: pythonRunnerHandler } = await import('../functions/workers/python-runner.ts');
 const lambda = await startLambdaEmulator({ [pythonRunner.id]: pythonRunnerHandler });
-Object.assign(process.env, localEnvironment(resources), pythonRunnerEnvironment(lambda.endpoint));
+Object.assign(process.env, localEnvironment(resources), pythonRunnerEnvironment(lambda.endpoint), {
+  AWS_ENDPOINT_URL_EVENTBRIDGE: eventBridge.endpoint,
+  [envNames.operatorEventBus]: eventBusName,
+});
 const deps = localDeps(resources);
 
 /** The demo tenancy is created once and kept; the demo key is replaced at every start. */
@@ -88,7 +101,12 @@ const seedDemo = async (deps: Deps) => {
   return { ...demo, key };
 };
 
-const stopAll: (() => Promise<void> | void)[] = [() => lambda.stop(), () => sqsS3.stop(), () => dynamo.stop()];
+const stopAll: (() => Promise<void> | void)[] = [
+  () => lambda.stop(),
+  () => eventBridge.stop(),
+  () => sqsS3.stop(),
+  () => dynamo.stop(),
+];
 const shutdown = async (code: number) => {
   rmSync(stackFile, { force: true });
   for (const stop of stopAll) {
@@ -121,6 +139,20 @@ const startFromSource = async (): Promise<string> => {
       makeHandler?: (deps: Deps) => SqsHandler;
       handler: SqsHandler;
     };
+    if (worker.trigger.kind === 'stream') {
+      // Where the stream was read to is kept, so a restart goes on from there (as the mapping does).
+      const stream = await startOperatorEvents({
+        dynamoDbEndpoint: dynamo.endpoint,
+        tableName: resources.tableName,
+        eventBridgeEndpoint: eventBridge.endpoint,
+        busName: eventBusName,
+        checkpointFile: join(stateDir, 'stream-checkpoint.json'),
+        onFailure: (failure) => console.error('operator events not put after every retry:', JSON.stringify(failure)),
+        onError: logError,
+      });
+      stopAll.unshift(() => stream.stop());
+      continue;
+    }
     const handler = module.makeHandler ? module.makeHandler(deps) : module.handler;
     if (worker.trigger.kind === 'queue') {
       const queueId = worker.trigger.queue;
@@ -169,6 +201,7 @@ const startFromBundles = async (): Promise<string> => {
       port,
       host,
       scheduleIntervalMs: schedule ? dispatchIntervalMs(schedule.intervalSeconds) : undefined,
+      eventBridgeEndpoint: eventBridge.endpoint,
       onLog: (id, line) => console.log(`[${id}] ${line}`),
       onError: (error) => console.error('event source error:', (error as Error).message),
     });

@@ -48,9 +48,12 @@ export const matchesPattern = (pattern: unknown, value: unknown): boolean => {
   );
 };
 
+/** Whether a mapping with `filters` passes a record to its function (any filter matches; none passes all). */
+const passes = (filters: readonly unknown[], record: DynamoDBRecord) =>
+  filters.length === 0 || filters.some((filter) => matchesPattern(filter, record));
+
 /** Whether the operator events' mapping passes a record to its function (any of its filters matches). */
-export const passesOperatorEventsFilters = (record: DynamoDBRecord) =>
-  operatorEventsStream.filters.some((filter) => matchesPattern(filter, record));
+export const passesOperatorEventsFilters = (record: DynamoDBRecord) => passes(operatorEventsStream.filters, record);
 
 /** An attribute value of the Streams API (binary as bytes) as Lambda's record carries it (binary as base64). */
 const lambdaValue = (value: Record<string, unknown>): AttributeValue => {
@@ -110,6 +113,8 @@ export const startStreamPoller = (options: {
   handler: StreamHandler;
   intervalMs?: number;
   checkpointFile?: string;
+  /** The mapping's settings; by default the operator events' (`operatorEventsStream`). */
+  mapping?: { filters: readonly unknown[]; batchSize: number; retryAttempts: number };
   /** A batch that failed every retry: the deployed mapping sends its position to the DLQ. */
   onFailure?: (failure: { shardId: string; firstSequenceNumber: string; lastSequenceNumber: string }) => void;
   onError?: (error: unknown) => void;
@@ -118,6 +123,7 @@ export const startStreamPoller = (options: {
   const ddb = new DynamoDBClient(config);
   const streams = new DynamoDBStreamsClient(config);
   const handler = invokedAs(workerOf({ kind: 'stream' }), options.handler);
+  const mapping = options.mapping ?? operatorEventsStream;
   const checkpoints: Checkpoints =
     options.checkpointFile && existsSync(options.checkpointFile)
       ? (JSON.parse(readFileSync(options.checkpointFile, 'utf8')) as Checkpoints)
@@ -145,7 +151,7 @@ export const startStreamPoller = (options: {
 
   /** Hands the waiting records of a shard to the handler once; what it did not take stays waiting. */
   const deliver = async (shardId: string, state: { pending: DynamoDBRecord[]; tries: number }) => {
-    const batch = state.pending.slice(0, operatorEventsStream.batchSize);
+    const batch = state.pending.slice(0, mapping.batchSize);
     let failedFrom = batch.length;
     try {
       const result = await handler(
@@ -161,7 +167,8 @@ export const startStreamPoller = (options: {
     }
     if (failedFrom < batch.length) {
       state.tries += 1;
-      if (state.tries <= operatorEventsStream.retryAttempts) {
+      // -1: retried until the records expire, as Lambda does.
+      if (mapping.retryAttempts === -1 || state.tries <= mapping.retryAttempts) {
         state.pending = state.pending.slice(failedFrom);
         return;
       }
@@ -203,7 +210,7 @@ export const startStreamPoller = (options: {
         state.iterator = NextShardIterator;
         if (!NextShardIterator) state.closed = true;
         const records = Records.map((r) => toStreamRecord(r, streamArn));
-        const passed = records.filter(passesOperatorEventsFilters);
+        const passed = records.filter((record) => passes(mapping.filters, record));
         if (passed.length === 0 && records.length > 0) {
           checkpoints[shardId] = records.at(-1)?.dynamodb?.SequenceNumber ?? '';
           saveCheckpoints();

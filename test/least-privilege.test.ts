@@ -52,6 +52,15 @@ const sentByEventSource = [
   'sqs:GetQueueUrl',
 ];
 
+/**
+ * Actions the DynamoDB stream event source sends with a stream worker's role: reading the table's
+ * stream (listing streams takes no resource), and sending a batch that failed every retry to its DLQ.
+ */
+const sentByStreamSource = {
+  stream: ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:ListStreams'],
+  deadLetterQueue: ['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'],
+};
+
 // ---- The log this vitest run's integration project wrote.
 
 const readLog = () => {
@@ -95,6 +104,8 @@ const arnOf = (logicalId: string, type: string): string => {
     }
     case 'AWS::S3::Bucket':
       return `arn:${partition}:s3:::${logicalId.startsWith(libraryBucket.id) ? libraryBucket.id : logicalId}`;
+    case 'AWS::Events::EventBus':
+      return `arn:${partition}:events:${region}:${account}:event-bus/${logicalId.startsWith('OperatorEventBus') ? 'OperatorEventBus' : logicalId}`;
     case 'AWS::Logs::LogGroup':
       return `arn:${partition}:logs:${region}:${account}:log-group:${logicalId}:*`;
     default:
@@ -122,6 +133,8 @@ const resolver = (templates: TemplateJson[]) => {
       const [logicalId, attribute] = argument as [string, string];
       const resource = template.Resources[logicalId];
       if (attribute === 'Arn' && resource) return arnOf(logicalId, resource.Type);
+      // A table's stream: its ARN is the table's with `/stream/<time it was enabled>`.
+      if (attribute === 'StreamArn' && resource) return `${arnOf(logicalId, resource.Type)}/stream/*`;
     }
     if (fn === 'Fn::ImportValue') {
       for (const exporter of templates) {
@@ -208,6 +221,13 @@ const allows = (grant: Grant, action: string, resource: string) =>
 const sentByPlatform = (functionId: string, grant: Grant) => {
   if (sentByLambda[grant.action]) return true;
   const worker = workers.find((w) => w.id === functionId);
+  if (worker?.trigger.kind === 'stream') {
+    return (
+      (sentByStreamSource.stream.includes(grant.action) && /(:table\/Data\/stream\/\*|^\*)$/.test(grant.resource)) ||
+      (sentByStreamSource.deadLetterQueue.includes(grant.action) &&
+        grant.resource.includes(':OperatorEventsDeadLetterQueue'))
+    );
+  }
   if (worker?.trigger.kind !== 'queue' || !sentByEventSource.includes(grant.action)) return false;
   return grant.resource === `arn:${partition}:sqs:${region}:${account}:${worker.trigger.queue}`;
 };

@@ -11,7 +11,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { queues } from '../lib/definitions.ts';
 import { routes } from '../lib/routes.ts';
-import { workers } from '../lib/workers.ts';
+import { pythonRunner, workers } from '../lib/workers.ts';
+import { operatorEventBusName, readDeliveredEvents } from '../local/eventbridge-emulator.ts';
 import { tableOnlyDeps } from '../local/local-deps.ts';
 import { type LocalResources, provision } from '../local/provision.ts';
 import { type Assembly, readAssembly, templateResolver, triggeredFunctions } from '../local/rehearse/assembly.ts';
@@ -31,6 +32,7 @@ beforeAll(async () => {
   stack = await startBundleStack({
     assembly,
     resources,
+    eventBridgeEndpoint: inject('eventBridge').endpoint,
     localEnvironment: {
       ALLOW_PRIVATE_CALLBACKS: '1',
       WEBHOOK_CA_FILE: fileURLToPath(new URL('./fixtures/receiver-cert.pem', import.meta.url)),
@@ -46,7 +48,10 @@ afterAll(async () => {
 describe('the synthesized assembly', () => {
   it('has a bundle, handler and settings for every route and worker', () => {
     const functions = triggeredFunctions(assembly);
-    expect(functions.map((f) => f.id).sort()).toEqual([...routes.map((r) => r.id), ...workers.map((w) => w.id)].sort());
+    // The PythonRunner too: the step executor invokes it by the name its environment holds.
+    expect(functions.map((f) => f.id).sort()).toEqual(
+      [...routes.map((r) => r.id), ...workers.map((w) => w.id), pythonRunner.id].sort(),
+    );
     for (const fn of functions) {
       expect(fn.handler).toBe('index.handler');
       expect(existsSync(join(fn.codeDir, 'index.mjs')), fn.id).toBe(true);
@@ -66,6 +71,11 @@ describe('the synthesized assembly', () => {
   it("resolves every function's environment to the local table, queues and bucket", () => {
     const resolver = templateResolver(assembly, resources);
     for (const fn of triggeredFunctions(assembly)) {
+      // The Python runner is told none of the stage's resources.
+      if (fn.id === pythonRunner.id) {
+        expect(resolver.environmentOf(fn)).toEqual({ NODE_OPTIONS: '--enable-source-maps' });
+        continue;
+      }
       expect(resolver.environmentOf(fn)).toMatchObject({
         TABLE_NAME: resources.tableName,
         STEPS_QUEUE_URL: resources.queueUrls.Steps,
@@ -99,7 +109,23 @@ describe('a small flow through the bundles', () => {
       'the steps run through the Steps queue mapping, the run completes',
       'GET /runs/{jobId}: the image file, fetched from its presigned URL',
       'the webhook: delivered by the Webhooks queue mapping, verified (Standard Webhooks)',
+      'a PythonSandbox step: the step executor invokes the PythonRunner bundle (Pyodide beside it)',
       'a deferred run waits, then a dispatcher tick (the rule) dispatches it',
     ]);
-  }, 60_000);
+    // The runner's bundle ran it, in its own process, from the Pyodide files beside it.
+    expect(stack.functions.get(pythonRunner.id)?.invocations.map((i) => i.outcome.ok)).toEqual([true]);
+  }, 150_000);
+
+  it("puts the runs' operator events through the stream mapping and the EventPublisher's bundle", async () => {
+    const file = join(inject('eventBridge').eventsDir, `${operatorEventBusName(resources.prefix)}.jsonl`);
+    const deadline = Date.now() + 20_000;
+    let types: string[] = [];
+    while (Date.now() < deadline) {
+      types = readDeliveredEvents(file).map((e) => e['detail-type']);
+      if (types.includes('Run Finished') && types.includes('Deferred Run Dispatched')) break;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(types).toEqual(expect.arrayContaining(['Run Started', 'Run Finished', 'Deferred Run Dispatched']));
+    expect(stack?.functions.get('EventPublisher')?.invocations.every((i) => i.outcome.ok)).toBe(true);
+  }, 30_000);
 });

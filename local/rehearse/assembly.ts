@@ -1,7 +1,7 @@
 /**
  * Reads a synthesized cloud assembly (`cdk synth -o <dir>`) the way the deploy rehearsal needs it:
  * each function's bundle directory, handler, timeout, memory and environment; the HTTP API's
- * routes and their integrations; the SQS event source mappings; the schedule rules. References in
+ * routes and their integrations; the SQS and DynamoDB stream event source mappings; the schedule rules. References in
  * the templates (`Ref`, `Fn::GetAtt`, `Fn::ImportValue`, `Fn::Join`, `Fn::Sub`) are resolved
  * against the local emulators' resources, and one that cannot be is an error, not a blank.
  */
@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dataTable, libraryBucket, queues } from '../../lib/definitions.ts';
 import { localAwsConfig } from '../emulators.ts';
+import { operatorEventBusName } from '../eventbridge-emulator.ts';
 import type { LocalResources } from '../provision.ts';
 
 type Intrinsic = Record<string, unknown>;
@@ -48,6 +49,18 @@ export interface RouteSpec {
   payloadFormatVersion: string;
 }
 
+/** A DynamoDB stream event source mapping (the operator events' publisher on the table's stream). */
+export interface StreamMappingSpec {
+  logicalId: string;
+  functionLogicalId: string;
+  batchSize: number;
+  /** Its filter patterns (`FilterCriteria.Filters[].Pattern`), parsed. */
+  filters: Record<string, unknown>[];
+  retryAttempts: number;
+  reportBatchItemFailures: boolean;
+  enabled: boolean;
+}
+
 export interface QueueMappingSpec {
   logicalId: string;
   functionLogicalId: string;
@@ -78,6 +91,7 @@ export interface Assembly {
   routes: readonly RouteSpec[];
   queueMappings: readonly QueueMappingSpec[];
   schedules: readonly ScheduleSpec[];
+  streamMappings: readonly StreamMappingSpec[];
 }
 
 const readJson = <T>(path: string): T => JSON.parse(readFileSync(path, 'utf8')) as T;
@@ -131,6 +145,7 @@ export const readAssembly = (dir: string): Assembly => {
   const routes: RouteSpec[] = [];
   const queueMappings: QueueMappingSpec[] = [];
   const schedules: ScheduleSpec[] = [];
+  const streamMappings: StreamMappingSpec[] = [];
   for (const [stack, template] of templates) {
     const resources = Object.entries(template.Resources);
     const integrations = new Map(
@@ -176,6 +191,21 @@ export const readAssembly = (dir: string): Assembly => {
           functionLogicalId,
           payloadFormatVersion: String(integration.PayloadFormatVersion ?? '1.0'),
         });
+      } else if (resource.Type === 'AWS::Lambda::EventSourceMapping' && p.StartingPosition !== undefined) {
+        const functionLogicalId = targetOf(p.FunctionName);
+        if (!functionLogicalId) throw new Error(`${stack}: ${logicalId} names no function`);
+        const filters = (p.FilterCriteria as { Filters?: { Pattern: string }[] } | undefined)?.Filters ?? [];
+        streamMappings.push({
+          logicalId,
+          functionLogicalId,
+          batchSize: Number(p.BatchSize ?? 100),
+          filters: filters.map((f) => JSON.parse(f.Pattern) as Record<string, unknown>),
+          retryAttempts: Number(p.MaximumRetryAttempts ?? -1),
+          reportBatchItemFailures: ((p.FunctionResponseTypes as string[] | undefined) ?? []).includes(
+            'ReportBatchItemFailures',
+          ),
+          enabled: p.Enabled !== false,
+        });
       } else if (resource.Type === 'AWS::Lambda::EventSourceMapping') {
         const functionLogicalId = targetOf(p.FunctionName);
         const queueLogicalId = targetOf(p.EventSourceArn);
@@ -210,7 +240,7 @@ export const readAssembly = (dir: string): Assembly => {
       }
     }
   }
-  return { dir, templates, functions, routes, queueMappings, schedules };
+  return { dir, templates, functions, routes, queueMappings, schedules, streamMappings };
 };
 
 /** The functions something invokes (a route, a queue, a schedule): the service's own, not CDK's helpers. */
@@ -219,6 +249,7 @@ export const triggeredFunctions = (assembly: Assembly): FunctionSpec[] => {
     ...assembly.routes.map((r) => r.functionLogicalId),
     ...assembly.queueMappings.map((m) => m.functionLogicalId),
     ...assembly.schedules.map((s) => s.functionLogicalId),
+    ...assembly.streamMappings.map((m) => m.functionLogicalId),
   ]);
   return assembly.functions.filter((f) => triggered.has(f.logicalId));
 };
@@ -273,6 +304,9 @@ export const templateResolver = (assembly: Assembly, resources: LocalResources) 
         return queueUrlOf(resource) ?? fail(stack, logicalId, `queue ${id} is not local`);
       case 'AWS::Lambda::Function':
         return logicalId;
+      case 'AWS::Events::EventBus':
+        // The operator event bus: the local prefix's, on the EventBridge emulator.
+        return operatorEventBusName(resources.prefix);
       default:
         return fail(stack, logicalId, `Ref of a ${resource.Type}`);
     }
@@ -293,6 +327,8 @@ export const templateResolver = (assembly: Assembly, resources: LocalResources) 
           return queueNameOf(ref(stack, logicalId));
         case 'AWS::SQS::Queue.QueueUrl':
           return ref(stack, logicalId);
+        case 'AWS::Events::EventBus.Arn':
+          return `arn:aws:events:${region}:${accountId}:event-bus/${ref(stack, logicalId)}`;
         case 'AWS::Lambda::Function.Arn':
           return `arn:aws:lambda:${region}:${accountId}:function:${logicalId}`;
         default:

@@ -2,15 +2,16 @@
  * The service as `cdk deploy` would run it, on one machine: every function the templates trigger
  * runs its bundle from the cloud assembly in its own Node process (`function-process.ts`), with
  * the template's handler, timeout, memory and environment (references resolved to the emulators'
- * table, queues and bucket); the HTTP API's routes, the SQS event source mappings and the schedule
- * rules are served as the template declares them. Only the SDK's standard variables point the
- * functions' clients at the emulators; any other AWS service is an unreachable address, so nothing
- * can reach AWS.
+ * table, queues and bucket); the HTTP API's routes, the SQS and DynamoDB stream event source
+ * mappings and the schedule rules are served as the template declares them. Only the SDK's
+ * standard variables point the functions' clients at the emulators; any other AWS service is an
+ * unreachable address, so nothing can reach AWS.
  */
 import { randomUUID } from 'node:crypto';
 import { basePath } from '../../lib/routes.ts';
 import { localAwsConfig } from '../emulators.ts';
 import type { LocalResources } from '../provision.ts';
+import { type StreamPoller, startStreamPoller } from '../stream-source.ts';
 import { type Assembly, type FunctionSpec, templateResolver, triggeredFunctions } from './assembly.ts';
 import { FunctionProcess, type InvokeOutcome } from './function-process.ts';
 import { type HttpFront, startHttpFront } from './http-front.ts';
@@ -60,6 +61,8 @@ export interface BundleStackOptions {
   /** Added to every function's environment: the rehearsal's local switches, never the template's. */
   localEnvironment?: Record<string, string>;
   port?: number;
+  /** The EventBridge emulator the operator events go to; without, PutEvents meets a closed port (and is retried). */
+  eventBridgeEndpoint?: string;
   host?: string;
   /** Ticks each schedule rule every this many ms; off (undefined) when the caller ticks by hand. */
   scheduleIntervalMs?: number;
@@ -107,6 +110,7 @@ export const startBundleStack = async (options: BundleStackOptions): Promise<Bun
       },
       onLog: (line) => {
         lines.push(line);
+        ...(options.eventBridgeEndpoint ? { AWS_ENDPOINT_URL_EVENTBRIDGE: options.eventBridgeEndpoint } : {}),
         if (lines.length > keptLogLines) lines.shift();
         options.onLog?.(spec.id, line);
       },
@@ -173,6 +177,26 @@ export const startBundleStack = async (options: BundleStackOptions): Promise<Bun
                 'detail-type': 'Scheduled Event',
                 source: 'aws.events',
                 account: '000000000000',
+    // The table's stream mappings: the template's filters, batch size and retries, read locally.
+    for (const mapping of assembly.streamMappings.filter((m) => m.enabled)) {
+      const fn = functionOf(mapping.functionLogicalId);
+      const poller: StreamPoller = startStreamPoller({
+        dynamoDbEndpoint: resources.dynamoDbEndpoint,
+        tableName: resources.tableName,
+        mapping,
+        intervalMs: 200,
+        handler: async (event) => {
+          const outcome = await fn.invoke(event);
+          if (!outcome.ok) throw new Error(outcome.error.errorMessage);
+          return outcome.result as { batchItemFailures: { itemIdentifier: string }[] };
+        },
+        onFailure: (failure) =>
+          options.onError?.(new Error(`stream batch failed every retry: ${JSON.stringify(failure)}`)),
+        onError: options.onError,
+      });
+      stops.push(() => poller.stop());
+    }
+
                 time: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
                 region: localAwsConfig.region,
                 resources: [`arn:aws:events:${localAwsConfig.region}:000000000000:rule/${stack}-${schedule.logicalId}`],

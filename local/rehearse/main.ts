@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startDynamoDb, startSqsS3 } from '../emulators.ts';
+import { startEventBridge } from '../eventbridge-emulator.ts';
 import { tableOnlyDeps } from '../local-deps.ts';
 import { provision } from '../provision.ts';
 import { readAssembly, triggeredFunctions } from './assembly.ts';
@@ -62,6 +63,8 @@ try {
   cleanups.push(() => dynamo.stop());
   const sqsS3 = await startSqsS3({});
   cleanups.push(() => sqsS3.stop());
+  const eventBridge = await startEventBridge({ fileFor: (bus) => join(stateDir, `${bus}.jsonl`) });
+  cleanups.push(() => eventBridge.stop());
   const resources = await provision({
     prefix: `rehearsal${randomUUID().slice(0, 8)}`,
     dynamoDbEndpoint: dynamo.endpoint,
@@ -73,6 +76,7 @@ try {
   stack = await startBundleStack({
     assembly,
     resources,
+    eventBridgeEndpoint: eventBridge.endpoint,
     // The documented local switches (never in the template): loopback receivers, the receiver's CA.
     localEnvironment: {
       ALLOW_PRIVATE_CALLBACKS: '1',
