@@ -70,9 +70,22 @@ const pendingMessages = async (jobId: string, handed: Set<string>): Promise<Sent
     .map((m) => ({ ...m, message: JSON.parse(m.body) }))
     .filter((m) => m.message.jobId === jobId && m.state !== 'inflight' && !handed.has(m.messageId));
 
+/**
+ * The run's waiting messages, once there is one: a run reads ended as soon as its end is written,
+ * and the step executor sends its first webhook message just after.
+ */
+const waitingMessages = async (jobId: string, handed: Set<string>) => {
+  for (let i = 0; i < 50; i++) {
+    const waiting = await pendingMessages(jobId, handed);
+    if (waiting.length > 0) return waiting;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return [];
+};
+
 /** Hands the run's one waiting message to the worker at `clock` (moved to its due time first). */
 const deliverNext = async (jobId: string, handed: Set<string>, clock: { now: number }) => {
-  const waiting = await pendingMessages(jobId, handed);
+  const waiting = await waitingMessages(jobId, handed);
   expect(waiting, 'one message waiting').toHaveLength(1);
   const [next] = waiting as [Sent];
   if (next.message.dueAt) clock.now = Math.max(clock.now, Date.parse(next.message.dueAt));
@@ -429,7 +442,7 @@ describe('a lost first message', () => {
     try {
       const { team, jobId } = await runWithCallback(receiver.url);
       // The message is lost: taken off the queue and deleted, never handed to the worker.
-      const [lost] = await pendingMessages(jobId, new Set());
+      const [lost] = await waitingMessages(jobId, new Set());
       let receiptHandle: string | undefined;
       for (let i = 0; i < 20 && !receiptHandle; i++) {
         const { Messages = [] } = await stack.deps.sqs.send(
