@@ -10,7 +10,7 @@
  * header. Generated with a fixed fast-check seed, so a failure names a request that fails again.
  */
 import fc from 'fast-check';
-import type { OpenAPIObject, OperationObject, ParameterObject, ResponseObject } from 'openapi3-ts/oas31';
+import type { OpenAPIObject, OperationObject, ParameterObject, ResponseObject, SchemaObject } from 'openapi3-ts/oas31';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../functions/domain/api-key.ts';
 import { revokeApiKey } from '../functions/store/api-keys.ts';
@@ -60,6 +60,8 @@ let auths: Record<string, string | undefined>;
 let ids: string[];
 let leaks: RegExp[];
 let inputWorkflow: string;
+/** Query values only the service makes (a list's `nextCursor`), by parameter name. */
+const realQueryValues: Record<string, string[]> = {};
 
 /** A workflow that takes an input (`topic`) and stores free-form JSON (`JsonLoader.data`, `ConditionalSwitch.value`). */
 const goodSteps = (): Json[] => [
@@ -165,6 +167,45 @@ const contentTypes = [
 ];
 
 const idempotencyKeys = ['', ' ', 'k', 'x'.repeat(255), 'x'.repeat(256), 'x'.repeat(6000), 'caf\u00e9', '\u00ff\u00fe'];
+
+/** Query values (as sent, encoded) that no declared parameter takes. */
+const badQueryValues = [
+  '',
+  'abc',
+  '-1',
+  '0',
+  '101',
+  '1.5',
+  '1e3',
+  '0x10',
+  '%00',
+  '%F0%9F%98%80',
+  '%ED%A0%80',
+  'x&limit=1&limit=2',
+  'not-a-uuid',
+  'eyJhIjoxfQ',
+  `${'z'.repeat(3000)}`,
+];
+
+/** A valid query string for the operation's declared query parameters (each one present or not). */
+const queryArb = (op: Operation): fc.Arbitrary<string> => {
+  const params = op.params.filter((p) => p.in === 'query' && p.schema);
+  if (!params.length) return fc.constant('');
+  const model = Object.fromEntries(
+    params.map((p) => {
+      const fromSchema = schemaValue(doc, p.schema as SchemaObject, { ids });
+      const real = realQueryValues[p.name] ?? [];
+      return [p.name, real.length ? fc.oneof(fc.constantFrom(...real), fromSchema) : fromSchema];
+    }),
+  );
+  return fc.record(model, { requiredKeys: [] }).map((values) =>
+    Object.keys(values).length
+      ? `?${Object.entries(values)
+          .map(([name, value]) => `${name}=${encodeURIComponent(String(value))}`)
+          .join('&')}`
+      : '',
+  );
+};
 
 /** Headers a caller controls that the gateway or a handler reads. */
 const oddHeaders: [string, string][] = [
@@ -324,7 +365,18 @@ beforeAll(async () => {
     method: 'POST',
     body: { defer: true, maxMultiplier: 0.1 },
   });
-  expect([started.status, deferred.status]).toEqual([200, 202]);
+  // Two of each, so each list has a second page and its cursor.
+  const secondRun = await call(stack.baseUrl, `/workflows/${inputWorkflow}/runs`, {
+    key: team.key,
+    method: 'POST',
+    body: { inputs: { topic: 'otters' } },
+  });
+  const secondDeferred = await call(stack.baseUrl, `/workflows/${inputWorkflow}/runs`, {
+    key: team.key,
+    method: 'POST',
+    body: { defer: true, maxMultiplier: 0.1 },
+  });
+  expect([started.status, deferred.status, secondRun.status, secondDeferred.status]).toEqual([200, 202, 200, 202]);
 
   const other = await seedTeam(stack.deps, { credits: 100, key: { rateLimitPerMinute: 1_000_000 } });
   const otherWorkflow = await createWorkflow(stack, other, pairSteps);
@@ -364,6 +416,12 @@ beforeAll(async () => {
     'read-only scope': `Bearer ${readOnly.key}`,
     'one workflow': `Bearer ${oneWorkflow.key}`,
   };
+  // A real cursor of each list that pages (any GET whose document declares `cursor`), so valid queries page.
+  for (const op of operations().filter((o) => o.method === 'GET' && o.params.some((p) => p.name === 'cursor'))) {
+    const page = await call(stack.baseUrl, `${op.template}?limit=1`, { key: team.key });
+    expect(typeof page.body.nextCursor, `${op.template} pages`).toBe('string');
+    realQueryValues.cursor = [...(realQueryValues.cursor ?? []), String(page.body.nextCursor)];
+  }
   const { resources } = stack;
   const names = [
     resources.tableName,
@@ -465,12 +523,12 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
       // Valid: from the schema, with ids that exist, on the full key.
       // As many as there is something to vary: a body, else the ids in the path, else nothing.
       const numRuns = op.bodySchema ? 40 : op.params.some((p) => p.in === 'path') ? 12 : 4;
-      const valid = fc.sample(fc.tuple(bodyArb, fc.nat()), { seed, numRuns });
-      for (const [body, n] of valid) {
+      const valid = fc.sample(fc.tuple(bodyArb, fc.nat(), queryArb(op)), { seed, numRuns });
+      for (const [body, n, query] of valid) {
         requests.push({
           op,
           method: op.method,
-          path: fill(op, (p) => validParam(p, n)),
+          path: `${fill(op, (p) => validParam(p, n))}${query}`,
           label: 'valid',
           headers: { ...header('full key'), ...(body === undefined ? {} : json) },
           body: body === undefined ? undefined : serialize(body as Json),
@@ -538,6 +596,18 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
             method: op.method,
             path: fill(op, () => id),
             label: `id ${id.slice(0, 40)}`,
+            headers: header('full key'),
+          });
+        }
+      }
+      // Each declared query parameter with values of the wrong kind, hostile, or twice.
+      for (const param of op.params.filter((p) => p.in === 'query')) {
+        for (const value of badQueryValues) {
+          requests.push({
+            op,
+            method: op.method,
+            path: `${fill(op, (p) => validParam(p, 5))}?${param.name}=${value}`,
+            label: `query ${param.name}=${value.slice(0, 30)}`,
             headers: header('full key'),
           });
         }
