@@ -250,6 +250,14 @@ export const triggeredFunctions = (assembly: Assembly): FunctionSpec[] => {
     ...assembly.queueMappings.map((m) => m.functionLogicalId),
     ...assembly.schedules.map((s) => s.functionLogicalId),
     ...assembly.streamMappings.map((m) => m.functionLogicalId),
+    // Functions another one invokes by the name its environment holds (the step executor's PythonRunner).
+    ...assembly.functions.flatMap((f) =>
+      Object.values(f.environment).flatMap((value) =>
+        isIntrinsic(value) && 'Ref' in value && assembly.functions.some((g) => g.logicalId === value.Ref)
+          ? [String(value.Ref)]
+          : [],
+      ),
+    ),
   ]);
   return assembly.functions.filter((f) => triggered.has(f.logicalId));
 };

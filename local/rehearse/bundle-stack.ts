@@ -10,6 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { basePath } from '../../lib/routes.ts';
 import { localAwsConfig } from '../emulators.ts';
+import { type InvokedHandler, startLambdaEmulator } from '../lambda-emulator.ts';
 import type { LocalResources } from '../provision.ts';
 import { type StreamPoller, startStreamPoller } from '../stream-source.ts';
 import { type Assembly, type FunctionSpec, templateResolver, triggeredFunctions } from './assembly.ts';
@@ -60,9 +61,9 @@ export interface BundleStackOptions {
   resources: LocalResources;
   /** Added to every function's environment: the rehearsal's local switches, never the template's. */
   localEnvironment?: Record<string, string>;
-  port?: number;
   /** The EventBridge emulator the operator events go to; without, PutEvents meets a closed port (and is retried). */
   eventBridgeEndpoint?: string;
+  port?: number;
   host?: string;
   /** Ticks each schedule rule every this many ms; off (undefined) when the caller ticks by hand. */
   scheduleIntervalMs?: number;
@@ -93,6 +94,9 @@ export const startBundleStack = async (options: BundleStackOptions): Promise<Bun
   const byLogicalId = new Map<string, FunctionProcess>();
   const functions = new Map<string, FunctionProcess>();
   const logs = new Map<string, string[]>();
+  // Lambda's Invoke API for the functions one invokes (their name is their logical id, as `Ref` resolves).
+  const invocable: Record<string, InvokedHandler> = {};
+  const lambda = await startLambdaEmulator(invocable);
   for (const spec of specs) {
     checkRuntime(spec);
     const lines: string[] = [];
@@ -106,17 +110,23 @@ export const startBundleStack = async (options: BundleStackOptions): Promise<Bun
       environment: {
         ...resolver.environmentOf(spec),
         ...emulatorSdkEnvironment(resources),
+        ...(options.eventBridgeEndpoint ? { AWS_ENDPOINT_URL_EVENTBRIDGE: options.eventBridgeEndpoint } : {}),
+        AWS_ENDPOINT_URL_LAMBDA: lambda.endpoint,
         ...options.localEnvironment,
       },
       onLog: (line) => {
         lines.push(line);
-        ...(options.eventBridgeEndpoint ? { AWS_ENDPOINT_URL_EVENTBRIDGE: options.eventBridgeEndpoint } : {}),
         if (lines.length > keptLogLines) lines.shift();
         options.onLog?.(spec.id, line);
       },
     });
     byLogicalId.set(spec.logicalId, fn);
     functions.set(spec.id, fn);
+    invocable[spec.logicalId] = async (event) => {
+      const outcome = await fn.invoke(event);
+      if (!outcome.ok) throw Object.assign(new Error(outcome.error.errorMessage), { name: outcome.error.errorType });
+      return outcome.result;
+    };
   }
   const functionOf = (logicalId: string) => {
     const fn = byLogicalId.get(logicalId);
@@ -124,7 +134,10 @@ export const startBundleStack = async (options: BundleStackOptions): Promise<Bun
     return fn;
   };
 
-  const stops: (() => Promise<void> | void)[] = [...functions.values()].map((fn) => () => fn.stop());
+  const stops: (() => Promise<void> | void)[] = [
+    () => lambda.stop(),
+    ...[...functions.values()].map((fn) => () => fn.stop()),
+  ];
   const close = async () => {
     for (const stop of stops.reverse()) {
       try {
@@ -165,18 +178,6 @@ export const startBundleStack = async (options: BundleStackOptions): Promise<Bun
       mappings.set(functionOf(mapping.functionLogicalId).options.name, queueMapping);
     }
 
-    const tick = () =>
-      Promise.all(
-        assembly.schedules.map((schedule) => {
-          const stack = specs.find((s) => s.logicalId === schedule.functionLogicalId)?.stack ?? '';
-          const event = schedule.input
-            ? JSON.parse(schedule.input)
-            : {
-                version: '0',
-                id: randomUUID(),
-                'detail-type': 'Scheduled Event',
-                source: 'aws.events',
-                account: '000000000000',
     // The table's stream mappings: the template's filters, batch size and retries, read locally.
     for (const mapping of assembly.streamMappings.filter((m) => m.enabled)) {
       const fn = functionOf(mapping.functionLogicalId);
@@ -197,6 +198,18 @@ export const startBundleStack = async (options: BundleStackOptions): Promise<Bun
       stops.push(() => poller.stop());
     }
 
+    const tick = () =>
+      Promise.all(
+        assembly.schedules.map((schedule) => {
+          const stack = specs.find((s) => s.logicalId === schedule.functionLogicalId)?.stack ?? '';
+          const event = schedule.input
+            ? JSON.parse(schedule.input)
+            : {
+                version: '0',
+                id: randomUUID(),
+                'detail-type': 'Scheduled Event',
+                source: 'aws.events',
+                account: '000000000000',
                 time: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
                 region: localAwsConfig.region,
                 resources: [`arn:aws:events:${localAwsConfig.region}:000000000000:rule/${stack}-${schedule.logicalId}`],

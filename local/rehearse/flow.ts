@@ -267,6 +267,48 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
       return `run.completed, ${received.body.length} B, signature verified`;
     });
 
+    await step(
+      'a PythonSandbox step: the step executor invokes the PythonRunner bundle (Pyodide beside it)',
+      async () => {
+        const created = await request(baseUrl, '/workflows', {
+          key,
+          method: 'POST',
+          body: {
+            name: 'Rehearsal Python',
+            agentId,
+            steps: [
+              { key: 'word', type: 'TextEntry', config: { text: 'lighthouse' } },
+              {
+                key: 'python',
+                type: 'PythonSandbox',
+                config: { code: 'import json\nresult = {"word": inputs[0], "letters": len(inputs[0])}' },
+                inputs: [{ from: 'word', targetHandle: 'values' }],
+              },
+            ],
+          },
+        });
+        expectStatus(created, 201, 'POST /workflows (Python)');
+        const started = await startRun(String(created.body.workflowId), {});
+        expectStatus(started, 200, 'POST /workflows/{id}/runs (Python)');
+        // The runner's first invocation loads Pyodide (seconds of cpu): a longer wait than a run's.
+        const ran = await waitFor(
+          'the Python run to end',
+          async () => {
+            const run = await request(baseUrl, `/runs/${String(started.body.jobId)}`, { key });
+            return ended.includes(String(run.body.status)) ? run : undefined;
+          },
+          90_000,
+        );
+        check(ran.body.status === 'completed', `run ended ${ran.body.status}: ${ran.text.slice(0, 500)}`);
+        const output = (ran.body.output as { node_id: string; result: unknown }[]).find((o) => o.node_id === 'python');
+        const expected = JSON.stringify({ word: 'lighthouse', letters: 10 });
+        check(JSON.stringify(output?.result) === expected, `result ${JSON.stringify(output?.result)}`);
+        const invoked = stack.functions.get('PythonRunner');
+        check(invoked, 'no PythonRunner function in the assembly');
+        return `result ${expected} from the PythonRunner bundle`;
+      },
+    );
+
     if (scope === 'full') {
       await step('Steps mapping: a redelivered step is a no-op, a malformed message alone goes back', async () => {
         const duplicate = run?.body.steps as { node_id?: string }[] | undefined;
