@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { buildApp } from '../lib/build-app.ts';
 import { libraryBucket, queues, tables } from '../lib/definitions.ts';
 import { contextKeys } from '../lib/stages.ts';
-import { workers } from '../lib/workers.ts';
+import { pythonRunner, workers } from '../lib/workers.ts';
 import { type AwsCommandRecord, canonicalArn } from '../local/aws-command-log.ts';
 import { functionIds } from '../local/invocation.ts';
 import { awsCommandLogDir } from '../vitest.config.ts';
@@ -104,6 +104,8 @@ const arnOf = (logicalId: string, type: string): string => {
     }
     case 'AWS::S3::Bucket':
       return `arn:${partition}:s3:::${logicalId.startsWith(libraryBucket.id) ? libraryBucket.id : logicalId}`;
+    case 'AWS::Lambda::Function':
+      return `arn:${partition}:lambda:${region}:${account}:function:${logicalId.startsWith(pythonRunner.id) ? pythonRunner.id : logicalId}`;
     case 'AWS::Events::EventBus':
       return `arn:${partition}:events:${region}:${account}:event-bus/${logicalId.startsWith('OperatorEventBus') ? 'OperatorEventBus' : logicalId}`;
     case 'AWS::Logs::LogGroup':
