@@ -4,8 +4,9 @@ import { type Deps, productionDeps } from '../functions/deps.ts';
 import { connectionSecretPrefixOf, refusingSecrets } from '../functions/store/secret-refs.ts';
 import { envNames } from '../lib/definitions.ts';
 import { stageDefaults, stageNames } from '../lib/stages.ts';
-import { runAdmin } from './admin.ts';
+import { runAdmin, runEventsTail } from './admin.ts';
 import { localAwsConfig, startDynamoDb } from './emulators.ts';
+import { operatorEventsFile } from './eventbridge-emulator.ts';
 import { localDeps, tableOnlyDeps } from './local-deps.ts';
 import { provisionTables } from './provision.ts';
 import { dynamoDbDataDir, localPrefix, readRunningStack, stateDir } from './state.ts';
@@ -17,6 +18,17 @@ import { dynamoDbDataDir, localPrefix, readRunningStack, stateDir } from './stat
  * runs, DynamoDB Local started on the same data for the length of the command.
  */
 const main = async () => {
+  // The operator events the local stack wrote: a file, no table needed.
+  if (process.argv[2] === 'events') {
+    const abort = new AbortController();
+    process.once('SIGINT', () => abort.abort());
+    process.exitCode = await runEventsTail(process.argv.slice(2), {
+      file: operatorEventsFile,
+      write: (line) => process.stdout.write(`${line}\n`),
+      signal: abort.signal,
+    });
+    return;
+  }
   let deps: Deps;
   let cleanup = async () => {};
   if (process.env[envNames.table]) {

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { Deps } from '../functions/deps.ts';
 import { toCredits, toHundredths } from '../functions/domain/credits.ts';
@@ -53,6 +53,10 @@ const usage = `Usage: npm run admin -- <command> [flags] [--json]
   connection list --team T
   dispatch                          run one deferred-run dispatcher tick now; prints what it moved
   deferred list --team T            waiting deferred runs with their multiplier and expiry
+  events tail [--follow] [--type T1,T2] [--lines N]
+                                    the last N (20) operator events of the local stack
+                                    (.local/events.jsonl), one a line; --follow waits for more;
+                                    --type keeps those detail-types (e.g. "Run Finished")
 
 Amounts are credits (1 credit = $0.01) with at most two decimals. Scopes: ${allScopes.join(', ')}.`;
 
@@ -332,4 +336,80 @@ const notFound = (kind: string, id: string | undefined): never => {
 const priceView = async (deps: Deps) => {
   const settings = await getPriceSettings(deps);
   return { current: currentMultiplier(settings, deps.now()), live: settings.multiplier, hourly: settings.hourly };
+};
+
+/** One operator event as a line: its time, detail-type, event id, then the rest of its detail. */
+const eventLine = (event: Record<string, unknown>) => {
+  const { eventId, version: _version, ...rest } = (event.detail ?? {}) as Record<string, unknown>;
+  const fields = Object.entries(rest)
+    .filter(([, value]) => value !== null)
+    .map(([key, value]) => `${key}=${typeof value === 'object' ? JSON.stringify(value) : String(value)}`);
+  return [event.time, event['detail-type'], eventId, ...fields].join('  ');
+};
+
+/**
+ * `events tail`: the operator events the local EventBridge wrote to `file` (one JSON line each),
+ * the last `--lines` (20) of them, `--type` keeping only those detail-types; with `--follow`, then
+ * each new one as it comes until `signal` aborts. `--json` prints each event's JSON line as written.
+ * Answers the exit code (2 for a usage mistake).
+ */
+export const runEventsTail = async (
+  argv: string[],
+  options: { file: string; write: (line: string) => void; signal?: AbortSignal; pollMs?: number },
+): Promise<number> => {
+  let flags: { follow?: boolean; type?: string; lines?: string; json?: boolean };
+  try {
+    const parsed = parseArgs({
+      args: argv,
+      options: {
+        follow: { type: 'boolean' },
+        type: { type: 'string' },
+        lines: { type: 'string' },
+        json: { type: 'boolean' },
+      },
+      allowPositionals: true,
+      strict: true,
+    });
+    if (parsed.positionals.join(' ') !== 'events tail') throw new UsageError('Unknown command');
+    flags = parsed.values;
+  } catch (error) {
+    options.write(`${(error as Error).message}\n\n${usage}`);
+    return 2;
+  }
+  const count = Number(flags.lines ?? 20);
+  if (!Number.isInteger(count) || count < 0) {
+    options.write(`--lines must be a whole number\n\n${usage}`);
+    return 2;
+  }
+  const types = new Set(list(flags.type));
+  const print = (text: string) => {
+    const lines = text.split('\n').filter((line) => line.trim() !== '');
+    const kept = lines.filter((line) => {
+      if (types.size === 0) return true;
+      try {
+        return types.has(String((JSON.parse(line) as Record<string, unknown>)['detail-type']));
+      } catch {
+        return false;
+      }
+    });
+    return kept.map((line) => (flags.json ? line : eventLine(JSON.parse(line) as Record<string, unknown>)));
+  };
+  let read = 0;
+  /** The whole lines added to the file since the last read (a line still being written waits). */
+  const readNew = (): string => {
+    const size = existsSync(options.file) ? statSync(options.file).size : 0;
+    if (size < read) read = 0; // The file was replaced (npm start -- --reset): read it from its start.
+    if (size === read) return '';
+    const added = readFileSync(options.file).subarray(read, size);
+    const complete = added.lastIndexOf(0x0a) + 1;
+    read += complete;
+    return added.subarray(0, complete).toString('utf8');
+  };
+  const last = print(readNew());
+  for (const line of count === 0 ? [] : last.slice(-count)) options.write(line);
+  while (flags.follow && !options.signal?.aborted) {
+    await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 250));
+    for (const line of print(readNew())) options.write(line);
+  }
+  return 0;
 };

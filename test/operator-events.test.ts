@@ -9,6 +9,7 @@ import { operatorDetailTypes } from '../functions/domain/operator-events.ts';
 import { StepFailedError } from '../functions/nodes/executors/types.ts';
 import { setLiveMultiplier } from '../functions/store/price-multiplier.ts';
 import { readRunPartition } from '../functions/store/runs.ts';
+import { runEventsTail } from '../local/admin.ts';
 import type { QueuePoller } from '../local/event-source.ts';
 import { type DeliveredEvent, eventBridgeFaultsLeft, setEventBridgeFaults } from '../local/eventbridge-emulator.ts';
 import {
@@ -184,6 +185,73 @@ describe('operator events from runs', () => {
     } finally {
       await again.stop();
     }
+  });
+});
+
+describe("the operators' CLI: events tail", () => {
+  let stack: TestStack;
+  let events: Events;
+  let workers: QueuePoller;
+  beforeAll(async () => {
+    stack = await startTestStack();
+    events = await startOperatorEventsFor(stack);
+    workers = startStepWorkers(stack, { executors });
+  });
+  afterAll(async () => {
+    await workers?.stop();
+    await events?.stop();
+    await stack?.close();
+  });
+
+  const runOnce = async () => {
+    const team = await seedTeam(stack.deps);
+    const workflowId = await createWorkflow(stack, team, pairSteps);
+    const jobId = (await startRunCall(stack.baseUrl, team.key, workflowId)).body.jobId as string;
+    await waitForEnd(stack.baseUrl, team.key, jobId);
+    return jobId;
+  };
+
+  it('prints the last events of a type, one a line, then follows the file', async () => {
+    const first = await runOnce();
+    const second = await runOnce();
+    await eventually(events, (e) => ofJob(e, second).length >= 2);
+
+    const lines: string[] = [];
+    const tail = (argv: string[], signal?: AbortSignal) =>
+      runEventsTail(['events', 'tail', ...argv], {
+        file: events.file,
+        write: (l) => lines.push(l),
+        signal,
+        pollMs: 50,
+      });
+    expect(await tail(['--type', 'Run Finished', '--lines', '1'])).toBe(0);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(
+      new RegExp(`^\\S+Z  Run Finished  ${second}:run-finished  jobId=${second}  .*status=completed`),
+    );
+    expect(lines[0]).toContain('creditsCharged=0.02');
+
+    lines.length = 0;
+    expect(await tail(['--json'])).toBe(0);
+    expect(lines.map((l) => JSON.parse(l).detail.jobId)).toEqual(
+      expect.arrayContaining([first, first, second, second]),
+    );
+
+    lines.length = 0;
+    const abort = new AbortController();
+    const following = tail(['--follow', '--lines', '0', '--type', 'Run Started'], abort.signal);
+    const third = await runOnce();
+    const deadline = Date.now() + 20_000;
+    while (!lines.some((l) => l.includes(`${third}:run-started`)) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    abort.abort();
+    expect(await following).toBe(0);
+    expect(lines).toEqual([expect.stringContaining(`Run Started  ${third}:run-started`)]);
+
+    lines.length = 0;
+    expect(await tail(['--lines', 'x'])).toBe(2);
+    expect(lines[0]).toMatch(/--lines must be a whole number/);
   });
 });
 
