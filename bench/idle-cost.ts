@@ -154,7 +154,10 @@ export const idleCost = (context: Record<string, string>, tick: TickCost): IdleI
   const alarms = resourcesOf(api, 'AWS::CloudWatch::Alarm');
   const alarmMetricCount = alarms.reduce((sum, a) => sum + alarmMetrics(a), 0);
   const dashboards = resourcesOf(api, 'AWS::CloudWatch::Dashboard').length;
-  const mappings = resourcesOf(api, 'AWS::Lambda::EventSourceMapping').length;
+  // SQS mappings only: Lambda reads a DynamoDB stream (the operator events') without a billed request.
+  const mappings = resourcesOf(api, 'AWS::Lambda::EventSourceMapping').filter(
+    (m) => m.Properties?.StartingPosition === undefined,
+  ).length;
   const receives = mappings * idlePollers.perMapping * idlePollers.receivesPerMinute * minutesPerMonth;
   const ticks = ticksPerMonth(api);
   const tickGbSeconds = (tick.ms / 1000) * (functionMemoryMb / 1024);

@@ -186,6 +186,9 @@ export class Observability extends Construct {
     // failed); a queue consumer throttled (the account's concurrency exhausted). The dispatcher's
     // throttles show as missed ticks.
     for (const worker of workers) {
+      // A stream worker's failures are retried from the stream, then land in its DLQ, whose
+      // arrivals alarm (above) is the one to act on: a second alarm would add $0.10 a month idle.
+      if (worker.trigger.kind === 'stream') continue;
       const fn = fnOf(worker.id);
       this.alarms.push(
         fn.metricErrors({ period: window, statistic: Stats.SUM }).createAlarm(this, `${worker.id}ErrorsAlarm`, {

@@ -626,14 +626,15 @@ describe('cdk app', { timeout: 120_000 }, () => {
       });
     });
 
-    it("alarms on the stream's dead-letter queue like the others, and on the publisher's errors", () => {
+    it("alarms on the stream's dead-letter queue like the others (the publisher's errors end there)", () => {
       const dlqId = logicalIdOf(dev.apiResources, 'AWS::SQS::Queue', 'OperatorEventsDeadLetterQueue');
       const alarms = Object.entries(dev.apiTemplate.findResources('AWS::CloudWatch::Alarm'));
       const arrivals = alarms.filter(([id]) => id.includes('OperatorEventsDeadLetterArrivalsAlarm'));
       expect(arrivals).toHaveLength(1);
       expect(JSON.stringify(arrivals[0]?.[1].Properties.Metrics)).toContain(`"Fn::GetAtt":["${dlqId}","QueueName"]`);
       expect(arrivals[0]?.[1].Properties).toMatchObject({ Threshold: 0, ComparisonOperator: 'GreaterThanThreshold' });
-      expect(alarms.filter(([id]) => id.includes('EventPublisherErrorsAlarm'))).toHaveLength(1);
+      // A failed batch is retried from the stream, then its position lands in the DLQ: one alarm, not two.
+      expect(alarms.filter(([id]) => id.includes('EventPublisherErrorsAlarm'))).toHaveLength(0);
     });
 
     it('lets only the EventPublisher put events, and only on the bus', () => {

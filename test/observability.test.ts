@@ -234,7 +234,8 @@ describe('alarms of one stage', { timeout: 60_000 }, () => {
     const dlqIds = ofType('AWS::SQS::Queue')
       .filter(([, r]) => r.Properties.RedrivePolicy === undefined)
       .map(([id]) => id);
-    expect(dlqIds).toHaveLength(queues.length);
+    // Each work queue's, and the operator events' stream mapping's.
+    expect(dlqIds).toHaveLength(queues.length + 1);
     for (const dlqId of dlqIds) {
       template.hasResourceProperties('AWS::CloudWatch::Alarm', {
         Metrics: [
@@ -285,7 +286,9 @@ describe('alarms of one stage', { timeout: 60_000 }, () => {
   });
 
   it("alarms on each worker's errors and each queue consumer's throttles, per function", () => {
-    for (const worker of workers) {
+    // The stream worker's failures end in its DLQ, alarmed above.
+    const alarmed = workers.filter((w) => w.trigger.kind !== 'stream');
+    for (const worker of alarmed) {
       const description =
         worker.trigger.kind === 'queue'
           ? `consumes the ${worker.trigger.queue} queue`
@@ -306,7 +309,7 @@ describe('alarms of one stage', { timeout: 60_000 }, () => {
     }
     // Route functions answer their errors as 500s: the API's 5xx rate watches them.
     expect(alarms.filter((a) => a.Namespace === 'AWS/Lambda' && a.MetricName !== 'Invocations')).toHaveLength(
-      workers.length + workers.filter((w) => w.trigger.kind === 'queue').length,
+      alarmed.length + workers.filter((w) => w.trigger.kind === 'queue').length,
     );
   });
 
@@ -358,10 +361,12 @@ describe('alarms of one stage', { timeout: 60_000 }, () => {
     expect(JSON.stringify(alarms)).not.toContain(metricsNamespace);
   });
 
-  it('costs $1.20 a month idle: 12 standard-resolution alarm metrics, and no dashboard unless asked', () => {
-    expect(alarms).toHaveLength(1 + 2 * queues.length + 3 + 2 + 1);
-    expect(alarmMetricCount(alarms)).toBe(12);
-    expect(alarmMetricCount(prod.alarms)).toBe(12);
+  it('costs $1.30 a month idle: 13 standard-resolution alarm metrics, and no dashboard unless asked', () => {
+    // API 5xx; per work queue, DLQ arrivals and oldest message; the operator events' DLQ arrivals;
+    // three workers' errors; two consumers' throttles; the dispatcher's missed ticks.
+    expect(alarms).toHaveLength(1 + 2 * queues.length + 1 + 3 + 2 + 1);
+    expect(alarmMetricCount(alarms)).toBe(13);
+    expect(alarmMetricCount(prod.alarms)).toBe(13);
     template.resourceCountIs('AWS::CloudWatch::Dashboard', 0);
     expect(functionIds.length).toBe(routes.length + workers.length);
   });
@@ -410,7 +415,7 @@ describe('per-function alarms with the perFunctionAlarms context', { timeout: 60
         Dimensions: [{ Name: 'FunctionName', Value: { Ref: fnId } }],
       });
     }
-    expect(alarmMetricCount(alarms)).toBe(12 + 2 * routes.length);
+    expect(alarmMetricCount(alarms)).toBe(13 + 2 * routes.length);
     expect(alarms.filter((a) => a.Namespace === 'AWS/Lambda' && !a.Dimensions)).toHaveLength(0);
   });
 });
