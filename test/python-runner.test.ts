@@ -96,6 +96,9 @@ describe('PythonRunner', () => {
       'from pyodide.ffi import to_js\nresult = to_js({}).constructor.constructor("return JSON.stringify(process.env)")()',
       'from pyodide.ffi import to_js\nf = to_js(lambda: 0).constructor.constructor\nresult = f("return 1")()',
       'result = open("/proc/self/environ").read()',
+      // `pyodide_js` (the Pyodide API) comes back once its sys.modules block is deleted: it is empty.
+      'import sys\ndel sys.modules["pyodide_js"]\nimport pyodide_js\npyodide_js.mountNodeFS("/host", "/proc")\nresult = open("/host/self/environ").read()',
+      'import sys\ndel sys.modules["pyodide_js"]\nimport pyodide_js\nresult = pyodide_js._module.FS.readFile("/proc/self/environ")',
     ];
     for (const code of escapes) {
       const answer = await python(code);

@@ -144,6 +144,21 @@ def _run_step(code, inputs_json):
   pyodide.setStdout({ batched: (line) => (stdout = append(stdout, line)) });
   pyodide.setStderr({ batched: (line) => (stderr = append(stderr, line)) });
 
+  // The Pyodide API object is Python's `pyodide_js` module (which `del sys.modules[...]` brings
+  // back): it could mount host directories (`mountNodeFS('/x', '/proc')`), load packages or reach
+  // Emscripten's Module. Everything the worker needs from it is held above, so it is emptied.
+  for (let target: object | null = pyodide; target && target !== Function.prototype && target !== Object.prototype; ) {
+    for (const name of Reflect.ownKeys(target)) {
+      if (name === 'prototype' || name === 'length' || name === 'name') continue;
+      try {
+        Object.defineProperty(target, name, { value: undefined, writable: false, configurable: false });
+      } catch {
+        Reflect.deleteProperty(target, name);
+      }
+    }
+    target = Object.getPrototypeOf(target) as object | null;
+  }
+
   port.on('message', (job: PythonWorkerJob) => {
     stdout = '';
     stderr = '';
