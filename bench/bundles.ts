@@ -149,7 +149,7 @@ export const buildBundle = async (
 };
 
 /** The AWS clients the bench has emulators for: the floor's first call makes one trivial call on each it is asked for. */
-export type FloorCall = 'dynamodb' | 'sqs' | 's3';
+export type FloorCall = 'dynamodb' | 'sqs' | 's3' | 'events';
 
 /** What a floor bundle's source says for each SDK package: its import, the client it builds, the call it makes. */
 const floorParts: Record<string, { imports: string; build: string; call?: [FloorCall, string] }> = {
@@ -182,6 +182,14 @@ const floorParts: Record<string, { imports: string; build: string; call?: [Floor
     imports: "import { HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';",
     build: 'const s3 = new S3Client({});',
     call: ['s3', `await s3.send(new HeadBucketCommand({ Bucket: process.env.${envNames.bucket} }));`],
+  },
+  '@aws-sdk/client-eventbridge': {
+    imports: "import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';",
+    build: 'const events = new EventBridgeClient({});',
+    call: [
+      'events',
+      `await events.send(new PutEventsCommand({ Entries: [{ EventBusName: process.env.${envNames.operatorEventBus}, Source: 'bench', DetailType: 'Floor', Detail: '{}' }] }));`,
+    ],
   },
   '@aws-sdk/s3-request-presigner': {
     imports: "import { getSignedUrl } from '@aws-sdk/s3-request-presigner';",

@@ -23,6 +23,7 @@ import { pythonRuntimeFiles } from '../lib/bundling.ts';
 import { basePath, type Route, routes } from '../lib/routes.ts';
 import { pythonRunner, workers } from '../lib/workers.ts';
 import { startLocalApi } from '../local/api-gateway.ts';
+import { operatorEventBusName, startEventBridge } from '../local/eventbridge-emulator.ts';
 import { localDeps, localEnvironment } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
 import { emulatorSdkEnvironment } from '../local/rehearse/bundle-stack.ts';
@@ -337,6 +338,48 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
         return sqsEvent(await takeMessage(deps, resources.queueUrls.Webhooks, jobId), resources.queueUrls.Webhooks);
       },
     },
+    // A run's start and end as the table's stream hands them over: one PutEvents of two entries.
+    EventPublisher: {
+      calls: ['events'],
+      event: async () => {
+        const { jobId, workflowId } = await newRun();
+        const run = (status: string) => ({
+          PK: { S: `RUN#${jobId}` },
+          SK: { S: 'RUN' },
+          jobId: { S: jobId },
+          teamId: { S: team.teamId },
+          projectId: { S: team.projectId },
+          workflowId: { S: workflowId },
+          status: { S: status },
+          mode: { S: 'production' },
+          stepsTotal: { N: '1' },
+          estimateHundredths: { N: '1' },
+          chargedHundredths: { N: status === 'queued' ? '0' : '1' },
+          createdAt: { S: new Date().toISOString() },
+        });
+        const record = (sequence: string, eventName: 'INSERT' | 'MODIFY', oldImage?: object, newImage?: object) => ({
+          eventID: sequence,
+          eventName,
+          eventVersion: '1.1',
+          eventSource: 'aws:dynamodb',
+          awsRegion: 'us-east-1',
+          dynamodb: {
+            Keys: { PK: { S: `RUN#${jobId}` }, SK: { S: 'RUN' } },
+            ...(oldImage ? { OldImage: oldImage } : {}),
+            NewImage: newImage,
+            SequenceNumber: sequence,
+            SizeBytes: 300,
+            StreamViewType: 'NEW_AND_OLD_IMAGES',
+          },
+        });
+        return {
+          Records: [
+            record('1', 'INSERT', undefined, run('queued')),
+            record('2', 'MODIFY', run('queued'), run('completed')),
+          ],
+        };
+      },
+    },
     DeferredDispatcher: {
       calls: ['dynamodb'],
       event: async () => ({
@@ -356,11 +399,17 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
 };
 
 /** The environment a function gets on Lambda, pointed at the emulators (the same for its floor). */
-const lambdaEnvironment = (resources: LocalResources, functionId: string): Record<string, string> => ({
+const lambdaEnvironment = (
+  resources: LocalResources,
+  functionId: string,
+  eventBridgeEndpoint: string,
+): Record<string, string> => ({
   PATH: process.env.PATH ?? '',
   HOME: process.env.HOME ?? '',
   ...localEnvironment(resources),
   ...emulatorSdkEnvironment(resources),
+  AWS_ENDPOINT_URL_EVENTBRIDGE: eventBridgeEndpoint,
+  OPERATOR_EVENT_BUS: operatorEventBusName(resources.prefix),
   // The documented local switches: the webhook receiver is an https server on loopback.
   ALLOW_PRIVATE_CALLBACKS: '1',
   WEBHOOK_CA_FILE: fileURLToPath(new URL('../test/fixtures/receiver-cert.pem', import.meta.url)),
@@ -420,6 +469,9 @@ export const benchColdStarts = async (ctx: ColdStartContext) => {
     deps.s3.destroy();
   });
   const scenarios = await prepareScenarios(deps, resources, closers);
+  // The operator events' bus: the publisher's PutEvents and its floor's go to the emulator.
+  const eventBridge = await startEventBridge({ fileFor: () => join(outDir, 'operator-events.jsonl') });
+  closers.push(() => eventBridge.stop());
 
   const functions = [...routes, ...workers].map((f) => ({ id: f.id, entry: f.entry }));
   const floors = new Map<string, BuiltBundle>();
@@ -455,7 +507,7 @@ export const benchColdStarts = async (ctx: ColdStartContext) => {
     const bundle = await buildBundle(repoRoot, outDir, fn, deployed);
     const floor = await floorOf(bundle);
     const otherBundle = await buildBundle(repoRoot, outDir, fn, other);
-    const environment = lambdaEnvironment(resources, fn.id);
+    const environment = lambdaEnvironment(resources, fn.id, eventBridge.endpoint);
     const floorEvent = eventFile({ calls: scenario.calls });
     const samples = { fn: newSamples(), base: newSamples(), other: newSamples() };
     const measure = async (which: keyof typeof samples) => {
