@@ -38,6 +38,7 @@ export default async function setup(project: TestProject) {
   return async () => {
     await lambda.stop();
     await eventBridge.stop();
+    rmSync(eventsDir, { recursive: true, force: true });
     await sqsS3.stop();
     await dynamo.stop();
   };
