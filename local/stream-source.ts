@@ -187,18 +187,27 @@ export const startStreamPoller = (options: {
     }
   };
 
+  /** Shards read to their end. */
+  const done = new Set<string>();
+  let knownStreamArn: string | undefined;
+  let polls = 0;
+  let shardEnded = false;
   const pollOnce = async () => {
-    const { Table } = await ddb.send(new DescribeTableCommand({ TableName: options.tableName }));
-    const streamArn = Table?.LatestStreamArn;
+    knownStreamArn ??= (await ddb.send(new DescribeTableCommand({ TableName: options.tableName }))).Table
+      ?.LatestStreamArn;
+    const streamArn = knownStreamArn;
     if (!streamArn) return;
-    const { StreamDescription } = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
-    const listed = StreamDescription?.Shards ?? [];
+    // New shards are looked for now and then, and at once when one ended; not on every poll.
+    const listed =
+      polls++ % 20 === 0 || shardEnded
+        ? ((await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }))).StreamDescription?.Shards ?? [])
+        : [];
+    shardEnded = false;
     for (const shard of listed) {
       const id = shard.ShardId ?? '';
-      if (shards.has(id)) continue;
+      if (shards.has(id) || done.has(id)) continue;
       // A child shard is read once its parent is done, so records stay in order.
-      const parent = shard.ParentShardId ? shards.get(shard.ParentShardId) : undefined;
-      if (parent && !(parent.closed && parent.pending.length === 0)) continue;
+      if (shard.ParentShardId && shards.has(shard.ParentShardId)) continue;
       shards.set(id, { iterator: await iteratorOf(streamArn, shard), pending: [], tries: 0, closed: false });
     }
     for (const [shardId, state] of shards) {
@@ -218,6 +227,11 @@ export const startStreamPoller = (options: {
         state.pending = passed;
       }
       if (state.pending.length > 0) await deliver(shardId, state);
+      if (state.closed && state.pending.length === 0) {
+        shards.delete(shardId);
+        done.add(shardId);
+        shardEnded = true;
+      }
     }
   };
 
