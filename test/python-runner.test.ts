@@ -1,6 +1,7 @@
 /**
- * The PythonRunner function's handler over a real Pyodide in a worker thread (one interpreter for
- * the whole file: a load is seconds of CPU). Proves the limits and the sandbox's walls.
+ * The PythonRunner function's handler over a real Pyodide in a worker thread (one full load for the
+ * whole file: a load is seconds of CPU; every other run starts from its snapshot). Proves the limits,
+ * the sandbox's walls, and that no run sees what an earlier one left.
  */
 import { once } from 'node:events';
 import { createServer } from 'node:net';
@@ -58,6 +59,86 @@ describe('PythonRunner', () => {
       error: 'exception',
       message: 'raised TypeError: result is not JSON: Object of type object is not JSON serializable',
     });
+  });
+
+  it('gives each run a fresh interpreter: nothing a run patches, hooks, writes or sets reaches the next', async () => {
+    const hostile = [
+      'import atexit, builtins, json, os, random, sys, threading',
+      'before = {"atexit": atexit._ncallbacks(), "cwd": os.getcwd()}',
+      'json.dumps = lambda *args, **kwargs: \'"patched"\'',
+      'json.loads = lambda *args, **kwargs: "patched"',
+      'builtins.len = lambda value: -1',
+      'builtins.leftover = "from run A"',
+      'fake = type(sys)("statistics")',
+      'fake.mean = lambda values: -1',
+      'sys.modules["statistics"] = fake',
+      'sys.modules["spy"] = type(sys)("spy")',
+      'sys.modules["spy"].seen = []',
+      'def hook(frame, event, arg):',
+      '    sys.modules["spy"].seen.append(frame.f_code.co_filename)',
+      '    return hook',
+      'sys.settrace(hook)',
+      'sys.setprofile(hook)',
+      'threading.settrace(hook)',
+      'atexit.register(lambda: None)',
+      'open("/tmp/x", "w").write("left by run A")',
+      'open("/home/pyodide/y", "w").write("left by run A")',
+      'os.environ["X"] = "left by run A"',
+      'os.chdir("/tmp")',
+      'random.seed(1)',
+      'global_leftover = "from run A"',
+      'result = before',
+    ].join('\n');
+    const a = await python(hostile);
+    expect(a).toMatchObject({ ok: true });
+    const before = (a as { result: { atexit: number; cwd: string } }).result;
+    const b = await python(
+      [
+        'import atexit, builtins, json, os, random, statistics, sys, threading',
+        'result = {',
+        '    "dumps": json.dumps({"n": len(inputs)}),',
+        '    "mean": statistics.mean(inputs),',
+        '    "builtins": hasattr(builtins, "leftover"),',
+        '    "global": "global_leftover" in globals(),',
+        '    "spy": "spy" in sys.modules,',
+        '    "hooks": [sys.gettrace(), sys.getprofile(), threading.gettrace()],',
+        '    "atexit": atexit._ncallbacks(),',
+        '    "files": [os.path.exists("/tmp/x"), os.path.exists("/home/pyodide/y")],',
+        '    "env": os.environ.get("X"),',
+        '    "cwd": os.getcwd(),',
+        '    "random": random.random() == random.Random(1).random(),',
+        '}',
+      ].join('\n'),
+      [2, 4, 6],
+    );
+    expect(b).toEqual({
+      ok: true,
+      result: {
+        dumps: '{"n": 3}',
+        mean: 4,
+        builtins: false,
+        global: false,
+        spy: false,
+        hooks: [null, null, null],
+        atexit: before.atexit,
+        files: [false, false],
+        env: null,
+        cwd: before.cwd,
+        random: false,
+      },
+      stdout: '',
+      stderr: '',
+    });
+    // Runs start from the snapshot: one full load for the whole file (the first), none since.
+    expect(runner.loads.full).toBe(1);
+    expect(runner.loads.fromImage).toBeGreaterThan(5);
+  });
+
+  it("seeds each run's random module afresh, though all start from the same snapshot", async () => {
+    const draws = [];
+    for (let i = 0; i < 2; i++) draws.push(await python('import random\nresult = random.getrandbits(64)'));
+    expect(draws.every((d) => d.ok)).toBe(true);
+    expect(draws[0]).not.toEqual(draws[1]);
   });
 
   it('stops code that runs past its time, and the next run still works', async () => {

@@ -1,9 +1,26 @@
 /**
- * The worker thread that holds the Python interpreter (Pyodide). It is started from this function's
- * source text (`new Worker(source, { eval: true })`), so the function's bundle needs no second
- * entry: the function below must stay self-contained (it reads nothing from its module, and imports
- * only Node built-ins and Pyodide, at run time).
+ * The worker thread that holds the Python interpreter (Pyodide) for ONE run. It is started from this
+ * function's source text (`new Worker(source, { eval: true })`), so the function's bundle needs no
+ * second entry: the function below must stay self-contained (it reads nothing from its module, and
+ * imports only Node built-ins and Pyodide, at run time).
+ *
+ * A container's first worker loads Pyodide in full (seconds of cpu), then, before any user code,
+ * hands the parent a memory snapshot of that pristine interpreter and the compiled WebAssembly
+ * module. Every later worker starts from those (a new thread, a new JavaScript realm, a new
+ * WebAssembly memory copied from the snapshot, a new in-memory file system): nothing a run changed
+ * is there for the next one.
  */
+
+/** A compiled `WebAssembly.Module` (this project's lib has no WebAssembly types): shared, immutable code. */
+export type CompiledWasm = object;
+
+/** What the first worker hands the parent, and every later worker starts from. */
+export interface PythonRuntimeImage {
+  /** Pyodide's memory snapshot of the interpreter as loaded, before any user code ran. */
+  snapshot: Uint8Array;
+  /** `pyodide.asm.wasm`, compiled once per process. */
+  wasmModule: CompiledWasm;
+}
 
 /** What the worker is started with. */
 export interface PythonWorkerData {
@@ -17,6 +34,8 @@ export interface PythonWorkerData {
   maxOutputChars: number;
   /** Int32 flag Python polls: the parent writes 2 (SIGINT) into it when the time is up. */
   interrupt: SharedArrayBuffer;
+  /** Start from this image (its snapshot is this worker's own copy); without it, load in full and post one. */
+  image?: PythonRuntimeImage;
 }
 
 /** A run the parent posts. */
@@ -25,11 +44,16 @@ export interface PythonWorkerJob {
   inputsJson: string;
 }
 
-/** What the worker posts back for each job (and `{ ready: true }` once loaded). */
+/**
+ * What the worker posts back: `{ image }` (a full load only) then `{ ready: true }` once loaded, then
+ * the answer to its one job.
+ */
 export type PythonWorkerReply =
-  | { ready: true }
+  | { ready: true; image?: undefined }
+  | { ready?: undefined; image: PythonRuntimeImage }
   | {
       ready?: undefined;
+      image?: undefined;
       ok: boolean;
       /** JSON text of `result` when ok. */
       resultJson?: string;
@@ -57,7 +81,12 @@ const pythonWorkerMain = async () => {
     buffer: ArrayBuffer;
     grow(delta: number): number;
   }
-  const memory = (globalThis as unknown as { WebAssembly: { Memory: { prototype: WasmMemory } } }).WebAssembly.Memory;
+  interface Wasm {
+    Memory: { prototype: WasmMemory };
+    instantiate(source: unknown, imports: unknown): Promise<unknown>;
+  }
+  const wasm = (globalThis as unknown as { WebAssembly: Wasm }).WebAssembly;
+  const memory = wasm.Memory;
   const grow = memory.prototype.grow;
   memory.prototype.grow = function limitedGrow(this: WasmMemory, delta: number) {
     if (this.buffer.byteLength + delta * 65_536 > data.memoryLimitBytes) {
@@ -72,11 +101,25 @@ const pythonWorkerMain = async () => {
     Reflect.deleteProperty(globalThis, name);
   }
 
+  // The compiled module: Pyodide instantiates `pyodide.asm.wasm` from its bytes (compiling 9.6 MB);
+  // given the one compiled before, it is only instantiated. A full load keeps the module it compiled.
+  let wasmModule = data.image?.wasmModule;
+  const instantiate = wasm.instantiate;
+  wasm.instantiate = async (source: unknown, imports: unknown) => {
+    const bytes = source instanceof ArrayBuffer || ArrayBuffer.isView(source) ? source.byteLength : 0;
+    if (bytes < 1_000_000) return instantiate.call(wasm, source, imports); // not the interpreter
+    if (wasmModule) return { module: wasmModule, instance: await instantiate.call(wasm, wasmModule, imports) };
+    const compiled = (await instantiate.call(wasm, source, imports)) as { module: object };
+    wasmModule = compiled.module;
+    return compiled;
+  };
+
   const { loadPyodide } = (await importModule(data.pyodideModule)) as {
     loadPyodide: (options: Record<string, unknown>) => Promise<PyodideApi>;
   };
   interface PyodideApi {
     runPython(code: string): unknown;
+    makeMemorySnapshot(): Uint8Array;
     globals: { get(name: string): (...args: unknown[]) => unknown };
     setStdout(options: { batched: (line: string) => void }): void;
     setStderr(options: { batched: (line: string) => void }): void;
@@ -91,23 +134,39 @@ const pythonWorkerMain = async () => {
     // No package is ever installed: nothing names one, and this refuses the default CDN.
     packages: [],
     checkAPIVersion: true,
+    ...(data.image ? { _loadSnapshot: data.image.snapshot } : { _makeSnapshot: true }),
   });
-  const flag = new Int32Array(data.interrupt);
-  pyodide.setInterruptBuffer(flag);
+  wasm.instantiate = instantiate;
 
-  // The runner's own Python: fresh globals per run, `inputs` from JSON, `result` back as JSON.
-  pyodide.runPython(`
+  if (!data.image) {
+    // The runner's own Python, in the snapshot: `inputs` from JSON, `result` back as JSON. It holds
+    // the json module it was defined with, so a run that patches `json` changes nothing it does.
+    pyodide.runPython(`
 import json as _json, sys as _sys
 for _name in ('micropip', 'pyodide_js', 'pyodide.http'):
     _sys.modules[_name] = None
-def _run_step(code, inputs_json):
-    scope = {'__name__': '__main__', '__builtins__': __builtins__, 'inputs': _json.loads(inputs_json)}
+def _run_step(code, inputs_json, loads=_json.loads, dumps=_json.dumps):
+    scope = {'__name__': '__main__', '__builtins__': __builtins__, 'inputs': loads(inputs_json)}
     exec(compile(code, '<step>', 'exec'), scope)
     try:
-        return _json.dumps(scope.get('result'), allow_nan=False)
+        return dumps(scope.get('result'), allow_nan=False)
     except (TypeError, ValueError) as error:
         raise TypeError(f'result is not JSON: {error}') from None
 `);
+    const snapshot = pyodide.makeMemorySnapshot();
+    if (wasmModule)
+      port.postMessage({ image: { snapshot, wasmModule } } satisfies PythonWorkerReply, [
+        snapshot.buffer as ArrayBuffer,
+      ]);
+  }
+  // Every worker starts from the same bytes: the random module (imported by Pyodide's bootstrap) is
+  // reseeded from the system's randomness, so no two runs share a sequence.
+  pyodide.runPython(`import sys as _sys
+if 'random' in _sys.modules:
+    _sys.modules['random'].seed()
+del _sys`);
+  const flag = new Int32Array(data.interrupt);
+  pyodide.setInterruptBuffer(flag);
   const runStep = pyodide.globals.get('_run_step');
 
   // Node's ways to reach modules, the file system or the network, removed before any user code runs:
@@ -159,7 +218,8 @@ def _run_step(code, inputs_json):
     target = Object.getPrototypeOf(target) as object | null;
   }
 
-  port.on('message', (job: PythonWorkerJob) => {
+  // One job per worker: the parent retires it after the answer (and would never post a second).
+  port.once('message', (job: PythonWorkerJob) => {
     stdout = '';
     stderr = '';
     memoryRefused = false;

@@ -14,7 +14,8 @@ const PythonRequestSchema = v.object({
 /**
  * The PythonRunner function, invoked by the step executor (Lambda Invoke, RequestResponse) for each
  * PythonSandbox step. It holds no grant at all: the code it runs cannot reach the service's data.
- * The interpreter loads on the first request and stays warm for the container's life.
+ * The interpreter loads in full on the first request; each later run gets a fresh one, started from a
+ * snapshot of the first as loaded, so no run sees what another left (`functions/python/runner.ts`).
  */
 export const makeHandler =
   (run: PythonRun) =>
