@@ -618,7 +618,8 @@ describe('cdk app', { timeout: 120_000 }, () => {
         MaximumRecordAgeInSeconds: operatorEventsStream.maxRecordAgeSeconds,
         DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [dlqId, 'Arn'] } } },
       });
-      const filters = (mapping?.Properties.FilterCriteria as { Filters: { Pattern: string }[] } | undefined)?.Filters ?? [];
+      const filters =
+        (mapping?.Properties.FilterCriteria as { Filters: { Pattern: string }[] } | undefined)?.Filters ?? [];
       expect(filters.map((f) => JSON.parse(f.Pattern))).toEqual(operatorEventsStream.filters);
       dev.apiTemplate.hasResourceProperties('AWS::Lambda::Function', {
         Description: "reads the table's stream",
