@@ -309,9 +309,15 @@ export interface ColdStart {
 
 /**
  * The PythonRunner's cold start in a fresh Node: the import, then the first invocation (which loads
- * Pyodide from the files beside the bundle, then runs the code) and a second, warm one, each in wall
- * and CPU time (every thread of the process: Pyodide loads and runs in a worker thread).
+ * Pyodide from the files beside the bundle, then runs the code), a second one at once (it waits for
+ * its own interpreter, started from the first's snapshot when the first ended), and a third after an
+ * idle pause (its interpreter was started during the pause), each in wall and CPU time (every thread
+ * of the process: Pyodide loads and runs in worker threads); `cycleCpuMs` is the pause and the third
+ * run together, the whole cpu one run costs.
  */
+/** The pause before the third invocation: longer than a snapshot start takes on a loaded machine. */
+export const pythonIdlePauseMs = 3000;
+
 const pythonTimer = `
 import { readFileSync } from 'node:fs';
 const [file, eventFile] = process.argv.slice(1);
@@ -326,9 +332,14 @@ const imported = await timed(() => import(file));
 const event = JSON.parse(readFileSync(eventFile, 'utf8'));
 const first = await timed(() => imported.value.handler(event));
 const warm = await timed(() => imported.value.handler(event));
+const cycleCpu = process.cpuUsage();
+await new Promise((resolve) => setTimeout(resolve, ${pythonIdlePauseMs}));
+const idle = await timed(() => imported.value.handler(event));
+const cycleCpuMs = cpuMs(cycleCpu);
 process.stdout.write('\\n' + JSON.stringify({
   importMs: imported.ms, importCpuMs: imported.cpuMs, firstMs: first.ms, firstCpuMs: first.cpuMs,
-  warmMs: warm.ms, warmCpuMs: warm.cpuMs, outcome: { first: first.value, warm: warm.value },
+  warmMs: warm.ms, warmCpuMs: warm.cpuMs, idleMs: idle.ms, idleCpuMs: idle.cpuMs, cycleCpuMs,
+  outcome: { first: first.value, warm: warm.value, idle: idle.value },
 }) + '\\n');
 process.exit(0);
 `;
@@ -339,10 +350,15 @@ export interface PythonColdStart {
   /** The first invocation: Pyodide's load and the first run. */
   firstMs: number;
   firstCpuMs: number;
-  /** The second invocation in the same process: the run alone, on the warm interpreter. */
+  /** The second invocation at once: its interpreter's start from the snapshot, then the run. */
   warmMs: number;
   warmCpuMs: number;
-  outcome: { first: unknown; warm: unknown };
+  /** The third invocation, after the idle pause: the run alone, its interpreter already started. */
+  idleMs: number;
+  idleCpuMs: number;
+  /** The pause and the third invocation: the interpreter's start in the background and the run. */
+  cycleCpuMs: number;
+  outcome: { first: unknown; warm: unknown; idle: unknown };
 }
 
 /** One PythonRunner cold start (`pythonTimer`) of the bundle in `file`, with the event in `eventFile`. */
