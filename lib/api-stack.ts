@@ -255,6 +255,9 @@ export class ApiStack extends Stack {
       }
       functionById.set(worker.id, fn);
     }
+    // Graphed, and alarmed with the route functions under perFunctionAlarms: a Python error fails its
+    // step (the step executor reads the answer), so by default the run's failure is the signal.
+    functionById.set(pythonRunner.id, python.fn);
     this.functions = functionById;
 
     // Alarms (and, with `-c alarmEmail=…`, an SNS topic mailing them; with `-c dashboard=true`, a dashboard).

@@ -212,9 +212,10 @@ export class Observability extends Construct {
       }
     }
     // Route functions too, only when asked (two alarms each).
-    const workerIds = new Set(workers.map((w) => w.id));
+    // Every function the default alarms above do not already watch: routes, the stream's publisher, the PythonRunner.
+    const alarmedWorkerIds = new Set(workers.filter((w) => w.trigger.kind !== 'stream').map((w) => w.id));
     for (const [fnId, fn] of config.perFunctionAlarms ? functions : []) {
-      if (workerIds.has(fnId)) continue;
+      if (alarmedWorkerIds.has(fnId)) continue;
       this.alarms.push(
         fn.metricErrors({ period: window, statistic: Stats.SUM }).createAlarm(this, `${fnId}ErrorsAlarm`, {
           alarmDescription: `The ${config.stage} ${fnId} function failed (an uncaught error, a timeout or a crash).`,

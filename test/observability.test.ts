@@ -23,7 +23,7 @@ import { queues } from '../lib/definitions.ts';
 import { alarmThresholds } from '../lib/observability.ts';
 import { routes } from '../lib/routes.ts';
 import { contextKeys } from '../lib/stages.ts';
-import { workers } from '../lib/workers.ts';
+import { pythonRunner, workers } from '../lib/workers.ts';
 import { type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
 
 /** No bundling (fast), and validation failures thrown with the whole report in the message. */
@@ -368,7 +368,8 @@ describe('alarms of one stage', { timeout: 60_000 }, () => {
     expect(alarmMetricCount(alarms)).toBe(13);
     expect(alarmMetricCount(prod.alarms)).toBe(13);
     template.resourceCountIs('AWS::CloudWatch::Dashboard', 0);
-    expect(functionIds.length).toBe(routes.length + workers.length);
+    expect(functionIds.length).toBe(routes.length + workers.length + 1);
+    expect(functionIds.some((id) => id.startsWith(pythonRunner.id))).toBe(true);
   });
 
   it('counts every alarm, names none, and notifies nobody without the alarmEmail context', () => {
@@ -407,7 +408,8 @@ describe('per-function alarms with the perFunctionAlarms context', { timeout: 60
 
   it('alarms on any error and any throttle of every route function too', () => {
     const functionIds = ofType('AWS::Lambda::Function').map(([id]) => id);
-    expect(functionIds).toHaveLength(routes.length + workers.length);
+    // Every route, worker and the PythonRunner (invoked by the step executor).
+    expect(functionIds).toHaveLength(routes.length + workers.length + 1);
     for (const fnId of functionIds) {
       template.hasResourceProperties('AWS::CloudWatch::Alarm', {
         Namespace: 'AWS/Lambda',
@@ -415,7 +417,8 @@ describe('per-function alarms with the perFunctionAlarms context', { timeout: 60
         Dimensions: [{ Name: 'FunctionName', Value: { Ref: fnId } }],
       });
     }
-    expect(alarmMetricCount(alarms)).toBe(13 + 2 * routes.length);
+    // Two more per route, the EventPublisher and the PythonRunner.
+    expect(alarmMetricCount(alarms)).toBe(13 + 2 * (routes.length + 2));
     expect(alarms.filter((a) => a.Namespace === 'AWS/Lambda' && !a.Dimensions)).toHaveLength(0);
   });
 });
