@@ -131,7 +131,7 @@ describe('PythonRunner', () => {
     });
     // Runs start from the snapshot: one full load for the whole file (the first), none since.
     expect(runner.loads.full).toBe(1);
-    expect(runner.loads.fromImage).toBeGreaterThan(5);
+    expect(runner.loads.fromImage).toBeGreaterThan(0);
   });
 
   it("seeds each run's random module afresh, though all start from the same snapshot", async () => {

@@ -126,10 +126,17 @@ export const createPythonRunner = (limits: PythonRunnerLimits = defaultPythonLim
     return entry;
   };
 
-  /** A used worker is stopped, and the next run's started at once, to load while the runner is idle. */
+  /**
+   * A used worker is stopped, and the next run's started as soon as it is gone (never both at once:
+   * a used one may hold its full memory limits), to load while the runner is idle.
+   */
   const retire = (entry: LiveWorker) => {
-    void entry.worker.terminate();
-    if (!closed) live ??= start();
+    void entry.worker
+      .terminate()
+      .catch(() => undefined)
+      .then(() => {
+        if (!closed) live ??= start();
+      });
   };
 
   const runOnce = async (request: PythonRequest): Promise<PythonAnswer> => {
