@@ -34,7 +34,9 @@ beforeAll(async () => {
   // The step executor's Lambda client carries the AWS command log, as its other clients do.
   const executors = createExecutorRegistry(executorDeps({ env: settings, onClient: (c) => withAwsCommandLog(c) }));
   stack = await startWorkingStack({ executors });
-  team = await seedTeam(stack.deps, { credits: 100 });
+  // waitForRun polls every 100 ms with this key: a first step's Pyodide load on a loaded machine,
+  // then four runs, would pass the default 60 requests a minute (a 429 on createWorkflow).
+  team = await seedTeam(stack.deps, { credits: 100, key: { rateLimitPerMinute: 10_000 } });
 }, 60_000);
 afterAll(() => stack?.close());
 
