@@ -26,7 +26,47 @@ afterAll(async () => {
   await runner.close();
 });
 
+/** Routes from Python to the process's environment, host files or network: each must raise. */
+const escapes = [
+  'import js\nresult = str(js.process.env)',
+  'from pyodide.code import run_js\nresult = run_js("JSON.stringify(process.env)")',
+  'from pyodide.ffi import to_js\nresult = to_js({}).constructor.constructor("return JSON.stringify(process.env)")()',
+  'from pyodide.ffi import to_js\nf = to_js(lambda: 0).constructor.constructor\nresult = f("return 1")()',
+  'result = open("/proc/self/environ").read()',
+  // `pyodide_js` (the Pyodide API) comes back once its sys.modules block is deleted: it is empty.
+  'import sys\ndel sys.modules["pyodide_js"]\nimport pyodide_js\npyodide_js.mountNodeFS("/host", "/proc")\nresult = open("/host/self/environ").read()',
+  'import sys\ndel sys.modules["pyodide_js"]\nimport pyodide_js\nresult = pyodide_js._module.FS.readFile("/proc/self/environ")',
+  'import js\nresult = str(js.fetch)',
+  'import pyodide.http',
+];
+
+/** One run trying every escape in turn: the ones that did not raise, with what they gave. */
+const allEscapes = `
+escaped = []
+for code in ${JSON.stringify(escapes)}:
+    try:
+        scope = {}
+        exec(code, scope)
+        escaped.append([code, str(scope.get("result"))[:200]])
+    except BaseException:
+        pass
+result = escaped`;
+
 describe('PythonRunner', () => {
+  it('walls in the first run (on the worker that made the snapshot) as it does the runs after it', async () => {
+    // warm() loaded the one worker in full; no worker has started from its snapshot yet.
+    expect(runner.loads).toEqual({ full: 1, fromImage: 0 });
+    const first = await python(allEscapes);
+    const next = await python(allEscapes);
+    // The second ran on a worker started from the snapshot.
+    expect(runner.loads.full).toBe(1);
+    expect(runner.loads.fromImage).toBeGreaterThan(0);
+    for (const answer of [first, next]) {
+      expect(answer).toMatchObject({ ok: true, result: [] });
+      expect(JSON.stringify(answer)).not.toContain(secret);
+    }
+  });
+
   it('gives the code its inputs and answers its result as JSON, with stdout and stderr', async () => {
     const answer = await python(
       'import sys\nprint("total", sum(inputs[0]))\nprint("careful", file=sys.stderr)\nresult = {"sum": sum(inputs[0]), "name": inputs[1]}',
@@ -171,16 +211,6 @@ describe('PythonRunner', () => {
     const env = await python('import os\nresult = dict(os.environ)');
     expect(JSON.stringify(env)).not.toContain(secret);
     expect(env.ok && Object.keys(env.result as object).some((k) => k.startsWith('AWS_'))).toBe(false);
-    const escapes = [
-      'import js\nresult = str(js.process.env)',
-      'from pyodide.code import run_js\nresult = run_js("JSON.stringify(process.env)")',
-      'from pyodide.ffi import to_js\nresult = to_js({}).constructor.constructor("return JSON.stringify(process.env)")()',
-      'from pyodide.ffi import to_js\nf = to_js(lambda: 0).constructor.constructor\nresult = f("return 1")()',
-      'result = open("/proc/self/environ").read()',
-      // `pyodide_js` (the Pyodide API) comes back once its sys.modules block is deleted: it is empty.
-      'import sys\ndel sys.modules["pyodide_js"]\nimport pyodide_js\npyodide_js.mountNodeFS("/host", "/proc")\nresult = open("/host/self/environ").read()',
-      'import sys\ndel sys.modules["pyodide_js"]\nimport pyodide_js\nresult = pyodide_js._module.FS.readFile("/proc/self/environ")',
-    ];
     for (const code of escapes) {
       const answer = await python(code);
       expect(answer.ok, code).toBe(false);
