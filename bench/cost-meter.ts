@@ -13,9 +13,10 @@
  * unmetered client) and applies AWS's rule itself: 2 units per item per started KB of the larger image.
  * And reads are billed at least their minimum (`minimumReadUnits`), which DynamoDB Local does not report.
  */
+import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
-import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { functionMemoryMb } from '../lib/definitions.ts';
 import type { accessLogFields } from '../lib/routes.ts';
 import { workers } from '../lib/workers.ts';
@@ -30,6 +31,8 @@ export const awsPrices = {
   sqsRequest: 0.4 / 1e6,
   /** API Gateway HTTP API, per request (the first 300 million a month). */
   httpApiRequest: 1 / 1e6,
+  /** EventBridge custom events put with PutEvents, per 64 KB chunk of an entry. */
+  eventBridgeEvent: 1 / 1e6,
   /** CloudWatch Logs ingestion (standard class), per GB (2^30 bytes). */
   logsIngestedGb: 0.5,
   /** X-Ray, per trace recorded and per trace retrieved or scanned. */
@@ -100,6 +103,26 @@ export interface Meter {
    * newline), and apart from it the embedded-metric-format lines (EMF: metrics are log lines too).
    */
   logs: LogCounts;
+  /**
+   * The operator events' path: the EventPublisher's invocations on the table's stream (reading the
+   * stream is free for Lambda) and what it put on the bus with PutEvents.
+   */
+  operatorEvents: OperatorEventCounts;
+}
+
+export interface OperatorEventCounts {
+  /** EventPublisher invocations here (the local poller has no batching window) and their handler time. */
+  invocations: number;
+  ms: number;
+  /** PutEvents calls, the entries they sent, their size as EventBridge counts it, and 64 KB chunks billed. */
+  putCalls: number;
+  entries: number;
+  entryBytes: number;
+  chunks: number;
+  /** The largest entry sent, in bytes as EventBridge counts it. */
+  largestEntryBytes: number;
+  /** Events of the measured runs found in the EventBridge emulator's file (what the bus received). */
+  delivered: number;
 }
 
 export interface LogCounts {
@@ -115,6 +138,18 @@ export const newMeter = (): Meter => ({
   lambda: { invocations: 0, ms: 0, byFunction: {}, msByFunction: {} },
   api: { requests: 0, accessLogBytes: 0 },
   logs: { events: 0, bytes: 0, emfEvents: 0, emfBytes: 0 },
+  operatorEvents: newOperatorEventCounts(),
+});
+
+const newOperatorEventCounts = (): OperatorEventCounts => ({
+  invocations: 0,
+  ms: 0,
+  putCalls: 0,
+  entries: 0,
+  entryBytes: 0,
+  chunks: 0,
+  largestEntryBytes: 0,
+  delivered: 0,
 });
 
 /** Zeroes `meter` in place: the clients' middlewares and the log capture hold on to its counters. */
@@ -128,6 +163,7 @@ export const resetMeter = (meter: Meter) => {
   meter.lambda = fresh.lambda;
   meter.api = fresh.api;
   Object.assign(meter.logs, fresh.logs);
+  meter.operatorEvents = fresh.operatorEvents;
 };
 
 const bump = (counts: Record<string, number>, name: string, by = 1) => {
@@ -254,6 +290,61 @@ export const meterSqsHandler =
     bump(meter.sqs.byCommand, 'DeleteMessageBatchCommand (event source)');
     return meterInvocation(meter, name, () => handler(event, context));
   };
+
+type StreamHandler = (event: DynamoDBStreamEvent, context: Context) => Promise<DynamoDBBatchResponse | undefined>;
+
+/** The EventPublisher as its stream mapping invokes it: counts each invocation and its handler time. */
+export const meterPublisherHandler =
+  (meter: Meter, handler: StreamHandler): StreamHandler =>
+  async (event, context) => {
+    const started = performance.now();
+    inFlight++;
+    try {
+      return await handler(event, context);
+    } finally {
+      inFlight--;
+      meter.operatorEvents.invocations++;
+      meter.operatorEvents.ms += performance.now() - started;
+    }
+  };
+
+/** EventBridge's size of a PutEvents entry: 14 bytes of time, source, detail type, detail and resources in UTF-8. */
+export const putEventsEntrySize = (entry: {
+  Time?: unknown;
+  Source?: string;
+  DetailType?: string;
+  Detail?: string;
+  Resources?: string[];
+}) =>
+  (entry.Time !== undefined ? 14 : 0) +
+  Buffer.byteLength(entry.Source ?? '') +
+  Buffer.byteLength(entry.DetailType ?? '') +
+  Buffer.byteLength(entry.Detail ?? '') +
+  (entry.Resources ?? []).reduce((sum, r) => sum + Buffer.byteLength(r), 0);
+
+/** EventBridge bills a custom event per 64 KB chunk of its entry. */
+export const eventBridgeChunk = 64 * 1024;
+
+/** Counts every PutEvents entry sent through `client`, sized as EventBridge bills it (what the publisher actually sends). */
+export const meterEventBridge = (client: EventBridgeClient, meter: Meter) =>
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName === 'PutEventsCommand') {
+        const { Entries = [] } = args.input as { Entries?: Parameters<typeof putEventsEntrySize>[0][] };
+        const counts = meter.operatorEvents;
+        counts.putCalls++;
+        for (const entry of Entries) {
+          const size = putEventsEntrySize(entry);
+          counts.entries++;
+          counts.entryBytes += size;
+          counts.chunks += Math.max(1, Math.ceil(size / eventBridgeChunk));
+          counts.largestEntryBytes = Math.max(counts.largestEntryBytes, size);
+        }
+      }
+      return next(args);
+    },
+    { step: 'initialize', name: 'costMeterEventBridge', priority: 'high' },
+  );
 
 export interface PricedLine {
   what: string;
@@ -387,8 +478,72 @@ export const priceRun = (
       count: `${(logBytes / 1024).toFixed(1)} KB`,
       dollars: (logBytes / 2 ** 30) * awsPrices.logsIngestedGb,
     },
+    ...operatorEventLines(meter, runs, memoryOf),
   ];
   return { lines, total: lines.reduce((sum, l) => sum + l.dollars, 0) };
+};
+
+/**
+ * The operator events' path per run, priced at its worst case: one EventPublisher invocation per
+ * event (a quiet stage, each event alone in its batching window; at least the invocations measured),
+ * each as long as a measured invocation; its START/END/REPORT lines; one custom event per 64 KB
+ * chunk of each entry put.
+ */
+export const operatorEventCost = (
+  meter: Meter,
+  runs = 1,
+  memoryOf: (fn: string) => number = () => functionMemoryMb,
+) => {
+  const per = (n: number) => n / runs;
+  const o = meter.operatorEvents;
+  const memoryMb = memoryOf('EventPublisher');
+  const invocations = Math.max(per(o.invocations), per(o.entries));
+  const msPerInvocation = o.invocations > 0 ? o.ms / o.invocations : 0;
+  const gbSeconds = ((invocations * msPerInvocation) / 1000) * (memoryMb / 1024);
+  const platformBytes =
+    invocations *
+    lambdaPlatformLines(memoryMb, msPerInvocation).reduce((b, l) => b + ingestedBytes(1, Buffer.byteLength(l)), 0);
+  return {
+    memoryMb,
+    measuredInvocations: per(o.invocations),
+    invocations,
+    msPerInvocation,
+    gbSeconds,
+    entries: per(o.entries),
+    chunks: per(o.chunks),
+    meanEntryBytes: o.entries > 0 ? o.entryBytes / o.entries : 0,
+    largestEntryBytes: o.largestEntryBytes,
+    putCalls: per(o.putCalls),
+    delivered: per(o.delivered),
+    platformLines: invocations * 3,
+    platformBytes,
+  };
+};
+
+const operatorEventLines = (meter: Meter, runs: number, memoryOf: (fn: string) => number): PricedLine[] => {
+  const c = operatorEventCost(meter, runs, memoryOf);
+  return [
+    {
+      what: `EventPublisher invocations (worst case, one per event; ${c.measuredInvocations.toFixed(1)} here)`,
+      count: `${c.invocations.toFixed(1)}`,
+      dollars: c.invocations * awsPrices.lambdaRequest,
+    },
+    {
+      what: `EventPublisher compute (${c.memoryMb} MB × ${c.msPerInvocation.toFixed(1)} ms measured an invocation)`,
+      count: `${c.gbSeconds.toFixed(4)} GB-s`,
+      dollars: c.gbSeconds * awsPrices.lambdaGbSecond,
+    },
+    {
+      what: `EventBridge PutEvents entries: ${c.entries.toFixed(1)} of ${Math.round(c.meanEntryBytes)} bytes (largest ${c.largestEntryBytes}), per 64 KB chunk`,
+      count: `${c.chunks.toFixed(1)}`,
+      dollars: c.chunks * awsPrices.eventBridgeEvent,
+    },
+    {
+      what: 'CloudWatch Logs ingested, EventPublisher (START/END/REPORT an invocation)',
+      count: `${(c.platformBytes / 1024).toFixed(1)} KB`,
+      dollars: (c.platformBytes / 2 ** 30) * awsPrices.logsIngestedGb,
+    },
+  ];
 };
 
 /** The parts of the log ingestion line, per run, in bytes as ingested (26 bytes per event included). */

@@ -3,16 +3,29 @@
  * executed by the real step executor from the steps queue, ended by its signed webhook delivered
  * by the real webhook worker to an https receiver on loopback. Everything runs on the emulators
  * through the same handlers `npm start` serves, metered by bench/cost-meter.ts; the lines the
- * invocations log are counted by bench/cost-logs.ts.
+ * invocations log are counted by bench/cost-logs.ts. The operator events' path runs too, as on the
+ * stage: the table's stream read with the Streams API and filtered as the deployed mapping filters
+ * it (local/stream-source.ts), the real EventPublisher handler putting each event with the
+ * EventBridge SDK on an emulator of its own (local/eventbridge-emulator.ts), metered.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { operatorDetailTypes } from '../functions/domain/operator-events.ts';
+import { eventBridgeSender } from '../functions/store/event-bus.ts';
+import { makeHandler as makeEventPublisher } from '../functions/workers/event-publisher.ts';
 import { makeHandler as makeStepExecutor } from '../functions/workers/step-executor.ts';
 import { makeHandler as makeWebhookDelivery } from '../functions/workers/webhook-delivery.ts';
 import { stepsQueue, webhooksQueue } from '../lib/definitions.ts';
 import { basePath, routes } from '../lib/routes.ts';
 import { startLocalApi } from '../local/api-gateway.ts';
+import { localAwsConfig } from '../local/emulators.ts';
 import { startQueuePoller } from '../local/event-source.ts';
+import { operatorEventBusName, readDeliveredEvents, startEventBridge } from '../local/eventbridge-emulator.ts';
 import { localDeps } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
+import { startStreamPoller } from '../local/stream-source.ts';
 import { receiverCa, startReceiver } from '../test/support/webhook-receiver.ts';
 import { captureLogs } from './cost-logs.ts';
 import {
@@ -20,7 +33,9 @@ import {
   invocationsSettled,
   type Meter,
   meterDynamoDb,
+  meterEventBridge,
   meterInvocation,
+  meterPublisherHandler,
   meterSqs,
   meterSqsHandler,
   newMeter,
@@ -87,6 +102,37 @@ export const measureChainRunCost = async (
     arrived.add(jobId);
     waiting.get(jobId)?.();
   });
+  const eventsDir = mkdtempSync(join(tmpdir(), 'cost-events-'));
+  const eventBridge = await startEventBridge({ fileFor: (bus) => join(eventsDir, `${bus}.jsonl`) });
+  const busName = operatorEventBusName(resources.prefix);
+  const eventsFile = join(eventsDir, `${busName}.jsonl`);
+  const events = new EventBridgeClient({ ...localAwsConfig, endpoint: eventBridge.endpoint });
+  meterEventBridge(events, meter);
+  const publisherFailures: unknown[] = [];
+  // From the oldest record (TRIM_HORIZON, as deployed): what the table held before, the warm-up's
+  // included, is put before the meter is zeroed (the warm-up's Run Finished comes after it in the stream).
+  const publisher = startStreamPoller({
+    dynamoDbEndpoint: resources.dynamoDbEndpoint,
+    tableName: resources.tableName,
+    handler: meterPublisherHandler(meter, makeEventPublisher({ putEntries: eventBridgeSender(events, busName) })),
+    intervalMs: 50,
+    onFailure: (failure) => publisherFailures.push(failure),
+    onError: (error) => publisherFailures.push(error),
+  });
+  /** Waits until the bus received the Run Finished of `jobId` (runs one at a time: each run's events alone). */
+  const eventsPut = async (jobId: string) => {
+    const deadline = Date.now() + 60_000;
+    while (
+      !readDeliveredEvents(eventsFile).some(
+        (e) => e.detail.jobId === jobId && e['detail-type'] === operatorDetailTypes.runFinished,
+      )
+    ) {
+      if (publisherFailures.length > 0) throw new Error(`operator events failed: ${String(publisherFailures[0])}`);
+      if (Date.now() > deadline) throw new Error(`no Run Finished event for run ${jobId} within 60 s`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await invocationsSettled();
+  };
   const pollers = [
     startQueuePoller({
       endpoint: resources.sqsS3Endpoint,
@@ -135,6 +181,7 @@ export const measureChainRunCost = async (
           resolve();
         });
       });
+      await eventsPut(jobId);
       return jobId;
     };
     await runOnce();
@@ -143,9 +190,16 @@ export const measureChainRunCost = async (
     resetMeter(meter);
     stopCapture = captureLogs(meter.logs);
     let lastJobId = '';
-    for (let i = 0; i < options.runs; i++) lastJobId = await runOnce();
+    const measured = new Set<string>();
+    for (let i = 0; i < options.runs; i++) {
+      lastJobId = await runOnce();
+      measured.add(lastJobId);
+    }
     await invocationsSettled();
     stopCapture();
+    meter.operatorEvents.delivered = readDeliveredEvents(eventsFile).filter((e) =>
+      measured.has(e.detail.jobId as string),
+    ).length;
     const counted = structuredClone(meter);
     resetMeter(meter);
     stopCapture = captureLogs(meter.logs);
@@ -156,6 +210,10 @@ export const measureChainRunCost = async (
   } finally {
     stopCapture?.();
     for (const poller of pollers) await poller.stop();
+    await publisher.stop();
+    events.destroy();
+    await eventBridge.stop();
+    rmSync(eventsDir, { recursive: true, force: true });
     await receiver.close();
     await api.close();
     deps.ddb.destroy();

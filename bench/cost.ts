@@ -5,12 +5,15 @@
  * transitions alone. Target: a fifth of it, and at most $0.00005. A second run shape, with one
  * AI model step, shows what a provider's wait costs in compute.
  */
+import { functionMemoryMb, operatorEventsStream } from '../lib/definitions.ts';
+import { pythonRunner } from '../lib/workers.ts';
 import type { LocalResources } from '../local/provision.ts';
 import {
   awsPrices,
   dollars,
   logBreakdown,
   type Meter,
+  operatorEventCost,
   type PriceOptions,
   priceRun,
   stepFunctionsFloor,
@@ -62,6 +65,14 @@ const printCounts = (meter: Meter, runs: number, options: PriceOptions) => {
     `log ingestion per run: function lines at INFO ${part(logs.functionLines)}, EMF ${part(logs.emf)}, ` +
       `Lambda START/END/REPORT ${part(logs.platform)}, API access log ${part(logs.accessLog)} (26 bytes a line included)`,
   );
+  const events = operatorEventCost(meter, runs, options.memoryMb);
+  note(
+    `operator events per run: ${events.entries.toFixed(1)} PutEvents entries in ${events.putCalls.toFixed(1)} calls ` +
+      `(mean ${Math.round(events.meanEntryBytes)} bytes, largest ${events.largestEntryBytes}: ${events.chunks.toFixed(1)} chunks of 64 KB), ` +
+      `${events.delivered.toFixed(1)} on the bus (the emulator's file); EventPublisher ${events.measuredInvocations.toFixed(1)} invocations ` +
+      `here (local poller every 50 ms, no batching window), ${events.msPerInvocation.toFixed(1)} ms each; ` +
+      `priced ${events.invocations.toFixed(1)}, ${events.platformLines.toFixed(0)} platform lines ${(events.platformBytes / 1024).toFixed(2)} KB`,
+  );
 };
 
 export const benchCost = async (options: {
@@ -107,6 +118,20 @@ export const benchCost = async (options: {
   note('One run at a time is the dearest case: under load the event source batches up to 10 messages per');
   note('invocation, so receives, deletes and invocations fall. Compute is handler time on this machine');
   note('against the emulators (a loaded 2-CPU machine: noisy). Idle cost: see the next section.');
+  const { batchSize, maxBatchingWindowSeconds: window } = operatorEventsStream;
+  note("Operator events: the EventPublisher is priced at one invocation per event, a quiet stage's worst case;");
+  note(
+    `its mapping gathers up to ${batchSize} records for ${window} s, so a run shorter than the window is one invocation;`,
+  );
+  note(
+    `at N runs a second, one invocation (per shard) carries ${window}×N runs' events; from ${batchSize / 2 / window} runs/s a full batch: ${(2 / batchSize).toFixed(2)} a run.`,
+  );
+  note("Reading the stream is free for Lambda, and its filters invoke the publisher for no step's writes. The");
+  note('PutEvents to the emulator is on loopback, to EventBridge tens of ms: each 10 ms more in each of 2');
+  note(
+    `invocations is ${dollars(2 * 0.01 * (functionMemoryMb / 1024) * awsPrices.lambdaGbSecond)} a run at ${functionMemoryMb} MB. Not in this chain: a PythonSandbox step adds a PythonRunner`,
+  );
+  note(`invocation (${pythonRunner.memoryMb} MB; per step: docs/decisions.md, "Python runs on its own function").`);
 
   heading(
     `A ${chainLength}-step run with one AI model step (LlmWorker) whose provider takes ${providerWaitSeconds} s (${measuredRuns / 2} runs, sandbox provider answering at once; the wait priced, not waited)`,

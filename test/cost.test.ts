@@ -3,18 +3,20 @@
  * started over HTTP, run by the step executor from the steps queue, ended by its webhook. Only
  * what is deterministic is asserted: DynamoDB capacity units, SQS requests and Lambda invocations
  * (handler time is the bench's business), API Gateway requests and the log lines the invocations
- * write at INFO (bench/cost-logs.ts). Their price leaves $0.000015 of the $0.00005 target for
- * compute: 1.1 GB-s, about 375 ms per invocation at 512 MB.
+ * write at INFO (bench/cost-logs.ts), and the operator events the run gives (its Run Started and
+ * Run Finished, put by the real EventPublisher on the table's stream: PutEvents entries, and the
+ * publisher's invocations priced at one per event). Their price leaves $0.000012 of the $0.00005
+ * target for compute: 0.9 GB-s, about 300 ms per invocation at 512 MB.
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
-import { itemSizeBytes, priceRun } from '../bench/cost-meter.ts';
+import { itemSizeBytes, operatorEventCost, priceRun } from '../bench/cost-meter.ts';
 import { measureChainRunCost } from '../bench/cost-run.ts';
 import { idleCost, idleStages, measureIdleTick } from '../bench/idle-cost.ts';
 import { provision } from '../local/provision.ts';
 
 describe('the cost of a 10-step run', () => {
-  it('a 10-step chain with a webhook takes 3 invocations, 39 write units, 6 SQS requests, 1 API request: under $0.000035 all in before compute', {
+  it('a 10-step chain with a webhook takes 3 invocations, 39 write units, 6 SQS requests, 1 API request, 2 operator events: under $0.000038 all in before compute', {
     timeout: 60_000,
   }, async () => {
     const resources = await provision({ prefix: `c${randomUUID().slice(0, 8)}`, ...inject('emulators') });
@@ -35,8 +37,24 @@ describe('the cost of a 10-step run', () => {
     expect(per(meter.logs.emfEvents)).toBeLessThanOrEqual(3);
     // Per step: one write for the step, one for the run's count; no transaction but the start's and the end's.
     expect(per(meter.dynamoDb.calls.byCommand.TransactWriteItemsCommand ?? 0)).toBe(2);
-    const withoutCompute = priceRun({ ...meter, lambda: { ...meter.lambda, ms: 0, msByFunction: {} } }, runs).total;
-    expect(withoutCompute).toBeLessThanOrEqual(0.000035);
+    // Operator events: Run Started and Run Finished, one PutEvents entry each (one 64 KB chunk), both
+    // on the bus; the publisher priced at one invocation per event (the local poller may batch both).
+    const events = operatorEventCost(meter, runs);
+    expect(events.entries).toBe(2);
+    expect(events.chunks).toBe(2);
+    expect(events.delivered).toBe(2);
+    expect(events.largestEntryBytes).toBeLessThan(1024);
+    expect(events.measuredInvocations).toBeGreaterThanOrEqual(1);
+    expect(events.invocations).toBe(2);
+    const withoutCompute = priceRun(
+      {
+        ...meter,
+        lambda: { ...meter.lambda, ms: 0, msByFunction: {} },
+        operatorEvents: { ...meter.operatorEvents, ms: 0 },
+      },
+      runs,
+    ).total;
+    expect(withoutCompute).toBeLessThanOrEqual(0.000038);
   });
 
   it('an idle stage costs at most $2 a month without the free tier: dev, and prod with its provider in SSM', {
