@@ -109,11 +109,12 @@ export const measureChainRunCost = async (
   const events = new EventBridgeClient({ ...localAwsConfig, endpoint: eventBridge.endpoint });
   meterEventBridge(events, meter);
   const publisherFailures: unknown[] = [];
-  // From the oldest record (TRIM_HORIZON, as deployed): what the table held before, the warm-up's
-  // included, is put before the meter is zeroed (the warm-up's Run Finished comes after it in the stream).
+  // Only what is written from now on (LATEST): the bench's table may hold the runs and deferred runs
+  // of earlier sections; the warm-up's events are put before the meter is zeroed.
   const publisher = startStreamPoller({
     dynamoDbEndpoint: resources.dynamoDbEndpoint,
     tableName: resources.tableName,
+    startingPosition: 'LATEST',
     handler: meterPublisherHandler(meter, makeEventPublisher({ putEntries: eventBridgeSender(events, busName) })),
     intervalMs: 50,
     onFailure: (failure) => publisherFailures.push(failure),

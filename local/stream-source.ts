@@ -113,6 +113,13 @@ export const startStreamPoller = (options: {
   handler: StreamHandler;
   intervalMs?: number;
   checkpointFile?: string;
+  /**
+   * Where a shard without a checkpoint is read from: its oldest record (TRIM_HORIZON, the default
+   * and the deployed starting position), or, for the shards there at the first poll, only what is
+   * written from then on (LATEST: a measurement on a table that already holds much). Shards found
+   * later are read from their oldest record either way.
+   */
+  startingPosition?: 'TRIM_HORIZON' | 'LATEST';
   /** The mapping's settings; by default the operator events' (`operatorEventsStream`). */
   mapping?: { filters: readonly unknown[]; batchSize: number; retryAttempts: number };
   /** A batch that failed every retry: the deployed mapping sends its position to the DLQ. */
@@ -135,15 +142,16 @@ export const startStreamPoller = (options: {
   const shards = new Map<string, { iterator?: string; pending: DynamoDBRecord[]; tries: number; closed: boolean }>();
   let running = true;
 
-  const iteratorOf = async (streamArn: string, shard: Shard) => {
+  const iteratorOf = async (streamArn: string, shard: Shard, firstListing: boolean) => {
     const after = checkpoints[shard.ShardId ?? ''];
+    const latest = firstListing && options.startingPosition === 'LATEST';
     const { ShardIterator } = await streams.send(
       new GetShardIteratorCommand({
         StreamArn: streamArn,
         ShardId: shard.ShardId,
         ...(after
           ? { ShardIteratorType: 'AFTER_SEQUENCE_NUMBER', SequenceNumber: after }
-          : { ShardIteratorType: 'TRIM_HORIZON' }),
+          : { ShardIteratorType: latest ? 'LATEST' : 'TRIM_HORIZON' }),
       }),
     );
     return ShardIterator;
@@ -192,6 +200,7 @@ export const startStreamPoller = (options: {
   let knownStreamArn: string | undefined;
   let polls = 0;
   let shardEnded = false;
+  let listedOnce = false;
   const pollOnce = async () => {
     knownStreamArn ??= (await ddb.send(new DescribeTableCommand({ TableName: options.tableName }))).Table
       ?.LatestStreamArn;
@@ -203,12 +212,19 @@ export const startStreamPoller = (options: {
         ? ((await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }))).StreamDescription?.Shards ?? [])
         : [];
     shardEnded = false;
+    const firstListing = !listedOnce && listed.length > 0;
+    if (firstListing) listedOnce = true;
     for (const shard of listed) {
       const id = shard.ShardId ?? '';
       if (shards.has(id) || done.has(id)) continue;
       // A child shard is read once its parent is done, so records stay in order.
       if (shard.ParentShardId && shards.has(shard.ParentShardId)) continue;
-      shards.set(id, { iterator: await iteratorOf(streamArn, shard), pending: [], tries: 0, closed: false });
+      shards.set(id, {
+        iterator: await iteratorOf(streamArn, shard, firstListing),
+        pending: [],
+        tries: 0,
+        closed: false,
+      });
     }
     for (const [shardId, state] of shards) {
       if (!running) return;
