@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { routes } from '../lib/routes.ts';
-import { workers } from '../lib/workers.ts';
+import { pythonRunner, workers } from '../lib/workers.ts';
 
 /**
  * Which function's handler is running, for everything it awaits: the local API gateway, the queue
@@ -9,11 +9,19 @@ import { workers } from '../lib/workers.ts';
  */
 const invocation = new AsyncLocalStorage<string>();
 
-/** Every route and worker id: the functions the stack deploys. */
-export const functionIds: readonly string[] = [...routes.map((r) => r.id), ...workers.map((w) => w.id)];
+/** Every route and worker id and the PythonRunner: the functions the stack deploys. */
+export const functionIds: readonly string[] = [
+  ...routes.map((r) => r.id),
+  ...workers.map((w) => w.id),
+  pythonRunner.id,
+];
 
 /** The handler modules of those functions (relative to the repository root). */
-export const functionEntries: readonly string[] = [...routes.map((r) => r.entry), ...workers.map((w) => w.entry)];
+export const functionEntries: readonly string[] = [
+  ...routes.map((r) => r.entry),
+  ...workers.map((w) => w.entry),
+  pythonRunner.entry,
+];
 
 /** `handler`, running as the function `functionId` (a route or worker id) each time it is called. */
 export const invokedAs = <Args extends unknown[], Result>(
