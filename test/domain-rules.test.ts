@@ -12,6 +12,7 @@ import {
   fateOf,
   hasExpired,
 } from '../functions/domain/deferred-run-lifetime.ts';
+import { keyMayUseWorkflow } from '../functions/domain/key-workflows.ts';
 import {
   capResetsText,
   fitsMonthlyCap,
@@ -286,6 +287,14 @@ describe('retention', () => {
     for (const bad of ['0', '-3', '1.5', 'thirty', '7d']) {
       expect(() => parseRetentionDays(bad), bad).toThrow(/RETENTION_DAYS must be a whole number of days/);
     }
+  });
+});
+
+describe("a key's workflows", () => {
+  it('a key with no list may use every workflow; a limited key only those it lists', () => {
+    expect(keyMayUseWorkflow([], 'wf-a')).toBe(true);
+    expect(keyMayUseWorkflow(['wf-a', 'wf-b'], 'wf-b')).toBe(true);
+    expect(keyMayUseWorkflow(['wf-a'], 'wf-b')).toBe(false);
   });
 });
 

@@ -4,6 +4,7 @@ import type { Deps } from '../deps.ts';
 import { toCredits } from '../domain/credits.ts';
 import { type CursorScope, openCursor, signCursor } from '../domain/cursor.ts';
 import { InvalidQueryError } from '../domain/errors.ts';
+import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { deferredView } from '../store/deferred-runs.ts';
 import { DeferredListEntrySchema, parseItem, RunListEntrySchema } from '../store/items.ts';
 import { cursorSigningSecret, queryRunList } from '../store/run-list.ts';
@@ -62,7 +63,7 @@ const listPage = async (
   const secret = await cursorSigningSecret(deps);
   const startKey = params.cursor === null ? null : openCursor(secret, scope, params.cursor);
   const limited = lister.workflowIds.length > 0;
-  if (params.workflowId !== null && limited && !lister.workflowIds.includes(params.workflowId)) {
+  if (params.workflowId !== null && !keyMayUseWorkflow(lister.workflowIds, params.workflowId)) {
     return { entries: [], nextCursor: null };
   }
   const workflowIds = params.workflowId !== null ? [params.workflowId] : limited ? lister.workflowIds : null;

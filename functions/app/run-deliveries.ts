@@ -1,6 +1,7 @@
 import type { RedeliveryQueued, WebhookDeliveries } from '../../schemas/deliveries.ts';
 import type { Deps } from '../deps.ts';
 import { DeliveryPendingError, RunNotFoundError } from '../domain/errors.ts';
+import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { runItemExpiry } from '../domain/retention.ts';
 import { staleRedeliveryMs, webhookId } from '../domain/webhook.ts';
 import type { ApiKeyItem } from '../store/items.ts';
@@ -28,7 +29,7 @@ const visibleDeliveries = async (deps: Deps, caller: Caller, jobId: string) => {
   if (
     !found?.run.callbackUrl ||
     found.run.teamId !== caller.teamId ||
-    (workflowIds.length > 0 && !workflowIds.includes(found.run.workflowId))
+    !keyMayUseWorkflow(workflowIds, found.run.workflowId)
   )
     throw new RunNotFoundError(jobId);
   return found;

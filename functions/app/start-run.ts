@@ -14,6 +14,7 @@ import {
   UnknownInputKeysError,
   WorkflowNotPermittedError,
 } from '../domain/errors.ts';
+import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { spendMonth } from '../domain/monthly-cap.ts';
 import { estimateRun, type RunEstimate } from '../domain/pricing.ts';
 import { epochSeconds, retentionExpiry } from '../domain/retention.ts';
@@ -61,7 +62,7 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 
 /** The checks every start makes before money: the key may run it, the canvas is valid, the inputs exist. */
 export const checkRunnable = (key: ApiKeyItem, workflow: RunnableWorkflow, request: RunRequest) => {
-  if (key.workflowIds.length > 0 && !key.workflowIds.includes(workflow.workflowId)) {
+  if (!keyMayUseWorkflow(key.workflowIds, workflow.workflowId)) {
     throw new WorkflowNotPermittedError(workflow.workflowId);
   }
   const issues = validateCanvas(workflow.canvas);

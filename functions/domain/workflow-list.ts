@@ -1,4 +1,5 @@
 import type { WorkflowStatus } from '../../schemas/workflows.ts';
+import { keyMayUseWorkflow } from './key-workflows.ts';
 
 export interface WorkflowSummaryRecord {
   id: string;
@@ -16,8 +17,7 @@ export const visibleWorkflows = (
   summaries: readonly WorkflowSummaryRecord[],
   permittedWorkflowIds: readonly string[],
 ): WorkflowSummaryRecord[] => {
-  const permitted = new Set(permittedWorkflowIds);
   return summaries
-    .filter((w) => permitted.size === 0 || permitted.has(w.id))
+    .filter((w) => keyMayUseWorkflow(permittedWorkflowIds, w.id))
     .sort((a, b) => (b.updated_at ?? '').localeCompare(a.updated_at ?? '') || a.id.localeCompare(b.id));
 };
