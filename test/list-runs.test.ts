@@ -182,6 +182,14 @@ describe('GET /runs', () => {
     );
     expect((await get(limited.key, `/runs?workflowId=${flowB}`)).body).toEqual({ runs: [], nextCursor: null });
     expect(runsOf(await allPages(limited.key, '/runs', { workflowId: flowA })).length).toBe(seen.length);
+    // By id too: a run of another workflow reads, and cancels, as a missing one; its own reads.
+    const mine = started.find((r) => r.workflowId === flowA)?.jobId;
+    const notMine = started.find((r) => r.workflowId === flowB)?.jobId;
+    expect((await get(limited.key, `/runs/${mine}`)).status).toBe(200);
+    const notFound = { status: 404, body: { error: 'Run not found' } };
+    expect(await get(limited.key, `/runs/${notMine}`)).toMatchObject(notFound);
+    expect(await api(stack.baseUrl, 'POST', `/runs/${notMine}/cancel`, { key: limited.key })).toMatchObject(notFound);
+    expect((await get(team.key, `/runs/${notMine}`)).status).toBe(200);
   });
 
   it('lists nothing of another team, and answers a team without runs with an empty last page', async () => {
@@ -303,6 +311,12 @@ describe('GET /deferred-runs', () => {
     ]);
     const limited = await addKey(stack.deps, team.teamId, { ...fast, workflowIds: [other.teamId] });
     expect((await get(limited.key, '/deferred-runs')).body).toEqual({ deferredRuns: [], nextCursor: null });
+    // By id too: another workflow's deferred run reads, and cancels, as a missing one.
+    const missing = { status: 404, body: { error: 'Deferred run not found' } };
+    expect(await get(limited.key, `/deferred-runs/${ids[0]}`)).toMatchObject(missing);
+    expect(await api(stack.baseUrl, 'DELETE', `/deferred-runs/${ids[0]}`, { key: limited.key })).toMatchObject(missing);
+    const allowed = await addKey(stack.deps, team.teamId, { ...fast, workflowIds: [flow] });
+    expect((await get(allowed.key, `/deferred-runs/${ids[0]}`)).status).toBe(200);
     const refused = await get(team.key, '/deferred-runs?status=queued');
     expect(refused).toMatchObject({
       status: 400,

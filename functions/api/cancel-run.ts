@@ -9,7 +9,7 @@ import { json } from '../http/response.ts';
 /** POST /runs/{jobId}/cancel (our design): cancel a queued run or stop one under way. */
 export const makeHandler = (deps: Deps) =>
   keyedHandler(deps, 'CancelRun', async (event, auth) =>
-    json(200, await cancelRun(deps, auth.teamId, event.pathParameters?.jobId ?? '')),
+    json(200, await cancelRun(deps, auth.teamId, event.pathParameters?.jobId ?? '', auth.key.workflowIds)),
   );
 
 export const handler = makeHandler(productionDeps({ ...dynamoDbClient(), ...sqsClient(), ...s3Client() }));

@@ -7,7 +7,10 @@ import { deferredView, getDeferredRun } from '../store/deferred-runs.ts';
 /** GET /deferred-runs/{id} (spec 4.6). */
 export const makeHandler = (deps: Deps) =>
   keyedHandler(deps, 'GetDeferredRun', async (event, auth) =>
-    json(200, deferredView(await getDeferredRun(deps, auth.teamId, event.pathParameters?.id ?? ''))),
+    json(
+      200,
+      deferredView(await getDeferredRun(deps, auth.teamId, event.pathParameters?.id ?? '', auth.key.workflowIds)),
+    ),
   );
 
 export const handler = makeHandler(productionDeps({ ...dynamoDbClient() }));

@@ -8,7 +8,7 @@ import { json } from '../http/response.ts';
 /** GET /runs/{jobId} (spec 4.5). Reading never spends credits, so a key over its cap still reads. */
 export const makeHandler = (deps: Deps) =>
   keyedHandler(deps, 'GetRun', async (event, auth) =>
-    json(200, await readRun(deps, auth.teamId, event.pathParameters?.jobId ?? '')),
+    json(200, await readRun(deps, auth.teamId, event.pathParameters?.jobId ?? '', auth.key.workflowIds)),
   );
 
 export const handler = makeHandler(productionDeps({ ...dynamoDbClient(), ...s3Client() }));

@@ -1,6 +1,7 @@
 import type { Run } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { RunAlreadyEndedError, RunNotFoundError } from '../domain/errors.ts';
+import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { isInProgress } from '../domain/workflow-lock.ts';
 import { endRun, queueWebhook } from '../store/run-ledger.ts';
 import { readRunItem } from '../store/runs.ts';
@@ -13,17 +14,24 @@ import { readRun } from './read-run.ts';
  * becomes `stopped`. Unfinished steps read `skipped` (not started) or `unknown` (in flight), the
  * unspent hold is released exactly once, the workflow's lock is freed, and the webhook goes out.
  */
-export const cancelRun = async (deps: Deps, teamId: string, jobId: string): Promise<Run> => {
+export const cancelRun = async (
+  deps: Deps,
+  teamId: string,
+  jobId: string,
+  keyWorkflowIds: readonly string[] = [],
+): Promise<Run> => {
   const tries = 10;
   for (let attempt = 1; attempt <= tries; attempt++) {
     const run = await readRunItem(deps, jobId);
-    if (!run || run.teamId !== teamId) throw new RunNotFoundError(jobId);
+    if (!run || run.teamId !== teamId || !keyMayUseWorkflow(keyWorkflowIds, run.workflowId)) {
+      throw new RunNotFoundError(jobId);
+    }
     if (!isInProgress(run.status)) throw new RunAlreadyEndedError(jobId);
     const status = run.stepsCompleted > 0 ? 'stopped' : 'cancelled';
     // false: a step charged between the read and the write (the hold moved); read again.
     if (await endRun(deps, run, status)) {
       await queueWebhook(deps, run, status);
-      return readRun(deps, teamId, jobId);
+      return readRun(deps, teamId, jobId, keyWorkflowIds);
     }
   }
   // Steps kept charging between each read and its write: busy, the caller tries again shortly.

@@ -1,6 +1,7 @@
 import type { Run, RunFile } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { RunNotFoundError } from '../domain/errors.ts';
+import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { runView } from '../domain/run-view.ts';
 import { isStoredFile } from '../nodes/executors/types.ts';
 import { canvasOf } from '../store/canvases.ts';
@@ -47,12 +48,21 @@ const presignFiles = async (deps: Deps, teamId: string, value: unknown): Promise
 };
 
 /**
- * GET /runs/{jobId} (spec 4.5): the run as the team sees it; another team's run reads exactly like
- * a missing one. Reads the run's partition (run, steps, charges) in one strongly consistent Query.
+ * GET /runs/{jobId} (spec 4.5): the run as the team sees it; another team's run, and a run of a
+ * workflow the key is not limited to, read exactly like a missing one (`teamId` null: the service
+ * itself, e.g. the webhook). Reads the run's partition (run, steps, charges) in one strongly
+ * consistent Query.
  */
-export const readRun = async (deps: Deps, teamId: string | null, jobId: string): Promise<Run> => {
+export const readRun = async (
+  deps: Deps,
+  teamId: string | null,
+  jobId: string,
+  keyWorkflowIds: readonly string[] = [],
+): Promise<Run> => {
   const { run, steps } = await readRunPartition(deps, jobId);
-  if (!run || (teamId !== null && run.teamId !== teamId)) throw new RunNotFoundError(jobId);
+  if (!run || (teamId !== null && run.teamId !== teamId) || !keyMayUseWorkflow(keyWorkflowIds, run.workflowId)) {
+    throw new RunNotFoundError(jobId);
+  }
   const canvas = await canvasOf(deps, run.workflowId);
   const view = runView(run, new Map(steps.map((step) => [step.nodeId, step])), canvas);
   const output = await Promise.all(

@@ -4,6 +4,7 @@ import type { RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { deferredExpiresAt } from '../domain/deferred-run-lifetime.ts';
 import { DeferredRunNotFoundError, DeferredRunNotWaitingError } from '../domain/errors.ts';
+import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { retentionExpiry } from '../domain/retention.ts';
 import { batchGet, itemFor } from './batch.ts';
 import { IdempotencyRaceError, type IdempotencyRecord, idempotencyPut } from './idempotency.ts';
@@ -89,13 +90,21 @@ export const createDeferredRun = async (
 };
 
 /** A deferred run of the team; another team's, and one past its `ttl` (expired), read as missing. */
-export const getDeferredRun = async (deps: Deps, teamId: string, deferredJobId: string): Promise<DeferredRunItem> => {
+export const getDeferredRun = async (
+  deps: Deps,
+  teamId: string,
+  deferredJobId: string,
+  keyWorkflowIds: readonly string[] = [],
+): Promise<DeferredRunItem> => {
   const { Item } = await deps.ddb.send(
     new GetCommand({ TableName: deps.tableName, Key: deferredRunKey(deferredJobId), ConsistentRead: true }),
   );
   const item = unexpired(Item, deps.now());
   if (!item || item.teamId !== teamId) throw new DeferredRunNotFoundError(deferredJobId);
-  return parseItem(DeferredRunItemSchema, item);
+  const record = parseItem(DeferredRunItemSchema, item);
+  // A key limited to other workflows sees it as missing, as it does in the list.
+  if (!keyMayUseWorkflow(keyWorkflowIds, record.workflowId)) throw new DeferredRunNotFoundError(deferredJobId);
+  return record;
 };
 
 /**
@@ -131,8 +140,9 @@ export const cancelDeferredRun = async (
   deps: Deps,
   teamId: string,
   deferredJobId: string,
+  keyWorkflowIds: readonly string[] = [],
 ): Promise<DeferredRunItem> => {
-  const record = await getDeferredRun(deps, teamId, deferredJobId);
+  const record = await getDeferredRun(deps, teamId, deferredJobId, keyWorkflowIds);
   if (record.status !== 'waiting' || !(await moveDeferredRun(deps, deferredJobId, 'cancelled'))) {
     throw new DeferredRunNotWaitingError(deferredJobId);
   }
