@@ -2,6 +2,9 @@ import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import { priceInMode } from '../functions/domain/run-modes.ts';
 import { canConnect, catalogue, getNodeSpec, nodeCategories, valueKinds } from '../functions/nodes/catalogue/index.ts';
+import { httpCallMaxTimeoutMs } from '../functions/nodes/catalogue/logic.ts';
+import { pythonMaxTimeoutMs } from '../functions/python/protocol.ts';
+import { stepNodeTimeoutSeconds } from '../lib/definitions.ts';
 import { nodeTypes } from '../schemas/workflows.ts';
 
 const entries = Object.values(catalogue);
@@ -129,6 +132,20 @@ describe('node catalogue (DESIGN section 4)', () => {
     expect(getNodeSpec('LlmWorker')?.displayName).toBe('LLM worker');
     expect(getNodeSpec('NoSuchNode')).toBeUndefined();
     expect(getNodeSpec('toString')).toBeUndefined();
+  });
+});
+
+describe("a node's own time limit fits in its step's node timeout", () => {
+  // Past the node timeout the step executor aborts the step and retries it: a limit above it would
+  // turn a slow call or slow code into three executions and an execution error.
+  it.each([
+    ['CustomApiCall', httpCallMaxTimeoutMs, 5_000],
+    ['PythonSandbox', pythonMaxTimeoutMs, 10_000],
+  ] as const)('%s: timeoutMs at most its bound, which leaves the node timeout room', (type, max, room) => {
+    expect(max + room).toBeLessThanOrEqual(stepNodeTimeoutSeconds * 1000);
+    const spec = getNodeSpec(type);
+    expect(v.safeParse(spec.configSchema, { ...spec.minimalConfig, timeoutMs: max }).success).toBe(true);
+    expect(v.safeParse(spec.configSchema, { ...spec.minimalConfig, timeoutMs: max + 1 }).success).toBe(false);
   });
 });
 

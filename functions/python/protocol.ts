@@ -1,5 +1,12 @@
 /** What a PythonSandbox step sends the PythonRunner function, and what it answers. */
 
+/**
+ * The longest a step's code may run: the step's node timeout (25 s, `stepNodeTimeoutSeconds`) less
+ * 10 s for a container's first load of Pyodide, so the step executor never aborts a Python step
+ * that is still within its own limit (an abort would retry it, then fail it as an execution error).
+ */
+export const pythonMaxTimeoutMs = 15_000;
+
 export interface PythonRequest {
   /** The node's `code`. */
   code: string;

@@ -1,14 +1,11 @@
 import * as v from 'valibot';
-import type { PythonAnswer, PythonRun } from '../python/protocol.ts';
+import { type PythonAnswer, type PythonRun, pythonMaxTimeoutMs } from '../python/protocol.ts';
 import { createPythonRunner } from '../python/runner.ts';
-
-/** Longest a step's code may run (the catalogue's `timeoutMs` bound); a request asking more is refused. */
-const maxTimeoutMs = 30_000;
 
 const PythonRequestSchema = v.object({
   code: v.pipe(v.string(), v.minLength(1)),
   inputs: v.array(v.unknown()),
-  timeoutMs: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(maxTimeoutMs)),
+  timeoutMs: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(pythonMaxTimeoutMs)),
 });
 
 /**

@@ -1,7 +1,15 @@
 /** Logic nodes: they run for real inside the service (text, JSON, math, conditions, batching, HTTP, crop). */
 import * as v from 'valibot';
 import type { NodeType } from '../../../schemas/workflows.ts';
+import { pythonMaxTimeoutMs } from '../../python/protocol.ts';
 import { ApiInputKeySchema, flatPrice, intBetween, type NodeSpec, NonEmptyStringSchema } from './node-spec.ts';
+
+/**
+ * A CustomApiCall's own limit ends 5 s before its step's node timeout (25 s,
+ * `stepNodeTimeoutSeconds`), leaving time to read and store the answer: past the node timeout the
+ * step executor aborts the step and retries it, which a slow receiver would only repeat.
+ */
+export const httpCallMaxTimeoutMs = 20_000;
 
 const notAModel = { acceptsApiInputKey: false, model: null } as const;
 
@@ -121,7 +129,7 @@ export const logicNodes = {
       url: v.pipe(v.string(), v.url()),
       method: v.optional(v.picklist(['GET', 'POST', 'PUT', 'PATCH', 'DELETE'])),
       headers: v.optional(v.record(v.string(), v.string())),
-      timeoutMs: v.optional(intBetween(1, 30_000)),
+      timeoutMs: v.optional(intBetween(1, httpCallMaxTimeoutMs)),
     }),
     minimalConfig: { url: 'https://example.com/' },
     ...notAModel,
@@ -133,7 +141,7 @@ export const logicNodes = {
     category: 'logic',
     inputs: [{ name: 'values', kind: 'any', multiple: true }],
     outputs: [{ name: 'result', kind: 'json' }],
-    configSchema: v.object({ code: NonEmptyStringSchema, timeoutMs: v.optional(intBetween(1, 30_000)) }),
+    configSchema: v.object({ code: NonEmptyStringSchema, timeoutMs: v.optional(intBetween(1, pythonMaxTimeoutMs)) }),
     minimalConfig: { code: 'result = inputs' },
     ...notAModel,
     price: flatPrice(5),
