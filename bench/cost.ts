@@ -20,7 +20,7 @@ import {
   xrayIfTraced,
 } from './cost-meter.ts';
 import { measureChainRunCost } from './cost-run.ts';
-import { idleCost, idleStages, measureIdleTick } from './idle-cost.ts';
+import { idleCost, idleStages, measureIdleTick, type TickCost } from './idle-cost.ts';
 import { heading, line, note, ratio } from './report.ts';
 import { chainWithModelStep } from './seed.ts';
 import type { Targets } from './stats.ts';
@@ -80,6 +80,8 @@ export const benchCost = async (options: {
   targets: Targets;
   chainLength: number;
   price?: PriceOptions;
+  /** The idle tick, measured before other sections filled the emulator (else measured here). */
+  idleTick?: TickCost;
 }) => {
   const { targets, chainLength } = options;
   const price = options.price ?? {};
@@ -173,7 +175,7 @@ export const benchCost = async (options: {
   heading(
     'Idle cost per stage and month: no traffic, us-east-1, without the free tier (the template, and an idle tick measured)',
   );
-  const tick = await measureIdleTick(options.resources);
+  const tick = options.idleTick ?? (await measureIdleTick(options.resources));
   for (const stage of idleStages) {
     console.log(`  ${stage.name}`);
     const items = idleCost(stage.context, tick);
