@@ -98,9 +98,10 @@ const clocked = (clock: { now: number }, deps: Deps = stack.deps): Deps => ({
   now: () => new Date(clock.now),
 });
 
-const runWithCallback = async (callbackUrl: string, callbackSecret?: string) => {
+/** A finished run of a new team's workflow (`steps`, the default chain when absent) with this callback. */
+const runWithCallback = async (callbackUrl: string, callbackSecret?: string, steps?: unknown[]) => {
   const team = await seedTeam(stack.deps);
-  const workflowId = await createWorkflow(stack, team);
+  const workflowId = await createWorkflow(stack, team, steps);
   const started = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, {
     key: team.key,
     method: 'POST',
@@ -192,18 +193,10 @@ describe('the run-finished webhook (spec 6)', () => {
   it("gives the receiver the run's files as URLs signed at delivery", async () => {
     const receiver = await startReceiver();
     try {
-      const team = await seedTeam(stack.deps);
-      const workflowId = await createWorkflow(stack, team, [
+      const { jobId } = await runWithCallback(receiver.url, undefined, [
         { key: 'prompt', type: 'TextEntry', config: { text: 'a lighthouse' } },
         { key: 'image', type: 'ImageGen', inputs: ['prompt'] },
       ]);
-      const started = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, {
-        key: team.key,
-        method: 'POST',
-        body: { callbackUrl: receiver.url },
-      });
-      const jobId = started.body.jobId as string;
-      await waitForRun(stack, team.key, jobId);
       expect(await handle([await receiveJob(jobId)])).toEqual(delivered);
       const [{ body }] = receiver.received as [Received];
       const url = /"url":"([^"]+)"/.exec(body)?.[1];
@@ -216,18 +209,10 @@ describe('the run-finished webhook (spec 6)', () => {
   it('sends no signature without a secret, and sends run.failed for a failed run', async () => {
     const receiver = await startReceiver();
     try {
-      const team = await seedTeam(stack.deps);
-      const workflowId = await createWorkflow(stack, team, [
+      const { jobId } = await runWithCallback(receiver.url, undefined, [
         { key: 'data', type: 'JsonLoader', config: { data: '{broken' } },
         { key: 'show', type: 'JsonInspector', inputs: ['data'] },
       ]);
-      const started = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, {
-        key: team.key,
-        method: 'POST',
-        body: { callbackUrl: receiver.url },
-      });
-      const jobId = started.body.jobId as string;
-      await waitForRun(stack, team.key, jobId);
       expect(await handle([await receiveJob(jobId)])).toEqual(delivered);
       const [{ headers, body }] = receiver.received as [Received];
       expect(headers['x-service-event']).toBe('run.failed');
