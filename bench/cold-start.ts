@@ -13,16 +13,17 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import type { APIGatewayProxyEventV2, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { APIGatewayProxyEventV2, SQSEvent } from 'aws-lambda';
 import type { Deps } from '../functions/deps.ts';
 import { assetVersion } from '../functions/docs/manifest.ts';
 import { createAgent } from '../functions/store/tenancy.ts';
 import { makeHandler as makeStepExecutor } from '../functions/workers/step-executor.ts';
 import { makeHandler as makeWebhookWorker } from '../functions/workers/webhook-delivery.ts';
 import { pythonRuntimeFiles } from '../lib/bundling.ts';
-import { basePath, type Route, routes } from '../lib/routes.ts';
+import { basePath, type Route, routeById, routes } from '../lib/routes.ts';
 import { pythonRunner, workers } from '../lib/workers.ts';
 import { startLocalApi } from '../local/api-gateway.ts';
+import { toRecord } from '../local/event-source.ts';
 import { operatorEventBusName, startEventBridge } from '../local/eventbridge-emulator.ts';
 import { localDeps, localEnvironment } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
@@ -148,27 +149,6 @@ const apiEvent = (
   };
 };
 
-/** An SQS event of one record, as the event source mapping builds it. */
-const sqsEvent = (message: { messageId: string; body: string }, queueUrl: string): SQSEvent => {
-  const record: SQSRecord = {
-    messageId: message.messageId,
-    receiptHandle: `bench-${message.messageId}`,
-    body: message.body,
-    attributes: {
-      ApproximateReceiveCount: '1',
-      SentTimestamp: String(Date.now()),
-      SenderId: 'bench',
-      ApproximateFirstReceiveTimestamp: String(Date.now()),
-    },
-    messageAttributes: {},
-    md5OfBody: '',
-    eventSource: 'aws:sqs',
-    eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:${queueUrl.split('/').pop()}`,
-    awsRegion: 'us-east-1',
-  };
-  return { Records: [record] };
-};
-
 /** Takes messages off the queue until one whose body names `jobId` (the others are dropped). */
 const takeMessage = async (deps: Deps, queueUrl: string, jobId: string) => {
   const deadline = Date.now() + 10_000;
@@ -184,15 +164,9 @@ const takeMessage = async (deps: Deps, queueUrl: string, jobId: string) => {
       }),
     );
     const found = Messages.find((m) => (JSON.parse(m.Body ?? '{}') as { jobId?: string }).jobId === jobId);
-    if (found) return { messageId: found.MessageId ?? randomUUID(), body: found.Body ?? '' };
+    if (found) return found;
   }
   throw new Error(`no message for ${jobId} on ${queueUrl}`);
-};
-
-const routeOf = (id: string): Route => {
-  const route = routes.find((r) => r.id === id);
-  if (!route) throw new Error(`no route ${id}`);
-  return route;
 };
 
 /**
@@ -208,6 +182,12 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
   const team = await seedRunsTeam(deps, 1_000_000);
   const { key } = team;
   const stepExecutor = makeStepExecutor(deps);
+  /** The next message on `queue` naming `jobId`, as the queue's event source mapping hands it over. */
+  const queueEvent = async (queue: 'Steps' | 'Webhooks', jobId: string): Promise<SQSEvent> => {
+    const url = resources.queueUrls[queue];
+    const arn = `arn:aws:sqs:us-east-1:000000000000:${url.split('/').pop()}`;
+    return { Records: [toRecord(await takeMessage(deps, url, jobId), arn)] };
+  };
 
   const call = async (method: string, path: string, body?: unknown) => {
     const response = await fetch(`${api.baseUrl}${path}`, {
@@ -231,31 +211,29 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
 
   for (let i = 0; i < 5; i++) await newWorkflow();
   const completed = await newRun();
-  await stepExecutor(
-    sqsEvent(await takeMessage(deps, resources.queueUrls.Steps, completed.jobId), resources.queueUrls.Steps),
-  );
+  await stepExecutor(await queueEvent('Steps', completed.jobId));
   const waiting = await newRun({ defer: true, maxMultiplier: 0.1 });
   const hooked = await newRun(withCallback());
   const webhookWorker = makeWebhookWorker(deps, { fetchOptions: { allowLoopback: true, ca: receiverCa } });
 
   const scenarios: Record<string, Scenario> = {
-    GetOpenApi: { calls: [], event: async () => apiEvent(routeOf('GetOpenApi')) },
-    GetDocs: { calls: [], event: async () => apiEvent(routeOf('GetDocs')) },
+    GetOpenApi: { calls: [], event: async () => apiEvent(routeById('GetOpenApi')) },
+    GetDocs: { calls: [], event: async () => apiEvent(routeById('GetDocs')) },
     GetDocsAsset: {
       calls: [],
       // The largest asset, compressed as a browser asks for it.
       event: async () =>
-        apiEvent(routeOf('GetDocsAsset'), {
+        apiEvent(routeById('GetDocsAsset'), {
           pathParameters: { name: 'swagger-ui-bundle.js' },
           query: { v: assetVersion },
           headers: { 'accept-encoding': 'gzip, deflate, br, zstd' },
         }),
     },
-    ListWorkflows: { calls: ['dynamodb'], event: async () => apiEvent(routeOf('ListWorkflows'), { key }) },
+    ListWorkflows: { calls: ['dynamodb'], event: async () => apiEvent(routeById('ListWorkflows'), { key }) },
     CreateWorkflow: {
       calls: ['dynamodb'],
       event: async () =>
-        apiEvent(routeOf('CreateWorkflow'), {
+        apiEvent(routeById('CreateWorkflow'), {
           key,
           body: { name: 'Cold start chain', agentId: team.agentId, steps: chainSteps(10) },
         }),
@@ -263,60 +241,56 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
     RunWorkflow: {
       calls: ['dynamodb', 'sqs'],
       event: async () =>
-        apiEvent(routeOf('RunWorkflow'), { key, pathParameters: { id: await newWorkflow() }, body: {} }),
+        apiEvent(routeById('RunWorkflow'), { key, pathParameters: { id: await newWorkflow() }, body: {} }),
     },
     RunAgent: {
       calls: ['dynamodb', 'sqs'],
       event: async () => {
         const { agentId } = await createAgent(deps, { teamId: team.teamId, projectId: team.projectId, name: 'Cold' });
         await newWorkflow(agentId);
-        return apiEvent(routeOf('RunAgent'), { key, pathParameters: { id: agentId }, body: {} });
+        return apiEvent(routeById('RunAgent'), { key, pathParameters: { id: agentId }, body: {} });
       },
     },
     GetRun: {
       calls: ['dynamodb'],
-      event: async () => apiEvent(routeOf('GetRun'), { key, pathParameters: { jobId: completed.jobId } }),
+      event: async () => apiEvent(routeById('GetRun'), { key, pathParameters: { jobId: completed.jobId } }),
     },
     CancelRun: {
       calls: ['dynamodb'],
-      event: async () => apiEvent(routeOf('CancelRun'), { key, pathParameters: { jobId: (await newRun()).jobId } }),
+      event: async () => apiEvent(routeById('CancelRun'), { key, pathParameters: { jobId: (await newRun()).jobId } }),
     },
     // A page of the team's runs: the key, its rate count, the cursor signing key and one Query of GSI4.
     ListRuns: {
       calls: ['dynamodb'],
-      event: async () => apiEvent(routeOf('ListRuns'), { key, query: { limit: '20' } }),
+      event: async () => apiEvent(routeById('ListRuns'), { key, query: { limit: '20' } }),
     },
     ListDeferredRuns: {
       calls: ['dynamodb'],
-      event: async () => apiEvent(routeOf('ListDeferredRuns'), { key, query: { limit: '20' } }),
+      event: async () => apiEvent(routeById('ListDeferredRuns'), { key, query: { limit: '20' } }),
     },
     // The delivery log of a run with a callbackUrl (its run item and its delivery items).
     ListDeliveries: {
       calls: ['dynamodb'],
-      event: async () => apiEvent(routeOf('ListDeliveries'), { key, pathParameters: { jobId: hooked.jobId } }),
+      event: async () => apiEvent(routeById('ListDeliveries'), { key, pathParameters: { jobId: hooked.jobId } }),
     },
     // A redelivery of a webhook delivered once: mark the delivery item, send one message.
     RedeliverWebhook: {
       calls: ['dynamodb', 'sqs'],
       event: async () => {
         const { jobId } = await newRun(withCallback());
-        await stepExecutor(
-          sqsEvent(await takeMessage(deps, resources.queueUrls.Steps, jobId), resources.queueUrls.Steps),
-        );
-        await webhookWorker(
-          sqsEvent(await takeMessage(deps, resources.queueUrls.Webhooks, jobId), resources.queueUrls.Webhooks),
-        );
-        return apiEvent(routeOf('RedeliverWebhook'), { key, pathParameters: { jobId } });
+        await stepExecutor(await queueEvent('Steps', jobId));
+        await webhookWorker(await queueEvent('Webhooks', jobId));
+        return apiEvent(routeById('RedeliverWebhook'), { key, pathParameters: { jobId } });
       },
     },
     GetDeferredRun: {
       calls: ['dynamodb'],
-      event: async () => apiEvent(routeOf('GetDeferredRun'), { key, pathParameters: { id: waiting.deferredJobId } }),
+      event: async () => apiEvent(routeById('GetDeferredRun'), { key, pathParameters: { id: waiting.deferredJobId } }),
     },
     CancelDeferredRun: {
       calls: ['dynamodb'],
       event: async () =>
-        apiEvent(routeOf('CancelDeferredRun'), {
+        apiEvent(routeById('CancelDeferredRun'), {
           key,
           pathParameters: { id: (await newRun({ defer: true, maxMultiplier: 0.1 })).deferredJobId },
         }),
@@ -326,7 +300,7 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
       calls: ['dynamodb', 'sqs'],
       event: async () => {
         const { jobId } = await newRun(withCallback());
-        return sqsEvent(await takeMessage(deps, resources.queueUrls.Steps, jobId), resources.queueUrls.Steps);
+        return await queueEvent('Steps', jobId);
       },
     },
     // The webhook of a run that ended: read the delivery, POST it to the https receiver, record it.
@@ -334,9 +308,8 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
       calls: ['dynamodb'],
       event: async () => {
         const { jobId } = await newRun(withCallback());
-        const step = await takeMessage(deps, resources.queueUrls.Steps, jobId);
-        await stepExecutor(sqsEvent(step, resources.queueUrls.Steps));
-        return sqsEvent(await takeMessage(deps, resources.queueUrls.Webhooks, jobId), resources.queueUrls.Webhooks);
+        await stepExecutor(await queueEvent('Steps', jobId));
+        return await queueEvent('Webhooks', jobId);
       },
     },
     // A run's start and end as the table's stream hands them over: one PutEvents of two entries.

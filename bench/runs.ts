@@ -26,7 +26,7 @@ import {
 import { getTeam } from '../functions/store/tenancy.ts';
 import { makeHandler } from '../functions/workers/step-executor.ts';
 import { stepsQueue } from '../lib/definitions.ts';
-import { startQueuePoller } from '../local/event-source.ts';
+import { startQueuePoller, toRecord } from '../local/event-source.ts';
 import { localDeps } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
 import { type CallCounts, commandsText, countDynamoDbCalls, countSqsCalls, since, snapshot } from './counters.ts';
@@ -358,22 +358,14 @@ const benchStarts = async (
 /** One SQS record for the step executor, as the event source mapping builds it. */
 const stepEvent = (job: Job, nodeId: string): SQSEvent => ({
   Records: [
-    {
-      messageId: randomUUID(),
-      receiptHandle: 'bench',
-      body: JSON.stringify({ jobId: job.jobId, workflowId: job.workflowId, nodeId }),
-      attributes: {
-        ApproximateReceiveCount: '1',
-        SentTimestamp: String(Date.now()),
-        SenderId: 'bench',
-        ApproximateFirstReceiveTimestamp: String(Date.now()),
+    toRecord(
+      {
+        MessageId: randomUUID(),
+        ReceiptHandle: 'bench',
+        Body: JSON.stringify({ jobId: job.jobId, workflowId: job.workflowId, nodeId }),
       },
-      messageAttributes: {},
-      md5OfBody: '',
-      eventSource: 'aws:sqs',
-      eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:bench',
-      awsRegion: 'us-east-1',
-    },
+      'arn:aws:sqs:us-east-1:000000000000:bench',
+    ),
   ],
 });
 
