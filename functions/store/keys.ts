@@ -108,7 +108,8 @@ export const deferredListIndex = (teamId: string, createdAt: string, deferredJob
 export const cursorSigningKey = () => ({ PK: 'CURSORKEY', SK: 'CURSORKEY' });
 
 /** Delivery state of one webhook event of a run (attempts, outcome). */
+export const webhookSkPrefix = 'WEBHOOK#';
 export const webhookDeliveryKey = (jobId: string, event: string) => ({
   PK: runPartition(jobId),
-  SK: `WEBHOOK#${event}`,
+  SK: `${webhookSkPrefix}${event}`,
 });

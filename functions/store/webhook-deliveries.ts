@@ -11,7 +11,7 @@ import {
   webhookEventOfStatus,
 } from '../domain/webhook.ts';
 import { parseItem, RunCallbackSchema, RunItemSchema, unexpired } from './items.ts';
-import { runKey, webhookDeliveryKey } from './keys.ts';
+import { runKey, runPartition, webhookDeliveryKey, webhookSkPrefix } from './keys.ts';
 import { conditionalWrite } from './write.ts';
 
 /**
@@ -158,15 +158,13 @@ export interface RunDeliveries {
  * when the run is missing or past its `ttl`.
  */
 export const readRunDeliveries = async (deps: Deps, jobId: string): Promise<RunDeliveries | undefined> => {
-  // The event's item key without the event: the prefix of every delivery item of the run.
-  const prefix = webhookDeliveryKey(jobId, '');
   const [{ Item: runItem }, { Items: deliveryItems = [] }] = await Promise.all([
     deps.ddb.send(new GetCommand({ TableName: deps.tableName, Key: runKey(jobId), ConsistentRead: true })),
     deps.ddb.send(
       new QueryCommand({
         TableName: deps.tableName,
         KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
-        ExpressionAttributeValues: { ':pk': prefix.PK, ':prefix': prefix.SK },
+        ExpressionAttributeValues: { ':pk': runPartition(jobId), ':prefix': webhookSkPrefix },
         ConsistentRead: true,
       }),
     ),
