@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { dirname, join } from 'node:path';
+import { listenLocal } from './api-gateway.ts';
 import { localAwsConfig } from './emulators.ts';
 import { stateDir } from './state.ts';
 
@@ -72,10 +73,7 @@ export interface EventBridgeEmulator {
   stop(): Promise<void>;
 }
 
-/**
- * Starts the emulator on loopback. `fileFor` names the JSON-lines file of each bus (by default
- * `<dir>/<bus>.jsonl` under `dir`).
- */
+/** Starts the emulator on loopback. `fileFor` names the JSON-lines file of each bus. */
 export const startEventBridge = async (options: {
   port?: number;
   fileFor: (busName: string) => string;
@@ -138,16 +136,8 @@ export const startEventBridge = async (options: {
       return answer(response, 500, { __type: 'InternalException', message: (error as Error).message });
     }
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
-  });
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  return {
-    endpoint: `http://127.0.0.1:${port}`,
-    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
+  const listening = await listenLocal(server, { port: options.port ?? 0, host: '127.0.0.1' }, '');
+  return { endpoint: listening.baseUrl, stop: listening.close };
 };
 
 /** Tells the emulator at `endpoint` what the next calls on `bus` do (the test hook). */
