@@ -102,7 +102,7 @@ export const pythonRunner = {
   // (functions/python/runner.ts); Pyodide itself takes about 100 MB more, and CPU scales with memory,
   // which a cold load (parsing 9 MB of wasm and the standard library) is bound by.
   memoryMb: 1024,
-  // A step's code may run 30 s (the catalogue's bound), after a cold load of a few seconds and the
-  // interrupt's grace: within 60 s. The step executor's node timeout (25 s) aborts its wait sooner.
+  // A step's code may run 15 s (`pythonMaxTimeoutMs`), after a cold load of a few seconds and the
+  // interrupt's grace: well within 60 s. The step executor's node timeout (25 s) aborts its wait sooner.
   timeoutSeconds: 60,
 } as const;
