@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { handler as pythonRunnerHandler } from '../../functions/workers/python-runner.ts';
+import { pythonRunner } from '../../lib/workers.ts';
 import { startDynamoDb, startSqsS3 } from '../../local/emulators.ts';
 import { startEventBridge } from '../../local/eventbridge-emulator.ts';
 import { startLambdaEmulator } from '../../local/lambda-emulator.ts';
@@ -33,7 +34,7 @@ export default async function setup(project: TestProject) {
   rmSync(eventsDir, { recursive: true, force: true });
   const eventBridge = await startEventBridge({ fileFor: (bus) => join(eventsDir, `${bus}.jsonl`) });
   project.provide('eventBridge', { endpoint: eventBridge.endpoint, eventsDir });
-  const lambda = await startLambdaEmulator({ PythonRunner: pythonRunnerHandler });
+  const lambda = await startLambdaEmulator({ [pythonRunner.id]: pythonRunnerHandler });
   project.provide('lambda', { endpoint: lambda.endpoint });
   return async () => {
     await lambda.stop();
