@@ -59,14 +59,19 @@ const executors = () => async (context: Parameters<typeof instantExecutor>[0]) =
   return instantExecutor(context);
 };
 
-describe('operator events from runs', () => {
-  let stack: TestStack;
-  let events: Events;
-  let workers: QueuePoller;
+/**
+ * For the enclosing describe: a test stack, its operator events' publisher and step workers running
+ * `executors`, handed to `use` before its tests and stopped after them (a held step released first).
+ */
+const withRunsAndEvents = (use: (started: { stack: TestStack; events: Events }) => void) => {
+  let stack: TestStack | undefined;
+  let events: Events | undefined;
+  let workers: QueuePoller | undefined;
   beforeAll(async () => {
     stack = await startTestStack();
     events = await startOperatorEventsFor(stack);
     workers = startStepWorkers(stack, { executors });
+    use({ stack, events });
   });
   afterAll(async () => {
     release();
@@ -74,6 +79,12 @@ describe('operator events from runs', () => {
     await events?.stop();
     await stack?.close();
   });
+};
+
+describe('operator events from runs', () => {
+  let stack: TestStack;
+  let events: Events;
+  withRunsAndEvents((started) => ({ stack, events } = started));
 
   it('a completed run: Run Started, then Run Finished with its exact charge, and nothing secret', async () => {
     const team = await seedTeam(stack.deps);
@@ -191,17 +202,7 @@ describe('operator events from runs', () => {
 describe("the operators' CLI: events tail", () => {
   let stack: TestStack;
   let events: Events;
-  let workers: QueuePoller;
-  beforeAll(async () => {
-    stack = await startTestStack();
-    events = await startOperatorEventsFor(stack);
-    workers = startStepWorkers(stack, { executors });
-  });
-  afterAll(async () => {
-    await workers?.stop();
-    await events?.stop();
-    await stack?.close();
-  });
+  withRunsAndEvents((started) => ({ stack, events } = started));
 
   const runOnce = async () => {
     const team = await seedTeam(stack.deps);
