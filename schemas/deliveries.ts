@@ -8,7 +8,8 @@ import * as v from 'valibot';
 import { DateTimeSchema, UuidSchema } from './common.ts';
 import { WebhookEventSchema } from './runs.ts';
 
-const deliveryStates = ['pending', 'delivered', 'failed'] as const;
+/** A delivery's states (functions/domain/webhook.ts says when each holds). */
+export const deliveryStates = ['pending', 'delivered', 'failed'] as const;
 const DeliveryStateSchema = v.pipe(
   v.picklist(deliveryStates),
   v.description(
@@ -18,7 +19,8 @@ const DeliveryStateSchema = v.pipe(
   ),
 );
 
-const errorKinds = ['timeout', 'refused', 'dns', 'tls', 'connection'] as const;
+/** Why an attempt got no answer (functions/domain/webhook.ts, `WebhookErrorKind`). */
+export const webhookErrorKinds = ['timeout', 'refused', 'dns', 'tls', 'connection'] as const;
 
 /** One attempt of the delivery log. */
 export const WebhookAttemptSchema = v.strictObject({
@@ -34,7 +36,7 @@ export const WebhookAttemptSchema = v.strictObject({
    * Why there was no answer: `timeout` (none within 8 s), `refused` (the address guard refused the
    * address), `dns`, `tls` (the handshake failed), `connection` (refused, reset, closed early).
    */
-  error: v.optional(v.picklist(errorKinds)),
+  error: v.optional(v.picklist(webhookErrorKinds)),
   durationMs: v.pipe(v.number(), v.integer(), v.minValue(0)),
   /** When the retry this attempt scheduled is due; absent when it scheduled none. */
   nextAttemptAt: v.optional(DateTimeSchema),

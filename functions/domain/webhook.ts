@@ -1,4 +1,5 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import type { deliveryStates, webhookErrorKinds } from '../../schemas/deliveries.ts';
 import type { WebhookEvent } from '../../schemas/runs.ts';
 import { endStatuses } from './workflow-lock.ts';
 
@@ -35,7 +36,7 @@ export const webhookEventOfStatus = (status: string): WebhookEvent | undefined =
   endStatuses.includes(status as (typeof endStatuses)[number]) ? (`run.${status}` as WebhookEvent) : undefined;
 
 /** A delivery is `pending` until an attempt is answered 2xx, or its last attempt failed. */
-export type DeliveryState = 'pending' | 'delivered' | 'failed';
+export type DeliveryState = (typeof deliveryStates)[number];
 
 /** The delivery's state once attempt `attempt` was answered (or not). */
 export const stateAfterAttempt = (delivered: boolean, attempt: number): DeliveryState =>
@@ -68,7 +69,7 @@ export const staleRedeliveryMs = 15 * 60_000;
  * failed: certificate not trusted, expired or for another name), `connection` (anything else on the
  * way: refused, reset, closed early).
  */
-export type WebhookErrorKind = 'timeout' | 'refused' | 'dns' | 'tls' | 'connection';
+export type WebhookErrorKind = (typeof webhookErrorKinds)[number];
 
 /** One attempt as the delivery log keeps it: the receiver's status, or why there was none. */
 export interface WebhookAttempt {

@@ -1,5 +1,6 @@
 import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
+import { deliveryStates, webhookErrorKinds } from '../../schemas/deliveries.ts';
 import type { WebhookEvent } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { runItemExpiry } from '../domain/retention.ts';
@@ -26,13 +27,13 @@ const AttemptEntrySchema = v.object({
   at: v.string(),
   host: v.string(),
   statusCode: v.optional(v.number()),
-  error: v.optional(v.picklist(['timeout', 'refused', 'dns', 'tls', 'connection'])),
+  error: v.optional(v.picklist(webhookErrorKinds)),
   durationMs: v.number(),
   nextAttemptAt: v.optional(v.string()),
 });
 
 const DeliveryItemSchema = v.object({
-  state: v.picklist(['pending', 'delivered', 'failed']),
+  state: v.picklist(deliveryStates),
   attempts: v.number(),
   /** The SQS message that recorded the last attempt (its id is the same on every redelivery). */
   lastMessageId: v.optional(v.string()),
