@@ -284,7 +284,7 @@ export const logicExecutors = (deps: ExecutorDeps) =>
         if (error instanceof PythonRunnerError) return fail(context, error.message);
         throw error;
       }
-      if (!answer.ok) fail(context, answer.message);
-      return { outputs: { result: answer.ok ? answer.result : null } };
+      if (!answer.ok) return fail(context, answer.message);
+      return { outputs: { result: answer.result } };
     },
   }) satisfies Partial<Record<NodeType, NodeExecutor>>;
