@@ -6,7 +6,7 @@ import { basePath, type Route, routes } from '../lib/routes.ts';
 import { invokedAs } from './invocation.ts';
 import { lambdaContext } from './lambda-context.ts';
 
-type ApiResult = {
+export type ApiResult = {
   statusCode?: number;
   headers?: Record<string, string | number | boolean>;
   body?: string;
@@ -19,42 +19,52 @@ const maxPayloadBytes = 10 * 1024 * 1024;
 
 const textTypes = /^(application\/(json|.*\+json|x-www-form-urlencoded|xml|yaml)|text\/)/i;
 
-interface CompiledRoute {
-  route: Route;
-  method: string;
+/**
+ * A route path (`/runs/{jobId}`) as a pattern that matches a whole request path, and the names of
+ * its parameters in order.
+ */
+export const pathPattern = (path: string): { pattern: RegExp; params: string[] } => {
+  const params: string[] = [];
+  const source = path
+    .split('/')
+    .map((segment) => {
+      const param = /^\{(\w+)\}$/.exec(segment)?.[1];
+      if (param) params.push(param);
+      return param ? '([^/]+)' : segment.replace(/[.*+?^$()|[\]\\]/g, '\\$&');
+    })
+    .join('/');
+  return { pattern: new RegExp(`^${source}$`), params };
+};
+
+/** One route as a local front serves it. */
+export interface ServedRoute {
+  /** Matches the whole request path (`pathPattern`). */
   pattern: RegExp;
   params: string[];
-  handler: ApiHandler;
+  /** Its method, and its path as the event's route key names it (`${basePath}${path}`). */
+  route: Pick<Route, 'method' | 'path'>;
+  /** Runs the route's function on the event; a throw is the integration failing (API Gateway's 500). */
+  invoke: (event: APIGatewayProxyEventV2) => Promise<ApiResult | string | undefined>;
 }
 
 /** Loads every route's handler module and builds it with `deps`, the way Lambda imports `handler`. */
-const compileRoutes = async (deps: Deps): Promise<CompiledRoute[]> =>
+const compileRoutes = async (deps: Deps): Promise<ServedRoute[]> =>
   Promise.all(
     routes.map(async (route) => {
       const module = (await import(new URL(`../${route.entry}`, import.meta.url).href)) as {
         makeHandler: (deps: Deps) => ApiHandler;
       };
-      const params: string[] = [];
-      const source = `${basePath}${route.path}`
-        .split('/')
-        .map((segment) => {
-          const param = /^\{(\w+)\}$/.exec(segment)?.[1];
-          if (param) params.push(param);
-          return param ? '([^/]+)' : segment.replace(/[.*+?^$()|[\]\\]/g, '\\$&');
-        })
-        .join('/');
+      // Runs as its route's function, so the AWS command log knows who sent what.
+      const handler = invokedAs(route.id, module.makeHandler(deps));
       return {
+        ...pathPattern(`${basePath}${route.path}`),
         route,
-        method: route.method,
-        pattern: new RegExp(`^${source}$`),
-        params,
-        // Runs as its route's function, so the AWS command log knows who sent what.
-        handler: invokedAs(route.id, module.makeHandler(deps)),
+        invoke: (event) => handler(event, lambdaContext(`local-${route.id}`, 10_000, event.requestContext.requestId)),
       };
     }),
   );
 
-export const readBody = (request: IncomingMessage): Promise<Buffer | 'too-large'> =>
+const readBody = (request: IncomingMessage): Promise<Buffer | 'too-large'> =>
   new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -71,7 +81,7 @@ export const readBody = (request: IncomingMessage): Promise<Buffer | 'too-large'
  * (`%E0%A4%A`, a bare `%`, an encoded lone surrogate) is passed on as sent rather than failing the
  * request, so the handler answers it (a path id that is not a uuid reads as not found).
  */
-export const decodedSegment = (segment: string): string => {
+const decodedSegment = (segment: string): string => {
   try {
     return decodeURIComponent(segment);
   } catch {
@@ -138,7 +148,7 @@ const send = (response: ServerResponse, status: number, headers: Record<string, 
 };
 
 /** API Gateway's payload-2.0 rule: a result without statusCode is a 200 JSON body. */
-export const fromResult = (result: ApiResult | string | undefined) => {
+const fromResult = (result: ApiResult | string | undefined) => {
   if (result === undefined || typeof result === 'string' || result.statusCode === undefined) {
     return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(result ?? null) };
   }
@@ -187,18 +197,21 @@ export interface LocalApi {
 }
 
 /**
- * Serves the route table over HTTP the way API Gateway does: each request becomes a payload 2.0
- * event for the same handler module Lambda runs; unknown routes answer 404 {"message":"Not Found"}.
+ * Answers requests for `served` as API Gateway does: each request becomes a payload 2.0 event for
+ * its route's function and the function's answer is sent back mapped API Gateway's way; a path no
+ * route matches is 404 {"message":"Not Found"}, a body over 10 MB 413, and a failing integration
+ * 500 {"message":"Internal Server Error"}. Both local fronts (this one and the deploy rehearsal's)
+ * serve through it.
  */
-export const startLocalApi = async (options: { deps: Deps; port: number; host: string }): Promise<LocalApi> => {
-  const compiled = await compileRoutes(options.deps);
-  const server = createServer(async (request, response) => {
+export const gatewayListener =
+  (served: readonly ServedRoute[]) =>
+  async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     try {
       // The Host header is the caller's: a garbled one must not fail the parse (it is only reported as domainName).
       const url = new URL(request.url ?? '/', 'http://localhost');
-      let found: { entry: CompiledRoute; pathParameters: Record<string, string> } | undefined;
-      for (const entry of compiled) {
-        const m = entry.method === request.method ? entry.pattern.exec(url.pathname) : null;
+      let found: { entry: ServedRoute; pathParameters: Record<string, string> } | undefined;
+      for (const entry of served) {
+        const m = entry.route.method === request.method ? entry.pattern.exec(url.pathname) : null;
         if (m) {
           found = {
             entry,
@@ -213,12 +226,7 @@ export const startLocalApi = async (options: { deps: Deps; port: number; host: s
         return send(response, 413, { 'content-type': 'application/json' }, '{"message":"Request Entity Too Large"}');
       }
       const event = toEventV2(request, url, body, { route: found.entry.route, pathParameters: found.pathParameters });
-      const result = fromResult(
-        await found.entry.handler(
-          event,
-          lambdaContext(`local-${found.entry.route.id}`, 10_000, event.requestContext.requestId),
-        ),
-      );
+      const result = fromResult(await found.entry.invoke(event));
       send(
         response,
         result.status,
@@ -229,6 +237,11 @@ export const startLocalApi = async (options: { deps: Deps; port: number; host: s
       // What API Gateway answers when the integration itself fails.
       send(response, 500, { 'content-type': 'application/json' }, '{"message":"Internal Server Error"}');
     }
-  });
-  return listenLocal(server, options, basePath);
-};
+  };
+
+/**
+ * Serves the route table over HTTP the way API Gateway does (`gatewayListener`), each route by the
+ * same handler module Lambda runs.
+ */
+export const startLocalApi = async (options: { deps: Deps; port: number; host: string }): Promise<LocalApi> =>
+  listenLocal(createServer(gatewayListener(await compileRoutes(options.deps))), options, basePath);
