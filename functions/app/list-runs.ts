@@ -1,3 +1,5 @@
+import * as v from 'valibot';
+import { UuidSchema } from '../../schemas/common.ts';
 import { deferredRunStatuses, type ListDeferredRunsResponse } from '../../schemas/deferred-runs.ts';
 import { type ListRunsResponse, listedRunStatuses, listPageLimits, type RunSummary } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
@@ -18,8 +20,6 @@ export interface Lister {
   workflowIds: readonly string[];
 }
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
 interface ListParams {
   workflowId: string | null;
   status: string | null;
@@ -32,7 +32,7 @@ const listParams = (query: ListQueryString, statuses: readonly string[]): ListPa
   const { workflowId, status, limit, cursor } = query ?? {};
   // Ids are written in lower case; one spelling, so a cursor's filters compare equal.
   const workflow = workflowId === undefined ? null : workflowId.toLowerCase();
-  if (workflow !== null && !uuidPattern.test(workflow)) throw new InvalidQueryError('workflowId must be a uuid');
+  if (workflow !== null && !v.is(UuidSchema, workflow)) throw new InvalidQueryError('workflowId must be a uuid');
   if (status !== undefined && !statuses.includes(status)) {
     throw new InvalidQueryError(`status must be one of ${statuses.join(', ')}`);
   }
