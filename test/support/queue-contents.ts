@@ -51,8 +51,12 @@ export const queueContents = async (
   ];
 };
 
-/** An SQS record as Lambda's event source mapping builds it from a queued message. */
-export const recordOf = (message: { messageId: string; body: string }, receiveCount = 1): SQSRecord => ({
+/** An SQS record as Lambda's event source mapping builds it from a queued message of `queue`. */
+export const recordOf = (
+  message: { messageId: string; body: string },
+  receiveCount = 1,
+  queue: 'steps' | 'webhooks' = 'webhooks',
+): SQSRecord => ({
   messageId: message.messageId,
   receiptHandle: `r-${message.messageId}-${receiveCount}`,
   body: message.body,
@@ -65,6 +69,6 @@ export const recordOf = (message: { messageId: string; body: string }, receiveCo
   messageAttributes: {},
   md5OfBody: '',
   eventSource: 'aws:sqs',
-  eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:webhooks',
+  eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:${queue}`,
   awsRegion: 'us-east-1',
 });

@@ -25,6 +25,7 @@ import { invokedAs } from '../../local/invocation.ts';
 import { localDeps } from '../../local/local-deps.ts';
 import { buildOpenApiDocument } from '../../schemas/openapi.ts';
 import { expectValidResponse } from './openapi-validator.ts';
+import { recordOf } from './queue-contents.ts';
 import { call, type TestStack } from './stack.ts';
 
 export const doc = buildOpenApiDocument();
@@ -192,24 +193,9 @@ let recordCounter = 0;
 
 /** An SQS record as Lambda's event source mapping builds it, for a step message body. */
 export const stepRecord = (message: StepMessage | string, receiveCount = 1): SQSRecord => {
-  const body = typeof message === 'string' ? message : JSON.stringify(message);
   recordCounter += 1;
-  return {
-    messageId: `m-${recordCounter}`,
-    receiptHandle: `r-${recordCounter}`,
-    body,
-    attributes: {
-      ApproximateReceiveCount: String(receiveCount),
-      SentTimestamp: String(Date.now()),
-      SenderId: 'test',
-      ApproximateFirstReceiveTimestamp: String(Date.now()),
-    },
-    messageAttributes: {},
-    md5OfBody: '',
-    eventSource: 'aws:sqs',
-    eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:steps',
-    awsRegion: 'us-east-1',
-  };
+  const body = typeof message === 'string' ? message : JSON.stringify(message);
+  return recordOf({ messageId: `m-${recordCounter}`, body }, receiveCount, 'steps');
 };
 
 /** Runs the handler on records; returns the ids it reported failed (all of them when it threw). */
