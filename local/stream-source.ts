@@ -39,7 +39,7 @@ type Pattern = Record<string, unknown>;
  * Whether `value` matches an event filter pattern, for the subset the mapping's filters use: an
  * object matches field by field, an array lists the values allowed (exact strings or numbers).
  */
-export const matchesPattern = (pattern: unknown, value: unknown): boolean => {
+const matchesPattern = (pattern: unknown, value: unknown): boolean => {
   if (Array.isArray(pattern)) return pattern.some((allowed) => allowed === value);
   if (typeof pattern !== 'object' || pattern === null) return false;
   if (typeof value !== 'object' || value === null) return false;
@@ -69,7 +69,7 @@ const lambdaImage = (image: Record<string, Record<string, unknown>> | undefined)
   image && Object.fromEntries(Object.entries(image).map(([name, value]) => [name, lambdaValue(value)]));
 
 /** A Streams API record as a Lambda stream event source hands it to the function. */
-export const toStreamRecord = (record: StreamsRecord, streamArn: string): DynamoDBRecord => {
+const toStreamRecord = (record: StreamsRecord, streamArn: string): DynamoDBRecord => {
   const data = record.dynamodb ?? {};
   const image = (name: 'Keys' | 'NewImage' | 'OldImage') => {
     const converted = lambdaImage(data[name] as Record<string, Record<string, unknown>> | undefined);

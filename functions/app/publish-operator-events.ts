@@ -2,7 +2,7 @@ import { type OperatorEvent, operatorEventOf, operatorEventSource } from '../dom
 import type { BusEntry, ItemChange, PutBusEntries } from '../store/event-bus.ts';
 
 /** PutEvents' limits: ten entries and 256 KB a call. */
-export const putEventsLimits = { entries: 10, bytes: 256 * 1024 } as const;
+const putEventsLimits = { entries: 10, bytes: 256 * 1024 } as const;
 
 /** An entry's size as EventBridge counts it: its source, detail type and detail in UTF-8, 14 bytes of time. */
 const entrySize = (entry: BusEntry) =>

@@ -25,7 +25,6 @@ export const operatorDetailTypes = {
   deferredExpired: 'Deferred Run Expired',
   deferredCancelled: 'Deferred Run Cancelled',
 } as const;
-export type OperatorDetailType = (typeof operatorDetailTypes)[keyof typeof operatorDetailTypes];
 
 /** The sort keys of the items that give events (functions/store/keys.ts: `runKey`, `deferredRunKey`). */
 export const operatorEventItems = { run: 'RUN', deferredRun: 'DEFERRED' } as const;

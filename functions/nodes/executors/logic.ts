@@ -27,7 +27,7 @@ import { JsonPathError, selectJsonPath } from './json-path.ts';
 import type { NodeExecutor, StepContext } from './types.ts';
 
 /** A PythonSandbox step's wall-clock limit when its config sets none. */
-export const pythonDefaultTimeoutMs = 10_000;
+const pythonDefaultTimeoutMs = 10_000;
 
 /** `{{name}}`, `{{0}}`, `{{user.name}}`: a placeholder of a PromptBuilder template. */
 const placeholder = /\{\{\s*([\w.-]+)\s*\}\}/g;
