@@ -36,13 +36,10 @@ const listParams = (query: ListQueryString, statuses: readonly string[]): ListPa
   if (status !== undefined && !statuses.includes(status)) {
     throw new InvalidQueryError(`status must be one of ${statuses.join(', ')}`);
   }
-  if (limit !== undefined && !/^[1-9][0-9]{0,2}$/.test(limit)) {
+  if (limit !== undefined && (!/^[1-9][0-9]{0,2}$/.test(limit) || Number(limit) > listPageLimits.max)) {
     throw new InvalidQueryError(`limit must be a whole number from 1 to ${listPageLimits.max}`);
   }
   const size = limit === undefined ? listPageLimits.default : Number(limit);
-  if (size > listPageLimits.max) {
-    throw new InvalidQueryError(`limit must be a whole number from 1 to ${listPageLimits.max}`);
-  }
   return { workflowId: workflow, status: status ?? null, limit: size, cursor: cursor ?? null };
 };
 
