@@ -60,9 +60,10 @@ export const pythonInvoker = (options: PythonInvokeOptions): PythonInvoke => {
     };
   };
   return async (request, signal) => {
-    client ??= connect();
-    client.catch(() => {
+    // A client that could not be made is made again on the next step.
+    client ??= connect().catch((error: unknown) => {
       client = undefined;
+      throw error;
     });
     return (await client).send(request, signal);
   };
