@@ -105,13 +105,8 @@ export type RunItem = v.InferOutput<typeof RunItemSchema>;
  * `finalChargedHundredths` is set when the run ends.
  */
 export const RunListEntrySchema = v.object({
-  jobId: v.string(),
-  workflowId: v.string(),
-  status: RunItemStatusSchema,
-  mode: RunModeSchema,
-  createdAt: v.string(),
+  ...v.pick(RunItemSchema, ['jobId', 'workflowId', 'status', 'mode', 'createdAt', 'estimateHundredths']).entries,
   endedAt: v.nullish(v.string(), null),
-  estimateHundredths: hundredths,
   finalChargedHundredths: v.nullish(v.number(), null),
   deferredJobId: v.nullish(v.string(), null),
 });
