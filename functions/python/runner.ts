@@ -14,6 +14,7 @@ import type { PythonAnswer, PythonRequest, PythonRun } from './protocol.ts';
 import {
   type PythonRuntimeImage,
   type PythonWorkerData,
+  type PythonWorkerJob,
   type PythonWorkerReply,
   pythonWorkerSource,
 } from './worker-source.ts';
@@ -186,7 +187,10 @@ export const createPythonRunner = (limits: PythonRunnerLimits = defaultPythonLim
         done(failure('exception', `the Python runtime stopped${error ? `: ${error.message}` : ''}`));
       };
       entry.worker.on('message', onMessage);
-      entry.worker.postMessage({ code: request.code, inputsJson: JSON.stringify(request.inputs) });
+      entry.worker.postMessage({
+        code: request.code,
+        inputsJson: JSON.stringify(request.inputs),
+      } satisfies PythonWorkerJob);
     });
     retire(entry);
     return answer;
