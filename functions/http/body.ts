@@ -42,7 +42,7 @@ export const readJsonBody = (
  * at most 32 levels in an item, and a step's free-form config (a JsonLoader's `data`) is stored
  * inside the canvas and again inside the outputs a step writes; 20 leaves room for both wrappers.
  */
-export const maxBodyDepth = 20;
+const maxBodyDepth = 20;
 
 /**
  * Keys the SDK's DynamoDB marshalling cannot store: it assigns each key to a plain object, so
@@ -72,7 +72,7 @@ const refuseHostileShapes = (body: unknown): void => {
 };
 
 /** Where a valibot issue points, as `steps[2].key`. */
-export const issuePath = (issue: v.BaseIssue<unknown>): string =>
+const issuePath = (issue: v.BaseIssue<unknown>): string =>
   (issue.path ?? [])
     .map((item, index) =>
       typeof item.key === 'number' ? `[${item.key}]` : `${index === 0 ? '' : '.'}${String(item.key)}`,
@@ -99,7 +99,7 @@ export const parseWith = <TSchema extends v.GenericSchema>(
 };
 
 /** Largest accepted run-start body. */
-export const maxRunBodyBytes = 64 * 1024;
+const maxRunBodyBytes = 64 * 1024;
 
 /** The run-start body: CallbackUrlInvalidError for callbackUrl (spec 422), InvalidBodyError for any other field. */
 export const parseRunRequest = (event: APIGatewayProxyEventV2): RunRequest =>
