@@ -474,6 +474,8 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
     expect(problemsOf({ ...sent, op: undefined }, { status: 405, headers: json, text: gatewayNotFound })).not.toEqual(
       [],
     );
+    // The raw bodies sent where none is read are picked by label: a renamed one must not drop out unseen.
+    expect(rawBodies().map(({ label }) => label)).toEqual(expect.arrayContaining(ignoredBodies));
   });
 
   it('every path × every method: a declared one reaches its handler, any other answers API Gateway’s 404', async () => {
