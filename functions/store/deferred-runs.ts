@@ -135,7 +135,7 @@ export const leaveWaiting = (
 export const moveDeferredRun = async (deps: Deps, deferredJobId: string, status: 'expired' | 'cancelled') =>
   (await conditionalWrite(deps, new UpdateCommand(leaveWaiting(deps, deferredJobId, status)))).written;
 
-/** DELETE /deferred-runs/{id}: cancels a waiting one of the team. */
+/** DELETE /deferred-runs/{id}: cancels a waiting one of the team; the item as the cancel left it. */
 export const cancelDeferredRun = async (
   deps: Deps,
   teamId: string,
@@ -143,10 +143,11 @@ export const cancelDeferredRun = async (
   keyWorkflowIds: readonly string[] = [],
 ): Promise<DeferredRunItem> => {
   const record = await getDeferredRun(deps, teamId, deferredJobId, keyWorkflowIds);
-  if (record.status !== 'waiting' || !(await moveDeferredRun(deps, deferredJobId, 'cancelled'))) {
-    throw new DeferredRunNotWaitingError(deferredJobId);
-  }
-  return getDeferredRun(deps, teamId, deferredJobId);
+  if (record.status !== 'waiting') throw new DeferredRunNotWaitingError(deferredJobId);
+  const cancel = { ...leaveWaiting(deps, deferredJobId, 'cancelled'), ReturnValues: 'ALL_NEW' as const };
+  const cancelled = await conditionalWrite(deps, new UpdateCommand(cancel));
+  if (!cancelled.written) throw new DeferredRunNotWaitingError(deferredJobId);
+  return parseItem(DeferredRunItemSchema, cancelled.output.Attributes ?? {});
 };
 
 /** One waiting index (GSI2 or GSI3) from `bound` on: every page, since a tick moves all it can. */
