@@ -175,8 +175,12 @@ export const readRunDeliveries = async (deps: Deps, jobId: string): Promise<RunD
   if (!stored) return undefined;
   const run = parseItem(RunDeliverySubjectSchema, stored);
   const event = webhookEventOfStatus(run.status);
-  const key = event && webhookDeliveryKey(jobId, event);
-  const item = deliveryItems.map((i) => unexpired(i, now)).find((i) => i !== undefined && i.SK === key?.SK);
+  const item =
+    event &&
+    unexpired(
+      deliveryItems.find((i) => i.SK === webhookDeliveryKey(jobId, event).SK),
+      now,
+    );
   return { run, event, delivery: item && parseItem(DeliveryItemSchema, item) };
 };
 
