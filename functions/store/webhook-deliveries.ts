@@ -175,12 +175,8 @@ export const readRunDeliveries = async (deps: Deps, jobId: string): Promise<RunD
   if (!stored) return undefined;
   const run = parseItem(RunDeliverySubjectSchema, stored);
   const event = webhookEventOfStatus(run.status);
-  const item =
-    event &&
-    unexpired(
-      deliveryItems.find((i) => i.SK === webhookDeliveryKey(jobId, event).SK),
-      now,
-    );
+  const key = event && webhookDeliveryKey(jobId, event);
+  const item = unexpired(key && deliveryItems.find((i) => i.SK === key.SK), now);
   return { run, event, delivery: item && parseItem(DeliveryItemSchema, item) };
 };
 
