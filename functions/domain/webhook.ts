@@ -1,7 +1,7 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { deliveryStates, webhookErrorKinds } from '../../schemas/deliveries.ts';
 import type { WebhookEvent } from '../../schemas/runs.ts';
-import { endStatuses } from './workflow-lock.ts';
+import { type EndStatus, endStatuses } from './workflow-lock.ts';
 
 /**
  * The run-finished webhook (spec 6): signatures, ids and the retry schedule. Pure.
@@ -31,9 +31,12 @@ export const maxMessageDelaySeconds = 900;
 export const delaySecondsUntil = (dueAtMs: number, nowMs: number): number =>
   Math.min(maxMessageDelaySeconds, Math.max(0, Math.ceil((dueAtMs - nowMs) / 1000)));
 
-/** The event a run's end sends (`run.<status>`); undefined while the run has not ended. */
+/** The event a run's end sends: `run.<status>`. */
+export const webhookEventOfEnd = (status: EndStatus): WebhookEvent => `run.${status}`;
+
+/** The event a run's end sends; undefined while the run has not ended. */
 export const webhookEventOfStatus = (status: string): WebhookEvent | undefined =>
-  endStatuses.includes(status as (typeof endStatuses)[number]) ? (`run.${status}` as WebhookEvent) : undefined;
+  endStatuses.includes(status as EndStatus) ? webhookEventOfEnd(status as EndStatus) : undefined;
 
 /** A delivery is `pending` until an attempt is answered 2xx, or its last attempt failed. */
 export type DeliveryState = (typeof deliveryStates)[number];

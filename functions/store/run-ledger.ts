@@ -1,8 +1,9 @@
-import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { Deps } from '../deps.ts';
 import { runItemExpiry } from '../domain/retention.ts';
+import { webhookEventOfEnd } from '../domain/webhook.ts';
 import { type EndStatus, inProgressStatuses } from '../domain/workflow-lock.ts';
 import { keyMonthKey, projectKey, runKey, teamKey, workflowLockKey } from './keys.ts';
+import { sendWebhookMessage } from './queues.ts';
 import { type TransactItems, transactWrite } from './write.ts';
 
 /** The run item fields the ledger needs (a RunItem has them all). */
@@ -160,20 +161,8 @@ const endRunSideItems = (deps: Deps, run: RunLedgerState, release: number): Tran
 export const endRun = async (deps: Deps, run: RunLedgerState, status: EndStatus, last?: LastCount) =>
   (await transactWrite(deps, endRunItems(deps, run, status, last))).written;
 
-const eventOf: Record<EndStatus, string> = {
-  completed: 'run.completed',
-  failed: 'run.failed',
-  cancelled: 'run.cancelled',
-  stopped: 'run.stopped',
-};
-
 /** After a run ended: one delivery job for its webhook, when a callbackUrl was given. */
 export const queueWebhook = async (deps: Deps, run: { jobId: string; callbackUrl?: string }, status: EndStatus) => {
   if (!run.callbackUrl) return;
-  await deps.sqs.send(
-    new SendMessageCommand({
-      QueueUrl: deps.queueUrls.webhooks,
-      MessageBody: JSON.stringify({ jobId: run.jobId, event: eventOf[status] }),
-    }),
-  );
+  await sendWebhookMessage(deps, { jobId: run.jobId, event: webhookEventOfEnd(status) }, 0);
 };
