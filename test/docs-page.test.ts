@@ -153,9 +153,9 @@ describe('GET /docs', () => {
 
       const response = await page.goto(`${stack.baseUrl}/docs`, { waitUntil: 'load' });
       expect(response?.status()).toBe(200);
-      await page.waitForFunction(`document.querySelectorAll('.opblock').length >= ${expected.length}`, undefined, {
-        timeout: 30_000,
-      });
+      // A locator wait, not waitForFunction: a string predicate is compiled inside the page, which the
+      // page's own CSP (no 'unsafe-eval') refuses, so it only passed when the page rendered first.
+      await page.locator('.opblock').nth(expected.length - 1).waitFor({ timeout: 30_000 });
 
       const rendered = await page.$$eval('.opblock', (blocks) =>
         blocks.map((block) => ({
