@@ -507,7 +507,12 @@ describe('provider selection', () => {
     expect(await failure(custom.LlmWorker(context()))).toMatch(/byok-y, which is not available through the API/);
     h.connections.set('byok-y', { key: 'byok-y', secret: 'team-secret' });
     const outcome = await custom.LlmWorker(context());
-    expect(outcome).toEqual({ outputs: { text: 'answer from y-1' }, model: { provider: 'byok-y', model: 'y-1' } });
+    // Its work: the answer's tokens, four characters each (15 characters, 4 tokens).
+    expect(outcome).toEqual({
+      outputs: { text: 'answer from y-1' },
+      model: { provider: 'byok-y', model: 'y-1' },
+      work: { kind: 'tokens', tokens: 4 },
+    });
     expect(seen.at(-1)?.secret).toBe('team-secret');
   });
 
