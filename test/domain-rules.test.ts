@@ -36,7 +36,13 @@ import {
   runItemExpiry,
   runItemGraceSeconds,
 } from '../functions/domain/retention.ts';
-import { draftMaxTokens, draftPrice, modeSettings, priceInMode } from '../functions/domain/run-modes.ts';
+import {
+  defaultMaxTokens,
+  draftMaxTokens,
+  draftPrice,
+  modeSettings,
+  priceInMode,
+} from '../functions/domain/run-modes.ts';
 import type { Canvas, CanvasNode } from '../functions/domain/workflow-graph.ts';
 import { endStatuses, inProgressStatuses, isInProgress, workflowLock } from '../functions/domain/workflow-lock.ts';
 import { catalogue } from '../functions/nodes/catalogue/index.ts';
@@ -148,7 +154,10 @@ describe('run modes', () => {
     const config = { variations: 4, steps: 30, maxTokens: 500 };
     expect(modeSettings('production', config)).toEqual({ variations: 4, steps: 30, maxTokens: 500 });
     expect(modeSettings('preview', config)).toEqual(modeSettings('production', config));
-    expect(modeSettings('production', {})).toEqual({ variations: 1, steps: 30, maxTokens: undefined });
+    // No maxTokens: the default bound, sent to the provider and priced, never "the provider's own limit".
+    expect(modeSettings('production', {})).toEqual({ variations: 1, steps: 30, maxTokens: defaultMaxTokens });
+    // Variations only where the step's schema checks them (ImageGen); an unchecked key changes nothing.
+    expect(modeSettings('production', { variations: 1000 }, false)).toMatchObject({ variations: 1 });
   });
 
   it('prices a draft model step at half, rounded up, unless priced per run; preview as production', () => {
@@ -190,15 +199,20 @@ describe('price multiplier', () => {
 });
 
 describe('pricing', () => {
-  const node = (id: string, type: NodeType): CanvasNode => ({
+  const node = (id: string, type: NodeType, config: Record<string, unknown> = {}): CanvasNode => ({
     id,
     type,
     label: id,
-    config: {},
+    config,
     position: { x: 0, y: 0 },
   });
+  // ImageGen at 1024² and 30 steps, one variation: the reference work its catalogue rate prices.
   const canvas: Canvas = {
-    nodes: [node('prompt', 'TextEntry'), node('image', 'ImageGen'), node('mesh', 'TwoDToThreeD')],
+    nodes: [
+      node('prompt', 'TextEntry'),
+      node('image', 'ImageGen', { width: 1024, height: 1024 }),
+      node('mesh', 'TwoDToThreeD'),
+    ],
     edges: [],
   };
   const prices = {
@@ -207,7 +221,7 @@ describe('pricing', () => {
     mesh: catalogue.TwoDToThreeD.price,
   };
 
-  it('estimates a run step by step at the prices of its mode', () => {
+  it('estimates a run step by step at the prices of its mode, the reference work at the catalogue rate', () => {
     const production = estimateRun(canvas, 'production');
     expect(production.steps).toEqual([
       { nodeId: 'prompt', type: 'TextEntry', hundredths: prices.prompt.production },
@@ -215,10 +229,12 @@ describe('pricing', () => {
       { nodeId: 'mesh', type: 'TwoDToThreeD', hundredths: prices.mesh.production },
     ]);
     expect(production.totalHundredths).toBe(prices.prompt.production + 400 + prices.mesh.production);
+    expect(production.multiplier).toBe(1);
     expect(estimateRun(canvas, 'preview')).toEqual(production);
+    // Draft: a third of the steps (10 of 30) at half price: ceil(400 / 3) = 134, halved = 67.
     expect(estimateRun(canvas, 'draft').steps.map((s) => s.hundredths)).toEqual([
       prices.prompt.draft,
-      200,
+      67,
       prices.mesh.production,
     ]);
   });
@@ -227,19 +243,32 @@ describe('pricing', () => {
     expect(applyMultiplier(400, 0.7)).toBe(280);
     expect(applyMultiplier(1, 0.5)).toBe(1);
     expect(applyMultiplier(3, 0.3333)).toBe(1);
-    expect(estimateRun(canvas, 'production', 0.5).steps.map((s) => s.hundredths)).toEqual([
+    const half = estimateRun(canvas, 'production', 0.5);
+    expect(half.steps.map((s) => s.hundredths)).toEqual([
       Math.ceil(prices.prompt.production / 2),
       200,
       Math.ceil(prices.mesh.production / 2),
     ]);
+    expect(half.multiplier).toBe(0.5);
   });
 
-  it('charges a step its estimate when it completes, nothing when it is skipped or fails', () => {
-    const estimates = { image: 400 };
-    expect(stepCharge(estimates, 'image', 'completed')).toBe(400);
-    expect(stepCharge(estimates, 'image', 'skipped')).toBe(0);
-    expect(stepCharge(estimates, 'image', 'failed')).toBe(0);
-    expect(stepCharge(undefined, 'image', 'completed')).toBe(0);
+  it('charges a completed step the price of the work it did, never above its estimate; skipped or failed nothing', () => {
+    const spec = catalogue.LlmWorker;
+    const run = { stepEstimates: { text: 200 }, mode: 'production' as const, priceMultiplier: 1 };
+    const step = (tokens?: number) => ({
+      nodeId: 'text',
+      spec,
+      ...(tokens === undefined ? {} : { work: { kind: 'tokens' as const, tokens } }),
+    });
+    expect(stepCharge(run, step(), 'completed')).toBe(200);
+    expect(stepCharge(run, step(250), 'completed')).toBe(50);
+    expect(stepCharge(run, step(5_000), 'completed')).toBe(200);
+    expect(stepCharge({ ...run, priceMultiplier: 0.5 }, step(250), 'completed')).toBe(25);
+    // A run that kept no multiplier (started before it was kept) is charged its estimates.
+    expect(stepCharge({ stepEstimates: run.stepEstimates, mode: 'production' }, step(250), 'completed')).toBe(200);
+    expect(stepCharge(run, step(250), 'skipped')).toBe(0);
+    expect(stepCharge(run, step(250), 'failed')).toBe(0);
+    expect(stepCharge({ mode: 'production' }, step(), 'completed')).toBe(0);
   });
 });
 

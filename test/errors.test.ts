@@ -343,6 +343,7 @@ describe('admission (functions/domain/admission.ts), in the spec order', () => {
       { nodeId: 'b', type: 'ImageGen', hundredths: 250 },
     ],
     totalHundredths: 350,
+    multiplier: 1,
   };
   const open: AdmissionFacts = {
     perStepLimit: null,

@@ -424,6 +424,47 @@ describe('model steps on the sandbox provider', () => {
     expect(outcome.outputs.image).toHaveLength(2);
   });
 
+  it('each model step reports the work it did, which its charge is priced from', async () => {
+    const h = new Harness();
+    const input = await h.put('in.png', samplePng(), 'image/png'); // 20 × 10
+    const images = await Promise.all([1, 2].map((i) => h.put(`v${i}.png`, samplePng(), 'image/png')));
+    // Output pixels from the input's size: × scale² for the Upscaler, summed over a list.
+    expect((await run(h.context('Upscaler', { scale: 4 }, { image: [images] }))).work).toEqual({
+      kind: 'pixels',
+      pixels: 2 * 200 * 16,
+    });
+    expect((await run(h.context('DepthEstimator', {}, { image: [input] }))).work).toEqual({
+      kind: 'pixels',
+      pixels: 200,
+    });
+    expect((await run(h.context('PbrSynthesizer', {}, { image: [images] }))).work).toEqual({
+      kind: 'pixels',
+      pixels: 200,
+    });
+    // Images as asked, as many as the provider made.
+    const generated = await run(
+      h.context('ImageGen', { width: 64, height: 32, steps: 9, variations: 2 }, { prompt: ['x'] }),
+    );
+    expect(generated.work).toEqual({ kind: 'sampling', images: 2, pixels: 64 * 32, steps: 9 });
+    // Answer tokens, never more than it asked for; an Embedder's input tokens.
+    const answer = await run(h.context('LlmWorker', { maxTokens: 5 }, { prompt: ['foxes'] }));
+    expect(answer.work).toEqual({ kind: 'tokens', tokens: 5 });
+    expect((await run(h.context('Embedder', {}, { text: ['12345678'] }))).work).toEqual({ kind: 'tokens', tokens: 2 });
+    // A model its provider charges per run reports nothing: it is charged its estimate.
+    expect((await run(h.context('TwoDToThreeD', {}, { image: [input] }))).work).toBeUndefined();
+  });
+
+  it('refuses more work than an estimate can cover: over 4 images to edit, an Embedder text over 8,192 tokens', async () => {
+    const h = new Harness();
+    const five = await Promise.all([1, 2, 3, 4, 5].map((i) => h.put(`v${i}.png`, samplePng(), 'image/png')));
+    expect(await failure(run(h.context('Upscaler', {}, { image: [five] })))).toBe(
+      'Upscaler: takes at most 4 images, 5 arrived',
+    );
+    expect(await failure(run(h.context('Embedder', {}, { text: ['x'.repeat(4 * 8_192 + 1)] })))).toBe(
+      'Embedder: takes at most 8192 tokens of text, 8193 arrived',
+    );
+  });
+
   it('VisionInterrogator looks at the image', async () => {
     const h = new Harness();
     const input = await h.put('in.png', samplePng(), 'image/png');
@@ -507,7 +548,12 @@ describe('provider selection', () => {
     expect(await failure(custom.LlmWorker(context()))).toMatch(/byok-y, which is not available through the API/);
     h.connections.set('byok-y', { key: 'byok-y', secret: 'team-secret' });
     const outcome = await custom.LlmWorker(context());
-    expect(outcome).toEqual({ outputs: { text: 'answer from y-1' }, model: { provider: 'byok-y', model: 'y-1' } });
+    // Its work: the answer's tokens, four characters each (15 characters, 4 tokens).
+    expect(outcome).toEqual({
+      outputs: { text: 'answer from y-1' },
+      model: { provider: 'byok-y', model: 'y-1' },
+      work: { kind: 'tokens', tokens: 4 },
+    });
     expect(seen.at(-1)?.secret).toBe('team-secret');
   });
 

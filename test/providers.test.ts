@@ -245,6 +245,7 @@ describe('openai-compatible provider against a local fake server', () => {
     expect(production).toEqual({
       outputs: { text: 'echo(chat-model, max=500): hi' },
       model: { provider: 'openai-compatible', model: 'chat-model' },
+      work: { kind: 'tokens', tokens: 8 },
     });
     expect(draft.outputs.text).toBe('echo(chat-model, max=64): hi');
 

@@ -2,8 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readPngMark, readWavMark } from '../functions/nodes/media/marks.ts';
 import { decodePng } from '../functions/nodes/media/png.ts';
 import { setConnection } from '../functions/store/connections.ts';
+import { createAgent, createProject, setPerStepLimit } from '../functions/store/tenancy.ts';
 import { buildOpenApiDocument } from '../schemas/openapi.ts';
 import { expectValidResponse } from './support/openapi-validator.ts';
+import { expectBalanced, ledgerOf, runParts } from './support/runs.ts';
 import { call, createWorkflow, seedTeam, startWorkingStack, type TestStack, waitForRun } from './support/stack.ts';
 
 let stack: TestStack;
@@ -137,5 +139,92 @@ describe('run outputs: files, marks, licence and lineage (spec 2.3)', () => {
     ]);
     const text = (r: typeof a) => JSON.stringify((r.body.output as { result: unknown }[])[0]?.result);
     expect(text(b).length).toBeLessThan(text(a).length);
+  });
+});
+
+describe('prices that follow the work (issue 21)', () => {
+  // 4 variations of 512² at 60 steps: per image 400 × (512² / 1024²) × (60 / 30) = 200, so 800,
+  // plus the TextEntry's 1. The same step with its defaults (one 256² image, 30 steps) is 25.
+  const scaled = [
+    { key: 'prompt', type: 'TextEntry', config: { text: 'a lighthouse' } },
+    {
+      key: 'image',
+      type: 'ImageGen',
+      config: { variations: 4, steps: 60, width: 512, height: 512 },
+      inputs: ['prompt'],
+    },
+  ];
+  const plain = [
+    { key: 'prompt', type: 'TextEntry', config: { text: 'a lighthouse' } },
+    { key: 'image', type: 'ImageGen', inputs: ['prompt'] },
+  ];
+
+  it('a scaled ImageGen is estimated for its work, and a completed run is charged exactly its 200 estimate', async () => {
+    const { team, started } = await run(scaled);
+    expect([started.status, started.body.estimatedCredits]).toEqual([200, 8.01]);
+    const done = await waitForRun(stack, team.key, started.body.jobId as string);
+    expect(done.body.status, JSON.stringify(done.body)).toBe('completed');
+    const image = (done.body.output as { node_id: string; result: unknown }[]).find((o) => o.node_id === 'image');
+    expect(image?.result).toHaveLength(4);
+    const { run: item, steps } = await runParts(stack.deps, started.body.jobId as string);
+    expect(item).toMatchObject({
+      estimateHundredths: 801,
+      chargedHundredths: 801,
+      heldHundredths: 0,
+      priceMultiplier: 1,
+    });
+    expect(item?.stepEstimates).toEqual({ prompt: 1, image: 800 });
+    expect([steps.get('prompt')?.chargeHundredths, steps.get('image')?.chargeHundredths]).toEqual([1, 800]);
+    const ledger = await ledgerOf(stack.deps, team.teamId);
+    expect(ledger).toEqual({ balance: 10_000 - 801, held: 0, charged: 801, granted: 10_000 });
+    expectBalanced(ledger);
+    // The plain step costs its own, smaller work, also charged as estimated.
+    const small = await run(plain);
+    expect(small.started.body.estimatedCredits).toBe(0.26);
+    const smallDone = await waitForRun(stack, small.team.key, small.started.body.jobId as string);
+    expect(smallDone.body.status).toBe('completed');
+    expect((await ledgerOf(stack.deps, small.team.teamId)).charged).toBe(26);
+  });
+
+  it('the per-step limit, the project hard cap and the balance check the scaled estimate', async () => {
+    const team = await seedTeam(stack.deps, { credits: 100 });
+    const workflowId = await createWorkflow(stack, team, scaled, 'Scaled');
+    const start = () => call(stack.baseUrl, `/workflows/${workflowId}/runs`, { key: team.key, method: 'POST' });
+    // A limit of 5 credits a step: the unscaled ImageGen (0.25) would pass it, the scaled one (8) does not.
+    await setPerStepLimit(stack.deps, team.teamId, 500);
+    const perStep = await start();
+    expect([perStep.status, perStep.body]).toMatchObject([
+      402,
+      { nodeType: 'ImageGen', estimatedCharge: 8, ceiling: 5 },
+    ]);
+    await setPerStepLimit(stack.deps, team.teamId, null);
+
+    const { projectId } = await createProject(stack.deps, {
+      teamId: team.teamId,
+      name: 'Capped',
+      hardCapHundredths: 500,
+    });
+    const { agentId } = await createAgent(stack.deps, { teamId: team.teamId, projectId, name: 'In capped' });
+    const capped = await createWorkflow(stack, { ...team, agentId }, scaled, 'Capped');
+    const hardCap = await call(stack.baseUrl, `/workflows/${capped}/runs`, { key: team.key, method: 'POST' });
+    expect([hardCap.status, hardCap.body]).toEqual([
+      402,
+      { error: 'Project hard cap exceeded', hardCap: 5, spent: 0, estimate: 8.01 },
+    ]);
+
+    const poor = await seedTeam(stack.deps, { credits: 5 });
+    const poorFlow = await createWorkflow(stack, poor, scaled, 'Poor');
+    const insufficient = await call(stack.baseUrl, `/workflows/${poorFlow}/runs`, { key: poor.key, method: 'POST' });
+    expect([insufficient.status, insufficient.body]).toEqual([402, { error: 'Insufficient credits', required: 8.01 }]);
+    expect(await ledgerOf(stack.deps, poor.teamId)).toMatchObject({ balance: 500, held: 0, charged: 0 });
+  });
+
+  it('draft prices the work draft does: one variation, a third of the steps, at half price', async () => {
+    const { team, started } = await run(scaled, { mode: 'draft' });
+    // One 512² image of 20 steps: ceil(400 × 0.25 × 20 / 30) = 67, halved = 34; plus the TextEntry.
+    expect(started.body.estimatedCredits).toBe(0.35);
+    const done = await waitForRun(stack, team.key, started.body.jobId as string);
+    expect(done.body.status).toBe('completed');
+    expect((await ledgerOf(stack.deps, team.teamId)).charged).toBe(35);
   });
 });

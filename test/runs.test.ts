@@ -124,13 +124,14 @@ describe('run starts without workers (runs stay queued)', () => {
       });
       expect((await lockOf(workflowId))?.jobId).toBe(answer.body.jobId);
     }
-    // draft: the LlmWorker at half price (100), the others unchanged.
-    expect(draft.body).toMatchObject({ status: 'queued', estimatedCredits: 1.03 });
+    // draft: the LlmWorker's answer is cut to 64 tokens, ceil(200 × 64 / 1000) = 13, at half price
+    // (7); the others unchanged.
+    expect(draft.body).toMatchObject({ status: 'queued', estimatedCredits: 0.1 });
     const { run } = await runParts(stack.deps, draft.body.jobId as string);
-    expect(run).toMatchObject({ status: 'queued', mode: 'draft', inputs: { topic: 'x' }, heldHundredths: 103 });
+    expect(run).toMatchObject({ status: 'queued', mode: 'draft', inputs: { topic: 'x' }, heldHundredths: 10 });
     expect(await ledgerOf(stack.deps, t.teamId)).toEqual({
-      balance: 1000 - 203 - 203 - 103,
-      held: 203 + 203 + 103,
+      balance: 1000 - 203 - 203 - 10,
+      held: 203 + 203 + 10,
       charged: 0,
       granted: 1000,
     });

@@ -265,7 +265,7 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
     await releaseStep(deps, message.jobId, message.nodeId, attempt);
     throw error;
   }
-  const chargeHundredths = stepCharge(run.stepEstimates, node.id, 'completed');
+  const chargeHundredths = stepCharge(run, { nodeId: node.id, spec, work: outcome.work }, 'completed');
   const licence = outcome.model
     ? stampLicenceModel({ nodeId: node.id, ...outcome.model, stampedAt: deps.now() })
     : undefined;

@@ -3,19 +3,24 @@
  * the prices of its mode (functions/domain/run-modes.ts) times the price multiplier in force
  * (1 for a run started at once; for a deferred run the multiplier it starts at, see
  * functions/domain/price-multiplier.ts), each charge rounded up to whole hundredths so the hold
- * always covers it. The whole estimate is held from the team balance at the start; each step is
- * charged its own estimate when it completes (`stepCharge`), a skipped or failed step nothing;
- * what was not charged is released when the run ends.
+ * always covers it. A model step's price follows the work it asks for
+ * (functions/domain/model-pricing.ts); any other step has its flat catalogue price. The whole
+ * estimate is held from the team balance at the start; each step is charged when it completes
+ * (`stepCharge`): the price of the work it did, never more than its estimate; a skipped or failed
+ * step nothing. What was not charged is released when the run ends.
  */
 
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
+import type { NodeSpec } from '../nodes/catalogue/node-spec.ts';
+import { askedWork, chargeOfWork, type ModelWork, modelStepPrice } from './model-pricing.ts';
 import { priceInMode, type RunMode } from './run-modes.ts';
 import type { Canvas } from './workflow-graph.ts';
 
-/** A run's estimate: each step's charge and their sum. */
+/** A run's estimate: each step's charge, their sum, and the multiplier they were priced at. */
 export interface RunEstimate {
   steps: { nodeId: string; type: string; hundredths: number }[];
   totalHundredths: number;
+  multiplier: number;
 }
 
 /** A price times a multiplier, rounded up; multipliers carry at most 4 decimals, so integer arithmetic on ten-thousandths is exact. */
@@ -27,14 +32,35 @@ export const estimateRun = (canvas: Canvas, mode: RunMode, multiplier = 1): RunE
   const steps = canvas.nodes.map((node) => {
     const spec = getNodeSpec(node.type);
     if (!spec) throw new Error(`No catalogue entry for ${node.type}`);
-    return { nodeId: node.id, type: node.type, hundredths: applyMultiplier(priceInMode(spec.price, mode), multiplier) };
+    const price = spec.model
+      ? modelStepPrice(spec, askedWork(canvas, node, mode), mode)
+      : priceInMode(spec.price, mode);
+    return { nodeId: node.id, type: node.type, hundredths: applyMultiplier(price, multiplier) };
   });
-  return { steps, totalHundredths: steps.reduce((sum, s) => sum + s.hundredths, 0) };
+  return { steps, totalHundredths: steps.reduce((sum, s) => sum + s.hundredths, 0), multiplier };
 };
 
-/** What a step is charged when it ends: its estimate (from the run's `stepEstimates`) when it completed, else nothing. */
+/** What a run remembers of its pricing (the run item's fields). */
+export interface RunPricing {
+  stepEstimates?: Readonly<Record<string, number>>;
+  mode: RunMode;
+  /** The multiplier its estimate was priced at; absent on runs started before it was kept. */
+  priceMultiplier?: number;
+}
+
+/**
+ * What a step is charged when it ends: nothing unless it completed; then the price of the work it
+ * reports having done (`work`, model steps), never above its estimate, or its estimate when it
+ * reports none (its work is what it asked for) or the run kept no multiplier to price it at.
+ */
 export const stepCharge = (
-  stepEstimates: Readonly<Record<string, number>> | undefined,
-  nodeId: string,
+  run: RunPricing,
+  step: { nodeId: string; spec: NodeSpec; work?: ModelWork },
   status: 'completed' | 'skipped' | 'failed',
-): number => (status === 'completed' ? (stepEstimates?.[nodeId] ?? 0) : 0);
+): number => {
+  if (status !== 'completed') return 0;
+  const estimate = run.stepEstimates?.[step.nodeId] ?? 0;
+  if (!step.work || run.priceMultiplier === undefined) return estimate;
+  const price = applyMultiplier(modelStepPrice(step.spec, step.work, run.mode), run.priceMultiplier);
+  return chargeOfWork(estimate, price);
+};

@@ -20,26 +20,49 @@ export type { RunMode };
 export const draftMaxTokens = 64;
 
 /** Sampling steps of a model step whose config names none. */
-const defaultSamplingSteps = 30;
+export const defaultSamplingSteps = 30;
+
+/**
+ * Longest text answer of a step whose config names no `maxTokens`. A bound is always sent, never
+ * "the provider's own limit": the estimate is held for it, so it must be known before the run.
+ */
+export const defaultMaxTokens = 1_000;
 
 /** What a mode makes of a model step's settings. */
 export interface ModeSettings {
   variations: number;
   steps: number;
-  /** Undefined: the provider's own limit. */
-  maxTokens: number | undefined;
+  maxTokens: number;
 }
 
-/** The settings a model step runs with in `mode`, from its config (spec 4.3). */
-export const modeSettings = (mode: RunMode, config: Record<string, unknown>): ModeSettings => {
+/**
+ * The settings a model step runs with in `mode`, from its config (spec 4.3). `variations` is read
+ * only where the step's schema has it (`ImageGen`): elsewhere it is an unchecked key, so one image.
+ */
+export const modeSettings = (mode: RunMode, config: Record<string, unknown>, hasVariations = true): ModeSettings => {
   const draft = mode === 'draft';
   const steps = typeof config.steps === 'number' ? config.steps : defaultSamplingSteps;
-  const variations = typeof config.variations === 'number' ? config.variations : 1;
-  const maxTokens = typeof config.maxTokens === 'number' ? config.maxTokens : undefined;
+  const variations = hasVariations && typeof config.variations === 'number' ? config.variations : 1;
+  const maxTokens = typeof config.maxTokens === 'number' ? config.maxTokens : defaultMaxTokens;
   return {
     variations: draft ? 1 : variations,
     steps: draft ? Math.max(1, Math.ceil(steps / 3)) : steps,
-    maxTokens: draft ? Math.min(maxTokens ?? draftMaxTokens, draftMaxTokens) : maxTokens,
+    maxTokens: draft ? Math.min(maxTokens, draftMaxTokens) : maxTokens,
+  };
+};
+
+/**
+ * An image model's default side in pixels, by the provider that renders it: the offline sandbox
+ * renders small images (fast tests and local runs), real providers their usual 1024.
+ */
+export const defaultImageSide = (providerKey: string): number => (providerKey === 'sandbox' ? 256 : 1024);
+
+/** The size an image model step asks for: its config's, else its provider's default side. */
+export const imageSize = (config: Record<string, unknown>, providerKey: string): { width: number; height: number } => {
+  const side = defaultImageSide(providerKey);
+  return {
+    width: typeof config.width === 'number' ? config.width : side,
+    height: typeof config.height === 'number' ? config.height : side,
   };
 };
 

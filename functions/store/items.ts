@@ -93,6 +93,8 @@ export const RunItemSchema = v.object({
   chargedHundredths: hundredths,
   /** Each step's share of the estimate, by node id. */
   stepEstimates: v.record(v.string(), hundredths),
+  /** The price multiplier the estimate was priced at: a step's charge for the work it did is priced at it too. */
+  priceMultiplier: v.optional(v.number()),
   stepsTotal: v.number(),
   stepsCompleted: counter,
   stepsSkipped: counter,

@@ -146,6 +146,7 @@ export const runItem = (run: NewRun, createdAt: string) => ({
   heldHundredths: run.estimate.totalHundredths,
   chargedHundredths: 0,
   stepEstimates: Object.fromEntries(run.estimate.steps.map((s) => [s.nodeId, s.hundredths])),
+  priceMultiplier: run.estimate.multiplier,
   stepsTotal: run.estimate.steps.length,
   stepsCompleted: 0,
   spendMonth: run.month,

@@ -6,8 +6,16 @@
  * What a run mode changes in a model call (`modeSettings`) is in functions/domain/run-modes.ts.
  */
 import type { NodeType } from '../../../schemas/workflows.ts';
-import { modeSettings } from '../../domain/run-modes.ts';
+import {
+  type ModelWork,
+  maxEmbedTokens,
+  maxImagePixels,
+  maxImagesPerStep,
+  tokensOf,
+} from '../../domain/model-pricing.ts';
+import { imageSize, modeSettings } from '../../domain/run-modes.ts';
 import { glbToMesh } from '../media/glb.ts';
+import { pngPixels } from '../media/png.ts';
 import { openAiCompatibleDefaultModels } from '../providers/openai-compatible.ts';
 import { providerEntry, routeProvider, sandboxProviderKey, stepProvider } from '../providers/registry.ts';
 import {
@@ -45,6 +53,12 @@ const defaultModel = (deps: ExecutorDeps, provider: string, capability: Provider
   return capability === 'generateText' ? models.text : capability === 'embed' ? models.embedding : models.image;
 };
 
+/** What a model call produced, and the work it did when that can be less than asked (priced at settle). */
+interface ModelResult {
+  outputs: Record<string, unknown>;
+  work?: ModelWork;
+}
+
 /** The provider a step resolved to and the model it runs there. */
 interface ResolvedModel {
   provider: Provider;
@@ -64,7 +78,7 @@ const runModel = async (
   context: StepContext,
   deps: ExecutorDeps,
   capability: ProviderCapability,
-  call: (model: ResolvedModel) => Promise<Record<string, unknown>>,
+  call: (model: ResolvedModel) => Promise<ModelResult>,
 ): Promise<StepOutcome> => {
   const use = stepProvider(context.node, context.spec) ?? fail(context, 'is not a model step');
   const entry = providerEntry(use.provider) ?? fail(context, `unknown provider ${use.provider}`);
@@ -81,8 +95,8 @@ const runModel = async (
   const model =
     route.runsOn === use.provider ? (use.model ?? defaultModel(deps, use.provider, capability)) : standInModel(context);
   try {
-    const outputs = await call({ provider, model });
-    return { outputs, model: { provider: route.runsOn, model } };
+    const { outputs, work } = await call({ provider, model });
+    return { outputs, model: { provider: route.runsOn, model }, ...(work ? { work } : {}) };
   } catch (error) {
     if (error instanceof ProviderError) return fail(context, error.message);
     throw error;
@@ -90,6 +104,7 @@ const runModel = async (
 };
 
 const num = (value: unknown): number | undefined => (typeof value === 'number' ? value : undefined);
+const upscaleFactor = (context: StepContext): number => num(context.node.config.scale) ?? 2;
 const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 
 /** Stores one or several generated files under `name`, `name-2`, … */
@@ -108,7 +123,14 @@ const optionalMedia = async (context: StepContext, handle: string): Promise<Medi
 const requiredMedia = async (context: StepContext, handle: string): Promise<MediaFile> =>
   (await optionalMedia(context, handle)) ?? fail(context, `no file arrived on ${handle}`);
 
-/** An image-to-image step over each incoming image (a list of variations gives a list). */
+/** An input image's pixels from its header; one the header does not tell is counted at the largest size. */
+const inputPixels = (image: MediaFile): number => pngPixels(image.body) ?? maxImagePixels;
+
+/**
+ * An image-to-image step over each incoming image (a list of variations gives a list), up to
+ * `maxImagesPerStep` of them: its estimate covers no more. Its work is the output pixels, from
+ * each input's size (`outputPixels`, the same size unless it scales).
+ */
 const imageEdit =
   (
     deps: ExecutorDeps,
@@ -116,11 +138,17 @@ const imageEdit =
     input: string,
     output: string,
     extra: (c: StepContext) => object = () => ({}),
+    outputPixels: (c: StepContext, pixels: number) => number = (_, pixels) => pixels,
   ): NodeExecutor =>
   (context) =>
     runModel(context, deps, 'editImage', async ({ provider, model }) => {
-      const result = await perFile(context, firstInput(context, input), async (file, index) => {
+      const value = firstInput(context, input);
+      const count = filesIn(value).length;
+      if (count > maxImagesPerStep) fail(context, `takes at most ${maxImagesPerStep} images, ${count} arrived`);
+      let pixels = 0;
+      const result = await perFile(context, value, async (file, index) => {
         const image = await readMedia(context, file);
+        pixels += outputPixels(context, inputPixels(image));
         const edited = await provider.editImage!({
           model,
           mode: context.mode,
@@ -131,7 +159,7 @@ const imageEdit =
         });
         return store(context, index ? `${output}-${index + 1}` : output, edited, true);
       });
-      return { [output]: result };
+      return { outputs: { [output]: result }, work: { kind: 'pixels', pixels } };
     });
 
 /** A GLB mesh from a provider, written as OBJ text when `config.format` is `obj`. */
@@ -161,16 +189,17 @@ const meshFromImage =
         image,
         prompt,
       });
-      return { mesh: await store(context, 'mesh', meshFile(context, glb), true) };
+      return { outputs: { mesh: await store(context, 'mesh', meshFile(context, glb), true) } };
     });
 
+/** ImageGen (`variations` from its config) and DiffusionWorker (one image: its schema has no `variations`). */
 const imageGeneration =
-  (deps: ExecutorDeps, referenceHandle: string): NodeExecutor =>
+  (deps: ExecutorDeps, referenceHandle: string, hasVariations: boolean): NodeExecutor =>
   (context) =>
     runModel(context, deps, 'generateImage', async ({ provider, model }) => {
       const config = context.node.config;
-      const settings = modeSettings(context.mode, config);
-      const side = provider.key === 'sandbox' ? 256 : 1024;
+      const settings = modeSettings(context.mode, config, hasVariations);
+      const { width, height } = imageSize(config, provider.key);
       const files = await provider.generateImage!({
         model,
         mode: context.mode,
@@ -178,21 +207,25 @@ const imageGeneration =
         seed: num(config.seed),
         prompt: toText(firstInput(context, 'prompt')),
         negativePrompt: text(config.negativePrompt),
-        width: num(config.width) ?? side,
-        height: num(config.height) ?? side,
+        width,
+        height,
         steps: settings.steps,
         variations: settings.variations,
         reference: await optionalMedia(context, referenceHandle),
         strength: num(config.strength),
         guidance: num(config.guidance),
       });
-      return { image: await storeAll(context, 'image', files) };
+      const images = Math.min(files.length, settings.variations);
+      return {
+        outputs: { image: await storeAll(context, 'image', files) },
+        work: { kind: 'sampling', images, pixels: width * height, steps: settings.steps },
+      };
     });
 
 export const modelExecutors = (deps: ExecutorDeps) =>
   ({
-    ImageGen: imageGeneration(deps, 'reference'),
-    DiffusionWorker: imageGeneration(deps, 'image'),
+    ImageGen: imageGeneration(deps, 'reference', true),
+    DiffusionWorker: imageGeneration(deps, 'image', false),
 
     AudioGen: (context) =>
       runModel(context, deps, 'generateAudio', async ({ provider, model }) => {
@@ -204,12 +237,13 @@ export const modelExecutors = (deps: ExecutorDeps) =>
           prompt: toText(firstInput(context, 'prompt')),
           durationSeconds: num(context.node.config.durationSeconds) ?? 4,
         });
-        return { audio: await store(context, 'audio', audio, true) };
+        return { outputs: { audio: await store(context, 'audio', audio, true) } };
       }),
 
     LlmWorker: (context) =>
       runModel(context, deps, 'generateText', async ({ provider, model }) => {
         const config = context.node.config;
+        const { maxTokens } = modeSettings(context.mode, config);
         const answer = await provider.generateText!({
           model,
           mode: context.mode,
@@ -217,25 +251,26 @@ export const modelExecutors = (deps: ExecutorDeps) =>
           prompt: toText(firstInput(context, 'prompt')),
           system: text(config.system),
           context: allInputs(context, 'context').map(toText),
-          maxTokens: modeSettings(context.mode, config).maxTokens,
+          maxTokens,
           temperature: num(config.temperature),
         });
-        return { text: answer };
+        return { outputs: { text: answer }, work: { kind: 'tokens', tokens: Math.min(maxTokens, tokensOf(answer)) } };
       }),
 
     VisionInterrogator: (context) =>
       runModel(context, deps, 'generateText', async ({ provider, model }) => {
         const image = await requiredMedia(context, 'image');
         const question = text(firstInput(context, 'question')) ?? 'Describe this image.';
+        const { maxTokens } = modeSettings(context.mode, context.node.config);
         const answer = await provider.generateText!({
           model,
           mode: context.mode,
           signal: context.signal,
           prompt: question,
           images: [image],
-          maxTokens: modeSettings(context.mode, context.node.config).maxTokens,
+          maxTokens,
         });
-        return { text: answer };
+        return { outputs: { text: answer }, work: { kind: 'tokens', tokens: Math.min(maxTokens, tokensOf(answer)) } };
       }),
 
     ControlNetFilter: imageEdit(deps, 'control', 'image', 'image', (context) => ({
@@ -244,13 +279,19 @@ export const modelExecutors = (deps: ExecutorDeps) =>
       prompt: text(firstInput(context, 'prompt')),
     })),
     DepthEstimator: imageEdit(deps, 'depth', 'image', 'depth'),
-    Upscaler: imageEdit(deps, 'upscale', 'image', 'image', (context) => ({
-      scale: num(context.node.config.scale) ?? 2,
-    })),
+    Upscaler: imageEdit(
+      deps,
+      'upscale',
+      'image',
+      'image',
+      (context) => ({ scale: upscaleFactor(context) }),
+      (context, pixels) => Math.min(pixels * upscaleFactor(context) ** 2, maxImagePixels),
+    ),
     BackgroundRemover: imageEdit(deps, 'remove_background', 'image', 'image'),
 
     PbrSynthesizer: (context) =>
       runModel(context, deps, 'editImage', async ({ provider, model }) => {
+        // Its first image only, three maps of its size.
         const image = await requiredMedia(context, 'image');
         const maps = ['albedo', 'normal', 'roughness'] as const;
         const edited = await Promise.all(
@@ -259,7 +300,10 @@ export const modelExecutors = (deps: ExecutorDeps) =>
           ),
         );
         const stored = await Promise.all(edited.map((file, i) => store(context, maps[i] as string, file, true)));
-        return { albedo: stored[0], normal: stored[1], roughness: stored[2] };
+        return {
+          outputs: { albedo: stored[0], normal: stored[1], roughness: stored[2] },
+          work: { kind: 'pixels', pixels: inputPixels(image) },
+        };
       }),
 
     '3DTransform': meshFromImage(deps, true),
@@ -276,18 +320,22 @@ export const modelExecutors = (deps: ExecutorDeps) =>
           mesh,
           skeleton: text(context.node.config.skeleton) ?? 'humanoid',
         });
-        return { rig: await store(context, 'rig', rig, true) };
+        return { outputs: { rig: await store(context, 'rig', rig, true) } };
       }),
 
     Embedder: (context) =>
       runModel(context, deps, 'embed', async ({ provider, model }) => {
+        const input = toText(firstInput(context, 'text'));
+        const tokens = tokensOf(input);
+        // Its estimate covers this many tokens; a longer text is refused before any provider call.
+        if (tokens > maxEmbedTokens) fail(context, `takes at most ${maxEmbedTokens} tokens of text, ${tokens} arrived`);
         const embedding = await provider.embed!({
           model,
           mode: context.mode,
           signal: context.signal,
-          text: toText(firstInput(context, 'text')),
+          text: input,
           dimensions: num(context.node.config.dimensions),
         });
-        return { embedding };
+        return { outputs: { embedding }, work: { kind: 'tokens', tokens } };
       }),
   }) satisfies Partial<Record<NodeType, NodeExecutor>>;

@@ -1,4 +1,5 @@
 import type { RunMode } from '../../../schemas/runs.ts';
+import type { ModelWork } from '../../domain/model-pricing.ts';
 import type { CanvasNode } from '../../domain/workflow-graph.ts';
 import type { NodeSpec } from '../catalogue/node-spec.ts';
 import type { TeamConnection } from '../providers/types.ts';
@@ -75,6 +76,11 @@ export interface StepOutcome {
   outputs: Record<string, unknown>;
   /** Set when an AI model made the outputs. */
   model?: ModelUse;
+  /**
+   * The work a model step did, when it can be less than it asked for (a shorter answer, a smaller
+   * input image): the step is charged its price, never above its estimate. Unset: its estimate.
+   */
+  work?: ModelWork;
 }
 
 /** A step that failed for a reason the caller should see (`error` on the RunStep). */

@@ -101,6 +101,18 @@ const paeth = (a: number, b: number, c: number): number => {
   return pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
 };
 
+/**
+ * The pixels (width × height) a PNG's header declares, without decoding it; undefined for bytes
+ * that are not a PNG with a header. A step's charge for an image is priced from it.
+ */
+export const pngPixels = (bytes: Uint8Array): number | undefined => {
+  // Signature (8), IHDR length (4) and type (4), then width and height (4 each).
+  if (!isPng(bytes) || bytes.length < 24 || new TextDecoder().decode(bytes.subarray(12, 16)) !== 'IHDR')
+    return undefined;
+  const header = new DataView(bytes.buffer, bytes.byteOffset + 16, 8);
+  return header.getUint32(0) * header.getUint32(4);
+};
+
 /** Decodes a PNG to RGBA. Supports bit depth 8, no interlacing. */
 export const decodePng = (bytes: Uint8Array): RgbaImage => {
   const chunks = readPngChunks(bytes);
