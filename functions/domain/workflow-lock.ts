@@ -5,9 +5,10 @@
  *   a queued run with a started step reads). It ends `completed`, `failed`, `cancelled` or
  *   `stopped` and never moves again.
  * - The lock is one item per workflow (`WFLOCK#<workflowId>`, functions/store/keys.ts) that names
- *   the run holding it (`workflowLock`). It exists exactly while that run is in progress: the start
- *   transaction takes it only when there is none, and the transaction that ends the run deletes
- *   it only while it still names that run. No item means the workflow is free.
+ *   the run holding it (`workflowLock`). It exists while that run is in progress, and after its end
+ *   while a model step of it is still in flight (`holdsEndedRun`): the start transaction takes it
+ *   only when there is none, and the transaction that settles the run deletes it only while it
+ *   still names that run. No item means the workflow is free.
  * - A start that finds the lock held is answered 409 naming the holder as `activeJobId`, before
  *   any 402 (functions/domain/admission.ts).
  */
