@@ -3,6 +3,7 @@ import type { Deps } from '../deps.ts';
 import { runItemExpiry } from '../domain/retention.ts';
 import { webhookEventOfEnd } from '../domain/webhook.ts';
 import { type EndStatus, holdsEndedRun, inProgressStatuses, isInProgress } from '../domain/workflow-lock.ts';
+import { logger } from '../observability/logger.ts';
 import type { RunItem } from './items.ts';
 import { keyMonthKey, projectKey, queuedRunIndex, runKey, teamKey, workflowLockKey } from './keys.ts';
 import { sendWebhookMessage } from './queues.ts';
@@ -193,8 +194,21 @@ export const closeRunUpdate = (deps: Deps, run: RunLedgerState, status: EndStatu
  */
 export const closeRun = async (deps: Deps, run: RunLedgerState, status: EndStatus): Promise<boolean> => {
   if (!(await conditionalWrite(deps, new UpdateCommand(closeRunUpdate(deps, run, status)))).written) return false;
-  await settleEndedRun(deps, run.jobId);
+  await settleJustEnded(deps, run.jobId);
   return true;
+};
+
+/**
+ * `settleEndedRun` right after the run's end was written, by the writer of that end: a failure
+ * here must not undo what the caller does next (answer the cancel, queue the webhook). The run has
+ * ended all the same, and its entry in the sweep's index gets it settled on a later tick.
+ */
+export const settleJustEnded = async (deps: Deps, jobId: string) => {
+  try {
+    await settleEndedRun(deps, jobId);
+  } catch (error) {
+    logger.warn('an ended run was left to the sweep to settle', { jobId, error });
+  }
 };
 
 /**

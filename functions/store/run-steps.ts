@@ -14,7 +14,7 @@ import {
   inProgressCondition,
   inProgressValues,
   notCountedCondition,
-  settleEndedRun,
+  settleJustEnded,
 } from './run-ledger.ts';
 import { conditionalWrite, transactWrite } from './write.ts';
 
@@ -263,7 +263,7 @@ export const failStep = async (
     { Update: stepEndUpdate(deps, run, nodeId, attempt, { status: 'failed', error: message }) },
     { Update: closeRunUpdate(deps, run, 'failed') },
   ]);
-  if (failed.written) await settleEndedRun(deps, run.jobId);
+  if (failed.written) await settleJustEnded(deps, run.jobId);
   return failed.written;
 };
 
