@@ -28,6 +28,7 @@ export const integrationTests = [
   'test/rehearse.test.ts',
   'test/request-validation.test.ts',
   'test/retention.test.ts',
+  'test/run-end.test.ts',
   'test/run-inline.test.ts',
   'test/run-ledger.test.ts',
   'test/run-outputs.test.ts',

@@ -5,7 +5,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { envNames } from '../lib/definitions.ts';
 import type { NodeType } from '../schemas/workflows.ts';
 import { parseRetentionDays } from './domain/retention.ts';
-import type { NodeExecutor } from './nodes/executors/types.ts';
+import type { ModelUse, NodeExecutor } from './nodes/executors/types.ts';
 import { type StageProviders, stageProvidersFromEnv } from './nodes/providers/stage.ts';
 import { refusingSecrets, type SecretResolver, secretPolicyFromEnv } from './store/secret-refs.ts';
 
@@ -47,6 +47,21 @@ export interface Deps {
    * webhook deliveries from the run's start, ended deferred runs from their end.
    */
   retentionDays: number;
+  /**
+   * Cancels a provider's job for a model step that finished after its run ended (called where the
+   * late finish is detected, before its output is dropped; may be called again on a redelivery).
+   * Unset, as now: every provider (the sandbox, `openai-compatible`) answers within its call, so
+   * when the step finishes nothing is left running to cancel. A provider with an asynchronous job
+   * API would record its job on the step and cancel it here.
+   */
+  cancelProviderJob?: (step: LateStep) => Promise<void>;
+}
+
+/** A step that finished after its run ended: its run, its node, and the model it ran on (model steps). */
+export interface LateStep {
+  jobId: string;
+  nodeId: string;
+  model: ModelUse | undefined;
 }
 
 /** The lookup of a function that runs no steps: asking it for an executor is a wiring mistake. */

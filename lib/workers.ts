@@ -38,12 +38,13 @@ export interface Worker {
 export const workers: readonly Worker[] = [
   {
     // Runs a step, stores its files, charges it, releases ready successors, and on the last step
-    // finalizes the run and queues its webhook.
+    // finalizes the run and queues its webhook. Query: the claims of a run that ended with a model
+    // step in flight, read before it is settled (functions/store/run-ledger.ts, settleEndedRun).
     id: 'StepExecutor',
     entry: 'functions/workers/step-executor.ts',
     trigger: { kind: 'queue', queue: 'Steps' },
     grants: {
-      table: ['GetItem', 'BatchGetItem', 'UpdateItem', 'DeleteItem'],
+      table: ['GetItem', 'BatchGetItem', 'Query', 'UpdateItem', 'DeleteItem'],
       stepsQueue: 'send',
       webhooksQueue: 'send',
       bucket: ['GetObject', 'PutObject'],

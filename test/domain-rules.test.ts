@@ -44,7 +44,13 @@ import {
   priceInMode,
 } from '../functions/domain/run-modes.ts';
 import type { Canvas, CanvasNode } from '../functions/domain/workflow-graph.ts';
-import { endStatuses, inProgressStatuses, isInProgress, workflowLock } from '../functions/domain/workflow-lock.ts';
+import {
+  endStatuses,
+  holdsEndedRun,
+  inProgressStatuses,
+  isInProgress,
+  workflowLock,
+} from '../functions/domain/workflow-lock.ts';
 import { catalogue } from '../functions/nodes/catalogue/index.ts';
 import { buildOpenApiDocument } from '../schemas/openapi.ts';
 import { runStatuses } from '../schemas/runs.ts';
@@ -126,6 +132,20 @@ describe('workflow lock', () => {
     const stored = [...inProgressStatuses, ...endStatuses].sort();
     expect(stored).toEqual(runStatuses.filter((s) => s !== 'claimed').sort());
     expect(isInProgress('claimed')).toBe(false);
+  });
+
+  it('keeps an ended run holding its lock only while a model step of it is claimed and leased', () => {
+    const now = at('2026-03-28T10:15:00.000Z');
+    const claim = { status: 'processing', attempts: 1, leaseUntil: '2026-03-28T10:15:00.001Z' };
+    expect(holdsEndedRun(claim, now)).toBe(true);
+    // The lease ran out (its worker is gone), or the claim was given back (the epoch).
+    expect(holdsEndedRun({ ...claim, leaseUntil: '2026-03-28T10:15:00.000Z' }, now)).toBe(false);
+    expect(holdsEndedRun({ ...claim, leaseUntil: new Date(0).toISOString() }, now)).toBe(false);
+    // A cheap step's failed executions (never claimed), and steps that finished, hold nothing.
+    expect(holdsEndedRun({ status: 'processing' }, now)).toBe(false);
+    for (const status of ['completed', 'skipped', 'failed', 'unknown']) {
+      expect(holdsEndedRun({ ...claim, status }, now), status).toBe(false);
+    }
   });
 
   it('names the run that holds the lock and since when', () => {

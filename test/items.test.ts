@@ -118,7 +118,7 @@ const key = apiKeyItem(
 );
 
 describe('each parser accepts the item the store writes', () => {
-  it('the run item: counters a start does not write read 0', () => {
+  it('the run item: counters a start does not write read 0, and no step counted', () => {
     expect(parseItem(RunItemSchema, run)).toEqual({
       jobId: ids.job,
       teamId: ids.team,
@@ -138,6 +138,7 @@ describe('each parser accepts the item the store writes', () => {
       stepsTotal: 1,
       stepsCompleted: 0,
       stepsSkipped: 0,
+      doneSteps: new Set(),
       createdAt: at,
     });
   });

@@ -276,7 +276,10 @@ describe('redelivered and duplicated step messages', () => {
     expect(await deliver(cancelling, [stepRecord(root)])).toEqual([]);
     const { run, steps } = await runParts(stack.deps, jobId);
     expect(run).toMatchObject({ status: 'cancelled', heldHundredths: 0, chargedHundredths: 0 });
-    expect(steps.get('a')).toMatchObject({ status: 'completed', chargeHundredths: 0 });
+    // Its output is dropped, not published: the item says `unknown`, with no outputs and no charge.
+    expect(steps.get('a')).toMatchObject({ status: 'unknown', chargeHundredths: 0 });
+    expect(Object.keys(steps.get('a') ?? {})).not.toContain('outputs');
+    expect((await getRunCall(stack.baseUrl, t.key, jobId)).body).toMatchObject({ status: 'cancelled', output: [] });
     expect(await messagesOf(jobId)).toEqual([]);
     expect(await ledgerOf(stack.deps, t.teamId)).toEqual({ balance: 10_000, held: 0, charged: 0, granted: 10_000 });
   });

@@ -9,7 +9,7 @@ import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { capResetsText, nextSpendMonthStart } from '../functions/domain/monthly-cap.ts';
 import { canvasKey, workflowLockKey } from '../functions/store/keys.ts';
-import { claimStep } from '../functions/store/run-steps.ts';
+import { claimStep, stepLeaseSeconds } from '../functions/store/run-steps.ts';
 import { readRunItem } from '../functions/store/runs.ts';
 import { createAgent, createProject, getTeam, setPerStepLimit } from '../functions/store/tenancy.ts';
 import { activateWorkflow } from '../functions/store/workflows.ts';
@@ -527,7 +527,7 @@ describe('run starts without workers (runs stay queued)', () => {
     expect(next.status).toBe(200);
   });
 
-  it('cancel: a run under way is stopped; the finished step stays charged, in-flight steps read unknown', async () => {
+  it('cancel: a run under way is stopped; the finished step stays charged, in-flight steps read unknown and hold the lock', async () => {
     const t = await team(100);
     const workflowId = await createWorkflow(stack, t);
     const jobId = (await startRunCall(stack.baseUrl, t.key, workflowId)).body.jobId as string;
@@ -546,6 +546,18 @@ describe('run starts without workers (runs stay queued)', () => {
       ],
       output: [],
     });
+    // A claimed step is in flight: the run keeps its whole hold and its workflow's lock until it settles.
+    expect(await ledgerOf(stack.deps, t.teamId)).toEqual({
+      balance: 10_000 - chainPrice,
+      held: chainPrice,
+      charged: 0,
+      granted: 10_000,
+    });
+    expect(await lockOf(workflowId)).toMatchObject({ jobId });
+    // Its worker died: once the lease ran out, its message's redelivery settles the run.
+    const later = { ...stack.deps, now: () => new Date(Date.now() + (stepLeaseSeconds + 1) * 1000) };
+    const redelivered = stepRecord({ jobId, workflowId, nodeId: 'prompt' }, 2);
+    expect(await deliver(stepHandler(later), [redelivered])).toEqual([]);
     expect(await ledgerOf(stack.deps, t.teamId)).toEqual({ balance: 9_999, held: 0, charged: 1, granted: 10_000 });
     expect(await lockOf(workflowId)).toBeUndefined();
   });

@@ -189,6 +189,8 @@ const isStart: Matcher = (command, text) => command.startsWith('TransactWrite') 
 const isCount: Matcher = (command, text) =>
   command === 'UpdateItemCommand' && text.includes('"SK":"RUN"') && text.includes('doneSteps');
 const isEnd: Matcher = (command, text) => command.startsWith('TransactWrite') && text.includes('finalizedAt');
+/** A cancel's (or failure's) end of the run item, before its settlement (`isEnd`). */
+const isClose: Matcher = (command, text) => command === 'UpdateItemCommand' && text.includes(':sweepPk');
 const isWorkflowCreate: Matcher = (command, text) =>
   command.startsWith('TransactWrite') && text.includes('"type":"Workflow"');
 const isRevoke: Matcher = (command, text) => command === 'UpdateItemCommand' && text.includes('revokedAt');
@@ -271,7 +273,7 @@ describe.each(classes.map((c) => [c.name, c] as const))('%s on every write path'
       const { t, workflowId } = await teamWithWorkflow();
       const started = await startRunCall(stack.baseUrl, t.key, workflowId);
       const jobId = started.body.jobId as string;
-      const { deps, fault } = contended(k, isEnd, contention);
+      const { deps, fault } = contended(k, isClose, contention);
       const answer = await cancelRunCall(await apiOver(deps), t.key, jobId);
       if (k < tries) {
         expect([answer.status, answer.body.status]).toEqual([200, 'cancelled']);
@@ -283,6 +285,33 @@ describe.each(classes.map((c) => [c.name, c] as const))('%s on every write path'
         expect(await ledgerOf(stack.deps, t.teamId)).toMatchObject({ held: pairPrice });
         expect((await cancelRunCall(stack.baseUrl, t.key, jobId)).body.status).toBe('cancelled');
       }
+      const ledger = await ledgerOf(stack.deps, t.teamId);
+      expectBalanced(ledger);
+      expect(ledger).toEqual({ balance: 10_000, held: 0, charged: 0, granted: 10_000 });
+    }
+  });
+
+  it('cancel: its settlement retried and made once; on every try the run is cancelled all the same, settled by a later message', async () => {
+    for (const k of [tries - 1, tries]) {
+      const { t, workflowId } = await teamWithWorkflow();
+      const jobId = (await startRunCall(stack.baseUrl, t.key, workflowId)).body.jobId as string;
+      const { deps, fault } = contended(k, isEnd, contention);
+      const answer = await cancelRunCall(await apiOver(deps), t.key, jobId);
+      // The run's end is written before its settlement: a 503 now would have its retry told 409.
+      expect([answer.status, answer.body.status]).toEqual([200, 'cancelled']);
+      if (k < tries) {
+        expectRetried(fault, k);
+      } else {
+        expectGaveUp(fault);
+        expect(await readRunItem(stack.deps, jobId)).toMatchObject({ status: 'cancelled', heldHundredths: pairPrice });
+        expect(await ledgerOf(stack.deps, t.teamId)).toMatchObject({ held: pairPrice });
+        expect(await activeJobOf(stack.deps, workflowId)).toBe(jobId);
+      }
+      // Any message of the run (its root's, here; the sweep sends one) settles what is left, once.
+      for (const message of await messagesOf(jobId)) {
+        expect(await deliver(stepHandler(stack.deps), [stepRecord(message)])).toEqual([]);
+      }
+      expect(await activeJobOf(stack.deps, workflowId)).toBeUndefined();
       const ledger = await ledgerOf(stack.deps, t.teamId);
       expectBalanced(ledger);
       expect(ledger).toEqual({ balance: 10_000, held: 0, charged: 0, granted: 10_000 });

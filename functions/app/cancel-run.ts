@@ -3,7 +3,7 @@ import type { Deps } from '../deps.ts';
 import { RunAlreadyEndedError, RunNotFoundError } from '../domain/errors.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { isInProgress } from '../domain/workflow-lock.ts';
-import { endRun, queueWebhook } from '../store/run-ledger.ts';
+import { closeRun, queueWebhook } from '../store/run-ledger.ts';
 import { readRunItem } from '../store/runs.ts';
 import { storageBusy } from '../store/write.ts';
 import { readRun } from './read-run.ts';
@@ -11,8 +11,10 @@ import { readRun } from './read-run.ts';
 /**
  * POST /runs/{jobId}/cancel (our design; the spec names `cancelled` and `stopped` but not the
  * operation): a run no step of which has finished becomes `cancelled`; one already under way
- * becomes `stopped`. Unfinished steps read `skipped` (not started) or `unknown` (in flight), the
- * unspent hold is released exactly once, the workflow's lock is freed, and the webhook goes out.
+ * becomes `stopped`. Unfinished steps read `skipped` (not started) or `unknown` (in flight), nothing
+ * more is charged or published, and the webhook goes out. The unspent hold is released exactly once
+ * and the workflow's lock freed at once, unless a model step is in flight: then when it settles
+ * (docs/decisions.md, "A run that has ended takes nothing more in").
  */
 export const cancelRun = async (
   deps: Deps,
@@ -29,7 +31,7 @@ export const cancelRun = async (
     if (!isInProgress(run.status)) throw new RunAlreadyEndedError(jobId);
     const status = run.stepsCompleted > 0 ? 'stopped' : 'cancelled';
     // false: a step charged between the read and the write (the hold moved); read again.
-    if (await endRun(deps, run, status)) {
+    if (await closeRun(deps, run, status)) {
       await queueWebhook(deps, run, status);
       return readRun(deps, teamId, jobId, keyWorkflowIds);
     }

@@ -6,14 +6,15 @@ import { executionsFailedError, stepExecutionAttempts } from '../domain/step-att
 import { apiInputTargets, type Canvas } from '../domain/workflow-graph.ts';
 import { isInProgress } from '../domain/workflow-lock.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
+import type { ModelUse } from '../nodes/executors/types.ts';
 import { type NodeExecutor, StepFailedError } from '../nodes/executors/types.ts';
 import { logger } from '../observability/logger.ts';
 import { addCreditsCharged, countStepCompleted } from '../observability/metrics.ts';
 import { getConnections, resolveConnection } from '../store/connections.ts';
 import { presignTeamFile, putRunFile, readTeamFile } from '../store/files.ts';
-import type { ConnectionRef, RunItem } from '../store/items.ts';
+import type { ConnectionRef, RunItem, StepItem } from '../store/items.ts';
 import { readRunAndSteps } from '../store/run-and-steps.ts';
-import { endRun, queueWebhook } from '../store/run-ledger.ts';
+import { endRun, isUnsettled, queueWebhook, settleEndedRun } from '../store/run-ledger.ts';
 import {
   type Attempt,
   abandonStep,
@@ -23,10 +24,10 @@ import {
   failStep,
   finishStepItem,
   releaseStep,
+  retireLateStep,
   stepsFinished,
-  uncharge,
 } from '../store/run-steps.ts';
-import { sendStepMessages } from '../store/runs.ts';
+import { readRunItem, sendStepMessages } from '../store/runs.ts';
 import { SecretUnavailableError } from '../store/secret-refs.ts';
 import { fileUrlSeconds } from './read-run.ts';
 
@@ -111,6 +112,28 @@ const runInline = async (deps: Deps, message: StepMessage, options: RunStepOptio
   }
 };
 
+/**
+ * A step that finished after its run ended takes nothing in (docs/decisions.md, "A run that has
+ * ended takes nothing more in"): its provider job is cancelled (a seam: nothing to cancel yet),
+ * and its item becomes `unknown`, its output dropped, never charged.
+ */
+const retireLate = async (deps: Deps, message: StepMessage, run: RunItem, model: ModelUse | undefined) => {
+  await deps.cancelProviderJob?.({ jobId: message.jobId, nodeId: message.nodeId, model });
+  await retireLateStep(deps, run, message.nodeId);
+};
+
+/**
+ * A message of a run that has ended: nothing of it runs, counts or is published any more. A step
+ * that finished but was never counted (its worker found the run ended, or died first) is retired;
+ * a run left unsettled (a model step was in flight at its end) is settled if nothing holds it now.
+ */
+const afterEnd = async (deps: Deps, message: StepMessage, run: RunItem, own: StepItem | undefined) => {
+  if (own?.status === 'completed' && !run.doneSteps.has(message.nodeId)) {
+    await retireLate(deps, message, run, own.model ?? undefined);
+  }
+  if (isUnsettled(run)) await settleEndedRun(deps, message.jobId);
+};
+
 const endCompleted = async (deps: Deps, run: RunItem) => {
   if (await endRun(deps, run, 'completed')) await queueWebhook(deps, run, 'completed');
 };
@@ -121,14 +144,16 @@ const settleStep = async (
   message: StepMessage,
   options: RunStepOptions,
   run: RunItem,
-  outcome: { status: 'completed' | 'skipped'; chargeHundredths: number },
+  outcome: { status: 'completed' | 'skipped'; chargeHundredths: number; model?: ModelUse | undefined },
   justFinished?: Canvas,
 ) => {
   const result = await countStep(deps, run, message.nodeId, outcome);
   if (!result.counted) {
     if (result.runEnded) {
-      // Finished after its run ended: never counted, so never charged; its item says so.
-      if (!result.alreadyCounted && outcome.chargeHundredths > 0) await uncharge(deps, message.jobId, message.nodeId);
+      // Finished after its run ended: never counted, so never charged, and its output is dropped.
+      if (!result.alreadyCounted && outcome.status === 'completed') await retireLate(deps, message, run, outcome.model);
+      // This step may have been what the ended run waited for.
+      if (result.unsettled) await settleEndedRun(deps, message.jobId);
       return;
     }
     // Counted by an earlier delivery that may have crashed before releasing the successors.
@@ -148,7 +173,11 @@ const endWithFailure = async (deps: Deps, message: StepMessage, attempt: Attempt
   for (let i = 0; i < 5; i++) {
     const run = (await readRunAndSteps(deps, message, () => []))?.run;
     if (!run) return; // gone (expired): nothing left to record
-    if (!isGoing(run)) return abandonStep(deps, run, message.nodeId, attempt);
+    if (!isGoing(run)) {
+      await abandonStep(deps, run, message.nodeId, attempt);
+      if (isUnsettled(run)) await settleEndedRun(deps, message.jobId);
+      return;
+    }
     if (await failStep(deps, run, message.nodeId, attempt, error)) {
       await queueWebhook(deps, run, 'failed');
       return;
@@ -196,12 +225,12 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
   const { run, canvas, steps, stepItem } = read;
   const own = stepItem(message.nodeId);
   steps.delete(message.nodeId);
+  if (!isGoing(run)) return afterEnd(deps, message, run, own);
   if (own?.status === 'completed' || own?.status === 'skipped') {
     // Finished by an earlier delivery that may have crashed before counting it or releasing its successors.
-    if (!isGoing(run)) return;
     return settleStep(deps, message, options, run, { status: own.status, chargeHundredths: own.chargeHundredths });
   }
-  if (own?.status === 'failed' || !isGoing(run)) return;
+  if (own?.status === 'failed' || own?.status === 'unknown') return;
   const node = canvas.nodes.find((n) => n.id === message.nodeId);
   const spec = node ? getNodeSpec(node.type) : undefined;
   if (!node || !spec) throw new Error(`Node ${message.nodeId} is not in the canvas`);
@@ -214,6 +243,16 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
     // Each claim before this one lost its worker while the node ran: stop taking the step over.
     if (attempt > stepExecutionAttempts) {
       return endWithFailure(deps, message, attempt, executionsFailedError(attempt - 1));
+    }
+    // The run may have ended between its read and this claim. An ended run is settled only after
+    // its end was written, from a read of its claims: either that read sees this claim (and the
+    // run keeps its lock and hold until it settles), or this read sees the end and no provider
+    // is called. One strongly consistent read per model step, no write.
+    const now = await readRunItem(deps, message.jobId);
+    if (!now || !isGoing(now)) {
+      await abandonStep(deps, run, message.nodeId, attempt);
+      if (now && isUnsettled(now)) await settleEndedRun(deps, message.jobId);
+      return;
     }
   }
   const { teamId } = run;
@@ -278,5 +317,12 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
   };
   // False: another delivery finished the step first (a duplicate message); that one counts it.
   if (!(await finishStepItem(deps, run, node.id, attempt, end))) return;
-  await settleStep(deps, message, options, run, { status: 'completed', chargeHundredths }, canvas);
+  await settleStep(
+    deps,
+    message,
+    options,
+    run,
+    { status: 'completed', chargeHundredths, model: outcome.model },
+    canvas,
+  );
 };

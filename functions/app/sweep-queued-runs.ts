@@ -10,7 +10,9 @@ export const sweepAfterSeconds = 120;
 /**
  * Finds runs committed but left `queued` with no finished step (their root-step messages were
  * lost after the commit) and sends their root steps again. Re-sending is safe: a step already
- * taken ignores the duplicate. Reads only the sparse index of such runs.
+ * taken ignores the duplicate. Also sends them for a run that ended with a model step in flight
+ * and is still not settled two minutes later (that step's worker died: its lease is out), and the
+ * step executor, finding the run ended, settles it. Reads only the sparse index of such runs.
  */
 export const sweepQueuedRuns = async (deps: Deps): Promise<string[]> => {
   const before = new Date(deps.now().getTime() - sweepAfterSeconds * 1000).toISOString();

@@ -8,9 +8,12 @@ import type { Canvas, CanvasEdge } from './workflow-graph.ts';
  * was skipped or produced nothing on that handle (a ConditionalSwitch's branch not taken).
  */
 
-/** A step that has started: claimed (`processing`) or finished. */
+/**
+ * A step that has started: claimed (`processing`) or finished. `unknown`: it finished after its run
+ * ended (its output dropped), so nothing that follows it runs.
+ */
 export interface StepState {
-  status: 'processing' | 'completed' | 'skipped' | 'failed';
+  status: 'processing' | 'completed' | 'skipped' | 'failed' | 'unknown';
   /** Values per output handle (completed steps). */
   outputs?: Record<string, unknown>;
 }

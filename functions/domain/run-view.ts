@@ -13,7 +13,9 @@ import { isInProgress } from './workflow-lock.ts';
  * - run `claimed`: queued, and a worker has taken one of its steps, but none has finished yet;
  * - step `queued`: not started yet (no worker has taken it);
  * - step `unknown`: it was in flight when the run ended (failed elsewhere, cancelled or stopped),
- *   so whether its work finished is not known; it is never charged;
+ *   so whether its work finished is not known; it is never charged, and nothing it produced is
+ *   shown (a step item `completed` that its run never counted reads `unknown` too: its count, made
+ *   only while the run is in progress, is what publishes an output);
  * - step `skipped`: it will never run: nothing reached it (a branch not taken), or the run ended
  *   before it started.
  */
@@ -22,10 +24,12 @@ export interface RunRecord {
   jobId: string;
   status: 'queued' | 'processing' | 'completed' | 'failed' | 'cancelled' | 'stopped';
   stepsTotal: number;
+  /** The steps counted on the run: only their outputs are the run's. */
+  doneSteps: ReadonlySet<string>;
 }
 
 export interface StepRecord {
-  status: 'processing' | 'completed' | 'failed' | 'skipped';
+  status: 'processing' | 'completed' | 'failed' | 'skipped' | 'unknown';
   error?: string;
   outputs?: Record<string, unknown>;
   model?: ModelUse | null;
@@ -36,9 +40,11 @@ export interface StepRecord {
 
 const ended = (status: RunRecord['status']) => !isInProgress(status);
 
-const stepStatus = (run: RunRecord, step: StepRecord | undefined): RunStep['status'] => {
+const stepStatus = (run: RunRecord, nodeId: string, step: StepRecord | undefined): RunStep['status'] => {
   if (!step) return ended(run.status) ? 'skipped' : 'queued';
-  if (step.status === 'processing') return ended(run.status) ? 'unknown' : 'processing';
+  // Finished but not (yet) counted: still settling while the run goes on, never the run's after its end.
+  const uncounted = step.status === 'completed' && !run.doneSteps.has(nodeId);
+  if (step.status === 'processing' || uncounted) return ended(run.status) ? 'unknown' : 'processing';
   return step.status;
 };
 
@@ -69,7 +75,7 @@ export const runView = (run: RunRecord, steps: ReadonlyMap<string, StepRecord>, 
   const typeOf = new Map(canvas.nodes.map((n) => [n.id, n.type]));
   const stepsView: RunStep[] = order.map((nodeId) => {
     const step = steps.get(nodeId);
-    const status = stepStatus(run, step);
+    const status = stepStatus(run, nodeId, step);
     return {
       node_id: nodeId,
       step_type: typeOf.get(nodeId) ?? 'unknown',
@@ -82,7 +88,7 @@ export const runView = (run: RunRecord, steps: ReadonlyMap<string, StepRecord>, 
   const output: RunOutput[] = [];
   for (const nodeId of terminalNodeIds(canvas)) {
     const step = steps.get(nodeId);
-    if (step?.status !== 'completed') continue;
+    if (step?.status !== 'completed' || !run.doneSteps.has(nodeId)) continue;
     const lineage: ModelLineage[] = ancestry(canvas, nodeId).flatMap((id) => {
       const model = modelOf(canvas, id, steps.get(id));
       return model ? [{ nodeId: id, ...model, stampedAt: steps.get(id)?.startedAt ?? new Date(0).toISOString() }] : [];

@@ -98,7 +98,17 @@ export const RunItemSchema = v.object({
   stepsTotal: v.number(),
   stepsCompleted: counter,
   stepsSkipped: counter,
+  /**
+   * The steps counted on the run (their charge moved, their output part of the run). A step's
+   * output is published by this count, which is conditional on the run being in progress.
+   */
+  doneSteps: v.optional(v.set(v.string()), () => new Set<string>()),
   createdAt: v.string(),
+  /**
+   * Set when the run's hold, the team's settlement and the workflow's lock are done with; a run
+   * ended with a model step in flight is ended (its status) before it is finalized.
+   */
+  finalizedAt: v.optional(v.string()),
 });
 export type RunItem = v.InferOutput<typeof RunItemSchema>;
 
@@ -121,7 +131,8 @@ export const RunCallbackSchema = v.object({
   createdAt: v.string(),
 });
 
-const storedStepStatuses = ['processing', 'completed', 'failed', 'skipped'] as const;
+/** `unknown`: it finished after its run ended, so its output was dropped and it was not charged. */
+const storedStepStatuses = ['processing', 'completed', 'failed', 'skipped', 'unknown'] as const;
 
 /**
  * A step item (functions/store/run-steps.ts): written when a model step is claimed (`processing`)
@@ -139,6 +150,9 @@ export const StepItemSchema = v.object({
   startedAt: v.optional(v.string()),
   /** What its completion counted on the run (0 when it was not charged). */
   chargeHundredths: counter,
+  /** A model step's claims so far, and until when the latest is leased (functions/store/run-steps.ts). */
+  attempts: v.optional(v.number()),
+  leaseUntil: v.optional(v.string()),
 });
 export type StepItem = v.InferOutput<typeof StepItemSchema>;
 

@@ -1,17 +1,22 @@
 import type { Deps } from '../deps.ts';
+import { endStatuses } from '../domain/workflow-lock.ts';
 import { parseItem, QueuedRunEntrySchema } from './items.ts';
 import { queuedRunPartition, queuedRunShards } from './keys.ts';
 import { queryAll } from './query.ts';
 
-/** A run the sweep may have to restart: still `queued`, with no finished step. */
+/**
+ * A run the sweep may have to restart: still `queued`, with no finished step; or ended but not
+ * settled (a model step was in flight at its end), which any message of it settles.
+ */
 export interface QueuedRun {
   jobId: string;
   workflowId: string;
 }
 
 /**
- * Runs started before `before` (an ISO time) that are still queued with no finished step, read from
- * the sparse index of such runs (every shard, every page).
+ * Runs started before `before` (an ISO time) that are still queued with no finished step, and runs
+ * ended before it that are not settled yet (`closeRunUpdate` enters them from their end; settling
+ * removes them), read from the sparse index of such runs (every shard, every page).
  */
 export const queuedRunsStartedBefore = async (deps: Deps, before: string): Promise<QueuedRun[]> => {
   const runs: QueuedRun[] = [];
@@ -25,7 +30,11 @@ export const queuedRunsStartedBefore = async (deps: Deps, before: string): Promi
       },
       (item) => parseItem(QueuedRunEntrySchema, item),
     );
-    for (const { jobId, workflowId, status } of entries) if (status === 'queued') runs.push({ jobId, workflowId });
+    for (const { jobId, workflowId, status } of entries) {
+      if (status === 'queued' || isEndStatus(status)) runs.push({ jobId, workflowId });
+    }
   }
   return runs;
 };
+
+const isEndStatus = (status: string) => (endStatuses as readonly string[]).includes(status);

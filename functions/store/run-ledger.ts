@@ -1,10 +1,14 @@
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
 import { runItemExpiry } from '../domain/retention.ts';
 import { webhookEventOfEnd } from '../domain/webhook.ts';
-import { type EndStatus, inProgressStatuses } from '../domain/workflow-lock.ts';
-import { keyMonthKey, projectKey, runKey, teamKey, workflowLockKey } from './keys.ts';
+import { type EndStatus, holdsEndedRun, inProgressStatuses, isInProgress } from '../domain/workflow-lock.ts';
+import { logger } from '../observability/logger.ts';
+import type { RunItem } from './items.ts';
+import { keyMonthKey, projectKey, queuedRunIndex, runKey, teamKey, workflowLockKey } from './keys.ts';
 import { sendWebhookMessage } from './queues.ts';
-import { type TransactItems, transactWrite } from './write.ts';
+import { readRunPartition } from './runs.ts';
+import { conditionalWrite, type TransactItems, transactWrite } from './write.ts';
 
 /** The run item fields the ledger needs (a RunItem has them all). */
 export interface RunLedgerState {
@@ -153,6 +157,104 @@ const endRunSideItems = (deps: Deps, run: RunLedgerState, release: number): Tran
       ]
     : []),
 ];
+
+/**
+ * The run item's update that ends a run whose steps may still be in flight (a cancel, a failure),
+ * without finalizing it: its status becomes `status`, so nothing is counted, charged or published
+ * on it any more (every count is conditional on an in-progress run), and what it charged is final
+ * (`finalChargedHundredths`). The hold, the team's settlement and the workflow's lock stay until
+ * `settleEndedRun` finds no model step in flight. It enters the sweep's index (GSI1, from its end),
+ * so a run whose in-flight step's worker died is settled by the dispatcher's next sweep.
+ */
+export const closeRunUpdate = (deps: Deps, run: RunLedgerState, status: EndStatus) => {
+  const now = deps.now().toISOString();
+  const sweep = queuedRunIndex(run.jobId, now);
+  return {
+    TableName: deps.tableName,
+    Key: runKey(run.jobId),
+    UpdateExpression:
+      'SET #status = :status, endedAt = :now, finalChargedHundredths = :finalCharged, GSI1PK = :sweepPk, GSI1SK = :sweepSk',
+    ConditionExpression: `${inProgressCondition} AND heldHundredths = :held AND attribute_not_exists(finalizedAt)`,
+    ExpressionAttributeNames: { '#status': 'status' },
+    ExpressionAttributeValues: {
+      ':status': status,
+      ':now': now,
+      ':held': run.heldHundredths,
+      ':finalCharged': run.estimateHundredths - run.heldHundredths,
+      ':sweepPk': sweep.GSI1PK,
+      ':sweepSk': sweep.GSI1SK,
+      ...inProgressValues,
+    },
+  };
+};
+
+/**
+ * Ends a run as `status` (see `closeRunUpdate`), then settles it unless a model step is in flight;
+ * false when it had already ended or its hold moved since the read (a step charged): re-read.
+ */
+export const closeRun = async (deps: Deps, run: RunLedgerState, status: EndStatus): Promise<boolean> => {
+  if (!(await conditionalWrite(deps, new UpdateCommand(closeRunUpdate(deps, run, status)))).written) return false;
+  await settleJustEnded(deps, run.jobId);
+  return true;
+};
+
+/**
+ * `settleEndedRun` right after the run's end was written, by the writer of that end: a failure
+ * here must not undo what the caller does next (answer the cancel, queue the webhook). The run has
+ * ended all the same, and its entry in the sweep's index gets it settled on a later tick.
+ */
+export const settleJustEnded = async (deps: Deps, jobId: string) => {
+  try {
+    await settleEndedRun(deps, jobId);
+  } catch (error) {
+    logger.warn('an ended run was left to the sweep to settle', { jobId, error });
+  }
+};
+
+/**
+ * The items that finalize an ended run, once: release its hold (frozen since its end), settle the
+ * team, give the release back to the project's and key's spend, free the workflow's lock, and give
+ * the run item its `ttl`.
+ */
+const settleRunItems = (deps: Deps, run: RunLedgerState & { status: EndStatus }): TransactItems => [
+  {
+    Update: {
+      TableName: deps.tableName,
+      Key: runKey(run.jobId),
+      UpdateExpression: 'SET finalizedAt = :now, heldHundredths = :zero, #ttl = :ttl REMOVE GSI1PK, GSI1SK',
+      ConditionExpression: '#status = :status AND heldHundredths = :held AND attribute_not_exists(finalizedAt)',
+      ExpressionAttributeNames: { '#status': 'status', '#ttl': 'ttl' },
+      ExpressionAttributeValues: {
+        ':status': run.status,
+        ':now': deps.now().toISOString(),
+        ':zero': 0,
+        ':held': run.heldHundredths,
+        ':ttl': runItemExpiry(run.createdAt, deps.now(), deps.retentionDays),
+      },
+    },
+  },
+  ...settleTeamItems(deps, run, run.heldHundredths),
+  ...endRunSideItems(deps, run, run.heldHundredths),
+];
+
+/**
+ * Finalizes an ended run (`settleRunItems`) when none of its steps holds it (a live claim,
+ * `holdsEndedRun`). Called after every change that can end the last claim of an ended run: its end
+ * itself, a late step's end, a claim given up, and any later message of the run (the sweep sends
+ * one for a run left unsettled), so the last of them settles it; the transaction's condition makes
+ * that exactly once. True when this call settled it.
+ */
+export const settleEndedRun = async (deps: Deps, jobId: string): Promise<boolean> => {
+  const { run, steps } = await readRunPartition(deps, jobId);
+  if (!run || isInProgress(run.status) || run.finalizedAt !== undefined) return false;
+  const now = deps.now();
+  if (steps.some((step) => holdsEndedRun(step, now))) return false;
+  return (await transactWrite(deps, settleRunItems(deps, { ...run, status: run.status }))).written;
+};
+
+/** Whether a run item is ended but not yet finalized (a model step of it was in flight at its end). */
+export const isUnsettled = (run: Pick<RunItem, 'status' | 'finalizedAt'>) =>
+  !isInProgress(run.status) && run.finalizedAt === undefined;
 
 /**
  * Ends a run in one transaction (counting its last step too, with `last`); false when it had

@@ -7,8 +7,15 @@ import { isInProgress } from '../domain/workflow-lock.ts';
 import type { ModelUse } from '../nodes/executors/types.ts';
 import { parseItem, type RunItem, RunItemSchema, StepItemSchema } from './items.ts';
 import { runKey, stepKey } from './keys.ts';
-import { StringSetAttributeSchema, stringAttribute } from './refusals.ts';
-import { endRun, endRunItems, inProgressCondition, inProgressValues, notCountedCondition } from './run-ledger.ts';
+import { StringAttributeSchema, StringSetAttributeSchema, stringAttribute } from './refusals.ts';
+import {
+  closeRunUpdate,
+  endRun,
+  inProgressCondition,
+  inProgressValues,
+  notCountedCondition,
+  settleJustEnded,
+} from './run-ledger.ts';
 import { conditionalWrite, transactWrite } from './write.ts';
 
 /**
@@ -32,7 +39,7 @@ export type Attempt = number | null;
 
 export type ClaimResult =
   | { claimed: true; attempt: number }
-  | { claimed: false; status: 'completed' | 'skipped' | 'failed' | 'processing' | 'ended' };
+  | { claimed: false; status: 'completed' | 'skipped' | 'failed' | 'processing' | 'unknown' | 'ended' };
 
 const ClaimedStepSchema = v.object({ attempts: v.number() });
 /** The step a refused claim returns (its old image, as attribute values). */
@@ -143,8 +150,11 @@ export type CountResult =
   | { counted: true; ended: true }
   /** Counted; `run` is the run item after the count (the caller ends the run if it is done). */
   | { counted: true; ended: false; run: RunItem }
-  /** Counted before (a redelivery), or the run had ended: nothing changed. */
-  | { counted: false; runEnded: boolean; alreadyCounted: boolean };
+  /**
+   * Counted before (a redelivery), or the run had ended: nothing changed. `unsettled`: the run ended
+   * but is not finalized yet (a model step of it was in flight at its end).
+   */
+  | { counted: false; runEnded: boolean; alreadyCounted: boolean; unsettled: boolean };
 
 export const stepsFinished = (run: RunItem) => run.stepsCompleted + run.stepsSkipped;
 
@@ -152,6 +162,7 @@ export const stepsFinished = (run: RunItem) => run.stepsCompleted + run.stepsSki
 const RefusedCountSchema = v.object({
   status: v.optional(stringAttribute(RunItemSchema.entries.status)),
   doneSteps: v.optional(StringSetAttributeSchema),
+  finalizedAt: v.optional(StringAttributeSchema),
 });
 
 /**
@@ -206,27 +217,40 @@ export const countStep = async (
   if (!runEnded && !alreadyCounted) {
     throw new Error(`Run ${run.jobId} holds less than step ${nodeId}'s charge of ${charge}`);
   }
-  return { counted: false, runEnded, alreadyCounted };
+  return { counted: false, runEnded, alreadyCounted, unsettled: runEnded && old.finalizedAt === undefined };
 };
 
 /**
- * A step that finished after its run ended is not charged: its item says so (the run's charges,
- * which the ledger settles, never counted it).
+ * A step that finished after its run ended takes nothing in: its item becomes `unknown`, without
+ * its outputs, model or licence (files it stored are then named nowhere, so never signed), and with
+ * no charge (the run, which had ended, never counted it). Only a finished step the run never
+ * counted is retired (the caller checked the run's `doneSteps`); a step already retired or
+ * finished otherwise is left as it is.
  */
-export const uncharge = async (deps: Deps, jobId: string, nodeId: string) => {
-  await deps.ddb.send(
+export const retireLateStep = async (deps: Deps, run: StepRun, nodeId: string) => {
+  await conditionalWrite(
+    deps,
     new UpdateCommand({
       TableName: deps.tableName,
-      Key: stepKey(jobId, nodeId),
-      UpdateExpression: 'SET chargeHundredths = :zero',
-      ExpressionAttributeValues: { ':zero': 0 },
+      Key: stepKey(run.jobId, nodeId),
+      UpdateExpression:
+        'SET #status = :unknown, chargeHundredths = :zero, #ttl = :ttl REMOVE outputs, model, licence, leaseUntil',
+      ConditionExpression: '#status = :completed',
+      ExpressionAttributeNames: { '#status': 'status', '#ttl': 'ttl' },
+      ExpressionAttributeValues: {
+        ':unknown': 'unknown',
+        ':completed': 'completed',
+        ':zero': 0,
+        ':ttl': stepTtl(deps, run),
+      },
     }),
   );
 };
 
 /**
- * Fails a step and, in the same transaction, ends the run as `failed`: its unspent hold is
- * released exactly once (the run's hold must still be the one read; otherwise re-read and retry).
+ * Fails a step and, in the same transaction, ends the run as `failed` (the run's hold must still be
+ * the one read; otherwise re-read and retry); then settles it (its unspent hold released exactly
+ * once, its lock freed) unless another model step of it is in flight, whose end settles it.
  */
 export const failStep = async (
   deps: Deps,
@@ -234,13 +258,14 @@ export const failStep = async (
   nodeId: string,
   attempt: Attempt,
   message: string,
-): Promise<boolean> =>
-  (
-    await transactWrite(deps, [
-      { Update: stepEndUpdate(deps, run, nodeId, attempt, { status: 'failed', error: message }) },
-      ...endRunItems(deps, run, 'failed'),
-    ])
-  ).written;
+): Promise<boolean> => {
+  const failed = await transactWrite(deps, [
+    { Update: stepEndUpdate(deps, run, nodeId, attempt, { status: 'failed', error: message }) },
+    { Update: closeRunUpdate(deps, run, 'failed') },
+  ]);
+  if (failed.written) await settleJustEnded(deps, run.jobId);
+  return failed.written;
+};
 
 /** Marks a claimed step skipped after its run ended, so it does not read as in flight. */
 export const abandonStep = async (deps: Deps, run: StepRun, nodeId: string, attempt: Attempt) => {
