@@ -26,8 +26,17 @@ import {
   pairSteps,
   startRunCall,
   startSecondApi,
+  waitForEnd,
 } from './support/runs.ts';
-import { addKey, createWorkflow, type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
+import {
+  addKey,
+  createWorkflow,
+  type SeededTeam,
+  seedTeam,
+  startTestStack,
+  startWorkers,
+  type TestStack,
+} from './support/stack.ts';
 
 let stack: TestStack;
 const closers: (() => Promise<void>)[] = [];
@@ -108,6 +117,22 @@ describe('step keys and apiInputKey', () => {
       ]);
     }
     expect((await createCall(t, twoSteps('in', { text: 'x', apiInputKey: 'k'.repeat(64) }))).status).toBe(201);
+  });
+
+  it('an apiInputKey named like an Object.prototype member (toString) reads only the run’s own inputs', async () => {
+    const t = await team();
+    const workflowId = await createWorkflow(stack, t, twoSteps('in', { text: 'as built', apiInputKey: 'toString' }));
+    const workers = await startWorkers(stack);
+    try {
+      const plain = await startRunCall(stack.baseUrl, t.key, workflowId);
+      const ended = await waitForEnd(stack.baseUrl, t.key, String(plain.body.jobId));
+      expect(ended.body).toMatchObject({ status: 'completed', output: [{ node_id: 'out', result: 'as built' }] });
+      const given = await startRunCall(stack.baseUrl, t.key, workflowId, { inputs: { toString: 'given' } });
+      const run = await waitForEnd(stack.baseUrl, t.key, String(given.body.jobId));
+      expect(run.body).toMatchObject({ status: 'completed', output: [{ node_id: 'out', result: 'given' }] });
+    } finally {
+      await workers.stop();
+    }
   });
 
   it('a stored workflow with such a key (written before the rule) answers its start with the 422, not a 500', async () => {
