@@ -16,6 +16,7 @@ import type { LocalApi } from '../local/api-gateway.ts';
 import { localAwsConfig } from '../local/emulators.ts';
 import { localDeps } from '../local/local-deps.ts';
 import { stepKeyPattern } from '../schemas/workflows.ts';
+import { queueContents } from './support/queue-contents.ts';
 import {
   api,
   dispatcherHandler,
@@ -289,7 +290,9 @@ describe('the sweep', () => {
     // The start's own send is refused too: the run is committed and left queued, as the finding saw (a 200).
     const lossyApi: LocalApi = await startSecondApi(refusing);
     closers.push(() => lossyApi.close());
-    const started = await startRunCall(lossyApi.baseUrl, t.key, workflowId);
+    const started = await startRunCall(lossyApi.baseUrl, t.key, workflowId, {
+      callbackUrl: 'https://example.com/hook',
+    });
     expect(started.status).toBe(200);
     const jobId = String(started.body.jobId);
     // Another team's run, queued as long: the refusals of the first must not keep it from being re-sent.
@@ -324,6 +327,9 @@ describe('the sweep', () => {
       new GetCommand({ TableName: stack.deps.tableName, Key: workflowLockKey(workflowId), ConsistentRead: true }),
     );
     expect(lock.Item).toBeUndefined();
+    // Its webhook says so.
+    const webhooks = await queueContents(stack.resources, 'Webhooks');
+    expect(webhooks.map((m) => JSON.parse(m.body))).toContainEqual({ jobId, event: 'run.failed' });
     // The workflow is free: the next start is accepted.
     refused.clear();
     expect((await startRunCall(stack.baseUrl, t.key, workflowId)).status).toBe(200);
