@@ -279,7 +279,8 @@ describe('the sweep', () => {
       { step: 'initialize', name: 'testRefusal' },
     );
     closers.push(async () => sqs.destroy());
-    return { ...stack.deps, sqs };
+    // Through localDeps, so the commands the handlers send are logged for the least-privilege audit.
+    return localDeps(stack.resources, { executors: stack.deps.executors, sqs });
   };
 
   it('fails a run whose messages keep being refused, releasing its hold and its lock, and sweeps the others', async () => {
