@@ -17,6 +17,7 @@ export const integrationTests = [
   'test/deliveries.test.ts',
   'test/docs-page.test.ts',
   'test/fuzz.test.ts',
+  'test/hostile-input.test.ts',
   'test/list-runs.test.ts',
   'test/list-workflows.test.ts',
   'test/local-api.test.ts',

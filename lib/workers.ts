@@ -75,10 +75,13 @@ export const workers: readonly Worker[] = [
     // function; each tick logs what it moved.
     tracing: false,
     grants: {
-      table: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'],
+      // DeleteItem: the sweep failing a run whose messages SQS keeps refusing frees its workflow's lock.
+      table: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem', 'DeleteItem'],
       // GSI1: runs left queued (the sweep). GSI2, GSI3: waiting deferred runs by multiplier, by expiry.
       indexes: ['GSI1', 'GSI2', 'GSI3'],
       stepsQueue: 'send',
+      // The run-failed webhook of a run the sweep fails.
+      webhooksQueue: 'send',
     },
   },
   {

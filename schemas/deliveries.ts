@@ -20,7 +20,7 @@ const DeliveryStateSchema = v.pipe(
 );
 
 /** Why an attempt got no answer (functions/domain/webhook.ts, `WebhookErrorKind`). */
-export const webhookErrorKinds = ['timeout', 'refused', 'dns', 'tls', 'connection'] as const;
+export const webhookErrorKinds = ['timeout', 'refused', 'tls', 'connection'] as const;
 
 /** One attempt of the delivery log. */
 export const WebhookAttemptSchema = v.strictObject({
@@ -33,8 +33,10 @@ export const WebhookAttemptSchema = v.strictObject({
   /** The receiver's HTTP status; absent when there was no answer (see `error`). */
   statusCode: v.optional(v.pipe(v.number(), v.integer())),
   /**
-   * Why there was no answer: `timeout` (none within 8 s), `refused` (the address guard refused the
-   * address), `dns`, `tls` (the handshake failed), `connection` (refused, reset, closed early).
+   * Why there was no answer: `timeout` (none within 8 s), `refused` (the address did not resolve, or
+   * not only to public addresses: one kind, so the log tells nothing of how names resolve; nothing
+   * was sent, `durationMs` is 0), `tls` (the handshake failed), `connection` (refused, reset, closed
+   * early).
    */
   error: v.optional(v.picklist(webhookErrorKinds)),
   durationMs: v.pipe(v.number(), v.integer(), v.minValue(0)),

@@ -27,6 +27,22 @@ export const idempotencyKeyHeader = 'Idempotency-Key';
 export const IdempotencyKeySchema = v.pipe(v.string(), v.minLength(1), v.maxLength(255));
 
 /**
+ * A price multiplier (our design): at least 0.0001, at most 10, with at most 4 decimals. One rule
+ * for a caller's `maxMultiplier` and an operator's multipliers (functions/domain/price-multiplier.ts).
+ * Without a floor, `1e-200` reached DynamoDB, which cannot store it (a 500). The decimals are
+ * checked on the number's 4-decimal rounding, not `value % 0.0001`, which binary floats get wrong.
+ */
+export const multiplierBounds = { min: 0.0001, max: 10, decimals: 4 } as const;
+export const MultiplierSchema = v.pipe(
+  v.number(),
+  v.minValue(multiplierBounds.min),
+  v.maxValue(multiplierBounds.max),
+  v.check((n) => Number(n.toFixed(multiplierBounds.decimals)) === n, `at most ${multiplierBounds.decimals} decimals`),
+  // The check above, for the OpenAPI document.
+  v.metadata({ multipleOf: multiplierBounds.min }),
+);
+
+/**
  * Body of both run starts; every field optional, and a missing body means `{}`. The `callbackUrl`
  * message is the spec's 422 message, so a handler can answer with the issue's message as is.
  */
@@ -42,7 +58,7 @@ export const RunRequestSchema = notArray(
     /** Queue the run to start later (answer 202). */
     defer: v.optional(v.boolean(), false),
     /** Only with `defer`: the price multiplier the deferred run waits for. */
-    maxMultiplier: v.optional(v.pipe(v.number(), v.gtValue(0), v.maxValue(10)), 0.7),
+    maxMultiplier: v.optional(MultiplierSchema, 0.7),
     /** https URL to receive the run-finished webhook. */
     callbackUrl: v.optional(
       v.pipe(

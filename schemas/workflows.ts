@@ -88,6 +88,20 @@ export type WorkflowSummary = v.InferOutput<typeof WorkflowSummarySchema>;
 export const ListWorkflowsResponseSchema = v.strictObject({ workflows: v.array(WorkflowSummarySchema) });
 export type ListWorkflowsResponse = v.InferOutput<typeof ListWorkflowsResponseSchema>;
 
+/**
+ * What a step key and a `config.apiInputKey` may be (our design): letters, digits, `_` and `-`, 1 to
+ * 64 characters, and not `__proto__`, `constructor` or `prototype`. Keys become object keys, SQS
+ * message bodies and DynamoDB attribute names, and those three would wedge a run (a 500 at every
+ * start). The graph validation applies it (the 422 `invalid_key`, or `invalid_config` for an
+ * apiInputKey); the request schema only shows it in the OpenAPI document, so a key outside it is
+ * the contract's 422 with every other problem, not a 400.
+ */
+export const stepKeyPattern = /^(?!(?:__proto__|constructor|prototype)$)[A-Za-z0-9_-]{1,64}$/;
+export const stepKeyRule = 'letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype';
+/** The pattern, for the document only (see `stepKeyPattern`). */
+const documentedKey = (description: string) =>
+  v.pipe(NameStringSchema, v.metadata({ pattern: stepKeyPattern.source, description }));
+
 /** A connection into a step; a handle left out means the node's first one. */
 export const WorkflowStepInputSchema = notArray(
   v.object({
@@ -107,8 +121,11 @@ export type WorkflowStepInput = v.InferOutput<typeof WorkflowStepInputSchema>;
  */
 export const WorkflowStepConfigSchema = notArray(
   v.looseObject({
-    /** On a `TextEntry` or `PromptBuilder` step: the `inputs` key a run uses to replace the step's value. */
-    apiInputKey: v.optional(NameStringSchema),
+    apiInputKey: v.optional(
+      documentedKey(
+        `On a TextEntry or PromptBuilder step: the \`inputs\` key a run uses to replace the step's value (${stepKeyRule}).`,
+      ),
+    ),
   }),
 );
 export type WorkflowStepConfig = v.InferOutput<typeof WorkflowStepConfigSchema>;
@@ -120,8 +137,7 @@ export type WorkflowStepConfig = v.InferOutput<typeof WorkflowStepConfigSchema>;
  */
 export const WorkflowStepSchema = notArray(
   v.object({
-    /** Unique within the request; other steps refer to it in `inputs`. */
-    key: NameStringSchema,
+    key: documentedKey(`Unique within the request; other steps refer to it in \`inputs\` (${stepKeyRule}).`),
     type: v.pipe(
       v.string(),
       v.minLength(1),
@@ -182,6 +198,7 @@ export type CreateWorkflowResponse = v.InferOutput<typeof CreateWorkflowResponse
 
 /** Codes of a validation issue (our design: the spec leaves the issue shape "not shown"). */
 const validationIssueCodes = [
+  'invalid_key',
   'duplicate_key',
   'unknown_input',
   'cycle',

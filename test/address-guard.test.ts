@@ -4,7 +4,12 @@ import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forbiddenReason, isForbiddenAddress, parseHostLiteral } from '../functions/domain/address-guard.ts';
-import { GuardedFetchError, guardedFetch } from '../functions/http-client/guarded-fetch.ts';
+import {
+  addressRefusedMessage,
+  GuardedFetchError,
+  guardedFetch,
+  type ResolvedAddress,
+} from '../functions/http-client/guarded-fetch.ts';
 
 describe('isForbiddenAddress', () => {
   it.each([
@@ -242,16 +247,14 @@ describe('guardedFetch', () => {
     const response = await guardedFetch(`${base}/echo`, { method: 'POST', body: 'hi' }, local);
     expect(response.status).toBe(200);
     expect(response.json()).toMatchObject({ method: 'POST', body: 'hi' });
-    expect(await refusal(guardedFetch(`${base}/echo`, {}, { ...local, allowLoopback: false }))).toBe(
-      'forbidden_address',
-    );
+    expect(await refusal(guardedFetch(`${base}/echo`, {}, { ...local, allowLoopback: false }))).toBe('address_refused');
   });
 
   it('refuses encoded and IPv6 spellings of loopback without the switch', async () => {
     const port = (server.address() as AddressInfo).port;
     for (const host of ['2130706433', '0x7f.1', '0177.0.0.1', '127.1', '[::1]', '[::ffff:127.0.0.1]']) {
       const options = { ...local, allowLoopback: false };
-      expect(await refusal(guardedFetch(`https://${host}:${port}/`, {}, options))).toBe('forbidden_address');
+      expect(await refusal(guardedFetch(`https://${host}:${port}/`, {}, options))).toBe('address_refused');
     }
   });
 
@@ -267,10 +270,10 @@ describe('guardedFetch', () => {
       { address: '93.184.216.34', family: 4 as const },
       { address: '10.0.0.7', family: 4 as const },
     ];
-    expect(await refusal(guardedFetch('https://rebind.example/', {}, { ...local, resolve }))).toBe('forbidden_address');
+    expect(await refusal(guardedFetch('https://rebind.example/', {}, { ...local, resolve }))).toBe('address_refused');
     const metadata = async () => [{ address: 'fd00:ec2::254', family: 6 as const }];
     expect(await refusal(guardedFetch('https://meta.example/', {}, { ...local, resolve: metadata }))).toBe(
-      'forbidden_address',
+      'address_refused',
     );
   });
 
@@ -306,10 +309,46 @@ describe('guardedFetch', () => {
     expect(Date.now() - started).toBeLessThan(1_500);
   });
 
+  it('every refused address reads the same to the caller (no oracle of how names resolve); the reason is in detail only', async () => {
+    const answers: Record<string, ResolvedAddress[] | Error> = {
+      'private.example': [{ address: '10.0.0.7', family: 4 }],
+      'meta.example': [{ address: '169.254.169.254', family: 4 }],
+      'loop.example': [{ address: '127.0.0.1', family: 4 }],
+      'empty.example': [],
+      'nowhere.example': new Error('getaddrinfo ENOTFOUND nowhere.example'),
+    };
+    const resolve = async (host: string) => {
+      const answer = answers[host];
+      if (answer instanceof Error || answer === undefined) throw answer ?? new Error('unknown');
+      return answer;
+    };
+    const seen = new Map<string, { code: string; message: string; detail: string | undefined }>();
+    for (const url of [
+      ...Object.keys(answers).map((h) => `https://${h}/`),
+      'https://10.1.2.3/',
+      'https://[fd00:ec2::254]/',
+    ]) {
+      try {
+        await guardedFetch(url, {}, { ...local, allowLoopback: false, resolve });
+        throw new Error(`${url} was not refused`);
+      } catch (error) {
+        const { code, message, detail } = error as GuardedFetchError;
+        seen.set(url, { code, message, detail });
+      }
+    }
+    const outward = new Set([...seen.values()].map(({ code, message }) => `${code}: ${message}`));
+    expect([...outward]).toEqual([`address_refused: ${addressRefusedMessage}`]);
+    expect(addressRefusedMessage).not.toMatch(/private|metadata|loopback|resolve[sd] to|dns/i);
+    // The logs still say why.
+    expect(seen.get('https://private.example/')?.detail).toBe('private.example resolves to 10.0.0.7 (private)');
+    expect(seen.get('https://meta.example/')?.detail).toBe('meta.example resolves to 169.254.169.254 (metadata)');
+    expect(seen.get('https://nowhere.example/')?.detail).toMatch(/^nowhere\.example did not resolve: .*ENOTFOUND/);
+  });
+
   it('reports an unresolvable name', async () => {
     const resolve = async () => {
       throw new Error('ENOTFOUND');
     };
-    expect(await refusal(guardedFetch('https://nowhere.invalid/', {}, { ...local, resolve }))).toBe('dns_failed');
+    expect(await refusal(guardedFetch('https://nowhere.invalid/', {}, { ...local, resolve }))).toBe('address_refused');
   });
 });

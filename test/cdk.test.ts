@@ -737,6 +737,8 @@ describe('cdk app', { timeout: 120_000 }, () => {
       expect(entries.filter((e) => e.access.table?.includes('DeleteItem')).map((e) => e.id)).toEqual([
         'CancelRun',
         'StepExecutor',
+        // The sweep failing a run whose messages SQS keeps refusing frees its workflow's lock.
+        'DeferredDispatcher',
       ]);
       expect(entries.filter((e) => e.access.secrets).map((e) => e.id)).toEqual(['StepExecutor']);
       // The run lists read GSI4 only; the dispatcher GSI2 and GSI3.

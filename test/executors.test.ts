@@ -625,11 +625,20 @@ describe('HTTP steps', () => {
     const h = new Harness();
     const guarded = createExecutors({ ...deps, allowLoopback: false });
     expect(await failure(guarded.CustomApiCall(h.context('CustomApiCall', { url: `${base}/api` })))).toMatch(
-      /forbidden_(address|scheme)/,
+      /address_refused|forbidden_scheme/,
     );
     expect(
       await failure(guarded.CustomApiCall(h.context('CustomApiCall', { url: 'https://169.254.169.254/latest' }))),
-    ).toMatch(/forbidden_address/);
+    ).toMatch(/address_refused/);
+    // Every refused address fails the step with the same text: a metadata, a private address and a
+    // name that does not resolve (the `.invalid` TLD never does) are not told apart.
+    const refusals = new Set<string>();
+    for (const url of ['https://169.254.169.254/x', 'https://10.0.0.1/x', 'https://nowhere.invalid/x']) {
+      refusals.add(await failure(guarded.CustomApiCall(h.context('CustomApiCall', { url }))));
+    }
+    expect([...refusals]).toEqual([
+      'CustomApiCall: request refused or failed (address_refused): The address was refused: it must resolve, and only to public addresses',
+    ]);
     expect(await failure(run(h.context('CustomApiCall', { url: `${base}/redirect` })))).toMatch(/302.*redirects/);
     expect(await failure(run(h.context('ApiPostAction', { url: `${base}/fail` }, { payload: ['x'] })))).toMatch(/500/);
   });

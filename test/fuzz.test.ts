@@ -166,6 +166,40 @@ const contentTypes = [
   'image/png',
 ];
 
+/** Step keys (and apiInputKeys) that meant something to objects, SQS or DynamoDB, or sit just past the pattern. */
+const hostileKeys: string[] = [
+  '__proto__',
+  'constructor',
+  'prototype',
+  'toString',
+  'a\ufffe',
+  '\uffff',
+  'x\ud800',
+  '\udfff',
+  'k'.repeat(65),
+  '',
+  ' ',
+  'a.b',
+];
+
+/** Numbers at the edges of their types: DynamoDB's range, 2^53, doubles' ends, and strings that look like numbers. */
+const edgeNumbers: Json[] = [
+  1e-200,
+  -1e-200,
+  5e-324,
+  1e-130,
+  1e308,
+  -1e308,
+  2 ** 53,
+  2 ** 53 - 1,
+  1.2345678901234568e29, // what JSON's 123456789012345678901234567890 becomes
+  0.1 + 0.2,
+  'NaN',
+  'Infinity',
+  '-0',
+  '1e999',
+];
+
 const idempotencyKeys = ['', ' ', 'k', 'x'.repeat(255), 'x'.repeat(256), 'x'.repeat(6000), 'caf\u00e9', '\u00ff\u00fe'];
 
 /** Query values (as sent, encoded) that no declared parameter takes. */
@@ -250,6 +284,14 @@ const rawBodies = (): { label: string; body: string | Buffer }[] => {
     { label: 'deep step config', body: `{"name":"n","steps":[{"key":"a","type":"TextEntry","config":${deepJson()}}]}` },
     { label: 'whitespace only', body: ' \n\t ' },
     { label: 'a huge number', body: `{"maxMultiplier":1${'0'.repeat(400)}}` },
+    // Numbers at the edges of what JSON, JavaScript and DynamoDB hold (-0 cannot be written by JSON.stringify).
+    { label: 'negative zero', body: '{"defer":true,"maxMultiplier":-0,"inputs":{}}' },
+    { label: 'a tiny multiplier', body: '{"defer":true,"maxMultiplier":1e-200}' },
+    { label: 'a huge integer', body: '{"defer":true,"maxMultiplier":123456789012345678901234567890}' },
+    {
+      label: 'edge numbers in a step config',
+      body: '{"name":"n","steps":[{"key":"a","type":"JsonLoader","config":{"data":[-0,1e-200,1e308,9007199254740993]}}]}',
+    },
     ...[64 * 1024 - 1, 64 * 1024, 64 * 1024 + 1, 256 * 1024, 256 * 1024 + 1, 1024 * 1024].map((size) => ({
       label: `${size} bytes`,
       body: padded(size),
@@ -346,8 +388,29 @@ const expectNoFailures = () => {
   expect(found, `${found.length} kinds of problem`).toEqual([]);
 };
 
+/**
+ * Every message SQS (fauxqs, which refuses what SQS refuses) turned down during the fuzz. A refused
+ * step message is a run that never leaves `queued`, holding its credits and its workflow's lock.
+ */
+const refusedMessages: string[] = [];
+
 beforeAll(async () => {
   stack = await startTestStack();
+  // The stack's own client, which the local API's handlers send with: its refusals are the runs'.
+  stack.deps.sqs.middlewareStack.add(
+    (next, context) => async (args) => {
+      try {
+        const result = await next(args);
+        const failed = (result.output as { Failed?: { Code?: string }[] }).Failed ?? [];
+        for (const f of failed) refusedMessages.push(`${context.commandName}: ${f.Code}`);
+        return result;
+      } catch (error) {
+        refusedMessages.push(`${context.commandName}: ${(error as Error).name}`);
+        throw error;
+      }
+    },
+    { step: 'initialize', name: 'fuzzRefusals' },
+  );
   const served = await call(stack.baseUrl, '/openapi.json');
   doc = served.body as unknown as OpenAPIObject;
   basePath = doc.servers?.[0]?.url ?? '';
@@ -646,7 +709,7 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
     expectNoFailures();
   }, 120_000);
 
-  it('hostile values inside otherwise good bodies (stored, not refused) answer below 500, leaking nothing', async () => {
+  it('hostile values inside otherwise good bodies (stored or refused) answer below 500, leaking nothing, wedging no run', async () => {
     const ops = operations();
     const create = ops.find((o) => o.id === 'CreateWorkflow');
     const start = ops.find((o) => o.template === '/workflows/{id}/runs' && o.method === 'POST');
@@ -660,11 +723,17 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
       [create, goodWorkflow, ['steps', 1, 'config', 'data']],
       [create, goodWorkflow, ['steps', 1, 'config', 'data', '__proto__']],
       [create, goodWorkflow, ['steps', 2, 'config', 'value']],
+      [create, goodWorkflow, ['steps', 0, 'key']],
+      [create, goodWorkflow, ['steps', 0, 'config', 'apiInputKey']],
+      [create, goodWorkflow, ['steps', 3, 'inputs', 0]],
       [start, goodRun, ['inputs', 'topic']],
       [start, goodRun, ['callbackSecret']],
+      [start, goodRun, ['maxMultiplier']],
     ];
     const values: Json[] = [
       ...hostileStrings,
+      ...hostileKeys,
+      ...edgeNumbers,
       deepMarker,
       JSON.parse('{"__proto__":{"polluted":true}}') as Json,
       { constructor: { prototype: { polluted: true } } },
@@ -685,6 +754,28 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
     expect(accepted.status, accepted.text).toBe(202);
     await sendAll(requests);
     expectNoFailures();
+    // A workflow whose step is keyed by a hostile key, if one is ever accepted, starts and runs: no 500,
+    // and no step message refused (U+FFFE in a key was accepted, then its run never left `queued`).
+    for (const key of hostileKeys) {
+      const steps: Json[] = [
+        { key, type: 'TextEntry', config: { text: 'x' } },
+        { key: 'out', type: 'TextConsole', inputs: [key] },
+      ];
+      const created = await client.send({
+        ...(requests[0] as Sent),
+        body: serialize({ name: 'Keyed', agentId: team.agentId, steps }),
+      });
+      expect(created.status, `${JSON.stringify(key)}: ${created.text}`).toBeLessThan(500);
+      if (created.status !== 201) continue;
+      const { workflowId } = JSON.parse(created.text) as { workflowId: string };
+      const started = await client.send({
+        ...(requests.at(-1) as Sent),
+        path: `${basePath}/workflows/${workflowId}/runs`,
+        body: '{}',
+      });
+      expect(started.status, `${JSON.stringify(key)}: ${started.text}`).toBeLessThan(500);
+    }
+    expect(refusedMessages, 'SQS refused messages: their runs stay queued').toEqual([]);
     // The strings were stored as sent, and read back so (a lone surrogate as its JSON escape).
     const listed = await call(stack.baseUrl, '/workflows', { key: team.key });
     const names = (listed.body.workflows as { name: string }[]).map((w) => w.name);

@@ -188,7 +188,7 @@ describe('openai-compatible provider against a local fake server', () => {
         steps: 1,
         variations: 1,
       }),
-    ).rejects.toThrow(/forbidden/);
+    ).rejects.toThrow(/address was refused/);
     const vector = await provider().embed!({ ...call, text: 'x' });
     expect(vector).toEqual([0.6, 0.8]);
   });

@@ -291,7 +291,12 @@ describe('validateCanvas and graph queries', () => {
       step('answer2', 'LlmWorker', { inputs: ['prompt'] }),
     ]);
     expect(apiInputKeys(canvas)).toEqual(['topic', 'style']);
-    expect(apiInputTargets(canvas)).toEqual({ topic: 'topic', style: 'style' });
+    expect(apiInputTargets(canvas)).toEqual(
+      new Map([
+        ['topic', 'topic'],
+        ['style', 'style'],
+      ]),
+    );
     expect(rootNodeIds(canvas)).toEqual(['topic', 'style']);
     expect(terminalNodeIds(canvas)).toEqual(['console', 'image', 'answer2']);
     expect(topologicalOrder(canvas)).toEqual(['topic', 'prompt', 'answer', 'console', 'style', 'image', 'answer2']);

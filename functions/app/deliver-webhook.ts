@@ -49,10 +49,8 @@ const errorKindOf = (error: unknown): WebhookErrorKind => {
       return 'timeout';
     case 'invalid_url':
     case 'forbidden_scheme':
-    case 'forbidden_address':
+    case 'address_refused':
       return 'refused';
-    case 'dns_failed':
-      return 'dns';
     case 'tls':
       return 'tls';
     default:
@@ -93,9 +91,11 @@ const post = async (
     entry.statusCode = response.status;
   } catch (error) {
     entry.error = errorKindOf(error);
-    logger.info('webhook attempt got no answer', { jobId, event, reason: (error as Error).message });
+    const detail = error instanceof GuardedFetchError ? error.detail : undefined;
+    logger.info('webhook attempt got no answer', { jobId, event, reason: (error as Error).message, detail });
   }
-  entry.durationMs = Math.round(performance.now() - started);
+  // A refused attempt sent nothing: its duration would only say how long the name took to resolve.
+  entry.durationMs = entry.error === 'refused' ? 0 : Math.round(performance.now() - started);
   return entry;
 };
 

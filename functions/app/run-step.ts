@@ -262,7 +262,9 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
       await settleStep(deps, message, options, run, { status: 'skipped', chargeHundredths: 0 }, canvas);
     return;
   }
-  const inputKey = Object.entries(apiInputTargets(canvas)).find(([, target]) => target === node.id)?.[0];
+  const inputKey = [...apiInputTargets(canvas)].find(([, target]) => target === node.id)?.[0];
+  // Own keys only: an apiInputKey such as `toString` the run did not set must not read Object.prototype's.
+  const runInput = inputKey !== undefined && Object.hasOwn(run.inputs, inputKey) ? run.inputs[inputKey] : undefined;
   let outcome: Awaited<ReturnType<NodeExecutor>>;
   let connections: Record<string, ConnectionRef> | undefined;
   try {
@@ -273,7 +275,7 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
       spec,
       mode: run.mode,
       inputs: plan.inputs,
-      runInput: inputKey === undefined ? undefined : run.inputs[inputKey],
+      runInput,
       storeFile: (file) => putRunFile(deps, { teamId, jobId: message.jobId, nodeId: node.id }, file),
       readFile: (file) => readTeamFile(deps, teamId, file),
       fileUrl: (file) => presignTeamFile(deps, teamId, file.key, fileUrlSeconds),

@@ -1,25 +1,76 @@
 import type { Deps } from '../deps.ts';
 import { rootNodeIds } from '../domain/workflow-graph.ts';
+import { logger } from '../observability/logger.ts';
 import { canvasOf } from '../store/canvases.ts';
-import { queuedRunsStartedBefore } from '../store/queued-runs.ts';
-import { sendStepMessages } from '../store/runs.ts';
+import { countSweepRefusal, queuedRunsStartedBefore } from '../store/queued-runs.ts';
+import { MessagesRefusedError } from '../store/queues.ts';
+import { queueWebhook } from '../store/run-ledger.ts';
+import { failStep } from '../store/run-steps.ts';
+import { readRunItem, sendStepMessages } from '../store/runs.ts';
 
 /** A run still queued this long after its start has probably lost its root-step messages. */
 export const sweepAfterSeconds = 120;
+
+/**
+ * Passes (one a minute) whose re-send SQS refuses, message by message, before the run is failed.
+ * A refused message is refused again as it is, so waiting longer only keeps the hold and the lock;
+ * three passes leave room for a refusal that is not the body's. Any other failure (SQS unreachable,
+ * throttled) is not counted: the run is tried again at every pass, as a lost message is.
+ */
+export const maxSweepRefusals = 3;
+
+/** The error of the root step of a run failed by the sweep. */
+export const unqueuableStepError = 'The step could not be queued; the run was stopped';
+
+export interface SweepReport {
+  /** Runs whose root steps were sent again. */
+  resent: string[];
+  /** Runs failed because their messages kept being refused. */
+  failed: string[];
+}
+
+/**
+ * Counts a refused re-send of the run and, at `maxSweepRefusals`, fails it as one failed step does:
+ * its first root step `failed` with `unqueuableStepError`, the run `failed`, its hold released and
+ * its workflow's lock freed, in one transaction; then its webhook. True when this pass failed it.
+ */
+const refused = async (deps: Deps, jobId: string, rootId: string, error: MessagesRefusedError) => {
+  const refusals = await countSweepRefusal(deps, jobId);
+  logger.warn('the sweep’s re-send was refused', { jobId, refusals, codes: error.codes });
+  if (refusals === undefined || refusals < maxSweepRefusals) return false;
+  const run = await readRunItem(deps, jobId);
+  if (run?.status !== 'queued' || !(await failStep(deps, run, rootId, null, unqueuableStepError))) return false;
+  await queueWebhook(deps, run, 'failed');
+  return true;
+};
 
 /**
  * Finds runs committed but left `queued` with no finished step (their root-step messages were
  * lost after the commit) and sends their root steps again. Re-sending is safe: a step already
  * taken ignores the duplicate. Also sends them for a run that ended with a model step in flight
  * and is still not settled two minutes later (that step's worker died: its lease is out), and the
- * step executor, finding the run ended, settles it. Reads only the sparse index of such runs.
+ * step executor, finding the run ended, settles it. Reads only the sparse index of such runs. One
+ * run's failure never stops the others' re-send; a run whose messages SQS keeps refusing is failed
+ * (`maxSweepRefusals`).
  */
-export const sweepQueuedRuns = async (deps: Deps): Promise<string[]> => {
+export const sweepQueuedRuns = async (deps: Deps): Promise<SweepReport> => {
   const before = new Date(deps.now().getTime() - sweepAfterSeconds * 1000).toISOString();
-  const resent: string[] = [];
+  const report: SweepReport = { resent: [], failed: [] };
   for (const run of await queuedRunsStartedBefore(deps, before)) {
-    await sendStepMessages(deps, run, rootNodeIds(await canvasOf(deps, run.workflowId)));
-    resent.push(run.jobId);
+    const roots = rootNodeIds(await canvasOf(deps, run.workflowId));
+    try {
+      await sendStepMessages(deps, run, roots);
+      report.resent.push(run.jobId);
+    } catch (error) {
+      if (!(error instanceof MessagesRefusedError)) {
+        logger.warn('the sweep could not re-send; the next pass tries again', {
+          jobId: run.jobId,
+          error: error as Error,
+        });
+      } else if (await refused(deps, run.jobId, roots[0] as string, error)) {
+        report.failed.push(run.jobId);
+      }
+    }
   }
-  return resent;
+  return report;
 };

@@ -1,3 +1,6 @@
+import * as v from 'valibot';
+import { MultiplierSchema } from '../../schemas/runs.ts';
+
 /**
  * The price multiplier deferred runs wait for. Operators set a live value, or a schedule of 24
  * values (one per UTC hour). A live value, when set, wins over the schedule; with neither, 1.0.
@@ -13,9 +16,8 @@ export const defaultMultiplier = 1;
 export const currentMultiplier = (settings: PriceSettings, now: Date): number =>
   settings.multiplier ?? settings.hourly?.[now.getUTCHours()] ?? defaultMultiplier;
 
-/** Validates an operator's multiplier: a positive number of at most 10 with up to 4 decimals. */
-export const isValidMultiplier = (value: number): boolean =>
-  Number.isFinite(value) && value > 0 && value <= 10 && Math.round(value * 10_000) === value * 10_000;
+/** Validates an operator's multiplier by the callers' rule (`MultiplierSchema`): 0.0001 to 10, up to 4 decimals. */
+export const isValidMultiplier = (value: number): boolean => v.is(MultiplierSchema, value);
 
 /**
  * Parses a schedule file: `{ "hours": { "0-6": 0.5, "7-22": 1.0, "23": 0.7 } }` where keys are

@@ -65,7 +65,8 @@ export const planStep = (canvas: Canvas, nodeId: string, steps: ReadonlyMap<stri
   const spec = node ? getNodeSpec(node.type) : undefined;
   if (!node || !spec) throw new Error(`No node ${nodeId} in the canvas`);
   const edges = incomingEdges(canvas, nodeId);
-  const inputs: Record<string, unknown[]> = {};
+  // Keyed by handle name; no prototype, so no name can reach Object.prototype.
+  const inputs: Record<string, unknown[]> = Object.create(null);
   let live = 0;
   for (const edge of edges) {
     const { live: isLive, value } = edgeValue(edge, steps);

@@ -5,11 +5,18 @@
  * not: the first unknown node type (the spec's 422 `Unknown node type: <type>`), or every problem
  * found (the 422 `Workflow validation failed` with `errors`). `validateCanvas` runs the same checks
  * on a stored canvas before a run. Both report problems in a stable order: `too_many_steps` first,
- * then step by step (its key, config, inputs, connection counts), then `cycle`.
+ * then step by step (its key's pattern, its key's uniqueness, config, inputs, connection counts),
+ * then `cycle`.
  */
 import * as v from 'valibot';
 import { issueMessage } from '../../schemas/common.ts';
-import type { NodeType, ValidationIssue, WorkflowStep } from '../../schemas/workflows.ts';
+import {
+  type NodeType,
+  stepKeyPattern,
+  stepKeyRule,
+  type ValidationIssue,
+  type WorkflowStep,
+} from '../../schemas/workflows.ts';
 import { isRecord } from '../is-record.ts';
 import { canConnect, getNodeSpec, type HandleSpec, type NodeSpec } from '../nodes/catalogue/index.ts';
 import { layeredLayout, orderTopologically, type Position } from './layout.ts';
@@ -289,6 +296,14 @@ const checkGraph = (nodes: readonly GraphNode[], stray: readonly Connection[]): 
 
   const apiInputKeyOwners = new Map<string, string>();
   for (const node of nodes) {
+    if (!stepKeyPattern.test(node.id)) {
+      issues.push({
+        code: 'invalid_key',
+        key: node.id,
+        path: 'key',
+        message: `Step key ${JSON.stringify(node.id)} is not allowed: ${stepKeyRule}`,
+      });
+    }
     if (nodesById.get(node.id) !== node) {
       issues.push({ code: 'duplicate_key', key: node.id, path: 'key', message: `Step key "${node.id}" is used twice` });
     }
@@ -407,15 +422,15 @@ export const validateCanvas = (canvas: Canvas): ValidationIssue[] => {
 };
 
 /** The `config.apiInputKey` values a run's `inputs` may use, in node order. */
-export const apiInputKeys = (canvas: Canvas): string[] => Object.keys(apiInputTargets(canvas));
+export const apiInputKeys = (canvas: Canvas): string[] => [...apiInputTargets(canvas).keys()];
 
-/** Each `config.apiInputKey` and the id of the node whose value it replaces. */
-export const apiInputTargets = (canvas: Canvas): Record<string, string> => {
-  const targets: Record<string, string> = {};
+/** Each `config.apiInputKey` and the id of the node whose value it replaces (a Map: the keys are the caller's). */
+export const apiInputTargets = (canvas: Canvas): Map<string, string> => {
+  const targets = new Map<string, string>();
   for (const node of canvas.nodes) {
     const key = node.config.apiInputKey;
-    if (typeof key === 'string' && getNodeSpec(node.type)?.acceptsApiInputKey && !Object.hasOwn(targets, key)) {
-      targets[key] = node.id;
+    if (typeof key === 'string' && getNodeSpec(node.type)?.acceptsApiInputKey && !targets.has(key)) {
+      targets.set(key, node.id);
     }
   }
   return targets;

@@ -14,21 +14,30 @@ import { forbiddenReason, parseHostLiteral } from '../domain/address-guard.ts';
 export type GuardedFetchErrorCode =
   | 'invalid_url'
   | 'forbidden_scheme'
-  | 'forbidden_address'
-  | 'dns_failed'
+  | 'address_refused'
   | 'timeout'
   | 'aborted'
   | 'too_large'
   | 'tls'
   | 'network';
 
+/**
+ * The one text of every refused address (`address_refused`), whatever the reason: a name that does
+ * not resolve, one that resolves to a private, loopback or metadata address. Telling them apart
+ * would let a tenant map how internal names resolve (an oracle); the reason goes to `detail`.
+ */
+export const addressRefusedMessage = 'The address was refused: it must resolve, and only to public addresses';
+
 /** Why a guarded request did not get an answer. `message` never carries the response body. */
 export class GuardedFetchError extends Error {
   override readonly name = 'GuardedFetchError';
   readonly code: GuardedFetchErrorCode;
-  constructor(code: GuardedFetchErrorCode, message: string) {
+  /** For the logs only, never for the caller: why an address was refused (the name, its address, the reason). */
+  readonly detail: string | undefined;
+  constructor(code: GuardedFetchErrorCode, message: string, detail?: string) {
     super(message);
     this.code = code;
+    this.detail = detail;
   }
 }
 
@@ -84,6 +93,8 @@ const systemResolve = async (hostname: string): Promise<ResolvedAddress[]> => {
   return answers.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
 };
 
+const refused = (detail: string) => new GuardedFetchError('address_refused', addressRefusedMessage, detail);
+
 /** Resolves `hostname` and vets every address; the one to connect to is the first IPv4 one, else the first. */
 const vet = async (
   hostname: string,
@@ -96,17 +107,15 @@ const vet = async (
     try {
       addresses = await (options.resolve ?? systemResolve)(hostname);
     } catch (error) {
-      throw new GuardedFetchError('dns_failed', `Could not resolve ${hostname}: ${(error as Error).message}`);
+      throw refused(`${hostname} did not resolve: ${(error as Error).message}`);
     }
-    if (addresses.length === 0) throw new GuardedFetchError('dns_failed', `Could not resolve ${hostname}`);
+    if (addresses.length === 0) throw refused(`${hostname} resolved to no address`);
   }
   let loopback = true;
   for (const { address } of addresses) {
     const reason = forbiddenReason(address);
     if (reason === 'loopback' && options.allowLoopback) continue;
-    if (reason !== null) {
-      throw new GuardedFetchError('forbidden_address', `${hostname} resolves to a forbidden address (${reason})`);
-    }
+    if (reason !== null) throw refused(`${hostname} resolves to ${address} (${reason})`);
     loopback = false;
   }
   // IPv4 first: it reaches every network this runs on (a Lambda outside a dual-stack VPC has no IPv6).

@@ -71,6 +71,36 @@ const refuseHostileShapes = (body: unknown): void => {
   }
 };
 
+/**
+ * The numbers storage holds exactly: DynamoDB refuses a magnitude below 1e-130 (and above 9.99e125),
+ * and the SDK's marshalling refuses one above `Number.MAX_SAFE_INTEGER` rather than store it
+ * imprecisely. Either was a 500 (`maxMultiplier: 1e-200`, a config's `1e308`). 0 (and -0, stored as
+ * 0) is fine.
+ */
+export const storableNumbers = { smallest: 1e-130, largest: Number.MAX_SAFE_INTEGER } as const;
+const unstorableNumber = `a number must be 0 or between ${storableNumbers.smallest} and ${storableNumbers.largest} in size`;
+
+const isStorableNumber = (n: number): boolean =>
+  n === 0 || (Math.abs(n) >= storableNumbers.smallest && Math.abs(n) <= storableNumbers.largest);
+
+/**
+ * Refuses, as a 400 naming it, a number of a parsed body that storage cannot hold. Run on what the
+ * schema accepted (its own bounds, e.g. `maxMultiplier`'s, answer first, with their own words).
+ */
+const refuseUnstorableNumbers = (body: unknown): void => {
+  const pending: { value: unknown; path: string }[] = [{ value: body, path: '' }];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const { value, path } = next;
+    if (typeof value === 'number' && !isStorableNumber(value)) {
+      throw new InvalidBodyError(path ? `${path}: ${unstorableNumber}` : unstorableNumber);
+    }
+    if (value === null || typeof value !== 'object') continue;
+    for (const [key, item] of Object.entries(value)) {
+      pending.push({ value: item, path: Array.isArray(value) ? `${path}[${key}]` : path ? `${path}.${key}` : key });
+    }
+  }
+};
+
 /** Where a valibot issue points, as `steps[2].key`. */
 const issuePath = (issue: v.BaseIssue<unknown>): string =>
   (issue.path ?? [])
@@ -89,7 +119,10 @@ export const parseWith = <TSchema extends v.GenericSchema>(
   specErrors: Readonly<Record<string, () => ServiceError>> = {},
 ): v.InferOutput<TSchema> => {
   const result = v.safeParse(schema, body);
-  if (result.success) return result.output;
+  if (result.success) {
+    refuseUnstorableNumbers(result.output);
+    return result.output;
+  }
   const [issue] = result.issues;
   const specError = Object.hasOwn(specErrors, issue.message) ? specErrors[issue.message] : undefined;
   if (specError) throw specError();

@@ -1,8 +1,10 @@
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
 import { endStatuses } from '../domain/workflow-lock.ts';
 import { parseItem, QueuedRunEntrySchema } from './items.ts';
-import { queuedRunPartition, queuedRunShards } from './keys.ts';
+import { queuedRunPartition, queuedRunShards, runKey } from './keys.ts';
 import { queryAll } from './query.ts';
+import { conditionalWrite } from './write.ts';
 
 /**
  * A run the sweep may have to restart: still `queued`, with no finished step; or ended but not
@@ -38,3 +40,25 @@ export const queuedRunsStartedBefore = async (deps: Deps, before: string): Promi
 };
 
 const isEndStatus = (status: string) => (endStatuses as readonly string[]).includes(status);
+
+/**
+ * Counts one refused re-send of a run still `queued` (`sweepRefusals` on its run item): the count
+ * after it, or undefined when the run is no longer queued (it started or ended meanwhile).
+ */
+export const countSweepRefusal = async (deps: Deps, jobId: string): Promise<number | undefined> => {
+  const result = await conditionalWrite(
+    deps,
+    new UpdateCommand({
+      TableName: deps.tableName,
+      Key: runKey(jobId),
+      UpdateExpression: 'ADD sweepRefusals :one',
+      ConditionExpression: '#status = :queued',
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: { ':one': 1, ':queued': 'queued' },
+      ReturnValues: 'UPDATED_NEW',
+    }),
+  );
+  if (!result.written) return undefined;
+  const count = result.output.Attributes?.sweepRefusals;
+  return typeof count === 'number' ? count : undefined;
+};

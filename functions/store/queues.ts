@@ -18,12 +18,46 @@ export const WebhookMessageSchema = v.object({
 });
 export type WebhookMessage = v.InferOutput<typeof WebhookMessageSchema>;
 
+/**
+ * Any UTF-16 unit outside what both SQS and fauxqs take in a message body. SQS takes #x9, #xA, #xD,
+ * #x20-#xD7FF, #xE000-#xFFFD and #x10000-#x10FFFF (docs/decisions.md, "Hostile input", says where
+ * this was read) and refuses the rest; fauxqs checks UTF-16 units, so it refuses astral characters
+ * too. Matching units (not characters) covers both: an astral character is escaped as its pair.
+ */
+const outsideSqsCharacters = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD]/g;
+
+/**
+ * A message body: `value` as JSON, with every character SQS could refuse written as a JSON escape
+ * (`\uFFFE`). `JSON.stringify` escapes control characters and lone surrogates but leaves U+FFFE and
+ * U+FFFF raw, and SQS refuses a body holding them: the run's messages were lost at every send. Only
+ * string contents can hold such characters, and `JSON.parse` reads the escapes back as sent.
+ */
+export const sqsMessageBody = (value: unknown): string =>
+  JSON.stringify(value).replace(
+    outsideSqsCharacters,
+    (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+
+/**
+ * SQS refused messages themselves (a batch entry failed by the sender's fault: the body, its size),
+ * so sending them again as they are can never succeed. Any other failure may pass on a later try.
+ */
+export class MessagesRefusedError extends Error {
+  override readonly name = 'MessagesRefusedError';
+  /** SQS's code for each refused message (`InvalidMessageContents`…). */
+  readonly codes: readonly string[];
+  constructor(codes: readonly string[]) {
+    super(`SQS refused ${codes.length} message(s): ${[...new Set(codes)].join(', ')}`);
+    this.codes = codes;
+  }
+}
+
 /** Sends a webhook message that SQS hands over after `delaySeconds` (at most 900, SQS's limit). */
 export const sendWebhookMessage = async (deps: Deps, message: WebhookMessage, delaySeconds: number) => {
   await deps.sqs.send(
     new SendMessageCommand({
       QueueUrl: deps.queueUrls.webhooks,
-      MessageBody: JSON.stringify(message),
+      MessageBody: sqsMessageBody(message),
       DelaySeconds: delaySeconds,
     }),
   );

@@ -51,6 +51,7 @@ import {
   workflowSkPrefix,
 } from './keys.ts';
 import { queryAll } from './query.ts';
+import { MessagesRefusedError, sqsMessageBody } from './queues.ts';
 import { type CancellationReason, failedAt, StringAttributeSchema } from './refusals.ts';
 import { transactWrite } from './write.ts';
 
@@ -277,11 +278,14 @@ export const sendStepMessages = async (
         QueueUrl: deps.queueUrls.steps,
         Entries: chunk.map((nodeId, index) => ({
           Id: String(index),
-          MessageBody: JSON.stringify({ jobId: run.jobId, workflowId: run.workflowId, nodeId }),
+          MessageBody: sqsMessageBody({ jobId: run.jobId, workflowId: run.workflowId, nodeId }),
         })),
       }),
     );
-    if (Failed && Failed.length > 0) throw new Error(`SQS refused ${Failed.length} step message(s)`);
+    if (!Failed || Failed.length === 0) continue;
+    const refused = Failed.filter((f) => f.SenderFault);
+    if (refused.length > 0) throw new MessagesRefusedError(refused.map((f) => f.Code ?? 'unknown'));
+    throw new Error(`SQS failed ${Failed.length} step message(s)`);
   }
 };
 

@@ -27,7 +27,13 @@ const AttemptEntrySchema = v.object({
   at: v.string(),
   host: v.string(),
   statusCode: v.optional(v.number()),
-  error: v.optional(v.picklist(webhookErrorKinds)),
+  // `dns`, written before refusals read as one kind (an oracle of how names resolve), reads as `refused`.
+  error: v.optional(
+    v.pipe(
+      v.picklist([...webhookErrorKinds, 'dns']),
+      v.transform((kind) => (kind === 'dns' ? 'refused' : kind)),
+    ),
+  ),
   durationMs: v.number(),
   nextAttemptAt: v.optional(v.string()),
 });

@@ -9,7 +9,7 @@ import { countDeferred, metrics } from '../observability/metrics.ts';
 /**
  * Woken every minute by EventBridge. Each tick moves deferred runs (dispatch at the current price
  * multiplier, expire, cancel) and re-sends the root steps of runs whose messages were lost after
- * their start committed (the sweep). A duplicate, late or concurrent tick is harmless: every move
+ * their start committed (the sweep), failing a run whose messages SQS keeps refusing. A duplicate, late or concurrent tick is harmless: every move
  * is a conditional write.
  */
 export const makeHandler = (deps: Deps) => async () => {
@@ -18,16 +18,17 @@ export const makeHandler = (deps: Deps) => async () => {
     countDeferred('dispatched', report.dispatched.length);
     countDeferred('expired', report.expired.length);
     countDeferred('cancelled', report.cancelled.length);
-    const resent = await sweepQueuedRuns(deps);
+    const swept = await sweepQueuedRuns(deps);
     logger.info('dispatcher tick', {
       multiplier: report.multiplier,
       dispatched: report.dispatched.length,
       expired: report.expired.length,
       cancelled: report.cancelled.length,
       keptWaiting: report.keptWaiting.length,
-      resent: resent.length,
+      resent: swept.resent.length,
+      failedUnqueued: swept.failed.length,
     });
-    return { ...report, resent };
+    return { ...report, ...swept };
   } finally {
     // Also publishes the runs the dispatch started (counted where runs start).
     metrics.publishStoredMetrics();

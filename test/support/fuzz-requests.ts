@@ -54,6 +54,18 @@ export const schemaValue = (doc: OpenAPIObject, node: Node, pools: Pools): fc.Ar
     case 'integer':
       return fc.integer({ min: schema.minimum ?? -1e6, max: schema.maximum ?? 1e6 });
     case 'number': {
+      // A step (maxMultiplier's 0.0001): whole steps between the bounds, rounded as the step is written.
+      if (
+        typeof schema.multipleOf === 'number' &&
+        typeof schema.minimum === 'number' &&
+        typeof schema.maximum === 'number'
+      ) {
+        const step = schema.multipleOf;
+        const decimals = String(step).split('.')[1]?.length ?? 0;
+        return fc
+          .integer({ min: Math.ceil(schema.minimum / step), max: Math.floor(schema.maximum / step) })
+          .map((n) => Number((n * step).toFixed(decimals)));
+      }
       const min = typeof schema.exclusiveMinimum === 'number' ? schema.exclusiveMinimum : (schema.minimum ?? -1e6);
       const max = typeof schema.exclusiveMaximum === 'number' ? schema.exclusiveMaximum : (schema.maximum ?? 1e6);
       return fc.double({
@@ -82,6 +94,12 @@ export const schemaValue = (doc: OpenAPIObject, node: Node, pools: Pools): fc.Ar
 const stringOf = (schema: SchemaObject, pools: Pools): fc.Arbitrary<Json> => {
   if (schema.format === 'uuid') return fc.oneof(fc.constantFrom(...pools.ids), fc.uuid());
   if (schema.format === 'uri' || schema.pattern === '^https://') return fc.webUrl({ validSchemes: ['https'] });
+  // A pattern (a step key's): its character class, kept to what the whole pattern takes (fast-check
+  // cannot build from a lookahead).
+  if (schema.pattern) {
+    const pattern = new RegExp(schema.pattern);
+    return fc.stringMatching(/^[A-Za-z0-9_-]{1,12}$/).filter((s) => pattern.test(s));
+  }
   const minLength = schema.minLength ?? 0;
   return fc.string({ minLength, maxLength: Math.min(schema.maxLength ?? 12, Math.max(minLength, 12)) });
 };

@@ -3,7 +3,7 @@
  * builders the entries share.
  */
 import * as v from 'valibot';
-import type { NodeType } from '../../../schemas/workflows.ts';
+import { type NodeType, stepKeyPattern, stepKeyRule } from '../../../schemas/workflows.ts';
 import { draftPrice } from '../../domain/run-modes.ts';
 import type { ValueKind } from './kinds.ts';
 
@@ -61,8 +61,11 @@ export interface NodeSpec {
   price: NodePrice;
 }
 
-/** `config.apiInputKey`: the `inputs` key of a run request that replaces the step's value. */
-export const ApiInputKeySchema = v.pipe(v.string(), v.nonEmpty(), v.maxLength(128));
+/** `config.apiInputKey`: the `inputs` key of a run request that replaces the step's value; a step key's pattern. */
+export const ApiInputKeySchema = v.pipe(
+  v.string(),
+  v.regex(stepKeyPattern, (issue) => `apiInputKey ${JSON.stringify(issue.input)} is not allowed: ${stepKeyRule}`),
+);
 
 export const NonEmptyStringSchema = v.pipe(v.string(), v.nonEmpty());
 

@@ -10,6 +10,7 @@ import {
   guardedFetch,
 } from '../../http-client/guarded-fetch.ts';
 import { isRecord } from '../../is-record.ts';
+import { logger } from '../../observability/logger.ts';
 import { SecretUnavailableError } from '../../store/secret-refs.ts';
 import { markMedia, readMediaMark, sniffContentType } from '../media/marks.ts';
 import {
@@ -250,8 +251,11 @@ export const httpCall = async (
       },
     );
   } catch (error) {
-    if (error instanceof GuardedFetchError)
+    if (error instanceof GuardedFetchError) {
+      // Why an address was refused is for the logs: the step's error reads the same for every reason.
+      if (error.detail) logger.info('guarded request refused', { nodeId: context.node.id, detail: error.detail });
       return fail(context, `request refused or failed (${error.code}): ${error.message}`);
+    }
     throw error;
   }
 };

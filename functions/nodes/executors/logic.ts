@@ -38,7 +38,8 @@ const placeholder = /\{\{\s*([\w.-]+)\s*\}\}/g;
  * object inputs, later inputs winning. Unknown names render as empty text.
  */
 export const renderTemplate = (template: string, values: readonly unknown[]): string => {
-  const named: Record<string, unknown> = {};
+  // No prototype: `{{constructor}}` renders as unknown, and an input's `__proto__` key is an ordinary name.
+  const named: Record<string, unknown> = Object.create(null);
   for (const value of values) {
     const object = typeof value === 'string' ? tryParseObject(value) : value;
     if (isRecord(object)) Object.assign(named, object);
@@ -160,7 +161,8 @@ export const logicExecutors = (deps: ExecutorDeps) =>
       const root = values.length === 1 ? values[0] : values;
       const mapping = context.node.config.mapping;
       if (!isRecord(mapping)) return { outputs: { variables: isRecord(root) ? root : { values } } };
-      const variables: Record<string, unknown> = {};
+      // Named by the config's mapping: no prototype, so no name reaches Object.prototype's.
+      const variables: Record<string, unknown> = Object.create(null);
       for (const [name, path] of Object.entries(mapping)) variables[name] = jsonPath(context, root, toText(path));
       return { outputs: { variables } };
     },

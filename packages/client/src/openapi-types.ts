@@ -345,9 +345,11 @@ export interface components {
       targetHandle?: string;
     };
     WorkflowStepConfig: {
+      /** @description On a TextEntry or PromptBuilder step: the `inputs` key a run uses to replace the step's value (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       apiInputKey?: string;
     };
     WorkflowStep: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
       /**
        * @description Node type; one of the 55 values listed.
@@ -434,6 +436,7 @@ export interface components {
     ValidationIssue: {
       /** @enum {string} */
       code:
+        | 'invalid_key'
         | 'duplicate_key'
         | 'unknown_input'
         | 'cycle'
@@ -639,7 +642,7 @@ export interface components {
       url: string;
       statusCode?: number;
       /** @enum {string} */
-      error?: 'timeout' | 'refused' | 'dns' | 'tls' | 'connection';
+      error?: 'timeout' | 'refused' | 'tls' | 'connection';
       durationMs: number;
       /** Format: date-time */
       nextAttemptAt?: string;
