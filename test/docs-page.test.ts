@@ -155,7 +155,10 @@ describe('GET /docs', () => {
       expect(response?.status()).toBe(200);
       // A locator wait, not waitForFunction: a string predicate is compiled inside the page, which the
       // page's own CSP (no 'unsafe-eval') refuses, so it only passed when the page rendered first.
-      await page.locator('.opblock').nth(expected.length - 1).waitFor({ timeout: 30_000 });
+      await page
+        .locator('.opblock')
+        .nth(expected.length - 1)
+        .waitFor({ timeout: 30_000 });
 
       const rendered = await page.$$eval('.opblock', (blocks) =>
         blocks.map((block) => ({
