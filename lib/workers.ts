@@ -75,8 +75,9 @@ export const workers: readonly Worker[] = [
     // function; each tick logs what it moved.
     tracing: false,
     grants: {
-      // DeleteItem: the sweep failing a run whose messages SQS keeps refusing frees its workflow's lock.
-      table: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem', 'DeleteItem'],
+      // DeleteItem: the sweep failing a run whose messages SQS keeps refusing frees its workflow's lock;
+      // Query: that failure, like any run's end, reads the run's claims before it settles the run.
+      table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'],
       // GSI1: runs left queued (the sweep). GSI2, GSI3: waiting deferred runs by multiplier, by expiry.
       indexes: ['GSI1', 'GSI2', 'GSI3'],
       stepsQueue: 'send',
