@@ -24,8 +24,9 @@ export const pythonIdlePauseMs = 3000;
 
 /**
  * Cpu of this process (all its threads, µs precision) plus its children's: those reaped (cutime and
- * cstime of /proc/self/stat) and those alive (their own utime and stime), in clock ticks of 10 ms.
- * Elsewhere than Linux only the process's own.
+ * cstime of /proc/self/stat) and those alive or exited but not yet reaped (their own utime and
+ * stime), in clock ticks of 10 ms, read until no child was reaped in between. Elsewhere than Linux
+ * only the process's own.
  */
 const cpuSource = `
 import { readFileSync, readdirSync } from 'node:fs';
@@ -34,16 +35,20 @@ const statOf = (pid) => {
   const text = readFileSync('/proc/' + pid + '/stat', 'utf8');
   return text.slice(text.lastIndexOf(')') + 2).split(' ').map(Number);
 };
+const reaped = () => { const self = statOf('self'); return (self[13] + self[14]) * tick; };
 const childrenCpuMs = () => {
   try {
-    const self = statOf('self');
-    let total = (self[13] + self[14]) * tick;
-    for (const task of readdirSync('/proc/self/task')) {
-      for (const pid of readFileSync('/proc/self/task/' + task + '/children', 'utf8').split(' ').filter(Boolean)) {
-        try { const s = statOf(pid); total += (s[11] + s[12]) * tick; } catch {}
+    // A child reaped between the two reads would be counted twice or not at all: read again.
+    for (;;) {
+      const before = reaped();
+      let alive = 0;
+      for (const task of readdirSync('/proc/self/task')) {
+        for (const pid of readFileSync('/proc/self/task/' + task + '/children', 'utf8').split(' ').filter(Boolean)) {
+          try { const s = statOf(pid); alive += (s[11] + s[12]) * tick; } catch {}
+        }
       }
+      if (reaped() === before) return before + alive;
     }
-    return total;
   } catch { return 0; }
 };
 const cpuNow = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000 + childrenCpuMs(); };
