@@ -19,9 +19,8 @@ import { assetVersion } from '../functions/docs/manifest.ts';
 import { createAgent } from '../functions/store/tenancy.ts';
 import { makeHandler as makeStepExecutor } from '../functions/workers/step-executor.ts';
 import { makeHandler as makeWebhookWorker } from '../functions/workers/webhook-delivery.ts';
-import { pythonRuntimeFiles } from '../lib/bundling.ts';
 import { basePath, type Route, routeById, routes } from '../lib/routes.ts';
-import { pythonRunner, workers } from '../lib/workers.ts';
+import { workers } from '../lib/workers.ts';
 import { startLocalApi } from '../local/api-gateway.ts';
 import { toRecord } from '../local/event-source.ts';
 import { operatorEventBusName, startEventBridge } from '../local/eventbridge-emulator.ts';
@@ -38,9 +37,6 @@ import {
   deployedSdkSource,
   type FloorCall,
   otherSdkSource,
-  type PythonColdStart,
-  pythonColdStart,
-  pythonIdlePauseMs,
 } from './bundles.ts';
 import { heading, line, note } from './report.ts';
 import { chainSteps, seedRunsTeam } from './seed.ts';
@@ -606,77 +602,6 @@ export const benchColdStarts = async (ctx: ColdStartContext) => {
   note(
     `import + first request, ${deployed} / ${other}: median ${x(median(sums))} over the functions (below 1: the deployed source is faster)`,
   );
-  await benchPythonRunner(ctx, eventFile);
   await close();
   return rows;
-};
-
-/**
- * The PythonRunner apart: its bundle is small, but Pyodide's files beside it are about 13 MB and its
- * first invocation loads them. Each run then gets a fresh interpreter started from a snapshot of the
- * first (no state carries between runs). Each sample is a fresh node: the import, the first run (the
- * full load, the snapshot and the code), a second run at once (it waits for its interpreter's start
- * from the snapshot) and a third after an idle pause (its interpreter started during the pause),
- * against the floor of a bundle that imports nothing, measured in the same rounds. Printed, not
- * judged: the 600 KB target is the bundle's, the files are beside it.
- */
-export const benchPythonRunner = async (ctx: ColdStartContext, eventFile: (event: unknown) => string) => {
-  const { repoRoot, outDir, runs } = ctx;
-  const samples = Math.max(1, Math.min(runs, 3));
-  heading(
-    `PythonRunner (${pythonRunner.entry}): its bundle, Pyodide beside it, the first run and the runs after it; median of ${samples} fresh node each`,
-  );
-  const bundle = await buildBundle(repoRoot, outDir, pythonRunner, deployedSdkSource);
-  const floor = await buildFloorBundle(repoRoot, outDir, [], deployedSdkSource);
-  const event = eventFile({ code: 'result = sum(x * x for x in inputs)', inputs: [1, 2, 3], timeoutMs: 10_000 });
-  const floorEvent = eventFile({ calls: [] });
-  const runner: PythonColdStart[] = [];
-  const base: ColdStart[] = [];
-  for (let round = 0; round < samples; round++) {
-    const sample = await pythonColdStart(bundle.file, event);
-    const answers = sample.outcome as Record<'first' | 'warm' | 'idle', { ok?: boolean; result?: unknown }>;
-    if ([answers.first, answers.warm, answers.idle].some((answer) => answer.ok !== true || answer.result !== 14)) {
-      throw new Error(`PythonRunner did not answer the bench's run: ${JSON.stringify(sample.outcome).slice(0, 300)}`);
-    }
-    runner.push(sample);
-    base.push(await coldStart(floor.file, {}, floorEvent));
-  }
-  const mid = (values: number[]) => median(values);
-  const fn = {
-    importCpu: mid(runner.map((r) => r.importCpuMs)),
-    import: mid(runner.map((r) => r.importMs)),
-    firstCpu: mid(runner.map((r) => r.firstCpuMs)),
-    first: mid(runner.map((r) => r.firstMs)),
-    warmCpu: mid(runner.map((r) => r.warmCpuMs)),
-    warm: mid(runner.map((r) => r.warmMs)),
-    idleCpu: mid(runner.map((r) => r.idleCpuMs)),
-    idle: mid(runner.map((r) => r.idleMs)),
-    cycleCpu: mid(runner.map((r) => r.cycleCpuMs)),
-  };
-  const floorImportCpu = mid(base.map((b) => b.importCpuMs));
-  const floorFirstCpu = mid(base.map((b) => b.firstCpuMs ?? 0));
-  line('  bundle, minified, without source map', kb(bundle.bytes));
-  line(
-    `  files beside it (${pythonRuntimeFiles.names.length}: wasm, its loader, the standard library, the lock file)`,
-    kb(bundle.besideBytes),
-  );
-  line(
-    `  cold import, cpu ${ms(fn.importCpu)} (wall ${ms(fn.import)}), floor ${ms(floorImportCpu)}`,
-    x(fn.importCpu / floorImportCpu),
-  );
-  line(
-    `  first run (Pyodide's full load, its snapshot and the code), cpu ${ms(fn.firstCpu)} (wall ${ms(fn.first)}), floor's first call ${ms(floorFirstCpu)}`,
-    x(fn.firstCpu / Math.max(floorFirstCpu, 0.01)),
-  );
-  line(
-    `  next run at once (a fresh interpreter from the snapshot, then the code), cpu ${ms(fn.warmCpu)} (wall ${ms(fn.warm)}); first / next`,
-    x(fn.firstCpu / Math.max(fn.warmCpu, 0.01)),
-  );
-  line(
-    `  run after ${pythonIdlePauseMs / 1000} s idle (its interpreter started in the pause), cpu ${ms(fn.idleCpu)} (wall ${ms(fn.idle)}); pause and run, cpu ${ms(fn.cycleCpu)}; first / that`,
-    x(fn.firstCpu / Math.max(fn.cycleCpu, 0.01)),
-  );
-  note(
-    "the load counts every thread's cpu (Pyodide loads in worker threads); deployed, Lambda's init does not include it: the first Python step pays it. Each later step pays a fresh interpreter's start (frozen between invocations, Lambda finishes it in the next), about the 'next run' line",
-  );
 };

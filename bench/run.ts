@@ -6,12 +6,13 @@
  *
  * Env: BENCH_SECONDS (default 10) per measured load phase, BENCH_WARMUP_SECONDS (default 10),
  * BENCH_SOAK_SECONDS (default 60), BENCH_DEFERRED_COUNT (default 100,000 waiting deferred runs),
- * BENCH_SECTIONS (default all: bundles,http,soak,runs,deferred,cost), BENCH_COLD_RUNS (default 5 fresh
+ * BENCH_SECTIONS (default all: bundles,python,http,soak,runs,deferred,cost,hotkey; `python` alone starts
+ * no emulators), BENCH_COLD_RUNS (default 5 fresh
  * processes per bundle in the cold-start section).
  */
 import './env.ts';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { hashApiKey } from '../functions/domain/api-key.ts';
@@ -27,6 +28,7 @@ import { floorOperations, type LoopResult, runLoops } from './floor.ts';
 import { benchHotKey } from './hot-key.ts';
 import { measureIdleTick } from './idle-cost.ts';
 import { type LoadResult, runLoad } from './load.ts';
+import { benchPythonRunner } from './python-runner.ts';
 import { heading, latencyLine, line, ratio } from './report.ts';
 import { benchRuns, chainLength, type RunsBenchResult } from './runs.ts';
 import { createChainWorkflows, seedBenchTeam, seedRunsTeam } from './seed.ts';
@@ -41,7 +43,7 @@ const phaseSeconds = seconds('BENCH_SECONDS', 10);
 const warmupSeconds = seconds('BENCH_WARMUP_SECONDS', 10);
 const soakSeconds = seconds('BENCH_SOAK_SECONDS', 60);
 const deferredCount = Math.max(20, Math.round(seconds('BENCH_DEFERRED_COUNT', 100_000)));
-const allSections = ['bundles', 'http', 'soak', 'runs', 'deferred', 'cost', 'hotkey'];
+const allSections = ['bundles', 'python', 'http', 'soak', 'runs', 'deferred', 'cost', 'hotkey'];
 const sections = new Set(
   (process.env.BENCH_SECTIONS ?? allSections.join(','))
     .split(',')
@@ -59,6 +61,7 @@ const soakRate = 50;
 const repoRoot = resolve(import.meta.dirname, '..');
 const outDir = join(repoRoot, 'bench', '.out');
 const bundlesDir = join(outDir, 'bundles');
+const pythonDir = join(outDir, 'python');
 const stateDir = join(outDir, 'state');
 
 const targets = new Targets();
@@ -263,6 +266,14 @@ const main = async () => {
   console.log(`Workflow Run API bench: Node ${process.version}, ${new Date().toISOString()}, ${machineLoad()}`);
   console.log(`Sections: ${[...sections].join(', ')}`);
   mkdirSync(stateDir, { recursive: true });
+
+  if (sections.has('python')) {
+    rmSync(pythonDir, { recursive: true, force: true });
+    cleanups.push(() => rmSync(pythonDir, { recursive: true, force: true }));
+    await benchPythonRunner({ repoRoot, outDir: pythonDir, runs: coldImportRuns });
+  }
+  // The PythonRunner needs no emulator: asked alone, it is measured on an otherwise idle machine.
+  if (sections.size === 1 && sections.has('python')) return;
 
   heading('Local stack: in-memory DynamoDB Local + fauxqs on free loopback ports');
   const dynamo = await startDynamoDb({ stateDir });

@@ -13,6 +13,7 @@ import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { dispatcherSchedule, envNames, operatorEventsStream, type QueueDefinition, queues } from './definitions.ts';
 import { Grants } from './grants.ts';
+import { IsolatedNetwork } from './isolated-network.ts';
 import { Observability } from './observability.ts';
 import { accessLogFields, basePath, routes } from './routes.ts';
 import { ServiceFunction } from './service-function.ts';
@@ -95,8 +96,10 @@ export class ApiStack extends Stack {
     });
     new CfnOutput(this, `${operatorEventsStream.id}DeadLetterQueueUrl`, { value: streamDeadLetterQueue.queueUrl });
 
-    // PythonSandbox steps' code runs here: no grant, no environment of the stage's (lib/workers.ts).
+    // PythonSandbox steps' code runs here: no grant, no environment of the stage's, no network
+    // route out (lib/workers.ts).
     const python = new ServiceFunction(this, pythonRunner.id, {
+      network: new IsolatedNetwork(this, `${pythonRunner.id}Network`),
       entry: pythonRunner.entry,
       timeoutSeconds: pythonRunner.timeoutSeconds,
       memoryMb: pythonRunner.memoryMb,

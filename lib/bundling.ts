@@ -75,8 +75,9 @@ export const bundleFileName = 'index.mjs';
  * (run from source, from the package in node_modules).
  */
 export interface BesideFiles {
-  /** The package in node_modules they come from. */
-  package: string;
+  /** The package in node_modules they come from, or (`source`) a directory of the repository. */
+  package?: string;
+  source?: string;
   /** Their names in the package. */
   names: readonly string[];
   /** The directory beside the bundle they are copied into. */
@@ -108,14 +109,27 @@ export const pythonRuntimeFiles = {
   dir: 'pyodide',
 } as const satisfies BesideFiles;
 
+/**
+ * The script of the process each Python run lives in (`functions/python/box.ts` starts it): plain
+ * JavaScript that Node runs as it is, so it is copied, never bundled.
+ */
+export const pythonBoxFiles = {
+  source: 'functions/python',
+  names: ['child.mjs'],
+  dir: 'python',
+} as const satisfies BesideFiles;
+
 /** What ships beside each function's bundle, by its entry (relative to the repository root). */
 export const besideFilesByEntry: Readonly<Record<string, readonly BesideFiles[]>> = {
   'functions/docs/get-docs-asset.ts': [docsRendererFiles],
-  'functions/workers/python-runner.ts': [pythonRuntimeFiles],
+  'functions/workers/python-runner.ts': [pythonRuntimeFiles, pythonBoxFiles],
 };
 
 /** One file to copy: from the repository root, to the bundle's directory (both relative). */
 export const besideFileCopies = (entry: string): { from: string; to: string }[] =>
   (besideFilesByEntry[entry] ?? []).flatMap((files) =>
-    files.names.map((name) => ({ from: `node_modules/${files.package}/${name}`, to: `${files.dir}/${name}` })),
+    files.names.map((name) => ({
+      from: `${files.source ?? `node_modules/${files.package}`}/${name}`,
+      to: `${files.dir}/${name}`,
+    })),
   );

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
-import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { type ISecurityGroup, type IVpc, SubnetType } from 'aws-cdk-lib/aws-ec2';
+import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup } from 'aws-cdk-lib/aws-logs';
@@ -37,6 +38,8 @@ export interface ServiceFunctionProps {
   tracing?: boolean;
   /** Megabytes of memory (and, in proportion, CPU). Default: `functionMemoryMb`. */
   memoryMb?: number;
+  /** Put the function in these subnets behind this group (`IsolatedNetwork`). Default: no VPC. */
+  network?: { vpc: IVpc; securityGroup: ISecurityGroup };
 }
 
 /**
@@ -90,6 +93,13 @@ export class ServiceFunction extends Construct {
       logGroup,
       role,
       reservedConcurrentExecutions: props.reservedConcurrentExecutions,
+      ...(props.network
+        ? {
+            vpc: props.network.vpc,
+            vpcSubnets: { subnetType: SubnetType.PRIVATE_ISOLATED },
+            securityGroups: [props.network.securityGroup],
+          }
+        : {}),
       environment: { ...props.environment, NODE_OPTIONS: '--enable-source-maps' },
       // NodejsFunction always bundles for platform node, the only platform `bundlingOptions` allows.
       bundling: {
@@ -104,6 +114,31 @@ export class ServiceFunction extends Construct {
         ...(copies.length > 0 ? { commandHooks } : {}),
       },
     });
+
+    if (props.network) {
+      // The one grant beyond its logs: Lambda creates and removes the function's network interfaces
+      // in its subnets with the function's role (what AWSLambdaVPCAccessExecutionRole holds). The
+      // code cannot use them: it has no route to EC2's API, nor to anything else.
+      role.addToPolicy(
+        new PolicyStatement({
+          actions: [
+            'ec2:CreateNetworkInterface',
+            'ec2:DescribeNetworkInterfaces',
+            'ec2:DescribeSubnets',
+            'ec2:DeleteNetworkInterface',
+            'ec2:AssignPrivateIpAddresses',
+            'ec2:UnassignPrivateIpAddresses',
+          ],
+          resources: ['*'],
+        }),
+      );
+      Validations.of(this).acknowledge({
+        id: 'AwsSolutions-IAM5[Resource::*]',
+        reason:
+          "Lambda manages a VPC function's network interfaces with its role; EC2 documents " +
+          'CreateNetworkInterface and DescribeNetworkInterfaces as allowed on all resources only.',
+      });
+    }
 
     if (tracing) {
       Validations.of(this).acknowledge({

@@ -96,16 +96,17 @@ export const workers: readonly Worker[] = [
 ];
 
 /**
- * The function PythonSandbox steps' code runs on (Pyodide in a worker thread), invoked by the step
- * executor alone. Its role holds no grant at all (only Lambda's own logging): code that escapes
- * the interpreter finds no credentials worth having and no data it could reach.
+ * The function PythonSandbox steps' code runs on (Pyodide in a child process per run, in the
+ * operating system's box), invoked by the step executor alone. Its role holds no grant (only its
+ * logs, and the network interfaces Lambda attaches with it) and its VPC has no route out: code that
+ * escapes the interpreter finds no credentials worth having and no address it could reach.
  */
 export const pythonRunner = {
   id: 'PythonRunner',
   entry: 'functions/workers/python-runner.ts',
-  // The interpreter's WebAssembly heap is capped at 256 MB and its JavaScript heap at 256 MB
-  // (functions/python/runner.ts); Pyodide itself takes about 100 MB more, and CPU scales with memory,
-  // which a cold load (parsing 9 MB of wasm and the standard library) is bound by.
+  // Each run's process is killed past 640 MB resident (functions/python/runner.ts), beside the
+  // runner's own Node; CPU scales with memory, which a cold load (compiling 9.6 MB of wasm and
+  // loading the standard library) and each run's process start are bound by.
   memoryMb: 1024,
   // A step's code may run 15 s (`pythonMaxTimeoutMs`), after a cold load of a few seconds and the
   // interrupt's grace: well within 60 s. The step executor's node timeout (25 s) aborts its wait sooner.

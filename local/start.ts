@@ -67,6 +67,8 @@ const resources = await provision({
   sqsS3Endpoint: sqsS3.endpoint,
 });
 // PythonSandbox steps: the PythonRunner handler behind a local Lambda Invoke API, as the step executor calls it.
+// The handler is here, the Python is not: each run lives in a child process of its own, whose memory
+// limit kills it alone (functions/python/box.ts), never this stack.
 const { handler: pythonRunnerHandler } = await import('../functions/workers/python-runner.ts');
 const lambda = await startLambdaEmulator({ [pythonRunner.id]: pythonRunnerHandler });
 Object.assign(process.env, localEnvironment(resources), pythonRunnerEnvironment(lambda.endpoint), {

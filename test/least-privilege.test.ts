@@ -41,6 +41,17 @@ const sentByLambda: Record<string, string> = {
   'logs:PutLogEvents': "Lambda writes the function's logs to its log group.",
   'xray:PutTraceSegments': 'Lambda sends the traces of active tracing.',
   'xray:PutTelemetryRecords': 'Lambda sends the traces of active tracing.',
+  // The PythonRunner's VPC (lib/isolated-network.ts): Lambda attaches and removes its network interfaces.
+  ...Object.fromEntries(
+    [
+      'ec2:CreateNetworkInterface',
+      'ec2:DescribeNetworkInterfaces',
+      'ec2:DescribeSubnets',
+      'ec2:DeleteNetworkInterface',
+      'ec2:AssignPrivateIpAddresses',
+      'ec2:UnassignPrivateIpAddresses',
+    ].map((action) => [action, "Lambda manages a VPC function's network interfaces with its role."]),
+  ),
 };
 
 /** Actions the SQS event source mapping sends with a queue worker's role, on the queue it consumes. */

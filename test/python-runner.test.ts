@@ -1,7 +1,8 @@
 /**
- * The PythonRunner function's handler over a real Pyodide in a worker thread (one full load for the
- * whole file: a load is seconds of CPU; every other run starts from its snapshot). Proves the limits,
- * the sandbox's walls, and that no run sees what an earlier one left.
+ * The PythonRunner function's handler over a real Pyodide, each run in a child process of its own
+ * in the operating system's box (one full load for the whole file: a load is seconds of CPU; every
+ * other run starts from its snapshot). Proves the limits, the sandbox's walls, the escapes the
+ * security review found, and that no run sees what an earlier one left.
  */
 import { once } from 'node:events';
 import { createServer } from 'node:net';
@@ -10,7 +11,7 @@ import type { PythonAnswer } from '../functions/python/protocol.ts';
 import { createPythonRunner } from '../functions/python/runner.ts';
 import { makeHandler } from '../functions/workers/python-runner.ts';
 
-const runner = createPythonRunner({ memoryMb: 128, jsHeapMb: 128, maxOutputChars: 1000, graceMs: 500 });
+const runner = createPythonRunner({ memoryMb: 128, jsHeapMb: 128, processMemoryMb: 400, maxOutputChars: 1000 });
 const handler = makeHandler(runner.run);
 const python = (code: string, inputs: unknown[] = [], timeoutMs = 5000) => handler({ code, inputs, timeoutMs });
 const failureOf = (answer: PythonAnswer) => (answer.ok ? undefined : { error: answer.error, message: answer.message });
@@ -38,6 +39,17 @@ const escapes = [
   'import sys\ndel sys.modules["pyodide_js"]\nimport pyodide_js\nresult = pyodide_js._module.FS.readFile("/proc/self/environ")',
   'import js\nresult = str(js.fetch)',
   'import pyodide.http',
+  // The security review's routes to JavaScript's `Function`, `Object` and the internal API (issue 21).
+  'import sys\nresult = str(sys.modules["pyodide_js._api"].tests.Function("return process.env")())',
+  'import sys\nresult = str(sys.modules["pyodide_js._api"].config.constructor.keys(sys.modules["pyodide_js._api"]))',
+  'import sys\nfor name in ["pyodide_js", "pyodide_js._api"]:\n    del sys.modules[name]\nimport pyodide_js._api as api\nresult = str(api.tests.Function)',
+  'import sys\ndel sys.modules["pyodide_js._api"]\nimport pyodide_js._api as api\nresult = str(api.loadBinaryFile("/proc/self/environ"))',
+  'import sys\ndel sys.modules["pyodide_js._api"]\nimport pyodide_js._api as api\nresult = str(api.loadDynlib("/x.so"))',
+  'import sys\ndel sys.modules["pyodide_js._api"]\nimport pyodide_js._api as api\nresult = str(api.initializeNodeSockFS())',
+  'import js\nresult = str(js.process.report.getReport())',
+  'from pyodide.ffi import to_js\nresult = str(to_js({}).constructor.constructor("return import(\'node:fs\')")())',
+  'from pyodide.code import run_js\nresult = str(run_js("import(\'node:child_process\')"))',
+  'from pyodide.code import run_js\nresult = str(run_js("import(\'node:http\')"))',
 ];
 
 /** One run trying every escape in turn: the ones that did not raise, with what they gave. */
@@ -53,14 +65,14 @@ for code in ${JSON.stringify(escapes)}:
 result = escaped`;
 
 describe('PythonRunner', () => {
-  it('walls in the first run (on the worker that made the snapshot) as it does the runs after it', async () => {
+  it('walls in the first run (in the process that made the snapshot) as it does the runs after it', async () => {
     // warm() loaded the one worker in full; no worker has started from its snapshot yet.
-    expect(runner.loads).toEqual({ full: 1, fromImage: 0 });
+    expect(runner.loads).toEqual({ full: 1, fromSnapshot: 0 });
     const first = await python(allEscapes);
     const next = await python(allEscapes);
-    // The second ran on a worker started from the snapshot.
+    // The second ran in a process started from the snapshot.
     expect(runner.loads.full).toBe(1);
-    expect(runner.loads.fromImage).toBeGreaterThan(0);
+    expect(runner.loads.fromSnapshot).toBeGreaterThan(0);
     for (const answer of [first, next]) {
       expect(answer).toMatchObject({ ok: true, result: [] });
       expect(JSON.stringify(answer)).not.toContain(secret);
@@ -171,7 +183,7 @@ describe('PythonRunner', () => {
     });
     // Runs start from the snapshot: one full load for the whole file (the first), none since.
     expect(runner.loads.full).toBe(1);
-    expect(runner.loads.fromImage).toBeGreaterThan(0);
+    expect(runner.loads.fromSnapshot).toBeGreaterThan(0);
   });
 
   it("seeds each run's random module afresh, though all start from the same snapshot", async () => {
@@ -181,6 +193,24 @@ describe('PythonRunner', () => {
     expect(draws[0]).not.toEqual(draws[1]);
   });
 
+  it("gives each container (runner) its own string-hash seed; a container's runs share the snapshot's", async () => {
+    const hash = async (run: typeof python) => {
+      const answer = await run('result = [hash("abc"), hash(b"abc")]');
+      if (!answer.ok) throw new Error(answer.message);
+      return answer.result;
+    };
+    const other = createPythonRunner({ memoryMb: 128, jsHeapMb: 128, processMemoryMb: 400, maxOutputChars: 1000 });
+    try {
+      const otherPython = (code: string) => other.run({ code, inputs: [], timeoutMs: 5000 });
+      const [first, second, elsewhere] = [await hash(python), await hash(python), await hash(otherPython)];
+      // docs/decisions.md: a seed per run would cost a full load per run (measured there).
+      expect(second).toEqual(first);
+      expect(elsewhere).not.toEqual(first);
+    } finally {
+      await other.close();
+    }
+  }, 120_000);
+
   it('stops code that runs past its time, and the next run still works', async () => {
     expect(failureOf(await python('while True: pass', [], 300))).toEqual({
       error: 'timeout',
@@ -189,7 +219,7 @@ describe('PythonRunner', () => {
     expect(await python('result = inputs', [7])).toMatchObject({ ok: true, result: [7] });
   });
 
-  it('stops code that ignores the interrupt by replacing the interpreter', async () => {
+  it('stops code that catches KeyboardInterrupt: its process is killed, the next run still works', async () => {
     const code = 'while True:\n    try:\n        while True: pass\n    except KeyboardInterrupt:\n        pass';
     expect(failureOf(await python(code, [], 300))).toEqual({ error: 'timeout', message: 'timed out after 300 ms' });
     expect(await python('result = 2 + 2')).toMatchObject({ ok: true, result: 4 });
@@ -250,6 +280,45 @@ describe('PythonRunner', () => {
       ok: true,
       result: 2,
     });
+  });
+
+  it('gets nothing from spawning a process or opening a file outside its own', async () => {
+    const attempts = [
+      'import subprocess\nresult = subprocess.run(["id"], capture_output=True).stdout.decode()',
+      'import os\nresult = os.popen("id").read()',
+      'result = open("/etc/passwd").read()',
+      'result = open("/proc/self/environ").read()',
+      'import os\nresult = os.listdir("/work")',
+    ];
+    for (const code of attempts) expect((await python(code)).ok, code).toBe(false);
+  });
+
+  it('ends the to_js buffer bomb (memory outside the interpreter and the heap) as a memory failure of that run alone', async () => {
+    const bomb =
+      'from pyodide.ffi import to_js\nkeep = []\nfor i in range(200):\n    keep.append(to_js(b"x" * 10**7))\nresult = len(keep)';
+    expect(failureOf(await python(bomb))).toEqual({
+      error: 'memory',
+      message: 'exceeded the 400 MB memory limit of its process',
+    });
+    expect(await python('result = inputs', [3])).toMatchObject({ ok: true, result: [3] });
+  });
+
+  it('fails a result over 256 KB of JSON with a clear message, and keeps one at the limit', async () => {
+    expect(failureOf(await python('result = "x" * 300_000'))).toEqual({
+      error: 'result-size',
+      message: 'the result is 293.0 KB of JSON, over the 256 KB limit',
+    });
+    // 256 KB exactly: the string's 262,142 characters and its two quotes.
+    const atLimit = await python('result = "x" * (256 * 1024 - 2)');
+    expect(atLimit.ok && (atLimit.result as string).length).toBe(256 * 1024 - 2);
+  });
+
+  it('runs each run in a process of its own, started from the snapshot', async () => {
+    const before = runner.loads.fromSnapshot;
+    await python('result = 1');
+    await python('result = 2');
+    expect(runner.loads.fromSnapshot - before).toBe(2);
+    expect(runner.loads.full).toBe(1);
   });
 
   it('refuses a request outside the contract', async () => {

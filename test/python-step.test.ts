@@ -1,8 +1,8 @@
 /**
  * A PythonSandbox step through the real path: a run started over the local API, the step executor
  * polling the steps queue, the Lambda SDK's Invoke to the suite's emulator, and the PythonRunner
- * handler running the code in Pyodide. A failed Python step fails the run and is charged as any
- * failed step is: nothing, its hold released.
+ * handler running the code in Pyodide, in a process of its own. A failed Python step fails the run
+ * and is charged as any failed step is: nothing, its hold released.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createExecutorRegistry, executorDeps } from '../functions/nodes/executors/index.ts';
@@ -85,6 +85,20 @@ describe('a PythonSandbox step', () => {
     ['an exception', 'result = inputs[0][10]', undefined, 'PythonSandbox: raised IndexError: list index out of range'],
     ['its time limit', 'while True: pass', 500, 'PythonSandbox: timed out after 500 ms'],
     ['its memory limit', 'data = bytearray(10**9)', undefined, 'PythonSandbox: exceeded the 256 MB memory limit'],
+    // Buffers of `to_js` are outside the interpreter's memory and V8's heap: its process's limit ends it.
+    [
+      'the to_js buffer bomb',
+      'from pyodide.ffi import to_js\nkeep = []\nfor i in range(200):\n    keep.append(to_js(b"x" * 10**7))',
+      undefined,
+      'PythonSandbox: exceeded the 640 MB memory limit of its process',
+    ],
+    // At once, never retried (it would be as large again): the run fails on the first answer.
+    [
+      'a result over 256 KB',
+      'result = "x" * 10_000_000',
+      undefined,
+      'PythonSandbox: the result is 9765.6 KB of JSON, over the 256 KB limit',
+    ],
   ])(
     'fails the run on %s, charging the failed step nothing',
     async (_, code, timeoutMs, error) => {

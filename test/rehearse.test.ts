@@ -116,6 +116,29 @@ describe('a small flow through the bundles', () => {
     expect(stack.functions.get(pythonRunner.id)?.invocations.map((i) => i.outcome.ok)).toEqual([true]);
   }, 150_000);
 
+  it("keeps a step's code in its box in the PythonRunner's bundle too: the review's escapes get nothing", async () => {
+    const runner = stack?.functions.get(pythonRunner.id);
+    if (!runner) throw new Error('no PythonRunner in the assembly');
+    // The function's process holds the (emulators') AWS credentials, as Lambda's would.
+    expect(runner.options.environment.AWS_SECRET_ACCESS_KEY).toBeTruthy();
+    const python = async (code: string) => {
+      const outcome = await runner.invoke({ code, inputs: [], timeoutMs: 10_000 });
+      if (!outcome.ok) throw new Error(JSON.stringify(outcome.error));
+      return outcome.result as { ok: boolean; result?: unknown; error?: string };
+    };
+    const escapes = [
+      'import sys\nresult = str(sys.modules["pyodide_js._api"].tests.Function("return JSON.stringify(process.env)")())',
+      'import sys\nfor name in ["pyodide_js", "pyodide_js._api"]:\n    del sys.modules[name]\nimport pyodide_js._api as api\nresult = str(api.config.constructor)',
+      'from pyodide.ffi import to_js\nresult = str(to_js({}).constructor.constructor("return import(\'node:fs\')")())',
+      'result = open("/proc/self/environ").read()',
+    ];
+    for (const code of escapes) expect(await python(code), code).toMatchObject({ ok: false, error: 'exception' });
+    const environment = await python('import os\nresult = dict(os.environ)');
+    expect(environment.ok).toBe(true);
+    expect(JSON.stringify(environment.result)).not.toMatch(/AWS_|LAMBDA|_HANDLER/);
+    expect(JSON.stringify(environment.result)).not.toContain(runner.options.environment.AWS_SECRET_ACCESS_KEY);
+  }, 60_000);
+
   it("puts the runs' operator events through the stream mapping and the EventPublisher's bundle", async () => {
     const file = join(inject('eventBridge').eventsDir, `${operatorEventBusName(resources.prefix)}.jsonl`);
     const deadline = Date.now() + 20_000;

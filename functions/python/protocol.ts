@@ -16,8 +16,15 @@ export interface PythonRequest {
   timeoutMs: number;
 }
 
-/** Why a run failed: over its time, raised, or over its memory. */
-export type PythonFailure = 'timeout' | 'exception' | 'memory';
+/**
+ * The largest result a run may give, in bytes of JSON: a larger one fails the step at once, never
+ * retried (it would be as large again) and never charged. It keeps the answer well within Lambda's
+ * 6 MB response and the step's item within DynamoDB's 400 KB.
+ */
+export const pythonMaxResultBytes = 256 * 1024;
+
+/** Why a run failed: over its time, raised, over its memory, or its result over `pythonMaxResultBytes`. */
+export type PythonFailure = 'timeout' | 'exception' | 'memory' | 'result-size';
 
 export type PythonAnswer =
   | { ok: true; result: unknown; stdout: string; stderr: string }

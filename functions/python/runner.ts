@@ -1,199 +1,181 @@
 /**
- * Runs a PythonSandbox step's code in Pyodide, in a worker thread, within a wall-clock and a memory
- * limit, capturing stdout and stderr. Each run has a worker (and an interpreter) of its own, retired
- * after its answer, so nothing one run leaves (a patched module, a trace hook, a file, `os.environ`)
- * reaches the next, another team's maybe. The process's first worker loads Pyodide in full and hands
- * back a snapshot of the pristine interpreter and the compiled module; later workers start from those
- * (a fraction of a second, not seconds), and the next one is started as soon as a run ends.
+ * Runs PythonSandbox steps' code in Pyodide, each run in a process of its own inside the operating
+ * system's box (`box.ts`), within a wall-clock and memory limits, capturing stdout and stderr. No
+ * process outlives its run or serves two: nothing one run leaves (a patched module, a trace hook, a
+ * file, `os.environ`, or JavaScript it reached) is there for the next, another team's maybe.
+ *
+ * The first process loads Pyodide in full and hands back a memory snapshot of the pristine
+ * interpreter, written to a private file (mode 0400) later processes may only read; they start from
+ * it (a fraction of a second, not seconds). The next run's process is started as soon as a run ends.
  */
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
-import { pythonRuntimeFiles } from '../../lib/bundling.ts';
-import type { PythonAnswer, PythonRequest, PythonRun } from './protocol.ts';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { pythonBoxFiles, pythonRuntimeFiles } from '../../lib/bundling.ts';
+import { type Box, type BoxFiles, type BoxLimits, type BoxOutcome, startBox } from './box.ts';
 import {
-  type PythonRuntimeImage,
-  type PythonWorkerData,
-  type PythonWorkerJob,
-  type PythonWorkerReply,
-  pythonWorkerSource,
-} from './worker-source.ts';
+  type PythonAnswer,
+  type PythonFailure,
+  type PythonRequest,
+  type PythonRun,
+  pythonMaxResultBytes,
+} from './protocol.ts';
 
-export interface PythonRunnerLimits {
-  /** Largest the interpreter's WebAssembly heap may grow to. */
-  memoryMb: number;
-  /** The worker's JavaScript heap (V8 `resourceLimits`). */
-  jsHeapMb: number;
-  /** Characters of stdout and of stderr kept per run. */
-  maxOutputChars: number;
-  /** After the time is up, how long Python has to stop on the interrupt before its worker is terminated. */
-  graceMs: number;
-}
+export type PythonRunnerLimits = Omit<BoxLimits, 'maxResultBytes'>;
 
 export const defaultPythonLimits: PythonRunnerLimits = {
   memoryMb: 256,
   jsHeapMb: 256,
+  // The interpreter's 256 MB, its JavaScript heap's use and Node and Pyodide themselves (about
+  // 150 MB resident), within the function's 1024 MB beside the runner's own process.
+  processMemoryMb: 640,
   maxOutputChars: 64 * 1024,
-  graceMs: 1000,
 };
 
 /**
- * Where Pyodide's files are: beside the bundle when deployed (`pythonRuntimeFiles`, copied when it
- * is built), the package in node_modules when run from source.
+ * Where the child's script and Pyodide's files are: beside the bundle when deployed (copied when it
+ * is built, `lib/bundling.ts`), in the repository and node_modules when run from source. Real paths:
+ * the permission model compares the files opened with them.
  */
-const runningFromSource = import.meta.url.endsWith('.ts');
-const pyodideFiles = () => {
-  const module = runningFromSource
-    ? pathToFileURL(createRequire(import.meta.url).resolve('pyodide/pyodide.mjs'))
-    : new URL(`./${pythonRuntimeFiles.dir}/pyodide.mjs`, import.meta.url);
-  return { pyodideModule: module.href, indexPath: new URL('./', module).pathname };
+const boxFiles = (): BoxFiles => {
+  const fromSource = import.meta.url.endsWith('.ts');
+  const here = dirname(fileURLToPath(import.meta.url));
+  const pyodide = fromSource
+    ? dirname(createRequire(import.meta.url).resolve('pyodide/pyodide.mjs'))
+    : join(here, pythonRuntimeFiles.dir);
+  const childScript = fromSource ? join(here, 'child.mjs') : join(here, pythonBoxFiles.dir, 'child.mjs');
+  return { indexPath: `${realpathSync(pyodide)}/`, childScript: realpathSync(childScript) };
 };
 
-interface LiveWorker {
-  worker: Worker;
-  flag: Int32Array;
+/** The answer of a run from how its process ended. */
+const answerOf = (outcome: BoxOutcome, request: PythonRequest, limits: PythonRunnerLimits): PythonAnswer => {
+  const fail = (error: PythonFailure, message: string, out = { stdout: '', stderr: '' }) =>
+    ({ ok: false, error, message, ...out }) satisfies PythonAnswer;
+  if ('killed' in outcome) {
+    if (outcome.killed === 'timeout') return fail('timeout', `timed out after ${request.timeoutMs} ms`);
+    if (outcome.killed === 'memory')
+      return fail('memory', `exceeded the ${limits.processMemoryMb} MB memory limit of its process`);
+    if (outcome.killed === 'heap')
+      return fail('memory', `exceeded the ${limits.jsHeapMb} MB memory limit of its JavaScript heap`);
+    return fail('exception', `the Python runtime stopped: ${outcome.detail}`);
+  }
+  const message = outcome.answered;
+  if ('ready' in message) return fail('exception', 'the Python runtime answered out of turn');
+  const out = { stdout: String(message.stdout ?? ''), stderr: String(message.stderr ?? '') };
+  if ('ok' in message) {
+    // Checked again here: the child is not trusted once user code ran in it.
+    const bytes = Buffer.byteLength(message.resultJson);
+    if (bytes > pythonMaxResultBytes) return fail('result-size', resultSizeMessage(bytes), out);
+    return { ok: true, result: JSON.parse(message.resultJson) as unknown, ...out };
+  }
+  if (message.kind === 'result-size') return fail('result-size', resultSizeMessage(message.bytes), out);
+  if (message.kind === 'memory') return fail('memory', `exceeded the ${limits.memoryMb} MB memory limit`, out);
+  return fail('exception', `raised ${message.message || 'an exception'}`, out);
+};
+
+const resultSizeMessage = (bytes: number) =>
+  `the result is ${(bytes / 1024).toFixed(1)} KB of JSON, over the ${pythonMaxResultBytes / 1024} KB limit`;
+
+interface Live {
+  box: Box;
+  /** Loaded (and, for a full load, its snapshot saved): ready for its one job. */
   ready: Promise<void>;
-  /** Started from the image (not a full load). */
-  fromImage: boolean;
-  /** Settles the run in progress when the worker dies under it. */
-  onExit?: (error: Error | undefined) => void;
+  fromSnapshot: boolean;
 }
 
-const failure = (error: 'timeout' | 'exception' | 'memory', message: string, out = { stdout: '', stderr: '' }) =>
-  ({ ok: false, error, message, ...out }) satisfies PythonAnswer;
-
 /**
- * A runner over a fresh worker per run; `run` queues requests (one runs at a time), `close` stops
- * the worker waiting for the next run. `loads` counts the workers started (full loads and from the image).
+ * A runner over a fresh process per run; `run` queues requests (one runs at a time), `close` stops
+ * the process waiting for the next run and removes the snapshot. `loads` counts the processes
+ * started (full loads and from the snapshot).
  */
 export const createPythonRunner = (limits: PythonRunnerLimits = defaultPythonLimits) => {
-  /** The worker for the next run: loading or ready, never used. */
-  let live: LiveWorker | undefined;
-  /** The pristine interpreter's snapshot and the compiled module, once the first worker posts them. */
-  let image: PythonRuntimeImage | undefined;
+  const files = boxFiles();
+  /** The next run's process: loading or ready, never used. */
+  let live: Live | undefined;
+  /** The pristine interpreter's snapshot, once the first process handed it over. */
+  let snapshot: { dir: string; path: string } | undefined;
   let closed = false;
   let queue: Promise<unknown> = Promise.resolve();
-  const loads = { full: 0, fromImage: 0 };
+  const loads = { full: 0, fromSnapshot: 0 };
 
-  const start = (): LiveWorker => {
-    const interrupt = new SharedArrayBuffer(4);
-    const workerData: PythonWorkerData = {
-      ...pyodideFiles(),
-      memoryLimitBytes: limits.memoryMb * 1024 * 1024,
-      maxOutputChars: limits.maxOutputChars,
-      interrupt,
-      // The snapshot is copied into the worker (structured clone), never shared: no worker can write
-      // to the bytes the next one starts from. The compiled module is immutable code.
-      ...(image ? { image } : {}),
-    };
-    if (image) loads.fromImage += 1;
+  const dropSnapshot = () => {
+    if (snapshot) rmSync(snapshot.dir, { recursive: true, force: true });
+    snapshot = undefined;
+  };
+  const saveSnapshot = (bytes: Buffer) => {
+    if (snapshot) return;
+    // A directory only this user may enter, and a file no one may write: children read it, nothing alters it.
+    const dir = mkdtempSync(join(tmpdir(), 'python-snapshot-'));
+    const path = join(dir, 'pyodide.snapshot');
+    try {
+      writeFileSync(path, bytes, { mode: 0o400, flag: 'wx' });
+      snapshot = { dir, path };
+    } catch {
+      rmSync(dir, { recursive: true, force: true }); // no snapshot: the next process loads in full
+    }
+  };
+  process.once('exit', dropSnapshot);
+
+  const start = (): Live => {
+    const fromSnapshot = snapshot !== undefined;
+    if (fromSnapshot) loads.fromSnapshot += 1;
     else loads.full += 1;
-    const worker = new Worker(pythonWorkerSource, {
-      eval: true,
-      workerData,
-      // The function's environment (its credentials among it) never reaches the interpreter.
-      env: {},
-      resourceLimits: { maxOldGenerationSizeMb: limits.jsHeapMb },
+    const box = startBox({
+      files,
+      limits: { ...limits, maxResultBytes: pythonMaxResultBytes },
+      ...(snapshot ? { snapshotPath: snapshot.path } : {}),
     });
-    worker.unref();
-    const entry: LiveWorker = {
-      worker,
-      flag: new Int32Array(interrupt),
-      ready: Promise.resolve(),
-      fromImage: workerData.image !== undefined,
-    };
-    entry.ready = new Promise<void>((resolve, reject) => {
-      const onReady = (reply: PythonWorkerReply) => {
-        // Only a full load posts an image, before its ready and before any user code.
-        if (reply.image && !entry.fromImage) image ??= reply.image;
-        if (reply.ready) {
-          worker.off('message', onReady);
-          resolve();
-        }
-      };
-      worker.on('message', onReady);
-      worker.once('error', reject);
-      worker.once('exit', (code) => reject(new Error(`the Python runtime stopped while loading (exit ${code})`)));
+    const ready = box.ready.then((loaded) => {
+      // Only a full load hands one over, before any user code ran in it.
+      if (loaded.snapshot && !fromSnapshot) saveSnapshot(loaded.snapshot);
     });
-    entry.ready.catch(() => undefined);
-    let lastError: Error | undefined;
-    worker.on('error', (error) => {
-      lastError = error;
-    });
-    worker.on('exit', () => {
+    ready.catch(() => undefined);
+    const entry: Live = { box, ready, fromSnapshot };
+    void box.exited.then(() => {
       if (live === entry) live = undefined;
-      entry.onExit?.(lastError);
     });
     return entry;
   };
 
-  /**
-   * A used worker is stopped, and the next run's started as soon as it is gone (never both at once:
-   * a used one may hold its full memory limits), to load while the runner is idle.
-   */
-  const retire = (entry: LiveWorker) => {
-    void entry.worker
-      .terminate()
-      .catch(() => undefined)
-      .then(() => {
-        if (!closed) live ??= start();
-      });
+  /** A used process is killed, and the next run's started once it is gone (never two at once). */
+  const retire = (entry: Live) => {
+    void entry.box.kill().then(() => {
+      if (!closed) live ??= start();
+    });
+  };
+
+  /** Waits for a process to load, holding this one alive meanwhile (the process itself does not). */
+  const loaded = async (entry: Live) => {
+    const hold = setInterval(() => undefined, 60_000);
+    try {
+      await entry.ready;
+    } finally {
+      clearInterval(hold);
+    }
   };
 
   const runOnce = async (request: PythonRequest): Promise<PythonAnswer> => {
     closed = false;
     live ??= start();
     const entry = live;
+    // This process is this run's alone: the next run gets another.
+    live = undefined;
     try {
-      await entry.ready;
+      await loaded(entry);
     } catch (error) {
-      if (live === entry) live = undefined;
-      // A worker that could not start from the image: the next one loads in full and makes a new one.
-      if (entry.fromImage) image = undefined;
-      await entry.worker.terminate();
+      // A process that could not start from the snapshot: the next one loads in full and makes a new one.
+      if (entry.fromSnapshot) dropSnapshot();
+      await entry.box.kill();
       throw error;
     }
-    // This worker is this run's alone: the next run gets another.
-    if (live === entry) live = undefined;
-    const answer = await new Promise<PythonAnswer>((resolve) => {
-      let timedOut = false;
-      let grace: NodeJS.Timeout | undefined;
-      const timer = setTimeout(() => {
-        timedOut = true;
-        Atomics.store(entry.flag, 0, 2); // SIGINT: Python raises KeyboardInterrupt at its next check
-        grace = setTimeout(() => void entry.worker.terminate(), limits.graceMs);
-      }, request.timeoutMs);
-      const done = (answer: PythonAnswer) => {
-        clearTimeout(timer);
-        clearTimeout(grace);
-        entry.worker.off('message', onMessage);
-        entry.onExit = undefined;
-        resolve(answer);
-      };
-      const onMessage = (reply: PythonWorkerReply) => {
-        if (reply.ready || reply.image) return;
-        const out = { stdout: reply.stdout, stderr: reply.stderr };
-        if (reply.ok) return done({ ok: true, result: JSON.parse(reply.resultJson ?? 'null') as unknown, ...out });
-        if (reply.kind === 'timeout' || timedOut)
-          return done(failure('timeout', `timed out after ${request.timeoutMs} ms`, out));
-        if (reply.kind === 'memory')
-          return done(failure('memory', `exceeded the ${limits.memoryMb} MB memory limit`, out));
-        return done(failure('exception', `raised ${reply.message ?? 'an exception'}`, out));
-      };
-      entry.onExit = (error) => {
-        if (timedOut) return done(failure('timeout', `timed out after ${request.timeoutMs} ms`));
-        if (error && 'code' in error && error.code === 'ERR_WORKER_OUT_OF_MEMORY')
-          return done(failure('memory', `exceeded the ${limits.jsHeapMb} MB memory limit`));
-        done(failure('exception', `the Python runtime stopped${error ? `: ${error.message}` : ''}`));
-      };
-      entry.worker.on('message', onMessage);
-      entry.worker.postMessage({
-        code: request.code,
-        inputsJson: JSON.stringify(request.inputs),
-      } satisfies PythonWorkerJob);
-    });
+    const outcome = await entry.box.run(
+      { code: request.code, inputsJson: JSON.stringify(request.inputs) },
+      request.timeoutMs,
+    );
     retire(entry);
-    return answer;
+    return answerOf(outcome, request, limits);
   };
 
   const run: PythonRun = (request) => {
@@ -206,14 +188,15 @@ export const createPythonRunner = (limits: PythonRunnerLimits = defaultPythonLim
   const warm = async () => {
     closed = false;
     live ??= start();
-    await live.ready;
+    await loaded(live);
   };
 
   const close = async () => {
     closed = true;
     const entry = live;
     live = undefined;
-    if (entry) await entry.worker.terminate();
+    await entry?.box.kill();
+    dropSnapshot();
   };
 
   return { run, warm, close, loads };

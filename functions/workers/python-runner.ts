@@ -10,9 +10,10 @@ const PythonRequestSchema = v.object({
 
 /**
  * The PythonRunner function, invoked by the step executor (Lambda Invoke, RequestResponse) for each
- * PythonSandbox step. It holds no grant at all: the code it runs cannot reach the service's data.
- * The interpreter loads in full on the first request; each later run gets a fresh one, started from a
- * snapshot of the first as loaded, so no run sees what another left (`functions/python/runner.ts`).
+ * PythonSandbox step. It holds no grant at all and has no network route out: the code it runs cannot
+ * reach the service's data. Each run's Python lives in a child process of its own in the operating
+ * system's box, started from a snapshot of the first, full, load; no process serves two runs
+ * (`functions/python/runner.ts`), so no run sees what another left.
  */
 export const makeHandler =
   (run: PythonRun) =>

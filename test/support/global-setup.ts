@@ -14,7 +14,7 @@ declare module 'vitest' {
     emulators: { dynamoDbEndpoint: string; sqsS3Endpoint: string };
     /** The EventBridge emulator, and the directory where it writes each bus's events (`<bus>.jsonl`). */
     eventBridge: { endpoint: string; eventsDir: string };
-    /** Lambda's Invoke API for the PythonRunner function (its handler in this process; Pyodide loads on its first run). */
+    /** Lambda's Invoke API for the PythonRunner function (its handler in this process, each run's Python in a child process; Pyodide loads on the first run). */
     lambda: { endpoint: string };
   }
 }
