@@ -64,7 +64,9 @@ for code in ${JSON.stringify(escapes)}:
         pass
 result = escaped`;
 
-describe('PythonRunner', () => {
+// Each run starts a process (about 0.6 s of cpu): on a loaded 2-core machine a test of several runs needs
+// more than the default 30 s, and one that times out leaves its runs going into the next test.
+describe('PythonRunner', { timeout: 120_000 }, () => {
   it('walls in the first run (in the process that made the snapshot) as it does the runs after it', async () => {
     // warm() loaded the one worker in full; no worker has started from its snapshot yet.
     expect(runner.loads).toEqual({ full: 1, fromSnapshot: 0 });
