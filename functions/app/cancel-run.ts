@@ -3,8 +3,7 @@ import type { Deps } from '../deps.ts';
 import { RunAlreadyEndedError, RunNotFoundError } from '../domain/errors.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { isInProgress } from '../domain/workflow-lock.ts';
-import { closeRun, queueWebhook } from '../store/run-ledger.ts';
-import { readRunItem } from '../store/runs.ts';
+import { closeRun, queueWebhook, readRunItem } from '../store/run/index.ts';
 import { storageBusy } from '../store/write.ts';
 import { readRun } from './read-run.ts';
 

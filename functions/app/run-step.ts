@@ -13,21 +13,25 @@ import { addCreditsCharged, countStepCompleted } from '../observability/metrics.
 import { getConnections, resolveConnection } from '../store/connections.ts';
 import { presignTeamFile, putRunFile, readTeamFile } from '../store/files.ts';
 import type { ConnectionRef, RunItem, StepItem } from '../store/items.ts';
-import { readRunAndSteps } from '../store/run-and-steps.ts';
-import { endRun, isUnsettled, queueWebhook, settleEndedRun } from '../store/run-ledger.ts';
 import {
   type Attempt,
   abandonStep,
   claimStep,
   countFailedExecution,
   countStep,
+  endRun,
   failStep,
   finishStepItem,
+  isUnsettled,
+  queueWebhook,
+  readRunAndSteps,
+  readRunItem,
   releaseStep,
   retireLateStep,
+  sendStepMessages,
+  settleEndedRun,
   stepsFinished,
-} from '../store/run-steps.ts';
-import { readRunItem, sendStepMessages } from '../store/runs.ts';
+} from '../store/run/index.ts';
 import { SecretUnavailableError } from '../store/secret-refs.ts';
 import { fileUrlSeconds } from './read-run.ts';
 

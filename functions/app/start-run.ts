@@ -34,7 +34,7 @@ import {
   type RunnableWorkflow,
   sendStepMessages,
   startRun,
-} from '../store/runs.ts';
+} from '../store/run/index.ts';
 import { backoff, storageBusy, writeRetry } from '../store/write.ts';
 
 /**

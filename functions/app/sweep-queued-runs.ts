@@ -2,11 +2,15 @@ import type { Deps } from '../deps.ts';
 import { rootNodeIds } from '../domain/workflow-graph.ts';
 import { logger } from '../observability/logger.ts';
 import { canvasOf } from '../store/canvases.ts';
-import { countSweepRefusal, queuedRunsStartedBefore } from '../store/queued-runs.ts';
 import { MessagesRefusedError } from '../store/queues.ts';
-import { queueWebhook } from '../store/run-ledger.ts';
-import { failStep } from '../store/run-steps.ts';
-import { readRunItem, sendStepMessages } from '../store/runs.ts';
+import {
+  countSweepRefusal,
+  failStep,
+  queuedRunsStartedBefore,
+  queueWebhook,
+  readRunItem,
+  sendStepMessages,
+} from '../store/run/index.ts';
 
 /** A run still queued this long after its start has probably lost its root-step messages. */
 export const sweepAfterSeconds = 120;

@@ -73,7 +73,7 @@ export type ItemKey = v.InferOutput<typeof ItemKeySchema>;
 /** Stored statuses of a run: `claimed` is only how a queued run with a started step reads. */
 const RunItemStatusSchema = v.picklist([...inProgressStatuses, ...endStatuses]);
 
-/** The run item (functions/store/runs.ts `startRun`), with its counters and its hold. */
+/** The run item (functions/store/run/runs.ts `startRun`), with its counters and its hold. */
 export const RunItemSchema = v.object({
   jobId: v.string(),
   teamId: v.string(),
@@ -135,7 +135,7 @@ export const RunCallbackSchema = v.object({
 const storedStepStatuses = ['processing', 'completed', 'failed', 'skipped', 'unknown'] as const;
 
 /**
- * A step item (functions/store/run-steps.ts): written when a model step is claimed (`processing`)
+ * A step item (functions/store/run/steps.ts): written when a model step is claimed (`processing`)
  * and when any step finishes; a step without one has not started.
  */
 export const StepItemSchema = v.object({
@@ -150,7 +150,7 @@ export const StepItemSchema = v.object({
   startedAt: v.optional(v.string()),
   /** What its completion counted on the run (0 when it was not charged). */
   chargeHundredths: counter,
-  /** A model step's claims so far, and until when the latest is leased (functions/store/run-steps.ts). */
+  /** A model step's claims so far, and until when the latest is leased (functions/store/run/steps.ts). */
   attempts: v.optional(v.number()),
   leaseUntil: v.optional(v.string()),
 });

@@ -1,14 +1,14 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { Deps } from '../deps.ts';
-import { runItemExpiry } from '../domain/retention.ts';
-import { webhookEventOfEnd } from '../domain/webhook.ts';
-import { type EndStatus, holdsEndedRun, inProgressStatuses, isInProgress } from '../domain/workflow-lock.ts';
-import { logger } from '../observability/logger.ts';
-import type { RunItem } from './items.ts';
-import { keyMonthKey, projectKey, queuedRunIndex, runKey, teamKey, workflowLockKey } from './keys.ts';
-import { sendWebhookMessage } from './queues.ts';
+import type { Deps } from '../../deps.ts';
+import { runItemExpiry } from '../../domain/retention.ts';
+import { webhookEventOfEnd } from '../../domain/webhook.ts';
+import { type EndStatus, holdsEndedRun, inProgressStatuses, isInProgress } from '../../domain/workflow-lock.ts';
+import { logger } from '../../observability/logger.ts';
+import type { RunItem } from '../items.ts';
+import { keyMonthKey, projectKey, queuedRunIndex, runKey, teamKey, workflowLockKey } from '../keys.ts';
+import { sendWebhookMessage } from '../queues.ts';
+import { conditionalWrite, type TransactItems, transactWrite } from '../write.ts';
 import { readRunPartition } from './runs.ts';
-import { conditionalWrite, type TransactItems, transactWrite } from './write.ts';
 
 /** The run item fields the ledger needs (a RunItem has them all). */
 export interface RunLedgerState {

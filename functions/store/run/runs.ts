@@ -1,9 +1,9 @@
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { GetCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
-import type { RunMode } from '../../schemas/runs.ts';
-import type { Deps } from '../deps.ts';
-import type { AdmissionFacts } from '../domain/admission.ts';
+import type { RunMode } from '../../../schemas/runs.ts';
+import type { Deps } from '../../deps.ts';
+import type { AdmissionFacts } from '../../domain/admission.ts';
 import {
   AgentNotFoundError,
   CanvasNotFoundError,
@@ -12,13 +12,13 @@ import {
   RunRefusedError,
   ServiceError,
   WorkflowNotFoundError,
-} from '../domain/errors.ts';
-import { monthlyRoom } from '../domain/monthly-cap.ts';
-import type { RunEstimate } from '../domain/pricing.ts';
-import type { Canvas } from '../domain/workflow-graph.ts';
-import { workflowLock } from '../domain/workflow-lock.ts';
-import { batchGet, itemFor } from './batch.ts';
-import { IdempotencyRaceError, type IdempotencyRecord, idempotencyPut } from './idempotency.ts';
+} from '../../domain/errors.ts';
+import { monthlyRoom } from '../../domain/monthly-cap.ts';
+import type { RunEstimate } from '../../domain/pricing.ts';
+import type { Canvas } from '../../domain/workflow-graph.ts';
+import { workflowLock } from '../../domain/workflow-lock.ts';
+import { batchGet, itemFor } from '../batch.ts';
+import { IdempotencyRaceError, type IdempotencyRecord, idempotencyPut } from '../idempotency.ts';
 import {
   AgentItemSchema,
   CanvasItemSchema,
@@ -33,7 +33,7 @@ import {
   unexpired,
   WorkflowItemSchema,
   WorkflowLockItemSchema,
-} from './items.ts';
+} from '../items.ts';
 import {
   agentKey,
   canvasKey,
@@ -49,11 +49,11 @@ import {
   workflowKey,
   workflowLockKey,
   workflowSkPrefix,
-} from './keys.ts';
-import { queryAll } from './query.ts';
-import { MessagesRefusedError, sqsMessageBody } from './queues.ts';
-import { type CancellationReason, failedAt, StringAttributeSchema } from './refusals.ts';
-import { transactWrite } from './write.ts';
+} from '../keys.ts';
+import { queryAll } from '../query.ts';
+import { MessagesRefusedError, sqsMessageBody } from '../queues.ts';
+import { type CancellationReason, failedAt, StringAttributeSchema } from '../refusals.ts';
+import { transactWrite } from '../write.ts';
 
 export interface RunnableWorkflow {
   workflowId: string;

@@ -1,13 +1,14 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
-import type { LicenceModel } from '../../schemas/runs.ts';
-import type { Deps } from '../deps.ts';
-import { runItemExpiry } from '../domain/retention.ts';
-import { isInProgress } from '../domain/workflow-lock.ts';
-import type { ModelUse } from '../nodes/executors/types.ts';
-import { parseItem, type RunItem, RunItemSchema, StepItemSchema } from './items.ts';
-import { runKey, stepKey } from './keys.ts';
-import { StringAttributeSchema, StringSetAttributeSchema, stringAttribute } from './refusals.ts';
+import type { LicenceModel } from '../../../schemas/runs.ts';
+import type { Deps } from '../../deps.ts';
+import { runItemExpiry } from '../../domain/retention.ts';
+import { isInProgress } from '../../domain/workflow-lock.ts';
+import type { ModelUse } from '../../nodes/executors/types.ts';
+import { parseItem, type RunItem, RunItemSchema, StepItemSchema } from '../items.ts';
+import { runKey, stepKey } from '../keys.ts';
+import { StringAttributeSchema, StringSetAttributeSchema, stringAttribute } from '../refusals.ts';
+import { conditionalWrite, transactWrite } from '../write.ts';
 import {
   closeRunUpdate,
   endRun,
@@ -15,8 +16,7 @@ import {
   inProgressValues,
   notCountedCondition,
   settleJustEnded,
-} from './run-ledger.ts';
-import { conditionalWrite, transactWrite } from './write.ts';
+} from './ledger.ts';
 
 /**
  * The run a step item belongs to: the item is keyed by its job and kept as long as it, the stage's

@@ -1,10 +1,10 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { Deps } from '../deps.ts';
-import { endStatuses } from '../domain/workflow-lock.ts';
-import { parseItem, QueuedRunEntrySchema } from './items.ts';
-import { queuedRunPartition, queuedRunShards, runKey } from './keys.ts';
-import { queryAll } from './query.ts';
-import { conditionalWrite } from './write.ts';
+import type { Deps } from '../../deps.ts';
+import { endStatuses } from '../../domain/workflow-lock.ts';
+import { parseItem, QueuedRunEntrySchema } from '../items.ts';
+import { queuedRunPartition, queuedRunShards, runKey } from '../keys.ts';
+import { queryAll } from '../query.ts';
+import { conditionalWrite } from '../write.ts';
 
 /**
  * A run the sweep may have to restart: still `queued`, with no finished step; or ended but not
