@@ -1,4 +1,5 @@
 import type { Deps } from '../deps.ts';
+import { RunStatus } from '../domain/run-lifecycle.ts';
 import { rootNodeIds } from '../domain/workflow-graph.ts';
 import { logger } from '../observability/logger.ts';
 import { canvasOf } from '../store/canvases.ts';
@@ -43,8 +44,8 @@ const refused = async (deps: Deps, jobId: string, rootId: string, error: Message
   logger.warn('the sweep’s re-send was refused', { jobId, refusals, codes: error.codes });
   if (refusals === undefined || refusals < maxSweepRefusals) return false;
   const run = await readRunItem(deps, jobId);
-  if (run?.status !== 'queued' || !(await failStep(deps, run, rootId, null, unqueuableStepError))) return false;
-  await queueWebhook(deps, run, 'failed');
+  if (run?.status !== RunStatus.queued || !(await failStep(deps, run, rootId, null, unqueuableStepError))) return false;
+  await queueWebhook(deps, run, RunStatus.failed);
   return true;
 };
 

@@ -13,8 +13,8 @@ import { LicenceModelSchema, RunModeSchema, RunRequestSchema } from '../../schem
 import { WorkflowSummarySchema } from '../../schemas/workflows.ts';
 import { ServiceError } from '../domain/errors.ts';
 import { isExpired } from '../domain/retention.ts';
+import { storedRunStatuses, storedStepStatuses } from '../domain/run-lifecycle.ts';
 import type { Canvas } from '../domain/workflow-graph.ts';
-import { endStatuses, inProgressStatuses } from '../domain/workflow-lock.ts';
 import { isRecord } from '../is-record.ts';
 
 /**
@@ -71,7 +71,7 @@ export type ItemKey = v.InferOutput<typeof ItemKeySchema>;
 // Runs and their steps (RUN#<jobId>)
 
 /** Stored statuses of a run: `claimed` is only how a queued run with a started step reads. */
-const RunItemStatusSchema = v.picklist([...inProgressStatuses, ...endStatuses]);
+const RunItemStatusSchema = v.picklist(storedRunStatuses);
 
 /** The run item (functions/store/run/runs.ts `startRun`), with its counters and its hold. */
 export const RunItemSchema = v.object({
@@ -130,9 +130,6 @@ export const RunCallbackSchema = v.object({
   callbackSecret: v.optional(v.string()),
   createdAt: v.string(),
 });
-
-/** `unknown`: it finished after its run ended, so its output was dropped and it was not charged. */
-const storedStepStatuses = ['processing', 'completed', 'failed', 'skipped', 'unknown'] as const;
 
 /**
  * A step item (functions/store/run/steps.ts): written when a model step is claimed (`processing`)

@@ -15,6 +15,7 @@ import {
 } from '../../domain/errors.ts';
 import { monthlyRoom } from '../../domain/monthly-cap.ts';
 import type { RunEstimate } from '../../domain/pricing.ts';
+import { RunStatus } from '../../domain/run-lifecycle.ts';
 import type { Canvas } from '../../domain/workflow-graph.ts';
 import { workflowLock } from '../../domain/workflow-lock.ts';
 import { batchGet, itemFor } from '../batch.ts';
@@ -137,7 +138,7 @@ export const runItem = (run: NewRun, createdAt: string) => ({
   workflowId: run.workflow.workflowId,
   agentId: run.workflow.agentId,
   projectId: run.workflow.projectId,
-  status: 'queued',
+  status: RunStatus.queued,
   mode: run.mode,
   inputs: run.inputs,
   callbackUrl: run.callbackUrl ?? undefined,
@@ -284,7 +285,8 @@ export const sendStepMessages = async (
     );
     if (!Failed || Failed.length === 0) continue;
     const refused = Failed.filter((f) => f.SenderFault);
-    if (refused.length > 0) throw new MessagesRefusedError(refused.map((f) => f.Code ?? 'unknown'));
+    if (refused.length > 0)
+      throw new MessagesRefusedError(refused.map((f) => f.Code ?? 'unknown' /* lifecycle-ok: an SQS error code */));
     throw new Error(`SQS failed ${Failed.length} step message(s)`);
   }
 };
