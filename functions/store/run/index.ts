@@ -26,8 +26,11 @@ export {
   readRunItem,
   readRunPartition,
   runItem,
+  type StartItemName,
   sendStepMessages,
+  startRefusal,
   startRun,
+  startRunItems,
 } from './runs.ts';
 export { type RunRef, readRunAndSteps } from './step-read.ts';
 export {
