@@ -17,7 +17,7 @@ export const runStatuses = ['queued', 'claimed', 'processing', 'completed', 'fai
 const RunStatusSchema = v.picklist(runStatuses);
 export type RunStatus = v.InferOutput<typeof RunStatusSchema>;
 
-const stepStatuses = ['queued', 'processing', 'completed', 'failed', 'skipped', 'unknown'] as const;
+export const stepStatuses = ['queued', 'processing', 'completed', 'failed', 'skipped', 'unknown'] as const;
 const StepStatusSchema = v.picklist(stepStatuses);
 export type StepStatus = v.InferOutput<typeof StepStatusSchema>;
 

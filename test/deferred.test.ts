@@ -3,7 +3,7 @@ import { estimateRun } from '../functions/domain/pricing.ts';
 import { revokeApiKey } from '../functions/store/api-keys.ts';
 import { canvasOf } from '../functions/store/canvases.ts';
 import { setLiveMultiplier } from '../functions/store/price-multiplier.ts';
-import { readRunPartition } from '../functions/store/runs.ts';
+import { readRunPartition } from '../functions/store/run/index.ts';
 import { getTeam } from '../functions/store/tenancy.ts';
 import { buildOpenApiDocument } from '../schemas/openapi.ts';
 import { expectValidResponse } from './support/openapi-validator.ts';

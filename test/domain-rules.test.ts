@@ -402,6 +402,7 @@ describe('functions/domain stays pure', () => {
       'price-multiplier.ts',
       'deferred-run-lifetime.ts',
       'workflow-lock.ts',
+      'run-lifecycle.ts',
       'monthly-cap.ts',
       'run-modes.ts',
       'webhook.ts',
@@ -419,7 +420,7 @@ describe('functions/domain stays pure', () => {
   it('follows imports through other folders, and catches such an import', () => {
     expect(reach(join(domainDir, 'licence.ts')).files).toContain('functions/nodes/providers/registry.ts');
     expect(reach(join(root, 'functions/app/start-run.ts')).breaches).toContain(
-      'functions/app/start-run.ts -> functions/store/runs.ts',
+      'functions/app/start-run.ts -> functions/store/run/index.ts',
     );
     expect(forbiddenModule('@aws-sdk/lib-dynamodb', '{ GetCommand }')).toBe(true);
     expect(forbiddenModule('node:fs', '{ readFileSync }')).toBe(true);
@@ -427,6 +428,6 @@ describe('functions/domain stays pure', () => {
     expect(forbiddenModule('node:net', '{ connect }')).toBe(true);
     expect(forbiddenModule('node:net', '{ isIPv4, isIPv6 }')).toBe(false);
     expect(forbiddenModule('node:crypto', '{ createHmac }')).toBe(false);
-    expect(forbiddenLayer.test('functions/store/runs.ts')).toBe(true);
+    expect(forbiddenLayer.test('functions/store/run/index.ts')).toBe(true);
   });
 });

@@ -57,7 +57,7 @@ import {
 import type { RunEstimate } from '../functions/domain/pricing.ts';
 import { errorMapping, errorResponse, errorTable } from '../functions/http/error-map.ts';
 import { IdempotencyRaceError } from '../functions/store/idempotency.ts';
-import { ExtraConditionFailedError, RaceLostError } from '../functions/store/runs.ts';
+import { ExtraConditionFailedError, RaceLostError } from '../functions/store/run/index.ts';
 import { DeliveryPendingErrorSchema } from '../schemas/deliveries.ts';
 import * as bodies from '../schemas/errors.ts';
 import { messages } from '../schemas/errors.ts';

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { maxSweepRefusals } from '../functions/app/sweep-queued-runs.ts';
 import { canvasKey, workflowLockKey } from '../functions/store/keys.ts';
 import { sqsMessageBody } from '../functions/store/queues.ts';
-import { sendStepMessages } from '../functions/store/runs.ts';
+import { sendStepMessages } from '../functions/store/run/index.ts';
 import type { LocalApi } from '../local/api-gateway.ts';
 import { localAwsConfig } from '../local/emulators.ts';
 import { localDeps } from '../local/local-deps.ts';

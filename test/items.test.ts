@@ -24,7 +24,7 @@ import {
   WorkflowLockItemSchema,
 } from '../functions/store/items.ts';
 import { stepKey, workflowLockKey } from '../functions/store/keys.ts';
-import { runItem } from '../functions/store/runs.ts';
+import { runItem } from '../functions/store/run/index.ts';
 import { agentItem, teamItem } from '../functions/store/tenancy.ts';
 import { canvasItem, workflowSummaryItem } from '../functions/store/workflows.ts';
 

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operatorDetailTypes } from '../functions/domain/operator-events.ts';
 import { StepFailedError } from '../functions/nodes/executors/types.ts';
 import { setLiveMultiplier } from '../functions/store/price-multiplier.ts';
-import { readRunPartition } from '../functions/store/runs.ts';
+import { readRunPartition } from '../functions/store/run/index.ts';
 import { runEventsTail } from '../local/admin.ts';
 import type { QueuePoller } from '../local/event-source.ts';
 import { type DeliveredEvent, eventBridgeFaultsLeft, setEventBridgeFaults } from '../local/eventbridge-emulator.ts';

@@ -16,8 +16,7 @@ import type { Deps, ExecutorLookup, LateStep } from '../functions/deps.ts';
 import type { NodeExecutor } from '../functions/nodes/executors/types.ts';
 import type { RunItem } from '../functions/store/items.ts';
 import { workflowLockKey } from '../functions/store/keys.ts';
-import { claimStep } from '../functions/store/run-steps.ts';
-import { readRunItem } from '../functions/store/runs.ts';
+import { claimStep, readRunItem } from '../functions/store/run/index.ts';
 import { localAwsConfig } from '../local/emulators.ts';
 import { localDeps } from '../local/local-deps.ts';
 import {

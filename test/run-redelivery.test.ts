@@ -10,8 +10,7 @@ import type { Deps } from '../functions/deps.ts';
 import { executionsFailedError, stepExecutionAttempts } from '../functions/domain/step-attempts.ts';
 import { prng } from '../functions/nodes/providers/sandbox.ts';
 import { workflowLockKey } from '../functions/store/keys.ts';
-import { claimStep, stepLeaseSeconds } from '../functions/store/run-steps.ts';
-import { readRunItem } from '../functions/store/runs.ts';
+import { claimStep, readRunItem, stepLeaseSeconds } from '../functions/store/run/index.ts';
 import { stepsQueue } from '../lib/definitions.ts';
 import { queueContents } from './support/queue-contents.ts';
 import {

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Deps } from '../functions/deps.ts';
 import { getDeferredRun } from '../functions/store/deferred-runs.ts';
 import { setLiveMultiplier } from '../functions/store/price-multiplier.ts';
-import { activeJobOf, readRunItem } from '../functions/store/runs.ts';
+import { activeJobOf, readRunItem } from '../functions/store/run/index.ts';
 import { writeRetry } from '../functions/store/write.ts';
 import { runAdmin } from '../local/admin.ts';
 import {

@@ -2,9 +2,8 @@ import type { Run } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { RunAlreadyEndedError, RunNotFoundError } from '../domain/errors.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
-import { isInProgress } from '../domain/workflow-lock.ts';
-import { closeRun, queueWebhook } from '../store/run-ledger.ts';
-import { readRunItem } from '../store/runs.ts';
+import { cancelStatus, isInProgress } from '../domain/run-lifecycle.ts';
+import { closeRun, queueWebhook, readRunItem } from '../store/run/index.ts';
 import { storageBusy } from '../store/write.ts';
 import { readRun } from './read-run.ts';
 
@@ -29,7 +28,7 @@ export const cancelRun = async (
       throw new RunNotFoundError(jobId);
     }
     if (!isInProgress(run.status)) throw new RunAlreadyEndedError(jobId);
-    const status = run.stepsCompleted > 0 ? 'stopped' : 'cancelled';
+    const status = cancelStatus(run.stepsCompleted);
     // false: a step charged between the read and the write (the hold moved); read again.
     if (await closeRun(deps, run, status)) {
       await queueWebhook(deps, run, status);

@@ -23,7 +23,7 @@ import {
 } from '../store/deferred-runs.ts';
 import type { ApiKeyItem, DeferredRunItem } from '../store/items.ts';
 import { getPriceSettings } from '../store/price-multiplier.ts';
-import { ExtraConditionFailedError, loadRunnableWorkflow } from '../store/runs.ts';
+import { ExtraConditionFailedError, loadRunnableWorkflow } from '../store/run/index.ts';
 import { checkRunnable, commitRun } from './start-run.ts';
 
 export interface TickReport {

@@ -6,7 +6,7 @@ import { runView } from '../domain/run-view.ts';
 import { isStoredFile } from '../nodes/executors/types.ts';
 import { canvasOf } from '../store/canvases.ts';
 import { isTeamObject, presignTeamFile } from '../store/files.ts';
-import { readRunPartition } from '../store/runs.ts';
+import { readRunPartition } from '../store/run/index.ts';
 
 /** File URLs are signed for two hours (spec 2.3), fresh at every read. */
 export const fileUrlSeconds = 2 * 3600;

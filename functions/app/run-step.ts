@@ -2,9 +2,18 @@ import type { Deps } from '../deps.ts';
 import { stampLicenceModel } from '../domain/licence.ts';
 import { stepCharge } from '../domain/pricing.ts';
 import { chainSuccessor, planStep, predecessors, readySuccessors, successors } from '../domain/run-graph.ts';
+import {
+  type CountedStepStatus,
+  isCompleted,
+  isDeadEnd,
+  isDone,
+  isInProgress,
+  RunStatus,
+  releasesSuccessors,
+  StepStatus,
+} from '../domain/run-lifecycle.ts';
 import { executionsFailedError, stepExecutionAttempts } from '../domain/step-attempts.ts';
 import { apiInputTargets, type Canvas } from '../domain/workflow-graph.ts';
-import { isInProgress } from '../domain/workflow-lock.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import type { ModelUse } from '../nodes/executors/types.ts';
 import { type NodeExecutor, StepFailedError } from '../nodes/executors/types.ts';
@@ -13,21 +22,24 @@ import { addCreditsCharged, countStepCompleted } from '../observability/metrics.
 import { getConnections, resolveConnection } from '../store/connections.ts';
 import { presignTeamFile, putRunFile, readTeamFile } from '../store/files.ts';
 import type { ConnectionRef, RunItem, StepItem } from '../store/items.ts';
-import { readRunAndSteps } from '../store/run-and-steps.ts';
-import { endRun, isUnsettled, queueWebhook, settleEndedRun } from '../store/run-ledger.ts';
 import {
   type Attempt,
   abandonStep,
   claimStep,
   countFailedExecution,
   countStep,
+  endRun,
   failStep,
   finishStepItem,
+  isUnsettled,
+  queueWebhook,
+  readRunAndSteps,
+  readRunItem,
   releaseStep,
   retireLateStep,
-  stepsFinished,
-} from '../store/run-steps.ts';
-import { readRunItem, sendStepMessages } from '../store/runs.ts';
+  sendStepMessages,
+  settleEndedRun,
+} from '../store/run/index.ts';
 import { SecretUnavailableError } from '../store/secret-refs.ts';
 import { fileUrlSeconds } from './read-run.ts';
 
@@ -80,10 +92,10 @@ const releaseSuccessors = async (deps: Deps, message: StepMessage, options: RunS
   const chained = chainSuccessor(canvas, message.nodeId);
   const chainedStatus = chained === undefined ? undefined : steps.get(chained)?.status;
   const ready = readySuccessors(canvas, message.nodeId, steps).filter(
-    (s) => !steps.has(s) || (s === chained && (chainedStatus === 'completed' || chainedStatus === 'skipped')),
+    (s) => !steps.has(s) || (s === chained && releasesSuccessors(chainedStatus)),
   );
   if (ready.length > 0) await sendStepMessages(deps, message, ready);
-  if (stepsFinished(run) >= run.stepsTotal) await endCompleted(deps, run);
+  if (isDone(run)) await endCompleted(deps, run);
 };
 
 /** Time a step needs after its node: recording its end, counting it, releasing what follows. */
@@ -128,14 +140,14 @@ const retireLate = async (deps: Deps, message: StepMessage, run: RunItem, model:
  * a run left unsettled (a model step was in flight at its end) is settled if nothing holds it now.
  */
 const afterEnd = async (deps: Deps, message: StepMessage, run: RunItem, own: StepItem | undefined) => {
-  if (own?.status === 'completed' && !run.doneSteps.has(message.nodeId)) {
+  if (isCompleted(own?.status) && !run.doneSteps.has(message.nodeId)) {
     await retireLate(deps, message, run, own.model ?? undefined);
   }
   if (isUnsettled(run)) await settleEndedRun(deps, message.jobId);
 };
 
 const endCompleted = async (deps: Deps, run: RunItem) => {
-  if (await endRun(deps, run, 'completed')) await queueWebhook(deps, run, 'completed');
+  if (await endRun(deps, run, RunStatus.completed)) await queueWebhook(deps, run, RunStatus.completed);
 };
 
 /** Counts a finished step on its run (once), ends the run after its last step, else releases successors. */
@@ -144,14 +156,14 @@ const settleStep = async (
   message: StepMessage,
   options: RunStepOptions,
   run: RunItem,
-  outcome: { status: 'completed' | 'skipped'; chargeHundredths: number; model?: ModelUse | undefined },
+  outcome: { status: CountedStepStatus; chargeHundredths: number; model?: ModelUse | undefined },
   justFinished?: Canvas,
 ) => {
   const result = await countStep(deps, run, message.nodeId, outcome);
   if (!result.counted) {
     if (result.runEnded) {
       // Finished after its run ended: never counted, so never charged, and its output is dropped.
-      if (!result.alreadyCounted && outcome.status === 'completed') await retireLate(deps, message, run, outcome.model);
+      if (!result.alreadyCounted && isCompleted(outcome.status)) await retireLate(deps, message, run, outcome.model);
       // This step may have been what the ended run waited for.
       if (result.unsettled) await settleEndedRun(deps, message.jobId);
       return;
@@ -159,12 +171,12 @@ const settleStep = async (
     // Counted by an earlier delivery that may have crashed before releasing the successors.
     return releaseSuccessors(deps, message, options);
   }
-  if (outcome.status === 'completed') {
+  if (isCompleted(outcome.status)) {
     countStepCompleted();
     addCreditsCharged(outcome.chargeHundredths);
   }
-  if (result.ended) return queueWebhook(deps, run, 'completed');
-  if (stepsFinished(result.run) >= result.run.stepsTotal) return endCompleted(deps, result.run);
+  if (result.ended) return queueWebhook(deps, run, RunStatus.completed);
+  if (isDone(result.run)) return endCompleted(deps, result.run);
   await releaseSuccessors(deps, message, options, justFinished);
 };
 
@@ -179,7 +191,7 @@ const endWithFailure = async (deps: Deps, message: StepMessage, attempt: Attempt
       return;
     }
     if (await failStep(deps, run, message.nodeId, attempt, error)) {
-      await queueWebhook(deps, run, 'failed');
+      await queueWebhook(deps, run, RunStatus.failed);
       return;
     }
   }
@@ -226,11 +238,11 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
   const own = stepItem(message.nodeId);
   steps.delete(message.nodeId);
   if (!isGoing(run)) return afterEnd(deps, message, run, own);
-  if (own?.status === 'completed' || own?.status === 'skipped') {
+  if (releasesSuccessors(own?.status)) {
     // Finished by an earlier delivery that may have crashed before counting it or releasing its successors.
     return settleStep(deps, message, options, run, { status: own.status, chargeHundredths: own.chargeHundredths });
   }
-  if (own?.status === 'failed' || own?.status === 'unknown') return;
+  if (isDeadEnd(own?.status)) return;
   const node = canvas.nodes.find((n) => n.id === message.nodeId);
   const spec = node ? getNodeSpec(node.type) : undefined;
   if (!node || !spec) throw new Error(`Node ${message.nodeId} is not in the canvas`);
@@ -258,8 +270,8 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
   const { teamId } = run;
   const plan = planStep(canvas, message.nodeId, steps);
   if (!plan.run) {
-    if (await finishStepItem(deps, run, node.id, attempt, { status: 'skipped' }))
-      await settleStep(deps, message, options, run, { status: 'skipped', chargeHundredths: 0 }, canvas);
+    if (await finishStepItem(deps, run, node.id, attempt, { status: StepStatus.skipped }))
+      await settleStep(deps, message, options, run, { status: StepStatus.skipped, chargeHundredths: 0 }, canvas);
     return;
   }
   const inputKey = [...apiInputTargets(canvas)].find(([, target]) => target === node.id)?.[0];
@@ -306,12 +318,12 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
     await releaseStep(deps, message.jobId, message.nodeId, attempt);
     throw error;
   }
-  const chargeHundredths = stepCharge(run, { nodeId: node.id, spec, work: outcome.work }, 'completed');
+  const chargeHundredths = stepCharge(run, { nodeId: node.id, spec, work: outcome.work }, StepStatus.completed);
   const licence = outcome.model
     ? stampLicenceModel({ nodeId: node.id, ...outcome.model, stampedAt: deps.now() })
     : undefined;
   const end = {
-    status: 'completed' as const,
+    status: StepStatus.completed,
     outputs: outcome.outputs,
     model: outcome.model,
     licence,
@@ -324,7 +336,7 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
     message,
     options,
     run,
-    { status: 'completed', chargeHundredths, model: outcome.model },
+    { status: StepStatus.completed, chargeHundredths, model: outcome.model },
     canvas,
   );
 };

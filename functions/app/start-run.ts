@@ -18,6 +18,7 @@ import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { spendMonth } from '../domain/monthly-cap.ts';
 import { estimateRun, type RunEstimate } from '../domain/pricing.ts';
 import { epochSeconds, retentionExpiry } from '../domain/retention.ts';
+import { RunStatus } from '../domain/run-lifecycle.ts';
 import { apiInputKeys, rootNodeIds, validateCanvas } from '../domain/workflow-graph.ts';
 import { type ApiIntegrationRefusal, checkApiIntegration } from '../nodes/providers/registry.ts';
 import { logger } from '../observability/logger.ts';
@@ -34,7 +35,7 @@ import {
   type RunnableWorkflow,
   sendStepMessages,
   startRun,
-} from '../store/runs.ts';
+} from '../store/run/index.ts';
 import { backoff, storageBusy, writeRetry } from '../store/write.ts';
 
 /**
@@ -233,7 +234,7 @@ export const startRunFor = async (
           body: {
             jobId,
             workflowId: workflow.workflowId,
-            status: 'queued',
+            status: RunStatus.queued,
             estimatedCredits: toCredits(estimate.totalHundredths),
             stepsCount: workflow.canvas.nodes.length,
           },

@@ -1,12 +1,17 @@
 import type { Deps } from '../deps.ts';
+import { RunStatus } from '../domain/run-lifecycle.ts';
 import { rootNodeIds } from '../domain/workflow-graph.ts';
 import { logger } from '../observability/logger.ts';
 import { canvasOf } from '../store/canvases.ts';
-import { countSweepRefusal, queuedRunsStartedBefore } from '../store/queued-runs.ts';
 import { MessagesRefusedError } from '../store/queues.ts';
-import { queueWebhook } from '../store/run-ledger.ts';
-import { failStep } from '../store/run-steps.ts';
-import { readRunItem, sendStepMessages } from '../store/runs.ts';
+import {
+  countSweepRefusal,
+  failStep,
+  queuedRunsStartedBefore,
+  queueWebhook,
+  readRunItem,
+  sendStepMessages,
+} from '../store/run/index.ts';
 
 /** A run still queued this long after its start has probably lost its root-step messages. */
 export const sweepAfterSeconds = 120;
@@ -39,8 +44,8 @@ const refused = async (deps: Deps, jobId: string, rootId: string, error: Message
   logger.warn('the sweep’s re-send was refused', { jobId, refusals, codes: error.codes });
   if (refusals === undefined || refusals < maxSweepRefusals) return false;
   const run = await readRunItem(deps, jobId);
-  if (run?.status !== 'queued' || !(await failStep(deps, run, rootId, null, unqueuableStepError))) return false;
-  await queueWebhook(deps, run, 'failed');
+  if (run?.status !== RunStatus.queued || !(await failStep(deps, run, rootId, null, unqueuableStepError))) return false;
+  await queueWebhook(deps, run, RunStatus.failed);
   return true;
 };
 

@@ -1,6 +1,6 @@
 /**
  * Whether a run may start, in the spec's order of precedence. Pure: the caller reads the facts
- * (functions/store/runs.ts) and turns a refusal into its error; both run starts and the deferred
+ * (functions/store/run/runs.ts) and turns a refusal into its error; both run starts and the deferred
  * dispatcher go through `commitRun` (functions/app/start-run.ts), which applies these in order:
  *
  * 1. `refusalWithoutFacts`: the facts could not be read. A key with a monthly cap is refused

@@ -13,6 +13,7 @@
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import type { NodeSpec } from '../nodes/catalogue/node-spec.ts';
 import { askedWork, chargeOfWork, type ModelWork, modelStepPrice } from './model-pricing.ts';
+import { isCompleted, type StepEndStatus } from './run-lifecycle.ts';
 import { priceInMode, type RunMode } from './run-modes.ts';
 import type { Canvas } from './workflow-graph.ts';
 
@@ -56,9 +57,9 @@ export interface RunPricing {
 export const stepCharge = (
   run: RunPricing,
   step: { nodeId: string; spec: NodeSpec; work?: ModelWork },
-  status: 'completed' | 'skipped' | 'failed',
+  status: StepEndStatus,
 ): number => {
-  if (status !== 'completed') return 0;
+  if (!isCompleted(status)) return 0;
   const estimate = run.stepEstimates?.[step.nodeId] ?? 0;
   if (!step.work || run.priceMultiplier === undefined) return estimate;
   const price = applyMultiplier(modelStepPrice(step.spec, step.work, run.mode), run.priceMultiplier);

@@ -1,4 +1,5 @@
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
+import { isCompleted, releasesSuccessors, type StoredStepStatus } from './run-lifecycle.ts';
 import type { Canvas, CanvasEdge } from './workflow-graph.ts';
 
 /**
@@ -13,7 +14,7 @@ import type { Canvas, CanvasEdge } from './workflow-graph.ts';
  * ended (its output dropped), so nothing that follows it runs.
  */
 export interface StepState {
-  status: 'processing' | 'completed' | 'skipped' | 'failed' | 'unknown';
+  status: StoredStepStatus;
   /** Values per output handle (completed steps). */
   outputs?: Record<string, unknown>;
 }
@@ -43,7 +44,7 @@ export const chainSuccessor = (canvas: Canvas, nodeId: string): string | undefin
   return spec && !spec.model ? only : undefined;
 };
 
-const isFinished = (step: StepState | undefined) => step?.status === 'completed' || step?.status === 'skipped';
+const isFinished = (step: StepState | undefined) => releasesSuccessors(step?.status);
 
 /** Successors of `nodeId` whose predecessors have all finished. */
 export const readySuccessors = (canvas: Canvas, nodeId: string, steps: ReadonlyMap<string, StepState>): string[] =>
@@ -51,7 +52,7 @@ export const readySuccessors = (canvas: Canvas, nodeId: string, steps: ReadonlyM
 
 const edgeValue = (edge: CanvasEdge, steps: ReadonlyMap<string, StepState>): { live: boolean; value?: unknown } => {
   const source = steps.get(edge.source);
-  if (source?.status !== 'completed' || !source.outputs || !Object.hasOwn(source.outputs, edge.sourceHandle)) {
+  if (!isCompleted(source?.status) || !source.outputs || !Object.hasOwn(source.outputs, edge.sourceHandle)) {
     return { live: false };
   }
   return { live: true, value: source.outputs[edge.sourceHandle] };

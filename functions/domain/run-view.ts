@@ -3,8 +3,16 @@ import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import type { ModelUse } from '../nodes/executors/types.ts';
 import { combineLicences, stampLicenceModel } from './licence.ts';
 import { ancestry } from './run-graph.ts';
+import {
+  isCompleted,
+  progress,
+  runViewStatus,
+  StepStatus,
+  type StoredRunStatus,
+  type StoredStepStatus,
+  stepViewStatus,
+} from './run-lifecycle.ts';
 import { type Canvas, terminalNodeIds, topologicalOrder } from './workflow-graph.ts';
-import { isInProgress } from './workflow-lock.ts';
 
 /**
  * The Run a caller reads (spec 2.3), derived from the run item, its step items and the canvas.
@@ -22,14 +30,14 @@ import { isInProgress } from './workflow-lock.ts';
 
 export interface RunRecord {
   jobId: string;
-  status: 'queued' | 'processing' | 'completed' | 'failed' | 'cancelled' | 'stopped';
+  status: StoredRunStatus;
   stepsTotal: number;
   /** The steps counted on the run: only their outputs are the run's. */
   doneSteps: ReadonlySet<string>;
 }
 
 export interface StepRecord {
-  status: 'processing' | 'completed' | 'failed' | 'skipped' | 'unknown';
+  status: StoredStepStatus;
   error?: string;
   outputs?: Record<string, unknown>;
   model?: ModelUse | null;
@@ -38,15 +46,8 @@ export interface StepRecord {
   startedAt?: string;
 }
 
-const ended = (status: RunRecord['status']) => !isInProgress(status);
-
-const stepStatus = (run: RunRecord, nodeId: string, step: StepRecord | undefined): RunStep['status'] => {
-  if (!step) return ended(run.status) ? 'skipped' : 'queued';
-  // Finished but not (yet) counted: still settling while the run goes on, never the run's after its end.
-  const uncounted = step.status === 'completed' && !run.doneSteps.has(nodeId);
-  if (step.status === 'processing' || uncounted) return ended(run.status) ? 'unknown' : 'processing';
-  return step.status;
-};
+const stepStatus = (run: RunRecord, nodeId: string, step: StepRecord | undefined): RunStep['status'] =>
+  stepViewStatus(run.status, run.doneSteps.has(nodeId), step);
 
 /** The step's result: its single output's value, or the value per output handle. */
 const resultOf = (outputs: Record<string, unknown>) => {
@@ -59,11 +60,14 @@ const modelOf = (canvas: Canvas, nodeId: string, step: StepRecord | undefined): 
   if (step?.model) return step.model;
   const node = canvas.nodes.find((n) => n.id === nodeId);
   const model = node ? getNodeSpec(node.type)?.model : undefined;
-  if (!model || step?.status !== 'completed') return undefined;
+  if (!model || !isCompleted(step?.status)) return undefined;
   const provider = typeof node?.config.provider === 'string' ? node.config.provider : model.provider;
   const name = typeof node?.config.model === 'string' ? node.config.model : model.model;
   return { provider, model: name };
 };
+
+/** The step type of a node missing from the catalogue. */
+const unknownType = 'unknown'; // lifecycle-ok: a step type, not a status
 
 export interface ModelLineage extends ModelUse {
   nodeId: string;
@@ -78,17 +82,17 @@ export const runView = (run: RunRecord, steps: ReadonlyMap<string, StepRecord>, 
     const status = stepStatus(run, nodeId, step);
     return {
       node_id: nodeId,
-      step_type: typeOf.get(nodeId) ?? 'unknown',
+      step_type: typeOf.get(nodeId) ?? unknownType,
       status,
-      ...(status === 'failed' ? { error: step?.error ?? 'Step failed' } : {}),
+      ...(status === StepStatus.failed ? { error: step?.error ?? 'Step failed' } : {}),
     };
   });
-  const completed = stepsView.filter((s) => s.status === 'completed').length;
-  const anyClaimed = [...steps.values()].some((s) => s.status === 'processing');
+  const completed = stepsView.filter((s) => isCompleted(s.status)).length;
+  const anyClaimed = [...steps.values()].some((s) => s.status === StepStatus.processing);
   const output: RunOutput[] = [];
   for (const nodeId of terminalNodeIds(canvas)) {
     const step = steps.get(nodeId);
-    if (step?.status !== 'completed' || !run.doneSteps.has(nodeId)) continue;
+    if (!isCompleted(step?.status) || !run.doneSteps.has(nodeId)) continue;
     const lineage: ModelLineage[] = ancestry(canvas, nodeId).flatMap((id) => {
       const model = modelOf(canvas, id, steps.get(id));
       return model ? [{ nodeId: id, ...model, stampedAt: steps.get(id)?.startedAt ?? new Date(0).toISOString() }] : [];
@@ -107,7 +111,7 @@ export const runView = (run: RunRecord, steps: ReadonlyMap<string, StepRecord>, 
     }));
     output.push({
       node_id: nodeId,
-      step_type: typeOf.get(nodeId) ?? 'unknown',
+      step_type: typeOf.get(nodeId) ?? unknownType,
       result: resultOf(step.outputs ?? {}),
       ...(licence ? { licence } : {}),
       ai_generated: lineage.length > 0,
@@ -116,8 +120,8 @@ export const runView = (run: RunRecord, steps: ReadonlyMap<string, StepRecord>, 
   }
   return {
     jobId: run.jobId,
-    status: run.status === 'queued' && anyClaimed ? 'claimed' : run.status,
-    progress: run.stepsTotal === 0 ? 0 : Math.floor((completed * 100) / run.stepsTotal),
+    status: runViewStatus(run.status, anyClaimed),
+    progress: progress(completed, run.stepsTotal),
     steps: stepsView,
     output,
   };

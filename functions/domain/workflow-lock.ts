@@ -13,39 +13,16 @@
  *   any 402 (functions/domain/admission.ts).
  */
 
-/** Stored statuses of a run in progress: it holds its workflow's lock. */
-export const inProgressStatuses = ['queued', 'processing'] as const;
-export type InProgressStatus = (typeof inProgressStatuses)[number];
-
-/** The statuses that end a run and free its workflow's lock. */
-export const endStatuses = ['completed', 'failed', 'cancelled', 'stopped'] as const;
-export type EndStatus = (typeof endStatuses)[number];
-
-/** Whether a run with this stored status is in progress (and so holds its workflow's lock). */
-export const isInProgress = (status: unknown): status is InProgressStatus =>
-  inProgressStatuses.includes(status as InProgressStatus);
+// The statuses live in the lifecycle; re-exported for the stack (lib/definitions.ts).
+export {
+  type EndStatus,
+  endStatuses,
+  type InProgressStatus,
+  inProgressStatuses,
+  isInProgress,
+} from './run-lifecycle.ts';
 
 /** The lock item's attributes beside its key: the run that holds it, and since when (ISO 8601). */
 export const workflowLock = (jobId: string, since: string) => ({ type: 'WorkflowLock' as const, jobId, since });
 
-/**
- * A run that ended while a model step was in flight (cancelled, stopped, failed elsewhere) keeps
- * its workflow's lock and its whole hold until that step settles: a provider bills the operator
- * for work it was asked to do, so a start → cancel loop must not run more provider work at once
- * than a team's credits and one run per workflow allow (docs/decisions.md, "A run that has ended
- * takes nothing more in"). A step holds its run while it is claimed (only model steps are) and its
- * lease runs: once the lease is out its worker is gone (a node is aborted long before), and a
- * released claim (`leaseUntil` set to the epoch) holds nothing either.
- */
-export interface ClaimState {
-  status: string;
-  attempts?: number | undefined;
-  leaseUntil?: string | undefined;
-}
-
-/** Whether a step item is a live claim, which keeps an ended run's lock and hold (ISO times compare as text). */
-export const holdsEndedRun = (step: ClaimState, now: Date): boolean =>
-  step.status === 'processing' &&
-  step.attempts !== undefined &&
-  step.leaseUntil !== undefined &&
-  step.leaseUntil > now.toISOString();
+export { type ClaimState, holdsEndedRun } from './run-lifecycle.ts';

@@ -4,7 +4,7 @@ import { idempotencyKeyHeader } from '../../schemas/runs.ts';
 import { type RunStart, startRunFor } from '../app/start-run.ts';
 import type { Deps } from '../deps.ts';
 import { metrics } from '../observability/metrics.ts';
-import type { RunnableWorkflow } from '../store/runs.ts';
+import type { RunnableWorkflow } from '../store/run/index.ts';
 import { parseRunRequest } from './body.ts';
 import { keyedHandler } from './keyed-handler.ts';
 import { json } from './response.ts';

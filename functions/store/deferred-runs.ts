@@ -19,9 +19,9 @@ import {
   unexpired,
 } from './items.ts';
 import { deferredListIndex, deferredRunKey, multiplierSortKey, waitingIndexes, waitingPartition } from './keys.ts';
+import { namedTransactWrite } from './named-transaction.ts';
 import { queryAll } from './query.ts';
-import { failedAt } from './refusals.ts';
-import { conditionalWrite, transactWrite } from './write.ts';
+import { conditionalWrite } from './write.ts';
 
 /** The DeferredRun a caller reads (spec 2.4), from its item or its list entry (GSI4). */
 export const deferredView = (record: DeferredListEntry): DeferredRun => ({
@@ -75,17 +75,19 @@ export const createDeferredRun = async (
 ) => {
   const item = deferredRunItem(input, deps.now());
   const created = input.idempotency
-    ? await transactWrite(deps, [
-        { Put: { TableName: deps.tableName, Item: item, ConditionExpression: 'attribute_not_exists(PK)' } },
-        idempotencyPut(deps, input.key.keyId, input.idempotency),
-      ])
+    ? await namedTransactWrite(deps, {
+        deferredRun: {
+          Put: { TableName: deps.tableName, Item: item, ConditionExpression: 'attribute_not_exists(PK)' },
+        },
+        idempotency: idempotencyPut(deps, input.key.keyId, input.idempotency),
+      })
     : await conditionalWrite(
         deps,
         new PutCommand({ TableName: deps.tableName, Item: item, ConditionExpression: 'attribute_not_exists(PK)' }),
       );
   if (created.written) return;
   // A request with the same Idempotency-Key committed first: the caller answers as it did.
-  if ('reasons' in created && failedAt(created.reasons, 1)) throw new IdempotencyRaceError();
+  if ('refused' in created && created.refused('idempotency')) throw new IdempotencyRaceError();
   throw new Error(`deferred run ${input.deferredJobId} exists already`);
 };
 

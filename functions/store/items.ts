@@ -13,8 +13,8 @@ import { LicenceModelSchema, RunModeSchema, RunRequestSchema } from '../../schem
 import { WorkflowSummarySchema } from '../../schemas/workflows.ts';
 import { ServiceError } from '../domain/errors.ts';
 import { isExpired } from '../domain/retention.ts';
+import { storedRunStatuses, storedStepStatuses } from '../domain/run-lifecycle.ts';
 import type { Canvas } from '../domain/workflow-graph.ts';
-import { endStatuses, inProgressStatuses } from '../domain/workflow-lock.ts';
 import { isRecord } from '../is-record.ts';
 
 /**
@@ -71,9 +71,9 @@ export type ItemKey = v.InferOutput<typeof ItemKeySchema>;
 // Runs and their steps (RUN#<jobId>)
 
 /** Stored statuses of a run: `claimed` is only how a queued run with a started step reads. */
-const RunItemStatusSchema = v.picklist([...inProgressStatuses, ...endStatuses]);
+const RunItemStatusSchema = v.picklist(storedRunStatuses);
 
-/** The run item (functions/store/runs.ts `startRun`), with its counters and its hold. */
+/** The run item (functions/store/run/runs.ts `startRun`), with its counters and its hold. */
 export const RunItemSchema = v.object({
   jobId: v.string(),
   teamId: v.string(),
@@ -131,11 +131,8 @@ export const RunCallbackSchema = v.object({
   createdAt: v.string(),
 });
 
-/** `unknown`: it finished after its run ended, so its output was dropped and it was not charged. */
-const storedStepStatuses = ['processing', 'completed', 'failed', 'skipped', 'unknown'] as const;
-
 /**
- * A step item (functions/store/run-steps.ts): written when a model step is claimed (`processing`)
+ * A step item (functions/store/run/steps.ts): written when a model step is claimed (`processing`)
  * and when any step finishes; a step without one has not started.
  */
 export const StepItemSchema = v.object({
@@ -150,7 +147,7 @@ export const StepItemSchema = v.object({
   startedAt: v.optional(v.string()),
   /** What its completion counted on the run (0 when it was not charged). */
   chargeHundredths: counter,
-  /** A model step's claims so far, and until when the latest is leased (functions/store/run-steps.ts). */
+  /** A model step's claims so far, and until when the latest is leased (functions/store/run/steps.ts). */
   attempts: v.optional(v.number()),
   leaseUntil: v.optional(v.string()),
 });

@@ -5,7 +5,7 @@ import type { Deps } from '../deps.ts';
 
 /**
  * A message of the webhooks queue: deliver `event` of run `jobId`. The run's end sends the first
- * (attempt 1, due at once: functions/store/run-ledger.ts `queueWebhook`); each failed attempt sends
+ * (attempt 1, due at once: functions/store/run/ledger.ts `queueWebhook`); each failed attempt sends
  * the next, due after its wait.
  */
 export const WebhookMessageSchema = v.object({

@@ -1,14 +1,21 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { Deps } from '../deps.ts';
-import { runItemExpiry } from '../domain/retention.ts';
-import { webhookEventOfEnd } from '../domain/webhook.ts';
-import { type EndStatus, holdsEndedRun, inProgressStatuses, isInProgress } from '../domain/workflow-lock.ts';
-import { logger } from '../observability/logger.ts';
-import type { RunItem } from './items.ts';
-import { keyMonthKey, projectKey, queuedRunIndex, runKey, teamKey, workflowLockKey } from './keys.ts';
-import { sendWebhookMessage } from './queues.ts';
+import type { Deps } from '../../deps.ts';
+import { runItemExpiry } from '../../domain/retention.ts';
+import {
+  type EndStatus,
+  holdsEndedRun,
+  inProgressStatuses,
+  isInProgress,
+  runTransitions,
+} from '../../domain/run-lifecycle.ts';
+import { webhookEventOfEnd } from '../../domain/webhook.ts';
+import { logger } from '../../observability/logger.ts';
+import type { RunItem } from '../items.ts';
+import { keyMonthKey, projectKey, queuedRunIndex, runKey, teamKey, workflowLockKey } from '../keys.ts';
+import { sendWebhookMessage } from '../queues.ts';
+import { conditionalWrite, type TransactItems, transactWrite } from '../write.ts';
+import { fromCondition, statusValues } from './lifecycle-conditions.ts';
 import { readRunPartition } from './runs.ts';
-import { conditionalWrite, type TransactItems, transactWrite } from './write.ts';
 
 /** The run item fields the ledger needs (a RunItem has them all). */
 export interface RunLedgerState {
@@ -52,9 +59,9 @@ const settleTeamItems = (deps: Deps, run: RunLedgerState, release: number): Tran
         },
       ];
 
-/** The run is still in progress (functions/domain/workflow-lock.ts); use with `inProgressValues` and `#status`. */
-export const inProgressCondition = `#status IN (${inProgressStatuses.map((s) => `:${s}`).join(', ')})`;
-export const inProgressValues: Record<string, string> = Object.fromEntries(inProgressStatuses.map((s) => [`:${s}`, s]));
+/** The run is still in progress: the `from` of a step's count, a run's end and its close; with `inProgressValues`. */
+export const inProgressCondition = fromCondition(runTransitions.countStep);
+export const inProgressValues = statusValues(...inProgressStatuses);
 
 /** A step is counted on its run once: the run's `doneSteps` set names the steps counted. */
 export const notCountedCondition = '(attribute_not_exists(doneSteps) OR NOT contains(doneSteps, :node))';
@@ -85,7 +92,7 @@ export const endRunItems = (deps: Deps, run: RunLedgerState, status: EndStatus, 
   // once here for the run list's index (GSI4), which does not hold the per-step chargedHundredths.
   let update =
     'SET #status = :status, endedAt = :now, finalizedAt = :now, heldHundredths = :zero, #ttl = :ttl, finalChargedHundredths = :finalCharged';
-  let condition = `${inProgressCondition} AND heldHundredths = :held AND attribute_not_exists(finalizedAt)`;
+  let condition = `${fromCondition(runTransitions.end)} AND heldHundredths = :held AND attribute_not_exists(finalizedAt)`;
   const values: Record<string, unknown> = {
     ':status': status,
     ':now': deps.now().toISOString(),
@@ -174,7 +181,7 @@ export const closeRunUpdate = (deps: Deps, run: RunLedgerState, status: EndStatu
     Key: runKey(run.jobId),
     UpdateExpression:
       'SET #status = :status, endedAt = :now, finalChargedHundredths = :finalCharged, GSI1PK = :sweepPk, GSI1SK = :sweepSk',
-    ConditionExpression: `${inProgressCondition} AND heldHundredths = :held AND attribute_not_exists(finalizedAt)`,
+    ConditionExpression: `${fromCondition(runTransitions.close)} AND heldHundredths = :held AND attribute_not_exists(finalizedAt)`,
     ExpressionAttributeNames: { '#status': 'status' },
     ExpressionAttributeValues: {
       ':status': status,

@@ -1,9 +1,9 @@
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { GetCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
-import type { RunMode } from '../../schemas/runs.ts';
-import type { Deps } from '../deps.ts';
-import type { AdmissionFacts } from '../domain/admission.ts';
+import type { RunMode } from '../../../schemas/runs.ts';
+import type { Deps } from '../../deps.ts';
+import type { AdmissionFacts } from '../../domain/admission.ts';
 import {
   AgentNotFoundError,
   CanvasNotFoundError,
@@ -12,13 +12,14 @@ import {
   RunRefusedError,
   ServiceError,
   WorkflowNotFoundError,
-} from '../domain/errors.ts';
-import { monthlyRoom } from '../domain/monthly-cap.ts';
-import type { RunEstimate } from '../domain/pricing.ts';
-import type { Canvas } from '../domain/workflow-graph.ts';
-import { workflowLock } from '../domain/workflow-lock.ts';
-import { batchGet, itemFor } from './batch.ts';
-import { IdempotencyRaceError, type IdempotencyRecord, idempotencyPut } from './idempotency.ts';
+} from '../../domain/errors.ts';
+import { monthlyRoom } from '../../domain/monthly-cap.ts';
+import type { RunEstimate } from '../../domain/pricing.ts';
+import { RunStatus } from '../../domain/run-lifecycle.ts';
+import type { Canvas } from '../../domain/workflow-graph.ts';
+import { workflowLock } from '../../domain/workflow-lock.ts';
+import { batchGet, itemFor } from '../batch.ts';
+import { IdempotencyRaceError, type IdempotencyRecord, idempotencyPut } from '../idempotency.ts';
 import {
   AgentItemSchema,
   CanvasItemSchema,
@@ -33,7 +34,7 @@ import {
   unexpired,
   WorkflowItemSchema,
   WorkflowLockItemSchema,
-} from './items.ts';
+} from '../items.ts';
 import {
   agentKey,
   canvasKey,
@@ -49,11 +50,11 @@ import {
   workflowKey,
   workflowLockKey,
   workflowSkPrefix,
-} from './keys.ts';
-import { queryAll } from './query.ts';
-import { MessagesRefusedError, sqsMessageBody } from './queues.ts';
-import { type CancellationReason, failedAt, StringAttributeSchema } from './refusals.ts';
-import { transactWrite } from './write.ts';
+} from '../keys.ts';
+import { type NamedItems, type NamedTransactResult, namedTransactWrite } from '../named-transaction.ts';
+import { queryAll } from '../query.ts';
+import { MessagesRefusedError, sqsMessageBody } from '../queues.ts';
+import { StringAttributeSchema } from '../refusals.ts';
 
 export interface RunnableWorkflow {
   workflowId: string;
@@ -137,7 +138,7 @@ export const runItem = (run: NewRun, createdAt: string) => ({
   workflowId: run.workflow.workflowId,
   agentId: run.workflow.agentId,
   projectId: run.workflow.projectId,
-  status: 'queued',
+  status: RunStatus.queued,
   mode: run.mode,
   inputs: run.inputs,
   callbackUrl: run.callbackUrl ?? undefined,
@@ -154,17 +155,26 @@ export const runItem = (run: NewRun, createdAt: string) => ({
   createdAt,
 });
 
+/** The start transaction's items, by name (`startRunItems`); a deferred run's move is one of the extra items. */
+export type StartItemName =
+  | 'lock'
+  | 'balance'
+  | 'projectSpend'
+  | 'keyMonth'
+  | 'run'
+  | 'idempotency'
+  | `extra:${number}`;
+
 /**
- * Starts a run in ONE transaction: take the workflow's run lock, hold the estimate from the team
- * balance, add it to the project's spend and the key's month, and write the run. Every condition
- * re-checks what the caller read, so a race is refused with the same errors (run in progress
- * before insufficient credits, as the admission orders them).
+ * The start transaction's named items: take the workflow's run lock, hold the estimate from the
+ * team balance, add it to the project's spend and the key's month, write the run, remember the
+ * answer for its Idempotency-Key, and the caller's extra items (last).
  */
-export const startRun = async (deps: Deps, run: NewRun): Promise<void> => {
+export const startRunItems = (deps: Deps, run: NewRun): NamedItems<StartItemName> => {
   const now = deps.now().toISOString();
   const total = run.estimate.totalHundredths;
-  const items: NonNullable<TransactWriteCommandInput['TransactItems']> = [
-    {
+  const items: NamedItems<StartItemName> = {
+    lock: {
       Put: {
         TableName: deps.tableName,
         Item: { ...workflowLockKey(run.workflow.workflowId), ...workflowLock(run.jobId, now) },
@@ -172,7 +182,7 @@ export const startRun = async (deps: Deps, run: NewRun): Promise<void> => {
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       },
     },
-    {
+    balance: {
       Update: {
         TableName: deps.tableName,
         Key: teamKey(run.teamId),
@@ -182,7 +192,7 @@ export const startRun = async (deps: Deps, run: NewRun): Promise<void> => {
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       },
     },
-    {
+    projectSpend: {
       Update: {
         TableName: deps.tableName,
         Key: projectKey(run.teamId, run.workflow.projectId),
@@ -198,7 +208,7 @@ export const startRun = async (deps: Deps, run: NewRun): Promise<void> => {
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       },
     },
-    {
+    keyMonth: {
       Update: {
         TableName: deps.tableName,
         Key: keyMonthKey(run.keyId, run.month),
@@ -212,28 +222,42 @@ export const startRun = async (deps: Deps, run: NewRun): Promise<void> => {
             }),
       },
     },
-    { Put: { TableName: deps.tableName, Item: runItem(run, now), ConditionExpression: 'attribute_not_exists(PK)' } },
-  ];
-  if (run.idempotency) items.push(idempotencyPut(deps, run.keyId, run.idempotency));
-  const extraStart = items.length;
-  items.push(...(run.extraItems ?? []));
-  // Contention is retried by transactWrite (a StorageBusyError when it lasts): a refusal is failed conditions only.
-  const result = await transactWrite(deps, items);
-  if (result.written) return;
-  const { reasons } = result;
-  const failed = (index: number) => failedAt(reasons, index);
-  // A request with the same Idempotency-Key committed first (and so holds the lock): answer as it did.
-  if (run.idempotency && failed(5)) throw new IdempotencyRaceError();
-  if (failed(0)) throw new RunInProgressError(lockHolder(run.workflow.workflowId, reasons[0]?.Item));
-  if (failed(1)) throw new RunRefusedError({ kind: 'insufficientCredits', requiredHundredths: total });
-  if (failed(2) || failed(3)) throw new RaceLostError();
-  if (reasons.slice(extraStart).some((r) => r.Code === 'ConditionalCheckFailed')) throw new ExtraConditionFailedError();
-  throw new Error(`run ${run.jobId}: its start was refused by a condition of item(s) ${refusedIndexes(reasons)}`);
+    run: {
+      Put: { TableName: deps.tableName, Item: runItem(run, now), ConditionExpression: 'attribute_not_exists(PK)' },
+    },
+    idempotency: run.idempotency ? idempotencyPut(deps, run.keyId, run.idempotency) : undefined,
+  };
+  (run.extraItems ?? []).forEach((item, index) => {
+    items[`extra:${index}`] = item;
+  });
+  return items;
 };
 
-/** The indexes of a refused transaction's items whose condition failed, as `4, 5`. */
-const refusedIndexes = (reasons: readonly CancellationReason[]) =>
-  reasons.flatMap((reason, index) => (reason.Code === 'ConditionalCheckFailed' ? [index] : [])).join(', ');
+/**
+ * What a refused start means, read by name: the same Idempotency-Key committed first, then the run
+ * in progress before insufficient credits (as the admission orders them), then a cap that moved.
+ */
+export const startRefusal = (run: NewRun, refusal: Extract<NamedTransactResult<StartItemName>, { written: false }>) => {
+  const { refused } = refusal;
+  // A request with the same Idempotency-Key committed first (and so holds the lock): answer as it did.
+  if (refused('idempotency')) return new IdempotencyRaceError();
+  if (refused('lock')) return new RunInProgressError(lockHolder(run.workflow.workflowId, refusal.reason('lock')?.Item));
+  if (refused('balance'))
+    return new RunRefusedError({ kind: 'insufficientCredits', requiredHundredths: run.estimate.totalHundredths });
+  if (refused('projectSpend') || refused('keyMonth')) return new RaceLostError();
+  if (refusal.refusedNames.some((name) => name.startsWith('extra:'))) return new ExtraConditionFailedError();
+  return new Error(`run ${run.jobId}: its start was refused by the condition of ${refusal.refusedNames.join(', ')}`);
+};
+
+/**
+ * Starts a run in ONE transaction (`startRunItems`). Every condition re-checks what the caller
+ * read, so a race is refused with the same errors (`startRefusal`).
+ */
+export const startRun = async (deps: Deps, run: NewRun): Promise<void> => {
+  // Contention is retried by transactWrite (a StorageBusyError when it lasts): a refusal is failed conditions only.
+  const result = await namedTransactWrite(deps, startRunItems(deps, run));
+  if (!result.written) throw startRefusal(run, result);
+};
 
 const RefusedLockSchema = v.object({ jobId: StringAttributeSchema });
 
@@ -284,7 +308,8 @@ export const sendStepMessages = async (
     );
     if (!Failed || Failed.length === 0) continue;
     const refused = Failed.filter((f) => f.SenderFault);
-    if (refused.length > 0) throw new MessagesRefusedError(refused.map((f) => f.Code ?? 'unknown'));
+    if (refused.length > 0)
+      throw new MessagesRefusedError(refused.map((f) => f.Code ?? 'unknown' /* lifecycle-ok: an SQS error code */));
     throw new Error(`SQS failed ${Failed.length} step message(s)`);
   }
 };

@@ -1,10 +1,10 @@
-import type { Deps } from '../deps.ts';
-import type { StepState } from '../domain/run-graph.ts';
-import type { Canvas } from '../domain/workflow-graph.ts';
-import { batchGet, itemFor } from './batch.ts';
-import { cachedCanvas, rememberCanvas } from './canvas-cache.ts';
-import { CanvasItemSchema, RunItemSchema, type StepItem, StepItemSchema } from './items.ts';
-import { canvasKey, runKey, stepKey } from './keys.ts';
+import type { Deps } from '../../deps.ts';
+import type { StepState } from '../../domain/run-graph.ts';
+import type { Canvas } from '../../domain/workflow-graph.ts';
+import { batchGet, itemFor } from '../batch.ts';
+import { cachedCanvas, rememberCanvas } from '../canvas-cache.ts';
+import { CanvasItemSchema, RunItemSchema, type StepItem, StepItemSchema } from '../items.ts';
+import { canvasKey, runKey, stepKey } from '../keys.ts';
 
 /** The run and workflow a step message names. */
 export interface RunRef {

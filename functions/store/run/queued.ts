@@ -1,10 +1,11 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { Deps } from '../deps.ts';
-import { endStatuses } from '../domain/workflow-lock.ts';
-import { parseItem, QueuedRunEntrySchema } from './items.ts';
-import { queuedRunPartition, queuedRunShards, runKey } from './keys.ts';
-import { queryAll } from './query.ts';
-import { conditionalWrite } from './write.ts';
+import type { Deps } from '../../deps.ts';
+import { isEndStatus, RunStatus, runTransitions } from '../../domain/run-lifecycle.ts';
+import { parseItem, QueuedRunEntrySchema } from '../items.ts';
+import { queuedRunPartition, queuedRunShards, runKey } from '../keys.ts';
+import { queryAll } from '../query.ts';
+import { conditionalWrite } from '../write.ts';
+import { fromCondition, statusValues } from './lifecycle-conditions.ts';
 
 /**
  * A run the sweep may have to restart: still `queued`, with no finished step; or ended but not
@@ -33,13 +34,11 @@ export const queuedRunsStartedBefore = async (deps: Deps, before: string): Promi
       (item) => parseItem(QueuedRunEntrySchema, item),
     );
     for (const { jobId, workflowId, status } of entries) {
-      if (status === 'queued' || isEndStatus(status)) runs.push({ jobId, workflowId });
+      if (status === RunStatus.queued || isEndStatus(status)) runs.push({ jobId, workflowId });
     }
   }
   return runs;
 };
-
-const isEndStatus = (status: string) => (endStatuses as readonly string[]).includes(status);
 
 /**
  * Counts one refused re-send of a run still `queued` (`sweepRefusals` on its run item): the count
@@ -52,9 +51,9 @@ export const countSweepRefusal = async (deps: Deps, jobId: string): Promise<numb
       TableName: deps.tableName,
       Key: runKey(jobId),
       UpdateExpression: 'ADD sweepRefusals :one',
-      ConditionExpression: '#status = :queued',
+      ConditionExpression: fromCondition(runTransitions.countSweepRefusal),
       ExpressionAttributeNames: { '#status': 'status' },
-      ExpressionAttributeValues: { ':one': 1, ':queued': 'queued' },
+      ExpressionAttributeValues: { ':one': 1, ...statusValues(RunStatus.queued) },
       ReturnValues: 'UPDATED_NEW',
     }),
   );

@@ -1,13 +1,22 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
-import type { LicenceModel } from '../../schemas/runs.ts';
-import type { Deps } from '../deps.ts';
-import { runItemExpiry } from '../domain/retention.ts';
-import { isInProgress } from '../domain/workflow-lock.ts';
-import type { ModelUse } from '../nodes/executors/types.ts';
-import { parseItem, type RunItem, RunItemSchema, StepItemSchema } from './items.ts';
-import { runKey, stepKey } from './keys.ts';
-import { StringAttributeSchema, StringSetAttributeSchema, stringAttribute } from './refusals.ts';
+import type { LicenceModel } from '../../../schemas/runs.ts';
+import type { Deps } from '../../deps.ts';
+import { runItemExpiry } from '../../domain/retention.ts';
+import {
+  type CountedStepStatus,
+  isCompleted,
+  isInProgress,
+  isLastCount,
+  RunStatus,
+  StepStatus,
+  type StoredStepStatus,
+} from '../../domain/run-lifecycle.ts';
+import type { ModelUse } from '../../nodes/executors/types.ts';
+import { parseItem, type RunItem, RunItemSchema, StepItemSchema } from '../items.ts';
+import { runKey, stepKey } from '../keys.ts';
+import { StringAttributeSchema, StringSetAttributeSchema, stringAttribute } from '../refusals.ts';
+import { conditionalWrite, transactWrite } from '../write.ts';
 import {
   closeRunUpdate,
   endRun,
@@ -15,8 +24,8 @@ import {
   inProgressValues,
   notCountedCondition,
   settleJustEnded,
-} from './run-ledger.ts';
-import { conditionalWrite, transactWrite } from './write.ts';
+} from './ledger.ts';
+import { statusValues } from './lifecycle-conditions.ts';
 
 /**
  * The run a step item belongs to: the item is keyed by its job and kept as long as it, the stage's
@@ -37,9 +46,7 @@ export const stepLeaseSeconds = 120;
  */
 export type Attempt = number | null;
 
-export type ClaimResult =
-  | { claimed: true; attempt: number }
-  | { claimed: false; status: 'completed' | 'skipped' | 'failed' | 'processing' | 'unknown' | 'ended' };
+export type ClaimResult = { claimed: true; attempt: number } | { claimed: false; status: StoredStepStatus | 'ended' };
 
 const ClaimedStepSchema = v.object({ attempts: v.number() });
 /** The step a refused claim returns (its old image, as attribute values). */
@@ -63,7 +70,7 @@ export const claimStep = async (deps: Deps, run: StepRun, nodeId: string): Promi
       ConditionExpression: 'attribute_not_exists(PK) OR (#status = :processing AND leaseUntil < :now)',
       ExpressionAttributeNames: { '#status': 'status', '#ttl': 'ttl' },
       ExpressionAttributeValues: {
-        ':processing': 'processing',
+        ...statusValues(StepStatus.processing),
         ':lease': new Date(now.getTime() + stepLeaseSeconds * 1000).toISOString(),
         ':now': now.toISOString(),
         ':node': nodeId,
@@ -78,20 +85,20 @@ export const claimStep = async (deps: Deps, run: StepRun, nodeId: string): Promi
     return { claimed: true, attempt: parseItem(ClaimedStepSchema, claim.output.Attributes ?? {}).attempts };
   }
   const status = claim.oldItem && parseItem(RefusedStepSchema, claim.oldItem, stepKey(jobId, nodeId)).status?.S;
-  return { claimed: false, status: status ?? 'processing' };
+  return { claimed: false, status: status ?? StepStatus.processing };
 };
 
 /** What a finished step's item records beside its status. */
 type StepEnd =
   | {
-      status: 'completed';
+      status: typeof StepStatus.completed;
       outputs: Record<string, unknown>;
       model: ModelUse | undefined;
       licence: LicenceModel | undefined;
       chargeHundredths: number;
     }
-  | { status: 'skipped' }
-  | { status: 'failed'; error: string };
+  | { status: typeof StepStatus.skipped }
+  | { status: typeof StepStatus.failed; error: string };
 
 /** An unclaimed step whose node failed before: `processing`, with `failures` and no claim. */
 const unclaimedInProgress = '#status = :processing AND attribute_not_exists(attempts)';
@@ -102,21 +109,21 @@ const stepEndUpdate = (deps: Deps, run: StepRun, nodeId: string, attempt: Attemp
     ':status': end.status,
     ':now': deps.now().toISOString(),
     ':node': nodeId,
-    ':charge': end.status === 'completed' ? end.chargeHundredths : 0,
+    ':charge': end.status === StepStatus.completed ? end.chargeHundredths : 0,
     ':ttl': stepTtl(deps, run),
   };
   const names: Record<string, string> = { '#status': 'status', '#ttl': 'ttl' };
   let set = 'SET #status = :status, endedAt = :now, nodeId = :node, chargeHundredths = :charge, #ttl = :ttl';
-  if (end.status === 'completed') {
+  if (end.status === StepStatus.completed) {
     set += ', outputs = :outputs, model = :model, licence = :licence';
     Object.assign(values, { ':outputs': end.outputs, ':model': end.model ?? null, ':licence': end.licence ?? null });
   }
-  if (end.status === 'failed') {
+  if (end.status === StepStatus.failed) {
     set += ', #error = :error';
     names['#error'] = 'error';
     values[':error'] = end.error;
   }
-  values[':processing'] = 'processing';
+  Object.assign(values, statusValues(StepStatus.processing));
   if (attempt !== null) values[':attempt'] = attempt;
   return {
     TableName: deps.tableName,
@@ -156,7 +163,7 @@ export type CountResult =
    */
   | { counted: false; runEnded: boolean; alreadyCounted: boolean; unsettled: boolean };
 
-export const stepsFinished = (run: RunItem) => run.stepsCompleted + run.stepsSkipped;
+export { stepsFinished } from '../../domain/run-lifecycle.ts';
 
 /** The run a refused count returns (its old image, as attribute values): whether it ended, and what it counted. */
 const RefusedCountSchema = v.object({
@@ -175,20 +182,20 @@ export const countStep = async (
   deps: Deps,
   run: RunItem,
   nodeId: string,
-  outcome: { status: 'completed' | 'skipped'; chargeHundredths: number },
+  outcome: { status: CountedStepStatus; chargeHundredths: number },
 ): Promise<CountResult> => {
-  const charge = outcome.status === 'completed' ? outcome.chargeHundredths : 0;
-  if (outcome.status === 'completed' && stepsFinished(run) + 1 === run.stepsTotal) {
+  const charge = isCompleted(outcome.status) ? outcome.chargeHundredths : 0;
+  if (isLastCount(run, outcome.status)) {
     const last = {
       nodeId,
       chargeHundredths: charge,
       completedBefore: run.stepsCompleted,
       skippedBefore: run.stepsSkipped,
     };
-    if (await endRun(deps, run, 'completed', last)) return { counted: true, ended: true };
+    if (await endRun(deps, run, RunStatus.completed, last)) return { counted: true, ended: true };
     // The run moved since the read (a parallel step, a cancel): count it the general way.
   }
-  const counter = outcome.status === 'completed' ? 'stepsCompleted' : 'stepsSkipped';
+  const counter = isCompleted(outcome.status) ? 'stepsCompleted' : 'stepsSkipped';
   const count = await conditionalWrite(
     deps,
     new UpdateCommand({
@@ -238,8 +245,7 @@ export const retireLateStep = async (deps: Deps, run: StepRun, nodeId: string) =
       ConditionExpression: '#status = :completed',
       ExpressionAttributeNames: { '#status': 'status', '#ttl': 'ttl' },
       ExpressionAttributeValues: {
-        ':unknown': 'unknown',
-        ':completed': 'completed',
+        ...statusValues(StepStatus.unknown, StepStatus.completed),
         ':zero': 0,
         ':ttl': stepTtl(deps, run),
       },
@@ -260,8 +266,8 @@ export const failStep = async (
   message: string,
 ): Promise<boolean> => {
   const failed = await transactWrite(deps, [
-    { Update: stepEndUpdate(deps, run, nodeId, attempt, { status: 'failed', error: message }) },
-    { Update: closeRunUpdate(deps, run, 'failed') },
+    { Update: stepEndUpdate(deps, run, nodeId, attempt, { status: StepStatus.failed, error: message }) },
+    { Update: closeRunUpdate(deps, run, RunStatus.failed) },
   ]);
   if (failed.written) await settleJustEnded(deps, run.jobId);
   return failed.written;
@@ -271,7 +277,7 @@ export const failStep = async (
 export const abandonStep = async (deps: Deps, run: StepRun, nodeId: string, attempt: Attempt) => {
   // An unclaimed step has no item until it finishes; a run's end shows it skipped without one.
   if (attempt === null) return;
-  await finishStepItem(deps, run, nodeId, attempt, { status: 'skipped' });
+  await finishStepItem(deps, run, nodeId, attempt, { status: StepStatus.skipped });
 };
 
 /**
@@ -291,7 +297,7 @@ export const releaseStep = async (deps: Deps, jobId: string, nodeId: string, att
       ExpressionAttributeNames: { '#status': 'status' },
       ExpressionAttributeValues: {
         ':released': new Date(0).toISOString(),
-        ':processing': 'processing',
+        ...statusValues(StepStatus.processing),
         ':attempt': attempt,
       },
     }),
@@ -316,7 +322,7 @@ export const countFailedExecution = async (deps: Deps, run: StepRun, nodeId: str
       ConditionExpression: `attribute_not_exists(PK) OR (${unclaimedInProgress})`,
       ExpressionAttributeNames: { '#status': 'status', '#ttl': 'ttl' },
       ExpressionAttributeValues: {
-        ':processing': 'processing',
+        ...statusValues(StepStatus.processing),
         ':node': nodeId,
         ':ttl': stepTtl(deps, run),
         ':one': 1,

@@ -1,0 +1,269 @@
+/**
+ * The run's lifecycle as data: its statuses and its steps', each move between them as a named
+ * record, and the pure rules on top. The store builds its conditions from these records
+ * (functions/store/run/lifecycle-conditions.ts), docs/architecture.md shows them as a table
+ * (checked by test/run-lifecycle.test.ts), and no other file spells a status.
+ *
+ * To add a state: add it to the status object, to the `from` of the moves that may start from it,
+ * and a move that enters it; the public picklists (schemas/runs.ts) must name it too, which the
+ * types below check.
+ */
+import type { RunStatus as RunViewStatus, StepStatus as StepViewStatus } from '../../schemas/runs.ts';
+
+/** A run's stored statuses. `claimed` is only how a queued run with a started step reads (`runViewStatus`). */
+export const RunStatus = {
+  queued: 'queued',
+  processing: 'processing',
+  completed: 'completed',
+  failed: 'failed',
+  cancelled: 'cancelled',
+  stopped: 'stopped',
+} as const satisfies Record<string, RunViewStatus>;
+export type StoredRunStatus = (typeof RunStatus)[keyof typeof RunStatus];
+
+/** A step item's stored statuses; a step without an item has not started. */
+export const StepStatus = {
+  processing: 'processing',
+  completed: 'completed',
+  failed: 'failed',
+  skipped: 'skipped',
+  /** It finished after its run ended: its output dropped, never charged. */
+  unknown: 'unknown',
+} as const satisfies Record<string, StepViewStatus>;
+export type StoredStepStatus = (typeof StepStatus)[keyof typeof StepStatus];
+
+/** Statuses a caller reads and no item stores. */
+export const claimedView = 'claimed' satisfies RunViewStatus;
+export const stepQueuedView = 'queued' satisfies StepViewStatus;
+
+/** Stored statuses of a run in progress: it holds its workflow's lock (functions/domain/workflow-lock.ts). */
+export const inProgressStatuses = [RunStatus.queued, RunStatus.processing] as const;
+export type InProgressStatus = (typeof inProgressStatuses)[number];
+
+/** The statuses that end a run; it never moves again. */
+export const endStatuses = [RunStatus.completed, RunStatus.failed, RunStatus.cancelled, RunStatus.stopped] as const;
+export type EndStatus = (typeof endStatuses)[number];
+
+export const storedRunStatuses = [...inProgressStatuses, ...endStatuses] as const;
+export const storedStepStatuses = Object.values(StepStatus);
+
+/** How a counted step finished: both release its successors. */
+export type CountedStepStatus = typeof StepStatus.completed | typeof StepStatus.skipped;
+/** How a step's item ends. */
+export type StepEndStatus = CountedStepStatus | typeof StepStatus.failed;
+
+// The moves
+
+/** What a move does to one of the run's ledgers. */
+type Effect = string;
+
+export interface Transition<TStatus extends string> {
+  /** Statuses it starts from; `none` when the item does not exist yet. */
+  from: readonly (TStatus | 'none')[];
+  /** Where it may leave the item (the caller picks one), or `same` for a move that keeps the status. */
+  to: readonly TStatus[] | 'same';
+  /** What else its condition checks, beside `from`. */
+  guard: string;
+  counters: Effect;
+  hold: Effect;
+  lock: Effect;
+}
+
+const run = <T extends Transition<StoredRunStatus>>(t: T) => t;
+const step = <T extends Transition<StoredStepStatus>>(t: T) => t;
+
+/** Every move of a run item, by name (functions/store/run/ writes each). */
+export const runTransitions = {
+  start: run({
+    from: ['none'],
+    to: [RunStatus.queued],
+    guard: 'the workflow has no lock; the balance covers the estimate; the caps still allow it',
+    counters: 'stepsTotal set, none counted',
+    hold: 'takes the estimate from the balance',
+    lock: 'takes it',
+  }),
+  countStep: run({
+    from: inProgressStatuses,
+    to: [RunStatus.processing],
+    guard: 'the step not counted yet; the hold covers its charge',
+    counters: 'stepsCompleted or stepsSkipped +1',
+    hold: 'moves the charge to charged',
+    lock: 'keeps it',
+  }),
+  end: run({
+    from: inProgressStatuses,
+    to: endStatuses,
+    guard: 'the hold as read; not finalized (with the last step: counters as read, not counted)',
+    counters: 'the last step counted, when given',
+    hold: 'releases the rest to the balance',
+    lock: 'frees it',
+  }),
+  close: run({
+    from: inProgressStatuses,
+    to: endStatuses,
+    guard: 'the hold as read; not finalized',
+    counters: 'frozen',
+    hold: 'frozen until settled',
+    lock: 'keeps it until settled',
+  }),
+  settle: run({
+    from: endStatuses,
+    to: 'same',
+    guard: 'no live claim of its steps; the hold as read; not finalized',
+    counters: 'unchanged',
+    hold: 'releases the rest to the balance',
+    lock: 'frees it',
+  }),
+  countSweepRefusal: run({
+    from: [RunStatus.queued],
+    to: 'same',
+    guard: 'none',
+    counters: 'sweepRefusals +1',
+    hold: 'unchanged',
+    lock: 'keeps it',
+  }),
+} as const;
+
+/** Every move of a step item, by name. */
+export const stepTransitions = {
+  claim: step({
+    from: ['none', StepStatus.processing],
+    to: [StepStatus.processing],
+    guard: 'absent, or its lease ran out',
+    counters: 'attempts +1',
+    hold: 'holds an ended run while leased',
+    lock: 'holds an ended run while leased',
+  }),
+  countFailure: step({
+    from: ['none', StepStatus.processing],
+    to: [StepStatus.processing],
+    guard: 'never claimed',
+    counters: 'failures +1',
+    hold: 'unchanged',
+    lock: 'unchanged',
+  }),
+  finish: step({
+    from: ['none', StepStatus.processing],
+    to: [StepStatus.completed, StepStatus.skipped, StepStatus.failed],
+    guard: 'claimed: the same attempt; unclaimed: never claimed',
+    counters: 'none (the run counts it)',
+    hold: 'its end lets an ended run settle',
+    lock: 'its end lets an ended run settle',
+  }),
+  release: step({
+    from: [StepStatus.processing],
+    to: 'same',
+    guard: 'the same attempt',
+    counters: 'unchanged',
+    hold: 'its lease ends: an ended run may settle',
+    lock: 'its lease ends: an ended run may settle',
+  }),
+  retire: step({
+    from: [StepStatus.completed],
+    to: [StepStatus.unknown],
+    guard: 'its run ended without counting it',
+    counters: 'charge 0',
+    hold: 'unchanged',
+    lock: 'unchanged',
+  }),
+} as const;
+
+// The rules
+
+/** Whether a run with this stored status is in progress (and so holds its workflow's lock). */
+export const isInProgress = (status: unknown): status is InProgressStatus =>
+  inProgressStatuses.includes(status as InProgressStatus);
+
+export const isEndStatus = (status: unknown): status is EndStatus => endStatuses.includes(status as EndStatus);
+
+/** A cancel ends a run `stopped` once a step of it completed, `cancelled` before. */
+export const cancelStatus = (stepsCompleted: number): EndStatus =>
+  stepsCompleted > 0 ? RunStatus.stopped : RunStatus.cancelled;
+
+/** Steps counted on the run, completed or skipped. */
+export const stepsFinished = (counters: { stepsCompleted: number; stepsSkipped: number }) =>
+  counters.stepsCompleted + counters.stepsSkipped;
+
+/** A run ends `completed` once every step is counted; a failed step ends it `failed` at once. */
+export const isDone = (counters: { stepsCompleted: number; stepsSkipped: number; stepsTotal: number }) =>
+  stepsFinished(counters) >= counters.stepsTotal;
+
+/** Whether this counted step is the run's last, so its count may end the run in the same write. */
+export const isLastCount = (
+  counters: { stepsCompleted: number; stepsSkipped: number; stepsTotal: number },
+  status: CountedStepStatus,
+) => status === StepStatus.completed && stepsFinished(counters) + 1 === counters.stepsTotal;
+
+/** Progress a caller reads: completed steps over all, in whole percent. */
+export const progress = (completed: number, total: number) => (total === 0 ? 0 : Math.floor((completed * 100) / total));
+
+/** A step's end releases its successors when it completed or was skipped (failed ends the run). */
+export const releasesSuccessors = (status: string | undefined): status is CountedStepStatus =>
+  status === StepStatus.completed || status === StepStatus.skipped;
+
+/** Only a completed step charges, and only it carries outputs. */
+export const isCompleted = (status: string | undefined): status is typeof StepStatus.completed =>
+  status === StepStatus.completed;
+
+/** A step item that will not move again on this delivery's account (failed, or retired as unknown). */
+export const isDeadEnd = (status: string | undefined) => status === StepStatus.failed || status === StepStatus.unknown;
+
+/** A step item claimed or counted as failing: in flight. */
+export const isStepInFlight = (status: string | undefined) => status === StepStatus.processing;
+
+/** The run status a caller reads: a queued run with a started step reads `claimed`. */
+export const runViewStatus = (status: StoredRunStatus, anyStepInFlight: boolean): RunViewStatus =>
+  status === RunStatus.queued && anyStepInFlight ? claimedView : status;
+
+/**
+ * The step status a caller reads. No item: not started, so `queued`, or `skipped` once the run
+ * ended. In flight, or finished but not counted: `processing` while the run goes on, `unknown` after.
+ */
+export const stepViewStatus = (
+  runStatus: StoredRunStatus,
+  counted: boolean,
+  step: { status: StoredStepStatus } | undefined,
+): StepViewStatus => {
+  const ended = !isInProgress(runStatus);
+  if (!step) return ended ? StepStatus.skipped : stepQueuedView;
+  const uncounted = step.status === StepStatus.completed && !counted;
+  if (step.status === StepStatus.processing || uncounted) return ended ? StepStatus.unknown : StepStatus.processing;
+  return step.status;
+};
+
+/**
+ * A run that ended while a model step was in flight keeps its workflow's lock and its whole hold
+ * until that step settles (docs/decisions.md, "A run that has ended takes nothing more in"). A step
+ * holds its run while it is claimed (only model steps are) and its lease runs; a released claim
+ * (`leaseUntil` set to the epoch) holds nothing.
+ */
+export interface ClaimState {
+  status: string;
+  attempts?: number | undefined;
+  leaseUntil?: string | undefined;
+}
+
+/** Whether a step item is a live claim, which keeps an ended run's lock and hold (ISO times compare as text). */
+export const holdsEndedRun = (claim: ClaimState, now: Date): boolean =>
+  claim.status === StepStatus.processing &&
+  claim.attempts !== undefined &&
+  claim.leaseUntil !== undefined &&
+  claim.leaseUntil > now.toISOString();
+
+/** The lifecycle as the Markdown table docs/architecture.md shows (a test keeps the two equal). */
+export const lifecycleTable = (): string => {
+  const rows = [
+    ...Object.entries(runTransitions).map(([name, t]) => ['run', name, t] as const),
+    ...Object.entries(stepTransitions).map(([name, t]) => ['step', name, t] as const),
+  ];
+  const cell = (text: string) => text.replaceAll('|', '\\|');
+  const list = (statuses: readonly string[]) => statuses.map((s) => `\`${s}\``).join(', ');
+  return [
+    '| item | move | from | to | guard | counters | hold | lock |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- |',
+    ...rows.map(
+      ([item, name, t]) =>
+        `| ${item} | ${name} | ${list(t.from)} | ${t.to === 'same' ? 'same' : list(t.to)} | ${[t.guard, t.counters, t.hold, t.lock].map(cell).join(' | ')} |`,
+    ),
+  ].join('\n');
+};

@@ -1,0 +1,51 @@
+/**
+ * The run's store, one face: the run item, its step items, its ledger (hold, charges, lock) and the
+ * sweep's index of queued runs. Every status condition comes from the lifecycle
+ * (functions/domain/run-lifecycle.ts).
+ */
+export {
+  closeRun,
+  endRun,
+  isUnsettled,
+  queueWebhook,
+  type RunLedgerState,
+  settleEndedRun,
+  settleJustEnded,
+} from './ledger.ts';
+export { countSweepRefusal, type QueuedRun, queuedRunsStartedBefore } from './queued.ts';
+export {
+  activeJobOf,
+  ExtraConditionFailedError,
+  loadAdmissionFacts,
+  loadAgentWorkflow,
+  loadRunnableWorkflow,
+  type NewRun,
+  RaceLostError,
+  type RunnableWorkflow,
+  type RunPartition,
+  readRunItem,
+  readRunPartition,
+  runItem,
+  type StartItemName,
+  sendStepMessages,
+  startRefusal,
+  startRun,
+  startRunItems,
+} from './runs.ts';
+export { type RunRef, readRunAndSteps } from './step-read.ts';
+export {
+  type Attempt,
+  abandonStep,
+  type ClaimResult,
+  type CountResult,
+  claimStep,
+  countFailedExecution,
+  countStep,
+  failStep,
+  finishStepItem,
+  releaseStep,
+  retireLateStep,
+  type StepRun,
+  stepLeaseSeconds,
+  stepsFinished,
+} from './steps.ts';
