@@ -1,7 +1,8 @@
 /**
- * The layering the code keeps, read from the source files themselves (no emulator): entry points
- * only wire, `functions/app/` orchestrates without knowing HTTP or the AWS SDK, nothing reads the
- * environment while a step runs, and two things never share a name.
+ * The layering the code keeps, read from the source files themselves (no emulator): the runtime and
+ * the CDK app meet only in `platform/`, entry points only wire, `functions/app/` orchestrates
+ * without knowing HTTP or the AWS SDK, nothing reads the environment while a step runs, and two
+ * things never share a name.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -38,6 +39,48 @@ const declarations = (file: string) =>
 
 const functionFiles = sourceFiles('functions');
 const schemaFiles = sourceFiles('schemas');
+
+describe('the runtime and the CDK app meet only in platform/', () => {
+  /** Every repository file `file` reaches through its relative imports, itself included. */
+  const reach = (file: string, seen = new Set<string>()): Set<string> => {
+    if (seen.has(file)) return seen;
+    seen.add(file);
+    for (const specifier of importsOf(file)) {
+      if (specifier.startsWith('.')) reach(resolved(file, specifier), seen);
+    }
+    return seen;
+  };
+  const reached = (files: string[]) => [...new Set(files.flatMap((file) => [...reach(file)]))];
+  const under = (folder: string) => (file: string) => file.startsWith(`${folder}/`);
+
+  // What runs in Lambda: the functions and the schemas they validate with (and the platform data they read).
+  const runtime = reached([...functionFiles, ...schemaFiles]);
+  const stack = reached(sourceFiles('lib'));
+
+  it('finds both sides meeting in platform/', () => {
+    expect(runtime.filter(under('platform'))).toContain('platform/routes.ts');
+    expect(stack.filter(under('platform'))).toContain('platform/routes.ts');
+  });
+
+  it('runtime code never reaches lib/, even through another module', () => {
+    expect(runtime.filter(under('lib'))).toEqual([]);
+  });
+
+  // The stack names its functions' entry files as strings (bundled by path), never imports them.
+  it('lib/ never reaches functions/ or schemas/, even through another module', () => {
+    expect(stack.filter((file) => under('functions')(file) || under('schemas')(file))).toEqual([]);
+  });
+
+  it('platform/ is pure data and rules both sides read: it imports only itself', () => {
+    const outside = sourceFiles('platform').flatMap((file) =>
+      importsOf(file)
+        .map((specifier) => resolved(file, specifier))
+        .filter((target) => !under('platform')(target))
+        .map((target) => `${file} imports ${target}`),
+    );
+    expect(outside).toEqual([]);
+  });
+});
 
 describe('entry points only wire', () => {
   const entryPoints = [

@@ -73,7 +73,7 @@ describe('a self-contained repository', () => {
 
   it('names only files and folders of the repository that exist', () => {
     const missing = markdownFiles.flatMap((file) =>
-      [...read(file).matchAll(/`((?:functions|lib|local|schemas|bench|test|packages|docs)\/[\w./-]*)`/g)]
+      [...read(file).matchAll(/`((?:functions|platform|lib|local|schemas|bench|test|packages|docs)\/[\w./-]*)`/g)]
         .map(([, named = '']) => named)
         // A hidden folder (`bench/.out/`) is generated, not tracked.
         .filter((named) => !named.split('/').some((part) => part.startsWith('.')))

@@ -12,7 +12,7 @@ import { prng } from '../functions/nodes/providers/sandbox.ts';
 import { workflowLockKey } from '../functions/store/keys.ts';
 import { claimStep, stepLeaseSeconds } from '../functions/store/run-steps.ts';
 import { readRunItem } from '../functions/store/runs.ts';
-import { stepsQueue } from '../lib/definitions.ts';
+import { stepsQueue } from '../platform/definitions.ts';
 import { queueContents } from './support/queue-contents.ts';
 import {
   cancelRunCall,

@@ -13,12 +13,13 @@
  *   any 402 (functions/domain/admission.ts).
  */
 
-/** Stored statuses of a run in progress: it holds its workflow's lock. */
-export const inProgressStatuses = ['queued', 'processing'] as const;
+import { endStatuses, inProgressStatuses } from '../../platform/run-statuses.ts';
+
+// Shared with the stack's stream filter, so declared in platform/; the rules on them stay here.
+export { endStatuses, inProgressStatuses };
+
 export type InProgressStatus = (typeof inProgressStatuses)[number];
 
-/** The statuses that end a run and free its workflow's lock. */
-export const endStatuses = ['completed', 'failed', 'cancelled', 'stopped'] as const;
 export type EndStatus = (typeof endStatuses)[number];
 
 /** Whether a run with this stored status is in progress (and so holds its workflow's lock). */
