@@ -72,7 +72,7 @@ export const bundleFileName = 'index.mjs';
 
 /** What ships beside each function's bundle, by its entry (relative to the repository root). */
 export const besideFilesByEntry: Readonly<Record<string, readonly BesideFiles[]>> = {
-  'functions/docs/get-docs-asset.ts': [docsRendererFiles],
+  'functions/api/get-docs-asset.ts': [docsRendererFiles],
   'functions/workers/python-runner.ts': [pythonRuntimeFiles, pythonBoxFiles],
 };
 

@@ -170,7 +170,7 @@ const table = [
     id: 'GetDocsAsset',
     method: 'GET',
     path: '/docs/assets/{name}',
-    entry: 'functions/docs/get-docs-asset.ts',
+    entry: 'functions/api/get-docs-asset.ts',
     scope: null,
     grants: {},
   },
