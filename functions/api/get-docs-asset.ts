@@ -1,5 +1,5 @@
-import { publicHandler } from '../http/public-handler.ts';
 import { docsAssetResponse } from '../docs/asset-response.ts';
+import { publicHandler } from '../http/public-handler.ts';
 
 /**
  * GET /docs/assets/{name} (no key): the API reference page's renderer (swagger-ui-dist) and start
