@@ -11,7 +11,7 @@ import {
   bundlingOptions,
   credentialProvidersLambdaNeverReaches,
 } from '../lib/bundling.ts';
-import { envNames } from '../lib/definitions.ts';
+import { envNames } from '../platform/definitions.ts';
 
 const execFileAsync = promisify(execFile);
 

@@ -19,7 +19,6 @@ import { assetVersion } from '../functions/docs/manifest.ts';
 import { createAgent } from '../functions/store/tenancy.ts';
 import { makeHandler as makeStepExecutor } from '../functions/workers/step-executor.ts';
 import { makeHandler as makeWebhookWorker } from '../functions/workers/webhook-delivery.ts';
-import { basePath, type Route, routeById, routes } from '../lib/routes.ts';
 import { workers } from '../lib/workers.ts';
 import { startLocalApi } from '../local/api-gateway.ts';
 import { toRecord } from '../local/event-source.ts';
@@ -27,6 +26,7 @@ import { operatorEventBusName, startEventBridge } from '../local/eventbridge-emu
 import { localDeps, localEnvironment } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
 import { emulatorSdkEnvironment } from '../local/rehearse/bundle-stack.ts';
+import { basePath, type Route, routeById, routes } from '../platform/routes.ts';
 import { receiverCa, startReceiver } from '../test/support/webhook-receiver.ts';
 import {
   type BuiltBundle,

@@ -17,9 +17,9 @@ import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { functionMemoryMb } from '../lib/definitions.ts';
-import type { accessLogFields } from '../lib/routes.ts';
 import { workers } from '../lib/workers.ts';
+import { functionMemoryMb } from '../platform/definitions.ts';
+import type { accessLogFields } from '../platform/routes.ts';
 import { type CallCounts, countDynamoDbCalls, countSqsCalls, newCallCounts } from './counters.ts';
 
 /** us-east-1 on-demand prices, November 2026 (arm64 Lambda). */

@@ -17,8 +17,6 @@ import { eventBridgeSender } from '../functions/store/event-bus.ts';
 import { makeHandler as makeEventPublisher } from '../functions/workers/event-publisher.ts';
 import { makeHandler as makeStepExecutor } from '../functions/workers/step-executor.ts';
 import { makeHandler as makeWebhookDelivery } from '../functions/workers/webhook-delivery.ts';
-import { stepsQueue, webhooksQueue } from '../lib/definitions.ts';
-import { basePath, routes } from '../lib/routes.ts';
 import { startLocalApi } from '../local/api-gateway.ts';
 import { localAwsConfig } from '../local/emulators.ts';
 import { startQueuePoller } from '../local/event-source.ts';
@@ -26,6 +24,8 @@ import { operatorEventBusName, readDeliveredEvents, startEventBridge } from '../
 import { localDeps } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
 import { startStreamPoller } from '../local/stream-source.ts';
+import { stepsQueue, webhooksQueue } from '../platform/definitions.ts';
+import { basePath, routes } from '../platform/routes.ts';
 import { receiverCa, startReceiver } from '../test/support/webhook-receiver.ts';
 import { captureLogs } from './cost-logs.ts';
 import {

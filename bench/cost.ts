@@ -5,9 +5,10 @@
  * transitions alone. Target: a fifth of it, and at most $0.00005. A second run shape, with one
  * AI model step, shows what a provider's wait costs in compute.
  */
-import { functionMemoryMb, operatorEventsStream } from '../lib/definitions.ts';
+
 import { pythonRunner } from '../lib/workers.ts';
 import type { LocalResources } from '../local/provision.ts';
+import { functionMemoryMb, operatorEventsStream } from '../platform/definitions.ts';
 import {
   awsPrices,
   dollars,

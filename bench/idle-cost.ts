@@ -8,11 +8,11 @@
 import { randomUUID } from 'node:crypto';
 import { makeHandler as makeDispatcher } from '../functions/workers/deferred-dispatcher.ts';
 import { buildApp } from '../lib/build-app.ts';
-import { functionMemoryMb } from '../lib/definitions.ts';
 import { contextKeys } from '../lib/stages.ts';
 import { invokedAs } from '../local/invocation.ts';
 import { localDeps } from '../local/local-deps.ts';
 import { type LocalResources, provision } from '../local/provision.ts';
+import { functionMemoryMb } from '../platform/definitions.ts';
 import { captureLogs } from './cost-logs.ts';
 import {
   awsPrices,

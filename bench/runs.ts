@@ -25,10 +25,10 @@ import {
 } from '../functions/store/keys.ts';
 import { getTeam } from '../functions/store/tenancy.ts';
 import { makeHandler } from '../functions/workers/step-executor.ts';
-import { stepsQueue } from '../lib/definitions.ts';
 import { startQueuePoller, toRecord } from '../local/event-source.ts';
 import { localDeps } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
+import { stepsQueue } from '../platform/definitions.ts';
 import { type CallCounts, commandsText, countDynamoDbCalls, countSqsCalls, since, snapshot } from './counters.ts';
 import { type LoopResult, runFloorOperations, runLoops, runTimes, seedRunFloorItems } from './floor.ts';
 import { heading, latencyLine, line, note, ratio } from './report.ts';

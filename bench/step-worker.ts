@@ -8,10 +8,10 @@
  */
 import './env.ts';
 import { makeHandler } from '../functions/workers/step-executor.ts';
-import { stepsQueue } from '../lib/definitions.ts';
 import { startQueuePoller } from '../local/event-source.ts';
 import { localDeps } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
+import { stepsQueue } from '../platform/definitions.ts';
 
 const resourcesJson = process.env.BENCH_RESOURCES;
 if (!resourcesJson || !process.send) {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { envNames } from '../lib/definitions.ts';
+import { envNames } from '../platform/definitions.ts';
 import type { NodeType } from '../schemas/workflows.ts';
 import { parseRetentionDays } from './domain/retention.ts';
 import type { ModelUse, NodeExecutor } from './nodes/executors/types.ts';

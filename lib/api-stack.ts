@@ -11,11 +11,17 @@ import { LogGroup } from 'aws-cdk-lib/aws-logs';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import { dispatcherSchedule, envNames, operatorEventsStream, type QueueDefinition, queues } from './definitions.ts';
+import {
+  dispatcherSchedule,
+  envNames,
+  operatorEventsStream,
+  type QueueDefinition,
+  queues,
+} from '../platform/definitions.ts';
+import { accessLogFields, basePath, routes } from '../platform/routes.ts';
 import { Grants } from './grants.ts';
 import { IsolatedNetwork } from './isolated-network.ts';
 import { Observability } from './observability.ts';
-import { accessLogFields, basePath, routes } from './routes.ts';
 import { ServiceFunction } from './service-function.ts';
 import type { StageConfig } from './stages.ts';
 import { pythonRunner, workers } from './workers.ts';

@@ -4,6 +4,8 @@
  * `esbuild.build` (`bench/bundles.ts`), so the bundle the bench measures is the one deployed.
  */
 
+import { type BesideFiles, docsRendererFiles, pythonBoxFiles, pythonRuntimeFiles } from '../platform/beside-files.ts';
+
 /** esbuild emits ESM; bundled CommonJS dependencies still call `require`, so give them one. */
 export const esmRequireShim = "import { createRequire } from 'module';const require = createRequire(import.meta.url);";
 
@@ -68,60 +70,9 @@ export const bundlingOptions: BundlingOptions = {
 /** The file name NodejsFunction gives an ESM bundle (and the Lambda handler resolves). */
 export const bundleFileName = 'index.mjs';
 
-/**
- * Data files a function reads at run time: copied into its asset directory beside the bundle when
- * it is built, never imported into it, so they are neither parsed at cold start nor counted in the
- * bundle's size. The function reads them with `fs` from `new URL('./<dir>/<name>', import.meta.url)`
- * (run from source, from the package in node_modules).
- */
-export interface BesideFiles {
-  /** The package in node_modules they come from, or (`source`) a directory of the repository. */
-  package?: string;
-  source?: string;
-  /** Their names in the package. */
-  names: readonly string[];
-  /** The directory beside the bundle they are copied into. */
-  dir: string;
-}
-
-/** The API reference renderer (`GET /docs/assets/{name}`): about 1.9 MB that no other function carries. */
-export const docsRendererFiles = {
-  package: 'swagger-ui-dist',
-  names: ['swagger-ui-bundle.js', 'swagger-ui.css'],
-  dir: 'swagger-ui-dist',
-} as const satisfies BesideFiles;
-
-/**
- * The Python runtime (Pyodide) of the PythonRunner function: the interpreter (wasm and its loader),
- * the standard library and the lock file it checks its version against, about 13 MB that only that
- * function carries. No package wheel ships: a step's code has the standard library only.
- */
-export const pythonRuntimeFiles = {
-  package: 'pyodide',
-  names: [
-    'pyodide.mjs',
-    'pyodide.asm.mjs',
-    'pyodide.asm.wasm',
-    'python_stdlib.zip',
-    'pyodide-lock.json',
-    'package.json',
-  ],
-  dir: 'pyodide',
-} as const satisfies BesideFiles;
-
-/**
- * The script of the process each Python run lives in (`functions/python/box.ts` starts it): plain
- * JavaScript that Node runs as it is, so it is copied, never bundled.
- */
-export const pythonBoxFiles = {
-  source: 'functions/python',
-  names: ['child.mjs'],
-  dir: 'python',
-} as const satisfies BesideFiles;
-
 /** What ships beside each function's bundle, by its entry (relative to the repository root). */
 export const besideFilesByEntry: Readonly<Record<string, readonly BesideFiles[]>> = {
-  'functions/docs/get-docs-asset.ts': [docsRendererFiles],
+  'functions/api/get-docs-asset.ts': [docsRendererFiles],
   'functions/workers/python-runner.ts': [pythonRuntimeFiles, pythonBoxFiles],
 };
 

@@ -20,9 +20,9 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { IQueue, Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { retryDelaySeconds, webhookAttempts } from '../functions/domain/webhook.ts';
-import { metricDimensions, metricNames, metricsNamespace } from '../functions/observability/metric-names.ts';
-import type { QueueDefinition } from './definitions.ts';
+import type { QueueDefinition } from '../platform/definitions.ts';
+import { metricDimensions, metricNames, metricsNamespace } from '../platform/metric-names.ts';
+import { retryDelaySeconds, webhookAttempts } from '../platform/webhook-retries.ts';
 import type { StageConfig } from './stages.ts';
 import { workers } from './workers.ts';
 

@@ -6,8 +6,8 @@ import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { functionMemoryMb } from '../platform/definitions.ts';
 import { besideFileCopies, bundlingOptions } from './bundling.ts';
-import { functionMemoryMb } from './definitions.ts';
 
 /** The repository root: every `entry` in the route and worker tables is relative to it. */
 export const repoRoot = path.resolve(import.meta.dirname, '..');

@@ -5,10 +5,10 @@
  * defaults below and a few context values (docs/deploy.md lists them).
  */
 
-import { providerEntry } from '../functions/nodes/providers/registry.ts';
-import { metricsServiceName } from '../functions/observability/metric-names.ts';
-import { connectionSecretPrefixOf, parseProviderSecret } from '../functions/store/secret-refs.ts';
-import { functionMemoryMb, type QueueDefinition } from './definitions.ts';
+import { functionMemoryMb, type QueueDefinition } from '../platform/definitions.ts';
+import { metricsServiceName } from '../platform/metric-names.ts';
+import { providerEntry } from '../platform/providers.ts';
+import { connectionSecretPrefixOf, parseProviderSecret } from '../platform/secret-refs.ts';
 
 export const stageNames = ['dev', 'prod'] as const;
 export type StageName = (typeof stageNames)[number];

@@ -9,7 +9,7 @@ import {
 } from 'aws-cdk-lib/aws-dynamodb';
 import { BlockPublicAccess, Bucket, BucketEncryption } from 'aws-cdk-lib/aws-s3';
 import type { Construct } from 'constructs';
-import { dataTable, type IndexProjection, type KeyAttribute, libraryBucket, tables } from './definitions.ts';
+import { dataTable, type IndexProjection, type KeyAttribute, libraryBucket, tables } from '../platform/definitions.ts';
 import type { StageConfig } from './stages.ts';
 
 const attribute = (key: KeyAttribute) => ({

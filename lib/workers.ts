@@ -4,8 +4,8 @@
  * queues and ticking the schedule.
  */
 
-import type { Access } from './access.ts';
-import type { QueueDefinition } from './definitions.ts';
+import type { Access } from '../platform/access.ts';
+import type { QueueDefinition } from '../platform/definitions.ts';
 
 /**
  * How a worker is invoked: by an SQS event source mapping on one queue, by the dispatcher schedule,

@@ -1,9 +1,10 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { dynamoDbClient } from '../functions/clients/dynamodb.ts';
 import { type Deps, productionDeps } from '../functions/deps.ts';
-import { connectionSecretPrefixOf, refusingSecrets } from '../functions/store/secret-refs.ts';
-import { envNames } from '../lib/definitions.ts';
+import { refusingSecrets } from '../functions/store/secret-refs.ts';
 import { stageDefaults, stageNames } from '../lib/stages.ts';
+import { envNames } from '../platform/definitions.ts';
+import { connectionSecretPrefixOf } from '../platform/secret-refs.ts';
 import { runAdmin, runEventsTail } from './admin.ts';
 import { localAwsConfig, startDynamoDb } from './emulators.ts';
 import { operatorEventsFile } from './eventbridge-emulator.ts';

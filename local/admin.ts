@@ -21,7 +21,7 @@ import {
   TenancyNotFoundError,
 } from '../functions/store/tenancy.ts';
 import { activateWorkflow, setWorkflowStatus } from '../functions/store/workflows.ts';
-import { allScopes, type Scope } from '../lib/routes.ts';
+import { allScopes, type Scope } from '../platform/routes.ts';
 
 /**
  * The operators' CLI: the "app" side of the spec that the API does not cover (teams, credits,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import type { Deps } from '../functions/deps.ts';
-import { basePath, type Route, routes } from '../lib/routes.ts';
+import { basePath, type Route, routes } from '../platform/routes.ts';
 import { invokedAs } from './invocation.ts';
 import { lambdaContext } from './lambda-context.ts';
 

@@ -1,6 +1,6 @@
 import { appendFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { dataTable, libraryBucket, type QueueDefinition } from '../lib/definitions.ts';
+import { dataTable, libraryBucket, type QueueDefinition } from '../platform/definitions.ts';
 import { currentFunction, functionEntries } from './invocation.ts';
 import type { LocalResources } from './provision.ts';
 

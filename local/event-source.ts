@@ -6,8 +6,8 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda';
-import type { QueueDefinition } from '../lib/definitions.ts';
 import { type WorkerTrigger, workers } from '../lib/workers.ts';
+import type { QueueDefinition } from '../platform/definitions.ts';
 import { localAwsConfig } from './emulators.ts';
 import { invokedAs } from './invocation.ts';
 import { lambdaContext } from './lambda-context.ts';

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { routes } from '../lib/routes.ts';
 import { pythonRunner, workers } from '../lib/workers.ts';
+import { routes } from '../platform/routes.ts';
 
 /**
  * Which function's handler is running, for everything it awaits: the local API gateway, the queue

@@ -11,8 +11,8 @@ import { createExecutorRegistry, executorDeps } from '../functions/nodes/executo
 import { stageProvidersFromEnv } from '../functions/nodes/providers/stage.ts';
 import { secretPolicyFromEnv } from '../functions/store/secret-refs.ts';
 import { createSecretStore } from '../functions/store/secrets.ts';
-import { envNames } from '../lib/definitions.ts';
 import { pythonRunner } from '../lib/workers.ts';
+import { envNames } from '../platform/definitions.ts';
 import { withAwsCommandLog } from './aws-command-log.ts';
 import { localAwsConfig } from './emulators.ts';
 import type { LocalResources } from './provision.ts';

@@ -8,7 +8,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { libraryBucket, type QueueDefinition, queues, type TableDefinition, tables } from '../lib/definitions.ts';
+import { libraryBucket, type QueueDefinition, queues, type TableDefinition, tables } from '../platform/definitions.ts';
 import { localAwsConfig } from './emulators.ts';
 
 /** Names and URLs of everything provisioned for one prefix (the local default, or one test file). */
@@ -54,7 +54,7 @@ const createTable = async (client: DynamoDBClient, definition: TableDefinition, 
             { AttributeName: index.partitionKey.name, KeyType: 'HASH' },
             { AttributeName: index.sortKey.name, KeyType: 'RANGE' },
           ],
-          // The deployed projections (lib/definitions.ts), so a query reading an attribute its index
+          // The deployed projections (platform/definitions.ts), so a query reading an attribute its index
           // does not copy fails locally as it would on AWS.
           Projection:
             index.projection.type === 'KEYS_ONLY'
@@ -128,7 +128,7 @@ export const provisionTables = async (client: DynamoDBClient, prefix: string): P
 
 /**
  * Creates the tables, queues (each with its DLQ and redrive policy) and the bucket from the same
- * definitions the CDK stack uses (`lib/definitions.ts`). Idempotent: an existing resource is kept.
+ * definitions the CDK stack uses (`platform/definitions.ts`). Idempotent: an existing resource is kept.
  */
 export const provision = async (options: {
   prefix: string;

@@ -11,7 +11,7 @@ import {
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { AttributeValue, Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { eventBridgeSender } from '../functions/store/event-bus.ts';
-import { operatorEventsStream } from '../lib/definitions.ts';
+import { operatorEventsStream } from '../platform/definitions.ts';
 import { withAwsCommandLog } from './aws-command-log.ts';
 import { localAwsConfig } from './emulators.ts';
 import { workerOf } from './event-source.ts';

@@ -14,7 +14,7 @@ import type {
   ResponseObject,
   SchemaObject,
 } from 'openapi3-ts/oas31';
-import { basePath, type RouteId, routeById, scopeOf } from '../lib/routes.ts';
+import { basePath, type RouteId, routeById, scopeOf } from '../platform/routes.ts';
 import { UuidSchema } from './common.ts';
 import { DeferredRunSchema, deferredRunStatuses, ListDeferredRunsResponseSchema } from './deferred-runs.ts';
 import {
@@ -163,7 +163,7 @@ const storageBusyText =
   'Try again after `Retry-After` seconds.';
 const storageBusyResponse = (): ResponseObject => withRetryAfter(jsonResponse(storageBusyText, 'StorageBusyError'));
 
-/** One operation's words; its method, path and scope are the route's in `lib/routes.ts`. */
+/** One operation's words; its method, path and scope are the route's in `platform/routes.ts`. */
 interface OperationSpec {
   /** The route's `id`, also the operationId. */
   operationId: RouteId;

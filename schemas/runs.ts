@@ -15,11 +15,11 @@ export type RunMode = v.InferOutput<typeof RunModeSchema>;
 
 export const runStatuses = ['queued', 'claimed', 'processing', 'completed', 'failed', 'cancelled', 'stopped'] as const;
 const RunStatusSchema = v.picklist(runStatuses);
-export type RunStatus = v.InferOutput<typeof RunStatusSchema>;
+export type RunViewStatus = v.InferOutput<typeof RunStatusSchema>;
 
 export const stepStatuses = ['queued', 'processing', 'completed', 'failed', 'skipped', 'unknown'] as const;
 const StepStatusSchema = v.picklist(stepStatuses);
-export type StepStatus = v.InferOutput<typeof StepStatusSchema>;
+export type StepViewStatus = v.InferOutput<typeof StepStatusSchema>;
 
 /** Header carrying the caller's idempotency key on the two run starts (our design, beyond the spec). */
 export const idempotencyKeyHeader = 'Idempotency-Key';
@@ -188,14 +188,14 @@ export const RunOutputSchema = v.strictObject({
 });
 export type RunOutput = v.InferOutput<typeof RunOutputSchema>;
 
-const progress = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(100));
+const ProgressSchema = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(100));
 
 /** 200 of GET /runs/{jobId}. */
 export const RunSchema = v.strictObject({
   jobId: UuidSchema,
   status: RunStatusSchema,
   /** Completed steps as a percentage. */
-  progress,
+  progress: ProgressSchema,
   steps: v.array(RunStepSchema),
   /** From the last steps of the workflow; empty until they finish. */
   output: v.array(RunOutputSchema),
@@ -262,7 +262,7 @@ export const WebhookBodySchema = v.strictObject({
   event: WebhookEventSchema,
   jobId: UuidSchema,
   status: RunStatusSchema,
-  progress: v.optional(progress),
+  progress: v.optional(ProgressSchema),
   steps: v.optional(v.array(RunStepSchema)),
   output: v.optional(v.array(RunOutputSchema)),
 });

@@ -1,12 +1,15 @@
 /**
- * The layering the code keeps, read from the source files themselves (no emulator): entry points
- * only wire, `functions/app/` orchestrates without knowing HTTP or the AWS SDK, nothing reads the
- * environment while a step runs, and two things never share a name.
+ * The layering the code keeps, read from the source files themselves (no emulator): the runtime and
+ * the CDK app meet only in `platform/`, entry points only wire, `functions/app/` orchestrates
+ * without knowing HTTP or the AWS SDK, nothing reads the environment while a step runs, and two
+ * things never share a name.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { pythonRunner, workers } from '../lib/workers.ts';
+import { routes } from '../platform/routes.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -39,16 +42,60 @@ const declarations = (file: string) =>
 const functionFiles = sourceFiles('functions');
 const schemaFiles = sourceFiles('schemas');
 
+describe('the runtime and the CDK app meet only in platform/', () => {
+  /** Every repository file `file` reaches through its relative imports, itself included. */
+  const reach = (file: string, seen = new Set<string>()): Set<string> => {
+    if (seen.has(file)) return seen;
+    seen.add(file);
+    for (const specifier of importsOf(file)) {
+      if (specifier.startsWith('.')) reach(resolved(file, specifier), seen);
+    }
+    return seen;
+  };
+  const reached = (files: string[]) => [...new Set(files.flatMap((file) => [...reach(file)]))];
+  const under = (folder: string) => (file: string) => file.startsWith(`${folder}/`);
+
+  // What runs in Lambda: the functions and the schemas they validate with (and the platform data they read).
+  const runtime = reached([...functionFiles, ...schemaFiles]);
+  const stack = reached(sourceFiles('lib'));
+
+  it('finds both sides meeting in platform/', () => {
+    expect(runtime.filter(under('platform'))).toContain('platform/routes.ts');
+    expect(stack.filter(under('platform'))).toContain('platform/routes.ts');
+  });
+
+  it('runtime code never reaches lib/, even through another module', () => {
+    expect(runtime.filter(under('lib'))).toEqual([]);
+  });
+
+  // The stack names its functions' entry files as strings (bundled by path), never imports them.
+  it('lib/ never reaches functions/ or schemas/, even through another module', () => {
+    expect(stack.filter((file) => under('functions')(file) || under('schemas')(file))).toEqual([]);
+  });
+
+  it('platform/ is pure data and rules both sides read: it imports only itself', () => {
+    const outside = sourceFiles('platform').flatMap((file) =>
+      importsOf(file)
+        .map((specifier) => resolved(file, specifier))
+        .filter((target) => !under('platform')(target))
+        .map((target) => `${file} imports ${target}`),
+    );
+    expect(outside).toEqual([]);
+  });
+});
+
 describe('entry points only wire', () => {
-  const entryPoints = [
-    ...sourceFiles('functions/api'),
-    ...sourceFiles('functions/workers'),
-    'functions/docs/get-docs-asset.ts',
-  ];
+  const entryPoints = [...sourceFiles('functions/api'), ...sourceFiles('functions/workers')];
 
   it('finds the entry points', () => {
     expect(entryPoints).toContain('functions/workers/step-executor.ts');
     expect(entryPoints).toContain('functions/api/create-workflow.ts');
+  });
+
+  // So a reader finds every function's code in two folders.
+  it('every entry the stack bundles is in functions/api/ or functions/workers/', () => {
+    const entries = [...routes, ...workers, pythonRunner].map((f) => f.entry);
+    expect(entries.filter((entry) => !entryPoints.includes(entry))).toEqual([]);
   });
 
   // Imports are not counted: an entry point imports the AWS clients its code uses (functions/clients/), one a line.

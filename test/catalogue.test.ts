@@ -4,7 +4,7 @@ import { priceInMode } from '../functions/domain/run-modes.ts';
 import { canConnect, catalogue, getNodeSpec, nodeCategories, valueKinds } from '../functions/nodes/catalogue/index.ts';
 import { httpCallMaxTimeoutMs } from '../functions/nodes/catalogue/logic.ts';
 import { pythonMaxTimeoutMs } from '../functions/python/protocol.ts';
-import { stepNodeTimeoutSeconds } from '../lib/definitions.ts';
+import { stepNodeTimeoutSeconds } from '../platform/definitions.ts';
 import { nodeTypes } from '../schemas/workflows.ts';
 
 const entries = Object.values(catalogue);

@@ -6,14 +6,15 @@ import { Queue } from 'aws-cdk-lib/aws-sqs';
 import { build, type Metafile } from 'esbuild';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { docsAssetTypes } from '../functions/docs/manifest.ts';
-import type { Access } from '../lib/access.ts';
 import { buildApp } from '../lib/build-app.ts';
-import { besideFileCopies, docsRendererFiles, pythonBoxFiles, pythonRuntimeFiles } from '../lib/bundling.ts';
-import { dataTable, envNames, operatorEventsStream, queues } from '../lib/definitions.ts';
-import { basePath, routes } from '../lib/routes.ts';
+import { besideFileCopies } from '../lib/bundling.ts';
 import { repoRoot } from '../lib/service-function.ts';
 import { contextKeys, stageDefaults } from '../lib/stages.ts';
 import { pythonRunner, workers } from '../lib/workers.ts';
+import type { Access } from '../platform/access.ts';
+import { docsRendererFiles, pythonBoxFiles, pythonRuntimeFiles } from '../platform/beside-files.ts';
+import { dataTable, envNames, operatorEventsStream, queues } from '../platform/definitions.ts';
+import { basePath, routes } from '../platform/routes.ts';
 import { commandActions, transactionItemActions } from './support/command-actions.ts';
 
 /** No bundling (fast), and validation failures thrown with the whole report in the message. */

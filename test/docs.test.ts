@@ -1,8 +1,9 @@
 /**
  * The repository stands on its own and its documentation tells the truth about it: nothing points
  * outside the repository, every relative link leads somewhere, the access patterns table names
- * exactly the key prefixes `functions/store/keys.ts` builds, the README's layout table matches the
- * folders, and every test that needs the emulators runs in the integration project.
+ * exactly the key prefixes `functions/store/keys.ts` builds, the README's layout table and the
+ * architecture's layer table match the folders, and every test that needs the emulators runs in
+ * the integration project.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -73,7 +74,7 @@ describe('a self-contained repository', () => {
 
   it('names only files and folders of the repository that exist', () => {
     const missing = markdownFiles.flatMap((file) =>
-      [...read(file).matchAll(/`((?:functions|lib|local|schemas|bench|test|packages|docs)\/[\w./-]*)`/g)]
+      [...read(file).matchAll(/`((?:functions|platform|lib|local|schemas|bench|test|packages|docs)\/[\w./-]*)`/g)]
         .map(([, named = '']) => named)
         // A hidden folder (`bench/.out/`) is generated, not tracked.
         .filter((named) => !named.split('/').some((part) => part.startsWith('.')))
@@ -149,6 +150,30 @@ describe("the README's layout table", () => {
       ...directories('packages/'),
     ];
     expect([...listed].sort()).toEqual(expected.sort());
+  });
+});
+
+describe("docs/architecture.md's layer table", () => {
+  // A cell may name several folders (`functions/api/`, `functions/workers/`) or a file (`functions/deps.ts`).
+  const listed = tableAfter(read('docs/architecture.md'), '## Layers').flatMap(([cell = '']) =>
+    [...cell.matchAll(/`([^`]+)`/g)].map(([, name = '']) => name.replace(/\/$/, '')),
+  );
+  /** The folders whose code runs in a function: each under functions/, the schemas, the platform data. */
+  const runtimeFolders = [
+    ...readdirSync(path.join(root, 'functions'), { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => `functions/${entry.name}`),
+    'schemas',
+    'platform',
+  ];
+
+  it('names only folders and files that exist', () => {
+    expect(listed.length).toBeGreaterThan(10);
+    expect(listed.filter((name) => !existsSync(path.join(root, name)))).toEqual([]);
+  });
+
+  it('names every runtime folder, and the CDK app', () => {
+    expect([...runtimeFolders, 'lib'].filter((folder) => !listed.includes(folder))).toEqual([]);
   });
 });
 

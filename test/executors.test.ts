@@ -33,8 +33,8 @@ import {
 import type { Provider } from '../functions/nodes/providers/types.ts';
 import { createPythonRunner } from '../functions/python/runner.ts';
 import { makeHandler as makePythonRunnerHandler } from '../functions/workers/python-runner.ts';
-import { envNames } from '../lib/definitions.ts';
 import { startLambdaEmulator } from '../local/lambda-emulator.ts';
+import { envNames } from '../platform/definitions.ts';
 import type { RunMode } from '../schemas/runs.ts';
 import { type NodeType, nodeTypes } from '../schemas/workflows.ts';
 

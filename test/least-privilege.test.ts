@@ -12,11 +12,11 @@ import { type CfnElement, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../lib/build-app.ts';
-import { libraryBucket, queues, tables } from '../lib/definitions.ts';
 import { contextKeys } from '../lib/stages.ts';
 import { pythonRunner, workers } from '../lib/workers.ts';
 import { type AwsCommandRecord, canonicalArn } from '../local/aws-command-log.ts';
 import { functionIds } from '../local/invocation.ts';
+import { libraryBucket, queues, tables } from '../platform/definitions.ts';
 import { awsCommandLogDir } from '../vitest.config.ts';
 import { iamActionOf } from './support/command-actions.ts';
 

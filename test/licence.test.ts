@@ -9,7 +9,7 @@ import {
 } from '../functions/domain/licence.ts';
 import { ancestry } from '../functions/domain/run-graph.ts';
 import type { Canvas } from '../functions/domain/workflow-graph.ts';
-import type { CommercialUse } from '../functions/nodes/providers/registry.ts';
+import type { CommercialUse } from '../platform/providers.ts';
 import type { LicenceModel } from '../schemas/runs.ts';
 
 const at = '2026-01-02T03:04:05.000Z';

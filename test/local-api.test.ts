@@ -34,7 +34,7 @@ describe('local API Gateway emulation', () => {
 
   it('hands the handler a payload 2.0 event with lower-cased headers and a request id', async () => {
     const { toEventV2 } = await import('../local/api-gateway.ts');
-    const { routes } = await import('../lib/routes.ts');
+    const { routes } = await import('../platform/routes.ts');
     const route = routes.find((r) => r.id === 'ListWorkflows');
     if (!route) throw new Error('route missing');
     const event = toEventV2(

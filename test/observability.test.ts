@@ -19,11 +19,11 @@ import {
   metricsServiceName,
 } from '../functions/observability/metrics.ts';
 import { buildApp } from '../lib/build-app.ts';
-import { queues } from '../lib/definitions.ts';
 import { alarmThresholds } from '../lib/observability.ts';
-import { routes } from '../lib/routes.ts';
 import { contextKeys } from '../lib/stages.ts';
 import { pythonRunner, workers } from '../lib/workers.ts';
+import { queues } from '../platform/definitions.ts';
+import { routes } from '../platform/routes.ts';
 import { type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
 
 /** No bundling (fast), and validation failures thrown with the whole report in the message. */

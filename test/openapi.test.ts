@@ -3,7 +3,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import type { OperationObject } from 'openapi3-ts/oas31';
 import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
-import { routes } from '../lib/routes.ts';
+import { routes } from '../platform/routes.ts';
 import { messagePrefixes, messages } from '../schemas/errors.ts';
 import { buildOpenApiDocument } from '../schemas/openapi.ts';
 import { RunRequestSchema } from '../schemas/runs.ts';
@@ -86,7 +86,7 @@ describe('OpenAPI document', () => {
   it('requires the bearer key, names the scope and documents 401 and 429 on every keyed operation', () => {
     expect(doc.components?.securitySchemes?.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
     const keyed = operations.filter(({ operation }) => operation.security?.length !== 0);
-    // Every route with a scope (lib/routes.ts): the contract's 7 but the document itself, and ours.
+    // Every route with a scope (platform/routes.ts): the contract's 7 but the document itself, and ours.
     expect(keyed).toHaveLength(routes.filter((route) => route.scope !== null).length);
     for (const { operation } of keyed) {
       expect(operation.security).toEqual([{ bearerAuth: [] }]);

@@ -10,8 +10,8 @@ import { publishOperatorEvents } from '../functions/app/publish-operator-events.
 import { creditsText, operatorDetailTypes, operatorEventOf } from '../functions/domain/operator-events.ts';
 import type { BusEntry, ItemChange } from '../functions/store/event-bus.ts';
 import { deferredRunKey, runKey } from '../functions/store/keys.ts';
-import { operatorEventsStream } from '../lib/definitions.ts';
 import { passesOperatorEventsFilters } from '../local/stream-source.ts';
+import { operatorEventsStream } from '../platform/definitions.ts';
 
 const jobId = '0b7f6a0e-1c1d-4e2f-9a3b-4c5d6e7f8a9b';
 const run = (fields: Record<string, unknown> = {}) => ({
@@ -160,7 +160,7 @@ const record = (eventName: 'INSERT' | 'MODIFY' | 'REMOVE', sk: string, oldStatus
     },
   }) as DynamoDBRecord;
 
-describe("the mapping's filters (lib/definitions.ts), as the local poller applies them", () => {
+describe("the mapping's filters (platform/definitions.ts), as the local poller applies them", () => {
   it('filter on the sort keys the store writes runs and deferred runs under', () => {
     const text = JSON.stringify(operatorEventsStream.filters);
     expect(text).toContain(`"S":["${runKey('x').SK}"]`);

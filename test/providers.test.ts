@@ -13,16 +13,15 @@ import {
   checkApiIntegration,
   createOpenAiCompatibleProvider,
   createSandboxProvider,
-  integrationLevels,
   licenceFacts,
   ProviderError,
-  providerRegistry,
   providerResolverFromEnv,
   routeProvider,
   sandboxOptionsFromEnv,
   stageProvidersFromEnv,
   stepProvider,
 } from '../functions/nodes/providers/index.ts';
+import { integrationLevels, providerRegistry } from '../platform/providers.ts';
 import type { RunMode } from '../schemas/runs.ts';
 import type { NodeType } from '../schemas/workflows.ts';
 

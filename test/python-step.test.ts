@@ -6,9 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createExecutorRegistry, executorDeps } from '../functions/nodes/executors/index.ts';
-import { envNames } from '../lib/definitions.ts';
 import { withAwsCommandLog } from '../local/aws-command-log.ts';
 import { localAwsConfig } from '../local/emulators.ts';
+import { envNames } from '../platform/definitions.ts';
 import { ledgerOf } from './support/runs.ts';
 import {
   call,

@@ -9,8 +9,6 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { queues } from '../lib/definitions.ts';
-import { routes } from '../lib/routes.ts';
 import { pythonRunner, workers } from '../lib/workers.ts';
 import { operatorEventBusName, readDeliveredEvents } from '../local/eventbridge-emulator.ts';
 import { tableOnlyDeps } from '../local/local-deps.ts';
@@ -19,6 +17,8 @@ import { type Assembly, readAssembly, templateResolver, triggeredFunctions } fro
 import { type BundleStack, startBundleStack } from '../local/rehearse/bundle-stack.ts';
 import { runFlow } from '../local/rehearse/flow.ts';
 import { type Synthesized, synthesize } from '../local/rehearse/synth.ts';
+import { queues } from '../platform/definitions.ts';
+import { routes } from '../platform/routes.ts';
 
 let synthesized: Synthesized | undefined;
 let assembly: Assembly;

@@ -9,7 +9,7 @@
 import type { ReferenceObject, SchemaObject } from 'openapi3-ts/oas31';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listWaitingDeferredRuns } from '../functions/store/deferred-runs.ts';
-import { routeById } from '../lib/routes.ts';
+import { routeById } from '../platform/routes.ts';
 import { type Json, type Path, resolveSchema, withValue } from './support/fuzz-requests.ts';
 import { api, doc, expectBalanced, ledgerOf, pairPrice, pairSteps } from './support/runs.ts';
 import { addKey, createWorkflow, type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';

@@ -5,7 +5,9 @@ import { describe, expect, it } from 'vitest';
 import {
   cancelStatus,
   claimedView,
+  endStatuses,
   holdsEndedRun,
+  inProgressStatuses,
   isDone,
   isLastCount,
   lifecycleTable,
@@ -20,6 +22,7 @@ import {
   storedStepStatuses,
 } from '../functions/domain/run-lifecycle.ts';
 import { fromCondition, statusValues } from '../functions/store/run/lifecycle-conditions.ts';
+import * as platformStatuses from '../platform/run-statuses.ts';
 import { runStatuses, stepStatuses } from '../schemas/runs.ts';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -85,6 +88,11 @@ describe('one source for the statuses', () => {
     expect(new Set(runStatuses)).toEqual(new Set([...storedRunStatuses, claimedView]));
     expect(new Set(stepStatuses)).toEqual(new Set([...storedStepStatuses, stepQueuedView]));
     expect(storedStepStatuses).toContain(StepStatus.unknown);
+  });
+
+  it("the stack's copy (platform/, which the CDK app reads without importing functions/) is the lifecycle's", () => {
+    expect(platformStatuses.inProgressStatuses).toEqual(inProgressStatuses);
+    expect(platformStatuses.endStatuses).toEqual(endStatuses);
   });
 
   /**

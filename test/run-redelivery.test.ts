@@ -11,7 +11,7 @@ import { executionsFailedError, stepExecutionAttempts } from '../functions/domai
 import { prng } from '../functions/nodes/providers/sandbox.ts';
 import { workflowLockKey } from '../functions/store/keys.ts';
 import { claimStep, readRunItem, stepLeaseSeconds } from '../functions/store/run/index.ts';
-import { stepsQueue } from '../lib/definitions.ts';
+import { stepsQueue } from '../platform/definitions.ts';
 import { queueContents } from './support/queue-contents.ts';
 import {
   cancelRunCall,

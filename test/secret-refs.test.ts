@@ -6,14 +6,12 @@
 import { describe, expect, it } from 'vitest';
 import {
   connectionRefProblem,
-  connectionSecretPrefixOf,
-  parseProviderSecret,
-  parseSecretRef,
   type SecretPolicy,
   SecretUnavailableError,
   secretPolicyFromEnv,
 } from '../functions/store/secret-refs.ts';
 import { createSecretStore, secretCacheMs } from '../functions/store/secrets.ts';
+import { connectionSecretPrefixOf, parseProviderSecret, parseSecretRef } from '../platform/secret-refs.ts';
 
 const local: SecretPolicy = { deployed: false, connectionPrefix: undefined };
 const prod: SecretPolicy = { deployed: true, connectionPrefix: 'workflow-run-api/prod/connections/' };

@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { docsRendererFiles } from '../../lib/bundling.ts';
+import { docsRendererFiles } from '../../platform/beside-files.ts';
 import { initScript } from './init-script.ts';
 import type { DocsAssetName } from './manifest.ts';
 
 /**
  * The renderer's files (swagger-ui-dist) as served by `GET /docs/assets/{name}`.
  *
- * Deployed, they are files beside the function's bundle (`docsRendererFiles` in `lib/bundling.ts`:
+ * Deployed, they are files beside the function's bundle (`docsRendererFiles` in `platform/beside-files.ts`:
  * copied into the asset directory when it is built), read with `fs` on the first request that asks
  * for each and kept for the life of the container; the bundle itself holds none of their bytes.
  * Run from source (`npm start`, the tests), the same files are read from node_modules.

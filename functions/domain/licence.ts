@@ -4,8 +4,10 @@
  * null counts as unchecked), `ai_generated` and `generated_by` name those model steps.
  * Not legal advice: the facts are the registry's, stamped when each step ran.
  */
+
+import type { CommercialUse } from '../../platform/providers.ts';
 import type { GeneratedBy, LicenceModel } from '../../schemas/runs.ts';
-import { type CommercialUse, licenceFacts } from '../nodes/providers/registry.ts';
+import { licenceFacts } from '../nodes/providers/registry.ts';
 
 export type OutputCommercialUse = 'yes' | 'provider_terms' | 'unchecked' | 'no';
 

@@ -9,6 +9,7 @@
  * below reach an event; never a run's inputs, callback URL or secret, nor a deferred run's request.
  */
 
+import { operatorEventItems } from '../../platform/definitions.ts';
 import { endStatuses } from './workflow-lock.ts';
 
 /** The `source` of every operator event. */
@@ -25,9 +26,6 @@ export const operatorDetailTypes = {
   deferredExpired: 'Deferred Run Expired',
   deferredCancelled: 'Deferred Run Cancelled',
 } as const;
-
-/** The sort keys of the items that give events (functions/store/keys.ts: `runKey`, `deferredRunKey`). */
-export const operatorEventItems = { run: 'RUN', deferredRun: 'DEFERRED' } as const;
 
 interface DetailBase {
   version: typeof operatorEventVersion;

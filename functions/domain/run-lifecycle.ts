@@ -8,7 +8,7 @@
  * and a move that enters it; the public picklists (schemas/runs.ts) must name it too, which the
  * types below check.
  */
-import type { RunStatus as RunViewStatus, StepStatus as StepViewStatus } from '../../schemas/runs.ts';
+import type { RunViewStatus, StepViewStatus } from '../../schemas/runs.ts';
 
 /** A run's stored statuses. `claimed` is only how a queued run with a started step reads (`runViewStatus`). */
 export const RunStatus = {

@@ -1,4 +1,5 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { retryDelaySeconds, webhookAttempts } from '../../platform/webhook-retries.ts';
 import type { deliveryStates, webhookErrorKinds } from '../../schemas/deliveries.ts';
 import type { WebhookEvent } from '../../schemas/runs.ts';
 import { type EndStatus, endStatuses } from './workflow-lock.ts';
@@ -14,9 +15,8 @@ import { type EndStatus, endStatuses } from './workflow-lock.ts';
  */
 
 export const webhookTimeoutMs = 8_000;
-export const webhookAttempts = 5;
-/** First retry after 2 minutes, each wait twice the one before, never more than an hour. */
-export const retryDelaySeconds = (failedAttempt: number): number => Math.min(3600, 120 * 2 ** (failedAttempt - 1));
+// The retry schedule is shared with the stack's webhook alarm, so it is declared in platform/.
+export { retryDelaySeconds, webhookAttempts };
 /** Bytes of the receiver's reply read at most (only for the log). */
 export const maxReplyBytes = 4096;
 

@@ -13,7 +13,8 @@
  *   any 402 (functions/domain/admission.ts).
  */
 
-// The statuses live in the lifecycle; re-exported for the stack (lib/definitions.ts).
+// The statuses live in the lifecycle, re-exported here for the lock's readers. The stack reads its own
+// copy (platform/run-statuses.ts: lib/ never imports functions/); test/run-lifecycle.test.ts keeps them equal.
 export {
   type EndStatus,
   endStatuses,

@@ -1,4 +1,4 @@
-import type { Scope } from '../../lib/routes.ts';
+import type { Scope } from '../../platform/routes.ts';
 import type { Deps } from '../deps.ts';
 import { bearerToken, hashApiKey, isKeyUsable, isWellFormedApiKey } from '../domain/api-key.ts';
 import { RateLimitedError, ScopeNotPermittedError, UnauthorizedError } from '../domain/errors.ts';

@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import * as v from 'valibot';
-import { type KeyedRouteId, scopeOf } from '../../lib/routes.ts';
+import { type KeyedRouteId, scopeOf } from '../../platform/routes.ts';
 import { UuidSchema } from '../../schemas/common.ts';
 import type { Deps } from '../deps.ts';
 import { logger } from '../observability/logger.ts';
@@ -30,7 +30,7 @@ const withUuidIds = (event: Event): Event => {
 type Middleware = Parameters<ReturnType<typeof observedHandler>['use']>[0];
 
 /**
- * A keyed API Gateway v2 handler: authenticate (auth → rate limit → the scope `lib/routes.ts` gives
+ * A keyed API Gateway v2 handler: authenticate (auth → rate limit → the scope `platform/routes.ts` gives
  * the route), run `fn`, and map any thrown error through the one error table. Every keyed entry
  * point in `functions/api` is built with it. A function that records metrics (the run starts) passes
  * `publishing`, Powertools' `logMetrics`, which publishes them at the invocation's end; the others

@@ -1,7 +1,13 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import { envNames } from '../../lib/definitions.ts';
+import { envNames } from '../../platform/definitions.ts';
+import {
+  localStage,
+  metricDimensions,
+  metricNames,
+  metricsNamespace,
+  metricsServiceName,
+} from '../../platform/metric-names.ts';
 import { logger } from './logger.ts';
-import { localStage, metricDimensions, metricNames, metricsNamespace, metricsServiceName } from './metric-names.ts';
 
 export { metricDimensions, metricNames, metricsNamespace, metricsServiceName };
 
@@ -11,7 +17,7 @@ export { metricDimensions, metricNames, metricsNamespace, metricsServiceName };
  * and by `metrics.publishStoredMetrics()` at the end of each worker invocation. Set
  * POWERTOOLS_METRICS_DISABLED=true to keep them off stdout (tests, the local default).
  *
- * The names live in `metric-names.ts`, shared with the dashboard and alarms in `lib/observability.ts`.
+ * The names live in `platform/metric-names.ts`, shared with the dashboard and alarms in `lib/observability.ts`.
  */
 
 const nothingToPublish = 'No application metrics to publish';

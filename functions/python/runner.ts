@@ -13,7 +13,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { pythonBoxFiles, pythonRuntimeFiles } from '../../lib/bundling.ts';
+import { pythonBoxFiles, pythonRuntimeFiles } from '../../platform/beside-files.ts';
 import { type Box, type BoxFiles, type BoxLimits, type BoxOutcome, startBox } from './box.ts';
 import {
   type PythonAnswer,

@@ -1,5 +1,5 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { Scope } from '../../lib/routes.ts';
+import type { Scope } from '../../platform/routes.ts';
 import type { Deps } from '../deps.ts';
 import { generateApiKey, hashApiKey, keyHint } from '../domain/api-key.ts';
 import { ApiKeyIdItemSchema, type ApiKeyItem, ApiKeyItemSchema, parseItem } from './items.ts';

@@ -1,6 +1,6 @@
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import type { AttributeValue, DynamoDBRecord } from 'aws-lambda';
-import { envNames } from '../../lib/definitions.ts';
+import { envNames } from '../../platform/definitions.ts';
 
 /** One event as PutEvents takes it (on the bus the sender was built for). */
 export interface BusEntry {

@@ -7,7 +7,7 @@
  * The items are written by the store module of each entity; their keys are built in keys.ts.
  */
 import * as v from 'valibot';
-import { allScopes } from '../../lib/routes.ts';
+import { allScopes } from '../../platform/routes.ts';
 import { DeferredRunSchema } from '../../schemas/deferred-runs.ts';
 import { LicenceModelSchema, RunModeSchema, RunRequestSchema } from '../../schemas/runs.ts';
 import { WorkflowSummarySchema } from '../../schemas/workflows.ts';

@@ -6,7 +6,7 @@ import { CursorKeyItemSchema, parseItem, unexpired } from './items.ts';
 import { cursorSigningKey, teamDeferredPartition, teamRunsPartition } from './keys.ts';
 import { conditionalWrite } from './write.ts';
 
-/** The index a team's runs and deferred runs are listed from (lib/definitions.ts). */
+/** The index a team's runs and deferred runs are listed from (platform/definitions.ts). */
 const listIndex = 'GSI4';
 
 /** DynamoDB takes at most 100 values in one `IN`. */

@@ -11,12 +11,10 @@
  */
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { parseProviderSecret, parseSecretRef, type SecretRef } from '../../platform/secret-refs.ts';
 import {
   connectionRefProblem,
-  parseProviderSecret,
-  parseSecretRef,
   type SecretPolicy,
-  type SecretRef,
   type SecretResolver,
   SecretUnavailableError,
   secretPolicyFromEnv,

@@ -1,7 +1,7 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import * as v from 'valibot';
-import { stepNodeTimeoutSeconds } from '../../lib/definitions.ts';
+import { stepNodeTimeoutSeconds } from '../../platform/definitions.ts';
 import { type RunStepOptions, runStep, type StepMessage, type TimeLeft, withTimeLeft } from '../app/run-step.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { s3Client } from '../clients/s3.ts';

@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { dataTable, libraryBucket, queues } from '../../lib/definitions.ts';
+import { dataTable, libraryBucket, queues } from '../../platform/definitions.ts';
 import { localAwsConfig } from '../emulators.ts';
 import { operatorEventBusName } from '../eventbridge-emulator.ts';
 import type { LocalResources } from '../provision.ts';
@@ -271,7 +271,7 @@ const queueNameOf = (url: string) => url.split('/').pop() ?? '';
 
 /**
  * Resolves template values against the local resources: the data table, the library bucket and
- * the queues (and their DLQs), matched by construct id to `lib/definitions.ts`.
+ * the queues (and their DLQs), matched by construct id to `platform/definitions.ts`.
  */
 export const templateResolver = (assembly: Assembly, resources: LocalResources) => {
   const queueUrlOf = (resource: TemplateResource): string | undefined => {

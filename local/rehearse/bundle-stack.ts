@@ -8,7 +8,7 @@
  * unreachable address, so nothing can reach AWS.
  */
 import { randomUUID } from 'node:crypto';
-import { basePath } from '../../lib/routes.ts';
+import { basePath } from '../../platform/routes.ts';
 import { localAwsConfig } from '../emulators.ts';
 import { type InvokedHandler, startLambdaEmulator } from '../lambda-emulator.ts';
 import type { LocalResources } from '../provision.ts';

@@ -6,7 +6,7 @@
  * no route matches is 404 `{"message":"Not Found"}`.
  */
 import { createServer, type Server } from 'node:http';
-import type { Route } from '../../lib/routes.ts';
+import type { Route } from '../../platform/routes.ts';
 import { type ApiResult, gatewayListener, listenLocal, pathPattern, type ServedRoute } from '../api-gateway.ts';
 import type { RouteSpec } from './assembly.ts';
 import type { FunctionProcess } from './function-process.ts';

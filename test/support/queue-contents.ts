@@ -4,8 +4,8 @@
  * sent with) without waiting it out, and reading changes nothing.
  */
 import type { SQSRecord } from 'aws-lambda';
-import type { QueueDefinition } from '../../lib/definitions.ts';
 import type { LocalResources } from '../../local/provision.ts';
+import type { QueueDefinition } from '../../platform/definitions.ts';
 
 export interface QueuedMessage {
   messageId: string;

@@ -5,10 +5,10 @@ import { toHundredths } from '../../functions/domain/credits.ts';
 import { createExecutorRegistry, executorDepsFromEnv } from '../../functions/nodes/executors/index.ts';
 import { createApiKey, type NewApiKey } from '../../functions/store/api-keys.ts';
 import { createAgent, createProject, createTeam } from '../../functions/store/tenancy.ts';
-import type { Scope } from '../../lib/routes.ts';
 import { type LocalApi, startLocalApi } from '../../local/api-gateway.ts';
 import { localDeps } from '../../local/local-deps.ts';
 import { type LocalResources, provision } from '../../local/provision.ts';
+import type { Scope } from '../../platform/routes.ts';
 
 export interface TestStack {
   resources: LocalResources;
@@ -105,7 +105,7 @@ export const call = async (
 /** Polls the stack's queues with the real worker handlers, as `npm start` does. */
 export const startWorkers = async (stack: TestStack, options: { stepTimeoutMs?: number } = {}) => {
   const { startQueuePoller } = await import('../../local/event-source.ts');
-  const { stepsQueue } = await import('../../lib/definitions.ts');
+  const { stepsQueue } = await import('../../platform/definitions.ts');
   const { makeHandler } = await import('../../functions/workers/step-executor.ts');
   const poller = startQueuePoller({
     endpoint: stack.resources.sqsS3Endpoint,

@@ -1,6 +1,6 @@
 /** What the node executors share: reading inputs, turning values into text or JSON, files, HTTP. */
 
-import { envNames } from '../../../lib/definitions.ts';
+import { envNames } from '../../../platform/definitions.ts';
 import { type PythonInvoke, pythonInvoker } from '../../clients/lambda.ts';
 import {
   allowLoopbackFromEnv,

@@ -5,6 +5,8 @@
  *
  * What a run mode changes in a model call (`modeSettings`) is in functions/domain/run-modes.ts.
  */
+
+import { providerEntry, sandboxProviderKey } from '../../../platform/providers.ts';
 import type { NodeType } from '../../../schemas/workflows.ts';
 import {
   type ModelWork,
@@ -17,7 +19,7 @@ import { imageSize, modeSettings } from '../../domain/run-modes.ts';
 import { glbToMesh } from '../media/glb.ts';
 import { pngPixels } from '../media/png.ts';
 import { openAiCompatibleDefaultModels } from '../providers/openai-compatible.ts';
-import { providerEntry, routeProvider, sandboxProviderKey, stepProvider } from '../providers/registry.ts';
+import { routeProvider, stepProvider } from '../providers/registry.ts';
 import {
   type ImageOperation,
   type MediaFile,

@@ -3,8 +3,9 @@
  * (registry.ts), the stage's providers (stage.ts), and `createProviderResolver`, which builds the
  * adapter a step runs on.
  */
+
+import { providerEntry } from '../../../platform/providers.ts';
 import { createOpenAiCompatibleProvider, openAiCompatibleOptionsFromEnv } from './openai-compatible.ts';
-import { providerEntry } from './registry.ts';
 import { createSandboxProvider, sandboxOptionsFromEnv } from './sandbox.ts';
 import type { Provider, ProviderCredentials, TeamConnection } from './types.ts';
 

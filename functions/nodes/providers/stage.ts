@@ -5,7 +5,7 @@
  * `PROVIDER_SECRETS`, takes `openai-compatible` from `OPENAI_COMPATIBLE_BASE_URL`, and is a sandbox
  * stage unless `SANDBOX_PROVIDERS=false`.
  */
-import { envNames } from '../../../lib/definitions.ts';
+import { envNames } from '../../../platform/definitions.ts';
 import { isRecord } from '../../is-record.ts';
 
 export interface StageProviders {

@@ -1,11 +1,11 @@
 /**
- * Stateful resource definitions shared by the CDK stack (`lib/`) and the local default (`local/`),
- * so the emulated tables and queues cannot drift from what `cdk deploy` creates.
+ * Stateful resource definitions shared by the CDK stack (`lib/`), the local default (`local/`) and
+ * the functions (the names of their environment, the node timeout), so the emulated tables and
+ * queues cannot drift from what `cdk deploy` creates.
  * Pure data: no CDK or SDK imports.
  */
 
-import { operatorEventItems } from '../functions/domain/operator-events.ts';
-import { endStatuses, inProgressStatuses } from '../functions/domain/workflow-lock.ts';
+import { endStatuses, inProgressStatuses } from './run-statuses.ts';
 
 export interface KeyAttribute {
   name: string;
@@ -189,6 +189,9 @@ export const queues = [stepsQueue, webhooksQueue] as const;
  * `waiting`. The rest of the table's writes never invoke it. A failed batch is retried (split in two
  * on an error) `retryAttempts` times, then its stream position goes to the dead-letter queue.
  */
+/** The sort keys of the items that give operator events (functions/store/keys.ts: `runKey`, `deferredRunKey`). */
+export const operatorEventItems = { run: 'RUN', deferredRun: 'DEFERRED' } as const;
+
 export const operatorEventsStream = {
   id: 'OperatorEvents',
   /** Records per invocation (PutEvents takes ten per call). */

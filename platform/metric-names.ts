@@ -1,6 +1,6 @@
 /**
  * The service's metric names and dimensions: pure data, shared by the functions that publish them
- * (`metrics.ts`) and by the dashboard and alarms in `lib/observability.ts`, which must not load Powertools.
+^ * (`functions/observability/metrics.ts`) and by the dashboard and alarms in `lib/observability.ts`, which must not load Powertools.
  */
 
 export const metricsNamespace = 'WorkflowRunApi';

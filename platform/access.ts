@@ -1,7 +1,7 @@
 /**
  * What one function may do to the stage's resources: exact IAM actions, no families. Pure data,
- * read from the route table (`routes.ts`) and the worker table (`workers.ts`) and turned into one
- * policy statement per resource by `grants.ts`.
+ * read from the route table (`routes.ts`) and the worker table (`lib/workers.ts`) and turned into one
+ * policy statement per resource by `lib/grants.ts`.
  *
  * Each list holds exactly the actions the function's code sends (its bundle's SDK commands:
  * `GetCommand` is `GetItem`, a `TransactWriteCommand` is the item actions it carries, a presigned

@@ -1,5 +1,5 @@
+import { docsAssetResponse } from '../docs/asset-response.ts';
 import { publicHandler } from '../http/public-handler.ts';
-import { docsAssetResponse } from './asset-response.ts';
 
 /**
  * GET /docs/assets/{name} (no key): the API reference page's renderer (swagger-ui-dist) and start

@@ -19,7 +19,7 @@ export interface Route {
   entry: string;
   /** Scope the key needs, written only here; null for the unauthenticated routes. */
   scope: Scope | null;
-  /** Exactly the AWS actions the function's code sends (`lib/access.ts`), for least-privilege grants. */
+  /** Exactly the AWS actions the function's code sends (`platform/access.ts`), for least-privilege grants. */
   grants: Access;
 }
 
@@ -170,7 +170,7 @@ const table = [
     id: 'GetDocsAsset',
     method: 'GET',
     path: '/docs/assets/{name}',
-    entry: 'functions/docs/get-docs-asset.ts',
+    entry: 'functions/api/get-docs-asset.ts',
     scope: null,
     grants: {},
   },
