@@ -1,6 +1,5 @@
 import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
-import { deliveryStates, webhookErrorKinds } from '../../schemas/deliveries.ts';
 import type { WebhookEvent } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { runItemExpiry } from '../domain/retention.ts';
@@ -11,44 +10,9 @@ import {
   type WebhookAttempt,
   webhookEventOfStatus,
 } from '../domain/webhook.ts';
-import { parseItem, RunCallbackSchema, RunItemSchema, unexpired } from './items.ts';
+import { DeliveryItemSchema, parseItem, RunCallbackSchema, RunItemSchema, unexpired } from './items.ts';
 import { runKey, runPartition, webhookDeliveryKey, webhookSkPrefix } from './keys.ts';
 import { conditionalWrite } from './write.ts';
-
-/**
- * The delivery item of one webhook event of a run (`RUN#<job>`, `WEBHOOK#<event>`): its state, the
- * attempts counted so far (the only count of attempts: SQS's receive count is never used), and the
- * delivery log, one entry per attempt (five at most). Written once per attempt, on the condition
- * that the attempt before it is the last one recorded, so a redelivered message never counts twice.
- * It is kept as long as its run (`ttl`: the run's start plus the retention).
- */
-const AttemptEntrySchema = v.object({
-  attempt: v.number(),
-  at: v.string(),
-  host: v.string(),
-  statusCode: v.optional(v.number()),
-  // `dns`, written before refusals read as one kind (an oracle of how names resolve), reads as `refused`.
-  error: v.optional(
-    v.pipe(
-      v.picklist([...webhookErrorKinds, 'dns']),
-      v.transform((kind) => (kind === 'dns' ? 'refused' : kind)),
-    ),
-  ),
-  durationMs: v.number(),
-  nextAttemptAt: v.optional(v.string()),
-});
-
-const DeliveryItemSchema = v.object({
-  state: v.picklist(deliveryStates),
-  attempts: v.number(),
-  /** The SQS message that recorded the last attempt (its id is the same on every redelivery). */
-  lastMessageId: v.optional(v.string()),
-  nextAttemptAt: v.optional(v.string()),
-  /** The latest attempts, oldest first (`attemptLogLimit` at most). */
-  attemptLog: v.optional(v.array(AttemptEntrySchema), () => []),
-  /** Set while a redelivery the caller asked for is pending: its attempt is a single one. */
-  redeliveryRequestedAt: v.optional(v.string()),
-});
 
 /** What a delivery has done so far; before its first attempt, `pending` with none. */
 export type DeliveryProgress = v.InferOutput<typeof DeliveryItemSchema>;

@@ -3,8 +3,16 @@ import * as v from 'valibot';
 import type { WorkflowStatus } from '../../schemas/workflows.ts';
 import type { Deps } from '../deps.ts';
 import { AgentOrProjectNotFoundError, WorkflowTooLargeToStoreError } from '../domain/errors.ts';
+import type { Canvas } from '../domain/workflow-graph.ts';
 import type { WorkflowSummaryRecord } from '../domain/workflow-list.ts';
-import { AgentItemSchema, parseItem, WorkflowItemSchema } from './items.ts';
+import {
+  AgentItemSchema,
+  type CanvasItemSchema,
+  type IdEntrySchema,
+  parseItem,
+  type StoredItem,
+  WorkflowItemSchema,
+} from './items.ts';
 import { agentKey, canvasKey, idIndex, projectKey, teamPartition, workflowKey, workflowSkPrefix } from './keys.ts';
 import { queryAll } from './query.ts';
 import { failedAt } from './refusals.ts';
@@ -69,35 +77,38 @@ export interface NewWorkflowRecord {
   description: string | null;
   status: WorkflowStatus;
   /** The canvas graph runs execute; its shape is owned by the workflow domain. */
-  canvas: unknown;
+  canvas: Canvas;
   stepsCount: number;
 }
 
 /** A workflow's summary, in the team partition, with its id-lookup entry. */
-export const workflowSummaryItem = (workflowId: string, input: NewWorkflowRecord, now: string) => ({
-  ...workflowKey(input.teamId, workflowId),
-  ...idIndex('WORKFLOW', workflowId),
-  type: 'Workflow',
-  workflowId,
-  teamId: input.teamId,
-  agentId: input.agentId,
-  projectId: input.projectId,
-  name: input.name,
-  description: input.description ?? undefined,
-  status: input.status,
-  stepsCount: input.stepsCount,
-  createdAt: now,
-  updatedAt: now,
-});
+export const workflowSummaryItem = (workflowId: string, input: NewWorkflowRecord, now: string) =>
+  ({
+    ...workflowKey(input.teamId, workflowId),
+    ...idIndex('WORKFLOW', workflowId),
+    type: 'Workflow',
+    workflowId,
+    teamId: input.teamId,
+    agentId: input.agentId,
+    projectId: input.projectId,
+    name: input.name,
+    description: input.description ?? undefined,
+    status: input.status,
+    stepsCount: input.stepsCount,
+    createdAt: now,
+    updatedAt: now,
+  }) satisfies StoredItem<typeof WorkflowItemSchema, 'type' | 'teamId' | 'stepsCount'> &
+    v.InferInput<typeof IdEntrySchema>;
 
 /** A workflow's canvas, apart from its summary: large, and read only by runs. */
-export const canvasItem = (workflowId: string, input: Pick<NewWorkflowRecord, 'teamId' | 'canvas'>) => ({
-  ...canvasKey(workflowId),
-  type: 'Canvas',
-  teamId: input.teamId,
-  workflowId,
-  canvas: input.canvas,
-});
+export const canvasItem = (workflowId: string, input: Pick<NewWorkflowRecord, 'teamId' | 'canvas'>) =>
+  ({
+    ...canvasKey(workflowId),
+    type: 'Canvas',
+    teamId: input.teamId,
+    workflowId,
+    canvas: input.canvas,
+  }) satisfies StoredItem<typeof CanvasItemSchema, 'type' | 'workflowId'>;
 
 /** The items of a workflow: its summary and its canvas. */
 const workflowItems = (workflowId: string, input: NewWorkflowRecord, now: string) => [
@@ -203,7 +214,7 @@ const itemSize = (item: Record<string, unknown>): number =>
  */
 export const createWorkflowForTeam = async (
   deps: Deps,
-  input: { teamId: string; name: string; canvas: unknown; stepsCount: number } & (
+  input: { teamId: string; name: string; canvas: Canvas; stepsCount: number } & (
     | { agentId: string; projectId?: undefined; agentName?: undefined }
     | { agentId?: undefined; projectId: string; agentName: string }
   ),
