@@ -14,10 +14,10 @@ import {
   WorkflowItemSchema,
 } from './items.ts';
 import { agentKey, canvasKey, idIndex, projectKey, teamPartition, workflowKey, workflowSkPrefix } from './keys.ts';
+import { type NamedItems, namedTransactWrite } from './named-transaction.ts';
 import { queryAll } from './query.ts';
-import { failedAt } from './refusals.ts';
 import { agentItem } from './tenancy.ts';
-import { conditionalWrite, type TransactItems, transactWrite } from './write.ts';
+import { conditionalWrite, transactWrite } from './write.ts';
 
 /** What the list reads of a summary (its projection). */
 const ListedWorkflowSchema = v.pick(WorkflowItemSchema, ['workflowId', 'name', 'description', 'status', 'updatedAt']);
@@ -111,27 +111,31 @@ export const canvasItem = (workflowId: string, input: Pick<NewWorkflowRecord, 't
   }) satisfies StoredItem<typeof CanvasItemSchema, 'type' | 'workflowId'>;
 
 /** The items of a workflow: its summary and its canvas. */
-const workflowItems = (workflowId: string, input: NewWorkflowRecord, now: string) => [
-  workflowSummaryItem(workflowId, input, now),
-  canvasItem(workflowId, input),
-];
+const workflowItems = (workflowId: string, input: NewWorkflowRecord, now: string) => ({
+  summary: workflowSummaryItem(workflowId, input, now),
+  canvas: canvasItem(workflowId, input),
+});
+
+/** The Puts of a workflow's items, each only where there is none yet. */
+const workflowPuts = (deps: Deps, items: ReturnType<typeof workflowItems>) => ({
+  summary: { Put: { TableName: deps.tableName, Item: items.summary, ConditionExpression: 'attribute_not_exists(PK)' } },
+  canvas: { Put: { TableName: deps.tableName, Item: items.canvas, ConditionExpression: 'attribute_not_exists(PK)' } },
+});
 
 /** Stores a workflow atomically; the agent must exist in the team (else AgentOrProjectNotFoundError). */
 export const putWorkflow = async (deps: Deps, input: NewWorkflowRecord): Promise<{ workflowId: string }> => {
   const workflowId = deps.newId();
-  const stored = await transactWrite(deps, [
-    {
+  const stored = await namedTransactWrite(deps, {
+    agent: {
       ConditionCheck: {
         TableName: deps.tableName,
         Key: agentKey(input.teamId, input.agentId),
         ConditionExpression: 'attribute_exists(PK)',
       },
     },
-    ...workflowItems(workflowId, input, deps.now().toISOString()).map((Item) => ({
-      Put: { TableName: deps.tableName, Item, ConditionExpression: 'attribute_not_exists(PK)' },
-    })),
-  ]);
-  if (!stored.written && failedAt(stored.reasons, 0)) throw new AgentOrProjectNotFoundError();
+    ...workflowPuts(deps, workflowItems(workflowId, input, deps.now().toISOString())),
+  });
+  if (!stored.written && stored.refused('agent')) throw new AgentOrProjectNotFoundError();
   if (!stored.written) throw new Error(`workflow ${workflowId} exists already`);
   return { workflowId };
 };
@@ -221,7 +225,8 @@ export const createWorkflowForTeam = async (
 ): Promise<{ workflowId: string; agentId: string; projectId: string }> => {
   let agentId: string;
   let projectId: string;
-  const owner: TransactItems = [];
+  /** The agent the workflow goes into: an existing one (checked), or a new one in a project (checked). */
+  let owner: NamedItems<'agent' | 'project' | 'newAgent'>;
   if (input.agentId !== undefined) {
     const { Item } = await deps.ddb.send(
       new GetCommand({ TableName: deps.tableName, Key: agentKey(input.teamId, input.agentId), ConsistentRead: true }),
@@ -229,25 +234,30 @@ export const createWorkflowForTeam = async (
     if (!Item) throw new AgentOrProjectNotFoundError();
     agentId = input.agentId;
     projectId = parseItem(AgentItemSchema, Item).projectId;
-    owner.push({
-      ConditionCheck: {
-        TableName: deps.tableName,
-        Key: agentKey(input.teamId, agentId),
-        ConditionExpression: 'attribute_exists(PK)',
+    owner = {
+      agent: {
+        ConditionCheck: {
+          TableName: deps.tableName,
+          Key: agentKey(input.teamId, agentId),
+          ConditionExpression: 'attribute_exists(PK)',
+        },
       },
-    });
+      project: undefined,
+      newAgent: undefined,
+    };
   } else {
     agentId = deps.newId();
     projectId = input.projectId;
-    owner.push(
-      {
+    owner = {
+      agent: undefined,
+      project: {
         ConditionCheck: {
           TableName: deps.tableName,
           Key: projectKey(input.teamId, projectId),
           ConditionExpression: 'attribute_exists(PK)',
         },
       },
-      {
+      newAgent: {
         Put: {
           TableName: deps.tableName,
           Item: agentItem(
@@ -257,7 +267,7 @@ export const createWorkflowForTeam = async (
           ConditionExpression: 'attribute_not_exists(PK)',
         },
       },
-    );
+    };
   }
   const workflowId = deps.newId();
   const items = workflowItems(
@@ -276,15 +286,12 @@ export const createWorkflowForTeam = async (
   );
   // A body within its limit can still describe a canvas too big for one item (many connections
   // or long keys); refused here rather than left to fail the write as a 500.
-  const largest = Math.max(...items.map(itemSize));
+  const largest = Math.max(...Object.values(items).map(itemSize));
   if (largest > maxItemBytes) throw new WorkflowTooLargeToStoreError(largest, maxItemBytes);
-  const created = await transactWrite(deps, [
-    ...owner,
-    ...items.map((Item) => ({
-      Put: { TableName: deps.tableName, Item, ConditionExpression: 'attribute_not_exists(PK)' },
-    })),
-  ]);
-  if (!created.written && failedAt(created.reasons, 0)) throw new AgentOrProjectNotFoundError();
+  const created = await namedTransactWrite(deps, { ...owner, ...workflowPuts(deps, items) });
+  if (!created.written && (created.refused('agent') || created.refused('project'))) {
+    throw new AgentOrProjectNotFoundError();
+  }
   // Another item's condition: a new id taken already (never expected of a uuid).
   if (!created.written) throw new Error(`workflow ${workflowId} or its agent exists already`);
   return { workflowId, agentId, projectId };
