@@ -55,6 +55,36 @@ export const readDeliveryTarget = async (
   };
 };
 
+/** The delivery item as written (its input type): each update's values are typed against it. */
+type DeliveryItemInput = v.InferInput<typeof DeliveryItemSchema>;
+
+/**
+ * What an attempt sets on the delivery item, beside its key, `jobId`, `event`, `ttl` and the time
+ * of its end: a whole item as the reader parses it, since a first attempt may create it.
+ */
+export const attemptAttributes = (record: {
+  messageId: string;
+  entry: WebhookAttempt;
+  log: readonly WebhookAttempt[];
+  state: DeliveryState;
+}) =>
+  ({
+    state: record.state,
+    attempts: record.entry.attempt,
+    lastMessageId: record.messageId,
+    attemptLog: appendToAttemptLog(record.log, record.entry),
+    nextAttemptAt: record.entry.nextAttemptAt,
+  }) satisfies Pick<DeliveryItemInput, 'state' | 'attempts' | 'lastMessageId' | 'attemptLog' | 'nextAttemptAt'>;
+
+/** The delivery item a redelivery writes when there is none yet (the run's first message was lost). */
+export const pendingDeliveryAttributes = (requestedAt: string) =>
+  ({
+    state: 'pending',
+    attempts: 0,
+    attemptLog: [],
+    redeliveryRequestedAt: requestedAt,
+  }) satisfies Required<Pick<DeliveryItemInput, 'state' | 'attempts' | 'attemptLog' | 'redeliveryRequestedAt'>>;
+
 /**
  * Records attempt `entry.attempt` and the state it leaves the delivery in, only if the attempt
  * before it is the last one recorded and the delivery is still pending. False when it is not: a
@@ -75,6 +105,7 @@ export const recordWebhookAttempt = async (
   },
 ): Promise<boolean> => {
   const { entry, state } = record;
+  const set = attemptAttributes(record);
   const first = entry.attempt === 1;
   const ended = state === 'pending' ? '' : `, ${state === 'delivered' ? 'deliveredAt' : 'failedAt'} = :at`;
   const recorded = await conditionalWrite(
@@ -94,12 +125,12 @@ export const recordWebhookAttempt = async (
         ':job': jobId,
         ':ttl': record.expiresAt,
         ':event': event,
-        ':state': state,
-        ':attempt': entry.attempt,
-        ':message': record.messageId,
-        ':log': appendToAttemptLog(record.log, entry),
+        ':state': set.state,
+        ':attempt': set.attempts,
+        ':message': set.lastMessageId,
+        ':log': set.attemptLog,
         ...(state === 'pending' ? {} : { ':at': entry.at }),
-        ...(entry.nextAttemptAt ? { ':next': entry.nextAttemptAt } : {}),
+        ...(set.nextAttemptAt ? { ':next': set.nextAttemptAt } : {}),
         ':previous': entry.attempt - 1,
         ':pending': 'pending',
       },
@@ -166,6 +197,7 @@ export const markRedeliveryPending = async (
 ): Promise<{ written: boolean; requestedAt: string }> => {
   const now = deps.now();
   const requestedAt = now.toISOString();
+  const created = pendingDeliveryAttributes(requestedAt);
   const marked = await conditionalWrite(
     deps,
     new UpdateCommand({
@@ -177,7 +209,7 @@ export const markRedeliveryPending = async (
             UpdateExpression: 'SET #state = :pending, redeliveryRequestedAt = :now',
             ConditionExpression: 'attempts = :seen AND (#state <> :pending OR redeliveryRequestedAt < :stale)',
             ExpressionAttributeValues: {
-              ':pending': 'pending',
+              ':pending': 'pending' satisfies DeliveryItemInput['state'],
               ':now': requestedAt,
               ':seen': seen.attempts,
               ':stale': new Date(now.getTime() - staleRedeliveryMs).toISOString(),
@@ -191,10 +223,10 @@ export const markRedeliveryPending = async (
             ExpressionAttributeValues: {
               ':job': jobId,
               ':event': event,
-              ':pending': 'pending',
-              ':zero': 0,
-              ':none': [],
-              ':now': requestedAt,
+              ':pending': created.state,
+              ':zero': created.attempts,
+              ':none': created.attemptLog,
+              ':now': created.redeliveryRequestedAt,
               ':ttl': seen.expiresAt,
             },
           }),
@@ -221,7 +253,11 @@ export const unmarkRedelivery = async (
       UpdateExpression: 'SET #state = :previous REMOVE redeliveryRequestedAt',
       ConditionExpression: '#state = :pending AND redeliveryRequestedAt = :mark',
       ExpressionAttributeNames: { '#state': 'state' },
-      ExpressionAttributeValues: { ':previous': mark.previousState, ':pending': 'pending', ':mark': mark.requestedAt },
+      ExpressionAttributeValues: {
+        ':previous': mark.previousState satisfies DeliveryItemInput['state'],
+        ':pending': 'pending',
+        ':mark': mark.requestedAt,
+      },
     }),
   );
 };
