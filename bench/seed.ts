@@ -37,7 +37,11 @@ export const seedBenchTeam = async (deps: Deps, workflows: number): Promise<Benc
       name: `Bench workflow ${i + 1}`,
       description: i % 2 === 0 ? `A workflow the bench lists (${i + 1})` : null,
       status: i % 3 === 0 ? 'active' : 'draft',
-      canvas: { nodes: [{ id: 'start', type: 'input' }], edges: [] },
+      // A canvas of the stored shape (the list reads only the summary, so one node is enough).
+      canvas: {
+        nodes: [{ id: 'start', type: 'TextEntry', label: 'start', config: { text: '' }, position: { x: 0, y: 0 } }],
+        edges: [],
+      },
       stepsCount: 1,
     });
     workflowIds.push(workflowId);

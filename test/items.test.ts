@@ -5,16 +5,21 @@
  */
 import { describe, expect, it } from 'vitest';
 import { workflowLock } from '../functions/domain/workflow-lock.ts';
-import { apiKeyItem } from '../functions/store/api-keys.ts';
+import { apiKeyIdItem, apiKeyItem } from '../functions/store/api-keys.ts';
 import { deferredRunItem } from '../functions/store/deferred-runs.ts';
 import { idempotencyPut } from '../functions/store/idempotency.ts';
 import {
   AgentItemSchema,
+  ApiKeyIdItemSchema,
   ApiKeyItemSchema,
   CanvasItemSchema,
+  CursorKeyItemSchema,
   DeferredRunItemSchema,
+  DeliveryItemSchema,
+  IdEntrySchema,
   IdempotencyItemSchema,
   MalformedItemError,
+  ProjectItemSchema,
   parseItem,
   RunCallbackSchema,
   RunItemSchema,
@@ -23,9 +28,11 @@ import {
   WorkflowItemSchema,
   WorkflowLockItemSchema,
 } from '../functions/store/items.ts';
-import { stepKey, workflowLockKey } from '../functions/store/keys.ts';
+import { stepKey, webhookDeliveryKey, workflowLockKey } from '../functions/store/keys.ts';
 import { runItem } from '../functions/store/run/index.ts';
-import { agentItem, teamItem } from '../functions/store/tenancy.ts';
+import { cursorKeyItem } from '../functions/store/run-list.ts';
+import { agentItem, projectItem, teamItem } from '../functions/store/tenancy.ts';
+import { attemptAttributes, pendingDeliveryAttributes } from '../functions/store/webhook-deliveries.ts';
 import { canvasItem, workflowSummaryItem } from '../functions/store/workflows.ts';
 
 const at = '2026-03-04T05:06:07.000Z';
@@ -235,6 +242,53 @@ describe('each parser accepts the item the store writes', () => {
       requestHash: 'r',
       response: { status: 200, body: { jobId: ids.job } },
       ttl: 1_800_000_000,
+    });
+  });
+});
+
+describe('the items the other writers build parse with the one schema of their item (items.ts)', () => {
+  it('a project: nothing spent, its cap; found by id (GSI1) to its team', () => {
+    const project = projectItem({ teamId: ids.team, projectId: ids.project, name: 'P', hardCapHundredths: 700 }, at);
+    expect(parseItem(ProjectItemSchema, project)).toEqual({ hardCapHundredths: 700, spentHundredths: 0 });
+    expect(parseItem(IdEntrySchema, project)).toEqual({ teamId: ids.team });
+    const uncapped = projectItem({ teamId: ids.team, projectId: ids.project, name: 'P', hardCapHundredths: null }, at);
+    expect(parseItem(ProjectItemSchema, uncapped)).toEqual({ hardCapHundredths: null, spentHundredths: 0 });
+  });
+
+  it("a key's id pointer, the cursor signing key", () => {
+    expect(parseItem(ApiKeyIdItemSchema, apiKeyIdItem(ids.key, 'f'.repeat(64), ids.team))).toEqual({
+      secretHash: 'f'.repeat(64),
+    });
+    const secret = Buffer.alloc(32, 7);
+    expect(parseItem(CursorKeyItemSchema, cursorKeyItem(secret))).toEqual({ secret: secret.toString('base64') });
+  });
+
+  it('a webhook delivery as its first attempt creates it, and as a redelivery with no item creates it', () => {
+    const entry = {
+      attempt: 1,
+      at,
+      host: 'example.com',
+      error: 'timeout' as const,
+      durationMs: 8000,
+      nextAttemptAt: at,
+    };
+    const attempted = {
+      ...webhookDeliveryKey(ids.job, 'run.completed'),
+      ...attemptAttributes({ messageId: 'm1', entry, log: [], state: 'pending' }),
+    };
+    expect(parseItem(DeliveryItemSchema, attempted)).toEqual({
+      state: 'pending',
+      attempts: 1,
+      lastMessageId: 'm1',
+      nextAttemptAt: at,
+      attemptLog: [entry],
+    });
+    const marked = { ...webhookDeliveryKey(ids.job, 'run.completed'), ...pendingDeliveryAttributes(at) };
+    expect(parseItem(DeliveryItemSchema, marked)).toEqual({
+      state: 'pending',
+      attempts: 0,
+      attemptLog: [],
+      redeliveryRequestedAt: at,
     });
   });
 });

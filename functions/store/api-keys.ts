@@ -2,7 +2,7 @@ import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Scope } from '../../platform/routes.ts';
 import type { Deps } from '../deps.ts';
 import { generateApiKey, hashApiKey, keyHint } from '../domain/api-key.ts';
-import { ApiKeyIdItemSchema, type ApiKeyItem, ApiKeyItemSchema, parseItem } from './items.ts';
+import { ApiKeyIdItemSchema, type ApiKeyItem, ApiKeyItemSchema, parseItem, type StoredItem } from './items.ts';
 import { apiKeyIdKey, apiKeyKey, teamKeysIndex, teamKeysPartition } from './keys.ts';
 import { queryAll } from './query.ts';
 import { conditionalWrite, transactWrite } from './write.ts';
@@ -36,20 +36,30 @@ export interface NewApiKey {
 export const apiKeyItem = (
   input: NewApiKey,
   created: { keyId: string; secretHash: string; hint: string; createdAt: string },
-) => ({
-  ...apiKeyKey(created.secretHash),
-  ...teamKeysIndex(input.teamId, created.keyId),
-  type: 'ApiKey',
-  keyId: created.keyId,
-  teamId: input.teamId,
-  scopes: input.scopes ?? [],
-  workflowIds: input.workflowIds ?? [],
-  monthlyCapHundredths: input.monthlyCapHundredths ?? undefined,
-  expiresAt: input.expiresAt ?? undefined,
-  rateLimitPerMinute: input.rateLimitPerMinute ?? undefined,
-  hint: created.hint,
-  createdAt: created.createdAt,
-});
+) =>
+  ({
+    ...apiKeyKey(created.secretHash),
+    ...teamKeysIndex(input.teamId, created.keyId),
+    type: 'ApiKey',
+    keyId: created.keyId,
+    teamId: input.teamId,
+    scopes: input.scopes ?? [],
+    workflowIds: input.workflowIds ?? [],
+    monthlyCapHundredths: input.monthlyCapHundredths ?? undefined,
+    expiresAt: input.expiresAt ?? undefined,
+    rateLimitPerMinute: input.rateLimitPerMinute ?? undefined,
+    hint: created.hint,
+    createdAt: created.createdAt,
+  }) satisfies StoredItem<typeof ApiKeyItemSchema, 'type'>;
+
+/** The pointer from a key's public id to the hash its item is stored under (and its team, for operators). */
+export const apiKeyIdItem = (keyId: string, secretHash: string, teamId: string) =>
+  ({
+    ...apiKeyIdKey(keyId),
+    type: 'ApiKeyId',
+    secretHash,
+    teamId,
+  }) satisfies StoredItem<typeof ApiKeyIdItemSchema, 'type' | 'teamId'>;
 
 /** Creates a key and returns its secret; the secret is never stored and cannot be shown again. */
 export const createApiKey = async (deps: Deps, input: NewApiKey): Promise<{ keyId: string; key: string }> => {
@@ -62,7 +72,7 @@ export const createApiKey = async (deps: Deps, input: NewApiKey): Promise<{ keyI
     {
       Put: {
         TableName: deps.tableName,
-        Item: { ...apiKeyIdKey(keyId), type: 'ApiKeyId', secretHash, teamId: input.teamId },
+        Item: apiKeyIdItem(keyId, secretHash, input.teamId),
         ConditionExpression: 'attribute_not_exists(PK)',
       },
     },

@@ -16,6 +16,7 @@ import {
   ExpiringDeferredRunSchema,
   ItemKeySchema,
   parseItem,
+  type StoredItem,
   unexpired,
 } from './items.ts';
 import { deferredListIndex, deferredRunKey, multiplierSortKey, waitingIndexes, waitingPartition } from './keys.ts';
@@ -59,7 +60,7 @@ export const deferredRunItem = (
     createdAt,
     expiresAt,
     request: input.request,
-  };
+  } satisfies StoredItem<typeof DeferredRunItemSchema, 'type'>;
 };
 
 /** Stores a `waiting` deferred run; nothing is held yet. */

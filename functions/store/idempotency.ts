@@ -2,7 +2,7 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
 import { ServiceError } from '../domain/errors.ts';
 import { epochSeconds } from '../domain/retention.ts';
-import { IdempotencyItemSchema, parseItem, unexpired } from './items.ts';
+import { IdempotencyItemSchema, parseItem, type StoredItem, unexpired } from './items.ts';
 import { idempotencyRecordKey } from './keys.ts';
 
 export interface IdempotentAnswer {
@@ -28,7 +28,7 @@ export const findIdempotentAnswer = async (
 export interface IdempotencyRecord {
   keyHash: string;
   requestHash: string;
-  response: unknown;
+  response: { status: number; body: unknown };
   /** Epoch seconds from which the key may be used again (the record's `ttl`). */
   expiresAt: number;
 }
@@ -46,7 +46,7 @@ export const idempotencyPut = (deps: Pick<Deps, 'tableName' | 'now'>, keyId: str
       requestHash: record.requestHash,
       response: record.response,
       ttl: record.expiresAt,
-    },
+    } satisfies StoredItem<typeof IdempotencyItemSchema, 'type'>,
     ConditionExpression: 'attribute_not_exists(PK) OR #ttl <= :nowSeconds',
     ExpressionAttributeNames: { '#ttl': 'ttl' },
     ExpressionAttributeValues: { ':nowSeconds': epochSeconds(deps.now()) },

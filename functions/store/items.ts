@@ -9,6 +9,7 @@
 import * as v from 'valibot';
 import { allScopes } from '../../platform/routes.ts';
 import { DeferredRunSchema } from '../../schemas/deferred-runs.ts';
+import { deliveryStates, webhookErrorKinds } from '../../schemas/deliveries.ts';
 import { LicenceModelSchema, RunModeSchema, RunRequestSchema } from '../../schemas/runs.ts';
 import { WorkflowSummarySchema } from '../../schemas/workflows.ts';
 import { ServiceError } from '../domain/errors.ts';
@@ -59,6 +60,17 @@ export const parseItem = <TSchema extends v.GenericSchema>(
  */
 export const unexpired = (item: Record<string, unknown> | undefined, now: Date): Record<string, unknown> | undefined =>
   item === undefined || isExpired(item.ttl, now) ? undefined : item;
+
+/**
+ * What a writer's item is checked against: `{...} satisfies StoredItem<typeof XItemSchema, 'type' | …>`.
+ * The item must give every field the schema that parses it requires, each of the type the schema
+ * takes; `TWrittenOnly` names the attributes it writes that no schema reads (its `type`, fields kept
+ * for operators), so any other field, such as a misspelt optional one, does not compile. The key and
+ * index attributes come from spreads (keys.ts), which `satisfies` does not check for excess.
+ */
+export type StoredItem<TSchema extends v.GenericSchema, TWrittenOnly extends string = never> = v.InferInput<TSchema> & {
+  [attribute in TWrittenOnly]: unknown;
+};
 
 /** Amounts in hundredths of a credit; a counter the item gains with its first ADD reads 0 before it. */
 const hundredths = v.number();
@@ -152,6 +164,43 @@ export const StepItemSchema = v.object({
   leaseUntil: v.optional(v.string()),
 });
 export type StepItem = v.InferOutput<typeof StepItemSchema>;
+
+// Webhook deliveries (RUN#<jobId>, WEBHOOK#<event>)
+
+/**
+ * The delivery item of one webhook event of a run (functions/store/webhook-deliveries.ts) (`RUN#<job>`, `WEBHOOK#<event>`): its state, the
+ * attempts counted so far (the only count of attempts: SQS's receive count is never used), and the
+ * delivery log, one entry per attempt (five at most). Written once per attempt, on the condition
+ * that the attempt before it is the last one recorded, so a redelivered message never counts twice.
+ * It is kept as long as its run (`ttl`: the run's start plus the retention).
+ */
+export const AttemptEntrySchema = v.object({
+  attempt: v.number(),
+  at: v.string(),
+  host: v.string(),
+  statusCode: v.optional(v.number()),
+  // `dns`, written before refusals read as one kind (an oracle of how names resolve), reads as `refused`.
+  error: v.optional(
+    v.pipe(
+      v.picklist([...webhookErrorKinds, 'dns']),
+      v.transform((kind) => (kind === 'dns' ? 'refused' : kind)),
+    ),
+  ),
+  durationMs: v.number(),
+  nextAttemptAt: v.optional(v.string()),
+});
+
+export const DeliveryItemSchema = v.object({
+  state: v.picklist(deliveryStates),
+  attempts: v.number(),
+  /** The SQS message that recorded the last attempt (its id is the same on every redelivery). */
+  lastMessageId: v.optional(v.string()),
+  nextAttemptAt: v.optional(v.string()),
+  /** The latest attempts, oldest first (`attemptLogLimit` at most). */
+  attemptLog: v.optional(v.array(AttemptEntrySchema), () => []),
+  /** Set while a redelivery the caller asked for is pending: its attempt is a single one. */
+  redeliveryRequestedAt: v.optional(v.string()),
+});
 
 // Deferred runs (DEFERRED#<deferredJobId>)
 

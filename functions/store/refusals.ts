@@ -44,7 +44,3 @@ export const cancellationReasons = (error: unknown): CancellationReason[] | unde
   const parsed = v.safeParse(CancellationReasonsSchema, error.CancellationReasons);
   return parsed.success ? parsed.output : undefined;
 };
-
-/** Whether the item at `index` of a cancelled transaction failed its condition. */
-export const failedAt = (reasons: readonly CancellationReason[], index: number): boolean =>
-  reasons[index]?.Code === 'ConditionalCheckFailed';

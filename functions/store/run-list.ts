@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
 import type { CursorPosition } from '../domain/cursor.ts';
-import { CursorKeyItemSchema, parseItem, unexpired } from './items.ts';
+import { CursorKeyItemSchema, parseItem, type StoredItem, unexpired } from './items.ts';
 import { cursorSigningKey, teamDeferredPartition, teamRunsPartition } from './keys.ts';
 import { conditionalWrite } from './write.ts';
 
@@ -102,6 +102,10 @@ const readSigningKey = async (deps: Deps): Promise<Buffer | undefined> => {
   return Item && Buffer.from(parseItem(CursorKeyItemSchema, Item).secret, 'base64');
 };
 
+/** The signing key's item: the key, base64. */
+export const cursorKeyItem = (key: Buffer) =>
+  ({ ...cursorSigningKey(), secret: key.toString('base64') }) satisfies StoredItem<typeof CursorKeyItemSchema>;
+
 /**
  * The first list ever served creates the key (32 random bytes; a conditional put, so of two
  * containers racing to create it, one wins and the other reads the winner's).
@@ -114,7 +118,7 @@ const loadSigningKey = async (deps: Deps): Promise<Buffer> => {
     deps,
     new PutCommand({
       TableName: deps.tableName,
-      Item: { ...cursorSigningKey(), secret: created.toString('base64') },
+      Item: cursorKeyItem(created),
       ConditionExpression: 'attribute_not_exists(PK)',
     }),
   );

@@ -1,7 +1,16 @@
 import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type * as v from 'valibot';
 import type { Deps } from '../deps.ts';
 import { ServiceError } from '../domain/errors.ts';
-import { IdEntrySchema, parseItem, type TeamItem, TeamItemSchema } from './items.ts';
+import {
+  type AgentItemSchema,
+  IdEntrySchema,
+  type ProjectItemSchema,
+  parseItem,
+  type StoredItem,
+  type TeamItem,
+  TeamItemSchema,
+} from './items.ts';
 import { agentKey, idIndex, projectKey, teamKey } from './keys.ts';
 import { conditionalWrite, transactWrite } from './write.ts';
 
@@ -47,18 +56,19 @@ export interface NewTeam {
 }
 
 /** A new team's item: its grant is all balance, nothing held or charged yet. */
-export const teamItem = (teamId: string, input: NewTeam, createdAt: string) => ({
-  ...teamKey(teamId),
-  type: 'Team',
-  teamId,
-  name: input.name,
-  balance: input.creditsHundredths,
-  held: 0,
-  charged: 0,
-  granted: input.creditsHundredths,
-  perStepLimitHundredths: input.perStepLimitHundredths ?? undefined,
-  createdAt,
-});
+export const teamItem = (teamId: string, input: NewTeam, createdAt: string) =>
+  ({
+    ...teamKey(teamId),
+    type: 'Team',
+    teamId,
+    name: input.name,
+    balance: input.creditsHundredths,
+    held: 0,
+    charged: 0,
+    granted: input.creditsHundredths,
+    perStepLimitHundredths: input.perStepLimitHundredths ?? undefined,
+    createdAt,
+  }) satisfies StoredItem<typeof TeamItemSchema, 'type' | 'teamId' | 'name' | 'createdAt'>;
 
 export const createTeam = async (deps: Deps, input: NewTeam): Promise<{ teamId: string }> => {
   const teamId = deps.newId();
@@ -135,23 +145,31 @@ export const createProject = async (
     {
       Put: {
         TableName: deps.tableName,
-        Item: {
-          ...projectKey(input.teamId, projectId),
-          ...idIndex('PROJECT', projectId),
-          type: 'Project',
-          projectId,
-          teamId: input.teamId,
-          name: input.name,
-          hardCapHundredths: input.hardCapHundredths ?? undefined,
-          spentHundredths: 0,
-          createdAt: deps.now().toISOString(),
-        },
+        Item: projectItem({ ...input, projectId }, deps.now().toISOString()),
       },
     },
   ]);
   if (!created.written) throw new TenancyNotFoundError(`No team ${input.teamId}`);
   return { projectId };
 };
+
+/** A new project's item: nothing spent yet, its hard cap if it has one. */
+export const projectItem = (
+  input: { teamId: string; projectId: string; name: string; hardCapHundredths: number | null },
+  createdAt: string,
+) =>
+  ({
+    ...projectKey(input.teamId, input.projectId),
+    ...idIndex('PROJECT', input.projectId),
+    type: 'Project',
+    projectId: input.projectId,
+    teamId: input.teamId,
+    name: input.name,
+    hardCapHundredths: input.hardCapHundredths ?? undefined,
+    spentHundredths: 0,
+    createdAt,
+  }) satisfies StoredItem<typeof ProjectItemSchema, 'type' | 'projectId' | 'teamId' | 'name' | 'createdAt'> &
+    v.InferInput<typeof IdEntrySchema>;
 
 /** Creates an agent in a project of `teamId`; the project must exist in that team. */
 export const createAgent = async (
@@ -177,13 +195,15 @@ export const createAgent = async (
 export const agentItem = (
   input: { teamId: string; projectId: string; agentId: string; name: string },
   createdAt: string,
-) => ({
-  ...agentKey(input.teamId, input.agentId),
-  ...idIndex('AGENT', input.agentId),
-  type: 'Agent',
-  agentId: input.agentId,
-  projectId: input.projectId,
-  teamId: input.teamId,
-  name: input.name,
-  createdAt,
-});
+) =>
+  ({
+    ...agentKey(input.teamId, input.agentId),
+    ...idIndex('AGENT', input.agentId),
+    type: 'Agent',
+    agentId: input.agentId,
+    projectId: input.projectId,
+    teamId: input.teamId,
+    name: input.name,
+    createdAt,
+  }) satisfies StoredItem<typeof AgentItemSchema, 'type' | 'agentId' | 'name' | 'createdAt'> &
+    v.InferInput<typeof IdEntrySchema>;

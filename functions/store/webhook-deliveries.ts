@@ -1,6 +1,5 @@
 import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
-import { deliveryStates, webhookErrorKinds } from '../../schemas/deliveries.ts';
 import type { WebhookEvent } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { runItemExpiry } from '../domain/retention.ts';
@@ -11,44 +10,9 @@ import {
   type WebhookAttempt,
   webhookEventOfStatus,
 } from '../domain/webhook.ts';
-import { parseItem, RunCallbackSchema, RunItemSchema, unexpired } from './items.ts';
+import { DeliveryItemSchema, parseItem, RunCallbackSchema, RunItemSchema, unexpired } from './items.ts';
 import { runKey, runPartition, webhookDeliveryKey, webhookSkPrefix } from './keys.ts';
 import { conditionalWrite } from './write.ts';
-
-/**
- * The delivery item of one webhook event of a run (`RUN#<job>`, `WEBHOOK#<event>`): its state, the
- * attempts counted so far (the only count of attempts: SQS's receive count is never used), and the
- * delivery log, one entry per attempt (five at most). Written once per attempt, on the condition
- * that the attempt before it is the last one recorded, so a redelivered message never counts twice.
- * It is kept as long as its run (`ttl`: the run's start plus the retention).
- */
-const AttemptEntrySchema = v.object({
-  attempt: v.number(),
-  at: v.string(),
-  host: v.string(),
-  statusCode: v.optional(v.number()),
-  // `dns`, written before refusals read as one kind (an oracle of how names resolve), reads as `refused`.
-  error: v.optional(
-    v.pipe(
-      v.picklist([...webhookErrorKinds, 'dns']),
-      v.transform((kind) => (kind === 'dns' ? 'refused' : kind)),
-    ),
-  ),
-  durationMs: v.number(),
-  nextAttemptAt: v.optional(v.string()),
-});
-
-const DeliveryItemSchema = v.object({
-  state: v.picklist(deliveryStates),
-  attempts: v.number(),
-  /** The SQS message that recorded the last attempt (its id is the same on every redelivery). */
-  lastMessageId: v.optional(v.string()),
-  nextAttemptAt: v.optional(v.string()),
-  /** The latest attempts, oldest first (`attemptLogLimit` at most). */
-  attemptLog: v.optional(v.array(AttemptEntrySchema), () => []),
-  /** Set while a redelivery the caller asked for is pending: its attempt is a single one. */
-  redeliveryRequestedAt: v.optional(v.string()),
-});
 
 /** What a delivery has done so far; before its first attempt, `pending` with none. */
 export type DeliveryProgress = v.InferOutput<typeof DeliveryItemSchema>;
@@ -91,6 +55,36 @@ export const readDeliveryTarget = async (
   };
 };
 
+/** The delivery item as written (its input type): each update's values are typed against it. */
+type DeliveryItemInput = v.InferInput<typeof DeliveryItemSchema>;
+
+/**
+ * What an attempt sets on the delivery item, beside its key, `jobId`, `event`, `ttl` and the time
+ * of its end: a whole item as the reader parses it, since a first attempt may create it.
+ */
+export const attemptAttributes = (record: {
+  messageId: string;
+  entry: WebhookAttempt;
+  log: readonly WebhookAttempt[];
+  state: DeliveryState;
+}) =>
+  ({
+    state: record.state,
+    attempts: record.entry.attempt,
+    lastMessageId: record.messageId,
+    attemptLog: appendToAttemptLog(record.log, record.entry),
+    nextAttemptAt: record.entry.nextAttemptAt,
+  }) satisfies Pick<DeliveryItemInput, 'state' | 'attempts' | 'lastMessageId' | 'attemptLog' | 'nextAttemptAt'>;
+
+/** The delivery item a redelivery writes when there is none yet (the run's first message was lost). */
+export const pendingDeliveryAttributes = (requestedAt: string) =>
+  ({
+    state: 'pending',
+    attempts: 0,
+    attemptLog: [],
+    redeliveryRequestedAt: requestedAt,
+  }) satisfies Required<Pick<DeliveryItemInput, 'state' | 'attempts' | 'attemptLog' | 'redeliveryRequestedAt'>>;
+
 /**
  * Records attempt `entry.attempt` and the state it leaves the delivery in, only if the attempt
  * before it is the last one recorded and the delivery is still pending. False when it is not: a
@@ -111,6 +105,7 @@ export const recordWebhookAttempt = async (
   },
 ): Promise<boolean> => {
   const { entry, state } = record;
+  const set = attemptAttributes(record);
   const first = entry.attempt === 1;
   const ended = state === 'pending' ? '' : `, ${state === 'delivered' ? 'deliveredAt' : 'failedAt'} = :at`;
   const recorded = await conditionalWrite(
@@ -130,12 +125,12 @@ export const recordWebhookAttempt = async (
         ':job': jobId,
         ':ttl': record.expiresAt,
         ':event': event,
-        ':state': state,
-        ':attempt': entry.attempt,
-        ':message': record.messageId,
-        ':log': appendToAttemptLog(record.log, entry),
+        ':state': set.state,
+        ':attempt': set.attempts,
+        ':message': set.lastMessageId,
+        ':log': set.attemptLog,
         ...(state === 'pending' ? {} : { ':at': entry.at }),
-        ...(entry.nextAttemptAt ? { ':next': entry.nextAttemptAt } : {}),
+        ...(set.nextAttemptAt ? { ':next': set.nextAttemptAt } : {}),
         ':previous': entry.attempt - 1,
         ':pending': 'pending',
       },
@@ -202,6 +197,7 @@ export const markRedeliveryPending = async (
 ): Promise<{ written: boolean; requestedAt: string }> => {
   const now = deps.now();
   const requestedAt = now.toISOString();
+  const created = pendingDeliveryAttributes(requestedAt);
   const marked = await conditionalWrite(
     deps,
     new UpdateCommand({
@@ -213,7 +209,7 @@ export const markRedeliveryPending = async (
             UpdateExpression: 'SET #state = :pending, redeliveryRequestedAt = :now',
             ConditionExpression: 'attempts = :seen AND (#state <> :pending OR redeliveryRequestedAt < :stale)',
             ExpressionAttributeValues: {
-              ':pending': 'pending',
+              ':pending': 'pending' satisfies DeliveryItemInput['state'],
               ':now': requestedAt,
               ':seen': seen.attempts,
               ':stale': new Date(now.getTime() - staleRedeliveryMs).toISOString(),
@@ -227,10 +223,10 @@ export const markRedeliveryPending = async (
             ExpressionAttributeValues: {
               ':job': jobId,
               ':event': event,
-              ':pending': 'pending',
-              ':zero': 0,
-              ':none': [],
-              ':now': requestedAt,
+              ':pending': created.state,
+              ':zero': created.attempts,
+              ':none': created.attemptLog,
+              ':now': created.redeliveryRequestedAt,
               ':ttl': seen.expiresAt,
             },
           }),
@@ -257,7 +253,11 @@ export const unmarkRedelivery = async (
       UpdateExpression: 'SET #state = :previous REMOVE redeliveryRequestedAt',
       ConditionExpression: '#state = :pending AND redeliveryRequestedAt = :mark',
       ExpressionAttributeNames: { '#state': 'state' },
-      ExpressionAttributeValues: { ':previous': mark.previousState, ':pending': 'pending', ':mark': mark.requestedAt },
+      ExpressionAttributeValues: {
+        ':previous': mark.previousState satisfies DeliveryItemInput['state'],
+        ':pending': 'pending',
+        ':mark': mark.requestedAt,
+      },
     }),
   );
 };

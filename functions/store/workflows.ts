@@ -3,13 +3,21 @@ import * as v from 'valibot';
 import type { WorkflowStatus } from '../../schemas/workflows.ts';
 import type { Deps } from '../deps.ts';
 import { AgentOrProjectNotFoundError, WorkflowTooLargeToStoreError } from '../domain/errors.ts';
+import type { Canvas } from '../domain/workflow-graph.ts';
 import type { WorkflowSummaryRecord } from '../domain/workflow-list.ts';
-import { AgentItemSchema, parseItem, WorkflowItemSchema } from './items.ts';
+import {
+  AgentItemSchema,
+  type CanvasItemSchema,
+  type IdEntrySchema,
+  parseItem,
+  type StoredItem,
+  WorkflowItemSchema,
+} from './items.ts';
 import { agentKey, canvasKey, idIndex, projectKey, teamPartition, workflowKey, workflowSkPrefix } from './keys.ts';
+import { type NamedItems, namedTransactWrite } from './named-transaction.ts';
 import { queryAll } from './query.ts';
-import { failedAt } from './refusals.ts';
 import { agentItem } from './tenancy.ts';
-import { conditionalWrite, type TransactItems, transactWrite } from './write.ts';
+import { conditionalWrite, transactWrite } from './write.ts';
 
 /** What the list reads of a summary (its projection). */
 const ListedWorkflowSchema = v.pick(WorkflowItemSchema, ['workflowId', 'name', 'description', 'status', 'updatedAt']);
@@ -69,58 +77,65 @@ export interface NewWorkflowRecord {
   description: string | null;
   status: WorkflowStatus;
   /** The canvas graph runs execute; its shape is owned by the workflow domain. */
-  canvas: unknown;
+  canvas: Canvas;
   stepsCount: number;
 }
 
 /** A workflow's summary, in the team partition, with its id-lookup entry. */
-export const workflowSummaryItem = (workflowId: string, input: NewWorkflowRecord, now: string) => ({
-  ...workflowKey(input.teamId, workflowId),
-  ...idIndex('WORKFLOW', workflowId),
-  type: 'Workflow',
-  workflowId,
-  teamId: input.teamId,
-  agentId: input.agentId,
-  projectId: input.projectId,
-  name: input.name,
-  description: input.description ?? undefined,
-  status: input.status,
-  stepsCount: input.stepsCount,
-  createdAt: now,
-  updatedAt: now,
-});
+export const workflowSummaryItem = (workflowId: string, input: NewWorkflowRecord, now: string) =>
+  ({
+    ...workflowKey(input.teamId, workflowId),
+    ...idIndex('WORKFLOW', workflowId),
+    type: 'Workflow',
+    workflowId,
+    teamId: input.teamId,
+    agentId: input.agentId,
+    projectId: input.projectId,
+    name: input.name,
+    description: input.description ?? undefined,
+    status: input.status,
+    stepsCount: input.stepsCount,
+    createdAt: now,
+    updatedAt: now,
+  }) satisfies StoredItem<typeof WorkflowItemSchema, 'type' | 'teamId' | 'stepsCount'> &
+    v.InferInput<typeof IdEntrySchema>;
 
 /** A workflow's canvas, apart from its summary: large, and read only by runs. */
-export const canvasItem = (workflowId: string, input: Pick<NewWorkflowRecord, 'teamId' | 'canvas'>) => ({
-  ...canvasKey(workflowId),
-  type: 'Canvas',
-  teamId: input.teamId,
-  workflowId,
-  canvas: input.canvas,
-});
+export const canvasItem = (workflowId: string, input: Pick<NewWorkflowRecord, 'teamId' | 'canvas'>) =>
+  ({
+    ...canvasKey(workflowId),
+    type: 'Canvas',
+    teamId: input.teamId,
+    workflowId,
+    canvas: input.canvas,
+  }) satisfies StoredItem<typeof CanvasItemSchema, 'type' | 'workflowId'>;
 
 /** The items of a workflow: its summary and its canvas. */
-const workflowItems = (workflowId: string, input: NewWorkflowRecord, now: string) => [
-  workflowSummaryItem(workflowId, input, now),
-  canvasItem(workflowId, input),
-];
+const workflowItems = (workflowId: string, input: NewWorkflowRecord, now: string) => ({
+  summary: workflowSummaryItem(workflowId, input, now),
+  canvas: canvasItem(workflowId, input),
+});
+
+/** The Puts of a workflow's items, each only where there is none yet. */
+const workflowPuts = (deps: Deps, items: ReturnType<typeof workflowItems>) => ({
+  summary: { Put: { TableName: deps.tableName, Item: items.summary, ConditionExpression: 'attribute_not_exists(PK)' } },
+  canvas: { Put: { TableName: deps.tableName, Item: items.canvas, ConditionExpression: 'attribute_not_exists(PK)' } },
+});
 
 /** Stores a workflow atomically; the agent must exist in the team (else AgentOrProjectNotFoundError). */
 export const putWorkflow = async (deps: Deps, input: NewWorkflowRecord): Promise<{ workflowId: string }> => {
   const workflowId = deps.newId();
-  const stored = await transactWrite(deps, [
-    {
+  const stored = await namedTransactWrite(deps, {
+    agent: {
       ConditionCheck: {
         TableName: deps.tableName,
         Key: agentKey(input.teamId, input.agentId),
         ConditionExpression: 'attribute_exists(PK)',
       },
     },
-    ...workflowItems(workflowId, input, deps.now().toISOString()).map((Item) => ({
-      Put: { TableName: deps.tableName, Item, ConditionExpression: 'attribute_not_exists(PK)' },
-    })),
-  ]);
-  if (!stored.written && failedAt(stored.reasons, 0)) throw new AgentOrProjectNotFoundError();
+    ...workflowPuts(deps, workflowItems(workflowId, input, deps.now().toISOString())),
+  });
+  if (!stored.written && stored.refused('agent')) throw new AgentOrProjectNotFoundError();
   if (!stored.written) throw new Error(`workflow ${workflowId} exists already`);
   return { workflowId };
 };
@@ -203,14 +218,15 @@ const itemSize = (item: Record<string, unknown>): number =>
  */
 export const createWorkflowForTeam = async (
   deps: Deps,
-  input: { teamId: string; name: string; canvas: unknown; stepsCount: number } & (
+  input: { teamId: string; name: string; canvas: Canvas; stepsCount: number } & (
     | { agentId: string; projectId?: undefined; agentName?: undefined }
     | { agentId?: undefined; projectId: string; agentName: string }
   ),
 ): Promise<{ workflowId: string; agentId: string; projectId: string }> => {
   let agentId: string;
   let projectId: string;
-  const owner: TransactItems = [];
+  /** The agent the workflow goes into: an existing one (checked), or a new one in a project (checked). */
+  let owner: NamedItems<'agent' | 'project' | 'newAgent'>;
   if (input.agentId !== undefined) {
     const { Item } = await deps.ddb.send(
       new GetCommand({ TableName: deps.tableName, Key: agentKey(input.teamId, input.agentId), ConsistentRead: true }),
@@ -218,25 +234,30 @@ export const createWorkflowForTeam = async (
     if (!Item) throw new AgentOrProjectNotFoundError();
     agentId = input.agentId;
     projectId = parseItem(AgentItemSchema, Item).projectId;
-    owner.push({
-      ConditionCheck: {
-        TableName: deps.tableName,
-        Key: agentKey(input.teamId, agentId),
-        ConditionExpression: 'attribute_exists(PK)',
+    owner = {
+      agent: {
+        ConditionCheck: {
+          TableName: deps.tableName,
+          Key: agentKey(input.teamId, agentId),
+          ConditionExpression: 'attribute_exists(PK)',
+        },
       },
-    });
+      project: undefined,
+      newAgent: undefined,
+    };
   } else {
     agentId = deps.newId();
     projectId = input.projectId;
-    owner.push(
-      {
+    owner = {
+      agent: undefined,
+      project: {
         ConditionCheck: {
           TableName: deps.tableName,
           Key: projectKey(input.teamId, projectId),
           ConditionExpression: 'attribute_exists(PK)',
         },
       },
-      {
+      newAgent: {
         Put: {
           TableName: deps.tableName,
           Item: agentItem(
@@ -246,7 +267,7 @@ export const createWorkflowForTeam = async (
           ConditionExpression: 'attribute_not_exists(PK)',
         },
       },
-    );
+    };
   }
   const workflowId = deps.newId();
   const items = workflowItems(
@@ -265,15 +286,12 @@ export const createWorkflowForTeam = async (
   );
   // A body within its limit can still describe a canvas too big for one item (many connections
   // or long keys); refused here rather than left to fail the write as a 500.
-  const largest = Math.max(...items.map(itemSize));
+  const largest = Math.max(...Object.values(items).map(itemSize));
   if (largest > maxItemBytes) throw new WorkflowTooLargeToStoreError(largest, maxItemBytes);
-  const created = await transactWrite(deps, [
-    ...owner,
-    ...items.map((Item) => ({
-      Put: { TableName: deps.tableName, Item, ConditionExpression: 'attribute_not_exists(PK)' },
-    })),
-  ]);
-  if (!created.written && failedAt(created.reasons, 0)) throw new AgentOrProjectNotFoundError();
+  const created = await namedTransactWrite(deps, { ...owner, ...workflowPuts(deps, items) });
+  if (!created.written && (created.refused('agent') || created.refused('project'))) {
+    throw new AgentOrProjectNotFoundError();
+  }
   // Another item's condition: a new id taken already (never expected of a uuid).
   if (!created.written) throw new Error(`workflow ${workflowId} or its agent exists already`);
   return { workflowId, agentId, projectId };

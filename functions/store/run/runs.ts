@@ -26,10 +26,12 @@ import {
   KeyMonthItemSchema,
   ProjectItemSchema,
   parseItem,
+  type RunCallbackSchema,
   type RunItem,
   RunItemSchema,
   type StepItem,
   StepItemSchema,
+  type StoredItem,
   TeamItemSchema,
   unexpired,
   WorkflowItemSchema,
@@ -127,33 +129,35 @@ export interface NewRun {
  * The run item a start writes: queued, its whole estimate held, in the sparse index of queued runs
  * and in its team's run list (GSI4).
  */
-export const runItem = (run: NewRun, createdAt: string) => ({
-  ...runKey(run.jobId),
-  ...queuedRunIndex(run.jobId, createdAt),
-  ...runListIndex(run.teamId, createdAt, run.jobId),
-  type: 'Run',
-  jobId: run.jobId,
-  teamId: run.teamId,
-  keyId: run.keyId,
-  workflowId: run.workflow.workflowId,
-  agentId: run.workflow.agentId,
-  projectId: run.workflow.projectId,
-  status: RunStatus.queued,
-  mode: run.mode,
-  inputs: run.inputs,
-  callbackUrl: run.callbackUrl ?? undefined,
-  callbackSecret: run.callbackSecret ?? undefined,
-  deferredJobId: run.deferredJobId ?? undefined,
-  estimateHundredths: run.estimate.totalHundredths,
-  heldHundredths: run.estimate.totalHundredths,
-  chargedHundredths: 0,
-  stepEstimates: Object.fromEntries(run.estimate.steps.map((s) => [s.nodeId, s.hundredths])),
-  priceMultiplier: run.estimate.multiplier,
-  stepsTotal: run.estimate.steps.length,
-  stepsCompleted: 0,
-  spendMonth: run.month,
-  createdAt,
-});
+export const runItem = (run: NewRun, createdAt: string) =>
+  ({
+    ...runKey(run.jobId),
+    ...queuedRunIndex(run.jobId, createdAt),
+    ...runListIndex(run.teamId, createdAt, run.jobId),
+    type: 'Run',
+    jobId: run.jobId,
+    teamId: run.teamId,
+    keyId: run.keyId,
+    workflowId: run.workflow.workflowId,
+    agentId: run.workflow.agentId,
+    projectId: run.workflow.projectId,
+    status: RunStatus.queued,
+    mode: run.mode,
+    inputs: run.inputs,
+    callbackUrl: run.callbackUrl ?? undefined,
+    callbackSecret: run.callbackSecret ?? undefined,
+    deferredJobId: run.deferredJobId ?? undefined,
+    estimateHundredths: run.estimate.totalHundredths,
+    heldHundredths: run.estimate.totalHundredths,
+    chargedHundredths: 0,
+    stepEstimates: Object.fromEntries(run.estimate.steps.map((s) => [s.nodeId, s.hundredths])),
+    priceMultiplier: run.estimate.multiplier,
+    stepsTotal: run.estimate.steps.length,
+    stepsCompleted: 0,
+    spendMonth: run.month,
+    createdAt,
+  }) satisfies StoredItem<typeof RunItemSchema, 'type' | 'agentId' | 'callbackSecret' | 'deferredJobId'> &
+    v.InferInput<typeof RunCallbackSchema>;
 
 /** The start transaction's items, by name (`startRunItems`); a deferred run's move is one of the extra items. */
 export type StartItemName =
@@ -177,7 +181,10 @@ export const startRunItems = (deps: Deps, run: NewRun): NamedItems<StartItemName
     lock: {
       Put: {
         TableName: deps.tableName,
-        Item: { ...workflowLockKey(run.workflow.workflowId), ...workflowLock(run.jobId, now) },
+        Item: {
+          ...workflowLockKey(run.workflow.workflowId),
+          ...workflowLock(run.jobId, now),
+        } satisfies StoredItem<typeof WorkflowLockItemSchema>,
         ConditionExpression: 'attribute_not_exists(PK)',
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       },
