@@ -54,8 +54,9 @@ export const awsCommandLogDir = fileURLToPath(new URL('.test-output/aws-commands
 
 export default defineConfig({
   test: {
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    // Generous: on a loaded machine a test may take several times its usual time; a limit only ends a hang.
+    testTimeout: 120_000,
+    hookTimeout: 180_000,
     pool: 'forks',
     maxWorkers: 2,
     env: { POWERTOOLS_LOG_LEVEL: 'SILENT', POWERTOOLS_METRICS_DISABLED: 'true', AWS_REGION: 'us-east-1' },

@@ -99,7 +99,7 @@ const stepsQueueDrained = () =>
         '0',
       ]);
     },
-    { timeout: 20_000, interval: 50 },
+    { timeout: 60_000, interval: 50 },
   );
 
 // Until the workers start (last block), accepted runs stay `queued`: nothing races the checks.
@@ -138,7 +138,7 @@ describe('run starts without workers (runs stay queued)', () => {
   });
 
   it('200 concurrent starts of one workflow: exactly one accepted, 199 × 409 naming it', {
-    timeout: 90_000,
+    timeout: 180_000,
   }, async () => {
     const t = await team(1000);
     const workflowId = await createWorkflow(stack, t);
@@ -593,7 +593,7 @@ describe('with workers polling the steps queue', () => {
   });
 
   it('across 20 workflows with credits for exactly 10 runs: 10 accepted, 10 × 402, the ledger balances', {
-    timeout: 90_000,
+    timeout: 180_000,
   }, async () => {
     const t = await team((10 * pairPrice) / 100);
     const workflowIds = await Promise.all(

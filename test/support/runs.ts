@@ -26,7 +26,7 @@ import { localDeps } from '../../local/local-deps.ts';
 import { buildOpenApiDocument } from '../../schemas/openapi.ts';
 import { expectValidResponse } from './openapi-validator.ts';
 import { recordOf } from './queue-contents.ts';
-import { call, type TestStack } from './stack.ts';
+import { call, type TestStack, testRouteTimeoutMs } from './stack.ts';
 
 export const doc = buildOpenApiDocument();
 
@@ -99,7 +99,7 @@ export const getRunCall = (baseUrl: string, key: string, jobId: string) =>
   api(baseUrl, 'GET', `/runs/${jobId}`, { key });
 
 /** Polls GET /runs/{jobId} (each answer checked against the document) until the run ends. */
-export const waitForEnd = async (baseUrl: string, key: string, jobId: string, timeoutMs = 30_000) => {
+export const waitForEnd = async (baseUrl: string, key: string, jobId: string, timeoutMs = 60_000) => {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const response = await getRunCall(baseUrl, key, jobId);
@@ -335,7 +335,7 @@ export const faultyDeps = (
 
 /** A second local API (the same route table and handlers) over other deps. */
 export const startSecondApi = async (deps: Deps): Promise<LocalApi> =>
-  startLocalApi({ deps, port: 0, host: '127.0.0.1' });
+  startLocalApi({ deps, port: 0, host: '127.0.0.1', timeoutMs: testRouteTimeoutMs });
 
 /** Polls the stack's steps queue with the real step-executor handler, as the event source mapping does. */
 export const startStepWorkers = (

@@ -23,6 +23,14 @@ export const testExecutors = (settings: NodeJS.ProcessEnv = {}) =>
   createExecutorRegistry(executorDepsFromEnv(settings));
 
 /**
+ * The time a test API gives each route's function. Lambda runs each invocation in its own
+ * environment; here every request shares the test's one process and the suite's emulators on a
+ * machine that may be loaded, so in a burst a request waits on the others' work: the template's
+ * 10 s would fail it with a 500 no deployment would see.
+ */
+export const testRouteTimeoutMs = 120_000;
+
+/**
  * A fresh set of resources (own table, queues and bucket under a random prefix) on the suite's
  * emulators, and the local API server over them: the same path `npm start` serves.
  */
@@ -30,7 +38,7 @@ export const startTestStack = async (overrides: Partial<Deps> = {}): Promise<Tes
   const emulators = inject('emulators');
   const resources = await provision({ prefix: `t${randomUUID().slice(0, 8)}`, ...emulators });
   const deps = localDeps(resources, { executors: testExecutors(), ...overrides });
-  const api = await startLocalApi({ deps, port: 0, host: '127.0.0.1' });
+  const api = await startLocalApi({ deps, port: 0, host: '127.0.0.1', timeoutMs: testRouteTimeoutMs });
   return {
     resources,
     deps,
@@ -162,8 +170,8 @@ export const createWorkflow = async (
   return response.body.workflowId as string;
 };
 
-/** Polls GET /runs/{jobId} until the run ends (or the deadline passes). */
-export const waitForRun = async (stack: TestStack, key: string, jobId: string, timeoutMs = 20_000) => {
+/** Polls GET /runs/{jobId} until the run ends (or the deadline passes: generous, as on a loaded machine). */
+export const waitForRun = async (stack: TestStack, key: string, jobId: string, timeoutMs = 60_000) => {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const response = await call(stack.baseUrl, `/runs/${jobId}`, { key });
