@@ -4,7 +4,7 @@
  * rule. The operators' CLI (`local/admin.ts`) seeds the team, key and prices into the table, as an
  * operator would. Each step passes or throws; `runFlow` stops at the first failure (the later steps
  * build on the earlier ones). It reaches every route, mapping and rule, and its last step checks that
- * every function of the assembly was invoked: `npm run rehearse` and `test/rehearse.test.ts` both run it.
+ * every function of the assembly was invoked: `npm run rehearse` and `test/rehearse.int.test.ts` both run it.
  */
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Webhook } from 'standardwebhooks';
