@@ -157,8 +157,7 @@ describe('the test projects', () => {
     .filter((file) => file.endsWith('.test.ts'))
     .map((file) => `test/${file}`);
   const isIntegration = (file: string) => path.matchesGlob(file, integrationTests);
-  const needsEmulators = (file: string) =>
-    /support\/(stack|runs)\.ts|\binject\(|local\/start\.ts/.test(read(file));
+  const needsEmulators = (file: string) => /support\/(stack|runs)\.ts|\binject\(|local\/start\.ts/.test(read(file));
 
   it('names every test file that needs the emulators or starts the stack as an integration test', () => {
     expect(testFiles.filter((file) => needsEmulators(file) && !isIntegration(file))).toEqual([]);
