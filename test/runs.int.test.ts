@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { capResetsText, nextSpendMonthStart } from '../functions/domain/monthly-cap.ts';
 import { canvasKey, workflowLockKey } from '../functions/store/keys.ts';
 import { claimStep, stepLeaseSeconds } from '../functions/store/run-steps.ts';
@@ -40,25 +40,9 @@ import {
   transactionConflict,
   waitForEnd,
 } from './support/runs.ts';
-import {
-  addKey,
-  chainSteps,
-  createWorkflow,
-  type SeededTeam,
-  seedTeam,
-  startTestStack,
-  type TestStack,
-} from './support/stack.ts';
+import { addKey, chainSteps, createWorkflow, type SeededTeam, seedTeam, stackPerFile } from './support/stack.ts';
 
-let stack: TestStack;
-const closers: (() => Promise<void>)[] = [];
-beforeAll(async () => {
-  stack = await startTestStack();
-});
-afterAll(async () => {
-  for (const close of closers.reverse()) await close();
-  await stack.close();
-});
+const { stack, closers } = stackPerFile();
 
 /** A team with `credits`, and a key (all scopes) whose rate limit the tests cannot reach. */
 const team = async (credits = 100, key: Parameters<typeof addKey>[2] = {}): Promise<SeededTeam> => {

@@ -256,6 +256,30 @@ export const expectBalanced = (ledger: TeamBalance) => {
 };
 
 /**
+ * The run completed, each step completed and charged once at `prices`, the team's ledger balanced
+ * and settled. Returns the run's parts for further checks.
+ */
+export const expectRunCompletedOnce = async (
+  deps: Deps,
+  teamId: string,
+  jobId: string,
+  prices: Record<string, number>,
+) => {
+  const parts = await runParts(deps, jobId);
+  const { run, steps, charges } = parts;
+  const total = Object.values(prices).reduce((a, b) => a + b, 0);
+  expect(run).toMatchObject({ status: 'completed', heldHundredths: 0, chargedHundredths: total });
+  expect(Object.fromEntries([...steps].map(([node, s]) => [node, s.status]))).toEqual(
+    Object.fromEntries(Object.keys(prices).map((node) => [node, 'completed'])),
+  );
+  expect(Object.fromEntries([...charges].map(([node, c]) => [node, c.hundredths]))).toEqual(prices);
+  const ledger = await ledgerOf(deps, teamId);
+  expectBalanced(ledger);
+  expect(ledger).toMatchObject({ held: 0, charged: total });
+  return parts;
+};
+
+/**
  * A run's partition: the run item, its step items by node, and the charges: each completed step
  * carries the charge its completion counted on the run (its only record; there is no separate item).
  */

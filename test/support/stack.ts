@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import type { Deps } from '../../functions/deps.ts';
 import { toHundredths } from '../../functions/domain/credits.ts';
 import { createExecutorRegistry, executorDepsFromEnv } from '../../functions/nodes/executors/index.ts';
@@ -49,6 +49,30 @@ export const startTestStack = async (overrides: Partial<Deps> = {}): Promise<Tes
       deps.ddb.destroy();
     },
   };
+};
+
+/**
+ * One test stack for the file, started before its tests and closed after them, once `closers` (the
+ * servers and pollers its tests started on it) have run, last first. `stack` reads through to the
+ * started stack, so a file declares it once at its top.
+ */
+export const stackPerFile = (overrides: Partial<Deps> = {}) => {
+  const closers: (() => Promise<void>)[] = [];
+  let started: TestStack | undefined;
+  beforeAll(async () => {
+    started = await startTestStack(overrides);
+  });
+  afterAll(async () => {
+    for (const close of closers.reverse()) await close();
+    await started?.close();
+  });
+  const stack = new Proxy({} as TestStack, {
+    get: (_target, key) => {
+      if (!started) throw new Error('the stack is started before the tests (beforeAll)');
+      return Reflect.get(started, key);
+    },
+  });
+  return { stack, closers };
 };
 
 export interface SeededTeam {
