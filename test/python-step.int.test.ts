@@ -4,6 +4,7 @@
  * handler running the code in Pyodide, in a process of its own. A failed Python step fails the run
  * and is charged as any failed step is: nothing, its hold released.
  */
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createExecutorRegistry, executorDeps } from '../functions/nodes/executors/index.ts';
 import { envNames } from '../lib/definitions.ts';
@@ -37,7 +38,19 @@ beforeAll(async () => {
   // waitForRun polls every 100 ms with this key: a first step's Pyodide load on a loaded machine,
   // then four runs, would pass the default 60 requests a minute (a 429 on createWorkflow).
   team = await seedTeam(stack.deps, { credits: 100, key: { rateLimitPerMinute: 10_000 } });
-}, 60_000);
+  // Lambda gives the runner its own CPU; here it shares a machine that may be loaded, where a first
+  // step's cold Pyodide load can outlast the step executor's 25 s node timeout. An invocation of its
+  // own loads it first, as a warm environment has.
+  const lambda = new LambdaClient({ ...localAwsConfig, endpoint: inject('lambda').endpoint });
+  const warm = await lambda.send(
+    new InvokeCommand({
+      FunctionName: 'PythonRunner',
+      Payload: JSON.stringify({ code: 'result = 1', inputs: [], timeoutMs: 10_000 }),
+    }),
+  );
+  lambda.destroy();
+  if (warm.FunctionError) throw new Error(`the PythonRunner failed: ${new TextDecoder().decode(warm.Payload)}`);
+}, 180_000);
 afterAll(() => stack?.close());
 
 const pythonFlow = (code: string, timeoutMs?: number) => [
