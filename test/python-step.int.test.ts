@@ -5,7 +5,7 @@
  * and is charged as any failed step is: nothing, its hold released.
  */
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { createExecutorRegistry, executorDeps } from '../functions/nodes/executors/index.ts';
 import { envNames } from '../lib/definitions.ts';
 import { withAwsCommandLog } from '../local/aws-command-log.ts';
@@ -122,8 +122,15 @@ describe('a PythonSandbox step', () => {
         (s) => s.node_id === 'python',
       );
       expect(step).toMatchObject({ status: 'failed', error });
-      const after = await ledgerOf(stack.deps, team.teamId);
-      expect(after.held).toBe(0);
+      // The run may read failed a moment before its hold is settled: wait for the settle, not the first read.
+      const after = await vi.waitFor(
+        async () => {
+          const ledger = await ledgerOf(stack.deps, team.teamId);
+          expect(ledger.held).toBe(0);
+          return ledger;
+        },
+        { timeout: 60_000, interval: 100 },
+      );
       // Only the two loaders that completed are charged; the failed step's estimate is released.
       const loaders = after.charged - before.charged;
       expect(after.balance).toBe(before.balance - loaders);
