@@ -544,7 +544,7 @@ describe('run lists through the client and the CLI', () => {
 
   // Five runs to their end, then about a dozen CLI processes: longer than the default timeout.
   it('listRuns reads a page, runs() every run across pages (filtered pages too), and the deferred lists', {
-    timeout: 90_000,
+    timeout: 180_000,
   }, async () => {
     const lister = await seedTeam(stack.deps, { credits: 100 });
     const listing = createClient({ baseUrl: stack.baseUrl, apiKey: lister.key });

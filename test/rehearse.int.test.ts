@@ -128,7 +128,7 @@ describe('the whole flow through the bundles', () => {
     expect(environment.ok).toBe(true);
     expect(JSON.stringify(environment.result)).not.toMatch(/AWS_|LAMBDA|_HANDLER/);
     expect(JSON.stringify(environment.result)).not.toContain(runner.options.environment.AWS_SECRET_ACCESS_KEY);
-  }, 60_000);
+  }, 180_000);
 
   it("puts the runs' operator events through the stream mapping and the EventPublisher's bundle", async () => {
     const file = join(inject('eventBridge').eventsDir, `${operatorEventBusName(resources.prefix)}.jsonl`);
@@ -141,5 +141,5 @@ describe('the whole flow through the bundles', () => {
     }
     expect(types).toEqual(expect.arrayContaining(['Run Started', 'Run Finished', 'Deferred Run Dispatched']));
     expect(stack?.functions.get('EventPublisher')?.invocations.every((i) => i.outcome.ok)).toBe(true);
-  }, 90_000);
+  }, 180_000);
 });
