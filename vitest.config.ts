@@ -2,45 +2,12 @@ import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 /**
- * Test files that need the emulators (DynamoDB Local and fauxqs, started once by the global setup)
- * or start the local stack themselves. Every other test file is a unit test: pure, no emulator,
- * run by `npm run test:unit` in seconds. `test/docs.test.ts` checks that a file using the stack
- * helpers is listed here.
+ * Integration tests are named `*.int.test.ts`: they need the emulators (DynamoDB Local and fauxqs,
+ * started once by the global setup) or start the local stack themselves. Every other test file is a
+ * unit test: pure, no emulator, run by `npm run test:unit` in seconds. `test/docs.test.ts` checks
+ * that a file using the stack helpers is so named, and that one so named uses them.
  */
-export const integrationTests = [
-  'test/admin.test.ts',
-  'test/auth.test.ts',
-  'test/client.test.ts',
-  'test/cost.test.ts',
-  'test/create-workflow.test.ts',
-  'test/deferred.test.ts',
-  'test/deliveries.test.ts',
-  'test/docs-page.test.ts',
-  'test/fuzz.test.ts',
-  'test/hostile-input.test.ts',
-  'test/list-runs.test.ts',
-  'test/list-workflows.test.ts',
-  'test/local-api.test.ts',
-  'test/observability.test.ts',
-  'test/operator-events.test.ts',
-  'test/python-step.test.ts',
-  'test/query.test.ts',
-  'test/rate-limit.test.ts',
-  'test/rehearse.test.ts',
-  'test/request-validation.test.ts',
-  'test/retention.test.ts',
-  'test/run-end.test.ts',
-  'test/run-inline.test.ts',
-  'test/run-ledger.test.ts',
-  'test/run-outputs.test.ts',
-  'test/run-redelivery.test.ts',
-  'test/runs-smoke.test.ts',
-  'test/runs.test.ts',
-  'test/secrets.test.ts',
-  'test/start.test.ts',
-  'test/webhooks.test.ts',
-  'test/write-contention.test.ts',
-];
+export const integrationTests = 'test/**/*.int.test.ts';
 
 /**
  * Run after the unit and integration projects (`npm test` runs all three), on what the integration
@@ -54,8 +21,9 @@ export const awsCommandLogDir = fileURLToPath(new URL('.test-output/aws-commands
 
 export default defineConfig({
   test: {
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    // Generous: on a loaded machine a test may take several times its usual time; a limit only ends a hang.
+    testTimeout: 120_000,
+    hookTimeout: 180_000,
     pool: 'forks',
     maxWorkers: 2,
     env: { POWERTOOLS_LOG_LEVEL: 'SILENT', POWERTOOLS_METRICS_DISABLED: 'true', AWS_REGION: 'us-east-1' },
@@ -63,13 +31,13 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [...integrationTests, ...auditTests] },
+        test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [integrationTests, ...auditTests] },
       },
       {
         extends: true,
         test: {
           name: 'integration',
-          include: integrationTests,
+          include: [integrationTests],
           // One DynamoDB Local + fauxqs for the whole project; each test file provisions its own prefix.
           globalSetup: ['test/support/global-setup.ts'],
           // Every AWS client of the local deps logs the commands handlers send (the global setup empties it).

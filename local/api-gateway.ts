@@ -47,8 +47,11 @@ export interface ServedRoute {
   invoke: (event: APIGatewayProxyEventV2) => Promise<ApiResult | string | undefined>;
 }
 
+/** The time each route's function is given, as the template sets it (`lib/api-stack.ts`). */
+export const routeTimeoutMs = 10_000;
+
 /** Loads every route's handler module and builds it with `deps`, the way Lambda imports `handler`. */
-const compileRoutes = async (deps: Deps): Promise<ServedRoute[]> =>
+const compileRoutes = async (deps: Deps, timeoutMs: number): Promise<ServedRoute[]> =>
   Promise.all(
     routes.map(async (route) => {
       const module = (await import(new URL(`../${route.entry}`, import.meta.url).href)) as {
@@ -59,7 +62,8 @@ const compileRoutes = async (deps: Deps): Promise<ServedRoute[]> =>
       return {
         ...pathPattern(`${basePath}${route.path}`),
         route,
-        invoke: (event) => handler(event, lambdaContext(`local-${route.id}`, 10_000, event.requestContext.requestId)),
+        invoke: (event) =>
+          handler(event, lambdaContext(`local-${route.id}`, timeoutMs, event.requestContext.requestId)),
       };
     }),
   );
@@ -241,7 +245,16 @@ export const gatewayListener =
 
 /**
  * Serves the route table over HTTP the way API Gateway does (`gatewayListener`), each route by the
- * same handler module Lambda runs.
+ * same handler module Lambda runs, given `timeoutMs` (the template's `routeTimeoutMs` unless set).
  */
-export const startLocalApi = async (options: { deps: Deps; port: number; host: string }): Promise<LocalApi> =>
-  listenLocal(createServer(gatewayListener(await compileRoutes(options.deps))), options, basePath);
+export const startLocalApi = async (options: {
+  deps: Deps;
+  port: number;
+  host: string;
+  timeoutMs?: number;
+}): Promise<LocalApi> =>
+  listenLocal(
+    createServer(gatewayListener(await compileRoutes(options.deps, options.timeoutMs ?? routeTimeoutMs))),
+    options,
+    basePath,
+  );

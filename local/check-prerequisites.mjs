@@ -30,7 +30,7 @@ if (java.error || java.status !== 0) {
   );
 }
 
-// The API reference page test (test/docs-page.test.ts) drives Debian's Chromium; `npm start` does not.
+// The API reference page test (test/docs-page.int.test.ts) drives Debian's Chromium; `npm start` does not.
 if (purpose === 'test') {
   const chromium = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
   try {

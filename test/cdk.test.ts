@@ -985,7 +985,7 @@ describe('cdk app', { timeout: 120_000 }, () => {
   });
 });
 
-describe('cdk-nag wiring', { timeout: 60_000 }, () => {
+describe('cdk-nag wiring', { timeout: 180_000 }, () => {
   it('fails synthesis on a finding nobody acknowledged, and only on that one, under any stack prefix', () => {
     // Another prefix renames the cross-stack exports that the IAM5 acknowledgements are derived from.
     const { app, api } = buildApp({ ...prodContext, stackPrefix: 'Canary' }, offline);

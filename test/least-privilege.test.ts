@@ -32,7 +32,7 @@ const notExercised: Record<string, Record<string, string>> = {};
  */
 const outageResources: Record<string, string> = {
   [`arn:${canonicalArn.partition}:dynamodb:${canonicalArn.region}:${canonicalArn.account}:table/missing-table`]:
-    'test/local-api.test.ts serves the API over a table that does not exist, to see a storage failure answered with 500.',
+    'test/local-api.int.test.ts serves the API over a table that does not exist, to see a storage failure answered with 500.',
 };
 
 /** Actions Lambda itself sends with a function's role, never its code. */
@@ -172,7 +172,7 @@ interface Grant {
 }
 
 /**
- * The stage whose policies are audited: prod with a provider secret, the stage test/secrets.test.ts
+ * The stage whose policies are audited: prod with a provider secret, the stage test/secrets.int.test.ts
  * runs the step executor as (its provider secret and connection prefix); every other grant is the
  * same on every stage. Without bundling: only the policies are read.
  */

@@ -2,7 +2,7 @@
  * The operator events' pure parts, without I/O: which item change gives which event
  * (functions/domain/operator-events.ts), the mapping's filters as the local poller applies them
  * (the same data the stack deploys), and how the publisher cuts PutEvents calls and reports what
- * the bus refused (the bus is a function here; test/operator-events.test.ts puts through the SDK).
+ * the bus refused (the bus is a function here; test/operator-events.int.test.ts puts through the SDK).
  */
 import type { DynamoDBRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';

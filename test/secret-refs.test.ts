@@ -1,6 +1,6 @@
 /**
  * Secret references and the secret store's rules, without AWS: the references a stage accepts, and
- * the store's cache and errors over stand-in clients (the integration test, test/secrets.test.ts,
+ * the store's cache and errors over stand-in clients (the integration test, test/secrets.int.test.ts,
  * drives the real SDK clients against an emulator).
  */
 import { describe, expect, it } from 'vitest';

@@ -98,7 +98,6 @@ try {
     stack,
     resources,
     adminDeps: tableOnlyDeps(dynamo.endpoint, resources.tableName),
-    scope: 'full',
     onStep: (step) => print(step.ok, step.name, step.detail, step.ms),
   });
   failed = steps.some((step) => !step.ok);

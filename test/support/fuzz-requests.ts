@@ -1,5 +1,5 @@
 /**
- * Requests for the fuzz test (test/fuzz.test.ts), generated from the served OpenAPI document:
+ * Requests for the fuzz test (test/fuzz.int.test.ts), generated from the served OpenAPI document:
  * valid JSON values from a schema (a small JSON-Schema-to-fast-check walk, only the keywords the
  * document uses), hostile mutations of them, and a raw HTTP client that sends any method, path,
  * header and byte body, and reads the answer as bytes.

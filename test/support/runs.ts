@@ -26,7 +26,7 @@ import { type QueueDefinition, stepsQueue } from '../../platform/definitions.ts'
 import { buildOpenApiDocument } from '../../schemas/openapi.ts';
 import { expectValidResponse } from './openapi-validator.ts';
 import { recordOf } from './queue-contents.ts';
-import { call, type TestStack } from './stack.ts';
+import { call, type TestStack, testRouteTimeoutMs } from './stack.ts';
 
 export const doc = buildOpenApiDocument();
 
@@ -99,7 +99,7 @@ export const getRunCall = (baseUrl: string, key: string, jobId: string) =>
   api(baseUrl, 'GET', `/runs/${jobId}`, { key });
 
 /** Polls GET /runs/{jobId} (each answer checked against the document) until the run ends. */
-export const waitForEnd = async (baseUrl: string, key: string, jobId: string, timeoutMs = 30_000) => {
+export const waitForEnd = async (baseUrl: string, key: string, jobId: string, timeoutMs = 60_000) => {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const response = await getRunCall(baseUrl, key, jobId);
@@ -256,6 +256,30 @@ export const expectBalanced = (ledger: TeamBalance) => {
 };
 
 /**
+ * The run completed, each step completed and charged once at `prices`, the team's ledger balanced
+ * and settled. Returns the run's parts for further checks.
+ */
+export const expectRunCompletedOnce = async (
+  deps: Deps,
+  teamId: string,
+  jobId: string,
+  prices: Record<string, number>,
+) => {
+  const parts = await runParts(deps, jobId);
+  const { run, steps, charges } = parts;
+  const total = Object.values(prices).reduce((a, b) => a + b, 0);
+  expect(run).toMatchObject({ status: 'completed', heldHundredths: 0, chargedHundredths: total });
+  expect(Object.fromEntries([...steps].map(([node, s]) => [node, s.status]))).toEqual(
+    Object.fromEntries(Object.keys(prices).map((node) => [node, 'completed'])),
+  );
+  expect(Object.fromEntries([...charges].map(([node, c]) => [node, c.hundredths]))).toEqual(prices);
+  const ledger = await ledgerOf(deps, teamId);
+  expectBalanced(ledger);
+  expect(ledger).toMatchObject({ held: 0, charged: total });
+  return parts;
+};
+
+/**
  * A run's partition: the run item, its step items by node, and the charges: each completed step
  * carries the charge its completion counted on the run (its only record; there is no separate item).
  */
@@ -335,7 +359,7 @@ export const faultyDeps = (
 
 /** A second local API (the same route table and handlers) over other deps. */
 export const startSecondApi = async (deps: Deps): Promise<LocalApi> =>
-  startLocalApi({ deps, port: 0, host: '127.0.0.1' });
+  startLocalApi({ deps, port: 0, host: '127.0.0.1', timeoutMs: testRouteTimeoutMs });
 
 /** Polls the stack's steps queue with the real step-executor handler, as the event source mapping does. */
 export const startStepWorkers = (

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import type { Deps } from '../../functions/deps.ts';
 import { toHundredths } from '../../functions/domain/credits.ts';
 import { createExecutorRegistry, executorDepsFromEnv } from '../../functions/nodes/executors/index.ts';
@@ -23,6 +23,14 @@ export const testExecutors = (settings: NodeJS.ProcessEnv = {}) =>
   createExecutorRegistry(executorDepsFromEnv(settings));
 
 /**
+ * The time a test API gives each route's function. Lambda runs each invocation in its own
+ * environment; here every request shares the test's one process and the suite's emulators on a
+ * machine that may be loaded, so in a burst a request waits on the others' work: the template's
+ * 10 s would fail it with a 500 no deployment would see.
+ */
+export const testRouteTimeoutMs = 120_000;
+
+/**
  * A fresh set of resources (own table, queues and bucket under a random prefix) on the suite's
  * emulators, and the local API server over them: the same path `npm start` serves.
  */
@@ -30,7 +38,7 @@ export const startTestStack = async (overrides: Partial<Deps> = {}): Promise<Tes
   const emulators = inject('emulators');
   const resources = await provision({ prefix: `t${randomUUID().slice(0, 8)}`, ...emulators });
   const deps = localDeps(resources, { executors: testExecutors(), ...overrides });
-  const api = await startLocalApi({ deps, port: 0, host: '127.0.0.1' });
+  const api = await startLocalApi({ deps, port: 0, host: '127.0.0.1', timeoutMs: testRouteTimeoutMs });
   return {
     resources,
     deps,
@@ -41,6 +49,30 @@ export const startTestStack = async (overrides: Partial<Deps> = {}): Promise<Tes
       deps.ddb.destroy();
     },
   };
+};
+
+/**
+ * One test stack for the file, started before its tests and closed after them, once `closers` (the
+ * servers and pollers its tests started on it) have run, last first. `stack` reads through to the
+ * started stack, so a file declares it once at its top.
+ */
+export const stackPerFile = (overrides: Partial<Deps> = {}) => {
+  const closers: (() => Promise<void>)[] = [];
+  let started: TestStack | undefined;
+  beforeAll(async () => {
+    started = await startTestStack(overrides);
+  });
+  afterAll(async () => {
+    for (const close of closers.reverse()) await close();
+    await started?.close();
+  });
+  const stack = new Proxy({} as TestStack, {
+    get: (_target, key) => {
+      if (!started) throw new Error('the stack is started before the tests (beforeAll)');
+      return Reflect.get(started, key);
+    },
+  });
+  return { stack, closers };
 };
 
 export interface SeededTeam {
@@ -162,8 +194,8 @@ export const createWorkflow = async (
   return response.body.workflowId as string;
 };
 
-/** Polls GET /runs/{jobId} until the run ends (or the deadline passes). */
-export const waitForRun = async (stack: TestStack, key: string, jobId: string, timeoutMs = 20_000) => {
+/** Polls GET /runs/{jobId} until the run ends (or the deadline passes: generous, as on a loaded machine). */
+export const waitForRun = async (stack: TestStack, key: string, jobId: string, timeoutMs = 60_000) => {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const response = await call(stack.baseUrl, `/runs/${jobId}`, { key });

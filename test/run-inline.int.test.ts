@@ -7,7 +7,7 @@
  */
 import type { SQSEvent } from 'aws-lambda';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { settleMarginMs } from '../functions/app/run-step.ts';
 import type { Deps } from '../functions/deps.ts';
 import type { NodeExecutor } from '../functions/nodes/executors/types.ts';
@@ -17,11 +17,10 @@ import { lambdaContext } from '../local/lambda-context.ts';
 import {
   deliver,
   drainSteps,
-  expectBalanced,
+  expectRunCompletedOnce,
   faultyDeps,
   instantExecutor,
   instantExecutorFor,
-  ledgerOf,
   runParts,
   type StepHandler,
   type StepMessage,
@@ -29,13 +28,9 @@ import {
   stepRecord,
   takeStepMessages,
 } from './support/runs.ts';
-import { addKey, createWorkflow, type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
+import { addKey, createWorkflow, type SeededTeam, seedTeam, stackPerFile } from './support/stack.ts';
 
-let stack: TestStack;
-beforeAll(async () => {
-  stack = await startTestStack();
-});
-afterAll(() => stack.close());
+const { stack } = stackPerFile();
 
 const stepTimeoutMs = 5_000;
 
@@ -94,18 +89,8 @@ const started = async (steps: unknown[]) => {
 const messagesOf = async (jobId: string) => (await takeStepMessages(stack.deps)).filter((m) => m.jobId === jobId);
 
 /** The run completed, each step completed and charged once at `prices`, the team's ledger balanced and settled. */
-const expectCompletedOnce = async (t: SeededTeam, jobId: string, prices: Record<string, number>) => {
-  const { run, steps, charges } = await runParts(stack.deps, jobId);
-  const total = Object.values(prices).reduce((a, b) => a + b, 0);
-  expect(run).toMatchObject({ status: 'completed', heldHundredths: 0, chargedHundredths: total });
-  expect(Object.fromEntries([...steps].map(([node, s]) => [node, s.status]))).toEqual(
-    Object.fromEntries(Object.keys(prices).map((node) => [node, 'completed'])),
-  );
-  expect(Object.fromEntries([...charges].map(([node, c]) => [node, c.hundredths]))).toEqual(prices);
-  const ledger = await ledgerOf(stack.deps, t.teamId);
-  expectBalanced(ledger);
-  expect(ledger).toMatchObject({ held: 0, charged: total });
-};
+const expectCompletedOnce = (t: SeededTeam, jobId: string, prices: Record<string, number>) =>
+  expectRunCompletedOnce(stack.deps, t.teamId, jobId, prices);
 
 const pricesOf = (steps: { key: string }[]) => Object.fromEntries(steps.map((s) => [s.key, 1]));
 

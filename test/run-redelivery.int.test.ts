@@ -5,7 +5,7 @@
  */
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Deps } from '../functions/deps.ts';
 import { executionsFailedError, stepExecutionAttempts } from '../functions/domain/step-attempts.ts';
 import { prng } from '../functions/nodes/providers/sandbox.ts';
@@ -20,6 +20,7 @@ import {
   diamondSteps,
   drainSteps,
   expectBalanced,
+  expectRunCompletedOnce,
   faultyDeps,
   getRunCall,
   instantExecutor,
@@ -31,18 +32,21 @@ import {
   startStepWorkers,
   stepHandler,
   stepRecord,
-  sumCharges,
   takeStepMessages,
   transactionConflict,
   waitForEnd,
 } from './support/runs.ts';
-import { addKey, createWorkflow, type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
+import {
+  addKey,
+  createWorkflow,
+  type SeededTeam,
+  seedTeam,
+  stackPerFile,
+  startTestStack,
+  type TestStack,
+} from './support/stack.ts';
 
-let stack: TestStack;
-beforeAll(async () => {
-  stack = await startTestStack();
-});
-afterAll(() => stack.close());
+const { stack } = stackPerFile();
 
 const diamondTotal = Object.values(diamondPrices).reduce((a, b) => a + b, 0);
 
@@ -81,16 +85,7 @@ const startedRoot = async () => {
 
 /** The run ended `completed`, every step completed and charged once at its price, the ledger balanced. */
 const expectCompletedOnce = async (t: SeededTeam, jobId: string, prices: Record<string, number>) => {
-  const { run, steps, charges } = await runParts(stack.deps, jobId);
-  const total = Object.values(prices).reduce((a, b) => a + b, 0);
-  expect(run).toMatchObject({ status: 'completed', heldHundredths: 0, chargedHundredths: total });
-  expect(Object.fromEntries([...steps].map(([node, s]) => [node, s.status]))).toEqual(
-    Object.fromEntries(Object.keys(prices).map((node) => [node, 'completed'])),
-  );
-  expect(Object.fromEntries([...charges].map(([node, c]) => [node, c.hundredths]))).toEqual(prices);
-  const ledger = await ledgerOf(stack.deps, t.teamId);
-  expectBalanced(ledger);
-  expect(ledger).toMatchObject({ held: 0, charged: sumCharges(charges) });
+  const { run } = await expectRunCompletedOnce(stack.deps, t.teamId, jobId, prices);
   const lock = await stack.deps.ddb.send(
     new GetCommand({ TableName: stack.deps.tableName, Key: workflowLockKey(run?.workflowId as string) }),
   );

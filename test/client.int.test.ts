@@ -471,7 +471,7 @@ describe('webhook deliveries through the client and the CLI', () => {
   /** Hands the run's waiting webhook message (sent just after the run reads ended) to the real webhook worker. */
   const deliverWaiting = async (jobId: string, handed: Set<string>) => {
     let waiting: Awaited<ReturnType<typeof queueContents>> = [];
-    for (let i = 0; i < 200 && waiting.length === 0; i++) {
+    for (let i = 0; i < 600 && waiting.length === 0; i++) {
       if (i > 0) await new Promise((resolve) => setTimeout(resolve, 100));
       waiting = (await queueContents(stack.resources, 'Webhooks')).filter(
         (m) => JSON.parse(m.body).jobId === jobId && m.state !== 'inflight' && !handed.has(m.messageId),
@@ -544,7 +544,7 @@ describe('run lists through the client and the CLI', () => {
 
   // Five runs to their end, then about a dozen CLI processes: longer than the default timeout.
   it('listRuns reads a page, runs() every run across pages (filtered pages too), and the deferred lists', {
-    timeout: 90_000,
+    timeout: 180_000,
   }, async () => {
     const lister = await seedTeam(stack.deps, { credits: 100 });
     const listing = createClient({ baseUrl: stack.baseUrl, apiKey: lister.key });

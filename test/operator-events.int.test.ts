@@ -34,7 +34,7 @@ import {
 type Events = Awaited<ReturnType<typeof startOperatorEventsFor>>;
 
 /** Waits until `found` holds for the bus's events (the stream is read every 100 ms). */
-const eventually = async (events: Events, found: (all: DeliveredEvent[]) => boolean, timeoutMs = 20_000) => {
+const eventually = async (events: Events, found: (all: DeliveredEvent[]) => boolean, timeoutMs = 60_000) => {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const all = events.read();
@@ -242,7 +242,7 @@ describe("the operators' CLI: events tail", () => {
     const abort = new AbortController();
     const following = tail(['--follow', '--lines', '0', '--type', 'Run Started'], abort.signal);
     const third = await runOnce();
-    const deadline = Date.now() + 20_000;
+    const deadline = Date.now() + 60_000;
     while (!lines.some((l) => l.includes(`${third}:run-started`)) && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }

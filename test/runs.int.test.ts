@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { capResetsText, nextSpendMonthStart } from '../functions/domain/monthly-cap.ts';
 import { canvasKey, workflowLockKey } from '../functions/store/keys.ts';
 import { claimStep, readRunItem, stepLeaseSeconds } from '../functions/store/run/index.ts';
@@ -39,25 +39,9 @@ import {
   transactionConflict,
   waitForEnd,
 } from './support/runs.ts';
-import {
-  addKey,
-  chainSteps,
-  createWorkflow,
-  type SeededTeam,
-  seedTeam,
-  startTestStack,
-  type TestStack,
-} from './support/stack.ts';
+import { addKey, chainSteps, createWorkflow, type SeededTeam, seedTeam, stackPerFile } from './support/stack.ts';
 
-let stack: TestStack;
-const closers: (() => Promise<void>)[] = [];
-beforeAll(async () => {
-  stack = await startTestStack();
-});
-afterAll(async () => {
-  for (const close of closers.reverse()) await close();
-  await stack.close();
-});
+const { stack, closers } = stackPerFile();
 
 /** A team with `credits`, and a key (all scopes) whose rate limit the tests cannot reach. */
 const team = async (credits = 100, key: Parameters<typeof addKey>[2] = {}): Promise<SeededTeam> => {
@@ -98,7 +82,7 @@ const stepsQueueDrained = () =>
         '0',
       ]);
     },
-    { timeout: 20_000, interval: 50 },
+    { timeout: 60_000, interval: 50 },
   );
 
 // Until the workers start (last block), accepted runs stay `queued`: nothing races the checks.
@@ -137,7 +121,7 @@ describe('run starts without workers (runs stay queued)', () => {
   });
 
   it('200 concurrent starts of one workflow: exactly one accepted, 199 × 409 naming it', {
-    timeout: 90_000,
+    timeout: 180_000,
   }, async () => {
     const t = await team(1000);
     const workflowId = await createWorkflow(stack, t);
@@ -592,7 +576,7 @@ describe('with workers polling the steps queue', () => {
   });
 
   it('across 20 workflows with credits for exactly 10 runs: 10 accepted, 10 × 402, the ledger balances', {
-    timeout: 90_000,
+    timeout: 180_000,
   }, async () => {
     const t = await team((10 * pairPrice) / 100);
     const workflowIds = await Promise.all(

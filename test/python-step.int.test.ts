@@ -4,7 +4,8 @@
  * handler running the code in Pyodide, in a process of its own. A failed Python step fails the run
  * and is charged as any failed step is: nothing, its hold released.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { createExecutorRegistry, executorDeps } from '../functions/nodes/executors/index.ts';
 import { withAwsCommandLog } from '../local/aws-command-log.ts';
 import { localAwsConfig } from '../local/emulators.ts';
@@ -37,7 +38,19 @@ beforeAll(async () => {
   // waitForRun polls every 100 ms with this key: a first step's Pyodide load on a loaded machine,
   // then four runs, would pass the default 60 requests a minute (a 429 on createWorkflow).
   team = await seedTeam(stack.deps, { credits: 100, key: { rateLimitPerMinute: 10_000 } });
-}, 60_000);
+  // Lambda gives the runner its own CPU; here it shares a machine that may be loaded, where a first
+  // step's cold Pyodide load can outlast the step executor's 25 s node timeout. An invocation of its
+  // own loads it first, as a warm environment has.
+  const lambda = new LambdaClient({ ...localAwsConfig, endpoint: inject('lambda').endpoint });
+  const warm = await lambda.send(
+    new InvokeCommand({
+      FunctionName: 'PythonRunner',
+      Payload: JSON.stringify({ code: 'result = 1', inputs: [], timeoutMs: 10_000 }),
+    }),
+  );
+  lambda.destroy();
+  if (warm.FunctionError) throw new Error(`the PythonRunner failed: ${new TextDecoder().decode(warm.Payload)}`);
+}, 180_000);
 afterAll(() => stack?.close());
 
 const pythonFlow = (code: string, timeoutMs?: number) => [
@@ -109,8 +122,15 @@ describe('a PythonSandbox step', () => {
         (s) => s.node_id === 'python',
       );
       expect(step).toMatchObject({ status: 'failed', error });
-      const after = await ledgerOf(stack.deps, team.teamId);
-      expect(after.held).toBe(0);
+      // The run may read failed a moment before its hold is settled: wait for the settle, not the first read.
+      const after = await vi.waitFor(
+        async () => {
+          const ledger = await ledgerOf(stack.deps, team.teamId);
+          expect(ledger.held).toBe(0);
+          return ledger;
+        },
+        { timeout: 60_000, interval: 100 },
+      );
       // Only the two loaders that completed are charged; the failed step's estimate is released.
       const loaders = after.charged - before.charged;
       expect(after.balance).toBe(before.balance - loaders);

@@ -10,7 +10,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { documentClient } from '../functions/clients/dynamodb.ts';
 import type { Deps, ExecutorLookup, LateStep } from '../functions/deps.ts';
 import type { NodeExecutor } from '../functions/nodes/executors/types.ts';
@@ -34,13 +34,9 @@ import {
   stepRecord,
   takeStepMessages,
 } from './support/runs.ts';
-import { addKey, createWorkflow, type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
+import { addKey, createWorkflow, type SeededTeam, seedTeam, stackPerFile } from './support/stack.ts';
 
-let stack: TestStack;
-beforeAll(async () => {
-  stack = await startTestStack();
-});
-afterAll(() => stack.close());
+const { stack } = stackPerFile();
 
 const granted = 100_000; // 1,000 credits, in hundredths
 

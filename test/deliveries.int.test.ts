@@ -75,7 +75,7 @@ const pendingMessages = async (jobId: string, handed: Set<string>): Promise<Sent
  * and the step executor sends its first webhook message just after.
  */
 const waitingMessages = async (jobId: string, handed: Set<string>) => {
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 600; i++) {
     const waiting = await pendingMessages(jobId, handed);
     if (waiting.length > 0) return waiting;
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -87,5 +87,6 @@ describe('npm start (the local default)', () => {
     expect(reset.teamId).toBeDefined();
     expect(reset.teamId).not.toBe(first.teamId);
     await stop(reset.child);
-  }, 90_000);
+    // Four starts, each a JVM and fauxqs coming up: minutes on a loaded machine, not seconds.
+  }, 300_000);
 });

@@ -17,7 +17,7 @@ import { provision } from '../local/provision.ts';
 
 describe('the cost of a 10-step run', () => {
   it('a 10-step chain with a webhook takes 3 invocations, 39 write units, 6 SQS requests, 1 API request, 2 operator events: under $0.000038 all in before compute', {
-    timeout: 60_000,
+    timeout: 180_000,
   }, async () => {
     const resources = await provision({ prefix: `c${randomUUID().slice(0, 8)}`, ...inject('emulators') });
     const { meter, runs } = await measureChainRunCost(resources, { runs: 2, chainLength: 10 });

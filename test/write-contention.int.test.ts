@@ -7,7 +7,7 @@
  * queue delivers it again, the operators' CLI says so; and in every case nothing is lost, nothing
  * is charged twice, and the team's ledger balances.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Deps } from '../functions/deps.ts';
 import { getDeferredRun } from '../functions/store/deferred-runs.ts';
 import { setLiveMultiplier } from '../functions/store/price-multiplier.ts';
@@ -35,25 +35,9 @@ import {
   takeStepMessages,
   transactionConflict,
 } from './support/runs.ts';
-import {
-  addKey,
-  call,
-  createWorkflow,
-  type SeededTeam,
-  seedTeam,
-  startTestStack,
-  type TestStack,
-} from './support/stack.ts';
+import { addKey, call, createWorkflow, type SeededTeam, seedTeam, stackPerFile } from './support/stack.ts';
 
-let stack: TestStack;
-const closers: (() => Promise<void>)[] = [];
-beforeAll(async () => {
-  stack = await startTestStack();
-});
-afterAll(async () => {
-  for (const close of closers) await close();
-  await stack.close();
-});
+const { stack, closers } = stackPerFile();
 
 /** An error as the SDK throws a DynamoDB service error. */
 const serviceError = (name: string) =>

@@ -90,7 +90,7 @@ describe('GET /runs', () => {
     }
     // Another team's run, newer than all of them.
     await startRun(other, await createWorkflow(stack, other, pairSteps, 'Theirs'));
-  }, 60_000);
+  }, 180_000);
 
   it('pages through the team’s runs, newest first, 20 by default, each a summary', async () => {
     const pages = await allPages(team.key, '/runs');

@@ -119,7 +119,9 @@ describe('GET /docs', () => {
     expect(unknown.status).toBe(404);
   });
 
-  it('renders every operation of the OpenAPI document in headless Chromium, offline', { timeout: 60_000 }, async () => {
+  it('renders every operation of the OpenAPI document in headless Chromium, offline', {
+    timeout: 180_000,
+  }, async () => {
     const doc = (await (await fetch(`${stack.baseUrl}/openapi.json`)).json()) as OpenApiDocument;
     const expected = operationsOf(doc);
     expect(expected.length).toBeGreaterThan(8);
@@ -158,7 +160,7 @@ describe('GET /docs', () => {
       await page
         .locator('.opblock')
         .nth(expected.length - 1)
-        .waitFor({ timeout: 30_000 });
+        .waitFor({ timeout: 120_000 });
 
       const rendered = await page.$$eval('.opblock', (blocks) =>
         blocks.map((block) => ({

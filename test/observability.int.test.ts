@@ -207,7 +207,7 @@ const synthesizeApi = (context: Record<string, unknown>) => {
   };
 };
 
-describe('alarms of one stage', { timeout: 60_000 }, () => {
+describe('alarms of one stage', { timeout: 180_000 }, () => {
   const dev = synthesizeApi({});
   const prod = synthesizeApi({ [contextKeys.stage]: 'prod' });
   const { template, ofType, functionIdOf, alarms } = dev;
@@ -383,7 +383,7 @@ describe('alarms of one stage', { timeout: 60_000 }, () => {
   });
 });
 
-describe('the dashboard, with the dashboard context', { timeout: 60_000 }, () => {
+describe('the dashboard, with the dashboard context', { timeout: 180_000 }, () => {
   const { template, ofType } = synthesizeApi({ [contextKeys.stage]: 'prod', [contextKeys.dashboard]: 'true' });
 
   it("graphs the API, every function, the queues and the stage's service metrics", () => {
@@ -403,7 +403,7 @@ describe('the dashboard, with the dashboard context', { timeout: 60_000 }, () =>
   });
 });
 
-describe('per-function alarms with the perFunctionAlarms context', { timeout: 60_000 }, () => {
+describe('per-function alarms with the perFunctionAlarms context', { timeout: 180_000 }, () => {
   const { template, ofType, alarms } = synthesizeApi({ [contextKeys.perFunctionAlarms]: 'true' });
 
   it('alarms on any error and any throttle of every route function too', () => {
@@ -423,7 +423,7 @@ describe('per-function alarms with the perFunctionAlarms context', { timeout: 60
   });
 });
 
-describe('alarm notifications with the alarmEmail context', { timeout: 60_000 }, () => {
+describe('alarm notifications with the alarmEmail context', { timeout: 180_000 }, () => {
   const email = 'ops@example.com';
   const { app, template } = synthesizeApi({ [contextKeys.alarmEmail]: email });
 
