@@ -7,7 +7,7 @@ import { idempotencyRecordKey } from './keys.ts';
 
 export interface IdempotentAnswer {
   requestHash: string;
-  response: { status: number; body: unknown };
+  response: { body: unknown };
 }
 
 /** The remembered answer for this key's Idempotency-Key, unless it expired. */
