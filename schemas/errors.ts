@@ -6,7 +6,7 @@
  * to operations the spec does not describe (cancelling runs, Idempotency-Key, malformed bodies).
  *
  * Body types end in `Body` (`RunInProgressErrorBody`) so that none shares a name with an error class
- * of `functions/domain/errors.ts`; `functions/http/error-map.ts` is the one place that builds them.
+ * of the error table, `functions/errors/table.ts`, the one place that builds them.
  */
 import * as v from 'valibot';
 import { UuidSchema } from './common.ts';

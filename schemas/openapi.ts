@@ -59,7 +59,7 @@ import {
 } from './workflows.ts';
 
 /** Every named schema of the document; the key is its name under `#/components/schemas/`. */
-const componentSchemas = {
+export const componentSchemas = {
   WorkflowSummary: WorkflowSummarySchema,
   ListWorkflowsResponse: ListWorkflowsResponseSchema,
   WorkflowStepInput: WorkflowStepInputSchema,

@@ -98,6 +98,12 @@ describe('entry points only wire', () => {
     expect(entries.filter((entry) => !entryPoints.includes(entry))).toEqual([]);
   });
 
+  // An entry point wires an app use case; the rules (and the store behind them) are the app's.
+  it.each(entryPoints)('%s imports no functions/store module', (file) => {
+    const imports = importsOf(file).map((specifier) => resolved(file, specifier));
+    expect(imports.filter((i) => i.startsWith('functions/store/'))).toEqual([]);
+  });
+
   // Imports are not counted: an entry point imports the AWS clients its code uses (functions/clients/), one a line.
   it.each(entryPoints)(
     '%s is at most 40 lines besides its imports: parse the event, call one app function, answer',

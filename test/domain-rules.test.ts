@@ -12,6 +12,15 @@ import {
   fateOf,
   hasExpired,
 } from '../functions/domain/deferred-run-lifetime.ts';
+import { IdempotencyKeyReusedError } from '../functions/domain/errors.ts';
+import { fileLinkExpiresAt, fileUrlSeconds } from '../functions/domain/file-link-lifetime.ts';
+import {
+  idempotencyKeyHash,
+  idempotencyWindowSeconds,
+  rememberedUntil,
+  replayOf,
+  requestFingerprint,
+} from '../functions/domain/idempotency-key.ts';
 import { keyMayUseWorkflow } from '../functions/domain/key-workflows.ts';
 import {
   capResetsText,
@@ -344,6 +353,36 @@ describe("a key's workflows", () => {
     expect(keyMayUseWorkflow([], 'wf-a')).toBe(true);
     expect(keyMayUseWorkflow(['wf-a', 'wf-b'], 'wf-b')).toBe(true);
     expect(keyMayUseWorkflow(['wf-a'], 'wf-b')).toBe(false);
+  });
+});
+
+describe('Idempotency-Key', () => {
+  const target = { routeKey: 'POST /api/v1/workflows/{id}/runs', pathParameters: { id: 'w1' } };
+  const body = { mode: 'standard' };
+
+  it('identifies a key by its hash, and a request by its route, path and body', () => {
+    expect(idempotencyKeyHash('k')).toMatch(/^[0-9a-f]{64}$/);
+    const fingerprint = requestFingerprint(target, body);
+    expect(requestFingerprint({ ...target }, { ...body })).toBe(fingerprint);
+    expect(requestFingerprint({ ...target, routeKey: 'POST /api/v1/agents/{id}/runs' }, body)).not.toBe(fingerprint);
+    expect(requestFingerprint({ ...target, pathParameters: { id: 'w2' } }, body)).not.toBe(fingerprint);
+    expect(requestFingerprint(target, { mode: 'draft' })).not.toBe(fingerprint);
+  });
+
+  it('remembers 24 hours, and answers the same request again but refuses another', () => {
+    const at = new Date('2026-11-24T12:00:00Z');
+    expect(rememberedUntil(at, 30)).toBe(at.getTime() / 1000 + idempotencyWindowSeconds);
+    expect(idempotencyWindowSeconds).toBe(24 * 3600);
+    expect(replayOf(undefined, 'f')).toBeUndefined();
+    expect(replayOf({ requestHash: 'f', answer: 'first' }, 'f')).toBe('first');
+    expect(() => replayOf({ requestHash: 'f', answer: 'first' }, 'g')).toThrow(IdempotencyKeyReusedError);
+  });
+});
+
+describe('file-link lifetime', () => {
+  it('a link signed now works two hours', () => {
+    expect(fileUrlSeconds).toBe(7200);
+    expect(fileLinkExpiresAt(new Date('2026-11-24T12:00:00Z')).toISOString()).toBe('2026-11-24T14:00:00.000Z');
   });
 });
 

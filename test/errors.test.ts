@@ -61,6 +61,7 @@ import { ExtraConditionFailedError, RaceLostError } from '../functions/store/run
 import { DeliveryPendingErrorSchema } from '../schemas/deliveries.ts';
 import * as bodies from '../schemas/errors.ts';
 import { messages } from '../schemas/errors.ts';
+import { componentSchemas } from '../schemas/openapi.ts';
 import { RunValidationFailedSchema } from '../schemas/runs.ts';
 import { type ValidationIssue, WorkflowValidationFailedSchema } from '../schemas/workflows.ts';
 
@@ -464,5 +465,41 @@ describe('layers', () => {
     ])
       expect(importsErrorBodies(source), source).toBe(true);
     expect(importsErrorBodies("import { messages } from '../../schemas/runs.ts';")).toBe(false);
+  });
+});
+
+describe('errors as data (functions/errors/table.ts)', () => {
+  const documented = new Set<unknown>(Object.values(componentSchemas));
+
+  it('every row has an error status and a body schema the OpenAPI document names', () => {
+    expect(errorTable.length).toBeGreaterThan(25);
+    for (const row of errorTable) {
+      expect(row.status, row.error.name).toBeGreaterThanOrEqual(400);
+      expect(row.status, row.error.name).toBeLessThan(600);
+      expect(row.schemas.length, row.error.name).toBeGreaterThan(0);
+      for (const schema of row.schemas) expect(documented.has(schema), row.error.name).toBe(true);
+    }
+  });
+
+  it("each case's body fits one of its row's schemas", () => {
+    for (const c of cases) {
+      const row = errorMapping(c.error);
+      const body = JSON.parse(errorResponse(c.error, 'req-1').body);
+      expect(
+        row?.schemas.some((schema) => v.safeParse(schema, body).success),
+        c.error.name,
+      ).toBe(true);
+    }
+  });
+
+  it('a declared error is a class named for its export, built from its arguments, keeping a cause', () => {
+    for (const [name, value] of Object.entries(domainErrors)) {
+      if (typeof value === 'function' && value !== ServiceError) expect(value.name).toBe(name);
+    }
+    const cause = new Error('contention');
+    const busy = new StorageBusyError('throttled', 4, { cause });
+    expect([busy.contention, busy.tries, busy.retryAfterSeconds, busy.cause]).toEqual(['throttled', 4, 1, cause]);
+    expect(busy.message).toBe('storage busy (throttled) after 4 tries');
+    expect(new DeliveryPendingError(jobId, null).nextAttemptAt).toBeNull();
   });
 });

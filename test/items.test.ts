@@ -235,7 +235,7 @@ describe('each parser accepts the item the store writes', () => {
     const remembered = idempotencyPut({ tableName: 'Data', now: () => new Date(at) }, ids.key, {
       keyHash: 'k',
       requestHash: 'r',
-      response: { status: 200, body: { jobId: ids.job } },
+      response: { body: { jobId: ids.job } },
       expiresAt: 1_800_000_000,
     }).Put.Item;
     expect(parseItem(IdempotencyItemSchema, remembered)).toEqual({

@@ -63,7 +63,7 @@ const run: NewRun = {
   month: '2026-01',
   monthlyCap: 500,
   hardCap: 1000,
-  idempotency: { keyHash: 'hash', requestHash: 'request', response: { status: 202, body: {} }, expiresAt: 1 },
+  idempotency: { keyHash: 'hash', requestHash: 'request', response: { body: { deferred: true } }, expiresAt: 1 },
   deferredJobId: null,
   extraItems: [
     {

@@ -1,10 +1,10 @@
+import { startWorkflowRun } from '../app/start-run.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { runStartHandler } from '../http/run-start.ts';
-import { loadRunnableWorkflow } from '../store/run/index.ts';
 
 /** POST /workflows/{id}/runs (spec 4.3). */
-export const makeHandler = (deps: Deps) => runStartHandler(deps, 'RunWorkflow', loadRunnableWorkflow);
+export const makeHandler = (deps: Deps) => runStartHandler(deps, 'RunWorkflow', startWorkflowRun);
 
 export const handler = makeHandler(productionDeps({ ...dynamoDbClient(), ...sqsClient() }));

@@ -1,3 +1,4 @@
+import * as v from 'valibot';
 import type { Deps } from '../deps.ts';
 import {
   delaySecondsUntil,
@@ -13,7 +14,7 @@ import {
 import { GuardedFetchError, type GuardedFetchOptions, guardedFetch } from '../http-client/guarded-fetch.ts';
 import { logger } from '../observability/logger.ts';
 import { countWebhookAttempt } from '../observability/metrics.ts';
-import { sendWebhookMessage, type WebhookMessage } from '../store/queues.ts';
+import { sendWebhookMessage, type WebhookMessage, WebhookMessageSchema } from '../store/queues.ts';
 import { type DeliveryProgress, readDeliveryTarget, recordWebhookAttempt } from '../store/webhook-deliveries.ts';
 import { readRun } from './read-run.ts';
 
@@ -112,6 +113,12 @@ const lostItsSuccessor = (progress: DeliveryProgress, delivery: WebhookDelivery,
   progress.attempts === attempt &&
   progress.lastMessageId === delivery.messageId &&
   progress.nextAttemptAt !== undefined;
+
+/** The delivery an SQS message of the webhooks queue asks for (an unreadable body throws: the DLQ keeps it). */
+export const webhookDeliveryOf = (body: string, messageId: string): WebhookDelivery => ({
+  ...v.parse(WebhookMessageSchema, JSON.parse(body)),
+  messageId,
+});
 
 /** Handles one webhook message: an attempt, a wait sent on, or a copy of a message already handled. */
 export const deliverWebhook = async (deps: Deps, delivery: WebhookDelivery, options: WebhookOptions) => {

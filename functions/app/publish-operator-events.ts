@@ -1,5 +1,13 @@
+import type { DynamoDBRecord } from 'aws-lambda';
 import { type OperatorEvent, operatorEventOf, operatorEventSource } from '../domain/operator-events.ts';
-import type { BusEntry, ItemChange, PutBusEntries } from '../store/event-bus.ts';
+import {
+  type BusEntry,
+  eventBridgeSender,
+  type ItemChange,
+  itemChangeOf,
+  operatorEventBusFromEnv,
+  type PutBusEntries,
+} from '../store/event-bus.ts';
 
 /** PutEvents' limits: ten entries and 256 KB a call. */
 const putEventsLimits = { entries: 10, bytes: 256 * 1024 } as const;
@@ -82,4 +90,21 @@ export const publishOperatorEvents = async (
     };
   }
   return { put, failed: [], errors: [] };
+};
+
+/** What publishing needs: a way to put entries on the bus. */
+export interface OperatorEventsDeps {
+  putEntries: PutBusEntries;
+}
+
+/** The table stream's records, published: the event publisher's whole work. */
+export const publishStreamRecords = (deps: OperatorEventsDeps, records: readonly DynamoDBRecord[]) =>
+  publishOperatorEvents(deps, records.map(itemChangeOf));
+
+/** Publishing through `client` to the stage's operator event bus, named in `env`. */
+export const operatorEventsDepsFromEnv = (env: NodeJS.ProcessEnv = process.env) => {
+  const busName = operatorEventBusFromEnv(env);
+  return (client: Parameters<typeof eventBridgeSender>[0]): OperatorEventsDeps => ({
+    putEntries: eventBridgeSender(client, busName),
+  });
 };

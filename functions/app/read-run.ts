@@ -1,15 +1,13 @@
 import type { Run, RunFile } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { RunNotFoundError } from '../domain/errors.ts';
+import { fileLinkExpiresAt, fileUrlSeconds } from '../domain/file-link-lifetime.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { runView } from '../domain/run-view.ts';
 import { isStoredFile } from '../nodes/executors/types.ts';
 import { canvasOf } from '../store/canvases.ts';
 import { isTeamObject, presignTeamFile } from '../store/files.ts';
 import { readRunPartition } from '../store/run/index.ts';
-
-/** File URLs are signed for two hours (spec 2.3), fresh at every read. */
-export const fileUrlSeconds = 2 * 3600;
 
 /**
  * Replaces every stored file inside a result with the spec's file object and a fresh signed URL.
@@ -28,7 +26,7 @@ const presignFiles = async (deps: Deps, teamId: string, value: unknown): Promise
       } satisfies RunFile;
     }
     const url = await presignTeamFile(deps, teamId, value.key, fileUrlSeconds);
-    const expiresAt = new Date(deps.now().getTime() + fileUrlSeconds * 1000).toISOString();
+    const expiresAt = fileLinkExpiresAt(deps.now()).toISOString();
     return {
       availability: 'ready',
       url,

@@ -1,4 +1,5 @@
 import type { Deps } from '../deps.ts';
+import { fileUrlSeconds } from '../domain/file-link-lifetime.ts';
 import { stampLicenceModel } from '../domain/licence.ts';
 import { stepCharge } from '../domain/pricing.ts';
 import { chainSuccessor, planStep, predecessors, readySuccessors, successors } from '../domain/run-graph.ts';
@@ -41,7 +42,6 @@ import {
   settleEndedRun,
 } from '../store/run/index.ts';
 import { SecretUnavailableError } from '../store/secret-refs.ts';
-import { fileUrlSeconds } from './read-run.ts';
 
 /**
  * One step of a run (the step executor's work, one SQS message per ready step). Read the run, the

@@ -1,10 +1,8 @@
-import { createHash } from 'node:crypto';
 import type { RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { type AdmissionRefusal, busyFirst, refusalWithoutFacts, runRefusal } from '../domain/admission.ts';
 import { toCredits } from '../domain/credits.ts';
 import {
-  IdempotencyKeyReusedError,
   MonthlyCapUnverifiableError,
   ProviderNotAvailableError,
   RunInProgressError,
@@ -14,10 +12,16 @@ import {
   UnknownInputKeysError,
   WorkflowNotPermittedError,
 } from '../domain/errors.ts';
+import {
+  idempotencyKeyHash,
+  type RequestTarget,
+  rememberedUntil,
+  replayOf,
+  requestFingerprint,
+} from '../domain/idempotency-key.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { spendMonth } from '../domain/monthly-cap.ts';
 import { estimateRun, type RunEstimate } from '../domain/pricing.ts';
-import { epochSeconds, retentionExpiry } from '../domain/retention.ts';
 import { RunStatus } from '../domain/run-lifecycle.ts';
 import { apiInputKeys, rootNodeIds, validateCanvas } from '../domain/workflow-graph.ts';
 import { type ApiIntegrationRefusal, checkApiIntegration } from '../nodes/providers/registry.ts';
@@ -30,6 +34,8 @@ import type { ApiKeyItem } from '../store/items.ts';
 import {
   activeJobOf,
   loadAdmissionFacts,
+  loadAgentWorkflow,
+  loadRunnableWorkflow,
   type NewRun,
   RaceLostError,
   type RunnableWorkflow,
@@ -37,12 +43,6 @@ import {
   startRun,
 } from '../store/run/index.ts';
 import { backoff, storageBusy, writeRetry } from '../store/write.ts';
-
-/**
- * An Idempotency-Key answer is remembered this long (as payment APIs do), or for the retention of
- * the run it names if that were shorter (a retention is at least one day, so it never is).
- */
-const idempotencyWindowSeconds = 24 * 3600;
 
 /** The error that carries an admission refusal to the caller. */
 const admissionError = (refusal: AdmissionRefusal, cause?: unknown): ServiceError => {
@@ -58,8 +58,6 @@ const admissionError = (refusal: AdmissionRefusal, cause?: unknown): ServiceErro
 
 const providerNotAvailable = (barred: ApiIntegrationRefusal) =>
   new ProviderNotAvailableError(barred.nodeType, barred.providers, barred.level);
-
-const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** The checks every start makes before money: the key may run it, the canvas is valid, the inputs exist. */
 export const checkRunnable = (key: ApiKeyItem, workflow: RunnableWorkflow, request: RunRequest) => {
@@ -162,48 +160,57 @@ export interface RunStart {
   /** The Idempotency-Key header, when sent. */
   idempotencyKey: string | undefined;
   /** The route and its path parameters: the same key sent to another route or workflow is another request. */
-  target: string;
-}
-
-/** The answer to a run start: 200 with the run, or 202 for a deferred one (also the remembered answer). */
-export interface RunStartAnswer {
-  status: number;
-  body: unknown;
+  target: RequestTarget;
 }
 
 /**
- * POST /workflows/{id}/runs and POST /agents/{id}/runs (spec 4.3, 4.4). `resolveWorkflow` finds
- * the workflow (directly, or an agent's) and throws the 404s.
+ * The answer to a run start, also the one remembered for its Idempotency-Key: the run started, or
+ * a deferred run created (`deferred`); the HTTP edge chooses the status from it.
  */
-export const startRunFor = async (
+export interface RunStartAnswer {
+  deferred: boolean;
+  body: Record<string, unknown>;
+}
+
+/** A remembered answer's body says which it was: only a deferred run's has `deferred: true`. */
+const answerOf = (body: unknown): RunStartAnswer => {
+  const record = (body ?? {}) as Record<string, unknown>;
+  return { deferred: record.deferred === true, body: record };
+};
+
+/**
+ * POST /workflows/{id}/runs and POST /agents/{id}/runs (spec 4.3, 4.4). `resolveWorkflow` finds
+ * the workflow (directly, or an agent's) and throws the 404s. The Idempotency-Key rule is
+ * functions/domain/idempotency-key.ts.
+ */
+const startRunFor = async (
   deps: Deps,
   key: ApiKeyItem,
   start: RunStart,
   resolveWorkflow: () => Promise<RunnableWorkflow>,
 ): Promise<RunStartAnswer> => {
   const { request, idempotencyKey } = start;
-  const idempotencyKeyHash = idempotencyKey === undefined ? null : sha256(idempotencyKey);
-  const requestHash = sha256(`${start.target}\n${JSON.stringify(request)}`);
+  const keyHash = idempotencyKey === undefined ? null : idempotencyKeyHash(idempotencyKey);
+  const requestHash = requestFingerprint(start.target, request);
   const remembered = async (): Promise<RunStartAnswer | undefined> => {
-    const previous = idempotencyKeyHash ? await findIdempotentAnswer(deps, key.keyId, idempotencyKeyHash) : undefined;
-    if (previous && previous.requestHash !== requestHash) throw new IdempotencyKeyReusedError();
-    return previous?.response;
+    const previous = keyHash ? await findIdempotentAnswer(deps, key.keyId, keyHash) : undefined;
+    return replayOf(
+      previous && { requestHash: previous.requestHash, answer: answerOf(previous.response.body) },
+      requestHash,
+    );
   };
   const earlier = await remembered();
   if (earlier) return earlier;
   const workflow = await resolveWorkflow();
   checkRunnable(key, workflow, request);
-  const rememberFor = (response: { status: number; body: unknown }) =>
-    idempotencyKeyHash === null
+  const rememberFor = (answer: RunStartAnswer) =>
+    keyHash === null
       ? null
       : {
-          keyHash: idempotencyKeyHash,
+          keyHash,
           requestHash,
-          response,
-          expiresAt: Math.min(
-            epochSeconds(deps.now()) + idempotencyWindowSeconds,
-            retentionExpiry(deps.now(), deps.retentionDays),
-          ),
+          response: { body: answer.body },
+          expiresAt: rememberedUntil(deps.now(), deps.retentionDays),
         };
   try {
     if (request.defer) {
@@ -211,17 +218,17 @@ export const startRunFor = async (
       const barred = checkApiIntegration(workflow.canvas, connections, deps.providers);
       if (barred) throw providerNotAvailable(barred);
       const deferredJobId = deps.newId();
-      const body = { deferred: true, deferredJobId, workflowId: workflow.workflowId };
+      const answer = { deferred: true, body: { deferred: true, deferredJobId, workflowId: workflow.workflowId } };
       await createDeferredRun(deps, {
         deferredJobId,
         key,
         workflowId: workflow.workflowId,
         request,
-        idempotency: rememberFor({ status: 202, body }),
+        idempotency: rememberFor(answer),
       });
-      return { status: 202, body };
+      return answer;
     }
-    let answer: { status: number; body: Record<string, unknown> } | undefined;
+    let answer: RunStartAnswer | undefined;
     await commitRun(deps, {
       key,
       workflow,
@@ -230,7 +237,7 @@ export const startRunFor = async (
       deferredJobId: null,
       idempotency: (jobId, estimate) => {
         answer = {
-          status: 200,
+          deferred: false,
           body: {
             jobId,
             workflowId: workflow.workflowId,
@@ -253,3 +260,11 @@ export const startRunFor = async (
     throw error;
   }
 };
+
+/** POST /workflows/{id}/runs (spec 4.3): runs the workflow `workflowId`. */
+export const startWorkflowRun = (deps: Deps, key: ApiKeyItem, start: RunStart, workflowId: string) =>
+  startRunFor(deps, key, start, () => loadRunnableWorkflow(deps, key.teamId, workflowId));
+
+/** POST /agents/{id}/runs (spec 4.4): runs the agent's active workflow, else its newest. */
+export const startAgentRun = (deps: Deps, key: ApiKeyItem, start: RunStart, agentId: string) =>
+  startRunFor(deps, key, start, () => loadAgentWorkflow(deps, key.teamId, agentId));

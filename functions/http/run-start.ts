@@ -1,10 +1,10 @@
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { idempotencyKeyHeader } from '../../schemas/runs.ts';
-import { type RunStart, startRunFor } from '../app/start-run.ts';
+import type { RunStart, RunStartAnswer } from '../app/start-run.ts';
 import type { Deps } from '../deps.ts';
 import { metrics } from '../observability/metrics.ts';
-import type { RunnableWorkflow } from '../store/run/index.ts';
+import type { ApiKeyItem } from '../store/items.ts';
 import { parseRunRequest } from './body.ts';
 import { keyedHandler } from './keyed-handler.ts';
 import { json } from './response.ts';
@@ -13,26 +13,27 @@ import { json } from './response.ts';
 export const runStartOf = (event: APIGatewayProxyEventV2): RunStart => ({
   request: parseRunRequest(event),
   idempotencyKey: event.headers[idempotencyKeyHeader.toLowerCase()],
-  target: `${event.routeKey}\n${JSON.stringify(event.pathParameters ?? {})}`,
+  target: { routeKey: event.routeKey, pathParameters: event.pathParameters },
 });
 
+/** A started run answers 200, a deferred one 202 (spec 4.3). */
+export const runStartStatus = (answer: RunStartAnswer): number => (answer.deferred ? 202 : 200);
+
 /**
- * Both run starts (spec 4.3 and 4.4) differ only in how the path's id names the workflow:
- * `load(deps, teamId, id)` finds it; the rest (body, idempotency, admission) is shared.
+ * Both run starts (spec 4.3 and 4.4) differ only in how the path's id names the workflow, which
+ * `start` (functions/app/start-run.ts) resolves; the rest (body, idempotency, admission) is shared.
  */
 export const runStartHandler = (
   deps: Deps,
   route: 'RunWorkflow' | 'RunAgent',
-  load: (deps: Deps, teamId: string, id: string) => Promise<RunnableWorkflow>,
+  start: (deps: Deps, key: ApiKeyItem, start: RunStart, id: string) => Promise<RunStartAnswer>,
 ) =>
   keyedHandler(
     deps,
     route,
     async (event, auth) => {
-      const answer = await startRunFor(deps, auth.key, runStartOf(event), () =>
-        load(deps, auth.teamId, event.pathParameters?.id ?? ''),
-      );
-      return json(answer.status, answer.body);
+      const answer = await start(deps, auth.key, runStartOf(event), event.pathParameters?.id ?? '');
+      return json(runStartStatus(answer), answer.body);
     },
     // A started run is counted (countRunStarted): published at the invocation's end.
     logMetrics(metrics),

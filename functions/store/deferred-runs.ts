@@ -3,8 +3,7 @@ import type { DeferredRun } from '../../schemas/deferred-runs.ts';
 import type { RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { deferredExpiresAt } from '../domain/deferred-run-lifetime.ts';
-import { DeferredRunNotFoundError, DeferredRunNotWaitingError } from '../domain/errors.ts';
-import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
+import { DeferredRunNotFoundError } from '../domain/errors.ts';
 import { retentionExpiry } from '../domain/retention.ts';
 import { batchGet, itemFor } from './batch.ts';
 import { IdempotencyRaceError, type IdempotencyRecord, idempotencyPut } from './idempotency.ts';
@@ -93,21 +92,13 @@ export const createDeferredRun = async (
 };
 
 /** A deferred run of the team; another team's, and one past its `ttl` (expired), read as missing. */
-export const getDeferredRun = async (
-  deps: Deps,
-  teamId: string,
-  deferredJobId: string,
-  keyWorkflowIds: readonly string[] = [],
-): Promise<DeferredRunItem> => {
+export const getDeferredRun = async (deps: Deps, teamId: string, deferredJobId: string): Promise<DeferredRunItem> => {
   const { Item } = await deps.ddb.send(
     new GetCommand({ TableName: deps.tableName, Key: deferredRunKey(deferredJobId), ConsistentRead: true }),
   );
   const item = unexpired(Item, deps.now());
   if (!item || item.teamId !== teamId) throw new DeferredRunNotFoundError(deferredJobId);
-  const record = parseItem(DeferredRunItemSchema, item);
-  // A key limited to other workflows sees it as missing, as it does in the list.
-  if (!keyMayUseWorkflow(keyWorkflowIds, record.workflowId)) throw new DeferredRunNotFoundError(deferredJobId);
-  return record;
+  return parseItem(DeferredRunItemSchema, item);
 };
 
 /**
@@ -138,19 +129,11 @@ export const leaveWaiting = (
 export const moveDeferredRun = async (deps: Deps, deferredJobId: string, status: 'expired' | 'cancelled') =>
   (await conditionalWrite(deps, new UpdateCommand(leaveWaiting(deps, deferredJobId, status)))).written;
 
-/** DELETE /deferred-runs/{id}: cancels a waiting one of the team; the item as the cancel left it. */
-export const cancelDeferredRun = async (
-  deps: Deps,
-  teamId: string,
-  deferredJobId: string,
-  keyWorkflowIds: readonly string[] = [],
-): Promise<DeferredRunItem> => {
-  const record = await getDeferredRun(deps, teamId, deferredJobId, keyWorkflowIds);
-  if (record.status !== 'waiting') throw new DeferredRunNotWaitingError(deferredJobId);
+/** Moves a waiting deferred run to `cancelled`: the item as the cancel left it, or null when it was no longer waiting. */
+export const cancelWaitingDeferredRun = async (deps: Deps, deferredJobId: string): Promise<DeferredRunItem | null> => {
   const cancel = { ...leaveWaiting(deps, deferredJobId, 'cancelled'), ReturnValues: 'ALL_NEW' as const };
   const cancelled = await conditionalWrite(deps, new UpdateCommand(cancel));
-  if (!cancelled.written) throw new DeferredRunNotWaitingError(deferredJobId);
-  return parseItem(DeferredRunItemSchema, cancelled.output.Attributes ?? {});
+  return cancelled.written ? parseItem(DeferredRunItemSchema, cancelled.output.Attributes ?? {}) : null;
 };
 
 /** One waiting index (GSI2 or GSI3) from `bound` on: every page, since a tick moves all it can. */

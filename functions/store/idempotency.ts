@@ -7,7 +7,7 @@ import { idempotencyRecordKey } from './keys.ts';
 
 export interface IdempotentAnswer {
   requestHash: string;
-  response: { status: number; body: unknown };
+  response: { body: unknown };
 }
 
 /** The remembered answer for this key's Idempotency-Key, unless it expired. */
@@ -28,7 +28,8 @@ export const findIdempotentAnswer = async (
 export interface IdempotencyRecord {
   keyHash: string;
   requestHash: string;
-  response: { status: number; body: unknown };
+  // The body alone: the edge chooses the status (200 or 202) from it, as it does for a first answer.
+  response: { body: unknown };
   /** Epoch seconds from which the key may be used again (the record's `ttl`). */
   expiresAt: number;
 }

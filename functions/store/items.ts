@@ -331,7 +331,8 @@ export const QueuedRunEntrySchema = v.object({ jobId: v.string(), workflowId: v.
 /** A remembered answer to a run start with an Idempotency-Key. */
 export const IdempotencyItemSchema = v.object({
   requestHash: v.string(),
-  response: v.object({ status: v.number(), body: v.unknown() }),
+  /** `status`: written by answers remembered before the HTTP edge chose it from the body; still read. */
+  response: v.object({ status: v.optional(v.number()), body: v.unknown() }),
   /** Epoch seconds after which the key may be used again. */
   ttl: v.number(),
 });

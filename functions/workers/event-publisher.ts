@@ -1,8 +1,11 @@
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
-import { publishOperatorEvents } from '../app/publish-operator-events.ts';
+import {
+  type OperatorEventsDeps,
+  operatorEventsDepsFromEnv,
+  publishStreamRecords,
+} from '../app/publish-operator-events.ts';
 import { eventBridgeClient } from '../clients/eventbridge.ts';
 import { logger } from '../observability/logger.ts';
-import { eventBridgeSender, itemChangeOf, operatorEventBusFromEnv, type PutBusEntries } from '../store/event-bus.ts';
 
 /**
  * The table stream's consumer (only the changes `operatorEventsStream`'s filters pass): puts each
@@ -10,9 +13,9 @@ import { eventBridgeSender, itemChangeOf, operatorEventBusFromEnv, type PutBusEn
  * failures, so the stream delivers it again; after the mapping's retries, the DLQ and its alarm.
  */
 export const makeHandler =
-  (deps: { putEntries: PutBusEntries }) =>
+  (deps: OperatorEventsDeps) =>
   async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
-    const report = await publishOperatorEvents(deps, event.Records.map(itemChangeOf));
+    const report = await publishStreamRecords(deps, event.Records);
     if (report.failed.length > 0) {
       logger.warn('operator events not put; the stream delivers them again', {
         put: report.put,
@@ -23,4 +26,4 @@ export const makeHandler =
     return { batchItemFailures: report.failed.map((itemIdentifier) => ({ itemIdentifier })) };
   };
 
-export const handler = makeHandler({ putEntries: eventBridgeSender(eventBridgeClient(), operatorEventBusFromEnv()) });
+export const handler = makeHandler(operatorEventsDepsFromEnv()(eventBridgeClient()));

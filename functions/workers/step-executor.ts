@@ -3,14 +3,13 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda'
 import * as v from 'valibot';
 import { stepNodeTimeoutSeconds } from '../../platform/definitions.ts';
 import { type RunStepOptions, runStep, type StepMessage, type TimeLeft, withTimeLeft } from '../app/run-step.ts';
+import { stepExecutorWiring } from '../app/step-executor-wiring.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { s3Client } from '../clients/s3.ts';
 import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
-import { executorRegistryFor } from '../nodes/executors/index.ts';
 import { logger } from '../observability/logger.ts';
 import { metrics } from '../observability/metrics.ts';
-import { secretStoreFromEnv } from '../store/secrets.ts';
 
 const StepMessageSchema = v.object({ jobId: v.string(), workflowId: v.string(), nodeId: v.string() });
 const parseMessage = (record: SQSRecord): StepMessage => {
@@ -41,8 +40,5 @@ export const makeHandler = (deps: Deps, options: Partial<RunStepOptions> = {}) =
 };
 
 export const handler = makeHandler(
-  productionDeps(
-    { ...dynamoDbClient(), ...sqsClient(), ...s3Client() },
-    { secrets: secretStoreFromEnv, executors: executorRegistryFor },
-  ),
+  productionDeps({ ...dynamoDbClient(), ...sqsClient(), ...s3Client() }, stepExecutorWiring),
 );

@@ -1,15 +1,18 @@
 import { readFileSync } from 'node:fs';
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import * as v from 'valibot';
-import { deliverWebhook, type WebhookDelivery, type WebhookOptions } from '../app/deliver-webhook.ts';
+import {
+  deliverWebhook,
+  type WebhookDelivery,
+  type WebhookOptions,
+  webhookDeliveryOf,
+} from '../app/deliver-webhook.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { s3Client } from '../clients/s3.ts';
 import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { allowLoopbackFromEnv } from '../http-client/guarded-fetch.ts';
 import { metrics } from '../observability/metrics.ts';
-import { WebhookMessageSchema } from '../store/queues.ts';
 
 /** Local development: ALLOW_PRIVATE_CALLBACKS=1 permits loopback receivers; WEBHOOK_CA_FILE trusts their CA. */
 export const webhookOptionsFromEnv = (env: NodeJS.ProcessEnv = process.env): WebhookOptions => ({
@@ -20,10 +23,7 @@ export const webhookOptionsFromEnv = (env: NodeJS.ProcessEnv = process.env): Web
 });
 
 /** The delivery a webhook record asks for (an unreadable body throws: the DLQ keeps it). */
-export const deliveryOf = (record: SQSRecord): WebhookDelivery => ({
-  ...v.parse(WebhookMessageSchema, JSON.parse(record.body)),
-  messageId: record.messageId,
-});
+export const deliveryOf = (record: SQSRecord): WebhookDelivery => webhookDeliveryOf(record.body, record.messageId);
 
 /** The webhooks queue's consumer: a receiver's failure is recorded, only our own errors throw. */
 export const makeHandler = (deps: Deps, options: WebhookOptions = webhookOptionsFromEnv()) => {

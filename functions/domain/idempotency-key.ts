@@ -1,0 +1,53 @@
+/**
+ * The Idempotency-Key rule of both run starts (our design, as payment APIs do):
+ *
+ * - identity: an answer is remembered per API key and per Idempotency-Key, the header kept only as
+ *   its SHA-256 (`idempotencyKeyHash`; the record's key is functions/store/keys.ts's `IDEM#`);
+ * - fingerprint: one Idempotency-Key names one request: its route, its path's ids and its body
+ *   (`requestFingerprint`);
+ * - window: the answer is remembered 24 hours, or the retention of the run it names if that were
+ *   shorter (a retention is at least one day, so it never is) (`rememberedUntil`); an expired record
+ *   reads as absent and may be replaced;
+ * - the same key with the same request answers as the first did, even when both raced and the other
+ *   committed first; with another request it is refused (`replayOf`: IdempotencyKeyReusedError, 422).
+ *
+ * The use case applying it is functions/app/start-run.ts; the record is read and written by
+ * functions/store/idempotency.ts, inside the start's transaction.
+ */
+import { createHash } from 'node:crypto';
+import { IdempotencyKeyReusedError } from './errors.ts';
+import { epochSeconds, retentionExpiry } from './retention.ts';
+
+/** How long an answer is remembered. */
+export const idempotencyWindowSeconds = 24 * 3600;
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** The identity of an Idempotency-Key header: its SHA-256, never the header itself. */
+export const idempotencyKeyHash = (header: string): string => sha256(header);
+
+/** Where a run start was sent: the route and its path parameters. */
+export interface RequestTarget {
+  routeKey: string;
+  pathParameters: Record<string, string | undefined> | undefined;
+}
+
+/** The fingerprint of one request: the same key sent to another route, id or body is another request. */
+export const requestFingerprint = (target: RequestTarget, body: unknown): string =>
+  sha256(`${target.routeKey}\n${JSON.stringify(target.pathParameters ?? {})}\n${JSON.stringify(body)}`);
+
+/** Epoch seconds until which an answer given at `now` is remembered. */
+export const rememberedUntil = (now: Date, retentionDays: number): number =>
+  Math.min(epochSeconds(now) + idempotencyWindowSeconds, retentionExpiry(now, retentionDays));
+
+/**
+ * The answer to give again for a remembered one, if any: the same request gets the first answer;
+ * another request with the same key is refused.
+ */
+export const replayOf = <TAnswer>(
+  remembered: { requestHash: string; answer: TAnswer } | undefined,
+  fingerprint: string,
+): TAnswer | undefined => {
+  if (remembered && remembered.requestHash !== fingerprint) throw new IdempotencyKeyReusedError();
+  return remembered?.answer;
+};

@@ -1,0 +1,398 @@
+/**
+ * THE error table: every error the service throws on purpose, named for what went wrong, with its
+ * facts, its log message, its status, its body and the contract's schema for that body (spec
+ * section 7). Adding an error is one row here, and its body schema in schemas/errors.ts when no
+ * existing one fits. Anything not declared here is a server failure (functions/http/error-map.ts).
+ */
+import {
+  type DeliveryPendingErrorBody,
+  DeliveryPendingErrorSchema,
+  deliveryPendingMessage,
+} from '../../schemas/deliveries.ts';
+import * as bodies from '../../schemas/errors.ts';
+import { messages } from '../../schemas/errors.ts';
+import { RunValidationFailedSchema } from '../../schemas/runs.ts';
+import { type ValidationIssue, WorkflowValidationFailedSchema } from '../../schemas/workflows.ts';
+import type { RunRefusal } from '../domain/admission.ts';
+import { toCredits } from '../domain/credits.ts';
+import { capResetsText } from '../domain/monthly-cap.ts';
+import { defineError } from './define.ts';
+
+export { type ErrorClass, ServiceError } from './define.ts';
+
+const retryAfter = (facts: { retryAfterSeconds: number }) => ({ 'retry-after': String(facts.retryAfterSeconds) });
+const none = () => ({});
+
+// The caller and its key
+
+export const UnauthorizedError = defineError('UnauthorizedError', {
+  facts: none,
+  message: () => 'no valid API key',
+  status: 401,
+  schemas: [bodies.UnauthorizedErrorSchema],
+  body: () => ({ error: messages.unauthorized }),
+});
+
+/** The key lacks the scope the route needs. */
+export const ScopeNotPermittedError = defineError('ScopeNotPermittedError', {
+  facts: (scope: string) => ({ scope }),
+  message: (f) => `key lacks scope ${f.scope}`,
+  status: 403,
+  schemas: [bodies.ScopeNotPermittedErrorSchema],
+  body: () => ({ error: messages.scopeNotPermitted }),
+});
+
+/** The key is over its requests per minute. */
+export const RateLimitedError = defineError('RateLimitedError', {
+  facts: (retryAfterSeconds: number) => ({ retryAfterSeconds }),
+  message: () => 'rate limit exceeded',
+  status: 429,
+  schemas: [bodies.RateLimitExceededErrorSchema],
+  body: () => ({ error: messages.rateLimitExceeded }),
+  headers: retryAfter,
+});
+
+/** A key restricted to some workflows may not create one. */
+export const CreateWorkflowNotPermittedError = defineError('CreateWorkflowNotPermittedError', {
+  facts: none,
+  message: () => 'key restricted to some workflows',
+  status: 403,
+  schemas: [bodies.CreateWorkflowNotPermittedErrorSchema],
+  body: () => ({ error: messages.createWorkflowNotPermitted }),
+});
+
+/** A key restricted to some workflows names another. */
+export const WorkflowNotPermittedError = defineError('WorkflowNotPermittedError', {
+  facts: (workflowId: string) => ({ workflowId }),
+  message: (f) => `workflow ${f.workflowId} not permitted for this key`,
+  status: 403,
+  schemas: [bodies.WorkflowNotPermittedErrorSchema],
+  body: () => ({ error: messages.workflowNotPermitted }),
+});
+
+// The request body
+
+/** The body is not JSON or does not fit the request schema; `detail` names the first problem. */
+export const InvalidBodyError = defineError('InvalidBodyError', {
+  facts: (detail: string) => ({ detail }),
+  message: (f) => `invalid body: ${f.detail}`,
+  status: 400,
+  schemas: [bodies.InvalidBodyErrorSchema],
+  body: (f) => ({ error: messages.invalidBody(f.detail) }),
+});
+
+/** A list's query string has a value it does not take (`detail` names the parameter and what it takes). */
+export const InvalidQueryError = defineError('InvalidQueryError', {
+  facts: (detail: string) => ({ detail }),
+  message: (f) => `invalid query: ${f.detail}`,
+  status: 400,
+  schemas: [bodies.InvalidQueryErrorSchema],
+  body: (f) => ({ error: messages.invalidQuery(f.detail) }),
+});
+
+/**
+ * A list's `cursor` was not issued for this list: another team's, another filter set's, altered or
+ * not a cursor at all. Which of these is not said: the cursor is opaque.
+ */
+export const InvalidCursorError = defineError('InvalidCursorError', {
+  facts: none,
+  message: () => 'cursor not issued for this list',
+  status: 400,
+  schemas: [bodies.InvalidCursorErrorSchema],
+  body: () => ({ error: messages.invalidCursor }),
+});
+
+/** The body is above the operation's documented size limit. */
+export const PayloadTooLargeError = defineError('PayloadTooLargeError', {
+  facts: (maxBytes: number) => ({ maxBytes }),
+  message: (f) => `body above ${f.maxBytes} bytes`,
+  status: 413,
+  schemas: [bodies.PayloadTooLargeErrorSchema],
+  body: (f) => ({ error: messages.payloadTooLarge(f.maxBytes) }),
+});
+
+/** A workflow within the body limit would still not fit in one stored item. */
+export const WorkflowTooLargeToStoreError = defineError('WorkflowTooLargeToStoreError', {
+  facts: (bytes: number, maxBytes: number) => ({ bytes, maxBytes }),
+  message: (f) => `workflow takes ${f.bytes} bytes to store, at most ${f.maxBytes}`,
+  status: 413,
+  schemas: [bodies.PayloadTooLargeErrorSchema],
+  body: (f) => ({ error: messages.workflowTooLargeToStore(f.bytes, f.maxBytes) }),
+});
+
+/** A field POST /workflows requires is missing or empty. */
+export const NameRequiredError = defineError('NameRequiredError', {
+  facts: none,
+  message: () => 'name is missing',
+  status: 400,
+  schemas: [bodies.NameRequiredErrorSchema],
+  body: () => ({ error: messages.nameRequired }),
+});
+
+export const StepsRequiredError = defineError('StepsRequiredError', {
+  facts: none,
+  message: () => 'steps are missing',
+  status: 400,
+  schemas: [bodies.StepsRequiredErrorSchema],
+  body: () => ({ error: messages.stepsRequired }),
+});
+
+/** POST /workflows names neither or both of agentId and projectId. */
+export const AgentOrProjectRequiredError = defineError('AgentOrProjectRequiredError', {
+  facts: none,
+  message: () => 'not exactly one of agentId or projectId',
+  status: 400,
+  schemas: [bodies.AgentOrProjectRequiredErrorSchema],
+  body: () => ({ error: messages.exactlyOneOfAgentOrProject }),
+});
+
+/** The run's callbackUrl is not an https:// URL. */
+export const CallbackUrlInvalidError = defineError('CallbackUrlInvalidError', {
+  facts: none,
+  message: () => 'callbackUrl is not an https URL',
+  status: 422,
+  schemas: [bodies.CallbackUrlInvalidErrorSchema],
+  body: () => ({ error: messages.callbackUrlInvalid }),
+});
+
+/** The Idempotency-Key was used before with another request. */
+export const IdempotencyKeyReusedError = defineError('IdempotencyKeyReusedError', {
+  facts: none,
+  message: () => 'Idempotency-Key reused with another body',
+  status: 422,
+  schemas: [bodies.IdempotencyKeyReusedErrorSchema],
+  body: () => ({ error: messages.idempotencyKeyReused }),
+});
+
+// Missing (or another team's, which reads the same)
+
+export const WorkflowNotFoundError = defineError('WorkflowNotFoundError', {
+  facts: (workflowId: string) => ({ workflowId }),
+  message: (f) => `workflow ${f.workflowId} not found`,
+  status: 404,
+  schemas: [bodies.WorkflowNotFoundErrorSchema],
+  body: () => ({ error: messages.workflowNotFound }),
+});
+
+/** The workflow exists but its canvas does not (or belongs to another team). */
+export const CanvasNotFoundError = defineError('CanvasNotFoundError', {
+  facts: (workflowId: string) => ({ workflowId }),
+  message: (f) => `canvas of workflow ${f.workflowId} not found`,
+  status: 404,
+  schemas: [bodies.CanvasNotFoundErrorSchema],
+  body: () => ({ error: messages.canvasNotFound }),
+});
+
+export const AgentNotFoundError = defineError('AgentNotFoundError', {
+  facts: (agentId: string) => ({ agentId }),
+  message: (f) => `agent ${f.agentId} not found`,
+  status: 404,
+  schemas: [bodies.AgentNotFoundErrorSchema],
+  body: () => ({ error: messages.agentNotFound }),
+});
+
+/** The agent has no workflow to run. */
+export const NoWorkflowForAgentError = defineError('NoWorkflowForAgentError', {
+  facts: (agentId: string) => ({ agentId }),
+  message: (f) => `agent ${f.agentId} has no workflow`,
+  status: 404,
+  schemas: [bodies.NoWorkflowForAgentErrorSchema],
+  body: () => ({ error: messages.noWorkflowForAgent }),
+});
+
+/** The agent or project a new workflow names does not exist. */
+export const AgentOrProjectNotFoundError = defineError('AgentOrProjectNotFoundError', {
+  facts: none,
+  message: () => 'agent or project not found',
+  status: 404,
+  schemas: [bodies.AgentOrProjectNotFoundErrorSchema],
+  body: () => ({ error: messages.agentOrProjectNotFound }),
+});
+
+export const RunNotFoundError = defineError('RunNotFoundError', {
+  facts: (jobId: string) => ({ jobId }),
+  message: (f) => `run ${f.jobId} not found`,
+  status: 404,
+  schemas: [bodies.RunNotFoundErrorSchema],
+  body: () => ({ error: messages.runNotFound }),
+});
+
+export const DeferredRunNotFoundError = defineError('DeferredRunNotFoundError', {
+  facts: (deferredJobId: string) => ({ deferredJobId }),
+  message: (f) => `deferred run ${f.deferredJobId} not found`,
+  status: 404,
+  schemas: [bodies.DeferredRunNotFoundErrorSchema],
+  body: () => ({ error: messages.deferredRunNotFound }),
+});
+
+// The resource's state
+
+/** The workflow's run lock is held by `activeJobId`. */
+export const RunInProgressError = defineError('RunInProgressError', {
+  facts: (activeJobId: string) => ({ activeJobId }),
+  message: (f) => `run ${f.activeJobId} in progress`,
+  status: 409,
+  schemas: [bodies.RunInProgressErrorSchema],
+  body: (f) => ({ error: messages.runInProgress, activeJobId: f.activeJobId }),
+});
+
+/** The run to cancel has already ended. */
+export const RunAlreadyEndedError = defineError('RunAlreadyEndedError', {
+  facts: (jobId: string) => ({ jobId }),
+  message: (f) => `run ${f.jobId} already ended`,
+  status: 409,
+  schemas: [bodies.RunAlreadyEndedErrorSchema],
+  body: () => ({ error: messages.runAlreadyEnded }),
+});
+
+/** The deferred run to cancel is no longer waiting. */
+export const DeferredRunNotWaitingError = defineError('DeferredRunNotWaitingError', {
+  facts: (deferredJobId: string) => ({ deferredJobId }),
+  message: (f) => `deferred run ${f.deferredJobId} not waiting`,
+  status: 409,
+  schemas: [bodies.DeferredRunNotWaitingErrorSchema],
+  body: () => ({ error: messages.deferredRunNotWaiting }),
+});
+
+/**
+ * A redelivery was asked for while the run's webhook is still pending (an attempt is due or
+ * queued); `nextAttemptAt` is when its next attempt is due, when one is scheduled.
+ */
+export const DeliveryPendingError = defineError('DeliveryPendingError', {
+  facts: (jobId: string, nextAttemptAt: string | null) => ({ jobId, nextAttemptAt }),
+  message: (f) => `webhook delivery of run ${f.jobId} pending`,
+  status: 409,
+  schemas: [DeliveryPendingErrorSchema],
+  body: (f): DeliveryPendingErrorBody => ({ error: deliveryPendingMessage, nextAttemptAt: f.nextAttemptAt }),
+});
+
+// The workflow or run cannot be processed
+
+export const UnknownNodeTypeError = defineError('UnknownNodeTypeError', {
+  facts: (type: string) => ({ type }),
+  message: (f) => `unknown node type ${f.type}`,
+  status: 422,
+  schemas: [bodies.UnknownNodeTypeErrorSchema],
+  body: (f) => ({ error: messages.unknownNodeType(f.type) }),
+});
+
+/** POST /workflows: the graph fails validation. */
+export const WorkflowValidationFailedError = defineError('WorkflowValidationFailedError', {
+  facts: (errors: ValidationIssue[]) => ({ errors }),
+  message: (f) => `workflow fails validation (${f.errors.length} issue(s))`,
+  status: 422,
+  schemas: [WorkflowValidationFailedSchema],
+  body: (f) => ({ error: messages.workflowValidationFailed, errors: f.errors }),
+});
+
+/** A run start: the stored workflow fails validation. */
+export const RunValidationFailedError = defineError('RunValidationFailedError', {
+  facts: (errors: ValidationIssue[]) => ({ errors }),
+  message: (f) => `workflow to run fails validation (${f.errors.length} issue(s))`,
+  status: 422,
+  schemas: [RunValidationFailedSchema],
+  body: (f) => ({ success: false as const, errors: f.errors }),
+});
+
+/** Inputs the workflow does not accept, in the order sent, beside every key it does accept. */
+export const UnknownInputKeysError = defineError('UnknownInputKeysError', {
+  facts: (keys: readonly string[], validKeys: readonly string[]) => ({ keys, validKeys }),
+  message: (f) => `unknown input keys ${f.keys.join(', ')}`,
+  status: 422,
+  schemas: [bodies.UnknownInputKeysErrorSchema],
+  body: (f) => ({ error: messages.unknownInputKeys(f.keys), validKeys: [...f.validKeys] }),
+});
+
+/** A model step's provider is not open to API runs and the team has no own key that lifts it. */
+export const ProviderNotAvailableError = defineError('ProviderNotAvailableError', {
+  facts: (nodeType: string, providers: readonly string[], level: bodies.ProviderLevel) => ({
+    nodeType,
+    providers,
+    level,
+  }),
+  message: (f) => `${f.nodeType} runs on ${f.providers.join(', ')} (${f.level})`,
+  status: 422,
+  schemas: [bodies.ProviderNotAvailableErrorSchema],
+  body: (f) => ({
+    error: messages.providerNotAvailable(f.nodeType, f.providers),
+    providers: [...f.providers],
+    level: f.level,
+  }),
+});
+
+// Admission (functions/domain/admission.ts decides; these carry its answer)
+
+/** The spec's 402 body for a refusal, amounts in credits. */
+const refusalBody = (refusal: RunRefusal) => {
+  switch (refusal.kind) {
+    case 'perStepLimit': {
+      const estimatedCharge = toCredits(refusal.estimatedChargeHundredths);
+      const ceiling = toCredits(refusal.ceilingHundredths);
+      return {
+        error: messages.perStepLimitExceeded(refusal.nodeType, estimatedCharge, ceiling),
+        nodeType: refusal.nodeType,
+        estimatedCharge,
+        ceiling,
+      };
+    }
+    case 'projectHardCap':
+      return {
+        error: messages.projectHardCapExceeded,
+        hardCap: toCredits(refusal.hardCapHundredths),
+        spent: toCredits(refusal.spentHundredths),
+        estimate: toCredits(refusal.estimateHundredths),
+      };
+    case 'monthlyCap':
+      return {
+        error: messages.monthlyCreditCapReached,
+        monthlyCreditCap: toCredits(refusal.monthlyCapHundredths),
+        spentThisMonth: toCredits(refusal.spentThisMonthHundredths),
+        resets: capResetsText(refusal.resetsAt),
+      };
+    case 'insufficientCredits':
+      return { error: messages.insufficientCredits, required: toCredits(refusal.requiredHundredths) };
+  }
+};
+
+/** The run may not start: the refusal says which limit and by how much, in hundredths. */
+export const RunRefusedError = defineError('RunRefusedError', {
+  facts: (refusal: RunRefusal) => ({ refusal }),
+  message: (f) => `run refused: ${f.refusal.kind}`,
+  status: 402,
+  schemas: [
+    bodies.PerStepLimitErrorSchema,
+    bodies.ProjectHardCapExceededErrorSchema,
+    bodies.MonthlyCreditCapReachedErrorSchema,
+    bodies.InsufficientCreditsErrorSchema,
+  ],
+  body: (f) => refusalBody(f.refusal),
+});
+
+/** A capped key's month could not be read, so the run is not started unmetered. */
+export const MonthlyCapUnverifiableError = defineError('MonthlyCapUnverifiableError', {
+  facts: (retryAfterSeconds: number) => ({ retryAfterSeconds }),
+  message: () => 'monthly cap could not be checked',
+  status: 503,
+  schemas: [bodies.MonthlyCapUnverifiableErrorSchema],
+  body: () => ({ error: messages.monthlyCapUnverifiable }),
+  headers: retryAfter,
+});
+
+// Contention (functions/store/write.ts)
+
+/** Why a write could not be made after its retries: what DynamoDB kept answering, or a start that kept losing its race. */
+export type StorageContention = 'transactionConflict' | 'throttled' | 'raceLost';
+
+/**
+ * A write met contention on every try (another transaction on its items, throttling, or caps that
+ * kept changing under a run start): nothing was written, and the caller may try again shortly.
+ * functions/store/write.ts logged it with its cause.
+ */
+export const StorageBusyError = defineError('StorageBusyError', {
+  facts: (contention: StorageContention, tries: number) => ({ contention, tries, retryAfterSeconds: 1 }),
+  message: (f) => `storage busy (${f.contention}) after ${f.tries} tries`,
+  status: 503,
+  schemas: [bodies.StorageBusyErrorSchema],
+  body: () => ({ error: messages.storageBusy }),
+  headers: retryAfter,
+});
