@@ -316,9 +316,14 @@ describe('PythonRunner', { timeout: 120_000 }, () => {
   });
 
   it('runs each run in a process of its own, started from the snapshot', async () => {
+    // warm() leaves exactly one process waiting (started now, or by the last run's retire, which
+    // starts the next one just after its answer), so the counts are read at rest, not mid-retire.
+    await runner.warm();
     const before = runner.loads.fromSnapshot;
     await python('result = 1');
     await python('result = 2');
+    await runner.warm();
+    // The waiting one served the first run; the second and the one waiting now are new.
     expect(runner.loads.fromSnapshot - before).toBe(2);
     expect(runner.loads.full).toBe(1);
   });
