@@ -11,6 +11,7 @@ import {
   queueWebhook,
   readRunItem,
   sendStepMessages,
+  settleEndedRun,
 } from '../store/run/index.ts';
 
 /** A run still queued this long after its start has probably lost its root-step messages. */
@@ -32,6 +33,8 @@ export interface SweepReport {
   resent: string[];
   /** Runs failed because their messages kept being refused. */
   failed: string[];
+  /** Ended runs settled once their in-flight model step's lease ran out (its worker died). */
+  settled: string[];
 }
 
 /**
@@ -52,16 +55,21 @@ const refused = async (deps: Deps, jobId: string, rootId: string, error: Message
 /**
  * Finds runs committed but left `queued` with no finished step (their root-step messages were
  * lost after the commit) and sends their root steps again. Re-sending is safe: a step already
- * taken ignores the duplicate. Also sends them for a run that ended with a model step in flight
- * and is still not settled two minutes later (that step's worker died: its lease is out), and the
- * step executor, finding the run ended, settles it. Reads only the sparse index of such runs. One
+ * taken ignores the duplicate. Also settles a run that ended with a model step in flight and is
+ * still not settled two minutes later (that step's worker died), once no live claim holds it: its
+ * hold, spend and lock are released there, not through messages. Reads only the sparse index of
+ * such runs. One
  * run's failure never stops the others' re-send; a run whose messages SQS keeps refusing is failed
  * (`maxSweepRefusals`).
  */
 export const sweepQueuedRuns = async (deps: Deps): Promise<SweepReport> => {
   const before = new Date(deps.now().getTime() - sweepAfterSeconds * 1000).toISOString();
-  const report: SweepReport = { resent: [], failed: [] };
+  const report: SweepReport = { resent: [], failed: [], settled: [] };
   for (const run of await queuedRunsStartedBefore(deps, before)) {
+    if (run.ended) {
+      if (await settleEndedRun(deps, run.jobId)) report.settled.push(run.jobId);
+      continue;
+    }
     const roots = rootNodeIds(await canvasOf(deps, run.workflowId));
     try {
       await sendStepMessages(deps, run, roots);

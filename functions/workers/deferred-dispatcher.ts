@@ -27,6 +27,7 @@ export const makeHandler = (deps: Deps) => async () => {
       keptWaiting: report.keptWaiting.length,
       resent: swept.resent.length,
       failedUnqueued: swept.failed.length,
+      settled: swept.settled.length,
     });
     return { ...report, ...swept };
   } finally {

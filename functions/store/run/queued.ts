@@ -8,12 +8,13 @@ import { conditionalWrite } from '../write.ts';
 import { fromCondition, statusValues } from './lifecycle-conditions.ts';
 
 /**
- * A run the sweep may have to restart: still `queued`, with no finished step; or ended but not
- * settled (a model step was in flight at its end), which any message of it settles.
+ * A run the sweep may have to restart: still `queued`, with no finished step; or `ended` but not
+ * settled (a model step was in flight at its end), which the sweep settles once no claim holds it.
  */
 export interface QueuedRun {
   jobId: string;
   workflowId: string;
+  ended: boolean;
 }
 
 /**
@@ -34,7 +35,8 @@ export const queuedRunsStartedBefore = async (deps: Deps, before: string): Promi
       (item) => parseItem(QueuedRunEntrySchema, item),
     );
     for (const { jobId, workflowId, status } of entries) {
-      if (status === RunStatus.queued || isEndStatus(status)) runs.push({ jobId, workflowId });
+      if (status === RunStatus.queued || isEndStatus(status))
+        runs.push({ jobId, workflowId, ended: isEndStatus(status) });
     }
   }
   return runs;
