@@ -108,7 +108,7 @@ export const pythonRunner = {
   // runner's own Node; CPU scales with memory, which a cold load (compiling 9.6 MB of wasm and
   // loading the standard library) and each run's process start are bound by.
   memoryMb: 1024,
-  // A step's code may run 15 s (`pythonMaxTimeoutMs`), after a cold load of a few seconds and the
-  // interrupt's grace: well within 60 s. The step executor's node timeout (25 s) aborts its wait sooner.
+  // A step's code may run 15 s (`pythonMaxTimeoutMs`), after a cold load of a few seconds and its
+  // kill: well within 60 s. The step executor's node timeout (25 s) aborts its wait sooner.
   timeoutSeconds: 60,
 } as const;

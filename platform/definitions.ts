@@ -181,6 +181,9 @@ export const webhooksQueue: QueueDefinition = {
 
 export const queues = [stepsQueue, webhooksQueue] as const;
 
+/** The sort keys of the items that give operator events (functions/store/keys.ts: `runKey`, `deferredRunKey`). */
+export const operatorEventItems = { run: 'RUN', deferredRun: 'DEFERRED' } as const;
+
 /**
  * The operator events' publisher (functions/workers/event-publisher.ts) on the table's stream. Its
  * filters (Lambda event filtering, JSON patterns on the stream record; the local poller applies the
@@ -189,9 +192,6 @@ export const queues = [stepsQueue, webhooksQueue] as const;
  * `waiting`. The rest of the table's writes never invoke it. A failed batch is retried (split in two
  * on an error) `retryAttempts` times, then its stream position goes to the dead-letter queue.
  */
-/** The sort keys of the items that give operator events (functions/store/keys.ts: `runKey`, `deferredRunKey`). */
-export const operatorEventItems = { run: 'RUN', deferredRun: 'DEFERRED' } as const;
-
 export const operatorEventsStream = {
   id: 'OperatorEvents',
   /** Records per invocation (PutEvents takes ten per call). */

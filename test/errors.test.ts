@@ -61,7 +61,7 @@ import { ExtraConditionFailedError, RaceLostError } from '../functions/store/run
 import { DeliveryPendingErrorSchema } from '../schemas/deliveries.ts';
 import * as bodies from '../schemas/errors.ts';
 import { messages } from '../schemas/errors.ts';
-import { componentSchemas } from '../schemas/openapi.ts';
+import { buildOpenApiDocument, componentSchemas } from '../schemas/openapi.ts';
 import { RunValidationFailedSchema } from '../schemas/runs.ts';
 import { type ValidationIssue, WorkflowValidationFailedSchema } from '../schemas/workflows.ts';
 
@@ -479,6 +479,38 @@ describe('errors as data (functions/errors/table.ts)', () => {
       expect(row.schemas.length, row.error.name).toBeGreaterThan(0);
       for (const schema of row.schemas) expect(documented.has(schema), row.error.name).toBe(true);
     }
+  });
+
+  // The document writes each operation's error responses by hand: each must sit under its row's status.
+  it('the OpenAPI document lists each error body under the status its row answers with', () => {
+    const statusesOf = new Map<string, Set<number>>();
+    for (const [name, schema] of Object.entries(componentSchemas)) {
+      for (const row of errorTable) {
+        if (row.schemas.includes(schema)) statusesOf.set(name, (statusesOf.get(name) ?? new Set()).add(row.status));
+      }
+    }
+    const refsIn = (value: unknown): string[] =>
+      value && typeof value === 'object'
+        ? Object.entries(value).flatMap(([key, inner]) =>
+            key === '$ref' && typeof inner === 'string' ? [inner.replace('#/components/schemas/', '')] : refsIn(inner),
+          )
+        : [];
+    const misplaced: string[] = [];
+    let checked = 0;
+    for (const [path, item] of Object.entries(buildOpenApiDocument().paths ?? {})) {
+      for (const [method, operation] of Object.entries(item as Record<string, { responses?: object }>)) {
+        for (const [status, response] of Object.entries(operation.responses ?? {})) {
+          for (const name of refsIn(response)) {
+            const statuses = statusesOf.get(name);
+            if (!statuses) continue;
+            checked += 1;
+            if (!statuses.has(Number(status))) misplaced.push(`${method} ${path} ${status}: ${name}`);
+          }
+        }
+      }
+    }
+    expect(checked).toBeGreaterThan(30);
+    expect(misplaced).toEqual([]);
   });
 
   it("each case's body fits one of its row's schemas", () => {

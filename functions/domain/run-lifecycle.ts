@@ -208,9 +208,6 @@ export const isCompleted = (status: string | undefined): status is typeof StepSt
 /** A step item that will not move again on this delivery's account (failed, or retired as unknown). */
 export const isDeadEnd = (status: string | undefined) => status === StepStatus.failed || status === StepStatus.unknown;
 
-/** A step item claimed or counted as failing: in flight. */
-export const isStepInFlight = (status: string | undefined) => status === StepStatus.processing;
-
 /** The run status a caller reads: a queued run with a started step reads `claimed`. */
 export const runViewStatus = (status: StoredRunStatus, anyStepInFlight: boolean): RunViewStatus =>
   status === RunStatus.queued && anyStepInFlight ? claimedView : status;

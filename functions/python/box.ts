@@ -98,8 +98,9 @@ export const startBox = (options: BoxOptions) => {
 
   let stderr = '';
   child.stderr?.setEncoding('utf8');
+  // The tail, not the head: a crash's last words (V8's out-of-memory report) come last.
   child.stderr?.on('data', (chunk: string) => {
-    if (stderr.length < keptStderrChars) stderr = `${stderr}${chunk}`.slice(0, keptStderrChars);
+    stderr = `${stderr}${chunk}`.slice(-keptStderrChars);
   });
 
   let snapshot: Buffer | undefined;

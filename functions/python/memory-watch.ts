@@ -8,7 +8,7 @@ const pageSizes = [4096, 16_384, 65_536];
  * which neither V8's heap limit nor RLIMIT_AS can bound without breaking WebAssembly's reservations)
  * every `intervalMs`, and calls `onOver` once it passes `limitBytes`. It reads /proc/<pid>/statm
  * through one open descriptor (a few µs a read); the page size comes from comparing it once with
- * VmRSS of /proc/<pid>/status. Linux only (Lambda, the containers): elsewhere `watching` is false.
+ * VmRSS of /proc/<pid>/status. Linux only (Lambda, the containers): elsewhere it watches nothing.
  */
 export const watchMemory = (
   pid: number,
@@ -34,7 +34,6 @@ export const watchMemory = (
     if (fd !== undefined) closeSync(fd);
     fd = undefined;
   }
-  let peakBytes = 0;
   const stop = () => {
     clearInterval(timer);
     if (fd !== undefined) closeSync(fd);
@@ -47,19 +46,11 @@ export const watchMemory = (
     } catch {
       return stop(); // the process is gone
     }
-    peakBytes = Math.max(peakBytes, bytes);
     if (bytes > limitBytes) {
       stop();
       onOver(bytes);
     }
   };
-  const watching = fd !== undefined;
-  const timer = watching ? setInterval(check, intervalMs) : undefined;
-  return {
-    watching,
-    stop,
-    get peakBytes() {
-      return peakBytes;
-    },
-  };
+  const timer = fd !== undefined ? setInterval(check, intervalMs) : undefined;
+  return { stop };
 };

@@ -47,5 +47,4 @@ export {
   retireLateStep,
   type StepRun,
   stepLeaseSeconds,
-  stepsFinished,
 } from './steps.ts';

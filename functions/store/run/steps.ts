@@ -163,8 +163,6 @@ export type CountResult =
    */
   | { counted: false; runEnded: boolean; alreadyCounted: boolean; unsettled: boolean };
 
-export { stepsFinished } from '../../domain/run-lifecycle.ts';
-
 /** The run a refused count returns (its old image, as attribute values): whether it ended, and what it counted. */
 const RefusedCountSchema = v.object({
   status: v.optional(stringAttribute(RunItemSchema.entries.status)),
