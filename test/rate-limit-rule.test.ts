@@ -219,7 +219,7 @@ describe('the conditional write shared by many instances (model of the store)', 
               } else view = item; // the refusal returns the item as it is
             }
             views[instance] = view;
-            if (!outcome) continue; // stale three times: cannot happen with one clock
+            if (!outcome) continue; // stale on every try: cannot happen with one clock
             if (outcome.accepted) {
               accepted.push(now);
               continue;

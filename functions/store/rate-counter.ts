@@ -31,8 +31,13 @@ import { isConditionalCheckFailed, refusedItem } from './refusals.ts';
  * 429 with Retry-After 1, and this instance refuses that key without writing for that second.
  */
 
-/** Tries of a write refused because the view was stale (another instance wrote an earlier bucket meanwhile). */
-const writeTries = 3;
+/**
+ * Tries of a write refused because the view was stale (another writer moved the item meanwhile).
+ * Each refusal means another request got in, so more tries cost nothing when the key is quiet; 3
+ * were too few for one instance serving 200 concurrent requests of a key across a bucket's edge,
+ * which then answered a 429 with room left.
+ */
+const writeTries = 6;
 
 /** Seconds a key is refused here, without a write, after its counter write was throttled (the 429's Retry-After). */
 export const throttledRetryAfterSeconds = 1;
