@@ -1,8 +1,9 @@
 /**
  * Section `python`: the PythonRunner's price, in cpu and wall time, against floors measured in the
  * same rounds. Each sample is a fresh `node` holding the bundle as Lambda would: its import, the
- * first run (Pyodide's full load, its snapshot and the code), a second run at once (it waits for its
- * own fresh interpreter) and a third after an idle pause (its interpreter was started in the pause).
+ * first run (Pyodide's full load and the code), a second run at once (it waits for its own fresh
+ * interpreter) and a third after an idle pause (its interpreter was started in the pause); once with
+ * a full load per run (the default) and once with `pythonSnapshots`.
  * Cpu counts every thread of the process and every process it started (the runner's children), so
  * the thread design and the process design are measured alike.
  */
@@ -13,6 +14,7 @@ import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { pythonRunner } from '../lib/workers.ts';
 import { pythonRuntimeFiles } from '../platform/beside-files.ts';
+import { envNames } from '../platform/definitions.ts';
 import { buildBundle, buildFloorBundle, type ColdStart, coldStart, deployedSdkSource } from './bundles.ts';
 import { heading, line, note } from './report.ts';
 import { kb, median, ms } from './stats.ts';
@@ -119,12 +121,21 @@ export interface PythonColdStart {
 const lastJsonLine = <T>(stdout: string): T => JSON.parse(stdout.trimEnd().split('\n').pop() ?? '') as T;
 
 /** One PythonRunner cold start (`pythonTimer`) of the bundle in `file`, with the event in `eventFile`. */
-export const pythonColdStart = async (file: string, eventFile: string): Promise<PythonColdStart> => {
+export const pythonColdStart = async (
+  file: string,
+  eventFile: string,
+  environment: Record<string, string> = {},
+): Promise<PythonColdStart> => {
   const { stdout } = await execFileAsync(
     process.execPath,
     ['--input-type=module', '-e', pythonTimer, pathToFileURL(file).href, eventFile],
     // Lambda gives the function only its own environment; the runner's holds nothing of the stage's.
-    { env: { PATH: process.env.PATH ?? '' }, timeout: 180_000, cwd: dirname(file), maxBuffer: 64 * 1024 * 1024 },
+    {
+      env: { PATH: process.env.PATH ?? '', ...environment },
+      timeout: 180_000,
+      cwd: dirname(file),
+      maxBuffer: 64 * 1024 * 1024,
+    },
   );
   return lastJsonLine<PythonColdStart>(stdout);
 };
@@ -171,31 +182,29 @@ export const benchPythonRunner = async (ctx: PythonBenchContext) => {
   );
   const floorEvent = join(eventsDir, 'floor.json');
   writeFileSync(floorEvent, JSON.stringify({ calls: [] }));
-  const runner: PythonColdStart[] = [];
+  const modes: { name: string; environment: Record<string, string> }[] = [
+    { name: 'a full load per run, a hash seed each (the default)', environment: {} },
+    {
+      name: "pythonSnapshots: started from the first load's snapshot",
+      environment: { [envNames.pythonSnapshots]: 'true' },
+    },
+  ];
+  const runner: PythonColdStart[][] = modes.map(() => []);
   const base: ColdStart[] = [];
   const processes: { ms: number; cpuMs: number }[] = [];
   for (let round = 0; round < samples; round++) {
-    const sample = await pythonColdStart(bundle.file, event);
-    const answers = sample.outcome as Record<'first' | 'warm' | 'idle', { ok?: boolean; result?: unknown }>;
-    if ([answers.first, answers.warm, answers.idle].some((answer) => answer.ok !== true || answer.result !== 14)) {
-      throw new Error(`PythonRunner did not answer the bench's run: ${JSON.stringify(sample.outcome).slice(0, 300)}`);
+    for (const [index, mode] of modes.entries()) {
+      const sample = await pythonColdStart(bundle.file, event, mode.environment);
+      const answers = sample.outcome as Record<'first' | 'warm' | 'idle', { ok?: boolean; result?: unknown }>;
+      if ([answers.first, answers.warm, answers.idle].some((answer) => answer.ok !== true || answer.result !== 14)) {
+        throw new Error(`PythonRunner did not answer the bench's run: ${JSON.stringify(sample.outcome).slice(0, 300)}`);
+      }
+      runner[index]?.push(sample);
     }
-    runner.push(sample);
     base.push(await coldStart(floor.file, {}, floorEvent));
     processes.push(await processFloor());
   }
   const mid = (values: number[]) => median(values);
-  const fn = {
-    importCpu: mid(runner.map((r) => r.importCpuMs)),
-    import: mid(runner.map((r) => r.importMs)),
-    firstCpu: mid(runner.map((r) => r.firstCpuMs)),
-    first: mid(runner.map((r) => r.firstMs)),
-    warmCpu: mid(runner.map((r) => r.warmCpuMs)),
-    warm: mid(runner.map((r) => r.warmMs)),
-    idleCpu: mid(runner.map((r) => r.idleCpuMs)),
-    idle: mid(runner.map((r) => r.idleMs)),
-    cycleCpu: mid(runner.map((r) => r.cycleCpuMs)),
-  };
   const floorImportCpu = mid(base.map((b) => b.importCpuMs));
   const floorFirstCpu = mid(base.map((b) => b.firstCpuMs ?? 0));
   const processCpu = mid(processes.map((p) => p.cpuMs));
@@ -205,26 +214,41 @@ export const benchPythonRunner = async (ctx: PythonBenchContext) => {
     `  files beside it (${pythonRuntimeFiles.names.length}: wasm, its loader, the standard library, the lock file)`,
     kb(bundle.besideBytes),
   );
-  line(
-    `  cold import, cpu ${ms(fn.importCpu)} (wall ${ms(fn.import)}), floor ${ms(floorImportCpu)} (its first call ${ms(floorFirstCpu)})`,
-    x(fn.importCpu / floorImportCpu),
-  );
   line(`  floor: a bare Node process started and ended, cpu ${ms(processCpu)} (wall ${ms(processWall)})`, '1.00x');
-  line(
-    `  cold run (Pyodide's full load, its snapshot and the code), cpu ${ms(fn.firstCpu)} (wall ${ms(fn.first)}); / process floor`,
-    x(fn.firstCpu / Math.max(processCpu, 0.01)),
-  );
-  line(
-    `  warm run at once (a fresh interpreter from the snapshot, then the code), cpu ${ms(fn.warmCpu)} (wall ${ms(fn.warm)}); / process floor`,
-    x(fn.warmCpu / Math.max(processCpu, 0.01)),
-  );
-  line(`    its wall / the process floor's wall`, x(fn.warm / Math.max(processWall, 0.01)));
-  line(
-    `  warm run after ${pythonIdlePauseMs / 1000} s idle (interpreter started in the pause), cpu ${ms(fn.idleCpu)} (wall ${ms(fn.idle)}); pause and run, cpu ${ms(fn.cycleCpu)}; / process floor`,
-    x(fn.cycleCpu / Math.max(processCpu, 0.01)),
-  );
-  line('  cold run / warm run at once (cpu)', x(fn.firstCpu / Math.max(fn.warmCpu, 0.01)));
+  for (const [index, mode] of modes.entries()) {
+    const samplesOf = runner[index] ?? [];
+    const fn = {
+      importCpu: mid(samplesOf.map((r) => r.importCpuMs)),
+      import: mid(samplesOf.map((r) => r.importMs)),
+      firstCpu: mid(samplesOf.map((r) => r.firstCpuMs)),
+      first: mid(samplesOf.map((r) => r.firstMs)),
+      warmCpu: mid(samplesOf.map((r) => r.warmCpuMs)),
+      warm: mid(samplesOf.map((r) => r.warmMs)),
+      idleCpu: mid(samplesOf.map((r) => r.idleCpuMs)),
+      idle: mid(samplesOf.map((r) => r.idleMs)),
+      cycleCpu: mid(samplesOf.map((r) => r.cycleCpuMs)),
+    };
+    line(`  ${mode.name}`, '');
+    line(
+      `    cold import, cpu ${ms(fn.importCpu)} (wall ${ms(fn.import)}), floor ${ms(floorImportCpu)} (its first call ${ms(floorFirstCpu)})`,
+      x(fn.importCpu / floorImportCpu),
+    );
+    line(
+      `    cold run (Pyodide's full load and the code), cpu ${ms(fn.firstCpu)} (wall ${ms(fn.first)}); / process floor`,
+      x(fn.firstCpu / Math.max(processCpu, 0.01)),
+    );
+    line(
+      `    warm run at once (its fresh interpreter's start, then the code), cpu ${ms(fn.warmCpu)} (wall ${ms(fn.warm)}); / process floor`,
+      x(fn.warmCpu / Math.max(processCpu, 0.01)),
+    );
+    line(`      its wall / the process floor's wall`, x(fn.warm / Math.max(processWall, 0.01)));
+    line(
+      `    warm run after ${pythonIdlePauseMs / 1000} s idle (interpreter started in the pause), cpu ${ms(fn.idleCpu)} (wall ${ms(fn.idle)}); pause and run, cpu ${ms(fn.cycleCpu)}; / process floor`,
+      x(fn.cycleCpu / Math.max(processCpu, 0.01)),
+    );
+    line('    cold run / warm run at once (cpu)', x(fn.firstCpu / Math.max(fn.warmCpu, 0.01)));
+  }
   note(
-    "cpu counts every thread and every child process (children's in 10 ms ticks); deployed, Lambda's init does not include the load: the first Python step pays it. Each later step pays a fresh interpreter's start (frozen between invocations, Lambda finishes it in the next), about the 'warm run at once' line",
+    "cpu counts every thread and every child process (children's in 10 ms ticks); deployed, Lambda's init does not include the load: the first Python step pays it. Each later step pays a fresh interpreter's start (frozen between invocations, Lambda finishes it in the next), about the 'warm run at once' line: a full load by default, a start from the snapshot with pythonSnapshots",
   );
 };

@@ -109,7 +109,7 @@ export class ApiStack extends Stack {
       entry: pythonRunner.entry,
       timeoutSeconds: pythonRunner.timeoutSeconds,
       memoryMb: pythonRunner.memoryMb,
-      environment: {},
+      environment: config.pythonSnapshots ? { [envNames.pythonSnapshots]: 'true' } : {},
       description: "runs PythonSandbox steps' code (invoked by the step executor)",
       logRetentionDays: config.logRetentionDays,
       keepLogs: config.protectData,

@@ -105,10 +105,11 @@ export const pythonRunner = {
   id: 'PythonRunner',
   entry: 'functions/workers/python-runner.ts',
   // Each run's process is killed past 640 MB resident (functions/python/runner.ts), beside the
-  // runner's own Node; CPU scales with memory, which a cold load (compiling 9.6 MB of wasm and
-  // loading the standard library) and each run's process start are bound by.
-  memoryMb: 1024,
-  // A step's code may run 15 s (`pythonMaxTimeoutMs`), after a cold load of a few seconds and its
-  // kill: well within 60 s. The step executor's node timeout (25 s) aborts its wait sooner.
+  // runner's own Node. 1769 MB is one whole vCPU: each run's full load (compiling 9.6 MB of wasm and
+  // initialising CPython, about 3 s of cpu) is cpu-bound, so it costs the same GB-seconds as at
+  // 1024 MB (0.58 vCPU) and the step, with the step executor waiting on it, ends sooner.
+  memoryMb: 1769,
+  // A step's code may run 15 s (`pythonMaxTimeoutMs`), after a load of a few seconds and its kill:
+  // well within 60 s. The step executor's node timeout (25 s) aborts its wait sooner.
   timeoutSeconds: 60,
 } as const;

@@ -264,6 +264,11 @@ export const envNames = {
   connectionSecretPrefix: 'CONNECTION_SECRET_PREFIX',
   /** The PythonRunner function's name: the step executor invokes it for each PythonSandbox step. */
   pythonRunner: 'PYTHON_RUNNER_FUNCTION',
+  /**
+   * `true` on the PythonRunner of a stage deployed with `pythonSnapshots`: runs start from a snapshot
+   * of the container's first interpreter (cheaper, but one string-hash seed per container).
+   */
+  pythonSnapshots: 'PYTHON_SNAPSHOTS',
   /** The stage's operator event bus (its name), where the event publisher puts run lifecycle events. */
   operatorEventBus: 'OPERATOR_EVENT_BUS',
 } as const;

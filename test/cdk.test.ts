@@ -915,6 +915,12 @@ describe('cdk app', { timeout: 120_000 }, () => {
       expect(runner).toMatchObject({ MemorySize: pythonRunner.memoryMb, Timeout: pythonRunner.timeoutSeconds });
       // None of the stage's names (table, queues, bucket, secrets) in its environment.
       expect(runner.Environment).toEqual({ Variables: { NODE_OPTIONS: '--enable-source-maps' } });
+      // -c pythonSnapshots=true trades the seed per run for a cheaper start: the one flag it then has.
+      const snapshotting = synthesize({ ...testContext, pythonSnapshots: 'true' }).apiResources;
+      expect(
+        snapshotting[logicalIdOf(snapshotting, 'AWS::Lambda::Function', `${pythonRunner.id}Function`)]?.Properties,
+      ).toMatchObject({ Environment: { Variables: { [envNames.pythonSnapshots]: 'true' } } });
+      expect(() => buildApp({ ...testContext, pythonSnapshots: 'sometimes' }, offline)).toThrow(/pythonSnapshots/);
       const invokers = Object.entries(resources)
         .filter(([, r]) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties).includes('lambda:'))
         .map(([id]) => id);

@@ -1,7 +1,8 @@
 /**
  * The PythonRunner function's handler over a real Pyodide, each run in a child process of its own
- * in the operating system's box (one full load for the whole file: a load is seconds of CPU; every
- * other run starts from its snapshot). Proves the limits, the sandbox's walls, the escapes the
+ * in the operating system's box. Most runs here use `snapshots` (one full load for the file: a load
+ * is seconds of CPU; every other run starts from its snapshot); the default, a full load and a hash
+ * seed per run, has its own block at the end. Proves the limits, the sandbox's walls, the escapes the
  * security review found, and that no run sees what an earlier one left.
  */
 import { once } from 'node:events';
@@ -11,7 +12,8 @@ import type { PythonAnswer } from '../functions/python/protocol.ts';
 import { createPythonRunner } from '../functions/python/runner.ts';
 import { makeHandler } from '../functions/workers/python-runner.ts';
 
-const runner = createPythonRunner({ memoryMb: 128, jsHeapMb: 128, processMemoryMb: 400, maxOutputChars: 1000 });
+const limits = { memoryMb: 128, jsHeapMb: 128, processMemoryMb: 400, maxOutputChars: 1000 };
+const runner = createPythonRunner(limits, { snapshots: true });
 const handler = makeHandler(runner.run);
 const python = (code: string, inputs: unknown[] = [], timeoutMs = 5000) => handler({ code, inputs, timeoutMs });
 const failureOf = (answer: PythonAnswer) => (answer.ok ? undefined : { error: answer.error, message: answer.message });
@@ -195,17 +197,17 @@ describe('PythonRunner', { timeout: 120_000 }, () => {
     expect(draws[0]).not.toEqual(draws[1]);
   });
 
-  it("gives each container (runner) its own string-hash seed; a container's runs share the snapshot's", async () => {
+  it("with snapshots, gives each container (runner) its own string-hash seed; its runs share the snapshot's", async () => {
     const hash = async (run: typeof python) => {
       const answer = await run('result = [hash("abc"), hash(b"abc")]');
       if (!answer.ok) throw new Error(answer.message);
       return answer.result;
     };
-    const other = createPythonRunner({ memoryMb: 128, jsHeapMb: 128, processMemoryMb: 400, maxOutputChars: 1000 });
+    const other = createPythonRunner(limits, { snapshots: true });
     try {
       const otherPython = (code: string) => other.run({ code, inputs: [], timeoutMs: 5000 });
       const [first, second, elsewhere] = [await hash(python), await hash(python), await hash(otherPython)];
-      // docs/decisions.md: a seed per run would cost a full load per run (measured there).
+      // The price of the default's seed per run is a full load per run (docs/decisions.md).
       expect(second).toEqual(first);
       expect(elsewhere).not.toEqual(first);
     } finally {
@@ -331,5 +333,24 @@ describe('PythonRunner', { timeout: 120_000 }, () => {
   it('refuses a request outside the contract', async () => {
     await expect(handler({ code: 'result = 1', inputs: [], timeoutMs: 60_000 })).rejects.toThrow();
     await expect(handler({ code: '', inputs: [], timeoutMs: 1000 })).rejects.toThrow();
+  });
+});
+
+describe('PythonRunner by default: a full load per run, a string-hash seed each', { timeout: 180_000 }, () => {
+  const fresh = createPythonRunner(limits);
+  const run = (code: string) => makeHandler(fresh.run)({ code, inputs: [], timeoutMs: 5000 });
+  afterAll(() => fresh.close());
+
+  it('draws a new hash seed for every run, keeps the walls, and never writes a snapshot', async () => {
+    const hashes = [];
+    for (let i = 0; i < 2; i++) {
+      const answer = await run('result = [hash("abc"), hash(b"abc")]');
+      if (!answer.ok) throw new Error(answer.message);
+      hashes.push(answer.result);
+    }
+    expect(hashes[1]).not.toEqual(hashes[0]);
+    expect(await run(allEscapes)).toMatchObject({ ok: true, result: [] });
+    expect(fresh.loads.fromSnapshot).toBe(0);
+    expect(fresh.loads.full).toBeGreaterThanOrEqual(3);
   });
 });

@@ -33,8 +33,10 @@ export interface BoxLimits {
 export interface BoxOptions {
   files: BoxFiles;
   limits: BoxLimits;
-  /** Start from this snapshot file; without it, load in full and hand back a snapshot. */
+  /** Start from this snapshot file; without it, load in full. */
   snapshotPath?: string;
+  /** A full load hands back a snapshot of its pristine interpreter (`ready` resolves with it). */
+  makeSnapshot?: boolean;
 }
 
 /** How a job ended: the child's answer, or the child gone (killed over a limit, or dead on its own). */
@@ -72,6 +74,7 @@ export const startBox = (options: BoxOptions) => {
   const settings: PythonChildSettings = {
     indexPath: options.files.indexPath,
     ...(options.snapshotPath ? { snapshotPath: options.snapshotPath } : {}),
+    ...(!options.snapshotPath && options.makeSnapshot ? { makeSnapshot: true } : {}),
     memoryLimitBytes: limits.memoryMb * 1024 * 1024,
     maxOutputChars: limits.maxOutputChars,
     maxResultBytes: limits.maxResultBytes,
@@ -107,7 +110,7 @@ export const startBox = (options: BoxOptions) => {
   let onMessage: ((message: PythonChildMessage) => void) | undefined;
   let broken: string | undefined;
   const read = frameReader(
-    { S: options.snapshotPath ? 0 : maxSnapshotBytes, M: maxMessageBytes(limits) },
+    { S: settings.makeSnapshot ? maxSnapshotBytes : 0, M: maxMessageBytes(limits) },
     (kind, payload) => {
       if (kind === 'S') {
         snapshot ??= payload;

@@ -7,8 +7,10 @@
 export interface PythonChildSettings {
   /** Directory (with a trailing slash) of `pyodide.mjs`, `pyodide.asm.wasm`, `python_stdlib.zip` and the lock file. */
   indexPath: string;
-  /** The snapshot file to start from; without it, the child loads in full and writes a snapshot first. */
+  /** The snapshot file to start from; without it, the child loads in full. */
   snapshotPath?: string;
+  /** A full load writes a snapshot of its pristine interpreter (an `S` frame) before it is ready. */
+  makeSnapshot?: boolean;
   /** Largest the interpreter's WebAssembly memory may grow to, in bytes. */
   memoryLimitBytes: number;
   /** Characters of stdout and of stderr kept. */

@@ -7,9 +7,10 @@
  * runs as it is, shipped beside the bundle: no bundler or test runner rewrites it, and no type
  * stripping costs each start (about 40 ms of cpu). `// @ts-check` and JSDoc keep it type-checked.
  *
- * Without a snapshot it loads Pyodide in full and, before any user code, writes a memory snapshot of
- * the pristine interpreter to the parent, which later children start from (a fraction of a second).
- * It then writes `{ ready: true }`, reads its one job from stdin, answers it and exits.
+ * Without a snapshot it loads Pyodide in full (its own string-hash seed, drawn at initialisation) and,
+ * when asked to, writes a memory snapshot of the pristine interpreter to the parent before any user
+ * code, which later children start from (a fraction of a second, but the snapshot's seed). It then
+ * writes `{ ready: true }`, reads its one job from stdin, answers it and exits.
  *
  * Frames on fd 3: one byte of kind (`S` snapshot, `M` JSON message), four of length (big-endian),
  * then the bytes. stdout is not used: nothing Pyodide or Node prints can be mistaken for a frame.
@@ -87,7 +88,8 @@ const pyodide = await loadPyodide({
   // No package is ever installed: nothing names one, and this refuses the default CDN.
   packages: [],
   checkAPIVersion: true,
-  ...(settings.snapshotPath ? { _loadSnapshot: fs.readFileSync(settings.snapshotPath) } : { _makeSnapshot: true }),
+  ...(settings.snapshotPath ? { _loadSnapshot: fs.readFileSync(settings.snapshotPath) } : {}),
+  ...(!settings.snapshotPath && settings.makeSnapshot ? { _makeSnapshot: true } : {}),
 });
 
 if (!settings.snapshotPath) {
@@ -105,7 +107,7 @@ def _run_step(code, inputs_json, loads=_json.loads, dumps=_json.dumps):
     except (TypeError, ValueError) as error:
         raise TypeError(f'result is not JSON: {error}') from None
 `);
-  writeFrame('S', pyodide.makeMemorySnapshot());
+  if (settings.makeSnapshot) writeFrame('S', pyodide.makeMemorySnapshot());
 }
 // Every child from one snapshot starts from the same bytes: the random module (imported by Pyodide's
 // bootstrap) is reseeded from the system's randomness, so no two runs share a sequence.

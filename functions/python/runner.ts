@@ -4,9 +4,11 @@
  * process outlives its run or serves two: nothing one run leaves (a patched module, a trace hook, a
  * file, `os.environ`, or JavaScript it reached) is there for the next, another team's maybe.
  *
- * The first process loads Pyodide in full and hands back a memory snapshot of the pristine
- * interpreter, written to a private file (mode 0400) later processes may only read; they start from
- * it (a fraction of a second, not seconds). The next run's process is started as soon as a run ends.
+ * By default every process loads Pyodide in full, so each run's Python draws its own string-hash
+ * seed (about 3 s of cpu a run). With `snapshots` (a stage's `pythonSnapshots`), the container's
+ * first process hands back a memory snapshot of the pristine interpreter, written to a private file
+ * (mode 0400) later processes may only read; they start from it (about 0.6 s of cpu), sharing its
+ * seed (docs/decisions.md weighs the two). The next run's process is started as soon as a run ends.
  */
 import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -14,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pythonBoxFiles, pythonRuntimeFiles } from '../../platform/beside-files.ts';
+import { envNames } from '../../platform/definitions.ts';
 import { type Box, type BoxFiles, type BoxLimits, type BoxOutcome, startBox } from './box.ts';
 import {
   type PythonAnswer,
@@ -85,12 +88,25 @@ interface Live {
   fromSnapshot: boolean;
 }
 
+export interface PythonRunnerOptions {
+  /** Start each process after the first from a snapshot of the first: cheaper, one hash seed per container. */
+  snapshots?: boolean;
+}
+
+/** `PYTHON_SNAPSHOTS=true` (set by the stack from the stage's `pythonSnapshots`) turns snapshots on. */
+export const pythonRunnerOptionsFromEnv = (env: NodeJS.ProcessEnv = process.env): PythonRunnerOptions => ({
+  snapshots: env[envNames.pythonSnapshots] === 'true',
+});
+
 /**
  * A runner over a fresh process per run; `run` queues requests (one runs at a time), `close` stops
  * the process waiting for the next run and removes the snapshot. `loads` counts the processes
  * started (full loads and from the snapshot).
  */
-export const createPythonRunner = (limits: PythonRunnerLimits = defaultPythonLimits) => {
+export const createPythonRunner = (
+  limits: PythonRunnerLimits = defaultPythonLimits,
+  options: PythonRunnerOptions = {},
+) => {
   const files = boxFiles();
   /** The next run's process: loading or ready, never used. */
   let live: Live | undefined;
@@ -126,6 +142,7 @@ export const createPythonRunner = (limits: PythonRunnerLimits = defaultPythonLim
       files,
       limits: { ...limits, maxResultBytes: pythonMaxResultBytes },
       ...(snapshot ? { snapshotPath: snapshot.path } : {}),
+      makeSnapshot: options.snapshots === true,
     });
     const ready = box.ready.then((loaded) => {
       // Only a full load hands one over, before any user code ran in it.

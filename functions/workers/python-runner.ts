@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { type PythonAnswer, type PythonRun, pythonMaxTimeoutMs } from '../python/protocol.ts';
-import { createPythonRunner } from '../python/runner.ts';
+import { createPythonRunner, defaultPythonLimits, pythonRunnerOptionsFromEnv } from '../python/runner.ts';
 
 const PythonRequestSchema = v.object({
   code: v.pipe(v.string(), v.minLength(1)),
@@ -12,7 +12,8 @@ const PythonRequestSchema = v.object({
  * The PythonRunner function, invoked by the step executor (Lambda Invoke, RequestResponse) for each
  * PythonSandbox step. It holds no grant at all and has no network route out: the code it runs cannot
  * reach the service's data. Each run's Python lives in a child process of its own in the operating
- * system's box, started from a snapshot of the first, full, load; no process serves two runs
+ * system's box, loaded in full (its own hash seed) or, on a stage with `pythonSnapshots`, started
+ * from a snapshot of the container's first load; no process serves two runs
  * (`functions/python/runner.ts`), so no run sees what another left.
  */
 export const makeHandler =
@@ -20,4 +21,4 @@ export const makeHandler =
   async (event: unknown): Promise<PythonAnswer> =>
     run(v.parse(PythonRequestSchema, event));
 
-export const handler = makeHandler(createPythonRunner().run);
+export const handler = makeHandler(createPythonRunner(defaultPythonLimits, pythonRunnerOptionsFromEnv()).run);
