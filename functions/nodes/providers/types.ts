@@ -99,14 +99,97 @@ export interface Provider {
 
 export type ProviderCapability = Exclude<keyof Provider, 'key'>;
 
-/** A provider call that failed (HTTP error, bad answer, missing configuration). Never carries a key. */
+/**
+ * A provider call that failed (HTTP error, bad answer, missing configuration). Never carries a key.
+ * `retryable`: the provider may answer later (a 429, a 5xx, a 408, a timeout or a network error),
+ * so the step is tried again after a backoff (at least `retryAfterSeconds`, from `Retry-After`);
+ * any other failure (a 4xx, an answer we cannot read) fails the step at once.
+ */
 export class ProviderError extends Error {
   override readonly name = 'ProviderError';
   readonly status: number | undefined;
-  constructor(message: string, status?: number) {
+  readonly retryable: boolean;
+  readonly retryAfterSeconds: number | undefined;
+  constructor(message: string, status?: number, options: { retryable?: boolean; retryAfterSeconds?: number } = {}) {
     super(message);
     this.status = status;
+    this.retryable = options.retryable ?? isRetryableStatus(status);
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
+}
+
+/** 408, 429 and every 5xx: the provider may succeed when asked again. */
+export const isRetryableStatus = (status: number | undefined): boolean =>
+  status === 408 || status === 429 || (status !== undefined && status >= 500 && status <= 599);
+
+/**
+ * Seconds from a `Retry-After` header (delta-seconds or an HTTP date), capped at `maxSeconds`;
+ * undefined when absent or unreadable.
+ */
+export const retryAfterSeconds = (
+  value: string | null | undefined,
+  now: Date,
+  maxSeconds = 900,
+): number | undefined => {
+  if (!value) return undefined;
+  const trimmed = value.trim();
+  const seconds = /^\d+$/.test(trimmed) ? Number(trimmed) : (Date.parse(trimmed) - now.getTime()) / 1000;
+  if (!Number.isFinite(seconds)) return undefined;
+  return Math.min(Math.max(0, Math.ceil(seconds)), maxSeconds);
+};
+
+/** A job at an asynchronous provider, as its last answer or webhook describes it. */
+export type JobState =
+  | { status: 'running' }
+  | { status: 'succeeded'; output: unknown }
+  | { status: 'failed'; message: string }
+  | { status: 'canceled' };
+
+/** Where a job lives at its provider: its id, and the model it runs (fal addresses requests by app id). */
+export interface JobRef {
+  id: string;
+  model: string;
+}
+
+export interface JobSubmission {
+  /** In the provider's own naming: Replicate `owner/name` or `owner/name:version`, fal's app id. */
+  model: string;
+  /** The model's input fields, as the model takes them (files as short-lived URLs or data URIs). */
+  input: Record<string, unknown>;
+  /** Our public route the provider announces the job's end to (it carries the step's token). */
+  webhookUrl?: string;
+  signal: AbortSignal;
+}
+
+/** A webhook delivery as our route received it: lower-case header names, the raw body. */
+export interface WebhookDelivery {
+  headers: Readonly<Record<string, string | undefined>>;
+  body: string;
+  now: Date;
+}
+
+/** A webhook whose signature, timestamp or body does not hold: answered 401, nothing changes. */
+export class WebhookRefusedError extends Error {
+  override readonly name = 'WebhookRefusedError';
+}
+
+/**
+ * A provider that runs long jobs asynchronously (Replicate, fal): the step submits a job and ends
+ * its invocation; the job's end arrives by a signed webhook or by polling (`get`). Every method
+ * throws `ProviderError` (classified as above) and never puts a key in a message.
+ */
+export interface JobProvider {
+  readonly key: string;
+  /** Submits one job. Not retried inside: a submit that may have reached the provider is never repeated blindly. */
+  submit(job: JobSubmission): Promise<JobRef>;
+  get(ref: JobRef, signal: AbortSignal): Promise<JobState>;
+  /** Asks the provider to stop the job; a job already ended is not an error. */
+  cancel(ref: JobRef, signal: AbortSignal): Promise<void>;
+  /**
+   * Verifies a webhook (signature with the provider's published secret or keys, timestamp within
+   * 5 minutes of `now`) and returns the job it announces; throws `WebhookRefusedError` otherwise.
+   */
+  verifyWebhook(delivery: WebhookDelivery): Promise<{ id: string; state: JobState }>;
 }
 
 /** A team's own key for a provider or service (spec: Team, Connections), resolved by the caller. */
