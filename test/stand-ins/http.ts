@@ -87,7 +87,8 @@ const close = (server: Server) =>
  */
 export const startJsonServer = async (route: Route) => {
   const requests: RecordedRequest[] = [];
-  const queued: ({ kind: 'fail'; answer: JsonAnswer } | { kind: 'stall' })[] = [];
+  /** Answers taken over, each for the first request whose path `on` matches (any request when absent). */
+  const queued: { answer: JsonAnswer | 'stall'; on: RegExp | undefined }[] = [];
   const server = createServer((req, res) => {
     readBody(req).then(
       (body) => {
@@ -98,9 +99,10 @@ export const startJsonServer = async (route: Route) => {
           body,
         };
         requests.push(request);
-        const next = queued.shift();
-        if (next?.kind === 'stall') return; // never answered: the caller's deadline ends it
-        if (next?.kind === 'fail') return answer(res, next.answer);
+        const index = queued.findIndex(({ on }) => !on || on.test(request.path));
+        const next = index === -1 ? undefined : queued.splice(index, 1)[0]?.answer;
+        if (next === 'stall') return; // never answered: the caller's deadline ends it
+        if (next) return answer(res, next);
         try {
           answer(res, route(request, new URL(request.path, 'http://stand-in')));
         } catch (error) {
@@ -114,16 +116,14 @@ export const startJsonServer = async (route: Route) => {
   return {
     url,
     requests,
-    /** The next request (any path) is answered `status`, with `Retry-After` when given. */
-    failNextWith(status: number, body: unknown, retryAfter?: number) {
-      queued.push({
-        kind: 'fail',
-        answer: { status, body, headers: retryAfter === undefined ? {} : { 'retry-after': String(retryAfter) } },
-      });
+    /** The next request (whose path and query `on` matches, when given) answers `status`, with `Retry-After` when given. */
+    failNextWith(status: number, body: unknown, retryAfter?: number, on?: RegExp) {
+      const headers: Record<string, string> = retryAfter === undefined ? {} : { 'retry-after': String(retryAfter) };
+      queued.push({ answer: { status, body, headers }, on });
     },
-    /** The next request is never answered. */
-    stallNext() {
-      queued.push({ kind: 'stall' });
+    /** The next request (whose path `on` matches, when given) is never answered. */
+    stallNext(on?: RegExp) {
+      queued.push({ answer: 'stall', on });
     },
     close: () => close(server),
   };

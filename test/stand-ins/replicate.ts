@@ -210,19 +210,20 @@ export const startReplicateStandIn = async (options: ReplicateStandInOptions) =>
     complete: (id: string, output: unknown) => end(running(id), { status: 'succeeded', output }),
     /** Fails a running prediction with `message` as its `error`. */
     fail: (id: string, message: string) => end(running(id), { status: 'failed', error: message }),
-    /** The next request answers `status` with Replicate's error body (`detail`), and `Retry-After` when given. */
+    /**
+     * The next request (whose path `on` matches, when given) answers `status` with Replicate's error
+     * body (`detail`), and `Retry-After` when given.
+     */
     failNextWith(
       status: number,
       retryAfter?: number,
       detail = 'Request was throttled. Your rate limit resets in ~30s.',
+      on?: RegExp,
     ) {
-      server.failNextWith(
-        status,
-        { title: status === 429 ? 'Too Many Requests' : 'Error', detail, status },
-        retryAfter,
-      );
+      const title = status === 429 ? 'Too Many Requests' : 'Error';
+      server.failNextWith(status, { title, detail, status }, retryAfter, on);
     },
-    /** The next request is never answered (a timeout). */
+    /** The next request (whose path `on` matches, when given) is never answered (a timeout). */
     stallNext: server.stallNext,
     /** The signed delivery of a prediction as it stands, not sent (see DeliveryOptions for forgeries). */
     delivery,
