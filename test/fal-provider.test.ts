@@ -288,6 +288,31 @@ describe('webhooks', () => {
     expect(jwksReads()).toBe(before + 2);
   });
 
+  it('verifies a fixed vector computed apart from this code (seed 0x00..0x1f; the message as fal’s page gives it)', async () => {
+    const jwks = await startJsonServer(() => ({
+      status: 200,
+      body: { keys: [{ kty: 'OKP', crv: 'Ed25519', x: 'A6EHv_POEL4dcN0Y50vAmWfk1jCbpQ1fHdyGZBJVMbg' }] },
+    }));
+    try {
+      const requestId = '123e4567-e89b-12d3-a456-426614174000';
+      const body = `{"request_id":"${requestId}","gateway_request_id":"${requestId}","status":"OK","payload":{"images":[{"url":"https://v3.fal.media/files/x.png"}]}}`;
+      const headers = {
+        'x-fal-webhook-request-id': requestId,
+        'x-fal-webhook-user-id': 'user-123',
+        'x-fal-webhook-timestamp': '1732600000',
+        'x-fal-webhook-signature':
+          '08dd8e9fab5e7175141ce9948703cf89dafb09acf2cbf45dd9ca478821af70ea9f9dd14108306ca61f46a6b664e6bd98e043a337e99c5b47f9b20ccc47e73401',
+      };
+      const adapter = provider({ jwksUrl: `${jwks.url}/.well-known/jwks.json` });
+      expect(await adapter.verifyWebhook({ headers, body, now: new Date(1732600000 * 1000) })).toEqual({
+        id: requestId,
+        state: { status: 'succeeded', output: { images: [{ url: 'https://v3.fal.media/files/x.png' }] } },
+      });
+    } finally {
+      await jwks.close();
+    }
+  });
+
   it('keys fal cannot give are a retryable ProviderError, not a refusal', async () => {
     const adapter = provider();
     const ref = await submit(adapter, 'fal-ai/flux/schnell', catcher.url);

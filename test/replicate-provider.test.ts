@@ -271,6 +271,27 @@ describe('webhooks', () => {
     ).resolves.toMatchObject({ id: ref.id });
   });
 
+  it('verifies a fixed vector computed apart from this code', async () => {
+    const secret = 'whsec_dGVzdC1rZXktbm90LWEtcmVhbC1zZWNyZXQtMDAwMQ==';
+    const own = await startJsonServer(() => ({ status: 200, body: { key: secret } }));
+    try {
+      const adapter = createReplicateProvider({ apiKey, baseUrl: own.url, allowLoopback: true });
+      const headers = {
+        'webhook-id': 'msg_2Lh9KRb0pzN4LePd3XiA0Y7ZnC3',
+        'webhook-timestamp': '1732600000',
+        'webhook-signature': 'v1,HXp8UIiDK5SxRhW++bQQQlVlJBnNCaIlFM6ExGY4Mcg=',
+      };
+      const body = '{"id":"gm3qorzdhgbfurvjtvhg6dckhu","status":"succeeded"}';
+      expect(await adapter.verifyWebhook({ headers, body, now: new Date(1732600000 * 1000) })).toEqual({
+        id: 'gm3qorzdhgbfurvjtvhg6dckhu',
+        state: { status: 'succeeded', output: null },
+      });
+      expect(own.requests.map((r) => r.path)).toEqual(['/v1/webhooks/default/secret']);
+    } finally {
+      await own.close();
+    }
+  });
+
   it('a secret Replicate cannot give is a retryable ProviderError, not a refusal', async () => {
     const adapter = provider();
     const ref = await submit(adapter, 'black-forest-labs/flux-schnell', catcher.url);
