@@ -5,12 +5,15 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { envNames } from '../platform/definitions.ts';
 import type { NodeType } from '../schemas/workflows.ts';
 import { parseRetentionDays } from './domain/retention.ts';
-import type { ModelUse, NodeExecutor } from './nodes/executors/types.ts';
+import type { ModelUse, NodeExecutor, ProviderJobs } from './nodes/executors/types.ts';
 import { type StageProviders, stageProvidersFromEnv } from './nodes/providers/stage.ts';
 import { refusingSecrets, type SecretResolver, secretPolicyFromEnv } from './store/secret-refs.ts';
 
-/** The node executor of each node type, chosen once when deps are built (never per step). */
-export type ExecutorLookup = (type: NodeType) => NodeExecutor;
+/**
+ * The node executor of each node type, chosen once when deps are built (never per step), and what
+ * the step executor needs of asynchronous providers' jobs (`jobs`; absent: no such provider).
+ */
+export type ExecutorLookup = ((type: NodeType) => NodeExecutor) & { jobs?: ProviderJobs };
 
 /** Everything a handler touches from the outside world; tests pass their own. */
 export interface Deps {

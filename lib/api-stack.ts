@@ -216,8 +216,13 @@ export class ApiStack extends Stack {
         reservedConcurrentExecutions: worker.reservedConcurrency,
         tracing: config.tracing && (worker.tracing ?? true),
         memoryMb: worker.id === 'StepExecutor' ? config.stepExecutorMemoryMb : undefined,
+        feedsItsOwnQueue: worker.feedsItsOwnQueue ?? false,
       });
       const { fn } = service;
+      if (worker.id === 'StepExecutor') {
+        // Where asynchronous providers' webhooks reach the stage (functions/app/provider-job.ts).
+        fn.addEnvironment(envNames.publicBaseUrl, config.publicBaseUrl ?? stage.url);
+      }
       grants.apply(service, worker.grants);
       if (queueDefinition) {
         if (queueDefinition.visibilityTimeoutSeconds < 6 * timeoutSeconds) {

@@ -211,6 +211,23 @@ export class Observability extends Construct {
         );
       }
     }
+    // A function that feeds its own queue runs with recursive loop detection set to Allow: should
+    // Lambda still drop one of its invocations as a loop, say so at once (docs/operations.md).
+    for (const worker of workers.filter((w) => w.feedsItsOwnQueue)) {
+      this.alarms.push(
+        fnOf(worker.id)
+          .metric('RecursiveInvocationsDropped', { period: window, statistic: Stats.SUM })
+          .createAlarm(this, `${worker.id}RecursiveInvocationsDroppedAlarm`, {
+            alarmDescription:
+              `Lambda dropped invocations of the ${config.stage} ${worker.id} function as a recursive loop: ` +
+              'its messages (steps, polls or deliveries) were lost. Check that its recursive loop setting is Allow.',
+            threshold: 0,
+            comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluationPeriods: 1,
+            treatMissingData: TreatMissingData.NOT_BREACHING,
+          }),
+      );
+    }
     // Route functions too, only when asked (two alarms each).
     // Every function the default alarms above do not already watch: routes, the stream's publisher, the PythonRunner.
     const alarmedWorkerIds = new Set(workers.filter((w) => w.trigger.kind !== 'stream').map((w) => w.id));

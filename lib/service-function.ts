@@ -2,7 +2,7 @@ import path from 'node:path';
 import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import { type ISecurityGroup, type IVpc, SubnetType } from 'aws-cdk-lib/aws-ec2';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { Architecture, RecursiveLoop, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
@@ -40,6 +40,12 @@ export interface ServiceFunctionProps {
   memoryMb?: number;
   /** Put the function in these subnets behind this group (`IsolatedNetwork`). Default: no VPC. */
   network?: { vpc: IVpc; securityGroup: ISecurityGroup };
+  /**
+   * The function feeds its own queue (a step's next step, a job's next poll, a webhook's next
+   * try): Lambda's recursive loop detection would drop its messages after 16 hops along one trace.
+   * The application bounds its own loops instead (docs/operations.md). Default: false (Terminate).
+   */
+  feedsItsOwnQueue?: boolean;
 }
 
 /**
@@ -93,6 +99,7 @@ export class ServiceFunction extends Construct {
       logGroup,
       role,
       reservedConcurrentExecutions: props.reservedConcurrentExecutions,
+      recursiveLoop: props.feedsItsOwnQueue ? RecursiveLoop.ALLOW : RecursiveLoop.TERMINATE,
       ...(props.network
         ? {
             vpc: props.network.vpc,

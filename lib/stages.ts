@@ -41,6 +41,11 @@ export const contextKeys = {
    * 0.6 s of cpu a run instead of about 3 s), and share that container's string-hash seed.
    */
   pythonSnapshots: 'pythonSnapshots',
+  /**
+   * The stage's public base URL (`https://api.example.com`) when an edge or a custom domain fronts
+   * it: where asynchronous providers' webhooks are sent. Default: the HTTP API's own endpoint.
+   */
+  publicBaseUrl: 'publicBaseUrl',
   /** Whole days run data and output files are kept; overrides the stage's default. */
   retentionDays: 'retentionDays',
   /**
@@ -133,6 +138,8 @@ export interface StageConfig {
    * has the same string-hash seed (docs/decisions.md). Default: false, a seed per run.
    */
   pythonSnapshots: boolean;
+  /** Where providers' webhooks reach the stage (`-c publicBaseUrl`); undefined: the HTTP API's endpoint. */
+  publicBaseUrl: string | undefined;
   /**
    * prod: termination protection on both stacks, deletion protection on the table, and the table,
    * the bucket and the log groups retained when their stack is deleted. dev: none of these;
@@ -287,7 +294,17 @@ export const stageConfig = (
     tracing: flag(contextKeys.tracing, context(contextKeys.tracing), false),
     stepExecutorMemoryMb: memoryMb(contextKeys.stepExecutorMemoryMb, context(contextKeys.stepExecutorMemoryMb)),
     pythonSnapshots: flag(contextKeys.pythonSnapshots, context(contextKeys.pythonSnapshots), false),
+    publicBaseUrl: httpsUrl(contextKeys.publicBaseUrl, context(contextKeys.publicBaseUrl)),
   };
+};
+
+/** An https base URL from the context, or undefined when not given; anything else fails `cdk synth`. */
+const httpsUrl = (key: string, value: unknown): string | undefined => {
+  if (value === undefined || value === '') return undefined;
+  if (typeof value !== 'string' || !/^https:\/\/[^/\s]+\/?$/.test(value)) {
+    throw new Error(`context ${key} must be an https:// base URL with no path, got ${JSON.stringify(value)}`);
+  }
+  return value;
 };
 
 /** The two stack names of a stage: both carry it, so stages live side by side in one account. */

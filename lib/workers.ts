@@ -29,6 +29,11 @@ export interface Worker {
   /** Active X-Ray tracing where the stage traces (`-c tracing=true`). Default: true. */
   tracing?: boolean;
   /**
+   * It sends messages to the queue it consumes (ServiceFunctionProps.feedsItsOwnQueue): Lambda's
+   * recursive loop detection is set to Allow, and the application bounds its loops. Default: false.
+   */
+  feedsItsOwnQueue?: boolean;
+  /**
    * Exactly what the function's code sends beyond consuming its own queue (the event source grants
    * receiving, deleting and moving the visibility of its messages).
    */
@@ -43,6 +48,8 @@ export const workers: readonly Worker[] = [
     id: 'StepExecutor',
     entry: 'functions/workers/step-executor.ts',
     trigger: { kind: 'queue', queue: 'Steps' },
+    // A run's next steps, a provider job's polls and a busy provider's retries.
+    feedsItsOwnQueue: true,
     grants: {
       table: ['GetItem', 'BatchGetItem', 'Query', 'UpdateItem', 'DeleteItem'],
       stepsQueue: 'send',
@@ -60,6 +67,8 @@ export const workers: readonly Worker[] = [
     id: 'WebhookDelivery',
     entry: 'functions/workers/webhook-delivery.ts',
     trigger: { kind: 'queue', queue: 'Webhooks' },
+    // The next attempt of a delivery.
+    feedsItsOwnQueue: true,
     grants: { table: ['GetItem', 'Query', 'UpdateItem'], webhooksQueue: 'send', bucket: ['GetObject'] },
   },
   {

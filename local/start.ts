@@ -74,6 +74,8 @@ const lambda = await startLambdaEmulator({ [pythonRunner.id]: pythonRunnerHandle
 Object.assign(process.env, localEnvironment(resources), pythonRunnerEnvironment(lambda.endpoint), {
   AWS_ENDPOINT_URL_EVENTBRIDGE: eventBridge.endpoint,
   [envNames.operatorEventBus]: eventBusName,
+  // Where providers' webhooks reach this server: its own address unless PUBLIC_BASE_URL says otherwise.
+  ...(process.env[envNames.publicBaseUrl] || port === 0 ? {} : { [envNames.publicBaseUrl]: `http://${host}:${port}` }),
 });
 const deps = localDeps(resources);
 

@@ -269,6 +269,11 @@ export const envNames = {
    * of the container's first interpreter (cheaper, but one string-hash seed per container).
    */
   pythonSnapshots: 'PYTHON_SNAPSHOTS',
+  /**
+   * The service's public base URL (scheme and host, no path), which asynchronous providers' webhooks
+   * reach: the stage's API endpoint on AWS; on `npm start` its own listening address unless set.
+   */
+  publicBaseUrl: 'PUBLIC_BASE_URL',
   /** The stage's operator event bus (its name), where the event publisher puts run lifecycle events. */
   operatorEventBus: 'OPERATOR_EVENT_BUS',
 } as const;

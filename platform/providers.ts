@@ -25,8 +25,14 @@ export interface LicenceFacts {
   termsUrl: string | null;
 }
 
-/** How the service talks to a provider. */
-export type ProviderProtocol = 'sandbox' | 'openai-compatible';
+/** How the service talks to a provider: answered within the call, or a job (`replicate`, `fal`) it waits for without holding a Lambda. */
+export type ProviderProtocol = 'sandbox' | 'openai-compatible' | 'bedrock' | 'replicate' | 'fal';
+
+/** The protocols whose work is a job at the provider: submitted, then its end announced by webhook or polled. */
+export const jobProtocols = ['replicate', 'fal'] as const;
+export type JobProtocol = (typeof jobProtocols)[number];
+export const isJobProtocol = (protocol: string): protocol is JobProtocol =>
+  (jobProtocols as readonly string[]).includes(protocol);
 
 export interface ProviderEntry extends LicenceFacts {
   key: string;
@@ -62,6 +68,41 @@ const entries: readonly ProviderEntry[] = [
     licenceUrl: null,
     commercialUse: null,
     termsUrl: null,
+    models: {},
+  },
+  {
+    // Amazon Bedrock in the stage's own account: IAM, no third-party key; each model's terms are
+    // AWS's (docs/models.md has each default's facts and sources).
+    key: 'bedrock',
+    displayName: 'Amazon Bedrock',
+    level: 'api',
+    protocol: 'bedrock',
+    licence: null,
+    licenceUrl: null,
+    commercialUse: 'provider_terms',
+    termsUrl: 'https://aws.amazon.com/service-terms/',
+    models: {},
+  },
+  {
+    key: 'replicate',
+    displayName: 'Replicate',
+    level: 'api',
+    protocol: 'replicate',
+    licence: null,
+    licenceUrl: null,
+    commercialUse: null,
+    termsUrl: 'https://replicate.com/terms',
+    models: {},
+  },
+  {
+    key: 'fal',
+    displayName: 'fal',
+    level: 'api',
+    protocol: 'fal',
+    licence: null,
+    licenceUrl: null,
+    commercialUse: null,
+    termsUrl: 'https://fal.ai/terms',
     models: {},
   },
   {

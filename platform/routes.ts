@@ -121,6 +121,8 @@ const table = [
     scope: 'runs:create',
     grants: {
       table: ['GetItem', 'Query', 'UpdateItem', 'DeleteItem'],
+      // A look for each step waiting on a provider's job, which cancels it there.
+      stepsQueue: 'send',
       webhooksQueue: 'send',
       bucket: ['GetObject'],
     },
@@ -156,6 +158,20 @@ const table = [
     entry: 'functions/api/cancel-deferred-run.ts',
     scope: 'runs:create',
     grants: { table: ['GetItem', 'UpdateItem'] },
+  },
+  {
+    // Asynchronous providers announce a step's job's end here (functions/app/provider-webhook.ts):
+    // no API key; the provider's signature, the step's token and the job's id are the check.
+    id: 'ProviderWebhook',
+    method: 'POST',
+    path: '/provider-webhooks/{provider}/{jobId}/{nodeId}/{token}',
+    entry: 'functions/api/provider-webhook.ts',
+    scope: null,
+    grants: {
+      table: ['GetItem', 'BatchGetItem'],
+      stepsQueue: 'send',
+      secrets: 'providers-and-connections',
+    },
   },
   {
     id: 'GetDocs',

@@ -49,6 +49,10 @@ export const messages = {
   monthlyCapUnverifiable: 'Unable to verify monthly credit cap; try again shortly',
   /** Our design (POST /runs/{jobId}/cancel). */
   runAlreadyEnded: 'Run already ended',
+  /** Our design (POST /provider-webhooks/…): a provider's webhook whose signature or timestamp does not hold. */
+  providerWebhookRefused: 'Webhook signature not valid',
+  /** Our design (POST /provider-webhooks/…): a verified webhook for a job no step waits on. */
+  providerJobUnknown: 'Unknown provider job',
   /** Our design (DELETE /deferred-runs/{id}). */
   deferredRunNotWaiting: 'Deferred run is not waiting',
   /**
@@ -176,6 +180,8 @@ export const RunInProgressErrorSchema = v.strictObject({
 });
 export type RunInProgressErrorBody = v.InferOutput<typeof RunInProgressErrorSchema>;
 export const RunAlreadyEndedErrorSchema = fixed(messages.runAlreadyEnded);
+export const ProviderWebhookRefusedErrorSchema = fixed(messages.providerWebhookRefused);
+export const ProviderJobUnknownErrorSchema = fixed(messages.providerJobUnknown);
 export type RunAlreadyEndedErrorBody = v.InferOutput<typeof RunAlreadyEndedErrorSchema>;
 export const DeferredRunNotWaitingErrorSchema = fixed(messages.deferredRunNotWaiting);
 export type DeferredRunNotWaitingErrorBody = v.InferOutput<typeof DeferredRunNotWaitingErrorSchema>;

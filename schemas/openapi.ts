@@ -112,6 +112,8 @@ export const componentSchemas = {
   DeferredRunNotFoundError: errors.DeferredRunNotFoundErrorSchema,
   RunInProgressError: errors.RunInProgressErrorSchema,
   RunAlreadyEndedError: errors.RunAlreadyEndedErrorSchema,
+  ProviderWebhookRefusedError: errors.ProviderWebhookRefusedErrorSchema,
+  ProviderJobUnknownError: errors.ProviderJobUnknownErrorSchema,
   DeferredRunNotWaitingError: errors.DeferredRunNotWaitingErrorSchema,
   DeliveryPendingError: DeliveryPendingErrorSchema,
   UnknownNodeTypeError: errors.UnknownNodeTypeErrorSchema,
@@ -523,6 +525,51 @@ function buildDocument(): OpenAPIObject {
         409: jsonResponse('The deferred run is no longer waiting.', 'DeferredRunNotWaitingError'),
         500: jsonResponse('Server failure.', 'ServerError'),
         503: storageBusyResponse(),
+      },
+    },
+    {
+      operationId: 'ProviderWebhook',
+      tag: 'Provider webhooks',
+      summary: "Receive an asynchronous provider's webhook",
+      description:
+        "Where Replicate and fal announce that a step's job ended; not for API consumers. No key: the delivery must " +
+        "carry the provider's signature (Standard Webhooks for Replicate, ED25519 for fal) with a timestamp within " +
+        "5 minutes, and the URL the step's token. The step then reads the job's state from the provider itself; a " +
+        'replayed or duplicated delivery changes nothing.',
+      parameters: [
+        {
+          name: 'provider',
+          in: 'path',
+          required: true,
+          description: 'The provider key.',
+          schema: { type: 'string', enum: ['replicate', 'fal'] },
+        },
+        uuidPath('jobId', 'The run.'),
+        { name: 'nodeId', in: 'path', required: true, description: 'The step.', schema: { type: 'string' } },
+        {
+          name: 'token',
+          in: 'path',
+          required: true,
+          description: "The step's webhook token.",
+          schema: { type: 'string' },
+        },
+      ],
+      requestBody: {
+        required: true,
+        content: { 'application/json': { schema: { type: 'object' } } },
+      },
+      responses: {
+        202: {
+          description: 'Accepted: the step looks at its job.',
+          content: {
+            'application/json': {
+              schema: { type: 'object', required: ['accepted'], properties: { accepted: { const: true } } },
+            },
+          },
+        },
+        401: jsonResponse('The signature or its timestamp does not hold.', 'ProviderWebhookRefusedError'),
+        404: jsonResponse('No step waits on this job (it is cancelled at the provider).', 'ProviderJobUnknownError'),
+        500: jsonResponse('Server failure.', 'ServerError'),
       },
     },
     {

@@ -742,7 +742,8 @@ describe('cdk app', { timeout: 120_000 }, () => {
         // The sweep failing a run whose messages SQS keeps refusing frees its workflow's lock.
         'DeferredDispatcher',
       ]);
-      expect(entries.filter((e) => e.access.secrets).map((e) => e.id)).toEqual(['StepExecutor']);
+      // The provider webhook verifies signatures with the provider's key (the stage's or a team's own).
+      expect(entries.filter((e) => e.access.secrets).map((e) => e.id)).toEqual(['ProviderWebhook', 'StepExecutor']);
       // The run lists read GSI4 only; the dispatcher GSI2 and GSI3.
       expect(entries.filter((e) => e.access.indexes?.length).map((e) => e.id)).toEqual([
         'ListRuns',
@@ -819,7 +820,8 @@ describe('cdk app', { timeout: 120_000 }, () => {
     });
 
     it('keeps the AWS SDK and Powertools out of the public functions', () => {
-      const publicIds = routes.filter((r) => r.scope === null).map((r) => r.id);
+      // The provider webhook has no key but reads the table: it is not one of these.
+      const publicIds = routes.filter((r) => r.scope === null && r.id !== 'ProviderWebhook').map((r) => r.id);
       expect(publicIds.sort()).toEqual(['GetDocs', 'GetDocsAsset', 'GetOpenApi']);
       for (const id of publicIds) {
         expect(sdkPackagesOf(id), id).toEqual([]);
@@ -975,10 +977,11 @@ describe('cdk app', { timeout: 120_000 }, () => {
         );
         expect(Boolean(fn.access.eventBus), `${fn.id} puts events`).toBe(sent.other.includes('events:PutEvents'));
         if (sent.other.includes('sqs:ChangeMessageVisibility')) expect(fn.consumes, fn.id).toBeTruthy();
-        // Only the step executor reads secrets, and only its bundle loads the secret stores' clients.
+        // Only the step executor and the provider webhook (its signatures) read secrets, and only
+        // their bundles load the secret stores' clients.
         const secretStores = /["']@aws-sdk\/client-(secrets-manager|ssm)["']/;
         if (fn.access.secrets) {
-          expect(fn.id).toBe('StepExecutor');
+          expect(['StepExecutor', 'ProviderWebhook']).toContain(fn.id);
           expect(sent.other).toEqual(expect.arrayContaining(['secretsmanager:GetSecretValue', 'ssm:GetParameter']));
           expect(bundle).toMatch(secretStores);
         } else {

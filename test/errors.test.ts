@@ -35,7 +35,9 @@ import {
   NameRequiredError,
   NoWorkflowForAgentError,
   PayloadTooLargeError,
+  ProviderJobUnknownError,
   ProviderNotAvailableError,
+  ProviderWebhookRefusedError,
   RateLimitedError,
   RunAlreadyEndedError,
   RunInProgressError,
@@ -172,6 +174,18 @@ const cases: Case[] = [
     body: { error: 'This workflow already has a run in progress', activeJobId: jobId },
   },
   { error: new RunAlreadyEndedError(jobId), status: 409, schema: bodies.RunAlreadyEndedErrorSchema },
+  {
+    error: new ProviderWebhookRefusedError('replicate', 'signature does not match'),
+    status: 401,
+    schema: bodies.ProviderWebhookRefusedErrorSchema,
+    body: { error: 'Webhook signature not valid' },
+  },
+  {
+    error: new ProviderJobUnknownError('replicate', 'abc'),
+    status: 404,
+    schema: bodies.ProviderJobUnknownErrorSchema,
+    body: { error: 'Unknown provider job' },
+  },
   { error: new DeferredRunNotWaitingError(jobId), status: 409, schema: bodies.DeferredRunNotWaitingErrorSchema },
   {
     error: new DeliveryPendingError(jobId, '2026-11-24T12:02:00.000Z'),

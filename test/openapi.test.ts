@@ -65,6 +65,7 @@ describe('OpenAPI document', () => {
       'get /runs/{jobId}/deliveries',
       'post /runs/{jobId}/deliveries/redeliver',
       'delete /deferred-runs/{id}',
+      'post /provider-webhooks/{provider}/{jobId}/{nodeId}/{token}',
       'get /docs',
       'get /docs/assets/{name}',
     ]);

@@ -2,10 +2,28 @@ import type { Run } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { RunAlreadyEndedError, RunNotFoundError } from '../domain/errors.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
-import { cancelStatus, isInProgress } from '../domain/run-lifecycle.ts';
-import { closeRun, queueWebhook, readRunItem } from '../store/run/index.ts';
+import { cancelStatus, isInProgress, StepStatus } from '../domain/run-lifecycle.ts';
+import { closeRun, queueWebhook, readRunItem, readRunPartition } from '../store/run/index.ts';
+import { sendDelayedStepMessage } from '../store/run/provider-jobs.ts';
 import { storageBusy } from '../store/write.ts';
 import { readRun } from './read-run.ts';
+
+/**
+ * Each step of the run waiting on a provider's job gets a look now (functions/app/provider-job.ts):
+ * it finds the run ended, cancels the job at the provider and gives the step up, which lets the
+ * run settle. Without it the job's next poll (at most 2 minutes away) would do the same.
+ */
+const stopProviderJobs = async (deps: Deps, run: { jobId: string; workflowId: string }) => {
+  const { steps } = await readRunPartition(deps, run.jobId);
+  for (const step of steps) {
+    if (step.status !== StepStatus.processing || step.providerJob?.id === undefined) continue;
+    await sendDelayedStepMessage(
+      deps,
+      { jobId: run.jobId, workflowId: run.workflowId, nodeId: step.nodeId, check: 'look' },
+      0,
+    );
+  }
+};
 
 /**
  * POST /runs/{jobId}/cancel (our design; the spec names `cancelled` and `stopped` but not the
@@ -32,6 +50,7 @@ export const cancelRun = async (
     // false: a step charged between the read and the write (the hold moved); read again.
     if (await closeRun(deps, run, status)) {
       await queueWebhook(deps, run, status);
+      await stopProviderJobs(deps, run);
       return readRun(deps, teamId, jobId, keyWorkflowIds);
     }
   }

@@ -2,6 +2,7 @@ import type { Deps } from '../deps.ts';
 import { fileUrlSeconds } from '../domain/file-link-lifetime.ts';
 import { stampLicenceModel } from '../domain/licence.ts';
 import { stepCharge } from '../domain/pricing.ts';
+import { firstPollSeconds } from '../domain/provider-jobs.ts';
 import { chainSuccessor, planStep, predecessors, readySuccessors, successors } from '../domain/run-graph.ts';
 import {
   type CountedStepStatus,
@@ -14,10 +15,13 @@ import {
   StepStatus,
 } from '../domain/run-lifecycle.ts';
 import { executionsFailedError, stepExecutionAttempts } from '../domain/step-attempts.ts';
+import type { CanvasNode } from '../domain/workflow-graph.ts';
 import { apiInputTargets, type Canvas } from '../domain/workflow-graph.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
-import type { ModelUse } from '../nodes/executors/types.ts';
+import type { NodeSpec } from '../nodes/catalogue/node-spec.ts';
+import type { ModelUse, StepContext } from '../nodes/executors/types.ts';
 import { type NodeExecutor, StepFailedError } from '../nodes/executors/types.ts';
+import { ProviderError } from '../nodes/providers/types.ts';
 import { logger } from '../observability/logger.ts';
 import { addCreditsCharged, countStepCompleted } from '../observability/metrics.ts';
 import { getConnections, resolveConnection } from '../store/connections.ts';
@@ -41,7 +45,17 @@ import {
   sendStepMessages,
   settleEndedRun,
 } from '../store/run/index.ts';
+import { sendDelayedStepMessage } from '../store/run/provider-jobs.ts';
 import { SecretUnavailableError } from '../store/secret-refs.ts';
+import {
+  cancelQuietly,
+  type JobStepMessage,
+  jobOutputs,
+  jobProviderOf,
+  lookAtJob,
+  retryBusyProvider,
+  submitJob,
+} from './provider-job.ts';
 
 /**
  * One step of a run (the step executor's work, one SQS message per ready step). Read the run, the
@@ -56,12 +70,11 @@ import { SecretUnavailableError } from '../store/secret-refs.ts';
  * invocation. Its message is sent instead when time is short, or when running it here failed.
  */
 
-/** A step message: the step `nodeId` of run `jobId` of workflow `workflowId` is ready. */
-export interface StepMessage {
-  jobId: string;
-  workflowId: string;
-  nodeId: string;
-}
+/**
+ * A step message: the step `nodeId` of run `jobId` of workflow `workflowId` is ready; or, with
+ * `check`, its provider's job is due a look (functions/app/provider-job.ts).
+ */
+export type StepMessage = JobStepMessage;
 
 const isGoing = (run: RunItem) => isInProgress(run.status);
 
@@ -180,6 +193,11 @@ const settleStep = async (
   await releaseSuccessors(deps, message, options, justFinished);
 };
 
+/** The ends run-step gives a provider's job (functions/app/provider-job.ts). */
+const jobEnds = (deps: Deps, message: StepMessage) => ({
+  fail: (attempt: number, error: string) => endWithFailure(deps, message, attempt, error),
+});
+
 const endWithFailure = async (deps: Deps, message: StepMessage, attempt: Attempt, error: string) => {
   // The hold may move between read and write (a parallel step charged): re-read and retry.
   for (let i = 0; i < 5; i++) {
@@ -196,6 +214,83 @@ const endWithFailure = async (deps: Deps, message: StepMessage, attempt: Attempt
     }
   }
   throw new Error(`Could not record the failure of step ${message.nodeId}`);
+};
+
+/** What a node executor (or a job's outcome) is handed: the step, its inputs, and the run's files and keys. */
+const stepContext = (
+  deps: Deps,
+  run: RunItem,
+  node: CanvasNode,
+  spec: NodeSpec,
+  parts: { inputs: Record<string, unknown[]>; runInput: string | undefined; timeoutMs: number },
+) => {
+  const { teamId, jobId } = run;
+  let connections: Record<string, ConnectionRef> | undefined;
+  const context: StepContext = {
+    jobId,
+    teamId,
+    node,
+    spec,
+    mode: run.mode,
+    inputs: parts.inputs,
+    runInput: parts.runInput,
+    storeFile: (file) => putRunFile(deps, { teamId, jobId, nodeId: node.id }, file),
+    readFile: (file) => readTeamFile(deps, teamId, file),
+    fileUrl: (file) => presignTeamFile(deps, teamId, file.key, fileUrlSeconds),
+    connection: async (key) => {
+      connections ??= await getConnections(deps, teamId);
+      return resolveConnection(deps.secrets, key, connections[key]);
+    },
+    signal: AbortSignal.timeout(parts.timeoutMs),
+  };
+  return context;
+};
+
+/**
+ * A look at a step's job at its provider (a poll, or its webhook's news): nothing when the step no
+ * longer waits on that job; cancelled at the provider when the run has ended; else the provider's
+ * state applied once, through the same end as any model step (its count, its charge, its successors).
+ */
+const checkJob = async (deps: Deps, message: StepMessage, options: RunStepOptions) => {
+  const read = await readRunAndSteps(deps, message, () => [message.nodeId]);
+  if (!read) return;
+  const { run, canvas } = read;
+  const step = read.stepItem(message.nodeId);
+  const job = step?.providerJob;
+  if (step?.status !== StepStatus.processing || job?.id === undefined || step.attempts !== job.attempt) return;
+  const recorded = { ...job, id: job.id };
+  const node = canvas.nodes.find((n) => n.id === message.nodeId);
+  const spec = node ? getNodeSpec(node.type) : undefined;
+  if (!node || !spec) throw new Error(`Node ${message.nodeId} is not in the canvas`);
+  const context = stepContext(deps, run, node, spec, { inputs: {}, runInput: undefined, timeoutMs: 120_000 });
+  const provider = await jobProviderOf(
+    deps,
+    recorded,
+    () => context.connection?.(job.provider) ?? Promise.resolve(undefined),
+  );
+  if (!provider)
+    return endWithFailure(deps, message, job.attempt, `${node.type}: provider ${job.provider} is not configured`);
+  if (!isGoing(run)) {
+    // The run ended (cancelled, or another step failed): the job is stopped and never counted.
+    await cancelQuietly(provider, recorded);
+    await abandonStep(deps, run, message.nodeId, job.attempt);
+    if (isUnsettled(run) || (await readRunItem(deps, message.jobId).then((r) => r && isUnsettled(r)))) {
+      await settleEndedRun(deps, message.jobId);
+    }
+    return;
+  }
+  const verdict = await lookAtJob(deps, message, recorded, provider, node.type);
+  if (verdict.kind === 'wait') return;
+  if (verdict.kind === 'failed') return endWithFailure(deps, message, job.attempt, verdict.error);
+  const made = await jobOutputs(deps, context, verdict.output);
+  if ('error' in made) return endWithFailure(deps, message, job.attempt, made.error);
+  const model = { provider: job.provider, model: job.model };
+  const chargeHundredths = stepCharge(run, { nodeId: node.id, spec, work: undefined }, StepStatus.completed);
+  const licence = stampLicenceModel({ nodeId: node.id, ...model, stampedAt: deps.now() });
+  const end = { status: StepStatus.completed, outputs: made.outputs, model, licence, chargeHundredths };
+  // False: a duplicate look (a webhook and a poll together) finished it first; that one counts it.
+  if (!(await finishStepItem(deps, run, node.id, job.attempt, end))) return;
+  await settleStep(deps, message, options, run, { status: StepStatus.completed, chargeHundredths, model }, canvas);
 };
 
 /** How a step runs; the worker sets them from its queue's definition and its invocation. */
@@ -231,6 +326,7 @@ export const withTimeLeft = (options: RunStepOptions, context?: TimeLeft): RunSt
  * until the step's own count of failed executions reaches `stepExecutionAttempts`.
  */
 export const runStep = async (deps: Deps, message: StepMessage, options: RunStepOptions) => {
+  if (message.check) return checkJob(deps, message, options);
   const read = await readRunAndSteps(deps, message, (c) => [message.nodeId, ...predecessors(c, message.nodeId)]);
   // The run is gone (expired, or deleted after its retention): a late message has nothing to do.
   if (!read) return;
@@ -250,11 +346,18 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
   let attempt: Attempt = null;
   if (spec.model) {
     const claim = await claimStep(deps, run, message.nodeId);
-    if (!claim.claimed) return; // leased by another delivery (a duplicate), or finished meanwhile
+    if (!claim.claimed) {
+      // Its job is at a provider: a delivery that died after recording it may not have scheduled its poll.
+      if (claim.waitsOnJob)
+        await sendDelayedStepMessage(deps, { ...message, check: 'poll', poll: 0 }, firstPollSeconds);
+      return; // leased by another delivery (a duplicate), or finished meanwhile
+    }
     attempt = claim.attempt;
-    // Each claim before this one lost its worker while the node ran: stop taking the step over.
-    if (attempt > stepExecutionAttempts) {
-      return endWithFailure(deps, message, attempt, executionsFailedError(attempt - 1));
+    // Each claim before this one (but those of a busy provider's retries) lost its worker while the
+    // node ran: stop taking the step over.
+    const lostWorkers = attempt - 1 - claim.providerTries;
+    if (lostWorkers >= stepExecutionAttempts) {
+      return endWithFailure(deps, message, attempt, executionsFailedError(lostWorkers));
     }
     // The run may have ended between its read and this claim. An ended run is settled only after
     // its end was written, from a read of its claims: either that read sees this claim (and the
@@ -267,7 +370,6 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
       return;
     }
   }
-  const { teamId } = run;
   const plan = planStep(canvas, message.nodeId, steps);
   if (!plan.run) {
     if (await finishStepItem(deps, run, node.id, attempt, { status: StepStatus.skipped }))
@@ -278,27 +380,19 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
   // Own keys only: an apiInputKey such as `toString` the run did not set must not read Object.prototype's.
   const runInput = inputKey !== undefined && Object.hasOwn(run.inputs, inputKey) ? run.inputs[inputKey] : undefined;
   let outcome: Awaited<ReturnType<NodeExecutor>>;
-  let connections: Record<string, ConnectionRef> | undefined;
+  const context = stepContext(deps, run, node, spec, {
+    inputs: plan.inputs,
+    runInput,
+    timeoutMs: options.stepTimeoutMs,
+  });
   try {
-    outcome = await deps.executors(node.type)({
-      jobId: message.jobId,
-      teamId,
-      node,
-      spec,
-      mode: run.mode,
-      inputs: plan.inputs,
-      runInput,
-      storeFile: (file) => putRunFile(deps, { teamId, jobId: message.jobId, nodeId: node.id }, file),
-      readFile: (file) => readTeamFile(deps, teamId, file),
-      fileUrl: (file) => presignTeamFile(deps, teamId, file.key, fileUrlSeconds),
-      connection: async (key) => {
-        connections ??= await getConnections(deps, teamId);
-        return resolveConnection(deps.secrets, key, connections[key]);
-      },
-      signal: AbortSignal.timeout(options.stepTimeoutMs),
-    });
+    outcome = await deps.executors(node.type)(context);
   } catch (error) {
     if (error instanceof StepFailedError) return endWithFailure(deps, message, attempt, error.message);
+    // A busy provider (429, 5xx, a timeout): asked again after a backoff, never counted as a lost worker.
+    if (error instanceof ProviderError && error.retryable && attempt !== null) {
+      return retryBusyProvider(deps, message, attempt, error, node.type, jobEnds(deps, message));
+    }
     // A secret that is refused, missing or malformed stays so: the step fails now, naming which.
     if (error instanceof SecretUnavailableError) {
       return endWithFailure(deps, message, attempt, `${node.type}: ${error.message}`);
@@ -317,6 +411,20 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
     // SQS redelivers the message: let that delivery take the step, not drop it as a duplicate.
     await releaseStep(deps, message.jobId, message.nodeId, attempt);
     throw error;
+  }
+  if (outcome.job) {
+    if (attempt === null) throw new Error(`Step ${node.id} submits a job without a claim`);
+    const { job } = outcome;
+    const connection = job.credentials === 'team' ? await context.connection?.(job.provider) : undefined;
+    return submitJob(
+      deps,
+      message,
+      attempt,
+      job,
+      { kind: job.credentials, connection },
+      node.type,
+      jobEnds(deps, message),
+    );
   }
   const chargeHundredths = stepCharge(run, { nodeId: node.id, spec, work: outcome.work }, StepStatus.completed);
   const licence = outcome.model

@@ -245,6 +245,24 @@ export const RunAlreadyEndedError = defineError('RunAlreadyEndedError', {
   body: () => ({ error: messages.runAlreadyEnded }),
 });
 
+/** A provider's webhook whose signature or timestamp does not hold (functions/app/provider-webhook.ts). */
+export const ProviderWebhookRefusedError = defineError('ProviderWebhookRefusedError', {
+  facts: (provider: string, reason: string) => ({ provider, reason }),
+  message: (f) => `${f.provider} webhook refused: ${f.reason}`,
+  status: 401,
+  schemas: [bodies.ProviderWebhookRefusedErrorSchema],
+  body: () => ({ error: messages.providerWebhookRefused }),
+});
+
+/** A verified webhook for a job no step waits on (an unknown run, step or token, or another job). */
+export const ProviderJobUnknownError = defineError('ProviderJobUnknownError', {
+  facts: (provider: string, providerJobId: string) => ({ provider, providerJobId }),
+  message: (f) => `${f.provider} job ${f.providerJobId} is no step's`,
+  status: 404,
+  schemas: [bodies.ProviderJobUnknownErrorSchema],
+  body: () => ({ error: messages.providerJobUnknown }),
+});
+
 /** The deferred run to cancel is no longer waiting. */
 export const DeferredRunNotWaitingError = defineError('DeferredRunNotWaitingError', {
   facts: (deferredJobId: string) => ({ deferredJobId }),

@@ -162,6 +162,26 @@ export const StepItemSchema = v.object({
   /** A model step's claims so far, and until when the latest is leased (functions/store/run/steps.ts). */
   attempts: v.optional(v.number()),
   leaseUntil: v.optional(v.string()),
+  /**
+   * A model step's job at an asynchronous provider (functions/store/run/provider-jobs.ts): written
+   * before the submit (no `id` yet: the intent, its webhook token's hash), then its id once the
+   * provider accepted it. Belongs to the claim `attempt` that submitted it.
+   */
+  providerJob: v.optional(
+    v.object({
+      provider: v.string(),
+      model: v.string(),
+      /** Whose key the job runs on: the team's own (a connection named by the provider) or the stage's. */
+      credentials: v.picklist(['team', 'stage']),
+      attempt: v.number(),
+      tokenHash: v.string(),
+      id: v.optional(v.string()),
+      submittedAt: v.optional(v.string()),
+      deadlineAt: v.string(),
+    }),
+  ),
+  /** Times a busy provider (429, 5xx, a timeout) was asked again for this step. */
+  providerTries: v.optional(v.number()),
 });
 export type StepItem = v.InferOutput<typeof StepItemSchema>;
 

@@ -11,7 +11,14 @@ import { type Deps, productionDeps } from '../deps.ts';
 import { logger } from '../observability/logger.ts';
 import { metrics } from '../observability/metrics.ts';
 
-const StepMessageSchema = v.object({ jobId: v.string(), workflowId: v.string(), nodeId: v.string() });
+const StepMessageSchema = v.object({
+  jobId: v.string(),
+  workflowId: v.string(),
+  nodeId: v.string(),
+  // A look at the step's job at its provider (functions/app/provider-job.ts).
+  check: v.optional(v.picklist(['poll', 'look'])),
+  poll: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+});
 const parseMessage = (record: SQSRecord): StepMessage => {
   try {
     return v.parse(StepMessageSchema, JSON.parse(record.body));

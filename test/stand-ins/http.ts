@@ -167,3 +167,24 @@ export const startWebhookCatcher = async () => {
   const url = await listen(server);
   return { url: `${url}/hooks/step-token`, received, close: () => close(server) };
 };
+
+/**
+ * A provider's file host (Replicate's `replicate.delivery`, fal's CDN) on loopback: each path
+ * answers its bytes with its type; any other path a 404. `served` counts the downloads per path.
+ */
+export const startFileServer = async (files: Record<string, { body: Uint8Array; contentType: string }>) => {
+  const served = new Map<string, number>();
+  const server = createServer((req, res) => {
+    const path = new URL(req.url ?? '/', 'http://files').pathname;
+    const file = Object.hasOwn(files, path) ? files[path] : undefined;
+    served.set(path, (served.get(path) ?? 0) + 1);
+    if (!file) {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { 'content-type': file.contentType, 'content-length': String(file.body.byteLength) });
+    res.end(file.body);
+  });
+  const url = await listen(server);
+  return { url, served, close: () => close(server) };
+};

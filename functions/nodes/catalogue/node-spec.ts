@@ -80,6 +80,8 @@ export const numberBetween = (min: number, max: number) => v.pipe(v.number(), v.
 export const modelConfigEntries = {
   provider: v.optional(NonEmptyStringSchema),
   model: v.optional(NonEmptyStringSchema),
+  /** Fields passed to a hosted model as they are, after the step's own (Replicate, fal). */
+  modelInput: v.optional(v.record(v.string(), v.unknown())),
 };
 
 /** The price of a step that is not a model step: `draft` changes nothing it does, so it costs the same. */

@@ -20,6 +20,7 @@ import {
   type StageProviders,
   stageProvidersFromEnv,
 } from '../providers/index.ts';
+import { type JobProviderResolver, jobProvidersFromEnv } from '../providers/job-providers.ts';
 import type { MediaFile } from '../providers/types.ts';
 import { isStoredFile, type StepContext, StepFailedError, type StoredFile, type TeamConnection } from './types.ts';
 
@@ -43,6 +44,10 @@ export interface ExecutorDeps {
   env: NodeJS.ProcessEnv;
   /** Runs a PythonSandbox step's code on the PythonRunner function; absent where none is configured. */
   python?: PythonInvoke;
+  /** The asynchronous providers' adapters (Replicate, fal); absent: none. */
+  jobProviders?: JobProviderResolver;
+  /** Our public base URL, which providers' webhooks reach (`PUBLIC_BASE_URL`); absent: jobs are polled alone. */
+  publicBaseUrl?: string;
 }
 
 /** What the step executor hands its node executors: its environment and the reader of stage secrets. */
@@ -83,6 +88,8 @@ export const executorDeps = ({ env, providerSecret, onClient }: ExecutorSettings
     });
   return {
     providers: createProviderResolver({ env: settings, stageCredentials }),
+    jobProviders: jobProvidersFromEnv({ env: settings, providerSecret }),
+    ...(settings[envNames.publicBaseUrl] ? { publicBaseUrl: settings[envNames.publicBaseUrl] } : {}),
     stage,
     fetch: guardedFetch,
     allowLoopback: allowLoopbackFromEnv(settings),

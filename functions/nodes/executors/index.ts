@@ -5,12 +5,14 @@
  * `executorDepsFromEnv` or their own settings); the step orchestration only reads `deps.executors`.
  */
 import type { NodeType } from '../../../schemas/workflows.ts';
+import type { ExecutorLookup } from '../../deps.ts';
 import { type ExecutorDeps, type ExecutorSettings, executorDeps } from './helpers.ts';
 import { inputExecutors } from './inputs.ts';
+import { jobOutcome } from './jobs.ts';
 import { logicExecutors } from './logic.ts';
 import { modelExecutors } from './models.ts';
 import { outputExecutors } from './outputs.ts';
-import type { NodeExecutor, StepOutcome } from './types.ts';
+import type { NodeExecutor, ProviderJobs, StepOutcome } from './types.ts';
 
 /** Every node type's executor, built over `deps`. */
 export const createExecutors = (deps: ExecutorDeps): Readonly<Record<NodeType, NodeExecutor>> =>
@@ -22,13 +24,21 @@ export const createExecutors = (deps: ExecutorDeps): Readonly<Record<NodeType, N
   }) satisfies Record<NodeType, NodeExecutor>;
 
 /** A lookup over `createExecutors(deps)`; throws for a type that has none (never for the 55). */
-export const createExecutorRegistry = (deps: ExecutorDeps): ((type: NodeType) => NodeExecutor) => {
+export const createExecutorRegistry = (deps: ExecutorDeps): ExecutorLookup => {
   const executors = createExecutors(deps);
-  return (type) => {
+  const lookup = (type: NodeType) => {
     const executor = Object.hasOwn(executors, type) ? executors[type] : undefined;
     if (!executor) throw new Error(`No executor for node type ${type}`);
     return executor;
   };
+  const { jobProviders } = deps;
+  if (!jobProviders) return lookup;
+  const jobs: ProviderJobs = {
+    provider: jobProviders,
+    outcome: (context, output) => jobOutcome(deps, context, output),
+    publicBaseUrl: deps.publicBaseUrl,
+  };
+  return Object.assign(lookup, { jobs });
 };
 
 /** The step executor's lookup over its environment and its secret store's provider credentials. */

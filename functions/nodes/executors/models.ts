@@ -6,7 +6,7 @@
  * What a run mode changes in a model call (`modeSettings`) is in functions/domain/run-modes.ts.
  */
 
-import { providerEntry, sandboxProviderKey } from '../../../platform/providers.ts';
+import { isJobProtocol, providerEntry, sandboxProviderKey } from '../../../platform/providers.ts';
 import type { NodeType } from '../../../schemas/workflows.ts';
 import {
   type ModelWork,
@@ -38,6 +38,7 @@ import {
   store,
   toText,
 } from './helpers.ts';
+import { jobRequest } from './jobs.ts';
 import type { NodeExecutor, StepContext, StepOutcome } from './types.ts';
 
 const capabilityText: Record<ProviderCapability, string> = {
@@ -90,6 +91,16 @@ const runModel = async (
   if (route.refused) {
     return fail(context, `runs on ${use.provider}, which is not available through the API without your own key`);
   }
+  const runsOnEntry = providerEntry(route.runsOn);
+  if (runsOnEntry && isJobProtocol(runsOnEntry.protocol)) {
+    // A job: the step executor submits it and the step ends when the job does (functions/app/provider-job.ts).
+    const model = use.model ?? fail(context, `names no model for ${route.runsOn} (config.model)`);
+    return {
+      outputs: {},
+      model: { provider: route.runsOn, model },
+      job: await jobRequest(context, runsOnEntry.protocol, model, route.credentials === 'team' ? 'team' : 'stage'),
+    };
+  }
   const provider =
     (await deps.providers(route.runsOn, route.credentials === 'team' ? connection : undefined)) ??
     fail(context, `unknown provider ${route.runsOn}`);
@@ -100,7 +111,8 @@ const runModel = async (
     const { outputs, work } = await call({ provider, model });
     return { outputs, model: { provider: route.runsOn, model }, ...(work ? { work } : {}) };
   } catch (error) {
-    if (error instanceof ProviderError) return fail(context, error.message);
+    // A busy provider is asked again later (run-step's retry); any other refusal fails the step now.
+    if (error instanceof ProviderError && !error.retryable) return fail(context, error.message);
     throw error;
   }
 };

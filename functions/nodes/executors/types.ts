@@ -2,7 +2,7 @@ import type { RunMode } from '../../../schemas/runs.ts';
 import type { ModelWork } from '../../domain/model-pricing.ts';
 import type { CanvasNode } from '../../domain/workflow-graph.ts';
 import type { NodeSpec } from '../catalogue/node-spec.ts';
-import type { TeamConnection } from '../providers/types.ts';
+import type { JobProvider, TeamConnection } from '../providers/types.ts';
 
 /**
  * The contract between the step executor (orchestration: reads, charges, successors) and the node
@@ -81,6 +81,21 @@ export interface StepOutcome {
    * input image): the step is charged its price, never above its estimate. Unset: its estimate.
    */
   work?: ModelWork;
+  /**
+   * Set instead of outputs by a model step on an asynchronous provider: the job to submit. The
+   * step executor submits it, records it on the step and ends the invocation; the step's outputs
+   * come from the job's answer (`jobOutcome`) once it ends.
+   */
+  job?: JobRequest;
+}
+
+/** A model step's job, before its submit: the provider, the model in its naming, the model's input. */
+export interface JobRequest {
+  provider: 'replicate' | 'fal';
+  /** Whose key it runs on: the team's own (its connection named by the provider) or the stage's. */
+  credentials: 'team' | 'stage';
+  model: string;
+  input: Record<string, unknown>;
 }
 
 /** A step that failed for a reason the caller should see (`error` on the RunStep). */
@@ -89,3 +104,14 @@ export class StepFailedError extends Error {
 }
 
 export type NodeExecutor = (context: StepContext) => Promise<StepOutcome>;
+
+/**
+ * What the step executor needs of asynchronous providers (Replicate, fal) beside the node
+ * executors: a provider's adapter (on the team's key or the stage's), a finished job's outputs, and
+ * our public base URL providers' webhooks reach (undefined: no webhook, the job is polled alone).
+ */
+export interface ProviderJobs {
+  provider(key: string, connection: TeamConnection | undefined): Promise<JobProvider | undefined>;
+  outcome(context: StepContext, output: unknown): Promise<Pick<StepOutcome, 'outputs'>>;
+  publicBaseUrl: string | undefined;
+}

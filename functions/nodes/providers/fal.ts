@@ -32,7 +32,7 @@ import {
   type JobState,
   type JobSubmission,
   ProviderError,
-  type WebhookDelivery,
+  type ProviderWebhookDelivery,
   WebhookRefusedError,
 } from './types.ts';
 
@@ -202,7 +202,7 @@ export const createFalProvider = (options: FalOptions): JobProvider => {
       throw http.failure(answer, 'the cancel', errorText);
     },
 
-    async verifyWebhook(delivery: WebhookDelivery): Promise<{ id: string; state: JobState }> {
+    async verifyWebhook(delivery: ProviderWebhookDelivery): Promise<{ id: string; state: JobState }> {
       const requestId = delivery.headers['x-fal-webhook-request-id'];
       const userId = delivery.headers['x-fal-webhook-user-id'];
       const timestamp = delivery.headers['x-fal-webhook-timestamp'];

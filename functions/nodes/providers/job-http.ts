@@ -7,7 +7,7 @@
  * provider's own error text. The key is cut out of every message, even where the provider quotes it.
  */
 import { GuardedFetchError, guardedFetch } from '../../http-client/guarded-fetch.ts';
-import { ProviderError, retryAfterSeconds } from './types.ts';
+import { ProviderError, parseRetryAfter } from './types.ts';
 
 export interface JobHttpOptions {
   /** Registry key: the start of every message. */
@@ -167,7 +167,7 @@ export const createJobHttp = (options: JobHttpOptions): JobHttp => {
       const text = describe(answer.json);
       const detail = text ? `: ${clean(text)}` : '';
       return new ProviderError(`${key} answered ${answer.status} to ${what}${detail}`, answer.status, {
-        retryAfterSeconds: retryAfterSeconds(answer.headers['retry-after'], new Date()),
+        retryAfterSeconds: parseRetryAfter(answer.headers['retry-after'], new Date()),
       });
     },
   };

@@ -25,7 +25,7 @@ import {
   type JobState,
   type JobSubmission,
   ProviderError,
-  type WebhookDelivery,
+  type ProviderWebhookDelivery,
   WebhookRefusedError,
 } from './types.ts';
 
@@ -183,7 +183,7 @@ export const createReplicateProvider = (options: ReplicateOptions): JobProvider 
       await call('POST', `${predictionPath(ref.id)}/cancel`, 'the cancel', signal);
     },
 
-    async verifyWebhook(delivery: WebhookDelivery): Promise<{ id: string; state: JobState }> {
+    async verifyWebhook(delivery: ProviderWebhookDelivery): Promise<{ id: string; state: JobState }> {
       const id = delivery.headers['webhook-id'];
       const timestamp = delivery.headers['webhook-timestamp'];
       const signature = delivery.headers['webhook-signature'];

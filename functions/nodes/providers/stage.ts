@@ -20,6 +20,18 @@ export interface StageProviders {
   secrets: Readonly<Record<string, string>> | undefined;
 }
 
+/**
+ * The local default's providers, from its environment: `openai-compatible` with
+ * `OPENAI_COMPATIBLE_BASE_URL`, `replicate` and `fal` with `PROVIDER_<KEY>_API_KEY`, `bedrock` with
+ * `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` (a stand-in) or `PROVIDER_BEDROCK=on` (the account's own).
+ */
+const localProviders = (env: NodeJS.ProcessEnv): string[] => [
+  ...(env.OPENAI_COMPATIBLE_BASE_URL ? ['openai-compatible'] : []),
+  ...(env.AWS_ENDPOINT_URL_BEDROCK_RUNTIME || env.PROVIDER_BEDROCK === 'on' ? ['bedrock'] : []),
+  ...(env.PROVIDER_REPLICATE_API_KEY ? ['replicate'] : []),
+  ...(env.PROVIDER_FAL_API_KEY ? ['fal'] : []),
+];
+
 /** The stage's providers from `PROVIDER_SECRETS`, `SANDBOX_PROVIDERS` and, locally, `OPENAI_COMPATIBLE_BASE_URL`. */
 export const stageProvidersFromEnv = (env: NodeJS.ProcessEnv = process.env): StageProviders => {
   const raw = env[envNames.providerSecrets];
@@ -37,7 +49,7 @@ export const stageProvidersFromEnv = (env: NodeJS.ProcessEnv = process.env): Sta
     secrets = parsed as Record<string, string>;
   }
   return {
-    configured: secrets ? Object.keys(secrets) : env.OPENAI_COMPATIBLE_BASE_URL ? ['openai-compatible'] : [],
+    configured: secrets ? Object.keys(secrets) : localProviders(env),
     sandbox: env[envNames.sandboxProviders] !== 'false',
     secrets,
   };

@@ -126,11 +126,7 @@ export const isRetryableStatus = (status: number | undefined): boolean =>
  * Seconds from a `Retry-After` header (delta-seconds or an HTTP date), capped at `maxSeconds`;
  * undefined when absent or unreadable.
  */
-export const retryAfterSeconds = (
-  value: string | null | undefined,
-  now: Date,
-  maxSeconds = 900,
-): number | undefined => {
+export const parseRetryAfter = (value: string | null | undefined, now: Date, maxSeconds = 900): number | undefined => {
   if (!value) return undefined;
   const trimmed = value.trim();
   const seconds = /^\d+$/.test(trimmed) ? Number(trimmed) : (Date.parse(trimmed) - now.getTime()) / 1000;
@@ -162,7 +158,7 @@ export interface JobSubmission {
 }
 
 /** A webhook delivery as our route received it: lower-case header names, the raw body. */
-export interface WebhookDelivery {
+export interface ProviderWebhookDelivery {
   headers: Readonly<Record<string, string | undefined>>;
   body: string;
   now: Date;
@@ -189,7 +185,7 @@ export interface JobProvider {
    * Verifies a webhook (signature with the provider's published secret or keys, timestamp within
    * 5 minutes of `now`) and returns the job it announces; throws `WebhookRefusedError` otherwise.
    */
-  verifyWebhook(delivery: WebhookDelivery): Promise<{ id: string; state: JobState }>;
+  verifyWebhook(delivery: ProviderWebhookDelivery): Promise<{ id: string; state: JobState }>;
 }
 
 /** A team's own key for a provider or service (spec: Team, Connections), resolved by the caller. */

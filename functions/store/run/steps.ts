@@ -46,11 +46,20 @@ export const stepLeaseSeconds = 120;
  */
 export type Attempt = number | null;
 
-export type ClaimResult = { claimed: true; attempt: number } | { claimed: false; status: StoredStepStatus | 'ended' };
+/**
+ * A claim, with the tries of a busy provider so far (each retry is a claim too, not a failed
+ * execution); or a refusal, saying whether the step already waits on a provider's job.
+ */
+export type ClaimResult =
+  | { claimed: true; attempt: number; providerTries: number }
+  | { claimed: false; status: StoredStepStatus | 'ended'; waitsOnJob: boolean };
 
-const ClaimedStepSchema = v.object({ attempts: v.number() });
+const ClaimedStepSchema = v.object({ attempts: v.number(), providerTries: v.optional(v.number(), 0) });
 /** The step a refused claim returns (its old image, as attribute values). */
-const RefusedStepSchema = v.object({ status: v.optional(stringAttribute(StepItemSchema.entries.status)) });
+const RefusedStepSchema = v.object({
+  status: v.optional(stringAttribute(StepItemSchema.entries.status)),
+  providerJob: v.optional(v.object({ M: v.object({ id: v.optional(v.unknown()) }) })),
+});
 
 /**
  * Claims a step for this worker: created as `processing` if absent, or taken over when the
@@ -82,10 +91,15 @@ export const claimStep = async (deps: Deps, run: StepRun, nodeId: string): Promi
     }),
   );
   if (claim.written) {
-    return { claimed: true, attempt: parseItem(ClaimedStepSchema, claim.output.Attributes ?? {}).attempts };
+    const claimed = parseItem(ClaimedStepSchema, claim.output.Attributes ?? {});
+    return { claimed: true, attempt: claimed.attempts, providerTries: claimed.providerTries };
   }
-  const status = claim.oldItem && parseItem(RefusedStepSchema, claim.oldItem, stepKey(jobId, nodeId)).status?.S;
-  return { claimed: false, status: status ?? StepStatus.processing };
+  const refused = claim.oldItem && parseItem(RefusedStepSchema, claim.oldItem, stepKey(jobId, nodeId));
+  return {
+    claimed: false,
+    status: refused?.status?.S ?? StepStatus.processing,
+    waitsOnJob: refused?.providerJob?.M.id !== undefined,
+  };
 };
 
 /** What a finished step's item records beside its status. */

@@ -1,0 +1,232 @@
+/**
+ * A model step whose work is a job at an asynchronous provider (Replicate, fal): long work that
+ * holds no Lambda. The step's delivery submits the job and ends; the job's end arrives by the
+ * provider's signed webhook (`functions/app/provider-webhook.ts` sends a `webhook` check) or by
+ * polling (`poll` checks, delayed step messages from 5 s to 2 minutes), whichever comes first, and
+ * is applied once: the step item's end is conditioned on the claim that submitted the job, and the
+ * run counts a step once. Rules (deadlines, backoff, tokens): functions/domain/provider-jobs.ts.
+ *
+ * The crash between the submit and recording the job's id: the claim keeps its short lease until
+ * the id is recorded, so a delivery that dies there is replaced within two minutes and its
+ * replacement submits anew under a new webhook token. The first job, if the provider had accepted
+ * it, announces itself with the old token: its webhook is verified, read as an unknown job, and the
+ * job is cancelled at the provider. It is never counted or charged. With no webhook (no public
+ * URL) such a job is not found: the provider runs it to its end, at the stage's cost, not the team's.
+ */
+
+import { basePath } from '../../platform/routes.ts';
+import type { Deps } from '../deps.ts';
+import {
+  jobDeadline,
+  jobTimedOutMessage,
+  maxProviderTries,
+  newWebhookToken,
+  pollDelaySeconds,
+  retryDelaySeconds,
+  webhookTokenHash,
+} from '../domain/provider-jobs.ts';
+import type { JobRequest, ProviderJobs } from '../nodes/executors/types.ts';
+import { type StepContext, StepFailedError } from '../nodes/executors/types.ts';
+import { type JobProvider, type JobState, ProviderError, type TeamConnection } from '../nodes/providers/types.ts';
+import { logger } from '../observability/logger.ts';
+import type { StepItem } from '../store/items.ts';
+import {
+  countProviderTry,
+  recordJobIntent,
+  recordJobSubmitted,
+  sendDelayedStepMessage,
+} from '../store/run/provider-jobs.ts';
+
+/** A step message; `check` and `poll` when it comes to look at the step's job. */
+export interface JobStepMessage {
+  jobId: string;
+  workflowId: string;
+  nodeId: string;
+  check?: 'poll' | 'look';
+  poll?: number;
+}
+
+/** The path of a step's webhook route under the base path (the route table's `ProviderWebhook`). */
+export const providerWebhookPath = (provider: string, jobId: string, nodeId: string, token: string) =>
+  `${basePath}/provider-webhooks/${encodeURIComponent(provider)}/${jobId}/${encodeURIComponent(nodeId)}/${token}`;
+
+/** How a job's step ends, given by run-step (its settle and failure paths). */
+export interface JobStepEnds {
+  /** Fails the step (and its run) with `error`, from the claim `attempt`. */
+  fail(attempt: number, error: string): Promise<void>;
+}
+
+const jobsOf = (deps: Deps): ProviderJobs => {
+  const jobs = deps.executors.jobs;
+  if (!jobs) throw new Error('This step executor has no asynchronous providers wired');
+  return jobs;
+};
+
+/** Shortens a provider's message for a step's `error` (it is the provider's words, never a key). */
+const providerWords = (message: string) => (message.length > 500 ? `${message.slice(0, 497)}...` : message);
+
+/**
+ * A busy provider (429, 5xx, a timeout, the network): the try is counted and the step's message
+ * sent again after a jittered backoff (at least its `Retry-After`); past `maxProviderTries` the
+ * step fails with the provider's message. A failed step is charged nothing.
+ */
+export const retryBusyProvider = async (
+  deps: Deps,
+  message: JobStepMessage,
+  attempt: number,
+  error: ProviderError,
+  nodeType: string,
+  ends: JobStepEnds,
+) => {
+  const tries = await countProviderTry(deps, message.jobId, message.nodeId, attempt);
+  if (tries === null) return; // the claim is no longer this delivery's
+  if (tries > maxProviderTries) {
+    return ends.fail(attempt, `${nodeType}: ${providerWords(error.message)} (after ${tries} tries)`);
+  }
+  const delay = retryDelaySeconds(tries, error.retryAfterSeconds, Math.random());
+  logger.info('provider busy; step tried again later', { nodeId: message.nodeId, tries, delay, status: error.status });
+  await sendDelayedStepMessage(
+    deps,
+    { jobId: message.jobId, workflowId: message.workflowId, nodeId: message.nodeId },
+    delay,
+  );
+};
+
+/**
+ * Submits a step's job: its intent first (a new webhook token), then the submit, then the job's id
+ * (which stretches the claim's lease past the deadline), then the first poll. A provider that
+ * refuses for now is retried (`retryBusyProvider`); any other refusal fails the step.
+ */
+export const submitJob = async (
+  deps: Deps,
+  message: JobStepMessage,
+  attempt: number,
+  request: JobRequest,
+  credentials: { kind: 'team' | 'stage'; connection: TeamConnection | undefined },
+  nodeType: string,
+  ends: JobStepEnds,
+) => {
+  const jobs = jobsOf(deps);
+  const provider = await jobs.provider(request.provider, credentials.connection);
+  if (!provider) return ends.fail(attempt, `${nodeType}: provider ${request.provider} is not configured`);
+  const token = newWebhookToken();
+  const tokenHash = webhookTokenHash(token);
+  const deadlineAt = jobDeadline(nodeType, deps.now()).toISOString();
+  const intent = {
+    provider: request.provider,
+    model: request.model,
+    credentials: credentials.kind,
+    attempt,
+    tokenHash,
+    deadlineAt,
+  };
+  if (!(await recordJobIntent(deps, message.jobId, message.nodeId, intent))) return;
+  const webhookUrl = jobs.publicBaseUrl
+    ? `${jobs.publicBaseUrl.replace(/\/+$/, '')}${providerWebhookPath(request.provider, message.jobId, message.nodeId, token)}`
+    : undefined;
+  let ref: { id: string };
+  try {
+    ref = await provider.submit({
+      model: request.model,
+      input: request.input,
+      ...(webhookUrl ? { webhookUrl } : {}),
+      signal: AbortSignal.timeout(30_000),
+    });
+  } catch (error) {
+    if (error instanceof ProviderError && error.retryable) {
+      return retryBusyProvider(deps, message, attempt, error, nodeType, ends);
+    }
+    if (error instanceof ProviderError) return ends.fail(attempt, `${nodeType}: ${providerWords(error.message)}`);
+    throw error;
+  }
+  const recorded = await recordJobSubmitted(deps, message.jobId, message.nodeId, {
+    attempt,
+    tokenHash,
+    deadlineAt,
+    id: ref.id,
+  });
+  if (!recorded) {
+    // The claim was lost between the submit and now (taken over): this job is no one's.
+    await cancelQuietly(provider, { id: ref.id, model: request.model });
+    return;
+  }
+  logger.info('provider job submitted', { nodeId: message.nodeId, provider: request.provider, providerJobId: ref.id });
+  await schedulePoll(deps, message, 0, deadlineAt);
+};
+
+/** The next poll, no later than just past the deadline (where it cancels the job). */
+const schedulePoll = async (deps: Deps, message: JobStepMessage, poll: number, deadlineAt: string) => {
+  const untilDeadline = Math.ceil((Date.parse(deadlineAt) - deps.now().getTime()) / 1000) + 1;
+  const delay = Math.max(1, Math.min(pollDelaySeconds(poll, Math.random()), untilDeadline));
+  await sendDelayedStepMessage(
+    deps,
+    { jobId: message.jobId, workflowId: message.workflowId, nodeId: message.nodeId, check: 'poll', poll },
+    delay,
+  );
+};
+
+/** Asks the provider to stop a job; a failure is logged (the job ends at its provider anyway). */
+export const cancelQuietly = async (provider: JobProvider, ref: { id: string; model: string }) => {
+  try {
+    await provider.cancel(ref, AbortSignal.timeout(10_000));
+  } catch (error) {
+    logger.warn('provider job could not be cancelled', { provider: provider.key, providerJobId: ref.id, error });
+  }
+};
+
+/** The adapter a recorded job runs on, with the credentials it was submitted with. */
+export const jobProviderOf = async (
+  deps: Deps,
+  job: NonNullable<StepItem['providerJob']>,
+  connection: () => Promise<TeamConnection | undefined>,
+): Promise<JobProvider | undefined> =>
+  jobsOf(deps).provider(job.provider, job.credentials === 'team' ? await connection() : undefined);
+
+/** What a check decided about a job, for run-step to apply. */
+export type JobVerdict = { kind: 'wait' } | { kind: 'succeeded'; output: unknown } | { kind: 'failed'; error: string };
+
+/**
+ * Looks at a recorded job: its state at the provider (the truth, whatever a webhook said). Running:
+ * past its deadline the job is cancelled and the step fails; otherwise a poll schedules the next.
+ * A provider that cannot answer now is asked again at the next poll.
+ */
+export const lookAtJob = async (
+  deps: Deps,
+  message: JobStepMessage,
+  job: NonNullable<StepItem['providerJob']> & { id: string },
+  provider: JobProvider,
+  nodeType: string,
+): Promise<JobVerdict> => {
+  const ref = { id: job.id, model: job.model };
+  let state: JobState;
+  try {
+    state = await provider.get(ref, AbortSignal.timeout(20_000));
+  } catch (error) {
+    if (!(error instanceof ProviderError)) throw error;
+    if (!error.retryable) return { kind: 'failed', error: `${nodeType}: ${providerWords(error.message)}` };
+    state = { status: 'running' };
+  }
+  if (state.status === 'succeeded') return { kind: 'succeeded', output: state.output };
+  if (state.status === 'failed') return { kind: 'failed', error: `${nodeType}: ${providerWords(state.message)}` };
+  if (state.status === 'canceled') return { kind: 'failed', error: `${nodeType}: cancelled at ${job.provider}` };
+  if (deps.now().toISOString() >= job.deadlineAt) {
+    await cancelQuietly(provider, ref);
+    return { kind: 'failed', error: `${nodeType}: ${jobTimedOutMessage(job.provider)}` };
+  }
+  if (message.check === 'poll') await schedulePoll(deps, message, (message.poll ?? 0) + 1, job.deadlineAt);
+  return { kind: 'wait' };
+};
+
+/** The finished job's outputs, or the step's failure when they cannot be made (a missing file, a wrong type). */
+export const jobOutputs = async (
+  deps: Deps,
+  context: StepContext,
+  output: unknown,
+): Promise<{ outputs: Record<string, unknown> } | { error: string }> => {
+  try {
+    return await jobsOf(deps).outcome(context, output);
+  } catch (error) {
+    if (error instanceof StepFailedError) return { error: error.message };
+    throw error;
+  }
+};

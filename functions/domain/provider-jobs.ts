@@ -1,0 +1,86 @@
+/**
+ * The rules of a model step's job at an asynchronous provider (Replicate, fal), and of retrying a
+ * provider that is busy: how long a job may run, when it is polled, how often a busy provider is
+ * asked again. Pure: the step executor (functions/app/run-step.ts) applies them.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { NodeType } from '../../schemas/workflows.ts';
+
+/**
+ * How long a job may run at its provider before the step fails with "timed out at <provider>" and
+ * the job is cancelled: text and vision answer in seconds, images and audio in tens of seconds,
+ * meshes and rigs in minutes.
+ */
+export const jobDeadlineMinutes = {
+  LlmWorker: 5,
+  VisionInterrogator: 5,
+  Embedder: 5,
+  ImageGen: 10,
+  DiffusionWorker: 10,
+  ControlNetFilter: 10,
+  DepthEstimator: 10,
+  Upscaler: 15,
+  BackgroundRemover: 10,
+  PbrSynthesizer: 15,
+  AudioGen: 15,
+  TwoDToThreeD: 30,
+  '3DTransform': 30,
+  AutoRigger: 30,
+} as const satisfies Partial<Record<NodeType, number>>;
+
+/** The deadline of a job of `nodeType` submitted at `submittedAt`. */
+export const jobDeadline = (nodeType: string, submittedAt: Date): Date => {
+  const minutes = Object.hasOwn(jobDeadlineMinutes, nodeType)
+    ? jobDeadlineMinutes[nodeType as keyof typeof jobDeadlineMinutes]
+    : 10;
+  return new Date(submittedAt.getTime() + minutes * 60_000);
+};
+
+/** The first poll waits this long; each next one twice as long, up to `maxPollSeconds`. */
+export const firstPollSeconds = 5;
+export const maxPollSeconds = 120;
+
+/**
+ * Seconds before poll number `poll` (0 first), with up to 20 % jitter (`random` in [0, 1)) so that
+ * many jobs submitted together do not poll together; never past the deadline by more than a poll.
+ */
+export const pollDelaySeconds = (poll: number, random: number): number => {
+  const base = Math.min(firstPollSeconds * 2 ** Math.max(0, poll), maxPollSeconds);
+  return Math.max(1, Math.round(base * (1 - 0.2 * random)));
+};
+
+/** A busy provider (429, 5xx, a timeout) is asked again at most this many times per step. */
+export const maxProviderTries = 5;
+
+/** Longest wait between tries (SQS's largest message delay is 900 s). */
+export const maxRetryDelaySeconds = 900;
+
+/**
+ * Seconds before try number `tries` (1 after the first failure): full jitter over an exponential
+ * window from 5 s (AWS's "exponential backoff and jitter"), never less than the provider's
+ * `Retry-After`.
+ */
+export const retryDelaySeconds = (tries: number, retryAfter: number | undefined, random: number): number => {
+  const window = Math.min(5 * 2 ** Math.max(0, tries - 1), maxRetryDelaySeconds);
+  const jittered = Math.max(1, Math.ceil(window * random));
+  return Math.min(Math.max(jittered, retryAfter ?? 0), maxRetryDelaySeconds);
+};
+
+/** The message of a step whose job outlived its deadline. */
+export const jobTimedOutMessage = (provider: string) => `timed out at ${provider}`;
+
+/**
+ * A step's webhook token: random, in the URL the provider calls back, so that a delivery names the
+ * step it is for; only its hash is stored (a leaked table does not let anyone forge one).
+ */
+export const newWebhookToken = (): string => randomBytes(24).toString('base64url');
+
+export const webhookTokenHash = (token: string): string => createHash('sha256').update(token).digest('base64url');
+
+/** Whether `token` is the one whose hash the step stored (constant time). */
+export const webhookTokenMatches = (token: string, storedHash: string | undefined): boolean => {
+  if (storedHash === undefined) return false;
+  const given = Buffer.from(webhookTokenHash(token));
+  const stored = Buffer.from(storedHash);
+  return given.length === stored.length && timingSafeEqual(given, stored);
+};

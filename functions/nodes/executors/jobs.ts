@@ -1,0 +1,166 @@
+/**
+ * A model step on an asynchronous provider (Replicate, fal), in two halves the step executor calls
+ * at two different times: `jobRequest` turns the step into the model's input (its files as
+ * short-lived URLs), which the step executor submits; `jobOutcome` turns the finished job's answer
+ * into the step's outputs: every file copied into the team's library through the address guard,
+ * checked by its bytes, capped by kind and marked as AI-generated. A provider's URL never reaches a
+ * caller.
+ */
+
+import { glbToMesh } from '../media/glb.ts';
+import { sniffContentType } from '../media/marks.ts';
+import { hostedModelInput, type JobParts, readJobAnswer } from '../providers/hosted-models.ts';
+import type { MediaFile } from '../providers/types.ts';
+import { type ExecutorDeps, fail, filesIn, firstInput, store, toText } from './helpers.ts';
+import type { JobRequest, StepContext, StepOutcome } from './types.ts';
+
+const num = (value: unknown): number | undefined => (typeof value === 'number' ? value : undefined);
+const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+
+/** Largest file copied back, by the kind of the output it fills. */
+export const maxJobFileBytes = { image: 50, audio: 100, mesh: 200 } as const;
+
+/** A short-lived URL of the first file on a handle, or undefined. */
+const fileUrlOn = async (context: StepContext, handle: string): Promise<string | undefined> => {
+  const [file] = filesIn(firstInput(context, handle));
+  if (!file) return undefined;
+  if (!file.key.startsWith(`teams/${context.teamId}/`)) fail(context, "the input file is not in this team's library");
+  if (!context.fileUrl) return fail(context, 'input files cannot be handed to a provider here');
+  return context.fileUrl(file);
+};
+
+/** The step's parts: its texts, its files as URLs, its settings. */
+const jobParts = async (context: StepContext): Promise<JobParts> => {
+  const config = context.node.config;
+  const prompt = firstInput(context, 'prompt') ?? firstInput(context, 'question');
+  const image = (await fileUrlOn(context, 'image')) ?? (await fileUrlOn(context, 'reference'));
+  const words = firstInput(context, 'text');
+  return {
+    prompt: prompt === undefined ? undefined : toText(prompt),
+    negativePrompt: text(config.negativePrompt),
+    image,
+    mesh: await fileUrlOn(context, 'mesh'),
+    text: words === undefined ? undefined : toText(words),
+    seed: num(config.seed),
+    width: num(config.width),
+    height: num(config.height),
+    steps: context.mode === 'draft' ? Math.min(num(config.steps) ?? 4, 4) : num(config.steps),
+    variations: context.mode === 'draft' ? 1 : num(config.variations),
+    durationSeconds: num(config.durationSeconds),
+    scale: num(config.scale),
+    strength: num(config.strength),
+    skeleton: text(config.skeleton),
+  };
+};
+
+const modelInputOf = (context: StepContext): Record<string, unknown> | undefined => {
+  const value = context.node.config.modelInput;
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
+};
+
+/** What to submit for this step: the model's input from its parts and `config.modelInput`. */
+export const jobRequest = async (
+  context: StepContext,
+  provider: 'replicate' | 'fal',
+  model: string,
+  credentials: JobRequest['credentials'],
+): Promise<JobRequest> => ({
+  provider,
+  credentials,
+  model,
+  input: hostedModelInput(provider, model, await jobParts(context), modelInputOf(context)),
+});
+
+/** Downloads one answer file through the guard, capped, typed by its bytes. */
+const copyAnswerFile = async (
+  deps: ExecutorDeps,
+  context: StepContext,
+  url: string,
+  kind: keyof typeof maxJobFileBytes,
+): Promise<MediaFile> => {
+  const maxBytes = maxJobFileBytes[kind] * 1024 * 1024;
+  if (url.startsWith('data:')) {
+    const match = /^data:([^;,]*)(;base64)?,(.*)$/s.exec(url);
+    if (!match) return fail(context, 'the provider answered a data URI that cannot be read');
+    const body = match[2] ? Buffer.from(match[3] ?? '', 'base64') : Buffer.from(decodeURIComponent(match[3] ?? ''));
+    if (body.byteLength > maxBytes) fail(context, `the provider's file is over ${maxJobFileBytes[kind]} MB`);
+    return { body, contentType: sniffContentType(body) ?? (match[1] || 'application/octet-stream') };
+  }
+  let response: Awaited<ReturnType<ExecutorDeps['fetch']>>;
+  try {
+    response = await deps.fetch(
+      url,
+      { method: 'GET', signal: context.signal },
+      { allowLoopback: deps.allowLoopback, timeoutMs: 120_000, maxBytes },
+    );
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    return fail(context, `the provider's file could not be fetched: ${reason}`);
+  }
+  if (response.status !== 200) fail(context, `the provider's file could not be fetched: HTTP ${response.status}`);
+  const body = response.body;
+  const sniffed = sniffContentType(body);
+  if (!sniffed) fail(context, `the provider's ${kind} file is of a type that cannot be stored`);
+  return { body, contentType: sniffed as string };
+};
+
+/** A mesh as glb (checked by its bytes), or as OBJ text when `config.format` is `obj`. */
+const meshOf = (context: StepContext, file: MediaFile): MediaFile => {
+  if (file.contentType !== 'model/gltf-binary') fail(context, 'the provider answered a mesh that is not glb');
+  if (context.node.config.format !== 'obj') return file;
+  const { positions, indices } = glbToMesh(file.body);
+  const lines = ['# AI-generated: trainedAlgorithmicMedia'];
+  for (let i = 0; i < positions.length; i += 3) lines.push(`v ${positions[i]} ${positions[i + 1]} ${positions[i + 2]}`);
+  for (let i = 0; i < indices.length; i += 3) {
+    lines.push(`f ${(indices[i] as number) + 1} ${(indices[i + 1] as number) + 1} ${(indices[i + 2] as number) + 1}`);
+  }
+  return { body: new TextEncoder().encode(`${lines.join('\n')}\n`), contentType: 'model/obj' };
+};
+
+/** The names under which fal's and Replicate's PBR and depth models answer each map. */
+const namedFiles: Record<string, readonly string[]> = {
+  albedo: ['albedo', 'basecolor', 'base_color', 'diffuse'],
+  normal: ['normal', 'normal_map'],
+  roughness: ['roughness', 'roughness_map'],
+  depth: ['grey_depth', 'depth', 'depth_map', 'image'],
+};
+
+/**
+ * The step's outputs from the finished job's answer: each output handle of the node filled from
+ * the answer by its kind (text, an embedding, files), files stored and marked. A handle the answer
+ * does not fill fails the step with what was missing.
+ */
+export const jobOutcome = async (
+  deps: ExecutorDeps,
+  context: StepContext,
+  answerOutput: unknown,
+): Promise<Pick<StepOutcome, 'outputs'>> => {
+  const answer = readJobAnswer(answerOutput);
+  const outputs: Record<string, unknown> = {};
+  const handles = context.spec.outputs;
+  for (const handle of handles) {
+    if (handle.kind === 'text') {
+      const words = answer.text ?? fail(context, 'the provider answered no text');
+      outputs[handle.name] = words;
+    } else if (handle.kind === 'embedding') {
+      outputs[handle.name] = answer.vector ?? fail(context, 'the provider answered no embedding');
+    } else {
+      const kind = handle.kind === 'mesh' ? 'mesh' : handle.kind === 'audio' ? 'audio' : 'image';
+      const names = namedFiles[handle.name];
+      const named = names?.map((name) => answer.named[name]).find((url) => url !== undefined);
+      // A node of several file outputs takes each by its name; a node of one takes every file.
+      const urls = handles.length > 1 ? (named ? [named] : []) : named ? [named] : answer.urls;
+      if (urls.length === 0) fail(context, `the provider answered no file for ${handle.name}`);
+      const stored = [];
+      for (const [index, url] of urls.slice(0, 4).entries()) {
+        let file = await copyAnswerFile(deps, context, url, kind);
+        if (kind === 'mesh') file = meshOf(context, file);
+        stored.push(await store(context, index ? `${handle.name}-${index + 1}` : handle.name, file, true));
+      }
+      outputs[handle.name] = stored.length === 1 ? stored[0] : stored;
+    }
+  }
+  return { outputs };
+};

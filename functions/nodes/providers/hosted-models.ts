@@ -1,0 +1,228 @@
+/**
+ * How a model step's inputs and settings become a hosted model's input fields at an asynchronous
+ * provider (Replicate, fal), and how the model's answer is read back. Models the registry knows
+ * have their own mapping (their fields as their pages document them); any other model gets its node
+ * type's generic mapping (prompt to `prompt`, an image to `image` on Replicate and `image_url` on
+ * fal, a mesh to `mesh` / `model_url`), and `config.modelInput` is passed on as it is, last.
+ * Pure: the executor resolves files to URLs first.
+ */
+
+/** A step's parts, already resolved: text as text, files as short-lived URLs. */
+export interface JobParts {
+  prompt?: string;
+  negativePrompt?: string;
+  image?: string;
+  mesh?: string;
+  text?: string;
+  seed?: number;
+  width?: number;
+  height?: number;
+  steps?: number;
+  variations?: number;
+  durationSeconds?: number;
+  scale?: number;
+  strength?: number;
+  maxTokens?: number;
+  skeleton?: string;
+}
+
+type JobProviderKey = 'replicate' | 'fal';
+
+interface HostedModel {
+  input(parts: JobParts): Record<string, unknown>;
+}
+
+const defined = (entries: Record<string, unknown>): Record<string, unknown> =>
+  Object.fromEntries(Object.entries(entries).filter(([, value]) => value !== undefined));
+
+/** The nearest aspect ratio Replicate's FLUX takes, from a width and height. */
+const aspectRatio = (width = 1024, height = 1024): string => {
+  const ratios = ['1:1', '16:9', '21:9', '3:2', '2:3', '4:5', '5:4', '3:4', '4:3', '9:16', '9:21'];
+  const wanted = width / height;
+  let best = '1:1';
+  for (const ratio of ratios) {
+    const [w, h] = ratio.split(':').map(Number) as [number, number];
+    const [bw, bh] = best.split(':').map(Number) as [number, number];
+    if (Math.abs(Math.log(w / h / wanted)) < Math.abs(Math.log(bw / bh / wanted))) best = ratio;
+  }
+  return best;
+};
+
+/**
+ * Models with their own mapping, by `provider:model` (the model without a `:version`). Fields as
+ * each model's page documents them (sources in docs/models.md, read 2026-11-26).
+ */
+const known: Readonly<Record<string, HostedModel>> = {
+  'fal:fal-ai/flux/schnell': {
+    input: (p) =>
+      defined({
+        prompt: p.prompt,
+        image_size: p.width && p.height ? { width: p.width, height: p.height } : undefined,
+        num_inference_steps: p.steps === undefined ? undefined : Math.min(p.steps, 12),
+        num_images: p.variations,
+        seed: p.seed,
+        output_format: 'png',
+        enable_safety_checker: true,
+      }),
+  },
+  'replicate:black-forest-labs/flux-schnell': {
+    input: (p) =>
+      defined({
+        prompt: p.prompt,
+        aspect_ratio: aspectRatio(p.width, p.height),
+        num_outputs: p.variations,
+        num_inference_steps: p.steps === undefined ? undefined : Math.min(p.steps, 4),
+        seed: p.seed,
+        output_format: 'png',
+      }),
+  },
+  'replicate:nightmareai/real-esrgan': {
+    input: (p) => defined({ image: p.image, scale: p.scale ?? 2, face_enhance: false }),
+  },
+  // Small only: the larger sizes' weights are CC-BY-NC-4.0 (docs/models.md).
+  'replicate:chenxwh/depth-anything-v2': {
+    input: (p) => defined({ image: p.image, model_size: 'Small' }),
+  },
+  'fal:fal-ai/birefnet/v2': { input: (p) => defined({ image_url: p.image, output_format: 'png' }) },
+  'fal:fal-ai/trellis': { input: (p) => defined({ image_url: p.image, seed: p.seed }) },
+  'fal:fal-ai/stable-audio': {
+    input: (p) => defined({ prompt: p.prompt, seconds_total: p.durationSeconds, steps: p.steps }),
+  },
+  'fal:fal-ai/meshy/rigging': { input: (p) => defined({ model_url: p.mesh }) },
+};
+
+/** The node type's generic mapping on a provider, for a model the registry does not know. */
+const generic = (provider: JobProviderKey, p: JobParts): Record<string, unknown> =>
+  defined({
+    prompt: p.prompt,
+    negative_prompt: p.negativePrompt,
+    [provider === 'fal' ? 'image_url' : 'image']: p.image,
+    [provider === 'fal' ? 'model_url' : 'mesh']: p.mesh,
+    text: p.text,
+    seed: p.seed,
+    width: p.width,
+    height: p.height,
+    num_inference_steps: p.steps,
+    [provider === 'fal' ? 'num_images' : 'num_outputs']: p.variations,
+    duration: p.durationSeconds,
+    scale: p.scale,
+    strength: p.strength,
+    max_tokens: p.maxTokens,
+  });
+
+/** A model id without Replicate's `:version`. */
+export const modelName = (model: string): string => model.split(':')[0] ?? model;
+
+/** Whether the registry has a mapping of its own for this model. */
+export const isKnownHostedModel = (provider: string, model: string): boolean =>
+  Object.hasOwn(known, `${provider}:${modelName(model)}`);
+
+/**
+ * The model's input: its own mapping or the generic one, then `modelInput`'s fields as they are
+ * (a null-prototype object: a `__proto__` field is a field, never a prototype).
+ */
+export const hostedModelInput = (
+  provider: JobProviderKey,
+  model: string,
+  parts: JobParts,
+  modelInput: Record<string, unknown> | undefined,
+): Record<string, unknown> => {
+  const key = `${provider}:${modelName(model)}`;
+  const base = Object.hasOwn(known, key) ? (known[key] as HostedModel).input(parts) : generic(provider, parts);
+  const input: Record<string, unknown> = Object.create(null);
+  for (const source of [base, modelInput ?? {}]) {
+    for (const [name, value] of Object.entries(source)) input[name] = value;
+  }
+  return input;
+};
+
+/** What a hosted model answered, read by the shapes models commonly answer. */
+export interface JobAnswer {
+  /** File URLs, in the order the model gave them. */
+  urls: string[];
+  /** Files under a name (fal's `{ normal: { url } }`, Replicate's `{ grey_depth: "https://…" }`). */
+  named: Record<string, string>;
+  /** Text: a string that is not a URL, or a list of text tokens joined. */
+  text?: string;
+  /** A vector of numbers (an embedding). */
+  vector?: number[];
+}
+
+const isUrl = (value: unknown): value is string => typeof value === 'string' && /^(https?:|data:)/.test(value);
+
+/** The URL of `{ url }` (fal's File objects) or of a URL string. */
+const urlOf = (value: unknown): string | undefined => {
+  if (isUrl(value)) return value;
+  if (typeof value === 'object' && value !== null && isUrl((value as { url?: unknown }).url)) {
+    return (value as { url: string }).url;
+  }
+  return undefined;
+};
+
+/** fal's and Replicate's common output fields that hold files, in the order they are read. */
+const fileFields = [
+  'images',
+  'image',
+  'audio_file',
+  'audio',
+  'audio_url',
+  'model_mesh',
+  'model_glb',
+  'mesh',
+  'glb',
+  'rigged_character_glb',
+  'output',
+  'video',
+];
+
+/** Reads an answer: a URL or a list of URLs, a list of text tokens, text, a vector, fal's file objects. */
+export const readJobAnswer = (output: unknown): JobAnswer => {
+  const answer: JobAnswer = { urls: [], named: Object.create(null) };
+  const addUrl = (value: unknown) => {
+    if (Array.isArray(value)) {
+      for (const item of value) addUrl(item);
+      return;
+    }
+    const url = urlOf(value);
+    if (url && !answer.urls.includes(url)) answer.urls.push(url);
+  };
+  if (typeof output === 'string') {
+    if (isUrl(output)) answer.urls.push(output);
+    else answer.text = output;
+    return answer;
+  }
+  if (Array.isArray(output)) {
+    if (output.length > 0 && output.every((item) => typeof item === 'number')) answer.vector = output as number[];
+    else if (output.every((item) => isUrl(item) || urlOf(item))) addUrl(output);
+    else if (output.every((item) => typeof item === 'string')) answer.text = output.join('');
+    return answer;
+  }
+  if (typeof output !== 'object' || output === null) return answer;
+  const record = output as Record<string, unknown>;
+  for (const field of fileFields) if (Object.hasOwn(record, field)) addUrl(record[field]);
+  for (const [name, value] of Object.entries(record)) {
+    const url = urlOf(value);
+    if (url) {
+      answer.named[name] = url;
+      addUrl(url);
+    }
+  }
+  for (const field of ['text', 'output', 'caption', 'answer']) {
+    const value = record[field];
+    if (typeof value === 'string') {
+      if (!isUrl(value)) answer.text ??= value;
+    } else if (Array.isArray(value)) {
+      const items: unknown[] = value;
+      if (items.every((item) => typeof item === 'string') && !items.every((item) => isUrl(item))) {
+        answer.text ??= items.join('');
+      }
+    }
+  }
+  for (const field of ['embedding', 'embeddings', 'vector']) {
+    const value = record[field];
+    if (Array.isArray(value) && value.length > 0 && value.every((item) => typeof item === 'number')) {
+      answer.vector ??= value as number[];
+    }
+  }
+  return answer;
+};

@@ -1,0 +1,143 @@
+/**
+ * A model step's job at an asynchronous provider, on its step item (`providerJob`), and the tries of
+ * a busy provider (`providerTries`). Every write is conditioned on the claim that made it (status
+ * `processing`, its `attempts`), so a delivery that lost its claim changes nothing.
+ */
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import * as v from 'valibot';
+import type { Deps } from '../../deps.ts';
+import { maxRetryDelaySeconds } from '../../domain/provider-jobs.ts';
+import { StepStatus } from '../../domain/run-lifecycle.ts';
+import { parseItem, type StepItem } from '../items.ts';
+import { stepKey } from '../keys.ts';
+import { sqsMessageBody } from '../queues.ts';
+import { conditionalWrite } from '../write.ts';
+import { statusValues } from './lifecycle-conditions.ts';
+
+type ProviderJob = NonNullable<StepItem['providerJob']>;
+
+/** Time after a job's deadline its claim still holds: the poll at the deadline cancels it and ends the step. */
+const leaseAfterDeadlineSeconds = 5 * 60;
+
+const claimCondition = '#status = :processing AND attempts = :attempt';
+
+/**
+ * Before the submit: the job's intent (provider, model, the webhook token's hash, the deadline). The
+ * claim keeps its short lease: a worker that dies before the provider's answer is recorded is
+ * replaced within the lease, and its replacement submits anew under a new token (a job the dead
+ * worker started announces itself with the old token and is cancelled: provider-job.ts). False: the
+ * claim is no longer this delivery's.
+ */
+export const recordJobIntent = async (
+  deps: Deps,
+  jobId: string,
+  nodeId: string,
+  intent: Omit<ProviderJob, 'id' | 'submittedAt'>,
+): Promise<boolean> => {
+  const written = await conditionalWrite(
+    deps,
+    new UpdateCommand({
+      TableName: deps.tableName,
+      Key: stepKey(jobId, nodeId),
+      UpdateExpression: 'SET providerJob = :job',
+      ConditionExpression: claimCondition,
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: {
+        ':job': intent satisfies ProviderJob,
+        ':attempt': intent.attempt,
+        ...statusValues(StepStatus.processing),
+      },
+    }),
+  );
+  return written.written;
+};
+
+/**
+ * The provider accepted the job: its id, once (the intent it answers must still be the step's), and
+ * the claim's lease stretched past the job's deadline, so no other delivery takes the step over
+ * while the provider works and an ended run keeps its hold until the job is cancelled.
+ */
+export const recordJobSubmitted = async (
+  deps: Deps,
+  jobId: string,
+  nodeId: string,
+  job: Pick<ProviderJob, 'attempt' | 'tokenHash' | 'deadlineAt'> & { id: string },
+): Promise<boolean> => {
+  const lease = new Date(Date.parse(job.deadlineAt) + leaseAfterDeadlineSeconds * 1000).toISOString();
+  const written = await conditionalWrite(
+    deps,
+    new UpdateCommand({
+      TableName: deps.tableName,
+      Key: stepKey(jobId, nodeId),
+      UpdateExpression: 'SET providerJob.id = :id, providerJob.submittedAt = :now, leaseUntil = :lease',
+      ConditionExpression: `${claimCondition} AND providerJob.tokenHash = :hash AND attribute_not_exists(providerJob.id)`,
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: {
+        ':id': job.id,
+        ':now': deps.now().toISOString(),
+        ':hash': job.tokenHash,
+        ':lease': lease,
+        ':attempt': job.attempt,
+        ...statusValues(StepStatus.processing),
+      },
+    }),
+  );
+  return written.written;
+};
+
+const TriesSchema = v.object({ providerTries: v.number() });
+
+/**
+ * A busy provider's refusal, counted on the step, and the claim given back (its intent, if any,
+ * dropped: a refused submit started nothing) so the delayed retry's delivery claims it at once.
+ * Returns the tries so far, or null when the claim is no longer this delivery's.
+ */
+export const countProviderTry = async (
+  deps: Deps,
+  jobId: string,
+  nodeId: string,
+  attempt: number,
+): Promise<number | null> => {
+  const counted = await conditionalWrite(
+    deps,
+    new UpdateCommand({
+      TableName: deps.tableName,
+      Key: stepKey(jobId, nodeId),
+      UpdateExpression: 'SET leaseUntil = :released ADD providerTries :one REMOVE providerJob',
+      ConditionExpression: claimCondition,
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: {
+        ':released': new Date(0).toISOString(),
+        ':one': 1,
+        ':attempt': attempt,
+        ...statusValues(StepStatus.processing),
+      },
+      ReturnValues: 'UPDATED_NEW',
+    }),
+  );
+  return counted.written
+    ? parseItem(TriesSchema, counted.output.Attributes ?? {}, stepKey(jobId, nodeId)).providerTries
+    : null;
+};
+
+/**
+ * Why a step message came: absent, the step is ready to run; `poll`, the step's job is due a look
+ * (`poll` counts them, for the backoff); `webhook`, its provider announced the job's end.
+ */
+export type StepCheck = { check: 'poll'; poll: number } | { check: 'look' };
+
+/** One step message, sent after `delaySeconds` (at most SQS's 900). */
+export const sendDelayedStepMessage = async (
+  deps: Deps,
+  message: { jobId: string; workflowId: string; nodeId: string } & Partial<StepCheck>,
+  delaySeconds: number,
+) => {
+  await deps.sqs.send(
+    new SendMessageCommand({
+      QueueUrl: deps.queueUrls.steps,
+      MessageBody: sqsMessageBody(message),
+      DelaySeconds: Math.max(0, Math.min(maxRetryDelaySeconds, Math.round(delaySeconds))),
+    }),
+  );
+};

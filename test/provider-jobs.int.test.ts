@@ -1,0 +1,344 @@
+/**
+ * Long model work that holds no Lambda, through the real path: HTTP to the local API, the step
+ * executor's handler over the emulators, and Replicate's stand-in (test/stand-ins/replicate.ts) over
+ * HTTP, speaking Replicate's own protocol and signing its webhooks as Replicate does. A step submits
+ * its job and ends its invocation; the job's end comes by the signed webhook or by polling, and is
+ * applied and charged once.
+ */
+import { describe, expect, it } from 'vitest';
+import { jobDeadlineMinutes } from '../functions/domain/provider-jobs.ts';
+import type { ProviderJobs } from '../functions/nodes/executors/types.ts';
+import { readPngMark } from '../functions/nodes/media/marks.ts';
+import { encodePng, makeImage } from '../functions/nodes/media/png.ts';
+import { stageProvidersFromEnv } from '../functions/nodes/providers/stage.ts';
+import { makeHandler } from '../functions/workers/step-executor.ts';
+import { invokedAs } from '../local/invocation.ts';
+import { postWebhook, startFileServer } from './stand-ins/http.ts';
+import { type ReplicateStandIn, startReplicateStandIn } from './stand-ins/replicate.ts';
+import { deliver, expectBalanced, ledgerOf, runParts, stepRecord, takeStepMessages } from './support/runs.ts';
+import { call, createWorkflow, seedTeam, stackPerFile, testExecutors } from './support/stack.ts';
+
+const apiKey = 'r8_provider_jobs_test_key_never_logged';
+const png = encodePng(makeImage(8, 8, () => [10, 120, 200, 255]));
+
+let standIn: ReplicateStandIn;
+let files: Awaited<ReturnType<typeof startFileServer>>;
+const settings = (): NodeJS.ProcessEnv => ({
+  PROVIDER_REPLICATE_API_KEY: apiKey,
+  PROVIDER_REPLICATE_BASE_URL: standIn.url,
+  ALLOW_PRIVATE_CALLBACKS: '1',
+});
+
+// The API's own step executor wiring (the webhook route verifies with it) on Replicate's stand-in,
+// built once the stand-in listens.
+let jobs: ProviderJobs | undefined;
+const lazyJobs: ProviderJobs = {
+  provider: (key, connection) => {
+    jobs ??= testExecutors(settings()).jobs;
+    return jobs?.provider(key, connection) ?? Promise.resolve(undefined);
+  },
+  outcome: () => Promise.reject(new Error('the API does not run steps')),
+  publicBaseUrl: undefined,
+};
+const { stack, closers } = stackPerFile({ executors: Object.assign(testExecutors(), { jobs: lazyJobs }) });
+const started = (async () => {
+  standIn = await startReplicateStandIn({ apiKey });
+  files = await startFileServer({ '/out.png': { body: png, contentType: 'image/png' } });
+  closers.push(
+    () => standIn.close(),
+    () => files.close(),
+  );
+})();
+
+/** The step executor as Lambda runs it, over the stack's resources, with Replicate on, webhooks to the local API or none. */
+const stepExecutor = (options: { webhooks: boolean; now?: () => Date }) => {
+  const env = {
+    ...settings(),
+    ...(options.webhooks ? { PUBLIC_BASE_URL: new URL(stack.baseUrl).origin } : {}),
+  };
+  const deps = {
+    ...stack.deps,
+    executors: testExecutors(env),
+    providers: stageProvidersFromEnv(env),
+    ...(options.now ? { now: options.now } : {}),
+  };
+  return { deps, handler: invokedAs('StepExecutor', makeHandler(deps, { stepTimeoutMs: 20_000 })) };
+};
+
+/** Delivers every visible step message (delayed polls stay on the queue), until none is left. */
+const drain = async (handler: ReturnType<typeof stepExecutor>['handler']) => {
+  for (let round = 0; round < 20; round++) {
+    const messages = (await takeStepMessages(stack.deps)).filter((m) => !('check' in m && m.check === 'poll'));
+    if (messages.length === 0) return;
+    for (const message of messages) expect(await deliver(handler, [stepRecord(message)])).toEqual([]);
+  }
+};
+
+const imageStep = {
+  key: 'image',
+  type: 'ImageGen',
+  inputs: ['prompt'],
+  config: { provider: 'replicate', model: 'black-forest-labs/flux-schnell' },
+};
+const steps = [{ key: 'prompt', type: 'TextEntry', config: { text: 'a lighthouse at dusk' } }, imageStep];
+
+/** Starts a run of a prompt and a Replicate image step; delivers until the job is submitted. */
+const startJob = async (executor: ReturnType<typeof stepExecutor>) => {
+  await started;
+  // Runs start on a stack whose stage has Replicate on (the run start's provider check).
+  const team = await seedTeam(stack.deps, { credits: 100 });
+  const workflowId = await createWorkflow(stack, team, steps);
+  const before = standIn.jobs.size;
+  const response = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, {
+    key: team.key,
+    method: 'POST',
+    body: {},
+  });
+  expect(response.status, JSON.stringify(response.body)).toBe(200);
+  const jobId = response.body.jobId as string;
+  await drain(executor.handler);
+  expect(standIn.jobs.size).toBe(before + 1);
+  const prediction = [...standIn.jobs.values()].at(-1)?.prediction as unknown as {
+    id: string;
+    webhook?: string;
+    input: unknown;
+  };
+  return { team, jobId, workflowId, prediction };
+};
+
+const runOf = async (key: string, jobId: string) => (await call(stack.baseUrl, `/runs/${jobId}`, { key })).body;
+
+describe('a model step on Replicate: a job that holds no Lambda', { timeout: 120_000 }, () => {
+  it('submits once with a webhook, waits with no invocation, and completes from the signed webhook, charged once', async () => {
+    const executor = stepExecutor({ webhooks: true });
+    const { team, jobId, prediction } = await startJob(executor);
+    // Replicate's documented request: the model's input, our step's webhook, completed events only.
+    expect(prediction.webhook).toMatch(new RegExp(`/api/v1/provider-webhooks/replicate/${jobId}/image/[\\w-]{20,}$`));
+    expect(prediction.input).toMatchObject({ prompt: 'a lighthouse at dusk', output_format: 'png' });
+    const waiting = await runOf(team.key, jobId);
+    expect(waiting.status).toBe('processing');
+    // Far longer than the old 25 s node timeout: nothing waits meanwhile (no message visible, no invocation).
+    expect((await takeStepMessages(stack.deps)).length).toBe(0);
+
+    // Replicate ends the prediction and posts its signed webhook to our route.
+    await standIn.complete(prediction.id, [`${files.url}/out.png`]);
+    const sent = standIn.webhooks.at(-1);
+    if (!sent) throw new Error('the stand-in sent no webhook');
+    expect(sent.status).toBe(202);
+    await drain(executor.handler);
+    const done = await runOf(team.key, jobId);
+    expect(done.status, JSON.stringify(done)).toBe('completed');
+    const image = (done.output as { node_id: string; result: { url: string }; generated_by: unknown[] }[]).find(
+      (o) => o.node_id === 'image',
+    );
+    expect(image?.generated_by).toEqual([
+      { node_id: 'image', provider: 'replicate', model: 'black-forest-labs/flux-schnell' },
+    ]);
+    // The file was copied into the library and marked; the provider's URL never reaches the caller.
+    expect(JSON.stringify(done)).not.toContain(files.url);
+    const stored = new Uint8Array(await (await fetch(image?.result.url ?? '')).arrayBuffer());
+    expect(readPngMark(stored)).toBeTruthy();
+
+    // A duplicate delivery (Replicate retries) and the same one replayed change nothing.
+    expect((await standIn.resend(sent)).status).toBe(202);
+    await drain(executor.handler);
+    const { charges, run } = await runParts(stack.deps, jobId);
+    expect(run).toMatchObject({ status: 'completed', heldHundredths: 0 });
+    expect([...charges.keys()]).toEqual(['image', 'prompt'].filter((k) => charges.has(k)));
+    expectBalanced(await ledgerOf(stack.deps, team.teamId));
+    expect(standIn.jobs.size).toBeGreaterThan(0);
+  });
+
+  it('completes by polling when the webhook never comes', async () => {
+    const executor = stepExecutor({ webhooks: false });
+    const { team, jobId, workflowId, prediction } = await startJob(executor);
+    expect(prediction.webhook).toBeUndefined();
+    // The first poll is on the queue, delayed about 5 s: still running at the provider, it schedules the next.
+    const poll = { jobId, workflowId, nodeId: 'image' };
+    expect(await deliver(executor.handler, [stepRecord({ ...poll, check: 'poll', poll: 0 } as never)])).toEqual([]);
+    expect((await runOf(team.key, jobId)).status).toBe('processing');
+    await standIn.complete(prediction.id, [`${files.url}/out.png`]);
+    expect(await deliver(executor.handler, [stepRecord({ ...poll, check: 'poll', poll: 1 } as never)])).toEqual([]);
+    await drain(executor.handler);
+    expect((await runOf(team.key, jobId)).status).toBe('completed');
+    expectBalanced(await ledgerOf(stack.deps, team.teamId));
+  });
+
+  it('refuses forged, late and misaddressed webhooks; a genuine one for no step is cancelled at the provider', async () => {
+    const executor = stepExecutor({ webhooks: true });
+    const { team, jobId, prediction } = await startJob(executor);
+    const url = prediction.webhook as string;
+    // Forged signature, and a true one 6 minutes old (a replay): 401, nothing happens.
+    expect((await postWebhook(url, standIn.delivery(prediction.id, { forge: true }))).status).toBe(401);
+    const old = Math.floor(Date.now() / 1000) - 6 * 60;
+    expect((await postWebhook(url, standIn.delivery(prediction.id, { timestampSeconds: old }))).status).toBe(401);
+    expect(
+      (
+        await postWebhook(
+          url,
+          standIn.delivery(prediction.id, { tamper: (b) => b.replace('"status":"', '"status":"x') }),
+        )
+      ).status,
+    ).toBe(401);
+    expect((await takeStepMessages(stack.deps)).length).toBe(0);
+    // Signed, but not this step's token: read as no step's job, and stopped at Replicate.
+    const wrongToken = url.replace(/[^/]+$/, 'not-the-token-of-this-step-000');
+    const genuine = standIn.delivery(prediction.id);
+    const refused = await fetch(wrongToken, { method: 'POST', headers: genuine.headers, body: genuine.body });
+    expect(refused.status).toBe(404);
+    expect(await refused.json()).toEqual({ error: 'Unknown provider job' });
+    expect(standIn.cancels).toContain(prediction.id);
+    expect((await runOf(team.key, jobId)).status).toBe('processing');
+  });
+
+  it('asks a busy provider again after its Retry-After, submitting the job once', async () => {
+    const executor = stepExecutor({ webhooks: true });
+    const before = standIn.jobs.size;
+    standIn.failNextWith(429, 1, 'Request was throttled.', /predictions$/);
+    await started;
+    const team = await seedTeam(stack.deps, { credits: 100 });
+    const workflowId = await createWorkflow(stack, team, steps);
+    const response = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, {
+      key: team.key,
+      method: 'POST',
+      body: {},
+    });
+    const jobId = response.body.jobId as string;
+    await drain(executor.handler);
+    // Refused: nothing accepted, the step waits for its retry (a delayed message of at least 1 s).
+    expect(standIn.jobs.size).toBe(before);
+    const { steps: items } = await runParts(stack.deps, jobId);
+    expect(items.get('image')).toMatchObject({ status: 'processing', providerTries: 1 });
+    // The retry's message becomes visible after its jittered delay (1 to 5 s here).
+    for (let waited = 0; standIn.jobs.size === before && waited < 10_000; waited += 250) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      await drain(executor.handler);
+    }
+    expect(standIn.jobs.size).toBe(before + 1);
+    const prediction = [...standIn.jobs.values()].at(-1)?.prediction as { id: string };
+    await standIn.complete(prediction.id, [`${files.url}/out.png`]);
+    await drain(executor.handler);
+    expect((await runOf(team.key, jobId)).status).toBe('completed');
+    expect(standIn.jobs.size).toBe(before + 1);
+    expectBalanced(await ledgerOf(stack.deps, team.teamId));
+  });
+
+  it("fails the step at once on the provider's 4xx, with its message, charging nothing", async () => {
+    const executor = stepExecutor({ webhooks: true });
+    standIn.failNextWith(422, undefined, 'Invalid input: prompt is too long.', /predictions$/);
+    await started;
+    const team = await seedTeam(stack.deps, { credits: 100 });
+    const workflowId = await createWorkflow(stack, team, steps);
+    const response = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, {
+      key: team.key,
+      method: 'POST',
+      body: {},
+    });
+    const jobId = response.body.jobId as string;
+    await drain(executor.handler);
+    const failed = await runOf(team.key, jobId);
+    expect(failed.status).toBe('failed');
+    expect(JSON.stringify(failed)).toContain('prompt is too long');
+    const { charges } = await runParts(stack.deps, jobId);
+    expect(charges.has('image')).toBe(false);
+    // Only the prompt step's hundredth: the failed model step is charged nothing.
+    expect(await ledgerOf(stack.deps, team.teamId)).toMatchObject({ held: 0, charged: 1 });
+  });
+
+  it('fails with "timed out at replicate" at the deadline, and cancels the job there', async () => {
+    const executor = stepExecutor({ webhooks: true });
+    const { team, jobId, workflowId, prediction } = await startJob(executor);
+    const later = new Date(Date.now() + (jobDeadlineMinutes.ImageGen + 1) * 60_000);
+    const afterDeadline = stepExecutor({ webhooks: true, now: () => later });
+    const poll = { jobId, workflowId, nodeId: 'image', check: 'poll', poll: 6 };
+    expect(await deliver(afterDeadline.handler, [stepRecord(poll as never)])).toEqual([]);
+    const failed = await runOf(team.key, jobId);
+    expect(failed.status).toBe('failed');
+    expect(JSON.stringify(failed)).toContain('timed out at replicate');
+    expect(standIn.cancels).toContain(prediction.id);
+    expect(await ledgerOf(stack.deps, team.teamId)).toMatchObject({ held: 0, charged: 1 });
+  });
+
+  it("cancelling the run cancels its job at the provider and settles the run's hold", async () => {
+    const executor = stepExecutor({ webhooks: true });
+    const { team, jobId, prediction } = await startJob(executor);
+    const cancelled = await call(stack.baseUrl, `/runs/${jobId}/cancel`, { key: team.key, method: 'POST' });
+    expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
+    await drain(executor.handler);
+    expect(standIn.cancels).toContain(prediction.id);
+    const { run, steps: items } = await runParts(stack.deps, jobId);
+    expect(items.get('image')?.status).toBe('skipped');
+    expect(run).toMatchObject({ heldHundredths: 0 });
+    expect(run?.finalizedAt).toBeDefined();
+    const ledger = await ledgerOf(stack.deps, team.teamId);
+    expectBalanced(ledger);
+    expect(ledger.held).toBe(0);
+  });
+
+  it('after a crash between the submit and its record, submits anew; the first job is cancelled when it announces itself', async () => {
+    await started;
+    const crashing = stepExecutor({ webhooks: true });
+    const team = await seedTeam(stack.deps, { credits: 100 });
+    const workflowId = await createWorkflow(stack, team, steps);
+    const response = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, {
+      key: team.key,
+      method: 'POST',
+      body: {},
+    });
+    const jobId = response.body.jobId as string;
+    // The worker dies as it records the job's id: the provider accepted it, the step does not know it.
+    const send = crashing.deps.ddb.send.bind(crashing.deps.ddb);
+    const dying = {
+      ...crashing.deps,
+      ddb: Object.assign(Object.create(crashing.deps.ddb), {
+        send: (command: { input?: { UpdateExpression?: string } }, ...rest: unknown[]) => {
+          if (command.input?.UpdateExpression?.includes('providerJob.id')) throw new Error('worker died');
+          return (send as (...args: unknown[]) => unknown)(command, ...rest);
+        },
+      }),
+    };
+    const dyingHandler = invokedAs('StepExecutor', makeHandler(dying as never, { stepTimeoutMs: 20_000 }));
+    const before = standIn.jobs.size;
+    for (let round = 0; round < 5; round++) {
+      const messages = await takeStepMessages(stack.deps);
+      if (messages.length === 0) break;
+      for (const message of messages) {
+        await deliver(message.nodeId === 'image' ? dyingHandler : crashing.handler, [stepRecord(message)]);
+      }
+    }
+    const image = { jobId, workflowId, nodeId: 'image' };
+    expect(standIn.jobs.size).toBe(before + 1);
+    const first = [...standIn.jobs.values()].at(-1)?.prediction as { id: string };
+    // SQS hands the message back after the lease (2 minutes) has run out: a new claim submits anew.
+    const later = new Date(Date.now() + 3 * 60_000);
+    const replacement = stepExecutor({ webhooks: true, now: () => later });
+    expect(await deliver(replacement.handler, [stepRecord(image)])).toEqual([]);
+    expect(standIn.jobs.size).toBe(before + 2);
+    const second = [...standIn.jobs.values()].at(-1)?.prediction as { id: string };
+    // The first job ends and announces itself with the old token: no step's, cancelled, never counted.
+    expect((await standIn.complete(first.id, [`${files.url}/out.png`]))?.status).toBe(404);
+    expect(standIn.cancels).toContain(first.id);
+    expect((await standIn.complete(second.id, [`${files.url}/out.png`]))?.status).toBe(202);
+    await drain(replacement.handler);
+    expect((await runOf(team.key, jobId)).status).toBe('completed');
+    const { charges } = await runParts(stack.deps, jobId);
+    expect(charges.get('image')).toBeDefined();
+    expectBalanced(await ledgerOf(stack.deps, team.teamId));
+  });
+
+  it("never puts the provider's key in a response, a step item or a request but its Authorization header", async () => {
+    const everything = JSON.stringify(
+      standIn.requests.map((r) => ({ ...r, headers: { ...r.headers, authorization: '' } })),
+    );
+    expect(everything).not.toContain(apiKey);
+    for (const request of standIn.requests.filter((r) => r.path.startsWith('/v1/'))) {
+      expect(request.headers.authorization).toBe(`Bearer ${apiKey}`);
+    }
+    const table = JSON.stringify(
+      await stack.deps.ddb.send(
+        new (await import('@aws-sdk/lib-dynamodb')).ScanCommand({ TableName: stack.deps.tableName }),
+      ),
+    );
+    expect(table).not.toContain(apiKey);
+  });
+});
