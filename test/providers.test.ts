@@ -7,7 +7,14 @@ import { getNodeSpec } from '../functions/nodes/catalogue/index.ts';
 import { executorDepsFromEnv } from '../functions/nodes/executors/helpers.ts';
 import { createExecutors } from '../functions/nodes/executors/index.ts';
 import type { StepContext, StoredFile } from '../functions/nodes/executors/types.ts';
-import { decodePng, encodePng, makeImage, readPngMark, readWavFormat } from '../functions/nodes/media/index.ts';
+import {
+  decodePng,
+  encodePng,
+  encodeWav,
+  makeImage,
+  readPngMark,
+  readWavFormat,
+} from '../functions/nodes/media/index.ts';
 import {
   apiIntegrationMessage,
   checkApiIntegration,
@@ -82,6 +89,7 @@ describe('openai-compatible provider against a local fake server', () => {
   let base: string;
   const requests: { url: string; headers: IncomingMessage['headers']; body: Record<string, unknown> }[] = [];
   const png = encodePng(makeImage(4, 4, (x, y) => [x * 60, y * 60, 0, 255]));
+  const wav = encodeWav(new Int16Array(800), 8000);
 
   beforeAll(async () => {
     server = createServer((req, res) => {
@@ -97,6 +105,20 @@ describe('openai-compatible provider against a local fake server', () => {
         // The image link is public: the adapter must not send the key to it.
         if (req.url === '/img.png') return res.writeHead(200, { 'content-type': 'image/png' }).end(png);
         if (req.headers.authorization !== 'Bearer test-key') return json(401, { error: { message: 'bad key' } });
+        // Failures by model name: a busy server (with Retry-After), one down, a bad request, no answer at all.
+        if (body.model === 'busy')
+          return res
+            .writeHead(429, { 'content-type': 'application/json', 'retry-after': '7' })
+            .end(JSON.stringify({ error: { message: 'Rate limit reached' } }));
+        if (body.model === 'down') return json(503, { error: { message: 'overloaded' } });
+        if (body.model === 'late') return json(408, { error: { message: 'request timeout' } });
+        if (body.model === 'bad') return json(400, { error: { message: 'unknown parameter' } });
+        if (body.model === 'silent') return;
+        if (req.url === '/v1/audio/speech') {
+          if (body.model === 'mp3-only')
+            return res.writeHead(200, { 'content-type': 'audio/mpeg' }).end(Buffer.from([0xff, 0xfb, 0x90, 0x00]));
+          return res.writeHead(200, { 'content-type': 'audio/wav' }).end(wav);
+        }
         if (req.url === '/v1/chat/completions') {
           const messages = body.messages as { role: string; content: unknown }[];
           const user = messages.at(-1)?.content;
@@ -198,6 +220,7 @@ describe('openai-compatible provider against a local fake server', () => {
     expect(error).toBeInstanceOf(ProviderError);
     expect((error as ProviderError).message).toBe('openai-compatible answered 401: bad key');
     expect((error as ProviderError).status).toBe(401);
+    expect((error as ProviderError).retryable).toBe(false);
     // A provider that quotes the key back: the error (a step's error, shown to the team) never carries it.
     const quoting = createOpenAiCompatibleProvider({
       baseUrl: 'https://provider.example/v1',
@@ -212,6 +235,84 @@ describe('openai-compatible provider against a local fake server', () => {
     );
     const unset = createOpenAiCompatibleProvider({ baseUrl: undefined, apiKey: undefined });
     await expect(unset.generateText!({ ...call, prompt: 'x' })).rejects.toThrow(/not configured/);
+  });
+
+  it('sends images to chat as image_url content parts with data URLs (vision)', async () => {
+    const text = await provider().generateText!({
+      ...call,
+      prompt: 'what is this?',
+      images: [{ body: png, contentType: 'image/png' }],
+    });
+    const content = [
+      { type: 'text', text: 'what is this?' },
+      { type: 'image_url', image_url: { url: `data:image/png;base64,${Buffer.from(png).toString('base64')}` } },
+    ];
+    expect(text).toBe(`echo(m, max=none): ${JSON.stringify(content)}`);
+    expect(requests.at(-1)?.body).toEqual({ model: 'm', messages: [{ role: 'user', content }], n: 1 });
+  });
+
+  it('speaks /audio/speech and answers its WAV bytes as audio/wav', async () => {
+    const audio = await provider().generateAudio!({
+      ...call,
+      model: 'tts-1',
+      prompt: 'hello there',
+      durationSeconds: 4,
+    });
+    expect(audio.contentType).toBe('audio/wav');
+    expect(Buffer.from(audio.body).equals(Buffer.from(wav))).toBe(true);
+    expect(readWavFormat(audio.body)).toMatchObject({ sampleRate: 8000 });
+    const request = requests.at(-1);
+    expect(request?.url).toBe('/v1/audio/speech');
+    expect(request?.headers.accept).toBe('audio/wav');
+    expect(request?.body).toEqual({ model: 'tts-1', input: 'hello there', voice: 'alloy', response_format: 'wav' });
+    await expect(
+      provider().generateAudio!({ ...call, model: 'mp3-only', prompt: 'x', durationSeconds: 1 }),
+    ).rejects.toMatchObject({ retryable: false, message: 'openai-compatible answered with bytes that are no WAV' });
+  });
+
+  it('classifies failures: 408, 429 and 5xx (after Retry-After), timeouts and network errors are retryable', async () => {
+    const error = (model: string, options = {}) =>
+      createOpenAiCompatibleProvider({ baseUrl: base, apiKey: 'test-key', ...options }).generateText!({
+        ...call,
+        model,
+        prompt: 'x',
+      }).then(
+        () => expect.unreachable('it succeeded'),
+        (e: unknown) => e,
+      );
+    expect(await error('busy')).toMatchObject({
+      status: 429,
+      retryable: true,
+      retryAfterSeconds: 7,
+      message: 'openai-compatible answered 429: Rate limit reached',
+    });
+    expect(await error('down')).toMatchObject({ status: 503, retryable: true, retryAfterSeconds: undefined });
+    expect(await error('late')).toMatchObject({ status: 408, retryable: true });
+    expect(await error('bad')).toMatchObject({ status: 400, retryable: false });
+    expect(await error('silent', { timeoutMs: 200 })).toMatchObject({
+      retryable: true,
+      message: 'openai-compatible did not answer within 200 ms',
+    });
+    // Nothing listens on the discard port.
+    const unreachable = await createOpenAiCompatibleProvider({ baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'k' }).embed!({
+      ...call,
+      text: 'x',
+    }).catch((e: unknown) => e);
+    expect(unreachable).toBeInstanceOf(ProviderError);
+    expect(unreachable).toMatchObject({
+      retryable: true,
+      message: expect.stringMatching(/^openai-compatible could not be reached/),
+    });
+    // The caller's own abort is passed on, not turned into a provider error.
+    const controller = new AbortController();
+    const aborted = createOpenAiCompatibleProvider({ baseUrl: base, apiKey: 'test-key' }).generateText!({
+      ...call,
+      model: 'silent',
+      prompt: 'x',
+      signal: controller.signal,
+    }).catch((e: unknown) => e);
+    controller.abort();
+    expect(await aborted).not.toBeInstanceOf(ProviderError);
   });
 
   it('draft and production give different answers through the executors (env-configured)', async () => {

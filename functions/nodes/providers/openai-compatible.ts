@@ -1,19 +1,27 @@
 /**
  * An adapter for any server speaking the OpenAI-compatible HTTP protocol: chat completions
- * (`POST {baseUrl}/chat/completions`), image generation (`POST {baseUrl}/images/generations`,
- * `b64_json`) and embeddings (`POST {baseUrl}/embeddings`). Base URL and key come from the
+ * (`POST {baseUrl}/chat/completions`, images as `image_url` content parts with data URLs), image
+ * generation (`POST {baseUrl}/images/generations`, `b64_json`), embeddings (`POST {baseUrl}/embeddings`)
+ * and speech (`POST {baseUrl}/audio/speech`, WAV bytes back). Base URL and key come from the
  * caller (env `OPENAI_COMPATIBLE_BASE_URL`, `OPENAI_COMPATIBLE_API_KEY`, or a team connection).
- * Errors never carry the key; redirects are refused; every call has a deadline.
+ * Errors never carry the key; redirects are refused; every call has a deadline. A 408, a 429, a 5xx
+ * (after `Retry-After`), a timeout or a network error is a retryable ProviderError, any other failure not.
+ * Sources, read 2026-11-26: https://platform.openai.com/docs/api-reference/chat/create (content parts),
+ * https://platform.openai.com/docs/api-reference/audio/createSpeech (`model`, `input`, `voice`,
+ * `response_format` mp3|opus|aac|flac|wav|pcm; the answer is the audio file's bytes), as in the
+ * official client's src/resources/audio/speech.ts (openai/openai-node, generated from OpenAI's spec).
  */
 import { guardedFetch } from '../../http-client/guarded-fetch.ts';
 import { isRecord } from '../../is-record.ts';
 import { sniffContentType } from '../media/marks.ts';
 import {
+  type AudioRequest,
   type EmbedRequest,
   type ImageRequest,
   type MediaFile,
   type Provider,
   ProviderError,
+  retryAfterSeconds,
   type TextRequest,
 } from './types.ts';
 
@@ -49,9 +57,9 @@ export const openAiCompatibleDefaultModels = (env: NodeJS.ProcessEnv) => ({
 
 const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
 
-/** The body as text, refusing to read past `maxBytes`. */
-const readCapped = async (response: Response, maxBytes: number, key: string): Promise<string> => {
-  if (!response.body) return '';
+/** The body's bytes, refusing to read past `maxBytes`. */
+const readCapped = async (response: Response, maxBytes: number, key: string): Promise<Buffer> => {
+  if (!response.body) return Buffer.alloc(0);
   const chunks: Uint8Array[] = [];
   let size = 0;
   const reader = response.body.getReader();
@@ -65,7 +73,7 @@ const readCapped = async (response: Response, maxBytes: number, key: string): Pr
     }
     chunks.push(value);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
 };
 
 export const createOpenAiCompatibleProvider = (options: OpenAiCompatibleOptions): Provider => {
@@ -74,7 +82,21 @@ export const createOpenAiCompatibleProvider = (options: OpenAiCompatibleOptions)
   const maxBytes = options.maxResponseBytes ?? 64 * 1024 * 1024;
   const doFetch = options.fetch ?? fetch;
 
-  const post = async (path: string, body: unknown, signal: AbortSignal): Promise<Record<string, unknown>> => {
+  /**
+   * A call that got no (whole) answer: the caller's abort is passed on; a deadline or a refused or
+   * reset connection is retryable, since the server may answer when asked again.
+   */
+  const unanswered = (error: unknown, signal: AbortSignal, deadline: AbortSignal): unknown => {
+    if (signal.aborted) return error;
+    if (deadline.aborted)
+      return new ProviderError(`${key} did not answer within ${timeoutMs} ms`, undefined, { retryable: true });
+    return new ProviderError(`${key} could not be reached: ${(error as Error).message}`, undefined, {
+      retryable: true,
+    });
+  };
+
+  /** One POST; the answer's bytes when it is a 2xx, a classified ProviderError otherwise. */
+  const send = async (path: string, body: unknown, signal: AbortSignal, accept: string): Promise<Buffer> => {
     if (!options.baseUrl) throw new ProviderError(`${key} is not configured: no base URL`);
     let url: URL;
     try {
@@ -84,7 +106,7 @@ export const createOpenAiCompatibleProvider = (options: OpenAiCompatibleOptions)
     }
     if (url.protocol !== 'https:' && url.protocol !== 'http:')
       throw new ProviderError(`${key}: base URL must be http(s)`);
-    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept };
     if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
     const deadline = AbortSignal.timeout(timeoutMs);
     let response: Response;
@@ -97,25 +119,43 @@ export const createOpenAiCompatibleProvider = (options: OpenAiCompatibleOptions)
         signal: AbortSignal.any([signal, deadline]),
       });
     } catch (error) {
-      if (deadline.aborted) throw new ProviderError(`${key} did not answer within ${timeoutMs} ms`);
-      if (signal.aborted) throw error;
-      throw new ProviderError(`${key} could not be reached: ${(error as Error).message}`);
+      throw unanswered(error, signal, deadline);
     }
     const declared = Number(response.headers.get('content-length') ?? 0);
     if (declared > maxBytes) throw new ProviderError(`${key} answered with more than ${maxBytes} bytes`);
-    const text = await readCapped(response, maxBytes, key);
-    let json: unknown;
+    let bytes: Buffer;
     try {
-      json = JSON.parse(text);
-    } catch {
-      json = undefined;
+      bytes = await readCapped(response, maxBytes, key);
+    } catch (error) {
+      // The answer broke off (or outgrew the cap, which is final).
+      throw error instanceof ProviderError ? error : unanswered(error, signal, deadline);
     }
     if (!response.ok) {
+      let json: unknown;
+      try {
+        json = JSON.parse(bytes.toString('utf8'));
+      } catch {
+        json = undefined;
+      }
       const error = isRecord(json) && isRecord(json.error) ? json.error.message : undefined;
       // A provider may quote the key it was sent (as "Incorrect API key provided: …"): never pass it on.
       const quoted = typeof error === 'string' && options.apiKey ? error.split(options.apiKey).join('[key]') : error;
       const detail = typeof quoted === 'string' ? `: ${quoted.slice(0, 300)}` : '';
-      throw new ProviderError(`${key} answered ${response.status}${detail}`, response.status);
+      // 408, 429 and 5xx are retryable (the status decides), after Retry-After when the server sends one.
+      throw new ProviderError(`${key} answered ${response.status}${detail}`, response.status, {
+        retryAfterSeconds: retryAfterSeconds(response.headers.get('retry-after'), new Date()),
+      });
+    }
+    return bytes;
+  };
+
+  const post = async (path: string, body: unknown, signal: AbortSignal): Promise<Record<string, unknown>> => {
+    const bytes = await send(path, body, signal, 'application/json');
+    let json: unknown;
+    try {
+      json = JSON.parse(bytes.toString('utf8'));
+    } catch {
+      json = undefined;
     }
     if (!isRecord(json)) throw new ProviderError(`${key} answered with something that is not a JSON object`);
     return json;
@@ -193,6 +233,15 @@ export const createOpenAiCompatibleProvider = (options: OpenAiCompatibleOptions)
         throw new ProviderError(`${key} answered without an embedding`);
       }
       return vector as number[];
+    },
+
+    async generateAudio(request: AudioRequest): Promise<MediaFile> {
+      // Speech: the prompt is read aloud (its length, not `durationSeconds`, sets the duration).
+      const body = { model: request.model, input: request.prompt, voice: 'alloy', response_format: 'wav' };
+      const bytes = new Uint8Array(await send('/audio/speech', body, request.signal, 'audio/wav'));
+      if (sniffContentType(bytes) !== 'audio/wav')
+        throw new ProviderError(`${key} answered with bytes that are no WAV`);
+      return { body: bytes, contentType: 'audio/wav' };
     },
   };
 };
