@@ -128,6 +128,8 @@ export class ApiStack extends Stack {
         Object.fromEntries(config.providers.map((p) => [p.provider, p.secretName])),
       ),
       [envNames.sandboxProviders]: String(config.sandboxProviders),
+      // The Bedrock models the step executor may invoke (its role allows exactly these).
+      ...(config.bedrockModels.length > 0 ? { [envNames.bedrockModels]: config.bedrockModels.join(',') } : {}),
       [envNames.connectionSecretPrefix]: config.connectionSecretPrefix,
       [envNames.operatorEventBus]: this.eventBus.eventBusName,
       [envNames.pythonRunner]: python.fn.functionName,
@@ -170,6 +172,7 @@ export class ApiStack extends Stack {
       eventBus: this.eventBus,
       pythonRunner: python.fn,
       providerSecrets: config.providers,
+      bedrockModels: config.bedrockModels,
       connectionSecretPrefix: config.connectionSecretPrefix,
     });
     const functionById = new Map<string, IFunction>();

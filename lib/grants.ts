@@ -23,9 +23,25 @@ export interface GrantTargets {
   pythonRunner: IFunction;
   /** The stage's provider secrets. */
   providerSecrets: readonly ProviderSecret[];
+  /** The Bedrock model ids (or inference profile ids) the stage may invoke; none: Bedrock is off. */
+  bedrockModels: readonly string[];
   /** Name prefix of the stage's team connection secrets. */
   connectionSecretPrefix: string;
 }
+
+/**
+ * What invoking a Bedrock model id needs: the foundation model in this region; for a cross-Region
+ * inference profile (`us.`, `eu.`, `apac.`, `global.`), the profile in this account and the model in
+ * each Region it routes to.
+ */
+export const bedrockModelArns = (id: string): string[] => {
+  const profile = /^(us|eu|apac|global)\.(.+)$/.exec(id);
+  if (!profile) return [`arn:${Aws.PARTITION}:bedrock:${Aws.REGION}::foundation-model/${id}`];
+  return [
+    `arn:${Aws.PARTITION}:bedrock:${Aws.REGION}:${Aws.ACCOUNT_ID}:inference-profile/${id}`,
+    `arn:${Aws.PARTITION}:bedrock:*::foundation-model/${profile[2]}`,
+  ];
+};
 
 /** ARNs of the secrets named `name` in the stack's account and region, as IAM matches them. */
 const secretArnOf = (name: string) =>
@@ -81,6 +97,18 @@ export class Grants {
     if (access.webhooksQueue === 'send') allow(['sqs:SendMessage'], [webhooksQueue.queueArn]);
     if (access.eventBus === 'put') allow(['events:PutEvents'], [this.#targets.eventBus.eventBusArn]);
     if (access.pythonRunner === 'invoke') allow(['lambda:InvokeFunction'], [this.#targets.pythonRunner.functionArn]);
+    if (access.bedrock === 'invoke' && this.#targets.bedrockModels.length > 0) {
+      allow(['bedrock:InvokeModel'], this.#targets.bedrockModels.flatMap(bedrockModelArns));
+      for (const id of this.#targets.bedrockModels) {
+        const profile = /^(us|eu|apac|global)\.(.+)$/.exec(id);
+        if (!profile) continue;
+        acknowledge(
+          `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/${profile[2]}]`,
+          `The cross-Region inference profile ${id} routes each call to this model in one of its Regions, ` +
+            'chosen by Bedrock: the model is named exactly, the Region cannot be.',
+        );
+      }
+    }
 
     if (access.bucket?.length) {
       const objects = `/${libraryBucket.objectPrefix}*`;

@@ -7,7 +7,7 @@
 
 import { functionMemoryMb, type QueueDefinition } from '../platform/definitions.ts';
 import { metricsServiceName } from '../platform/metric-names.ts';
-import { providerEntry } from '../platform/providers.ts';
+import { bedrockDefaultModels, providerEntry } from '../platform/providers.ts';
 import { connectionSecretPrefixOf, parseProviderSecret } from '../platform/secret-refs.ts';
 
 export const stageNames = ['dev', 'prod'] as const;
@@ -46,6 +46,11 @@ export const contextKeys = {
    * it: where asynchronous providers' webhooks are sent. Default: the HTTP API's own endpoint.
    */
   publicBaseUrl: 'publicBaseUrl',
+  /**
+   * Comma-separated Bedrock model ids the stage may invoke once `providers` names `bedrock`; default:
+   * the catalogue's Bedrock defaults (`bedrockDefaultModels`).
+   */
+  bedrockModels: 'bedrockModels',
   /** Whole days run data and output files are kept; overrides the stage's default. */
   retentionDays: 'retentionDays',
   /**
@@ -138,6 +143,11 @@ export interface StageConfig {
    * has the same string-hash seed (docs/decisions.md). Default: false, a seed per run.
    */
   pythonSnapshots: boolean;
+  /**
+   * The Bedrock models the step executor may invoke (its role allows exactly these): none unless
+   * `-c providers=…` names `bedrock` (no secret: the role is the credential).
+   */
+  bedrockModels: readonly string[];
   /** Where providers' webhooks reach the stage (`-c publicBaseUrl`); undefined: the HTTP API's endpoint. */
   publicBaseUrl: string | undefined;
   /**
@@ -224,6 +234,11 @@ export const parseProviders = (value: unknown): ProviderSecret[] => {
     }
     if (seen.has(provider)) throw new Error(`context providers: ${provider} is given twice`);
     seen.add(provider);
+    // Bedrock runs on the function's role in the stage's own account: no secret to name.
+    if (entry.protocol === 'bedrock') {
+      if (secretName !== '') throw new Error('context providers: bedrock takes no secret (its role is the credential)');
+      return { provider, secretName: '' };
+    }
     if (typeof secretName !== 'string' || !parseProviderSecret(secretName)) {
       throw new Error(
         `context providers: ${provider} needs a Secrets Manager secret name or ARN, as ${provider}:<name>, ` +
@@ -270,6 +285,7 @@ export const stageConfig = (
     throw new Error(`logRetentionDays of ${name} must be one of ${logRetentionValues.join(', ')}`);
   }
 
+  const providers = parseProviders(context(contextKeys.providers));
   const prefix = context(contextKeys.stackPrefix) ?? defaultStackPrefix;
   if (typeof prefix !== 'string' || !/^[A-Za-z][A-Za-z0-9]*$/.test(prefix)) {
     throw new Error(`context stackPrefix must be letters and digits, got ${JSON.stringify(prefix)}`);
@@ -282,7 +298,10 @@ export const stageConfig = (
     ...defaults,
     retentionDays,
     alarmEmail: typeof alarmEmail === 'string' && alarmEmail !== '' ? alarmEmail : undefined,
-    providers: parseProviders(context(contextKeys.providers)),
+    providers: providers.filter((p) => p.provider !== 'bedrock'),
+    bedrockModels: providers.some((p) => p.provider === 'bedrock')
+      ? parseBedrockModels(context(contextKeys.bedrockModels))
+      : [],
     sandboxProviders: flag(
       contextKeys.sandboxProviders,
       context(contextKeys.sandboxProviders),
@@ -296,6 +315,22 @@ export const stageConfig = (
     pythonSnapshots: flag(contextKeys.pythonSnapshots, context(contextKeys.pythonSnapshots), false),
     publicBaseUrl: httpsUrl(contextKeys.publicBaseUrl, context(contextKeys.publicBaseUrl)),
   };
+};
+
+/** Bedrock model ids from the context (`a,b`), or the catalogue's defaults. */
+const parseBedrockModels = (value: unknown): string[] => {
+  if (value === undefined || value === '') return [...new Set(Object.values(bedrockDefaultModels))];
+  const ids =
+    typeof value === 'string'
+      ? value
+          .split(',')
+          .map((id) => id.trim())
+          .filter(Boolean)
+      : [];
+  if (ids.length === 0 || ids.some((id) => !/^[a-z0-9][\w.:-]*$/i.test(id))) {
+    throw new Error(`context bedrockModels must be Bedrock model ids, comma-separated, got ${JSON.stringify(value)}`);
+  }
+  return ids;
 };
 
 /** An https base URL from the context, or undefined when not given; anything else fails `cdk synth`. */

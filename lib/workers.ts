@@ -59,6 +59,8 @@ export const workers: readonly Worker[] = [
       secrets: 'providers-and-connections',
       // PythonSandbox steps run there, never in this function that holds the grants above.
       pythonRunner: 'invoke',
+      // Model steps on Bedrock: exactly the stage's models.
+      bedrock: 'invoke',
     },
   },
   {

@@ -46,4 +46,6 @@ export interface Access {
   eventBus?: 'put';
   /** `lambda:InvokeFunction` on the PythonRunner function (PythonSandbox steps). Default: none. */
   pythonRunner?: 'invoke';
+  /** `bedrock:InvokeModel` on exactly the models the stage grants (`bedrockModels`). Default: none. */
+  bedrock?: 'invoke';
 }

@@ -258,6 +258,11 @@ export const envNames = {
    * `{}` when no provider is configured. Its keys are the provider adapters that are on.
    */
   providerSecrets: 'PROVIDER_SECRETS',
+  /**
+   * The Bedrock model ids a stage deployed with `-c providers=bedrock` may invoke, comma-separated:
+   * Bedrock is on where it is set (its role is the credential: no secret).
+   */
+  bedrockModels: 'BEDROCK_MODELS',
   /** `true` on a sandbox stage: model steps with no configured provider run on the sandbox provider. */
   sandboxProviders: 'SANDBOX_PROVIDERS',
   /** Team connection secrets must be named under this prefix (the step executor may read only those). */

@@ -170,3 +170,19 @@ export const providerRegistry: Readonly<Record<string, ProviderEntry>> = Object.
 
 export const providerEntry = (key: string): ProviderEntry | undefined =>
   Object.hasOwn(providerRegistry, key) ? providerRegistry[key] : undefined;
+
+/**
+ * The Bedrock models the shipped catalogue defaults to (functions/nodes/catalogue/models.ts): a
+ * stage that turns Bedrock on (`-c providers=bedrock`) may invoke these unless `-c bedrockModels`
+ * names others. Ids as Bedrock spells them; `us.` ones are cross-Region inference profiles.
+ */
+export const bedrockDefaultModels = {
+  text: 'us.anthropic.claude-3-5-haiku-20241022-v1:0',
+  vision: 'us.anthropic.claude-3-5-haiku-20241022-v1:0',
+  embedding: 'amazon.titan-embed-text-v2:0',
+  image: 'stability.stable-image-core-v1:1',
+  diffusion: 'stability.sd3-5-large-v1:0',
+  upscale: 'stability.stable-fast-upscale-v1:0',
+  removeBackground: 'stability.stable-image-remove-background-v1:0',
+  control: 'stability.stable-image-control-structure-v1:0',
+} as const;

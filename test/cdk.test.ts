@@ -14,6 +14,7 @@ import { pythonRunner, workers } from '../lib/workers.ts';
 import type { Access } from '../platform/access.ts';
 import { docsRendererFiles, pythonBoxFiles, pythonRuntimeFiles } from '../platform/beside-files.ts';
 import { dataTable, envNames, operatorEventsStream, queues } from '../platform/definitions.ts';
+import { bedrockDefaultModels } from '../platform/providers.ts';
 import { basePath, routes } from '../platform/routes.ts';
 import { commandActions, transactionItemActions } from './support/command-actions.ts';
 
@@ -27,7 +28,7 @@ const providerSecretName = 'workflow-run-api/prod/providers/openai-compatible';
 const prodContext = {
   ...testContext,
   [contextKeys.stage]: 'prod',
-  [contextKeys.providers]: `openai-compatible:${providerSecretName}`,
+  [contextKeys.providers]: `openai-compatible:${providerSecretName},bedrock`,
   [contextKeys.alarmEmail]: 'ops@example.com',
   [contextKeys.dashboard]: 'true',
   [contextKeys.perFunctionAlarms]: 'true',
@@ -698,9 +699,43 @@ describe('cdk app', { timeout: 120_000 }, () => {
           tracing: fn.tracing,
           providerSecrets: [providerSecretName],
           connectionPrefix: 'workflow-run-api/prod/connections/',
+          bedrock: true,
         });
         expect(granted, fn.id).toEqual(expected);
       }
+    });
+
+    it('lets the step executor invoke exactly the stage’s Bedrock models: each foundation model, each profile and its models', () => {
+      const executorId = functionIdOf(prod.apiResources, 'consumes the Steps queue');
+      const role = (prod.apiResources[executorId]?.Properties.Role as { 'Fn::GetAtt': [string] })['Fn::GetAtt'][0];
+      const statements = Object.values(prod.apiResources)
+        .filter((r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties.Roles).includes(role))
+        .flatMap(
+          (p) => (p.Properties.PolicyDocument as { Statement: { Action: unknown; Resource: unknown }[] }).Statement,
+        )
+        .filter((st) => JSON.stringify(st.Action).includes('bedrock:'));
+      expect(statements.map((st) => st.Action)).toEqual(['bedrock:InvokeModel']);
+      const resources = JSON.stringify(statements[0]?.Resource);
+      for (const id of new Set(Object.values(bedrockDefaultModels))) {
+        const profile = /^us\.(.+)$/.exec(id);
+        if (profile) {
+          expect(resources).toContain(`:inference-profile/${id}`);
+          expect(resources).toContain(`:bedrock:*::foundation-model/${profile[1]}`);
+        } else expect(resources).toContain(`::foundation-model/${id}"`);
+      }
+      // A stage that does not name bedrock grants no model; one naming its own models grants those alone.
+      const without = synthesize({
+        ...prodContext,
+        [contextKeys.providers]: `openai-compatible:${providerSecretName}`,
+      });
+      expect(JSON.stringify(without.apiResources)).not.toContain('bedrock:InvokeModel');
+      const own = synthesize({ ...prodContext, [contextKeys.bedrockModels]: 'amazon.nova-lite-v1:0' });
+      const ownText = JSON.stringify(own.apiResources);
+      expect(ownText).toContain('::foundation-model/amazon.nova-lite-v1:0');
+      expect(ownText).not.toContain('stable-image-core');
+      expect(() => buildApp({ ...prodContext, [contextKeys.providers]: 'bedrock:some-secret' }, offline)).toThrow(
+        /bedrock takes no secret/,
+      );
     });
 
     it('reads a provider from an SSM SecureString parameter when the stage names one (ssm:/…), and only that', () => {
@@ -810,6 +845,7 @@ describe('cdk app', { timeout: 120_000 }, () => {
           ...(fn.access.secrets ? ['@aws-sdk/client-secrets-manager', '@aws-sdk/client-ssm'] : []),
           ...(fn.access.eventBus ? ['@aws-sdk/client-eventbridge'] : []),
           ...(fn.access.pythonRunner ? ['@aws-sdk/client-lambda'] : []),
+          ...(fn.access.bedrock ? ['@aws-sdk/client-bedrock-runtime'] : []),
         ];
         const clients = sdkPackagesOf(fn.id).filter((p) => p !== '@aws-sdk/s3-request-presigner');
         expect(clients, fn.id).toEqual(expected.sort());
@@ -1067,6 +1103,7 @@ function resourceLabel(resource: unknown): string {
   const parameter = /:parameter\/([^"]+)"/.exec(text);
   if (parameter) return `parameter:${parameter[1]}`;
   if (/"Fn::GetAtt":\["\w*Logs[0-9A-F]{8}","Arn"\]/.test(text)) return 'logs';
+  if (/:bedrock:/.test(text)) return 'bedrock';
   const fn = /^\{"Fn::GetAtt":\["(\w+?)Function[0-9A-F]{8}","Arn"\]\}$/.exec(text);
   if (fn) return `function:${fn[1]}`;
   return text;
@@ -1081,6 +1118,8 @@ function expectedGrants(
     providerSecrets: string[];
     providerParameters?: string[];
     connectionPrefix: string;
+    /** The stage turned Bedrock on (`-c providers=…,bedrock`). */
+    bedrock?: boolean;
   },
 ): Record<string, string[]> {
   const out: Record<string, string[]> = { logs: ['logs:CreateLogStream', 'logs:PutLogEvents'] };
@@ -1098,6 +1137,7 @@ function expectedGrants(
   if (access.webhooksQueue) add('queue:Webhooks', ['sqs:SendMessage']);
   if (access.eventBus) add('bus', ['events:PutEvents']);
   if (access.pythonRunner) add(`function:${pythonRunner.id}`, ['lambda:InvokeFunction']);
+  if (access.bedrock && options.bedrock) add('bedrock', ['bedrock:InvokeModel']);
   if (options.consumes === 'stream') {
     // The stream event source: reading this table's stream (listing streams takes no resource),
     // and sending a failed batch's position to its dead-letter queue.

@@ -561,9 +561,10 @@ describe('provider selection', () => {
     const h = new Harness();
     const unknown = h.context('LlmWorker', { provider: 'nobody' }, { prompt: ['hi'] });
     expect(await failure(run(unknown))).toMatch(/unknown provider nobody/);
-    const noAudio = h.context('AudioGen', { provider: 'openai-compatible' }, { prompt: ['hi'] });
+    // OpenAI-compatible speaks chat, images, embeddings and speech, but edits no image.
+    const noEdits = h.context('BackgroundRemover', { provider: 'openai-compatible' }, {});
     const configured = createExecutors(executorDepsFromEnv({ OPENAI_COMPATIBLE_BASE_URL: 'http://127.0.0.1:9/v1' }));
-    expect(await failure(configured.AudioGen(noAudio))).toMatch(/cannot generate audio/);
+    expect(await failure(configured.BackgroundRemover(noEdits))).toMatch(/cannot edit images/);
   });
 
   it('a sandbox stage runs a provider it has not configured on the sandbox, and the step says so', async () => {

@@ -195,7 +195,11 @@ describe('redelivered and duplicated step messages', () => {
     const c = released.find((m) => m.nodeId === 'c') as StepMessage;
     expect(await deliver(handler, [stepRecord(b)])).toEqual([]);
     // The first worker claimed the model step `c` and died.
-    expect(await claimStep(stack.deps, await runItemOf(jobId), 'c')).toEqual({ claimed: true, attempt: 1, providerTries: 0 });
+    expect(await claimStep(stack.deps, await runItemOf(jobId), 'c')).toEqual({
+      claimed: true,
+      attempt: 1,
+      providerTries: 0,
+    });
     // Within the lease, the redelivery is taken for a duplicate and dropped: the provider is not paid twice.
     expect(await deliver(handler, [stepRecord(c, 2)])).toEqual([]);
     expect((await runParts(stack.deps, jobId)).steps.get('c')).toMatchObject({ status: 'processing', attempts: 1 });
@@ -387,7 +391,11 @@ describe('attempts are counted on the step, never from SQS receives', () => {
     for (let claim = 1; claim <= stepExecutionAttempts; claim++) {
       clock += (stepLeaseSeconds + 1) * 1000;
       const at: Deps = { ...stack.deps, now: () => new Date(clock) };
-      expect(await claimStep(at, await runItemOf(jobId), 'c')).toEqual({ claimed: true, attempt: claim, providerTries: 0 });
+      expect(await claimStep(at, await runItemOf(jobId), 'c')).toEqual({
+        claimed: true,
+        attempt: claim,
+        providerTries: 0,
+      });
     }
     clock += (stepLeaseSeconds + 1) * 1000;
     const late = stepHandler({ ...stack.deps, now: () => new Date(clock) }, () => async () => {

@@ -50,6 +50,7 @@ export const commandActions: Record<string, { table?: string; other?: string }> 
   GetParametersCommand: { other: 'ssm:GetParameters' },
   PutEventsCommand: { other: 'events:PutEvents' },
   InvokeCommand: { other: 'lambda:InvokeFunction' },
+  InvokeModelCommand: { other: 'bedrock:InvokeModel' },
 };
 
 const transactions = new Set(['TransactWriteCommand', 'TransactWriteItemsCommand', 'TransactGetItemsCommand']);

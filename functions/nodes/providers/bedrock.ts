@@ -29,7 +29,7 @@ import {
   type MediaFile,
   type Provider,
   ProviderError,
-  retryAfterSeconds,
+  parseRetryAfter,
   type TextRequest,
 } from './types.ts';
 
@@ -111,7 +111,7 @@ const providerError = (error: unknown, model: string, signal: AbortSignal): unkn
   const e = (isRecord(error) ? error : {}) as SdkError;
   const name = e.name ?? 'Error';
   const status = e.$metadata?.httpStatusCode;
-  const retryAfter = retryAfterSeconds(e.$response?.headers?.['retry-after'], new Date());
+  const retryAfter = parseRetryAfter(e.$response?.headers?.['retry-after'], new Date());
   const known = awsErrors[name];
   if (known) {
     const detail = safeAwsMessage(e.message ?? '');

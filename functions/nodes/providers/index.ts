@@ -5,6 +5,7 @@
  */
 
 import { providerEntry } from '../../../platform/providers.ts';
+import { createBedrockProvider } from './bedrock.ts';
 import { createOpenAiCompatibleProvider, openAiCompatibleOptionsFromEnv } from './openai-compatible.ts';
 import { createSandboxProvider, sandboxOptionsFromEnv } from './sandbox.ts';
 import type { Provider, ProviderCredentials, TeamConnection } from './types.ts';
@@ -33,7 +34,8 @@ export interface ProviderResolverOptions {
 }
 
 /**
- * The resolver: `sandbox` (`SANDBOX_LATENCY_MS`); `openai-compatible` on the stage's credentials
+ * The resolver: `sandbox` (`SANDBOX_LATENCY_MS`); `bedrock` (the region's, `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`
+ * points it at a stand-in); `openai-compatible` on the stage's credentials
  * (the secret store's, or env locally), a team connection's secret and endpoint winning; and the
  * registry's other providers over the same protocol, on the team's own key (their base URL is the
  * connection's endpoint, else the registry's; env `PROVIDER_<KEY>_BASE_URL`, e.g.
@@ -43,10 +45,18 @@ export const createProviderResolver = (options: ProviderResolverOptions): Provid
   const { env, stageCredentials } = options;
   const sandbox = createSandboxProvider(sandboxOptionsFromEnv(env));
   const fromEnv = openAiCompatibleOptionsFromEnv(env);
+  // Bedrock in the stage's own account: the function's role is the credential (no key, no team's).
+  let bedrock: Provider | undefined;
   return async (key, connection) => {
     const entry = providerEntry(key);
     if (!entry) return undefined;
     if (entry.protocol === 'sandbox') return sandbox;
+    if (entry.protocol === 'bedrock') {
+      bedrock ??= createBedrockProvider({ region: env.AWS_REGION });
+      return bedrock;
+    }
+    // Jobs (Replicate, fal) are the step executor's to submit (job-providers.ts), never called here.
+    if (entry.protocol === 'replicate' || entry.protocol === 'fal') return undefined;
     if (key === 'openai-compatible') {
       // The stage's base URL is needed unless the team's connection names its own.
       const stage =

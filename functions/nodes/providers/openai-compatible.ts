@@ -21,7 +21,7 @@ import {
   type MediaFile,
   type Provider,
   ProviderError,
-  retryAfterSeconds,
+  parseRetryAfter,
   type TextRequest,
 } from './types.ts';
 
@@ -143,7 +143,7 @@ export const createOpenAiCompatibleProvider = (options: OpenAiCompatibleOptions)
       const detail = typeof quoted === 'string' ? `: ${quoted.slice(0, 300)}` : '';
       // 408, 429 and 5xx are retryable (the status decides), after Retry-After when the server sends one.
       throw new ProviderError(`${key} answered ${response.status}${detail}`, response.status, {
-        retryAfterSeconds: retryAfterSeconds(response.headers.get('retry-after'), new Date()),
+        retryAfterSeconds: parseRetryAfter(response.headers.get('retry-after'), new Date()),
       });
     }
     return bytes;

@@ -48,8 +48,9 @@ export const stageProvidersFromEnv = (env: NodeJS.ProcessEnv = process.env): Sta
     }
     secrets = parsed as Record<string, string>;
   }
+  const bedrock = env[envNames.bedrockModels] ? ['bedrock'] : [];
   return {
-    configured: secrets ? Object.keys(secrets) : localProviders(env),
+    configured: [...new Set([...(secrets ? Object.keys(secrets) : localProviders(env)), ...bedrock])],
     sandbox: env[envNames.sandboxProviders] !== 'false',
     secrets,
   };
