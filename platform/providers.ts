@@ -43,7 +43,38 @@ export interface ProviderEntry extends LicenceFacts {
   baseUrl?: string;
   /** Per-model facts that differ from the provider's. */
   models: Readonly<Record<string, Partial<LicenceFacts>>>;
+  /**
+   * Models whose licence excludes AWS Regions, by Region prefix (`eu-` is every EU Region and
+   * London): on a stage in one of them the model is refused as `region_restricted`.
+   */
+  excludedRegions?: Readonly<Record<string, readonly string[]>>;
 }
+
+/** Whether a model's licence excludes `region` (a stage's AWS Region). */
+export const regionExcludes = (entry: ProviderEntry, model: string, region: string | undefined): boolean => {
+  if (!region || !entry.excludedRegions) return false;
+  const name = model.split(':')[0] ?? model;
+  const excluded = Object.hasOwn(entry.excludedRegions, name) ? entry.excludedRegions[name] : undefined;
+  return excluded?.some((prefix) => region.startsWith(prefix)) ?? false;
+};
+
+/**
+ * The Bedrock models the shipped catalogue defaults to (functions/nodes/catalogue/models.ts): a
+ * stage that turns Bedrock on (`-c providers=bedrock`) may invoke these unless `-c bedrockModels`
+ * names others. Ids as Bedrock spells them; `us.` ones are cross-Region inference profiles.
+ */
+export const bedrockDefaultModels = {
+  text: 'us.anthropic.claude-3-5-haiku-20241022-v1:0',
+  vision: 'us.anthropic.claude-3-5-haiku-20241022-v1:0',
+  embedding: 'amazon.titan-embed-text-v2:0',
+  image: 'stability.stable-image-core-v1:1',
+  diffusion: 'stability.sd3-5-large-v1:0',
+  upscale: 'stability.stable-fast-upscale-v1:0',
+  removeBackground: 'stability.stable-image-remove-background-v1:0',
+  control: 'stability.stable-image-control-structure-v1:0',
+} as const;
+
+const bedrockModelIds = bedrockDefaultModels;
 
 const entries: readonly ProviderEntry[] = [
   {
@@ -81,7 +112,44 @@ const entries: readonly ProviderEntry[] = [
     licenceUrl: null,
     commercialUse: 'provider_terms',
     termsUrl: 'https://aws.amazon.com/service-terms/',
-    models: {},
+    // Read 2026-11-26 (docs/models.md): third-party models ship under AWS's EULA for them, Amazon's
+    // own (Titan, Nova) under the AWS Service Terms.
+    models: {
+      [bedrockModelIds.text]: {
+        licence: 'AWS Third-Party Models EULA',
+        licenceUrl: 'https://aws.amazon.com/legal/bedrock/third-party-models/',
+        commercialUse: 'provider_terms',
+      },
+      [bedrockModelIds.embedding]: {
+        licence: 'AWS Service Terms',
+        licenceUrl: 'https://aws.amazon.com/service-terms/',
+      },
+      [bedrockModelIds.image]: {
+        licence: 'AWS Third-Party Models EULA',
+        licenceUrl: 'https://aws.amazon.com/legal/bedrock/third-party-models/',
+        commercialUse: 'provider_terms',
+      },
+      [bedrockModelIds.diffusion]: {
+        licence: 'AWS Third-Party Models EULA',
+        licenceUrl: 'https://aws.amazon.com/legal/bedrock/third-party-models/',
+        commercialUse: 'provider_terms',
+      },
+      [bedrockModelIds.upscale]: {
+        licence: 'AWS Third-Party Models EULA',
+        licenceUrl: 'https://aws.amazon.com/legal/bedrock/third-party-models/',
+        commercialUse: 'provider_terms',
+      },
+      [bedrockModelIds.removeBackground]: {
+        licence: 'AWS Third-Party Models EULA',
+        licenceUrl: 'https://aws.amazon.com/legal/bedrock/third-party-models/',
+        commercialUse: 'provider_terms',
+      },
+      [bedrockModelIds.control]: {
+        licence: 'AWS Third-Party Models EULA',
+        licenceUrl: 'https://aws.amazon.com/legal/bedrock/third-party-models/',
+        commercialUse: 'provider_terms',
+      },
+    },
   },
   {
     key: 'replicate',
@@ -92,7 +160,30 @@ const entries: readonly ProviderEntry[] = [
     licenceUrl: null,
     commercialUse: null,
     termsUrl: 'https://replicate.com/terms',
-    models: {},
+    // Each model's own licence, from its card (docs/models.md, read 2026-11-26).
+    models: {
+      'black-forest-labs/flux-schnell': {
+        licence: 'Apache-2.0',
+        licenceUrl: 'https://github.com/black-forest-labs/flux/blob/main/model_licenses/LICENSE-FLUX1-schnell',
+        commercialUse: 'yes',
+      },
+      'nightmareai/real-esrgan': {
+        licence: 'BSD-3-Clause',
+        licenceUrl: 'https://github.com/NightmareAI/Real-ESRGAN/blob/master/LICENSE',
+        commercialUse: 'yes',
+      },
+      // The service always sends model_size Small: the larger weights are CC-BY-NC-4.0.
+      'chenxwh/depth-anything-v2': {
+        licence: 'Apache-2.0',
+        licenceUrl: 'https://github.com/DepthAnything/Depth-Anything-V2',
+        commercialUse: 'yes',
+      },
+      'meta/musicgen': {
+        licence: 'CC-BY-NC-4.0',
+        licenceUrl: 'https://github.com/replicate/cog-musicgen',
+        commercialUse: 'no',
+      },
+    },
   },
   {
     key: 'fal',
@@ -103,7 +194,39 @@ const entries: readonly ProviderEntry[] = [
     licenceUrl: null,
     commercialUse: null,
     termsUrl: 'https://fal.ai/terms',
-    models: {},
+    // Each model's own licence, from its card (docs/models.md, read 2026-11-26); null where the
+    // hosted model's weights or terms could not be confirmed (its outputs read `unchecked`).
+    models: {
+      'fal-ai/flux/schnell': {
+        licence: 'Apache-2.0',
+        licenceUrl: 'https://github.com/black-forest-labs/flux/blob/main/model_licenses/LICENSE-FLUX1-schnell',
+        commercialUse: 'yes',
+      },
+      'fal-ai/trellis': {
+        licence: 'MIT',
+        licenceUrl: 'https://github.com/microsoft/TRELLIS/blob/main/LICENSE',
+        commercialUse: 'yes',
+      },
+      'fal-ai/birefnet/v2': {
+        licence: 'MIT',
+        licenceUrl: 'https://github.com/ZhengPeng7/BiRefNet/blob/main/LICENSE',
+        commercialUse: 'yes',
+      },
+      // Commercial use below US$1M annual revenue; an Enterprise licence from Stability above it.
+      'fal-ai/stable-audio': {
+        licence: 'Stability AI Community License',
+        licenceUrl: 'https://huggingface.co/stabilityai/stable-audio-open-1.0/blob/main/LICENSE.md',
+        commercialUse: 'provider_terms',
+      },
+      // Does not apply in the EU, the UK and South Korea, nor to outputs used there.
+      'fal-ai/hunyuan3d/v2': {
+        licence: 'Tencent Hunyuan 3D 2.0 Community License',
+        licenceUrl: 'https://github.com/Tencent-Hunyuan/Hunyuan3D-2/blob/main/LICENSE',
+        commercialUse: 'yes',
+      },
+    },
+    /** Models whose licence excludes some AWS Regions (a stage there refuses them: `region_restricted`). */
+    excludedRegions: { 'fal-ai/hunyuan3d/v2': ['eu-', 'ap-northeast-2'] },
   },
   {
     key: 'studio-x',
@@ -170,19 +293,3 @@ export const providerRegistry: Readonly<Record<string, ProviderEntry>> = Object.
 
 export const providerEntry = (key: string): ProviderEntry | undefined =>
   Object.hasOwn(providerRegistry, key) ? providerRegistry[key] : undefined;
-
-/**
- * The Bedrock models the shipped catalogue defaults to (functions/nodes/catalogue/models.ts): a
- * stage that turns Bedrock on (`-c providers=bedrock`) may invoke these unless `-c bedrockModels`
- * names others. Ids as Bedrock spells them; `us.` ones are cross-Region inference profiles.
- */
-export const bedrockDefaultModels = {
-  text: 'us.anthropic.claude-3-5-haiku-20241022-v1:0',
-  vision: 'us.anthropic.claude-3-5-haiku-20241022-v1:0',
-  embedding: 'amazon.titan-embed-text-v2:0',
-  image: 'stability.stable-image-core-v1:1',
-  diffusion: 'stability.sd3-5-large-v1:0',
-  upscale: 'stability.stable-fast-upscale-v1:0',
-  removeBackground: 'stability.stable-image-remove-background-v1:0',
-  control: 'stability.stable-image-control-structure-v1:0',
-} as const;

@@ -62,7 +62,7 @@ describe('node catalogue (DESIGN section 4)', () => {
     expect(priceInMode(perRun, 'draft')).toBe(priceInMode(perRun, 'production'));
   });
 
-  it('marks the model steps, each on the sandbox provider, and only those as category model', () => {
+  it('marks the model steps, each on a real provider with a sandbox stand-in, and only those as category model', () => {
     const models = entries.filter((s) => s.model !== null).map((s) => s.type);
     expect(models).toEqual([
       'ImageGen',
@@ -83,8 +83,9 @@ describe('node catalogue (DESIGN section 4)', () => {
     for (const spec of entries) {
       expect(spec.category === 'model', spec.type).toBe(spec.model !== null);
       if (spec.model) {
-        expect(spec.model.provider).toBe('sandbox');
+        expect(['bedrock', 'fal', 'replicate']).toContain(spec.model.provider);
         expect(spec.model.model).not.toBe('');
+        expect(spec.model.sandboxModel).toMatch(/^sandbox-/);
       }
     }
   });

@@ -578,7 +578,8 @@ describe('provider selection', () => {
     expect(await failure(strict.LlmWorker(context()))).toMatch(
       /^LlmWorker: runs on openai-compatible, which is not available through the API without your own key/,
     );
-    expect(await failure(strict.LlmWorker(h.context('LlmWorker', {}, { prompt: ['hi'] })))).toMatch(/runs on sandbox/);
+    // The catalogue's default (Bedrock) on a stage that did not turn it on.
+    expect(await failure(strict.LlmWorker(h.context('LlmWorker', {}, { prompt: ['hi'] })))).toMatch(/runs on bedrock/);
   });
 });
 

@@ -61,8 +61,9 @@ describe('the formula of each model node type', () => {
     // 400 × 4,096 / 1024² / 30 = 0.05, rounded up to one hundredth.
     expect(estimateOf('ImageGen', tiny)).toBe(1);
     expect(estimateOf('ImageGen', { width: 1024, height: 1024 })).toBe(400);
-    // No size: the provider's default side, 256 on the sandbox, 1024 elsewhere.
-    expect(estimateOf('ImageGen', {})).toBe(25);
+    // No size: the provider's default side, 256 on the sandbox, 1024 elsewhere (the catalogue's default is Bedrock).
+    expect(estimateOf('ImageGen', {})).toBe(400);
+    expect(estimateOf('ImageGen', { provider: 'sandbox' })).toBe(25);
     expect(estimateOf('ImageGen', { provider: 'openai-compatible' })).toBe(400);
     // Draft: one variation, a third of the steps (50), at half price: 8,000 × 50 / 150 / 2.
     expect(estimateOf('ImageGen', big, 'draft')).toBe(1_334);

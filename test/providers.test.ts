@@ -406,7 +406,7 @@ describe('provider registry', () => {
 
   it('stepProvider: config.provider and config.model win; non-model steps have none', () => {
     const spec = getNodeSpec('ImageGen');
-    expect(stepProvider({ config: {} }, spec)).toEqual({ provider: 'sandbox', model: 'sandbox-image-1' });
+    expect(stepProvider({ config: {} }, spec)).toEqual({ provider: 'bedrock', model: 'stability.stable-image-core-v1:1' });
     expect(stepProvider({ config: { provider: 'studio-x' } }, spec)).toEqual({ provider: 'studio-x', model: null });
     expect(stepProvider({ config: { provider: 'studio-x', model: 'x2' } }, spec)).toEqual({
       provider: 'studio-x',
@@ -466,12 +466,13 @@ describe('provider registry', () => {
     });
     expect(checkApiIntegration(llm, new Set(['openai-compatible']), bare)).toBeNull();
     expect(checkApiIntegration(llm, new Set(), sandboxStage)).toBeNull();
-    // The catalogue's default provider is the sandbox: nothing runs it on a stage without the sandbox.
+    // The catalogue's default provider is Bedrock: a stage that did not turn it on refuses it (no team's key runs it).
     const defaults = canvas([{ type: 'ImageGen' }]);
-    expect(checkApiIntegration(defaults, new Set(['sandbox']), prod)).toMatchObject({
-      providers: ['sandbox'],
+    expect(checkApiIntegration(defaults, new Set(['bedrock']), prod)).toMatchObject({
+      providers: ['bedrock'],
       level: 'not_allowed',
     });
+    expect(checkApiIntegration(defaults, new Set(), { configured: ['bedrock'], sandbox: false })).toBeNull();
     // Registry bars hold on every stage.
     const studio = canvas([{ type: 'ImageGen', config: { provider: 'studio-x' } }]);
     expect(checkApiIntegration(studio, new Set(), { configured: [], sandbox: true })?.level).toBe('app_only');

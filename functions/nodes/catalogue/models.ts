@@ -1,9 +1,12 @@
 /**
- * AI model steps. Each runs by default on the built-in `sandbox` provider (offline, deterministic,
- * real files); `config.provider` and `config.model` choose another. Prices are for the default
- * model, in hundredths of a credit.
+ * AI model steps. Each names a real default model on a real provider (Bedrock's where Bedrock has
+ * one, else fal's), which a stage turns on; on a sandbox stage where that provider is off, the
+ * built-in `sandbox` provider (offline, deterministic, real files) stands in and the step says so.
+ * `config.provider` and `config.model` choose another. Prices are for the default model, in
+ * hundredths of a credit.
  */
 import * as v from 'valibot';
+import { bedrockDefaultModels } from '../../../platform/providers.ts';
 import type { NodeType } from '../../../schemas/workflows.ts';
 import {
   intBetween,
@@ -14,7 +17,16 @@ import {
   numberBetween,
 } from './node-spec.ts';
 
-const sandbox = (model: string, pricedPerRun = false): ModelSpec => ({ provider: 'sandbox', model, pricedPerRun });
+/**
+ * A node type's default model on a real provider (docs/models.md: licence, latency, sources), and
+ * the offline sandbox model that stands in for it on a sandbox stage where that provider is off.
+ */
+const hosted = (provider: string, model: string, sandboxModel: string, pricedPerRun = false): ModelSpec => ({
+  provider,
+  model,
+  sandboxModel,
+  pricedPerRun,
+});
 
 const modelStep = { category: 'model', acceptsApiInputKey: false, minimalConfig: {} } as const;
 const SeedSchema = v.optional(intBetween(0, 2 ** 32 - 1));
@@ -44,7 +56,7 @@ export const modelNodes = {
       variations: v.optional(intBetween(1, 4)),
       negativePrompt: v.optional(v.string()),
     }),
-    model: sandbox('sandbox-image-1'),
+    model: hosted('bedrock', bedrockDefaultModels.image, 'sandbox-image-1'),
     price: modelPrice(400, false),
   },
   AudioGen: {
@@ -58,7 +70,7 @@ export const modelNodes = {
       durationSeconds: v.optional(numberBetween(1, 300)),
       seed: SeedSchema,
     }),
-    model: sandbox('sandbox-audio-1'),
+    model: hosted('fal', 'fal-ai/stable-audio', 'sandbox-audio-1'),
     price: modelPrice(300, false),
   },
   '3DTransform': {
@@ -71,7 +83,7 @@ export const modelNodes = {
     ],
     outputs: [{ name: 'mesh', kind: 'mesh' }],
     configSchema: v.object({ ...modelConfigEntries, format: MeshFormatSchema, seed: SeedSchema }),
-    model: sandbox('sandbox-mesh-1', true),
+    model: hosted('fal', 'fal-ai/trellis', 'sandbox-mesh-1', true),
     price: modelPrice(1500, true),
   },
   LlmWorker: {
@@ -89,7 +101,7 @@ export const modelNodes = {
       maxTokens: v.optional(intBetween(1, 32_000)),
       temperature: v.optional(numberBetween(0, 2)),
     }),
-    model: sandbox('sandbox-text-1'),
+    model: hosted('bedrock', bedrockDefaultModels.text, 'sandbox-text-1'),
     price: modelPrice(200, false),
   },
   DiffusionWorker: {
@@ -107,7 +119,7 @@ export const modelNodes = {
       guidance: v.optional(numberBetween(0, 30)),
       strength: v.optional(numberBetween(0, 1)),
     }),
-    model: sandbox('sandbox-diffusion-1'),
+    model: hosted('bedrock', bedrockDefaultModels.diffusion, 'sandbox-diffusion-1'),
     price: modelPrice(400, false),
   },
   ControlNetFilter: {
@@ -124,7 +136,7 @@ export const modelNodes = {
       mode: v.optional(v.picklist(['canny', 'depth', 'pose', 'scribble'])),
       strength: v.optional(numberBetween(0, 2)),
     }),
-    model: sandbox('sandbox-control-1'),
+    model: hosted('bedrock', bedrockDefaultModels.control, 'sandbox-control-1'),
     price: modelPrice(300, false),
   },
   VisionInterrogator: {
@@ -141,7 +153,7 @@ export const modelNodes = {
       detail: v.optional(v.picklist(['low', 'high'])),
       maxTokens: v.optional(intBetween(1, 8_000)),
     }),
-    model: sandbox('sandbox-vision-1'),
+    model: hosted('bedrock', bedrockDefaultModels.vision, 'sandbox-vision-1'),
     price: modelPrice(150, false),
   },
   DepthEstimator: {
@@ -151,7 +163,7 @@ export const modelNodes = {
     inputs: [{ name: 'image', kind: 'image', required: true }],
     outputs: [{ name: 'depth', kind: 'image' }],
     configSchema: v.object({ ...modelConfigEntries }),
-    model: sandbox('sandbox-depth-1'),
+    model: hosted('fal', 'fal-ai/image-preprocessors/depth-anything/v2', 'sandbox-depth-1'),
     price: modelPrice(100, false),
   },
   PbrSynthesizer: {
@@ -165,7 +177,7 @@ export const modelNodes = {
       { name: 'roughness', kind: 'image' },
     ],
     configSchema: v.object({ ...modelConfigEntries, resolution: v.optional(v.picklist([512, 1024, 2048])) }),
-    model: sandbox('sandbox-pbr-1'),
+    model: hosted('fal', 'fal-ai/patina/material/extract', 'sandbox-pbr-1'),
     price: modelPrice(500, false),
   },
   TwoDToThreeD: {
@@ -175,7 +187,7 @@ export const modelNodes = {
     inputs: [{ name: 'image', kind: 'image', required: true }],
     outputs: [{ name: 'mesh', kind: 'mesh' }],
     configSchema: v.object({ ...modelConfigEntries, format: MeshFormatSchema, seed: SeedSchema }),
-    model: sandbox('sandbox-image-to-mesh-1', true),
+    model: hosted('fal', 'fal-ai/trellis', 'sandbox-image-to-mesh-1', true),
     price: modelPrice(1500, true),
   },
   AutoRigger: {
@@ -185,7 +197,7 @@ export const modelNodes = {
     inputs: [{ name: 'mesh', kind: 'mesh', required: true }],
     outputs: [{ name: 'rig', kind: 'mesh' }],
     configSchema: v.object({ ...modelConfigEntries, skeleton: v.optional(v.picklist(['humanoid', 'quadruped'])) }),
-    model: sandbox('sandbox-rigger-1', true),
+    model: hosted('fal', 'fal-ai/meshy/rigging', 'sandbox-rigger-1', true),
     price: modelPrice(1000, true),
   },
   Upscaler: {
@@ -195,7 +207,7 @@ export const modelNodes = {
     inputs: [{ name: 'image', kind: 'image', required: true }],
     outputs: [{ name: 'image', kind: 'image' }],
     configSchema: v.object({ ...modelConfigEntries, scale: v.optional(v.picklist([2, 4])) }),
-    model: sandbox('sandbox-upscaler-1'),
+    model: hosted('bedrock', bedrockDefaultModels.upscale, 'sandbox-upscaler-1'),
     price: modelPrice(100, false),
   },
   BackgroundRemover: {
@@ -205,7 +217,7 @@ export const modelNodes = {
     inputs: [{ name: 'image', kind: 'image', required: true }],
     outputs: [{ name: 'image', kind: 'image' }],
     configSchema: v.object({ ...modelConfigEntries }),
-    model: sandbox('sandbox-matting-1'),
+    model: hosted('bedrock', bedrockDefaultModels.removeBackground, 'sandbox-matting-1'),
     price: modelPrice(50, false),
   },
   Embedder: {
@@ -215,7 +227,7 @@ export const modelNodes = {
     inputs: [{ name: 'text', kind: 'text', required: true }],
     outputs: [{ name: 'embedding', kind: 'embedding' }],
     configSchema: v.object({ ...modelConfigEntries, dimensions: v.optional(intBetween(1, 4096)) }),
-    model: sandbox('sandbox-embedding-1'),
+    model: hosted('bedrock', bedrockDefaultModels.embedding, 'sandbox-embedding-1'),
     price: modelPrice(10, false),
   },
 } satisfies Partial<Record<NodeType, NodeSpec>>;

@@ -24,6 +24,8 @@ export interface HandleSpec {
 export interface ModelSpec {
   provider: string;
   model: string;
+  /** The offline sandbox model that stands in for it on a sandbox stage where `provider` is off. */
+  sandboxModel: string;
   /** The provider charges per run whatever the settings, so `draft` costs the same as `production`. */
   pricedPerRun: boolean;
 }

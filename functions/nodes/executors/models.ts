@@ -68,9 +68,8 @@ interface ResolvedModel {
   model: string;
 }
 
-/** The model a step runs on the sandbox standing in for its provider: the catalogue's, when it is a sandbox model. */
-const standInModel = (context: StepContext): string =>
-  context.spec.model?.provider === sandboxProviderKey ? context.spec.model.model : 'default';
+/** The model a step runs on the sandbox standing in for its provider: the catalogue's stand-in. */
+const standInModel = (context: StepContext): string => context.spec.model?.sandboxModel ?? 'default';
 
 /**
  * Resolves the step's provider and model (`routeProvider`: the team's own key, the stage's

@@ -2,6 +2,7 @@ import {
   type IntegrationLevel,
   type LicenceFacts,
   providerEntry,
+  regionExcludes,
   sandboxProviderKey,
 } from '../../../platform/providers.ts';
 import { messages } from '../../../schemas/errors.ts';
@@ -98,10 +99,11 @@ export const routeProvider = (
       : { refused: true, level: 'not_allowed' };
   }
   if (level === 'api') {
-    if (teamHasKey) return { refused: false, runsOn: provider, credentials: 'team' };
+    if (teamHasKey && entry?.protocol !== 'bedrock') return { refused: false, runsOn: provider, credentials: 'team' };
     if (stage.configured.includes(provider)) return { refused: false, runsOn: provider, credentials: 'stage' };
     if (stage.sandbox) return { refused: false, runsOn: sandboxProviderKey, credentials: 'none' };
-    return { refused: true, level: 'byok_only' };
+    // Bedrock runs only in the stage's own account: no team's key would run it.
+    return { refused: true, level: entry?.protocol === 'bedrock' ? 'not_allowed' : 'byok_only' };
   }
   if ((level === 'app_only' || level === 'byok_only') && teamHasKey) {
     return { refused: false, runsOn: provider, credentials: 'team' };
@@ -117,19 +119,26 @@ export const routeProvider = (
 export const checkApiIntegration = (
   canvas: Pick<Canvas, 'nodes'>,
   teamConnections: ReadonlySet<string>,
-  stage: Pick<StageProviders, 'configured' | 'sandbox'>,
+  stage: Pick<StageProviders, 'configured' | 'sandbox' | 'region'>,
 ): ApiIntegrationRefusal | null => {
   for (const node of canvas.nodes) {
     const spec = getNodeSpec(node.type);
     const use = spec ? stepProvider(node, spec) : null;
     if (!use) continue;
     const route = routeProvider(use.provider, stage, teamConnections.has(use.provider));
-    if (!route.refused) continue;
+    const entry = providerEntry(use.provider);
+    // A model whose licence excludes the stage's Region never runs there, whoever's key it is on.
+    const level: Exclude<IntegrationLevel, 'api'> | undefined = route.refused
+      ? route.level
+      : entry && use.model && route.runsOn === use.provider && regionExcludes(entry, use.model, stage.region)
+        ? 'region_restricted'
+        : undefined;
+    if (!level) continue;
     return {
       nodeId: node.id,
       nodeType: node.type,
       providers: [use.provider],
-      level: route.level,
+      level,
       message: apiIntegrationMessage(node.type, use.provider),
     };
   }

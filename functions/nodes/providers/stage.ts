@@ -18,6 +18,8 @@ export interface StageProviders {
    * undefined on the local default, whose credentials come from the environment.
    */
   secrets: Readonly<Record<string, string>> | undefined;
+  /** The stage's AWS Region (`AWS_REGION`): a model whose licence excludes it is refused there. */
+  region?: string | undefined;
 }
 
 /**
@@ -53,5 +55,6 @@ export const stageProvidersFromEnv = (env: NodeJS.ProcessEnv = process.env): Sta
     configured: [...new Set([...(secrets ? Object.keys(secrets) : localProviders(env)), ...bedrock])],
     sandbox: env[envNames.sandboxProviders] !== 'false',
     secrets,
+    region: env.AWS_REGION,
   };
 };
