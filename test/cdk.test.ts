@@ -707,7 +707,8 @@ describe('cdk app', { timeout: 120_000 }, () => {
 
     it('lets the step executor invoke exactly the stage’s Bedrock models: each foundation model, each profile and its models', () => {
       const executorId = functionIdOf(prod.apiResources, 'consumes the Steps queue');
-      const role = (prod.apiResources[executorId]?.Properties.Role as { 'Fn::GetAtt': [string] })['Fn::GetAtt'][0];
+      const executorRole = prod.apiResources[executorId]?.Properties.Role as { 'Fn::GetAtt': [string] };
+      const role = executorRole['Fn::GetAtt'][0];
       const statements = Object.values(prod.apiResources)
         .filter((r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties.Roles).includes(role))
         .flatMap(

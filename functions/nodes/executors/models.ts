@@ -6,7 +6,7 @@
  * What a run mode changes in a model call (`modeSettings`) is in functions/domain/run-modes.ts.
  */
 
-import { isJobProtocol, providerEntry, sandboxProviderKey } from '../../../platform/providers.ts';
+import { isJobProtocol, providerEntry } from '../../../platform/providers.ts';
 import type { NodeType } from '../../../schemas/workflows.ts';
 import {
   type ModelWork,
