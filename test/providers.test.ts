@@ -406,7 +406,10 @@ describe('provider registry', () => {
 
   it('stepProvider: config.provider and config.model win; non-model steps have none', () => {
     const spec = getNodeSpec('ImageGen');
-    expect(stepProvider({ config: {} }, spec)).toEqual({ provider: 'bedrock', model: 'stability.stable-image-core-v1:1' });
+    expect(stepProvider({ config: {} }, spec)).toEqual({
+      provider: 'bedrock',
+      model: 'stability.stable-image-core-v1:1',
+    });
     expect(stepProvider({ config: { provider: 'studio-x' } }, spec)).toEqual({ provider: 'studio-x', model: null });
     expect(stepProvider({ config: { provider: 'studio-x', model: 'x2' } }, spec)).toEqual({
       provider: 'studio-x',
