@@ -1,4 +1,4 @@
-import { buildOpenApiDocument } from '../../schemas/openapi.ts';
+import { buildOpenApiDocument } from '../docs/openapi.ts';
 import { publicHandler } from '../http/public-handler.ts';
 import { json } from '../http/response.ts';
 
