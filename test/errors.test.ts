@@ -457,6 +457,22 @@ describe('layers', () => {
     expect(files.filter((file) => importsErrorBodies(readFileSync(file, 'utf8')))).toEqual([]);
   });
 
+  // Our answers' status codes: the error table's rows, the 500 of error-map.ts, and the named answers of response.ts.
+  it('no file under functions/ writes a status code but the error table, error-map.ts and response.ts', () => {
+    const statusCode = /\b(?:json|statusCode)\s*[(:]\s*\d{3}\b|\bstatus:\s*\d{3}\b/;
+    const writers = filesUnder('functions')
+      .filter((file) => statusCode.test(readFileSync(file, 'utf8')))
+      .map((file) => file.slice(root.length));
+    expect(writers.sort()).toEqual([
+      'functions/errors/table.ts',
+      'functions/http/error-map.ts',
+      'functions/http/response.ts',
+    ]);
+    for (const written of ['json(200, x)', 'json(\n  404,', 'statusCode: 304', '  status: 409,'])
+      expect(statusCode.test(written), written).toBe(true);
+    expect(statusCode.test('response.status !== 200')).toBe(false);
+  });
+
   it('the check above sees the ways an import can be written', () => {
     for (const source of [
       "import { messages } from '../../schemas/errors.ts';",
