@@ -1,6 +1,9 @@
 /**
- * The OpenAPI 3.1.0 document served at GET /openapi.json, built from the valibot schemas so the
- * document, request validation and TypeScript types cannot drift apart.
+ * The words and schemas of the OpenAPI 3.1.0 document served at GET /openapi.json, built from the
+ * valibot schemas so the document, request validation and TypeScript types cannot drift apart. Its
+ * error responses come from the error table's rows (`describeApi(errors)`): each operation lists,
+ * under each status, the bodies of the rows that name its route. functions/docs/openapi.ts passes
+ * the rows in (schemas/ knows nothing of functions/).
  */
 import { type ConversionConfig, toJsonSchemaDefs } from '@valibot/to-json-schema';
 import type {
@@ -14,6 +17,7 @@ import type {
   ResponseObject,
   SchemaObject,
 } from 'openapi3-ts/oas31';
+import type * as v from 'valibot';
 import { basePath, type RouteId, routeById, scopeOf } from '../platform/routes.ts';
 import { UuidSchema } from './common.ts';
 import { DeferredRunSchema, deferredRunStatuses, ListDeferredRunsResponseSchema } from './deferred-runs.ts';
@@ -129,6 +133,35 @@ export const componentSchemas = {
 
 type ComponentName = keyof typeof componentSchemas;
 
+/** An error as the document reads it: one row of the error table (functions/errors/table.ts). */
+export interface DocumentedError {
+  status: number;
+  /** Its body schemas: each one of `componentSchemas`, or an export `<Name>Schema` of schemas/errors.ts. */
+  schemas: readonly v.GenericSchema[];
+  /** The routes that answer it. */
+  routes: readonly RouteId[];
+  /** Set when it answers `Retry-After`. */
+  retryAfter?: unknown;
+  /** Words for it, after the operation's own for its status. */
+  described?: string;
+}
+
+/** An error body schema's name in the document: its key in `componentSchemas`, else its export name in schemas/errors.ts. */
+const componentNameOf = (schema: v.GenericSchema): string => {
+  const named = Object.entries(componentSchemas).find(([, component]) => component === schema);
+  if (named) return named[0];
+  const exported = Object.entries(errors).find(([name, value]) => value === schema && name.endsWith('Schema'));
+  if (exported) return exported[0].slice(0, -'Schema'.length);
+  throw new Error('an error body schema the document cannot name: export it from schemas/errors.ts as <Name>Schema');
+};
+
+/** Every named schema of the document: `componentSchemas`, then the error bodies they do not hold, by name. */
+export const documentedSchemas = (documented: readonly DocumentedError[]): Record<string, v.GenericSchema> => {
+  const schemas: Record<string, v.GenericSchema> = { ...componentSchemas };
+  for (const schema of documented.flatMap((error) => error.schemas)) schemas[componentNameOf(schema)] = schema;
+  return schemas;
+};
+
 const conversion: ConversionConfig = {
   target: 'draft-2020-12',
   // `check` actions (e.g. exactly one of agentId/projectId) are stated for the document by the
@@ -145,13 +178,17 @@ function toSchemaObjects<TKey extends string>(
   return toJsonSchemaDefs(schemas, conversion) as Record<TKey, SchemaObject>;
 }
 
-const ref = (name: ComponentName): ReferenceObject => ({ $ref: `#/components/schemas/${name}` });
+const ref = (name: string): ReferenceObject => ({ $ref: `#/components/schemas/${name}` });
 
 const retryAfterRef: ReferenceObject = { $ref: '#/components/headers/Retry-After' };
 
 /** A JSON response whose body is one of the named schemas. */
 function jsonResponse(description: string, ...names: [ComponentName, ...ComponentName[]]): ResponseObject {
-  const schema = names.length === 1 ? ref(names[0]) : { oneOf: names.map(ref) };
+  return namedResponse(description, names);
+}
+
+function namedResponse(description: string, names: readonly string[]): ResponseObject {
+  const schema = names.length === 1 ? ref(names[0] as string) : { oneOf: names.map(ref) };
   return { description, content: { 'application/json': { schema } } };
 }
 
@@ -163,7 +200,14 @@ function withRetryAfter(response: ResponseObject): ResponseObject {
 const storageBusyText =
   'The service is busy (a write met a conflicting one or throttling on every try); nothing was written. ' +
   'Try again after `Retry-After` seconds.';
-const storageBusyResponse = (): ResponseObject => withRetryAfter(jsonResponse(storageBusyText, 'StorageBusyError'));
+
+/** The words of an error status every operation that answers it shares, unless it has its own. */
+const sharedErrorWords: Partial<Record<number, string>> = {
+  401: 'The key is missing, malformed, unknown, revoked or expired.',
+  403: 'The key lacks the scope this operation needs.',
+  429: 'Too many requests with this key; wait `Retry-After` seconds.',
+  503: storageBusyText,
+};
 
 /** One operation's words; its method, path and scope are the route's in `platform/routes.ts`. */
 interface OperationSpec {
@@ -174,23 +218,40 @@ interface OperationSpec {
   description: string;
   parameters?: ParameterObject[];
   requestBody?: RequestBodyObject;
+  /** Its answers that are no row of the error table: its successes, and its 500 when it writes. */
   responses: Record<number, ResponseObject>;
+  /** Its own words for an error status it answers (else `sharedErrorWords`); the bodies are the error rows'. */
+  errorWords?: Partial<Record<number, string>>;
 }
 
 const securitySchemeName = 'bearerAuth';
 
-function operation(spec: OperationSpec): OperationObject {
+/**
+ * The error responses of an operation: for each status of the rows that name its route, their body
+ * schemas (in the rows' order, each once), described by the operation's words for that status and
+ * the rows' own, with `Retry-After` when a row answers it.
+ */
+function errorResponses(spec: OperationSpec, documented: readonly DocumentedError[]): Record<number, ResponseObject> {
+  const answered = documented.filter((error) => error.routes.includes(spec.operationId));
+  const responses: Record<number, ResponseObject> = {};
+  for (const status of new Set(answered.map((error) => error.status))) {
+    const rows = answered.filter((error) => error.status === status);
+    const names = [...new Set(rows.flatMap((error) => error.schemas.map(componentNameOf)))];
+    const words = [spec.errorWords?.[status] ?? sharedErrorWords[status], ...rows.map((error) => error.described)];
+    const description = words.filter((text) => text !== undefined).join(' ');
+    if (description === '') {
+      throw new Error(`${spec.operationId} answers ${status} without words: give its row \`described\``);
+    }
+    const response = namedResponse(description, names);
+    responses[status] = rows.some((error) => error.retryAfter !== undefined) ? withRetryAfter(response) : response;
+  }
+  return responses;
+}
+
+function operation(spec: OperationSpec, documented: readonly DocumentedError[]): OperationObject {
   const { scope } = routeById(spec.operationId);
   const keyed = scope !== null;
-  const responses: Record<number, ResponseObject> = keyed
-    ? {
-        ...spec.responses,
-        401: jsonResponse('The key is missing, malformed, unknown, revoked or expired.', 'UnauthorizedError'),
-        429: withRetryAfter(
-          jsonResponse('Too many requests with this key; wait `Retry-After` seconds.', 'RateLimitExceededError'),
-        ),
-      }
-    : spec.responses;
+  const responses: Record<number, ResponseObject> = { ...spec.responses, ...errorResponses(spec, documented) };
   const statuses = Object.keys(responses)
     .map(Number)
     .sort((a, b) => a - b);
@@ -206,7 +267,8 @@ function operation(spec: OperationSpec): OperationObject {
   };
 }
 
-function buildDocument(): OpenAPIObject {
+/** The OpenAPI 3.1.0 document, its error responses from the error table's rows. */
+export function describeApi(documented: readonly DocumentedError[]): OpenAPIObject {
   const uuid = toSchemaObjects({ Uuid: UuidSchema }).Uuid;
   const idempotencyKey = toSchemaObjects({ IdempotencyKey: IdempotencyKeySchema }).IdempotencyKey;
   const uuidPath = (name: string, description: string): ParameterObject => ({
@@ -216,8 +278,6 @@ function buildDocument(): OpenAPIObject {
     description,
     schema: uuid,
   });
-
-  const forbidden = jsonResponse('The key lacks the scope this operation needs.', 'ScopeNotPermittedError');
 
   const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
     operationId: subject === 'workflow' ? 'RunWorkflow' : 'RunAgent',
@@ -258,53 +318,24 @@ function buildDocument(): OpenAPIObject {
         'The run is deferred (`defer: true`); not a promise that it will start.',
         'RunDeferredResponse',
       ),
-      400: jsonResponse('The body is not JSON or a field has the wrong type.', 'InvalidBodyError'),
-      413: jsonResponse('The body is larger than 64 KiB.', 'PayloadTooLargeError'),
-      402: jsonResponse(
-        'Not enough credits, the project hard cap, the per-step credit limit, or the key monthly credit cap.',
-        'InsufficientCreditsError',
-        'ProjectHardCapExceededError',
-        'PerStepLimitError',
-        'MonthlyCreditCapReachedError',
-      ),
-      403: jsonResponse(
-        `The key lacks \`${scopeOf(subject === 'workflow' ? 'RunWorkflow' : 'RunAgent')}\`, or is limited to other workflows.`,
-        'ScopeNotPermittedError',
-        'WorkflowNotPermittedError',
-      ),
+      500: jsonResponse('Server failure.', 'ServerError'),
+    },
+    errorWords: {
+      400: 'The body is not JSON or a field has the wrong type.',
+      413: 'The body is larger than 64 KiB.',
+      402: 'Not enough credits, the project hard cap, the per-step credit limit, or the key monthly credit cap.',
+      403: `The key lacks \`${scopeOf(subject === 'workflow' ? 'RunWorkflow' : 'RunAgent')}\`, or is limited to other workflows.`,
       404:
         subject === 'workflow'
-          ? jsonResponse(
-              'No such workflow in the team, or it has no canvas.',
-              'WorkflowNotFoundError',
-              'CanvasNotFoundError',
-            )
-          : jsonResponse(
-              'No such agent in the team, no workflow for it, or no canvas.',
-              'AgentNotFoundError',
-              'NoWorkflowForAgentError',
-              'WorkflowNotFoundError',
-              'CanvasNotFoundError',
-            ),
-      409: jsonResponse('The workflow already has a run in progress.', 'RunInProgressError'),
-      422: jsonResponse(
+          ? 'No such workflow in the team, or it has no canvas.'
+          : 'No such agent in the team, no workflow for it, or no canvas.',
+      409: 'The workflow already has a run in progress.',
+      422:
         'An `inputs` key matches no step, `callbackUrl` is not https, the workflow fails validation, a step ' +
-          'runs only on providers this run may not use, or the `Idempotency-Key` was used with another request.',
-        'UnknownInputKeysError',
-        'CallbackUrlInvalidError',
-        'RunValidationFailed',
-        'ProviderNotAvailableError',
-        'IdempotencyKeyReusedError',
-      ),
-      500: jsonResponse('Server failure.', 'ServerError'),
-      503: withRetryAfter(
-        jsonResponse(
-          'The key has a monthly cap that could not be checked (the run is refused rather than started ' +
-            `unmetered), or: ${storageBusyText}`,
-          'MonthlyCapUnverifiableError',
-          'StorageBusyError',
-        ),
-      ),
+        'runs only on providers this run may not use, or the `Idempotency-Key` was used with another request.',
+      503:
+        'The key has a monthly cap that could not be checked (the run is refused rather than started ' +
+        `unmetered), or: ${storageBusyText}`,
     },
   });
 
@@ -342,13 +373,10 @@ function buildDocument(): OpenAPIObject {
       schema: { type: 'string' },
     },
   ];
-  const listErrors = {
-    400: jsonResponse(
-      'A filter, `limit` or `cursor` this list does not take (a cursor of another team or other filters, or altered).',
-      'InvalidQueryError',
-      'InvalidCursorError',
-    ),
-    403: forbidden,
+  const noDeliveriesWords =
+    'No such run in the team (or in the workflows the key is limited to), or the run has no `callbackUrl`.';
+  const listErrorWords = {
+    400: 'A filter, `limit` or `cursor` this list does not take (a cursor of another team or other filters, or altered).',
   };
 
   const operations: OperationSpec[] = [
@@ -364,7 +392,6 @@ function buildDocument(): OpenAPIObject {
           'The workflows; empty when the team has none or the key may run none.',
           'ListWorkflowsResponse',
         ),
-        403: forbidden,
       },
     },
     {
@@ -378,28 +405,16 @@ function buildDocument(): OpenAPIObject {
       requestBody: { required: true, content: { 'application/json': { schema: ref('CreateWorkflowRequest') } } },
       responses: {
         201: jsonResponse('The workflow was created.', 'CreateWorkflowResponse'),
-        400: jsonResponse(
-          'Missing `name` or `steps`, not exactly one of `agentId` and `projectId`, or a body that is not JSON or ' +
-            'has a field of the wrong type.',
-          'NameRequiredError',
-          'StepsRequiredError',
-          'AgentOrProjectRequiredError',
-          'InvalidBodyError',
-        ),
-        403: jsonResponse(
-          `The key lacks \`${scopeOf('CreateWorkflow')}\`, or is limited to certain workflows.`,
-          'ScopeNotPermittedError',
-          'CreateWorkflowNotPermittedError',
-        ),
-        404: jsonResponse('The agent or project is not in the team.', 'AgentOrProjectNotFoundError'),
-        413: jsonResponse('The body is larger than 256 KiB.', 'PayloadTooLargeError'),
-        422: jsonResponse(
-          'An unknown node type, or a graph failing validation (repeated step key, input naming no step, ...).',
-          'UnknownNodeTypeError',
-          'WorkflowValidationFailed',
-        ),
         500: jsonResponse('Server failure.', 'ServerError'),
-        503: storageBusyResponse(),
+      },
+      errorWords: {
+        400:
+          'Missing `name` or `steps`, not exactly one of `agentId` and `projectId`, or a body that is not JSON or ' +
+          'has a field of the wrong type.',
+        403: `The key lacks \`${scopeOf('CreateWorkflow')}\`, or is limited to certain workflows.`,
+        404: 'The agent or project is not in the team.',
+        413: 'The body is larger than 256 KiB.',
+        422: 'An unknown node type, or a graph failing validation (repeated step key, input naming no step, ...).',
       },
     },
     runStart('workflow'),
@@ -413,7 +428,8 @@ function buildDocument(): OpenAPIObject {
         'time. A key limited to certain workflows sees only their runs. A run reads as `queued` here until a step ' +
         'has finished (Get a run says `claimed` once a worker has taken one). Reading never spends credits.',
       parameters: listParameters(listedRunStatuses),
-      responses: { 200: jsonResponse('A page of runs.', 'ListRunsResponse'), ...listErrors },
+      responses: { 200: jsonResponse('A page of runs.', 'ListRunsResponse') },
+      errorWords: listErrorWords,
     },
     {
       operationId: 'ListDeferredRuns',
@@ -423,7 +439,8 @@ function buildDocument(): OpenAPIObject {
         'Lists the team deferred runs, newest first, each as Get a deferred run answers it, a page at a time. A ' +
         'key limited to certain workflows sees only theirs.',
       parameters: listParameters(deferredRunStatuses),
-      responses: { 200: jsonResponse('A page of deferred runs.', 'ListDeferredRunsResponse'), ...listErrors },
+      responses: { 200: jsonResponse('A page of deferred runs.', 'ListDeferredRunsResponse') },
+      errorWords: listErrorWords,
     },
     {
       operationId: 'GetRun',
@@ -433,11 +450,8 @@ function buildDocument(): OpenAPIObject {
         'Reads a run status, per-step status and output. Poll until `status` is `completed` or `failed`; a few ' +
         'seconds between reads is enough. Reading never spends credits.',
       parameters: [uuidPath('jobId', 'The `jobId` returned when the run started.')],
-      responses: {
-        200: jsonResponse('The run.', 'Run'),
-        403: forbidden,
-        404: jsonResponse('No such run in the team.', 'RunNotFoundError'),
-      },
+      responses: { 200: jsonResponse('The run.', 'Run') },
+      errorWords: { 404: 'No such run in the team.' },
     },
     {
       operationId: 'CancelRun',
@@ -449,12 +463,9 @@ function buildDocument(): OpenAPIObject {
       parameters: [uuidPath('jobId', 'The `jobId` returned when the run started.')],
       responses: {
         200: jsonResponse('The run, now `cancelled`.', 'Run'),
-        403: forbidden,
-        404: jsonResponse('No such run in the team.', 'RunNotFoundError'),
-        409: jsonResponse('The run has already ended.', 'RunAlreadyEndedError'),
         500: jsonResponse('Server failure.', 'ServerError'),
-        503: storageBusyResponse(),
       },
+      errorWords: { 404: 'No such run in the team.', 409: 'The run has already ended.' },
     },
     {
       operationId: 'ListDeliveries',
@@ -466,14 +477,8 @@ function buildDocument(): OpenAPIObject {
         'it scheduled is due; and the delivery state. `pending` with no attempt until the run ends and its first ' +
         'attempt is made.',
       parameters: [uuidPath('jobId', 'The `jobId` returned when the run started.')],
-      responses: {
-        200: jsonResponse('The delivery log.', 'WebhookDeliveries'),
-        403: forbidden,
-        404: jsonResponse(
-          'No such run in the team (or in the workflows the key is limited to), or the run has no `callbackUrl`.',
-          'RunNotFoundError',
-        ),
-      },
+      responses: { 200: jsonResponse('The delivery log.', 'WebhookDeliveries') },
+      errorWords: { 404: noDeliveriesWords },
     },
     {
       operationId: 'RedeliverWebhook',
@@ -487,17 +492,11 @@ function buildDocument(): OpenAPIObject {
       parameters: [uuidPath('jobId', 'The `jobId` returned when the run started.')],
       responses: {
         202: jsonResponse('One attempt is queued.', 'RedeliveryQueued'),
-        403: forbidden,
-        404: jsonResponse(
-          'No such run in the team (or in the workflows the key is limited to), or the run has no `callbackUrl`.',
-          'RunNotFoundError',
-        ),
-        409: jsonResponse(
-          'The delivery is pending: the run has not ended, an attempt is due, or a redelivery is queued.',
-          'DeliveryPendingError',
-        ),
         500: jsonResponse('Server failure.', 'ServerError'),
-        503: storageBusyResponse(),
+      },
+      errorWords: {
+        404: noDeliveriesWords,
+        409: 'The delivery is pending: the run has not ended, an attempt is due, or a redelivery is queued.',
       },
     },
     {
@@ -506,11 +505,8 @@ function buildDocument(): OpenAPIObject {
       summary: 'Get a deferred run',
       description: 'Reads a deferred run. Once `dispatched`, `jobId` is the run to read with Get a run.',
       parameters: [uuidPath('id', 'The `deferredJobId`.')],
-      responses: {
-        200: jsonResponse('The deferred run.', 'DeferredRun'),
-        403: forbidden,
-        404: jsonResponse('No such deferred run in the team.', 'DeferredRunNotFoundError'),
-      },
+      responses: { 200: jsonResponse('The deferred run.', 'DeferredRun') },
+      errorWords: { 404: 'No such deferred run in the team.' },
     },
     {
       operationId: 'CancelDeferredRun',
@@ -520,12 +516,9 @@ function buildDocument(): OpenAPIObject {
       parameters: [uuidPath('id', 'The `deferredJobId`.')],
       responses: {
         200: jsonResponse('The deferred run, now `cancelled`.', 'DeferredRun'),
-        403: forbidden,
-        404: jsonResponse('No such deferred run in the team.', 'DeferredRunNotFoundError'),
-        409: jsonResponse('The deferred run is no longer waiting.', 'DeferredRunNotWaitingError'),
         500: jsonResponse('Server failure.', 'ServerError'),
-        503: storageBusyResponse(),
       },
+      errorWords: { 404: 'No such deferred run in the team.', 409: 'The deferred run is no longer waiting.' },
     },
     {
       operationId: 'ProviderWebhook',
@@ -567,9 +560,11 @@ function buildDocument(): OpenAPIObject {
             },
           },
         },
-        401: jsonResponse('The signature or its timestamp does not hold.', 'ProviderWebhookRefusedError'),
-        404: jsonResponse('No step waits on this job (it is cancelled at the provider).', 'ProviderJobUnknownError'),
         500: jsonResponse('Server failure.', 'ServerError'),
+      },
+      errorWords: {
+        401: 'The signature or its timestamp does not hold.',
+        404: 'No step waits on this job (a genuine one is cancelled at the provider).',
       },
     },
     {
@@ -627,7 +622,7 @@ function buildDocument(): OpenAPIObject {
   const paths: PathsObject = {};
   for (const spec of operations) {
     const { path, method } = routeById(spec.operationId);
-    paths[path] = { ...paths[path], [method.toLowerCase()]: operation(spec) };
+    paths[path] = { ...paths[path], [method.toLowerCase()]: operation(spec, documented) };
   }
 
   const retryAfter: HeaderObject = {
@@ -682,7 +677,7 @@ function buildDocument(): OpenAPIObject {
       },
     },
     components: {
-      schemas: toSchemaObjects(componentSchemas),
+      schemas: toSchemaObjects(documentedSchemas(documented)),
       headers: { 'Retry-After': retryAfter },
       securitySchemes: {
         [securitySchemeName]: {
@@ -695,12 +690,4 @@ function buildDocument(): OpenAPIObject {
       },
     },
   };
-}
-
-let document: OpenAPIObject | undefined;
-
-/** The API description, built once per process. Treat it as read-only. */
-export function buildOpenApiDocument(): OpenAPIObject {
-  document ??= buildDocument();
-  return document;
 }

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildOpenApiDocument } from '../functions/docs/openapi.ts';
 import { estimateRun } from '../functions/domain/pricing.ts';
 import { revokeApiKey } from '../functions/store/api-keys.ts';
 import { canvasOf } from '../functions/store/canvases.ts';
 import { setLiveMultiplier } from '../functions/store/price-multiplier.ts';
 import { readRunPartition } from '../functions/store/run/index.ts';
 import { getTeam } from '../functions/store/tenancy.ts';
-import { buildOpenApiDocument } from '../schemas/openapi.ts';
 import { expectValidResponse } from './support/openapi-validator.ts';
 import { dispatcherHandler } from './support/runs.ts';
 import { addKey, call, createWorkflow, seedTeam, startTestStack, type TestStack } from './support/stack.ts';

@@ -6,6 +6,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { buildOpenApiDocument } from '../functions/docs/openapi.ts';
 import {
   deferredExpiresAt,
   deferredLifetimeSeconds,
@@ -61,7 +62,6 @@ import {
   workflowLock,
 } from '../functions/domain/workflow-lock.ts';
 import { catalogue } from '../functions/nodes/catalogue/index.ts';
-import { buildOpenApiDocument } from '../schemas/openapi.ts';
 import { runStatuses } from '../schemas/runs.ts';
 import type { NodeType } from '../schemas/workflows.ts';
 

@@ -8,6 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
+import { buildOpenApiDocument } from '../functions/docs/openapi.ts';
 import {
   type AdmissionFacts,
   busyFirst,
@@ -60,10 +61,11 @@ import type { RunEstimate } from '../functions/domain/pricing.ts';
 import { errorMapping, errorResponse, errorTable } from '../functions/http/error-map.ts';
 import { IdempotencyRaceError } from '../functions/store/idempotency.ts';
 import { ExtraConditionFailedError, RaceLostError } from '../functions/store/run/index.ts';
+import { type RouteId, routes } from '../platform/routes.ts';
 import { DeliveryPendingErrorSchema } from '../schemas/deliveries.ts';
 import * as bodies from '../schemas/errors.ts';
 import { messages } from '../schemas/errors.ts';
-import { buildOpenApiDocument, componentSchemas } from '../schemas/openapi.ts';
+import { describeApi, documentedSchemas } from '../schemas/openapi.ts';
 import { RunValidationFailedSchema } from '../schemas/runs.ts';
 import { type ValidationIssue, WorkflowValidationFailedSchema } from '../schemas/workflows.ts';
 
@@ -469,6 +471,22 @@ describe('layers', () => {
     expect(files.filter((file) => importsErrorBodies(readFileSync(file, 'utf8')))).toEqual([]);
   });
 
+  // Our answers' status codes: the error table's rows, the 500 of error-map.ts, and the named answers of response.ts.
+  it('no file under functions/ writes a status code but the error table, error-map.ts and response.ts', () => {
+    const statusCode = /\b(?:json|statusCode)\s*[(:]\s*\d{3}\b|\bstatus:\s*\d{3}\b/;
+    const writers = filesUnder('functions')
+      .filter((file) => statusCode.test(readFileSync(file, 'utf8')))
+      .map((file) => file.slice(root.length));
+    expect(writers.sort()).toEqual([
+      'functions/errors/table.ts',
+      'functions/http/error-map.ts',
+      'functions/http/response.ts',
+    ]);
+    for (const written of ['json(200, x)', 'json(\n  404,', 'statusCode: 304', '  status: 409,'])
+      expect(statusCode.test(written), written).toBe(true);
+    expect(statusCode.test('response.status !== 200')).toBe(false);
+  });
+
   it('the check above sees the ways an import can be written', () => {
     for (const source of [
       "import { messages } from '../../schemas/errors.ts';",
@@ -483,7 +501,8 @@ describe('layers', () => {
 });
 
 describe('errors as data (functions/errors/table.ts)', () => {
-  const documented = new Set<unknown>(Object.values(componentSchemas));
+  const components = documentedSchemas(errorTable);
+  const documented = new Set<unknown>(Object.values(components));
 
   it('every row has an error status and a body schema the OpenAPI document names', () => {
     expect(errorTable.length).toBeGreaterThan(25);
@@ -495,10 +514,10 @@ describe('errors as data (functions/errors/table.ts)', () => {
     }
   });
 
-  // The document writes each operation's error responses by hand: each must sit under its row's status.
+  // The document derives each operation's error responses from the rows: each must sit under its row's status.
   it('the OpenAPI document lists each error body under the status its row answers with', () => {
     const statusesOf = new Map<string, Set<number>>();
-    for (const [name, schema] of Object.entries(componentSchemas)) {
+    for (const [name, schema] of Object.entries(components)) {
       for (const row of errorTable) {
         if (row.schemas.includes(schema)) statusesOf.set(name, (statusesOf.get(name) ?? new Set()).add(row.status));
       }
@@ -525,6 +544,57 @@ describe('errors as data (functions/errors/table.ts)', () => {
     }
     expect(checked).toBeGreaterThan(30);
     expect(misplaced).toEqual([]);
+  });
+
+  it("an operation answers exactly the rows that name its route, each under the row's status", () => {
+    const refsOf = (response: unknown) => JSON.stringify(response).match(/(?<=#\/components\/schemas\/)\w+/g) ?? [];
+    const nameOf = (schema: unknown) => Object.entries(components).find(([, s]) => s === schema)?.[0];
+    const errorNames = new Set(errorTable.flatMap((row) => row.schemas.map(nameOf)));
+    for (const route of routes) {
+      const { path, method } = route;
+      const operation = buildOpenApiDocument().paths?.[path]?.[method.toLowerCase() as 'get'];
+      const listed = Object.entries(operation?.responses ?? {}).flatMap(([status, response]) =>
+        refsOf(response)
+          .filter((name) => errorNames.has(name))
+          .map((name) => `${status} ${name}`),
+      );
+      const expected = errorTable
+        .filter((row) => row.routes.includes(route.id as RouteId))
+        .flatMap((row) => row.schemas.map((schema) => `${row.status} ${nameOf(schema)}`));
+      expect(new Set(listed), route.id).toEqual(new Set(expected));
+    }
+  });
+
+  it("a new row's body joins the document under its export name, and its words follow the operation's", () => {
+    const described = {
+      status: 410,
+      schemas: [bodies.RunNotFoundErrorSchema],
+      routes: ['GetRun' as const],
+      described: 'The run is gone.',
+    };
+    const doc = describeApi([...errorTable, described]);
+    expect(doc.paths?.['/runs/{jobId}']?.get?.responses?.['410']).toEqual({
+      description: 'The run is gone.',
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/RunNotFoundError' } } },
+    });
+    // A schema schemas/errors.ts exports that the document does not name yet (a stand-in for a new body).
+    const newBody = describeApi([...errorTable, { ...described, schemas: [bodies.ProviderLevelSchema] }]);
+    expect(newBody.components?.schemas?.ProviderLevel).toMatchObject({
+      type: 'string',
+      enum: [...bodies.providerLevels],
+    });
+    expect(newBody.paths?.['/runs/{jobId}']?.get?.responses?.['410']).toMatchObject({
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/ProviderLevel' } } },
+    });
+    const joined = describeApi([...errorTable, { ...described, status: 404, described: 'Or gone.' }]);
+    expect(joined.paths?.['/runs/{jobId}']?.get?.responses?.['404']).toMatchObject({
+      description: 'No such run in the team. Or gone.',
+    });
+    // A row at a status the operation has no words for, and that brings none, cannot be described.
+    expect(() => describeApi([...errorTable, { ...described, described: undefined }])).toThrow('without words');
+    // A body schema neither named by the document nor exported by schemas/errors.ts cannot be named.
+    const unnamed = { ...described, schemas: [v.object({ error: v.string() })] };
+    expect(() => describeApi([...errorTable, unnamed])).toThrow('cannot name');
   });
 
   it("each case's body fits one of its row's schemas", () => {

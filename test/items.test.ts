@@ -136,6 +136,7 @@ describe('each parser accepts the item the store writes', () => {
       mode: 'draft',
       inputs: { topic: 'badgers' },
       callbackUrl: 'https://example.com/hook',
+      callbackSecret: 'shh',
       spendMonth: '2026-03',
       estimateHundredths: 3,
       heldHundredths: 3,
@@ -147,6 +148,7 @@ describe('each parser accepts the item the store writes', () => {
       stepsSkipped: 0,
       doneSteps: new Set(),
       createdAt: at,
+      sweepRefusals: 0,
     });
   });
 

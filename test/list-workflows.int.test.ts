@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildOpenApiDocument } from '../functions/docs/openapi.ts';
 import { putWorkflow, setWorkflowStatus } from '../functions/store/workflows.ts';
-import { buildOpenApiDocument } from '../schemas/openapi.ts';
 import { expectValidResponse } from './support/openapi-validator.ts';
 import { addKey, call, type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
 

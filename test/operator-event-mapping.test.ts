@@ -8,7 +8,8 @@ import type { DynamoDBRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { publishOperatorEvents } from '../functions/app/publish-operator-events.ts';
 import { creditsText, operatorDetailTypes, operatorEventOf } from '../functions/domain/operator-events.ts';
-import type { BusEntry, ItemChange } from '../functions/store/event-bus.ts';
+import { type BusEntry, type ItemChange, operatorImagesOf } from '../functions/store/event-bus.ts';
+import { MalformedItemError } from '../functions/store/items.ts';
 import { deferredRunKey, runKey } from '../functions/store/keys.ts';
 import { passesOperatorEventsFilters } from '../local/stream-source.ts';
 import { operatorEventsStream } from '../platform/definitions.ts';
@@ -52,9 +53,13 @@ const deferred = (fields: Record<string, unknown> = {}) => ({
   ...fields,
 });
 
+/** The event of a change, its images read as the publisher reads them (with their items' schemas). */
+const eventOf = (oldImage: Record<string, unknown> | undefined, newImage: Record<string, unknown> | undefined) =>
+  operatorEventOf(operatorImagesOf({ oldImage, newImage }));
+
 describe('operatorEventOf', () => {
   it('gives Run Started for a run item inserted, with its hold, and nothing secret', () => {
-    const event = operatorEventOf(undefined, run());
+    const event = eventOf(undefined, run());
     expect(event).toEqual({
       detailType: 'Run Started',
       time: '2026-11-22T03:00:00.000Z',
@@ -78,7 +83,7 @@ describe('operatorEventOf', () => {
   it('gives Run Finished once, when the status becomes an end status, with the exact charge', () => {
     for (const status of ['completed', 'failed', 'cancelled', 'stopped']) {
       const ended = run({ status, chargedHundredths: 1005, stepsCompleted: 2, endedAt: '2026-11-22T03:00:09.000Z' });
-      const event = operatorEventOf(run({ status: 'processing' }), ended);
+      const event = eventOf(run({ status: 'processing' }), ended);
       expect(event?.detailType).toBe(operatorDetailTypes.runFinished);
       expect(event?.time).toBe('2026-11-22T03:00:09.000Z');
       expect(event?.detail).toMatchObject({
@@ -91,17 +96,15 @@ describe('operatorEventOf', () => {
         endedAt: '2026-11-22T03:00:09.000Z',
       });
       // A change after the end (its TTL set again, say) gives nothing more.
-      expect(operatorEventOf(ended, { ...ended, ttl: 1 })).toBeUndefined();
+      expect(eventOf(ended, { ...ended, ttl: 1 })).toBeUndefined();
     }
   });
 
   it('gives nothing for a step counted, a claim, or a removal (TTL)', () => {
-    expect(operatorEventOf(run(), run({ status: 'processing' }))).toBeUndefined();
-    expect(
-      operatorEventOf(run({ status: 'processing' }), run({ status: 'processing', stepsCompleted: 1 })),
-    ).toBeUndefined();
-    expect(operatorEventOf(run({ status: 'completed' }), undefined)).toBeUndefined();
-    expect(operatorEventOf(undefined, { PK: 'TEAM#t', SK: 'TEAM', status: 'completed' })).toBeUndefined();
+    expect(eventOf(run(), run({ status: 'processing' }))).toBeUndefined();
+    expect(eventOf(run({ status: 'processing' }), run({ status: 'processing', stepsCompleted: 1 }))).toBeUndefined();
+    expect(eventOf(run({ status: 'completed' }), undefined)).toBeUndefined();
+    expect(eventOf(undefined, { PK: 'TEAM#t', SK: 'TEAM', status: 'completed' })).toBeUndefined();
   });
 
   it('gives a deferred run event when it leaves waiting, never with its request', () => {
@@ -112,7 +115,7 @@ describe('operatorEventOf', () => {
     ] as const;
     for (const [status, type, job] of cases) {
       const moved = deferred({ status, movedAt: '2026-11-22T04:00:00.000Z', jobId: job ?? undefined });
-      const event = operatorEventOf(deferred(), moved);
+      const event = eventOf(deferred(), moved);
       expect(event).toEqual({
         detailType: type,
         time: '2026-11-22T04:00:00.000Z',
@@ -131,9 +134,16 @@ describe('operatorEventOf', () => {
         },
       });
       expect(JSON.stringify(event)).not.toMatch(/private input|secret-value|request/);
-      expect(operatorEventOf(moved, { ...moved, ttl: 1 })).toBeUndefined();
+      expect(eventOf(moved, { ...moved, ttl: 1 })).toBeUndefined();
     }
-    expect(operatorEventOf(undefined, deferred())).toBeUndefined();
+    expect(eventOf(undefined, deferred())).toBeUndefined();
+  });
+
+  it('reads each image with its item schema: an image without its shape is an error naming its key', () => {
+    expect(() => eventOf(undefined, run({ stepsTotal: 'three' }))).toThrow(MalformedItemError);
+    expect(() => eventOf(deferred(), deferred({ status: 'cancelled', maxMultiplier: null }))).toThrow(
+      `DEFERRED#${deferredId}|DEFERRED`,
+    );
   });
 
   it('writes credits exactly, with two decimals', () => {

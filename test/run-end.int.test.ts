@@ -312,7 +312,7 @@ describe('a cancel that lands while a model step is being claimed', () => {
       // The worker read the run in progress; the cancel ends and settles it before the claim.
       name: 'before the claim',
       when: (command: string, input: unknown) =>
-        command === 'UpdateItemCommand' && JSON.stringify(input).includes('ADD attempts'),
+        command === 'UpdateItemCommand' && JSON.stringify(input).includes('ADD #attempts'),
       lockedUntilTheStepGivesUp: false,
     },
     {

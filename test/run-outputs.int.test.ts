@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildOpenApiDocument } from '../functions/docs/openapi.ts';
 import { readPngMark, readWavMark } from '../functions/nodes/media/marks.ts';
 import { decodePng } from '../functions/nodes/media/png.ts';
 import { setConnection } from '../functions/store/connections.ts';
 import { createAgent, createProject, setPerStepLimit } from '../functions/store/tenancy.ts';
-import { buildOpenApiDocument } from '../schemas/openapi.ts';
 import { expectValidResponse } from './support/openapi-validator.ts';
 import { expectBalanced, ledgerOf, runParts } from './support/runs.ts';
 import { call, createWorkflow, seedTeam, startWorkingStack, type TestStack, waitForRun } from './support/stack.ts';

@@ -11,6 +11,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WebhookOptions } from '../functions/app/deliver-webhook.ts';
 import type { Deps } from '../functions/deps.ts';
+import { buildOpenApiDocument } from '../functions/docs/openapi.ts';
 import {
   delaySecondsUntil,
   retryDelaySeconds,
@@ -23,7 +24,6 @@ import {
 import { webhookDeliveryKey } from '../functions/store/keys.ts';
 import { makeHandler } from '../functions/workers/webhook-delivery.ts';
 import { invokedAs } from '../local/invocation.ts';
-import { buildOpenApiDocument } from '../schemas/openapi.ts';
 import { type QueuedMessage, queueContents, recordOf } from './support/queue-contents.ts';
 import { faultyDeps } from './support/runs.ts';
 import { call, createWorkflow, seedTeam, startWorkingStack, type TestStack, waitForRun } from './support/stack.ts';

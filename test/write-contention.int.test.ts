@@ -174,7 +174,7 @@ const isCount: Matcher = (command, text) =>
   command === 'UpdateItemCommand' && text.includes('"SK":"RUN"') && text.includes('doneSteps');
 const isEnd: Matcher = (command, text) => command.startsWith('TransactWrite') && text.includes('finalizedAt');
 /** A cancel's (or failure's) end of the run item, before its settlement (`isEnd`). */
-const isClose: Matcher = (command, text) => command === 'UpdateItemCommand' && text.includes(':sweepPk');
+const isClose: Matcher = (command, text) => command === 'UpdateItemCommand' && text.includes('#GSI1PK = :set_GSI1PK');
 const isWorkflowCreate: Matcher = (command, text) =>
   command.startsWith('TransactWrite') && text.includes('"type":"Workflow"');
 const isRevoke: Matcher = (command, text) => command === 'UpdateItemCommand' && text.includes('revokedAt');

@@ -4,12 +4,12 @@ import { s3Client } from '../clients/s3.ts';
 import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { keyedHandler } from '../http/keyed-handler.ts';
-import { json } from '../http/response.ts';
+import { ok } from '../http/response.ts';
 
 /** POST /runs/{jobId}/cancel (our design): cancel a queued run or stop one under way. */
 export const makeHandler = (deps: Deps) =>
   keyedHandler(deps, 'CancelRun', async (event, auth) =>
-    json(200, await cancelRun(deps, auth.teamId, event.pathParameters?.jobId ?? '', auth.key.workflowIds)),
+    ok(await cancelRun(deps, auth.teamId, event.pathParameters?.jobId ?? '', auth.key.workflowIds)),
   );
 
 export const handler = makeHandler(productionDeps({ ...dynamoDbClient(), ...sqsClient(), ...s3Client() }));

@@ -1,5 +1,6 @@
 import { docsContentSecurityPolicy, docsPageHtml, docsSecurityHeaders } from '../docs/page.ts';
 import { publicHandler } from '../http/public-handler.ts';
+import { okRaw } from '../http/response.ts';
 
 /**
  * GET /docs (no key): the interactive API reference, Swagger UI rendering `./openapi.json`. The
@@ -8,17 +9,18 @@ import { publicHandler } from '../http/public-handler.ts';
  */
 export const makeHandler = () => {
   const body = docsPageHtml();
-  return publicHandler(async () => ({
-    statusCode: 200,
-    headers: {
-      ...docsSecurityHeaders,
-      'content-type': 'text/html; charset=utf-8',
-      'content-security-policy': docsContentSecurityPolicy,
-      'x-frame-options': 'DENY',
-      'cache-control': 'no-cache',
-    },
-    body,
-  }));
+  return publicHandler(async () =>
+    okRaw(
+      {
+        ...docsSecurityHeaders,
+        'content-type': 'text/html; charset=utf-8',
+        'content-security-policy': docsContentSecurityPolicy,
+        'x-frame-options': 'DENY',
+        'cache-control': 'no-cache',
+      },
+      body,
+    ),
+  );
 };
 
 export const handler = makeHandler();

@@ -3,12 +3,12 @@ import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { s3Client } from '../clients/s3.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { keyedHandler } from '../http/keyed-handler.ts';
-import { json } from '../http/response.ts';
+import { ok } from '../http/response.ts';
 
 /** GET /runs/{jobId} (spec 4.5). Reading never spends credits, so a key over its cap still reads. */
 export const makeHandler = (deps: Deps) =>
   keyedHandler(deps, 'GetRun', async (event, auth) =>
-    json(200, await readRun(deps, auth.teamId, event.pathParameters?.jobId ?? '', auth.key.workflowIds)),
+    ok(await readRun(deps, auth.teamId, event.pathParameters?.jobId ?? '', auth.key.workflowIds)),
   );
 
 export const handler = makeHandler(productionDeps({ ...dynamoDbClient(), ...s3Client() }));

@@ -5,7 +5,7 @@ import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { publicHandler } from '../http/public-handler.ts';
-import { json } from '../http/response.ts';
+import { accepted } from '../http/response.ts';
 
 /** The raw body as the provider signed it (API Gateway may hand it base64-encoded). */
 const rawBody = (event: APIGatewayProxyEventV2): string =>
@@ -28,7 +28,7 @@ export const makeHandler = (
       token: path.token ?? '',
       delivery: { headers, body: rawBody(event), now: deps.now() },
     });
-    return json(202, { accepted: true });
+    return accepted({ accepted: true });
   });
 
 export const handler = makeHandler(productionDeps({ ...dynamoDbClient(), ...sqsClient() }, providerWebhookWiring));

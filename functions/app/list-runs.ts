@@ -84,10 +84,10 @@ const runSummary = (item: Record<string, unknown>): RunSummary => {
     status: entry.status,
     mode: entry.mode,
     createdAt: entry.createdAt,
-    endedAt: entry.endedAt,
+    endedAt: entry.endedAt ?? null,
     estimatedCredits: toCredits(entry.estimateHundredths),
-    chargedCredits: entry.finalChargedHundredths === null ? null : toCredits(entry.finalChargedHundredths),
-    deferredJobId: entry.deferredJobId,
+    chargedCredits: entry.finalChargedHundredths === undefined ? null : toCredits(entry.finalChargedHundredths),
+    deferredJobId: entry.deferredJobId ?? null,
   };
 };
 

@@ -6,6 +6,7 @@ import {
   type ItemChange,
   itemChangeOf,
   operatorEventBusFromEnv,
+  operatorImagesOf,
   type PutBusEntries,
 } from '../store/event-bus.ts';
 
@@ -65,7 +66,7 @@ export const publishOperatorEvents = async (
   changes: readonly ItemChange[],
 ): Promise<PublishReport> => {
   const events = changes.flatMap((change, index) => {
-    const event = operatorEventOf(change.oldImage, change.newImage);
+    const event = operatorEventOf(operatorImagesOf(change));
     return event ? [{ index, entry: entryOf(event) }] : [];
   });
   let put = 0;

@@ -1,6 +1,6 @@
 import { promisify } from 'node:util';
 import { brotliCompress, constants, gzip } from 'node:zlib';
-import { type HttpResult, json } from '../http/response.ts';
+import { type HttpResult, notFound, notModified, okRaw } from '../http/response.ts';
 import { type LoadedAsset, loadAsset } from './assets.ts';
 import { assetVersion, type DocsAssetName, docsAssetTypes, isDocsAssetName } from './manifest.ts';
 import { docsSecurityHeaders } from './page.ts';
@@ -63,7 +63,7 @@ export interface AssetRequest {
 /** The asset's response: 404 for an unknown name, 304 when the browser has it, else the (compressed) bytes. */
 export const docsAssetResponse = async (request: AssetRequest): Promise<HttpResult> => {
   const { name } = request;
-  if (!isDocsAssetName(name)) return json(404, { message: 'Not Found' });
+  if (!isDocsAssetName(name)) return notFound();
   const asset = await loadAsset(name);
   const versioned = request.version === assetVersion;
   const headers: Record<string, string> = {
@@ -73,9 +73,9 @@ export const docsAssetResponse = async (request: AssetRequest): Promise<HttpResu
     etag: asset.etag,
     vary: 'accept-encoding',
   };
-  if (request.ifNoneMatch === asset.etag) return { statusCode: 304, headers, body: '' };
+  if (request.ifNoneMatch === asset.etag) return notModified(headers);
   const encoding = pickEncoding(request.acceptEncoding);
   const body = await encodedBody(name, asset, encoding);
   if (encoding !== 'identity') headers['content-encoding'] = encoding;
-  return { statusCode: 200, headers, body: body.toString('base64'), isBase64Encoded: true };
+  return okRaw(headers, body.toString('base64'), true);
 };

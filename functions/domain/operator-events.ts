@@ -9,7 +9,6 @@
  * below reach an event; never a run's inputs, callback URL or secret, nor a deferred run's request.
  */
 
-import { operatorEventItems } from '../../platform/definitions.ts';
 import { endStatuses } from './workflow-lock.ts';
 
 /** The `source` of every operator event. */
@@ -94,31 +93,60 @@ export const creditsText = (hundredths: number): string => {
   return `${sign}${Math.trunc(whole / 100)}.${String(whole % 100).padStart(2, '0')}`;
 };
 
-type Image = Record<string, unknown> | undefined;
+/** What an event reads of a run item's image (its stream image, read by the store with the run item's schema). */
+export interface RunImage {
+  jobId: string;
+  teamId: string;
+  projectId: string;
+  workflowId: string;
+  mode: string;
+  status: string;
+  stepsTotal: number;
+  stepsCompleted: number;
+  stepsSkipped: number;
+  estimateHundredths: number;
+  chargedHundredths: number;
+  createdAt: string;
+  endedAt?: string;
+}
 
-const text = (image: Record<string, unknown>, name: string): string =>
-  typeof image[name] === 'string' ? (image[name] as string) : '';
-const textOrNull = (image: Record<string, unknown>, name: string): string | null =>
-  typeof image[name] === 'string' ? (image[name] as string) : null;
-const count = (image: Record<string, unknown>, name: string): number =>
-  typeof image[name] === 'number' ? (image[name] as number) : 0;
+/** What an event reads of a deferred run item's image. */
+export interface DeferredRunImage {
+  deferredJobId: string;
+  teamId: string;
+  workflowId: string;
+  status: string;
+  maxMultiplier: number;
+  createdAt: string;
+  expiresAt: string;
+  movedAt?: string;
+  jobId: string | null;
+}
+
+/**
+ * One change of an item the operator events are about: its old image (none when it was inserted)
+ * and its new one, read by functions/store/event-bus.ts (`operatorImagesOf`).
+ */
+export type ItemImages =
+  | { item: 'run'; old: RunImage | undefined; now: RunImage }
+  | { item: 'deferredRun'; old: DeferredRunImage | undefined; now: DeferredRunImage };
 
 const isEnded = (status: unknown) => endStatuses.includes(status as (typeof endStatuses)[number]);
 
-const runEvent = (old: Image, now: Record<string, unknown>): OperatorEvent | undefined => {
-  const jobId = text(now, 'jobId');
+const runEvent = (old: RunImage | undefined, now: RunImage): OperatorEvent | undefined => {
+  const { jobId } = now;
   const base = {
     version: operatorEventVersion,
     jobId,
-    teamId: text(now, 'teamId'),
-    projectId: text(now, 'projectId'),
-    workflowId: text(now, 'workflowId'),
-    mode: text(now, 'mode'),
-    stepsTotal: count(now, 'stepsTotal'),
-    createdAt: text(now, 'createdAt'),
+    teamId: now.teamId,
+    projectId: now.projectId,
+    workflowId: now.workflowId,
+    mode: now.mode,
+    stepsTotal: now.stepsTotal,
+    createdAt: now.createdAt,
   };
   if (old === undefined) {
-    const estimate = count(now, 'estimateHundredths');
+    const estimate = now.estimateHundredths;
     return {
       detailType: operatorDetailTypes.runStarted,
       time: base.createdAt,
@@ -131,19 +159,19 @@ const runEvent = (old: Image, now: Record<string, unknown>): OperatorEvent | und
     };
   }
   if (isEnded(old.status) || !isEnded(now.status)) return undefined;
-  const charged = count(now, 'chargedHundredths');
-  const endedAt = textOrNull(now, 'endedAt');
+  const charged = now.chargedHundredths;
+  const endedAt = now.endedAt ?? null;
   return {
     detailType: operatorDetailTypes.runFinished,
     time: endedAt ?? base.createdAt,
     detail: {
       ...base,
       eventId: `${jobId}:run-finished`,
-      status: text(now, 'status'),
+      status: now.status,
       creditsChargedHundredths: charged,
       creditsCharged: creditsText(charged),
-      stepsCompleted: count(now, 'stepsCompleted'),
-      stepsSkipped: count(now, 'stepsSkipped'),
+      stepsCompleted: now.stepsCompleted,
+      stepsSkipped: now.stepsSkipped,
       endedAt,
     },
   };
@@ -155,26 +183,26 @@ const deferredTypes = {
   cancelled: operatorDetailTypes.deferredCancelled,
 } as const;
 
-const deferredEvent = (old: Image, now: Record<string, unknown>): OperatorEvent | undefined => {
+const deferredEvent = (old: DeferredRunImage | undefined, now: DeferredRunImage): OperatorEvent | undefined => {
   const status = now.status as keyof typeof deferredTypes;
   if (old?.status !== 'waiting' || !Object.hasOwn(deferredTypes, status)) return undefined;
-  const deferredJobId = text(now, 'deferredJobId');
-  const movedAt = textOrNull(now, 'movedAt');
+  const { deferredJobId } = now;
+  const movedAt = now.movedAt ?? null;
   return {
     detailType: deferredTypes[status],
-    time: movedAt ?? text(now, 'createdAt'),
+    time: movedAt ?? now.createdAt,
     detail: {
       version: operatorEventVersion,
       eventId: `${deferredJobId}:deferred-${status}`,
       deferredJobId,
-      teamId: text(now, 'teamId'),
-      workflowId: text(now, 'workflowId'),
+      teamId: now.teamId,
+      workflowId: now.workflowId,
       status,
-      maxMultiplier: count(now, 'maxMultiplier'),
-      createdAt: text(now, 'createdAt'),
-      expiresAt: text(now, 'expiresAt'),
+      maxMultiplier: now.maxMultiplier,
+      createdAt: now.createdAt,
+      expiresAt: now.expiresAt,
       movedAt,
-      jobId: status === 'dispatched' ? textOrNull(now, 'jobId') : null,
+      jobId: status === 'dispatched' ? now.jobId : null,
     },
   };
 };
@@ -182,11 +210,10 @@ const deferredEvent = (old: Image, now: Record<string, unknown>): OperatorEvent 
 /**
  * The operator event one change of an item gives, if any: a run item inserted (Run Started), a
  * run item whose status became an end status (Run Finished), a deferred run that left `waiting`
- * (Dispatched, Expired, Cancelled). Removals (TTL) and every other change give none.
+ * (Dispatched, Expired, Cancelled). Removals (TTL), other items and every other change give none.
  */
-export const operatorEventOf = (oldImage: Image, newImage: Image): OperatorEvent | undefined => {
-  if (newImage === undefined) return undefined;
-  if (newImage.SK === operatorEventItems.run) return runEvent(oldImage, newImage);
-  if (newImage.SK === operatorEventItems.deferredRun) return deferredEvent(oldImage, newImage);
+export const operatorEventOf = (change: ItemImages | undefined): OperatorEvent | undefined => {
+  if (change?.item === 'run') return runEvent(change.old, change.now);
+  if (change?.item === 'deferredRun') return deferredEvent(change.old, change.now);
   return undefined;
 };

@@ -1,10 +1,12 @@
 /**
  * How an error is declared: one row (its facts, its message, and what the HTTP edge answers for it)
  * becomes a class named for it. The rows are functions/errors/table.ts; code below the edge only
- * constructs and catches these classes, and only functions/http/error-map.ts reads a row's status,
- * body and headers.
+ * constructs and catches these classes, only functions/http/error-map.ts reads a row's status, body
+ * and Retry-After, and the OpenAPI document (functions/docs/openapi.ts) lists each row's bodies
+ * under its status in the operations of the routes it names.
  */
 import type * as v from 'valibot';
+import type { RouteId } from '../../platform/routes.ts';
 
 /** The base of every error the service throws on purpose; `cause` keeps the failure behind it. */
 export class ServiceError extends Error {
@@ -21,10 +23,21 @@ export interface ErrorRow<TArgs extends unknown[], TFacts extends object, TSchem
   /** The message for logs; never shown to a caller (the body is). */
   message: (facts: TFacts) => string;
   status: number;
-  /** The body schemas of the contract (schemas/), each one of the OpenAPI document's components. */
+  /**
+   * The body schemas of the contract (schemas/), each one of the OpenAPI document's components (a
+   * schema the document does not name yet joins them under its export name in schemas/errors.ts).
+   */
   schemas: TSchemas;
   body: (facts: TFacts) => NoInfer<v.InferOutput<TSchemas[number]>>;
-  headers?: (facts: TFacts) => Record<string, string>;
+  /** Seconds the caller should wait before trying again, answered as `Retry-After`. */
+  retryAfter?: (facts: TFacts) => number;
+  /** The routes that answer it, whose operations in the OpenAPI document list its bodies under its status. */
+  routes: readonly RouteId[];
+  /**
+   * A sentence for the document, after the operation's own words for its status (schemas/openapi.ts);
+   * needed where an operation answers its status with no words of its own.
+   */
+  described?: string;
 }
 
 /** A class built from a row; an optional last argument `{ cause }` keeps the failure behind it. */
@@ -33,13 +46,15 @@ export type ErrorClass<TArgs extends unknown[], TFacts extends object> = {
   new (...args: [...TArgs, options: { cause?: unknown }]): ServiceError & Readonly<TFacts>;
 };
 
-/** What the HTTP edge reads of a row, for any error. */
+/** What the HTTP edge and the OpenAPI document read of a row, for any error. */
 export interface ErrorAnswer {
   error: abstract new (...args: never[]) => ServiceError;
   status: number;
   body: (error: never) => unknown;
-  headers?: (error: never) => Record<string, string>;
+  retryAfter?: (error: never) => number;
   schemas: readonly v.GenericSchema[];
+  routes: readonly RouteId[];
+  described?: string;
 }
 
 /** Every row declared, in declaration order: the error table. */
@@ -69,8 +84,10 @@ export const defineError = <
     error,
     status: row.status,
     body: row.body as ErrorAnswer['body'],
-    headers: row.headers as ErrorAnswer['headers'],
+    retryAfter: row.retryAfter as ErrorAnswer['retryAfter'],
     schemas: row.schemas,
+    routes: row.routes,
+    ...(row.described === undefined ? {} : { described: row.described }),
   });
   return error as unknown as ErrorClass<TArgs, TFacts>;
 };

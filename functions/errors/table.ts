@@ -1,9 +1,14 @@
 /**
  * THE error table: every error the service throws on purpose, named for what went wrong, with its
- * facts, its log message, its status, its body and the contract's schema for that body (spec
- * section 7). Adding an error is one row here, and its body schema in schemas/errors.ts when no
- * existing one fits. Anything not declared here is a server failure (functions/http/error-map.ts).
+ * facts, its log message, its status, its body, the contract's schema for that body (spec section
+ * 7) and the routes that answer it. Adding an error is one row here, and its body schema in
+ * schemas/errors.ts when no existing one fits: the HTTP edge answers it from the row
+ * (functions/http/error-map.ts), and the OpenAPI document lists its bodies under its status in the
+ * operation of each route it names (functions/docs/openapi.ts). Anything not declared here is a
+ * server failure. Within a status, an operation lists the bodies in the order of the rows here.
  */
+
+import { type Route, type RouteId, routes } from '../../platform/routes.ts';
 import {
   type DeliveryPendingErrorBody,
   DeliveryPendingErrorSchema,
@@ -20,8 +25,20 @@ import { defineError } from './define.ts';
 
 export { type ErrorClass, ServiceError } from './define.ts';
 
-const retryAfter = (facts: { retryAfterSeconds: number }) => ({ 'retry-after': String(facts.retryAfterSeconds) });
+const retryAfter = (facts: { retryAfterSeconds: number }) => facts.retryAfterSeconds;
 const none = () => ({});
+
+// Which routes answer an error. Where the route table says it (a key, a scope that writes, a path), a
+// new route answers it without a word here; the rest are named.
+const routeIds = (answers: (route: Route) => boolean) => routes.filter(answers).map((route) => route.id as RouteId);
+/** The routes a key calls: the key's own errors. */
+const keyedRoutes = routeIds((route) => route.scope !== null);
+/** The routes whose scope lets a key change something: a write may meet contention on every try. */
+const writingRoutes = routeIds((route) => route.scope !== null && !route.scope.endsWith(':read'));
+/** The routes under `path` (itself included), which all read what it names first. */
+const under = (path: string) => routeIds((route) => route.path === path || route.path.startsWith(`${path}/`));
+const runStarts: RouteId[] = ['RunWorkflow', 'RunAgent'];
+const lists: RouteId[] = ['ListRuns', 'ListDeferredRuns'];
 
 // The caller and its key
 
@@ -29,6 +46,7 @@ export const UnauthorizedError = defineError('UnauthorizedError', {
   facts: none,
   message: () => 'no valid API key',
   status: 401,
+  routes: keyedRoutes,
   schemas: [bodies.UnauthorizedErrorSchema],
   body: () => ({ error: messages.unauthorized }),
 });
@@ -38,6 +56,7 @@ export const ScopeNotPermittedError = defineError('ScopeNotPermittedError', {
   facts: (scope: string) => ({ scope }),
   message: (f) => `key lacks scope ${f.scope}`,
   status: 403,
+  routes: keyedRoutes,
   schemas: [bodies.ScopeNotPermittedErrorSchema],
   body: () => ({ error: messages.scopeNotPermitted }),
 });
@@ -47,9 +66,10 @@ export const RateLimitedError = defineError('RateLimitedError', {
   facts: (retryAfterSeconds: number) => ({ retryAfterSeconds }),
   message: () => 'rate limit exceeded',
   status: 429,
+  routes: keyedRoutes,
   schemas: [bodies.RateLimitExceededErrorSchema],
   body: () => ({ error: messages.rateLimitExceeded }),
-  headers: retryAfter,
+  retryAfter,
 });
 
 /** A key restricted to some workflows may not create one. */
@@ -57,6 +77,7 @@ export const CreateWorkflowNotPermittedError = defineError('CreateWorkflowNotPer
   facts: none,
   message: () => 'key restricted to some workflows',
   status: 403,
+  routes: ['CreateWorkflow'],
   schemas: [bodies.CreateWorkflowNotPermittedErrorSchema],
   body: () => ({ error: messages.createWorkflowNotPermitted }),
 });
@@ -66,26 +87,19 @@ export const WorkflowNotPermittedError = defineError('WorkflowNotPermittedError'
   facts: (workflowId: string) => ({ workflowId }),
   message: (f) => `workflow ${f.workflowId} not permitted for this key`,
   status: 403,
+  routes: runStarts,
   schemas: [bodies.WorkflowNotPermittedErrorSchema],
   body: () => ({ error: messages.workflowNotPermitted }),
 });
 
 // The request body
 
-/** The body is not JSON or does not fit the request schema; `detail` names the first problem. */
-export const InvalidBodyError = defineError('InvalidBodyError', {
-  facts: (detail: string) => ({ detail }),
-  message: (f) => `invalid body: ${f.detail}`,
-  status: 400,
-  schemas: [bodies.InvalidBodyErrorSchema],
-  body: (f) => ({ error: messages.invalidBody(f.detail) }),
-});
-
 /** A list's query string has a value it does not take (`detail` names the parameter and what it takes). */
 export const InvalidQueryError = defineError('InvalidQueryError', {
   facts: (detail: string) => ({ detail }),
   message: (f) => `invalid query: ${f.detail}`,
   status: 400,
+  routes: lists,
   schemas: [bodies.InvalidQueryErrorSchema],
   body: (f) => ({ error: messages.invalidQuery(f.detail) }),
 });
@@ -98,6 +112,7 @@ export const InvalidCursorError = defineError('InvalidCursorError', {
   facts: none,
   message: () => 'cursor not issued for this list',
   status: 400,
+  routes: lists,
   schemas: [bodies.InvalidCursorErrorSchema],
   body: () => ({ error: messages.invalidCursor }),
 });
@@ -107,6 +122,7 @@ export const PayloadTooLargeError = defineError('PayloadTooLargeError', {
   facts: (maxBytes: number) => ({ maxBytes }),
   message: (f) => `body above ${f.maxBytes} bytes`,
   status: 413,
+  routes: ['CreateWorkflow', ...runStarts],
   schemas: [bodies.PayloadTooLargeErrorSchema],
   body: (f) => ({ error: messages.payloadTooLarge(f.maxBytes) }),
 });
@@ -116,6 +132,7 @@ export const WorkflowTooLargeToStoreError = defineError('WorkflowTooLargeToStore
   facts: (bytes: number, maxBytes: number) => ({ bytes, maxBytes }),
   message: (f) => `workflow takes ${f.bytes} bytes to store, at most ${f.maxBytes}`,
   status: 413,
+  routes: ['CreateWorkflow'],
   schemas: [bodies.PayloadTooLargeErrorSchema],
   body: (f) => ({ error: messages.workflowTooLargeToStore(f.bytes, f.maxBytes) }),
 });
@@ -125,6 +142,7 @@ export const NameRequiredError = defineError('NameRequiredError', {
   facts: none,
   message: () => 'name is missing',
   status: 400,
+  routes: ['CreateWorkflow'],
   schemas: [bodies.NameRequiredErrorSchema],
   body: () => ({ error: messages.nameRequired }),
 });
@@ -133,6 +151,7 @@ export const StepsRequiredError = defineError('StepsRequiredError', {
   facts: none,
   message: () => 'steps are missing',
   status: 400,
+  routes: ['CreateWorkflow'],
   schemas: [bodies.StepsRequiredErrorSchema],
   body: () => ({ error: messages.stepsRequired }),
 });
@@ -142,51 +161,28 @@ export const AgentOrProjectRequiredError = defineError('AgentOrProjectRequiredEr
   facts: none,
   message: () => 'not exactly one of agentId or projectId',
   status: 400,
+  routes: ['CreateWorkflow'],
   schemas: [bodies.AgentOrProjectRequiredErrorSchema],
   body: () => ({ error: messages.exactlyOneOfAgentOrProject }),
 });
 
-/** The run's callbackUrl is not an https:// URL. */
-export const CallbackUrlInvalidError = defineError('CallbackUrlInvalidError', {
-  facts: none,
-  message: () => 'callbackUrl is not an https URL',
-  status: 422,
-  schemas: [bodies.CallbackUrlInvalidErrorSchema],
-  body: () => ({ error: messages.callbackUrlInvalid }),
-});
-
-/** The Idempotency-Key was used before with another request. */
-export const IdempotencyKeyReusedError = defineError('IdempotencyKeyReusedError', {
-  facts: none,
-  message: () => 'Idempotency-Key reused with another body',
-  status: 422,
-  schemas: [bodies.IdempotencyKeyReusedErrorSchema],
-  body: () => ({ error: messages.idempotencyKeyReused }),
+/** The body is not JSON or does not fit the request schema; `detail` names the first problem. */
+export const InvalidBodyError = defineError('InvalidBodyError', {
+  facts: (detail: string) => ({ detail }),
+  message: (f) => `invalid body: ${f.detail}`,
+  status: 400,
+  routes: ['CreateWorkflow', ...runStarts],
+  schemas: [bodies.InvalidBodyErrorSchema],
+  body: (f) => ({ error: messages.invalidBody(f.detail) }),
 });
 
 // Missing (or another team's, which reads the same)
-
-export const WorkflowNotFoundError = defineError('WorkflowNotFoundError', {
-  facts: (workflowId: string) => ({ workflowId }),
-  message: (f) => `workflow ${f.workflowId} not found`,
-  status: 404,
-  schemas: [bodies.WorkflowNotFoundErrorSchema],
-  body: () => ({ error: messages.workflowNotFound }),
-});
-
-/** The workflow exists but its canvas does not (or belongs to another team). */
-export const CanvasNotFoundError = defineError('CanvasNotFoundError', {
-  facts: (workflowId: string) => ({ workflowId }),
-  message: (f) => `canvas of workflow ${f.workflowId} not found`,
-  status: 404,
-  schemas: [bodies.CanvasNotFoundErrorSchema],
-  body: () => ({ error: messages.canvasNotFound }),
-});
 
 export const AgentNotFoundError = defineError('AgentNotFoundError', {
   facts: (agentId: string) => ({ agentId }),
   message: (f) => `agent ${f.agentId} not found`,
   status: 404,
+  routes: ['RunAgent'],
   schemas: [bodies.AgentNotFoundErrorSchema],
   body: () => ({ error: messages.agentNotFound }),
 });
@@ -196,8 +192,28 @@ export const NoWorkflowForAgentError = defineError('NoWorkflowForAgentError', {
   facts: (agentId: string) => ({ agentId }),
   message: (f) => `agent ${f.agentId} has no workflow`,
   status: 404,
+  routes: ['RunAgent'],
   schemas: [bodies.NoWorkflowForAgentErrorSchema],
   body: () => ({ error: messages.noWorkflowForAgent }),
+});
+
+export const WorkflowNotFoundError = defineError('WorkflowNotFoundError', {
+  facts: (workflowId: string) => ({ workflowId }),
+  message: (f) => `workflow ${f.workflowId} not found`,
+  status: 404,
+  routes: runStarts,
+  schemas: [bodies.WorkflowNotFoundErrorSchema],
+  body: () => ({ error: messages.workflowNotFound }),
+});
+
+/** The workflow exists but its canvas does not (or belongs to another team). */
+export const CanvasNotFoundError = defineError('CanvasNotFoundError', {
+  facts: (workflowId: string) => ({ workflowId }),
+  message: (f) => `canvas of workflow ${f.workflowId} not found`,
+  status: 404,
+  routes: runStarts,
+  schemas: [bodies.CanvasNotFoundErrorSchema],
+  body: () => ({ error: messages.canvasNotFound }),
 });
 
 /** The agent or project a new workflow names does not exist. */
@@ -205,6 +221,7 @@ export const AgentOrProjectNotFoundError = defineError('AgentOrProjectNotFoundEr
   facts: none,
   message: () => 'agent or project not found',
   status: 404,
+  routes: ['CreateWorkflow'],
   schemas: [bodies.AgentOrProjectNotFoundErrorSchema],
   body: () => ({ error: messages.agentOrProjectNotFound }),
 });
@@ -213,6 +230,7 @@ export const RunNotFoundError = defineError('RunNotFoundError', {
   facts: (jobId: string) => ({ jobId }),
   message: (f) => `run ${f.jobId} not found`,
   status: 404,
+  routes: under('/runs/{jobId}'),
   schemas: [bodies.RunNotFoundErrorSchema],
   body: () => ({ error: messages.runNotFound }),
 });
@@ -221,6 +239,7 @@ export const DeferredRunNotFoundError = defineError('DeferredRunNotFoundError', 
   facts: (deferredJobId: string) => ({ deferredJobId }),
   message: (f) => `deferred run ${f.deferredJobId} not found`,
   status: 404,
+  routes: under('/deferred-runs/{id}'),
   schemas: [bodies.DeferredRunNotFoundErrorSchema],
   body: () => ({ error: messages.deferredRunNotFound }),
 });
@@ -232,6 +251,7 @@ export const RunInProgressError = defineError('RunInProgressError', {
   facts: (activeJobId: string) => ({ activeJobId }),
   message: (f) => `run ${f.activeJobId} in progress`,
   status: 409,
+  routes: runStarts,
   schemas: [bodies.RunInProgressErrorSchema],
   body: (f) => ({ error: messages.runInProgress, activeJobId: f.activeJobId }),
 });
@@ -241,6 +261,7 @@ export const RunAlreadyEndedError = defineError('RunAlreadyEndedError', {
   facts: (jobId: string) => ({ jobId }),
   message: (f) => `run ${f.jobId} already ended`,
   status: 409,
+  routes: ['CancelRun'],
   schemas: [bodies.RunAlreadyEndedErrorSchema],
   body: () => ({ error: messages.runAlreadyEnded }),
 });
@@ -250,6 +271,7 @@ export const ProviderWebhookRefusedError = defineError('ProviderWebhookRefusedEr
   facts: (provider: string, reason: string) => ({ provider, reason }),
   message: (f) => `${f.provider} webhook refused: ${f.reason}`,
   status: 401,
+  routes: ['ProviderWebhook'],
   schemas: [bodies.ProviderWebhookRefusedErrorSchema],
   body: () => ({ error: messages.providerWebhookRefused }),
 });
@@ -259,6 +281,7 @@ export const ProviderJobUnknownError = defineError('ProviderJobUnknownError', {
   facts: (provider: string, providerJobId: string) => ({ provider, providerJobId }),
   message: (f) => `${f.provider} job ${f.providerJobId} is no step's`,
   status: 404,
+  routes: ['ProviderWebhook'],
   schemas: [bodies.ProviderJobUnknownErrorSchema],
   body: () => ({ error: messages.providerJobUnknown }),
 });
@@ -268,6 +291,7 @@ export const DeferredRunNotWaitingError = defineError('DeferredRunNotWaitingErro
   facts: (deferredJobId: string) => ({ deferredJobId }),
   message: (f) => `deferred run ${f.deferredJobId} not waiting`,
   status: 409,
+  routes: ['CancelDeferredRun'],
   schemas: [bodies.DeferredRunNotWaitingErrorSchema],
   body: () => ({ error: messages.deferredRunNotWaiting }),
 });
@@ -280,6 +304,7 @@ export const DeliveryPendingError = defineError('DeliveryPendingError', {
   facts: (jobId: string, nextAttemptAt: string | null) => ({ jobId, nextAttemptAt }),
   message: (f) => `webhook delivery of run ${f.jobId} pending`,
   status: 409,
+  routes: ['RedeliverWebhook'],
   schemas: [DeliveryPendingErrorSchema],
   body: (f): DeliveryPendingErrorBody => ({ error: deliveryPendingMessage, nextAttemptAt: f.nextAttemptAt }),
 });
@@ -290,6 +315,7 @@ export const UnknownNodeTypeError = defineError('UnknownNodeTypeError', {
   facts: (type: string) => ({ type }),
   message: (f) => `unknown node type ${f.type}`,
   status: 422,
+  routes: ['CreateWorkflow'],
   schemas: [bodies.UnknownNodeTypeErrorSchema],
   body: (f) => ({ error: messages.unknownNodeType(f.type) }),
 });
@@ -299,17 +325,9 @@ export const WorkflowValidationFailedError = defineError('WorkflowValidationFail
   facts: (errors: ValidationIssue[]) => ({ errors }),
   message: (f) => `workflow fails validation (${f.errors.length} issue(s))`,
   status: 422,
+  routes: ['CreateWorkflow'],
   schemas: [WorkflowValidationFailedSchema],
   body: (f) => ({ error: messages.workflowValidationFailed, errors: f.errors }),
-});
-
-/** A run start: the stored workflow fails validation. */
-export const RunValidationFailedError = defineError('RunValidationFailedError', {
-  facts: (errors: ValidationIssue[]) => ({ errors }),
-  message: (f) => `workflow to run fails validation (${f.errors.length} issue(s))`,
-  status: 422,
-  schemas: [RunValidationFailedSchema],
-  body: (f) => ({ success: false as const, errors: f.errors }),
 });
 
 /** Inputs the workflow does not accept, in the order sent, beside every key it does accept. */
@@ -317,8 +335,29 @@ export const UnknownInputKeysError = defineError('UnknownInputKeysError', {
   facts: (keys: readonly string[], validKeys: readonly string[]) => ({ keys, validKeys }),
   message: (f) => `unknown input keys ${f.keys.join(', ')}`,
   status: 422,
+  routes: runStarts,
   schemas: [bodies.UnknownInputKeysErrorSchema],
   body: (f) => ({ error: messages.unknownInputKeys(f.keys), validKeys: [...f.validKeys] }),
+});
+
+/** The run's callbackUrl is not an https:// URL. */
+export const CallbackUrlInvalidError = defineError('CallbackUrlInvalidError', {
+  facts: none,
+  message: () => 'callbackUrl is not an https URL',
+  status: 422,
+  routes: runStarts,
+  schemas: [bodies.CallbackUrlInvalidErrorSchema],
+  body: () => ({ error: messages.callbackUrlInvalid }),
+});
+
+/** A run start: the stored workflow fails validation. */
+export const RunValidationFailedError = defineError('RunValidationFailedError', {
+  facts: (errors: ValidationIssue[]) => ({ errors }),
+  message: (f) => `workflow to run fails validation (${f.errors.length} issue(s))`,
+  status: 422,
+  routes: runStarts,
+  schemas: [RunValidationFailedSchema],
+  body: (f) => ({ success: false as const, errors: f.errors }),
 });
 
 /** A model step's provider is not open to API runs and the team has no own key that lifts it. */
@@ -330,6 +369,7 @@ export const ProviderNotAvailableError = defineError('ProviderNotAvailableError'
   }),
   message: (f) => `${f.nodeType} runs on ${f.providers.join(', ')} (${f.level})`,
   status: 422,
+  routes: runStarts,
   schemas: [bodies.ProviderNotAvailableErrorSchema],
   body: (f) => ({
     error: messages.providerNotAvailable(f.nodeType, f.providers),
@@ -338,6 +378,15 @@ export const ProviderNotAvailableError = defineError('ProviderNotAvailableError'
   }),
 });
 
+/** The Idempotency-Key was used before with another request. */
+export const IdempotencyKeyReusedError = defineError('IdempotencyKeyReusedError', {
+  facts: none,
+  message: () => 'Idempotency-Key reused with another body',
+  status: 422,
+  routes: runStarts,
+  schemas: [bodies.IdempotencyKeyReusedErrorSchema],
+  body: () => ({ error: messages.idempotencyKeyReused }),
+});
 // Admission (functions/domain/admission.ts decides; these carry its answer)
 
 /** The spec's 402 body for a refusal, amounts in credits. */
@@ -377,11 +426,12 @@ export const RunRefusedError = defineError('RunRefusedError', {
   facts: (refusal: RunRefusal) => ({ refusal }),
   message: (f) => `run refused: ${f.refusal.kind}`,
   status: 402,
+  routes: runStarts,
   schemas: [
-    bodies.PerStepLimitErrorSchema,
-    bodies.ProjectHardCapExceededErrorSchema,
-    bodies.MonthlyCreditCapReachedErrorSchema,
     bodies.InsufficientCreditsErrorSchema,
+    bodies.ProjectHardCapExceededErrorSchema,
+    bodies.PerStepLimitErrorSchema,
+    bodies.MonthlyCreditCapReachedErrorSchema,
   ],
   body: (f) => refusalBody(f.refusal),
 });
@@ -391,9 +441,10 @@ export const MonthlyCapUnverifiableError = defineError('MonthlyCapUnverifiableEr
   facts: (retryAfterSeconds: number) => ({ retryAfterSeconds }),
   message: () => 'monthly cap could not be checked',
   status: 503,
+  routes: runStarts,
   schemas: [bodies.MonthlyCapUnverifiableErrorSchema],
   body: () => ({ error: messages.monthlyCapUnverifiable }),
-  headers: retryAfter,
+  retryAfter,
 });
 
 // Contention (functions/store/write.ts)
@@ -410,7 +461,8 @@ export const StorageBusyError = defineError('StorageBusyError', {
   facts: (contention: StorageContention, tries: number) => ({ contention, tries, retryAfterSeconds: 1 }),
   message: (f) => `storage busy (${f.contention}) after ${f.tries} tries`,
   status: 503,
+  routes: writingRoutes,
   schemas: [bodies.StorageBusyErrorSchema],
   body: () => ({ error: messages.storageBusy }),
-  headers: retryAfter,
+  retryAfter,
 });

@@ -24,7 +24,14 @@ export const errorMapping = (error: unknown): ErrorMapping | undefined =>
  */
 export const errorResponse = (error: unknown, requestId: string): HttpResult => {
   const mapping = errorMapping(error);
-  if (mapping) return json(mapping.status, mapping.body(error as never), mapping.headers?.(error as never));
+  if (mapping) {
+    const retryAfter = mapping.retryAfter?.(error as never);
+    return json(
+      mapping.status,
+      mapping.body(error as never),
+      retryAfter === undefined ? undefined : { 'retry-after': String(retryAfter) },
+    );
+  }
   return json(500, { error: messages.serverError(`${serverErrorDetail(error)} (request ${requestId})`) });
 };
 

@@ -2,9 +2,33 @@ import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 
 export type HttpResult = APIGatewayProxyStructuredResultV2 & { statusCode: number; body: string };
 
-/** A JSON response. No CORS headers: keys belong on servers, never in browsers (spec section 5). */
+/**
+ * A JSON response. No CORS headers: keys belong on servers, never in browsers (spec section 5).
+ * Its status is one of the answers below, or an error's row (functions/http/error-map.ts).
+ */
 export const json = (statusCode: number, body: unknown, headers: Record<string, string> = {}): HttpResult => ({
   statusCode,
   headers: { 'content-type': 'application/json', ...headers },
   body: JSON.stringify(body),
 });
+
+// The answers that are no error, named: with the error table's rows, the only status codes the
+// service writes (test/errors.test.ts holds every other file of functions/ to none).
+
+export const ok = (body: unknown): HttpResult => json(200, body);
+export const created = (body: unknown): HttpResult => json(201, body);
+export const accepted = (body: unknown): HttpResult => json(202, body);
+
+/** A body that is no JSON (the reference page and its files), as text or, `isBase64Encoded`, bytes. */
+export const okRaw = (headers: Record<string, string>, body: string, isBase64Encoded?: true): HttpResult => ({
+  statusCode: 200,
+  headers,
+  body,
+  ...(isBase64Encoded ? { isBase64Encoded } : {}),
+});
+
+/** The browser's copy is current (`If-None-Match` matched the `ETag`). */
+export const notModified = (headers: Record<string, string>): HttpResult => ({ statusCode: 304, headers, body: '' });
+
+/** What API Gateway itself answers for a path it does not route: for a file the reference page does not have. */
+export const notFound = (): HttpResult => json(404, { message: 'Not Found' });

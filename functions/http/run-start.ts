@@ -7,7 +7,7 @@ import { metrics } from '../observability/metrics.ts';
 import type { ApiKeyItem } from '../store/items.ts';
 import { parseRunRequest } from './body.ts';
 import { keyedHandler } from './keyed-handler.ts';
-import { json } from './response.ts';
+import { accepted, type HttpResult, ok } from './response.ts';
 
 /** What a run-start request asks for: its body, its Idempotency-Key, and the route and path it was sent to. */
 export const runStartOf = (event: APIGatewayProxyEventV2): RunStart => ({
@@ -17,7 +17,8 @@ export const runStartOf = (event: APIGatewayProxyEventV2): RunStart => ({
 });
 
 /** A started run answers 200, a deferred one 202 (spec 4.3). */
-export const runStartStatus = (answer: RunStartAnswer): number => (answer.deferred ? 202 : 200);
+export const runStartResponse = (answer: RunStartAnswer): HttpResult =>
+  answer.deferred ? accepted(answer.body) : ok(answer.body);
 
 /**
  * Both run starts (spec 4.3 and 4.4) differ only in how the path's id names the workflow, which
@@ -33,7 +34,7 @@ export const runStartHandler = (
     route,
     async (event, auth) => {
       const answer = await start(deps, auth.key, runStartOf(event), event.pathParameters?.id ?? '');
-      return json(runStartStatus(answer), answer.body);
+      return runStartResponse(answer);
     },
     // A started run is counted (countRunStarted): published at the invocation's end.
     logMetrics(metrics),

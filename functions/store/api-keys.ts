@@ -2,7 +2,16 @@ import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Scope } from '../../platform/routes.ts';
 import type { Deps } from '../deps.ts';
 import { generateApiKey, hashApiKey, keyHint } from '../domain/api-key.ts';
-import { ApiKeyIdItemSchema, type ApiKeyItem, ApiKeyItemSchema, parseItem, type StoredItem } from './items.ts';
+import { ifNotExists, itemUpdate } from './item-update.ts';
+import {
+  ApiKeyIdItemSchema,
+  type ApiKeyItem,
+  ApiKeyItemSchema,
+  parseItem,
+  type StoredItem,
+  storedApiKey,
+  type storedApiKeyId,
+} from './items.ts';
 import { apiKeyIdKey, apiKeyKey, teamKeysIndex, teamKeysPartition } from './keys.ts';
 import { queryAll } from './query.ts';
 import { conditionalWrite, transactWrite } from './write.ts';
@@ -50,7 +59,7 @@ export const apiKeyItem = (
     rateLimitPerMinute: input.rateLimitPerMinute ?? undefined,
     hint: created.hint,
     createdAt: created.createdAt,
-  }) satisfies StoredItem<typeof ApiKeyItemSchema, 'type'>;
+  }) satisfies StoredItem<typeof storedApiKey>;
 
 /** The pointer from a key's public id to the hash its item is stored under (and its team, for operators). */
 export const apiKeyIdItem = (keyId: string, secretHash: string, teamId: string) =>
@@ -59,7 +68,7 @@ export const apiKeyIdItem = (keyId: string, secretHash: string, teamId: string) 
     type: 'ApiKeyId',
     secretHash,
     teamId,
-  }) satisfies StoredItem<typeof ApiKeyIdItemSchema, 'type' | 'teamId'>;
+  }) satisfies StoredItem<typeof storedApiKeyId>;
 
 /** Creates a key and returns its secret; the secret is never stored and cannot be shown again. */
 export const createApiKey = async (deps: Deps, input: NewApiKey): Promise<{ keyId: string; key: string }> => {
@@ -90,9 +99,11 @@ export const revokeApiKey = async (deps: Deps, keyId: string): Promise<boolean> 
     new UpdateCommand({
       TableName: deps.tableName,
       Key: apiKeyKey(secretHash),
-      UpdateExpression: 'SET revokedAt = if_not_exists(revokedAt, :now)',
-      ConditionExpression: 'attribute_exists(PK)',
-      ExpressionAttributeValues: { ':now': deps.now().toISOString() },
+      ...itemUpdate(
+        storedApiKey,
+        { set: { revokedAt: ifNotExists(deps.now().toISOString()) } },
+        { ConditionExpression: 'attribute_exists(PK)' },
+      ),
     }),
   );
   return revoked.written;

@@ -3,7 +3,8 @@ import * as v from 'valibot';
 import type { Deps } from '../deps.ts';
 import type { TeamConnection } from '../nodes/executors/types.ts';
 import { parseProviderCredentials } from '../nodes/providers/types.ts';
-import { type ConnectionRef, parseItem, TeamItemSchema } from './items.ts';
+import { ifNotExists, itemUpdate } from './item-update.ts';
+import { type ConnectionRef, parseItem, storedTeam, TeamItemSchema } from './items.ts';
 import { teamKey } from './keys.ts';
 import { type SecretResolver, SecretUnavailableError } from './secret-refs.ts';
 import { TenancyNotFoundError } from './tenancy.ts';
@@ -36,9 +37,11 @@ export const setConnection = async (deps: Deps, teamId: string, key: string, con
     new UpdateCommand({
       TableName: deps.tableName,
       Key: teamKey(teamId),
-      UpdateExpression: 'SET connections = if_not_exists(connections, :empty)',
-      ConditionExpression: 'attribute_exists(PK)',
-      ExpressionAttributeValues: { ':empty': {} },
+      ...itemUpdate(
+        storedTeam,
+        { set: { connections: ifNotExists({}) } },
+        { ConditionExpression: 'attribute_exists(PK)' },
+      ),
     }),
   );
   if (!team.written) throw new TenancyNotFoundError(`No team ${teamId}`);
@@ -46,9 +49,7 @@ export const setConnection = async (deps: Deps, teamId: string, key: string, con
     new UpdateCommand({
       TableName: deps.tableName,
       Key: teamKey(teamId),
-      UpdateExpression: 'SET connections.#key = :connection',
-      ExpressionAttributeNames: { '#key': key },
-      ExpressionAttributeValues: { ':connection': connection },
+      ...itemUpdate(storedTeam, { setEntries: { connections: { [key]: connection } } }),
     }),
   );
 };
@@ -60,9 +61,11 @@ export const removeConnection = async (deps: Deps, teamId: string, key: string):
     new UpdateCommand({
       TableName: deps.tableName,
       Key: teamKey(teamId),
-      UpdateExpression: 'REMOVE connections.#key',
-      ConditionExpression: 'attribute_exists(connections)',
-      ExpressionAttributeNames: { '#key': key },
+      ...itemUpdate(
+        storedTeam,
+        { removeEntries: { connections: [key] } },
+        { ConditionExpression: 'attribute_exists(connections)' },
+      ),
     }),
   );
   return removed.written;

@@ -7,6 +7,7 @@ import { DeferredRunNotFoundError } from '../domain/errors.ts';
 import { retentionExpiry } from '../domain/retention.ts';
 import { batchGet, itemFor } from './batch.ts';
 import { IdempotencyRaceError, type IdempotencyRecord, idempotencyPut } from './idempotency.ts';
+import { itemUpdate } from './item-update.ts';
 import {
   type ApiKeyItem,
   type DeferredListEntry,
@@ -16,6 +17,7 @@ import {
   ItemKeySchema,
   parseItem,
   type StoredItem,
+  storedDeferredRun,
   unexpired,
 } from './items.ts';
 import { deferredListIndex, deferredRunKey, multiplierSortKey, waitingIndexes, waitingPartition } from './keys.ts';
@@ -59,7 +61,7 @@ export const deferredRunItem = (
     createdAt,
     expiresAt,
     request: input.request,
-  } satisfies StoredItem<typeof DeferredRunItemSchema, 'type'>;
+  } satisfies StoredItem<typeof storedDeferredRun>;
 };
 
 /** Stores a `waiting` deferred run; nothing is held yet. */
@@ -110,20 +112,30 @@ export const leaveWaiting = (
   deferredJobId: string,
   status: 'dispatched' | 'expired' | 'cancelled',
   extra: { jobId?: string } = {},
-) => ({
-  TableName: deps.tableName,
-  Key: deferredRunKey(deferredJobId),
-  UpdateExpression: `SET #status = :status, movedAt = :now, #ttl = :ttl${extra.jobId ? ', jobId = :job, dispatchedAt = :now' : ''} REMOVE GSI2PK, GSI2SK, GSI3PK, GSI3SK`,
-  ConditionExpression: '#status = :waiting',
-  ExpressionAttributeNames: { '#status': 'status', '#ttl': 'ttl' },
-  ExpressionAttributeValues: {
-    ':status': status,
-    ':waiting': 'waiting',
-    ':now': deps.now().toISOString(),
-    ':ttl': retentionExpiry(deps.now(), deps.retentionDays),
-    ...(extra.jobId ? { ':job': extra.jobId } : {}),
-  },
-});
+) => {
+  const now = deps.now().toISOString();
+  return {
+    TableName: deps.tableName,
+    Key: deferredRunKey(deferredJobId),
+    ...itemUpdate(
+      storedDeferredRun,
+      {
+        set: {
+          status,
+          movedAt: now,
+          ttl: retentionExpiry(deps.now(), deps.retentionDays),
+          ...(extra.jobId ? { jobId: extra.jobId, dispatchedAt: now } : {}),
+        },
+        remove: ['GSI2PK', 'GSI2SK', 'GSI3PK', 'GSI3SK'],
+      },
+      {
+        ConditionExpression: '#status = :waiting',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':waiting': 'waiting' },
+      },
+    ),
+  };
+};
 
 /** Moves a waiting deferred run to `expired` or `cancelled`; false when it was no longer waiting. */
 export const moveDeferredRun = async (deps: Deps, deferredJobId: string, status: 'expired' | 'cancelled') =>

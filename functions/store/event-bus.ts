@@ -1,6 +1,8 @@
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import type { AttributeValue, DynamoDBRecord } from 'aws-lambda';
-import { envNames } from '../../platform/definitions.ts';
+import { envNames, operatorEventItems } from '../../platform/definitions.ts';
+import type { ItemImages } from '../domain/operator-events.ts';
+import { DeferredRunEventImageSchema, parseItem, RunEventImageSchema } from './items.ts';
 
 /** One event as PutEvents takes it (on the bus the sender was built for). */
 export interface BusEntry {
@@ -68,6 +70,30 @@ export interface ItemChange {
   oldImage?: Record<string, unknown>;
   newImage?: Record<string, unknown>;
 }
+
+/**
+ * A change's images as the operator events read them, each with its item's schema (items.ts):
+ * undefined for a removal (TTL) or another item. An image without the item's shape is a
+ * MalformedItemError: the batch fails, and the mapping isolates the record into its dead-letter queue.
+ */
+export const operatorImagesOf = (change: Pick<ItemChange, 'oldImage' | 'newImage'>): ItemImages | undefined => {
+  const { oldImage, newImage } = change;
+  if (newImage?.SK === operatorEventItems.run) {
+    return {
+      item: 'run',
+      old: oldImage && parseItem(RunEventImageSchema, oldImage),
+      now: parseItem(RunEventImageSchema, newImage),
+    };
+  }
+  if (newImage?.SK === operatorEventItems.deferredRun) {
+    return {
+      item: 'deferredRun',
+      old: oldImage && parseItem(DeferredRunEventImageSchema, oldImage),
+      now: parseItem(DeferredRunEventImageSchema, newImage),
+    };
+  }
+  return undefined;
+};
 
 export const itemChangeOf = (record: DynamoDBRecord): ItemChange => {
   const { SequenceNumber = '', OldImage, NewImage } = record.dynamodb ?? {};

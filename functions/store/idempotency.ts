@@ -2,7 +2,7 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
 import { ServiceError } from '../domain/errors.ts';
 import { epochSeconds } from '../domain/retention.ts';
-import { IdempotencyItemSchema, parseItem, type StoredItem, unexpired } from './items.ts';
+import { IdempotencyItemSchema, parseItem, type StoredItem, type storedIdempotency, unexpired } from './items.ts';
 import { idempotencyRecordKey } from './keys.ts';
 
 export interface IdempotentAnswer {
@@ -47,7 +47,7 @@ export const idempotencyPut = (deps: Pick<Deps, 'tableName' | 'now'>, keyId: str
       requestHash: record.requestHash,
       response: record.response,
       ttl: record.expiresAt,
-    } satisfies StoredItem<typeof IdempotencyItemSchema, 'type'>,
+    } satisfies StoredItem<typeof storedIdempotency>,
     ConditionExpression: 'attribute_not_exists(PK) OR #ttl <= :nowSeconds',
     ExpressionAttributeNames: { '#ttl': 'ttl' },
     ExpressionAttributeValues: { ':nowSeconds': epochSeconds(deps.now()) },

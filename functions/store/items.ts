@@ -4,6 +4,12 @@
  * works on typed objects; an item without the expected shape is a MalformedItemError naming its key
  * (a bug or a hand-edited item), never a silent undefined. Each schema lists only the fields the
  * code reads (`v.object` drops the others), which keeps parsing cheap on the step path.
+ *
+ * One schema per item: every read of an item (or of an index entry projected from it, or of the
+ * attributes an update returns) parses with its schema or a `v.pick` of it, so a field's type is
+ * stated once. Every write is typed by the same schema's input: a Put's item `satisfies
+ * StoredItem<typeof storedX>`, an update is built by `itemUpdate(storedX, …)` (item-update.ts).
+ * `storedX` pairs the schema with the attributes the item is written with that no read needs.
  * The items are written by the store module of each entity; their keys are built in keys.ts.
  */
 import * as v from 'valibot';
@@ -12,10 +18,10 @@ import { DeferredRunSchema } from '../../schemas/deferred-runs.ts';
 import { deliveryStates, webhookErrorKinds } from '../../schemas/deliveries.ts';
 import { LicenceModelSchema, RunModeSchema, RunRequestSchema } from '../../schemas/runs.ts';
 import { WorkflowSummarySchema } from '../../schemas/workflows.ts';
-import { ServiceError } from '../domain/errors.ts';
 import { isExpired } from '../domain/retention.ts';
 import { storedRunStatuses, storedStepStatuses } from '../domain/run-lifecycle.ts';
 import type { Canvas } from '../domain/workflow-graph.ts';
+import { ServiceError } from '../errors/define.ts';
 import { isRecord } from '../is-record.ts';
 
 /**
@@ -62,15 +68,77 @@ export const unexpired = (item: Record<string, unknown> | undefined, now: Date):
   item === undefined || isExpired(item.ttl, now) ? undefined : item;
 
 /**
- * What a writer's item is checked against: `{...} satisfies StoredItem<typeof XItemSchema, 'type' | …>`.
- * The item must give every field the schema that parses it requires, each of the type the schema
- * takes; `TWrittenOnly` names the attributes it writes that no schema reads (its `type`, fields kept
- * for operators), so any other field, such as a misspelt optional one, does not compile. The key and
- * index attributes come from spreads (keys.ts), which `satisfies` does not check for excess.
+ * The table's own attributes, which any item may carry beside what its schema reads: its key and
+ * its index keys (keys.ts), its kind for operators reading the table (`type`), and when DynamoDB
+ * may delete it (`ttl`, epoch seconds: functions/domain/retention.ts).
  */
-export type StoredItem<TSchema extends v.GenericSchema, TWrittenOnly extends string = never> = v.InferInput<TSchema> & {
-  [attribute in TWrittenOnly]: unknown;
+export interface TableAttributes {
+  PK: string;
+  SK: string;
+  GSI1PK: string;
+  GSI1SK: string;
+  GSI2PK: string;
+  GSI2SK: string;
+  GSI3PK: string;
+  GSI3SK: string;
+  GSI4PK: string;
+  GSI4SK: string;
+  type: string;
+  ttl: number;
+}
+
+const tableAttributes: Record<keyof TableAttributes, true> = {
+  PK: true,
+  SK: true,
+  GSI1PK: true,
+  GSI1SK: true,
+  GSI2PK: true,
+  GSI2SK: true,
+  GSI3PK: true,
+  GSI3SK: true,
+  GSI4PK: true,
+  GSI4SK: true,
+  type: true,
+  ttl: true,
 };
+
+/** The schema of an item: an object schema, whose entries name the attributes it reads. */
+type ItemSchema = v.ObjectSchema<v.ObjectEntries, v.ErrorMessage<v.ObjectIssue> | undefined>;
+
+/**
+ * One stored item: the schema every read of it goes through, and the attributes it is written with
+ * that no read needs (kept for operators), declared here once so a writer cannot add another.
+ */
+export interface ItemDefinition<TSchema extends ItemSchema = ItemSchema, TWrittenOnly extends string = string> {
+  readonly schema: TSchema;
+  readonly writtenOnly: readonly TWrittenOnly[];
+}
+
+const storedItem = <TSchema extends ItemSchema, const TWrittenOnly extends string = never>(
+  schema: TSchema,
+  writtenOnly: readonly TWrittenOnly[] = [],
+): ItemDefinition<TSchema, TWrittenOnly> => ({ schema, writtenOnly });
+
+/**
+ * What a Put's item is checked against: `{...} satisfies StoredItem<typeof storedRun>`. The item
+ * must give every field the schema that parses it requires, each of the type the schema takes, and
+ * its written-only attributes; any other field, such as a misspelt optional one, does not compile.
+ * The key and index attributes come from spreads (keys.ts), which `satisfies` does not check for excess.
+ */
+export type StoredItem<TItem extends ItemDefinition> = v.InferInput<TItem['schema']> & {
+  [attribute in TItem['writtenOnly'][number]]: unknown;
+} & Partial<TableAttributes>;
+
+/** Every attribute a writer may give an item, as an update writes some of them (item-update.ts). */
+export type ItemAttributes<TItem extends ItemDefinition> = v.InferInput<TItem['schema']> & {
+  [attribute in TItem['writtenOnly'][number]]?: unknown;
+} & Partial<TableAttributes>;
+
+/** Whether `attribute` is one the item's schema reads, one it is declared written with, or the table's own. */
+export const isItemAttribute = (item: ItemDefinition, attribute: string): boolean =>
+  Object.hasOwn(item.schema.entries, attribute) ||
+  item.writtenOnly.includes(attribute) ||
+  Object.hasOwn(tableAttributes, attribute);
 
 /** Amounts in hundredths of a credit; a counter the item gains with its first ADD reads 0 before it. */
 const hundredths = v.number();
@@ -96,6 +164,10 @@ export const RunItemSchema = v.object({
   mode: RunModeSchema,
   inputs: v.record(v.string(), v.string()),
   callbackUrl: v.optional(v.string()),
+  /** The key its webhook is signed with; only the webhook worker reads it. */
+  callbackSecret: v.optional(v.string()),
+  /** The deferred run it came from, if any. */
+  deferredJobId: v.optional(v.string()),
   /** The calendar month (UTC) whose key spend the run's hold was added to. */
   spendMonth: v.string(),
   /** The whole hold taken at the start; the team's `held` carries it until the run ends. */
@@ -116,32 +188,72 @@ export const RunItemSchema = v.object({
    */
   doneSteps: v.optional(v.set(v.string()), () => new Set<string>()),
   createdAt: v.string(),
+  /** Set by its end (functions/store/run/ledger.ts). */
+  endedAt: v.optional(v.string()),
+  /**
+   * What it charged in all (its estimate less what its end released), set by its end for its list
+   * entry: GSI4 does not project the per-step `chargedHundredths`.
+   */
+  finalChargedHundredths: v.optional(hundredths),
   /**
    * Set when the run's hold, the team's settlement and the workflow's lock are done with; a run
    * ended with a model step in flight is ended (its status) before it is finalized.
    */
   finalizedAt: v.optional(v.string()),
+  /** The sweep's re-sends of its root steps that the queue refused, while it stays queued. */
+  sweepRefusals: counter,
 });
 export type RunItem = v.InferOutput<typeof RunItemSchema>;
 
+/** The run item as its writers give it (functions/store/run/): the run's schema, and the agent for operators. */
+export const storedRun = storedItem(RunItemSchema, ['agentId']);
+
 /**
  * A run's entry in its team's list (GSI4, functions/store/run-list.ts): only what the index projects.
- * `finalChargedHundredths` is set when the run ends.
+ * `endedAt` and `finalChargedHundredths` are set when the run ends.
  */
-export const RunListEntrySchema = v.object({
-  ...v.pick(RunItemSchema, ['jobId', 'workflowId', 'status', 'mode', 'createdAt', 'estimateHundredths']).entries,
-  endedAt: v.nullish(v.string(), null),
-  finalChargedHundredths: v.nullish(v.number(), null),
-  deferredJobId: v.nullish(v.string(), null),
-});
+export const RunListEntrySchema = v.pick(RunItemSchema, [
+  'jobId',
+  'workflowId',
+  'status',
+  'mode',
+  'createdAt',
+  'estimateHundredths',
+  'endedAt',
+  'finalChargedHundredths',
+  'deferredJobId',
+]);
 export type RunListEntry = v.InferOutput<typeof RunListEntrySchema>;
 
+/** What the operator events read of a run item's stream image (functions/store/event-bus.ts). */
+export const RunEventImageSchema = v.pick(RunItemSchema, [
+  'jobId',
+  'teamId',
+  'projectId',
+  'workflowId',
+  'mode',
+  'status',
+  'stepsTotal',
+  'stepsCompleted',
+  'stepsSkipped',
+  'estimateHundredths',
+  'chargedHundredths',
+  'createdAt',
+  'endedAt',
+]);
+
 /** What the webhook worker reads of the run item: where its webhook goes, its signing secret, its start. */
-export const RunCallbackSchema = v.object({
-  callbackUrl: v.optional(v.string()),
-  callbackSecret: v.optional(v.string()),
-  createdAt: v.string(),
-});
+export const RunCallbackSchema = v.pick(RunItemSchema, ['callbackUrl', 'callbackSecret', 'createdAt']);
+
+/** What a run's delivery log reads of the run item: whose it is, whether and when it ended, its callback. */
+export const RunDeliverySubjectSchema = v.pick(RunItemSchema, [
+  'teamId',
+  'workflowId',
+  'status',
+  'callbackUrl',
+  'createdAt',
+  'endedAt',
+]);
 
 /**
  * A step item (functions/store/run/steps.ts): written when a model step is claimed (`processing`)
@@ -182,8 +294,13 @@ export const StepItemSchema = v.object({
   ),
   /** Times a busy provider (429, 5xx, a timeout) was asked again for this step. */
   providerTries: v.optional(v.number()),
+  /** An unclaimed step's failed executions so far (functions/store/run/steps.ts `countFailedExecution`). */
+  failures: v.optional(v.number()),
 });
 export type StepItem = v.InferOutput<typeof StepItemSchema>;
+
+/** The step item as its writers give it: the step's schema, and when it ended (for operators). */
+export const storedStep = storedItem(StepItemSchema, ['endedAt']);
 
 // Webhook deliveries (RUN#<jobId>, WEBHOOK#<event>)
 
@@ -222,6 +339,9 @@ export const DeliveryItemSchema = v.object({
   redeliveryRequestedAt: v.optional(v.string()),
 });
 
+/** The delivery item as its writer gives it: its schema, and for operators its run, event and end. */
+export const storedDelivery = storedItem(DeliveryItemSchema, ['jobId', 'event', 'deliveredAt', 'failedAt']);
+
 // Deferred runs (DEFERRED#<deferredJobId>)
 
 /** A deferred run (functions/store/deferred-runs.ts); `dispatchedAt` and `jobId` once it started. */
@@ -236,10 +356,27 @@ export const DeferredRunItemSchema = v.object({
   expiresAt: v.string(),
   dispatchedAt: v.nullish(v.string(), null),
   jobId: v.nullish(v.string(), null),
+  /** When it left `waiting` (functions/store/deferred-runs.ts `leaveWaiting`). */
+  movedAt: v.optional(v.string()),
   /** The run start as the caller sent it, parsed then. */
   request: RunRequestSchema,
 });
 export type DeferredRunItem = v.InferOutput<typeof DeferredRunItemSchema>;
+
+export const storedDeferredRun = storedItem(DeferredRunItemSchema);
+
+/** What the operator events read of a deferred run item's stream image (functions/store/event-bus.ts). */
+export const DeferredRunEventImageSchema = v.pick(DeferredRunItemSchema, [
+  'deferredJobId',
+  'teamId',
+  'workflowId',
+  'status',
+  'maxMultiplier',
+  'createdAt',
+  'expiresAt',
+  'movedAt',
+  'jobId',
+]);
 
 /** A deferred run's entry in its team's list (GSI4): the DeferredRun a caller reads, nothing more. */
 export const DeferredListEntrySchema = v.pick(DeferredRunItemSchema, [
@@ -256,9 +393,10 @@ export type DeferredListEntry = v.InferOutput<typeof DeferredListEntrySchema>;
 
 /** The signing key of list cursors (functions/store/run-list.ts): 32 random bytes, base64. */
 export const CursorKeyItemSchema = v.object({ secret: v.string() });
+export const storedCursorKey = storedItem(CursorKeyItemSchema);
 
 /** An entry of the index of waiting runs by expiry (GSI3), which projects only the id. */
-export const ExpiringDeferredRunSchema = v.object({ deferredJobId: v.string() });
+export const ExpiringDeferredRunSchema = v.pick(DeferredRunItemSchema, ['deferredJobId']);
 
 // API keys (APIKEY#<hash>, APIKEYID#<keyId>)
 
@@ -280,9 +418,12 @@ export const ApiKeyItemSchema = v.object({
   createdAt: v.string(),
 });
 export type ApiKeyItem = v.InferOutput<typeof ApiKeyItemSchema>;
+export const storedApiKey = storedItem(ApiKeyItemSchema);
 
 /** The pointer from a key's public id to the hash its item is stored under. */
 export const ApiKeyIdItemSchema = v.object({ secretHash: v.string() });
+/** The pointer, with its team for operators. */
+export const storedApiKeyId = storedItem(ApiKeyIdItemSchema, ['teamId']);
 
 // Workflows (summary in the team partition, canvas in WORKFLOW#<id>)
 
@@ -298,6 +439,8 @@ export const WorkflowItemSchema = v.object({
   updatedAt: v.nullish(v.string(), null),
 });
 export type WorkflowItem = v.InferOutput<typeof WorkflowItemSchema>;
+/** The summary, with its team (read from its id entry, `IdEntrySchema`) and its step count, for operators. */
+export const storedWorkflow = storedItem(WorkflowItemSchema, ['teamId', 'stepsCount']);
 
 /** The canvas is checked for its two lists only: it was validated when the workflow was created. */
 const CanvasSchema = v.custom<Canvas>(
@@ -306,6 +449,7 @@ const CanvasSchema = v.custom<Canvas>(
 );
 
 export const CanvasItemSchema = v.object({ teamId: v.string(), canvas: CanvasSchema });
+export const storedCanvas = storedItem(CanvasItemSchema, ['workflowId']);
 
 // Tenancy (TEAM#<teamId>)
 
@@ -323,30 +467,36 @@ export const TeamItemSchema = v.object({
   connections: v.optional(v.record(v.string(), ConnectionRefSchema), () => ({})),
 });
 export type TeamItem = v.InferOutput<typeof TeamItemSchema>;
+export const storedTeam = storedItem(TeamItemSchema, ['teamId', 'name', 'createdAt']);
 
 export const ProjectItemSchema = v.object({
   hardCapHundredths: v.nullish(v.number(), null),
   spentHundredths: counter,
 });
+/** The project, with its id, name and creation for operators, and its team (read from its id entry). */
+export const storedProject = storedItem(ProjectItemSchema, ['projectId', 'teamId', 'name', 'createdAt']);
 
 export const AgentItemSchema = v.object({
   projectId: v.string(),
   activeWorkflowId: v.optional(v.string()),
 });
+export const storedAgent = storedItem(AgentItemSchema, ['agentId', 'teamId', 'name', 'createdAt']);
 
 /** A key's spend in one month (KEYSPEND#<keyId>). */
 export const KeyMonthItemSchema = v.object({ spentHundredths: counter });
+export const storedKeyMonth = storedItem(KeyMonthItemSchema);
 
 /** The GSI1 entry that finds a project, agent or workflow by id alone: what is read of it is its team. */
 export const IdEntrySchema = v.object({ teamId: v.string() });
 
 // The rest
 
-/** The workflow's run lock (WFLOCK#<workflowId>), naming the run that holds it. */
+/** The workflow's run lock (WFLOCK#<workflowId>), naming the run that holds it, and since when (for operators). */
 export const WorkflowLockItemSchema = v.object({ jobId: v.string() });
+export const storedWorkflowLock = storedItem(WorkflowLockItemSchema, ['since']);
 
-/** An entry of the sharded index of runs left queued (GSI1 QUEUEDRUNS#<shard>). */
-export const QueuedRunEntrySchema = v.object({ jobId: v.string(), workflowId: v.string(), status: v.string() });
+/** An entry of the sharded index of runs left queued (GSI1 QUEUEDRUNS#<shard>): a run item's. */
+export const QueuedRunEntrySchema = v.pick(RunItemSchema, ['jobId', 'workflowId', 'status']);
 
 /** A remembered answer to a run start with an Idempotency-Key. */
 export const IdempotencyItemSchema = v.object({
@@ -356,9 +506,11 @@ export const IdempotencyItemSchema = v.object({
   /** Epoch seconds after which the key may be used again. */
   ttl: v.number(),
 });
+export const storedIdempotency = storedItem(IdempotencyItemSchema);
 
 /** The operator-set live multiplier and hourly schedule; null when unset. */
 export const PriceItemSchema = v.object({
   multiplier: v.nullish(v.number(), null),
   hourly: v.nullish(v.array(v.number()), null),
 });
+export const storedPrice = storedItem(PriceItemSchema);

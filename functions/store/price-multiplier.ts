@@ -1,7 +1,8 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
 import type { PriceSettings } from '../domain/price-multiplier.ts';
-import { PriceItemSchema, parseItem } from './items.ts';
+import { itemUpdate } from './item-update.ts';
+import { PriceItemSchema, parseItem, storedPrice } from './items.ts';
 import { priceKey } from './keys.ts';
 
 export const getPriceSettings = async (deps: Deps): Promise<PriceSettings> => {
@@ -18,8 +19,7 @@ export const setLiveMultiplier = async (deps: Deps, multiplier: number | null) =
     new UpdateCommand({
       TableName: deps.tableName,
       Key: priceKey(),
-      UpdateExpression: multiplier === null ? 'REMOVE multiplier' : 'SET multiplier = :m',
-      ...(multiplier === null ? {} : { ExpressionAttributeValues: { ':m': multiplier } }),
+      ...itemUpdate(storedPrice, multiplier === null ? { remove: ['multiplier'] } : { set: { multiplier } }),
     }),
   );
 };
@@ -29,8 +29,7 @@ export const setHourlySchedule = async (deps: Deps, hourly: number[]) => {
     new UpdateCommand({
       TableName: deps.tableName,
       Key: priceKey(),
-      UpdateExpression: 'SET hourly = :h',
-      ExpressionAttributeValues: { ':h': hourly },
+      ...itemUpdate(storedPrice, { set: { hourly } }),
     }),
   );
 };

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
 import type { CursorPosition } from '../domain/cursor.ts';
-import { CursorKeyItemSchema, parseItem, type StoredItem, unexpired } from './items.ts';
+import { CursorKeyItemSchema, parseItem, type StoredItem, type storedCursorKey, unexpired } from './items.ts';
 import { cursorSigningKey, teamDeferredPartition, teamRunsPartition } from './keys.ts';
 import { conditionalWrite } from './write.ts';
 
@@ -104,7 +104,7 @@ const readSigningKey = async (deps: Deps): Promise<Buffer | undefined> => {
 
 /** The signing key's item: the key, base64. */
 export const cursorKeyItem = (key: Buffer) =>
-  ({ ...cursorSigningKey(), secret: key.toString('base64') }) satisfies StoredItem<typeof CursorKeyItemSchema>;
+  ({ ...cursorSigningKey(), secret: key.toString('base64') }) satisfies StoredItem<typeof storedCursorKey>;
 
 /**
  * The first list ever served creates the key (32 random bytes; a conditional put, so of two

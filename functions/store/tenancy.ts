@@ -2,12 +2,14 @@ import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type * as v from 'valibot';
 import type { Deps } from '../deps.ts';
 import { ServiceError } from '../domain/errors.ts';
+import { itemUpdate } from './item-update.ts';
 import {
-  type AgentItemSchema,
   IdEntrySchema,
-  type ProjectItemSchema,
   parseItem,
   type StoredItem,
+  type storedAgent,
+  type storedProject,
+  storedTeam,
   type TeamItem,
   TeamItemSchema,
 } from './items.ts';
@@ -68,7 +70,7 @@ export const teamItem = (teamId: string, input: NewTeam, createdAt: string) =>
     granted: input.creditsHundredths,
     perStepLimitHundredths: input.perStepLimitHundredths ?? undefined,
     createdAt,
-  }) satisfies StoredItem<typeof TeamItemSchema, 'type' | 'teamId' | 'name' | 'createdAt'>;
+  }) satisfies StoredItem<typeof storedTeam>;
 
 export const createTeam = async (deps: Deps, input: NewTeam): Promise<{ teamId: string }> => {
   const teamId = deps.newId();
@@ -99,9 +101,14 @@ export const addCredits = async (deps: Deps, teamId: string, hundredths: number)
     new UpdateCommand({
       TableName: deps.tableName,
       Key: teamKey(teamId),
-      UpdateExpression: 'ADD balance :amount, granted :amount',
-      ConditionExpression: 'attribute_exists(PK) AND balance >= :floor',
-      ExpressionAttributeValues: { ':amount': hundredths, ':floor': Math.max(0, -hundredths) },
+      ...itemUpdate(
+        storedTeam,
+        { add: { balance: hundredths, granted: hundredths } },
+        {
+          ConditionExpression: 'attribute_exists(PK) AND balance >= :floor',
+          ExpressionAttributeValues: { ':floor': Math.max(0, -hundredths) },
+        },
+      ),
       ReturnValues: 'ALL_NEW',
     }),
   );
@@ -123,9 +130,11 @@ export const setPerStepLimit = async (deps: Deps, teamId: string, hundredths: nu
     new UpdateCommand({
       TableName: deps.tableName,
       Key: teamKey(teamId),
-      UpdateExpression: hundredths === null ? 'REMOVE perStepLimitHundredths' : 'SET perStepLimitHundredths = :l',
-      ConditionExpression: 'attribute_exists(PK)',
-      ...(hundredths === null ? {} : { ExpressionAttributeValues: { ':l': hundredths } }),
+      ...itemUpdate(
+        storedTeam,
+        hundredths === null ? { remove: ['perStepLimitHundredths'] } : { set: { perStepLimitHundredths: hundredths } },
+        { ConditionExpression: 'attribute_exists(PK)' },
+      ),
     }),
   );
   if (!set.written) throw new TenancyNotFoundError(`No team ${teamId}`);
@@ -168,8 +177,7 @@ export const projectItem = (
     hardCapHundredths: input.hardCapHundredths ?? undefined,
     spentHundredths: 0,
     createdAt,
-  }) satisfies StoredItem<typeof ProjectItemSchema, 'type' | 'projectId' | 'teamId' | 'name' | 'createdAt'> &
-    v.InferInput<typeof IdEntrySchema>;
+  }) satisfies StoredItem<typeof storedProject> & v.InferInput<typeof IdEntrySchema>;
 
 /** Creates an agent in a project of `teamId`; the project must exist in that team. */
 export const createAgent = async (
@@ -205,5 +213,4 @@ export const agentItem = (
     teamId: input.teamId,
     name: input.name,
     createdAt,
-  }) satisfies StoredItem<typeof AgentItemSchema, 'type' | 'agentId' | 'name' | 'createdAt'> &
-    v.InferInput<typeof IdEntrySchema>;
+  }) satisfies StoredItem<typeof storedAgent> & v.InferInput<typeof IdEntrySchema>;

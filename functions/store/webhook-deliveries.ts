@@ -1,5 +1,5 @@
 import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import * as v from 'valibot';
+import type * as v from 'valibot';
 import type { WebhookEvent } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { runItemExpiry } from '../domain/retention.ts';
@@ -10,7 +10,15 @@ import {
   type WebhookAttempt,
   webhookEventOfStatus,
 } from '../domain/webhook.ts';
-import { DeliveryItemSchema, parseItem, RunCallbackSchema, RunItemSchema, unexpired } from './items.ts';
+import { itemUpdate } from './item-update.ts';
+import {
+  DeliveryItemSchema,
+  parseItem,
+  RunCallbackSchema,
+  RunDeliverySubjectSchema,
+  storedDelivery,
+  unexpired,
+} from './items.ts';
 import { runKey, runPartition, webhookDeliveryKey, webhookSkPrefix } from './keys.ts';
 import { conditionalWrite } from './write.ts';
 
@@ -55,7 +63,7 @@ export const readDeliveryTarget = async (
   };
 };
 
-/** The delivery item as written (its input type): each update's values are typed against it. */
+/** The delivery item as written (its input type). */
 type DeliveryItemInput = v.InferInput<typeof DeliveryItemSchema>;
 
 /**
@@ -105,45 +113,35 @@ export const recordWebhookAttempt = async (
   },
 ): Promise<boolean> => {
   const { entry, state } = record;
-  const set = attemptAttributes(record);
   const first = entry.attempt === 1;
-  const ended = state === 'pending' ? '' : `, ${state === 'delivered' ? 'deliveredAt' : 'failedAt'} = :at`;
   const recorded = await conditionalWrite(
     deps,
     new UpdateCommand({
       TableName: deps.tableName,
       Key: webhookDeliveryKey(jobId, event),
-      UpdateExpression:
-        'SET jobId = :job, #event = :event, #state = :state, attempts = :attempt, lastMessageId = :message, #ttl = :ttl, ' +
-        `attemptLog = :log${ended}` +
-        (entry.nextAttemptAt ? ', nextAttemptAt = :next REMOVE' : ' REMOVE nextAttemptAt,') +
-        ' redeliveryRequestedAt',
-      // A first attempt finds no item, or the one a redelivery of a lost first message wrote (no attempt yet).
-      ConditionExpression: `${first ? 'attribute_not_exists(PK) OR ' : ''}(attempts = :previous AND #state = :pending)`,
-      ExpressionAttributeNames: { '#event': 'event', '#state': 'state', '#ttl': 'ttl' },
-      ExpressionAttributeValues: {
-        ':job': jobId,
-        ':ttl': record.expiresAt,
-        ':event': event,
-        ':state': set.state,
-        ':attempt': set.attempts,
-        ':message': set.lastMessageId,
-        ':log': set.attemptLog,
-        ...(state === 'pending' ? {} : { ':at': entry.at }),
-        ...(set.nextAttemptAt ? { ':next': set.nextAttemptAt } : {}),
-        ':previous': entry.attempt - 1,
-        ':pending': 'pending',
-      },
+      ...itemUpdate(
+        storedDelivery,
+        {
+          set: {
+            jobId,
+            event,
+            ...attemptAttributes(record),
+            ttl: record.expiresAt,
+            ...(state === 'pending' ? {} : state === 'delivered' ? { deliveredAt: entry.at } : { failedAt: entry.at }),
+          },
+          remove: [...(entry.nextAttemptAt ? [] : (['nextAttemptAt'] as const)), 'redeliveryRequestedAt'],
+        },
+        {
+          // A first attempt finds no item, or the one a redelivery of a lost first message wrote (no attempt yet).
+          ConditionExpression: `${first ? 'attribute_not_exists(PK) OR ' : ''}(attempts = :previous AND #state = :pending)`,
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: { ':previous': entry.attempt - 1, ':pending': 'pending' },
+        },
+      ),
     }),
   );
   return recorded.written;
 };
-
-const RunDeliverySubjectSchema = v.object({
-  ...v.pick(RunItemSchema, ['teamId', 'workflowId', 'status', 'callbackUrl', 'createdAt']).entries,
-  /** Set by the run's end. */
-  endedAt: v.optional(v.string()),
-});
 
 /** A run as its delivery log sees it: whose it is, and how far its webhook got. */
 export interface RunDeliveries {
@@ -197,39 +195,30 @@ export const markRedeliveryPending = async (
 ): Promise<{ written: boolean; requestedAt: string }> => {
   const now = deps.now();
   const requestedAt = now.toISOString();
-  const created = pendingDeliveryAttributes(requestedAt);
   const marked = await conditionalWrite(
     deps,
     new UpdateCommand({
       TableName: deps.tableName,
       Key: webhookDeliveryKey(jobId, event),
-      ExpressionAttributeNames: { '#state': 'state', ...(seen.exists ? {} : { '#event': 'event', '#ttl': 'ttl' }) },
       ...(seen.exists
-        ? {
-            UpdateExpression: 'SET #state = :pending, redeliveryRequestedAt = :now',
-            ConditionExpression: 'attempts = :seen AND (#state <> :pending OR redeliveryRequestedAt < :stale)',
-            ExpressionAttributeValues: {
-              ':pending': 'pending' satisfies DeliveryItemInput['state'],
-              ':now': requestedAt,
-              ':seen': seen.attempts,
-              ':stale': new Date(now.getTime() - staleRedeliveryMs).toISOString(),
+        ? itemUpdate(
+            storedDelivery,
+            { set: { state: 'pending', redeliveryRequestedAt: requestedAt } },
+            {
+              ConditionExpression: 'attempts = :seen AND (#state <> :pending OR redeliveryRequestedAt < :stale)',
+              ExpressionAttributeNames: { '#state': 'state' },
+              ExpressionAttributeValues: {
+                ':pending': 'pending',
+                ':seen': seen.attempts,
+                ':stale': new Date(now.getTime() - staleRedeliveryMs).toISOString(),
+              },
             },
-          }
-        : {
-            UpdateExpression:
-              'SET jobId = :job, #event = :event, #state = :pending, attempts = :zero, attemptLog = :none, ' +
-              'redeliveryRequestedAt = :now, #ttl = :ttl',
-            ConditionExpression: 'attribute_not_exists(PK)',
-            ExpressionAttributeValues: {
-              ':job': jobId,
-              ':event': event,
-              ':pending': created.state,
-              ':zero': created.attempts,
-              ':none': created.attemptLog,
-              ':now': created.redeliveryRequestedAt,
-              ':ttl': seen.expiresAt,
-            },
-          }),
+          )
+        : itemUpdate(
+            storedDelivery,
+            { set: { jobId, event, ...pendingDeliveryAttributes(requestedAt), ttl: seen.expiresAt } },
+            { ConditionExpression: 'attribute_not_exists(PK)' },
+          )),
     }),
   );
   return { written: marked.written, requestedAt };
@@ -250,14 +239,15 @@ export const unmarkRedelivery = async (
     new UpdateCommand({
       TableName: deps.tableName,
       Key: webhookDeliveryKey(jobId, event),
-      UpdateExpression: 'SET #state = :previous REMOVE redeliveryRequestedAt',
-      ConditionExpression: '#state = :pending AND redeliveryRequestedAt = :mark',
-      ExpressionAttributeNames: { '#state': 'state' },
-      ExpressionAttributeValues: {
-        ':previous': mark.previousState satisfies DeliveryItemInput['state'],
-        ':pending': 'pending',
-        ':mark': mark.requestedAt,
-      },
+      ...itemUpdate(
+        storedDelivery,
+        { set: { state: mark.previousState }, remove: ['redeliveryRequestedAt'] },
+        {
+          ConditionExpression: '#state = :pending AND redeliveryRequestedAt = :mark',
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: { ':pending': 'pending', ':mark': mark.requestedAt },
+        },
+      ),
     }),
   );
 };

@@ -5,12 +5,15 @@ import type { Deps } from '../deps.ts';
 import { AgentOrProjectNotFoundError, WorkflowTooLargeToStoreError } from '../domain/errors.ts';
 import type { Canvas } from '../domain/workflow-graph.ts';
 import type { WorkflowSummaryRecord } from '../domain/workflow-list.ts';
+import { itemUpdate } from './item-update.ts';
 import {
   AgentItemSchema,
-  type CanvasItemSchema,
   type IdEntrySchema,
   parseItem,
   type StoredItem,
+  storedAgent,
+  type storedCanvas,
+  storedWorkflow,
   WorkflowItemSchema,
 } from './items.ts';
 import { agentKey, canvasKey, idIndex, projectKey, teamPartition, workflowKey, workflowSkPrefix } from './keys.ts';
@@ -60,10 +63,11 @@ export const setWorkflowStatus = async (
     new UpdateCommand({
       TableName: deps.tableName,
       Key: workflowKey(teamId, workflowId),
-      UpdateExpression: 'SET #status = :status, updatedAt = :now',
-      ConditionExpression: 'attribute_exists(PK)',
-      ExpressionAttributeNames: { '#status': 'status' },
-      ExpressionAttributeValues: { ':status': status, ':now': deps.now().toISOString() },
+      ...itemUpdate(
+        storedWorkflow,
+        { set: { status, updatedAt: deps.now().toISOString() } },
+        { ConditionExpression: 'attribute_exists(PK)' },
+      ),
     }),
   );
   return set.written;
@@ -97,8 +101,7 @@ export const workflowSummaryItem = (workflowId: string, input: NewWorkflowRecord
     stepsCount: input.stepsCount,
     createdAt: now,
     updatedAt: now,
-  }) satisfies StoredItem<typeof WorkflowItemSchema, 'type' | 'teamId' | 'stepsCount'> &
-    v.InferInput<typeof IdEntrySchema>;
+  }) satisfies StoredItem<typeof storedWorkflow> & v.InferInput<typeof IdEntrySchema>;
 
 /** A workflow's canvas, apart from its summary: large, and read only by runs. */
 export const canvasItem = (workflowId: string, input: Pick<NewWorkflowRecord, 'teamId' | 'canvas'>) =>
@@ -108,7 +111,7 @@ export const canvasItem = (workflowId: string, input: Pick<NewWorkflowRecord, 't
     teamId: input.teamId,
     workflowId,
     canvas: input.canvas,
-  }) satisfies StoredItem<typeof CanvasItemSchema, 'type' | 'workflowId'>;
+  }) satisfies StoredItem<typeof storedCanvas>;
 
 /** The items of a workflow: its summary and its canvas. */
 const workflowItems = (workflowId: string, input: NewWorkflowRecord, now: string) => ({
@@ -157,19 +160,25 @@ export const activateWorkflow = async (
       Update: {
         TableName: deps.tableName,
         Key: agentKey(teamId, agentId),
-        UpdateExpression: 'SET activeWorkflowId = :w',
-        ConditionExpression: 'attribute_exists(PK)',
-        ExpressionAttributeValues: { ':w': workflowId },
+        ...itemUpdate(
+          storedAgent,
+          { set: { activeWorkflowId: workflowId } },
+          { ConditionExpression: 'attribute_exists(PK)' },
+        ),
       },
     },
     {
       Update: {
         TableName: deps.tableName,
         Key: workflowKey(teamId, workflowId),
-        UpdateExpression: 'SET #status = :active, updatedAt = :now',
-        ConditionExpression: 'attribute_exists(PK) AND agentId = :agent',
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: { ':active': 'active', ':now': now, ':agent': agentId },
+        ...itemUpdate(
+          storedWorkflow,
+          { set: { status: 'active', updatedAt: now } },
+          {
+            ConditionExpression: 'attribute_exists(PK) AND agentId = :agent',
+            ExpressionAttributeValues: { ':agent': agentId },
+          },
+        ),
       },
     },
   ]);

@@ -72,17 +72,17 @@ const fromBase64 = (text: string) => new Uint8Array(Buffer.from(text, 'base64'))
 const refuse = (message: string) => new ProviderError(`${key}: ${message}`, undefined, { retryable: false });
 
 /** How each exception of the service is classified; its status is the service model's. */
-const awsErrors: Record<string, { status: number; retryable: boolean }> = {
-  ThrottlingException: { status: 429, retryable: true },
-  ServiceUnavailableException: { status: 503, retryable: true },
-  InternalServerException: { status: 500, retryable: true },
-  ModelTimeoutException: { status: 408, retryable: true },
-  ModelNotReadyException: { status: 429, retryable: true },
-  ValidationException: { status: 400, retryable: false },
-  AccessDeniedException: { status: 403, retryable: false },
-  ResourceNotFoundException: { status: 404, retryable: false },
-  ServiceQuotaExceededException: { status: 400, retryable: false },
-  ModelErrorException: { status: 424, retryable: false },
+const awsErrors: Record<string, { httpStatus: number; retryable: boolean }> = {
+  ThrottlingException: { httpStatus: 429, retryable: true },
+  ServiceUnavailableException: { httpStatus: 503, retryable: true },
+  InternalServerException: { httpStatus: 500, retryable: true },
+  ModelTimeoutException: { httpStatus: 408, retryable: true },
+  ModelNotReadyException: { httpStatus: 429, retryable: true },
+  ValidationException: { httpStatus: 400, retryable: false },
+  AccessDeniedException: { httpStatus: 403, retryable: false },
+  ResourceNotFoundException: { httpStatus: 404, retryable: false },
+  ServiceQuotaExceededException: { httpStatus: 400, retryable: false },
+  ModelErrorException: { httpStatus: 424, retryable: false },
 };
 
 /**
@@ -116,8 +116,8 @@ const providerError = (error: unknown, model: string, signal: AbortSignal): unkn
   if (known) {
     const detail = safeAwsMessage(e.message ?? '');
     return new ProviderError(
-      `${key} ${model} answered ${name} (${status ?? known.status})${detail ? `: ${detail}` : ''}`,
-      status ?? known.status,
+      `${key} ${model} answered ${name} (${status ?? known.httpStatus})${detail ? `: ${detail}` : ''}`,
+      status ?? known.httpStatus,
       { retryable: known.retryable, retryAfterSeconds: retryAfter },
     );
   }

@@ -10,7 +10,8 @@ import {
 } from '../../domain/run-lifecycle.ts';
 import { webhookEventOfEnd } from '../../domain/webhook.ts';
 import { logger } from '../../observability/logger.ts';
-import type { RunItem } from '../items.ts';
+import { itemUpdate } from '../item-update.ts';
+import { type RunItem, storedKeyMonth, storedProject, storedRun, storedTeam } from '../items.ts';
 import { keyMonthKey, projectKey, queuedRunIndex, runKey, teamKey, workflowLockKey } from '../keys.ts';
 import { sendWebhookMessage } from '../queues.ts';
 import { conditionalWrite, type TransactItems, transactWrite } from '../write.ts';
@@ -49,12 +50,9 @@ const settleTeamItems = (deps: Deps, run: RunLedgerState, release: number): Tran
           Update: {
             TableName: deps.tableName,
             Key: teamKey(run.teamId),
-            UpdateExpression: 'ADD balance :release, held :minusEstimate, charged :charged',
-            ExpressionAttributeValues: {
-              ':release': release,
-              ':minusEstimate': -run.estimateHundredths,
-              ':charged': run.estimateHundredths - release,
-            },
+            ...itemUpdate(storedTeam, {
+              add: { balance: release, held: -run.estimateHundredths, charged: run.estimateHundredths - release },
+            }),
           },
         },
       ];
@@ -88,41 +86,42 @@ export interface LastCount {
 export const endRunItems = (deps: Deps, run: RunLedgerState, status: EndStatus, last?: LastCount): TransactItems => {
   const charge = last?.chargeHundredths ?? 0;
   const release = run.heldHundredths - charge;
-  // finalChargedHundredths: what the run charged in all (its estimate less the release), written
-  // once here for the run list's index (GSI4), which does not hold the per-step chargedHundredths.
-  let update =
-    'SET #status = :status, endedAt = :now, finalizedAt = :now, heldHundredths = :zero, #ttl = :ttl, finalChargedHundredths = :finalCharged';
+  const now = deps.now().toISOString();
   let condition = `${fromCondition(runTransitions.end)} AND heldHundredths = :held AND attribute_not_exists(finalizedAt)`;
-  const values: Record<string, unknown> = {
-    ':status': status,
-    ':now': deps.now().toISOString(),
-    ':zero': 0,
-    ':held': run.heldHundredths,
-    ':finalCharged': run.estimateHundredths - release,
-    ':ttl': runItemExpiry(run.createdAt, deps.now(), deps.retentionDays),
-    ...inProgressValues,
-  };
+  const values: Record<string, unknown> = { ':held': run.heldHundredths, ...inProgressValues };
   if (last) {
-    update += ' ADD stepsCompleted :one, chargedHundredths :charge, doneSteps :nodeSet';
     condition += ` AND ${notCountedCondition} AND stepsCompleted = :done AND (attribute_not_exists(stepsSkipped) OR stepsSkipped = :skipped)`;
-    Object.assign(values, {
-      ':one': 1,
-      ':charge': charge,
-      ':node': last.nodeId,
-      ':nodeSet': new Set([last.nodeId]),
-      ':done': last.completedBefore,
-      ':skipped': last.skippedBefore,
-    });
+    Object.assign(values, { ':node': last.nodeId, ':done': last.completedBefore, ':skipped': last.skippedBefore });
   }
   return [
     {
       Update: {
         TableName: deps.tableName,
         Key: runKey(run.jobId),
-        UpdateExpression: `${update} REMOVE GSI1PK, GSI1SK`,
-        ConditionExpression: condition,
-        ExpressionAttributeNames: { '#status': 'status', '#ttl': 'ttl' },
-        ExpressionAttributeValues: values,
+        ...itemUpdate(
+          storedRun,
+          {
+            set: {
+              status,
+              endedAt: now,
+              finalizedAt: now,
+              heldHundredths: 0,
+              ttl: runItemExpiry(run.createdAt, deps.now(), deps.retentionDays),
+              // What the run charged in all (its estimate less the release), written once here for
+              // the run list's index (GSI4), which does not hold the per-step chargedHundredths.
+              finalChargedHundredths: run.estimateHundredths - release,
+            },
+            ...(last
+              ? { add: { stepsCompleted: 1, chargedHundredths: charge, doneSteps: new Set([last.nodeId]) } }
+              : {}),
+            remove: ['GSI1PK', 'GSI1SK'],
+          },
+          {
+            ConditionExpression: condition,
+            ExpressionAttributeNames: { '#status': 'status' },
+            ExpressionAttributeValues: values,
+          },
+        ),
       },
     },
     ...settleTeamItems(deps, run, release),
@@ -149,16 +148,14 @@ const endRunSideItems = (deps: Deps, run: RunLedgerState, release: number): Tran
           Update: {
             TableName: deps.tableName,
             Key: projectKey(run.teamId, run.projectId),
-            UpdateExpression: 'ADD spentHundredths :minus',
-            ExpressionAttributeValues: { ':minus': -release },
+            ...itemUpdate(storedProject, { add: { spentHundredths: -release } }),
           },
         },
         {
           Update: {
             TableName: deps.tableName,
             Key: keyMonthKey(run.keyId, run.spendMonth),
-            UpdateExpression: 'ADD spentHundredths :minus',
-            ExpressionAttributeValues: { ':minus': -release },
+            ...itemUpdate(storedKeyMonth, { add: { spentHundredths: -release } }),
           },
         },
       ]
@@ -179,19 +176,23 @@ export const closeRunUpdate = (deps: Deps, run: RunLedgerState, status: EndStatu
   return {
     TableName: deps.tableName,
     Key: runKey(run.jobId),
-    UpdateExpression:
-      'SET #status = :status, endedAt = :now, finalChargedHundredths = :finalCharged, GSI1PK = :sweepPk, GSI1SK = :sweepSk',
-    ConditionExpression: `${fromCondition(runTransitions.close)} AND heldHundredths = :held AND attribute_not_exists(finalizedAt)`,
-    ExpressionAttributeNames: { '#status': 'status' },
-    ExpressionAttributeValues: {
-      ':status': status,
-      ':now': now,
-      ':held': run.heldHundredths,
-      ':finalCharged': run.estimateHundredths - run.heldHundredths,
-      ':sweepPk': sweep.GSI1PK,
-      ':sweepSk': sweep.GSI1SK,
-      ...inProgressValues,
-    },
+    ...itemUpdate(
+      storedRun,
+      {
+        set: {
+          status,
+          endedAt: now,
+          finalChargedHundredths: run.estimateHundredths - run.heldHundredths,
+          GSI1PK: sweep.GSI1PK,
+          GSI1SK: sweep.GSI1SK,
+        },
+      },
+      {
+        ConditionExpression: `${fromCondition(runTransitions.close)} AND heldHundredths = :held AND attribute_not_exists(finalizedAt)`,
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':held': run.heldHundredths, ...inProgressValues },
+      },
+    ),
   };
 };
 
@@ -228,16 +229,22 @@ const settleRunItems = (deps: Deps, run: RunLedgerState & { status: EndStatus })
     Update: {
       TableName: deps.tableName,
       Key: runKey(run.jobId),
-      UpdateExpression: 'SET finalizedAt = :now, heldHundredths = :zero, #ttl = :ttl REMOVE GSI1PK, GSI1SK',
-      ConditionExpression: '#status = :status AND heldHundredths = :held AND attribute_not_exists(finalizedAt)',
-      ExpressionAttributeNames: { '#status': 'status', '#ttl': 'ttl' },
-      ExpressionAttributeValues: {
-        ':status': run.status,
-        ':now': deps.now().toISOString(),
-        ':zero': 0,
-        ':held': run.heldHundredths,
-        ':ttl': runItemExpiry(run.createdAt, deps.now(), deps.retentionDays),
-      },
+      ...itemUpdate(
+        storedRun,
+        {
+          set: {
+            finalizedAt: deps.now().toISOString(),
+            heldHundredths: 0,
+            ttl: runItemExpiry(run.createdAt, deps.now(), deps.retentionDays),
+          },
+          remove: ['GSI1PK', 'GSI1SK'],
+        },
+        {
+          ConditionExpression: '#status = :status AND heldHundredths = :held AND attribute_not_exists(finalizedAt)',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':status': run.status, ':held': run.heldHundredths },
+        },
+      ),
     },
   },
   ...settleTeamItems(deps, run, run.heldHundredths),

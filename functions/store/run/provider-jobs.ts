@@ -9,7 +9,8 @@ import * as v from 'valibot';
 import type { Deps } from '../../deps.ts';
 import { maxRetryDelaySeconds } from '../../domain/provider-jobs.ts';
 import { StepStatus } from '../../domain/run-lifecycle.ts';
-import { parseItem, type StepItem } from '../items.ts';
+import { itemUpdate } from '../item-update.ts';
+import { parseItem, type StepItem, StepItemSchema, storedStep } from '../items.ts';
 import { stepKey } from '../keys.ts';
 import { sqsMessageBody } from '../queues.ts';
 import { conditionalWrite } from '../write.ts';
@@ -20,7 +21,12 @@ type ProviderJob = NonNullable<StepItem['providerJob']>;
 /** Time after a job's deadline its claim still holds: the poll at the deadline cancels it and ends the step. */
 const leaseAfterDeadlineSeconds = 5 * 60;
 
-const claimCondition = '#status = :processing AND attempts = :attempt';
+/** The claim `attempt` still holds the step: it is `processing` and no later claim took it. */
+const claimCondition = (attempt: number) => ({
+  ConditionExpression: '#status = :processing AND attempts = :attempt',
+  ExpressionAttributeNames: { '#status': 'status' },
+  ExpressionAttributeValues: { ...statusValues(StepStatus.processing), ':attempt': attempt },
+});
 
 /**
  * Before the submit: the job's intent (provider, model, the webhook token's hash, the deadline). The
@@ -40,14 +46,7 @@ export const recordJobIntent = async (
     new UpdateCommand({
       TableName: deps.tableName,
       Key: stepKey(jobId, nodeId),
-      UpdateExpression: 'SET providerJob = :job',
-      ConditionExpression: claimCondition,
-      ExpressionAttributeNames: { '#status': 'status' },
-      ExpressionAttributeValues: {
-        ':job': intent satisfies ProviderJob,
-        ':attempt': intent.attempt,
-        ...statusValues(StepStatus.processing),
-      },
+      ...itemUpdate(storedStep, { set: { providerJob: intent } }, claimCondition(intent.attempt)),
     }),
   );
   return written.written;
@@ -65,28 +64,30 @@ export const recordJobSubmitted = async (
   job: Pick<ProviderJob, 'attempt' | 'tokenHash' | 'deadlineAt'> & { id: string },
 ): Promise<boolean> => {
   const lease = new Date(Date.parse(job.deadlineAt) + leaseAfterDeadlineSeconds * 1000).toISOString();
+  const claim = claimCondition(job.attempt);
   const written = await conditionalWrite(
     deps,
     new UpdateCommand({
       TableName: deps.tableName,
       Key: stepKey(jobId, nodeId),
-      UpdateExpression: 'SET providerJob.id = :id, providerJob.submittedAt = :now, leaseUntil = :lease',
-      ConditionExpression: `${claimCondition} AND providerJob.tokenHash = :hash AND attribute_not_exists(providerJob.id)`,
-      ExpressionAttributeNames: { '#status': 'status' },
-      ExpressionAttributeValues: {
-        ':id': job.id,
-        ':now': deps.now().toISOString(),
-        ':hash': job.tokenHash,
-        ':lease': lease,
-        ':attempt': job.attempt,
-        ...statusValues(StepStatus.processing),
-      },
+      ...itemUpdate(
+        storedStep,
+        {
+          set: { leaseUntil: lease },
+          setEntries: { providerJob: { id: job.id, submittedAt: deps.now().toISOString() } },
+        },
+        {
+          ConditionExpression: `${claim.ConditionExpression} AND providerJob.tokenHash = :hash AND attribute_not_exists(providerJob.id)`,
+          ExpressionAttributeNames: claim.ExpressionAttributeNames,
+          ExpressionAttributeValues: { ...claim.ExpressionAttributeValues, ':hash': job.tokenHash },
+        },
+      ),
     }),
   );
   return written.written;
 };
 
-const TriesSchema = v.object({ providerTries: v.number() });
+const TriesSchema = v.required(v.pick(StepItemSchema, ['providerTries']));
 
 /**
  * A busy provider's refusal, counted on the step, and the claim given back (its intent, if any,
@@ -104,15 +105,11 @@ export const countProviderTry = async (
     new UpdateCommand({
       TableName: deps.tableName,
       Key: stepKey(jobId, nodeId),
-      UpdateExpression: 'SET leaseUntil = :released ADD providerTries :one REMOVE providerJob',
-      ConditionExpression: claimCondition,
-      ExpressionAttributeNames: { '#status': 'status' },
-      ExpressionAttributeValues: {
-        ':released': new Date(0).toISOString(),
-        ':one': 1,
-        ':attempt': attempt,
-        ...statusValues(StepStatus.processing),
-      },
+      ...itemUpdate(
+        storedStep,
+        { set: { leaseUntil: new Date(0).toISOString() }, add: { providerTries: 1 }, remove: ['providerJob'] },
+        claimCondition(attempt),
+      ),
       ReturnValues: 'UPDATED_NEW',
     }),
   );

@@ -1,7 +1,9 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import * as v from 'valibot';
 import type { Deps } from '../../deps.ts';
 import { isEndStatus, RunStatus, runTransitions } from '../../domain/run-lifecycle.ts';
-import { parseItem, QueuedRunEntrySchema } from '../items.ts';
+import { itemUpdate } from '../item-update.ts';
+import { parseItem, QueuedRunEntrySchema, RunItemSchema, storedRun } from '../items.ts';
 import { queuedRunPartition, queuedRunShards, runKey } from '../keys.ts';
 import { queryAll } from '../query.ts';
 import { conditionalWrite } from '../write.ts';
@@ -52,14 +54,21 @@ export const countSweepRefusal = async (deps: Deps, jobId: string): Promise<numb
     new UpdateCommand({
       TableName: deps.tableName,
       Key: runKey(jobId),
-      UpdateExpression: 'ADD sweepRefusals :one',
-      ConditionExpression: fromCondition(runTransitions.countSweepRefusal),
-      ExpressionAttributeNames: { '#status': 'status' },
-      ExpressionAttributeValues: { ':one': 1, ...statusValues(RunStatus.queued) },
+      ...itemUpdate(
+        storedRun,
+        { add: { sweepRefusals: 1 } },
+        {
+          ConditionExpression: fromCondition(runTransitions.countSweepRefusal),
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: statusValues(RunStatus.queued),
+        },
+      ),
       ReturnValues: 'UPDATED_NEW',
     }),
   );
   if (!result.written) return undefined;
-  const count = result.output.Attributes?.sweepRefusals;
-  return typeof count === 'number' ? count : undefined;
+  return parseItem(SweepRefusalsSchema, result.output.Attributes ?? {}, runKey(jobId)).sweepRefusals;
 };
+
+/** What the sweep's count returns of the run item. */
+const SweepRefusalsSchema = v.required(v.pick(RunItemSchema, ['sweepRefusals']));

@@ -20,18 +20,23 @@ import type { Canvas } from '../../domain/workflow-graph.ts';
 import { workflowLock } from '../../domain/workflow-lock.ts';
 import { batchGet, itemFor } from '../batch.ts';
 import { IdempotencyRaceError, type IdempotencyRecord, idempotencyPut } from '../idempotency.ts';
+import { itemUpdate } from '../item-update.ts';
 import {
   AgentItemSchema,
   CanvasItemSchema,
   KeyMonthItemSchema,
   ProjectItemSchema,
   parseItem,
-  type RunCallbackSchema,
   type RunItem,
   RunItemSchema,
   type StepItem,
   StepItemSchema,
   type StoredItem,
+  storedKeyMonth,
+  storedProject,
+  type storedRun,
+  storedTeam,
+  type storedWorkflowLock,
   TeamItemSchema,
   unexpired,
   WorkflowItemSchema,
@@ -56,7 +61,7 @@ import {
 import { type NamedItems, type NamedTransactResult, namedTransactWrite } from '../named-transaction.ts';
 import { queryAll } from '../query.ts';
 import { MessagesRefusedError, sqsMessageBody } from '../queues.ts';
-import { StringAttributeSchema } from '../refusals.ts';
+import { stringAttribute } from '../refusals.ts';
 
 export interface RunnableWorkflow {
   workflowId: string;
@@ -156,8 +161,7 @@ export const runItem = (run: NewRun, createdAt: string) =>
     stepsCompleted: 0,
     spendMonth: run.month,
     createdAt,
-  }) satisfies StoredItem<typeof RunItemSchema, 'type' | 'agentId' | 'callbackSecret' | 'deferredJobId'> &
-    v.InferInput<typeof RunCallbackSchema>;
+  }) satisfies StoredItem<typeof storedRun>;
 
 /** The start transaction's items, by name (`startRunItems`); a deferred run's move is one of the extra items. */
 export type StartItemName =
@@ -184,7 +188,7 @@ export const startRunItems = (deps: Deps, run: NewRun): NamedItems<StartItemName
         Item: {
           ...workflowLockKey(run.workflow.workflowId),
           ...workflowLock(run.jobId, now),
-        } satisfies StoredItem<typeof WorkflowLockItemSchema>,
+        } satisfies StoredItem<typeof storedWorkflowLock>,
         ConditionExpression: 'attribute_not_exists(PK)',
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       },
@@ -193,9 +197,11 @@ export const startRunItems = (deps: Deps, run: NewRun): NamedItems<StartItemName
       Update: {
         TableName: deps.tableName,
         Key: teamKey(run.teamId),
-        UpdateExpression: 'ADD balance :minus, held :total',
-        ConditionExpression: 'balance >= :total',
-        ExpressionAttributeValues: { ':total': total, ':minus': -total },
+        ...itemUpdate(
+          storedTeam,
+          { add: { balance: -total, held: total } },
+          { ConditionExpression: 'balance >= :total', ExpressionAttributeValues: { ':total': total } },
+        ),
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       },
     },
@@ -203,15 +209,16 @@ export const startRunItems = (deps: Deps, run: NewRun): NamedItems<StartItemName
       Update: {
         TableName: deps.tableName,
         Key: projectKey(run.teamId, run.workflow.projectId),
-        UpdateExpression: 'ADD spentHundredths :total',
-        ConditionExpression:
+        ...itemUpdate(
+          storedProject,
+          { add: { spentHundredths: total } },
           run.hardCap === null
-            ? 'attribute_exists(PK) AND attribute_not_exists(hardCapHundredths)'
-            : 'attribute_exists(PK) AND hardCapHundredths = :cap AND spentHundredths <= :room',
-        ExpressionAttributeValues: {
-          ':total': total,
-          ...(run.hardCap === null ? {} : { ':cap': run.hardCap, ':room': run.hardCap - total }),
-        },
+            ? { ConditionExpression: 'attribute_exists(PK) AND attribute_not_exists(hardCapHundredths)' }
+            : {
+                ConditionExpression: 'attribute_exists(PK) AND hardCapHundredths = :cap AND spentHundredths <= :room',
+                ExpressionAttributeValues: { ':cap': run.hardCap, ':room': run.hardCap - total },
+              },
+        ),
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       },
     },
@@ -219,12 +226,17 @@ export const startRunItems = (deps: Deps, run: NewRun): NamedItems<StartItemName
       Update: {
         TableName: deps.tableName,
         Key: keyMonthKey(run.keyId, run.month),
-        UpdateExpression: 'ADD spentHundredths :total',
         ...(run.monthlyCap === null
-          ? { ExpressionAttributeValues: { ':total': total } }
+          ? itemUpdate(storedKeyMonth, { add: { spentHundredths: total } })
           : {
-              ConditionExpression: 'attribute_not_exists(spentHundredths) OR spentHundredths <= :room',
-              ExpressionAttributeValues: { ':total': total, ':room': monthlyRoom(run.monthlyCap, total) },
+              ...itemUpdate(
+                storedKeyMonth,
+                { add: { spentHundredths: total } },
+                {
+                  ConditionExpression: 'attribute_not_exists(spentHundredths) OR spentHundredths <= :room',
+                  ExpressionAttributeValues: { ':room': monthlyRoom(run.monthlyCap, total) },
+                },
+              ),
               ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
             }),
       },
@@ -266,7 +278,7 @@ export const startRun = async (deps: Deps, run: NewRun): Promise<void> => {
   if (!result.written) throw startRefusal(run, result);
 };
 
-const RefusedLockSchema = v.object({ jobId: StringAttributeSchema });
+const RefusedLockSchema = v.object({ jobId: stringAttribute(WorkflowLockItemSchema.entries.jobId) });
 
 /** The run named by the lock item a refused start returned (its old image, as attribute values). */
 const lockHolder = (workflowId: string, item: Record<string, unknown> | undefined): string =>

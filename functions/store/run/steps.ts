@@ -13,9 +13,10 @@ import {
   type StoredStepStatus,
 } from '../../domain/run-lifecycle.ts';
 import type { ModelUse } from '../../nodes/executors/types.ts';
-import { parseItem, type RunItem, RunItemSchema, StepItemSchema } from '../items.ts';
+import { ifNotExists, itemUpdate } from '../item-update.ts';
+import { parseItem, type RunItem, RunItemSchema, StepItemSchema, storedRun, storedStep } from '../items.ts';
 import { runKey, stepKey } from '../keys.ts';
-import { StringAttributeSchema, StringSetAttributeSchema, stringAttribute } from '../refusals.ts';
+import { StringSetAttributeSchema, stringAttribute } from '../refusals.ts';
 import { conditionalWrite, transactWrite } from '../write.ts';
 import {
   closeRunUpdate,
@@ -54,7 +55,10 @@ export type ClaimResult =
   | { claimed: true; attempt: number; providerTries: number }
   | { claimed: false; status: StoredStepStatus | 'ended'; waitsOnJob: boolean };
 
-const ClaimedStepSchema = v.object({ attempts: v.number(), providerTries: v.optional(v.number(), 0) });
+const ClaimedStepSchema = v.object({
+  ...v.required(v.pick(StepItemSchema, ['attempts'])).entries,
+  providerTries: v.optional(v.number(), 0),
+});
 /** The step a refused claim returns (its old image, as attribute values). */
 const RefusedStepSchema = v.object({
   status: v.optional(stringAttribute(StepItemSchema.entries.status)),
@@ -74,18 +78,24 @@ export const claimStep = async (deps: Deps, run: StepRun, nodeId: string): Promi
     new UpdateCommand({
       TableName: deps.tableName,
       Key: stepKey(jobId, nodeId),
-      UpdateExpression:
-        'SET #status = :processing, leaseUntil = :lease, startedAt = if_not_exists(startedAt, :now), nodeId = :node, #ttl = :ttl ADD attempts :one',
-      ConditionExpression: 'attribute_not_exists(PK) OR (#status = :processing AND leaseUntil < :now)',
-      ExpressionAttributeNames: { '#status': 'status', '#ttl': 'ttl' },
-      ExpressionAttributeValues: {
-        ...statusValues(StepStatus.processing),
-        ':lease': new Date(now.getTime() + stepLeaseSeconds * 1000).toISOString(),
-        ':now': now.toISOString(),
-        ':node': nodeId,
-        ':ttl': stepTtl(deps, run),
-        ':one': 1,
-      },
+      ...itemUpdate(
+        storedStep,
+        {
+          set: {
+            status: StepStatus.processing,
+            leaseUntil: new Date(now.getTime() + stepLeaseSeconds * 1000).toISOString(),
+            startedAt: ifNotExists(now.toISOString()),
+            nodeId,
+            ttl: stepTtl(deps, run),
+          },
+          add: { attempts: 1 },
+        },
+        {
+          ConditionExpression: 'attribute_not_exists(PK) OR (#status = :processing AND leaseUntil < :now)',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ...statusValues(StepStatus.processing), ':now': now.toISOString() },
+        },
+      ),
       ReturnValues: 'ALL_NEW',
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     }),
@@ -118,40 +128,39 @@ type StepEnd =
 const unclaimedInProgress = '#status = :processing AND attribute_not_exists(attempts)';
 
 /** The step item's end, written only by the delivery holding the claim (or, unclaimed, only once). */
-const stepEndUpdate = (deps: Deps, run: StepRun, nodeId: string, attempt: Attempt, end: StepEnd) => {
-  const values: Record<string, unknown> = {
-    ':status': end.status,
-    ':now': deps.now().toISOString(),
-    ':node': nodeId,
-    ':charge': end.status === StepStatus.completed ? end.chargeHundredths : 0,
-    ':ttl': stepTtl(deps, run),
-  };
-  const names: Record<string, string> = { '#status': 'status', '#ttl': 'ttl' };
-  let set = 'SET #status = :status, endedAt = :now, nodeId = :node, chargeHundredths = :charge, #ttl = :ttl';
-  if (end.status === StepStatus.completed) {
-    set += ', outputs = :outputs, model = :model, licence = :licence';
-    Object.assign(values, { ':outputs': end.outputs, ':model': end.model ?? null, ':licence': end.licence ?? null });
-  }
-  if (end.status === StepStatus.failed) {
-    set += ', #error = :error';
-    names['#error'] = 'error';
-    values[':error'] = end.error;
-  }
-  Object.assign(values, statusValues(StepStatus.processing));
-  if (attempt !== null) values[':attempt'] = attempt;
-  return {
-    TableName: deps.tableName,
-    Key: stepKey(run.jobId, nodeId),
-    UpdateExpression: `${set} REMOVE leaseUntil`,
+const stepEndUpdate = (deps: Deps, run: StepRun, nodeId: string, attempt: Attempt, end: StepEnd) => ({
+  TableName: deps.tableName,
+  Key: stepKey(run.jobId, nodeId),
+  ...itemUpdate(
+    storedStep,
+    {
+      set: {
+        status: end.status,
+        endedAt: deps.now().toISOString(),
+        nodeId,
+        chargeHundredths: end.status === StepStatus.completed ? end.chargeHundredths : 0,
+        ttl: stepTtl(deps, run),
+        ...(end.status === StepStatus.completed
+          ? { outputs: end.outputs, model: end.model ?? null, licence: end.licence ?? null }
+          : {}),
+        ...(end.status === StepStatus.failed ? { error: end.error } : {}),
+      },
+      remove: ['leaseUntil'],
+    },
     // Unclaimed: no item yet, or only the count of its failed executions (never claimed, no `attempts`).
-    ConditionExpression:
-      attempt === null
-        ? `attribute_not_exists(PK) OR (${unclaimedInProgress})`
-        : '#status = :processing AND attempts = :attempt',
-    ExpressionAttributeNames: names,
-    ExpressionAttributeValues: values,
-  };
-};
+    attempt === null
+      ? {
+          ConditionExpression: `attribute_not_exists(PK) OR (${unclaimedInProgress})`,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: statusValues(StepStatus.processing),
+        }
+      : {
+          ConditionExpression: '#status = :processing AND attempts = :attempt',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ...statusValues(StepStatus.processing), ':attempt': attempt },
+        },
+  ),
+});
 
 /**
  * Records a step's end on its item, once. False when another delivery finished it first (or took
@@ -181,7 +190,7 @@ export type CountResult =
 const RefusedCountSchema = v.object({
   status: v.optional(stringAttribute(RunItemSchema.entries.status)),
   doneSteps: v.optional(StringSetAttributeSchema),
-  finalizedAt: v.optional(StringAttributeSchema),
+  finalizedAt: v.optional(stringAttribute(RunItemSchema.entries.finalizedAt.wrapped)),
 });
 
 /**
@@ -207,23 +216,29 @@ export const countStep = async (
     if (await endRun(deps, run, RunStatus.completed, last)) return { counted: true, ended: true };
     // The run moved since the read (a parallel step, a cancel): count it the general way.
   }
-  const counter = isCompleted(outcome.status) ? 'stepsCompleted' : 'stepsSkipped';
   const count = await conditionalWrite(
     deps,
     new UpdateCommand({
       TableName: deps.tableName,
       Key: runKey(run.jobId),
-      UpdateExpression: `SET #status = :processing ADD ${counter} :one, chargedHundredths :charge, heldHundredths :minus, doneSteps :nodeSet REMOVE GSI1PK, GSI1SK`,
-      ConditionExpression: `${inProgressCondition} AND ${notCountedCondition} AND heldHundredths >= :charge`,
-      ExpressionAttributeNames: { '#status': 'status' },
-      ExpressionAttributeValues: {
-        ...inProgressValues,
-        ':one': 1,
-        ':node': nodeId,
-        ':nodeSet': new Set([nodeId]),
-        ':charge': charge,
-        ':minus': -charge,
-      },
+      ...itemUpdate(
+        storedRun,
+        {
+          set: { status: RunStatus.processing },
+          add: {
+            ...(isCompleted(outcome.status) ? { stepsCompleted: 1 } : { stepsSkipped: 1 }),
+            chargedHundredths: charge,
+            heldHundredths: -charge,
+            doneSteps: new Set([nodeId]),
+          },
+          remove: ['GSI1PK', 'GSI1SK'],
+        },
+        {
+          ConditionExpression: `${inProgressCondition} AND ${notCountedCondition} AND heldHundredths >= :charge`,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ...inProgressValues, ':node': nodeId, ':charge': charge },
+        },
+      ),
       ReturnValues: 'ALL_NEW',
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     }),
@@ -252,15 +267,18 @@ export const retireLateStep = async (deps: Deps, run: StepRun, nodeId: string) =
     new UpdateCommand({
       TableName: deps.tableName,
       Key: stepKey(run.jobId, nodeId),
-      UpdateExpression:
-        'SET #status = :unknown, chargeHundredths = :zero, #ttl = :ttl REMOVE outputs, model, licence, leaseUntil',
-      ConditionExpression: '#status = :completed',
-      ExpressionAttributeNames: { '#status': 'status', '#ttl': 'ttl' },
-      ExpressionAttributeValues: {
-        ...statusValues(StepStatus.unknown, StepStatus.completed),
-        ':zero': 0,
-        ':ttl': stepTtl(deps, run),
-      },
+      ...itemUpdate(
+        storedStep,
+        {
+          set: { status: StepStatus.unknown, chargeHundredths: 0, ttl: stepTtl(deps, run) },
+          remove: ['outputs', 'model', 'licence', 'leaseUntil'],
+        },
+        {
+          ConditionExpression: '#status = :completed',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: statusValues(StepStatus.completed),
+        },
+      ),
     }),
   );
 };
@@ -304,19 +322,20 @@ export const releaseStep = async (deps: Deps, jobId: string, nodeId: string, att
     new UpdateCommand({
       TableName: deps.tableName,
       Key: stepKey(jobId, nodeId),
-      UpdateExpression: 'SET leaseUntil = :released',
-      ConditionExpression: '#status = :processing AND attempts = :attempt',
-      ExpressionAttributeNames: { '#status': 'status' },
-      ExpressionAttributeValues: {
-        ':released': new Date(0).toISOString(),
-        ...statusValues(StepStatus.processing),
-        ':attempt': attempt,
-      },
+      ...itemUpdate(
+        storedStep,
+        { set: { leaseUntil: new Date(0).toISOString() } },
+        {
+          ConditionExpression: '#status = :processing AND attempts = :attempt',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ...statusValues(StepStatus.processing), ':attempt': attempt },
+        },
+      ),
     }),
   );
 };
 
-const FailuresSchema = v.object({ failures: v.number() });
+const FailuresSchema = v.required(v.pick(StepItemSchema, ['failures']));
 
 /**
  * Counts a failed execution of an unclaimed step's node on its item (`processing`, `failures`),
@@ -330,15 +349,15 @@ export const countFailedExecution = async (deps: Deps, run: StepRun, nodeId: str
     new UpdateCommand({
       TableName: deps.tableName,
       Key: stepKey(run.jobId, nodeId),
-      UpdateExpression: 'SET #status = :processing, nodeId = :node, #ttl = :ttl ADD failures :one',
-      ConditionExpression: `attribute_not_exists(PK) OR (${unclaimedInProgress})`,
-      ExpressionAttributeNames: { '#status': 'status', '#ttl': 'ttl' },
-      ExpressionAttributeValues: {
-        ...statusValues(StepStatus.processing),
-        ':node': nodeId,
-        ':ttl': stepTtl(deps, run),
-        ':one': 1,
-      },
+      ...itemUpdate(
+        storedStep,
+        { set: { status: StepStatus.processing, nodeId, ttl: stepTtl(deps, run) }, add: { failures: 1 } },
+        {
+          ConditionExpression: `attribute_not_exists(PK) OR (${unclaimedInProgress})`,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: statusValues(StepStatus.processing),
+        },
+      ),
       ReturnValues: 'UPDATED_NEW',
     }),
   );

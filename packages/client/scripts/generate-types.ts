@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript';
-import { buildOpenApiDocument } from '../../../schemas/openapi.ts';
+import { buildOpenApiDocument } from '../../../functions/docs/openapi.ts';
 
 export const typesFile = fileURLToPath(new URL('../src/openapi-types.ts', import.meta.url));
 const repositoryRoot = fileURLToPath(new URL('../../../', import.meta.url));

@@ -1,0 +1,17 @@
+/**
+ * The OpenAPI 3.1.0 document served at GET /openapi.json: the contract's words and schemas
+ * (schemas/openapi.ts) with each operation's error responses taken from the error table's rows
+ * (functions/errors/table.ts: each row's status, body schemas and routes). Built here because it
+ * needs both, and schemas/ knows nothing of functions/.
+ */
+import type { OpenAPIObject } from 'openapi3-ts/oas31';
+import { describeApi } from '../../schemas/openapi.ts';
+import { errorTable } from '../http/error-map.ts';
+
+let document: OpenAPIObject | undefined;
+
+/** The API description, built once per process. Treat it as read-only. */
+export function buildOpenApiDocument(): OpenAPIObject {
+  document ??= describeApi(errorTable);
+  return document;
+}

@@ -1,0 +1,148 @@
+/**
+ * An UpdateItem's expression built from the attributes it writes, typed by the item's one schema
+ * (items.ts): an attribute the item does not have, or a value of another type than its schema
+ * reads, does not compile. The same check runs when the update is built, so a cast cannot slip an
+ * attribute past it either. Conditions stay DynamoDB's own text; their names and values are merged
+ * in, and a placeholder the two would give different meanings is refused.
+ */
+import { type ItemAttributes, type ItemDefinition, isItemAttribute } from './items.ts';
+
+/** `if_not_exists(attribute, value)`: the stored value stays, else `value` is written. */
+export class IfNotExists<TValue> {
+  readonly value: TValue;
+  constructor(value: TValue) {
+    this.value = value;
+  }
+}
+export const ifNotExists = <TValue>(value: TValue) => new IfNotExists(value);
+
+/** The attributes an item may lose: those its schema does not require (and the table's optional ones). */
+type RemovableAttribute<TAttributes> = {
+  [K in keyof TAttributes]-?: undefined extends TAttributes[K] ? K : never;
+}[keyof TAttributes];
+
+/** The attributes ADD takes: numbers (added to, or set when absent) and sets (joined). */
+type AddableAttributes<TAttributes> = {
+  [K in keyof TAttributes as NonNullable<TAttributes[K]> extends number | ReadonlySet<string>
+    ? K
+    : never]?: NonNullable<TAttributes[K]>;
+};
+
+/** The map attributes whose entries an update may set or remove by key (`connections.#key`); not a written-only one. */
+type MapAttribute<TAttributes> = {
+  [K in keyof TAttributes]-?: unknown extends TAttributes[K]
+    ? never
+    : NonNullable<TAttributes[K]> extends ReadonlySet<unknown> | readonly unknown[]
+      ? never
+      : NonNullable<TAttributes[K]> extends Record<string, unknown>
+        ? K
+        : never;
+}[keyof TAttributes];
+type EntryOf<TMap> = NonNullable<TMap> extends Record<string, infer TEntry> ? TEntry : never;
+
+/** What one update writes: attributes to set, numbers and sets to add to, attributes and map entries to remove. */
+export interface ItemUpdate<TAttributes> {
+  /** An undefined value sets nothing. */
+  set?: { [K in keyof TAttributes]?: TAttributes[K] | IfNotExists<TAttributes[K]> };
+  add?: AddableAttributes<TAttributes>;
+  remove?: readonly RemovableAttribute<TAttributes>[];
+  setEntries?: { [K in MapAttribute<TAttributes>]?: Record<string, EntryOf<TAttributes[K]>> };
+  removeEntries?: { [K in MapAttribute<TAttributes>]?: readonly string[] };
+}
+
+/** A condition in DynamoDB's words, with the names and values it uses. */
+export interface UpdateCondition {
+  ConditionExpression: string;
+  ExpressionAttributeNames?: Record<string, string>;
+  ExpressionAttributeValues?: Record<string, unknown>;
+}
+
+export interface UpdateExpressionParts {
+  UpdateExpression: string;
+  ConditionExpression?: string;
+  ExpressionAttributeNames: Record<string, string>;
+  ExpressionAttributeValues?: Record<string, unknown>;
+}
+
+/** An update names an attribute its item neither reads nor declares (a bug, whatever the types said). */
+export class UnknownItemAttributeError extends Error {
+  override readonly name = 'UnknownItemAttributeError';
+}
+
+/** Adds `placeholder` meaning `value`; the same placeholder may come twice only with the same meaning. */
+const define = <TValue>(into: Record<string, TValue>, placeholder: string, value: TValue) => {
+  if (Object.hasOwn(into, placeholder) && into[placeholder] !== value) {
+    throw new Error(`the update and its condition give ${placeholder} two meanings`);
+  }
+  into[placeholder] = value;
+};
+
+/**
+ * The UpdateExpression (and its names and values) that writes `update` on an item of `item`, with
+ * `condition` merged in. Every attribute is named `#<attribute>`; a value is `:set_<attribute>` or
+ * `:add_<attribute>`, an entry of a map `#<attribute>_<n>` = `:<attribute>_<n>`.
+ */
+export const itemUpdate = <TItem extends ItemDefinition>(
+  item: TItem,
+  update: ItemUpdate<ItemAttributes<TItem>>,
+  condition?: UpdateCondition,
+): UpdateExpressionParts => {
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = {};
+  const nameOf = (attribute: string) => {
+    if (!isItemAttribute(item, attribute)) {
+      throw new UnknownItemAttributeError(`an update writes ${attribute}, which its item does not have (items.ts)`);
+    }
+    define(names, `#${attribute}`, attribute);
+    return `#${attribute}`;
+  };
+  const set: string[] = [];
+  for (const [attribute, value] of Object.entries(update.set ?? {})) {
+    if (value === undefined) continue;
+    const name = nameOf(attribute);
+    if (value instanceof IfNotExists) {
+      define(values, `:set_${attribute}`, value.value);
+      set.push(`${name} = if_not_exists(${name}, :set_${attribute})`);
+    } else {
+      define(values, `:set_${attribute}`, value);
+      set.push(`${name} = :set_${attribute}`);
+    }
+  }
+  const entries = (kind: 'setEntries' | 'removeEntries', each: (path: string, value: string) => void) => {
+    for (const [attribute, byKey] of Object.entries(update[kind] ?? {})) {
+      const name = nameOf(attribute);
+      const keys = Array.isArray(byKey) ? byKey : Object.keys(byKey as object);
+      keys.forEach((key: string, n: number) => {
+        define(names, `${name}_${n}`, key);
+        each(`${name}.${name}_${n}`, `:${attribute}_${n}`);
+        if (!Array.isArray(byKey)) define(values, `:${attribute}_${n}`, (byKey as Record<string, unknown>)[key]);
+      });
+    }
+  };
+  entries('setEntries', (path, value) => set.push(`${path} = ${value}`));
+  const add = Object.entries(update.add ?? {}).flatMap(([attribute, value]) => {
+    if (value === undefined) return [];
+    define(values, `:add_${attribute}`, value);
+    return [`${nameOf(attribute)} :add_${attribute}`];
+  });
+  const remove = (update.remove ?? []).map((attribute) => nameOf(String(attribute)));
+  entries('removeEntries', (path) => remove.push(path));
+  const clauses = [
+    set.length > 0 ? `SET ${set.join(', ')}` : '',
+    add.length > 0 ? `ADD ${add.join(', ')}` : '',
+    remove.length > 0 ? `REMOVE ${remove.join(', ')}` : '',
+  ].filter((clause) => clause !== '');
+  if (clauses.length === 0) throw new Error('an update that writes nothing');
+  for (const [placeholder, name] of Object.entries(condition?.ExpressionAttributeNames ?? {})) {
+    define(names, placeholder, name);
+  }
+  for (const [placeholder, value] of Object.entries(condition?.ExpressionAttributeValues ?? {})) {
+    define(values, placeholder, value);
+  }
+  return {
+    UpdateExpression: clauses.join(' '),
+    ...(condition ? { ConditionExpression: condition.ConditionExpression } : {}),
+    ExpressionAttributeNames: names,
+    ...(Object.keys(values).length > 0 ? { ExpressionAttributeValues: values } : {}),
+  };
+};
