@@ -199,17 +199,8 @@ export class Observability extends Construct {
           treatMissingData: TreatMissingData.NOT_BREACHING,
         }),
       );
-      if (worker.trigger.kind === 'queue') {
-        this.alarms.push(
-          fn.metricThrottles({ period: window, statistic: Stats.SUM }).createAlarm(this, `${worker.id}ThrottlesAlarm`, {
-            alarmDescription: `The ${config.stage} ${worker.id} function was throttled: the account's Lambda concurrency is exhausted.`,
-            threshold: 0,
-            comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluationPeriods: 1,
-            treatMissingData: TreatMissingData.NOT_BREACHING,
-          }),
-        );
-      }
+      // A throttled consumer's messages wait: its queue's oldest-message alarm (above) says so within
+      // minutes. Its own throttles alarm is one of the per-function ones, with `perFunctionAlarms`.
     }
     // A function that feeds its own queue runs with recursive loop detection set to Allow: should
     // Lambda still drop one of its invocations as a loop, say so at once (docs/operations.md).
@@ -231,6 +222,19 @@ export class Observability extends Construct {
     // Route functions too, only when asked (two alarms each).
     // Every function the default alarms above do not already watch: routes, the stream's publisher, the PythonRunner.
     const alarmedWorkerIds = new Set(workers.filter((w) => w.trigger.kind !== 'stream').map((w) => w.id));
+    for (const worker of config.perFunctionAlarms ? workers.filter((w) => w.trigger.kind === 'queue') : []) {
+      this.alarms.push(
+        fnOf(worker.id)
+          .metricThrottles({ period: window, statistic: Stats.SUM })
+          .createAlarm(this, `${worker.id}ThrottlesAlarm`, {
+            alarmDescription: `The ${config.stage} ${worker.id} function was throttled: the account's Lambda concurrency is exhausted.`,
+            threshold: 0,
+            comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluationPeriods: 1,
+            treatMissingData: TreatMissingData.NOT_BREACHING,
+          }),
+      );
+    }
     for (const [fnId, fn] of config.perFunctionAlarms ? functions : []) {
       if (alarmedWorkerIds.has(fnId)) continue;
       this.alarms.push(

@@ -285,7 +285,7 @@ describe('alarms of one stage', { timeout: 180_000 }, () => {
     expect(alarmThresholds.oldestMessageSeconds.Webhooks).toBeGreaterThan(30 * 60);
   });
 
-  it("alarms on each worker's errors and each queue consumer's throttles, per function", () => {
+  it("alarms on each worker's errors and each queue feeder's dropped recursive invocations, per function", () => {
     // The stream worker's failures end in its DLQ, alarmed above.
     const alarmed = workers.filter((w) => w.trigger.kind !== 'stream');
     for (const worker of alarmed) {
@@ -294,7 +294,7 @@ describe('alarms of one stage', { timeout: 180_000 }, () => {
           ? `consumes the ${worker.trigger.queue} queue`
           : 'runs on the dispatcher schedule';
       const fnId = functionIdOf(description);
-      const metricNames = worker.trigger.kind === 'queue' ? ['Errors', 'Throttles'] : ['Errors'];
+      const metricNames = ['Errors'];
       for (const metricName of metricNames) {
         template.hasResourceProperties('AWS::CloudWatch::Alarm', {
           Namespace: 'AWS/Lambda',
@@ -307,10 +307,30 @@ describe('alarms of one stage', { timeout: 180_000 }, () => {
         });
       }
     }
+    // A function that feeds its own queue: Lambda dropping one of its invocations as a loop.
+    const feeders = workers.filter((w) => w.feedsItsOwnQueue);
+    expect(feeders.map((w) => w.id)).toEqual(['StepExecutor', 'WebhookDelivery']);
+    for (const worker of feeders) {
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        Namespace: 'AWS/Lambda',
+        MetricName: 'RecursiveInvocationsDropped',
+        Threshold: 0,
+        ComparisonOperator: 'GreaterThanThreshold',
+      });
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        Description: `consumes the ${worker.trigger.kind === 'queue' ? worker.trigger.queue : ''} queue`,
+        RecursiveLoop: 'Allow',
+      });
+    }
     // Route functions answer their errors as 500s: the API's 5xx rate watches them.
-    expect(alarms.filter((a) => a.Namespace === 'AWS/Lambda' && a.MetricName !== 'Invocations')).toHaveLength(
-      alarmed.length + workers.filter((w) => w.trigger.kind === 'queue').length,
-    );
+    expect(
+      alarms.filter(
+        (a) =>
+          a.Namespace === 'AWS/Lambda' &&
+          a.MetricName !== 'Invocations' &&
+          a.MetricName !== 'RecursiveInvocationsDropped',
+      ),
+    ).toHaveLength(alarmed.length);
   });
 
   it('alarms when more than 1% of API requests answer 5xx over 5 minutes', () => {
@@ -363,8 +383,10 @@ describe('alarms of one stage', { timeout: 180_000 }, () => {
 
   it('costs $1.30 a month idle: 13 standard-resolution alarm metrics, and no dashboard unless asked', () => {
     // API 5xx; per work queue, DLQ arrivals and oldest message; the operator events' DLQ arrivals;
-    // three workers' errors; two consumers' throttles; the dispatcher's missed ticks.
-    expect(alarms).toHaveLength(1 + 2 * queues.length + 1 + 3 + 2 + 1);
+    // three workers' errors; the dispatcher's missed ticks; the two queue feeders' recursive
+    // invocations dropped (the consumers' throttles are per-function alarms: their queues' oldest
+    // message shows a throttled consumer).
+    expect(alarms).toHaveLength(1 + 2 * queues.length + 1 + 3 + 1 + 2);
     expect(alarmMetricCount(alarms)).toBe(13);
     expect(alarmMetricCount(prod.alarms)).toBe(13);
     template.resourceCountIs('AWS::CloudWatch::Dashboard', 0);
@@ -417,8 +439,9 @@ describe('per-function alarms with the perFunctionAlarms context', { timeout: 18
         Dimensions: [{ Name: 'FunctionName', Value: { Ref: fnId } }],
       });
     }
-    // Two more per route, the EventPublisher and the PythonRunner.
-    expect(alarmMetricCount(alarms)).toBe(13 + 2 * (routes.length + 2));
+    // Two more per route, the EventPublisher and the PythonRunner; and the queue consumers' throttles.
+    const consumers = workers.filter((w) => w.trigger.kind === 'queue').length;
+    expect(alarmMetricCount(alarms)).toBe(13 + 2 * (routes.length + 2) + consumers);
     expect(alarms.filter((a) => a.Namespace === 'AWS/Lambda' && !a.Dimensions)).toHaveLength(0);
   });
 });

@@ -291,8 +291,11 @@ describe('a model step on Replicate: a job that holds no Lambda', { timeout: 120
     const dying = {
       ...crashing.deps,
       ddb: Object.assign(Object.create(crashing.deps.ddb), {
-        send: (command: { input?: { UpdateExpression?: string } }, ...rest: unknown[]) => {
-          if (command.input?.UpdateExpression?.includes('providerJob.id')) throw new Error('worker died');
+        send: (command: { input?: { ConditionExpression?: string } }, ...rest: unknown[]) => {
+          // The write of the job's id (functions/store/run/provider-jobs.ts, recordJobSubmitted).
+          if (command.input?.ConditionExpression?.includes('attribute_not_exists(providerJob.id)')) {
+            throw new Error('worker died');
+          }
           return (send as (...args: unknown[]) => unknown)(command, ...rest);
         },
       }),

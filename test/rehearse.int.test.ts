@@ -16,6 +16,7 @@ import { type LocalResources, provision } from '../local/provision.ts';
 import { type Assembly, readAssembly, templateResolver, triggeredFunctions } from '../local/rehearse/assembly.ts';
 import { type BundleStack, startBundleStack } from '../local/rehearse/bundle-stack.ts';
 import { runFlow } from '../local/rehearse/flow.ts';
+import { type RehearsalProviders, startRehearsalProviders } from '../local/rehearse/providers.ts';
 import { type Synthesized, synthesize } from '../local/rehearse/synth.ts';
 import { queues } from '../platform/definitions.ts';
 import { routes } from '../platform/routes.ts';
@@ -24,24 +25,29 @@ let synthesized: Synthesized | undefined;
 let assembly: Assembly;
 let resources: LocalResources;
 let stack: BundleStack | undefined;
+let providers: RehearsalProviders | undefined;
 
 beforeAll(async () => {
   synthesized = await synthesize();
   assembly = readAssembly(synthesized.dir);
   resources = await provision({ prefix: `r${randomUUID().slice(0, 8)}`, ...inject('emulators') });
+  providers = await startRehearsalProviders();
   stack = await startBundleStack({
     assembly,
     resources,
     eventBridgeEndpoint: inject('eventBridge').endpoint,
+    port: providers.port,
     localEnvironment: {
       ALLOW_PRIVATE_CALLBACKS: '1',
       WEBHOOK_CA_FILE: fileURLToPath(new URL('./fixtures/receiver-cert.pem', import.meta.url)),
+      ...providers.environment,
     },
   });
 }, 120_000);
 
 afterAll(async () => {
   await stack?.close();
+  await providers?.close();
   synthesized?.remove();
 });
 
@@ -95,6 +101,7 @@ describe('the whole flow through the bundles', () => {
       stack,
       resources,
       adminDeps: tableOnlyDeps(resources.dynamoDbEndpoint, resources.tableName),
+      ...(providers ? { providers } : {}),
     });
     const failed = steps.filter((s) => !s.ok);
     const logs = failed.length

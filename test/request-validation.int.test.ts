@@ -119,7 +119,11 @@ const operationsWithBodies = () =>
       const content =
         operation?.requestBody && 'content' in operation.requestBody ? operation.requestBody.content : undefined;
       const schema = content?.['application/json']?.schema;
-      return operation?.operationId && schema ? [{ operationId: operation.operationId, method, schema }] : [];
+      // Callers' operations: the provider webhook's body is whatever a provider signs (its own tests).
+      const forCallers = operation?.operationId !== 'ProviderWebhook';
+      return operation?.operationId && schema && forCallers
+        ? [{ operationId: operation.operationId, method, schema }]
+        : [];
     }),
   );
 

@@ -97,17 +97,23 @@ describe('one source for the statuses', () => {
 
   /**
    * The same words in other machines, counted per file: a deferred run's `cancelled`, a webhook
-   * delivery's `failed`, a provider file's `processing`, a missing node's step type and SQS's code
-   * `unknown`. Any other run or step status spelled outside the lifecycle fails here.
+   * delivery's `failed`, a provider file's `processing`, a missing node's step type, SQS's code
+   * `unknown`, and a provider's job (Replicate's `processing`, `failed`, `canceled`; our JobState
+   * and the verdict on it). Any other run or step status spelled outside the lifecycle fails here.
    */
   const otherMachines: Record<string, number> = {
     'functions/app/deliver-webhook.ts': 1,
     'functions/app/dispatch-deferred.ts': 2,
+    'functions/app/provider-job.ts': 6,
     'functions/app/read-run.ts': 2,
+    'functions/app/run-step.ts': 1,
     'functions/domain/deferred-run-lifetime.ts': 2,
     'functions/domain/run-view.ts': 1,
     'functions/domain/webhook.ts': 2,
     'functions/nodes/executors/types.ts': 1,
+    'functions/nodes/providers/fal.ts': 3,
+    'functions/nodes/providers/replicate.ts': 4,
+    'functions/nodes/providers/types.ts': 1,
     'functions/store/deferred-runs.ts': 3,
     'functions/store/run/runs.ts': 1,
     'functions/workers/deferred-dispatcher.ts': 1,

@@ -14,6 +14,7 @@ import { createAgent, createProject, getTeam, setPerStepLimit } from '../functio
 import { activateWorkflow } from '../functions/store/workflows.ts';
 import type { LocalApi } from '../local/api-gateway.ts';
 import type { QueuePoller } from '../local/event-source.ts';
+import { bedrockDefaultModels } from '../platform/providers.ts';
 import { queueContents } from './support/queue-contents.ts';
 import {
   api,
@@ -642,7 +643,8 @@ describe('with workers polling the steps queue', () => {
       // The run input replaced the TextEntry's value, and each step got its predecessor's result.
       result: 'show(llm(prompt(badgers)))',
       ai_generated: true,
-      generated_by: [{ node_id: 'llm', provider: 'sandbox', model: 'sandbox-text-1' }],
+      // The instant executor reports no model: the step is stamped with the catalogue's default.
+      generated_by: [{ node_id: 'llm', provider: 'bedrock', model: bedrockDefaultModels.text }],
     });
     expect(output[0]?.licence?.models.map((m) => m.node_id)).toEqual(['llm']);
     expect(await ledgerOf(stack.deps, t.teamId)).toMatchObject({ held: 0, charged: chainPrice });

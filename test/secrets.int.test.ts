@@ -286,7 +286,7 @@ describe('a deployed stage with a provider secret (prod)', () => {
   it('refuses a run whose model step runs on no provider of the stage with the provider 422, before anything is held', async () => {
     const team = await seedTeam(stage.stack.deps);
     const before = await ledgerOf(stage.stack.deps, team.teamId);
-    // The catalogue's default provider is the sandbox, which a stage without it does not run.
+    // The catalogue's default provider is Bedrock, which this stage did not turn on (no team's key runs it).
     const steps = [
       { key: 'topic', type: 'TextEntry', config: { text: 'otters' } },
       { key: 'llm', type: 'LlmWorker', inputs: ['topic'] },
@@ -294,8 +294,8 @@ describe('a deployed stage with a provider secret (prod)', () => {
     const workflowId = await createWorkflow(stage.stack, team, steps);
     await activateWorkflow(stage.stack.deps, team.teamId, team.agentId, workflowId);
     const refusal = {
-      error: messages.providerNotAvailable('LlmWorker', ['sandbox']),
-      providers: ['sandbox'],
+      error: messages.providerNotAvailable('LlmWorker', ['bedrock']),
+      providers: ['bedrock'],
       level: 'not_allowed',
     };
     const idsBefore = stage.ids.length;

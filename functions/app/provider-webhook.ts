@@ -10,6 +10,9 @@
  * A verified job no step waits on (a stale token: its submitting worker died before recording it,
  * and its step was submitted again) is cancelled at the provider and refused: it is never counted.
  */
+import * as v from 'valibot';
+import { UuidSchema } from '../../schemas/common.ts';
+import { stepKeyPattern } from '../../schemas/workflows.ts';
 import type { Deps } from '../deps.ts';
 import { webhookTokenMatches } from '../domain/provider-jobs.ts';
 import { isInProgress, StepStatus } from '../domain/run-lifecycle.ts';
@@ -43,6 +46,8 @@ export const receiveProviderWebhook = async (
 ): Promise<{ accepted: true }> => {
   const { provider: key, jobId, nodeId, token } = request;
   const unknown = (providerJobId: string) => new ProviderJobUnknownError(key, providerJobId);
+  // A run id that is not a uuid, or a step key no workflow can have, names no step: nothing is read.
+  if (!v.is(UuidSchema, jobId) || !stepKeyPattern.test(nodeId)) throw unknown('(no such step)');
   const run = await readRunItem(deps, jobId);
   const read = run ? await readRunAndSteps(deps, { jobId, workflowId: run.workflowId }, () => [nodeId]) : undefined;
   const step = read?.stepItem(nodeId);

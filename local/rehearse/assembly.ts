@@ -315,6 +315,10 @@ export const templateResolver = (assembly: Assembly, resources: LocalResources) 
       case 'AWS::Events::EventBus':
         // The operator event bus: the local prefix's, on the EventBridge emulator.
         return operatorEventBusName(resources.prefix);
+      case 'AWS::ApiGatewayV2::Api':
+        // The HTTP API's id, in the stage's URL the step executor gives providers for their webhooks:
+        // the rehearsal's front answers under any host, and its own address is given as PUBLIC_BASE_URL.
+        return 'local';
       default:
         return fail(stack, logicalId, `Ref of a ${resource.Type}`);
     }

@@ -14,6 +14,7 @@ import { runAdmin } from '../admin.ts';
 import { localAwsConfig } from '../emulators.ts';
 import type { LocalResources } from '../provision.ts';
 import type { BundleStack } from './bundle-stack.ts';
+import type { RehearsalProviders } from './providers.ts';
 import type { BatchRecord } from './queue-mapping.ts';
 
 export interface FlowStep {
@@ -85,6 +86,8 @@ export interface FlowOptions {
   /** Deps over the local table, for the operators' CLI. */
   adminDeps: Deps;
   onStep?: (step: FlowStep) => void;
+  /** The model providers' stand-ins the bundles were pointed at (providers.ts); without, those steps are skipped. */
+  providers?: RehearsalProviders;
 }
 
 export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
@@ -146,7 +149,7 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
     let teamId = '';
     let agentId = '';
     await step('operator: team, project, agent and API key (operators CLI, into the table)', async () => {
-      ({ teamId } = (await admin('team', 'create', '--name', 'Rehearsal team', '--credits', '100')) as {
+      ({ teamId } = (await admin('team', 'create', '--name', 'Rehearsal team', '--credits', '500')) as {
         teamId: string;
       });
       const { projectId } = (await admin('project', 'create', '--team', teamId, '--name', 'Rehearsal')) as {
@@ -350,6 +353,81 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
         return `result ${expected} from the PythonRunner bundle`;
       },
     );
+
+    const { providers } = options;
+    if (providers) {
+      await step(
+        'a Replicate model step: submitted, announced by its signed webhook (the ProviderWebhook bundle), completed',
+        async () => {
+          const created = await request(baseUrl, '/workflows', {
+            key,
+            method: 'POST',
+            body: {
+              name: 'Rehearsal Replicate',
+              agentId,
+              steps: [
+                { key: 'prompt', type: 'TextEntry', config: { text: 'a lighthouse at dusk' } },
+                {
+                  key: 'image',
+                  type: 'ImageGen',
+                  inputs: ['prompt'],
+                  config: { provider: 'replicate', model: 'black-forest-labs/flux-schnell' },
+                },
+              ],
+            },
+          });
+          expectStatus(created, 201, 'POST /workflows (Replicate)');
+          const started = await startRun(String(created.body.workflowId), {});
+          expectStatus(started, 200, 'POST /workflows/{id}/runs (Replicate)');
+          const jobId = String(started.body.jobId);
+          const prediction = await waitFor('the step to submit its prediction', async () =>
+            [...providers.replicate.jobs.values()].find((j) => String(j.prediction.webhook ?? '').includes(jobId)),
+          );
+          const sent = await providers.replicate.complete(prediction.prediction.id, [providers.outputUrl]);
+          check(sent?.status === 202, `the webhook was answered ${sent?.status}`);
+          const done = await waitForRun(jobId);
+          check(done.body.status === 'completed', `run ended ${done.body.status}: ${done.text.slice(0, 500)}`);
+          const image = (done.body.output as { node_id: string; result: unknown; generated_by?: unknown }[]).find(
+            (o) => o.node_id === 'image',
+          );
+          check(findFile(image?.result)?.availability === 'ready', `no stored file: ${JSON.stringify(image)}`);
+          check(!done.text.includes(providers.outputUrl), "the provider's URL reached the caller");
+          return `prediction ${prediction.prediction.id}: webhook 202, run completed, file copied into the library`;
+        },
+      );
+
+      await step('a chain of 18 queued hops (a prompt and 17 model steps) completes', async () => {
+        const chain = [
+          { key: 's0', type: 'TextEntry', config: { text: 'one word' } },
+          ...Array.from({ length: 17 }, (_, i) => ({ key: `s${i + 1}`, type: 'LlmWorker', inputs: [`s${i}`] })),
+        ];
+        const created = await request(baseUrl, '/workflows', {
+          key,
+          method: 'POST',
+          body: { name: 'Rehearsal chain', agentId, steps: chain },
+        });
+        expectStatus(created, 201, 'POST /workflows (chain)');
+        const started = await startRun(String(created.body.workflowId), {});
+        expectStatus(started, 200, 'POST /workflows/{id}/runs (chain)');
+        const jobId = String(started.body.jobId);
+        const done = await waitFor(
+          'the chain to end',
+          async () => {
+            const run = await request(baseUrl, `/runs/${jobId}`, { key });
+            return ended.includes(String(run.body.status)) ? run : undefined;
+          },
+          90_000,
+        );
+        check(done.body.status === 'completed', `run ended ${done.body.status}: ${done.text.slice(0, 500)}`);
+        const hops = (stack.mappings.get('StepExecutor')?.batches ?? []).reduce(
+          (n, b) => n + b.bodies.filter((body) => body.includes(jobId)).length,
+          0,
+        );
+        // A model step is never run in its predecessor's invocation: each is a message of its own.
+        check(hops >= 17, `only ${hops} queued hops`);
+        return `${hops} step messages through the Steps mapping, none dropped`;
+      });
+    }
 
     await step('Steps mapping: a redelivered step is a no-op, a malformed message alone goes back', async () => {
       const duplicate = run?.body.steps as { node_id?: string }[] | undefined;

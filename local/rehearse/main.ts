@@ -18,6 +18,7 @@ import { provision } from '../provision.ts';
 import { readAssembly, triggeredFunctions } from './assembly.ts';
 import { type BundleStack, startBundleStack } from './bundle-stack.ts';
 import { type FlowStep, runFlow } from './flow.ts';
+import { startRehearsalProviders } from './providers.ts';
 import { synthesize } from './synth.ts';
 
 const began = performance.now();
@@ -72,15 +73,20 @@ try {
   });
   print(true, 'emulators and a fresh table, queues and bucket', `${resources.tableName}, ${resources.bucket}`);
 
+  const providers = await startRehearsalProviders();
+  cleanups.push(() => providers.close());
   const startedAt = performance.now();
   stack = await startBundleStack({
     assembly,
     resources,
     eventBridgeEndpoint: eventBridge.endpoint,
+    port: providers.port,
     // The documented local switches (never in the template): loopback receivers, the receiver's CA.
     localEnvironment: {
       ALLOW_PRIVATE_CALLBACKS: '1',
       WEBHOOK_CA_FILE: fileURLToPath(new URL('../../test/fixtures/receiver-cert.pem', import.meta.url)),
+      // Replicate's stand-in, and where its webhooks reach the front.
+      ...providers.environment,
     },
     onError: (error) => console.error(`  event source: ${(error as Error).message}`),
   });
@@ -98,6 +104,7 @@ try {
     stack,
     resources,
     adminDeps: tableOnlyDeps(dynamo.endpoint, resources.tableName),
+    providers,
     onStep: (step) => print(step.ok, step.name, step.detail, step.ms),
   });
   failed = steps.some((step) => !step.ok);

@@ -52,7 +52,7 @@ export const stageProvidersFromEnv = (env: NodeJS.ProcessEnv = process.env): Sta
   }
   const bedrock = env[envNames.bedrockModels] ? ['bedrock'] : [];
   return {
-    configured: [...new Set([...(secrets ? Object.keys(secrets) : localProviders(env)), ...bedrock])],
+    configured: [...new Set([...(secrets ? Object.keys(secrets) : []), ...localProviders(env), ...bedrock])],
     sandbox: env[envNames.sandboxProviders] !== 'false',
     secrets,
     region: env.AWS_REGION,

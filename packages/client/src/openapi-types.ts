@@ -243,6 +243,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/provider-webhooks/{provider}/{jobId}/{nodeId}/{token}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Receive an asynchronous provider's webhook
+     * @description Where Replicate and fal announce that a step's job ended; not for API consumers. No key: the delivery must carry the provider's signature (Standard Webhooks for Replicate, ED25519 for fal) with a timestamp within 5 minutes, and the URL the step's token. The step then reads the job's state from the provider itself; a replayed or duplicated delivery changes nothing.
+     */
+    post: operations['ProviderWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/openapi.json': {
     parameters: {
       query?: never;
@@ -753,6 +773,14 @@ export interface components {
     RunAlreadyEndedError: {
       /** @constant */
       error: 'Run already ended';
+    };
+    ProviderWebhookRefusedError: {
+      /** @constant */
+      error: 'Webhook signature not valid';
+    };
+    ProviderJobUnknownError: {
+      /** @constant */
+      error: 'Unknown provider job';
     };
     DeferredRunNotWaitingError: {
       /** @constant */
@@ -1860,6 +1888,69 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  ProviderWebhook: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The provider key. */
+        provider: 'replicate' | 'fal';
+        /** @description The run. */
+        jobId: string;
+        /** @description The step. */
+        nodeId: string;
+        /** @description The step's webhook token. */
+        token: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': Record<string, never>;
+      };
+    };
+    responses: {
+      /** @description Accepted: the step looks at its job. */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @constant */
+            accepted: true;
+          };
+        };
+      };
+      /** @description The signature or its timestamp does not hold. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ProviderWebhookRefusedError'];
+        };
+      };
+      /** @description No step waits on this job (a genuine one is cancelled at the provider). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ProviderJobUnknownError'];
+        };
+      };
+      /** @description Server failure. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServerError'];
         };
       };
     };
