@@ -22,6 +22,7 @@ import {
 } from './cost-meter.ts';
 import { measureChainRunCost } from './cost-run.ts';
 import { idleCost, idleStages, measureIdleTick, type TickCost } from './idle-cost.ts';
+import { measureJobRunCosts } from './provider-job-cost.ts';
 import { heading, line, note, ratio } from './report.ts';
 import { chainWithModelStep } from './seed.ts';
 import type { Targets } from './stats.ts';
@@ -160,6 +161,40 @@ export const benchCost = async (options: {
   note(
     `the same wait at 128 / 256 / 512 / 1024 MB: ${[128, 256, 512, 1024].map((size) => dollars(waitCost(size))).join(' / ')}`,
   );
+
+  heading(
+    `The same ${chainLength}-step run, its model step a job at an asynchronous provider (Replicate's stand-in): 1 s against 60 s at the provider, waited for real (one run each, after a warm-up)`,
+  );
+  const [short, long] = await measureJobRunCosts(options.resources, { chainLength, jobSeconds: [1, 60] });
+  if (!short || !long) throw new Error('the job runs were not measured');
+  const shortTotal = priceRun(short.meter, 1, price).total;
+  const longTotal = priceRun(long.meter, 1, price).total;
+  line(
+    `1 s at the provider: ${short.meter.lambda.invocations} invocations (${short.looks} looks at the job), ${short.meter.sqs.total} SQS requests`,
+    dollars(shortTotal).padStart(12),
+  );
+  line(
+    `60 s at the provider: ${long.meter.lambda.invocations} invocations (${long.looks} looks at the job), ${long.meter.sqs.total} SQS requests`,
+    targets.check(`cost of a ${chainLength}-step run whose model step takes 60 s`, longTotal, '<=', 0.00006, dollars),
+  );
+  line('ratio 60 s / 1 s', targets.check('60 s job / 1 s job', longTotal / shortTotal, '<=', 1.2, ratio));
+  const perStep = (meter: Meter, runs: number) => ({
+    dynamoDb: meter.dynamoDb.calls.total / runs - measured.meter.dynamoDb.calls.total / measured.runs,
+    sqs: meter.sqs.total / runs - measured.meter.sqs.total / measured.runs,
+  });
+  const syncStep = perStep(model.meter, model.runs);
+  const jobStep = perStep(short.meter, 1);
+  const jobStepLong = perStep(long.meter, 1);
+  line(
+    'calls a model step adds to the chain: synchronous (provider answers in the call)',
+    `${syncStep.dynamoDb.toFixed(1)} DynamoDB, ${syncStep.sqs.toFixed(1)} SQS`,
+  );
+  line(
+    '  asynchronous job, 1 s / 60 s at the provider',
+    `${jobStep.dynamoDb.toFixed(1)} / ${jobStepLong.dynamoDb.toFixed(1)} DynamoDB, ${jobStep.sqs.toFixed(1)} / ${jobStepLong.sqs.toFixed(1)} SQS`,
+  );
+  note('The synchronous path holds the step executor for the whole wait (priced above at 10 s); a job holds');
+  note('nothing: each poll (5 s, doubling to 2 minutes) is a short invocation, and the webhook ends the step.');
 
   heading(
     'Step executor memory: its source alone in a child process polling the steps queue, 10 runs started at once (one batch of 10 in parallel), peak resident memory',

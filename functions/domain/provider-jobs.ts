@@ -84,3 +84,21 @@ export const webhookTokenMatches = (token: string, storedHash: string | undefine
   const stored = Buffer.from(storedHash);
   return given.length === stored.length && timingSafeEqual(given, stored);
 };
+
+/** Polls a job of `nodeType` can be given before its deadline, the one at the deadline included. */
+export const pollsBeforeDeadline = (nodeType: string): number => {
+  const deadlineSeconds = (jobDeadline(nodeType, new Date(0)).getTime() - 0) / 1000;
+  let polls = 0;
+  // The shortest delays (20 % jitter off each) give the most polls.
+  for (let at = 0; at < deadlineSeconds; polls++) at += pollDelaySeconds(polls, 1);
+  return polls + 1;
+};
+
+/**
+ * The most step messages one step can send along its run (Lambda's loop guard counts them as hops
+ * of one trace; the application bounds them itself): its first delivery and a redelivery per lost
+ * worker (`stepExecutionAttempts`), a retry per busy-provider refusal, and for a job its polls to
+ * the deadline and one look per webhook or cancel.
+ */
+export const maxMessagesPerStep = (nodeType: string, executionAttempts: number): number =>
+  executionAttempts + maxProviderTries + pollsBeforeDeadline(nodeType) + 2;
