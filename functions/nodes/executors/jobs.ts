@@ -119,12 +119,16 @@ const meshOf = (context: StepContext, file: MediaFile): MediaFile => {
   return { body: new TextEncoder().encode(`${lines.join('\n')}\n`), contentType: 'model/obj' };
 };
 
-/** The names under which fal's and Replicate's PBR and depth models answer each map. */
+/**
+ * The names under which fal's and Replicate's PBR, depth and rigging models answer each file. A
+ * rigging answer holds other files too (its FBX, animation clips): the rig is its GLB.
+ */
 const namedFiles: Record<string, readonly string[]> = {
   albedo: ['albedo', 'basecolor', 'base_color', 'diffuse'],
   normal: ['normal', 'normal_map'],
   roughness: ['roughness', 'roughness_map'],
   depth: ['grey_depth', 'depth', 'depth_map', 'image'],
+  rig: ['rigged_character_glb'],
 };
 
 /**

@@ -84,6 +84,18 @@ const known: Readonly<Record<string, HostedModel>> = {
     input: (p) => defined({ image: p.image, model_size: 'Small' }),
   },
   'fal:fal-ai/birefnet/v2': { input: (p) => defined({ image_url: p.image, output_format: 'png' }) },
+  // Extracts a material from a photo; `prompt` (required) names what to extract, and PbrSynthesizer
+  // has no prompt of its own. `maps` as fal-ai/patina documents it, the three maps the node makes.
+  'fal:fal-ai/patina/material/extract': {
+    input: (p) =>
+      defined({
+        prompt: p.prompt ?? 'the main surface material',
+        image_url: p.image,
+        maps: ['basecolor', 'normal', 'roughness'],
+        seed: p.seed,
+        output_format: 'png',
+      }),
+  },
   'fal:fal-ai/trellis': { input: (p) => defined({ image_url: p.image, seed: p.seed }) },
   'fal:fal-ai/stable-audio': {
     input: (p) => defined({ prompt: p.prompt, seconds_total: p.durationSeconds, steps: p.steps }),
@@ -140,7 +152,10 @@ export const hostedModelInput = (
 export interface JobAnswer {
   /** File URLs, in the order the model gave them. */
   urls: string[];
-  /** Files under a name (fal's `{ normal: { url } }`, Replicate's `{ grey_depth: "https://…" }`). */
+  /**
+   * Files under a name: a field's (fal's `{ normal: { url } }`, Replicate's `{ grey_depth: "https://…" }`)
+   * or an `images` entry's `map_type` (fal's PATINA: `{ images: [{ url, map_type: "normal" }] }`).
+   */
   named: Record<string, string>;
   /** Text: a string that is not a URL, or a list of text tokens joined. */
   text?: string;
@@ -200,6 +215,13 @@ export const readJobAnswer = (output: unknown): JobAnswer => {
   if (typeof output !== 'object' || output === null) return answer;
   const record = output as Record<string, unknown>;
   for (const field of fileFields) if (Object.hasOwn(record, field)) addUrl(record[field]);
+  if (Array.isArray(record.images)) {
+    for (const item of record.images as unknown[]) {
+      const type = typeof item === 'object' && item !== null ? (item as { map_type?: unknown }).map_type : undefined;
+      const url = urlOf(item);
+      if (typeof type === 'string' && url) answer.named[type] ??= url;
+    }
+  }
   for (const [name, value] of Object.entries(record)) {
     const url = urlOf(value);
     if (url) {

@@ -1,0 +1,586 @@
+/**
+ * Every model node type on its catalogue default, through its real adapter, over the real path: HTTP
+ * to the local API, the step executor's handler over the emulators, and the provider stand-ins over
+ * HTTP. The Bedrock types call `InvokeModel` through the real SDK (SigV4, HTTP/2) on the Bedrock
+ * Runtime stand-in (test/stand-ins/bedrock.ts); the fal types submit a job to the fal stand-in
+ * (test/stand-ins/fal.ts), which ends it with the model's documented answer (its files on a local
+ * file host) and posts its signed webhook to our route. No step names a provider: each runs on the
+ * default the catalogue names (functions/nodes/catalogue/models.ts).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ProviderJobs } from '../functions/nodes/executors/types.ts';
+import { meshToGlb, readGlb } from '../functions/nodes/media/glb.ts';
+import { readGlbMark, readPngMark, readWavMark } from '../functions/nodes/media/marks.ts';
+import { decodePng, encodePng, isPng, makeImage, pixelAt } from '../functions/nodes/media/png.ts';
+import { encodeWav } from '../functions/nodes/media/wav.ts';
+import { stageProvidersFromEnv } from '../functions/nodes/providers/stage.ts';
+import { makeHandler } from '../functions/workers/step-executor.ts';
+import { invokedAs } from '../local/invocation.ts';
+import { bedrockDefaultModels } from '../platform/providers.ts';
+import { type BedrockStandIn, type BedrockStandInRequest, startBedrockStandIn } from './stand-ins/bedrock.ts';
+import { type FalStandIn, type StandInRequest, startFalStandIn } from './stand-ins/fal.ts';
+import { startFileServer } from './stand-ins/http.ts';
+import { deliver, runParts, stepRecord, takeStepMessages } from './support/runs.ts';
+import { call, createWorkflow, type SeededTeam, seedTeam, stackPerFile, testExecutors } from './support/stack.ts';
+
+const falKey = '5e0c7a1b-2d3f-4a5b-8c9d-0e1f2a3b4c5d:9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d';
+/** Fake static credentials: the stand-in checks the SigV4 header's shape and scope, not its signature. */
+const aws = {
+  AWS_ACCESS_KEY_ID: 'AKIAIOSFODNN7EXAMPLE',
+  AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY',
+  AWS_REGION: 'us-east-1',
+};
+
+// The files fal's CDN would hold: real PNG, WAV and GLB bytes (the FBX only needs its magic).
+const png = (rgb: [number, number, number]) => encodePng(makeImage(8, 8, () => [...rgb, 255]));
+const falColours = {
+  texture: [200, 200, 200],
+  basecolor: [180, 60, 40],
+  normal: [128, 128, 255],
+  roughness: [90, 90, 90],
+  depth: [30, 30, 30],
+} as const satisfies Record<string, [number, number, number]>;
+const triangle = { positions: new Float32Array([0, 0, 0, 1, 0, 0, 0, 1, 0]), indices: new Uint32Array([0, 1, 2]) };
+const falFiles = {
+  '/texture.png': { body: png(falColours.texture), contentType: 'image/png' },
+  '/basecolor.png': { body: png(falColours.basecolor), contentType: 'image/png' },
+  '/normal.png': { body: png(falColours.normal), contentType: 'image/png' },
+  '/roughness.png': { body: png(falColours.roughness), contentType: 'image/png' },
+  '/depth.png': { body: png(falColours.depth), contentType: 'image/png' },
+  '/audio.wav': {
+    body: encodeWav(
+      new Int16Array(800).map((_, i) => (i % 40) * 400),
+      8000,
+    ),
+    contentType: 'audio/wav',
+  },
+  '/trellis.glb': { body: meshToGlb(triangle, { source: 'trellis' }), contentType: 'model/gltf-binary' },
+  '/rigged.glb': { body: meshToGlb(triangle, { source: 'rigged' }), contentType: 'model/gltf-binary' },
+  '/walking.glb': { body: meshToGlb(triangle, { source: 'walking' }), contentType: 'model/gltf-binary' },
+  '/rigged.fbx': {
+    body: new TextEncoder().encode('Kaydara FBX Binary  \0\x1a\0\xe8\x1c\0\0'),
+    contentType: 'application/octet-stream',
+  },
+} satisfies Record<string, { body: Uint8Array; contentType: string }>;
+
+let bedrock: BedrockStandIn;
+let fal: FalStandIn;
+let files: Awaited<ReturnType<typeof startFileServer>>;
+
+/** A fal File object, as its answers carry them. */
+const falFile = (path: keyof typeof falFiles) => ({
+  url: `${files.url}${path}`,
+  content_type: falFiles[path].contentType,
+  file_name: path.slice(1),
+  file_size: falFiles[path].body.byteLength,
+});
+
+/** Each default fal model's answer, in the shape its page documents (sources in docs/models.md). */
+const falAnswer = (appId: string): unknown => {
+  switch (appId) {
+    case 'fal-ai/image-preprocessors/depth-anything/v2':
+      return { image: falFile('/depth.png') };
+    case 'fal-ai/patina/material/extract':
+      // The extracted texture (no map_type) and one entry per predicted map.
+      return {
+        images: [
+          falFile('/texture.png'),
+          { ...falFile('/basecolor.png'), map_type: 'basecolor' },
+          { ...falFile('/normal.png'), map_type: 'normal' },
+          { ...falFile('/roughness.png'), map_type: 'roughness' },
+        ],
+        prompt: 'the surface material',
+        seed: 42,
+        timings: { inference: 1.2 },
+      };
+    case 'fal-ai/trellis':
+      return { model_mesh: falFile('/trellis.glb'), timings: { prepare: 0.1, generation: 9.5, export: 1.1 } };
+    case 'fal-ai/meshy/rigging':
+      return {
+        rigged_character_glb: falFile('/rigged.glb'),
+        rigged_character_fbx: falFile('/rigged.fbx'),
+        basic_animations: { walking_glb: falFile('/walking.glb') },
+      };
+    case 'fal-ai/stable-audio':
+      return { audio_file: falFile('/audio.wav') };
+    default:
+      throw new Error(`the test has no answer for fal app ${appId}`);
+  }
+};
+
+const settings = (): NodeJS.ProcessEnv => ({
+  AWS_ENDPOINT_URL_BEDROCK_RUNTIME: bedrock.url,
+  AWS_REGION: aws.AWS_REGION,
+  PROVIDER_FAL_API_KEY: falKey,
+  PROVIDER_FAL_BASE_URL: fal.url,
+  PROVIDER_FAL_JWKS_URL: fal.jwksUrl,
+  ALLOW_PRIVATE_CALLBACKS: '1',
+});
+
+// The API's own job wiring (its webhook route verifies fal's signatures with it), built once the
+// stand-ins listen.
+let jobs: ProviderJobs | undefined;
+const lazyJobs: ProviderJobs = {
+  provider: (key, connection) => {
+    jobs ??= testExecutors(settings()).jobs;
+    return jobs?.provider(key, connection) ?? Promise.resolve(undefined);
+  },
+  outcome: () => Promise.reject(new Error('the API does not run steps')),
+  publicBaseUrl: undefined,
+};
+const { stack, closers } = stackPerFile({ executors: Object.assign(testExecutors(), { jobs: lazyJobs }) });
+
+// The SDK reads the Bedrock endpoint and the credentials from the process's environment, as a
+// deployed function's does.
+const saved: Record<string, string | undefined> = {};
+beforeAll(async () => {
+  bedrock = await startBedrockStandIn();
+  fal = await startFalStandIn({ apiKey: falKey });
+  files = await startFileServer(falFiles);
+  closers.push(
+    () => bedrock.close(),
+    () => fal.close(),
+    () => files.close(),
+  );
+  const env = {
+    ...aws,
+    AWS_ENDPOINT_URL_BEDROCK_RUNTIME: bedrock.url,
+    AWS_SESSION_TOKEN: undefined,
+    AWS_PROFILE: undefined,
+  };
+  for (const [name, value] of Object.entries(env)) {
+    saved[name] = process.env[name];
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
+});
+afterAll(() => {
+  for (const [name, value] of Object.entries(saved)) {
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
+});
+
+/** The step executor as Lambda runs it, over the stack's resources, with Bedrock and fal on, webhooks to the local API. */
+const stepExecutor = () => {
+  const env = { ...settings(), PUBLIC_BASE_URL: new URL(stack.baseUrl).origin };
+  const deps = { ...stack.deps, executors: testExecutors(env), providers: stageProvidersFromEnv(env) };
+  return invokedAs('StepExecutor', makeHandler(deps, { stepTimeoutMs: 20_000 }));
+};
+type StepHandler = ReturnType<typeof stepExecutor>;
+
+/** Delivers every visible step message (delayed polls stay aside: the webhook ends the jobs), until none is left. */
+const drain = async (handler: StepHandler) => {
+  for (let round = 0; round < 20; round++) {
+    const messages = (await takeStepMessages(stack.deps)).filter((m) => !('check' in m && m.check === 'poll'));
+    if (messages.length === 0) return;
+    for (const message of messages) expect(await deliver(handler, [stepRecord(message)])).toEqual([]);
+  }
+};
+
+interface RunBody {
+  status: string;
+  output: { node_id: string; result: unknown; generated_by?: unknown[] }[];
+}
+const runOf = async (key: string, jobId: string) =>
+  (await call(stack.baseUrl, `/runs/${jobId}`, { key })).body as unknown as RunBody;
+
+/**
+ * Runs the workflow's steps until the run ends: each fal job this run submitted is ended by the
+ * stand-in with its model's answer, which arrives through the signed webhook. Returns the run and
+ * the fal jobs it submitted, in order.
+ */
+const runToEnd = async (handler: StepHandler, team: SeededTeam, workflowId: string) => {
+  const started = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, {
+    key: team.key,
+    method: 'POST',
+    body: {},
+  });
+  expect(started.status, JSON.stringify(started.body)).toBe(200);
+  const jobId = started.body.jobId as string;
+  const submitted: StandInRequest[] = [];
+  for (let round = 0; round < 6; round++) {
+    await drain(handler);
+    const run = await runOf(team.key, jobId);
+    if (!['queued', 'claimed', 'processing'].includes(run.status)) return { jobId, run, submitted };
+    const pending = [...fal.jobs.values()].filter((job) => !job.outcome && job.webhook?.includes(`/${jobId}/`));
+    if (pending.length === 0) throw new Error(`the run waits with no job at fal to end: ${JSON.stringify(run)}`);
+    for (const job of pending) {
+      submitted.push(job);
+      const sent = await fal.complete(job.requestId, falAnswer(job.appId));
+      expect(sent?.status, `fal's webhook for ${job.appId}`).toBe(202);
+    }
+  }
+  throw new Error(`run ${jobId} never ended`);
+};
+
+/** The stored copy of a file in a run's output: in the library, its bytes of `contentType`. */
+const fileBytes = async (value: unknown, contentType: string): Promise<Uint8Array> => {
+  expect(value).toMatchObject({ availability: 'ready', contentType });
+  const response = await fetch((value as { url: string }).url);
+  expect(response.status).toBe(200);
+  return new Uint8Array(await response.arrayBuffer());
+};
+
+const storedKeys = (value: unknown): string[] => {
+  if (Array.isArray(value)) return value.flatMap(storedKeys);
+  if (typeof value !== 'object' || value === null) return [];
+  const record = value as Record<string, unknown>;
+  if (record.kind === 'file' && typeof record.key === 'string') return [record.key];
+  return Object.values(record).flatMap(storedKeys);
+};
+
+const prompt = 'a brass lantern on a wooden table';
+const question = 'What is on the table?';
+const promptStep = { key: 'prompt', type: 'TextEntry', config: { text: prompt } };
+const questionStep = { key: 'question', type: 'TextEntry', config: { text: question } };
+/** An image made before the model step, offline (the sandbox provider named on purpose). */
+const imageStep = {
+  key: 'src',
+  type: 'ImageGen',
+  inputs: ['prompt'],
+  config: { provider: 'sandbox', width: 64, height: 64 },
+};
+const into = (from: string, targetHandle: string) => ({ from, targetHandle });
+
+/** What a case's checks get: the run's model output, the step items, the requests the stand-ins took. */
+interface Seen {
+  result: unknown;
+  steps: Map<string, Record<string, unknown>>;
+  teamId: string;
+  bedrock: BedrockStandInRequest[];
+  fal: StandInRequest[];
+}
+
+interface Case {
+  type: string;
+  provider: 'bedrock' | 'fal';
+  model: string;
+  /** The steps before the model step (`prompt`, `src`, …). */
+  before: unknown[];
+  inputs: unknown[];
+  check: (seen: Seen) => Promise<void> | void;
+}
+
+/** The one Bedrock request of the step: `InvokeModel` at `/model/{model id, URL-encoded}/invoke`. */
+const bedrockRequest = (seen: Seen, model: string): Record<string, unknown> => {
+  expect(seen.bedrock.map((r) => r.path)).toEqual([`/model/${encodeURIComponent(model)}/invoke`]);
+  const [request] = seen.bedrock;
+  expect(request?.modelId).toBe(model);
+  expect(request?.headers['content-type']).toBe('application/json');
+  return request?.body ?? {};
+};
+
+/** A base64 image field of a Bedrock body: the 64×64 PNG the `src` step made. */
+const expectSrcImage = (base64: unknown) => {
+  const bytes = new Uint8Array(Buffer.from(String(base64), 'base64'));
+  expect(isPng(bytes)).toBe(true);
+  const image = decodePng(bytes);
+  expect([image.width, image.height]).toEqual([64, 64]);
+};
+
+const expectMarkedPng = async (value: unknown) => {
+  const bytes = await fileBytes(value, 'image/png');
+  expect(readPngMark(bytes)?.digitalSourceType).toMatch(/trainedAlgorithmicMedia$/);
+  return decodePng(bytes);
+};
+
+const expectMarkedGlb = async (value: unknown) => {
+  const bytes = await fileBytes(value, 'model/gltf-binary');
+  expect(readGlbMark(bytes)?.digitalSourceType).toMatch(/trainedAlgorithmicMedia$/);
+  return readGlb(bytes).json.asset as { extras?: Record<string, unknown> };
+};
+
+/** The one fal job of the step: submitted to `{base}/{app id}` with our webhook, the input as the body. */
+const falJob = (seen: Seen, model: string): Record<string, unknown> => {
+  const job = seen.fal.find((j) => j.appId === model && j.webhook?.includes('/model/'));
+  expect(job, `a job at fal for ${model}`).toBeDefined();
+  expect(job?.webhook).toMatch(/\/api\/v1\/provider-webhooks\/fal\/[\w-]+\/model\/[\w-]{20,}$/);
+  return job?.input as Record<string, unknown>;
+};
+
+/** An input file handed to fal: a short-lived URL of the step's own stored copy, never a public object. */
+const expectFileUrlOf = (url: unknown, seen: Seen, step: string, handle: string) => {
+  const outputs = (seen.steps.get(step)?.outputs ?? {}) as Record<string, { key?: string } | undefined>;
+  const key = outputs[handle]?.key ?? '';
+  expect(key.startsWith(`teams/${seen.teamId}/`)).toBe(true);
+  const parsed = new URL(String(url));
+  expect(decodeURIComponent(parsed.pathname).endsWith(`/${key}`)).toBe(true);
+  expect(parsed.searchParams.get('X-Amz-Signature')).toMatch(/^[0-9a-f]{64}$/);
+};
+
+const cases: Case[] = [
+  {
+    type: 'LlmWorker',
+    provider: 'bedrock',
+    model: bedrockDefaultModels.text,
+    before: [promptStep],
+    inputs: ['prompt'],
+    check: (seen) => {
+      const body = bedrockRequest(seen, bedrockDefaultModels.text);
+      expect(body).toMatchObject({
+        anthropic_version: 'bedrock-2023-05-31',
+        messages: [{ role: 'user', content: [{ type: 'text', text: prompt }] }],
+      });
+      expect(seen.result).toBe(`claude heard: ${prompt}`);
+    },
+  },
+  {
+    type: 'VisionInterrogator',
+    provider: 'bedrock',
+    model: bedrockDefaultModels.vision,
+    before: [promptStep, imageStep, questionStep],
+    inputs: ['src', into('question', 'question')],
+    check: (seen) => {
+      const body = bedrockRequest(seen, bedrockDefaultModels.vision);
+      const [image, text] = (body.messages as { content: Record<string, unknown>[] }[])[0]?.content ?? [];
+      expect(image).toMatchObject({ type: 'image', source: { type: 'base64', media_type: 'image/png' } });
+      expectSrcImage((image?.source as { data?: unknown } | undefined)?.data);
+      expect(text).toEqual({ type: 'text', text: question });
+      expect(seen.result).toBe(`claude heard: ${question} [saw 64x64]`);
+    },
+  },
+  {
+    type: 'Embedder',
+    provider: 'bedrock',
+    model: bedrockDefaultModels.embedding,
+    before: [promptStep],
+    inputs: ['prompt'],
+    check: (seen) => {
+      expect(bedrockRequest(seen, bedrockDefaultModels.embedding)).toEqual({ inputText: prompt });
+      const vector = seen.result as number[];
+      expect(vector).toHaveLength(1024);
+      expect(vector.every((x) => typeof x === 'number' && Number.isFinite(x))).toBe(true);
+    },
+  },
+  {
+    type: 'ImageGen',
+    provider: 'bedrock',
+    model: bedrockDefaultModels.image,
+    before: [promptStep],
+    inputs: ['prompt'],
+    check: async (seen) => {
+      expect(bedrockRequest(seen, bedrockDefaultModels.image)).toMatchObject({
+        prompt,
+        output_format: 'png',
+        aspect_ratio: '1:1',
+      });
+      await expectMarkedPng(seen.result);
+    },
+  },
+  {
+    type: 'DiffusionWorker',
+    provider: 'bedrock',
+    model: bedrockDefaultModels.diffusion,
+    before: [promptStep, imageStep],
+    inputs: ['prompt', into('src', 'image')],
+    check: async (seen) => {
+      const body = bedrockRequest(seen, bedrockDefaultModels.diffusion);
+      expect(body).toMatchObject({ prompt, mode: 'image-to-image', output_format: 'png' });
+      expectSrcImage(body.image);
+      const image = await expectMarkedPng(seen.result);
+      expect([image.width, image.height]).toEqual([64, 64]);
+    },
+  },
+  {
+    type: 'Upscaler',
+    provider: 'bedrock',
+    model: bedrockDefaultModels.upscale,
+    before: [promptStep, imageStep],
+    inputs: ['src'],
+    check: async (seen) => {
+      const body = bedrockRequest(seen, bedrockDefaultModels.upscale);
+      expect(Object.keys(body).sort()).toEqual(['image', 'output_format']);
+      expectSrcImage(body.image);
+      // Stable Fast Upscale makes it four times larger.
+      const image = await expectMarkedPng(seen.result);
+      expect([image.width, image.height]).toEqual([256, 256]);
+    },
+  },
+  {
+    type: 'BackgroundRemover',
+    provider: 'bedrock',
+    model: bedrockDefaultModels.removeBackground,
+    before: [promptStep, imageStep],
+    inputs: ['src'],
+    check: async (seen) => {
+      const body = bedrockRequest(seen, bedrockDefaultModels.removeBackground);
+      expect(Object.keys(body).sort()).toEqual(['image', 'output_format']);
+      expectSrcImage(body.image);
+      await expectMarkedPng(seen.result);
+    },
+  },
+  {
+    type: 'ControlNetFilter',
+    provider: 'bedrock',
+    model: bedrockDefaultModels.control,
+    before: [promptStep, imageStep],
+    inputs: ['src', into('prompt', 'prompt')],
+    check: async (seen) => {
+      const body = bedrockRequest(seen, bedrockDefaultModels.control);
+      expect(body).toMatchObject({ prompt, output_format: 'png' });
+      expectSrcImage(body.image);
+      const image = await expectMarkedPng(seen.result);
+      expect([image.width, image.height]).toEqual([64, 64]);
+    },
+  },
+  {
+    type: 'DepthEstimator',
+    provider: 'fal',
+    model: 'fal-ai/image-preprocessors/depth-anything/v2',
+    before: [promptStep, imageStep],
+    inputs: ['src'],
+    check: async (seen) => {
+      const input = falJob(seen, 'fal-ai/image-preprocessors/depth-anything/v2');
+      expectFileUrlOf(input.image_url, seen, 'src', 'image');
+      const depth = await expectMarkedPng(seen.result);
+      expect(pixelAt(depth, 0, 0).slice(0, 3)).toEqual(falColours.depth);
+    },
+  },
+  {
+    type: 'PbrSynthesizer',
+    provider: 'fal',
+    model: 'fal-ai/patina/material/extract',
+    before: [promptStep, imageStep],
+    inputs: ['src'],
+    check: async (seen) => {
+      const input = falJob(seen, 'fal-ai/patina/material/extract');
+      expectFileUrlOf(input.image_url, seen, 'src', 'image');
+      // The endpoint requires a prompt naming what to extract; the node has none, so it names the surface.
+      expect(typeof input.prompt).toBe('string');
+      expect(String(input.prompt).length).toBeGreaterThan(0);
+      expect(input.maps).toEqual(['basecolor', 'normal', 'roughness']);
+      // Each map by its map_type (the extracted texture, without one, is none of them).
+      const maps = seen.result as Record<string, unknown>;
+      expect(Object.keys(maps).sort()).toEqual(['albedo', 'normal', 'roughness']);
+      const colours = {
+        albedo: falColours.basecolor,
+        normal: falColours.normal,
+        roughness: falColours.roughness,
+      };
+      for (const [name, colour] of Object.entries(colours)) {
+        const image = await expectMarkedPng(maps[name]);
+        expect(pixelAt(image, 0, 0).slice(0, 3), name).toEqual(colour);
+      }
+    },
+  },
+  {
+    type: 'TwoDToThreeD',
+    provider: 'fal',
+    model: 'fal-ai/trellis',
+    before: [promptStep, imageStep],
+    inputs: ['src'],
+    check: async (seen) => {
+      const input = falJob(seen, 'fal-ai/trellis');
+      expectFileUrlOf(input.image_url, seen, 'src', 'image');
+      expect((await expectMarkedGlb(seen.result)).extras?.source).toBe('trellis');
+    },
+  },
+  {
+    type: '3DTransform',
+    provider: 'fal',
+    model: 'fal-ai/trellis',
+    before: [promptStep, imageStep],
+    inputs: ['src', into('prompt', 'prompt')],
+    check: async (seen) => {
+      const input = falJob(seen, 'fal-ai/trellis');
+      expectFileUrlOf(input.image_url, seen, 'src', 'image');
+      expect((await expectMarkedGlb(seen.result)).extras?.source).toBe('trellis');
+    },
+  },
+  {
+    type: 'AutoRigger',
+    provider: 'fal',
+    model: 'fal-ai/meshy/rigging',
+    before: [promptStep, imageStep, { key: 'mesh', type: 'TwoDToThreeD', inputs: ['src'] }],
+    inputs: ['mesh'],
+    check: async (seen) => {
+      // The mesh came from TwoDToThreeD's own job on its default, before the rigging job.
+      expect(seen.fal.map((j) => j.appId)).toEqual(['fal-ai/trellis', 'fal-ai/meshy/rigging']);
+      const input = falJob(seen, 'fal-ai/meshy/rigging');
+      expectFileUrlOf(input.model_url, seen, 'mesh', 'mesh');
+      // The rigged character's GLB: not its FBX, not an animation.
+      expect((await expectMarkedGlb(seen.result)).extras?.source).toBe('rigged');
+    },
+  },
+  {
+    type: 'AudioGen',
+    provider: 'fal',
+    model: 'fal-ai/stable-audio',
+    before: [promptStep],
+    inputs: ['prompt'],
+    check: async (seen) => {
+      expect(falJob(seen, 'fal-ai/stable-audio')).toMatchObject({ prompt });
+      const bytes = await fileBytes(seen.result, 'audio/wav');
+      expect(readWavMark(bytes)?.digitalSourceType).toMatch(/trainedAlgorithmicMedia$/);
+    },
+  },
+];
+
+describe('every model node type on its default provider and model, through its real adapter', {
+  timeout: 60_000,
+}, () => {
+  it('covers the 14 model node types, each on the default the catalogue names', async () => {
+    const { modelNodes } = await import('../functions/nodes/catalogue/models.ts');
+    expect(cases.map((c) => c.type).sort()).toEqual(Object.keys(modelNodes).sort());
+    for (const c of cases) {
+      const spec = modelNodes[c.type as keyof typeof modelNodes].model;
+      expect({ type: c.type, provider: spec.provider, model: spec.model }).toEqual({
+        type: c.type,
+        provider: c.provider,
+        model: c.model,
+      });
+    }
+  });
+
+  it.each(cases)('$type runs on $provider $model', async (c) => {
+    const handler = stepExecutor();
+    const team = await seedTeam(stack.deps, { credits: 100 });
+    const workflowId = await createWorkflow(stack, team, [
+      ...c.before,
+      { key: 'model', type: c.type, inputs: c.inputs },
+    ]);
+    const bedrockBefore = bedrock.requests.length;
+    const falBefore = new Set(fal.jobs.keys());
+    const { jobId, run, submitted } = await runToEnd(handler, team, workflowId);
+    expect(run.status, JSON.stringify(run)).toBe('completed');
+
+    const output = run.output.find((o) => o.node_id === 'model');
+    expect(output?.generated_by).toContainEqual({ node_id: 'model', provider: c.provider, model: c.model });
+    // A provider's file URL never reaches the caller.
+    expect(JSON.stringify(run)).not.toContain(files.url);
+    const { steps } = await runParts(stack.deps, jobId);
+    expect(steps.get('model')).toMatchObject({ status: 'completed', model: { provider: c.provider, model: c.model } });
+    // Its files are the team's library copies.
+    for (const key of storedKeys(steps.get('model')?.outputs))
+      expect(key.startsWith(`teams/${team.teamId}/`)).toBe(true);
+
+    const falJobs = [...fal.jobs.values()].filter((j) => !falBefore.has(j.requestId));
+    expect(falJobs.map((j) => j.requestId)).toEqual(submitted.map((j) => j.requestId));
+    if (c.provider === 'bedrock') expect(falJobs).toEqual([]);
+    else expect(bedrock.requests.length).toBe(bedrockBefore);
+    await c.check({
+      result: output?.result,
+      steps,
+      teamId: team.teamId,
+      bedrock: bedrock.requests.slice(bedrockBefore),
+      fal: falJobs,
+    });
+  });
+
+  it("sends fal's key only in its Authorization header, and Bedrock only SigV4 requests scoped to bedrock", () => {
+    for (const request of fal.requests.filter((r) => r.path !== '/.well-known/jwks.json')) {
+      expect(request.headers.authorization).toBe(`Key ${falKey}`);
+      expect(JSON.stringify({ ...request, headers: { ...request.headers, authorization: '' } })).not.toContain(
+        falKey.split(':')[1],
+      );
+    }
+    for (const request of bedrock.requests) {
+      expect(request.headers.authorization).toMatch(
+        new RegExp(
+          `^AWS4-HMAC-SHA256 Credential=${aws.AWS_ACCESS_KEY_ID}/\\d{8}/${aws.AWS_REGION}/bedrock/aws4_request`,
+        ),
+      );
+    }
+  });
+});
