@@ -228,68 +228,26 @@ const entries: readonly ProviderEntry[] = [
     /** Models whose licence excludes some AWS Regions (a stage there refuses them: `region_restricted`). */
     excludedRegions: { 'fal-ai/hunyuan3d/v2': ['eu-', 'ap-northeast-2'] },
   },
-  {
-    key: 'studio-x',
-    displayName: 'Studio X',
-    level: 'app_only',
-    protocol: 'openai-compatible',
-    baseUrl: 'https://api.studio-x.example/v1',
-    licence: 'Studio X Output Terms',
-    licenceUrl: 'https://studio-x.example/legal/output-terms',
-    commercialUse: 'provider_terms',
-    termsUrl: 'https://studio-x.example/legal/terms',
-    models: {},
-  },
-  {
-    key: 'byok-y',
-    displayName: 'BYOK Y',
-    level: 'byok_only',
-    protocol: 'openai-compatible',
-    baseUrl: 'https://api.byok-y.example/v1',
-    licence: 'Y Model Licence 1.0',
-    licenceUrl: 'https://byok-y.example/licence',
-    commercialUse: 'yes',
-    termsUrl: 'https://byok-y.example/terms',
-    models: {
-      'y-research-1': {
-        licence: 'Y Research Licence',
-        licenceUrl: 'https://byok-y.example/research',
-        commercialUse: 'no',
-      },
-    },
-  },
-  {
-    key: 'geo-z',
-    displayName: 'Geo Z',
-    level: 'region_restricted',
-    protocol: 'openai-compatible',
-    baseUrl: 'https://api.geo-z.example/v1',
-    licence: null,
-    licenceUrl: null,
-    commercialUse: 'provider_terms',
-    termsUrl: 'https://geo-z.example/terms',
-    models: {},
-  },
-  {
-    key: 'closed-w',
-    displayName: 'Closed W',
-    level: 'not_allowed',
-    protocol: 'openai-compatible',
-    baseUrl: 'https://api.closed-w.example/v1',
-    licence: null,
-    licenceUrl: null,
-    commercialUse: 'no',
-    termsUrl: 'https://closed-w.example/terms',
-    models: {},
-  },
 ];
 
 /** The built-in offline provider: the stand-in for unconfigured providers on a sandbox stage. */
 export const sandboxProviderKey = 'sandbox';
 
-export const providerRegistry: Readonly<Record<string, ProviderEntry>> = Object.freeze(
-  Object.fromEntries(entries.map((e) => [e.key, e])),
-);
+/** The shipped registry: real providers only. */
+const registry = new Map<string, ProviderEntry>(entries.map((e) => [e.key, e]));
 
-export const providerEntry = (key: string): ProviderEntry | undefined =>
-  Object.hasOwn(providerRegistry, key) ? providerRegistry[key] : undefined;
+/** The providers the registry holds now (the shipped ones, and any a test registered). */
+export const providerRegistry = (): readonly ProviderEntry[] => [...registry.values()];
+
+export const providerEntry = (key: string): ProviderEntry | undefined => registry.get(key);
+
+/**
+ * Adds providers to this process's registry: tests define the integration levels and licence facts
+ * they exercise (test/support/test-providers.ts), beside the shipped providers, which never change.
+ */
+export const registerProviders = (extra: readonly ProviderEntry[]) => {
+  for (const entry of extra) {
+    if (entries.some((shipped) => shipped.key === entry.key)) throw new Error(`${entry.key} is a shipped provider`);
+    registry.set(entry.key, entry);
+  }
+};

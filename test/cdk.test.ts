@@ -1,3 +1,4 @@
+import './support/test-providers.ts';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Stack, Validations } from 'aws-cdk-lib';

@@ -4,6 +4,7 @@
  * a 500 that never shows its message; the admission decides in the spec's order; and nothing below
  * the HTTP edge imports the error bodies.
  */
+import './support/test-providers.ts';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as v from 'valibot';

@@ -1,3 +1,4 @@
+import './support/test-providers.ts';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -1,3 +1,4 @@
+import './support/test-providers.ts';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {

@@ -28,9 +28,10 @@ import {
   stageProvidersFromEnv,
   stepProvider,
 } from '../functions/nodes/providers/index.ts';
-import { integrationLevels, providerRegistry } from '../platform/providers.ts';
+import { integrationLevels, providerRegistry, registerProviders } from '../platform/providers.ts';
 import type { RunMode } from '../schemas/runs.ts';
 import type { NodeType } from '../schemas/workflows.ts';
+import { testProviders } from './support/test-providers.ts';
 
 const signal = new AbortController().signal;
 const call = { model: 'm', mode: 'production' as RunMode, signal };
@@ -382,11 +383,14 @@ describe('provider registry', () => {
     edges: [],
   });
 
-  it('has sandbox and openai-compatible at api level, and barred providers of every other level', () => {
-    expect(providerRegistry.sandbox?.level).toBe('api');
-    expect(providerRegistry['openai-compatible']?.level).toBe('api');
-    const levels = new Set(Object.values(providerRegistry).map((p) => p.level));
+  it('ships real providers only, all at api level; the tests add barred providers of every other level', () => {
+    const shipped = providerRegistry().filter((p) => !testProviders.some((t) => t.key === p.key));
+    expect(shipped.map((p) => p.key).sort()).toEqual(['bedrock', 'fal', 'openai-compatible', 'replicate', 'sandbox']);
+    expect(new Set(shipped.map((p) => p.level))).toEqual(new Set(['api']));
+    expect(shipped.every((p) => !(p.baseUrl ?? '').includes('.example'))).toBe(true);
+    const levels = new Set(providerRegistry().map((p) => p.level));
     expect([...levels].sort()).toEqual([...integrationLevels].sort());
+    expect(() => registerProviders([{ ...testProviders[0]!, key: 'bedrock' }])).toThrow(/shipped/);
   });
 
   it('gives licence facts per model, falling back to the provider, and none for unknown providers', () => {

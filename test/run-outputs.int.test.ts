@@ -1,3 +1,4 @@
+import './support/test-providers.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildOpenApiDocument } from '../functions/docs/openapi.ts';
 import { readPngMark, readWavMark } from '../functions/nodes/media/marks.ts';

@@ -1,3 +1,4 @@
+import './test-providers.ts';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, inject } from 'vitest';
 import type { Deps } from '../../functions/deps.ts';

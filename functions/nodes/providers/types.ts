@@ -190,7 +190,7 @@ export interface JobProvider {
 
 /** A team's own key for a provider or service (spec: Team, Connections), resolved by the caller. */
 export interface TeamConnection {
-  /** Provider key or integration name (`byok-y`, `chat`, `codehost-a`, …). */
+  /** Provider key or integration name (`replicate`, `fal`, `chat`, `codehost-a`, …). */
   key: string;
   /** The secret (API key or token). */
   secret: string;
