@@ -128,6 +128,9 @@ export class ApiStack extends Stack {
         Object.fromEntries(config.providers.map((p) => [p.provider, p.secretName])),
       ),
       [envNames.sandboxProviders]: String(config.sandboxProviders),
+      ...(Object.keys(config.providerLevels).length > 0
+        ? { [envNames.providerLevels]: JSON.stringify(config.providerLevels) }
+        : {}),
       // The Bedrock models the step executor may invoke (its role allows exactly these).
       ...(config.bedrockModels.length > 0 ? { [envNames.bedrockModels]: config.bedrockModels.join(',') } : {}),
       [envNames.connectionSecretPrefix]: config.connectionSecretPrefix,

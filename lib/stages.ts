@@ -7,7 +7,12 @@
 
 import { functionMemoryMb, type QueueDefinition } from '../platform/definitions.ts';
 import { metricsServiceName } from '../platform/metric-names.ts';
-import { bedrockDefaultModels, providerEntry } from '../platform/providers.ts';
+import {
+  bedrockDefaultModels,
+  type IntegrationLevel,
+  integrationLevels,
+  providerEntry,
+} from '../platform/providers.ts';
 import { connectionSecretPrefixOf, parseProviderSecret } from '../platform/secret-refs.ts';
 
 export const stageNames = ['dev', 'prod'] as const;
@@ -51,6 +56,11 @@ export const contextKeys = {
    * the catalogue's Bedrock defaults (`bedrockDefaultModels`).
    */
   bedrockModels: 'bedrockModels',
+  /**
+   * `provider:level,…`: integration levels the stage sets on providers (`app_only`, `byok_only`,
+   * `not_allowed`, `region_restricted`), barring them further than the registry; default none.
+   */
+  providerLevels: 'providerLevels',
   /** Whole days run data and output files are kept; overrides the stage's default. */
   retentionDays: 'retentionDays',
   /**
@@ -148,6 +158,8 @@ export interface StageConfig {
    * `-c providers=…` names `bedrock` (no secret: the role is the credential).
    */
   bedrockModels: readonly string[];
+  /** Integration levels the stage sets on providers (`-c providerLevels`); empty: the registry's. */
+  providerLevels: Readonly<Record<string, IntegrationLevel>>;
   /** Where providers' webhooks reach the stage (`-c publicBaseUrl`); undefined: the HTTP API's endpoint. */
   publicBaseUrl: string | undefined;
   /**
@@ -314,7 +326,23 @@ export const stageConfig = (
     stepExecutorMemoryMb: memoryMb(contextKeys.stepExecutorMemoryMb, context(contextKeys.stepExecutorMemoryMb)),
     pythonSnapshots: flag(contextKeys.pythonSnapshots, context(contextKeys.pythonSnapshots), false),
     publicBaseUrl: httpsUrl(contextKeys.publicBaseUrl, context(contextKeys.publicBaseUrl)),
+    providerLevels: parseProviderLevels(context(contextKeys.providerLevels)),
   };
+};
+
+/** `provider:level,…` from the context: known providers, levels of the contract. */
+const parseProviderLevels = (value: unknown): Record<string, IntegrationLevel> => {
+  if (value === undefined || value === '') return {};
+  const pairs = typeof value === 'string' ? value.split(',').map((part) => part.trim().split(':')) : [];
+  const levels: Record<string, IntegrationLevel> = {};
+  for (const [provider = '', level = ''] of pairs) {
+    if (!providerEntry(provider) || !(integrationLevels as readonly string[]).includes(level)) {
+      throw new Error(`context providerLevels must be provider:level pairs, got ${JSON.stringify(value)}`);
+    }
+    levels[provider] = level as IntegrationLevel;
+  }
+  if (Object.keys(levels).length === 0) throw new Error(`context providerLevels is empty: ${JSON.stringify(value)}`);
+  return levels;
 };
 
 /** Bedrock model ids from the context (`a,b`), or the catalogue's defaults. */

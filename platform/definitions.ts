@@ -263,6 +263,11 @@ export const envNames = {
    * Bedrock is on where it is set (its role is the credential: no secret).
    */
   bedrockModels: 'BEDROCK_MODELS',
+  /**
+   * JSON of provider key to the integration level the stage sets on it (`-c providerLevels`), e.g.
+   * `{"fal":"byok_only"}`: a provider the registry lets run through the API may be barred further.
+   */
+  providerLevels: 'PROVIDER_LEVELS',
   /** `true` on a sandbox stage: model steps with no configured provider run on the sandbox provider. */
   sandboxProviders: 'SANDBOX_PROVIDERS',
   /** Team connection secrets must be named under this prefix (the step executor may read only those). */

@@ -961,6 +961,14 @@ describe('cdk app', { timeout: 120_000 }, () => {
         snapshotting[logicalIdOf(snapshotting, 'AWS::Lambda::Function', `${pythonRunner.id}Function`)]?.Properties,
       ).toMatchObject({ Environment: { Variables: { [envNames.pythonSnapshots]: 'true' } } });
       expect(() => buildApp({ ...testContext, pythonSnapshots: 'sometimes' }, offline)).toThrow(/pythonSnapshots/);
+      // -c providerLevels bars providers further on a stage: every function learns it.
+      const barred = synthesize({ ...testContext, providerLevels: 'fal:byok_only,replicate:not_allowed' }).apiResources;
+      expect(JSON.stringify(barred)).toContain(
+        JSON.stringify(JSON.stringify({ fal: 'byok_only', replicate: 'not_allowed' })).slice(1, -1),
+      );
+      for (const bad of ['fal:open', 'nobody:byok_only', 'fal']) {
+        expect(() => buildApp({ ...testContext, providerLevels: bad }, offline)).toThrow(/providerLevels/);
+      }
       const invokers = Object.entries(resources)
         .filter(([, r]) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties).includes('lambda:'))
         .map(([id]) => id);

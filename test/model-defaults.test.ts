@@ -1,3 +1,4 @@
+import './support/test-providers.ts';
 /**
  * The shipped registry's defaults: every model node type names a real model on a real provider
  * (Bedrock's where Bedrock has one), each with the licence facts its card gives (docs/models.md),
@@ -96,5 +97,21 @@ describe('every model node type does real work by default', () => {
     });
     expect(checkApiIntegration(canvas, new Set(), stage('us-east-1'))).toBeNull();
     expect(providerEntry('fal')?.excludedRegions).toBeDefined();
+  });
+
+  it('lets a stage bar a provider further (its provider 422 stays reachable), never open one more', () => {
+    const stage = { configured: ['fal'], sandbox: false, levels: { fal: 'byok_only' as const } };
+    expect(routeProvider('fal', stage, false)).toEqual({ refused: true, level: 'byok_only' });
+    expect(routeProvider('fal', stage, true)).toMatchObject({ refused: false, credentials: 'team' });
+    expect(routeProvider('fal', { ...stage, levels: { fal: 'not_allowed' } }, true)).toEqual({
+      refused: true,
+      level: 'not_allowed',
+    });
+    // A level never opens a provider the registry bars.
+    expect(routeProvider('closed-w', { ...stage, levels: { 'closed-w': 'api' } }, true)).toMatchObject({
+      refused: true,
+    });
+    const canvas = { nodes: [{ id: 'a', type: 'AudioGen', config: {} }] } as never;
+    expect(checkApiIntegration(canvas, new Set(), stage)).toMatchObject({ providers: ['fal'], level: 'byok_only' });
   });
 });

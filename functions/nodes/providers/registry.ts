@@ -88,11 +88,14 @@ export type ProviderRoute =
  */
 export const routeProvider = (
   provider: string,
-  stage: Pick<StageProviders, 'configured' | 'sandbox'>,
+  stage: Pick<StageProviders, 'configured' | 'sandbox' | 'levels'>,
   teamHasKey: boolean,
 ): ProviderRoute => {
   const entry = providerEntry(provider);
-  const level: IntegrationLevel = entry?.level ?? 'not_allowed';
+  // A stage may bar a provider further than the registry does (`-c providerLevels`), never open it more.
+  const registered: IntegrationLevel = entry?.level ?? 'not_allowed';
+  const staged = stage.levels && Object.hasOwn(stage.levels, provider) ? stage.levels[provider] : undefined;
+  const level: IntegrationLevel = staged && registered === 'api' ? staged : registered;
   if (entry?.protocol === 'sandbox') {
     return stage.sandbox
       ? { refused: false, runsOn: provider, credentials: 'none' }
@@ -119,7 +122,7 @@ export const routeProvider = (
 export const checkApiIntegration = (
   canvas: Pick<Canvas, 'nodes'>,
   teamConnections: ReadonlySet<string>,
-  stage: Pick<StageProviders, 'configured' | 'sandbox' | 'region'>,
+  stage: Pick<StageProviders, 'configured' | 'sandbox' | 'region' | 'levels'>,
 ): ApiIntegrationRefusal | null => {
   for (const node of canvas.nodes) {
     const spec = getNodeSpec(node.type);

@@ -6,6 +6,7 @@
  * stage unless `SANDBOX_PROVIDERS=false`.
  */
 import { envNames } from '../../../platform/definitions.ts';
+import { type IntegrationLevel, integrationLevels } from '../../../platform/providers.ts';
 import { isRecord } from '../../is-record.ts';
 
 export interface StageProviders {
@@ -20,6 +21,8 @@ export interface StageProviders {
   secrets: Readonly<Record<string, string>> | undefined;
   /** The stage's AWS Region (`AWS_REGION`): a model whose licence excludes it is refused there. */
   region?: string | undefined;
+  /** Integration levels the stage sets on providers (`PROVIDER_LEVELS`, from `-c providerLevels`). */
+  levels?: Readonly<Record<string, IntegrationLevel>> | undefined;
 }
 
 /**
@@ -33,6 +36,21 @@ const localProviders = (env: NodeJS.ProcessEnv): string[] => [
   ...(env.PROVIDER_REPLICATE_API_KEY ? ['replicate'] : []),
   ...(env.PROVIDER_FAL_API_KEY ? ['fal'] : []),
 ];
+
+/** `PROVIDER_LEVELS`: JSON of provider key to integration level; anything else is a deployment error. */
+const levelsFromEnv = (raw: string | undefined): Record<string, IntegrationLevel> | undefined => {
+  if (raw === undefined || raw === '') return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    parsed = undefined;
+  }
+  if (!isRecord(parsed) || Object.values(parsed).some((l) => !(integrationLevels as readonly unknown[]).includes(l))) {
+    throw new Error(`${envNames.providerLevels} must be a JSON object of provider keys to integration levels`);
+  }
+  return parsed as Record<string, IntegrationLevel>;
+};
 
 /** The stage's providers from `PROVIDER_SECRETS`, `SANDBOX_PROVIDERS` and, locally, `OPENAI_COMPATIBLE_BASE_URL`. */
 export const stageProvidersFromEnv = (env: NodeJS.ProcessEnv = process.env): StageProviders => {
@@ -56,5 +74,6 @@ export const stageProvidersFromEnv = (env: NodeJS.ProcessEnv = process.env): Sta
     sandbox: env[envNames.sandboxProviders] !== 'false',
     secrets,
     region: env.AWS_REGION,
+    levels: levelsFromEnv(env[envNames.providerLevels]),
   };
 };
