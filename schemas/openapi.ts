@@ -1,9 +1,11 @@
 /**
  * The words and schemas of the OpenAPI 3.1.0 document served at GET /openapi.json, built from the
  * valibot schemas so the document, request validation and TypeScript types cannot drift apart. Its
- * error responses come from the error table's rows (`describeApi(errors)`): each operation lists,
- * under each status, the bodies of the rows that name its route. functions/docs/openapi.ts passes
- * the rows in (schemas/ knows nothing of functions/).
+ * error responses come from the error table's rows (`describeApi(errors, nodeConfigs)`): each
+ * operation lists, under each status, the bodies of the rows that name its route. A workflow step
+ * is one schema per node type, its `config` the catalogue's settings of that type.
+ * functions/docs/openapi.ts passes the rows and the settings in (schemas/ knows nothing of
+ * functions/).
  */
 import { type ConversionConfig, toJsonSchemaDefs } from '@valibot/to-json-schema';
 import type {
@@ -17,7 +19,7 @@ import type {
   ResponseObject,
   SchemaObject,
 } from 'openapi3-ts/oas31';
-import type * as v from 'valibot';
+import * as v from 'valibot';
 import { basePath, type RouteId, routeById, scopeOf } from '../platform/routes.ts';
 import { UuidSchema } from './common.ts';
 import { DeferredRunSchema, deferredRunStatuses, ListDeferredRunsResponseSchema } from './deferred-runs.ts';
@@ -54,6 +56,8 @@ import {
   CreateWorkflowRequestSchema,
   CreateWorkflowResponseSchema,
   ListWorkflowsResponseSchema,
+  type NodeType,
+  nodeTypes,
   ValidationIssueSchema,
   WorkflowStepConfigSchema,
   WorkflowStepInputSchema,
@@ -67,7 +71,7 @@ export const componentSchemas = {
   WorkflowSummary: WorkflowSummarySchema,
   ListWorkflowsResponse: ListWorkflowsResponseSchema,
   WorkflowStepInput: WorkflowStepInputSchema,
-  WorkflowStepConfig: WorkflowStepConfigSchema,
+  /** Replaced in the document by a `oneOf` of the node types' steps (`documentedSteps`). */
   WorkflowStep: WorkflowStepSchema,
   CreateWorkflowRequest: CreateWorkflowRequestSchema,
   CreateWorkflowResponse: CreateWorkflowResponseSchema,
@@ -160,6 +164,59 @@ export const documentedSchemas = (documented: readonly DocumentedError[]): Recor
   const schemas: Record<string, v.GenericSchema> = { ...componentSchemas };
   for (const schema of documented.flatMap((error) => error.schemas)) schemas[componentNameOf(schema)] = schema;
   return schemas;
+};
+
+/** A node type's settings, as the catalogue states them (`NodeSpec.configSchema`). */
+export type NodeConfigSchema = v.ObjectSchema<v.ObjectEntries, v.ErrorMessage<v.ObjectIssue> | undefined>;
+
+/** Every node type's settings: functions/docs/openapi.ts passes the catalogue's. */
+export type NodeConfigSchemas = Readonly<Record<NodeType, NodeConfigSchema>>;
+
+/** The document's name of the step of a node type. */
+export const stepComponentName = (type: NodeType): string => `WorkflowStep_${type}`;
+
+const isOptional = (entry: v.ObjectEntries[string]): boolean =>
+  entry.type === 'optional' || entry.type === 'exact_optional' || entry.type === 'nullish';
+
+/**
+ * The step of one node type, for the document only: `WorkflowStepSchema` with `type` that type and
+ * `config` its settings, required when one of them is (a step without it fails validation). Requests
+ * are still parsed as before: the step by `WorkflowStepSchema`, its config by the graph validation
+ * against the catalogue, which keeps settings it does not list; so does the document (no
+ * `additionalProperties: false`). `apiInputKey` is stated as the request schema states it.
+ */
+const documentedStep = (type: NodeType, settings: NodeConfigSchema) => {
+  const entries: v.ObjectEntries = { ...settings.entries };
+  if ('apiInputKey' in entries) entries.apiInputKey = WorkflowStepConfigSchema.entries.apiInputKey;
+  const config = v.pipe(
+    v.object(entries),
+    v.metadata({ description: `The ${type} node's settings. A setting not listed here is kept as given.` }),
+  );
+  return v.object({
+    ...WorkflowStepSchema.entries,
+    type: v.literal(type),
+    config: Object.values(entries).every(isOptional) ? v.optional(config) : config,
+  });
+};
+
+/**
+ * The step components: `WorkflowStep_<type>` for each node type, and `WorkflowStep` a `oneOf` of
+ * them discriminated by `type`, so a generated client types each step's `config` by its `type`.
+ */
+const documentedSteps = (nodeConfigs: NodeConfigSchemas) => {
+  const steps: Record<string, v.GenericSchema> = Object.fromEntries(
+    nodeTypes.map((type) => [stepComponentName(type), documentedStep(type, nodeConfigs[type])]),
+  );
+  const union: SchemaObject = {
+    description:
+      'A step: `key`, `type`, `label`, `config` and `inputs`. Its `type` decides the schema of its `config`.',
+    oneOf: nodeTypes.map((type) => ref(stepComponentName(type))),
+    discriminator: {
+      propertyName: 'type',
+      mapping: Object.fromEntries(nodeTypes.map((type) => [type, ref(stepComponentName(type)).$ref])),
+    },
+  };
+  return { steps, union };
 };
 
 const conversion: ConversionConfig = {
@@ -267,8 +324,11 @@ function operation(spec: OperationSpec, documented: readonly DocumentedError[]):
   };
 }
 
-/** The OpenAPI 3.1.0 document, its error responses from the error table's rows. */
-export function describeApi(documented: readonly DocumentedError[]): OpenAPIObject {
+/**
+ * The OpenAPI 3.1.0 document, its error responses from the error table's rows and each node type's
+ * step from its settings.
+ */
+export function describeApi(documented: readonly DocumentedError[], nodeConfigs: NodeConfigSchemas): OpenAPIObject {
   const uuid = toSchemaObjects({ Uuid: UuidSchema }).Uuid;
   const idempotencyKey = toSchemaObjects({ IdempotencyKey: IdempotencyKeySchema }).IdempotencyKey;
   const uuidPath = (name: string, description: string): ParameterObject => ({
@@ -625,6 +685,15 @@ export function describeApi(documented: readonly DocumentedError[]): OpenAPIObje
     paths[path] = { ...paths[path], [method.toLowerCase()]: operation(spec, documented) };
   }
 
+  // The step components follow `WorkflowStep`, which becomes their `oneOf`.
+  const { steps, union } = documentedSteps(nodeConfigs);
+  const named: Record<string, v.GenericSchema> = {};
+  for (const [name, schema] of Object.entries(documentedSchemas(documented))) {
+    named[name] = schema;
+    if (name === 'WorkflowStep') Object.assign(named, steps);
+  }
+  const schemas = { ...toSchemaObjects(named), WorkflowStep: union };
+
   const retryAfter: HeaderObject = {
     description: 'Seconds to wait before trying again.',
     required: true,
@@ -677,7 +746,7 @@ export function describeApi(documented: readonly DocumentedError[]): OpenAPIObje
       },
     },
     components: {
-      schemas: toSchemaObjects(documentedSchemas(documented)),
+      schemas,
       headers: { 'Retry-After': retryAfter },
       securitySchemes: {
         [securitySchemeName]: {

@@ -9,7 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
-import { buildOpenApiDocument } from '../functions/docs/openapi.ts';
+import { buildOpenApiDocument, nodeConfigSchemas } from '../functions/docs/openapi.ts';
 import {
   type AdmissionFacts,
   busyFirst,
@@ -66,9 +66,12 @@ import { type RouteId, routes } from '../platform/routes.ts';
 import { DeliveryPendingErrorSchema } from '../schemas/deliveries.ts';
 import * as bodies from '../schemas/errors.ts';
 import { messages } from '../schemas/errors.ts';
-import { describeApi, documentedSchemas } from '../schemas/openapi.ts';
+import { type DocumentedError, describeApi as describeWithSteps, documentedSchemas } from '../schemas/openapi.ts';
 import { RunValidationFailedSchema } from '../schemas/runs.ts';
 import { type ValidationIssue, WorkflowValidationFailedSchema } from '../schemas/workflows.ts';
+
+/** The document of these rows, its steps from the catalogue as served. */
+const describeApi = (rows: readonly DocumentedError[]) => describeWithSteps(rows, nodeConfigSchemas);
 
 const jobId = '6f1c1b6e-2f1e-4b7a-9d43-0a8f5c3e9b21';
 const issues: ValidationIssue[] = [{ code: 'cycle', key: null, message: 'The workflow has a cycle' }];

@@ -10,7 +10,7 @@ import type { ReferenceObject, SchemaObject } from 'openapi3-ts/oas31';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listWaitingDeferredRuns } from '../functions/store/deferred-runs.ts';
 import { routeById } from '../platform/routes.ts';
-import { type Json, type Path, resolveSchema, withValue } from './support/fuzz-requests.ts';
+import { type Json, optionFor, type Path, resolveSchema, withValue } from './support/fuzz-requests.ts';
 import { api, doc, expectBalanced, ledgerOf, pairPrice, pairSteps } from './support/runs.ts';
 import { addKey, createWorkflow, type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
 
@@ -76,12 +76,11 @@ interface Field {
  */
 const fieldsOf = (node: SchemaObject | ReferenceObject, value: Json, path: Path, missing: Set<string>): Field[] => {
   const schema = resolve(node);
-  const options = schema.anyOf ?? schema.oneOf;
-  if (options && !schema.properties) {
-    const option = options.map(resolve).find((o) => (o.type === 'string') === (typeof value === 'string'));
+  if ((schema.anyOf ?? schema.oneOf) && !schema.properties) {
+    const option = optionFor(doc, schema, value);
     return option ? fieldsOf(option, value, path, missing) : [];
   }
-  if (schema.type === 'string') return [{ path, kind: 'string' }];
+  if (schema.type === 'string' || typeof schema.const === 'string') return [{ path, kind: 'string' }];
   if (schema.type === 'array' && Array.isArray(value) && schema.items) {
     const items = schema.items;
     return value.flatMap((item, i) => fieldsOf(items, item, [...path, i], missing));
@@ -109,8 +108,13 @@ const contractAnswers: Record<string, { status: number; body: unknown }> = {
   name: { status: 400, body: { error: 'name is required' } },
   callbackUrl: { status: 422, body: { error: 'callbackUrl must be a valid https:// URL' } },
 };
-/** Strings that may be empty: a run's input value is text, and empty text is text. */
-const mayBeEmpty = (path: Path) => path[0] === 'inputs';
+/**
+ * Strings that may be empty: a run's input value is text, and empty text is text; and a node's own
+ * settings (`config.text`), which the graph validation checks against the catalogue (its 422 where
+ * one must not be empty), not the request schema. `config.apiInputKey` is the request schema's.
+ */
+const mayBeEmpty = (path: Path) =>
+  path[0] === 'inputs' || (path[0] === 'steps' && path[2] === 'config' && path[3] !== 'apiInputKey');
 
 const operationsWithBodies = () =>
   Object.values(doc.paths ?? {}).flatMap((item) =>

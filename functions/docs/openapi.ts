@@ -1,17 +1,25 @@
 /**
  * The OpenAPI 3.1.0 document served at GET /openapi.json: the contract's words and schemas
  * (schemas/openapi.ts) with each operation's error responses taken from the error table's rows
- * (functions/errors/table.ts: each row's status, body schemas and routes). Built here because it
- * needs both, and schemas/ knows nothing of functions/.
+ * (functions/errors/table.ts: each row's status, body schemas and routes) and each node type's step
+ * from the catalogue's settings of that type. Built here because it needs both, and schemas/ knows
+ * nothing of functions/.
  */
 import type { OpenAPIObject } from 'openapi3-ts/oas31';
-import { describeApi } from '../../schemas/openapi.ts';
+import { describeApi, type NodeConfigSchemas } from '../../schemas/openapi.ts';
+import { nodeTypes } from '../../schemas/workflows.ts';
 import { errorTable } from '../http/error-map.ts';
+import { catalogue } from '../nodes/catalogue/index.ts';
+
+/** Each node type's settings, as the catalogue validates them. */
+export const nodeConfigSchemas: NodeConfigSchemas = Object.fromEntries(
+  nodeTypes.map((type) => [type, catalogue[type].configSchema]),
+) as NodeConfigSchemas;
 
 let document: OpenAPIObject | undefined;
 
 /** The API description, built once per process. Treat it as read-only. */
 export function buildOpenApiDocument(): OpenAPIObject {
-  document ??= describeApi(errorTable);
+  document ??= describeApi(errorTable, nodeConfigSchemas);
   return document;
 }

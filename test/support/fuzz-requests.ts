@@ -21,6 +21,26 @@ export const resolveSchema = (doc: OpenAPIObject, node: Node): SchemaObject => {
   return resolveSchema(doc, schema);
 };
 
+/**
+ * The option of a `oneOf` or `anyOf` that `value` is written in: the one its discriminator names (a
+ * workflow step, by its `type`), else the first of its kind (a string or not).
+ */
+export const optionFor = (doc: OpenAPIObject, schema: SchemaObject, value: unknown): SchemaObject | undefined => {
+  const { discriminator } = schema;
+  if (discriminator) {
+    const tag =
+      value && typeof value === 'object' ? (value as Record<string, unknown>)[discriminator.propertyName] : undefined;
+    const target =
+      typeof tag === 'string' && Object.hasOwn(discriminator.mapping ?? {}, tag)
+        ? discriminator.mapping?.[tag]
+        : undefined;
+    return target ? resolveSchema(doc, { $ref: target }) : undefined;
+  }
+  return (schema.anyOf ?? schema.oneOf ?? [])
+    .map((option) => resolveSchema(doc, option))
+    .find((option) => (option.type === 'string') === (typeof value === 'string'));
+};
+
 /** `body` with the value at `path` replaced (a copy; `__proto__` stays an own key, as JSON.parse makes it). */
 export const withValue = (body: Json, path: Path, replacement: Json | undefined): Json => {
   if (path.length === 0) return replacement ?? null;
@@ -43,6 +63,7 @@ export interface Pools {
 /** A valid value of `node` (as far as the schema says; the handlers may still refuse it, e.g. an unknown id). */
 export const schemaValue = (doc: OpenAPIObject, node: Node, pools: Pools): fc.Arbitrary<Json> => {
   const schema = resolveSchema(doc, node);
+  if (schema.const !== undefined) return fc.constant(schema.const as Json);
   if (schema.enum) return fc.constantFrom(...(schema.enum as Json[]));
   const options = schema.anyOf ?? (schema.properties ? undefined : schema.oneOf);
   if (options) return fc.oneof(...options.map((option) => schemaValue(doc, option, pools)));
@@ -132,14 +153,12 @@ export const fieldsOf = (
   path: Path = [],
 ): { path: Path; type: string }[] => {
   const schema = resolveSchema(doc, node);
-  const options = schema.anyOf ?? (schema.properties ? undefined : schema.oneOf);
-  if (options) {
-    const option = options
-      .map((o) => resolveSchema(doc, o))
-      .find((o) => (o.type === 'string') === (typeof value === 'string'));
+  if (schema.anyOf ?? (schema.properties ? undefined : schema.oneOf)) {
+    const option = optionFor(doc, schema, value);
     return option ? fieldsOf(doc, option, value, path) : [];
   }
-  const here = { path, type: String(schema.type ?? (schema.enum ? typeof schema.enum[0] : 'unknown')) };
+  const constant = schema.const ?? schema.enum?.[0];
+  const here = { path, type: String(schema.type ?? (constant === undefined ? 'unknown' : typeof constant)) };
   if (schema.type === 'array' && Array.isArray(value) && schema.items) {
     const items = schema.items;
     return [here, ...value.flatMap((item, i) => fieldsOf(doc, items, item, [...path, i]))];

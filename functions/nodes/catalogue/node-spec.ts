@@ -78,12 +78,28 @@ export const intBetween = (min: number, max: number) =>
 /** A number within `[min, max]`. */
 export const numberBetween = (min: number, max: number) => v.pipe(v.number(), v.minValue(min), v.maxValue(max));
 
+/** A string setting with words for the OpenAPI document (`v.metadata` changes nothing it accepts). */
+const described = (description: string) => v.pipe(NonEmptyStringSchema, v.metadata({ description }));
+
 /** Settings every model step has: another provider or model than the default. */
 export const modelConfigEntries = {
-  provider: v.optional(NonEmptyStringSchema),
-  model: v.optional(NonEmptyStringSchema),
+  provider: v.optional(
+    described(
+      "The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type.",
+    ),
+  ),
+  model: v.optional(
+    described(
+      "The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed.",
+    ),
+  ),
   /** Fields passed to a hosted model as they are, after the step's own (Replicate, fal). */
-  modelInput: v.optional(v.record(v.string(), v.unknown())),
+  modelInput: v.optional(
+    v.pipe(
+      v.record(v.string(), v.unknown()),
+      v.metadata({ description: "Fields passed to the model as they are, after the step's own (Replicate, fal)." }),
+    ),
+  ),
 };
 
 /** The price of a step that is not a model step: `draft` changes nothing it does, so it costs the same. */

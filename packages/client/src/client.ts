@@ -12,14 +12,14 @@ type Schemas = components['schemas'];
 export type WorkflowSummary = Schemas['WorkflowSummary'];
 export type WorkflowStepInput = Schemas['WorkflowStepInput'];
 /**
- * A step of Create a workflow. `config` holds the node's settings, whose fields depend on the node
- * type (only `apiInputKey` is common to all), so it takes any field.
+ * A step of Create a workflow: a union discriminated by `type`, each node type's `config` typed
+ * with its own settings (`provider`, `model` and `modelInput` on a model step).
  */
-export type WorkflowStep = Omit<Schemas['WorkflowStep'], 'config'> & {
-  config?: Schemas['WorkflowStepConfig'] & Record<string, unknown>;
-};
-export type NodeType = Schemas['WorkflowStep']['type'];
-export type CreateWorkflowRequest = Omit<Schemas['CreateWorkflowRequest'], 'steps'> & { steps: WorkflowStep[] };
+export type WorkflowStep = Schemas['WorkflowStep'];
+export type NodeType = WorkflowStep['type'];
+/** The step of one node type, e.g. `WorkflowStepOf<'ImageGen'>['config']`. */
+export type WorkflowStepOf<T extends NodeType> = Extract<WorkflowStep, { type: T }>;
+export type CreateWorkflowRequest = Schemas['CreateWorkflowRequest'];
 export type CreateWorkflowResponse = Schemas['CreateWorkflowResponse'];
 export type RunRequest = Schemas['RunRequest'];
 export type RunStartedResponse = Schemas['RunStartedResponse'];
@@ -262,12 +262,7 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
     listWorkflows: async (requestOptions = {}) =>
       (await unwrap(raw.GET('/workflows', { signal: requestOptions.signal }))).workflows,
     createWorkflow: (body, requestOptions = {}) =>
-      unwrap(
-        raw.POST('/workflows', {
-          body: body as Schemas['CreateWorkflowRequest'],
-          signal: requestOptions.signal,
-        }),
-      ),
+      unwrap(raw.POST('/workflows', { body, signal: requestOptions.signal })),
     runWorkflow: ((id: string, body?: RunRequest, runOptions?: RunOptions) =>
       start('workflow', id, body, runOptions)) as WorkflowRunClient['runWorkflow'],
     runAgent: ((id: string, body?: RunRequest, runOptions?: RunOptions) =>

@@ -364,75 +364,1076 @@ export interface components {
       sourceHandle?: string;
       targetHandle?: string;
     };
-    WorkflowStepConfig: {
-      /** @description On a TextEntry or PromptBuilder step: the `inputs` key a run uses to replace the step's value (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
-      apiInputKey?: string;
-    };
-    WorkflowStep: {
+    /** @description A step: `key`, `type`, `label`, `config` and `inputs`. Its `type` decides the schema of its `config`. */
+    WorkflowStep:
+      | components['schemas']['WorkflowStep_InputStage']
+      | components['schemas']['WorkflowStep_ProcessingStage']
+      | components['schemas']['WorkflowStep_ExportStage']
+      | components['schemas']['WorkflowStep_Prompt']
+      | components['schemas']['WorkflowStep_Knowledgebase']
+      | components['schemas']['WorkflowStep_Service']
+      | components['schemas']['WorkflowStep_CodeHostA']
+      | components['schemas']['WorkflowStep_CloudStorage']
+      | components['schemas']['WorkflowStep_ImageGen']
+      | components['schemas']['WorkflowStep_AudioGen']
+      | components['schemas']['WorkflowStep_3DTransform']
+      | components['schemas']['WorkflowStep_TextEntry']
+      | components['schemas']['WorkflowStep_FileUploader']
+      | components['schemas']['WorkflowStep_JsonLoader']
+      | components['schemas']['WorkflowStep_ImageLoader']
+      | components['schemas']['WorkflowStep_WebhookListener']
+      | components['schemas']['WorkflowStep_ObjectBucketWatcher']
+      | components['schemas']['WorkflowStep_ShaderSnippet']
+      | components['schemas']['WorkflowStep_RigImporter']
+      | components['schemas']['WorkflowStep_TextureManifest']
+      | components['schemas']['WorkflowStep_PromptBuilder']
+      | components['schemas']['WorkflowStep_JsonExtractor']
+      | components['schemas']['WorkflowStep_VariableMapper']
+      | components['schemas']['WorkflowStep_MathOperator']
+      | components['schemas']['WorkflowStep_ConditionalSwitch']
+      | components['schemas']['WorkflowStep_BatchSplitter']
+      | components['schemas']['WorkflowStep_ImageCropper']
+      | components['schemas']['WorkflowStep_MeshDecimator']
+      | components['schemas']['WorkflowStep_CustomApiCall']
+      | components['schemas']['WorkflowStep_PythonSandbox']
+      | components['schemas']['WorkflowStep_IterationGate']
+      | components['schemas']['WorkflowStep_LlmWorker']
+      | components['schemas']['WorkflowStep_DiffusionWorker']
+      | components['schemas']['WorkflowStep_ControlNetFilter']
+      | components['schemas']['WorkflowStep_VisionInterrogator']
+      | components['schemas']['WorkflowStep_DepthEstimator']
+      | components['schemas']['WorkflowStep_PbrSynthesizer']
+      | components['schemas']['WorkflowStep_TwoDToThreeD']
+      | components['schemas']['WorkflowStep_AutoRigger']
+      | components['schemas']['WorkflowStep_Upscaler']
+      | components['schemas']['WorkflowStep_BackgroundRemover']
+      | components['schemas']['WorkflowStep_Embedder']
+      | components['schemas']['WorkflowStep_TextConsole']
+      | components['schemas']['WorkflowStep_ImageGallery']
+      | components['schemas']['WorkflowStep_AudioPlayer']
+      | components['schemas']['WorkflowStep_JsonInspector']
+      | components['schemas']['WorkflowStep_ApiPostAction']
+      | components['schemas']['WorkflowStep_ObjectUploader']
+      | components['schemas']['WorkflowStep_ChatNotifier']
+      | components['schemas']['WorkflowStep_CodeHostADelivery']
+      | components['schemas']['WorkflowStep_CodeHostBDelivery']
+      | components['schemas']['WorkflowStep_VcsCDelivery']
+      | components['schemas']['WorkflowStep_EngineDelivery']
+      | components['schemas']['WorkflowStep_ThreeDStudioViewer']
+      | components['schemas']['WorkflowStep_ShaderPlayback'];
+    WorkflowStep_InputStage: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
       /**
-       * @description Node type; one of the 55 values listed.
+       * @description discriminator enum property added by openapi-typescript
        * @enum {string}
        */
-      type:
-        | 'InputStage'
-        | 'ProcessingStage'
-        | 'ExportStage'
-        | 'Prompt'
-        | 'Knowledgebase'
-        | 'Service'
-        | 'CodeHostA'
-        | 'CloudStorage'
-        | 'ImageGen'
-        | 'AudioGen'
-        | '3DTransform'
-        | 'TextEntry'
-        | 'FileUploader'
-        | 'JsonLoader'
-        | 'ImageLoader'
-        | 'WebhookListener'
-        | 'ObjectBucketWatcher'
-        | 'ShaderSnippet'
-        | 'RigImporter'
-        | 'TextureManifest'
-        | 'PromptBuilder'
-        | 'JsonExtractor'
-        | 'VariableMapper'
-        | 'MathOperator'
-        | 'ConditionalSwitch'
-        | 'BatchSplitter'
-        | 'ImageCropper'
-        | 'MeshDecimator'
-        | 'CustomApiCall'
-        | 'PythonSandbox'
-        | 'IterationGate'
-        | 'LlmWorker'
-        | 'DiffusionWorker'
-        | 'ControlNetFilter'
-        | 'VisionInterrogator'
-        | 'DepthEstimator'
-        | 'PbrSynthesizer'
-        | 'TwoDToThreeD'
-        | 'AutoRigger'
-        | 'Upscaler'
-        | 'BackgroundRemover'
-        | 'Embedder'
-        | 'TextConsole'
-        | 'ImageGallery'
-        | 'AudioPlayer'
-        | 'JsonInspector'
-        | 'ApiPostAction'
-        | 'ObjectUploader'
-        | 'ChatNotifier'
-        | 'CodeHostADelivery'
-        | 'CodeHostBDelivery'
-        | 'VcsCDelivery'
-        | 'EngineDelivery'
-        | 'ThreeDStudioViewer'
-        | 'ShaderPlayback';
+      type: 'InputStage';
       label?: string;
-      config?: components['schemas']['WorkflowStepConfig'];
+      /** @description The InputStage node's settings. A setting not listed here is kept as given. */
+      config?: {
+        description?: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_ProcessingStage: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'ProcessingStage';
+      label?: string;
+      /** @description The ProcessingStage node's settings. A setting not listed here is kept as given. */
+      config?: {
+        description?: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_ExportStage: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'ExportStage';
+      label?: string;
+      /** @description The ExportStage node's settings. A setting not listed here is kept as given. */
+      config?: {
+        description?: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_Prompt: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'Prompt';
+      label?: string;
+      /** @description The Prompt node's settings. A setting not listed here is kept as given. */
+      config?: {
+        promptId?: string;
+        text?: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_Knowledgebase: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'Knowledgebase';
+      label?: string;
+      /** @description The Knowledgebase node's settings. A setting not listed here is kept as given. */
+      config?: {
+        knowledgebaseId?: string;
+        topK?: number;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_Service: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'Service';
+      label?: string;
+      /** @description The Service node's settings. A setting not listed here is kept as given. */
+      config?: {
+        serviceId?: string;
+        operation?: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_CodeHostA: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'CodeHostA';
+      label?: string;
+      /** @description The CodeHostA node's settings. A setting not listed here is kept as given. */
+      config?: {
+        repository?: string;
+        ref?: string;
+        path?: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_CloudStorage: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'CloudStorage';
+      label?: string;
+      /** @description The CloudStorage node's settings. A setting not listed here is kept as given. */
+      config?: {
+        bucket?: string;
+        key?: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_ImageGen: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'ImageGen';
+      label?: string;
+      /** @description The ImageGen node's settings. A setting not listed here is kept as given. */
+      config?: {
+        /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
+        provider?: string;
+        /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
+        model?: string;
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        modelInput?: {
+          [key: string]: unknown;
+        };
+        width?: number;
+        height?: number;
+        steps?: number;
+        seed?: number;
+        variations?: number;
+        negativePrompt?: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_AudioGen: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'AudioGen';
+      label?: string;
+      /** @description The AudioGen node's settings. A setting not listed here is kept as given. */
+      config?: {
+        /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
+        provider?: string;
+        /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
+        model?: string;
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        modelInput?: {
+          [key: string]: unknown;
+        };
+        durationSeconds?: number;
+        seed?: number;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_3DTransform: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: '3DTransform';
+      label?: string;
+      /** @description The 3DTransform node's settings. A setting not listed here is kept as given. */
+      config?: {
+        /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
+        provider?: string;
+        /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
+        model?: string;
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        modelInput?: {
+          [key: string]: unknown;
+        };
+        /** @enum {string} */
+        format?: 'glb' | 'obj';
+        seed?: number;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_TextEntry: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'TextEntry';
+      label?: string;
+      /** @description The TextEntry node's settings. A setting not listed here is kept as given. */
+      config?: {
+        text?: string;
+        /** @description On a TextEntry or PromptBuilder step: the `inputs` key a run uses to replace the step's value (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+        apiInputKey?: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_FileUploader: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'FileUploader';
+      label?: string;
+      /** @description The FileUploader node's settings. A setting not listed here is kept as given. */
+      config?: {
+        fileId?: string;
+        fileName?: string;
+        mimeType?: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_JsonLoader: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'JsonLoader';
+      label?: string;
+      /** @description The JsonLoader node's settings. A setting not listed here is kept as given. */
+      config?: {
+        data?: unknown;
+        /** Format: uri */
+        url?: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_ImageLoader: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'ImageLoader';
+      label?: string;
+      /** @description The ImageLoader node's settings. A setting not listed here is kept as given. */
+      config?: {
+        /** Format: uri */
+        url?: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_WebhookListener: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'WebhookListener';
+      label?: string;
+      /** @description The WebhookListener node's settings. A setting not listed here is kept as given. */
+      config?: {
+        path?: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_ObjectBucketWatcher: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'ObjectBucketWatcher';
+      label?: string;
+      /** @description The ObjectBucketWatcher node's settings. A setting not listed here is kept as given. */
+      config?: {
+        bucket?: string;
+        prefix?: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_ShaderSnippet: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'ShaderSnippet';
+      label?: string;
+      /** @description The ShaderSnippet node's settings. A setting not listed here is kept as given. */
+      config?: {
+        code?: string;
+        /** @enum {string} */
+        language?: 'glsl' | 'hlsl' | 'wgsl';
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_RigImporter: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'RigImporter';
+      label?: string;
+      /** @description The RigImporter node's settings. A setting not listed here is kept as given. */
+      config?: {
+        /** Format: uri */
+        url?: string;
+        /** @enum {string} */
+        format?: 'glb' | 'gltf' | 'fbx';
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_TextureManifest: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'TextureManifest';
+      label?: string;
+      /** @description The TextureManifest node's settings. A setting not listed here is kept as given. */
+      config?: {
+        textures?: string[];
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_PromptBuilder: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'PromptBuilder';
+      label?: string;
+      /** @description The PromptBuilder node's settings. A setting not listed here is kept as given. */
+      config?: {
+        template?: string;
+        /** @description On a TextEntry or PromptBuilder step: the `inputs` key a run uses to replace the step's value (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+        apiInputKey?: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_JsonExtractor: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'JsonExtractor';
+      label?: string;
+      /** @description The JsonExtractor node's settings. A setting not listed here is kept as given. */
+      config: {
+        path: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_VariableMapper: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'VariableMapper';
+      label?: string;
+      /** @description The VariableMapper node's settings. A setting not listed here is kept as given. */
+      config?: {
+        mapping?: {
+          [key: string]: string;
+        };
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_MathOperator: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'MathOperator';
+      label?: string;
+      /** @description The MathOperator node's settings. A setting not listed here is kept as given. */
+      config: {
+        expression: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_ConditionalSwitch: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'ConditionalSwitch';
+      label?: string;
+      /** @description The ConditionalSwitch node's settings. A setting not listed here is kept as given. */
+      config: {
+        /** @enum {string} */
+        operator: 'equals' | 'notEquals' | 'greaterThan' | 'lessThan' | 'contains' | 'truthy' | 'empty';
+        value?: unknown;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_BatchSplitter: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'BatchSplitter';
+      label?: string;
+      /** @description The BatchSplitter node's settings. A setting not listed here is kept as given. */
+      config?: {
+        maxItems?: number;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_ImageCropper: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'ImageCropper';
+      label?: string;
+      /** @description The ImageCropper node's settings. A setting not listed here is kept as given. */
+      config?: {
+        x?: number;
+        y?: number;
+        width?: number;
+        height?: number;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_MeshDecimator: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'MeshDecimator';
+      label?: string;
+      /** @description The MeshDecimator node's settings. A setting not listed here is kept as given. */
+      config?: {
+        ratio?: number;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_CustomApiCall: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'CustomApiCall';
+      label?: string;
+      /** @description The CustomApiCall node's settings. A setting not listed here is kept as given. */
+      config: {
+        /** Format: uri */
+        url: string;
+        /** @enum {string} */
+        method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+        headers?: {
+          [key: string]: string;
+        };
+        timeoutMs?: number;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_PythonSandbox: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'PythonSandbox';
+      label?: string;
+      /** @description The PythonSandbox node's settings. A setting not listed here is kept as given. */
+      config: {
+        code: string;
+        timeoutMs?: number;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_IterationGate: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'IterationGate';
+      label?: string;
+      /** @description The IterationGate node's settings. A setting not listed here is kept as given. */
+      config?: {
+        maxItems?: number;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_LlmWorker: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'LlmWorker';
+      label?: string;
+      /** @description The LlmWorker node's settings. A setting not listed here is kept as given. */
+      config?: {
+        /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
+        provider?: string;
+        /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
+        model?: string;
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        modelInput?: {
+          [key: string]: unknown;
+        };
+        system?: string;
+        maxTokens?: number;
+        temperature?: number;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_DiffusionWorker: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'DiffusionWorker';
+      label?: string;
+      /** @description The DiffusionWorker node's settings. A setting not listed here is kept as given. */
+      config?: {
+        /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
+        provider?: string;
+        /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
+        model?: string;
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        modelInput?: {
+          [key: string]: unknown;
+        };
+        width?: number;
+        height?: number;
+        steps?: number;
+        seed?: number;
+        guidance?: number;
+        strength?: number;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_ControlNetFilter: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'ControlNetFilter';
+      label?: string;
+      /** @description The ControlNetFilter node's settings. A setting not listed here is kept as given. */
+      config?: {
+        /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
+        provider?: string;
+        /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
+        model?: string;
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        modelInput?: {
+          [key: string]: unknown;
+        };
+        /** @enum {string} */
+        mode?: 'canny' | 'depth' | 'pose' | 'scribble';
+        strength?: number;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_VisionInterrogator: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'VisionInterrogator';
+      label?: string;
+      /** @description The VisionInterrogator node's settings. A setting not listed here is kept as given. */
+      config?: {
+        /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
+        provider?: string;
+        /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
+        model?: string;
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        modelInput?: {
+          [key: string]: unknown;
+        };
+        /** @enum {string} */
+        detail?: 'low' | 'high';
+        maxTokens?: number;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_DepthEstimator: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'DepthEstimator';
+      label?: string;
+      /** @description The DepthEstimator node's settings. A setting not listed here is kept as given. */
+      config?: {
+        /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
+        provider?: string;
+        /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
+        model?: string;
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        modelInput?: {
+          [key: string]: unknown;
+        };
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_PbrSynthesizer: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'PbrSynthesizer';
+      label?: string;
+      /** @description The PbrSynthesizer node's settings. A setting not listed here is kept as given. */
+      config?: {
+        /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
+        provider?: string;
+        /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
+        model?: string;
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        modelInput?: {
+          [key: string]: unknown;
+        };
+        /** @enum {number} */
+        resolution?: 512 | 1024 | 2048;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_TwoDToThreeD: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'TwoDToThreeD';
+      label?: string;
+      /** @description The TwoDToThreeD node's settings. A setting not listed here is kept as given. */
+      config?: {
+        /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
+        provider?: string;
+        /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
+        model?: string;
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        modelInput?: {
+          [key: string]: unknown;
+        };
+        /** @enum {string} */
+        format?: 'glb' | 'obj';
+        seed?: number;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_AutoRigger: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'AutoRigger';
+      label?: string;
+      /** @description The AutoRigger node's settings. A setting not listed here is kept as given. */
+      config?: {
+        /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
+        provider?: string;
+        /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
+        model?: string;
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        modelInput?: {
+          [key: string]: unknown;
+        };
+        /** @enum {string} */
+        skeleton?: 'humanoid' | 'quadruped';
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_Upscaler: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'Upscaler';
+      label?: string;
+      /** @description The Upscaler node's settings. A setting not listed here is kept as given. */
+      config?: {
+        /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
+        provider?: string;
+        /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
+        model?: string;
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        modelInput?: {
+          [key: string]: unknown;
+        };
+        /** @enum {number} */
+        scale?: 2 | 4;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_BackgroundRemover: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'BackgroundRemover';
+      label?: string;
+      /** @description The BackgroundRemover node's settings. A setting not listed here is kept as given. */
+      config?: {
+        /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
+        provider?: string;
+        /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
+        model?: string;
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        modelInput?: {
+          [key: string]: unknown;
+        };
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_Embedder: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'Embedder';
+      label?: string;
+      /** @description The Embedder node's settings. A setting not listed here is kept as given. */
+      config?: {
+        /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
+        provider?: string;
+        /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
+        model?: string;
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        modelInput?: {
+          [key: string]: unknown;
+        };
+        dimensions?: number;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_TextConsole: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'TextConsole';
+      label?: string;
+      /** @description The TextConsole node's settings. A setting not listed here is kept as given. */
+      config?: {
+        title?: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_ImageGallery: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'ImageGallery';
+      label?: string;
+      /** @description The ImageGallery node's settings. A setting not listed here is kept as given. */
+      config?: {
+        title?: string;
+        columns?: number;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_AudioPlayer: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'AudioPlayer';
+      label?: string;
+      /** @description The AudioPlayer node's settings. A setting not listed here is kept as given. */
+      config?: {
+        title?: string;
+        loop?: boolean;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_JsonInspector: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'JsonInspector';
+      label?: string;
+      /** @description The JsonInspector node's settings. A setting not listed here is kept as given. */
+      config?: {
+        title?: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_ApiPostAction: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'ApiPostAction';
+      label?: string;
+      /** @description The ApiPostAction node's settings. A setting not listed here is kept as given. */
+      config: {
+        /** Format: uri */
+        url: string;
+        headers?: {
+          [key: string]: string;
+        };
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_ObjectUploader: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'ObjectUploader';
+      label?: string;
+      /** @description The ObjectUploader node's settings. A setting not listed here is kept as given. */
+      config?: {
+        bucket?: string;
+        prefix?: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_ChatNotifier: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'ChatNotifier';
+      label?: string;
+      /** @description The ChatNotifier node's settings. A setting not listed here is kept as given. */
+      config?: {
+        channel?: string;
+        template?: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_CodeHostADelivery: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'CodeHostADelivery';
+      label?: string;
+      /** @description The CodeHostADelivery node's settings. A setting not listed here is kept as given. */
+      config: {
+        repository: string;
+        branch?: string;
+        path?: string;
+        commitMessage?: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_CodeHostBDelivery: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'CodeHostBDelivery';
+      label?: string;
+      /** @description The CodeHostBDelivery node's settings. A setting not listed here is kept as given. */
+      config: {
+        repository: string;
+        branch?: string;
+        path?: string;
+        commitMessage?: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_VcsCDelivery: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'VcsCDelivery';
+      label?: string;
+      /** @description The VcsCDelivery node's settings. A setting not listed here is kept as given. */
+      config: {
+        repository: string;
+        branch?: string;
+        path?: string;
+        commitMessage?: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_EngineDelivery: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'EngineDelivery';
+      label?: string;
+      /** @description The EngineDelivery node's settings. A setting not listed here is kept as given. */
+      config?: {
+        project?: string;
+        assetPath?: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_ThreeDStudioViewer: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'ThreeDStudioViewer';
+      label?: string;
+      /** @description The ThreeDStudioViewer node's settings. A setting not listed here is kept as given. */
+      config?: {
+        title?: string;
+        environment?: string;
+      };
+      inputs?: (string | components['schemas']['WorkflowStepInput'])[];
+    };
+    WorkflowStep_ShaderPlayback: {
+      /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+      key: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'ShaderPlayback';
+      label?: string;
+      /** @description The ShaderPlayback node's settings. A setting not listed here is kept as given. */
+      config?: {
+        title?: string;
+        durationSeconds?: number;
+      };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
     CreateWorkflowRequest: {
