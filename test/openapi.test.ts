@@ -58,17 +58,8 @@ describe('OpenAPI document', () => {
 
   it('documents exactly the 7 endpoints of the contract and those of our design', () => {
     expect(contractEndpoints).toHaveLength(7);
-    expect(designedEndpoints.map(({ method, path }) => `${method} ${path}`)).toEqual([
-      'get /runs',
-      'get /deferred-runs',
-      'post /runs/{jobId}/cancel',
-      'get /runs/{jobId}/deliveries',
-      'post /runs/{jobId}/deliveries/redeliver',
-      'delete /deferred-runs/{id}',
-      'post /provider-webhooks/{provider}/{jobId}/{nodeId}/{token}',
-      'get /docs',
-      'get /docs/assets/{name}',
-    ]);
+    // Our design's endpoints are the guide's rows marked so, one per route the contract does not name.
+    expect(designedEndpoints.length + contractEndpoints.length).toBe(routes.length);
     const documented = operations.map(({ method, path }) => `${method} ${path}`).sort();
     const expected = [...contractEndpoints, ...designedEndpoints].map(({ method, path }) => `${method} ${path}`).sort();
     expect(documented).toEqual(expected);

@@ -6,9 +6,11 @@
  * build on the earlier ones). It reaches every route, mapping and rule, and its last step checks that
  * every function of the assembly was invoked: `npm run rehearse` and `test/rehearse.int.test.ts` both run it.
  */
+import { randomUUID } from 'node:crypto';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Webhook } from 'standardwebhooks';
 import type { Deps } from '../../functions/deps.ts';
+import { routes } from '../../platform/routes.ts';
 import { type Received, startReceiver } from '../../test/support/webhook-receiver.ts';
 import { runAdmin } from '../admin.ts';
 import { localAwsConfig } from '../emulators.ts';
@@ -530,6 +532,27 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
       check(deferredIds.includes(deferredJobId), `GET /deferred-runs misses ${deferredJobId}`);
       return `${jobIds.length} runs, ${deferredIds.length} deferred runs`;
     });
+
+    // A route the steps above did not call (a new one, say) still answers through its bundle, so
+    // the check below holds for every function without the flow naming each route.
+    await step(
+      'every route answers through its own bundle (a request of its own for any not called above)',
+      async () => {
+        const called: string[] = [];
+        for (const route of routes) {
+          if ((stack.functions.get(route.id)?.invocations.length ?? 0) > 0) continue;
+          const path = route.path.replace(/\{(\w+)\}/g, () => randomUUID());
+          const answer = await request(baseUrl, path, {
+            ...(route.scope ? { key } : {}),
+            method: route.method,
+            ...(route.method === 'POST' ? { body: {} } : {}),
+          });
+          check(answer.status < 500, `${route.method} ${route.path}: ${answer.status} ${answer.text.slice(0, 200)}`);
+          called.push(`${route.id} ${answer.status}`);
+        }
+        return called.length === 0 ? 'each was called above' : called.join(', ');
+      },
+    );
 
     await step('every function was invoked, none failed unexpectedly', async () => {
       const idle = [...stack.functions].filter(([, fn]) => fn.invocations.length === 0).map(([id]) => id);
