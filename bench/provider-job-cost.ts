@@ -7,7 +7,6 @@
  * provider's webhook to our route, and every DynamoDB and SQS call. Nothing holds a Lambda while
  * the provider works: the wait costs polls, not GB-seconds.
  */
-import { createServer } from 'node:net';
 import { createExecutorRegistry, executorDeps } from '../functions/nodes/executors/index.ts';
 import { encodePng, makeImage } from '../functions/nodes/media/png.ts';
 import { stageProvidersFromEnv } from '../functions/nodes/providers/stage.ts';
@@ -16,6 +15,7 @@ import { startLocalApi } from '../local/api-gateway.ts';
 import { startQueuePoller } from '../local/event-source.ts';
 import { localDeps } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
+import { freePort } from '../local/rehearse/providers.ts';
 import { stepsQueue } from '../platform/definitions.ts';
 import { startFileServer } from '../test/stand-ins/http.ts';
 import { startReplicateStandIn } from '../test/stand-ins/replicate.ts';
@@ -43,16 +43,6 @@ export const chainWithJobStep = (length: number) =>
         }
       : step,
   );
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -10,8 +10,8 @@ import { encodePng, makeImage } from '../../functions/nodes/media/png.ts';
 import { startFileServer } from '../../test/stand-ins/http.ts';
 import { startReplicateStandIn } from '../../test/stand-ins/replicate.ts';
 
-/** A port free now, for the API front to listen on (its address goes into the functions' settings first). */
-const freePort = () =>
+/** A port free now, for an API front to listen on (its address goes into the functions' settings first). */
+export const freePort = () =>
   new Promise<number>((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);

@@ -7,7 +7,7 @@
  * caller.
  */
 
-import { glbToMesh } from '../media/glb.ts';
+import { glbAsObj } from '../media/glb.ts';
 import { sniffContentType } from '../media/marks.ts';
 import { hostedModelInput, type JobParts, readJobAnswer } from '../providers/hosted-models.ts';
 import type { MediaFile } from '../providers/types.ts';
@@ -109,14 +109,7 @@ const copyAnswerFile = async (
 /** A mesh as glb (checked by its bytes), or as OBJ text when `config.format` is `obj`. */
 const meshOf = (context: StepContext, file: MediaFile): MediaFile => {
   if (file.contentType !== 'model/gltf-binary') fail(context, 'the provider answered a mesh that is not glb');
-  if (context.node.config.format !== 'obj') return file;
-  const { positions, indices } = glbToMesh(file.body);
-  const lines = ['# AI-generated: trainedAlgorithmicMedia'];
-  for (let i = 0; i < positions.length; i += 3) lines.push(`v ${positions[i]} ${positions[i + 1]} ${positions[i + 2]}`);
-  for (let i = 0; i < indices.length; i += 3) {
-    lines.push(`f ${(indices[i] as number) + 1} ${(indices[i + 1] as number) + 1} ${(indices[i + 2] as number) + 1}`);
-  }
-  return { body: new TextEncoder().encode(`${lines.join('\n')}\n`), contentType: 'model/obj' };
+  return context.node.config.format === 'obj' ? glbAsObj(file.body) : file;
 };
 
 /**

@@ -16,7 +16,7 @@ import {
   tokensOf,
 } from '../../domain/model-pricing.ts';
 import { imageSize, modeSettings } from '../../domain/run-modes.ts';
-import { glbToMesh } from '../media/glb.ts';
+import { glbAsObj } from '../media/glb.ts';
 import { pngPixels } from '../media/png.ts';
 import { openAiCompatibleDefaultModels } from '../providers/openai-compatible.ts';
 import { routeProvider, stepProvider } from '../providers/registry.ts';
@@ -176,16 +176,8 @@ const imageEdit =
     });
 
 /** A GLB mesh from a provider, written as OBJ text when `config.format` is `obj`. */
-const meshFile = (context: StepContext, glb: MediaFile): MediaFile => {
-  if (context.node.config.format !== 'obj') return glb;
-  const { positions, indices } = glbToMesh(glb.body);
-  const lines = ['# AI-generated: trainedAlgorithmicMedia'];
-  for (let i = 0; i < positions.length; i += 3) lines.push(`v ${positions[i]} ${positions[i + 1]} ${positions[i + 2]}`);
-  for (let i = 0; i < indices.length; i += 3) {
-    lines.push(`f ${(indices[i] as number) + 1} ${(indices[i + 1] as number) + 1} ${(indices[i + 2] as number) + 1}`);
-  }
-  return { body: new TextEncoder().encode(`${lines.join('\n')}\n`), contentType: 'model/obj' };
-};
+const meshFile = (context: StepContext, glb: MediaFile): MediaFile =>
+  context.node.config.format === 'obj' ? glbAsObj(glb.body) : glb;
 
 const meshFromImage =
   (deps: ExecutorDeps, withPrompt: boolean): NodeExecutor =>

@@ -162,3 +162,14 @@ export const glbToMesh = (bytes: Uint8Array): TriangleMesh => {
   }
   return { positions, indices };
 };
+
+/** A GLB's triangles as Wavefront OBJ text, marked as AI-generated in its first comment line. */
+export const glbAsObj = (bytes: Uint8Array): { body: Uint8Array; contentType: string } => {
+  const { positions, indices } = glbToMesh(bytes);
+  const lines = ['# AI-generated: trainedAlgorithmicMedia'];
+  for (let i = 0; i < positions.length; i += 3) lines.push(`v ${positions[i]} ${positions[i + 1]} ${positions[i + 2]}`);
+  for (let i = 0; i < indices.length; i += 3) {
+    lines.push(`f ${(indices[i] as number) + 1} ${(indices[i + 1] as number) + 1} ${(indices[i + 2] as number) + 1}`);
+  }
+  return { body: new TextEncoder().encode(`${lines.join('\n')}\n`), contentType: 'model/obj' };
+};
