@@ -6,6 +6,7 @@
  */
 import * as v from 'valibot';
 import { DateTimeSchema, UuidSchema } from './common.ts';
+import { jsonResponse, type OperationSpec, uuidPath } from './openapi-parts.ts';
 import { WebhookEventSchema } from './runs.ts';
 
 /** A delivery's states (functions/domain/webhook.ts says when each holds). */
@@ -82,3 +83,49 @@ export const DeliveryPendingErrorSchema = v.strictObject({
   nextAttemptAt: v.nullable(DateTimeSchema),
 });
 export type DeliveryPendingErrorBody = v.InferOutput<typeof DeliveryPendingErrorSchema>;
+
+/** The named schemas of the document this module holds (its 409's body is an error's, named with the errors). */
+export const deliveryComponents = {
+  WebhookDeliveries: WebhookDeliveriesSchema,
+  WebhookAttempt: WebhookAttemptSchema,
+  RedeliveryQueued: RedeliveryQueuedSchema,
+};
+
+const noDeliveriesWords =
+  'No such run in the team (or in the workflows the key is limited to), or the run has no `callbackUrl`.';
+
+/** The operations of the delivery routes, for the document (schemas/openapi.ts). */
+export const deliveryOperations: OperationSpec[] = [
+  {
+    operationId: 'ListDeliveries',
+    tag: 'Runs',
+    summary: 'List webhook deliveries of a run',
+    description:
+      'The run-finished webhook delivery log: its latest attempts (5 at most), newest first, each with when it ' +
+      'started, the callback URL host, the status code or why there was none, its duration and when the retry ' +
+      'it scheduled is due; and the delivery state. `pending` with no attempt until the run ends and its first ' +
+      'attempt is made.',
+    parameters: [uuidPath('jobId', 'The `jobId` returned when the run started.')],
+    responses: { 200: jsonResponse('The delivery log.', 'WebhookDeliveries') },
+    errorWords: { 404: noDeliveriesWords },
+  },
+  {
+    operationId: 'RedeliverWebhook',
+    tag: 'Runs',
+    summary: 'Redeliver the webhook of a run',
+    description:
+      'Queues one new attempt of the run-finished webhook, with the same `webhook-id` (receivers deduplicate on ' +
+      'it), numbered after the last attempt. It is a single attempt: no retries follow it, and its answer sets ' +
+      'the state (`delivered` or `failed`). Refused while the delivery is `pending`. Of concurrent requests, one ' +
+      'queues an attempt and the others answer 409.',
+    parameters: [uuidPath('jobId', 'The `jobId` returned when the run started.')],
+    responses: {
+      202: jsonResponse('One attempt is queued.', 'RedeliveryQueued'),
+      500: jsonResponse('Server failure.', 'ServerError'),
+    },
+    errorWords: {
+      404: noDeliveriesWords,
+      409: 'The delivery is pending: the run has not ended, an attempt is due, or a redelivery is queued.',
+    },
+  },
+];

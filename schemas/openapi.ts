@@ -3,9 +3,12 @@
  * valibot schemas so the document, request validation and TypeScript types cannot drift apart. Its
  * error responses come from the error table's rows (`describeApi(errors, nodeConfigs)`): each
  * operation lists, under each status, the bodies of the rows that name its route. A workflow step
- * is one schema per node type, its `config` the catalogue's settings of that type.
- * functions/docs/openapi.ts passes the rows and the settings in (schemas/ knows nothing of
- * functions/).
+ * is one schema per node type, its `config` the catalogue's settings of that type. Each resource
+ * module states its own operations and named schemas (`runOperations`, `runComponents` in
+ * schemas/runs.ts, ...; their parts in schemas/openapi-parts.ts), so a new route or answer schema
+ * leaves this file alone; the operations come in the order of their routes in platform/routes.ts,
+ * then the provider webhook and the API description's own. functions/docs/openapi.ts passes the
+ * rows and the settings in (schemas/ knows nothing of functions/).
  */
 import { type ConversionConfig, toJsonSchemaDefs } from '@valibot/to-json-schema';
 import type {
@@ -15,89 +18,47 @@ import type {
   ParameterObject,
   PathsObject,
   ReferenceObject,
-  RequestBodyObject,
   ResponseObject,
   SchemaObject,
 } from 'openapi3-ts/oas31';
 import * as v from 'valibot';
-import { basePath, type RouteId, routeById, scopeOf } from '../platform/routes.ts';
-import { UuidSchema } from './common.ts';
-import { DeferredRunSchema, deferredRunStatuses, ListDeferredRunsResponseSchema } from './deferred-runs.ts';
-import {
-  DeliveryPendingErrorSchema,
-  RedeliveryQueuedSchema,
-  WebhookAttemptSchema,
-  WebhookDeliveriesSchema,
-} from './deliveries.ts';
+import { basePath, type RouteId, routeById, routes } from '../platform/routes.ts';
+import { deferredRunComponents, deferredRunListComponents, deferredRunOperations } from './deferred-runs.ts';
+import { DeliveryPendingErrorSchema, deliveryComponents, deliveryOperations } from './deliveries.ts';
 import * as errors from './errors.ts';
 import {
-  GeneratedBySchema,
-  IdempotencyKeySchema,
-  idempotencyKeyHeader,
-  LicenceModelSchema,
-  LicenceSchema,
-  ListRunsResponseSchema,
-  listedRunStatuses,
-  listPageLimits,
-  RunDeferredResponseSchema,
-  RunFileSchema,
-  RunOutputSchema,
-  RunRequestSchema,
-  RunSchema,
-  RunStartedResponseSchema,
-  RunStepSchema,
-  RunSummarySchema,
-  RunValidationFailedSchema,
-  WebhookBodySchema,
-  WebhookEventSchema,
-  webhookHeaderNames,
-} from './runs.ts';
+  type DocumentedParameter,
+  jsonResponse,
+  namedResponse,
+  type OperationSpec,
+  ref,
+  storageBusyText,
+  uuidPath,
+} from './openapi-parts.ts';
+import { runComponents, runListComponents, runOperations, WebhookEventSchema, webhookHeaderNames } from './runs.ts';
 import {
-  CreateWorkflowRequestSchema,
-  CreateWorkflowResponseSchema,
-  ListWorkflowsResponseSchema,
   type NodeType,
   nodeTypes,
-  ValidationIssueSchema,
   WorkflowStepConfigSchema,
-  WorkflowStepInputSchema,
   WorkflowStepSchema,
-  WorkflowSummarySchema,
-  WorkflowValidationFailedSchema,
+  workflowComponents,
+  workflowOperations,
 } from './workflows.ts';
 
-/** Every named schema of the document; the key is its name under `#/components/schemas/`. */
+/**
+ * Every named schema of the document; the key is its name under `#/components/schemas/`. Each
+ * resource module names its own (a new answer schema goes in its module's map); the errors' are
+ * named here, after them, and any error body not here is named from the error table's rows.
+ */
 export const componentSchemas = {
-  WorkflowSummary: WorkflowSummarySchema,
-  ListWorkflowsResponse: ListWorkflowsResponseSchema,
-  WorkflowStepInput: WorkflowStepInputSchema,
-  /** Replaced in the document by a `oneOf` of the node types' steps (`documentedSteps`). */
-  WorkflowStep: WorkflowStepSchema,
-  CreateWorkflowRequest: CreateWorkflowRequestSchema,
-  CreateWorkflowResponse: CreateWorkflowResponseSchema,
-  ValidationIssue: ValidationIssueSchema,
-  WorkflowValidationFailed: WorkflowValidationFailedSchema,
-  RunRequest: RunRequestSchema,
-  RunStartedResponse: RunStartedResponseSchema,
-  RunDeferredResponse: RunDeferredResponseSchema,
-  RunValidationFailed: RunValidationFailedSchema,
-  Run: RunSchema,
-  RunStep: RunStepSchema,
-  RunOutput: RunOutputSchema,
-  RunFile: RunFileSchema,
-  Licence: LicenceSchema,
-  LicenceModel: LicenceModelSchema,
-  GeneratedBy: GeneratedBySchema,
-  WebhookBody: WebhookBodySchema,
-  DeferredRun: DeferredRunSchema,
-  RunSummary: RunSummarySchema,
-  ListRunsResponse: ListRunsResponseSchema,
-  ListDeferredRunsResponse: ListDeferredRunsResponseSchema,
+  ...workflowComponents,
+  ...runComponents,
+  ...deferredRunComponents,
+  ...runListComponents,
+  ...deferredRunListComponents,
   InvalidQueryError: errors.InvalidQueryErrorSchema,
   InvalidCursorError: errors.InvalidCursorErrorSchema,
-  WebhookDeliveries: WebhookDeliveriesSchema,
-  WebhookAttempt: WebhookAttemptSchema,
-  RedeliveryQueued: RedeliveryQueuedSchema,
+  ...deliveryComponents,
   NameRequiredError: errors.NameRequiredErrorSchema,
   StepsRequiredError: errors.StepsRequiredErrorSchema,
   AgentOrProjectRequiredError: errors.AgentOrProjectRequiredErrorSchema,
@@ -134,8 +95,6 @@ export const componentSchemas = {
   MonthlyCapUnverifiableError: errors.MonthlyCapUnverifiableErrorSchema,
   StorageBusyError: errors.StorageBusyErrorSchema,
 };
-
-type ComponentName = keyof typeof componentSchemas;
 
 /** An error as the document reads it: one row of the error table (functions/errors/table.ts). */
 export interface DocumentedError {
@@ -235,28 +194,11 @@ function toSchemaObjects<TKey extends string>(
   return toJsonSchemaDefs(schemas, conversion) as Record<TKey, SchemaObject>;
 }
 
-const ref = (name: string): ReferenceObject => ({ $ref: `#/components/schemas/${name}` });
-
 const retryAfterRef: ReferenceObject = { $ref: '#/components/headers/Retry-After' };
-
-/** A JSON response whose body is one of the named schemas. */
-function jsonResponse(description: string, ...names: [ComponentName, ...ComponentName[]]): ResponseObject {
-  return namedResponse(description, names);
-}
-
-function namedResponse(description: string, names: readonly string[]): ResponseObject {
-  const schema = names.length === 1 ? ref(names[0] as string) : { oneOf: names.map(ref) };
-  return { description, content: { 'application/json': { schema } } };
-}
 
 function withRetryAfter(response: ResponseObject): ResponseObject {
   return { ...response, headers: { 'Retry-After': retryAfterRef } };
 }
-
-/** The 503 of every operation that writes (our design): its write met contention on every try. */
-const storageBusyText =
-  'The service is busy (a write met a conflicting one or throttling on every try); nothing was written. ' +
-  'Try again after `Retry-After` seconds.';
 
 /** The words of an error status every operation that answers it shares, unless it has its own. */
 const sharedErrorWords: Partial<Record<number, string>> = {
@@ -265,21 +207,6 @@ const sharedErrorWords: Partial<Record<number, string>> = {
   429: 'Too many requests with this key; wait `Retry-After` seconds.',
   503: storageBusyText,
 };
-
-/** One operation's words; its method, path and scope are the route's in `platform/routes.ts`. */
-interface OperationSpec {
-  /** The route's `id`, also the operationId. */
-  operationId: RouteId;
-  tag: string;
-  summary: string;
-  description: string;
-  parameters?: ParameterObject[];
-  requestBody?: RequestBodyObject;
-  /** Its answers that are no row of the error table: its successes, and its 500 when it writes. */
-  responses: Record<number, ResponseObject>;
-  /** Its own words for an error status it answers (else `sharedErrorWords`); the bodies are the error rows'. */
-  errorWords?: Partial<Record<number, string>>;
-}
 
 const securitySchemeName = 'bearerAuth';
 
@@ -305,6 +232,23 @@ function errorResponses(spec: OperationSpec, documented: readonly DocumentedErro
   return responses;
 }
 
+/** Whether a parameter's schema is a valibot schema (else it is a schema object already). */
+const isValibotSchema = (schema: DocumentedParameter['schema']): schema is v.GenericSchema =>
+  schema !== undefined && 'kind' in schema && schema.kind === 'schema';
+
+/** A parameter as the document states it: its valibot schema, if any, converted (in its place). */
+const documentedParameter = (parameter: DocumentedParameter): ParameterObject => {
+  const { schema } = parameter;
+  if (!isValibotSchema(schema)) return { ...parameter, schema };
+  return { ...parameter, schema: toSchemaObjects({ Parameter: schema }).Parameter };
+};
+
+/** The resource modules' operations in the order of their routes in `platform/routes.ts`. */
+const inRouteOrder = (specs: readonly OperationSpec[]): OperationSpec[] => {
+  const position = (spec: OperationSpec) => routes.findIndex((route) => route.id === spec.operationId);
+  return [...specs].sort((a, b) => position(a) - position(b));
+};
+
 function operation(spec: OperationSpec, documented: readonly DocumentedError[]): OperationObject {
   const { scope } = routeById(spec.operationId);
   const keyed = scope !== null;
@@ -318,7 +262,7 @@ function operation(spec: OperationSpec, documented: readonly DocumentedError[]):
     summary: spec.summary,
     description: keyed ? `${spec.description}\n\nScope: \`${scope}\`.` : spec.description,
     security: keyed ? [{ [securitySchemeName]: [] }] : [],
-    ...(spec.parameters ? { parameters: spec.parameters } : {}),
+    ...(spec.parameters ? { parameters: spec.parameters.map(documentedParameter) } : {}),
     ...(spec.requestBody ? { requestBody: spec.requestBody } : {}),
     responses: Object.fromEntries(statuses.map((status) => [String(status), responses[status]])),
   };
@@ -329,257 +273,8 @@ function operation(spec: OperationSpec, documented: readonly DocumentedError[]):
  * step from its settings.
  */
 export function describeApi(documented: readonly DocumentedError[], nodeConfigs: NodeConfigSchemas): OpenAPIObject {
-  const uuid = toSchemaObjects({ Uuid: UuidSchema }).Uuid;
-  const idempotencyKey = toSchemaObjects({ IdempotencyKey: IdempotencyKeySchema }).IdempotencyKey;
-  const uuidPath = (name: string, description: string): ParameterObject => ({
-    name,
-    in: 'path',
-    required: true,
-    description,
-    schema: uuid,
-  });
-
-  const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
-    operationId: subject === 'workflow' ? 'RunWorkflow' : 'RunAgent',
-    tag: 'Runs',
-    summary: subject === 'workflow' ? 'Run a workflow' : 'Run an agent',
-    description: [
-      subject === 'workflow'
-        ? 'Starts a run of one workflow.'
-        : "Runs the agent's active workflow; if it has none active, its newest workflow. " +
-          '`workflowId` in the response names the workflow that ran.',
-      'The cost is estimated and held from the team credits before anything runs; each step is charged when it ' +
-        'finishes. One run in progress per workflow at a time. With `defer: true` the run is queued to start ' +
-        'later, when the price multiplier reaches `maxMultiplier` (answer 202).',
-      `An optional \`${idempotencyKeyHeader}\` makes a retry safe: the same key with the same request (this ` +
-        'endpoint, this id, the same body) within 24 hours answers as the first request did; the same key with ' +
-        'another request (another body, or the other run endpoint, or another id) answers 422.',
-    ].join('\n\n'),
-    parameters: [
-      uuidPath('id', subject === 'workflow' ? 'The workflow to run.' : 'The agent whose workflow runs.'),
-      {
-        name: idempotencyKeyHeader,
-        in: 'header',
-        required: false,
-        description:
-          'Caller-chosen key, one per request: the same key, endpoint, id and body within 24 hours answer as the ' +
-          'first request did.',
-        schema: idempotencyKey,
-      },
-    ],
-    requestBody: {
-      required: false,
-      description: 'Every field is optional; an empty or missing body runs the workflow as built.',
-      content: { 'application/json': { schema: ref('RunRequest') } },
-    },
-    responses: {
-      200: jsonResponse('The run is queued and its estimate held.', 'RunStartedResponse'),
-      202: jsonResponse(
-        'The run is deferred (`defer: true`); not a promise that it will start.',
-        'RunDeferredResponse',
-      ),
-      500: jsonResponse('Server failure.', 'ServerError'),
-    },
-    errorWords: {
-      400: 'The body is not JSON or a field has the wrong type.',
-      413: 'The body is larger than 64 KiB.',
-      402: 'Not enough credits, the project hard cap, the per-step credit limit, or the key monthly credit cap.',
-      403: `The key lacks \`${scopeOf(subject === 'workflow' ? 'RunWorkflow' : 'RunAgent')}\`, or is limited to other workflows.`,
-      404:
-        subject === 'workflow'
-          ? 'No such workflow in the team, or it has no canvas.'
-          : 'No such agent in the team, no workflow for it, or no canvas.',
-      409: 'The workflow already has a run in progress.',
-      422:
-        'An `inputs` key matches no step, `callbackUrl` is not https, the workflow fails validation, a step ' +
-        'runs only on providers this run may not use, or the `Idempotency-Key` was used with another request.',
-      503:
-        'The key has a monthly cap that could not be checked (the run is refused rather than started ' +
-        `unmetered), or: ${storageBusyText}`,
-    },
-  });
-
-  /** The query parameters of the two lists (our design): filters, page size and cursor. */
-  const listParameters = (statuses: readonly string[]): ParameterObject[] => [
-    {
-      name: 'workflowId',
-      in: 'query',
-      required: false,
-      description: 'Only runs of this workflow. A key limited to other workflows gets an empty page.',
-      schema: uuid,
-    },
-    {
-      name: 'status',
-      in: 'query',
-      required: false,
-      description: 'Only runs with this status.',
-      schema: { type: 'string', enum: [...statuses] },
-    },
-    {
-      name: 'limit',
-      in: 'query',
-      required: false,
-      description:
-        'The most entries on the page. A page can hold fewer (even none) and still have a `nextCursor` when a ' +
-        'filter is given: follow `nextCursor` until it is null.',
-      schema: { type: 'integer', minimum: 1, maximum: listPageLimits.max, default: listPageLimits.default },
-    },
-    {
-      name: 'cursor',
-      in: 'query',
-      required: false,
-      description:
-        'The `nextCursor` of the previous page, unchanged; send the same filters with it (it is bound to them).',
-      schema: { type: 'string' },
-    },
-  ];
-  const noDeliveriesWords =
-    'No such run in the team (or in the workflows the key is limited to), or the run has no `callbackUrl`.';
-  const listErrorWords = {
-    400: 'A filter, `limit` or `cursor` this list does not take (a cursor of another team or other filters, or altered).',
-  };
-
   const operations: OperationSpec[] = [
-    {
-      operationId: 'ListWorkflows',
-      tag: 'Workflows',
-      summary: 'List workflows',
-      description:
-        'Lists the workflows the key can run, newest change first: only the team ones, and if the key is ' +
-        'limited to certain workflows, only those. No pagination: all are returned.',
-      responses: {
-        200: jsonResponse(
-          'The workflows; empty when the team has none or the key may run none.',
-          'ListWorkflowsResponse',
-        ),
-      },
-    },
-    {
-      operationId: 'CreateWorkflow',
-      tag: 'Workflows',
-      summary: 'Create a workflow',
-      description:
-        'Creates a workflow from a list of steps; the service builds the canvas graph. Exactly one of `agentId` ' +
-        '(add it to this agent) and `projectId` (create a new agent in this project) must be given. Keys limited ' +
-        'to certain workflows cannot create workflows.',
-      requestBody: { required: true, content: { 'application/json': { schema: ref('CreateWorkflowRequest') } } },
-      responses: {
-        201: jsonResponse('The workflow was created.', 'CreateWorkflowResponse'),
-        500: jsonResponse('Server failure.', 'ServerError'),
-      },
-      errorWords: {
-        400:
-          'Missing `name` or `steps`, not exactly one of `agentId` and `projectId`, or a body that is not JSON or ' +
-          'has a field of the wrong type.',
-        403: `The key lacks \`${scopeOf('CreateWorkflow')}\`, or is limited to certain workflows.`,
-        404: 'The agent or project is not in the team.',
-        413: 'The body is larger than 256 KiB.',
-        422: 'An unknown node type, or a graph failing validation (repeated step key, input naming no step, ...).',
-      },
-    },
-    runStart('workflow'),
-    runStart('agent'),
-    {
-      operationId: 'ListRuns',
-      tag: 'Runs',
-      summary: 'List runs',
-      description:
-        'Lists the team runs, newest first, as summaries (no steps or output: Get a run reads those), a page at a ' +
-        'time. A key limited to certain workflows sees only their runs. A run reads as `queued` here until a step ' +
-        'has finished (Get a run says `claimed` once a worker has taken one). Reading never spends credits.',
-      parameters: listParameters(listedRunStatuses),
-      responses: { 200: jsonResponse('A page of runs.', 'ListRunsResponse') },
-      errorWords: listErrorWords,
-    },
-    {
-      operationId: 'ListDeferredRuns',
-      tag: 'Deferred runs',
-      summary: 'List deferred runs',
-      description:
-        'Lists the team deferred runs, newest first, each as Get a deferred run answers it, a page at a time. A ' +
-        'key limited to certain workflows sees only theirs.',
-      parameters: listParameters(deferredRunStatuses),
-      responses: { 200: jsonResponse('A page of deferred runs.', 'ListDeferredRunsResponse') },
-      errorWords: listErrorWords,
-    },
-    {
-      operationId: 'GetRun',
-      tag: 'Runs',
-      summary: 'Get a run',
-      description:
-        'Reads a run status, per-step status and output. Poll until `status` is `completed` or `failed`; a few ' +
-        'seconds between reads is enough. Reading never spends credits.',
-      parameters: [uuidPath('jobId', 'The `jobId` returned when the run started.')],
-      responses: { 200: jsonResponse('The run.', 'Run') },
-      errorWords: { 404: 'No such run in the team.' },
-    },
-    {
-      operationId: 'CancelRun',
-      tag: 'Runs',
-      summary: 'Cancel a run',
-      description:
-        'Cancels a run that is `queued`, `claimed` or `processing`: its steps stop, nothing more is charged, and ' +
-        'the unspent hold is released. A `callbackUrl` given at the start receives `run.cancelled`.',
-      parameters: [uuidPath('jobId', 'The `jobId` returned when the run started.')],
-      responses: {
-        200: jsonResponse('The run, now `cancelled`.', 'Run'),
-        500: jsonResponse('Server failure.', 'ServerError'),
-      },
-      errorWords: { 404: 'No such run in the team.', 409: 'The run has already ended.' },
-    },
-    {
-      operationId: 'ListDeliveries',
-      tag: 'Runs',
-      summary: 'List webhook deliveries of a run',
-      description:
-        'The run-finished webhook delivery log: its latest attempts (5 at most), newest first, each with when it ' +
-        'started, the callback URL host, the status code or why there was none, its duration and when the retry ' +
-        'it scheduled is due; and the delivery state. `pending` with no attempt until the run ends and its first ' +
-        'attempt is made.',
-      parameters: [uuidPath('jobId', 'The `jobId` returned when the run started.')],
-      responses: { 200: jsonResponse('The delivery log.', 'WebhookDeliveries') },
-      errorWords: { 404: noDeliveriesWords },
-    },
-    {
-      operationId: 'RedeliverWebhook',
-      tag: 'Runs',
-      summary: 'Redeliver the webhook of a run',
-      description:
-        'Queues one new attempt of the run-finished webhook, with the same `webhook-id` (receivers deduplicate on ' +
-        'it), numbered after the last attempt. It is a single attempt: no retries follow it, and its answer sets ' +
-        'the state (`delivered` or `failed`). Refused while the delivery is `pending`. Of concurrent requests, one ' +
-        'queues an attempt and the others answer 409.',
-      parameters: [uuidPath('jobId', 'The `jobId` returned when the run started.')],
-      responses: {
-        202: jsonResponse('One attempt is queued.', 'RedeliveryQueued'),
-        500: jsonResponse('Server failure.', 'ServerError'),
-      },
-      errorWords: {
-        404: noDeliveriesWords,
-        409: 'The delivery is pending: the run has not ended, an attempt is due, or a redelivery is queued.',
-      },
-    },
-    {
-      operationId: 'GetDeferredRun',
-      tag: 'Deferred runs',
-      summary: 'Get a deferred run',
-      description: 'Reads a deferred run. Once `dispatched`, `jobId` is the run to read with Get a run.',
-      parameters: [uuidPath('id', 'The `deferredJobId`.')],
-      responses: { 200: jsonResponse('The deferred run.', 'DeferredRun') },
-      errorWords: { 404: 'No such deferred run in the team.' },
-    },
-    {
-      operationId: 'CancelDeferredRun',
-      tag: 'Deferred runs',
-      summary: 'Cancel a deferred run',
-      description: 'Cancels a deferred run that is still `waiting`; it will not start.',
-      parameters: [uuidPath('id', 'The `deferredJobId`.')],
-      responses: {
-        200: jsonResponse('The deferred run, now `cancelled`.', 'DeferredRun'),
-        500: jsonResponse('Server failure.', 'ServerError'),
-      },
-      errorWords: { 404: 'No such deferred run in the team.', 409: 'The deferred run is no longer waiting.' },
-    },
+    ...inRouteOrder([...workflowOperations, ...runOperations, ...deferredRunOperations, ...deliveryOperations]),
     {
       operationId: 'ProviderWebhook',
       tag: 'Provider webhooks',

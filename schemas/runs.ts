@@ -5,8 +5,17 @@
  * (`notArray`); responses use `v.strictObject`.
  */
 import * as v from 'valibot';
+import { scopeOf } from '../platform/routes.ts';
 import { DateTimeSchema, NameStringSchema, notArray, UuidSchema } from './common.ts';
 import { messages } from './errors.ts';
+import {
+  type DocumentedParameter,
+  jsonResponse,
+  type OperationSpec,
+  ref,
+  storageBusyText,
+  uuidPath,
+} from './openapi-parts.ts';
 import { ValidationIssueSchema } from './workflows.ts';
 
 const runModes = ['production', 'draft', 'preview'] as const;
@@ -267,3 +276,165 @@ export const WebhookBodySchema = v.strictObject({
   output: v.optional(v.array(RunOutputSchema)),
 });
 export type WebhookBody = v.InferOutput<typeof WebhookBodySchema>;
+
+/** The named schemas of the document this module holds; the key is the name under `#/components/schemas/`. */
+export const runComponents = {
+  RunRequest: RunRequestSchema,
+  RunStartedResponse: RunStartedResponseSchema,
+  RunDeferredResponse: RunDeferredResponseSchema,
+  RunValidationFailed: RunValidationFailedSchema,
+  Run: RunSchema,
+  RunStep: RunStepSchema,
+  RunOutput: RunOutputSchema,
+  RunFile: RunFileSchema,
+  Licence: LicenceSchema,
+  LicenceModel: LicenceModelSchema,
+  GeneratedBy: GeneratedBySchema,
+  WebhookBody: WebhookBodySchema,
+};
+
+/** The named schemas of the list of runs (the document names them after the deferred run). */
+export const runListComponents = {
+  RunSummary: RunSummarySchema,
+  ListRunsResponse: ListRunsResponseSchema,
+};
+
+/** The query parameters of the two lists, of runs and of deferred runs (our design): filters, page size and cursor. */
+export const listQueryParameters = (statuses: readonly string[]): DocumentedParameter[] => [
+  {
+    name: 'workflowId',
+    in: 'query',
+    required: false,
+    description: 'Only runs of this workflow. A key limited to other workflows gets an empty page.',
+    schema: UuidSchema,
+  },
+  {
+    name: 'status',
+    in: 'query',
+    required: false,
+    description: 'Only runs with this status.',
+    schema: { type: 'string', enum: [...statuses] },
+  },
+  {
+    name: 'limit',
+    in: 'query',
+    required: false,
+    description:
+      'The most entries on the page. A page can hold fewer (even none) and still have a `nextCursor` when a ' +
+      'filter is given: follow `nextCursor` until it is null.',
+    schema: { type: 'integer', minimum: 1, maximum: listPageLimits.max, default: listPageLimits.default },
+  },
+  {
+    name: 'cursor',
+    in: 'query',
+    required: false,
+    description:
+      'The `nextCursor` of the previous page, unchanged; send the same filters with it (it is bound to them).',
+    schema: { type: 'string' },
+  },
+];
+
+/** The words of the two lists for their 400. */
+export const listErrorWords = {
+  400: 'A filter, `limit` or `cursor` this list does not take (a cursor of another team or other filters, or altered).',
+};
+
+const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
+  operationId: subject === 'workflow' ? 'RunWorkflow' : 'RunAgent',
+  tag: 'Runs',
+  summary: subject === 'workflow' ? 'Run a workflow' : 'Run an agent',
+  description: [
+    subject === 'workflow'
+      ? 'Starts a run of one workflow.'
+      : "Runs the agent's active workflow; if it has none active, its newest workflow. " +
+        '`workflowId` in the response names the workflow that ran.',
+    'The cost is estimated and held from the team credits before anything runs; each step is charged when it ' +
+      'finishes. One run in progress per workflow at a time. With `defer: true` the run is queued to start ' +
+      'later, when the price multiplier reaches `maxMultiplier` (answer 202).',
+    `An optional \`${idempotencyKeyHeader}\` makes a retry safe: the same key with the same request (this ` +
+      'endpoint, this id, the same body) within 24 hours answers as the first request did; the same key with ' +
+      'another request (another body, or the other run endpoint, or another id) answers 422.',
+  ].join('\n\n'),
+  parameters: [
+    uuidPath('id', subject === 'workflow' ? 'The workflow to run.' : 'The agent whose workflow runs.'),
+    {
+      name: idempotencyKeyHeader,
+      in: 'header',
+      required: false,
+      description:
+        'Caller-chosen key, one per request: the same key, endpoint, id and body within 24 hours answer as the ' +
+        'first request did.',
+      schema: IdempotencyKeySchema,
+    },
+  ],
+  requestBody: {
+    required: false,
+    description: 'Every field is optional; an empty or missing body runs the workflow as built.',
+    content: { 'application/json': { schema: ref('RunRequest') } },
+  },
+  responses: {
+    200: jsonResponse('The run is queued and its estimate held.', 'RunStartedResponse'),
+    202: jsonResponse('The run is deferred (`defer: true`); not a promise that it will start.', 'RunDeferredResponse'),
+    500: jsonResponse('Server failure.', 'ServerError'),
+  },
+  errorWords: {
+    400: 'The body is not JSON or a field has the wrong type.',
+    413: 'The body is larger than 64 KiB.',
+    402: 'Not enough credits, the project hard cap, the per-step credit limit, or the key monthly credit cap.',
+    403: `The key lacks \`${scopeOf(subject === 'workflow' ? 'RunWorkflow' : 'RunAgent')}\`, or is limited to other workflows.`,
+    404:
+      subject === 'workflow'
+        ? 'No such workflow in the team, or it has no canvas.'
+        : 'No such agent in the team, no workflow for it, or no canvas.',
+    409: 'The workflow already has a run in progress.',
+    422:
+      'An `inputs` key matches no step, `callbackUrl` is not https, the workflow fails validation, a step ' +
+      'runs only on providers this run may not use, or the `Idempotency-Key` was used with another request.',
+    503:
+      'The key has a monthly cap that could not be checked (the run is refused rather than started ' +
+      `unmetered), or: ${storageBusyText}`,
+  },
+});
+
+/** The operations of the run routes, for the document (schemas/openapi.ts). */
+export const runOperations: OperationSpec[] = [
+  runStart('workflow'),
+  runStart('agent'),
+  {
+    operationId: 'ListRuns',
+    tag: 'Runs',
+    summary: 'List runs',
+    description:
+      'Lists the team runs, newest first, as summaries (no steps or output: Get a run reads those), a page at a ' +
+      'time. A key limited to certain workflows sees only their runs. A run reads as `queued` here until a step ' +
+      'has finished (Get a run says `claimed` once a worker has taken one). Reading never spends credits.',
+    parameters: listQueryParameters(listedRunStatuses),
+    responses: { 200: jsonResponse('A page of runs.', 'ListRunsResponse') },
+    errorWords: listErrorWords,
+  },
+  {
+    operationId: 'GetRun',
+    tag: 'Runs',
+    summary: 'Get a run',
+    description:
+      'Reads a run status, per-step status and output. Poll until `status` is `completed` or `failed`; a few ' +
+      'seconds between reads is enough. Reading never spends credits.',
+    parameters: [uuidPath('jobId', 'The `jobId` returned when the run started.')],
+    responses: { 200: jsonResponse('The run.', 'Run') },
+    errorWords: { 404: 'No such run in the team.' },
+  },
+  {
+    operationId: 'CancelRun',
+    tag: 'Runs',
+    summary: 'Cancel a run',
+    description:
+      'Cancels a run that is `queued`, `claimed` or `processing`: its steps stop, nothing more is charged, and ' +
+      'the unspent hold is released. A `callbackUrl` given at the start receives `run.cancelled`.',
+    parameters: [uuidPath('jobId', 'The `jobId` returned when the run started.')],
+    responses: {
+      200: jsonResponse('The run, now `cancelled`.', 'Run'),
+      500: jsonResponse('Server failure.', 'ServerError'),
+    },
+    errorWords: { 404: 'No such run in the team.', 409: 'The run has already ended.' },
+  },
+];

@@ -5,8 +5,10 @@
  * responses use `v.strictObject` (exactly the documented fields).
  */
 import * as v from 'valibot';
+import { scopeOf } from '../platform/routes.ts';
 import { DateTimeSchema, NameStringSchema, notArray, UuidSchema } from './common.ts';
 import { messages } from './errors.ts';
+import { jsonResponse, type OperationSpec, ref } from './openapi-parts.ts';
 
 /** The 55 node types of spec section 2.2, in spec order and spelling. */
 export const nodeTypes = [
@@ -233,3 +235,57 @@ export const WorkflowValidationFailedSchema = v.strictObject({
   errors: v.pipe(v.array(ValidationIssueSchema), v.minLength(1)),
 });
 export type WorkflowValidationFailed = v.InferOutput<typeof WorkflowValidationFailedSchema>;
+
+/** The named schemas of the document this module holds; the key is the name under `#/components/schemas/`. */
+export const workflowComponents = {
+  WorkflowSummary: WorkflowSummarySchema,
+  ListWorkflowsResponse: ListWorkflowsResponseSchema,
+  WorkflowStepInput: WorkflowStepInputSchema,
+  /** Replaced in the document by a `oneOf` of the node types' steps (schemas/openapi.ts). */
+  WorkflowStep: WorkflowStepSchema,
+  CreateWorkflowRequest: CreateWorkflowRequestSchema,
+  CreateWorkflowResponse: CreateWorkflowResponseSchema,
+  ValidationIssue: ValidationIssueSchema,
+  WorkflowValidationFailed: WorkflowValidationFailedSchema,
+};
+
+/** The operations of the workflow routes, for the document (schemas/openapi.ts). */
+export const workflowOperations: OperationSpec[] = [
+  {
+    operationId: 'ListWorkflows',
+    tag: 'Workflows',
+    summary: 'List workflows',
+    description:
+      'Lists the workflows the key can run, newest change first: only the team ones, and if the key is ' +
+      'limited to certain workflows, only those. No pagination: all are returned.',
+    responses: {
+      200: jsonResponse(
+        'The workflows; empty when the team has none or the key may run none.',
+        'ListWorkflowsResponse',
+      ),
+    },
+  },
+  {
+    operationId: 'CreateWorkflow',
+    tag: 'Workflows',
+    summary: 'Create a workflow',
+    description:
+      'Creates a workflow from a list of steps; the service builds the canvas graph. Exactly one of `agentId` ' +
+      '(add it to this agent) and `projectId` (create a new agent in this project) must be given. Keys limited ' +
+      'to certain workflows cannot create workflows.',
+    requestBody: { required: true, content: { 'application/json': { schema: ref('CreateWorkflowRequest') } } },
+    responses: {
+      201: jsonResponse('The workflow was created.', 'CreateWorkflowResponse'),
+      500: jsonResponse('Server failure.', 'ServerError'),
+    },
+    errorWords: {
+      400:
+        'Missing `name` or `steps`, not exactly one of `agentId` and `projectId`, or a body that is not JSON or ' +
+        'has a field of the wrong type.',
+      403: `The key lacks \`${scopeOf('CreateWorkflow')}\`, or is limited to certain workflows.`,
+      404: 'The agent or project is not in the team.',
+      413: 'The body is larger than 256 KiB.',
+      422: 'An unknown node type, or a graph failing validation (repeated step key, input naming no step, ...).',
+    },
+  },
+];
