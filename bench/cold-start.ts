@@ -291,6 +291,15 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
           pathParameters: { id: (await newRun({ defer: true, maxMultiplier: 0.1 })).deferredJobId },
         }),
     },
+    // A provider's webhook for a step that waits on no job: it reads the run and the step, and refuses it.
+    ProviderWebhook: {
+      calls: ['dynamodb'],
+      event: async () =>
+        apiEvent(routeById('ProviderWebhook'), {
+          pathParameters: { provider: 'replicate', jobId: completed.jobId, nodeId: 's0', token: 'no-job-token' },
+          body: { id: 'abc', status: 'succeeded' },
+        }),
+    },
     // A one-step run's only step: it runs the node, then ends the run and queues its webhook.
     StepExecutor: {
       calls: ['dynamodb', 'sqs'],
