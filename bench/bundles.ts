@@ -203,6 +203,11 @@ const floorParts: Record<string, { imports: string; build: string; call?: [Floor
     imports: "import { SSMClient } from '@aws-sdk/client-ssm';",
     build: 'export const ssm = new SSMClient({});',
   },
+  // The step executor's client of Bedrock models: built at import, called only by a model step.
+  '@aws-sdk/client-bedrock-runtime': {
+    imports: "import { BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime';",
+    build: 'export const bedrock = new BedrockRuntimeClient({});',
+  },
 };
 
 /**

@@ -16,6 +16,8 @@ import { DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/clien
 import type { APIGatewayProxyEventV2, SQSEvent } from 'aws-lambda';
 import type { Deps } from '../functions/deps.ts';
 import { assetVersion } from '../functions/docs/manifest.ts';
+import { createExecutorRegistry, executorDeps } from '../functions/nodes/executors/index.ts';
+import { stageProvidersFromEnv } from '../functions/nodes/providers/stage.ts';
 import { createAgent } from '../functions/store/tenancy.ts';
 import { makeHandler as makeStepExecutor } from '../functions/workers/step-executor.ts';
 import { makeHandler as makeWebhookWorker } from '../functions/workers/webhook-delivery.ts';
@@ -27,6 +29,7 @@ import { localDeps, localEnvironment } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
 import { emulatorSdkEnvironment } from '../local/rehearse/bundle-stack.ts';
 import { basePath, type Route, routeById, routes } from '../platform/routes.ts';
+import { startReplicateStandIn } from '../test/stand-ins/replicate.ts';
 import { receiverCa, startReceiver } from '../test/support/webhook-receiver.ts';
 import {
   type BuiltBundle,
@@ -61,6 +64,8 @@ interface Scenario {
   calls: FloorCall[];
   /** Builds the state the request needs (outside the timed process) and returns its event. */
   event: () => Promise<unknown>;
+  /** Settings the function needs beside the stage's (a provider's stand-in). */
+  environment?: Record<string, string>;
 }
 
 interface Samples {
@@ -107,6 +112,8 @@ const apiEvent = (
     body?: unknown;
     query?: Record<string, string>;
     headers?: Record<string, string>;
+    /** A body as sent, byte for byte (a signed webhook's). */
+    rawBody?: string;
   } = {},
 ): APIGatewayProxyEventV2 => {
   const path = `${basePath}${route.path.replace(/\{(\w+)\}/g, (_, name: string) => options.pathParameters?.[name] ?? '')}`;
@@ -141,6 +148,7 @@ const apiEvent = (
       timeEpoch: now.getTime(),
     },
     ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+    ...(options.rawBody !== undefined ? { body: options.rawBody } : {}),
     isBase64Encoded: false,
   };
 };
@@ -211,6 +219,35 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
   const waiting = await newRun({ defer: true, maxMultiplier: 0.1 });
   const hooked = await newRun(withCallback());
   const webhookWorker = makeWebhookWorker(deps, { fetchOptions: { allowLoopback: true, ca: receiverCa } });
+  // A run whose step is a job at Replicate's stand-in, submitted by a step executor with Replicate on.
+  const replicateKey = 'r8_cold_start';
+  const replicate = await startReplicateStandIn({ apiKey: replicateKey });
+  closers.push(() => replicate.close());
+  const replicateEnvironment = {
+    PROVIDER_REPLICATE_API_KEY: replicateKey,
+    PROVIDER_REPLICATE_BASE_URL: replicate.url,
+    ALLOW_PRIVATE_CALLBACKS: '1',
+  };
+  const jobEnv = { ...process.env, ...replicateEnvironment, PUBLIC_BASE_URL: 'http://127.0.0.1:9' };
+  const jobExecutor = makeStepExecutor({
+    ...deps,
+    executors: createExecutorRegistry(executorDeps({ env: jobEnv })),
+    providers: stageProvidersFromEnv(jobEnv),
+  });
+  const jobStep = [
+    { key: 's0', type: 'TextEntry', config: { text: 'a lighthouse' } },
+    {
+      key: 's1',
+      type: 'ImageGen',
+      config: { provider: 'replicate', model: 'black-forest-labs/flux-schnell', width: 64, height: 64 },
+      inputs: ['s0'],
+    },
+  ];
+  const newJobRun = async () => {
+    const created = await call('POST', '/workflows', { name: 'Cold start job', agentId: team.agentId, steps: jobStep });
+    const answer = await call('POST', `/workflows/${String(created.workflowId)}/runs`, {});
+    return { jobId: String(answer.jobId) };
+  };
 
   const scenarios: Record<string, Scenario> = {
     GetOpenApi: { calls: [], event: async () => apiEvent(routeById('GetOpenApi')) },
@@ -291,14 +328,29 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
           pathParameters: { id: (await newRun({ defer: true, maxMultiplier: 0.1 })).deferredJobId },
         }),
     },
-    // A provider's webhook for a step that waits on no job: it reads the run and the step, and refuses it.
+    // Replicate's signed webhook for a step that waits on its prediction: verified (the secret fetched
+    // from the stand-in on the cold start), the step's look queued.
     ProviderWebhook: {
-      calls: ['dynamodb'],
-      event: async () =>
-        apiEvent(routeById('ProviderWebhook'), {
-          pathParameters: { provider: 'replicate', jobId: completed.jobId, nodeId: 's0', token: 'no-job-token' },
-          body: { id: 'abc', status: 'succeeded' },
-        }),
+      calls: ['dynamodb', 'sqs'],
+      environment: replicateEnvironment,
+      event: async () => {
+        const { jobId } = await newJobRun();
+        // The prompt, then the image step, which submits its job.
+        await jobExecutor(await queueEvent('Steps', jobId));
+        await jobExecutor(await queueEvent('Steps', jobId));
+        const prediction = [...replicate.jobs.values()].find((j) => String(j.prediction.webhook ?? '').includes(jobId));
+        if (!prediction) throw new Error('the cold-start job was not submitted');
+        const url = new URL(String(prediction.prediction.webhook));
+        const [provider, runId, nodeId, token] = url.pathname.split('/').slice(-4);
+        await replicate.complete(prediction.prediction.id, ['https://replicate.delivery/cold-start.png']);
+        // Its own webhook went nowhere (port 9): the event is the signed delivery, and the message the look sends is taken.
+        const delivery = replicate.delivery(prediction.prediction.id);
+        return apiEvent(routeById('ProviderWebhook'), {
+          pathParameters: { provider: provider ?? '', jobId: runId ?? '', nodeId: nodeId ?? '', token: token ?? '' },
+          headers: delivery.headers,
+          rawBody: delivery.body,
+        });
+      },
     },
     // A one-step run's only step: it runs the node, then ends the run and queues its webhook.
     StepExecutor: {
@@ -486,7 +538,7 @@ export const benchColdStarts = async (ctx: ColdStartContext) => {
     const bundle = await buildBundle(repoRoot, outDir, fn, deployed);
     const floor = await floorOf(bundle);
     const otherBundle = await buildBundle(repoRoot, outDir, fn, other);
-    const environment = lambdaEnvironment(resources, fn.id, eventBridge.endpoint);
+    const environment = { ...lambdaEnvironment(resources, fn.id, eventBridge.endpoint), ...scenario.environment };
     const floorEvent = eventFile({ calls: scenario.calls });
     const samples = { fn: newSamples(), base: newSamples(), other: newSamples() };
     const measure = async (which: keyof typeof samples) => {
