@@ -1,6 +1,6 @@
 /**
  * What a model step that is a job at an asynchronous provider costs us (issue 23): the same chain as
- * the cost section's, its second step an ImageGen on Replicate's stand-in (test/stand-ins/replicate.ts,
+ * the cost section's, its second step an LlmWorker on Replicate's stand-in (test/stand-ins/replicate.ts,
  * Replicate's own protocol and webhook signatures), the job ending after `jobSeconds` of real time.
  * Everything is metered as bench/cost-run.ts meters it: the run start over HTTP, every step
  * executor invocation off the steps queue (the submit, each poll, the look the webhook sends), the
@@ -8,7 +8,6 @@
  * the provider works: the wait costs polls, not GB-seconds.
  */
 import { createExecutorRegistry, executorDeps } from '../functions/nodes/executors/index.ts';
-import { encodePng, makeImage } from '../functions/nodes/media/png.ts';
 import { stageProvidersFromEnv } from '../functions/nodes/providers/stage.ts';
 import { makeHandler as makeStepExecutor } from '../functions/workers/step-executor.ts';
 import { startLocalApi } from '../local/api-gateway.ts';
@@ -17,7 +16,6 @@ import { localDeps } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
 import { freePort } from '../local/rehearse/providers.ts';
 import { stepsQueue } from '../platform/definitions.ts';
-import { startFileServer } from '../test/stand-ins/http.ts';
 import { startReplicateStandIn } from '../test/stand-ins/replicate.ts';
 import {
   invocationsSettled,
@@ -31,15 +29,15 @@ import {
 } from './cost-meter.ts';
 import { chainSteps, createChainWorkflows, seedRunsTeam } from './seed.ts';
 
-/** The chain of `chainSteps` with its second step an ImageGen job on Replicate. */
+/** The chain of `chainSteps` with its second step a text model's job on Replicate (its answer feeds the rest). */
 export const chainWithJobStep = (length: number) =>
   chainSteps(length).map((step, i) =>
     i === 1
       ? {
           key: step.key,
-          type: 'ImageGen',
+          type: 'LlmWorker',
           inputs: ['s0'],
-          config: { provider: 'replicate', model: 'black-forest-labs/flux-schnell', width: 256, height: 256 },
+          config: { provider: 'replicate', model: 'meta/meta-llama-3-8b-instruct' },
         }
       : step,
   );
@@ -64,9 +62,6 @@ export const measureJobRunCosts = async (
 ): Promise<JobRunCost[]> => {
   const apiKey = 'r8_bench_key';
   const replicate = await startReplicateStandIn({ apiKey });
-  const files = await startFileServer({
-    '/out.png': { body: encodePng(makeImage(256, 256, (x, y) => [x, y, 128, 255])), contentType: 'image/png' },
-  });
   const port = await freePort();
   const env = {
     ...process.env,
@@ -126,7 +121,8 @@ export const measureJobRunCosts = async (
       await sleep(Math.max(0, startedAt + jobSeconds * 1000 - Date.now()));
       // The provider ends the job and posts its signed webhook to our route: one route invocation.
       const webhookStarted = performance.now();
-      const sent = await replicate.complete(prediction.id, [`${files.url}/out.png`]);
+      // A language model's answer on Replicate: a list of text tokens.
+      const sent = await replicate.complete(prediction.id, ['a ', 'lighthouse']);
       if (sent?.status !== 202) throw new Error(`the webhook was answered ${sent?.status}`);
       meter.lambda.invocations++;
       meter.lambda.byFunction.ProviderWebhook = (meter.lambda.byFunction.ProviderWebhook ?? 0) + 1;
@@ -164,7 +160,6 @@ export const measureJobRunCosts = async (
     await poller.stop();
     await api.close();
     await replicate.close();
-    await files.close();
     deps.ddb.destroy();
     reader.destroy();
   }
