@@ -133,8 +133,12 @@ export const measureJobRunCosts = async (
       for (;;) {
         const run = (await (await fetch(`${api.baseUrl}/runs/${jobId}`, { headers })).json()) as { status: string };
         if (run.status === 'completed') break;
-        if (['failed', 'cancelled', 'stopped'].includes(run.status)) throw new Error(`the run ended ${run.status}`);
-        if (Date.now() - startedAt > jobSeconds * 1000 + 60_000) throw new Error('the run never ended');
+        if (['failed', 'cancelled', 'stopped'].includes(run.status)) {
+          throw new Error(`the run ended ${run.status}: ${JSON.stringify(run).slice(0, 500)}`);
+        }
+        if (Date.now() - startedAt > jobSeconds * 1000 + 60_000) {
+          throw new Error(`the run never ended: ${JSON.stringify(run).slice(0, 500)}`);
+        }
         await sleep(50);
       }
       // The polls the job scheduled: 5 s, then twice as long each, up to 2 minutes; the one after its end

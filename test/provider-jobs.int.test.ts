@@ -344,4 +344,34 @@ describe('a model step on Replicate: a job that holds no Lambda', { timeout: 120
     );
     expect(table).not.toContain(apiKey);
   });
+
+  it("runs the steps after a job's step in the look's own invocation as its own steps (a chain with a Lambda context)", async () => {
+    const executor = stepExecutor({ webhooks: true });
+    await started;
+    const team = await seedTeam(stack.deps, { credits: 100 });
+    const chain = [...steps, { key: 'crop', type: 'ImageCropper', config: { width: 4, height: 4 }, inputs: ['image'] }];
+    const workflowId = await createWorkflow(stack, team, chain);
+    const response = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, {
+      key: team.key,
+      method: 'POST',
+      body: {},
+    });
+    const jobId = response.body.jobId as string;
+    await drain(executor.handler);
+    const prediction = [...standIn.jobs.values()].find((j) => String(j.prediction.webhook ?? '').includes(jobId));
+    if (!prediction) throw new Error('not submitted');
+    expect((await standIn.complete(prediction.prediction.id, [`${files.url}/out.png`]))?.status).toBe(202);
+    // As Lambda runs it: with time left, a chain's next step runs in the same invocation as the look.
+    const context = { getRemainingTimeInMillis: () => 600_000 } as never;
+    const [look] = (await takeStepMessages(stack.deps)).filter((m) => 'check' in m);
+    if (!look) throw new Error('no look was queued');
+    const answer = (await executor.handler({ Records: [stepRecord(look)] } as never, context)) as {
+      batchItemFailures: unknown[];
+    };
+    expect(answer.batchItemFailures).toEqual([]);
+    await drain(executor.handler);
+    const done = await runOf(team.key, jobId);
+    expect(done.status, JSON.stringify(done)).toBe('completed');
+    expect((done.steps as { status: string }[]).map((s) => s.status)).toEqual(['completed', 'completed', 'completed']);
+  });
 });

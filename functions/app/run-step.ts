@@ -92,7 +92,10 @@ const releaseSuccessors = async (deps: Deps, message: StepMessage, options: RunS
     const next = successors(justFinished, message.nodeId);
     if (next.every((s) => predecessors(justFinished, s).every((p) => p === message.nodeId))) {
       const chained = chainSuccessor(justFinished, message.nodeId);
-      if (chained !== undefined) return runInline(deps, { ...message, nodeId: chained }, options);
+      // The next step's own message: never the look that ended a job (its `check` would make it one).
+      if (chained !== undefined) {
+        return runInline(deps, { jobId: message.jobId, workflowId: message.workflowId, nodeId: chained }, options);
+      }
       if (next.length > 0) await sendStepMessages(deps, message, next);
       return;
     }
@@ -251,7 +254,9 @@ const stepContext = (
  * longer waits on that job; cancelled at the provider when the run has ended; else the provider's
  * state applied once, through the same end as any model step (its count, its charge, its successors).
  */
-const checkJob = async (deps: Deps, message: StepMessage, options: RunStepOptions) => {
+const checkJob = async (deps: Deps, look: StepMessage, options: RunStepOptions) => {
+  // Past the look, the step ends as any step does: by its own message, whose successors are steps, not looks.
+  const message: StepMessage = { jobId: look.jobId, workflowId: look.workflowId, nodeId: look.nodeId };
   const read = await readRunAndSteps(deps, message, () => [message.nodeId]);
   if (!read) return;
   const { run, canvas } = read;
@@ -279,7 +284,7 @@ const checkJob = async (deps: Deps, message: StepMessage, options: RunStepOption
     }
     return;
   }
-  const verdict = await lookAtJob(deps, message, recorded, provider, node.type);
+  const verdict = await lookAtJob(deps, look, recorded, provider, node.type);
   if (verdict.kind === 'wait') return;
   if (verdict.kind === 'failed') return endWithFailure(deps, message, job.attempt, verdict.error);
   const made = await jobOutputs(deps, context, verdict.output);
