@@ -82,20 +82,24 @@ const imageStep = {
 };
 const steps = [{ key: 'prompt', type: 'TextEntry', config: { text: 'a lighthouse at dusk' } }, imageStep];
 
-/** Starts a run of a prompt and a Replicate image step; delivers until the job is submitted. */
-const startJob = async (executor: ReturnType<typeof stepExecutor>) => {
+/** A new team runs a new workflow of `workflowSteps` (on a stack whose stage has Replicate on). */
+const startRun = async (workflowSteps: unknown[] = steps) => {
   await started;
-  // Runs start on a stack whose stage has Replicate on (the run start's provider check).
   const team = await seedTeam(stack.deps, { credits: 100 });
-  const workflowId = await createWorkflow(stack, team, steps);
-  const before = standIn.jobs.size;
+  const workflowId = await createWorkflow(stack, team, workflowSteps);
   const response = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, {
     key: team.key,
     method: 'POST',
     body: {},
   });
   expect(response.status, JSON.stringify(response.body)).toBe(200);
-  const jobId = response.body.jobId as string;
+  return { team, workflowId, jobId: response.body.jobId as string };
+};
+
+/** Starts a run of a prompt and a Replicate image step; delivers until the job is submitted. */
+const startJob = async (executor: ReturnType<typeof stepExecutor>) => {
+  const before = standIn.jobs.size;
+  const { team, workflowId, jobId } = await startRun();
   await drain(executor.handler);
   expect(standIn.jobs.size).toBe(before + 1);
   const prediction = [...standIn.jobs.values()].at(-1)?.prediction as unknown as {
@@ -195,15 +199,7 @@ describe('a model step on Replicate: a job that holds no Lambda', { timeout: 120
     const executor = stepExecutor({ webhooks: true });
     const before = standIn.jobs.size;
     standIn.failNextWith(429, 1, 'Request was throttled.', /predictions$/);
-    await started;
-    const team = await seedTeam(stack.deps, { credits: 100 });
-    const workflowId = await createWorkflow(stack, team, steps);
-    const response = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, {
-      key: team.key,
-      method: 'POST',
-      body: {},
-    });
-    const jobId = response.body.jobId as string;
+    const { team, jobId } = await startRun();
     await drain(executor.handler);
     // Refused: nothing accepted, the step waits for its retry (a delayed message of at least 1 s).
     expect(standIn.jobs.size).toBe(before);
@@ -226,15 +222,7 @@ describe('a model step on Replicate: a job that holds no Lambda', { timeout: 120
   it("fails the step at once on the provider's 4xx, with its message, charging nothing", async () => {
     const executor = stepExecutor({ webhooks: true });
     standIn.failNextWith(422, undefined, 'Invalid input: prompt is too long.', /predictions$/);
-    await started;
-    const team = await seedTeam(stack.deps, { credits: 100 });
-    const workflowId = await createWorkflow(stack, team, steps);
-    const response = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, {
-      key: team.key,
-      method: 'POST',
-      body: {},
-    });
-    const jobId = response.body.jobId as string;
+    const { team, jobId } = await startRun();
     await drain(executor.handler);
     const failed = await runOf(team.key, jobId);
     expect(failed.status).toBe('failed');
@@ -278,14 +266,7 @@ describe('a model step on Replicate: a job that holds no Lambda', { timeout: 120
   it('after a crash between the submit and its record, submits anew; the first job is cancelled when it announces itself', async () => {
     await started;
     const crashing = stepExecutor({ webhooks: true });
-    const team = await seedTeam(stack.deps, { credits: 100 });
-    const workflowId = await createWorkflow(stack, team, steps);
-    const response = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, {
-      key: team.key,
-      method: 'POST',
-      body: {},
-    });
-    const jobId = response.body.jobId as string;
+    const { team, workflowId, jobId } = await startRun();
     // The worker dies as it records the job's id: the provider accepted it, the step does not know it.
     const send = crashing.deps.ddb.send.bind(crashing.deps.ddb);
     const dying = {
@@ -347,16 +328,10 @@ describe('a model step on Replicate: a job that holds no Lambda', { timeout: 120
 
   it("runs the steps after a job's step in the look's own invocation as its own steps (a chain with a Lambda context)", async () => {
     const executor = stepExecutor({ webhooks: true });
-    await started;
-    const team = await seedTeam(stack.deps, { credits: 100 });
-    const chain = [...steps, { key: 'crop', type: 'ImageCropper', config: { width: 4, height: 4 }, inputs: ['image'] }];
-    const workflowId = await createWorkflow(stack, team, chain);
-    const response = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, {
-      key: team.key,
-      method: 'POST',
-      body: {},
-    });
-    const jobId = response.body.jobId as string;
+    const { team, jobId } = await startRun([
+      ...steps,
+      { key: 'crop', type: 'ImageCropper', config: { width: 4, height: 4 }, inputs: ['image'] },
+    ]);
     await drain(executor.handler);
     const prediction = [...standIn.jobs.values()].find((j) => String(j.prediction.webhook ?? '').includes(jobId));
     if (!prediction) throw new Error('not submitted');
