@@ -168,7 +168,7 @@ const table = [
     entry: 'functions/api/provider-webhook.ts',
     scope: null,
     grants: {
-      table: ['GetItem', 'BatchGetItem'],
+      table: ['GetItem'],
       stepsQueue: 'send',
       secrets: 'providers-and-connections',
     },

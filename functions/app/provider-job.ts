@@ -14,7 +14,7 @@
  * URL) such a job is not found: the provider runs it to its end, at the stage's cost, not the team's.
  */
 
-import { basePath } from '../../platform/routes.ts';
+import { basePath, routeById } from '../../platform/routes.ts';
 import type { Deps } from '../deps.ts';
 import {
   jobDeadline,
@@ -47,8 +47,10 @@ export interface JobStepMessage {
 }
 
 /** The path of a step's webhook route under the base path (the route table's `ProviderWebhook`). */
-export const providerWebhookPath = (provider: string, jobId: string, nodeId: string, token: string) =>
-  `${basePath}/provider-webhooks/${encodeURIComponent(provider)}/${jobId}/${encodeURIComponent(nodeId)}/${token}`;
+export const providerWebhookPath = (provider: string, jobId: string, nodeId: string, token: string) => {
+  const values: Record<string, string> = { provider, jobId, nodeId, token };
+  return `${basePath}${routeById('ProviderWebhook').path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(values[name] ?? ''))}`;
+};
 
 /** How a job's step ends, given by run-step (its settle and failure paths). */
 export interface JobStepEnds {

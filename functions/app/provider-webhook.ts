@@ -21,7 +21,7 @@ import type { JobProvider, ProviderWebhookDelivery, TeamConnection } from '../no
 import { WebhookRefusedError } from '../nodes/providers/types.ts';
 import { logger } from '../observability/logger.ts';
 import { getConnections, resolveConnection } from '../store/connections.ts';
-import { readRunAndSteps, readRunItem } from '../store/run/index.ts';
+import { readRunItem, readStepItem } from '../store/run/index.ts';
 import { sendDelayedStepMessage } from '../store/run/provider-jobs.ts';
 import { cancelQuietly } from './provider-job.ts';
 
@@ -49,8 +49,7 @@ export const receiveProviderWebhook = async (
   // A run id that is not a uuid, or a step key no workflow can have, names no step: nothing is read.
   if (!v.is(UuidSchema, jobId) || !stepKeyPattern.test(nodeId)) throw unknown('(no such step)');
   const run = await readRunItem(deps, jobId);
-  const read = run ? await readRunAndSteps(deps, { jobId, workflowId: run.workflowId }, () => [nodeId]) : undefined;
-  const step = read?.stepItem(nodeId);
+  const step = run ? await readStepItem(deps, jobId, nodeId) : undefined;
   const job = step?.providerJob;
   // The signature is checked with the key the job ran on: the team's own, or the stage's.
   let connection: TeamConnection | undefined;

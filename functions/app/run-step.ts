@@ -279,9 +279,8 @@ const checkJob = async (deps: Deps, look: StepMessage, options: RunStepOptions) 
     // The run ended (cancelled, or another step failed): the job is stopped and never counted.
     await cancelQuietly(provider, recorded);
     await abandonStep(deps, run, message.nodeId, job.attempt);
-    if (isUnsettled(run) || (await readRunItem(deps, message.jobId).then((r) => r && isUnsettled(r)))) {
-      await settleEndedRun(deps, message.jobId);
-    }
+    // The step's claim was what held the ended run: settling reads its claims again, once.
+    if (isUnsettled(run)) await settleEndedRun(deps, message.jobId);
     return;
   }
   const verdict = await lookAtJob(deps, look, recorded, provider, node.type);

@@ -11,7 +11,7 @@ import { glbAsObj } from '../media/glb.ts';
 import { sniffContentType } from '../media/marks.ts';
 import { hostedModelInput, type JobParts, readJobAnswer } from '../providers/hosted-models.ts';
 import type { MediaFile } from '../providers/types.ts';
-import { type ExecutorDeps, fail, filesIn, firstInput, store, toText } from './helpers.ts';
+import { type ExecutorDeps, fail, filesIn, firstInput, httpCall, store, toText } from './helpers.ts';
 import type { JobRequest, StepContext, StepOutcome } from './types.ts';
 
 const num = (value: unknown): number | undefined => (typeof value === 'number' ? value : undefined);
@@ -88,17 +88,8 @@ const copyAnswerFile = async (
     if (body.byteLength > maxBytes) fail(context, `the provider's file is over ${maxJobFileBytes[kind]} MB`);
     return { body, contentType: sniffContentType(body) ?? (match[1] || 'application/octet-stream') };
   }
-  let response: Awaited<ReturnType<ExecutorDeps['fetch']>>;
-  try {
-    response = await deps.fetch(
-      url,
-      { method: 'GET', signal: context.signal },
-      { allowLoopback: deps.allowLoopback, timeoutMs: 120_000, maxBytes },
-    );
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    return fail(context, `the provider's file could not be fetched: ${reason}`);
-  }
+  // Through the node's one guarded call: a refused address reads the same whatever the reason.
+  const response = await httpCall(context, deps, url, { method: 'GET' }, { timeoutMs: 120_000, maxBytes });
   if (response.status !== 200) fail(context, `the provider's file could not be fetched: HTTP ${response.status}`);
   const body = response.body;
   const sniffed = sniffContentType(body);

@@ -25,7 +25,7 @@
  */
 import { createHash, createPublicKey, type KeyObject, verify } from 'node:crypto';
 import { isRecord } from '../../is-record.ts';
-import { createJobHttp, type JobHttpAnswer } from './job-http.ts';
+import { createJobHttp, type JobHttpAnswer, type JobProviderOptions, jobProviderOptionsFromEnv } from './job-http.ts';
 import {
   type JobProvider,
   type JobRef,
@@ -36,26 +36,16 @@ import {
   WebhookRefusedError,
 } from './types.ts';
 
-export interface FalOptions {
-  apiKey: string | undefined;
-  /** Default `https://queue.fal.run`. */
-  baseUrl?: string;
+/** Base URL default `https://queue.fal.run`. */
+export interface FalOptions extends JobProviderOptions {
   /** Where fal publishes its webhook keys; default `https://rest.alpha.fal.ai/.well-known/jwks.json`. */
   jwksUrl?: string;
-  /** Allows loopback URLs over plain http (local development, the stand-in). */
-  allowLoopback?: boolean;
-  /** Deadline of one call; default 30 s. */
-  timeoutMs?: number;
-  /** Replaces the transport (tests); see JobHttpOptions.fetch. */
-  fetch?: typeof fetch;
 }
 
 /** Options from env: `PROVIDER_FAL_API_KEY`, `PROVIDER_FAL_BASE_URL`, `PROVIDER_FAL_JWKS_URL`, `ALLOW_PRIVATE_CALLBACKS=1`. */
 export const falOptionsFromEnv = (env: NodeJS.ProcessEnv = process.env): FalOptions => ({
-  apiKey: env.PROVIDER_FAL_API_KEY,
-  baseUrl: env.PROVIDER_FAL_BASE_URL || undefined,
+  ...jobProviderOptionsFromEnv('FAL', env),
   jwksUrl: env.PROVIDER_FAL_JWKS_URL || undefined,
-  allowLoopback: env.ALLOW_PRIVATE_CALLBACKS === '1',
 });
 
 const toleranceSeconds = 5 * 60;

@@ -9,6 +9,26 @@
 import { GuardedFetchError, guardedFetch } from '../../http-client/guarded-fetch.ts';
 import { ProviderError, parseRetryAfter } from './types.ts';
 
+/** What both job providers' adapters take (Replicate's, fal's). */
+export interface JobProviderOptions {
+  apiKey: string | undefined;
+  /** Another base URL than the provider's own (a stand-in). */
+  baseUrl?: string;
+  /** Allows a loopback base URL over plain http (local development, the stand-in). */
+  allowLoopback?: boolean;
+  /** Deadline of one call; default 30 s. */
+  timeoutMs?: number;
+  /** Replaces the transport (tests); see JobHttpOptions.fetch. */
+  fetch?: typeof fetch;
+}
+
+/** A job provider's options from env: `PROVIDER_<KEY>_API_KEY`, `PROVIDER_<KEY>_BASE_URL`, `ALLOW_PRIVATE_CALLBACKS=1`. */
+export const jobProviderOptionsFromEnv = (key: 'REPLICATE' | 'FAL', env: NodeJS.ProcessEnv): JobProviderOptions => ({
+  apiKey: env[`PROVIDER_${key}_API_KEY`],
+  baseUrl: env[`PROVIDER_${key}_BASE_URL`] || undefined,
+  allowLoopback: env.ALLOW_PRIVATE_CALLBACKS === '1',
+});
+
 export interface JobHttpOptions {
   /** Registry key: the start of every message. */
   key: string;
@@ -67,8 +87,8 @@ const parseJson = (bytes: Uint8Array): unknown => {
   }
 };
 
-/** A fetch Response's body, refusing to read past `maxBytes`. */
-const readLimited = async (response: Response, maxBytes: number): Promise<Uint8Array | undefined> => {
+/** A fetch Response's body, or undefined once it outgrows `maxBytes` (its read is then cancelled). */
+export const readLimited = async (response: Response, maxBytes: number): Promise<Uint8Array | undefined> => {
   if (!response.body) return new Uint8Array();
   const chunks: Uint8Array[] = [];
   let size = 0;

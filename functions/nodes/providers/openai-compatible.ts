@@ -14,6 +14,7 @@
 import { guardedFetch } from '../../http-client/guarded-fetch.ts';
 import { isRecord } from '../../is-record.ts';
 import { sniffContentType } from '../media/marks.ts';
+import { readLimited } from './job-http.ts';
 import {
   type AudioRequest,
   type EmbedRequest,
@@ -56,25 +57,6 @@ export const openAiCompatibleDefaultModels = (env: NodeJS.ProcessEnv) => ({
 });
 
 const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
-
-/** The body's bytes, refusing to read past `maxBytes`. */
-const readCapped = async (response: Response, maxBytes: number, key: string): Promise<Buffer> => {
-  if (!response.body) return Buffer.alloc(0);
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = response.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel();
-      throw new ProviderError(`${key} answered with more than ${maxBytes} bytes`);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks);
-};
 
 export const createOpenAiCompatibleProvider = (options: OpenAiCompatibleOptions): Provider => {
   const key = options.key ?? 'openai-compatible';
@@ -123,13 +105,16 @@ export const createOpenAiCompatibleProvider = (options: OpenAiCompatibleOptions)
     }
     const declared = Number(response.headers.get('content-length') ?? 0);
     if (declared > maxBytes) throw new ProviderError(`${key} answered with more than ${maxBytes} bytes`);
-    let bytes: Buffer;
+    let read: Uint8Array | undefined;
     try {
-      bytes = await readCapped(response, maxBytes, key);
+      read = await readLimited(response, maxBytes);
     } catch (error) {
-      // The answer broke off (or outgrew the cap, which is final).
-      throw error instanceof ProviderError ? error : unanswered(error, signal, deadline);
+      // The answer broke off.
+      throw unanswered(error, signal, deadline);
     }
+    // Outgrew the cap: final, never retried.
+    if (!read) throw new ProviderError(`${key} answered with more than ${maxBytes} bytes`);
+    const bytes = Buffer.from(read);
     if (!response.ok) {
       let json: unknown;
       try {

@@ -18,7 +18,7 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { isRecord } from '../../is-record.ts';
-import { createJobHttp, type JobHttpAnswer } from './job-http.ts';
+import { createJobHttp, type JobHttpAnswer, type JobProviderOptions, jobProviderOptionsFromEnv } from './job-http.ts';
 import {
   type JobProvider,
   type JobRef,
@@ -29,24 +29,12 @@ import {
   WebhookRefusedError,
 } from './types.ts';
 
-export interface ReplicateOptions {
-  apiKey: string | undefined;
-  /** Default `https://api.replicate.com` (the paths add `/v1`). */
-  baseUrl?: string;
-  /** Allows a loopback base URL over plain http (local development, the stand-in). */
-  allowLoopback?: boolean;
-  /** Deadline of one call; default 30 s. */
-  timeoutMs?: number;
-  /** Replaces the transport (tests); see JobHttpOptions.fetch. */
-  fetch?: typeof fetch;
-}
+/** Base URL default `https://api.replicate.com` (the paths add `/v1`). */
+export type ReplicateOptions = JobProviderOptions;
 
 /** Options from env: `PROVIDER_REPLICATE_API_KEY`, `PROVIDER_REPLICATE_BASE_URL`, `ALLOW_PRIVATE_CALLBACKS=1`. */
-export const replicateOptionsFromEnv = (env: NodeJS.ProcessEnv = process.env): ReplicateOptions => ({
-  apiKey: env.PROVIDER_REPLICATE_API_KEY,
-  baseUrl: env.PROVIDER_REPLICATE_BASE_URL || undefined,
-  allowLoopback: env.ALLOW_PRIVATE_CALLBACKS === '1',
-});
+export const replicateOptionsFromEnv = (env: NodeJS.ProcessEnv = process.env): ReplicateOptions =>
+  jobProviderOptionsFromEnv('REPLICATE', env);
 
 /** Standard Webhooks' tolerance, both ways: older is a replay, newer a clock that cannot be trusted. */
 const toleranceSeconds = 5 * 60;

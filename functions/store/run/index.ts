@@ -32,7 +32,7 @@ export {
   startRun,
   startRunItems,
 } from './runs.ts';
-export { type RunRef, readRunAndSteps } from './step-read.ts';
+export { type RunRef, readRunAndSteps, readStepItem } from './step-read.ts';
 export {
   type Attempt,
   abandonStep,

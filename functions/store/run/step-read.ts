@@ -1,9 +1,10 @@
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../../deps.ts';
 import type { StepState } from '../../domain/run-graph.ts';
 import type { Canvas } from '../../domain/workflow-graph.ts';
 import { batchGet, itemFor } from '../batch.ts';
 import { cachedCanvas, rememberCanvas } from '../canvas-cache.ts';
-import { CanvasItemSchema, RunItemSchema, type StepItem, StepItemSchema } from '../items.ts';
+import { CanvasItemSchema, parseItem, RunItemSchema, type StepItem, StepItemSchema } from '../items.ts';
 import { canvasKey, runKey, stepKey } from '../keys.ts';
 
 /** The run and workflow a step message names. */
@@ -44,4 +45,12 @@ export const readRunAndSteps = async (deps: Deps, ref: RunRef, nodeIds: (canvas:
     steps.set(nodeId, step);
   }
   return { run, canvas, steps, stepItem: (nodeId: string) => stepItems.get(nodeId) };
+};
+
+/** One step item alone, strongly consistent (a provider's webhook names its step); undefined when there is none. */
+export const readStepItem = async (deps: Deps, jobId: string, nodeId: string): Promise<StepItem | undefined> => {
+  const { Item } = await deps.ddb.send(
+    new GetCommand({ TableName: deps.tableName, Key: stepKey(jobId, nodeId), ConsistentRead: true }),
+  );
+  return Item && parseItem(StepItemSchema, Item, stepKey(jobId, nodeId));
 };
