@@ -63,6 +63,16 @@ export const createOpenAiCompatibleProvider = (options: OpenAiCompatibleOptions)
   const timeoutMs = options.timeoutMs ?? 120_000;
   const maxBytes = options.maxResponseBytes ?? 64 * 1024 * 1024;
   const doFetch = options.fetch ?? fetch;
+  /**
+   * `text` without the key: a provider may quote the key it was sent (as "Incorrect API key
+   * provided: …"), and the transport quotes a header it refuses (a key with a line break inside).
+   */
+  const withoutKey = (text: string): string => {
+    const secret = options.apiKey;
+    if (!secret) return text;
+    // Headers are sent trimmed: a refused one is quoted so.
+    return [secret, secret.trim()].filter(Boolean).reduce((safe, part) => safe.split(part).join('[key]'), text);
+  };
 
   /**
    * A call that got no (whole) answer: the caller's abort is passed on; a deadline or a refused or
@@ -72,7 +82,7 @@ export const createOpenAiCompatibleProvider = (options: OpenAiCompatibleOptions)
     if (signal.aborted) return error;
     if (deadline.aborted)
       return new ProviderError(`${key} did not answer within ${timeoutMs} ms`, undefined, { retryable: true });
-    return new ProviderError(`${key} could not be reached: ${(error as Error).message}`, undefined, {
+    return new ProviderError(`${key} could not be reached: ${withoutKey((error as Error).message)}`, undefined, {
       retryable: true,
     });
   };
@@ -123,9 +133,7 @@ export const createOpenAiCompatibleProvider = (options: OpenAiCompatibleOptions)
         json = undefined;
       }
       const error = isRecord(json) && isRecord(json.error) ? json.error.message : undefined;
-      // A provider may quote the key it was sent (as "Incorrect API key provided: …"): never pass it on.
-      const quoted = typeof error === 'string' && options.apiKey ? error.split(options.apiKey).join('[key]') : error;
-      const detail = typeof quoted === 'string' ? `: ${quoted.slice(0, 300)}` : '';
+      const detail = typeof error === 'string' ? `: ${withoutKey(error).slice(0, 300)}` : '';
       // 408, 429 and 5xx are retryable (the status decides), after Retry-After when the server sends one.
       throw new ProviderError(`${key} answered ${response.status}${detail}`, response.status, {
         retryAfterSeconds: parseRetryAfter(response.headers.get('retry-after'), new Date()),
