@@ -1,3 +1,4 @@
+import type { ModelDefaults, ModelNodeType } from '../../../platform/model-defaults.ts';
 import {
   type IntegrationLevel,
   type LicenceFacts,
@@ -32,24 +33,31 @@ export const licenceFacts = (provider: string, model: string): LicenceFacts => {
 };
 
 /**
- * The provider a model step runs on: `config.provider`, else the catalogue's. The model is
- * `config.model`, else the catalogue's when the provider is the catalogue's, else null (the
- * provider's own default, which the executor names when it runs). Null for steps that are not
- * model steps.
+ * The provider a model step runs on: `config.provider`, else the node type's default (the stage's
+ * own, `MODEL_DEFAULTS`, else the catalogue's). The model is `config.model`, else that default's
+ * when the provider is its provider (or the catalogue's model on the catalogue's provider), else
+ * null (the provider's own default, which the executor names when it runs). Null for steps that
+ * are not model steps.
  */
 export const stepProvider = (
   node: Pick<CanvasNode, 'config'>,
-  spec: Pick<NodeSpec, 'model'>,
+  spec: Pick<NodeSpec, 'model' | 'type'>,
+  stageDefaults?: ModelDefaults,
 ): { provider: string; model: string | null } | null => {
   if (!spec.model) return null;
+  const pinned =
+    stageDefaults && Object.hasOwn(stageDefaults, spec.type) ? stageDefaults[spec.type as ModelNodeType] : undefined;
+  const fallback = pinned ?? spec.model;
   const configured = typeof node.config.provider === 'string' ? node.config.provider : undefined;
-  const provider = configured ?? spec.model.provider;
+  const provider = configured ?? fallback.provider;
   const model =
     typeof node.config.model === 'string'
       ? node.config.model
-      : provider === spec.model.provider
-        ? spec.model.model
-        : null;
+      : provider === fallback.provider
+        ? fallback.model
+        : provider === spec.model.provider
+          ? spec.model.model
+          : null;
   return { provider, model };
 };
 
@@ -122,11 +130,11 @@ export const routeProvider = (
 export const checkApiIntegration = (
   canvas: Pick<Canvas, 'nodes'>,
   teamConnections: ReadonlySet<string>,
-  stage: Pick<StageProviders, 'configured' | 'sandbox' | 'region' | 'levels'>,
+  stage: Pick<StageProviders, 'configured' | 'sandbox' | 'region' | 'levels' | 'modelDefaults'>,
 ): ApiIntegrationRefusal | null => {
   for (const node of canvas.nodes) {
     const spec = getNodeSpec(node.type);
-    const use = spec ? stepProvider(node, spec) : null;
+    const use = spec ? stepProvider(node, spec, stage.modelDefaults) : null;
     if (!use) continue;
     const route = routeProvider(use.provider, stage, teamConnections.has(use.provider));
     const entry = providerEntry(use.provider);
