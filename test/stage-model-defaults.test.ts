@@ -192,7 +192,7 @@ describe('the runtime reads MODEL_DEFAULTS', () => {
     expect(
       stageProvidersFromEnv({ [envNames.modelDefaults]: '{"Upscaler":"fal:fal-ai/esrgan"}' }).modelDefaults,
     ).toEqual({ Upscaler: { provider: 'fal', model: 'fal-ai/esrgan' } });
-    expect(stageProvidersFromEnv({}).modelDefaults).toEqual({});
+    expect(stageProvidersFromEnv({}).modelDefaults).toBeUndefined();
     expect(() => stageProvidersFromEnv({ [envNames.modelDefaults]: 'Embedder' })).toThrow(/^MODEL_DEFAULTS must be/);
   });
 

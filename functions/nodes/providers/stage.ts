@@ -86,6 +86,8 @@ export const stageProvidersFromEnv = (env: NodeJS.ProcessEnv = process.env): Sta
     region: env.AWS_REGION,
     levels: levelsFromEnv(env[envNames.providerLevels]),
     // Malformed, it throws at the function's start: a deployment error, as the other settings.
-    modelDefaults: parseModelDefaults(env[envNames.modelDefaults], envNames.modelDefaults),
+    modelDefaults: env[envNames.modelDefaults]
+      ? parseModelDefaults(env[envNames.modelDefaults], envNames.modelDefaults)
+      : undefined,
   };
 };
