@@ -8,7 +8,7 @@ import './support/test-providers.ts';
 import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { catalogue, getNodeSpec } from '../functions/nodes/catalogue/index.ts';
-import { checkApiIntegration, stepProvider } from '../functions/nodes/providers/registry.ts';
+import { checkApiIntegration, licenceFacts, stepProvider } from '../functions/nodes/providers/registry.ts';
 import { stageProvidersFromEnv } from '../functions/nodes/providers/stage.ts';
 import { buildApp } from '../lib/build-app.ts';
 import { contextKeys, stageConfig } from '../lib/stages.ts';
@@ -237,5 +237,17 @@ describe('the runtime reads MODEL_DEFAULTS', () => {
       level: 'byok_only',
     });
     expect(checkApiIntegration(canvas, new Set(['replicate']), stage)).toBeNull();
+  });
+
+  it('stamps a pinned Replicate version with its model’s licence, and an unknown model as unchecked', () => {
+    const { modelDefaults } = stageProvidersFromEnv(env);
+    const use = stepProvider({ config: {} }, getNodeSpec('Upscaler')!, modelDefaults);
+    expect(licenceFacts(use!.provider, use!.model!)).toMatchObject({ licence: 'BSD-3-Clause', commercialUse: 'yes' });
+    expect(licenceFacts('replicate', 'acme/upscaler:0123abcd')).toMatchObject({ licence: null, commercialUse: null });
+    // A Bedrock id's own colon is part of it: an unknown one has the provider's terms, no model's.
+    expect(licenceFacts('bedrock', 'stability.stable-creative-upscale-v1:0')).toMatchObject({
+      licence: null,
+      commercialUse: 'provider_terms',
+    });
   });
 });

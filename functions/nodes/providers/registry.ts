@@ -19,11 +19,15 @@ import type { StageProviders } from './stage.ts';
 // The providers' facts are data the stack reads too (which providers a stage may turn on), so they
 // live in platform/; the rules on them (routing, the provider 422, licence stamping) stay here.
 
-/** Licence facts of a model as the registry has them now; an unknown provider has none (unchecked). */
+/**
+ * Licence facts of a model as the registry has them now; an unknown provider has none (unchecked).
+ * A model pinned to a version (Replicate's `owner/name:version`) has its name's facts.
+ */
 export const licenceFacts = (provider: string, model: string): LicenceFacts => {
   const entry = providerEntry(provider);
   if (!entry) return { licence: null, licenceUrl: null, commercialUse: null, termsUrl: null };
-  const own = Object.hasOwn(entry.models, model) ? entry.models[model] : undefined;
+  const name = [model, model.split(':')[0] ?? model].find((id) => Object.hasOwn(entry.models, id));
+  const own = name === undefined ? undefined : entry.models[name];
   return {
     licence: own?.licence !== undefined ? own.licence : entry.licence,
     licenceUrl: own?.licenceUrl !== undefined ? own.licenceUrl : entry.licenceUrl,
