@@ -18,6 +18,7 @@ import {
   type QueueDefinition,
   queues,
 } from '../platform/definitions.ts';
+import { modelDefaultsText } from '../platform/model-defaults.ts';
 import { accessLogFields, basePath, routes } from '../platform/routes.ts';
 import { Grants } from './grants.ts';
 import { IsolatedNetwork } from './isolated-network.ts';
@@ -130,6 +131,10 @@ export class ApiStack extends Stack {
       [envNames.sandboxProviders]: String(config.sandboxProviders),
       ...(Object.keys(config.providerLevels).length > 0
         ? { [envNames.providerLevels]: JSON.stringify(config.providerLevels) }
+        : {}),
+      // The stage's own default models: the run start routes on them, the step executor runs them.
+      ...(Object.keys(config.modelDefaults).length > 0
+        ? { [envNames.modelDefaults]: modelDefaultsText(config.modelDefaults) }
         : {}),
       // The Bedrock models the step executor may invoke (its role allows exactly these).
       ...(config.bedrockModels.length > 0 ? { [envNames.bedrockModels]: config.bedrockModels.join(',') } : {}),

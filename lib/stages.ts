@@ -7,6 +7,7 @@
 
 import { functionMemoryMb, type QueueDefinition } from '../platform/definitions.ts';
 import { metricsServiceName } from '../platform/metric-names.ts';
+import { type ModelDefaults, parseModelDefaults } from '../platform/model-defaults.ts';
 import {
   bedrockDefaultModels,
   type IntegrationLevel,
@@ -61,6 +62,12 @@ export const contextKeys = {
    * `not_allowed`, `region_restricted`), barring them further than the registry; default none.
    */
   providerLevels: 'providerLevels',
+  /**
+   * `NodeType=provider:model,…` (or, from cdk.json, an object `{ NodeType: "provider:model" }`): the
+   * model a step of that type runs when it names none, in place of the catalogue's; each provider
+   * one `providers` turns on. A Bedrock model named here is granted beside `bedrockModels`.
+   */
+  modelDefaults: 'modelDefaults',
   /** Whole days run data and output files are kept; overrides the stage's default. */
   retentionDays: 'retentionDays',
   /**
@@ -155,11 +162,17 @@ export interface StageConfig {
   pythonSnapshots: boolean;
   /**
    * The Bedrock models the step executor may invoke (its role allows exactly these): none unless
-   * `-c providers=…` names `bedrock` (no secret: the role is the credential).
+   * `-c providers=…` names `bedrock` (no secret: the role is the credential); then `-c bedrockModels`
+   * (default: the catalogue's Bedrock defaults) and every Bedrock model `-c modelDefaults` pins.
    */
   bedrockModels: readonly string[];
   /** Integration levels the stage sets on providers (`-c providerLevels`); empty: the registry's. */
   providerLevels: Readonly<Record<string, IntegrationLevel>>;
+  /**
+   * The stage's own default model per model node type (`-c modelDefaults`), each on a provider the
+   * stage turns on; a type not named keeps the catalogue's default. Empty: the catalogue's.
+   */
+  modelDefaults: ModelDefaults;
   /** Where providers' webhooks reach the stage (`-c publicBaseUrl`); undefined: the HTTP API's endpoint. */
   publicBaseUrl: string | undefined;
   /**
@@ -298,6 +311,24 @@ export const stageConfig = (
   }
 
   const providers = parseProviders(context(contextKeys.providers));
+  const modelDefaults = parseModelDefaults(context(contextKeys.modelDefaults), 'context modelDefaults');
+  const turnedOn = new Set(providers.map((p) => p.provider));
+  for (const [type, choice] of Object.entries(modelDefaults)) {
+    if (!turnedOn.has(choice.provider)) {
+      throw new Error(
+        `context modelDefaults: ${type}=${choice.provider}:${choice.model} runs on ${choice.provider}, ` +
+          `which this stage does not turn on (-c providers)`,
+      );
+    }
+    if (choice.provider === 'bedrock' && !bedrockModelId.test(choice.model)) {
+      throw new Error(`context modelDefaults: ${type}=bedrock:${choice.model} is not a Bedrock model id`);
+    }
+  }
+  // A pinned Bedrock default is invoked by every step of its type: the role must allow it, whatever
+  // else `-c bedrockModels` names.
+  const pinnedBedrock = Object.values(modelDefaults)
+    .filter((choice) => choice.provider === 'bedrock')
+    .map((choice) => choice.model);
   const prefix = context(contextKeys.stackPrefix) ?? defaultStackPrefix;
   if (typeof prefix !== 'string' || !/^[A-Za-z][A-Za-z0-9]*$/.test(prefix)) {
     throw new Error(`context stackPrefix must be letters and digits, got ${JSON.stringify(prefix)}`);
@@ -311,8 +342,8 @@ export const stageConfig = (
     retentionDays,
     alarmEmail: typeof alarmEmail === 'string' && alarmEmail !== '' ? alarmEmail : undefined,
     providers: providers.filter((p) => p.provider !== 'bedrock'),
-    bedrockModels: providers.some((p) => p.provider === 'bedrock')
-      ? parseBedrockModels(context(contextKeys.bedrockModels))
+    bedrockModels: turnedOn.has('bedrock')
+      ? [...new Set([...parseBedrockModels(context(contextKeys.bedrockModels)), ...pinnedBedrock])]
       : [],
     sandboxProviders: flag(
       contextKeys.sandboxProviders,
@@ -327,6 +358,7 @@ export const stageConfig = (
     pythonSnapshots: flag(contextKeys.pythonSnapshots, context(contextKeys.pythonSnapshots), false),
     publicBaseUrl: httpsUrl(contextKeys.publicBaseUrl, context(contextKeys.publicBaseUrl)),
     providerLevels: parseProviderLevels(context(contextKeys.providerLevels)),
+    modelDefaults,
   };
 };
 
@@ -345,6 +377,9 @@ const parseProviderLevels = (value: unknown): Record<string, IntegrationLevel> =
   return levels;
 };
 
+/** A Bedrock model or inference profile id as it goes into an ARN. */
+const bedrockModelId = /^[a-z0-9][\w.:-]*$/i;
+
 /** Bedrock model ids from the context (`a,b`), or the catalogue's defaults. */
 const parseBedrockModels = (value: unknown): string[] => {
   if (value === undefined || value === '') return [...new Set(Object.values(bedrockDefaultModels))];
@@ -355,7 +390,7 @@ const parseBedrockModels = (value: unknown): string[] => {
           .map((id) => id.trim())
           .filter(Boolean)
       : [];
-  if (ids.length === 0 || ids.some((id) => !/^[a-z0-9][\w.:-]*$/i.test(id))) {
+  if (ids.length === 0 || ids.some((id) => !bedrockModelId.test(id))) {
     throw new Error(`context bedrockModels must be Bedrock model ids, comma-separated, got ${JSON.stringify(value)}`);
   }
   return ids;

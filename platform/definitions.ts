@@ -268,6 +268,13 @@ export const envNames = {
    * `{"fal":"byok_only"}`: a provider the registry lets run through the API may be barred further.
    */
   providerLevels: 'PROVIDER_LEVELS',
+  /**
+   * JSON of model node type to `provider:model` (`-c modelDefaults`), e.g.
+   * `{"Upscaler":"replicate:nightmareai/real-esrgan:<version>"}`: the model a step of that type runs
+   * when it names none, in place of the catalogue's (platform/model-defaults.ts). Locally the
+   * `Type=provider:model,…` form works too.
+   */
+  modelDefaults: 'MODEL_DEFAULTS',
   /** `true` on a sandbox stage: model steps with no configured provider run on the sandbox provider. */
   sandboxProviders: 'SANDBOX_PROVIDERS',
   /** Team connection secrets must be named under this prefix (the step executor may read only those). */

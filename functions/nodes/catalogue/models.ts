@@ -2,10 +2,13 @@
  * AI model steps. Each names a real default model on a real provider (Bedrock's where Bedrock has
  * one, else fal's), which a stage turns on; on a sandbox stage where that provider is off, the
  * built-in `sandbox` provider (offline, deterministic, real files) stands in and the step says so.
- * `config.provider` and `config.model` choose another. Prices are for the default model, in
+ * A stage may pin another default per node type (`-c modelDefaults`, read at run time from
+ * `MODEL_DEFAULTS`: functions/nodes/providers/registry.ts `stepProvider`); `config.provider` and
+ * `config.model` choose another for one step. Prices are for the default model, in
  * hundredths of a credit.
  */
 import * as v from 'valibot';
+import type { ModelNodeType } from '../../../platform/model-defaults.ts';
 import { bedrockDefaultModels } from '../../../platform/providers.ts';
 import type { NodeType } from '../../../schemas/workflows.ts';
 import {
@@ -40,6 +43,7 @@ const samplingEntries = {
 };
 const MeshFormatSchema = v.optional(v.picklist(['glb', 'obj']));
 
+/** Each model node type a stage may pin a default for (platform/model-defaults.ts) has its entry here. */
 export const modelNodes = {
   ImageGen: {
     ...modelStep,
@@ -230,4 +234,4 @@ export const modelNodes = {
     model: hosted('bedrock', bedrockDefaultModels.embedding, 'sandbox-embedding-1'),
     price: modelPrice(10, false),
   },
-} satisfies Partial<Record<NodeType, NodeSpec>>;
+} satisfies Partial<Record<NodeType, NodeSpec>> & Record<ModelNodeType, NodeSpec>;

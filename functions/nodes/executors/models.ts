@@ -1,6 +1,6 @@
 /**
  * Executors of the AI model nodes. Each calls its provider through the one Provider interface
- * (config.provider ?? the catalogue's), stores the files it gets (marked as AI-generated) and
+ * (config.provider ?? the stage's default for the node type ?? the catalogue's), stores the files it gets (marked as AI-generated) and
  * reports the model it ran on in `StepOutcome.model`, which the orchestrator stamps into lineage.
  *
  * What a run mode changes in a model call (`modeSettings`) is in functions/domain/run-modes.ts.
@@ -82,7 +82,8 @@ const runModel = async (
   capability: ProviderCapability,
   call: (model: ResolvedModel) => Promise<ModelResult>,
 ): Promise<StepOutcome> => {
-  const use = stepProvider(context.node, context.spec) ?? fail(context, 'is not a model step');
+  const use =
+    stepProvider(context.node, context.spec, deps.stage.modelDefaults) ?? fail(context, 'is not a model step');
   const entry = providerEntry(use.provider) ?? fail(context, `unknown provider ${use.provider}`);
   const connection = entry.protocol === 'sandbox' ? undefined : await context.connection?.(use.provider);
   const route = routeProvider(use.provider, deps.stage, connection !== undefined);

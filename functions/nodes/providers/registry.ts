@@ -1,3 +1,4 @@
+import type { ModelDefaults, ModelNodeType } from '../../../platform/model-defaults.ts';
 import {
   type IntegrationLevel,
   type LicenceFacts,
@@ -18,11 +19,15 @@ import type { StageProviders } from './stage.ts';
 // The providers' facts are data the stack reads too (which providers a stage may turn on), so they
 // live in platform/; the rules on them (routing, the provider 422, licence stamping) stay here.
 
-/** Licence facts of a model as the registry has them now; an unknown provider has none (unchecked). */
+/**
+ * Licence facts of a model as the registry has them now; an unknown provider has none (unchecked).
+ * A model pinned to a version (Replicate's `owner/name:version`) has its name's facts.
+ */
 export const licenceFacts = (provider: string, model: string): LicenceFacts => {
   const entry = providerEntry(provider);
   if (!entry) return { licence: null, licenceUrl: null, commercialUse: null, termsUrl: null };
-  const own = Object.hasOwn(entry.models, model) ? entry.models[model] : undefined;
+  const name = [model, model.split(':')[0] ?? model].find((id) => Object.hasOwn(entry.models, id));
+  const own = name === undefined ? undefined : entry.models[name];
   return {
     licence: own?.licence !== undefined ? own.licence : entry.licence,
     licenceUrl: own?.licenceUrl !== undefined ? own.licenceUrl : entry.licenceUrl,
@@ -32,24 +37,31 @@ export const licenceFacts = (provider: string, model: string): LicenceFacts => {
 };
 
 /**
- * The provider a model step runs on: `config.provider`, else the catalogue's. The model is
- * `config.model`, else the catalogue's when the provider is the catalogue's, else null (the
- * provider's own default, which the executor names when it runs). Null for steps that are not
- * model steps.
+ * The provider a model step runs on: `config.provider`, else the node type's default (the stage's
+ * own, `MODEL_DEFAULTS`, else the catalogue's). The model is `config.model`, else that default's
+ * when the provider is its provider (or the catalogue's model on the catalogue's provider), else
+ * null (the provider's own default, which the executor names when it runs). Null for steps that
+ * are not model steps.
  */
 export const stepProvider = (
   node: Pick<CanvasNode, 'config'>,
-  spec: Pick<NodeSpec, 'model'>,
+  spec: Pick<NodeSpec, 'model' | 'type'>,
+  stageDefaults?: ModelDefaults,
 ): { provider: string; model: string | null } | null => {
   if (!spec.model) return null;
+  const pinned =
+    stageDefaults && Object.hasOwn(stageDefaults, spec.type) ? stageDefaults[spec.type as ModelNodeType] : undefined;
+  const fallback = pinned ?? spec.model;
   const configured = typeof node.config.provider === 'string' ? node.config.provider : undefined;
-  const provider = configured ?? spec.model.provider;
+  const provider = configured ?? fallback.provider;
   const model =
     typeof node.config.model === 'string'
       ? node.config.model
-      : provider === spec.model.provider
-        ? spec.model.model
-        : null;
+      : provider === fallback.provider
+        ? fallback.model
+        : provider === spec.model.provider
+          ? spec.model.model
+          : null;
   return { provider, model };
 };
 
@@ -122,11 +134,11 @@ export const routeProvider = (
 export const checkApiIntegration = (
   canvas: Pick<Canvas, 'nodes'>,
   teamConnections: ReadonlySet<string>,
-  stage: Pick<StageProviders, 'configured' | 'sandbox' | 'region' | 'levels'>,
+  stage: Pick<StageProviders, 'configured' | 'sandbox' | 'region' | 'levels' | 'modelDefaults'>,
 ): ApiIntegrationRefusal | null => {
   for (const node of canvas.nodes) {
     const spec = getNodeSpec(node.type);
-    const use = spec ? stepProvider(node, spec) : null;
+    const use = spec ? stepProvider(node, spec, stage.modelDefaults) : null;
     if (!use) continue;
     const route = routeProvider(use.provider, stage, teamConnections.has(use.provider));
     const entry = providerEntry(use.provider);

@@ -1,11 +1,13 @@
 /**
  * The providers of the stage a function runs in: which adapters it turned on with its own
  * credentials, and whether model steps without one run on the offline sandbox. A deployed stage
- * says so in `PROVIDER_SECRETS` and `SANDBOX_PROVIDERS` (lib/stages.ts); the local default has no
+ * says so in `PROVIDER_SECRETS` and `SANDBOX_PROVIDERS` (lib/stages.ts), and may pin a node type's
+ * default model in `MODEL_DEFAULTS` (locally too); the local default has no
  * `PROVIDER_SECRETS`, takes `openai-compatible` from `OPENAI_COMPATIBLE_BASE_URL`, and is a sandbox
  * stage unless `SANDBOX_PROVIDERS=false`.
  */
 import { envNames } from '../../../platform/definitions.ts';
+import { type ModelDefaults, parseModelDefaults } from '../../../platform/model-defaults.ts';
 import { type IntegrationLevel, integrationLevels } from '../../../platform/providers.ts';
 import { isRecord } from '../../is-record.ts';
 
@@ -23,6 +25,11 @@ export interface StageProviders {
   region?: string | undefined;
   /** Integration levels the stage sets on providers (`PROVIDER_LEVELS`, from `-c providerLevels`). */
   levels?: Readonly<Record<string, IntegrationLevel>> | undefined;
+  /**
+   * The model a step of a node type runs when it names none, in place of the catalogue's
+   * (`MODEL_DEFAULTS`, from `-c modelDefaults`); a type not in it keeps the catalogue's.
+   */
+  modelDefaults?: ModelDefaults | undefined;
 }
 
 /**
@@ -52,7 +59,10 @@ const levelsFromEnv = (raw: string | undefined): Record<string, IntegrationLevel
   return parsed as Record<string, IntegrationLevel>;
 };
 
-/** The stage's providers from `PROVIDER_SECRETS`, `SANDBOX_PROVIDERS` and, locally, `OPENAI_COMPATIBLE_BASE_URL`. */
+/**
+ * The stage's providers from `PROVIDER_SECRETS`, `SANDBOX_PROVIDERS`, `PROVIDER_LEVELS`,
+ * `MODEL_DEFAULTS` and, locally, `OPENAI_COMPATIBLE_BASE_URL`.
+ */
 export const stageProvidersFromEnv = (env: NodeJS.ProcessEnv = process.env): StageProviders => {
   const raw = env[envNames.providerSecrets];
   let secrets: Record<string, string> | undefined;
@@ -75,5 +85,9 @@ export const stageProvidersFromEnv = (env: NodeJS.ProcessEnv = process.env): Sta
     secrets,
     region: env.AWS_REGION,
     levels: levelsFromEnv(env[envNames.providerLevels]),
+    // Malformed, it throws at the function's start: a deployment error, as the other settings.
+    modelDefaults: env[envNames.modelDefaults]
+      ? parseModelDefaults(env[envNames.modelDefaults], envNames.modelDefaults)
+      : undefined,
   };
 };

@@ -1,0 +1,179 @@
+/**
+ * A stage's own default models (`MODEL_DEFAULTS`, from `-c modelDefaults`) through the real path:
+ * HTTP to the local API (whose run start routes on the stage's defaults), the step executor's handler
+ * over the emulators, and the providers' stand-ins speaking their own protocols. Steps that name no
+ * provider run on the pinned models, not the catalogue's: a model the registry does not know on
+ * Replicate (its job gets the node type's generic input, its output's licence is `unchecked`), and a
+ * Bedrock model through the real SDK.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ProviderJobs } from '../functions/nodes/executors/types.ts';
+import { encodePng, makeImage } from '../functions/nodes/media/png.ts';
+import { stageProvidersFromEnv } from '../functions/nodes/providers/stage.ts';
+import { makeHandler } from '../functions/workers/step-executor.ts';
+import { invokedAs } from '../local/invocation.ts';
+import { envNames } from '../platform/definitions.ts';
+import { bedrockDefaultModels } from '../platform/providers.ts';
+import { type BedrockStandIn, startBedrockStandIn } from './stand-ins/bedrock.ts';
+import { startFileServer } from './stand-ins/http.ts';
+import { type ReplicateStandIn, startReplicateStandIn } from './stand-ins/replicate.ts';
+import { deliver, stepRecord, takeStepMessages } from './support/runs.ts';
+import { call, createWorkflow, seedTeam, stackPerFile, testExecutors } from './support/stack.ts';
+
+const apiKey = 'r8_stage_model_defaults_test_key';
+/** Fake static credentials: the Bedrock stand-in checks the SigV4 header's shape and scope, not its signature. */
+const aws = {
+  AWS_ACCESS_KEY_ID: 'AKIAIOSFODNN7EXAMPLE',
+  AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY',
+  AWS_REGION: 'us-east-1',
+};
+/** Neither model is the catalogue's; the Replicate one is not in the registry either. */
+const pinnedImage = 'acme/pixel-painter';
+const pinnedEmbedding = 'cohere.embed-english-v3';
+
+/**
+ * The stage as every function reads it: Replicate and Bedrock on, no sandbox to stand in, and the
+ * stage's own defaults for ImageGen (the catalogue's: Bedrock) and Embedder (Titan).
+ */
+const stageEnv: NodeJS.ProcessEnv = {
+  PROVIDER_REPLICATE_API_KEY: apiKey,
+  PROVIDER_BEDROCK: 'on',
+  [envNames.sandboxProviders]: 'false',
+  [envNames.modelDefaults]: `ImageGen=replicate:${pinnedImage},Embedder=bedrock:${pinnedEmbedding}`,
+};
+
+let replicate: ReplicateStandIn;
+let bedrock: BedrockStandIn;
+let files: Awaited<ReturnType<typeof startFileServer>>;
+const settings = (): NodeJS.ProcessEnv => ({
+  ...stageEnv,
+  ...aws,
+  PROVIDER_REPLICATE_BASE_URL: replicate.url,
+  AWS_ENDPOINT_URL_BEDROCK_RUNTIME: bedrock.url,
+  ALLOW_PRIVATE_CALLBACKS: '1',
+});
+
+// The API's own job wiring (its webhook route verifies Replicate's signatures with it), built once the stand-ins listen.
+let jobs: ProviderJobs | undefined;
+const lazyJobs: ProviderJobs = {
+  provider: (key, connection) => {
+    jobs ??= testExecutors(settings()).jobs;
+    return jobs?.provider(key, connection) ?? Promise.resolve(undefined);
+  },
+  outcome: () => Promise.reject(new Error('the API does not run steps')),
+  publicBaseUrl: undefined,
+};
+const { stack, closers } = stackPerFile({
+  executors: Object.assign(testExecutors(), { jobs: lazyJobs }),
+  providers: stageProvidersFromEnv(stageEnv),
+});
+
+// The SDK reads the Bedrock endpoint and the credentials from the process's environment, as a
+// deployed function's does.
+const saved: Record<string, string | undefined> = {};
+beforeAll(async () => {
+  replicate = await startReplicateStandIn({ apiKey });
+  bedrock = await startBedrockStandIn();
+  files = await startFileServer({
+    '/out.png': { body: encodePng(makeImage(8, 8, () => [10, 120, 200, 255])), contentType: 'image/png' },
+  });
+  closers.push(
+    () => replicate.close(),
+    () => bedrock.close(),
+    () => files.close(),
+  );
+  const env = {
+    ...aws,
+    AWS_ENDPOINT_URL_BEDROCK_RUNTIME: bedrock.url,
+    AWS_SESSION_TOKEN: undefined,
+    AWS_PROFILE: undefined,
+  };
+  for (const [name, value] of Object.entries(env)) {
+    saved[name] = process.env[name];
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
+});
+afterAll(() => {
+  for (const [name, value] of Object.entries(saved)) {
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
+});
+
+/** The step executor as Lambda runs it, over the stack's resources and the stage's settings, webhooks to the local API. */
+const stepExecutor = () => {
+  const env = { ...settings(), PUBLIC_BASE_URL: new URL(stack.baseUrl).origin };
+  const deps = { ...stack.deps, executors: testExecutors(env), providers: stageProvidersFromEnv(env) };
+  return invokedAs('StepExecutor', makeHandler(deps, { stepTimeoutMs: 20_000 }));
+};
+
+/** Delivers every visible step message (delayed polls stay aside: the webhook ends the job), until none is left. */
+const drain = async (handler: ReturnType<typeof stepExecutor>) => {
+  for (let round = 0; round < 20; round++) {
+    const messages = (await takeStepMessages(stack.deps)).filter((m) => !('check' in m && m.check === 'poll'));
+    if (messages.length === 0) return;
+    for (const message of messages) expect(await deliver(handler, [stepRecord(message)])).toEqual([]);
+  }
+};
+
+interface RunBody {
+  status: string;
+  output: {
+    node_id: string;
+    result: unknown;
+    generated_by?: unknown[];
+    licence?: { commercial_use: string; models: { model: string; licence: string | null }[] };
+  }[];
+}
+
+describe('a stage that pins its own default models', { timeout: 120_000 }, () => {
+  it('runs the steps that name no provider on the pinned models, from the run start to their outputs', async () => {
+    const handler = stepExecutor();
+    const team = await seedTeam(stack.deps, { credits: 100 });
+    const workflowId = await createWorkflow(stack, team, [
+      { key: 'prompt', type: 'TextEntry', config: { text: 'a lighthouse at dusk' } },
+      { key: 'image', type: 'ImageGen', inputs: ['prompt'] },
+      { key: 'vector', type: 'Embedder', inputs: [{ from: 'prompt', targetHandle: 'text' }] },
+    ]);
+    const started = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, {
+      key: team.key,
+      method: 'POST',
+      body: {},
+    });
+    expect(started.status, JSON.stringify(started.body)).toBe(200);
+    const jobId = started.body.jobId as string;
+    await drain(handler);
+
+    // Replicate received the pinned model (by its own route, /v1/models/{owner}/{name}/predictions),
+    // with the node type's generic input: the registry has no mapping of its own for it.
+    const submitted = [...replicate.jobs.values()].filter((job) =>
+      String(job.prediction.webhook).includes(`/${jobId}/`),
+    );
+    expect(submitted.map((job) => [job.prediction.model, job.createdBy])).toEqual([[pinnedImage, 'model']]);
+    expect(submitted[0]?.prediction.input).toEqual({ prompt: 'a lighthouse at dusk' });
+    // Bedrock received the pinned model, in its family's body, and never the catalogue's.
+    const invoked = bedrock.requests.map((request) => request.modelId);
+    expect(invoked).toContain(pinnedEmbedding);
+    expect(invoked).not.toContain(bedrockDefaultModels.embedding);
+    expect(invoked).not.toContain(bedrockDefaultModels.image);
+
+    const prediction = submitted[0]?.prediction;
+    if (!prediction) throw new Error('no prediction');
+    const sent = await replicate.complete(prediction.id, [`${files.url}/out.png`]);
+    expect(sent?.status).toBe(202);
+    await drain(handler);
+    const run = (await call(stack.baseUrl, `/runs/${jobId}`, { key: team.key })).body as unknown as RunBody;
+    expect(run.status, JSON.stringify(run)).toBe('completed');
+    const image = run.output.find((o) => o.node_id === 'image');
+    const vector = run.output.find((o) => o.node_id === 'vector');
+    expect(image?.generated_by).toEqual([{ node_id: 'image', provider: 'replicate', model: pinnedImage }]);
+    expect(vector?.generated_by).toEqual([{ node_id: 'vector', provider: 'bedrock', model: pinnedEmbedding }]);
+    // A model the registry does not know: no licence claimed.
+    expect(image?.licence).toMatchObject({
+      commercial_use: 'unchecked',
+      models: [{ model: pinnedImage, licence: null }],
+    });
+    expect(Array.isArray(vector?.result) && (vector.result as unknown[]).length).toBeGreaterThan(0);
+  });
+});
