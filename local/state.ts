@@ -20,7 +20,8 @@ export interface RunningStack {
   resources: LocalResources;
 }
 
-const isProcessAlive = (pid: number): boolean => {
+/** Whether process `pid` still runs (signal 0 only asks). */
+export const isProcessAlive = (pid: number): boolean => {
   try {
     process.kill(pid, 0);
     return true;

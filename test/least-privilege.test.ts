@@ -12,6 +12,7 @@ import { type CfnElement, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../lib/build-app.ts';
+import { networkInterfaceActions } from '../lib/service-function.ts';
 import { contextKeys } from '../lib/stages.ts';
 import { pythonRunner, workers } from '../lib/workers.ts';
 import { type AwsCommandRecord, canonicalArn } from '../local/aws-command-log.ts';
@@ -51,14 +52,10 @@ const sentByLambda: Record<string, string> = {
   'xray:PutTelemetryRecords': 'Lambda sends the traces of active tracing.',
   // The PythonRunner's VPC (lib/isolated-network.ts): Lambda attaches and removes its network interfaces.
   ...Object.fromEntries(
-    [
-      'ec2:CreateNetworkInterface',
-      'ec2:DescribeNetworkInterfaces',
-      'ec2:DescribeSubnets',
-      'ec2:DeleteNetworkInterface',
-      'ec2:AssignPrivateIpAddresses',
-      'ec2:UnassignPrivateIpAddresses',
-    ].map((action) => [action, "Lambda manages a VPC function's network interfaces with its role."]),
+    networkInterfaceActions.map((action) => [
+      action,
+      "Lambda manages a VPC function's network interfaces with its role.",
+    ]),
   ),
 };
 

@@ -79,6 +79,32 @@ interface Checked {
 
 const list = (handles: readonly HandleSpec[]): string => handles.map((h) => h.name).join(', ') || 'none';
 
+/**
+ * The issue of a connection into `key` naming a handle that step `stepId` (of `spec`) does not have:
+ * on its `source` side an output of the step it comes from, on its `target` side an input of its own.
+ */
+const unknownHandle = (
+  key: string,
+  c: Connection,
+  side: 'source' | 'target',
+  stepId: string,
+  spec: NodeSpec,
+): ValidationIssue => {
+  const [handle, handles, noun, none] =
+    side === 'source'
+      ? [c.sourceHandle, spec.outputs, 'output', 'has no outputs']
+      : [c.targetHandle, spec.inputs, 'input', 'takes no inputs'];
+  return {
+    code: 'unknown_handle',
+    key,
+    ...(handle === undefined ? { path: c.path } : { handle, path: `${c.path}.${side}Handle` }),
+    message:
+      handles.length === 0
+        ? `Step "${stepId}" (${spec.type}) ${none}`
+        : `Step "${stepId}" (${spec.type}) has no ${noun} "${handle}"; its ${noun}s: ${list(handles)}`,
+  };
+};
+
 /** `config.width`, `config.headers.accept`, `config.textures[0]`: where a valibot issue points. */
 const configPath = (issue: v.BaseIssue<unknown>): string =>
   (issue.path ?? []).reduce(
@@ -207,33 +233,13 @@ const checkConnections = (
       if (resolved.ok) {
         output = resolved.handle;
       } else {
-        issues.push({
-          code: 'unknown_handle',
-          key: node.id,
-          ...(c.sourceHandle === undefined
-            ? { path: c.path }
-            : { handle: c.sourceHandle, path: `${c.path}.sourceHandle` }),
-          message:
-            sourceSpec.outputs.length === 0
-              ? `Step "${c.from}" (${sourceSpec.type}) has no outputs`
-              : `Step "${c.from}" (${sourceSpec.type}) has no output "${c.sourceHandle}"; its outputs: ${list(sourceSpec.outputs)}`,
-        });
+        issues.push(unknownHandle(node.id, c, 'source', c.from, sourceSpec));
       }
     }
     if (!spec) continue;
     const resolved = resolveHandle(spec.inputs, c.targetHandle);
     if (!resolved.ok) {
-      issues.push({
-        code: 'unknown_handle',
-        key: node.id,
-        ...(c.targetHandle === undefined
-          ? { path: c.path }
-          : { handle: c.targetHandle, path: `${c.path}.targetHandle` }),
-        message:
-          spec.inputs.length === 0
-            ? `Step "${node.id}" (${spec.type}) takes no inputs`
-            : `Step "${node.id}" (${spec.type}) has no input "${c.targetHandle}"; its inputs: ${list(spec.inputs)}`,
-      });
+      issues.push(unknownHandle(node.id, c, 'target', node.id, spec));
       continue;
     }
     const input = resolved.handle;

@@ -1,8 +1,8 @@
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Scope } from '../../platform/routes.ts';
 import type { Deps } from '../deps.ts';
 import { generateApiKey, hashApiKey, keyHint } from '../domain/api-key.ts';
-import { ifNotExists, itemUpdate } from './item-update.ts';
+import { ifNotExists } from './item-update.ts';
 import {
   ApiKeyIdItemSchema,
   type ApiKeyItem,
@@ -14,7 +14,7 @@ import {
 } from './items.ts';
 import { apiKeyIdKey, apiKeyKey, teamKeysIndex, teamKeysPartition } from './keys.ts';
 import { queryAll } from './query.ts';
-import { conditionalWrite, transactWrite } from './write.ts';
+import { conditionalUpdate, transactWrite } from './write.ts';
 
 /** Reads the key by the hash of its secret, strongly consistent so a revocation counts at once. */
 export const findApiKeyByHash = async (deps: Deps, secretHash: string): Promise<ApiKeyItem | undefined> => {
@@ -94,17 +94,12 @@ export const createApiKey = async (deps: Deps, input: NewApiKey): Promise<{ keyI
 export const revokeApiKey = async (deps: Deps, keyId: string): Promise<boolean> => {
   const secretHash = await secretHashOf(deps, keyId);
   if (!secretHash) return false;
-  const revoked = await conditionalWrite(
+  const revoked = await conditionalUpdate(
     deps,
-    new UpdateCommand({
-      TableName: deps.tableName,
-      Key: apiKeyKey(secretHash),
-      ...itemUpdate(
-        storedApiKey,
-        { set: { revokedAt: ifNotExists(deps.now().toISOString()) } },
-        { ConditionExpression: 'attribute_exists(PK)' },
-      ),
-    }),
+    storedApiKey,
+    apiKeyKey(secretHash),
+    { set: { revokedAt: ifNotExists(deps.now().toISOString()) } },
+    { ConditionExpression: 'attribute_exists(PK)' },
   );
   return revoked.written;
 };

@@ -3,12 +3,12 @@ import * as v from 'valibot';
 import type { Deps } from '../deps.ts';
 import type { TeamConnection } from '../nodes/executors/types.ts';
 import { parseProviderCredentials } from '../nodes/providers/types.ts';
-import { ifNotExists, itemUpdate } from './item-update.ts';
+import { ifNotExists, tableUpdate } from './item-update.ts';
 import { type ConnectionRef, parseItem, storedTeam, TeamItemSchema } from './items.ts';
 import { teamKey } from './keys.ts';
 import { type SecretResolver, SecretUnavailableError } from './secret-refs.ts';
 import { TenancyNotFoundError } from './tenancy.ts';
-import { conditionalWrite } from './write.ts';
+import { conditionalUpdate } from './write.ts';
 
 /**
  * A team's own keys for providers and integrations (spec: Team, Connections). Only a reference to
@@ -32,41 +32,29 @@ export const getConnections = async (deps: Deps, teamId: string): Promise<Record
 
 /** Sets a team's connection `key` (TenancyNotFoundError when there is no such team). */
 export const setConnection = async (deps: Deps, teamId: string, key: string, connection: ConnectionRef) => {
-  const team = await conditionalWrite(
+  const team = await conditionalUpdate(
     deps,
-    new UpdateCommand({
-      TableName: deps.tableName,
-      Key: teamKey(teamId),
-      ...itemUpdate(
-        storedTeam,
-        { set: { connections: ifNotExists({}) } },
-        { ConditionExpression: 'attribute_exists(PK)' },
-      ),
-    }),
+    storedTeam,
+    teamKey(teamId),
+    { set: { connections: ifNotExists({}) } },
+    { ConditionExpression: 'attribute_exists(PK)' },
   );
   if (!team.written) throw new TenancyNotFoundError(`No team ${teamId}`);
   await deps.ddb.send(
-    new UpdateCommand({
-      TableName: deps.tableName,
-      Key: teamKey(teamId),
-      ...itemUpdate(storedTeam, { setEntries: { connections: { [key]: connection } } }),
-    }),
+    new UpdateCommand(
+      tableUpdate(deps, storedTeam, teamKey(teamId), { setEntries: { connections: { [key]: connection } } }),
+    ),
   );
 };
 
 /** Removes a team's connection `key`; false when the team has no connections. */
 export const removeConnection = async (deps: Deps, teamId: string, key: string): Promise<boolean> => {
-  const removed = await conditionalWrite(
+  const removed = await conditionalUpdate(
     deps,
-    new UpdateCommand({
-      TableName: deps.tableName,
-      Key: teamKey(teamId),
-      ...itemUpdate(
-        storedTeam,
-        { removeEntries: { connections: [key] } },
-        { ConditionExpression: 'attribute_exists(connections)' },
-      ),
-    }),
+    storedTeam,
+    teamKey(teamId),
+    { removeEntries: { connections: [key] } },
+    { ConditionExpression: 'attribute_exists(connections)' },
   );
   return removed.written;
 };

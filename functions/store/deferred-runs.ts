@@ -7,7 +7,7 @@ import { DeferredRunNotFoundError } from '../domain/errors.ts';
 import { retentionExpiry } from '../domain/retention.ts';
 import { batchGet, itemFor } from './batch.ts';
 import { IdempotencyRaceError, type IdempotencyRecord, idempotencyPut } from './idempotency.ts';
-import { itemUpdate } from './item-update.ts';
+import { tableUpdate } from './item-update.ts';
 import {
   type ApiKeyItem,
   type DeferredListEntry,
@@ -114,27 +114,25 @@ export const leaveWaiting = (
   extra: { jobId?: string } = {},
 ) => {
   const now = deps.now().toISOString();
-  return {
-    TableName: deps.tableName,
-    Key: deferredRunKey(deferredJobId),
-    ...itemUpdate(
-      storedDeferredRun,
-      {
-        set: {
-          status,
-          movedAt: now,
-          ttl: retentionExpiry(deps.now(), deps.retentionDays),
-          ...(extra.jobId ? { jobId: extra.jobId, dispatchedAt: now } : {}),
-        },
-        remove: ['GSI2PK', 'GSI2SK', 'GSI3PK', 'GSI3SK'],
+  return tableUpdate(
+    deps,
+    storedDeferredRun,
+    deferredRunKey(deferredJobId),
+    {
+      set: {
+        status,
+        movedAt: now,
+        ttl: retentionExpiry(deps.now(), deps.retentionDays),
+        ...(extra.jobId ? { jobId: extra.jobId, dispatchedAt: now } : {}),
       },
-      {
-        ConditionExpression: '#status = :waiting',
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: { ':waiting': 'waiting' },
-      },
-    ),
-  };
+      remove: ['GSI2PK', 'GSI2SK', 'GSI3PK', 'GSI3SK'],
+    },
+    {
+      ConditionExpression: '#status = :waiting',
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: { ':waiting': 'waiting' },
+    },
+  );
 };
 
 /** Moves a waiting deferred run to `expired` or `cancelled`; false when it was no longer waiting. */

@@ -5,6 +5,7 @@
  * attribute past it either. Conditions stay DynamoDB's own text; their names and values are merged
  * in, and a placeholder the two would give different meanings is refused.
  */
+import type { Deps } from '../deps.ts';
 import { type ItemAttributes, type ItemDefinition, isItemAttribute } from './items.ts';
 
 /** `if_not_exists(attribute, value)`: the stored value stays, else `value` is written. */
@@ -146,3 +147,12 @@ export const itemUpdate = <TItem extends ItemDefinition>(
     ...(Object.keys(values).length > 0 ? { ExpressionAttributeValues: values } : {}),
   };
 };
+
+/** An UpdateItem's input: `itemUpdate`'s expression for the item of `item` at `key` in the table. */
+export const tableUpdate = <TItem extends ItemDefinition>(
+  deps: Pick<Deps, 'tableName'>,
+  item: TItem,
+  key: Record<string, string>,
+  update: ItemUpdate<ItemAttributes<TItem>>,
+  condition?: UpdateCondition,
+) => ({ TableName: deps.tableName, Key: key, ...itemUpdate(item, update, condition) });

@@ -1,7 +1,7 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
 import type { PriceSettings } from '../domain/price-multiplier.ts';
-import { itemUpdate } from './item-update.ts';
+import { tableUpdate } from './item-update.ts';
 import { PriceItemSchema, parseItem, storedPrice } from './items.ts';
 import { priceKey } from './keys.ts';
 
@@ -16,20 +16,17 @@ export const getPriceSettings = async (deps: Deps): Promise<PriceSettings> => {
 /** Sets the live multiplier (null clears it so the schedule applies). */
 export const setLiveMultiplier = async (deps: Deps, multiplier: number | null) => {
   await deps.ddb.send(
-    new UpdateCommand({
-      TableName: deps.tableName,
-      Key: priceKey(),
-      ...itemUpdate(storedPrice, multiplier === null ? { remove: ['multiplier'] } : { set: { multiplier } }),
-    }),
+    new UpdateCommand(
+      tableUpdate(
+        deps,
+        storedPrice,
+        priceKey(),
+        multiplier === null ? { remove: ['multiplier'] } : { set: { multiplier } },
+      ),
+    ),
   );
 };
 
 export const setHourlySchedule = async (deps: Deps, hourly: number[]) => {
-  await deps.ddb.send(
-    new UpdateCommand({
-      TableName: deps.tableName,
-      Key: priceKey(),
-      ...itemUpdate(storedPrice, { set: { hourly } }),
-    }),
-  );
+  await deps.ddb.send(new UpdateCommand(tableUpdate(deps, storedPrice, priceKey(), { set: { hourly } })));
 };

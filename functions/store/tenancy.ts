@@ -1,8 +1,7 @@
-import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type * as v from 'valibot';
 import type { Deps } from '../deps.ts';
 import { ServiceError } from '../domain/errors.ts';
-import { itemUpdate } from './item-update.ts';
 import {
   IdEntrySchema,
   parseItem,
@@ -14,7 +13,7 @@ import {
   TeamItemSchema,
 } from './items.ts';
 import { agentKey, idIndex, projectKey, teamKey } from './keys.ts';
-import { conditionalWrite, transactWrite } from './write.ts';
+import { conditionalUpdate, transactWrite } from './write.ts';
 
 /**
  * Teams, projects and agents: the tenancy the API keys belong to. Operators manage them with the
@@ -96,21 +95,16 @@ export const getTeam = async (deps: Deps, teamId: string): Promise<TeamItem | un
 
 /** Grants (or, negative, withdraws) credits; a withdrawal can never take the balance below zero. */
 export const addCredits = async (deps: Deps, teamId: string, hundredths: number): Promise<TeamBalance> => {
-  const added = await conditionalWrite(
+  const added = await conditionalUpdate(
     deps,
-    new UpdateCommand({
-      TableName: deps.tableName,
-      Key: teamKey(teamId),
-      ...itemUpdate(
-        storedTeam,
-        { add: { balance: hundredths, granted: hundredths } },
-        {
-          ConditionExpression: 'attribute_exists(PK) AND balance >= :floor',
-          ExpressionAttributeValues: { ':floor': Math.max(0, -hundredths) },
-        },
-      ),
-      ReturnValues: 'ALL_NEW',
-    }),
+    storedTeam,
+    teamKey(teamId),
+    { add: { balance: hundredths, granted: hundredths } },
+    {
+      ConditionExpression: 'attribute_exists(PK) AND balance >= :floor',
+      ExpressionAttributeValues: { ':floor': Math.max(0, -hundredths) },
+    },
+    { ReturnValues: 'ALL_NEW' },
   );
   if (!added.written) throw new TenancyNotFoundError(`No team ${teamId}, or too few credits to withdraw`);
   return balanceOf(parseItem(TeamItemSchema, added.output.Attributes ?? {}));
@@ -125,23 +119,19 @@ export const balanceOf = (team: TeamItem | undefined): TeamBalance => ({
 });
 
 export const setPerStepLimit = async (deps: Deps, teamId: string, hundredths: number | null) => {
-  const set = await conditionalWrite(
+  const set = await conditionalUpdate(
     deps,
-    new UpdateCommand({
-      TableName: deps.tableName,
-      Key: teamKey(teamId),
-      ...itemUpdate(
-        storedTeam,
-        hundredths === null ? { remove: ['perStepLimitHundredths'] } : { set: { perStepLimitHundredths: hundredths } },
-        { ConditionExpression: 'attribute_exists(PK)' },
-      ),
-    }),
+    storedTeam,
+    teamKey(teamId),
+    hundredths === null ? { remove: ['perStepLimitHundredths'] } : { set: { perStepLimitHundredths: hundredths } },
+    { ConditionExpression: 'attribute_exists(PK)' },
   );
   if (!set.written) throw new TenancyNotFoundError(`No team ${teamId}`);
 };
 
-const teamMustExist = (deps: Deps, teamId: string) => ({
-  ConditionCheck: { TableName: deps.tableName, Key: teamKey(teamId), ConditionExpression: 'attribute_exists(PK)' },
+/** A transaction's check that the item at `key` (a team, a project) exists. */
+const mustExist = (deps: Deps, key: Record<string, string>) => ({
+  ConditionCheck: { TableName: deps.tableName, Key: key, ConditionExpression: 'attribute_exists(PK)' },
 });
 
 export const createProject = async (
@@ -150,7 +140,7 @@ export const createProject = async (
 ): Promise<{ projectId: string }> => {
   const projectId = deps.newId();
   const created = await transactWrite(deps, [
-    teamMustExist(deps, input.teamId),
+    mustExist(deps, teamKey(input.teamId)),
     {
       Put: {
         TableName: deps.tableName,
@@ -186,13 +176,7 @@ export const createAgent = async (
 ): Promise<{ agentId: string }> => {
   const agentId = deps.newId();
   const created = await transactWrite(deps, [
-    {
-      ConditionCheck: {
-        TableName: deps.tableName,
-        Key: projectKey(input.teamId, input.projectId),
-        ConditionExpression: 'attribute_exists(PK)',
-      },
-    },
+    mustExist(deps, projectKey(input.teamId, input.projectId)),
     { Put: { TableName: deps.tableName, Item: agentItem({ ...input, agentId }, deps.now().toISOString()) } },
   ]);
   if (!created.written) throw new TenancyNotFoundError(`No project ${input.projectId}`);

@@ -1,4 +1,4 @@
-import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type * as v from 'valibot';
 import type { WebhookEvent } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
@@ -10,7 +10,6 @@ import {
   type WebhookAttempt,
   webhookEventOfStatus,
 } from '../domain/webhook.ts';
-import { itemUpdate } from './item-update.ts';
 import {
   DeliveryItemSchema,
   parseItem,
@@ -20,7 +19,7 @@ import {
   unexpired,
 } from './items.ts';
 import { runKey, runPartition, webhookDeliveryKey, webhookSkPrefix } from './keys.ts';
-import { conditionalWrite } from './write.ts';
+import { conditionalUpdate } from './write.ts';
 
 /** What a delivery has done so far; before its first attempt, `pending` with none. */
 export type DeliveryProgress = v.InferOutput<typeof DeliveryItemSchema>;
@@ -114,31 +113,26 @@ export const recordWebhookAttempt = async (
 ): Promise<boolean> => {
   const { entry, state } = record;
   const first = entry.attempt === 1;
-  const recorded = await conditionalWrite(
+  const recorded = await conditionalUpdate(
     deps,
-    new UpdateCommand({
-      TableName: deps.tableName,
-      Key: webhookDeliveryKey(jobId, event),
-      ...itemUpdate(
-        storedDelivery,
-        {
-          set: {
-            jobId,
-            event,
-            ...attemptAttributes(record),
-            ttl: record.expiresAt,
-            ...(state === 'pending' ? {} : state === 'delivered' ? { deliveredAt: entry.at } : { failedAt: entry.at }),
-          },
-          remove: [...(entry.nextAttemptAt ? [] : (['nextAttemptAt'] as const)), 'redeliveryRequestedAt'],
-        },
-        {
-          // A first attempt finds no item, or the one a redelivery of a lost first message wrote (no attempt yet).
-          ConditionExpression: `${first ? 'attribute_not_exists(PK) OR ' : ''}(attempts = :previous AND #state = :pending)`,
-          ExpressionAttributeNames: { '#state': 'state' },
-          ExpressionAttributeValues: { ':previous': entry.attempt - 1, ':pending': 'pending' },
-        },
-      ),
-    }),
+    storedDelivery,
+    webhookDeliveryKey(jobId, event),
+    {
+      set: {
+        jobId,
+        event,
+        ...attemptAttributes(record),
+        ttl: record.expiresAt,
+        ...(state === 'pending' ? {} : state === 'delivered' ? { deliveredAt: entry.at } : { failedAt: entry.at }),
+      },
+      remove: [...(entry.nextAttemptAt ? [] : (['nextAttemptAt'] as const)), 'redeliveryRequestedAt'],
+    },
+    {
+      // A first attempt finds no item, or the one a redelivery of a lost first message wrote (no attempt yet).
+      ConditionExpression: `${first ? 'attribute_not_exists(PK) OR ' : ''}(attempts = :previous AND #state = :pending)`,
+      ExpressionAttributeNames: { '#state': 'state' },
+      ExpressionAttributeValues: { ':previous': entry.attempt - 1, ':pending': 'pending' },
+    },
   );
   return recorded.written;
 };
@@ -195,32 +189,30 @@ export const markRedeliveryPending = async (
 ): Promise<{ written: boolean; requestedAt: string }> => {
   const now = deps.now();
   const requestedAt = now.toISOString();
-  const marked = await conditionalWrite(
-    deps,
-    new UpdateCommand({
-      TableName: deps.tableName,
-      Key: webhookDeliveryKey(jobId, event),
-      ...(seen.exists
-        ? itemUpdate(
-            storedDelivery,
-            { set: { state: 'pending', redeliveryRequestedAt: requestedAt } },
-            {
-              ConditionExpression: 'attempts = :seen AND (#state <> :pending OR redeliveryRequestedAt < :stale)',
-              ExpressionAttributeNames: { '#state': 'state' },
-              ExpressionAttributeValues: {
-                ':pending': 'pending',
-                ':seen': seen.attempts,
-                ':stale': new Date(now.getTime() - staleRedeliveryMs).toISOString(),
-              },
-            },
-          )
-        : itemUpdate(
-            storedDelivery,
-            { set: { jobId, event, ...pendingDeliveryAttributes(requestedAt), ttl: seen.expiresAt } },
-            { ConditionExpression: 'attribute_not_exists(PK)' },
-          )),
-    }),
-  );
+  const key = webhookDeliveryKey(jobId, event);
+  const marked = seen.exists
+    ? await conditionalUpdate(
+        deps,
+        storedDelivery,
+        key,
+        { set: { state: 'pending', redeliveryRequestedAt: requestedAt } },
+        {
+          ConditionExpression: 'attempts = :seen AND (#state <> :pending OR redeliveryRequestedAt < :stale)',
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: {
+            ':pending': 'pending',
+            ':seen': seen.attempts,
+            ':stale': new Date(now.getTime() - staleRedeliveryMs).toISOString(),
+          },
+        },
+      )
+    : await conditionalUpdate(
+        deps,
+        storedDelivery,
+        key,
+        { set: { jobId, event, ...pendingDeliveryAttributes(requestedAt), ttl: seen.expiresAt } },
+        { ConditionExpression: 'attribute_not_exists(PK)' },
+      );
   return { written: marked.written, requestedAt };
 };
 
@@ -234,20 +226,15 @@ export const unmarkRedelivery = async (
   event: WebhookEvent,
   mark: { requestedAt: string; previousState: DeliveryState },
 ): Promise<void> => {
-  await conditionalWrite(
+  await conditionalUpdate(
     deps,
-    new UpdateCommand({
-      TableName: deps.tableName,
-      Key: webhookDeliveryKey(jobId, event),
-      ...itemUpdate(
-        storedDelivery,
-        { set: { state: mark.previousState }, remove: ['redeliveryRequestedAt'] },
-        {
-          ConditionExpression: '#state = :pending AND redeliveryRequestedAt = :mark',
-          ExpressionAttributeNames: { '#state': 'state' },
-          ExpressionAttributeValues: { ':pending': 'pending', ':mark': mark.requestedAt },
-        },
-      ),
-    }),
+    storedDelivery,
+    webhookDeliveryKey(jobId, event),
+    { set: { state: mark.previousState }, remove: ['redeliveryRequestedAt'] },
+    {
+      ConditionExpression: '#state = :pending AND redeliveryRequestedAt = :mark',
+      ExpressionAttributeNames: { '#state': 'state' },
+      ExpressionAttributeValues: { ':pending': 'pending', ':mark': mark.requestedAt },
+    },
   );
 };

@@ -1,11 +1,11 @@
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
 import type { WorkflowStatus } from '../../schemas/workflows.ts';
 import type { Deps } from '../deps.ts';
 import { AgentOrProjectNotFoundError, WorkflowTooLargeToStoreError } from '../domain/errors.ts';
 import type { Canvas } from '../domain/workflow-graph.ts';
 import type { WorkflowSummaryRecord } from '../domain/workflow-list.ts';
-import { itemUpdate } from './item-update.ts';
+import { tableUpdate } from './item-update.ts';
 import {
   AgentItemSchema,
   type IdEntrySchema,
@@ -20,7 +20,7 @@ import { agentKey, canvasKey, idIndex, projectKey, teamPartition, workflowKey, w
 import { type NamedItems, namedTransactWrite } from './named-transaction.ts';
 import { queryAll } from './query.ts';
 import { agentItem } from './tenancy.ts';
-import { conditionalWrite, transactWrite } from './write.ts';
+import { conditionalUpdate, transactWrite } from './write.ts';
 
 /** What the list reads of a summary (its projection). */
 const ListedWorkflowSchema = v.pick(WorkflowItemSchema, ['workflowId', 'name', 'description', 'status', 'updatedAt']);
@@ -58,17 +58,12 @@ export const setWorkflowStatus = async (
   workflowId: string,
   status: WorkflowStatus,
 ): Promise<boolean> => {
-  const set = await conditionalWrite(
+  const set = await conditionalUpdate(
     deps,
-    new UpdateCommand({
-      TableName: deps.tableName,
-      Key: workflowKey(teamId, workflowId),
-      ...itemUpdate(
-        storedWorkflow,
-        { set: { status, updatedAt: deps.now().toISOString() } },
-        { ConditionExpression: 'attribute_exists(PK)' },
-      ),
-    }),
+    storedWorkflow,
+    workflowKey(teamId, workflowId),
+    { set: { status, updatedAt: deps.now().toISOString() } },
+    { ConditionExpression: 'attribute_exists(PK)' },
   );
   return set.written;
 };
@@ -157,29 +152,25 @@ export const activateWorkflow = async (
   const now = deps.now().toISOString();
   const activated = await transactWrite(deps, [
     {
-      Update: {
-        TableName: deps.tableName,
-        Key: agentKey(teamId, agentId),
-        ...itemUpdate(
-          storedAgent,
-          { set: { activeWorkflowId: workflowId } },
-          { ConditionExpression: 'attribute_exists(PK)' },
-        ),
-      },
+      Update: tableUpdate(
+        deps,
+        storedAgent,
+        agentKey(teamId, agentId),
+        { set: { activeWorkflowId: workflowId } },
+        { ConditionExpression: 'attribute_exists(PK)' },
+      ),
     },
     {
-      Update: {
-        TableName: deps.tableName,
-        Key: workflowKey(teamId, workflowId),
-        ...itemUpdate(
-          storedWorkflow,
-          { set: { status: 'active', updatedAt: now } },
-          {
-            ConditionExpression: 'attribute_exists(PK) AND agentId = :agent',
-            ExpressionAttributeValues: { ':agent': agentId },
-          },
-        ),
-      },
+      Update: tableUpdate(
+        deps,
+        storedWorkflow,
+        workflowKey(teamId, workflowId),
+        { set: { status: 'active', updatedAt: now } },
+        {
+          ConditionExpression: 'attribute_exists(PK) AND agentId = :agent',
+          ExpressionAttributeValues: { ':agent': agentId },
+        },
+      ),
     },
   ]);
   return activated.written;

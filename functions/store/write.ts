@@ -22,12 +22,15 @@ import {
   type PutCommandOutput,
   TransactWriteCommand,
   type TransactWriteCommandInput,
-  type UpdateCommand,
+  UpdateCommand,
+  type UpdateCommandInput,
   type UpdateCommandOutput,
 } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
 import { StorageBusyError, type StorageContention } from '../domain/errors.ts';
 import { logger } from '../observability/logger.ts';
+import { type ItemUpdate, tableUpdate, type UpdateCondition } from './item-update.ts';
+import type { ItemAttributes, ItemDefinition } from './items.ts';
 import { type CancellationReason, cancellationReasons, isConditionalCheckFailed, refusedItem } from './refusals.ts';
 
 export type TransactItems = NonNullable<TransactWriteCommandInput['TransactItems']>;
@@ -143,6 +146,20 @@ export async function conditionalWrite(
     throw error;
   }
 }
+
+/**
+ * One conditional UpdateItem of the item of `item` at `key` (`tableUpdate`), through conditionalWrite;
+ * `returns` asks for its new image, or its old one when the condition refuses it.
+ */
+export const conditionalUpdate = <TItem extends ItemDefinition>(
+  deps: WriteDeps & Pick<Deps, 'tableName'>,
+  item: TItem,
+  key: Record<string, string>,
+  update: ItemUpdate<ItemAttributes<TItem>>,
+  condition: UpdateCondition,
+  returns: Pick<UpdateCommandInput, 'ReturnValues' | 'ReturnValuesOnConditionCheckFailure'> = {},
+): Promise<ConditionalResult<UpdateCommandOutput>> =>
+  conditionalWrite(deps, new UpdateCommand({ ...tableUpdate(deps, item, key, update, condition), ...returns }));
 
 /** A transaction's answer: written, or cancelled by failed conditions (`reasons`, one per item in order). */
 export type TransactResult = { written: true } | { written: false; reasons: CancellationReason[] };

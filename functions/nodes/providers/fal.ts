@@ -25,7 +25,13 @@
  */
 import { createHash, createPublicKey, type KeyObject, verify } from 'node:crypto';
 import { isRecord } from '../../is-record.ts';
-import { createJobHttp, type JobHttpAnswer, type JobProviderOptions, jobProviderOptionsFromEnv } from './job-http.ts';
+import {
+  createJobProviderHttp,
+  type JobHttpAnswer,
+  type JobProviderOptions,
+  jobProviderOptionsFromEnv,
+} from './job-http.ts';
+import { checkWebhookTimestamp, webhookJson, webhookVerifier } from './job-webhook.ts';
 import {
   type JobProvider,
   type JobRef,
@@ -48,11 +54,8 @@ export const falOptionsFromEnv = (env: NodeJS.ProcessEnv = process.env): FalOpti
   jwksUrl: env.PROVIDER_FAL_JWKS_URL || undefined,
 });
 
-const toleranceSeconds = 5 * 60;
-/** Keys are fetched again after a day (a withdrawn key stops verifying)… */
-const keysMaxAgeMs = 24 * 60 * 60 * 1000;
-/** …or when no key verifies a delivery, at most once a minute (forged deliveries cannot make us hammer fal). */
-const keysRefreshMs = 60 * 1000;
+/** Keys are fetched again after a day, or when none verifies a delivery, at most once a minute. */
+const keyTimes = { maxAgeMs: 24 * 60 * 60 * 1000, refreshMs: 60 * 1000 };
 
 /** Namespaces whose app ids keep three segments before the endpoint path (fal-js `parseEndpointId`). */
 const namespaces = new Set(['workflows', 'comfy']);
@@ -87,21 +90,8 @@ export const createFalProvider = (options: FalOptions): JobProvider => {
   const key = 'fal';
   const base = (options.baseUrl ?? 'https://queue.fal.run').replace(/\/+$/, '');
   const jwksUrl = options.jwksUrl ?? 'https://rest.alpha.fal.ai/.well-known/jwks.json';
-  const http = createJobHttp({
-    key,
-    secret: options.apiKey,
-    allowLoopback: options.allowLoopback ?? false,
-    timeoutMs: options.timeoutMs ?? 30_000,
-    maxBytes: 16 * 1024 * 1024,
-    ...(options.fetch ? { fetch: options.fetch } : {}),
-  });
-  let webhookKeys: { keys: KeyObject[]; fetchedAt: number } | undefined;
-  let keysFetch: Promise<KeyObject[]> | undefined;
-
-  const send = (method: 'GET' | 'POST' | 'PUT', url: string, signal: AbortSignal, body?: unknown) => {
-    if (!options.apiKey) throw new ProviderError(`${key} is not configured: no API key`);
-    return http.send({ method, url, headers: { authorization: `Key ${options.apiKey}` }, body, signal });
-  };
+  const http = createJobProviderHttp(key, options, 'Key');
+  const send = http.keyed;
   const ok = (answer: JobHttpAnswer) => answer.status >= 200 && answer.status <= 299;
 
   const requestsUrl = (ref: JobRef): string => {
@@ -132,28 +122,22 @@ export const createFalProvider = (options: FalOptions): JobProvider => {
     return { status: 'failed', message: http.clean(errorText(answer.json) ?? `the result answered ${answer.status}`) };
   };
 
-  const fetchKeys = (): Promise<KeyObject[]> => {
-    keysFetch ??= (async () => {
-      // Public keys at a public URL: the API key is not sent there.
-      const answer = await http.send({ method: 'GET', url: jwksUrl, signal: new AbortController().signal });
-      if (!ok(answer)) throw http.failure(answer, 'the JWKS read', errorText);
-      const listed = isRecord(answer.json) && Array.isArray(answer.json.keys) ? answer.json.keys : [];
-      const keys = listed.flatMap((jwk): KeyObject[] => {
-        if (!isRecord(jwk) || jwk.kty !== 'OKP' || jwk.crv !== 'Ed25519' || typeof jwk.x !== 'string') return [];
-        try {
-          return [createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: jwk.x }, format: 'jwk' })];
-        } catch {
-          return [];
-        }
-      });
-      if (keys.length === 0) throw new ProviderError(`${key}: the JWKS holds no Ed25519 key`);
-      webhookKeys = { keys, fetchedAt: Date.now() };
-      return keys;
-    })().finally(() => {
-      keysFetch = undefined;
+  const webhookKeys = webhookVerifier(async (): Promise<KeyObject[]> => {
+    // Public keys at a public URL: the API key is not sent there.
+    const answer = await http.send({ method: 'GET', url: jwksUrl, signal: new AbortController().signal });
+    if (!ok(answer)) throw http.failure(answer, 'the JWKS read', errorText);
+    const listed = isRecord(answer.json) && Array.isArray(answer.json.keys) ? answer.json.keys : [];
+    const keys = listed.flatMap((jwk): KeyObject[] => {
+      if (!isRecord(jwk) || jwk.kty !== 'OKP' || jwk.crv !== 'Ed25519' || typeof jwk.x !== 'string') return [];
+      try {
+        return [createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: jwk.x }, format: 'jwk' })];
+      } catch {
+        return [];
+      }
     });
-    return keysFetch;
-  };
+    if (keys.length === 0) throw new ProviderError(`${key}: the JWKS holds no Ed25519 key`);
+    return keys;
+  }, keyTimes);
 
   return {
     key,
@@ -199,28 +183,15 @@ export const createFalProvider = (options: FalOptions): JobProvider => {
       const signature = delivery.headers['x-fal-webhook-signature'];
       if (!requestId || !userId || !timestamp || !signature)
         throw new WebhookRefusedError('fal webhook headers missing');
-      if (!/^\d{1,12}$/.test(timestamp)) throw new WebhookRefusedError('x-fal-webhook-timestamp is not a Unix time');
-      if (Math.abs(delivery.now.getTime() / 1000 - Number(timestamp)) > toleranceSeconds)
-        throw new WebhookRefusedError('x-fal-webhook-timestamp is more than 5 minutes away');
+      checkWebhookTimestamp('x-fal-webhook-timestamp', timestamp, delivery.now);
       if (!/^[0-9a-f]{128}$/i.test(signature))
         throw new WebhookRefusedError('x-fal-webhook-signature is not hex ED25519');
       const bodyHash = createHash('sha256').update(delivery.body).digest('hex');
       const message = Buffer.from(`${requestId}\n${userId}\n${timestamp}\n${bodyHash}`);
       const signatureBytes = Buffer.from(signature, 'hex');
-      const signedWith = (keys: KeyObject[]) => keys.some((k) => verify(null, message, k, signatureBytes));
-      // A key fetch that fails throws ProviderError (retryable): the route answers 5xx and fal retries.
-      const fresh = webhookKeys && Date.now() - webhookKeys.fetchedAt < keysMaxAgeMs ? webhookKeys : undefined;
-      let verified = signedWith(fresh?.keys ?? (await fetchKeys()));
-      if (!verified && webhookKeys && Date.now() - webhookKeys.fetchedAt > keysRefreshMs) {
-        verified = signedWith(await fetchKeys());
-      }
+      const verified = await webhookKeys.verifies((keys) => keys.some((k) => verify(null, message, k, signatureBytes)));
       if (!verified) throw new WebhookRefusedError('x-fal-webhook-signature does not verify with fal’s keys');
-      let body: unknown;
-      try {
-        body = JSON.parse(delivery.body);
-      } catch {
-        throw new WebhookRefusedError('the body is not JSON');
-      }
+      const body = webhookJson(delivery.body);
       if (!isRecord(body) || typeof body.request_id !== 'string' || !body.request_id)
         throw new WebhookRefusedError('the body has no request_id');
       if (requestId !== body.request_id && requestId !== body.gateway_request_id)

@@ -192,3 +192,32 @@ export const createJobHttp = (options: JobHttpOptions): JobHttp => {
     },
   };
 };
+
+/** A job provider's HTTP (`createJobHttp` with its options' defaults), and its calls that carry its key. */
+export interface JobProviderHttp extends JobHttp {
+  /** One exchange with `authorization: <scheme> <key>`; a ProviderError when no key is configured. */
+  keyed(method: JobHttpRequest['method'], url: string, signal: AbortSignal, body?: unknown): Promise<JobHttpAnswer>;
+}
+
+/** The HTTP of the job provider `key`: a 30 s deadline and bodies up to 16 MiB unless its options say otherwise. */
+export const createJobProviderHttp = (
+  key: string,
+  options: JobProviderOptions,
+  scheme: 'Bearer' | 'Key',
+): JobProviderHttp => {
+  const http = createJobHttp({
+    key,
+    secret: options.apiKey,
+    allowLoopback: options.allowLoopback ?? false,
+    timeoutMs: options.timeoutMs ?? 30_000,
+    maxBytes: 16 * 1024 * 1024,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  });
+  return {
+    ...http,
+    keyed(method, url, signal, body) {
+      if (!options.apiKey) throw new ProviderError(`${key} is not configured: no API key`);
+      return http.send({ method, url, headers: { authorization: `${scheme} ${options.apiKey}` }, body, signal });
+    },
+  };
+};

@@ -18,7 +18,8 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { isRecord } from '../../is-record.ts';
-import { createJobHttp, type JobHttpAnswer, type JobProviderOptions, jobProviderOptionsFromEnv } from './job-http.ts';
+import { createJobProviderHttp, type JobProviderOptions, jobProviderOptionsFromEnv } from './job-http.ts';
+import { checkWebhookTimestamp, webhookJson, webhookVerifier } from './job-webhook.ts';
 import {
   type JobProvider,
   type JobRef,
@@ -36,10 +37,8 @@ export type ReplicateOptions = JobProviderOptions;
 export const replicateOptionsFromEnv = (env: NodeJS.ProcessEnv = process.env): ReplicateOptions =>
   jobProviderOptionsFromEnv('REPLICATE', env);
 
-/** Standard Webhooks' tolerance, both ways: older is a replay, newer a clock that cannot be trusted. */
-const toleranceSeconds = 5 * 60;
-/** A secret this old is fetched again when a delivery does not verify with it (it may have been rotated). */
-const secretRefreshMs = 60 * 60 * 1000;
+/** The secret is kept; once an hour at most, a delivery it does not verify fetches it again (it may have been rotated). */
+const secretTimes = { maxAgeMs: Number.POSITIVE_INFINITY, refreshMs: 60 * 60 * 1000 };
 
 /** `owner/name` (an official model) or `owner/name:version` (a version id), as Replicate spells them. */
 const modelPattern = /^([a-z0-9][a-z0-9._-]*)\/([a-z0-9][a-z0-9._-]*)(?::([a-z0-9]+))?$/i;
@@ -71,16 +70,7 @@ const signedBy = (header: string, content: string, secret: string): boolean => {
 export const createReplicateProvider = (options: ReplicateOptions): JobProvider => {
   const key = 'replicate';
   const base = (options.baseUrl ?? 'https://api.replicate.com').replace(/\/+$/, '');
-  const http = createJobHttp({
-    key,
-    secret: options.apiKey,
-    allowLoopback: options.allowLoopback ?? false,
-    timeoutMs: options.timeoutMs ?? 30_000,
-    maxBytes: 16 * 1024 * 1024,
-    ...(options.fetch ? { fetch: options.fetch } : {}),
-  });
-  /** The account's signing secret, once fetched: one per user or organisation, so one per provider object. */
-  let signingSecret: { value: string; fetchedAt: number } | undefined;
+  const http = createJobProviderHttp(key, options, 'Bearer');
 
   const call = async (
     method: 'GET' | 'POST',
@@ -89,14 +79,7 @@ export const createReplicateProvider = (options: ReplicateOptions): JobProvider 
     signal: AbortSignal,
     body?: unknown,
   ): Promise<Record<string, unknown>> => {
-    if (!options.apiKey) throw new ProviderError(`${key} is not configured: no API key`);
-    const answer: JobHttpAnswer = await http.send({
-      method,
-      url: `${base}${path}`,
-      headers: { authorization: `Bearer ${options.apiKey}` },
-      body,
-      signal,
-    });
+    const answer = await http.keyed(method, `${base}${path}`, signal, body);
     if (answer.status < 200 || answer.status > 299) throw http.failure(answer, what, errorText);
     if (!isRecord(answer.json))
       throw new ProviderError(`${key} answered ${what} with something that is not a JSON object`);
@@ -125,20 +108,12 @@ export const createReplicateProvider = (options: ReplicateOptions): JobProvider 
 
   const predictionPath = (id: string) => `/v1/predictions/${encodeURIComponent(id)}`;
 
-  /** Concurrent deliveries share one fetch. */
-  let secretFetch: Promise<string> | undefined;
-  const fetchSecret = (): Promise<string> => {
-    secretFetch ??= (async () => {
-      const json = await call('GET', '/v1/webhooks/default/secret', 'the webhook secret', new AbortController().signal);
-      if (typeof json.key !== 'string' || !json.key)
-        throw new ProviderError(`${key} answered without a webhook secret`);
-      signingSecret = { value: json.key, fetchedAt: Date.now() };
-      return json.key;
-    })().finally(() => {
-      secretFetch = undefined;
-    });
-    return secretFetch;
-  };
+  /** The account's signing secret: one per user or organisation, so one per provider object. */
+  const signingSecret = webhookVerifier(async (): Promise<string> => {
+    const json = await call('GET', '/v1/webhooks/default/secret', 'the webhook secret', new AbortController().signal);
+    if (typeof json.key !== 'string' || !json.key) throw new ProviderError(`${key} answered without a webhook secret`);
+    return json.key;
+  }, secretTimes);
 
   return {
     key,
@@ -176,23 +151,11 @@ export const createReplicateProvider = (options: ReplicateOptions): JobProvider 
       const timestamp = delivery.headers['webhook-timestamp'];
       const signature = delivery.headers['webhook-signature'];
       if (!id || !timestamp || !signature) throw new WebhookRefusedError('Standard Webhooks headers missing');
-      if (!/^\d{1,12}$/.test(timestamp)) throw new WebhookRefusedError('webhook-timestamp is not a Unix time');
-      if (Math.abs(delivery.now.getTime() / 1000 - Number(timestamp)) > toleranceSeconds)
-        throw new WebhookRefusedError('webhook-timestamp is more than 5 minutes away');
+      checkWebhookTimestamp('webhook-timestamp', timestamp, delivery.now);
       const content = `${id}.${timestamp}.${delivery.body}`;
-      // A secret fetch that fails throws ProviderError (retryable): the route answers 5xx and Replicate retries.
-      let verified = signedBy(signature, content, signingSecret?.value ?? (await fetchSecret()));
-      if (!verified && signingSecret && Date.now() - signingSecret.fetchedAt > secretRefreshMs) {
-        // Once an hour at most, whatever forged deliveries arrive: a rotated secret is picked up.
-        verified = signedBy(signature, content, await fetchSecret());
-      }
-      if (!verified) throw new WebhookRefusedError('webhook-signature does not match');
-      let prediction: unknown;
-      try {
-        prediction = JSON.parse(delivery.body);
-      } catch {
-        throw new WebhookRefusedError('the body is not JSON');
-      }
+      if (!(await signingSecret.verifies((secret) => signedBy(signature, content, secret))))
+        throw new WebhookRefusedError('webhook-signature does not match');
+      const prediction = webhookJson(delivery.body);
       if (!isRecord(prediction) || typeof prediction.id !== 'string' || !prediction.id)
         throw new WebhookRefusedError('the body is not a prediction');
       try {

@@ -10,7 +10,7 @@ import {
 } from '../../domain/run-lifecycle.ts';
 import { webhookEventOfEnd } from '../../domain/webhook.ts';
 import { logger } from '../../observability/logger.ts';
-import { itemUpdate } from '../item-update.ts';
+import { tableUpdate } from '../item-update.ts';
 import { type RunItem, storedKeyMonth, storedProject, storedRun, storedTeam } from '../items.ts';
 import { keyMonthKey, projectKey, queuedRunIndex, runKey, teamKey, workflowLockKey } from '../keys.ts';
 import { sendWebhookMessage } from '../queues.ts';
@@ -47,13 +47,9 @@ const settleTeamItems = (deps: Deps, run: RunLedgerState, release: number): Tran
     ? []
     : [
         {
-          Update: {
-            TableName: deps.tableName,
-            Key: teamKey(run.teamId),
-            ...itemUpdate(storedTeam, {
-              add: { balance: release, held: -run.estimateHundredths, charged: run.estimateHundredths - release },
-            }),
-          },
+          Update: tableUpdate(deps, storedTeam, teamKey(run.teamId), {
+            add: { balance: release, held: -run.estimateHundredths, charged: run.estimateHundredths - release },
+          }),
         },
       ];
 
@@ -63,6 +59,27 @@ export const inProgressValues = statusValues(...inProgressStatuses);
 
 /** A step is counted on its run once: the run's `doneSteps` set names the steps counted. */
 export const notCountedCondition = '(attribute_not_exists(doneSteps) OR NOT contains(doneSteps, :node))';
+
+/**
+ * The run is where `move` starts (in progress), not finalized, and still holds what `run` read: no charge
+ * slipped in since.
+ */
+const heldCondition = (move: 'end' | 'close', run: RunLedgerState) => ({
+  ConditionExpression: `${fromCondition(runTransitions[move])} AND heldHundredths = :held AND attribute_not_exists(finalizedAt)`,
+  ExpressionAttributeNames: { '#status': 'status' },
+  ExpressionAttributeValues: { ':held': run.heldHundredths, ...inProgressValues },
+});
+
+/**
+ * What a run's end writes on it, whether it finalizes the run or only closes it: its status, when,
+ * and what it charged in all (its estimate less `release`), written once for the run list's index
+ * (GSI4), which does not hold the per-step chargedHundredths.
+ */
+const endedRun = (run: RunLedgerState, status: EndStatus, now: string, release: number) => ({
+  status,
+  endedAt: now,
+  finalChargedHundredths: run.estimateHundredths - release,
+});
 
 /**
  * The last step's count, made by the transaction that ends its run: valid only while every other
@@ -87,42 +104,37 @@ export const endRunItems = (deps: Deps, run: RunLedgerState, status: EndStatus, 
   const charge = last?.chargeHundredths ?? 0;
   const release = run.heldHundredths - charge;
   const now = deps.now().toISOString();
-  let condition = `${fromCondition(runTransitions.end)} AND heldHundredths = :held AND attribute_not_exists(finalizedAt)`;
-  const values: Record<string, unknown> = { ':held': run.heldHundredths, ...inProgressValues };
-  if (last) {
-    condition += ` AND ${notCountedCondition} AND stepsCompleted = :done AND (attribute_not_exists(stepsSkipped) OR stepsSkipped = :skipped)`;
-    Object.assign(values, { ':node': last.nodeId, ':done': last.completedBefore, ':skipped': last.skippedBefore });
-  }
+  const held = heldCondition('end', run);
+  const condition = last
+    ? {
+        ...held,
+        ConditionExpression: `${held.ConditionExpression} AND ${notCountedCondition} AND stepsCompleted = :done AND (attribute_not_exists(stepsSkipped) OR stepsSkipped = :skipped)`,
+        ExpressionAttributeValues: {
+          ...held.ExpressionAttributeValues,
+          ':node': last.nodeId,
+          ':done': last.completedBefore,
+          ':skipped': last.skippedBefore,
+        },
+      }
+    : held;
   return [
     {
-      Update: {
-        TableName: deps.tableName,
-        Key: runKey(run.jobId),
-        ...itemUpdate(
-          storedRun,
-          {
-            set: {
-              status,
-              endedAt: now,
-              finalizedAt: now,
-              heldHundredths: 0,
-              ttl: runItemExpiry(run.createdAt, deps.now(), deps.retentionDays),
-              // What the run charged in all (its estimate less the release), written once here for
-              // the run list's index (GSI4), which does not hold the per-step chargedHundredths.
-              finalChargedHundredths: run.estimateHundredths - release,
-            },
-            ...(last
-              ? { add: { stepsCompleted: 1, chargedHundredths: charge, doneSteps: new Set([last.nodeId]) } }
-              : {}),
-            remove: ['GSI1PK', 'GSI1SK'],
+      Update: tableUpdate(
+        deps,
+        storedRun,
+        runKey(run.jobId),
+        {
+          set: {
+            ...endedRun(run, status, now, release),
+            finalizedAt: now,
+            heldHundredths: 0,
+            ttl: runItemExpiry(run.createdAt, deps.now(), deps.retentionDays),
           },
-          {
-            ConditionExpression: condition,
-            ExpressionAttributeNames: { '#status': 'status' },
-            ExpressionAttributeValues: values,
-          },
-        ),
-      },
+          ...(last ? { add: { stepsCompleted: 1, chargedHundredths: charge, doneSteps: new Set([last.nodeId]) } } : {}),
+          remove: ['GSI1PK', 'GSI1SK'],
+        },
+        condition,
+      ),
     },
     ...settleTeamItems(deps, run, release),
     ...endRunSideItems(deps, run, release),
@@ -145,18 +157,14 @@ const endRunSideItems = (deps: Deps, run: RunLedgerState, release: number): Tran
   ...(release > 0
     ? [
         {
-          Update: {
-            TableName: deps.tableName,
-            Key: projectKey(run.teamId, run.projectId),
-            ...itemUpdate(storedProject, { add: { spentHundredths: -release } }),
-          },
+          Update: tableUpdate(deps, storedProject, projectKey(run.teamId, run.projectId), {
+            add: { spentHundredths: -release },
+          }),
         },
         {
-          Update: {
-            TableName: deps.tableName,
-            Key: keyMonthKey(run.keyId, run.spendMonth),
-            ...itemUpdate(storedKeyMonth, { add: { spentHundredths: -release } }),
-          },
+          Update: tableUpdate(deps, storedKeyMonth, keyMonthKey(run.keyId, run.spendMonth), {
+            add: { spentHundredths: -release },
+          }),
         },
       ]
     : []),
@@ -173,27 +181,19 @@ const endRunSideItems = (deps: Deps, run: RunLedgerState, release: number): Tran
 export const closeRunUpdate = (deps: Deps, run: RunLedgerState, status: EndStatus) => {
   const now = deps.now().toISOString();
   const sweep = queuedRunIndex(run.jobId, now);
-  return {
-    TableName: deps.tableName,
-    Key: runKey(run.jobId),
-    ...itemUpdate(
-      storedRun,
-      {
-        set: {
-          status,
-          endedAt: now,
-          finalChargedHundredths: run.estimateHundredths - run.heldHundredths,
-          GSI1PK: sweep.GSI1PK,
-          GSI1SK: sweep.GSI1SK,
-        },
+  return tableUpdate(
+    deps,
+    storedRun,
+    runKey(run.jobId),
+    {
+      set: {
+        ...endedRun(run, status, now, run.heldHundredths),
+        GSI1PK: sweep.GSI1PK,
+        GSI1SK: sweep.GSI1SK,
       },
-      {
-        ConditionExpression: `${fromCondition(runTransitions.close)} AND heldHundredths = :held AND attribute_not_exists(finalizedAt)`,
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: { ':held': run.heldHundredths, ...inProgressValues },
-      },
-    ),
-  };
+    },
+    heldCondition('close', run),
+  );
 };
 
 /**
@@ -226,26 +226,24 @@ export const settleJustEnded = async (deps: Deps, jobId: string) => {
  */
 const settleRunItems = (deps: Deps, run: RunLedgerState & { status: EndStatus }): TransactItems => [
   {
-    Update: {
-      TableName: deps.tableName,
-      Key: runKey(run.jobId),
-      ...itemUpdate(
-        storedRun,
-        {
-          set: {
-            finalizedAt: deps.now().toISOString(),
-            heldHundredths: 0,
-            ttl: runItemExpiry(run.createdAt, deps.now(), deps.retentionDays),
-          },
-          remove: ['GSI1PK', 'GSI1SK'],
+    Update: tableUpdate(
+      deps,
+      storedRun,
+      runKey(run.jobId),
+      {
+        set: {
+          finalizedAt: deps.now().toISOString(),
+          heldHundredths: 0,
+          ttl: runItemExpiry(run.createdAt, deps.now(), deps.retentionDays),
         },
-        {
-          ConditionExpression: '#status = :status AND heldHundredths = :held AND attribute_not_exists(finalizedAt)',
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ':status': run.status, ':held': run.heldHundredths },
-        },
-      ),
-    },
+        remove: ['GSI1PK', 'GSI1SK'],
+      },
+      {
+        ConditionExpression: '#status = :status AND heldHundredths = :held AND attribute_not_exists(finalizedAt)',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':status': run.status, ':held': run.heldHundredths },
+      },
+    ),
   },
   ...settleTeamItems(deps, run, run.heldHundredths),
   ...endRunSideItems(deps, run, run.heldHundredths),

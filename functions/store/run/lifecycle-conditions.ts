@@ -3,7 +3,7 @@
  * `from` statuses become its `#status` condition, so a status added to a move reaches its write.
  * Each status is a value named after itself (`:queued`), given by `statusValues`.
  */
-import type { Transition } from '../../domain/run-lifecycle.ts';
+import { StepStatus, type Transition } from '../../domain/run-lifecycle.ts';
 
 /** `#status` is one of the move's stored `from` statuses (it needs `#status` and `statusValues`). */
 export const fromCondition = (move: Pick<Transition<string>, 'from'>): string => {
@@ -16,3 +16,10 @@ export const fromCondition = (move: Pick<Transition<string>, 'from'>): string =>
 /** The expression values that name statuses after themselves (`:queued` is `queued`). */
 export const statusValues = (...statuses: readonly string[]): Record<string, string> =>
   Object.fromEntries(statuses.map((s) => [`:${s}`, s]));
+
+/** The claim `attempt` still holds its step: it is `processing` and no later claim took it. */
+export const claimCondition = (attempt: number) => ({
+  ConditionExpression: '#status = :processing AND attempts = :attempt',
+  ExpressionAttributeNames: { '#status': 'status' },
+  ExpressionAttributeValues: { ...statusValues(StepStatus.processing), ':attempt': attempt },
+});

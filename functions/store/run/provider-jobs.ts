@@ -4,29 +4,19 @@
  * `processing`, its `attempts`), so a delivery that lost its claim changes nothing.
  */
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
 import type { Deps } from '../../deps.ts';
 import { maxRetryDelaySeconds } from '../../domain/provider-jobs.ts';
-import { StepStatus } from '../../domain/run-lifecycle.ts';
-import { itemUpdate } from '../item-update.ts';
 import { parseItem, type StepItem, StepItemSchema, storedStep } from '../items.ts';
 import { stepKey } from '../keys.ts';
 import { sqsMessageBody } from '../queues.ts';
-import { conditionalWrite } from '../write.ts';
-import { statusValues } from './lifecycle-conditions.ts';
+import { conditionalUpdate } from '../write.ts';
+import { claimCondition } from './lifecycle-conditions.ts';
 
 type ProviderJob = NonNullable<StepItem['providerJob']>;
 
 /** Time after a job's deadline its claim still holds: the poll at the deadline cancels it and ends the step. */
 const leaseAfterDeadlineSeconds = 5 * 60;
-
-/** The claim `attempt` still holds the step: it is `processing` and no later claim took it. */
-const claimCondition = (attempt: number) => ({
-  ConditionExpression: '#status = :processing AND attempts = :attempt',
-  ExpressionAttributeNames: { '#status': 'status' },
-  ExpressionAttributeValues: { ...statusValues(StepStatus.processing), ':attempt': attempt },
-});
 
 /**
  * Before the submit: the job's intent (provider, model, the webhook token's hash, the deadline). The
@@ -41,13 +31,12 @@ export const recordJobIntent = async (
   nodeId: string,
   intent: Omit<ProviderJob, 'id' | 'submittedAt'>,
 ): Promise<boolean> => {
-  const written = await conditionalWrite(
+  const written = await conditionalUpdate(
     deps,
-    new UpdateCommand({
-      TableName: deps.tableName,
-      Key: stepKey(jobId, nodeId),
-      ...itemUpdate(storedStep, { set: { providerJob: intent } }, claimCondition(intent.attempt)),
-    }),
+    storedStep,
+    stepKey(jobId, nodeId),
+    { set: { providerJob: intent } },
+    claimCondition(intent.attempt),
   );
   return written.written;
 };
@@ -65,24 +54,19 @@ export const recordJobSubmitted = async (
 ): Promise<boolean> => {
   const lease = new Date(Date.parse(job.deadlineAt) + leaseAfterDeadlineSeconds * 1000).toISOString();
   const claim = claimCondition(job.attempt);
-  const written = await conditionalWrite(
+  const written = await conditionalUpdate(
     deps,
-    new UpdateCommand({
-      TableName: deps.tableName,
-      Key: stepKey(jobId, nodeId),
-      ...itemUpdate(
-        storedStep,
-        {
-          set: { leaseUntil: lease },
-          setEntries: { providerJob: { id: job.id, submittedAt: deps.now().toISOString() } },
-        },
-        {
-          ConditionExpression: `${claim.ConditionExpression} AND providerJob.tokenHash = :hash AND attribute_not_exists(providerJob.id)`,
-          ExpressionAttributeNames: claim.ExpressionAttributeNames,
-          ExpressionAttributeValues: { ...claim.ExpressionAttributeValues, ':hash': job.tokenHash },
-        },
-      ),
-    }),
+    storedStep,
+    stepKey(jobId, nodeId),
+    {
+      set: { leaseUntil: lease },
+      setEntries: { providerJob: { id: job.id, submittedAt: deps.now().toISOString() } },
+    },
+    {
+      ConditionExpression: `${claim.ConditionExpression} AND providerJob.tokenHash = :hash AND attribute_not_exists(providerJob.id)`,
+      ExpressionAttributeNames: claim.ExpressionAttributeNames,
+      ExpressionAttributeValues: { ...claim.ExpressionAttributeValues, ':hash': job.tokenHash },
+    },
   );
   return written.written;
 };
@@ -100,18 +84,13 @@ export const countProviderTry = async (
   nodeId: string,
   attempt: number,
 ): Promise<number | null> => {
-  const counted = await conditionalWrite(
+  const counted = await conditionalUpdate(
     deps,
-    new UpdateCommand({
-      TableName: deps.tableName,
-      Key: stepKey(jobId, nodeId),
-      ...itemUpdate(
-        storedStep,
-        { set: { leaseUntil: new Date(0).toISOString() }, add: { providerTries: 1 }, remove: ['providerJob'] },
-        claimCondition(attempt),
-      ),
-      ReturnValues: 'UPDATED_NEW',
-    }),
+    storedStep,
+    stepKey(jobId, nodeId),
+    { set: { leaseUntil: new Date(0).toISOString() }, add: { providerTries: 1 }, remove: ['providerJob'] },
+    claimCondition(attempt),
+    { ReturnValues: 'UPDATED_NEW' },
   );
   return counted.written
     ? parseItem(TriesSchema, counted.output.Attributes ?? {}, stepKey(jobId, nodeId)).providerTries

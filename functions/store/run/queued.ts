@@ -1,12 +1,10 @@
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
 import type { Deps } from '../../deps.ts';
 import { isEndStatus, RunStatus, runTransitions } from '../../domain/run-lifecycle.ts';
-import { itemUpdate } from '../item-update.ts';
 import { parseItem, QueuedRunEntrySchema, RunItemSchema, storedRun } from '../items.ts';
 import { queuedRunPartition, queuedRunShards, runKey } from '../keys.ts';
 import { queryAll } from '../query.ts';
-import { conditionalWrite } from '../write.ts';
+import { conditionalUpdate } from '../write.ts';
 import { fromCondition, statusValues } from './lifecycle-conditions.ts';
 
 /**
@@ -49,22 +47,17 @@ export const queuedRunsStartedBefore = async (deps: Deps, before: string): Promi
  * after it, or undefined when the run is no longer queued (it started or ended meanwhile).
  */
 export const countSweepRefusal = async (deps: Deps, jobId: string): Promise<number | undefined> => {
-  const result = await conditionalWrite(
+  const result = await conditionalUpdate(
     deps,
-    new UpdateCommand({
-      TableName: deps.tableName,
-      Key: runKey(jobId),
-      ...itemUpdate(
-        storedRun,
-        { add: { sweepRefusals: 1 } },
-        {
-          ConditionExpression: fromCondition(runTransitions.countSweepRefusal),
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: statusValues(RunStatus.queued),
-        },
-      ),
-      ReturnValues: 'UPDATED_NEW',
-    }),
+    storedRun,
+    runKey(jobId),
+    { add: { sweepRefusals: 1 } },
+    {
+      ConditionExpression: fromCondition(runTransitions.countSweepRefusal),
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: statusValues(RunStatus.queued),
+    },
+    { ReturnValues: 'UPDATED_NEW' },
   );
   if (!result.written) return undefined;
   return parseItem(SweepRefusalsSchema, result.output.Attributes ?? {}, runKey(jobId)).sweepRefusals;

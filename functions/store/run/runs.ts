@@ -20,7 +20,7 @@ import type { Canvas } from '../../domain/workflow-graph.ts';
 import { workflowLock } from '../../domain/workflow-lock.ts';
 import { batchGet, itemFor } from '../batch.ts';
 import { IdempotencyRaceError, type IdempotencyRecord, idempotencyPut } from '../idempotency.ts';
-import { itemUpdate } from '../item-update.ts';
+import { tableUpdate } from '../item-update.ts';
 import {
   AgentItemSchema,
   CanvasItemSchema,
@@ -195,10 +195,10 @@ export const startRunItems = (deps: Deps, run: NewRun): NamedItems<StartItemName
     },
     balance: {
       Update: {
-        TableName: deps.tableName,
-        Key: teamKey(run.teamId),
-        ...itemUpdate(
+        ...tableUpdate(
+          deps,
           storedTeam,
+          teamKey(run.teamId),
           { add: { balance: -total, held: total } },
           { ConditionExpression: 'balance >= :total', ExpressionAttributeValues: { ':total': total } },
         ),
@@ -207,10 +207,10 @@ export const startRunItems = (deps: Deps, run: NewRun): NamedItems<StartItemName
     },
     projectSpend: {
       Update: {
-        TableName: deps.tableName,
-        Key: projectKey(run.teamId, run.workflow.projectId),
-        ...itemUpdate(
+        ...tableUpdate(
+          deps,
           storedProject,
+          projectKey(run.teamId, run.workflow.projectId),
           { add: { spentHundredths: total } },
           run.hardCap === null
             ? { ConditionExpression: 'attribute_exists(PK) AND attribute_not_exists(hardCapHundredths)' }
@@ -223,14 +223,14 @@ export const startRunItems = (deps: Deps, run: NewRun): NamedItems<StartItemName
       },
     },
     keyMonth: {
-      Update: {
-        TableName: deps.tableName,
-        Key: keyMonthKey(run.keyId, run.month),
-        ...(run.monthlyCap === null
-          ? itemUpdate(storedKeyMonth, { add: { spentHundredths: total } })
+      Update:
+        run.monthlyCap === null
+          ? tableUpdate(deps, storedKeyMonth, keyMonthKey(run.keyId, run.month), { add: { spentHundredths: total } })
           : {
-              ...itemUpdate(
+              ...tableUpdate(
+                deps,
                 storedKeyMonth,
+                keyMonthKey(run.keyId, run.month),
                 { add: { spentHundredths: total } },
                 {
                   ConditionExpression: 'attribute_not_exists(spentHundredths) OR spentHundredths <= :room',
@@ -238,8 +238,7 @@ export const startRunItems = (deps: Deps, run: NewRun): NamedItems<StartItemName
                 },
               ),
               ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
-            }),
-      },
+            },
     },
     run: {
       Put: { TableName: deps.tableName, Item: runItem(run, now), ConditionExpression: 'attribute_not_exists(PK)' },

@@ -13,11 +13,11 @@ import {
   type StoredStepStatus,
 } from '../../domain/run-lifecycle.ts';
 import type { ModelUse } from '../../nodes/executors/types.ts';
-import { ifNotExists, itemUpdate } from '../item-update.ts';
+import { ifNotExists, tableUpdate } from '../item-update.ts';
 import { parseItem, type RunItem, RunItemSchema, StepItemSchema, storedRun, storedStep } from '../items.ts';
 import { runKey, stepKey } from '../keys.ts';
 import { StringSetAttributeSchema, stringAttribute } from '../refusals.ts';
-import { conditionalWrite, transactWrite } from '../write.ts';
+import { conditionalUpdate, conditionalWrite, transactWrite } from '../write.ts';
 import {
   closeRunUpdate,
   endRun,
@@ -26,7 +26,7 @@ import {
   notCountedCondition,
   settleJustEnded,
 } from './ledger.ts';
-import { statusValues } from './lifecycle-conditions.ts';
+import { claimCondition, statusValues } from './lifecycle-conditions.ts';
 
 /**
  * The run a step item belongs to: the item is keyed by its job and kept as long as it, the stage's
@@ -73,32 +73,26 @@ const RefusedStepSchema = v.object({
 export const claimStep = async (deps: Deps, run: StepRun, nodeId: string): Promise<ClaimResult> => {
   const now = deps.now();
   const { jobId } = run;
-  const claim = await conditionalWrite(
+  const claim = await conditionalUpdate(
     deps,
-    new UpdateCommand({
-      TableName: deps.tableName,
-      Key: stepKey(jobId, nodeId),
-      ...itemUpdate(
-        storedStep,
-        {
-          set: {
-            status: StepStatus.processing,
-            leaseUntil: new Date(now.getTime() + stepLeaseSeconds * 1000).toISOString(),
-            startedAt: ifNotExists(now.toISOString()),
-            nodeId,
-            ttl: stepTtl(deps, run),
-          },
-          add: { attempts: 1 },
-        },
-        {
-          ConditionExpression: 'attribute_not_exists(PK) OR (#status = :processing AND leaseUntil < :now)',
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ...statusValues(StepStatus.processing), ':now': now.toISOString() },
-        },
-      ),
-      ReturnValues: 'ALL_NEW',
-      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-    }),
+    storedStep,
+    stepKey(jobId, nodeId),
+    {
+      set: {
+        status: StepStatus.processing,
+        leaseUntil: new Date(now.getTime() + stepLeaseSeconds * 1000).toISOString(),
+        startedAt: ifNotExists(now.toISOString()),
+        nodeId,
+        ttl: stepTtl(deps, run),
+      },
+      add: { attempts: 1 },
+    },
+    {
+      ConditionExpression: 'attribute_not_exists(PK) OR (#status = :processing AND leaseUntil < :now)',
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: { ...statusValues(StepStatus.processing), ':now': now.toISOString() },
+    },
+    { ReturnValues: 'ALL_NEW', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' },
   );
   if (claim.written) {
     const claimed = parseItem(ClaimedStepSchema, claim.output.Attributes ?? {});
@@ -124,15 +118,22 @@ type StepEnd =
   | { status: typeof StepStatus.skipped }
   | { status: typeof StepStatus.failed; error: string };
 
-/** An unclaimed step whose node failed before: `processing`, with `failures` and no claim. */
-const unclaimedInProgress = '#status = :processing AND attribute_not_exists(attempts)';
+/**
+ * An unclaimed step not finished yet: no item, or only the count of its failed executions
+ * (`processing`, with `failures` and no `attempts`: never claimed).
+ */
+const unclaimedCondition = {
+  ConditionExpression: 'attribute_not_exists(PK) OR (#status = :processing AND attribute_not_exists(attempts))',
+  ExpressionAttributeNames: { '#status': 'status' },
+  ExpressionAttributeValues: statusValues(StepStatus.processing),
+};
 
 /** The step item's end, written only by the delivery holding the claim (or, unclaimed, only once). */
-const stepEndUpdate = (deps: Deps, run: StepRun, nodeId: string, attempt: Attempt, end: StepEnd) => ({
-  TableName: deps.tableName,
-  Key: stepKey(run.jobId, nodeId),
-  ...itemUpdate(
+const stepEndUpdate = (deps: Deps, run: StepRun, nodeId: string, attempt: Attempt, end: StepEnd) =>
+  tableUpdate(
+    deps,
     storedStep,
+    stepKey(run.jobId, nodeId),
     {
       set: {
         status: end.status,
@@ -147,20 +148,8 @@ const stepEndUpdate = (deps: Deps, run: StepRun, nodeId: string, attempt: Attemp
       },
       remove: ['leaseUntil'],
     },
-    // Unclaimed: no item yet, or only the count of its failed executions (never claimed, no `attempts`).
-    attempt === null
-      ? {
-          ConditionExpression: `attribute_not_exists(PK) OR (${unclaimedInProgress})`,
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: statusValues(StepStatus.processing),
-        }
-      : {
-          ConditionExpression: '#status = :processing AND attempts = :attempt',
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ...statusValues(StepStatus.processing), ':attempt': attempt },
-        },
-  ),
-});
+    attempt === null ? unclaimedCondition : claimCondition(attempt),
+  );
 
 /**
  * Records a step's end on its item, once. False when another delivery finished it first (or took
@@ -216,32 +205,26 @@ export const countStep = async (
     if (await endRun(deps, run, RunStatus.completed, last)) return { counted: true, ended: true };
     // The run moved since the read (a parallel step, a cancel): count it the general way.
   }
-  const count = await conditionalWrite(
+  const count = await conditionalUpdate(
     deps,
-    new UpdateCommand({
-      TableName: deps.tableName,
-      Key: runKey(run.jobId),
-      ...itemUpdate(
-        storedRun,
-        {
-          set: { status: RunStatus.processing },
-          add: {
-            ...(isCompleted(outcome.status) ? { stepsCompleted: 1 } : { stepsSkipped: 1 }),
-            chargedHundredths: charge,
-            heldHundredths: -charge,
-            doneSteps: new Set([nodeId]),
-          },
-          remove: ['GSI1PK', 'GSI1SK'],
-        },
-        {
-          ConditionExpression: `${inProgressCondition} AND ${notCountedCondition} AND heldHundredths >= :charge`,
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ...inProgressValues, ':node': nodeId, ':charge': charge },
-        },
-      ),
-      ReturnValues: 'ALL_NEW',
-      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-    }),
+    storedRun,
+    runKey(run.jobId),
+    {
+      set: { status: RunStatus.processing },
+      add: {
+        ...(isCompleted(outcome.status) ? { stepsCompleted: 1 } : { stepsSkipped: 1 }),
+        chargedHundredths: charge,
+        heldHundredths: -charge,
+        doneSteps: new Set([nodeId]),
+      },
+      remove: ['GSI1PK', 'GSI1SK'],
+    },
+    {
+      ConditionExpression: `${inProgressCondition} AND ${notCountedCondition} AND heldHundredths >= :charge`,
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: { ...inProgressValues, ':node': nodeId, ':charge': charge },
+    },
+    { ReturnValues: 'ALL_NEW', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' },
   );
   if (count.written)
     return { counted: true, ended: false, run: parseItem(RunItemSchema, count.output.Attributes ?? {}) };
@@ -262,24 +245,19 @@ export const countStep = async (
  * finished otherwise is left as it is.
  */
 export const retireLateStep = async (deps: Deps, run: StepRun, nodeId: string) => {
-  await conditionalWrite(
+  await conditionalUpdate(
     deps,
-    new UpdateCommand({
-      TableName: deps.tableName,
-      Key: stepKey(run.jobId, nodeId),
-      ...itemUpdate(
-        storedStep,
-        {
-          set: { status: StepStatus.unknown, chargeHundredths: 0, ttl: stepTtl(deps, run) },
-          remove: ['outputs', 'model', 'licence', 'leaseUntil'],
-        },
-        {
-          ConditionExpression: '#status = :completed',
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: statusValues(StepStatus.completed),
-        },
-      ),
-    }),
+    storedStep,
+    stepKey(run.jobId, nodeId),
+    {
+      set: { status: StepStatus.unknown, chargeHundredths: 0, ttl: stepTtl(deps, run) },
+      remove: ['outputs', 'model', 'licence', 'leaseUntil'],
+    },
+    {
+      ConditionExpression: '#status = :completed',
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: statusValues(StepStatus.completed),
+    },
   );
 };
 
@@ -317,21 +295,12 @@ export const abandonStep = async (deps: Deps, run: StepRun, nodeId: string, atte
 export const releaseStep = async (deps: Deps, jobId: string, nodeId: string, attempt: Attempt) => {
   if (attempt === null) return;
   // Refused: the step is no longer this delivery's (finished, or taken over); nothing to give back.
-  await conditionalWrite(
+  await conditionalUpdate(
     deps,
-    new UpdateCommand({
-      TableName: deps.tableName,
-      Key: stepKey(jobId, nodeId),
-      ...itemUpdate(
-        storedStep,
-        { set: { leaseUntil: new Date(0).toISOString() } },
-        {
-          ConditionExpression: '#status = :processing AND attempts = :attempt',
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ...statusValues(StepStatus.processing), ':attempt': attempt },
-        },
-      ),
-    }),
+    storedStep,
+    stepKey(jobId, nodeId),
+    { set: { leaseUntil: new Date(0).toISOString() } },
+    claimCondition(attempt),
   );
 };
 
@@ -344,22 +313,13 @@ const FailuresSchema = v.required(v.pick(StepItemSchema, ['failures']));
  * step that succeeds first time still writes its item once.
  */
 export const countFailedExecution = async (deps: Deps, run: StepRun, nodeId: string): Promise<number | null> => {
-  const counted = await conditionalWrite(
+  const counted = await conditionalUpdate(
     deps,
-    new UpdateCommand({
-      TableName: deps.tableName,
-      Key: stepKey(run.jobId, nodeId),
-      ...itemUpdate(
-        storedStep,
-        { set: { status: StepStatus.processing, nodeId, ttl: stepTtl(deps, run) }, add: { failures: 1 } },
-        {
-          ConditionExpression: `attribute_not_exists(PK) OR (${unclaimedInProgress})`,
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: statusValues(StepStatus.processing),
-        },
-      ),
-      ReturnValues: 'UPDATED_NEW',
-    }),
+    storedStep,
+    stepKey(run.jobId, nodeId),
+    { set: { status: StepStatus.processing, nodeId, ttl: stepTtl(deps, run) }, add: { failures: 1 } },
+    unclaimedCondition,
+    { ReturnValues: 'UPDATED_NEW' },
   );
   return counted.written
     ? parseItem(FailuresSchema, counted.output.Attributes ?? {}, stepKey(run.jobId, nodeId)).failures
