@@ -121,8 +121,9 @@ describe('a model step on Replicate: a job that holds no Lambda', { timeout: 120
     expect(prediction.input).toMatchObject({ prompt: 'a lighthouse at dusk', output_format: 'png' });
     const waiting = await runOf(team.key, jobId);
     expect(waiting.status).toBe('processing');
-    // Far longer than the old 25 s node timeout: nothing waits meanwhile (no message visible, no invocation).
-    expect((await takeStepMessages(stack.deps)).length).toBe(0);
+    // Far longer than the old 25 s node timeout: nothing waits meanwhile (no invocation, no message but the
+    // job's first poll, delayed about 5 s, which a slow machine may already see).
+    expect((await takeStepMessages(stack.deps)).filter((m) => !('check' in m && m.check === 'poll'))).toEqual([]);
 
     // Replicate ends the prediction and posts its signed webhook to our route.
     await standIn.complete(prediction.id, [`${files.url}/out.png`]);
@@ -184,7 +185,8 @@ describe('a model step on Replicate: a job that holds no Lambda', { timeout: 120
         )
       ).status,
     ).toBe(401);
-    expect((await takeStepMessages(stack.deps)).length).toBe(0);
+    // Nothing was queued by them; the job's own first poll (due about 5 s after the submit) may be, on a slow machine.
+    expect((await takeStepMessages(stack.deps)).filter((m) => !('check' in m && m.check === 'poll'))).toEqual([]);
     // Signed, but not this step's token: read as no step's job, and stopped at Replicate.
     const wrongToken = url.replace(/[^/]+$/, 'not-the-token-of-this-step-000');
     const genuine = standIn.delivery(prediction.id);
