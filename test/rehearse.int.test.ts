@@ -108,6 +108,12 @@ describe('the whole flow through the bundles', () => {
       ? [...stack.logs].map(([id, lines]) => `--- ${id}\n${lines.slice(-10).join('\n')}`).join('\n')
       : '';
     expect(failed, logs).toEqual([]);
+    // Past Lambda's loop guard (16 hops along one trace), provider polls among the hops: the chain
+    // step reports what it counted on the mapping (docs/operations.md, "Long runs and Lambda's loop guard").
+    const chain = steps.find((s) => s.name.includes('more than 16 queued hops with provider polls'));
+    const [, hops, polls] = /^(\d+) queued hops, one at a time, (\d+) of them polls/.exec(chain?.detail ?? '') ?? [];
+    expect(Number(hops)).toBeGreaterThan(16);
+    expect(Number(polls)).toBeGreaterThan(0);
     // The flow's last step checks that every function of the assembly was invoked: a function added
     // to the stack fails this test until the flow exercises it.
     expect(steps.at(-1)?.name).toBe('every function was invoked, none failed unexpectedly');

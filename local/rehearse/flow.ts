@@ -398,37 +398,136 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
         },
       );
 
-      await step('a chain of 18 queued hops (a prompt and 17 model steps) completes', async () => {
-        const chain = [
-          { key: 's0', type: 'TextEntry', config: { text: 'one word' } },
-          ...Array.from({ length: 17 }, (_, i) => ({ key: `s${i + 1}`, type: 'LlmWorker', inputs: [`s${i}`] })),
-        ];
-        const created = await request(baseUrl, '/workflows', {
-          key,
-          method: 'POST',
-          body: { name: 'Rehearsal chain', agentId, steps: chain },
-        });
-        expectStatus(created, 201, 'POST /workflows (chain)');
-        const started = await startRun(String(created.body.workflowId), {});
-        expectStatus(started, 200, 'POST /workflows/{id}/runs (chain)');
-        const jobId = String(started.body.jobId);
-        const done = await waitFor(
-          'the chain to end',
-          async () => {
-            const run = await request(baseUrl, `/runs/${jobId}`, { key });
-            return ended.includes(String(run.body.status)) ? run : undefined;
-          },
-          90_000,
-        );
-        check(done.body.status === 'completed', `run ended ${done.body.status}: ${done.text.slice(0, 500)}`);
-        const hops = (stack.mappings.get('StepExecutor')?.batches ?? []).reduce(
-          (n, b) => n + b.bodies.filter((body) => body.includes(jobId)).length,
-          0,
-        );
-        // A model step is never run in its predecessor's invocation: each is a message of its own.
-        check(hops >= 17, `only ${hops} queued hops`);
-        return `${hops} step messages through the Steps mapping, none dropped`;
-      });
+      // Lambda's loop guard stops a function fed by its own queue after 16 hops along one trace; the
+      // step executor runs with it set to Allow and bounds its own loops (docs/operations.md). This
+      // chain goes past 16 hops, a provider job's polls among them: its webhook is lost, so only
+      // polling (the real 5 s, then 10 s backoff) finds the job's end, and the chain goes on from there.
+      await step(
+        'a chain of more than 16 queued hops with provider polls (8 text steps, a Replicate job found by polling, 9 more) completes, charged once per step',
+        async () => {
+          const text = { maxTokens: 1 }; // the work each text step does is then the work it was estimated for
+          const chain = [
+            { key: 's0', type: 'TextEntry', config: { text: 'one word' } },
+            ...Array.from({ length: 8 }, (_, i) => ({
+              key: `s${i + 1}`,
+              type: 'LlmWorker',
+              config: text,
+              inputs: [`s${i}`],
+            })),
+            {
+              key: 'image',
+              type: 'ImageGen',
+              inputs: ['s8'],
+              config: { provider: 'replicate', model: 'black-forest-labs/flux-schnell' },
+            },
+            {
+              key: 's9',
+              type: 'VisionInterrogator',
+              config: text,
+              inputs: [{ from: 'image', targetHandle: 'image' }],
+            },
+            ...Array.from({ length: 8 }, (_, i) => ({
+              key: `s${i + 10}`,
+              type: 'LlmWorker',
+              config: text,
+              inputs: [`s${i + 9}`],
+            })),
+          ];
+          const last = chain.at(-1)?.key;
+          const created = await request(baseUrl, '/workflows', {
+            key,
+            method: 'POST',
+            body: { name: 'Rehearsal chain with polls', agentId, steps: chain },
+          });
+          expectStatus(created, 201, 'POST /workflows (chain)');
+          const credits = async () => {
+            const shown = (await admin('credits', 'show', '--team', teamId)) as { balance: number; held: number };
+            return { balance: Math.round(shown.balance * 100), held: Math.round(shown.held * 100) };
+          };
+          const before = await credits();
+          const started = await startRun(String(created.body.workflowId), {});
+          expectStatus(started, 200, 'POST /workflows/{id}/runs (chain)');
+          const jobId = String(started.body.jobId);
+          const prediction = await waitFor('the job step to submit its prediction', async () =>
+            [...providers.replicate.jobs.values()].find((j) => String(j.prediction.webhook ?? '').includes(jobId)),
+          );
+          // Its second read (the second poll) finds it succeeded; no webhook ever says so.
+          const pollsToEnd = 2;
+          providers.replicate.endByPolling(prediction.prediction.id, pollsToEnd, [providers.outputUrl]);
+          const done = await waitFor(
+            'the chain to end',
+            async () => {
+              const run = await request(baseUrl, `/runs/${jobId}`, { key });
+              return ended.includes(String(run.body.status)) ? run : undefined;
+            },
+            120_000,
+          );
+          check(done.body.status === 'completed', `run ended ${done.body.status}: ${done.text.slice(0, 500)}`);
+
+          // The hops: every step message of this run the Steps mapping handed to the step executor,
+          // counted once the last step's is recorded (the mapping records a batch after its deletes).
+          const mapping = stack.mappings.get('StepExecutor');
+          const ours = () =>
+            (mapping?.batches ?? []).flatMap((b) =>
+              b.bodies.flatMap((body) => {
+                if (!body.includes(jobId)) return [];
+                const message = JSON.parse(body) as { jobId?: string; nodeId?: string; check?: string };
+                return message.jobId === jobId ? [message] : [];
+              }),
+            );
+          const hops = await waitFor('the mapping to record the last step', async () => {
+            const messages = ours();
+            return messages.some((m) => m.nodeId === last) ? messages : undefined;
+          });
+          const polls = hops.filter((m) => m.check === 'poll');
+          const looks = hops.filter((m) => m.check === 'look');
+          check(hops.length > 16, `only ${hops.length} queued hops`);
+          check(polls.length === pollsToEnd, `${polls.length} polls: ${JSON.stringify(polls)}`);
+          check(looks.length === 0, `${looks.length} webhook looks, but the webhook was lost`);
+          // One chain, in order, each hop sent by the one before: s0 (it runs nothing else, s1 is a
+          // model step), each model step once, the job's polls between its submit and s9.
+          const hop = (m: { nodeId?: string; check?: string }) => (m.check ? `${m.nodeId}:${m.check}` : m.nodeId);
+          const expected = chain.flatMap((s) => (s.key === 'image' ? ['image', 'image:poll', 'image:poll'] : [s.key]));
+          check(
+            JSON.stringify(hops.map(hop)) === JSON.stringify(expected),
+            `the hops were ${hops.map(hop).join(' → ')}`,
+          );
+          const batches = (mapping?.batches ?? []).filter((b) => b.bodies.some((body) => body.includes(jobId)));
+          check(batches.length === hops.length, `${hops.length} hops in ${batches.length} batches: some ran together`);
+          check(
+            batches.every((b) => b.failed.length === 0),
+            `a batch of the chain failed: ${JSON.stringify(batches.map((b) => b.functionError ?? b.failed))}`,
+          );
+          check(prediction.reads === pollsToEnd, `the prediction was read ${prediction.reads} times`);
+          check(
+            !providers.replicate.webhooks.some((w) => w.url.includes(jobId)),
+            'the stand-in sent a webhook for the job',
+          );
+          const outputs = done.body.output as { node_id: string }[];
+          check(outputs.length === 1 && outputs[0]?.node_id === last, `outputs ${done.text.slice(0, 300)}`);
+
+          // The charge: each step once at the work it did (here its estimate); the hold released.
+          const listed = await request(baseUrl, '/runs?limit=100', { key });
+          expectStatus(listed, 200, 'GET /runs');
+          const summary = (
+            listed.body.runs as { jobId: string; estimatedCredits: number; chargedCredits: number }[]
+          ).find((r) => r.jobId === jobId);
+          check(summary, `GET /runs misses ${jobId}`);
+          const charged = Math.round((summary?.chargedCredits ?? Number.NaN) * 100);
+          const estimated = Math.round(Number(started.body.estimatedCredits) * 100);
+          check(charged === estimated, `charged ${charged / 100} credits, estimated ${estimated / 100}`);
+          const after = await credits();
+          check(
+            before.balance - after.balance === charged && after.held === before.held,
+            `balance ${before.balance / 100} → ${after.balance / 100}, held ${before.held / 100} → ${after.held / 100}, charged ${charged / 100}`,
+          );
+          return (
+            `${hops.length} queued hops, one at a time, ${polls.length} of them polls (no webhook): ` +
+            `${hops.map(hop).join(' → ')}; ` +
+            `${chain.length} steps completed, charged ${charged / 100} credits = the estimate, taken from the balance once`
+          );
+        },
+      );
     }
 
     await step('Steps mapping: a redelivered step is a no-op, a malformed message alone goes back', async () => {

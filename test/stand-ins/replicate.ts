@@ -10,6 +10,8 @@
  * - At the end (succeeded, failed, canceled) it posts the prediction to its `webhook` when
  *   `webhook_events_filter` holds `completed` (or is absent), signed the Standard Webhooks way.
  *   Only `completed` events are sent.
+ * - `endByPolling(id, reads, output)`: that one prediction succeeds at its `reads`-th read and its
+ *   webhook is lost (never sent), so only polling finds its end.
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import {
@@ -54,6 +56,8 @@ export const startReplicateStandIn = async (options: ReplicateStandInOptions) =>
   const jobs = new Map<string, StandInPrediction>();
   const cancels: string[] = [];
   const webhooks: SentWebhook[] = [];
+  /** Predictions that end at a given read, whose webhook is lost (`endByPolling`). */
+  const polledOnly = new Map<string, { reads: number; output: unknown }>();
   const sending = new Set<Promise<unknown>>();
 
   const sign = (id: string, timestamp: number, body: string, key = secret) =>
@@ -92,6 +96,7 @@ export const startReplicateStandIn = async (options: ReplicateStandInOptions) =>
   const end = (job: StandInPrediction, fields: Record<string, unknown>): Promise<SentWebhook | undefined> => {
     Object.assign(job.prediction, fields, { completed_at: now().toISOString() });
     job.prediction.metrics = { predict_time: 1.5, total_time: 2 };
+    if (polledOnly.has(job.prediction.id)) return Promise.resolve(undefined);
     const filter = job.prediction.webhook_events_filter;
     if (Array.isArray(filter) && !filter.includes('completed')) return Promise.resolve(undefined);
     const sent = deliver(job.prediction.id);
@@ -172,8 +177,11 @@ export const startReplicateStandIn = async (options: ReplicateStandInOptions) =>
     }
     if (match[2] || request.method !== 'GET') return problem(405, 'Method not allowed', 'Method not allowed.');
     job.reads += 1;
+    const polled = polledOnly.get(job.prediction.id);
     if (!ended(job.prediction.status)) {
-      if (options.pollsUntilDone !== undefined && job.reads >= options.pollsUntilDone) {
+      if (polled && job.reads >= polled.reads) {
+        void end(job, { status: 'succeeded', output: polled.output });
+      } else if (options.pollsUntilDone !== undefined && job.reads >= options.pollsUntilDone) {
         void end(job, { status: 'succeeded', output: options.output ?? null });
       } else if (job.reads > 1) {
         Object.assign(job.prediction, {
@@ -208,6 +216,14 @@ export const startReplicateStandIn = async (options: ReplicateStandInOptions) =>
     webhooks,
     /** Succeeds a running prediction with `output`; resolves once its webhook (if any) was answered. */
     complete: (id: string, output: unknown) => end(running(id), { status: 'succeeded', output }),
+    /**
+     * The running prediction `id` succeeds with `output` when it is read the `reads`-th time, and its
+     * webhook is lost (never sent): a job whose end only polling can find.
+     */
+    endByPolling: (id: string, reads: number, output: unknown) => {
+      running(id);
+      polledOnly.set(id, { reads, output });
+    },
     /** Fails a running prediction with `message` as its `error`. */
     fail: (id: string, message: string) => end(running(id), { status: 'failed', error: message }),
     /**
