@@ -58,6 +58,9 @@ export const openAiCompatibleDefaultModels = (env: NodeJS.ProcessEnv) => ({
 
 const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
 
+/** What an HTTP header value may hold (RFC 9110 field-value: visible Latin-1, spaces and tabs). */
+const headerSafe = /^[\t\x20-\x7e\x80-\xff]*$/;
+
 export const createOpenAiCompatibleProvider = (options: OpenAiCompatibleOptions): Provider => {
   const key = options.key ?? 'openai-compatible';
   const timeoutMs = options.timeoutMs ?? 120_000;
@@ -98,6 +101,9 @@ export const createOpenAiCompatibleProvider = (options: OpenAiCompatibleOptions)
     }
     if (url.protocol !== 'https:' && url.protocol !== 'http:')
       throw new ProviderError(`${key}: base URL must be http(s)`);
+    // A key no header can carry (a line break pasted inside it) fails no better when asked again.
+    if (options.apiKey && !headerSafe.test(options.apiKey.trim()))
+      throw new ProviderError(`${key} is not configured: its API key cannot be sent in an HTTP header`);
     const headers: Record<string, string> = { 'content-type': 'application/json', accept };
     if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
     const deadline = AbortSignal.timeout(timeoutMs);
