@@ -28,7 +28,7 @@ import {
   stepRecord,
   takeStepMessages,
 } from './support/runs.ts';
-import { addKey, createWorkflow, type SeededTeam, seedTeam, stackPerFile } from './support/stack.ts';
+import { createWorkflow, type SeededTeam, seedUnthrottledTeam, stackPerFile } from './support/stack.ts';
 
 const { stack } = stackPerFile();
 
@@ -68,11 +68,7 @@ const diamondThenChain = [
 ];
 const diamondThenChainPrices: Record<string, number> = { a: 1, b: 1, c: 200, d: 1, e: 1, f: 1, g: 1 };
 
-const team = async (): Promise<SeededTeam> => {
-  const seeded = await seedTeam(stack.deps, { credits: 100 });
-  const added = await addKey(stack.deps, seeded.teamId, { rateLimitPerMinute: 100_000 });
-  return { ...seeded, key: added.key, keyId: added.keyId };
-};
+const team = () => seedUnthrottledTeam(stack.deps);
 
 /** Starts a run over HTTP and takes its root message(s) off the queue (nobody polls it here). */
 const started = async (steps: unknown[]) => {

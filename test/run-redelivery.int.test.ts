@@ -37,10 +37,9 @@ import {
   waitForEnd,
 } from './support/runs.ts';
 import {
-  addKey,
   createWorkflow,
   type SeededTeam,
-  seedTeam,
+  seedUnthrottledTeam,
   stackPerFile,
   startTestStack,
   type TestStack,
@@ -50,11 +49,7 @@ const { stack } = stackPerFile();
 
 const diamondTotal = Object.values(diamondPrices).reduce((a, b) => a + b, 0);
 
-const team = async (stackToUse: TestStack, credits = 100): Promise<SeededTeam> => {
-  const seeded = await seedTeam(stackToUse.deps, { credits });
-  const added = await addKey(stackToUse.deps, seeded.teamId, { rateLimitPerMinute: 100_000 });
-  return { ...seeded, key: added.key, keyId: added.keyId };
-};
+const team = (stackToUse: TestStack, credits = 100) => seedUnthrottledTeam(stackToUse.deps, credits);
 
 /** Starts a run over HTTP; its root step messages are on the steps queue (no worker polls it here). */
 const startQueued = async (t: SeededTeam, steps: unknown[] = diamondSteps) => {
