@@ -113,6 +113,19 @@ export const waitForEnd = async (baseUrl: string, key: string, jobId: string, ti
 export const cancelRunCall = (baseUrl: string, key: string, jobId: string) =>
   api(baseUrl, 'POST', `/runs/${jobId}/cancel`, { key });
 
+/** Each of a workflow's `steps` as a run's body lists it, with its status (`statuses`, in order). */
+export const stepStatuses = (steps: { key: string; type: string }[], statuses: string[]) =>
+  steps.map((s, i) => ({ node_id: s.key, step_type: s.type, status: statuses[i] }));
+
+/** A run's body (GET /runs/{jobId}, or a cancel's answer) while it has no output. */
+export const runBody = (
+  jobId: string,
+  status: string,
+  progress: number,
+  steps: { key: string; type: string }[],
+  statuses: string[],
+) => ({ jobId, status, progress, steps: stepStatuses(steps, statuses), output: [] });
+
 /** TextEntry → PromptBuilder → LlmWorker → TextConsole: 1 + 1 + 200 + 1 hundredths in production. */
 export const chainPrice = 203;
 
