@@ -32,6 +32,7 @@ import {
   startStepWorkers,
   stepHandler,
   stepRecord,
+  stepRecords,
   takeStepMessages,
   transactionConflict,
   waitForEnd,
@@ -171,12 +172,7 @@ describe('redelivered and duplicated step messages', () => {
     // The redelivery released `e` again: two messages for it, one charge.
     const forE = await messagesOf(jobId);
     expect(forE.map((m) => m.nodeId)).toEqual(['e', 'e']);
-    expect(
-      await deliver(
-        handler,
-        forE.map((m) => stepRecord(m)),
-      ),
-    ).toEqual([]);
+    expect(await deliver(handler, stepRecords(forE))).toEqual([]);
     expect(await deliver(handler, [stepRecord({ jobId, workflowId, nodeId: 'e' }, 3)])).toEqual([]);
     await expectCompletedOnce(t, jobId, diamondPrices);
   });
@@ -431,12 +427,7 @@ describe('failing steps', () => {
     // `b` was released by `a` before the failure; it finds the run ended and never runs.
     const late = await messagesOf(jobId);
     expect(late.map((m) => m.nodeId)).toEqual(['b']);
-    expect(
-      await deliver(
-        handler,
-        late.map((m) => stepRecord(m)),
-      ),
-    ).toEqual([]);
+    expect(await deliver(handler, stepRecords(late))).toEqual([]);
     // The failing message again, and a stray one for `k`: nothing moves.
     expect(
       await deliver(handler, [stepRecord(byNode('j'), 2), stepRecord({ jobId, workflowId, nodeId: 'k' })]),

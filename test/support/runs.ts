@@ -211,6 +211,9 @@ export const stepRecord = (message: StepMessage | string, receiveCount = 1): SQS
   return recordOf({ messageId: `m-${recordCounter}`, body }, receiveCount, 'steps');
 };
 
+/** Each message as the record of its first delivery. */
+export const stepRecords = (messages: StepMessage[]) => messages.map((message) => stepRecord(message));
+
 /** Runs the handler on records; returns the ids it reported failed (all of them when it threw). */
 export const deliver = async (handler: StepHandler, records: SQSRecord[]): Promise<string[]> => {
   try {
