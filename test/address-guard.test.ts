@@ -1,8 +1,5 @@
-import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { forbiddenReason, isForbiddenAddress, parseHostLiteral } from '../functions/domain/address-guard.ts';
 import {
   addressRefusedMessage,
@@ -10,6 +7,8 @@ import {
   guardedFetch,
   type ResolvedAddress,
 } from '../functions/http-client/guarded-fetch.ts';
+import { loopbackServer } from './support/loopback-server.ts';
+import { rejectionOf } from './support/rejection.ts';
 
 describe('isForbiddenAddress', () => {
   it.each([
@@ -199,59 +198,45 @@ describe('parseHostLiteral', () => {
 });
 
 describe('guardedFetch', () => {
-  let server: Server;
-  let base: string;
-
-  beforeAll(async () => {
-    server = createServer((req, res) => {
-      if (req.url === '/redirect') {
-        res.writeHead(302, { location: 'http://169.254.169.254/latest/meta-data' }).end();
-      } else if (req.url === '/big') {
-        res.writeHead(200, { 'content-type': 'application/octet-stream' });
-        res.end(Buffer.alloc(64 * 1024, 7));
-      } else if (req.url === '/slow') {
-        setTimeout(() => res.writeHead(200).end('late'), 2_000).unref();
-      } else {
-        let body = '';
-        req.on('data', (c: Buffer) => {
-          body += c.toString();
-        });
-        req.on('end', () => {
-          res.writeHead(200, { 'content-type': 'application/json' });
-          res.end(JSON.stringify({ method: req.method, body, host: req.headers.host }));
-        });
-      }
-    });
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  });
-  afterAll(() => {
-    server.closeAllConnections();
-    server.close();
+  const server = loopbackServer((req, res) => {
+    if (req.url === '/redirect') {
+      res.writeHead(302, { location: 'http://169.254.169.254/latest/meta-data' }).end();
+    } else if (req.url === '/big') {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      res.end(Buffer.alloc(64 * 1024, 7));
+    } else if (req.url === '/slow') {
+      setTimeout(() => res.writeHead(200).end('late'), 2_000).unref();
+    } else {
+      let body = '';
+      req.on('data', (c: Buffer) => {
+        body += c.toString();
+      });
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ method: req.method, body, host: req.headers.host }));
+      });
+    }
   });
 
   const local = { allowLoopback: true, timeoutMs: 1_000, maxBytes: 1024 };
 
   const refusal = async (promise: Promise<unknown>): Promise<string> => {
-    try {
-      await promise;
-    } catch (error) {
-      expect(error).toBeInstanceOf(GuardedFetchError);
-      return (error as GuardedFetchError).code;
-    }
-    throw new Error('expected a refusal');
+    const error = await rejectionOf(promise, 'a refusal');
+    expect(error).toBeInstanceOf(GuardedFetchError);
+    return (error as GuardedFetchError).code;
   };
 
   it('reaches a loopback server only when loopback is allowed', async () => {
-    const response = await guardedFetch(`${base}/echo`, { method: 'POST', body: 'hi' }, local);
+    const response = await guardedFetch(`${server.url}/echo`, { method: 'POST', body: 'hi' }, local);
     expect(response.status).toBe(200);
     expect(response.json()).toMatchObject({ method: 'POST', body: 'hi' });
-    expect(await refusal(guardedFetch(`${base}/echo`, {}, { ...local, allowLoopback: false }))).toBe('address_refused');
+    expect(await refusal(guardedFetch(`${server.url}/echo`, {}, { ...local, allowLoopback: false }))).toBe(
+      'address_refused',
+    );
   });
 
   it('refuses encoded and IPv6 spellings of loopback without the switch', async () => {
-    const port = (server.address() as AddressInfo).port;
+    const { port } = server;
     for (const host of ['2130706433', '0x7f.1', '0177.0.0.1', '127.1', '[::1]', '[::ffff:127.0.0.1]']) {
       const options = { ...local, allowLoopback: false };
       expect(await refusal(guardedFetch(`https://${host}:${port}/`, {}, options))).toBe('address_refused');
@@ -278,7 +263,7 @@ describe('guardedFetch', () => {
   });
 
   it('connects to the vetted address, not to a second DNS answer', async () => {
-    const port = (server.address() as AddressInfo).port;
+    const { port } = server;
     let calls = 0;
     const resolve = async () => {
       calls++;
@@ -291,21 +276,21 @@ describe('guardedFetch', () => {
   });
 
   it('does not follow redirects', async () => {
-    const response = await guardedFetch(`${base}/redirect`, {}, local);
+    const response = await guardedFetch(`${server.url}/redirect`, {}, local);
     expect(response.status).toBe(302);
     expect(response.headers.location).toContain('169.254.169.254');
   });
 
   it('caps the body: fails past maxBytes, or truncates when asked', async () => {
-    expect(await refusal(guardedFetch(`${base}/big`, {}, local))).toBe('too_large');
-    const cut = await guardedFetch(`${base}/big`, {}, { ...local, truncate: true });
+    expect(await refusal(guardedFetch(`${server.url}/big`, {}, local))).toBe('too_large');
+    const cut = await guardedFetch(`${server.url}/big`, {}, { ...local, truncate: true });
     expect(cut.body.byteLength).toBe(1024);
     expect(cut.truncated).toBe(true);
   });
 
   it('times out', async () => {
     const started = Date.now();
-    expect(await refusal(guardedFetch(`${base}/slow`, {}, { ...local, timeoutMs: 200 }))).toBe('timeout');
+    expect(await refusal(guardedFetch(`${server.url}/slow`, {}, { ...local, timeoutMs: 200 }))).toBe('timeout');
     expect(Date.now() - started).toBeLessThan(1_500);
   });
 

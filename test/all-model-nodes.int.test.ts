@@ -8,7 +8,6 @@
  * default the catalogue names (functions/nodes/catalogue/models.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ProviderJobs } from '../functions/nodes/executors/types.ts';
 import { meshToGlb, readGlb } from '../functions/nodes/media/glb.ts';
 import { readGlbMark, readPngMark, readWavMark } from '../functions/nodes/media/marks.ts';
 import { decodePng, encodePng, isPng, makeImage, pixelAt } from '../functions/nodes/media/png.ts';
@@ -21,7 +20,7 @@ import { type BedrockStandIn, type BedrockStandInRequest, startBedrockStandIn } 
 import { type FalStandIn, type StandInRequest, startFalStandIn } from './stand-ins/fal.ts';
 import { startFileServer } from './stand-ins/http.ts';
 import { deliver, runParts, stepRecord, takeStepMessages } from './support/runs.ts';
-import { call, createWorkflow, type SeededTeam, seedTeam, stackPerFile, testExecutors } from './support/stack.ts';
+import { call, createWorkflow, jobsStackPerFile, type SeededTeam, seedTeam, testExecutors } from './support/stack.ts';
 
 const falKey = '5e0c7a1b-2d3f-4a5b-8c9d-0e1f2a3b4c5d:9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d';
 /** Fake static credentials: the stand-in checks the SigV4 header's shape and scope, not its signature. */
@@ -117,18 +116,7 @@ const settings = (): NodeJS.ProcessEnv => ({
   ALLOW_PRIVATE_CALLBACKS: '1',
 });
 
-// The API's own job wiring (its webhook route verifies fal's signatures with it), built once the
-// stand-ins listen.
-let jobs: ProviderJobs | undefined;
-const lazyJobs: ProviderJobs = {
-  provider: (key, connection) => {
-    jobs ??= testExecutors(settings()).jobs;
-    return jobs?.provider(key, connection) ?? Promise.resolve(undefined);
-  },
-  outcome: () => Promise.reject(new Error('the API does not run steps')),
-  publicBaseUrl: undefined,
-};
-const { stack, closers } = stackPerFile({ executors: Object.assign(testExecutors(), { jobs: lazyJobs }) });
+const { stack, closers } = jobsStackPerFile(settings);
 
 // The SDK reads the Bedrock endpoint and the credentials from the process's environment, as a
 // deployed function's does.
@@ -309,6 +297,32 @@ const expectFileUrlOf = (url: unknown, seen: Seen, step: string, handle: string)
   expect(parsed.searchParams.get('X-Amz-Signature')).toMatch(/^[0-9a-f]{64}$/);
 };
 
+/**
+ * A Bedrock image edit: its one request to `model` holds the `src` PNG, and `expectBody` of the rest;
+ * the step's answer is a marked PNG (returned).
+ */
+const expectBedrockEdit = async (seen: Seen, model: string, expectBody: (body: Record<string, unknown>) => void) => {
+  const body = bedrockRequest(seen, model);
+  expectBody(body);
+  expectSrcImage(body.image);
+  return expectMarkedPng(seen.result);
+};
+const imageAlone = (body: Record<string, unknown>) =>
+  expect(Object.keys(body).sort()).toEqual(['image', 'output_format']);
+
+/** The one fal job of an image step: the `src` image handed as `image_url`; its input. */
+const falImageJob = (seen: Seen, model: string) => {
+  const input = falJob(seen, model);
+  expectFileUrlOf(input.image_url, seen, 'src', 'image');
+  return input;
+};
+
+/** A mesh from Trellis, for `src`: the model's GLB, marked. */
+const expectTrellisMesh = async (seen: Seen) => {
+  falImageJob(seen, 'fal-ai/trellis');
+  expect((await expectMarkedGlb(seen.result)).extras?.source).toBe('trellis');
+};
+
 const cases: Case[] = [
   {
     type: 'LlmWorker',
@@ -375,10 +389,9 @@ const cases: Case[] = [
     before: [promptStep, imageStep],
     inputs: ['prompt', into('src', 'image')],
     check: async (seen) => {
-      const body = bedrockRequest(seen, bedrockDefaultModels.diffusion);
-      expect(body).toMatchObject({ prompt, mode: 'image-to-image', output_format: 'png' });
-      expectSrcImage(body.image);
-      const image = await expectMarkedPng(seen.result);
+      const image = await expectBedrockEdit(seen, bedrockDefaultModels.diffusion, (body) =>
+        expect(body).toMatchObject({ prompt, mode: 'image-to-image', output_format: 'png' }),
+      );
       expect([image.width, image.height]).toEqual([64, 64]);
     },
   },
@@ -389,11 +402,8 @@ const cases: Case[] = [
     before: [promptStep, imageStep],
     inputs: ['src'],
     check: async (seen) => {
-      const body = bedrockRequest(seen, bedrockDefaultModels.upscale);
-      expect(Object.keys(body).sort()).toEqual(['image', 'output_format']);
-      expectSrcImage(body.image);
+      const image = await expectBedrockEdit(seen, bedrockDefaultModels.upscale, imageAlone);
       // Stable Fast Upscale makes it four times larger.
-      const image = await expectMarkedPng(seen.result);
       expect([image.width, image.height]).toEqual([256, 256]);
     },
   },
@@ -404,10 +414,7 @@ const cases: Case[] = [
     before: [promptStep, imageStep],
     inputs: ['src'],
     check: async (seen) => {
-      const body = bedrockRequest(seen, bedrockDefaultModels.removeBackground);
-      expect(Object.keys(body).sort()).toEqual(['image', 'output_format']);
-      expectSrcImage(body.image);
-      await expectMarkedPng(seen.result);
+      await expectBedrockEdit(seen, bedrockDefaultModels.removeBackground, imageAlone);
     },
   },
   {
@@ -417,10 +424,9 @@ const cases: Case[] = [
     before: [promptStep, imageStep],
     inputs: ['src', into('prompt', 'prompt')],
     check: async (seen) => {
-      const body = bedrockRequest(seen, bedrockDefaultModels.control);
-      expect(body).toMatchObject({ prompt, output_format: 'png' });
-      expectSrcImage(body.image);
-      const image = await expectMarkedPng(seen.result);
+      const image = await expectBedrockEdit(seen, bedrockDefaultModels.control, (body) =>
+        expect(body).toMatchObject({ prompt, output_format: 'png' }),
+      );
       expect([image.width, image.height]).toEqual([64, 64]);
     },
   },
@@ -431,8 +437,7 @@ const cases: Case[] = [
     before: [promptStep, imageStep],
     inputs: ['src'],
     check: async (seen) => {
-      const input = falJob(seen, 'fal-ai/image-preprocessors/depth-anything/v2');
-      expectFileUrlOf(input.image_url, seen, 'src', 'image');
+      falImageJob(seen, 'fal-ai/image-preprocessors/depth-anything/v2');
       const depth = await expectMarkedPng(seen.result);
       expect(pixelAt(depth, 0, 0).slice(0, 3)).toEqual(falColours.depth);
     },
@@ -444,8 +449,7 @@ const cases: Case[] = [
     before: [promptStep, imageStep],
     inputs: ['src'],
     check: async (seen) => {
-      const input = falJob(seen, 'fal-ai/patina/material/extract');
-      expectFileUrlOf(input.image_url, seen, 'src', 'image');
+      const input = falImageJob(seen, 'fal-ai/patina/material/extract');
       // The endpoint requires a prompt naming what to extract; the node has none, so it names the surface.
       expect(typeof input.prompt).toBe('string');
       expect(String(input.prompt).length).toBeGreaterThan(0);
@@ -470,11 +474,7 @@ const cases: Case[] = [
     model: 'fal-ai/trellis',
     before: [promptStep, imageStep],
     inputs: ['src'],
-    check: async (seen) => {
-      const input = falJob(seen, 'fal-ai/trellis');
-      expectFileUrlOf(input.image_url, seen, 'src', 'image');
-      expect((await expectMarkedGlb(seen.result)).extras?.source).toBe('trellis');
-    },
+    check: expectTrellisMesh,
   },
   {
     type: '3DTransform',
@@ -482,11 +482,7 @@ const cases: Case[] = [
     model: 'fal-ai/trellis',
     before: [promptStep, imageStep],
     inputs: ['src', into('prompt', 'prompt')],
-    check: async (seen) => {
-      const input = falJob(seen, 'fal-ai/trellis');
-      expectFileUrlOf(input.image_url, seen, 'src', 'image');
-      expect((await expectMarkedGlb(seen.result)).extras?.source).toBe('trellis');
-    },
+    check: expectTrellisMesh,
   },
   {
     type: 'AutoRigger',

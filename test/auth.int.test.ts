@@ -1,12 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { revokeApiKey } from '../functions/store/api-keys.ts';
-import { addKey, call, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
+import { addKey, call, seedTeam, stackPerFile } from './support/stack.ts';
 
-let stack: TestStack;
-beforeAll(async () => {
-  stack = await startTestStack();
-});
-afterAll(() => stack.close());
+const { stack } = stackPerFile();
 
 describe('API keys (spec section 5)', () => {
   it('refuses a missing, malformed, unknown, revoked or expired key with the same 401 body', async () => {

@@ -35,8 +35,7 @@ import {
   createWorkflow,
   type SeededTeam,
   seedTeam,
-  startTestStack,
-  startWorkers,
+  startWorkingStack,
   type TestStack,
 } from './support/stack.ts';
 import { receiverCa, startReceiver } from './support/webhook-receiver.ts';
@@ -44,18 +43,15 @@ import { receiverCa, startReceiver } from './support/webhook-receiver.ts';
 const repositoryRoot = fileURLToPath(new URL('..', import.meta.url));
 
 let stack: TestStack;
-let workers: { stop(): Promise<void> };
 let team: SeededTeam;
 let client: WorkflowRunClient;
 
 beforeAll(async () => {
-  stack = await startTestStack();
-  workers = await startWorkers(stack);
+  stack = await startWorkingStack();
   team = await seedTeam(stack.deps, { credits: 1000 });
   client = createClient({ baseUrl: stack.baseUrl, apiKey: team.key });
 });
 afterAll(async () => {
-  await workers?.stop();
   await stack?.close();
 });
 

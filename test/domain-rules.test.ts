@@ -53,7 +53,7 @@ import {
   modeSettings,
   priceInMode,
 } from '../functions/domain/run-modes.ts';
-import type { Canvas, CanvasNode } from '../functions/domain/workflow-graph.ts';
+import type { Canvas } from '../functions/domain/workflow-graph.ts';
 import {
   endStatuses,
   holdsEndedRun,
@@ -63,7 +63,7 @@ import {
 } from '../functions/domain/workflow-lock.ts';
 import { catalogue } from '../functions/nodes/catalogue/index.ts';
 import { runStatuses } from '../schemas/runs.ts';
-import type { NodeType } from '../schemas/workflows.ts';
+import { canvasNode as node } from './support/canvas.ts';
 
 const at = (iso: string) => new Date(iso);
 
@@ -228,13 +228,6 @@ describe('price multiplier', () => {
 });
 
 describe('pricing', () => {
-  const node = (id: string, type: NodeType, config: Record<string, unknown> = {}): CanvasNode => ({
-    id,
-    type,
-    label: id,
-    config,
-    position: { x: 0, y: 0 },
-  });
   // ImageGen at 1024² and 30 steps, one variation: the reference work its catalogue rate prices.
   const canvas: Canvas = {
     nodes: [

@@ -1,7 +1,5 @@
 import './support/test-providers.ts';
-import { once } from 'node:events';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage } from 'node:http';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { draftMaxTokens } from '../functions/domain/run-modes.ts';
@@ -38,6 +36,8 @@ import { startLambdaEmulator } from '../local/lambda-emulator.ts';
 import { envNames } from '../platform/definitions.ts';
 import type { RunMode } from '../schemas/runs.ts';
 import { type NodeType, nodeTypes } from '../schemas/workflows.ts';
+import { loopbackServer } from './support/loopback-server.ts';
+import { rejectionOf } from './support/rejection.ts';
 
 /** A fake orchestrator: files live in a map, connections in another. */
 class Harness {
@@ -103,13 +103,9 @@ const executors = createExecutors(deps);
 const run = (context: StepContext): Promise<StepOutcome> => executors[context.node.type](context);
 
 const failure = async (promise: Promise<unknown>): Promise<string> => {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(StepFailedError);
-    return (error as Error).message;
-  }
-  throw new Error('expected the step to fail');
+  const error = await rejectionOf(promise, 'the step to fail');
+  expect(error).toBeInstanceOf(StepFailedError);
+  return (error as Error).message;
 };
 
 const samplePng = () => encodePng(makeImage(20, 10, (x, y) => [x * 12, y * 25, 100, x < 10 ? 255 : 128]));
@@ -585,39 +581,32 @@ describe('provider selection', () => {
 });
 
 describe('HTTP steps', () => {
-  let server: Server;
-  let base: string;
   const received: { url: string; method: string; headers: IncomingMessage['headers']; body: string }[] = [];
 
-  beforeAll(async () => {
-    server = createServer((req, res) => {
-      let body = '';
-      req.on('data', (c: Buffer) => {
-        body += c.toString('latin1');
-      });
-      req.on('end', () => {
-        received.push({ url: req.url ?? '', method: req.method ?? '', headers: req.headers, body });
-        if (req.url === '/redirect') return res.writeHead(302, { location: 'http://10.0.0.1/' }).end();
-        if (req.url === '/fail') return res.writeHead(500).end('no');
-        if (req.url === '/image.png') return res.writeHead(200, { 'content-type': 'image/png' }).end(samplePng());
-        if (req.url === '/not-image') return res.writeHead(200, { 'content-type': 'text/html' }).end('<html>');
-        if (req.url === '/data.json') return res.writeHead(200).end('{"loaded":true}');
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true, echo: body }));
-      });
+  const server = loopbackServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => {
+      body += c.toString('latin1');
     });
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  });
-  afterAll(() => {
-    server.closeAllConnections();
-    server.close();
+    req.on('end', () => {
+      received.push({ url: req.url ?? '', method: req.method ?? '', headers: req.headers, body });
+      if (req.url === '/redirect') return res.writeHead(302, { location: 'http://10.0.0.1/' }).end();
+      if (req.url === '/fail') return res.writeHead(500).end('no');
+      if (req.url === '/image.png') return res.writeHead(200, { 'content-type': 'image/png' }).end(samplePng());
+      if (req.url === '/not-image') return res.writeHead(200, { 'content-type': 'text/html' }).end('<html>');
+      if (req.url === '/data.json') return res.writeHead(200).end('{"loaded":true}');
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true, echo: body }));
+    });
   });
 
   it('CustomApiCall sends its body and returns the JSON answer', async () => {
     const h = new Harness();
     const outcome = await run(
-      h.context('CustomApiCall', { url: `${base}/api`, method: 'POST', headers: { 'x-k': 'v' } }, { body: [{ q: 1 }] }),
+      h.context(
+        'CustomApiCall',
+        { url: `${server.url}/api`, method: 'POST', headers: { 'x-k': 'v' } },
+        { body: [{ q: 1 }] },
+      ),
     );
     expect(outcome.outputs.response).toEqual({ ok: true, echo: '{"q":1}' });
     expect(received.at(-1)).toMatchObject({ method: 'POST', url: '/api' });
@@ -627,7 +616,7 @@ describe('HTTP steps', () => {
   it('HTTP steps refuse loopback without the switch, redirects and error answers', async () => {
     const h = new Harness();
     const guarded = createExecutors({ ...deps, allowLoopback: false });
-    expect(await failure(guarded.CustomApiCall(h.context('CustomApiCall', { url: `${base}/api` })))).toMatch(
+    expect(await failure(guarded.CustomApiCall(h.context('CustomApiCall', { url: `${server.url}/api` })))).toMatch(
       /address_refused|forbidden_scheme/,
     );
     expect(
@@ -642,15 +631,17 @@ describe('HTTP steps', () => {
     expect([...refusals]).toEqual([
       'CustomApiCall: request refused or failed (address_refused): The address was refused: it must resolve, and only to public addresses',
     ]);
-    expect(await failure(run(h.context('CustomApiCall', { url: `${base}/redirect` })))).toMatch(/302.*redirects/);
-    expect(await failure(run(h.context('ApiPostAction', { url: `${base}/fail` }, { payload: ['x'] })))).toMatch(/500/);
+    expect(await failure(run(h.context('CustomApiCall', { url: `${server.url}/redirect` })))).toMatch(/302.*redirects/);
+    expect(await failure(run(h.context('ApiPostAction', { url: `${server.url}/fail` }, { payload: ['x'] })))).toMatch(
+      /500/,
+    );
   });
 
   it('ApiPostAction posts its payload, files as short-lived URLs, and answers with a receipt', async () => {
     const h = new Harness();
     const file = await h.put('a.png', samplePng(), 'image/png');
     const outcome = await run(
-      h.context('ApiPostAction', { url: `${base}/hook` }, { payload: [{ text: 'done' }, file] }),
+      h.context('ApiPostAction', { url: `${server.url}/hook` }, { payload: [{ text: 'done' }, file] }),
     );
     expect(outcome.outputs.receipt).toMatchObject({ delivered: true, status: 200, items: 2 });
     const sent = JSON.parse(received.at(-1)?.body ?? 'null');
@@ -664,11 +655,11 @@ describe('HTTP steps', () => {
 
   it('ImageLoader and JsonLoader fetch through the guard', async () => {
     const h = new Harness();
-    const image = await run(h.context('ImageLoader', { url: `${base}/image.png` }));
+    const image = await run(h.context('ImageLoader', { url: `${server.url}/image.png` }));
     expect(decodePng(h.bytes(image.outputs.image)).width).toBe(20);
     expect(h.files.get((image.outputs.image as StoredFile).key)?.aiGenerated).toBe(false);
-    expect(await failure(run(h.context('ImageLoader', { url: `${base}/not-image` })))).toMatch(/not an image/);
-    expect((await run(h.context('JsonLoader', { url: `${base}/data.json` }))).outputs).toEqual({
+    expect(await failure(run(h.context('ImageLoader', { url: `${server.url}/not-image` })))).toMatch(/not an image/);
+    expect((await run(h.context('JsonLoader', { url: `${server.url}/data.json` }))).outputs).toEqual({
       json: { loaded: true },
     });
   });
@@ -688,7 +679,7 @@ describe('HTTP steps', () => {
       const config = { repository: 'team/assets', bucket: 'b', project: 'p' };
       expect(await failure(run(h.context(type, config, inputs)))).toMatch(/needs the team connection/);
     }
-    h.connections.set('chat', { key: 'chat', secret: 's', endpoint: `${base}/chat` });
+    h.connections.set('chat', { key: 'chat', secret: 's', endpoint: `${server.url}/chat` });
     const chat = await run(
       h.context('ChatNotifier', { channel: '#art', template: 'Run done: {{0}}' }, { message: ['ok'] }),
     );
@@ -696,7 +687,7 @@ describe('HTTP steps', () => {
     expect(JSON.parse(received.at(-1)?.body ?? '{}')).toEqual({ channel: '#art', text: 'Run done: ok' });
     expect(received.at(-1)?.headers.authorization).toBe('Bearer s');
 
-    h.connections.set('codehost-a', { key: 'codehost-a', secret: 't', endpoint: `${base}/git` });
+    h.connections.set('codehost-a', { key: 'codehost-a', secret: 't', endpoint: `${server.url}/git` });
     const commit = await run(
       h.context('CodeHostADelivery', { repository: 'team/assets', path: 'art' }, { files: [file] }),
     );
@@ -706,7 +697,7 @@ describe('HTTP steps', () => {
     expect(sent.files[0].path).toBe('art/a.png');
     expect(Buffer.from(sent.files[0].contentBase64, 'base64').equals(Buffer.from(samplePng()))).toBe(true);
 
-    h.connections.set('object-storage', { key: 'object-storage', secret: 'o', endpoint: `${base}/s3` });
+    h.connections.set('object-storage', { key: 'object-storage', secret: 'o', endpoint: `${server.url}/s3` });
     await run(h.context('ObjectUploader', { bucket: 'b', prefix: 'out/' }, { files: [file] }));
     expect(received.at(-1)).toMatchObject({ method: 'PUT', url: '/s3/b/out/a.png' });
   });

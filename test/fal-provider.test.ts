@@ -4,59 +4,25 @@
  * verification with the JWKS fetched and cached, its errors by class, and the key kept out of every
  * message.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createFalProvider, type FalOptions, falOptionsFromEnv } from '../functions/nodes/providers/fal.ts';
-import { type JobProvider, ProviderError, WebhookRefusedError } from '../functions/nodes/providers/types.ts';
+import { ProviderError, WebhookRefusedError } from '../functions/nodes/providers/types.ts';
 import { type FalStandIn, startFalStandIn } from './stand-ins/fal.ts';
-import { startJsonServer, startWebhookCatcher } from './stand-ins/http.ts';
+import { startJsonServer } from './stand-ins/http.ts';
+import { jobProviderFile, callSignal as signal } from './support/job-providers.ts';
 
 /** fal keys are `<key id>:<key secret>`. */
 const keySecret = 'f3c1e0d9b8a7f6e5d4c3b2a1f0e9d8c7';
 const apiKey = `0b9e3a52-6f8d-4c1e-9a7b-2d4f6e8a0c1b:${keySecret}`;
-const signal = () => AbortSignal.timeout(30_000);
 
-let standIn: FalStandIn;
-let catcher: Awaited<ReturnType<typeof startWebhookCatcher>>;
-/** Every error an adapter threw in this file: none may carry the key or its secret part. */
-const thrown: unknown[] = [];
-
-const provider = (options: Partial<FalOptions> = {}): JobProvider =>
-  createFalProvider({ apiKey, baseUrl: standIn.url, jwksUrl: standIn.jwksUrl, allowLoopback: true, ...options });
-
-const failureOf = async (promise: Promise<unknown>): Promise<unknown> => {
-  try {
-    await promise;
-  } catch (error) {
-    thrown.push(error);
-    return error;
-  }
-  throw new Error('expected a failure');
-};
-
-const submit = (adapter: JobProvider, model = 'fal-ai/flux/schnell', webhookUrl?: string) =>
-  adapter.submit({ model, input: { prompt: 'a red panda' }, signal: signal(), ...(webhookUrl ? { webhookUrl } : {}) });
-
-const lastDelivery = (now = new Date()) => {
-  const delivery = catcher.received.at(-1);
-  if (!delivery) throw new Error('no delivery received');
-  return { headers: delivery.headers, body: delivery.body, now };
-};
+const { standIn, catcher, provider, failureOf, submit, lastDelivery, resendLast, cases } = jobProviderFile({
+  start: (options) => startFalStandIn({ apiKey, ...options }),
+  create: (own: FalStandIn, options: Partial<FalOptions> = {}) =>
+    createFalProvider({ apiKey, baseUrl: own.url, jwksUrl: own.jwksUrl, allowLoopback: true, ...options }),
+  model: 'fal-ai/flux/schnell',
+});
 
 const jwksReads = () => standIn.requests.filter((r) => r.path === '/.well-known/jwks.json').length;
-
-beforeAll(async () => {
-  standIn = await startFalStandIn({ apiKey });
-  catcher = await startWebhookCatcher();
-});
-
-afterAll(async () => {
-  await standIn.close();
-  await catcher.close();
-});
-
-afterEach(() => {
-  vi.useRealTimers();
-});
 
 describe('submit', () => {
   it('queues at {base}/{app id, sub-path included}?fal_webhook=<url-encoded>, the input as the body', async () => {
@@ -77,15 +43,13 @@ describe('submit', () => {
     expect(standIn.requests.at(-1)?.path).toBe('/fal-ai/birefnet');
   });
 
-  it('refuses an app id that is not owner/alias[/path] without calling fal', async () => {
-    const before = standIn.requests.length;
-    for (const model of ['flux', 'fal-ai/../secret', 'fal-ai//flux', 'workflows/owner', 'fal-ai/flux?x=1']) {
-      const error = await failureOf(submit(provider(), model));
-      expect(error).toBeInstanceOf(ProviderError);
-      expect((error as ProviderError).retryable).toBe(false);
-    }
-    expect(standIn.requests.length).toBe(before);
-  });
+  cases.refusesModelNames('refuses an app id that is not owner/alias[/path] without calling fal', [
+    'flux',
+    'fal-ai/../secret',
+    'fal-ai//flux',
+    'workflows/owner',
+    'fal-ai/flux?x=1',
+  ]);
 });
 
 describe('get and cancel', () => {
@@ -112,21 +76,8 @@ describe('get and cancel', () => {
     expect(standIn.requests.at(-1)?.path).toBe(`/workflows/someone/upscale-chain/requests/${ref.id}/status?logs=0`);
   });
 
-  it('a request that completes by itself after some reads is read to its end', async () => {
-    const own = await startFalStandIn({
-      apiKey,
-      pollsUntilDone: 3,
-      output: { audio_file: { url: 'https://v3.fal.media/a.wav' } },
-    });
-    try {
-      const adapter = createFalProvider({ apiKey, baseUrl: own.url, jwksUrl: own.jwksUrl, allowLoopback: true });
-      const ref = await adapter.submit({ model: 'fal-ai/stable-audio', input: { prompt: 'rain' }, signal: signal() });
-      const states = [];
-      for (let read = 0; read < 3; read += 1) states.push((await adapter.get(ref, signal())).status);
-      expect(states).toEqual(['running', 'running', 'succeeded']);
-    } finally {
-      await own.close();
-    }
+  cases.readsToItsEnd('a request that completes by itself after some reads is read to its end', 'fal-ai/stable-audio', {
+    audio_file: { url: 'https://v3.fal.media/a.wav' },
   });
 
   it('reads a failure from the result’s error (422 detail, or an app 5xx), or from COMPLETED’s own error', async () => {
@@ -202,30 +153,18 @@ describe('webhooks', () => {
     expect(await adapter.verifyWebhook(lastDelivery())).toEqual({ id: lost.id, state: { status: 'running' } });
     expect(await adapter.get(lost, signal())).toEqual({ status: 'succeeded', output: { big: true } });
     // A duplicate (same bytes) verifies again: deduplication is the route's, by job id.
-    await standIn.resend(standIn.webhooks.at(-1) as NonNullable<(typeof standIn.webhooks)[number]>);
+    await resendLast();
     expect((await adapter.verifyWebhook(lastDelivery())).id).toBe(lost.id);
     expect(jwksReads() - before).toBe(1);
     const jwksRequest = standIn.requests.filter((r) => r.path === '/.well-known/jwks.json').at(-1);
     expect(jwksRequest?.headers.authorization).toBeUndefined();
   });
 
-  it('refuses a forged signature, a tampered body, a timestamp over 5 minutes old or ahead, and missing or bad headers', async () => {
-    const adapter = provider();
-    const ref = await submit(adapter, 'fal-ai/flux/schnell', catcher.url);
-    await standIn.complete(ref.id, { image: { url: 'https://v3.fal.media/ok.png' } });
-    const now = new Date();
-    const seconds = Math.floor(now.getTime() / 1000);
-    const refusals = [
-      standIn.delivery(ref.id, { forge: true }),
-      standIn.delivery(ref.id, { tamper: (body) => body.replace('ok.png', 'evil.png') }),
-      standIn.delivery(ref.id, { timestampSeconds: seconds - 301 }),
-      standIn.delivery(ref.id, { timestampSeconds: seconds + 301 }),
-    ];
-    for (const delivery of refusals) {
-      await expect(adapter.verifyWebhook({ ...delivery, now })).rejects.toBeInstanceOf(WebhookRefusedError);
-    }
-    const good = standIn.delivery(ref.id);
-    const broken: Record<string, string | undefined>[] = [
+  cases.refusesForgeries(
+    'refuses a forged signature, a tampered body, a timestamp over 5 minutes old or ahead, and missing or bad headers',
+    { image: { url: 'https://v3.fal.media/ok.png' } },
+    (body) => body.replace('ok.png', 'evil.png'),
+    [
       { 'x-fal-webhook-request-id': undefined },
       { 'x-fal-webhook-user-id': undefined },
       { 'x-fal-webhook-timestamp': undefined },
@@ -233,26 +172,10 @@ describe('webhooks', () => {
       { 'x-fal-webhook-signature': 'zz' },
       { 'x-fal-webhook-user-id': 'someone-else' },
       { 'x-fal-webhook-request-id': 'another-request' },
-    ];
-    for (const change of broken) {
-      const headers = { ...good.headers, ...change };
-      await expect(adapter.verifyWebhook({ headers, body: good.body, now })).rejects.toBeInstanceOf(
-        WebhookRefusedError,
-      );
-    }
-    await expect(adapter.verifyWebhook({ ...good, now })).resolves.toMatchObject({ id: ref.id });
-  });
+    ],
+  );
 
-  it('a delivery replayed 10 minutes later, byte for byte, is refused', async () => {
-    vi.useFakeTimers({ toFake: ['Date'] });
-    const adapter = provider();
-    const ref = await submit(adapter, 'fal-ai/flux/schnell', catcher.url);
-    await standIn.complete(ref.id, {});
-    await expect(adapter.verifyWebhook(lastDelivery())).resolves.toMatchObject({ id: ref.id });
-    vi.setSystemTime(Date.now() + 10 * 60 * 1000);
-    await standIn.resend(standIn.webhooks.at(-1) as NonNullable<(typeof standIn.webhooks)[number]>);
-    await expect(adapter.verifyWebhook(lastDelivery())).rejects.toBeInstanceOf(WebhookRefusedError);
-  });
+  cases.refusesReplays();
 
   it('after a key rotation, fetches the JWKS again on a failure at most once a minute, and after a day', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
@@ -313,25 +236,13 @@ describe('webhooks', () => {
     }
   });
 
-  it('keys fal cannot give are a retryable ProviderError, not a refusal', async () => {
-    const adapter = provider();
-    const ref = await submit(adapter, 'fal-ai/flux/schnell', catcher.url);
-    await standIn.complete(ref.id, {});
-    standIn.failNextWith(503, undefined, 'unavailable', /jwks/);
-    const error = await failureOf(adapter.verifyWebhook(lastDelivery()));
-    expect(error).toBeInstanceOf(ProviderError);
-    expect((error as ProviderError).retryable).toBe(true);
-    await expect(adapter.verifyWebhook(lastDelivery())).resolves.toMatchObject({ id: ref.id });
-  });
+  cases.keyFetchFailureIsRetryable('keys fal cannot give are a retryable ProviderError, not a refusal', () =>
+    standIn.failNextWith(503, undefined, 'unavailable', /jwks/),
+  );
 });
 
 describe('errors by class', () => {
-  it('429 with Retry-After: retryable, with the seconds', async () => {
-    standIn.failNextWith(429, 12);
-    const error = await failureOf(submit(provider()));
-    expect(error).toBeInstanceOf(ProviderError);
-    expect(error).toMatchObject({ status: 429, retryable: true, retryAfterSeconds: 12 });
-  });
+  cases.throttled('Too many requests');
 
   it('400: not retryable, with fal’s detail; a 422 list of {loc, msg} is read too', async () => {
     standIn.failNextWith(400, undefined, 'Invalid timeout header');
@@ -349,26 +260,9 @@ describe('errors by class', () => {
     expect((invalid as Error).message).toContain('body: Input should be a valid dictionary');
   });
 
-  it('a refused key: 401, not retryable', async () => {
-    expect(await failureOf(submit(provider({ apiKey: 'someone:else000000000000000000' })))).toMatchObject({
-      status: 401,
-      retryable: false,
-    });
-  });
-
-  it('a network error (nothing listening) is retryable', async () => {
-    const closed = await startJsonServer(() => ({ status: 200 }));
-    await closed.close();
-    const error = await failureOf(submit(provider({ baseUrl: closed.url })));
-    expect(error).toBeInstanceOf(ProviderError);
-    expect(error).toMatchObject({ status: undefined, retryable: true });
-  });
-
-  it('a call past its deadline is retryable', async () => {
-    standIn.stallNext();
-    const error = await failureOf(provider({ timeoutMs: 500 }).get({ id: 'x', model: 'fal-ai/flux' }, signal()));
-    expect(error).toMatchObject({ retryable: true });
-  });
+  cases.refusedKey('someone:else000000000000000000');
+  cases.unreachable();
+  cases.pastDeadline({ id: 'x', model: 'fal-ai/flux' });
 
   it('a loopback base or JWKS URL is refused unless allowLoopback, before anything is sent', async () => {
     const ref = await submit(provider());
@@ -394,15 +288,7 @@ describe('the key', () => {
     expect(((await failureOf(submit(provider()))) as Error).message).toContain('secret [key] is revoked');
   });
 
-  it('appears in no error thrown in this file, and in no request but in its authorization header', () => {
-    expect(thrown.length).toBeGreaterThan(10);
-    for (const error of thrown) expect(String((error as Error).message)).not.toContain(keySecret);
-    expect(standIn.requests.length).toBeGreaterThan(10);
-    for (const { headers, path, body } of standIn.requests) {
-      const { authorization: _, ...others } = headers;
-      expect(JSON.stringify([path, body, others])).not.toContain(keySecret);
-    }
-  });
+  cases.keyKeptOut(keySecret);
 });
 
 describe('falOptionsFromEnv', () => {

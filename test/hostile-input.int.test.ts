@@ -7,7 +7,7 @@
  */
 import { ReceiveMessageCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { maxSweepRefusals } from '../functions/app/sweep-queued-runs.ts';
 import { canvasKey, workflowLockKey } from '../functions/store/keys.ts';
 import { sqsMessageBody } from '../functions/store/queues.ts';
@@ -29,31 +29,11 @@ import {
   startSecondApi,
   waitForEnd,
 } from './support/runs.ts';
-import {
-  addKey,
-  createWorkflow,
-  type SeededTeam,
-  seedTeam,
-  startTestStack,
-  startWorkers,
-  type TestStack,
-} from './support/stack.ts';
+import { createWorkflow, type SeededTeam, seedUnthrottledTeam, stackPerFile, startWorkers } from './support/stack.ts';
 
-let stack: TestStack;
-const closers: (() => Promise<void>)[] = [];
-beforeAll(async () => {
-  stack = await startTestStack();
-});
-afterAll(async () => {
-  for (const close of closers.reverse()) await close();
-  await stack.close();
-});
+const { stack, closers } = stackPerFile();
 
-const team = async (credits = 100): Promise<SeededTeam> => {
-  const seeded = await seedTeam(stack.deps, { credits });
-  const added = await addKey(stack.deps, seeded.teamId, { rateLimitPerMinute: 100_000 });
-  return { ...seeded, key: added.key, keyId: added.keyId };
-};
+const team = (credits = 100) => seedUnthrottledTeam(stack.deps, credits);
 
 const createCall = (t: SeededTeam, steps: unknown[]) =>
   api(stack.baseUrl, 'POST', '/workflows', { key: t.key, body: { name: 'Hostile', agentId: t.agentId, steps } });

@@ -124,13 +124,14 @@ const key = apiKeyItem(
   { keyId: ids.key, secretHash: 'f'.repeat(64), hint: 'wra_…abcd', createdAt: at },
 );
 
+/** Who started the run (and the deferred run) and what: as each run item's parser reads them back. */
+const startedBy = { teamId: ids.team, keyId: ids.key, workflowId: ids.workflow };
+
 describe('each parser accepts the item the store writes', () => {
   it('the run item: counters a start does not write read 0, and no step counted', () => {
     expect(parseItem(RunItemSchema, run)).toEqual({
       jobId: ids.job,
-      teamId: ids.team,
-      keyId: ids.key,
-      workflowId: ids.workflow,
+      ...startedBy,
       projectId: ids.project,
       status: 'queued',
       mode: 'draft',
@@ -177,9 +178,7 @@ describe('each parser accepts the item the store writes', () => {
   it('the deferred run: not dispatched yet, its request as the caller sent it', () => {
     expect(parseItem(DeferredRunItemSchema, deferred)).toEqual({
       deferredJobId: ids.deferred,
-      teamId: ids.team,
-      keyId: ids.key,
-      workflowId: ids.workflow,
+      ...startedBy,
       status: 'waiting',
       maxMultiplier: 0.5,
       createdAt: at,

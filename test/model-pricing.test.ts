@@ -23,14 +23,8 @@ import type { RunMode } from '../functions/domain/run-modes.ts';
 import type { Canvas, CanvasNode } from '../functions/domain/workflow-graph.ts';
 import { catalogue } from '../functions/nodes/catalogue/index.ts';
 import type { NodeType } from '../schemas/workflows.ts';
+import { canvasNode as node } from './support/canvas.ts';
 
-const node = (id: string, type: NodeType, config: Record<string, unknown> = {}): CanvasNode => ({
-  id,
-  type,
-  label: id,
-  config,
-  position: { x: 0, y: 0 },
-});
 const edge = (source: string, target: string, targetHandle = 'image') => ({
   id: `${source}->${target}`,
   source,

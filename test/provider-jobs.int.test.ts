@@ -7,7 +7,6 @@
  */
 import { describe, expect, it } from 'vitest';
 import { jobDeadlineMinutes } from '../functions/domain/provider-jobs.ts';
-import type { ProviderJobs } from '../functions/nodes/executors/types.ts';
 import { readPngMark } from '../functions/nodes/media/marks.ts';
 import { encodePng, makeImage } from '../functions/nodes/media/png.ts';
 import { stageProvidersFromEnv } from '../functions/nodes/providers/stage.ts';
@@ -16,7 +15,7 @@ import { invokedAs } from '../local/invocation.ts';
 import { postWebhook, startFileServer } from './stand-ins/http.ts';
 import { type ReplicateStandIn, startReplicateStandIn } from './stand-ins/replicate.ts';
 import { deliver, expectBalanced, ledgerOf, runParts, stepRecord, takeStepMessages } from './support/runs.ts';
-import { call, createWorkflow, seedTeam, stackPerFile, testExecutors } from './support/stack.ts';
+import { call, createWorkflow, jobsStackPerFile, seedTeam, testExecutors } from './support/stack.ts';
 
 const apiKey = 'r8_provider_jobs_test_key_never_logged';
 const png = encodePng(makeImage(8, 8, () => [10, 120, 200, 255]));
@@ -29,18 +28,7 @@ const settings = (): NodeJS.ProcessEnv => ({
   ALLOW_PRIVATE_CALLBACKS: '1',
 });
 
-// The API's own step executor wiring (the webhook route verifies with it) on Replicate's stand-in,
-// built once the stand-in listens.
-let jobs: ProviderJobs | undefined;
-const lazyJobs: ProviderJobs = {
-  provider: (key, connection) => {
-    jobs ??= testExecutors(settings()).jobs;
-    return jobs?.provider(key, connection) ?? Promise.resolve(undefined);
-  },
-  outcome: () => Promise.reject(new Error('the API does not run steps')),
-  publicBaseUrl: undefined,
-};
-const { stack, closers } = stackPerFile({ executors: Object.assign(testExecutors(), { jobs: lazyJobs }) });
+const { stack, closers } = jobsStackPerFile(settings);
 const started = (async () => {
   standIn = await startReplicateStandIn({ apiKey });
   files = await startFileServer({ '/out.png': { body: png, contentType: 'image/png' } });

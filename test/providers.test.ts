@@ -1,7 +1,5 @@
-import { once } from 'node:events';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { IncomingMessage } from 'node:http';
+import { describe, expect, it } from 'vitest';
 import type { Canvas } from '../functions/domain/workflow-graph.ts';
 import { getNodeSpec } from '../functions/nodes/catalogue/index.ts';
 import { executorDepsFromEnv } from '../functions/nodes/executors/helpers.ts';
@@ -31,6 +29,7 @@ import {
 import { integrationLevels, providerRegistry, registerProviders } from '../platform/providers.ts';
 import type { RunMode } from '../schemas/runs.ts';
 import type { NodeType } from '../schemas/workflows.ts';
+import { loopbackServer } from './support/loopback-server.ts';
 import { testProviders } from './support/test-providers.ts';
 
 const signal = new AbortController().signal;
@@ -86,76 +85,67 @@ describe('sandbox provider', () => {
 });
 
 describe('openai-compatible provider against a local fake server', () => {
-  let server: Server;
-  let base: string;
   const requests: { url: string; headers: IncomingMessage['headers']; body: Record<string, unknown> }[] = [];
   const png = encodePng(makeImage(4, 4, (x, y) => [x * 60, y * 60, 0, 255]));
   const wav = encodeWav(new Int16Array(800), 8000);
 
-  beforeAll(async () => {
-    server = createServer((req, res) => {
-      let raw = '';
-      req.on('data', (c: Buffer) => {
-        raw += c.toString();
-      });
-      req.on('end', () => {
-        const body = JSON.parse(raw || '{}') as Record<string, unknown>;
-        requests.push({ url: req.url ?? '', headers: req.headers, body });
-        const json = (status: number, value: unknown) =>
-          res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
-        // The image link is public: the adapter must not send the key to it.
-        if (req.url === '/img.png') return res.writeHead(200, { 'content-type': 'image/png' }).end(png);
-        if (req.headers.authorization !== 'Bearer test-key') return json(401, { error: { message: 'bad key' } });
-        // Failures by model name: a busy server (with Retry-After), one down, a bad request, no answer at all.
-        if (body.model === 'busy')
-          return res
-            .writeHead(429, { 'content-type': 'application/json', 'retry-after': '7' })
-            .end(JSON.stringify({ error: { message: 'Rate limit reached' } }));
-        if (body.model === 'down') return json(503, { error: { message: 'overloaded' } });
-        if (body.model === 'late') return json(408, { error: { message: 'request timeout' } });
-        if (body.model === 'bad') return json(400, { error: { message: 'unknown parameter' } });
-        if (body.model === 'silent') return;
-        if (req.url === '/v1/audio/speech') {
-          if (body.model === 'mp3-only')
-            return res.writeHead(200, { 'content-type': 'audio/mpeg' }).end(Buffer.from([0xff, 0xfb, 0x90, 0x00]));
-          return res.writeHead(200, { 'content-type': 'audio/wav' }).end(wav);
-        }
-        if (req.url === '/v1/chat/completions') {
-          const messages = body.messages as { role: string; content: unknown }[];
-          const user = messages.at(-1)?.content;
-          const prompt = typeof user === 'string' ? user : JSON.stringify(user);
-          return json(200, {
-            choices: [
-              {
-                message: {
-                  role: 'assistant',
-                  content: `echo(${body.model}, max=${body.max_tokens ?? 'none'}): ${prompt}`,
-                },
-              },
-            ],
-          });
-        }
-        if (req.url === '/v1/images/generations') {
-          const n = Number(body.n ?? 1);
-          if (body.model === 'url-model') return json(200, { data: [{ url: `http://${req.headers.host}/img.png` }] });
-          return json(200, {
-            data: Array.from({ length: n }, () => ({ b64_json: Buffer.from(png).toString('base64') })),
-          });
-        }
-        if (req.url === '/v1/embeddings') return json(200, { data: [{ embedding: [0.6, 0.8] }] });
-        json(404, { error: { message: 'no route' } });
-      });
+  const server = loopbackServer((req, res) => {
+    let raw = '';
+    req.on('data', (c: Buffer) => {
+      raw += c.toString();
     });
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
-  });
-  afterAll(() => {
-    server.closeAllConnections();
-    server.close();
+    req.on('end', () => {
+      const body = JSON.parse(raw || '{}') as Record<string, unknown>;
+      requests.push({ url: req.url ?? '', headers: req.headers, body });
+      const json = (status: number, value: unknown) =>
+        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
+      // The image link is public: the adapter must not send the key to it.
+      if (req.url === '/img.png') return res.writeHead(200, { 'content-type': 'image/png' }).end(png);
+      if (req.headers.authorization !== 'Bearer test-key') return json(401, { error: { message: 'bad key' } });
+      // Failures by model name: a busy server (with Retry-After), one down, a bad request, no answer at all.
+      if (body.model === 'busy')
+        return res
+          .writeHead(429, { 'content-type': 'application/json', 'retry-after': '7' })
+          .end(JSON.stringify({ error: { message: 'Rate limit reached' } }));
+      if (body.model === 'down') return json(503, { error: { message: 'overloaded' } });
+      if (body.model === 'late') return json(408, { error: { message: 'request timeout' } });
+      if (body.model === 'bad') return json(400, { error: { message: 'unknown parameter' } });
+      if (body.model === 'silent') return;
+      if (req.url === '/v1/audio/speech') {
+        if (body.model === 'mp3-only')
+          return res.writeHead(200, { 'content-type': 'audio/mpeg' }).end(Buffer.from([0xff, 0xfb, 0x90, 0x00]));
+        return res.writeHead(200, { 'content-type': 'audio/wav' }).end(wav);
+      }
+      if (req.url === '/v1/chat/completions') {
+        const messages = body.messages as { role: string; content: unknown }[];
+        const user = messages.at(-1)?.content;
+        const prompt = typeof user === 'string' ? user : JSON.stringify(user);
+        return json(200, {
+          choices: [
+            {
+              message: {
+                role: 'assistant',
+                content: `echo(${body.model}, max=${body.max_tokens ?? 'none'}): ${prompt}`,
+              },
+            },
+          ],
+        });
+      }
+      if (req.url === '/v1/images/generations') {
+        const n = Number(body.n ?? 1);
+        if (body.model === 'url-model') return json(200, { data: [{ url: `http://${req.headers.host}/img.png` }] });
+        return json(200, {
+          data: Array.from({ length: n }, () => ({ b64_json: Buffer.from(png).toString('base64') })),
+        });
+      }
+      if (req.url === '/v1/embeddings') return json(200, { data: [{ embedding: [0.6, 0.8] }] });
+      json(404, { error: { message: 'no route' } });
+    });
   });
 
-  const provider = () => createOpenAiCompatibleProvider({ baseUrl: base, apiKey: 'test-key', allowLoopback: true });
+  /** The fake's OpenAI-style base URL. */
+  const v1 = () => `${server.url}/v1`;
+  const provider = () => createOpenAiCompatibleProvider({ baseUrl: v1(), apiKey: 'test-key', allowLoopback: true });
 
   it('speaks chat completions', async () => {
     const text = await provider().generateText!({
@@ -189,34 +179,18 @@ describe('openai-compatible provider against a local fake server', () => {
     expect(images).toHaveLength(2);
     expect(images[0]).toMatchObject({ contentType: 'image/png' });
     expect(requests.at(-1)?.body).toMatchObject({ n: 2, size: '256x256', response_format: 'b64_json' });
-    const linked = await provider().generateImage!({
-      ...call,
-      model: 'url-model',
-      prompt: 'p',
-      width: 4,
-      height: 4,
-      steps: 1,
-      variations: 1,
-    });
+    // The model whose answer links its image rather than carrying it.
+    const byLink = { ...call, model: 'url-model', prompt: 'p', width: 4, height: 4, steps: 1, variations: 1 };
+    const linked = await provider().generateImage!(byLink);
     expect(Buffer.from(linked[0]!.body).equals(Buffer.from(png))).toBe(true);
-    const guarded = createOpenAiCompatibleProvider({ baseUrl: base, apiKey: 'test-key', allowLoopback: false });
-    await expect(
-      guarded.generateImage!({
-        ...call,
-        model: 'url-model',
-        prompt: 'p',
-        width: 4,
-        height: 4,
-        steps: 1,
-        variations: 1,
-      }),
-    ).rejects.toThrow(/address was refused/);
+    const guarded = createOpenAiCompatibleProvider({ baseUrl: v1(), apiKey: 'test-key', allowLoopback: false });
+    await expect(guarded.generateImage!(byLink)).rejects.toThrow(/address was refused/);
     const vector = await provider().embed!({ ...call, text: 'x' });
     expect(vector).toEqual([0.6, 0.8]);
   });
 
   it('reports HTTP errors without the key, and a missing base URL', async () => {
-    const wrong = createOpenAiCompatibleProvider({ baseUrl: base, apiKey: 'not-it' });
+    const wrong = createOpenAiCompatibleProvider({ baseUrl: v1(), apiKey: 'not-it' });
     const error = await wrong.generateText!({ ...call, prompt: 'x' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ProviderError);
     expect((error as ProviderError).message).toBe('openai-compatible answered 401: bad key');
@@ -273,7 +247,7 @@ describe('openai-compatible provider against a local fake server', () => {
 
   it('classifies failures: 408, 429 and 5xx (after Retry-After), timeouts and network errors are retryable', async () => {
     const error = (model: string, options = {}) =>
-      createOpenAiCompatibleProvider({ baseUrl: base, apiKey: 'test-key', ...options }).generateText!({
+      createOpenAiCompatibleProvider({ baseUrl: v1(), apiKey: 'test-key', ...options }).generateText!({
         ...call,
         model,
         prompt: 'x',
@@ -306,7 +280,7 @@ describe('openai-compatible provider against a local fake server', () => {
     });
     // The caller's own abort is passed on, not turned into a provider error.
     const controller = new AbortController();
-    const aborted = createOpenAiCompatibleProvider({ baseUrl: base, apiKey: 'test-key' }).generateText!({
+    const aborted = createOpenAiCompatibleProvider({ baseUrl: v1(), apiKey: 'test-key' }).generateText!({
       ...call,
       model: 'silent',
       prompt: 'x',
@@ -318,7 +292,7 @@ describe('openai-compatible provider against a local fake server', () => {
 
   it('draft and production give different answers through the executors (env-configured)', async () => {
     const env = {
-      OPENAI_COMPATIBLE_BASE_URL: base,
+      OPENAI_COMPATIBLE_BASE_URL: v1(),
       OPENAI_COMPATIBLE_API_KEY: 'test-key',
       OPENAI_COMPATIBLE_TEXT_MODEL: 'chat-model',
       OPENAI_COMPATIBLE_IMAGE_MODEL: 'image-model',
@@ -361,7 +335,7 @@ describe('openai-compatible provider against a local fake server', () => {
   });
 
   it('the env resolver builds each registry provider; team connections supply the key', async () => {
-    const resolve = providerResolverFromEnv({ PROVIDER_BYOK_Y_BASE_URL: base });
+    const resolve = providerResolverFromEnv({ PROVIDER_BYOK_Y_BASE_URL: v1() });
     expect((await resolve('sandbox', undefined))?.key).toBe('sandbox');
     expect(await resolve('nobody', undefined)).toBeUndefined();
     const byok = await resolve('byok-y', { key: 'byok-y', secret: 'test-key' });

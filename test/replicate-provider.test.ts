@@ -4,61 +4,25 @@
  * Webhooks reference library both ways), its errors by class, and the key kept out of every message.
  */
 import { Webhook } from 'standardwebhooks';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   createReplicateProvider,
   type ReplicateOptions,
   replicateOptionsFromEnv,
 } from '../functions/nodes/providers/replicate.ts';
-import { type JobProvider, ProviderError, WebhookRefusedError } from '../functions/nodes/providers/types.ts';
-import { startJsonServer, startWebhookCatcher } from './stand-ins/http.ts';
+import { ProviderError, WebhookRefusedError } from '../functions/nodes/providers/types.ts';
+import { startJsonServer } from './stand-ins/http.ts';
 import { type ReplicateStandIn, startReplicateStandIn } from './stand-ins/replicate.ts';
+import { jobProviderFile, callSignal as signal } from './support/job-providers.ts';
 
 const apiKey = 'r8_standInToken0123456789abcdefghijklmnop';
 const version = '9dcd6d78e7c6560c340d916fe32e9f24aabfa331e5cce95fe31f77fb03121426';
-const signal = () => AbortSignal.timeout(30_000);
 
-let standIn: ReplicateStandIn;
-let catcher: Awaited<ReturnType<typeof startWebhookCatcher>>;
-/** Every error an adapter threw in this file: none may carry the key. */
-const thrown: unknown[] = [];
-
-const provider = (options: Partial<ReplicateOptions> = {}): JobProvider =>
-  createReplicateProvider({ apiKey, baseUrl: standIn.url, allowLoopback: true, ...options });
-
-/** The rejection of `promise`, recorded for the key check. */
-const failureOf = async (promise: Promise<unknown>): Promise<unknown> => {
-  try {
-    await promise;
-  } catch (error) {
-    thrown.push(error);
-    return error;
-  }
-  throw new Error('expected a failure');
-};
-
-const submit = (adapter: JobProvider, model = 'black-forest-labs/flux-schnell', webhookUrl?: string) =>
-  adapter.submit({ model, input: { prompt: 'a red panda' }, signal: signal(), ...(webhookUrl ? { webhookUrl } : {}) });
-
-/** The delivery the catcher received last, as our route hands it to the adapter. */
-const lastDelivery = (now = new Date()) => {
-  const delivery = catcher.received.at(-1);
-  if (!delivery) throw new Error('no delivery received');
-  return { headers: delivery.headers, body: delivery.body, now };
-};
-
-beforeAll(async () => {
-  standIn = await startReplicateStandIn({ apiKey });
-  catcher = await startWebhookCatcher();
-});
-
-afterAll(async () => {
-  await standIn.close();
-  await catcher.close();
-});
-
-afterEach(() => {
-  vi.useRealTimers();
+const { standIn, catcher, provider, failureOf, submit, lastDelivery, resendLast, cases } = jobProviderFile({
+  start: (options) => startReplicateStandIn({ apiKey, ...options }),
+  create: (own: ReplicateStandIn, options: Partial<ReplicateOptions> = {}) =>
+    createReplicateProvider({ apiKey, baseUrl: own.url, allowLoopback: true, ...options }),
+  model: 'black-forest-labs/flux-schnell',
 });
 
 describe('submit', () => {
@@ -87,15 +51,12 @@ describe('submit', () => {
     expect(standIn.jobs.get(ref.id)?.createdBy).toBe('version');
   });
 
-  it('refuses a model name that is not owner/name[:version] without calling Replicate', async () => {
-    const before = standIn.requests.length;
-    for (const model of ['flux', '../../v1/webhooks/default/secret', 'a/b/c', 'owner/name:']) {
-      const error = await failureOf(submit(provider(), model));
-      expect(error).toBeInstanceOf(ProviderError);
-      expect((error as ProviderError).retryable).toBe(false);
-    }
-    expect(standIn.requests.length).toBe(before);
-  });
+  cases.refusesModelNames('refuses a model name that is not owner/name[:version] without calling Replicate', [
+    'flux',
+    '../../v1/webhooks/default/secret',
+    'a/b/c',
+    'owner/name:',
+  ]);
 });
 
 describe('get and cancel', () => {
@@ -120,18 +81,11 @@ describe('get and cancel', () => {
     expect(await adapter.get(ref, signal())).toEqual({ status: 'failed', message: 'CUDA out of memory' });
   });
 
-  it('a prediction that ends by itself after some reads is read to its end', async () => {
-    const own = await startReplicateStandIn({ apiKey, pollsUntilDone: 3, output: 'https://replicate.delivery/x.wav' });
-    try {
-      const adapter = createReplicateProvider({ apiKey, baseUrl: own.url, allowLoopback: true });
-      const ref = await adapter.submit({ model: 'meta/musicgen', input: {}, signal: signal() });
-      const states = [];
-      for (let read = 0; read < 3; read += 1) states.push((await adapter.get(ref, signal())).status);
-      expect(states).toEqual(['running', 'running', 'succeeded']);
-    } finally {
-      await own.close();
-    }
-  });
+  cases.readsToItsEnd(
+    'a prediction that ends by itself after some reads is read to its end',
+    'meta/musicgen',
+    'https://replicate.delivery/x.wav',
+  );
 
   it('cancel reaches Replicate and the prediction reads as canceled; cancelling an ended one is no error', async () => {
     const adapter = provider();
@@ -180,47 +134,19 @@ describe('webhooks', () => {
     await standIn.idle();
     expect(await adapter.verifyWebhook(lastDelivery())).toEqual({ id: canceled.id, state: { status: 'canceled' } });
     // A duplicate delivery (same bytes) verifies again: deduplication is the route's, by job id.
-    await standIn.resend(standIn.webhooks.at(-1) as NonNullable<(typeof standIn.webhooks)[number]>);
+    await resendLast();
     expect((await adapter.verifyWebhook(lastDelivery())).id).toBe(canceled.id);
     expect(secretReads() - before).toBe(1);
   });
 
-  it('refuses a forged signature, a tampered body, a timestamp over 5 minutes old or ahead, and missing headers', async () => {
-    const adapter = provider();
-    const ref = await submit(adapter, 'black-forest-labs/flux-schnell', catcher.url);
-    await standIn.complete(ref.id, 'out');
-    const now = new Date();
-    const seconds = Math.floor(now.getTime() / 1000);
-    const refusals = [
-      standIn.delivery(ref.id, { forge: true }),
-      standIn.delivery(ref.id, { tamper: (body) => body.replace('"out"', '"https://evil.example/x.png"') }),
-      standIn.delivery(ref.id, { timestampSeconds: seconds - 301 }),
-      standIn.delivery(ref.id, { timestampSeconds: seconds + 301 }),
-    ];
-    for (const delivery of refusals) {
-      await expect(adapter.verifyWebhook({ ...delivery, now })).rejects.toBeInstanceOf(WebhookRefusedError);
-    }
-    const good = standIn.delivery(ref.id);
-    for (const name of ['webhook-id', 'webhook-timestamp', 'webhook-signature']) {
-      const headers = { ...good.headers, [name]: undefined };
-      await expect(adapter.verifyWebhook({ headers, body: good.body, now })).rejects.toBeInstanceOf(
-        WebhookRefusedError,
-      );
-    }
-    await expect(adapter.verifyWebhook({ ...good, now })).resolves.toMatchObject({ id: ref.id });
-  });
+  cases.refusesForgeries(
+    'refuses a forged signature, a tampered body, a timestamp over 5 minutes old or ahead, and missing headers',
+    'out',
+    (body) => body.replace('"out"', '"https://evil.example/x.png"'),
+    [{ 'webhook-id': undefined }, { 'webhook-timestamp': undefined }, { 'webhook-signature': undefined }],
+  );
 
-  it('a delivery replayed 10 minutes later, byte for byte, is refused', async () => {
-    vi.useFakeTimers({ toFake: ['Date'] });
-    const adapter = provider();
-    const ref = await submit(adapter, 'black-forest-labs/flux-schnell', catcher.url);
-    await standIn.complete(ref.id, 'out');
-    const original = lastDelivery();
-    await expect(adapter.verifyWebhook(original)).resolves.toMatchObject({ id: ref.id });
-    vi.setSystemTime(Date.now() + 10 * 60 * 1000);
-    await standIn.resend(standIn.webhooks.at(-1) as NonNullable<(typeof standIn.webhooks)[number]>);
-    await expect(adapter.verifyWebhook(lastDelivery())).rejects.toBeInstanceOf(WebhookRefusedError);
-  });
+  cases.refusesReplays();
 
   it('after a rotation, fetches the secret again once the cached one is over an hour old, and no sooner', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
@@ -292,26 +218,13 @@ describe('webhooks', () => {
     }
   });
 
-  it('a secret Replicate cannot give is a retryable ProviderError, not a refusal', async () => {
-    const adapter = provider();
-    const ref = await submit(adapter, 'black-forest-labs/flux-schnell', catcher.url);
-    await standIn.complete(ref.id, 'out');
-    standIn.failNextWith(503);
-    const error = await failureOf(adapter.verifyWebhook(lastDelivery()));
-    expect(error).toBeInstanceOf(ProviderError);
-    expect((error as ProviderError).retryable).toBe(true);
-    await expect(adapter.verifyWebhook(lastDelivery())).resolves.toMatchObject({ id: ref.id });
-  });
+  cases.keyFetchFailureIsRetryable('a secret Replicate cannot give is a retryable ProviderError, not a refusal', () =>
+    standIn.failNextWith(503),
+  );
 });
 
 describe('errors by class', () => {
-  it('429 with Retry-After: retryable, with the seconds', async () => {
-    standIn.failNextWith(429, 7);
-    const error = await failureOf(submit(provider()));
-    expect(error).toBeInstanceOf(ProviderError);
-    expect(error).toMatchObject({ status: 429, retryable: true, retryAfterSeconds: 7 });
-    expect((error as Error).message).toContain('Request was throttled');
-  });
+  cases.throttled('Request was throttled');
 
   it('400: not retryable, with Replicate’s detail', async () => {
     standIn.failNextWith(400, undefined, 'The input is not valid: prompt is too long');
@@ -328,10 +241,7 @@ describe('errors by class', () => {
     });
   });
 
-  it('a refused key: 401, not retryable', async () => {
-    const error = await failureOf(submit(provider({ apiKey: 'r8_someoneElsesToken000000000000000' })));
-    expect(error).toMatchObject({ status: 401, retryable: false });
-  });
+  cases.refusedKey('r8_someoneElsesToken000000000000000');
 
   it('no key: a configuration error before any call', async () => {
     const before = standIn.requests.length;
@@ -339,20 +249,8 @@ describe('errors by class', () => {
     expect(standIn.requests.length).toBe(before);
   });
 
-  it('a network error (nothing listening) is retryable', async () => {
-    const closed = await startJsonServer(() => ({ status: 200 }));
-    await closed.close();
-    const error = await failureOf(submit(provider({ baseUrl: closed.url })));
-    expect(error).toBeInstanceOf(ProviderError);
-    expect(error).toMatchObject({ status: undefined, retryable: true });
-  });
-
-  it('a call past its deadline is retryable', async () => {
-    standIn.stallNext();
-    const error = await failureOf(provider({ timeoutMs: 500 }).get({ id: 'x', model: 'a/b' }, signal()));
-    expect(error).toMatchObject({ retryable: true });
-    expect((error as Error).message).toContain('did not answer within 500 ms');
-  });
+  cases.unreachable();
+  cases.pastDeadline({ id: 'x', model: 'a/b' });
 
   it('a loopback base URL is refused unless allowLoopback, before anything is sent', async () => {
     const before = standIn.requests.length;
@@ -390,15 +288,7 @@ describe('the key', () => {
     expect((error as Error).message).toContain('Invalid token: [key]');
   });
 
-  it('appears in no error thrown in this file, and in no request but in its authorization header', () => {
-    expect(thrown.length).toBeGreaterThan(10);
-    for (const error of thrown) expect(String((error as Error).message)).not.toContain(apiKey);
-    expect(standIn.requests.length).toBeGreaterThan(10);
-    for (const { headers, path, body } of standIn.requests) {
-      const { authorization: _, ...others } = headers;
-      expect(JSON.stringify([path, body, others])).not.toContain(apiKey);
-    }
-  });
+  cases.keyKeptOut(apiKey);
 });
 
 describe('replicateOptionsFromEnv', () => {

@@ -28,23 +28,21 @@ import {
   getRunCall,
   ledgerOf,
   realStepHandler,
+  runBody,
   runParts,
+  type StepHandler,
   type StepMessage,
   startRunCall,
   stepRecord,
   takeStepMessages,
 } from './support/runs.ts';
-import { addKey, createWorkflow, type SeededTeam, seedTeam, stackPerFile } from './support/stack.ts';
+import { createWorkflow, type SeededTeam, seedUnthrottledTeam, stackPerFile } from './support/stack.ts';
 
 const { stack } = stackPerFile();
 
 const granted = 100_000; // 1,000 credits, in hundredths
 
-const team = async (): Promise<SeededTeam> => {
-  const seeded = await seedTeam(stack.deps, { credits: granted / 100 });
-  const added = await addKey(stack.deps, seeded.teamId, { rateLimitPerMinute: 100_000 });
-  return { ...seeded, key: added.key, keyId: added.keyId };
-};
+const team = () => seedUnthrottledTeam(stack.deps, granted / 100);
 
 /** The issue's reproduction: a prompt, then an image model asked for 4 variations. */
 const imageSteps = [
@@ -126,15 +124,20 @@ const storedFiles = async (t: SeededTeam, jobId: string, nodeId: string) => {
   return Contents.map((o) => o.Key);
 };
 
+/** A run of `imageSteps` for a new team whose prompt step `handler` ran: its image step's message is next. */
+const runAtItsImage = async (handler: StepHandler) => {
+  const t = await team();
+  const workflowId = await createWorkflow(stack, t, imageSteps);
+  const jobId = (await startRunCall(stack.baseUrl, t.key, workflowId)).body.jobId as string;
+  const prices = await pricesOf(jobId);
+  expect(await deliver(handler, [stepRecord(await onlyMessage(jobId, 'prompt'))])).toEqual([]);
+  return { t, workflowId, jobId, prices, image: await onlyMessage(jobId, 'image') };
+};
+
 const busy = (jobId: string) => ({ error: 'This workflow already has a run in progress', activeJobId: jobId });
 
 describe('a step that finishes after its run ended', () => {
   it('publishes no output and no file, reads unknown, is never charged; the lock and hold wait for it', async () => {
-    const t = await team();
-    const workflowId = await createWorkflow(stack, t, imageSteps);
-    const jobId = (await startRunCall(stack.baseUrl, t.key, workflowId)).body.jobId as string;
-    const prices = await pricesOf(jobId);
-    const estimate = (prices.prompt as number) + (prices.image as number);
     const gate = latch();
     const reached = latch();
     const { executors, calls } = heldImages(gate.opened, reached.open);
@@ -146,22 +149,14 @@ describe('a step that finishes after its run ended', () => {
         cancelled.push(step);
       },
     });
-    expect(await deliver(handler, [stepRecord(await onlyMessage(jobId, 'prompt'))])).toEqual([]);
-    const late = deliver(handler, [stepRecord(await onlyMessage(jobId, 'image'))]);
+    const { t, workflowId, jobId, prices, image: imageMessage } = await runAtItsImage(handler);
+    const estimate = (prices.prompt as number) + (prices.image as number);
+    const late = deliver(handler, [stepRecord(imageMessage)]);
     await reached.opened; // the model answered and its 4 files are stored; the step has not finished
     expect(await storedFiles(t, jobId, 'image')).toHaveLength(4);
 
     const stopped = await cancelRunCall(stack.baseUrl, t.key, jobId);
-    expect(stopped.body).toEqual({
-      jobId,
-      status: 'stopped',
-      progress: 50,
-      steps: [
-        { node_id: 'prompt', step_type: 'TextEntry', status: 'completed' },
-        { node_id: 'image', step_type: 'ImageGen', status: 'unknown' },
-      ],
-      output: [],
-    });
+    expect(stopped.body).toEqual(runBody(jobId, 'stopped', 50, imageSteps, ['completed', 'unknown']));
     // The image step is in flight: the workflow stays locked and the whole estimate stays held.
     const again = await startRunCall(stack.baseUrl, t.key, workflowId);
     expect([again.status, again.body]).toEqual([409, busy(jobId)]);
@@ -199,13 +194,8 @@ describe('a step that finishes after its run ended', () => {
   });
 
   it('its redelivery after a crash publishes and charges nothing, before and after it settles the run', async () => {
-    const t = await team();
-    const workflowId = await createWorkflow(stack, t, imageSteps);
-    const jobId = (await startRunCall(stack.baseUrl, t.key, workflowId)).body.jobId as string;
-    const prices = await pricesOf(jobId);
     const handler = realStepHandler(stack.deps);
-    expect(await deliver(handler, [stepRecord(await onlyMessage(jobId, 'prompt'))])).toEqual([]);
-    const image = await onlyMessage(jobId, 'image');
+    const { t, workflowId, jobId, prices, image } = await runAtItsImage(handler);
     // The run is cancelled while the image is drawn, and the worker dies right after recording the
     // step's end (its every count on the run refused): the item holds the outputs, uncounted.
     const isCount = (command: string, input: unknown) =>
@@ -361,13 +351,8 @@ describe('a cancel that lands while a model step is being claimed', () => {
 
 describe('a run ended with a model step whose worker died', () => {
   it('keeps its lock and hold until the lease runs out, then the sweep settles it', async () => {
-    const t = await team();
-    const workflowId = await createWorkflow(stack, t, imageSteps);
-    const jobId = (await startRunCall(stack.baseUrl, t.key, workflowId)).body.jobId as string;
-    const prices = await pricesOf(jobId);
     const handler = realStepHandler(stack.deps);
-    expect(await deliver(handler, [stepRecord(await onlyMessage(jobId, 'prompt'))])).toEqual([]);
-    const image = await onlyMessage(jobId, 'image');
+    const { t, workflowId, jobId, prices, image } = await runAtItsImage(handler);
     // A worker claims the image step and dies while the provider draws: its claim stays, leased.
     const run = await readRunItem(stack.deps, jobId);
     expect((await claimStep(stack.deps, run as RunItem, image.nodeId)).claimed).toBe(true);

@@ -26,9 +26,10 @@ import {
   type StepMessage,
   startRunCall,
   stepRecord,
+  stepRecords,
   takeStepMessages,
 } from './support/runs.ts';
-import { addKey, createWorkflow, type SeededTeam, seedTeam, stackPerFile } from './support/stack.ts';
+import { createWorkflow, type SeededTeam, seedUnthrottledTeam, stackPerFile } from './support/stack.ts';
 
 const { stack } = stackPerFile();
 
@@ -68,11 +69,7 @@ const diamondThenChain = [
 ];
 const diamondThenChainPrices: Record<string, number> = { a: 1, b: 1, c: 200, d: 1, e: 1, f: 1, g: 1 };
 
-const team = async (): Promise<SeededTeam> => {
-  const seeded = await seedTeam(stack.deps, { credits: 100 });
-  const added = await addKey(stack.deps, seeded.teamId, { rateLimitPerMinute: 100_000 });
-  return { ...seeded, key: added.key, keyId: added.keyId };
-};
+const team = () => seedUnthrottledTeam(stack.deps);
 
 /** Starts a run over HTTP and takes its root message(s) off the queue (nobody polls it here). */
 const started = async (steps: unknown[]) => {
@@ -99,12 +96,7 @@ describe('a chain runs on in the invocation of its first step', () => {
     const steps = chain(8);
     const { t, jobId, roots } = await started(steps);
     expect(roots.map((m) => m.nodeId)).toEqual(['a']);
-    expect(
-      await deliver(
-        contextHandler(stack.deps),
-        roots.map((m) => stepRecord(m)),
-      ),
-    ).toEqual([]);
+    expect(await deliver(contextHandler(stack.deps), stepRecords(roots))).toEqual([]);
     expect(await messagesOf(jobId)).toEqual([]);
     await expectCompletedOnce(t, jobId, pricesOf(steps));
   });
@@ -118,12 +110,7 @@ describe('a chain runs on in the invocation of its first step', () => {
     ];
     const { t, jobId, roots } = await started(steps);
     const handler = contextHandler(stack.deps);
-    expect(
-      await deliver(
-        handler,
-        roots.map((m) => stepRecord(m)),
-      ),
-    ).toEqual([]);
+    expect(await deliver(handler, stepRecords(roots))).toEqual([]);
     const [b, ...others] = await messagesOf(jobId);
     expect([b?.nodeId, others]).toEqual(['b', []]);
     expect(await deliver(handler, [stepRecord(b as StepMessage)])).toEqual([]);
@@ -137,21 +124,11 @@ describe('a chain runs on in the invocation of its first step', () => {
     const short = contextHandler(stack.deps, { remainingMs: stepTimeoutMs + settleMarginMs - 1 });
     let pending = roots;
     for (const next of ['b', 'c']) {
-      expect(
-        await deliver(
-          short,
-          pending.map((m) => stepRecord(m)),
-        ),
-      ).toEqual([]);
+      expect(await deliver(short, stepRecords(pending))).toEqual([]);
       pending = await messagesOf(jobId);
       expect(pending.map((m) => m.nodeId)).toEqual([next]);
     }
-    expect(
-      await deliver(
-        short,
-        pending.map((m) => stepRecord(m)),
-      ),
-    ).toEqual([]);
+    expect(await deliver(short, stepRecords(pending))).toEqual([]);
     await expectCompletedOnce(t, jobId, pricesOf(steps));
   });
 
@@ -164,24 +141,14 @@ describe('a chain runs on in the invocation of its first step', () => {
       return instantExecutor(context);
     };
     const handler = contextHandler(stack.deps, { executors: flaky });
-    expect(
-      await deliver(
-        handler,
-        roots.map((m) => stepRecord(m)),
-      ),
-    ).toEqual([]);
+    expect(await deliver(handler, stepRecords(roots))).toEqual([]);
     expect(thrown).toBe(1);
     const { steps: items, run } = await runParts(stack.deps, jobId);
     expect(items.get('c')).toBeUndefined(); // no failed execution counted
     expect(run).toMatchObject({ status: 'processing', stepsCompleted: 2 });
     const pending = await messagesOf(jobId);
     expect(pending.map((m) => m.nodeId)).toEqual(['c']);
-    expect(
-      await deliver(
-        handler,
-        pending.map((m) => stepRecord(m)),
-      ),
-    ).toEqual([]);
+    expect(await deliver(handler, stepRecords(pending))).toEqual([]);
     expect(await messagesOf(jobId)).toEqual([]);
     await expectCompletedOnce(t, jobId, pricesOf(steps));
   });
@@ -203,7 +170,7 @@ describe('a worker killed in an inline chain', () => {
         // Nothing reaches the queue: a fallback send fails too, so the failure escapes the record.
         failSqs: (command) => command.startsWith('SendMessage'),
       });
-      const records = roots.map((m) => stepRecord(m));
+      const records = stepRecords(roots);
       const failed = await deliver(contextHandler(dying), records);
       expect(failed, `kill at write ${kill}`).toEqual(kill <= 2 * steps.length ? records.map((r) => r.messageId) : []);
       // SQS redelivers the first message to a healthy worker; the queue is drained as the event source would.

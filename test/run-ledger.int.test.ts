@@ -26,7 +26,7 @@ import {
   stepRecord,
   takeStepMessages,
 } from './support/runs.ts';
-import { addKey, chainSteps, createWorkflow, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
+import { chainSteps, createWorkflow, seedUnthrottledTeam, startTestStack, type TestStack } from './support/stack.ts';
 
 let stack: TestStack;
 let succeed: StepHandler;
@@ -120,16 +120,25 @@ const settle = async (model: Model, real: Real) => {
   expect(runsHeld).toBe(ledger.held);
 };
 
-class Start implements fc.AsyncCommand<Model, Real> {
-  readonly shape: number;
-  constructor(shape: number) {
-    this.shape = shape;
+/** One command of the run: `pick` is what it acts on (a shape, a message or a run, by its index). */
+abstract class LedgerCommand implements fc.AsyncCommand<Model, Real> {
+  readonly pick: number;
+  constructor(pick: number) {
+    this.pick = pick;
   }
-  check = () => true;
+  check(_model: Readonly<Model>) {
+    return true;
+  }
+  abstract run(model: Model, real: Real): Promise<void>;
+  abstract toString(): string;
+}
+
+/** Starts a run of shape `pick`. */
+class Start extends LedgerCommand {
   async run(model: Model, real: Real) {
-    const answer = await startRunCall(stack.baseUrl, real.key, real.workflowIds[this.shape] as string);
-    const price = Object.values(shapes[this.shape]?.prices ?? {}).reduce((a, b) => a + b, 0);
-    if (model.busy[this.shape]) {
+    const answer = await startRunCall(stack.baseUrl, real.key, real.workflowIds[this.pick] as string);
+    const price = Object.values(shapes[this.pick]?.prices ?? {}).reduce((a, b) => a + b, 0);
+    if (model.busy[this.pick]) {
       expect(answer.status).toBe(409);
     } else if (model.balance < price) {
       expect([answer.status, answer.body]).toEqual([402, { error: 'Insufficient credits', required: price / 100 }]);
@@ -137,29 +146,29 @@ class Start implements fc.AsyncCommand<Model, Real> {
       expect(answer.status).toBe(200);
       model.runs.push({
         jobId: answer.body.jobId as string,
-        shape: this.shape,
+        shape: this.pick,
         status: 'active',
         held: price,
         charged: 0,
         done: new Set(),
       });
       model.balance -= price;
-      model.busy[this.shape] = true;
+      model.busy[this.pick] = true;
     }
     await settle(model, real);
   }
-  toString = () => `start(${this.shape})`;
+  toString() {
+    return `start(${this.pick})`;
+  }
 }
 
 /** Delivers a pending step message: the node succeeds, or fails (StepFailedError). */
-class Execute implements fc.AsyncCommand<Model, Real> {
-  readonly pick: number;
+class Execute extends LedgerCommand {
   readonly failing: boolean;
   constructor(pick: number, failing: boolean) {
-    this.pick = pick;
+    super(pick);
     this.failing = failing;
   }
-  check = () => true;
   async run(model: Model, real: Real) {
     if (real.pending.length === 0) return;
     const [message] = real.pending.splice(this.pick % real.pending.length, 1) as [StepMessage];
@@ -180,31 +189,28 @@ class Execute implements fc.AsyncCommand<Model, Real> {
     }
     await settle(model, real);
   }
-  toString = () => `${this.failing ? 'fail' : 'execute'}(${this.pick})`;
+  toString() {
+    return `${this.failing ? 'fail' : 'execute'}(${this.pick})`;
+  }
 }
 
 /** Delivers an already delivered message again (a worker died before deleting it). */
-class Redeliver implements fc.AsyncCommand<Model, Real> {
-  readonly pick: number;
-  constructor(pick: number) {
-    this.pick = pick;
-  }
-  check = () => true;
+class Redeliver extends LedgerCommand {
   async run(model: Model, real: Real) {
     if (real.delivered.length === 0) return;
     const message = real.delivered[this.pick % real.delivered.length] as StepMessage;
     expect(await deliver(succeed, [stepRecord(message, 2)])).toEqual([]);
     await settle(model, real);
   }
-  toString = () => `redeliver(${this.pick})`;
+  toString() {
+    return `redeliver(${this.pick})`;
+  }
 }
 
-class Cancel implements fc.AsyncCommand<Model, Real> {
-  readonly pick: number;
-  constructor(pick: number) {
-    this.pick = pick;
+class Cancel extends LedgerCommand {
+  override check(model: Readonly<Model>) {
+    return model.runs.length > 0;
   }
-  check = (model: Readonly<Model>) => model.runs.length > 0;
   async run(model: Model, real: Real) {
     const run = model.runs[this.pick % model.runs.length] as ModelRun;
     const answer = await cancelRunCall(stack.baseUrl, real.key, run.jobId);
@@ -217,7 +223,9 @@ class Cancel implements fc.AsyncCommand<Model, Real> {
     }
     await settle(model, real);
   }
-  toString = () => `cancel(${this.pick})`;
+  toString() {
+    return `cancel(${this.pick})`;
+  }
 }
 
 describe('the credit ledger under random starts, steps, failures, redeliveries and cancellations', () => {
@@ -234,15 +242,14 @@ describe('the credit ledger under random starts, steps, failures, redeliveries a
     ];
     await fc.assert(
       fc.asyncProperty(fc.commands(commands, { maxCommands: 12 }), async (cmds) => {
-        const seeded = await seedTeam(stack.deps, { credits: grantedHundredths / 100 });
-        const { key } = await addKey(stack.deps, seeded.teamId, { rateLimitPerMinute: 100_000 });
+        const team = await seedUnthrottledTeam(stack.deps, grantedHundredths / 100);
         const workflowIds: string[] = [];
         for (const [i, shape] of shapes.entries()) {
-          workflowIds.push(await createWorkflow(stack, { ...seeded, key }, shape.steps, `Shape ${i}`));
+          workflowIds.push(await createWorkflow(stack, team, shape.steps, `Shape ${i}`));
         }
         const setup = () => ({
           model: { balance: grantedHundredths, charged: 0, runs: [], busy: shapes.map(() => false) } as Model,
-          real: { teamId: seeded.teamId, key, workflowIds, pending: [], delivered: [] } as Real,
+          real: { teamId: team.teamId, key: team.key, workflowIds, pending: [], delivered: [] } as Real,
         });
         await fc.asyncModelRun(setup, cmds);
       }),

@@ -32,15 +32,15 @@ import {
   startStepWorkers,
   stepHandler,
   stepRecord,
+  stepRecords,
   takeStepMessages,
   transactionConflict,
   waitForEnd,
 } from './support/runs.ts';
 import {
-  addKey,
   createWorkflow,
   type SeededTeam,
-  seedTeam,
+  seedUnthrottledTeam,
   stackPerFile,
   startTestStack,
   type TestStack,
@@ -50,11 +50,7 @@ const { stack } = stackPerFile();
 
 const diamondTotal = Object.values(diamondPrices).reduce((a, b) => a + b, 0);
 
-const team = async (stackToUse: TestStack, credits = 100): Promise<SeededTeam> => {
-  const seeded = await seedTeam(stackToUse.deps, { credits });
-  const added = await addKey(stackToUse.deps, seeded.teamId, { rateLimitPerMinute: 100_000 });
-  return { ...seeded, key: added.key, keyId: added.keyId };
-};
+const team = (stackToUse: TestStack, credits = 100) => seedUnthrottledTeam(stackToUse.deps, credits);
 
 /** Starts a run over HTTP; its root step messages are on the steps queue (no worker polls it here). */
 const startQueued = async (t: SeededTeam, steps: unknown[] = diamondSteps) => {
@@ -176,12 +172,7 @@ describe('redelivered and duplicated step messages', () => {
     // The redelivery released `e` again: two messages for it, one charge.
     const forE = await messagesOf(jobId);
     expect(forE.map((m) => m.nodeId)).toEqual(['e', 'e']);
-    expect(
-      await deliver(
-        handler,
-        forE.map((m) => stepRecord(m)),
-      ),
-    ).toEqual([]);
+    expect(await deliver(handler, stepRecords(forE))).toEqual([]);
     expect(await deliver(handler, [stepRecord({ jobId, workflowId, nodeId: 'e' }, 3)])).toEqual([]);
     await expectCompletedOnce(t, jobId, diamondPrices);
   });
@@ -436,12 +427,7 @@ describe('failing steps', () => {
     // `b` was released by `a` before the failure; it finds the run ended and never runs.
     const late = await messagesOf(jobId);
     expect(late.map((m) => m.nodeId)).toEqual(['b']);
-    expect(
-      await deliver(
-        handler,
-        late.map((m) => stepRecord(m)),
-      ),
-    ).toEqual([]);
+    expect(await deliver(handler, stepRecords(late))).toEqual([]);
     // The failing message again, and a stray one for `k`: nothing moves.
     expect(
       await deliver(handler, [stepRecord(byNode('j'), 2), stepRecord({ jobId, workflowId, nodeId: 'k' })]),

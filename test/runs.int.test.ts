@@ -30,26 +30,24 @@ import {
   pairPrice,
   pairSteps,
   realStepHandler,
+  runBody,
   runParts,
   startRunCall,
   startSecondApi,
   startStepWorkers,
   stepHandler,
   stepRecord,
+  stepStatuses,
   sumCharges,
   transactionConflict,
   waitForEnd,
 } from './support/runs.ts';
-import { addKey, chainSteps, createWorkflow, type SeededTeam, seedTeam, stackPerFile } from './support/stack.ts';
+import { addKey, chainSteps, createWorkflow, seedUnthrottledTeam, stackPerFile } from './support/stack.ts';
 
 const { stack, closers } = stackPerFile();
 
 /** A team with `credits`, and a key (all scopes) whose rate limit the tests cannot reach. */
-const team = async (credits = 100, key: Parameters<typeof addKey>[2] = {}): Promise<SeededTeam> => {
-  const seeded = await seedTeam(stack.deps, { credits });
-  const added = await addKey(stack.deps, seeded.teamId, { rateLimitPerMinute: 100_000, ...key });
-  return { ...seeded, key: added.key, keyId: added.keyId };
-};
+const team = (credits = 100, key: Parameters<typeof addKey>[2] = {}) => seedUnthrottledTeam(stack.deps, credits, key);
 
 const runAgentCall = (baseUrl: string, key: string, agentId: string, body?: unknown) =>
   api(baseUrl, 'POST', `/agents/${agentId}/runs`, { key, body });
@@ -435,23 +433,15 @@ describe('run starts without workers (runs stay queued)', () => {
     const workflowId = await createWorkflow(stack, t);
     const started = await startRunCall(stack.baseUrl, t.key, workflowId, { inputs: { topic: 'badgers' } });
     const jobId = started.body.jobId as string;
-    const steps = (statuses: string[]) =>
-      chainSteps.map((s, i) => ({ node_id: s.key, step_type: s.type, status: statuses[i] }));
 
     const queued = await getRunCall(stack.baseUrl, t.key, jobId);
-    expect(queued.body).toEqual({
-      jobId,
-      status: 'queued',
-      progress: 0,
-      steps: steps(['queued', 'queued', 'queued', 'queued']),
-      output: [],
-    });
+    expect(queued.body).toEqual(runBody(jobId, 'queued', 0, chainSteps, ['queued', 'queued', 'queued', 'queued']));
     // A worker took the first step and none has finished: `claimed`.
     const claim = await claimStep(stack.deps, await runItemOf(jobId), 'topic');
     expect(claim.claimed).toBe(true);
     const claimed = await getRunCall(stack.baseUrl, t.key, jobId);
     expect(claimed.body).toMatchObject({ status: 'claimed', progress: 0 });
-    expect(claimed.body.steps).toEqual(steps(['processing', 'queued', 'queued', 'queued']));
+    expect(claimed.body.steps).toEqual(stepStatuses(chainSteps, ['processing', 'queued', 'queued', 'queued']));
 
     // A second run: its first step done by the real handler: `processing`, 25 %.
     const w2 = await createWorkflow(stack, t);
@@ -460,13 +450,9 @@ describe('run starts without workers (runs stay queued)', () => {
       await deliver(stepHandler(stack.deps), [stepRecord({ jobId: run2, workflowId: w2, nodeId: 'topic' })]),
     ).toEqual([]);
     const processing = await getRunCall(stack.baseUrl, t.key, run2);
-    expect(processing.body).toEqual({
-      jobId: run2,
-      status: 'processing',
-      progress: 25,
-      steps: steps(['completed', 'queued', 'queued', 'queued']),
-      output: [],
-    });
+    expect(processing.body).toEqual(
+      runBody(run2, 'processing', 25, chainSteps, ['completed', 'queued', 'queued', 'queued']),
+    );
 
     const stranger = await team(100);
     for (const id of [jobId, randomUUID(), 'not-a-uuid']) {
@@ -492,13 +478,9 @@ describe('run starts without workers (runs stay queued)', () => {
 
     const cancelled = await cancelRunCall(stack.baseUrl, t.key, jobId);
     expect(cancelled.status).toBe(200);
-    expect(cancelled.body).toEqual({
-      jobId,
-      status: 'cancelled',
-      progress: 0,
-      steps: chainSteps.map((s) => ({ node_id: s.key, step_type: s.type, status: 'skipped' })),
-      output: [],
-    });
+    expect(cancelled.body).toEqual(
+      runBody(jobId, 'cancelled', 0, chainSteps, ['skipped', 'skipped', 'skipped', 'skipped']),
+    );
     expect(await ledgerOf(stack.deps, t.teamId)).toEqual({ balance: 10_000, held: 0, charged: 0, granted: 10_000 });
     expect(await lockOf(workflowId)).toBeUndefined();
     const again = await cancelRunCall(stack.baseUrl, t.key, jobId);
@@ -518,18 +500,9 @@ describe('run starts without workers (runs stay queued)', () => {
     expect(await deliver(stepHandler(stack.deps), [stepRecord({ jobId, workflowId, nodeId: 'topic' })])).toEqual([]);
     expect((await claimStep(stack.deps, await runItemOf(jobId), 'prompt')).claimed).toBe(true);
     const stopped = await cancelRunCall(stack.baseUrl, t.key, jobId);
-    expect(stopped.body).toEqual({
-      jobId,
-      status: 'stopped',
-      progress: 25,
-      steps: [
-        { node_id: 'topic', step_type: 'TextEntry', status: 'completed' },
-        { node_id: 'prompt', step_type: 'PromptBuilder', status: 'unknown' },
-        { node_id: 'llm', step_type: 'LlmWorker', status: 'skipped' },
-        { node_id: 'show', step_type: 'TextConsole', status: 'skipped' },
-      ],
-      output: [],
-    });
+    expect(stopped.body).toEqual(
+      runBody(jobId, 'stopped', 25, chainSteps, ['completed', 'unknown', 'skipped', 'skipped']),
+    );
     // A claimed step is in flight: the run keeps its whole hold and its workflow's lock until it settles.
     expect(await ledgerOf(stack.deps, t.teamId)).toEqual({
       balance: 10_000 - chainPrice,

@@ -35,7 +35,7 @@ import {
   takeStepMessages,
   transactionConflict,
 } from './support/runs.ts';
-import { addKey, call, createWorkflow, type SeededTeam, seedTeam, stackPerFile } from './support/stack.ts';
+import { call, createWorkflow, type SeededTeam, seedUnthrottledTeam, stackPerFile } from './support/stack.ts';
 
 const { stack, closers } = stackPerFile();
 
@@ -127,11 +127,7 @@ const expectBusy = (answer: { status: number; body: unknown; headers: Headers })
   expect(answer.headers.get('retry-after')).toBe('1');
 };
 
-const team = async (credits = 100): Promise<SeededTeam> => {
-  const seeded = await seedTeam(stack.deps, { credits });
-  const added = await addKey(stack.deps, seeded.teamId, { rateLimitPerMinute: 100_000 });
-  return { ...seeded, key: added.key, keyId: added.keyId };
-};
+const team = (credits = 100) => seedUnthrottledTeam(stack.deps, credits);
 
 /** A team whose pair workflow (two steps, 2 hundredths) exists. */
 const teamWithWorkflow = async () => {

@@ -21,6 +21,7 @@ import {
   type DeliveryOptions,
   postWebhook,
   type RecordedRequest,
+  resender,
   type SentWebhook,
   type SignedDelivery,
   startJsonServer,
@@ -293,11 +294,7 @@ export const startFalStandIn = async (options: FalStandInOptions) => {
     delivery,
     deliver,
     /** Sends an earlier webhook again, byte for byte (a duplicate or a replay). */
-    resend: async (sent: SentWebhook) => {
-      const again = await postWebhook(sent.url, { headers: sent.headers, body: sent.body });
-      webhooks.push(again);
-      return again;
-    },
+    resend: resender(webhooks),
     /** Signs with a new key from now on; the JWKS lists it first, and the old one too when `keepOld`. */
     rotateKeys(rotateOptions: { keepOld?: boolean } = {}) {
       keys = rotateOptions.keepOld ? [newKey(), ...keys] : [newKey()];

@@ -148,6 +148,13 @@ export const postWebhook = async (url: string, delivery: SignedDelivery): Promis
   return { url, headers: delivery.headers, body: delivery.body, status };
 };
 
+/** Sends an earlier webhook again, byte for byte (a duplicate or a replay), and records it in `webhooks`. */
+export const resender = (webhooks: SentWebhook[]) => async (sent: SentWebhook) => {
+  const again = await postWebhook(sent.url, { headers: sent.headers, body: sent.body });
+  webhooks.push(again);
+  return again;
+};
+
 /**
  * A webhook receiver on loopback (plain http): keeps every delivery and answers 200, so a test can
  * hand what arrived to an adapter's `verifyWebhook` as our route would.

@@ -113,6 +113,19 @@ export const waitForEnd = async (baseUrl: string, key: string, jobId: string, ti
 export const cancelRunCall = (baseUrl: string, key: string, jobId: string) =>
   api(baseUrl, 'POST', `/runs/${jobId}/cancel`, { key });
 
+/** Each of a workflow's `steps` as a run's body lists it, with its status (`statuses`, in order). */
+export const stepStatuses = (steps: { key: string; type: string }[], statuses: string[]) =>
+  steps.map((s, i) => ({ node_id: s.key, step_type: s.type, status: statuses[i] }));
+
+/** A run's body (GET /runs/{jobId}, or a cancel's answer) while it has no output. */
+export const runBody = (
+  jobId: string,
+  status: string,
+  progress: number,
+  steps: { key: string; type: string }[],
+  statuses: string[],
+) => ({ jobId, status, progress, steps: stepStatuses(steps, statuses), output: [] });
+
 /** TextEntry → PromptBuilder → LlmWorker → TextConsole: 1 + 1 + 200 + 1 hundredths in production. */
 export const chainPrice = 203;
 
@@ -197,6 +210,9 @@ export const stepRecord = (message: StepMessage | string, receiveCount = 1): SQS
   const body = typeof message === 'string' ? message : JSON.stringify(message);
   return recordOf({ messageId: `m-${recordCounter}`, body }, receiveCount, 'steps');
 };
+
+/** Each message as the record of its first delivery. */
+export const stepRecords = (messages: StepMessage[]) => messages.map((message) => stepRecord(message));
 
 /** Runs the handler on records; returns the ids it reported failed (all of them when it threw). */
 export const deliver = async (handler: StepHandler, records: SQSRecord[]): Promise<string[]> => {

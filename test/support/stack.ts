@@ -4,12 +4,14 @@ import { afterAll, beforeAll, inject } from 'vitest';
 import type { Deps } from '../../functions/deps.ts';
 import { toHundredths } from '../../functions/domain/credits.ts';
 import { createExecutorRegistry, executorDepsFromEnv } from '../../functions/nodes/executors/index.ts';
+import type { ProviderJobs } from '../../functions/nodes/executors/types.ts';
 import { createApiKey, type NewApiKey } from '../../functions/store/api-keys.ts';
 import { createAgent, createProject, createTeam } from '../../functions/store/tenancy.ts';
 import { type LocalApi, startLocalApi } from '../../local/api-gateway.ts';
 import { localDeps } from '../../local/local-deps.ts';
 import { type LocalResources, provision } from '../../local/provision.ts';
 import type { Scope } from '../../platform/routes.ts';
+import { readThrough } from './read-through.ts';
 
 export interface TestStack {
   resources: LocalResources;
@@ -67,13 +69,25 @@ export const stackPerFile = (overrides: Partial<Deps> = {}) => {
     for (const close of closers.reverse()) await close();
     await started?.close();
   });
-  const stack = new Proxy({} as TestStack, {
-    get: (_target, key) => {
-      if (!started) throw new Error('the stack is started before the tests (beforeAll)');
-      return Reflect.get(started, key);
+  return { stack: readThrough(() => started, 'the stack'), closers };
+};
+
+/**
+ * `stackPerFile` for a file whose steps submit provider jobs: the API's webhook route verifies the
+ * providers' deliveries with the real job wiring over `settings`, built on its first use (the file's
+ * stand-ins listen by then, and `settings` names them).
+ */
+export const jobsStackPerFile = (settings: () => NodeJS.ProcessEnv) => {
+  let jobs: ProviderJobs | undefined;
+  const lazyJobs: ProviderJobs = {
+    provider: (key, connection) => {
+      jobs ??= testExecutors(settings()).jobs;
+      return jobs?.provider(key, connection) ?? Promise.resolve(undefined);
     },
-  });
-  return { stack, closers };
+    outcome: () => Promise.reject(new Error('the API does not run steps')),
+    publicBaseUrl: undefined,
+  };
+  return stackPerFile({ executors: Object.assign(testExecutors(), { jobs: lazyJobs }) });
 };
 
 export interface SeededTeam {
@@ -99,6 +113,10 @@ export const seedTeam = async (
   const { key, keyId } = await createApiKey(deps, { teamId, ...options.key });
   return { teamId, projectId, agentId, key, keyId };
 };
+
+/** `seedTeam` whose key's rate limit no test's burst of calls reaches; `key` adds to that key's settings. */
+export const seedUnthrottledTeam = (deps: Deps, credits = 100, key: Omit<NewApiKey, 'teamId'> = {}) =>
+  seedTeam(deps, { credits, key: { rateLimitPerMinute: 100_000, ...key } });
 
 export const addKey = (deps: Deps, teamId: string, options: Omit<NewApiKey, 'teamId'> = {}) =>
   createApiKey(deps, { teamId, ...options });

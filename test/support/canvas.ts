@@ -1,0 +1,11 @@
+import type { CanvasNode } from '../../functions/domain/workflow-graph.ts';
+import type { NodeType } from '../../schemas/workflows.ts';
+
+/** A canvas node labelled by its id, at the origin: what the pure rules read of one. */
+export const canvasNode = (id: string, type: NodeType, config: Record<string, unknown> = {}): CanvasNode => ({
+  id,
+  type,
+  label: id,
+  config,
+  position: { x: 0, y: 0 },
+});
