@@ -7,28 +7,20 @@
  * file host) and posts its signed webhook to our route. No step names a provider: each runs on the
  * default the catalogue names (functions/nodes/catalogue/models.ts).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { meshToGlb, readGlb } from '../functions/nodes/media/glb.ts';
 import { readGlbMark, readPngMark, readWavMark } from '../functions/nodes/media/marks.ts';
 import { decodePng, encodePng, isPng, makeImage, pixelAt } from '../functions/nodes/media/png.ts';
 import { encodeWav } from '../functions/nodes/media/wav.ts';
-import { stageProvidersFromEnv } from '../functions/nodes/providers/stage.ts';
-import { makeHandler } from '../functions/workers/step-executor.ts';
-import { invokedAs } from '../local/invocation.ts';
 import { bedrockDefaultModels } from '../platform/providers.ts';
 import { type BedrockStandIn, type BedrockStandInRequest, startBedrockStandIn } from './stand-ins/bedrock.ts';
 import { type FalStandIn, type StandInRequest, startFalStandIn } from './stand-ins/fal.ts';
 import { startFileServer } from './stand-ins/http.ts';
-import { deliver, runParts, stepRecord, takeStepMessages } from './support/runs.ts';
-import { call, createWorkflow, jobsStackPerFile, type SeededTeam, seedTeam, testExecutors } from './support/stack.ts';
+import { bedrockProcessEnv, drainSteps, fakeAwsCredentials, stageStepExecutor } from './support/provider-steps.ts';
+import { runParts, type StepHandler } from './support/runs.ts';
+import { call, createWorkflow, jobsStackPerFile, type SeededTeam, seedTeam } from './support/stack.ts';
 
 const falKey = '5e0c7a1b-2d3f-4a5b-8c9d-0e1f2a3b4c5d:9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d';
-/** Fake static credentials: the stand-in checks the SigV4 header's shape and scope, not its signature. */
-const aws = {
-  AWS_ACCESS_KEY_ID: 'AKIAIOSFODNN7EXAMPLE',
-  AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY',
-  AWS_REGION: 'us-east-1',
-};
 
 // The files fal's CDN would hold: real PNG, WAV and GLB bytes (the FBX only needs its magic).
 const png = (rgb: [number, number, number]) => encodePng(makeImage(8, 8, () => [...rgb, 255]));
@@ -109,7 +101,7 @@ const falAnswer = (appId: string): unknown => {
 
 const settings = (): NodeJS.ProcessEnv => ({
   AWS_ENDPOINT_URL_BEDROCK_RUNTIME: bedrock.url,
-  AWS_REGION: aws.AWS_REGION,
+  AWS_REGION: fakeAwsCredentials.AWS_REGION,
   PROVIDER_FAL_API_KEY: falKey,
   PROVIDER_FAL_BASE_URL: fal.url,
   PROVIDER_FAL_JWKS_URL: fal.jwksUrl,
@@ -118,53 +110,22 @@ const settings = (): NodeJS.ProcessEnv => ({
 
 const { stack, closers } = jobsStackPerFile(settings);
 
-// The SDK reads the Bedrock endpoint and the credentials from the process's environment, as a
-// deployed function's does.
-const saved: Record<string, string | undefined> = {};
 beforeAll(async () => {
   bedrock = await startBedrockStandIn();
   fal = await startFalStandIn({ apiKey: falKey });
   files = await startFileServer(falFiles);
+  const restoreEnv = bedrockProcessEnv(bedrock.url);
   closers.push(
     () => bedrock.close(),
     () => fal.close(),
     () => files.close(),
+    async () => restoreEnv(),
   );
-  const env = {
-    ...aws,
-    AWS_ENDPOINT_URL_BEDROCK_RUNTIME: bedrock.url,
-    AWS_SESSION_TOKEN: undefined,
-    AWS_PROFILE: undefined,
-  };
-  for (const [name, value] of Object.entries(env)) {
-    saved[name] = process.env[name];
-    if (value === undefined) delete process.env[name];
-    else process.env[name] = value;
-  }
-});
-afterAll(() => {
-  for (const [name, value] of Object.entries(saved)) {
-    if (value === undefined) delete process.env[name];
-    else process.env[name] = value;
-  }
 });
 
-/** The step executor as Lambda runs it, over the stack's resources, with Bedrock and fal on, webhooks to the local API. */
-const stepExecutor = () => {
-  const env = { ...settings(), PUBLIC_BASE_URL: new URL(stack.baseUrl).origin };
-  const deps = { ...stack.deps, executors: testExecutors(env), providers: stageProvidersFromEnv(env) };
-  return invokedAs('StepExecutor', makeHandler(deps, { stepTimeoutMs: 20_000 }));
-};
-type StepHandler = ReturnType<typeof stepExecutor>;
-
-/** Delivers every visible step message (delayed polls stay aside: the webhook ends the jobs), until none is left. */
-const drain = async (handler: StepHandler) => {
-  for (let round = 0; round < 20; round++) {
-    const messages = (await takeStepMessages(stack.deps)).filter((m) => !('check' in m && m.check === 'poll'));
-    if (messages.length === 0) return;
-    for (const message of messages) expect(await deliver(handler, [stepRecord(message)])).toEqual([]);
-  }
-};
+/** The step executor as Lambda runs it, with Bedrock and fal on, webhooks to the local API. */
+const stepExecutor = () => stageStepExecutor(stack.deps, settings(), { baseUrl: stack.baseUrl }).handler;
+const drain = (handler: StepHandler) => drainSteps(stack.deps, handler);
 
 interface RunBody {
   status: string;
@@ -574,7 +535,7 @@ describe('every model node type on its default provider and model, through its r
     for (const request of bedrock.requests) {
       expect(request.headers.authorization).toMatch(
         new RegExp(
-          `^AWS4-HMAC-SHA256 Credential=${aws.AWS_ACCESS_KEY_ID}/\\d{8}/${aws.AWS_REGION}/bedrock/aws4_request`,
+          `^AWS4-HMAC-SHA256 Credential=${fakeAwsCredentials.AWS_ACCESS_KEY_ID}/\\d{8}/${fakeAwsCredentials.AWS_REGION}/bedrock/aws4_request`,
         ),
       );
     }

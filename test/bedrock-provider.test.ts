@@ -10,9 +10,9 @@ import { bedrockBaseModelId, createBedrockProvider } from '../functions/nodes/pr
 import { type MediaFile, ProviderError } from '../functions/nodes/providers/types.ts';
 import type { RunMode } from '../schemas/runs.ts';
 import { type BedrockStandIn, startBedrockStandIn } from './stand-ins/bedrock.ts';
+import { bedrockProcessEnv, fakeAwsCredentials } from './support/provider-steps.ts';
 
-const accessKeyId = 'AKIAIOSFODNN7EXAMPLE';
-const secretAccessKey = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY';
+const { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey } = fakeAwsCredentials;
 const signal = new AbortController().signal;
 const call = (model: string) => ({ model, mode: 'production' as RunMode, signal });
 const png = (width: number, height: number): MediaFile => ({
@@ -30,29 +30,14 @@ const failure = (promise: Promise<unknown>) =>
   );
 
 let standIn: BedrockStandIn;
-const saved: Record<string, string | undefined> = {};
-const env = {
-  AWS_ENDPOINT_URL_BEDROCK_RUNTIME: '',
-  AWS_ACCESS_KEY_ID: accessKeyId,
-  AWS_SECRET_ACCESS_KEY: secretAccessKey,
-  AWS_SESSION_TOKEN: undefined,
-  AWS_PROFILE: undefined,
-};
+let restoreEnv: () => void;
 
 beforeAll(async () => {
   standIn = await startBedrockStandIn();
-  env.AWS_ENDPOINT_URL_BEDROCK_RUNTIME = standIn.url;
-  for (const [name, value] of Object.entries(env)) {
-    saved[name] = process.env[name];
-    if (value === undefined) delete process.env[name];
-    else process.env[name] = value;
-  }
+  restoreEnv = bedrockProcessEnv(standIn.url);
 });
 afterAll(async () => {
-  for (const [name, value] of Object.entries(saved)) {
-    if (value === undefined) delete process.env[name];
-    else process.env[name] = value;
-  }
+  restoreEnv();
   await standIn.close();
 });
 

@@ -5,6 +5,7 @@ import { canConnect, catalogue, getNodeSpec, nodeCategories, valueKinds } from '
 import { httpCallMaxTimeoutMs } from '../functions/nodes/catalogue/logic.ts';
 import { pythonMaxTimeoutMs } from '../functions/python/protocol.ts';
 import { stepNodeTimeoutSeconds } from '../platform/definitions.ts';
+import { modelNodeTypes } from '../platform/model-defaults.ts';
 import { nodeTypes } from '../schemas/workflows.ts';
 
 const entries = Object.values(catalogue);
@@ -64,22 +65,7 @@ describe('node catalogue (DESIGN section 4)', () => {
 
   it('marks the model steps, each on a real provider with a sandbox stand-in, and only those as category model', () => {
     const models = entries.filter((s) => s.model !== null).map((s) => s.type);
-    expect(models).toEqual([
-      'ImageGen',
-      'AudioGen',
-      '3DTransform',
-      'LlmWorker',
-      'DiffusionWorker',
-      'ControlNetFilter',
-      'VisionInterrogator',
-      'DepthEstimator',
-      'PbrSynthesizer',
-      'TwoDToThreeD',
-      'AutoRigger',
-      'Upscaler',
-      'BackgroundRemover',
-      'Embedder',
-    ]);
+    expect(models).toEqual([...modelNodeTypes]);
     for (const spec of entries) {
       expect(spec.category === 'model', spec.type).toBe(spec.model !== null);
       if (spec.model) {

@@ -9,13 +9,21 @@ import { describe, expect, it } from 'vitest';
 import { jobDeadlineMinutes } from '../functions/domain/provider-jobs.ts';
 import { readPngMark } from '../functions/nodes/media/marks.ts';
 import { encodePng, makeImage } from '../functions/nodes/media/png.ts';
-import { stageProvidersFromEnv } from '../functions/nodes/providers/stage.ts';
 import { makeHandler } from '../functions/workers/step-executor.ts';
 import { invokedAs } from '../local/invocation.ts';
 import { postWebhook, startFileServer } from './stand-ins/http.ts';
 import { type ReplicateStandIn, startReplicateStandIn } from './stand-ins/replicate.ts';
-import { deliver, expectBalanced, ledgerOf, runParts, stepRecord, takeStepMessages } from './support/runs.ts';
-import { call, createWorkflow, jobsStackPerFile, seedTeam, testExecutors } from './support/stack.ts';
+import { drainSteps, stageStepExecutor } from './support/provider-steps.ts';
+import {
+  deliver,
+  expectBalanced,
+  ledgerOf,
+  runParts,
+  type StepHandler,
+  stepRecord,
+  takeStepMessages,
+} from './support/runs.ts';
+import { call, createWorkflow, jobsStackPerFile, seedTeam } from './support/stack.ts';
 
 const apiKey = 'r8_provider_jobs_test_key_never_logged';
 const png = encodePng(makeImage(8, 8, () => [10, 120, 200, 255]));
@@ -38,29 +46,10 @@ const started = (async () => {
   );
 })();
 
-/** The step executor as Lambda runs it, over the stack's resources, with Replicate on, webhooks to the local API or none. */
-const stepExecutor = (options: { webhooks: boolean; now?: () => Date }) => {
-  const env = {
-    ...settings(),
-    ...(options.webhooks ? { PUBLIC_BASE_URL: new URL(stack.baseUrl).origin } : {}),
-  };
-  const deps = {
-    ...stack.deps,
-    executors: testExecutors(env),
-    providers: stageProvidersFromEnv(env),
-    ...(options.now ? { now: options.now } : {}),
-  };
-  return { deps, handler: invokedAs('StepExecutor', makeHandler(deps, { stepTimeoutMs: 20_000 })) };
-};
-
-/** Delivers every visible step message (delayed polls stay on the queue), until none is left. */
-const drain = async (handler: ReturnType<typeof stepExecutor>['handler']) => {
-  for (let round = 0; round < 20; round++) {
-    const messages = (await takeStepMessages(stack.deps)).filter((m) => !('check' in m && m.check === 'poll'));
-    if (messages.length === 0) return;
-    for (const message of messages) expect(await deliver(handler, [stepRecord(message)])).toEqual([]);
-  }
-};
+/** The step executor as Lambda runs it, with Replicate on, webhooks to the local API or none. */
+const stepExecutor = (options: { webhooks: boolean; now?: () => Date }) =>
+  stageStepExecutor(stack.deps, settings(), { ...(options.webhooks && { baseUrl: stack.baseUrl }), now: options.now });
+const drain = (handler: StepHandler) => drainSteps(stack.deps, handler);
 
 const imageStep = {
   key: 'image',

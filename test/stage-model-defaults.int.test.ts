@@ -6,27 +6,19 @@
  * Replicate (its job gets the node type's generic input, its output's licence is `unchecked`), and a
  * Bedrock model through the real SDK.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ProviderJobs } from '../functions/nodes/executors/types.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { encodePng, makeImage } from '../functions/nodes/media/png.ts';
 import { stageProvidersFromEnv } from '../functions/nodes/providers/stage.ts';
-import { makeHandler } from '../functions/workers/step-executor.ts';
-import { invokedAs } from '../local/invocation.ts';
 import { envNames } from '../platform/definitions.ts';
 import { bedrockDefaultModels } from '../platform/providers.ts';
 import { type BedrockStandIn, startBedrockStandIn } from './stand-ins/bedrock.ts';
 import { startFileServer } from './stand-ins/http.ts';
 import { type ReplicateStandIn, startReplicateStandIn } from './stand-ins/replicate.ts';
-import { deliver, stepRecord, takeStepMessages } from './support/runs.ts';
-import { call, createWorkflow, seedTeam, stackPerFile, testExecutors } from './support/stack.ts';
+import { bedrockProcessEnv, drainSteps, fakeAwsCredentials, stageStepExecutor } from './support/provider-steps.ts';
+import type { StepHandler } from './support/runs.ts';
+import { call, createWorkflow, jobsStackPerFile, seedTeam } from './support/stack.ts';
 
 const apiKey = 'r8_stage_model_defaults_test_key';
-/** Fake static credentials: the Bedrock stand-in checks the SigV4 header's shape and scope, not its signature. */
-const aws = {
-  AWS_ACCESS_KEY_ID: 'AKIAIOSFODNN7EXAMPLE',
-  AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY',
-  AWS_REGION: 'us-east-1',
-};
 /** Neither model is the catalogue's; the Replicate one is not in the registry either. */
 const pinnedImage = 'acme/pixel-painter';
 const pinnedEmbedding = 'cohere.embed-english-v3';
@@ -47,75 +39,31 @@ let bedrock: BedrockStandIn;
 let files: Awaited<ReturnType<typeof startFileServer>>;
 const settings = (): NodeJS.ProcessEnv => ({
   ...stageEnv,
-  ...aws,
+  ...fakeAwsCredentials,
   PROVIDER_REPLICATE_BASE_URL: replicate.url,
   AWS_ENDPOINT_URL_BEDROCK_RUNTIME: bedrock.url,
   ALLOW_PRIVATE_CALLBACKS: '1',
 });
 
-// The API's own job wiring (its webhook route verifies Replicate's signatures with it), built once the stand-ins listen.
-let jobs: ProviderJobs | undefined;
-const lazyJobs: ProviderJobs = {
-  provider: (key, connection) => {
-    jobs ??= testExecutors(settings()).jobs;
-    return jobs?.provider(key, connection) ?? Promise.resolve(undefined);
-  },
-  outcome: () => Promise.reject(new Error('the API does not run steps')),
-  publicBaseUrl: undefined,
-};
-const { stack, closers } = stackPerFile({
-  executors: Object.assign(testExecutors(), { jobs: lazyJobs }),
-  providers: stageProvidersFromEnv(stageEnv),
-});
+const { stack, closers } = jobsStackPerFile(settings, stageProvidersFromEnv(stageEnv));
 
-// The SDK reads the Bedrock endpoint and the credentials from the process's environment, as a
-// deployed function's does.
-const saved: Record<string, string | undefined> = {};
 beforeAll(async () => {
   replicate = await startReplicateStandIn({ apiKey });
   bedrock = await startBedrockStandIn();
   files = await startFileServer({
     '/out.png': { body: encodePng(makeImage(8, 8, () => [10, 120, 200, 255])), contentType: 'image/png' },
   });
+  const restoreEnv = bedrockProcessEnv(bedrock.url);
   closers.push(
     () => replicate.close(),
     () => bedrock.close(),
     () => files.close(),
+    async () => restoreEnv(),
   );
-  const env = {
-    ...aws,
-    AWS_ENDPOINT_URL_BEDROCK_RUNTIME: bedrock.url,
-    AWS_SESSION_TOKEN: undefined,
-    AWS_PROFILE: undefined,
-  };
-  for (const [name, value] of Object.entries(env)) {
-    saved[name] = process.env[name];
-    if (value === undefined) delete process.env[name];
-    else process.env[name] = value;
-  }
-});
-afterAll(() => {
-  for (const [name, value] of Object.entries(saved)) {
-    if (value === undefined) delete process.env[name];
-    else process.env[name] = value;
-  }
 });
 
-/** The step executor as Lambda runs it, over the stack's resources and the stage's settings, webhooks to the local API. */
-const stepExecutor = () => {
-  const env = { ...settings(), PUBLIC_BASE_URL: new URL(stack.baseUrl).origin };
-  const deps = { ...stack.deps, executors: testExecutors(env), providers: stageProvidersFromEnv(env) };
-  return invokedAs('StepExecutor', makeHandler(deps, { stepTimeoutMs: 20_000 }));
-};
-
-/** Delivers every visible step message (delayed polls stay aside: the webhook ends the job), until none is left. */
-const drain = async (handler: ReturnType<typeof stepExecutor>) => {
-  for (let round = 0; round < 20; round++) {
-    const messages = (await takeStepMessages(stack.deps)).filter((m) => !('check' in m && m.check === 'poll'));
-    if (messages.length === 0) return;
-    for (const message of messages) expect(await deliver(handler, [stepRecord(message)])).toEqual([]);
-  }
-};
+const stepExecutor = () => stageStepExecutor(stack.deps, settings(), { baseUrl: stack.baseUrl }).handler;
+const drain = (handler: StepHandler) => drainSteps(stack.deps, handler);
 
 interface RunBody {
   status: string;

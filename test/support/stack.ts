@@ -5,6 +5,7 @@ import type { Deps } from '../../functions/deps.ts';
 import { toHundredths } from '../../functions/domain/credits.ts';
 import { createExecutorRegistry, executorDepsFromEnv } from '../../functions/nodes/executors/index.ts';
 import type { ProviderJobs } from '../../functions/nodes/executors/types.ts';
+import type { StageProviders } from '../../functions/nodes/providers/stage.ts';
 import { createApiKey, type NewApiKey } from '../../functions/store/api-keys.ts';
 import { createAgent, createProject, createTeam } from '../../functions/store/tenancy.ts';
 import { type LocalApi, startLocalApi } from '../../local/api-gateway.ts';
@@ -77,7 +78,7 @@ export const stackPerFile = (overrides: Partial<Deps> = {}) => {
  * providers' deliveries with the real job wiring over `settings`, built on its first use (the file's
  * stand-ins listen by then, and `settings` names them).
  */
-export const jobsStackPerFile = (settings: () => NodeJS.ProcessEnv) => {
+export const jobsStackPerFile = (settings: () => NodeJS.ProcessEnv, providers?: StageProviders) => {
   let jobs: ProviderJobs | undefined;
   const lazyJobs: ProviderJobs = {
     provider: (key, connection) => {
@@ -87,7 +88,10 @@ export const jobsStackPerFile = (settings: () => NodeJS.ProcessEnv) => {
     outcome: () => Promise.reject(new Error('the API does not run steps')),
     publicBaseUrl: undefined,
   };
-  return stackPerFile({ executors: Object.assign(testExecutors(), { jobs: lazyJobs }) });
+  return stackPerFile({
+    executors: Object.assign(testExecutors(), { jobs: lazyJobs }),
+    ...(providers && { providers }),
+  });
 };
 
 export interface SeededTeam {
