@@ -116,28 +116,6 @@ export class ApiStack extends Stack {
       tracing: false,
     });
 
-    const environment = {
-      [envNames.table]: table.tableName,
-      [envNames.stepsQueueUrl]: stepsQueue.queueUrl,
-      [envNames.webhooksQueueUrl]: webhooksQueue.queueUrl,
-      [envNames.bucket]: bucket.bucketName,
-      [envNames.stage]: config.stage,
-      [envNames.retentionDays]: String(config.retentionDays),
-      // Names, not values: only the step executor may read the secrets (lib/workers.ts).
-      [envNames.providerSecrets]: JSON.stringify(
-        Object.fromEntries(config.providers.map((p) => [p.provider, p.secretName])),
-      ),
-      [envNames.sandboxProviders]: String(config.sandboxProviders),
-      ...(Object.keys(config.providerLevels).length > 0
-        ? { [envNames.providerLevels]: JSON.stringify(config.providerLevels) }
-        : {}),
-      // The Bedrock models the step executor may invoke (its role allows exactly these).
-      ...(config.bedrockModels.length > 0 ? { [envNames.bedrockModels]: config.bedrockModels.join(',') } : {}),
-      [envNames.connectionSecretPrefix]: config.connectionSecretPrefix,
-      [envNames.operatorEventBus]: this.eventBus.eventBusName,
-      [envNames.pythonRunner]: python.fn.functionName,
-    };
-
     this.api = new HttpApi(this, 'HttpApi', {
       // Named after the stack so several deployments (stackPrefix) are told apart in the console.
       apiName: this.stackName,
@@ -159,12 +137,38 @@ export class ApiStack extends Stack {
       throttle: config.api,
     });
     this.apiUrl = `${stage.url}${basePath.slice(1)}`;
+
+    const environment = {
+      [envNames.table]: table.tableName,
+      [envNames.stepsQueueUrl]: stepsQueue.queueUrl,
+      [envNames.webhooksQueueUrl]: webhooksQueue.queueUrl,
+      [envNames.bucket]: bucket.bucketName,
+      [envNames.stage]: config.stage,
+      [envNames.retentionDays]: String(config.retentionDays),
+      // Names, not values: only the step executor may read the secrets (lib/workers.ts).
+      [envNames.providerSecrets]: JSON.stringify(
+        Object.fromEntries(config.providers.map((p) => [p.provider, p.secretName])),
+      ),
+      [envNames.sandboxProviders]: String(config.sandboxProviders),
+      ...(Object.keys(config.providerLevels).length > 0
+        ? { [envNames.providerLevels]: JSON.stringify(config.providerLevels) }
+        : {}),
+      // The Bedrock models the step executor may invoke (its role allows exactly these).
+      ...(config.bedrockModels.length > 0 ? { [envNames.bedrockModels]: config.bedrockModels.join(',') } : {}),
+      [envNames.connectionSecretPrefix]: config.connectionSecretPrefix,
+      [envNames.operatorEventBus]: this.eventBus.eventBusName,
+      [envNames.pythonRunner]: python.fn.functionName,
+      // Where the stage is reached: providers' webhooks (functions/app/provider-job.ts) and the file
+      // links of runs (functions/app/file-links.ts) point there.
+      [envNames.publicBaseUrl]: config.publicBaseUrl ?? stage.url,
+    };
     Validations.of(this.api).acknowledge({
       id: 'AwsSolutions-APIG4',
       reason:
         'Every route except GET /openapi.json, GET /docs and GET /docs/assets/{name} (public by design) authenticates in its own function: a bearer API key is hashed ' +
         '(SHA-256) and looked up in DynamoDB on each request, then checked for revocation, expiry and scope. ' +
-        'The OpenAPI document is public by contract.',
+        'The OpenAPI document is public by contract. GET /file-links/{object} and the provider webhooks take no key: ' +
+        "each request carries an HMAC its function checks (a file link's, made by this service; a provider's signature).",
     });
 
     const grants = new Grants(this, {
@@ -225,10 +229,6 @@ export class ApiStack extends Stack {
         feedsItsOwnQueue: worker.feedsItsOwnQueue ?? false,
       });
       const { fn } = service;
-      if (worker.id === 'StepExecutor') {
-        // Where asynchronous providers' webhooks reach the stage (functions/app/provider-job.ts).
-        fn.addEnvironment(envNames.publicBaseUrl, config.publicBaseUrl ?? stage.url);
-      }
       grants.apply(service, worker.grants);
       if (queueDefinition) {
         if (queueDefinition.visibilityTimeoutSeconds < 6 * timeoutSeconds) {

@@ -160,7 +160,10 @@ export interface StageConfig {
   bedrockModels: readonly string[];
   /** Integration levels the stage sets on providers (`-c providerLevels`); empty: the registry's. */
   providerLevels: Readonly<Record<string, IntegrationLevel>>;
-  /** Where providers' webhooks reach the stage (`-c publicBaseUrl`); undefined: the HTTP API's endpoint. */
+  /**
+   * Where the stage is reached from outside (`-c publicBaseUrl`): providers' webhooks and the file
+   * links of runs point there; undefined: the HTTP API's endpoint.
+   */
   publicBaseUrl: string | undefined;
   /**
    * prod: termination protection on both stacks, deletion protection on the table, and the table,
