@@ -9,6 +9,10 @@ interface AutocannonOptions {
   overallRate?: number;
   timeout?: number;
 }
+interface LoadOptions extends AutocannonOptions {
+  /** The status a response should have (a redirect's 302); any 2xx when unset. */
+  expectedStatus?: number;
+}
 interface AutocannonResult {
   errors: number;
   timeouts: number;
@@ -29,9 +33,9 @@ type Autocannon = (
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
 export interface LoadResult {
-  /** Response times of 2xx responses in ms, full float precision (autocannon's histogram keeps whole ms). */
+  /** Response times of 2xx (or expected) responses in ms, full float precision (autocannon's histogram keeps whole ms). */
   latencies: number[];
-  /** Responses that were not 2xx. */
+  /** Responses that were not 2xx (or not the expected status). */
   non2xx: number;
   statusCounts: Record<number, number>;
   /** Connection errors and timeouts. */
@@ -41,8 +45,9 @@ export interface LoadResult {
 }
 
 /** Drives `url` with autocannon over loopback for a fixed duration; every response time is kept. */
-export const runLoad = (options: AutocannonOptions): Promise<LoadResult> =>
+export const runLoad = ({ expectedStatus, ...options }: LoadOptions): Promise<LoadResult> =>
   new Promise((resolve, reject) => {
+    const expected = (status: number) => (expectedStatus ? status === expectedStatus : status >= 200 && status < 300);
     const latencies: number[] = [];
     const statusCounts: Record<number, number> = {};
     let non2xx = 0;
@@ -59,7 +64,7 @@ export const runLoad = (options: AutocannonOptions): Promise<LoadResult> =>
     });
     instance.on('response', (_client, statusCode, _bytes, responseTime) => {
       statusCounts[statusCode] = (statusCounts[statusCode] ?? 0) + 1;
-      if (statusCode >= 200 && statusCode < 300) latencies.push(responseTime);
+      if (expected(statusCode)) latencies.push(responseTime);
       else non2xx++;
     });
   });

@@ -6,7 +6,7 @@
  *
  * Env: BENCH_SECONDS (default 10) per measured load phase, BENCH_WARMUP_SECONDS (default 10),
  * BENCH_SOAK_SECONDS (default 60), BENCH_DEFERRED_COUNT (default 100,000 waiting deferred runs),
- * BENCH_SECTIONS (default all: bundles,python,http,soak,runs,deferred,cost,hotkey; `python` alone starts
+ * BENCH_SECTIONS (default all: bundles,python,http,links,soak,runs,deferred,cost,hotkey; `python` alone starts
  * no emulators), BENCH_COLD_RUNS (default 5 fresh
  * processes per bundle in the cold-start section).
  */
@@ -24,6 +24,7 @@ import type { ServerStats } from './api-server.ts';
 import { benchColdStarts } from './cold-start.ts';
 import { benchCost } from './cost.ts';
 import { benchDispatcher } from './deferred.ts';
+import { benchFileLinks } from './file-links.ts';
 import { floorOperations, type LoopResult, runLoops } from './floor.ts';
 import { benchHotKey } from './hot-key.ts';
 import { measureIdleTick } from './idle-cost.ts';
@@ -43,7 +44,7 @@ const phaseSeconds = seconds('BENCH_SECONDS', 10);
 const warmupSeconds = seconds('BENCH_WARMUP_SECONDS', 10);
 const soakSeconds = seconds('BENCH_SOAK_SECONDS', 60);
 const deferredCount = Math.max(20, Math.round(seconds('BENCH_DEFERRED_COUNT', 100_000)));
-const allSections = ['bundles', 'python', 'http', 'soak', 'runs', 'deferred', 'cost', 'hotkey'];
+const allSections = ['bundles', 'python', 'http', 'links', 'soak', 'runs', 'deferred', 'cost', 'hotkey'];
 const sections = new Set(
   (process.env.BENCH_SECTIONS ?? allSections.join(','))
     .split(',')
@@ -318,6 +319,13 @@ const main = async () => {
       await benchSoak(soakServer, team.key);
       await soakServer.stop();
     }
+  }
+
+  if (sections.has('links')) {
+    const server = await startServerProcess(resources);
+    cleanups.push(() => server.stop());
+    await benchFileLinks({ deps, server, targets, teamId: randomUUID(), seconds: phaseSeconds });
+    await server.stop();
   }
 
   // The idle tick is timed on DynamoDB Local before the sections below load it with 100,000 deferred

@@ -51,6 +51,12 @@ export interface Deps {
    */
   retentionDays: number;
   /**
+   * Where the stage's API is reached from outside (`PUBLIC_BASE_URL`: an origin, the API's base path
+   * not included): file links point there (functions/app/file-links.ts). The local API server sets
+   * its own address when none is given.
+   */
+  publicBaseUrl?: string;
+  /**
    * Cancels a provider's job for a model step that finished after its run ended (called where the
    * late finish is detected, before its output is dropped; may be called again on a redelivery).
    * Unset, as now: every provider (the sandbox, `openai-compatible`) answers within its call, so
@@ -123,6 +129,7 @@ export const productionDeps = (clients: Partial<Clients>, stepExecutor?: StepExe
     providers: stageProvidersFromEnv(process.env),
     secrets: refusingSecrets(secretPolicyFromEnv(process.env)),
     retentionDays: parseRetentionDays(process.env[envNames.retentionDays]),
+    ...(process.env[envNames.publicBaseUrl] ? { publicBaseUrl: process.env[envNames.publicBaseUrl] } : {}),
   };
   if (!stepExecutor) return deps;
   const secrets = stepExecutor.secrets(process.env);

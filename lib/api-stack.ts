@@ -117,6 +117,28 @@ export class ApiStack extends Stack {
       tracing: false,
     });
 
+    this.api = new HttpApi(this, 'HttpApi', {
+      // Named after the stack so several deployments (stackPrefix) are told apart in the console.
+      apiName: this.stackName,
+      description: 'Workflow Run API',
+      // Callers are servers holding API keys, not browsers: no CORS.
+      createDefaultStage: false,
+    });
+    const accessLogs = new LogGroup(this, 'ApiAccessLogs', {
+      retention: config.logRetentionDays,
+      // prod keeps its logs past a teardown, for as long as their retention; dev deletes them.
+      removalPolicy: config.protectData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+    });
+    const stage = new HttpStage(this, 'DefaultStage', {
+      httpApi: this.api,
+      stageName: '$default',
+      autoDeploy: true,
+      accessLogSettings: { destination: new LogGroupLogDestination(accessLogs), format: accessLogFormat },
+      // Across every caller; each key's own 60 a minute is enforced by the functions (lib/stages.ts).
+      throttle: config.api,
+    });
+    this.apiUrl = `${stage.url}${basePath.slice(1)}`;
+
     const environment = {
       [envNames.table]: table.tableName,
       [envNames.stepsQueueUrl]: stepsQueue.queueUrl,
@@ -141,35 +163,17 @@ export class ApiStack extends Stack {
       [envNames.connectionSecretPrefix]: config.connectionSecretPrefix,
       [envNames.operatorEventBus]: this.eventBus.eventBusName,
       [envNames.pythonRunner]: python.fn.functionName,
+      // Where the stage is reached: providers' webhooks (functions/app/provider-job.ts) and the file
+      // links of runs (functions/app/file-links.ts) point there.
+      [envNames.publicBaseUrl]: config.publicBaseUrl ?? stage.url,
     };
-
-    this.api = new HttpApi(this, 'HttpApi', {
-      // Named after the stack so several deployments (stackPrefix) are told apart in the console.
-      apiName: this.stackName,
-      description: 'Workflow Run API',
-      // Callers are servers holding API keys, not browsers: no CORS.
-      createDefaultStage: false,
-    });
-    const accessLogs = new LogGroup(this, 'ApiAccessLogs', {
-      retention: config.logRetentionDays,
-      // prod keeps its logs past a teardown, for as long as their retention; dev deletes them.
-      removalPolicy: config.protectData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
-    });
-    const stage = new HttpStage(this, 'DefaultStage', {
-      httpApi: this.api,
-      stageName: '$default',
-      autoDeploy: true,
-      accessLogSettings: { destination: new LogGroupLogDestination(accessLogs), format: accessLogFormat },
-      // Across every caller; each key's own 60 a minute is enforced by the functions (lib/stages.ts).
-      throttle: config.api,
-    });
-    this.apiUrl = `${stage.url}${basePath.slice(1)}`;
     Validations.of(this.api).acknowledge({
       id: 'AwsSolutions-APIG4',
       reason:
         'Every route except GET /openapi.json, GET /docs and GET /docs/assets/{name} (public by design) authenticates in its own function: a bearer API key is hashed ' +
         '(SHA-256) and looked up in DynamoDB on each request, then checked for revocation, expiry and scope. ' +
-        'The OpenAPI document is public by contract.',
+        'The OpenAPI document is public by contract. GET /file-links/{object} and the provider webhooks take no key: ' +
+        "each request carries an HMAC its function checks (a file link's, made by this service; a provider's signature).",
     });
 
     const grants = new Grants(this, {
@@ -230,10 +234,6 @@ export class ApiStack extends Stack {
         feedsItsOwnQueue: worker.feedsItsOwnQueue ?? false,
       });
       const { fn } = service;
-      if (worker.id === 'StepExecutor') {
-        // Where asynchronous providers' webhooks reach the stage (functions/app/provider-job.ts).
-        fn.addEnvironment(envNames.publicBaseUrl, config.publicBaseUrl ?? stage.url);
-      }
       grants.apply(service, worker.grants);
       if (queueDefinition) {
         if (queueDefinition.visibilityTimeoutSeconds < 6 * timeoutSeconds) {

@@ -173,7 +173,10 @@ export interface StageConfig {
    * stage turns on; a type not named keeps the catalogue's default. Empty: the catalogue's.
    */
   modelDefaults: ModelDefaults;
-  /** Where providers' webhooks reach the stage (`-c publicBaseUrl`); undefined: the HTTP API's endpoint. */
+  /**
+   * Where the stage is reached from outside (`-c publicBaseUrl`): providers' webhooks and the file
+   * links of runs point there; undefined: the HTTP API's endpoint.
+   */
   publicBaseUrl: string | undefined;
   /**
    * prod: termination protection on both stacks, deletion protection on the table, and the table,

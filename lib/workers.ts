@@ -64,14 +64,15 @@ export const workers: readonly Worker[] = [
     },
   },
   {
-    // Builds the run body at delivery time (fresh presigned file URLs), POSTs it and records each
-    // attempt on the delivery; the next attempt is a new message on its own queue, delayed until due.
+    // Builds the run body at delivery time (fresh file links), POSTs it and records each attempt on
+    // the delivery; the next attempt is a new message on its own queue, delayed until due.
+    // PutItem: creating the file links' signing key, when a delivery makes the first link.
     id: 'WebhookDelivery',
     entry: 'functions/workers/webhook-delivery.ts',
     trigger: { kind: 'queue', queue: 'Webhooks' },
     // The next attempt of a delivery.
     feedsItsOwnQueue: true,
-    grants: { table: ['GetItem', 'Query', 'UpdateItem'], webhooksQueue: 'send', bucket: ['GetObject'] },
+    grants: { table: ['GetItem', 'Query', 'UpdateItem', 'PutItem'], webhooksQueue: 'send' },
   },
   {
     // Dispatches, expires and cancels deferred runs; dispatching starts a run, so it sends root steps.

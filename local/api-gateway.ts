@@ -246,15 +246,20 @@ export const gatewayListener =
 /**
  * Serves the route table over HTTP the way API Gateway does (`gatewayListener`), each route by the
  * same handler module Lambda runs, given `timeoutMs` (the template's `routeTimeoutMs` unless set).
+ * Deps without a `publicBaseUrl` get this server's own address once it listens (the port may be
+ * chosen then), so the file links it gives lead back to it; the handlers read it at each request.
  */
 export const startLocalApi = async (options: {
   deps: Deps;
   port: number;
   host: string;
   timeoutMs?: number;
-}): Promise<LocalApi> =>
-  listenLocal(
+}): Promise<LocalApi> => {
+  const api = await listenLocal(
     createServer(gatewayListener(await compileRoutes(options.deps, options.timeoutMs ?? routeTimeoutMs))),
     options,
     basePath,
   );
+  options.deps.publicBaseUrl ??= new URL(api.baseUrl).origin;
+  return api;
+};

@@ -47,6 +47,8 @@ export const localDeps = (resources: LocalResources, overrides: Partial<Deps> = 
       providers: stageProvidersFromEnv(process.env),
       secrets,
       retentionDays: parseRetentionDays(process.env[envNames.retentionDays]),
+      // Unset: the local API server gives its own address (local/api-gateway.ts).
+      ...(process.env[envNames.publicBaseUrl] ? { publicBaseUrl: process.env[envNames.publicBaseUrl] } : {}),
       ...overrides,
     },
     resources,

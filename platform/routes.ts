@@ -111,7 +111,8 @@ const table = [
     path: '/runs/{jobId}',
     entry: 'functions/api/get-run.ts',
     scope: 'runs:read',
-    grants: { table: ['GetItem', 'UpdateItem', 'Query'], bucket: ['GetObject'] },
+    // PutItem: creating the file links' signing key, once per table, when the first link is made.
+    grants: { table: ['GetItem', 'UpdateItem', 'Query', 'PutItem'] },
   },
   {
     id: 'CancelRun',
@@ -120,11 +121,11 @@ const table = [
     entry: 'functions/api/cancel-run.ts',
     scope: 'runs:create',
     grants: {
-      table: ['GetItem', 'Query', 'UpdateItem', 'DeleteItem'],
+      // PutItem: creating the file links' signing key, when a cancelled run's file is the first linked.
+      table: ['GetItem', 'Query', 'UpdateItem', 'DeleteItem', 'PutItem'],
       // A look for each step waiting on a provider's job, which cancels it there.
       stepsQueue: 'send',
       webhooksQueue: 'send',
-      bucket: ['GetObject'],
     },
   },
   {
@@ -172,6 +173,17 @@ const table = [
       stepsQueue: 'send',
       secrets: 'providers-and-connections',
     },
+  },
+  {
+    // The file links of runs and webhooks (functions/app/file-links.ts): no API key; the link's
+    // signature is the check. GetItem: the links' signing key (only read here); GetObject: what the
+    // redirect's presigned URL reads, with this function's role.
+    id: 'GetFileLink',
+    method: 'GET',
+    path: '/file-links/{object}',
+    entry: 'functions/api/get-file-link.ts',
+    scope: null,
+    grants: { table: ['GetItem'], bucket: ['GetObject'] },
   },
   {
     id: 'GetDocs',

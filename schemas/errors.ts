@@ -42,6 +42,8 @@ export const messages = {
   noWorkflowForAgent: 'No workflow found for this agent',
   runNotFound: 'Run not found',
   deferredRunNotFound: 'Deferred run not found',
+  /** Our design (GET /file-links/…): a file link that is not, or no longer, one this service made. */
+  fileNotFound: 'File not found',
   runInProgress: 'This workflow already has a run in progress',
   workflowValidationFailed: 'Workflow validation failed',
   callbackUrlInvalid: 'callbackUrl must be a valid https:// URL',
@@ -171,6 +173,8 @@ export const RunNotFoundErrorSchema = fixed(messages.runNotFound);
 export type RunNotFoundErrorBody = v.InferOutput<typeof RunNotFoundErrorSchema>;
 export const DeferredRunNotFoundErrorSchema = fixed(messages.deferredRunNotFound);
 export type DeferredRunNotFoundErrorBody = v.InferOutput<typeof DeferredRunNotFoundErrorSchema>;
+export const FileLinkNotFoundErrorSchema = fixed(messages.fileNotFound);
+export type FileLinkNotFoundErrorBody = v.InferOutput<typeof FileLinkNotFoundErrorSchema>;
 
 // 409
 export const RunInProgressErrorSchema = v.strictObject({

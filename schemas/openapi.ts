@@ -26,6 +26,7 @@ import { basePath, type RouteId, routeById, routes } from '../platform/routes.ts
 import { deferredRunComponents, deferredRunListComponents, deferredRunOperations } from './deferred-runs.ts';
 import { DeliveryPendingErrorSchema, deliveryComponents, deliveryOperations } from './deliveries.ts';
 import * as errors from './errors.ts';
+import { fileLinkOperations } from './file-links.ts';
 import {
   type DocumentedParameter,
   jsonResponse,
@@ -274,7 +275,13 @@ function operation(spec: OperationSpec, documented: readonly DocumentedError[]):
  */
 export function describeApi(documented: readonly DocumentedError[], nodeConfigs: NodeConfigSchemas): OpenAPIObject {
   const operations: OperationSpec[] = [
-    ...inRouteOrder([...workflowOperations, ...runOperations, ...deferredRunOperations, ...deliveryOperations]),
+    ...inRouteOrder([
+      ...workflowOperations,
+      ...runOperations,
+      ...deferredRunOperations,
+      ...deliveryOperations,
+      ...fileLinkOperations,
+    ]),
     {
       operationId: 'ProviderWebhook',
       tag: 'Provider webhooks',

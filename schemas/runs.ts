@@ -164,10 +164,11 @@ export type FileAvailability = (typeof fileAvailabilities)[number];
 export const RunFileSchema = v.variant('availability', [
   v.strictObject({
     availability: v.literal('ready'),
+    /** A file link of this API (GET /file-links/…), no key needed: it redirects to the file. */
     url: v.pipe(v.string(), v.url()),
     contentType: v.string(),
     bytes: v.pipe(v.number(), v.integer(), v.minValue(0)),
-    /** When the signed `url` stops working. */
+    /** When the `url` stops working: two hours after the read that gave it. */
     expiresAt: DateTimeSchema,
   }),
   v.strictObject({

@@ -418,6 +418,8 @@ describe('workflow-run CLI', () => {
       expect(files).toHaveLength(ready.length);
       for (const saved of files) {
         expect(saved.file.startsWith(dir)).toBe(true);
+        // Named for the stored file, read from its file link.
+        expect(saved.file).toMatch(/\/[\w.-]+\.png$/);
         expect((await stat(saved.file)).size).toBe(saved.bytes);
         expect([...(await readFile(saved.file)).subarray(1, 4)]).toEqual([0x50, 0x4e, 0x47]); // PNG
       }

@@ -29,6 +29,7 @@ import {
   DeferredRunNotFoundError,
   DeferredRunNotWaitingError,
   DeliveryPendingError,
+  FileLinkNotFoundError,
   IdempotencyKeyReusedError,
   InvalidBodyError,
   InvalidCursorError,
@@ -173,6 +174,7 @@ const cases: Case[] = [
   { error: new AgentOrProjectNotFoundError(), status: 404, schema: bodies.AgentOrProjectNotFoundErrorSchema },
   { error: new RunNotFoundError(jobId), status: 404, schema: bodies.RunNotFoundErrorSchema },
   { error: new DeferredRunNotFoundError(jobId), status: 404, schema: bodies.DeferredRunNotFoundErrorSchema },
+  { error: new FileLinkNotFoundError(), status: 404, schema: bodies.FileLinkNotFoundErrorSchema },
   {
     error: new RunInProgressError(jobId),
     status: 409,

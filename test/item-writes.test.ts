@@ -34,6 +34,7 @@ import {
   leaveWaiting,
   moveDeferredRun,
 } from '../functions/store/deferred-runs.ts';
+import { fileLinkSigningSecret } from '../functions/store/file-link-key.ts';
 import { ifNotExists, itemUpdate, UnknownItemAttributeError } from '../functions/store/item-update.ts';
 import {
   type ItemDefinition,
@@ -48,6 +49,7 @@ import {
   storedCursorKey,
   storedDeferredRun,
   storedDelivery,
+  storedFileLinkKey,
   storedIdempotency,
   storedKeyMonth,
   storedPrice,
@@ -252,6 +254,7 @@ const definitions = {
   idempotency: storedIdempotency,
   price: storedPrice,
   cursorKey: storedCursorKey,
+  fileLinkKey: storedFileLinkKey,
 } satisfies Record<string, ItemDefinition>;
 
 const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definitions => {
@@ -271,6 +274,7 @@ const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definition
     [/^IDEM$/, 'idempotency'],
     [/^PRICE$/, 'price'],
     [/^CURSORKEY$/, 'cursorKey'],
+    [/^FILELINKKEY$/, 'fileLinkKey'],
   ];
   if (PK.startsWith('KEYSPEND#')) return 'keyMonth';
   const kind = bySk.find(([pattern]) => pattern.test(SK))?.[1];
@@ -417,7 +421,7 @@ describe('what the store’s writers leave in the table', () => {
       retentionDays: 30,
     } as unknown as Deps;
 
-    // Tenancy, keys, workflows, prices, the cursor key.
+    // Tenancy, keys, workflows, prices, the cursor key, the file links' key.
     const { teamId } = await createTeam(deps, { name: 'T', creditsHundredths: 900, perStepLimitHundredths: 50 });
     await addCredits(deps, teamId, 100);
     await setPerStepLimit(deps, teamId, null);
@@ -439,6 +443,7 @@ describe('what the store’s writers leave in the table', () => {
       Array.from({ length: 24 }, () => 1),
     );
     await cursorSigningSecret(deps);
+    await fileLinkSigningSecret(deps);
 
     // A run: started, its steps claimed, failed, released, finished, counted, retired; its end.
     await startRun(deps, newRun(ids.job));

@@ -23,7 +23,7 @@ const run = async (steps: unknown[], body: Record<string, unknown> = {}, credits
 };
 
 describe('run outputs: files, marks, licence and lineage (spec 2.3)', () => {
-  it('stores generated files in the library, marked inside and signed for two hours', async () => {
+  it('stores generated files in the library, marked inside and linked for two hours', async () => {
     const { team, started } = await run([
       { key: 'prompt', type: 'TextEntry', config: { text: 'a lighthouse' } },
       { key: 'image', type: 'ImageGen', inputs: ['prompt'] },

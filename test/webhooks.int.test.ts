@@ -190,7 +190,7 @@ describe('the run-finished webhook (spec 6)', () => {
     }
   });
 
-  it("gives the receiver the run's files as URLs signed at delivery", async () => {
+  it("gives the receiver the run's files as file links made at delivery (no key: they redirect to the file)", async () => {
     const receiver = await startReceiver();
     try {
       const { jobId } = await runWithCallback(receiver.url, undefined, [
@@ -199,8 +199,10 @@ describe('the run-finished webhook (spec 6)', () => {
       ]);
       expect(await handle([await receiveJob(jobId)])).toEqual(delivered);
       const [{ body }] = receiver.received as [Received];
-      const url = /"url":"([^"]+)"/.exec(body)?.[1];
-      expect((await fetch(url ?? '')).status).toBe(200);
+      const url = /"url":"([^"]+)"/.exec(body)?.[1] ?? '';
+      expect(url.startsWith(`${stack.baseUrl}/file-links/`)).toBe(true);
+      expect((await fetch(url, { redirect: 'manual' })).status).toBe(302);
+      expect((await fetch(url)).status).toBe(200);
     } finally {
       await receiver.close();
     }

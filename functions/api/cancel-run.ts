@@ -1,6 +1,5 @@
 import { cancelRun } from '../app/cancel-run.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
-import { s3Client } from '../clients/s3.ts';
 import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { keyedHandler } from '../http/keyed-handler.ts';
@@ -12,4 +11,4 @@ export const makeHandler = (deps: Deps) =>
     ok(await cancelRun(deps, auth.teamId, event.pathParameters?.jobId ?? '', auth.key.workflowIds)),
   );
 
-export const handler = makeHandler(productionDeps({ ...dynamoDbClient(), ...sqsClient(), ...s3Client() }));
+export const handler = makeHandler(productionDeps({ ...dynamoDbClient(), ...sqsClient() }));

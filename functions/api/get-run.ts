@@ -1,6 +1,5 @@
 import { readRun } from '../app/read-run.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
-import { s3Client } from '../clients/s3.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { keyedHandler } from '../http/keyed-handler.ts';
 import { ok } from '../http/response.ts';
@@ -11,4 +10,4 @@ export const makeHandler = (deps: Deps) =>
     ok(await readRun(deps, auth.teamId, event.pathParameters?.jobId ?? '', auth.key.workflowIds)),
   );
 
-export const handler = makeHandler(productionDeps({ ...dynamoDbClient(), ...s3Client() }));
+export const handler = makeHandler(productionDeps({ ...dynamoDbClient() }));

@@ -1,19 +1,20 @@
 import type { Run, RunFile } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { RunNotFoundError } from '../domain/errors.ts';
-import { fileLinkExpiresAt, fileUrlSeconds } from '../domain/file-link-lifetime.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { runView } from '../domain/run-view.ts';
 import { isStoredFile } from '../nodes/executors/types.ts';
 import { canvasOf } from '../store/canvases.ts';
-import { isTeamObject, presignTeamFile } from '../store/files.ts';
+import { isTeamObject } from '../store/files.ts';
 import { readRunPartition } from '../store/run/index.ts';
+import { fileLinkFor } from './file-links.ts';
 
 /**
- * Replaces every stored file inside a result with the spec's file object and a fresh signed URL.
- * Only the team's own objects are signed: a look-alike file object in user data reads unavailable.
+ * Replaces every stored file inside a result with the spec's file object and a fresh link of ours
+ * (functions/app/file-links.ts). Only the team's own objects are linked: a look-alike file object
+ * in user data reads unavailable.
  */
-const presignFiles = async (deps: Deps, teamId: string, value: unknown): Promise<unknown> => {
+const linkFiles = async (deps: Deps, teamId: string, value: unknown): Promise<unknown> => {
   if (isStoredFile(value)) {
     if (value.availability !== 'ready' || !isTeamObject(teamId, value.key)) {
       const availability = value.availability === 'processing' ? 'processing' : 'unavailable';
@@ -25,8 +26,7 @@ const presignFiles = async (deps: Deps, teamId: string, value: unknown): Promise
         expiresAt: null,
       } satisfies RunFile;
     }
-    const url = await presignTeamFile(deps, teamId, value.key, fileUrlSeconds);
-    const expiresAt = fileLinkExpiresAt(deps.now()).toISOString();
+    const { url, expiresAt } = await fileLinkFor(deps, teamId, value.key);
     return {
       availability: 'ready',
       url,
@@ -35,10 +35,10 @@ const presignFiles = async (deps: Deps, teamId: string, value: unknown): Promise
       expiresAt,
     } satisfies RunFile;
   }
-  if (Array.isArray(value)) return Promise.all(value.map((v) => presignFiles(deps, teamId, v)));
+  if (Array.isArray(value)) return Promise.all(value.map((v) => linkFiles(deps, teamId, v)));
   if (value && typeof value === 'object') {
     const entries = await Promise.all(
-      Object.entries(value).map(async ([k, v]) => [k, await presignFiles(deps, teamId, v)] as const),
+      Object.entries(value).map(async ([k, v]) => [k, await linkFiles(deps, teamId, v)] as const),
     );
     return Object.fromEntries(entries);
   }
@@ -64,7 +64,7 @@ export const readRun = async (
   const canvas = await canvasOf(deps, run.workflowId);
   const view = runView(run, new Map(steps.map((step) => [step.nodeId, step])), canvas);
   const output = await Promise.all(
-    view.output.map(async (o) => ({ ...o, result: await presignFiles(deps, run.teamId, o.result) })),
+    view.output.map(async (o) => ({ ...o, result: await linkFiles(deps, run.teamId, o.result) })),
   );
   return { ...view, output };
 };

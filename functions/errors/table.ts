@@ -244,6 +244,19 @@ export const DeferredRunNotFoundError = defineError('DeferredRunNotFoundError', 
   body: () => ({ error: messages.deferredRunNotFound }),
 });
 
+/**
+ * A file link that does not open: altered, ended, another team's object, or not a link at all. Which
+ * is never said, and a link's object is not looked up, so the answer tells nothing of what exists.
+ */
+export const FileLinkNotFoundError = defineError('FileLinkNotFoundError', {
+  facts: none,
+  message: () => 'file link not valid',
+  status: 404,
+  routes: ['GetFileLink'],
+  schemas: [bodies.FileLinkNotFoundErrorSchema],
+  body: () => ({ error: messages.fileNotFound }),
+});
+
 // The resource's state
 
 /** The workflow's run lock is held by `activeJobId`. */

@@ -27,6 +27,13 @@ export const okRaw = (headers: Record<string, string>, body: string, isBase64Enc
   ...(isBase64Encoded ? { isBase64Encoded } : {}),
 });
 
+/** A redirect to `location` (a file link's storage URL), never cached: the target lives minutes. */
+export const found = (location: string): HttpResult => ({
+  statusCode: 302,
+  headers: { location, 'cache-control': 'no-store' },
+  body: '',
+});
+
 /** The browser's copy is current (`If-None-Match` matched the `ETag`). */
 export const notModified = (headers: Record<string, string>): HttpResult => ({ statusCode: 304, headers, body: '' });
 

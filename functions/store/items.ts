@@ -395,6 +395,10 @@ export type DeferredListEntry = v.InferOutput<typeof DeferredListEntrySchema>;
 export const CursorKeyItemSchema = v.object({ secret: v.string() });
 export const storedCursorKey = storedItem(CursorKeyItemSchema);
 
+/** The signing key of file links (functions/store/file-link-key.ts): 32 random bytes, base64. */
+export const FileLinkKeyItemSchema = v.object({ secret: v.string() });
+export const storedFileLinkKey = storedItem(FileLinkKeyItemSchema);
+
 /** An entry of the index of waiting runs by expiry (GSI3), which projects only the id. */
 export const ExpiringDeferredRunSchema = v.pick(DeferredRunItemSchema, ['deferredJobId']);
 

@@ -107,6 +107,9 @@ export const deferredListIndex = (teamId: string, createdAt: string, deferredJob
 /** The random key that signs list cursors: created once (conditional put), read once per container. */
 export const cursorSigningKey = () => ({ PK: 'CURSORKEY', SK: 'CURSORKEY' });
 
+/** The random key that signs file links: created once (conditional put), read once per container. */
+export const fileLinkSigningKey = () => ({ PK: 'FILELINKKEY', SK: 'FILELINKKEY' });
+
 /** Delivery state of one webhook event of a run (attempts, outcome). */
 export const webhookSkPrefix = 'WEBHOOK#';
 export const webhookDeliveryKey = (jobId: string, event: string) => ({

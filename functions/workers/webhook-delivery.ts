@@ -8,7 +8,6 @@ import {
   webhookDeliveryOf,
 } from '../app/deliver-webhook.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
-import { s3Client } from '../clients/s3.ts';
 import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { allowLoopbackFromEnv } from '../http-client/guarded-fetch.ts';
@@ -37,4 +36,4 @@ export const makeHandler = (deps: Deps, options: WebhookOptions = webhookOptions
   };
 };
 
-export const handler = makeHandler(productionDeps({ ...dynamoDbClient(), ...sqsClient(), ...s3Client() }));
+export const handler = makeHandler(productionDeps({ ...dynamoDbClient(), ...sqsClient() }));

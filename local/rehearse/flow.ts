@@ -253,15 +253,20 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
       return `3 steps from 2 messages in ${ours.length} batch(es), all deleted`;
     });
 
-    await step('GET /runs/{jobId}: the image file, fetched from its presigned URL', async () => {
+    await step('GET /runs/{jobId}: the image file, through its file link (302) to the bucket', async () => {
       const file = findFile(run?.body.output);
       check(file, `no file in the outputs: ${JSON.stringify(run?.body.output).slice(0, 300)}`);
       check(file?.availability === 'ready', `file ${file?.availability}`);
-      const fetched = await fetch(file?.url ?? '');
+      check(new URL(file?.url ?? '').pathname.includes('/file-links/'), `not a file link: ${file?.url}`);
+      const link = await fetch(file?.url ?? '', { redirect: 'manual' });
+      await link.arrayBuffer();
+      check(link.status === 302, `GET the file link: ${link.status}`);
+      const location = link.headers.get('location') ?? '';
+      const fetched = await fetch(location);
       check(fetched.status === 200, `GET the file: ${fetched.status}`);
       const bytes = new Uint8Array(await fetched.arrayBuffer());
       check(bytes[0] === 0x89 && bytes[1] === 0x50 && bytes[2] === 0x4e && bytes[3] === 0x47, 'the file is not a PNG');
-      return `${bytes.length} B PNG from ${new URL(file?.url ?? '').host}`;
+      return `${bytes.length} B PNG from ${new URL(location).host}, by way of ${new URL(file?.url ?? '').host}`;
     });
 
     await step('the webhook: delivered by the Webhooks queue mapping, verified (Standard Webhooks)', async () => {

@@ -406,8 +406,13 @@ const safeSegment = (segment: string, fallback: string) => {
 
 const fileNameOf = (url: string, index: number): string => {
   try {
-    const last = new URL(url).pathname.split('/').at(-1) ?? '';
-    return safeSegment(decodeURIComponent(last), `file-${index + 1}`);
+    const path = new URL(url).pathname;
+    // A file link names its file by the stored key in base64url (`/file-links/{object}`): the key's last part is its name.
+    const object = /\/file-links\/([A-Za-z0-9_-]+)$/.exec(path)?.[1];
+    const last = object
+      ? (Buffer.from(object, 'base64url').toString('utf8').split('/').at(-1) ?? '')
+      : decodeURIComponent(path.split('/').at(-1) ?? '');
+    return safeSegment(last, `file-${index + 1}`);
   } catch {
     return `file-${index + 1}`;
   }
@@ -433,7 +438,7 @@ const download = async (client: WorkflowRunClient, io: CliIo, values: Values, jo
       target = `${target.slice(0, target.length - ext.length).replace(/-\d+$/, '')}-${n}${ext}`;
     }
     used.add(target);
-    // Signed URLs carry their own authorisation: no API key goes to the file store.
+    // File links carry their own authorisation (and redirect to the file store): no API key goes with them.
     const response = await (io.fetch ?? fetch)(new Request(found.file.url, { signal: io.signal }));
     if (!response.ok || !response.body) throw new Error(`download of ${found.path} failed: HTTP ${response.status}`);
     await mkdir(folder, { recursive: true });

@@ -243,6 +243,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/file-links/{object}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Follow a run's file link
+     * @description Every file `url` in a run (Get a run, Cancel a run, the webhook body) is a link of this form, ready to use as given: no key, so a webhook receiver can fetch it. It works until the file object's `expiresAt`, two hours after the read that gave it, and answers a redirect to the file in storage; that URL works 5 minutes, so follow the redirect at once rather than keeping it. Read the run again for a fresh link.
+     */
+    get: operations['GetFileLink'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/provider-webhooks/{provider}/{jobId}/{nodeId}/{token}': {
     parameters: {
       query?: never;
@@ -1828,6 +1848,10 @@ export interface components {
       /** @constant */
       error: 'Service busy; try again shortly';
     };
+    FileLinkNotFoundError: {
+      /** @constant */
+      error: 'File not found';
+    };
   };
   responses: never;
   parameters: never;
@@ -2889,6 +2913,43 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  GetFileLink: {
+    parameters: {
+      query: {
+        /** @description The link's end, as the link gives it. */
+        exp: string;
+        /** @description The link's signature, as the link gives it. */
+        sig: string;
+      };
+      header?: never;
+      path: {
+        /** @description The file, as the link names it. */
+        object: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Found: `Location` is a storage URL of the file, valid 5 minutes (`Cache-Control: no-store`). A file deleted since (its run past retention) answers 404 there. */
+      302: {
+        headers: {
+          /** @description Where the file is. */
+          Location: string;
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The link is not one this API gave, was altered, or has passed its `expiresAt`: all alike. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['FileLinkNotFoundError'];
         };
       };
     };
