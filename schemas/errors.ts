@@ -42,6 +42,8 @@ export const messages = {
   noWorkflowForAgent: 'No workflow found for this agent',
   runNotFound: 'Run not found',
   deferredRunNotFound: 'Deferred run not found',
+  /** Our design (GET /files/{fileId}): unknown, or another team's, which reads the same. */
+  fileNotFound: 'File not found',
   runInProgress: 'This workflow already has a run in progress',
   workflowValidationFailed: 'Workflow validation failed',
   callbackUrlInvalid: 'callbackUrl must be a valid https:// URL',
@@ -171,6 +173,8 @@ export const RunNotFoundErrorSchema = fixed(messages.runNotFound);
 export type RunNotFoundErrorBody = v.InferOutput<typeof RunNotFoundErrorSchema>;
 export const DeferredRunNotFoundErrorSchema = fixed(messages.deferredRunNotFound);
 export type DeferredRunNotFoundErrorBody = v.InferOutput<typeof DeferredRunNotFoundErrorSchema>;
+export const FileNotFoundErrorSchema = fixed(messages.fileNotFound);
+export type FileNotFoundErrorBody = v.InferOutput<typeof FileNotFoundErrorSchema>;
 
 // 409
 export const RunInProgressErrorSchema = v.strictObject({

@@ -26,6 +26,7 @@ import { basePath, type RouteId, routeById, routes } from '../platform/routes.ts
 import { deferredRunComponents, deferredRunListComponents, deferredRunOperations } from './deferred-runs.ts';
 import { DeliveryPendingErrorSchema, deliveryComponents, deliveryOperations } from './deliveries.ts';
 import * as errors from './errors.ts';
+import { FileNotAcceptedErrorSchema, fileComponents, fileOperations } from './files.ts';
 import {
   type DocumentedParameter,
   jsonResponse,
@@ -59,6 +60,7 @@ export const componentSchemas = {
   InvalidQueryError: errors.InvalidQueryErrorSchema,
   InvalidCursorError: errors.InvalidCursorErrorSchema,
   ...deliveryComponents,
+  ...fileComponents,
   NameRequiredError: errors.NameRequiredErrorSchema,
   StepsRequiredError: errors.StepsRequiredErrorSchema,
   AgentOrProjectRequiredError: errors.AgentOrProjectRequiredErrorSchema,
@@ -79,12 +81,14 @@ export const componentSchemas = {
   NoWorkflowForAgentError: errors.NoWorkflowForAgentErrorSchema,
   RunNotFoundError: errors.RunNotFoundErrorSchema,
   DeferredRunNotFoundError: errors.DeferredRunNotFoundErrorSchema,
+  FileNotFoundError: errors.FileNotFoundErrorSchema,
   RunInProgressError: errors.RunInProgressErrorSchema,
   RunAlreadyEndedError: errors.RunAlreadyEndedErrorSchema,
   ProviderWebhookRefusedError: errors.ProviderWebhookRefusedErrorSchema,
   ProviderJobUnknownError: errors.ProviderJobUnknownErrorSchema,
   DeferredRunNotWaitingError: errors.DeferredRunNotWaitingErrorSchema,
   DeliveryPendingError: DeliveryPendingErrorSchema,
+  FileNotAcceptedError: FileNotAcceptedErrorSchema,
   UnknownNodeTypeError: errors.UnknownNodeTypeErrorSchema,
   UnknownInputKeysError: errors.UnknownInputKeysErrorSchema,
   CallbackUrlInvalidError: errors.CallbackUrlInvalidErrorSchema,
@@ -274,7 +278,13 @@ function operation(spec: OperationSpec, documented: readonly DocumentedError[]):
  */
 export function describeApi(documented: readonly DocumentedError[], nodeConfigs: NodeConfigSchemas): OpenAPIObject {
   const operations: OperationSpec[] = [
-    ...inRouteOrder([...workflowOperations, ...runOperations, ...deferredRunOperations, ...deliveryOperations]),
+    ...inRouteOrder([
+      ...workflowOperations,
+      ...runOperations,
+      ...deferredRunOperations,
+      ...deliveryOperations,
+      ...fileOperations,
+    ]),
     {
       operationId: 'ProviderWebhook',
       tag: 'Provider webhooks',
@@ -406,7 +416,13 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
     },
     servers: [{ url: basePath }],
     security: [{ [securitySchemeName]: [] }],
-    tags: [{ name: 'Workflows' }, { name: 'Runs' }, { name: 'Deferred runs' }, { name: 'API description' }],
+    tags: [
+      { name: 'Workflows' },
+      { name: 'Runs' },
+      { name: 'Deferred runs' },
+      { name: 'Files' },
+      { name: 'API description' },
+    ],
     paths,
     webhooks: {
       runFinished: {
