@@ -130,6 +130,7 @@ export const benchDispatcher = async (ctx: DeferredBenchContext) => {
     prefix: `benchd${randomUUID().slice(0, 8)}`,
     dynamoDbEndpoint: resources.dynamoDbEndpoint,
     sqsS3Endpoint: resources.sqsS3Endpoint,
+    s3Endpoint: resources.s3Endpoint,
   });
   const smallSide = side(small, ctx.cleanups);
   const smallTeam = await seedRunsTeam(smallSide.deps, 100_000);

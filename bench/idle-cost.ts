@@ -67,6 +67,7 @@ export const measureIdleTick = async (base: LocalResources, ticks = 20): Promise
     prefix: `idle${randomUUID().slice(0, 8)}`,
     dynamoDbEndpoint: base.dynamoDbEndpoint,
     sqsS3Endpoint: base.sqsS3Endpoint,
+    s3Endpoint: base.s3Endpoint,
   });
   const meter: Meter = newMeter();
   const deps = localDeps(resources);

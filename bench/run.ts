@@ -285,6 +285,7 @@ const main = async () => {
     prefix: `bench${randomUUID().slice(0, 8)}`,
     dynamoDbEndpoint: dynamo.endpoint,
     sqsS3Endpoint: sqsS3.endpoint,
+    s3Endpoint: sqsS3.s3Endpoint,
   });
   const deps = localDeps(resources);
   cleanups.push(() => {

@@ -124,6 +124,19 @@ export class Grants {
       );
     }
 
+    if (access.uploads?.length) {
+      const uploads = `/${libraryBucket.uploadPrefix}*`;
+      allow(
+        access.uploads.map((action) => `s3:${action}`),
+        [`${bucket.bucketArn}${uploads}`],
+      );
+      acknowledge(
+        `AwsSolutions-IAM5[${wildcardResourceFinding(this.#consumer, bucket, bucket.bucketArn, uploads)}]`,
+        'Uploaded files are keyed uploads/<team>/<fileId>, created at run time, so the grant covers the ' +
+          'uploads/ keys of the library bucket; team isolation is enforced in code against the authenticated API key.',
+      );
+    }
+
     if (access.secrets === 'providers-and-connections') {
       const { providerSecrets, connectionSecretPrefix } = this.#targets;
       const sources = providerSecrets.map((p) => {

@@ -86,6 +86,14 @@ export class StatefulStack extends Stack {
         { id: 'AbortIncompleteUploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
         // Files expire with the runs that made them (a run's TTL counts from its start, before its files).
         { id: 'ExpireRunFiles', expiration: Duration.days(config.retentionDays) },
+        // An upload is used within its 24 hours or never (functions/app/uploads.ts): a rejected or
+        // unused one is gone a day later without anyone deleting it. Where two rules expire one object,
+        // S3 applies the sooner.
+        {
+          id: 'ExpireUploads',
+          prefix: libraryBucket.uploadPrefix,
+          expiration: Duration.days(libraryBucket.uploadExpiryDays),
+        },
       ],
     });
     Validations.of(this.bucket).acknowledge({

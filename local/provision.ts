@@ -16,6 +16,8 @@ export interface LocalResources {
   prefix: string;
   dynamoDbEndpoint: string;
   sqsS3Endpoint: string;
+  /** Where S3 clients go: the presign guard in front of fauxqs (`emulators.ts`), else fauxqs itself. */
+  s3Endpoint: string;
   tableName: string;
   queueUrls: Record<QueueDefinition['id'], string>;
   dlqUrls: Record<QueueDefinition['id'], string>;
@@ -130,11 +132,13 @@ export const provisionTables = async (client: DynamoDBClient, prefix: string): P
  * Creates the tables, queues (each with its DLQ and redrive policy) and the bucket from the same
  * definitions the CDK stack uses (`platform/definitions.ts`). Idempotent: an existing resource is kept.
  */
-export const provision = async (options: {
+export const provision = async (settings: {
   prefix: string;
   dynamoDbEndpoint: string;
   sqsS3Endpoint: string;
+  s3Endpoint?: string;
 }): Promise<LocalResources> => {
+  const options = { ...settings, s3Endpoint: settings.s3Endpoint ?? settings.sqsS3Endpoint };
   const { prefix } = options;
   const ddb = new DynamoDBClient({ ...localAwsConfig, endpoint: options.dynamoDbEndpoint });
   const sqs = new SQSClient({ ...localAwsConfig, endpoint: options.sqsS3Endpoint });

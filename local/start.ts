@@ -54,7 +54,11 @@ const optionalPort = (name: string) => (process.env[name] ? Number(process.env[n
 const dispatchIntervalMs = (ruleSeconds: number) => Number(process.env.DISPATCH_INTERVAL_SECONDS ?? ruleSeconds) * 1000;
 
 const dynamo = await startDynamoDb({ port: optionalPort('DYNAMODB_PORT'), dataDir: dynamoDbDataDir, stateDir });
-const sqsS3 = await startSqsS3({ port: optionalPort('FAUXQS_PORT'), dataDir: fauxqsDataDir });
+const sqsS3 = await startSqsS3({
+  port: optionalPort('FAUXQS_PORT'),
+  s3Port: optionalPort('S3_PORT'),
+  dataDir: fauxqsDataDir,
+});
 // Every bus's events go to one file: locally there is only the operator event bus.
 const eventBridge = await startEventBridge({
   port: optionalPort('EVENTBRIDGE_PORT'),
@@ -65,6 +69,7 @@ const resources = await provision({
   prefix: localPrefix,
   dynamoDbEndpoint: dynamo.endpoint,
   sqsS3Endpoint: sqsS3.endpoint,
+  s3Endpoint: sqsS3.s3Endpoint,
 });
 // PythonSandbox steps: the PythonRunner handler behind a local Lambda Invoke API, as the step executor calls it.
 // The handler is here, the Python is not: each run lives in a child process of its own, whose memory

@@ -25,6 +25,12 @@ export type TableAction = (typeof tableActions)[number];
 /** S3 object actions on the library bucket's `teams/` keys (presigning a GET needs `GetObject`). */
 export type ObjectAction = 'GetObject' | 'PutObject';
 
+/**
+ * S3 object actions on the library bucket's `uploads/` keys, the files callers upload (presigning
+ * their PUT needs `PutObject`; `HeadObject` is `GetObject`).
+ */
+export type UploadAction = 'GetObject' | 'PutObject' | 'DeleteObject';
+
 export interface Access {
   /** Actions on the application table itself (not its indexes). Default: none. */
   table?: readonly TableAction[];
@@ -34,8 +40,10 @@ export interface Access {
   stepsQueue?: 'send';
   /** `sqs:SendMessage` on the webhooks queue. Default: none. */
   webhooksQueue?: 'send';
-  /** Object actions on the library bucket. Default: none. */
+  /** Object actions on the library bucket's `teams/` keys. Default: none. */
   bucket?: readonly ObjectAction[];
+  /** Object actions on the library bucket's `uploads/` keys. Default: none. */
+  uploads?: readonly UploadAction[];
   /**
    * `secretsmanager:GetSecretValue` and `ssm:GetParameter` on the stage's provider secrets (each on
    * its own store) and on the team connection secrets and parameters under the stage's connection

@@ -228,10 +228,22 @@ export interface BucketDefinition {
   id: string;
   /** Key prefix of every object a step stores (`teams/<team>/runs/<job>/<node>/...`). */
   objectPrefix: string;
+  /** Key prefix of every file a caller uploads (`uploads/<team>/<fileId>`). */
+  uploadPrefix: string;
+  /** Whole days an uploaded object is kept (its lifecycle rule): nothing uses an upload after its 24 hours. */
+  uploadExpiryDays: number;
 }
 
-/** Objects expire after the stage's retention (`lib/stages.ts`), like the runs that made them. */
-export const libraryBucket: BucketDefinition = { id: 'Library', objectPrefix: 'teams/' };
+/**
+ * Objects under `teams/` expire after the stage's retention (`lib/stages.ts`), like the runs that
+ * made them; those under `uploads/` after a day, like the file items that name them.
+ */
+export const libraryBucket: BucketDefinition = {
+  id: 'Library',
+  objectPrefix: 'teams/',
+  uploadPrefix: 'uploads/',
+  uploadExpiryDays: 1,
+};
 
 /**
  * Memory of every function (arm64). Lambda bills GB-seconds, so this is also what the cost model

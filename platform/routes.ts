@@ -161,6 +161,25 @@ const table = [
     grants: { table: ['GetItem', 'UpdateItem'] },
   },
   {
+    // PutObject: presigning the caller's PUT (a presigned URL carries the signer's rights, no more).
+    id: 'CreateFile',
+    method: 'POST',
+    path: '/files',
+    entry: 'functions/api/create-file.ts',
+    scope: 'runs:create',
+    grants: { table: ['GetItem', 'UpdateItem', 'PutItem'], uploads: ['PutObject'] },
+  },
+  {
+    // The read settles an upload (functions/app/uploads.ts): HeadObject and a ranged GetObject read
+    // what arrived (both are s3:GetObject), DeleteObject drops what it rejects.
+    id: 'GetFile',
+    method: 'GET',
+    path: '/files/{fileId}',
+    entry: 'functions/api/get-file.ts',
+    scope: 'runs:read',
+    grants: { table: ['GetItem', 'UpdateItem'], uploads: ['GetObject', 'DeleteObject'] },
+  },
+  {
     // Asynchronous providers announce a step's job's end here (functions/app/provider-webhook.ts):
     // no API key; the provider's signature, the step's token and the job's id are the check.
     id: 'ProviderWebhook',

@@ -42,7 +42,10 @@ export const messages = {
   noWorkflowForAgent: 'No workflow found for this agent',
   runNotFound: 'Run not found',
   deferredRunNotFound: 'Deferred run not found',
-  /** Our design (GET /file-links/…): a file link that is not, or no longer, one this service made. */
+  /**
+   * Our design: a file unknown or another team's (GET /files/{fileId}), and a file link that is not,
+   * or no longer, one this service made (GET /file-links/…); each reads the same whatever the cause.
+   */
   fileNotFound: 'File not found',
   runInProgress: 'This workflow already has a run in progress',
   workflowValidationFailed: 'Workflow validation failed',
@@ -175,6 +178,8 @@ export const DeferredRunNotFoundErrorSchema = fixed(messages.deferredRunNotFound
 export type DeferredRunNotFoundErrorBody = v.InferOutput<typeof DeferredRunNotFoundErrorSchema>;
 export const FileLinkNotFoundErrorSchema = fixed(messages.fileNotFound);
 export type FileLinkNotFoundErrorBody = v.InferOutput<typeof FileLinkNotFoundErrorSchema>;
+export const FileNotFoundErrorSchema = fixed(messages.fileNotFound);
+export type FileNotFoundErrorBody = v.InferOutput<typeof FileNotFoundErrorSchema>;
 
 // 409
 export const RunInProgressErrorSchema = v.strictObject({

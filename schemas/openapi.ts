@@ -27,6 +27,7 @@ import { deferredRunComponents, deferredRunListComponents, deferredRunOperations
 import { DeliveryPendingErrorSchema, deliveryComponents, deliveryOperations } from './deliveries.ts';
 import * as errors from './errors.ts';
 import { fileLinkOperations } from './file-links.ts';
+import { FileNotAcceptedErrorSchema, fileComponents, fileOperations } from './files.ts';
 import {
   type DocumentedParameter,
   jsonResponse,
@@ -60,6 +61,7 @@ export const componentSchemas = {
   InvalidQueryError: errors.InvalidQueryErrorSchema,
   InvalidCursorError: errors.InvalidCursorErrorSchema,
   ...deliveryComponents,
+  ...fileComponents,
   NameRequiredError: errors.NameRequiredErrorSchema,
   StepsRequiredError: errors.StepsRequiredErrorSchema,
   AgentOrProjectRequiredError: errors.AgentOrProjectRequiredErrorSchema,
@@ -80,12 +82,14 @@ export const componentSchemas = {
   NoWorkflowForAgentError: errors.NoWorkflowForAgentErrorSchema,
   RunNotFoundError: errors.RunNotFoundErrorSchema,
   DeferredRunNotFoundError: errors.DeferredRunNotFoundErrorSchema,
+  FileNotFoundError: errors.FileNotFoundErrorSchema,
   RunInProgressError: errors.RunInProgressErrorSchema,
   RunAlreadyEndedError: errors.RunAlreadyEndedErrorSchema,
   ProviderWebhookRefusedError: errors.ProviderWebhookRefusedErrorSchema,
   ProviderJobUnknownError: errors.ProviderJobUnknownErrorSchema,
   DeferredRunNotWaitingError: errors.DeferredRunNotWaitingErrorSchema,
   DeliveryPendingError: DeliveryPendingErrorSchema,
+  FileNotAcceptedError: FileNotAcceptedErrorSchema,
   UnknownNodeTypeError: errors.UnknownNodeTypeErrorSchema,
   UnknownInputKeysError: errors.UnknownInputKeysErrorSchema,
   CallbackUrlInvalidError: errors.CallbackUrlInvalidErrorSchema,
@@ -281,6 +285,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       ...deferredRunOperations,
       ...deliveryOperations,
       ...fileLinkOperations,
+      ...fileOperations,
     ]),
     {
       operationId: 'ProviderWebhook',
@@ -413,7 +418,13 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
     },
     servers: [{ url: basePath }],
     security: [{ [securitySchemeName]: [] }],
-    tags: [{ name: 'Workflows' }, { name: 'Runs' }, { name: 'Deferred runs' }, { name: 'API description' }],
+    tags: [
+      { name: 'Workflows' },
+      { name: 'Runs' },
+      { name: 'Deferred runs' },
+      { name: 'Files' },
+      { name: 'API description' },
+    ],
     paths,
     webhooks: {
       runFinished: {

@@ -455,6 +455,8 @@ describe('cdk app', { timeout: 120_000 }, () => {
             Rules: Match.arrayWith([
               Match.objectLike({ AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 }, Status: 'Enabled' }),
               Match.objectLike({ ExpirationInDays: days, Status: 'Enabled' }),
+              // Uploads nothing used are gone a day after (functions/app/uploads.ts keeps them 24 hours).
+              Match.objectLike({ Prefix: 'uploads/', ExpirationInDays: 1, Status: 'Enabled' }),
             ]),
           },
         });
@@ -769,9 +771,14 @@ describe('cdk app', { timeout: 120_000 }, () => {
         .filter((r) => r.Type === 'AWS::IAM::Policy')
         .flatMap((p) => (p.Properties.PolicyDocument as { Statement: { Action: string | string[] }[] }).Statement)
         .flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]));
-      for (const action of ['dynamodb:Scan', 'dynamodb:BatchWriteItem', 's3:ListBucket', 's3:DeleteObject']) {
+      for (const action of ['dynamodb:Scan', 'dynamodb:BatchWriteItem', 's3:ListBucket']) {
         expect(everything).not.toContain(action);
       }
+      // Objects are deleted only where an upload is rejected, and only under uploads/.
+      expect(entries.filter((e) => e.access.uploads?.includes('DeleteObject')).map((e) => e.id)).toEqual(['GetFile']);
+      expect(
+        entries.filter((e) => (e.access.bucket as readonly string[] | undefined)?.includes('DeleteObject')),
+      ).toEqual([]);
       expect(everything.filter((a) => a.includes('*'))).toEqual([]);
       expect(entries.filter((e) => e.access.table?.includes('DeleteItem')).map((e) => e.id)).toEqual([
         'CancelRun',
@@ -843,7 +850,7 @@ describe('cdk app', { timeout: 120_000 }, () => {
         const expected = [
           ...(fn.access.table?.length ? ['@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb'] : []),
           ...(fn.access.stepsQueue || fn.access.webhooksQueue ? ['@aws-sdk/client-sqs'] : []),
-          ...(fn.access.bucket?.length ? ['@aws-sdk/client-s3'] : []),
+          ...(fn.access.bucket?.length || fn.access.uploads?.length ? ['@aws-sdk/client-s3'] : []),
           ...(fn.access.secrets ? ['@aws-sdk/client-secrets-manager', '@aws-sdk/client-ssm'] : []),
           ...(fn.access.eventBus ? ['@aws-sdk/client-eventbridge'] : []),
           ...(fn.access.pythonRunner ? ['@aws-sdk/client-lambda'] : []),
@@ -1018,9 +1025,10 @@ describe('cdk app', { timeout: 120_000 }, () => {
         for (const action of sent.other) expect(allowed(action), `${fn.id} ${action}`).toBe(true);
         // And nothing more: every allowed data-plane action is one the code sends.
         expect([...(fn.access.table ?? [])].sort(), `${fn.id} table actions`).toEqual([...sent.table].sort());
-        expect((fn.access.bucket ?? []).map((a) => `s3:${a}`).sort(), `${fn.id} object actions`).toEqual(
-          sent.other.filter((a) => a.startsWith('s3:')).sort(),
-        );
+        expect(
+          [...new Set([...(fn.access.bucket ?? []), ...(fn.access.uploads ?? [])])].map((a) => `s3:${a}`).sort(),
+          `${fn.id} object actions`,
+        ).toEqual(sent.other.filter((a) => a.startsWith('s3:')).sort());
         expect(Boolean(fn.access.stepsQueue || fn.access.webhooksQueue), `${fn.id} sends messages`).toBe(
           sent.other.includes('sqs:SendMessage'),
         );
@@ -1108,7 +1116,9 @@ function resourceLabel(resource: unknown): string {
   if (text.includes('ExportsOutputFnGetAttData')) return index ? `index:${index[1]}` : 'table';
   if (/"Fn::GetAtt":\["OperatorEventBus[0-9A-F]{8}","Arn"\]/.test(text)) return 'bus';
   if (/"Fn::GetAtt":\["OperatorEventsDeadLetterQueue[0-9A-F]{8}","Arn"\]/.test(text)) return 'queue:OperatorEvents-dlq';
-  if (text.includes('ExportsOutputFnGetAttLibrary')) return /"\/teams\/\*"/.test(text) ? 'objects' : 'bucket';
+  if (text.includes('ExportsOutputFnGetAttLibrary')) {
+    return /"\/teams\/\*"/.test(text) ? 'objects' : /"\/uploads\/\*"/.test(text) ? 'uploads' : 'bucket';
+  }
   const queue = /"Fn::GetAtt":\["(Steps|Webhooks)Queue[0-9A-F]{8}","Arn"\]/.exec(text);
   if (queue) return `queue:${queue[1]}`;
   const secret = /:secret:([^"]+)"/.exec(text);
@@ -1170,6 +1180,11 @@ function expectedGrants(
     add(
       'objects',
       access.bucket.map((a) => `s3:${a}`),
+    );
+  if (access.uploads?.length)
+    add(
+      'uploads',
+      access.uploads.map((a) => `s3:${a}`),
     );
   if (access.secrets) {
     for (const name of options.providerSecrets) add(`secret:${name}-??????`, ['secretsmanager:GetSecretValue']);

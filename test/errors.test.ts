@@ -30,6 +30,8 @@ import {
   DeferredRunNotWaitingError,
   DeliveryPendingError,
   FileLinkNotFoundError,
+  FileNotAcceptedError,
+  FileNotFoundError,
   IdempotencyKeyReusedError,
   InvalidBodyError,
   InvalidCursorError,
@@ -67,6 +69,7 @@ import { type RouteId, routes } from '../platform/routes.ts';
 import { DeliveryPendingErrorSchema } from '../schemas/deliveries.ts';
 import * as bodies from '../schemas/errors.ts';
 import { messages } from '../schemas/errors.ts';
+import { FileNotAcceptedErrorSchema, fileMessages, uploadContentTypes } from '../schemas/files.ts';
 import { type DocumentedError, describeApi as describeWithSteps, documentedSchemas } from '../schemas/openapi.ts';
 import { RunValidationFailedSchema } from '../schemas/runs.ts';
 import { type ValidationIssue, WorkflowValidationFailedSchema } from '../schemas/workflows.ts';
@@ -195,6 +198,22 @@ const cases: Case[] = [
     body: { error: 'Unknown provider job' },
   },
   { error: new DeferredRunNotWaitingError(jobId), status: 409, schema: bodies.DeferredRunNotWaitingErrorSchema },
+  {
+    error: new FileNotFoundError(`file_${jobId}`),
+    status: 404,
+    schema: bodies.FileNotFoundErrorSchema,
+    body: { error: 'File not found' },
+  },
+  {
+    error: new FileNotAcceptedError(fileMessages.sizeOutOfRange),
+    status: 422,
+    schema: FileNotAcceptedErrorSchema,
+    body: {
+      error: 'File not accepted: size must be a whole number of bytes from 1 to 104857600 (100 MiB)',
+      maxBytes: 104_857_600,
+      contentTypes: [...uploadContentTypes],
+    },
+  },
   {
     error: new DeliveryPendingError(jobId, '2026-11-24T12:02:00.000Z'),
     status: 409,

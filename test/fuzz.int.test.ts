@@ -350,10 +350,9 @@ const problemsOf = (sent: Sent, answer: RawResponse): string[] => {
   }
   // Static pages and assets are our own files (the renderer's code says `undefined`); everything else is checked.
   const staticContent = answer.status < 400 && contentType !== 'application/json';
-  const texts = [
-    ...(staticContent ? [] : [answer.text]),
-    ...Object.entries(answer.headers).map(([k, v]) => `${k}: ${v}`),
-  ];
+  // A presigned URL (an upload's, a run file's) names its bucket by design: the caller must reach it.
+  const answered = answer.status < 300 ? answer.text.replace(/"url":"[^"]*"/g, '"url":"…"') : answer.text;
+  const texts = [...(staticContent ? [] : [answered]), ...Object.entries(answer.headers).map(([k, v]) => `${k}: ${v}`)];
   for (const text of texts)
     for (const leak of leaks) {
       const found = leak.exec(text)?.[0];
@@ -451,7 +450,14 @@ beforeAll(async () => {
   const revoked = await addKey(stack.deps, team.teamId, { rateLimitPerMinute: 1_000_000 });
   expect(await revokeApiKey(stack.deps, revoked.keyId)).toBe(true);
   const expired = await addKey(stack.deps, team.teamId, { expiresAt: '2020-01-01T00:00:00.000Z' });
+  const file = await call(stack.baseUrl, '/files', {
+    key: team.key,
+    method: 'POST',
+    body: { name: 'notes.txt', contentType: 'text/plain', size: 5 },
+  });
+  expect(file.status).toBe(201);
   ids = [
+    String(file.body.fileId),
     workflowId,
     deferredWorkflow,
     team.agentId,

@@ -57,6 +57,7 @@ import {
   storedRun,
   storedStep,
   storedTeam,
+  storedUpload,
   storedWorkflow,
   storedWorkflowLock,
 } from '../functions/store/items.ts';
@@ -79,6 +80,7 @@ import {
 } from '../functions/store/run/index.ts';
 import { cursorSigningSecret } from '../functions/store/run-list.ts';
 import { addCredits, createAgent, createProject, createTeam, setPerStepLimit } from '../functions/store/tenancy.ts';
+import { newUploadItem, putUpload, settleUploadItem } from '../functions/store/uploads.ts';
 import {
   markRedeliveryPending,
   recordWebhookAttempt,
@@ -255,6 +257,7 @@ const definitions = {
   price: storedPrice,
   cursorKey: storedCursorKey,
   fileLinkKey: storedFileLinkKey,
+  upload: storedUpload,
 } satisfies Record<string, ItemDefinition>;
 
 const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definitions => {
@@ -275,6 +278,7 @@ const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definition
     [/^PRICE$/, 'price'],
     [/^CURSORKEY$/, 'cursorKey'],
     [/^FILELINKKEY$/, 'fileLinkKey'],
+    [/^FILE#/, 'upload'],
   ];
   if (PK.startsWith('KEYSPEND#')) return 'keyMonth';
   const kind = bySk.find(([pattern]) => pattern.test(SK))?.[1];
@@ -521,6 +525,24 @@ describe('what the store’s writers leave in the table', () => {
     });
     await moveDeferredRun(deps, `${ids.deferred.slice(0, -1)}2`, 'expired');
     await cancelWaitingDeferredRun(deps, `${ids.deferred.slice(0, -1)}3`);
+
+    // Uploaded files: declared, then one settled ready (an image, its dimensions), one rejected.
+    for (const [fileId, settlement] of [
+      ['file_1', { state: 'ready', etag: '"abc"', width: 4, height: 3 }],
+      ['file_2', { state: 'rejected', reason: 'content is image/png, not the declared audio/wav' }],
+    ] as const) {
+      const file = {
+        fileId,
+        name: 'cat.png',
+        contentType: 'image/png',
+        size: 100,
+        createdAt: at,
+        uploadExpiresAt: at,
+        expiresAt: at,
+      } as const;
+      await putUpload(deps, newUploadItem(file, { teamId, keyId }));
+      expect(await settleUploadItem(deps, teamId, fileId, settlement)).toMatchObject({ fileId, ...settlement });
+    }
 
     const kinds = new Set<string>();
     const unknown: string[] = [];

@@ -16,6 +16,12 @@ import {
 } from '../../schemas/deliveries.ts';
 import * as bodies from '../../schemas/errors.ts';
 import { messages } from '../../schemas/errors.ts';
+import {
+  FileNotAcceptedErrorSchema,
+  fileNotAcceptedPrefix,
+  maxUploadBytes,
+  uploadContentTypes,
+} from '../../schemas/files.ts';
 import { RunValidationFailedSchema } from '../../schemas/runs.ts';
 import { type ValidationIssue, WorkflowValidationFailedSchema } from '../../schemas/workflows.ts';
 import type { RunRefusal } from '../domain/admission.ts';
@@ -122,7 +128,7 @@ export const PayloadTooLargeError = defineError('PayloadTooLargeError', {
   facts: (maxBytes: number) => ({ maxBytes }),
   message: (f) => `body above ${f.maxBytes} bytes`,
   status: 413,
-  routes: ['CreateWorkflow', ...runStarts],
+  routes: ['CreateWorkflow', ...runStarts, 'CreateFile'],
   schemas: [bodies.PayloadTooLargeErrorSchema],
   body: (f) => ({ error: messages.payloadTooLarge(f.maxBytes) }),
 });
@@ -171,7 +177,7 @@ export const InvalidBodyError = defineError('InvalidBodyError', {
   facts: (detail: string) => ({ detail }),
   message: (f) => `invalid body: ${f.detail}`,
   status: 400,
-  routes: ['CreateWorkflow', ...runStarts],
+  routes: ['CreateWorkflow', ...runStarts, 'CreateFile'],
   schemas: [bodies.InvalidBodyErrorSchema],
   body: (f) => ({ error: messages.invalidBody(f.detail) }),
 });
@@ -254,6 +260,16 @@ export const FileLinkNotFoundError = defineError('FileLinkNotFoundError', {
   status: 404,
   routes: ['GetFileLink'],
   schemas: [bodies.FileLinkNotFoundErrorSchema],
+  body: () => ({ error: messages.fileNotFound }),
+});
+
+/** Unknown, or another team's: the same answer, so an id never tells that a file exists. */
+export const FileNotFoundError = defineError('FileNotFoundError', {
+  facts: (fileId: string) => ({ fileId }),
+  message: (f) => `file ${f.fileId} not found`,
+  status: 404,
+  routes: under('/files/{fileId}'),
+  schemas: [bodies.FileNotFoundErrorSchema],
   body: () => ({ error: messages.fileNotFound }),
 });
 
@@ -400,6 +416,20 @@ export const IdempotencyKeyReusedError = defineError('IdempotencyKeyReusedError'
   schemas: [bodies.IdempotencyKeyReusedErrorSchema],
   body: () => ({ error: messages.idempotencyKeyReused }),
 });
+/** POST /files: a size, content type or name outside the limits; `detail` says which, the body gives them all. */
+export const FileNotAcceptedError = defineError('FileNotAcceptedError', {
+  facts: (detail: string) => ({ detail }),
+  message: (f) => `file not accepted: ${f.detail}`,
+  status: 422,
+  routes: ['CreateFile'],
+  schemas: [FileNotAcceptedErrorSchema],
+  body: (f) => ({
+    error: `${fileNotAcceptedPrefix}${f.detail}`,
+    maxBytes: maxUploadBytes,
+    contentTypes: [...uploadContentTypes],
+  }),
+});
+
 // Admission (functions/domain/admission.ts decides; these carry its answer)
 
 /** The spec's 402 body for a refusal, amounts in credits. */
@@ -474,7 +504,8 @@ export const StorageBusyError = defineError('StorageBusyError', {
   facts: (contention: StorageContention, tries: number) => ({ contention, tries, retryAfterSeconds: 1 }),
   message: (f) => `storage busy (${f.contention}) after ${f.tries} tries`,
   status: 503,
-  routes: writingRoutes,
+  // A file's read writes too: it settles the upload (functions/app/uploads.ts).
+  routes: [...writingRoutes, 'GetFile'],
   schemas: [bodies.StorageBusyErrorSchema],
   body: () => ({ error: messages.storageBusy }),
   retryAfter,

@@ -2,6 +2,7 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import * as v from 'valibot';
 import { type KeyedRouteId, scopeOf } from '../../platform/routes.ts';
 import { UuidSchema } from '../../schemas/common.ts';
+import { FileIdSchema, fileIdPrefix } from '../../schemas/files.ts';
 import type { Deps } from '../deps.ts';
 import { logger } from '../observability/logger.ts';
 import { type AuthContext, authenticate } from './authenticate.ts';
@@ -13,16 +14,25 @@ type Event = APIGatewayProxyEventV2;
 /** The uuid no item has. */
 const nilUuid = '00000000-0000-0000-0000-000000000000';
 
+/** The ids that are not bare uuids, by parameter name: what each must be, and the one that names nothing. */
+const idFormats: Record<string, { schema: v.GenericSchema; none: string }> = {
+  fileId: { schema: FileIdSchema, none: `${fileIdPrefix}${nilUuid}` },
+};
+
 /**
- * Every keyed route's path parameters are ids, and every id is a uuid: one that is not names
- * nothing, so it is handed on as the nil uuid and the route answers its own 404. No key is then
- * built from the caller's bytes (a 4,000-character id would exceed DynamoDB's 2,048-byte key: a
- * ValidationException, a 500).
+ * Every keyed route's path parameters are ids, each a uuid unless `idFormats` says otherwise: one
+ * that is not names nothing, so it is handed on as an id no item has and the route answers its own
+ * 404. No key is then built from the caller's bytes (a 4,000-character id would exceed DynamoDB's
+ * 2,048-byte key: a ValidationException, a 500).
  */
 const withUuidIds = (event: Event): Event => {
   const params = event.pathParameters;
-  if (!params || Object.values(params).every((id) => v.is(UuidSchema, id))) return event;
-  const ids = Object.entries(params).map(([name, id]) => [name, v.is(UuidSchema, id) ? id : nilUuid]);
+  const formatOf = (name: string) => idFormats[name] ?? { schema: UuidSchema, none: nilUuid };
+  if (!params || Object.entries(params).every(([name, id]) => v.is(formatOf(name).schema, id))) return event;
+  const ids = Object.entries(params).map(([name, id]) => {
+    const format = formatOf(name);
+    return [name, v.is(format.schema, id) ? id : format.none];
+  });
   return { ...event, pathParameters: Object.fromEntries(ids) };
 };
 

@@ -16,6 +16,7 @@ import * as v from 'valibot';
 import { allScopes } from '../../platform/routes.ts';
 import { DeferredRunSchema } from '../../schemas/deferred-runs.ts';
 import { deliveryStates, webhookErrorKinds } from '../../schemas/deliveries.ts';
+import { fileStates, uploadContentTypes } from '../../schemas/files.ts';
 import { LicenceModelSchema, RunModeSchema, RunRequestSchema } from '../../schemas/runs.ts';
 import { WorkflowSummarySchema } from '../../schemas/workflows.ts';
 import { isExpired } from '../domain/retention.ts';
@@ -492,6 +493,39 @@ export const storedKeyMonth = storedItem(KeyMonthItemSchema);
 
 /** The GSI1 entry that finds a project, agent or workflow by id alone: what is read of it is its team. */
 export const IdEntrySchema = v.object({ teamId: v.string() });
+
+// Uploaded files (TEAM#<teamId>, FILE#<fileId>)
+
+/**
+ * A file a caller uploads (functions/store/uploads.ts): declared `awaiting_upload`, then settled
+ * once, conditionally, to `ready` or `rejected`. Kept 24 hours (`ttl`), as its object is (the
+ * bucket's lifecycle rule on `uploads/`); in the team's partition, so another team's id reads as none.
+ */
+export const UploadItemSchema = v.object({
+  fileId: v.string(),
+  name: v.string(),
+  contentType: v.picklist(uploadContentTypes),
+  size: v.number(),
+  state: v.picklist(fileStates),
+  /** Why it was rejected (`rejected` only). */
+  reason: v.optional(v.string()),
+  createdAt: v.string(),
+  /** When the presigned PUT stops working: an object absent past it will never come. */
+  uploadExpiresAt: v.string(),
+  /** When the file is deleted if nothing used it (its `ttl`). */
+  expiresAt: v.string(),
+  /**
+   * The ETag of the object that was checked (`ready` only). The PUT URL works until it expires, so
+   * the object may be replaced after the check: every later read of it is conditional on this one.
+   */
+  etag: v.optional(v.string()),
+  /** An image's dimensions, read from its header (`ready` images only). */
+  width: v.optional(v.number()),
+  height: v.optional(v.number()),
+});
+export type UploadItem = v.InferOutput<typeof UploadItemSchema>;
+/** The file item, with the key that declared it, for operators. */
+export const storedUpload = storedItem(UploadItemSchema, ['keyId']);
 
 // The rest
 

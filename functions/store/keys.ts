@@ -15,6 +15,9 @@ export const workflowKey = (teamId: string, workflowId: string) => ({
   SK: `WORKFLOW#${workflowId}`,
 });
 export const workflowSkPrefix = 'WORKFLOW#';
+
+/** A file a caller uploaded, in its team's partition: another team's id names no item there. */
+export const uploadKey = (teamId: string, fileId: string) => ({ PK: `TEAM#${teamId}`, SK: `FILE#${fileId}` });
 export const teamPartition = (teamId: string) => `TEAM#${teamId}`;
 
 /** The canvas is large and read only by runs, so it lives apart from the summary. */

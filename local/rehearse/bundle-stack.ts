@@ -26,8 +26,9 @@ export const emulatorSdkEnvironment = (resources: LocalResources): Record<string
   AWS_SECRET_ACCESS_KEY: localAwsConfig.credentials.secretAccessKey,
   AWS_ENDPOINT_URL_DYNAMODB: resources.dynamoDbEndpoint,
   AWS_ENDPOINT_URL_SQS: resources.sqsS3Endpoint,
-  // An IP-address endpoint: the S3 client addresses buckets by path, as fauxqs needs.
-  AWS_ENDPOINT_URL_S3: resources.sqsS3Endpoint,
+  // An IP-address endpoint: the S3 client addresses buckets by path, as fauxqs needs; the presign
+  // guard in front of it checks the presigned requests fauxqs would take unchecked.
+  AWS_ENDPOINT_URL_S3: resources.s3Endpoint,
   // Every other service (Secrets Manager, X-Ray…): a closed port on loopback, never AWS.
   AWS_ENDPOINT_URL: 'http://127.0.0.1:9',
   AWS_EC2_METADATA_DISABLED: 'true',

@@ -70,6 +70,7 @@ try {
     prefix: `rehearsal${randomUUID().slice(0, 8)}`,
     dynamoDbEndpoint: dynamo.endpoint,
     sqsS3Endpoint: sqsS3.endpoint,
+    s3Endpoint: sqsS3.s3Endpoint,
   });
   print(true, 'emulators and a fresh table, queues and bucket', `${resources.tableName}, ${resources.bucket}`);
 

@@ -45,6 +45,9 @@ export const commandActions: Record<string, { table?: string; other?: string }> 
   ReceiveMessageCommand: { other: 'sqs:ReceiveMessage' },
   GetObjectCommand: { other: 's3:GetObject' },
   PutObjectCommand: { other: 's3:PutObject' },
+  // HeadObject has no action of its own: S3 authorises it as GetObject.
+  HeadObjectCommand: { other: 's3:GetObject' },
+  DeleteObjectCommand: { other: 's3:DeleteObject' },
   GetSecretValueCommand: { other: 'secretsmanager:GetSecretValue' },
   GetParameterCommand: { other: 'ssm:GetParameter' },
   GetParametersCommand: { other: 'ssm:GetParameters' },

@@ -11,7 +11,8 @@ import { awsCommandLogDir } from '../../vitest.config.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    emulators: { dynamoDbEndpoint: string; sqsS3Endpoint: string };
+    /** `s3Endpoint`: fauxqs's S3 behind the presign guard (local/s3-presign-guard.ts). */
+    emulators: { dynamoDbEndpoint: string; sqsS3Endpoint: string; s3Endpoint: string };
     /** The EventBridge emulator, and the directory where it writes each bus's events (`<bus>.jsonl`). */
     eventBridge: { endpoint: string; eventsDir: string };
     /** Lambda's Invoke API for the PythonRunner function (its handler in this process, each run's Python in a child process; Pyodide loads on the first run). */
@@ -29,7 +30,11 @@ export default async function setup(project: TestProject) {
   writeFileSync(`${awsCommandLogDir}run.json`, JSON.stringify({ vitestPid: process.pid }));
   const dynamo = await startDynamoDb({ stateDir: join(tmpdir(), 'workflow-run-api-test-emulators') });
   const sqsS3 = await startSqsS3({});
-  project.provide('emulators', { dynamoDbEndpoint: dynamo.endpoint, sqsS3Endpoint: sqsS3.endpoint });
+  project.provide('emulators', {
+    dynamoDbEndpoint: dynamo.endpoint,
+    sqsS3Endpoint: sqsS3.endpoint,
+    s3Endpoint: sqsS3.s3Endpoint,
+  });
   const eventsDir = join(tmpdir(), `workflow-run-api-test-events-${process.pid}`);
   rmSync(eventsDir, { recursive: true, force: true });
   const eventBridge = await startEventBridge({ fileFor: (bus) => join(eventsDir, `${bus}.jsonl`) });

@@ -42,6 +42,11 @@ export type ListDeferredRunsParams = NonNullable<paths['/deferred-runs']['get'][
 export type WebhookDeliveries = Schemas['WebhookDeliveries'];
 export type WebhookAttempt = Schemas['WebhookAttempt'];
 export type RedeliveryQueued = Schemas['RedeliveryQueued'];
+export type CreateFileRequest = Schemas['CreateFileRequest'];
+export type CreateFileResponse = Schemas['CreateFileResponse'];
+export type FileUpload = Schemas['FileUpload'];
+/** An uploaded file as GET /files/{fileId} reads it. */
+export type UploadedFile = Schemas['File'];
 
 /** Statuses a run never leaves. */
 export const endedRunStatuses: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'stopped'];
@@ -131,6 +136,13 @@ export interface WorkflowRunClient {
   getDeferredRun(id: string, options?: RequestOptions): Promise<DeferredRun>;
   /** DELETE /deferred-runs/{id}: cancels a deferred run still `waiting`. */
   cancelDeferredRun(id: string, options?: RequestOptions): Promise<DeferredRun>;
+  /**
+   * POST /files: declares a file (name, content type, exact size) and answers the presigned PUT to
+   * send its bytes with: exactly its `upload.method`, `upload.url` and `upload.headers`, within 15 minutes.
+   */
+  createFile(body: CreateFileRequest, options?: RequestOptions): Promise<CreateFileResponse>;
+  /** GET /files/{fileId}: its state; the first read after the bytes arrived checks them (`ready` or `rejected`). */
+  getFile(fileId: string, options?: RequestOptions): Promise<UploadedFile>;
   /**
    * Polls GET /runs/{jobId} until the run is completed, failed, cancelled or stopped, and returns
    * it (whatever the status: check `run.status`). Waits `intervalMs`, growing by `backoffFactor`
@@ -294,6 +306,9 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
       unwrap(raw.GET('/deferred-runs/{id}', { params: { path: { id } }, signal: requestOptions.signal })),
     cancelDeferredRun: (id, requestOptions = {}) =>
       unwrap(raw.DELETE('/deferred-runs/{id}', { params: { path: { id } }, signal: requestOptions.signal })),
+    createFile: (body, requestOptions = {}) => unwrap(raw.POST('/files', { body, signal: requestOptions.signal })),
+    getFile: (fileId, requestOptions = {}) =>
+      unwrap(raw.GET('/files/{fileId}', { params: { path: { fileId } }, signal: requestOptions.signal })),
     waitForRun,
   };
   return client;

@@ -243,6 +243,52 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/files': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Upload a file
+     * @description Declares a file (its name, content type and exact size) and answers a presigned `PUT` to send its bytes: send exactly that method, URL and headers, before `upload.expiresAt` (15 minutes). The URL is bound to the content type and the size; storage refuses any other.
+     *
+     *     At most 104857600 bytes (100 MiB), of one of the accepted content types. Get a file then checks what arrived against what was declared (its magic bytes, its size, an image dimensions) and answers `ready` or `rejected`. A file nothing uses is deleted 24 hours after it was declared (`expiresAt`).
+     *
+     *     Scope: `runs:create`.
+     */
+    post: operations['CreateFile'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/files/{fileId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a file
+     * @description Reads a file. A file still `awaiting_upload` whose bytes have arrived is checked on this read: its size against the declared one, its first bytes against the declared content type, and an image dimensions against the pixel limit. It is then `ready`, or `rejected` with a `reason` (its bytes deleted). One whose upload URL expired with nothing sent is `rejected` too.
+     *
+     *     Scope: `runs:read`.
+     */
+    get: operations['GetFile'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/file-links/{object}': {
     parameters: {
       query?: never;
@@ -1698,6 +1744,113 @@ export interface components {
       state: 'pending';
       attempt: number;
     };
+    CreateFileRequest: {
+      name: string;
+      /** @enum {string} */
+      contentType:
+        | 'image/png'
+        | 'image/jpeg'
+        | 'image/webp'
+        | 'image/gif'
+        | 'audio/wav'
+        | 'audio/x-wav'
+        | 'audio/mpeg'
+        | 'audio/flac'
+        | 'audio/ogg'
+        | 'model/gltf-binary'
+        | 'model/gltf+json'
+        | 'model/obj'
+        | 'model/fbx'
+        | 'application/json'
+        | 'text/plain';
+      size: number;
+    };
+    CreateFileResponse: {
+      fileId: string;
+      name: string;
+      /** @enum {string} */
+      contentType:
+        | 'image/png'
+        | 'image/jpeg'
+        | 'image/webp'
+        | 'image/gif'
+        | 'audio/wav'
+        | 'audio/x-wav'
+        | 'audio/mpeg'
+        | 'audio/flac'
+        | 'audio/ogg'
+        | 'model/gltf-binary'
+        | 'model/gltf+json'
+        | 'model/obj'
+        | 'model/fbx'
+        | 'application/json'
+        | 'text/plain';
+      size: number;
+      /** @enum {string} */
+      state: 'awaiting_upload' | 'ready' | 'rejected';
+      /** Format: date-time */
+      createdAt: string;
+      /** Format: date-time */
+      expiresAt: string;
+      upload: components['schemas']['FileUpload'];
+    };
+    FileUpload: {
+      /** @constant */
+      method: 'PUT';
+      /** Format: uri */
+      url: string;
+      headers: {
+        /** @enum {string} */
+        'content-type':
+          | 'image/png'
+          | 'image/jpeg'
+          | 'image/webp'
+          | 'image/gif'
+          | 'audio/wav'
+          | 'audio/x-wav'
+          | 'audio/mpeg'
+          | 'audio/flac'
+          | 'audio/ogg'
+          | 'model/gltf-binary'
+          | 'model/gltf+json'
+          | 'model/obj'
+          | 'model/fbx'
+          | 'application/json'
+          | 'text/plain';
+        'content-length': string;
+      };
+      /** Format: date-time */
+      expiresAt: string;
+    };
+    File: {
+      fileId: string;
+      name: string;
+      /** @enum {string} */
+      contentType:
+        | 'image/png'
+        | 'image/jpeg'
+        | 'image/webp'
+        | 'image/gif'
+        | 'audio/wav'
+        | 'audio/x-wav'
+        | 'audio/mpeg'
+        | 'audio/flac'
+        | 'audio/ogg'
+        | 'model/gltf-binary'
+        | 'model/gltf+json'
+        | 'model/obj'
+        | 'model/fbx'
+        | 'application/json'
+        | 'text/plain';
+      size: number;
+      /** @enum {string} */
+      state: 'awaiting_upload' | 'ready' | 'rejected';
+      reason?: string;
+      /** Format: date-time */
+      createdAt: string;
+      /** Format: date-time */
+      expiresAt: string;
+    };
     NameRequiredError: {
       /** @constant */
       error: 'name is required';
@@ -1785,6 +1938,10 @@ export interface components {
       /** @constant */
       error: 'Deferred run not found';
     };
+    FileNotFoundError: {
+      /** @constant */
+      error: 'File not found';
+    };
     RunInProgressError: {
       /** @constant */
       error: 'This workflow already has a run in progress';
@@ -1811,6 +1968,28 @@ export interface components {
       /** @constant */
       error: 'Webhook delivery pending';
       nextAttemptAt: string | null;
+    };
+    FileNotAcceptedError: {
+      error: string;
+      /** @constant */
+      maxBytes: 104857600;
+      contentTypes: (
+        | 'image/png'
+        | 'image/jpeg'
+        | 'image/webp'
+        | 'image/gif'
+        | 'audio/wav'
+        | 'audio/x-wav'
+        | 'audio/mpeg'
+        | 'audio/flac'
+        | 'audio/ogg'
+        | 'model/gltf-binary'
+        | 'model/gltf+json'
+        | 'model/obj'
+        | 'model/fbx'
+        | 'application/json'
+        | 'text/plain'
+      )[];
     };
     UnknownNodeTypeError: {
       error: string;
@@ -2884,6 +3063,183 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['DeferredRunNotWaitingError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+      /** @description Server failure. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServerError'];
+        };
+      };
+      /** @description The service is busy (a write met a conflicting one or throttling on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  CreateFile: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['CreateFileRequest'];
+      };
+    };
+    responses: {
+      /** @description The file, `awaiting_upload`, and how to upload it. */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['CreateFileResponse'];
+        };
+      };
+      /** @description The body is not JSON or a field has the wrong type. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidBodyError'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks the scope this operation needs. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ScopeNotPermittedError'];
+        };
+      };
+      /** @description The body is larger than 4 KiB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PayloadTooLargeError'];
+        };
+      };
+      /** @description The size is 0 or above the limit, the content type is not accepted, or the name is not a plain file name. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['FileNotAcceptedError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+      /** @description Server failure. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServerError'];
+        };
+      };
+      /** @description The service is busy (a write met a conflicting one or throttling on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  GetFile: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The `fileId` returned when the file was declared. */
+        fileId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The file. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['File'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks the scope this operation needs. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ScopeNotPermittedError'];
+        };
+      };
+      /** @description No such file in the team. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['FileNotFoundError'];
         };
       };
       /** @description Too many requests with this key; wait `Retry-After` seconds. */

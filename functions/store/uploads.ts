@@ -1,0 +1,144 @@
+/**
+ * The files callers upload: their items (`TEAM#<team>`, `FILE#<fileId>`) and their objects
+ * (`uploads/<team>/<fileId>` in the library bucket). The caller's bytes never pass through a
+ * function: it PUTs them to the presigned URL made here, bound to the declared content type and size.
+ */
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { libraryBucket } from '../../platform/definitions.ts';
+import type { UploadContentType } from '../../schemas/files.ts';
+import type { Deps } from '../deps.ts';
+import { epochSeconds } from '../domain/retention.ts';
+import { itemUpdate } from './item-update.ts';
+import { parseItem, type StoredItem, storedUpload, type UploadItem, UploadItemSchema, unexpired } from './items.ts';
+import { uploadKey } from './keys.ts';
+import { conditionalWrite } from './write.ts';
+
+/** Where a file's bytes are: under the uploads prefix (its own lifecycle rule), then its team. */
+export const uploadObjectKey = (teamId: string, fileId: string) => `${libraryBucket.uploadPrefix}${teamId}/${fileId}`;
+
+/** The item of a file just declared: `awaiting_upload`, deleted by DynamoDB's TTL at `expiresAt`. */
+export const newUploadItem = (
+  file: Pick<UploadItem, 'fileId' | 'name' | 'contentType' | 'size' | 'createdAt' | 'uploadExpiresAt' | 'expiresAt'>,
+  owner: { teamId: string; keyId: string },
+) =>
+  ({
+    ...uploadKey(owner.teamId, file.fileId),
+    type: 'Upload',
+    ...file,
+    state: 'awaiting_upload',
+    keyId: owner.keyId,
+    ttl: epochSeconds(new Date(file.expiresAt)),
+  }) satisfies StoredItem<typeof storedUpload>;
+
+/** Stores a declared file; its id is new, so a collision is a bug. */
+export const putUpload = async (deps: Deps, item: ReturnType<typeof newUploadItem>): Promise<void> => {
+  const put = await conditionalWrite(
+    deps,
+    new PutCommand({ TableName: deps.tableName, Item: item, ConditionExpression: 'attribute_not_exists(PK)' }),
+  );
+  if (!put.written) throw new Error(`file ${item.fileId} exists already`);
+};
+
+/** A file of the team, or undefined: another team's, an unknown one and one past its `ttl` read alike. */
+export const getUpload = async (deps: Deps, teamId: string, fileId: string): Promise<UploadItem | undefined> => {
+  const { Item } = await deps.ddb.send(
+    new GetCommand({ TableName: deps.tableName, Key: uploadKey(teamId, fileId), ConsistentRead: true }),
+  );
+  const item = unexpired(Item, deps.now());
+  return item && parseItem(UploadItemSchema, item);
+};
+
+/**
+ * A presigned PUT of the file's object, signed at `deps.now()` for `seconds`. Its content type and
+ * length are signed headers (S3 signs neither by default: the presigner leaves `content-type`
+ * unsigned and a length unchecked), so storage refuses any other type or size.
+ */
+export const presignUpload = (
+  deps: Deps,
+  key: string,
+  file: { contentType: UploadContentType; size: number },
+  seconds: number,
+): Promise<string> =>
+  getSignedUrl(
+    deps.s3,
+    new PutObjectCommand({ Bucket: deps.bucket, Key: key, ContentType: file.contentType, ContentLength: file.size }),
+    { expiresIn: seconds, signingDate: deps.now(), signableHeaders: new Set(['content-type', 'content-length']) },
+  );
+
+/** The HTTP status S3 answered a failed command with. */
+const statusOf = (error: unknown) => (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+
+/** What arrived: its size and ETag, or undefined while nothing has. */
+export const headUpload = async (deps: Deps, key: string): Promise<{ size: number; etag: string } | undefined> => {
+  try {
+    const head = await deps.s3.send(new HeadObjectCommand({ Bucket: deps.bucket, Key: key }));
+    return { size: head.ContentLength ?? 0, etag: head.ETag ?? '' };
+  } catch (error) {
+    if (statusOf(error) === 404) return undefined;
+    throw error;
+  }
+};
+
+/**
+ * The object's first `bytes` bytes, of the version whose ETag is `etag`; undefined when it was
+ * replaced since (S3's 412), so what is read is always what was measured.
+ */
+export const readUploadHead = async (
+  deps: Deps,
+  key: string,
+  etag: string,
+  bytes: number,
+): Promise<Uint8Array | undefined> => {
+  try {
+    const { Body } = await deps.s3.send(
+      new GetObjectCommand({ Bucket: deps.bucket, Key: key, Range: `bytes=0-${bytes - 1}`, IfMatch: etag }),
+    );
+    return Body ? Body.transformToByteArray() : new Uint8Array();
+  } catch (error) {
+    if (statusOf(error) === 412) return undefined;
+    throw error;
+  }
+};
+
+/** Deletes a file's object (a rejected upload's bytes are not kept). */
+export const deleteUploadObject = async (deps: Deps, key: string): Promise<void> => {
+  await deps.s3.send(new DeleteObjectCommand({ Bucket: deps.bucket, Key: key }));
+};
+
+/** How an upload settles: checked and usable, or refused with its reason. */
+export type UploadSettlement =
+  | { state: 'ready'; etag: string; width?: number; height?: number }
+  | { state: 'rejected'; reason: string };
+
+/**
+ * Moves a file still `awaiting_upload` to its settlement, once: the item as written, or undefined
+ * when it had already left `awaiting_upload` (a concurrent settle won; its answer is the same
+ * file's) or is gone.
+ */
+export const settleUploadItem = async (
+  deps: Deps,
+  teamId: string,
+  fileId: string,
+  settlement: UploadSettlement,
+): Promise<UploadItem | undefined> => {
+  const written = await conditionalWrite(
+    deps,
+    new UpdateCommand({
+      TableName: deps.tableName,
+      Key: uploadKey(teamId, fileId),
+      ...itemUpdate(
+        storedUpload,
+        { set: settlement },
+        {
+          ConditionExpression: '#state = :awaiting',
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: { ':awaiting': 'awaiting_upload' },
+        },
+      ),
+      ReturnValues: 'ALL_NEW',
+    }),
+  );
+  return written.written ? parseItem(UploadItemSchema, written.output.Attributes ?? {}) : undefined;
+};

@@ -1,0 +1,286 @@
+/**
+ * A proxy in front of fauxqs's S3 that checks presigned requests as S3 does. fauxqs ignores
+ * signatures: a presigned PUT with a tampered signature, another content type, another length or
+ * past its expiry is stored there as any other. S3 refuses each; so does this, with S3's own error
+ * (its code and status, https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html), and
+ * forwards what passes. The signature is recomputed from the request as it arrived, following the
+ * SigV4 query-string rules (https://docs.aws.amazon.com/AmazonS3/latest/API/sigv4-query-string-auth.html)
+ * with node:crypto, independently of the SDK that made the URL. A request without
+ * `X-Amz-Signature` (the SDK's own calls, signed in a header) is forwarded unchecked, as before.
+ */
+import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { crc32 } from 'node:zlib';
+
+export interface S3PresignGuard {
+  endpoint: string;
+  stop(): Promise<void>;
+}
+
+export interface S3PresignGuardOptions {
+  /** fauxqs's endpoint, where every request that passes goes. */
+  upstream: string;
+  /** The only key the guard knows (the emulators' static one). */
+  credentials: { accessKeyId: string; secretAccessKey: string };
+  port?: number;
+  /** The clock a URL's expiry is read against; tests pass their own. */
+  now?: () => Date;
+  /** How long a body may stay short of its Content-Length before S3's RequestTimeout (S3 waits about 20 s). */
+  bodyTimeoutMs?: number;
+}
+
+/** S3's error body. */
+const errorXml = (code: string, message: string, extra: Record<string, string> = {}) =>
+  '<?xml version="1.0" encoding="UTF-8"?>\n' +
+  `<Error><Code>${code}</Code><Message>${message}</Message>` +
+  Object.entries(extra)
+    .map(([name, value]) => `<${name}>${value}</${name}>`)
+    .join('') +
+  `<RequestId>${randomUUID().replaceAll('-', '').slice(0, 16).toUpperCase()}</RequestId><HostId>s3-presign-guard</HostId></Error>`;
+
+/** A request S3 refuses: its status, its error code and message, and any elements its body adds. */
+class S3Refusal extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly extra: Record<string, string>;
+  constructor(status: number, code: string, message: string, extra: Record<string, string> = {}) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.extra = extra;
+  }
+}
+
+const refuse = (response: ServerResponse, refusal: S3Refusal) => {
+  response.writeHead(refusal.status, { 'content-type': 'application/xml', connection: 'close' });
+  response.end(errorXml(refusal.code, refusal.message, refusal.extra));
+};
+
+/** RFC 3986 encoding, as SigV4 canonicalises query names and values. */
+const uriEncode = (text: string) =>
+  encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+
+const sha256Hex = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+const hmac = (key: Buffer | string, text: string) => createHmac('sha256', key).update(text, 'utf8').digest();
+
+/** `20240101T000000Z` as a Date, or undefined. */
+const parseAmzDate = (text: string | undefined): Date | undefined => {
+  const m = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(text ?? '');
+  return m ? new Date(`${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6]}Z`) : undefined;
+};
+
+const queryAuthError = (message: string) => new S3Refusal(400, 'AuthorizationQueryParametersError', message);
+
+/** The query's parameters, decoded, in order (a name may come twice). */
+const parseQuery = (raw: string): [string, string][] =>
+  raw === ''
+    ? []
+    : raw.split('&').map((pair) => {
+        const at = pair.indexOf('=');
+        const decode = (text: string) => decodeURIComponent(text);
+        return at < 0 ? [decode(pair), ''] : [decode(pair.slice(0, at)), decode(pair.slice(at + 1))];
+      });
+
+/**
+ * Checks a presigned request's signature and expiry; throws the refusal S3 would answer. Returns
+ * the parameters the body is checked against afterwards.
+ */
+const verifyPresigned = (
+  request: IncomingMessage,
+  path: string,
+  query: [string, string][],
+  options: Required<Pick<S3PresignGuardOptions, 'credentials' | 'now'>>,
+) => {
+  const param = (name: string) => query.find(([key]) => key === name)?.[1];
+  if (param('X-Amz-Algorithm') !== 'AWS4-HMAC-SHA256') {
+    throw queryAuthError('X-Amz-Algorithm only supports "AWS4-HMAC-SHA256"');
+  }
+  const credential = (param('X-Amz-Credential') ?? '').split('/');
+  const [accessKeyId, day, region, service, terminator] = credential;
+  if (credential.length !== 5 || terminator !== 'aws4_request' || !day || !region || !service) {
+    throw queryAuthError('Error parsing the X-Amz-Credential parameter');
+  }
+  if (accessKeyId !== options.credentials.accessKeyId) {
+    throw new S3Refusal(403, 'InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.');
+  }
+  const amzDate = param('X-Amz-Date');
+  const signedAt = parseAmzDate(amzDate);
+  if (!signedAt || !amzDate?.startsWith(day)) throw queryAuthError('X-Amz-Date must be in the ISO8601 Long Format');
+  const expires = Number(param('X-Amz-Expires'));
+  if (!Number.isInteger(expires) || expires < 1) throw queryAuthError('X-Amz-Expires should be a number');
+  if (expires > 604_800) throw queryAuthError('X-Amz-Expires must be less than a week (in seconds)');
+  const signedHeaders = (param('X-Amz-SignedHeaders') ?? '').split(';').filter((h) => h !== '');
+  if (!signedHeaders.includes('host')) throw queryAuthError('X-Amz-SignedHeaders must contain host');
+
+  const canonicalQuery = query
+    .filter(([key]) => key !== 'X-Amz-Signature')
+    .map(([key, value]) => [uriEncode(key), uriEncode(value)] as const)
+    .sort(([a, x], [b, y]) => (a < b ? -1 : a > b ? 1 : x < y ? -1 : x > y ? 1 : 0))
+    .map(([key, value]) => `${key}=${value}`)
+    .join('&');
+  const headerValue = (name: string) => {
+    const value = request.headers[name];
+    return (Array.isArray(value) ? value.join(',') : (value ?? '')).trim().replace(/\s+/g, ' ');
+  };
+  const canonicalRequest = [
+    request.method,
+    path,
+    canonicalQuery,
+    ...signedHeaders.map((name) => `${name}:${headerValue(name)}`),
+    '',
+    signedHeaders.join(';'),
+    param('X-Amz-Content-Sha256') ?? 'UNSIGNED-PAYLOAD',
+  ].join('\n');
+  const scope = `${day}/${region}/${service}/aws4_request`;
+  const stringToSign = ['AWS4-HMAC-SHA256', amzDate, scope, sha256Hex(canonicalRequest)].join('\n');
+  const signingKey = hmac(
+    hmac(hmac(hmac(`AWS4${options.credentials.secretAccessKey}`, day), region), service),
+    'aws4_request',
+  );
+  const expected = Buffer.from(hmac(signingKey, stringToSign).toString('hex'));
+  const given = Buffer.from(param('X-Amz-Signature') ?? '');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    throw new S3Refusal(
+      403,
+      'SignatureDoesNotMatch',
+      'The request signature we calculated does not match the signature you provided. Check your key and signing method.',
+    );
+  }
+  const now = options.now();
+  const endsAt = new Date(signedAt.getTime() + expires * 1000);
+  if (now > endsAt) {
+    throw new S3Refusal(403, 'AccessDenied', 'Request has expired', {
+      'X-Amz-Expires': String(expires),
+      Expires: endsAt.toISOString(),
+      ServerTime: now.toISOString(),
+    });
+  }
+  return { crc32: param('x-amz-checksum-crc32') ?? headerValue('x-amz-checksum-crc32') };
+};
+
+/** The body, exactly Content-Length bytes; S3's RequestTimeout when fewer arrive in time. */
+const readBody = (request: IncomingMessage, length: number, timeoutMs: number): Promise<Buffer> =>
+  new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const timer = setTimeout(
+      () =>
+        reject(
+          new S3Refusal(
+            400,
+            'RequestTimeout',
+            'Your socket connection to the server was not read from or written to within the timeout period. ' +
+              'Idle connections will be closed.',
+          ),
+        ),
+      timeoutMs,
+    );
+    request.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      chunks.push(chunk);
+    });
+    request.on('end', () => {
+      clearTimeout(timer);
+      if (size === length) resolve(Buffer.concat(chunks));
+      else
+        reject(
+          new S3Refusal(
+            400,
+            'IncompleteBody',
+            'You did not provide the number of bytes specified by the Content-Length HTTP header.',
+          ),
+        );
+    });
+    request.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+  });
+
+/** Sends the request on to fauxqs and its answer back. */
+const forward = (
+  upstream: URL,
+  request: IncomingMessage,
+  response: ServerResponse,
+  body: Buffer | IncomingMessage,
+): void => {
+  const headers = { ...request.headers, host: upstream.host };
+  const outgoing = httpRequest(
+    { host: upstream.hostname, port: upstream.port, method: request.method, path: request.url, headers },
+    (answer) => {
+      response.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(response);
+    },
+  );
+  outgoing.on('error', (error) => {
+    if (!response.headersSent) response.writeHead(502, { 'content-type': 'text/plain' });
+    response.end(`s3-presign-guard: upstream failed: ${error.message}`);
+  });
+  if (Buffer.isBuffer(body)) outgoing.end(body);
+  else body.pipe(outgoing);
+};
+
+const handle = async (
+  request: IncomingMessage,
+  response: ServerResponse,
+  upstream: URL,
+  options: Required<Omit<S3PresignGuardOptions, 'port' | 'upstream'>>,
+) => {
+  const url = request.url ?? '/';
+  const at = url.indexOf('?');
+  const path = at < 0 ? url : url.slice(0, at);
+  const query = parseQuery(at < 0 ? '' : url.slice(at + 1));
+  if (!query.some(([key]) => key === 'X-Amz-Signature')) return forward(upstream, request, response, request);
+  try {
+    const { crc32: checksum } = verifyPresigned(request, path, query, options);
+    if (request.method !== 'PUT') return forward(upstream, request, response, request);
+    const declared = request.headers['content-length'];
+    if (declared === undefined) {
+      throw new S3Refusal(411, 'MissingContentLength', 'You must provide the Content-Length HTTP header.');
+    }
+    const body = await readBody(request, Number(declared), options.bodyTimeoutMs);
+    if (checksum) {
+      const actual = Buffer.alloc(4);
+      actual.writeUInt32BE(crc32(body));
+      if (actual.toString('base64') !== checksum) {
+        throw new S3Refusal(400, 'BadDigest', 'The CRC32 you specified did not match the calculated checksum.');
+      }
+    }
+    forward(upstream, request, response, body);
+  } catch (error) {
+    if (!(error instanceof S3Refusal)) throw error;
+    refuse(response, error);
+    // A refused body is not read further: the connection closes, as S3 closes it.
+    request.resume();
+  }
+};
+
+/** Starts the guard on loopback in front of `upstream`. */
+export const startS3PresignGuard = async (options: S3PresignGuardOptions): Promise<S3PresignGuard> => {
+  const upstream = new URL(options.upstream);
+  const settings = {
+    credentials: options.credentials,
+    now: options.now ?? (() => new Date()),
+    bodyTimeoutMs: options.bodyTimeoutMs ?? 20_000,
+  };
+  const server = createServer((request, response) => {
+    handle(request, response, upstream, settings).catch((error: unknown) => {
+      if (!response.headersSent) response.writeHead(500, { 'content-type': 'application/xml' });
+      response.end(errorXml('InternalError', (error as Error).message));
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+};

@@ -1,0 +1,189 @@
+/**
+ * Files a caller uploads (our design, beyond the spec): the upload request, the File as read, and
+ * what it may be. A caller declares a file (`POST /files`), sends its bytes to the presigned PUT it
+ * is answered, and reads it (`GET /files/{fileId}`), which checks what arrived against what was
+ * declared. Requests use `v.object` (never taking an array for one), responses `v.strictObject`.
+ */
+import * as v from 'valibot';
+import { DateTimeSchema, notArray } from './common.ts';
+import { type DocumentedParameter, jsonResponse, type OperationSpec, ref, storageBusyText } from './openapi-parts.ts';
+
+/**
+ * The content types a caller may upload, by kind. FBX has no registered media type: `model/fbx`
+ * names it beside the other meshes (`application/octet-stream` is refused: it says nothing to check).
+ */
+export const uploadContentTypes = [
+  'image/png',
+  'image/jpeg',
+  'image/webp',
+  'image/gif',
+  'audio/wav',
+  'audio/x-wav',
+  'audio/mpeg',
+  'audio/flac',
+  'audio/ogg',
+  'model/gltf-binary',
+  'model/gltf+json',
+  'model/obj',
+  'model/fbx',
+  'application/json',
+  'text/plain',
+] as const;
+export type UploadContentType = (typeof uploadContentTypes)[number];
+
+/** The largest file a caller may upload: 100 MiB. */
+export const maxUploadBytes = 100 * 1024 * 1024;
+
+/** Longest file name, in characters. */
+export const maxFileNameLength = 255;
+
+/**
+ * A file's id: `file_` and a uuid, so a run's input names a file at a glance (item 2 of the
+ * feature reads it there). Any other path value names no file and reads as one that does not exist.
+ */
+export const FileIdSchema = v.pipe(
+  v.string(),
+  v.regex(/^file_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/),
+);
+export const fileIdPrefix = 'file_';
+
+/** What each limit of POST /files says when a request passes it (the detail of the 422). */
+export const fileMessages = {
+  nameInvalid: `name must be 1 to ${maxFileNameLength} characters, with no path separator or control character`,
+  contentTypeNotAccepted: `contentType must be one of ${uploadContentTypes.join(', ')}`,
+  sizeOutOfRange: `size must be a whole number of bytes from 1 to ${maxUploadBytes} (100 MiB)`,
+} as const;
+
+/** The 422 of POST /files begins with this. */
+export const fileNotAcceptedPrefix = 'File not accepted: ';
+
+/** 422 of POST /files: which limit, and every limit, so a client can correct itself. */
+export const FileNotAcceptedErrorSchema = v.strictObject({
+  error: v.pipe(v.string(), v.startsWith(fileNotAcceptedPrefix)),
+  maxBytes: v.literal(maxUploadBytes),
+  contentTypes: v.array(v.picklist(uploadContentTypes)),
+});
+export type FileNotAcceptedErrorBody = v.InferOutput<typeof FileNotAcceptedErrorSchema>;
+
+/** Body of POST /files. Each limit's message is the 422's (`FileNotAcceptedError`); a wrong type is a 400. */
+export const CreateFileRequestSchema = notArray(
+  v.object({
+    /** The file's name, for the caller: no path, no control characters. */
+    name: v.pipe(
+      v.string(),
+      v.minLength(1, fileMessages.nameInvalid),
+      v.maxLength(maxFileNameLength, fileMessages.nameInvalid),
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point.
+      v.regex(/^[^/\\\u0000-\u001f\u007f]+$/, fileMessages.nameInvalid),
+      v.check((name) => name !== '.' && name !== '..', fileMessages.nameInvalid),
+    ),
+    contentType: v.picklist(uploadContentTypes, fileMessages.contentTypeNotAccepted),
+    /** Exact size in bytes: the upload must send exactly this many. */
+    size: v.pipe(
+      v.number(),
+      v.integer(fileMessages.sizeOutOfRange),
+      v.minValue(1, fileMessages.sizeOutOfRange),
+      v.maxValue(maxUploadBytes, fileMessages.sizeOutOfRange),
+    ),
+  }),
+);
+export type CreateFileRequest = v.InferOutput<typeof CreateFileRequestSchema>;
+
+/**
+ * Where a file is: declared and not yet seen (`awaiting_upload`), checked and usable (`ready`), or
+ * refused (`rejected`, with its `reason`; its bytes are deleted).
+ */
+export const fileStates = ['awaiting_upload', 'ready', 'rejected'] as const;
+export const FileStateSchema = v.picklist(fileStates);
+export type FileState = v.InferOutput<typeof FileStateSchema>;
+
+/** 200 of GET /files/{fileId}. */
+export const FileSchema = v.strictObject({
+  fileId: FileIdSchema,
+  name: v.string(),
+  contentType: v.picklist(uploadContentTypes),
+  size: v.number(),
+  state: FileStateSchema,
+  /** Why it was rejected (only when `rejected`). */
+  reason: v.optional(v.string()),
+  createdAt: DateTimeSchema,
+  /** When the file is deleted if nothing uses it: 24 hours after it was declared. */
+  expiresAt: DateTimeSchema,
+});
+export type FileView = v.InferOutput<typeof FileSchema>;
+
+/** How to send the bytes: exactly this method, URL and headers, before `expiresAt`. */
+export const FileUploadSchema = v.strictObject({
+  method: v.literal('PUT'),
+  url: v.pipe(v.string(), v.url()),
+  headers: v.strictObject({ 'content-type': v.picklist(uploadContentTypes), 'content-length': v.string() }),
+  /** The end of the URL's validity (15 minutes). */
+  expiresAt: DateTimeSchema,
+});
+
+/** 201 of POST /files: the File, and how to upload its bytes. */
+export const CreateFileResponseSchema = v.strictObject({
+  ...v.omit(FileSchema, ['reason']).entries,
+  upload: FileUploadSchema,
+});
+export type CreateFileResponse = v.InferOutput<typeof CreateFileResponseSchema>;
+
+/** The named schemas of the document this module holds (its 422's body is an error's, named with the errors). */
+export const fileComponents = {
+  CreateFileRequest: CreateFileRequestSchema,
+  CreateFileResponse: CreateFileResponseSchema,
+  FileUpload: FileUploadSchema,
+  File: FileSchema,
+};
+
+const fileIdPath: DocumentedParameter = {
+  name: 'fileId',
+  in: 'path',
+  required: true,
+  description: 'The `fileId` returned when the file was declared.',
+  schema: FileIdSchema,
+};
+
+/** The operations of the file routes, for the document (schemas/openapi.ts). */
+export const fileOperations: OperationSpec[] = [
+  {
+    operationId: 'CreateFile',
+    tag: 'Files',
+    summary: 'Upload a file',
+    description: [
+      'Declares a file (its name, content type and exact size) and answers a presigned `PUT` to send its ' +
+        'bytes: send exactly that method, URL and headers, before `upload.expiresAt` (15 minutes). The URL is ' +
+        'bound to the content type and the size; storage refuses any other.',
+      `At most ${maxUploadBytes} bytes (100 MiB), of one of the accepted content types. Get a file then ` +
+        'checks what arrived against what was declared (its magic bytes, its size, an image dimensions) and ' +
+        'answers `ready` or `rejected`. A file nothing uses is deleted 24 hours after it was declared (`expiresAt`).',
+    ].join('\n\n'),
+    requestBody: { required: true, content: { 'application/json': { schema: ref('CreateFileRequest') } } },
+    responses: {
+      201: jsonResponse('The file, `awaiting_upload`, and how to upload it.', 'CreateFileResponse'),
+      500: jsonResponse('Server failure.', 'ServerError'),
+    },
+    errorWords: {
+      400: 'The body is not JSON or a field has the wrong type.',
+      413: 'The body is larger than 4 KiB.',
+      422: 'The size is 0 or above the limit, the content type is not accepted, or the name is not a plain file name.',
+      503: storageBusyText,
+    },
+  },
+  {
+    operationId: 'GetFile',
+    tag: 'Files',
+    summary: 'Get a file',
+    description:
+      'Reads a file. A file still `awaiting_upload` whose bytes have arrived is checked on this read: its size ' +
+      'against the declared one, its first bytes against the declared content type, and an image dimensions ' +
+      'against the pixel limit. It is then `ready`, or `rejected` with a `reason` (its bytes deleted). One whose ' +
+      'upload URL expired with nothing sent is `rejected` too.',
+    parameters: [fileIdPath],
+    responses: {
+      200: jsonResponse('The file.', 'File'),
+      500: jsonResponse('Server failure.', 'ServerError'),
+    },
+    errorWords: { 404: 'No such file in the team.', 503: storageBusyText },
+  },
+];
