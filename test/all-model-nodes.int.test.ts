@@ -16,8 +16,8 @@ import { bedrockDefaultModels } from '../platform/providers.ts';
 import { type BedrockStandIn, type BedrockStandInRequest, startBedrockStandIn } from './stand-ins/bedrock.ts';
 import { type FalStandIn, type StandInRequest, startFalStandIn } from './stand-ins/fal.ts';
 import { startFileServer } from './stand-ins/http.ts';
-import { bedrockProcessEnv, drainSteps, fakeAwsCredentials, stageStepExecutor } from './support/provider-steps.ts';
-import { runParts, type StepHandler } from './support/runs.ts';
+import { bedrockProcessEnv, closeWithStack, fakeAwsCredentials, stageStepExecutor } from './support/provider-steps.ts';
+import { drainSteps, runParts, type StepHandler } from './support/runs.ts';
 import { call, createWorkflow, jobsStackPerFile, type SeededTeam, seedTeam } from './support/stack.ts';
 
 const falKey = '5e0c7a1b-2d3f-4a5b-8c9d-0e1f2a3b4c5d:9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d';
@@ -114,18 +114,12 @@ beforeAll(async () => {
   bedrock = await startBedrockStandIn();
   fal = await startFalStandIn({ apiKey: falKey });
   files = await startFileServer(falFiles);
-  const restoreEnv = bedrockProcessEnv(bedrock.url);
-  closers.push(
-    () => bedrock.close(),
-    () => fal.close(),
-    () => files.close(),
-    async () => restoreEnv(),
-  );
+  closeWithStack(closers, bedrock, fal, files, bedrockProcessEnv(bedrock.url));
 });
 
 /** The step executor as Lambda runs it, with Bedrock and fal on, webhooks to the local API. */
 const stepExecutor = () => stageStepExecutor(stack.deps, settings(), { baseUrl: stack.baseUrl }).handler;
-const drain = (handler: StepHandler) => drainSteps(stack.deps, handler);
+const drain = (handler: StepHandler) => drainSteps(stack.deps, handler, { dropPolls: true });
 
 interface RunBody {
   status: string;

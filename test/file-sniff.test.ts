@@ -7,24 +7,7 @@ import * as files from './support/upload-files.ts';
 
 const whole = (type: UploadContentType, bytes: Uint8Array) => sniffUpload(type, bytes, true);
 
-/** One file of each accepted type (the same bytes may be two types: WAV's two names, JSON text). */
-const samples: Record<UploadContentType, Uint8Array> = {
-  'image/png': files.png(),
-  'image/jpeg': files.jpeg(),
-  'image/webp': files.webpLossy(),
-  'image/gif': files.gif(),
-  'audio/wav': files.wav(),
-  'audio/x-wav': files.wav(),
-  'audio/mpeg': files.mp3(),
-  'audio/flac': files.flac(),
-  'audio/ogg': files.ogg(),
-  'model/gltf-binary': files.glb(),
-  'model/gltf+json': files.gltf(),
-  'model/obj': files.obj(),
-  'model/fbx': files.fbxBinary(),
-  'application/json': files.json(),
-  'text/plain': files.plainText(),
-};
+const samples = files.oneOfEachType();
 
 describe('sniffUpload', () => {
   it('accepts a file of each accepted type as that type', () => {

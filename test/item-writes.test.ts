@@ -34,7 +34,6 @@ import {
   leaveWaiting,
   moveDeferredRun,
 } from '../functions/store/deferred-runs.ts';
-import { fileLinkSigningSecret } from '../functions/store/file-link-key.ts';
 import { ifNotExists, itemUpdate, UnknownItemAttributeError } from '../functions/store/item-update.ts';
 import {
   type ItemDefinition,
@@ -46,15 +45,14 @@ import {
   storedApiKey,
   storedApiKeyId,
   storedCanvas,
-  storedCursorKey,
   storedDeferredRun,
   storedDelivery,
-  storedFileLinkKey,
   storedIdempotency,
   storedKeyMonth,
   storedPrice,
   storedProject,
   storedRun,
+  storedServerSecret,
   storedStep,
   storedTeam,
   storedUpload,
@@ -79,6 +77,7 @@ import {
   startRun,
 } from '../functions/store/run/index.ts';
 import { cursorSigningSecret } from '../functions/store/run-list.ts';
+import { signingSecret } from '../functions/store/server-secrets.ts';
 import { addCredits, createAgent, createProject, createTeam, setPerStepLimit } from '../functions/store/tenancy.ts';
 import { newUploadItem, putUpload, settleUploadItem } from '../functions/store/uploads.ts';
 import {
@@ -255,8 +254,8 @@ const definitions = {
   keyMonth: storedKeyMonth,
   idempotency: storedIdempotency,
   price: storedPrice,
-  cursorKey: storedCursorKey,
-  fileLinkKey: storedFileLinkKey,
+  cursorKey: storedServerSecret,
+  fileLinkKey: storedServerSecret,
   upload: storedUpload,
 } satisfies Record<string, ItemDefinition>;
 
@@ -447,7 +446,7 @@ describe('what the store’s writers leave in the table', () => {
       Array.from({ length: 24 }, () => 1),
     );
     await cursorSigningSecret(deps);
-    await fileLinkSigningSecret(deps);
+    await signingSecret(deps, 'fileLink');
 
     // A run: started, its steps claimed, failed, released, finished, counted, retired; its end.
     await startRun(deps, newRun(ids.job));

@@ -13,7 +13,6 @@ import {
   ApiKeyIdItemSchema,
   ApiKeyItemSchema,
   CanvasItemSchema,
-  CursorKeyItemSchema,
   DeferredRunItemSchema,
   DeliveryItemSchema,
   IdEntrySchema,
@@ -23,6 +22,7 @@ import {
   parseItem,
   RunCallbackSchema,
   RunItemSchema,
+  ServerSecretItemSchema,
   StepItemSchema,
   TeamItemSchema,
   WorkflowItemSchema,
@@ -30,7 +30,7 @@ import {
 } from '../functions/store/items.ts';
 import { stepKey, webhookDeliveryKey, workflowLockKey } from '../functions/store/keys.ts';
 import { runItem } from '../functions/store/run/index.ts';
-import { cursorKeyItem } from '../functions/store/run-list.ts';
+import { serverSecretItem } from '../functions/store/server-secrets.ts';
 import { agentItem, projectItem, teamItem } from '../functions/store/tenancy.ts';
 import { attemptAttributes, pendingDeliveryAttributes } from '../functions/store/webhook-deliveries.ts';
 import { canvasItem, workflowSummaryItem } from '../functions/store/workflows.ts';
@@ -256,12 +256,15 @@ describe('the items the other writers build parse with the one schema of their i
     expect(parseItem(ProjectItemSchema, uncapped)).toEqual({ hardCapHundredths: null, spentHundredths: 0 });
   });
 
-  it("a key's id pointer, the cursor signing key", () => {
+  it("a key's id pointer, the service's signing keys", () => {
     expect(parseItem(ApiKeyIdItemSchema, apiKeyIdItem(ids.key, 'f'.repeat(64), ids.team))).toEqual({
       secretHash: 'f'.repeat(64),
     });
     const secret = Buffer.alloc(32, 7);
-    expect(parseItem(CursorKeyItemSchema, cursorKeyItem(secret))).toEqual({ secret: secret.toString('base64') });
+    for (const name of ['cursor', 'fileLink'] as const)
+      expect(parseItem(ServerSecretItemSchema, serverSecretItem(name, secret))).toEqual({
+        secret: secret.toString('base64'),
+      });
   });
 
   it('a webhook delivery as its first attempt creates it, and as a redelivery with no item creates it', () => {

@@ -13,9 +13,10 @@ import { makeHandler } from '../functions/workers/step-executor.ts';
 import { invokedAs } from '../local/invocation.ts';
 import { postWebhook, startFileServer } from './stand-ins/http.ts';
 import { type ReplicateStandIn, startReplicateStandIn } from './stand-ins/replicate.ts';
-import { drainSteps, stageStepExecutor } from './support/provider-steps.ts';
+import { stageStepExecutor } from './support/provider-steps.ts';
 import {
   deliver,
+  drainSteps,
   expectBalanced,
   ledgerOf,
   runParts,
@@ -49,7 +50,7 @@ const started = (async () => {
 /** The step executor as Lambda runs it, with Replicate on, webhooks to the local API or none. */
 const stepExecutor = (options: { webhooks: boolean; now?: () => Date }) =>
   stageStepExecutor(stack.deps, settings(), { ...(options.webhooks && { baseUrl: stack.baseUrl }), now: options.now });
-const drain = (handler: StepHandler) => drainSteps(stack.deps, handler);
+const drain = (handler: StepHandler) => drainSteps(stack.deps, handler, { dropPolls: true });
 
 const imageStep = {
   key: 'image',

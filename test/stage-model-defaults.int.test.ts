@@ -14,8 +14,8 @@ import { bedrockDefaultModels } from '../platform/providers.ts';
 import { type BedrockStandIn, startBedrockStandIn } from './stand-ins/bedrock.ts';
 import { startFileServer } from './stand-ins/http.ts';
 import { type ReplicateStandIn, startReplicateStandIn } from './stand-ins/replicate.ts';
-import { bedrockProcessEnv, drainSteps, fakeAwsCredentials, stageStepExecutor } from './support/provider-steps.ts';
-import type { StepHandler } from './support/runs.ts';
+import { bedrockProcessEnv, closeWithStack, fakeAwsCredentials, stageStepExecutor } from './support/provider-steps.ts';
+import { drainSteps, type StepHandler } from './support/runs.ts';
 import { call, createWorkflow, jobsStackPerFile, seedTeam } from './support/stack.ts';
 
 const apiKey = 'r8_stage_model_defaults_test_key';
@@ -53,17 +53,11 @@ beforeAll(async () => {
   files = await startFileServer({
     '/out.png': { body: encodePng(makeImage(8, 8, () => [10, 120, 200, 255])), contentType: 'image/png' },
   });
-  const restoreEnv = bedrockProcessEnv(bedrock.url);
-  closers.push(
-    () => replicate.close(),
-    () => bedrock.close(),
-    () => files.close(),
-    async () => restoreEnv(),
-  );
+  closeWithStack(closers, replicate, bedrock, files, bedrockProcessEnv(bedrock.url));
 });
 
 const stepExecutor = () => stageStepExecutor(stack.deps, settings(), { baseUrl: stack.baseUrl }).handler;
-const drain = (handler: StepHandler) => drainSteps(stack.deps, handler);
+const drain = (handler: StepHandler) => drainSteps(stack.deps, handler, { dropPolls: true });
 
 interface RunBody {
   status: string;

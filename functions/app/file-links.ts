@@ -3,8 +3,8 @@ import type { Deps } from '../deps.ts';
 import { FileLinkNotFoundError } from '../domain/errors.ts';
 import { fileLinkExpiresAt, fileRedirectSeconds } from '../domain/file-link-lifetime.ts';
 import { type FileLinkParts, openFileLink, signFileLink } from '../domain/file-links.ts';
-import { fileLinkCheckingSecret, fileLinkSigningSecret } from '../store/file-link-key.ts';
 import { presignTeamFile } from '../store/files.ts';
+import { checkingSecret, signingSecret } from '../store/server-secrets.ts';
 
 /** Where links point: the stage's public base (`PUBLIC_BASE_URL`), without a trailing slash. */
 const baseOf = (deps: Deps): string => {
@@ -22,7 +22,7 @@ export const fileLinkFor = async (
   objectKey: string,
 ): Promise<{ url: string; expiresAt: string }> => {
   const expiresAt = fileLinkExpiresAt(deps.now());
-  const secret = await fileLinkSigningSecret(deps);
+  const secret = await signingSecret(deps, 'fileLink');
   const parts = signFileLink(secret, { teamId, objectKey, exp: expiresAt.getTime() / 1000 });
   const path = routeById('GetFileLink').path.replace('{object}', parts.object);
   const query = new URLSearchParams({ exp: parts.exp, sig: parts.sig });
@@ -36,7 +36,7 @@ export const fileLinkFor = async (
  * whose object is gone leads to storage's own 404, and a link never reveals more than it was given.
  */
 export const openFileLinkTarget = async (deps: Deps, parts: FileLinkParts): Promise<string> => {
-  const secret = await fileLinkCheckingSecret(deps);
+  const secret = await checkingSecret(deps, 'fileLink');
   const link = secret && openFileLink(secret, parts, deps.now());
   if (!link) throw new FileLinkNotFoundError();
   return presignTeamFile(deps, link.teamId, link.objectKey, fileRedirectSeconds);

@@ -4,7 +4,7 @@ import { fileLinkSkewSeconds, fileUrlSeconds } from './file-link-lifetime.ts';
 /**
  * The file links the API gives (every file `url` of a run, its webhook body included): our own URL,
  * `{base}/file-links/{object}?exp=…&sig=…`, which answers a redirect to the stored object. Pure:
- * the signing key is passed in (functions/store/file-link-key.ts keeps it).
+ * the signing key is passed in (functions/store/server-secrets.ts keeps it).
  *
  * `object` is the object's key in base64url; the key lies under `teams/<team>/`, which names the
  * team. `exp` is the link's end in unix seconds. `sig` is `v1.` then the base64url HMAC-SHA256,

@@ -392,13 +392,9 @@ export const DeferredListEntrySchema = v.pick(DeferredRunItemSchema, [
 ]);
 export type DeferredListEntry = v.InferOutput<typeof DeferredListEntrySchema>;
 
-/** The signing key of list cursors (functions/store/run-list.ts): 32 random bytes, base64. */
-export const CursorKeyItemSchema = v.object({ secret: v.string() });
-export const storedCursorKey = storedItem(CursorKeyItemSchema);
-
-/** The signing key of file links (functions/store/file-link-key.ts): 32 random bytes, base64. */
-export const FileLinkKeyItemSchema = v.object({ secret: v.string() });
-export const storedFileLinkKey = storedItem(FileLinkKeyItemSchema);
+/** A signing key of the service's own (list cursors, file links; functions/store/server-secrets.ts): 32 random bytes, base64. */
+export const ServerSecretItemSchema = v.object({ secret: v.string() });
+export const storedServerSecret = storedItem(ServerSecretItemSchema);
 
 /** An entry of the index of waiting runs by expiry (GSI3), which projects only the id. */
 export const ExpiringDeferredRunSchema = v.pick(DeferredRunItemSchema, ['deferredJobId']);

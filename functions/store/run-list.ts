@@ -1,10 +1,9 @@
-import { randomBytes } from 'node:crypto';
-import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
 import type { CursorPosition } from '../domain/cursor.ts';
-import { CursorKeyItemSchema, parseItem, type StoredItem, type storedCursorKey, unexpired } from './items.ts';
-import { cursorSigningKey, teamDeferredPartition, teamRunsPartition } from './keys.ts';
-import { conditionalWrite } from './write.ts';
+import { unexpired } from './items.ts';
+import { teamDeferredPartition, teamRunsPartition } from './keys.ts';
+import { signingSecret } from './server-secrets.ts';
 
 /** The index a team's runs and deferred runs are listed from (platform/definitions.ts). */
 const listIndex = 'GSI4';
@@ -92,52 +91,5 @@ export const queryRunList = async (deps: Deps, query: RunListQuery): Promise<Run
   };
 };
 
-/** The cursor signing key per table, read (or created) once per container. */
-const signingKeys = new Map<string, Promise<Buffer>>();
-
-const readSigningKey = async (deps: Deps): Promise<Buffer | undefined> => {
-  const { Item } = await deps.ddb.send(
-    new GetCommand({ TableName: deps.tableName, Key: cursorSigningKey(), ConsistentRead: true }),
-  );
-  return Item && Buffer.from(parseItem(CursorKeyItemSchema, Item).secret, 'base64');
-};
-
-/** The signing key's item: the key, base64. */
-export const cursorKeyItem = (key: Buffer) =>
-  ({ ...cursorSigningKey(), secret: key.toString('base64') }) satisfies StoredItem<typeof storedCursorKey>;
-
-/**
- * The first list ever served creates the key (32 random bytes; a conditional put, so of two
- * containers racing to create it, one wins and the other reads the winner's).
- */
-const loadSigningKey = async (deps: Deps): Promise<Buffer> => {
-  const stored = await readSigningKey(deps);
-  if (stored) return stored;
-  const created = randomBytes(32);
-  const put = await conditionalWrite(
-    deps,
-    new PutCommand({
-      TableName: deps.tableName,
-      Item: cursorKeyItem(created),
-      ConditionExpression: 'attribute_not_exists(PK)',
-    }),
-  );
-  if (put.written) return created;
-  const raced = await readSigningKey(deps);
-  if (!raced) throw new Error('cursor signing key missing after its create was refused');
-  return raced;
-};
-
-/**
- * The key that signs list cursors: a server secret in the table (it costs nothing while idle, and
- * only the list functions may read it), cached for the container's life. A failed read is not cached.
- */
-export const cursorSigningSecret = (deps: Deps): Promise<Buffer> => {
-  let key = signingKeys.get(deps.tableName);
-  if (!key) {
-    key = loadSigningKey(deps);
-    signingKeys.set(deps.tableName, key);
-    key.catch(() => signingKeys.delete(deps.tableName));
-  }
-  return key;
-};
+/** The key that signs list cursors (functions/store/server-secrets.ts). */
+export const cursorSigningSecret = (deps: Deps): Promise<Buffer> => signingSecret(deps, 'cursor');

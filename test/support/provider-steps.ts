@@ -4,12 +4,10 @@
  * Lambda runs it over a stage's settings, and delivering the queued steps until none is left.
  */
 
-import { expect } from 'vitest';
 import type { Deps } from '../../functions/deps.ts';
 import { stageProvidersFromEnv } from '../../functions/nodes/providers/stage.ts';
 import { makeHandler } from '../../functions/workers/step-executor.ts';
 import { invokedAs } from '../../local/invocation.ts';
-import { deliver, type StepHandler, stepRecord, takeStepMessages } from './runs.ts';
 import { testExecutors } from './stack.ts';
 
 /** Fake static credentials: the Bedrock stand-in checks the SigV4 header's shape and scope, not its signature. */
@@ -66,11 +64,11 @@ export const stageStepExecutor = (
   return { deps: stepDeps, handler: invokedAs('StepExecutor', makeHandler(stepDeps, { stepTimeoutMs: 20_000 })) };
 };
 
-/** Delivers every visible step message (delayed polls stay aside: a webhook ends the jobs), until none is left. */
-export const drainSteps = async (deps: Deps, handler: StepHandler) => {
-  for (let round = 0; round < 20; round++) {
-    const messages = (await takeStepMessages(deps)).filter((m) => !('check' in m && m.check === 'poll'));
-    if (messages.length === 0) return;
-    for (const message of messages) expect(await deliver(handler, [stepRecord(message)])).toEqual([]);
-  }
+/** Closes each of `resources` (a stand-in, or an undo such as `bedrockProcessEnv`'s) with the file's stack. */
+export const closeWithStack = (
+  closers: (() => Promise<void>)[],
+  ...resources: ({ close: () => Promise<void> } | (() => void))[]
+) => {
+  for (const resource of resources)
+    closers.push(typeof resource === 'function' ? async () => resource() : () => resource.close());
 };

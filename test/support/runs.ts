@@ -244,12 +244,19 @@ export const takeStepMessages = async (deps: Deps): Promise<StepMessage[]> => {
 
 /**
  * Plays the event source mapping by hand: takes the step messages off the queue and delivers
- * each once, until the queue stays empty. Returns every message delivered.
+ * each once, until the queue stays empty. Returns every message delivered. With `dropPolls`, a
+ * provider job's polls that came due are taken off and not delivered (a webhook ends those jobs).
  */
-export const drainSteps = async (deps: Deps, handler: StepHandler, maxRounds = 100): Promise<StepMessage[]> => {
+export const drainSteps = async (
+  deps: Deps,
+  handler: StepHandler,
+  options: { dropPolls?: boolean } = {},
+): Promise<StepMessage[]> => {
   const delivered: StepMessage[] = [];
-  for (let round = 0; round < maxRounds; round++) {
-    const messages = await takeStepMessages(deps);
+  for (let round = 0; round < 100; round++) {
+    const messages = (await takeStepMessages(deps)).filter(
+      (m) => !(options.dropPolls && 'check' in m && m.check === 'poll'),
+    );
     if (messages.length === 0) return delivered;
     for (const message of messages) {
       const failed = await deliver(handler, [stepRecord(message)]);

@@ -5,6 +5,7 @@
 import { meshToGlb } from '../../functions/nodes/media/glb.ts';
 import { encodePng, makeImage, writePngChunks } from '../../functions/nodes/media/png.ts';
 import { encodeWav } from '../../functions/nodes/media/wav.ts';
+import type { UploadContentType } from '../../schemas/files.ts';
 
 const u16le = (n: number) => Uint8Array.of(n & 0xff, n >> 8);
 const u32be = (n: number) => Uint8Array.of(n >>> 24, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff);
@@ -79,3 +80,22 @@ export const fbxBinary = () => concat(text('Kaydara FBX Binary  '), Uint8Array.o
 export const fbxAscii = () => text('; FBX 7.4.0 project file\nFBXHeaderExtension:  {\n}\n');
 export const json = () => text('  {"a": [1, 2, "three"]}\n');
 export const plainText = () => text('Hello, otters.\nÜmlauts are fine.\n');
+
+/** One file of each accepted type (the same bytes may be two types: WAV's two names, JSON text). */
+export const oneOfEachType = (): Record<UploadContentType, Uint8Array> => ({
+  'image/png': png(),
+  'image/jpeg': jpeg(),
+  'image/webp': webpLossy(),
+  'image/gif': gif(),
+  'audio/wav': wav(),
+  'audio/x-wav': wav(),
+  'audio/mpeg': mp3(),
+  'audio/flac': flac(),
+  'audio/ogg': ogg(),
+  'model/gltf-binary': glb(),
+  'model/gltf+json': gltf(),
+  'model/obj': obj(),
+  'model/fbx': fbxBinary(),
+  'application/json': json(),
+  'text/plain': plainText(),
+});
