@@ -3,7 +3,7 @@ import { createWriteStream } from 'node:fs';
 /**
  * `workflow-run`: the command-line tool for API consumers. Run `workflow-run --help`.
  *
- * Exit codes: 0 success; 1 API or network error (the error body is printed to stderr); 2 usage
+ * Exit codes: 0 success; 1 API, network or upload error (the error body is printed to stderr); 2 usage
  * error; 3 the watched run ended failed, cancelled or stopped. With `--json`, stdout carries only
  * JSON (the API's answer; for `--watch` and `watch`, the final run).
  */
@@ -77,7 +77,7 @@ Global options:
   --json           Print machine-readable JSON only
   -h, --help       Show this help
 
-Exit codes: 0 success, 1 API error, 2 usage error, 3 the watched run failed, was cancelled or stopped.
+Exit codes: 0 success, 1 API or upload error, 2 usage error, 3 the watched run failed, was cancelled or stopped.
 `;
 
 const optionSpec = {
