@@ -1,6 +1,6 @@
 /**
  * The typed client: openapi-fetch over the types generated from the served OpenAPI document, with
- * one method per operation, typed errors (`errors.ts`) and `waitForRun`.
+ * one method per operation, typed errors (`errors.ts`), `waitForRun` and `uploadFile`.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import createFetchClient, { type Client as FetchClient } from 'openapi-fetch';
