@@ -3,11 +3,11 @@ import { createWriteStream } from 'node:fs';
 /**
  * `workflow-run`: the command-line tool for API consumers. Run `workflow-run --help`.
  *
- * Exit codes: 0 success; 1 API or network error (the error body is printed to stderr); 2 usage
+ * Exit codes: 0 success; 1 API, network or upload error (the error body is printed to stderr); 2 usage
  * error; 3 the watched run ended failed, cancelled or stopped. With `--json`, stdout carries only
  * JSON (the API's answer; for `--watch` and `watch`, the final run).
  */
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir, readFile, stat } from 'node:fs/promises';
 import { basename, extname, join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -27,9 +27,13 @@ import {
   type RunRequest,
   type RunStep,
   type RunSummary,
+  type UploadContentType,
+  type UploadedFile,
+  type UploadProgress,
   type WorkflowRunClient,
 } from './client.ts';
-import { ApiError } from './errors.ts';
+import { ApiError, FileRejectedError, StorageRefusedError, UnknownContentTypeError, UploadError } from './errors.ts';
+import { contentTypeOf, uploadChunkBytes } from './upload.ts';
 
 export const defaultBaseUrl = 'http://127.0.0.1:3000/api/v1';
 
@@ -42,6 +46,8 @@ Commands:
   run <workflowId> [options]             Start a run of a workflow
   run --agent <agentId> [options]        Start a run of an agent's active workflow
       --input key=value                  Replace a step's value (its apiInputKey); repeatable
+      --input key=@path                  Upload the file (its type from its extension), then pass its
+                                         fileId; for text that starts with @, write @@
       --mode production|draft|preview    draft: a cheaper pass
       --defer [--max-multiplier M]       Queue the run until the price multiplier reaches M (default 0.7)
       --callback-url URL [--callback-secret S]   https URL for the run-finished webhook
@@ -61,6 +67,9 @@ Commands:
   deferred show <id>                     Show a deferred run
   deferred cancel <id>                   Cancel a deferred run still waiting
   deferred list [options]                The team's deferred runs, newest first (options as runs list)
+  files upload <path> [--content-type T] [--name N]
+                                         Upload a file (type from the extension unless given); prints the File
+  files get <fileId>                     Show an uploaded file: its state (awaiting_upload, ready, rejected)
 
 Global options:
   --base-url URL   API base URL (env WORKFLOW_RUN_API_URL; default ${defaultBaseUrl})
@@ -68,7 +77,7 @@ Global options:
   --json           Print machine-readable JSON only
   -h, --help       Show this help
 
-Exit codes: 0 success, 1 API error, 2 usage error, 3 the watched run failed, was cancelled or stopped.
+Exit codes: 0 success, 1 API or upload error, 2 usage error, 3 the watched run failed, was cancelled or stopped.
 `;
 
 const optionSpec = {
@@ -96,6 +105,7 @@ const optionSpec = {
   limit: { type: 'string' },
   cursor: { type: 'string' },
   all: { type: 'boolean' },
+  'content-type': { type: 'string' },
 } as const;
 
 type OptionName = keyof typeof optionSpec;
@@ -126,12 +136,14 @@ const commandOptions: Record<string, OptionName[]> = {
   'deferred cancel': [],
   'runs list': ['workflow-id', 'status', 'limit', 'cursor', 'all'],
   'deferred list': ['workflow-id', 'status', 'limit', 'cursor', 'all'],
+  'files upload': ['content-type', 'name'],
+  'files get': [],
 };
 
 /** Where the CLI writes and what it reads; `main` takes them so it can be driven in-process too. */
 export interface CliIo {
   stdout: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
-  stderr: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
   env: Record<string, string | undefined>;
   fetch?: (request: Request) => Promise<Response>;
   signal?: AbortSignal;
@@ -155,7 +167,7 @@ const printFields = (io: CliIo, fields: Record<string, unknown>) => {
 const positionalCommand = (positionals: string[]): { command: string; args: string[] } => {
   const [first, second, ...rest] = positionals;
   if (first === undefined) throw new UsageError('no command given');
-  if (first === 'workflows' || first === 'deferred' || first === 'runs') {
+  if (first === 'workflows' || first === 'deferred' || first === 'runs' || first === 'files') {
     if (second === undefined) throw new UsageError(`"${first}" needs a subcommand`);
     const command = `${first} ${second}`;
     if (!(command in commandOptions)) throw new UsageError(`unknown command "${command}"`);
@@ -231,14 +243,40 @@ const createWorkflow = async (client: WorkflowRunClient, io: CliIo, values: Valu
 
 const runModes = ['production', 'draft', 'preview'] as const;
 
-const runRequest = (values: Values): RunRequest => {
+/** An `--input key=@path`: the file to upload before the run starts, its fileId then the key's value. */
+interface FileInput {
+  key: string;
+  path: string;
+  contentType: UploadContentType;
+}
+
+/** The run's body, its file inputs still to upload (their keys are absent from `body.inputs` until then). */
+const runRequest = (values: Values): { body: RunRequest; fileInputs: FileInput[] } => {
   const body: RunRequest = {};
+  const fileInputs: FileInput[] = [];
   if (values.input?.length) {
     const inputs: Record<string, string> = {};
+    /** A key given twice takes its last value, text or file. */
+    const files = new Map<string, string>();
     for (const pair of values.input) {
       const at = pair.indexOf('=');
-      if (at <= 0) throw new UsageError(`--input needs key=value (got "${pair}")`);
-      inputs[pair.slice(0, at)] = pair.slice(at + 1);
+      if (at <= 0) throw new UsageError(`--input needs key=value or key=@path (got "${pair}")`);
+      const key = pair.slice(0, at);
+      const value = pair.slice(at + 1);
+      files.delete(key);
+      delete inputs[key];
+      if (value.startsWith('@@')) inputs[key] = value.slice(1);
+      else if (value.startsWith('@')) files.set(key, value.slice(1));
+      else inputs[key] = value;
+    }
+    for (const [key, path] of files) {
+      if (path === '') throw new UsageError(`--input ${key}=@ needs a path after the @`);
+      try {
+        fileInputs.push({ key, path, contentType: contentTypeOf(path) });
+      } catch (error) {
+        if (error instanceof UnknownContentTypeError) throw new UsageError(`--input ${key}: ${error.message}`);
+        throw error;
+      }
     }
     body.inputs = inputs;
   }
@@ -263,7 +301,61 @@ const runRequest = (values: Values): RunRequest => {
     if (!values['callback-url']) throw new UsageError('--callback-secret only applies with --callback-url');
     body.callbackSecret = values['callback-secret'];
   }
-  return body;
+  return { body, fileInputs };
+};
+
+/** A file must be there and readable before anything is declared: a typo never leaves uploads behind. */
+const checkReadable = async (path: string, what: string) => {
+  try {
+    if (!(await stat(path)).isFile()) throw new Error('not a file');
+  } catch (error) {
+    throw new UsageError(`${what}: cannot read ${path}: ${(error as Error).message}`);
+  }
+};
+
+const formatMiB = (bytes: number) => `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+
+/**
+ * Progress on stderr for a file larger than one chunk (stdout keeps only the command's answer): on
+ * a terminal one line redrawn in place, otherwise a line at each tenth of the way and at the end.
+ */
+const progressLine = (io: CliIo, label: string) => {
+  let lastTenth = -1;
+  return ({ sentBytes, totalBytes }: UploadProgress) => {
+    if (totalBytes <= uploadChunkBytes) return;
+    const percent = Math.floor((sentBytes / totalBytes) * 100);
+    const text = `uploading ${label}: ${formatMiB(sentBytes)} of ${formatMiB(totalBytes)} (${percent}%)`;
+    const done = sentBytes >= totalBytes;
+    if (io.stderr.isTTY) io.stderr.write(`\r\x1b[2K${text}${done ? '\n' : ''}`);
+    else if (done || Math.floor(percent / 10) > lastTenth) write(io.stderr, text);
+    lastTenth = Math.floor(percent / 10);
+  };
+};
+
+const upload = async (
+  client: WorkflowRunClient,
+  io: CliIo,
+  path: string,
+  label: string,
+  options: { contentType?: UploadContentType; name?: string } = {},
+): Promise<UploadedFile> =>
+  client.uploadFile(path, { ...options, onProgress: progressLine(io, label), signal: io.signal });
+
+const uploadFile = async (client: WorkflowRunClient, io: CliIo, values: Values, path: string, json: boolean) => {
+  // The API names the accepted types when it refuses one; the extension is read only when none is given.
+  let contentType = values['content-type'] as UploadContentType | undefined;
+  if (contentType === undefined) {
+    try {
+      contentType = contentTypeOf(path);
+    } catch (error) {
+      if (error instanceof UnknownContentTypeError) throw new UsageError(`${error.message} (--content-type)`);
+      throw error;
+    }
+  }
+  await checkReadable(path, 'files upload');
+  const file = await upload(client, io, path, path, { contentType, ...(values.name ? { name: values.name } : {}) });
+  if (json) return printJson(io, file);
+  printFields(io, file);
 };
 
 const startRun = async (client: WorkflowRunClient, io: CliIo, values: Values, args: string[], json: boolean) => {
@@ -271,7 +363,14 @@ const startRun = async (client: WorkflowRunClient, io: CliIo, values: Values, ar
   const agentId = values.agent;
   const workflowId = agentId ? undefined : oneArg('run', args, 'workflow id');
   if (values.watch && values.defer) throw new UsageError('--watch cannot follow a deferred run; use --defer alone');
-  const body = runRequest(values);
+  const { body, fileInputs } = runRequest(values);
+  for (const input of fileInputs) await checkReadable(input.path, `--input ${input.key}`);
+  // One after another: each fileId is the run's input for its key once its file reads ready.
+  for (const input of fileInputs) {
+    const file = await upload(client, io, input.path, input.path, { contentType: input.contentType });
+    body.inputs = { ...body.inputs, [input.key]: file.fileId };
+    if (!json) write(io.stderr, `uploaded ${input.path} as ${file.fileId} (${file.contentType}, ${file.size} bytes)`);
+  }
   const options = { signal: io.signal, idempotencyKey: values['idempotency-key'] };
   const started = workflowId
     ? await client.runWorkflow(workflowId, body, options)
@@ -672,6 +771,15 @@ export const main = async (
         noArgs(command, args);
         await listDeferred(client, io, values, json);
         break;
+      case 'files upload':
+        await uploadFile(client, io, values, oneArg(command, args, 'path'), json);
+        break;
+      case 'files get': {
+        const file = await client.getFile(oneArg(command, args, 'file id'), { signal: io.signal });
+        if (json) printJson(io, file);
+        else printFields(io, file);
+        break;
+      }
       case 'deferred show':
       case 'deferred cancel': {
         const id = oneArg(command, args, 'deferred run id');
@@ -697,6 +805,17 @@ export const main = async (
       return 1;
     }
     if (io.signal?.aborted) return 130;
+    if (error instanceof UploadError) {
+      // What the upload's refusal said, by name: the check's reason, or storage's code.
+      const details = {
+        error: error.message,
+        ...(error.fileId ? { fileId: error.fileId } : {}),
+        ...(error instanceof FileRejectedError ? { reason: error.reason } : {}),
+        ...(error instanceof StorageRefusedError ? { status: error.status, code: error.code } : {}),
+      };
+      write(io.stderr, json ? JSON.stringify(details) : `workflow-run: ${error.message}`);
+      return 1;
+    }
     const message = describeError(error);
     if (json) write(io.stderr, JSON.stringify({ error: message }));
     else write(io.stderr, `workflow-run: ${message}`);

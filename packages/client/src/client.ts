@@ -1,11 +1,31 @@
 /**
  * The typed client: openapi-fetch over the types generated from the served OpenAPI document, with
- * one method per operation, typed errors (`errors.ts`) and `waitForRun`.
+ * one method per operation, typed errors (`errors.ts`), `waitForRun` and `uploadFile`.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import createFetchClient, { type Client as FetchClient } from 'openapi-fetch';
-import { errorFromResponse, RetryableError, ServerError, WaitTimeoutError } from './errors.ts';
+import {
+  errorFromResponse,
+  FileRejectedError,
+  RetryableError,
+  ServerError,
+  StorageRefusedError,
+  UploadError,
+  WaitTimeoutError,
+} from './errors.ts';
 import type { components, paths } from './openapi-types.ts';
+import {
+  type ByteSource,
+  chunkedStream,
+  contentTypeOf,
+  defaultName,
+  nameOf,
+  openFile,
+  type UploadContentType,
+  type UploadProgress,
+} from './upload.ts';
+
+export { contentTypeOf, contentTypesByExtension, type UploadContentType, type UploadProgress } from './upload.ts';
 
 type Schemas = components['schemas'];
 
@@ -91,6 +111,15 @@ export interface WaitForRunOptions extends RequestOptions {
   maxConsecutiveErrors?: number;
 }
 
+export interface UploadFileOptions extends RequestOptions {
+  /** The file's content type; from a path, its extension tells it when not given (`contentTypesByExtension`). */
+  contentType?: UploadContentType;
+  /** The file's name (default: the path's last part; for bytes, `upload` and the type's extension). */
+  name?: string;
+  /** Called each time a chunk (1 MiB) of the bytes is handed to the connection, the last with `sentBytes === totalBytes`. */
+  onProgress?: (progress: UploadProgress) => void;
+}
+
 export interface WorkflowRunClient {
   /** GET /workflows: the workflows the key can run, newest change first. */
   listWorkflows(options?: RequestOptions): Promise<WorkflowSummary[]>;
@@ -143,6 +172,15 @@ export interface WorkflowRunClient {
   createFile(body: CreateFileRequest, options?: RequestOptions): Promise<CreateFileResponse>;
   /** GET /files/{fileId}: its state; the first read after the bytes arrived checks them (`ready` or `rejected`). */
   getFile(fileId: string, options?: RequestOptions): Promise<UploadedFile>;
+  /**
+   * Uploads a file (a path, read in chunks, or bytes): declares it (POST /files), sends its bytes to
+   * storage with exactly the answered method, URL and headers, then reads it (GET /files/{fileId},
+   * which checks them) and returns it `ready`. Throws `UnknownContentTypeError` before any request
+   * when the type cannot be told, `ApiError` for the API's refusals (422 for a type or size not
+   * accepted), `StorageRefusedError` when storage refuses the bytes (S3's `code` and message), and
+   * `FileRejectedError` (with `reason`) when the check rejects them.
+   */
+  uploadFile(pathOrBytes: string | Uint8Array, options?: UploadFileOptions): Promise<UploadedFile>;
   /**
    * Polls GET /runs/{jobId} until the run is completed, failed, cancelled or stopped, and returns
    * it (whatever the status: check `run.status`). Waits `intervalMs`, growing by `backoffFactor`
@@ -248,6 +286,57 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
     }
   };
 
+  const getFile = (fileId: string, requestOptions: RequestOptions = {}) =>
+    unwrap<UploadedFile>(raw.GET('/files/{fileId}', { params: { path: { fileId } }, signal: requestOptions.signal }));
+
+  /**
+   * The file once its check has run. Storage has the bytes when the PUT answers (S3 reads after
+   * writes), so `awaiting_upload` should not last; a few short waits cover a slower store.
+   */
+  const checkedFile = async (fileId: string, signal: AbortSignal | undefined): Promise<UploadedFile> => {
+    for (let attempt = 1; ; attempt++) {
+      const file = await getFile(fileId, { signal });
+      if (file.state === 'ready') return file;
+      if (file.state === 'rejected') throw new FileRejectedError(fileId, file.reason ?? 'no reason given', file);
+      if (attempt === 5)
+        throw new UploadError(`file ${fileId} still reads awaiting_upload after its bytes were sent`, fileId);
+      await sleep(200 * attempt, undefined, { signal });
+    }
+  };
+
+  const uploadFile = async (pathOrBytes: string | Uint8Array, uploadOptions: UploadFileOptions = {}) => {
+    const { signal, onProgress } = uploadOptions;
+    const path = typeof pathOrBytes === 'string' ? pathOrBytes : undefined;
+    // Both checked before any request: nothing is declared for a file that cannot be sent.
+    if (path === undefined && !uploadOptions.contentType)
+      throw new UploadError('uploadFile of bytes needs options.contentType (only a path has an extension to tell it)');
+    const contentType = uploadOptions.contentType ?? contentTypeOf(path ?? '');
+    const opened = path === undefined ? undefined : await openFile(path);
+    let fileId: string;
+    try {
+      const source: ByteSource = opened?.source ?? { kind: 'bytes', bytes: pathOrBytes as Uint8Array };
+      const size = source.kind === 'bytes' ? source.bytes.length : source.size;
+      const name = uploadOptions.name ?? (path === undefined ? defaultName(contentType) : nameOf(path));
+      const declared = await unwrap(raw.POST('/files', { body: { name, contentType, size }, signal }));
+      fileId = declared.fileId;
+      const { method, url, headers } = declared.upload;
+      // A stream, so a large file is read a chunk at a time; its content-length stays the signed one.
+      const init: RequestInit & { duplex: 'half' } = {
+        method,
+        headers,
+        body: chunkedStream(source, size, onProgress),
+        duplex: 'half',
+        signal,
+      };
+      const response = await (options.fetch ?? fetch)(new Request(url, init));
+      if (!response.ok) throw new StorageRefusedError(fileId, response.status, await response.text());
+      await response.body?.cancel();
+    } finally {
+      await opened?.close();
+    }
+    return checkedFile(fileId, signal);
+  };
+
   const listRuns = (params: ListRunsParams = {}, requestOptions: RequestOptions = {}) =>
     unwrap<ListRunsResponse>(raw.GET('/runs', { params: { query: params }, signal: requestOptions.signal }));
   const listDeferredRuns = (params: ListDeferredRunsParams = {}, requestOptions: RequestOptions = {}) =>
@@ -307,8 +396,8 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
     cancelDeferredRun: (id, requestOptions = {}) =>
       unwrap(raw.DELETE('/deferred-runs/{id}', { params: { path: { id } }, signal: requestOptions.signal })),
     createFile: (body, requestOptions = {}) => unwrap(raw.POST('/files', { body, signal: requestOptions.signal })),
-    getFile: (fileId, requestOptions = {}) =>
-      unwrap(raw.GET('/files/{fileId}', { params: { path: { fileId } }, signal: requestOptions.signal })),
+    getFile,
+    uploadFile,
     waitForRun,
   };
   return client;

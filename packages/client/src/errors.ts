@@ -154,3 +154,74 @@ export class WaitTimeoutError<TRun = unknown> extends Error {
     this.lastRun = lastRun;
   }
 }
+
+/**
+ * `uploadFile` failed other than by an API answer (those throw `ApiError`): the content type could
+ * not be told, storage refused the bytes, or the check rejected them. `fileId` names the declared
+ * file once there is one.
+ */
+export class UploadError extends Error {
+  readonly fileId: string | undefined;
+
+  constructor(message: string, fileId?: string) {
+    super(message);
+    this.name = new.target.name;
+    this.fileId = fileId;
+  }
+}
+
+/** No `contentType` was given and the file's extension names none of the accepted types. Nothing was sent. */
+export class UnknownContentTypeError extends UploadError {
+  /** The extension looked at, with its dot (`.bmp`), or '' when the name has none. */
+  readonly extension: string;
+
+  constructor(path: string, extension: string, known: readonly string[]) {
+    super(
+      `cannot tell the content type of ${path} from its extension${extension ? ` (${extension})` : ' (it has none)'}: ` +
+        `pass contentType, or name it with one of ${known.join(' ')}`,
+    );
+    this.extension = extension;
+  }
+}
+
+/**
+ * Storage refused the PUT of the bytes (an answer outside 2xx from the presigned URL, not from the
+ * API): S3's `code` and `storageMessage` from its XML error body, e.g. `SignatureDoesNotMatch` when
+ * a signed header differs, `AccessDenied` ("Request has expired") after the URL's 15 minutes.
+ */
+export class StorageRefusedError extends UploadError {
+  readonly status: number;
+  /** S3's error code, or undefined when the body was not S3's XML error. */
+  readonly code: string | undefined;
+  /** S3's error message, or undefined when the body was not S3's XML error. */
+  readonly storageMessage: string | undefined;
+  /** The answer's body as text. */
+  readonly body: string;
+
+  constructor(fileId: string, status: number, body: string) {
+    const field = (name: string) => new RegExp(`<${name}>([^<]*)</${name}>`).exec(body)?.[1];
+    const code = field('Code');
+    const storageMessage = field('Message');
+    super(
+      `storage refused the upload of ${fileId}: ${status}${code ? ` ${code}` : ''}${storageMessage ? `: ${storageMessage}` : ''}`,
+      fileId,
+    );
+    this.status = status;
+    this.code = code;
+    this.storageMessage = storageMessage;
+    this.body = body;
+  }
+}
+
+/** The bytes arrived and the check refused them (`state: 'rejected'`); `reason` says why. */
+export class FileRejectedError<TFile = unknown> extends UploadError {
+  readonly reason: string;
+  /** The File as `GET /files/{fileId}` read it. */
+  readonly file: TFile;
+
+  constructor(fileId: string, reason: string, file: TFile) {
+    super(`file ${fileId} was rejected: ${reason}`, fileId);
+    this.reason = reason;
+    this.file = file;
+  }
+}

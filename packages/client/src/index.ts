@@ -1,6 +1,6 @@
 /**
  * `@workflow-run-api/client`: a typed client for the Workflow Run API, generated from its OpenAPI
- * document, with `waitForRun`, typed errors and webhook verification.
+ * document, with `waitForRun`, `uploadFile`, typed errors and webhook verification.
  */
 export * from './client.ts';
 export * from './errors.ts';
