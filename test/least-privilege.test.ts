@@ -26,11 +26,6 @@ import { iamActionOf } from './support/command-actions.ts';
  * function id, then IAM action (every resource the policy names for it).
  */
 const notExercised: Record<string, Record<string, string>> = {
-  CancelRun: {
-    'dynamodb:PutItem':
-      "It creates the file links' signing key only when a cancelled run's answer holds the first file linked on " +
-      'the stage; in the suite a run read or a webhook delivery always links a file first.',
-  },
   ProviderWebhook: {
     'secretsmanager:GetSecretValue':
       "It reads a provider's key (to fetch Replicate's signing secret) from the stage's store only when deployed; " +
