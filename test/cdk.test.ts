@@ -909,7 +909,9 @@ describe('cdk app', { timeout: 120_000 }, () => {
         ).toEqual([]);
         if (fn.id !== 'GetDocsAsset') expect(besideFileCopies(fn.entry), fn.id).toEqual([]);
       }
-      expect(bundles.get('GetDocsAsset')?.length ?? 0).toBeLessThan(100_000);
+      // The renderer is 1.9 MB: far above this bound, which the error table every public handler
+      // answers with (it grows by a row per error) reached at 100 KB.
+      expect(bundles.get('GetDocsAsset')?.length ?? 0).toBeLessThan(120_000);
     });
 
     it('runs Python with no network route out: isolated subnets, no gateway or endpoint, a group with no rule', () => {

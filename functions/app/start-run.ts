@@ -43,7 +43,7 @@ import {
   startRun,
 } from '../store/run/index.ts';
 import { backoff, storageBusy, writeRetry } from '../store/write.ts';
-import { type CheckedUpload, checkFileInputs, holdFileInputs } from './run-inputs.ts';
+import { checkFileInputs, holdFileInputs } from './run-inputs.ts';
 
 /** The error that carries an admission refusal to the caller. */
 const admissionError = (refusal: AdmissionRefusal, cause?: unknown): ServiceError => {
@@ -84,10 +84,12 @@ export interface CommitInput {
   idempotency: ((jobId: string, estimate: RunEstimate) => NewRun['idempotency']) | null;
   deferredJobId: string | null;
   extraItems?: NewRun['extraItems'];
-  /** The uploads its `inputs` name, checked: the run copies them once admitted, before its commit. */
-  uploads?: readonly CheckedUpload[];
-  /** Copies made already (a deferred run's, made when it was deferred). */
-  inputFiles?: Record<string, InputFile>;
+  /**
+   * The run's own copies of the uploads its `inputs` name: made by `holdFiles` once admitted and
+   * before the commit, or made already (a deferred run's, when it was deferred). A callback, so
+   * the dispatcher's bundle carries no S3 client.
+   */
+  inputFiles?: Record<string, InputFile> | ((jobId: string) => Promise<Record<string, InputFile>>);
 }
 
 /**
@@ -101,7 +103,8 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
   const now = deps.now();
   const month = spendMonth(now);
   const monthlyCap = key.monthlyCapHundredths;
-  let inputFiles = input.inputFiles;
+  let inputFiles = typeof input.inputFiles === 'function' ? undefined : input.inputFiles;
+  const holdFiles = typeof input.inputFiles === 'function' ? input.inputFiles : undefined;
   for (let attempt = 0; ; attempt++) {
     let facts: Awaited<ReturnType<typeof loadAdmissionFacts>>;
     try {
@@ -126,7 +129,7 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
     if (refusal) throw admissionError(busyFirst(refusal, await activeJobOf(deps, workflow.workflowId)));
     // After admission (a refused start copies nothing), before the commit (a committed run has its
     // copies); a copy whose transaction then fails is left to the retention's lifecycle rule.
-    inputFiles ??= await holdFileInputs(deps, key.teamId, jobId, input.uploads ?? []);
+    inputFiles ??= holdFiles ? await holdFiles(jobId) : {};
     try {
       await startRun(deps, {
         jobId,
@@ -249,7 +252,7 @@ const startRunFor = async (
       request,
       multiplier: 1,
       deferredJobId: null,
-      uploads,
+      inputFiles: (jobId) => holdFileInputs(deps, key.teamId, jobId, uploads),
       idempotency: (jobId, estimate) => {
         answer = {
           deferred: false,

@@ -3,7 +3,7 @@
  * services, repositories, storage) and inputs (typed text, files, JSON, images, listeners).
  */
 import * as v from 'valibot';
-import { uploadContentTypes } from '../../../schemas/files.ts';
+import { uploadContentTypes } from '../../../schemas/upload-types.ts';
 import type { NodeType } from '../../../schemas/workflows.ts';
 import { type ApiInput, ApiInputKeySchema, flatPrice, intBetween, type NodeSpec } from './node-spec.ts';
 

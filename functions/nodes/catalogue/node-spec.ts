@@ -3,7 +3,7 @@
  * builders the entries share.
  */
 import * as v from 'valibot';
-import type { UploadContentType } from '../../../schemas/files.ts';
+import type { UploadContentType } from '../../../schemas/upload-types.ts';
 import { type NodeType, stepKeyPattern, stepKeyRule } from '../../../schemas/workflows.ts';
 import { draftPrice } from '../../domain/run-modes.ts';
 import type { ValueKind } from './kinds.ts';
