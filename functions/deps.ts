@@ -57,6 +57,11 @@ export interface Deps {
    */
   publicBaseUrl?: string;
   /**
+   * Loopback addresses, and plain http to them, pass for a run's URL inputs
+   * (`ALLOW_PRIVATE_CALLBACKS=1`: local development only, as for webhooks and node HTTP calls).
+   */
+  allowLoopback?: boolean;
+  /**
    * Cancels a provider's job for a model step that finished after its run ended (called where the
    * late finish is detected, before its output is dropped; may be called again on a redelivery).
    * Unset, as now: every provider (the sandbox, `openai-compatible`) answers within its call, so
@@ -130,6 +135,8 @@ export const productionDeps = (clients: Partial<Clients>, stepExecutor?: StepExe
     secrets: refusingSecrets(secretPolicyFromEnv(process.env)),
     retentionDays: parseRetentionDays(process.env[envNames.retentionDays]),
     ...(process.env[envNames.publicBaseUrl] ? { publicBaseUrl: process.env[envNames.publicBaseUrl] } : {}),
+    // The rule of allowLoopbackFromEnv (functions/http-client/address-vet.ts), not imported: every bundle loads this module.
+    allowLoopback: process.env.ALLOW_PRIVATE_CALLBACKS === '1',
   };
   if (!stepExecutor) return deps;
   const secrets = stepExecutor.secrets(process.env);

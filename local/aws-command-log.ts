@@ -70,9 +70,14 @@ const targetsOf = (names: ReturnType<typeof namer>, service: string, input: Inpu
     case 'SQS':
       return [{ resource: `arn:${partition}:sqs:${region}:${account}:${names.queue(input.QueueUrl)}` }];
     case 'S3': {
+      const prefixOf = (key: string) => (key.includes('/') ? key.slice(0, key.indexOf('/') + 1) : key);
       const key = String(input.Key ?? input.Prefix ?? '');
-      const prefix = key.includes('/') ? key.slice(0, key.indexOf('/') + 1) : key;
-      return [{ resource: `arn:${partition}:s3:::${names.bucket(input.Bucket)}/${prefix}` }];
+      const target = { resource: `arn:${partition}:s3:::${names.bucket(input.Bucket)}/${prefixOf(key)}` };
+      if (input.CopySource === undefined) return [target];
+      // A copy also reads its source, `<bucket>/<key>`.
+      const [bucket = '', ...source] = decodeURIComponent(String(input.CopySource)).replace(/^\//, '').split('/');
+      const read = { resource: `arn:${partition}:s3:::${names.bucket(bucket)}/${prefixOf(source.join('/'))}` };
+      return [target, { ...read, item: 'CopySource' }];
     }
     case 'SecretsManager': {
       const id = String(input.SecretId);

@@ -8,6 +8,7 @@ import { documentClient } from '../functions/clients/dynamodb.ts';
 import { s3ClientConfig } from '../functions/clients/s3.ts';
 import type { Deps } from '../functions/deps.ts';
 import { parseRetentionDays } from '../functions/domain/retention.ts';
+import { allowLoopbackFromEnv } from '../functions/http-client/address-vet.ts';
 import { createExecutorRegistry, executorDeps } from '../functions/nodes/executors/index.ts';
 import { stageProvidersFromEnv } from '../functions/nodes/providers/stage.ts';
 import { secretPolicyFromEnv } from '../functions/store/secret-refs.ts';
@@ -50,6 +51,7 @@ export const localDeps = (resources: LocalResources, overrides: Partial<Deps> = 
       retentionDays: parseRetentionDays(process.env[envNames.retentionDays]),
       // Unset: the local API server gives its own address (local/api-gateway.ts).
       ...(process.env[envNames.publicBaseUrl] ? { publicBaseUrl: process.env[envNames.publicBaseUrl] } : {}),
+      allowLoopback: allowLoopbackFromEnv(process.env),
       ...overrides,
     },
     resources,

@@ -73,20 +73,34 @@ const table = [
     grants: { table: ['GetItem', 'UpdateItem', 'PutItem', 'ConditionCheckItem'] },
   },
   {
+    // The files its inputs name (functions/app/run-inputs.ts): settled as GET /files settles them
+    // (uploads: HeadObject and a ranged GetObject, DeleteObject of one rejected), then copied to
+    // the run's own key (CopyObject: GetObject on the upload, PutObject under teams/).
     id: 'RunWorkflow',
     method: 'POST',
     path: '/workflows/{id}/runs',
     entry: 'functions/api/run-workflow.ts',
     scope: 'runs:create',
-    grants: { table: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'], stepsQueue: 'send' },
+    grants: {
+      table: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'],
+      stepsQueue: 'send',
+      uploads: ['GetObject', 'DeleteObject'],
+      bucket: ['PutObject'],
+    },
   },
   {
+    // Its input files as RunWorkflow's.
     id: 'RunAgent',
     method: 'POST',
     path: '/agents/{id}/runs',
     entry: 'functions/api/run-agent.ts',
     scope: 'runs:create',
-    grants: { table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'], stepsQueue: 'send' },
+    grants: {
+      table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'],
+      stepsQueue: 'send',
+      uploads: ['GetObject', 'DeleteObject'],
+      bucket: ['PutObject'],
+    },
   },
   {
     // GetItem: the key, and the cursor signing key; PutItem: creating that key, once per table.

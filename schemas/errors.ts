@@ -15,6 +15,8 @@ import { UuidSchema } from './common.ts';
 export const messagePrefixes = {
   unknownNodeType: 'Unknown node type: ',
   unknownInputKeys: 'Unknown input key(s): ',
+  /** Our design (issue 24): a file a run's input names cannot be used. */
+  inputFileNotUsable: 'Input file not usable: ',
   serverError: 'Server error: ',
   /** Our design: a body that is not JSON or does not fit the request schema. */
   invalidBody: 'Invalid request body: ',
@@ -72,6 +74,8 @@ export const messages = {
   unknownNodeType: (type: string): string => `${messagePrefixes.unknownNodeType}${type}`,
   /** The keys are listed comma-separated, in the order the caller sent them. */
   unknownInputKeys: (keys: readonly string[]): string => `${messagePrefixes.unknownInputKeys}${keys.join(', ')}`,
+  /** Our design: names the `inputs` key whose file (a `fileId` or a URL) cannot be used. */
+  inputFileNotUsable: (key: string): string => `${messagePrefixes.inputFileNotUsable}${key}`,
   /** Only for details safe to show a caller; never an internal error's own message. */
   serverError: (detail: string): string => `${messagePrefixes.serverError}${detail}`,
   /** Our design: `detail` names the first offending field. */
@@ -205,6 +209,20 @@ export const UnknownInputKeysErrorSchema = v.strictObject({
   validKeys: v.array(v.string()),
 });
 export type UnknownInputKeysErrorBody = v.InferOutput<typeof UnknownInputKeysErrorSchema>;
+
+/**
+ * 422 of a run start (our design, issue 24): the file an `inputs` key names is unknown (or another
+ * team's, read alike), not `ready`, of a type its step cannot read, or a URL that is not https or
+ * whose host is not public.
+ */
+export const InputFileNotUsableErrorSchema = v.strictObject({
+  error: prefixed(messagePrefixes.inputFileNotUsable),
+  /** The `inputs` key. */
+  key: v.string(),
+  /** Why, for a person. */
+  reason: v.string(),
+});
+export type InputFileNotUsableErrorBody = v.InferOutput<typeof InputFileNotUsableErrorSchema>;
 
 export const CallbackUrlInvalidErrorSchema = fixed(messages.callbackUrlInvalid);
 export type CallbackUrlInvalidErrorBody = v.InferOutput<typeof CallbackUrlInvalidErrorSchema>;

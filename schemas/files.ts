@@ -7,29 +7,9 @@
 import * as v from 'valibot';
 import { DateTimeSchema, notArray } from './common.ts';
 import { type DocumentedParameter, jsonResponse, type OperationSpec, ref, storageBusyText } from './openapi-parts.ts';
+import { uploadContentTypes } from './upload-types.ts';
 
-/**
- * The content types a caller may upload, by kind. FBX has no registered media type: `model/fbx`
- * names it beside the other meshes (`application/octet-stream` is refused: it says nothing to check).
- */
-export const uploadContentTypes = [
-  'image/png',
-  'image/jpeg',
-  'image/webp',
-  'image/gif',
-  'audio/wav',
-  'audio/x-wav',
-  'audio/mpeg',
-  'audio/flac',
-  'audio/ogg',
-  'model/gltf-binary',
-  'model/gltf+json',
-  'model/obj',
-  'model/fbx',
-  'application/json',
-  'text/plain',
-] as const;
-export type UploadContentType = (typeof uploadContentTypes)[number];
+export { type UploadContentType, uploadContentTypes } from './upload-types.ts';
 
 /** The largest file a caller may upload: 100 MiB. */
 export const maxUploadBytes = 100 * 1024 * 1024;

@@ -59,7 +59,8 @@ export const RunRequestSchema = notArray(
   v.object({
     /**
      * Replaces a step's value for this run, keyed by the step's `config.apiInputKey`. A key matching
-     * no step (the empty one included) is the spec's 422; a value may be empty.
+     * no step (the empty one included) is the spec's 422; a value may be empty. A file step's value
+     * is a `fileId` or an https URL (functions/app/run-inputs.ts).
      */
     inputs: v.optional(notArray(v.record(v.string(), v.string()))),
     /** `draft`: cheaper pass; `preview` behaves like `production`. */
@@ -389,8 +390,9 @@ const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
         : 'No such agent in the team, no workflow for it, or no canvas.',
     409: 'The workflow already has a run in progress.',
     422:
-      'An `inputs` key matches no step, `callbackUrl` is not https, the workflow fails validation, a step ' +
-      'runs only on providers this run may not use, or the `Idempotency-Key` was used with another request.',
+      "An `inputs` key matches no step, a file step's `inputs` value is not a usable `fileId` or public https URL, " +
+      '`callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not ' +
+      'use, or the `Idempotency-Key` was used with another request.',
     503:
       'The key has a monthly cap that could not be checked (the run is refused rather than started ' +
       `unmetered), or: ${storageBusyText}`,

@@ -125,7 +125,7 @@ export const WorkflowStepConfigSchema = notArray(
   v.looseObject({
     apiInputKey: v.optional(
       documentedKey(
-        `On a TextEntry or PromptBuilder step: the \`inputs\` key a run uses to replace the step's value (${stepKeyRule}).`,
+        `On a TextEntry or PromptBuilder step: the \`inputs\` key a run uses to replace the step's value; on an ImageLoader, FileUploader, RigImporter or JsonLoader step: the \`inputs\` key whose \`fileId\` or https URL the step reads (${stepKeyRule}).`,
       ),
     ),
   }),

@@ -3,9 +3,11 @@ import { describe, expect, it } from 'vitest';
 import { priceInMode } from '../functions/domain/run-modes.ts';
 import { canConnect, catalogue, getNodeSpec, nodeCategories, valueKinds } from '../functions/nodes/catalogue/index.ts';
 import { httpCallMaxTimeoutMs } from '../functions/nodes/catalogue/logic.ts';
+import { fileInputTypes } from '../functions/nodes/catalogue/node-spec.ts';
 import { pythonMaxTimeoutMs } from '../functions/python/protocol.ts';
 import { stepNodeTimeoutSeconds } from '../platform/definitions.ts';
 import { modelNodeTypes } from '../platform/model-defaults.ts';
+import { uploadContentTypes } from '../schemas/files.ts';
 import { nodeTypes } from '../schemas/workflows.ts';
 
 const entries = Object.values(catalogue);
@@ -76,8 +78,23 @@ describe('node catalogue (DESIGN section 4)', () => {
     }
   });
 
-  it('lets only TextEntry and PromptBuilder accept an apiInputKey', () => {
-    expect(entries.filter((s) => s.acceptsApiInputKey).map((s) => s.type)).toEqual(['TextEntry', 'PromptBuilder']);
+  it('lets TextEntry and PromptBuilder take text by apiInputKey, and the loaders that read a file a file', () => {
+    expect(entries.filter((s) => s.acceptsApiInputKey === 'text').map((s) => s.type)).toEqual([
+      'TextEntry',
+      'PromptBuilder',
+    ]);
+    expect(
+      Object.fromEntries(entries.flatMap((s) => (fileInputTypes(s) ? [[s.type, fileInputTypes(s)]] : []))),
+    ).toEqual({
+      FileUploader: [...uploadContentTypes],
+      JsonLoader: ['application/json'],
+      ImageLoader: ['image/png', 'image/jpeg', 'image/webp', 'image/gif'],
+      RigImporter: ['model/gltf-binary', 'model/gltf+json', 'model/fbx', 'model/obj'],
+    });
+    // Each file step reads only types an upload may be, and its config takes the key.
+    for (const spec of entries.filter((s) => fileInputTypes(s))) {
+      expect(v.is(spec.configSchema, { apiInputKey: 'photo' }), spec.type).toBe(true);
+    }
     expect(v.is(catalogue.TextEntry.configSchema, { apiInputKey: 'topic' })).toBe(true);
     expect(v.is(catalogue.TextEntry.configSchema, { apiInputKey: '' })).toBe(false);
   });

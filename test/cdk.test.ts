@@ -774,8 +774,12 @@ describe('cdk app', { timeout: 120_000 }, () => {
       for (const action of ['dynamodb:Scan', 'dynamodb:BatchWriteItem', 's3:ListBucket']) {
         expect(everything).not.toContain(action);
       }
-      // Objects are deleted only where an upload is rejected, and only under uploads/.
-      expect(entries.filter((e) => e.access.uploads?.includes('DeleteObject')).map((e) => e.id)).toEqual(['GetFile']);
+      // Objects are deleted only where an upload is rejected (read, or named by a run's inputs), and only under uploads/.
+      expect(entries.filter((e) => e.access.uploads?.includes('DeleteObject')).map((e) => e.id)).toEqual([
+        'RunWorkflow',
+        'RunAgent',
+        'GetFile',
+      ]);
       expect(
         entries.filter((e) => (e.access.bucket as readonly string[] | undefined)?.includes('DeleteObject')),
       ).toEqual([]);
@@ -905,7 +909,9 @@ describe('cdk app', { timeout: 120_000 }, () => {
         ).toEqual([]);
         if (fn.id !== 'GetDocsAsset') expect(besideFileCopies(fn.entry), fn.id).toEqual([]);
       }
-      expect(bundles.get('GetDocsAsset')?.length ?? 0).toBeLessThan(100_000);
+      // The renderer is 1.9 MB: far above this bound, which the error table every public handler
+      // answers with (it grows by a row per error) reached at 100 KB.
+      expect(bundles.get('GetDocsAsset')?.length ?? 0).toBeLessThan(120_000);
     });
 
     it('runs Python with no network route out: isolated subnets, no gateway or endpoint, a group with no rule', () => {
@@ -1244,8 +1250,10 @@ function actionsSentBy(bundle: string) {
         table.add(transactionItemActions[item[1] ?? ''] ?? '');
       }
     } else if (commandActions[command]?.table) table.add(commandActions[command].table);
-    else if (commandActions[command]?.other) other.add(commandActions[command].other);
-    else unmapped.add(command);
+    else if (commandActions[command]?.other) {
+      other.add(commandActions[command].other);
+      if (commandActions[command].source) other.add(commandActions[command].source);
+    } else unmapped.add(command);
   }
   return { table: [...table], indexes: [...indexes], indexQuery, other: [...other], unmapped: [...unmapped] };
 }

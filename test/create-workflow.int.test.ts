@@ -444,12 +444,12 @@ describe('POST /workflows: 422', () => {
       { key: 'a', type: 'TextEntry', config: { text: 1, apiInputKey: 'k' } },
       { key: 'a', type: 'TextEntry' },
       { key: 'p', type: 'PromptBuilder', config: { apiInputKey: 'k' }, inputs: ['ghost'] },
-      { key: 'i', type: 'ImageLoader', config: { apiInputKey: 'img' } },
+      { key: 'i', type: 'ImageLoader' },
       { key: 'c', type: 'TextConsole', inputs: ['i'] },
       { key: 'u', type: 'Upscaler', inputs: [{ from: 'i', sourceHandle: 'picture' }, 'i'] },
       { key: 'x', type: 'TextConsole', inputs: ['y'] },
       { key: 'y', type: 'TextConsole', inputs: ['x'] },
-      { key: 'lonely', type: 'LlmWorker' },
+      { key: 'lonely', type: 'LlmWorker', config: { apiInputKey: 'q' } },
     ]);
     expect(response.status).toBe(422);
     expect(response.body.error).toBe('Workflow validation failed');
@@ -459,7 +459,7 @@ describe('POST /workflows: 422', () => {
         issue('duplicate_key', 'a', { path: 'key' }),
         issue('duplicate_api_input_key', 'p', { path: 'config.apiInputKey' }),
         issue('unknown_input', 'p', { path: 'inputs[0]' }),
-        issue('api_input_key_not_allowed', 'i', { path: 'config.apiInputKey' }),
+        issue('api_input_key_not_allowed', 'lonely', { path: 'config.apiInputKey' }),
         issue('incompatible_kinds', 'c', { handle: 'text', path: 'inputs[0]' }),
         issue('unknown_handle', 'u', { handle: 'picture', path: 'inputs[0].sourceHandle' }),
         issue('too_many_connections', 'u', { handle: 'image', path: 'inputs[1]' }),

@@ -33,6 +33,7 @@ import {
   FileNotAcceptedError,
   FileNotFoundError,
   IdempotencyKeyReusedError,
+  InputFileNotUsableError,
   InvalidBodyError,
   InvalidCursorError,
   InvalidQueryError,
@@ -261,6 +262,19 @@ const cases: Case[] = [
     status: 422,
     schema: bodies.UnknownInputKeysErrorSchema,
     body: { error: 'Unknown input key(s): b, a', validKeys: ['prompt'] },
+  },
+  {
+    error: new InputFileNotUsableError(
+      'photo',
+      'ImageLoader reads image/png, image/jpeg, image/webp, image/gif, not audio/wav',
+    ),
+    status: 422,
+    schema: bodies.InputFileNotUsableErrorSchema,
+    body: {
+      error: 'Input file not usable: photo',
+      key: 'photo',
+      reason: 'ImageLoader reads image/png, image/jpeg, image/webp, image/gif, not audio/wav',
+    },
   },
   { error: new CallbackUrlInvalidError(), status: 422, schema: bodies.CallbackUrlInvalidErrorSchema },
   {

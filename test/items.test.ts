@@ -136,6 +136,8 @@ describe('each parser accepts the item the store writes', () => {
       status: 'queued',
       mode: 'draft',
       inputs: { topic: 'badgers' },
+      // No input file: the start writes none, and it reads as none.
+      inputFiles: {},
       callbackUrl: 'https://example.com/hook',
       callbackSecret: 'shh',
       spendMonth: '2026-03',
@@ -186,6 +188,7 @@ describe('each parser accepts the item the store writes', () => {
       dispatchedAt: null,
       jobId: null,
       request: { mode: 'production', defer: true, maxMultiplier: 0.5, inputs: { topic: 'owls' } },
+      inputFiles: {},
     });
   });
 

@@ -199,10 +199,19 @@ describe('buildWorkflowGraph: refusals', () => {
     ]);
   });
 
-  it('reports apiInputKey on a type other than TextEntry or PromptBuilder as api_input_key_not_allowed', () => {
-    expect(
-      issuesOf([step('t', 'TextEntry'), step('llm', 'LlmWorker', { config: { apiInputKey: 'q' }, inputs: ['t'] })]),
-    ).toEqual([issue({ code: 'api_input_key_not_allowed', key: 'llm', path: 'config.apiInputKey' })]);
+  it('reports apiInputKey on a type that takes no run input as api_input_key_not_allowed, naming those that do', () => {
+    const issues = issuesOf([
+      step('t', 'TextEntry'),
+      step('llm', 'LlmWorker', { config: { apiInputKey: 'q' }, inputs: ['t'] }),
+    ]);
+    expect(issues).toEqual([issue({ code: 'api_input_key_not_allowed', key: 'llm', path: 'config.apiInputKey' })]);
+    expect(issues[0]?.message).toBe(
+      'apiInputKey is only allowed on TextEntry, FileUploader, JsonLoader, ImageLoader, RigImporter and PromptBuilder steps, not LlmWorker',
+    );
+    // The loaders that read a file take one.
+    const loaders = ['ImageLoader', 'FileUploader', 'RigImporter', 'JsonLoader'] as const;
+    const accepted = canvasOf(loaders.map((type) => step(type.toLowerCase(), type, { config: { apiInputKey: type } })));
+    expect(apiInputKeys(accepted)).toEqual([...loaders]);
   });
 
   it('reports a second step with the same apiInputKey as duplicate_api_input_key', () => {

@@ -56,6 +56,8 @@ const dispatchOne = async (deps: Deps, deferred: DeferredRunItem, multiplier: nu
       multiplier,
       idempotency: null,
       deferredJobId: deferred.deferredJobId,
+      // Its copies of the uploads its inputs named, made when it was deferred.
+      inputFiles: deferred.inputFiles,
       // The deferred run moves to `dispatched` in the same transaction as the start: at most once.
       extraItems: [{ Update: leaveWaiting(deps, deferred.deferredJobId, 'dispatched', { jobId }) }],
     });

@@ -19,7 +19,7 @@ import type { CanvasNode } from '../domain/workflow-graph.ts';
 import { apiInputTargets, type Canvas } from '../domain/workflow-graph.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import type { NodeSpec } from '../nodes/catalogue/node-spec.ts';
-import type { ModelUse, StepContext } from '../nodes/executors/types.ts';
+import type { ModelUse, StepContext, StoredFile } from '../nodes/executors/types.ts';
 import { type NodeExecutor, StepFailedError } from '../nodes/executors/types.ts';
 import { ProviderError } from '../nodes/providers/types.ts';
 import { logger } from '../observability/logger.ts';
@@ -225,7 +225,7 @@ const stepContext = (
   run: RunItem,
   node: CanvasNode,
   spec: NodeSpec,
-  parts: { inputs: Record<string, unknown[]>; runInput: string | undefined; timeoutMs: number },
+  parts: { inputs: Record<string, unknown[]>; runInput: string | undefined; runFile?: StoredFile; timeoutMs: number },
 ) => {
   const { teamId, jobId } = run;
   let connections: Record<string, ConnectionRef> | undefined;
@@ -237,6 +237,7 @@ const stepContext = (
     mode: run.mode,
     inputs: parts.inputs,
     runInput: parts.runInput,
+    ...(parts.runFile && { runFile: parts.runFile }),
     storeFile: (file) => putRunFile(deps, { teamId, jobId, nodeId: node.id }, file),
     readFile: (file) => readTeamFile(deps, teamId, file),
     fileUrl: (file) => presignTeamFile(deps, teamId, file.key, fileUrlSeconds),
@@ -383,10 +384,13 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
   const inputKey = [...apiInputTargets(canvas)].find(([, target]) => target === node.id)?.[0];
   // Own keys only: an apiInputKey such as `toString` the run did not set must not read Object.prototype's.
   const runInput = inputKey !== undefined && Object.hasOwn(run.inputs, inputKey) ? run.inputs[inputKey] : undefined;
+  const runFile =
+    inputKey !== undefined && Object.hasOwn(run.inputFiles, inputKey) ? run.inputFiles[inputKey] : undefined;
   let outcome: Awaited<ReturnType<NodeExecutor>>;
   const context = stepContext(deps, run, node, spec, {
     inputs: plan.inputs,
     runInput,
+    runFile,
     timeoutMs: options.stepTimeoutMs,
   });
   try {

@@ -30,7 +30,7 @@ import { countRunStarted } from '../observability/metrics.ts';
 import { getConnections } from '../store/connections.ts';
 import { createDeferredRun } from '../store/deferred-runs.ts';
 import { findIdempotentAnswer, IdempotencyRaceError } from '../store/idempotency.ts';
-import type { ApiKeyItem } from '../store/items.ts';
+import type { ApiKeyItem, InputFile } from '../store/items.ts';
 import {
   activeJobOf,
   loadAdmissionFacts,
@@ -43,6 +43,7 @@ import {
   startRun,
 } from '../store/run/index.ts';
 import { backoff, storageBusy, writeRetry } from '../store/write.ts';
+import { checkFileInputs, holdFileInputs } from './run-inputs.ts';
 
 /** The error that carries an admission refusal to the caller. */
 const admissionError = (refusal: AdmissionRefusal, cause?: unknown): ServiceError => {
@@ -83,6 +84,12 @@ export interface CommitInput {
   idempotency: ((jobId: string, estimate: RunEstimate) => NewRun['idempotency']) | null;
   deferredJobId: string | null;
   extraItems?: NewRun['extraItems'];
+  /**
+   * The run's own copies of the uploads its `inputs` name: made by `holdFiles` once admitted and
+   * before the commit, or made already (a deferred run's, when it was deferred). A callback, so
+   * the dispatcher's bundle carries no S3 client.
+   */
+  inputFiles?: Record<string, InputFile> | ((jobId: string) => Promise<Record<string, InputFile>>);
 }
 
 /**
@@ -96,6 +103,8 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
   const now = deps.now();
   const month = spendMonth(now);
   const monthlyCap = key.monthlyCapHundredths;
+  let inputFiles = typeof input.inputFiles === 'function' ? undefined : input.inputFiles;
+  const holdFiles = typeof input.inputFiles === 'function' ? input.inputFiles : undefined;
   for (let attempt = 0; ; attempt++) {
     let facts: Awaited<ReturnType<typeof loadAdmissionFacts>>;
     try {
@@ -118,6 +127,9 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
     const refusal = runRefusal(estimate, facts, now);
     // The lock is read only for a refusal: a busy workflow is answered before it, naming the run to wait for.
     if (refusal) throw admissionError(busyFirst(refusal, await activeJobOf(deps, workflow.workflowId)));
+    // After admission (a refused start copies nothing), before the commit (a committed run has its
+    // copies); a copy whose transaction then fails is left to the retention's lifecycle rule.
+    inputFiles ??= holdFiles ? await holdFiles(jobId) : {};
     try {
       await startRun(deps, {
         jobId,
@@ -126,6 +138,7 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
         workflow,
         mode: request.mode,
         inputs: request.inputs ?? {},
+        inputFiles,
         callbackUrl: request.callbackUrl ?? null,
         callbackSecret: request.callbackSecret ?? null,
         estimate,
@@ -203,6 +216,7 @@ const startRunFor = async (
   if (earlier) return earlier;
   const workflow = await resolveWorkflow();
   checkRunnable(key, workflow, request);
+  const uploads = await checkFileInputs(deps, key.teamId, workflow.canvas, request.inputs ?? {});
   const rememberFor = (answer: RunStartAnswer) =>
     keyHash === null
       ? null
@@ -219,11 +233,14 @@ const startRunFor = async (
       if (barred) throw providerNotAvailable(barred);
       const deferredJobId = deps.newId();
       const answer = { deferred: true, body: { deferred: true, deferredJobId, workflowId: workflow.workflowId } };
+      // A deferred run waits up to 24 hours, as long as an upload lives: it holds its copies from now.
+      const inputFiles = await holdFileInputs(deps, key.teamId, deferredJobId, uploads);
       await createDeferredRun(deps, {
         deferredJobId,
         key,
         workflowId: workflow.workflowId,
         request,
+        inputFiles,
         idempotency: rememberFor(answer),
       });
       return answer;
@@ -235,6 +252,7 @@ const startRunFor = async (
       request,
       multiplier: 1,
       deferredJobId: null,
+      inputFiles: (jobId) => holdFileInputs(deps, key.teamId, jobId, uploads),
       idempotency: (jobId, estimate) => {
         answer = {
           deferred: false,

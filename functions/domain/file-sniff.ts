@@ -212,3 +212,40 @@ export const sniffUpload = (contentType: UploadContentType, head: Uint8Array, co
   }
   return { ok: true, width, height };
 };
+
+export type FetchedVerdict = { ok: true; contentType: UploadContentType } | { ok: false; reason: string };
+
+/**
+ * What a fetched file is among the types a step reads (`accepted`): a URL input declares nothing
+ * but its server's header. The header's type when the bytes are that, else the first accepted
+ * type the bytes recognisably are (servers say `application/octet-stream`), else the only one
+ * accepted; each judged as an upload of it is (magic bytes, an image's pixel limit).
+ */
+export const sniffFetched = (
+  accepted: readonly UploadContentType[],
+  declared: string | undefined,
+  body: Uint8Array,
+): FetchedVerdict => {
+  const header = declared?.split(';')[0]?.trim().toLowerCase();
+  const candidates = [
+    ...accepted.filter((type) => type === header),
+    ...accepted.filter((type) => recognisable.includes(type)),
+    ...(accepted.length === 1 ? accepted : []),
+  ];
+  const head = body.subarray(0, sniffHeadBytes);
+  let refusal: string | undefined;
+  for (const type of new Set(candidates)) {
+    const verdict = sniffUpload(type, head, body.length <= sniffHeadBytes);
+    if (verdict.ok) return { ok: true, contentType: type };
+    // The declared type's refusal says most (an image over the pixel limit, say).
+    refusal ??= verdict.reason;
+  }
+  const other = looksLike({ bytes: head, complete: body.length <= sniffHeadBytes });
+  return {
+    ok: false,
+    reason:
+      refusal && header && accepted.some((type) => type === header)
+        ? refusal
+        : `content is ${other ?? header ?? 'unrecognised'}, not one of ${accepted.join(', ')}`,
+  };
+};

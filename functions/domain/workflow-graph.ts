@@ -18,7 +18,7 @@ import {
   type WorkflowStep,
 } from '../../schemas/workflows.ts';
 import { isRecord } from '../is-record.ts';
-import { canConnect, getNodeSpec, type HandleSpec, type NodeSpec } from '../nodes/catalogue/index.ts';
+import { canConnect, catalogue, getNodeSpec, type HandleSpec, type NodeSpec } from '../nodes/catalogue/index.ts';
 import { layeredLayout, orderTopologically, type Position } from './layout.ts';
 
 /** Most steps one workflow may have (the spec leaves it "not shown"; this is ours). */
@@ -112,6 +112,12 @@ const configPath = (issue: v.BaseIssue<unknown>): string =>
     'config',
   );
 
+/** The node types a run's `inputs` may reach (`acceptsApiInputKey`), in catalogue order. */
+const apiInputTypes = Object.values(catalogue)
+  .filter((spec) => spec.acceptsApiInputKey)
+  .map((spec) => spec.type);
+const apiInputTypesText = `${apiInputTypes.slice(0, -1).join(', ')} and ${apiInputTypes.at(-1)}`;
+
 /** Checks one node's config against its type: schema, then the `apiInputKey` rules. */
 const checkConfig = (
   node: GraphNode,
@@ -132,7 +138,7 @@ const checkConfig = (
       code: 'api_input_key_not_allowed',
       key: node.id,
       path: 'config.apiInputKey',
-      message: `apiInputKey is only allowed on TextEntry and PromptBuilder steps, not ${spec.type}`,
+      message: `apiInputKey is only allowed on ${apiInputTypesText} steps, not ${spec.type}`,
     });
     return;
   }

@@ -369,6 +369,19 @@ export const UnknownInputKeysError = defineError('UnknownInputKeysError', {
   body: (f) => ({ error: messages.unknownInputKeys(f.keys), validKeys: [...f.validKeys] }),
 });
 
+/**
+ * A run start (our design, issue 24): the file an `inputs` key names cannot be used (unknown or
+ * another team's, not ready, of a type its step cannot read; a URL not https or not public).
+ */
+export const InputFileNotUsableError = defineError('InputFileNotUsableError', {
+  facts: (key: string, reason: string) => ({ key, reason }),
+  message: (f) => `input file ${f.key} not usable: ${f.reason}`,
+  status: 422,
+  routes: runStarts,
+  schemas: [bodies.InputFileNotUsableErrorSchema],
+  body: (f) => ({ error: messages.inputFileNotUsable(f.key), key: f.key, reason: f.reason }),
+});
+
 /** The run's callbackUrl is not an https:// URL. */
 export const CallbackUrlInvalidError = defineError('CallbackUrlInvalidError', {
   facts: none,

@@ -5,50 +5,23 @@
  * DNS answer cannot swap in another: no DNS rebinding). Never follows redirects (a 3xx is returned
  * as it is), stops at a deadline, and reads at most `maxBytes` of the body.
  */
-import { lookup as dnsLookup } from 'node:dns/promises';
 import type { IncomingMessage, RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { forbiddenReason, parseHostLiteral } from '../domain/address-guard.ts';
+import { parseHostLiteral } from '../domain/address-guard.ts';
+import { type AddressOptions, GuardedFetchError, parseTarget, vetTarget } from './address-vet.ts';
 
-export type GuardedFetchErrorCode =
-  | 'invalid_url'
-  | 'forbidden_scheme'
-  | 'address_refused'
-  | 'timeout'
-  | 'aborted'
-  | 'too_large'
-  | 'tls'
-  | 'network';
+export {
+  type AddressOptions,
+  addressRefusedMessage,
+  allowLoopbackFromEnv,
+  GuardedFetchError,
+  type GuardedFetchErrorCode,
+  type ResolvedAddress,
+  vetUrl,
+} from './address-vet.ts';
 
-/**
- * The one text of every refused address (`address_refused`), whatever the reason: a name that does
- * not resolve, one that resolves to a private, loopback or metadata address. Telling them apart
- * would let a tenant map how internal names resolve (an oracle); the reason goes to `detail`.
- */
-export const addressRefusedMessage = 'The address was refused: it must resolve, and only to public addresses';
-
-/** Why a guarded request did not get an answer. `message` never carries the response body. */
-export class GuardedFetchError extends Error {
-  override readonly name = 'GuardedFetchError';
-  readonly code: GuardedFetchErrorCode;
-  /** For the logs only, never for the caller: why an address was refused (the name, its address, the reason). */
-  readonly detail: string | undefined;
-  constructor(code: GuardedFetchErrorCode, message: string, detail?: string) {
-    super(message);
-    this.code = code;
-    this.detail = detail;
-  }
-}
-
-export interface ResolvedAddress {
-  address: string;
-  family: 4 | 6;
-}
-
-export interface GuardedFetchOptions {
-  /** Allows loopback addresses and plain http to them (local development: `ALLOW_PRIVATE_CALLBACKS=1`). */
-  allowLoopback: boolean;
+export interface GuardedFetchOptions extends AddressOptions {
   /** Deadline for the whole exchange, connection to last body byte. */
   timeoutMs: number;
   /** Most body bytes read; a longer body fails with `too_large` unless `truncate`. */
@@ -57,8 +30,6 @@ export interface GuardedFetchOptions {
   truncate?: boolean;
   /** Extra trusted CA certificates (PEM) for https, e.g. a local receiver's self-signed one. */
   ca?: string | Buffer;
-  /** Name resolution; defaults to the system resolver (all addresses). Tests inject one. */
-  resolve?: (hostname: string) => Promise<ResolvedAddress[]>;
 }
 
 export interface GuardedRequestInit {
@@ -83,44 +54,6 @@ export interface GuardedResponse {
   /** Parses the body as JSON; throws SyntaxError when it is not. */
   json(): unknown;
 }
-
-/** Whether env enables calls to loopback (local development only). */
-export const allowLoopbackFromEnv = (env: NodeJS.ProcessEnv = process.env): boolean =>
-  env.ALLOW_PRIVATE_CALLBACKS === '1';
-
-const systemResolve = async (hostname: string): Promise<ResolvedAddress[]> => {
-  const answers = await dnsLookup(hostname, { all: true, verbatim: true });
-  return answers.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
-};
-
-const refused = (detail: string) => new GuardedFetchError('address_refused', addressRefusedMessage, detail);
-
-/** Resolves `hostname` and vets every address; the one to connect to is the first IPv4 one, else the first. */
-const vet = async (
-  hostname: string,
-  options: GuardedFetchOptions,
-): Promise<{ address: ResolvedAddress; loopback: boolean }> => {
-  const literal = parseHostLiteral(hostname);
-  let addresses: ResolvedAddress[];
-  if (literal) addresses = [literal];
-  else {
-    try {
-      addresses = await (options.resolve ?? systemResolve)(hostname);
-    } catch (error) {
-      throw refused(`${hostname} did not resolve: ${(error as Error).message}`);
-    }
-    if (addresses.length === 0) throw refused(`${hostname} resolved to no address`);
-  }
-  let loopback = true;
-  for (const { address } of addresses) {
-    const reason = forbiddenReason(address);
-    if (reason === 'loopback' && options.allowLoopback) continue;
-    if (reason !== null) throw refused(`${hostname} resolves to ${address} (${reason})`);
-    loopback = false;
-  }
-  // IPv4 first: it reaches every network this runs on (a Lambda outside a dual-stack VPC has no IPv6).
-  return { address: addresses.find((a) => a.family === 4) ?? (addresses[0] as ResolvedAddress), loopback };
-};
 
 const readBody = (
   response: IncomingMessage,
@@ -159,19 +92,7 @@ export const guardedFetch = async (
   init: GuardedRequestInit,
   options: GuardedFetchOptions,
 ): Promise<GuardedResponse> => {
-  let target: URL;
-  try {
-    target = new URL(url);
-  } catch {
-    throw new GuardedFetchError('invalid_url', 'Not a valid URL');
-  }
-  if (target.protocol !== 'https:' && target.protocol !== 'http:') {
-    throw new GuardedFetchError('forbidden_scheme', `Only https URLs are allowed, not ${target.protocol}`);
-  }
-  if (target.username || target.password) {
-    throw new GuardedFetchError('invalid_url', 'URLs with credentials are not allowed');
-  }
-  const hostname = target.hostname.startsWith('[') ? target.hostname.slice(1, -1) : target.hostname;
+  const { target, hostname } = parseTarget(url);
 
   const deadline = AbortSignal.timeout(options.timeoutMs);
   const signal = init.signal ? AbortSignal.any([deadline, init.signal]) : deadline;
@@ -181,10 +102,7 @@ export const guardedFetch = async (
       : new GuardedFetchError('aborted', 'Request aborted');
   if (signal.aborted) throw abortError();
 
-  const { address, loopback } = await vet(hostname, options);
-  if (target.protocol === 'http:' && !(options.allowLoopback && loopback)) {
-    throw new GuardedFetchError('forbidden_scheme', 'Only https URLs are allowed');
-  }
+  const address = await vetTarget(target, hostname, options);
   if (signal.aborted) throw abortError();
 
   // Connect to the vetted address only, whatever the socket layer asks for.

@@ -14,6 +14,7 @@ import {
   type DeferredRunItem,
   DeferredRunItemSchema,
   ExpiringDeferredRunSchema,
+  type InputFile,
   ItemKeySchema,
   parseItem,
   type StoredItem,
@@ -42,7 +43,13 @@ export const deferredView = (record: DeferredListEntry): DeferredRun => ({
  * expiring 24 hours after `now`.
  */
 export const deferredRunItem = (
-  input: { deferredJobId: string; key: Pick<ApiKeyItem, 'teamId' | 'keyId'>; workflowId: string; request: RunRequest },
+  input: {
+    deferredJobId: string;
+    key: Pick<ApiKeyItem, 'teamId' | 'keyId'>;
+    workflowId: string;
+    request: RunRequest;
+    inputFiles?: Record<string, InputFile>;
+  },
   now: Date,
 ) => {
   const createdAt = now.toISOString();
@@ -61,6 +68,7 @@ export const deferredRunItem = (
     createdAt,
     expiresAt,
     request: input.request,
+    ...(input.inputFiles && Object.keys(input.inputFiles).length > 0 ? { inputFiles: input.inputFiles } : {}),
   } satisfies StoredItem<typeof storedDeferredRun>;
 };
 
@@ -72,6 +80,7 @@ export const createDeferredRun = async (
     key: ApiKeyItem;
     workflowId: string;
     request: RunRequest;
+    inputFiles?: Record<string, InputFile>;
     idempotency: IdempotencyRecord | null;
   },
 ) => {

@@ -154,6 +154,20 @@ export type ItemKey = v.InferOutput<typeof ItemKeySchema>;
 /** Stored statuses of a run: `claimed` is only how a queued run with a started step reads. */
 const RunItemStatusSchema = v.picklist(storedRunStatuses);
 
+/**
+ * A file a run's `inputs` handed a loader step (functions/app/run-inputs.ts): the run's own copy of
+ * an upload, under its team's prefix, so the upload expiring or being deleted changes nothing.
+ */
+export const InputFileSchema = v.object({
+  kind: v.literal('file'),
+  key: v.string(),
+  name: v.optional(v.string()),
+  contentType: v.string(),
+  bytes: v.number(),
+  availability: v.literal('ready'),
+});
+export type InputFile = v.InferOutput<typeof InputFileSchema>;
+
 /** The run item (functions/store/run/runs.ts `startRun`), with its counters and its hold. */
 export const RunItemSchema = v.object({
   jobId: v.string(),
@@ -164,6 +178,8 @@ export const RunItemSchema = v.object({
   status: RunItemStatusSchema,
   mode: RunModeSchema,
   inputs: v.record(v.string(), v.string()),
+  /** The run's own copy of each upload an `inputs` key named (a `fileId`), by that key; a URL input has none. */
+  inputFiles: v.optional(v.record(v.string(), InputFileSchema), {}),
   callbackUrl: v.optional(v.string()),
   /** The key its webhook is signed with; only the webhook worker reads it. */
   callbackSecret: v.optional(v.string()),
@@ -361,6 +377,8 @@ export const DeferredRunItemSchema = v.object({
   movedAt: v.optional(v.string()),
   /** The run start as the caller sent it, parsed then. */
   request: RunRequestSchema,
+  /** Its own copy of each upload its `inputs` named, made when it was deferred; the run it becomes keeps them. */
+  inputFiles: v.optional(v.record(v.string(), InputFileSchema), {}),
 });
 export type DeferredRunItem = v.InferOutput<typeof DeferredRunItemSchema>;
 

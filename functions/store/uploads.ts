@@ -3,7 +3,13 @@
  * (`uploads/<team>/<fileId>` in the library bucket). The caller's bytes never pass through a
  * function: it PUTs them to the presigned URL made here, bound to the declared content type and size.
  */
-import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import {
+  CopyObjectCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+} from '@aws-sdk/client-s3';
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { libraryBucket } from '../../platform/definitions.ts';
@@ -141,4 +147,43 @@ export const settleUploadItem = async (
     }),
   );
   return written.written ? parseItem(UploadItemSchema, written.output.Attributes ?? {}) : undefined;
+};
+
+/**
+ * Where a run keeps its own copy of a file its `inputs` named: under its team's prefix (so every
+ * reader's team check passes, and the retention's lifecycle rule expires it), by the run or
+ * deferred run that holds it and the input key. The name is the caller's, reduced to characters
+ * no key reader treats specially.
+ */
+export const inputObjectKey = (teamId: string, holderId: string, inputKey: string, name: string) =>
+  `${libraryBucket.objectPrefix}${teamId}/inputs/${holderId}/${inputKey}/${name.replace(/[^A-Za-z0-9._-]/g, '_').replace(/\.{2,}/g, '.')}`;
+
+/**
+ * Copies a ready upload's object to `to` inside S3 (no byte passes through the function), only if
+ * it is still the object that was checked (`CopySourceIfMatch` its ETag): `changed` when it was
+ * replaced since, `gone` when it was deleted. The copy is marked as no AI's work.
+ */
+export const copyUpload = async (
+  deps: Deps,
+  from: { key: string; etag: string; contentType: string },
+  to: string,
+): Promise<'copied' | 'changed' | 'gone'> => {
+  try {
+    await deps.s3.send(
+      new CopyObjectCommand({
+        Bucket: deps.bucket,
+        Key: to,
+        CopySource: `${deps.bucket}/${from.key}`,
+        CopySourceIfMatch: from.etag,
+        MetadataDirective: 'REPLACE',
+        ContentType: from.contentType,
+        Metadata: { 'ai-generated': 'false' },
+      }),
+    );
+    return 'copied';
+  } catch (error) {
+    if (statusOf(error) === 412) return 'changed';
+    if (statusOf(error) === 404) return 'gone';
+    throw error;
+  }
 };

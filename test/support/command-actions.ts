@@ -20,7 +20,7 @@ export const transactionItemActions: Record<string, string> = {
  * is what a document command sends): `table` for DynamoDB (without the `dynamodb:` prefix), `other`
  * with its service prefix. Transactions are the actions of their items (`transactionItemActions`).
  */
-export const commandActions: Record<string, { table?: string; other?: string }> = {
+export const commandActions: Record<string, { table?: string; other?: string; source?: string }> = {
   GetCommand: { table: 'GetItem' },
   GetItemCommand: { table: 'GetItem' },
   PutCommand: { table: 'PutItem' },
@@ -48,6 +48,8 @@ export const commandActions: Record<string, { table?: string; other?: string }> 
   // HeadObject has no action of its own: S3 authorises it as GetObject.
   HeadObjectCommand: { other: 's3:GetObject' },
   DeleteObjectCommand: { other: 's3:DeleteObject' },
+  // CopyObject writes its destination and reads its source (`source`: the command log's item `CopySource`).
+  CopyObjectCommand: { other: 's3:PutObject', source: 's3:GetObject' },
   GetSecretValueCommand: { other: 'secretsmanager:GetSecretValue' },
   GetParameterCommand: { other: 'ssm:GetParameter' },
   GetParametersCommand: { other: 'ssm:GetParameters' },
@@ -68,5 +70,6 @@ export const iamActionOf = (command: string, item?: string): string | undefined 
     return action && `dynamodb:${action}`;
   }
   const known = commandActions[command];
+  if (item === 'CopySource') return known?.source;
   return known?.table ? `dynamodb:${known.table}` : known?.other;
 };

@@ -3,11 +3,23 @@
  * services, repositories, storage) and inputs (typed text, files, JSON, images, listeners).
  */
 import * as v from 'valibot';
+import { uploadContentTypes } from '../../../schemas/upload-types.ts';
 import type { NodeType } from '../../../schemas/workflows.ts';
-import { ApiInputKeySchema, flatPrice, intBetween, type NodeSpec } from './node-spec.ts';
+import { type ApiInput, ApiInputKeySchema, flatPrice, intBetween, type NodeSpec } from './node-spec.ts';
 
 const notAModel = { acceptsApiInputKey: false, model: null } as const;
 const UrlSchema = v.pipe(v.string(), v.url());
+
+/**
+ * The loaders a run may hand a file (`config.apiInputKey`: a `fileId` or an https URL), each with
+ * the content types it reads: the one place that says which. Another type is refused at the start.
+ */
+const fileInput = {
+  ImageLoader: { file: ['image/png', 'image/jpeg', 'image/webp', 'image/gif'] },
+  FileUploader: { file: uploadContentTypes },
+  RigImporter: { file: ['model/gltf-binary', 'model/gltf+json', 'model/fbx', 'model/obj'] },
+  JsonLoader: { file: ['application/json'] },
+} as const satisfies Partial<Record<NodeType, ApiInput>>;
 
 export const resourceNodes = {
   Prompt: {
@@ -80,7 +92,7 @@ export const inputNodes = {
     outputs: [{ name: 'text', kind: 'text' }],
     configSchema: v.object({ text: v.optional(v.string()), apiInputKey: v.optional(ApiInputKeySchema) }),
     minimalConfig: {},
-    acceptsApiInputKey: true,
+    acceptsApiInputKey: 'text',
     model: null,
     price: flatPrice(1),
   },
@@ -94,9 +106,11 @@ export const inputNodes = {
       fileId: v.optional(v.string()),
       fileName: v.optional(v.string()),
       mimeType: v.optional(v.string()),
+      apiInputKey: v.optional(ApiInputKeySchema),
     }),
     minimalConfig: {},
     ...notAModel,
+    acceptsApiInputKey: fileInput.FileUploader,
     price: flatPrice(1),
   },
   JsonLoader: {
@@ -105,9 +119,14 @@ export const inputNodes = {
     category: 'input',
     inputs: [],
     outputs: [{ name: 'json', kind: 'json' }],
-    configSchema: v.object({ data: v.optional(v.unknown()), url: v.optional(UrlSchema) }),
+    configSchema: v.object({
+      data: v.optional(v.unknown()),
+      url: v.optional(UrlSchema),
+      apiInputKey: v.optional(ApiInputKeySchema),
+    }),
     minimalConfig: {},
     ...notAModel,
+    acceptsApiInputKey: fileInput.JsonLoader,
     price: flatPrice(1),
   },
   ImageLoader: {
@@ -116,9 +135,10 @@ export const inputNodes = {
     category: 'input',
     inputs: [],
     outputs: [{ name: 'image', kind: 'image' }],
-    configSchema: v.object({ url: v.optional(UrlSchema) }),
+    configSchema: v.object({ url: v.optional(UrlSchema), apiInputKey: v.optional(ApiInputKeySchema) }),
     minimalConfig: {},
     ...notAModel,
+    acceptsApiInputKey: fileInput.ImageLoader,
     price: flatPrice(1),
   },
   WebhookListener: {
@@ -163,9 +183,14 @@ export const inputNodes = {
     category: 'input',
     inputs: [],
     outputs: [{ name: 'rig', kind: 'mesh' }],
-    configSchema: v.object({ url: v.optional(UrlSchema), format: v.optional(v.picklist(['glb', 'gltf', 'fbx'])) }),
+    configSchema: v.object({
+      url: v.optional(UrlSchema),
+      format: v.optional(v.picklist(['glb', 'gltf', 'fbx'])),
+      apiInputKey: v.optional(ApiInputKeySchema),
+    }),
     minimalConfig: {},
     ...notAModel,
+    acceptsApiInputKey: fileInput.RigImporter,
     price: flatPrice(1),
   },
   TextureManifest: {

@@ -25,7 +25,7 @@ export const logicNodes = {
     outputs: [{ name: 'prompt', kind: 'text' }],
     configSchema: v.object({ template: v.optional(v.string()), apiInputKey: v.optional(ApiInputKeySchema) }),
     minimalConfig: {},
-    acceptsApiInputKey: true,
+    acceptsApiInputKey: 'text',
     model: null,
     price: flatPrice(1),
   },

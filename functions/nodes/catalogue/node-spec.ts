@@ -3,6 +3,7 @@
  * builders the entries share.
  */
 import * as v from 'valibot';
+import type { UploadContentType } from '../../../schemas/upload-types.ts';
 import { type NodeType, stepKeyPattern, stepKeyRule } from '../../../schemas/workflows.ts';
 import { draftPrice } from '../../domain/run-modes.ts';
 import type { ValueKind } from './kinds.ts';
@@ -39,7 +40,7 @@ export interface NodePrice {
 /**
  * Config schemas are `v.object`: unknown keys pass (the app may store settings of its own) and
  * the canvas keeps the config exactly as given, since only the validation result is used, never
- * the stripped output. `apiInputKey` is an entry only where `acceptsApiInputKey` is true;
+ * the stripped output. `apiInputKey` is an entry only where `acceptsApiInputKey` is set;
  * elsewhere the graph validation refuses it with `api_input_key_not_allowed`.
  */
 export type ConfigSchema = v.ObjectSchema<v.ObjectEntries, undefined>;
@@ -56,12 +57,23 @@ export interface NodeSpec {
   configSchema: ConfigSchema;
   /** The smallest config `configSchema` accepts: `{}` unless a setting is required. */
   minimalConfig: Readonly<Record<string, unknown>>;
-  /** Only `TextEntry` and `PromptBuilder` (spec 2.2): a run may replace their value by `config.apiInputKey`. */
-  acceptsApiInputKey: boolean;
+  /**
+   * Whether a run may replace the step's value by `config.apiInputKey`, and with what: `text` on
+   * `TextEntry` and `PromptBuilder` (spec 2.2), the value itself; `{ file }` on the loaders that read
+   * a file (our design, issue 24), a `fileId` or an https URL of one of those content types.
+   */
+  acceptsApiInputKey: ApiInput;
   /** Null for steps that are not AI model steps. */
   model: ModelSpec | null;
   price: NodePrice;
 }
+
+/** What a step's run input is: none, text, or a file of one of these types. */
+export type ApiInput = false | 'text' | { readonly file: readonly UploadContentType[] };
+
+/** The content types a step's file input may be, or undefined when its run input is no file. */
+export const fileInputTypes = (spec: Pick<NodeSpec, 'acceptsApiInputKey'>): readonly UploadContentType[] | undefined =>
+  typeof spec.acceptsApiInputKey === 'object' ? spec.acceptsApiInputKey.file : undefined;
 
 /** `config.apiInputKey`: the `inputs` key of a run request that replaces the step's value; a step key's pattern. */
 export const ApiInputKeySchema = v.pipe(

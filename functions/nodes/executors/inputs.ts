@@ -11,7 +11,9 @@
  * A run without the connection fails that step with "needs the team connection …".
  */
 import type { NodeType } from '../../../schemas/workflows.ts';
+import { sniffFetched } from '../../domain/file-sniff.ts';
 import { isRecord } from '../../is-record.ts';
+import { fileInputTypes } from '../catalogue/node-spec.ts';
 import {
   allInputs,
   download,
@@ -25,7 +27,7 @@ import {
   toJson,
   toText,
 } from './helpers.ts';
-import type { NodeExecutor, StepContext } from './types.ts';
+import type { NodeExecutor, StepContext, StoredFile } from './types.ts';
 
 const str = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
 
@@ -58,13 +60,56 @@ const fetchConnectedFile = async (
   return { outputs: { [handle]: await store(context, name, file, false) } };
 };
 
+/**
+ * The bytes a URL input names, fetched once through the address guard (at most `maxBytes`) and
+ * checked as an upload is against the types the step reads; the step fails on anything else.
+ */
+const fetchRunInput = async (context: StepContext, deps: ExecutorDeps, url: string, maxBytes: number) => {
+  const types = fileInputTypes(context.spec) ?? [];
+  const response = await httpCall(context, deps, url, { method: 'GET' }, { maxBytes });
+  if (response.status !== 200) fail(context, `downloading the run's input file answered ${response.status}`);
+  const verdict = sniffFetched(types, response.headers['content-type'], response.body);
+  if (!verdict.ok) return fail(context, `the run's input file is not usable: ${verdict.reason}`);
+  return { body: response.body, contentType: verdict.contentType };
+};
+
+/**
+ * The file a run's `inputs` handed this step, or undefined when it was given none: the run's own
+ * copy of an upload (made at the start), or a URL's bytes, fetched and checked here and stored
+ * with the run's files. Neither is marked as AI-generated: they are the caller's.
+ */
+const runInputFile = async (
+  context: StepContext,
+  deps: ExecutorDeps,
+  baseName: string,
+): Promise<StoredFile | undefined> => {
+  if (context.runFile) return context.runFile;
+  if (context.runInput === undefined) return undefined;
+  // A fileId the start did not hold reads as no file: the start holds every one it admits.
+  if (!/^https?:\/\//i.test(context.runInput)) return fail(context, "the run's input file was not held by the run");
+  return store(context, baseName, await fetchRunInput(context, deps, context.runInput, deps.maxFileBytes), false);
+};
+
 export const inputExecutors = (deps: ExecutorDeps) =>
   ({
     TextEntry: async (context) => ({ outputs: { text: context.runInput ?? toText(context.node.config.text ?? '') } }),
 
     JsonLoader: async (context) => {
       const { data, url } = context.node.config;
-      if (context.runInput !== undefined) return { outputs: { json: toJson(context, context.runInput) } };
+      if (context.runFile) {
+        // Parsed into the step's value, which is stored with the step: read only as much as a JSON answer may be.
+        if (context.runFile.bytes > deps.maxResponseBytes) {
+          fail(context, `the run's JSON file is larger than ${deps.maxResponseBytes} bytes`);
+        }
+        const bytes = context.readFile
+          ? await context.readFile(context.runFile)
+          : fail(context, 'files cannot be read here');
+        return { outputs: { json: toJson(context, new TextDecoder().decode(bytes)) } };
+      }
+      if (context.runInput !== undefined) {
+        const file = await fetchRunInput(context, deps, context.runInput, deps.maxResponseBytes);
+        return { outputs: { json: toJson(context, new TextDecoder().decode(file.body)) } };
+      }
       if (data === undefined && typeof url === 'string') {
         const response = await httpCall(context, deps, url, { method: 'GET', headers: { accept: 'application/json' } });
         if (response.status !== 200) fail(context, `loading ${url} answered ${response.status}`);
@@ -74,6 +119,8 @@ export const inputExecutors = (deps: ExecutorDeps) =>
     },
 
     ImageLoader: async (context) => {
+      const given = await runInputFile(context, deps, 'image');
+      if (given) return { outputs: { image: given } };
       const url = str(context.node.config.url) ?? fail(context, 'config.url is required');
       const file = await download(context, deps, url);
       if (!file.contentType.startsWith('image/')) fail(context, `${url} is not an image (${file.contentType})`);
@@ -81,6 +128,8 @@ export const inputExecutors = (deps: ExecutorDeps) =>
     },
 
     RigImporter: async (context) => {
+      const given = await runInputFile(context, deps, 'rig');
+      if (given) return { outputs: { rig: given } };
       const url = str(context.node.config.url) ?? fail(context, 'config.url is required');
       const file = await download(context, deps, url);
       const format = str(context.node.config.format);
@@ -91,6 +140,8 @@ export const inputExecutors = (deps: ExecutorDeps) =>
     },
 
     FileUploader: async (context) => {
+      const given = await runInputFile(context, deps, 'file');
+      if (given) return { outputs: { file: given } };
       const fileId = str(context.node.config.fileId) ?? fail(context, 'no file chosen (config.fileId)');
       const file = context.libraryFile ? await context.libraryFile(fileId) : undefined;
       return { outputs: { file: file ?? fail(context, `no file ${fileId} in the team's library`) } };

@@ -48,6 +48,8 @@ export interface StepContext {
   inputs: Record<string, unknown[]>;
   /** The run request's value for this step's `config.apiInputKey`, when given. */
   runInput: string | undefined;
+  /** The run's own copy of the upload that value named (a file step given a `fileId`). */
+  runFile?: StoredFile;
   /** Stores bytes in the library bucket (marked as AI-generated when `aiGenerated`). */
   storeFile(file: { name: string; contentType: string; body: Uint8Array; aiGenerated: boolean }): Promise<StoredFile>;
   /** Aborted when the step's time budget runs out. */

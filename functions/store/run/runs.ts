@@ -24,6 +24,7 @@ import { tableUpdate } from '../item-update.ts';
 import {
   AgentItemSchema,
   CanvasItemSchema,
+  type InputFile,
   KeyMonthItemSchema,
   ProjectItemSchema,
   parseItem,
@@ -116,6 +117,8 @@ export interface NewRun {
   workflow: RunnableWorkflow;
   mode: RunMode;
   inputs: Record<string, string>;
+  /** The run's own copies of the uploads its `inputs` named, by key; none when absent. */
+  inputFiles?: Record<string, InputFile>;
   callbackUrl: string | null;
   callbackSecret: string | null;
   estimate: RunEstimate;
@@ -149,6 +152,7 @@ export const runItem = (run: NewRun, createdAt: string) =>
     status: RunStatus.queued,
     mode: run.mode,
     inputs: run.inputs,
+    ...(run.inputFiles && Object.keys(run.inputFiles).length > 0 ? { inputFiles: run.inputFiles } : {}),
     callbackUrl: run.callbackUrl ?? undefined,
     callbackSecret: run.callbackSecret ?? undefined,
     deferredJobId: run.deferredJobId ?? undefined,

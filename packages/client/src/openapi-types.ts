@@ -702,7 +702,7 @@ export interface components {
       /** @description The TextEntry node's settings. A setting not listed here is kept as given. */
       config?: {
         text?: string;
-        /** @description On a TextEntry or PromptBuilder step: the `inputs` key a run uses to replace the step's value (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+        /** @description On a TextEntry or PromptBuilder step: the `inputs` key a run uses to replace the step's value; on an ImageLoader, FileUploader, RigImporter or JsonLoader step: the `inputs` key whose `fileId` or https URL the step reads (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
         apiInputKey?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
@@ -721,6 +721,8 @@ export interface components {
         fileId?: string;
         fileName?: string;
         mimeType?: string;
+        /** @description On a TextEntry or PromptBuilder step: the `inputs` key a run uses to replace the step's value; on an ImageLoader, FileUploader, RigImporter or JsonLoader step: the `inputs` key whose `fileId` or https URL the step reads (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+        apiInputKey?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
@@ -738,6 +740,8 @@ export interface components {
         data?: unknown;
         /** Format: uri */
         url?: string;
+        /** @description On a TextEntry or PromptBuilder step: the `inputs` key a run uses to replace the step's value; on an ImageLoader, FileUploader, RigImporter or JsonLoader step: the `inputs` key whose `fileId` or https URL the step reads (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+        apiInputKey?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
@@ -754,6 +758,8 @@ export interface components {
       config?: {
         /** Format: uri */
         url?: string;
+        /** @description On a TextEntry or PromptBuilder step: the `inputs` key a run uses to replace the step's value; on an ImageLoader, FileUploader, RigImporter or JsonLoader step: the `inputs` key whose `fileId` or https URL the step reads (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+        apiInputKey?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
@@ -820,6 +826,8 @@ export interface components {
         url?: string;
         /** @enum {string} */
         format?: 'glb' | 'gltf' | 'fbx';
+        /** @description On a TextEntry or PromptBuilder step: the `inputs` key a run uses to replace the step's value; on an ImageLoader, FileUploader, RigImporter or JsonLoader step: the `inputs` key whose `fileId` or https URL the step reads (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+        apiInputKey?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
@@ -850,7 +858,7 @@ export interface components {
       /** @description The PromptBuilder node's settings. A setting not listed here is kept as given. */
       config?: {
         template?: string;
-        /** @description On a TextEntry or PromptBuilder step: the `inputs` key a run uses to replace the step's value (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
+        /** @description On a TextEntry or PromptBuilder step: the `inputs` key a run uses to replace the step's value; on an ImageLoader, FileUploader, RigImporter or JsonLoader step: the `inputs` key whose `fileId` or https URL the step reads (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
         apiInputKey?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
@@ -2031,6 +2039,11 @@ export interface components {
       /** @constant */
       error: 'File not found';
     };
+    InputFileNotUsableError: {
+      error: string;
+      key: string;
+      reason: string;
+    };
   };
   responses: never;
   parameters: never;
@@ -2315,7 +2328,7 @@ export interface operations {
           'application/json': components['schemas']['PayloadTooLargeError'];
         };
       };
-      /** @description An `inputs` key matches no step, `callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not use, or the `Idempotency-Key` was used with another request. */
+      /** @description An `inputs` key matches no step, a file step's `inputs` value is not a usable `fileId` or public https URL, `callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not use, or the `Idempotency-Key` was used with another request. */
       422: {
         headers: {
           [name: string]: unknown;
@@ -2323,6 +2336,7 @@ export interface operations {
         content: {
           'application/json':
             | components['schemas']['UnknownInputKeysError']
+            | components['schemas']['InputFileNotUsableError']
             | components['schemas']['CallbackUrlInvalidError']
             | components['schemas']['RunValidationFailed']
             | components['schemas']['ProviderNotAvailableError']
@@ -2473,7 +2487,7 @@ export interface operations {
           'application/json': components['schemas']['PayloadTooLargeError'];
         };
       };
-      /** @description An `inputs` key matches no step, `callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not use, or the `Idempotency-Key` was used with another request. */
+      /** @description An `inputs` key matches no step, a file step's `inputs` value is not a usable `fileId` or public https URL, `callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not use, or the `Idempotency-Key` was used with another request. */
       422: {
         headers: {
           [name: string]: unknown;
@@ -2481,6 +2495,7 @@ export interface operations {
         content: {
           'application/json':
             | components['schemas']['UnknownInputKeysError']
+            | components['schemas']['InputFileNotUsableError']
             | components['schemas']['CallbackUrlInvalidError']
             | components['schemas']['RunValidationFailed']
             | components['schemas']['ProviderNotAvailableError']

@@ -1,0 +1,135 @@
+/**
+ * Files as run inputs (docs/api.md, "Files as run inputs"; issue 24): a run's `inputs` value for a
+ * loader step that reads a file (its catalogue entry's `acceptsApiInputKey: { file }`) is a
+ * `fileId` or an https URL. A run start checks each before anything is held (`checkFileInputs`):
+ * the upload is the team's, `ready` (settled here if its bytes arrived) and of a type the step
+ * reads; a URL is https and its host public. Then the run takes its own copy of each upload
+ * (`holdFileInputs`), so the upload expiring or being deleted never touches it. A URL is fetched
+ * by its step, once (functions/nodes/executors/inputs.ts).
+ */
+import * as v from 'valibot';
+import { FileIdSchema, fileIdPrefix } from '../../schemas/files.ts';
+import type { Deps } from '../deps.ts';
+import { FileNotFoundError, InputFileNotUsableError } from '../domain/errors.ts';
+import { apiInputTargets, type Canvas } from '../domain/workflow-graph.ts';
+import { GuardedFetchError, vetUrl } from '../http-client/address-vet.ts';
+import { getNodeSpec } from '../nodes/catalogue/index.ts';
+import { fileInputTypes } from '../nodes/catalogue/node-spec.ts';
+import { logger } from '../observability/logger.ts';
+import type { InputFile, UploadItem } from '../store/items.ts';
+import { copyUpload, inputObjectKey, uploadObjectKey } from '../store/uploads.ts';
+import { settleUpload } from './uploads.ts';
+
+/** An upload a run start checked for an input key: the run copies it once admitted. */
+export interface CheckedUpload {
+  key: string;
+  item: UploadItem & { etag: string };
+}
+
+/** The upload `fileId` names, usable by a step that reads `types`; else the 422 naming `key`. */
+const checkUpload = async (
+  deps: Deps,
+  teamId: string,
+  input: { key: string; fileId: string; nodeType: string; types: readonly string[] },
+): Promise<CheckedUpload> => {
+  const { key, fileId } = input;
+  const refuse = (reason: string) => new InputFileNotUsableError(key, reason);
+  let item: UploadItem;
+  try {
+    // Another team's id and an unknown one read alike: no item in this team's partition.
+    if (!v.is(FileIdSchema, fileId)) throw new FileNotFoundError(fileId);
+    item = await settleUpload(deps, teamId, fileId);
+  } catch (error) {
+    if (error instanceof FileNotFoundError) throw refuse(`file ${fileId} not found`);
+    throw error;
+  }
+  if (item.state === 'awaiting_upload') throw refuse(`file ${fileId} is awaiting_upload: its bytes have not arrived`);
+  if (item.state === 'rejected')
+    throw refuse(`file ${fileId} was rejected: ${item.reason ?? 'its content was refused'}`);
+  if (!input.types.includes(item.contentType)) {
+    throw refuse(`${input.nodeType} reads ${input.types.join(', ')}, not ${item.contentType}`);
+  }
+  if (item.etag === undefined) throw new Error(`ready file ${fileId} has no ETag`);
+  return { key, item: { ...item, etag: item.etag } };
+};
+
+/** A URL input the step may fetch: https (http to loopback only where loopback is allowed), its host public. */
+const checkUrl = async (deps: Deps, key: string, url: string): Promise<void> => {
+  try {
+    await vetUrl(url, { allowLoopback: deps.allowLoopback ?? false });
+  } catch (error) {
+    if (!(error instanceof GuardedFetchError)) throw error;
+    // Why an address was refused is for the logs: the caller reads the same text for every reason.
+    if (error.detail) logger.info('URL input refused', { key, detail: error.detail });
+    const reason =
+      error.code === 'forbidden_scheme'
+        ? 'only https URLs are allowed'
+        : error.code === 'invalid_url'
+          ? `not a fileId (${fileIdPrefix}…) nor a valid https URL: ${error.message}`
+          : error.message;
+    throw new InputFileNotUsableError(key, reason);
+  }
+};
+
+/**
+ * Checks every `inputs` value that feeds a file step (the others are text, used as they are), in
+ * the order sent, before anything is held: the uploads to copy, or the 422 naming the first key
+ * that cannot be used.
+ */
+export const checkFileInputs = async (
+  deps: Deps,
+  teamId: string,
+  canvas: Canvas,
+  inputs: Record<string, string>,
+): Promise<CheckedUpload[]> => {
+  const targets = apiInputTargets(canvas);
+  const uploads: CheckedUpload[] = [];
+  for (const [key, value] of Object.entries(inputs)) {
+    const nodeId = targets.get(key);
+    const node = canvas.nodes.find((n) => n.id === nodeId);
+    const spec = node && getNodeSpec(node.type);
+    const types = spec && fileInputTypes(spec);
+    if (!node || !types) continue;
+    if (value.startsWith(fileIdPrefix)) {
+      uploads.push(await checkUpload(deps, teamId, { key, fileId: value, nodeType: node.type, types }));
+    } else {
+      await checkUrl(deps, key, value);
+    }
+  }
+  return uploads;
+};
+
+/**
+ * The run's own copy of each checked upload, under its team's prefix and named by `holderId` (the
+ * run's jobId, or the deferred run's id): copied inside S3, only if the object is still the one that
+ * was checked. A copy whose start is then refused is left to the retention's lifecycle rule.
+ */
+export const holdFileInputs = async (
+  deps: Deps,
+  teamId: string,
+  holderId: string,
+  uploads: readonly CheckedUpload[],
+): Promise<Record<string, InputFile>> => {
+  const held: Record<string, InputFile> = {};
+  for (const { key, item } of uploads) {
+    const to = inputObjectKey(teamId, holderId, key, item.name);
+    const copied = await copyUpload(
+      deps,
+      { key: uploadObjectKey(teamId, item.fileId), etag: item.etag, contentType: item.contentType },
+      to,
+    );
+    if (copied === 'changed') {
+      throw new InputFileNotUsableError(key, `file ${item.fileId} changed after it was checked: upload it again`);
+    }
+    if (copied === 'gone') throw new InputFileNotUsableError(key, `file ${item.fileId} not found`);
+    held[key] = {
+      kind: 'file',
+      key: to,
+      name: item.name,
+      contentType: item.contentType,
+      bytes: item.size,
+      availability: 'ready',
+    };
+  }
+  return held;
+};
