@@ -10,6 +10,7 @@ import type { ReferenceObject, SchemaObject } from 'openapi3-ts/oas31';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listWaitingDeferredRuns } from '../functions/store/deferred-runs.ts';
 import { routeById } from '../platform/routes.ts';
+import { fileMessages, fileNotAcceptedPrefix, maxUploadBytes, uploadContentTypes } from '../schemas/files.ts';
 import { type Json, optionFor, type Path, resolveSchema, withValue } from './support/fuzz-requests.ts';
 import { api, doc, expectBalanced, ledgerOf, pairPrice, pairSteps } from './support/runs.ts';
 import { addKey, createWorkflow, type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
@@ -56,6 +57,7 @@ const validBodies = (): Record<string, Json[]> => {
     ],
     RunWorkflow: [runBody],
     RunAgent: [runBody],
+    CreateFile: [{ name: 'cat.png', contentType: 'image/png', size: 48_213 }],
   };
 };
 
@@ -108,6 +110,17 @@ const contractAnswers: Record<string, { status: number; body: unknown }> = {
   name: { status: 400, body: { error: 'name is required' } },
   callbackUrl: { status: 422, body: { error: 'callbackUrl must be a valid https:// URL' } },
 };
+/** Our design's answers where a limit of the body is its own 422 (POST /files: the limit named, and all of them). */
+const fileNotAccepted = (detail: string) => ({
+  status: 422,
+  body: { error: `${fileNotAcceptedPrefix}${detail}`, maxBytes: maxUploadBytes, contentTypes: [...uploadContentTypes] },
+});
+const designedAnswers: Record<string, typeof contractAnswers> = {
+  CreateFile: {
+    name: fileNotAccepted(fileMessages.nameInvalid),
+    contentType: fileNotAccepted(fileMessages.contentTypeNotAccepted),
+  },
+};
 /**
  * Strings that may be empty: a run's input value is text, and empty text is text; and a node's own
  * settings (`config.text`), which the graph validation checks against the catalogue (its 422 where
@@ -133,7 +146,12 @@ const operationsWithBodies = () =>
 
 describe('every request body refuses an array for an object and an empty name', () => {
   it('finds the operations that take a body: create a workflow and both run starts', () => {
-    expect(operationsWithBodies().map((o) => o.operationId)).toEqual(['CreateWorkflow', 'RunWorkflow', 'RunAgent']);
+    expect(operationsWithBodies().map((o) => o.operationId)).toEqual([
+      'CreateWorkflow',
+      'RunWorkflow',
+      'RunAgent',
+      'CreateFile',
+    ]);
   });
 
   it.each(operationsWithBodies().map((o) => [o.operationId, o] as const))('%s', async (operationId, operation) => {
@@ -154,7 +172,8 @@ describe('every request body refuses an array for an object and an empty name', 
       const mutated = withValue(body, at, kind === 'object' ? [] : '');
       const answer = await api(stack.baseUrl, method, path, { key: team.key, body: mutated });
       const where = `${operationId} ${shown(at) || 'the body'} = ${kind === 'object' ? '[]' : '""'}`;
-      const contract = kind === 'string' && at.length === 1 ? contractAnswers[String(at[0])] : undefined;
+      const answers = designedAnswers[operationId] ?? contractAnswers;
+      const contract = kind === 'string' && at.length === 1 ? answers[String(at[0])] : undefined;
       if (contract) expect([answer.status, answer.body], where).toEqual([contract.status, contract.body]);
       else {
         expect(answer.status, where).toBe(400);
@@ -167,7 +186,8 @@ describe('every request body refuses an array for an object and an empty name', 
       }
       tried.push(where);
     }
-    expect(tried.length).toBeGreaterThan(operationId === 'CreateWorkflow' ? 20 : 4);
+    // CreateFile's body is three fields: itself, and two strings.
+    expect(tried.length).toBeGreaterThan(operationId === 'CreateWorkflow' ? 20 : operationId === 'CreateFile' ? 2 : 4);
     // Nothing was started or held by any of them.
     expect(await ledgerOf(stack.deps, team.teamId)).toEqual({ balance: 10_000, held: 0, charged: 0, granted: 10_000 });
   });
