@@ -114,7 +114,7 @@ export const startDynamoDb = async (options: { port?: number; dataDir?: string; 
 export interface SqsS3Emulator {
   /** fauxqs itself: SQS, and S3 unchecked. */
   endpoint: string;
-  /** S3 as clients reach it: fauxqs behind the guard that checks presigned requests as S3 does. */
+  /** S3 as clients reach it: fauxqs behind the guard that checks presigned requests and ETag conditions as S3 does. */
   s3Endpoint: string;
   server: FauxqsServer;
   stop(): Promise<void>;
@@ -122,7 +122,8 @@ export interface SqsS3Emulator {
 
 /**
  * Starts fauxqs (SQS + S3) in this process on loopback, and in front of its S3 the presign guard
- * (`s3-presign-guard.ts`: fauxqs checks no signature); with `dataDir` its state persists.
+ * (`s3-presign-guard.ts`: fauxqs checks no signature, and not every ETag condition); with `dataDir`
+ * its state persists.
  */
 export const startSqsS3 = async (options: {
   port?: number;

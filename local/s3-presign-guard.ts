@@ -6,7 +6,13 @@
  * forwards what passes. The signature is recomputed from the request as it arrived, following the
  * SigV4 query-string rules (https://docs.aws.amazon.com/AmazonS3/latest/API/sigv4-query-string-auth.html)
  * with node:crypto, independently of the SDK that made the URL. A request without
- * `X-Amz-Signature` (the SDK's own calls, signed in a header) is forwarded unchecked, as before.
+ * `X-Amz-Signature` (the SDK's own calls, signed in a header) is forwarded with its signature
+ * unchecked.
+ *
+ * Every request, presigned or not, is also held to the ETag preconditions fauxqs (2.4.1) does not
+ * keep as S3 does: `x-amz-copy-source-if-match` on CopyObject and UploadPartCopy (fauxqs ignores it)
+ * and `If-Match` on GetObject and HeadObject (fauxqs ignores it on HEAD and compares it on GET as a
+ * raw string, quotes and all).
  */
 import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -198,14 +204,96 @@ const readBody = (request: IncomingMessage, length: number, timeoutMs: number): 
     });
   });
 
+/**
+ * S3's 412 for an ETag precondition that does not hold (sources read 2026-11-27). The conditions,
+ * from the S3 API reference as the AWS SDK pages carry it: x-amz-copy-source-if-match (CopyObject,
+ * UploadPartCopy) "Copies the object if its entity tag (ETag) matches the specified tag"
+ * (https://docs.aws.amazon.com/sdk-for-kotlin/api/latest/s3/aws.sdk.kotlin.services.s3.model/-upload-part-copy-request/copy-source-if-match.html);
+ * GetObject's and HeadObject's If-Match "otherwise, return a 412 Precondition Failed error"
+ * (…/-get-object-request/if-match.html, …/-head-object-request/if-match.html). The code,
+ * PreconditionFailed, is listed in https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html.
+ * The message as S3 sends it (`pre-conditions`, no period) and the `<Condition>` element naming the
+ * header are from an S3 answer to `If-Match` recorded in
+ * https://github.com/versity/versitygw/issues/2044. What `<Condition>` says for a copy is recorded
+ * nowhere we read, so none is invented for it (SDKs read only the code and status).
+ */
+const preconditionFailed = (condition?: string) =>
+  new S3Refusal(
+    412,
+    'PreconditionFailed',
+    'At least one of the pre-conditions you specified did not hold',
+    condition ? { Condition: condition } : {},
+  );
+
+/**
+ * Whether an `If-Match`-style header holds for `etag`: `*`, or any listed tag equal to it once the
+ * quotes around each are set aside (S3 takes `abc` and `"abc"` alike). The comparison is strong, so
+ * a weak `W/"…"` tag never matches.
+ */
+const etagMatches = (header: string, etag: string) => {
+  const bare = (tag: string) => tag.trim().replace(/^"(.*)"$/, '$1');
+  return header.split(',').some((tag) => tag.trim() === '*' || bare(tag) === bare(etag));
+};
+
+/** The ETag of the object at `path` on fauxqs, or undefined when there is none (its own 404 answers). */
+const upstreamEtag = (upstream: URL, path: string): Promise<string | undefined> =>
+  new Promise((resolve, reject) => {
+    const head = httpRequest(
+      { host: upstream.hostname, port: upstream.port, method: 'HEAD', path, headers: { host: upstream.host } },
+      (answer) => {
+        answer.resume();
+        const etag = answer.headers.etag;
+        resolve(answer.statusCode === 200 && etag ? etag : undefined);
+      },
+    );
+    head.on('error', reject);
+    head.end();
+  });
+
+/** `x-amz-copy-source` (`bucket/key`, URL-encoded, maybe `/`-led, maybe `?versionId=`) as a path. */
+const copySourcePath = (source: string) => {
+  const at = source.indexOf('?');
+  const decoded = decodeURIComponent(at < 0 ? source : source.slice(0, at)).replace(/^\//, '');
+  return `/${decoded.split('/').map(uriEncode).join('/')}`;
+};
+
+/**
+ * Holds the request to the ETag preconditions fauxqs does not keep; throws S3's 412 when one fails.
+ * Returns the headers to forward: without the condition checked here, since fauxqs's own raw
+ * comparison on GET would refuse a tag S3 accepts.
+ */
+const checkPreconditions = async (upstream: URL, request: IncomingMessage, path: string) => {
+  const headers = { ...request.headers };
+  const header = (name: string) => {
+    const value = request.headers[name];
+    return Array.isArray(value) ? value.join(',') : value;
+  };
+  const copySource = header('x-amz-copy-source');
+  const copyIfMatch = header('x-amz-copy-source-if-match');
+  if (request.method === 'PUT' && copySource && copyIfMatch !== undefined) {
+    const etag = await upstreamEtag(upstream, copySourcePath(copySource));
+    // No source: forwarded, so fauxqs answers S3's NoSuchKey, as S3 does before any condition.
+    if (etag !== undefined && !etagMatches(copyIfMatch, etag)) throw preconditionFailed();
+    delete headers['x-amz-copy-source-if-match'];
+  }
+  const ifMatch = header('if-match');
+  if ((request.method === 'GET' || request.method === 'HEAD') && ifMatch !== undefined) {
+    const etag = await upstreamEtag(upstream, path);
+    if (etag !== undefined && !etagMatches(ifMatch, etag)) throw preconditionFailed('If-Match');
+    delete headers['if-match'];
+  }
+  return headers;
+};
+
 /** Sends the request on to fauxqs and its answer back. */
 const forward = (
   upstream: URL,
   request: IncomingMessage,
   response: ServerResponse,
   body: Buffer | IncomingMessage,
+  requestHeaders: IncomingMessage['headers'] = request.headers,
 ): void => {
-  const headers = { ...request.headers, host: upstream.host };
+  const headers = { ...requestHeaders, host: upstream.host };
   const outgoing = httpRequest(
     { host: upstream.hostname, port: upstream.port, method: request.method, path: request.url, headers },
     (answer) => {
@@ -231,10 +319,12 @@ const handle = async (
   const at = url.indexOf('?');
   const path = at < 0 ? url : url.slice(0, at);
   const query = parseQuery(at < 0 ? '' : url.slice(at + 1));
-  if (!query.some(([key]) => key === 'X-Amz-Signature')) return forward(upstream, request, response, request);
+  const presigned = query.some(([key]) => key === 'X-Amz-Signature');
   try {
-    const { crc32: checksum } = verifyPresigned(request, path, query, options);
-    if (request.method !== 'PUT') return forward(upstream, request, response, request);
+    const checksum = presigned ? verifyPresigned(request, path, query, options).crc32 : undefined;
+    const headers = await checkPreconditions(upstream, request, path);
+    // The SDK's own PUTs (signed in a header) stream through as they come.
+    if (!presigned || request.method !== 'PUT') return forward(upstream, request, response, request, headers);
     const declared = request.headers['content-length'];
     if (declared === undefined) {
       throw new S3Refusal(411, 'MissingContentLength', 'You must provide the Content-Length HTTP header.');
@@ -247,7 +337,7 @@ const handle = async (
         throw new S3Refusal(400, 'BadDigest', 'The CRC32 you specified did not match the calculated checksum.');
       }
     }
-    forward(upstream, request, response, body);
+    forward(upstream, request, response, body, headers);
   } catch (error) {
     if (!(error instanceof S3Refusal)) throw error;
     refuse(response, error);

@@ -2,10 +2,18 @@
  * The local S3 behaves like S3 for presigned requests (local/s3-presign-guard.ts in front of
  * fauxqs): a PUT presigned as `POST /files` presigns it is stored when sent as signed, and refused
  * with S3's own error when its signature, content type, length or expiry does not hold. The guard's
- * clock is this test's, so expiry is tested without waiting.
+ * clock is this test's, so expiry is tested without waiting. It also keeps S3's ETag preconditions
+ * on copies and reads, which fauxqs does not.
  */
 import { connect } from 'node:net';
-import { CreateBucketCommand, HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import {
+  CopyObjectCommand,
+  CreateBucketCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { s3ClientConfig } from '../functions/clients/s3.ts';
@@ -197,5 +205,81 @@ describe('the local S3 checks presigned PUTs as S3 does', () => {
   it('forwards the SDK’s own requests (signed in a header) unchanged', async () => {
     await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'sdk', Body: body, ContentType: 'text/plain' }));
     expect(await stored('sdk')).toBe(body.length);
+  });
+});
+
+describe('the local S3 keeps ETag preconditions as S3 does', () => {
+  /** An object put by the SDK, then replaced with other bytes: its first ETag is now stale. */
+  const replaced = async (key: string) => {
+    const first = await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body }));
+    const second = await s3.send(
+      new PutObjectCommand({ Bucket: bucket, Key: key, Body: new TextEncoder().encode('hello, beavers') }),
+    );
+    expect(first.ETag).not.toBe(second.ETag);
+    return { stale: first.ETag ?? '', current: second.ETag ?? '' };
+  };
+
+  /** The status and S3 error code a command failed with. */
+  const failure = async (command: Promise<unknown>) => {
+    try {
+      await command;
+    } catch (error) {
+      const e = error as { name: string; message: string; $metadata: { httpStatusCode?: number } };
+      return { status: e.$metadata.httpStatusCode, code: e.name, message: e.message };
+    }
+    throw new Error('the command succeeded');
+  };
+
+  const copy = (key: string, ifMatch: string, to: string) =>
+    s3.send(
+      new CopyObjectCommand({ Bucket: bucket, Key: to, CopySource: `${bucket}/${key}`, CopySourceIfMatch: ifMatch }),
+    );
+
+  it('refuses a copy whose x-amz-copy-source-if-match is stale: 412 PreconditionFailed, nothing copied', async () => {
+    const { stale, current } = await replaced('copy-source');
+    expect(await failure(copy('copy-source', stale, 'copy-stale'))).toEqual({
+      status: 412,
+      code: 'PreconditionFailed',
+      message: 'At least one of the pre-conditions you specified did not hold',
+    });
+    expect(await stored('copy-stale')).toBeUndefined();
+    // The current ETag copies, quoted as HeadObject gives it or bare as S3 also takes it.
+    await copy('copy-source', current, 'copy-current');
+    expect(await stored('copy-current')).toBe(14);
+    await copy('copy-source', current.replaceAll('"', ''), 'copy-bare');
+    expect(await stored('copy-bare')).toBe(14);
+    // A missing source is S3's 404, whatever the condition.
+    expect(await failure(copy('no-such-source', stale, 'copy-none'))).toMatchObject({
+      status: 404,
+      code: 'NoSuchKey',
+    });
+  });
+
+  it('refuses a GET or HEAD whose If-Match is stale: 412; the current ETag, quoted or bare, reads', async () => {
+    const { stale, current } = await replaced('read');
+    const get = (ifMatch: string) =>
+      s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'read', Range: 'bytes=0-4', IfMatch: ifMatch }));
+    expect(await failure(get(stale))).toEqual({
+      status: 412,
+      code: 'PreconditionFailed',
+      message: 'At least one of the pre-conditions you specified did not hold',
+    });
+    const read = await get(current);
+    expect(await read.Body?.transformToString()).toBe('hello');
+    expect(await (await get(current.replaceAll('"', ''))).Body?.transformToString()).toBe('hello');
+
+    const head = (ifMatch: string) => s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'read', IfMatch: ifMatch }));
+    // HEAD answers no body: the SDK names the failure by its status.
+    expect((await failure(head(stale))).status).toBe(412);
+    expect((await head(current)).ETag).toBe(current);
+
+    // A presigned GET carries If-Match as a header: held to it as well, S3's error XML naming the condition.
+    const url = await getSignedUrl(s3, new GetObjectCommand({ Bucket: bucket, Key: 'read' }), { expiresIn: 60 });
+    const refused = await fetch(url, { headers: { 'if-match': stale } });
+    const xml = await refused.text();
+    expect(refused.status).toBe(412);
+    expect(xml).toContain('<Code>PreconditionFailed</Code>');
+    expect(xml).toContain('<Condition>If-Match</Condition>');
+    expect((await fetch(url, { headers: { 'if-match': current } })).status).toBe(200);
   });
 });
