@@ -70,21 +70,34 @@ interface Upload {
   headers: Record<string, string>;
 }
 
-/** Declares a file, and sends its bytes as the answer says unless `send` is false; its id. */
-const upload = async (owner: SeededTeam, name: string, contentType: string, bytes: Uint8Array, send = true) => {
+/** Sends `bytes` as an upload answer says: its method, URL and headers (fetch sets the length). */
+const send = async ({ method, url, headers }: Upload, bytes: Uint8Array) => {
+  const { 'content-length': _, ...rest } = headers;
+  expect((await fetch(url, { method, headers: rest, body: bytes })).status).toBe(200);
+};
+
+/** Declares a file, and sends its bytes as the answer says unless `sendBytes` is false; its id and upload. */
+const declareAndSend = async (
+  owner: SeededTeam,
+  name: string,
+  contentType: string,
+  bytes: Uint8Array,
+  sendBytes = true,
+) => {
   const declared = await call(stack.baseUrl, '/files', {
     key: owner.key,
     method: 'POST',
     body: { name, contentType, size: bytes.length },
   });
   expect(declared.status).toBe(201);
-  if (send) {
-    const { method, url, headers } = declared.body.upload as unknown as Upload;
-    const { 'content-length': _, ...rest } = headers;
-    expect((await fetch(url, { method, headers: rest, body: bytes })).status).toBe(200);
-  }
-  return declared.body.fileId as string;
+  const upload = declared.body.upload as unknown as Upload;
+  if (sendBytes) await send(upload, bytes);
+  return { fileId: declared.body.fileId as string, upload };
 };
+
+/** Declares a file, and sends its bytes as the answer says unless `sendBytes` is false; its id. */
+const upload = async (owner: SeededTeam, name: string, contentType: string, bytes: Uint8Array, sendBytes = true) =>
+  (await declareAndSend(owner, name, contentType, bytes, sendBytes)).fileId;
 
 const startRun = async (owner: SeededTeam, workflowId: string, body: Record<string, unknown>) => {
   const response = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, { key: owner.key, method: 'POST', body });
@@ -248,6 +261,20 @@ describe('a run input that cannot be used: 422 naming its key, nothing held', ()
     await createWorkflow(stack, owner, upscaleSteps);
     const theirs = await upload(owner, 'lying.wav', 'audio/wav', files.png());
     await refused(theirs, `file ${theirs} was rejected: content is image/png, not the declared audio/wav`, owner);
+  });
+
+  it('a file replaced through its still-valid upload URL after it was checked (a PNG bomb of the same size)', async () => {
+    const original = files.png(8, 8);
+    const { fileId, upload: sent } = await declareAndSend(team, 'swap.png', 'image/png', original);
+    expect((await call(stack.baseUrl, `/files/${fileId}`, { key: team.key })).body.state).toBe('ready');
+    // Other bytes, the same declared type and size: the signed URL takes them, as S3's would.
+    const bomb = files.pngBomb(100_000, 100_000, original.length);
+    expect(bomb.length).toBe(original.length);
+    await send(sent, bomb);
+    expect(await objectBytes(uploadObjectKey(team.teamId, fileId))).toEqual(bomb);
+    // The file stays `ready`, but the run's copy holds it to the ETag that was checked.
+    await refused(fileId, `file ${fileId} changed after it was checked: upload it again`);
+    expect((await call(stack.baseUrl, `/files/${fileId}`, { key: team.key })).body.state).toBe('ready');
   });
 
   it('a file of a type the step cannot read (a WAV to an ImageLoader)', async () => {

@@ -24,12 +24,19 @@ const concat = (...parts: Uint8Array[]) => {
 /** A real PNG of `width` × `height` pixels. */
 export const png = (width = 4, height = 3) => encodePng(makeImage(width, height, (x, y) => [x * 40, y * 40, 90, 255]));
 
-/** A PNG bomb: a few dozen bytes whose IHDR claims `width` × `height` pixels. */
-export const pngBomb = (width = 100_000, height = 100_000) =>
-  writePngChunks([
-    { type: 'IHDR', data: concat(u32be(width), u32be(height), Uint8Array.of(8, 6, 0, 0, 0)) },
-    { type: 'IEND', data: new Uint8Array(0) },
-  ]);
+/**
+ * A PNG bomb: a few dozen bytes whose IHDR claims `width` × `height` pixels; with `bytes`, padded
+ * by a tEXt chunk to exactly that size (to pass as another PNG of the same declared size).
+ */
+export const pngBomb = (width = 100_000, height = 100_000, bytes?: number) => {
+  const ihdr = { type: 'IHDR', data: concat(u32be(width), u32be(height), Uint8Array.of(8, 6, 0, 0, 0)) };
+  const iend = { type: 'IEND', data: new Uint8Array(0) };
+  // Signature, IHDR (12 + 13), IEND (12), and the tEXt chunk's own 12.
+  const padding = bytes === undefined ? undefined : bytes - 8 - 25 - 12 - 12;
+  if (padding === undefined) return writePngChunks([ihdr, iend]);
+  if (padding < 8) throw new Error(`a padded PNG bomb needs at least ${8 + 57} bytes`);
+  return writePngChunks([ihdr, { type: 'tEXt', data: concat(text('Comment\0'), text('x'.repeat(padding - 8))) }, iend]);
+};
 
 /** A JPEG's head: SOI, an APP0 segment of `app0Bytes`, then a baseline frame header. */
 export const jpeg = (width = 640, height = 480, app0Bytes = 16) =>
