@@ -18,7 +18,7 @@ import { type FalStandIn, type StandInRequest, startFalStandIn } from './stand-i
 import { startFileServer } from './stand-ins/http.ts';
 import { bedrockProcessEnv, closeWithStack, fakeAwsCredentials, stageStepExecutor } from './support/provider-steps.ts';
 import { drainSteps, runParts, type StepHandler } from './support/runs.ts';
-import { call, createWorkflow, jobsStackPerFile, type SeededTeam, seedTeam } from './support/stack.ts';
+import { call, createWorkflow, jobsStackPerFile, type SeededTeam, seedTeam, startRunOk } from './support/stack.ts';
 
 const falKey = '5e0c7a1b-2d3f-4a5b-8c9d-0e1f2a3b4c5d:9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d';
 
@@ -134,13 +134,7 @@ const runOf = async (key: string, jobId: string) =>
  * the fal jobs it submitted, in order.
  */
 const runToEnd = async (handler: StepHandler, team: SeededTeam, workflowId: string) => {
-  const started = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, {
-    key: team.key,
-    method: 'POST',
-    body: {},
-  });
-  expect(started.status, JSON.stringify(started.body)).toBe(200);
-  const jobId = started.body.jobId as string;
+  const jobId = await startRunOk(stack, team.key, workflowId);
   const submitted: StandInRequest[] = [];
   for (let round = 0; round < 6; round++) {
     await drain(handler);

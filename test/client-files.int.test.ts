@@ -1,14 +1,7 @@
-/**
- * Uploads through the client and the CLI (issue 24, item 4): `client.uploadFile` and
- * `workflow-run run --input key=@path` / `workflow-run files get`, against the local stack, the
- * bytes PUT to the local S3 behind its presign guard (which refuses as S3 does).
- */
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runKey } from '../functions/store/keys.ts';
@@ -22,6 +15,7 @@ import {
   type UploadProgress,
   type WorkflowRunClient,
 } from '../packages/client/src/index.ts';
+import { runCli } from './support/cli.ts';
 import { createWorkflow, type SeededTeam, seedUnthrottledTeam, stackPerFile } from './support/stack.ts';
 import * as files from './support/upload-files.ts';
 
@@ -36,7 +30,6 @@ const photoSteps = [
   { key: 'show', type: 'TextConsole', inputs: ['prompt'] },
 ];
 
-const repositoryRoot = fileURLToPath(new URL('..', import.meta.url));
 const MiB = 1024 * 1024;
 
 const { stack } = stackPerFile();
@@ -153,24 +146,7 @@ describe('client.uploadFile', () => {
 });
 
 /** Runs the CLI as a user would: a child process with the URL and key in its environment. */
-const cli = (args: string[]) =>
-  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, ['packages/client/src/cli.ts', ...args], {
-      cwd: repositoryRoot,
-      env: { ...process.env, WORKFLOW_RUN_API_URL: stack.baseUrl, WORKFLOW_RUN_API_KEY: team.key },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => {
-      stdout += chunk;
-    });
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+const cli = (args: string[]) => runCli({ baseUrl: stack.baseUrl, key: team.key }, args);
 
 /** The inputs the run was started with, as stored on its item. */
 const storedInputs = async (jobId: string) => {

@@ -1,10 +1,8 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signatureHeader, webhookHeaders, webhookId } from '../functions/domain/webhook.ts';
 import { makeHandler as makeWebhookWorker } from '../functions/workers/webhook-delivery.ts';
@@ -28,6 +26,7 @@ import {
   type WorkflowRunClient,
   type WorkflowStep,
 } from '../packages/client/src/index.ts';
+import { runCli } from './support/cli.ts';
 import { queueContents, recordOf } from './support/queue-contents.ts';
 import {
   addKey,
@@ -39,8 +38,6 @@ import {
   type TestStack,
 } from './support/stack.ts';
 import { receiverCa, startReceiver } from './support/webhook-receiver.ts';
-
-const repositoryRoot = fileURLToPath(new URL('..', import.meta.url));
 
 let stack: TestStack;
 let team: SeededTeam;
@@ -68,23 +65,7 @@ const imageSteps: WorkflowStep[] = [
 
 /** Runs the CLI as a user would: a child process with the URL and key in its environment. */
 const cli = (args: string[], env: Record<string, string> = {}) =>
-  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, ['packages/client/src/cli.ts', ...args], {
-      cwd: repositoryRoot,
-      env: { ...process.env, WORKFLOW_RUN_API_URL: stack.baseUrl, WORKFLOW_RUN_API_KEY: team.key, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => {
-      stdout += chunk;
-    });
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  runCli({ baseUrl: stack.baseUrl, key: team.key }, args, env);
 
 /** A fetch that answers from `fake` while it returns a Response, and from the real API after. */
 const scriptedFetch = (fake: (request: Request, call: number) => Response | undefined) => {

@@ -12,10 +12,10 @@ import { localAwsConfig } from '../local/emulators.ts';
 import { envNames } from '../platform/definitions.ts';
 import { ledgerOf } from './support/runs.ts';
 import {
-  call,
   createWorkflow,
   type SeededTeam,
   seedTeam,
+  startRunOk,
   startWorkingStack,
   type TestStack,
   waitForRun,
@@ -69,13 +69,7 @@ const pythonFlow = (code: string, timeoutMs?: number) => [
 
 const runFlow = async (steps: unknown[]) => {
   const workflowId = await createWorkflow(stack, team, steps);
-  const started = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, {
-    key: team.key,
-    method: 'POST',
-    body: {},
-  });
-  expect(started.status).toBe(200);
-  return (await waitForRun(stack, team.key, started.body.jobId as string, 120_000)).body;
+  return (await waitForRun(stack, team.key, await startRunOk(stack, team.key, workflowId), 120_000)).body;
 };
 
 describe('a PythonSandbox step', () => {

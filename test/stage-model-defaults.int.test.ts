@@ -16,7 +16,7 @@ import { startFileServer } from './stand-ins/http.ts';
 import { type ReplicateStandIn, startReplicateStandIn } from './stand-ins/replicate.ts';
 import { bedrockProcessEnv, closeWithStack, fakeAwsCredentials, stageStepExecutor } from './support/provider-steps.ts';
 import { drainSteps, type StepHandler } from './support/runs.ts';
-import { call, createWorkflow, jobsStackPerFile, seedTeam } from './support/stack.ts';
+import { call, createWorkflow, jobsStackPerFile, seedTeam, startRunOk } from './support/stack.ts';
 
 const apiKey = 'r8_stage_model_defaults_test_key';
 /** Neither model is the catalogue's; the Replicate one is not in the registry either. */
@@ -78,13 +78,7 @@ describe('a stage that pins its own default models', { timeout: 120_000 }, () =>
       { key: 'image', type: 'ImageGen', inputs: ['prompt'] },
       { key: 'vector', type: 'Embedder', inputs: [{ from: 'prompt', targetHandle: 'text' }] },
     ]);
-    const started = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, {
-      key: team.key,
-      method: 'POST',
-      body: {},
-    });
-    expect(started.status, JSON.stringify(started.body)).toBe(200);
-    const jobId = started.body.jobId as string;
+    const jobId = await startRunOk(stack, team.key, workflowId);
     await drain(handler);
 
     // Replicate received the pinned model (by its own route, /v1/models/{owner}/{name}/predictions),

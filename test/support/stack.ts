@@ -1,6 +1,6 @@
 import './test-providers.ts';
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, inject } from 'vitest';
+import { afterAll, beforeAll, expect, inject } from 'vitest';
 import type { Deps } from '../../functions/deps.ts';
 import { toHundredths } from '../../functions/domain/credits.ts';
 import { createExecutorRegistry, executorDepsFromEnv } from '../../functions/nodes/executors/index.ts';
@@ -155,6 +155,13 @@ export const call = async (
     body = text;
   }
   return { status: response.status, headers: response.headers, body: body as Record<string, unknown> };
+};
+
+/** POST /workflows/{id}/runs with `body` on `key`; its 200 asserted (the answer in the message otherwise). Returns the jobId. */
+export const startRunOk = async (stack: TestStack, key: string, workflowId: string, body: object = {}) => {
+  const started = await call(stack.baseUrl, `/workflows/${workflowId}/runs`, { key, method: 'POST', body });
+  expect(started.status, JSON.stringify(started.body)).toBe(200);
+  return started.body.jobId as string;
 };
 
 /** Polls the stack's queues with the real worker handlers, as `npm start` does. */
