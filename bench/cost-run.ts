@@ -41,7 +41,7 @@ import {
   newMeter,
   resetMeter,
 } from './cost-meter.ts';
-import { chainSteps, createChainWorkflows, seedRunsTeam } from './seed.ts';
+import { chainSteps, seedCostTeam } from './seed.ts';
 
 export interface ChainRunCost {
   /** Counts over the measured runs (divide by `runs`). */
@@ -156,16 +156,12 @@ export const measureChainRunCost = async (
   ];
   let stopCapture: (() => void) | undefined;
   try {
-    const team = await seedRunsTeam(deps, 1_000);
-    const [workflowId] = await createChainWorkflows(
+    const { workflowId, headers } = await seedCostTeam(
       deps,
       api.baseUrl,
-      team,
-      1,
       options.chainLength,
       (options.steps ?? chainSteps)(options.chainLength),
     );
-    const headers = { authorization: `Bearer ${team.key}`, 'content-type': 'application/json' };
     const runOnce = async () => {
       const started = await apiRequest(meter, 'RunWorkflow', `${api.baseUrl}/workflows/${workflowId}/runs`, {
         method: 'POST',

@@ -27,7 +27,7 @@ import {
   newMeter,
   resetMeter,
 } from './cost-meter.ts';
-import { chainSteps, createChainWorkflows, seedRunsTeam } from './seed.ts';
+import { chainSteps, seedCostTeam } from './seed.ts';
 
 /** The chain of `chainSteps` with its second step a text model's job on Replicate (its answer feeds the rest). */
 export const chainWithJobStep = (length: number) =>
@@ -92,16 +92,12 @@ export const measureJobRunCosts = async (
     waitSeconds: 1,
   });
   try {
-    const team = await seedRunsTeam(deps, 1_000);
-    const [workflowId] = await createChainWorkflows(
+    const { workflowId, headers } = await seedCostTeam(
       deps,
       api.baseUrl,
-      team,
-      1,
       options.chainLength,
       chainWithJobStep(options.chainLength),
     );
-    const headers = { authorization: `Bearer ${team.key}`, 'content-type': 'application/json' };
     const runOnce = async (jobSeconds: number) => {
       const startedAt = Date.now();
       meter.api.requests++;

@@ -135,3 +135,14 @@ export const createChainWorkflows = async (
   );
   return [first, ...others];
 };
+
+/**
+ * A team with 1,000 credits, one `steps` workflow over HTTP, and the headers its key sends: what
+ * each cost run starts from.
+ */
+export const seedCostTeam = async (deps: Deps, baseUrl: string, length: number, steps: unknown[]) => {
+  const team = await seedRunsTeam(deps, 1_000);
+  const [workflowId] = await createChainWorkflows(deps, baseUrl, team, 1, length, steps);
+  const headers = { authorization: `Bearer ${team.key}`, 'content-type': 'application/json' };
+  return { team, workflowId: workflowId as string, headers };
+};
