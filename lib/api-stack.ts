@@ -1,6 +1,6 @@
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
-import { HttpApi, HttpMethod, HttpStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpApi, HttpMethod, type HttpRoute, HttpStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { EventBus, Rule, Schedule } from 'aws-cdk-lib/aws-events';
@@ -19,10 +19,12 @@ import {
   queues,
 } from '../platform/definitions.ts';
 import { modelDefaultsText } from '../platform/model-defaults.ts';
-import { accessLogFields, basePath, routes } from '../platform/routes.ts';
+import { accessLogFields, basePath, type Route, routes } from '../platform/routes.ts';
+import { ApiDomain } from './api-domain.ts';
 import { Grants } from './grants.ts';
 import { IsolatedNetwork } from './isolated-network.ts';
 import { Observability } from './observability.ts';
+import { applyRouteThrottles } from './route-throttles.ts';
 import { ServiceFunction } from './service-function.ts';
 import type { StageConfig } from './stages.ts';
 import { pythonRunner, workers } from './workers.ts';
@@ -123,6 +125,8 @@ export class ApiStack extends Stack {
       description: 'Workflow Run API',
       // Callers are servers holding API keys, not browsers: no CORS.
       createDefaultStage: false,
+      // With a custom domain, callers (and CloudFront) reach the API only through it.
+      disableExecuteApiEndpoint: config.edge.domain !== undefined,
     });
     const accessLogs = new LogGroup(this, 'ApiAccessLogs', {
       retention: config.logRetentionDays,
@@ -137,7 +141,10 @@ export class ApiStack extends Stack {
       // Across every caller; each key's own 60 a minute is enforced by the functions (lib/stages.ts).
       throttle: config.api,
     });
-    this.apiUrl = `${stage.url}${basePath.slice(1)}`;
+    this.apiUrl = config.edge.domain
+      ? `https://${config.edge.domain.name}${basePath}`
+      : `${stage.url}${basePath.slice(1)}`;
+    if (config.edge.domain) new ApiDomain(this, 'ApiDomain', { domain: config.edge.domain, api: this.api, stage });
 
     const environment = {
       [envNames.table]: table.tableName,
@@ -188,6 +195,7 @@ export class ApiStack extends Stack {
       connectionSecretPrefix: config.connectionSecretPrefix,
     });
     const functionById = new Map<string, IFunction>();
+    const routed: { route: Route; created: HttpRoute[] }[] = [];
 
     for (const route of routes) {
       const service = new ServiceFunction(this, route.id, {
@@ -201,13 +209,16 @@ export class ApiStack extends Stack {
       });
       const { fn } = service;
       grants.apply(service, route.grants);
-      this.api.addRoutes({
+      const created = this.api.addRoutes({
         path: `${basePath}${route.path}`,
         methods: [HttpMethod[route.method]],
         integration: new HttpLambdaIntegration(`${route.id}Integration`, fn),
       });
+      routed.push({ route, created });
       functionById.set(route.id, fn);
     }
+    // The keyless routes' own, lower, throttles (lib/edge-config.ts).
+    applyRouteThrottles(stage, routed, config.edge.routeThrottles);
 
     for (const worker of workers) {
       const { trigger } = worker;

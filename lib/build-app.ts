@@ -1,6 +1,7 @@
 import { Annotations, App, CrossStackReferences, ReferenceStrength, Tags, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { ApiStack } from './api-stack.ts';
+import { EdgeStack, edgeRegion } from './edge-stack.ts';
 import { serviceName, stackNames, stageConfig } from './stages.ts';
 import { StatefulStack } from './stateful-stack.ts';
 
@@ -35,6 +36,21 @@ export function buildApp(context: Record<string, unknown> = {}, environment: Nod
     bucket: stateful.bucket,
   });
 
+  // CloudFront and its web ACL in us-east-1, in front of the API's custom domain (lib/edge-stack.ts).
+  const { edge } = config;
+  const edgeStack =
+    edge.cloudFront && edge.domain
+      ? new EdgeStack(app, names.edge, {
+          description: `Workflow Run API (${config.stage}): CloudFront, AWS WAF and ${edge.domain.name}`,
+          env: { account: config.env.account, region: edgeRegion },
+          terminationProtection: config.protectData,
+          edge: { ...edge, domain: edge.domain },
+        })
+      : undefined;
+  // Its origin, the API's custom domain, must exist first.
+  edgeStack?.addStackDependency(api);
+  for (const warning of edge.warnings) Annotations.of(api).addWarning(warning);
+
   // Cost allocation and ownership: every taggable resource of both stacks, and the stacks.
   Tags.of(app).add('service', serviceName);
   Tags.of(app).add('stage', config.stage);
@@ -46,5 +62,5 @@ export function buildApp(context: Record<string, unknown> = {}, environment: Nod
   }
 
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
-  return { app, config, stateful, api };
+  return { app, config, stateful, api, edge: edgeStack };
 }

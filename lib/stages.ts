@@ -15,6 +15,7 @@ import {
   providerEntry,
 } from '../platform/providers.ts';
 import { connectionSecretPrefixOf, parseProviderSecret } from '../platform/secret-refs.ts';
+import { domainBaseUrl, type EdgeConfig, edgeConfig } from './edge-config.ts';
 
 export const stageNames = ['dev', 'prod'] as const;
 export type StageName = (typeof stageNames)[number];
@@ -184,6 +185,11 @@ export interface StageConfig {
    * destroying the stage deletes the table, empties and deletes the bucket, and deletes its logs.
    */
   protectData: boolean;
+  /**
+   * The custom domain, CloudFront and AWS WAF, and the keyless routes' throttles (lib/edge-config.ts).
+   * With a domain, `publicBaseUrl` defaults to `https://<domain name>`.
+   */
+  edge: EdgeConfig;
 }
 
 type StageDefaults = Pick<
@@ -332,6 +338,7 @@ export const stageConfig = (
   const pinnedBedrock = Object.values(modelDefaults)
     .filter((choice) => choice.provider === 'bedrock')
     .map((choice) => choice.model);
+  const edge = edgeConfig(name, context);
   const prefix = context(contextKeys.stackPrefix) ?? defaultStackPrefix;
   if (typeof prefix !== 'string' || !/^[A-Za-z][A-Za-z0-9]*$/.test(prefix)) {
     throw new Error(`context stackPrefix must be letters and digits, got ${JSON.stringify(prefix)}`);
@@ -359,7 +366,8 @@ export const stageConfig = (
     tracing: flag(contextKeys.tracing, context(contextKeys.tracing), false),
     stepExecutorMemoryMb: memoryMb(contextKeys.stepExecutorMemoryMb, context(contextKeys.stepExecutorMemoryMb)),
     pythonSnapshots: flag(contextKeys.pythonSnapshots, context(contextKeys.pythonSnapshots), false),
-    publicBaseUrl: httpsUrl(contextKeys.publicBaseUrl, context(contextKeys.publicBaseUrl)),
+    publicBaseUrl: httpsUrl(contextKeys.publicBaseUrl, context(contextKeys.publicBaseUrl)) ?? domainBaseUrl(edge),
+    edge,
     providerLevels: parseProviderLevels(context(contextKeys.providerLevels)),
     modelDefaults,
   };
@@ -412,4 +420,6 @@ const httpsUrl = (key: string, value: unknown): string | undefined => {
 export const stackNames = (config: Pick<StageConfig, 'stackPrefix' | 'stage'>) => ({
   stateful: `${config.stackPrefix}-${config.stage}-Stateful`,
   api: `${config.stackPrefix}-${config.stage}-Api`,
+  /** CloudFront and AWS WAF, in us-east-1, when the stage has them (lib/edge-stack.ts). */
+  edge: `${config.stackPrefix}-${config.stage}-Edge`,
 });
