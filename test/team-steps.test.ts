@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
+  capAfter,
   deferSeconds,
   expiredSlots,
   leaseUntil,
+  maxDeferrals,
   maxDeferSeconds,
   parseTeamStepsInFlight,
   slotDecision,
@@ -56,6 +58,13 @@ describe('a team’s cap on steps in flight (functions/domain/team-steps.ts)', (
     expect(deferSeconds(20, 0)).toBe(maxDeferSeconds);
     expect(deferSeconds(20, 0.999)).toBe(15);
     expect(deferSeconds(0, 0.999)).toBe(1);
+  });
+
+  it('a step held back `maxDeferrals` times runs past the cap, so its messages stay bounded', () => {
+    expect(capAfter(40, 0)).toBe(40);
+    expect(capAfter(40, maxDeferrals - 1)).toBe(40);
+    const full = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [slotKeyOf('j', `n${i}`), later(60)]));
+    expect(slotDecision(full, slotKeyOf('j', 'late'), capAfter(40, maxDeferrals), now)).toBe('take');
   });
 
   it('the stage’s setting is a whole number from 1, or unset for no cap', () => {

@@ -9,7 +9,7 @@
  */
 import { stepsQueue } from '../../platform/definitions.ts';
 import type { Deps } from '../deps.ts';
-import { deferSeconds, slotKeyOf, slotLease, slotLeaseSeconds } from '../domain/team-steps.ts';
+import { capAfter, deferSeconds, slotKeyOf, slotLease, slotLeaseSeconds } from '../domain/team-steps.ts';
 import { logger } from '../observability/logger.ts';
 import { sendDelayedStepMessage } from '../store/run/provider-jobs.ts';
 import { releaseTeamSlot, takeTeamSlot } from '../store/team-steps.ts';
@@ -28,8 +28,8 @@ export const withTeamSlot = async (deps: Deps, message: JobStepMessage, step: ()
   if (cap === undefined || teamId === undefined) return step();
   const key = slotKeyOf(message.jobId, message.nodeId);
   const lease = slotLease(new Date(deps.now().getTime() + leaseMs), deps.newId());
-  if (!(await takeTeamSlot(deps, teamId, key, lease, cap))) {
-    const deferred = message.deferred ?? 0;
+  const deferred = message.deferred ?? 0;
+  if (!(await takeTeamSlot(deps, teamId, key, lease, capAfter(cap, deferred)))) {
     const delay = deferSeconds(deferred, Math.random());
     logger.info('team at its cap of steps in flight; step offered again later', {
       nodeId: message.nodeId,

@@ -62,6 +62,17 @@ export const deferSeconds = (deferrals: number, random: number): number => {
 };
 
 /**
+ * A step is held back at most this many times (about 8 minutes of waits): then it runs past its
+ * team's cap, so no step waits for ever behind its own team's others and a step's messages stay
+ * bounded (docs/operations.md, "Long runs and Lambda's loop guard").
+ */
+export const maxDeferrals = 20;
+
+/** The cap a step is held to after `deferrals`: the team's, or none once it waited `maxDeferrals` times. */
+export const capAfter = (cap: number, deferrals: number): number =>
+  deferrals >= maxDeferrals ? Number.MAX_SAFE_INTEGER : cap;
+
+/**
  * The cap from the stage's setting (`TEAM_STEPS_IN_FLIGHT`): a whole number of steps from 1;
  * unset or empty, no cap. Anything else is a deployment mistake and fails the function's start.
  */
