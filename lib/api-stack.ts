@@ -153,6 +153,8 @@ export class ApiStack extends Stack {
       [envNames.bucket]: bucket.bucketName,
       [envNames.stage]: config.stage,
       [envNames.retentionDays]: String(config.retentionDays),
+      // Read by the step executor alone (functions/app/team-slots.ts).
+      [envNames.teamStepsInFlight]: String(config.teamStepsInFlight),
       // Names, not values: only the step executor may read the secrets (lib/workers.ts).
       [envNames.providerSecrets]: JSON.stringify(
         Object.fromEntries(config.providers.map((p) => [p.provider, p.secretName])),

@@ -71,6 +71,8 @@ export const contextKeys = {
   modelDefaults: 'modelDefaults',
   /** Whole days run data and output files are kept; overrides the stage's default. */
   retentionDays: 'retentionDays',
+  /** Most steps of one team run at once (a whole number from 1); overrides the stage's default. */
+  teamStepsInFlight: 'teamStepsInFlight',
   /**
    * In cdk.json: `{ "stages": { "prod": { "providers": "…", "alarmEmail": "…" } } }`, the values a
    * stage is deployed with, so `cdk deploy -c stage=prod` alone repeats them; `-c key=value` wins.
@@ -120,6 +122,13 @@ export interface StageConfig {
    * and the library bucket's object expiration. dev: 30. prod: 365. `-c retentionDays=N` overrides.
    */
   retentionDays: number;
+  /**
+   * Most steps of one team the step executor runs at once (docs/operations.md, "Fair tenants"); a
+   * team's step past it waits and is offered again. A fraction of the executor's steps at once
+   * (`consumerMaxConcurrency.Steps` batches of 10), so one team's fan-out leaves the rest to others.
+   * dev: 10 of 20. prod: 40 of 100. `-c teamStepsInFlight=N` overrides.
+   */
+  teamStepsInFlight: number;
   /** Days every log group keeps its events (a CloudWatch Logs retention value). dev: 7. prod: 30. */
   logRetentionDays: number;
   /** Receives every alarm and its recovery (SNS email, confirmed once). Default: none. */
@@ -194,13 +203,20 @@ export interface StageConfig {
 
 type StageDefaults = Pick<
   StageConfig,
-  'api' | 'consumerMaxConcurrency' | 'retentionDays' | 'logRetentionDays' | 'sandboxProviders' | 'protectData'
+  | 'api'
+  | 'consumerMaxConcurrency'
+  | 'retentionDays'
+  | 'logRetentionDays'
+  | 'sandboxProviders'
+  | 'protectData'
+  | 'teamStepsInFlight'
 >;
 
 export const stageDefaults: Readonly<Record<StageName, StageDefaults>> = {
   dev: {
     api: { rateLimit: 5, burstLimit: 10 },
     consumerMaxConcurrency: { Steps: 2, Webhooks: 2 },
+    teamStepsInFlight: 10,
     retentionDays: 30,
     logRetentionDays: 7,
     sandboxProviders: true,
@@ -209,6 +225,7 @@ export const stageDefaults: Readonly<Record<StageName, StageDefaults>> = {
   prod: {
     api: { rateLimit: 50, burstLimit: 100 },
     consumerMaxConcurrency: { Steps: 10, Webhooks: 5 },
+    teamStepsInFlight: 40,
     retentionDays: 365,
     logRetentionDays: 30,
     sandboxProviders: false,
@@ -315,6 +332,11 @@ export const stageConfig = (
   if (!Number.isInteger(retentionDays) || retentionDays < 1) {
     throw new Error(`context retentionDays must be a whole number of days, got ${JSON.stringify(retention)}`);
   }
+  const teamCap = context(contextKeys.teamStepsInFlight);
+  const teamStepsInFlight = teamCap === undefined || teamCap === '' ? defaults.teamStepsInFlight : Number(teamCap);
+  if (!Number.isInteger(teamStepsInFlight) || teamStepsInFlight < 1) {
+    throw new Error(`context teamStepsInFlight must be a whole number of steps from 1, got ${JSON.stringify(teamCap)}`);
+  }
   if (!logRetentionValues.includes(defaults.logRetentionDays)) {
     throw new Error(`logRetentionDays of ${name} must be one of ${logRetentionValues.join(', ')}`);
   }
@@ -350,6 +372,7 @@ export const stageConfig = (
     stackPrefix: prefix,
     ...defaults,
     retentionDays,
+    teamStepsInFlight,
     alarmEmail: typeof alarmEmail === 'string' && alarmEmail !== '' ? alarmEmail : undefined,
     providers: providers.filter((p) => p.provider !== 'bedrock'),
     bedrockModels: turnedOn.has('bedrock')

@@ -42,8 +42,12 @@ export interface JobStepMessage {
   jobId: string;
   workflowId: string;
   nodeId: string;
+  /** The run's team: its messages' group on the fair queue, and whose cap of steps in flight applies. */
+  teamId?: string;
   check?: 'poll' | 'look';
   poll?: number;
+  /** How many times its team's cap held the step back (functions/app/team-slots.ts). */
+  deferred?: number;
 }
 
 /** The path of a step's webhook route under the base path (the route table's `ProviderWebhook`). */

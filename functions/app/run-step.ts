@@ -56,6 +56,7 @@ import {
   retryBusyProvider,
   submitJob,
 } from './provider-job.ts';
+import { withTeamSlot } from './team-slots.ts';
 
 /**
  * One step of a run (the step executor's work, one SQS message per ready step). Read the run, the
@@ -79,6 +80,14 @@ export type StepMessage = JobStepMessage;
 const isGoing = (run: RunItem) => isInProgress(run.status);
 
 /**
+ * The messages of steps that follow `message`'s, in its run's team's group; a message from before
+ * messages named their team gets it from its run's read (`ofTeam`).
+ */
+const sendSteps = (deps: Deps, message: StepMessage, nodeIds: readonly string[]) =>
+  sendStepMessages(deps, { jobId: message.jobId, workflowId: message.workflowId, teamId: message.teamId }, nodeIds);
+const ofTeam = (message: StepMessage, run: RunItem): StepMessage => ({ ...message, teamId: run.teamId });
+
+/**
  * After a step finished: send the successors that became ready. `justFinished` is set by the
  * delivery that finished the step: a successor reading from this step alone is then ready without
  * a read (no other delivery can have released it), and a chain's next step runs here if time
@@ -94,9 +103,10 @@ const releaseSuccessors = async (deps: Deps, message: StepMessage, options: RunS
       const chained = chainSuccessor(justFinished, message.nodeId);
       // The next step's own message: never the look that ended a job (its `check` would make it one).
       if (chained !== undefined) {
-        return runInline(deps, { jobId: message.jobId, workflowId: message.workflowId, nodeId: chained }, options);
+        const next: StepMessage = { jobId: message.jobId, workflowId: message.workflowId, nodeId: chained };
+        return runInline(deps, { ...next, ...(message.teamId !== undefined && { teamId: message.teamId }) }, options);
       }
-      if (next.length > 0) await sendStepMessages(deps, message, next);
+      if (next.length > 0) await sendSteps(deps, message, next);
       return;
     }
   }
@@ -110,7 +120,7 @@ const releaseSuccessors = async (deps: Deps, message: StepMessage, options: RunS
   const ready = readySuccessors(canvas, message.nodeId, steps).filter(
     (s) => !steps.has(s) || (s === chained && releasesSuccessors(chainedStatus)),
   );
-  if (ready.length > 0) await sendStepMessages(deps, message, ready);
+  if (ready.length > 0) await sendSteps(deps, message, ready);
   if (isDone(run)) await endCompleted(deps, run);
 };
 
@@ -127,7 +137,7 @@ export const settleMarginMs = 5_000;
 const runInline = async (deps: Deps, message: StepMessage, options: RunStepOptions) => {
   const remaining = options.remainingMs?.();
   if (remaining === undefined || remaining < options.stepTimeoutMs + settleMarginMs) {
-    return sendStepMessages(deps, message, [message.nodeId]);
+    return sendSteps(deps, message, [message.nodeId]);
   }
   try {
     await runStep(deps, message, { ...options, inline: true });
@@ -136,7 +146,7 @@ const runInline = async (deps: Deps, message: StepMessage, options: RunStepOptio
       nodeId: message.nodeId,
       error,
     });
-    await sendStepMessages(deps, message, [message.nodeId]);
+    await sendSteps(deps, message, [message.nodeId]);
   }
 };
 
@@ -257,10 +267,11 @@ const stepContext = (
  */
 const checkJob = async (deps: Deps, look: StepMessage, options: RunStepOptions) => {
   // Past the look, the step ends as any step does: by its own message, whose successors are steps, not looks.
-  const message: StepMessage = { jobId: look.jobId, workflowId: look.workflowId, nodeId: look.nodeId };
-  const read = await readRunAndSteps(deps, message, () => [message.nodeId]);
+  const asRead: StepMessage = { jobId: look.jobId, workflowId: look.workflowId, nodeId: look.nodeId };
+  const read = await readRunAndSteps(deps, asRead, () => [asRead.nodeId]);
   if (!read) return;
   const { run, canvas } = read;
+  const message = ofTeam(asRead, run);
   const step = read.stepItem(message.nodeId);
   const job = step?.providerJob;
   if (step?.status !== StepStatus.processing || job?.id === undefined || step.attempts !== job.attempt) return;
@@ -332,10 +343,19 @@ export const withTimeLeft = (options: RunStepOptions, context?: TimeLeft): RunSt
  */
 export const runStep = async (deps: Deps, message: StepMessage, options: RunStepOptions) => {
   if (message.check) return checkJob(deps, message, options);
-  const read = await readRunAndSteps(deps, message, (c) => [message.nodeId, ...predecessors(c, message.nodeId)]);
+  // A step run in its predecessor's invocation runs under that step's slot.
+  if (options.inline) return runReadyStep(deps, message, options);
+  return withTeamSlot(deps, message, () => runReadyStep(deps, message, options));
+};
+
+/** Runs one step message (not a look at a provider's job). */
+const runReadyStep = async (deps: Deps, received: StepMessage, options: RunStepOptions) => {
+  const read = await readRunAndSteps(deps, received, (c) => [received.nodeId, ...predecessors(c, received.nodeId)]);
   // The run is gone (expired, or deleted after its retention): a late message has nothing to do.
   if (!read) return;
   const { run, canvas, steps, stepItem } = read;
+  // What this step sends (its successors, its retries) goes in its run's team's group.
+  const message: StepMessage = { ...ofTeam(received, run), deferred: undefined };
   const own = stepItem(message.nodeId);
   steps.delete(message.nodeId);
   if (!isGoing(run)) return afterEnd(deps, message, run, own);

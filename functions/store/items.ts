@@ -488,6 +488,14 @@ export const TeamItemSchema = v.object({
 export type TeamItem = v.InferOutput<typeof TeamItemSchema>;
 export const storedTeam = storedItem(TeamItemSchema, ['teamId', 'name', 'createdAt']);
 
+/**
+ * A team's steps in flight: per step its worker's lease (functions/domain/team-steps.ts), taken
+ * before the step runs and removed after it, whatever its end; a lease that ran out is removed by
+ * the next refused start.
+ */
+export const TeamStepsItemSchema = v.object({ slots: v.record(v.string(), v.string()) });
+export const storedTeamSteps = storedItem(TeamStepsItemSchema);
+
 export const ProjectItemSchema = v.object({
   hardCapHundredths: v.nullish(v.number(), null),
   spentHundredths: counter,
@@ -548,7 +556,7 @@ export const WorkflowLockItemSchema = v.object({ jobId: v.string() });
 export const storedWorkflowLock = storedItem(WorkflowLockItemSchema, ['since']);
 
 /** An entry of the sharded index of runs left queued (GSI1 QUEUEDRUNS#<shard>): a run item's. */
-export const QueuedRunEntrySchema = v.pick(RunItemSchema, ['jobId', 'workflowId', 'status']);
+export const QueuedRunEntrySchema = v.pick(RunItemSchema, ['jobId', 'workflowId', 'status', 'teamId']);
 
 /** A remembered answer to a run start with an Idempotency-Key. */
 export const IdempotencyItemSchema = v.object({

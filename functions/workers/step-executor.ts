@@ -15,6 +15,8 @@ const StepMessageSchema = v.object({
   jobId: v.string(),
   workflowId: v.string(),
   nodeId: v.string(),
+  teamId: v.optional(v.string()), // its run's team; `deferred`: times its cap held it back (app/team-slots.ts)
+  deferred: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
   // A look at the step's job at its provider (functions/app/provider-job.ts).
   check: v.optional(v.picklist(['poll', 'look'])),
   poll: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
