@@ -15,6 +15,7 @@ import {
   providerEntry,
 } from '../platform/providers.ts';
 import { connectionSecretPrefixOf, parseProviderSecret } from '../platform/secret-refs.ts';
+import { type DeploySettings, deployContextKeys, parseDeploySettings } from './deploy-settings.ts';
 
 export const stageNames = ['dev', 'prod'] as const;
 export type StageName = (typeof stageNames)[number];
@@ -75,6 +76,8 @@ export const contextKeys = {
    * stage is deployed with, so `cdk deploy -c stage=prod` alone repeats them; `-c key=value` wins.
    */
   stages: 'stages',
+  /** Safe deploys and restores (lib/deploy-settings.ts): `deployment`, `tableName`, `tableStreamArn`, `backups`. */
+  ...deployContextKeys,
 } as const;
 
 export const defaultStackPrefix = 'WorkflowRunApi';
@@ -184,6 +187,8 @@ export interface StageConfig {
    * destroying the stage deletes the table, empties and deletes the bucket, and deletes its logs.
    */
   protectData: boolean;
+  /** Traffic shifting of aliased functions, an existing (restored) table, AWS Backup (lib/deploy-settings.ts). */
+  deploys: DeploySettings;
 }
 
 type StageDefaults = Pick<
@@ -362,6 +367,7 @@ export const stageConfig = (
     publicBaseUrl: httpsUrl(contextKeys.publicBaseUrl, context(contextKeys.publicBaseUrl)),
     providerLevels: parseProviderLevels(context(contextKeys.providerLevels)),
     modelDefaults,
+    deploys: parseDeploySettings(name, context),
   };
 };
 
