@@ -25,6 +25,7 @@ import { Grants } from './grants.ts';
 import { IsolatedNetwork } from './isolated-network.ts';
 import { Observability } from './observability.ts';
 import { applyRouteThrottles } from './route-throttles.ts';
+import { SafeDeploys } from './safe-deploys.ts';
 import { ServiceFunction } from './service-function.ts';
 import type { StageConfig } from './stages.ts';
 import { pythonRunner, workers } from './workers.ts';
@@ -198,6 +199,8 @@ export class ApiStack extends Stack {
     });
     const functionById = new Map<string, IFunction>();
     const routed: { route: Route; created: HttpRoute[] }[] = [];
+    // The run-start routes and the step executor are invoked through their `live` alias (lib/safe-deploys.ts).
+    const safeDeploys = new SafeDeploys(this, 'SafeDeploys', { strategy: config.deploys.strategy });
 
     for (const route of routes) {
       const service = new ServiceFunction(this, route.id, {
@@ -214,7 +217,7 @@ export class ApiStack extends Stack {
       const created = this.api.addRoutes({
         path: `${basePath}${route.path}`,
         methods: [HttpMethod[route.method]],
-        integration: new HttpLambdaIntegration(`${route.id}Integration`, fn),
+        integration: new HttpLambdaIntegration(`${route.id}Integration`, safeDeploys.target(route.id, fn)),
       });
       routed.push({ route, created });
       functionById.set(route.id, fn);
@@ -254,7 +257,7 @@ export class ApiStack extends Stack {
             `the ${queueDefinition.id} queue's visibility must be at least 6 times its consumer's timeout`,
           );
         }
-        fn.addEventSource(
+        safeDeploys.target(worker.id, fn).addEventSource(
           new SqsEventSource(queueById.get(queueDefinition.id)!, {
             batchSize: queueDefinition.batchSize,
             maxBatchingWindow: Duration.seconds(0),

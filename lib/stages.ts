@@ -15,6 +15,7 @@ import {
   providerEntry,
 } from '../platform/providers.ts';
 import { connectionSecretPrefixOf, parseProviderSecret } from '../platform/secret-refs.ts';
+import { type DeploySettings, deployContextKeys, parseDeploySettings } from './deploy-settings.ts';
 import { domainBaseUrl, type EdgeConfig, edgeConfig } from './edge-config.ts';
 
 export const stageNames = ['dev', 'prod'] as const;
@@ -78,6 +79,8 @@ export const contextKeys = {
    * stage is deployed with, so `cdk deploy -c stage=prod` alone repeats them; `-c key=value` wins.
    */
   stages: 'stages',
+  /** Safe deploys and restores (lib/deploy-settings.ts): `deployment`, `tableName`, `tableStreamArn`, `backups`. */
+  ...deployContextKeys,
 } as const;
 
 export const defaultStackPrefix = 'WorkflowRunApi';
@@ -199,6 +202,8 @@ export interface StageConfig {
    * With a domain, `publicBaseUrl` defaults to `https://<domain name>`.
    */
   edge: EdgeConfig;
+  /** Traffic shifting of aliased functions, an existing (restored) table, AWS Backup (lib/deploy-settings.ts). */
+  deploys: DeploySettings;
 }
 
 type StageDefaults = Pick<
@@ -393,6 +398,7 @@ export const stageConfig = (
     edge,
     providerLevels: parseProviderLevels(context(contextKeys.providerLevels)),
     modelDefaults,
+    deploys: parseDeploySettings(name, context),
   };
 };
 

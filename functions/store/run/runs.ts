@@ -25,6 +25,7 @@ import {
   AgentItemSchema,
   CanvasItemSchema,
   type InputFile,
+  itemVersion,
   KeyMonthItemSchema,
   ProjectItemSchema,
   parseItem,
@@ -165,6 +166,7 @@ export const runItem = (run: NewRun, createdAt: string) =>
     stepsCompleted: 0,
     spendMonth: run.month,
     createdAt,
+    v: itemVersion,
   }) satisfies StoredItem<typeof storedRun>;
 
 /** The start transaction's items, by name (`startRunItems`); a deferred run's move is one of the extra items. */
@@ -192,6 +194,7 @@ export const startRunItems = (deps: Deps, run: NewRun): NamedItems<StartItemName
         Item: {
           ...workflowLockKey(run.workflow.workflowId),
           ...workflowLock(run.jobId, now),
+          v: itemVersion,
         } satisfies StoredItem<typeof storedWorkflowLock>,
         ConditionExpression: 'attribute_not_exists(PK)',
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
