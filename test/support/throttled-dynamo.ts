@@ -5,6 +5,8 @@
  * 500 InternalServerError (or a BatchGetItem's 200 with every key unprocessed), instead of sending
  * them on to the emulator.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { documentClient } from '../../functions/clients/dynamodb.ts';
@@ -87,4 +89,44 @@ export const throttledDeps = (
   const client = new DynamoDBClient({ ...config, requestHandler: requestHandler as never });
   const deps: Deps = localDeps(stack.resources, { ddb: documentClient(client) });
   return { deps, state };
+};
+
+/**
+ * The same stand-in as an HTTP proxy in front of DynamoDB Local, for processes this test does not
+ * build the client of (the rehearsal's bundles): point their `AWS_ENDPOINT_URL_DYNAMODB` at `endpoint`.
+ */
+export const startThrottlingProxy = async (target: string, fault: DynamoFault, rule: FaultRule) => {
+  const state = { sent: 0 };
+  const answer = dynamoFaults[fault];
+  const server = createServer(async (request, response) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks);
+    const operation = String(request.headers['x-amz-target'] ?? '').split('.')[1] ?? '';
+    if (rule(operation, body.toString('utf8'))) {
+      state.sent++;
+      response.writeHead(answer.status, { 'content-type': 'application/x-amz-json-1.0' });
+      response.end(JSON.stringify({ __type: answer.type, message: `${fault} (stand-in)` }));
+      return;
+    }
+    const headers = Object.fromEntries(
+      Object.entries(request.headers).filter(([name]) => !['host', 'connection', 'content-length'].includes(name)),
+    ) as Record<string, string>;
+    const forwarded = await fetch(`${target}${request.url ?? '/'}`, { method: request.method, headers, body });
+    // fetch has decoded the body: its length and encoding headers no longer hold.
+    const answered = [...forwarded.headers].filter(([name]) => !['content-length', 'content-encoding'].includes(name));
+    response.writeHead(forwarded.status, Object.fromEntries(answered));
+    response.end(Buffer.from(await forwarded.arrayBuffer()));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address() as AddressInfo;
+  return {
+    endpoint: `http://127.0.0.1:${address.port}`,
+    state,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
 };
