@@ -1,4 +1,4 @@
-import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import { CfnOutput, Duration, Fn, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import { HttpApi, HttpMethod, type HttpRoute, HttpStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
@@ -62,6 +62,15 @@ export class ApiStack extends Stack {
   readonly functions: ReadonlyMap<string, IFunction>;
   /** The operators' event bus: run lifecycle events (docs/operations.md, Operator events). */
   readonly eventBus: EventBus;
+
+  /**
+   * The region's first two zones, resolved at deploy time (`Fn::GetAZs`) as in an environment-agnostic
+   * stack, also when the stage pins its account and region: the default would look the zones up with
+   * the account's credentials, and synthesis must need none (lib/stage-pins.ts).
+   */
+  override get availabilityZones(): string[] {
+    return [Fn.select(0, Fn.getAzs()), Fn.select(1, Fn.getAzs())];
+  }
 
   constructor(scope: Construct, id: string, props: ApiStackProps) {
     super(scope, id, props);

@@ -1,6 +1,7 @@
 import { Annotations, App, CrossStackReferences, ReferenceStrength, Tags, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { ApiStack } from './api-stack.ts';
+import { StageBudget } from './budget.ts';
 import { EdgeStack, edgeRegion } from './edge-stack.ts';
 import { serviceName, stackNames, stageConfig } from './stages.ts';
 import { StatefulStack } from './stateful-stack.ts';
@@ -8,9 +9,10 @@ import { StatefulStack } from './stateful-stack.ts';
 /**
  * Builds one stage of the app (`-c stage=dev|prod`, see `lib/stages.ts`): the stateful stack, the
  * API stack that uses it, the service and stage tags on every resource, and the cdk-nag AWS
- * Solutions checks, which fail synthesis on any finding not acknowledged with a reason. Offline
- * (no CDK CLI credentials) the stacks are environment-agnostic, so synthesis needs none. Tests pass
- * `{ 'aws:cdk:bundling-stacks': [] }` to skip bundling, and `environment` to pin account and region.
+ * Solutions checks, which fail synthesis on any finding not acknowledged with a reason. A stage's
+ * account and region are pinned in cdk.json (required on prod, lib/stage-pins.ts); a stage that pins
+ * neither is environment-agnostic offline. Synthesis needs no credentials either way. Tests pass
+ * `{ 'aws:cdk:bundling-stacks': [] }` to skip bundling, and `environment` as the CLI's would be.
  */
 export function buildApp(context: Record<string, unknown> = {}, environment: NodeJS.ProcessEnv = process.env) {
   const app = new App({ context });
@@ -51,11 +53,15 @@ export function buildApp(context: Record<string, unknown> = {}, environment: Nod
   edgeStack?.addStackDependency(api);
   for (const warning of edge.warnings) Annotations.of(api).addWarning(warning);
 
+  // The stage's monthly budget and its alerts (lib/budget.ts).
+  new StageBudget(api, 'Budget', { config });
+
   // Cost allocation and ownership: every taggable resource of both stacks, and the stacks.
   Tags.of(app).add('service', serviceName);
   Tags.of(app).add('stage', config.stage);
 
-  if (config.providers.length === 0 && !config.sandboxProviders) {
+  // prod cannot get here without providers: it must pin them (lib/stage-pins.ts).
+  if (config.providers.length === 0 && config.bedrockModels.length === 0 && !config.sandboxProviders) {
     Annotations.of(api).addWarning(
       `Stage ${config.stage} has no provider (-c providers=…) and is not a sandbox stage: runs with model steps will be refused.`,
     );

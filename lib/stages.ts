@@ -17,6 +17,7 @@ import {
 import { connectionSecretPrefixOf, parseProviderSecret } from '../platform/secret-refs.ts';
 import { type DeploySettings, deployContextKeys, parseDeploySettings } from './deploy-settings.ts';
 import { domainBaseUrl, type EdgeConfig, edgeConfig } from './edge-config.ts';
+import { checkPins } from './stage-pins.ts';
 
 export const stageNames = ['dev', 'prod'] as const;
 export type StageName = (typeof stageNames)[number];
@@ -75,8 +76,10 @@ export const contextKeys = {
   /** Most steps of one team run at once (a whole number from 1); overrides the stage's default. */
   teamStepsInFlight: 'teamStepsInFlight',
   /**
-   * In cdk.json: `{ "stages": { "prod": { "providers": "…", "alarmEmail": "…" } } }`, the values a
-   * stage is deployed with, so `cdk deploy -c stage=prod` alone repeats them; `-c key=value` wins.
+   * In cdk.json: `{ "stages": { "prod": { "account": "…", "providers": "…", "alarmEmail": "…" } } }`,
+   * the values a stage is deployed with, so `cdk deploy -c stage=prod` alone repeats them. On dev
+   * `-c key=value` wins; prod must pin `requiredPins.prod` there and no `-c` may change a pinned
+   * value (lib/stage-pins.ts).
    */
   stages: 'stages',
   /** Safe deploys and restores (lib/deploy-settings.ts): `deployment`, `tableName`, `tableStreamArn`, `backups`. */
@@ -100,11 +103,14 @@ export interface ProviderSecret {
 export interface StageConfig {
   stage: StageName;
   /**
-   * Account and region of both stacks: the CDK CLI's (`CDK_DEFAULT_ACCOUNT`, `CDK_DEFAULT_REGION`,
-   * from the credentials and profile it runs with). Both undefined offline: the stacks are then
-   * environment-agnostic, so `cdk synth` needs no credentials.
+   * Account and region of both stacks: the stage block's pinned `account` and `region` (required on
+   * prod, where the CLI's account must match), else the CDK CLI's (`CDK_DEFAULT_ACCOUNT`,
+   * `CDK_DEFAULT_REGION`). Both undefined offline on a stage that pins neither: the stacks are then
+   * environment-agnostic. Either way `cdk synth` needs no credentials.
    */
   env: { account?: string; region?: string };
+  /** Whole US dollars a month of the stage's AWS Budgets budget (lib/budget.ts). dev: 25 unless pinned. */
+  monthlyBudgetUsd: number;
   /** Prefix of both stack names. Default `WorkflowRunApi`. */
   stackPrefix: string;
   /**
@@ -324,6 +330,7 @@ export const stageConfig = (
     name
   ];
   const context = (key: string) => appContext(key) ?? stored?.[key];
+  const pinned = checkPins(name, stored, appContext, environment);
 
   const alarmEmail = context(contextKeys.alarmEmail);
   if (alarmEmail !== undefined && alarmEmail !== '') {
@@ -347,7 +354,12 @@ export const stageConfig = (
   }
 
   const providers = parseProviders(context(contextKeys.providers));
-  const modelDefaults = parseModelDefaults(context(contextKeys.modelDefaults), 'context modelDefaults');
+  // `{}` in a stage block pins the catalogue's defaults on purpose (prod must pin modelDefaults).
+  const modelDefaultsValue = context(contextKeys.modelDefaults);
+  const modelDefaults = parseModelDefaults(
+    isEmptyObject(modelDefaultsValue) ? undefined : modelDefaultsValue,
+    'context modelDefaults',
+  );
   const turnedOn = new Set(providers.map((p) => p.provider));
   for (const [type, choice] of Object.entries(modelDefaults)) {
     if (!turnedOn.has(choice.provider)) {
@@ -373,7 +385,8 @@ export const stageConfig = (
 
   return {
     stage: name,
-    env: { account: environment.CDK_DEFAULT_ACCOUNT, region: environment.CDK_DEFAULT_REGION },
+    env: pinned.env,
+    monthlyBudgetUsd: pinned.monthlyBudgetUsd,
     stackPrefix: prefix,
     ...defaults,
     retentionDays,
@@ -401,6 +414,9 @@ export const stageConfig = (
     deploys: parseDeploySettings(name, context),
   };
 };
+
+const isEmptyObject = (value: unknown) =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0;
 
 /** `provider:level,…` from the context: known providers, levels of the contract. */
 const parseProviderLevels = (value: unknown): Record<string, IntegrationLevel> => {

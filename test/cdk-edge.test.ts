@@ -27,15 +27,18 @@ import {
 } from '../platform/edge.ts';
 import { basePath, routes } from '../platform/routes.ts';
 import { messages, PayloadTooLargeErrorSchema, RateLimitExceededErrorSchema } from '../schemas/errors.ts';
+import { pinnedProd } from './support/stages.ts';
 
 const testContext = { 'aws:cdk:bundling-stacks': [], '@aws-cdk/core:appMode': 'inmemory' };
 const domain = { name: 'api.example.com', hostedZoneId: 'Z0123456789EXAMPLE', hostedZoneName: 'example.com' };
+/** prod as pinned in cdk.json (test/support/stages.ts), with these pins. */
 const prodContext = {
   ...testContext,
-  [contextKeys.stage]: 'prod',
-  [contextKeys.providers]: 'bedrock',
-  [contextKeys.alarmEmail]: 'ops@example.com',
-  [edgeContextKeys.domain]: domain,
+  ...pinnedProd({
+    [contextKeys.providers]: 'bedrock',
+    [contextKeys.alarmEmail]: 'ops@example.com',
+    [edgeContextKeys.domain]: domain,
+  }),
 };
 /** CloudFront's managed policies, by the ids its documentation gives. */
 const managed = {
@@ -131,15 +134,16 @@ describe('edge configuration', { timeout: 180_000 }, () => {
     expect(given.config.publicBaseUrl).toBe('https://hooks.example.com');
   });
 
-  it('is off on dev by default and on prod by default; prod without a domain warns and has none', () => {
+  it('is off on dev by default and on prod by default; prod cannot go without a domain', () => {
     expect(buildApp(testContext, {}).edge).toBeUndefined();
     expect(buildApp({ ...testContext, domain }, {}).edge).toBeUndefined();
     expect(buildApp({ ...testContext, domain, edge: 'true' }, {}).edge).toBeDefined();
     expect(buildApp(prodContext, {}).edge).toBeDefined();
     expect(buildApp({ ...prodContext, edge: 'false' }, {}).edge).toBeUndefined();
-    const { edge, config } = buildApp({ ...prodContext, domain: undefined }, {});
-    expect(edge).toBeUndefined();
-    expect(config.edge.warnings.join()).toMatch(/Stage prod has no domain/);
+    // prod pins its domain (lib/stage-pins.ts): without one, synthesis fails rather than warns.
+    expect(() =>
+      buildApp({ ...testContext, ...pinnedProd({ [edgeContextKeys.domain]: undefined, providers: 'bedrock' }) }, {}),
+    ).toThrow(/stage prod must pin domain/);
   });
 });
 

@@ -25,6 +25,7 @@ import { pythonRunner, workers } from '../lib/workers.ts';
 import { queues } from '../platform/definitions.ts';
 import { routes } from '../platform/routes.ts';
 import { type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
+import { pinnedProd } from './support/stages.ts';
 
 /** No bundling (fast), and validation failures thrown with the whole report in the message. */
 const testContext = { 'aws:cdk:bundling-stacks': [], '@aws-cdk/core:appMode': 'inmemory' };
@@ -209,7 +210,7 @@ const synthesizeApi = (context: Record<string, unknown>) => {
 
 describe('alarms of one stage', { timeout: 180_000 }, () => {
   const dev = synthesizeApi({});
-  const prod = synthesizeApi({ [contextKeys.stage]: 'prod' });
+  const prod = synthesizeApi(pinnedProd());
   const { template, ofType, functionIdOf, alarms } = dev;
   const functionIds = ofType('AWS::Lambda::Function').map(([id]) => id);
 
@@ -406,7 +407,7 @@ describe('alarms of one stage', { timeout: 180_000 }, () => {
 });
 
 describe('the dashboard, with the dashboard context', { timeout: 180_000 }, () => {
-  const { template, ofType } = synthesizeApi({ [contextKeys.stage]: 'prod', [contextKeys.dashboard]: 'true' });
+  const { template, ofType } = synthesizeApi({ ...pinnedProd(), [contextKeys.dashboard]: 'true' });
 
   it("graphs the API, every function, the queues and the stage's service metrics", () => {
     template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
