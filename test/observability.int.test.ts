@@ -10,8 +10,10 @@ import { logger } from '../functions/observability/logger.ts';
 import {
   addCreditsCharged,
   countDeferred,
+  countRunEnded,
   countRunStarted,
   countStepCompleted,
+  countStepFailed,
   countWebhookAttempt,
   metricNames,
   metrics,
@@ -55,9 +57,17 @@ describe('service metrics (embedded metric format)', () => {
     expect(emf.service).toBe(metricsServiceName);
     // SERVICE_STAGE is unset in tests, as in the local default.
     expect(emf.stage).toBe('local');
+    // Failures are counted by their own helpers (below); the access log's 429s by a metric filter.
+    const countedElsewhere: string[] = [
+      metricNames.deferredExpired,
+      metricNames.runsEnded,
+      metricNames.failedRuns,
+      metricNames.failedSteps,
+      metricNames.gatewayThrottles,
+    ];
     expect(directive?.Metrics.map((m) => m.Name).sort()).toEqual(
       Object.values(metricNames)
-        .filter((name) => name !== metricNames.deferredExpired)
+        .filter((name) => !countedElsewhere.includes(name))
         .sort(),
     );
     expect(emf).toMatchObject({
@@ -71,6 +81,53 @@ describe('service metrics (embedded metric format)', () => {
     });
     // A dispatcher tick that moved nothing publishes nothing: no custom metric costs money while idle.
     expect(emf.DeferredExpired).toBeUndefined();
+  });
+
+  it("counts a failed step and its run in the stage's total and under their reason (its own EMF line)", () => {
+    const stdout = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    // A single metric reads the switch when it is made: on, to see the line it writes at once.
+    vi.stubEnv('POWERTOOLS_METRICS_DISABLED', 'false');
+    try {
+      countStepFailed('provider_auth');
+      countRunEnded('provider_auth');
+      countRunEnded(undefined);
+      const lines = stdout.mock.calls.map(([chunk]) => JSON.parse(String(chunk)) as Record<string, unknown>);
+      const byReason = lines.map((line) => ({
+        dimensions: (line._aws as { CloudWatchMetrics: { Dimensions: string[][] }[] }).CloudWatchMetrics[0]?.Dimensions,
+        reason: line.reason,
+        stage: line.stage,
+        service: line.service,
+        failedSteps: line.FailedSteps,
+        failedRuns: line.FailedRuns,
+      }));
+      expect(byReason).toEqual([
+        {
+          dimensions: [['service', 'stage', 'reason']],
+          reason: 'provider_auth',
+          stage: 'local',
+          service: metricsServiceName,
+          failedSteps: 1,
+          failedRuns: undefined,
+        },
+        {
+          dimensions: [['service', 'stage', 'reason']],
+          reason: 'provider_auth',
+          stage: 'local',
+          service: metricsServiceName,
+          failedSteps: undefined,
+          failedRuns: 1,
+        },
+      ]);
+    } finally {
+      vi.unstubAllEnvs();
+      stdout.mockRestore();
+    }
+    // The totals (no reason) go with the invocation's other metrics.
+    const emf = metrics.serializeMetrics() as unknown as Record<string, unknown> & {
+      _aws: { CloudWatchMetrics: { Dimensions: string[][] }[] };
+    };
+    expect(emf._aws.CloudWatchMetrics[0]?.Dimensions).toEqual([['service', 'stage']]);
+    expect(emf).toMatchObject({ FailedSteps: 1, FailedRuns: 1, RunsEnded: [1, 1] });
   });
 
   it('publishes nothing and warns about nothing when an invocation recorded no metric', () => {
