@@ -110,18 +110,22 @@ const breaches = (rule: AlarmRule, v: number | undefined) => {
 };
 
 /**
- * Whether the alarm goes to ALARM at any period of the series: at some period, M of the last N
- * datapoints breach (a missing one counted as its `treatMissingData` says).
+ * The alarm's state at the end of each period: ALARM (true) when M of the last N datapoints breach
+ * (a missing one counted as its `treatMissingData` says), OK before N periods have passed.
  */
-export const trips = (rule: AlarmRule, series: Readonly<Record<string, Series>>): boolean => {
+export const alarmStates = (rule: AlarmRule, series: Readonly<Record<string, Series>>): boolean[] => {
   const periods = Math.max(...Object.values(series).map((s) => s.length));
   const values = evaluateExpr(rule.expression, series, periods);
-  for (let end = rule.evaluationPeriods; end <= periods; end++) {
-    const window = values.slice(end - rule.evaluationPeriods, end);
-    if (window.filter((v) => breaches(rule, v)).length >= rule.datapointsToAlarm) return true;
-  }
-  return false;
+  return values.map((_, i) => {
+    if (i + 1 < rule.evaluationPeriods) return false;
+    const window = values.slice(i + 1 - rule.evaluationPeriods, i + 1);
+    return window.filter((v) => breaches(rule, v)).length >= rule.datapointsToAlarm;
+  });
 };
+
+/** Whether the alarm goes to ALARM at any period of the series. */
+export const trips = (rule: AlarmRule, series: Readonly<Record<string, Series>>): boolean =>
+  alarmStates(rule, series).some(Boolean);
 
 /** The failure reasons runs and steps are counted by (`functions/domain/failure-reasons.ts` classifies). */
 export const failureReasons = [
