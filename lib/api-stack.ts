@@ -317,6 +317,8 @@ export class ApiStack extends Stack {
       functions: functionById,
       queues: queueById,
       streamDeadLetterQueues: new Map([[operatorEventsStream.id, streamDeadLetterQueue]]),
+      table,
+      accessLogs,
     });
 
     new CfnOutput(this, 'ApiUrl', { value: this.apiUrl });

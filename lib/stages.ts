@@ -75,6 +75,8 @@ export const contextKeys = {
   retentionDays: 'retentionDays',
   /** Most steps of one team run at once (a whole number from 1); overrides the stage's default. */
   teamStepsInFlight: 'teamStepsInFlight',
+  /** The account's Lambda concurrency limit (Service Quotas), which the concurrency alarm takes 80% of; default 1000. */
+  accountConcurrencyLimit: 'accountConcurrencyLimit',
   /**
    * In cdk.json: `{ "stages": { "prod": { "account": "…", "providers": "…", "alarmEmail": "…" } } }`,
    * the values a stage is deployed with, so `cdk deploy -c stage=prod` alone repeats them. On dev
@@ -210,6 +212,11 @@ export interface StageConfig {
   edge: EdgeConfig;
   /** Traffic shifting of aliased functions, an existing (restored) table, AWS Backup (lib/deploy-settings.ts). */
   deploys: DeploySettings;
+  /**
+   * The account's Lambda concurrency limit (`-c accountConcurrencyLimit=N`; AWS's default quota,
+   * 1000, when not given): the account concurrency alarm fires above 80% of it.
+   */
+  accountConcurrencyLimit: number;
 }
 
 type StageDefaults = Pick<
@@ -412,11 +419,25 @@ export const stageConfig = (
     providerLevels: parseProviderLevels(context(contextKeys.providerLevels)),
     modelDefaults,
     deploys: parseDeploySettings(name, context),
+    accountConcurrencyLimit: wholeNumber(
+      contextKeys.accountConcurrencyLimit,
+      context(contextKeys.accountConcurrencyLimit),
+      1000,
+    ),
   };
 };
 
 const isEmptyObject = (value: unknown) =>
   typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0;
+
+/** A whole number of at least 1 from the context, or `fallback` when not given. */
+const wholeNumber = (key: string, value: unknown, fallback: number): number => {
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`context ${key} must be a whole number, got ${JSON.stringify(value)}`);
+  return n;
+};
 
 /** `provider:level,…` from the context: known providers, levels of the contract. */
 const parseProviderLevels = (value: unknown): Record<string, IntegrationLevel> => {

@@ -1,4 +1,5 @@
 import type { Deps } from '../deps.ts';
+import { type FailureReason, failureReasonOf } from '../domain/failure-reasons.ts';
 import { fileUrlSeconds } from '../domain/file-link-lifetime.ts';
 import { stampLicenceModel } from '../domain/licence.ts';
 import { stepCharge } from '../domain/pricing.ts';
@@ -23,7 +24,7 @@ import type { ModelUse, StepContext, StoredFile } from '../nodes/executors/types
 import { type NodeExecutor, StepFailedError } from '../nodes/executors/types.ts';
 import { ProviderError } from '../nodes/providers/types.ts';
 import { logger } from '../observability/logger.ts';
-import { addCreditsCharged, countStepCompleted } from '../observability/metrics.ts';
+import { addCreditsCharged, countRunEnded, countStepCompleted, countStepFailed } from '../observability/metrics.ts';
 import { getConnections, resolveConnection } from '../store/connections.ts';
 import { presignTeamFile, putRunFile, readTeamFile } from '../store/files.ts';
 import type { ConnectionRef, RunItem, StepItem } from '../store/items.ts';
@@ -173,7 +174,10 @@ const afterEnd = async (deps: Deps, message: StepMessage, run: RunItem, own: Ste
 };
 
 const endCompleted = async (deps: Deps, run: RunItem) => {
-  if (await endRun(deps, run, RunStatus.completed)) await queueWebhook(deps, run, RunStatus.completed);
+  if (await endRun(deps, run, RunStatus.completed)) {
+    countRunEnded(undefined);
+    await queueWebhook(deps, run, RunStatus.completed);
+  }
 };
 
 /** Counts a finished step on its run (once), ends the run after its last step, else releases successors. */
@@ -201,17 +205,28 @@ const settleStep = async (
     countStepCompleted();
     addCreditsCharged(outcome.chargeHundredths);
   }
-  if (result.ended) return queueWebhook(deps, run, RunStatus.completed);
+  if (result.ended) {
+    countRunEnded(undefined);
+    return queueWebhook(deps, run, RunStatus.completed);
+  }
   if (isDone(result.run)) return endCompleted(deps, result.run);
   await releaseSuccessors(deps, message, options, justFinished);
 };
 
 /** The ends run-step gives a provider's job (functions/app/provider-job.ts). */
 const jobEnds = (deps: Deps, message: StepMessage) => ({
-  fail: (attempt: number, error: string) => endWithFailure(deps, message, attempt, error),
+  fail: (attempt: number, error: string, reason: FailureReason) =>
+    endWithFailure(deps, message, attempt, error, reason),
 });
 
-const endWithFailure = async (deps: Deps, message: StepMessage, attempt: Attempt, error: string) => {
+/** Fails the step for good and, in the same transaction, its run; both counted under `reason`. */
+const endWithFailure = async (
+  deps: Deps,
+  message: StepMessage,
+  attempt: Attempt,
+  error: string,
+  reason: FailureReason,
+) => {
   // The hold may move between read and write (a parallel step charged): re-read and retry.
   for (let i = 0; i < 5; i++) {
     const run = (await readRunAndSteps(deps, message, () => []))?.run;
@@ -222,6 +237,8 @@ const endWithFailure = async (deps: Deps, message: StepMessage, attempt: Attempt
       return;
     }
     if (await failStep(deps, run, message.nodeId, attempt, error)) {
+      countStepFailed(reason);
+      countRunEnded(reason);
       await queueWebhook(deps, run, RunStatus.failed);
       return;
     }
@@ -286,7 +303,13 @@ const checkJob = async (deps: Deps, look: StepMessage, options: RunStepOptions) 
     () => context.connection?.(job.provider) ?? Promise.resolve(undefined),
   );
   if (!provider)
-    return endWithFailure(deps, message, job.attempt, `${node.type}: provider ${job.provider} is not configured`);
+    return endWithFailure(
+      deps,
+      message,
+      job.attempt,
+      `${node.type}: provider ${job.provider} is not configured`,
+      'configuration',
+    );
   if (!isGoing(run)) {
     // The run ended (cancelled, or another step failed): the job is stopped and never counted.
     await cancelQuietly(provider, recorded);
@@ -297,9 +320,10 @@ const checkJob = async (deps: Deps, look: StepMessage, options: RunStepOptions) 
   }
   const verdict = await lookAtJob(deps, look, recorded, provider, node.type);
   if (verdict.kind === 'wait') return;
-  if (verdict.kind === 'failed') return endWithFailure(deps, message, job.attempt, verdict.error);
+  if (verdict.kind === 'failed') return endWithFailure(deps, message, job.attempt, verdict.error, verdict.reason);
   const made = await jobOutputs(deps, context, verdict.output);
-  if ('error' in made) return endWithFailure(deps, message, job.attempt, made.error);
+  // The provider's output could not be made into the step's (a missing file, a wrong type).
+  if ('error' in made) return endWithFailure(deps, message, job.attempt, made.error, 'code');
   const model = { provider: job.provider, model: job.model };
   const chargeHundredths = stepCharge(run, { nodeId: node.id, spec, work: undefined }, StepStatus.completed);
   const licence = stampLicenceModel({ nodeId: node.id, ...model, stampedAt: deps.now() });
@@ -382,7 +406,8 @@ const runReadyStep = async (deps: Deps, received: StepMessage, options: RunStepO
     // node ran: stop taking the step over.
     const lostWorkers = attempt - 1 - claim.providerTries;
     if (lostWorkers >= stepExecutionAttempts) {
-      return endWithFailure(deps, message, attempt, executionsFailedError(lostWorkers));
+      // Each lost worker died mid-node (a crash, or the function's own timeout): ours to look at.
+      return endWithFailure(deps, message, attempt, executionsFailedError(lostWorkers), 'code');
     }
     // The run may have ended between its read and this claim. An ended run is settled only after
     // its end was written, from a read of its claims: either that read sees this claim (and the
@@ -416,14 +441,15 @@ const runReadyStep = async (deps: Deps, received: StepMessage, options: RunStepO
   try {
     outcome = await deps.executors(node.type)(context);
   } catch (error) {
-    if (error instanceof StepFailedError) return endWithFailure(deps, message, attempt, error.message);
+    if (error instanceof StepFailedError)
+      return endWithFailure(deps, message, attempt, error.message, failureReasonOf(error));
     // A busy provider (429, 5xx, a timeout): asked again after a backoff, never counted as a lost worker.
     if (error instanceof ProviderError && error.retryable && attempt !== null) {
       return retryBusyProvider(deps, message, attempt, error, node.type, jobEnds(deps, message));
     }
     // A secret that is refused, missing or malformed stays so: the step fails now, naming which.
     if (error instanceof SecretUnavailableError) {
-      return endWithFailure(deps, message, attempt, `${node.type}: ${error.message}`);
+      return endWithFailure(deps, message, attempt, `${node.type}: ${error.message}`, failureReasonOf(error));
     }
     // Run in its predecessor's invocation: not counted; `runInline` sends its message instead.
     if (options.inline) throw error;
@@ -434,7 +460,8 @@ const runReadyStep = async (deps: Deps, received: StepMessage, options: RunStepO
     if (failed >= stepExecutionAttempts) {
       // The run fails visibly and the message is done: the DLQ is for messages we cannot process.
       logger.error('step failed on its last execution', { nodeId: message.nodeId, failed, error });
-      return endWithFailure(deps, message, attempt, executionsFailedError(failed));
+      // The last execution's error says why: a node that kept timing out, or code that kept throwing.
+      return endWithFailure(deps, message, attempt, executionsFailedError(failed), failureReasonOf(error));
     }
     // SQS redelivers the message: let that delivery take the step, not drop it as a duplicate.
     await releaseStep(deps, message.jobId, message.nodeId, attempt);
