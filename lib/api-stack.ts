@@ -209,7 +209,10 @@ export class ApiStack extends Stack {
     const functionById = new Map<string, IFunction>();
     const routed: { route: Route; created: HttpRoute[] }[] = [];
     // The run-start routes and the step executor are invoked through their `live` alias (lib/safe-deploys.ts).
-    const safeDeploys = new SafeDeploys(this, 'SafeDeploys', { strategy: config.deploys.strategy });
+    const safeDeploys = new SafeDeploys(this, 'SafeDeploys', {
+      strategy: config.deploys.strategy,
+      stage: config.stage,
+    });
 
     for (const route of routes) {
       const service = new ServiceFunction(this, route.id, {
@@ -319,6 +322,7 @@ export class ApiStack extends Stack {
       streamDeadLetterQueues: new Map([[operatorEventsStream.id, streamDeadLetterQueue]]),
       table,
       accessLogs,
+      otherAlarms: [...safeDeploys.deploys.values()].flatMap((deploy) => (deploy.alarm ? [deploy.alarm] : [])),
     });
 
     new CfnOutput(this, 'ApiUrl', { value: this.apiUrl });

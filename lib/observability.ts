@@ -68,6 +68,8 @@ export interface ObservabilityProps {
   table?: ITable;
   /** The API's access log: a metric filter counts the 429s API Gateway answered itself. Default: not watched. */
   accessLogs?: ILogGroup;
+  /** Alarms made elsewhere (the canary's rollback alarms) that also mail the alarm email. Default: none. */
+  otherAlarms?: readonly Alarm[];
 }
 
 /**
@@ -336,7 +338,7 @@ export class Observability extends Construct {
           'key would cost every deployment a monthly fee for no protected content. Publishing requires TLS.',
       });
       const action = new SnsAction(topic);
-      for (const alarm of this.alarms) {
+      for (const alarm of [...this.alarms, ...(props.otherAlarms ?? [])]) {
         alarm.addAlarmAction(action);
         alarm.addOkAction(action);
       }

@@ -51,10 +51,12 @@ export class SafeDeploys extends Construct {
   readonly strategy: DeploymentStrategy;
   readonly deploys = new Map<string, SafeDeploy>();
   #application: LambdaApplication | undefined;
+  readonly #stage: string;
 
-  constructor(scope: Construct, id: string, props: { strategy: DeploymentStrategy }) {
+  constructor(scope: Construct, id: string, props: { strategy: DeploymentStrategy; stage: string }) {
     super(scope, id);
     this.strategy = props.strategy;
+    this.#stage = props.stage;
   }
 
   /** What a route's integration or a queue's event source invokes for the function `id`. */
@@ -77,7 +79,9 @@ export class SafeDeploys extends Construct {
       period: Duration.seconds(rollbackAlarm.periodSeconds),
     });
     deploy.alarm = newVersionErrors.createAlarm(this, `${id}NewVersionErrorsAlarm`, {
-      alarmDescription: `${id}: errors of the version being deployed; CodeDeploy rolls the alias back on it (docs/deploy.md)`,
+      alarmDescription:
+        `${id} (${this.#stage}): errors of the version being deployed; CodeDeploy rolls the alias back on it (docs/deploy.md). ` +
+        'Runbook: docs/operations.md, Alarms, NewVersionErrors.',
       threshold: rollbackAlarm.threshold,
       comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
       evaluationPeriods: rollbackAlarm.evaluationPeriods,

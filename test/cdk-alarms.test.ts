@@ -21,13 +21,15 @@ import {
   trips,
 } from '../platform/alarm-rules.ts';
 import { queues, stepsQueue, webhooksQueue } from '../platform/definitions.ts';
+import { pinnedProd } from './support/stages.ts';
 
 const testContext = { 'aws:cdk:bundling-stacks': [], '@aws-cdk/core:appMode': 'inmemory' };
 const prodContext = {
   ...testContext,
-  [contextKeys.stage]: 'prod',
-  [contextKeys.providers]: 'openai-compatible:workflow-run-api/prod/providers/openai-compatible',
-  [contextKeys.alarmEmail]: 'ops@example.com',
+  ...pinnedProd({
+    providers: 'bedrock,openai-compatible:workflow-run-api/prod/providers/openai-compatible',
+    alarmEmail: 'ops@example.com',
+  }),
   [contextKeys.perFunctionAlarms]: 'true',
 };
 

@@ -16,18 +16,20 @@ import { contextKeys } from '../lib/stages.ts';
 import { readAssembly } from '../local/rehearse/assembly.ts';
 import { dataTable, envNames } from '../platform/definitions.ts';
 import { routeById } from '../platform/routes.ts';
+import { pinnedProd } from './support/stages.ts';
 
 const testContext = { 'aws:cdk:bundling-stacks': [], '@aws-cdk/core:appMode': 'inmemory' };
 const prodContext = {
   ...testContext,
-  [contextKeys.stage]: 'prod',
-  [contextKeys.providers]: 'openai-compatible:workflow-run-api/prod/providers/openai-compatible',
-  [contextKeys.alarmEmail]: 'ops@example.com',
+  ...pinnedProd({
+    providers: 'bedrock,openai-compatible:workflow-run-api/prod/providers/openai-compatible',
+    alarmEmail: 'ops@example.com',
+  }),
 };
 const restored = {
   name: 'WorkflowRunApi-prod-restored-20261127',
   streamArn:
-    'arn:aws:dynamodb:eu-west-1:123456789012:table/WorkflowRunApi-prod-restored-20261127/stream/2026-11-27T10:00:00.000',
+    'arn:aws:dynamodb:us-east-1:111111111111:table/WorkflowRunApi-prod-restored-20261127/stream/2026-11-27T10:00:00.000',
 };
 
 type Resource = {
