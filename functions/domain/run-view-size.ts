@@ -21,7 +21,8 @@
 
 /**
  * Lambda's limit on a synchronous invocation's result: "6 MB"
- * (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html, read 2026-11-27), read
+ * (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html and
+ * https://docs.aws.amazon.com/lambda/latest/dg/API_Invoke.html, read 2026-11-27), read
  * as the smaller decimal megabytes, below the 6 MiB (6291456 bytes) Lambda's own refusal names.
  */
 export const invokeResultBytes = 6_000_000;
