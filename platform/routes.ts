@@ -127,7 +127,7 @@ const table = [
     path: '/runs/{jobId}',
     entry: 'functions/api/get-run.ts',
     scope: 'runs:read',
-    // PutItem: creating the file links' signing key, once per table, when the first link is made.
+    // PutItem: creating the file links' (or the cursors') signing key, once per table, at its first use.
     grants: { table: ['GetItem', 'UpdateItem', 'Query', 'PutItem'] },
   },
   {

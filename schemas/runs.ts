@@ -196,10 +196,34 @@ export const RunOutputSchema = v.strictObject({
   ai_generated: v.boolean(),
   /** Absent when no AI model step is involved. */
   generated_by: v.optional(v.array(GeneratedBySchema)),
+  /**
+   * Our design: present, true, only when this one output is too large for any answer (over 4 MiB of
+   * JSON); its `result` is then null. No step of this service makes one.
+   */
+  result_withheld: v.optional(
+    v.pipe(
+      v.literal(true),
+      v.description(
+        'Present only when this output alone is too large for an answer (over 4 MiB); `result` is then null.',
+      ),
+    ),
+  ),
 });
 export type RunOutput = v.InferOutput<typeof RunOutputSchema>;
 
 const ProgressSchema = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(100));
+
+/**
+ * Our design (issue 25): a run's outputs are answered a page at a time, so the answer always fits
+ * Lambda's 6 MB (functions/domain/run-view-size.ts).
+ */
+const OutputNextSchema = v.pipe(
+  v.string(),
+  v.description(
+    'Present when more outputs follow this page of `output` (the outputs together would be too large for one ' +
+      'answer): pass it as `output_cursor` to Get a run for the next page, unchanged. Absent on the last page.',
+  ),
+);
 
 /** 200 of GET /runs/{jobId}. */
 export const RunSchema = v.strictObject({
@@ -210,6 +234,8 @@ export const RunSchema = v.strictObject({
   steps: v.array(RunStepSchema),
   /** From the last steps of the workflow; empty until they finish. */
   output: v.array(RunOutputSchema),
+  /** Our design: present when `output` is one page and more outputs follow. */
+  output_next: v.optional(OutputNextSchema),
 });
 export type Run = v.InferOutput<typeof RunSchema>;
 
@@ -276,6 +302,8 @@ export const WebhookBodySchema = v.strictObject({
   progress: v.optional(ProgressSchema),
   steps: v.optional(v.array(RunStepSchema)),
   output: v.optional(v.array(RunOutputSchema)),
+  /** Our design: the first page of `output` only; read the rest with Get a run. */
+  output_next: v.optional(OutputNextSchema),
 });
 export type WebhookBody = v.InferOutput<typeof WebhookBodySchema>;
 
@@ -421,10 +449,25 @@ export const runOperations: OperationSpec[] = [
     summary: 'Get a run',
     description:
       'Reads a run status, per-step status and output. Poll until `status` is `completed` or `failed`; a few ' +
-      'seconds between reads is enough. Reading never spends credits.',
-    parameters: [uuidPath('jobId', 'The `jobId` returned when the run started.')],
+      'seconds between reads is enough. Reading never spends credits. When the outputs together are too large ' +
+      'for one answer, `output` holds the first of them and `output_next` is present: read the run again with ' +
+      '`output_cursor` for the next page, until `output_next` is absent.',
+    parameters: [
+      uuidPath('jobId', 'The `jobId` returned when the run started.'),
+      {
+        name: 'output_cursor',
+        in: 'query',
+        required: false,
+        description:
+          'The `output_next` of an earlier read of this run: the answer is the run with the next page of `output`.',
+        schema: { type: 'string' },
+      },
+    ],
     responses: { 200: jsonResponse('The run.', 'Run') },
-    errorWords: { 404: 'No such run in the team.' },
+    errorWords: {
+      400: 'An `output_cursor` this run did not give (altered, or of another run).',
+      404: 'No such run in the team.',
+    },
   },
   {
     operationId: 'CancelRun',

@@ -134,7 +134,8 @@ describe('OpenAPI document', () => {
         expect.objectContaining({ name: 'Idempotency-Key', in: 'header', required: false }),
       );
     }
-    expect(statuses('/runs/{jobId}', 'get')).toEqual(['200', '401', '403', '404', '429', '503']);
+    // A run's read (our design): 400 for an output_cursor the run did not give.
+    expect(statuses('/runs/{jobId}', 'get')).toEqual(['200', '400', '401', '403', '404', '429', '503']);
     expect(statuses('/deferred-runs/{id}', 'get')).toEqual(['200', '401', '403', '404', '429', '503']);
     // The lists (our design): 400 for a filter, limit or cursor they do not take.
     expect(statuses('/runs', 'get')).toEqual(['200', '400', '401', '403', '429', '503']);

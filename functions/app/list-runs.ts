@@ -4,7 +4,7 @@ import { deferredRunStatuses, type ListDeferredRunsResponse } from '../../schema
 import { type ListRunsResponse, listedRunStatuses, listPageLimits, type RunSummary } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { toCredits } from '../domain/credits.ts';
-import { type CursorScope, openCursor, signCursor } from '../domain/cursor.ts';
+import { type ListCursorScope, openCursor, signCursor } from '../domain/cursor.ts';
 import { InvalidQueryError } from '../domain/errors.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { deferredView } from '../store/deferred-runs.ts';
@@ -51,12 +51,12 @@ const listParams = (query: ListQueryString, statuses: readonly string[]): ListPa
 const listPage = async (
   deps: Deps,
   lister: Lister,
-  list: CursorScope['list'],
+  list: ListCursorScope['list'],
   query: ListQueryString,
   statuses: readonly string[],
 ) => {
   const params = listParams(query, statuses);
-  const scope: CursorScope = { list, teamId: lister.teamId, workflowId: params.workflowId, status: params.status };
+  const scope: ListCursorScope = { list, teamId: lister.teamId, workflowId: params.workflowId, status: params.status };
   const secret = await cursorSigningSecret(deps);
   const startKey = params.cursor === null ? null : openCursor(secret, scope, params.cursor);
   const limited = lister.workflowIds.length > 0;

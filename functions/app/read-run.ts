@@ -1,12 +1,15 @@
 import type { Run, RunFile } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
-import { RunNotFoundError } from '../domain/errors.ts';
+import { openCursor, type RunOutputCursorScope, signCursor } from '../domain/cursor.ts';
+import { InvalidCursorError, InvalidQueryError, RunNotFoundError } from '../domain/errors.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
-import { runView } from '../domain/run-view.ts';
+import { outputsFrom, runView } from '../domain/run-view.ts';
+import { outputPage } from '../domain/run-view-size.ts';
 import { isStoredFile } from '../nodes/executors/types.ts';
 import { canvasOf } from '../store/canvases.ts';
 import { isTeamObject } from '../store/files.ts';
 import { readRunPartition } from '../store/run/index.ts';
+import { cursorSigningSecret } from '../store/run-list.ts';
 import { fileLinkFor } from './file-links.ts';
 
 /**
@@ -45,17 +48,26 @@ const linkFiles = async (deps: Deps, teamId: string, value: unknown): Promise<un
   return value;
 };
 
+/** The InvalidQueryError of an `output_cursor` this run did not give. */
+const badOutputCursor = () => new InvalidQueryError('output_cursor must be an output_next of this run, unchanged');
+
 /**
  * GET /runs/{jobId} (spec 4.5): the run as the team sees it; another team's run, and a run of a
  * workflow the key is not limited to, read exactly like a missing one (`teamId` null: the service
  * itself, e.g. the webhook). Reads the run's partition (run, steps, charges) in one strongly
  * consistent Query.
+ *
+ * Its `output` is one page (functions/domain/run-view-size.ts): the first, or the one
+ * `outputCursor` (an `output_next` of this run) starts; `output_next` names the next when outputs
+ * remain. The cursor is bound to the run's team, not the reader's, so the webhook's (read by the
+ * service) works for the team's keys. The run is found first: another team's run stays a 404.
  */
 export const readRun = async (
   deps: Deps,
   teamId: string | null,
   jobId: string,
   keyWorkflowIds: readonly string[] = [],
+  outputCursor?: string,
 ): Promise<Run> => {
   const { run, steps } = await readRunPartition(deps, jobId);
   if (!run || (teamId !== null && run.teamId !== teamId) || !keyMayUseWorkflow(keyWorkflowIds, run.workflowId)) {
@@ -63,8 +75,28 @@ export const readRun = async (
   }
   const canvas = await canvasOf(deps, run.workflowId);
   const view = runView(run, new Map(steps.map((step) => [step.nodeId, step])), canvas);
-  const output = await Promise.all(
-    view.output.map(async (o) => ({ ...o, result: await linkFiles(deps, run.teamId, o.result) })),
+  const scope: RunOutputCursorScope = { list: 'run-output', teamId: run.teamId, jobId: run.jobId };
+  let candidates = view.output;
+  if (outputCursor !== undefined) {
+    let start: string | undefined;
+    try {
+      start = openCursor(await cursorSigningSecret(deps), scope, outputCursor).node;
+    } catch (error) {
+      if (error instanceof InvalidCursorError) throw badOutputCursor();
+      throw error;
+    }
+    const from = start === undefined ? undefined : outputsFrom(canvas, view.output, start);
+    if (!from) throw badOutputCursor();
+    candidates = from;
+  }
+  const linked = await Promise.all(
+    candidates.map(async (o) => ({ ...o, result: await linkFiles(deps, run.teamId, o.result) })),
   );
-  return { ...view, output };
+  const page = outputPage(linked);
+  const next = page.rest === null ? undefined : linked[page.rest]?.node_id;
+  return {
+    ...view,
+    output: page.output,
+    ...(next === undefined ? {} : { output_next: signCursor(await cursorSigningSecret(deps), scope, { node: next }) }),
+  };
 };

@@ -2,8 +2,9 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { InvalidCursorError } from './errors.ts';
 
 /**
- * The `nextCursor` of GET /runs and GET /deferred-runs: opaque to the caller, tamper-evident, and
- * bound to the list, the team and the filters it was issued for. Pure: the signing key is passed in
+ * The `nextCursor` of GET /runs and GET /deferred-runs, and a run's `output_next`: opaque to the
+ * caller, tamper-evident, and bound to the list, the team and the filters (or the run) it was
+ * issued for. Pure: the signing key is passed in
  * (functions/store/run-list.ts keeps it).
  *
  * A cursor is `<payload>.<tag>`, both base64url: the payload is the JSON of the page's last
@@ -14,12 +15,21 @@ import { InvalidCursorError } from './errors.ts';
  */
 
 /** The list, team and filters a cursor belongs to. */
-export interface CursorScope {
+export interface ListCursorScope {
   list: 'runs' | 'deferred-runs';
   teamId: string;
   workflowId: string | null;
   status: string | null;
 }
+
+/** The pages of one run's `output` (GET /runs/{jobId}?output_cursor=…): its team and its id. */
+export interface RunOutputCursorScope {
+  list: 'run-output';
+  teamId: string;
+  jobId: string;
+}
+
+export type CursorScope = ListCursorScope | RunOutputCursorScope;
 
 /** A position in a DynamoDB Query (its LastEvaluatedKey): string attributes only. */
 export type CursorPosition = Record<string, string>;
@@ -27,9 +37,15 @@ export type CursorPosition = Record<string, string>;
 /** Longer than any cursor this module issues (four keys of a few dozen characters each). */
 const maxCursorLength = 1024;
 
+/** What a tag binds: a list's cursors keep the exact bytes they were first signed over. */
+const boundParts = (scope: CursorScope): (string | null)[] =>
+  scope.list === 'run-output'
+    ? [scope.list, scope.teamId, scope.jobId]
+    : [scope.list, scope.teamId, scope.workflowId, scope.status];
+
 const tagOf = (secret: Uint8Array, scope: CursorScope, payload: string): Buffer =>
   createHmac('sha256', secret)
-    .update(JSON.stringify(['v1', scope.list, scope.teamId, scope.workflowId, scope.status, payload]))
+    .update(JSON.stringify(['v1', ...boundParts(scope), payload]))
     .digest();
 
 /** The cursor for `position` in the list `scope` names. */

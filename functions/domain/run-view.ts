@@ -12,6 +12,7 @@ import {
   type StoredStepStatus,
   stepViewStatus,
 } from './run-lifecycle.ts';
+import { shownStepError } from './run-view-size.ts';
 import { type Canvas, terminalNodeIds, topologicalOrder } from './workflow-graph.ts';
 
 /**
@@ -74,6 +75,20 @@ export interface ModelLineage extends ModelUse {
   stampedAt: string;
 }
 
+/**
+ * The outputs of `output` (in the workflow's order of its final steps, as `runView` gives them)
+ * from the final step `nodeId` on: where a page that a cursor names starts. Undefined when
+ * `nodeId` is no final step of `canvas`. The order never changes (a canvas never does), so a
+ * page's start is a place in it, not an index into the outputs, which grow while a run is under way.
+ */
+export const outputsFrom = (canvas: Canvas, output: readonly RunOutput[], nodeId: string): RunOutput[] | undefined => {
+  const terminals = terminalNodeIds(canvas);
+  const start = terminals.indexOf(nodeId);
+  if (start === -1) return undefined;
+  const place = new Map(terminals.map((id, i) => [id, i]));
+  return output.filter((o) => (place.get(o.node_id) ?? -1) >= start);
+};
+
 export const runView = (run: RunRecord, steps: ReadonlyMap<string, StepRecord>, canvas: Canvas): Run => {
   const order = topologicalOrder(canvas);
   const typeOf = new Map(canvas.nodes.map((n) => [n.id, n.type]));
@@ -84,7 +99,7 @@ export const runView = (run: RunRecord, steps: ReadonlyMap<string, StepRecord>, 
       node_id: nodeId,
       step_type: typeOf.get(nodeId) ?? unknownType,
       status,
-      ...(status === StepStatus.failed ? { error: step?.error ?? 'Step failed' } : {}),
+      ...(status === StepStatus.failed ? { error: shownStepError(step?.error ?? 'Step failed') } : {}),
     };
   });
   const completed = stepsView.filter((s) => isCompleted(s.status)).length;

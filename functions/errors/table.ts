@@ -100,12 +100,15 @@ export const WorkflowNotPermittedError = defineError('WorkflowNotPermittedError'
 
 // The request body
 
-/** A list's query string has a value it does not take (`detail` names the parameter and what it takes). */
+/**
+ * A list's query string has a value it does not take (`detail` names the parameter and what it
+ * takes), or a run's read an `output_cursor` that run did not give.
+ */
 export const InvalidQueryError = defineError('InvalidQueryError', {
   facts: (detail: string) => ({ detail }),
   message: (f) => `invalid query: ${f.detail}`,
   status: 400,
-  routes: lists,
+  routes: [...lists, 'GetRun'],
   schemas: [bodies.InvalidQueryErrorSchema],
   body: (f) => ({ error: messages.invalidQuery(f.detail) }),
 });

@@ -96,6 +96,16 @@ export interface RunOptions extends RequestOptions {
   idempotencyKey?: string;
 }
 
+export interface GetRunOptions extends RequestOptions {
+  /** An `output_next` of an earlier read of this run: the run with the next page of `output`. */
+  outputCursor?: string;
+}
+
+export interface RunOutputsOptions extends RequestOptions {
+  /** A read of the run already made (a `getRun`, `waitForRun` or webhook body): its page first, then the next ones. */
+  from?: Pick<Run, 'output' | 'output_next'>;
+}
+
 export interface WaitForRunOptions extends RequestOptions {
   /** First wait between reads, and the wait again after the run changes (default 1,000 ms). */
   intervalMs?: number;
@@ -133,8 +143,16 @@ export interface WorkflowRunClient {
   runAgent(id: string, body: RunRequest & { defer: true }, options?: RunOptions): Promise<RunDeferredResponse>;
   runAgent(id: string, body?: RunRequest & { defer?: false }, options?: RunOptions): Promise<RunStartedResponse>;
   runAgent(id: string, body?: RunRequest, options?: RunOptions): Promise<RunStartResponse>;
-  /** GET /runs/{jobId}: status, per-step status and output. Never spends credits. */
-  getRun(jobId: string, options?: RequestOptions): Promise<Run>;
+  /**
+   * GET /runs/{jobId}: status, per-step status and output. Never spends credits. `output` is one
+   * page: when `output_next` is present, more outputs follow (`runOutputs` reads them all).
+   */
+  getRun(jobId: string, options?: GetRunOptions): Promise<Run>;
+  /**
+   * Every output of the run, in the workflow's order: each page's, following `output_next` until
+   * it is absent. Read once the run has ended, every output comes exactly once.
+   */
+  runOutputs(jobId: string, options?: RunOutputsOptions): AsyncGenerator<RunOutput, void, undefined>;
   /** POST /runs/{jobId}/cancel: cancels a run in progress; 409 `ConflictError` once it has ended. */
   cancelRun(jobId: string, options?: RequestOptions): Promise<Run>;
   /**
@@ -224,8 +242,28 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
     );
   };
 
-  const getRun = (jobId: string, requestOptions: RequestOptions = {}) =>
-    unwrap<Run>(raw.GET('/runs/{jobId}', { params: { path: { jobId } }, signal: requestOptions.signal }));
+  const getRun = (jobId: string, requestOptions: GetRunOptions = {}) =>
+    unwrap<Run>(
+      raw.GET('/runs/{jobId}', {
+        params: {
+          path: { jobId },
+          ...(requestOptions.outputCursor === undefined
+            ? {}
+            : { query: { output_cursor: requestOptions.outputCursor } }),
+        },
+        signal: requestOptions.signal,
+      }),
+    );
+
+  async function* runOutputs(jobId: string, outputsOptions: RunOutputsOptions = {}) {
+    const { signal } = outputsOptions;
+    let page = outputsOptions.from ?? (await getRun(jobId, { signal }));
+    for (;;) {
+      yield* page.output;
+      if (page.output_next === undefined) return;
+      page = await getRun(jobId, { signal, outputCursor: page.output_next });
+    }
+  }
 
   const waitForRun = async (jobId: string, waitOptions: WaitForRunOptions = {}): Promise<Run> => {
     const baseInterval = waitOptions.intervalMs ?? 1_000;
@@ -369,6 +407,7 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
     runAgent: ((id: string, body?: RunRequest, runOptions?: RunOptions) =>
       start('agent', id, body, runOptions)) as WorkflowRunClient['runAgent'],
     getRun,
+    runOutputs,
     cancelRun: (jobId, requestOptions = {}) =>
       unwrap(raw.POST('/runs/{jobId}/cancel', { params: { path: { jobId } }, signal: requestOptions.signal })),
     listRuns,

@@ -136,7 +136,7 @@ export interface paths {
     };
     /**
      * Get a run
-     * @description Reads a run status, per-step status and output. Poll until `status` is `completed` or `failed`; a few seconds between reads is enough. Reading never spends credits.
+     * @description Reads a run status, per-step status and output. Poll until `status` is `completed` or `failed`; a few seconds between reads is enough. Reading never spends credits. When the outputs together are too large for one answer, `output` holds the first of them and `output_next` is present: read the run again with `output_cursor` for the next page, until `output_next` is absent.
      *
      *     Scope: `runs:read`.
      */
@@ -1601,6 +1601,8 @@ export interface components {
       progress: number;
       steps: components['schemas']['RunStep'][];
       output: components['schemas']['RunOutput'][];
+      /** @description Present when more outputs follow this page of `output` (the outputs together would be too large for one answer): pass it as `output_cursor` to Get a run for the next page, unchanged. Absent on the last page. */
+      output_next?: string;
     };
     RunStep: {
       node_id: string;
@@ -1617,6 +1619,11 @@ export interface components {
       licence?: components['schemas']['Licence'];
       ai_generated: boolean;
       generated_by?: components['schemas']['GeneratedBy'][];
+      /**
+       * @description Present only when this output alone is too large for an answer (over 4 MiB); `result` is then null.
+       * @constant
+       */
+      result_withheld?: true;
     };
     RunFile:
       | {
@@ -1668,6 +1675,8 @@ export interface components {
       progress?: number;
       steps?: components['schemas']['RunStep'][];
       output?: components['schemas']['RunOutput'][];
+      /** @description Present when more outputs follow this page of `output` (the outputs together would be too large for one answer): pass it as `output_cursor` to Get a run for the next page, unchanged. Absent on the last page. */
+      output_next?: string;
     };
     DeferredRun: {
       /** Format: uuid */
@@ -2699,7 +2708,10 @@ export interface operations {
   };
   GetRun: {
     parameters: {
-      query?: never;
+      query?: {
+        /** @description The `output_next` of an earlier read of this run: the answer is the run with the next page of `output`. */
+        output_cursor?: string;
+      };
       header?: never;
       path: {
         /** @description The `jobId` returned when the run started. */
@@ -2716,6 +2728,15 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['Run'];
+        };
+      };
+      /** @description An `output_cursor` this run did not give (altered, or of another run). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidQueryError'];
         };
       };
       /** @description The key is missing, malformed, unknown, revoked or expired. */
