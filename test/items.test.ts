@@ -3,6 +3,7 @@
  * function the store writes it with, or, for a step, with the attributes its updates set) and refuse
  * a malformed item with an error that names its key. Pure: no emulator.
  */
+import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import { workflowLock } from '../functions/domain/workflow-lock.ts';
 import { apiKeyIdItem, apiKeyItem } from '../functions/store/api-keys.ts';
@@ -175,6 +176,13 @@ describe('each parser accepts the item the store writes', () => {
       chargeHundredths: 3,
     });
     expect(parseItem(StepItemSchema, skippedStep)).toEqual({ nodeId: 'b', status: 'skipped', chargeHundredths: 0 });
+  });
+
+  it("a refused write's old item, as attribute values, is read at its version (a 409's lock holder)", () => {
+    const Refused = v.object({ jobId: v.object({ S: v.string() }) });
+    expect(parseItem(Refused, { jobId: { S: 'j1' }, v: { N: '1' } })).toEqual({ jobId: { S: 'j1' } });
+    expect(parseItem(Refused, { jobId: { S: 'j1' } })).toEqual({ jobId: { S: 'j1' } });
+    expect(() => parseItem(Refused, { jobId: { S: 'j1' }, v: { N: '2' } })).toThrow(MalformedItemError);
   });
 
   it('the deferred run: not dispatched yet, its request as the caller sent it', () => {
