@@ -8,15 +8,14 @@ import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { s3Client } from '../clients/s3.ts';
 import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
-import { logger } from '../observability/logger.ts';
+import { logger, withLambdaContext, withRecordKeys } from '../observability/logger.ts';
 import { metrics } from '../observability/metrics.ts';
 
 const StepMessageSchema = v.object({
   jobId: v.string(),
   workflowId: v.string(),
   nodeId: v.string(),
-  // A look at the step's job at its provider (functions/app/provider-job.ts).
-  check: v.optional(v.picklist(['poll', 'look'])),
+  check: v.optional(v.picklist(['poll', 'look'])), // a look at its provider job (functions/app/provider-job.ts)
   poll: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
 });
 const parseMessage = (record: SQSRecord): StepMessage => {
@@ -28,22 +27,25 @@ const parseMessage = (record: SQSRecord): StepMessage => {
   }
 };
 
-/** The steps queue's consumer: a step per record (`runStep`; a throw has SQS redeliver it), chains inline given a context. */
+/** Every record failed is answered, not thrown: a lone step's transient failure is a redelivery, not a Lambda error. */
+const reportFullBatchFailure = { throwOnFullBatchFailure: false };
+
+/** The steps queue's consumer: a step per record (a throw has SQS redeliver it), each logging through its own logger. */
 export const makeHandler = (deps: Deps, options: Partial<RunStepOptions> = {}) => {
   const resolved = { stepTimeoutMs: stepNodeTimeoutSeconds * 1000, ...options };
   const runRecord = (context?: TimeLeft) => async (record: SQSRecord) => {
     const message = parseMessage(record);
-    logger.appendKeys({ jobId: message.jobId });
-    await runStep(deps, message, withTimeLeft(resolved, context));
+    const keys = { jobId: message.jobId, nodeId: message.nodeId, messageId: record.messageId };
+    await withRecordKeys(keys, () => runStep(deps, message, withTimeLeft(resolved, context)));
   };
-  return async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => {
+  return withLambdaContext(async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => {
     try {
-      return await processPartialResponse(event, runRecord(context), new BatchProcessor(EventType.SQS)); // one per batch
+      const processor = new BatchProcessor(EventType.SQS); // one per batch; chains run inline given a context
+      return await processPartialResponse(event, runRecord(context), processor, reportFullBatchFailure);
     } finally {
       metrics.publishStoredMetrics();
-      logger.resetKeys();
     }
-  };
+  });
 };
 
 export const handler = makeHandler(
