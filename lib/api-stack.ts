@@ -22,6 +22,7 @@ import { modelDefaultsText } from '../platform/model-defaults.ts';
 import { accessLogFields, basePath, routes } from '../platform/routes.ts';
 import { Grants } from './grants.ts';
 import { IsolatedNetwork } from './isolated-network.ts';
+import { LogQueries } from './log-queries.ts';
 import { Observability } from './observability.ts';
 import { ServiceFunction } from './service-function.ts';
 import type { StageConfig } from './stages.ts';
@@ -293,6 +294,9 @@ export class ApiStack extends Stack {
       queues: queueById,
       streamDeadLetterQueues: new Map([[operatorEventsStream.id, streamDeadLetterQueue]]),
     });
+
+    // Saved Logs Insights queries: a run's trail, and failed runs by reason (docs/operations.md, "Runbooks").
+    new LogQueries(this, 'LogQueries', { functions: functionById });
 
     new CfnOutput(this, 'ApiUrl', { value: this.apiUrl });
   }
