@@ -354,6 +354,7 @@ export interface PricedLine {
 
 /** A typical HTTP API request id, request time and caller, for the access log's variables the flow cannot see. */
 const typicalAccessLogValues = {
+  apiId: 'a1b2c3d4e5',
   requestId: 'Y3z8dgtKoAMEbkw=',
   requestTime: '24/Nov/2026:20:44:25 +0000',
   sourceIp: '203.0.113.10',

@@ -219,7 +219,7 @@ export const benchCost = async (options: {
     const total = items.reduce((sum, item) => sum + item.dollars, 0);
     const secretsManager = stage.name.includes('Secrets Manager');
     line(
-      `    total${secretsManager ? ' (the deploy guide keeps prod under $2 with SSM)' : ''}`,
+      `    total${secretsManager ? ' (the deploy guide keeps prod under $3 with SSM)' : ''}`,
       secretsManager
         ? `$${total.toFixed(2)}`.padStart(12)
         : targets.check(`idle cost a month, ${stage.name}`, total, '<=', 2, (v) => `$${v.toFixed(2)}`),

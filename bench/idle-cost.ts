@@ -13,6 +13,7 @@ import { invokedAs } from '../local/invocation.ts';
 import { localDeps } from '../local/local-deps.ts';
 import { type LocalResources, provision } from '../local/provision.ts';
 import { functionMemoryMb } from '../platform/definitions.ts';
+import { pinnedProd } from '../test/support/stages.ts';
 import { captureLogs } from './cost-logs.ts';
 import {
   awsPrices,
@@ -128,24 +129,23 @@ export const idleStages = [
   { name: 'dev', context: { [contextKeys.stage]: 'dev' } },
   {
     name: 'prod, provider in SSM',
-    context: {
-      [contextKeys.stage]: 'prod',
+    // prod as pinned in cdk.json, with this provider in place of its example ones.
+    context: pinnedProd({
       [contextKeys.providers]: 'openai-compatible:ssm:/workflow-run-api/prod/providers/openai-compatible',
-      [contextKeys.alarmEmail]: 'ops@example.com',
-    },
+      [contextKeys.modelDefaults]: {},
+    }),
   },
   {
     name: 'prod, provider in Secrets Manager',
-    context: {
-      [contextKeys.stage]: 'prod',
+    context: pinnedProd({
       [contextKeys.providers]: 'openai-compatible:workflow-run-api/prod/providers/openai-compatible',
-      [contextKeys.alarmEmail]: 'ops@example.com',
-    },
+      [contextKeys.modelDefaults]: {},
+    }),
   },
 ] as const;
 
 /** The idle month of one stage, itemised, from its synthesized template and the measured tick. */
-export const idleCost = (context: Record<string, string>, tick: TickCost): IdleItem[] => {
+export const idleCost = (context: Record<string, unknown>, tick: TickCost): IdleItem[] => {
   const built = buildApp({ ...context, 'aws:cdk:bundling-stacks': [], '@aws-cdk/core:appMode': 'inmemory' }, {});
   const assembly = built.app.synth();
   const api = assembly.getStackByName(built.api.stackName).template as Template;

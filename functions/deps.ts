@@ -5,6 +5,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { envNames } from '../platform/definitions.ts';
 import type { NodeType } from '../schemas/workflows.ts';
 import { parseRetentionDays } from './domain/retention.ts';
+import { parseTeamStepsInFlight } from './domain/team-steps.ts';
 import type { ModelUse, NodeExecutor, ProviderJobs } from './nodes/executors/types.ts';
 import { type StageProviders, stageProvidersFromEnv } from './nodes/providers/stage.ts';
 import { refusingSecrets, type SecretResolver, secretPolicyFromEnv } from './store/secret-refs.ts';
@@ -51,6 +52,11 @@ export interface Deps {
    */
   retentionDays: number;
   /**
+   * Most steps of one team the step executor runs at once (`TEAM_STEPS_IN_FLIGHT`;
+   * functions/domain/team-steps.ts): a step past it waits and is offered again. Unset: no cap.
+   */
+  teamStepsInFlight?: number;
+  /**
    * Where the stage's API is reached from outside (`PUBLIC_BASE_URL`: an origin, the API's base path
    * not included): file links point there (functions/app/file-links.ts). The local API server sets
    * its own address when none is given.
@@ -70,6 +76,12 @@ export interface Deps {
    */
   cancelProviderJob?: (step: LateStep) => Promise<void>;
 }
+
+/** `teamStepsInFlight` as `Deps` takes it: absent when the stage sets no cap. */
+export const teamStepsInFlightFrom = (value: string | undefined): Pick<Deps, 'teamStepsInFlight'> => {
+  const cap = parseTeamStepsInFlight(value);
+  return cap === undefined ? {} : { teamStepsInFlight: cap };
+};
 
 /** A step that finished after its run ended: its run, its node, and the model it ran on (model steps). */
 export interface LateStep {
@@ -134,6 +146,7 @@ export const productionDeps = (clients: Partial<Clients>, stepExecutor?: StepExe
     providers: stageProvidersFromEnv(process.env),
     secrets: refusingSecrets(secretPolicyFromEnv(process.env)),
     retentionDays: parseRetentionDays(process.env[envNames.retentionDays]),
+    ...teamStepsInFlightFrom(process.env[envNames.teamStepsInFlight]),
     ...(process.env[envNames.publicBaseUrl] ? { publicBaseUrl: process.env[envNames.publicBaseUrl] } : {}),
     // The rule of allowLoopbackFromEnv (functions/http-client/address-vet.ts), not imported: every bundle loads this module.
     allowLoopback: process.env.ALLOW_PRIVATE_CALLBACKS === '1',

@@ -1,6 +1,6 @@
-import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import { CfnOutput, Duration, Fn, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
-import { HttpApi, HttpMethod, HttpStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpApi, HttpMethod, type HttpRoute, HttpStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { EventBus, Rule, Schedule } from 'aws-cdk-lib/aws-events';
@@ -19,11 +19,14 @@ import {
   queues,
 } from '../platform/definitions.ts';
 import { modelDefaultsText } from '../platform/model-defaults.ts';
-import { accessLogFields, basePath, routes } from '../platform/routes.ts';
+import { accessLogFields, basePath, type Route, routes } from '../platform/routes.ts';
+import { ApiDomain } from './api-domain.ts';
 import { Grants } from './grants.ts';
 import { IsolatedNetwork } from './isolated-network.ts';
 import { LogQueries } from './log-queries.ts';
 import { Observability } from './observability.ts';
+import { applyRouteThrottles } from './route-throttles.ts';
+import { SafeDeploys } from './safe-deploys.ts';
 import { ServiceFunction } from './service-function.ts';
 import type { StageConfig } from './stages.ts';
 import { pythonRunner, workers } from './workers.ts';
@@ -60,6 +63,15 @@ export class ApiStack extends Stack {
   readonly functions: ReadonlyMap<string, IFunction>;
   /** The operators' event bus: run lifecycle events (docs/operations.md, Operator events). */
   readonly eventBus: EventBus;
+
+  /**
+   * The region's first two zones, resolved at deploy time (`Fn::GetAZs`) as in an environment-agnostic
+   * stack, also when the stage pins its account and region: the default would look the zones up with
+   * the account's credentials, and synthesis must need none (lib/stage-pins.ts).
+   */
+  override get availabilityZones(): string[] {
+    return [Fn.select(0, Fn.getAzs()), Fn.select(1, Fn.getAzs())];
+  }
 
   constructor(scope: Construct, id: string, props: ApiStackProps) {
     super(scope, id, props);
@@ -124,6 +136,8 @@ export class ApiStack extends Stack {
       description: 'Workflow Run API',
       // Callers are servers holding API keys, not browsers: no CORS.
       createDefaultStage: false,
+      // With a custom domain, callers (and CloudFront) reach the API only through it.
+      disableExecuteApiEndpoint: config.edge.domain !== undefined,
     });
     const accessLogs = new LogGroup(this, 'ApiAccessLogs', {
       retention: config.logRetentionDays,
@@ -138,7 +152,10 @@ export class ApiStack extends Stack {
       // Across every caller; each key's own 60 a minute is enforced by the functions (lib/stages.ts).
       throttle: config.api,
     });
-    this.apiUrl = `${stage.url}${basePath.slice(1)}`;
+    this.apiUrl = config.edge.domain
+      ? `https://${config.edge.domain.name}${basePath}`
+      : `${stage.url}${basePath.slice(1)}`;
+    if (config.edge.domain) new ApiDomain(this, 'ApiDomain', { domain: config.edge.domain, api: this.api, stage });
 
     const environment = {
       [envNames.table]: table.tableName,
@@ -147,6 +164,8 @@ export class ApiStack extends Stack {
       [envNames.bucket]: bucket.bucketName,
       [envNames.stage]: config.stage,
       [envNames.retentionDays]: String(config.retentionDays),
+      // Read by the step executor alone (functions/app/team-slots.ts).
+      [envNames.teamStepsInFlight]: String(config.teamStepsInFlight),
       // Names, not values: only the step executor may read the secrets (lib/workers.ts).
       [envNames.providerSecrets]: JSON.stringify(
         Object.fromEntries(config.providers.map((p) => [p.provider, p.secretName])),
@@ -189,6 +208,12 @@ export class ApiStack extends Stack {
       connectionSecretPrefix: config.connectionSecretPrefix,
     });
     const functionById = new Map<string, IFunction>();
+    const routed: { route: Route; created: HttpRoute[] }[] = [];
+    // The run-start routes and the step executor are invoked through their `live` alias (lib/safe-deploys.ts).
+    const safeDeploys = new SafeDeploys(this, 'SafeDeploys', {
+      strategy: config.deploys.strategy,
+      stage: config.stage,
+    });
 
     for (const route of routes) {
       const service = new ServiceFunction(this, route.id, {
@@ -202,13 +227,16 @@ export class ApiStack extends Stack {
       });
       const { fn } = service;
       grants.apply(service, route.grants);
-      this.api.addRoutes({
+      const created = this.api.addRoutes({
         path: `${basePath}${route.path}`,
         methods: [HttpMethod[route.method]],
-        integration: new HttpLambdaIntegration(`${route.id}Integration`, fn),
+        integration: new HttpLambdaIntegration(`${route.id}Integration`, safeDeploys.target(route.id, fn)),
       });
+      routed.push({ route, created });
       functionById.set(route.id, fn);
     }
+    // The keyless routes' own, lower, throttles (lib/edge-config.ts).
+    applyRouteThrottles(stage, routed, config.edge.routeThrottles);
 
     for (const worker of workers) {
       const { trigger } = worker;
@@ -242,7 +270,7 @@ export class ApiStack extends Stack {
             `the ${queueDefinition.id} queue's visibility must be at least 6 times its consumer's timeout`,
           );
         }
-        fn.addEventSource(
+        safeDeploys.target(worker.id, fn).addEventSource(
           new SqsEventSource(queueById.get(queueDefinition.id)!, {
             batchSize: queueDefinition.batchSize,
             maxBatchingWindow: Duration.seconds(0),
@@ -293,6 +321,9 @@ export class ApiStack extends Stack {
       functions: functionById,
       queues: queueById,
       streamDeadLetterQueues: new Map([[operatorEventsStream.id, streamDeadLetterQueue]]),
+      table,
+      accessLogs,
+      otherAlarms: [...safeDeploys.deploys.values()].flatMap((deploy) => (deploy.alarm ? [deploy.alarm] : [])),
     });
 
     // Saved Logs Insights queries: a run's trail, and failed runs by reason (docs/operations.md, "Runbooks").

@@ -3,7 +3,7 @@ import type { IHttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
 import {
   type Alarm,
   AlarmStatusWidget,
-  ComparisonOperator,
+  type ComparisonOperator,
   Dashboard,
   GraphWidget,
   type IMetric,
@@ -11,52 +11,44 @@ import {
   Metric,
   Stats,
   TextWidget,
-  TreatMissingData,
+  type TreatMissingData,
+  Unit,
 } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import { FilterPattern, type ILogGroup, MetricFilter } from 'aws-cdk-lib/aws-logs';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { IQueue, Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import type { QueueDefinition } from '../platform/definitions.ts';
-import { metricDimensions, metricNames, metricsNamespace } from '../platform/metric-names.ts';
-import { retryDelaySeconds, webhookAttempts } from '../platform/webhook-retries.ts';
+import {
+  type AlarmRule,
+  alarmRules,
+  comparisons,
+  failureReasons,
+  oldestMessageThresholdSeconds,
+  renderExpr,
+} from '../platform/alarm-rules.ts';
+import { type QueueDefinition, queues as queueDefinitions } from '../platform/definitions.ts';
+import { metricDimensions, metricNames, metricsNamespace, reasonDimension } from '../platform/metric-names.ts';
 import type { StageConfig } from './stages.ts';
 import { workers } from './workers.ts';
 
-/** Seconds a webhook message legitimately waits between its first attempt and its last. */
-const webhookRetrySpanSeconds = Array.from({ length: webhookAttempts - 1 }, (_, i) => retryDelaySeconds(i + 1)).reduce(
-  (sum, seconds) => sum + seconds,
-  0,
-);
-
-/** Alarm thresholds, in one place for operators to tune. */
+/** Alarm thresholds, in one place for operators to tune: the rules themselves are `alarmRules` (platform/alarm-rules.ts). */
 export const alarmThresholds = {
-  /** Percentage of API requests answered 5xx over `apiWindow`. */
-  api5xxPercent: 1,
-  apiWindow: Duration.minutes(5),
-  /** The dispatcher ticks every minute: no invocation in this window means ticks were missed. */
-  dispatcherWindow: Duration.minutes(5),
-  /** Window for function errors and throttles, and for the age of the oldest queued message. */
+  /** Percentage of API requests answered 5xx, over at least 50 requests, in 3 of 5 periods. */
+  api5xxPercent: alarmRules.api5xxRate.threshold,
+  /** Window for the dashboard's graphs. */
   window: Duration.minutes(5),
-  /**
-   * Dead-letter arrivals: the DLQ's depth, sampled each minute, rose within the last
-   * `deadLetterEvaluationPeriods` minutes. Arrivals, not depth, so that a message left in a DLQ for
-   * inspection does not keep the alarm red for the DLQ's retention.
-   */
-  deadLetterPeriod: Duration.minutes(1),
-  deadLetterEvaluationPeriods: 5,
-  /**
-   * Age (seconds) of the oldest message of each work queue that means it is not being consumed.
-   * Steps run within seconds; a webhook may wait out its retry schedule (2 + 4 + 8 + 16 minutes),
-   * so its queue gets that span plus a quarter of an hour.
-   */
-  oldestMessageSeconds: { Steps: 600, Webhooks: webhookRetrySpanSeconds + 900 } satisfies Record<
-    QueueDefinition['id'],
-    number
-  >,
+  /** Dead-letter arrivals: the DLQ's depth, sampled each minute, rose within the last 5 minutes. */
+  deadLetterPeriod: Duration.seconds(alarmRules.deadLetterArrivals('Steps').periodSeconds),
+  deadLetterEvaluationPeriods: alarmRules.deadLetterArrivals('Steps').evaluationPeriods,
+  /** Age (seconds) of the oldest message of each work queue past which it is not being consumed. */
+  oldestMessageSeconds: Object.fromEntries(
+    queueDefinitions.map((q) => [q.id, oldestMessageThresholdSeconds(q)]),
+  ) as Record<QueueDefinition['id'], number>,
 } as const;
 
 export interface ObservabilityProps {
@@ -72,54 +64,97 @@ export interface ObservabilityProps {
    * stream id: a batch's position lands there after every retry failed. Default: none.
    */
   streamDeadLetterQueues?: ReadonlyMap<string, IQueue>;
+  /** The application table: its read and write throttles are alarmed. Default: not watched. */
+  table?: ITable;
+  /** The API's access log: a metric filter counts the 429s API Gateway answered itself. Default: not watched. */
+  accessLogs?: ILogGroup;
+  /** Alarms made elsewhere (the canary's rollback alarms) that also mail the alarm email. Default: none. */
+  otherAlarms?: readonly Alarm[];
 }
 
 /**
- * What an operator of one stage is told about, watching only this stage's API, functions and
- * queues: the API's 5xx rate; each dead-letter queue receiving a message; each work queue's oldest
- * message getting old; the dispatcher missing ticks; a worker failing; a queue consumer throttled.
- * Route functions answer errors as 5xx, so the API's rate covers them (`-c perFunctionAlarms=true`
- * adds an errors and a throttles alarm per route function). A customer's failing webhook receiver
- * is not an alarm: it is recorded on the delivery. With `alarmEmail`, an SNS topic mails every
- * alarm and its recovery; with `dashboard`, a CloudWatch dashboard graphs it all.
+ * What an operator of one stage is told about. Every alarm is a rule of `alarmRules`
+ * (platform/alarm-rules.ts): rates over a minimum volume and failures sustained over 3 of 5
+ * periods, so one blip pages no one; a dead-letter arrival, a dropped recursive invocation and a
+ * queue's message older than it can legitimately be, at once, because each is already a loss.
+ * Each alarm's description names its paragraph in docs/operations.md ("Alarms: what each means
+ * and what to do"). With `alarmEmail`, an SNS topic mails every alarm and its recovery; with
+ * `dashboard`, a CloudWatch dashboard graphs it all.
  */
 export class Observability extends Construct {
   readonly dashboard: Dashboard | undefined;
   readonly alarms: Alarm[] = [];
   readonly alarmTopic: Topic | undefined;
 
+  /** The rule's alarm over these metrics (each taken at the rule's period, with its statistic). */
+  #alarm(rule: AlarmRule, metrics: Record<string, Metric>, description: string): Alarm {
+    const period = Duration.seconds(rule.periodSeconds);
+    const using = Object.fromEntries(
+      Object.entries(rule.statistics).map(([id, statistic]) => {
+        const metric = metrics[id];
+        if (!metric) throw new Error(`alarm ${rule.id}: no metric ${id}`);
+        return [id, metric.with({ period, statistic })];
+      }),
+    );
+    const watched: Metric | MathExpression =
+      'metric' in rule.expression
+        ? (using[rule.expression.metric] as Metric)
+        : new MathExpression({ expression: renderExpr(rule.expression), usingMetrics: using, period, label: rule.id });
+    const alarm = watched.createAlarm(this, `${rule.id}Alarm`, {
+      alarmDescription: `${description} Runbook: docs/operations.md, Alarms, ${rule.runbook}.`,
+      threshold: rule.threshold,
+      comparisonOperator: comparisons[rule.comparison] as ComparisonOperator,
+      evaluationPeriods: rule.evaluationPeriods,
+      datapointsToAlarm: rule.datapointsToAlarm,
+      treatMissingData: rule.treatMissingData as TreatMissingData,
+    });
+    this.alarms.push(alarm);
+    return alarm;
+  }
+
   constructor(scope: Construct, id: string, props: ObservabilityProps) {
     super(scope, id);
     const { config, api, functions, queues } = props;
-    const window = alarmThresholds.window;
+    const stage = config.stage;
     const fnOf = (fnId: string) => {
       const fn = functions.get(fnId);
       if (!fn) throw new Error(`no function ${fnId}`);
       return fn;
     };
+    const serviceMetric = (metricName: string, dimensions: Record<string, string> = {}) =>
+      new Metric({
+        namespace: metricsNamespace,
+        metricName,
+        dimensionsMap: { ...metricDimensions(stage), ...dimensions },
+      });
 
     // API: the share of requests answered 5xx (route functions catch their errors and answer 500;
     // a crash, timeout or throttle of one is a 5xx from API Gateway).
-    const api5xxRate = new MathExpression({
-      expression: '100 * FILL(serverErrors, 0) / requests',
-      usingMetrics: {
-        serverErrors: api.metricServerError({ period: alarmThresholds.apiWindow, statistic: Stats.SUM }),
-        requests: api.metricCount({ period: alarmThresholds.apiWindow, statistic: Stats.SUM }),
-      },
-      period: alarmThresholds.apiWindow,
-      label: 'API 5xx rate (%)',
-    });
-    this.alarms.push(
-      api5xxRate.createAlarm(this, 'Api5xxRateAlarm', {
-        alarmDescription:
-          `More than ${alarmThresholds.api5xxPercent}% of ${config.stage} API requests answered 5xx over ` +
-          `${alarmThresholds.apiWindow.toMinutes()} minutes. Look for "request failed" in the route functions' logs.`,
-        threshold: alarmThresholds.api5xxPercent,
-        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-        evaluationPeriods: 1,
-        treatMissingData: TreatMissingData.NOT_BREACHING,
-      }),
+    const api5xx = alarmRules.api5xxRate;
+    const api5xxAlarm = this.#alarm(
+      api5xx,
+      { serverErrors: api.metricServerError(), requests: api.metricCount() },
+      `More than ${api5xx.threshold}% of ${stage} API requests answered 5xx (over at least 50 requests) in ` +
+        `${api5xx.datapointsToAlarm} of ${api5xx.evaluationPeriods} five-minute periods.`,
     );
+
+    // Runs: the share that ended failed; steps failing for a reason no retry mends.
+    this.#alarm(
+      alarmRules.failedRunRate,
+      { failedRuns: serviceMetric(metricNames.failedRuns), runsEnded: serviceMetric(metricNames.runsEnded) },
+      `More than ${alarmRules.failedRunRate.threshold}% of ${stage} runs ended failed (over at least 10 ended runs) ` +
+        'in 3 of 5 five-minute periods.',
+    );
+    for (const [reason, ruleId, what] of [
+      ['provider_auth', 'StepsFailingProviderAuth', 'a provider refused the key (401 or 403)'],
+      ['configuration', 'StepsFailingConfiguration', 'a provider, secret or connection is missing or unreadable'],
+    ] as const) {
+      this.#alarm(
+        alarmRules.stepsFailing(ruleId),
+        { failedSteps: serviceMetric(metricNames.failedSteps, { [reasonDimension]: reason }) },
+        `${stage} steps failed because ${what} (reason ${reason}) in each of the last 3 five-minute periods.`,
+      );
+    }
 
     // Queues: dead-letter arrivals, and the work queues' oldest message.
     const deadLetterQueues = [
@@ -129,7 +164,7 @@ export class Observability extends Construct {
               {
                 queueId: queueId as string,
                 dlq: queue.deadLetterQueue.queue,
-                cause: `the ${queueId} consumer could not process it after every receive. Inspect it, fix the cause, then redrive or delete it.`,
+                cause: `the ${queueId} consumer could not process it after every receive.`,
               },
             ]
           : [],
@@ -137,121 +172,78 @@ export class Observability extends Construct {
       ...[...(props.streamDeadLetterQueues ?? [])].map(([queueId, dlq]) => ({
         queueId,
         dlq,
-        cause:
-          `a batch of the table's stream failed every retry of its ${queueId} consumer. The message names the ` +
-          'stream records (shard, sequence numbers), which the stream keeps 24 hours: see docs/operations.md, Operator events.',
+        cause: `a batch of the table's stream failed every retry of its ${queueId} consumer.`,
       })),
     ];
-    const deadLetterDepth = (dlq: IQueue, period: Duration) =>
-      dlq.metricApproximateNumberOfMessagesVisible({ period, statistic: Stats.MAXIMUM });
     for (const { queueId, dlq, cause } of deadLetterQueues) {
       // SQS stops publishing an idle, empty queue's metrics, so missing minutes are a depth of 0:
       // the first message after a quiet spell is a rise from 0. NumberOfMessagesSent would miss it:
       // SQS does not count a message its redrive policy moves.
-      const arrivals = new MathExpression({
-        expression: 'DIFF(FILL(depth, 0))',
-        usingMetrics: { depth: deadLetterDepth(dlq, alarmThresholds.deadLetterPeriod) },
-        period: alarmThresholds.deadLetterPeriod,
-        label: `${queueId} DLQ arrivals`,
-      });
-      this.alarms.push(
-        arrivals.createAlarm(this, `${queueId}DeadLetterArrivalsAlarm`, {
-          alarmDescription: `A message arrived in the ${config.stage} ${queueId} dead-letter queue: ${cause}`,
-          threshold: 0,
-          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-          evaluationPeriods: alarmThresholds.deadLetterEvaluationPeriods,
-          datapointsToAlarm: 1,
-          treatMissingData: TreatMissingData.NOT_BREACHING,
-        }),
+      this.#alarm(
+        alarmRules.deadLetterArrivals(queueId),
+        { depth: dlq.metricApproximateNumberOfMessagesVisible() },
+        `A message arrived in the ${stage} ${queueId} dead-letter queue: ${cause}`,
       );
     }
-    for (const [queueId, queue] of queues) {
-      const seconds = alarmThresholds.oldestMessageSeconds[queueId];
-      this.alarms.push(
-        queue
-          .metricApproximateAgeOfOldestMessage({ period: window, statistic: Stats.MAXIMUM })
-          .createAlarm(this, `${queueId}OldestMessageAlarm`, {
-            alarmDescription:
-              `The oldest message of the ${config.stage} ${queueId} queue is over ${Math.round(seconds / 60)} minutes ` +
-              `old: its consumer is not keeping up, failing, or throttled. Check the ${queueId} consumer's logs.`,
-            threshold: seconds,
-            comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluationPeriods: 1,
-            treatMissingData: TreatMissingData.NOT_BREACHING,
-          }),
+    for (const definition of queueDefinitions) {
+      const queue = queues.get(definition.id);
+      if (!queue) continue;
+      const rule = alarmRules.oldestMessage(definition);
+      this.#alarm(
+        rule,
+        { age: queue.metricApproximateAgeOfOldestMessage() },
+        `The oldest message of the ${stage} ${definition.id} queue is over ${Math.round(rule.threshold / 60)} minutes ` +
+          'old, older than its longest delay and every redelivery allow: its consumer is not consuming it.',
       );
     }
 
-    // Workers: any error (an uncaught error, a timeout or a crash; a batch whose every record
-    // failed); a queue consumer throttled (the account's concurrency exhausted). The dispatcher's
-    // throttles show as missed ticks.
+    // Workers: errors (an uncaught error, a timeout or a crash) sustained. A stream worker's
+    // failures are retried from the stream, then land in its DLQ, alarmed above.
     for (const worker of workers) {
-      // A stream worker's failures are retried from the stream, then land in its DLQ, whose
-      // arrivals alarm (above) is the one to act on: a second alarm would add $0.10 a month idle.
       if (worker.trigger.kind === 'stream') continue;
-      const fn = fnOf(worker.id);
-      this.alarms.push(
-        fn.metricErrors({ period: window, statistic: Stats.SUM }).createAlarm(this, `${worker.id}ErrorsAlarm`, {
-          alarmDescription: `The ${config.stage} ${worker.id} function failed (an uncaught error, a timeout or a crash). See its logs.`,
-          threshold: 0,
-          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-          evaluationPeriods: 1,
-          treatMissingData: TreatMissingData.NOT_BREACHING,
-        }),
+      this.#alarm(
+        alarmRules.functionErrors(worker.id, `${worker.id}Errors`),
+        { errors: fnOf(worker.id).metricErrors() },
+        `The ${stage} ${worker.id} function failed (an uncaught error, a timeout or a crash) in 3 of 5 five-minute periods.`,
       );
-      // A throttled consumer's messages wait: its queue's oldest-message alarm (above) says so within
-      // minutes. Its own throttles alarm is one of the per-function ones, with `perFunctionAlarms`.
     }
     // A function that feeds its own queue runs with recursive loop detection set to Allow: should
     // Lambda still drop one of its invocations as a loop, say so at once (docs/operations.md).
     for (const worker of workers.filter((w) => w.feedsItsOwnQueue)) {
-      this.alarms.push(
-        fnOf(worker.id)
-          .metric('RecursiveInvocationsDropped', { period: window, statistic: Stats.SUM })
-          .createAlarm(this, `${worker.id}RecursiveInvocationsDroppedAlarm`, {
-            alarmDescription:
-              `Lambda dropped invocations of the ${config.stage} ${worker.id} function as a recursive loop: ` +
-              'its messages (steps, polls or deliveries) were lost. Check that its recursive loop setting is Allow.',
-            threshold: 0,
-            comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluationPeriods: 1,
-            treatMissingData: TreatMissingData.NOT_BREACHING,
-          }),
+      this.#alarm(
+        alarmRules.recursiveInvocationsDropped(worker.id),
+        { dropped: fnOf(worker.id).metric('RecursiveInvocationsDropped') },
+        `Lambda dropped invocations of the ${stage} ${worker.id} function as a recursive loop: its messages were lost.`,
       );
     }
-    // Route functions too, only when asked (two alarms each).
-    // Every function the default alarms above do not already watch: routes, the stream's publisher, the PythonRunner.
+    // The operator events' publisher falling behind the table's stream.
+    for (const worker of workers.filter((w) => w.trigger.kind === 'stream')) {
+      this.#alarm(
+        alarmRules.iteratorAge,
+        { iteratorAge: fnOf(worker.id).metric('IteratorAge') },
+        `The ${stage} ${worker.id} is more than 10 minutes behind the table's stream for 15 minutes.`,
+      );
+    }
+    // Every function the default alarms above do not already watch, only when asked (two alarms each).
     const alarmedWorkerIds = new Set(workers.filter((w) => w.trigger.kind !== 'stream').map((w) => w.id));
     for (const worker of config.perFunctionAlarms ? workers.filter((w) => w.trigger.kind === 'queue') : []) {
-      this.alarms.push(
-        fnOf(worker.id)
-          .metricThrottles({ period: window, statistic: Stats.SUM })
-          .createAlarm(this, `${worker.id}ThrottlesAlarm`, {
-            alarmDescription: `The ${config.stage} ${worker.id} function was throttled: the account's Lambda concurrency is exhausted.`,
-            threshold: 0,
-            comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluationPeriods: 1,
-            treatMissingData: TreatMissingData.NOT_BREACHING,
-          }),
+      this.#alarm(
+        alarmRules.functionThrottles(worker.id),
+        { throttles: fnOf(worker.id).metricThrottles() },
+        `The ${stage} ${worker.id} function was throttled in 3 of 5 five-minute periods.`,
       );
     }
     for (const [fnId, fn] of config.perFunctionAlarms ? functions : []) {
       if (alarmedWorkerIds.has(fnId)) continue;
-      this.alarms.push(
-        fn.metricErrors({ period: window, statistic: Stats.SUM }).createAlarm(this, `${fnId}ErrorsAlarm`, {
-          alarmDescription: `The ${config.stage} ${fnId} function failed (an uncaught error, a timeout or a crash).`,
-          threshold: 0,
-          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-          evaluationPeriods: 1,
-          treatMissingData: TreatMissingData.NOT_BREACHING,
-        }),
-        fn.metricThrottles({ period: window, statistic: Stats.SUM }).createAlarm(this, `${fnId}ThrottlesAlarm`, {
-          alarmDescription: `The ${config.stage} ${fnId} function was throttled: the account's Lambda concurrency is exhausted.`,
-          threshold: 0,
-          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-          evaluationPeriods: 1,
-          treatMissingData: TreatMissingData.NOT_BREACHING,
-        }),
+      this.#alarm(
+        alarmRules.functionErrors(fnId, 'FunctionErrors'),
+        { errors: fn.metricErrors() },
+        `The ${stage} ${fnId} function failed (an uncaught error, a timeout or a crash) in 3 of 5 five-minute periods.`,
+      );
+      this.#alarm(
+        alarmRules.functionThrottles(fnId),
+        { throttles: fn.metricThrottles() },
+        `The ${stage} ${fnId} function was throttled in 3 of 5 five-minute periods.`,
       );
     }
 
@@ -259,23 +251,65 @@ export class Observability extends Construct {
     // sweep). Throttled ticks are not invocations, so a dispatcher held back shows here too.
     const dispatcherInvocations: IMetric[] = [];
     for (const worker of workers.filter((w) => w.trigger.kind === 'schedule')) {
-      const invocations = fnOf(worker.id).metricInvocations({
-        period: alarmThresholds.dispatcherWindow,
-        statistic: Stats.SUM,
-      });
-      dispatcherInvocations.push(invocations.with({ label: `${worker.id} invocations` }));
-      this.alarms.push(
-        invocations.createAlarm(this, `${worker.id}MissedTicksAlarm`, {
-          alarmDescription:
-            `The ${config.stage} ${worker.id} was not invoked for ${alarmThresholds.dispatcherWindow.toMinutes()} minutes: ` +
-            'check its EventBridge schedule rule is enabled and the function is not throttled.',
-          threshold: 1,
-          comparisonOperator: ComparisonOperator.LESS_THAN_THRESHOLD,
-          evaluationPeriods: 1,
-          treatMissingData: TreatMissingData.BREACHING,
-        }),
+      const invocations = fnOf(worker.id).metricInvocations();
+      dispatcherInvocations.push(
+        invocations.with({ label: `${worker.id} invocations`, period: alarmThresholds.window, statistic: Stats.SUM }),
+      );
+      this.#alarm(
+        alarmRules.missedTicks(worker.id),
+        { invocations },
+        `The ${stage} ${worker.id} was not invoked for 10 minutes (it ticks every minute).`,
       );
     }
+
+    // The table: DynamoDB refusing reads or writes for throughput, sustained.
+    if (props.table) {
+      this.#alarm(
+        alarmRules.tableThrottles,
+        {
+          readThrottles: props.table.metric('ReadThrottleEvents'),
+          writeThrottles: props.table.metric('WriteThrottleEvents'),
+        },
+        `DynamoDB throttled reads or writes on the ${stage} table in 3 of 5 five-minute periods.`,
+      );
+    }
+    // The gateway's own 429s: HTTP APIs publish no 429 metric, so a metric filter on the access log
+    // counts the requests answered 429 that never reached a function (no integration latency).
+    if (props.accessLogs) {
+      new MetricFilter(this, 'GatewayThrottlesFilter', {
+        logGroup: props.accessLogs,
+        metricNamespace: metricsNamespace,
+        metricName: metricNames.gatewayThrottles,
+        filterPattern: FilterPattern.all(
+          FilterPattern.stringValue('$.status', '=', '429'),
+          FilterPattern.stringValue('$.integrationLatency', '=', '-'),
+        ),
+        metricValue: '1',
+        // The API's id, not the stage: a metric filter's dimensions come from the log line.
+        dimensions: { apiId: '$.apiId' },
+        unit: Unit.COUNT,
+      });
+      this.#alarm(
+        alarmRules.gatewayThrottles,
+        {
+          throttled: new Metric({
+            namespace: metricsNamespace,
+            metricName: metricNames.gatewayThrottles,
+            dimensionsMap: { apiId: api.apiId },
+          }),
+        },
+        `API Gateway answered 429 (the ${stage} stage's throttle, ${config.api.rateLimit}/s, burst ` +
+          `${config.api.burstLimit}) in 3 of 5 five-minute periods.`,
+      );
+    }
+    // The account's Lambda concurrency (every stage and function of the account share it).
+    const concurrency = alarmRules.accountConcurrency(config.accountConcurrencyLimit);
+    this.#alarm(
+      concurrency,
+      { claimed: new Metric({ namespace: 'AWS/Lambda', metricName: 'ClaimedAccountConcurrency' }) },
+      `The account's claimed Lambda concurrency (watched by the ${stage} stage) was above ${concurrency.threshold} (80% of its limit of ` +
+        `${config.accountConcurrencyLimit}) in 3 of 5 five-minute periods.`,
+    );
 
     // Optional notifications.
     if (config.alarmEmail) {
@@ -304,7 +338,7 @@ export class Observability extends Construct {
           'key would cost every deployment a monthly fee for no protected content. Publishing requires TLS.',
       });
       const action = new SnsAction(topic);
-      for (const alarm of this.alarms) {
+      for (const alarm of [...this.alarms, ...(props.otherAlarms ?? [])]) {
         alarm.addAlarmAction(action);
         alarm.addOkAction(action);
       }
@@ -312,7 +346,7 @@ export class Observability extends Construct {
     }
 
     this.dashboard = config.dashboard
-      ? this.#dashboard(props, api5xxRate, dispatcherInvocations, deadLetterQueues)
+      ? this.#dashboard(props, api5xxAlarm.metric, dispatcherInvocations, deadLetterQueues)
       : undefined;
   }
 
@@ -373,7 +407,9 @@ export class Observability extends Construct {
       new GraphWidget({
         title: 'API 5xx rate (%)',
         left: [api5xxRate],
-        leftAnnotations: [{ value: alarmThresholds.api5xxPercent, label: 'alarm' }],
+        leftAnnotations: [
+          { value: alarmThresholds.api5xxPercent, label: 'alarm (3 of 5 periods, 50 requests or more)' },
+        ],
         ...small,
       }),
       new GraphWidget({
@@ -408,6 +444,47 @@ export class Observability extends Construct {
           serviceMetric(metricNames.webhookFailures, 'failures'),
         ],
         right: [webhookFailureRate],
+        ...small,
+      }),
+    );
+    dashboard.addWidgets(
+      new GraphWidget({
+        title: 'Runs ended, failed runs by reason',
+        left: [
+          serviceMetric(metricNames.runsEnded, 'runs ended'),
+          serviceMetric(metricNames.failedRuns, 'failed runs'),
+          ...failureReasons.map((reason) =>
+            serviceMetric(metricNames.failedRuns, reason).with({
+              dimensionsMap: { ...metricDimensions(config.stage), [reasonDimension]: reason },
+            }),
+          ),
+        ],
+        ...small,
+      }),
+      new GraphWidget({
+        title: 'Failed steps by reason',
+        left: [
+          serviceMetric(metricNames.failedSteps, 'failed steps'),
+          ...failureReasons.map((reason) =>
+            serviceMetric(metricNames.failedSteps, reason).with({
+              dimensionsMap: { ...metricDimensions(config.stage), [reasonDimension]: reason },
+            }),
+          ),
+        ],
+        ...small,
+      }),
+      new GraphWidget({
+        title: "429s API Gateway answered itself (the stage's throttle)",
+        left: [
+          new Metric({
+            namespace: metricsNamespace,
+            metricName: metricNames.gatewayThrottles,
+            dimensionsMap: { apiId: api.apiId },
+            statistic: Stats.SUM,
+            period: window,
+            label: '429s',
+          }),
+        ],
         ...small,
       }),
     );

@@ -116,6 +116,9 @@ export class ServiceFunction extends Construct {
       role,
       reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       recursiveLoop: props.feedsItsOwnQueue ? RecursiveLoop.ALLOW : RecursiveLoop.TERMINATE,
+      // Versions exist only behind an alias (lib/safe-deploys.ts): the previous one is deleted when the
+      // update that replaced it (and its CodeDeploy deployment) is done, so they do not pile up.
+      currentVersionOptions: { removalPolicy: RemovalPolicy.DESTROY },
       ...(props.network
         ? {
             vpc: props.network.vpc,

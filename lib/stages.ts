@@ -15,6 +15,9 @@ import {
   providerEntry,
 } from '../platform/providers.ts';
 import { connectionSecretPrefixOf, parseProviderSecret } from '../platform/secret-refs.ts';
+import { type DeploySettings, deployContextKeys, parseDeploySettings } from './deploy-settings.ts';
+import { domainBaseUrl, type EdgeConfig, edgeConfig } from './edge-config.ts';
+import { checkPins } from './stage-pins.ts';
 
 export const stageNames = ['dev', 'prod'] as const;
 export type StageName = (typeof stageNames)[number];
@@ -70,11 +73,19 @@ export const contextKeys = {
   modelDefaults: 'modelDefaults',
   /** Whole days run data and output files are kept; overrides the stage's default. */
   retentionDays: 'retentionDays',
+  /** Most steps of one team run at once (a whole number from 1); overrides the stage's default. */
+  teamStepsInFlight: 'teamStepsInFlight',
+  /** The account's Lambda concurrency limit (Service Quotas), which the concurrency alarm takes 80% of; default 1000. */
+  accountConcurrencyLimit: 'accountConcurrencyLimit',
   /**
-   * In cdk.json: `{ "stages": { "prod": { "providers": "…", "alarmEmail": "…" } } }`, the values a
-   * stage is deployed with, so `cdk deploy -c stage=prod` alone repeats them; `-c key=value` wins.
+   * In cdk.json: `{ "stages": { "prod": { "account": "…", "providers": "…", "alarmEmail": "…" } } }`,
+   * the values a stage is deployed with, so `cdk deploy -c stage=prod` alone repeats them. On dev
+   * `-c key=value` wins; prod must pin `requiredPins.prod` there and no `-c` may change a pinned
+   * value (lib/stage-pins.ts).
    */
   stages: 'stages',
+  /** Safe deploys and restores (lib/deploy-settings.ts): `deployment`, `tableName`, `tableStreamArn`, `backups`. */
+  ...deployContextKeys,
 } as const;
 
 export const defaultStackPrefix = 'WorkflowRunApi';
@@ -94,11 +105,14 @@ export interface ProviderSecret {
 export interface StageConfig {
   stage: StageName;
   /**
-   * Account and region of both stacks: the CDK CLI's (`CDK_DEFAULT_ACCOUNT`, `CDK_DEFAULT_REGION`,
-   * from the credentials and profile it runs with). Both undefined offline: the stacks are then
-   * environment-agnostic, so `cdk synth` needs no credentials.
+   * Account and region of both stacks: the stage block's pinned `account` and `region` (required on
+   * prod, where the CLI's account must match), else the CDK CLI's (`CDK_DEFAULT_ACCOUNT`,
+   * `CDK_DEFAULT_REGION`). Both undefined offline on a stage that pins neither: the stacks are then
+   * environment-agnostic. Either way `cdk synth` needs no credentials.
    */
   env: { account?: string; region?: string };
+  /** Whole US dollars a month of the stage's AWS Budgets budget (lib/budget.ts). dev: 25 unless pinned. */
+  monthlyBudgetUsd: number;
   /** Prefix of both stack names. Default `WorkflowRunApi`. */
   stackPrefix: string;
   /**
@@ -119,6 +133,13 @@ export interface StageConfig {
    * and the library bucket's object expiration. dev: 30. prod: 365. `-c retentionDays=N` overrides.
    */
   retentionDays: number;
+  /**
+   * Most steps of one team the step executor runs at once (docs/operations.md, "Fair tenants"); a
+   * team's step past it waits and is offered again. A fraction of the executor's steps at once
+   * (`consumerMaxConcurrency.Steps` batches of 10), so one team's fan-out leaves the rest to others.
+   * dev: 10 of 20. prod: 40 of 100. `-c teamStepsInFlight=N` overrides.
+   */
+  teamStepsInFlight: number;
   /** Days every log group keeps its events (a CloudWatch Logs retention value). dev: 7. prod: 30. */
   logRetentionDays: number;
   /** Receives every alarm and its recovery (SNS email, confirmed once). Default: none. */
@@ -184,17 +205,36 @@ export interface StageConfig {
    * destroying the stage deletes the table, empties and deletes the bucket, and deletes its logs.
    */
   protectData: boolean;
+  /**
+   * The custom domain, CloudFront and AWS WAF, and the keyless routes' throttles (lib/edge-config.ts).
+   * With a domain, `publicBaseUrl` defaults to `https://<domain name>`.
+   */
+  edge: EdgeConfig;
+  /** Traffic shifting of aliased functions, an existing (restored) table, AWS Backup (lib/deploy-settings.ts). */
+  deploys: DeploySettings;
+  /**
+   * The account's Lambda concurrency limit (`-c accountConcurrencyLimit=N`; AWS's default quota,
+   * 1000, when not given): the account concurrency alarm fires above 80% of it.
+   */
+  accountConcurrencyLimit: number;
 }
 
 type StageDefaults = Pick<
   StageConfig,
-  'api' | 'consumerMaxConcurrency' | 'retentionDays' | 'logRetentionDays' | 'sandboxProviders' | 'protectData'
+  | 'api'
+  | 'consumerMaxConcurrency'
+  | 'retentionDays'
+  | 'logRetentionDays'
+  | 'sandboxProviders'
+  | 'protectData'
+  | 'teamStepsInFlight'
 >;
 
 export const stageDefaults: Readonly<Record<StageName, StageDefaults>> = {
   dev: {
     api: { rateLimit: 5, burstLimit: 10 },
     consumerMaxConcurrency: { Steps: 2, Webhooks: 2 },
+    teamStepsInFlight: 10,
     retentionDays: 30,
     logRetentionDays: 7,
     sandboxProviders: true,
@@ -203,6 +243,7 @@ export const stageDefaults: Readonly<Record<StageName, StageDefaults>> = {
   prod: {
     api: { rateLimit: 50, burstLimit: 100 },
     consumerMaxConcurrency: { Steps: 10, Webhooks: 5 },
+    teamStepsInFlight: 40,
     retentionDays: 365,
     logRetentionDays: 30,
     sandboxProviders: false,
@@ -296,6 +337,7 @@ export const stageConfig = (
     name
   ];
   const context = (key: string) => appContext(key) ?? stored?.[key];
+  const pinned = checkPins(name, stored, appContext, environment);
 
   const alarmEmail = context(contextKeys.alarmEmail);
   if (alarmEmail !== undefined && alarmEmail !== '') {
@@ -309,12 +351,22 @@ export const stageConfig = (
   if (!Number.isInteger(retentionDays) || retentionDays < 1) {
     throw new Error(`context retentionDays must be a whole number of days, got ${JSON.stringify(retention)}`);
   }
+  const teamCap = context(contextKeys.teamStepsInFlight);
+  const teamStepsInFlight = teamCap === undefined || teamCap === '' ? defaults.teamStepsInFlight : Number(teamCap);
+  if (!Number.isInteger(teamStepsInFlight) || teamStepsInFlight < 1) {
+    throw new Error(`context teamStepsInFlight must be a whole number of steps from 1, got ${JSON.stringify(teamCap)}`);
+  }
   if (!logRetentionValues.includes(defaults.logRetentionDays)) {
     throw new Error(`logRetentionDays of ${name} must be one of ${logRetentionValues.join(', ')}`);
   }
 
   const providers = parseProviders(context(contextKeys.providers));
-  const modelDefaults = parseModelDefaults(context(contextKeys.modelDefaults), 'context modelDefaults');
+  // `{}` in a stage block pins the catalogue's defaults on purpose (prod must pin modelDefaults).
+  const modelDefaultsValue = context(contextKeys.modelDefaults);
+  const modelDefaults = parseModelDefaults(
+    isEmptyObject(modelDefaultsValue) ? undefined : modelDefaultsValue,
+    'context modelDefaults',
+  );
   const turnedOn = new Set(providers.map((p) => p.provider));
   for (const [type, choice] of Object.entries(modelDefaults)) {
     if (!turnedOn.has(choice.provider)) {
@@ -332,6 +384,7 @@ export const stageConfig = (
   const pinnedBedrock = Object.values(modelDefaults)
     .filter((choice) => choice.provider === 'bedrock')
     .map((choice) => choice.model);
+  const edge = edgeConfig(name, context);
   const prefix = context(contextKeys.stackPrefix) ?? defaultStackPrefix;
   if (typeof prefix !== 'string' || !/^[A-Za-z][A-Za-z0-9]*$/.test(prefix)) {
     throw new Error(`context stackPrefix must be letters and digits, got ${JSON.stringify(prefix)}`);
@@ -339,10 +392,12 @@ export const stageConfig = (
 
   return {
     stage: name,
-    env: { account: environment.CDK_DEFAULT_ACCOUNT, region: environment.CDK_DEFAULT_REGION },
+    env: pinned.env,
+    monthlyBudgetUsd: pinned.monthlyBudgetUsd,
     stackPrefix: prefix,
     ...defaults,
     retentionDays,
+    teamStepsInFlight,
     alarmEmail: typeof alarmEmail === 'string' && alarmEmail !== '' ? alarmEmail : undefined,
     providers: providers.filter((p) => p.provider !== 'bedrock'),
     bedrockModels: turnedOn.has('bedrock')
@@ -359,10 +414,29 @@ export const stageConfig = (
     tracing: flag(contextKeys.tracing, context(contextKeys.tracing), false),
     stepExecutorMemoryMb: memoryMb(contextKeys.stepExecutorMemoryMb, context(contextKeys.stepExecutorMemoryMb)),
     pythonSnapshots: flag(contextKeys.pythonSnapshots, context(contextKeys.pythonSnapshots), false),
-    publicBaseUrl: httpsUrl(contextKeys.publicBaseUrl, context(contextKeys.publicBaseUrl)),
+    publicBaseUrl: httpsUrl(contextKeys.publicBaseUrl, context(contextKeys.publicBaseUrl)) ?? domainBaseUrl(edge),
+    edge,
     providerLevels: parseProviderLevels(context(contextKeys.providerLevels)),
     modelDefaults,
+    deploys: parseDeploySettings(name, context),
+    accountConcurrencyLimit: wholeNumber(
+      contextKeys.accountConcurrencyLimit,
+      context(contextKeys.accountConcurrencyLimit),
+      1000,
+    ),
   };
+};
+
+const isEmptyObject = (value: unknown) =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0;
+
+/** A whole number of at least 1 from the context, or `fallback` when not given. */
+const wholeNumber = (key: string, value: unknown, fallback: number): number => {
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`context ${key} must be a whole number, got ${JSON.stringify(value)}`);
+  return n;
 };
 
 /** `provider:level,…` from the context: known providers, levels of the contract. */
@@ -412,4 +486,6 @@ const httpsUrl = (key: string, value: unknown): string | undefined => {
 export const stackNames = (config: Pick<StageConfig, 'stackPrefix' | 'stage'>) => ({
   stateful: `${config.stackPrefix}-${config.stage}-Stateful`,
   api: `${config.stackPrefix}-${config.stage}-Api`,
+  /** CloudFront and AWS WAF, in us-east-1, when the stage has them (lib/edge-stack.ts). */
+  edge: `${config.stackPrefix}-${config.stage}-Edge`,
 });

@@ -2,6 +2,7 @@ import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations
 import {
   AttributeType,
   BillingMode,
+  type ITable,
   ProjectionType,
   StreamViewType,
   Table,
@@ -10,6 +11,7 @@ import {
 import { BlockPublicAccess, Bucket, BucketEncryption } from 'aws-cdk-lib/aws-s3';
 import type { Construct } from 'constructs';
 import { dataTable, type IndexProjection, type KeyAttribute, libraryBucket, tables } from '../platform/definitions.ts';
+import { TableBackups } from './backups.ts';
 import type { StageConfig } from './stages.ts';
 
 const attribute = (key: KeyAttribute) => ({
@@ -36,9 +38,9 @@ export interface StatefulStackProps extends StackProps {
  */
 export class StatefulStack extends Stack {
   /** Every table in `tables`, by its definition id. */
-  readonly tables: ReadonlyMap<string, Table>;
-  /** The application table (`dataTable`). */
-  readonly table: Table;
+  readonly tables: ReadonlyMap<string, ITable>;
+  /** The application table (`dataTable`): this stack's, or the existing one `-c tableName` names. */
+  readonly table: ITable;
   /** The team library: every file a step produces. */
   readonly bucket: Bucket;
 
@@ -47,8 +49,20 @@ export class StatefulStack extends Stack {
     const { config } = props;
     const removalPolicy = config.protectData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
 
-    const byId = new Map<string, Table>();
+    const byId = new Map<string, ITable>();
+    const existing = config.deploys.existingTable;
     for (const definition of tables) {
+      if (existing && definition.id === dataTable.id) {
+        // A restored table (docs/deploy.md): used, not managed, so its settings are the operator's to
+        // set after the restore (stream, TTL, PITR, deletion protection), and this stack never deletes it.
+        const imported = Table.fromTableAttributes(this, definition.id, {
+          tableName: existing.name,
+          tableStreamArn: existing.streamArn,
+          globalIndexes: definition.indexes.map((index) => index.name),
+        });
+        byId.set(definition.id, imported);
+        continue;
+      }
       const table = new Table(this, definition.id, {
         partitionKey: attribute(definition.partitionKey),
         sortKey: attribute(definition.sortKey),
@@ -73,6 +87,7 @@ export class StatefulStack extends Stack {
     }
     this.tables = byId;
     this.table = byId.get(dataTable.id)!;
+    if (config.deploys.backups) new TableBackups(this, 'Backups', { table: this.table });
 
     this.bucket = new Bucket(this, libraryBucket.id, {
       blockPublicAccess: BlockPublicAccess.BLOCK_ALL,

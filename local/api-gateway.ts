@@ -14,8 +14,28 @@ export type ApiResult = {
 };
 type ApiHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<ApiResult | string | undefined>;
 
-/** API Gateway HTTP APIs accept at most 10 MB of payload. */
-const maxPayloadBytes = 10 * 1024 * 1024;
+/**
+ * API Gateway HTTP APIs accept at most 10 MB of payload; past it they answer 413 themselves
+ * (https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-quotas.html, read 2026-11-27).
+ */
+export const maxPayloadBytes = 10 * 1024 * 1024;
+
+/**
+ * Lambda takes at most 6 MB in a synchronous invocation, each way: the event API Gateway sends
+ * (the body inside it, base64 for a binary one: 4/3 of its bytes) and the result the function gives
+ * back (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html and
+ * https://docs.aws.amazon.com/lambda/latest/dg/API_Invoke.html, read 2026-11-27). 6 MiB: the bound
+ * Lambda's own refusal names ("Request must be smaller than 6291456 bytes").
+ */
+export const maxInvokeBytes = 6 * 1024 * 1024;
+
+/**
+ * What an HTTP API answers when its Lambda integration fails, an event or a result Lambda refuses
+ * for its size included: AWS documents no answer of its own for that case, only this one for a
+ * failed integration (https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-troubleshooting-lambda.html,
+ * read 2026-11-27), with the cause in the access log's `$context.integrationErrorMessage`.
+ */
+const integrationFailed = '{"message":"Internal Server Error"}';
 
 const textTypes = /^(application\/(json|.*\+json|x-www-form-urlencoded|xml|yaml)|text\/)/i;
 
@@ -204,7 +224,8 @@ export interface LocalApi {
  * Answers requests for `served` as API Gateway does: each request becomes a payload 2.0 event for
  * its route's function and the function's answer is sent back mapped API Gateway's way; a path no
  * route matches is 404 {"message":"Not Found"}, a body over 10 MB 413, and a failing integration
- * 500 {"message":"Internal Server Error"}. Both local fronts (this one and the deploy rehearsal's)
+ * 500 {"message":"Internal Server Error"}: a function that throws, and an event or a result over
+ * Lambda's 6 MB invoke limit (the function never sees such an event). Both local fronts (this one and the deploy rehearsal's)
  * serve through it.
  */
 export const gatewayListener =
@@ -230,7 +251,13 @@ export const gatewayListener =
         return send(response, 413, { 'content-type': 'application/json' }, '{"message":"Request Entity Too Large"}');
       }
       const event = toEventV2(request, url, body, { route: found.entry.route, pathParameters: found.pathParameters });
-      const result = fromResult(await found.entry.invoke(event));
+      // Lambda refuses the invocation before the function runs: nothing of ours can answer it.
+      if (Buffer.byteLength(JSON.stringify(event)) > maxInvokeBytes) throw new Error('event over the invoke limit');
+      const raw = await found.entry.invoke(event);
+      // And a result over the limit fails the invocation after it ran.
+      if (Buffer.byteLength(JSON.stringify(raw ?? null)) > maxInvokeBytes)
+        throw new Error('result over the invoke limit');
+      const result = fromResult(raw);
       send(
         response,
         result.status,
@@ -239,7 +266,7 @@ export const gatewayListener =
       );
     } catch {
       // What API Gateway answers when the integration itself fails.
-      send(response, 500, { 'content-type': 'application/json' }, '{"message":"Internal Server Error"}');
+      send(response, 500, { 'content-type': 'application/json' }, integrationFailed);
     }
   };
 

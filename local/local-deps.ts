@@ -6,7 +6,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
 import { documentClient } from '../functions/clients/dynamodb.ts';
 import { s3ClientConfig } from '../functions/clients/s3.ts';
-import type { Deps } from '../functions/deps.ts';
+import { type Deps, teamStepsInFlightFrom } from '../functions/deps.ts';
 import { parseRetentionDays } from '../functions/domain/retention.ts';
 import { allowLoopbackFromEnv } from '../functions/http-client/address-vet.ts';
 import { createExecutorRegistry, executorDeps } from '../functions/nodes/executors/index.ts';
@@ -49,6 +49,8 @@ export const localDeps = (resources: LocalResources, overrides: Partial<Deps> = 
       providers: stageProvidersFromEnv(process.env),
       secrets,
       retentionDays: parseRetentionDays(process.env[envNames.retentionDays]),
+      // Unset: no cap (functions/app/team-slots.ts), as before it existed.
+      ...teamStepsInFlightFrom(process.env[envNames.teamStepsInFlight]),
       // Unset: the local API server gives its own address (local/api-gateway.ts).
       ...(process.env[envNames.publicBaseUrl] ? { publicBaseUrl: process.env[envNames.publicBaseUrl] } : {}),
       allowLoopback: allowLoopbackFromEnv(process.env),

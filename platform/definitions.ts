@@ -305,4 +305,6 @@ export const envNames = {
   publicBaseUrl: 'PUBLIC_BASE_URL',
   /** The stage's operator event bus (its name), where the event publisher puts run lifecycle events. */
   operatorEventBus: 'OPERATOR_EVENT_BUS',
+  /** Most steps of one team the step executor runs at once (functions/domain/team-steps.ts); unset: no cap. */
+  teamStepsInFlight: 'TEAM_STEPS_IN_FLIGHT',
 } as const;

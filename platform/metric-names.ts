@@ -18,7 +18,18 @@ export const metricNames = {
   deferredDispatched: 'DeferredDispatched',
   deferredExpired: 'DeferredExpired',
   deferredCancelled: 'DeferredCancelled',
+  /** 1 per run that ended completed or failed (a cancel is the caller's choice, not counted): the failed-run rate's denominator. */
+  runsEnded: 'RunsEnded',
+  /** 1 per run that ended failed, with and without the `reason` dimension (`platform/alarm-rules.ts`, failureReasons). */
+  failedRuns: 'FailedRuns',
+  /** 1 per step that failed for good (its run fails with it), with and without the `reason` dimension. */
+  failedSteps: 'FailedSteps',
+  /** Requests API Gateway answered 429 itself (the stage's throttle): a metric filter on the access log, by `apiId`. */
+  gatewayThrottles: 'GatewayThrottles',
 } as const;
+
+/** The dimension that carries a failure's reason. */
+export const reasonDimension = 'reason';
 
 /** The stage a function runs in when `SERVICE_STAGE` is unset: the local default and tests. */
 export const localStage = 'local';

@@ -32,6 +32,8 @@ export const basePath = '/api/v1';
  * model (bench/cost-meter.ts) counts as the bytes each request writes.
  */
 export const accessLogFields = {
+  // The gateway-429 metric filter's dimension (lib/observability.ts): this stage's API, not another's.
+  apiId: '$context.apiId',
   requestId: '$context.requestId',
   requestTime: '$context.requestTime',
   sourceIp: '$context.identity.sourceIp',

@@ -42,10 +42,10 @@ export const uuidPath = (name: string, description: string): DocumentedParameter
   schema: UuidSchema,
 });
 
-/** The 503 of every operation that writes (our design): its write met contention on every try. */
+/** The 503 of every operation that reads or writes the table (our design): it met contention past its retries. */
 export const storageBusyText =
-  'The service is busy (a write met a conflicting one or throttling on every try); nothing was written. ' +
-  'Try again after `Retry-After` seconds.';
+  'The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every ' +
+  'try); nothing was written. Try again after `Retry-After` seconds.';
 
 /** One operation's words; its method, path and scope are the route's in `platform/routes.ts`. */
 export interface OperationSpec {

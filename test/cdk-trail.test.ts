@@ -6,7 +6,6 @@ import './support/test-providers.ts';
 import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../lib/build-app.ts';
-import { contextKeys } from '../lib/stages.ts';
 import { pythonRunner, workers } from '../lib/workers.ts';
 import {
   failedRunsByReasonQuery,
@@ -17,6 +16,7 @@ import {
   savedQueryNames,
 } from '../platform/log-queries.ts';
 import { routes } from '../platform/routes.ts';
+import { pinnedProd } from './support/stages.ts';
 
 /** No bundling (fast), and validation failures thrown with the whole report in the message. */
 const testContext = { 'aws:cdk:bundling-stacks': [], '@aws-cdk/core:appMode': 'inmemory' };
@@ -33,7 +33,7 @@ const synthesize = (context: Record<string, unknown>) => {
 
 describe.each([
   ['dev', {}],
-  ['prod', { [contextKeys.stage]: 'prod', [contextKeys.alarmEmail]: 'ops@example.com' }],
+  ['prod', pinnedProd()],
 ])('the %s stage', (_stage, context) => {
   const { stackName, resources } = synthesize(context);
   const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);

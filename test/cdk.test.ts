@@ -18,6 +18,7 @@ import { dataTable, envNames, operatorEventsStream, queues } from '../platform/d
 import { bedrockDefaultModels } from '../platform/providers.ts';
 import { basePath, routes } from '../platform/routes.ts';
 import { commandActions, transactionItemActions } from './support/command-actions.ts';
+import { pinnedProd } from './support/stages.ts';
 
 /** No bundling (fast), and validation failures thrown with the whole report in the message. */
 const testContext = { 'aws:cdk:bundling-stacks': [], '@aws-cdk/core:appMode': 'inmemory' };
@@ -25,12 +26,16 @@ const testContext = { 'aws:cdk:bundling-stacks': [], '@aws-cdk/core:appMode': 'i
 const offline: NodeJS.ProcessEnv = {};
 
 const providerSecretName = 'workflow-run-api/prod/providers/openai-compatible';
+/** What these tests pin on prod in place of cdk.json's example values (no pinned default model). */
+const prodPins = {
+  [contextKeys.providers]: `openai-compatible:${providerSecretName},bedrock`,
+  [contextKeys.alarmEmail]: 'ops@example.com',
+  [contextKeys.modelDefaults]: {},
+};
 /** prod with everything optional switched on, so every construct and acknowledgement is built. */
 const prodContext = {
   ...testContext,
-  [contextKeys.stage]: 'prod',
-  [contextKeys.providers]: `openai-compatible:${providerSecretName},bedrock`,
-  [contextKeys.alarmEmail]: 'ops@example.com',
+  ...pinnedProd(prodPins),
   [contextKeys.dashboard]: 'true',
   [contextKeys.perFunctionAlarms]: 'true',
   [contextKeys.tracing]: 'true',
@@ -52,6 +57,9 @@ const stageFunctions = (template: Template) =>
   Object.fromEntries(
     Object.entries(template.findResources('AWS::Lambda::Function')).filter(([id]) => !id.startsWith(pythonRunner.id)),
   );
+
+/** prod with other pins in its cdk.json block (prod takes no `-c` for a pinned key). */
+const prodWith = (pins: Record<string, unknown>) => ({ ...prodContext, ...pinnedProd({ ...prodPins, ...pins }) });
 
 const synthesize = (context: Record<string, unknown>) => {
   const built = buildApp(context, offline);
@@ -216,7 +224,7 @@ describe('cdk app', { timeout: 120_000 }, () => {
       }
     });
 
-    it('takes account and region from the CDK CLI, and stays environment-agnostic offline', () => {
+    it('takes account and region from the CDK CLI on dev, which pins none, and stays environment-agnostic offline', () => {
       expect(Stack.of(dev.api).environment).toBe('aws://unknown-account/unknown-region');
       const deployed = buildApp(testContext, { CDK_DEFAULT_ACCOUNT: '123456789012', CDK_DEFAULT_REGION: 'eu-west-1' });
       expect(deployed.api.account).toBe('123456789012');
@@ -306,15 +314,17 @@ describe('cdk app', { timeout: 120_000 }, () => {
       }
     });
 
-    it("repeats a stage's deploy values from its block in cdk.json, under the command line's", () => {
-      const stages = { prod: { providers: 'openai-compatible:kept/secret', alarmEmail: 'ops@example.com' } };
-      const stored = buildApp({ ...testContext, stage: 'prod', stages }, offline).config;
+    it("repeats a stage's deploy values from its block in cdk.json; on dev the command line's win", () => {
+      const stages = { dev: { providers: 'openai-compatible:kept/secret', alarmEmail: 'ops@example.com' }, prod: {} };
+      const stored = buildApp({ ...testContext, stages }, offline).config;
       expect(stored.providers).toEqual([{ provider: 'openai-compatible', secretName: 'kept/secret' }]);
       expect(stored.alarmEmail).toBe('ops@example.com');
-      const overridden = buildApp({ ...testContext, stage: 'prod', stages, alarmEmail: 'oncall@example.com' }, offline);
+      const overridden = buildApp({ ...testContext, stages, alarmEmail: 'oncall@example.com' }, offline);
       expect(overridden.config.alarmEmail).toBe('oncall@example.com');
-      // Another stage's block does not leak into this one.
-      expect(buildApp({ ...testContext, stages }, offline).config.providers).toEqual([]);
+      // Another stage's block does not leak into this one: dev with cdk.json's prod pins.
+      const devOfRepository = buildApp({ ...testContext, stages: pinnedProd()[contextKeys.stages] }, offline);
+      expect(devOfRepository.config.providers).toEqual([]);
+      expect(devOfRepository.config.env).toEqual({ account: undefined, region: undefined });
       const repository = JSON.parse(fs.readFileSync(path.join(repoRoot, 'cdk.json'), 'utf8')) as {
         context: Record<string, unknown>;
       };
@@ -325,7 +335,8 @@ describe('cdk app', { timeout: 120_000 }, () => {
       expect(dev.config.sandboxProviders).toBe(true);
       expect(prod.config.sandboxProviders).toBe(false);
       expect(buildApp({ ...testContext, sandboxProviders: 'false' }, offline).config.sandboxProviders).toBe(false);
-      const bare = buildApp({ ...testContext, stage: 'prod' }, offline);
+      // prod cannot be without one: it pins its providers (test/cdk-stages.test.ts).
+      const bare = buildApp({ ...testContext, sandboxProviders: 'false' }, offline);
       const warnings = bare.api.node.metadata.filter((m) => m.type === 'aws:cdk:warning').map((m) => String(m.data));
       expect(warnings.join('\n')).toMatch(/no provider .* runs with model steps will be refused/);
     });
@@ -728,26 +739,20 @@ describe('cdk app', { timeout: 120_000 }, () => {
         } else expect(resources).toContain(`::foundation-model/${id}"`);
       }
       // A stage that does not name bedrock grants no model; one naming its own models grants those alone.
-      const without = synthesize({
-        ...prodContext,
-        [contextKeys.providers]: `openai-compatible:${providerSecretName}`,
-      });
+      const without = synthesize(prodWith({ [contextKeys.providers]: `openai-compatible:${providerSecretName}` }));
       expect(JSON.stringify(without.apiResources)).not.toContain('bedrock:InvokeModel');
       const own = synthesize({ ...prodContext, [contextKeys.bedrockModels]: 'amazon.nova-lite-v1:0' });
       const ownText = JSON.stringify(own.apiResources);
       expect(ownText).toContain('::foundation-model/amazon.nova-lite-v1:0');
       expect(ownText).not.toContain('stable-image-core');
-      expect(() => buildApp({ ...prodContext, [contextKeys.providers]: 'bedrock:some-secret' }, offline)).toThrow(
+      expect(() => buildApp(prodWith({ [contextKeys.providers]: 'bedrock:some-secret' }), offline)).toThrow(
         /bedrock takes no secret/,
       );
     });
 
     it('reads a provider from an SSM SecureString parameter when the stage names one (ssm:/…), and only that', () => {
       const parameter = '/workflow-run-api/prod/providers/openai-compatible';
-      const withParameter = synthesize({
-        ...prodContext,
-        [contextKeys.providers]: `openai-compatible:ssm:${parameter}`,
-      });
+      const withParameter = synthesize(prodWith({ [contextKeys.providers]: `openai-compatible:ssm:${parameter}` }));
       const executor = workers.find((w) => w.id === 'StepExecutor');
       const description = `consumes the ${executor?.trigger.kind === 'queue' ? executor.trigger.queue : ''} queue`;
       const id = functionIdOf(withParameter.apiResources, description);

@@ -57,7 +57,7 @@ describe('the cost of a 10-step run', () => {
     expect(withoutCompute).toBeLessThanOrEqual(0.000038);
   });
 
-  it('an idle stage costs at most $2 a month without the free tier: dev, and prod with its provider in SSM', {
+  it('an idle stage costs at most $3 a month without the free tier: dev, and prod with its provider in SSM', {
     timeout: 120_000,
   }, async () => {
     const resources = await provision({ prefix: `c${randomUUID().slice(0, 8)}`, ...inject('emulators') });
@@ -67,8 +67,9 @@ describe('the cost of a 10-step run', () => {
     const totals = Object.fromEntries(
       idleStages.map((stage) => [stage.name, idleCost(stage.context, tick).reduce((sum, i) => sum + i.dollars, 0)]),
     );
-    expect(totals.dev).toBeLessThanOrEqual(2);
-    expect(totals['prod, provider in SSM']).toBeLessThanOrEqual(2);
+    // $2.20 of it is the alarms' 22 metrics (docs/deploy.md, What a stage costs idle).
+    expect(totals.dev).toBeLessThanOrEqual(3);
+    expect(totals['prod, provider in SSM']).toBeLessThanOrEqual(3);
     // A Secrets Manager secret is $0.40 a month more.
     expect(totals['prod, provider in Secrets Manager']).toBeCloseTo((totals['prod, provider in SSM'] ?? 0) + 0.4, 6);
   });

@@ -31,7 +31,7 @@ import {
   withValue,
 } from './support/fuzz-requests.ts';
 import { validateResponse } from './support/openapi-validator.ts';
-import { pairSteps } from './support/runs.ts';
+import { pairSteps, startSecondApi } from './support/runs.ts';
 import {
   addKey,
   call,
@@ -43,6 +43,7 @@ import {
   type TestStack,
   waitForRun,
 } from './support/stack.ts';
+import { throttledDeps } from './support/throttled-dynamo.ts';
 
 const seed = 20261124;
 const methods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'] as const;
@@ -896,4 +897,73 @@ describe('fuzz findings, pinned', () => {
       message: 'operator is required',
     });
   });
+
+  it('an oversized body answers the documented 413 while Lambda can take it; past that, API Gateway’s own answer, never a handler’s 5xx', async () => {
+    const padded = (size: number) => `{"name":"${'x'.repeat(size - 11)}"}`;
+    const runStart = `/workflows/${ids[1]}/runs`;
+    for (const [path, limit] of [
+      ['/workflows', 256 * 1024],
+      [runStart, 64 * 1024],
+      ['/files', 4 * 1024],
+    ] as const) {
+      // Ours, as documented (docs/api.md, "Limits"): up to the largest event Lambda takes (6 MB).
+      for (const size of [limit + 1, 1024 * 1024, 6 * 1024 * 1024 - 4096]) {
+        const answer = await post(path, padded(size));
+        expect([answer.status, JSON.parse(answer.text)], `${path} ${size}`).toEqual([
+          413,
+          { error: `Request body too large: at most ${limit} bytes` },
+        ]);
+      }
+      // A body whose event Lambda refuses never reaches the function: API Gateway answers its failed
+      // integration (no edge in front; docs/api.md says so). Over 10 MB, API Gateway's own 413.
+      const refused = await post(path, padded(6 * 1024 * 1024 + 1));
+      expect([refused.status, refused.text], path).toEqual([500, '{"message":"Internal Server Error"}']);
+      const huge = await post(path, padded(10 * 1024 * 1024 + 1));
+      expect([huge.status, huge.text], path).toEqual([413, gatewayTooLarge]);
+    }
+  }, 120_000);
+
+  it('a read the database keeps refusing answers 503 with Retry-After on every keyed operation, as documented, never 500 or 401', async () => {
+    // DynamoDB failing the key check on every try (its 5xx: the SDK's waits are short for it;
+    // test/read-contention.int.test.ts covers each throttling answer).
+    const { deps, state } = throttledDeps(
+      stack,
+      'InternalServerError',
+      (operation, body) => operation === 'GetItem' && body.includes('"APIKEY#'),
+    );
+    const busy = await startSecondApi(deps);
+    const busyClient = rawClient(busy.baseUrl, 4);
+    try {
+      const keyed = operations().filter(
+        (op) => op.operation.security === undefined || op.operation.security.length > 0,
+      );
+      expect(keyed.length).toBeGreaterThan(10);
+      for (const op of keyed) {
+        const path = fill(op, (param) => validParam(param, 0));
+        const answer = await busyClient.send({
+          method: op.method,
+          path,
+          headers: { authorization: auths['full key'] as string, 'content-type': 'application/json' },
+          body: op.bodySchema ? '{}' : undefined,
+        });
+        expect([answer.status, JSON.parse(answer.text)], `${op.method} ${path}`).toEqual([
+          503,
+          { error: 'Service busy; try again shortly' },
+        ]);
+        expect(answer.headers['retry-after'], op.id).toBe('1');
+        const { errors } = validateResponse(doc, {
+          method: op.method,
+          path,
+          status: answer.status,
+          body: JSON.parse(answer.text),
+          headers: answer.headers,
+        });
+        expect(errors, op.id).toEqual([]);
+      }
+      expect(state.sent).toBeGreaterThan(keyed.length);
+    } finally {
+      busyClient.close();
+      await busy.close();
+    }
+  }, 240_000);
 });

@@ -225,7 +225,7 @@ describe('SQS message bodies', () => {
       expect.objectContaining({ Id: '0', SenderFault: true, Code: 'InvalidMessageContents' }),
     ]);
     const deps = localDeps(stack.resources);
-    await sendStepMessages(deps, { jobId: 'job', workflowId: 'wf' }, ['a\ufffe\uffff😀']);
+    await sendStepMessages(deps, { jobId: 'job', workflowId: 'wf', teamId: undefined }, ['a\ufffe\uffff😀']);
     const { Messages = [] } = await sqs.send(
       new ReceiveMessageCommand({ QueueUrl: stack.resources.queueUrls.Steps, MaxNumberOfMessages: 10 }),
     );

@@ -38,6 +38,7 @@ import { ifNotExists, itemUpdate, UnknownItemAttributeError } from '../functions
 import {
   type ItemDefinition,
   isItemAttribute,
+  itemVersion,
   parseItem,
   RunItemSchema,
   type StoredItem,
@@ -162,32 +163,35 @@ describe('itemUpdate', () => {
       ),
     ).toEqual({
       UpdateExpression:
-        'SET #status = :set_status, #startedAt = if_not_exists(#startedAt, :set_startedAt) ADD #attempts :add_attempts REMOVE #leaseUntil',
+        'SET #status = :set_status, #startedAt = if_not_exists(#startedAt, :set_startedAt), #v = :set_v ADD #attempts :add_attempts REMOVE #leaseUntil',
       ConditionExpression: '#status = :processing',
       ExpressionAttributeNames: {
         '#status': 'status',
         '#startedAt': 'startedAt',
         '#attempts': 'attempts',
         '#leaseUntil': 'leaseUntil',
+        '#v': 'v',
       },
       ExpressionAttributeValues: {
         ':set_status': 'processing',
         ':set_startedAt': at,
+        ':set_v': itemVersion,
         ':add_attempts': 1,
         ':processing': 'processing',
       },
     });
   });
 
-  it('sets and removes a map’s entries by key, and leaves out values when there are none', () => {
+  it('sets and removes a map’s entries by key; every update also writes the shape version v', () => {
     expect(itemUpdate(storedTeam, { setEntries: { connections: { 'open ai': { secretRef: 'env:K' } } } })).toEqual({
-      UpdateExpression: 'SET #connections.#connections_0 = :connections_0',
-      ExpressionAttributeNames: { '#connections': 'connections', '#connections_0': 'open ai' },
-      ExpressionAttributeValues: { ':connections_0': { secretRef: 'env:K' } },
+      UpdateExpression: 'SET #connections.#connections_0 = :connections_0, #v = :set_v',
+      ExpressionAttributeNames: { '#connections': 'connections', '#connections_0': 'open ai', '#v': 'v' },
+      ExpressionAttributeValues: { ':connections_0': { secretRef: 'env:K' }, ':set_v': itemVersion },
     });
     expect(itemUpdate(storedTeam, { removeEntries: { connections: ['open ai'] } })).toEqual({
-      UpdateExpression: 'REMOVE #connections.#connections_0',
-      ExpressionAttributeNames: { '#connections': 'connections', '#connections_0': 'open ai' },
+      UpdateExpression: 'SET #v = :set_v REMOVE #connections.#connections_0',
+      ExpressionAttributeNames: { '#connections': 'connections', '#connections_0': 'open ai', '#v': 'v' },
+      ExpressionAttributeValues: { ':set_v': itemVersion },
     });
   });
 
@@ -412,7 +416,7 @@ function newRun(jobId: string): NewRun {
 }
 
 describe('what the store’s writers leave in the table', () => {
-  it('every item parses with its schema and holds only attributes its item declares', async () => {
+  it('every item parses with its schema, holds only attributes its item declares, and carries the current v', async () => {
     const table = memoryTable();
     let next = 0;
     const deps = {
@@ -545,9 +549,11 @@ describe('what the store’s writers leave in the table', () => {
 
     const kinds = new Set<string>();
     const unknown: string[] = [];
+    const unversioned: string[] = [];
     for (const item of table.items.values()) {
       const kind = kindOf(item as { PK: string; SK: string });
       kinds.add(kind);
+      if (item.v !== itemVersion) unversioned.push(`${kind}: v ${String(item.v)}`);
       const definition: ItemDefinition = definitions[kind];
       parseItem(definition.schema, item);
       for (const attribute of Object.keys(item)) {
@@ -555,6 +561,8 @@ describe('what the store’s writers leave in the table', () => {
       }
     }
     expect(unknown).toEqual([]);
+    // Written by a Put (`StoredItem` requires it) or an update (`itemUpdate` sets it).
+    expect(unversioned).toEqual([]);
     expect([...kinds].sort()).toEqual(Object.keys(definitions).sort());
 
     // And the run's end as the writers left it, read as every reader reads it.

@@ -20,6 +20,7 @@ import { functionIds } from '../local/invocation.ts';
 import { libraryBucket, queues, tables } from '../platform/definitions.ts';
 import { awsCommandLogDir } from '../vitest.config.ts';
 import { iamActionOf } from './support/command-actions.ts';
+import { pinnedProd } from './support/stages.ts';
 
 /**
  * Actions a policy allows that the integration suite never sends, each with the reason. Keyed by
@@ -184,8 +185,13 @@ interface Grant {
 const auditedStage = {
   'aws:cdk:bundling-stacks': [],
   '@aws-cdk/core:appMode': 'inmemory',
-  [contextKeys.stage]: 'prod',
-  [contextKeys.providers]: 'openai-compatible:workflow-run-api/prod/providers/openai-compatible',
+  // Pinned to the log's canonical account and region, as the emulators' ARNs are.
+  ...pinnedProd({
+    account: canonicalArn.account,
+    region: canonicalArn.region,
+    [contextKeys.providers]: 'openai-compatible:workflow-run-api/prod/providers/openai-compatible',
+    [contextKeys.modelDefaults]: {},
+  }),
 };
 
 /** What each function's role allows: one entry per action and resource pattern. */

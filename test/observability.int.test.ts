@@ -10,8 +10,10 @@ import { logger } from '../functions/observability/logger.ts';
 import {
   addCreditsCharged,
   countDeferred,
+  countRunEnded,
   countRunStarted,
   countStepCompleted,
+  countStepFailed,
   countWebhookAttempt,
   metricNames,
   metrics,
@@ -25,6 +27,7 @@ import { pythonRunner, workers } from '../lib/workers.ts';
 import { queues } from '../platform/definitions.ts';
 import { routes } from '../platform/routes.ts';
 import { type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
+import { pinnedProd } from './support/stages.ts';
 
 /** No bundling (fast), and validation failures thrown with the whole report in the message. */
 const testContext = { 'aws:cdk:bundling-stacks': [], '@aws-cdk/core:appMode': 'inmemory' };
@@ -55,9 +58,17 @@ describe('service metrics (embedded metric format)', () => {
     expect(emf.service).toBe(metricsServiceName);
     // SERVICE_STAGE is unset in tests, as in the local default.
     expect(emf.stage).toBe('local');
+    // Failures are counted by their own helpers (below); the access log's 429s by a metric filter.
+    const countedElsewhere: string[] = [
+      metricNames.deferredExpired,
+      metricNames.runsEnded,
+      metricNames.failedRuns,
+      metricNames.failedSteps,
+      metricNames.gatewayThrottles,
+    ];
     expect(directive?.Metrics.map((m) => m.Name).sort()).toEqual(
       Object.values(metricNames)
-        .filter((name) => name !== metricNames.deferredExpired)
+        .filter((name) => !countedElsewhere.includes(name))
         .sort(),
     );
     expect(emf).toMatchObject({
@@ -71,6 +82,53 @@ describe('service metrics (embedded metric format)', () => {
     });
     // A dispatcher tick that moved nothing publishes nothing: no custom metric costs money while idle.
     expect(emf.DeferredExpired).toBeUndefined();
+  });
+
+  it("counts a failed step and its run in the stage's total and under their reason (its own EMF line)", () => {
+    const stdout = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    // A single metric reads the switch when it is made: on, to see the line it writes at once.
+    vi.stubEnv('POWERTOOLS_METRICS_DISABLED', 'false');
+    try {
+      countStepFailed('provider_auth');
+      countRunEnded('provider_auth');
+      countRunEnded(undefined);
+      const lines = stdout.mock.calls.map(([chunk]) => JSON.parse(String(chunk)) as Record<string, unknown>);
+      const byReason = lines.map((line) => ({
+        dimensions: (line._aws as { CloudWatchMetrics: { Dimensions: string[][] }[] }).CloudWatchMetrics[0]?.Dimensions,
+        reason: line.reason,
+        stage: line.stage,
+        service: line.service,
+        failedSteps: line.FailedSteps,
+        failedRuns: line.FailedRuns,
+      }));
+      expect(byReason).toEqual([
+        {
+          dimensions: [['service', 'stage', 'reason']],
+          reason: 'provider_auth',
+          stage: 'local',
+          service: metricsServiceName,
+          failedSteps: 1,
+          failedRuns: undefined,
+        },
+        {
+          dimensions: [['service', 'stage', 'reason']],
+          reason: 'provider_auth',
+          stage: 'local',
+          service: metricsServiceName,
+          failedSteps: undefined,
+          failedRuns: 1,
+        },
+      ]);
+    } finally {
+      vi.unstubAllEnvs();
+      stdout.mockRestore();
+    }
+    // The totals (no reason) go with the invocation's other metrics.
+    const emf = metrics.serializeMetrics() as unknown as Record<string, unknown> & {
+      _aws: { CloudWatchMetrics: { Dimensions: string[][] }[] };
+    };
+    expect(emf._aws.CloudWatchMetrics[0]?.Dimensions).toEqual([['service', 'stage']]);
+    expect(emf).toMatchObject({ FailedSteps: 1, FailedRuns: 1, RunsEnded: [1, 1] });
   });
 
   it('publishes nothing and warns about nothing when an invocation recorded no metric', () => {
@@ -209,22 +267,46 @@ const synthesizeApi = (context: Record<string, unknown>) => {
 
 describe('alarms of one stage', { timeout: 180_000 }, () => {
   const dev = synthesizeApi({});
-  const prod = synthesizeApi({ [contextKeys.stage]: 'prod' });
+  const prod = synthesizeApi(pinnedProd());
   const { template, ofType, functionIdOf, alarms } = dev;
   const functionIds = ofType('AWS::Lambda::Function').map(([id]) => id);
 
-  it("watches only this stage's functions and queues: no account-wide aggregate", () => {
-    for (const alarm of [...dev.alarms, ...prod.alarms]) {
-      const metrics = alarm.MetricName
-        ? [{ Namespace: alarm.Namespace, Dimensions: alarm.Dimensions }]
-        : (alarm.Metrics as { MetricStat?: { Metric: { Namespace: string; Dimensions?: unknown } } }[])
-            .filter((m) => m.MetricStat)
-            .map((m) => m.MetricStat?.Metric);
-      for (const metric of metrics) {
-        const dimensions = metric?.Dimensions as { Name: string; Value: unknown }[] | undefined;
-        expect(dimensions?.length, JSON.stringify(alarm.AlarmDescription)).toBeGreaterThan(0);
-        // Every dimension names a resource of this stack (a Ref or GetAtt), never a literal shared by stages.
-        for (const dimension of dimensions ?? []) expect(typeof dimension.Value).toBe('object');
+  it("watches only this stage's resources and metrics, and the account's concurrency alone account-wide", () => {
+    for (const [built, alarmList] of [
+      [dev, dev.alarms],
+      [prod, prod.alarms],
+    ] as const) {
+      for (const alarm of alarmList) {
+        const metrics = (
+          alarm.MetricName
+            ? [{ Namespace: alarm.Namespace, MetricName: alarm.MetricName, Dimensions: alarm.Dimensions }]
+            : (
+                alarm.Metrics as {
+                  MetricStat?: { Metric: { Namespace: string; MetricName: string; Dimensions?: unknown } };
+                }[]
+              )
+                .filter((m) => m.MetricStat)
+                .map((m) => m.MetricStat?.Metric)
+        ) as { Namespace: string; MetricName: string; Dimensions?: { Name: string; Value: unknown }[] }[];
+        for (const metric of metrics) {
+          // The account's claimed concurrency is the account's: the one metric without a dimension.
+          if (metric.MetricName === 'ClaimedAccountConcurrency') {
+            expect(metric.Namespace).toBe('AWS/Lambda');
+            expect(metric.Dimensions).toBeUndefined();
+            continue;
+          }
+          const dimensions = metric.Dimensions ?? [];
+          expect(dimensions.length, JSON.stringify(alarm.AlarmDescription)).toBeGreaterThan(0);
+          for (const dimension of dimensions) {
+            // The service's own metrics carry the stage's name; every other dimension names a
+            // resource of this stack (a Ref or GetAtt), never a literal shared by stages.
+            if (metric.Namespace === metricsNamespace && dimension.Name !== 'apiId') {
+              expect([metricsServiceName, built.config.stage, 'provider_auth', 'configuration']).toContain(
+                dimension.Value,
+              );
+            } else expect(typeof dimension.Value).toBe('object');
+          }
+        }
       }
     }
     expect(String(prod.alarms[0]?.AlarmDescription)).toMatch(/prod/);
@@ -281,8 +363,12 @@ describe('alarms of one stage', { timeout: 180_000 }, () => {
         TreatMissingData: 'notBreaching',
       });
     }
-    // A webhook may legitimately wait out its retries (2 + 4 + 8 + 16 minutes).
-    expect(alarmThresholds.oldestMessageSeconds.Webhooks).toBeGreaterThan(30 * 60);
+    // Past its longest delay (15 minutes) and every redelivery its redrive allows.
+    for (const definition of queues) {
+      expect(alarmThresholds.oldestMessageSeconds[definition.id]).toBeGreaterThan(
+        900 + definition.visibilityTimeoutSeconds * definition.maxReceiveCount,
+      );
+    }
   });
 
   it("alarms on each worker's errors and each queue feeder's dropped recursive invocations, per function", () => {
@@ -323,17 +409,12 @@ describe('alarms of one stage', { timeout: 180_000 }, () => {
       });
     }
     // Route functions answer their errors as 500s: the API's 5xx rate watches them.
-    expect(
-      alarms.filter(
-        (a) =>
-          a.Namespace === 'AWS/Lambda' &&
-          a.MetricName !== 'Invocations' &&
-          a.MetricName !== 'RecursiveInvocationsDropped',
-      ),
-    ).toHaveLength(alarmed.length);
+    expect(alarms.filter((a) => a.Namespace === 'AWS/Lambda' && a.MetricName === 'Errors')).toHaveLength(
+      alarmed.length,
+    );
   });
 
-  it('alarms when more than 1% of API requests answer 5xx over 5 minutes', () => {
+  it('alarms when more than 2% of at least 50 API requests answer 5xx in 3 of 5 five-minute periods', () => {
     const apiRef = { Ref: ofType('AWS::ApiGatewayV2::Api')[0]?.[0] };
     const metricStat = (id: string, metricName: string) =>
       Match.objectLike({
@@ -351,18 +432,22 @@ describe('alarms of one stage', { timeout: 180_000 }, () => {
       });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       Metrics: Match.arrayWith([
-        Match.objectLike({ Expression: '100 * FILL(serverErrors, 0) / requests', ReturnData: true }),
+        Match.objectLike({
+          Expression: 'IF(FILL(requests, 0) >= 50, ((100 * FILL(serverErrors, 0)) / requests), 0)',
+          ReturnData: true,
+        }),
         metricStat('serverErrors', '5xx'),
         metricStat('requests', 'Count'),
       ]),
-      Threshold: 1,
+      Threshold: 2,
       ComparisonOperator: 'GreaterThanThreshold',
-      EvaluationPeriods: 1,
+      EvaluationPeriods: 5,
+      DatapointsToAlarm: 3,
       TreatMissingData: 'notBreaching',
     });
   });
 
-  it('alarms when the dispatcher misses its ticks, treating no data as missed', () => {
+  it('alarms when the dispatcher misses its ticks for 10 minutes, treating no data as missed', () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       Namespace: 'AWS/Lambda',
       MetricName: 'Invocations',
@@ -371,24 +456,26 @@ describe('alarms of one stage', { timeout: 180_000 }, () => {
       Period: 300,
       Threshold: 1,
       ComparisonOperator: 'LessThanThreshold',
-      EvaluationPeriods: 1,
+      EvaluationPeriods: 2,
+      DatapointsToAlarm: 2,
       TreatMissingData: 'breaching',
     });
   });
 
   it("does not alarm on a customer's failing webhook receiver", () => {
     expect(JSON.stringify(alarms)).not.toContain(metricNames.webhookFailures);
-    expect(JSON.stringify(alarms)).not.toContain(metricsNamespace);
+    expect(JSON.stringify(alarms)).not.toContain(metricNames.webhookAttempts);
   });
 
-  it('costs $1.30 a month idle: 13 standard-resolution alarm metrics, and no dashboard unless asked', () => {
-    // API 5xx; per work queue, DLQ arrivals and oldest message; the operator events' DLQ arrivals;
-    // three workers' errors; the dispatcher's missed ticks; the two queue feeders' recursive
-    // invocations dropped (the consumers' throttles are per-function alarms: their queues' oldest
-    // message shows a throttled consumer).
-    expect(alarms).toHaveLength(1 + 2 * queues.length + 1 + 3 + 1 + 2);
-    expect(alarmMetricCount(alarms)).toBe(13);
-    expect(alarmMetricCount(prod.alarms)).toBe(13);
+  it('costs $2.20 a month idle: 22 standard-resolution alarm metrics, and no dashboard unless asked', () => {
+    // API 5xx (2 metrics); the failed-run rate (2); steps failing on a refused key, on a missing
+    // configuration; per work queue, DLQ arrivals and oldest message; the operator events' DLQ
+    // arrivals; three workers' errors; the dispatcher's missed ticks; the two queue feeders'
+    // recursive invocations dropped; the publisher's iterator age; table throttles (2); the
+    // gateway's 429s; the account's concurrency (test/cdk-alarms.test.ts checks each rule).
+    expect(alarms).toHaveLength(1 + 1 + 2 + 2 * queues.length + 1 + 3 + 1 + 2 + 1 + 1 + 1 + 1);
+    expect(alarmMetricCount(alarms)).toBe(22);
+    expect(alarmMetricCount(prod.alarms)).toBe(22);
     template.resourceCountIs('AWS::CloudWatch::Dashboard', 0);
     expect(functionIds.length).toBe(routes.length + workers.length + 1);
     expect(functionIds.some((id) => id.startsWith(pythonRunner.id))).toBe(true);
@@ -406,7 +493,7 @@ describe('alarms of one stage', { timeout: 180_000 }, () => {
 });
 
 describe('the dashboard, with the dashboard context', { timeout: 180_000 }, () => {
-  const { template, ofType } = synthesizeApi({ [contextKeys.stage]: 'prod', [contextKeys.dashboard]: 'true' });
+  const { template, ofType } = synthesizeApi({ ...pinnedProd(), [contextKeys.dashboard]: 'true' });
 
   it("graphs the API, every function, the queues and the stage's service metrics", () => {
     template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
@@ -441,8 +528,11 @@ describe('per-function alarms with the perFunctionAlarms context', { timeout: 18
     }
     // Two more per route, the EventPublisher and the PythonRunner; and the queue consumers' throttles.
     const consumers = workers.filter((w) => w.trigger.kind === 'queue').length;
-    expect(alarmMetricCount(alarms)).toBe(13 + 2 * (routes.length + 2) + consumers);
-    expect(alarms.filter((a) => a.Namespace === 'AWS/Lambda' && !a.Dimensions)).toHaveLength(0);
+    expect(alarmMetricCount(alarms)).toBe(22 + 2 * (routes.length + 2) + consumers);
+    // The account's concurrency is the one alarm without a dimension.
+    expect(alarms.filter((a) => a.Namespace === 'AWS/Lambda' && !a.Dimensions).map((a) => a.MetricName)).toEqual([
+      'ClaimedAccountConcurrency',
+    ]);
   });
 });
 

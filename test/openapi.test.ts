@@ -97,8 +97,12 @@ describe('OpenAPI document', () => {
   it('documents the statuses of spec section 4 for each endpoint', () => {
     const statuses = (path: string, method: 'get' | 'post' | 'delete') =>
       Object.keys(doc.paths?.[path]?.[method]?.responses ?? {});
-    expect(statuses('/workflows', 'get')).toEqual(['200', '401', '403', '429']);
-    // 413 (a documented body size limit) and 503 (a write met contention on every try) are our design.
+    // 503 (a read or a write met contention past its retries) is our design, on every route that reads the table.
+    expect(statuses('/workflows', 'get')).toEqual(['200', '401', '403', '429', '503']);
+    for (const path of ['/workflows', '/runs', '/runs/{jobId}', '/deferred-runs', '/files/{fileId}']) {
+      expect(doc.paths?.[path]?.get?.responses?.['503']?.headers?.['Retry-After'], path).toBeDefined();
+    }
+    // 413 (a documented body size limit) is our design too.
     expect(statuses('/workflows', 'post')).toEqual([
       '201',
       '400',
@@ -130,11 +134,11 @@ describe('OpenAPI document', () => {
         expect.objectContaining({ name: 'Idempotency-Key', in: 'header', required: false }),
       );
     }
-    expect(statuses('/runs/{jobId}', 'get')).toEqual(['200', '401', '403', '404', '429']);
-    expect(statuses('/deferred-runs/{id}', 'get')).toEqual(['200', '401', '403', '404', '429']);
+    expect(statuses('/runs/{jobId}', 'get')).toEqual(['200', '401', '403', '404', '429', '503']);
+    expect(statuses('/deferred-runs/{id}', 'get')).toEqual(['200', '401', '403', '404', '429', '503']);
     // The lists (our design): 400 for a filter, limit or cursor they do not take.
-    expect(statuses('/runs', 'get')).toEqual(['200', '400', '401', '403', '429']);
-    expect(statuses('/deferred-runs', 'get')).toEqual(['200', '400', '401', '403', '429']);
+    expect(statuses('/runs', 'get')).toEqual(['200', '400', '401', '403', '429', '503']);
+    expect(statuses('/deferred-runs', 'get')).toEqual(['200', '400', '401', '403', '429', '503']);
     expect(doc.paths?.['/workflows']?.post?.requestBody).toMatchObject({ required: true });
   });
 

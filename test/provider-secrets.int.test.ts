@@ -439,6 +439,31 @@ describe('an OpenAI-compatible server (Authorization: Bearer), on the stage key 
     await expectKeysKept();
   });
 
+  it('counts each failed step and its run by reason: a refused key is provider_auth, a 400 provider_4xx', async () => {
+    // The reason's metric is its own EMF line, written when it is counted: on for this test only.
+    const switched = process.env.POWERTOOLS_METRICS_DISABLED;
+    process.env.POWERTOOLS_METRICS_DISABLED = 'false';
+    try {
+      const from = logLines.length;
+      const wrongKey = stepExecutor({ OPENAI_COMPATIBLE_API_KEY: `${keys.openai}-revoked` });
+      await stepError(await startRun(openaiSteps, undefined, wrongKey), 'llm');
+      openai.failNextWith(400, { error: { message: 'no such model' } });
+      await stepError(await startRun(openaiSteps), 'llm');
+      const counted = logLines.slice(from).flatMap((line) => {
+        const emf = line.startsWith('{') ? (JSON.parse(line) as Record<string, unknown>) : undefined;
+        return emf?._aws ? [[emf.reason, emf.FailedSteps ? 'step' : 'run']] : [];
+      });
+      expect(counted).toEqual([
+        ['provider_auth', 'step'],
+        ['provider_auth', 'run'],
+        ['provider_4xx', 'step'],
+        ['provider_4xx', 'run'],
+      ]);
+    } finally {
+      process.env.POWERTOOLS_METRICS_DISABLED = switched;
+    }
+  });
+
   it('asks again after a 429, and fails after its tries when the server cannot be reached', async () => {
     openai.failNextWith(429, { error: { message: `Rate limit reached for ${keys.openai}` } }, 1);
     const busy = await startRun(openaiSteps);

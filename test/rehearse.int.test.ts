@@ -20,6 +20,8 @@ import { type RehearsalProviders, startRehearsalProviders } from '../local/rehea
 import { type Synthesized, synthesize } from '../local/rehearse/synth.ts';
 import { queues } from '../platform/definitions.ts';
 import { routes } from '../platform/routes.ts';
+import { seedTeam } from './support/stack.ts';
+import { sdkTries, startThrottlingProxy } from './support/throttled-dynamo.ts';
 
 let synthesized: Synthesized | undefined;
 let assembly: Assembly;
@@ -155,4 +157,58 @@ describe('the whole flow through the bundles', () => {
     expect(types).toEqual(expect.arrayContaining(['Run Started', 'Run Finished', 'Deferred Run Dispatched']));
     expect(stack?.functions.get('EventPublisher')?.invocations.every((i) => i.outcome.ok)).toBe(true);
   }, 180_000);
+});
+
+describe('limits through the bundles', () => {
+  const post = (baseUrl: string, path: string, key: string, body: string) =>
+    fetch(`${baseUrl}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body,
+    });
+  const padded = (size: number) => `{"name":"${'x'.repeat(size - 11)}"}`;
+
+  it('an oversized body answers the documented 413 from the bundle; past Lambda’s 6 MB, API Gateway’s own answer', async () => {
+    if (!stack) throw new Error('the bundles did not start');
+    const { key } = await seedTeam(tableOnlyDeps(resources.dynamoDbEndpoint, resources.tableName), { credits: 1 });
+    const over = await post(stack.baseUrl, '/workflows', key, padded(256 * 1024 + 1));
+    expect([over.status, await over.json()]).toEqual([
+      413,
+      { error: `Request body too large: at most ${256 * 1024} bytes` },
+    ]);
+    const invocations = () => stack?.functions.get('CreateWorkflow')?.invocations.length;
+    const before = invocations();
+    const refused = await post(stack.baseUrl, '/workflows', key, padded(6 * 1024 * 1024 + 1));
+    expect([refused.status, await refused.text()]).toEqual([500, '{"message":"Internal Server Error"}']);
+    // Refused before the function: the bundle never saw it.
+    expect(invocations()).toBe(before);
+  }, 60_000);
+
+  it('a throttled key read answers 503 with Retry-After from the bundle, never 500 or 401', async () => {
+    if (!stack || !providers) throw new Error('the bundles did not start');
+    const proxy = await startThrottlingProxy(
+      resources.dynamoDbEndpoint,
+      'ThrottlingException',
+      (operation, body) => operation === 'GetItem' && body.includes('"APIKEY#'),
+    );
+    const busy = await startBundleStack({
+      assembly,
+      resources,
+      port: 0,
+      localEnvironment: { AWS_ENDPOINT_URL_DYNAMODB: proxy.endpoint, ...providers.environment },
+    });
+    try {
+      const { key } = await seedTeam(tableOnlyDeps(resources.dynamoDbEndpoint, resources.tableName), { credits: 1 });
+      for (const path of ['/workflows', '/runs']) {
+        const answer = await fetch(`${busy.baseUrl}${path}`, { headers: { authorization: `Bearer ${key}` } });
+        expect([answer.status, await answer.json()], path).toEqual([503, { error: 'Service busy; try again shortly' }]);
+        expect(answer.headers.get('retry-after')).toBe('1');
+      }
+      // The bundle's own SDK tried each read, and the service added no tries of its own.
+      expect(proxy.state.sent).toBe(2 * (await sdkTries()));
+    } finally {
+      await busy.close();
+      await proxy.close();
+    }
+  }, 120_000);
 });

@@ -144,8 +144,10 @@ describe("a run's trail in the log lines", () => {
         cold_start: false,
       });
     }
+    // The failed-runs-by-reason query reads it: a node that kept throwing is the code's failure.
     expect(stepLines.find((line) => line.message === 'run failed' && line.nodeId === 'alpha')).toMatchObject({
       level: 'WARN',
+      reason: 'code',
       error: expect.stringContaining('5'),
     });
     for (const jobId of Object.values(jobs)) {

@@ -15,6 +15,7 @@ import { contextKeys, stageConfig } from '../lib/stages.ts';
 import { envNames } from '../platform/definitions.ts';
 import { modelNodeTypes, parseModelDefaults } from '../platform/model-defaults.ts';
 import { bedrockDefaultModels } from '../platform/providers.ts';
+import { pinnedProd } from './support/stages.ts';
 
 const realEsrgan = 'nightmareai/real-esrgan:f121d640bd286e1fdc67f9799164c1d5be36ff74576ee11c803ae5b665dd46aa';
 
@@ -108,23 +109,21 @@ describe('-c modelDefaults: parsed and checked at synth', () => {
     });
   });
 
-  it('reads the stage’s block in cdk.json, where -c wins', () => {
-    const stages = {
-      prod: {
-        providers: 'bedrock,fal:ssm:/workflow-run-api/prod/providers/fal',
-        modelDefaults: { BackgroundRemover: 'fal:fal-ai/birefnet/v2' },
-      },
+  it('reads the stage’s block in cdk.json; -c wins on dev and may not change a prod pin', () => {
+    const block = {
+      providers: 'bedrock,fal:ssm:/workflow-run-api/prod/providers/fal',
+      modelDefaults: { BackgroundRemover: 'fal:fal-ai/birefnet/v2' },
     };
-    expect(configOf({ stage: 'prod', stages }).modelDefaults).toEqual({
+    expect(configOf(pinnedProd(block)).modelDefaults).toEqual({
       BackgroundRemover: { provider: 'fal', model: 'fal-ai/birefnet/v2' },
     });
-    expect(
-      configOf({
-        stage: 'prod',
-        stages,
-        [contextKeys.modelDefaults]: 'Upscaler=bedrock:stability.stable-creative-upscale-v1:0',
-      }).modelDefaults,
-    ).toEqual({ Upscaler: { provider: 'bedrock', model: 'stability.stable-creative-upscale-v1:0' } });
+    const upscaler = 'Upscaler=bedrock:stability.stable-creative-upscale-v1:0';
+    expect(configOf({ stages: { dev: block }, [contextKeys.modelDefaults]: upscaler }).modelDefaults).toEqual({
+      Upscaler: { provider: 'bedrock', model: 'stability.stable-creative-upscale-v1:0' },
+    });
+    expect(() => configOf({ ...pinnedProd(block), [contextKeys.modelDefaults]: upscaler })).toThrow(
+      /stage prod pins modelDefaults in cdk.json context.stages.prod; -c modelDefaults=.* would change it/,
+    );
   });
 });
 

@@ -13,13 +13,13 @@ import { readRun } from './read-run.ts';
  * it finds the run ended, cancels the job at the provider and gives the step up, which lets the
  * run settle. Without it the job's next poll (at most 2 minutes away) would do the same.
  */
-const stopProviderJobs = async (deps: Deps, run: { jobId: string; workflowId: string }) => {
+const stopProviderJobs = async (deps: Deps, run: { jobId: string; workflowId: string; teamId: string }) => {
   const { steps } = await readRunPartition(deps, run.jobId);
   for (const step of steps) {
     if (step.status !== StepStatus.processing || step.providerJob?.id === undefined) continue;
     await sendDelayedStepMessage(
       deps,
-      { jobId: run.jobId, workflowId: run.workflowId, nodeId: step.nodeId, check: 'look' },
+      { jobId: run.jobId, workflowId: run.workflowId, teamId: run.teamId, nodeId: step.nodeId, check: 'look' },
       0,
     );
   }

@@ -16,6 +16,7 @@
 
 import { basePath, routeById } from '../../platform/routes.ts';
 import type { Deps } from '../deps.ts';
+import { type FailureReason, failureReasonOf } from '../domain/failure-reasons.ts';
 import {
   jobDeadline,
   jobTimedOutMessage,
@@ -42,8 +43,12 @@ export interface JobStepMessage {
   jobId: string;
   workflowId: string;
   nodeId: string;
+  /** The run's team: its messages' group on the fair queue, and whose cap of steps in flight applies. */
+  teamId?: string;
   check?: 'poll' | 'look';
   poll?: number;
+  /** How many times its team's cap held the step back (functions/app/team-slots.ts). */
+  deferred?: number;
 }
 
 /** The path of a step's webhook route under the base path (the route table's `ProviderWebhook`). */
@@ -54,8 +59,8 @@ export const providerWebhookPath = (provider: string, jobId: string, nodeId: str
 
 /** How a job's step ends, given by run-step (its settle and failure paths). */
 export interface JobStepEnds {
-  /** Fails the step (and its run) with `error`, from the claim `attempt`. */
-  fail(attempt: number, error: string): Promise<void>;
+  /** Fails the step (and its run) with `error`, from the claim `attempt`, counted under `reason`. */
+  fail(attempt: number, error: string, reason: FailureReason): Promise<void>;
 }
 
 const jobsOf = (deps: Deps): ProviderJobs => {
@@ -83,7 +88,11 @@ export const retryBusyProvider = async (
   const tries = await countProviderTry(deps, message.jobId, message.nodeId, attempt);
   if (tries === null) return; // the claim is no longer this delivery's
   if (tries > maxProviderTries) {
-    return ends.fail(attempt, `${nodeType}: ${providerWords(error.message)} (after ${tries} tries)`);
+    return ends.fail(
+      attempt,
+      `${nodeType}: ${providerWords(error.message)} (after ${tries} tries)`,
+      failureReasonOf(error),
+    );
   }
   const delay = retryDelaySeconds(tries, error.retryAfterSeconds, Math.random());
   logger.info('provider busy; step tried again later', { nodeId: message.nodeId, tries, delay, status: error.status });
@@ -110,7 +119,8 @@ export const submitJob = async (
 ) => {
   const jobs = jobsOf(deps);
   const provider = await jobs.provider(request.provider, credentials.connection);
-  if (!provider) return ends.fail(attempt, `${nodeType}: provider ${request.provider} is not configured`);
+  if (!provider)
+    return ends.fail(attempt, `${nodeType}: provider ${request.provider} is not configured`, 'configuration');
   const token = newWebhookToken();
   const tokenHash = webhookTokenHash(token);
   const deadlineAt = jobDeadline(nodeType, deps.now()).toISOString();
@@ -138,7 +148,8 @@ export const submitJob = async (
     if (error instanceof ProviderError && error.retryable) {
       return retryBusyProvider(deps, message, attempt, error, nodeType, ends);
     }
-    if (error instanceof ProviderError) return ends.fail(attempt, `${nodeType}: ${providerWords(error.message)}`);
+    if (error instanceof ProviderError)
+      return ends.fail(attempt, `${nodeType}: ${providerWords(error.message)}`, failureReasonOf(error));
     throw error;
   }
   const recorded = await recordJobSubmitted(deps, message.jobId, message.nodeId, {
@@ -185,7 +196,10 @@ export const jobProviderOf = async (
   jobsOf(deps).provider(job.provider, job.credentials === 'team' ? await connection() : undefined);
 
 /** What a check decided about a job, for run-step to apply. */
-export type JobVerdict = { kind: 'wait' } | { kind: 'succeeded'; output: unknown } | { kind: 'failed'; error: string };
+export type JobVerdict =
+  | { kind: 'wait' }
+  | { kind: 'succeeded'; output: unknown }
+  | { kind: 'failed'; error: string; reason: FailureReason };
 
 /**
  * Looks at a recorded job: its state at the provider (the truth, whatever a webhook said). Running:
@@ -205,15 +219,19 @@ export const lookAtJob = async (
     state = await provider.get(ref, AbortSignal.timeout(20_000));
   } catch (error) {
     if (!(error instanceof ProviderError)) throw error;
-    if (!error.retryable) return { kind: 'failed', error: `${nodeType}: ${providerWords(error.message)}` };
+    if (!error.retryable)
+      return { kind: 'failed', error: `${nodeType}: ${providerWords(error.message)}`, reason: failureReasonOf(error) };
     state = { status: 'running' };
   }
   if (state.status === 'succeeded') return { kind: 'succeeded', output: state.output };
-  if (state.status === 'failed') return { kind: 'failed', error: `${nodeType}: ${providerWords(state.message)}` };
-  if (state.status === 'canceled') return { kind: 'failed', error: `${nodeType}: cancelled at ${job.provider}` };
+  // The provider ran the job and it failed there (the model refused or broke on the input).
+  if (state.status === 'failed')
+    return { kind: 'failed', error: `${nodeType}: ${providerWords(state.message)}`, reason: 'provider_4xx' };
+  if (state.status === 'canceled')
+    return { kind: 'failed', error: `${nodeType}: cancelled at ${job.provider}`, reason: 'provider_unavailable' };
   if (deps.now().toISOString() >= job.deadlineAt) {
     await cancelQuietly(provider, ref);
-    return { kind: 'failed', error: `${nodeType}: ${jobTimedOutMessage(job.provider)}` };
+    return { kind: 'failed', error: `${nodeType}: ${jobTimedOutMessage(job.provider)}`, reason: 'timeout' };
   }
   if (message.check === 'poll') await schedulePoll(deps, message, (message.poll ?? 0) + 1, job.deadlineAt);
   return { kind: 'wait' };

@@ -82,7 +82,11 @@ export const receiveProviderWebhook = async (
     throw unknown(announced.id);
   }
   if (step?.status === StepStatus.processing || !isInProgress(run.status)) {
-    await sendDelayedStepMessage(deps, { jobId, workflowId: run.workflowId, nodeId, check: 'look' }, 0);
+    await sendDelayedStepMessage(
+      deps,
+      { jobId, workflowId: run.workflowId, teamId: run.teamId, nodeId, check: 'look' },
+      0,
+    );
   }
   return { accepted: true };
 };

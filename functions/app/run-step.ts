@@ -1,4 +1,5 @@
 import type { Deps } from '../deps.ts';
+import { type FailureReason, failureReasonOf } from '../domain/failure-reasons.ts';
 import { fileUrlSeconds } from '../domain/file-link-lifetime.ts';
 import { stampLicenceModel } from '../domain/licence.ts';
 import { stepCharge } from '../domain/pricing.ts';
@@ -23,7 +24,7 @@ import type { ModelUse, StepContext, StoredFile } from '../nodes/executors/types
 import { type NodeExecutor, StepFailedError } from '../nodes/executors/types.ts';
 import { ProviderError } from '../nodes/providers/types.ts';
 import { logger, withRecordKeys } from '../observability/logger.ts';
-import { addCreditsCharged, countStepCompleted } from '../observability/metrics.ts';
+import { addCreditsCharged, countRunEnded, countStepCompleted, countStepFailed } from '../observability/metrics.ts';
 import { getConnections, resolveConnection } from '../store/connections.ts';
 import { presignTeamFile, putRunFile, readTeamFile } from '../store/files.ts';
 import type { ConnectionRef, RunItem, StepItem } from '../store/items.ts';
@@ -56,6 +57,7 @@ import {
   retryBusyProvider,
   submitJob,
 } from './provider-job.ts';
+import { withTeamSlot } from './team-slots.ts';
 
 /**
  * One step of a run (the step executor's work, one SQS message per ready step). Read the run, the
@@ -79,6 +81,14 @@ export type StepMessage = JobStepMessage;
 const isGoing = (run: RunItem) => isInProgress(run.status);
 
 /**
+ * The messages of steps that follow `message`'s, in its run's team's group; a message from before
+ * messages named their team gets it from its run's read (`ofTeam`).
+ */
+const sendSteps = (deps: Deps, message: StepMessage, nodeIds: readonly string[]) =>
+  sendStepMessages(deps, { jobId: message.jobId, workflowId: message.workflowId, teamId: message.teamId }, nodeIds);
+const ofTeam = (message: StepMessage, run: RunItem): StepMessage => ({ ...message, teamId: run.teamId });
+
+/**
  * After a step finished: send the successors that became ready. `justFinished` is set by the
  * delivery that finished the step: a successor reading from this step alone is then ready without
  * a read (no other delivery can have released it), and a chain's next step runs here if time
@@ -94,9 +104,10 @@ const releaseSuccessors = async (deps: Deps, message: StepMessage, options: RunS
       const chained = chainSuccessor(justFinished, message.nodeId);
       // The next step's own message: never the look that ended a job (its `check` would make it one).
       if (chained !== undefined) {
-        return runInline(deps, { jobId: message.jobId, workflowId: message.workflowId, nodeId: chained }, options);
+        const next: StepMessage = { jobId: message.jobId, workflowId: message.workflowId, nodeId: chained };
+        return runInline(deps, { ...next, ...(message.teamId !== undefined && { teamId: message.teamId }) }, options);
       }
-      if (next.length > 0) await sendStepMessages(deps, message, next);
+      if (next.length > 0) await sendSteps(deps, message, next);
       return;
     }
   }
@@ -110,7 +121,7 @@ const releaseSuccessors = async (deps: Deps, message: StepMessage, options: RunS
   const ready = readySuccessors(canvas, message.nodeId, steps).filter(
     (s) => !steps.has(s) || (s === chained && releasesSuccessors(chainedStatus)),
   );
-  if (ready.length > 0) await sendStepMessages(deps, message, ready);
+  if (ready.length > 0) await sendSteps(deps, message, ready);
   if (isDone(run)) await endCompleted(deps, run);
 };
 
@@ -127,7 +138,7 @@ export const settleMarginMs = 5_000;
 const runInline = async (deps: Deps, message: StepMessage, options: RunStepOptions) => {
   const remaining = options.remainingMs?.();
   if (remaining === undefined || remaining < options.stepTimeoutMs + settleMarginMs) {
-    return sendStepMessages(deps, message, [message.nodeId]);
+    return sendSteps(deps, message, [message.nodeId]);
   }
   try {
     // Its lines carry its own nodeId, not its predecessor's.
@@ -137,7 +148,7 @@ const runInline = async (deps: Deps, message: StepMessage, options: RunStepOptio
       nodeId: message.nodeId,
       error,
     });
-    await sendStepMessages(deps, message, [message.nodeId]);
+    await sendSteps(deps, message, [message.nodeId]);
   }
 };
 
@@ -164,7 +175,10 @@ const afterEnd = async (deps: Deps, message: StepMessage, run: RunItem, own: Ste
 };
 
 const endCompleted = async (deps: Deps, run: RunItem) => {
-  if (await endRun(deps, run, RunStatus.completed)) await queueWebhook(deps, run, RunStatus.completed);
+  if (await endRun(deps, run, RunStatus.completed)) {
+    countRunEnded(undefined);
+    await queueWebhook(deps, run, RunStatus.completed);
+  }
 };
 
 /** Counts a finished step on its run (once), ends the run after its last step, else releases successors. */
@@ -192,17 +206,28 @@ const settleStep = async (
     countStepCompleted();
     addCreditsCharged(outcome.chargeHundredths);
   }
-  if (result.ended) return queueWebhook(deps, run, RunStatus.completed);
+  if (result.ended) {
+    countRunEnded(undefined);
+    return queueWebhook(deps, run, RunStatus.completed);
+  }
   if (isDone(result.run)) return endCompleted(deps, result.run);
   await releaseSuccessors(deps, message, options, justFinished);
 };
 
 /** The ends run-step gives a provider's job (functions/app/provider-job.ts). */
 const jobEnds = (deps: Deps, message: StepMessage) => ({
-  fail: (attempt: number, error: string) => endWithFailure(deps, message, attempt, error),
+  fail: (attempt: number, error: string, reason: FailureReason) =>
+    endWithFailure(deps, message, attempt, error, reason),
 });
 
-const endWithFailure = async (deps: Deps, message: StepMessage, attempt: Attempt, error: string) => {
+/** Fails the step for good and, in the same transaction, its run; both counted under `reason`. */
+const endWithFailure = async (
+  deps: Deps,
+  message: StepMessage,
+  attempt: Attempt,
+  error: string,
+  reason: FailureReason,
+) => {
   // The hold may move between read and write (a parallel step charged): re-read and retry.
   for (let i = 0; i < 5; i++) {
     const run = (await readRunAndSteps(deps, message, () => []))?.run;
@@ -213,8 +238,10 @@ const endWithFailure = async (deps: Deps, message: StepMessage, attempt: Attempt
       return;
     }
     if (await failStep(deps, run, message.nodeId, attempt, error)) {
-      // The run's trail and the failed-runs query (lib/log-queries.ts) read this line.
-      logger.warn('run failed', { nodeId: message.nodeId, error });
+      countStepFailed(reason);
+      countRunEnded(reason);
+      // The run's trail and the failed-runs-by-reason query (lib/log-queries.ts) read this line.
+      logger.warn('run failed', { nodeId: message.nodeId, reason, error });
       await queueWebhook(deps, run, RunStatus.failed);
       return;
     }
@@ -260,10 +287,11 @@ const stepContext = (
  */
 const checkJob = async (deps: Deps, look: StepMessage, options: RunStepOptions) => {
   // Past the look, the step ends as any step does: by its own message, whose successors are steps, not looks.
-  const message: StepMessage = { jobId: look.jobId, workflowId: look.workflowId, nodeId: look.nodeId };
-  const read = await readRunAndSteps(deps, message, () => [message.nodeId]);
+  const asRead: StepMessage = { jobId: look.jobId, workflowId: look.workflowId, nodeId: look.nodeId };
+  const read = await readRunAndSteps(deps, asRead, () => [asRead.nodeId]);
   if (!read) return;
   const { run, canvas } = read;
+  const message = ofTeam(asRead, run);
   const step = read.stepItem(message.nodeId);
   const job = step?.providerJob;
   if (step?.status !== StepStatus.processing || job?.id === undefined || step.attempts !== job.attempt) return;
@@ -278,7 +306,13 @@ const checkJob = async (deps: Deps, look: StepMessage, options: RunStepOptions) 
     () => context.connection?.(job.provider) ?? Promise.resolve(undefined),
   );
   if (!provider)
-    return endWithFailure(deps, message, job.attempt, `${node.type}: provider ${job.provider} is not configured`);
+    return endWithFailure(
+      deps,
+      message,
+      job.attempt,
+      `${node.type}: provider ${job.provider} is not configured`,
+      'configuration',
+    );
   if (!isGoing(run)) {
     // The run ended (cancelled, or another step failed): the job is stopped and never counted.
     await cancelQuietly(provider, recorded);
@@ -289,9 +323,10 @@ const checkJob = async (deps: Deps, look: StepMessage, options: RunStepOptions) 
   }
   const verdict = await lookAtJob(deps, look, recorded, provider, node.type);
   if (verdict.kind === 'wait') return;
-  if (verdict.kind === 'failed') return endWithFailure(deps, message, job.attempt, verdict.error);
+  if (verdict.kind === 'failed') return endWithFailure(deps, message, job.attempt, verdict.error, verdict.reason);
   const made = await jobOutputs(deps, context, verdict.output);
-  if ('error' in made) return endWithFailure(deps, message, job.attempt, made.error);
+  // The provider's output could not be made into the step's (a missing file, a wrong type).
+  if ('error' in made) return endWithFailure(deps, message, job.attempt, made.error, 'code');
   const model = { provider: job.provider, model: job.model };
   const chargeHundredths = stepCharge(run, { nodeId: node.id, spec, work: undefined }, StepStatus.completed);
   const licence = stampLicenceModel({ nodeId: node.id, ...model, stampedAt: deps.now() });
@@ -335,10 +370,19 @@ export const withTimeLeft = (options: RunStepOptions, context?: TimeLeft): RunSt
  */
 export const runStep = async (deps: Deps, message: StepMessage, options: RunStepOptions) => {
   if (message.check) return checkJob(deps, message, options);
-  const read = await readRunAndSteps(deps, message, (c) => [message.nodeId, ...predecessors(c, message.nodeId)]);
+  // A step run in its predecessor's invocation runs under that step's slot.
+  if (options.inline) return runReadyStep(deps, message, options);
+  return withTeamSlot(deps, message, () => runReadyStep(deps, message, options));
+};
+
+/** Runs one step message (not a look at a provider's job). */
+const runReadyStep = async (deps: Deps, received: StepMessage, options: RunStepOptions) => {
+  const read = await readRunAndSteps(deps, received, (c) => [received.nodeId, ...predecessors(c, received.nodeId)]);
   // The run is gone (expired, or deleted after its retention): a late message has nothing to do.
   if (!read) return;
   const { run, canvas, steps, stepItem } = read;
+  // What this step sends (its successors, its retries) goes in its run's team's group.
+  const message: StepMessage = { ...ofTeam(received, run), deferred: undefined };
   const own = stepItem(message.nodeId);
   steps.delete(message.nodeId);
   if (!isGoing(run)) return afterEnd(deps, message, run, own);
@@ -365,7 +409,8 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
     // node ran: stop taking the step over.
     const lostWorkers = attempt - 1 - claim.providerTries;
     if (lostWorkers >= stepExecutionAttempts) {
-      return endWithFailure(deps, message, attempt, executionsFailedError(lostWorkers));
+      // Each lost worker died mid-node (a crash, or the function's own timeout): ours to look at.
+      return endWithFailure(deps, message, attempt, executionsFailedError(lostWorkers), 'code');
     }
     // The run may have ended between its read and this claim. An ended run is settled only after
     // its end was written, from a read of its claims: either that read sees this claim (and the
@@ -399,14 +444,15 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
   try {
     outcome = await deps.executors(node.type)(context);
   } catch (error) {
-    if (error instanceof StepFailedError) return endWithFailure(deps, message, attempt, error.message);
+    if (error instanceof StepFailedError)
+      return endWithFailure(deps, message, attempt, error.message, failureReasonOf(error));
     // A busy provider (429, 5xx, a timeout): asked again after a backoff, never counted as a lost worker.
     if (error instanceof ProviderError && error.retryable && attempt !== null) {
       return retryBusyProvider(deps, message, attempt, error, node.type, jobEnds(deps, message));
     }
     // A secret that is refused, missing or malformed stays so: the step fails now, naming which.
     if (error instanceof SecretUnavailableError) {
-      return endWithFailure(deps, message, attempt, `${node.type}: ${error.message}`);
+      return endWithFailure(deps, message, attempt, `${node.type}: ${error.message}`, failureReasonOf(error));
     }
     // Run in its predecessor's invocation: not counted; `runInline` sends its message instead.
     if (options.inline) throw error;
@@ -417,7 +463,8 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
     if (failed >= stepExecutionAttempts) {
       // The run fails visibly and the message is done: the DLQ is for messages we cannot process.
       logger.error('step failed on its last execution', { nodeId: message.nodeId, failed, error });
-      return endWithFailure(deps, message, attempt, executionsFailedError(failed));
+      // The last execution's error says why: a node that kept timing out, or code that kept throwing.
+      return endWithFailure(deps, message, attempt, executionsFailedError(failed), failureReasonOf(error));
     }
     // SQS redelivers the message: let that delivery take the step, not drop it as a duplicate.
     await releaseStep(deps, message.jobId, message.nodeId, attempt);

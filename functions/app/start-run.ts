@@ -159,7 +159,11 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
   }
   countRunStarted();
   try {
-    await sendStepMessages(deps, { jobId, workflowId: workflow.workflowId }, rootNodeIds(workflow.canvas));
+    await sendStepMessages(
+      deps,
+      { jobId, workflowId: workflow.workflowId, teamId: key.teamId },
+      rootNodeIds(workflow.canvas),
+    );
   } catch (error) {
     // The run is committed; the dispatcher's sweep re-sends the root steps of runs left queued.
     logger.error('root steps not sent; the sweep will retry', { jobId, error: error as Error });

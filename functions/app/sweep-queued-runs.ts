@@ -2,6 +2,7 @@ import type { Deps } from '../deps.ts';
 import { RunStatus } from '../domain/run-lifecycle.ts';
 import { rootNodeIds } from '../domain/workflow-graph.ts';
 import { logger } from '../observability/logger.ts';
+import { countRunEnded, countStepFailed } from '../observability/metrics.ts';
 import { canvasOf } from '../store/canvases.ts';
 import { MessagesRefusedError } from '../store/queues.ts';
 import {
@@ -48,6 +49,9 @@ const refused = async (deps: Deps, jobId: string, rootId: string, error: Message
   if (refusals === undefined || refusals < maxSweepRefusals) return false;
   const run = await readRunItem(deps, jobId);
   if (run?.status !== RunStatus.queued || !(await failStep(deps, run, rootId, null, unqueuableStepError))) return false;
+  // SQS refused the step's message as it is: ours to look at, whatever the step would have done.
+  countStepFailed('code');
+  countRunEnded('code');
   await queueWebhook(deps, run, RunStatus.failed);
   return true;
 };

@@ -39,8 +39,8 @@ const none = () => ({});
 const routeIds = (answers: (route: Route) => boolean) => routes.filter(answers).map((route) => route.id as RouteId);
 /** The routes a key calls: the key's own errors. */
 const keyedRoutes = routeIds((route) => route.scope !== null);
-/** The routes whose scope lets a key change something: a write may meet contention on every try. */
-const writingRoutes = routeIds((route) => route.scope !== null && !route.scope.endsWith(':read'));
+/** The routes whose function reads or writes the table: any of them may meet contention. */
+const tableRoutes = routeIds((route) => (route.grants.table?.length ?? 0) > 0);
 /** The routes under `path` (itself included), which all read what it names first. */
 const under = (path: string) => routeIds((route) => route.path === path || route.path.startsWith(`${path}/`));
 const runStarts: RouteId[] = ['RunWorkflow', 'RunAgent'];
@@ -505,20 +505,25 @@ export const MonthlyCapUnverifiableError = defineError('MonthlyCapUnverifiableEr
 
 // Contention (functions/store/write.ts)
 
-/** Why a write could not be made after its retries: what DynamoDB kept answering, or a start that kept losing its race. */
-export type StorageContention = 'transactionConflict' | 'throttled' | 'raceLost';
+/**
+ * Why a write could not be made, or a read answered, after its retries: what DynamoDB kept answering
+ * (`unavailable`: its own 5xx, classified on reads only, functions/store/read.ts), or a start that
+ * kept losing its race.
+ */
+export type StorageContention = 'transactionConflict' | 'throttled' | 'unavailable' | 'raceLost';
 
 /**
  * A write met contention on every try (another transaction on its items, throttling, or caps that
- * kept changing under a run start): nothing was written, and the caller may try again shortly.
- * functions/store/write.ts logged it with its cause.
+ * kept changing under a run start), or a read did once the SDK's own retries ran out (throttling,
+ * DynamoDB's 5xx): nothing was written, and the caller may try again shortly.
+ * functions/store/write.ts or functions/store/read.ts logged it with its cause.
  */
 export const StorageBusyError = defineError('StorageBusyError', {
   facts: (contention: StorageContention, tries: number) => ({ contention, tries, retryAfterSeconds: 1 }),
   message: (f) => `storage busy (${f.contention}) after ${f.tries} tries`,
   status: 503,
-  // A file's read writes too: it settles the upload (functions/app/uploads.ts).
-  routes: [...writingRoutes, 'GetFile'],
+  // Every route that reads the table: a read may be throttled too (functions/store/read.ts).
+  routes: tableRoutes,
   schemas: [bodies.StorageBusyErrorSchema],
   body: () => ({ error: messages.storageBusy }),
   retryAfter,

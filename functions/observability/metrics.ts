@@ -1,4 +1,5 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { FailureReason } from '../../platform/alarm-rules.ts';
 import { envNames } from '../../platform/definitions.ts';
 import {
   localStage,
@@ -6,6 +7,7 @@ import {
   metricNames,
   metricsNamespace,
   metricsServiceName,
+  reasonDimension,
 } from '../../platform/metric-names.ts';
 import { logger } from './logger.ts';
 
@@ -71,4 +73,28 @@ const deferredMetric = {
  */
 export const countDeferred = (kind: keyof typeof deferredMetric, n: number) => {
   if (n > 0) metrics.addMetric(deferredMetric[kind], MetricUnit.Count, n);
+};
+
+/**
+ * One failure, counted twice: in the stage's total (service, stage: what the rate alarms divide)
+ * and under its reason (service, stage, reason: six values at most, so six metrics more, published
+ * only in an hour a failure of that reason happens). The second is its own EMF line, written at once.
+ */
+const countFailure = (name: string, reason: FailureReason) => {
+  metrics.addMetric(name, MetricUnit.Count, 1);
+  const byReason = metrics.singleMetric();
+  byReason.addDimension(reasonDimension, reason);
+  byReason.addMetric(name, MetricUnit.Count, 1);
+};
+
+/** A step failed for good (its run fails with it). */
+export const countStepFailed = (reason: FailureReason) => countFailure(metricNames.failedSteps, reason);
+
+/**
+ * A run ended completed (no reason) or failed (its failing step's reason): the failed-run rate is
+ * FailedRuns / RunsEnded. A cancel is the caller's choice and is in neither.
+ */
+export const countRunEnded = (failedFor: FailureReason | undefined) => {
+  metrics.addMetric(metricNames.runsEnded, MetricUnit.Count, 1);
+  if (failedFor) countFailure(metricNames.failedRuns, failedFor);
 };

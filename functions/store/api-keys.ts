@@ -7,6 +7,7 @@ import {
   ApiKeyIdItemSchema,
   type ApiKeyItem,
   ApiKeyItemSchema,
+  itemVersion,
   parseItem,
   type StoredItem,
   storedApiKey,
@@ -59,6 +60,7 @@ export const apiKeyItem = (
     rateLimitPerMinute: input.rateLimitPerMinute ?? undefined,
     hint: created.hint,
     createdAt: created.createdAt,
+    v: itemVersion,
   }) satisfies StoredItem<typeof storedApiKey>;
 
 /** The pointer from a key's public id to the hash its item is stored under (and its team, for operators). */
@@ -68,6 +70,7 @@ export const apiKeyIdItem = (keyId: string, secretHash: string, teamId: string) 
     type: 'ApiKeyId',
     secretHash,
     teamId,
+    v: itemVersion,
   }) satisfies StoredItem<typeof storedApiKeyId>;
 
 /** Creates a key and returns its secret; the secret is never stored and cannot be shown again. */

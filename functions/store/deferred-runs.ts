@@ -16,6 +16,7 @@ import {
   ExpiringDeferredRunSchema,
   type InputFile,
   ItemKeySchema,
+  itemVersion,
   parseItem,
   type StoredItem,
   storedDeferredRun,
@@ -69,6 +70,7 @@ export const deferredRunItem = (
     expiresAt,
     request: input.request,
     ...(input.inputFiles && Object.keys(input.inputFiles).length > 0 ? { inputFiles: input.inputFiles } : {}),
+    v: itemVersion,
   } satisfies StoredItem<typeof storedDeferredRun>;
 };
 

@@ -2,7 +2,14 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
 import { ServiceError } from '../domain/errors.ts';
 import { epochSeconds } from '../domain/retention.ts';
-import { IdempotencyItemSchema, parseItem, type StoredItem, type storedIdempotency, unexpired } from './items.ts';
+import {
+  IdempotencyItemSchema,
+  itemVersion,
+  parseItem,
+  type StoredItem,
+  type storedIdempotency,
+  unexpired,
+} from './items.ts';
 import { idempotencyRecordKey } from './keys.ts';
 
 export interface IdempotentAnswer {
@@ -47,6 +54,7 @@ export const idempotencyPut = (deps: Pick<Deps, 'tableName' | 'now'>, keyId: str
       requestHash: record.requestHash,
       response: record.response,
       ttl: record.expiresAt,
+      v: itemVersion,
     } satisfies StoredItem<typeof storedIdempotency>,
     ConditionExpression: 'attribute_not_exists(PK) OR #ttl <= :nowSeconds',
     ExpressionAttributeNames: { '#ttl': 'ttl' },

@@ -6,7 +6,7 @@
  * in, and a placeholder the two would give different meanings is refused.
  */
 import type { Deps } from '../deps.ts';
-import { type ItemAttributes, type ItemDefinition, isItemAttribute } from './items.ts';
+import { type ItemAttributes, type ItemDefinition, isItemAttribute, itemVersion } from './items.ts';
 
 /** `if_not_exists(attribute, value)`: the stored value stays, else `value` is written. */
 export class IfNotExists<TValue> {
@@ -121,6 +121,14 @@ export const itemUpdate = <TItem extends ItemDefinition>(
     }
   };
   entries('setEntries', (path, value) => set.push(`${path} = ${value}`));
+  // `v` alone is no update: the caller gave nothing to write.
+  const given = set.length + Object.values(update.add ?? {}).filter((value) => value !== undefined).length;
+  if (given === 0 && (update.remove ?? []).length === 0 && Object.keys(update.removeEntries ?? {}).length === 0) {
+    throw new Error('an update that writes nothing');
+  }
+  // Every write leaves the item in the current shape (items.ts, `itemVersion`), an update as a Put.
+  define(values, ':set_v', itemVersion);
+  set.push(`${nameOf('v')} = :set_v`);
   const add = Object.entries(update.add ?? {}).flatMap(([attribute, value]) => {
     if (value === undefined) return [];
     define(values, `:add_${attribute}`, value);
@@ -133,7 +141,6 @@ export const itemUpdate = <TItem extends ItemDefinition>(
     add.length > 0 ? `ADD ${add.join(', ')}` : '',
     remove.length > 0 ? `REMOVE ${remove.join(', ')}` : '',
   ].filter((clause) => clause !== '');
-  if (clauses.length === 0) throw new Error('an update that writes nothing');
   for (const [placeholder, name] of Object.entries(condition?.ExpressionAttributeNames ?? {})) {
     define(names, placeholder, name);
   }

@@ -31,7 +31,12 @@ import { isRecord } from '../is-record.ts';
  */
 export class MalformedItemError extends ServiceError {
   override readonly name = 'MalformedItemError';
-  constructor(where: string, issues: readonly v.BaseIssue<unknown>[]) {
+  /** `issues`: the schema's; or what is wrong, in words (a version this code does not read). */
+  constructor(where: string, issues: readonly v.BaseIssue<unknown>[] | string) {
+    if (typeof issues === 'string') {
+      super(`Malformed item ${where}: ${issues}`);
+      return;
+    }
     const first = issues[0];
     const path = first?.path?.map((item) => String(item.key)).join('.') ?? 'the item';
     const fault = first?.received === 'undefined' ? 'missing' : `expected ${first?.expected ?? 'another shape'}`;
@@ -48,15 +53,20 @@ export const parseItem = <TSchema extends v.GenericSchema>(
   item: Record<string, unknown>,
   key?: { PK: string; SK: string },
 ): v.InferOutput<TSchema> => {
+  const version = itemVersionOf(item);
   const parsed = v.safeParse(schema, item);
-  if (parsed.success) return parsed.output;
+  if (parsed.success && readableItemVersions.includes(version as number)) return parsed.output;
   const where =
     typeof item.PK === 'string' && typeof item.SK === 'string'
       ? `${item.PK}|${item.SK}`
       : key
         ? `${key.PK}|${key.SK}`
         : 'without a key';
-  throw new MalformedItemError(where, parsed.issues);
+  if (!parsed.success) throw new MalformedItemError(where, parsed.issues);
+  throw new MalformedItemError(
+    where,
+    `v ${JSON.stringify(version)} is a shape this code does not read (${readableItemVersions.join(', ')})`,
+  );
 };
 
 /**
@@ -86,6 +96,8 @@ export interface TableAttributes {
   GSI4SK: string;
   type: string;
   ttl: number;
+  /** The shape version the item was written with (`itemVersion`); none on items written before it. */
+  v: number;
 }
 
 const tableAttributes: Record<keyof TableAttributes, true> = {
@@ -101,7 +113,27 @@ const tableAttributes: Record<keyof TableAttributes, true> = {
   GSI4SK: true,
   type: true,
   ttl: true,
+  v: true,
 };
+
+/**
+ * The shape every writer writes (the `v` attribute of each Put's item, set by every update built
+ * by `itemUpdate`). A shape changes by expand, then contract (docs/architecture.md, "Changing
+ * stored items"): first a deploy whose readers accept the next version beside this one (it is
+ * added to `readableItemVersions`) while its writers still write this one; then a deploy that
+ * writes the next (this constant moves); a later one drops the old reader. Each deploy can be
+ * rolled back to the one before it, whose readers accept everything it wrote.
+ */
+export const itemVersion = 1;
+
+/**
+ * The versions this code reads: 0, the items written before versions existed (no `v`, the same
+ * shape as 1), and 1. An item of any other version is a MalformedItemError, never misread.
+ */
+export const readableItemVersions: readonly number[] = [0, 1];
+
+/** The version an item was written with: its `v`, or 0 for an item written before versions. */
+export const itemVersionOf = (item: Record<string, unknown>): unknown => item.v ?? 0;
 
 /** The schema of an item: an object schema, whose entries name the attributes it reads. */
 type ItemSchema = v.ObjectSchema<v.ObjectEntries, v.ErrorMessage<v.ObjectIssue> | undefined>;
@@ -128,7 +160,7 @@ const storedItem = <TSchema extends ItemSchema, const TWrittenOnly extends strin
  */
 export type StoredItem<TItem extends ItemDefinition> = v.InferInput<TItem['schema']> & {
   [attribute in TItem['writtenOnly'][number]]: unknown;
-} & Partial<TableAttributes>;
+} & { v: typeof itemVersion } & Partial<TableAttributes>;
 
 /** Every attribute a writer may give an item, as an update writes some of them (item-update.ts). */
 export type ItemAttributes<TItem extends ItemDefinition> = v.InferInput<TItem['schema']> & {
@@ -488,6 +520,14 @@ export const TeamItemSchema = v.object({
 export type TeamItem = v.InferOutput<typeof TeamItemSchema>;
 export const storedTeam = storedItem(TeamItemSchema, ['teamId', 'name', 'createdAt']);
 
+/**
+ * A team's steps in flight: per step its worker's lease (functions/domain/team-steps.ts), taken
+ * before the step runs and removed after it, whatever its end; a lease that ran out is removed by
+ * the next refused start.
+ */
+export const TeamStepsItemSchema = v.object({ slots: v.record(v.string(), v.string()) });
+export const storedTeamSteps = storedItem(TeamStepsItemSchema);
+
 export const ProjectItemSchema = v.object({
   hardCapHundredths: v.nullish(v.number(), null),
   spentHundredths: counter,
@@ -548,7 +588,7 @@ export const WorkflowLockItemSchema = v.object({ jobId: v.string() });
 export const storedWorkflowLock = storedItem(WorkflowLockItemSchema, ['since']);
 
 /** An entry of the sharded index of runs left queued (GSI1 QUEUEDRUNS#<shard>): a run item's. */
-export const QueuedRunEntrySchema = v.pick(RunItemSchema, ['jobId', 'workflowId', 'status']);
+export const QueuedRunEntrySchema = v.pick(RunItemSchema, ['jobId', 'workflowId', 'status', 'teamId']);
 
 /** A remembered answer to a run start with an Idempotency-Key. */
 export const IdempotencyItemSchema = v.object({

@@ -33,6 +33,12 @@ export const apiKeyIdKey = (keyId: string) => ({ PK: `APIKEYID#${keyId}`, SK: 'A
 export const teamKeysIndex = (teamId: string, keyId: string) => ({ GSI1PK: `TEAM#${teamId}#KEYS`, GSI1SK: keyId });
 export const teamKeysPartition = (teamId: string) => `TEAM#${teamId}#KEYS`;
 
+/**
+ * The steps a team's workers run now (functions/store/team-steps.ts): its own partition, apart from
+ * the team's, as every step start and end of the team writes it.
+ */
+export const teamStepsKey = (teamId: string) => ({ PK: `TEAMSTEPS#${teamId}`, SK: 'INFLIGHT' });
+
 /** One rate counter item per key; attributes are per-window counts. */
 export const rateCounterKey = (keyId: string) => ({ PK: `RATE#${keyId}`, SK: 'RATE' });
 

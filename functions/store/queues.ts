@@ -39,6 +39,15 @@ export const sqsMessageBody = (value: unknown): string =>
   );
 
 /**
+ * The message group of a team's message: on a standard queue it makes the queue a fair queue, whose
+ * tenant is the group (docs/operations.md, "Fair tenants"): when one team's backlog or slow messages
+ * take a disproportionate share of the consumers, SQS delivers the other teams' messages first. A
+ * message that names no team (sent before messages named it) is its own tenant.
+ */
+export const stepMessageGroup = (teamId: string | undefined): { MessageGroupId?: string } =>
+  teamId === undefined ? {} : { MessageGroupId: teamId };
+
+/**
  * SQS refused messages themselves (a batch entry failed by the sender's fault: the body, its size),
  * so sending them again as they are can never succeed. Any other failure may pass on a later try.
  */

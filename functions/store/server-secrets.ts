@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
-import { parseItem, ServerSecretItemSchema, type StoredItem, type storedServerSecret } from './items.ts';
+import { itemVersion, parseItem, ServerSecretItemSchema, type StoredItem, type storedServerSecret } from './items.ts';
 import { cursorSigningKey, fileLinkSigningKey } from './keys.ts';
 import { conditionalWrite } from './write.ts';
 
@@ -21,7 +21,9 @@ const keyOf: Record<ServerSecretName, () => { PK: string; SK: string }> = {
 
 /** A secret's item: the key, base64. */
 export const serverSecretItem = (name: ServerSecretName, secret: Buffer) =>
-  ({ ...keyOf[name](), secret: secret.toString('base64') }) satisfies StoredItem<typeof storedServerSecret>;
+  ({ ...keyOf[name](), secret: secret.toString('base64'), v: itemVersion }) satisfies StoredItem<
+    typeof storedServerSecret
+  >;
 
 /** Per secret and table: one read (or create) per container; a failed one is not kept. */
 const cached = new Map<string, Promise<Buffer>>();

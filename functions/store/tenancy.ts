@@ -4,6 +4,7 @@ import type { Deps } from '../deps.ts';
 import { ServiceError } from '../domain/errors.ts';
 import {
   IdEntrySchema,
+  itemVersion,
   parseItem,
   type StoredItem,
   type storedAgent,
@@ -69,6 +70,7 @@ export const teamItem = (teamId: string, input: NewTeam, createdAt: string) =>
     granted: input.creditsHundredths,
     perStepLimitHundredths: input.perStepLimitHundredths ?? undefined,
     createdAt,
+    v: itemVersion,
   }) satisfies StoredItem<typeof storedTeam>;
 
 export const createTeam = async (deps: Deps, input: NewTeam): Promise<{ teamId: string }> => {
@@ -167,6 +169,7 @@ export const projectItem = (
     hardCapHundredths: input.hardCapHundredths ?? undefined,
     spentHundredths: 0,
     createdAt,
+    v: itemVersion,
   }) satisfies StoredItem<typeof storedProject> & v.InferInput<typeof IdEntrySchema>;
 
 /** Creates an agent in a project of `teamId`; the project must exist in that team. */
@@ -197,4 +200,5 @@ export const agentItem = (
     teamId: input.teamId,
     name: input.name,
     createdAt,
+    v: itemVersion,
   }) satisfies StoredItem<typeof storedAgent> & v.InferInput<typeof IdEntrySchema>;

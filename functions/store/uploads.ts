@@ -17,7 +17,15 @@ import type { UploadContentType } from '../../schemas/files.ts';
 import type { Deps } from '../deps.ts';
 import { epochSeconds } from '../domain/retention.ts';
 import { itemUpdate } from './item-update.ts';
-import { parseItem, type StoredItem, storedUpload, type UploadItem, UploadItemSchema, unexpired } from './items.ts';
+import {
+  itemVersion,
+  parseItem,
+  type StoredItem,
+  storedUpload,
+  type UploadItem,
+  UploadItemSchema,
+  unexpired,
+} from './items.ts';
 import { uploadKey } from './keys.ts';
 import { conditionalWrite } from './write.ts';
 
@@ -36,6 +44,7 @@ export const newUploadItem = (
     state: 'awaiting_upload',
     keyId: owner.keyId,
     ttl: epochSeconds(new Date(file.expiresAt)),
+    v: itemVersion,
   }) satisfies StoredItem<typeof storedUpload>;
 
 /** Stores a declared file; its id is new, so a collision is a bug. */

@@ -9,6 +9,7 @@ import { tableUpdate } from './item-update.ts';
 import {
   AgentItemSchema,
   type IdEntrySchema,
+  itemVersion,
   parseItem,
   type StoredItem,
   storedAgent,
@@ -96,6 +97,7 @@ export const workflowSummaryItem = (workflowId: string, input: NewWorkflowRecord
     stepsCount: input.stepsCount,
     createdAt: now,
     updatedAt: now,
+    v: itemVersion,
   }) satisfies StoredItem<typeof storedWorkflow> & v.InferInput<typeof IdEntrySchema>;
 
 /** A workflow's canvas, apart from its summary: large, and read only by runs. */
@@ -106,6 +108,7 @@ export const canvasItem = (workflowId: string, input: Pick<NewWorkflowRecord, 't
     teamId: input.teamId,
     workflowId,
     canvas: input.canvas,
+    v: itemVersion,
   }) satisfies StoredItem<typeof storedCanvas>;
 
 /** The items of a workflow: its summary and its canvas. */

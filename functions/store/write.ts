@@ -29,9 +29,13 @@ import {
 import type { Deps } from '../deps.ts';
 import { StorageBusyError, type StorageContention } from '../domain/errors.ts';
 import { logger } from '../observability/logger.ts';
+import { contentionOf } from './contention.ts';
 import { type ItemUpdate, tableUpdate, type UpdateCondition } from './item-update.ts';
 import type { ItemAttributes, ItemDefinition } from './items.ts';
 import { type CancellationReason, cancellationReasons, isConditionalCheckFailed, refusedItem } from './refusals.ts';
+
+// Where the classification lives, so the read side (read.ts) carries none of the write helper's code.
+export { contentionOf } from './contention.ts';
 
 export type TransactItems = NonNullable<TransactWriteCommandInput['TransactItems']>;
 
@@ -45,29 +49,6 @@ export interface WriteOptions {
   /** Tries in all (at least 1); `writeRetry.tries` unless told. */
   tries?: number;
 }
-
-/** Names DynamoDB gives throttling: an error's name, or a cancellation reason's code. */
-const throttlingNames = new Set([
-  'ProvisionedThroughputExceededException',
-  'ThrottlingException',
-  'RequestLimitExceeded',
-  'ProvisionedThroughputExceeded',
-  'ThrottlingError',
-]);
-
-/**
- * The contention an error reports, if it is one: the write was refused before any of it applied,
- * so trying it again is safe. Undefined for a failed condition and for any other failure.
- */
-export const contentionOf = (error: unknown): Exclude<StorageContention, 'raceLost'> | undefined => {
-  if (!(error instanceof Error)) return undefined;
-  if (error.name === 'TransactionConflictException') return 'transactionConflict';
-  if (throttlingNames.has(error.name)) return 'throttled';
-  const codes = (cancellationReasons(error) ?? []).map((reason) => reason.Code ?? 'None');
-  if (codes.includes('TransactionConflict')) return 'transactionConflict';
-  if (codes.some((code) => throttlingNames.has(code))) return 'throttled';
-  return undefined;
-};
 
 /** Full jitter: a random wait up to `baseMs` × 2^(try − 1) after try `attempt`. */
 export const backoffMs = (attempt: number, random: () => number = Math.random): number =>

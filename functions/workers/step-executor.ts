@@ -15,6 +15,8 @@ const StepMessageSchema = v.object({
   jobId: v.string(),
   workflowId: v.string(),
   nodeId: v.string(),
+  teamId: v.optional(v.string()), // its run's team; `deferred`: times its cap held it back (app/team-slots.ts)
+  deferred: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
   check: v.optional(v.picklist(['poll', 'look'])), // a look at its provider job (functions/app/provider-job.ts)
   poll: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
 });
@@ -27,10 +29,7 @@ const parseMessage = (record: SQSRecord): StepMessage => {
   }
 };
 
-/** Every record failed is answered, not thrown: a lone step's transient failure is a redelivery, not a Lambda error. */
-const reportFullBatchFailure = { throwOnFullBatchFailure: false };
-
-/** The steps queue's consumer: a step per record (a throw has SQS redeliver it), each logging through its own logger. */
+/** The steps queue's consumer: a step per record, each with its own logger; a failed batch is answered, not thrown. */
 export const makeHandler = (deps: Deps, options: Partial<RunStepOptions> = {}) => {
   const resolved = { stepTimeoutMs: stepNodeTimeoutSeconds * 1000, ...options };
   const runRecord = (context?: TimeLeft) => async (record: SQSRecord) => {
@@ -40,8 +39,9 @@ export const makeHandler = (deps: Deps, options: Partial<RunStepOptions> = {}) =
   };
   return withLambdaContext(async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => {
     try {
-      const processor = new BatchProcessor(EventType.SQS); // one per batch; chains run inline given a context
-      return await processPartialResponse(event, runRecord(context), processor, reportFullBatchFailure);
+      // One per batch. A lone step's transient failure is a redelivery, not a FullBatchFailureError.
+      const processor = new BatchProcessor(EventType.SQS);
+      return await processPartialResponse(event, runRecord(context), processor, { throwOnFullBatchFailure: false });
     } finally {
       metrics.publishStoredMetrics();
     }

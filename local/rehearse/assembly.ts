@@ -109,6 +109,31 @@ const targetOf = (value: unknown): string | undefined => {
   return undefined;
 };
 
+/** Every logical id `value` references (`Ref`, `Fn::GetAtt`), however deep in `Fn::Join` and the like. */
+const referencedIds = (value: unknown): string[] => {
+  const direct = targetOf(value);
+  if (direct !== undefined) return [direct];
+  if (Array.isArray(value)) return value.flatMap(referencedIds);
+  if (typeof value === 'object' && value !== null) return Object.values(value).flatMap(referencedIds);
+  return [];
+};
+
+/**
+ * The function a route's integration, an event source mapping or a rule invokes: named directly,
+ * or through an alias or a version of it (lib/safe-deploys.ts), whose own `FunctionName` names the
+ * function. An alias's name in a mapping is built from the alias's ARN (`<function>:live`).
+ */
+const invokedFunction = (resources: Record<string, TemplateResource>, value: unknown): string | undefined => {
+  for (const id of referencedIds(value)) {
+    const resource = resources[id];
+    if (resource?.Type === 'AWS::Lambda::Function') return id;
+    if (resource?.Type === 'AWS::Lambda::Alias' || resource?.Type === 'AWS::Lambda::Version') {
+      return invokedFunction(resources, resource.Properties?.FunctionName);
+    }
+  }
+  return undefined;
+};
+
 /** `rate(1 minute)`, `rate(5 minutes)`, `rate(1 hour)` in seconds. */
 export const rateSeconds = (expression: string): number => {
   const match = /^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$/.exec(expression);
@@ -180,7 +205,7 @@ export const readAssembly = (dir: string): Assembly => {
         const parts = typeof target === 'string' ? [] : (target['Fn::Join']?.[1] ?? []);
         const integrationId = parts.map(targetOf).find((id) => id !== undefined);
         const integration = integrationId ? integrations.get(integrationId) : undefined;
-        const functionLogicalId = targetOf(integration?.IntegrationUri);
+        const functionLogicalId = invokedFunction(template.Resources, integration?.IntegrationUri);
         if (!integration || !functionLogicalId || integration.IntegrationType !== 'AWS_PROXY') {
           throw new Error(`${stack}: route ${routeKey} has no Lambda proxy integration`);
         }
@@ -192,7 +217,7 @@ export const readAssembly = (dir: string): Assembly => {
           payloadFormatVersion: String(integration.PayloadFormatVersion ?? '1.0'),
         });
       } else if (resource.Type === 'AWS::Lambda::EventSourceMapping' && p.StartingPosition !== undefined) {
-        const functionLogicalId = targetOf(p.FunctionName);
+        const functionLogicalId = invokedFunction(template.Resources, p.FunctionName);
         if (!functionLogicalId) throw new Error(`${stack}: ${logicalId} names no function`);
         const filters = (p.FilterCriteria as { Filters?: { Pattern: string }[] } | undefined)?.Filters ?? [];
         streamMappings.push({
@@ -207,7 +232,7 @@ export const readAssembly = (dir: string): Assembly => {
           enabled: p.Enabled !== false,
         });
       } else if (resource.Type === 'AWS::Lambda::EventSourceMapping') {
-        const functionLogicalId = targetOf(p.FunctionName);
+        const functionLogicalId = invokedFunction(template.Resources, p.FunctionName);
         const queueLogicalId = targetOf(p.EventSourceArn);
         if (!functionLogicalId || !queueLogicalId) throw new Error(`${stack}: ${logicalId} names no function or queue`);
         queueMappings.push({
@@ -225,7 +250,7 @@ export const readAssembly = (dir: string): Assembly => {
       } else if (resource.Type === 'AWS::Events::Rule' && typeof p.ScheduleExpression === 'string') {
         if (p.State === 'DISABLED') continue;
         for (const target of (p.Targets as Record<string, unknown>[] | undefined) ?? []) {
-          const functionLogicalId = targetOf(target.Arn);
+          const functionLogicalId = invokedFunction(template.Resources, target.Arn);
           if (!functionLogicalId) continue;
           schedules.push({
             logicalId,

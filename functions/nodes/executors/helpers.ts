@@ -108,8 +108,9 @@ export const executorDeps = ({ env, providerSecret, onClient }: ExecutorSettings
 export const executorDepsFromEnv = (env: NodeJS.ProcessEnv = process.env): ExecutorDeps => executorDeps({ env });
 
 /** Fails the step with `<NodeType>: <message>`. */
-export const fail = (context: StepContext, message: string): never => {
-  throw new StepFailedError(`${context.node.type}: ${message}`);
+export const fail = (context: StepContext, message: string, cause?: unknown): never => {
+  // The cause (a provider's refusal) is what the failure is counted by (functions/domain/failure-reasons.ts).
+  throw new StepFailedError(`${context.node.type}: ${message}`, cause === undefined ? undefined : { cause });
 };
 
 /** The first value on an input handle, or undefined. */

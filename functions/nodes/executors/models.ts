@@ -112,7 +112,7 @@ const runModel = async (
     return { outputs, model: { provider: route.runsOn, model }, ...(work ? { work } : {}) };
   } catch (error) {
     // A busy provider is asked again later (run-step's retry); any other refusal fails the step now.
-    if (error instanceof ProviderError && !error.retryable) return fail(context, error.message);
+    if (error instanceof ProviderError && !error.retryable) return fail(context, error.message, error);
     throw error;
   }
 };

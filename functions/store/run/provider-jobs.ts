@@ -9,7 +9,7 @@ import type { Deps } from '../../deps.ts';
 import { maxRetryDelaySeconds } from '../../domain/provider-jobs.ts';
 import { parseItem, type StepItem, StepItemSchema, storedStep } from '../items.ts';
 import { stepKey } from '../keys.ts';
-import { sqsMessageBody } from '../queues.ts';
+import { sqsMessageBody, stepMessageGroup } from '../queues.ts';
 import { conditionalUpdate } from '../write.ts';
 import { claimCondition } from './lifecycle-conditions.ts';
 
@@ -106,13 +106,20 @@ export type StepCheck = { check: 'poll'; poll: number } | { check: 'look' };
 /** One step message, sent after `delaySeconds` (at most SQS's 900). */
 export const sendDelayedStepMessage = async (
   deps: Deps,
-  message: { jobId: string; workflowId: string; nodeId: string } & Partial<StepCheck>,
+  message: {
+    jobId: string;
+    workflowId: string;
+    nodeId: string;
+    teamId?: string;
+    deferred?: number;
+  } & Partial<StepCheck>,
   delaySeconds: number,
 ) => {
   await deps.sqs.send(
     new SendMessageCommand({
       QueueUrl: deps.queueUrls.steps,
       MessageBody: sqsMessageBody(message),
+      ...stepMessageGroup(message.teamId),
       DelaySeconds: Math.max(0, Math.min(maxRetryDelaySeconds, Math.round(delaySeconds))),
     }),
   );

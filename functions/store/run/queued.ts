@@ -14,6 +14,8 @@ import { fromCondition, statusValues } from './lifecycle-conditions.ts';
 export interface QueuedRun {
   jobId: string;
   workflowId: string;
+  /** Its team: the group of its re-sent messages. */
+  teamId: string;
   ended: boolean;
 }
 
@@ -34,9 +36,9 @@ export const queuedRunsStartedBefore = async (deps: Deps, before: string): Promi
       },
       (item) => parseItem(QueuedRunEntrySchema, item),
     );
-    for (const { jobId, workflowId, status } of entries) {
+    for (const { jobId, workflowId, teamId, status } of entries) {
       if (status === RunStatus.queued || isEndStatus(status))
-        runs.push({ jobId, workflowId, ended: isEndStatus(status) });
+        runs.push({ jobId, workflowId, teamId, ended: isEndStatus(status) });
     }
   }
   return runs;

@@ -25,6 +25,7 @@ import {
   AgentItemSchema,
   CanvasItemSchema,
   type InputFile,
+  itemVersion,
   KeyMonthItemSchema,
   ProjectItemSchema,
   parseItem,
@@ -61,7 +62,7 @@ import {
 } from '../keys.ts';
 import { type NamedItems, type NamedTransactResult, namedTransactWrite } from '../named-transaction.ts';
 import { queryAll } from '../query.ts';
-import { MessagesRefusedError, sqsMessageBody } from '../queues.ts';
+import { MessagesRefusedError, sqsMessageBody, stepMessageGroup } from '../queues.ts';
 import { stringAttribute } from '../refusals.ts';
 
 export interface RunnableWorkflow {
@@ -165,6 +166,7 @@ export const runItem = (run: NewRun, createdAt: string) =>
     stepsCompleted: 0,
     spendMonth: run.month,
     createdAt,
+    v: itemVersion,
   }) satisfies StoredItem<typeof storedRun>;
 
 /** The start transaction's items, by name (`startRunItems`); a deferred run's move is one of the extra items. */
@@ -192,6 +194,7 @@ export const startRunItems = (deps: Deps, run: NewRun): NamedItems<StartItemName
         Item: {
           ...workflowLockKey(run.workflow.workflowId),
           ...workflowLock(run.jobId, now),
+          v: itemVersion,
         } satisfies StoredItem<typeof storedWorkflowLock>,
         ConditionExpression: 'attribute_not_exists(PK)',
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -311,12 +314,13 @@ export const activeJobOf = async (deps: Deps, workflowId: string): Promise<strin
   return Item && parseItem(WorkflowLockItemSchema, Item).jobId;
 };
 
-/** One message per ready step; SQS batches of ten. */
+/** One message per ready step, in its team's group (`stepMessageGroup`); SQS batches of ten. */
 export const sendStepMessages = async (
   deps: Deps,
-  run: { jobId: string; workflowId: string },
+  run: { jobId: string; workflowId: string; teamId: string | undefined },
   nodeIds: readonly string[],
 ) => {
+  const { jobId, workflowId, teamId } = run;
   for (let i = 0; i < nodeIds.length; i += 10) {
     const chunk = nodeIds.slice(i, i + 10);
     const { Failed } = await deps.sqs.send(
@@ -324,7 +328,8 @@ export const sendStepMessages = async (
         QueueUrl: deps.queueUrls.steps,
         Entries: chunk.map((nodeId, index) => ({
           Id: String(index),
-          MessageBody: sqsMessageBody({ jobId: run.jobId, workflowId: run.workflowId, nodeId }),
+          MessageBody: sqsMessageBody({ jobId, workflowId, nodeId, ...(teamId !== undefined && { teamId }) }),
+          ...stepMessageGroup(teamId),
         })),
       }),
     );

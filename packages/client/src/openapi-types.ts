@@ -2102,6 +2102,16 @@ export interface operations {
           'application/json': components['schemas']['RateLimitExceededError'];
         };
       };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
     };
   };
   CreateWorkflow: {
@@ -2207,7 +2217,7 @@ export interface operations {
           'application/json': components['schemas']['ServerError'];
         };
       };
-      /** @description The service is busy (a write met a conflicting one or throttling on every try); nothing was written. Try again after `Retry-After` seconds. */
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
       503: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
@@ -2362,7 +2372,7 @@ export interface operations {
           'application/json': components['schemas']['ServerError'];
         };
       };
-      /** @description The key has a monthly cap that could not be checked (the run is refused rather than started unmetered), or: The service is busy (a write met a conflicting one or throttling on every try); nothing was written. Try again after `Retry-After` seconds. */
+      /** @description The key has a monthly cap that could not be checked (the run is refused rather than started unmetered), or: The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
       503: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
@@ -2521,7 +2531,7 @@ export interface operations {
           'application/json': components['schemas']['ServerError'];
         };
       };
-      /** @description The key has a monthly cap that could not be checked (the run is refused rather than started unmetered), or: The service is busy (a write met a conflicting one or throttling on every try); nothing was written. Try again after `Retry-After` seconds. */
+      /** @description The key has a monthly cap that could not be checked (the run is refused rather than started unmetered), or: The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
       503: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
@@ -2599,6 +2609,16 @@ export interface operations {
           'application/json': components['schemas']['RateLimitExceededError'];
         };
       };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
     };
   };
   ListDeferredRuns: {
@@ -2665,6 +2685,16 @@ export interface operations {
           'application/json': components['schemas']['RateLimitExceededError'];
         };
       };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
     };
   };
   GetRun: {
@@ -2723,6 +2753,16 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
         };
       };
     };
@@ -2803,7 +2843,7 @@ export interface operations {
           'application/json': components['schemas']['ServerError'];
         };
       };
-      /** @description The service is busy (a write met a conflicting one or throttling on every try); nothing was written. Try again after `Retry-After` seconds. */
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
       503: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
@@ -2871,6 +2911,16 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
         };
       };
     };
@@ -2951,7 +3001,7 @@ export interface operations {
           'application/json': components['schemas']['ServerError'];
         };
       };
-      /** @description The service is busy (a write met a conflicting one or throttling on every try); nothing was written. Try again after `Retry-After` seconds. */
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
       503: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
@@ -3019,6 +3069,16 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
         };
       };
     };
@@ -3099,7 +3159,7 @@ export interface operations {
           'application/json': components['schemas']['ServerError'];
         };
       };
-      /** @description The service is busy (a write met a conflicting one or throttling on every try); nothing was written. Try again after `Retry-After` seconds. */
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
       503: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
@@ -3197,7 +3257,7 @@ export interface operations {
           'application/json': components['schemas']['ServerError'];
         };
       };
-      /** @description The service is busy (a write met a conflicting one or throttling on every try); nothing was written. Try again after `Retry-After` seconds. */
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
       503: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
@@ -3276,7 +3336,7 @@ export interface operations {
           'application/json': components['schemas']['ServerError'];
         };
       };
-      /** @description The service is busy (a write met a conflicting one or throttling on every try); nothing was written. Try again after `Retry-After` seconds. */
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
       503: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
@@ -3321,6 +3381,16 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['FileLinkNotFoundError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
         };
       };
     };
@@ -3384,6 +3454,16 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['ServerError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
         };
       };
     };

@@ -1,0 +1,269 @@
+import { CfnOutput, Duration, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import { Certificate, CertificateValidation, type ICertificate } from 'aws-cdk-lib/aws-certificatemanager';
+import {
+  AllowedMethods,
+  CachedMethods,
+  CachePolicy,
+  CacheQueryStringBehavior,
+  Distribution,
+  HttpVersion,
+  OriginProtocolPolicy,
+  OriginRequestPolicy,
+  OriginSslPolicy,
+  PriceClass,
+  SecurityPolicyProtocol,
+  ViewerProtocolPolicy,
+} from 'aws-cdk-lib/aws-cloudfront';
+import { HttpOrigin } from 'aws-cdk-lib/aws-cloudfront-origins';
+import { AaaaRecord, ARecord, HostedZone, RecordTarget } from 'aws-cdk-lib/aws-route53';
+import { CloudFrontTarget } from 'aws-cdk-lib/aws-route53-targets';
+import { CfnWebACL } from 'aws-cdk-lib/aws-wafv2';
+import type { Construct } from 'constructs';
+import {
+  anonymousPathPrefixes,
+  edgeCachedPaths,
+  greaterThanPattern,
+  largestBodyBytes,
+  pathPrefixOf,
+  payloadTooLargeBody,
+  rateLimitedBody,
+  unboundedBodyRouteIds,
+} from '../platform/edge.ts';
+import { routes } from '../platform/routes.ts';
+import type { DomainConfig, EdgeConfig } from './edge-config.ts';
+
+/** CloudFront and its web ACL live in us-east-1, whatever the stage's region. */
+export const edgeRegion = 'us-east-1';
+
+/**
+ * The core rule set's rules that inspect the body, counted instead of blocking. Our bodies are
+ * JSON data: workflow definitions up to 256 KiB (SizeRestrictions_BODY blocks above 8 KB), prompts
+ * and PythonSandbox code that may well contain HTML, `../` or URLs, none of which the service
+ * renders, opens or fetches as such (webhook and file URLs pass its own address guard). Counted,
+ * they still show in the web ACL's metrics.
+ */
+export const countedCommonRules = [
+  'SizeRestrictions_BODY',
+  'CrossSiteScripting_BODY',
+  'GenericLFI_BODY',
+  'GenericRFI_BODY',
+  'EC2MetaDataSSRF_BODY',
+] as const;
+
+/** Seconds a caller the rate rules block is told to wait: the rules' evaluation window. */
+const rateWindowSeconds = 60;
+
+export interface EdgeStackProps extends StackProps {
+  edge: EdgeConfig & { domain: DomainConfig };
+}
+
+/**
+ * The stage's edge, in us-east-1 (CloudFront's certificates and CLOUDFRONT-scope web ACLs exist
+ * only there): a web ACL, a distribution answering the public name in front of the API's own
+ * custom domain (`origin.<name>`, made by the API stack, so nothing crosses regions but that name,
+ * which both stacks read from the configuration), and the public name's alias records. Only the
+ * docs assets and the OpenAPI document are cached, as long as the function's Cache-Control says.
+ */
+export class EdgeStack extends Stack {
+  readonly distribution: Distribution;
+  readonly webAcl: CfnWebACL;
+
+  constructor(scope: Construct, id: string, props: EdgeStackProps) {
+    super(scope, id, props);
+    const { edge } = props;
+    const { domain } = edge;
+    const zone = HostedZone.fromHostedZoneAttributes(this, 'Zone', {
+      hostedZoneId: domain.hostedZoneId,
+      zoneName: domain.hostedZoneName,
+    });
+    const certificate: ICertificate = domain.edgeCertificateArn
+      ? Certificate.fromCertificateArn(this, 'Certificate', domain.edgeCertificateArn)
+      : new Certificate(this, 'Certificate', {
+          domainName: domain.name,
+          validation: CertificateValidation.fromDns(zone),
+        });
+
+    this.webAcl = new CfnWebACL(this, 'WebAcl', {
+      scope: 'CLOUDFRONT',
+      defaultAction: { allow: {} },
+      visibilityConfig: metrics(`${this.stackName}-web-acl`),
+      customResponseBodies: {
+        PayloadTooLarge: { contentType: 'APPLICATION_JSON', content: payloadTooLargeBody(largestBodyBytes) },
+        RateLimited: { contentType: 'APPLICATION_JSON', content: rateLimitedBody },
+      },
+      rules: webAclRules(edge),
+    });
+
+    const origin = new HttpOrigin(domain.apiDomainName, {
+      protocolPolicy: OriginProtocolPolicy.HTTPS_ONLY,
+      originSslProtocols: [OriginSslPolicy.TLS_V1_2],
+    });
+    // Honours the function's Cache-Control (no header: not kept); `v` names the docs asset's
+    // version; CloudFront normalizes Accept-Encoding into the key and forwards it.
+    const honourOrigin = new CachePolicy(this, 'HonourOriginCachePolicy', {
+      comment: 'Workflow Run API docs assets and OpenAPI document: as long as the function says',
+      defaultTtl: Duration.seconds(0),
+      minTtl: Duration.seconds(0),
+      maxTtl: Duration.days(365),
+      queryStringBehavior: CacheQueryStringBehavior.allowList('v'),
+      enableAcceptEncodingGzip: true,
+      enableAcceptEncodingBrotli: true,
+    });
+    const cached = {
+      origin,
+      viewerProtocolPolicy: ViewerProtocolPolicy.HTTPS_ONLY,
+      allowedMethods: AllowedMethods.ALLOW_GET_HEAD,
+      cachedMethods: CachedMethods.CACHE_GET_HEAD,
+      cachePolicy: honourOrigin,
+    };
+    this.distribution = new Distribution(this, 'Distribution', {
+      comment: `Workflow Run API: ${domain.name}`,
+      domainNames: [domain.name],
+      certificate,
+      minimumProtocolVersion: SecurityPolicyProtocol.TLS_V1_2_2021,
+      httpVersion: HttpVersion.HTTP2_AND_3,
+      // North America and Europe edges: the cheapest class; callers elsewhere reach the nearest of them.
+      priceClass: PriceClass.PRICE_CLASS_100,
+      webAclId: this.webAcl.attrArn,
+      defaultBehavior: {
+        origin,
+        // Callers are servers: a plain-HTTP request is refused (403), never redirected with its key.
+        viewerProtocolPolicy: ViewerProtocolPolicy.HTTPS_ONLY,
+        allowedMethods: AllowedMethods.ALLOW_ALL,
+        // Nothing keyed is cached. With caching disabled, AllViewerExceptHostHeader forwards every
+        // header (Authorization, Idempotency-Key, Content-Type, ...), cookie and query string, and
+        // lets CloudFront set Host to the origin's name, which the API's custom domain answers
+        // (docs/decisions.md, "The edge").
+        cachePolicy: CachePolicy.CACHING_DISABLED,
+        originRequestPolicy: OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER,
+      },
+      additionalBehaviors: Object.fromEntries(edgeCachedPaths.map((path) => [path, cached])),
+    });
+    Validations.of(this.distribution).acknowledge(
+      {
+        id: 'AwsSolutions-CFR1',
+        reason:
+          'No geo restriction: the API serves its customers wherever they are; abuse is bounded per IP by the web ACL ' +
+          'and per route by the HTTP API throttles.',
+      },
+      {
+        id: 'AwsSolutions-CFR3',
+        reason:
+          "No CloudFront access log: every request that reaches the API is in the HTTP API's access log, and what the " +
+          "web ACL blocks is in its metrics and sampled requests; a log bucket would add cost and a second copy of callers' addresses.",
+      },
+    );
+
+    const target = RecordTarget.fromAlias(new CloudFrontTarget(this.distribution));
+    new ARecord(this, 'AliasA', { zone, recordName: domain.name, target });
+    new AaaaRecord(this, 'AliasAAAA', { zone, recordName: domain.name, target });
+
+    new CfnOutput(this, 'PublicUrl', { value: `https://${domain.name}` });
+    new CfnOutput(this, 'DistributionDomainName', { value: this.distribution.distributionDomainName });
+    new CfnOutput(this, 'WebAclArn', { value: this.webAcl.attrArn });
+  }
+}
+
+const metrics = (metricName: string): CfnWebACL.VisibilityConfigProperty => ({
+  cloudWatchMetricsEnabled: true,
+  metricName,
+  sampledRequestsEnabled: true,
+});
+
+const startsWith = (prefix: string): CfnWebACL.StatementProperty => ({
+  byteMatchStatement: {
+    fieldToMatch: { uriPath: {} },
+    positionalConstraint: 'STARTS_WITH',
+    searchString: prefix,
+    textTransformations: [{ priority: 0, type: 'NONE' }],
+  },
+});
+
+const rateLimited = (): CfnWebACL.RuleActionProperty => ({
+  block: {
+    customResponse: {
+      responseCode: 429,
+      customResponseBodyKey: 'RateLimited',
+      responseHeaders: [{ name: 'retry-after', value: String(rateWindowSeconds) }],
+    },
+  },
+});
+
+/** The web ACL's rules, in the order WAF evaluates them. */
+const webAclRules = (edge: EdgeConfig): CfnWebACL.RuleProperty[] => {
+  // A prefix another one covers is dropped (`/docs` covers `/docs/assets/`).
+  const prefixes = anonymousPathPrefixes(routes).filter(
+    (prefix, _, all) => !all.some((other) => other !== prefix && prefix.startsWith(other)),
+  );
+  const anonymousPaths: CfnWebACL.StatementProperty =
+    prefixes.length === 1 ? startsWith(prefixes[0]!) : { orStatement: { statements: prefixes.map(startsWith) } };
+  const unbounded = routes.filter((route) => unboundedBodyRouteIds.includes(route.id)).map(pathPrefixOf);
+  const unboundedPaths: CfnWebACL.StatementProperty =
+    unbounded.length === 1 ? startsWith(unbounded[0]!) : { orStatement: { statements: unbounded.map(startsWith) } };
+  return [
+    {
+      // First, so a body no route accepts gets the service's 413, not another rule's answer. WAF
+      // compares the header as text: the pattern spells "above largestBodyBytes" digit by digit.
+      // Not on the provider webhooks, whose bodies are the providers' (platform/edge.ts).
+      name: 'BodyTooLarge',
+      priority: 0,
+      action: { block: { customResponse: { responseCode: 413, customResponseBodyKey: 'PayloadTooLarge' } } },
+      statement: {
+        andStatement: {
+          statements: [
+            {
+              regexMatchStatement: {
+                // singleHeader is untyped JSON in the L1: its key is written as CloudFormation spells it.
+                fieldToMatch: { singleHeader: { Name: 'content-length' } },
+                regexString: greaterThanPattern(largestBodyBytes),
+                textTransformations: [{ priority: 0, type: 'NONE' }],
+              },
+            },
+            { notStatement: { statement: unboundedPaths } },
+          ],
+        },
+      },
+      visibilityConfig: metrics('BodyTooLarge'),
+    },
+    {
+      name: 'AnonymousRoutesPerIp',
+      priority: 1,
+      action: rateLimited(),
+      statement: {
+        rateBasedStatement: {
+          limit: edge.perIpPerMinute.anonymous,
+          evaluationWindowSec: rateWindowSeconds,
+          aggregateKeyType: 'IP',
+          scopeDownStatement: anonymousPaths,
+        },
+      },
+      visibilityConfig: metrics('AnonymousRoutesPerIp'),
+    },
+    {
+      name: 'AllRoutesPerIp',
+      priority: 2,
+      action: rateLimited(),
+      statement: {
+        rateBasedStatement: {
+          limit: edge.perIpPerMinute.all,
+          evaluationWindowSec: rateWindowSeconds,
+          aggregateKeyType: 'IP',
+        },
+      },
+      visibilityConfig: metrics('AllRoutesPerIp'),
+    },
+    {
+      name: 'AWSManagedRulesCommonRuleSet',
+      priority: 3,
+      overrideAction: { none: {} },
+      statement: {
+        managedRuleGroupStatement: {
+          vendorName: 'AWS',
+          name: 'AWSManagedRulesCommonRuleSet',
+          ruleActionOverrides: countedCommonRules.map((name) => ({ name, actionToUse: { count: {} } })),
+        },
+      },
+      visibilityConfig: metrics('AWSManagedRulesCommonRuleSet'),
+    },
+  ];
+};
