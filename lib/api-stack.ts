@@ -23,6 +23,7 @@ import { accessLogFields, basePath, type Route, routes } from '../platform/route
 import { ApiDomain } from './api-domain.ts';
 import { Grants } from './grants.ts';
 import { IsolatedNetwork } from './isolated-network.ts';
+import { LogQueries } from './log-queries.ts';
 import { Observability } from './observability.ts';
 import { applyRouteThrottles } from './route-throttles.ts';
 import { SafeDeploys } from './safe-deploys.ts';
@@ -324,6 +325,9 @@ export class ApiStack extends Stack {
       accessLogs,
       otherAlarms: [...safeDeploys.deploys.values()].flatMap((deploy) => (deploy.alarm ? [deploy.alarm] : [])),
     });
+
+    // Saved Logs Insights queries: a run's trail, and failed runs by reason (docs/operations.md, "Runbooks").
+    new LogQueries(this, 'LogQueries', { functions: functionById });
 
     new CfnOutput(this, 'ApiUrl', { value: this.apiUrl });
   }

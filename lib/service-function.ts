@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import { type ISecurityGroup, type IVpc, SubnetType } from 'aws-cdk-lib/aws-ec2';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, RecursiveLoop, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
@@ -7,6 +7,7 @@ import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { functionMemoryMb } from '../platform/definitions.ts';
+import { functionLogGroupName } from '../platform/log-queries.ts';
 import { besideFileCopies, bundlingOptions } from './bundling.ts';
 
 /** The repository root: every `entry` in the route and worker tables is relative to it. */
@@ -77,6 +78,8 @@ export class ServiceFunction extends Construct {
     const tracing = props.tracing ?? false;
 
     const logGroup = new LogGroup(this, 'Logs', {
+      // Named, so an operator's query (`npm run admin -- run show`) knows the stage's groups offline.
+      logGroupName: functionLogGroupName(Stack.of(this).stackName, id),
       retention: props.logRetentionDays,
       removalPolicy: props.keepLogs ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
     });

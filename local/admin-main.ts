@@ -2,7 +2,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { dynamoDbClient } from '../functions/clients/dynamodb.ts';
 import { type Deps, productionDeps } from '../functions/deps.ts';
 import { refusingSecrets } from '../functions/store/secret-refs.ts';
-import { stageDefaults, stageNames } from '../lib/stages.ts';
+import { defaultStackPrefix, stackNames, stageDefaults, stageNames } from '../lib/stages.ts';
 import { envNames } from '../platform/definitions.ts';
 import { connectionSecretPrefixOf } from '../platform/secret-refs.ts';
 import { runAdmin, runEventsTail } from './admin.ts';
@@ -10,6 +10,7 @@ import { localAwsConfig, startDynamoDb } from './emulators.ts';
 import { operatorEventsFile } from './eventbridge-emulator.ts';
 import { localDeps, tableOnlyDeps } from './local-deps.ts';
 import { provisionTables } from './provision.ts';
+import type { LogPlace } from './run-show.ts';
 import { dynamoDbDataDir, localPrefix, readRunningStack, stateDir } from './state.ts';
 
 /**
@@ -32,6 +33,7 @@ const main = async () => {
   }
   let deps: Deps;
   let cleanup = async () => {};
+  let logs: LogPlace = { kind: 'local' };
   if (process.env[envNames.table]) {
     // A deployed table: connection references must be ones a deployed stage reads (never env:),
     // under SERVICE_STAGE's connection prefix when it is set.
@@ -42,6 +44,11 @@ const main = async () => {
     // stage's retention (prod: 365 days), unless RETENTION_DAYS gives the one the stage deployed.
     const stageName = stageNames.find((name) => name === stage);
     if (stageName && !process.env[envNames.retentionDays]) deps.retentionDays = stageDefaults[stageName].retentionDays;
+    // `run show` names the stage's log groups: its API stack's (STACK_PREFIX as deployed with -c stackPrefix).
+    const stackPrefix = process.env.STACK_PREFIX || defaultStackPrefix;
+    logs = stageName
+      ? { kind: 'stage', apiStackName: stackNames({ stackPrefix, stage: stageName }).api }
+      : { kind: 'unknown' };
   } else {
     const running = readRunningStack();
     if (running) {
@@ -56,7 +63,7 @@ const main = async () => {
     }
   }
   try {
-    const { exitCode, output } = await runAdmin(process.argv.slice(2), deps);
+    const { exitCode, output } = await runAdmin(process.argv.slice(2), deps, { logs });
     (exitCode === 0 ? process.stdout : process.stderr).write(`${output}\n`);
     process.exitCode = exitCode;
   } finally {

@@ -22,6 +22,7 @@ import {
 } from '../functions/store/tenancy.ts';
 import { activateWorkflow, setWorkflowStatus } from '../functions/store/workflows.ts';
 import { allScopes, type Scope } from '../platform/routes.ts';
+import { type LogPlace, showRun } from './run-show.ts';
 
 /**
  * The operators' CLI: the "app" side of the spec that the API does not cover (teams, credits,
@@ -53,6 +54,8 @@ const usage = `Usage: npm run admin -- <command> [flags] [--json]
   connection list --team T
   dispatch                          run one deferred-run dispatcher tick now; prints what it moved
   deferred list --team T            waiting deferred runs with their multiplier and expiry
+  run show <jobId>                  the run, its steps, provider jobs and webhook delivery, and the
+                                    Logs Insights query of its trail with the stage's log groups
   events tail [--follow] [--type T1,T2] [--lines N]
                                     the last N (20) operator events of the local stack
                                     (.local/events.jsonl), one a line; --follow waits for more;
@@ -138,8 +141,8 @@ const balanceView = (team: TeamItem) => {
   };
 };
 
-/** Runs one command; returns what to print and the exit code instead of exiting. */
-export const runAdmin = async (argv: string[], deps: Deps): Promise<AdminResult> => {
+/** Runs one command; returns what to print and the exit code instead of exiting. `logs`: where the stage's log lines are (`run show`). */
+export const runAdmin = async (argv: string[], deps: Deps, options: { logs?: LogPlace } = {}): Promise<AdminResult> => {
   let flags: Flags;
   let positionals: string[];
   try {
@@ -151,7 +154,10 @@ export const runAdmin = async (argv: string[], deps: Deps): Promise<AdminResult>
   }
   const command = positionals.join(' ');
   try {
-    const result = await dispatch(command, flags, deps);
+    const result =
+      positionals[0] === 'run' && positionals[1] === 'show'
+        ? await runShow(positionals.slice(2), deps, options.logs ?? { kind: 'unknown' })
+        : await dispatch(command, flags, deps);
     const output = flags.json
       ? JSON.stringify(result, null, 2)
       : Object.entries(result)
@@ -160,12 +166,25 @@ export const runAdmin = async (argv: string[], deps: Deps): Promise<AdminResult>
     return { exitCode: 0, output };
   } catch (error) {
     if (error instanceof UsageError) return { exitCode: 2, output: `${error.message}\n\n${usage}` };
-    if (error instanceof TenancyNotFoundError) return { exitCode: 1, output: error.message };
+    if (error instanceof TenancyNotFoundError || error instanceof RunNotFoundError)
+      return { exitCode: 1, output: error.message };
     // Contention on every try (functions/store/write.ts): the write did not happen; run it again.
     if (error instanceof StorageBusyError)
       return { exitCode: 1, output: `DynamoDB is busy (${error.contention}); nothing was written, try again` };
     throw error;
   }
+};
+
+class RunNotFoundError extends Error {
+  override readonly name = 'RunNotFoundError';
+}
+
+const runShow = async (args: string[], deps: Deps, logs: LogPlace) => {
+  const [jobId, ...extra] = args;
+  if (!jobId || extra.length > 0) throw new UsageError('run show takes one jobId');
+  const shown = await showRun(deps, jobId, logs);
+  if (!shown) throw new RunNotFoundError(`No run ${jobId} (or it expired)`);
+  return shown;
 };
 
 const dispatch = async (command: string, flags: Flags, deps: Deps): Promise<Record<string, unknown>> => {

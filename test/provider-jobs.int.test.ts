@@ -10,6 +10,7 @@ import { jobDeadlineMinutes } from '../functions/domain/provider-jobs.ts';
 import { readPngMark } from '../functions/nodes/media/marks.ts';
 import { encodePng, makeImage } from '../functions/nodes/media/png.ts';
 import { makeHandler } from '../functions/workers/step-executor.ts';
+import { runAdmin } from '../local/admin.ts';
 import { invokedAs } from '../local/invocation.ts';
 import { postWebhook, startFileServer } from './stand-ins/http.ts';
 import { type ReplicateStandIn, startReplicateStandIn } from './stand-ins/replicate.ts';
@@ -99,6 +100,12 @@ describe('a model step on Replicate: a job that holds no Lambda', { timeout: 120
     expect(prediction.input).toMatchObject({ prompt: 'a lighthouse at dusk', output_format: 'png' });
     const waiting = await runOf(team.key, jobId);
     expect(waiting.status).toBe('processing');
+    // The operators' view of the run while its job waits (npm run admin -- run show): the job, not its token.
+    const shown = await runAdmin(['run', 'show', jobId, '--json'], stack.deps);
+    expect(JSON.parse(shown.output).providerJobs).toEqual([
+      expect.objectContaining({ nodeId: 'image', provider: 'replicate', providerJobId: prediction.id, claim: 1 }),
+    ]);
+    expect(shown.output).not.toMatch(/tokenHash|r8_provider/);
     // Far longer than the old 25 s node timeout: nothing waits meanwhile (no invocation, no message but the
     // job's first poll, delayed about 5 s, which a slow machine may already see).
     expect((await takeStepMessages(stack.deps)).filter((m) => !('check' in m && m.check === 'poll'))).toEqual([]);

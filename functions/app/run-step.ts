@@ -23,7 +23,7 @@ import type { NodeSpec } from '../nodes/catalogue/node-spec.ts';
 import type { ModelUse, StepContext, StoredFile } from '../nodes/executors/types.ts';
 import { type NodeExecutor, StepFailedError } from '../nodes/executors/types.ts';
 import { ProviderError } from '../nodes/providers/types.ts';
-import { logger } from '../observability/logger.ts';
+import { logger, withRecordKeys } from '../observability/logger.ts';
 import { addCreditsCharged, countRunEnded, countStepCompleted, countStepFailed } from '../observability/metrics.ts';
 import { getConnections, resolveConnection } from '../store/connections.ts';
 import { presignTeamFile, putRunFile, readTeamFile } from '../store/files.ts';
@@ -141,7 +141,8 @@ const runInline = async (deps: Deps, message: StepMessage, options: RunStepOptio
     return sendSteps(deps, message, [message.nodeId]);
   }
   try {
-    await runStep(deps, message, { ...options, inline: true });
+    // Its lines carry its own nodeId, not its predecessor's.
+    await withRecordKeys({ nodeId: message.nodeId }, () => runStep(deps, message, { ...options, inline: true }));
   } catch (error) {
     logger.warn("step run in its predecessor's invocation failed; sent to the queue", {
       nodeId: message.nodeId,
@@ -239,6 +240,8 @@ const endWithFailure = async (
     if (await failStep(deps, run, message.nodeId, attempt, error)) {
       countStepFailed(reason);
       countRunEnded(reason);
+      // The run's trail and the failed-runs-by-reason query (lib/log-queries.ts) read this line.
+      logger.warn('run failed', { nodeId: message.nodeId, reason, error });
       await queueWebhook(deps, run, RunStatus.failed);
       return;
     }

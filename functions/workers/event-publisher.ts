@@ -5,16 +5,15 @@ import {
   publishStreamRecords,
 } from '../app/publish-operator-events.ts';
 import { eventBridgeClient } from '../clients/eventbridge.ts';
-import { logger } from '../observability/logger.ts';
+import { logger, withLambdaContext } from '../observability/logger.ts';
 
 /**
  * The table stream's consumer (only the changes `operatorEventsStream`'s filters pass): puts each
  * run lifecycle event on the operator event bus. What the bus refused is reported as batch item
  * failures, so the stream delivers it again; after the mapping's retries, the DLQ and its alarm.
  */
-export const makeHandler =
-  (deps: OperatorEventsDeps) =>
-  async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
+export const makeHandler = (deps: OperatorEventsDeps) =>
+  withLambdaContext(async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
     const report = await publishStreamRecords(deps, event.Records);
     if (report.failed.length > 0) {
       logger.warn('operator events not put; the stream delivers them again', {
@@ -24,6 +23,6 @@ export const makeHandler =
       });
     }
     return { batchItemFailures: report.failed.map((itemIdentifier) => ({ itemIdentifier })) };
-  };
+  });
 
 export const handler = makeHandler(operatorEventsDepsFromEnv()(eventBridgeClient()));

@@ -8,7 +8,7 @@ import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { s3Client } from '../clients/s3.ts';
 import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
-import { logger } from '../observability/logger.ts';
+import { logger, withLambdaContext, withRecordKeys } from '../observability/logger.ts';
 import { metrics } from '../observability/metrics.ts';
 
 const StepMessageSchema = v.object({
@@ -17,8 +17,7 @@ const StepMessageSchema = v.object({
   nodeId: v.string(),
   teamId: v.optional(v.string()), // its run's team; `deferred`: times its cap held it back (app/team-slots.ts)
   deferred: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
-  // A look at the step's job at its provider (functions/app/provider-job.ts).
-  check: v.optional(v.picklist(['poll', 'look'])),
+  check: v.optional(v.picklist(['poll', 'look'])), // a look at its provider job (functions/app/provider-job.ts)
   poll: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
 });
 const parseMessage = (record: SQSRecord): StepMessage => {
@@ -30,22 +29,23 @@ const parseMessage = (record: SQSRecord): StepMessage => {
   }
 };
 
-/** The steps queue's consumer: a step per record (`runStep`; a throw has SQS redeliver it), chains inline given a context. */
+/** The steps queue's consumer: a step per record, each with its own logger; a failed batch is answered, not thrown. */
 export const makeHandler = (deps: Deps, options: Partial<RunStepOptions> = {}) => {
   const resolved = { stepTimeoutMs: stepNodeTimeoutSeconds * 1000, ...options };
   const runRecord = (context?: TimeLeft) => async (record: SQSRecord) => {
     const message = parseMessage(record);
-    logger.appendKeys({ jobId: message.jobId });
-    await runStep(deps, message, withTimeLeft(resolved, context));
+    const keys = { jobId: message.jobId, nodeId: message.nodeId, messageId: record.messageId };
+    await withRecordKeys(keys, () => runStep(deps, message, withTimeLeft(resolved, context)));
   };
-  return async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => {
+  return withLambdaContext(async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => {
     try {
-      return await processPartialResponse(event, runRecord(context), new BatchProcessor(EventType.SQS)); // one per batch
+      // One per batch. A lone step's transient failure is a redelivery, not a FullBatchFailureError.
+      const processor = new BatchProcessor(EventType.SQS);
+      return await processPartialResponse(event, runRecord(context), processor, { throwOnFullBatchFailure: false });
     } finally {
       metrics.publishStoredMetrics();
-      logger.resetKeys();
     }
-  };
+  });
 };
 
 export const handler = makeHandler(

@@ -11,6 +11,7 @@ import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { allowLoopbackFromEnv } from '../http-client/guarded-fetch.ts';
+import { withLambdaContext, withRecordKeys } from '../observability/logger.ts';
 import { metrics } from '../observability/metrics.ts';
 
 /** Local development: ALLOW_PRIVATE_CALLBACKS=1 permits loopback receivers; WEBHOOK_CA_FILE trusts their CA. */
@@ -26,14 +27,25 @@ export const deliveryOf = (record: SQSRecord): WebhookDelivery => webhookDeliver
 
 /** The webhooks queue's consumer: a receiver's failure is recorded, only our own errors throw. */
 export const makeHandler = (deps: Deps, options: WebhookOptions = webhookOptionsFromEnv()) => {
-  const deliver = (record: SQSRecord) => deliverWebhook(deps, deliveryOf(record), options);
-  return async (event: SQSEvent): Promise<SQSBatchResponse> => {
+  // Each record logs through its own child logger: records of a batch are delivered in parallel.
+  const deliver = async (record: SQSRecord) => {
+    const delivery = deliveryOf(record);
+    const { jobId, event, attempt } = delivery;
+    await withRecordKeys({ jobId, webhookEvent: event, attempt: attempt ?? 1, messageId: record.messageId }, () =>
+      deliverWebhook(deps, delivery, options),
+    );
+  };
+  return withLambdaContext(async (event: SQSEvent): Promise<SQSBatchResponse> => {
     try {
-      return await processPartialResponse(event, deliver, new BatchProcessor(EventType.SQS));
+      // A batch whose every record failed is reported as such, not thrown: one delivery's transient
+      // failure of our own (a throttled write) is a redelivery, not a Lambda error.
+      return await processPartialResponse(event, deliver, new BatchProcessor(EventType.SQS), {
+        throwOnFullBatchFailure: false,
+      });
     } finally {
       metrics.publishStoredMetrics();
     }
-  };
+  });
 };
 
 export const handler = makeHandler(productionDeps({ ...dynamoDbClient(), ...sqsClient() }));
