@@ -6,6 +6,7 @@ import type { Deps } from '../functions/deps.ts';
 import { toHundredths } from '../functions/domain/credits.ts';
 import { createApiKey, revokeApiKey } from '../functions/store/api-keys.ts';
 import { createAgent, createProject, createTeam, getTeam } from '../functions/store/tenancy.ts';
+import { stageDefaults } from '../lib/stages.ts';
 import { pythonRunner, workers } from '../lib/workers.ts';
 import { dispatcherSchedule, envNames, queues } from '../platform/definitions.ts';
 import { startLocalApi } from './api-gateway.ts';
@@ -81,6 +82,8 @@ Object.assign(process.env, localEnvironment(resources), pythonRunnerEnvironment(
   [envNames.operatorEventBus]: eventBusName,
   // Where providers' webhooks reach this server: its own address unless PUBLIC_BASE_URL says otherwise.
   ...(process.env[envNames.publicBaseUrl] || port === 0 ? {} : { [envNames.publicBaseUrl]: `http://${host}:${port}` }),
+  // The dev stage's cap on one team's steps in flight, as a deployed dev stage has it (docs/operations.md).
+  [envNames.teamStepsInFlight]: process.env[envNames.teamStepsInFlight] ?? String(stageDefaults.dev.teamStepsInFlight),
 });
 const deps = localDeps(resources);
 
