@@ -454,7 +454,7 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
 };
 
 /** The environment a function gets on Lambda, pointed at the emulators (the same for its floor). */
-const lambdaEnvironment = (
+export const lambdaEnvironment = (
   resources: LocalResources,
   functionId: string,
   eventBridgeEndpoint: string,
