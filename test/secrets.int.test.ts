@@ -22,9 +22,9 @@ import { createSecretStore, secretCacheMs } from '../functions/store/secrets.ts'
 import { activateWorkflow } from '../functions/store/workflows.ts';
 import { runAdmin } from '../local/admin.ts';
 import { withAwsCommandLog } from '../local/aws-command-log.ts';
+import { type SecretStoreEmulator, startSecretStore } from '../local/secret-store.ts';
 import { messages } from '../schemas/errors.ts';
 import { dispatcherHandler, drainSteps, ledgerOf, realStepHandler } from './support/runs.ts';
-import { type SecretStoreEmulator, startSecretStore } from '../local/secret-store.ts';
 import { call, createWorkflow, type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
 
 // Values that must never leave the secret store except towards the provider.
