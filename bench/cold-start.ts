@@ -582,10 +582,12 @@ export const benchColdStarts = async (ctx: ColdStartContext) => {
 
   const functions = [...routes, ...workers].map((f) => ({ id: f.id, entry: f.entry }));
   // The floors' own queue and object: their bare sends and reads touch nothing of the service's.
-  const { QueueUrl: floorQueueUrl } = await deps.sqs.send(
+  const { QueueUrl: createdQueueUrl } = await deps.sqs.send(
     new CreateQueueCommand({ QueueName: `${resources.prefix}-bench-floor` }),
   );
-  if (!floorQueueUrl) throw new Error('the floor queue was not created');
+  if (!createdQueueUrl) throw new Error('the floor queue was not created');
+  // fauxqs names its queues on a host that does not resolve: the same path on its endpoint (as local/provision.ts does).
+  const floorQueueUrl = new URL(new URL(createdQueueUrl).pathname, resources.sqsS3Endpoint).href;
   await deps.s3.send(
     new PutObjectCommand({ Bucket: resources.bucket, Key: floorObjectKey, Body: 'floor', ContentType: 'text/plain' }),
   );
