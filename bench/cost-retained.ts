@@ -101,27 +101,35 @@ export const initShare = (
 type Item = Record<string, unknown>;
 
 /**
- * The bytes a set of items takes in the table as DynamoDB bills storage: each item's size and its
- * overhead, and for each index whose keys it carries, an entry of the table's and the index's keys,
- * the projected attributes and the overhead again.
+ * The bytes a set of items takes as DynamoDB bills storage: in the table, each item's size and its
+ * 100 bytes of overhead; in the global secondary indexes, for each index whose keys it carries, an
+ * entry of the table's and the index's keys and the projected attributes, priced as an item of them
+ * with the same overhead. Point-in-time recovery is billed on the table's data (and local secondary
+ * indexes, of which the table has none), so on `table` alone.
  */
 export const storedItemBytes = (
   items: readonly Item[],
   table: { partitionKey: { name: string }; sortKey: { name: string }; indexes: readonly IndexDefinition[] },
-): number =>
-  items.reduce((sum, item) => {
-    let bytes = itemSizeBytes(item) + dynamoDbItemOverheadBytes;
-    for (const index of table.indexes) {
-      const keys = [table.partitionKey.name, table.sortKey.name, index.partitionKey.name, index.sortKey.name];
-      if (item[index.partitionKey.name] === undefined || item[index.sortKey.name] === undefined) continue;
-      const projected = index.projection.type === 'KEYS_ONLY' ? [] : index.projection.attributes;
-      const entry = Object.fromEntries(
-        [...new Set([...keys, ...projected])].filter((name) => item[name] !== undefined).map((n) => [n, item[n]]),
-      );
-      bytes += itemSizeBytes(entry) + dynamoDbItemOverheadBytes;
-    }
-    return sum + bytes;
-  }, 0);
+): { table: number; indexes: number } =>
+  items.reduce<{ table: number; indexes: number }>(
+    (sum, item) => {
+      let indexes = 0;
+      for (const index of table.indexes) {
+        const keys = [table.partitionKey.name, table.sortKey.name, index.partitionKey.name, index.sortKey.name];
+        if (item[index.partitionKey.name] === undefined || item[index.sortKey.name] === undefined) continue;
+        const projected = index.projection.type === 'KEYS_ONLY' ? [] : index.projection.attributes;
+        const entry = Object.fromEntries(
+          [...new Set([...keys, ...projected])].filter((name) => item[name] !== undefined).map((n) => [n, item[n]]),
+        );
+        indexes += itemSizeBytes(entry) + dynamoDbItemOverheadBytes;
+      }
+      return {
+        table: sum.table + itemSizeBytes(item) + dynamoDbItemOverheadBytes,
+        indexes: sum.indexes + indexes,
+      };
+    },
+    { table: 0, indexes: 0 },
+  );
 
 /** The assumptions the per-run shares rest on (printed beside them). */
 export const retainedAssumptions = {

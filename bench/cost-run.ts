@@ -58,7 +58,7 @@ export interface ChainRunCost {
    * What the measured runs left behind, summed (divide by `runs`): the bytes of their partitions'
    * items and index entries as DynamoDB bills storage, and of their objects in the bucket.
    */
-  left: { dynamoDbBytes: number; items: number; s3Bytes: number; objects: number };
+  left: { tableBytes: number; indexBytes: number; items: number; s3Bytes: number; objects: number };
 }
 
 /** The user agent Node's fetch sends: the flow's client, as API Gateway's access log records it. */
@@ -245,7 +245,7 @@ const leftBehind = async (
   teamId: string,
   jobIds: ReadonlySet<string>,
 ): Promise<ChainRunCost['left']> => {
-  const left = { dynamoDbBytes: 0, items: 0, s3Bytes: 0, objects: 0 };
+  const left = { tableBytes: 0, indexBytes: 0, items: 0, s3Bytes: 0, objects: 0 };
   for (const jobId of jobIds) {
     let start: Record<string, unknown> | undefined;
     do {
@@ -260,7 +260,9 @@ const leftBehind = async (
       );
       const items = page.Items ?? [];
       left.items += items.length;
-      left.dynamoDbBytes += storedItemBytes(items, dataTable);
+      const stored = storedItemBytes(items, dataTable);
+      left.tableBytes += stored.table;
+      left.indexBytes += stored.indexes;
       start = page.LastEvaluatedKey;
     } while (start);
     let token: string | undefined;

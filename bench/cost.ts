@@ -263,14 +263,15 @@ const printWholeBill = async (
 ) => {
   const { left, runs, meter } = measured;
   const perRun = (n: number) => Math.round(n / runs);
-  const dynamoDbBytes = perRun(left.dynamoDbBytes);
+  const tableBytes = perRun(left.tableBytes);
+  const indexBytes = perRun(left.indexBytes);
   const s3Bytes = perRun(left.s3Bytes);
   const memoryOf = price.memoryMb ?? (() => functionMemoryMb);
   heading(
     `The whole bill of a ${measured.chainLength}-step run: its requests, and what it keeps for the retention and shares (exact, in picodollars; us-east-1, no free tier)`,
   );
   note(
-    `left per run: ${(left.items / runs).toFixed(1)} items, ${dynamoDbBytes} bytes in the table (items, index entries, 100 bytes each); ${(left.objects / runs).toFixed(1)} objects, ${s3Bytes} bytes in S3`,
+    `left per run: ${(left.items / runs).toFixed(1)} items, ${tableBytes} bytes in the table and ${indexBytes} in its indexes (100 bytes of overhead an item and an entry); ${(left.objects / runs).toFixed(1)} objects, ${s3Bytes} bytes in S3`,
   );
   const metrics = customMetricsOf(
     { namespace: metricsNamespace, names: Object.values(metricNames), dimensions: metricDimensions(localStage) },
@@ -308,8 +309,11 @@ const printWholeBill = async (
     const terms = [
       [`S3 Standard: ${s3Bytes} bytes of outputs × ${days} days`, s3StorageCost(s3Bytes, days)],
       [`S3 egress: those outputs downloaded ${retainedAssumptions.downloads} time`, s3EgressCost(s3Bytes)],
-      [`DynamoDB storage: ${dynamoDbBytes} bytes × ${days} days`, dynamoDbStorageCost(dynamoDbBytes, days)],
-      [`DynamoDB PITR: the same bytes × ${days} days`, dynamoDbPitrCost(dynamoDbBytes, days)],
+      [
+        `DynamoDB storage: ${tableBytes + indexBytes} bytes (table and indexes) × ${days} days`,
+        dynamoDbStorageCost(tableBytes + indexBytes, days),
+      ],
+      [`DynamoDB PITR: the table's ${tableBytes} bytes × ${days} days`, dynamoDbPitrCost(tableBytes, days)],
       [
         `custom metrics: ${metrics.count} × $0.30 a month over ${retainedAssumptions.runsPerMonth.toLocaleString('en-US')} runs a month`,
         metricShare,

@@ -57,7 +57,7 @@ describe('what a run keeps and shares, priced exactly', () => {
     expect(() => initShare([{ initMs: 1, memoryMb: 512, invocations: 0.5 }], { coldStarts: 1, per: 1 })).toThrow();
   });
 
-  it('sizes what a run leaves as DynamoDB bills storage: items, index entries, 100 bytes of overhead each', () => {
+  it('sizes what a run leaves as DynamoDB bills storage: items and index entries apart, 100 bytes of overhead each', () => {
     const run = {
       PK: 'RUN#a',
       SK: 'RUN',
@@ -68,9 +68,17 @@ describe('what a run keeps and shares, priced exactly', () => {
     };
     // The item: 7 + 5 + 7 + 7 + 10 + 8 = 44, + 100. Its GSI4 entry: the keys and `status` (projected;
     // `inputs` is not), 36, + 100. No other index: it carries no GSI1-3 keys.
-    expect(storedItemBytes([run], dataTable)).toBe(144 + 136);
+    expect(storedItemBytes([run], dataTable)).toEqual({ table: 144, indexes: 136 });
     // A step: no index keys, the item alone.
-    expect(storedItemBytes([{ PK: 'RUN#a', SK: 'STEP#s0' }], dataTable)).toBe(2 + 5 + 2 + 7 + 100);
+    expect(storedItemBytes([{ PK: 'RUN#a', SK: 'STEP#s0' }], dataTable)).toEqual({
+      table: 2 + 5 + 2 + 7 + 100,
+      indexes: 0,
+    });
+    // A KEYS_ONLY index (GSI2) takes the keys alone.
+    expect(storedItemBytes([{ PK: 'D#a', SK: 'D', GSI2PK: 'W', GSI2SK: 'x', secret: 'yyyy' }], dataTable)).toEqual({
+      table: 2 + 3 + (2 + 1) + (6 + 1) + (6 + 1) + (6 + 4) + 100,
+      indexes: 2 + 3 + (2 + 1) + (6 + 1) + (6 + 1) + 100,
+    });
   });
 
   it('counts the custom metrics as CloudWatch does: each name with each dimension set, declared or emitted', () => {
