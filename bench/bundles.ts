@@ -173,6 +173,7 @@ const floorParts: Record<string, { imports: string; build: string }> = {
   },
   '@aws-sdk/s3-request-presigner': {
     imports: "import { getSignedUrl } from '@aws-sdk/s3-request-presigner';",
+    // Exported, so a floor that does not presign still carries it, as its function does.
     build: 'export const presign = getSignedUrl;',
   },
   '@aws-sdk/client-secrets-manager': {
@@ -288,6 +289,9 @@ const bareCommand = (shape: AwsCommandShape, n: number, indexes: readonly IndexD
   const bucket = `process.env.${envNames.bucket}`;
   if (service === 'S3') {
     const object = `{ Bucket: ${bucket}, Key: '${floorObjectKey}' }`;
+    // A presign signs the command without sending it: so does its floor.
+    if (shape.presigned && (op === 'GetObject' || op === 'PutObject'))
+      return `await getSignedUrl(s3, new s3Commands.${op}Command(${object}), { expiresIn: 300 });`;
     if (op === 'PutObject')
       return `await s3.send(new s3Commands.PutObjectCommand({ ...${object}, Body: 'floor', ContentType: 'text/plain' }));`;
     if (op === 'GetObject')
@@ -340,7 +344,7 @@ export const floorSource = (
     throw new Error('lib-dynamodb without client-dynamodb');
   }
   for (const command of commands) {
-    const needed = packageOf[command.service];
+    const needed = command.presigned ? '@aws-sdk/s3-request-presigner' : packageOf[command.service];
     if (!needed || !sdkPackages.includes(needed)) {
       throw new Error(`${command.service} ${command.command} was sent, but the function's bundle has no ${needed}`);
     }

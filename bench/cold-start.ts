@@ -470,7 +470,7 @@ export const describeCommands = (commands: readonly AwsCommandShape[]) =>
         .map((c) => {
           const op = c.command.replace(/Command$/, '');
           const detail = c.items ? `(${c.items.join(',')})` : c.count !== undefined ? `(${c.count})` : '';
-          return `${op}${c.index ? `[${c.index}]` : ''}${detail}`;
+          return `${c.presigned ? 'presign ' : ''}${op}${c.index ? `[${c.index}]` : ''}${detail}`;
         })
         .join(', ');
 

@@ -136,6 +136,11 @@ export interface AwsCommandShape {
   count?: number;
   /** A transaction's item operations (`Put`, `Update`, `Delete`, `ConditionCheck`, `Get`), in order. */
   items?: string[];
+  /**
+   * Presigned, not sent (`@aws-sdk/s3-request-presigner` runs the command's middleware and answers
+   * the signed request): known once the command resolves.
+   */
+  presigned?: true;
 }
 
 const shapeOf = (service: string, command: string, input: Input): Omit<AwsCommandShape, 'function'> => {
@@ -220,7 +225,12 @@ export const withAwsCommandLog = <T extends object>(deps: T, resources?: LocalRe
               append(directory, { function: fn ?? null, ...(entry ? { entry } : {}), service, command, ...target });
             }
           }
-          for (const listener of listeners) listener({ function: fn ?? null, ...shapeOf(service, command, input) });
+          // One shape for every listener, in the order the commands start; a presign is marked when it resolves.
+          const shape: AwsCommandShape = { function: fn ?? null, ...shapeOf(service, command, input) };
+          for (const listener of listeners) listener(shape);
+          const result = await next(args);
+          if ((result as { output?: { presigned?: unknown } }).output?.presigned !== undefined) shape.presigned = true;
+          return result;
         }
         return next(args);
       },

@@ -10,8 +10,10 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { floorQueueVariable, floorSource } from '../bench/bundles.ts';
 import { documentClient } from '../functions/clients/dynamodb.ts';
@@ -53,6 +55,8 @@ beforeAll(async () => {
     AWS_ENDPOINT_URL_DYNAMODB: endpoint,
     AWS_ENDPOINT_URL_SQS: endpoint,
     AWS_ENDPOINT_URL_EVENTBRIDGE: endpoint,
+    AWS_ENDPOINT_URL_S3: endpoint,
+    [envNames.bucket]: 'floor-bucket',
     [envNames.table]: 'floor-table',
     [envNames.operatorEventBus]: 'floor-bus',
     [floorQueueVariable]: `${endpoint}/000000000000/floor`,
@@ -81,6 +85,7 @@ describe("a function's cold-start floor", () => {
     const clients = withAwsCommandLog({
       ddb: documentClient(new DynamoDBClient({})),
       sqs: new SQSClient({}),
+      s3: new S3Client({ forcePathStyle: true }),
     });
     const table = 'floor-table';
     const handler = invokedAs('RunWorkflow', async () => {
@@ -106,6 +111,10 @@ describe("a function's cold-start floor", () => {
           Entries: [{ Id: '0', MessageBody: '{}' }],
         }),
       );
+      // A file link's presign: the command's middleware runs, nothing is sent.
+      await getSignedUrl(clients.s3, new GetObjectCommand({ Bucket: 'floor-bucket', Key: 'a/b.png' }), {
+        expiresIn: 60,
+      });
     });
     try {
       await handler();
@@ -124,6 +133,7 @@ describe("a function's cold-start floor", () => {
         items: ['Put', 'ConditionCheck'],
       },
       { function: 'RunWorkflow', service: 'SQS', command: 'SendMessageBatchCommand', count: 1 },
+      { function: 'RunWorkflow', service: 'S3', command: 'GetObjectCommand', presigned: true },
     ]);
   });
 
@@ -137,12 +147,16 @@ describe("a function's cold-start floor", () => {
       shape('TransactWriteItemsCommand', { items: ['Put', 'Update', 'ConditionCheck', 'Delete'] }),
       shape('SendMessageBatchCommand', { count: 1 }),
       shape('PutEventsCommand', { count: 2 }),
+      // A presign (a file link's): signed in the floor too, never sent.
+      { function: 'RunWorkflow', service: 'S3', command: 'GetObjectCommand', presigned: true as const },
     ];
     const packages = [
       '@aws-sdk/client-dynamodb',
       '@aws-sdk/client-eventbridge',
       '@aws-sdk/client-sqs',
+      '@aws-sdk/client-s3',
       '@aws-sdk/lib-dynamodb',
+      '@aws-sdk/s3-request-presigner',
     ];
     const file = join(dir, 'floor.mjs');
     writeFileSync(file, floorSource(packages, commands));
