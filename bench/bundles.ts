@@ -1,5 +1,4 @@
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { cpSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -11,7 +10,8 @@ import {
   bundlingOptions,
   credentialProvidersLambdaNeverReaches,
 } from '../lib/bundling.ts';
-import { envNames } from '../platform/definitions.ts';
+import type { AwsCommandShape } from '../local/aws-command-log.ts';
+import { dataTable, envNames, type IndexDefinition } from '../platform/definitions.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -148,60 +148,41 @@ export const buildBundle = async (
   };
 };
 
-/** The AWS clients the bench has emulators for: the floor's first call makes one trivial call on each it is asked for. */
-export type FloorCall = 'dynamodb' | 'sqs' | 's3' | 'events';
-
-/** What a floor bundle's source says for each SDK package: its import, the client it builds, the call it makes. */
-const floorParts: Record<string, { imports: string; build: string; call?: [FloorCall, string] }> = {
+/** What a floor bundle's source says for each SDK package: its import and the client it builds at import. */
+const floorParts: Record<string, { imports: string; build: string }> = {
   '@aws-sdk/client-dynamodb': {
-    imports: "import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';",
+    imports: "import { DynamoDBClient } from '@aws-sdk/client-dynamodb';",
     build: 'const dynamodb = new DynamoDBClient({});',
-    call: [
-      'dynamodb',
-      `await dynamodb.send(new GetItemCommand({ TableName: process.env.${envNames.table}, Key: { PK: { S: 'BENCH#FLOOR' }, SK: { S: 'BENCH#FLOOR' } } }));`,
-    ],
   },
   '@aws-sdk/lib-dynamodb': {
-    imports: "import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';",
+    imports: "import * as documentCommands from '@aws-sdk/lib-dynamodb';",
     build:
-      'const documents = DynamoDBDocumentClient.from(dynamodb, { marshallOptions: { removeUndefinedValues: true } });',
-    call: [
-      'dynamodb',
-      `await documents.send(new GetCommand({ TableName: process.env.${envNames.table}, Key: { PK: 'BENCH#FLOOR', SK: 'BENCH#FLOOR' } }));`,
-    ],
+      'const documents = documentCommands.DynamoDBDocumentClient.from(dynamodb, { marshallOptions: { removeUndefinedValues: true } });',
   },
   '@aws-sdk/client-sqs': {
-    imports: "import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';",
-    build: 'const sqs = new SQSClient({});',
-    call: [
-      'sqs',
-      `await sqs.send(new GetQueueAttributesCommand({ QueueUrl: process.env.${envNames.stepsQueueUrl}, AttributeNames: ['ApproximateNumberOfMessages'] }));`,
-    ],
+    imports: "import * as sqsCommands from '@aws-sdk/client-sqs';",
+    build: 'const sqs = new sqsCommands.SQSClient({});',
   },
   '@aws-sdk/client-s3': {
-    imports: "import { HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';",
-    build: 'const s3 = new S3Client({});',
-    call: ['s3', `await s3.send(new HeadBucketCommand({ Bucket: process.env.${envNames.bucket} }));`],
+    imports: "import * as s3Commands from '@aws-sdk/client-s3';",
+    build: 'const s3 = new s3Commands.S3Client({});',
   },
   '@aws-sdk/client-eventbridge': {
-    imports: "import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';",
-    build: 'const events = new EventBridgeClient({});',
-    call: [
-      'events',
-      `await events.send(new PutEventsCommand({ Entries: [{ EventBusName: process.env.${envNames.operatorEventBus}, Source: 'bench', DetailType: 'Floor', Detail: '{}' }] }));`,
-    ],
+    imports: "import * as eventCommands from '@aws-sdk/client-eventbridge';",
+    build: 'const events = new eventCommands.EventBridgeClient({});',
   },
   '@aws-sdk/s3-request-presigner': {
     imports: "import { getSignedUrl } from '@aws-sdk/s3-request-presigner';",
+    // Exported, so a floor that does not presign still carries it, as its function does.
     build: 'export const presign = getSignedUrl;',
   },
   '@aws-sdk/client-secrets-manager': {
-    imports: "import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';",
-    build: 'export const secretsManager = new SecretsManagerClient({});',
+    imports: "import * as secretCommands from '@aws-sdk/client-secrets-manager';",
+    build: 'const secretsManager = new secretCommands.SecretsManagerClient({});',
   },
   '@aws-sdk/client-ssm': {
-    imports: "import { SSMClient } from '@aws-sdk/client-ssm';",
-    build: 'export const ssm = new SSMClient({});',
+    imports: "import * as ssmCommands from '@aws-sdk/client-ssm';",
+    build: 'const ssm = new ssmCommands.SSMClient({});',
   },
   // The step executor's client of Bedrock models: built at import, called only by a model step.
   '@aws-sdk/client-bedrock-runtime': {
@@ -210,47 +191,193 @@ const floorParts: Record<string, { imports: string; build: string; call?: [Floor
   },
 };
 
+/** Where the floor's bare commands act: items under this partition, objects under this prefix. */
+export const floorPartition = 'BENCH#FLOOR';
+export const floorObjectKey = 'bench-floor/object';
+/** The environment variable naming the queue the floor's messages go to (a queue of its own). */
+export const floorQueueVariable = 'BENCH_FLOOR_QUEUE_URL';
+
+const table = `process.env.${envNames.table}`;
+const key = (sk: string) => `{ PK: '${floorPartition}', SK: ${sk} }`;
+/** A sort key unique to the command and the item, so a transaction never names one item twice. */
+const sk = (n: number, i = 0) => `'F${n}#${i}#' + run`;
+const range = (count: number | undefined) => [...Array(Math.max(1, count ?? 1)).keys()];
+
 /**
- * The source of a floor bundle: it imports the same SDK packages as a function and builds their
- * clients at import, as the function's deps do, and nothing else. Its handler makes one trivial
- * call on each client the event names (`{ calls: ['dynamodb', 'sqs'] }`), the document client's
- * GetItem when lib-dynamodb is in the set.
+ * The bare form of one recorded command: the same service and operation, on the floor's own items,
+ * queue, objects and bus, as many items as the recorded one named. `n` numbers the command.
  */
-export const floorSource = (sdkPackages: readonly string[]): string => {
+const bareCommand = (shape: AwsCommandShape, n: number, indexes: readonly IndexDefinition[]): string => {
+  const { service, command } = shape;
+  const op = command.replace(/Command$/, '');
+  if (service === 'DynamoDB') {
+    const send = (name: string, input: string) => `await documents.send(new documentCommands.${name}(${input}));`;
+    switch (op) {
+      case 'GetItem':
+      case 'Get':
+        return send('GetCommand', `{ TableName: ${table}, Key: ${key(sk(n))}, ConsistentRead: true }`);
+      case 'PutItem':
+      case 'Put':
+        return send('PutCommand', `{ TableName: ${table}, Item: { ...${key(sk(n))}, at: Date.now() } }`);
+      case 'UpdateItem':
+      case 'Update':
+        return send(
+          'UpdateCommand',
+          `{ TableName: ${table}, Key: ${key(sk(n))}, UpdateExpression: 'ADD n :one', ExpressionAttributeValues: { ':one': 1 }, ReturnValues: 'ALL_NEW' }`,
+        );
+      case 'DeleteItem':
+      case 'Delete':
+        return send('DeleteCommand', `{ TableName: ${table}, Key: ${key(sk(n))} }`);
+      case 'Query': {
+        const index = indexes.find((i) => i.name === shape.index);
+        if (shape.index && !index) throw new Error(`no index ${shape.index}`);
+        const pk = index ? index.partitionKey.name : 'PK';
+        return send(
+          'QueryCommand',
+          `{ TableName: ${table}, ${index ? `IndexName: '${index.name}', ` : 'ConsistentRead: true, '}KeyConditionExpression: '#pk = :pk', ExpressionAttributeNames: { '#pk': '${pk}' }, ExpressionAttributeValues: { ':pk': '${floorPartition}' }, Limit: 20 }`,
+        );
+      }
+      case 'BatchGetItem':
+      case 'BatchGet':
+        return send(
+          'BatchGetCommand',
+          `{ RequestItems: { [${table}]: { Keys: [${range(shape.count)
+            .map((i) => key(sk(n, i)))
+            .join(', ')}] } } }`,
+        );
+      case 'BatchWriteItem':
+      case 'BatchWrite':
+        return send(
+          'BatchWriteCommand',
+          `{ RequestItems: { [${table}]: [${range(shape.count)
+            .map((i) => `{ PutRequest: { Item: ${key(sk(n, i))} } }`)
+            .join(', ')}] } }`,
+        );
+      case 'TransactWriteItems':
+      case 'TransactWrite': {
+        const items = (shape.items ?? []).map((kind, i) => {
+          const target = `TableName: ${table}, Key: ${key(sk(n, i))}`;
+          if (kind === 'Put') return `{ Put: { TableName: ${table}, Item: ${key(sk(n, i))} } }`;
+          if (kind === 'Update')
+            return `{ Update: { ${target}, UpdateExpression: 'ADD n :one', ExpressionAttributeValues: { ':one': 1 } } }`;
+          if (kind === 'Delete') return `{ Delete: { ${target} } }`;
+          if (kind === 'ConditionCheck')
+            return `{ ConditionCheck: { ${target}, ConditionExpression: 'attribute_not_exists(PK)' } }`;
+          throw new Error(`no bare transaction item ${kind}`);
+        });
+        return send('TransactWriteCommand', `{ TransactItems: [${items.join(', ')}] }`);
+      }
+      case 'TransactGetItems':
+      case 'TransactGet':
+        return send(
+          'TransactGetCommand',
+          `{ TransactItems: [${(shape.items ?? []).map((_, i) => `{ Get: { TableName: ${table}, Key: ${key(sk(n, i))} } }`).join(', ')}] }`,
+        );
+    }
+  }
+  const queue = `process.env.${floorQueueVariable}`;
+  if (service === 'SQS') {
+    if (op === 'SendMessage')
+      return `await sqs.send(new sqsCommands.SendMessageCommand({ QueueUrl: ${queue}, MessageBody: '{}' }));`;
+    if (op === 'SendMessageBatch')
+      return `await sqs.send(new sqsCommands.SendMessageBatchCommand({ QueueUrl: ${queue}, Entries: [${range(
+        shape.count,
+      )
+        .map((i) => `{ Id: '${i}', MessageBody: '{}' }`)
+        .join(', ')}] }));`;
+  }
+  const bucket = `process.env.${envNames.bucket}`;
+  if (service === 'S3') {
+    const object = `{ Bucket: ${bucket}, Key: '${floorObjectKey}' }`;
+    // A presign signs the command without sending it: so does its floor.
+    if (shape.presigned && (op === 'GetObject' || op === 'PutObject'))
+      return `await getSignedUrl(s3, new s3Commands.${op}Command(${object}), { expiresIn: 300 });`;
+    if (op === 'PutObject')
+      return `await s3.send(new s3Commands.PutObjectCommand({ ...${object}, Body: 'floor', ContentType: 'text/plain' }));`;
+    if (op === 'GetObject')
+      return `await (await s3.send(new s3Commands.GetObjectCommand(${object}))).Body.transformToByteArray();`;
+    if (op === 'HeadObject') return `await s3.send(new s3Commands.HeadObjectCommand(${object}));`;
+    if (op === 'CopyObject')
+      return `await s3.send(new s3Commands.CopyObjectCommand({ Bucket: ${bucket}, Key: '${floorObjectKey}-copy', CopySource: ${bucket} + '/${floorObjectKey}' }));`;
+    if (op === 'DeleteObject')
+      return `await s3.send(new s3Commands.DeleteObjectCommand({ Bucket: ${bucket}, Key: '${floorObjectKey}-copy' }));`;
+  }
+  if (service === 'EventBridge' && op === 'PutEvents') {
+    return `await events.send(new eventCommands.PutEventsCommand({ Entries: [${range(shape.count)
+      .map(
+        () =>
+          `{ EventBusName: process.env.${envNames.operatorEventBus}, Source: 'bench', DetailType: 'Floor', Detail: '{}' }`,
+      )
+      .join(', ')}] }));`;
+  }
+  throw new Error(`no bare form of ${service} ${command}: add it to bareCommand (bench/bundles.ts)`);
+};
+
+/** The SDK package a recorded command's bare form needs. */
+const packageOf: Record<string, string> = {
+  DynamoDB: '@aws-sdk/lib-dynamodb',
+  SQS: '@aws-sdk/client-sqs',
+  S3: '@aws-sdk/client-s3',
+  EventBridge: '@aws-sdk/client-eventbridge',
+  SecretsManager: '@aws-sdk/client-secrets-manager',
+  SSM: '@aws-sdk/client-ssm',
+};
+
+/**
+ * The source of a function's floor bundle: it imports the same SDK packages as the function and
+ * builds their clients at import, as the function's deps do, and nothing else; its handler sends
+ * the commands the function's first request sent (`commands`, recorded by the AWS command log:
+ * bench/first-request.ts), in the same order, bare: the same services and operations, as many
+ * items as each named, on the floor's own items, queue, objects and bus.
+ */
+export const floorSource = (
+  sdkPackages: readonly string[],
+  commands: readonly AwsCommandShape[] = [],
+  indexes: readonly IndexDefinition[] = dataTable.indexes,
+): string => {
   const parts = sdkPackages.map((name) => {
     const part = floorParts[name];
     if (!part) throw new Error(`no floor for ${name}: add it to floorParts (bench/bundles.ts)`);
     return part;
   });
-  // lib-dynamodb needs the client it wraps; the document client's call replaces the raw one.
   if (sdkPackages.includes('@aws-sdk/lib-dynamodb') && !sdkPackages.includes('@aws-sdk/client-dynamodb')) {
     throw new Error('lib-dynamodb without client-dynamodb');
   }
-  const calls = new Map<FloorCall, string>();
-  for (const part of parts) if (part.call) calls.set(part.call[0], part.call[1]);
+  for (const command of commands) {
+    const needed = command.presigned ? '@aws-sdk/s3-request-presigner' : packageOf[command.service];
+    if (!needed || !sdkPackages.includes(needed)) {
+      throw new Error(`${command.service} ${command.command} was sent, but the function's bundle has no ${needed}`);
+    }
+  }
   return [
     ...parts.map((p) => p.imports),
     ...parts.map((p) => p.build),
-    'export const handler = async (event) => {',
-    ...[...calls].map(([name, call]) => `  if (event.calls?.includes('${name}')) ${call}`),
+    'export const handler = async () => {',
+    // Fresh items per process: nothing a sample writes is met by the next.
+    "  const run = process.pid + '#' + Date.now();",
+    ...commands.map((command, n) => `  ${bareCommand(command, n, indexes)}`),
     '  return { statusCode: 200 };',
     '};',
     '',
   ].join('\n');
 };
 
-/** The floor of an SDK package set, as the same esbuild settings build it with the same SDK source. */
+/**
+ * The floor of one function: a bundle built with the same esbuild settings and SDK source, of
+ * `floorSource(sdkPackages, commands)`.
+ */
 export const buildFloorBundle = async (
   repoRoot: string,
   outDir: string,
+  id: string,
   sdkPackages: readonly string[],
+  commands: readonly AwsCommandShape[],
   sdk: SdkSource,
 ): Promise<BuiltBundle> => {
-  const id = `floor-${sdkPackages.length === 0 ? 'none' : createHash('sha256').update(sdkPackages.join(',')).digest('hex').slice(0, 8)}`;
   const sourceDir = join(outDir, 'floor-sources', id);
   mkdirSync(sourceDir, { recursive: true });
   const entry = join(sourceDir, 'floor.mjs');
-  writeFileSync(entry, floorSource(sdkPackages));
+  writeFileSync(entry, floorSource(sdkPackages, commands));
   return buildBundle(repoRoot, outDir, { id, entry }, sdk);
 };
 

@@ -3,16 +3,20 @@
  * starts"). Each function's bundle is built as deployed (`lib/bundling.ts`); its floor is a bundle
  * built the same way that imports only the same AWS SDK packages, builds their clients and does
  * nothing else. Every sample is a fresh `node`: the import is timed, then the first invocation:
- * for the function, its real first request against the emulators; for the floor, one trivial
- * call on each client that request reaches. Function and floor take turns, round by round, so
+ * for the function, its real first request against the emulators; for the floor, the same AWS
+ * commands that request sent (recorded by the AWS command log from a run of the function's source
+ * in a fresh process: bench/first-request.ts), in the same order, bare. Function and floor take turns, round by round, so
  * drift and other load hit both alike. The same is done for the bundle built with the other SDK
  * source (bundled into the function or the runtime's), for the decision in docs/decisions.md.
  */
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { promisify } from 'node:util';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { CreateQueueCommand, DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { APIGatewayProxyEventV2, SQSEvent } from 'aws-lambda';
 import { fileLinkFor } from '../functions/app/file-links.ts';
 import type { Deps } from '../functions/deps.ts';
@@ -26,6 +30,7 @@ import { makeHandler as makeStepExecutor } from '../functions/workers/step-execu
 import { makeHandler as makeWebhookWorker } from '../functions/workers/webhook-delivery.ts';
 import { workers } from '../lib/workers.ts';
 import { startLocalApi } from '../local/api-gateway.ts';
+import type { AwsCommandShape } from '../local/aws-command-log.ts';
 import { toRecord } from '../local/event-source.ts';
 import { operatorEventBusName, startEventBridge } from '../local/eventbridge-emulator.ts';
 import { localDeps, localEnvironment } from '../local/local-deps.ts';
@@ -41,12 +46,15 @@ import {
   type ColdStart,
   coldStart,
   deployedSdkSource,
-  type FloorCall,
+  floorObjectKey,
+  floorQueueVariable,
   otherSdkSource,
 } from './bundles.ts';
 import { heading, line, note } from './report.ts';
 import { chainSteps, seedRunsTeam } from './seed.ts';
 import { kb, median, ms, type Targets } from './stats.ts';
+
+const execFileAsync = promisify(execFile);
 
 /** The targets: against the floor of the same SDK packages, and the size of the bundle alone. */
 export const coldStartTargets = { importRatio: 1.3, firstRequestRatio: 1.3, bundleBytes: 600 * 1024 } as const;
@@ -62,9 +70,8 @@ export interface ColdStartContext {
   runs: number;
 }
 
-/** What one function's first request is: the clients it reaches, and a fresh event for each cold start. */
+/** What one function's first request is: a fresh event for each cold start. */
 interface Scenario {
-  calls: FloorCall[];
   /** Builds the state the request needs (outside the timed process) and returns its event. */
   event: () => Promise<unknown>;
   /** Settings the function needs beside the stage's (a provider's stand-in). */
@@ -214,6 +221,7 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
     const answer = await call('POST', `/workflows/${workflowId}/runs`, body);
     return { workflowId, jobId: String(answer.jobId), deferredJobId: String(answer.deferredJobId) };
   };
+  const png = encodePng(makeImage(8, 8, () => [0, 0, 0, 255]));
   const withCallback = () => ({ callbackUrl: receiver.url, callbackSecret: 'whsec_YmVuY2ggY29sZCBzdGFydA==' });
 
   for (let i = 0; i < 5; i++) await newWorkflow();
@@ -253,10 +261,9 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
   };
 
   const scenarios: Record<string, Scenario> = {
-    GetOpenApi: { calls: [], event: async () => apiEvent(routeById('GetOpenApi')) },
-    GetDocs: { calls: [], event: async () => apiEvent(routeById('GetDocs')) },
+    GetOpenApi: { event: async () => apiEvent(routeById('GetOpenApi')) },
+    GetDocs: { event: async () => apiEvent(routeById('GetDocs')) },
     GetDocsAsset: {
-      calls: [],
       // The largest asset, compressed as a browser asks for it.
       event: async () =>
         apiEvent(routeById('GetDocsAsset'), {
@@ -265,9 +272,8 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
           headers: { 'accept-encoding': 'gzip, deflate, br, zstd' },
         }),
     },
-    ListWorkflows: { calls: ['dynamodb'], event: async () => apiEvent(routeById('ListWorkflows'), { key }) },
+    ListWorkflows: { event: async () => apiEvent(routeById('ListWorkflows'), { key }) },
     CreateWorkflow: {
-      calls: ['dynamodb'],
       event: async () =>
         apiEvent(routeById('CreateWorkflow'), {
           key,
@@ -275,12 +281,10 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
         }),
     },
     RunWorkflow: {
-      calls: ['dynamodb', 'sqs'],
       event: async () =>
         apiEvent(routeById('RunWorkflow'), { key, pathParameters: { id: await newWorkflow() }, body: {} }),
     },
     RunAgent: {
-      calls: ['dynamodb', 'sqs'],
       event: async () => {
         const { agentId } = await createAgent(deps, { teamId: team.teamId, projectId: team.projectId, name: 'Cold' });
         await newWorkflow(agentId);
@@ -288,12 +292,10 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
       },
     },
     GetRun: {
-      calls: ['dynamodb'],
       event: async () => apiEvent(routeById('GetRun'), { key, pathParameters: { jobId: completed.jobId } }),
     },
     // A run's file link: the links' key read from the table, a presign made, 302.
     GetFileLink: {
-      calls: ['dynamodb'],
       event: async () => {
         const file = await putRunFile(
           deps,
@@ -312,27 +314,41 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
         });
       },
     },
+    // A file declared: its item, and a presigned PUT for its bytes.
+    CreateFile: {
+      event: async () =>
+        apiEvent(routeById('CreateFile'), {
+          key,
+          body: { name: 'cold.png', contentType: 'image/png', size: png.length },
+        }),
+    },
+    // The first read of a file uploaded: it settles the upload (HeadObject, a ranged GetObject, the item's update).
+    GetFile: {
+      event: async () => {
+        const declared = await call('POST', '/files', { name: 'cold.png', contentType: 'image/png', size: png.length });
+        const upload = declared.upload as { method: string; url: string; headers: Record<string, string> };
+        const { 'content-length': _, ...headers } = upload.headers;
+        const sent = await fetch(upload.url, { method: upload.method, headers, body: png });
+        if (!sent.ok) throw new Error(`the cold-start upload answered ${sent.status}`);
+        return apiEvent(routeById('GetFile'), { key, pathParameters: { fileId: String(declared.fileId) } });
+      },
+    },
     CancelRun: {
-      calls: ['dynamodb'],
       event: async () => apiEvent(routeById('CancelRun'), { key, pathParameters: { jobId: (await newRun()).jobId } }),
     },
     // A page of the team's runs: the key, its rate count, the cursor signing key and one Query of GSI4.
     ListRuns: {
-      calls: ['dynamodb'],
       event: async () => apiEvent(routeById('ListRuns'), { key, query: { limit: '20' } }),
     },
     ListDeferredRuns: {
-      calls: ['dynamodb'],
       event: async () => apiEvent(routeById('ListDeferredRuns'), { key, query: { limit: '20' } }),
     },
     // The delivery log of a run with a callbackUrl (its run item and its delivery items).
     ListDeliveries: {
-      calls: ['dynamodb'],
       event: async () => apiEvent(routeById('ListDeliveries'), { key, pathParameters: { jobId: hooked.jobId } }),
     },
     // A redelivery of a webhook delivered once: mark the delivery item, send one message.
     RedeliverWebhook: {
-      calls: ['dynamodb', 'sqs'],
       event: async () => {
         const { jobId } = await newRun(withCallback());
         await stepExecutor(await queueEvent('Steps', jobId));
@@ -341,11 +357,9 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
       },
     },
     GetDeferredRun: {
-      calls: ['dynamodb'],
       event: async () => apiEvent(routeById('GetDeferredRun'), { key, pathParameters: { id: waiting.deferredJobId } }),
     },
     CancelDeferredRun: {
-      calls: ['dynamodb'],
       event: async () =>
         apiEvent(routeById('CancelDeferredRun'), {
           key,
@@ -355,7 +369,6 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
     // Replicate's signed webhook for a step that waits on its prediction: verified (the secret fetched
     // from the stand-in on the cold start), the step's look queued.
     ProviderWebhook: {
-      calls: ['dynamodb', 'sqs'],
       environment: replicateEnvironment,
       event: async () => {
         const { jobId } = await newJobRun();
@@ -378,7 +391,6 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
     },
     // A one-step run's only step: it runs the node, then ends the run and queues its webhook.
     StepExecutor: {
-      calls: ['dynamodb', 'sqs'],
       event: async () => {
         const { jobId } = await newRun(withCallback());
         return await queueEvent('Steps', jobId);
@@ -386,7 +398,6 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
     },
     // The webhook of a run that ended: read the delivery, POST it to the https receiver, record it.
     WebhookDelivery: {
-      calls: ['dynamodb'],
       event: async () => {
         const { jobId } = await newRun(withCallback());
         await stepExecutor(await queueEvent('Steps', jobId));
@@ -395,7 +406,6 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
     },
     // A run's start and end as the table's stream hands them over: one PutEvents of two entries.
     EventPublisher: {
-      calls: ['events'],
       event: async () => {
         const { jobId, workflowId } = await newRun();
         const run = (status: string) => ({
@@ -436,7 +446,6 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
       },
     },
     DeferredDispatcher: {
-      calls: ['dynamodb'],
       event: async () => ({
         version: '0',
         id: randomUUID(),
@@ -453,8 +462,49 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
   return scenarios;
 };
 
+/** `GetItem, UpdateItem, TransactWriteItems(Put,Update), SendMessageBatch(1)`: a recorded first request. */
+export const describeCommands = (commands: readonly AwsCommandShape[]) =>
+  commands.length === 0
+    ? 'none'
+    : commands
+        .map((c) => {
+          const op = c.command.replace(/Command$/, '');
+          const detail = c.items ? `(${c.items.join(',')})` : c.count !== undefined ? `(${c.count})` : '';
+          return `${c.presigned ? 'presign ' : ''}${op}${c.index ? `[${c.index}]` : ''}${detail}`;
+        })
+        .join(', ');
+
+/**
+ * Runs `bench/first-request.ts` for `functionId` in a fresh `node` with the function's Lambda
+ * environment: the commands its first request sent, in order. A request that failed stops the bench.
+ */
+const recordFirstRequest = async (
+  functionId: string,
+  resourcesFile: string,
+  environment: Record<string, string>,
+  eventFile: string,
+): Promise<AwsCommandShape[]> => {
+  const script = fileURLToPath(new URL('./first-request.ts', import.meta.url));
+  const { stdout } = await execFileAsync(process.execPath, [script, functionId, resourcesFile, eventFile], {
+    // NODE_OPTIONS of the bundles asks for source maps; the source runs as it is.
+    env: { ...environment, NODE_OPTIONS: '' },
+    timeout: 60_000,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  const last = stdout.trimEnd().split('\n').pop() ?? '';
+  const { commands, outcome } = JSON.parse(last) as { commands: AwsCommandShape[]; outcome: ColdStart['outcome'] };
+  checkOutcome(`${functionId} (recording its commands)`, {
+    importMs: 0,
+    importCpuMs: 0,
+    firstMs: 0,
+    firstCpuMs: 0,
+    outcome,
+  });
+  return commands;
+};
+
 /** The environment a function gets on Lambda, pointed at the emulators (the same for its floor). */
-const lambdaEnvironment = (
+export const lambdaEnvironment = (
   resources: LocalResources,
   functionId: string,
   eventBridgeEndpoint: string,
@@ -531,16 +581,18 @@ export const benchColdStarts = async (ctx: ColdStartContext) => {
   closers.push(() => eventBridge.stop());
 
   const functions = [...routes, ...workers].map((f) => ({ id: f.id, entry: f.entry }));
-  const floors = new Map<string, BuiltBundle>();
-  const floorOf = async (bundle: BuiltBundle) => {
-    const id = `${bundle.sdk}:${bundle.sdkPackages.join(',')}`;
-    let floor = floors.get(id);
-    if (!floor) {
-      floor = await buildFloorBundle(repoRoot, outDir, bundle.sdkPackages, bundle.sdk);
-      floors.set(id, floor);
-    }
-    return floor;
-  };
+  // The floors' own queue and object: their bare sends and reads touch nothing of the service's.
+  const { QueueUrl: createdQueueUrl } = await deps.sqs.send(
+    new CreateQueueCommand({ QueueName: `${resources.prefix}-bench-floor` }),
+  );
+  if (!createdQueueUrl) throw new Error('the floor queue was not created');
+  // fauxqs names its queues on a host that does not resolve: the same path on its endpoint (as local/provision.ts does).
+  const floorQueueUrl = new URL(new URL(createdQueueUrl).pathname, resources.sqsS3Endpoint).href;
+  await deps.s3.send(
+    new PutObjectCommand({ Bucket: resources.bucket, Key: floorObjectKey, Body: 'floor', ContentType: 'text/plain' }),
+  );
+  const resourcesFile = join(outDir, 'resources.json');
+  writeFileSync(resourcesFile, JSON.stringify(resources));
   let eventCount = 0;
   const eventFile = (event: unknown) => {
     const file = join(eventsDir, `${++eventCount}.json`);
@@ -552,6 +604,7 @@ export const benchColdStarts = async (ctx: ColdStartContext) => {
     id: string;
     bundle: BuiltBundle;
     floor: BuiltBundle;
+    commands: AwsCommandShape[];
     fn: ReturnType<typeof medians>;
     base: ReturnType<typeof medians>;
     otherBundle: BuiltBundle;
@@ -562,10 +615,16 @@ export const benchColdStarts = async (ctx: ColdStartContext) => {
     const scenario = scenarios[fn.id];
     if (!scenario) throw new Error(`no cold-start scenario for ${fn.id}: add one to bench/cold-start.ts`);
     const bundle = await buildBundle(repoRoot, outDir, fn, deployed);
-    const floor = await floorOf(bundle);
+    const environment = {
+      ...lambdaEnvironment(resources, fn.id, eventBridge.endpoint),
+      ...scenario.environment,
+      [floorQueueVariable]: floorQueueUrl,
+    };
+    // What its first request sends, recorded from its source in a fresh process: the floor sends the same, bare.
+    const commands = await recordFirstRequest(fn.id, resourcesFile, environment, eventFile(await scenario.event()));
+    const floor = await buildFloorBundle(repoRoot, outDir, `floor-${fn.id}`, bundle.sdkPackages, commands, deployed);
     const otherBundle = await buildBundle(repoRoot, outDir, fn, other);
-    const environment = { ...lambdaEnvironment(resources, fn.id, eventBridge.endpoint), ...scenario.environment };
-    const floorEvent = eventFile({ calls: scenario.calls });
+    const floorEvent = eventFile({});
     const samples = { fn: newSamples(), base: newSamples(), other: newSamples() };
     const measure = async (which: keyof typeof samples) => {
       const file = which === 'fn' ? bundle.file : which === 'other' ? otherBundle.file : floor.file;
@@ -586,6 +645,7 @@ export const benchColdStarts = async (ctx: ColdStartContext) => {
       id: fn.id,
       bundle,
       floor,
+      commands,
       fn: medians(samples.fn),
       base: medians(samples.base),
       otherBundle,
@@ -619,6 +679,7 @@ export const benchColdStarts = async (ctx: ColdStartContext) => {
         `first request ${ms(row.fn.firstMs)} (floor ${ms(row.base.firstMs)}, ${x(ratios.firstWall)}); ` +
         `source map ${kb(bundle.mapBytes)}${bundle.besideBytes ? `, files beside it ${kb(bundle.besideBytes)}` : ''}`,
     );
+    note(`first request's commands (the floor sends them bare): ${describeCommands(commands)}`);
     note(`largest inputs: ${bundle.largestInputs.map((i) => `${i.path} ${kb(i.bytes)}`).join(', ')}`);
   }
 

@@ -13,6 +13,28 @@ import type { LogCounts } from './cost-meter.ts';
 
 type Write = typeof process.stdout.write;
 
+interface EmfLine {
+  _aws?: { CloudWatchMetrics?: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string }[] }[] };
+  [field: string]: unknown;
+}
+
+/**
+ * The custom metrics one EMF line publishes: CloudWatch counts each metric name with each of its
+ * dimension sets (and their values) as one metric.
+ */
+export const emfMetricsOf = (line: EmfLine): string[] =>
+  (line._aws?.CloudWatchMetrics ?? []).flatMap((directive) =>
+    directive.Metrics.flatMap((metric) =>
+      directive.Dimensions.map(
+        (names) =>
+          `${directive.Namespace}/${metric.Name}/${[...names]
+            .sort()
+            .map((name) => `${name}=${String(line[name])}`)
+            .join(',')}`,
+      ),
+    ),
+  );
+
 /** Starts counting into `logs`; the returned function stops and restores the logger, metrics and streams. */
 export const captureLogs = (logs: LogCounts): (() => void) => {
   const level = logger.getLevelName();
@@ -49,8 +71,10 @@ export const captureLogs = (logs: LogCounts): (() => void) => {
   if (metricsOff) {
     metrics.publishStoredMetrics = function (this: typeof metrics) {
       if (this.hasStoredMetrics()) {
+        const line = this.serializeMetrics();
         logs.emfEvents++;
-        logs.emfBytes += Buffer.byteLength(JSON.stringify(this.serializeMetrics()));
+        logs.emfBytes += Buffer.byteLength(JSON.stringify(line));
+        for (const metric of emfMetricsOf(line)) if (!logs.emfMetrics.includes(metric)) logs.emfMetrics.push(metric);
       }
       return publish.call(this);
     };

@@ -130,6 +130,8 @@ export interface LogCounts {
   bytes: number;
   emfEvents: number;
   emfBytes: number;
+  /** Each metric the EMF lines carry, once: `namespace/name/dimension=value,...` (a custom metric each). */
+  emfMetrics: string[];
 }
 
 export const newMeter = (): Meter => ({
@@ -137,7 +139,7 @@ export const newMeter = (): Meter => ({
   sqs: newCallCounts(),
   lambda: { invocations: 0, ms: 0, byFunction: {}, msByFunction: {} },
   api: { requests: 0, accessLogBytes: 0 },
-  logs: { events: 0, bytes: 0, emfEvents: 0, emfBytes: 0 },
+  logs: { events: 0, bytes: 0, emfEvents: 0, emfBytes: 0, emfMetrics: [] },
   operatorEvents: newOperatorEventCounts(),
 });
 

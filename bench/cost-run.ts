@@ -12,8 +12,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { operatorDetailTypes } from '../functions/domain/operator-events.ts';
 import { eventBridgeSender } from '../functions/store/event-bus.ts';
+import { runPartition } from '../functions/store/keys.ts';
 import { makeHandler as makeEventPublisher } from '../functions/workers/event-publisher.ts';
 import { makeHandler as makeStepExecutor } from '../functions/workers/step-executor.ts';
 import { makeHandler as makeWebhookDelivery } from '../functions/workers/webhook-delivery.ts';
@@ -24,7 +27,7 @@ import { operatorEventBusName, readDeliveredEvents, startEventBridge } from '../
 import { localDeps } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
 import { startStreamPoller } from '../local/stream-source.ts';
-import { stepsQueue, webhooksQueue } from '../platform/definitions.ts';
+import { dataTable, stepsQueue, webhooksQueue } from '../platform/definitions.ts';
 import { basePath, routes } from '../platform/routes.ts';
 import { receiverCa, startReceiver } from '../test/support/webhook-receiver.ts';
 import { captureLogs } from './cost-logs.ts';
@@ -41,6 +44,7 @@ import {
   newMeter,
   resetMeter,
 } from './cost-meter.ts';
+import { storedItemBytes } from './cost-retained.ts';
 import { chainSteps, seedCostTeam } from './seed.ts';
 
 export interface ChainRunCost {
@@ -50,6 +54,11 @@ export interface ChainRunCost {
   chainLength: number;
   /** What one GET /runs/{jobId} of a finished run costs, measured the same way. */
   pollMeter: Meter;
+  /**
+   * What the measured runs left behind, summed (divide by `runs`): the bytes of their partitions'
+   * items and index entries as DynamoDB bills storage, and of their objects in the bucket.
+   */
+  left: { tableBytes: number; indexBytes: number; items: number; s3Bytes: number; objects: number };
 }
 
 /** The user agent Node's fetch sends: the flow's client, as API Gateway's access log records it. */
@@ -156,7 +165,7 @@ export const measureChainRunCost = async (
   ];
   let stopCapture: (() => void) | undefined;
   try {
-    const { workflowId, headers } = await seedCostTeam(
+    const { team, workflowId, headers } = await seedCostTeam(
       deps,
       api.baseUrl,
       options.chainLength,
@@ -198,12 +207,19 @@ export const measureChainRunCost = async (
       measured.has(e.detail.jobId as string),
     ).length;
     const counted = structuredClone(meter);
+    const left = await leftBehind(deps, reader, team.teamId, measured);
     resetMeter(meter);
     stopCapture = captureLogs(meter.logs);
     await apiRequest(meter, 'GetRun', `${api.baseUrl}/runs/${lastJobId}`, { headers });
     stopCapture();
     stopCapture = undefined;
-    return { meter: counted, runs: options.runs, chainLength: options.chainLength, pollMeter: structuredClone(meter) };
+    return {
+      meter: counted,
+      runs: options.runs,
+      chainLength: options.chainLength,
+      pollMeter: structuredClone(meter),
+      left,
+    };
   } finally {
     stopCapture?.();
     for (const poller of pollers) await poller.stop();
@@ -216,4 +232,54 @@ export const measureChainRunCost = async (
     deps.ddb.destroy();
     reader.destroy();
   }
+};
+
+/**
+ * What finished runs leave for the retention: every item of each run's partition (the run, its
+ * steps, its webhook deliveries), read with an unmetered client, sized with their index entries;
+ * and each run's objects (`teams/<team>/runs/<jobId>/`).
+ */
+const leftBehind = async (
+  deps: ReturnType<typeof localDeps>,
+  reader: ReturnType<typeof localDeps>['ddb'],
+  teamId: string,
+  jobIds: ReadonlySet<string>,
+): Promise<ChainRunCost['left']> => {
+  const left = { tableBytes: 0, indexBytes: 0, items: 0, s3Bytes: 0, objects: 0 };
+  for (const jobId of jobIds) {
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await reader.send(
+        new QueryCommand({
+          TableName: deps.tableName,
+          KeyConditionExpression: 'PK = :pk',
+          ExpressionAttributeValues: { ':pk': runPartition(jobId) },
+          ConsistentRead: true,
+          ExclusiveStartKey: start,
+        }),
+      );
+      const items = page.Items ?? [];
+      left.items += items.length;
+      const stored = storedItemBytes(items, dataTable);
+      left.tableBytes += stored.table;
+      left.indexBytes += stored.indexes;
+      start = page.LastEvaluatedKey;
+    } while (start);
+    let token: string | undefined;
+    do {
+      const page = await deps.s3.send(
+        new ListObjectsV2Command({
+          Bucket: deps.bucket,
+          Prefix: `teams/${teamId}/runs/${jobId}/`,
+          ContinuationToken: token,
+        }),
+      );
+      for (const object of page.Contents ?? []) {
+        left.objects++;
+        left.s3Bytes += object.Size ?? 0;
+      }
+      token = page.NextContinuationToken;
+    } while (token);
+  }
+  return left;
 };

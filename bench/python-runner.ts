@@ -172,7 +172,7 @@ export const benchPythonRunner = async (ctx: PythonBenchContext) => {
     `PythonRunner (${pythonRunner.entry}): its bundle, Pyodide beside it, the first run and the runs after it; median of ${samples} fresh node each`,
   );
   const bundle = await buildBundle(repoRoot, outDir, pythonRunner, deployedSdkSource);
-  const floor = await buildFloorBundle(repoRoot, outDir, [], deployedSdkSource);
+  const floor = await buildFloorBundle(repoRoot, outDir, 'floor-none', [], [], deployedSdkSource);
   const eventsDir = join(outDir, 'python-events');
   mkdirSync(eventsDir, { recursive: true });
   const event = join(eventsDir, 'run.json');

@@ -359,7 +359,8 @@ const main = async () => {
     }
   }
 
-  if (sections.has('cost')) await benchCost({ resources, targets, chainLength, idleTick });
+  if (sections.has('cost'))
+    await benchCost({ resources, targets, chainLength, idleTick, repoRoot, outDir: join(outDir, 'init') });
   if (sections.has('hotkey')) await benchHotKey({ deps, resources, targets, cleanups });
 };
 

@@ -121,6 +121,59 @@ const entryOnStack = (): string | undefined => {
   return functionEntries.find((entry) => stack.includes(entry));
 };
 
+/**
+ * What one command a handler sent looks like, for a floor that sends the same bare (the cold-start
+ * bench, `bench/first-request.ts`): its service and command, the index it reads, how many items a
+ * batch names, and the operations of a transaction, in order.
+ */
+export interface AwsCommandShape {
+  function: string | null;
+  service: string;
+  command: string;
+  /** A Query's or Scan's index. */
+  index?: string;
+  /** Keys of a BatchGetItem, requests of a BatchWriteItem, entries of a SendMessageBatch or PutEvents. */
+  count?: number;
+  /** A transaction's item operations (`Put`, `Update`, `Delete`, `ConditionCheck`, `Get`), in order. */
+  items?: string[];
+  /**
+   * Presigned, not sent (`@aws-sdk/s3-request-presigner` runs the command's middleware and answers
+   * the signed request): known once the command resolves.
+   */
+  presigned?: true;
+}
+
+const shapeOf = (service: string, command: string, input: Input): Omit<AwsCommandShape, 'function'> => {
+  const shape: Omit<AwsCommandShape, 'function'> = { service, command };
+  if (typeof input.IndexName === 'string') shape.index = input.IndexName;
+  if (Array.isArray(input.TransactItems)) {
+    shape.items = (input.TransactItems as Record<string, unknown>[]).map((entry) => Object.keys(entry)[0] ?? '');
+  }
+  if (input.RequestItems && typeof input.RequestItems === 'object') {
+    shape.count = Object.values(input.RequestItems as Record<string, unknown>).reduce(
+      (sum: number, request) =>
+        sum + (Array.isArray(request) ? request.length : ((request as { Keys?: unknown[] }).Keys?.length ?? 0)),
+      0,
+    );
+  }
+  if (Array.isArray(input.Entries)) shape.count = input.Entries.length;
+  return shape;
+};
+
+/** Listeners given every command a logged client sends, in order, each time (`recordAwsCommands`). */
+const listeners = new Set<(shape: AwsCommandShape) => void>();
+
+/**
+ * Calls `listener` with the shape of every command a handler sends through a client the command
+ * log instruments (`withAwsCommandLog`) from now on, in order and each time (the log's file keeps
+ * each record once); returns the function that stops it. Clients are instrumented when
+ * `AWS_COMMAND_LOG_DIR` is set or a listener is registered at the time `withAwsCommandLog` sees them.
+ */
+export const recordAwsCommands = (listener: (shape: AwsCommandShape) => void): (() => void) => {
+  listeners.add(listener);
+  return () => listeners.delete(listener);
+};
+
 const written = new Set<string>();
 const instrumented = new WeakSet<object>();
 
@@ -154,7 +207,7 @@ const isClient = (value: unknown): value is SdkClient =>
  */
 export const withAwsCommandLog = <T extends object>(deps: T, resources?: LocalResources): T => {
   const directory = process.env.AWS_COMMAND_LOG_DIR;
-  if (!directory) return deps;
+  if (!directory && listeners.size === 0) return deps;
   const names = namer(resources);
   for (const client of Object.values(deps)) {
     if (!isClient(client) || instrumented.has(client.middlewareStack)) continue;
@@ -166,9 +219,18 @@ export const withAwsCommandLog = <T extends object>(deps: T, resources?: LocalRe
         if (fn || entry) {
           const service = (context.clientName ?? 'unknown').replace(/Client$/, '');
           const command = context.commandName ?? 'unknown';
-          for (const target of targetsOf(names, service, (args.input ?? {}) as Input)) {
-            append(directory, { function: fn ?? null, ...(entry ? { entry } : {}), service, command, ...target });
+          const input = (args.input ?? {}) as Input;
+          if (directory) {
+            for (const target of targetsOf(names, service, input)) {
+              append(directory, { function: fn ?? null, ...(entry ? { entry } : {}), service, command, ...target });
+            }
           }
+          // One shape for every listener, in the order the commands start; a presign is marked when it resolves.
+          const shape: AwsCommandShape = { function: fn ?? null, ...shapeOf(service, command, input) };
+          for (const listener of listeners) listener(shape);
+          const result = await next(args);
+          if ((result as { output?: { presigned?: unknown } }).output?.presigned !== undefined) shape.presigned = true;
+          return result;
         }
         return next(args);
       },

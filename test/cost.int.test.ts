@@ -20,7 +20,7 @@ describe('the cost of a 10-step run', () => {
     timeout: 180_000,
   }, async () => {
     const resources = await provision({ prefix: `c${randomUUID().slice(0, 8)}`, ...inject('emulators') });
-    const { meter, runs } = await measureChainRunCost(resources, { runs: 2, chainLength: 10 });
+    const { meter, runs, left } = await measureChainRunCost(resources, { runs: 2, chainLength: 10 });
     const per = (n: number) => n / runs;
     // The start, the step executor (the chain runs on in the invocation of its first step), the webhook.
     expect(meter.lambda.byFunction).toEqual({ RunWorkflow: runs, StepExecutor: runs, WebhookDelivery: runs });
@@ -55,6 +55,12 @@ describe('the cost of a 10-step run', () => {
       runs,
     ).total;
     expect(withoutCompute).toBeLessThanOrEqual(0.000038);
+    // What each run leaves for the retention (bench/cost-retained.ts prices it): its item, its 10
+    // steps and its webhook delivery, about 4 KB with their overhead and their list index entry; no object.
+    expect(left.items / runs).toBe(12);
+    expect(left.tableBytes / runs).toBeLessThanOrEqual(4_300);
+    expect(left.indexBytes / runs).toBeLessThanOrEqual(550);
+    expect(left.s3Bytes).toBe(0);
   });
 
   it('an idle stage costs at most $3 a month without the free tier: dev, and prod with its provider in SSM', {

@@ -16,7 +16,12 @@ import { type LocalResources, provision } from '../local/provision.ts';
 import { type Assembly, readAssembly, templateResolver, triggeredFunctions } from '../local/rehearse/assembly.ts';
 import { type BundleStack, startBundleStack } from '../local/rehearse/bundle-stack.ts';
 import { runFlow } from '../local/rehearse/flow.ts';
-import { type RehearsalProviders, startRehearsalProviders } from '../local/rehearse/providers.ts';
+import {
+  type RehearsalProviders,
+  rehearsalContext,
+  replicateParameter,
+  startRehearsalProviders,
+} from '../local/rehearse/providers.ts';
 import { type Synthesized, synthesize } from '../local/rehearse/synth.ts';
 import { queues } from '../platform/definitions.ts';
 import { routes } from '../platform/routes.ts';
@@ -30,7 +35,7 @@ let stack: BundleStack | undefined;
 let providers: RehearsalProviders | undefined;
 
 beforeAll(async () => {
-  synthesized = await synthesize();
+  synthesized = await synthesize({ context: rehearsalContext });
   assembly = readAssembly(synthesized.dir);
   resources = await provision({ prefix: `r${randomUUID().slice(0, 8)}`, ...inject('emulators') });
   providers = await startRehearsalProviders();
@@ -120,6 +125,16 @@ describe('the whole flow through the bundles', () => {
     // to the stack fails this test until the flow exercises it.
     expect(steps.at(-1)?.name).toBe('every function was invoked, none failed unexpectedly');
     expect(stack.functions.get(pythonRunner.id)?.invocations.map((i) => i.outcome.ok)).toEqual([true, true]);
+    // Replicate ran on the stage's own credentials, as deployed: the template's PROVIDER_SECRETS names
+    // the SSM parameter, and the bundles read it decrypted from the emulated SSM (each container once:
+    // the step executor's, and the webhook route's for the signing secret's key).
+    expect(stack.functions.get('StepExecutor')?.options.environment.PROVIDER_SECRETS).toBe(
+      JSON.stringify({ replicate: `ssm:${replicateParameter}` }),
+    );
+    expect(stack.functions.get('StepExecutor')?.options.environment.PROVIDER_REPLICATE_API_KEY).toBeUndefined();
+    const reads = providers?.secretStore.requests.filter((r) => r.target === 'AmazonSSM.GetParameter') ?? [];
+    expect(reads.length).toBeGreaterThanOrEqual(1);
+    expect(reads.every((r) => r.name === replicateParameter && r.withDecryption === true)).toBe(true);
   }, 240_000);
 
   it("keeps a step's code in its box in the PythonRunner's bundle too: the review's escapes get nothing", async () => {

@@ -2,7 +2,7 @@
  * Providers and team connections from a secret store, through the real handlers: the API (run
  * starts, 422s), the step executor (drained by hand) and the deferred dispatcher, on deps built as
  * a deployed stage builds them (its providers, its policy, its secret store) with the store's SDK
- * clients pointed at a secret-store emulator (test/support/secret-store.ts) and an
+ * clients pointed at a secret-store emulator (local/secret-store.ts) and an
  * OpenAI-compatible fake provider that records the key it was called with.
  */
 import { randomUUID } from 'node:crypto';
@@ -22,9 +22,9 @@ import { createSecretStore, secretCacheMs } from '../functions/store/secrets.ts'
 import { activateWorkflow } from '../functions/store/workflows.ts';
 import { runAdmin } from '../local/admin.ts';
 import { withAwsCommandLog } from '../local/aws-command-log.ts';
+import { type SecretStoreEmulator, startSecretStore } from '../local/secret-store.ts';
 import { messages } from '../schemas/errors.ts';
 import { dispatcherHandler, drainSteps, ledgerOf, realStepHandler } from './support/runs.ts';
-import { type SecretStoreEmulator, startSecretStore } from './support/secret-store.ts';
 import { call, createWorkflow, type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
 
 // Values that must never leave the secret store except towards the provider.

@@ -18,7 +18,7 @@ import { provision } from '../provision.ts';
 import { readAssembly, triggeredFunctions } from './assembly.ts';
 import { type BundleStack, startBundleStack } from './bundle-stack.ts';
 import { type FlowStep, runFlow } from './flow.ts';
-import { startRehearsalProviders } from './providers.ts';
+import { rehearsalContext, startRehearsalProviders } from './providers.ts';
 import { synthesize } from './synth.ts';
 
 const began = performance.now();
@@ -46,7 +46,7 @@ let stack: BundleStack | undefined;
 let steps: FlowStep[] = [];
 try {
   console.log('Deploy rehearsal: the bundles cdk synth builds, run as Lambda would, on the local emulators.\n');
-  const synthesized = await synthesize();
+  const synthesized = await synthesize({ context: rehearsalContext });
   cleanups.push(() => synthesized.remove());
   const assembly = readAssembly(synthesized.dir);
   const specs = triggeredFunctions(assembly);

@@ -36,8 +36,13 @@ const offlineEnvironment = (): NodeJS.ProcessEnv => {
   };
 };
 
-/** `cdk synth -o <temp>/cdk.out -c stage=<stage>`; rejects with the CLI's output when it fails. */
-export const synthesize = async (options: { stage?: StageName } = {}): Promise<Synthesized> => {
+/**
+ * `cdk synth -o <temp>/cdk.out -c stage=<stage>` and `-c key=value` for each of `context`; rejects
+ * with the CLI's output when it fails.
+ */
+export const synthesize = async (
+  options: { stage?: StageName; context?: Readonly<Record<string, string>> } = {},
+): Promise<Synthesized> => {
   const root = mkdtempSync(join(tmpdir(), 'workflow-run-api-rehearsal-'));
   const remove = () => rmSync(root, { recursive: true, force: true });
   const dir = join(root, 'cdk.out');
@@ -45,7 +50,17 @@ export const synthesize = async (options: { stage?: StageName } = {}): Promise<S
   symlinkSync(join(repoRoot, 'node_modules', '@aws-sdk'), join(root, 'node_modules', '@aws-sdk'), 'dir');
   const began = performance.now();
   const cli = join(repoRoot, 'node_modules', 'aws-cdk', 'bin', 'cdk');
-  const args = [cli, 'synth', '--output', dir, '--quiet', '--no-notices', '-c', `stage=${options.stage ?? 'dev'}`];
+  const args = [
+    cli,
+    'synth',
+    '--output',
+    dir,
+    '--quiet',
+    '--no-notices',
+    '-c',
+    `stage=${options.stage ?? 'dev'}`,
+    ...Object.entries(options.context ?? {}).flatMap(([key, value]) => ['-c', `${key}=${value}`]),
+  ];
   let output = '';
   try {
     const code = await new Promise<number | null>((resolve, reject) => {

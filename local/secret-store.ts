@@ -1,18 +1,22 @@
 /**
- * A secret-store emulator on loopback: the AWS edge we cannot run locally. One HTTP server speaks
- * the AWS JSON 1.1 protocol for `secretsmanager.GetSecretValue` and `AmazonSSM.GetParameter`, so
- * the real SDK clients reach it through their `endpoint`; it keeps every request (target and
- * name, never a value) so tests count reads.
+ * A secret-store emulator on loopback: Secrets Manager and SSM Parameter Store, which no emulator
+ * the project runs provides (moto needs Python; LocalStack, Docker). One HTTP server speaks the AWS
+ * JSON 1.1 protocol (the `X-Amz-Target` header names the operation) for exactly what the service
+ * reads and what sets it up: `secretsmanager.GetSecretValue` and `secretsmanager.CreateSecret`,
+ * `AmazonSSM.GetParameter` and `AmazonSSM.PutParameter`. The real SDK clients reach it through
+ * their `endpoint` (a bundle through `AWS_ENDPOINT_URL_SECRETS_MANAGER` / `AWS_ENDPOINT_URL_SSM`);
+ * it keeps every request (target and name, never a value) so tests and the rehearsal count reads.
+ * Used by test/secrets.int.test.ts and the rehearsal (local/rehearse/providers.ts).
  */
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SSMClient } from '@aws-sdk/client-ssm';
-import { localAwsConfig } from '../../local/emulators.ts';
+import { localAwsConfig } from './emulators.ts';
 
 export interface SecretStoreRequest {
-  /** `secretsmanager.GetSecretValue` or `AmazonSSM.GetParameter`. */
+  /** The operation: `secretsmanager.GetSecretValue`, `AmazonSSM.GetParameter`, or one that sets a value. */
   target: string;
   /** The SecretId or parameter Name asked for. */
   name: string;
@@ -33,7 +37,15 @@ export const startSecretStore = async () => {
     });
     req.on('end', () => {
       const target = String(req.headers['x-amz-target'] ?? '');
-      const body = JSON.parse(raw || '{}') as { SecretId?: string; Name?: string; WithDecryption?: boolean };
+      const body = JSON.parse(raw || '{}') as {
+        SecretId?: string;
+        Name?: string;
+        WithDecryption?: boolean;
+        SecretString?: string;
+        Value?: string;
+        Type?: string;
+        Overwrite?: boolean;
+      };
       const answer = (status: number, value: unknown) =>
         res.writeHead(status, { 'content-type': 'application/x-amz-json-1.1' }).end(JSON.stringify(value));
       const missing = (type: string) => answer(400, { __type: type, message: 'not found' });
@@ -50,6 +62,32 @@ export const startSecretStore = async () => {
           VersionStages: ['AWSCURRENT'],
           CreatedDate: 1_700_000_000,
         });
+      }
+      if (target === 'secretsmanager.CreateSecret') {
+        const name = body.Name ?? '';
+        requests.push({ target, name });
+        if (secrets.has(name)) return answer(400, { __type: 'ResourceExistsException', message: `${name} exists` });
+        if (body.SecretString === undefined) {
+          return answer(400, { __type: 'InvalidParameterException', message: 'SecretString is required here' });
+        }
+        secrets.set(name, body.SecretString);
+        return answer(200, {
+          ARN: `arn:aws:secretsmanager:us-east-1:000000000000:secret:${name}-AbCdEf`,
+          Name: name,
+          VersionId: 'v1',
+        });
+      }
+      if (target === 'AmazonSSM.PutParameter') {
+        const name = body.Name ?? '';
+        requests.push({ target, name });
+        if (parameters.has(name) && body.Overwrite !== true) {
+          return answer(400, { __type: 'ParameterAlreadyExists', message: `${name} exists` });
+        }
+        if (body.Type !== 'SecureString' || body.Value === undefined) {
+          return answer(400, { __type: 'ValidationException', message: 'only SecureString values are kept here' });
+        }
+        parameters.set(name, body.Value);
+        return answer(200, { Version: 1, Tier: 'Standard' });
       }
       if (target === 'AmazonSSM.GetParameter') {
         const name = body.Name ?? '';
