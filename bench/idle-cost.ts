@@ -38,6 +38,9 @@ export const idlePrices = {
   ssmStandardParameterMonth: 0,
   kmsRequest: 0.03 / 1e4,
   logsStoredGbMonth: 0.03,
+  /** AWS WAF: a web ACL and each rule in it, a month (docs/deploy.md, "Behind your own domain and WAF"). */
+  wafWebAclMonth: 5,
+  wafRuleMonth: 1,
 } as const;
 
 /**
@@ -151,6 +154,13 @@ export const idleCost = (context: Record<string, unknown>, tick: TickCost): Idle
   const api = assembly.getStackByName(built.api.stackName).template as Template;
   const stateful = assembly.getStackByName(built.stateful.stackName).template as Template;
   const { config } = built;
+  // prod's edge (us-east-1): its web ACL and rules bill by the month; CloudFront bills by request only.
+  const edge = built.edge ? (assembly.getStackByName(built.edge.stackName).template as Template) : undefined;
+  const webAcls = edge ? resourcesOf(edge, 'AWS::WAFv2::WebACL') : [];
+  const wafRules = webAcls.reduce(
+    (sum, acl) => sum + ((acl.Properties?.Rules as unknown[] | undefined)?.length ?? 0),
+    0,
+  );
 
   const alarms = resourcesOf(api, 'AWS::CloudWatch::Alarm');
   const alarmMetricCount = alarms.reduce((sum, a) => sum + alarmMetrics(a), 0);
@@ -209,6 +219,10 @@ export const idleCost = (context: Record<string, unknown>, tick: TickCost): Idle
     {
       what: `provider secrets: ${secrets} in Secrets Manager × $${idlePrices.secretsManagerSecretMonth}, ${parameters} SSM standard parameter(s) × $0`,
       dollars: secrets * idlePrices.secretsManagerSecretMonth + parameters * idlePrices.ssmStandardParameterMonth,
+    },
+    {
+      what: `AWS WAF at the edge: ${webAcls.length} web ACL × $${idlePrices.wafWebAclMonth} + ${wafRules} rules × $${idlePrices.wafRuleMonth}`,
+      dollars: webAcls.length * idlePrices.wafWebAclMonth + wafRules * idlePrices.wafRuleMonth,
     },
     {
       what: `dashboards: ${dashboards} × $${idlePrices.dashboardMonth}`,
