@@ -1,3 +1,4 @@
+import { runLabels } from '../../schemas/run-tags.ts';
 import type { Run, RunFile } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { RunNotFoundError } from '../domain/errors.ts';
@@ -66,5 +67,6 @@ export const readRun = async (
   const output = await Promise.all(
     view.output.map(async (o) => ({ ...o, result: await linkFiles(deps, run.teamId, o.result) })),
   );
-  return { ...view, output };
+  // The start's own metadata and tags (issue 26), after the contract's fields; absent when none.
+  return { ...view, output, ...runLabels(run) };
 };

@@ -19,6 +19,8 @@ export interface CursorScope {
   teamId: string;
   workflowId: string | null;
   status: string | null;
+  /** GET /runs?tag= (issue 26; not the cursor's HMAC tag): a cursor of one tag's list opens no other list. */
+  runTag?: string | null;
 }
 
 /** A position in a DynamoDB Query (its LastEvaluatedKey): string attributes only. */
@@ -27,10 +29,18 @@ export type CursorPosition = Record<string, string>;
 /** Longer than any cursor this module issues (four keys of a few dozen characters each). */
 const maxCursorLength = 1024;
 
+/** What is signed: without a run tag, as before them (cursors issued then still open); with one, `v2` and it. */
+const signedText = (scope: CursorScope, payload: string): string => {
+  const filters = [scope.list, scope.teamId, scope.workflowId, scope.status];
+  return JSON.stringify(
+    scope.runTag === undefined || scope.runTag === null
+      ? ['v1', ...filters, payload]
+      : ['v2', ...filters, scope.runTag, payload],
+  );
+};
+
 const tagOf = (secret: Uint8Array, scope: CursorScope, payload: string): Buffer =>
-  createHmac('sha256', secret)
-    .update(JSON.stringify(['v1', scope.list, scope.teamId, scope.workflowId, scope.status, payload]))
-    .digest();
+  createHmac('sha256', secret).update(signedText(scope, payload)).digest();
 
 /** The cursor for `position` in the list `scope` names. */
 export const signCursor = (secret: Uint8Array, scope: CursorScope, position: CursorPosition): string => {
