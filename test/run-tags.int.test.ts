@@ -366,3 +366,40 @@ describe('a deferred run carries them over', () => {
     await setLiveMultiplier(stack.deps, null);
   }, 60_000);
 });
+
+describe('the CLI', () => {
+  it('starts a run with --meta and --tag, and lists by --tag', async () => {
+    const { runCli } = await import('./support/cli.ts');
+    const team = await newTeam();
+    const workflowId = await createWorkflow(stack, team, pairSteps, 'Cli');
+    const cli = (args: string[]) => runCli({ baseUrl: stack.baseUrl, key: team.key }, args);
+    const started = await cli([
+      'run',
+      workflowId,
+      '--meta',
+      'orderId=A-1042',
+      '--meta',
+      'query=a=b',
+      '--tag',
+      'cli',
+      '--tag',
+      'vip',
+      '--watch',
+      '--json',
+    ]);
+    expect(started.code, started.stderr).toBe(0);
+    const run = JSON.parse(started.stdout) as { jobId: string; metadata: unknown; tags: unknown };
+    expect(run).toMatchObject({ metadata: { orderId: 'A-1042', query: 'a=b' }, tags: ['cli', 'vip'] });
+    const listed = await cli(['runs', 'list', '--tag', 'cli', '--json']);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect((JSON.parse(listed.stdout) as { runs: { jobId: string }[] }).runs.map((r) => r.jobId)).toEqual([run.jobId]);
+    const table = await cli(['runs', 'list', '--tag', 'vip']);
+    expect(table.stdout.split('\n')[1]).toMatch(new RegExp(`^${run.jobId}\\s+completed\\s+.*\\s+cli,vip$`));
+    const refused = await cli(['run', workflowId, '--tag', 'a b']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('tags[0]: a tag holds only letters, digits and _ - . : @ /');
+    const twoTags = await cli(['runs', 'list', '--tag', 'a', '--tag', 'b']);
+    expect(twoTags).toMatchObject({ code: 2 });
+    expect(twoTags.stderr).toContain('--tag filters by one tag');
+  }, 120_000);
+});

@@ -10,7 +10,13 @@ import { InvalidQueryError } from '../domain/errors.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { deferredView } from '../store/deferred-runs.ts';
 import { DeferredListEntrySchema, parseItem, RunListEntrySchema } from '../store/items.ts';
-import { cursorSigningSecret, queryRunList, queryRunTagPage } from '../store/run-list.ts';
+import {
+  cursorSigningSecret,
+  queryRunList,
+  queryRunTagPage,
+  type RunListPage,
+  type RunListQuery,
+} from '../store/run-list.ts';
 
 /** The query string of GET /runs and GET /deferred-runs, as API Gateway passes it (absent when empty). */
 export type ListQueryString = Record<string, string | undefined> | undefined;
@@ -51,10 +57,14 @@ const listParams = (query: ListQueryString, statuses: readonly string[], takesTa
   return { workflowId: workflow, status: status ?? null, limit: size, cursor: cursor ?? null, tag };
 };
 
+/** The read of one page, given its checked filters: the list's index, or (runs only) a tag's items. */
+type PageRead = (filters: Omit<RunListQuery, 'list'> & { tag: string | null }) => Promise<RunListPage>;
+
 /**
  * One page of the team's runs or deferred runs, newest first: the entries the page's one Query
  * kept, and the cursor of the next page (null on the last). A key limited to workflows sees only
  * theirs (the Query filters on them); asked for another workflow, it gets an empty last page.
+ * `read` is passed in, so the deferred runs' list (and its bundle) never holds the tag's read.
  */
 const listPage = async (
   deps: Deps,
@@ -62,6 +72,7 @@ const listPage = async (
   list: CursorScope['list'],
   query: ListQueryString,
   statuses: readonly string[],
+  read: PageRead,
 ) => {
   const params = listParams(query, statuses, list === 'runs');
   const scope: CursorScope = {
@@ -78,11 +89,14 @@ const listPage = async (
     return { entries: [], nextCursor: null };
   }
   const workflowIds = params.workflowId !== null ? [params.workflowId] : limited ? lister.workflowIds : null;
-  const filters = { teamId: lister.teamId, workflowIds, status: params.status, limit: params.limit, startKey };
-  const page =
-    params.tag === null
-      ? await queryRunList(deps, { list, ...filters })
-      : await queryRunTagPage(deps, { ...filters, tag: params.tag });
+  const page = await read({
+    teamId: lister.teamId,
+    workflowIds,
+    status: params.status,
+    limit: params.limit,
+    startKey,
+    tag: params.tag,
+  });
   return { entries: page.entries, nextCursor: page.lastKey ? signCursor(secret, scope, page.lastKey) : null };
 };
 
@@ -105,7 +119,9 @@ const runSummary = (item: Record<string, unknown>): RunSummary => {
 
 /** GET /runs: the team's runs, newest first, as summaries. */
 export const listRuns = async (deps: Deps, lister: Lister, query: ListQueryString): Promise<ListRunsResponse> => {
-  const page = await listPage(deps, lister, 'runs', query, listedRunStatuses);
+  const page = await listPage(deps, lister, 'runs', query, listedRunStatuses, ({ tag, ...filters }) =>
+    tag === null ? queryRunList(deps, { list: 'runs', ...filters }) : queryRunTagPage(deps, { ...filters, tag }),
+  );
   return { runs: page.entries.map(runSummary), nextCursor: page.nextCursor };
 };
 
@@ -115,7 +131,9 @@ export const listDeferredRuns = async (
   lister: Lister,
   query: ListQueryString,
 ): Promise<ListDeferredRunsResponse> => {
-  const page = await listPage(deps, lister, 'deferred-runs', query, deferredRunStatuses);
+  const page = await listPage(deps, lister, 'deferred-runs', query, deferredRunStatuses, ({ tag: _tag, ...filters }) =>
+    queryRunList(deps, { list: 'deferred-runs', ...filters }),
+  );
   return {
     deferredRuns: page.entries.map((item) => deferredView(parseItem(DeferredListEntrySchema, item))),
     nextCursor: page.nextCursor,
