@@ -336,7 +336,7 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
     CancelRun: {
       event: async () => apiEvent(routeById('CancelRun'), { key, pathParameters: { jobId: (await newRun()).jobId } }),
     },
-    // A page of the team's runs: the key, its rate count, the cursor signing key and one Query of GSI4.
+    // A page of the team's runs: the key, its rate count, the cursor signing key and one Query of GSI5.
     ListRuns: {
       event: async () => apiEvent(routeById('ListRuns'), { key, query: { limit: '20' } }),
     },

@@ -43,8 +43,8 @@ export interface TableDefinition {
  * The single application table. Item shapes and key prefixes live in `functions/store/keys.ts`.
  * GSI1: generic inverted lookups (keys per team, ids to their team, runs left queued). GSI2: sparse
  * index of waiting deferred runs by maxMultiplier. GSI3: sparse index of waiting deferred runs by
- * expiresAt. GSI4: sparse index of a team's runs and deferred runs, newest first (the list
- * endpoints). Each projects only what its queries read (see each index).
+ * expiresAt. GSI5 (GSI4 before it, kept until the next deploy): sparse index of a team's runs and
+ * deferred runs, newest first (the list endpoints). Each projects only what its queries read (see each index).
  */
 export const dataTable: TableDefinition = {
   id: 'Data',
@@ -97,9 +97,8 @@ export const dataTable: TableDefinition = {
       name: 'GSI4',
       partitionKey: { name: 'GSI4PK', type: 'S' },
       sortKey: { name: 'GSI4SK', type: 'S' },
-      // listRunPage (functions/store/run-list.ts): a team's runs and deferred runs, newest first, as
-      // summaries. Only attributes that change rarely (the status, the end, the final charge, the
-      // dispatch, `ttl`), so a step's count writes no index; never inputs, outputs or a callback.
+      // Read by nothing since GSI5 (below) took its place; kept for one deploy, as CloudFormation
+      // adds or deletes one GSI per update: delete this entry in the next.
       projection: {
         type: 'INCLUDE',
         attributes: [
@@ -116,6 +115,37 @@ export const dataTable: TableDefinition = {
           'expiresAt',
           'dispatchedAt',
           'ttl',
+        ],
+      },
+    },
+    {
+      name: 'GSI5',
+      partitionKey: { name: 'GSI4PK', type: 'S' },
+      sortKey: { name: 'GSI4SK', type: 'S' },
+      // queryRunList (functions/store/run-list.ts): a team's runs and deferred runs, newest first, as
+      // summaries. Only attributes that change rarely (the status, the end, the final charge, the
+      // dispatch, `ttl`) or never (a run's `metadata` and `tags`), so a step's count writes no index;
+      // never inputs, outputs or a callback. It is GSI4 with `metadata` and `tags` (issue 26): a
+      // GSI's projection cannot be changed, so it was added beside GSI4 on the same key attributes
+      // (DynamoDB backfills it with every entry GSI4 has).
+      projection: {
+        type: 'INCLUDE',
+        attributes: [
+          'jobId',
+          'deferredJobId',
+          'workflowId',
+          'status',
+          'mode',
+          'createdAt',
+          'endedAt',
+          'estimateHundredths',
+          'finalChargedHundredths',
+          'maxMultiplier',
+          'expiresAt',
+          'dispatchedAt',
+          'ttl',
+          'metadata',
+          'tags',
         ],
       },
     },

@@ -106,12 +106,13 @@ const table = [
   },
   {
     // GetItem: the key, and the cursor signing key; PutItem: creating that key, once per table.
+    // Query and BatchGetItem: `?tag=`, a page of the tag's entries, then those runs (issue 26).
     id: 'ListRuns',
     method: 'GET',
     path: '/runs',
     entry: 'functions/api/list-runs.ts',
     scope: 'runs:read',
-    grants: { table: ['GetItem', 'UpdateItem', 'PutItem'], indexes: ['GSI4'] },
+    grants: { table: ['GetItem', 'UpdateItem', 'PutItem', 'Query', 'BatchGetItem'], indexes: ['GSI5'] },
   },
   {
     id: 'ListDeferredRuns',
@@ -119,7 +120,7 @@ const table = [
     path: '/deferred-runs',
     entry: 'functions/api/list-deferred-runs.ts',
     scope: 'runs:read',
-    grants: { table: ['GetItem', 'UpdateItem', 'PutItem'], indexes: ['GSI4'] },
+    grants: { table: ['GetItem', 'UpdateItem', 'PutItem'], indexes: ['GSI5'] },
   },
   {
     id: 'GetRun',

@@ -16,6 +16,7 @@ import {
   storageBusyText,
   uuidPath,
 } from './openapi-parts.ts';
+import { MetadataSchema, TagSchema, TagsSchema } from './run-tags.ts';
 import { ValidationIssueSchema } from './workflows.ts';
 
 const runModes = ['production', 'draft', 'preview'] as const;
@@ -79,6 +80,10 @@ export const RunRequestSchema = notArray(
     ),
     /** When set, each webhook is signed with it; an empty secret would sign with nothing. */
     callbackSecret: v.optional(NameStringSchema),
+    /** Our design (issue 26): the caller's own pairs, echoed wherever the run is shown (schemas/run-tags.ts). */
+    metadata: v.optional(MetadataSchema),
+    /** Our design (issue 26): labels to find the run by (`GET /runs?tag=`), echoed wherever it is shown. */
+    tags: v.optional(TagsSchema),
   }),
 );
 export type RunRequest = v.InferOutput<typeof RunRequestSchema>;
@@ -236,6 +241,10 @@ export const RunSchema = v.strictObject({
   output: v.array(RunOutputSchema),
   /** Our design: present when `output` is one page and more outputs follow. */
   output_next: v.optional(OutputNextSchema),
+  /** Our design: the run start's `metadata`; absent when it gave none. */
+  metadata: v.optional(MetadataSchema),
+  /** Our design: the run start's `tags`; absent when it gave none. */
+  tags: v.optional(TagsSchema),
 });
 export type Run = v.InferOutput<typeof RunSchema>;
 
@@ -267,6 +276,10 @@ export const RunSummarySchema = v.strictObject({
   chargedCredits: v.nullable(v.number()),
   /** The deferred run it came from, if any. */
   deferredJobId: v.nullable(UuidSchema),
+  /** The run start's `metadata`; absent when it gave none. */
+  metadata: v.optional(MetadataSchema),
+  /** The run start's `tags`; absent when it gave none. */
+  tags: v.optional(TagsSchema),
 });
 export type RunSummary = v.InferOutput<typeof RunSummarySchema>;
 
@@ -304,6 +317,10 @@ export const WebhookBodySchema = v.strictObject({
   output: v.optional(v.array(RunOutputSchema)),
   /** Our design: the first page of `output` only; read the rest with Get a run. */
   output_next: v.optional(OutputNextSchema),
+  /** Our design: the run start's `metadata`; absent when it gave none. */
+  metadata: v.optional(MetadataSchema),
+  /** Our design: the run start's `tags`; absent when it gave none. */
+  tags: v.optional(TagsSchema),
 });
 export type WebhookBody = v.InferOutput<typeof WebhookBodySchema>;
 
@@ -321,6 +338,8 @@ export const runComponents = {
   LicenceModel: LicenceModelSchema,
   GeneratedBy: GeneratedBySchema,
   WebhookBody: WebhookBodySchema,
+  RunMetadata: MetadataSchema,
+  RunTags: TagsSchema,
 };
 
 /** The named schemas of the list of runs (the document names them after the deferred run). */
@@ -364,6 +383,20 @@ export const listQueryParameters = (statuses: readonly string[]): DocumentedPara
   },
 ];
 
+/**
+ * GET /runs only (issue 26): the runs started with this tag, read from an index of their own; with
+ * `workflowId` or `status` too, those filter its pages as they filter the list's.
+ */
+const tagParameter: DocumentedParameter = {
+  name: 'tag',
+  in: 'query',
+  required: false,
+  description:
+    'Only runs started with this tag (exact, case counts). Combines with `workflowId` and `status`, which then ' +
+    'filter its pages as they do the list.',
+  schema: TagSchema,
+};
+
 /** The words of the two lists for their 400. */
 export const listErrorWords = {
   400: 'A filter, `limit` or `cursor` this list does not take (a cursor of another team or other filters, or altered).',
@@ -381,6 +414,8 @@ const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
     'The cost is estimated and held from the team credits before anything runs; each step is charged when it ' +
       'finishes. One run in progress per workflow at a time. With `defer: true` the run is queued to start ' +
       'later, when the price multiplier reaches `maxMultiplier` (answer 202).',
+    '`metadata` and `tags` are yours: the Run, its summary in List runs and every webhook body echo them, ' +
+      'and List runs filters by a tag (`tag`). They are part of the request an `Idempotency-Key` names.',
     `An optional \`${idempotencyKeyHeader}\` makes a retry safe: the same key with the same request (this ` +
       'endpoint, this id, the same body) within 24 hours answers as the first request did; the same key with ' +
       'another request (another body, or the other run endpoint, or another id) answers 422.',
@@ -408,7 +443,9 @@ const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
     500: jsonResponse('Server failure.', 'ServerError'),
   },
   errorWords: {
-    400: 'The body is not JSON or a field has the wrong type.',
+    400:
+      'The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit (the message names ' +
+      'the field and the limit).',
     413: 'The body is larger than 64 KiB.',
     402: 'Not enough credits, the project hard cap, the per-step credit limit, or the key monthly credit cap.',
     403: `The key lacks \`${scopeOf(subject === 'workflow' ? 'RunWorkflow' : 'RunAgent')}\`, or is limited to other workflows.`,
@@ -439,7 +476,7 @@ export const runOperations: OperationSpec[] = [
       'Lists the team runs, newest first, as summaries (no steps or output: Get a run reads those), a page at a ' +
       'time. A key limited to certain workflows sees only their runs. A run reads as `queued` here until a step ' +
       'has finished (Get a run says `claimed` once a worker has taken one). Reading never spends credits.',
-    parameters: listQueryParameters(listedRunStatuses),
+    parameters: [...listQueryParameters(listedRunStatuses), tagParameter],
     responses: { 200: jsonResponse('A page of runs.', 'ListRunsResponse') },
     errorWords: listErrorWords,
   },

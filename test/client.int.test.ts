@@ -591,7 +591,7 @@ describe('run lists through the client and the CLI', () => {
     const plain = await cli(['runs', 'list', '--limit', '2', '--status', 'completed'], env);
     expect(plain.code, plain.stderr).toBe(0);
     const lines = plain.stdout.trim().split('\n');
-    expect(lines[0]).toMatch(/^JOB ID\s+STATUS\s+WORKFLOW ID\s+CREATED\s+CREDITS$/);
+    expect(lines[0]).toMatch(/^JOB ID\s+STATUS\s+WORKFLOW ID\s+CREATED\s+CREDITS\s+TAGS$/);
     expect(lines[1]).toMatch(new RegExp(`^${newestFirst[0]}\\s+completed\\s+`));
     expect(lines.at(-1)).toMatch(/^More: workflow-run runs list --status completed --limit 2 --cursor \S+$/);
     const cursor = lines.at(-1)?.split(' ').at(-1) ?? '';

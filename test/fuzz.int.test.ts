@@ -546,6 +546,21 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
     );
     // The raw bodies sent where none is read are picked by label: a renamed one must not drop out unseen.
     expect(rawBodies().map(({ label }) => label)).toEqual(expect.arrayContaining(ignoredBodies));
+    // The limits a schema states are passed by a mutation: a run start's tags and metadata (issue 26).
+    const runStart = operations().find((o) => o.id === 'RunWorkflow') as Operation;
+    const labelled = { tags: ['a'], metadata: { k: 'v' } };
+    const past = Array.from(
+      { length: 8 },
+      (_, at) => mutate(doc, runStart.bodySchema as SchemaObject, labelled, { kind: 'past a limit', at })?.label,
+    );
+    expect(past).toEqual(
+      expect.arrayContaining([
+        'tags past its limit',
+        'tags.0 past its limit',
+        'metadata past its limit',
+        'metadata.k past its limit',
+      ]),
+    );
   });
 
   it('every path × every method: a declared one reaches its handler, any other answers API Gateway’s 404', async () => {

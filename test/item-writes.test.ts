@@ -53,6 +53,7 @@ import {
   storedPrice,
   storedProject,
   storedRun,
+  storedRunTag,
   storedServerSecret,
   storedStep,
   storedTeam,
@@ -261,6 +262,7 @@ const definitions = {
   cursorKey: storedServerSecret,
   fileLinkKey: storedServerSecret,
   upload: storedUpload,
+  runTag: storedRunTag,
 } satisfies Record<string, ItemDefinition>;
 
 const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definitions => {
@@ -284,6 +286,7 @@ const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definition
     [/^FILE#/, 'upload'],
   ];
   if (PK.startsWith('KEYSPEND#')) return 'keyMonth';
+  if (PK.startsWith('RUNTAG#')) return 'runTag';
   const kind = bySk.find(([pattern]) => pattern.test(SK))?.[1];
   if (!kind) throw new Error(`no item is stored at ${PK}|${SK}`);
   return kind;
@@ -412,6 +415,7 @@ function newRun(jobId: string): NewRun {
     hardCap: 5000,
     idempotency: { keyHash: 'k', requestHash: 'r', response: { body: { jobId } }, expiresAt: 1_900_000_000 },
     deferredJobId: null,
+    labels: { metadata: { order: 'A-1' }, tags: ['vip', 'order:A-1'] },
   };
 }
 

@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { UuidSchema } from '../../schemas/common.ts';
 import { deferredRunStatuses, type ListDeferredRunsResponse } from '../../schemas/deferred-runs.ts';
+import { runLabels, runTagLimits, TagSchema, tagCharacters } from '../../schemas/run-tags.ts';
 import { type ListRunsResponse, listedRunStatuses, listPageLimits, type RunSummary } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { toCredits } from '../domain/credits.ts';
@@ -9,7 +10,13 @@ import { InvalidQueryError } from '../domain/errors.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { deferredView } from '../store/deferred-runs.ts';
 import { DeferredListEntrySchema, parseItem, RunListEntrySchema } from '../store/items.ts';
-import { cursorSigningSecret, queryRunList } from '../store/run-list.ts';
+import {
+  cursorSigningSecret,
+  queryRunList,
+  queryRunTagPage,
+  type RunListPage,
+  type RunListQuery,
+} from '../store/run-list.ts';
 
 /** The query string of GET /runs and GET /deferred-runs, as API Gateway passes it (absent when empty). */
 export type ListQueryString = Record<string, string | undefined> | undefined;
@@ -25,11 +32,18 @@ interface ListParams {
   status: string | null;
   limit: number;
   cursor: string | null;
+  /** GET /runs only: the runs started with this tag. */
+  tag: string | null;
 }
 
 /** The parameters, checked: InvalidQueryError names the one at fault and what it takes. */
-const listParams = (query: ListQueryString, statuses: readonly string[]): ListParams => {
+const listParams = (query: ListQueryString, statuses: readonly string[], takesTag: boolean): ListParams => {
   const { workflowId, status, limit, cursor } = query ?? {};
+  // The deferred runs' list ignores `tag`, as it does any parameter it does not take.
+  const tag = takesTag ? (query?.tag ?? null) : null;
+  if (tag !== null && !v.is(TagSchema, tag)) {
+    throw new InvalidQueryError(`tag must be 1 to ${runTagLimits.tagLength} characters: ${tagCharacters}`);
+  }
   // Ids are written in lower case; one spelling, so a cursor's filters compare equal.
   const workflow = workflowId === undefined ? null : workflowId.toLowerCase();
   if (workflow !== null && !v.is(UuidSchema, workflow)) throw new InvalidQueryError('workflowId must be a uuid');
@@ -40,13 +54,17 @@ const listParams = (query: ListQueryString, statuses: readonly string[]): ListPa
     throw new InvalidQueryError(`limit must be a whole number from 1 to ${listPageLimits.max}`);
   }
   const size = limit === undefined ? listPageLimits.default : Number(limit);
-  return { workflowId: workflow, status: status ?? null, limit: size, cursor: cursor ?? null };
+  return { workflowId: workflow, status: status ?? null, limit: size, cursor: cursor ?? null, tag };
 };
+
+/** The read of one page, given its checked filters: the list's index, or (runs only) a tag's items. */
+type PageRead = (filters: Omit<RunListQuery, 'list'> & { tag: string | null }) => Promise<RunListPage>;
 
 /**
  * One page of the team's runs or deferred runs, newest first: the entries the page's one Query
  * kept, and the cursor of the next page (null on the last). A key limited to workflows sees only
  * theirs (the Query filters on them); asked for another workflow, it gets an empty last page.
+ * `read` is passed in, so the deferred runs' list (and its bundle) never holds the tag's read.
  */
 const listPage = async (
   deps: Deps,
@@ -54,9 +72,16 @@ const listPage = async (
   list: ListCursorScope['list'],
   query: ListQueryString,
   statuses: readonly string[],
+  read: PageRead,
 ) => {
-  const params = listParams(query, statuses);
-  const scope: ListCursorScope = { list, teamId: lister.teamId, workflowId: params.workflowId, status: params.status };
+  const params = listParams(query, statuses, list === 'runs');
+  const scope: ListCursorScope = {
+    list,
+    teamId: lister.teamId,
+    workflowId: params.workflowId,
+    status: params.status,
+    runTag: params.tag,
+  };
   const secret = await cursorSigningSecret(deps);
   const startKey = params.cursor === null ? null : openCursor(secret, scope, params.cursor);
   const limited = lister.workflowIds.length > 0;
@@ -64,13 +89,13 @@ const listPage = async (
     return { entries: [], nextCursor: null };
   }
   const workflowIds = params.workflowId !== null ? [params.workflowId] : limited ? lister.workflowIds : null;
-  const page = await queryRunList(deps, {
-    list,
+  const page = await read({
     teamId: lister.teamId,
     workflowIds,
     status: params.status,
     limit: params.limit,
     startKey,
+    tag: params.tag,
   });
   return { entries: page.entries, nextCursor: page.lastKey ? signCursor(secret, scope, page.lastKey) : null };
 };
@@ -88,12 +113,15 @@ const runSummary = (item: Record<string, unknown>): RunSummary => {
     estimatedCredits: toCredits(entry.estimateHundredths),
     chargedCredits: entry.finalChargedHundredths === undefined ? null : toCredits(entry.finalChargedHundredths),
     deferredJobId: entry.deferredJobId ?? null,
+    ...runLabels(entry),
   };
 };
 
 /** GET /runs: the team's runs, newest first, as summaries. */
 export const listRuns = async (deps: Deps, lister: Lister, query: ListQueryString): Promise<ListRunsResponse> => {
-  const page = await listPage(deps, lister, 'runs', query, listedRunStatuses);
+  const page = await listPage(deps, lister, 'runs', query, listedRunStatuses, ({ tag, ...filters }) =>
+    tag === null ? queryRunList(deps, { list: 'runs', ...filters }) : queryRunTagPage(deps, { ...filters, tag }),
+  );
   return { runs: page.entries.map(runSummary), nextCursor: page.nextCursor };
 };
 
@@ -103,7 +131,9 @@ export const listDeferredRuns = async (
   lister: Lister,
   query: ListQueryString,
 ): Promise<ListDeferredRunsResponse> => {
-  const page = await listPage(deps, lister, 'deferred-runs', query, deferredRunStatuses);
+  const page = await listPage(deps, lister, 'deferred-runs', query, deferredRunStatuses, ({ tag: _tag, ...filters }) =>
+    queryRunList(deps, { list: 'deferred-runs', ...filters }),
+  );
   return {
     deferredRuns: page.entries.map((item) => deferredView(parseItem(DeferredListEntrySchema, item))),
     nextCursor: page.nextCursor,

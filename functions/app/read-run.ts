@@ -1,3 +1,4 @@
+import { runLabels } from '../../schemas/run-tags.ts';
 import type { Run, RunFile } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { openCursor, type RunOutputCursorScope, signCursor } from '../domain/cursor.ts';
@@ -98,5 +99,7 @@ export const readRun = async (
     ...view,
     output: page.output,
     ...(next === undefined ? {} : { output_next: signCursor(await cursorSigningSecret(deps), scope, { node: next }) }),
+    // The start's own metadata and tags (issue 26), after the contract's fields; absent when none.
+    ...runLabels(run),
   };
 };

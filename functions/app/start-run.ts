@@ -1,3 +1,4 @@
+import { runLabels } from '../../schemas/run-tags.ts';
 import type { RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { type AdmissionRefusal, busyFirst, refusalWithoutFacts, runRefusal } from '../domain/admission.ts';
@@ -147,6 +148,7 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
         hardCap: facts.hardCap,
         idempotency: input.idempotency?.(jobId, estimate) ?? null,
         deferredJobId: input.deferredJobId,
+        labels: runLabels(request),
         extraItems: input.extraItems,
       });
       break;

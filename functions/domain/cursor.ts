@@ -20,6 +20,8 @@ export interface ListCursorScope {
   teamId: string;
   workflowId: string | null;
   status: string | null;
+  /** GET /runs?tag= (issue 26; not the cursor's HMAC tag): a cursor of one tag's list opens no other list. */
+  runTag?: string | null;
 }
 
 /** The pages of one run's `output` (GET /runs/{jobId}?output_cursor=…): its team and its id. */
@@ -37,16 +39,22 @@ export type CursorPosition = Record<string, string>;
 /** Longer than any cursor this module issues (four keys of a few dozen characters each). */
 const maxCursorLength = 1024;
 
-/** What a tag binds: a list's cursors keep the exact bytes they were first signed over. */
-const boundParts = (scope: CursorScope): (string | null)[] =>
-  scope.list === 'run-output'
-    ? [scope.list, scope.teamId, scope.jobId]
-    : [scope.list, scope.teamId, scope.workflowId, scope.status];
+/**
+ * What is signed. A list's cursors keep the exact bytes they were first signed over: without a run
+ * tag, as before tags (cursors issued then still open); with one, `v2` and it.
+ */
+const signedText = (scope: CursorScope, payload: string): string => {
+  if (scope.list === 'run-output') return JSON.stringify(['v1', scope.list, scope.teamId, scope.jobId, payload]);
+  const filters = [scope.list, scope.teamId, scope.workflowId, scope.status];
+  return JSON.stringify(
+    scope.runTag === undefined || scope.runTag === null
+      ? ['v1', ...filters, payload]
+      : ['v2', ...filters, scope.runTag, payload],
+  );
+};
 
 const tagOf = (secret: Uint8Array, scope: CursorScope, payload: string): Buffer =>
-  createHmac('sha256', secret)
-    .update(JSON.stringify(['v1', ...boundParts(scope), payload]))
-    .digest();
+  createHmac('sha256', secret).update(signedText(scope, payload)).digest();
 
 /** The cursor for `position` in the list `scope` names. */
 export const signCursor = (secret: Uint8Array, scope: CursorScope, position: CursorPosition): string => {

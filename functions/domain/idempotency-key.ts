@@ -4,7 +4,8 @@
  * - identity: an answer is remembered per API key and per Idempotency-Key, the header kept only as
  *   its SHA-256 (`idempotencyKeyHash`; the record's key is functions/store/keys.ts's `IDEM#`);
  * - fingerprint: one Idempotency-Key names one request: its route, its path's ids and its body
- *   (`requestFingerprint`);
+ *   (`requestFingerprint`), whose `metadata` and `tags` (issue 26) are read as sets: their order,
+ *   and an empty one against none, make no other request, as they make no other run;
  * - window: the answer is remembered 24 hours, or the retention of the run it names if that were
  *   shorter (a retention is at least one day, so it never is) (`rememberedUntil`); an expired record
  *   reads as absent and may be replaced;
@@ -15,6 +16,7 @@
  * functions/store/idempotency.ts, inside the start's transaction.
  */
 import { createHash } from 'node:crypto';
+import { isRecord } from '../is-record.ts';
 import { IdempotencyKeyReusedError } from './errors.ts';
 import { epochSeconds, retentionExpiry } from './retention.ts';
 
@@ -32,9 +34,27 @@ export interface RequestTarget {
   pathParameters: Record<string, string | undefined> | undefined;
 }
 
+const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * The body as fingerprinted: `metadata` pairs and `tags` sorted, each left out when empty. A body
+ * without them is its JSON as before, so answers remembered before issue 26 still match.
+ */
+const canonicalBody = (body: unknown): unknown => {
+  if (!isRecord(body) || !(Object.hasOwn(body, 'metadata') || Object.hasOwn(body, 'tags'))) return body;
+  const { metadata, tags, ...rest } = body;
+  const pairs = isRecord(metadata) ? Object.entries(metadata).sort(([a], [b]) => byText(a, b)) : [];
+  const set = Array.isArray(tags) ? tags.map(String).sort(byText) : [];
+  return {
+    ...rest,
+    ...(pairs.length > 0 ? { metadata: Object.fromEntries(pairs) } : {}),
+    ...(set.length > 0 ? { tags: set } : {}),
+  };
+};
+
 /** The fingerprint of one request: the same key sent to another route, id or body is another request. */
 export const requestFingerprint = (target: RequestTarget, body: unknown): string =>
-  sha256(`${target.routeKey}\n${JSON.stringify(target.pathParameters ?? {})}\n${JSON.stringify(body)}`);
+  sha256(`${target.routeKey}\n${JSON.stringify(target.pathParameters ?? {})}\n${JSON.stringify(canonicalBody(body))}`);
 
 /** Epoch seconds until which an answer given at `now` is remembered. */
 export const rememberedUntil = (now: Date, retentionDays: number): number =>

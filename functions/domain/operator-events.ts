@@ -34,7 +34,16 @@ interface DetailBase {
   workflowId: string;
 }
 
-export interface RunStartedDetail extends DetailBase {
+/**
+ * A run's `metadata` and `tags` as its start gave them (issue 26): always present on a run's events,
+ * empty when none, so a rule can match on `detail.tags` without testing for the field.
+ */
+interface RunLabelsDetail {
+  metadata: Record<string, string>;
+  tags: string[];
+}
+
+export interface RunStartedDetail extends DetailBase, RunLabelsDetail {
   jobId: string;
   projectId: string;
   mode: string;
@@ -45,7 +54,7 @@ export interface RunStartedDetail extends DetailBase {
   createdAt: string;
 }
 
-export interface RunFinishedDetail extends DetailBase {
+export interface RunFinishedDetail extends DetailBase, RunLabelsDetail {
   jobId: string;
   projectId: string;
   mode: string;
@@ -108,6 +117,8 @@ export interface RunImage {
   chargedHundredths: number;
   createdAt: string;
   endedAt?: string;
+  metadata?: Record<string, string>;
+  tags?: string[];
 }
 
 /** What an event reads of a deferred run item's image. */
@@ -144,6 +155,8 @@ const runEvent = (old: RunImage | undefined, now: RunImage): OperatorEvent | und
     mode: now.mode,
     stepsTotal: now.stepsTotal,
     createdAt: now.createdAt,
+    metadata: now.metadata ?? {},
+    tags: now.tags ?? [],
   };
   if (old === undefined) {
     const estimate = now.estimateHundredths;

@@ -10,12 +10,33 @@ export type ItemsByKey = ReadonlyMap<string, Record<string, unknown>>;
 
 const UnprocessedKeysSchema = v.array(ItemKeySchema);
 
+/** A read of only some attributes (the key and `ttl` are always read), eventually consistent when asked. */
+export interface BatchGetOptions {
+  attributes?: readonly string[];
+  consistent?: boolean;
+}
+
+/** The projection of `attributes`, each by a name placeholder (`status` and `ttl` are reserved words). */
+const projectionOf = (attributes: readonly string[] | undefined) => {
+  if (!attributes) return {};
+  const all = [...new Set(['PK', 'SK', 'ttl', ...attributes])];
+  return {
+    ProjectionExpression: all.map((_, i) => `#a${i}`).join(', '),
+    ExpressionAttributeNames: Object.fromEntries(all.map((name, i) => [`#a${i}`, name])),
+  };
+};
+
 /**
- * Strongly consistent BatchGetItem of up to 100 keys, retrying unprocessed keys; returns the
- * items by `PK|SK` so callers pick them out by the keys they built. An item whose `ttl` has passed
- * is left out, as if DynamoDB had deleted it (`unexpired`).
+ * BatchGetItem of up to 100 keys (strongly consistent unless `consistent: false`), retrying
+ * unprocessed keys; returns the items by `PK|SK` so callers pick them out by the keys they built.
+ * An item whose `ttl` has passed is left out, as if DynamoDB had deleted it (`unexpired`).
  */
-export const batchGet = async (deps: Deps, keys: readonly ItemKey[]): Promise<ItemsByKey> => {
+export const batchGet = async (
+  deps: Deps,
+  keys: readonly ItemKey[],
+  options: BatchGetOptions = {},
+): Promise<ItemsByKey> => {
+  const projection = projectionOf(options.attributes);
   const found = new Map<string, Record<string, unknown>>();
   const now = deps.now();
   let pending = keys;
@@ -24,7 +45,9 @@ export const batchGet = async (deps: Deps, keys: readonly ItemKey[]): Promise<It
     const chunk = pending.slice(0, 100);
     const rest = pending.slice(100);
     const { Responses, UnprocessedKeys } = await deps.ddb.send(
-      new BatchGetCommand({ RequestItems: { [deps.tableName]: { Keys: chunk, ConsistentRead: true } } }),
+      new BatchGetCommand({
+        RequestItems: { [deps.tableName]: { Keys: chunk, ConsistentRead: options.consistent ?? true, ...projection } },
+      }),
     );
     for (const item of Responses?.[deps.tableName] ?? []) {
       if (unexpired(item, now)) found.set(`${item.PK}|${item.SK}`, item);

@@ -27,7 +27,7 @@ import { namedTransactWrite } from './named-transaction.ts';
 import { queryAll } from './query.ts';
 import { conditionalWrite } from './write.ts';
 
-/** The DeferredRun a caller reads (spec 2.4), from its item or its list entry (GSI4). */
+/** The DeferredRun a caller reads (spec 2.4), from its item or its list entry (GSI5). */
 export const deferredView = (record: DeferredListEntry): DeferredRun => ({
   deferredJobId: record.deferredJobId,
   workflowId: record.workflowId,
@@ -40,7 +40,7 @@ export const deferredView = (record: DeferredListEntry): DeferredRun => ({
 });
 
 /**
- * A new deferred run's item: `waiting`, in both waiting indexes and in its team's list (GSI4),
+ * A new deferred run's item: `waiting`, in both waiting indexes and in its team's list (GSI5),
  * expiring 24 hours after `now`.
  */
 export const deferredRunItem = (

@@ -250,7 +250,7 @@ export const RunItemSchema = v.object({
   endedAt: v.optional(v.string()),
   /**
    * What it charged in all (its estimate less what its end released), set by its end for its list
-   * entry: GSI4 does not project the per-step `chargedHundredths`.
+   * entry: the list index (GSI5) does not project the per-step `chargedHundredths`.
    */
   finalChargedHundredths: v.optional(hundredths),
   /**
@@ -260,6 +260,9 @@ export const RunItemSchema = v.object({
   finalizedAt: v.optional(v.string()),
   /** The sweep's re-sends of its root steps that the queue refused, while it stays queued. */
   sweepRefusals: counter,
+  /** The caller's own pairs and tags (schemas/run-tags.ts), checked at the start; absent when none were given. */
+  metadata: v.optional(v.record(v.string(), v.string())),
+  tags: v.optional(v.array(v.string())),
 });
 export type RunItem = v.InferOutput<typeof RunItemSchema>;
 
@@ -267,7 +270,7 @@ export type RunItem = v.InferOutput<typeof RunItemSchema>;
 export const storedRun = storedItem(RunItemSchema, ['agentId']);
 
 /**
- * A run's entry in its team's list (GSI4, functions/store/run-list.ts): only what the index projects.
+ * A run's entry in its team's list (GSI5, functions/store/run-list.ts): only what the index projects.
  * `endedAt` and `finalChargedHundredths` are set when the run ends.
  */
 export const RunListEntrySchema = v.pick(RunItemSchema, [
@@ -280,6 +283,8 @@ export const RunListEntrySchema = v.pick(RunItemSchema, [
   'endedAt',
   'finalChargedHundredths',
   'deferredJobId',
+  'metadata',
+  'tags',
 ]);
 export type RunListEntry = v.InferOutput<typeof RunListEntrySchema>;
 
@@ -298,7 +303,18 @@ export const RunEventImageSchema = v.pick(RunItemSchema, [
   'chargedHundredths',
   'createdAt',
   'endedAt',
+  'metadata',
+  'tags',
 ]);
+
+/**
+ * A run's entry under one of its tags (functions/store/run/run-tags.ts, `RUNTAG#<team>#<tag>`):
+ * written by the run's start beside the run, never changed, kept as long as the run (`ttl`). What
+ * GET /runs?tag= reads of it is the run to read and its workflow (a key's workflows filter on it).
+ */
+export const RunTagEntrySchema = v.object({ jobId: v.string(), workflowId: v.string() });
+/** The tag entry, with its team, tag and start for operators. */
+export const storedRunTag = storedItem(RunTagEntrySchema, ['teamId', 'tag', 'createdAt']);
 
 /** What the webhook worker reads of the run item: where its webhook goes, its signing secret, its start. */
 export const RunCallbackSchema = v.pick(RunItemSchema, ['callbackUrl', 'callbackSecret', 'createdAt']);
@@ -438,7 +454,7 @@ export const DeferredRunEventImageSchema = v.pick(DeferredRunItemSchema, [
   'jobId',
 ]);
 
-/** A deferred run's entry in its team's list (GSI4): the DeferredRun a caller reads, nothing more. */
+/** A deferred run's entry in its team's list (GSI5): the DeferredRun a caller reads, nothing more. */
 export const DeferredListEntrySchema = v.pick(DeferredRunItemSchema, [
   'deferredJobId',
   'workflowId',

@@ -98,9 +98,9 @@ export const waitingIndexes = (deferredJobId: string, maxMultiplier: number, cre
 });
 
 /**
- * Sparse GSI4 entries listing a team's runs and deferred runs, newest first: one partition per team
- * and kind, sorted by creation time then id. Written once, with the item; items older than the
- * index have none and are not listed.
+ * Sparse entries of the list index (GSI5, on the attributes GSI4PK and GSI4SK it took from GSI4)
+ * listing a team's runs and deferred runs, newest first: one partition per team and kind, sorted by
+ * creation time then id. Written once, with the item; items older than GSI4 have none and are not listed.
  */
 export const teamRunsPartition = (teamId: string) => `TEAM#${teamId}#RUNS`;
 export const teamDeferredPartition = (teamId: string) => `TEAM#${teamId}#DEFERRED`;
@@ -111,6 +111,17 @@ export const runListIndex = (teamId: string, createdAt: string, jobId: string) =
 export const deferredListIndex = (teamId: string, createdAt: string, deferredJobId: string) => ({
   GSI4PK: teamDeferredPartition(teamId),
   GSI4SK: `${createdAt}#${deferredJobId}`,
+});
+
+/**
+ * A run's entry under one of its tags (GET /runs?tag=): one partition per team and tag, sorted as
+ * the run list is (creation time, then id), so a page is one Query read backwards. Written by the
+ * start beside the run; the table's own key is the index, so no GSI is written for it.
+ */
+export const runTagPartition = (teamId: string, tag: string) => `RUNTAG#${teamId}#${tag}`;
+export const runTagKey = (teamId: string, tag: string, createdAt: string, jobId: string) => ({
+  PK: runTagPartition(teamId, tag),
+  SK: `${createdAt}#${jobId}`,
 });
 
 /** The random key that signs list cursors: created once (conditional put), read once per container. */

@@ -1,12 +1,13 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
 import type { CursorPosition } from '../domain/cursor.ts';
-import { unexpired } from './items.ts';
-import { teamDeferredPartition, teamRunsPartition } from './keys.ts';
+import { batchGet } from './batch.ts';
+import { parseItem, RunListEntrySchema, RunTagEntrySchema, unexpired } from './items.ts';
+import { runKey, runTagPartition, teamDeferredPartition, teamRunsPartition } from './keys.ts';
 import { signingSecret } from './server-secrets.ts';
 
 /** The index a team's runs and deferred runs are listed from (platform/definitions.ts). */
-const listIndex = 'GSI4';
+const listIndex = 'GSI5';
 
 /** DynamoDB takes at most 100 values in one `IN`. */
 const maxInValues = 100;
@@ -64,7 +65,7 @@ const isStartOf = (query: RunListQuery, key: CursorPosition) => {
 };
 
 /**
- * One page of a team's runs or deferred runs: exactly one Query of the sparse index GSI4, newest
+ * One page of a team's runs or deferred runs: exactly one Query of the sparse index GSI5, newest
  * first (the sort key is the creation time and id, read backwards). Eventually consistent, as
  * every index read: a run started a moment ago may show on the next read.
  */
@@ -89,6 +90,59 @@ export const queryRunList = async (deps: Deps, query: RunListQuery): Promise<Run
     entries: (Items ?? []).filter((item) => unexpired(item, now) !== undefined),
     lastKey: (LastEvaluatedKey as CursorPosition | undefined) ?? null,
   };
+};
+
+/** What a page of one tag reads of each run: its list entry (`RunListEntrySchema`), as GSI5 projects it. */
+const listEntryAttributes = Object.keys(RunListEntrySchema.entries);
+
+/** One page of a tag's runs: the tag's partition, and the filters (`status` is applied to the runs read). */
+export interface RunTagQuery extends Omit<RunListQuery, 'list'> {
+  tag: string;
+}
+
+/**
+ * One page of a team's runs started with `tag` (GET /runs?tag=), newest first: exactly one Query of
+ * the tag's partition (`RUNTAG#<team>#<tag>`, its entries written by each run's start), its
+ * `workflowIds` a filter on the entries as the list's are, then one eventually consistent
+ * BatchGetItem of those runs' list attributes, so each run's status, end and charge are as read
+ * now: an entry is never updated. `status` is then applied to the runs read; a page may hold fewer
+ * than `limit`, as the list's filtered pages do. A run gone (expired) is left out.
+ */
+export const queryRunTagPage = async (deps: Deps, query: RunTagQuery): Promise<RunListPage> => {
+  const partition = runTagPartition(query.teamId, query.tag);
+  if (query.startKey && Object.keys(query.startKey).sort().join(',') !== 'PK,SK') {
+    throw new Error('run tag start key is not a table key');
+  }
+  if (query.startKey && query.startKey.PK !== partition) throw new Error('run tag start key outside its partition');
+  const filter = filterOf({ ...query, list: 'runs', status: null });
+  const { Items, LastEvaluatedKey } = await deps.ddb.send(
+    new QueryCommand({
+      TableName: deps.tableName,
+      KeyConditionExpression: 'PK = :pk',
+      ScanIndexForward: false,
+      Limit: query.limit,
+      ...(query.startKey ? { ExclusiveStartKey: query.startKey } : {}),
+      ...(filter.expression ? { FilterExpression: filter.expression } : {}),
+      ExpressionAttributeValues: { ':pk': partition, ...filter.values },
+    }),
+  );
+  const now = deps.now();
+  const jobIds = (Items ?? [])
+    .filter((item) => unexpired(item, now) !== undefined)
+    .map((item) => parseItem(RunTagEntrySchema, item).jobId);
+  const runs =
+    jobIds.length === 0
+      ? new Map()
+      : await batchGet(
+          deps,
+          jobIds.map((jobId) => runKey(jobId)),
+          { attributes: listEntryAttributes, consistent: false },
+        );
+  const entries = jobIds
+    .map((jobId) => runs.get(`${runKey(jobId).PK}|${runKey(jobId).SK}`))
+    .filter((item): item is Record<string, unknown> => item !== undefined)
+    .filter((item) => query.status === null || item.status === query.status);
+  return { entries, lastKey: (LastEvaluatedKey as CursorPosition | undefined) ?? null };
 };
 
 /** The key that signs list cursors (functions/store/server-secrets.ts). */

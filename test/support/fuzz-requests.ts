@@ -151,14 +151,14 @@ export const fieldsOf = (
   node: Node,
   value: Json,
   path: Path = [],
-): { path: Path; type: string }[] => {
+): { path: Path; type: string; schema: SchemaObject }[] => {
   const schema = resolveSchema(doc, node);
   if (schema.anyOf ?? (schema.properties ? undefined : schema.oneOf)) {
     const option = optionFor(doc, schema, value);
     return option ? fieldsOf(doc, option, value, path) : [];
   }
   const constant = schema.const ?? schema.enum?.[0];
-  const here = { path, type: String(schema.type ?? (constant === undefined ? 'unknown' : typeof constant)) };
+  const here = { path, type: String(schema.type ?? (constant === undefined ? 'unknown' : typeof constant)), schema };
   if (schema.type === 'array' && Array.isArray(value) && schema.items) {
     const items = schema.items;
     return [here, ...value.flatMap((item, i) => fieldsOf(doc, items, item, [...path, i]))];
@@ -224,7 +224,8 @@ export type Mutation =
   | { kind: 'missing'; at: number }
   | { kind: 'extra'; at: number; key: string; pick: number }
   | { kind: 'hostile string'; at: number; pick: number }
-  | { kind: 'deep'; at: number };
+  | { kind: 'deep'; at: number }
+  | { kind: 'past a limit'; at: number };
 
 export const mutationArb: fc.Arbitrary<Mutation> = fc.oneof(
   fc.record({ kind: fc.constant('wrong type' as const), at: fc.nat(), pick: fc.nat() }),
@@ -237,7 +238,28 @@ export const mutationArb: fc.Arbitrary<Mutation> = fc.oneof(
   }),
   fc.record({ kind: fc.constant('hostile string' as const), at: fc.nat(), pick: fc.nat() }),
   fc.record({ kind: fc.constant('deep' as const), at: fc.nat() }),
+  fc.record({ kind: fc.constant('past a limit' as const), at: fc.nat() }),
 );
+
+/**
+ * A value one past a limit the schema states (`maxItems`, `maxProperties`, `maxLength`, a key's
+ * `propertyNames.maxLength`), else undefined: e.g. a run start's sixth tag or seventeenth pair.
+ * Items and values are otherwise valid where the schema is a string's, so the limit is what fails.
+ */
+export const pastLimit = (schema: SchemaObject): Json | undefined => {
+  if (schema.type === 'array' && typeof schema.maxItems === 'number') {
+    return Array.from({ length: schema.maxItems + 1 }, (_, i) => `t${i}`);
+  }
+  if (schema.type === 'object' && typeof schema.maxProperties === 'number') {
+    return Object.fromEntries(Array.from({ length: schema.maxProperties + 1 }, (_, i) => [`k${i}`, 'v']));
+  }
+  const names = schema.propertyNames;
+  if (schema.type === 'object' && names && 'maxLength' in names && typeof names.maxLength === 'number') {
+    return { ['k'.repeat(names.maxLength + 1)]: 'v' };
+  }
+  if (schema.type === 'string' && typeof schema.maxLength === 'number') return 'x'.repeat(schema.maxLength + 1);
+  return undefined;
+};
 
 const extraValues: Json[] = [{ polluted: true }, 'x', 1, null, ['a']];
 
@@ -284,6 +306,15 @@ export const mutate = (
     case 'deep': {
       const field = pickFrom(fields, m.at);
       return { body: withValue(body, field.path, deepMarker), label: `${show(field.path)} nested ${deepLevels} deep` };
+    }
+    case 'past a limit': {
+      const limited = fields.filter((f) => pastLimit(f.schema) !== undefined);
+      if (!limited.length) return undefined;
+      const field = pickFrom(limited, m.at);
+      return {
+        body: withValue(body, field.path, pastLimit(field.schema)),
+        label: `${show(field.path)} past its limit`,
+      };
     }
   }
 };

@@ -73,7 +73,7 @@ const heldCondition = (move: 'end' | 'close', run: RunLedgerState) => ({
 /**
  * What a run's end writes on it, whether it finalizes the run or only closes it: its status, when,
  * and what it charged in all (its estimate less `release`), written once for the run list's index
- * (GSI4), which does not hold the per-step chargedHundredths.
+ * (GSI5), which does not hold the per-step chargedHundredths.
  */
 const endedRun = (run: RunLedgerState, status: EndStatus, now: string, release: number) => ({
   status,

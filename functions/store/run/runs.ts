@@ -1,6 +1,7 @@
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { GetCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
+import type { RunLabels } from '../../../schemas/run-tags.ts';
 import type { RunMode } from '../../../schemas/runs.ts';
 import type { Deps } from '../../deps.ts';
 import type { AdmissionFacts } from '../../domain/admission.ts';
@@ -64,6 +65,7 @@ import { type NamedItems, type NamedTransactResult, namedTransactWrite } from '.
 import { queryAll } from '../query.ts';
 import { MessagesRefusedError, sqsMessageBody, stepMessageGroup } from '../queues.ts';
 import { stringAttribute } from '../refusals.ts';
+import { runTagPuts } from './run-tags.ts';
 
 export interface RunnableWorkflow {
   workflowId: string;
@@ -130,13 +132,15 @@ export interface NewRun {
   idempotency: IdempotencyRecord | null;
   /** Set when a deferred run became this run. */
   deferredJobId: string | null;
+  /** The caller's own pairs and tags (schemas/run-tags.ts); each absent when none were given. */
+  labels?: RunLabels;
   /** More items for the same transaction (a deferred run's move to `dispatched`); appended last. */
   extraItems?: NonNullable<TransactWriteCommandInput['TransactItems']>;
 }
 
 /**
  * The run item a start writes: queued, its whole estimate held, in the sparse index of queued runs
- * and in its team's run list (GSI4).
+ * and in its team's run list (GSI5).
  */
 export const runItem = (run: NewRun, createdAt: string) =>
   ({
@@ -157,6 +161,7 @@ export const runItem = (run: NewRun, createdAt: string) =>
     callbackUrl: run.callbackUrl ?? undefined,
     callbackSecret: run.callbackSecret ?? undefined,
     deferredJobId: run.deferredJobId ?? undefined,
+    ...run.labels,
     estimateHundredths: run.estimate.totalHundredths,
     heldHundredths: run.estimate.totalHundredths,
     chargedHundredths: 0,
@@ -177,12 +182,13 @@ export type StartItemName =
   | 'keyMonth'
   | 'run'
   | 'idempotency'
+  | `tag:${number}`
   | `extra:${number}`;
 
 /**
  * The start transaction's named items: take the workflow's run lock, hold the estimate from the
  * team balance, add it to the project's spend and the key's month, write the run, remember the
- * answer for its Idempotency-Key, and the caller's extra items (last).
+ * answer for its Idempotency-Key, put the run's tag entries, and the caller's extra items (last).
  */
 export const startRunItems = (deps: Deps, run: NewRun): NamedItems<StartItemName> => {
   const now = deps.now().toISOString();
@@ -252,6 +258,10 @@ export const startRunItems = (deps: Deps, run: NewRun): NamedItems<StartItemName
     },
     idempotency: run.idempotency ? idempotencyPut(deps, run.keyId, run.idempotency) : undefined,
   };
+  const tagged = { teamId: run.teamId, jobId: run.jobId, workflowId: run.workflow.workflowId };
+  runTagPuts(deps, { ...tagged, tags: run.labels?.tags ?? [] }, now).forEach((item, index) => {
+    items[`tag:${index}`] = item;
+  });
   (run.extraItems ?? []).forEach((item, index) => {
     items[`extra:${index}`] = item;
   });

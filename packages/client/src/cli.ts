@@ -52,6 +52,8 @@ Commands:
       --defer [--max-multiplier M]       Queue the run until the price multiplier reaches M (default 0.7)
       --callback-url URL [--callback-secret S]   https URL for the run-finished webhook
       --idempotency-key K                Makes a retry safe: the same key and body start one run
+      --meta key=value                   Your own metadata pair, echoed on the run; repeatable (16 at most)
+      --tag T                            A tag to find the run by (runs list --tag); repeatable (5 at most)
       --watch                            Follow the run until it ends
   watch <jobId>                          Follow a run: progress and each step's status, until it ends
   download <jobId> [--dir D]             Download the run's output files (default dir: ./<jobId>)
@@ -59,6 +61,7 @@ Commands:
   runs list [options]                    The team's runs, newest first (one page, or --all)
       --workflow-id ID                   Only runs of this workflow
       --status S                         Only runs with this status (queued, processing, completed, ...)
+      --tag T                            Only runs started with this tag (runs list only)
       --limit N                          Page size, 1 to 100 (default 20)
       --cursor C                         The page after the one that printed this cursor
       --all                              Every page (--limit is then the page size)
@@ -106,6 +109,8 @@ const optionSpec = {
   cursor: { type: 'string' },
   all: { type: 'boolean' },
   'content-type': { type: 'string' },
+  meta: { type: 'string', multiple: true },
+  tag: { type: 'string', multiple: true },
 } as const;
 
 type OptionName = keyof typeof optionSpec;
@@ -126,6 +131,8 @@ const commandOptions: Record<string, OptionName[]> = {
     'callback-url',
     'callback-secret',
     'idempotency-key',
+    'meta',
+    'tag',
     'watch',
   ],
   watch: [],
@@ -134,7 +141,7 @@ const commandOptions: Record<string, OptionName[]> = {
   deliveries: ['redeliver'],
   'deferred show': [],
   'deferred cancel': [],
-  'runs list': ['workflow-id', 'status', 'limit', 'cursor', 'all'],
+  'runs list': ['workflow-id', 'status', 'tag', 'limit', 'cursor', 'all'],
   'deferred list': ['workflow-id', 'status', 'limit', 'cursor', 'all'],
   'files upload': ['content-type', 'name'],
   'files get': [],
@@ -301,6 +308,17 @@ const runRequest = (values: Values): { body: RunRequest; fileInputs: FileInput[]
     if (!values['callback-url']) throw new UsageError('--callback-secret only applies with --callback-url');
     body.callbackSecret = values['callback-secret'];
   }
+  if (values.meta?.length) {
+    const metadata: Record<string, string> = {};
+    for (const pair of values.meta) {
+      const at = pair.indexOf('=');
+      if (at <= 0) throw new UsageError(`--meta needs key=value (got "${pair}")`);
+      metadata[pair.slice(0, at)] = pair.slice(at + 1);
+    }
+    body.metadata = metadata;
+  }
+  // Passed as given: the API names the limit a tag or a pair passes.
+  if (values.tag?.length) body.tags = values.tag;
   return { body, fileInputs };
 };
 
@@ -593,8 +611,9 @@ const deliveries = async (client: WorkflowRunClient, io: CliIo, values: Values, 
  * The list options as the API's query: the filters and the page size. A status is passed as given:
  * the API answers an unknown one with the statuses it takes.
  */
-const listQuery = (values: Values): { workflowId?: string; status?: string; limit?: number } => {
+const listQuery = (values: Values): { workflowId?: string; status?: string; tag?: string; limit?: number } => {
   if (values.all && values.cursor) throw new UsageError('--cursor reads one page; --all reads them all: not both');
+  if ((values.tag?.length ?? 0) > 1) throw new UsageError('--tag filters by one tag');
   const limit = values.limit === undefined ? undefined : Number(values.limit);
   if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= 100)) {
     throw new UsageError('--limit must be a whole number from 1 to 100');
@@ -602,6 +621,7 @@ const listQuery = (values: Values): { workflowId?: string; status?: string; limi
   return {
     ...(values['workflow-id'] ? { workflowId: values['workflow-id'] } : {}),
     ...(values.status ? { status: values.status } : {}),
+    ...(values.tag?.[0] ? { tag: values.tag[0] } : {}),
     ...(limit !== undefined ? { limit } : {}),
   };
 };
@@ -610,7 +630,13 @@ const listQuery = (values: Values): { workflowId?: string; status?: string; limi
 const printTable = (io: CliIo, header: string[], rows: string[][]) => {
   const widths = header.map((_, i) => Math.max(...[header, ...rows].map((row) => (row[i] ?? '').length)));
   for (const row of [header, ...rows]) {
-    write(io.stdout, row.map((cell, i) => (i < row.length - 1 ? cell.padEnd(widths[i] ?? 0) : cell)).join('  '));
+    write(
+      io.stdout,
+      row
+        .map((cell, i) => (i < row.length - 1 ? cell.padEnd(widths[i] ?? 0) : cell))
+        .join('  ')
+        .trimEnd(),
+    );
   }
 };
 
@@ -620,6 +646,7 @@ const printNext = (io: CliIo, command: string, values: Values, nextCursor: strin
   const filters = [
     values['workflow-id'] ? `--workflow-id ${values['workflow-id']}` : '',
     values.status ? `--status ${values.status}` : '',
+    values.tag?.[0] ? `--tag ${values.tag[0]}` : '',
     values.limit ? `--limit ${values.limit}` : '',
   ].filter(Boolean);
   write(io.stdout, `More: workflow-run ${command} ${[...filters, `--cursor ${nextCursor}`].join(' ')}`);
@@ -643,13 +670,14 @@ const listRuns = async (client: WorkflowRunClient, io: CliIo, values: Values, js
   else
     printTable(
       io,
-      ['JOB ID', 'STATUS', 'WORKFLOW ID', 'CREATED', 'CREDITS'],
+      ['JOB ID', 'STATUS', 'WORKFLOW ID', 'CREATED', 'CREDITS', 'TAGS'],
       runs.map((r) => [
         r.jobId,
         r.status,
         r.workflowId,
         r.createdAt,
         r.chargedCredits === null ? `${r.estimatedCredits} held` : `${r.chargedCredits}`,
+        r.tags?.join(',') ?? '',
       ]),
     );
   printNext(io, 'runs list', values, nextCursor);

@@ -42,6 +42,9 @@ export type WorkflowStepOf<T extends NodeType> = Extract<WorkflowStep, { type: T
 export type CreateWorkflowRequest = Schemas['CreateWorkflowRequest'];
 export type CreateWorkflowResponse = Schemas['CreateWorkflowResponse'];
 export type RunRequest = Schemas['RunRequest'];
+/** A run's own string pairs and tags (issue 26), given at its start and echoed wherever it is shown. */
+export type RunMetadata = Schemas['RunMetadata'];
+export type RunTags = Schemas['RunTags'];
 export type RunStartedResponse = Schemas['RunStartedResponse'];
 export type RunDeferredResponse = Schemas['RunDeferredResponse'];
 export type RunStartResponse = RunStartedResponse | RunDeferredResponse;
@@ -158,6 +161,7 @@ export interface WorkflowRunClient {
   /**
    * GET /runs: one page of the team's runs, newest first, as summaries. With a filter a page can
    * hold fewer than `limit` (even none) and still have a `nextCursor`; `runs()` follows it for you.
+   * `tag` lists the runs started with that tag (`runs({ tag: 'order:A-1042' })`).
    */
   listRuns(params?: ListRunsParams, options?: RequestOptions): Promise<ListRunsResponse>;
   /** Every run matching the filters, newest first, reading page after page as the loop asks. */

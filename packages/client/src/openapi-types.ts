@@ -46,6 +46,8 @@ export interface paths {
      *
      *     The cost is estimated and held from the team credits before anything runs; each step is charged when it finishes. One run in progress per workflow at a time. With `defer: true` the run is queued to start later, when the price multiplier reaches `maxMultiplier` (answer 202).
      *
+     *     `metadata` and `tags` are yours: the Run, its summary in List runs and every webhook body echo them, and List runs filters by a tag (`tag`). They are part of the request an `Idempotency-Key` names.
+     *
      *     An optional `Idempotency-Key` makes a retry safe: the same key with the same request (this endpoint, this id, the same body) within 24 hours answers as the first request did; the same key with another request (another body, or the other run endpoint, or another id) answers 422.
      *
      *     Scope: `runs:create`.
@@ -71,6 +73,8 @@ export interface paths {
      * @description Runs the agent's active workflow; if it has none active, its newest workflow. `workflowId` in the response names the workflow that ran.
      *
      *     The cost is estimated and held from the team credits before anything runs; each step is charged when it finishes. One run in progress per workflow at a time. With `defer: true` the run is queued to start later, when the price multiplier reaches `maxMultiplier` (answer 202).
+     *
+     *     `metadata` and `tags` are yours: the Run, its summary in List runs and every webhook body echo them, and List runs filters by a tag (`tag`). They are part of the request an `Idempotency-Key` names.
      *
      *     An optional `Idempotency-Key` makes a retry safe: the same key with the same request (this endpoint, this id, the same body) within 24 hours answers as the first request did; the same key with another request (another body, or the other run endpoint, or another id) answers 422.
      *
@@ -1569,6 +1573,8 @@ export interface components {
       /** Format: uri */
       callbackUrl?: string;
       callbackSecret?: string;
+      metadata?: components['schemas']['RunMetadata'];
+      tags?: components['schemas']['RunTags'];
     };
     RunStartedResponse: {
       /** Format: uuid */
@@ -1603,6 +1609,8 @@ export interface components {
       output: components['schemas']['RunOutput'][];
       /** @description Present when more outputs follow this page of `output` (the outputs together would be too large for one answer): pass it as `output_cursor` to Get a run for the next page, unchanged. Absent on the last page. */
       output_next?: string;
+      metadata?: components['schemas']['RunMetadata'];
+      tags?: components['schemas']['RunTags'];
     };
     RunStep: {
       node_id: string;
@@ -1677,7 +1685,15 @@ export interface components {
       output?: components['schemas']['RunOutput'][];
       /** @description Present when more outputs follow this page of `output` (the outputs together would be too large for one answer): pass it as `output_cursor` to Get a run for the next page, unchanged. Absent on the last page. */
       output_next?: string;
+      metadata?: components['schemas']['RunMetadata'];
+      tags?: components['schemas']['RunTags'];
     };
+    /** @description Your own string pairs (at most 16; a key 1 to 64 characters, a value at most 512), echoed wherever the run is shown. */
+    RunMetadata: {
+      [key: string]: string;
+    };
+    /** @description At most 5, each at most once. `GET /runs?tag=` lists the runs with one. */
+    RunTags: string[];
     DeferredRun: {
       /** Format: uuid */
       deferredJobId: string;
@@ -1707,6 +1723,8 @@ export interface components {
       estimatedCredits: number;
       chargedCredits: number | null;
       deferredJobId: string | null;
+      metadata?: components['schemas']['RunMetadata'];
+      tags?: components['schemas']['RunTags'];
     };
     ListRunsResponse: {
       runs: components['schemas']['RunSummary'][];
@@ -2276,7 +2294,7 @@ export interface operations {
           'application/json': components['schemas']['RunDeferredResponse'];
         };
       };
-      /** @description The body is not JSON or a field has the wrong type. */
+      /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit (the message names the field and the limit). */
       400: {
         headers: {
           [name: string]: unknown;
@@ -2433,7 +2451,7 @@ export interface operations {
           'application/json': components['schemas']['RunDeferredResponse'];
         };
       };
-      /** @description The body is not JSON or a field has the wrong type. */
+      /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit (the message names the field and the limit). */
       400: {
         headers: {
           [name: string]: unknown;
@@ -2565,6 +2583,8 @@ export interface operations {
         limit?: number;
         /** @description The `nextCursor` of the previous page, unchanged; send the same filters with it (it is bound to them). */
         cursor?: string;
+        /** @description Only runs started with this tag (exact, case counts). Combines with `workflowId` and `status`, which then filter its pages as they do the list. */
+        tag?: string;
       };
       header?: never;
       path?: never;
