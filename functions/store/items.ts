@@ -132,8 +132,18 @@ export const itemVersion = 1;
  */
 export const readableItemVersions: readonly number[] = [0, 1];
 
-/** The version an item was written with: its `v`, or 0 for an item written before versions. */
-export const itemVersionOf = (item: Record<string, unknown>): unknown => item.v ?? 0;
+/**
+ * The version an item was written with: its `v`, or 0 for an item written before versions. A
+ * refused write's old image (a transaction's cancellation reason, a condition's ALL_OLD) comes as
+ * attribute values, its `v` as `{ N: "1" }`.
+ */
+export const itemVersionOf = (item: Record<string, unknown>): unknown => {
+  const { v: version } = item;
+  if (typeof version === 'object' && version !== null && 'N' in version && typeof version.N === 'string') {
+    return Number(version.N);
+  }
+  return version ?? 0;
+};
 
 /** The schema of an item: an object schema, whose entries name the attributes it reads. */
 type ItemSchema = v.ObjectSchema<v.ObjectEntries, v.ErrorMessage<v.ObjectIssue> | undefined>;
