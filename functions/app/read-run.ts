@@ -66,5 +66,6 @@ export const readRun = async (
   const output = await Promise.all(
     view.output.map(async (o) => ({ ...o, result: await linkFiles(deps, run.teamId, o.result) })),
   );
-  return { ...view, output };
+  // Ours (issue 26): the run a resume started from, after the contract's fields.
+  return { ...view, output, ...(run.resumedFrom !== undefined && { resumedFrom: run.resumedFrom }) };
 };
