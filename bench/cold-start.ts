@@ -25,6 +25,7 @@ import { createExecutorRegistry, executorDeps } from '../functions/nodes/executo
 import { encodePng, makeImage } from '../functions/nodes/media/png.ts';
 import { stageProvidersFromEnv } from '../functions/nodes/providers/stage.ts';
 import { putRunFile } from '../functions/store/files.ts';
+import { failStep, readRunItem } from '../functions/store/run/index.ts';
 import { createAgent } from '../functions/store/tenancy.ts';
 import { makeHandler as makeStepExecutor } from '../functions/workers/step-executor.ts';
 import { makeHandler as makeWebhookWorker } from '../functions/workers/webhook-delivery.ts';
@@ -335,6 +336,18 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
     },
     CancelRun: {
       event: async () => apiEvent(routeById('CancelRun'), { key, pathParameters: { jobId: (await newRun()).jobId } }),
+    },
+    // A resume of a failed one-step run (its step failed, so it runs again): the original's partition
+    // read, then a run start as RunWorkflow's.
+    ResumeRun: {
+      event: async () => {
+        const { jobId } = await newRun();
+        const run = await readRunItem(deps, jobId);
+        if (!run || !(await failStep(deps, run, 's0', null, 'failed for the cold-start bench'))) {
+          throw new Error(`run ${jobId} could not be failed`);
+        }
+        return apiEvent(routeById('ResumeRun'), { key, pathParameters: { jobId }, body: {} });
+      },
     },
     // A page of the team's runs: the key, its rate count, the cursor signing key and one Query of GSI5.
     ListRuns: {

@@ -146,6 +146,22 @@ const table = [
     },
   },
   {
+    // A run start of the original's workflow (RunWorkflow's grants): its step items read (Query) and
+    // those carried over written (PutItem); their files copied to the new run's keys (CopyObject:
+    // GetObject and PutObject under teams/), as are the original's input files.
+    id: 'ResumeRun',
+    method: 'POST',
+    path: '/runs/{jobId}/resume',
+    entry: 'functions/api/resume-run.ts',
+    scope: 'runs:create',
+    grants: {
+      table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'],
+      stepsQueue: 'send',
+      uploads: ['GetObject', 'DeleteObject'],
+      bucket: ['GetObject', 'PutObject'],
+    },
+  },
+  {
     id: 'ListDeliveries',
     method: 'GET',
     path: '/runs/{jobId}/deliveries',

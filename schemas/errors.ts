@@ -56,6 +56,7 @@ export const messages = {
   monthlyCapUnverifiable: 'Unable to verify monthly credit cap; try again shortly',
   /** Our design (POST /runs/{jobId}/cancel). */
   runAlreadyEnded: 'Run already ended',
+  runNotResumable: 'Only a failed or stopped run can be resumed',
   /** Our design (POST /provider-webhooks/…): a provider's webhook whose signature or timestamp does not hold. */
   providerWebhookRefused: 'Webhook signature not valid',
   /** Our design (POST /provider-webhooks/…): a verified webhook for a job no step waits on. */
@@ -192,6 +193,12 @@ export const RunInProgressErrorSchema = v.strictObject({
   activeJobId: UuidSchema,
 });
 export type RunInProgressErrorBody = v.InferOutput<typeof RunInProgressErrorSchema>;
+/** A resume of a run that is not `failed` or `stopped` (issue 26); `status` is the run's, as GET /runs/{jobId} shows it. */
+export const RunNotResumableErrorSchema = v.strictObject({
+  error: v.literal(messages.runNotResumable),
+  status: v.picklist(['queued', 'processing', 'completed', 'cancelled']),
+});
+export type RunNotResumableErrorBody = v.InferOutput<typeof RunNotResumableErrorSchema>;
 export const RunAlreadyEndedErrorSchema = fixed(messages.runAlreadyEnded);
 export const ProviderWebhookRefusedErrorSchema = fixed(messages.providerWebhookRefused);
 export const ProviderJobUnknownErrorSchema = fixed(messages.providerJobUnknown);

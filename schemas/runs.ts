@@ -107,6 +107,31 @@ export const RunDeferredResponseSchema = v.strictObject({
 });
 export type RunDeferredResponse = v.InferOutput<typeof RunDeferredResponseSchema>;
 
+/**
+ * Body of POST /runs/{jobId}/resume (our design, issue 26), every field optional: the run start's
+ * `inputs` (applied only to the steps that run again; a value for a carried-over step is ignored)
+ * and its webhook (`callbackUrl`, `callbackSecret`: the new run's own; the original's is not reused).
+ * The new run keeps the original's mode; it is never deferred.
+ */
+export const ResumeRunRequestSchema = notArray(
+  v.object({
+    inputs: RunRequestSchema.entries.inputs,
+    callbackUrl: RunRequestSchema.entries.callbackUrl,
+    callbackSecret: RunRequestSchema.entries.callbackSecret,
+  }),
+);
+export type ResumeRunRequest = v.InferOutput<typeof ResumeRunRequestSchema>;
+
+/** 200 of a resume: the new run is queued and the estimate of the steps it runs held. */
+export const RunResumedResponseSchema = v.strictObject({
+  ...RunStartedResponseSchema.entries,
+  /** The run it resumes. */
+  resumedFrom: UuidSchema,
+  /** The steps taken over from it, completed, with their outputs: not run or charged again. */
+  carriedSteps: v.array(v.string()),
+});
+export type RunResumedResponse = v.InferOutput<typeof RunResumedResponseSchema>;
+
 /** 422 of a run start when the workflow fails validation: the one error body without `error`. */
 export const RunValidationFailedSchema = v.strictObject({
   success: v.literal(false),
@@ -245,6 +270,8 @@ export const RunSchema = v.strictObject({
   metadata: v.optional(MetadataSchema),
   /** Our design: the run start's `tags`; absent when it gave none. */
   tags: v.optional(TagsSchema),
+  /** Ours (issue 26): the run this one resumes (POST /runs/{jobId}/resume); absent otherwise. */
+  resumedFrom: v.optional(UuidSchema),
 });
 export type Run = v.InferOutput<typeof RunSchema>;
 
@@ -321,6 +348,7 @@ export const WebhookBodySchema = v.strictObject({
   metadata: v.optional(MetadataSchema),
   /** Our design: the run start's `tags`; absent when it gave none. */
   tags: v.optional(TagsSchema),
+  resumedFrom: v.optional(UuidSchema),
 });
 export type WebhookBody = v.InferOutput<typeof WebhookBodySchema>;
 
@@ -329,6 +357,8 @@ export const runComponents = {
   RunRequest: RunRequestSchema,
   RunStartedResponse: RunStartedResponseSchema,
   RunDeferredResponse: RunDeferredResponseSchema,
+  ResumeRunRequest: ResumeRunRequestSchema,
+  RunResumedResponse: RunResumedResponseSchema,
   RunValidationFailed: RunValidationFailedSchema,
   Run: RunSchema,
   RunStep: RunStepSchema,
@@ -519,5 +549,57 @@ export const runOperations: OperationSpec[] = [
       500: jsonResponse('Server failure.', 'ServerError'),
     },
     errorWords: { 404: 'No such run in the team.', 409: 'The run has already ended.' },
+  },
+  {
+    operationId: 'ResumeRun',
+    tag: 'Runs',
+    summary: 'Resume a failed or stopped run',
+    description: [
+      'Starts a new run (a new `jobId`, marked `resumedFrom`) of a `failed` or `stopped` run still kept. Steps ' +
+        'that completed in it, and every step they read from, are carried over completed with their outputs, ' +
+        'licence and lineage: they are not run or charged again. Every other step runs (failed, skipped, ' +
+        '`unknown` or never started, and everything downstream of them). The estimate and the hold cover only ' +
+        'the steps that run; every run-start rule applies (one run in progress per workflow, the credit limits, ' +
+        'the providers). The original run is unchanged.',
+      '`inputs` apply to the steps that run; a value for a carried-over step is ignored. The webhook goes to ' +
+        "the `callbackUrl` given here, if any: the original run's is not reused.",
+      `An optional \`${idempotencyKeyHeader}\` works as on a run start (this endpoint, this \`jobId\`, the same body).`,
+    ].join('\n\n'),
+    parameters: [
+      uuidPath('jobId', 'The failed or stopped run to resume.'),
+      {
+        name: idempotencyKeyHeader,
+        in: 'header',
+        required: false,
+        description:
+          'Caller-chosen key, one per request: the same key, endpoint, jobId and body within 24 hours answer as ' +
+          'the first request did.',
+        schema: IdempotencyKeySchema,
+      },
+    ],
+    requestBody: {
+      required: false,
+      description: 'Every field is optional; an empty or missing body resumes with the original inputs.',
+      content: { 'application/json': { schema: ref('ResumeRunRequest') } },
+    },
+    responses: {
+      200: jsonResponse('The new run is queued and the estimate of its steps held.', 'RunResumedResponse'),
+      500: jsonResponse('Server failure.', 'ServerError'),
+    },
+    errorWords: {
+      400: 'The body is not JSON or a field has the wrong type.',
+      413: 'The body is larger than 64 KiB.',
+      402: 'Not enough credits, the project hard cap, the per-step credit limit, or the key monthly credit cap.',
+      403: `The key lacks \`${scopeOf('ResumeRun')}\`.`,
+      404: 'No such run in the team (or past its retention).',
+      409: 'The run is not `failed` or `stopped`, or its workflow already has a run in progress.',
+      422:
+        "An `inputs` key matches no step, a file step's `inputs` value is not a usable `fileId` or public https " +
+        'URL, `callbackUrl` is not https, a step that runs needs a provider this run may not use, or the ' +
+        '`Idempotency-Key` was used with another request.',
+      503:
+        'The key has a monthly cap that could not be checked (the run is refused rather than started ' +
+        `unmetered), or: ${storageBusyText}`,
+    },
   },
 ];

@@ -783,6 +783,7 @@ describe('cdk app', { timeout: 120_000 }, () => {
       expect(entries.filter((e) => e.access.uploads?.includes('DeleteObject')).map((e) => e.id)).toEqual([
         'RunWorkflow',
         'RunAgent',
+        'ResumeRun',
         'GetFile',
       ]);
       expect(

@@ -48,6 +48,7 @@ import {
   RunAlreadyEndedError,
   RunInProgressError,
   RunNotFoundError,
+  RunNotResumableError,
   RunRefusedError,
   RunValidationFailedError,
   ScopeNotPermittedError,
@@ -186,6 +187,12 @@ const cases: Case[] = [
     body: { error: 'This workflow already has a run in progress', activeJobId: jobId },
   },
   { error: new RunAlreadyEndedError(jobId), status: 409, schema: bodies.RunAlreadyEndedErrorSchema },
+  {
+    error: new RunNotResumableError(jobId, 'completed'),
+    status: 409,
+    schema: bodies.RunNotResumableErrorSchema,
+    body: { error: 'Only a failed or stopped run can be resumed', status: 'completed' },
+  },
   {
     error: new ProviderWebhookRefusedError('replicate', 'signature does not match'),
     status: 401,

@@ -27,6 +27,11 @@ import { pinnedProd } from './support/stages.ts';
  * function id, then IAM action (every resource the policy names for it).
  */
 const notExercised: Record<string, Record<string, string>> = {
+  ResumeRun: {
+    's3:DeleteObject':
+      "A resume checks a file input given again with the run start's own code (functions/app/run-inputs.ts), which " +
+      'deletes a rejected upload; test/file-inputs.int.test.ts exercises it on RunWorkflow.',
+  },
   ProviderWebhook: {
     'secretsmanager:GetSecretValue':
       "It reads a provider's key (to fetch Replicate's signing secret) from the stage's store only when deployed; " +

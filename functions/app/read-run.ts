@@ -101,5 +101,7 @@ export const readRun = async (
     ...(next === undefined ? {} : { output_next: signCursor(await cursorSigningSecret(deps), scope, { node: next }) }),
     // The start's own metadata and tags (issue 26), after the contract's fields; absent when none.
     ...runLabels(run),
+    // Ours (issue 26): the run a resume started from.
+    ...(run.resumedFrom !== undefined && { resumedFrom: run.resumedFrom }),
   };
 };

@@ -23,6 +23,7 @@ import {
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { spendMonth } from '../domain/monthly-cap.ts';
 import { estimateRun, type RunEstimate } from '../domain/pricing.ts';
+import { estimateOfSteps, type ResumePlan } from '../domain/resume.ts';
 import { RunStatus } from '../domain/run-lifecycle.ts';
 import { apiInputKeys, rootNodeIds, validateCanvas } from '../domain/workflow-graph.ts';
 import { type ApiIntegrationRefusal, checkApiIntegration } from '../nodes/providers/registry.ts';
@@ -30,7 +31,7 @@ import { logger } from '../observability/logger.ts';
 import { countRunStarted } from '../observability/metrics.ts';
 import { getConnections } from '../store/connections.ts';
 import { createDeferredRun } from '../store/deferred-runs.ts';
-import { findIdempotentAnswer, IdempotencyRaceError } from '../store/idempotency.ts';
+import { findIdempotentAnswer, IdempotencyRaceError, type IdempotencyRecord } from '../store/idempotency.ts';
 import type { ApiKeyItem, InputFile } from '../store/items.ts';
 import {
   activeJobOf,
@@ -62,7 +63,7 @@ const providerNotAvailable = (barred: ApiIntegrationRefusal) =>
   new ProviderNotAvailableError(barred.nodeType, barred.providers, barred.level);
 
 /** The checks every start makes before money: the key may run it, the canvas is valid, the inputs exist. */
-export const checkRunnable = (key: ApiKeyItem, workflow: RunnableWorkflow, request: RunRequest) => {
+export const checkRunnable = (key: ApiKeyItem, workflow: RunnableWorkflow, request: Pick<RunRequest, 'inputs'>) => {
   if (!keyMayUseWorkflow(key.workflowIds, workflow.workflowId)) {
     throw new WorkflowNotPermittedError(workflow.workflowId);
   }
@@ -91,6 +92,16 @@ export interface CommitInput {
    * the dispatcher's bundle carries no S3 client.
    */
   inputFiles?: Record<string, InputFile> | ((jobId: string) => Promise<Record<string, InputFile>>);
+  /** Set on a resume (functions/app/resume-run.ts): only the plan's steps are priced, checked and run. */
+  resume?: RunResume;
+}
+
+/** What a resume adds to a start: the run it resumes, its plan, and the carried-over steps' writer. */
+export interface RunResume {
+  resumedFrom: string;
+  plan: ResumePlan;
+  /** Writes the carried-over steps under the new run: once admitted, before the commit (as `inputFiles`). */
+  carry: (jobId: string) => Promise<void>;
 }
 
 /**
@@ -100,7 +111,14 @@ export interface CommitInput {
 export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId: string; estimate: RunEstimate }> => {
   const { key, workflow, request } = input;
   const jobId = input.jobId ?? deps.newId();
-  const estimate = estimateRun(workflow.canvas, request.mode, input.multiplier);
+  const { resume } = input;
+  const whole = estimateRun(workflow.canvas, request.mode, input.multiplier);
+  // A resume holds, limits and checks the providers of only the steps it runs.
+  const estimate = resume ? estimateOfSteps(whole, resume.plan.toRun) : whole;
+  const running = resume
+    ? { nodes: workflow.canvas.nodes.filter((n) => resume.plan.toRun.includes(n.id)) }
+    : workflow.canvas;
+  let carried = false;
   const now = deps.now();
   const month = spendMonth(now);
   const monthlyCap = key.monthlyCapHundredths;
@@ -123,7 +141,7 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
       logger.warn('monthly cap could not be checked', { error: error as Error });
       throw admissionError(refusal, error);
     }
-    const barred = checkApiIntegration(workflow.canvas, new Set(facts.connectionKeys), deps.providers);
+    const barred = checkApiIntegration(running, new Set(facts.connectionKeys), deps.providers);
     if (barred) throw providerNotAvailable(barred);
     const refusal = runRefusal(estimate, facts, now);
     // The lock is read only for a refusal: a busy workflow is answered before it, naming the run to wait for.
@@ -131,6 +149,10 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
     // After admission (a refused start copies nothing), before the commit (a committed run has its
     // copies); a copy whose transaction then fails is left to the retention's lifecycle rule.
     inputFiles ??= holdFiles ? await holdFiles(jobId) : {};
+    if (resume && !carried) {
+      await resume.carry(jobId);
+      carried = true;
+    }
     try {
       await startRun(deps, {
         jobId,
@@ -150,6 +172,7 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
         deferredJobId: input.deferredJobId,
         labels: runLabels(request),
         extraItems: input.extraItems,
+        ...(resume && { resumed: { from: resume.resumedFrom, carried: resume.plan.carried } }),
       });
       break;
     } catch (error) {
@@ -164,7 +187,7 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
     await sendStepMessages(
       deps,
       { jobId, workflowId: workflow.workflowId, teamId: key.teamId },
-      rootNodeIds(workflow.canvas),
+      resume ? resume.plan.ready : rootNodeIds(workflow.canvas),
     );
   } catch (error) {
     // The run is committed; the dispatcher's sweep re-sends the root steps of runs left queued.
@@ -197,20 +220,24 @@ const answerOf = (body: unknown): RunStartAnswer => {
   return { deferred: record.deferred === true, body: record };
 };
 
+/** Builds the record that remembers an answer for the request's Idempotency-Key (null when none was sent). */
+export type RememberFor = (answer: RunStartAnswer) => IdempotencyRecord | null;
+
 /**
- * POST /workflows/{id}/runs and POST /agents/{id}/runs (spec 4.3, 4.4). `resolveWorkflow` finds
- * the workflow (directly, or an agent's) and throws the 404s. The Idempotency-Key rule is
- * functions/domain/idempotency-key.ts.
+ * The Idempotency-Key rule (functions/domain/idempotency-key.ts) around a run start or a resume:
+ * the answer remembered for the same request, the 422 for another, else `answer` (which writes its
+ * record, `rememberFor`, in its start's transaction); a request with the same key that committed
+ * first is answered as it was.
  */
-const startRunFor = async (
+export const answerOnce = async (
   deps: Deps,
   key: ApiKeyItem,
-  start: RunStart,
-  resolveWorkflow: () => Promise<RunnableWorkflow>,
+  start: { idempotencyKey: string | undefined; target: RequestTarget; body: unknown },
+  answer: (rememberFor: RememberFor) => Promise<RunStartAnswer>,
 ): Promise<RunStartAnswer> => {
-  const { request, idempotencyKey } = start;
+  const { idempotencyKey } = start;
   const keyHash = idempotencyKey === undefined ? null : idempotencyKeyHash(idempotencyKey);
-  const requestHash = requestFingerprint(start.target, request);
+  const requestHash = requestFingerprint(start.target, start.body);
   const remembered = async (): Promise<RunStartAnswer | undefined> => {
     const previous = keyHash ? await findIdempotentAnswer(deps, key.keyId, keyHash) : undefined;
     return replayOf(
@@ -220,19 +247,43 @@ const startRunFor = async (
   };
   const earlier = await remembered();
   if (earlier) return earlier;
-  const workflow = await resolveWorkflow();
-  checkRunnable(key, workflow, request);
-  const uploads = await checkFileInputs(deps, key.teamId, workflow.canvas, request.inputs ?? {});
-  const rememberFor = (answer: RunStartAnswer) =>
+  const rememberFor: RememberFor = (given) =>
     keyHash === null
       ? null
       : {
           keyHash,
           requestHash,
-          response: { body: answer.body },
+          response: { body: given.body },
           expiresAt: rememberedUntil(deps.now(), deps.retentionDays),
         };
   try {
+    return await answer(rememberFor);
+  } catch (error) {
+    // Another request with the same Idempotency-Key committed first: answer as it did.
+    if (error instanceof IdempotencyRaceError) {
+      const first = await remembered();
+      if (first) return first;
+    }
+    throw error;
+  }
+};
+
+/**
+ * POST /workflows/{id}/runs and POST /agents/{id}/runs (spec 4.3, 4.4). `resolveWorkflow` finds
+ * the workflow (directly, or an agent's) and throws the 404s. The Idempotency-Key rule is
+ * functions/domain/idempotency-key.ts.
+ */
+const startRunFor = (
+  deps: Deps,
+  key: ApiKeyItem,
+  start: RunStart,
+  resolveWorkflow: () => Promise<RunnableWorkflow>,
+): Promise<RunStartAnswer> => {
+  const { request } = start;
+  return answerOnce(deps, key, { ...start, body: request }, async (rememberFor) => {
+    const workflow = await resolveWorkflow();
+    checkRunnable(key, workflow, request);
+    const uploads = await checkFileInputs(deps, key.teamId, workflow.canvas, request.inputs ?? {});
     if (request.defer) {
       const connections = new Set(Object.keys(await getConnections(deps, key.teamId)));
       const barred = checkApiIntegration(workflow.canvas, connections, deps.providers);
@@ -275,14 +326,7 @@ const startRunFor = async (
     });
     if (!answer) throw new Error('run committed without an answer');
     return answer;
-  } catch (error) {
-    // Another request with the same Idempotency-Key committed first: answer as it did.
-    if (error instanceof IdempotencyRaceError) {
-      const first = await remembered();
-      if (first) return first;
-    }
-    throw error;
-  }
+  });
 };
 
 /** POST /workflows/{id}/runs (spec 4.3): runs the workflow `workflowId`. */

@@ -1,6 +1,6 @@
 import type { Deps } from '../deps.ts';
+import { readyWhenDone } from '../domain/resume.ts';
 import { RunStatus } from '../domain/run-lifecycle.ts';
-import { rootNodeIds } from '../domain/workflow-graph.ts';
 import { logger } from '../observability/logger.ts';
 import { countRunEnded, countStepFailed } from '../observability/metrics.ts';
 import { canvasOf } from '../store/canvases.ts';
@@ -74,7 +74,11 @@ export const sweepQueuedRuns = async (deps: Deps): Promise<SweepReport> => {
       if (await settleEndedRun(deps, run.jobId)) report.settled.push(run.jobId);
       continue;
     }
-    const roots = rootNodeIds(await canvasOf(deps, run.workflowId));
+    // Its steps ready at the start: the roots, or a resume's first steps after those it carried over
+    // (its `doneSteps`, which a queued run has only from a resume).
+    const item = await readRunItem(deps, run.jobId);
+    if (item?.status !== RunStatus.queued) continue; // it started or ended meanwhile
+    const roots = readyWhenDone(await canvasOf(deps, run.workflowId), item.doneSteps);
     try {
       await sendStepMessages(deps, run, roots);
       report.resent.push(run.jobId);

@@ -43,7 +43,8 @@ const keyedRoutes = routeIds((route) => route.scope !== null);
 const tableRoutes = routeIds((route) => (route.grants.table?.length ?? 0) > 0);
 /** The routes under `path` (itself included), which all read what it names first. */
 const under = (path: string) => routeIds((route) => route.path === path || route.path.startsWith(`${path}/`));
-const runStarts: RouteId[] = ['RunWorkflow', 'RunAgent'];
+// A resume (POST /runs/{jobId}/resume) is a run start: it answers every error of one.
+const runStarts: RouteId[] = ['RunWorkflow', 'RunAgent', 'ResumeRun'];
 const lists: RouteId[] = ['ListRuns', 'ListDeferredRuns'];
 
 // The caller and its key
@@ -296,6 +297,20 @@ export const RunAlreadyEndedError = defineError('RunAlreadyEndedError', {
   routes: ['CancelRun'],
   schemas: [bodies.RunAlreadyEndedErrorSchema],
   body: () => ({ error: messages.runAlreadyEnded }),
+});
+
+/** A resume names a run that is not `failed` or `stopped` (issue 26): in progress, completed or cancelled. */
+export const RunNotResumableError = defineError('RunNotResumableError', {
+  // `runState`: the run's stored status, one of the body's (a failed or stopped run is resumable).
+  facts: (jobId: string, status: string) => ({
+    jobId,
+    runState: status as bodies.RunNotResumableErrorBody['status'],
+  }),
+  message: (f) => `run ${f.jobId} is ${f.runState}, not resumable`,
+  status: 409,
+  routes: ['ResumeRun'],
+  schemas: [bodies.RunNotResumableErrorSchema],
+  body: (f) => ({ error: messages.runNotResumable, status: f.runState }),
 });
 
 /** A provider's webhook whose signature or timestamp does not hold (functions/app/provider-webhook.ts). */

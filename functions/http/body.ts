@@ -2,7 +2,12 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import * as v from 'valibot';
 import { issueMessage } from '../../schemas/common.ts';
 import { messages } from '../../schemas/errors.ts';
-import { type RunRequest, RunRequestSchema } from '../../schemas/runs.ts';
+import {
+  type ResumeRunRequest,
+  ResumeRunRequestSchema,
+  type RunRequest,
+  RunRequestSchema,
+} from '../../schemas/runs.ts';
 import {
   CallbackUrlInvalidError,
   InvalidBodyError,
@@ -137,5 +142,11 @@ const maxRunBodyBytes = 64 * 1024;
 /** The run-start body: CallbackUrlInvalidError for callbackUrl (spec 422), InvalidBodyError for any other field. */
 export const parseRunRequest = (event: APIGatewayProxyEventV2): RunRequest =>
   parseWith(RunRequestSchema, readJsonBody(event, { maxBytes: maxRunBodyBytes, emptyAs: {} }), {
+    [messages.callbackUrlInvalid]: () => new CallbackUrlInvalidError(),
+  });
+
+/** The resume body (POST /runs/{jobId}/resume): the run start's fields it takes, read as a run start reads them. */
+export const parseResumeRequest = (event: APIGatewayProxyEventV2): ResumeRunRequest =>
+  parseWith(ResumeRunRequestSchema, readJsonBody(event, { maxBytes: maxRunBodyBytes, emptyAs: {} }), {
     [messages.callbackUrlInvalid]: () => new CallbackUrlInvalidError(),
   });

@@ -226,6 +226,8 @@ export const RunItemSchema = v.object({
   callbackSecret: v.optional(v.string()),
   /** The deferred run it came from, if any. */
   deferredJobId: v.optional(v.string()),
+  /** The failed or stopped run it resumes (functions/app/resume-run.ts), if any. */
+  resumedFrom: v.optional(v.string()),
   /** The calendar month (UTC) whose key spend the run's hold was added to. */
   spendMonth: v.string(),
   /** The whole hold taken at the start; the team's `held` carries it until the run ends. */
@@ -373,8 +375,11 @@ export const StepItemSchema = v.object({
 });
 export type StepItem = v.InferOutput<typeof StepItemSchema>;
 
-/** The step item as its writers give it: the step's schema, and when it ended (for operators). */
-export const storedStep = storedItem(StepItemSchema, ['endedAt']);
+/**
+ * The step item as its writers give it: the step's schema, when it ended, and (a step a resume
+ * carried over, for operators) the run it was taken from.
+ */
+export const storedStep = storedItem(StepItemSchema, ['endedAt', 'carriedFrom']);
 
 // Webhook deliveries (RUN#<jobId>, WEBHOOK#<event>)
 

@@ -3,6 +3,8 @@
  * sweep's index of queued runs. Every status condition comes from the lifecycle
  * (functions/domain/run-lifecycle.ts).
  */
+
+export { type CarriedStep, putCarriedSteps } from './carried-steps.ts';
 export {
   closeRun,
   endRun,

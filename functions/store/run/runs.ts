@@ -136,6 +136,11 @@ export interface NewRun {
   labels?: RunLabels;
   /** More items for the same transaction (a deferred run's move to `dispatched`); appended last. */
   extraItems?: NonNullable<TransactWriteCommandInput['TransactItems']>;
+  /**
+   * Set on a resume: the run it resumes, and the steps taken over from it, whose items are written
+   * before the start (functions/store/run/carried-steps.ts) and which the run counts as done.
+   */
+  resumed?: { from: string; carried: readonly string[] };
 }
 
 /**
@@ -162,13 +167,16 @@ export const runItem = (run: NewRun, createdAt: string) =>
     callbackSecret: run.callbackSecret ?? undefined,
     deferredJobId: run.deferredJobId ?? undefined,
     ...run.labels,
+    resumedFrom: run.resumed?.from,
     estimateHundredths: run.estimate.totalHundredths,
     heldHundredths: run.estimate.totalHundredths,
     chargedHundredths: 0,
     stepEstimates: Object.fromEntries(run.estimate.steps.map((s) => [s.nodeId, s.hundredths])),
     priceMultiplier: run.estimate.multiplier,
-    stepsTotal: run.estimate.steps.length,
-    stepsCompleted: 0,
+    // A resume's estimate has only the steps it runs: those carried over are counted done already.
+    stepsTotal: run.estimate.steps.length + (run.resumed?.carried.length ?? 0),
+    stepsCompleted: run.resumed?.carried.length ?? 0,
+    ...(run.resumed && run.resumed.carried.length > 0 ? { doneSteps: new Set(run.resumed.carried) } : {}),
     spendMonth: run.month,
     createdAt,
     v: itemVersion,

@@ -58,6 +58,9 @@ Commands:
   watch <jobId>                          Follow a run: progress and each step's status, until it ends
   download <jobId> [--dir D]             Download the run's output files (default dir: ./<jobId>)
   cancel <jobId>                         Cancel a run in progress
+  resume <jobId> [options]               A new run of a failed or stopped run: its completed steps are kept,
+                                         the rest run (options: --input, --callback-url, --callback-secret,
+                                         --idempotency-key, --watch, as run takes them)
   runs list [options]                    The team's runs, newest first (one page, or --all)
       --workflow-id ID                   Only runs of this workflow
       --status S                         Only runs with this status (queued, processing, completed, ...)
@@ -138,6 +141,7 @@ const commandOptions: Record<string, OptionName[]> = {
   watch: [],
   download: ['dir'],
   cancel: [],
+  resume: ['input', 'callback-url', 'callback-secret', 'idempotency-key', 'watch'],
   deliveries: ['redeliver'],
   'deferred show': [],
   'deferred cancel': [],
@@ -408,6 +412,39 @@ const startRun = async (client: WorkflowRunClient, io: CliIo, values: Values, ar
       estimatedCredits: started.estimatedCredits,
     });
   await watchRun(client, io, started.jobId, json);
+};
+
+/** `resume <jobId>`: the run start's inputs (files uploaded first) and webhook, for the steps that run again. */
+const resumeRun = async (client: WorkflowRunClient, io: CliIo, values: Values, args: string[], json: boolean) => {
+  const jobId = oneArg('resume', args, 'job id');
+  const { body, fileInputs } = runRequest(values);
+  for (const input of fileInputs) await checkReadable(input.path, `--input ${input.key}`);
+  for (const input of fileInputs) {
+    const file = await upload(client, io, input.path, input.path, { contentType: input.contentType });
+    body.inputs = { ...body.inputs, [input.key]: file.fileId };
+    if (!json) write(io.stderr, `uploaded ${input.path} as ${file.fileId} (${file.contentType}, ${file.size} bytes)`);
+  }
+  const { inputs, callbackUrl, callbackSecret } = body;
+  const resumed = await client.resumeRun(
+    jobId,
+    { ...(inputs && { inputs }), ...(callbackUrl && { callbackUrl }), ...(callbackSecret && { callbackSecret }) },
+    { signal: io.signal, idempotencyKey: values['idempotency-key'] },
+  );
+  if (!values.watch) {
+    if (json) return printJson(io, resumed);
+    return printFields(io, {
+      ...resumed,
+      carriedSteps: resumed.carriedSteps.join(', '),
+      next: `workflow-run watch ${resumed.jobId}`,
+    });
+  }
+  if (!json)
+    printFields(io, {
+      jobId: resumed.jobId,
+      resumedFrom: resumed.resumedFrom,
+      estimatedCredits: resumed.estimatedCredits,
+    });
+  await watchRun(client, io, resumed.jobId, json);
 };
 
 // --- watch -----------------------------------------------------------------------------------
@@ -781,6 +818,9 @@ export const main = async (
         break;
       case 'download':
         await download(client, io, values, oneArg(command, args, 'job id'), json);
+        break;
+      case 'resume':
+        await resumeRun(client, io, values, args, json);
         break;
       case 'cancel': {
         const run = await client.cancelRun(oneArg(command, args, 'job id'), { signal: io.signal });

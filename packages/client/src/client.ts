@@ -48,6 +48,8 @@ export type RunTags = Schemas['RunTags'];
 export type RunStartedResponse = Schemas['RunStartedResponse'];
 export type RunDeferredResponse = Schemas['RunDeferredResponse'];
 export type RunStartResponse = RunStartedResponse | RunDeferredResponse;
+export type ResumeRunRequest = Schemas['ResumeRunRequest'];
+export type RunResumedResponse = Schemas['RunResumedResponse'];
 export type Run = Schemas['Run'];
 export type RunStatus = Run['status'];
 export type RunStep = Schemas['RunStep'];
@@ -158,6 +160,11 @@ export interface WorkflowRunClient {
   runOutputs(jobId: string, options?: RunOutputsOptions): AsyncGenerator<RunOutput, void, undefined>;
   /** POST /runs/{jobId}/cancel: cancels a run in progress; 409 `ConflictError` once it has ended. */
   cancelRun(jobId: string, options?: RequestOptions): Promise<Run>;
+  /**
+   * POST /runs/{jobId}/resume: a new run of a failed or stopped run that keeps the steps it completed
+   * (not run or charged again) and runs the rest; `inputs` apply to the steps that run.
+   */
+  resumeRun(jobId: string, body?: ResumeRunRequest, options?: RunOptions): Promise<RunResumedResponse>;
   /**
    * GET /runs: one page of the team's runs, newest first, as summaries. With a filter a page can
    * hold fewer than `limit` (even none) and still have a `nextCursor`; `runs()` follows it for you.
@@ -412,6 +419,17 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
       start('agent', id, body, runOptions)) as WorkflowRunClient['runAgent'],
     getRun,
     runOutputs,
+    resumeRun: (jobId, body = {}, runOptions = {}) =>
+      unwrap(
+        raw.POST('/runs/{jobId}/resume', {
+          params: {
+            path: { jobId },
+            ...(runOptions.idempotencyKey ? { header: { 'Idempotency-Key': runOptions.idempotencyKey } } : {}),
+          },
+          body,
+          signal: runOptions.signal,
+        }),
+      ),
     cancelRun: (jobId, requestOptions = {}) =>
       unwrap(raw.POST('/runs/{jobId}/cancel', { params: { path: { jobId } }, signal: requestOptions.signal })),
     listRuns,

@@ -175,6 +175,32 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/runs/{jobId}/resume': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Resume a failed or stopped run
+     * @description Starts a new run (a new `jobId`, marked `resumedFrom`) of a `failed` or `stopped` run still kept. Steps that completed in it, and every step they read from, are carried over completed with their outputs, licence and lineage: they are not run or charged again. Every other step runs (failed, skipped, `unknown` or never started, and everything downstream of them). The estimate and the hold cover only the steps that run; every run-start rule applies (one run in progress per workflow, the credit limits, the providers). The original run is unchanged.
+     *
+     *     `inputs` apply to the steps that run; a value for a carried-over step is ignored. The webhook goes to the `callbackUrl` given here, if any: the original run's is not reused.
+     *
+     *     An optional `Idempotency-Key` works as on a run start (this endpoint, this `jobId`, the same body).
+     *
+     *     Scope: `runs:create`.
+     */
+    post: operations['ResumeRun'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/runs/{jobId}/deliveries': {
     parameters: {
       query?: never;
@@ -1594,6 +1620,27 @@ export interface components {
       /** Format: uuid */
       workflowId: string;
     };
+    ResumeRunRequest: {
+      inputs?: {
+        [key: string]: string;
+      };
+      /** Format: uri */
+      callbackUrl?: string;
+      callbackSecret?: string;
+    };
+    RunResumedResponse: {
+      /** Format: uuid */
+      jobId: string;
+      /** Format: uuid */
+      workflowId: string;
+      /** @constant */
+      status: 'queued';
+      estimatedCredits: number;
+      stepsCount: number;
+      /** Format: uuid */
+      resumedFrom: string;
+      carriedSteps: string[];
+    };
     RunValidationFailed: {
       /** @constant */
       success: false;
@@ -1611,6 +1658,8 @@ export interface components {
       output_next?: string;
       metadata?: components['schemas']['RunMetadata'];
       tags?: components['schemas']['RunTags'];
+      /** Format: uuid */
+      resumedFrom?: string;
     };
     RunStep: {
       node_id: string;
@@ -1687,6 +1736,8 @@ export interface components {
       output_next?: string;
       metadata?: components['schemas']['RunMetadata'];
       tags?: components['schemas']['RunTags'];
+      /** Format: uuid */
+      resumedFrom?: string;
     };
     /** @description Your own string pairs (at most 16; a key 1 to 64 characters, a value at most 512), echoed wherever the run is shown. */
     RunMetadata: {
@@ -2065,6 +2116,12 @@ export interface components {
     FileLinkNotFoundError: {
       /** @constant */
       error: 'File not found';
+    };
+    RunNotResumableError: {
+      /** @constant */
+      error: 'Only a failed or stopped run can be resumed';
+      /** @enum {string} */
+      status: 'queued' | 'processing' | 'completed' | 'cancelled';
     };
     InputFileNotUsableError: {
       error: string;
@@ -2892,6 +2949,157 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  ResumeRun: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Caller-chosen key, one per request: the same key, endpoint, jobId and body within 24 hours answer as the first request did. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        /** @description The failed or stopped run to resume. */
+        jobId: string;
+      };
+      cookie?: never;
+    };
+    /** @description Every field is optional; an empty or missing body resumes with the original inputs. */
+    requestBody?: {
+      content: {
+        'application/json': components['schemas']['ResumeRunRequest'];
+      };
+    };
+    responses: {
+      /** @description The new run is queued and the estimate of its steps held. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunResumedResponse'];
+        };
+      };
+      /** @description The body is not JSON or a field has the wrong type. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidBodyError'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description Not enough credits, the project hard cap, the per-step credit limit, or the key monthly credit cap. */
+      402: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | components['schemas']['InsufficientCreditsError']
+            | components['schemas']['ProjectHardCapExceededError']
+            | components['schemas']['PerStepLimitError']
+            | components['schemas']['MonthlyCreditCapReachedError'];
+        };
+      };
+      /** @description The key lacks `runs:create`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | components['schemas']['ScopeNotPermittedError']
+            | components['schemas']['WorkflowNotPermittedError'];
+        };
+      };
+      /** @description No such run in the team (or past its retention). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | components['schemas']['WorkflowNotFoundError']
+            | components['schemas']['CanvasNotFoundError']
+            | components['schemas']['RunNotFoundError'];
+        };
+      };
+      /** @description The run is not `failed` or `stopped`, or its workflow already has a run in progress. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | components['schemas']['RunInProgressError']
+            | components['schemas']['RunNotResumableError'];
+        };
+      };
+      /** @description The body is larger than 64 KiB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PayloadTooLargeError'];
+        };
+      };
+      /** @description An `inputs` key matches no step, a file step's `inputs` value is not a usable `fileId` or public https URL, `callbackUrl` is not https, a step that runs needs a provider this run may not use, or the `Idempotency-Key` was used with another request. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | components['schemas']['UnknownInputKeysError']
+            | components['schemas']['InputFileNotUsableError']
+            | components['schemas']['CallbackUrlInvalidError']
+            | components['schemas']['RunValidationFailed']
+            | components['schemas']['ProviderNotAvailableError']
+            | components['schemas']['IdempotencyKeyReusedError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+      /** @description Server failure. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServerError'];
+        };
+      };
+      /** @description The key has a monthly cap that could not be checked (the run is refused rather than started unmetered), or: The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | components['schemas']['MonthlyCapUnverifiableError']
+            | components['schemas']['StorageBusyError'];
         };
       };
     };

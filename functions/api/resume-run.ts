@@ -1,0 +1,30 @@
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import { idempotencyKeyHeader } from '../../schemas/runs.ts';
+import { resumeRun } from '../app/resume-run.ts';
+import { dynamoDbClient } from '../clients/dynamodb.ts';
+import { s3Client } from '../clients/s3.ts';
+import { sqsClient } from '../clients/sqs.ts';
+import { type Deps, productionDeps } from '../deps.ts';
+import { parseResumeRequest } from '../http/body.ts';
+import { keyedHandler } from '../http/keyed-handler.ts';
+import { runStartResponse } from '../http/run-start.ts';
+import { metrics } from '../observability/metrics.ts';
+
+/** POST /runs/{jobId}/resume (our design, issue 26): a new run of a failed or stopped one, without its completed steps. */
+export const makeHandler = (deps: Deps) =>
+  keyedHandler(
+    deps,
+    'ResumeRun',
+    async (event, auth) => {
+      const start = {
+        request: parseResumeRequest(event),
+        idempotencyKey: event.headers[idempotencyKeyHeader.toLowerCase()],
+        target: { routeKey: event.routeKey, pathParameters: event.pathParameters },
+      };
+      return runStartResponse(await resumeRun(deps, auth.key, start, event.pathParameters?.jobId ?? ''));
+    },
+    // A resumed run is a started run (countRunStarted): published at the invocation's end.
+    logMetrics(metrics),
+  );
+
+export const handler = makeHandler(productionDeps({ ...dynamoDbClient(), ...sqsClient(), ...s3Client() }));

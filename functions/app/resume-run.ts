@@ -1,0 +1,158 @@
+import type { ResumeRunRequest, RunRequest } from '../../schemas/runs.ts';
+import type { Deps } from '../deps.ts';
+import { toCredits } from '../domain/credits.ts';
+import { InputFileNotUsableError, RunNotFoundError, RunNotResumableError } from '../domain/errors.ts';
+import type { RequestTarget } from '../domain/idempotency-key.ts';
+import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
+import { isResumable, resumedInputs, resumePlan } from '../domain/resume.ts';
+import { RunStatus } from '../domain/run-lifecycle.ts';
+import { apiInputTargets } from '../domain/workflow-graph.ts';
+import { isStoredFile } from '../nodes/executors/types.ts';
+import { carriedFileKey, copyTeamFile, isTeamObject } from '../store/files.ts';
+import type { ApiKeyItem, InputFile, RunItem, StepItem } from '../store/items.ts';
+import { loadRunnableWorkflow, putCarriedSteps, readRunPartition } from '../store/run/index.ts';
+import { inputObjectKey } from '../store/uploads.ts';
+import { checkFileInputs, holdFileInputs } from './run-inputs.ts';
+import { answerOnce, checkRunnable, commitRun, type RunStartAnswer } from './start-run.ts';
+
+/** A resume as the HTTP edge read it. */
+export interface ResumeStart {
+  request: ResumeRunRequest;
+  idempotencyKey: string | undefined;
+  target: RequestTarget;
+}
+
+/**
+ * A carried-over step's outputs with every file of the team copied to the new run's own key, so
+ * it lives as long as the new run (the bucket expires each object by its age). A file that was not
+ * stored, or is gone, reads `unavailable`; a look-alike that is not the team's is left as it is
+ * (the run's read never links it).
+ */
+const carryFiles = async (
+  deps: Deps,
+  teamId: string,
+  jobId: string,
+  nodeId: string,
+  value: unknown,
+): Promise<unknown> => {
+  if (isStoredFile(value)) {
+    if (value.availability !== 'ready' || !isTeamObject(teamId, value.key)) return value;
+    const to = carriedFileKey(teamId, jobId, nodeId, value.key);
+    const copied = await copyTeamFile(deps, teamId, value.key, to);
+    return { ...value, key: to, ...(copied === 'gone' ? { availability: 'unavailable' } : {}) };
+  }
+  if (Array.isArray(value)) return Promise.all(value.map((v) => carryFiles(deps, teamId, jobId, nodeId, v)));
+  if (value && typeof value === 'object') {
+    const entries = await Promise.all(
+      Object.entries(value).map(async ([k, v]) => [k, await carryFiles(deps, teamId, jobId, nodeId, v)] as const),
+    );
+    return Object.fromEntries(entries);
+  }
+  return value;
+};
+
+/** The original's own copies of its input files that the new run reads (keys of steps it runs, not given again), copied to the new run. */
+const carryInputFiles = async (
+  deps: Deps,
+  run: RunItem,
+  jobId: string,
+  keys: readonly string[],
+): Promise<Record<string, InputFile>> => {
+  const held: Record<string, InputFile> = {};
+  for (const key of keys) {
+    const file = run.inputFiles[key];
+    if (!file) continue;
+    const to = inputObjectKey(run.teamId, jobId, key, file.name ?? 'file');
+    if ((await copyTeamFile(deps, run.teamId, file.key, to)) === 'gone') {
+      throw new InputFileNotUsableError(key, `the file of run ${run.jobId} is gone: give this input again`);
+    }
+    held[key] = { ...file, key: to };
+  }
+  return held;
+};
+
+/**
+ * POST /runs/{jobId}/resume (our design, issue 26): a new run of a `failed` or `stopped` run's
+ * workflow that takes over the steps it completed (functions/domain/resume.ts) and runs the rest.
+ * It is a run start in all else: the same admission, transaction and Idempotency-Key rule
+ * (functions/app/start-run.ts). Another team's run, one past its retention, and one of a workflow
+ * the key is limited away from read as missing (404). The original run is only read.
+ */
+export const resumeRun = (deps: Deps, key: ApiKeyItem, start: ResumeStart, jobId: string): Promise<RunStartAnswer> =>
+  answerOnce(deps, key, { ...start, body: start.request }, async (rememberFor) => {
+    const { request } = start;
+    const { run, steps } = await readRunPartition(deps, jobId);
+    if (!run || run.teamId !== key.teamId || !keyMayUseWorkflow(key.workflowIds, run.workflowId)) {
+      throw new RunNotFoundError(jobId);
+    }
+    if (!isResumable(run.status)) {
+      throw new RunNotResumableError(jobId, run.status);
+    }
+    const workflow = await loadRunnableWorkflow(deps, key.teamId, run.workflowId);
+    const given = request.inputs ?? {};
+    checkRunnable(key, workflow, { inputs: given });
+    const { canvas } = workflow;
+    const byNode = new Map<string, StepItem>(steps.map((s) => [s.nodeId, s]));
+    const plan = resumePlan(canvas, { doneSteps: run.doneSteps, steps: byNode });
+    if (plan.toRun.length === 0) throw new Error(`run ${jobId} ended ${run.status} with every step counted`);
+    const targets = apiInputTargets(canvas);
+    const runs = (inputKey: string) => plan.toRun.includes(targets.get(inputKey) ?? '');
+    // Only the values of steps that run are used, so only those are checked (a file's upload among them).
+    const givenForRuns = Object.fromEntries(Object.entries(given).filter(([k]) => runs(k)));
+    const uploads = await checkFileInputs(deps, key.teamId, canvas, givenForRuns);
+    const keptFileKeys = Object.keys(run.inputFiles).filter((k) => runs(k) && !Object.hasOwn(givenForRuns, k));
+    const resumed: RunRequest = {
+      inputs: resumedInputs(canvas, run.inputs, given, plan.toRun),
+      mode: run.mode,
+      defer: false,
+      maxMultiplier: 1,
+      ...(request.callbackUrl !== undefined && { callbackUrl: request.callbackUrl }),
+      ...(request.callbackSecret !== undefined && { callbackSecret: request.callbackSecret }),
+    };
+    let answer: RunStartAnswer | undefined;
+    await commitRun(deps, {
+      key,
+      workflow,
+      request: resumed,
+      multiplier: 1,
+      deferredJobId: null,
+      inputFiles: async (newJobId) => ({
+        ...(await carryInputFiles(deps, run, newJobId, keptFileKeys)),
+        ...(await holdFileInputs(deps, key.teamId, newJobId, uploads)),
+      }),
+      resume: {
+        resumedFrom: jobId,
+        plan,
+        carry: async (newJobId) => {
+          const carried = [];
+          for (const nodeId of plan.carried) {
+            const step = byNode.get(nodeId);
+            if (!step) throw new Error(`carried step ${nodeId} of run ${jobId} has no item`);
+            const outputs = (await carryFiles(deps, key.teamId, newJobId, nodeId, step.outputs ?? {})) as Record<
+              string,
+              unknown
+            >;
+            carried.push({ nodeId, outputs, original: step });
+          }
+          await putCarriedSteps(deps, newJobId, jobId, carried);
+        },
+      },
+      idempotency: (newJobId, estimate) => {
+        answer = {
+          deferred: false,
+          body: {
+            jobId: newJobId,
+            workflowId: workflow.workflowId,
+            status: RunStatus.queued,
+            estimatedCredits: toCredits(estimate.totalHundredths),
+            stepsCount: canvas.nodes.length,
+            resumedFrom: jobId,
+            carriedSteps: plan.carried,
+          },
+        };
+        return rememberFor(answer);
+      },
+    });
+    if (!answer) throw new Error('run resumed without an answer');
+    return answer;
+  });
