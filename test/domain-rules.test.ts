@@ -114,7 +114,7 @@ describe('key monthly cap', () => {
     expect(fitsMonthlyCap(null, 1_000_000, 300)).toBe(true);
   });
 
-  it('never refuses a read: only the two run starts can answer the monthly cap 402 or 503', () => {
+  it('never refuses a read: only the two run starts and a resume can answer the monthly cap 402 or 503', () => {
     const capped: string[] = [];
     for (const item of Object.values(buildOpenApiDocument().paths ?? {})) {
       for (const operation of [item.get, item.post, item.delete]) {
@@ -124,7 +124,7 @@ describe('key monthly cap', () => {
         }
       }
     }
-    expect(capped.sort()).toEqual(['RunAgent', 'RunWorkflow']);
+    expect(capped.sort()).toEqual(['ResumeRun', 'RunAgent', 'RunWorkflow']);
   });
 });
 

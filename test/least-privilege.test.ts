@@ -28,6 +28,9 @@ import { pinnedProd } from './support/stages.ts';
  */
 const notExercised: Record<string, Record<string, string>> = {
   ResumeRun: {
+    's3:GetObject':
+      "A resume reads an upload given again as a file input with the run start's own code (functions/app/run-inputs.ts); " +
+      'test/file-inputs.int.test.ts exercises it on RunWorkflow.',
     's3:DeleteObject':
       "A resume checks a file input given again with the run start's own code (functions/app/run-inputs.ts), which " +
       'deletes a rejected upload; test/file-inputs.int.test.ts exercises it on RunWorkflow.',

@@ -39,6 +39,8 @@ const validBodies = (): Record<string, Json[]> => {
     maxMultiplier: 0.7,
     callbackUrl: 'https://example.com/hook',
     callbackSecret: 'secret',
+    metadata: { order: 'o-1' },
+    tags: ['walked'],
   };
   const steps: Json = [
     { key: 'topic', type: 'TextEntry', label: 'Topic', config: { text: 'otters', apiInputKey: 'topic' } },
@@ -57,13 +59,17 @@ const validBodies = (): Record<string, Json[]> => {
     ],
     RunWorkflow: [runBody],
     RunAgent: [runBody],
+    ResumeRun: [{ inputs: { topic: 'otters' }, callbackUrl: 'https://example.com/hook', callbackSecret: 'secret' }],
     CreateFile: [{ name: 'cat.png', contentType: 'image/png', size: 48_213 }],
   };
 };
 
 /** The path each operation is called on. */
 const pathOf = (operationId: string) =>
-  routeById(operationId as 'RunWorkflow').path.replace('{id}', operationId === 'RunAgent' ? team.agentId : workflowId);
+  routeById(operationId as 'RunWorkflow')
+    .path.replace('{id}', operationId === 'RunAgent' ? team.agentId : workflowId)
+    // The body is checked before the run is looked up: any jobId will do for a refusal.
+    .replace('{jobId}', '00000000-0000-4000-8000-000000000000');
 
 const resolve = (node: SchemaObject | ReferenceObject): SchemaObject => resolveSchema(doc, node);
 
@@ -127,7 +133,9 @@ const designedAnswers: Record<string, typeof contractAnswers> = {
  * one must not be empty), not the request schema. `config.apiInputKey` is the request schema's.
  */
 const mayBeEmpty = (path: Path) =>
-  path[0] === 'inputs' || (path[0] === 'steps' && path[2] === 'config' && path[3] !== 'apiInputKey');
+  path[0] === 'inputs' ||
+  (path[0] === 'metadata' && path.length === 2) || // a metadata value may be empty (docs/api.md)
+  (path[0] === 'steps' && path[2] === 'config' && path[3] !== 'apiInputKey');
 
 const operationsWithBodies = () =>
   Object.values(doc.paths ?? {}).flatMap((item) =>
@@ -145,11 +153,12 @@ const operationsWithBodies = () =>
   );
 
 describe('every request body refuses an array for an object and an empty name', () => {
-  it('finds the operations that take a body: create a workflow and both run starts', () => {
+  it('finds the operations that take a body: create a workflow, both run starts, a resume and a file', () => {
     expect(operationsWithBodies().map((o) => o.operationId)).toEqual([
       'CreateWorkflow',
       'RunWorkflow',
       'RunAgent',
+      'ResumeRun',
       'CreateFile',
     ]);
   });
@@ -182,12 +191,16 @@ describe('every request body refuses an array for an object and an empty name', 
         // An array where an object belongs is named so (in a union, as one of its options).
         if (kind === 'object')
           expect(String(answer.body.error), where).toMatch(/Expected .*Object.* but received Array$/);
+        // A tag's own rule names its limit (schemas/run-tags.ts).
+        else if (at[0] === 'tags')
+          expect(String(answer.body.error), where).toMatch(/^Invalid request body: tags\[\d+\]: a tag /);
         else expect(String(answer.body.error), where).toMatch(/^Invalid request body: .*Invalid \w+: /);
       }
       tried.push(where);
     }
-    // CreateFile's body is three fields: itself, and two strings.
-    expect(tried.length).toBeGreaterThan(operationId === 'CreateWorkflow' ? 20 : operationId === 'CreateFile' ? 2 : 4);
+    // CreateFile's body is three fields: itself, and two strings; a resume's four: itself, its inputs and two strings.
+    const fewest = { CreateWorkflow: 20, CreateFile: 2, ResumeRun: 3 }[operationId] ?? 4;
+    expect(tried.length).toBeGreaterThan(fewest);
     // Nothing was started or held by any of them.
     expect(await ledgerOf(stack.deps, team.teamId)).toEqual({ balance: 10_000, held: 0, charged: 0, granted: 10_000 });
   });
