@@ -6,6 +6,21 @@ import { ApiGatewayv2DomainProperties } from 'aws-cdk-lib/aws-route53-targets';
 import { Construct } from 'constructs';
 import type { DomainConfig } from './edge-config.ts';
 
+/**
+ * The domain's hosted zone, and the certificate of `name` in the stack's region: the existing one
+ * the configuration names (`existingArn`), or one ACM validates through a record in that zone.
+ */
+export const zoneAndCertificate = (scope: Construct, domain: DomainConfig, name: string, existingArn?: string) => {
+  const zone = HostedZone.fromHostedZoneAttributes(scope, 'Zone', {
+    hostedZoneId: domain.hostedZoneId,
+    zoneName: domain.hostedZoneName,
+  });
+  const certificate: ICertificate = existingArn
+    ? Certificate.fromCertificateArn(scope, 'Certificate', existingArn)
+    : new Certificate(scope, 'Certificate', { domainName: name, validation: CertificateValidation.fromDns(zone) });
+  return { zone, certificate };
+};
+
 export interface ApiDomainProps {
   domain: DomainConfig;
   api: HttpApi;
@@ -25,16 +40,7 @@ export class ApiDomain extends Construct {
   constructor(scope: Construct, id: string, props: ApiDomainProps) {
     super(scope, id);
     const { domain, api, stage } = props;
-    const zone = HostedZone.fromHostedZoneAttributes(this, 'Zone', {
-      hostedZoneId: domain.hostedZoneId,
-      zoneName: domain.hostedZoneName,
-    });
-    const certificate: ICertificate = domain.certificateArn
-      ? Certificate.fromCertificateArn(this, 'Certificate', domain.certificateArn)
-      : new Certificate(this, 'Certificate', {
-          domainName: domain.apiDomainName,
-          validation: CertificateValidation.fromDns(zone),
-        });
+    const { zone, certificate } = zoneAndCertificate(this, domain, domain.apiDomainName, domain.certificateArn);
     this.domainName = new DomainName(this, 'DomainName', {
       domainName: domain.apiDomainName,
       certificate,

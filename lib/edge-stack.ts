@@ -1,5 +1,4 @@
 import { CfnOutput, Duration, Stack, type StackProps, Validations } from 'aws-cdk-lib';
-import { Certificate, CertificateValidation, type ICertificate } from 'aws-cdk-lib/aws-certificatemanager';
 import {
   AllowedMethods,
   CachedMethods,
@@ -15,7 +14,7 @@ import {
   ViewerProtocolPolicy,
 } from 'aws-cdk-lib/aws-cloudfront';
 import { HttpOrigin } from 'aws-cdk-lib/aws-cloudfront-origins';
-import { AaaaRecord, ARecord, HostedZone, RecordTarget } from 'aws-cdk-lib/aws-route53';
+import { AaaaRecord, ARecord, RecordTarget } from 'aws-cdk-lib/aws-route53';
 import { CloudFrontTarget } from 'aws-cdk-lib/aws-route53-targets';
 import { CfnWebACL } from 'aws-cdk-lib/aws-wafv2';
 import type { Construct } from 'constructs';
@@ -30,6 +29,7 @@ import {
   unboundedBodyRouteIds,
 } from '../platform/edge.ts';
 import { routes } from '../platform/routes.ts';
+import { zoneAndCertificate } from './api-domain.ts';
 import type { DomainConfig, EdgeConfig } from './edge-config.ts';
 
 /** CloudFront and its web ACL live in us-east-1, whatever the stage's region. */
@@ -72,16 +72,8 @@ export class EdgeStack extends Stack {
     super(scope, id, props);
     const { edge } = props;
     const { domain } = edge;
-    const zone = HostedZone.fromHostedZoneAttributes(this, 'Zone', {
-      hostedZoneId: domain.hostedZoneId,
-      zoneName: domain.hostedZoneName,
-    });
-    const certificate: ICertificate = domain.edgeCertificateArn
-      ? Certificate.fromCertificateArn(this, 'Certificate', domain.edgeCertificateArn)
-      : new Certificate(this, 'Certificate', {
-          domainName: domain.name,
-          validation: CertificateValidation.fromDns(zone),
-        });
+    // CloudFront's certificate must be in us-east-1, this stack's region.
+    const { zone, certificate } = zoneAndCertificate(this, domain, domain.name, domain.edgeCertificateArn);
 
     this.webAcl = new CfnWebACL(this, 'WebAcl', {
       scope: 'CLOUDFRONT',

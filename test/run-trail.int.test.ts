@@ -3,7 +3,6 @@
  * records built from the messages the service put on its queues (taken off them with the SDK), with
  * a Lambda context as the runtime builds one; their JSON lines captured off stdout.
  */
-import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import type { NodeExecutor } from '../functions/nodes/executors/types.ts';
@@ -11,7 +10,7 @@ import { logger } from '../functions/observability/logger.ts';
 import { makeHandler as makeWebhookHandler } from '../functions/workers/webhook-delivery.ts';
 import { invokedAs } from '../local/invocation.ts';
 import { lambdaContext } from '../local/lambda-context.ts';
-import { recordOf } from './support/queue-contents.ts';
+import { receiveWebhookRecords } from './support/queue-contents.ts';
 import {
   dispatcherHandler,
   instantExecutor,
@@ -155,7 +154,7 @@ describe("a run's trail in the log lines", () => {
     }
 
     // Their run.failed webhooks, delivered in one batch: each line carries its own record's keys and the context.
-    const webhookRecords = await takeWebhookRecords(Object.values(jobs));
+    const webhookRecords = await receiveWebhookRecords(stack.deps, Object.values(jobs), { take: true });
     const webhook = invokedAs(
       'WebhookDelivery',
       makeWebhookHandler(stack.deps, { fetchOptions: { allowLoopback: true, ca: receiverCa } }),
@@ -191,27 +190,3 @@ describe("a run's trail in the log lines", () => {
     expect(ticks[2]?.function_name).toBeUndefined();
   });
 });
-
-/** Each job's first webhook message, taken off the webhooks queue, as the event source hands them over. */
-const takeWebhookRecords = async (jobIds: string[]): Promise<SQSRecord[]> => {
-  const found = new Map<string, SQSRecord>();
-  for (let i = 0; i < 50 && found.size < jobIds.length; i++) {
-    const { Messages = [] } = await stack.deps.sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: stack.deps.queueUrls.webhooks,
-        MaxNumberOfMessages: 10,
-        WaitTimeSeconds: 1,
-      }),
-    );
-    for (const m of Messages) {
-      const { jobId } = JSON.parse(m.Body ?? '{}') as { jobId: string };
-      if (!jobIds.includes(jobId)) continue;
-      found.set(jobId, recordOf({ messageId: m.MessageId ?? '', body: m.Body ?? '' }));
-      await stack.deps.sqs.send(
-        new DeleteMessageCommand({ QueueUrl: stack.deps.queueUrls.webhooks, ReceiptHandle: m.ReceiptHandle }),
-      );
-    }
-  }
-  if (found.size < jobIds.length) throw new Error('no webhook message');
-  return jobIds.map((jobId) => found.get(jobId) as SQSRecord);
-};

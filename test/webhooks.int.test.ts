@@ -3,7 +3,6 @@
  * messages the service put on the webhooks queue (the first taken off it with the SDK, each retry
  * read where it waits, delayed, without waiting it out), and time moves only on the injected clock.
  */
-import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
@@ -24,7 +23,7 @@ import {
 import { webhookDeliveryKey } from '../functions/store/keys.ts';
 import { makeHandler } from '../functions/workers/webhook-delivery.ts';
 import { invokedAs } from '../local/invocation.ts';
-import { type QueuedMessage, queueContents, recordOf } from './support/queue-contents.ts';
+import { type QueuedMessage, queueContents, receiveWebhookRecords, recordOf } from './support/queue-contents.ts';
 import { faultyDeps } from './support/runs.ts';
 import { call, createWorkflow, seedTeam, startWorkingStack, type TestStack, waitForRun } from './support/stack.ts';
 import { type Received, receiverCa, startReceiver } from './support/webhook-receiver.ts';
@@ -47,25 +46,7 @@ const delivered = { batchItemFailures: [] };
 const failedIn = async (records: SQSRecord[], deps: Deps) =>
   (await handle(records, deps)).batchItemFailures.map((f) => f.itemIdentifier);
 
-/** Takes each run's first webhook message off the queue, as the event source would hand it over. */
-const receiveJobs = async (jobIds: string[]): Promise<SQSRecord[]> => {
-  const found = new Map<string, SQSRecord>();
-  for (let i = 0; i < 50 && found.size < jobIds.length; i++) {
-    const { Messages = [] } = await stack.deps.sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: stack.deps.queueUrls.webhooks,
-        MaxNumberOfMessages: 10,
-        WaitTimeSeconds: 1,
-      }),
-    );
-    for (const m of Messages) {
-      const { jobId } = JSON.parse(m.Body ?? '{}') as { jobId: string };
-      if (jobIds.includes(jobId)) found.set(jobId, recordOf({ messageId: m.MessageId ?? '', body: m.Body ?? '' }));
-    }
-  }
-  if (found.size < jobIds.length) throw new Error('no webhook job');
-  return jobIds.map((jobId) => found.get(jobId) as SQSRecord);
-};
+const receiveJobs = (jobIds: string[]) => receiveWebhookRecords(stack.deps, jobIds);
 const receiveJob = async (jobId: string) => (await receiveJobs([jobId]))[0] as SQSRecord;
 
 type Sent = QueuedMessage & { message: { jobId: string; event: string; attempt?: number; dueAt?: string } };

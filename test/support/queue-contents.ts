@@ -3,7 +3,9 @@
  * non-destructive inspection endpoint: a delayed message can be seen (its body and the delay it was
  * sent with) without waiting it out, and reading changes nothing.
  */
+import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
+import type { Deps } from '../../functions/deps.ts';
 import type { LocalResources } from '../../local/provision.ts';
 import type { QueueDefinition } from '../../platform/definitions.ts';
 
@@ -72,3 +74,32 @@ export const recordOf = (
   eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:${queue}`,
   awsRegion: 'us-east-1',
 });
+
+/**
+ * Each run's first webhook message off the webhooks queue, as the event source would hand it over
+ * (`take`: also deleted, so no later receive sees it; otherwise it comes back after its visibility).
+ */
+export const receiveWebhookRecords = async (
+  deps: Pick<Deps, 'sqs' | 'queueUrls'>,
+  jobIds: string[],
+  { take = false } = {},
+): Promise<SQSRecord[]> => {
+  const found = new Map<string, SQSRecord>();
+  for (let i = 0; i < 50 && found.size < jobIds.length; i++) {
+    const { Messages = [] } = await deps.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: deps.queueUrls.webhooks, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+    );
+    for (const m of Messages) {
+      const { jobId } = JSON.parse(m.Body ?? '{}') as { jobId: string };
+      if (!jobIds.includes(jobId)) continue;
+      found.set(jobId, recordOf({ messageId: m.MessageId ?? '', body: m.Body ?? '' }));
+      if (take) {
+        await deps.sqs.send(
+          new DeleteMessageCommand({ QueueUrl: deps.queueUrls.webhooks, ReceiptHandle: m.ReceiptHandle }),
+        );
+      }
+    }
+  }
+  if (found.size < jobIds.length) throw new Error('no webhook message');
+  return jobIds.map((jobId) => found.get(jobId) as SQSRecord);
+};
