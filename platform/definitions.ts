@@ -124,7 +124,7 @@ export const dataTable: TableDefinition = {
       sortKey: { name: 'GSI4SK', type: 'S' },
       // queryRunList (functions/store/run-list.ts): a team's runs and deferred runs, newest first, as
       // summaries. Only attributes that change rarely (the status, the end, the final charge, the
-      // dispatch, `ttl`) or never (a run's `metadata` and `tags`), so a step's count writes no index;
+      // dispatch, `ttl`) or never (a run's `metadata`, `tags` and `resumedFrom`), so a step's count writes no index;
       // never inputs, outputs or a callback. It is GSI4 with `metadata` and `tags` (issue 26): a
       // GSI's projection cannot be changed, so it was added beside GSI4 on the same key attributes
       // (DynamoDB backfills it with every entry GSI4 has).
@@ -146,6 +146,7 @@ export const dataTable: TableDefinition = {
           'ttl',
           'metadata',
           'tags',
+          'resumedFrom',
         ],
       },
     },

@@ -307,6 +307,8 @@ export const RunSummarySchema = v.strictObject({
   metadata: v.optional(MetadataSchema),
   /** The run start's `tags`; absent when it gave none. */
   tags: v.optional(TagsSchema),
+  /** The run a resume started from (POST /runs/{jobId}/resume); absent otherwise. */
+  resumedFrom: v.optional(UuidSchema),
 });
 export type RunSummary = v.InferOutput<typeof RunSummarySchema>;
 

@@ -135,6 +135,13 @@ describe('POST /runs/{jobId}/resume', () => {
     expect(output?.generated_by?.map((g) => g.node_id)).toEqual(['llm']);
     expect(output?.licence?.models).toHaveLength(1);
 
+    // The run list marks it too; the original carries no mark.
+    const listed = await api(stack.baseUrl, 'GET', '/runs', { key: team.key });
+    expectValidResponse(doc, { method: 'GET', path: '/runs', status: 200, body: listed.body });
+    const summaries = listed.body.runs as { jobId: string; resumedFrom?: string }[];
+    expect(summaries.find((r) => r.jobId === newJobId)?.resumedFrom).toBe(jobId);
+    expect(summaries.find((r) => r.jobId === jobId)).not.toHaveProperty('resumedFrom');
+
     // The original is unchanged.
     expect(await getRunCall(stack.baseUrl, team.key, jobId)).toMatchObject({ status: 200, body: original.body });
     expect((await runParts(stack.deps, jobId)).run).toEqual(before.run);

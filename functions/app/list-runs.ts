@@ -114,6 +114,7 @@ const runSummary = (item: Record<string, unknown>): RunSummary => {
     chargedCredits: entry.finalChargedHundredths === undefined ? null : toCredits(entry.finalChargedHundredths),
     deferredJobId: entry.deferredJobId ?? null,
     ...runLabels(entry),
+    ...(entry.resumedFrom !== undefined && { resumedFrom: entry.resumedFrom }),
   };
 };
 

@@ -287,6 +287,7 @@ export const RunListEntrySchema = v.pick(RunItemSchema, [
   'deferredJobId',
   'metadata',
   'tags',
+  'resumedFrom',
 ]);
 export type RunListEntry = v.InferOutput<typeof RunListEntrySchema>;
 

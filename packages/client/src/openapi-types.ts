@@ -1776,6 +1776,8 @@ export interface components {
       deferredJobId: string | null;
       metadata?: components['schemas']['RunMetadata'];
       tags?: components['schemas']['RunTags'];
+      /** Format: uuid */
+      resumedFrom?: string;
     };
     ListRunsResponse: {
       runs: components['schemas']['RunSummary'][];
