@@ -21,17 +21,10 @@ import {
   trips,
 } from '../platform/alarm-rules.ts';
 import { queues, stepsQueue, webhooksQueue } from '../platform/definitions.ts';
-import { pinnedProd } from './support/stages.ts';
+import { prodTestContext, synthOnly } from './support/stages.ts';
 
-const testContext = { 'aws:cdk:bundling-stacks': [], '@aws-cdk/core:appMode': 'inmemory' };
-const prodContext = {
-  ...testContext,
-  ...pinnedProd({
-    providers: 'bedrock,openai-compatible:workflow-run-api/prod/providers/openai-compatible',
-    alarmEmail: 'ops@example.com',
-  }),
-  [contextKeys.perFunctionAlarms]: 'true',
-};
+const testContext = synthOnly;
+const prodContext = { ...prodTestContext(), [contextKeys.perFunctionAlarms]: 'true' };
 
 type AlarmProps = Record<string, unknown> & {
   Threshold: number;

@@ -16,16 +16,10 @@ import { contextKeys } from '../lib/stages.ts';
 import { readAssembly } from '../local/rehearse/assembly.ts';
 import { dataTable, envNames } from '../platform/definitions.ts';
 import { routeById } from '../platform/routes.ts';
-import { pinnedProd } from './support/stages.ts';
+import { prodTestContext, synthOnly } from './support/stages.ts';
 
-const testContext = { 'aws:cdk:bundling-stacks': [], '@aws-cdk/core:appMode': 'inmemory' };
-const prodContext = {
-  ...testContext,
-  ...pinnedProd({
-    providers: 'bedrock,openai-compatible:workflow-run-api/prod/providers/openai-compatible',
-    alarmEmail: 'ops@example.com',
-  }),
-};
+const testContext = synthOnly;
+const prodContext = { ...prodTestContext() };
 const restored = {
   name: 'WorkflowRunApi-prod-restored-20261127',
   streamArn:

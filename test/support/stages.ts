@@ -26,3 +26,15 @@ export const pinnedProd = (pins: Record<string, unknown> = {}) => {
   );
   return { [contextKeys.stage]: 'prod', [contextKeys.stages]: { ...stages, prod } };
 };
+
+/** Synthesis without bundling, in memory: what the CDK tests build with. */
+export const synthOnly = { 'aws:cdk:bundling-stacks': [], '@aws-cdk/core:appMode': 'inmemory' } as const;
+
+/** A prod synth without bundling: the pinned prod, with Bedrock and an OpenAI-compatible provider, mailing ops. */
+export const prodTestContext = () => ({
+  ...synthOnly,
+  ...pinnedProd({
+    providers: 'bedrock,openai-compatible:workflow-run-api/prod/providers/openai-compatible',
+    alarmEmail: 'ops@example.com',
+  }),
+});
