@@ -7,6 +7,7 @@
  * every function of the assembly was invoked: `npm run rehearse` and `test/rehearse.int.test.ts` both run it.
  */
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Webhook } from 'standardwebhooks';
 import type { Deps } from '../../functions/deps.ts';
@@ -91,6 +92,30 @@ export interface FlowOptions {
   /** The model providers' stand-ins the bundles were pointed at (providers.ts); without, those steps are skipped. */
   providers?: RehearsalProviders;
 }
+
+/** A plain-http JSON service on loopback: answers the statuses queued in `replies` (then 200) with `body`. */
+const startJsonService = async (replies: number[], body: unknown) => {
+  const received: string[] = [];
+  const server = createServer((req, res) => {
+    let text = '';
+    req.on('data', (chunk) => {
+      text += chunk;
+    });
+    req.on('end', () => {
+      received.push(text);
+      res.writeHead(replies.shift() ?? 200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}/document`,
+    received,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+};
 
 export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
   const { stack, resources, adminDeps } = options;
@@ -585,6 +610,50 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
       check(['cancelled', 'stopped'].includes(String(cancelled.body.status)), `status ${cancelled.body.status}`);
       const hook = await webhookFor(String(started.body.jobId));
       return `${cancelled.body.status}, webhook ${(JSON.parse(hook.body) as { event: string }).event}`;
+    });
+
+    await step('POST /runs/{jobId}/resume: a run failed at its second step resumes there and completes', async () => {
+      // A JSON service that answers 500 first (its call step fails the run), then the document.
+      const source = await startJsonService([500], { word: 'lighthouse' });
+      try {
+        const created = await request(baseUrl, '/workflows', {
+          key,
+          method: 'POST',
+          body: {
+            name: 'Rehearsal resume',
+            agentId,
+            steps: [
+              { key: 'doc', type: 'JsonLoader', config: { data: { word: 'lighthouse' } } },
+              { key: 'call', type: 'CustomApiCall', config: { url: source.url, method: 'POST' }, inputs: ['doc'] },
+              { key: 'pick', type: 'JsonExtractor', config: { path: '$.word' }, inputs: ['call'] },
+            ],
+          },
+        });
+        expectStatus(created, 201, 'POST /workflows (resume)');
+        const started = await startRun(String(created.body.workflowId), {});
+        expectStatus(started, 200, 'POST /workflows/{id}/runs (resume)');
+        const failed = await waitForRun(String(started.body.jobId));
+        check(
+          failed.body.status === 'failed',
+          `the first run ended ${failed.body.status}: ${failed.text.slice(0, 300)}`,
+        );
+        const resumed = await request(baseUrl, `/runs/${started.body.jobId}/resume`, { key, method: 'POST', body: {} });
+        expectStatus(resumed, 200, 'POST /runs/{jobId}/resume');
+        const again = await waitForRun(String(resumed.body.jobId));
+        check(
+          again.body.status === 'completed',
+          `the resumed run ended ${again.body.status}: ${again.text.slice(0, 300)}`,
+        );
+        check(again.body.resumedFrom === started.body.jobId, `resumedFrom ${again.body.resumedFrom}`);
+        const output = (again.body.output as { node_id: string; result: unknown }[]).find((o) => o.node_id === 'pick');
+        check(JSON.stringify(output?.result) === '"lighthouse"', `output ${JSON.stringify(output?.result)}`);
+        check(source.received.length === 2, `the service was called ${source.received.length} times, not 2`);
+        const carried = JSON.stringify(resumed.body.carriedSteps);
+        check(carried === '["doc"]', `carried over ${carried}, not ["doc"]`);
+        return `job ${resumed.body.jobId} completed from ${started.body.jobId}, carrying ${carried}`;
+      } finally {
+        await source.close();
+      }
     });
 
     let deferredJobId = '';
