@@ -423,6 +423,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       { name: 'Runs' },
       { name: 'Deferred runs' },
       { name: 'Files' },
+      { name: 'Provider webhooks', description: "A model provider's own callbacks; not for API consumers." },
       { name: 'API description' },
     ],
     paths,

@@ -48,8 +48,10 @@ export const MultiplierSchema = v.pipe(
   v.minValue(multiplierBounds.min),
   v.maxValue(multiplierBounds.max),
   v.check((n) => Number(n.toFixed(multiplierBounds.decimals)) === n, `at most ${multiplierBounds.decimals} decimals`),
-  // The check above, for the OpenAPI document.
-  v.metadata({ multipleOf: multiplierBounds.min }),
+  // The check above, for the OpenAPI document, in words: `multipleOf: 0.0001` would make JSON Schema
+  // validators that divide binary floats (Ajv, Spectral) refuse 0.7, the default itself.
+  v.description(`At most ${multiplierBounds.decimals} decimals.`),
+  v.metadata({ 'x-decimals': multiplierBounds.decimals }),
 );
 
 /**

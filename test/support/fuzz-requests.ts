@@ -75,14 +75,11 @@ export const schemaValue = (doc: OpenAPIObject, node: Node, pools: Pools): fc.Ar
     case 'integer':
       return fc.integer({ min: schema.minimum ?? -1e6, max: schema.maximum ?? 1e6 });
     case 'number': {
-      // A step (maxMultiplier's 0.0001): whole steps between the bounds, rounded as the step is written.
-      if (
-        typeof schema.multipleOf === 'number' &&
-        typeof schema.minimum === 'number' &&
-        typeof schema.maximum === 'number'
-      ) {
-        const step = schema.multipleOf;
-        const decimals = String(step).split('.')[1]?.length ?? 0;
+      // At most `x-decimals` decimals (maxMultiplier's 4; the document says it so, not as `multipleOf`,
+      // which float-dividing validators refuse 0.7 by): whole steps between the bounds, rounded.
+      const decimals = (schema as { 'x-decimals'?: unknown })['x-decimals'];
+      if (typeof decimals === 'number' && typeof schema.minimum === 'number' && typeof schema.maximum === 'number') {
+        const step = 10 ** -decimals;
         return fc
           .integer({ min: Math.ceil(schema.minimum / step), max: Math.floor(schema.maximum / step) })
           .map((n) => Number((n * step).toFixed(decimals)));

@@ -1594,7 +1594,10 @@ export interface components {
       mode?: 'production' | 'draft' | 'preview';
       /** @default false */
       defer?: boolean;
-      /** @default 0.7 */
+      /**
+       * @description At most 4 decimals.
+       * @default 0.7
+       */
       maxMultiplier?: number;
       /** Format: uri */
       callbackUrl?: string;
