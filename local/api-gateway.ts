@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import type { Deps } from '../functions/deps.ts';
+import type { StreamHandler } from '../functions/http/event-stream.ts';
 import { basePath, type Route, routes } from '../platform/routes.ts';
 import { invokedAs } from './invocation.ts';
 import { lambdaContext } from './lambda-context.ts';
@@ -65,6 +66,11 @@ export interface ServedRoute {
   route: Pick<Route, 'method' | 'path'>;
   /** Runs the route's function on the event; a throw is the integration failing (API Gateway's 500). */
   invoke: (event: APIGatewayProxyEventV2) => Promise<ApiResult | string | undefined>;
+  /**
+   * A streaming route's function (`transport: 'stream'`), answering as a function URL in
+   * RESPONSE_STREAM mode does: its head, then each write as it happens. Served in place of `invoke`.
+   */
+  stream?: StreamHandler;
 }
 
 /** The time each route's function is given, as the template sets it (`lib/api-stack.ts`). */
@@ -74,6 +80,7 @@ export const routeTimeoutMs = 10_000;
 const compileRoutes = async (deps: Deps, timeoutMs: number): Promise<ServedRoute[]> =>
   Promise.all(
     routes.map(async (route) => {
+      if (route.transport === 'stream') return streamRoute(deps, route);
       const module = (await import(new URL(`../${route.entry}`, import.meta.url).href)) as {
         makeHandler: (deps: Deps) => ApiHandler;
       };
@@ -87,6 +94,54 @@ const compileRoutes = async (deps: Deps, timeoutMs: number): Promise<ServedRoute
       };
     }),
   );
+
+/** A streaming route as the local server serves it: the same handler its Lambda runs, streamed. */
+const streamRoute = async (deps: Deps, route: Route): Promise<ServedRoute> => {
+  const module = (await import(new URL(`../${route.entry}`, import.meta.url).href)) as {
+    makeHandler: (deps: Deps) => StreamHandler;
+  };
+  return {
+    ...pathPattern(`${basePath}${route.path}`),
+    route,
+    invoke: () => Promise.reject(new Error(`${route.id} streams: it has no buffered answer`)),
+    stream: module.makeHandler(deps),
+  };
+};
+
+/**
+ * A function URL's event (payload 2.0, no route: `$default`, and no `pathParameters`, which the
+ * function reads from `rawPath`) for a request to a streaming route.
+ */
+const functionUrlEvent = (request: IncomingMessage, url: URL): APIGatewayProxyEventV2 => {
+  const event = toEventV2(request, url, Buffer.alloc(0), { route: { method: 'GET', path: '' }, pathParameters: {} });
+  const { pathParameters: _none, ...rest } = event;
+  return { ...rest, routeKey: '$default', requestContext: { ...rest.requestContext, routeKey: '$default' } };
+};
+
+/** Streams a streaming route's answer: the head at once, each write flushed as it comes. */
+const serveStream = async (handler: StreamHandler, request: IncomingMessage, url: URL, response: ServerResponse) => {
+  const event = functionUrlEvent(request, url);
+  let closed = false;
+  response.on('close', () => {
+    closed = true;
+  });
+  await handler(event, (head) => {
+    response.writeHead(head.statusCode, { ...head.headers, 'x-amzn-requestid': event.requestContext.requestId });
+    response.flushHeaders();
+    return {
+      write: (text) => {
+        if (!closed) response.write(text);
+      },
+      end: () => {
+        if (!closed) response.end();
+      },
+      get closed() {
+        return closed;
+      },
+    };
+  });
+  if (!response.writableEnded && !closed) response.end();
+};
 
 const readBody = (request: IncomingMessage): Promise<Buffer | 'too-large'> =>
   new Promise((resolve, reject) => {
@@ -246,6 +301,8 @@ export const gatewayListener =
         }
       }
       if (!found) return send(response, 404, { 'content-type': 'application/json' }, '{"message":"Not Found"}');
+      const { stream } = found.entry;
+      if (stream) return await serveStream(stream, request, url, response);
       const body = await readBody(request);
       if (body === 'too-large') {
         return send(response, 413, { 'content-type': 'application/json' }, '{"message":"Request Entity Too Large"}');
@@ -265,6 +322,8 @@ export const gatewayListener =
         result.body,
       );
     } catch {
+      // A stream that failed after it opened can only end.
+      if (response.headersSent) return void response.end();
       // What API Gateway answers when the integration itself fails.
       send(response, 500, { 'content-type': 'application/json' }, integrationFailed);
     }
