@@ -21,3 +21,10 @@ export const streamPollMs = 1_000;
  * claim (`processing`) is written to its step item alone, so this bounds how late its `step` event is.
  */
 export const streamFullReadMs = 5_000;
+
+/**
+ * The longest the stream stays silent: past it, a comment line is sent. CloudFront's origin
+ * response timeout (30 s by default) also bounds the wait between two packets of an answer, and a
+ * run may go minutes without a change (a long model step).
+ */
+export const streamKeepAliveMs = 15_000;

@@ -35,6 +35,7 @@ const timing = (over: Partial<StreamTiming> = {}): StreamTiming => ({
   pollMs: 20,
   fullReadMs: 100,
   retryMs: streamRetryMs,
+  keepAliveMs: 600_000,
   ...over,
 });
 

@@ -1,5 +1,11 @@
 import { basePath } from '../../platform/routes.ts';
-import { streamCapSeconds, streamFullReadMs, streamPollMs, streamRetryMs } from '../../platform/run-events.ts';
+import {
+  streamCapSeconds,
+  streamFullReadMs,
+  streamKeepAliveMs,
+  streamPollMs,
+  streamRetryMs,
+} from '../../platform/run-events.ts';
 import type { Run } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { RunNotFoundError } from '../domain/errors.ts';
@@ -26,6 +32,7 @@ export interface StreamTiming {
   pollMs: number;
   fullReadMs: number;
   retryMs: number;
+  keepAliveMs: number;
 }
 
 export const streamTiming: StreamTiming = {
@@ -33,6 +40,7 @@ export const streamTiming: StreamTiming = {
   pollMs: streamPollMs,
   fullReadMs: streamFullReadMs,
   retryMs: streamRetryMs,
+  keepAliveMs: streamKeepAliveMs,
 };
 
 /** Where the stream writes: text as it goes; `closed` once the caller went away. */
@@ -79,6 +87,9 @@ const snapshot = async (deps: Deps, reader: Reader, jobId: string): Promise<Snap
   return { view: runView(run, new Map(steps.map((step) => [step.nodeId, step])), canvas), mark: runMarkOf(run) };
 };
 
+/** A comment line: no event, but bytes on the wire (every SSE parser skips it). */
+const keepAlive = ': keep-alive\n\n';
+
 /** A stream about to open: whether anything remains to send, and the loop that sends it. */
 export interface OpenedRunEvents {
   /** The `Last-Event-ID` was the run's `done`'s: nothing more will come (the handler answers 204). */
@@ -107,26 +118,32 @@ export const openRunEvents = async (
   const follow = async (sink: EventSink) => {
     const openedAt = deps.now().getTime();
     let lastFullRead = openedAt;
+    let lastWrite = openedAt;
     let sent: SentState = initial;
+    const write = (text: string) => {
+      sink.write(text);
+      lastWrite = deps.now().getTime();
+    };
     for (;;) {
       for (const event of eventsFor(current.view, sent)) {
         const data = event.event === 'output' ? await linkedOutput(deps, reader.teamId, event.data) : event.data;
-        sink.write(formatEvent(event.event, encodeEventId(event.state), data));
+        write(formatEvent(event.event, encodeEventId(event.state), data));
         sent = event.state;
       }
       if (hasEnded(current.view)) {
         const run = await readRunWithLinks(deps, reader.teamId, jobId, reader.workflowIds);
         sent = afterDone(sent);
-        sink.write(formatEvent('done', encodeEventId(sent), run));
+        write(formatEvent('done', encodeEventId(sent), run));
         return;
       }
       if (sink.closed) return;
       await sleep(timing.pollMs);
       const now = deps.now().getTime();
       if (now - openedAt >= timing.capMs) {
-        sink.write(formatRetry(timing.retryMs));
+        write(formatRetry(timing.retryMs));
         return;
       }
+      if (now - lastWrite >= timing.keepAliveMs) write(keepAlive);
       const mark = await readRunMark(deps, jobId);
       // The run expired under the stream (its retention): nothing more will come.
       if (mark === undefined) return;
