@@ -4,7 +4,7 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { Construct } from 'constructs';
 import { envNames } from '../platform/definitions.ts';
 import { basePath, type Route } from '../platform/routes.ts';
-import { streamFunctionTimeoutSeconds } from '../platform/run-events.ts';
+import { streamFunctionMemoryMb, streamFunctionTimeoutSeconds } from '../platform/run-events.ts';
 import type { Grants } from './grants.ts';
 import { ServiceFunction } from './service-function.ts';
 import type { StageConfig } from './stages.ts';
@@ -41,6 +41,7 @@ export class RunEventsStream {
     const service = new ServiceFunction(scope, route.id, {
       entry: route.entry,
       timeoutSeconds: streamFunctionTimeoutSeconds,
+      memoryMb: streamFunctionMemoryMb,
       // Its own address cannot be in its own environment (a cycle): without the edge, the function
       // reads it from the request (functions/api/get-run-events.ts).
       environment: { ...props.environment, ...(edgeBase && { [envNames.runEventsBaseUrl]: edgeBase }) },

@@ -28,3 +28,11 @@ export const streamFullReadMs = 5_000;
  * run may go minutes without a change (a long model step).
  */
 export const streamKeepAliveMs = 15_000;
+
+/**
+ * The stream function's memory. A connected minute is billed as the whole minute of its memory
+ * (the handler waits between polls), which is nearly all the stream's cost: half the service's
+ * 512 MB halves it. Its work is a read a second and a few lines of JSON (bench: "The run event
+ * stream's cost per connected minute").
+ */
+export const streamFunctionMemoryMb = 256;

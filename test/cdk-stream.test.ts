@@ -15,7 +15,7 @@ import { runEventsPath } from '../lib/edge-stack.ts';
 import { contextKeys } from '../lib/stages.ts';
 import { envNames } from '../platform/definitions.ts';
 import { basePath, httpApiRoutes, routeById, streamRoutes } from '../platform/routes.ts';
-import { streamCapSeconds, streamFunctionTimeoutSeconds } from '../platform/run-events.ts';
+import { streamCapSeconds, streamFunctionMemoryMb, streamFunctionTimeoutSeconds } from '../platform/run-events.ts';
 import { pinnedProd, synthOnly } from './support/stages.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: template JSON has no static type
@@ -81,6 +81,7 @@ describe('the run event stream in the stack', () => {
     const [logicalId, fn] = streamFunction(dev.api);
     expect(fn.Properties.Timeout).toBe(streamFunctionTimeoutSeconds);
     expect(fn.Properties.Timeout).toBeGreaterThan(streamCapSeconds);
+    expect(fn.Properties.MemorySize).toBe(streamFunctionMemoryMb);
     const urls = Object.values(dev.api.findResources('AWS::Lambda::Url')).map((r) => (r as Json).Properties);
     expect(urls).toHaveLength(1);
     expect(urls[0]).toMatchObject({ AuthType: 'NONE', InvokeMode: 'RESPONSE_STREAM' });

@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dataTable, libraryBucket, queues } from '../../platform/definitions.ts';
+import { basePath, streamRoutes } from '../../platform/routes.ts';
 import { localAwsConfig } from '../emulators.ts';
 import { operatorEventBusName } from '../eventbridge-emulator.ts';
 import type { LocalResources } from '../provision.ts';
@@ -215,6 +216,21 @@ export const readAssembly = (dir: string): Assembly => {
           path,
           functionLogicalId,
           payloadFormatVersion: String(integration.PayloadFormatVersion ?? '1.0'),
+        });
+      } else if (resource.Type === 'AWS::Lambda::Url') {
+        // A function URL has no path: the streaming route it answers (platform/routes.ts) names it,
+        // by the function's id. Served as a route, its answer buffered (no streaming runtime here).
+        const functionLogicalId = invokedFunction(template.Resources, p.TargetFunctionArn);
+        const id = String(template.Resources[functionLogicalId ?? '']?.Metadata?.['aws:cdk:path'] ?? '').split('/')[1];
+        const route = streamRoutes.find((r) => r.id === id);
+        if (!functionLogicalId || !route)
+          throw new Error(`${stack}: function URL ${logicalId} answers no streaming route`);
+        routes.push({
+          routeKey: `${route.method} ${basePath}${route.path}`,
+          method: route.method,
+          path: `${basePath}${route.path}`,
+          functionLogicalId,
+          payloadFormatVersion: '2.0',
         });
       } else if (resource.Type === 'AWS::Lambda::EventSourceMapping' && p.StartingPosition !== undefined) {
         const functionLogicalId = invokedFunction(template.Resources, p.FunctionName);
