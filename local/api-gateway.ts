@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+import type { StreamTiming } from '../functions/app/run-events.ts';
 import type { Deps } from '../functions/deps.ts';
 import type { StreamHandler } from '../functions/http/event-stream.ts';
 import { basePath, type Route, routes } from '../platform/routes.ts';
@@ -77,10 +78,10 @@ export interface ServedRoute {
 export const routeTimeoutMs = 10_000;
 
 /** Loads every route's handler module and builds it with `deps`, the way Lambda imports `handler`. */
-const compileRoutes = async (deps: Deps, timeoutMs: number): Promise<ServedRoute[]> =>
+const compileRoutes = async (deps: Deps, timeoutMs: number, streamTiming?: StreamTiming): Promise<ServedRoute[]> =>
   Promise.all(
     routes.map(async (route) => {
-      if (route.transport === 'stream') return streamRoute(deps, route);
+      if (route.transport === 'stream') return streamRoute(deps, route, streamTiming);
       const module = (await import(new URL(`../${route.entry}`, import.meta.url).href)) as {
         makeHandler: (deps: Deps) => ApiHandler;
       };
@@ -96,15 +97,15 @@ const compileRoutes = async (deps: Deps, timeoutMs: number): Promise<ServedRoute
   );
 
 /** A streaming route as the local server serves it: the same handler its Lambda runs, streamed. */
-const streamRoute = async (deps: Deps, route: Route): Promise<ServedRoute> => {
+const streamRoute = async (deps: Deps, route: Route, timing?: StreamTiming): Promise<ServedRoute> => {
   const module = (await import(new URL(`../${route.entry}`, import.meta.url).href)) as {
-    makeHandler: (deps: Deps) => StreamHandler;
+    makeHandler: (deps: Deps, timing?: StreamTiming) => StreamHandler;
   };
   return {
     ...pathPattern(`${basePath}${route.path}`),
     route,
     invoke: () => Promise.reject(new Error(`${route.id} streams: it has no buffered answer`)),
-    stream: module.makeHandler(deps),
+    stream: module.makeHandler(deps, timing),
   };
 };
 
@@ -301,12 +302,12 @@ export const gatewayListener =
         }
       }
       if (!found) return send(response, 404, { 'content-type': 'application/json' }, '{"message":"Not Found"}');
-      const { stream } = found.entry;
-      if (stream) return await serveStream(stream, request, url, response);
       const body = await readBody(request);
       if (body === 'too-large') {
         return send(response, 413, { 'content-type': 'application/json' }, '{"message":"Request Entity Too Large"}');
       }
+      const { stream } = found.entry;
+      if (stream) return await serveStream(stream, request, url, response);
       const event = toEventV2(request, url, body, { route: found.entry.route, pathParameters: found.pathParameters });
       // Lambda refuses the invocation before the function runs: nothing of ours can answer it.
       if (Buffer.byteLength(JSON.stringify(event)) > maxInvokeBytes) throw new Error('event over the invoke limit');
@@ -340,9 +341,13 @@ export const startLocalApi = async (options: {
   port: number;
   host: string;
   timeoutMs?: number;
+  /** The streaming routes' cap and polls (a test's shorter cap); default the platform's. */
+  streamTiming?: StreamTiming;
 }): Promise<LocalApi> => {
   const api = await listenLocal(
-    createServer(gatewayListener(await compileRoutes(options.deps, options.timeoutMs ?? routeTimeoutMs))),
+    createServer(
+      gatewayListener(await compileRoutes(options.deps, options.timeoutMs ?? routeTimeoutMs, options.streamTiming)),
+    ),
     options,
     basePath,
   );

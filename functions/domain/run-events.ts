@@ -6,7 +6,7 @@
  * canvas's, which never changes) what of it went: nothing, its start, its end, or its end and its
  * output. A reconnect with `Last-Event-ID` decodes it and is sent only what differs from it now, so
  * nothing is lost or repeated, and no clock (of this worker or any other) orders anything. 500
- * steps take 1,000 bits: about 170 characters of base64url.
+ * steps take 1,000 bits: about 175 characters of base64url.
  */
 import type { Run, RunOutput, RunViewStatus, StepViewStatus } from '../../schemas/runs.ts';
 import { runStatuses } from '../../schemas/runs.ts';
@@ -34,15 +34,20 @@ export const nothingSent = (stepCount: number): SentState => ({
 
 /** The id's layout version: a later layout changes it, and an older id then reads as none. */
 const idVersion = 1;
-const headerBytes = 4;
+const headerBytes = 6;
 
-/** The id of `state`: base64url of [version, status + 1, progress, done, 2 bits a step]. */
+/**
+ * The id of `state`: base64url of [version, status + 1, progress, done, the step count (2 bytes), 2
+ * bits a step]. The count makes an id of a run with another number of steps read as none.
+ */
 export const encodeEventId = (state: SentState): string => {
   const bytes = new Uint8Array(headerBytes + Math.ceil(state.steps.length / 4));
   bytes[0] = idVersion;
   bytes[1] = state.status === null ? 0 : runStatuses.indexOf(state.status) + 1;
   bytes[2] = state.progress;
   bytes[3] = state.done ? 1 : 0;
+  bytes[4] = state.steps.length >> 8;
+  bytes[5] = state.steps.length & 0xff;
   state.steps.forEach((sent, i) => {
     bytes[headerBytes + (i >> 2)]! |= sent << ((i & 3) * 2);
   });
@@ -59,6 +64,7 @@ export const decodeEventId = (id: string | undefined, stepCount: number): SentSt
   const bytes = Buffer.from(id, 'base64url');
   if (bytes.toString('base64url') !== id) return undefined;
   if (bytes.length !== headerBytes + Math.ceil(stepCount / 4) || bytes[0] !== idVersion) return undefined;
+  if ((bytes[4]! << 8) + bytes[5]! !== stepCount) return undefined;
   const statusByte = bytes[1]!;
   const progress = bytes[2]!;
   const done = bytes[3]!;
