@@ -181,12 +181,9 @@ export const edgeConfig = (stage: 'dev' | 'prod', context: (key: string) => unkn
     );
   }
   const cloudFront = hasDomain && (asked ?? stage === 'prod');
+  // Without it the edge serves no stream and the Run links the function URL, which works: no
+  // warning, since a first deploy cannot know the host yet (docs/deploy.md, "The run event stream").
   const eventsOrigin = parseEventsOrigin(context(edgeContextKeys.eventsOrigin));
-  if (cloudFront && eventsOrigin === undefined) {
-    warnings.push(
-      `The edge does not serve the run event stream until context ${edgeContextKeys.eventsOrigin} names its function URL host (the API stack's RunEventsOriginHost output); the Run's links.events points at the function URL meanwhile.`,
-    );
-  }
   return { domain: parseDomain(domainValue, cloudFront), cloudFront, eventsOrigin, ...edgeDefaults[stage], warnings };
 };
 

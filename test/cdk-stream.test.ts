@@ -138,13 +138,12 @@ describe('the run event stream behind the edge', () => {
     expect(streamFunction(built.api)[1].Properties.Environment.Variables[envNames.runEventsBaseUrl]).toBe(base);
   });
 
-  it('without the origin host, serves no stream behaviour, links the function URL and warns', () => {
+  it('without the origin host, serves no stream behaviour and links the function URL', () => {
     const built = prod({ [edgeContextKeys.domain]: domain });
     const config = Object.values(built.edge!.findResources('AWS::CloudFront::Distribution'))[0]!.Properties
       .DistributionConfig as Json;
     expect(config.CacheBehaviors.some((b: Json) => b.PathPattern === runEventsPath)).toBe(false);
     expect(JSON.stringify(getRunEnvironment(built.api)[envNames.runEventsBaseUrl])).toContain('FunctionUrl');
-    expect(built.config.edge.warnings.join(' ')).toContain(edgeContextKeys.eventsOrigin);
   });
 
   it('takes only a function URL host as the origin', () => {

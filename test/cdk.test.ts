@@ -17,6 +17,7 @@ import { docsRendererFiles, pythonBoxFiles, pythonRuntimeFiles } from '../platfo
 import { dataTable, envNames, operatorEventsStream, queues } from '../platform/definitions.ts';
 import { bedrockDefaultModels } from '../platform/providers.ts';
 import { basePath, httpApiRoutes, routeById, routes } from '../platform/routes.ts';
+import { streamFunctionMemoryMb } from '../platform/run-events.ts';
 import { commandActions, transactionItemActions } from './support/command-actions.ts';
 import { pinnedProd } from './support/stages.ts';
 
@@ -140,10 +141,12 @@ describe('cdk app', { timeout: 120_000 }, () => {
       const functions = stageFunctions(built.apiTemplate);
       expect(Object.keys(functions)).toHaveLength(routes.length + workers.length);
       for (const fn of Object.values(functions)) {
+        // The event stream's function is smaller: duration is nearly all its cost (test/cdk-stream.test.ts).
+        const stream = fn.Properties.Description === `GET ${basePath}${routeById('GetRunEvents').path}`;
         expect(fn.Properties).toMatchObject({
           Runtime: 'nodejs24.x',
           Architectures: ['arm64'],
-          MemorySize: 512,
+          MemorySize: stream ? streamFunctionMemoryMb : 512,
           LoggingConfig: { LogGroup: expect.anything() },
           Environment: {
             Variables: {

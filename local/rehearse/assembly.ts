@@ -221,8 +221,9 @@ export const readAssembly = (dir: string): Assembly => {
         // A function URL has no path: the streaming route it answers (platform/routes.ts) names it,
         // by the function's id. Served as a route, its answer buffered (no streaming runtime here).
         const functionLogicalId = invokedFunction(template.Resources, p.TargetFunctionArn);
-        const id = String(template.Resources[functionLogicalId ?? '']?.Metadata?.['aws:cdk:path'] ?? '').split('/')[1];
-        const route = streamRoutes.find((r) => r.id === id);
+        // Every route's function is described by its route key (lib/run-events-stream.ts).
+        const description = template.Resources[functionLogicalId ?? '']?.Properties?.Description;
+        const route = streamRoutes.find((r) => `${r.method} ${basePath}${r.path}` === description);
         if (!functionLogicalId || !route)
           throw new Error(`${stack}: function URL ${logicalId} answers no streaming route`);
         routes.push({
