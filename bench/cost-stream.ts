@@ -16,6 +16,7 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { makeHandler } from '../functions/api/get-run-events.ts';
 import { streamTiming } from '../functions/app/run-events.ts';
 import { startLocalApi } from '../local/api-gateway.ts';
+import { invokedAs } from '../local/invocation.ts';
 import { localDeps } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
 import { basePath } from '../platform/routes.ts';
@@ -82,7 +83,8 @@ export const measureStreamConnection = async (resources: LocalResources, chainLe
         await clocked.sleep(ms);
       },
     };
-    await makeHandler(counted, streamTiming)(urlEvent(jobId, team.key), () => ({
+    // As its function (the AWS command log of the least-privilege audit, when the tests set it).
+    await invokedAs('GetRunEvents', makeHandler(counted, streamTiming))(urlEvent(jobId, team.key), () => ({
       write: (text) => {
         bytes += Buffer.byteLength(text);
       },

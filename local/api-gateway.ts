@@ -105,7 +105,8 @@ const streamRoute = async (deps: Deps, route: Route, timing?: StreamTiming): Pro
     ...pathPattern(`${basePath}${route.path}`),
     route,
     invoke: () => Promise.reject(new Error(`${route.id} streams: it has no buffered answer`)),
-    stream: module.makeHandler(deps, timing),
+    // Runs as its route's function, so the AWS command log knows who sent what.
+    stream: invokedAs(route.id, module.makeHandler(deps, timing)),
   };
 };
 

@@ -13,6 +13,7 @@ import { makeHandler } from '../functions/api/get-run-events.ts';
 import type { StreamTiming } from '../functions/app/run-events.ts';
 import { decodeEventId } from '../functions/domain/run-events.ts';
 import type { ResponseHead } from '../functions/http/event-stream.ts';
+import { invokedAs } from '../local/invocation.ts';
 import { basePath } from '../platform/routes.ts';
 import { streamRetryMs } from '../platform/run-events.ts';
 import {
@@ -80,7 +81,8 @@ const readEvents = async (
   const answer: Answer = { head: undefined, text: '', ended: false };
   const headers: Record<string, string> = { authorization: `Bearer ${key}` };
   if (options.lastEventId !== undefined) headers['last-event-id'] = options.lastEventId;
-  await makeHandler(stack.deps, options.timing ?? timing())(urlEvent(jobId, headers), (head) => {
+  const handler = invokedAs('GetRunEvents', makeHandler(stack.deps, options.timing ?? timing()));
+  await handler(urlEvent(jobId, headers), (head) => {
     answer.head = head;
     return {
       write: (text) => {

@@ -385,6 +385,10 @@ export const templateResolver = (assembly: Assembly, resources: LocalResources) 
           return `arn:aws:events:${region}:${accountId}:event-bus/${ref(stack, logicalId)}`;
         case 'AWS::Lambda::Function.Arn':
           return `arn:aws:lambda:${region}:${accountId}:function:${logicalId}`;
+        // The run event stream's function URL (GetRun's `links.events`): a function URL's shape; the
+        // rehearsal's front serves the stream's route itself, under any host.
+        case 'AWS::Lambda::Url.FunctionUrl':
+          return `https://${logicalId.toLowerCase()}.lambda-url.${region}.on.aws/`;
         default:
           return undefined;
       }
