@@ -23,7 +23,6 @@ import { provision } from '../local/provision.ts';
 import type { ServerStats } from './api-server.ts';
 import { benchColdStarts } from './cold-start.ts';
 import { benchCost } from './cost.ts';
-import { benchStreamCost } from './cost-stream.ts';
 import { benchDispatcher } from './deferred.ts';
 import { benchFileLinks } from './file-links.ts';
 import { floorOperations, type LoopResult, runLoops } from './floor.ts';
@@ -360,10 +359,8 @@ const main = async () => {
     }
   }
 
-  if (sections.has('cost')) {
+  if (sections.has('cost'))
     await benchCost({ resources, targets, chainLength, idleTick, repoRoot, outDir: join(outDir, 'init') });
-    await benchStreamCost({ resources, targets, chainLength });
-  }
   if (sections.has('hotkey')) await benchHotKey({ deps, resources, targets, cleanups });
 };
 
