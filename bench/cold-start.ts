@@ -295,6 +295,11 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
     GetRun: {
       event: async () => apiEvent(routeById('GetRun'), { key, pathParameters: { jobId: completed.jobId } }),
     },
+    // The event stream of a run that has ended: its events and `done` at once, then the end (the
+    // answer buffered: this process has no streaming runtime, functions/http/event-stream.ts).
+    GetRunEvents: {
+      event: async () => apiEvent(routeById('GetRunEvents'), { key, pathParameters: { jobId: completed.jobId } }),
+    },
     // A run's file link: the links' key read from the table, a presign made, 302.
     GetFileLink: {
       event: async () => {

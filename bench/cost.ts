@@ -37,6 +37,7 @@ import {
   toDollars,
 } from './cost-retained.ts';
 import { type ChainRunCost, measureChainRunCost } from './cost-run.ts';
+import { benchStreamCost } from './cost-stream.ts';
 import { idleCost, idleStages, measureIdleTick, type TickCost } from './idle-cost.ts';
 import { measureJobRunCosts } from './provider-job-cost.ts';
 import { heading, line, note, ratio } from './report.ts';
@@ -249,6 +250,9 @@ export const benchCost = async (options: {
   }
   note('Optional: -c dashboard=true adds $3.00; -c perFunctionAlarms=true 2 alarms per route function ($0.20 each);');
   note('each team connection secret in Secrets Manager $0.40 (in SSM $0).');
+
+  // Issue 26: what following a run live costs (bench/cost-stream.ts).
+  await benchStreamCost({ resources: options.resources, targets, chainLength });
 };
 
 /**

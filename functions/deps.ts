@@ -63,6 +63,12 @@ export interface Deps {
    */
   publicBaseUrl?: string;
   /**
+   * Where a run's event stream is reached, a base ending in `/api/v1` (`RUN_EVENTS_BASE_URL`, set by
+   * the stack: the edge's domain or the stream's function URL): `links.events` of a Run. Unset,
+   * `publicBaseUrl` + `/api/v1` (the local server serves the stream beside the other routes).
+   */
+  runEventsBaseUrl?: string;
+  /**
    * Loopback addresses, and plain http to them, pass for a run's URL inputs
    * (`ALLOW_PRIVATE_CALLBACKS=1`: local development only, as for webhooks and node HTTP calls).
    */
@@ -148,6 +154,7 @@ export const productionDeps = (clients: Partial<Clients>, stepExecutor?: StepExe
     retentionDays: parseRetentionDays(process.env[envNames.retentionDays]),
     ...teamStepsInFlightFrom(process.env[envNames.teamStepsInFlight]),
     ...(process.env[envNames.publicBaseUrl] ? { publicBaseUrl: process.env[envNames.publicBaseUrl] } : {}),
+    ...(process.env[envNames.runEventsBaseUrl] ? { runEventsBaseUrl: process.env[envNames.runEventsBaseUrl] } : {}),
     // The rule of allowLoopbackFromEnv (functions/http-client/address-vet.ts), not imported: every bundle loads this module.
     allowLoopback: process.env.ALLOW_PRIVATE_CALLBACKS === '1',
   };

@@ -19,13 +19,14 @@ import {
   queues,
 } from '../platform/definitions.ts';
 import { modelDefaultsText } from '../platform/model-defaults.ts';
-import { accessLogFields, basePath, type Route, routes } from '../platform/routes.ts';
+import { accessLogFields, basePath, httpApiRoutes, type Route, streamRoutes } from '../platform/routes.ts';
 import { ApiDomain } from './api-domain.ts';
 import { Grants } from './grants.ts';
 import { IsolatedNetwork } from './isolated-network.ts';
 import { LogQueries } from './log-queries.ts';
 import { Observability } from './observability.ts';
 import { applyRouteThrottles } from './route-throttles.ts';
+import { RunEventsStream } from './run-events-stream.ts';
 import { SafeDeploys } from './safe-deploys.ts';
 import { ServiceFunction } from './service-function.ts';
 import type { StageConfig } from './stages.ts';
@@ -215,7 +216,16 @@ export class ApiStack extends Stack {
       stage: config.stage,
     });
 
-    for (const route of routes) {
+    // The streaming routes first: GetRun's environment names the stream's address (lib/run-events-stream.ts).
+    const stream = new RunEventsStream(this, {
+      config,
+      environment,
+      grants,
+      route: streamRoutes[0]!,
+    });
+    functionById.set(stream.route.id, stream.fn);
+
+    for (const route of httpApiRoutes) {
       const service = new ServiceFunction(this, route.id, {
         entry: route.entry,
         timeoutSeconds: 10,
@@ -227,6 +237,8 @@ export class ApiStack extends Stack {
       });
       const { fn } = service;
       grants.apply(service, route.grants);
+      // The Run's `links.events` (functions/app/run-events.ts).
+      if (route.id === 'GetRun') fn.addEnvironment(envNames.runEventsBaseUrl, stream.baseUrl);
       const created = this.api.addRoutes({
         path: `${basePath}${route.path}`,
         methods: [HttpMethod[route.method]],

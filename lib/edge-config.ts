@@ -16,6 +16,12 @@ export const edgeContextKeys = {
   domain: 'domain',
   /** `true` or `false`: CloudFront and AWS WAF in front of the API. Default: on prod when a domain is set; off on dev. */
   edge: 'edge',
+  /**
+   * The run event stream's function URL host (the API stack's `RunEventsOriginHost` output), which
+   * the edge, in another region, cannot read from the stack: with it, CloudFront serves the stream
+   * on the stage's domain too (docs/deploy.md, "The run event stream").
+   */
+  eventsOrigin: 'eventsOrigin',
 } as const;
 
 /** Where the stage is reached, and the certificates that prove it. */
@@ -58,6 +64,8 @@ export interface EdgeConfig {
    * `anonymous` for the anonymous routes, `all` for every route together.
    */
   perIpPerMinute: { anonymous: number; all: number };
+  /** The run event stream's function URL host, when the edge is to serve the stream (`eventsOrigin`). */
+  eventsOrigin: string | undefined;
   /** What synthesis should warn about (`lib/build-app.ts` annotates them). */
   warnings: readonly string[];
 }
@@ -173,7 +181,24 @@ export const edgeConfig = (stage: 'dev' | 'prod', context: (key: string) => unkn
     );
   }
   const cloudFront = hasDomain && (asked ?? stage === 'prod');
-  return { domain: parseDomain(domainValue, cloudFront), cloudFront, ...edgeDefaults[stage], warnings };
+  // Without it the edge serves no stream and the Run links the function URL, which works: no
+  // warning, since a first deploy cannot know the host yet (docs/deploy.md, "The run event stream").
+  const eventsOrigin = parseEventsOrigin(context(edgeContextKeys.eventsOrigin));
+  return { domain: parseDomain(domainValue, cloudFront), cloudFront, eventsOrigin, ...edgeDefaults[stage], warnings };
+};
+
+/** A Lambda function URL's host, as the `eventsOrigin` context names it. */
+const functionUrlHost = /^[a-z0-9]{1,63}\.lambda-url\.[a-z]{2}(-[a-z]+)+-\d\.on\.aws$/;
+
+/** The `eventsOrigin` context value, or undefined. */
+export const parseEventsOrigin = (value: unknown): string | undefined => {
+  if (value === undefined || value === '') return undefined;
+  if (typeof value !== 'string' || !functionUrlHost.test(value)) {
+    throw new Error(
+      `context ${edgeContextKeys.eventsOrigin} must be a function URL host (<id>.lambda-url.<region>.on.aws), got ${JSON.stringify(value)}`,
+    );
+  }
+  return value;
 };
 
 /** The stage's public base URL when a domain is set: `https://<name>`. */

@@ -28,7 +28,7 @@ import {
   rateLimitedBody,
   unboundedBodyRouteIds,
 } from '../platform/edge.ts';
-import { routes } from '../platform/routes.ts';
+import { basePath, routes } from '../platform/routes.ts';
 import { zoneAndCertificate } from './api-domain.ts';
 import type { DomainConfig, EdgeConfig } from './edge-config.ts';
 
@@ -129,7 +129,10 @@ export class EdgeStack extends Stack {
         cachePolicy: CachePolicy.CACHING_DISABLED,
         originRequestPolicy: OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER,
       },
-      additionalBehaviors: Object.fromEntries(edgeCachedPaths.map((path) => [path, cached])),
+      additionalBehaviors: {
+        ...Object.fromEntries(edgeCachedPaths.map((path) => [path, cached])),
+        ...(edge.eventsOrigin && { [runEventsPath]: runEventsBehaviour(edge.eventsOrigin) }),
+      },
     });
     Validations.of(this.distribution).acknowledge(
       {
@@ -155,6 +158,25 @@ export class EdgeStack extends Stack {
     new CfnOutput(this, 'WebAclArn', { value: this.webAcl.attrArn });
   }
 }
+
+/** The run event stream's path on the edge (GET /runs/{jobId}/events; platform/routes.ts). */
+export const runEventsPath = `${basePath}/runs/*/events`;
+
+/**
+ * The run event stream's behaviour: to its function URL (AuthType NONE: the function checks the
+ * key), never cached, every viewer header but Host (Authorization, Last-Event-ID) forwarded; the
+ * function URL answers its own host only. The web ACL covers it as every path.
+ */
+const runEventsBehaviour = (host: string) => ({
+  origin: new HttpOrigin(host, {
+    protocolPolicy: OriginProtocolPolicy.HTTPS_ONLY,
+    originSslProtocols: [OriginSslPolicy.TLS_V1_2],
+  }),
+  viewerProtocolPolicy: ViewerProtocolPolicy.HTTPS_ONLY,
+  allowedMethods: AllowedMethods.ALLOW_GET_HEAD,
+  cachePolicy: CachePolicy.CACHING_DISABLED,
+  originRequestPolicy: OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER,
+});
 
 const metrics = (metricName: string): CfnWebACL.VisibilityConfigProperty => ({
   cloudWatchMetricsEnabled: true,

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+import type { StreamTiming } from '../functions/app/run-events.ts';
 import type { Deps } from '../functions/deps.ts';
+import type { StreamHandler } from '../functions/http/event-stream.ts';
 import { basePath, type Route, routes } from '../platform/routes.ts';
 import { invokedAs } from './invocation.ts';
 import { lambdaContext } from './lambda-context.ts';
@@ -65,15 +67,21 @@ export interface ServedRoute {
   route: Pick<Route, 'method' | 'path'>;
   /** Runs the route's function on the event; a throw is the integration failing (API Gateway's 500). */
   invoke: (event: APIGatewayProxyEventV2) => Promise<ApiResult | string | undefined>;
+  /**
+   * A streaming route's function (`transport: 'stream'`), answering as a function URL in
+   * RESPONSE_STREAM mode does: its head, then each write as it happens. Served in place of `invoke`.
+   */
+  stream?: StreamHandler;
 }
 
 /** The time each route's function is given, as the template sets it (`lib/api-stack.ts`). */
 export const routeTimeoutMs = 10_000;
 
 /** Loads every route's handler module and builds it with `deps`, the way Lambda imports `handler`. */
-const compileRoutes = async (deps: Deps, timeoutMs: number): Promise<ServedRoute[]> =>
+const compileRoutes = async (deps: Deps, timeoutMs: number, streamTiming?: StreamTiming): Promise<ServedRoute[]> =>
   Promise.all(
     routes.map(async (route) => {
+      if (route.transport === 'stream') return streamRoute(deps, route, streamTiming);
       const module = (await import(new URL(`../${route.entry}`, import.meta.url).href)) as {
         makeHandler: (deps: Deps) => ApiHandler;
       };
@@ -87,6 +95,55 @@ const compileRoutes = async (deps: Deps, timeoutMs: number): Promise<ServedRoute
       };
     }),
   );
+
+/** A streaming route as the local server serves it: the same handler its Lambda runs, streamed. */
+const streamRoute = async (deps: Deps, route: Route, timing?: StreamTiming): Promise<ServedRoute> => {
+  const module = (await import(new URL(`../${route.entry}`, import.meta.url).href)) as {
+    makeHandler: (deps: Deps, timing?: StreamTiming) => StreamHandler;
+  };
+  return {
+    ...pathPattern(`${basePath}${route.path}`),
+    route,
+    invoke: () => Promise.reject(new Error(`${route.id} streams: it has no buffered answer`)),
+    // Runs as its route's function, so the AWS command log knows who sent what.
+    stream: invokedAs(route.id, module.makeHandler(deps, timing)),
+  };
+};
+
+/**
+ * A function URL's event (payload 2.0, no route: `$default`, and no `pathParameters`, which the
+ * function reads from `rawPath`) for a request to a streaming route.
+ */
+const functionUrlEvent = (request: IncomingMessage, url: URL): APIGatewayProxyEventV2 => {
+  const event = toEventV2(request, url, Buffer.alloc(0), { route: { method: 'GET', path: '' }, pathParameters: {} });
+  const { pathParameters: _none, ...rest } = event;
+  return { ...rest, routeKey: '$default', requestContext: { ...rest.requestContext, routeKey: '$default' } };
+};
+
+/** Streams a streaming route's answer: the head at once, each write flushed as it comes. */
+const serveStream = async (handler: StreamHandler, request: IncomingMessage, url: URL, response: ServerResponse) => {
+  const event = functionUrlEvent(request, url);
+  let closed = false;
+  response.on('close', () => {
+    closed = true;
+  });
+  await handler(event, (head) => {
+    response.writeHead(head.statusCode, { ...head.headers, 'x-amzn-requestid': event.requestContext.requestId });
+    response.flushHeaders();
+    return {
+      write: (text) => {
+        if (!closed) response.write(text);
+      },
+      end: () => {
+        if (!closed) response.end();
+      },
+      get closed() {
+        return closed;
+      },
+    };
+  });
+  if (!response.writableEnded && !closed) response.end();
+};
 
 const readBody = (request: IncomingMessage): Promise<Buffer | 'too-large'> =>
   new Promise((resolve, reject) => {
@@ -250,6 +307,8 @@ export const gatewayListener =
       if (body === 'too-large') {
         return send(response, 413, { 'content-type': 'application/json' }, '{"message":"Request Entity Too Large"}');
       }
+      const { stream } = found.entry;
+      if (stream) return await serveStream(stream, request, url, response);
       const event = toEventV2(request, url, body, { route: found.entry.route, pathParameters: found.pathParameters });
       // Lambda refuses the invocation before the function runs: nothing of ours can answer it.
       if (Buffer.byteLength(JSON.stringify(event)) > maxInvokeBytes) throw new Error('event over the invoke limit');
@@ -265,6 +324,8 @@ export const gatewayListener =
         result.body,
       );
     } catch {
+      // A stream that failed after it opened can only end.
+      if (response.headersSent) return void response.end();
       // What API Gateway answers when the integration itself fails.
       send(response, 500, { 'content-type': 'application/json' }, integrationFailed);
     }
@@ -281,9 +342,13 @@ export const startLocalApi = async (options: {
   port: number;
   host: string;
   timeoutMs?: number;
+  /** The streaming routes' cap and polls (a test's shorter cap); default the platform's. */
+  streamTiming?: StreamTiming;
 }): Promise<LocalApi> => {
   const api = await listenLocal(
-    createServer(gatewayListener(await compileRoutes(options.deps, options.timeoutMs ?? routeTimeoutMs))),
+    createServer(
+      gatewayListener(await compileRoutes(options.deps, options.timeoutMs ?? routeTimeoutMs, options.streamTiming)),
+    ),
     options,
     basePath,
   );

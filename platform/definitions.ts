@@ -338,4 +338,10 @@ export const envNames = {
   operatorEventBus: 'OPERATOR_EVENT_BUS',
   /** Most steps of one team the step executor runs at once (functions/domain/team-steps.ts); unset: no cap. */
   teamStepsInFlight: 'TEAM_STEPS_IN_FLIGHT',
+  /**
+   * Where a run's event stream is reached (`links.events` of GET /runs/{jobId}, issue 26): a base
+   * ending in `/api/v1`, the edge's domain when it serves the stream, else the stream's function URL.
+   * Set on GetRun and the stream's own function; unset (locally), `PUBLIC_BASE_URL` + `/api/v1`.
+   */
+  runEventsBaseUrl: 'RUN_EVENTS_BASE_URL',
 } as const;

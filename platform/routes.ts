@@ -21,6 +21,12 @@ export interface Route {
   scope: Scope | null;
   /** Exactly the AWS actions the function's code sends (`platform/access.ts`), for least-privilege grants. */
   grants: Access;
+  /**
+   * How it is reached. Absent: an HTTP API route. `stream`: no HTTP API route (HTTP APIs cannot
+   * stream); its function answers on a Lambda function URL in RESPONSE_STREAM mode, at the same
+   * path under `basePath` (lib/api-stack.ts; locally, local/api-gateway.ts streams it).
+   */
+  transport?: 'stream';
 }
 
 /** Every route lives under this prefix, locally and on API Gateway (spec section 9). */
@@ -162,6 +168,17 @@ const table = [
     },
   },
   {
+    // The run's events as they happen (issue 26): text/event-stream, on a function URL (`transport`).
+    // GetItem: the key and the run item each second; Query: the run's partition when it moved.
+    id: 'GetRunEvents',
+    method: 'GET',
+    path: '/runs/{jobId}/events',
+    entry: 'functions/api/get-run-events.ts',
+    scope: 'runs:read',
+    grants: { table: ['GetItem', 'UpdateItem', 'Query', 'PutItem'] },
+    transport: 'stream',
+  },
+  {
     id: 'ListDeliveries',
     method: 'GET',
     path: '/runs/{jobId}/deliveries',
@@ -258,6 +275,12 @@ const table = [
 
 /** Every route, in the order API Gateway and the local server register them. */
 export const routes: readonly Route[] = table;
+
+/** The routes API Gateway's HTTP API serves: every route but the streaming ones. */
+export const httpApiRoutes: readonly Route[] = routes.filter((route) => route.transport !== 'stream');
+
+/** The routes answered on a function URL as a stream (`transport: 'stream'`). */
+export const streamRoutes: readonly Route[] = routes.filter((route) => route.transport === 'stream');
 
 /** A route's id, e.g. `RunWorkflow`. */
 export type RouteId = (typeof table)[number]['id'];

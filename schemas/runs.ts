@@ -16,6 +16,7 @@ import {
   storageBusyText,
   uuidPath,
 } from './openapi-parts.ts';
+import { runEventsOperation } from './run-events.ts';
 import { MetadataSchema, TagSchema, TagsSchema } from './run-tags.ts';
 import { ValidationIssueSchema } from './workflows.ts';
 
@@ -274,8 +275,13 @@ export const RunSchema = v.strictObject({
   tags: v.optional(TagsSchema),
   /** Ours (issue 26): the run this one resumes (POST /runs/{jobId}/resume); absent otherwise. */
   resumedFrom: v.optional(UuidSchema),
+  /** Ours (issue 26): where to follow the run live (GET /runs/{jobId}/events); absent in webhook bodies. */
+  links: v.optional(v.strictObject({ events: v.pipe(v.string(), v.url()) })),
 });
 export type Run = v.InferOutput<typeof RunSchema>;
+
+/** The `status` event of GET /runs/{jobId}/events (issue 26): the run's status or progress changed. */
+export const RunStatusEventSchema = v.strictObject({ status: RunStatusSchema, progress: ProgressSchema });
 
 /**
  * Statuses a run summary (GET /runs) shows and filters on: the stored ones. `claimed` is read from
@@ -366,6 +372,7 @@ export const runComponents = {
   RunValidationFailed: RunValidationFailedSchema,
   Run: RunSchema,
   RunStep: RunStepSchema,
+  RunStatusEvent: RunStatusEventSchema,
   RunOutput: RunOutputSchema,
   RunFile: RunFileSchema,
   Licence: LicenceSchema,
@@ -540,6 +547,7 @@ export const runOperations: OperationSpec[] = [
       404: 'No such run in the team.',
     },
   },
+  runEventsOperation,
   {
     operationId: 'CancelRun',
     tag: 'Runs',

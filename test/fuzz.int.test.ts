@@ -981,4 +981,37 @@ describe('fuzz findings, pinned', () => {
       await busy.close();
     }
   }, 240_000);
+
+  it('the run event stream (issue 26, its own transport) answers every caller and id as a keyed route, and what it streams leaks nothing', async () => {
+    const op = operations().find((o) => o.id === 'GetRunEvents');
+    if (!op) throw new Error('GetRunEvents is not in the document');
+    // No worker runs here: the run is ended first, so its stream ends at once rather than at the cap.
+    const cancelled = await post(`/runs/${ids[5]}/cancel`, '');
+    expect([200, 409]).toContain(cancelled.status);
+    const statuses = new Set<number>();
+    for (const [label, authorization] of Object.entries(auths)) {
+      for (const id of [...ids.map(encodeURIComponent), ...hostileIds.slice(0, 8)]) {
+        const sent: Sent = {
+          label,
+          op,
+          method: 'GET',
+          path: `${basePath}/runs/${id}/events`,
+          headers: {
+            ...(authorization === undefined ? {} : { authorization }),
+            'last-event-id': hostileIds[id.length % hostileIds.length] as string,
+          },
+        };
+        const answer = await client.send(sent);
+        statuses.add(answer.status);
+        expect(problemsOf(sent, answer), `${label} ${id}`).toEqual([]);
+        if (answer.status === 200) {
+          // A whole stream: events with ids, ending with `done` (the run ended) or `retry:` (the cap).
+          expect(answer.headers['content-type']).toBe('text/event-stream');
+          expect(answer.text).toMatch(/(event: done\nid: [A-Za-z0-9_-]+\ndata: .*\n\n|retry: \d+\n\n)$/);
+          for (const leak of leaks) expect(leak.exec(answer.text)?.[0], label).toBeUndefined();
+        }
+      }
+    }
+    expect([...statuses]).toEqual(expect.arrayContaining([200, 401, 403, 404]));
+  }, 240_000);
 });

@@ -35,6 +35,11 @@ const notExercised: Record<string, Record<string, string>> = {
       "A resume checks a file input given again with the run start's own code (functions/app/run-inputs.ts), which " +
       'deletes a rejected upload; test/file-inputs.int.test.ts exercises it on RunWorkflow.',
   },
+  GetRunEvents: {
+    'dynamodb:PutItem':
+      "It creates the file links' (or the output cursors') signing key when a run it streams links the table's " +
+      "first file: GetRun's own code (functions/app/read-run.ts), exercised on GetRun by test/file-links.int.test.ts.",
+  },
   ProviderWebhook: {
     'secretsmanager:GetSecretValue':
       "It reads a provider's key (to fetch Replicate's signing secret) from the stage's store only when deployed; " +

@@ -1,4 +1,4 @@
-import { readRun } from '../app/read-run.ts';
+import { readRunWithLinks } from '../app/run-events.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { keyedHandler } from '../http/keyed-handler.ts';
@@ -6,12 +6,12 @@ import { ok } from '../http/response.ts';
 
 /**
  * GET /runs/{jobId} (spec 4.5), `?output_cursor=` for a later page of its outputs. Reading never
- * spends credits, so a key over its cap still reads.
+ * spends credits, so a key over its cap still reads. The Run carries `links.events`, where to follow it live.
  */
 export const makeHandler = (deps: Deps) =>
   keyedHandler(deps, 'GetRun', async (event, auth) =>
     ok(
-      await readRun(
+      await readRunWithLinks(
         deps,
         auth.teamId,
         event.pathParameters?.jobId ?? '',

@@ -1,5 +1,5 @@
 import { runLabels } from '../../schemas/run-tags.ts';
-import type { Run, RunFile } from '../../schemas/runs.ts';
+import type { Run, RunFile, RunOutput } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { openCursor, type RunOutputCursorScope, signCursor } from '../domain/cursor.ts';
 import { InvalidCursorError, InvalidQueryError, RunNotFoundError } from '../domain/errors.ts';
@@ -48,6 +48,12 @@ const linkFiles = async (deps: Deps, teamId: string, value: unknown): Promise<un
   }
   return value;
 };
+
+/** One output with its files linked, as GET /runs/{jobId} shows it (the run event stream's `output`). */
+export const linkedOutput = async (deps: Deps, teamId: string, output: RunOutput): Promise<RunOutput> => ({
+  ...output,
+  result: await linkFiles(deps, teamId, output.result),
+});
 
 /** The InvalidQueryError of an `output_cursor` this run did not give. */
 const badOutputCursor = () => new InvalidQueryError('output_cursor must be an output_next of this run, unchanged');

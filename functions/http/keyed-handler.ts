@@ -36,6 +36,21 @@ const withUuidIds = (event: Event): Event => {
   return { ...event, pathParameters: Object.fromEntries(ids) };
 };
 
+/**
+ * What every keyed entry point does first, the HTTP API's and the event stream's alike: authenticate
+ * (auth → rate limit → the scope `platform/routes.ts` gives the route), the team on every log line,
+ * and the path's ids made safe to key on (`withUuidIds`).
+ */
+export const admitKeyed = async (
+  deps: Deps,
+  route: KeyedRouteId,
+  event: Event,
+): Promise<{ event: Event; auth: AuthContext }> => {
+  const auth = await authenticate(deps, event.headers.authorization, scopeOf(route));
+  logger.appendKeys({ teamId: auth.teamId });
+  return { event: withUuidIds(event), auth };
+};
+
 /** A middleware around the keyed handler: the one that publishes the invocation's metrics. */
 type Middleware = Parameters<ReturnType<typeof observedHandler>['use']>[0];
 
@@ -52,12 +67,10 @@ export const keyedHandler = (
   fn: (event: Event, auth: AuthContext) => Promise<HttpResult>,
   publishing?: Middleware,
 ) => {
-  const scope = scopeOf(route);
   const handler = observedHandler();
   if (publishing) handler.use(publishing);
-  return handler.handler(async (event) => {
-    const auth = await authenticate(deps, event.headers.authorization, scope);
-    logger.appendKeys({ teamId: auth.teamId });
-    return fn(withUuidIds(event), auth);
+  return handler.handler(async (raw) => {
+    const { event, auth } = await admitKeyed(deps, route, raw);
+    return fn(event, auth);
   });
 };

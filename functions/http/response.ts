@@ -39,3 +39,12 @@ export const notModified = (headers: Record<string, string>): HttpResult => ({ s
 
 /** What API Gateway itself answers for a path it does not route: for a file the reference page does not have. */
 export const notFound = (): HttpResult => json(404, { message: 'Not Found' });
+
+/** The head of an event stream (GET /runs/{jobId}/events): never cached, never buffered on the way. */
+export const eventStreamHead = {
+  statusCode: 200,
+  headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' },
+};
+
+/** Nothing more to send: an event stream's reconnect after its `done` (an EventSource then stops). */
+export const noContent = (): HttpResult => ({ statusCode: 204, headers: {}, body: '' });

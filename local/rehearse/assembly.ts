@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dataTable, libraryBucket, queues } from '../../platform/definitions.ts';
+import { basePath, streamRoutes } from '../../platform/routes.ts';
 import { localAwsConfig } from '../emulators.ts';
 import { operatorEventBusName } from '../eventbridge-emulator.ts';
 import type { LocalResources } from '../provision.ts';
@@ -216,6 +217,22 @@ export const readAssembly = (dir: string): Assembly => {
           functionLogicalId,
           payloadFormatVersion: String(integration.PayloadFormatVersion ?? '1.0'),
         });
+      } else if (resource.Type === 'AWS::Lambda::Url') {
+        // A function URL has no path: the streaming route it answers (platform/routes.ts) names it,
+        // by the function's id. Served as a route, its answer buffered (no streaming runtime here).
+        const functionLogicalId = invokedFunction(template.Resources, p.TargetFunctionArn);
+        // Every route's function is described by its route key (lib/run-events-stream.ts).
+        const description = template.Resources[functionLogicalId ?? '']?.Properties?.Description;
+        const route = streamRoutes.find((r) => `${r.method} ${basePath}${r.path}` === description);
+        if (!functionLogicalId || !route)
+          throw new Error(`${stack}: function URL ${logicalId} answers no streaming route`);
+        routes.push({
+          routeKey: `${route.method} ${basePath}${route.path}`,
+          method: route.method,
+          path: `${basePath}${route.path}`,
+          functionLogicalId,
+          payloadFormatVersion: '2.0',
+        });
       } else if (resource.Type === 'AWS::Lambda::EventSourceMapping' && p.StartingPosition !== undefined) {
         const functionLogicalId = invokedFunction(template.Resources, p.FunctionName);
         if (!functionLogicalId) throw new Error(`${stack}: ${logicalId} names no function`);
@@ -368,6 +385,10 @@ export const templateResolver = (assembly: Assembly, resources: LocalResources) 
           return `arn:aws:events:${region}:${accountId}:event-bus/${ref(stack, logicalId)}`;
         case 'AWS::Lambda::Function.Arn':
           return `arn:aws:lambda:${region}:${accountId}:function:${logicalId}`;
+        // The run event stream's function URL (GetRun's `links.events`): a function URL's shape; the
+        // rehearsal's front serves the stream's route itself, under any host.
+        case 'AWS::Lambda::Url.FunctionUrl':
+          return `https://${logicalId.toLowerCase()}.lambda-url.${region}.on.aws/`;
         default:
           return undefined;
       }

@@ -1,6 +1,7 @@
 import './test-providers.ts';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, inject } from 'vitest';
+import { type StreamTiming, streamTiming } from '../../functions/app/run-events.ts';
 import type { Deps } from '../../functions/deps.ts';
 import { toHundredths } from '../../functions/domain/credits.ts';
 import { createExecutorRegistry, executorDepsFromEnv } from '../../functions/nodes/executors/index.ts';
@@ -35,6 +36,12 @@ export const testExecutors = (settings: NodeJS.ProcessEnv = {}) =>
 export const testRouteTimeoutMs = 120_000;
 
 /**
+ * The run event stream's timing on a test API: the platform's polls, a 5 s cap (not 120 s), so a
+ * stream of a run no worker moves ends soon, with `retry:`, as at the cap.
+ */
+export const testStreamTiming: StreamTiming = { ...streamTiming, capMs: 5_000 };
+
+/**
  * A fresh set of resources (own table, queues and bucket under a random prefix) on the suite's
  * emulators, and the local API server over them: the same path `npm start` serves.
  */
@@ -42,7 +49,13 @@ export const startTestStack = async (overrides: Partial<Deps> = {}): Promise<Tes
   const emulators = inject('emulators');
   const resources = await provision({ prefix: `t${randomUUID().slice(0, 8)}`, ...emulators });
   const deps = localDeps(resources, { executors: testExecutors(), ...overrides });
-  const api = await startLocalApi({ deps, port: 0, host: '127.0.0.1', timeoutMs: testRouteTimeoutMs });
+  const api = await startLocalApi({
+    deps,
+    port: 0,
+    host: '127.0.0.1',
+    timeoutMs: testRouteTimeoutMs,
+    streamTiming: testStreamTiming,
+  });
   return {
     resources,
     deps,

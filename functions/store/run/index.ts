@@ -15,6 +15,7 @@ export {
   settleJustEnded,
 } from './ledger.ts';
 export { countSweepRefusal, type QueuedRun, queuedRunsStartedBefore } from './queued.ts';
+export { readRunMark, runMarkOf } from './run-mark.ts';
 export {
   activeJobOf,
   ExtraConditionFailedError,

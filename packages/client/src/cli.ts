@@ -24,6 +24,7 @@ import {
   type ListRunsParams,
   outputFiles,
   type Run,
+  type RunEvent,
   type RunRequest,
   type RunStep,
   type RunSummary,
@@ -56,6 +57,7 @@ Commands:
       --tag T                            A tag to find the run by (runs list --tag); repeatable (5 at most)
       --watch                            Follow the run until it ends
   watch <jobId>                          Follow a run: progress and each step's status, until it ends
+                                         (from its event stream; by polling when the stream is unavailable)
   download <jobId> [--dir D]             Download the run's output files (default dir: ./<jobId>)
   cancel <jobId>                         Cancel a run in progress
   resume <jobId> [options]               A new run of a failed or stopped run: its completed steps are kept,
@@ -507,6 +509,54 @@ const elapsed = (ms: number) => {
   return seconds < 60 ? `${seconds}s` : `${Math.floor(seconds / 60)}m${String(seconds % 60).padStart(2, '0')}s`;
 };
 
+/** The run after one event of its stream. */
+const applyEvent = (run: Run, event: RunEvent): Run => {
+  switch (event.event) {
+    case 'step':
+      return { ...run, steps: run.steps.map((step) => (step.node_id === event.data.node_id ? event.data : step)) };
+    case 'status':
+      return { ...run, ...event.data };
+    case 'output':
+      return { ...run, output: [...run.output.filter((o) => o.node_id !== event.data.node_id), event.data] };
+    case 'done':
+      return event.data;
+  }
+};
+
+/**
+ * Follows a run to its end: from its event stream (issue 26), each event shown as it comes; when
+ * the stream cannot be had (an older deployment, a proxy that refuses it, a broken connection), by
+ * polling GET /runs/{jobId} as before. The run's own errors (404) come from the first read.
+ */
+const followRun = async (
+  client: WorkflowRunClient,
+  jobId: string,
+  signal: AbortSignal | undefined,
+  onProgress: (run: Run) => void,
+): Promise<Run> => {
+  let latest = await client.getRun(jobId, signal ? { signal } : {});
+  onProgress(latest);
+  try {
+    // A deployment without the stream gives no link: poll it.
+    const url = latest.links?.events;
+    const events = url ? client.runEvents(jobId, { url, ...(signal ? { signal } : {}) }) : [];
+    for await (const event of events) {
+      latest = applyEvent(latest, event);
+      if (event.event === 'done') return latest;
+      onProgress(latest);
+    }
+  } catch (error) {
+    if (signal?.aborted) throw error;
+  }
+  return client.waitForRun(jobId, {
+    intervalMs: 500,
+    maxIntervalMs: 5_000,
+    timeoutMs: 24 * 3600_000,
+    onProgress,
+    ...(signal ? { signal } : {}),
+  });
+};
+
 const watchRun = async (client: WorkflowRunClient, io: CliIo, jobId: string, json: boolean) => {
   const tty = !json && io.stdout.isTTY === true;
   const draw = tty ? liveBlock(io.stdout) : undefined;
@@ -525,16 +575,10 @@ const watchRun = async (client: WorkflowRunClient, io: CliIo, jobId: string, jso
   ticker?.unref();
   let run: Run;
   try {
-    run = await client.waitForRun(jobId, {
-      intervalMs: 500,
-      maxIntervalMs: 5_000,
-      timeoutMs: 24 * 3600_000,
-      onProgress: (next) => {
-        latest = next;
-        redraw();
-        log?.(next);
-      },
-      signal: io.signal,
+    run = await followRun(client, jobId, io.signal, (next) => {
+      latest = next;
+      redraw();
+      log?.(next);
     });
   } finally {
     clearInterval(ticker);

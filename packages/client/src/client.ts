@@ -14,6 +14,7 @@ import {
   WaitTimeoutError,
 } from './errors.ts';
 import type { components, paths } from './openapi-types.ts';
+import { type RunEvent, type RunEventsOptions, runEvents } from './run-events.ts';
 import {
   type ByteSource,
   chunkedStream,
@@ -25,6 +26,7 @@ import {
   type UploadProgress,
 } from './upload.ts';
 
+export { parseServerSentEvents, type RunEvent, type RunEventsOptions, type ServerSentEvent } from './run-events.ts';
 export { contentTypeOf, contentTypesByExtension, type UploadContentType, type UploadProgress } from './upload.ts';
 
 type Schemas = components['schemas'];
@@ -53,6 +55,7 @@ export type RunResumedResponse = Schemas['RunResumedResponse'];
 export type Run = Schemas['Run'];
 export type RunStatus = Run['status'];
 export type RunStep = Schemas['RunStep'];
+export type RunStatusEvent = Schemas['RunStatusEvent'];
 export type RunOutput = Schemas['RunOutput'];
 export type RunFile = Schemas['RunFile'];
 export type ReadyRunFile = Extract<RunFile, { availability: 'ready' }>;
@@ -216,6 +219,12 @@ export interface WorkflowRunClient {
    * up to `maxIntervalMs` while nothing changes; on 429 or 503 waits at least `Retry-After`.
    */
   waitForRun(jobId: string, options?: WaitForRunOptions): Promise<Run>;
+  /**
+   * GET /runs/{jobId}/events (issue 26): the run's events as they happen (`step`, `output`,
+   * `status`, then `done` with the final Run), reconnecting with `Last-Event-ID` after the server's
+   * cap until `done`. The stream's address is the Run's `links.events` (read once unless `url`).
+   */
+  runEvents(jobId: string, options?: RunEventsOptions): AsyncGenerator<RunEvent, void, undefined>;
   /** The underlying openapi-fetch client, for anything the methods above do not cover. */
   readonly raw: FetchClient<paths>;
 }
@@ -460,6 +469,17 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
     getFile,
     uploadFile,
     waitForRun,
+    runEvents: (jobId, eventsOptions) =>
+      runEvents(
+        {
+          baseUrl: options.baseUrl.replace(/\/+$/, ''),
+          headers: { ...options.headers, authorization: `Bearer ${options.apiKey}` },
+          fetch: (url, init) => (options.fetch ? options.fetch(new Request(url, init)) : fetch(url, init)),
+          eventsUrlOf: async (id, signal) => (await getRun(id, signal ? { signal } : {})).links?.events,
+        },
+        jobId,
+        eventsOptions,
+      ),
   };
   return client;
 };

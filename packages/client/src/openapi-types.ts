@@ -201,6 +201,28 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/runs/{jobId}/events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Follow a run live
+     * @description The run’s events as they happen, instead of polling GET /runs/{jobId}: each step’s start and end, each output as it becomes available, the status and progress, and the final Run. One request counts once against the key’s rate limit however long it stays open. Deployed, it is served on its own address (the Run’s `links.events`); locally, beside every other route.
+     *
+     *     Scope: `runs:read`.
+     */
+    get: operations['GetRunEvents'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/runs/{jobId}/deliveries': {
     parameters: {
       query?: never;
@@ -1663,6 +1685,10 @@ export interface components {
       tags?: components['schemas']['RunTags'];
       /** Format: uuid */
       resumedFrom?: string;
+      links?: {
+        /** Format: uri */
+        events: string;
+      };
     };
     RunStep: {
       node_id: string;
@@ -1670,6 +1696,11 @@ export interface components {
       /** @enum {string} */
       status: 'queued' | 'processing' | 'completed' | 'failed' | 'skipped' | 'unknown';
       error?: string;
+    };
+    RunStatusEvent: {
+      /** @enum {string} */
+      status: 'queued' | 'claimed' | 'processing' | 'completed' | 'failed' | 'cancelled' | 'stopped';
+      progress: number;
     };
     RunOutput: {
       node_id: string;
@@ -3105,6 +3136,86 @@ export interface operations {
           'application/json':
             | components['schemas']['MonthlyCapUnverifiableError']
             | components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  GetRunEvents: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The `id` of the last event received: the stream resumes after it. */
+        'Last-Event-ID'?: string;
+      };
+      path: {
+        /** @description The `jobId` returned when the run started. */
+        jobId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A `text/event-stream` (server-sent events). Each event is `event: <name>`, `id: <id>` and one `data:` line of JSON: `step` (a `RunStep`: one step started or ended; no result), `output` (a `RunOutput`: a final step’s output, as soon as it is available), `status` (a `RunStatusEvent`: the run’s status or progress changed), and last `done` (the final `Run`, as GET /runs/{jobId} answers it), after which the stream ends. A stream stays open at most 120 seconds: it then sends `retry: <ms>` and closes; reconnect with the last `id` as `Last-Event-ID` and only what changed since is sent, nothing twice. An id that is not one of this run’s is read as none: everything is sent again. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'text/event-stream': string;
+        };
+      };
+      /** @description The `Last-Event-ID` is that of the run’s `done`: nothing more will come. */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks the scope this operation needs. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ScopeNotPermittedError'];
+        };
+      };
+      /** @description No such run in the team. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunNotFoundError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
         };
       };
     };
