@@ -171,6 +171,7 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
         idempotency: input.idempotency?.(jobId, estimate) ?? null,
         deferredJobId: input.deferredJobId,
         labels: runLabels(request),
+        webhookEvents: request.webhookEvents,
         extraItems: input.extraItems,
         ...(resume && { resumed: { from: resume.resumedFrom, carried: resume.plan.carried } }),
       });
