@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stepEventCap } from '../functions/domain/lifecycle-events.ts';
 import { webhookId } from '../functions/domain/webhook.ts';
 import { StepFailedError } from '../functions/nodes/executors/types.ts';
-import { runPartition, stepEventCountKey, stepKey } from '../functions/store/keys.ts';
+import { runPartition, stepEventCountKey, stepKey, webhookDeliveryKey } from '../functions/store/keys.ts';
 import { makeHandler as makeFanOutHandler } from '../functions/workers/run-event-webhooks.ts';
 import { makeHandler as makeWebhookHandler } from '../functions/workers/webhook-delivery.ts';
 import { startQueuePoller } from '../local/event-source.ts';
@@ -26,7 +26,7 @@ import { StepWebhookBodySchema } from '../schemas/lifecycle-webhooks.ts';
 import { WebhookBodySchema } from '../schemas/runs.ts';
 import { lifecycleEvents, webhookEventsMessages } from '../schemas/webhook-events.ts';
 import { queueContents } from './support/queue-contents.ts';
-import { api, instantExecutor, startStepWorkers, waitForEnd } from './support/runs.ts';
+import { api, faultyDeps, instantExecutor, startStepWorkers, waitForEnd } from './support/runs.ts';
 import { createWorkflow, type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
 import { type Received, receiverCa, startReceiver } from './support/webhook-receiver.ts';
 
@@ -251,6 +251,61 @@ describe('a run that chose its events', () => {
     const show = receivedFor(jobId).filter((g) => g.id === webhookId(jobId, 'step.completed#show'));
     expect(show).toHaveLength(1);
   });
+});
+
+describe('a delivery whose message could not be sent', () => {
+  it('is taken back with its count, so the stream hands the record over again and it opens then', async () => {
+    const team = await newTeam();
+    const workflowId = await createWorkflow(stack, team, chain);
+    const jobId = await startOk(team, workflowId, { webhookEvents: ['step.completed'] });
+    await waitForDeliveries(jobId, (all) => all.length === 3);
+    // The real end of its last step, as the stream gave it, but for a step of its own.
+    const raw = await stack.deps.ddb.send(
+      new GetItemCommand({ TableName: stack.deps.tableName, Key: marshalled(stepKey(jobId, 'show')) }),
+    );
+    const ghost = stepKey(jobId, 'ghost');
+    const record = {
+      eventID: 'ghost',
+      eventName: 'INSERT' as const,
+      eventSource: 'aws:dynamodb',
+      dynamodb: {
+        Keys: marshalled(ghost),
+        NewImage: { ...raw.Item, SK: { S: ghost.SK }, nodeId: { S: 'ghost' } },
+        SequenceNumber: '7',
+        StreamViewType: 'NEW_AND_OLD_IMAGES' as const,
+      },
+    };
+    const event = { Records: [record] } as unknown as DynamoDBStreamEvent;
+    const countOf = async () =>
+      (
+        await stack.deps.ddb.send(
+          new GetCommand({ TableName: stack.deps.tableName, Key: stepEventCountKey(jobId), ConsistentRead: true }),
+        )
+      ).Item?.sent;
+    const deliveryOf = async () =>
+      (
+        await stack.deps.ddb.send(
+          new GetCommand({
+            TableName: stack.deps.tableName,
+            Key: webhookDeliveryKey(jobId, 'step.completed#ghost'),
+            ConsistentRead: true,
+          }),
+        )
+      ).Item;
+    expect(await countOf()).toBe(3);
+
+    const failing = faultyDeps(stack, { failSqs: (command) => command === 'SendMessageCommand' });
+    const refused = await invokedAs('RunEventWebhooks', makeFanOutHandler(failing))(event, {} as never);
+    expect(refused).toEqual({ batchItemFailures: [{ itemIdentifier: '7' }] });
+    expect(await deliveryOf()).toBeUndefined();
+    expect(await countOf()).toBe(3);
+
+    const handed = await invokedAs('RunEventWebhooks', makeFanOutHandler(stack.deps))(event, {} as never);
+    expect(handed).toEqual({ batchItemFailures: [] });
+    expect(await deliveryOf()).toMatchObject({ event: 'step.completed', nodeId: 'ghost' });
+    expect(await countOf()).toBe(4);
+    await waitForDeliveries(jobId, (all) => all.some((g) => g.id === webhookId(jobId, 'step.completed#ghost')));
+  }, 120_000);
 });
 
 /** A table key as the low-level client takes it. */
