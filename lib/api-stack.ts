@@ -253,7 +253,7 @@ export class ApiStack extends Stack {
           trigger.kind === 'queue'
             ? `consumes the ${trigger.queue} queue`
             : trigger.kind === 'stream'
-              ? "reads the table's stream"
+              ? `reads the table's stream (${trigger.mapping})`
               : 'runs on the dispatcher schedule',
         logRetentionDays: config.logRetentionDays,
         keepLogs: config.protectData,

@@ -49,7 +49,7 @@ const matchesPattern = (pattern: unknown, value: unknown): boolean => {
 };
 
 /** Whether a mapping with `filters` passes a record to its function (any filter matches; none passes all). */
-const passes = (filters: readonly unknown[], record: DynamoDBRecord) =>
+export const passes = (filters: readonly unknown[], record: DynamoDBRecord) =>
   filters.length === 0 || filters.some((filter) => matchesPattern(filter, record));
 
 /** Whether the operator events' mapping passes a record to its function (any of its filters matches). */

@@ -1,9 +1,9 @@
 import type { DynamoDBRecord } from 'aws-lambda';
 import type { Deps } from '../deps.ts';
 import { logger } from '../observability/logger.ts';
-import { itemChangeOf } from '../store/event-bus.ts';
 import { lifecycleChangeOf, openLifecycleDelivery, reopenableDelivery } from '../store/lifecycle-deliveries.ts';
 import { sendWebhookMessage } from '../store/queues.ts';
+import { itemChangeOf } from '../store/stream-images.ts';
 
 /** What one batch of the table's changes gave. */
 export interface FanOutReport {

@@ -3,11 +3,11 @@ import * as v from 'valibot';
 import type { Deps } from '../deps.ts';
 import { type DeliveryRef, deliveryName, stepEventCap, stepEventOfStatus } from '../domain/lifecycle-events.ts';
 import { runItemExpiry } from '../domain/retention.ts';
-import type { ItemChange } from './event-bus.ts';
 import { tableUpdate } from './item-update.ts';
 import { parseItem, RunItemSchema, StepItemSchema, storedDelivery, storedStepEventCount } from './items.ts';
 import { runKey, runPartition, stepEventCountKey, stepSkPrefix, webhookDeliveryKey } from './keys.ts';
 import { namedTransactWrite } from './named-transaction.ts';
+import type { ItemChange } from './stream-images.ts';
 import { conditionalUpdate, conditionalWrite, transactWrite } from './write.ts';
 
 /** What opening a lifecycle event's delivery did. */
