@@ -5,7 +5,7 @@
  * belongs to; `functions/http/error-map.ts` builds it.
  */
 import * as v from 'valibot';
-import { DateTimeSchema, UuidSchema } from './common.ts';
+import { DateTimeSchema, notArray, UuidSchema } from './common.ts';
 import { jsonResponse, type OperationSpec, ref, uuidPath } from './openapi-parts.ts';
 import { WebhookEventSchema } from './runs.ts';
 import { LifecycleEventSchema } from './webhook-events.ts';
@@ -89,11 +89,13 @@ export type WebhookDeliveries = v.InferOutput<typeof WebhookDeliveriesSchema>;
  * Body of POST /runs/{jobId}/deliveries/redeliver (issue 26), optional: which delivery to send again.
  * Without it (or without `event`), the run's end event, as before.
  */
-export const RedeliverRequestSchema = v.object({
-  event: v.optional(LifecycleEventSchema),
-  /** The step, for a step event. */
-  nodeId: v.optional(v.pipe(v.string(), v.minLength(1))),
-});
+export const RedeliverRequestSchema = notArray(
+  v.object({
+    event: v.optional(LifecycleEventSchema),
+    /** The step, for a step event. */
+    nodeId: v.optional(v.pipe(v.string(), v.minLength(1))),
+  }),
+);
 export type RedeliverRequest = v.InferOutput<typeof RedeliverRequestSchema>;
 
 /** 202 of POST /runs/{jobId}/deliveries/redeliver: one new attempt is queued. */

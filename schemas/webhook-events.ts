@@ -40,13 +40,12 @@ export const runEvents = [
 export const stepEventCap = 50;
 
 export const webhookEventsMessages = {
-  unknown: `an event is one of ${lifecycleEvents.join(', ')}`,
   empty: 'choose at least one event',
   duplicate: 'an event is given at most once',
   needsCallbackUrl: 'webhookEvents needs a callbackUrl to send the events to',
 } as const;
 
-export const LifecycleEventSchema = v.picklist(lifecycleEvents, webhookEventsMessages.unknown);
+export const LifecycleEventSchema = v.picklist(lifecycleEvents);
 
 /** The run start's `webhookEvents`. */
 export const WebhookEventsSchema = v.pipe(

@@ -412,7 +412,7 @@ describe('a run start', () => {
     const team = await newTeam();
     const workflowId = await createWorkflow(stack, team, chain);
     const cases: [unknown, string][] = [
-      [{ callbackUrl: receiver.url, webhookEvents: ['run.exploded'] }, webhookEventsMessages.unknown],
+      [{ callbackUrl: receiver.url, webhookEvents: ['run.exploded'] }, '"run.started" | "step.completed"'],
       [{ callbackUrl: receiver.url, webhookEvents: ['run.started', 'run.started'] }, webhookEventsMessages.duplicate],
       [{ callbackUrl: receiver.url, webhookEvents: [] }, webhookEventsMessages.empty],
       [{ webhookEvents: ['run.completed'] }, webhookEventsMessages.needsCallbackUrl],
