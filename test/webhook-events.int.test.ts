@@ -457,3 +457,64 @@ describe('a run start', () => {
     expect(receivedFor(jobId).map((g) => g.event)).toEqual(['run.started']);
   }, 120_000);
 });
+
+describe('the CLI and the typed client', () => {
+  it('start a run with --event, list its deliveries, and redeliver one step event by name', async () => {
+    const { runCli } = await import('./support/cli.ts');
+    const { createClient, isStepWebhook } = await import('../packages/client/src/index.ts');
+    const team = await newTeam();
+    const workflowId = await createWorkflow(stack, team, chain, 'Cli');
+    const cli = (args: string[]) => runCli({ baseUrl: stack.baseUrl, key: team.key }, args);
+    const started = await cli([
+      'run',
+      workflowId,
+      '--callback-url',
+      receiver.url,
+      '--callback-secret',
+      secret,
+      '--event',
+      'step.completed',
+      '--event',
+      'run.completed',
+      '--watch',
+      '--json',
+    ]);
+    expect(started.code, started.stderr).toBe(0);
+    const { jobId } = JSON.parse(started.stdout) as { jobId: string };
+    const got = await waitForDeliveries(jobId, (all) => all.length === 4);
+    const bodies = got.map((g) => g.body as Parameters<typeof isStepWebhook>[0]);
+    expect(
+      bodies
+        .filter(isStepWebhook)
+        .map((b) => b.step.node_id)
+        .sort(),
+    ).toEqual(['llm', 'show', 'topic']);
+
+    const listed = await cli(['deliveries', jobId]);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toContain(
+      `step.completed llm: delivered, 1 attempt(s), ${webhookId(jobId, 'step.completed#llm')}`,
+    );
+    const again = await cli([
+      'deliveries',
+      jobId,
+      '--redeliver',
+      '--event',
+      'step.completed',
+      '--node-id',
+      'topic',
+      '--json',
+    ]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ event: 'step.completed', nodeId: 'topic', attempt: 2 });
+    const misused = await cli(['deliveries', jobId, '--node-id', 'topic']);
+    expect(misused.code).toBe(2);
+
+    const client = createClient({ baseUrl: stack.baseUrl, apiKey: team.key });
+    await waitForDeliveries(jobId, (all) => all.length === 5);
+    const queued = await client.redeliverWebhook(jobId, { delivery: { event: 'step.completed', nodeId: 'show' } });
+    expect(queued).toMatchObject({ nodeId: 'show', webhookId: webhookId(jobId, 'step.completed#show') });
+    const log = await client.listDeliveries(jobId);
+    expect(log.events?.map((e) => e.nodeId ?? e.event).sort()).toEqual(['llm', 'run.completed', 'show', 'topic']);
+  }, 120_000);
+});
