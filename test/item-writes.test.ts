@@ -463,7 +463,11 @@ describe('what the store’s writers leave in the table', () => {
 
     // A run: started, its steps claimed, failed, released, finished, counted, retired; its end.
     // Its start chose lifecycle events (issue 26): the run item and its steps' ends carry the marks.
-    await startRun(deps, { ...newRun(ids.job), webhookEvents: ['run.started', 'step.completed', 'step.failed'] });
+    await startRun(deps, {
+      ...newRun(ids.job),
+      webhookEvents: ['run.started', 'step.completed', 'step.failed'],
+      eventSteps: ['a', 'b', 'c'],
+    });
     const run = { ...(await readRunItem(deps, ids.job)) } as NonNullable<Awaited<ReturnType<typeof readRunItem>>>;
     expect(run.jobId).toBe(ids.job);
     const claim = await claimStep(deps, run, 'a');
@@ -483,6 +487,9 @@ describe('what the store’s writers leave in the table', () => {
     await failStep(deps, run, 'c', null, 'the node failed');
     await retireLateStep(deps, run, 'a');
     await closeRun(deps, run, RunStatus.cancelled);
+    // The marks were written (the lifecycle events' filters read them; the checks below hold them declared).
+    expect(table.items.get(`${runKey(ids.job).PK}|STEP#a`)?.notify).toBe(true);
+    expect(table.items.get(`${runKey(ids.job).PK}|RUN`)?.notifyStart).toBe(true);
 
     // A webhook delivery: attempted, failed, marked for redelivery and unmarked; a second event's, created by the mark.
     const entry = { attempt: 1, at, host: 'example.com', statusCode: 500, durationMs: 12, nextAttemptAt: at };

@@ -404,6 +404,53 @@ describe('a wide workflow', () => {
     const log = await api(stack.baseUrl, 'GET', `/runs/${jobId}/deliveries`, { key: team.key });
     expect(log.body.events).toHaveLength(stepEventCap + 1);
     expect(streamFailures).toEqual([]);
+    // Only the first 50 steps in the workflow's order are marked: the others never reach the consumer.
+    const partition = await stack.deps.ddb.send(
+      new QueryCommand({
+        TableName: stack.deps.tableName,
+        KeyConditionExpression: 'PK = :pk AND begins_with(SK, :step)',
+        ExpressionAttributeValues: { ':pk': { S: runPartition(jobId) }, ':step': { S: 'STEP#' } },
+        ConsistentRead: true,
+      }),
+    );
+    const marked = (partition.Items ?? []).filter((i) => i.notify?.BOOL === true).map((i) => i.nodeId?.S);
+    expect(marked.sort()).toEqual(
+      wide
+        .slice(0, stepEventCap)
+        .map((s) => s.key)
+        .sort(),
+    );
+    // The count is the backstop: one step event more, handed to the consumer, is refused and not sent.
+    const [first] = partition.Items ?? [];
+    const ghost = stepKey(jobId, 'ghost');
+    const refused = await invokedAs('RunEventWebhooks', makeFanOutHandler(stack.deps))(
+      {
+        Records: [
+          {
+            eventName: 'INSERT',
+            dynamodb: {
+              Keys: marshalled(ghost),
+              NewImage: { ...first, SK: { S: ghost.SK }, nodeId: { S: 'ghost' }, notify: { BOOL: true } },
+              SequenceNumber: '9',
+            },
+          },
+        ],
+      } as unknown as DynamoDBStreamEvent,
+      {} as never,
+    );
+    expect(refused).toEqual({ batchItemFailures: [] });
+    const afterGhost = await stack.deps.ddb.send(
+      new GetCommand({ TableName: stack.deps.tableName, Key: stepEventCountKey(jobId), ConsistentRead: true }),
+    );
+    expect(afterGhost.Item?.sent).toBe(stepEventCap);
+    const ghostDelivery = await stack.deps.ddb.send(
+      new GetCommand({
+        TableName: stack.deps.tableName,
+        Key: webhookDeliveryKey(jobId, 'step.completed#ghost'),
+        ConsistentRead: true,
+      }),
+    );
+    expect(ghostDelivery.Item).toBeUndefined();
   }, 240_000);
 });
 

@@ -35,13 +35,31 @@ export const stepEventOfStatus = (status: string | undefined): StepEvent | undef
   isCompleted(status) ? 'step.completed' : status === StepStatus.failed ? 'step.failed' : undefined;
 
 /**
- * Whether the step's end write marks the item for the events' stream consumer (`notify`): the run
- * chose the event this end gives. A step of a run that chose no step event is never marked, so the
- * consumer's filter drops its change before any invocation.
+ * The steps of a run whose ends may give step events: when the run chose one, the first
+ * `stepEventCap` of the steps it runs, in the workflow's order (`order`, topological); else none.
+ * Fixed at the start, so the steps past the cap are never marked and never invoke the consumer.
  */
-export const notifiesStepEnd = (webhookEvents: readonly string[] | undefined, status: string): boolean => {
+export const eventfulSteps = (
+  webhookEvents: readonly string[] | undefined,
+  order: readonly string[],
+): string[] | undefined =>
+  webhookEvents?.some((event) => isStepEvent(event)) ? order.slice(0, stepEventCap) : undefined;
+
+/**
+ * Whether the step's end write marks the item for the events' stream consumer (`notify`): the run
+ * chose the event this end gives, and the step is one of its eventful steps (`eventfulSteps`). A
+ * step of a run that chose no step event, or past the cap, is never marked, so the consumer's
+ * filter drops its change before any invocation.
+ */
+export const notifiesStepEnd = (
+  run: { webhookEvents?: readonly string[] | undefined; eventSteps?: readonly string[] | undefined },
+  nodeId: string,
+  status: string,
+): boolean => {
   const event = stepEventOfStatus(status);
-  return event !== undefined && (webhookEvents?.includes(event) ?? false);
+  return (
+    event !== undefined && (run.webhookEvents?.includes(event) ?? false) && (run.eventSteps?.includes(nodeId) ?? false)
+  );
 };
 
 /** Whether the run's insert is marked for the consumer (`notifyStart`): it chose `run.started`. */

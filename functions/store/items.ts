@@ -272,6 +272,12 @@ export const RunItemSchema = v.object({
    */
   webhookEvents: v.optional(v.array(LifecycleEventSchema)),
   /**
+   * With a step event chosen: the steps whose ends may give one, the first 50 it runs in the
+   * workflow's order (functions/domain/lifecycle-events.ts `eventfulSteps`); a step's end is marked
+   * only if it is one of them, so a wide run's other steps never reach the events' consumer.
+   */
+  eventSteps: v.optional(v.array(v.string())),
+  /**
    * True when it chose `run.started`: the mark the lifecycle events' stream filter passes its insert
    * on (platform/definitions.ts `lifecycleEventsStream`); no other read needs it.
    */

@@ -33,7 +33,7 @@ import { claimCondition, statusValues } from './lifecycle-conditions.ts';
  * The run a step item belongs to: the item is keyed by its job and kept as long as it, the stage's
  * retention from the run's start (`ttl`, written with each write that already happens).
  */
-export type StepRun = Pick<RunItem, 'jobId' | 'createdAt'> & Partial<Pick<RunItem, 'webhookEvents'>>;
+export type StepRun = Pick<RunItem, 'jobId' | 'createdAt'> & Partial<Pick<RunItem, 'webhookEvents' | 'eventSteps'>>;
 
 const stepTtl = (deps: Deps, run: StepRun) => runItemExpiry(run.createdAt, deps.now(), deps.retentionDays);
 
@@ -147,7 +147,7 @@ const stepEndUpdate = (deps: Deps, run: StepRun, nodeId: string, attempt: Attemp
           : {}),
         ...(end.status === StepStatus.failed ? { error: end.error } : {}),
         // The lifecycle events' mark (issue 26), in the write the step's end makes anyway: no call more.
-        ...(notifiesStepEnd(run.webhookEvents, end.status) && { notify: true as const }),
+        ...(notifiesStepEnd(run, nodeId, end.status) && { notify: true as const }),
       },
       remove: ['leaseUntil'],
     },
