@@ -65,7 +65,10 @@ export type LifecycleDelivery = v.InferOutput<typeof LifecycleDeliverySchema>;
 /** 200 of GET /runs/{jobId}/deliveries. */
 export const WebhookDeliveriesSchema = v.strictObject({
   jobId: UuidSchema,
-  /** The event the run's end sends; null while the run has not ended. */
+  /**
+   * The event the run's end sends; null while the run has not ended, and for a run whose
+   * `webhookEvents` (issue 26) left its end event out.
+   */
   event: v.nullable(WebhookEventSchema),
   /** The same on every attempt and redelivery: receivers deduplicate on it. */
   webhookId: v.nullable(v.string()),
