@@ -16,6 +16,7 @@ import { stepEventCap } from '../functions/domain/lifecycle-events.ts';
 import { webhookId } from '../functions/domain/webhook.ts';
 import { StepFailedError } from '../functions/nodes/executors/types.ts';
 import { runPartition, stepEventCountKey, stepKey, webhookDeliveryKey } from '../functions/store/keys.ts';
+import { openLifecycleDelivery } from '../functions/store/lifecycle-deliveries.ts';
 import { makeHandler as makeFanOutHandler } from '../functions/workers/run-event-webhooks.ts';
 import { makeHandler as makeWebhookHandler } from '../functions/workers/webhook-delivery.ts';
 import { startQueuePoller } from '../local/event-source.ts';
@@ -307,6 +308,57 @@ describe('a delivery whose message could not be sent', () => {
     await waitForDeliveries(jobId, (all) => all.some((g) => g.id === webhookId(jobId, 'step.completed#ghost')));
   }, 120_000);
 });
+
+describe('a delivery opened whose consumer died before its send', () => {
+  it('is sent when the stream hands the record over again (never attempted), and only then', async () => {
+    const team = await newTeam();
+    const workflowId = await createWorkflow(stack, team, chain);
+    const jobId = await startOk(team, workflowId, { webhookEvents: ['step.completed'] });
+    await waitForDeliveries(jobId, (all) => all.length === 3);
+    const raw = await stack.deps.ddb.send(
+      new GetItemCommand({ TableName: stack.deps.tableName, Key: marshalled(stepKey(jobId, 'show')) }),
+    );
+    const lost = stepKey(jobId, 'lost');
+    const event = {
+      Records: [
+        {
+          eventName: 'INSERT',
+          dynamodb: {
+            Keys: marshalled(lost),
+            NewImage: { ...raw.Item, SK: { S: lost.SK }, nodeId: { S: 'lost' } },
+            SequenceNumber: '11',
+          },
+        },
+      ],
+    } as unknown as DynamoDBStreamEvent;
+    // The write the dead invocation made; its message never went out.
+    const ref = { event: 'step.completed' as const, nodeId: 'lost' };
+    expect(await openLifecycleDelivery(stack.deps, jobId, ref, 1_900_000_000)).toBe('opened');
+    expect(await openLifecycleDelivery(stack.deps, jobId, ref, 1_900_000_000)).toBe('unsent');
+    const handed = await invokedAs('RunEventWebhooks', makeFanOutHandler(stack.deps))(event, {} as never);
+    expect(handed).toEqual({ batchItemFailures: [] });
+    const id = webhookId(jobId, 'step.completed#lost');
+    await waitForDeliveries(jobId, (all) => all.some((g) => g.id === id));
+    // Attempted now: handed over once more, it is a duplicate and nothing is sent.
+    await waitFor(async () => {
+      const log = await api(stack.baseUrl, 'GET', `/runs/${jobId}/deliveries`, { key: team.key });
+      return (log.body.events as { nodeId?: string; attempts: number }[]).some(
+        (e) => e.nodeId === 'lost' && e.attempts === 1,
+      );
+    });
+    expect(await openLifecycleDelivery(stack.deps, jobId, ref, 1_900_000_000)).toBe('duplicate');
+    expect(receivedFor(jobId).filter((g) => g.id === id)).toHaveLength(1);
+  }, 120_000);
+});
+
+/** Polls `ready` until it holds (generously: a loaded machine). */
+const waitFor = async (ready: () => Promise<boolean>, timeoutMs = 60_000) => {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await ready())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+};
 
 /** A table key as the low-level client takes it. */
 const marshalled = (key: { PK: string; SK: string }) => ({ PK: { S: key.PK }, SK: { S: key.SK } });

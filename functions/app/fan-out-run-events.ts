@@ -9,8 +9,10 @@ import { itemChangeOf } from '../store/stream-images.ts';
 export interface FanOutReport {
   /** Deliveries opened, each with its first message sent. */
   opened: number;
-  /** Events whose delivery was opened already (a change handed over again): nothing sent. */
+  /** Events whose delivery was opened and attempted already (a change handed over again): nothing sent. */
   duplicates: number;
+  /** Events opened before and never attempted (a consumer died before its send): sent now. */
+  resent: number;
   /** Step events past the run's cap: nothing written, nothing sent. */
   capped: number;
   /**
@@ -27,10 +29,12 @@ export interface FanOutReport {
  * its delivery (once; a step event only below the run's cap) and sends its first message to the
  * webhooks queue, where the webhook worker delivers it as it delivers a run's end. A failure stops
  * the batch there, so the stream hands that change and the ones after it over again; a delivery
- * whose message could not be sent is taken back first, so the retry opens it anew.
+ * whose message could not be sent is taken back first, so the retry opens it anew. A change handed
+ * over again whose delivery was opened but never attempted (this function died between its write
+ * and its send, and Lambda retried the batch) sends its message again.
  */
 export const fanOutRunEvents = async (deps: Deps, records: readonly DynamoDBRecord[]): Promise<FanOutReport> => {
-  const report: FanOutReport = { opened: 0, duplicates: 0, capped: 0, failed: [], errors: [] };
+  const report: FanOutReport = { opened: 0, duplicates: 0, resent: 0, capped: 0, failed: [], errors: [] };
   for (const [index, record] of records.entries()) {
     try {
       const change = lifecycleChangeOf(itemChangeOf(record), deps.now(), deps.retentionDays);
@@ -42,14 +46,17 @@ export const fanOutRunEvents = async (deps: Deps, records: readonly DynamoDBReco
         report.capped += 1;
         logger.info('step event past the run cap; not sent', { jobId, webhookEvent: ref.event, nodeId: ref.nodeId });
       }
-      if (opened !== 'opened') continue;
+      if (opened !== 'opened' && opened !== 'unsent') continue;
       try {
+        // An unsent one's first message may be out after all: the worker's first attempt is
+        // recorded once, so at worst it is POSTed twice, and receivers drop the copy by webhook-id.
         await sendWebhookMessage(deps, { jobId, ...ref }, 0);
       } catch (error) {
-        await reopenableDelivery(deps, jobId, ref);
+        if (opened === 'opened') await reopenableDelivery(deps, jobId, ref);
         throw error;
       }
-      report.opened += 1;
+      if (opened === 'opened') report.opened += 1;
+      else report.resent += 1;
     } catch (error) {
       report.failed = records.slice(index).map((r) => r.dynamodb?.SequenceNumber ?? '');
       report.errors.push((error as Error).name || 'Error');

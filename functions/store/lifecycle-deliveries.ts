@@ -4,14 +4,41 @@ import type { Deps } from '../deps.ts';
 import { type DeliveryRef, deliveryName, stepEventCap, stepEventOfStatus } from '../domain/lifecycle-events.ts';
 import { runItemExpiry } from '../domain/retention.ts';
 import { tableUpdate } from './item-update.ts';
-import { parseItem, RunItemSchema, StepItemSchema, storedDelivery, storedStepEventCount } from './items.ts';
+import {
+  DeliveryItemSchema,
+  parseItem,
+  RunItemSchema,
+  StepItemSchema,
+  storedDelivery,
+  storedStepEventCount,
+} from './items.ts';
 import { runKey, runPartition, stepEventCountKey, stepSkPrefix, webhookDeliveryKey } from './keys.ts';
 import { namedTransactWrite } from './named-transaction.ts';
+import { stringAttribute } from './refusals.ts';
 import type { ItemChange } from './stream-images.ts';
 import { conditionalUpdate, conditionalWrite, transactWrite } from './write.ts';
 
-/** What opening a lifecycle event's delivery did. */
-export type Opened = 'opened' | 'duplicate' | 'capped';
+/**
+ * What opening a lifecycle event's delivery did: opened; opened before but never attempted (its
+ * message may have been lost: the consumer died between the write and the send); opened and
+ * attempted before (a record handed over again); or past the cap.
+ */
+export type Opened = 'opened' | 'unsent' | 'duplicate' | 'capped';
+
+/** What a refused open reads of the delivery that was there (its old item, as attribute values). */
+const RefusedDeliverySchema = v.object({
+  attempts: v.optional(v.object({ N: v.string() })),
+  state: v.optional(stringAttribute(DeliveryItemSchema.entries.state)),
+  redeliveryRequestedAt: v.optional(v.unknown()),
+});
+
+/** Opened before, and nothing ever attempted or asked of it since. */
+const neverAttempted = (old: Record<string, unknown> | undefined): boolean => {
+  const parsed = old && v.safeParse(RefusedDeliverySchema, old);
+  if (!parsed?.success) return false;
+  const { attempts, state, redeliveryRequestedAt } = parsed.output;
+  return attempts?.N === '0' && state?.S === 'pending' && redeliveryRequestedAt === undefined;
+};
 
 /**
  * Opens the delivery of one lifecycle event (issue 26): its delivery item, pending with no attempt,
@@ -29,12 +56,15 @@ export const openLifecycleDelivery = async (
   // Opened and not attempted yet: what the webhook worker's first attempt expects.
   const set = { jobId, ...ref, state: 'pending' as const, attempts: 0, attemptLog: [], ttl: expiresAt };
   const onlyOnce = { ConditionExpression: 'attribute_not_exists(PK)' };
+  // A refusal returns the delivery that was there: one never attempted is sent again.
+  const oldOnRefusal = { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } as const;
   if (ref.nodeId === undefined) {
-    const opened = await conditionalUpdate(deps, storedDelivery, key, { set }, onlyOnce);
-    return opened.written ? 'opened' : 'duplicate';
+    const opened = await conditionalUpdate(deps, storedDelivery, key, { set }, onlyOnce, oldOnRefusal);
+    if (opened.written) return 'opened';
+    return neverAttempted(opened.oldItem) ? 'unsent' : 'duplicate';
   }
   const written = await namedTransactWrite<'delivery' | 'count'>(deps, {
-    delivery: { Update: tableUpdate(deps, storedDelivery, key, { set }, onlyOnce) },
+    delivery: { Update: { ...tableUpdate(deps, storedDelivery, key, { set }, onlyOnce), ...oldOnRefusal } },
     count: {
       Update: tableUpdate(
         deps,
@@ -49,7 +79,8 @@ export const openLifecycleDelivery = async (
     },
   });
   if (written.written) return 'opened';
-  return written.refused('delivery') ? 'duplicate' : 'capped';
+  if (!written.refused('delivery')) return 'capped';
+  return neverAttempted(written.reason('delivery')?.Item) ? 'unsent' : 'duplicate';
 };
 
 /**

@@ -18,6 +18,7 @@ export const makeHandler = (deps: Deps) =>
     logger.info('lifecycle events', {
       opened: report.opened,
       duplicates: report.duplicates,
+      resent: report.resent,
       capped: report.capped,
       redelivered: report.failed.length,
     });
