@@ -6,7 +6,7 @@
  *
  * Env: BENCH_SECONDS (default 10) per measured load phase, BENCH_WARMUP_SECONDS (default 10),
  * BENCH_SOAK_SECONDS (default 60), BENCH_DEFERRED_COUNT (default 100,000 waiting deferred runs),
- * BENCH_SECTIONS (default all: bundles,python,http,links,soak,runs,deferred,cost,hotkey; `python` alone starts
+ * BENCH_SECTIONS (default all: bundles,python,http,links,soak,runs,deferred,cost,stepevents,hotkey; `python` alone starts
  * no emulators), BENCH_COLD_RUNS (default 5 fresh
  * processes per bundle in the cold-start section).
  */
@@ -35,6 +35,7 @@ import { benchRuns, chainLength, type RunsBenchResult } from './runs.ts';
 import { createChainWorkflows, seedBenchTeam, seedRunsTeam } from './seed.ts';
 import { type ServerProcess, startServerProcess } from './server-process.ts';
 import { mb, ms, summarize, Targets } from './stats.ts';
+import { benchStepEvents } from './step-events.ts';
 
 const seconds = (name: string, fallback: number) => {
   const value = Number(process.env[name]);
@@ -44,7 +45,7 @@ const phaseSeconds = seconds('BENCH_SECONDS', 10);
 const warmupSeconds = seconds('BENCH_WARMUP_SECONDS', 10);
 const soakSeconds = seconds('BENCH_SOAK_SECONDS', 60);
 const deferredCount = Math.max(20, Math.round(seconds('BENCH_DEFERRED_COUNT', 100_000)));
-const allSections = ['bundles', 'python', 'http', 'links', 'soak', 'runs', 'deferred', 'cost', 'hotkey'];
+const allSections = ['bundles', 'python', 'http', 'links', 'soak', 'runs', 'deferred', 'cost', 'stepevents', 'hotkey'];
 const sections = new Set(
   (process.env.BENCH_SECTIONS ?? allSections.join(','))
     .split(',')
@@ -361,6 +362,7 @@ const main = async () => {
 
   if (sections.has('cost'))
     await benchCost({ resources, targets, chainLength, idleTick, repoRoot, outDir: join(outDir, 'init') });
+  if (sections.has('stepevents')) await benchStepEvents({ resources });
   if (sections.has('hotkey')) await benchHotKey({ deps, resources, targets, cleanups });
 };
 

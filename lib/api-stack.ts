@@ -11,13 +11,7 @@ import { LogGroup } from 'aws-cdk-lib/aws-logs';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import {
-  dispatcherSchedule,
-  envNames,
-  operatorEventsStream,
-  type QueueDefinition,
-  queues,
-} from '../platform/definitions.ts';
+import { dispatcherSchedule, envNames, type QueueDefinition, queues, streamMappings } from '../platform/definitions.ts';
 import { modelDefaultsText } from '../platform/model-defaults.ts';
 import { accessLogFields, basePath, httpApiRoutes, type Route, streamRoutes } from '../platform/routes.ts';
 import { ApiDomain } from './api-domain.ts';
@@ -103,19 +97,25 @@ export class ApiStack extends Stack {
     // every event; an operator who wants replay adds one (docs/operations.md).
     this.eventBus = new EventBus(this, 'OperatorEventBus', { eventBusName: `${this.stackName}-operator-events` });
     new CfnOutput(this, 'OperatorEventBusName', { value: this.eventBus.eventBusName });
-    // Where a stream batch that failed every retry is recorded (its shard and sequence numbers).
-    const streamDeadLetterQueue = new Queue(this, `${operatorEventsStream.id}DeadLetterQueue`, {
-      retentionPeriod: Duration.days(operatorEventsStream.dlqRetentionDays),
-      encryption: QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-    });
-    Validations.of(streamDeadLetterQueue).acknowledge({
-      id: 'AwsSolutions-SQS3',
-      reason:
-        "This queue is itself a dead-letter queue: the operator events' stream mapping sends it the position " +
-        'of a batch that failed every retry.',
-    });
-    new CfnOutput(this, `${operatorEventsStream.id}DeadLetterQueueUrl`, { value: streamDeadLetterQueue.queueUrl });
+    // Where a stream batch that failed every retry is recorded (its shard and sequence numbers): one
+    // queue per mapping of the stream, so an alarm says whose batch it was.
+    const streamDeadLetterQueues = new Map(
+      streamMappings.map((mapping) => {
+        const dlq = new Queue(this, `${mapping.id}DeadLetterQueue`, {
+          retentionPeriod: Duration.days(mapping.dlqRetentionDays),
+          encryption: QueueEncryption.SQS_MANAGED,
+          enforceSSL: true,
+        });
+        Validations.of(dlq).acknowledge({
+          id: 'AwsSolutions-SQS3',
+          reason:
+            `This queue is itself a dead-letter queue: the ${mapping.id} stream mapping sends it the position ` +
+            'of a batch that failed every retry.',
+        });
+        new CfnOutput(this, `${mapping.id}DeadLetterQueueUrl`, { value: dlq.queueUrl });
+        return [mapping.id, dlq] as const;
+      }),
+    );
 
     // PythonSandbox steps' code runs here: no grant, no environment of the stage's, no network
     // route out (lib/workers.ts).
@@ -253,9 +253,9 @@ export class ApiStack extends Stack {
     for (const worker of workers) {
       const { trigger } = worker;
       const queueDefinition = trigger.kind === 'queue' ? queues.find((q) => q.id === trigger.queue) : undefined;
+      const mapping = trigger.kind === 'stream' ? streamMappings.find((m) => m.id === trigger.mapping) : undefined;
       const timeoutSeconds =
-        queueDefinition?.consumerTimeoutSeconds ??
-        (trigger.kind === 'stream' ? operatorEventsStream.consumerTimeoutSeconds : worker.timeoutSeconds);
+        queueDefinition?.consumerTimeoutSeconds ?? mapping?.consumerTimeoutSeconds ?? worker.timeoutSeconds;
       if (timeoutSeconds === undefined) throw new Error(`worker ${worker.id} needs timeoutSeconds`);
       const service = new ServiceFunction(this, worker.id, {
         entry: worker.entry,
@@ -265,7 +265,7 @@ export class ApiStack extends Stack {
           trigger.kind === 'queue'
             ? `consumes the ${trigger.queue} queue`
             : trigger.kind === 'stream'
-              ? "reads the table's stream"
+              ? `reads the table's stream (${trigger.mapping})`
               : 'runs on the dispatcher schedule',
         logRetentionDays: config.logRetentionDays,
         keepLogs: config.protectData,
@@ -290,18 +290,18 @@ export class ApiStack extends Stack {
             maxConcurrency: config.consumerMaxConcurrency[queueDefinition.id],
           }),
         );
-      } else if (trigger.kind === 'stream') {
+      } else if (mapping) {
         fn.addEventSource(
           new DynamoEventSource(table, {
             startingPosition: StartingPosition.TRIM_HORIZON,
-            batchSize: operatorEventsStream.batchSize,
-            maxBatchingWindow: Duration.seconds(operatorEventsStream.maxBatchingWindowSeconds),
+            batchSize: mapping.batchSize,
+            maxBatchingWindow: Duration.seconds(mapping.maxBatchingWindowSeconds),
             reportBatchItemFailures: true,
             bisectBatchOnError: true,
-            retryAttempts: operatorEventsStream.retryAttempts,
-            maxRecordAge: Duration.seconds(operatorEventsStream.maxRecordAgeSeconds),
-            onFailure: new SqsDlq(streamDeadLetterQueue),
-            filters: operatorEventsStream.filters.map((pattern) => FilterCriteria.filter(pattern)),
+            retryAttempts: mapping.retryAttempts,
+            maxRecordAge: Duration.seconds(mapping.maxRecordAgeSeconds),
+            onFailure: new SqsDlq(streamDeadLetterQueues.get(mapping.id)!),
+            filters: mapping.filters.map((pattern) => FilterCriteria.filter(pattern)),
           }),
         );
         Validations.of(service).acknowledge({
@@ -332,7 +332,7 @@ export class ApiStack extends Stack {
       api: this.api,
       functions: functionById,
       queues: queueById,
-      streamDeadLetterQueues: new Map([[operatorEventsStream.id, streamDeadLetterQueue]]),
+      streamDeadLetterQueues,
       table,
       accessLogs,
       otherAlarms: [...safeDeploys.deploys.values()].flatMap((deploy) => (deploy.alarm ? [deploy.alarm] : [])),

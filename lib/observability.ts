@@ -216,8 +216,9 @@ export class Observability extends Construct {
         `Lambda dropped invocations of the ${stage} ${worker.id} function as a recursive loop: its messages were lost.`,
       );
     }
-    // The operator events' publisher falling behind the table's stream.
-    for (const worker of workers.filter((w) => w.trigger.kind === 'stream')) {
+    // The operator events' publisher falling behind the table's stream. (The lifecycle events'
+    // consumer is watched by its DLQ: a step event late is still delivered.)
+    for (const worker of workers.filter((w) => w.trigger.kind === 'stream' && w.trigger.mapping === 'OperatorEvents')) {
       this.#alarm(
         alarmRules.iteratorAge,
         { iteratorAge: fnOf(worker.id).metric('IteratorAge') },

@@ -5,13 +5,16 @@
  */
 
 import type { Access } from '../platform/access.ts';
-import type { QueueDefinition } from '../platform/definitions.ts';
+import type { QueueDefinition, StreamMappingId } from '../platform/definitions.ts';
 
 /**
  * How a worker is invoked: by an SQS event source mapping on one queue, by the dispatcher schedule,
- * or by the table's stream (`operatorEventsStream` in definitions.ts: its filters and retries).
+ * or by one mapping of the table's stream (`streamMappings` in definitions.ts: its filters and retries).
  */
-export type WorkerTrigger = { kind: 'queue'; queue: QueueDefinition['id'] } | { kind: 'schedule' } | { kind: 'stream' };
+export type WorkerTrigger =
+  | { kind: 'queue'; queue: QueueDefinition['id'] }
+  | { kind: 'schedule' }
+  | { kind: 'stream'; mapping: StreamMappingId };
 
 export interface Worker {
   /** Stable logical id, used for CDK construct ids and logs. */
@@ -102,8 +105,18 @@ export const workers: readonly Worker[] = [
     // (the event source grants reading the stream and sending to its dead-letter queue).
     id: 'EventPublisher',
     entry: 'functions/workers/event-publisher.ts',
-    trigger: { kind: 'stream' },
+    trigger: { kind: 'stream', mapping: 'OperatorEvents' },
     grants: { eventBus: 'put' },
+  },
+  {
+    // Opens the delivery of each lifecycle webhook event a run chose (issue 26), read from the
+    // table's stream through its own filters, and queues it for the webhook worker. UpdateItem: the
+    // delivery item and the run's count of step events (one transaction); DeleteItem: taking back a
+    // delivery whose message could not be sent. It reads nothing.
+    id: 'RunEventWebhooks',
+    entry: 'functions/workers/run-event-webhooks.ts',
+    trigger: { kind: 'stream', mapping: 'LifecycleEvents' },
+    grants: { table: ['UpdateItem', 'DeleteItem'], webhooksQueue: 'send' },
   },
 ];
 

@@ -25,7 +25,7 @@ import {
   stackFile,
   stateDir,
 } from './state.ts';
-import { startOperatorEvents } from './stream-source.ts';
+import { startLifecycleEvents, startOperatorEvents } from './stream-source.ts';
 
 /**
  * `npm start`: the whole service on one machine. DynamoDB Local and fauxqs (SQS + S3) on loopback,
@@ -151,6 +151,19 @@ const startFromSource = async (): Promise<string> => {
       makeHandler?: (deps: Deps) => SqsHandler;
       handler: SqsHandler;
     };
+    if (worker.trigger.kind === 'stream' && worker.trigger.mapping === 'LifecycleEvents') {
+      // The lifecycle webhook events' consumer (issue 26): its own mapping, its own checkpoints.
+      const stream = await startLifecycleEvents({
+        dynamoDbEndpoint: dynamo.endpoint,
+        deps,
+        checkpointFile: join(stateDir, 'lifecycle-stream-checkpoint.json'),
+        onFailure: (failure) =>
+          console.error('lifecycle events not opened after every retry:', JSON.stringify(failure)),
+        onError: logError,
+      });
+      stopAll.unshift(() => stream.stop());
+      continue;
+    }
     if (worker.trigger.kind === 'stream') {
       // Where the stream was read to is kept, so a restart goes on from there (as the mapping does).
       const stream = await startOperatorEvents({

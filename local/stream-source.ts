@@ -11,7 +11,7 @@ import {
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { AttributeValue, Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { eventBridgeSender } from '../functions/store/event-bus.ts';
-import { operatorEventsStream } from '../platform/definitions.ts';
+import { operatorEventsStream, type StreamMappingId } from '../platform/definitions.ts';
 import { withAwsCommandLog } from './aws-command-log.ts';
 import { localAwsConfig } from './emulators.ts';
 import { workerOf } from './event-source.ts';
@@ -49,7 +49,7 @@ const matchesPattern = (pattern: unknown, value: unknown): boolean => {
 };
 
 /** Whether a mapping with `filters` passes a record to its function (any filter matches; none passes all). */
-const passes = (filters: readonly unknown[], record: DynamoDBRecord) =>
+export const passes = (filters: readonly unknown[], record: DynamoDBRecord) =>
   filters.length === 0 || filters.some((filter) => matchesPattern(filter, record));
 
 /** Whether the operator events' mapping passes a record to its function (any of its filters matches). */
@@ -121,7 +121,14 @@ export const startStreamPoller = (options: {
    */
   startingPosition?: 'TRIM_HORIZON' | 'LATEST';
   /** The mapping's settings; by default the operator events' (`operatorEventsStream`). */
-  mapping?: { filters: readonly unknown[]; batchSize: number; retryAttempts: number };
+  mapping?: {
+    /** Which mapping of `streamMappings` (the rehearsal's, read from the template, names none: the operator events'). */
+    id?: StreamMappingId;
+    filters: readonly unknown[];
+    batchSize: number;
+    retryAttempts: number;
+    consumerTimeoutSeconds?: number;
+  };
   /** A batch that failed every retry: the deployed mapping sends its position to the DLQ. */
   onFailure?: (failure: { shardId: string; firstSequenceNumber: string; lastSequenceNumber: string }) => void;
   onError?: (error: unknown) => void;
@@ -129,8 +136,9 @@ export const startStreamPoller = (options: {
   const config = { ...localAwsConfig, endpoint: options.dynamoDbEndpoint };
   const ddb = new DynamoDBClient(config);
   const streams = new DynamoDBStreamsClient(config);
-  const handler = invokedAs(workerOf({ kind: 'stream' }), options.handler);
   const mapping = options.mapping ?? operatorEventsStream;
+  const mappingId = mapping.id ?? operatorEventsStream.id;
+  const handler = invokedAs(workerOf({ kind: 'stream', mapping: mappingId }), options.handler);
   const checkpoints: Checkpoints =
     options.checkpointFile && existsSync(options.checkpointFile)
       ? (JSON.parse(readFileSync(options.checkpointFile, 'utf8')) as Checkpoints)
@@ -164,7 +172,7 @@ export const startStreamPoller = (options: {
     try {
       const result = await handler(
         { Records: batch },
-        lambdaContext('local-event-publisher', operatorEventsStream.consumerTimeoutSeconds * 1000),
+        lambdaContext(`local-${mappingId}`, (mapping.consumerTimeoutSeconds ?? 30) * 1000),
       );
       const failed = new Set((result?.batchItemFailures ?? []).map((f) => f.itemIdentifier));
       const first = batch.findIndex((r) => failed.has(r.dynamodb?.SequenceNumber ?? ''));
@@ -301,4 +309,27 @@ export const startOperatorEvents = async (options: {
       events.destroy();
     },
   };
+};
+
+/**
+ * The lifecycle webhook events' consumer (`functions/workers/run-event-webhooks.ts`, its real
+ * handler, issue 26) on the stream of `deps.tableName`, with its own mapping's filters
+ * (`lifecycleEventsStream`), queueing deliveries on `deps`' webhooks queue.
+ */
+export const startLifecycleEvents = async (options: {
+  dynamoDbEndpoint: string;
+  deps: import('../functions/deps.ts').Deps;
+  intervalMs?: number;
+  checkpointFile?: string;
+  onFailure?: Parameters<typeof startStreamPoller>[0]['onFailure'];
+  onError?: (error: unknown) => void;
+}): Promise<StreamPoller> => {
+  const { makeHandler } = await import('../functions/workers/run-event-webhooks.ts');
+  const { lifecycleEventsStream } = await import('../platform/definitions.ts');
+  return startStreamPoller({
+    ...options,
+    tableName: options.deps.tableName,
+    mapping: lifecycleEventsStream,
+    handler: makeHandler(options.deps),
+  });
 };

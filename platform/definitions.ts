@@ -5,7 +5,7 @@
  * Pure data: no CDK or SDK imports.
  */
 
-import { endStatuses, inProgressStatuses } from './run-statuses.ts';
+import { endStatuses, eventfulStepStatuses, inProgressStatuses } from './run-statuses.ts';
 
 export interface KeyAttribute {
   name: string;
@@ -254,6 +254,44 @@ export const operatorEventsStream = {
     },
   ] as readonly Record<string, unknown>[],
 } as const;
+
+/**
+ * The lifecycle webhook events' consumer (functions/workers/run-event-webhooks.ts, issue 26) on the
+ * same table stream, a mapping of its own. Its filters pass only the changes its runs chose: the
+ * insert of a run item marked `notifyStart` (it chose `run.started`), and a change of a step item
+ * marked `notify` (written by the step's end when its run chose that end's event) whose new status
+ * is `completed` or `failed`. A run that chose nothing never invokes it. Each batch reports its
+ * failures item by item; a batch that keeps failing goes to its own dead-letter queue.
+ */
+export const lifecycleEventsStream = {
+  id: 'LifecycleEvents',
+  /** Records per invocation: each is one or two writes and one SQS send. */
+  batchSize: 50,
+  /** No gathering: a receiver hears of a step as soon as the stream has it. */
+  maxBatchingWindowSeconds: 0,
+  retryAttempts: 10,
+  /** A record older than this is not retried but sent to the DLQ (a step event that late says little). */
+  maxRecordAgeSeconds: 3600,
+  consumerTimeoutSeconds: 30,
+  dlqRetentionDays: 14,
+  filters: [
+    {
+      eventName: ['INSERT'],
+      dynamodb: {
+        Keys: { SK: { S: [operatorEventItems.run] } },
+        NewImage: { notifyStart: { BOOL: [true] } },
+      },
+    },
+    {
+      eventName: ['INSERT', 'MODIFY'],
+      dynamodb: { NewImage: { notify: { BOOL: [true] }, status: { S: [...eventfulStepStatuses] } } },
+    },
+  ] as readonly Record<string, unknown>[],
+} as const;
+
+/** The table stream's event source mappings, each with its own consumer (lib/workers.ts) and DLQ. */
+export const streamMappings = [operatorEventsStream, lifecycleEventsStream] as const;
+export type StreamMappingId = (typeof streamMappings)[number]['id'];
 
 export interface BucketDefinition {
   id: string;

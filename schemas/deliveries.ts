@@ -5,9 +5,10 @@
  * belongs to; `functions/http/error-map.ts` builds it.
  */
 import * as v from 'valibot';
-import { DateTimeSchema, UuidSchema } from './common.ts';
-import { jsonResponse, type OperationSpec, uuidPath } from './openapi-parts.ts';
+import { DateTimeSchema, notArray, UuidSchema } from './common.ts';
+import { jsonResponse, type OperationSpec, ref, uuidPath } from './openapi-parts.ts';
 import { WebhookEventSchema } from './runs.ts';
+import { LifecycleEventSchema } from './webhook-events.ts';
 
 /** A delivery's states (functions/domain/webhook.ts says when each holds). */
 export const deliveryStates = ['pending', 'delivered', 'failed'] as const;
@@ -46,10 +47,28 @@ export const WebhookAttemptSchema = v.strictObject({
 });
 export type WebhookAttemptView = v.InferOutput<typeof WebhookAttemptSchema>;
 
+/** One delivery of a run that chose `webhookEvents` (issue 26): one event, or one step's event. */
+export const LifecycleDeliverySchema = v.strictObject({
+  event: LifecycleEventSchema,
+  /** The step of a step event; absent for a run event. */
+  nodeId: v.optional(v.string()),
+  /** Its own, the same on every attempt and redelivery of it. */
+  webhookId: v.string(),
+  state: DeliveryStateSchema,
+  nextAttemptAt: v.nullable(DateTimeSchema),
+  attempts: v.pipe(v.number(), v.integer(), v.minValue(0)),
+  /** The latest attempts (5 at most), newest first. */
+  deliveries: v.array(WebhookAttemptSchema),
+});
+export type LifecycleDelivery = v.InferOutput<typeof LifecycleDeliverySchema>;
+
 /** 200 of GET /runs/{jobId}/deliveries. */
 export const WebhookDeliveriesSchema = v.strictObject({
   jobId: UuidSchema,
-  /** The event the run's end sends; null while the run has not ended. */
+  /**
+   * The event the run's end sends; null while the run has not ended, and for a run whose
+   * `webhookEvents` (issue 26) left its end event out.
+   */
   event: v.nullable(WebhookEventSchema),
   /** The same on every attempt and redelivery: receivers deduplicate on it. */
   webhookId: v.nullable(v.string()),
@@ -60,13 +79,35 @@ export const WebhookDeliveriesSchema = v.strictObject({
   attempts: v.pipe(v.number(), v.integer(), v.minValue(0)),
   /** The latest attempts (5 at most), newest first. */
   deliveries: v.array(WebhookAttemptSchema),
+  /**
+   * Our design (issue 26), present only for a run started with `webhookEvents`: every delivery
+   * opened so far, one per event (and per step for a step event), run events first. The fields
+   * above are then its end event's delivery, when it chose it (`event` is null when it did not).
+   */
+  events: v.optional(v.array(LifecycleDeliverySchema)),
 });
 export type WebhookDeliveries = v.InferOutput<typeof WebhookDeliveriesSchema>;
+
+/**
+ * Body of POST /runs/{jobId}/deliveries/redeliver (issue 26), optional: which delivery to send again.
+ * Without it (or without `event`), the run's end event, as before.
+ */
+export const RedeliverRequestSchema = notArray(
+  v.object({
+    event: v.optional(LifecycleEventSchema),
+    /** The step, for a step event. */
+    nodeId: v.optional(v.pipe(v.string(), v.minLength(1))),
+  }),
+);
+export type RedeliverRequest = v.InferOutput<typeof RedeliverRequestSchema>;
 
 /** 202 of POST /runs/{jobId}/deliveries/redeliver: one new attempt is queued. */
 export const RedeliveryQueuedSchema = v.strictObject({
   jobId: UuidSchema,
-  event: WebhookEventSchema,
+  /** An end event; or, for a run that chose `webhookEvents` (issue 26), the event asked for. */
+  event: LifecycleEventSchema,
+  /** The step of a step event (issue 26); absent otherwise. */
+  nodeId: v.optional(v.string()),
   webhookId: v.string(),
   state: v.literal('pending'),
   /** The number the queued attempt will carry in the log. */
@@ -87,6 +128,8 @@ export type DeliveryPendingErrorBody = v.InferOutput<typeof DeliveryPendingError
 /** The named schemas of the document this module holds (its 409's body is an error's, named with the errors). */
 export const deliveryComponents = {
   WebhookDeliveries: WebhookDeliveriesSchema,
+  LifecycleDelivery: LifecycleDeliverySchema,
+  RedeliverRequest: RedeliverRequestSchema,
   WebhookAttempt: WebhookAttemptSchema,
   RedeliveryQueued: RedeliveryQueuedSchema,
 };
@@ -119,12 +162,21 @@ export const deliveryOperations: OperationSpec[] = [
       'the state (`delivered` or `failed`). Refused while the delivery is `pending`. Of concurrent requests, one ' +
       'queues an attempt and the others answer 409.',
     parameters: [uuidPath('jobId', 'The `jobId` returned when the run started.')],
+    requestBody: {
+      required: false,
+      description:
+        'Optional (issue 26): the delivery to send again, for a run started with `webhookEvents`: its `event`, and ' +
+        'its `nodeId` for a step event. Without it, the run end event.',
+      content: { 'application/json': { schema: ref('RedeliverRequest') } },
+    },
     responses: {
       202: jsonResponse('One attempt is queued.', 'RedeliveryQueued'),
       500: jsonResponse('Server failure.', 'ServerError'),
     },
     errorWords: {
       404: noDeliveriesWords,
+      400: 'The body names no delivery this run opened (issue 26: `event`, and `nodeId` for a step event).',
+      413: 'The body is over 4 KB.',
       409: 'The delivery is pending: the run has not ended, an attempt is due, or a redelivery is queued.',
     },
   },

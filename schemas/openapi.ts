@@ -28,6 +28,7 @@ import { DeliveryPendingErrorSchema, deliveryComponents, deliveryOperations } fr
 import * as errors from './errors.ts';
 import { fileLinkOperations } from './file-links.ts';
 import { FileNotAcceptedErrorSchema, fileComponents, fileOperations } from './files.ts';
+import { lifecycleWebhookComponents, lifecycleWebhookEntries } from './lifecycle-webhooks.ts';
 import {
   type DocumentedParameter,
   jsonResponse,
@@ -61,6 +62,7 @@ export const componentSchemas = {
   InvalidQueryError: errors.InvalidQueryErrorSchema,
   InvalidCursorError: errors.InvalidCursorErrorSchema,
   ...deliveryComponents,
+  ...lifecycleWebhookComponents,
   ...fileComponents,
   NameRequiredError: errors.NameRequiredErrorSchema,
   StepsRequiredError: errors.StepsRequiredErrorSchema,
@@ -458,6 +460,8 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
           responses: { '2XX': { description: 'Received.' } },
         },
       },
+      // The lifecycle events a run may choose (issue 26): schemas/lifecycle-webhooks.ts.
+      ...lifecycleWebhookEntries((events) => ({ type: 'string', enum: [...events] })),
     },
     components: {
       schemas,

@@ -18,6 +18,7 @@ import {
 } from './openapi-parts.ts';
 import { runEventsOperation } from './run-events.ts';
 import { MetadataSchema, TagSchema, TagsSchema } from './run-tags.ts';
+import { runEvents, WebhookEventsSchema } from './webhook-events.ts';
 import { ValidationIssueSchema } from './workflows.ts';
 
 const runModes = ['production', 'draft', 'preview'] as const;
@@ -87,6 +88,8 @@ export const RunRequestSchema = notArray(
     metadata: v.optional(MetadataSchema),
     /** Our design (issue 26): labels to find the run by (`GET /runs?tag=`), echoed wherever it is shown. */
     tags: v.optional(TagsSchema),
+    /** Our design (issue 26): the lifecycle events to send to `callbackUrl` (schemas/webhook-events.ts). */
+    webhookEvents: v.optional(WebhookEventsSchema),
   }),
 );
 export type RunRequest = v.InferOutput<typeof RunRequestSchema>;
@@ -121,6 +124,7 @@ export const ResumeRunRequestSchema = notArray(
     inputs: RunRequestSchema.entries.inputs,
     callbackUrl: RunRequestSchema.entries.callbackUrl,
     callbackSecret: RunRequestSchema.entries.callbackSecret,
+    webhookEvents: RunRequestSchema.entries.webhookEvents,
   }),
 );
 export type ResumeRunRequest = v.InferOutput<typeof ResumeRunRequestSchema>;
@@ -344,9 +348,12 @@ export const webhookHeaderNames = {
   signature: 'X-Service-Signature',
 } as const;
 
-/** Body of the run-finished webhook (spec section 6): the Run plus `event`. */
+/**
+ * Body of the run-finished webhook (spec section 6): the Run plus `event`. A run that chose
+ * `run.started` (schemas/webhook-events.ts) gets this body for it too.
+ */
 export const WebhookBodySchema = v.strictObject({
-  event: WebhookEventSchema,
+  event: v.picklist(runEvents),
   jobId: UuidSchema,
   status: RunStatusSchema,
   progress: v.optional(ProgressSchema),

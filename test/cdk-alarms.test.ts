@@ -55,7 +55,7 @@ const expected: { rule: AlarmRule; threshold: number; period: number; n: number;
   { rule: alarmRules.failedRunRate, threshold: 20, period: 300, n: 5, m: 3 },
   { rule: alarmRules.stepsFailing('StepsFailingProviderAuth'), threshold: 0, period: 300, n: 3, m: 3 },
   { rule: alarmRules.stepsFailing('StepsFailingConfiguration'), threshold: 0, period: 300, n: 3, m: 3 },
-  ...['Steps', 'Webhooks', 'OperatorEvents'].map((q) => ({
+  ...['Steps', 'Webhooks', 'OperatorEvents', 'LifecycleEvents'].map((q) => ({
     rule: alarmRules.deadLetterArrivals(q),
     threshold: 0,
     period: 60,

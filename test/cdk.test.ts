@@ -14,7 +14,7 @@ import { contextKeys, stageDefaults } from '../lib/stages.ts';
 import { pythonRunner, workers } from '../lib/workers.ts';
 import type { Access } from '../platform/access.ts';
 import { docsRendererFiles, pythonBoxFiles, pythonRuntimeFiles } from '../platform/beside-files.ts';
-import { dataTable, envNames, operatorEventsStream, queues } from '../platform/definitions.ts';
+import { dataTable, envNames, operatorEventsStream, queues, streamMappings } from '../platform/definitions.ts';
 import { bedrockDefaultModels } from '../platform/providers.ts';
 import { basePath, httpApiRoutes, routeById, routes } from '../platform/routes.ts';
 import { streamFunctionMemoryMb } from '../platform/run-events.ts';
@@ -562,8 +562,8 @@ describe('cdk app', { timeout: 120_000 }, () => {
 
   it('gives each queue a dead-letter queue with the defined maxReceiveCount', () => {
     const allQueues = dev.apiTemplate.findResources('AWS::SQS::Queue');
-    // And the operator events' stream mapping's dead-letter queue.
-    expect(Object.keys(allQueues)).toHaveLength(queues.length * 2 + 1);
+    // And each stream mapping's dead-letter queue (the operator events', the lifecycle events').
+    expect(Object.keys(allQueues)).toHaveLength(queues.length * 2 + streamMappings.length);
     for (const definition of queues) {
       dev.apiTemplate.hasResourceProperties('AWS::SQS::Queue', {
         QueueName: Match.absent(),
@@ -578,7 +578,7 @@ describe('cdk app', { timeout: 120_000 }, () => {
       });
     }
     // enforceSSL: one TLS-only policy per queue and per DLQ.
-    dev.apiTemplate.resourceCountIs('AWS::SQS::QueuePolicy', queues.length * 2 + 1);
+    dev.apiTemplate.resourceCountIs('AWS::SQS::QueuePolicy', queues.length * 2 + streamMappings.length);
   });
 
   it('consumes each queue with partial batch failures, the defined batch size and the consumer timeout', () => {
@@ -623,14 +623,18 @@ describe('cdk app', { timeout: 120_000 }, () => {
       dev.statefulTemplate.hasResourceProperties('AWS::DynamoDB::Table', {
         StreamSpecification: { StreamViewType: 'NEW_AND_OLD_IMAGES' },
       });
-      const streamMappings = Object.values(dev.apiTemplate.findResources('AWS::Lambda::EventSourceMapping')).filter(
+      const onStream = Object.values(dev.apiTemplate.findResources('AWS::Lambda::EventSourceMapping')).filter(
         (m) => m.Properties.StartingPosition,
       );
-      expect(streamMappings).toHaveLength(1);
-      const [mapping] = streamMappings;
+      // One per mapping (test/cdk-webhook-events.test.ts holds the lifecycle events' one).
+      expect(onStream).toHaveLength(streamMappings.length);
+      const publisher = functionIdOf(dev.apiResources, "reads the table's stream (OperatorEvents)");
+      const mapping = onStream.find(
+        (m) => JSON.stringify(m.Properties.FunctionName) === JSON.stringify({ Ref: publisher }),
+      );
       const dlqId = logicalIdOf(dev.apiResources, 'AWS::SQS::Queue', 'OperatorEventsDeadLetterQueue');
       expect(mapping?.Properties).toMatchObject({
-        FunctionName: { Ref: functionIdOf(dev.apiResources, "reads the table's stream") },
+        FunctionName: { Ref: publisher },
         EventSourceArn: { 'Fn::ImportValue': expect.stringMatching(/StreamArn/) },
         StartingPosition: 'TRIM_HORIZON',
         BatchSize: operatorEventsStream.batchSize,
@@ -645,7 +649,7 @@ describe('cdk app', { timeout: 120_000 }, () => {
         (mapping?.Properties.FilterCriteria as { Filters: { Pattern: string }[] } | undefined)?.Filters ?? [];
       expect(filters.map((f) => JSON.parse(f.Pattern))).toEqual(operatorEventsStream.filters);
       dev.apiTemplate.hasResourceProperties('AWS::Lambda::Function', {
-        Description: "reads the table's stream",
+        Description: "reads the table's stream (OperatorEvents)",
         Timeout: operatorEventsStream.consumerTimeoutSeconds,
       });
     });
@@ -666,7 +670,7 @@ describe('cdk app', { timeout: 120_000 }, () => {
         .filter((r) => r.Type === 'AWS::IAM::Policy')
         .filter((p) => JSON.stringify(p.Properties.PolicyDocument).includes('events:'));
       expect(putters).toHaveLength(1);
-      const publisher = functionIdOf(prod.apiResources, "reads the table's stream");
+      const publisher = functionIdOf(prod.apiResources, "reads the table's stream (OperatorEvents)");
       expect(grantsOf(prod.apiResources, publisher).bus).toEqual(['events:PutEvents']);
     });
   });
@@ -704,9 +708,14 @@ describe('cdk app', { timeout: 120_000 }, () => {
           w.trigger.kind === 'queue'
             ? `consumes the ${w.trigger.queue} queue`
             : w.trigger.kind === 'stream'
-              ? "reads the table's stream"
+              ? `reads the table's stream (${w.trigger.mapping})`
               : 'runs on the dispatcher schedule',
-        consumes: w.trigger.kind === 'queue' ? w.trigger.queue : w.trigger.kind === 'stream' ? 'stream' : undefined,
+        consumes:
+          w.trigger.kind === 'queue'
+            ? w.trigger.queue
+            : w.trigger.kind === 'stream'
+              ? `stream:${w.trigger.mapping}`
+              : undefined,
         tracing: w.tracing ?? true,
       })),
     ];
@@ -801,6 +810,8 @@ describe('cdk app', { timeout: 120_000 }, () => {
         'StepExecutor',
         // The sweep failing a run whose messages SQS keeps refusing frees its workflow's lock.
         'DeferredDispatcher',
+        // A lifecycle event's delivery whose message could not be sent is taken back (issue 26).
+        'RunEventWebhooks',
       ]);
       // The provider webhook verifies signatures with the provider's key (the stage's or a team's own).
       expect(entries.filter((e) => e.access.secrets).map((e) => e.id)).toEqual(['ProviderWebhook', 'StepExecutor']);
@@ -1133,7 +1144,8 @@ function resourceLabel(resource: unknown): string {
   if (/ExportsOutputFnGetAttData\w*StreamArn/.test(text)) return 'stream';
   if (text.includes('ExportsOutputFnGetAttData')) return index ? `index:${index[1]}` : 'table';
   if (/"Fn::GetAtt":\["OperatorEventBus[0-9A-F]{8}","Arn"\]/.test(text)) return 'bus';
-  if (/"Fn::GetAtt":\["OperatorEventsDeadLetterQueue[0-9A-F]{8}","Arn"\]/.test(text)) return 'queue:OperatorEvents-dlq';
+  const streamDlq = /"Fn::GetAtt":\["(\w+)DeadLetterQueue[0-9A-F]{8}","Arn"\]/.exec(text);
+  if (streamDlq) return `queue:${streamDlq[1]}-dlq`;
   if (text.includes('ExportsOutputFnGetAttLibrary')) {
     return /"\/teams\/\*"/.test(text) ? 'objects' : /"\/uploads\/\*"/.test(text) ? 'uploads' : 'bucket';
   }
@@ -1179,12 +1191,17 @@ function expectedGrants(
   if (access.eventBus) add('bus', ['events:PutEvents']);
   if (access.pythonRunner) add(`function:${pythonRunner.id}`, ['lambda:InvokeFunction']);
   if (access.bedrock && options.bedrock) add('bedrock', ['bedrock:InvokeModel']);
-  if (options.consumes === 'stream') {
+  if (options.consumes?.startsWith('stream:')) {
     // The stream event source: reading this table's stream (listing streams takes no resource),
     // and sending a failed batch's position to its dead-letter queue.
     add('stream', ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator']);
     add('*', ['dynamodb:ListStreams']);
-    add('queue:OperatorEvents-dlq', ['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage']);
+    // Each mapping has its own (lib/api-stack.ts).
+    add(`queue:${options.consumes.slice('stream:'.length)}-dlq`, [
+      'sqs:GetQueueAttributes',
+      'sqs:GetQueueUrl',
+      'sqs:SendMessage',
+    ]);
   } else if (options.consumes) {
     add(`queue:${options.consumes}`, [
       'sqs:ChangeMessageVisibility',

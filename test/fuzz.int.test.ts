@@ -561,6 +561,16 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
         'metadata.k past its limit',
       ]),
     );
+    // The valid run starts generated include a lifecycle events' choice (issue 26), with a callbackUrl
+    // (a run that sends them) and without (a 400 naming the field), and a redelivery names a delivery.
+    const generated = fc.sample(schemaValue(doc, runStart.bodySchema as SchemaObject, { ids }), {
+      seed,
+      numRuns: 40,
+    }) as Record<string, unknown>[];
+    const choosing = generated.filter((b) => Array.isArray(b.webhookEvents));
+    expect(choosing.some((b) => b.callbackUrl !== undefined)).toBe(true);
+    expect(choosing.some((b) => b.callbackUrl === undefined)).toBe(true);
+    expect(operations().find((o) => o.id === 'RedeliverWebhook')?.bodySchema).toBeDefined();
   });
 
   it('every path × every method: a declared one reaches its handler, any other answers API Gateway’s 404', async () => {

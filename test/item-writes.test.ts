@@ -11,6 +11,7 @@
  *   that parse with their schema and hold no attribute their item does not declare.
  * Pure: no emulator.
  */
+
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import {
@@ -56,12 +57,14 @@ import {
   storedRunTag,
   storedServerSecret,
   storedStep,
+  storedStepEventCount,
   storedTeam,
   storedUpload,
   storedWorkflow,
   storedWorkflowLock,
 } from '../functions/store/items.ts';
 import { runKey, teamKey } from '../functions/store/keys.ts';
+import { openLifecycleDelivery, reopenableDelivery } from '../functions/store/lifecycle-deliveries.ts';
 import { setHourlySchedule, setLiveMultiplier } from '../functions/store/price-multiplier.ts';
 import {
   claimStep,
@@ -263,6 +266,7 @@ const definitions = {
   fileLinkKey: storedServerSecret,
   upload: storedUpload,
   runTag: storedRunTag,
+  stepEventCount: storedStepEventCount,
 } satisfies Record<string, ItemDefinition>;
 
 const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definitions => {
@@ -270,6 +274,7 @@ const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definition
     [/^RUN$/, 'run'],
     [/^STEP#/, 'step'],
     [/^WEBHOOK#/, 'delivery'],
+    [/^STEPEVENTS$/, 'stepEventCount'],
     [/^DEFERRED$/, 'deferredRun'],
     [/^TEAM$/, 'team'],
     [/^PROJECT#/, 'project'],
@@ -457,7 +462,12 @@ describe('what the store’s writers leave in the table', () => {
     await signingSecret(deps, 'fileLink');
 
     // A run: started, its steps claimed, failed, released, finished, counted, retired; its end.
-    await startRun(deps, newRun(ids.job));
+    // Its start chose lifecycle events (issue 26): the run item and its steps' ends carry the marks.
+    await startRun(deps, {
+      ...newRun(ids.job),
+      webhookEvents: ['run.started', 'step.completed', 'step.failed'],
+      eventSteps: ['a', 'b', 'c'],
+    });
     const run = { ...(await readRunItem(deps, ids.job)) } as NonNullable<Awaited<ReturnType<typeof readRunItem>>>;
     expect(run.jobId).toBe(ids.job);
     const claim = await claimStep(deps, run, 'a');
@@ -477,6 +487,9 @@ describe('what the store’s writers leave in the table', () => {
     await failStep(deps, run, 'c', null, 'the node failed');
     await retireLateStep(deps, run, 'a');
     await closeRun(deps, run, RunStatus.cancelled);
+    // The marks were written (the lifecycle events' filters read them; the checks below hold them declared).
+    expect(table.items.get(`${runKey(ids.job).PK}|STEP#a`)?.notify).toBe(true);
+    expect(table.items.get(`${runKey(ids.job).PK}|RUN`)?.notifyStart).toBe(true);
 
     // A webhook delivery: attempted, failed, marked for redelivery and unmarked; a second event's, created by the mark.
     const entry = { attempt: 1, at, host: 'example.com', statusCode: 500, durationMs: 12, nextAttemptAt: at };
@@ -502,6 +515,11 @@ describe('what the store’s writers leave in the table', () => {
     });
     await unmarkRedelivery(deps, ids.job, 'run.cancelled', { requestedAt: at, previousState: 'failed' });
     await markRedeliveryPending(deps, ids.job, 'run.completed', { attempts: 0, exists: false, expiresAt: 1 });
+    // Lifecycle events (issue 26): a run event's delivery opened; step events' with the run's count, one taken back.
+    await openLifecycleDelivery(deps, ids.job, { event: 'run.started' }, 1_900_000_000);
+    await openLifecycleDelivery(deps, ids.job, { event: 'step.completed', nodeId: 'a' }, 1_900_000_000);
+    await openLifecycleDelivery(deps, ids.job, { event: 'step.failed', nodeId: 'c' }, 1_900_000_000);
+    await reopenableDelivery(deps, ids.job, { event: 'step.failed', nodeId: 'c' });
 
     // Deferred runs: one dispatched (by the start's transaction), one expired, one cancelled.
     const key = {

@@ -175,7 +175,13 @@ describe('each parser accepts the item the store writes', () => {
       licence: { node_id: 'a', stamped_at: at },
       chargeHundredths: 3,
     });
-    expect(parseItem(StepItemSchema, skippedStep)).toEqual({ nodeId: 'b', status: 'skipped', chargeHundredths: 0 });
+    expect(parseItem(StepItemSchema, skippedStep)).toEqual({
+      nodeId: 'b',
+      status: 'skipped',
+      chargeHundredths: 0,
+      // A step event's body says when its step ended (issue 26).
+      endedAt: at,
+    });
   });
 
   it("a refused write's old item, as attribute values, is read at its version (a 409's lock holder)", () => {

@@ -262,7 +262,7 @@ const sentByPlatform = (functionId: string, grant: Grant) => {
     return (
       (sentByStreamSource.stream.includes(grant.action) && /(:table\/Data\/stream\/\*|^\*)$/.test(grant.resource)) ||
       (sentByStreamSource.deadLetterQueue.includes(grant.action) &&
-        grant.resource.includes(':OperatorEventsDeadLetterQueue'))
+        grant.resource.includes(`:${worker.trigger.mapping}DeadLetterQueue`))
     );
   }
   if (worker?.trigger.kind !== 'queue' || !sentByEventSource.includes(grant.action)) return false;

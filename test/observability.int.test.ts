@@ -24,7 +24,7 @@ import { buildApp } from '../lib/build-app.ts';
 import { alarmThresholds } from '../lib/observability.ts';
 import { contextKeys } from '../lib/stages.ts';
 import { pythonRunner, workers } from '../lib/workers.ts';
-import { queues } from '../platform/definitions.ts';
+import { queues, streamMappings } from '../platform/definitions.ts';
 import { routes } from '../platform/routes.ts';
 import { type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
 import { pinnedProd } from './support/stages.ts';
@@ -316,8 +316,8 @@ describe('alarms of one stage', { timeout: 180_000 }, () => {
     const dlqIds = ofType('AWS::SQS::Queue')
       .filter(([, r]) => r.Properties.RedrivePolicy === undefined)
       .map(([id]) => id);
-    // Each work queue's, and the operator events' stream mapping's.
-    expect(dlqIds).toHaveLength(queues.length + 1);
+    // Each work queue's, and each stream mapping's (the operator events', the lifecycle events').
+    expect(dlqIds).toHaveLength(queues.length + streamMappings.length);
     for (const dlqId of dlqIds) {
       template.hasResourceProperties('AWS::CloudWatch::Alarm', {
         Metrics: [
@@ -467,16 +467,16 @@ describe('alarms of one stage', { timeout: 180_000 }, () => {
     expect(JSON.stringify(alarms)).not.toContain(metricNames.webhookAttempts);
   });
 
-  it('costs $2.20 a month idle: 22 standard-resolution alarm metrics (prod 25), and no dashboard unless asked', () => {
+  it('costs $2.30 a month idle: 23 standard-resolution alarm metrics (prod 26), and no dashboard unless asked', () => {
     // API 5xx (2 metrics); the failed-run rate (2); steps failing on a refused key, on a missing
-    // configuration; per work queue, DLQ arrivals and oldest message; the operator events' DLQ
-    // arrivals; three workers' errors; the dispatcher's missed ticks; the two queue feeders'
+    // configuration; per work queue, DLQ arrivals and oldest message; the operator events' and the
+    // lifecycle events' DLQ arrivals; three workers' errors; the dispatcher's missed ticks; the two queue feeders'
     // recursive invocations dropped; the publisher's iterator age; table throttles (2); the
     // gateway's 429s; the account's concurrency (test/cdk-alarms.test.ts checks each rule).
-    expect(alarms).toHaveLength(1 + 1 + 2 + 2 * queues.length + 1 + 3 + 1 + 2 + 1 + 1 + 1 + 1);
-    expect(alarmMetricCount(alarms)).toBe(22);
+    expect(alarms).toHaveLength(1 + 1 + 2 + 2 * queues.length + 2 + 3 + 1 + 2 + 1 + 1 + 1 + 1);
+    expect(alarmMetricCount(alarms)).toBe(23);
     // prod adds its canary's three rollback alarms (RunWorkflow, RunAgent, StepExecutor: lib/safe-deploys.ts).
-    expect(alarmMetricCount(prod.alarms)).toBe(22 + 3);
+    expect(alarmMetricCount(prod.alarms)).toBe(23 + 3);
     template.resourceCountIs('AWS::CloudWatch::Dashboard', 0);
     expect(functionIds.length).toBe(routes.length + workers.length + 1);
     expect(functionIds.some((id) => id.startsWith(pythonRunner.id))).toBe(true);
@@ -527,9 +527,10 @@ describe('per-function alarms with the perFunctionAlarms context', { timeout: 18
         Dimensions: [{ Name: 'FunctionName', Value: { Ref: fnId } }],
       });
     }
-    // Two more per route, the EventPublisher and the PythonRunner; and the queue consumers' throttles.
+    // Two more per route, the two stream workers and the PythonRunner; and the queue consumers' throttles.
     const consumers = workers.filter((w) => w.trigger.kind === 'queue').length;
-    expect(alarmMetricCount(alarms)).toBe(22 + 2 * (routes.length + 2) + consumers);
+    const streamWorkers = workers.filter((w) => w.trigger.kind === 'stream').length;
+    expect(alarmMetricCount(alarms)).toBe(23 + 2 * (routes.length + streamWorkers + 1) + consumers);
     // The account's concurrency is the one alarm without a dimension.
     expect(alarms.filter((a) => a.Namespace === 'AWS/Lambda' && !a.Dimensions).map((a) => a.MetricName)).toEqual([
       'ClaimedAccountConcurrency',

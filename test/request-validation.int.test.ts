@@ -41,6 +41,7 @@ const validBodies = (): Record<string, Json[]> => {
     callbackSecret: 'secret',
     metadata: { order: 'o-1' },
     tags: ['walked'],
+    webhookEvents: ['run.started', 'step.completed'],
   };
   const steps: Json = [
     { key: 'topic', type: 'TextEntry', label: 'Topic', config: { text: 'otters', apiInputKey: 'topic' } },
@@ -59,7 +60,16 @@ const validBodies = (): Record<string, Json[]> => {
     ],
     RunWorkflow: [runBody],
     RunAgent: [runBody],
-    ResumeRun: [{ inputs: { topic: 'otters' }, callbackUrl: 'https://example.com/hook', callbackSecret: 'secret' }],
+    ResumeRun: [
+      {
+        inputs: { topic: 'otters' },
+        callbackUrl: 'https://example.com/hook',
+        callbackSecret: 'secret',
+        webhookEvents: ['run.completed'],
+      },
+    ],
+    // Issue 26: a redelivery may name the lifecycle event's delivery.
+    RedeliverWebhook: [{ event: 'step.completed', nodeId: 'prompt' }],
     CreateFile: [{ name: 'cat.png', contentType: 'image/png', size: 48_213 }],
   };
 };
@@ -153,12 +163,15 @@ const operationsWithBodies = () =>
   );
 
 describe('every request body refuses an array for an object and an empty name', () => {
-  it('finds the operations that take a body: create a workflow, both run starts, a resume and a file', () => {
-    expect(operationsWithBodies().map((o) => o.operationId)).toEqual([
+  it('finds the operations that take a body: create a workflow, both run starts, a resume, a redelivery and a file', () => {
+    const withBodies = operationsWithBodies().map((o) => o.operationId);
+    expect(withBodies).toEqual([
       'CreateWorkflow',
       'RunWorkflow',
       'RunAgent',
       'ResumeRun',
+      // Its optional body names a lifecycle event's delivery (issue 26).
+      'RedeliverWebhook',
       'CreateFile',
     ]);
   });
@@ -198,8 +211,9 @@ describe('every request body refuses an array for an object and an empty name', 
       }
       tried.push(where);
     }
-    // CreateFile's body is three fields: itself, and two strings; a resume's four: itself, its inputs and two strings.
-    const fewest = { CreateWorkflow: 20, CreateFile: 2, ResumeRun: 3 }[operationId] ?? 4;
+    // CreateFile's body is three fields: itself, and two strings; a resume's four: itself, its inputs and two
+    // strings; a redelivery's three: itself and two strings.
+    const fewest = { CreateWorkflow: 20, CreateFile: 2, ResumeRun: 3, RedeliverWebhook: 2 }[operationId] ?? 4;
     expect(tried.length).toBeGreaterThan(fewest);
     // Nothing was started or held by any of them.
     expect(await ledgerOf(stack.deps, team.teamId)).toEqual({ balance: 10_000, held: 0, charged: 0, granted: 10_000 });

@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import type { Deps } from '../deps.ts';
+import { type DeliveryRef, deliveryName } from '../domain/lifecycle-events.ts';
 import {
   delaySecondsUntil,
   maxReplyBytes,
@@ -16,7 +17,7 @@ import { logger } from '../observability/logger.ts';
 import { countWebhookAttempt } from '../observability/metrics.ts';
 import { sendWebhookMessage, type WebhookMessage, WebhookMessageSchema } from '../store/queues.ts';
 import { type DeliveryProgress, readDeliveryTarget, recordWebhookAttempt } from '../store/webhook-deliveries.ts';
-import { readRun } from './read-run.ts';
+import { webhookBodyOf } from './lifecycle-webhook-body.ts';
 
 /**
  * Delivers the run-finished webhook (spec 6): the Run plus `event`, signed, POSTed to the run's
@@ -63,15 +64,17 @@ const errorKindOf = (error: unknown): WebhookErrorKind => {
 const post = async (
   deps: Deps,
   target: { url: string; secret: string | undefined },
-  delivery: { jobId: string; event: WebhookMessage['event']; attempt: number },
+  delivery: { jobId: string; ref: DeliveryRef; attempt: number },
   fetchOptions: WebhookOptions['fetchOptions'],
 ) => {
-  const { jobId, event } = delivery;
-  const rawBody = JSON.stringify({ ...(await readRun(deps, null, jobId)), event });
+  const { jobId, ref } = delivery;
+  const { event } = ref;
+  const rawBody = JSON.stringify(await webhookBodyOf(deps, jobId, ref));
   const at = deps.now();
   const headers = webhookHeaders({
     jobId,
     event,
+    name: deliveryName(ref),
     rawBody,
     secret: target.secret,
     nowSeconds: Math.floor(at.getTime() / 1000),
@@ -122,18 +125,20 @@ export const webhookDeliveryOf = (body: string, messageId: string): WebhookDeliv
 
 /** Handles one webhook message: an attempt, a wait sent on, or a copy of a message already handled. */
 export const deliverWebhook = async (deps: Deps, delivery: WebhookDelivery, options: WebhookOptions) => {
-  const { jobId, event, dueAt } = delivery;
+  const { jobId, event, dueAt, nodeId } = delivery;
+  // A step event's message names its step (issue 26); a run event's, as before, does not.
+  const ref: DeliveryRef = nodeId === undefined ? { event } : { event, nodeId };
   const attempt = delivery.attempt ?? 1;
   if (dueAt && delaySecondsUntil(Date.parse(dueAt), deps.now().getTime()) > 0) {
     // A wait longer than SQS's longest delay: send the same attempt on, with the rest of it.
-    return scheduleAttempt(deps, { jobId, event, attempt, dueAt });
+    return scheduleAttempt(deps, { ...ref, jobId, attempt, dueAt });
   }
-  const target = await readDeliveryTarget(deps, jobId, event);
+  const target = await readDeliveryTarget(deps, jobId, ref);
   if (!target) return; // no callbackUrl, or the run is gone (expired): nothing to deliver
   const { progress } = target;
   if (progress.state !== 'pending' || progress.attempts >= attempt) {
     if (lostItsSuccessor(progress, delivery, attempt)) {
-      await scheduleAttempt(deps, { jobId, event, attempt: attempt + 1, dueAt: progress.nextAttemptAt as string });
+      await scheduleAttempt(deps, { ...ref, jobId, attempt: attempt + 1, dueAt: progress.nextAttemptAt as string });
     }
     return; // delivered, failed, or this attempt was made already: a redelivered or duplicated message
   }
@@ -147,7 +152,7 @@ export const deliverWebhook = async (deps: Deps, delivery: WebhookDelivery, opti
     return;
   }
   const callback = { url: target.callbackUrl, secret: target.callbackSecret };
-  const entry = await post(deps, callback, { jobId, event, attempt }, options.fetchOptions);
+  const entry = await post(deps, callback, { jobId, ref, attempt }, options.fetchOptions);
   const delivered = entry.statusCode !== undefined && entry.statusCode >= 200 && entry.statusCode < 300;
   // A redelivery the caller asked for is one attempt: no retry schedule follows it.
   const redelivery = progress.redeliveryRequestedAt !== undefined;
@@ -164,9 +169,9 @@ export const deliverWebhook = async (deps: Deps, delivery: WebhookDelivery, opti
     state,
     expiresAt: target.expiresAt,
   };
-  if (!(await recordWebhookAttempt(deps, jobId, event, record))) return;
+  if (!(await recordWebhookAttempt(deps, jobId, ref, record))) return;
   if (state === 'failed' && !redelivery)
     logger.warn('webhook failed after every attempt', { jobId, event, host: entry.host });
   if (entry.nextAttemptAt)
-    await scheduleAttempt(deps, { jobId, event, attempt: attempt + 1, dueAt: entry.nextAttemptAt });
+    await scheduleAttempt(deps, { ...ref, jobId, attempt: attempt + 1, dueAt: entry.nextAttemptAt });
 };

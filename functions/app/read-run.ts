@@ -9,6 +9,7 @@ import { outputPage } from '../domain/run-view-size.ts';
 import { isStoredFile } from '../nodes/executors/types.ts';
 import { canvasOf } from '../store/canvases.ts';
 import { isTeamObject } from '../store/files.ts';
+import type { RunItem, StepItem } from '../store/items.ts';
 import { readRunPartition } from '../store/run/index.ts';
 import { cursorSigningSecret } from '../store/run-list.ts';
 import { fileLinkFor } from './file-links.ts';
@@ -18,7 +19,7 @@ import { fileLinkFor } from './file-links.ts';
  * (functions/app/file-links.ts). Only the team's own objects are linked: a look-alike file object
  * in user data reads unavailable.
  */
-const linkFiles = async (deps: Deps, teamId: string, value: unknown): Promise<unknown> => {
+export const linkFiles = async (deps: Deps, teamId: string, value: unknown): Promise<unknown> => {
   if (isStoredFile(value)) {
     if (value.availability !== 'ready' || !isTeamObject(teamId, value.key)) {
       const availability = value.availability === 'processing' ? 'processing' : 'unavailable';
@@ -75,7 +76,16 @@ export const readRun = async (
   jobId: string,
   keyWorkflowIds: readonly string[] = [],
   outputCursor?: string,
-): Promise<Run> => {
+): Promise<Run> => (await readRunAndItems(deps, teamId, jobId, keyWorkflowIds, outputCursor)).view;
+
+/** `readRun`, with the run and step items it was made from (a step event's body reads a step's own). */
+export const readRunAndItems = async (
+  deps: Deps,
+  teamId: string | null,
+  jobId: string,
+  keyWorkflowIds: readonly string[] = [],
+  outputCursor?: string,
+): Promise<{ view: Run; run: RunItem; steps: StepItem[] }> => {
   const { run, steps } = await readRunPartition(deps, jobId);
   if (!run || (teamId !== null && run.teamId !== teamId) || !keyMayUseWorkflow(keyWorkflowIds, run.workflowId)) {
     throw new RunNotFoundError(jobId);
@@ -101,7 +111,7 @@ export const readRun = async (
   );
   const page = outputPage(linked);
   const next = page.rest === null ? undefined : linked[page.rest]?.node_id;
-  return {
+  const shown: Run = {
     ...view,
     output: page.output,
     ...(next === undefined ? {} : { output_next: signCursor(await cursorSigningSecret(deps), scope, { node: next }) }),
@@ -110,4 +120,5 @@ export const readRun = async (
     // Ours (issue 26): the run a resume started from.
     ...(run.resumedFrom !== undefined && { resumedFrom: run.resumedFrom }),
   };
+  return { view: shown, run, steps };
 };

@@ -108,6 +108,7 @@ export const resumeRun = (deps: Deps, key: ApiKeyItem, start: ResumeStart, jobId
       maxMultiplier: 1,
       ...(request.callbackUrl !== undefined && { callbackUrl: request.callbackUrl }),
       ...(request.callbackSecret !== undefined && { callbackSecret: request.callbackSecret }),
+      ...(request.webhookEvents !== undefined && { webhookEvents: request.webhookEvents }),
     };
     let answer: RunStartAnswer | undefined;
     await commitRun(deps, {

@@ -1,12 +1,20 @@
-import type { RedeliveryQueued, WebhookDeliveries } from '../../schemas/deliveries.ts';
+import type {
+  LifecycleDelivery,
+  RedeliverRequest,
+  RedeliveryQueued,
+  WebhookAttemptView,
+  WebhookDeliveries,
+} from '../../schemas/deliveries.ts';
 import type { Deps } from '../deps.ts';
-import { DeliveryPendingError, RunNotFoundError } from '../domain/errors.ts';
+import { DeliveryPendingError, InvalidBodyError, RunNotFoundError } from '../domain/errors.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
+import { type DeliveryRef, deliveryName, sendsEvent } from '../domain/lifecycle-events.ts';
 import { runItemExpiry } from '../domain/retention.ts';
 import { staleRedeliveryMs, webhookId } from '../domain/webhook.ts';
 import type { ApiKeyItem } from '../store/items.ts';
 import { sendWebhookMessage } from '../store/queues.ts';
 import {
+  type DeliveryProgress,
   markRedeliveryPending,
   type RunDeliveries,
   readRunDeliveries,
@@ -36,8 +44,30 @@ const visibleDeliveries = async (deps: Deps, caller: Caller, jobId: string) => {
 };
 
 /** When the next attempt is due: a scheduled retry, or a queued redelivery (due when asked). */
-const nextAttemptOf = ({ delivery }: RunDeliveries): string | null =>
+const nextAttemptOf = ({ delivery }: Pick<RunDeliveries, 'delivery'>): string | null =>
   delivery?.state === 'pending' ? (delivery.nextAttemptAt ?? delivery.redeliveryRequestedAt ?? null) : null;
+
+/** The log's attempts, newest first, each showing the callback's host only. */
+const attemptsOf = (delivery: DeliveryProgress | undefined): WebhookAttemptView[] =>
+  [...(delivery?.attemptLog ?? [])].reverse().map(({ host, ...entry }) => ({ ...entry, url: `https://${host}` }));
+
+/** The run's end event, when it sends it: a run that chose its events (issue 26) may not have chosen it. */
+const sentEndEvent = (found: RunDeliveries) =>
+  found.event && sendsEvent(found.run.webhookEvents, found.event) ? found.event : undefined;
+
+/** Every delivery of a run that chose `webhookEvents`, run events first, then step events by step. */
+const lifecycleDeliveries = (jobId: string, found: RunDeliveries): LifecycleDelivery[] =>
+  found.all
+    .map(({ ref, delivery }) => ({
+      event: ref.event,
+      ...(ref.nodeId !== undefined && { nodeId: ref.nodeId }),
+      webhookId: webhookId(jobId, deliveryName(ref)),
+      state: delivery.state,
+      nextAttemptAt: nextAttemptOf({ delivery }),
+      attempts: delivery.attempts,
+      deliveries: attemptsOf(delivery),
+    }))
+    .sort((a, b) => Number(a.nodeId !== undefined) - Number(b.nodeId !== undefined));
 
 /**
  * GET /runs/{jobId}/deliveries (our design): every attempt of the run-finished webhook the log
@@ -46,18 +76,18 @@ const nextAttemptOf = ({ delivery }: RunDeliveries): string | null =>
  */
 export const listDeliveries = async (deps: Deps, caller: Caller, jobId: string): Promise<WebhookDeliveries> => {
   const found = await visibleDeliveries(deps, caller, jobId);
-  const { event, delivery } = found;
+  const event = sentEndEvent(found);
+  const delivery = event ? found.delivery : undefined;
   return {
     jobId,
     event: event ?? null,
     webhookId: event ? webhookId(jobId, event) : null,
     state: delivery?.state ?? 'pending',
-    nextAttemptAt: nextAttemptOf(found),
+    nextAttemptAt: nextAttemptOf({ delivery }),
     attempts: delivery?.attempts ?? 0,
-    deliveries: [...(delivery?.attemptLog ?? [])].reverse().map(({ host, ...entry }) => ({
-      ...entry,
-      url: `https://${host}`,
-    })),
+    deliveries: attemptsOf(delivery),
+    // Issue 26: a run that chose its events lists each delivery; one that did not reads as before.
+    ...(found.run.webhookEvents !== undefined && { events: lifecycleDeliveries(jobId, found) }),
   };
 };
 
@@ -76,8 +106,15 @@ const firstMessageLost = ({ run, delivery }: RunDeliveries, now: Date) =>
  * 409. The mark comes before the send; a send that fails takes the mark back, so the delivery is
  * not left pending with nothing on its way (a mark left by a crash lapses: `staleRedeliveryMs`).
  */
-export const redeliverWebhook = async (deps: Deps, caller: Caller, jobId: string): Promise<RedeliveryQueued> => {
+export const redeliverWebhook = async (
+  deps: Deps,
+  caller: Caller,
+  jobId: string,
+  asked: RedeliverRequest = {},
+): Promise<RedeliveryQueued> => {
   const found = await visibleDeliveries(deps, caller, jobId);
+  const named = namedDelivery(found, asked);
+  if (named) return redeliverNamed(deps, jobId, found, named);
   const { event, delivery, run } = found;
   const now = deps.now();
   if (!event || (!delivery && !firstMessageLost(found, now)))
@@ -100,4 +137,57 @@ export const redeliverWebhook = async (deps: Deps, caller: Caller, jobId: string
     throw error;
   }
   return { jobId, event, webhookId: webhookId(jobId, event), state: 'pending', attempt };
+};
+
+/**
+ * The delivery a redelivery's body names (issue 26), when it names one other than the run's end:
+ * one the run opened (its lifecycle events'), else a 400. Undefined for the end's (no body, or its event).
+ */
+const namedDelivery = (found: RunDeliveries, asked: RedeliverRequest) => {
+  if (asked.event === undefined) {
+    if (asked.nodeId !== undefined) throw new InvalidBodyError('nodeId: needs the event of its step');
+    return undefined;
+  }
+  if (asked.nodeId === undefined && asked.event === found.event && found.run.webhookEvents === undefined)
+    return undefined;
+  const wanted = deliveryName({ event: asked.event, nodeId: asked.nodeId });
+  const opened = found.all.find(({ ref }) => deliveryName(ref) === wanted);
+  if (!opened) throw new InvalidBodyError('event: this run opened no such delivery');
+  return opened;
+};
+
+/**
+ * One new attempt of a delivery the body named: as the end's redelivery, refused (409) while it is
+ * pending, marked pending conditionally (of concurrent requests, one queues an attempt).
+ */
+const redeliverNamed = async (
+  deps: Deps,
+  jobId: string,
+  found: RunDeliveries,
+  named: { ref: DeliveryRef; delivery: DeliveryProgress },
+): Promise<RedeliveryQueued> => {
+  const { ref, delivery } = named;
+  if (delivery.state === 'pending') throw new DeliveryPendingError(jobId, nextAttemptOf({ delivery }));
+  const seen = {
+    attempts: delivery.attempts,
+    exists: true,
+    expiresAt: runItemExpiry(found.run.createdAt, deps.now(), deps.retentionDays),
+  };
+  const mark = await markRedeliveryPending(deps, jobId, ref, seen);
+  if (!mark.written) throw new DeliveryPendingError(jobId, nextAttemptOf({ delivery }));
+  const attempt = seen.attempts + 1;
+  try {
+    await sendWebhookMessage(deps, { jobId, ...ref, attempt }, 0);
+  } catch (error) {
+    await unmarkRedelivery(deps, jobId, ref, { requestedAt: mark.requestedAt, previousState: delivery.state });
+    throw error;
+  }
+  return {
+    jobId,
+    event: ref.event,
+    ...(ref.nodeId !== undefined && { nodeId: ref.nodeId }),
+    webhookId: webhookId(jobId, deliveryName(ref)),
+    state: 'pending',
+    attempt,
+  };
 };

@@ -21,11 +21,12 @@ import {
   requestFingerprint,
 } from '../domain/idempotency-key.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
+import { eventfulSteps } from '../domain/lifecycle-events.ts';
 import { spendMonth } from '../domain/monthly-cap.ts';
 import { estimateRun, type RunEstimate } from '../domain/pricing.ts';
 import { estimateOfSteps, type ResumePlan } from '../domain/resume.ts';
 import { RunStatus } from '../domain/run-lifecycle.ts';
-import { apiInputKeys, rootNodeIds, validateCanvas } from '../domain/workflow-graph.ts';
+import { apiInputKeys, rootNodeIds, topologicalOrder, validateCanvas } from '../domain/workflow-graph.ts';
 import { type ApiIntegrationRefusal, checkApiIntegration } from '../nodes/providers/registry.ts';
 import { logger } from '../observability/logger.ts';
 import { countRunStarted } from '../observability/metrics.ts';
@@ -171,6 +172,12 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
         idempotency: input.idempotency?.(jobId, estimate) ?? null,
         deferredJobId: input.deferredJobId,
         labels: runLabels(request),
+        webhookEvents: request.webhookEvents,
+        // The steps it runs, in the workflow's order: the first of them may give step events.
+        eventSteps: eventfulSteps(
+          request.webhookEvents,
+          topologicalOrder(workflow.canvas).filter((id) => running.nodes.some((n) => n.id === id)),
+        ),
         extraItems: input.extraItems,
         ...(resume && { resumed: { from: resume.resumedFrom, carried: resume.plan.carried } }),
       });

@@ -5,7 +5,8 @@
  *   its SHA-256 (`idempotencyKeyHash`; the record's key is functions/store/keys.ts's `IDEM#`);
  * - fingerprint: one Idempotency-Key names one request: its route, its path's ids and its body
  *   (`requestFingerprint`), whose `metadata` and `tags` (issue 26) are read as sets: their order,
- *   and an empty one against none, make no other request, as they make no other run;
+ *   and an empty one against none, make no other request, as they make no other run; so is
+ *   `webhookEvents` (issue 26): its order makes no other request, but which events it names does;
  * - window: the answer is remembered 24 hours, or the retention of the run it names if that were
  *   shorter (a retention is at least one day, so it never is) (`rememberedUntil`); an expired record
  *   reads as absent and may be replaced;
@@ -41,8 +42,10 @@ const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
  * without them is its JSON as before, so answers remembered before issue 26 still match.
  */
 const canonicalBody = (body: unknown): unknown => {
-  if (!isRecord(body) || !(Object.hasOwn(body, 'metadata') || Object.hasOwn(body, 'tags'))) return body;
-  const { metadata, tags, ...rest } = body;
+  if (!isRecord(body)) return body;
+  const sets = Array.isArray(body.webhookEvents) ? webhookEventsAsSet(body) : body;
+  if (!(Object.hasOwn(sets, 'metadata') || Object.hasOwn(sets, 'tags'))) return sets;
+  const { metadata, tags, ...rest } = sets;
   const pairs = isRecord(metadata) ? Object.entries(metadata).sort(([a], [b]) => byText(a, b)) : [];
   const set = Array.isArray(tags) ? tags.map(String).sort(byText) : [];
   return {
@@ -51,6 +54,18 @@ const canonicalBody = (body: unknown): unknown => {
     ...(set.length > 0 ? { tags: set } : {}),
   };
 };
+
+/**
+ * `webhookEvents` (issue 26) read as a set, sorted in place in the body's own key order: the events
+ * chosen, not the order they were listed in, make the request (as they make the run). A body
+ * without it is untouched.
+ */
+const webhookEventsAsSet = (body: Record<string, unknown>): Record<string, unknown> =>
+  Object.fromEntries(
+    Object.entries(body).map(([key, value]) =>
+      key === 'webhookEvents' && Array.isArray(value) ? [key, value.map(String).sort(byText)] : [key, value],
+    ),
+  );
 
 /** The fingerprint of one request: the same key sent to another route, id or body is another request. */
 export const requestFingerprint = (target: RequestTarget, body: unknown): string =>

@@ -51,7 +51,7 @@ const stepStatus = (run: RunRecord, nodeId: string, step: StepRecord | undefined
   stepViewStatus(run.status, run.doneSteps.has(nodeId), step);
 
 /** The step's result: its single output's value, or the value per output handle. */
-const resultOf = (outputs: Record<string, unknown>) => {
+export const resultOf = (outputs: Record<string, unknown>) => {
   const values = Object.values(outputs);
   return values.length === 1 ? values[0] : outputs;
 };

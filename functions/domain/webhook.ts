@@ -91,7 +91,10 @@ export interface WebhookAttempt {
 export const signatureHeader = (rawBody: string, secret: string): string =>
   `sha256=${createHmac('sha256', secret).update(rawBody).digest('hex')}`;
 
-/** Stable per run and event, so a redelivery carries the same id (`jobId` + `event` is the key). */
+/**
+ * Stable per run and event, so a redelivery carries the same id (`jobId` + `event` is the key); a
+ * step event (issue 26) passes its delivery's name (`<event>#<nodeId>`), one id per step.
+ */
 export const webhookId = (jobId: string, event: string): string =>
   `msg_${createHash('sha256').update(`${jobId}:${event}`).digest('hex').slice(0, 32)}`;
 
@@ -114,11 +117,13 @@ export const verifySignature = (rawBody: string, header: string | undefined, sec
 export const webhookHeaders = (input: {
   jobId: string;
   event: string;
+  /** The delivery's name (functions/domain/lifecycle-events.ts `deliveryName`); `event` when absent. */
+  name?: string;
   rawBody: string;
   secret: string | undefined;
   nowSeconds: number;
 }): Record<string, string> => {
-  const id = webhookId(input.jobId, input.event);
+  const id = webhookId(input.jobId, input.name ?? input.event);
   return {
     'content-type': 'application/json',
     'user-agent': 'workflow-run-api-webhooks/1.0',

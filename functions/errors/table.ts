@@ -132,7 +132,7 @@ export const PayloadTooLargeError = defineError('PayloadTooLargeError', {
   facts: (maxBytes: number) => ({ maxBytes }),
   message: (f) => `body above ${f.maxBytes} bytes`,
   status: 413,
-  routes: ['CreateWorkflow', ...runStarts, 'CreateFile'],
+  routes: ['CreateWorkflow', ...runStarts, 'CreateFile', 'RedeliverWebhook'],
   schemas: [bodies.PayloadTooLargeErrorSchema],
   body: (f) => ({ error: messages.payloadTooLarge(f.maxBytes) }),
 });
@@ -181,7 +181,7 @@ export const InvalidBodyError = defineError('InvalidBodyError', {
   facts: (detail: string) => ({ detail }),
   message: (f) => `invalid body: ${f.detail}`,
   status: 400,
-  routes: ['CreateWorkflow', ...runStarts, 'CreateFile'],
+  routes: ['CreateWorkflow', ...runStarts, 'CreateFile', 'RedeliverWebhook'],
   schemas: [bodies.InvalidBodyErrorSchema],
   body: (f) => ({ error: messages.invalidBody(f.detail) }),
 });

@@ -8,6 +8,7 @@ import {
   type RunRequest,
   RunRequestSchema,
 } from '../../schemas/runs.ts';
+import { webhookEventsProblem } from '../../schemas/webhook-events.ts';
 import {
   CallbackUrlInvalidError,
   InvalidBodyError,
@@ -139,14 +140,27 @@ export const parseWith = <TSchema extends v.GenericSchema>(
 /** Largest accepted run-start body. */
 const maxRunBodyBytes = 64 * 1024;
 
+/** `webhookEvents` without a `callbackUrl` (issue 26): a 400 naming the field, as its schema's issues are. */
+const withWebhookTarget = <TRequest extends Parameters<typeof webhookEventsProblem>[0]>(
+  request: TRequest,
+): TRequest => {
+  const problem = webhookEventsProblem(request);
+  if (problem) throw new InvalidBodyError(`webhookEvents: ${problem}`);
+  return request;
+};
+
 /** The run-start body: CallbackUrlInvalidError for callbackUrl (spec 422), InvalidBodyError for any other field. */
 export const parseRunRequest = (event: APIGatewayProxyEventV2): RunRequest =>
-  parseWith(RunRequestSchema, readJsonBody(event, { maxBytes: maxRunBodyBytes, emptyAs: {} }), {
-    [messages.callbackUrlInvalid]: () => new CallbackUrlInvalidError(),
-  });
+  withWebhookTarget(
+    parseWith(RunRequestSchema, readJsonBody(event, { maxBytes: maxRunBodyBytes, emptyAs: {} }), {
+      [messages.callbackUrlInvalid]: () => new CallbackUrlInvalidError(),
+    }),
+  );
 
 /** The resume body (POST /runs/{jobId}/resume): the run start's fields it takes, read as a run start reads them. */
 export const parseResumeRequest = (event: APIGatewayProxyEventV2): ResumeRunRequest =>
-  parseWith(ResumeRunRequestSchema, readJsonBody(event, { maxBytes: maxRunBodyBytes, emptyAs: {} }), {
-    [messages.callbackUrlInvalid]: () => new CallbackUrlInvalidError(),
-  });
+  withWebhookTarget(
+    parseWith(ResumeRunRequestSchema, readJsonBody(event, { maxBytes: maxRunBodyBytes, emptyAs: {} }), {
+      [messages.callbackUrlInvalid]: () => new CallbackUrlInvalidError(),
+    }),
+  );

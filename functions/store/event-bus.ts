@@ -1,8 +1,11 @@
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
-import type { AttributeValue, DynamoDBRecord } from 'aws-lambda';
 import { envNames, operatorEventItems } from '../../platform/definitions.ts';
 import type { ItemImages } from '../domain/operator-events.ts';
 import { DeferredRunEventImageSchema, parseItem, RunEventImageSchema } from './items.ts';
+import type { ItemChange } from './stream-images.ts';
+
+// Shared with the lifecycle events' consumer, which must not bundle the EventBridge client.
+export { type ItemChange, itemChangeOf } from './stream-images.ts';
 
 /** One event as PutEvents takes it (on the bus the sender was built for). */
 export interface BusEntry {
@@ -47,30 +50,6 @@ export const eventBridgeSender =
     });
   };
 
-/** A stream image attribute as the table's code wrote it (the DocumentClient's plain values). */
-const plainValue = (value: AttributeValue): unknown => {
-  if (value.S !== undefined) return value.S;
-  if (value.N !== undefined) return Number(value.N);
-  if (value.BOOL !== undefined) return value.BOOL;
-  if (value.NULL !== undefined) return null;
-  if (value.M !== undefined) return plainImage(value.M);
-  if (value.L !== undefined) return value.L.map(plainValue);
-  if (value.SS !== undefined) return new Set(value.SS);
-  if (value.NS !== undefined) return new Set(value.NS.map(Number));
-  if (value.B !== undefined) return value.B;
-  return value.BS;
-};
-
-const plainImage = (image: Record<string, AttributeValue>): Record<string, unknown> =>
-  Object.fromEntries(Object.entries(image).map(([name, value]) => [name, plainValue(value)]));
-
-/** One stream record's change: its sequence number (its batch item id) and its images as plain objects. */
-export interface ItemChange {
-  sequenceNumber: string;
-  oldImage?: Record<string, unknown>;
-  newImage?: Record<string, unknown>;
-}
-
 /**
  * A change's images as the operator events read them, each with its item's schema (items.ts):
  * undefined for a removal (TTL) or another item. An image without the item's shape is a
@@ -93,13 +72,4 @@ export const operatorImagesOf = (change: Pick<ItemChange, 'oldImage' | 'newImage
     };
   }
   return undefined;
-};
-
-export const itemChangeOf = (record: DynamoDBRecord): ItemChange => {
-  const { SequenceNumber = '', OldImage, NewImage } = record.dynamodb ?? {};
-  return {
-    sequenceNumber: SequenceNumber,
-    ...(OldImage ? { oldImage: plainImage(OldImage) } : {}),
-    ...(NewImage ? { newImage: plainImage(NewImage) } : {}),
-  };
 };

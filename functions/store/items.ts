@@ -18,6 +18,7 @@ import { DeferredRunSchema } from '../../schemas/deferred-runs.ts';
 import { deliveryStates, webhookErrorKinds } from '../../schemas/deliveries.ts';
 import { fileStates, uploadContentTypes } from '../../schemas/files.ts';
 import { LicenceModelSchema, RunModeSchema, RunRequestSchema } from '../../schemas/runs.ts';
+import { LifecycleEventSchema } from '../../schemas/webhook-events.ts';
 import { WorkflowSummarySchema } from '../../schemas/workflows.ts';
 import { isExpired } from '../domain/retention.ts';
 import { storedRunStatuses, storedStepStatuses } from '../domain/run-lifecycle.ts';
@@ -265,6 +266,22 @@ export const RunItemSchema = v.object({
   /** The caller's own pairs and tags (schemas/run-tags.ts), checked at the start; absent when none were given. */
   metadata: v.optional(v.record(v.string(), v.string())),
   tags: v.optional(v.array(v.string())),
+  /**
+   * The lifecycle events its start chose (schemas/webhook-events.ts); absent when it chose none, so
+   * a run written before them sends its end event only, as it always did.
+   */
+  webhookEvents: v.optional(v.array(LifecycleEventSchema)),
+  /**
+   * With a step event chosen: the steps whose ends may give one, the first 50 it runs in the
+   * workflow's order (functions/domain/lifecycle-events.ts `eventfulSteps`); a step's end is marked
+   * only if it is one of them, so a wide run's other steps never reach the events' consumer.
+   */
+  eventSteps: v.optional(v.array(v.string())),
+  /**
+   * True when it chose `run.started`: the mark the lifecycle events' stream filter passes its insert
+   * on (platform/definitions.ts `lifecycleEventsStream`); no other read needs it.
+   */
+  notifyStart: v.optional(v.literal(true)),
 });
 export type RunItem = v.InferOutput<typeof RunItemSchema>;
 
@@ -324,6 +341,7 @@ export const RunCallbackSchema = v.pick(RunItemSchema, ['callbackUrl', 'callback
 
 /** What a run's delivery log reads of the run item: whose it is, whether and when it ended, its callback. */
 export const RunDeliverySubjectSchema = v.pick(RunItemSchema, [
+  'webhookEvents',
   'teamId',
   'workflowId',
   'status',
@@ -373,14 +391,21 @@ export const StepItemSchema = v.object({
   providerTries: v.optional(v.number()),
   /** An unclaimed step's failed executions so far (functions/store/run/steps.ts `countFailedExecution`). */
   failures: v.optional(v.number()),
+  /** When it finished (set by its end); a step event's body says it (functions/app/lifecycle-webhook-body.ts). */
+  endedAt: v.optional(v.string()),
+  /**
+   * True on the end of a step whose run chose the event it gives: the mark the lifecycle events'
+   * stream filter passes its change on (platform/definitions.ts); no other read needs it.
+   */
+  notify: v.optional(v.literal(true)),
 });
 export type StepItem = v.InferOutput<typeof StepItemSchema>;
 
 /**
- * The step item as its writers give it: the step's schema, when it ended, and (a step a resume
- * carried over, for operators) the run it was taken from.
+ * The step item as its writers give it: the step's schema, and (a step a resume carried over, for
+ * operators) the run it was taken from.
  */
-export const storedStep = storedItem(StepItemSchema, ['endedAt', 'carriedFrom']);
+export const storedStep = storedItem(StepItemSchema, ['carriedFrom']);
 
 // Webhook deliveries (RUN#<jobId>, WEBHOOK#<event>)
 
@@ -419,8 +444,19 @@ export const DeliveryItemSchema = v.object({
   redeliveryRequestedAt: v.optional(v.string()),
 });
 
-/** The delivery item as its writer gives it: its schema, and for operators its run, event and end. */
-export const storedDelivery = storedItem(DeliveryItemSchema, ['jobId', 'event', 'deliveredAt', 'failedAt']);
+/**
+ * The delivery item as its writer gives it: its schema, and for operators its run, event (and step,
+ * for a step event: issue 26) and end.
+ */
+export const storedDelivery = storedItem(DeliveryItemSchema, ['jobId', 'event', 'nodeId', 'deliveredAt', 'failedAt']);
+
+/**
+ * The step events a run has sent (`RUN#<job>`, `STEPEVENTS`; functions/store/lifecycle-deliveries.ts):
+ * added to once with each step event's delivery item, in one transaction, on the condition that it
+ * is below the cap. Kept as long as its run (`ttl`).
+ */
+export const StepEventCountSchema = v.object({ sent: counter });
+export const storedStepEventCount = storedItem(StepEventCountSchema, ['jobId']);
 
 // Deferred runs (DEFERRED#<deferredJobId>)
 

@@ -1,6 +1,6 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import * as v from 'valibot';
-import { WebhookEventSchema } from '../../schemas/runs.ts';
+import { LifecycleEventSchema } from '../../schemas/webhook-events.ts';
 import type { Deps } from '../deps.ts';
 
 /**
@@ -10,7 +10,10 @@ import type { Deps } from '../deps.ts';
  */
 export const WebhookMessageSchema = v.object({
   jobId: v.string(),
-  event: WebhookEventSchema,
+  /** The run's end event; or, for a run that chose them (issue 26), any lifecycle event it chose. */
+  event: LifecycleEventSchema,
+  /** The step of a step event (functions/domain/lifecycle-events.ts); absent for a run event. */
+  nodeId: v.optional(v.string()),
   /** Which attempt this message carries: 1 when absent. */
   attempt: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
   /** When it is due (ISO 8601): a message that arrives earlier is sent on with the rest of the wait. */

@@ -2,6 +2,7 @@ import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type * as v from 'valibot';
 import type { WebhookEvent } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
+import { type DeliveryOf, type DeliveryRef, deliveryName, deliveryOfName, refOf } from '../domain/lifecycle-events.ts';
 import { runItemExpiry } from '../domain/retention.ts';
 import {
   appendToAttemptLog,
@@ -41,23 +42,27 @@ export interface DeliveryTarget {
 export const readDeliveryTarget = async (
   deps: Deps,
   jobId: string,
-  event: WebhookEvent,
+  delivery: DeliveryOf,
 ): Promise<DeliveryTarget | undefined> => {
   const [{ Item: runItem }, { Item: deliveryItem }] = await Promise.all([
     deps.ddb.send(new GetCommand({ TableName: deps.tableName, Key: runKey(jobId), ConsistentRead: true })),
     deps.ddb.send(
-      new GetCommand({ TableName: deps.tableName, Key: webhookDeliveryKey(jobId, event), ConsistentRead: true }),
+      new GetCommand({
+        TableName: deps.tableName,
+        Key: webhookDeliveryKey(jobId, deliveryName(delivery)),
+        ConsistentRead: true,
+      }),
     ),
   ]);
   const now = deps.now();
   const stored = unexpired(runItem, now);
   const run = stored && parseItem(RunCallbackSchema, stored);
   if (!run?.callbackUrl) return undefined;
-  const delivery = unexpired(deliveryItem, now);
+  const item = unexpired(deliveryItem, now);
   return {
     callbackUrl: run.callbackUrl,
     callbackSecret: run.callbackSecret,
-    progress: delivery ? parseItem(DeliveryItemSchema, delivery) : { state: 'pending', attempts: 0, attemptLog: [] },
+    progress: item ? parseItem(DeliveryItemSchema, item) : { state: 'pending', attempts: 0, attemptLog: [] },
     expiresAt: runItemExpiry(run.createdAt, now, deps.retentionDays),
   };
 };
@@ -102,7 +107,7 @@ export const pendingDeliveryAttributes = (requestedAt: string) =>
 export const recordWebhookAttempt = async (
   deps: Deps,
   jobId: string,
-  event: WebhookEvent,
+  delivery: DeliveryOf,
   record: {
     messageId: string;
     entry: WebhookAttempt;
@@ -116,11 +121,11 @@ export const recordWebhookAttempt = async (
   const recorded = await conditionalUpdate(
     deps,
     storedDelivery,
-    webhookDeliveryKey(jobId, event),
+    webhookDeliveryKey(jobId, deliveryName(delivery)),
     {
       set: {
         jobId,
-        event,
+        ...refOf(delivery),
         ...attemptAttributes(record),
         ttl: record.expiresAt,
         ...(state === 'pending' ? {} : state === 'delivered' ? { deliveredAt: entry.at } : { failedAt: entry.at }),
@@ -144,6 +149,8 @@ export interface RunDeliveries {
   event: WebhookEvent | undefined;
   /** The event's delivery item; undefined before its first attempt (or while the run runs). */
   delivery: DeliveryProgress | undefined;
+  /** Every delivery item of the run (its lifecycle events', issue 26, and its end's), in key order. */
+  all: { ref: DeliveryRef; delivery: DeliveryProgress }[];
 }
 
 /**
@@ -170,7 +177,11 @@ export const readRunDeliveries = async (deps: Deps, jobId: string): Promise<RunD
   const event = webhookEventOfStatus(run.status);
   const key = event && webhookDeliveryKey(jobId, event);
   const item = unexpired(key && deliveryItems.find((i) => i.SK === key.SK), now);
-  return { run, event, delivery: item && parseItem(DeliveryItemSchema, item) };
+  const all = deliveryItems.flatMap((stored) => {
+    const ref = deliveryOfName(String(stored.SK).slice(webhookSkPrefix.length));
+    return ref && unexpired(stored, now) ? [{ ref, delivery: parseItem(DeliveryItemSchema, stored) }] : [];
+  });
+  return { run, event, delivery: item && parseItem(DeliveryItemSchema, item), all };
 };
 
 /**
@@ -184,12 +195,13 @@ export const readRunDeliveries = async (deps: Deps, jobId: string): Promise<RunD
 export const markRedeliveryPending = async (
   deps: Deps,
   jobId: string,
-  event: WebhookEvent,
+  delivery: DeliveryOf,
   seen: { attempts: number; exists: boolean; expiresAt: number },
 ): Promise<{ written: boolean; requestedAt: string }> => {
   const now = deps.now();
   const requestedAt = now.toISOString();
-  const key = webhookDeliveryKey(jobId, event);
+  const key = webhookDeliveryKey(jobId, deliveryName(delivery));
+  const { event, nodeId } = refOf(delivery);
   const marked = seen.exists
     ? await conditionalUpdate(
         deps,
@@ -210,7 +222,7 @@ export const markRedeliveryPending = async (
         deps,
         storedDelivery,
         key,
-        { set: { jobId, event, ...pendingDeliveryAttributes(requestedAt), ttl: seen.expiresAt } },
+        { set: { jobId, event, nodeId, ...pendingDeliveryAttributes(requestedAt), ttl: seen.expiresAt } },
         { ConditionExpression: 'attribute_not_exists(PK)' },
       );
   return { written: marked.written, requestedAt };
@@ -223,13 +235,13 @@ export const markRedeliveryPending = async (
 export const unmarkRedelivery = async (
   deps: Deps,
   jobId: string,
-  event: WebhookEvent,
+  delivery: DeliveryOf,
   mark: { requestedAt: string; previousState: DeliveryState },
 ): Promise<void> => {
   await conditionalUpdate(
     deps,
     storedDelivery,
-    webhookDeliveryKey(jobId, event),
+    webhookDeliveryKey(jobId, deliveryName(delivery)),
     { set: { state: mark.previousState }, remove: ['redeliveryRequestedAt'] },
     {
       ConditionExpression: '#state = :pending AND redeliveryRequestedAt = :mark',

@@ -7,7 +7,9 @@
  * standard variables point the functions' clients at the emulators; any other AWS service is an
  * unreachable address, so nothing can reach AWS.
  */
+
 import { randomUUID } from 'node:crypto';
+import { workers } from '../../lib/workers.ts';
 import { basePath } from '../../platform/routes.ts';
 import { localAwsConfig } from '../emulators.ts';
 import { type InvokedHandler, startLambdaEmulator } from '../lambda-emulator.ts';
@@ -179,13 +181,18 @@ export const startBundleStack = async (options: BundleStackOptions): Promise<Bun
       mappings.set(functionOf(mapping.functionLogicalId).options.name, queueMapping);
     }
 
+    const streamMappingOf = (functionLogicalId: string) => {
+      const worker = workers.find((w) => w.trigger.kind === 'stream' && functionLogicalId.startsWith(w.id));
+      return worker?.trigger.kind === 'stream' ? worker.trigger.mapping : undefined;
+    };
     // The table's stream mappings: the template's filters, batch size and retries, read locally.
     for (const mapping of assembly.streamMappings.filter((m) => m.enabled)) {
       const fn = functionOf(mapping.functionLogicalId);
       const poller: StreamPoller = startStreamPoller({
         dynamoDbEndpoint: resources.dynamoDbEndpoint,
         tableName: resources.tableName,
-        mapping,
+        // Whose mapping it is: the stream worker whose id names the function (lib/api-stack.ts).
+        mapping: { ...mapping, id: streamMappingOf(mapping.functionLogicalId) },
         intervalMs: 200,
         handler: async (event) => {
           const outcome = await fn.invoke(event);

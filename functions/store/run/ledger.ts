@@ -1,5 +1,6 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../../deps.ts';
+import { sendsEvent } from '../../domain/lifecycle-events.ts';
 import { runItemExpiry } from '../../domain/retention.ts';
 import {
   type EndStatus,
@@ -276,7 +277,13 @@ export const endRun = async (deps: Deps, run: RunLedgerState, status: EndStatus,
   (await transactWrite(deps, endRunItems(deps, run, status, last))).written;
 
 /** After a run ended: one delivery job for its webhook, when a callbackUrl was given. */
-export const queueWebhook = async (deps: Deps, run: { jobId: string; callbackUrl?: string }, status: EndStatus) => {
-  if (!run.callbackUrl) return;
-  await sendWebhookMessage(deps, { jobId: run.jobId, event: webhookEventOfEnd(status) }, 0);
+export const queueWebhook = async (
+  deps: Deps,
+  run: { jobId: string; callbackUrl?: string | undefined; webhookEvents?: readonly string[] | undefined },
+  status: EndStatus,
+) => {
+  const event = webhookEventOfEnd(status);
+  // A run that chose its events (issue 26) is sent its end only when it chose it.
+  if (!run.callbackUrl || !sendsEvent(run.webhookEvents, event)) return;
+  await sendWebhookMessage(deps, { jobId: run.jobId, event }, 0);
 };

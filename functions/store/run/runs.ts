@@ -3,6 +3,7 @@ import { GetCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamod
 import * as v from 'valibot';
 import type { RunLabels } from '../../../schemas/run-tags.ts';
 import type { RunMode } from '../../../schemas/runs.ts';
+import type { LifecycleEvent } from '../../../schemas/webhook-events.ts';
 import type { Deps } from '../../deps.ts';
 import type { AdmissionFacts } from '../../domain/admission.ts';
 import {
@@ -14,6 +15,7 @@ import {
   ServiceError,
   WorkflowNotFoundError,
 } from '../../domain/errors.ts';
+import { notifiesStart } from '../../domain/lifecycle-events.ts';
 import { monthlyRoom } from '../../domain/monthly-cap.ts';
 import type { RunEstimate } from '../../domain/pricing.ts';
 import { RunStatus } from '../../domain/run-lifecycle.ts';
@@ -134,6 +136,10 @@ export interface NewRun {
   deferredJobId: string | null;
   /** The caller's own pairs and tags (schemas/run-tags.ts); each absent when none were given. */
   labels?: RunLabels;
+  /** The lifecycle events the start chose (schemas/webhook-events.ts); absent when none. */
+  webhookEvents?: readonly LifecycleEvent[] | undefined;
+  /** The steps whose ends may give step events (functions/domain/lifecycle-events.ts `eventfulSteps`). */
+  eventSteps?: readonly string[] | undefined;
   /** More items for the same transaction (a deferred run's move to `dispatched`); appended last. */
   extraItems?: NonNullable<TransactWriteCommandInput['TransactItems']>;
   /**
@@ -167,6 +173,12 @@ export const runItem = (run: NewRun, createdAt: string) =>
     callbackSecret: run.callbackSecret ?? undefined,
     deferredJobId: run.deferredJobId ?? undefined,
     ...run.labels,
+    ...(run.webhookEvents && {
+      webhookEvents: [...run.webhookEvents],
+      ...(run.eventSteps && { eventSteps: [...run.eventSteps] }),
+      // The lifecycle events' stream filter passes the insert of a run marked so, and no other.
+      ...(notifiesStart(run.webhookEvents) && { notifyStart: true }),
+    }),
     resumedFrom: run.resumed?.from,
     estimateHundredths: run.estimate.totalHundredths,
     heldHundredths: run.estimate.totalHundredths,

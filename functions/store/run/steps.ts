@@ -2,6 +2,7 @@ import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
 import type { LicenceModel } from '../../../schemas/runs.ts';
 import type { Deps } from '../../deps.ts';
+import { notifiesStepEnd } from '../../domain/lifecycle-events.ts';
 import { runItemExpiry } from '../../domain/retention.ts';
 import {
   type CountedStepStatus,
@@ -32,7 +33,7 @@ import { claimCondition, statusValues } from './lifecycle-conditions.ts';
  * The run a step item belongs to: the item is keyed by its job and kept as long as it, the stage's
  * retention from the run's start (`ttl`, written with each write that already happens).
  */
-export type StepRun = Pick<RunItem, 'jobId' | 'createdAt'>;
+export type StepRun = Pick<RunItem, 'jobId' | 'createdAt'> & Partial<Pick<RunItem, 'webhookEvents' | 'eventSteps'>>;
 
 const stepTtl = (deps: Deps, run: StepRun) => runItemExpiry(run.createdAt, deps.now(), deps.retentionDays);
 
@@ -145,6 +146,8 @@ const stepEndUpdate = (deps: Deps, run: StepRun, nodeId: string, attempt: Attemp
           ? { outputs: end.outputs, model: end.model ?? null, licence: end.licence ?? null }
           : {}),
         ...(end.status === StepStatus.failed ? { error: end.error } : {}),
+        // The lifecycle events' mark (issue 26), in the write the step's end makes anyway: no call more.
+        ...(notifiesStepEnd(run, nodeId, end.status) && { notify: true as const }),
       },
       remove: ['leaseUntil'],
     },

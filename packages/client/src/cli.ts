@@ -23,6 +23,7 @@ import {
   type ListDeferredRunsParams,
   type ListRunsParams,
   outputFiles,
+  type RedeliverRequest,
   type Run,
   type RunEvent,
   type RunRequest,
@@ -55,6 +56,8 @@ Commands:
       --idempotency-key K                Makes a retry safe: the same key and body start one run
       --meta key=value                   Your own metadata pair, echoed on the run; repeatable (16 at most)
       --tag T                            A tag to find the run by (runs list --tag); repeatable (5 at most)
+      --event E                          A webhook event to send to --callback-url (run.started, step.completed,
+                                         step.failed, run.completed, ...); repeatable; without it, the end only
       --watch                            Follow the run until it ends
   watch <jobId>                          Follow a run: progress and each step's status, until it ends
                                          (from its event stream; by polling when the stream is unavailable)
@@ -62,7 +65,7 @@ Commands:
   cancel <jobId>                         Cancel a run in progress
   resume <jobId> [options]               A new run of a failed or stopped run: its completed steps are kept,
                                          the rest run (options: --input, --callback-url, --callback-secret,
-                                         --idempotency-key, --watch, as run takes them)
+                                         --event, --idempotency-key, --watch, as run takes them)
   runs list [options]                    The team's runs, newest first (one page, or --all)
       --workflow-id ID                   Only runs of this workflow
       --status S                         Only runs with this status (queued, processing, completed, ...)
@@ -70,8 +73,9 @@ Commands:
       --limit N                          Page size, 1 to 100 (default 20)
       --cursor C                         The page after the one that printed this cursor
       --all                              Every page (--limit is then the page size)
-  deliveries <jobId> [--redeliver]       The run-finished webhook's attempts and state;
-                                         --redeliver sends it once more (same webhook-id)
+  deliveries <jobId> [--redeliver]       The run-finished webhook's attempts and state (and each chosen event's);
+                                         --redeliver sends it once more (same webhook-id); with
+                                         --event E [--node-id N], that event's delivery instead
   deferred show <id>                     Show a deferred run
   deferred cancel <id>                   Cancel a deferred run still waiting
   deferred list [options]                The team's deferred runs, newest first (options as runs list)
@@ -116,6 +120,8 @@ const optionSpec = {
   'content-type': { type: 'string' },
   meta: { type: 'string', multiple: true },
   tag: { type: 'string', multiple: true },
+  event: { type: 'string', multiple: true },
+  'node-id': { type: 'string' },
 } as const;
 
 type OptionName = keyof typeof optionSpec;
@@ -138,13 +144,14 @@ const commandOptions: Record<string, OptionName[]> = {
     'idempotency-key',
     'meta',
     'tag',
+    'event',
     'watch',
   ],
   watch: [],
   download: ['dir'],
   cancel: [],
-  resume: ['input', 'callback-url', 'callback-secret', 'idempotency-key', 'watch'],
-  deliveries: ['redeliver'],
+  resume: ['input', 'callback-url', 'callback-secret', 'event', 'idempotency-key', 'watch'],
+  deliveries: ['redeliver', 'event', 'node-id'],
   'deferred show': [],
   'deferred cancel': [],
   'runs list': ['workflow-id', 'status', 'tag', 'limit', 'cursor', 'all'],
@@ -325,6 +332,8 @@ const runRequest = (values: Values): { body: RunRequest; fileInputs: FileInput[]
   }
   // Passed as given: the API names the limit a tag or a pair passes.
   if (values.tag?.length) body.tags = values.tag;
+  // Passed as given too: the API names an unknown event, and refuses events without --callback-url.
+  if (values.event?.length) body.webhookEvents = values.event as NonNullable<RunRequest['webhookEvents']>;
   return { body, fileInputs };
 };
 
@@ -426,10 +435,15 @@ const resumeRun = async (client: WorkflowRunClient, io: CliIo, values: Values, a
     body.inputs = { ...body.inputs, [input.key]: file.fileId };
     if (!json) write(io.stderr, `uploaded ${input.path} as ${file.fileId} (${file.contentType}, ${file.size} bytes)`);
   }
-  const { inputs, callbackUrl, callbackSecret } = body;
+  const { inputs, callbackUrl, callbackSecret, webhookEvents } = body;
   const resumed = await client.resumeRun(
     jobId,
-    { ...(inputs && { inputs }), ...(callbackUrl && { callbackUrl }), ...(callbackSecret && { callbackSecret }) },
+    {
+      ...(inputs && { inputs }),
+      ...(callbackUrl && { callbackUrl }),
+      ...(callbackSecret && { callbackSecret }),
+      ...(webhookEvents && { webhookEvents }),
+    },
     { signal: io.signal, idempotencyKey: values['idempotency-key'] },
   );
   if (!values.watch) {
@@ -658,15 +672,30 @@ const download = async (client: WorkflowRunClient, io: CliIo, values: Values, jo
 // --- deliveries ------------------------------------------------------------------------------
 
 const deliveries = async (client: WorkflowRunClient, io: CliIo, values: Values, jobId: string, json: boolean) => {
+  if (!values.redeliver && (values.event || values['node-id']))
+    throw new UsageError('--event and --node-id only apply with --redeliver');
+  if (values['node-id'] && !values.event?.length) throw new UsageError('--node-id needs the --event of its step');
+  if ((values.event?.length ?? 0) > 1) throw new UsageError('--redeliver takes one --event');
   if (values.redeliver) {
-    const queued = await client.redeliverWebhook(jobId, { signal: io.signal });
+    const [event] = values.event ?? [];
+    const delivery = event
+      ? ({ event, ...(values['node-id'] && { nodeId: values['node-id'] }) } as RedeliverRequest)
+      : undefined;
+    const queued = await client.redeliverWebhook(jobId, { signal: io.signal, ...(delivery && { delivery }) });
     if (json) return printJson(io, queued);
     return printFields(io, { ...queued, next: `workflow-run deliveries ${jobId}` });
   }
   const log = await client.listDeliveries(jobId, { signal: io.signal });
   if (json) return printJson(io, log);
-  const { deliveries: attempts, ...summary } = log;
+  const { deliveries: attempts, events, ...summary } = log;
   printFields(io, summary);
+  // Issue 26: each chosen event's delivery, one line each.
+  for (const e of events ?? []) {
+    write(
+      io.stdout,
+      `${e.event}${e.nodeId ? ` ${e.nodeId}` : ''}: ${e.state}, ${e.attempts} attempt(s), ${e.webhookId}`,
+    );
+  }
   if (attempts.length === 0) return write(io.stdout, 'No attempt yet.');
   const rows = attempts.map((a) => [
     String(a.attempt),

@@ -70,6 +70,9 @@ export type ListDeferredRunsParams = NonNullable<paths['/deferred-runs']['get'][
 export type WebhookDeliveries = Schemas['WebhookDeliveries'];
 export type WebhookAttempt = Schemas['WebhookAttempt'];
 export type RedeliveryQueued = Schemas['RedeliveryQueued'];
+/** Issue 26: one delivery of a run that chose `webhookEvents`, and the redelivery's naming of one. */
+export type LifecycleDelivery = Schemas['LifecycleDelivery'];
+export type RedeliverRequest = Schemas['RedeliverRequest'];
 export type CreateFileRequest = Schemas['CreateFileRequest'];
 export type CreateFileResponse = Schemas['CreateFileResponse'];
 export type FileUpload = Schemas['FileUpload'];
@@ -190,9 +193,13 @@ export interface WorkflowRunClient {
   listDeliveries(jobId: string, options?: RequestOptions): Promise<WebhookDeliveries>;
   /**
    * POST /runs/{jobId}/deliveries/redeliver: queues one new attempt with the same `webhook-id`;
-   * `ConflictError` while the delivery is pending (its body's `nextAttemptAt` says when).
+   * `ConflictError` while the delivery is pending (its body's `nextAttemptAt` says when). With
+   * `delivery` (issue 26), the lifecycle event's delivery it names (`event`, and `nodeId` for a step event).
    */
-  redeliverWebhook(jobId: string, options?: RequestOptions): Promise<RedeliveryQueued>;
+  redeliverWebhook(
+    jobId: string,
+    options?: RequestOptions & { delivery?: RedeliverRequest },
+  ): Promise<RedeliveryQueued>;
   /** GET /deferred-runs/{id}. Once `dispatched`, `jobId` is the run to read. */
   getDeferredRun(id: string, options?: RequestOptions): Promise<DeferredRun>;
   /** DELETE /deferred-runs/{id}: cancels a deferred run still `waiting`. */
@@ -459,7 +466,11 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
       unwrap(raw.GET('/runs/{jobId}/deliveries', { params: { path: { jobId } }, signal: requestOptions.signal })),
     redeliverWebhook: (jobId, requestOptions = {}) =>
       unwrap(
-        raw.POST('/runs/{jobId}/deliveries/redeliver', { params: { path: { jobId } }, signal: requestOptions.signal }),
+        raw.POST('/runs/{jobId}/deliveries/redeliver', {
+          params: { path: { jobId } },
+          ...(requestOptions.delivery && { body: requestOptions.delivery }),
+          signal: requestOptions.signal,
+        }),
       ),
     getDeferredRun: (id, requestOptions = {}) =>
       unwrap(raw.GET('/deferred-runs/{id}', { params: { path: { id } }, signal: requestOptions.signal })),

@@ -463,6 +463,46 @@ export interface webhooks {
     patch?: never;
     trace?: never;
   };
+  runStarted: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Run started (when chosen)
+     * @description Our design (issue 26): sent to the `callbackUrl` of a run started with `webhookEvents` naming `run.started`, when the run is created (queued, its estimate held). The body is the run-finished webhook's: the Run as it stands when the attempt is made, plus `event`. Reply with any 2xx within 8 seconds, or the delivery is retried as the run-finished webhook is (5 attempts; first retry after 2 minutes, doubling). Each event is its own delivery with its own `webhook-id`, signed the same way; deduplicate on `webhook-id`. Deliveries can arrive in any order: `run.started` comes before every other event of the run, step events are ordered by `step.ended_at`, and the end event comes after them.
+     */
+    post: operations['RunStartedWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  stepFinished: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Step completed or failed (when chosen)
+     * @description Our design (issue 26): sent to the `callbackUrl` of a run started with `webhookEvents` naming `step.completed` or `step.failed`, when one of its steps ends so: the Run as it stands when the attempt is made, plus `event` and `step`. At most 50 step events a run; past them none is sent, and the end event's body carries every step. Reply with any 2xx within 8 seconds, or the delivery is retried as the run-finished webhook is (5 attempts; first retry after 2 minutes, doubling). Each event is its own delivery with its own `webhook-id`, signed the same way; deduplicate on `webhook-id`. Deliveries can arrive in any order: `run.started` comes before every other event of the run, step events are ordered by `step.ended_at`, and the end event comes after them.
+     */
+    post: operations['StepFinishedWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export interface components {
   schemas: {
@@ -1626,6 +1666,16 @@ export interface components {
       callbackSecret?: string;
       metadata?: components['schemas']['RunMetadata'];
       tags?: components['schemas']['RunTags'];
+      /** @description Our design: the webhook events to send to `callbackUrl`, each its own delivery. Without it, only the run's end event is sent. At most 50 step events a run; the end event carries every step. */
+      webhookEvents?: (
+        | 'run.started'
+        | 'step.completed'
+        | 'step.failed'
+        | 'run.completed'
+        | 'run.failed'
+        | 'run.cancelled'
+        | 'run.stopped'
+      )[];
     };
     RunStartedResponse: {
       /** Format: uuid */
@@ -1652,6 +1702,16 @@ export interface components {
       /** Format: uri */
       callbackUrl?: string;
       callbackSecret?: string;
+      /** @description Our design: the webhook events to send to `callbackUrl`, each its own delivery. Without it, only the run's end event is sent. At most 50 step events a run; the end event carries every step. */
+      webhookEvents?: (
+        | 'run.started'
+        | 'step.completed'
+        | 'step.failed'
+        | 'run.completed'
+        | 'run.failed'
+        | 'run.cancelled'
+        | 'run.stopped'
+      )[];
     };
     RunResumedResponse: {
       /** Format: uuid */
@@ -1758,7 +1818,7 @@ export interface components {
     };
     WebhookBody: {
       /** @enum {string} */
-      event: 'run.completed' | 'run.failed' | 'run.stopped' | 'run.cancelled';
+      event: 'run.started' | 'run.completed' | 'run.failed' | 'run.cancelled' | 'run.stopped';
       /** Format: uuid */
       jobId: string;
       /** @enum {string} */
@@ -1843,6 +1903,40 @@ export interface components {
       nextAttemptAt: string | null;
       attempts: number;
       deliveries: components['schemas']['WebhookAttempt'][];
+      events?: components['schemas']['LifecycleDelivery'][];
+    };
+    LifecycleDelivery: {
+      /** @enum {string} */
+      event:
+        | 'run.started'
+        | 'step.completed'
+        | 'step.failed'
+        | 'run.completed'
+        | 'run.failed'
+        | 'run.cancelled'
+        | 'run.stopped';
+      nodeId?: string;
+      webhookId: string;
+      /**
+       * @description `pending`: not delivered yet and an attempt will come (the run has not ended, its first attempt or a retry is due, or a redelivery is queued); `delivered`: the last attempt was answered 2xx; `failed`: the last attempt was not, and none is scheduled.
+       * @enum {string}
+       */
+      state: 'pending' | 'delivered' | 'failed';
+      nextAttemptAt: string | null;
+      attempts: number;
+      deliveries: components['schemas']['WebhookAttempt'][];
+    };
+    RedeliverRequest: {
+      /** @enum {string} */
+      event?:
+        | 'run.started'
+        | 'step.completed'
+        | 'step.failed'
+        | 'run.completed'
+        | 'run.failed'
+        | 'run.cancelled'
+        | 'run.stopped';
+      nodeId?: string;
     };
     WebhookAttempt: {
       attempt: number;
@@ -1860,11 +1954,47 @@ export interface components {
       /** Format: uuid */
       jobId: string;
       /** @enum {string} */
-      event: 'run.completed' | 'run.failed' | 'run.stopped' | 'run.cancelled';
+      event:
+        | 'run.started'
+        | 'step.completed'
+        | 'step.failed'
+        | 'run.completed'
+        | 'run.failed'
+        | 'run.cancelled'
+        | 'run.stopped';
+      nodeId?: string;
       webhookId: string;
       /** @constant */
       state: 'pending';
       attempt: number;
+    };
+    StepWebhookBody: {
+      /** @enum {string} */
+      event: 'step.completed' | 'step.failed';
+      /** Format: uuid */
+      jobId: string;
+      /** @enum {string} */
+      status: 'queued' | 'claimed' | 'processing' | 'completed' | 'failed' | 'cancelled' | 'stopped';
+      progress?: number;
+      steps?: components['schemas']['RunStep'][];
+      output?: components['schemas']['RunOutput'][];
+      /** @description Present when more outputs follow this page of `output` (the outputs together would be too large for one answer): pass it as `output_cursor` to Get a run for the next page, unchanged. Absent on the last page. */
+      output_next?: string;
+      metadata?: components['schemas']['RunMetadata'];
+      tags?: components['schemas']['RunTags'];
+      /** Format: uuid */
+      resumedFrom?: string;
+      step: components['schemas']['WebhookStep'];
+    };
+    WebhookStep: {
+      node_id: string;
+      step_type: string;
+      /** @enum {string} */
+      status: 'completed' | 'failed';
+      error?: string;
+      result?: unknown;
+      /** Format: date-time */
+      ended_at: string;
     };
     CreateFileRequest: {
       name: string;
@@ -3300,7 +3430,12 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody?: never;
+    /** @description Optional (issue 26): the delivery to send again, for a run started with `webhookEvents`: its `event`, and its `nodeId` for a step event. Without it, the run end event. */
+    requestBody?: {
+      content: {
+        'application/json': components['schemas']['RedeliverRequest'];
+      };
+    };
     responses: {
       /** @description One attempt is queued. */
       202: {
@@ -3309,6 +3444,15 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['RedeliveryQueued'];
+        };
+      };
+      /** @description The body names no delivery this run opened (issue 26: `event`, and `nodeId` for a step event). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidBodyError'];
         };
       };
       /** @description The key is missing, malformed, unknown, revoked or expired. */
@@ -3345,6 +3489,15 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['DeliveryPendingError'];
+        };
+      };
+      /** @description The body is over 4 KB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PayloadTooLargeError'];
         };
       };
       /** @description Too many requests with this key; wait `Retry-After` seconds. */
@@ -3929,6 +4082,54 @@ export interface operations {
     requestBody: {
       content: {
         'application/json': components['schemas']['WebhookBody'];
+      };
+    };
+    responses: {
+      /** @description Received. */
+      '2XX': {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  RunStartedWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        'X-Service-Event': 'run.started';
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['WebhookBody'];
+      };
+    };
+    responses: {
+      /** @description Received. */
+      '2XX': {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  StepFinishedWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        'X-Service-Event': 'step.completed' | 'step.failed';
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['StepWebhookBody'];
       };
     };
     responses: {

@@ -1,13 +1,24 @@
 /**
- * Verifying the run-finished webhook. Pass the raw body exactly as received (before any JSON
- * parsing): a re-serialised body does not match its signature. Both checks compare in constant time.
+ * Verifying the run's webhook: the run-finished one, and the lifecycle events a run chose (issue 26),
+ * all signed the same way. Pass the raw body exactly as received (before any JSON parsing): a
+ * re-serialised body does not match its signature. Both checks compare in constant time.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { components } from './openapi-types.ts';
 
-/** The webhook body: the Run plus `event`. */
+/** The webhook body: the Run plus `event` (the end events, and `run.started` when chosen). */
 export type WebhookBody = components['schemas']['WebhookBody'];
 export type WebhookEvent = WebhookBody['event'];
+/** Issue 26: a step event's body (`step.completed`, `step.failed`): the Run plus `event` and `step`. */
+export type StepWebhookBody = components['schemas']['StepWebhookBody'];
+/** Any body a run's webhook can carry; `X-Service-Event` (and `event`) says which. */
+export type LifecycleWebhookBody = WebhookBody | StepWebhookBody;
+/** A `webhookEvents` entry of a run start. */
+export type LifecycleEvent = NonNullable<components['schemas']['RunRequest']['webhookEvents']>[number];
+
+/** Whether a verified body is a step event's (it then has `step`). */
+export const isStepWebhook = (body: LifecycleWebhookBody): body is StepWebhookBody =>
+  body.event === 'step.completed' || body.event === 'step.failed';
 
 type RawBody = string | Uint8Array;
 

@@ -1,0 +1,43 @@
+import type { StepWebhookBody } from '../../schemas/lifecycle-webhooks.ts';
+import type { WebhookBody } from '../../schemas/runs.ts';
+import type { Deps } from '../deps.ts';
+import { type DeliveryRef, isStepEvent } from '../domain/lifecycle-events.ts';
+import { StepStatus } from '../domain/run-lifecycle.ts';
+import { resultOf } from '../domain/run-view.ts';
+import { shownStepError } from '../domain/run-view-size.ts';
+import { linkFiles, readRun, readRunAndItems } from './read-run.ts';
+
+/**
+ * The body of one webhook delivery (issue 26): a run event's is the Run plus `event`, the end
+ * webhook's as it always was; a step event's adds `step` (its id, type, status, error or result,
+ * and when it ended). The Run is read when the attempt is made, as the end webhook's is: a retry
+ * shows the run as it then stands, while `step` never changes (a step's end is written once).
+ */
+export const webhookBodyOf = async (
+  deps: Deps,
+  jobId: string,
+  ref: DeliveryRef,
+): Promise<WebhookBody | StepWebhookBody> => {
+  const { event, nodeId } = ref;
+  if (!isStepEvent(event) || nodeId === undefined) {
+    return { ...(await readRun(deps, null, jobId)), event } as WebhookBody;
+  }
+  const { view, run, steps } = await readRunAndItems(deps, null, jobId);
+  const item = steps.find((s) => s.nodeId === nodeId);
+  const shown = view.steps.find((s) => s.node_id === nodeId);
+  const completed = event === 'step.completed';
+  return {
+    ...view,
+    event,
+    step: {
+      node_id: nodeId,
+      // Every node of the canvas is in the view: the fallback is never shown.
+      step_type: shown?.step_type ?? '',
+      status: completed ? StepStatus.completed : StepStatus.failed,
+      ...(completed
+        ? { result: await linkFiles(deps, run.teamId, resultOf(item?.outputs ?? {})) }
+        : { error: shown?.error ?? shownStepError(item?.error ?? 'Step failed') }),
+      ended_at: item?.endedAt ?? deps.now().toISOString(),
+    },
+  };
+};

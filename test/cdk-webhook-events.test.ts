@@ -1,0 +1,136 @@
+/**
+ * The lifecycle webhook events' consumer in the synthesized stage (issue 26 item 1): its own
+ * mapping of the table's stream (filters, retries, partial batch responses, its own DLQ and that
+ * DLQ's alarm), its least-privilege role, and what its filters pass (the local mapping applies the
+ * same patterns: local/stream-source.ts).
+ */
+import './support/test-providers.ts';
+import { Template } from 'aws-cdk-lib/assertions';
+import type { DynamoDBRecord } from 'aws-lambda';
+import { describe, expect, it } from 'vitest';
+import { StepStatus } from '../functions/domain/run-lifecycle.ts';
+import { buildApp } from '../lib/build-app.ts';
+import { passes } from '../local/stream-source.ts';
+import { lifecycleEventsStream } from '../platform/definitions.ts';
+import { eventfulStepStatuses } from '../platform/run-statuses.ts';
+import { pinnedProd, synthOnly } from './support/stages.ts';
+
+type Resource = { Type: string; Properties: Record<string, unknown> };
+
+const synthesize = (context: Record<string, unknown>) => {
+  const built = buildApp({ ...synthOnly, ...context }, {});
+  return Template.fromStack(built.api).toJSON().Resources as Record<string, Resource>;
+};
+
+const idOf = (resources: Record<string, Resource>, type: string, prefix: string) => {
+  const ids = Object.keys(resources).filter((id) => resources[id]?.Type === type && id.startsWith(prefix));
+  expect(ids, `${type} ${prefix}`).toHaveLength(1);
+  return ids[0] as string;
+};
+
+describe.each([
+  ['dev', {}],
+  ['prod', pinnedProd()],
+])('the %s stage', (_stage, context) => {
+  const resources = synthesize(context);
+  const fnId = idOf(resources, 'AWS::Lambda::Function', 'RunEventWebhooksFunction');
+  const dlqId = idOf(resources, 'AWS::SQS::Queue', 'LifecycleEventsDeadLetterQueue');
+  const mappings = Object.values(resources).filter(
+    (r) =>
+      r.Type === 'AWS::Lambda::EventSourceMapping' &&
+      JSON.stringify(r.Properties.FunctionName) === JSON.stringify({ Ref: fnId }),
+  );
+
+  it('reads the stream through its own mapping: its filters, retries, partial batch responses and DLQ', () => {
+    expect(mappings).toHaveLength(1);
+    const [mapping] = mappings as [Resource];
+    expect(mapping.Properties).toMatchObject({
+      EventSourceArn: { 'Fn::ImportValue': expect.stringMatching(/StreamArn/) },
+      StartingPosition: 'TRIM_HORIZON',
+      BatchSize: lifecycleEventsStream.batchSize,
+      MaximumBatchingWindowInSeconds: lifecycleEventsStream.maxBatchingWindowSeconds,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      BisectBatchOnFunctionError: true,
+      MaximumRetryAttempts: lifecycleEventsStream.retryAttempts,
+      MaximumRecordAgeInSeconds: lifecycleEventsStream.maxRecordAgeSeconds,
+      DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [dlqId, 'Arn'] } } },
+    });
+    const filters = (mapping.Properties.FilterCriteria as { Filters: { Pattern: string }[] }).Filters;
+    expect(filters.map((f) => JSON.parse(f.Pattern))).toEqual(lifecycleEventsStream.filters);
+    expect(resources[fnId]?.Properties).toMatchObject({
+      Timeout: lifecycleEventsStream.consumerTimeoutSeconds,
+      Description: "reads the table's stream (LifecycleEvents)",
+    });
+    expect(resources[dlqId]?.Properties).toMatchObject({
+      MessageRetentionPeriod: lifecycleEventsStream.dlqRetentionDays * 24 * 3600,
+      SqsManagedSseEnabled: true,
+    });
+  });
+
+  it('alarms on its DLQ at the first arrival', () => {
+    const alarms = Object.entries(resources).filter(
+      ([id, r]) => r.Type === 'AWS::CloudWatch::Alarm' && id.includes('LifecycleEventsDeadLetterArrivalsAlarm'),
+    );
+    expect(alarms).toHaveLength(1);
+    expect(JSON.stringify(alarms[0]?.[1].Properties.Metrics)).toContain(`"Fn::GetAtt":["${dlqId}","QueueName"]`);
+    expect(alarms[0]?.[1].Properties).toMatchObject({ Threshold: 0, ComparisonOperator: 'GreaterThanThreshold' });
+  });
+
+  it('may update and delete table items and send to the webhooks queue, and nothing else of the stage', () => {
+    const role = ((resources[fnId] as Resource).Properties.Role as { 'Fn::GetAtt': [string] })['Fn::GetAtt'][0];
+    const statements = Object.values(resources)
+      .filter((r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties.Roles).includes(role))
+      .flatMap((p) => (p.Properties.PolicyDocument as { Statement: { Action: string | string[] }[] }).Statement);
+    const actions = statements.flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]));
+    const own = actions.filter((a) => !/^(logs|xray):/.test(a)).sort();
+    expect(own).toEqual(
+      [
+        // Its own work.
+        'dynamodb:UpdateItem',
+        'dynamodb:DeleteItem',
+        'sqs:SendMessage',
+        // The stream event source's: reading the stream, its failed batches to its DLQ.
+        'dynamodb:DescribeStream',
+        'dynamodb:GetRecords',
+        'dynamodb:GetShardIterator',
+        'dynamodb:ListStreams',
+        'sqs:SendMessage',
+        'sqs:GetQueueAttributes',
+        'sqs:GetQueueUrl',
+      ].sort(),
+    );
+    const webhooksSend = statements.find((s) => JSON.stringify(s).includes('WebhooksQueue'));
+    expect(webhooksSend?.Action).toEqual('sqs:SendMessage');
+  });
+});
+
+/** A stream record as Lambda hands it over (only what the filters look at). */
+const record = (eventName: 'INSERT' | 'MODIFY', sk: string, newImage: Record<string, unknown>): DynamoDBRecord => ({
+  eventName,
+  dynamodb: { Keys: { PK: { S: 'RUN#j' }, SK: { S: sk } }, NewImage: { SK: { S: sk }, ...newImage } as never },
+});
+
+describe('the filters', () => {
+  const pass = (r: DynamoDBRecord) => passes(lifecycleEventsStream.filters, r);
+
+  it("are the lifecycle's statuses", () => {
+    expect(eventfulStepStatuses).toEqual([StepStatus.completed, StepStatus.failed]);
+  });
+
+  it('pass the insert of a run marked notifyStart, and a marked step ending completed or failed', () => {
+    expect(pass(record('INSERT', 'RUN', { notifyStart: { BOOL: true } }))).toBe(true);
+    for (const status of eventfulStepStatuses) {
+      expect(pass(record('INSERT', 'STEP#a', { notify: { BOOL: true }, status: { S: status } }))).toBe(true);
+      expect(pass(record('MODIFY', 'STEP#a', { notify: { BOOL: true }, status: { S: status } }))).toBe(true);
+    }
+  });
+
+  it('drop every change of a run that chose nothing, and the rest of the table', () => {
+    expect(pass(record('INSERT', 'RUN', {}))).toBe(false);
+    expect(pass(record('MODIFY', 'RUN', { notifyStart: { BOOL: true } }))).toBe(false);
+    expect(pass(record('INSERT', 'STEP#a', { status: { S: StepStatus.completed } }))).toBe(false);
+    expect(pass(record('MODIFY', 'STEP#a', { notify: { BOOL: true }, status: { S: StepStatus.skipped } }))).toBe(false);
+    expect(pass(record('MODIFY', 'STEP#a', { status: { S: StepStatus.processing } }))).toBe(false);
+    expect(pass(record('INSERT', 'WEBHOOK#run.started', { state: { S: 'pending' } }))).toBe(false);
+  });
+});
