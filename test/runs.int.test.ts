@@ -31,6 +31,7 @@ import {
   pairSteps,
   realStepHandler,
   runBody,
+  runLinks,
   runParts,
   startRunCall,
   startSecondApi,
@@ -607,6 +608,7 @@ describe('with workers polling the steps queue', () => {
       status: 'completed',
       progress: 100,
       steps: chainSteps.map((s) => ({ node_id: s.key, step_type: s.type, status: 'completed' })),
+      links: runLinks(jobId),
     });
     expect(output).toHaveLength(1);
     expect(output[0]).toMatchObject({

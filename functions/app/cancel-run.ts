@@ -6,7 +6,7 @@ import { cancelStatus, isInProgress, StepStatus } from '../domain/run-lifecycle.
 import { closeRun, queueWebhook, readRunItem, readRunPartition } from '../store/run/index.ts';
 import { sendDelayedStepMessage } from '../store/run/provider-jobs.ts';
 import { storageBusy } from '../store/write.ts';
-import { readRun } from './read-run.ts';
+import { readRunWithLinks } from './run-events.ts';
 
 /**
  * Each step of the run waiting on a provider's job gets a look now (functions/app/provider-job.ts):
@@ -51,7 +51,8 @@ export const cancelRun = async (
     if (await closeRun(deps, run, status)) {
       await queueWebhook(deps, run, status);
       await stopProviderJobs(deps, run);
-      return readRun(deps, teamId, jobId, keyWorkflowIds);
+      // The Run as GET /runs/{jobId} answers it, its links included (the stream then sends `done`).
+      return readRunWithLinks(deps, teamId, jobId, keyWorkflowIds);
     }
   }
   // Steps kept charging between each read and its write: busy, the caller tries again shortly.

@@ -117,6 +117,11 @@ export const cancelRunCall = (baseUrl: string, key: string, jobId: string) =>
 export const stepStatuses = (steps: { key: string; type: string }[], statuses: string[]) =>
   steps.map((s, i) => ({ node_id: s.key, step_type: s.type, status: statuses[i] }));
 
+/** The Run's `links` as GET /runs/{jobId} and a cancel answer them: where to follow it live. */
+export const runLinks = (jobId: string) => ({
+  events: expect.stringMatching(new RegExp(`^http://127\\.0\\.0\\.1:\\d+/api/v1/runs/${jobId}/events$`)),
+});
+
 /** A run's body (GET /runs/{jobId}, or a cancel's answer) while it has no output. */
 export const runBody = (
   jobId: string,
@@ -124,7 +129,7 @@ export const runBody = (
   progress: number,
   steps: { key: string; type: string }[],
   statuses: string[],
-) => ({ jobId, status, progress, steps: stepStatuses(steps, statuses), output: [] });
+) => ({ jobId, status, progress, steps: stepStatuses(steps, statuses), output: [], links: runLinks(jobId) });
 
 /** TextEntry → PromptBuilder → LlmWorker → TextConsole: 1 + 1 + 200 + 1 hundredths in production. */
 export const chainPrice = 203;
