@@ -11,16 +11,14 @@
  * transfer out. Lambda bills streamed bytes only past 6 MB per response; a run's stream is far
  * below (measured).
  */
-import { randomUUID } from 'node:crypto';
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { makeHandler } from '../functions/api/get-run-events.ts';
 import { streamTiming } from '../functions/app/run-events.ts';
 import { startLocalApi } from '../local/api-gateway.ts';
 import { invokedAs } from '../local/invocation.ts';
 import { localDeps } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
-import { basePath } from '../platform/routes.ts';
 import { streamCapSeconds, streamFunctionMemoryMb, streamPollMs } from '../platform/run-events.ts';
+import { runEventsUrlEvent } from '../test/support/function-url-event.ts';
 import { awsPrices, dollars, ingestedBytes, lambdaPlatformLines, meterDynamoDb, newMeter } from './cost-meter.ts';
 import { heading, line, note } from './report.ts';
 import { chainSteps, seedCostTeam } from './seed.ts';
@@ -28,31 +26,6 @@ import type { Targets } from './stats.ts';
 
 /** CloudFront's data transfer out to the internet, United States (first 10 TB a month, per GB). */
 const cloudFrontGb = 0.085;
-
-const urlEvent = (jobId: string, key: string): APIGatewayProxyEventV2 => {
-  const path = `${basePath}/runs/${jobId}/events`;
-  const now = new Date();
-  return {
-    version: '2.0',
-    routeKey: '$default',
-    rawPath: path,
-    rawQueryString: '',
-    headers: { authorization: `Bearer ${key}` },
-    isBase64Encoded: false,
-    requestContext: {
-      accountId: 'anonymous',
-      apiId: 'bench',
-      domainName: 'bench.lambda-url.us-east-1.on.aws',
-      domainPrefix: 'bench',
-      http: { method: 'GET', path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'bench' },
-      requestId: randomUUID(),
-      routeKey: '$default',
-      stage: '$default',
-      time: now.toUTCString(),
-      timeEpoch: now.getTime(),
-    },
-  };
-};
 
 /** One capped connection to a run in progress that does not move (the steady state): its reads and bytes. */
 export const measureStreamConnection = async (resources: LocalResources, chainLength: number) => {
@@ -84,13 +57,16 @@ export const measureStreamConnection = async (resources: LocalResources, chainLe
       },
     };
     // As its function (the AWS command log of the least-privilege audit, when the tests set it).
-    await invokedAs('GetRunEvents', makeHandler(counted, streamTiming))(urlEvent(jobId, team.key), () => ({
-      write: (text) => {
-        bytes += Buffer.byteLength(text);
-      },
-      end: () => undefined,
-      closed: false,
-    }));
+    await invokedAs('GetRunEvents', makeHandler(counted, streamTiming))(
+      runEventsUrlEvent(jobId, { authorization: `Bearer ${team.key}` }, 'bench'),
+      () => ({
+        write: (text) => {
+          bytes += Buffer.byteLength(text);
+        },
+        end: () => undefined,
+        closed: false,
+      }),
+    );
     return { meter, bytes, polls: sleeps };
   } finally {
     await api.close();

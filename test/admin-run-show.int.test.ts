@@ -7,15 +7,20 @@
 import { spawnSync } from 'node:child_process';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { makeHandler as makeWebhookHandler } from '../functions/workers/webhook-delivery.ts';
 import { defaultStackPrefix } from '../lib/stages.ts';
 import { runAdmin } from '../local/admin.ts';
-import { invokedAs } from '../local/invocation.ts';
 import { functionLogGroupName, renderQuery, runTrailQuery, savedQueryNames } from '../platform/log-queries.ts';
 import { queueContents, recordOf } from './support/queue-contents.ts';
-import { startRunCall, stepHandler, stepRecord, takeStepMessages, waitForEnd } from './support/runs.ts';
+import {
+  loopbackWebhookHandler,
+  startRunCall,
+  stepHandler,
+  stepRecord,
+  takeStepMessages,
+  waitForEnd,
+} from './support/runs.ts';
 import { createWorkflow, seedUnthrottledTeam, stackPerFile } from './support/stack.ts';
-import { receiverCa, startReceiver } from './support/webhook-receiver.ts';
+import { startReceiver } from './support/webhook-receiver.ts';
 
 const { stack, closers } = stackPerFile();
 
@@ -47,10 +52,7 @@ const deliveredRun = async () => {
   expect((await waitForEnd(stack.baseUrl, team.key, jobId)).body.status).toBe('completed');
   const [message] = (await queueContents(stack.resources, 'Webhooks')).filter((m) => m.body.includes(jobId));
   if (!message) throw new Error('no webhook message');
-  const webhook = invokedAs(
-    'WebhookDelivery',
-    makeWebhookHandler(stack.deps, { fetchOptions: { allowLoopback: true, ca: receiverCa } }),
-  );
+  const webhook = loopbackWebhookHandler(stack.deps);
   const answer = (await webhook({ Records: [recordOf(message)] } as SQSEvent)) as SQSBatchResponse;
   expect(answer.batchItemFailures).toEqual([]);
   expect(receiver.received).toHaveLength(1);

@@ -7,7 +7,6 @@
  */
 import './support/test-providers.ts';
 import { randomUUID } from 'node:crypto';
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { makeHandler } from '../functions/api/get-run-events.ts';
 import type { StreamTiming } from '../functions/app/run-events.ts';
@@ -16,6 +15,7 @@ import type { ResponseHead } from '../functions/http/event-stream.ts';
 import { invokedAs } from '../local/invocation.ts';
 import { basePath } from '../platform/routes.ts';
 import { streamRetryMs } from '../platform/run-events.ts';
+import { functionUrlDomain, runEventsUrlEvent } from './support/function-url-event.ts';
 import {
   api,
   deliver,
@@ -40,32 +40,6 @@ const timing = (over: Partial<StreamTiming> = {}): StreamTiming => ({
   ...over,
 });
 
-/** A function URL's event for GET {basePath}/runs/{jobId}/events, as Lambda hands it over. */
-const urlEvent = (jobId: string, headers: Record<string, string>): APIGatewayProxyEventV2 => {
-  const path = `${basePath}/runs/${jobId}/events`;
-  const now = new Date();
-  return {
-    version: '2.0',
-    routeKey: '$default',
-    rawPath: path,
-    rawQueryString: '',
-    headers,
-    isBase64Encoded: false,
-    requestContext: {
-      accountId: 'anonymous',
-      apiId: 'url-id',
-      domainName: 'url-id.lambda-url.eu-west-1.on.aws',
-      domainPrefix: 'url-id',
-      http: { method: 'GET', path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'test' },
-      requestId: randomUUID(),
-      routeKey: '$default',
-      stage: '$default',
-      time: now.toUTCString(),
-      timeEpoch: now.getTime(),
-    },
-  };
-};
-
 interface Answer {
   head: ResponseHead | undefined;
   text: string;
@@ -82,7 +56,7 @@ const readEvents = async (
   const headers: Record<string, string> = { authorization: `Bearer ${key}` };
   if (options.lastEventId !== undefined) headers['last-event-id'] = options.lastEventId;
   const handler = invokedAs('GetRunEvents', makeHandler(stack.deps, options.timing ?? timing()));
-  await handler(urlEvent(jobId, headers), (head) => {
+  await handler(runEventsUrlEvent(jobId, headers), (head) => {
     answer.head = head;
     return {
       write: (text) => {
@@ -174,7 +148,7 @@ describe('GET /runs/{jobId}/events', () => {
     // names its own address, which its function's environment cannot hold.
     expect(last.data).toEqual({
       ...run.body,
-      links: { events: `https://url-id.lambda-url.eu-west-1.on.aws${basePath}/runs/${jobId}/events` },
+      links: { events: `https://${functionUrlDomain()}${basePath}/runs/${jobId}/events` },
     });
     expect((run.body.links as { events: string }).events).toBe(`${stack.baseUrl}/runs/${jobId}/events`);
     // Each step ended once, in the run's step order among the step events that are ends.

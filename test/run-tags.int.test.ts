@@ -13,12 +13,15 @@ import { countDynamoDbCalls, newCallCounts, since, snapshot } from '../bench/cou
 import { retentionExpiry } from '../functions/domain/retention.ts';
 import { runTagPartition } from '../functions/store/keys.ts';
 import { setLiveMultiplier } from '../functions/store/price-multiplier.ts';
-import { makeHandler as makeWebhookHandler } from '../functions/workers/webhook-delivery.ts';
-import { startQueuePoller } from '../local/event-source.ts';
 import type { DeliveredEvent } from '../local/eventbridge-emulator.ts';
-import { invokedAs } from '../local/invocation.ts';
-import { webhooksQueue } from '../platform/definitions.ts';
-import { api, dispatcherHandler, pairSteps, startStepWorkers, waitForEnd } from './support/runs.ts';
+import {
+  api,
+  dispatcherHandler,
+  pairSteps,
+  startStepWorkers,
+  startWebhookWorkers,
+  waitForEnd,
+} from './support/runs.ts';
 import {
   addKey,
   createWorkflow,
@@ -28,7 +31,7 @@ import {
   startTestStack,
   type TestStack,
 } from './support/stack.ts';
-import { type Received, receiverCa, startReceiver } from './support/webhook-receiver.ts';
+import { type Received, startReceiver } from './support/webhook-receiver.ts';
 
 let stack: TestStack;
 let events: Awaited<ReturnType<typeof startOperatorEventsFor>>;
@@ -44,18 +47,7 @@ beforeAll(async () => {
   countDynamoDbCalls(stack.deps.ddb, calls);
   events = await startOperatorEventsFor(stack);
   pollers.push(startStepWorkers(stack));
-  pollers.push(
-    startQueuePoller({
-      endpoint: stack.resources.sqsS3Endpoint,
-      queueUrl: stack.resources.queueUrls.Webhooks,
-      definition: webhooksQueue,
-      handler: invokedAs(
-        'WebhookDelivery',
-        makeWebhookHandler(stack.deps, { fetchOptions: { allowLoopback: true, ca: receiverCa } }),
-      ) as never,
-      waitSeconds: 1,
-    }),
-  );
+  pollers.push(startWebhookWorkers(stack));
 }, 120_000);
 afterAll(async () => {
   for (const poller of pollers) await poller.stop();

@@ -7,13 +7,12 @@ import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import type { NodeExecutor } from '../functions/nodes/executors/types.ts';
 import { logger } from '../functions/observability/logger.ts';
-import { makeHandler as makeWebhookHandler } from '../functions/workers/webhook-delivery.ts';
-import { invokedAs } from '../local/invocation.ts';
 import { lambdaContext } from '../local/lambda-context.ts';
 import { receiveWebhookRecords } from './support/queue-contents.ts';
 import {
   dispatcherHandler,
   instantExecutor,
+  loopbackWebhookHandler,
   type StepMessage,
   startRunCall,
   stepHandler,
@@ -22,7 +21,7 @@ import {
   waitForEnd,
 } from './support/runs.ts';
 import { createWorkflow, type SeededTeam, seedUnthrottledTeam, stackPerFile } from './support/stack.ts';
-import { receiverCa, startReceiver } from './support/webhook-receiver.ts';
+import { startReceiver } from './support/webhook-receiver.ts';
 
 const { stack, closers } = stackPerFile();
 
@@ -155,10 +154,7 @@ describe("a run's trail in the log lines", () => {
 
     // Their run.failed webhooks, delivered in one batch: each line carries its own record's keys and the context.
     const webhookRecords = await receiveWebhookRecords(stack.deps, Object.values(jobs), { take: true });
-    const webhook = invokedAs(
-      'WebhookDelivery',
-      makeWebhookHandler(stack.deps, { fetchOptions: { allowLoopback: true, ca: receiverCa } }),
-    );
+    const webhook = loopbackWebhookHandler(stack.deps);
     const delivered = await captureLines(() =>
       webhook({ Records: webhookRecords } as SQSEvent, lambdaContext('trail-webhook-delivery', 30_000, 'webhooks-1')),
     );

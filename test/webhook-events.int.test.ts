@@ -18,18 +18,15 @@ import { StepFailedError } from '../functions/nodes/executors/types.ts';
 import { runPartition, stepEventCountKey, stepKey, webhookDeliveryKey } from '../functions/store/keys.ts';
 import { openLifecycleDelivery } from '../functions/store/lifecycle-deliveries.ts';
 import { makeHandler as makeFanOutHandler } from '../functions/workers/run-event-webhooks.ts';
-import { makeHandler as makeWebhookHandler } from '../functions/workers/webhook-delivery.ts';
-import { startQueuePoller } from '../local/event-source.ts';
 import { invokedAs } from '../local/invocation.ts';
 import { type StreamPoller, startLifecycleEvents } from '../local/stream-source.ts';
-import { webhooksQueue } from '../platform/definitions.ts';
 import { StepWebhookBodySchema } from '../schemas/lifecycle-webhooks.ts';
 import { WebhookBodySchema } from '../schemas/runs.ts';
 import { lifecycleEvents, webhookEventsMessages } from '../schemas/webhook-events.ts';
 import { queueContents } from './support/queue-contents.ts';
-import { api, faultyDeps, instantExecutor, startStepWorkers, waitForEnd } from './support/runs.ts';
+import { api, faultyDeps, instantExecutor, startStepWorkers, startWebhookWorkers, waitForEnd } from './support/runs.ts';
 import { createWorkflow, type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
-import { type Received, receiverCa, startReceiver } from './support/webhook-receiver.ts';
+import { type Received, startReceiver } from './support/webhook-receiver.ts';
 
 const secret = 'whsec_bGlmZWN5Y2xlIGV2ZW50cyBzZWNyZXQ=';
 const verifier = new Webhook(new TextEncoder().encode(secret), { format: 'raw' });
@@ -53,18 +50,7 @@ beforeAll(async () => {
       },
     }),
   );
-  pollers.push(
-    startQueuePoller({
-      endpoint: stack.resources.sqsS3Endpoint,
-      queueUrl: stack.resources.queueUrls.Webhooks,
-      definition: webhooksQueue,
-      handler: invokedAs(
-        'WebhookDelivery',
-        makeWebhookHandler(stack.deps, { fetchOptions: { allowLoopback: true, ca: receiverCa } }),
-      ) as never,
-      waitSeconds: 1,
-    }),
-  );
+  pollers.push(startWebhookWorkers(stack));
   lifecycle = await startLifecycleEvents({
     dynamoDbEndpoint: stack.resources.dynamoDbEndpoint,
     deps: stack.deps,

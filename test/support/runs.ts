@@ -18,15 +18,17 @@ import { queryAll } from '../../functions/store/query.ts';
 import { balanceOf, getTeam, type TeamBalance } from '../../functions/store/tenancy.ts';
 import { makeHandler as makeDispatcher } from '../../functions/workers/deferred-dispatcher.ts';
 import { makeHandler } from '../../functions/workers/step-executor.ts';
+import { makeHandler as makeWebhookHandler } from '../../functions/workers/webhook-delivery.ts';
 import { type LocalApi, startLocalApi } from '../../local/api-gateway.ts';
 import { localAwsConfig } from '../../local/emulators.ts';
 import { startQueuePoller } from '../../local/event-source.ts';
 import { invokedAs } from '../../local/invocation.ts';
 import { localDeps } from '../../local/local-deps.ts';
-import { type QueueDefinition, stepsQueue } from '../../platform/definitions.ts';
+import { type QueueDefinition, stepsQueue, webhooksQueue } from '../../platform/definitions.ts';
 import { expectValidResponse } from './openapi-validator.ts';
 import { recordOf } from './queue-contents.ts';
 import { call, type TestStack, testRouteTimeoutMs } from './stack.ts';
+import { receiverCa } from './webhook-receiver.ts';
 
 export const doc = buildOpenApiDocument();
 
@@ -399,5 +401,19 @@ export const startStepWorkers = (
     queueUrl: stack.resources.queueUrls.Steps,
     definition: options.definition ?? stepsQueue,
     handler: stepHandler(options.deps ?? stack.deps, options.executors) as never,
+    waitSeconds: 1,
+  });
+
+/** The real webhook-delivery handler, allowed to call the loopback receiver (its certificate trusted). */
+export const loopbackWebhookHandler = (deps: Deps) =>
+  invokedAs('WebhookDelivery', makeWebhookHandler(deps, { fetchOptions: { allowLoopback: true, ca: receiverCa } }));
+
+/** Polls the stack's webhooks queue with it, as the event source mapping does. */
+export const startWebhookWorkers = (stack: TestStack) =>
+  startQueuePoller({
+    endpoint: stack.resources.sqsS3Endpoint,
+    queueUrl: stack.resources.queueUrls.Webhooks,
+    definition: webhooksQueue,
+    handler: loopbackWebhookHandler(stack.deps) as never,
     waitSeconds: 1,
   });
