@@ -313,6 +313,17 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
       return `${log.body.event}, ${log.body.state} in ${log.body.attempts} attempt`;
     });
 
+    await step('GET /runs/{jobId}/events: the GetRunEvents bundle streams the ended run, then done', async () => {
+      const stream = await request(baseUrl, `/runs/${jobId}/events`, { key });
+      expectStatus(stream, 200, 'GET /runs/{jobId}/events');
+      const type = stream.headers.get('content-type') ?? '';
+      check(type.startsWith('text/event-stream'), `content-type ${type}`);
+      const names = [...stream.text.matchAll(/^event: (\w+)$/gm)].map((m) => m[1]);
+      check(names.at(-1) === 'done', `events ${names.join(', ')}`);
+      check(names.filter((n) => n === 'step').length === 3, `step events ${names.join(', ')}`);
+      return names.join(', ');
+    });
+
     await step('POST /runs/{jobId}/deliveries/redeliver: the Webhooks mapping delivers it again', async () => {
       const queued = await request(baseUrl, `/runs/${jobId}/deliveries/redeliver`, { key, method: 'POST' });
       expectStatus(queued, 202, 'POST /runs/{jobId}/deliveries/redeliver');
