@@ -78,6 +78,25 @@ export const readRun = async (
   outputCursor?: string,
 ): Promise<Run> => (await readRunAndItems(deps, teamId, jobId, keyWorkflowIds, outputCursor)).view;
 
+/**
+ * The run's partition in one strongly consistent Query and its view (every output, unlinked):
+ * another team's run, and one of a workflow the key is not limited to, read as missing (`teamId`
+ * null: the service itself). GET /runs/{jobId} and the run event stream read a run this way.
+ */
+export const readRunView = async (
+  deps: Deps,
+  teamId: string | null,
+  jobId: string,
+  keyWorkflowIds: readonly string[] = [],
+) => {
+  const { run, steps } = await readRunPartition(deps, jobId);
+  if (!run || (teamId !== null && run.teamId !== teamId) || !keyMayUseWorkflow(keyWorkflowIds, run.workflowId)) {
+    throw new RunNotFoundError(jobId);
+  }
+  const canvas = await canvasOf(deps, run.workflowId);
+  return { run, steps, canvas, view: runView(run, new Map(steps.map((step) => [step.nodeId, step])), canvas) };
+};
+
 /** `readRun`, with the run and step items it was made from (a step event's body reads a step's own). */
 export const readRunAndItems = async (
   deps: Deps,
@@ -86,12 +105,7 @@ export const readRunAndItems = async (
   keyWorkflowIds: readonly string[] = [],
   outputCursor?: string,
 ): Promise<{ view: Run; run: RunItem; steps: StepItem[] }> => {
-  const { run, steps } = await readRunPartition(deps, jobId);
-  if (!run || (teamId !== null && run.teamId !== teamId) || !keyMayUseWorkflow(keyWorkflowIds, run.workflowId)) {
-    throw new RunNotFoundError(jobId);
-  }
-  const canvas = await canvasOf(deps, run.workflowId);
-  const view = runView(run, new Map(steps.map((step) => [step.nodeId, step])), canvas);
+  const { run, steps, canvas, view } = await readRunView(deps, teamId, jobId, keyWorkflowIds);
   const scope: RunOutputCursorScope = { list: 'run-output', teamId: run.teamId, jobId: run.jobId };
   let candidates = view.output;
   if (outputCursor !== undefined) {

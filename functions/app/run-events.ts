@@ -8,8 +8,6 @@ import {
 } from '../../platform/run-events.ts';
 import type { Run } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
-import { RunNotFoundError } from '../domain/errors.ts';
-import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import {
   afterDone,
   decodeEventId,
@@ -21,10 +19,8 @@ import {
   nothingSent,
   type SentState,
 } from '../domain/run-events.ts';
-import { runView } from '../domain/run-view.ts';
-import { canvasOf } from '../store/canvases.ts';
-import { readRunMark, readRunPartition, runMarkOf } from '../store/run/index.ts';
-import { linkedOutput, readRun } from './read-run.ts';
+import { readRunMark, runMarkOf } from '../store/run/index.ts';
+import { linkedOutput, readRun, readRunView } from './read-run.ts';
 
 /** The stream's timing; the defaults are the platform's (platform/run-events.ts), tests pass their own. */
 export interface StreamTiming {
@@ -74,17 +70,10 @@ interface Snapshot {
   mark: string;
 }
 
-/**
- * The run's partition in one strongly consistent Query, as GET /runs/{jobId} reads it, and the
- * same refusal: another team's run, or one of a workflow the key is not limited to, is not found.
- */
+/** The run as GET /runs/{jobId} reads it, with the same refusal (another team's run is not found). */
 const snapshot = async (deps: Deps, reader: Reader, jobId: string): Promise<Snapshot> => {
-  const { run, steps } = await readRunPartition(deps, jobId);
-  if (!run || run.teamId !== reader.teamId || !keyMayUseWorkflow(reader.workflowIds, run.workflowId)) {
-    throw new RunNotFoundError(jobId);
-  }
-  const canvas = await canvasOf(deps, run.workflowId);
-  return { view: runView(run, new Map(steps.map((step) => [step.nodeId, step])), canvas), mark: runMarkOf(run) };
+  const { run, view } = await readRunView(deps, reader.teamId, jobId, reader.workflowIds);
+  return { view, mark: runMarkOf(run) };
 };
 
 /** A comment line: no event, but bytes on the wire (every SSE parser skips it). */
