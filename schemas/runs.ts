@@ -194,6 +194,27 @@ const fileAvailabilities = ['ready', 'processing', 'unavailable'] as const;
 export type FileAvailability = (typeof fileAvailabilities)[number];
 
 /**
+ * Who marks an AI-made file as such: `service`, this service (inside the file where its format
+ * carries a mark: functions/nodes/media/marks.ts), or `provider_c2pa`, the provider's signed C2PA
+ * manifest, the file kept byte for byte (functions/nodes/media/c2pa.ts). Every AI-made file is also
+ * marked in its stored object's metadata, which never changes its bytes.
+ */
+export const aiMarks = ['service', 'provider_c2pa'] as const;
+export type AiMark = (typeof aiMarks)[number];
+
+const AiMarkSchema = v.pipe(
+  v.nullable(v.picklist(aiMarks)),
+  v.description(
+    'Who marks this file as AI-generated. `service`: this service wrote the IPTC digital source type ' +
+      '`trainedAlgorithmicMedia` inside the file (PNG, JPEG, WAV, GLB; other formats carry the mark in the ' +
+      "stored object's metadata only). `provider_c2pa`: the file carries its provider's signed C2PA manifest " +
+      '(Content Credentials), so it is kept byte for byte as the provider gave it and the manifest stays valid; ' +
+      "the stored object's metadata marks it too. null: no AI model made it (a file the caller supplied), or it " +
+      'was stored before this field existed.',
+  ),
+);
+
+/**
  * A file inside a run output's `result` (our design of the spec's "file object"). Its `url` is a
  * service-owned copy marked as AI-generated and signed for two hours, never a provider's link:
  * set only when `ready`; while `processing` the copy is still being made (poll again); when
@@ -208,6 +229,7 @@ export const RunFileSchema = v.variant('availability', [
     bytes: v.pipe(v.number(), v.integer(), v.minValue(0)),
     /** When the `url` stops working: two hours after the read that gave it. */
     expiresAt: DateTimeSchema,
+    aiMark: AiMarkSchema,
   }),
   v.strictObject({
     availability: v.picklist(['processing', 'unavailable']),
@@ -216,6 +238,7 @@ export const RunFileSchema = v.variant('availability', [
     contentType: v.nullable(v.string()),
     bytes: v.null(),
     expiresAt: v.null(),
+    aiMark: v.null(),
   }),
 ]);
 export type RunFile = v.InferOutput<typeof RunFileSchema>;

@@ -29,6 +29,7 @@ export const linkFiles = async (deps: Deps, teamId: string, value: unknown): Pro
         contentType: value.contentType ?? null,
         bytes: null,
         expiresAt: null,
+        aiMark: null,
       } satisfies RunFile;
     }
     const { url, expiresAt } = await fileLinkFor(deps, teamId, value.key);
@@ -38,6 +39,7 @@ export const linkFiles = async (deps: Deps, teamId: string, value: unknown): Pro
       contentType: value.contentType,
       bytes: value.bytes,
       expiresAt,
+      aiMark: value.aiMark ?? null,
     } satisfies RunFile;
   }
   if (Array.isArray(value)) return Promise.all(value.map((v) => linkFiles(deps, teamId, v)));

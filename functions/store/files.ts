@@ -2,6 +2,7 @@ import { CopyObjectCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Deps } from '../deps.ts';
 import type { StoredFile } from '../nodes/executors/types.ts';
+import type { AiMark } from '../../schemas/runs.ts';
 import { aiObjectMetadata } from '../nodes/media/marks.ts';
 
 /** Where a run's files live in the team's library bucket. */
@@ -13,20 +14,23 @@ export const isTeamObject = (teamId: string, key: string) => key.startsWith(`tea
 
 /**
  * Stores a step's file in the library bucket; AI-made files carry the mark in their object
- * metadata (the executors mark the bytes themselves, per format). A failed copy reads `unavailable`.
+ * metadata (the executors mark the bytes themselves, per format, or keep a provider's C2PA
+ * manifest: `aiMark`). The bytes are stored as given. A failed copy reads `unavailable`.
  */
 export const putRunFile = async (
   deps: Deps,
   where: { teamId: string; jobId: string; nodeId: string },
-  file: { name: string; contentType: string; body: Uint8Array; aiGenerated: boolean },
+  file: { name: string; contentType: string; body: Uint8Array; aiGenerated: boolean; aiMark?: AiMark },
 ): Promise<StoredFile> => {
   const key = runFileKey(where.teamId, where.jobId, where.nodeId, file.name);
+  const aiMark = file.aiGenerated ? (file.aiMark ?? 'service') : undefined;
   const stored = {
     kind: 'file' as const,
     key,
     name: file.name,
     contentType: file.contentType,
     bytes: file.body.byteLength,
+    ...(aiMark && { aiMark }),
   };
   try {
     await deps.s3.send(
@@ -35,7 +39,7 @@ export const putRunFile = async (
         Key: key,
         Body: file.body,
         ContentType: file.contentType,
-        Metadata: file.aiGenerated ? aiObjectMetadata() : { 'ai-generated': 'false' },
+        Metadata: aiMark ? aiObjectMetadata(aiMark) : { 'ai-generated': 'false' },
       }),
     );
     return { ...stored, availability: 'ready' };

@@ -12,6 +12,7 @@ import {
 import { isRecord } from '../../is-record.ts';
 import { logger } from '../../observability/logger.ts';
 import { SecretUnavailableError } from '../../store/secret-refs.ts';
+import type { AiMark } from '../../../schemas/runs.ts';
 import { markMedia, readMediaMark, sniffContentType } from '../media/marks.ts';
 import {
   createProviderResolver,
@@ -216,7 +217,8 @@ const extensionFor = (contentType: string): string => extensions[contentType] ??
 
 /**
  * Stores bytes through the orchestrator. AI-generated media are marked inside the file first
- * (PNG, JPEG, WAV, GLB; idempotent, so marking again in `storeFile` is harmless).
+ * (PNG, JPEG, WAV, GLB; idempotent), unless the bytes carry a C2PA manifest: those are stored
+ * exactly as the provider gave them, marked `provider_c2pa` (functions/nodes/media/marks.ts).
  */
 export const store = async (
   context: StepContext,
@@ -225,19 +227,31 @@ export const store = async (
   aiGenerated: boolean,
 ): Promise<StoredFile> => {
   let body = file.body;
+  let aiMark: AiMark | undefined;
   if (aiGenerated) {
+    aiMark = 'service';
     try {
-      body = markMedia(body).body;
+      ({ body, aiMark } = markMedia(body));
     } catch {
       // A file the marker cannot parse is stored as it is; the object metadata still marks it.
     }
   }
   const name = `${baseName}.${extensionFor(file.contentType)}`;
-  return context.storeFile({ name, contentType: file.contentType, body, aiGenerated });
+  return context.storeFile({
+    name,
+    contentType: file.contentType,
+    body,
+    aiGenerated,
+    ...(aiMark && { aiMark }),
+  });
 };
 
-/** Whether the bytes carry an AI-generated mark (so a file derived from them stays marked). */
-export const carriesMark = (body: Uint8Array): boolean => {
+/**
+ * Whether a file made from `file` is AI-generated too: the stored file is marked (by us or by its
+ * provider's C2PA manifest), or its bytes carry our mark.
+ */
+export const carriesMark = (file: StoredFile, body: Uint8Array): boolean => {
+  if (file.aiMark) return true;
   try {
     return readMediaMark(body) !== null;
   } catch {

@@ -223,7 +223,7 @@ export const logicExecutors = (deps: ExecutorDeps) =>
           context,
           index ? `image-${index + 1}` : 'image',
           { body, contentType: 'image/png' },
-          carriesMark(media.body),
+          carriesMark(file, media.body),
         );
       });
       return { outputs: { image } };
@@ -240,7 +240,7 @@ export const logicExecutors = (deps: ExecutorDeps) =>
           return fail(context, (error as Error).message);
         }
         const name = index ? `mesh-${index + 1}` : 'mesh';
-        return store(context, name, { body: decimated, contentType: 'model/gltf-binary' }, carriesMark(media.body));
+        return store(context, name, { body: decimated, contentType: 'model/gltf-binary' }, carriesMark(file, media.body));
       });
       return { outputs: { mesh } };
     },

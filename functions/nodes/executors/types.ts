@@ -1,7 +1,8 @@
-import type { RunMode } from '../../../schemas/runs.ts';
+import type { AiMark, RunMode } from '../../../schemas/runs.ts';
 import type { ModelWork } from '../../domain/model-pricing.ts';
 import type { CanvasNode } from '../../domain/workflow-graph.ts';
 import type { NodeSpec } from '../catalogue/node-spec.ts';
+
 import type { JobProvider, TeamConnection } from '../providers/types.ts';
 
 /**
@@ -21,6 +22,11 @@ export interface StoredFile {
   availability: 'ready' | 'processing' | 'unavailable';
   /** The file name the step gave it (`image.png`), when known. */
   name?: string;
+  /**
+   * Who marks it as AI-generated (schemas/runs.ts `AiMark`); absent on a file no AI
+   * made (the caller's own), and on files stored before the field existed.
+   */
+  aiMark?: AiMark;
 }
 
 /** Whether a value is a StoredFile. */
@@ -50,8 +56,17 @@ export interface StepContext {
   runInput: string | undefined;
   /** The run's own copy of the upload that value named (a file step given a `fileId`). */
   runFile?: StoredFile;
-  /** Stores bytes in the library bucket (marked as AI-generated when `aiGenerated`). */
-  storeFile(file: { name: string; contentType: string; body: Uint8Array; aiGenerated: boolean }): Promise<StoredFile>;
+  /**
+   * Stores bytes in the library bucket (marked as AI-generated when `aiGenerated`, by `aiMark`:
+   * `service` unless the bytes keep a provider's C2PA manifest).
+   */
+  storeFile(file: {
+    name: string;
+    contentType: string;
+    body: Uint8Array;
+    aiGenerated: boolean;
+    aiMark?: AiMark;
+  }): Promise<StoredFile>;
   /** Aborted when the step's time budget runs out. */
   signal: AbortSignal;
   /**

@@ -1,3 +1,4 @@
+export * from './c2pa.ts';
 export * from './glb.ts';
 export * from './image-ops.ts';
 export * from './marks.ts';

@@ -3,6 +3,8 @@
  * DESIGN section 5): the IPTC digital source type `trainedAlgorithmicMedia`, written where each
  * format keeps text metadata, and read back. Marking is idempotent: a marked file is returned as is.
  */
+import type { AiMark } from '../../../schemas/runs.ts';
+import { hasC2paManifest } from './c2pa.ts';
 import { type Glb, isGlb, readGlb, writeGlb } from './glb.ts';
 import { isPng, type PngChunk, readPngChunks, writePngChunks } from './png.ts';
 import { isWav, readWavChunks, writeWavChunks } from './wav.ts';
@@ -237,14 +239,17 @@ export const sniffContentType = (bytes: Uint8Array): string | undefined => {
 
 /**
  * Marks `body` inside the file when its format can carry the mark (PNG, JPEG, WAV, GLB), judged by
- * its bytes. `marked` is false for other formats: their mark is the object metadata only.
+ * its bytes. `marked` is false for other formats: their mark is the object metadata only. A file
+ * that carries a C2PA manifest is returned as is (the same bytes): inserting our mark would break
+ * the manifest's hard binding, and the manifest already says how the file was made.
  */
-export const markMedia = (body: Uint8Array): { body: Uint8Array; marked: boolean } => {
-  if (isPng(body)) return { body: markPng(body), marked: true };
-  if (isJpeg(body)) return { body: markJpeg(body), marked: true };
-  if (isWav(body)) return { body: markWav(body), marked: true };
-  if (isGlb(body)) return { body: markGlb(body), marked: true };
-  return { body, marked: false };
+export const markMedia = (body: Uint8Array): { body: Uint8Array; marked: boolean; aiMark: AiMark } => {
+  if (hasC2paManifest(body)) return { body, marked: false, aiMark: 'provider_c2pa' };
+  if (isPng(body)) return { body: markPng(body), marked: true, aiMark: 'service' };
+  if (isJpeg(body)) return { body: markJpeg(body), marked: true, aiMark: 'service' };
+  if (isWav(body)) return { body: markWav(body), marked: true, aiMark: 'service' };
+  if (isGlb(body)) return { body: markGlb(body), marked: true, aiMark: 'service' };
+  return { body, marked: false, aiMark: 'service' };
 };
 
 /** The mark inside a file of any supported format, or null. */
@@ -256,8 +261,13 @@ export const readMediaMark = (body: Uint8Array): MediaMark | null => {
   return null;
 };
 
-/** S3 object metadata that marks a stored file as AI-generated (keys without the `x-amz-meta-` prefix). */
-export const aiObjectMetadata = (): Record<string, string> => ({
+/**
+ * S3 object metadata that marks a stored file as AI-generated (keys without the `x-amz-meta-`
+ * prefix). It travels beside the bytes, never in them, so it also marks a file kept as the provider
+ * signed it; `ai-mark` says who marked the bytes.
+ */
+export const aiObjectMetadata = (aiMark: AiMark = 'service'): Record<string, string> => ({
   'ai-generated': 'true',
   'digital-source-type': digitalSourceType,
+  'ai-mark': aiMark,
 });
