@@ -300,6 +300,7 @@ describe('validateResponse', () => {
                 contentType: 'image/png',
                 bytes: 1024,
                 expiresAt: '2025-01-02T05:04:05.000Z',
+                aiMark: 'service',
               },
             ],
           },

@@ -44,6 +44,11 @@ export interface BedrockStandIn {
   failNextWith(name: string, status: number, options?: { message?: string; headers?: Record<string, string> }): void;
   /** The next request is recorded and never answered (until the caller gives up or the stand-in closes). */
   holdNext(): void;
+  /**
+   * The next Nova Canvas answer carries these files' bytes as its images, unchanged: what a model
+   * that signs its images (a C2PA manifest in each file) sends.
+   */
+  imagesNext(images: Uint8Array[]): void;
   close(): Promise<void>;
 }
 
@@ -242,10 +247,13 @@ const imageService = (id: string, body: Record<string, unknown>) => {
   return stabilityAnswer([solid(source.width, source.height, Math.round(strength * 255))], seed);
 };
 
-const answerFor = (modelId: string, body: Record<string, unknown>): unknown => {
+const answerFor = (modelId: string, body: Record<string, unknown>, images?: Uint8Array[]): unknown => {
   const id = modelId.replace(/^(us|eu|apac|global)\./, '');
   if (id.startsWith('anthropic.')) return claude(id, body);
-  if (id.startsWith('amazon.nova-canvas-')) return novaCanvas(body);
+  if (id.startsWith('amazon.nova-canvas-')) {
+    const answer = novaCanvas(body);
+    return images ? { images: images.map((image) => Buffer.from(image).toString('base64')) } : answer;
+  }
   if (id.startsWith('amazon.nova-')) return nova(body);
   if (id.startsWith('meta.llama')) return llama(body);
   if (id === 'amazon.titan-embed-text-v2:0') return titanEmbed(body);
@@ -267,6 +275,7 @@ export const startBedrockStandIn = async (): Promise<BedrockStandIn> => {
   const requests: BedrockStandInRequest[] = [];
   const failures: { name: string; status: number; message?: string; headers?: Record<string, string> }[] = [];
   let hold = false;
+  let nextImages: Uint8Array[] | undefined;
 
   const send = (res: Http2ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}) =>
     res
@@ -325,7 +334,9 @@ export const startBedrockStandIn = async (): Promise<BedrockStandIn> => {
         );
       if (!body) return sendError(res, malformed('#: the body is not a JSON object'));
       try {
-        send(res, 200, answerFor(modelId, body));
+        const images = /nova-canvas-/.test(modelId) ? nextImages : undefined;
+        if (images) nextImages = undefined;
+        send(res, 200, answerFor(modelId, body, images));
       } catch (error) {
         if (error instanceof AwsError) return sendError(res, error);
         sendError(res, new AwsError('InternalServerException', 500, 'The stand-in failed.'));
@@ -346,6 +357,9 @@ export const startBedrockStandIn = async (): Promise<BedrockStandIn> => {
     failNextWith: (name, status, options = {}) => failures.push({ name, status, ...options }),
     holdNext: () => {
       hold = true;
+    },
+    imagesNext: (images) => {
+      nextImages = images;
     },
     close: async () => {
       for (const session of sessions) session.destroy();
