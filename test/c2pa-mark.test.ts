@@ -47,7 +47,11 @@ const jpegWithApp11 = (box: Uint8Array, identifier = 'JP') => {
   return concat(jpeg.subarray(0, 2), segment, jpeg.subarray(2));
 };
 
-const wav = () => encodeWav(new Int16Array(64).map((_, i) => i * 100), 8000);
+const wav = () =>
+  encodeWav(
+    new Int16Array(64).map((_, i) => i * 100),
+    8000,
+  );
 const wavWith = (id: string, data: Uint8Array) => writeWavChunks([...readWavChunks(wav()), { id, data }]);
 
 /** A WebP (RIFF `WEBP`) with a VP8L chunk and `extra` chunks after it. */
@@ -164,13 +168,16 @@ describe('files signed by a real C2PA library', { timeout: 60_000 }, () => {
   it.each([
     ['image/png', png, markPng],
     ['image/jpeg', greyJpeg, markJpeg],
-  ] as const)('the old mark inserted into a signed %s breaks its hard binding (what the rule prevents)', async (format, make, mark) => {
-    const signed = await signAsset(make(), format, credentials);
-    const tampered = mark(signed);
-    expect(tampered.length).toBeGreaterThan(signed.length);
-    const after = await validateWithReferenceSdk(tampered, format, credentials);
-    expect(after.state).toBe('Invalid');
-    expect(after.failures).toContain('assertion.dataHash.mismatch');
-    expect((await validateWithC2paTs(tampered, format)).isValid).toBe(false);
-  });
+  ] as const)(
+    'the old mark inserted into a signed %s breaks its hard binding (what the rule prevents)',
+    async (format, make, mark) => {
+      const signed = await signAsset(make(), format, credentials);
+      const tampered = mark(signed);
+      expect(tampered.length).toBeGreaterThan(signed.length);
+      const after = await validateWithReferenceSdk(tampered, format, credentials);
+      expect(after.state).toBe('Invalid');
+      expect(after.failures).toContain('assertion.dataHash.mismatch');
+      expect((await validateWithC2paTs(tampered, format)).isValid).toBe(false);
+    },
+  );
 });

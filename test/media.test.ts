@@ -173,6 +173,6 @@ describe('marks', () => {
     expect(marked).toBe(true);
     expect(readMediaMark(body)?.digitalSourceType).toBe(digitalSourceType);
     const text = new TextEncoder().encode('plain text');
-    expect(markMedia(text)).toEqual({ body: text, marked: false });
+    expect(markMedia(text)).toEqual({ body: text, marked: false, aiMark: 'service' });
   });
 });

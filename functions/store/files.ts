@@ -1,8 +1,8 @@
 import { CopyObjectCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import type { AiMark } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import type { StoredFile } from '../nodes/executors/types.ts';
-import type { AiMark } from '../../schemas/runs.ts';
 import { aiObjectMetadata } from '../nodes/media/marks.ts';
 
 /** Where a run's files live in the team's library bucket. */

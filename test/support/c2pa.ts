@@ -33,8 +33,8 @@ export interface TestCredentials {
 
 /** A test CA and a claim signer it issued (C2PA's profile: digitalSignature, emailProtection EKU). */
 export const makeTestCredentials = async (): Promise<TestCredentials> => {
-  x509.cryptoProvider.set(webcrypto as unknown as Crypto);
-  const caKeys = (await webcrypto.subtle.generateKey(ecdsa, true, ['sign', 'verify'])) as CryptoKeyPair;
+  x509.cryptoProvider.set(webcrypto as never);
+  const caKeys = (await webcrypto.subtle.generateKey(ecdsa, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
   const ca = await x509.X509CertificateGenerator.createSelfSigned({
     name: 'CN=Workflow Run API test CA, O=Tests',
     keys: caKeys,
@@ -47,7 +47,7 @@ export const makeTestCredentials = async (): Promise<TestCredentials> => {
       await x509.SubjectKeyIdentifierExtension.create(caKeys.publicKey),
     ],
   });
-  const keys = (await webcrypto.subtle.generateKey(ecdsa, true, ['sign', 'verify'])) as CryptoKeyPair;
+  const keys = (await webcrypto.subtle.generateKey(ecdsa, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
   const certificate = await x509.X509CertificateGenerator.create({
     subject: 'CN=Image model stand-in, O=Tests',
     issuer: ca.subject,
@@ -74,7 +74,8 @@ export const makeTestCredentials = async (): Promise<TestCredentials> => {
       algorithm: -7, // ES256
       certificate,
       chainCertificates: [],
-      sign: async (payload) => new Uint8Array(signBytes('sha256', payload, { key: privateKey, dsaEncoding: 'ieee-p1363' })),
+      sign: async (payload) =>
+        new Uint8Array(signBytes('sha256', payload, { key: privateKey, dsaEncoding: 'ieee-p1363' })),
     },
     anchorPem: ca.toString('pem'),
   };
@@ -108,14 +109,14 @@ export const signAsset = async (
 
 /** A Blob that keeps its bytes, so the FileReaderSync below can return them synchronously. */
 class BytesBlob extends Blob {
-  readonly bytes: Uint8Array;
+  readonly held: Uint8Array;
   constructor(bytes: Uint8Array, type = '') {
     super([new Uint8Array(bytes)], { type });
-    this.bytes = bytes;
+    this.held = bytes;
   }
-  override slice(start = 0, end = this.bytes.length): BytesBlob {
-    const at = (n: number) => (n < 0 ? Math.max(0, this.bytes.length + n) : Math.min(n, this.bytes.length));
-    return new BytesBlob(this.bytes.subarray(at(start), at(end)));
+  override slice(start = 0, end = this.held.length): Blob {
+    const at = (n: number) => (n < 0 ? Math.max(0, this.held.length + n) : Math.min(n, this.held.length));
+    return new BytesBlob(this.held.subarray(at(start), at(end)));
   }
 }
 
@@ -125,7 +126,7 @@ const loadReferenceSdk = () => {
   const globals = globalThis as { FileReaderSync?: unknown };
   globals.FileReaderSync ??= class {
     readAsArrayBuffer(blob: BytesBlob): ArrayBuffer {
-      return new Uint8Array(blob.bytes).buffer;
+      return new Uint8Array(blob.held).buffer;
     }
   };
   const wasm = createRequire(import.meta.url).resolve('@contentauth/c2pa-wasm/c2pa.wasm');

@@ -1,6 +1,7 @@
 /** What the node executors share: reading inputs, turning values into text or JSON, files, HTTP. */
 
 import { envNames } from '../../../platform/definitions.ts';
+import type { AiMark } from '../../../schemas/runs.ts';
 import { type PythonInvoke, pythonInvoker } from '../../clients/lambda.ts';
 import {
   allowLoopbackFromEnv,
@@ -12,7 +13,6 @@ import {
 import { isRecord } from '../../is-record.ts';
 import { logger } from '../../observability/logger.ts';
 import { SecretUnavailableError } from '../../store/secret-refs.ts';
-import type { AiMark } from '../../../schemas/runs.ts';
 import { markMedia, readMediaMark, sniffContentType } from '../media/marks.ts';
 import {
   createProviderResolver,

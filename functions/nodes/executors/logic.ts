@@ -240,7 +240,12 @@ export const logicExecutors = (deps: ExecutorDeps) =>
           return fail(context, (error as Error).message);
         }
         const name = index ? `mesh-${index + 1}` : 'mesh';
-        return store(context, name, { body: decimated, contentType: 'model/gltf-binary' }, carriesMark(file, media.body));
+        return store(
+          context,
+          name,
+          { body: decimated, contentType: 'model/gltf-binary' },
+          carriesMark(file, media.body),
+        );
       });
       return { outputs: { mesh } };
     },
