@@ -1786,6 +1786,8 @@ export interface components {
           bytes: number;
           /** Format: date-time */
           expiresAt: string;
+          /** @description Who marks this file as AI-generated. `service`: this service wrote the IPTC digital source type `trainedAlgorithmicMedia` inside the file (PNG, JPEG, WAV, GLB; other formats carry the mark in the stored object's metadata only). `provider_c2pa`: the file carries its provider's signed C2PA manifest (Content Credentials), so it is kept byte for byte as the provider gave it and the manifest stays valid; the stored object's metadata marks it too. null: no AI model made it (a file the caller supplied), or it was stored before this field existed. */
+          aiMark: ('service' | 'provider_c2pa') | null;
         }
       | {
           /** @enum {string} */
@@ -1794,6 +1796,7 @@ export interface components {
           contentType: string | null;
           bytes: null;
           expiresAt: null;
+          aiMark: null;
         };
     Licence: {
       /** @enum {string} */
