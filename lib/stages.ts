@@ -7,7 +7,12 @@
 
 import { functionMemoryMb, type QueueDefinition } from '../platform/definitions.ts';
 import { metricsServiceName } from '../platform/metric-names.ts';
-import { catalogueDefaults, type ModelDefaults, modelNodeTypes, parseModelDefaults } from '../platform/model-defaults.ts';
+import {
+  catalogueDefaults,
+  type ModelDefaults,
+  modelNodeTypes,
+  parseModelDefaults,
+} from '../platform/model-defaults.ts';
 import { factsOf, judgeModel, parseFactsDate } from '../platform/model-facts.ts';
 import {
   bedrockDefaultModels,

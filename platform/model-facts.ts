@@ -166,10 +166,7 @@ export const factsOf = (provider: string, model: string): ModelFacts | undefined
   return modelFacts.find((row) => row.provider === provider && row.model === name);
 };
 
-export type Verdict =
-  | { outcome: 'ok' }
-  | { outcome: 'warn'; reason: string }
-  | { outcome: 'fail'; reason: string };
+export type Verdict = { outcome: 'ok' } | { outcome: 'warn'; reason: string } | { outcome: 'fail'; reason: string };
 
 const dayMs = 86_400_000;
 /** Whole days from `now` to the end of `date` (UTC): 0 on the day itself, negative after it. */

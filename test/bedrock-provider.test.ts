@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodePng, encodePng, makeImage, pixelAt } from '../functions/nodes/media/index.ts';
 import { bedrockBaseModelId, createBedrockProvider } from '../functions/nodes/providers/bedrock.ts';
 import { type MediaFile, ProviderError } from '../functions/nodes/providers/types.ts';
-import type { RunMode } from '../schemas/runs.ts';
 import { bedrockDefaultModels } from '../platform/providers.ts';
+import type { RunMode } from '../schemas/runs.ts';
 import { type BedrockStandIn, startBedrockStandIn } from './stand-ins/bedrock.ts';
 import { bedrockProcessEnv, fakeAwsCredentials } from './support/provider-steps.ts';
 

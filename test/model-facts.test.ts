@@ -30,7 +30,9 @@ describe('the facts and the catalogue', () => {
     const named = [
       ...Object.values(catalogueDefaults),
       ...Object.values(bedrockDefaultModels).map((model) => ({ provider: 'bedrock', model })),
-      ...providerRegistry().flatMap((entry) => Object.keys(entry.models).map((model) => ({ provider: entry.key, model }))),
+      ...providerRegistry().flatMap((entry) =>
+        Object.keys(entry.models).map((model) => ({ provider: entry.key, model })),
+      ),
     ];
     for (const { provider, model } of named) {
       const facts = factsOf(provider, model);
@@ -138,7 +140,10 @@ describe('judgeLifecycle (the smoke run’s verdict on a GetFoundationModel answ
   });
 
   it('warns when AWS answers LEGACY for a model recorded Active (the record is out of date)', () => {
-    expect(judgeLifecycle(haiku, 'LEGACY', now)).toMatchObject({ outcome: 'warn', reason: expect.stringMatching(/is Legacy/) });
+    expect(judgeLifecycle(haiku, 'LEGACY', now)).toMatchObject({
+      outcome: 'warn',
+      reason: expect.stringMatching(/is Legacy/),
+    });
     expect(judgeLifecycle(haiku, 'SOMETHING', now)).toMatchObject({ outcome: 'warn' });
   });
 
