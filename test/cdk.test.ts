@@ -27,18 +27,15 @@ const testContext = { 'aws:cdk:bundling-stacks': [], '@aws-cdk/core:appMode': 'i
 const offline: NodeJS.ProcessEnv = {};
 
 const providerSecretName = 'workflow-run-api/prod/providers/openai-compatible';
-const replicateSecretName = 'ssm:/workflow-run-api/prod/providers/replicate';
 /**
- * What these tests pin on prod in place of cdk.json's example values: the catalogue's defaults but
- * for the two image generators, whose Bedrock defaults us-east-1 does not serve (platform/model-facts.ts).
+ * What these tests pin on prod in place of cdk.json's example values: no pinned default model, in
+ * us-west-2, which serves every Bedrock default of the catalogue (platform/model-facts.ts).
  */
 const prodPins = {
-  [contextKeys.providers]: `openai-compatible:${providerSecretName},bedrock,replicate:${replicateSecretName}`,
+  region: 'us-west-2',
+  [contextKeys.providers]: `openai-compatible:${providerSecretName},bedrock`,
   [contextKeys.alarmEmail]: 'ops@example.com',
-  [contextKeys.modelDefaults]: {
-    ImageGen: 'replicate:black-forest-labs/flux-schnell',
-    DiffusionWorker: 'replicate:black-forest-labs/flux-schnell',
-  },
+  [contextKeys.modelDefaults]: {},
 };
 /** prod with everything optional switched on, so every construct and acknowledgement is built. */
 const prodContext = {
@@ -164,10 +161,7 @@ describe('cdk app', { timeout: 120_000 }, () => {
               SERVICE_STAGE: stage,
               RETENTION_DAYS: String(stageDefaults[stage].retentionDays),
               SANDBOX_PROVIDERS: String(stageDefaults[stage].sandboxProviders),
-              PROVIDER_SECRETS:
-                stage === 'prod'
-                  ? JSON.stringify({ 'openai-compatible': providerSecretName, replicate: replicateSecretName })
-                  : '{}',
+              PROVIDER_SECRETS: stage === 'prod' ? JSON.stringify({ 'openai-compatible': providerSecretName }) : '{}',
               CONNECTION_SECRET_PREFIX: `workflow-run-api/${stage}/connections/`,
               OPERATOR_EVENT_BUS: expect.anything(),
               NODE_OPTIONS: '--enable-source-maps',
