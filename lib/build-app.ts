@@ -52,6 +52,8 @@ export function buildApp(context: Record<string, unknown> = {}, environment: Nod
   // Its origin, the API's custom domain, must exist first.
   edgeStack?.addStackDependency(api);
   for (const warning of edge.warnings) Annotations.of(api).addWarning(warning);
+  // A default model near its end of life, Legacy, or without recorded facts (lib/stages.ts).
+  for (const warning of config.modelWarnings) Annotations.of(api).addWarning(warning);
 
   // The stage's monthly budget and its alerts (lib/budget.ts).
   new StageBudget(api, 'Budget', { config });

@@ -7,7 +7,13 @@
 
 import { functionMemoryMb, type QueueDefinition } from '../platform/definitions.ts';
 import { metricsServiceName } from '../platform/metric-names.ts';
-import { type ModelDefaults, parseModelDefaults } from '../platform/model-defaults.ts';
+import {
+  catalogueDefaults,
+  type ModelDefaults,
+  modelNodeTypes,
+  parseModelDefaults,
+} from '../platform/model-defaults.ts';
+import { factsOf, judgeModel, parseFactsDate } from '../platform/model-facts.ts';
 import {
   bedrockDefaultModels,
   type IntegrationLevel,
@@ -71,6 +77,11 @@ export const contextKeys = {
    * one `providers` turns on. A Bedrock model named here is granted beside `bedrockModels`.
    */
   modelDefaults: 'modelDefaults',
+  /**
+   * `YYYY-MM-DD`: the day the enabled defaults' lifecycles are judged on (platform/model-facts.ts);
+   * default today. Tests set it; an operator may look ahead (`-c modelFactsDate=2027-03-01`).
+   */
+  modelFactsDate: 'modelFactsDate',
   /** Whole days run data and output files are kept; overrides the stage's default. */
   retentionDays: 'retentionDays',
   /** Most steps of one team run at once (a whole number from 1); overrides the stage's default. */
@@ -212,6 +223,12 @@ export interface StageConfig {
   edge: EdgeConfig;
   /** Traffic shifting of aliased functions, an existing (restored) table, AWS Backup (lib/deploy-settings.ts). */
   deploys: DeploySettings;
+  /**
+   * What synthesis warns of in the models the stage enables: Legacy, within 90 days of an end of
+   * life, or no recorded facts (platform/model-facts.ts). A model its Region does not serve, or past
+   * its end of life, fails synthesis instead.
+   */
+  modelWarnings: readonly string[];
   /**
    * The account's Lambda concurrency limit (`-c accountConcurrencyLimit=N`; AWS's default quota,
    * 1000, when not given): the account concurrency alarm fires above 80% of it.
@@ -384,6 +401,12 @@ export const stageConfig = (
   const pinnedBedrock = Object.values(modelDefaults)
     .filter((choice) => choice.provider === 'bedrock')
     .map((choice) => choice.model);
+  const modelWarnings = checkEnabledModels(
+    modelDefaults,
+    turnedOn,
+    pinned.env.region,
+    factsDate(appContext(contextKeys.modelFactsDate)),
+  );
   const edge = edgeConfig(name, context);
   const prefix = context(contextKeys.stackPrefix) ?? defaultStackPrefix;
   if (typeof prefix !== 'string' || !/^[A-Za-z][A-Za-z0-9]*$/.test(prefix)) {
@@ -419,12 +442,58 @@ export const stageConfig = (
     providerLevels: parseProviderLevels(context(contextKeys.providerLevels)),
     modelDefaults,
     deploys: parseDeploySettings(name, context),
+    modelWarnings,
     accountConcurrencyLimit: wholeNumber(
       contextKeys.accountConcurrencyLimit,
       context(contextKeys.accountConcurrencyLimit),
       1000,
     ),
   };
+};
+
+/** The day lifecycles are judged on: `-c modelFactsDate`, else now. */
+const factsDate = (value: unknown): Date => {
+  if (value === undefined || value === '') return new Date();
+  const date = typeof value === 'string' ? parseFactsDate(value) : undefined;
+  if (!date) throw new Error(`context modelFactsDate must be a date as YYYY-MM-DD, got ${JSON.stringify(value)}`);
+  return date;
+};
+
+/**
+ * Each model node type's default on this stage (its own pin, else the catalogue's) whose provider
+ * the stage turns on, judged against its recorded facts: throws naming every model the stage's
+ * Region does not serve or that is past its end of life; answers the warnings (Legacy, near its
+ * end of life, no facts recorded).
+ */
+const checkEnabledModels = (
+  modelDefaults: ModelDefaults,
+  turnedOn: ReadonlySet<string>,
+  region: string | undefined,
+  now: Date,
+): string[] => {
+  const failures: string[] = [];
+  const warnings: string[] = [];
+  for (const type of modelNodeTypes) {
+    const choice = modelDefaults[type] ?? catalogueDefaults[type];
+    if (!turnedOn.has(choice.provider)) continue;
+    const facts = factsOf(choice.provider, choice.model);
+    if (!facts) {
+      warnings.push(
+        `${type} defaults to ${choice.provider}:${choice.model}, which platform/model-facts.ts does not know: ` +
+          'its lifecycle and Regions are not checked',
+      );
+      continue;
+    }
+    const verdict = judgeModel(facts, region, now);
+    if (verdict.outcome === 'fail') failures.push(`${type}: ${verdict.reason}`);
+    if (verdict.outcome === 'warn') warnings.push(`${type}: ${verdict.reason}`);
+  }
+  if (failures.length > 0) {
+    throw new Error(
+      `the stage enables models it cannot run (pin others in modelDefaults, docs/models.md):\n${failures.join('\n')}`,
+    );
+  }
+  return [...new Set(warnings)];
 };
 
 const isEmptyObject = (value: unknown) =>

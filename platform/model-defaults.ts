@@ -4,6 +4,7 @@
  * (functions/nodes/catalogue/models.ts). Read by the stack (validated at synth: lib/stages.ts) and by
  * the runtime (functions/nodes/providers/stage.ts), so both take one syntax, parsed here.
  */
+import { bedrockDefaultModels } from './providers.ts';
 
 /** The node types that are model steps: the catalogue's 14 (test/stage-model-defaults.test.ts holds them equal). */
 export const modelNodeTypes = [
@@ -23,6 +24,28 @@ export const modelNodeTypes = [
   'Embedder',
 ] as const;
 export type ModelNodeType = (typeof modelNodeTypes)[number];
+
+/**
+ * The shipped catalogue's default provider and model per model node type
+ * (functions/nodes/catalogue/models.ts reads them here), so the stack can check what a stage
+ * enables against platform/model-facts.ts without reading the catalogue.
+ */
+export const catalogueDefaults: Readonly<Record<ModelNodeType, ModelChoice>> = {
+  ImageGen: { provider: 'bedrock', model: bedrockDefaultModels.image },
+  AudioGen: { provider: 'fal', model: 'fal-ai/stable-audio' },
+  '3DTransform': { provider: 'fal', model: 'fal-ai/trellis' },
+  LlmWorker: { provider: 'bedrock', model: bedrockDefaultModels.text },
+  DiffusionWorker: { provider: 'bedrock', model: bedrockDefaultModels.diffusion },
+  ControlNetFilter: { provider: 'bedrock', model: bedrockDefaultModels.control },
+  VisionInterrogator: { provider: 'bedrock', model: bedrockDefaultModels.vision },
+  DepthEstimator: { provider: 'fal', model: 'fal-ai/image-preprocessors/depth-anything/v2' },
+  PbrSynthesizer: { provider: 'fal', model: 'fal-ai/patina/material/extract' },
+  TwoDToThreeD: { provider: 'fal', model: 'fal-ai/trellis' },
+  AutoRigger: { provider: 'fal', model: 'fal-ai/meshy/rigging' },
+  Upscaler: { provider: 'bedrock', model: bedrockDefaultModels.upscale },
+  BackgroundRemover: { provider: 'bedrock', model: bedrockDefaultModels.removeBackground },
+  Embedder: { provider: 'bedrock', model: bedrockDefaultModels.embedding },
+};
 
 const isModelNodeType = (type: string): type is ModelNodeType => (modelNodeTypes as readonly string[]).includes(type);
 

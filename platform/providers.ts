@@ -59,19 +59,20 @@ export const regionExcludes = (entry: ProviderEntry, model: string, region: stri
 };
 
 /**
- * The Bedrock models the shipped catalogue defaults to (functions/nodes/catalogue/models.ts): a
- * stage that turns Bedrock on (`-c providers=bedrock`) may invoke these unless `-c bedrockModels`
- * names others. Ids as Bedrock spells them; `us.` ones are cross-Region inference profiles.
+ * The Bedrock models the shipped catalogue defaults to (platform/model-defaults.ts
+ * `catalogueDefaults`): a stage that turns Bedrock on (`-c providers=bedrock`) may invoke these
+ * unless `-c bedrockModels` names others. Ids as Bedrock spells them; `us.` ones are cross-Region
+ * inference profiles. Each has its lifecycle and Regions in platform/model-facts.ts.
  */
 export const bedrockDefaultModels = {
-  text: 'us.anthropic.claude-3-5-haiku-20241022-v1:0',
-  vision: 'us.anthropic.claude-3-5-haiku-20241022-v1:0',
+  text: 'us.anthropic.claude-haiku-5-5',
+  vision: 'us.anthropic.claude-haiku-5-5',
   embedding: 'amazon.titan-embed-text-v2:0',
   image: 'stability.stable-image-core-v1:1',
   diffusion: 'stability.sd3-5-large-v1:0',
-  upscale: 'stability.stable-fast-upscale-v1:0',
-  removeBackground: 'stability.stable-image-remove-background-v1:0',
-  control: 'stability.stable-image-control-structure-v1:0',
+  upscale: 'us.stability.stable-fast-upscale-v1:0',
+  removeBackground: 'us.stability.stable-image-remove-background-v1:0',
+  control: 'us.stability.stable-image-control-structure-v1:0',
 } as const;
 
 const bedrockModelIds = bedrockDefaultModels;
@@ -112,7 +113,7 @@ const entries: readonly ProviderEntry[] = [
     licenceUrl: null,
     commercialUse: 'provider_terms',
     termsUrl: 'https://aws.amazon.com/service-terms/',
-    // Read 2026-11-26 (docs/models.md): third-party models ship under AWS's EULA for them, Amazon's
+    // Read 2026-12-07 (docs/models.md): third-party models ship under AWS's EULA for them, Amazon's
     // own (Titan, Nova) under the AWS Service Terms.
     models: {
       [bedrockModelIds.text]: {

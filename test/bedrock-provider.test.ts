@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodePng, encodePng, makeImage, pixelAt } from '../functions/nodes/media/index.ts';
 import { bedrockBaseModelId, createBedrockProvider } from '../functions/nodes/providers/bedrock.ts';
 import { type MediaFile, ProviderError } from '../functions/nodes/providers/types.ts';
+import { bedrockDefaultModels } from '../platform/providers.ts';
 import type { RunMode } from '../schemas/runs.ts';
 import { type BedrockStandIn, startBedrockStandIn } from './stand-ins/bedrock.ts';
 import { bedrockProcessEnv, fakeAwsCredentials } from './support/provider-steps.ts';
@@ -68,6 +69,26 @@ describe('bedrock text (InvokeModel)', () => {
       system: 'be brief',
       messages: [{ role: 'user', content: [{ type: 'text', text: 'hi\n\nmore' }] }],
       temperature: 0.2,
+    });
+  });
+
+  it('Claude Haiku 5.5 (the catalogue default): the text block after its thinking, no temperature, a refusal is final', async () => {
+    const model = bedrockDefaultModels.text;
+    expect(model).toBe('us.anthropic.claude-haiku-5-5');
+    const text = await bedrock().generateText!({ ...call(model), prompt: 'hi' });
+    expect(text).toBe('claude heard: hi');
+    expect(last().modelId).toBe(model);
+    expect(last().body).not.toHaveProperty('temperature');
+    // The model refuses sampling parameters; the adapter says so before calling.
+    const sent = standIn.requests.length;
+    await expect(bedrock().generateText!({ ...call(model), prompt: 'hi', temperature: 0.3 })).rejects.toMatchObject({
+      message: `bedrock: ${model} takes no temperature: leave it unset`,
+      retryable: false,
+    });
+    expect(standIn.requests.length).toBe(sent);
+    await expect(bedrock().generateText!({ ...call(model), prompt: 'please decline this' })).rejects.toMatchObject({
+      message: `bedrock: ${model} declined the request (stop_reason refusal)`,
+      retryable: false,
     });
   });
 

@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { buildApp } from '../lib/build-app.ts';
 import { defaultMonthlyBudgetUsd, requiredPins } from '../lib/stage-pins.ts';
 import { contextKeys } from '../lib/stages.ts';
+import { bedrockDefaultModels } from '../platform/providers.ts';
 import { pinnedProd, repositoryStages } from './support/stages.ts';
 
 /** No bundling (fast), and validation failures thrown with the whole report in the message. */
@@ -142,7 +143,8 @@ describe('pinned stages', { timeout: 120_000 }, () => {
     expect(bare.config.providers).toEqual([
       { provider: 'replicate', secretName: 'ssm:/workflow-run-api/prod/replicate' },
     ]);
-    expect(bare.config.bedrockModels).toContain('amazon.nova-canvas-v1:0');
+    expect(bare.config.bedrockModels).toContain(bedrockDefaultModels.text);
+    expect(bare.config.modelWarnings).toEqual([]);
     const resources = resourcesOf(bare.api);
     const executors = ofType(resources, 'AWS::Lambda::Function').filter((f) =>
       String(f.Properties.Description).startsWith('consumes the Steps queue'),

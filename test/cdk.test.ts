@@ -27,8 +27,12 @@ const testContext = { 'aws:cdk:bundling-stacks': [], '@aws-cdk/core:appMode': 'i
 const offline: NodeJS.ProcessEnv = {};
 
 const providerSecretName = 'workflow-run-api/prod/providers/openai-compatible';
-/** What these tests pin on prod in place of cdk.json's example values (no pinned default model). */
+/**
+ * What these tests pin on prod in place of cdk.json's example values: no pinned default model, in
+ * us-west-2, which serves every Bedrock default of the catalogue (platform/model-facts.ts).
+ */
 const prodPins = {
+  region: 'us-west-2',
   [contextKeys.providers]: `openai-compatible:${providerSecretName},bedrock`,
   [contextKeys.alarmEmail]: 'ops@example.com',
   [contextKeys.modelDefaults]: {},

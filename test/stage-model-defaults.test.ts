@@ -112,10 +112,16 @@ describe('-c modelDefaults: parsed and checked at synth', () => {
   it('reads the stage’s block in cdk.json; -c wins on dev and may not change a prod pin', () => {
     const block = {
       providers: 'bedrock,fal:ssm:/workflow-run-api/prod/providers/fal',
-      modelDefaults: { BackgroundRemover: 'fal:fal-ai/birefnet/v2' },
+      modelDefaults: {
+        BackgroundRemover: 'fal:fal-ai/birefnet/v2',
+        ImageGen: 'fal:fal-ai/flux/schnell',
+        DiffusionWorker: 'fal:fal-ai/flux/schnell',
+      },
     };
     expect(configOf(pinnedProd(block)).modelDefaults).toEqual({
       BackgroundRemover: { provider: 'fal', model: 'fal-ai/birefnet/v2' },
+      ImageGen: { provider: 'fal', model: 'fal-ai/flux/schnell' },
+      DiffusionWorker: { provider: 'fal', model: 'fal-ai/flux/schnell' },
     });
     const upscaler = 'Upscaler=bedrock:stability.stable-creative-upscale-v1:0';
     expect(configOf({ stages: { dev: block }, [contextKeys.modelDefaults]: upscaler }).modelDefaults).toEqual({

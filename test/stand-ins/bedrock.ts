@@ -109,9 +109,22 @@ const stabilityAnswer = (images: RgbaImage[], seed: number) => ({
 const describe = (text: string, images: RgbaImage[]) =>
   images.length ? `${text} [saw ${images.map((i) => `${i.width}x${i.height}`).join(', ')}]` : text;
 
+/**
+ * Claude Haiku 5.5 as Anthropic documents it (platform.claude.com models/haiku-5-5/migration-guide,
+ * read 2026-12-07): sampling parameters are an error, adaptive thinking is on by default (a thinking
+ * block comes before the text), and a safety classifier may decline (`stop_reason: "refusal"`),
+ * which this stand-in does for a prompt saying `decline this`.
+ */
+const claudeWithoutSampling = /^anthropic\.claude-haiku-5-5/;
+
 const claude = (model: string, body: Record<string, unknown>) => {
   requireKeys(body, ['anthropic_version', 'max_tokens', 'messages']);
   if (body.anthropic_version !== 'bedrock-2023-05-31') throw malformed('#/anthropic_version: unknown version');
+  const thinks = claudeWithoutSampling.test(model);
+  if (thinks) {
+    for (const key of ['temperature', 'top_p', 'top_k'])
+      if (key in body) throw malformed(`#/${key}: not supported by this model`);
+  }
   const messages = body.messages as { role: string; content: unknown }[];
   const last = messages.at(-1);
   const blocks =
@@ -127,13 +140,19 @@ const claude = (model: string, body: Record<string, unknown>) => {
     }
   }
   const answer = `claude ${body.system ? `(${String(body.system)}) ` : ''}heard: ${describe(text, images)}`;
+  const declined = thinks && text.includes('decline this');
   return {
     id: 'msg_bdrk_standin',
     type: 'message',
     role: 'assistant',
     model,
-    content: [{ type: 'text', text: answer }],
-    stop_reason: 'end_turn',
+    content: declined
+      ? []
+      : [
+          ...(thinks ? [{ type: 'thinking', thinking: 'The user wants an answer.', signature: 'c2lnbmF0dXJl' }] : []),
+          { type: 'text', text: answer },
+        ],
+    stop_reason: declined ? 'refusal' : 'end_turn',
     stop_sequence: null,
     usage: { input_tokens: text.length, output_tokens: answer.length },
   };

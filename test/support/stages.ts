@@ -30,11 +30,15 @@ export const pinnedProd = (pins: Record<string, unknown> = {}) => {
 /** Synthesis without bundling, in memory: what the CDK tests build with. */
 export const synthOnly = { 'aws:cdk:bundling-stacks': [], '@aws-cdk/core:appMode': 'inmemory' } as const;
 
-/** A prod synth without bundling: the pinned prod, with Bedrock and an OpenAI-compatible provider, mailing ops. */
+/**
+ * A prod synth without bundling: the pinned prod, with Bedrock, Replicate (its image pins) and an
+ * OpenAI-compatible provider, mailing ops.
+ */
 export const prodTestContext = () => ({
   ...synthOnly,
   ...pinnedProd({
-    providers: 'bedrock,openai-compatible:workflow-run-api/prod/providers/openai-compatible',
+    providers:
+      'bedrock,replicate:ssm:/workflow-run-api/prod/replicate,openai-compatible:workflow-run-api/prod/providers/openai-compatible',
     alarmEmail: 'ops@example.com',
   }),
 });

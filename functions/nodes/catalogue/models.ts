@@ -8,8 +8,7 @@
  * hundredths of a credit.
  */
 import * as v from 'valibot';
-import type { ModelNodeType } from '../../../platform/model-defaults.ts';
-import { bedrockDefaultModels } from '../../../platform/providers.ts';
+import { catalogueDefaults, type ModelNodeType } from '../../../platform/model-defaults.ts';
 import type { NodeType } from '../../../schemas/workflows.ts';
 import {
   intBetween,
@@ -21,12 +20,12 @@ import {
 } from './node-spec.ts';
 
 /**
- * A node type's default model on a real provider (docs/models.md: licence, latency, sources), and
- * the offline sandbox model that stands in for it on a sandbox stage where that provider is off.
+ * A node type's default model on a real provider (platform/model-defaults.ts `catalogueDefaults`;
+ * docs/models.md: licence, lifecycle, latency, sources), and the offline sandbox model that stands in for it on a sandbox stage where that provider is off.
  */
-const hosted = (provider: string, model: string, sandboxModel: string, pricedPerRun = false): ModelSpec => ({
-  provider,
-  model,
+const hosted = (type: ModelNodeType, sandboxModel: string, pricedPerRun = false): ModelSpec => ({
+  provider: catalogueDefaults[type].provider,
+  model: catalogueDefaults[type].model,
   sandboxModel,
   pricedPerRun,
 });
@@ -60,7 +59,7 @@ export const modelNodes = {
       variations: v.optional(intBetween(1, 4)),
       negativePrompt: v.optional(v.string()),
     }),
-    model: hosted('bedrock', bedrockDefaultModels.image, 'sandbox-image-1'),
+    model: hosted('ImageGen', 'sandbox-image-1'),
     price: modelPrice(400, false),
   },
   AudioGen: {
@@ -74,7 +73,7 @@ export const modelNodes = {
       durationSeconds: v.optional(numberBetween(1, 300)),
       seed: SeedSchema,
     }),
-    model: hosted('fal', 'fal-ai/stable-audio', 'sandbox-audio-1'),
+    model: hosted('AudioGen', 'sandbox-audio-1'),
     price: modelPrice(300, false),
   },
   '3DTransform': {
@@ -87,7 +86,7 @@ export const modelNodes = {
     ],
     outputs: [{ name: 'mesh', kind: 'mesh' }],
     configSchema: v.object({ ...modelConfigEntries, format: MeshFormatSchema, seed: SeedSchema }),
-    model: hosted('fal', 'fal-ai/trellis', 'sandbox-mesh-1', true),
+    model: hosted('3DTransform', 'sandbox-mesh-1', true),
     price: modelPrice(1500, true),
   },
   LlmWorker: {
@@ -105,7 +104,7 @@ export const modelNodes = {
       maxTokens: v.optional(intBetween(1, 32_000)),
       temperature: v.optional(numberBetween(0, 2)),
     }),
-    model: hosted('bedrock', bedrockDefaultModels.text, 'sandbox-text-1'),
+    model: hosted('LlmWorker', 'sandbox-text-1'),
     price: modelPrice(200, false),
   },
   DiffusionWorker: {
@@ -123,7 +122,7 @@ export const modelNodes = {
       guidance: v.optional(numberBetween(0, 30)),
       strength: v.optional(numberBetween(0, 1)),
     }),
-    model: hosted('bedrock', bedrockDefaultModels.diffusion, 'sandbox-diffusion-1'),
+    model: hosted('DiffusionWorker', 'sandbox-diffusion-1'),
     price: modelPrice(400, false),
   },
   ControlNetFilter: {
@@ -140,7 +139,7 @@ export const modelNodes = {
       mode: v.optional(v.picklist(['canny', 'depth', 'pose', 'scribble'])),
       strength: v.optional(numberBetween(0, 2)),
     }),
-    model: hosted('bedrock', bedrockDefaultModels.control, 'sandbox-control-1'),
+    model: hosted('ControlNetFilter', 'sandbox-control-1'),
     price: modelPrice(300, false),
   },
   VisionInterrogator: {
@@ -157,7 +156,7 @@ export const modelNodes = {
       detail: v.optional(v.picklist(['low', 'high'])),
       maxTokens: v.optional(intBetween(1, 8_000)),
     }),
-    model: hosted('bedrock', bedrockDefaultModels.vision, 'sandbox-vision-1'),
+    model: hosted('VisionInterrogator', 'sandbox-vision-1'),
     price: modelPrice(150, false),
   },
   DepthEstimator: {
@@ -167,7 +166,7 @@ export const modelNodes = {
     inputs: [{ name: 'image', kind: 'image', required: true }],
     outputs: [{ name: 'depth', kind: 'image' }],
     configSchema: v.object({ ...modelConfigEntries }),
-    model: hosted('fal', 'fal-ai/image-preprocessors/depth-anything/v2', 'sandbox-depth-1'),
+    model: hosted('DepthEstimator', 'sandbox-depth-1'),
     price: modelPrice(100, false),
   },
   PbrSynthesizer: {
@@ -181,7 +180,7 @@ export const modelNodes = {
       { name: 'roughness', kind: 'image' },
     ],
     configSchema: v.object({ ...modelConfigEntries, resolution: v.optional(v.picklist([512, 1024, 2048])) }),
-    model: hosted('fal', 'fal-ai/patina/material/extract', 'sandbox-pbr-1'),
+    model: hosted('PbrSynthesizer', 'sandbox-pbr-1'),
     price: modelPrice(500, false),
   },
   TwoDToThreeD: {
@@ -191,7 +190,7 @@ export const modelNodes = {
     inputs: [{ name: 'image', kind: 'image', required: true }],
     outputs: [{ name: 'mesh', kind: 'mesh' }],
     configSchema: v.object({ ...modelConfigEntries, format: MeshFormatSchema, seed: SeedSchema }),
-    model: hosted('fal', 'fal-ai/trellis', 'sandbox-image-to-mesh-1', true),
+    model: hosted('TwoDToThreeD', 'sandbox-image-to-mesh-1', true),
     price: modelPrice(1500, true),
   },
   AutoRigger: {
@@ -201,7 +200,7 @@ export const modelNodes = {
     inputs: [{ name: 'mesh', kind: 'mesh', required: true }],
     outputs: [{ name: 'rig', kind: 'mesh' }],
     configSchema: v.object({ ...modelConfigEntries, skeleton: v.optional(v.picklist(['humanoid', 'quadruped'])) }),
-    model: hosted('fal', 'fal-ai/meshy/rigging', 'sandbox-rigger-1', true),
+    model: hosted('AutoRigger', 'sandbox-rigger-1', true),
     price: modelPrice(1000, true),
   },
   Upscaler: {
@@ -211,7 +210,7 @@ export const modelNodes = {
     inputs: [{ name: 'image', kind: 'image', required: true }],
     outputs: [{ name: 'image', kind: 'image' }],
     configSchema: v.object({ ...modelConfigEntries, scale: v.optional(v.picklist([2, 4])) }),
-    model: hosted('bedrock', bedrockDefaultModels.upscale, 'sandbox-upscaler-1'),
+    model: hosted('Upscaler', 'sandbox-upscaler-1'),
     price: modelPrice(100, false),
   },
   BackgroundRemover: {
@@ -221,7 +220,7 @@ export const modelNodes = {
     inputs: [{ name: 'image', kind: 'image', required: true }],
     outputs: [{ name: 'image', kind: 'image' }],
     configSchema: v.object({ ...modelConfigEntries }),
-    model: hosted('bedrock', bedrockDefaultModels.removeBackground, 'sandbox-matting-1'),
+    model: hosted('BackgroundRemover', 'sandbox-matting-1'),
     price: modelPrice(50, false),
   },
   Embedder: {
@@ -231,7 +230,7 @@ export const modelNodes = {
     inputs: [{ name: 'text', kind: 'text', required: true }],
     outputs: [{ name: 'embedding', kind: 'embedding' }],
     configSchema: v.object({ ...modelConfigEntries, dimensions: v.optional(intBetween(1, 4096)) }),
-    model: hosted('bedrock', bedrockDefaultModels.embedding, 'sandbox-embedding-1'),
+    model: hosted('Embedder', 'sandbox-embedding-1'),
     price: modelPrice(10, false),
   },
 } satisfies Partial<Record<NodeType, NodeSpec>> & Record<ModelNodeType, NodeSpec>;

@@ -4,7 +4,10 @@
  * Sources, all read 2026-11-26:
  * - InvokeModel and its errors: https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_InvokeModel.html
  *   (the same shapes as botocore's `bedrock-runtime/2023-09-30/service-2.json`).
- * - Claude (Messages): https://docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-anthropic-claude-messages-request-response.html
+ * - Claude (Messages): https://docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-anthropic-claude-messages-request-response.html;
+ *   Claude Haiku 5.5 (read 2026-12-07, https://platform.claude.com/docs/en/models/haiku-5-5/migration-guide):
+ *   temperature, top_p and top_k return errors, answers may open with thinking blocks (select the
+ *   text blocks by type), and a safety classifier may answer `stop_reason: "refusal"`.
  * - Nova (understanding): https://docs.aws.amazon.com/nova/latest/userguide/complete-request-schema.html
  * - Llama: https://docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-meta.html and AWS's
  *   example python/example_code/bedrock-runtime/models/meta_llama/llama3/invoke_model.py (awsdocs/aws-doc-sdk-examples).
@@ -148,6 +151,9 @@ const imageFormat = (image: MediaFile, model: string): string => {
 
 type TextFamily = 'claude' | 'nova' | 'llama';
 
+/** Claude models that refuse sampling parameters (a request with `temperature` is an error). */
+const claudeWithoutSampling = /^anthropic\.claude-haiku-5-5/;
+
 const textFamily = (model: string): TextFamily | undefined => {
   const id = bedrockBaseModelId(model);
   if (id.startsWith('anthropic.')) return 'claude';
@@ -169,6 +175,8 @@ const textBody = (family: TextFamily, request: TextRequest): Record<string, unkn
   const text = [request.prompt, ...(request.context ?? [])].join('\n\n');
   const images = request.images ?? [];
   if (family === 'claude') {
+    if (request.temperature !== undefined && claudeWithoutSampling.test(bedrockBaseModelId(request.model)))
+      throw refuse(`${request.model} takes no temperature: leave it unset`);
     const content = [
       ...images.map((image) => {
         imageFormat(image, request.model);
@@ -218,8 +226,18 @@ const joinText = (content: unknown, field: 'text'): string | undefined => {
   return parts.join('');
 };
 
-const textAnswer = (family: TextFamily, json: Record<string, unknown>): string | undefined => {
-  if (family === 'claude') return joinText(json.content, 'text');
+/** Claude's text blocks, joined: thinking blocks (and any other type) before them are not the answer. */
+const claudeText = (content: unknown): string | undefined => {
+  if (!Array.isArray(content)) return undefined;
+  const texts = content.filter((block) => isRecord(block) && block.type === 'text');
+  return texts.length ? joinText(texts, 'text') : undefined;
+};
+
+const textAnswer = (family: TextFamily, json: Record<string, unknown>, model: string): string | undefined => {
+  if (family === 'claude') {
+    if (json.stop_reason === 'refusal') throw refuse(`${model} declined the request (stop_reason refusal)`);
+    return claudeText(json.content);
+  }
   if (family === 'nova') {
     const message = isRecord(json.output) && isRecord(json.output.message) ? json.output.message : undefined;
     return message ? joinText(message.content, 'text') : undefined;
@@ -347,7 +365,7 @@ export const createBedrockProvider = (options: BedrockProviderOptions = {}): Pro
       if (!family)
         throw refuse(`${request.model} is no text model this adapter speaks (${bedrockModels.text.join(', ')})`);
       const json = await invoke(request.model, textBody(family, request), request.signal);
-      const text = textAnswer(family, json);
+      const text = textAnswer(family, json, request.model);
       if (text === undefined) throw refuse(`${request.model} answered without text`);
       return text;
     },
