@@ -8,11 +8,11 @@
  * answers is charged once.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
+import type { PythonInvoke } from '../functions/clients/lambda.ts';
 import { failureReasonOf } from '../functions/domain/failure-reasons.ts';
 import { maxRetryDelaySeconds } from '../functions/domain/provider-jobs.ts';
 import { StepTimeoutError } from '../functions/domain/step-attempts.ts';
 import { syncTextMaxTokens } from '../functions/domain/sync-call-budget.ts';
-import type { PythonInvoke } from '../functions/clients/lambda.ts';
 import { createExecutorRegistry, executorDepsFromEnv } from '../functions/nodes/executors/index.ts';
 import { stageProvidersFromEnv } from '../functions/nodes/providers/stage.ts';
 import type { PythonAnswer } from '../functions/python/protocol.ts';

@@ -62,7 +62,10 @@ export const stageStepExecutor = (
     providers: stageProvidersFromEnv(env),
     ...(options.now ? { now: options.now } : {}),
   };
-  return { deps: stepDeps, handler: invokedAs('StepExecutor', makeHandler(stepDeps, { stepTimeoutMs: options.stepTimeoutMs ?? 20_000 })) };
+  return {
+    deps: stepDeps,
+    handler: invokedAs('StepExecutor', makeHandler(stepDeps, { stepTimeoutMs: options.stepTimeoutMs ?? 20_000 })),
+  };
 };
 
 /** Closes each of `resources` (a stand-in, or an undo such as `bedrockProcessEnv`'s) with the file's stack. */
