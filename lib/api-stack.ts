@@ -120,10 +120,12 @@ export class ApiStack extends Stack {
     // PythonSandbox steps' code runs here: no grant, no environment of the stage's, no network
     // route out (lib/workers.ts).
     const python = new ServiceFunction(this, pythonRunner.id, {
-      network: new IsolatedNetwork(this, `${pythonRunner.id}Network`),
+      network: new IsolatedNetwork(this, `${pythonRunner.id}Network`, { availabilityZones: config.pythonRunnerAzs }),
       entry: pythonRunner.entry,
       timeoutSeconds: pythonRunner.timeoutSeconds,
       memoryMb: pythonRunner.memoryMb,
+      // Tenants' code never takes the account's pool from the routes and the step executor.
+      reservedConcurrentExecutions: config.pythonRunnerReservedConcurrency,
       environment: config.pythonSnapshots ? { [envNames.pythonSnapshots]: 'true' } : {},
       description: "runs PythonSandbox steps' code (invoked by the step executor)",
       logRetentionDays: config.logRetentionDays,

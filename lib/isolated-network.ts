@@ -8,7 +8,8 @@ import { Construct } from 'constructs';
  * security group with no ingress and no egress rule (not even DNS). Code that escaped every wall
  * reaches no address: not the internet, not AWS's APIs, not the stage's table or bucket.
  *
- * The availability zones are the region's first two through `Fn::GetAZs` in an environment-agnostic
+ * The availability zones are the ones named (`-c pythonRunnerAzs`, checked at synth in
+ * lib/stages.ts), else the region's first two through `Fn::GetAZs` in an environment-agnostic
  * stack, so `cdk synth` looks nothing up and needs no credentials. Free: a VPC, subnets and security
  * groups cost nothing; Lambda's network interfaces in them neither.
  */
@@ -16,10 +17,10 @@ export class IsolatedNetwork extends Construct {
   readonly vpc: IVpc;
   readonly securityGroup: ISecurityGroup;
 
-  constructor(scope: Construct, id: string) {
+  constructor(scope: Construct, id: string, props: { availabilityZones?: readonly string[] | undefined } = {}) {
     super(scope, id);
     this.vpc = new Vpc(this, 'Vpc', {
-      maxAzs: 2,
+      ...(props.availabilityZones ? { availabilityZones: [...props.availabilityZones] } : { maxAzs: 2 }),
       natGateways: 0,
       subnetConfiguration: [{ name: 'Isolated', subnetType: SubnetType.PRIVATE_ISOLATED, cidrMask: 24 }],
     });

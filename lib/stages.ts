@@ -5,7 +5,7 @@
  * defaults below and a few context values (docs/deploy.md lists them).
  */
 
-import { functionMemoryMb, type QueueDefinition } from '../platform/definitions.ts';
+import { functionMemoryMb, type QueueDefinition, stepsQueue } from '../platform/definitions.ts';
 import { metricsServiceName } from '../platform/metric-names.ts';
 import {
   catalogueDefaults,
@@ -88,6 +88,10 @@ export const contextKeys = {
   teamStepsInFlight: 'teamStepsInFlight',
   /** The account's Lambda concurrency limit (Service Quotas), which the concurrency alarm takes 80% of; default 1000. */
   accountConcurrencyLimit: 'accountConcurrencyLimit',
+  /** Concurrency reserved for the PythonRunner (its most at once); default: the most PythonSandbox steps the step executor runs at once. */
+  pythonRunnerReservedConcurrency: 'pythonRunnerReservedConcurrency',
+  /** `us-east-1a,us-east-1b`: the availability zones of the PythonRunner's subnets; default the region's first two. */
+  pythonRunnerAzs: 'pythonRunnerAzs',
   /**
    * In cdk.json: `{ "stages": { "prod": { "account": "…", "providers": "…", "alarmEmail": "…" } } }`,
    * the values a stage is deployed with, so `cdk deploy -c stage=prod` alone repeats them. On dev
@@ -234,6 +238,20 @@ export interface StageConfig {
    * 1000, when not given): the account concurrency alarm fires above 80% of it.
    */
   accountConcurrencyLimit: number;
+  /**
+   * Concurrency reserved for the PythonRunner (`-c pythonRunnerReservedConcurrency=N`), which is
+   * also its most: tenants' code cannot take the account's pool from the routes and the step
+   * executor. Default: the most PythonSandbox steps the step executor can run at once (its queue's
+   * most concurrent invocations times its batch of 10: dev 20, prod 100), so the runner's own cap
+   * never throttles a step.
+   */
+  pythonRunnerReservedConcurrency: number;
+  /**
+   * The availability zones of the PythonRunner's isolated subnets (`-c pythonRunnerAzs=us-east-1a,us-east-1b`),
+   * for an account whose zones differ in capacity or where a zone must be avoided; undefined: the
+   * region's first two (`Fn::GetAZs`), as before.
+   */
+  pythonRunnerAzs: readonly string[] | undefined;
 }
 
 type StageDefaults = Pick<
@@ -448,6 +466,16 @@ export const stageConfig = (
       context(contextKeys.accountConcurrencyLimit),
       1000,
     ),
+    pythonRunnerReservedConcurrency: wholeNumber(
+      contextKeys.pythonRunnerReservedConcurrency,
+      context(contextKeys.pythonRunnerReservedConcurrency),
+      defaults.consumerMaxConcurrency.Steps * stepsQueue.batchSize,
+    ),
+    pythonRunnerAzs: availabilityZones(
+      contextKeys.pythonRunnerAzs,
+      context(contextKeys.pythonRunnerAzs),
+      pinned.env.region,
+    ),
   };
 };
 
@@ -494,6 +522,32 @@ const checkEnabledModels = (
     );
   }
   return [...new Set(warnings)];
+};
+
+/** An availability zone's name (`us-east-1a`), never a zone id (`use1-az1`), which differs by account. */
+const zoneName = /^[a-z]{2}(-[a-z]+)+-\d[a-z]$/;
+
+/**
+ * Availability zone names from the context (`a,b`): distinct, each a zone name, each in the stage's
+ * region when it pins one; undefined when not given. Anything else fails `cdk synth`.
+ */
+const availabilityZones = (key: string, value: unknown, region: string | undefined): string[] | undefined => {
+  if (value === undefined || value === '') return undefined;
+  const zones =
+    typeof value === 'string'
+      ? value
+          .split(',')
+          .map((zone) => zone.trim())
+          .filter(Boolean)
+      : [];
+  const fits = (zone: string) => zoneName.test(zone) && (region === undefined || zone.slice(0, -1) === region);
+  if (zones.length === 0 || new Set(zones).size !== zones.length || !zones.every(fits)) {
+    const where = region ? ` of ${region}` : '';
+    throw new Error(
+      `context ${key} must be distinct availability zone names${where}, comma-separated, got ${JSON.stringify(value)}`,
+    );
+  }
+  return zones;
 };
 
 const isEmptyObject = (value: unknown) =>

@@ -72,16 +72,24 @@ const jobsOf = (deps: Deps): ProviderJobs => {
 /** Shortens a provider's message for a step's `error` (it is the provider's words, never a key). */
 const providerWords = (message: string) => (message.length > 500 ? `${message.slice(0, 497)}...` : message);
 
+/** What a retry is told of the refusal: a retryable ProviderError, or a call its step's deadline cut (`StepTimeoutError`). */
+export interface RetryableRefusal {
+  name: string;
+  message: string;
+  status: number | undefined;
+  retryAfterSeconds: number | undefined;
+}
+
 /**
- * A busy provider (429, 5xx, a timeout, the network): the try is counted and the step's message
- * sent again after a jittered backoff (at least its `Retry-After`); past `maxProviderTries` the
- * step fails with the provider's message. A failed step is charged nothing.
+ * A busy provider (429, 5xx, a timeout, the network, a call its step's deadline cut): the try is
+ * counted and the step's message sent again after a jittered backoff (at least its `Retry-After`);
+ * past `maxProviderTries` the step fails with the provider's message. A failed step is charged nothing.
  */
 export const retryBusyProvider = async (
   deps: Deps,
   message: JobStepMessage,
   attempt: number,
-  error: ProviderError,
+  error: RetryableRefusal,
   nodeType: string,
   ends: JobStepEnds,
 ) => {

@@ -3,7 +3,7 @@ import { type FailureReason, failureReasonOf } from '../domain/failure-reasons.t
 import { fileUrlSeconds } from '../domain/file-link-lifetime.ts';
 import { stampLicenceModel } from '../domain/licence.ts';
 import { stepCharge } from '../domain/pricing.ts';
-import { firstPollSeconds } from '../domain/provider-jobs.ts';
+import { firstPollSeconds, retryDelaySeconds } from '../domain/provider-jobs.ts';
 import { chainSuccessor, planStep, predecessors, readySuccessors, successors } from '../domain/run-graph.ts';
 import {
   type CountedStepStatus,
@@ -15,7 +15,7 @@ import {
   releasesSuccessors,
   StepStatus,
 } from '../domain/run-lifecycle.ts';
-import { executionsFailedError, stepExecutionAttempts } from '../domain/step-attempts.ts';
+import { executionsFailedError, StepTimeoutError, stepExecutionAttempts } from '../domain/step-attempts.ts';
 import type { CanvasNode } from '../domain/workflow-graph.ts';
 import { apiInputTargets, type Canvas } from '../domain/workflow-graph.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
@@ -249,6 +249,42 @@ const endWithFailure = async (
   throw new Error(`Could not record the failure of step ${message.nodeId}`);
 };
 
+/**
+ * A step whose deadline cut its node's synchronous call: tried again by a delayed message after a
+ * jittered backoff, never left to the queue's visibility timeout (a redelivery minutes later, its
+ * claim read as a lost worker). A model step counts it as one of its provider's tries (its claim
+ * given back, `retryBusyProvider`); a step that is not claimed (PythonSandbox) as a failed execution
+ * of its node. Past either bound the step fails as a `timeout`. Nothing is charged until a delivery
+ * finishes the step, once (`finishStepItem` is conditioned on the claim, or on no end yet).
+ */
+const retryTimedOut = async (
+  deps: Deps,
+  message: StepMessage,
+  run: RunItem,
+  { attempt, nodeType }: { attempt: Attempt; nodeType: string },
+  timeoutMs: number,
+) => {
+  const error = new StepTimeoutError(timeoutMs);
+  logger.warn('step deadline cut its call; step tried again later', { nodeId: message.nodeId, timeoutMs });
+  if (attempt !== null) return retryBusyProvider(deps, message, attempt, error, nodeType, jobEnds(deps, message));
+  const failed = await countFailedExecution(deps, run, message.nodeId);
+  if (failed === null) return; // another delivery finished the step meanwhile; it counts it
+  if (failed >= stepExecutionAttempts)
+    return endWithFailure(
+      deps,
+      message,
+      attempt,
+      `${nodeType}: ${error.message} (after ${failed} tries)`,
+      failureReasonOf(error),
+    );
+  const retry = { jobId: message.jobId, workflowId: message.workflowId, nodeId: message.nodeId };
+  await sendDelayedStepMessage(
+    deps,
+    { ...retry, ...(message.teamId !== undefined && { teamId: message.teamId }) },
+    retryDelaySeconds(failed, undefined, Math.random()),
+  );
+};
+
 /** What a node executor (or a job's outcome) is handed: the step, its inputs, and the run's files and keys. */
 const stepContext = (
   deps: Deps,
@@ -446,6 +482,10 @@ const runReadyStep = async (deps: Deps, received: StepMessage, options: RunStepO
   } catch (error) {
     if (error instanceof StepFailedError)
       return endWithFailure(deps, message, attempt, error.message, failureReasonOf(error));
+    // The step's deadline cut a synchronous call (a model's, the Python runner's): tried again later.
+    if (context.signal.aborted) {
+      return retryTimedOut(deps, message, run, { attempt, nodeType: node.type }, options.stepTimeoutMs);
+    }
     // A busy provider (429, 5xx, a timeout): asked again after a backoff, never counted as a lost worker.
     if (error instanceof ProviderError && error.retryable && attempt !== null) {
       return retryBusyProvider(deps, message, attempt, error, node.type, jobEnds(deps, message));

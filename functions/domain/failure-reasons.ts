@@ -19,7 +19,8 @@ const fieldsOf = (error: unknown): Record<string, unknown> | undefined =>
  *   `provider_unavailable`, one saying the provider `is not configured` `configuration`, any other
  *   (a 4xx, an answer we cannot use) `provider_4xx`;
  * - `SecretUnavailableError` (a stage secret or team connection refused, missing or malformed): `configuration`;
- * - `TimeoutError` or `AbortError` (the node's time ran out): `timeout`;
+ * - `TimeoutError` or `AbortError` (the node's time ran out), or `StepTimeoutError` (a synchronous
+ *   call its step's deadline cut, after its delayed retries): `timeout`;
  * - `StepFailedError`: the reason of its `cause` when it has one (a provider's refusal the executor
  *   reworded), else `code`;
  * - anything else: `code`.
@@ -34,6 +35,7 @@ export const failureReasonOf = (error: unknown): FailureReason => {
       return 'configuration';
     case 'TimeoutError':
     case 'AbortError':
+    case 'StepTimeoutError':
       return 'timeout';
     case 'ProviderError': {
       const status = typeof fields.status === 'number' ? fields.status : undefined;

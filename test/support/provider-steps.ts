@@ -47,12 +47,13 @@ export const bedrockProcessEnv = (endpoint: string) =>
 
 /**
  * The step executor as Lambda runs it, over `deps` and the stage's `settings`: webhooks to the local
- * API at `baseUrl` (none without it), on the clock `now` when given.
+ * API at `baseUrl` (none without it), on the clock `now` when given, each node cut at `stepTimeoutMs`
+ * (20 s unless given: a test of the deadline injects a short one rather than waiting 25 s).
  */
 export const stageStepExecutor = (
   deps: Deps,
   settings: NodeJS.ProcessEnv,
-  options: { baseUrl?: string; now?: () => Date } = {},
+  options: { baseUrl?: string; now?: () => Date; stepTimeoutMs?: number } = {},
 ) => {
   const env = { ...settings, ...(options.baseUrl ? { PUBLIC_BASE_URL: new URL(options.baseUrl).origin } : {}) };
   const stepDeps: Deps = {
@@ -61,7 +62,10 @@ export const stageStepExecutor = (
     providers: stageProvidersFromEnv(env),
     ...(options.now ? { now: options.now } : {}),
   };
-  return { deps: stepDeps, handler: invokedAs('StepExecutor', makeHandler(stepDeps, { stepTimeoutMs: 20_000 })) };
+  return {
+    deps: stepDeps,
+    handler: invokedAs('StepExecutor', makeHandler(stepDeps, { stepTimeoutMs: options.stepTimeoutMs ?? 20_000 })),
+  };
 };
 
 /** Closes each of `resources` (a stand-in, or an undo such as `bedrockProcessEnv`'s) with the file's stack. */

@@ -16,6 +16,7 @@ import {
   tokensOf,
 } from '../../domain/model-pricing.ts';
 import { imageSize, modeSettings } from '../../domain/run-modes.ts';
+import { syncTextMaxTokens } from '../../domain/sync-call-budget.ts';
 import { glbAsObj } from '../media/glb.ts';
 import { pngPixels } from '../media/png.ts';
 import { openAiCompatibleDefaultModels } from '../providers/openai-compatible.ts';
@@ -249,7 +250,8 @@ export const modelExecutors = (deps: ExecutorDeps) =>
     LlmWorker: (context) =>
       runModel(context, deps, 'generateText', async ({ provider, model }) => {
         const config = context.node.config;
-        const { maxTokens } = modeSettings(context.mode, config);
+        // A synchronous call asks for no more than its step's deadline can generate.
+        const maxTokens = Math.min(modeSettings(context.mode, config).maxTokens, syncTextMaxTokens());
         const answer = await provider.generateText!({
           model,
           mode: context.mode,
@@ -267,7 +269,7 @@ export const modelExecutors = (deps: ExecutorDeps) =>
       runModel(context, deps, 'generateText', async ({ provider, model }) => {
         const image = await requiredMedia(context, 'image');
         const question = text(firstInput(context, 'question')) ?? 'Describe this image.';
-        const { maxTokens } = modeSettings(context.mode, context.node.config);
+        const maxTokens = Math.min(modeSettings(context.mode, context.node.config).maxTokens, syncTextMaxTokens());
         const answer = await provider.generateText!({
           model,
           mode: context.mode,
