@@ -1,4 +1,4 @@
-import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
+import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import {
   type OperatorEventsDeps,
   operatorEventsDepsFromEnv,
@@ -6,6 +6,7 @@ import {
 } from '../app/publish-operator-events.ts';
 import { eventBridgeClient } from '../clients/eventbridge.ts';
 import { logger, withLambdaContext } from '../observability/logger.ts';
+import { countAnsweredFailures } from '../observability/version-failures.ts';
 
 /**
  * The table stream's consumer (only the changes `operatorEventsStream`'s filters pass): puts each
@@ -13,7 +14,7 @@ import { logger, withLambdaContext } from '../observability/logger.ts';
  * failures, so the stream delivers it again; after the mapping's retries, the DLQ and its alarm.
  */
 export const makeHandler = (deps: OperatorEventsDeps) =>
-  withLambdaContext(async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
+  withLambdaContext(async (event: DynamoDBStreamEvent, context?: Context): Promise<DynamoDBBatchResponse> => {
     const report = await publishStreamRecords(deps, event.Records);
     if (report.failed.length > 0) {
       logger.warn('operator events not put; the stream delivers them again', {
@@ -22,6 +23,7 @@ export const makeHandler = (deps: OperatorEventsDeps) =>
         errors: [...new Set(report.errors)],
       });
     }
+    countAnsweredFailures(context, report.failed.length);
     return { batchItemFailures: report.failed.map((itemIdentifier) => ({ itemIdentifier })) };
   });
 

@@ -10,6 +10,7 @@ import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { logger, withLambdaContext, withRecordKeys } from '../observability/logger.ts';
 import { metrics } from '../observability/metrics.ts';
+import { countAnsweredFailures } from '../observability/version-failures.ts';
 
 const StepMessageSchema = v.object({
   jobId: v.string(),
@@ -29,7 +30,10 @@ const parseMessage = (record: SQSRecord): StepMessage => {
   }
 };
 
-/** The steps queue's consumer: a step per record, each with its own logger; a failed batch is answered, not thrown. */
+/**
+ * The steps queue's consumer: a step per record, each with its own logger; a failed batch is
+ * answered, not thrown, and its failed records counted for the version that failed them.
+ */
 export const makeHandler = (deps: Deps, options: Partial<RunStepOptions> = {}) => {
   const resolved = { stepTimeoutMs: stepNodeTimeoutSeconds * 1000, ...options };
   const runRecord = (context?: TimeLeft) => async (record: SQSRecord) => {
@@ -41,7 +45,11 @@ export const makeHandler = (deps: Deps, options: Partial<RunStepOptions> = {}) =
     try {
       // One per batch. A lone step's transient failure is a redelivery, not a FullBatchFailureError.
       const processor = new BatchProcessor(EventType.SQS);
-      return await processPartialResponse(event, runRecord(context), processor, { throwOnFullBatchFailure: false });
+      const answer = await processPartialResponse(event, runRecord(context), processor, {
+        throwOnFullBatchFailure: false,
+      });
+      countAnsweredFailures(context, answer.batchItemFailures.length);
+      return answer;
     } finally {
       metrics.publishStoredMetrics();
     }
