@@ -147,7 +147,11 @@ describe('safe deploys', { timeout: 120_000 }, () => {
       };
       // Errors of the version being deployed, through the alias: the old version's share cannot trip it.
       const errorsId = alarmIds.find((a) => prod.api[a]?.Properties.MetricName === 'Errors') ?? '';
-      expect(prod.api[errorsId]?.Properties).toMatchObject({ Namespace: 'AWS/Lambda', MetricName: 'Errors', ...window });
+      expect(prod.api[errorsId]?.Properties).toMatchObject({
+        Namespace: 'AWS/Lambda',
+        MetricName: 'Errors',
+        ...window,
+      });
       expect(dimensionsOf(errorsId)).toEqual({
         FunctionName: { Ref: fnId },
         Resource: { 'Fn::Join': ['', [{ Ref: fnId }, `:${liveAlias}`]] },

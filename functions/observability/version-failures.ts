@@ -37,3 +37,17 @@ export const countAnsweredFailures = (running: RunningVersion | undefined, count
   };
   process.stdout.write(`${JSON.stringify(line)}\n`);
 };
+
+/**
+ * A worker's handler whose answer's batch item failures (the records it hands back for redelivery)
+ * are counted for the version that failed them: Lambda counts such an invocation as a success.
+ */
+export const countingFailedRecords =
+  <Event, Answer extends { batchItemFailures: readonly unknown[] }>(
+    handler: (event: Event, context?: Context) => Promise<Answer>,
+  ) =>
+  async (event: Event, context?: Context): Promise<Answer> => {
+    const answer = await handler(event, context);
+    countAnsweredFailures(context, answer.batchItemFailures.length);
+    return answer;
+  };

@@ -1,12 +1,11 @@
-import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
+import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import {
   type OperatorEventsDeps,
   operatorEventsDepsFromEnv,
   publishStreamRecords,
 } from '../app/publish-operator-events.ts';
 import { eventBridgeClient } from '../clients/eventbridge.ts';
-import { logger, withLambdaContext } from '../observability/logger.ts';
-import { countAnsweredFailures } from '../observability/version-failures.ts';
+import { logger, withBatchContext } from '../observability/logger.ts';
 
 /**
  * The table stream's consumer (only the changes `operatorEventsStream`'s filters pass): puts each
@@ -14,7 +13,7 @@ import { countAnsweredFailures } from '../observability/version-failures.ts';
  * failures, so the stream delivers it again; after the mapping's retries, the DLQ and its alarm.
  */
 export const makeHandler = (deps: OperatorEventsDeps) =>
-  withLambdaContext(async (event: DynamoDBStreamEvent, context?: Context): Promise<DynamoDBBatchResponse> => {
+  withBatchContext(async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
     const report = await publishStreamRecords(deps, event.Records);
     if (report.failed.length > 0) {
       logger.warn('operator events not put; the stream delivers them again', {
@@ -23,7 +22,6 @@ export const makeHandler = (deps: OperatorEventsDeps) =>
         errors: [...new Set(report.errors)],
       });
     }
-    countAnsweredFailures(context, report.failed.length);
     return { batchItemFailures: report.failed.map((itemIdentifier) => ({ itemIdentifier })) };
   });
 

@@ -1,10 +1,9 @@
-import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
+import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { fanOutRunEvents } from '../app/fan-out-run-events.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
-import { logger, withLambdaContext } from '../observability/logger.ts';
-import { countAnsweredFailures } from '../observability/version-failures.ts';
+import { logger, withBatchContext } from '../observability/logger.ts';
 
 /**
  * The lifecycle webhook events' consumer of the table's stream (issue 26; only the changes
@@ -14,7 +13,7 @@ import { countAnsweredFailures } from '../observability/version-failures.ts';
  * the DLQ and its alarm.
  */
 export const makeHandler = (deps: Deps) =>
-  withLambdaContext(async (event: DynamoDBStreamEvent, context?: Context): Promise<DynamoDBBatchResponse> => {
+  withBatchContext(async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
     const report = await fanOutRunEvents(deps, event.Records);
     logger.info('lifecycle events', {
       opened: report.opened,
@@ -23,7 +22,6 @@ export const makeHandler = (deps: Deps) =>
       capped: report.capped,
       redelivered: report.failed.length,
     });
-    countAnsweredFailures(context, report.failed.length);
     return { batchItemFailures: report.failed.map((itemIdentifier) => ({ itemIdentifier })) };
   });
 

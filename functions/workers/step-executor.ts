@@ -8,9 +8,8 @@ import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { s3Client } from '../clients/s3.ts';
 import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
-import { logger, withLambdaContext, withRecordKeys } from '../observability/logger.ts';
+import { logger, withBatchContext, withRecordKeys } from '../observability/logger.ts';
 import { metrics } from '../observability/metrics.ts';
-import { countAnsweredFailures } from '../observability/version-failures.ts';
 
 const StepMessageSchema = v.object({
   jobId: v.string(),
@@ -30,10 +29,7 @@ const parseMessage = (record: SQSRecord): StepMessage => {
   }
 };
 
-/**
- * The steps queue's consumer: a step per record, each with its own logger; a failed batch is
- * answered, not thrown, and its failed records counted for the version that failed them.
- */
+/** The steps queue's consumer: a step per record, each with its own logger; a failed batch is answered, not thrown. */
 export const makeHandler = (deps: Deps, options: Partial<RunStepOptions> = {}) => {
   const resolved = { stepTimeoutMs: stepNodeTimeoutSeconds * 1000, ...options };
   const runRecord = (context?: TimeLeft) => async (record: SQSRecord) => {
@@ -41,15 +37,11 @@ export const makeHandler = (deps: Deps, options: Partial<RunStepOptions> = {}) =
     const keys = { jobId: message.jobId, nodeId: message.nodeId, messageId: record.messageId };
     await withRecordKeys(keys, () => runStep(deps, message, withTimeLeft(resolved, context)));
   };
-  return withLambdaContext(async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => {
+  return withBatchContext(async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => {
     try {
       // One per batch. A lone step's transient failure is a redelivery, not a FullBatchFailureError.
       const processor = new BatchProcessor(EventType.SQS);
-      const answer = await processPartialResponse(event, runRecord(context), processor, {
-        throwOnFullBatchFailure: false,
-      });
-      countAnsweredFailures(context, answer.batchItemFailures.length);
-      return answer;
+      return await processPartialResponse(event, runRecord(context), processor, { throwOnFullBatchFailure: false });
     } finally {
       metrics.publishStoredMetrics();
     }

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
-import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import {
   deliverWebhook,
   type WebhookDelivery,
@@ -11,9 +11,8 @@ import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { allowLoopbackFromEnv } from '../http-client/guarded-fetch.ts';
-import { withLambdaContext, withRecordKeys } from '../observability/logger.ts';
+import { withBatchContext, withRecordKeys } from '../observability/logger.ts';
 import { metrics } from '../observability/metrics.ts';
-import { countAnsweredFailures } from '../observability/version-failures.ts';
 
 /** Local development: ALLOW_PRIVATE_CALLBACKS=1 permits loopback receivers; WEBHOOK_CA_FILE trusts their CA. */
 export const webhookOptionsFromEnv = (env: NodeJS.ProcessEnv = process.env): WebhookOptions => ({
@@ -36,16 +35,13 @@ export const makeHandler = (deps: Deps, options: WebhookOptions = webhookOptions
       deliverWebhook(deps, delivery, options),
     );
   };
-  return withLambdaContext(async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => {
+  return withBatchContext(async (event: SQSEvent): Promise<SQSBatchResponse> => {
     try {
       // A batch whose every record failed is reported as such, not thrown: one delivery's transient
-      // failure of our own (a throttled write) is a redelivery, not a Lambda error; it is counted
-      // for the version that failed it.
-      const answer = await processPartialResponse(event, deliver, new BatchProcessor(EventType.SQS), {
+      // failure of our own (a throttled write) is a redelivery, not a Lambda error.
+      return await processPartialResponse(event, deliver, new BatchProcessor(EventType.SQS), {
         throwOnFullBatchFailure: false,
       });
-      countAnsweredFailures(context, answer.batchItemFailures.length);
-      return answer;
     } finally {
       metrics.publishStoredMetrics();
     }
