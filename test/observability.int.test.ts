@@ -25,6 +25,7 @@ import { alarmThresholds } from '../lib/observability.ts';
 import { contextKeys } from '../lib/stages.ts';
 import { pythonRunner, workers } from '../lib/workers.ts';
 import { queues, streamMappings } from '../platform/definitions.ts';
+import { versionDimensions } from '../platform/metric-names.ts';
 import { routes } from '../platform/routes.ts';
 import { type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
 import { pinnedProd } from './support/stages.ts';
@@ -298,9 +299,11 @@ describe('alarms of one stage', { timeout: 180_000 }, () => {
           const dimensions = metric.Dimensions ?? [];
           expect(dimensions.length, JSON.stringify(alarm.AlarmDescription)).toBeGreaterThan(0);
           for (const dimension of dimensions) {
-            // The service's own metrics carry the stage's name; every other dimension names a
-            // resource of this stack (a Ref or GetAtt), never a literal shared by stages.
-            if (metric.Namespace === metricsNamespace && dimension.Name !== 'apiId') {
+            // The service's own metrics carry the stage's name, but the versioned failure count
+            // (by function and version) and the gateway's 429s (by API); every other dimension names
+            // a resource of this stack (a Ref or GetAtt), never a literal shared by stages.
+            const byResource = ['apiId', ...Object.keys(versionDimensions('', ''))];
+            if (metric.Namespace === metricsNamespace && !byResource.includes(dimension.Name)) {
               expect([metricsServiceName, built.config.stage, 'provider_auth', 'configuration']).toContain(
                 dimension.Value,
               );
