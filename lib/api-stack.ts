@@ -337,7 +337,7 @@ export class ApiStack extends Stack {
       streamDeadLetterQueues,
       table,
       accessLogs,
-      otherAlarms: [...safeDeploys.deploys.values()].flatMap((deploy) => (deploy.alarm ? [deploy.alarm] : [])),
+      otherAlarms: [...safeDeploys.deploys.values()].flatMap((deploy) => deploy.alarms),
     });
 
     // Saved Logs Insights queries: a run's trail, and failed runs by reason (docs/operations.md, "Runbooks").

@@ -3,6 +3,7 @@ import { type Alarm, ComparisonOperator, Metric, Stats, TreatMissingData } from 
 import { LambdaApplication, LambdaDeploymentConfig, LambdaDeploymentGroup } from 'aws-cdk-lib/aws-codedeploy';
 import { Alias, type IFunction, type Function as LambdaFunction } from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
+import { answeredFailures, metricsNamespace, versionDimensions } from '../platform/metric-names.ts';
 import type { DeploymentStrategy } from './deploy-settings.ts';
 
 /**
@@ -17,10 +18,13 @@ export const aliasedFunctions = ['RunWorkflow', 'RunAgent', 'StepExecutor'] as c
 export const liveAlias = 'live';
 
 /**
- * The rollback alarm: errors of the new version (the alias's `ExecutedVersion`, so the old
- * version's share of the traffic cannot trip it) in 2 of the last 5 minutes. Lambda counts as an
- * error only what the handler did not answer (a crash, a timeout, a whole batch thrown back), never
- * a 4xx or 5xx the handler answered, so a version that errors twice is broken, not unlucky.
+ * The rollback alarms' window, the same for both: at least one of the new version's failures in 2 of
+ * the last 5 minutes, so a version that fails twice is broken, not unlucky. Each watches the version
+ * being deployed only, so the old version's share of the traffic cannot trip it:
+ * - `<id>NewVersionErrors`: Lambda's `Errors` by the alias's `ExecutedVersion`: what the handler
+ *   did not answer (a crash, a timeout, a whole batch thrown back);
+ * - `<id>NewVersionFailures`: our own `AnsweredFailures` by `functionVersion`: the 5xx it answered
+ *   and the records it handed back as batch item failures, which Lambda counts as successes.
  */
 export const rollbackAlarm = {
   periodSeconds: 60,
@@ -39,7 +43,8 @@ export interface SafeDeploy {
   alias: Alias;
   /** Under `canary` and `linear` only. */
   group?: LambdaDeploymentGroup;
-  alarm?: Alarm;
+  /** The group's rollback alarms (`rollbackAlarm`); none under `all-at-once`. */
+  alarms: Alarm[];
 }
 
 /**
@@ -63,10 +68,11 @@ export class SafeDeploys extends Construct {
   target(id: string, fn: LambdaFunction): IFunction {
     if (!(aliasedFunctions as readonly string[]).includes(id)) return fn;
     const alias = new Alias(this, `${id}Live`, { aliasName: liveAlias, version: fn.currentVersion });
-    const deploy: SafeDeploy = { alias };
+    const deploy: SafeDeploy = { alias, alarms: [] };
     this.deploys.set(id, deploy);
     if (this.strategy === 'all-at-once') return alias;
 
+    const period = Duration.seconds(rollbackAlarm.periodSeconds);
     const newVersionErrors = new Metric({
       namespace: 'AWS/Lambda',
       metricName: 'Errors',
@@ -76,27 +82,38 @@ export class SafeDeploys extends Construct {
         ExecutedVersion: fn.currentVersion.version,
       },
       statistic: Stats.SUM,
-      period: Duration.seconds(rollbackAlarm.periodSeconds),
+      period,
     });
-    deploy.alarm = newVersionErrors.createAlarm(this, `${id}NewVersionErrorsAlarm`, {
-      alarmDescription:
-        `${id} (${this.#stage}): errors of the version being deployed; CodeDeploy rolls the alias back on it (docs/deploy.md). ` +
-        'Runbook: docs/operations.md, Alarms, NewVersionErrors.',
-      threshold: rollbackAlarm.threshold,
-      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      evaluationPeriods: rollbackAlarm.evaluationPeriods,
-      datapointsToAlarm: rollbackAlarm.datapointsToAlarm,
-      // No invocation of the new version yet is no evidence against it.
-      treatMissingData: TreatMissingData.NOT_BREACHING,
+    // The version CloudFormation publishes in this update, as Lambda's context names it
+    // (`functionVersion`) in the lines the new code writes (functions/observability/version-failures.ts).
+    const newVersionFailures = new Metric({
+      namespace: metricsNamespace,
+      metricName: answeredFailures,
+      dimensionsMap: versionDimensions(fn.functionName, fn.currentVersion.version),
+      statistic: Stats.SUM,
+      period,
     });
-    // The alarm watches the new version before CodeDeploy starts shifting the alias to it.
-    alias.node.addDependency(deploy.alarm);
+    const runbook = (name: string) => `Runbook: docs/operations.md, Alarms, ${name}.`;
+    deploy.alarms = [
+      this.#rollbackAlarmOn(
+        newVersionErrors,
+        `${id}NewVersionErrorsAlarm`,
+        `${id} (${this.#stage}): errors of the version being deployed; CodeDeploy rolls the alias back on it (docs/deploy.md). ${runbook('NewVersionErrors')}`,
+      ),
+      this.#rollbackAlarmOn(
+        newVersionFailures,
+        `${id}NewVersionFailuresAlarm`,
+        `${id} (${this.#stage}): 5xx answers and failed records of the version being deployed; CodeDeploy rolls the alias back on it (docs/deploy.md). ${runbook('NewVersionFailures')}`,
+      ),
+    ];
+    // The alarms watch the new version before CodeDeploy starts shifting the alias to it.
+    for (const alarm of deploy.alarms) alias.node.addDependency(alarm);
     this.#application ??= new LambdaApplication(this, 'Application');
     deploy.group = new LambdaDeploymentGroup(this, `${id}Deployment`, {
       application: this.#application,
       alias,
       deploymentConfig: deploymentConfigs[this.strategy],
-      alarms: [deploy.alarm],
+      alarms: deploy.alarms,
       autoRollback: { failedDeployment: true, stoppedDeployment: true, deploymentInAlarm: true },
     });
     Validations.of(deploy.group).acknowledge({
@@ -106,5 +123,19 @@ export class SafeDeploys extends Construct {
         'alarms; the role can be assumed by codedeploy.amazonaws.com only.',
     });
     return alias;
+  }
+
+  /** One rollback alarm on `metric` (`rollbackAlarm`'s window). */
+  #rollbackAlarmOn(metric: Metric, id: string, description: string): Alarm {
+    return metric.createAlarm(this, id, {
+      alarmDescription: description,
+      threshold: rollbackAlarm.threshold,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: rollbackAlarm.evaluationPeriods,
+      datapointsToAlarm: rollbackAlarm.datapointsToAlarm,
+      // No invocation of the new version yet, or none that failed (a failure is counted only when
+      // it happens), is no evidence against it.
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
   }
 }

@@ -28,6 +28,21 @@ export const metricNames = {
   gatewayThrottles: 'GatewayThrottles',
 } as const;
 
+/**
+ * The one metric counted per function version, not per stage: 1 per request a function answered
+ * with a 5xx and per queue or stream record it handed back as a batch item failure, none of which
+ * Lambda's `Errors` counts. The canary's rollback alarm reads it for the version being deployed
+ * (`lib/safe-deploys.ts`). Its own dimension set (`versionDimensions`), never in `metricNames`,
+ * whose metrics all carry service and stage: a function's name is already its stage's own.
+ * Written only when non-zero (`functions/observability/version-failures.ts`), so each version that
+ * fails is one metric in the hours it fails, and a version that does not costs nothing.
+ */
+export const answeredFailures = 'AnsweredFailures';
+
+/** The dimensions of `answeredFailures`: the function's name and the version that answered. */
+export const versionDimensions = (functionName: string, functionVersion: string) =>
+  ({ functionName, functionVersion }) as const;
+
 /** The dimension that carries a failure's reason. */
 export const reasonDimension = 'reason';
 

@@ -141,6 +141,8 @@ describe('the environment is read when deps are built, never while a step runs',
     { file: 'functions/deps.ts', pattern: /process\.env/g },
     // The stage dimension of every metric, read once at import.
     { file: 'functions/observability/metrics.ts', pattern: /defaultDimensions: \{ stage: process\.env\[/g },
+    // Powertools' metrics switch, honoured by the versioned failure count and read once at import.
+    { file: 'functions/observability/version-failures.ts', pattern: /process\.env\.POWERTOOLS_METRICS_DISABLED/g },
   ];
   /** A config function's environment parameter: `fooFromEnv = (env: NodeJS.ProcessEnv = process.env)`. */
   const configDefault = /\b\w+FromEnv = \(env: NodeJS\.ProcessEnv = process\.env\)/g;

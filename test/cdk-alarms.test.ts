@@ -9,6 +9,7 @@ import path from 'node:path';
 import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../lib/build-app.ts';
+import { aliasedFunctions } from '../lib/safe-deploys.ts';
 import { contextKeys } from '../lib/stages.ts';
 import {
   type AlarmRule,
@@ -153,6 +154,18 @@ describe('alarms on the synthesized templates', { timeout: 180_000 }, () => {
     expect(() => alarmsOf({ ...testContext, [contextKeys.accountConcurrencyLimit]: 'many' })).toThrow(
       /accountConcurrencyLimit/,
     );
+  });
+
+  it("prod's canary adds two rollback alarms per aliased function: the new version's errors, and its 5xx answers and failed records", () => {
+    const rollbackAlarms = (alarms: typeof prod) =>
+      alarms
+        .filter((a) => a.id.startsWith('SafeDeploys'))
+        .map((a) => a.id.replace(/^SafeDeploys/, '').replace(/Alarm[0-9A-F]{8}$/, ''))
+        .sort();
+    expect(rollbackAlarms(prod)).toEqual(
+      aliasedFunctions.flatMap((id) => [`${id}NewVersionErrors`, `${id}NewVersionFailures`]).sort(),
+    );
+    expect(rollbackAlarms(dev)).toEqual([]);
   });
 
   it('gives every alarm of the dev and prod templates its runbook paragraph in docs/operations.md', () => {

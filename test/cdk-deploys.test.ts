@@ -1,7 +1,7 @@
 /**
  * Safe deploys and restores on the synthesized templates (lib/safe-deploys.ts, lib/backups.ts,
  * lib/deploy-settings.ts): the `live` aliases of the run-start routes and the step executor, their
- * CodeDeploy deployment groups with the rollback alarm, what API Gateway and the Steps queue invoke,
+ * CodeDeploy deployment groups with their rollback alarms, what API Gateway and the Steps queue invoke,
  * a stage run on an existing (restored) table, and the AWS Backup plan.
  */
 import './support/test-providers.ts';
@@ -15,6 +15,7 @@ import { aliasedFunctions, liveAlias, rollbackAlarm } from '../lib/safe-deploys.
 import { contextKeys } from '../lib/stages.ts';
 import { readAssembly } from '../local/rehearse/assembly.ts';
 import { dataTable, envNames } from '../platform/definitions.ts';
+import { answeredFailures, metricsNamespace } from '../platform/metric-names.ts';
 import { routeById } from '../platform/routes.ts';
 import { prodTestContext, synthOnly } from './support/stages.ts';
 
@@ -108,7 +109,7 @@ describe('safe deploys', { timeout: 120_000 }, () => {
     expect(routeById('RunAgent').path).toBe('/agents/{id}/runs');
   });
 
-  it('on prod, shifts each alias by a CodeDeploy canary that rolls back on failure, on stop and on its alarm', () => {
+  it('on prod, shifts each alias by a CodeDeploy canary that rolls back on failure, on stop and on either alarm: errors, and 5xx answers or failed records, of the new version', () => {
     const groups = ofType(prod.api, 'AWS::CodeDeploy::DeploymentGroup');
     expect(groups).toHaveLength(aliasedFunctions.length);
     for (const id of aliasedFunctions) {
@@ -124,15 +125,18 @@ describe('safe deploys', { timeout: 120_000 }, () => {
         },
         AlarmConfiguration: { Enabled: true },
       });
-      const alarms =
-        (group?.Properties.AlarmConfiguration as { Alarms: { Name: { Ref: string } }[] } | undefined)?.Alarms ?? [];
-      expect(alarms).toHaveLength(1);
-      const alarmId = alarms[0]?.Name.Ref ?? '';
-      const alarm = prod.api[alarmId];
-      // Errors of the version being deployed, through the alias: the old version's share cannot trip it.
-      expect(alarm?.Properties).toMatchObject({
-        Namespace: 'AWS/Lambda',
-        MetricName: 'Errors',
+      const alarmIds = (
+        (group?.Properties.AlarmConfiguration as { Alarms: { Name: { Ref: string } }[] } | undefined)?.Alarms ?? []
+      ).map((a) => a.Name.Ref);
+      expect(alarmIds).toHaveLength(2);
+      const dimensionsOf = (alarmId: string) =>
+        Object.fromEntries(
+          ((prod.api[alarmId]?.Properties.Dimensions ?? []) as { Name: string; Value: unknown }[]).map((d) => [
+            d.Name,
+            d.Value,
+          ]),
+        );
+      const window = {
         Statistic: 'Sum',
         Period: rollbackAlarm.periodSeconds,
         Threshold: rollbackAlarm.threshold,
@@ -140,15 +144,31 @@ describe('safe deploys', { timeout: 120_000 }, () => {
         EvaluationPeriods: 5,
         DatapointsToAlarm: 2,
         TreatMissingData: 'notBreaching',
+      };
+      // Errors of the version being deployed, through the alias: the old version's share cannot trip it.
+      const errorsId = alarmIds.find((a) => prod.api[a]?.Properties.MetricName === 'Errors') ?? '';
+      expect(prod.api[errorsId]?.Properties).toMatchObject({
+        Namespace: 'AWS/Lambda',
+        MetricName: 'Errors',
+        ...window,
       });
-      const dimensions = Object.fromEntries(
-        ((alarm?.Properties.Dimensions ?? []) as { Name: string; Value: unknown }[]).map((d) => [d.Name, d.Value]),
-      );
-      expect(dimensions.FunctionName).toEqual({ Ref: fnId });
-      expect(dimensions.Resource).toEqual({ 'Fn::Join': ['', [{ Ref: fnId }, `:${liveAlias}`]] });
-      expect(dimensions.ExecutedVersion).toEqual(alias.Properties.FunctionVersion);
-      // The alarm watches the new version before the alias starts moving to it.
-      expect(prod.api[aliasId]?.DependsOn).toContain(alarmId);
+      expect(dimensionsOf(errorsId)).toEqual({
+        FunctionName: { Ref: fnId },
+        Resource: { 'Fn::Join': ['', [{ Ref: fnId }, `:${liveAlias}`]] },
+        ExecutedVersion: alias.Properties.FunctionVersion,
+      });
+      // And what Lambda counts as a success: the 5xx it answered and the records it handed back,
+      // counted by the new code under the version the alias moves to (the same Version resource).
+      const failuresId = alarmIds.find((a) => prod.api[a]?.Properties.MetricName === answeredFailures) ?? '';
+      expect(failuresId).toMatch(new RegExp(`^SafeDeploys${id}NewVersionFailuresAlarm`));
+      expect(prod.api[failuresId]?.Properties).toMatchObject({ Namespace: metricsNamespace, ...window });
+      expect(dimensionsOf(failuresId)).toEqual({
+        functionName: { Ref: fnId },
+        functionVersion: alias.Properties.FunctionVersion,
+      });
+      expect(alias.Properties.FunctionVersion).toEqual({ 'Fn::GetAtt': [expect.any(String), 'Version'] });
+      // The alarms watch the new version before the alias starts moving to it.
+      for (const alarmId of alarmIds) expect(prod.api[aliasId]?.DependsOn).toContain(alarmId);
     }
   });
 
@@ -158,8 +178,9 @@ describe('safe deploys', { timeout: 120_000 }, () => {
     expect(
       ofType(dev.api, 'AWS::CloudWatch::Alarm').filter(
         ([, r]) =>
-          r.Properties.MetricName === 'Errors' &&
-          (r.Properties.Dimensions as { Name: string }[] | undefined)?.some((d) => d.Name === 'ExecutedVersion'),
+          (r.Properties.MetricName === 'Errors' &&
+            (r.Properties.Dimensions as { Name: string }[] | undefined)?.some((d) => d.Name === 'ExecutedVersion')) ||
+          r.Properties.MetricName === answeredFailures,
       ),
     ).toEqual([]);
     const linear = synthesize({ ...testContext, [contextKeys.deployment]: 'linear' });

@@ -79,14 +79,14 @@ describe('the cost of a 10-step run', () => {
     );
     // $2.20 of it is the alarms' 22 metrics (docs/deploy.md, What a stage costs idle).
     expect(totals.dev).toBeLessThanOrEqual(3);
-    // prod is dev's month plus what guards production, and nothing else: its canary's three
-    // rollback alarms and the edge's web ACL with its rules (the budget is one of an account's two
+    // prod is dev's month plus what guards production, and nothing else: its canary's six
+    // rollback alarms (two per aliased function) and the edge's web ACL with its rules (the budget is one of an account's two
     // free ones; an idle table's backups are a few KB).
     const prod = idleCost(idleStages[1].context, steady);
     const waf = prod.find((item) => item.what.startsWith('AWS WAF'))?.dollars ?? 0;
     expect(waf).toBeGreaterThan(5);
     // Within a cent: prod keeps its logs 30 days, dev 7 (a tick's few KB).
-    expect(totals['prod, provider in SSM'] ?? 0).toBeCloseTo((totals.dev ?? 0) + 3 * 0.1 + waf, 2);
+    expect(totals['prod, provider in SSM'] ?? 0).toBeCloseTo((totals.dev ?? 0) + 6 * 0.1 + waf, 2);
     expect(totals['prod, provider in SSM']).toBeLessThanOrEqual(15);
     // A Secrets Manager secret is $0.40 a month more.
     expect(totals['prod, provider in Secrets Manager']).toBeCloseTo((totals['prod, provider in SSM'] ?? 0) + 0.4, 6);

@@ -25,6 +25,7 @@ import { alarmThresholds } from '../lib/observability.ts';
 import { contextKeys } from '../lib/stages.ts';
 import { pythonRunner, workers } from '../lib/workers.ts';
 import { queues, streamMappings } from '../platform/definitions.ts';
+import { versionDimensions } from '../platform/metric-names.ts';
 import { routes } from '../platform/routes.ts';
 import { type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
 import { pinnedProd } from './support/stages.ts';
@@ -298,9 +299,11 @@ describe('alarms of one stage', { timeout: 180_000 }, () => {
           const dimensions = metric.Dimensions ?? [];
           expect(dimensions.length, JSON.stringify(alarm.AlarmDescription)).toBeGreaterThan(0);
           for (const dimension of dimensions) {
-            // The service's own metrics carry the stage's name; every other dimension names a
-            // resource of this stack (a Ref or GetAtt), never a literal shared by stages.
-            if (metric.Namespace === metricsNamespace && dimension.Name !== 'apiId') {
+            // The service's own metrics carry the stage's name, but the versioned failure count
+            // (by function and version) and the gateway's 429s (by API); every other dimension names
+            // a resource of this stack (a Ref or GetAtt), never a literal shared by stages.
+            const byResource = ['apiId', ...Object.keys(versionDimensions('', ''))];
+            if (metric.Namespace === metricsNamespace && !byResource.includes(dimension.Name)) {
               expect([metricsServiceName, built.config.stage, 'provider_auth', 'configuration']).toContain(
                 dimension.Value,
               );
@@ -467,7 +470,7 @@ describe('alarms of one stage', { timeout: 180_000 }, () => {
     expect(JSON.stringify(alarms)).not.toContain(metricNames.webhookAttempts);
   });
 
-  it('costs $2.30 a month idle: 23 standard-resolution alarm metrics (prod 26), and no dashboard unless asked', () => {
+  it('costs $2.30 a month idle: 23 standard-resolution alarm metrics (prod 29), and no dashboard unless asked', () => {
     // API 5xx (2 metrics); the failed-run rate (2); steps failing on a refused key, on a missing
     // configuration; per work queue, DLQ arrivals and oldest message; the operator events' and the
     // lifecycle events' DLQ arrivals; three workers' errors; the dispatcher's missed ticks; the two queue feeders'
@@ -475,8 +478,9 @@ describe('alarms of one stage', { timeout: 180_000 }, () => {
     // gateway's 429s; the account's concurrency (test/cdk-alarms.test.ts checks each rule).
     expect(alarms).toHaveLength(1 + 1 + 2 + 2 * queues.length + 2 + 3 + 1 + 2 + 1 + 1 + 1 + 1);
     expect(alarmMetricCount(alarms)).toBe(23);
-    // prod adds its canary's three rollback alarms (RunWorkflow, RunAgent, StepExecutor: lib/safe-deploys.ts).
-    expect(alarmMetricCount(prod.alarms)).toBe(23 + 3);
+    // prod adds its canary's two rollback alarms for each of RunWorkflow, RunAgent and StepExecutor
+    // (the new version's errors, and its 5xx answers and failed records: lib/safe-deploys.ts).
+    expect(alarmMetricCount(prod.alarms)).toBe(23 + 2 * 3);
     template.resourceCountIs('AWS::CloudWatch::Dashboard', 0);
     expect(functionIds.length).toBe(routes.length + workers.length + 1);
     expect(functionIds.some((id) => id.startsWith(pythonRunner.id))).toBe(true);

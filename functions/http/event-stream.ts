@@ -1,10 +1,11 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { basePath, type KeyedRouteId, routeById } from '../../platform/routes.ts';
 import { logger } from '../observability/logger.ts';
+import { countAnsweredFailures, type RunningVersion } from '../observability/version-failures.ts';
 import type { AuthContext } from './authenticate.ts';
 import { errorMapping, errorResponse } from './error-map.ts';
 import { admitKeyed } from './keyed-handler.ts';
-import { type HttpResult, notFound } from './response.ts';
+import { type HttpResult, isServerFailure, notFound } from './response.ts';
 
 type Event = APIGatewayProxyEventV2;
 
@@ -133,6 +134,14 @@ const sinkOf = (stream: NodeJS.WritableStream): ResponseSink => {
   };
 };
 
+/** `open`, counting a 5xx head for the version that sent it, as every API function's 5xx is counted. */
+const counted =
+  <T>(open: (head: ResponseHead) => T, running: RunningVersion | undefined) =>
+  (head: ResponseHead): T => {
+    if (isServerFailure(head)) countAnsweredFailures(running, 1);
+    return open(head);
+  };
+
 /**
  * The Lambda entry point of a streaming handler: `awslambda.streamifyResponse` with the head sent
  * by `awslambda.HttpResponseStream.from` (the function URL's RESPONSE_STREAM mode). Where the
@@ -142,19 +151,28 @@ const sinkOf = (stream: NodeJS.WritableStream): ResponseSink => {
 export const lambdaStreaming = (handler: StreamHandler): unknown => {
   const runtime = lambdaRuntime();
   if (runtime) {
-    return runtime.streamifyResponse(async (event: Event, stream) => {
-      await handler(event, (head) => sinkOf(runtime.HttpResponseStream.from(stream, { ...head })));
+    return runtime.streamifyResponse(async (event: Event, stream, context) => {
+      await handler(
+        event,
+        counted((head) => sinkOf(runtime.HttpResponseStream.from(stream, { ...head })), context),
+      );
     });
   }
-  return async (event: Event): Promise<HttpResult> => {
+  return async (event: Event, context?: RunningVersion): Promise<HttpResult> => {
     let head: ResponseHead | undefined;
     const chunks: string[] = [];
-    await handler(event, (opened) => {
-      head = opened;
-      return { write: (text) => chunks.push(text), end: () => undefined, closed: false };
-    });
+    await handler(
+      event,
+      counted((opened) => {
+        head = opened;
+        return { write: (text: string) => chunks.push(text), end: () => undefined, closed: false };
+      }, context),
+    );
     // A handler that never opened its answer failed: a server failure, as any unmapped error.
-    if (!head) return errorResponse(new Error('no answer'), event.requestContext.requestId);
+    if (!head) {
+      countAnsweredFailures(context, 1);
+      return errorResponse(new Error('no answer'), event.requestContext.requestId);
+    }
     return { ...head, body: chunks.join('') };
   };
 };

@@ -2,17 +2,26 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { logger } from '../observability/logger.ts';
+import { countAnsweredFailures } from '../observability/version-failures.ts';
 import { errorMapping, errorResponse } from './error-map.ts';
-import type { HttpResult } from './response.ts';
+import { type HttpResult, isServerFailure } from './response.ts';
+
+/** The answer as it leaves the function: a 5xx is counted for the version that gave it. */
+const countFailedAnswer = async (request: { response?: HttpResult | null; context: Context }) => {
+  if (request.response && isServerFailure(request.response)) countAnsweredFailures(request.context, 1);
+};
 
 /**
  * What every keyed API function does around its handler: Lambda context on every log line, the request id
  * (and the job id when the path names one) appended, the event never logged (it carries the bearer
  * key) whatever POWERTOOLS_LOGGER_LOG_EVENT says, keys reset after the invocation so a warm function
- * never logs the previous caller's team, and any thrown error mapped through the one error table.
+ * never logs the previous caller's team, any thrown error mapped through the one error table, and a
+ * 5xx answer counted for the function's version (`countFailedAnswer`: used first, so it runs last,
+ * on the answer the error mapping made).
  */
 export const observedHandler = () =>
   middy<APIGatewayProxyEventV2, HttpResult, Error, Context>()
+    .use({ after: countFailedAnswer, onError: countFailedAnswer })
     .use(injectLambdaContext(logger, { logEvent: false, resetKeys: true }))
     .before(async (request) => {
       const jobId = request.event.pathParameters?.jobId;

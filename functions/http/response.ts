@@ -12,6 +12,9 @@ export const json = (statusCode: number, body: unknown, headers: Record<string, 
   body: JSON.stringify(body),
 });
 
+/** An answer that failed on our side (a 5xx): counted per function version for the canary. */
+export const isServerFailure = (result: Pick<HttpResult, 'statusCode'>): boolean => result.statusCode >= 500;
+
 // The answers that are no error, named: with the error table's rows, the only status codes the
 // service writes (test/errors.test.ts holds every other file of functions/ to none).
 

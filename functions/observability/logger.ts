@@ -8,6 +8,7 @@ import type {
 } from '@aws-lambda-powertools/logger/types';
 import type { Context } from 'aws-lambda';
 import { logServiceName } from './log-line.ts';
+import { countingFailedRecords } from './version-failures.ts';
 
 /**
  * A Powertools logger whose children keep their parent's `cold_start`. Powertools 2.36's
@@ -116,6 +117,15 @@ export const withLambdaContext =
     }
     return scopes.run(invocation, () => handler(event, context));
   };
+
+/**
+ * `withLambdaContext` for a worker that answers batch item failures: the records it hands back are
+ * counted for the version that failed them (`countingFailedRecords`), since Lambda counts the
+ * invocation a success.
+ */
+export const withBatchContext = <Event, Answer extends { batchItemFailures: readonly unknown[] }>(
+  handler: (event: Event, context?: Context) => Promise<Answer>,
+) => withLambdaContext(countingFailedRecords(handler));
 
 /**
  * Runs `work` (one record of a batch) with every line logged under it, at any layer, carrying

@@ -5,7 +5,7 @@ import {
   publishStreamRecords,
 } from '../app/publish-operator-events.ts';
 import { eventBridgeClient } from '../clients/eventbridge.ts';
-import { logger, withLambdaContext } from '../observability/logger.ts';
+import { logger, withBatchContext } from '../observability/logger.ts';
 
 /**
  * The table stream's consumer (only the changes `operatorEventsStream`'s filters pass): puts each
@@ -13,7 +13,7 @@ import { logger, withLambdaContext } from '../observability/logger.ts';
  * failures, so the stream delivers it again; after the mapping's retries, the DLQ and its alarm.
  */
 export const makeHandler = (deps: OperatorEventsDeps) =>
-  withLambdaContext(async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
+  withBatchContext(async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
     const report = await publishStreamRecords(deps, event.Records);
     if (report.failed.length > 0) {
       logger.warn('operator events not put; the stream delivers them again', {

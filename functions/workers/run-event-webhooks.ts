@@ -3,7 +3,7 @@ import { fanOutRunEvents } from '../app/fan-out-run-events.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
-import { logger, withLambdaContext } from '../observability/logger.ts';
+import { logger, withBatchContext } from '../observability/logger.ts';
 
 /**
  * The lifecycle webhook events' consumer of the table's stream (issue 26; only the changes
@@ -13,7 +13,7 @@ import { logger, withLambdaContext } from '../observability/logger.ts';
  * the DLQ and its alarm.
  */
 export const makeHandler = (deps: Deps) =>
-  withLambdaContext(async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
+  withBatchContext(async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
     const report = await fanOutRunEvents(deps, event.Records);
     logger.info('lifecycle events', {
       opened: report.opened,

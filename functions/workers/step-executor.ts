@@ -8,7 +8,7 @@ import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { s3Client } from '../clients/s3.ts';
 import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
-import { logger, withLambdaContext, withRecordKeys } from '../observability/logger.ts';
+import { logger, withBatchContext, withRecordKeys } from '../observability/logger.ts';
 import { metrics } from '../observability/metrics.ts';
 
 const StepMessageSchema = v.object({
@@ -37,7 +37,7 @@ export const makeHandler = (deps: Deps, options: Partial<RunStepOptions> = {}) =
     const keys = { jobId: message.jobId, nodeId: message.nodeId, messageId: record.messageId };
     await withRecordKeys(keys, () => runStep(deps, message, withTimeLeft(resolved, context)));
   };
-  return withLambdaContext(async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => {
+  return withBatchContext(async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => {
     try {
       // One per batch. A lone step's transient failure is a redelivery, not a FullBatchFailureError.
       const processor = new BatchProcessor(EventType.SQS);

@@ -11,7 +11,7 @@ import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { allowLoopbackFromEnv } from '../http-client/guarded-fetch.ts';
-import { withLambdaContext, withRecordKeys } from '../observability/logger.ts';
+import { withBatchContext, withRecordKeys } from '../observability/logger.ts';
 import { metrics } from '../observability/metrics.ts';
 
 /** Local development: ALLOW_PRIVATE_CALLBACKS=1 permits loopback receivers; WEBHOOK_CA_FILE trusts their CA. */
@@ -35,7 +35,7 @@ export const makeHandler = (deps: Deps, options: WebhookOptions = webhookOptions
       deliverWebhook(deps, delivery, options),
     );
   };
-  return withLambdaContext(async (event: SQSEvent): Promise<SQSBatchResponse> => {
+  return withBatchContext(async (event: SQSEvent): Promise<SQSBatchResponse> => {
     try {
       // A batch whose every record failed is reported as such, not thrown: one delivery's transient
       // failure of our own (a throttled write) is a redelivery, not a Lambda error.
