@@ -56,7 +56,7 @@ export const fileLinkCheck = async (ctx: SmokeContext): Promise<CheckOutcome> =>
     classifyStepError,
   );
   const file = outputFiles(run).find((f) => f.file.availability === 'ready')?.file;
-  if (!file || file.availability !== 'ready')
+  if (file?.availability !== 'ready')
     throw wrong('the run has no ready file in its output', credits, run.jobId);
   const response = await ctx.fetch(file.url, { signal: ctx.signal });
   if (!response.ok) throw wrong(`GET the file link: ${response.status}`, credits, run.jobId);
@@ -77,7 +77,8 @@ export const eventsCheck = async (ctx: SmokeContext): Promise<CheckOutcome> => {
   const started = await client.runWorkflow(workflowId, {}, { signal });
   const seen: string[] = [];
   let status: string | undefined;
-  for await (const event of client.runEvents(started.jobId, { signal })) {
+  const url = ctx.streamBaseUrl && `${ctx.streamBaseUrl}/runs/${encodeURIComponent(started.jobId)}/events`;
+  for await (const event of client.runEvents(started.jobId, { signal, ...(url && { url }) })) {
     seen.push(event.event);
     if (event.event === 'done') status = event.data.status;
   }

@@ -55,6 +55,8 @@ export interface SmokeContext {
   /** The file of `kind` uploaded once for the whole smoke run (its fileId). */
   uploaded(kind: 'image' | 'mesh'): Promise<string>;
   webhook: { url: string; secret: string } | undefined;
+  /** Where run event streams are served, when not at the Run's `links.events`. */
+  streamBaseUrl: string | undefined;
 }
 
 /** A started run followed to its end, and what it was charged. */

@@ -35,6 +35,11 @@ export interface SmokeOptions {
   bedrockModels?: readonly string[];
   /** Replaces the Bedrock control-plane read (tests). */
   getLifecycleStatus?: GetLifecycleStatus;
+  /**
+   * Where run event streams are served, when not at the Run's `links.events` (the rehearsal serves
+   * the stream beside the API, while the template's stream address is not served).
+   */
+  streamBaseUrl?: string;
   /** Only these checks (names as printed: `upload`, `models`, `model LlmWorker`, `python`, ...). */
   only?: readonly string[];
   /** Every check's deadline, in seconds, instead of its own. */
@@ -146,6 +151,7 @@ export const runSmoke = async (options: SmokeOptions): Promise<SmokeReport> => {
     workflowFor: workflowStore(client, options.home, options.signal),
     uploaded: uploadStore(client, options.signal),
     webhook: options.webhook,
+    streamBaseUrl: options.streamBaseUrl,
   };
   const results: CheckResult[] = [];
   const report = (result: CheckResult) => {
