@@ -82,6 +82,7 @@ describe('the smoke workflows', () => {
   it('make a line of more than 16 queued steps: none is the only successor of the step before it', () => {
     const steps = hopSteps();
     expect(hopCount).toBeGreaterThan(16);
-    for (const [i, step] of steps.slice(2).entries()) expect((step as { inputs?: unknown }).inputs).toEqual([`hop${i + 1}`, 'seed']);
+    for (const [i, step] of steps.slice(2).entries())
+      expect((step as { inputs?: unknown }).inputs).toEqual([`hop${i + 1}`, 'seed']);
   });
 });

@@ -56,8 +56,7 @@ export const fileLinkCheck = async (ctx: SmokeContext): Promise<CheckOutcome> =>
     classifyStepError,
   );
   const file = outputFiles(run).find((f) => f.file.availability === 'ready')?.file;
-  if (file?.availability !== 'ready')
-    throw wrong('the run has no ready file in its output', credits, run.jobId);
+  if (file?.availability !== 'ready') throw wrong('the run has no ready file in its output', credits, run.jobId);
   const response = await ctx.fetch(file.url, { signal: ctx.signal });
   if (!response.ok) throw wrong(`GET the file link: ${response.status}`, credits, run.jobId);
   const bytes = new Uint8Array(await response.arrayBuffer());
