@@ -11,6 +11,7 @@ import { createServer } from 'node:http';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Webhook } from 'standardwebhooks';
 import type { Deps } from '../../functions/deps.ts';
+import { formatResult, formatSummary, runSmoke } from '../../packages/client/src/smoke/index.ts';
 import { routes } from '../../platform/routes.ts';
 import { type Received, startReceiver } from '../../test/support/webhook-receiver.ts';
 import { runAdmin } from '../admin.ts';
@@ -741,6 +742,24 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
       const deferredIds = (deferredRuns.body.deferredRuns as { deferredJobId: string }[]).map((r) => r.deferredJobId);
       check(deferredIds.includes(deferredJobId), `GET /deferred-runs misses ${deferredJobId}`);
       return `${jobIds.length} runs, ${deferredIds.length} deferred runs`;
+    });
+
+    // The smoke run an operator runs after `cdk deploy`, in-process, against the bundles: its model
+    // checks run on the sandbox here (the stage's defaults are off), so they report skipped.
+    await step('npm run smoke: the smoke run passes (every check; model defaults skipped on the sandbox)', async () => {
+      const report = await runSmoke({
+        baseUrl,
+        apiKey: key,
+        home: { agentId },
+        webhook: { url: receiver.url, secret: 'smoke-secret' },
+        streamBaseUrl: baseUrl,
+      });
+      const lines = report.results.map(formatResult);
+      check(report.ok, `${formatSummary(report)}\n${lines.join('\n')}`);
+      const passed = report.results.filter((r) => r.status === 'pass').map((r) => r.name);
+      for (const name of ['upload', 'file link', 'events', 'python', 'hops', 'webhook'])
+        check(passed.includes(name), `the smoke's ${name} check did not pass:\n${lines.join('\n')}`);
+      return formatSummary(report);
     });
 
     // A route the steps above did not call (a new one, say) still answers through its bundle, so

@@ -35,6 +35,7 @@ import {
   type WorkflowRunClient,
 } from './client.ts';
 import { ApiError, FileRejectedError, StorageRefusedError, UnknownContentTypeError, UploadError } from './errors.ts';
+import { formatResult, formatSummary, runSmoke } from './smoke/index.ts';
 import { contentTypeOf, uploadChunkBytes } from './upload.ts';
 
 export const defaultBaseUrl = 'http://127.0.0.1:3000/api/v1';
@@ -82,6 +83,15 @@ Commands:
   files upload <path> [--content-type T] [--name N]
                                          Upload a file (type from the extension unless given); prints the File
   files get <fileId>                     Show an uploaded file: its state (awaiting_upload, ready, rejected)
+  smoke (--agent ID | --project ID) [options]
+                                         Prove a deployed stage: each default model, a Python step, a chain
+                                         of queued steps, an upload, a file link, the event stream, a webhook;
+                                         one line per check with its credits; exit 1 naming each failure's cause
+      --webhook-url URL --webhook-secret S   An https receiver for the signed webhook check (else skipped)
+      --aws-region R [--bedrock-model ID]    Also read each Bedrock model's lifecycle (GetFoundationModel)
+      --check NAME                       Only this check (upload, file link, events, python, hops, webhook,
+                                         models, model <Type>); repeatable
+      --timeout SECONDS                  Every check's deadline, instead of its own
 
 Global options:
   --base-url URL   API base URL (env WORKFLOW_RUN_API_URL; default ${defaultBaseUrl})
@@ -122,6 +132,12 @@ const optionSpec = {
   tag: { type: 'string', multiple: true },
   event: { type: 'string', multiple: true },
   'node-id': { type: 'string' },
+  'webhook-url': { type: 'string' },
+  'webhook-secret': { type: 'string' },
+  'aws-region': { type: 'string' },
+  'bedrock-model': { type: 'string', multiple: true },
+  check: { type: 'string', multiple: true },
+  timeout: { type: 'string' },
 } as const;
 
 type OptionName = keyof typeof optionSpec;
@@ -158,6 +174,7 @@ const commandOptions: Record<string, OptionName[]> = {
   'deferred list': ['workflow-id', 'status', 'limit', 'cursor', 'all'],
   'files upload': ['content-type', 'name'],
   'files get': [],
+  smoke: ['agent', 'project', 'webhook-url', 'webhook-secret', 'aws-region', 'bedrock-model', 'check', 'timeout'],
 };
 
 /** Where the CLI writes and what it reads; `main` takes them so it can be driven in-process too. */
@@ -827,6 +844,37 @@ const listDeferred = async (client: WorkflowRunClient, io: CliIo, values: Values
   printNext(io, 'deferred list', values, nextCursor);
 };
 
+const smoke = async (io: CliIo, values: Values, api: { baseUrl: string; apiKey: string }, json: boolean) => {
+  if (Boolean(values.agent) === Boolean(values.project))
+    throw new UsageError('smoke needs one of --agent and --project');
+  if (Boolean(values['webhook-url']) !== Boolean(values['webhook-secret']))
+    throw new UsageError('--webhook-url and --webhook-secret go together');
+  const timeout = values.timeout === undefined ? undefined : Number(values.timeout);
+  if (timeout !== undefined && !(Number.isInteger(timeout) && timeout > 0))
+    throw new UsageError(`--timeout must be a whole number of seconds (got "${values.timeout}")`);
+  if (values['bedrock-model']?.length && !values['aws-region'])
+    throw new UsageError('--bedrock-model needs --aws-region');
+  const report = await runSmoke({
+    ...api,
+    home: values.agent ? { agentId: values.agent } : { projectId: values.project as string },
+    ...(values['webhook-url'] && {
+      webhook: { url: values['webhook-url'], secret: values['webhook-secret'] as string },
+    }),
+    ...(values['aws-region'] && { awsRegion: values['aws-region'] }),
+    ...(values['bedrock-model'] && { bedrockModels: values['bedrock-model'] }),
+    ...(values.check && { only: values.check }),
+    ...(timeout !== undefined && { timeoutSeconds: timeout }),
+    ...(io.fetch && { fetch: io.fetch }),
+    ...(io.signal && { signal: io.signal }),
+    onResult: (result) => {
+      if (!json) write(io.stdout, formatResult(result));
+    },
+  });
+  if (json) printJson(io, report);
+  else write(io.stdout, formatSummary(report));
+  return report.ok ? 0 : 1;
+};
+
 // --- main ------------------------------------------------------------------------------------
 
 const describeError = (error: unknown): string => {
@@ -921,6 +969,9 @@ export const main = async (
         else printFields(io, file);
         break;
       }
+      case 'smoke':
+        noArgs(command, args);
+        return await smoke(io, values, { baseUrl, apiKey }, json);
       case 'deferred show':
       case 'deferred cancel': {
         const id = oneArg(command, args, 'deferred run id');

@@ -1,0 +1,16 @@
+/**
+ * The smoke run's files, as bytes: the smallest inputs its model steps take. A 64 × 64 PNG (the
+ * smallest side the image steps accept) and a tetrahedron as a GLB (glTF 2.0 binary), each a few
+ * hundred bytes, so an upload and a model's input cost next to nothing.
+ */
+const fromBase64 = (text: string) => new Uint8Array(Buffer.from(text, 'base64'));
+
+/** A 64 × 64 RGBA gradient. */
+export const smokePng = fromBase64(
+  'iVBORw0KGgoAAAANSUhEUgAAAEAAAABACAYAAACqaXHeAAABZ0lEQVR4nO2QEVMuAAAEb5oPgiAIgiAIgiAIgiAIgiAIggdBEAQPgiAIgiAIgiA4CIIgCIIgeBAEQRAEQRA8CIKgmev+xUEHy7uzAKgBqGFQI6BGQY2BGgc1AWoS1BSoaVAzoGZBzYGaB7UAahHUEqhlUCugVkGtgVoH9QfUBqhNUFugtkH9BbUDahfUHqh9+w/sP7T/yP5j+0/sP7X/zH7af27/hf2X9l/Zf23/jf239t/Z/8/+e/sf7H+0/8n+Z/tf7H+1/83+d/v/2/9h/6f9X/Z/gxrCAPjNdEA6IE0HpAPSdEA6IE0HpAPSdEA6IE0HpAPSdEA6IE0HpAPSdEA6IE0HpAPSdEA6IE0HpAPSdEA6IE0HpAPSdEA6IE0HpAPSdEA6IE0HpAPSdEA6IE0HpAPSdEA6IE0HpAPSdEA6IE0HpAPSdEA6IE0HpAPSdEA6IE0HpAPSdEA6IE0HpAPSdEA6IM0PMa3GvxuG+QwAAAAASUVORK5CYII=',
+);
+
+/** A tetrahedron: four vertices, four triangles. */
+export const smokeGlb = fromBase64(
+  'Z2xURgIAAACMAgAAEAIAAEpTT057ImFzc2V0Ijp7InZlcnNpb24iOiIyLjAiLCJnZW5lcmF0b3IiOiJ3b3JrZmxvdy1ydW4tYXBpIn0sInNjZW5lIjowLCJzY2VuZXMiOlt7Im5vZGVzIjpbMF19XSwibm9kZXMiOlt7Im1lc2giOjB9XSwibWVzaGVzIjpbeyJwcmltaXRpdmVzIjpbeyJhdHRyaWJ1dGVzIjp7IlBPU0lUSU9OIjowfSwiaW5kaWNlcyI6MSwibW9kZSI6NH1dfV0sImJ1ZmZlcnMiOlt7ImJ5dGVMZW5ndGgiOjk2fV0sImJ1ZmZlclZpZXdzIjpbeyJidWZmZXIiOjAsImJ5dGVPZmZzZXQiOjAsImJ5dGVMZW5ndGgiOjQ4LCJ0YXJnZXQiOjM0OTYyfSx7ImJ1ZmZlciI6MCwiYnl0ZU9mZnNldCI6NDgsImJ5dGVMZW5ndGgiOjQ4LCJ0YXJnZXQiOjM0OTYzfV0sImFjY2Vzc29ycyI6W3siYnVmZmVyVmlldyI6MCwiY29tcG9uZW50VHlwZSI6NTEyNiwiY291bnQiOjQsInR5cGUiOiJWRUMzIiwibWluIjpbMCwwLDBdLCJtYXgiOlsxLDEsMV19LHsiYnVmZmVyVmlldyI6MSwiY29tcG9uZW50VHlwZSI6NTEyNSwiY291bnQiOjEyLCJ0eXBlIjoiU0NBTEFSIn1dfSBgAAAAQklOAAAAAAAAAAAAAAAAAAAAgD8AAAAAAAAAAAAAAAAAAIA/AAAAAAAAAAAAAAAAAACAPwAAAAACAAAAAQAAAAAAAAABAAAAAwAAAAAAAAADAAAAAgAAAAEAAAACAAAAAwAAAA==',
+);
