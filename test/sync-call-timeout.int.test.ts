@@ -37,6 +37,8 @@ import { createWorkflow, jobsStackPerFile, seedTeam, startRunOk } from './suppor
 
 /** The deadline the step executor is given here: far below any answer the stand-ins hold back. */
 const deadlineMs = 300;
+/** The deadline of the deliveries that must answer in time, whatever the machine's load. */
+const relaxedDeadlineMs = 20_000;
 
 const stageEnv: NodeJS.ProcessEnv = { PROVIDER_BEDROCK: 'on', [envNames.sandboxProviders]: 'false' };
 let bedrock: BedrockStandIn;
@@ -82,6 +84,8 @@ const runUpTo = async (handler: StepHandler, jobId: string, root: string, nodeId
 describe('a synchronous call cut by its step deadline', { timeout: 60_000 }, () => {
   it('a model call is a timeout try: retried by a delayed message, not a lost worker, charged once when it answers', async () => {
     const handler = stageStepExecutor(stack.deps, settings(), { stepTimeoutMs: deadlineMs }).handler;
+    // The retry's deliveries get a deadline a loaded machine cannot miss: only the cut is under test.
+    const relaxed = stageStepExecutor(stack.deps, settings(), { stepTimeoutMs: relaxedDeadlineMs }).handler;
     const team = await seedTeam(stack.deps, { credits: 100 });
     const workflowId = await createWorkflow(stack, team, [
       { key: 'prompt', type: 'TextEntry', config: { text: 'a lighthouse at dusk' } },
@@ -107,7 +111,7 @@ describe('a synchronous call cut by its step deadline', { timeout: 60_000 }, () 
     expect(Date.parse(String(parts.steps.get('answer')?.leaseUntil))).toBe(0);
 
     // The retry's delivery (after its delay): Bedrock answers, the step completes, the run ends.
-    expect(await deliver(handler, [stepRecord(retry)])).toEqual([]);
+    expect(await deliver(relaxed, [stepRecord(retry)])).toEqual([]);
     expect(invoked()).toBe(before + 2);
     // The call asked for what its deadline can generate, not the step's 32,000.
     const asked = bedrock.requests.filter((r) => r.modelId === bedrockDefaultModels.text).at(-1)?.body;
@@ -121,7 +125,7 @@ describe('a synchronous call cut by its step deadline', { timeout: 60_000 }, () 
     expect([...parts.charges.keys()].sort()).toEqual(['answer', 'prompt']);
 
     // A copy of the retry (SQS is at least once): nothing runs, nothing is charged again.
-    expect(await deliver(handler, [stepRecord(retry, 2)])).toEqual([]);
+    expect(await deliver(relaxed, [stepRecord(retry, 2)])).toEqual([]);
     expect(invoked()).toBe(before + 2);
     const ledger = await ledgerOf(stack.deps, team.teamId);
     expectBalanced(ledger);
@@ -142,6 +146,10 @@ describe('a synchronous call cut by its step deadline', { timeout: 60_000 }, () 
     };
     const executors = createExecutorRegistry({ ...executorDepsFromEnv({}), python });
     const handler = invokedAs('StepExecutor', makeHandler({ ...stack.deps, executors }, { stepTimeoutMs: deadlineMs }));
+    const relaxed = invokedAs(
+      'StepExecutor',
+      makeHandler({ ...stack.deps, executors }, { stepTimeoutMs: relaxedDeadlineMs }),
+    );
     const team = await seedTeam(stack.deps, { credits: 100 });
     const workflowId = await createWorkflow(stack, team, [
       { key: 'numbers', type: 'JsonLoader', config: { data: [1, 2] } },
@@ -159,8 +167,8 @@ describe('a synchronous call cut by its step deadline', { timeout: 60_000 }, () 
     expect(parts.run).toMatchObject({ status: 'processing' });
     expect(parts.steps.get('python')).toMatchObject({ status: 'processing', failures: 1 });
 
-    expect(await deliver(handler, [stepRecord(retry)])).toEqual([]);
-    expect(await deliver(handler, [stepRecord(retry, 2)])).toEqual([]);
+    expect(await deliver(relaxed, [stepRecord(retry)])).toEqual([]);
+    expect(await deliver(relaxed, [stepRecord(retry, 2)])).toEqual([]);
     expect(calls).toBe(2);
     parts = await runParts(stack.deps, jobId);
     expect(parts.run).toMatchObject({ status: 'completed', heldHundredths: 0 });
