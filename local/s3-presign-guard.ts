@@ -277,7 +277,13 @@ const upstreamBucketExists = (upstream: URL, path: string): Promise<boolean> =>
   new Promise((resolve, reject) => {
     const bucket = path.split('/')[1] ?? '';
     const head = httpRequest(
-      { host: upstream.hostname, port: upstream.port, method: 'HEAD', path: `/${bucket}`, headers: { host: upstream.host } },
+      {
+        host: upstream.hostname,
+        port: upstream.port,
+        method: 'HEAD',
+        path: `/${bucket}`,
+        headers: { host: upstream.host },
+      },
       (answer) => {
         answer.resume();
         resolve(answer.statusCode === 200);

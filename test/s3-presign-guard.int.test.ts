@@ -332,9 +332,10 @@ describe('the local S3 answers a missing key as S3 does: 403 without s3:ListBuck
     expect(await (await get(s3, 'here')).Body?.transformToString()).toBe('hello, otters');
     await copy(s3, 'here');
     expect(await stored('copy-of-here')).toBe(body.length);
-    expect(
-      await failure(s3.send(new GetObjectCommand({ Bucket: `${bucket}-none`, Key: 'absent' }))),
-    ).toMatchObject({ status: 404, code: 'NoSuchBucket' });
+    expect(await failure(s3.send(new GetObjectCommand({ Bucket: `${bucket}-none`, Key: 'absent' })))).toMatchObject({
+      status: 404,
+      code: 'NoSuchBucket',
+    });
   });
 
   it('with s3:ListBucket: the same requests are 404 NoSuchKey', async () => {

@@ -66,7 +66,11 @@ const read = async (fileId: string) => {
 
 const startRun = async (fileId: string) => {
   const path = `/workflows/${workflowId}/runs`;
-  const response = await call(stack.baseUrl, path, { key: team.key, method: 'POST', body: { inputs: { photo: fileId } } });
+  const response = await call(stack.baseUrl, path, {
+    key: team.key,
+    method: 'POST',
+    body: { inputs: { photo: fileId } },
+  });
   expectValidResponse(doc, { method: 'POST', path, status: response.status, body: response.body });
   return response;
 };

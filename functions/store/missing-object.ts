@@ -25,7 +25,11 @@ const said = (error: unknown) => {
 
 /** S3's bare denial, as a missing key without `s3:ListBucket` gets it (HEAD's carry no message: the SDK names the status). */
 const bareDenial = (message: string | undefined) =>
-  message === undefined || message === '' || message === 'Access Denied' || message === 'Forbidden' || message === 'UnknownError';
+  message === undefined ||
+  message === '' ||
+  message === 'Access Denied' ||
+  message === 'Forbidden' ||
+  message === 'UnknownError';
 
 /**
  * True when `error` is S3's answer to a missing key of our bucket: 404, or 403 as S3 answers it to
