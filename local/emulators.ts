@@ -9,6 +9,7 @@ import { workers } from '../lib/workers.ts';
 import { grantsBucketListing } from '../platform/access.ts';
 import { routes } from '../platform/routes.ts';
 import { startS3PresignGuard } from './s3-presign-guard.ts';
+import { startSqsGuard } from './sqs-guard.ts';
 import { isProcessAlive } from './state.ts';
 
 /** Credentials and region the emulators accept; nothing here ever reaches AWS. */
@@ -115,7 +116,7 @@ export const startDynamoDb = async (options: { port?: number; dataDir?: string; 
 };
 
 export interface SqsS3Emulator {
-  /** fauxqs itself: SQS, and S3 unchecked. */
+  /** SQS (and S3 unchecked): fauxqs behind the guard that keeps the SQS limits it does not (`sqs-guard.ts`). */
   endpoint: string;
   /**
    * S3 as clients reach it: fauxqs behind the guard that checks presigned requests and ETag
@@ -133,7 +134,8 @@ export interface SqsS3Emulator {
 const functionsListBucket = grantsBucketListing([...routes, ...workers].map((f) => f.grants));
 
 /**
- * Starts fauxqs (SQS + S3) in this process on loopback, and in front of its S3 the presign guard
+ * Starts fauxqs (SQS + S3) in this process on loopback, in front of its SQS the guard that keeps
+ * SQS's limits fauxqs does not (`sqs-guard.ts`), and in front of its S3 the presign guard
  * (`s3-presign-guard.ts`: fauxqs checks no signature, not every ETag condition, and answers a
  * missing key 404 whatever the grants); with `dataDir` its state persists.
  */
@@ -144,13 +146,15 @@ export const startSqsS3 = async (options: {
 }): Promise<SqsS3Emulator> => {
   if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
   const server = await startFauxqs({
-    port: await freePort(options.port),
+    port: await freePort(),
     logger: false,
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
   });
-  const endpoint = `http://127.0.0.1:${server.port}`;
+  const fauxqs = `http://127.0.0.1:${server.port}`;
+  const sqsGuard = await startSqsGuard({ upstream: fauxqs, ...(options.port ? { port: options.port } : {}) });
+  const endpoint = sqsGuard.endpoint;
   const guard = await startS3PresignGuard({
-    upstream: endpoint,
+    upstream: fauxqs,
     credentials: localAwsConfig.credentials,
     listBucket: functionsListBucket,
     ...(options.s3Port ? { port: options.s3Port } : {}),
@@ -161,6 +165,7 @@ export const startSqsS3 = async (options: {
     server,
     stop: async () => {
       await guard.stop();
+      await sqsGuard.stop();
       await server.stop();
     },
   };

@@ -14,6 +14,8 @@ import {
   type TransactWriteItem,
   TransactWriteItemsCommand,
 } from '@aws-sdk/client-dynamodb';
+import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import {
   CreateQueueCommand,
   DeleteQueueCommand,
@@ -22,7 +24,10 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { maxInvokeBytes } from '../local/api-gateway.ts';
 import { localAwsConfig } from '../local/emulators.ts';
+import { maxPutEventsBytes } from '../local/eventbridge-emulator.ts';
+import { type LambdaEmulator, startLambdaEmulator } from '../local/lambda-emulator.ts';
 
 /** The name and status an AWS call failed with. */
 const failure = async (call: Promise<unknown>) => {
@@ -70,6 +75,15 @@ describe('SQS (fauxqs) at SQS’s limits', () => {
       new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries(10, tenth) }),
     );
     expect(Successful).toHaveLength(10);
+  });
+
+  it('refuses a message delayed past 900 seconds, or by less than none: InvalidParameterValue', async () => {
+    await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: 'later', DelaySeconds: 900 }));
+    for (const DelaySeconds of [901, -1]) {
+      expect(
+        await failure(sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: 'later', DelaySeconds }))),
+      ).toMatchObject({ name: 'InvalidParameterValue', status: 400 });
+    }
   });
 });
 
@@ -122,5 +136,66 @@ describe('DynamoDB Local at DynamoDB’s limits', () => {
     expect(
       await failure(ddb.send(new BatchWriteItemCommand({ RequestItems: { [TableName]: requests } }))),
     ).toMatchObject({ name: 'ValidationException' });
+  });
+});
+
+describe('the local Lambda Invoke API at Lambda’s 6 MB, each way', () => {
+  let lambda: LambdaEmulator;
+  let client: LambdaClient;
+  beforeAll(async () => {
+    lambda = await startLambdaEmulator({
+      Echo: async (event) => event,
+      Big: async (event) => 'x'.repeat((event as { bytes: number }).bytes),
+    });
+    client = new LambdaClient({ ...localAwsConfig, endpoint: lambda.endpoint });
+  });
+  afterAll(async () => {
+    client.destroy();
+    await lambda.stop();
+  });
+  const invoke = (FunctionName: string, payload: unknown) =>
+    client.send(new InvokeCommand({ FunctionName, Payload: new TextEncoder().encode(JSON.stringify(payload)) }));
+
+  it('refuses a payload over 6 MB before the function runs: 413 RequestEntityTooLargeException', async () => {
+    expect(await failure(invoke('Echo', 'x'.repeat(maxInvokeBytes)))).toMatchObject({
+      name: 'RequestEntityTooLargeException',
+      status: 413,
+    });
+    expect((await invoke('Echo', 'x'.repeat(maxInvokeBytes - 2))).FunctionError).toBeUndefined();
+  });
+
+  it('fails an invocation whose result is over 6 MB: Unhandled, Function.ResponseSizeTooLarge', async () => {
+    const answer = await invoke('Big', { bytes: maxInvokeBytes });
+    expect(answer.FunctionError).toBe('Unhandled');
+    expect(JSON.parse(new TextDecoder().decode(answer.Payload))).toMatchObject({
+      errorType: 'Function.ResponseSizeTooLarge',
+    });
+    expect((await invoke('Big', { bytes: maxInvokeBytes - 2 })).FunctionError).toBeUndefined();
+  });
+});
+
+describe('the EventBridge emulator at PutEvents’ limits', () => {
+  const events = new EventBridgeClient({ ...localAwsConfig, endpoint: inject('eventBridge').endpoint });
+  afterAll(() => events.destroy());
+  const entry = (detailBytes: number) => ({
+    EventBusName: `limits-${Date.now()}`,
+    Source: 's',
+    DetailType: 'd',
+    Detail: JSON.stringify({ x: 'x'.repeat(detailBytes - 8) }),
+  });
+
+  it('refuses 11 entries, and entries over 1 MB in all (as EventBridge weighs them): ValidationException', async () => {
+    expect(
+      await failure(events.send(new PutEventsCommand({ Entries: Array.from({ length: 11 }, () => entry(10)) }))),
+    ).toMatchObject({ name: 'ValidationException', status: 400 });
+    // Each entry weighs its Source, DetailType and Detail: 1 + 1 + the detail's bytes.
+    const tenth = Math.floor(maxPutEventsBytes / 10) - 2;
+    expect(
+      await failure(events.send(new PutEventsCommand({ Entries: Array.from({ length: 10 }, () => entry(tenth + 1)) }))),
+    ).toMatchObject({ name: 'ValidationException', status: 400 });
+    const { FailedEntryCount } = await events.send(
+      new PutEventsCommand({ Entries: Array.from({ length: 10 }, () => entry(tenth)) }),
+    );
+    expect(FailedEntryCount).toBe(0);
   });
 });
