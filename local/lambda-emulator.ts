@@ -1,5 +1,5 @@
 import { createServer } from 'node:http';
-import { listenLocal } from './api-gateway.ts';
+import { listenLocal, maxInvokeBytes } from './api-gateway.ts';
 
 /** A function the emulator serves: its handler, called with the invocation's payload. */
 export type InvokedHandler = (event: unknown) => Promise<unknown>;
@@ -17,6 +17,11 @@ const invocationPath = /^\/2015-03-31\/functions\/([^/]+)\/invocations$/;
  * process: the answer is the handler's result as JSON; a handler that throws answers as Lambda does,
  * `X-Amz-Function-Error: Unhandled` and `{ errorType, errorMessage }`; an unknown name is a 404
  * `ResourceNotFoundException`. So the SDK's real path is used locally.
+ *
+ * Held to Lambda's 6 MB each way for a synchronous invocation (`maxInvokeBytes`, sources there): a
+ * larger payload is refused before the handler runs (413 `RequestEntityTooLargeException`), and a
+ * larger result fails the invocation after it ran, as the runtime cannot hand it back
+ * (`Function.ResponseSizeTooLarge`).
  */
 export const startLambdaEmulator = async (
   functions: Record<string, InvokedHandler>,
@@ -37,11 +42,35 @@ export const startLambdaEmulator = async (
       response.end(JSON.stringify({ Type: 'User', message: `Function not found: ${name ?? request.url}` }));
       return;
     }
-    const text = Buffer.concat(chunks).toString('utf8');
+    const payload = Buffer.concat(chunks);
+    if (payload.length > maxInvokeBytes) {
+      response.writeHead(413, {
+        'content-type': 'application/json',
+        'x-amzn-errortype': 'RequestEntityTooLargeException',
+      });
+      response.end(
+        JSON.stringify({
+          Type: 'User',
+          message: `Request must be smaller than ${maxInvokeBytes} bytes for the InvokeFunction operation`,
+        }),
+      );
+      return;
+    }
+    const text = payload.toString('utf8');
     try {
-      const result = await handler(text === '' ? {} : (JSON.parse(text) as unknown));
+      const result = JSON.stringify((await handler(text === '' ? {} : (JSON.parse(text) as unknown))) ?? null);
+      if (Buffer.byteLength(result) > maxInvokeBytes) {
+        response.writeHead(200, { 'content-type': 'application/json', 'x-amz-function-error': 'Unhandled' });
+        response.end(
+          JSON.stringify({
+            errorType: 'Function.ResponseSizeTooLarge',
+            errorMessage: `Response payload size exceeded maximum allowed payload size (${maxInvokeBytes} bytes).`,
+          }),
+        );
+        return;
+      }
       response.writeHead(200, { 'content-type': 'application/json', 'x-amz-executed-version': '$LATEST' });
-      response.end(JSON.stringify(result ?? null));
+      response.end(result);
     } catch (error) {
       const { name: errorType, message } = error instanceof Error ? error : new Error(String(error));
       response.writeHead(200, { 'content-type': 'application/json', 'x-amz-function-error': 'Unhandled' });

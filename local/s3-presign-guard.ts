@@ -13,6 +13,12 @@
  * keep as S3 does: `x-amz-copy-source-if-match` on CopyObject and UploadPartCopy (fauxqs ignores it)
  * and `If-Match` on GetObject and HeadObject (fauxqs ignores it on HEAD and compares it on GET as a
  * raw string, quotes and all).
+ *
+ * And a missing key is answered as S3 answers a caller without `s3:ListBucket` on the bucket
+ * (`listBucket: false`, the default, as our functions are granted): HeadObject, GetObject (presigned
+ * or not) and CopyObject of a missing source are 403 AccessDenied, not fauxqs's 404 NoSuchKey
+ * (the "Permissions" of https://docs.aws.amazon.com/AmazonS3/latest/API/API_HeadObject.html, API_GetObject.html,
+ * API_CopyObject.html, read 2026-12-07). HEAD answers no body, as S3's does.
  */
 import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -34,6 +40,12 @@ export interface S3PresignGuardOptions {
   now?: () => Date;
   /** How long a body may stay short of its Content-Length before S3's RequestTimeout (S3 waits about 20 s). */
   bodyTimeoutMs?: number;
+  /**
+   * Whether the caller may list the bucket (`s3:ListBucket`): with it a missing key is S3's 404
+   * NoSuchKey, without it 403 AccessDenied. Default false: our functions are not granted it
+   * (`grantsBucketListing` in platform/access.ts), so the strict answer is the one they meet on AWS.
+   */
+  listBucket?: boolean;
 }
 
 /** S3's error body. */
@@ -62,6 +74,9 @@ const refuse = (response: ServerResponse, refusal: S3Refusal) => {
   response.writeHead(refusal.status, { 'content-type': 'application/xml', connection: 'close' });
   response.end(errorXml(refusal.code, refusal.message, refusal.extra));
 };
+
+/** S3's answer to a missing key for a caller without `s3:ListBucket`. */
+const missingKeyDenied = () => new S3Refusal(403, 'AccessDenied', 'Access Denied');
 
 /** RFC 3986 encoding, as SigV4 canonicalises query names and values. */
 const uriEncode = (text: string) =>
@@ -257,6 +272,49 @@ const copySourcePath = (source: string) => {
   return `/${decoded.split('/').map(uriEncode).join('/')}`;
 };
 
+/** Whether the bucket at the head of `path` (`/bucket/key…`) exists on fauxqs. */
+const upstreamBucketExists = (upstream: URL, path: string): Promise<boolean> =>
+  new Promise((resolve, reject) => {
+    const bucket = path.split('/')[1] ?? '';
+    const head = httpRequest(
+      {
+        host: upstream.hostname,
+        port: upstream.port,
+        method: 'HEAD',
+        path: `/${bucket}`,
+        headers: { host: upstream.host },
+      },
+      (answer) => {
+        answer.resume();
+        resolve(answer.statusCode === 200);
+      },
+    );
+    head.on('error', reject);
+    head.end();
+  });
+
+/**
+ * The object a request reads (GetObject, HeadObject: `GET`/`HEAD` of `/bucket/key`) or copies from
+ * (CopyObject, UploadPartCopy: its `x-amz-copy-source`), as a path; undefined for any other request.
+ */
+const objectRead = (request: IncomingMessage, path: string): string | undefined => {
+  const source = request.headers['x-amz-copy-source'];
+  if (request.method === 'PUT' && typeof source === 'string') return copySourcePath(source);
+  const isObject = /^\/[^/]+\/./.test(path);
+  return (request.method === 'GET' || request.method === 'HEAD') && isObject ? path : undefined;
+};
+
+/**
+ * Throws S3's 403 AccessDenied when the object the request reads is missing (in a bucket that
+ * exists: a missing bucket is fauxqs's NoSuchBucket, as S3's) and the caller may not list the bucket.
+ */
+const checkMissingKey = async (upstream: URL, request: IncomingMessage, path: string, listBucket: boolean) => {
+  const read = listBucket ? undefined : objectRead(request, path);
+  if (read === undefined) return;
+  if ((await upstreamEtag(upstream, read)) !== undefined) return;
+  if (await upstreamBucketExists(upstream, read)) throw missingKeyDenied();
+};
+
 /**
  * Holds the request to the ETag preconditions fauxqs does not keep; throws S3's 412 when one fails.
  * Returns the headers to forward: without the condition checked here, since fauxqs's own raw
@@ -272,7 +330,7 @@ const checkPreconditions = async (upstream: URL, request: IncomingMessage, path:
   const copyIfMatch = header('x-amz-copy-source-if-match');
   if (request.method === 'PUT' && copySource && copyIfMatch !== undefined) {
     const etag = await upstreamEtag(upstream, copySourcePath(copySource));
-    // No source: forwarded, so fauxqs answers S3's NoSuchKey, as S3 does before any condition.
+    // No source: refused above without ListBucket; with it forwarded, so fauxqs answers S3's NoSuchKey, as S3 does before any condition.
     if (etag !== undefined && !etagMatches(copyIfMatch, etag)) throw preconditionFailed();
     delete headers['x-amz-copy-source-if-match'];
   }
@@ -322,6 +380,7 @@ const handle = async (
   const presigned = query.some(([key]) => key === 'X-Amz-Signature');
   try {
     const checksum = presigned ? verifyPresigned(request, path, query, options).crc32 : undefined;
+    await checkMissingKey(upstream, request, path, options.listBucket);
     const headers = await checkPreconditions(upstream, request, path);
     // The SDK's own PUTs (signed in a header) stream through as they come.
     if (!presigned || request.method !== 'PUT') return forward(upstream, request, response, request, headers);
@@ -340,7 +399,9 @@ const handle = async (
     forward(upstream, request, response, body, headers);
   } catch (error) {
     if (!(error instanceof S3Refusal)) throw error;
-    refuse(response, error);
+    // HEAD carries no body: S3 answers its status alone.
+    if (request.method === 'HEAD') response.writeHead(error.status, { connection: 'close' }).end();
+    else refuse(response, error);
     // A refused body is not read further: the connection closes, as S3 closes it.
     request.resume();
   }
@@ -353,6 +414,7 @@ export const startS3PresignGuard = async (options: S3PresignGuardOptions): Promi
     credentials: options.credentials,
     now: options.now ?? (() => new Date()),
     bodyTimeoutMs: options.bodyTimeoutMs ?? 20_000,
+    listBucket: options.listBucket ?? false,
   };
   const server = createServer((request, response) => {
     handle(request, response, upstream, settings).catch((error: unknown) => {

@@ -31,6 +31,18 @@ export type ObjectAction = 'GetObject' | 'PutObject';
  */
 export type UploadAction = 'GetObject' | 'PutObject' | 'DeleteObject';
 
+/**
+ * Whether any of these grants lets its function list the library bucket (`s3:ListBucket`, a
+ * bucket action). None can: every bucket action above is an object action. It decides more than
+ * listing: S3 answers a caller without it a missing key with 403 AccessDenied, not 404 (HeadObject,
+ * GetObject, CopyObject's source), so the store reads both as absent (functions/store/missing-object.ts)
+ * and the local S3 answers the functions as S3 does (local/emulators.ts).
+ */
+export const grantsBucketListing = (grants: readonly Access[]): boolean =>
+  grants.some((access) =>
+    [...(access.bucket ?? []), ...(access.uploads ?? [])].some((action: string) => action === 'ListBucket'),
+  );
+
 export interface Access {
   /** Actions on the application table itself (not its indexes). Default: none. */
   table?: readonly TableAction[];

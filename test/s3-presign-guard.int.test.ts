@@ -3,7 +3,8 @@
  * fauxqs): a PUT presigned as `POST /files` presigns it is stored when sent as signed, and refused
  * with S3's own error when its signature, content type, length or expiry does not hold. The guard's
  * clock is this test's, so expiry is tested without waiting. It also keeps S3's ETag preconditions
- * on copies and reads, which fauxqs does not.
+ * on copies and reads, which fauxqs does not, and answers a missing key as S3 answers a caller
+ * with or without `s3:ListBucket` (fauxqs answers 404 whatever the grants).
  */
 import { connect } from 'node:net';
 import {
@@ -248,10 +249,10 @@ describe('the local S3 keeps ETag preconditions as S3 does', () => {
     expect(await stored('copy-current')).toBe(14);
     await copy('copy-source', current.replaceAll('"', ''), 'copy-bare');
     expect(await stored('copy-bare')).toBe(14);
-    // A missing source is S3's 404, whatever the condition.
+    // A missing source is S3's answer to a missing key (403 without s3:ListBucket), whatever the condition.
     expect(await failure(copy('no-such-source', stale, 'copy-none'))).toMatchObject({
-      status: 404,
-      code: 'NoSuchKey',
+      status: 403,
+      code: 'AccessDenied',
     });
   });
 
@@ -281,5 +282,67 @@ describe('the local S3 keeps ETag preconditions as S3 does', () => {
     expect(xml).toContain('<Code>PreconditionFailed</Code>');
     expect(xml).toContain('<Condition>If-Match</Condition>');
     expect((await fetch(url, { headers: { 'if-match': current } })).status).toBe(200);
+  });
+});
+
+describe('the local S3 answers a missing key as S3 does: 403 without s3:ListBucket, 404 with it', () => {
+  let listing: S3PresignGuard;
+  let lister: S3Client;
+  beforeAll(async () => {
+    listing = await startS3PresignGuard({
+      upstream: inject('emulators').sqsS3Endpoint,
+      credentials: localAwsConfig.credentials,
+      listBucket: true,
+    });
+    lister = new S3Client({ ...localAwsConfig, ...s3ClientConfig, endpoint: listing.endpoint, forcePathStyle: true });
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'here', Body: body }));
+  });
+  afterAll(async () => {
+    lister.destroy();
+    await listing.stop();
+  });
+
+  /** The status, S3 error code and message a command failed with. */
+  const failure = async (command: Promise<unknown>) => {
+    try {
+      await command;
+    } catch (error) {
+      const e = error as { name: string; message: string; $metadata: { httpStatusCode?: number } };
+      return { status: e.$metadata.httpStatusCode, code: e.name, message: e.message };
+    }
+    throw new Error('the command succeeded');
+  };
+  const head = (client: S3Client, key: string) => client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+  const get = (client: S3Client, key: string) => client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+  const copy = (client: S3Client, key: string) =>
+    client.send(new CopyObjectCommand({ Bucket: bucket, Key: `copy-of-${key}`, CopySource: `${bucket}/${key}` }));
+
+  it('without s3:ListBucket (the default, as our functions are granted): HEAD, GET and a copy of a missing key are 403', async () => {
+    // HEAD answers no body: the status alone (the SDK names a bodiless 403 `Unknown`, as it does S3's).
+    expect(await failure(head(s3, 'absent'))).toMatchObject({ status: 403, code: 'Unknown' });
+    expect(await failure(get(s3, 'absent'))).toEqual({ status: 403, code: 'AccessDenied', message: 'Access Denied' });
+    expect(await failure(copy(s3, 'absent'))).toEqual({ status: 403, code: 'AccessDenied', message: 'Access Denied' });
+    // A presigned GET as well: S3's error XML.
+    const url = await getSignedUrl(s3, new GetObjectCommand({ Bucket: bucket, Key: 'absent' }), { expiresIn: 60 });
+    const refused = await fetch(url);
+    expect(refused.status).toBe(403);
+    expect(await s3Error(refused)).toEqual({ status: 403, code: 'AccessDenied', message: 'Access Denied' });
+    // What exists reads, and a missing bucket is still S3's 404 NoSuchBucket.
+    expect((await head(s3, 'here')).ContentLength).toBe(body.length);
+    expect(await (await get(s3, 'here')).Body?.transformToString()).toBe('hello, otters');
+    await copy(s3, 'here');
+    expect(await stored('copy-of-here')).toBe(body.length);
+    expect(await failure(s3.send(new GetObjectCommand({ Bucket: `${bucket}-none`, Key: 'absent' })))).toMatchObject({
+      status: 404,
+      code: 'NoSuchBucket',
+    });
+  });
+
+  it('with s3:ListBucket: the same requests are 404 NoSuchKey', async () => {
+    expect(await failure(head(lister, 'absent'))).toMatchObject({ status: 404, code: 'NotFound' });
+    expect(await failure(get(lister, 'absent'))).toMatchObject({ status: 404, code: 'NoSuchKey' });
+    expect(await failure(copy(lister, 'absent'))).toMatchObject({ status: 404, code: 'NoSuchKey' });
+    const url = await getSignedUrl(lister, new GetObjectCommand({ Bucket: bucket, Key: 'absent' }), { expiresIn: 60 });
+    expect(await s3Error(await fetch(url))).toMatchObject({ status: 404, code: 'NoSuchKey' });
   });
 });

@@ -33,7 +33,8 @@ export const fileLinkFor = async (
  * GET /file-links/{object} (our design): where a link this service made leads, while it works: a
  * storage URL of its object signed now, for a few minutes. Anything else (altered, ended, another
  * team's object, not a link) is FileLinkNotFoundError, alike. The object is not looked up: a link
- * whose object is gone leads to storage's own 404, and a link never reveals more than it was given.
+ * whose object is gone leads to storage's own 403 (its signer may not list the bucket), and a link
+ * never reveals more than it was given.
  */
 export const openFileLinkTarget = async (deps: Deps, parts: FileLinkParts): Promise<string> => {
   const secret = await checkingSecret(deps, 'fileLink');

@@ -100,7 +100,7 @@ const inspect = async (deps: Deps, teamId: string, item: UploadItem): Promise<Up
     return { state: 'rejected', reason: `size is ${head.size} bytes, not the declared ${item.size}` };
   }
   const bytes = await readUploadHead(deps, key, head.etag, Math.min(sniffHeadBytes, head.size));
-  // Replaced while it was being checked: the next look checks the new one.
+  // Replaced or deleted while it was being checked: the next look checks what is there then.
   if (!bytes) return undefined;
   const verdict = sniffUpload(item.contentType, bytes, head.size <= sniffHeadBytes);
   if (!verdict.ok) return { state: 'rejected', reason: verdict.reason };

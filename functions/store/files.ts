@@ -4,6 +4,7 @@ import type { AiMark } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import type { StoredFile } from '../nodes/executors/types.ts';
 import { aiObjectMetadata } from '../nodes/media/marks.ts';
+import { isMissingObject } from './missing-object.ts';
 
 /** Where a run's files live in the team's library bucket. */
 const runFileKey = (teamId: string, jobId: string, nodeId: string, name: string) =>
@@ -72,8 +73,7 @@ export const copyTeamFile = async (
     );
     return 'copied';
   } catch (error) {
-    const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-    if (status === 404) return 'gone';
+    if (isMissingObject(error, 'CopyObject', from)) return 'gone';
     throw error;
   }
 };

@@ -27,6 +27,7 @@ import {
   unexpired,
 } from './items.ts';
 import { uploadKey } from './keys.ts';
+import { isMissingObject, s3StatusOf as statusOf } from './missing-object.ts';
 import { conditionalWrite } from './write.ts';
 
 /** Where a file's bytes are: under the uploads prefix (its own lifecycle rule), then its team. */
@@ -82,23 +83,20 @@ export const presignUpload = (
     { expiresIn: seconds, signingDate: deps.now(), signableHeaders: new Set(['content-type', 'content-length']) },
   );
 
-/** The HTTP status S3 answered a failed command with. */
-const statusOf = (error: unknown) => (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-
 /** What arrived: its size and ETag, or undefined while nothing has. */
 export const headUpload = async (deps: Deps, key: string): Promise<{ size: number; etag: string } | undefined> => {
   try {
     const head = await deps.s3.send(new HeadObjectCommand({ Bucket: deps.bucket, Key: key }));
     return { size: head.ContentLength ?? 0, etag: head.ETag ?? '' };
   } catch (error) {
-    if (statusOf(error) === 404) return undefined;
+    if (isMissingObject(error, 'HeadObject', key)) return undefined;
     throw error;
   }
 };
 
 /**
  * The object's first `bytes` bytes, of the version whose ETag is `etag`; undefined when it was
- * replaced since (S3's 412), so what is read is always what was measured.
+ * replaced or deleted since (S3's 412; a missing key), so what is read is always what was measured.
  */
 export const readUploadHead = async (
   deps: Deps,
@@ -112,7 +110,7 @@ export const readUploadHead = async (
     );
     return Body ? Body.transformToByteArray() : new Uint8Array();
   } catch (error) {
-    if (statusOf(error) === 412) return undefined;
+    if (statusOf(error) === 412 || isMissingObject(error, 'GetObject', key)) return undefined;
     throw error;
   }
 };
@@ -192,7 +190,7 @@ export const copyUpload = async (
     return 'copied';
   } catch (error) {
     if (statusOf(error) === 412) return 'changed';
-    if (statusOf(error) === 404) return 'gone';
+    if (isMissingObject(error, 'CopyObject', from.key)) return 'gone';
     throw error;
   }
 };
