@@ -89,7 +89,6 @@ const fieldNames = [
   ...new Set([
     ...models.flatMap(({ provider, model }) => Object.keys(hostedModelFields(provider, model).costFields)),
     ...safeModelInputFields,
-    'ss_guidance_strength',
     'lora_weights',
     'disable_safety_checker',
     '__proto__',
@@ -256,7 +255,7 @@ describe('modelInput never buys unpriced work', () => {
     ]);
   });
 
-  it('a model the registry does not know takes only the safe list; a known one its own free fields too', () => {
+  it('a model the registry does not know takes only the safe list; a known one refuses its own cost fields, naming the setting or the service', () => {
     const none = new Set<string>();
     expect(modelInputRefusals('fal', 'someone/app', { seed: 1, guidance_scale: 2, lora_weights: 'x' }, none)).toEqual([
       {
@@ -264,9 +263,9 @@ describe('modelInput never buys unpriced work', () => {
         message: expect.stringMatching(/^modelInput\.lora_weights is not a field modelInput may set; .*: prompt, /),
       },
     ]);
-    expect(modelInputRefusals('fal', 'fal-ai/trellis', { ss_guidance_strength: 3 }, none)).toEqual([]);
-    expect(modelInputRefusals('fal', 'fal-ai/trellis', { texture_size: 2048 }, none)).toEqual([
-      { field: 'texture_size', message: 'modelInput.texture_size drives cost and is set by the service' },
+    expect(modelInputRefusals('fal', 'fal-ai/trellis', { seed: 3, guidance_scale: 2 }, none)).toEqual([]);
+    expect(modelInputRefusals('replicate', 'black-forest-labs/flux-schnell', { megapixels: '1' }, none)).toEqual([
+      { field: 'megapixels', message: 'modelInput.megapixels drives cost and is set by the service' },
     ]);
     // A known model's fixed choice (the licensed weights' size) is not modelInput's either.
     expect(

@@ -4,12 +4,13 @@
  * and the provider request is built from those same settings; `modelInput` is passed on after
  * them, so a field of it that drives cost would buy work the estimate never priced. The rule:
  *
- * - a field on `safeModelInputFields` (fields that steer a model without adding work) passes on any
- *   model, and so does a field a model the registry knows declares free of cost (`freeFields`);
- * - a field that drives cost (the model's `costFields` in functions/nodes/providers/hosted-models.ts,
- *   or the common names of that work on any other model) is refused, naming the step setting to
- *   use instead;
- * - anything else is refused: on a model the service does not know, any field might multiply work.
+ * - a field on `safeModelInputFields` (fields that steer a model without adding work) passes, on
+ *   any model;
+ * - a field that drives cost (the common names of that work, and a model the registry knows its own:
+ *   `costFields` in functions/nodes/providers/hosted-models.ts) is refused, naming the step setting
+ *   to use instead, or saying the service sets it;
+ * - anything else is refused: most hosted models are billed by the time they run, so on a model the
+ *   service has not read field by field any other field might multiply work.
  *
  * Refused (not priced from the merged input) because a price that follows `modelInput` would need
  * every model's every field understood, while a refusal needs only the list; and the step's own
@@ -81,11 +82,10 @@ export const modelInputRefusals = (
             ? `modelInput.${field} drives cost: set ${settingWords(settings)} instead`
             : `modelInput.${field} drives cost and is set by the service`,
       });
-    } else if (!safe.has(field) && !fields.freeFields.includes(field)) {
-      const allowed = [...safeModelInputFields, ...fields.freeFields].join(', ');
+    } else if (!safe.has(field)) {
       refusals.push({
         field,
-        message: `modelInput.${field} is not a field modelInput may set; it takes only fields that add no work: ${allowed}`,
+        message: `modelInput.${field} is not a field modelInput may set; it takes only fields that add no work: ${safeModelInputFields.join(', ')}`,
       });
     }
   }

@@ -42,10 +42,8 @@ export interface CostField {
 
 interface HostedModel {
   input(parts: JobParts): Record<string, unknown>;
-  /** Its input fields that drive its cost, as its page documents them. */
+  /** Its input fields that drive its cost, as its page documents them (beyond the generic names). */
   costFields: Readonly<Record<string, CostField>>;
-  /** Fields of its own, beyond the safe list, that `modelInput` may set (they add no work). */
-  freeFields?: readonly string[];
 }
 
 /** A number as a provider reads one (a JSON number, or a numeric string), else undefined. */
@@ -147,7 +145,7 @@ const known: Readonly<Record<string, HostedModel>> = {
   },
   'fal:fal-ai/birefnet/v2': {
     input: (p) => defined({ image_url: p.image, output_format: 'png' }),
-    costFields: { model: fixed, operating_resolution: fixed },
+    costFields: {},
   },
   // Extracts a material from a photo; `prompt` (required) names what to extract, and PbrSynthesizer
   // has no prompt of its own. `maps` as fal-ai/patina documents it, the three maps the node makes.
@@ -164,15 +162,15 @@ const known: Readonly<Record<string, HostedModel>> = {
   },
   'fal:fal-ai/trellis': {
     input: (p) => defined({ image_url: p.image, seed: p.seed }),
-    costFields: { ss_sampling_steps: fixed, slat_sampling_steps: fixed, texture_size: fixed, mesh_simplify: fixed },
-    freeFields: ['ss_guidance_strength', 'slat_guidance_strength'],
+    // Priced per run; its other fields are refused as any field off the safe list is.
+    costFields: {},
   },
   // AudioGen has no sampling steps of its own: the model's default.
   'fal:fal-ai/stable-audio': {
     input: (p) => defined({ prompt: p.prompt, seconds_total: p.durationSeconds }),
-    costFields: { seconds_total: setting('durationSeconds'), seconds_start: fixed, steps: fixed },
+    costFields: { seconds_total: setting('durationSeconds'), steps: fixed },
   },
-  'fal:fal-ai/meshy/rigging': { input: (p) => defined({ model_url: p.mesh }), costFields: { height_meters: fixed } },
+  'fal:fal-ai/meshy/rigging': { input: (p) => defined({ model_url: p.mesh }), costFields: {} },
 };
 
 /**
@@ -225,18 +223,16 @@ export const isKnownHostedModel = (provider: string, model: string): boolean =>
   Object.hasOwn(known, `${provider}:${modelName(model)}`);
 
 /**
- * What `modelInput` may and may not set on a model: its cost fields (a model the registry knows,
- * its own; any other, the generic ones) and the fields of its own it adds no work by.
+ * The input fields that drive a model's cost: the generic names of that work, and a model the
+ * registry knows its own too.
  */
 export const hostedModelFields = (
   provider: string,
   model: string,
-): { known: boolean; costFields: Readonly<Record<string, CostField>>; freeFields: readonly string[] } => {
+): { costFields: Readonly<Record<string, CostField>> } => {
   const key = `${provider}:${modelName(model)}`;
   const own = Object.hasOwn(known, key) ? (known[key] as HostedModel) : undefined;
-  return own
-    ? { known: true, costFields: own.costFields, freeFields: own.freeFields ?? [] }
-    : { known: false, costFields: genericCostFields, freeFields: [] };
+  return { costFields: { ...genericCostFields, ...own?.costFields } };
 };
 
 /**
