@@ -140,7 +140,10 @@ describe('modelInput through the API and the Replicate stand-in', { timeout: 120
     const jobsBefore = standIn.jobs.size;
     await drainSteps(stack.deps, executor.handler, { dropPolls: true });
     expect(standIn.jobs.size).toBe(jobsBefore + 1);
-    const prediction = [...standIn.jobs.values()].at(-1)?.prediction as unknown as { id: string; input: Record<string, unknown> };
+    const prediction = [...standIn.jobs.values()].at(-1)?.prediction as unknown as {
+      id: string;
+      input: Record<string, unknown>;
+    };
     expect(prediction.input).toEqual({ prompt: 'a lighthouse at dusk', max_tokens: 10, temperature: 0.2, seed: 7 });
 
     await standIn.complete(prediction.id, ['A lighthouse', ' stands.']);
