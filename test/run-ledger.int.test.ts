@@ -4,10 +4,13 @@
  * the messages the service queued), redeliveries and cancellations (HTTP). After every command the
  * team's ledger is what the model predicts, `balance + held + charged = granted`, the team's `held`
  * is what its running runs hold plus what their steps charged (the team item settles once, at a
- * run's end), each run's `held + charged` is its estimate, and nothing is negative.
+ * run's end), each run's `held + charged` is its estimate, and nothing is negative. Workflows with
+ * a random `modelInput` are created among the commands: one whose fields may not pass is refused
+ * (422 naming each) and moves nothing; one of a shape runs with `modelInput` at its priced work.
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { safeModelInputFields } from '../functions/domain/model-input.ts';
 import { StepFailedError } from '../functions/nodes/executors/types.ts';
 import { batchGet, itemFor } from '../functions/store/batch.ts';
 import { RunItemSchema, TeamItemSchema } from '../functions/store/items.ts';
@@ -26,7 +29,14 @@ import {
   stepRecord,
   takeStepMessages,
 } from './support/runs.ts';
-import { chainSteps, createWorkflow, seedUnthrottledTeam, startTestStack, type TestStack } from './support/stack.ts';
+import {
+  call,
+  chainSteps,
+  createWorkflow,
+  seedUnthrottledTeam,
+  startTestStack,
+  type TestStack,
+} from './support/stack.ts';
 
 let stack: TestStack;
 let succeed: StepHandler;
@@ -51,6 +61,14 @@ const shapes: { steps: unknown[]; prices: Record<string, number> }[] = [
     prices: { in: 1, out: 1 },
   },
   { steps: diamondSteps, prices: diamondPrices },
+  // modelInput that adds no work: priced as the step's own settings say (1,000 tokens by default).
+  {
+    steps: [
+      { key: 'in', type: 'TextEntry', config: { text: 'hi' } },
+      { key: 'llm', type: 'LlmWorker', inputs: ['in'], config: { modelInput: { temperature: 0.2, seed: 3 } } },
+    ],
+    prices: { in: 1, llm: 200 },
+  },
 ];
 const grantedHundredths = 500; // two dear runs fit at once, a third does not
 
@@ -74,6 +92,7 @@ interface Model {
 interface Real {
   teamId: string;
   key: string;
+  agentId: string;
   workflowIds: string[];
   /** Step messages the service queued and nobody delivered yet. */
   pending: StepMessage[];
@@ -207,6 +226,40 @@ class Redeliver extends LedgerCommand {
   }
 }
 
+/** Creates a workflow whose LlmWorker has `modelInput`: refused (naming each field that may not pass) or made. */
+class CreateWithModelInput extends LedgerCommand {
+  readonly modelInput: Record<string, number>;
+  constructor(modelInput: Record<string, number>) {
+    super(0);
+    this.modelInput = modelInput;
+  }
+  async run(model: Model, real: Real) {
+    const steps = [
+      { key: 'in', type: 'TextEntry', config: { text: 'hi' } },
+      { key: 'llm', type: 'LlmWorker', inputs: ['in'], config: { maxTokens: 10, modelInput: this.modelInput } },
+    ];
+    const answer = await call(stack.baseUrl, '/workflows', {
+      key: real.key,
+      method: 'POST',
+      body: { name: 'M', steps, agentId: real.agentId },
+    });
+    const refused = Object.keys(this.modelInput).filter((field) => !safe.has(field));
+    if (refused.length > 0) {
+      expect(answer.status).toBe(422);
+      expect((answer.body.errors as { path: string }[]).map((e) => e.path)).toEqual(
+        refused.map((field) => `config.modelInput.${field}`),
+      );
+    } else {
+      expect(answer.status).toBe(201);
+    }
+    await settle(model, real);
+  }
+  toString() {
+    return `createWithModelInput(${JSON.stringify(this.modelInput)})`;
+  }
+}
+const safe: ReadonlySet<string> = new Set(safeModelInputFields);
+
 class Cancel extends LedgerCommand {
   override check(model: Readonly<Model>) {
     return model.runs.length > 0;
@@ -239,6 +292,13 @@ describe('the credit ledger under random starts, steps, failures, redeliveries a
       fc.nat().map((pick) => new Execute(pick, true)),
       fc.nat().map((pick) => new Redeliver(pick)),
       fc.nat().map((pick) => new Cancel(pick)),
+      fc
+        .dictionary(
+          fc.constantFrom('temperature', 'seed', 'top_p', 'max_tokens', 'num_outputs', 'lora_weights'),
+          fc.integer({ min: 0, max: 40_000 }),
+          { maxKeys: 3 },
+        )
+        .map((modelInput) => new CreateWithModelInput(modelInput)),
     ];
     await fc.assert(
       fc.asyncProperty(fc.commands(commands, { maxCommands: 12 }), async (cmds) => {
@@ -249,7 +309,14 @@ describe('the credit ledger under random starts, steps, failures, redeliveries a
         }
         const setup = () => ({
           model: { balance: grantedHundredths, charged: 0, runs: [], busy: shapes.map(() => false) } as Model,
-          real: { teamId: team.teamId, key: team.key, workflowIds, pending: [], delivered: [] } as Real,
+          real: {
+            teamId: team.teamId,
+            key: team.key,
+            agentId: team.agentId,
+            workflowIds,
+            pending: [],
+            delivered: [],
+          } as Real,
         });
         await fc.asyncModelRun(setup, cmds);
       }),

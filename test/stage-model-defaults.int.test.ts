@@ -82,12 +82,19 @@ describe('a stage that pins its own default models', { timeout: 120_000 }, () =>
     await drain(handler);
 
     // Replicate received the pinned model (by its own route, /v1/models/{owner}/{name}/predictions),
-    // with the node type's generic input: the registry has no mapping of its own for it.
+    // with the node type's generic input (the registry has no mapping of its own for it): the prompt
+    // and the priced settings, as the estimate read them (1024², 30 steps, one image).
     const submitted = [...replicate.jobs.values()].filter((job) =>
       String(job.prediction.webhook).includes(`/${jobId}/`),
     );
     expect(submitted.map((job) => [job.prediction.model, job.createdBy])).toEqual([[pinnedImage, 'model']]);
-    expect(submitted[0]?.prediction.input).toEqual({ prompt: 'a lighthouse at dusk' });
+    expect(submitted[0]?.prediction.input).toEqual({
+      prompt: 'a lighthouse at dusk',
+      width: 1024,
+      height: 1024,
+      num_inference_steps: 30,
+      num_outputs: 1,
+    });
     // Bedrock received the pinned model, in its family's body, and never the catalogue's.
     const invoked = bedrock.requests.map((request) => request.modelId);
     expect(invoked).toContain(pinnedEmbedding);

@@ -46,7 +46,7 @@ const dispatchOne = async (deps: Deps, deferred: DeferredRunItem, multiplier: nu
   const usable: ApiKeyItem = key;
   try {
     const workflow = await loadRunnableWorkflow(deps, deferred.teamId, deferred.workflowId);
-    checkRunnable(usable, workflow, deferred.request);
+    checkRunnable(usable, workflow, deferred.request, deps.providers);
     const jobId = deps.newId();
     const started = await commitRun(deps, {
       jobId,

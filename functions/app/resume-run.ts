@@ -90,7 +90,7 @@ export const resumeRun = (deps: Deps, key: ApiKeyItem, start: ResumeStart, jobId
     }
     const workflow = await loadRunnableWorkflow(deps, key.teamId, run.workflowId);
     const given = request.inputs ?? {};
-    checkRunnable(key, workflow, { inputs: given });
+    checkRunnable(key, workflow, { inputs: given }, deps.providers);
     const { canvas } = workflow;
     const byNode = new Map<string, StepItem>(steps.map((s) => [s.nodeId, s]));
     const plan = resumePlan(canvas, { doneSteps: run.doneSteps, steps: byNode });

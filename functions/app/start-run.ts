@@ -63,12 +63,20 @@ const admissionError = (refusal: AdmissionRefusal, cause?: unknown): ServiceErro
 const providerNotAvailable = (barred: ApiIntegrationRefusal) =>
   new ProviderNotAvailableError(barred.nodeType, barred.providers, barred.level);
 
-/** The checks every start makes before money: the key may run it, the canvas is valid, the inputs exist. */
-export const checkRunnable = (key: ApiKeyItem, workflow: RunnableWorkflow, request: Pick<RunRequest, 'inputs'>) => {
+/**
+ * The checks every start makes before money: the key may run it, the canvas is valid (its
+ * `modelInput` against the models the stage runs), the inputs exist.
+ */
+export const checkRunnable = (
+  key: ApiKeyItem,
+  workflow: RunnableWorkflow,
+  request: Pick<RunRequest, 'inputs'>,
+  stage: Pick<Deps['providers'], 'modelDefaults'>,
+) => {
   if (!keyMayUseWorkflow(key.workflowIds, workflow.workflowId)) {
     throw new WorkflowNotPermittedError(workflow.workflowId);
   }
-  const issues = validateCanvas(workflow.canvas);
+  const issues = validateCanvas(workflow.canvas, stage.modelDefaults);
   if (issues.length > 0) throw new RunValidationFailedError(issues);
   const validKeys = apiInputKeys(workflow.canvas);
   const unknownKeys = Object.keys(request.inputs ?? {}).filter((k) => !validKeys.includes(k));
@@ -289,7 +297,7 @@ const startRunFor = (
   const { request } = start;
   return answerOnce(deps, key, { ...start, body: request }, async (rememberFor) => {
     const workflow = await resolveWorkflow();
-    checkRunnable(key, workflow, request);
+    checkRunnable(key, workflow, request, deps.providers);
     const uploads = await checkFileInputs(deps, key.teamId, workflow.canvas, request.inputs ?? {});
     if (request.defer) {
       const connections = new Set(Object.keys(await getConnections(deps, key.teamId)));

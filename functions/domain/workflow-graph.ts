@@ -9,6 +9,7 @@
  * then `cycle`.
  */
 import * as v from 'valibot';
+import type { ModelDefaults } from '../../platform/model-defaults.ts';
 import { issueMessage } from '../../schemas/common.ts';
 import {
   type NodeType,
@@ -19,7 +20,9 @@ import {
 } from '../../schemas/workflows.ts';
 import { isRecord } from '../is-record.ts';
 import { canConnect, catalogue, getNodeSpec, type HandleSpec, type NodeSpec } from '../nodes/catalogue/index.ts';
+import { stepProvider } from '../nodes/providers/registry.ts';
 import { layeredLayout, orderTopologically, type Position } from './layout.ts';
+import { modelInputRefusals } from './model-input.ts';
 
 /** Most steps one workflow may have (the spec leaves it "not shown"; this is ours). */
 export const maxStepsPerWorkflow = 500;
@@ -118,12 +121,37 @@ const apiInputTypes = Object.values(catalogue)
   .map((spec) => spec.type);
 const apiInputTypesText = `${apiInputTypes.slice(0, -1).join(', ')} and ${apiInputTypes.at(-1)}`;
 
-/** Checks one node's config against its type: schema, then the `apiInputKey` rules. */
+/**
+ * The `modelInput` fields of a model step that may not pass to its model (functions/domain/model-input.ts),
+ * the model as the step resolves it (`modelDefaults`: the stage's, when a run starts).
+ */
+const checkModelInput = (
+  node: GraphNode,
+  spec: NodeSpec,
+  modelDefaults: ModelDefaults | undefined,
+  issues: ValidationIssue[],
+): void => {
+  if (!isRecord(node.config) || node.config.modelInput === undefined) return;
+  const use = stepProvider({ config: node.config }, spec, modelDefaults);
+  if (!use) return;
+  const settings = new Set(Object.keys(spec.configSchema.entries));
+  for (const refusal of modelInputRefusals(use.provider, use.model, node.config.modelInput, settings)) {
+    issues.push({
+      code: 'invalid_config',
+      key: node.id,
+      path: `config.modelInput.${refusal.field}`,
+      message: refusal.message,
+    });
+  }
+};
+
+/** Checks one node's config against its type: schema, `modelInput`, then the `apiInputKey` rules. */
 const checkConfig = (
   node: GraphNode,
   spec: NodeSpec,
   apiInputKeyOwners: Map<string, string>,
   issues: ValidationIssue[],
+  modelDefaults: ModelDefaults | undefined,
 ): void => {
   const parsed = v.safeParse(spec.configSchema, node.config);
   if (!parsed.success) {
@@ -131,6 +159,7 @@ const checkConfig = (
       issues.push({ code: 'invalid_config', key: node.id, path: configPath(issue), message: issueMessage(issue) });
     }
   }
+  checkModelInput(node, spec, modelDefaults, issues);
   const apiInputKey = isRecord(node.config) ? node.config.apiInputKey : undefined;
   if (apiInputKey === undefined) return;
   if (!spec.acceptsApiInputKey) {
@@ -292,8 +321,15 @@ const checkConnections = (
   }
 };
 
-/** Every check, shared by a request's steps and a stored canvas. `stray`: canvas edges into no node. */
-const checkGraph = (nodes: readonly GraphNode[], stray: readonly Connection[]): Checked => {
+/**
+ * Every check, shared by a request's steps and a stored canvas. `stray`: canvas edges into no node;
+ * `modelDefaults`: the stage's default models, when known (a run start).
+ */
+const checkGraph = (
+  nodes: readonly GraphNode[],
+  stray: readonly Connection[],
+  modelDefaults?: ModelDefaults,
+): Checked => {
   const checked: Checked = { issues: [], edges: [] };
   const { issues } = checked;
   if (nodes.length > maxStepsPerWorkflow) {
@@ -321,7 +357,7 @@ const checkGraph = (nodes: readonly GraphNode[], stray: readonly Connection[]): 
     }
     const spec = getNodeSpec(node.type);
     if (spec) {
-      checkConfig(node, spec, apiInputKeyOwners, issues);
+      checkConfig(node, spec, apiInputKeyOwners, issues, modelDefaults);
     } else {
       // Only a stored canvas gets here with an unknown type (a request stops at the first one).
       issues.push({ code: 'invalid_config', key: node.id, path: 'type', message: `Unknown node type: ${node.type}` });
@@ -406,8 +442,9 @@ export const buildWorkflowGraph = (steps: readonly WorkflowStep[]): BuildWorkflo
  * Re-validates a stored canvas before a run, with the same checks as `buildWorkflowGraph`; an
  * empty list means it may run. A node of unknown type is reported as `invalid_config` at `type`;
  * an edge's issues carry the path `edges[<index>]` and the key of the node it leads into.
+ * `modelDefaults`: the stage's default models, so `modelInput` is checked against the model that runs.
  */
-export const validateCanvas = (canvas: Canvas): ValidationIssue[] => {
+export const validateCanvas = (canvas: Canvas, modelDefaults?: ModelDefaults): ValidationIssue[] => {
   const nodes: GraphNode[] = canvas.nodes.map((node) => ({
     id: node.id,
     type: node.type,
@@ -430,7 +467,7 @@ export const validateCanvas = (canvas: Canvas): ValidationIssue[] => {
     if (target) target.connections.push(connection);
     else stray.push(connection);
   });
-  return checkGraph(nodes, stray).issues;
+  return checkGraph(nodes, stray, modelDefaults).issues;
 };
 
 /** The `config.apiInputKey` values a run's `inputs` may use, in node order. */

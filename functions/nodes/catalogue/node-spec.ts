@@ -105,11 +105,17 @@ export const modelConfigEntries = {
       "The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed.",
     ),
   ),
-  /** Fields passed to a hosted model as they are, after the step's own (Replicate, fal). */
+  /**
+   * Fields passed to a hosted model as they are, after the step's own (Replicate, fal); only fields
+   * that add no work (functions/domain/model-input.ts, checked by the graph validation).
+   */
   modelInput: v.optional(
     v.pipe(
       v.record(v.string(), v.unknown()),
-      v.metadata({ description: "Fields passed to the model as they are, after the step's own (Replicate, fal)." }),
+      v.metadata({
+        description:
+          "Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead.",
+      }),
     ),
   ),
 };

@@ -7,6 +7,10 @@
  * caller.
  */
 
+import { modelInputRefusals } from '../../domain/model-input.ts';
+import { referenceAudioSeconds } from '../../domain/model-pricing.ts';
+import { imageSize, modeSettings } from '../../domain/run-modes.ts';
+import { isRecord } from '../../is-record.ts';
 import { glbAsObj } from '../media/glb.ts';
 import { sniffContentType } from '../media/marks.ts';
 import { hostedModelInput, type JobParts, readJobAnswer } from '../providers/hosted-models.ts';
@@ -29,49 +33,73 @@ const fileUrlOn = async (context: StepContext, handle: string): Promise<string |
   return context.fileUrl(file);
 };
 
-/** The step's parts: its texts, its files as URLs, its settings. */
-const jobParts = async (context: StepContext): Promise<JobParts> => {
+/** Most sampling steps a `draft` asks of a hosted model (within the draft's priced steps). */
+const draftJobSteps = 4;
+
+/**
+ * The step's parts: its texts, its files as URLs, its settings. A priced setting is read only where
+ * the node type has it and as the estimate reads it (functions/domain/model-pricing.ts `askedWork`:
+ * the mode's rules, the same defaults), and always sent, so the model never falls back to a default
+ * of its own that the estimate did not price.
+ */
+const jobParts = async (context: StepContext, provider: string): Promise<JobParts> => {
   const config = context.node.config;
+  const has = (name: string) => Object.hasOwn(context.spec.configSchema.entries, name);
   const prompt = firstInput(context, 'prompt') ?? firstInput(context, 'question');
   const image = (await fileUrlOn(context, 'image')) ?? (await fileUrlOn(context, 'reference'));
   const words = firstInput(context, 'text');
+  const type = context.spec.type;
+  const sampling = type === 'ImageGen' || type === 'DiffusionWorker';
+  const settings = modeSettings(context.mode, config, type === 'ImageGen');
+  const size = imageSize(config, provider);
   return {
     prompt: prompt === undefined ? undefined : toText(prompt),
-    negativePrompt: text(config.negativePrompt),
+    negativePrompt: has('negativePrompt') ? text(config.negativePrompt) : undefined,
     image,
     mesh: await fileUrlOn(context, 'mesh'),
     text: words === undefined ? undefined : toText(words),
-    seed: num(config.seed),
-    width: num(config.width),
-    height: num(config.height),
-    steps: context.mode === 'draft' ? Math.min(num(config.steps) ?? 4, 4) : num(config.steps),
-    variations: context.mode === 'draft' ? 1 : num(config.variations),
-    durationSeconds: num(config.durationSeconds),
-    scale: num(config.scale),
-    strength: num(config.strength),
-    skeleton: text(config.skeleton),
+    seed: has('seed') ? num(config.seed) : undefined,
+    ...(sampling && {
+      width: size.width,
+      height: size.height,
+      steps: context.mode === 'draft' ? Math.min(settings.steps, draftJobSteps) : settings.steps,
+      variations: settings.variations,
+    }),
+    maxTokens: type === 'LlmWorker' || type === 'VisionInterrogator' ? settings.maxTokens : undefined,
+    durationSeconds: type === 'AudioGen' ? (num(config.durationSeconds) ?? referenceAudioSeconds) : undefined,
+    scale: type === 'Upscaler' ? (num(config.scale) ?? 2) : undefined,
+    strength: has('strength') ? num(config.strength) : undefined,
+    skeleton: has('skeleton') ? text(config.skeleton) : undefined,
   };
 };
 
-const modelInputOf = (context: StepContext): Record<string, unknown> | undefined => {
-  const value = context.node.config.modelInput;
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-    ? (value as Record<string, unknown>)
-    : undefined;
-};
-
-/** What to submit for this step: the model's input from its parts and `config.modelInput`. */
+/**
+ * What to submit for this step: the model's input from its parts and `config.modelInput`. A
+ * `modelInput` field that may not pass (functions/domain/model-input.ts) fails the step before
+ * anything is submitted: the run start refuses it already, unless the stage's model changed since.
+ */
 export const jobRequest = async (
   context: StepContext,
   provider: 'replicate' | 'fal',
   model: string,
   credentials: JobRequest['credentials'],
-): Promise<JobRequest> => ({
-  provider,
-  credentials,
-  model,
-  input: hostedModelInput(provider, model, await jobParts(context), modelInputOf(context)),
-});
+): Promise<JobRequest> => {
+  const modelInput = context.node.config.modelInput;
+  const settings = new Set(Object.keys(context.spec.configSchema.entries));
+  const [refused] = modelInputRefusals(provider, model, modelInput, settings);
+  if (refused) fail(context, refused.message);
+  return {
+    provider,
+    credentials,
+    model,
+    input: hostedModelInput(
+      provider,
+      model,
+      await jobParts(context, provider),
+      isRecord(modelInput) ? modelInput : undefined,
+    ),
+  };
+};
 
 /** Downloads one answer file through the guard, capped, typed by its bytes. */
 const copyAnswerFile = async (

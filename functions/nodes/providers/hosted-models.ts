@@ -28,9 +28,55 @@ export interface JobParts {
 
 type JobProviderKey = 'replicate' | 'fal';
 
+/** The step settings a step is priced by (functions/domain/model-pricing.ts `askedWork`). */
+export type PricedSetting = 'width' | 'height' | 'steps' | 'variations' | 'maxTokens' | 'durationSeconds' | 'scale';
+
+/**
+ * A model input field that drives cost: the step settings it is made from (none: the service sets
+ * it to a fixed value, or leaves the model's own), and how its value reads back as those settings.
+ */
+export interface CostField {
+  settings: readonly PricedSetting[];
+  read(value: unknown): Partial<Record<PricedSetting, number>>;
+}
+
 interface HostedModel {
   input(parts: JobParts): Record<string, unknown>;
+  /** Its input fields that drive its cost, as its page documents them (beyond the generic names). */
+  costFields: Readonly<Record<string, CostField>>;
 }
+
+/** A number as a provider reads one (a JSON number, or a numeric string), else undefined. */
+const numeric = (value: unknown): number | undefined => {
+  const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
+  return typeof n === 'number' && Number.isFinite(n) ? n : undefined;
+};
+
+/** A field that is one setting's number. */
+const setting = (name: PricedSetting): CostField => ({
+  settings: [name],
+  read: (value) => {
+    const n = numeric(value);
+    return n === undefined ? {} : { [name]: n };
+  },
+});
+
+/** fal's `image_size` object, `{ width, height }` (its named sizes are at most 1024 × 1024 as fal documents them). */
+const imageSizeField: CostField = {
+  settings: ['width', 'height'],
+  read: (value) => {
+    if (typeof value === 'string') return { width: 1024, height: 1024 };
+    if (typeof value !== 'object' || value === null) return {};
+    const { width, height } = value as { width?: unknown; height?: unknown };
+    return {
+      ...(numeric(width) !== undefined && { width: numeric(width) }),
+      ...(numeric(height) !== undefined && { height: numeric(height) }),
+    };
+  },
+};
+
+/** A field the service sets itself (or leaves the model's own): no step setting makes it. */
+const fixed: CostField = { settings: [], read: () => ({}) };
 
 const defined = (entries: Record<string, unknown>): Record<string, unknown> =>
   Object.fromEntries(Object.entries(entries).filter(([, value]) => value !== undefined));
@@ -64,6 +110,11 @@ const known: Readonly<Record<string, HostedModel>> = {
         output_format: 'png',
         enable_safety_checker: true,
       }),
+    costFields: {
+      image_size: imageSizeField,
+      num_inference_steps: setting('steps'),
+      num_images: setting('variations'),
+    },
   },
   'replicate:black-forest-labs/flux-schnell': {
     input: (p) =>
@@ -75,15 +126,27 @@ const known: Readonly<Record<string, HostedModel>> = {
         seed: p.seed,
         output_format: 'png',
       }),
+    // Its size follows `aspect_ratio` at `megapixels` (1 by default), not a width and height.
+    costFields: {
+      num_outputs: setting('variations'),
+      num_inference_steps: setting('steps'),
+      aspect_ratio: { settings: ['width', 'height'], read: () => ({}) },
+      megapixels: fixed,
+    },
   },
   'replicate:nightmareai/real-esrgan': {
     input: (p) => defined({ image: p.image, scale: p.scale ?? 2, face_enhance: false }),
+    costFields: { scale: setting('scale'), face_enhance: fixed },
   },
   // Small only: the larger sizes' weights are CC-BY-NC-4.0 (docs/models.md).
   'replicate:chenxwh/depth-anything-v2': {
     input: (p) => defined({ image: p.image, model_size: 'Small' }),
+    costFields: { model_size: fixed },
   },
-  'fal:fal-ai/birefnet/v2': { input: (p) => defined({ image_url: p.image, output_format: 'png' }) },
+  'fal:fal-ai/birefnet/v2': {
+    input: (p) => defined({ image_url: p.image, output_format: 'png' }),
+    costFields: {},
+  },
   // Extracts a material from a photo; `prompt` (required) names what to extract, and PbrSynthesizer
   // has no prompt of its own. `maps` as fal-ai/patina documents it, the three maps the node makes.
   'fal:fal-ai/patina/material/extract': {
@@ -95,12 +158,39 @@ const known: Readonly<Record<string, HostedModel>> = {
         seed: p.seed,
         output_format: 'png',
       }),
+    costFields: { maps: fixed },
   },
-  'fal:fal-ai/trellis': { input: (p) => defined({ image_url: p.image, seed: p.seed }) },
+  'fal:fal-ai/trellis': {
+    input: (p) => defined({ image_url: p.image, seed: p.seed }),
+    // Priced per run; its other fields are refused as any field off the safe list is.
+    costFields: {},
+  },
+  // AudioGen has no sampling steps of its own: the model's default.
   'fal:fal-ai/stable-audio': {
-    input: (p) => defined({ prompt: p.prompt, seconds_total: p.durationSeconds, steps: p.steps }),
+    input: (p) => defined({ prompt: p.prompt, seconds_total: p.durationSeconds }),
+    costFields: { seconds_total: setting('durationSeconds'), steps: fixed },
   },
-  'fal:fal-ai/meshy/rigging': { input: (p) => defined({ model_url: p.mesh }) },
+  'fal:fal-ai/meshy/rigging': { input: (p) => defined({ model_url: p.mesh }), costFields: {} },
+};
+
+/**
+ * The fields the generic mapping fills from the step's settings, and other common names of the same
+ * work (so a refusal can say which setting to use): they drive the cost of any model.
+ */
+const genericCostFields: Readonly<Record<string, CostField>> = {
+  width: setting('width'),
+  height: setting('height'),
+  image_size: imageSizeField,
+  num_inference_steps: setting('steps'),
+  steps: setting('steps'),
+  num_outputs: setting('variations'),
+  num_images: setting('variations'),
+  duration: setting('durationSeconds'),
+  seconds_total: setting('durationSeconds'),
+  scale: setting('scale'),
+  upscale_factor: setting('scale'),
+  max_tokens: setting('maxTokens'),
+  max_new_tokens: setting('maxTokens'),
 };
 
 /** The node type's generic mapping on a provider, for a model the registry does not know. */
@@ -122,12 +212,45 @@ const generic = (provider: JobProviderKey, p: JobParts): Record<string, unknown>
     max_tokens: p.maxTokens,
   });
 
+/** The models with a mapping of their own, as `provider:model`. */
+export const knownHostedModels: readonly string[] = Object.keys(known);
+
 /** A model id without Replicate's `:version`. */
 export const modelName = (model: string): string => model.split(':')[0] ?? model;
 
 /** Whether the registry has a mapping of its own for this model. */
 export const isKnownHostedModel = (provider: string, model: string): boolean =>
   Object.hasOwn(known, `${provider}:${modelName(model)}`);
+
+/**
+ * The input fields that drive a model's cost: the generic names of that work, and a model the
+ * registry knows its own too.
+ */
+export const hostedModelFields = (
+  provider: string,
+  model: string,
+): { costFields: Readonly<Record<string, CostField>> } => {
+  const key = `${provider}:${modelName(model)}`;
+  const own = Object.hasOwn(known, key) ? (known[key] as HostedModel) : undefined;
+  return { costFields: { ...genericCostFields, ...own?.costFields } };
+};
+
+/**
+ * The priced settings a model input asks for, read back from its cost fields (the property the
+ * tests check: never more than the step's estimate prices).
+ */
+export const requestedSettings = (
+  provider: string,
+  model: string,
+  input: Readonly<Record<string, unknown>>,
+): Partial<Record<PricedSetting, number>> => {
+  const { costFields } = hostedModelFields(provider, model);
+  const asked: Partial<Record<PricedSetting, number>> = {};
+  for (const [name, field] of Object.entries(costFields)) {
+    if (Object.hasOwn(input, name)) Object.assign(asked, field.read(input[name]));
+  }
+  return asked;
+};
 
 /**
  * The model's input: its own mapping or the generic one, then `modelInput`'s fields as they are
