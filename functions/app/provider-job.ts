@@ -17,6 +17,7 @@
 import { basePath, routeById } from '../../platform/routes.ts';
 import type { Deps } from '../deps.ts';
 import { type FailureReason, failureReasonOf } from '../domain/failure-reasons.ts';
+import type { ModelWork } from '../domain/model-pricing.ts';
 import {
   jobDeadline,
   jobTimedOutMessage,
@@ -28,7 +29,13 @@ import {
 } from '../domain/provider-jobs.ts';
 import type { JobRequest, ProviderJobs } from '../nodes/executors/types.ts';
 import { type StepContext, StepFailedError } from '../nodes/executors/types.ts';
-import { type JobProvider, type JobState, ProviderError, type TeamConnection } from '../nodes/providers/types.ts';
+import {
+  type JobProvider,
+  type JobState,
+  type JobUsage,
+  ProviderError,
+  type TeamConnection,
+} from '../nodes/providers/types.ts';
 import { logger } from '../observability/logger.ts';
 import type { StepItem } from '../store/items.ts';
 import {
@@ -206,7 +213,7 @@ export const jobProviderOf = async (
 /** What a check decided about a job, for run-step to apply. */
 export type JobVerdict =
   | { kind: 'wait' }
-  | { kind: 'succeeded'; output: unknown }
+  | { kind: 'succeeded'; output: unknown; usage?: JobUsage | undefined }
   | { kind: 'failed'; error: string; reason: FailureReason };
 
 /**
@@ -231,7 +238,7 @@ export const lookAtJob = async (
       return { kind: 'failed', error: `${nodeType}: ${providerWords(error.message)}`, reason: failureReasonOf(error) };
     state = { status: 'running' };
   }
-  if (state.status === 'succeeded') return { kind: 'succeeded', output: state.output };
+  if (state.status === 'succeeded') return { kind: 'succeeded', output: state.output, usage: state.usage };
   // The provider ran the job and it failed there (the model refused or broke on the input).
   if (state.status === 'failed')
     return { kind: 'failed', error: `${nodeType}: ${providerWords(state.message)}`, reason: 'provider_4xx' };
@@ -245,14 +252,18 @@ export const lookAtJob = async (
   return { kind: 'wait' };
 };
 
-/** The finished job's outputs, or the step's failure when they cannot be made (a missing file, a wrong type). */
+/**
+ * The finished job's outputs and its measured work, or the step's failure when they cannot be made
+ * (a missing file, a wrong type).
+ */
 export const jobOutputs = async (
   deps: Deps,
   context: StepContext,
   output: unknown,
-): Promise<{ outputs: Record<string, unknown> } | { error: string }> => {
+  usage?: JobUsage,
+): Promise<{ outputs: Record<string, unknown>; work?: ModelWork | undefined } | { error: string }> => {
   try {
-    return await jobsOf(deps).outcome(context, output);
+    return await jobsOf(deps).outcome(context, output, usage);
   } catch (error) {
     if (error instanceof StepFailedError) return { error: error.message };
     throw error;

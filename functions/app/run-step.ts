@@ -360,11 +360,12 @@ const checkJob = async (deps: Deps, look: StepMessage, options: RunStepOptions) 
   const verdict = await lookAtJob(deps, look, recorded, provider, node.type);
   if (verdict.kind === 'wait') return;
   if (verdict.kind === 'failed') return endWithFailure(deps, message, job.attempt, verdict.error, verdict.reason);
-  const made = await jobOutputs(deps, context, verdict.output);
+  const made = await jobOutputs(deps, context, verdict.output, verdict.usage);
   // The provider's output could not be made into the step's (a missing file, a wrong type).
   if ('error' in made) return endWithFailure(deps, message, job.attempt, made.error, 'code');
   const model = { provider: job.provider, model: job.model };
-  const chargeHundredths = stepCharge(run, { nodeId: node.id, spec, work: undefined }, StepStatus.completed);
+  // Measured from what the provider made and reports, as a synchronous step's work is.
+  const chargeHundredths = stepCharge(run, { nodeId: node.id, spec, work: made.work }, StepStatus.completed);
   const licence = stampLicenceModel({ nodeId: node.id, ...model, stampedAt: deps.now() });
   const end = { status: StepStatus.completed, outputs: made.outputs, model, licence, chargeHundredths };
   // False: a duplicate look (a webhook and a poll together) finished it first; that one counts it.

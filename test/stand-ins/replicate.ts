@@ -10,6 +10,8 @@
  * - At the end (succeeded, failed, canceled) it posts the prediction to its `webhook` when
  *   `webhook_events_filter` holds `completed` (or is absent), signed the Standard Webhooks way.
  *   Only `completed` events are sent.
+ * - An ended prediction's `metrics` hold `predict_time` and `total_time`; a text answer's also its
+ *   `input_token_count` and `output_token_count`, as Replicate's language models report them.
  * - `endByPolling(id, reads, output)`: that one prediction succeeds at its `reads`-th read and its
  *   webhook is lost (never sent), so only polling finds its end.
  */
@@ -48,6 +50,23 @@ const newSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
 /** Replicate's ids look like `gm3qorzdhgbfurvjtvhg6dckhu`: 26 lower-case letters and digits. */
 const newId = () => Array.from(randomBytes(26), (byte) => 'abcdefghijklmnopqrstuvwxyz234567'[byte % 32]).join('');
 const problem = (status: number, title: string, detail: string) => ({ status, body: { title, detail, status } });
+/**
+ * A language model's token counts, as Replicate's official language models report them in `metrics`
+ * (`input_token_count`, `output_token_count`): here four characters a token, for a text answer only.
+ */
+const tokenCounts = (prediction: Record<string, unknown>) => {
+  const { output, input } = prediction;
+  const text = typeof output === 'string' ? output : Array.isArray(output) ? output : undefined;
+  if (text === undefined || (Array.isArray(text) && !text.every((t) => typeof t === 'string'))) return {};
+  const words = Array.isArray(text) ? text.join('') : text;
+  if (/^(https?:|data:)/.test(words)) return {};
+  const prompt =
+    typeof input === 'object' && input !== null ? String((input as { prompt?: unknown }).prompt ?? '') : '';
+  return {
+    input_token_count: Math.max(1, Math.ceil(prompt.length / 4)),
+    output_token_count: Math.max(1, Math.ceil(words.length / 4)),
+  };
+};
 const ended = (status: string) => status === 'succeeded' || status === 'failed' || status === 'canceled';
 
 export const startReplicateStandIn = async (options: ReplicateStandInOptions) => {
@@ -95,7 +114,7 @@ export const startReplicateStandIn = async (options: ReplicateStandInOptions) =>
   /** Ends a prediction and announces it when its filter asks for `completed`. */
   const end = (job: StandInPrediction, fields: Record<string, unknown>): Promise<SentWebhook | undefined> => {
     Object.assign(job.prediction, fields, { completed_at: now().toISOString() });
-    job.prediction.metrics = { predict_time: 1.5, total_time: 2 };
+    job.prediction.metrics = { predict_time: 1.5, total_time: 2, ...tokenCounts(job.prediction) };
     if (polledOnly.has(job.prediction.id)) return Promise.resolve(undefined);
     const filter = job.prediction.webhook_events_filter;
     if (Array.isArray(filter) && !filter.includes('completed')) return Promise.resolve(undefined);

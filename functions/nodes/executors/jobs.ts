@@ -3,8 +3,8 @@
  * at two different times: `jobRequest` turns the step into the model's input (its files as
  * short-lived URLs), which the step executor submits; `jobOutcome` turns the finished job's answer
  * into the step's outputs: every file copied into the team's library through the address guard,
- * checked by its bytes, capped by kind and marked as AI-generated. A provider's URL never reaches a
- * caller.
+ * checked by its bytes, capped by kind and marked as AI-generated, and the work the job did measured
+ * from them (functions/nodes/executors/job-work.ts). A provider's URL never reaches a caller.
  */
 
 import { modelInputRefusals } from '../../domain/model-input.ts';
@@ -14,8 +14,9 @@ import { isRecord } from '../../is-record.ts';
 import { glbAsObj } from '../media/glb.ts';
 import { sniffContentType } from '../media/marks.ts';
 import { hostedModelInput, type JobParts, readJobAnswer } from '../providers/hosted-models.ts';
-import type { MediaFile } from '../providers/types.ts';
+import type { JobUsage, MediaFile } from '../providers/types.ts';
 import { type ExecutorDeps, fail, filesIn, firstInput, httpCall, store, toText } from './helpers.ts';
+import { type JobProduct, measuredJobWork } from './job-work.ts';
 import type { JobRequest, StepContext, StepOutcome } from './types.ts';
 
 const num = (value: unknown): number | undefined => (typeof value === 'number' ? value : undefined);
@@ -152,14 +153,17 @@ export const jobOutcome = async (
   deps: ExecutorDeps,
   context: StepContext,
   answerOutput: unknown,
-): Promise<Pick<StepOutcome, 'outputs'>> => {
+  usage?: JobUsage,
+): Promise<Pick<StepOutcome, 'outputs' | 'work'>> => {
   const answer = readJobAnswer(answerOutput);
   const outputs: Record<string, unknown> = {};
+  const product: JobProduct = { images: [], audio: [], text: undefined };
   const handles = context.spec.outputs;
   for (const handle of handles) {
     if (handle.kind === 'text') {
       const words = answer.text ?? fail(context, 'the provider answered no text');
       outputs[handle.name] = words;
+      product.text = words;
     } else if (handle.kind === 'embedding') {
       outputs[handle.name] = answer.vector ?? fail(context, 'the provider answered no embedding');
     } else {
@@ -173,10 +177,13 @@ export const jobOutcome = async (
       for (const [index, url] of urls.slice(0, 4).entries()) {
         let file = await copyAnswerFile(deps, context, url, kind);
         if (kind === 'mesh') file = meshOf(context, file);
+        if (kind === 'image') product.images.push(file);
+        if (kind === 'audio') product.audio.push(file);
         stored.push(await store(context, index ? `${handle.name}-${index + 1}` : handle.name, file, true));
       }
       outputs[handle.name] = stored.length === 1 ? stored[0] : stored;
     }
   }
-  return { outputs };
+  const work = measuredJobWork(context, product, usage);
+  return { outputs, ...(work && { work }) };
 };

@@ -25,6 +25,7 @@ import {
   type JobRef,
   type JobState,
   type JobSubmission,
+  type JobUsage,
   ProviderError,
   type ProviderWebhookDelivery,
   WebhookRefusedError,
@@ -48,6 +49,27 @@ const errorText = (json: unknown): string | undefined => {
   if (!isRecord(json)) return undefined;
   if (typeof json.detail === 'string' && json.detail) return json.detail;
   return typeof json.title === 'string' ? json.title : undefined;
+};
+
+/** A count in a prediction's `metrics`: a finite number, not negative. */
+const count = (value: unknown): number | undefined =>
+  typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined;
+
+/**
+ * What a prediction's `metrics` report of its work: `predict_time` (seconds) on every model, and
+ * `input_token_count` / `output_token_count` on language models (https://replicate.com/docs/topics/predictions,
+ * read 2026-12-07).
+ */
+const usageOf = (metrics: unknown): JobUsage | undefined => {
+  if (!isRecord(metrics)) return undefined;
+  const usage: JobUsage = {};
+  const input = count(metrics.input_token_count);
+  const output = count(metrics.output_token_count);
+  const seconds = count(metrics.predict_time);
+  if (input !== undefined) usage.inputTokens = Math.ceil(input);
+  if (output !== undefined) usage.outputTokens = Math.ceil(output);
+  if (seconds !== undefined) usage.predictSeconds = seconds;
+  return Object.keys(usage).length > 0 ? usage : undefined;
 };
 
 /** The HMAC key of a `whsec_<base64>` secret (a bare base64 secret is taken as it is). */
@@ -92,8 +114,10 @@ export const createReplicateProvider = (options: ReplicateOptions): JobProvider 
       case 'starting':
       case 'processing':
         return { status: 'running' };
-      case 'succeeded':
-        return { status: 'succeeded', output: prediction.output ?? null };
+      case 'succeeded': {
+        const usage = usageOf(prediction.metrics);
+        return { status: 'succeeded', output: prediction.output ?? null, ...(usage && { usage }) };
+      }
       case 'failed': {
         const error = typeof prediction.error === 'string' && prediction.error ? prediction.error : 'no error given';
         return { status: 'failed', message: http.clean(error) };

@@ -135,9 +135,19 @@ export const parseRetryAfter = (value: string | null | undefined, now: Date, max
 };
 
 /** A job at an asynchronous provider, as its last answer or webhook describes it. */
+/** The work a provider reports a finished job did (Replicate's prediction `metrics`), where it reports it. */
+export interface JobUsage {
+  /** Tokens the model read (an embedding's input). */
+  inputTokens?: number;
+  /** Tokens the model wrote (a text answer). */
+  outputTokens?: number;
+  /** Seconds the model ran (Replicate's `predict_time`): logged, not a driver of our prices. */
+  predictSeconds?: number;
+}
+
 export type JobState =
   | { status: 'running' }
-  | { status: 'succeeded'; output: unknown }
+  | { status: 'succeeded'; output: unknown; usage?: JobUsage }
   | { status: 'failed'; message: string }
   | { status: 'canceled' };
 
