@@ -7,22 +7,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { decodePng, encodePng, makeImage } from '../functions/nodes/media/png.ts';
-import { stepLeaseSeconds } from '../functions/store/run/steps.ts';
-import { makeHandler } from '../functions/workers/step-executor.ts';
-import { invokedAs } from '../local/invocation.ts';
 import { startFileServer } from './stand-ins/http.ts';
 import { type ReplicateStandIn, startReplicateStandIn } from './stand-ins/replicate.ts';
 import { stageStepExecutor } from './support/provider-steps.ts';
-import {
-  deliver,
-  drainSteps,
-  expectBalanced,
-  ledgerOf,
-  runParts,
-  type StepHandler,
-  stepRecord,
-  takeStepMessages,
-} from './support/runs.ts';
+import { drainSteps, expectBalanced, ledgerOf, runParts, type StepHandler } from './support/runs.ts';
 import { call, createWorkflow, jobsStackPerFile, seedTeam } from './support/stack.ts';
 import * as files from './support/upload-files.ts';
 
@@ -146,5 +134,3 @@ describe('a job step is charged for the work its provider did', { timeout: 120_0
     expectBalanced(await ledgerOf(stack.deps, team.teamId));
   });
 });
-
-export { deliver, invokedAs, makeHandler, stepLeaseSeconds, stepRecord, takeStepMessages };

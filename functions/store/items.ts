@@ -442,6 +442,11 @@ export const DeliveryItemSchema = v.object({
   attemptLog: v.optional(v.array(AttemptEntrySchema), () => []),
   /** Set while a redelivery the caller asked for is pending: its attempt is a single one. */
   redeliveryRequestedAt: v.optional(v.string()),
+  /**
+   * The attempt whose POST started and whose outcome is not recorded yet: still set when the next
+   * message comes, that POST was cut (a crash mid-send) and is logged as an `interrupted` attempt.
+   */
+  sending: v.optional(v.object({ attempt: v.number(), at: v.string() })),
 });
 
 /**
