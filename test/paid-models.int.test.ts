@@ -78,7 +78,7 @@ const startRun = (team: SeededTeam, workflowId: string) =>
 const predictionOf = (standIn: ReplicateStandIn, jobId: string) => {
   const found = [...standIn.jobs.values()].filter((job) => String(job.prediction.webhook).includes(`/${jobId}/`));
   expect(found).toHaveLength(1);
-  return found[0]?.prediction as { id: string; model: string; webhook: string };
+  return found[0]?.prediction as unknown as { id: string; model: string; webhook: string };
 };
 
 describe('a stage that lists the models it pays for', { timeout: 120_000 }, () => {
@@ -178,7 +178,9 @@ describe('a stage that lists the models it pays for', { timeout: 120_000 }, () =
     if (!webhook) throw new Error('no webhook was sent');
     expect((await replicate.resend(webhook)).status).toBeLessThan(300);
     expect(
-      await deliver(handler, [stepRecord({ jobId, workflowId, nodeId: 'image', check: 'poll', poll: 3 })]),
+      await deliver(handler, [
+        stepRecord(JSON.stringify({ jobId, workflowId, nodeId: 'image', check: 'poll', poll: 3 })),
+      ]),
     ).toEqual([]);
     await drain(handler);
     const ledger = await ledgerOf(stack.deps, team.teamId);

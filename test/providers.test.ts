@@ -477,12 +477,7 @@ describe('provider registry', () => {
   });
 
   it('reads the stage from PROVIDER_SECRETS and SANDBOX_PROVIDERS, or the local default from env', () => {
-    expect(stageProvidersFromEnv({})).toEqual({
-      configured: [],
-      sandbox: true,
-      secrets: undefined,
-      paidModels: { open: true, prices: {} },
-    });
+    expect(stageProvidersFromEnv({})).toEqual({ configured: [], sandbox: true, secrets: undefined });
     expect(stageProvidersFromEnv({ OPENAI_COMPATIBLE_BASE_URL: 'http://x/v1' }).configured).toEqual([
       'openai-compatible',
     ]);

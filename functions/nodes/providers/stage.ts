@@ -95,6 +95,9 @@ export const stageProvidersFromEnv = (env: NodeJS.ProcessEnv = process.env): Sta
     modelDefaults: env[envNames.modelDefaults]
       ? parseModelDefaults(env[envNames.modelDefaults], envNames.modelDefaults)
       : undefined,
-    paidModels: parsePaidModels(env[envNames.paidModels], envNames.paidModels, openPaidModels),
+    // Unset: open, any model at its node type's price (dev's and the local default's).
+    ...(env[envNames.paidModels] && {
+      paidModels: parsePaidModels(env[envNames.paidModels], envNames.paidModels, openPaidModels),
+    }),
   };
 };
