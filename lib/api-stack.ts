@@ -13,6 +13,7 @@ import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { dispatcherSchedule, envNames, type QueueDefinition, queues, streamMappings } from '../platform/definitions.ts';
 import { modelDefaultsText } from '../platform/model-defaults.ts';
+import { paidModelsText } from '../platform/paid-models.ts';
 import { accessLogFields, basePath, httpApiRoutes, type Route, streamRoutes } from '../platform/routes.ts';
 import { ApiDomain } from './api-domain.ts';
 import { Grants } from './grants.ts';
@@ -181,6 +182,11 @@ export class ApiStack extends Stack {
       ...(Object.keys(config.modelDefaults).length > 0
         ? { [envNames.modelDefaults]: modelDefaultsText(config.modelDefaults) }
         : {}),
+      // The models the stage pays for and their prices: the run start prices and routes on them, the
+      // step executor charges them. Left out, the functions read the list as open (dev's default).
+      ...(config.paidModels.open && Object.keys(config.paidModels.prices).length === 0
+        ? {}
+        : { [envNames.paidModels]: paidModelsText(config.paidModels) }),
       // The Bedrock models the step executor may invoke (its role allows exactly these).
       ...(config.bedrockModels.length > 0 ? { [envNames.bedrockModels]: config.bedrockModels.join(',') } : {}),
       [envNames.connectionSecretPrefix]: config.connectionSecretPrefix,

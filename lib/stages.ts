@@ -14,6 +14,7 @@ import {
   parseModelDefaults,
 } from '../platform/model-defaults.ts';
 import { factsOf, judgeModel, parseFactsDate } from '../platform/model-facts.ts';
+import { openPaidModels, type PaidModels, parsePaidModels } from '../platform/paid-models.ts';
 import {
   bedrockDefaultModels,
   type IntegrationLevel,
@@ -77,6 +78,14 @@ export const contextKeys = {
    * one `providers` turns on. A Bedrock model named here is granted beside `bedrockModels`.
    */
   modelDefaults: 'modelDefaults',
+  /**
+   * `provider:model=price,…` (or, from cdk.json, an object `{ "provider:model": price }`): the models
+   * the stage pays for on its own provider keys beside the catalogue's and `modelDefaults`' defaults,
+   * each at `250` hundredths of a credit a step, `x1.5` the node type's price, or the node type's
+   * price; `open` lets any other model run there at the node type's price (dev only). Default:
+   * open on dev, closed on prod (platform/paid-models.ts).
+   */
+  paidModels: 'paidModels',
   /**
    * `YYYY-MM-DD`: the day the enabled defaults' lifecycles are judged on (platform/model-facts.ts);
    * default today. Tests set it; an operator may look ahead (`-c modelFactsDate=2027-03-01`).
@@ -209,6 +218,11 @@ export interface StageConfig {
    * stage turns on; a type not named keeps the catalogue's default. Empty: the catalogue's.
    */
   modelDefaults: ModelDefaults;
+  /**
+   * The models the stage pays for on its own keys and their prices (`-c paidModels`); open on dev
+   * unless given, never open on prod.
+   */
+  paidModels: PaidModels;
   /**
    * Where the stage is reached from outside (`-c publicBaseUrl`): providers' webhooks and the file
    * links of runs point there; undefined: the HTTP API's endpoint.
@@ -425,6 +439,19 @@ export const stageConfig = (
     pinned.env.region,
     factsDate(appContext(contextKeys.modelFactsDate)),
   );
+  const paidModels = parsePaidModels(
+    context(contextKeys.paidModels),
+    'context paidModels',
+    name === 'prod' ? { open: false, prices: {} } : openPaidModels,
+  );
+  // On prod the operator chooses every model its keys pay for: no tenant may name another there.
+  if (name === 'prod' && paidModels.open) {
+    throw new Error('context paidModels: prod may not leave its list of paid models open (drop "open")');
+  }
+  for (const key of Object.keys(paidModels.prices)) {
+    const provider = key.slice(0, key.indexOf(':'));
+    if (!providerEntry(provider)) throw new Error(`context paidModels: ${key} names no provider the registry knows`);
+  }
   const edge = edgeConfig(name, context);
   const prefix = context(contextKeys.stackPrefix) ?? defaultStackPrefix;
   if (typeof prefix !== 'string' || !/^[A-Za-z][A-Za-z0-9]*$/.test(prefix)) {
@@ -459,6 +486,7 @@ export const stageConfig = (
     edge,
     providerLevels: parseProviderLevels(context(contextKeys.providerLevels)),
     modelDefaults,
+    paidModels,
     deploys: parseDeploySettings(name, context),
     modelWarnings,
     accountConcurrencyLimit: wholeNumber(

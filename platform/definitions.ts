@@ -356,6 +356,12 @@ export const envNames = {
    * `Type=provider:model,…` form works too.
    */
   modelDefaults: 'MODEL_DEFAULTS',
+  /**
+   * JSON of `provider:model` to its price (`-c paidModels`), e.g. `{"replicate:owner/name":250}`: the
+   * models the stage pays for on its own keys beside the defaults (platform/paid-models.ts), `"open":
+   * true` when any other runs there too. Unset: open (dev and local); prod always sets it closed.
+   */
+  paidModels: 'PAID_MODELS',
   /** `true` on a sandbox stage: model steps with no configured provider run on the sandbox provider. */
   sandboxProviders: 'SANDBOX_PROVIDERS',
   /** Team connection secrets must be named under this prefix (the step executor may read only those). */

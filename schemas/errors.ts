@@ -95,6 +95,10 @@ export const messages = {
   providerNotAvailable: (nodeType: string, providers: readonly string[]): string =>
     `${nodeType} runs on ${providers.join(' or ')}, which is not available through the API without your own key. ` +
     'Add a key under Team, Connections; run from the app; or pick another provider on that step.',
+  /** The provider 422 for a model the deployment does not pay for on its own key. */
+  modelNotPaid: (nodeType: string, model: string): string =>
+    `${nodeType} runs ${model}, which this deployment does not run on its own key. ` +
+    "Add a key under Team, Connections; or pick a model the deployment's model list names on that step.",
 } as const;
 
 const fixed = <const TMessage extends string>(message: TMessage) => v.strictObject({ error: v.literal(message) });

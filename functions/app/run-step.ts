@@ -2,7 +2,7 @@ import type { Deps } from '../deps.ts';
 import { type FailureReason, failureReasonOf } from '../domain/failure-reasons.ts';
 import { fileUrlSeconds } from '../domain/file-link-lifetime.ts';
 import { stampLicenceModel } from '../domain/licence.ts';
-import { stepCharge } from '../domain/pricing.ts';
+import { listedModelPrice, stepCharge } from '../domain/pricing.ts';
 import { firstPollSeconds, retryDelaySeconds } from '../domain/provider-jobs.ts';
 import { chainSuccessor, planStep, predecessors, readySuccessors, successors } from '../domain/run-graph.ts';
 import {
@@ -220,13 +220,17 @@ const jobEnds = (deps: Deps, message: StepMessage) => ({
     endWithFailure(deps, message, attempt, error, reason),
 });
 
-/** Fails the step for good and, in the same transaction, its run; both counted under `reason`. */
+/**
+ * Fails the step for good and, in the same transaction, its run; both counted under `reason`.
+ * `chargeHundredths`: what the step is charged all the same (a job that ran to its end).
+ */
 const endWithFailure = async (
   deps: Deps,
   message: StepMessage,
   attempt: Attempt,
   error: string,
   reason: FailureReason,
+  chargeHundredths = 0,
 ) => {
   // The hold may move between read and write (a parallel step charged): re-read and retry.
   for (let i = 0; i < 5; i++) {
@@ -237,8 +241,9 @@ const endWithFailure = async (
       if (isUnsettled(run)) await settleEndedRun(deps, message.jobId);
       return;
     }
-    if (await failStep(deps, run, message.nodeId, attempt, error)) {
+    if (await failStep(deps, run, message.nodeId, attempt, error, chargeHundredths)) {
       countStepFailed(reason);
+      addCreditsCharged(chargeHundredths);
       countRunEnded(reason);
       // The run's trail and the failed-runs-by-reason query (lib/log-queries.ts) read this line.
       logger.warn('run failed', { nodeId: message.nodeId, reason, error });
@@ -361,11 +366,15 @@ const checkJob = async (deps: Deps, look: StepMessage, options: RunStepOptions) 
   if (verdict.kind === 'wait') return;
   if (verdict.kind === 'failed') return endWithFailure(deps, message, job.attempt, verdict.error, verdict.reason);
   const made = await jobOutputs(deps, context, verdict.output, verdict.usage);
-  // The provider's output could not be made into the step's (a missing file, a wrong type).
-  if ('error' in made) return endWithFailure(deps, message, job.attempt, made.error, 'code');
   const model = { provider: job.provider, model: job.model };
-  // Measured from what the provider made and reports, as a synchronous step's work is.
-  const chargeHundredths = stepCharge(run, { nodeId: node.id, spec, work: made.work }, StepStatus.completed);
+  const listed = listedModelPrice(node, spec, deps.providers);
+  // Measured from what the provider made and reports, as a synchronous step's work is; an unusable
+  // answer has no measure, so it is charged its price.
+  const work = 'error' in made ? undefined : made.work;
+  const chargeHundredths = stepCharge(run, { nodeId: node.id, spec, work, listed }, StepStatus.completed);
+  // The provider's output could not be made into the step's (a missing file, a wrong type): the job
+  // ran to its end and the stage pays for it, so the step fails charged its price, never free.
+  if ('error' in made) return endWithFailure(deps, message, job.attempt, made.error, 'code', chargeHundredths);
   const licence = stampLicenceModel({ nodeId: node.id, ...model, stampedAt: deps.now() });
   const end = { status: StepStatus.completed, outputs: made.outputs, model, licence, chargeHundredths };
   // False: a duplicate look (a webhook and a poll together) finished it first; that one counts it.
@@ -525,7 +534,8 @@ const runReadyStep = async (deps: Deps, received: StepMessage, options: RunStepO
       jobEnds(deps, message),
     );
   }
-  const chargeHundredths = stepCharge(run, { nodeId: node.id, spec, work: outcome.work }, StepStatus.completed);
+  const listed = listedModelPrice(node, spec, deps.providers);
+  const chargeHundredths = stepCharge(run, { nodeId: node.id, spec, work: outcome.work, listed }, StepStatus.completed);
   const licence = outcome.model
     ? stampLicenceModel({ nodeId: node.id, ...outcome.model, stampedAt: deps.now() })
     : undefined;

@@ -422,17 +422,22 @@ export const RunValidationFailedError = defineError('RunValidationFailedError', 
 
 /** A model step's provider is not open to API runs and the team has no own key that lifts it. */
 export const ProviderNotAvailableError = defineError('ProviderNotAvailableError', {
-  facts: (nodeType: string, providers: readonly string[], level: bodies.ProviderLevel) => ({
+  // `model`: only that model is refused (the stage does not pay for it on its key), not its provider.
+  facts: (nodeType: string, providers: readonly string[], level: bodies.ProviderLevel, model?: string) => ({
     nodeType,
     providers,
     level,
+    model,
   }),
-  message: (f) => `${f.nodeType} runs on ${f.providers.join(', ')} (${f.level})`,
+  message: (f) => `${f.nodeType} runs on ${f.model ?? f.providers.join(', ')} (${f.level})`,
   status: 422,
   routes: runStarts,
   schemas: [bodies.ProviderNotAvailableErrorSchema],
   body: (f) => ({
-    error: messages.providerNotAvailable(f.nodeType, f.providers),
+    error:
+      f.model === undefined
+        ? messages.providerNotAvailable(f.nodeType, f.providers)
+        : messages.modelNotPaid(f.nodeType, f.model),
     providers: [...f.providers],
     level: f.level,
   }),

@@ -87,9 +87,11 @@ const runModel = async (
     stepProvider(context.node, context.spec, deps.stage.modelDefaults) ?? fail(context, 'is not a model step');
   const entry = providerEntry(use.provider) ?? fail(context, `unknown provider ${use.provider}`);
   const connection = entry.protocol === 'sandbox' ? undefined : await context.connection?.(use.provider);
-  const route = routeProvider(use.provider, deps.stage, connection !== undefined);
+  const route = routeProvider(use.provider, deps.stage, connection !== undefined, use.model);
   // Defence in depth: the run start refuses these with the provider 422 before anything is held.
   if (route.refused) {
+    if (route.unpaid !== undefined)
+      return fail(context, `runs ${route.unpaid}, which this deployment does not run on its own key`);
     return fail(context, `runs on ${use.provider}, which is not available through the API without your own key`);
   }
   const runsOnEntry = providerEntry(route.runsOn);

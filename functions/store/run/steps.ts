@@ -117,7 +117,8 @@ type StepEnd =
       chargeHundredths: number;
     }
   | { status: typeof StepStatus.skipped }
-  | { status: typeof StepStatus.failed; error: string };
+  /** A failed step is charged nothing, unless a provider's job ran to its end for it (`chargeHundredths`). */
+  | { status: typeof StepStatus.failed; error: string; chargeHundredths?: number };
 
 /**
  * An unclaimed step not finished yet: no item, or only the count of its failed executions
@@ -140,7 +141,7 @@ const stepEndUpdate = (deps: Deps, run: StepRun, nodeId: string, attempt: Attemp
         status: end.status,
         endedAt: deps.now().toISOString(),
         nodeId,
-        chargeHundredths: end.status === StepStatus.completed ? end.chargeHundredths : 0,
+        chargeHundredths: end.status === StepStatus.skipped ? 0 : (end.chargeHundredths ?? 0),
         ttl: stepTtl(deps, run),
         ...(end.status === StepStatus.completed
           ? { outputs: end.outputs, model: end.model ?? null, licence: end.licence ?? null }
@@ -268,6 +269,9 @@ export const retireLateStep = async (deps: Deps, run: StepRun, nodeId: string) =
  * Fails a step and, in the same transaction, ends the run as `failed` (the run's hold must still be
  * the one read; otherwise re-read and retry); then settles it (its unspent hold released exactly
  * once, its lock freed) unless another model step of it is in flight, whose end settles it.
+ * `chargeHundredths`: what the failed step is charged, moved from the run's hold in the same
+ * transaction (a provider's job that ran to its end with an answer that cannot be used); the
+ * step's claim makes it once.
  */
 export const failStep = async (
   deps: Deps,
@@ -275,10 +279,12 @@ export const failStep = async (
   nodeId: string,
   attempt: Attempt,
   message: string,
+  chargeHundredths = 0,
 ): Promise<boolean> => {
+  const end = { status: StepStatus.failed, error: message, chargeHundredths };
   const failed = await transactWrite(deps, [
-    { Update: stepEndUpdate(deps, run, nodeId, attempt, { status: StepStatus.failed, error: message }) },
-    { Update: closeRunUpdate(deps, run, RunStatus.failed) },
+    { Update: stepEndUpdate(deps, run, nodeId, attempt, end) },
+    { Update: closeRunUpdate(deps, run, RunStatus.failed, chargeHundredths) },
   ]);
   if (failed.written) await settleJustEnded(deps, run.jobId);
   return failed.written;
