@@ -15,8 +15,8 @@ import { type SqsHandler, startQueuePoller, startSchedule } from './event-source
 import { operatorEventBusName, operatorEventsFile, startEventBridge } from './eventbridge-emulator.ts';
 import { startLambdaEmulator } from './lambda-emulator.ts';
 import { localDeps, localEnvironment, pythonRunnerEnvironment } from './local-deps.ts';
-import { startLocalPythonRunner } from './python-runner.ts';
 import { provision } from './provision.ts';
+import { startLocalPythonRunner } from './python-runner.ts';
 import {
   demoFile,
   dynamoDbDataDir,

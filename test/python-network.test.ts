@@ -8,8 +8,8 @@
  */
 import { once } from 'node:events';
 import { realpathSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
 import { createRequire } from 'node:module';
+import { createServer, type Server } from 'node:net';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -78,7 +78,7 @@ const routes = (port: number): Record<string, string> => {
     '_ctypes by _imp.create_builtin': `import _imp, importlib.machinery\nm = _imp.create_builtin(importlib.machinery.ModuleSpec("_ctypes", None))\nresult = m.__name__`,
     'a C test module': 'import _testcapi\nresult = str(_testcapi)',
     'the socket module': connect,
-    'js': `import js\nresult = str(js.require("node:net"))\n${connect}`,
+    js: `import js\nresult = str(js.require("node:net"))\n${connect}`,
   };
 };
 
@@ -136,7 +136,9 @@ describe('the Python box reaches no network', { timeout: 180_000 }, () => {
     try {
       const answer = await strict.run({ code: 'result = 1', inputs: [], timeoutMs: 1000 });
       expect(answer).toMatchObject({ ok: false, error: 'exception' });
-      expect(answer.ok ? '' : answer.message).toMatch(/cannot cut its process off the network.*PYTHON_NETWORK_NAMESPACE=optional/);
+      expect(answer.ok ? '' : answer.message).toMatch(
+        /cannot cut its process off the network.*PYTHON_NETWORK_NAMESPACE=optional/,
+      );
       expect(strict.loads).toEqual({ full: 0, fromSnapshot: 0 });
     } finally {
       await strict.close();

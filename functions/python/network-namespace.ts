@@ -18,18 +18,18 @@ const ways = [['--net'], ['--user', '--map-root-user', '--net']];
 /** The command line a child is started under (`[]`: none), or why there is none. */
 export type NetworkWall = { prefix: string[] } | { unavailable: string };
 
-let found: NetworkWall | undefined;
+let namespaceWay: NetworkWall | undefined;
 
 /**
  * Finds, once per process, the first way this machine lets a child start in a network namespace of
  * its own, by starting `node --version` that way.
  */
 export const networkNamespace = (): NetworkWall => {
-  if (found) return found;
+  if (namespaceWay) return namespaceWay;
   const unshare = unshareCandidates.find((path) => existsSync(path));
   if (!unshare) {
-    found = { unavailable: 'util-linux `unshare` is not installed' };
-    return found;
+    namespaceWay = { unavailable: 'util-linux `unshare` is not installed' };
+    return namespaceWay;
   }
   for (const way of ways) {
     const probe = spawnSync(unshare, [...way, '--', process.execPath, '--version'], {
@@ -38,12 +38,14 @@ export const networkNamespace = (): NetworkWall => {
       timeout: 10_000,
     });
     if (probe.status === 0) {
-      found = { prefix: [unshare, ...way, '--'] };
-      return found;
+      namespaceWay = { prefix: [unshare, ...way, '--'] };
+      return namespaceWay;
     }
   }
-  found = { unavailable: 'this machine lets no process create a network namespace (neither as root nor in a user namespace)' };
-  return found;
+  namespaceWay = {
+    unavailable: 'this machine lets no process create a network namespace (neither as root nor in a user namespace)',
+  };
+  return namespaceWay;
 };
 
 /**

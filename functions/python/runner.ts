@@ -216,12 +216,11 @@ export const createPythonRunner = (
       throw error;
     }
     state.running += 1;
-    const outcome = await entry.box.run(
-      { code: request.code, inputsJson: JSON.stringify(request.inputs) },
-      request.timeoutMs,
-    ).finally(() => {
-      state.running -= 1;
-    });
+    const outcome = await entry.box
+      .run({ code: request.code, inputsJson: JSON.stringify(request.inputs) }, request.timeoutMs)
+      .finally(() => {
+        state.running -= 1;
+      });
     retire(entry, prefix);
     return answerOf(outcome, request, limits);
   };
