@@ -127,7 +127,11 @@ export class ApiStack extends Stack {
       memoryMb: pythonRunner.memoryMb,
       // Tenants' code never takes the account's pool from the routes and the step executor.
       reservedConcurrentExecutions: config.pythonRunnerReservedConcurrency,
-      environment: config.pythonSnapshots ? { [envNames.pythonSnapshots]: 'true' } : {},
+      environment: {
+        // Lambda lets no process make a network namespace: the isolated VPC above is the runs' network wall.
+        [envNames.pythonNetworkNamespace]: 'optional',
+        ...(config.pythonSnapshots ? { [envNames.pythonSnapshots]: 'true' } : {}),
+      },
       description: "runs PythonSandbox steps' code (invoked by the step executor)",
       logRetentionDays: config.logRetentionDays,
       keepLogs: config.protectData,

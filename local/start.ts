@@ -16,6 +16,7 @@ import { operatorEventBusName, operatorEventsFile, startEventBridge } from './ev
 import { startLambdaEmulator } from './lambda-emulator.ts';
 import { localDeps, localEnvironment, pythonRunnerEnvironment } from './local-deps.ts';
 import { provision } from './provision.ts';
+import { startLocalPythonRunner } from './python-runner.ts';
 import {
   demoFile,
   dynamoDbDataDir,
@@ -83,8 +84,8 @@ const resources = await provision({
 });
 // PythonSandbox steps: the PythonRunner handler behind a local Lambda Invoke API, as the step executor calls it.
 // The handler is here, the Python is not: each run lives in a child process of its own, whose memory
-// limit kills it alone (functions/python/box.ts), never this stack.
-const { handler: pythonRunnerHandler } = await import('../functions/workers/python-runner.ts');
+// limit kills it alone (functions/python/box.ts), never this stack; several run at once (local/python-runner.ts).
+const { handler: pythonRunnerHandler } = startLocalPythonRunner();
 const lambda = await startLambdaEmulator({ [pythonRunner.id]: pythonRunnerHandler });
 Object.assign(process.env, localEnvironment(resources), pythonRunnerEnvironment(lambda.endpoint), {
   AWS_ENDPOINT_URL_EVENTBRIDGE: eventBridge.endpoint,

@@ -374,6 +374,11 @@ export const envNames = {
    */
   pythonSnapshots: 'PYTHON_SNAPSHOTS',
   /**
+   * `optional` on the deployed PythonRunner (its isolated VPC is the network wall): a run may go ahead
+   * where the machine lets no process create a network namespace. Unset, runs require one.
+   */
+  pythonNetworkNamespace: 'PYTHON_NETWORK_NAMESPACE',
+  /**
    * The service's public base URL (scheme and host, no path), which asynchronous providers' webhooks
    * reach: the stage's API endpoint on AWS; on `npm start` its own listening address unless set.
    */

@@ -1000,8 +1000,11 @@ describe('cdk app', { timeout: 120_000 }, () => {
       });
       const runner = resources[runnerId]?.Properties ?? {};
       expect(runner).toMatchObject({ MemorySize: pythonRunner.memoryMb, Timeout: pythonRunner.timeoutSeconds });
-      // None of the stage's names (table, queues, bucket, secrets) in its environment.
-      expect(runner.Environment).toEqual({ Variables: { NODE_OPTIONS: '--enable-source-maps' } });
+      // None of the stage's names (table, queues, bucket, secrets) in its environment; Lambda makes no
+      // network namespace, so its runs rely on the isolated VPC (`optional`).
+      expect(runner.Environment).toEqual({
+        Variables: { NODE_OPTIONS: '--enable-source-maps', [envNames.pythonNetworkNamespace]: 'optional' },
+      });
       // -c pythonSnapshots=true trades the seed per run for a cheaper start: the one flag it then has.
       const snapshotting = synthesize({ ...testContext, pythonSnapshots: 'true' }).apiResources;
       expect(
