@@ -354,7 +354,14 @@ const checkPreconditions = async (upstream: URL, request: IncomingMessage, path:
  * https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html, read 2026-12-07). fauxqs
  * (2.4.1) ignores them and answers the object's own: a download would look safer here than on S3.
  */
-const responseOverrides = ['cache-control', 'content-disposition', 'content-encoding', 'content-language', 'content-type', 'expires'];
+const responseOverrides = [
+  'cache-control',
+  'content-disposition',
+  'content-encoding',
+  'content-language',
+  'content-type',
+  'expires',
+];
 
 const overriddenHeaders = (request: IncomingMessage, status: number, headers: IncomingMessage['headers']) => {
   if ((request.method !== 'GET' && request.method !== 'HEAD') || status < 200 || status > 299) return headers;

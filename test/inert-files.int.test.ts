@@ -48,8 +48,7 @@ const started = (async () => {
 })();
 
 const executor = () => stageStepExecutor(stack.deps, settings(), { baseUrl: stack.baseUrl });
-const drain = (handler: ReturnType<typeof executor>['handler']) =>
-  drainSteps(stack.deps, handler, { dropPolls: true });
+const drain = (handler: ReturnType<typeof executor>['handler']) => drainSteps(stack.deps, handler, { dropPolls: true });
 
 interface RunBody {
   status: string;

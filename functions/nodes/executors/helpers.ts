@@ -3,6 +3,7 @@
 import { envNames } from '../../../platform/definitions.ts';
 import type { AiMark } from '../../../schemas/runs.ts';
 import { type PythonInvoke, pythonInvoker } from '../../clients/lambda.ts';
+import { type StoredFileKind, storedTypeOf } from '../../domain/file-sniff.ts';
 import {
   allowLoopbackFromEnv,
   GuardedFetchError,
@@ -10,7 +11,6 @@ import {
   type GuardedResponse,
   guardedFetch,
 } from '../../http-client/guarded-fetch.ts';
-import { type StoredFileKind, storedTypeOf } from '../../domain/file-sniff.ts';
 import { isRecord } from '../../is-record.ts';
 import { logger } from '../../observability/logger.ts';
 import { SecretUnavailableError } from '../../store/secret-refs.ts';
