@@ -311,7 +311,7 @@ const stepContext = (
     ...(parts.runFile && { runFile: parts.runFile }),
     storeFile: (file) => putRunFile(deps, { teamId, jobId, nodeId: node.id }, file),
     readFile: (file) => readTeamFile(deps, teamId, file),
-    fileUrl: (file) => presignTeamFile(deps, teamId, file.key, fileUrlSeconds),
+    fileUrl: (file) => presignTeamFile(deps, teamId, file.key, fileUrlSeconds, file.contentType),
     connection: async (key) => {
       connections ??= await getConnections(deps, teamId);
       return resolveConnection(deps.secrets, key, connections[key]);
