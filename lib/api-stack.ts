@@ -142,8 +142,9 @@ export class ApiStack extends Stack {
     });
     const accessLogs = new LogGroup(this, 'ApiAccessLogs', {
       retention: config.logRetentionDays,
-      // prod keeps its logs past a teardown, for as long as their retention; dev deletes them.
-      removalPolicy: config.protectData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+      // prod keeps its logs past a teardown, for as long as their retention (but not those of a
+      // creation that rolled back); dev deletes them.
+      removalPolicy: config.protectData ? RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE : RemovalPolicy.DESTROY,
     });
     const stage = new HttpStage(this, 'DefaultStage', {
       httpApi: this.api,

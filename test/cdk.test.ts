@@ -299,10 +299,28 @@ describe('cdk app', { timeout: 120_000 }, () => {
         UpdateReplacePolicy: 'Retain',
         Properties: Match.objectLike({ DeletionProtectionEnabled: true }),
       });
-      prod.statefulTemplate.hasResource('AWS::S3::Bucket', { DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
+      prod.statefulTemplate.hasResource('AWS::S3::Bucket', {
+        DeletionPolicy: 'RetainExceptOnCreate',
+        UpdateReplacePolicy: 'Retain',
+      });
       prod.statefulTemplate.resourceCountIs('Custom::S3AutoDeleteObjects', 0);
-      for (const [id, logGroup] of Object.entries(prod.apiTemplate.findResources('AWS::Logs::LogGroup'))) {
-        expect(logGroup.DeletionPolicy, id).toBe('Retain');
+    });
+
+    it('lets a failed first prod deploy be retried: nothing kept on a rolled-back creation holds a fixed name', () => {
+      const logGroups = Object.entries(prod.apiTemplate.findResources('AWS::Logs::LogGroup'));
+      expect(logGroups.length).toBeGreaterThan(20);
+      for (const [id, logGroup] of logGroups) {
+        expect(logGroup.DeletionPolicy, id).toBe('RetainExceptOnCreate');
+        expect(logGroup.UpdateReplacePolicy, id).toBe('Retain');
+      }
+      // Whatever a creation's rollback keeps (Retain) must have a generated name, or the retry meets
+      // it: "already exists".
+      for (const resources of [prod.statefulResources, prod.apiResources]) {
+        for (const [id, resource] of Object.entries(resources)) {
+          if (resource.DeletionPolicy !== 'Retain') continue;
+          const names = Object.keys(resource.Properties ?? {}).filter((key) => /Name$/.test(key));
+          expect(names, id).toEqual([]);
+        }
       }
     });
 
