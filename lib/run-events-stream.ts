@@ -50,6 +50,9 @@ export class RunEventsStream {
       logRetentionDays: config.logRetentionDays,
       keepLogs: config.protectData,
       tracing: config.tracing,
+      // Its URL is public: its streams may hold this many functions at most, never the account's
+      // concurrency the step executor and the routes share (its throttles are alarmed).
+      reservedConcurrentExecutions: config.runEventsConcurrency,
     });
     props.grants.apply(service, route.grants);
     this.fn = service.fn;

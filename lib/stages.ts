@@ -78,6 +78,11 @@ export const contextKeys = {
   /** The account's Lambda concurrency limit (Service Quotas), which the concurrency alarm takes 80% of; default 1000. */
   accountConcurrencyLimit: 'accountConcurrencyLimit',
   /**
+   * Concurrency reserved for the run event stream's function, and the most streams open at once
+   * across the stage (a whole number from 1); overrides the stage's default.
+   */
+  runEventsConcurrency: 'runEventsConcurrency',
+  /**
    * In cdk.json: `{ "stages": { "prod": { "account": "…", "providers": "…", "alarmEmail": "…" } } }`,
    * the values a stage is deployed with, so `cdk deploy -c stage=prod` alone repeats them. On dev
    * `-c key=value` wins; prod must pin `requiredPins.prod` there and no `-c` may change a pinned
@@ -217,6 +222,13 @@ export interface StageConfig {
    * 1000, when not given): the account concurrency alarm fires above 80% of it.
    */
   accountConcurrencyLimit: number;
+  /**
+   * The run event stream's reserved concurrency (`-c runEventsConcurrency=N`): the most streams
+   * open at once on the stage, so its public function URL cannot take the concurrency the step
+   * executor and the routes share; a stream past it is throttled (429) and alarmed. Each key also
+   * holds at most `streamsPerKey` (platform/run-events.ts). dev: 10. prod: 100.
+   */
+  runEventsConcurrency: number;
 }
 
 type StageDefaults = Pick<
@@ -228,6 +240,7 @@ type StageDefaults = Pick<
   | 'sandboxProviders'
   | 'protectData'
   | 'teamStepsInFlight'
+  | 'runEventsConcurrency'
 >;
 
 export const stageDefaults: Readonly<Record<StageName, StageDefaults>> = {
@@ -235,6 +248,7 @@ export const stageDefaults: Readonly<Record<StageName, StageDefaults>> = {
     api: { rateLimit: 5, burstLimit: 10 },
     consumerMaxConcurrency: { Steps: 2, Webhooks: 2 },
     teamStepsInFlight: 10,
+    runEventsConcurrency: 10,
     retentionDays: 30,
     logRetentionDays: 7,
     sandboxProviders: true,
@@ -244,6 +258,7 @@ export const stageDefaults: Readonly<Record<StageName, StageDefaults>> = {
     api: { rateLimit: 50, burstLimit: 100 },
     consumerMaxConcurrency: { Steps: 10, Webhooks: 5 },
     teamStepsInFlight: 40,
+    runEventsConcurrency: 100,
     retentionDays: 365,
     logRetentionDays: 30,
     sandboxProviders: false,
@@ -390,6 +405,25 @@ export const stageConfig = (
     throw new Error(`context stackPrefix must be letters and digits, got ${JSON.stringify(prefix)}`);
   }
 
+  const accountConcurrencyLimit = wholeNumber(
+    contextKeys.accountConcurrencyLimit,
+    context(contextKeys.accountConcurrencyLimit),
+    1000,
+  );
+  const runEventsConcurrency = wholeNumber(
+    contextKeys.runEventsConcurrency,
+    context(contextKeys.runEventsConcurrency),
+    defaults.runEventsConcurrency,
+  );
+  // Lambda keeps at least 100 of the account's concurrency unreserved, and refuses a reservation
+  // that would take it below.
+  if (runEventsConcurrency > accountConcurrencyLimit - 100) {
+    throw new Error(
+      `context runEventsConcurrency (${runEventsConcurrency}) must leave 100 of the account's concurrency ` +
+        `(${accountConcurrencyLimit}) unreserved`,
+    );
+  }
+
   return {
     stage: name,
     env: pinned.env,
@@ -419,11 +453,8 @@ export const stageConfig = (
     providerLevels: parseProviderLevels(context(contextKeys.providerLevels)),
     modelDefaults,
     deploys: parseDeploySettings(name, context),
-    accountConcurrencyLimit: wholeNumber(
-      contextKeys.accountConcurrencyLimit,
-      context(contextKeys.accountConcurrencyLimit),
-      1000,
-    ),
+    accountConcurrencyLimit,
+    runEventsConcurrency,
   };
 };
 

@@ -32,6 +32,7 @@ type Resource = {
   DependsOn?: string[];
   UpdatePolicy?: Record<string, unknown>;
   DeletionPolicy?: string;
+  UpdateReplacePolicy?: string;
   Metadata?: Record<string, unknown>;
 };
 

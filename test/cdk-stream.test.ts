@@ -96,6 +96,23 @@ describe('the run event stream in the stack', () => {
     expect(permissions.find((p) => p.Action === 'lambda:InvokeFunction').InvokedViaFunctionUrl).toBe(true);
   });
 
+  it('holds the stream to a reserved concurrency per stage (dev 10, prod 100, -c runEventsConcurrency), and alarms its throttles', () => {
+    expect(streamFunction(dev.api)[1].Properties.ReservedConcurrentExecutions).toBe(10);
+    const production = prod();
+    const [logicalId, fn] = streamFunction(production.api);
+    expect(fn.Properties.ReservedConcurrentExecutions).toBe(100);
+    const throttles = Object.values(production.api.findResources('AWS::CloudWatch::Alarm'))
+      .map((r) => (r as Json).Properties)
+      .filter((p) => p.MetricName === 'Throttles' && JSON.stringify(p.Dimensions).includes(logicalId));
+    expect(throttles).toHaveLength(1);
+    expect(throttles[0].AlarmDescription).toMatch(/Runbook: docs\/operations\.md, Alarms, RunEventsThrottles\.$/);
+    const raised = build({ [contextKeys.runEventsConcurrency]: '25' });
+    expect(streamFunction(raised.api)[1].Properties.ReservedConcurrentExecutions).toBe(25);
+    // Lambda keeps 100 of the account's concurrency unreserved.
+    expect(() => build({ [contextKeys.runEventsConcurrency]: '901' })).toThrow(/unreserved/);
+    expect(() => build({ [contextKeys.runEventsConcurrency]: '0' })).toThrow(/runEventsConcurrency/);
+  });
+
   it('outputs the stream’s base URL and its function URL host, and gives GetRun the base as RUN_EVENTS_BASE_URL', () => {
     const outputs = dev.api.toJSON().Outputs as Json;
     const [urlId] = Object.keys(dev.api.findResources('AWS::Lambda::Url'));
