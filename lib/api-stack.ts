@@ -15,10 +15,12 @@ import { dispatcherSchedule, envNames, type QueueDefinition, queues, streamMappi
 import { modelDefaultsText } from '../platform/model-defaults.ts';
 import { accessLogFields, basePath, httpApiRoutes, type Route, streamRoutes } from '../platform/routes.ts';
 import { ApiDomain } from './api-domain.ts';
+import { edgeRegion } from './edge-stack.ts';
 import { Grants } from './grants.ts';
 import { IsolatedNetwork } from './isolated-network.ts';
 import { LogQueries } from './log-queries.ts';
 import { Observability } from './observability.ts';
+import { OriginSecret } from './origin-secret.ts';
 import { applyRouteThrottles } from './route-throttles.ts';
 import { RunEventsStream } from './run-events-stream.ts';
 import { SafeDeploys } from './safe-deploys.ts';
@@ -217,6 +219,10 @@ export class ApiStack extends Stack {
       stage: config.stage,
     });
 
+    // With the edge in front, the functions it fronts answer only what it sent them (lib/origin-secret.ts).
+    const originSecret =
+      config.edge.cloudFront && config.edge.domain ? new OriginSecret(this, 'OriginSecret', { edgeRegion }) : undefined;
+
     // The streaming routes first: GetRun's environment names the stream's address (lib/run-events-stream.ts).
     const stream = new RunEventsStream(this, {
       config,
@@ -225,6 +231,8 @@ export class ApiStack extends Stack {
       route: streamRoutes[0]!,
     });
     functionById.set(stream.route.id, stream.fn);
+    // Only when the edge serves the stream: else its function URL is where callers reach it.
+    if (stream.behindEdge) originSecret?.admit(stream.fn);
 
     for (const route of httpApiRoutes) {
       const service = new ServiceFunction(this, route.id, {
@@ -238,6 +246,7 @@ export class ApiStack extends Stack {
       });
       const { fn } = service;
       grants.apply(service, route.grants);
+      originSecret?.admit(fn);
       // The Run's `links.events` (functions/app/run-events.ts).
       if (route.id === 'GetRun') fn.addEnvironment(envNames.runEventsBaseUrl, stream.baseUrl);
       const created = this.api.addRoutes({

@@ -30,6 +30,8 @@ export class RunEventsStream {
   readonly fn: NodejsFunction;
   readonly functionUrl: string;
   readonly baseUrl: string;
+  /** The edge serves the stream (`eventsOrigin`): callers reach it through CloudFront only. */
+  readonly behindEdge: boolean;
 
   constructor(scope: Construct, props: RunEventsStreamProps) {
     const { config, route } = props;
@@ -38,6 +40,7 @@ export class RunEventsStream {
       config.edge.cloudFront && config.edge.domain && config.edge.eventsOrigin
         ? `https://${config.edge.domain.name}${basePath}`
         : undefined;
+    this.behindEdge = edgeBase !== undefined;
     const service = new ServiceFunction(scope, route.id, {
       entry: route.entry,
       timeoutSeconds: streamFunctionTimeoutSeconds,

@@ -4,6 +4,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { keyedHandler } from '../functions/http/keyed-handler.ts';
+import { anyOrigin } from '../functions/http/origin-check.ts';
 import { publicHandler } from '../functions/http/public-handler.ts';
 import { json } from '../functions/http/response.ts';
 import { logger } from '../functions/observability/logger.ts';
@@ -209,10 +210,10 @@ describe('API log lines', () => {
       throw new Error('boom');
     });
     // A public handler carries no Powertools: it logs only a server failure, as one line of the same shape.
-    const open = publicHandler(async () => json(200, {}));
+    const open = publicHandler(async () => json(200, {}), anyOrigin);
     const openFailing = publicHandler(async () => {
       throw new Error('boom');
-    });
+    }, anyOrigin);
     const lines = await captureLogs(async () => {
       expect((await keyed(event('req-1', { key: team.key, jobId: 'job-1' }), context)).statusCode).toBe(200);
       expect((await failing(event('req-2', { key: team.key }), context)).statusCode).toBe(500);
