@@ -1,8 +1,12 @@
 import { Stack, Token, Validations } from 'aws-cdk-lib';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { envNames } from '../platform/definitions.ts';
+
+/** What a function the edge fronts may do with the origin secret: read its value (functions/http/origin-check.ts). */
+export const originSecretAction = 'secretsmanager:GetSecretValue';
 
 /** The origin secret's name, which the API stack creates and the edge stack (another region) reads. */
 export const originSecretName = (apiStackName: string) => `${apiStackName}/origin-verify`;
@@ -40,9 +44,9 @@ export class OriginSecret extends Construct {
     });
   }
 
-  /** The function checks the header: it names the secret and may read it (and nothing else of it). */
+  /** The function checks the header: it names the secret and may read its value, nothing more. */
   admit(fn: IFunction & { addEnvironment(key: string, value: string): unknown }): void {
     fn.addEnvironment(envNames.originSecret, this.secret.secretName);
-    this.secret.grantRead(fn);
+    fn.addToRolePolicy(new PolicyStatement({ actions: [originSecretAction], resources: [this.secret.secretArn] }));
   }
 }

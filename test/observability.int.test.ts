@@ -468,16 +468,17 @@ describe('alarms of one stage', { timeout: 180_000 }, () => {
     expect(JSON.stringify(alarms)).not.toContain(metricNames.webhookAttempts);
   });
 
-  it('costs $2.30 a month idle: 23 standard-resolution alarm metrics (prod 26), and no dashboard unless asked', () => {
+  it('costs $2.40 a month idle: 24 standard-resolution alarm metrics (prod 27), and no dashboard unless asked', () => {
     // API 5xx (2 metrics); the failed-run rate (2); steps failing on a refused key, on a missing
     // configuration; per work queue, DLQ arrivals and oldest message; the operator events' and the
     // lifecycle events' DLQ arrivals; three workers' errors; the dispatcher's missed ticks; the two queue feeders'
     // recursive invocations dropped; the publisher's iterator age; table throttles (2); the
-    // gateway's 429s; the account's concurrency (test/cdk-alarms.test.ts checks each rule).
-    expect(alarms).toHaveLength(1 + 1 + 2 + 2 * queues.length + 2 + 3 + 1 + 2 + 1 + 1 + 1 + 1);
-    expect(alarmMetricCount(alarms)).toBe(23);
+    // gateway's 429s; the account's concurrency; the run event stream's throttles
+    // (test/cdk-alarms.test.ts checks each rule).
+    expect(alarms).toHaveLength(1 + 1 + 2 + 2 * queues.length + 2 + 3 + 1 + 2 + 1 + 1 + 1 + 1 + 1);
+    expect(alarmMetricCount(alarms)).toBe(24);
     // prod adds its canary's three rollback alarms (RunWorkflow, RunAgent, StepExecutor: lib/safe-deploys.ts).
-    expect(alarmMetricCount(prod.alarms)).toBe(23 + 3);
+    expect(alarmMetricCount(prod.alarms)).toBe(24 + 3);
     template.resourceCountIs('AWS::CloudWatch::Dashboard', 0);
     expect(functionIds.length).toBe(routes.length + workers.length + 1);
     expect(functionIds.some((id) => id.startsWith(pythonRunner.id))).toBe(true);
