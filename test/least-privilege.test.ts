@@ -160,6 +160,10 @@ const resolver = (templates: TemplateJson[]) => {
       'AWS::URLSuffix': 'amazonaws.com',
     };
     if (fn === 'Ref' && pseudo[argument]) return pseudo[argument];
+    // A secret's Ref is its ARN.
+    if (fn === 'Ref' && template.Resources[argument]?.Type === 'AWS::SecretsManager::Secret') {
+      return arnOf(argument, 'AWS::SecretsManager::Secret');
+    }
     if (fn === 'Fn::Join') {
       const [separator, parts] = argument as [string, unknown[]];
       return parts.map((part) => resolve(part, template)).join(separator);
