@@ -1,7 +1,7 @@
-import { Stack, Token, Validations } from 'aws-cdk-lib';
+import { Aws, CfnCondition, Fn, Stack, Token, Validations } from 'aws-cdk-lib';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
-import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
+import { type CfnSecret, Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { envNames } from '../platform/definitions.ts';
 
@@ -35,6 +35,17 @@ export class OriginSecret extends Construct {
         ? { replicaRegions: [{ region: props.edgeRegion }] }
         : {}),
     });
+    if (Token.isUnresolved(region)) {
+      // An environment-agnostic stack learns its region at deploy time: replicate unless it is the edge's.
+      const inEdgeRegion = new CfnCondition(this, 'InEdgeRegion', {
+        expression: Fn.conditionEquals(Aws.REGION, props.edgeRegion),
+      });
+      // Written as CloudFormation spells it: a value inside Fn::If is not renamed by the L1.
+      (this.secret.node.defaultChild as CfnSecret).addPropertyOverride(
+        'ReplicaRegions',
+        Fn.conditionIf(inEdgeRegion.logicalId, Aws.NO_VALUE, [{ Region: props.edgeRegion }]),
+      );
+    }
     Validations.of(this.secret).acknowledge({
       id: 'AwsSolutions-SMG4',
       reason:

@@ -34,14 +34,12 @@ import { pinnedProd } from './support/stages.ts';
 const testContext = { 'aws:cdk:bundling-stacks': [], '@aws-cdk/core:appMode': 'inmemory' };
 const domain = { name: 'api.example.com', hostedZoneId: 'Z0123456789EXAMPLE', hostedZoneName: 'example.com' };
 /** prod as pinned in cdk.json (test/support/stages.ts), with these pins. */
-const prodContext = {
-  ...testContext,
-  ...pinnedProd({
-    [contextKeys.providers]: 'bedrock',
-    [contextKeys.alarmEmail]: 'ops@example.com',
-    [edgeContextKeys.domain]: domain,
-  }),
+const prodPins = {
+  [contextKeys.providers]: 'bedrock',
+  [contextKeys.alarmEmail]: 'ops@example.com',
+  [edgeContextKeys.domain]: domain,
 };
+const prodContext = { ...testContext, ...pinnedProd(prodPins) };
 /** CloudFront's managed policies, by the ids its documentation gives. */
 const managed = {
   cachingDisabled: '4135ea2d-6df8-44a3-9df3-4b5a84be39ad',
@@ -442,6 +440,22 @@ describe('prod behind CloudFront and AWS WAF', { timeout: 180_000 }, () => {
     for (const fn of workerFunctions) {
       expect((fn as Json).Properties.Environment?.Variables?.[envNames.originSecret]).toBeUndefined();
     }
+  });
+
+  it('replicates the origin secret to the edge’s region when the stage is elsewhere, or decides at deploy time when it is not known', () => {
+    const elsewhere = build({ ...prodContext, ...pinnedProd({ ...prodPins, region: 'eu-west-1' }) });
+    expect(only(elsewhere.apiTemplate, 'AWS::SecretsManager::Secret').Properties.ReplicaRegions).toEqual([
+      { Region: edgeRegion },
+    ]);
+    expect(elsewhere.nagFindings).toEqual([]);
+    const agnostic = build({ ...testContext, domain, [edgeContextKeys.edge]: 'true' });
+    const secret = only(agnostic.apiTemplate, 'AWS::SecretsManager::Secret').Properties;
+    const [condition] = Object.keys(agnostic.apiTemplate.toJSON().Conditions ?? {}).filter((c) =>
+      c.includes('InEdgeRegion'),
+    );
+    expect(secret.ReplicaRegions).toEqual({
+      'Fn::If': [condition, { Ref: 'AWS::NoValue' }, [{ Region: edgeRegion }]],
+    });
   });
 
   it('keeps the keyless routes throttled below the stage on prod too', () => {
