@@ -102,6 +102,11 @@ export const contextKeys = {
   /** `us-east-1a,us-east-1b`: the availability zones of the PythonRunner's subnets; default the region's first two. */
   pythonRunnerAzs: 'pythonRunnerAzs',
   /**
+   * Concurrency reserved for the run event stream's function, and the most streams open at once
+   * across the stage (a whole number from 1); overrides the stage's default.
+   */
+  runEventsConcurrency: 'runEventsConcurrency',
+  /**
    * In cdk.json: `{ "stages": { "prod": { "account": "…", "providers": "…", "alarmEmail": "…" } } }`,
    * the values a stage is deployed with, so `cdk deploy -c stage=prod` alone repeats them. On dev
    * `-c key=value` wins; prod must pin `requiredPins.prod` there and no `-c` may change a pinned
@@ -266,6 +271,13 @@ export interface StageConfig {
    * region's first two (`Fn::GetAZs`), as before.
    */
   pythonRunnerAzs: readonly string[] | undefined;
+  /**
+   * The run event stream's reserved concurrency (`-c runEventsConcurrency=N`): the most streams
+   * open at once on the stage, so its public function URL cannot take the concurrency the step
+   * executor and the routes share; a stream past it is throttled (429) and alarmed. Each key also
+   * holds at most `streamsPerKey` (platform/run-events.ts). dev: 10. prod: 100.
+   */
+  runEventsConcurrency: number;
 }
 
 type StageDefaults = Pick<
@@ -277,6 +289,7 @@ type StageDefaults = Pick<
   | 'sandboxProviders'
   | 'protectData'
   | 'teamStepsInFlight'
+  | 'runEventsConcurrency'
 >;
 
 export const stageDefaults: Readonly<Record<StageName, StageDefaults>> = {
@@ -284,6 +297,7 @@ export const stageDefaults: Readonly<Record<StageName, StageDefaults>> = {
     api: { rateLimit: 5, burstLimit: 10 },
     consumerMaxConcurrency: { Steps: 2, Webhooks: 2 },
     teamStepsInFlight: 10,
+    runEventsConcurrency: 10,
     retentionDays: 30,
     logRetentionDays: 7,
     sandboxProviders: true,
@@ -293,6 +307,7 @@ export const stageDefaults: Readonly<Record<StageName, StageDefaults>> = {
     api: { rateLimit: 50, burstLimit: 100 },
     consumerMaxConcurrency: { Steps: 10, Webhooks: 5 },
     teamStepsInFlight: 40,
+    runEventsConcurrency: 100,
     retentionDays: 365,
     logRetentionDays: 30,
     sandboxProviders: false,
@@ -458,6 +473,31 @@ export const stageConfig = (
     throw new Error(`context stackPrefix must be letters and digits, got ${JSON.stringify(prefix)}`);
   }
 
+  const accountConcurrencyLimit = wholeNumber(
+    contextKeys.accountConcurrencyLimit,
+    context(contextKeys.accountConcurrencyLimit),
+    1000,
+  );
+  const runEventsConcurrency = wholeNumber(
+    contextKeys.runEventsConcurrency,
+    context(contextKeys.runEventsConcurrency),
+    defaults.runEventsConcurrency,
+  );
+  const pythonRunnerReservedConcurrency = wholeNumber(
+    contextKeys.pythonRunnerReservedConcurrency,
+    context(contextKeys.pythonRunnerReservedConcurrency),
+    defaults.consumerMaxConcurrency.Steps * stepsQueue.batchSize,
+  );
+  // Lambda keeps at least 100 of the account's concurrency unreserved, and refuses a reservation
+  // that would take it below.
+  if (runEventsConcurrency + pythonRunnerReservedConcurrency > accountConcurrencyLimit - 100) {
+    throw new Error(
+      `context runEventsConcurrency (${runEventsConcurrency}) and pythonRunnerReservedConcurrency ` +
+        `(${pythonRunnerReservedConcurrency}) together must leave 100 of the account's concurrency ` +
+        `(${accountConcurrencyLimit}) unreserved`,
+    );
+  }
+
   return {
     stage: name,
     env: pinned.env,
@@ -489,16 +529,9 @@ export const stageConfig = (
     paidModels,
     deploys: parseDeploySettings(name, context),
     modelWarnings,
-    accountConcurrencyLimit: wholeNumber(
-      contextKeys.accountConcurrencyLimit,
-      context(contextKeys.accountConcurrencyLimit),
-      1000,
-    ),
-    pythonRunnerReservedConcurrency: wholeNumber(
-      contextKeys.pythonRunnerReservedConcurrency,
-      context(contextKeys.pythonRunnerReservedConcurrency),
-      defaults.consumerMaxConcurrency.Steps * stepsQueue.batchSize,
-    ),
+    accountConcurrencyLimit,
+    runEventsConcurrency,
+    pythonRunnerReservedConcurrency,
     pythonRunnerAzs: availabilityZones(
       contextKeys.pythonRunnerAzs,
       context(contextKeys.pythonRunnerAzs),

@@ -393,4 +393,10 @@ export const envNames = {
    * Set on GetRun and the stream's own function; unset (locally), `PUBLIC_BASE_URL` + `/api/v1`.
    */
   runEventsBaseUrl: 'RUN_EVENTS_BASE_URL',
+  /**
+   * The Secrets Manager secret (its name) whose value CloudFront sends as `originHeader`: set only
+   * on a function the edge fronts, which then answers only requests that carry it
+   * (functions/http/origin-check.ts).
+   */
+  originSecret: 'ORIGIN_SECRET_ID',
 } as const;

@@ -53,6 +53,8 @@ export const messages = {
   workflowValidationFailed: 'Workflow validation failed',
   callbackUrlInvalid: 'callbackUrl must be a valid https:// URL',
   rateLimitExceeded: 'Rate limit exceeded',
+  /** Our design (GET /runs/{jobId}/events): the key holds its most event streams open at once. */
+  tooManyStreams: 'Too many event streams open with this key',
   monthlyCapUnverifiable: 'Unable to verify monthly credit cap; try again shortly',
   /** Our design (POST /runs/{jobId}/cancel). */
   runAlreadyEnded: 'Run already ended',
@@ -260,6 +262,8 @@ export type IdempotencyKeyReusedErrorBody = v.InferOutput<typeof IdempotencyKeyR
 // 429 (all keyed; with Retry-After)
 export const RateLimitExceededErrorSchema = fixed(messages.rateLimitExceeded);
 export type RateLimitExceededErrorBody = v.InferOutput<typeof RateLimitExceededErrorSchema>;
+export const TooManyStreamsErrorSchema = fixed(messages.tooManyStreams);
+export type TooManyStreamsErrorBody = v.InferOutput<typeof TooManyStreamsErrorSchema>;
 
 // 500
 export const ServerErrorSchema = v.strictObject({ error: prefixed(messagePrefixes.serverError) });

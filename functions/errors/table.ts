@@ -79,6 +79,17 @@ export const RateLimitedError = defineError('RateLimitedError', {
   retryAfter,
 });
 
+/** The key holds its most event streams open at once (`streamsPerKey`): one must end first. */
+export const TooManyStreamsError = defineError('TooManyStreamsError', {
+  facts: (cap: number, retryAfterSeconds: number) => ({ cap, retryAfterSeconds }),
+  message: (f) => `key holds its ${f.cap} event streams`,
+  status: 429,
+  routes: ['GetRunEvents'],
+  schemas: [bodies.TooManyStreamsErrorSchema],
+  body: () => ({ error: messages.tooManyStreams }),
+  retryAfter,
+});
+
 /** A key restricted to some workflows may not create one. */
 export const CreateWorkflowNotPermittedError = defineError('CreateWorkflowNotPermittedError', {
   facts: none,

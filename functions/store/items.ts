@@ -600,6 +600,14 @@ export const storedTeam = storedItem(TeamItemSchema, ['teamId', 'name', 'created
 export const TeamStepsItemSchema = v.object({ slots: v.record(v.string(), v.string()) });
 export const storedTeamSteps = storedItem(TeamStepsItemSchema);
 
+/**
+ * A key's open event streams: per stream its lease (functions/domain/stream-slots.ts), taken before
+ * the stream opens and removed when it ends; a lease that ran out (a function killed mid-stream) is
+ * removed by the next refused open. The item expires (`ttl`) once its last lease has run out.
+ */
+export const StreamSlotsItemSchema = v.object({ slots: v.record(v.string(), v.string()) });
+export const storedStreamSlots = storedItem(StreamSlotsItemSchema);
+
 export const ProjectItemSchema = v.object({
   hardCapHundredths: v.nullish(v.number(), null),
   spentHundredths: counter,

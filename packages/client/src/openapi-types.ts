@@ -2282,6 +2282,10 @@ export interface components {
       /** @constant */
       error: 'Service busy; try again shortly';
     };
+    TooManyStreamsError: {
+      /** @constant */
+      error: 'Too many event streams open with this key';
+    };
     FileLinkNotFoundError: {
       /** @constant */
       error: 'File not found';
@@ -3331,14 +3335,16 @@ export interface operations {
           'application/json': components['schemas']['RunNotFoundError'];
         };
       };
-      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      /** @description Too many requests with this key, or the key already holds its most event streams open (5). */
       429: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['RateLimitExceededError'];
+          'application/json':
+            | components['schemas']['RateLimitExceededError']
+            | components['schemas']['TooManyStreamsError'];
         };
       };
       /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
