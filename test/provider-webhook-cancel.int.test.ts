@@ -9,6 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import { jobDeadlineMinutes } from '../functions/domain/provider-jobs.ts';
 import { encodePng, makeImage } from '../functions/nodes/media/png.ts';
+import { runAdmin } from '../local/admin.ts';
 import { type FalStandIn, startFalStandIn } from './stand-ins/fal.ts';
 import { postWebhook, startFileServer } from './stand-ins/http.ts';
 import { type ReplicateStandIn, startReplicateStandIn } from './stand-ins/replicate.ts';
@@ -170,6 +171,12 @@ describe.each(providers)('a verified $key webhook stops only a job its step supe
       expect.objectContaining({ provider: provider.key, id: superseded, attempt: 1 }),
     ]);
     expect(steps.get('image')?.providerJob).toMatchObject({ id: current, attempt: 2 });
+    // The operators' view (npm run admin -- run show) lists both, the replaced one marked.
+    const shown = JSON.parse((await runAdmin(['run', 'show', jobId, '--json'], stack.deps)).output);
+    expect(shown.providerJobs).toEqual([
+      expect.objectContaining({ providerJobId: current, claim: 2, superseded: false }),
+      expect.objectContaining({ providerJobId: superseded, claim: 1, superseded: true }),
+    ]);
     // The replaced job ends and announces itself at its own (old) URL: cancelled there, answered 202.
     const answered = await provider.complete(superseded);
     expect(answered?.status).toBe(202);
