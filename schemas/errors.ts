@@ -61,7 +61,7 @@ export const messages = {
   runNotResumable: 'Only a failed or stopped run can be resumed',
   /** Our design (POST /provider-webhooks/…): a provider's webhook whose signature or timestamp does not hold. */
   providerWebhookRefused: 'Webhook signature not valid',
-  /** Our design (POST /provider-webhooks/…): a verified webhook for a job no step waits on. */
+  /** Our design (POST /provider-webhooks/…): a URL that names no step, or a provider not configured. */
   providerJobUnknown: 'Unknown provider job',
   /** Our design (DELETE /deferred-runs/{id}). */
   deferredRunNotWaiting: 'Deferred run is not waiting',

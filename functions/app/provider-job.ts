@@ -8,10 +8,11 @@
  *
  * The crash between the submit and recording the job's id: the claim keeps its short lease until
  * the id is recorded, so a delivery that dies there is replaced within two minutes and its
- * replacement submits anew under a new webhook token. The first job, if the provider had accepted
- * it, announces itself with the old token: its webhook is verified, read as an unknown job, and the
- * job is cancelled at the provider. It is never counted or charged. With no webhook (no public
- * URL) such a job is not found: the provider runs it to its end, at the stage's cost, not the team's.
+ * replacement's claim records the first submission as superseded (`supersededJobs`) and submits
+ * anew under a new webhook token. The first job, if the provider had accepted it, announces itself
+ * with the old token: its webhook is verified, matched to that superseded submission, and the job is
+ * cancelled at the provider (provider-webhook.ts). It is never counted or charged. With no webhook
+ * (no public URL) such a job is not found: the provider runs it to its end, at the stage's cost.
  */
 
 import { basePath, routeById } from '../../platform/routes.ts';

@@ -334,7 +334,7 @@ export const ProviderWebhookRefusedError = defineError('ProviderWebhookRefusedEr
   body: () => ({ error: messages.providerWebhookRefused }),
 });
 
-/** A verified webhook for a job no step waits on (an unknown run, step or token, or another job). */
+/** A provider webhook whose URL names no step (not a run id or step key), or whose provider is not configured. */
 export const ProviderJobUnknownError = defineError('ProviderJobUnknownError', {
   facts: (provider: string, providerJobId: string) => ({ provider, providerJobId }),
   message: (f) => `${f.provider} job ${f.providerJobId} is no step's`,

@@ -350,6 +350,19 @@ export const RunDeliverySubjectSchema = v.pick(RunItemSchema, [
   'endedAt',
 ]);
 
+/** A model step's job at an asynchronous provider, as its step item keeps it. */
+const ProviderJobSchema = v.object({
+  provider: v.string(),
+  model: v.string(),
+  /** Whose key the job runs on: the team's own (a connection named by the provider) or the stage's. */
+  credentials: v.picklist(['team', 'stage']),
+  attempt: v.number(),
+  tokenHash: v.string(),
+  id: v.optional(v.string()),
+  submittedAt: v.optional(v.string()),
+  deadlineAt: v.string(),
+});
+
 /**
  * A step item (functions/store/run/steps.ts): written when a model step is claimed (`processing`)
  * and when any step finishes; a step without one has not started.
@@ -374,19 +387,13 @@ export const StepItemSchema = v.object({
    * before the submit (no `id` yet: the intent, its webhook token's hash), then its id once the
    * provider accepted it. Belongs to the claim `attempt` that submitted it.
    */
-  providerJob: v.optional(
-    v.object({
-      provider: v.string(),
-      model: v.string(),
-      /** Whose key the job runs on: the team's own (a connection named by the provider) or the stage's. */
-      credentials: v.picklist(['team', 'stage']),
-      attempt: v.number(),
-      tokenHash: v.string(),
-      id: v.optional(v.string()),
-      submittedAt: v.optional(v.string()),
-      deadlineAt: v.string(),
-    }),
-  ),
+  providerJob: v.optional(ProviderJobSchema),
+  /**
+   * The jobs of earlier claims this step's later claim replaced (a worker lost while its job ran, or
+   * before it recorded the job's id), oldest first: the only jobs a provider's webhook may have
+   * cancelled (functions/app/provider-webhook.ts). At most one per claim, so as many as the step's claims.
+   */
+  supersededJobs: v.optional(v.array(ProviderJobSchema)),
   /** Times a busy provider (429, 5xx, a timeout) was asked again for this step. */
   providerTries: v.optional(v.number()),
   /** An unclaimed step's failed executions so far (functions/store/run/steps.ts `countFailedExecution`). */

@@ -28,6 +28,7 @@ import {
   settleJustEnded,
 } from './ledger.ts';
 import { claimCondition, statusValues } from './lifecycle-conditions.ts';
+import { supersedeEarlierJob } from './provider-jobs.ts';
 
 /**
  * The run a step item belongs to: the item is keyed by its job and kept as long as it, the stage's
@@ -58,6 +59,7 @@ export type ClaimResult =
 
 const ClaimedStepSchema = v.object({
   ...v.required(v.pick(StepItemSchema, ['attempts'])).entries,
+  ...v.pick(StepItemSchema, ['providerJob', 'supersededJobs']).entries,
   providerTries: v.optional(v.number(), 0),
 });
 /** The step a refused claim returns (its old image, as attribute values). */
@@ -97,6 +99,8 @@ export const claimStep = async (deps: Deps, run: StepRun, nodeId: string): Promi
   );
   if (claim.written) {
     const claimed = parseItem(ClaimedStepSchema, claim.output.Attributes ?? {});
+    // Taken over: the lost claim's job, if it had one, is recorded as superseded before any new submit.
+    await supersedeEarlierJob(deps, jobId, nodeId, claimed.attempts, claimed);
     return { claimed: true, attempt: claimed.attempts, providerTries: claimed.providerTries };
   }
   const refused = claim.oldItem && parseItem(RefusedStepSchema, claim.oldItem, stepKey(jobId, nodeId));
