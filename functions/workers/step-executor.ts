@@ -19,6 +19,7 @@ const StepMessageSchema = v.object({
   deferred: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
   check: v.optional(v.picklist(['poll', 'look'])), // a look at its provider job (functions/app/provider-job.ts)
   poll: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+  guard: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))), // the claim whose submit it guards
 });
 const parseMessage = (record: SQSRecord): StepMessage => {
   try {

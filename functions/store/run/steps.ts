@@ -15,7 +15,15 @@ import {
 } from '../../domain/run-lifecycle.ts';
 import type { ModelUse } from '../../nodes/executors/types.ts';
 import { ifNotExists, tableUpdate } from '../item-update.ts';
-import { parseItem, type RunItem, RunItemSchema, StepItemSchema, storedRun, storedStep } from '../items.ts';
+import {
+  parseItem,
+  type RunItem,
+  RunItemSchema,
+  type StepItem,
+  StepItemSchema,
+  storedRun,
+  storedStep,
+} from '../items.ts';
 import { runKey, stepKey } from '../keys.ts';
 import { StringSetAttributeSchema, stringAttribute } from '../refusals.ts';
 import { conditionalUpdate, conditionalWrite, transactWrite } from '../write.ts';
@@ -53,12 +61,13 @@ export type Attempt = number | null;
  * execution); or a refusal, saying whether the step already waits on a provider's job.
  */
 export type ClaimResult =
-  | { claimed: true; attempt: number; providerTries: number }
+  | { claimed: true; attempt: number; providerTries: number; previousJob: StepItem['providerJob'] }
   | { claimed: false; status: StoredStepStatus | 'ended'; waitsOnJob: boolean };
 
 const ClaimedStepSchema = v.object({
   ...v.required(v.pick(StepItemSchema, ['attempts'])).entries,
   providerTries: v.optional(v.number(), 0),
+  providerJob: StepItemSchema.entries.providerJob,
 });
 /** The step a refused claim returns (its old image, as attribute values). */
 const RefusedStepSchema = v.object({
@@ -97,7 +106,9 @@ export const claimStep = async (deps: Deps, run: StepRun, nodeId: string): Promi
   );
   if (claim.written) {
     const claimed = parseItem(ClaimedStepSchema, claim.output.Attributes ?? {});
-    return { claimed: true, attempt: claimed.attempts, providerTries: claimed.providerTries };
+    // The job an earlier claim left (the claim does not change it): one never recorded may be an orphan.
+    const previousJob = claimed.providerJob;
+    return { claimed: true, attempt: claimed.attempts, providerTries: claimed.providerTries, previousJob };
   }
   const refused = claim.oldItem && parseItem(RefusedStepSchema, claim.oldItem, stepKey(jobId, nodeId));
   return {
