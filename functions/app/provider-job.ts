@@ -17,6 +17,7 @@
  * a webhook it runs to its end, at the stage's cost, never counted or charged.
  */
 
+import * as v from 'valibot';
 import { stepsQueue } from '../../platform/definitions.ts';
 import { basePath, routeById } from '../../platform/routes.ts';
 import type { Deps } from '../deps.ts';
@@ -70,6 +71,19 @@ export interface JobStepMessage {
   /** The claim whose submit this message guards (`guardSubmit`): set, it runs nothing itself. */
   guard?: number;
 }
+
+const count = v.pipe(v.number(), v.integer(), v.minValue(0));
+/** A step message as the step executor reads it off its queue (`JobStepMessage`). */
+export const StepMessageSchema = v.object({
+  jobId: v.string(),
+  workflowId: v.string(),
+  nodeId: v.string(),
+  teamId: v.optional(v.string()), // its run's team; `deferred`: times its cap held it back (app/team-slots.ts)
+  deferred: v.optional(count),
+  check: v.optional(v.picklist(['poll', 'look'])), // a look at its provider job
+  poll: v.optional(count),
+  guard: v.optional(count), // the claim whose submit it guards (`guardSubmit`)
+});
 
 /** The path of a step's webhook route under the base path (the route table's `ProviderWebhook`). */
 export const providerWebhookPath = (provider: string, jobId: string, nodeId: string, token: string) => {
