@@ -50,6 +50,7 @@ import { sendDelayedStepMessage } from '../store/run/provider-jobs.ts';
 import { SecretUnavailableError } from '../store/secret-refs.ts';
 import {
   cancelQuietly,
+  guardSubmit,
   type JobStepMessage,
   jobOutputs,
   jobProviderOf,
@@ -416,6 +417,8 @@ export const withTimeLeft = (options: RunStepOptions, context?: TimeLeft): RunSt
  */
 export const runStep = async (deps: Deps, message: StepMessage, options: RunStepOptions) => {
   if (message.check) return checkJob(deps, message, options);
+  // A guard of a submit runs no step: it reads the step and at most sends its message (no slot taken).
+  if (message.guard !== undefined) return guardSubmit(deps, { ...message, guard: message.guard });
   // A step run in its predecessor's invocation runs under that step's slot.
   if (options.inline) return runReadyStep(deps, message, options);
   return withTeamSlot(deps, message, () => runReadyStep(deps, message, options));
@@ -442,6 +445,7 @@ const runReadyStep = async (deps: Deps, received: StepMessage, options: RunStepO
   if (!node || !spec) throw new Error(`Node ${message.nodeId} is not in the canvas`);
   // Only a model step is claimed: its lease keeps a duplicate message from paying a provider twice.
   let attempt: Attempt = null;
+  let previousJob: StepItem['providerJob'];
   if (spec.model) {
     const claim = await claimStep(deps, run, message.nodeId);
     if (!claim.claimed) {
@@ -451,6 +455,7 @@ const runReadyStep = async (deps: Deps, received: StepMessage, options: RunStepO
       return; // leased by another delivery (a duplicate), or finished meanwhile
     }
     attempt = claim.attempt;
+    previousJob = claim.previousJob;
     // Each claim before this one (but those of a busy provider's retries) lost its worker while the
     // node ran: stop taking the step over.
     const lostWorkers = attempt - 1 - claim.providerTries;
@@ -532,6 +537,7 @@ const runReadyStep = async (deps: Deps, received: StepMessage, options: RunStepO
       { kind: job.credentials, connection },
       node.type,
       jobEnds(deps, message),
+      previousJob,
     );
   }
   const listed = listedModelPrice(node, spec, deps.providers);

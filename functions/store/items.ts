@@ -361,6 +361,13 @@ const ProviderJobSchema = v.object({
   id: v.optional(v.string()),
   submittedAt: v.optional(v.string()),
   deadlineAt: v.string(),
+  /** When the intent was written: the job, if the provider took it, was created soon after. */
+  intendedAt: v.optional(v.string()),
+  /**
+   * Earlier claims' intents whose job was never recorded (their worker died between the submit
+   * and the record): each may have started a job, looked for at the provider and cancelled.
+   */
+  superseded: v.optional(v.array(v.object({ tokenHash: v.string(), intendedAt: v.string() }))),
 });
 
 /**

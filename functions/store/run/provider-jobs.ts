@@ -19,11 +19,12 @@ type ProviderJob = NonNullable<StepItem['providerJob']>;
 const leaseAfterDeadlineSeconds = 5 * 60;
 
 /**
- * Before the submit: the job's intent (provider, model, the webhook token's hash, the deadline). The
- * claim keeps its short lease: a worker that dies before the provider's answer is recorded is
- * replaced within the lease, and its replacement submits anew under a new token (a job the dead
- * worker started is recorded as superseded by the claim that took over: `supersedeEarlierJob`). False: the
- * claim is no longer this delivery's.
+ * Before the submit: the job's intent (provider, model, the webhook token's hash, when, the
+ * deadline, the earlier intents it supersedes). The claim keeps its short lease: a worker that dies
+ * before the provider's answer is recorded is replaced just after the lease (its guard message,
+ * provider-job.ts), and its replacement records the dead worker's submission as superseded
+ * (`supersedeEarlierJob`), looks for the job it may have started, cancels it, and submits anew
+ * under a new token. False: the claim is no longer this delivery's.
  */
 export const recordJobIntent = async (
   deps: Deps,
@@ -143,6 +144,8 @@ export const sendDelayedStepMessage = async (
     nodeId: string;
     teamId?: string;
     deferred?: number;
+    /** A guard of claim `guard`'s submit (functions/app/provider-job.ts, `guardSubmit`). */
+    guard?: number;
   } & Partial<StepCheck>,
   delaySeconds: number,
 ) => {

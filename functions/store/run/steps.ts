@@ -15,7 +15,15 @@ import {
 } from '../../domain/run-lifecycle.ts';
 import type { ModelUse } from '../../nodes/executors/types.ts';
 import { ifNotExists, tableUpdate } from '../item-update.ts';
-import { parseItem, type RunItem, RunItemSchema, StepItemSchema, storedRun, storedStep } from '../items.ts';
+import {
+  parseItem,
+  type RunItem,
+  RunItemSchema,
+  type StepItem,
+  StepItemSchema,
+  storedRun,
+  storedStep,
+} from '../items.ts';
 import { runKey, stepKey } from '../keys.ts';
 import { StringSetAttributeSchema, stringAttribute } from '../refusals.ts';
 import { conditionalUpdate, conditionalWrite, transactWrite } from '../write.ts';
@@ -54,13 +62,14 @@ export type Attempt = number | null;
  * execution); or a refusal, saying whether the step already waits on a provider's job.
  */
 export type ClaimResult =
-  | { claimed: true; attempt: number; providerTries: number }
+  | { claimed: true; attempt: number; providerTries: number; previousJob: StepItem['providerJob'] }
   | { claimed: false; status: StoredStepStatus | 'ended'; waitsOnJob: boolean };
 
 const ClaimedStepSchema = v.object({
   ...v.required(v.pick(StepItemSchema, ['attempts'])).entries,
   ...v.pick(StepItemSchema, ['providerJob', 'supersededJobs']).entries,
   providerTries: v.optional(v.number(), 0),
+  providerJob: StepItemSchema.entries.providerJob,
 });
 /** The step a refused claim returns (its old image, as attribute values). */
 const RefusedStepSchema = v.object({
@@ -99,9 +108,11 @@ export const claimStep = async (deps: Deps, run: StepRun, nodeId: string): Promi
   );
   if (claim.written) {
     const claimed = parseItem(ClaimedStepSchema, claim.output.Attributes ?? {});
+    // The job an earlier claim left, as the claim read it: one never recorded may be an orphan.
+    const previousJob = claimed.providerJob;
     // Taken over: the lost claim's job, if it had one, is recorded as superseded before any new submit.
     await supersedeEarlierJob(deps, jobId, nodeId, claimed.attempts, claimed);
-    return { claimed: true, attempt: claimed.attempts, providerTries: claimed.providerTries };
+    return { claimed: true, attempt: claimed.attempts, providerTries: claimed.providerTries, previousJob };
   }
   const refused = claim.oldItem && parseItem(RefusedStepSchema, claim.oldItem, stepKey(jobId, nodeId));
   return {
