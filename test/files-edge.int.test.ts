@@ -37,7 +37,9 @@ beforeAll(async () => {
 const linkTarget = async (deps: Deps, contentType: string) => {
   const team = await seedTeam(stack.deps, { credits: 1 });
   const key = `teams/${team.teamId}/runs/legacy/step/page.html`;
-  await stack.deps.s3.send(new PutObjectCommand({ Bucket: stack.deps.bucket, Key: key, Body: html, ContentType: contentType }));
+  await stack.deps.s3.send(
+    new PutObjectCommand({ Bucket: stack.deps.bucket, Key: key, Body: html, ContentType: contentType }),
+  );
   const { url } = await fileLinkFor(deps, team.teamId, key);
   const link = await fetch(url, { redirect: 'manual' });
   expect(link.status).toBe(302);
