@@ -193,14 +193,10 @@ export const edgeConfig = (stage: 'dev' | 'prod', context: (key: string) => unkn
   // Without it the edge serves no stream and the Run links the function URL, which works: no
   // warning, since a first deploy cannot know the host yet (docs/deploy.md, "The run event stream").
   const eventsOrigin = parseEventsOrigin(context(edgeContextKeys.eventsOrigin));
-  // Without it downloads come from the bucket's host, with no nosniff (S3 cannot send it): warned,
-  // since the edge is on, but not refused, as a first deploy cannot know the bucket's name yet.
+  // Without it downloads come from the bucket's host, with no nosniff (S3 cannot send it): no
+  // warning, as for the stream, since a first deploy cannot know the bucket's name yet
+  // (docs/deploy.md, "Downloads through the edge").
   const filesOrigin = parseFilesOrigin(context(edgeContextKeys.filesOrigin));
-  if (cloudFront && filesOrigin === undefined) {
-    warnings.push(
-      `The edge serves no downloads (no context ${edgeContextKeys.filesOrigin}): files come from the bucket's host, without X-Content-Type-Options: nosniff; after this deploy, deploy again with -c ${edgeContextKeys.filesOrigin}=<the stateful stack's BucketRegionalDomainName>.`,
-    );
-  }
   return {
     domain: parseDomain(domainValue, cloudFront),
     cloudFront,

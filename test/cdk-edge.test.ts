@@ -541,14 +541,13 @@ describe('prod downloads through the edge, with nosniff', { timeout: 180_000 }, 
     }
   });
 
-  it('without filesOrigin the edge has no files distribution, the API gives the bucket host, and synthesis warns', () => {
+  it('without filesOrigin the edge has no files distribution, and the API gives the bucket host', () => {
     const plain = build(prodContext);
     expect(resourcesOf(plain.edgeTemplate!, 'AWS::CloudFront::Distribution')).toHaveLength(1);
     expect(resourcesOf(plain.edgeTemplate!, 'AWS::CloudFront::ResponseHeadersPolicy')).toHaveLength(0);
     for (const fn of resourcesOf(plain.apiTemplate, 'AWS::Lambda::Function')) {
       expect(fn.Properties.Environment?.Variables?.[envNames.filesBaseUrl]).toBeUndefined();
     }
-    expect(plain.config.edge.warnings.some((w) => w.includes(edgeContextKeys.filesOrigin))).toBe(true);
   });
 
   it('refuses a filesOrigin that is not a bucket regional host', () => {
