@@ -70,6 +70,12 @@ export interface Deps {
    */
   runEventsBaseUrl?: string;
   /**
+   * Where stored files are downloaded (`FILES_BASE_URL`: the edge's files host, set by the stack when
+   * the edge serves files): presigned GETs are given there (functions/domain/served-files.ts). Unset:
+   * the bucket's own host.
+   */
+  filesBaseUrl?: string;
+  /**
    * Whether a request came through the stage's edge (functions/http/origin-check.ts): checked by
    * every handler before the key. Unset: no edge in front, every request passes.
    */
@@ -161,6 +167,7 @@ export const productionDeps = (clients: Partial<Clients>, stepExecutor?: StepExe
     ...teamStepsInFlightFrom(process.env[envNames.teamStepsInFlight]),
     ...(process.env[envNames.publicBaseUrl] ? { publicBaseUrl: process.env[envNames.publicBaseUrl] } : {}),
     ...(process.env[envNames.runEventsBaseUrl] ? { runEventsBaseUrl: process.env[envNames.runEventsBaseUrl] } : {}),
+    ...(process.env[envNames.filesBaseUrl] ? { filesBaseUrl: process.env[envNames.filesBaseUrl] } : {}),
     // The rule of allowLoopbackFromEnv (functions/http-client/address-vet.ts), not imported: every bundle loads this module.
     allowLoopback: process.env.ALLOW_PRIVATE_CALLBACKS === '1',
     originCheck: originCheckFromEnv(process.env),

@@ -16,6 +16,7 @@ import { modelDefaultsText } from '../platform/model-defaults.ts';
 import { paidModelsText } from '../platform/paid-models.ts';
 import { accessLogFields, basePath, httpApiRoutes, type Route, streamRoutes } from '../platform/routes.ts';
 import { ApiDomain } from './api-domain.ts';
+import { filesBaseUrl } from './edge-config.ts';
 import { edgeRegion } from './edge-stack.ts';
 import { Grants } from './grants.ts';
 import { IsolatedNetwork } from './isolated-network.ts';
@@ -168,6 +169,7 @@ export class ApiStack extends Stack {
       : `${stage.url}${basePath.slice(1)}`;
     if (config.edge.domain) new ApiDomain(this, 'ApiDomain', { domain: config.edge.domain, api: this.api, stage });
 
+    const filesBase = filesBaseUrl(config.edge);
     const environment = {
       [envNames.table]: table.tableName,
       [envNames.stepsQueueUrl]: stepsQueue.queueUrl,
@@ -202,6 +204,8 @@ export class ApiStack extends Stack {
       // Where the stage is reached: providers' webhooks (functions/app/provider-job.ts) and the file
       // links of runs (functions/app/file-links.ts) point there.
       [envNames.publicBaseUrl]: config.publicBaseUrl ?? stage.url,
+      // Where presigned GETs are given when the edge serves downloads (with nosniff; lib/edge-stack.ts).
+      ...(filesBase && { [envNames.filesBaseUrl]: filesBase }),
     };
     Validations.of(this.api).acknowledge({
       id: 'AwsSolutions-APIG4',

@@ -22,6 +22,13 @@ export const edgeContextKeys = {
    * on the stage's domain too (docs/deploy.md, "The run event stream").
    */
   eventsOrigin: 'eventsOrigin',
+  /**
+   * The library bucket's regional host (the stateful stack's `BucketRegionalDomainName` output,
+   * `<bucket>.s3.<region>.amazonaws.com`), which the edge, in another region, cannot read from the
+   * stack: with it, CloudFront serves downloads on `files.<name>` with `X-Content-Type-Options:
+   * nosniff`, and the API gives its presigned GETs there (docs/deploy.md, "Downloads through the edge").
+   */
+  filesOrigin: 'filesOrigin',
 } as const;
 
 /** Where the stage is reached, and the certificates that prove it. */
@@ -66,6 +73,8 @@ export interface EdgeConfig {
   perIpPerMinute: { anonymous: number; all: number };
   /** The run event stream's function URL host, when the edge is to serve the stream (`eventsOrigin`). */
   eventsOrigin: string | undefined;
+  /** The library bucket's regional host, when the edge is to serve downloads (`filesOrigin`). */
+  filesOrigin: string | undefined;
   /** What synthesis should warn about (`lib/build-app.ts` annotates them). */
   warnings: readonly string[];
 }
@@ -184,7 +193,18 @@ export const edgeConfig = (stage: 'dev' | 'prod', context: (key: string) => unkn
   // Without it the edge serves no stream and the Run links the function URL, which works: no
   // warning, since a first deploy cannot know the host yet (docs/deploy.md, "The run event stream").
   const eventsOrigin = parseEventsOrigin(context(edgeContextKeys.eventsOrigin));
-  return { domain: parseDomain(domainValue, cloudFront), cloudFront, eventsOrigin, ...edgeDefaults[stage], warnings };
+  // Without it downloads come from the bucket's host, with no nosniff (S3 cannot send it): no
+  // warning, as for the stream, since a first deploy cannot know the bucket's name yet
+  // (docs/deploy.md, "Downloads through the edge").
+  const filesOrigin = parseFilesOrigin(context(edgeContextKeys.filesOrigin));
+  return {
+    domain: parseDomain(domainValue, cloudFront),
+    cloudFront,
+    eventsOrigin,
+    filesOrigin,
+    ...edgeDefaults[stage],
+    warnings,
+  };
 };
 
 /** A Lambda function URL's host, as the `eventsOrigin` context names it. */
@@ -200,6 +220,30 @@ export const parseEventsOrigin = (value: unknown): string | undefined => {
   }
   return value;
 };
+
+/** An S3 bucket's regional host, as the `filesOrigin` context names it (a bucket name without dots). */
+const bucketRegionalHost = /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]\.s3\.[a-z]{2}(-[a-z]+)+-\d\.amazonaws\.com$/;
+
+/** The `filesOrigin` context value, or undefined. */
+export const parseFilesOrigin = (value: unknown): string | undefined => {
+  if (value === undefined || value === '') return undefined;
+  if (typeof value !== 'string' || !bucketRegionalHost.test(value)) {
+    throw new Error(
+      `context ${edgeContextKeys.filesOrigin} must be the bucket's regional host (<bucket>.s3.<region>.amazonaws.com), got ${JSON.stringify(value)}`,
+    );
+  }
+  return value;
+};
+
+/** The host of the edge's downloads: `files.<name>`, in the same zone. */
+export const filesHostOf = (domain: Pick<DomainConfig, 'name'>): string => `files.${domain.name}`;
+
+/**
+ * Where the API gives its presigned GETs (`FILES_BASE_URL`): `https://files.<name>` when the edge
+ * serves downloads, else undefined (the bucket's own host).
+ */
+export const filesBaseUrl = (edge: EdgeConfig): string | undefined =>
+  edge.cloudFront && edge.domain && edge.filesOrigin ? `https://${filesHostOf(edge.domain)}` : undefined;
 
 /** The stage's public base URL when a domain is set: `https://<name>`. */
 export const domainBaseUrl = (edge: EdgeConfig): string | undefined =>

@@ -7,9 +7,13 @@ import {
   Distribution,
   HttpVersion,
   OriginProtocolPolicy,
+  OriginRequestCookieBehavior,
+  OriginRequestHeaderBehavior,
   OriginRequestPolicy,
+  OriginRequestQueryStringBehavior,
   OriginSslPolicy,
   PriceClass,
+  ResponseHeadersPolicy,
   SecurityPolicyProtocol,
   ViewerProtocolPolicy,
 } from 'aws-cdk-lib/aws-cloudfront';
@@ -17,7 +21,7 @@ import { HttpOrigin } from 'aws-cdk-lib/aws-cloudfront-origins';
 import { AaaaRecord, ARecord, RecordTarget } from 'aws-cdk-lib/aws-route53';
 import { CloudFrontTarget } from 'aws-cdk-lib/aws-route53-targets';
 import { CfnWebACL } from 'aws-cdk-lib/aws-wafv2';
-import type { Construct } from 'constructs';
+import { Construct } from 'constructs';
 import {
   anonymousPathPrefixes,
   edgeCachedPaths,
@@ -31,7 +35,7 @@ import {
 } from '../platform/edge.ts';
 import { basePath, routes } from '../platform/routes.ts';
 import { zoneAndCertificate } from './api-domain.ts';
-import type { DomainConfig, EdgeConfig } from './edge-config.ts';
+import { type DomainConfig, type EdgeConfig, filesHostOf } from './edge-config.ts';
 
 /** CloudFront and its web ACL live in us-east-1, whatever the stage's region. */
 export const edgeRegion = 'us-east-1';
@@ -73,6 +77,8 @@ export interface EdgeStackProps extends StackProps {
 export class EdgeStack extends Stack {
   readonly distribution: Distribution;
   readonly webAcl: CfnWebACL;
+  /** The downloads' distribution on `files.<name>`, when `filesOrigin` is set. */
+  readonly files: FilesDistribution | undefined;
 
   constructor(scope: Construct, id: string, props: EdgeStackProps) {
     super(scope, id, props);
@@ -164,9 +170,90 @@ export class EdgeStack extends Stack {
     new ARecord(this, 'AliasA', { zone, recordName: domain.name, target });
     new AaaaRecord(this, 'AliasAAAA', { zone, recordName: domain.name, target });
 
+    this.files = edge.filesOrigin
+      ? new FilesDistribution(this, 'Files', { domain, bucketHost: edge.filesOrigin })
+      : undefined;
+
     new CfnOutput(this, 'PublicUrl', { value: `https://${domain.name}` });
     new CfnOutput(this, 'DistributionDomainName', { value: this.distribution.distributionDomainName });
     new CfnOutput(this, 'WebAclArn', { value: this.webAcl.attrArn });
+  }
+}
+
+/**
+ * Downloads on their own host, `files.<name>`, with `X-Content-Type-Options: nosniff` on every
+ * answer (S3 cannot send it). The API gives each presigned GET here in place of the bucket's host
+ * (functions/domain/served-files.ts); this distribution sends its path and every query parameter
+ * to the bucket's regional host, which the URL was signed for, with that host as Host (a custom
+ * origin; the viewer's Host is not forwarded), so S3 checks the signature, type and disposition
+ * overrides and expiry exactly as before. No origin access control: the bucket stays private and
+ * only a valid presigned URL opens an object. Nothing is cached: a URL lives five minutes and a
+ * cached answer would outlive it. Its own host, not a path of the API's, so a stored file never
+ * shares the API's origin. No web ACL: every request carries a signature S3 checks, a failed one
+ * costs one CloudFront request, and the file link that leads here passed the API's web ACL.
+ */
+export class FilesDistribution extends Construct {
+  readonly distribution: Distribution;
+  readonly responseHeadersPolicy: ResponseHeadersPolicy;
+  readonly host: string;
+
+  constructor(scope: Construct, id: string, props: { domain: DomainConfig; bucketHost: string }) {
+    super(scope, id);
+    this.host = filesHostOf(props.domain);
+    const { zone, certificate } = zoneAndCertificate(this, props.domain, this.host);
+    this.responseHeadersPolicy = new ResponseHeadersPolicy(this, 'NoSniff', {
+      comment: 'Workflow Run API downloads: X-Content-Type-Options: nosniff over whatever the origin sends',
+      securityHeadersBehavior: { contentTypeOptions: { override: true } },
+    });
+    // A custom policy, not a managed one: with a managed origin request policy CloudFront drops
+    // response-content-type and response-content-disposition on the way to S3, and those are signed.
+    const signedQuery = new OriginRequestPolicy(this, 'SignedQuery', {
+      comment: 'Workflow Run API downloads: the presigned query, whole; no viewer header, cookie or Host',
+      queryStringBehavior: OriginRequestQueryStringBehavior.all(),
+      headerBehavior: OriginRequestHeaderBehavior.none(),
+      cookieBehavior: OriginRequestCookieBehavior.none(),
+    });
+    this.distribution = new Distribution(this, 'Distribution', {
+      comment: `Workflow Run API downloads: ${this.host}`,
+      domainNames: [this.host],
+      certificate,
+      minimumProtocolVersion: SecurityPolicyProtocol.TLS_V1_2_2021,
+      httpVersion: HttpVersion.HTTP2_AND_3,
+      priceClass: PriceClass.PRICE_CLASS_100,
+      defaultBehavior: {
+        origin: new HttpOrigin(props.bucketHost, {
+          protocolPolicy: OriginProtocolPolicy.HTTPS_ONLY,
+          originSslProtocols: [OriginSslPolicy.TLS_V1_2],
+        }),
+        viewerProtocolPolicy: ViewerProtocolPolicy.HTTPS_ONLY,
+        allowedMethods: AllowedMethods.ALLOW_GET_HEAD,
+        cachePolicy: CachePolicy.CACHING_DISABLED,
+        originRequestPolicy: signedQuery,
+        responseHeadersPolicy: this.responseHeadersPolicy,
+      },
+    });
+    Validations.of(this.distribution).acknowledge(
+      {
+        id: 'AwsSolutions-CFR1',
+        reason: 'No geo restriction: downloads go wherever the API serves its customers.',
+      },
+      {
+        id: 'AwsSolutions-CFR2',
+        reason:
+          'No web ACL: every request carries an S3 signature that S3 checks; the file link that leads here passed the ' +
+          "API's web ACL, and a forged request costs one CloudFront request and S3's refusal.",
+      },
+      {
+        id: 'AwsSolutions-CFR3',
+        reason:
+          'No CloudFront access log: each download follows a file link whose request is in the HTTP API access log; ' +
+          "a log bucket would add cost and a second copy of callers' addresses.",
+      },
+    );
+    const target = RecordTarget.fromAlias(new CloudFrontTarget(this.distribution));
+    new ARecord(this, 'AliasA', { zone, recordName: this.host, target });
+    new AaaaRecord(this, 'AliasAAAA', { zone, recordName: this.host, target });
+    new CfnOutput(this, 'FilesUrl', { value: `https://${this.host}` });
   }
 }
 

@@ -126,5 +126,9 @@ export class StatefulStack extends Stack {
 
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
     new CfnOutput(this, 'BucketName', { value: this.bucket.bucketName });
+    new CfnOutput(this, 'BucketRegionalDomainName', {
+      value: this.bucket.bucketRegionalDomainName,
+      description: 'The bucket host the edge serves downloads from (-c filesOrigin=<this>)',
+    });
   }
 }

@@ -394,6 +394,12 @@ export const envNames = {
    */
   runEventsBaseUrl: 'RUN_EVENTS_BASE_URL',
   /**
+   * Where stored files are downloaded (`https://files.<domain>`, the edge's files distribution,
+   * which adds `X-Content-Type-Options: nosniff`): every presigned GET is given on this host in
+   * place of the bucket's (functions/domain/served-files.ts). Unset: the bucket's own host.
+   */
+  filesBaseUrl: 'FILES_BASE_URL',
+  /**
    * The Secrets Manager secret (its name) whose value CloudFront sends as `originHeader`: set only
    * on a function the edge fronts, which then answers only requests that carry it
    * (functions/http/origin-check.ts).

@@ -35,7 +35,9 @@ const testContext = { 'aws:cdk:bundling-stacks': [], '@aws-cdk/core:appMode': 'i
 const domain = { name: 'api.example.com', hostedZoneId: 'Z0123456789EXAMPLE', hostedZoneName: 'example.com' };
 /** prod as pinned in cdk.json (test/support/stages.ts), with these pins. */
 const prodPins = {
-  [contextKeys.providers]: 'bedrock',
+  // The pinned prod's model defaults run on Replicate: its providers must be on (test/support/stages.ts).
+  [contextKeys.providers]:
+    'bedrock,replicate:ssm:/workflow-run-api/prod/replicate,openai-compatible:workflow-run-api/prod/providers/openai-compatible',
   [contextKeys.alarmEmail]: 'ops@example.com',
   [edgeContextKeys.domain]: domain,
 };
@@ -466,5 +468,96 @@ describe('prod behind CloudFront and AWS WAF', { timeout: 180_000 }, () => {
     });
     expect(stage.RouteSettings[`POST ${basePath}/workflows`]).toBeUndefined();
     expect(edgeDefaults.prod.routeThrottles.signed.rateLimit).toBeLessThan(stageDefaults.prod.api.rateLimit);
+  });
+});
+
+describe('prod downloads through the edge, with nosniff', { timeout: 180_000 }, () => {
+  const bucketHost = 'stateful-librarybucket1a2b3c4d-abcdef123456.s3.eu-west-1.amazonaws.com';
+  const built = build({ ...prodContext, [edgeContextKeys.filesOrigin]: bucketHost });
+  const edge = built.edgeTemplate!;
+  const filesDistribution = () => {
+    const found = resourcesOf(edge, 'AWS::CloudFront::Distribution').filter((d) =>
+      d.Properties.DistributionConfig.Aliases.includes('files.api.example.com'),
+    );
+    expect(found).toHaveLength(1);
+    return found[0]!.Properties.DistributionConfig;
+  };
+  /** The logical id of the edge resource `ref` names. */
+  const logicalIdOf = (ref: Json) => ref.Ref as string;
+
+  it('is nag clean and serves files.<name> from the bucket host, every answer with X-Content-Type-Options: nosniff', () => {
+    expect(built.nagFindings).toEqual([]);
+    const config = filesDistribution();
+    expect(config.Origins).toHaveLength(1);
+    expect(config.Origins[0]).toMatchObject({
+      DomainName: bucketHost,
+      CustomOriginConfig: { OriginProtocolPolicy: 'https-only', OriginSSLProtocols: ['TLSv1.2'] },
+    });
+    // No origin access control: S3 checks the presigned URL itself.
+    expect(config.Origins[0].OriginAccessControlId ?? '').toBe('');
+    const behaviour = config.DefaultCacheBehavior;
+    expect(config.CacheBehaviors ?? []).toEqual([]);
+    expect(behaviour).toMatchObject({
+      ViewerProtocolPolicy: 'https-only',
+      AllowedMethods: ['GET', 'HEAD'],
+      CachePolicyId: managed.cachingDisabled,
+    });
+    const policies = edge.findResources('AWS::CloudFront::ResponseHeadersPolicy');
+    const policy = policies[logicalIdOf(behaviour.ResponseHeadersPolicyId)] as Json;
+    expect(policy.Properties.ResponseHeadersPolicyConfig.SecurityHeadersConfig).toEqual({
+      ContentTypeOptions: { Override: true },
+    });
+    // The API's distribution is unchanged by it: no files behaviour there.
+    const apiConfig = resourcesOf(edge, 'AWS::CloudFront::Distribution').find((d) =>
+      d.Properties.DistributionConfig.Aliases.includes('api.example.com'),
+    )!.Properties.DistributionConfig;
+    expect(apiConfig.DefaultCacheBehavior.ResponseHeadersPolicyId).toBeUndefined();
+  });
+
+  it('forwards the whole presigned query and neither the Host nor any other viewer header', () => {
+    const behaviour = filesDistribution().DefaultCacheBehavior;
+    const policies = edge.findResources('AWS::CloudFront::OriginRequestPolicy');
+    const policy = policies[logicalIdOf(behaviour.OriginRequestPolicyId)] as Json;
+    expect(policy.Properties.OriginRequestPolicyConfig).toMatchObject({
+      QueryStringsConfig: { QueryStringBehavior: 'all' },
+      HeadersConfig: { HeaderBehavior: 'none' },
+      CookiesConfig: { CookieBehavior: 'none' },
+    });
+  });
+
+  it('has its own certificate and alias records for files.<name>, and the API gives presigned GETs there', () => {
+    const certificates = resourcesOf(edge, 'AWS::CertificateManager::Certificate').map((c) => c.Properties.DomainName);
+    expect(certificates.sort()).toEqual(['api.example.com', 'files.api.example.com']);
+    const records = resourcesOf(edge, 'AWS::Route53::RecordSet').map(
+      (r) => `${r.Properties.Name} ${r.Properties.Type}`,
+    );
+    expect(records).toEqual(expect.arrayContaining(['files.api.example.com. A', 'files.api.example.com. AAAA']));
+    const readers = resourcesOf(built.apiTemplate, 'AWS::Lambda::Function').filter(
+      (fn) => envNames.publicBaseUrl in (fn.Properties.Environment?.Variables ?? {}),
+    );
+    expect(readers.length).toBeGreaterThan(0);
+    for (const fn of readers) {
+      expect(fn.Properties.Environment.Variables[envNames.filesBaseUrl]).toBe('https://files.api.example.com');
+    }
+  });
+
+  it('without filesOrigin the edge has no files distribution, and the API gives the bucket host', () => {
+    const plain = build(prodContext);
+    expect(resourcesOf(plain.edgeTemplate!, 'AWS::CloudFront::Distribution')).toHaveLength(1);
+    expect(resourcesOf(plain.edgeTemplate!, 'AWS::CloudFront::ResponseHeadersPolicy')).toHaveLength(0);
+    for (const fn of resourcesOf(plain.apiTemplate, 'AWS::Lambda::Function')) {
+      expect(fn.Properties.Environment?.Variables?.[envNames.filesBaseUrl]).toBeUndefined();
+    }
+  });
+
+  it('refuses a filesOrigin that is not a bucket regional host', () => {
+    for (const bad of [
+      'example.com',
+      'my.bucket.s3.eu-west-1.amazonaws.com',
+      'bucket.s3.amazonaws.com',
+      'https://b.s3.eu-west-1.amazonaws.com',
+    ]) {
+      expect(() => build({ ...prodContext, [edgeContextKeys.filesOrigin]: bad }), bad).toThrow(/filesOrigin/);
+    }
   });
 });

@@ -29,3 +29,16 @@ export const servedHeaders = (key: string, storedType: string | undefined): Serv
   const disposition = inline ? 'inline' : 'attachment';
   return { contentType, contentDisposition: name ? `${disposition}; filename="${name}"` : disposition };
 };
+
+/**
+ * A presigned GET as the caller is given it: on `filesBase` (the edge's files host, whose
+ * distribution forwards the path and every query parameter to the bucket's host, which the URL was
+ * signed for, and adds `X-Content-Type-Options: nosniff`), else as signed. Only the scheme and host
+ * change: S3 checks the signature against its own host, which the distribution sends.
+ */
+export const servedUrl = (presigned: string, filesBase: string | undefined): string => {
+  if (!filesBase) return presigned;
+  const url = new URL(presigned);
+  const base = new URL(filesBase);
+  return `${base.origin}${url.pathname}${url.search}`;
+};
