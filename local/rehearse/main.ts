@@ -24,7 +24,9 @@ import { synthesize } from './synth.ts';
 const began = performance.now();
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const print = (ok: boolean, name: string, detail: string, ms?: number) =>
-  console.log(`${ok ? 'PASS' : 'FAIL'}  ${name}${ms === undefined ? '' : ` (${ms} ms)`}\n      ${detail}`);
+  console.log(
+    `${ok ? 'PASS' : 'FAIL'}  ${name}${ms === undefined ? '' : ` (${ms} ms)`}\n      ${detail.replaceAll('\n', '\n      ')}`,
+  );
 
 const cleanups: (() => Promise<void> | void)[] = [];
 const cleanup = async () => {
