@@ -126,7 +126,8 @@ describe('the whole flow through the bundles', () => {
     // The flow's last step checks that every function of the assembly was invoked: a function added
     // to the stack fails this test until the flow exercises it.
     expect(steps.at(-1)?.name).toBe('every function was invoked, none failed unexpectedly');
-    expect(stack.functions.get(pythonRunner.id)?.invocations.map((i) => i.outcome.ok)).toEqual([true, true]);
+    // The runner's own first invocation (loading Pyodide), the flow's PythonSandbox step, the smoke's python check.
+    expect(stack.functions.get(pythonRunner.id)?.invocations.map((i) => i.outcome.ok)).toEqual([true, true, true]);
     // Replicate and fal ran on the stage's own credentials, as deployed: the template's
     // PROVIDER_SECRETS names their SSM parameters, and the bundles read them decrypted from the
     // emulated SSM (the step executor's container, and the webhook route's for the signing keys).

@@ -54,7 +54,9 @@ try {
   const specs = triggeredFunctions(assembly);
   print(
     true,
-    'cdk synth with bundling (stage dev)',
+    `cdk synth with bundling (stage dev, ${Object.entries(rehearsalContext)
+      .map(([key, value]) => `-c ${key}=${value}`)
+      .join(' ')})`,
     `${specs.length} functions, ${assembly.routes.length} routes, ${assembly.queueMappings.length} queue mappings, ` +
       `${assembly.schedules.length} schedule(s) in ${synthesized.dir}`,
     synthesized.ms,
@@ -88,7 +90,7 @@ try {
     localEnvironment: {
       ALLOW_PRIVATE_CALLBACKS: '1',
       WEBHOOK_CA_FILE: fileURLToPath(new URL('../../test/fixtures/receiver-cert.pem', import.meta.url)),
-      // Replicate's stand-in, and where its webhooks reach the front.
+      // The providers' stand-ins (Bedrock's endpoint, fal's keys, the secret store), and where their webhooks reach the front.
       ...providers.environment,
     },
     onError: (error) => console.error(`  event source: ${(error as Error).message}`),
