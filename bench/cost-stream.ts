@@ -90,7 +90,9 @@ export const benchStreamCost = async (options: {
   const gbSeconds = (streamFunctionMemoryMb / 1024) * 60;
   const lambda = gbSeconds * awsPrices.lambdaGbSecond;
   const invocations = perMinute * awsPrices.lambdaRequest;
-  const dynamo = reads * awsPrices.dynamoDbReadUnit;
+  // The key's rate counter, and the stream's slot taken and given back (the per-key cap).
+  const writes = meter.dynamoDb.writeUnits * perMinute;
+  const dynamo = reads * awsPrices.dynamoDbReadUnit + writes * awsPrices.dynamoDbWriteUnit;
   const platform = lambdaPlatformLines(streamFunctionMemoryMb, streamCapSeconds * 1000);
   const logBytes = ingestedBytes(platform.length, platform.join('\n').length) * perMinute;
   const logs = (logBytes / 2 ** 30) * awsPrices.logsIngestedGb;
@@ -105,7 +107,7 @@ export const benchStreamCost = async (options: {
     dollars(invocations).padStart(12),
   );
   line(
-    `DynamoDB reads: ${reads.toFixed(1)} units a minute (${JSON.stringify(calls.byCommand)} a connection, ${polls} polls)`,
+    `DynamoDB: ${reads.toFixed(1)} read units and ${writes.toFixed(1)} write units a minute (${JSON.stringify(calls.byCommand)} a connection, ${polls} polls)`,
     dollars(dynamo).padStart(12),
   );
   line(

@@ -184,6 +184,8 @@ export const idleCost = (context: Record<string, unknown>, tick: TickCost): Idle
   );
   const secrets = config.providers.filter((p) => !p.secretName.startsWith('ssm:')).length;
   const parameters = config.providers.length - secrets;
+  // The stack's own secrets: the edge's origin secret (lib/origin-secret.ts), with the edge on.
+  const stackSecrets = resourcesOf(api, 'AWS::SecretsManager::Secret').length;
 
   return [
     {
@@ -219,6 +221,10 @@ export const idleCost = (context: Record<string, unknown>, tick: TickCost): Idle
     {
       what: `provider secrets: ${secrets} in Secrets Manager × $${idlePrices.secretsManagerSecretMonth}, ${parameters} SSM standard parameter(s) × $0`,
       dollars: secrets * idlePrices.secretsManagerSecretMonth + parameters * idlePrices.ssmStandardParameterMonth,
+    },
+    {
+      what: `the edge's origin secret: ${stackSecrets} in Secrets Manager × $${idlePrices.secretsManagerSecretMonth}`,
+      dollars: stackSecrets * idlePrices.secretsManagerSecretMonth,
     },
     {
       what: `AWS WAF at the edge: ${webAcls.length} web ACL × $${idlePrices.wafWebAclMonth} + ${wafRules} rules × $${idlePrices.wafRuleMonth}`,

@@ -6,6 +6,7 @@ import { envNames } from '../platform/definitions.ts';
 import type { NodeType } from '../schemas/workflows.ts';
 import { parseRetentionDays } from './domain/retention.ts';
 import { parseTeamStepsInFlight } from './domain/team-steps.ts';
+import { type OriginCheck, originCheckFromEnv } from './http/origin-check.ts';
 import type { ModelUse, NodeExecutor, ProviderJobs } from './nodes/executors/types.ts';
 import { type StageProviders, stageProvidersFromEnv } from './nodes/providers/stage.ts';
 import { refusingSecrets, type SecretResolver, secretPolicyFromEnv } from './store/secret-refs.ts';
@@ -68,6 +69,11 @@ export interface Deps {
    * `publicBaseUrl` + `/api/v1` (the local server serves the stream beside the other routes).
    */
   runEventsBaseUrl?: string;
+  /**
+   * Whether a request came through the stage's edge (functions/http/origin-check.ts): checked by
+   * every handler before the key. Unset: no edge in front, every request passes.
+   */
+  originCheck?: OriginCheck;
   /**
    * Loopback addresses, and plain http to them, pass for a run's URL inputs
    * (`ALLOW_PRIVATE_CALLBACKS=1`: local development only, as for webhooks and node HTTP calls).
@@ -157,6 +163,7 @@ export const productionDeps = (clients: Partial<Clients>, stepExecutor?: StepExe
     ...(process.env[envNames.runEventsBaseUrl] ? { runEventsBaseUrl: process.env[envNames.runEventsBaseUrl] } : {}),
     // The rule of allowLoopbackFromEnv (functions/http-client/address-vet.ts), not imported: every bundle loads this module.
     allowLoopback: process.env.ALLOW_PRIVATE_CALLBACKS === '1',
+    originCheck: originCheckFromEnv(process.env),
   };
   if (!stepExecutor) return deps;
   const secrets = stepExecutor.secrets(process.env);

@@ -13,12 +13,15 @@ import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { dispatcherSchedule, envNames, type QueueDefinition, queues, streamMappings } from '../platform/definitions.ts';
 import { modelDefaultsText } from '../platform/model-defaults.ts';
+import { paidModelsText } from '../platform/paid-models.ts';
 import { accessLogFields, basePath, httpApiRoutes, type Route, streamRoutes } from '../platform/routes.ts';
 import { ApiDomain } from './api-domain.ts';
+import { edgeRegion } from './edge-stack.ts';
 import { Grants } from './grants.ts';
 import { IsolatedNetwork } from './isolated-network.ts';
 import { LogQueries } from './log-queries.ts';
 import { Observability } from './observability.ts';
+import { OriginSecret } from './origin-secret.ts';
 import { applyRouteThrottles } from './route-throttles.ts';
 import { RunEventsStream } from './run-events-stream.ts';
 import { SafeDeploys } from './safe-deploys.ts';
@@ -126,7 +129,11 @@ export class ApiStack extends Stack {
       memoryMb: pythonRunner.memoryMb,
       // Tenants' code never takes the account's pool from the routes and the step executor.
       reservedConcurrentExecutions: config.pythonRunnerReservedConcurrency,
-      environment: config.pythonSnapshots ? { [envNames.pythonSnapshots]: 'true' } : {},
+      environment: {
+        // Lambda lets no process make a network namespace: the isolated VPC above is the runs' network wall.
+        [envNames.pythonNetworkNamespace]: 'optional',
+        ...(config.pythonSnapshots ? { [envNames.pythonSnapshots]: 'true' } : {}),
+      },
       description: "runs PythonSandbox steps' code (invoked by the step executor)",
       logRetentionDays: config.logRetentionDays,
       keepLogs: config.protectData,
@@ -144,8 +151,9 @@ export class ApiStack extends Stack {
     });
     const accessLogs = new LogGroup(this, 'ApiAccessLogs', {
       retention: config.logRetentionDays,
-      // prod keeps its logs past a teardown, for as long as their retention; dev deletes them.
-      removalPolicy: config.protectData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+      // prod keeps its logs past a teardown, for as long as their retention (but not those of a
+      // creation that rolled back); dev deletes them.
+      removalPolicy: config.protectData ? RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE : RemovalPolicy.DESTROY,
     });
     const stage = new HttpStage(this, 'DefaultStage', {
       httpApi: this.api,
@@ -181,6 +189,11 @@ export class ApiStack extends Stack {
       ...(Object.keys(config.modelDefaults).length > 0
         ? { [envNames.modelDefaults]: modelDefaultsText(config.modelDefaults) }
         : {}),
+      // The models the stage pays for and their prices: the run start prices and routes on them, the
+      // step executor charges them. Left out, the functions read the list as open (dev's default).
+      ...(config.paidModels.open && Object.keys(config.paidModels.prices).length === 0
+        ? {}
+        : { [envNames.paidModels]: paidModelsText(config.paidModels) }),
       // The Bedrock models the step executor may invoke (its role allows exactly these).
       ...(config.bedrockModels.length > 0 ? { [envNames.bedrockModels]: config.bedrockModels.join(',') } : {}),
       [envNames.connectionSecretPrefix]: config.connectionSecretPrefix,
@@ -218,6 +231,10 @@ export class ApiStack extends Stack {
       stage: config.stage,
     });
 
+    // With the edge in front, the functions it fronts answer only what it sent them (lib/origin-secret.ts).
+    const originSecret =
+      config.edge.cloudFront && config.edge.domain ? new OriginSecret(this, 'OriginSecret', { edgeRegion }) : undefined;
+
     // The streaming routes first: GetRun's environment names the stream's address (lib/run-events-stream.ts).
     const stream = new RunEventsStream(this, {
       config,
@@ -226,6 +243,8 @@ export class ApiStack extends Stack {
       route: streamRoutes[0]!,
     });
     functionById.set(stream.route.id, stream.fn);
+    // Only when the edge serves the stream: else its function URL is where callers reach it.
+    if (stream.behindEdge) originSecret?.admit(stream.fn);
 
     for (const route of httpApiRoutes) {
       const service = new ServiceFunction(this, route.id, {
@@ -239,6 +258,7 @@ export class ApiStack extends Stack {
       });
       const { fn } = service;
       grants.apply(service, route.grants);
+      originSecret?.admit(fn);
       // The Run's `links.events` (functions/app/run-events.ts).
       if (route.id === 'GetRun') fn.addEnvironment(envNames.runEventsBaseUrl, stream.baseUrl);
       const created = this.api.addRoutes({

@@ -26,7 +26,10 @@ export class TableBackups extends Construct {
 
   constructor(scope: Construct, id: string, props: { table: ITable }) {
     super(scope, id);
-    this.vault = new BackupVault(this, 'Vault', { removalPolicy: RemovalPolicy.RETAIN });
+    // Its name is fixed (CDK derives it from the construct path): kept past a teardown, as a vault
+    // holding recovery points must be, but deleted (still empty) when the stack's creation rolls
+    // back, so the retry does not meet a vault of the same name.
+    this.vault = new BackupVault(this, 'Vault', { removalPolicy: RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE });
     this.plan = new BackupPlan(this, 'Plan', {
       backupVault: this.vault,
       backupPlanRules: [

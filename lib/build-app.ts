@@ -3,6 +3,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { ApiStack } from './api-stack.ts';
 import { StageBudget } from './budget.ts';
 import { EdgeStack, edgeRegion } from './edge-stack.ts';
+import { originSecretName } from './origin-secret.ts';
 import { serviceName, stackNames, stageConfig } from './stages.ts';
 import { StatefulStack } from './stateful-stack.ts';
 
@@ -47,6 +48,7 @@ export function buildApp(context: Record<string, unknown> = {}, environment: Nod
           env: { account: config.env.account, region: edgeRegion },
           terminationProtection: config.protectData,
           edge: { ...edge, domain: edge.domain },
+          originSecretName: originSecretName(names.api),
         })
       : undefined;
   // Its origin, the API's custom domain, must exist first.

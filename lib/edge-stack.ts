@@ -1,4 +1,4 @@
-import { CfnOutput, Duration, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import { CfnOutput, Duration, SecretValue, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import {
   AllowedMethods,
   CachedMethods,
@@ -23,6 +23,7 @@ import {
   edgeCachedPaths,
   greaterThanPattern,
   largestBodyBytes,
+  originHeader,
   pathPrefixOf,
   payloadTooLargeBody,
   rateLimitedBody,
@@ -55,6 +56,11 @@ const rateWindowSeconds = 60;
 
 export interface EdgeStackProps extends StackProps {
   edge: EdgeConfig & { domain: DomainConfig };
+  /**
+   * The origin secret's name (lib/origin-secret.ts, made by the API stack, replicated to this
+   * region): its value goes to every origin as `originHeader`.
+   */
+  originSecretName: string;
 }
 
 /**
@@ -86,9 +92,14 @@ export class EdgeStack extends Stack {
       rules: webAclRules(edge),
     });
 
+    // Resolved by CloudFormation at deploy time (a dynamic reference): the value is never in the template.
+    const customHeaders = {
+      [originHeader]: SecretValue.secretsManager(props.originSecretName).unsafeUnwrap(),
+    };
     const origin = new HttpOrigin(domain.apiDomainName, {
       protocolPolicy: OriginProtocolPolicy.HTTPS_ONLY,
       originSslProtocols: [OriginSslPolicy.TLS_V1_2],
+      customHeaders,
     });
     // Honours the function's Cache-Control (no header: not kept); `v` names the docs asset's
     // version; CloudFront normalizes Accept-Encoding into the key and forwards it.
@@ -131,7 +142,7 @@ export class EdgeStack extends Stack {
       },
       additionalBehaviors: {
         ...Object.fromEntries(edgeCachedPaths.map((path) => [path, cached])),
-        ...(edge.eventsOrigin && { [runEventsPath]: runEventsBehaviour(edge.eventsOrigin) }),
+        ...(edge.eventsOrigin && { [runEventsPath]: runEventsBehaviour(edge.eventsOrigin, customHeaders) }),
       },
     });
     Validations.of(this.distribution).acknowledge(
@@ -167,10 +178,11 @@ export const runEventsPath = `${basePath}/runs/*/events`;
  * key), never cached, every viewer header but Host (Authorization, Last-Event-ID) forwarded; the
  * function URL answers its own host only. The web ACL covers it as every path.
  */
-const runEventsBehaviour = (host: string) => ({
+const runEventsBehaviour = (host: string, customHeaders: Record<string, string>) => ({
   origin: new HttpOrigin(host, {
     protocolPolicy: OriginProtocolPolicy.HTTPS_ONLY,
     originSslProtocols: [OriginSslPolicy.TLS_V1_2],
+    customHeaders,
   }),
   viewerProtocolPolicy: ViewerProtocolPolicy.HTTPS_ONLY,
   allowedMethods: AllowedMethods.ALLOW_GET_HEAD,

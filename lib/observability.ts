@@ -33,6 +33,7 @@ import {
 } from '../platform/alarm-rules.ts';
 import { type QueueDefinition, queues as queueDefinitions } from '../platform/definitions.ts';
 import { metricDimensions, metricNames, metricsNamespace, reasonDimension } from '../platform/metric-names.ts';
+import { streamRoutes } from '../platform/routes.ts';
 import type { StageConfig } from './stages.ts';
 import { workers } from './workers.ts';
 
@@ -234,6 +235,17 @@ export class Observability extends Construct {
         `The ${stage} ${worker.id} function was throttled in 3 of 5 five-minute periods.`,
       );
     }
+    // The run event stream's function URL is public and held to its reserved concurrency: a stream
+    // past it is refused (429), on every stage.
+    const streamIds = new Set(streamRoutes.map((route) => route.id));
+    for (const id of streamIds) {
+      this.#alarm(
+        alarmRules.runEventsThrottles,
+        { throttles: fnOf(id).metricThrottles() },
+        `The ${stage} run event stream (${id}) was throttled at its reserved concurrency ` +
+          `(${config.runEventsConcurrency}) in 3 of 5 five-minute periods.`,
+      );
+    }
     for (const [fnId, fn] of config.perFunctionAlarms ? functions : []) {
       if (alarmedWorkerIds.has(fnId)) continue;
       this.#alarm(
@@ -241,6 +253,7 @@ export class Observability extends Construct {
         { errors: fn.metricErrors() },
         `The ${stage} ${fnId} function failed (an uncaught error, a timeout or a crash) in 3 of 5 five-minute periods.`,
       );
+      if (streamIds.has(fnId)) continue; // its throttles are alarmed above
       this.#alarm(
         alarmRules.functionThrottles(fnId),
         { throttles: fn.metricThrottles() },

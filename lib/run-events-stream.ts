@@ -30,6 +30,8 @@ export class RunEventsStream {
   readonly fn: NodejsFunction;
   readonly functionUrl: string;
   readonly baseUrl: string;
+  /** The edge serves the stream (`eventsOrigin`): callers reach it through CloudFront only. */
+  readonly behindEdge: boolean;
 
   constructor(scope: Construct, props: RunEventsStreamProps) {
     const { config, route } = props;
@@ -38,6 +40,7 @@ export class RunEventsStream {
       config.edge.cloudFront && config.edge.domain && config.edge.eventsOrigin
         ? `https://${config.edge.domain.name}${basePath}`
         : undefined;
+    this.behindEdge = edgeBase !== undefined;
     const service = new ServiceFunction(scope, route.id, {
       entry: route.entry,
       timeoutSeconds: streamFunctionTimeoutSeconds,
@@ -50,6 +53,9 @@ export class RunEventsStream {
       logRetentionDays: config.logRetentionDays,
       keepLogs: config.protectData,
       tracing: config.tracing,
+      // Its URL is public: its streams may hold this many functions at most, never the account's
+      // concurrency the step executor and the routes share (its throttles are alarmed).
+      reservedConcurrentExecutions: config.runEventsConcurrency,
     });
     props.grants.apply(service, route.grants);
     this.fn = service.fn;

@@ -37,7 +37,11 @@ export interface ServiceFunctionProps {
   description: string;
   /** Days its log group keeps events (the stage's `logRetentionDays`). */
   logRetentionDays: number;
-  /** Keep the log group when the stack is deleted (prod) or delete it with the function (dev). */
+  /**
+   * Keep the log group when the stack is deleted or the group replaced (prod), except when the
+   * stack's creation rolls back, so a failed first deploy can be retried under the same fixed
+   * names; or delete it with the function (dev).
+   */
   keepLogs: boolean;
   /**
    * Concurrency reserved for, and the most allowed to, this function. Default: none (the account's
@@ -81,7 +85,7 @@ export class ServiceFunction extends Construct {
       // Named, so an operator's query (`npm run admin -- run show`) knows the stage's groups offline.
       logGroupName: functionLogGroupName(Stack.of(this).stackName, id),
       retention: props.logRetentionDays,
-      removalPolicy: props.keepLogs ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+      removalPolicy: props.keepLogs ? RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE : RemovalPolicy.DESTROY,
     });
     // Its own role, allowed to write to its own log group only: not AWSLambdaBasicExecutionRole,
     // which may create any log group and write to every one in the account.

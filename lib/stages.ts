@@ -14,6 +14,7 @@ import {
   parseModelDefaults,
 } from '../platform/model-defaults.ts';
 import { factsOf, judgeModel, parseFactsDate } from '../platform/model-facts.ts';
+import { openPaidModels, type PaidModels, parsePaidModels } from '../platform/paid-models.ts';
 import {
   bedrockDefaultModels,
   type IntegrationLevel,
@@ -78,6 +79,14 @@ export const contextKeys = {
    */
   modelDefaults: 'modelDefaults',
   /**
+   * `provider:model=price,…` (or, from cdk.json, an object `{ "provider:model": price }`): the models
+   * the stage pays for on its own provider keys beside the catalogue's and `modelDefaults`' defaults,
+   * each at `250` hundredths of a credit a step, `x1.5` the node type's price, or the node type's
+   * price; `open` lets any other model run there at the node type's price (dev only). Default:
+   * open on dev, closed on prod (platform/paid-models.ts).
+   */
+  paidModels: 'paidModels',
+  /**
    * `YYYY-MM-DD`: the day the enabled defaults' lifecycles are judged on (platform/model-facts.ts);
    * default today. Tests set it; an operator may look ahead (`-c modelFactsDate=2027-03-01`).
    */
@@ -92,6 +101,11 @@ export const contextKeys = {
   pythonRunnerReservedConcurrency: 'pythonRunnerReservedConcurrency',
   /** `us-east-1a,us-east-1b`: the availability zones of the PythonRunner's subnets; default the region's first two. */
   pythonRunnerAzs: 'pythonRunnerAzs',
+  /**
+   * Concurrency reserved for the run event stream's function, and the most streams open at once
+   * across the stage (a whole number from 1); overrides the stage's default.
+   */
+  runEventsConcurrency: 'runEventsConcurrency',
   /**
    * In cdk.json: `{ "stages": { "prod": { "account": "…", "providers": "…", "alarmEmail": "…" } } }`,
    * the values a stage is deployed with, so `cdk deploy -c stage=prod` alone repeats them. On dev
@@ -210,6 +224,11 @@ export interface StageConfig {
    */
   modelDefaults: ModelDefaults;
   /**
+   * The models the stage pays for on its own keys and their prices (`-c paidModels`); open on dev
+   * unless given, never open on prod.
+   */
+  paidModels: PaidModels;
+  /**
    * Where the stage is reached from outside (`-c publicBaseUrl`): providers' webhooks and the file
    * links of runs point there; undefined: the HTTP API's endpoint.
    */
@@ -252,6 +271,13 @@ export interface StageConfig {
    * region's first two (`Fn::GetAZs`), as before.
    */
   pythonRunnerAzs: readonly string[] | undefined;
+  /**
+   * The run event stream's reserved concurrency (`-c runEventsConcurrency=N`): the most streams
+   * open at once on the stage, so its public function URL cannot take the concurrency the step
+   * executor and the routes share; a stream past it is throttled (429) and alarmed. Each key also
+   * holds at most `streamsPerKey` (platform/run-events.ts). dev: 10. prod: 100.
+   */
+  runEventsConcurrency: number;
 }
 
 type StageDefaults = Pick<
@@ -263,6 +289,7 @@ type StageDefaults = Pick<
   | 'sandboxProviders'
   | 'protectData'
   | 'teamStepsInFlight'
+  | 'runEventsConcurrency'
 >;
 
 export const stageDefaults: Readonly<Record<StageName, StageDefaults>> = {
@@ -270,6 +297,7 @@ export const stageDefaults: Readonly<Record<StageName, StageDefaults>> = {
     api: { rateLimit: 5, burstLimit: 10 },
     consumerMaxConcurrency: { Steps: 2, Webhooks: 2 },
     teamStepsInFlight: 10,
+    runEventsConcurrency: 10,
     retentionDays: 30,
     logRetentionDays: 7,
     sandboxProviders: true,
@@ -279,6 +307,7 @@ export const stageDefaults: Readonly<Record<StageName, StageDefaults>> = {
     api: { rateLimit: 50, burstLimit: 100 },
     consumerMaxConcurrency: { Steps: 10, Webhooks: 5 },
     teamStepsInFlight: 40,
+    runEventsConcurrency: 100,
     retentionDays: 365,
     logRetentionDays: 30,
     sandboxProviders: false,
@@ -425,10 +454,48 @@ export const stageConfig = (
     pinned.env.region,
     factsDate(appContext(contextKeys.modelFactsDate)),
   );
+  const paidModels = parsePaidModels(
+    context(contextKeys.paidModels),
+    'context paidModels',
+    name === 'prod' ? { open: false, prices: {} } : openPaidModels,
+  );
+  // On prod the operator chooses every model its keys pay for: no tenant may name another there.
+  if (name === 'prod' && paidModels.open) {
+    throw new Error('context paidModels: prod may not leave its list of paid models open (drop "open")');
+  }
+  for (const key of Object.keys(paidModels.prices)) {
+    const provider = key.slice(0, key.indexOf(':'));
+    if (!providerEntry(provider)) throw new Error(`context paidModels: ${key} names no provider the registry knows`);
+  }
   const edge = edgeConfig(name, context);
   const prefix = context(contextKeys.stackPrefix) ?? defaultStackPrefix;
   if (typeof prefix !== 'string' || !/^[A-Za-z][A-Za-z0-9]*$/.test(prefix)) {
     throw new Error(`context stackPrefix must be letters and digits, got ${JSON.stringify(prefix)}`);
+  }
+
+  const accountConcurrencyLimit = wholeNumber(
+    contextKeys.accountConcurrencyLimit,
+    context(contextKeys.accountConcurrencyLimit),
+    1000,
+  );
+  const runEventsConcurrency = wholeNumber(
+    contextKeys.runEventsConcurrency,
+    context(contextKeys.runEventsConcurrency),
+    defaults.runEventsConcurrency,
+  );
+  const pythonRunnerReservedConcurrency = wholeNumber(
+    contextKeys.pythonRunnerReservedConcurrency,
+    context(contextKeys.pythonRunnerReservedConcurrency),
+    defaults.consumerMaxConcurrency.Steps * stepsQueue.batchSize,
+  );
+  // Lambda keeps at least 100 of the account's concurrency unreserved, and refuses a reservation
+  // that would take it below.
+  if (runEventsConcurrency + pythonRunnerReservedConcurrency > accountConcurrencyLimit - 100) {
+    throw new Error(
+      `context runEventsConcurrency (${runEventsConcurrency}) and pythonRunnerReservedConcurrency ` +
+        `(${pythonRunnerReservedConcurrency}) together must leave 100 of the account's concurrency ` +
+        `(${accountConcurrencyLimit}) unreserved`,
+    );
   }
 
   return {
@@ -459,18 +526,12 @@ export const stageConfig = (
     edge,
     providerLevels: parseProviderLevels(context(contextKeys.providerLevels)),
     modelDefaults,
+    paidModels,
     deploys: parseDeploySettings(name, context),
     modelWarnings,
-    accountConcurrencyLimit: wholeNumber(
-      contextKeys.accountConcurrencyLimit,
-      context(contextKeys.accountConcurrencyLimit),
-      1000,
-    ),
-    pythonRunnerReservedConcurrency: wholeNumber(
-      contextKeys.pythonRunnerReservedConcurrency,
-      context(contextKeys.pythonRunnerReservedConcurrency),
-      defaults.consumerMaxConcurrency.Steps * stepsQueue.batchSize,
-    ),
+    accountConcurrencyLimit,
+    runEventsConcurrency,
+    pythonRunnerReservedConcurrency,
     pythonRunnerAzs: availabilityZones(
       contextKeys.pythonRunnerAzs,
       context(contextKeys.pythonRunnerAzs),

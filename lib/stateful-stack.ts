@@ -48,6 +48,10 @@ export class StatefulStack extends Stack {
     super(scope, id, props);
     const { config } = props;
     const removalPolicy = config.protectData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
+    // A bucket that a failed creation leaves is empty (nothing used it yet): deleted on that
+    // rollback, kept on every later delete. The table keeps RETAIN: its deletion protection would
+    // refuse the rollback's delete (ROLLBACK_FAILED); its name is generated, so a retry makes a new one.
+    const bucketRemovalPolicy = config.protectData ? RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE : RemovalPolicy.DESTROY;
 
     const byId = new Map<string, ITable>();
     const existing = config.deploys.existingTable;
@@ -93,7 +97,7 @@ export class StatefulStack extends Stack {
       blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
       enforceSSL: true,
       encryption: BucketEncryption.S3_MANAGED,
-      removalPolicy,
+      removalPolicy: bucketRemovalPolicy,
       // dev only: a custom resource empties the bucket so that CloudFormation can delete it.
       autoDeleteObjects: !config.protectData,
       lifecycleRules: [

@@ -31,6 +31,14 @@ const freePort = async (preferred?: number): Promise<number> => {
   });
 };
 
+/** Whether `port` on loopback can be listened on now (nothing else holds it). */
+export const isPortFree = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+
 const commandLineOf = (pid: number): string => {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');

@@ -80,21 +80,22 @@ export const showRun = async (deps: Deps, jobId: string, place: LogPlace) => {
       leaseUntil: s.leaseUntil ?? null,
       model: s.model ?? null,
     })),
+    // The job each step waits on, then those a later claim superseded (the only ones a webhook may cancel).
     providerJobs: steps.flatMap((s) =>
-      s.providerJob
-        ? [
-            {
-              nodeId: s.nodeId,
-              provider: s.providerJob.provider,
-              model: s.providerJob.model,
-              credentials: s.providerJob.credentials,
-              providerJobId: s.providerJob.id ?? null,
-              claim: s.providerJob.attempt,
-              submittedAt: s.providerJob.submittedAt ?? null,
-              deadlineAt: s.providerJob.deadlineAt,
-            },
-          ]
-        : [],
+      [
+        ...(s.providerJob ? [{ job: s.providerJob, superseded: false }] : []),
+        ...(s.supersededJobs ?? []).map((job) => ({ job, superseded: true })),
+      ].map(({ job, superseded }) => ({
+        nodeId: s.nodeId,
+        provider: job.provider,
+        model: job.model,
+        credentials: job.credentials,
+        providerJobId: job.id ?? null,
+        claim: job.attempt,
+        submittedAt: job.submittedAt ?? null,
+        deadlineAt: job.deadlineAt,
+        superseded,
+      })),
     ),
     webhook: deliveries?.event
       ? {

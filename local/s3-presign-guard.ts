@@ -19,6 +19,10 @@
  * or not) and CopyObject of a missing source are 403 AccessDenied, not fauxqs's 404 NoSuchKey
  * (the "Permissions" of https://docs.aws.amazon.com/AmazonS3/latest/API/API_HeadObject.html, API_GetObject.html,
  * API_CopyObject.html, read 2026-12-07). HEAD answers no body, as S3's does.
+ *
+ * A GET or HEAD's `response-*` overrides (`response-content-disposition`, `response-content-type`,
+ * ...) are applied to its successful answer, as S3 applies them and fauxqs does not. Like S3, the
+ * guard adds no header of its own (no `X-Content-Type-Options`: S3 cannot send it).
  */
 import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -343,6 +347,34 @@ const checkPreconditions = async (upstream: URL, request: IncomingMessage, path:
   return headers;
 };
 
+/**
+ * The response headers a GetObject or HeadObject request overrides with its `response-*` query
+ * parameters, which S3 honours on a signed request (presigned or signed in a header) and applies
+ * to a successful answer only ("Overriding response header values",
+ * https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html, read 2026-12-07). fauxqs
+ * (2.4.1) ignores them and answers the object's own: a download would look safer here than on S3.
+ */
+const responseOverrides = [
+  'cache-control',
+  'content-disposition',
+  'content-encoding',
+  'content-language',
+  'content-type',
+  'expires',
+];
+
+const overriddenHeaders = (request: IncomingMessage, status: number, headers: IncomingMessage['headers']) => {
+  if ((request.method !== 'GET' && request.method !== 'HEAD') || status < 200 || status > 299) return headers;
+  const at = (request.url ?? '').indexOf('?');
+  const query = parseQuery(at < 0 ? '' : (request.url ?? '').slice(at + 1));
+  const answered = { ...headers };
+  for (const name of responseOverrides) {
+    const value = query.find(([key]) => key.toLowerCase() === `response-${name}`)?.[1];
+    if (value !== undefined) answered[name] = value;
+  }
+  return answered;
+};
+
 /** Sends the request on to fauxqs and its answer back. */
 const forward = (
   upstream: URL,
@@ -355,7 +387,8 @@ const forward = (
   const outgoing = httpRequest(
     { host: upstream.hostname, port: upstream.port, method: request.method, path: request.url, headers },
     (answer) => {
-      response.writeHead(answer.statusCode ?? 502, answer.headers);
+      const status = answer.statusCode ?? 502;
+      response.writeHead(status, overriddenHeaders(request, status, answer.headers));
       answer.pipe(response);
     },
   );

@@ -2,7 +2,8 @@
  * A secret-store emulator on loopback: Secrets Manager and SSM Parameter Store, which no emulator
  * the project runs provides (moto needs Python; LocalStack, Docker). One HTTP server speaks the AWS
  * JSON 1.1 protocol (the `X-Amz-Target` header names the operation) for exactly what the service
- * reads and what sets it up: `secretsmanager.GetSecretValue` and `secretsmanager.CreateSecret`,
+ * reads and what sets it up: `secretsmanager.GetSecretValue` (of the `AWSCURRENT` version, or of
+ * `AWSPREVIOUS`, which exists once a value was put over another: `PutSecretValue`), `secretsmanager.CreateSecret`,
  * `AmazonSSM.GetParameter` and `AmazonSSM.PutParameter`. The real SDK clients reach it through
  * their `endpoint` (a bundle through `AWS_ENDPOINT_URL_SECRETS_MANAGER` / `AWS_ENDPOINT_URL_SSM`);
  * it keeps every request (target and name, never a value) so tests and the rehearsal count reads.
@@ -27,6 +28,8 @@ export interface SecretStoreRequest {
 export const startSecretStore = async () => {
   /** Secrets Manager secrets by name, SSM parameters by name (SecureString values). */
   const secrets = new Map<string, string>();
+  /** Each secret's version before its current one (Secrets Manager's `AWSPREVIOUS`), once it has one. */
+  const previous = new Map<string, string>();
   const parameters = new Map<string, string>();
   const requests: SecretStoreRequest[] = [];
 
@@ -45,6 +48,7 @@ export const startSecretStore = async () => {
         Value?: string;
         Type?: string;
         Overwrite?: boolean;
+        VersionStage?: string;
       };
       const answer = (status: number, value: unknown) =>
         res.writeHead(status, { 'content-type': 'application/x-amz-json-1.1' }).end(JSON.stringify(value));
@@ -52,16 +56,31 @@ export const startSecretStore = async () => {
       if (target === 'secretsmanager.GetSecretValue') {
         const name = body.SecretId ?? '';
         requests.push({ target, name });
-        const value = secrets.get(name);
+        const stage = body.VersionStage ?? 'AWSCURRENT';
+        if (stage !== 'AWSCURRENT' && stage !== 'AWSPREVIOUS') return missing('ResourceNotFoundException');
+        // As Secrets Manager: a secret with no such version answers ResourceNotFoundException.
+        const value = stage === 'AWSCURRENT' ? secrets.get(name) : secrets.has(name) ? previous.get(name) : undefined;
         if (value === undefined) return missing('ResourceNotFoundException');
         return answer(200, {
           ARN: `arn:aws:secretsmanager:us-east-1:000000000000:secret:${name}-AbCdEf`,
           Name: name,
           SecretString: value,
-          VersionId: 'v1',
-          VersionStages: ['AWSCURRENT'],
+          VersionId: stage === 'AWSCURRENT' ? 'v2' : 'v1',
+          VersionStages: [stage],
           CreatedDate: 1_700_000_000,
         });
+      }
+      if (target === 'secretsmanager.PutSecretValue') {
+        const name = body.SecretId ?? '';
+        requests.push({ target, name });
+        const current = secrets.get(name);
+        if (current === undefined) return missing('ResourceNotFoundException');
+        if (body.SecretString === undefined) {
+          return answer(400, { __type: 'InvalidParameterException', message: 'SecretString is required here' });
+        }
+        previous.set(name, current);
+        secrets.set(name, body.SecretString);
+        return answer(200, { ARN: `arn:aws:secretsmanager:us-east-1:000000000000:secret:${name}-AbCdEf`, Name: name });
       }
       if (target === 'secretsmanager.CreateSecret') {
         const name = body.Name ?? '';

@@ -10,18 +10,21 @@ import { stageDefaults } from '../lib/stages.ts';
 import { pythonRunner, workers } from '../lib/workers.ts';
 import { dispatcherSchedule, envNames, queues } from '../platform/definitions.ts';
 import { startLocalApi } from './api-gateway.ts';
-import { startDynamoDb, startSqsS3 } from './emulators.ts';
+import { isPortFree, startDynamoDb, startSqsS3 } from './emulators.ts';
 import { type SqsHandler, startQueuePoller, startSchedule } from './event-source.ts';
 import { operatorEventBusName, operatorEventsFile, startEventBridge } from './eventbridge-emulator.ts';
 import { startLambdaEmulator } from './lambda-emulator.ts';
 import { localDeps, localEnvironment, pythonRunnerEnvironment } from './local-deps.ts';
 import { provision } from './provision.ts';
+import { startLocalPythonRunner } from './python-runner.ts';
 import {
   demoFile,
   dynamoDbDataDir,
   fauxqsDataDir,
   localPrefix,
+  portsFile,
   readRunningStack,
+  savedS3Port,
   stackFile,
   stateDir,
 } from './state.ts';
@@ -55,11 +58,18 @@ const optionalPort = (name: string) => (process.env[name] ? Number(process.env[n
 const dispatchIntervalMs = (ruleSeconds: number) => Number(process.env.DISPATCH_INTERVAL_SECONDS ?? ruleSeconds) * 1000;
 
 const dynamo = await startDynamoDb({ port: optionalPort('DYNAMODB_PORT'), dataDir: dynamoDbDataDir, stateDir });
+// The S3 port of the last start, while it is free: upload URLs minted before a restart name it.
+const lastS3Port = savedS3Port();
+const s3Port =
+  optionalPort('S3_PORT') ?? (lastS3Port !== undefined && (await isPortFree(lastS3Port)) ? lastS3Port : undefined);
+if (lastS3Port !== undefined && s3Port !== lastS3Port && !process.env.S3_PORT)
+  console.warn(`S3's port ${lastS3Port} is in use: upload URLs from before this start no longer work.`);
 const sqsS3 = await startSqsS3({
   port: optionalPort('FAUXQS_PORT'),
-  s3Port: optionalPort('S3_PORT'),
+  s3Port,
   dataDir: fauxqsDataDir,
 });
+writeFileSync(portsFile, JSON.stringify({ s3: Number(new URL(sqsS3.s3Endpoint).port) }, null, 2));
 // Every bus's events go to one file: locally there is only the operator event bus.
 const eventBridge = await startEventBridge({
   port: optionalPort('EVENTBRIDGE_PORT'),
@@ -74,8 +84,8 @@ const resources = await provision({
 });
 // PythonSandbox steps: the PythonRunner handler behind a local Lambda Invoke API, as the step executor calls it.
 // The handler is here, the Python is not: each run lives in a child process of its own, whose memory
-// limit kills it alone (functions/python/box.ts), never this stack.
-const { handler: pythonRunnerHandler } = await import('../functions/workers/python-runner.ts');
+// limit kills it alone (functions/python/box.ts), never this stack; several run at once (local/python-runner.ts).
+const { handler: pythonRunnerHandler } = startLocalPythonRunner();
 const lambda = await startLambdaEmulator({ [pythonRunner.id]: pythonRunnerHandler });
 Object.assign(process.env, localEnvironment(resources), pythonRunnerEnvironment(lambda.endpoint), {
   AWS_ENDPOINT_URL_EVENTBRIDGE: eventBridge.endpoint,

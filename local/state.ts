@@ -9,6 +9,22 @@ export const stackFile = join(stateDir, 'stack.json');
 export const demoFile = join(stateDir, 'demo.json');
 export const dynamoDbDataDir = join(stateDir, 'dynamodb');
 export const fauxqsDataDir = join(stateDir, 'fauxqs');
+/**
+ * The S3 endpoint's port, kept across restarts: an upload URL names it, so a URL minted before a
+ * restart still reaches the bucket after it (within its expiry).
+ */
+export const portsFile = join(stateDir, 'ports.json');
+
+/** The S3 port the last start listened on, if it kept one. */
+export const savedS3Port = (): number | undefined => {
+  if (!existsSync(portsFile)) return undefined;
+  try {
+    const { s3 } = JSON.parse(readFileSync(portsFile, 'utf8')) as { s3?: unknown };
+    return typeof s3 === 'number' && Number.isInteger(s3) && s3 > 0 && s3 < 65536 ? s3 : undefined;
+  } catch {
+    return undefined;
+  }
+};
 
 /** The resource prefix of the local default (tests use their own per file). */
 export const localPrefix = 'local';

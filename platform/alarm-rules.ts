@@ -317,6 +317,20 @@ export const alarmRules = {
     threshold: 0,
     treatMissingData: 'notBreaching',
   },
+  /**
+   * The run event stream's function throttled at its reserved concurrency in 3 of 5 periods:
+   * callers' streams refused with 429 at the stage's bound.
+   */
+  runEventsThrottles: {
+    id: 'RunEventsThrottles',
+    runbook: 'RunEventsThrottles',
+    expression: metric('throttles'),
+    statistics: { throttles: 'Sum' },
+    ...sustained,
+    comparison: '>',
+    threshold: 0,
+    treatMissingData: 'notBreaching',
+  },
   /** The account's claimed Lambda concurrency above 80% of its limit in 3 of 5 periods. */
   accountConcurrency: (accountLimit: number): AlarmRule => ({
     id: 'AccountConcurrency',

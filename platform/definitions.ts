@@ -356,6 +356,12 @@ export const envNames = {
    * `Type=provider:model,…` form works too.
    */
   modelDefaults: 'MODEL_DEFAULTS',
+  /**
+   * JSON of `provider:model` to its price (`-c paidModels`), e.g. `{"replicate:owner/name":250}`: the
+   * models the stage pays for on its own keys beside the defaults (platform/paid-models.ts), `"open":
+   * true` when any other runs there too. Unset: open (dev and local); prod always sets it closed.
+   */
+  paidModels: 'PAID_MODELS',
   /** `true` on a sandbox stage: model steps with no configured provider run on the sandbox provider. */
   sandboxProviders: 'SANDBOX_PROVIDERS',
   /** Team connection secrets must be named under this prefix (the step executor may read only those). */
@@ -367,6 +373,11 @@ export const envNames = {
    * of the container's first interpreter (cheaper, but one string-hash seed per container).
    */
   pythonSnapshots: 'PYTHON_SNAPSHOTS',
+  /**
+   * `optional` on the deployed PythonRunner (its isolated VPC is the network wall): a run may go ahead
+   * where the machine lets no process create a network namespace. Unset, runs require one.
+   */
+  pythonNetworkNamespace: 'PYTHON_NETWORK_NAMESPACE',
   /**
    * The service's public base URL (scheme and host, no path), which asynchronous providers' webhooks
    * reach: the stage's API endpoint on AWS; on `npm start` its own listening address unless set.
@@ -382,4 +393,10 @@ export const envNames = {
    * Set on GetRun and the stream's own function; unset (locally), `PUBLIC_BASE_URL` + `/api/v1`.
    */
   runEventsBaseUrl: 'RUN_EVENTS_BASE_URL',
+  /**
+   * The Secrets Manager secret (its name) whose value CloudFront sends as `originHeader`: set only
+   * on a function the edge fronts, which then answers only requests that carry it
+   * (functions/http/origin-check.ts).
+   */
+  originSecret: 'ORIGIN_SECRET_ID',
 } as const;

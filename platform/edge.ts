@@ -84,3 +84,10 @@ export const unboundedBodyRouteIds: readonly string[] = ['ProviderWebhook'];
 
 /** API Gateway's route key of a route, as route settings name it. */
 export const routeKeyOf = (route: Pick<Route, 'method' | 'path'>): string => `${route.method} ${basePath}${route.path}`;
+
+/**
+ * The header CloudFront adds to every request it sends to the stage's origins (the API's custom
+ * domain, the stream's function URL), with the value of the stack's origin secret: a function the
+ * edge fronts answers a request without it as if the route did not exist (functions/http/origin-check.ts).
+ */
+export const originHeader = 'x-origin-verify';

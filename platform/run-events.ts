@@ -36,3 +36,11 @@ export const streamKeepAliveMs = 15_000;
  * stream's cost per connected minute").
  */
 export const streamFunctionMemoryMb = 256;
+
+/**
+ * Most event streams one API key holds open at once: past it, the next is answered 429 with
+ * `Retry-After` before it opens (functions/app/stream-slots.ts). A key's 60 requests a minute
+ * could otherwise keep about 120 functions busy (each stream lasts up to its cap); five follow
+ * five runs live, and a client following more polls GET /runs/{jobId} instead.
+ */
+export const streamsPerKey = 5;

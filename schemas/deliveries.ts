@@ -22,7 +22,7 @@ const DeliveryStateSchema = v.pipe(
 );
 
 /** Why an attempt got no answer (functions/domain/webhook.ts, `WebhookErrorKind`). */
-export const webhookErrorKinds = ['timeout', 'refused', 'tls', 'connection'] as const;
+export const webhookErrorKinds = ['timeout', 'refused', 'tls', 'connection', 'interrupted'] as const;
 
 /** One attempt of the delivery log. */
 export const WebhookAttemptSchema = v.strictObject({
@@ -38,7 +38,8 @@ export const WebhookAttemptSchema = v.strictObject({
    * Why there was no answer: `timeout` (none within 8 s), `refused` (the address did not resolve, or
    * not only to public addresses: one kind, so the log tells nothing of how names resolve; nothing
    * was sent, `durationMs` is 0), `tls` (the handshake failed), `connection` (refused, reset, closed
-   * early).
+   * early), `interrupted` (our side stopped mid-send, a crash: the receiver may have got it; the next
+   * attempt sends the same `webhook-id` at once).
    */
   error: v.optional(v.picklist(webhookErrorKinds)),
   durationMs: v.pipe(v.number(), v.integer(), v.minValue(0)),

@@ -53,13 +53,15 @@ export const messages = {
   workflowValidationFailed: 'Workflow validation failed',
   callbackUrlInvalid: 'callbackUrl must be a valid https:// URL',
   rateLimitExceeded: 'Rate limit exceeded',
+  /** Our design (GET /runs/{jobId}/events): the key holds its most event streams open at once. */
+  tooManyStreams: 'Too many event streams open with this key',
   monthlyCapUnverifiable: 'Unable to verify monthly credit cap; try again shortly',
   /** Our design (POST /runs/{jobId}/cancel). */
   runAlreadyEnded: 'Run already ended',
   runNotResumable: 'Only a failed or stopped run can be resumed',
   /** Our design (POST /provider-webhooks/…): a provider's webhook whose signature or timestamp does not hold. */
   providerWebhookRefused: 'Webhook signature not valid',
-  /** Our design (POST /provider-webhooks/…): a verified webhook for a job no step waits on. */
+  /** Our design (POST /provider-webhooks/…): a URL that names no step, or a provider not configured. */
   providerJobUnknown: 'Unknown provider job',
   /** Our design (DELETE /deferred-runs/{id}). */
   deferredRunNotWaiting: 'Deferred run is not waiting',
@@ -95,6 +97,10 @@ export const messages = {
   providerNotAvailable: (nodeType: string, providers: readonly string[]): string =>
     `${nodeType} runs on ${providers.join(' or ')}, which is not available through the API without your own key. ` +
     'Add a key under Team, Connections; run from the app; or pick another provider on that step.',
+  /** The provider 422 for a model the deployment does not pay for on its own key. */
+  modelNotPaid: (nodeType: string, model: string): string =>
+    `${nodeType} runs ${model}, which this deployment does not run on its own key. ` +
+    "Add a key under Team, Connections; or pick a model the deployment's model list names on that step.",
 } as const;
 
 const fixed = <const TMessage extends string>(message: TMessage) => v.strictObject({ error: v.literal(message) });
@@ -256,6 +262,8 @@ export type IdempotencyKeyReusedErrorBody = v.InferOutput<typeof IdempotencyKeyR
 // 429 (all keyed; with Retry-After)
 export const RateLimitExceededErrorSchema = fixed(messages.rateLimitExceeded);
 export type RateLimitExceededErrorBody = v.InferOutput<typeof RateLimitExceededErrorSchema>;
+export const TooManyStreamsErrorSchema = fixed(messages.tooManyStreams);
+export type TooManyStreamsErrorBody = v.InferOutput<typeof TooManyStreamsErrorSchema>;
 
 // 500
 export const ServerErrorSchema = v.strictObject({ error: prefixed(messagePrefixes.serverError) });

@@ -322,7 +322,10 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       },
       responses: {
         202: {
-          description: 'Accepted: the step looks at its job.',
+          description:
+            'Accepted: the step looks at its job. Also the answer to a genuine delivery for a job no step waits on, ' +
+            'which changes nothing: only a job the step recorded as replaced by its own newer submission is ' +
+            'cancelled at the provider, never one a delivery merely names.',
           content: {
             'application/json': {
               schema: { type: 'object', required: ['accepted'], properties: { accepted: { const: true } } },
@@ -333,7 +336,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       },
       errorWords: {
         401: 'The signature or its timestamp does not hold.',
-        404: 'No step waits on this job (a genuine one is cancelled at the provider).',
+        404: 'The URL names no step (a run id that is not a uuid, a step key no workflow can have), or the provider is not configured.',
       },
     },
     {

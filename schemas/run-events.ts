@@ -3,6 +3,7 @@
  * is `text/event-stream` (functions/app/run-events.ts writes it, functions/domain/run-events.ts
  * makes its events and ids). Imports no other resource module: schemas/runs.ts lists it.
  */
+import { streamsPerKey } from '../platform/run-events.ts';
 import type { OperationSpec } from './openapi-parts.ts';
 import { uuidPath } from './openapi-parts.ts';
 
@@ -42,5 +43,8 @@ export const runEventsOperation: OperationSpec = {
     },
     204: { description: 'The `Last-Event-ID` is that of the run’s `done`: nothing more will come.' },
   },
-  errorWords: { 404: 'No such run in the team.' },
+  errorWords: {
+    404: 'No such run in the team.',
+    429: `Too many requests with this key, or the key already holds its most event streams open (${streamsPerKey}).`,
+  },
 };

@@ -1,8 +1,10 @@
 /**
- * A run's `metadata` and `tags` (our design, issue 26): the caller's own ids on a run, given at its
+ * A run's `metadata` and `tags` (our design): the caller's own ids on a run, given at its
  * start (now or deferred), echoed wherever the run is shown, and `tags` filter GET /runs.
  *
- * - `metadata`: at most 16 pairs; a key 1 to 64 characters, a value a string of at most 512.
+ * - `metadata`: at most 16 pairs; a key 1 to 64 characters of a tag's set (below), a value a string
+ *   of at most 512 with no control character (C0, DEL or C1: no NUL, CR or LF to forge a line of a
+ *   log, a header or a CSV export with).
  * - `tags`: at most 5, each 1 to 64 characters of letters, digits and `_ - . : @ /` (no spaces, so a
  *   tag reads the same in a query string); case counts (`Order-1` and `order-1` are two tags), and a
  *   tag given twice is refused rather than dropped, so what is echoed is what was sent.
@@ -27,6 +29,10 @@ const tagPattern = /^[A-Za-z0-9_.:@/-]+$/;
 
 export const tagCharacters = 'letters, digits and _ - . : @ /';
 
+/** A string with no control character (Unicode's Cc: C0, DEL and C1), NUL, CR and LF among them. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what it refuses.
+const noControlCharacters = /^[^\u0000-\u001f\u007f-\u009f]*$/;
+
 export const tagMessages = {
   tagLength: `a tag is 1 to ${runTagLimits.tagLength} characters`,
   tagCharacters: `a tag holds only ${tagCharacters}`,
@@ -34,6 +40,8 @@ export const tagMessages = {
   duplicateTag: 'a tag is given at most once',
   metadataKeyLength: `a metadata key is 1 to ${runTagLimits.metadataKeyLength} characters`,
   metadataValueLength: `a metadata value is at most ${runTagLimits.metadataValueLength} characters`,
+  metadataKeyCharacters: `a metadata key holds only ${tagCharacters}`,
+  metadataValueCharacters: 'a metadata value holds no control character (U+0000 to U+001F, U+007F to U+009F)',
   tooManyPairs: `at most ${runTagLimits.metadataPairs} metadata pairs`,
 } as const;
 
@@ -62,14 +70,20 @@ export const MetadataSchema = v.pipe(
         v.string(),
         v.minLength(1, tagMessages.metadataKeyLength),
         v.maxLength(runTagLimits.metadataKeyLength, tagMessages.metadataKeyLength),
+        v.regex(tagPattern, tagMessages.metadataKeyCharacters),
       ),
-      v.pipe(v.string(), v.maxLength(runTagLimits.metadataValueLength, tagMessages.metadataValueLength)),
+      v.pipe(
+        v.string(),
+        v.maxLength(runTagLimits.metadataValueLength, tagMessages.metadataValueLength),
+        v.regex(noControlCharacters, tagMessages.metadataValueCharacters),
+      ),
     ),
   ),
   v.maxEntries(runTagLimits.metadataPairs, tagMessages.tooManyPairs),
   v.description(
     `Your own string pairs (at most ${runTagLimits.metadataPairs}; a key 1 to ${runTagLimits.metadataKeyLength} ` +
-      `characters, a value at most ${runTagLimits.metadataValueLength}), echoed wherever the run is shown.`,
+      `characters of ${tagCharacters}; a value at most ${runTagLimits.metadataValueLength} characters, none a ` +
+      'control character: U+0000 to U+001F, U+007F to U+009F), echoed wherever the run is shown.',
   ),
 );
 

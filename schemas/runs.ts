@@ -84,7 +84,7 @@ export const RunRequestSchema = notArray(
     ),
     /** When set, each webhook is signed with it; an empty secret would sign with nothing. */
     callbackSecret: v.optional(NameStringSchema),
-    /** Our design (issue 26): the caller's own pairs, echoed wherever the run is shown (schemas/run-tags.ts). */
+    /** Our design: the caller's own pairs, echoed wherever the run is shown (schemas/run-tags.ts). */
     metadata: v.optional(MetadataSchema),
     /** Our design (issue 26): labels to find the run by (`GET /runs?tag=`), echoed wherever it is shown. */
     tags: v.optional(TagsSchema),
@@ -515,8 +515,9 @@ const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
   },
   errorWords: {
     400:
-      'The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit (the message names ' +
-      'the field and the limit).',
+      'The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit: a length, a count, ' +
+      "a metadata key outside a tag's characters, a control character in a metadata value (the message names the " +
+      'field and the limit).',
     413: 'The body is larger than 64 KiB.',
     402: 'Not enough credits, the project hard cap, the per-step credit limit, or the key monthly credit cap.',
     403: `The key lacks \`${scopeOf(subject === 'workflow' ? 'RunWorkflow' : 'RunAgent')}\`, or is limited to other workflows.`,

@@ -85,6 +85,7 @@ const expected: { rule: AlarmRule; threshold: number; period: number; n: number;
   { rule: alarmRules.tableThrottles, threshold: 0, period: 300, n: 5, m: 3 },
   { rule: alarmRules.gatewayThrottles, threshold: 0, period: 300, n: 5, m: 3 },
   { rule: alarmRules.accountConcurrency(1000), threshold: 800, period: 300, n: 5, m: 3 },
+  { rule: alarmRules.runEventsThrottles, threshold: 0, period: 300, n: 5, m: 3 },
 ];
 
 const periodOf = (props: AlarmProps) => props.Period ?? props.Metrics?.find((m) => m.MetricStat)?.MetricStat?.Period;
@@ -230,12 +231,13 @@ describe('a blip trips none of the tolerant alarms; a sustained failure trips ea
     }
   });
 
-  it('sustained worker errors, table throttles, gateway 429s and account concurrency page; one period does not', () => {
+  it('sustained worker errors, table throttles, gateway 429s, stream throttles and account concurrency page; one period does not', () => {
     const cases: [AlarmRule, string, number][] = [
       [alarmRules.functionErrors('StepExecutor', 'StepExecutorErrors'), 'errors', 1],
       [alarmRules.functionErrors('DeferredDispatcher', 'DeferredDispatcherErrors'), 'errors', 3],
       [alarmRules.functionThrottles('GetRun'), 'throttles', 2],
       [alarmRules.gatewayThrottles, 'throttled', 40],
+      [alarmRules.runEventsThrottles, 'throttles', 5],
       [alarmRules.accountConcurrency(1000), 'claimed', 950],
       [alarmRules.iteratorAge, 'iteratorAge', 1_800_000],
     ];

@@ -9,7 +9,8 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../lib/build-app.ts';
 import { defaultMonthlyBudgetUsd, requiredPins } from '../lib/stage-pins.ts';
-import { contextKeys } from '../lib/stages.ts';
+import { contextKeys, stageConfig } from '../lib/stages.ts';
+import { envNames } from '../platform/definitions.ts';
 import { bedrockDefaultModels } from '../platform/providers.ts';
 import { pinnedProd, repositoryStages } from './support/stages.ts';
 
@@ -164,6 +165,55 @@ describe('pinned stages', { timeout: 120_000 }, () => {
     });
     const warnings = bare.api.node.metadata.filter((m) => m.type === 'aws:cdk:warning');
     expect(warnings).toEqual([]);
+  });
+});
+
+describe('the models a stage pays for (paidModels)', { timeout: 120_000 }, () => {
+  const configOf = (context: Record<string, unknown>) => stageConfig((key) => context[key], offline);
+  const executorEnv = (app: ReturnType<typeof buildApp>) =>
+    ofType(resourcesOf(app.api), 'AWS::Lambda::Function')
+      .filter((f) => String(f.Properties.Description).startsWith('consumes the Steps queue'))
+      .map((f) => (f.Properties.Environment as { Variables: Record<string, unknown> }).Variables[envNames.paidModels]);
+
+  it('fails a prod synth whose list is open, from the command line or from its block', () => {
+    expect(() => buildApp({ ...testContext, ...pinnedProd(), [contextKeys.paidModels]: 'open' }, offline)).toThrow(
+      'context paidModels: prod may not leave its list of paid models open',
+    );
+    expect(() => configOf({ ...pinnedProd(), [contextKeys.paidModels]: 'open,replicate:acme/painter=250' })).toThrow(
+      /prod may not leave its list of paid models open/,
+    );
+    expect(() => configOf(pinnedProd({ paidModels: { open: true, 'replicate:acme/painter': 250 } }))).toThrow(
+      /prod may not leave its list of paid models open/,
+    );
+  });
+
+  it("closes prod's list unless given and hands it to the functions; dev's stays open unless given", () => {
+    const bare = buildApp({ ...testContext, ...pinnedProd() }, offline);
+    expect(bare.config.paidModels).toEqual({ open: false, prices: {} });
+    expect(executorEnv(bare)).toEqual(['{}']);
+    const listed = configOf({
+      ...pinnedProd(),
+      [contextKeys.paidModels]: 'replicate:acme/painter=250,fal:fal-ai/x=x1.5',
+    });
+    expect(listed.paidModels).toEqual({
+      open: false,
+      prices: { 'replicate:acme/painter': { hundredths: 250 }, 'fal:fal-ai/x': { multiplier: 1.5 } },
+    });
+    expect(configOf({}).paidModels).toEqual({ open: true, prices: {} });
+    expect(configOf({ [contextKeys.paidModels]: 'replicate:acme/painter' }).paidModels).toEqual({
+      open: false,
+      prices: { 'replicate:acme/painter': { multiplier: 1 } },
+    });
+    // Malformed entries and unknown providers fail the synth, naming the entry.
+    for (const [value, error] of [
+      ['replicate:acme/painter=2.5', /replicate:acme\/painter's price must be whole hundredths/],
+      ['replicate:acme/painter=x0', /price must be/],
+      ['acme/painter=250', /must be given as provider:model/],
+      ['replicate:a/b=1,replicate:a/b=2', /replicate:a\/b is given twice/],
+      ['nowhere:a/b=1', /names no provider the registry knows/],
+    ] as const) {
+      expect(() => configOf({ [contextKeys.paidModels]: value }), value).toThrow(error);
+    }
   });
 });
 

@@ -12,8 +12,10 @@ import { describe, expect, it } from 'vitest';
 import { buildApp } from '../lib/build-app.ts';
 import { edgeContextKeys, parseEventsOrigin } from '../lib/edge-config.ts';
 import { runEventsPath } from '../lib/edge-stack.ts';
-import { contextKeys } from '../lib/stages.ts';
+import { originSecretName } from '../lib/origin-secret.ts';
+import { contextKeys, stackNames } from '../lib/stages.ts';
 import { envNames } from '../platform/definitions.ts';
+import { originHeader } from '../platform/edge.ts';
 import { basePath, httpApiRoutes, routeById, streamRoutes } from '../platform/routes.ts';
 import { streamCapSeconds, streamFunctionMemoryMb, streamFunctionTimeoutSeconds } from '../platform/run-events.ts';
 import { pinnedProd, synthOnly } from './support/stages.ts';
@@ -96,6 +98,23 @@ describe('the run event stream in the stack', () => {
     expect(permissions.find((p) => p.Action === 'lambda:InvokeFunction').InvokedViaFunctionUrl).toBe(true);
   });
 
+  it('holds the stream to a reserved concurrency per stage (dev 10, prod 100, -c runEventsConcurrency), and alarms its throttles', () => {
+    expect(streamFunction(dev.api)[1].Properties.ReservedConcurrentExecutions).toBe(10);
+    const production = prod();
+    const [logicalId, fn] = streamFunction(production.api);
+    expect(fn.Properties.ReservedConcurrentExecutions).toBe(100);
+    const throttles = Object.values(production.api.findResources('AWS::CloudWatch::Alarm'))
+      .map((r) => (r as Json).Properties)
+      .filter((p) => p.MetricName === 'Throttles' && JSON.stringify(p.Dimensions).includes(logicalId));
+    expect(throttles).toHaveLength(1);
+    expect(throttles[0].AlarmDescription).toMatch(/Runbook: docs\/operations\.md, Alarms, RunEventsThrottles\.$/);
+    const raised = build({ [contextKeys.runEventsConcurrency]: '25' });
+    expect(streamFunction(raised.api)[1].Properties.ReservedConcurrentExecutions).toBe(25);
+    // Lambda keeps 100 of the account's concurrency unreserved.
+    expect(() => build({ [contextKeys.runEventsConcurrency]: '901' })).toThrow(/unreserved/);
+    expect(() => build({ [contextKeys.runEventsConcurrency]: '0' })).toThrow(/runEventsConcurrency/);
+  });
+
   it('outputs the stream’s base URL and its function URL host, and gives GetRun the base as RUN_EVENTS_BASE_URL', () => {
     const outputs = dev.api.toJSON().Outputs as Json;
     const [urlId] = Object.keys(dev.api.findResources('AWS::Lambda::Url'));
@@ -116,6 +135,29 @@ describe('the run event stream in the stack', () => {
 });
 
 describe('the run event stream behind the edge', () => {
+  it('sends the stream’s origin the origin secret, which the stream function then requires and may read', () => {
+    const built = prod({ [edgeContextKeys.domain]: domain, [edgeContextKeys.eventsOrigin]: originHost });
+    const config = Object.values(built.edge!.findResources('AWS::CloudFront::Distribution'))[0]!.Properties
+      .DistributionConfig as Json;
+    const name = originSecretName(stackNames(built.config).api);
+    const streamOrigin = config.Origins.find((o: Json) => o.DomainName === originHost);
+    expect(streamOrigin.OriginCustomHeaders).toEqual([
+      { HeaderName: originHeader, HeaderValue: `{{resolve:secretsmanager:${name}:SecretString:::}}` },
+    ]);
+    const [, fn] = streamFunction(built.api);
+    expect(fn.Properties.Environment.Variables[envNames.originSecret]).toEqual(expect.anything());
+    const [secretId] = Object.keys(built.api.findResources('AWS::SecretsManager::Secret'));
+    const role = fn.Properties.Role['Fn::GetAtt'][0];
+    const reads = Object.values(built.api.findResources('AWS::IAM::Policy'))
+      .filter((p) => (p as Json).Properties.Roles.some((r: Json) => r.Ref === role))
+      .flatMap((p) => (p as Json).Properties.PolicyDocument.Statement)
+      .filter((st: Json) => JSON.stringify(st.Resource ?? '').includes(secretId!));
+    expect(reads).toHaveLength(1);
+    // Without the edge's stream (no eventsOrigin), the stream's own URL is public: no check.
+    const direct = prod({ [edgeContextKeys.domain]: domain });
+    expect(streamFunction(direct.api)[1].Properties.Environment.Variables[envNames.originSecret]).toBeUndefined();
+  });
+
   it('routes /api/v1/runs/*/events to the function URL, uncached, every viewer header but Host, under the web ACL', () => {
     const built = prod({ [edgeContextKeys.domain]: domain, [edgeContextKeys.eventsOrigin]: originHost });
     const config = Object.values(built.edge!.findResources('AWS::CloudFront::Distribution'))[0]!.Properties

@@ -303,10 +303,28 @@ describe('cdk app', { timeout: 120_000 }, () => {
         UpdateReplacePolicy: 'Retain',
         Properties: Match.objectLike({ DeletionProtectionEnabled: true }),
       });
-      prod.statefulTemplate.hasResource('AWS::S3::Bucket', { DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
+      prod.statefulTemplate.hasResource('AWS::S3::Bucket', {
+        DeletionPolicy: 'RetainExceptOnCreate',
+        UpdateReplacePolicy: 'Retain',
+      });
       prod.statefulTemplate.resourceCountIs('Custom::S3AutoDeleteObjects', 0);
-      for (const [id, logGroup] of Object.entries(prod.apiTemplate.findResources('AWS::Logs::LogGroup'))) {
-        expect(logGroup.DeletionPolicy, id).toBe('Retain');
+    });
+
+    it('lets a failed first prod deploy be retried: nothing kept on a rolled-back creation holds a fixed name', () => {
+      const logGroups = Object.entries(prod.apiTemplate.findResources('AWS::Logs::LogGroup'));
+      expect(logGroups.length).toBeGreaterThan(20);
+      for (const [id, logGroup] of logGroups) {
+        expect(logGroup.DeletionPolicy, id).toBe('RetainExceptOnCreate');
+        expect(logGroup.UpdateReplacePolicy, id).toBe('Retain');
+      }
+      // Whatever a creation's rollback keeps (Retain) must have a generated name, or the retry meets
+      // it: "already exists".
+      for (const resources of [prod.statefulResources, prod.apiResources]) {
+        for (const [id, resource] of Object.entries(resources)) {
+          if (resource.DeletionPolicy !== 'Retain') continue;
+          const names = Object.keys(resource.Properties ?? {}).filter((key) => /Name$/.test(key));
+          expect(names, id).toEqual([]);
+        }
       }
     });
 
@@ -419,12 +437,15 @@ describe('cdk app', { timeout: 120_000 }, () => {
     it('runs the dispatcher one tick at a time, never retried: reserved concurrency 1, no retries, 60 s max age', () => {
       const dispatcherId = functionIdOf(dev.apiResources, 'runs on the dispatcher schedule');
       expect(dev.apiResources[dispatcherId]?.Properties.ReservedConcurrentExecutions).toBe(1);
-      // The PythonRunner's own reservation: test/cdk-python-runner.test.ts.
+      // The PythonRunner's own reservation: test/cdk-python-runner.test.ts; the run event stream's
+      // is its own bound (test/cdk-stream.test.ts).
       const [pythonRunnerId] = Object.entries(dev.apiResources).find(
         ([, r]) => r.Type === 'AWS::Lambda::Function' && r.Properties.VpcConfig !== undefined,
       ) ?? [''];
+      const streamRoute = routeById('GetRunEvents');
+      const streamId = functionIdOf(dev.apiResources, `${streamRoute.method} ${basePath}${streamRoute.path}`);
       for (const [id, fn] of Object.entries(dev.apiResources)) {
-        if (fn.Type === 'AWS::Lambda::Function' && id !== dispatcherId && id !== pythonRunnerId) {
+        if (fn.Type === 'AWS::Lambda::Function' && id !== dispatcherId && id !== pythonRunnerId && id !== streamId) {
           expect(fn.Properties.ReservedConcurrentExecutions, id).toBeUndefined();
         }
       }
@@ -738,6 +759,14 @@ describe('cdk app', { timeout: 120_000 }, () => {
           connectionPrefix: 'workflow-run-api/prod/connections/',
           bedrock: true,
         });
+        // Behind the edge, each HTTP API route's function reads the origin secret (test/cdk-edge.test.ts);
+        // the stream's does once the edge serves it (eventsOrigin).
+        const originSecret = Object.keys(prod.apiResources).find(
+          (id) => prod.apiResources[id]?.Type === 'AWS::SecretsManager::Secret',
+        );
+        if (originSecret && httpApiRoutes.some((route) => route.id === fn.id)) {
+          expected[JSON.stringify({ Ref: originSecret })] = ['secretsmanager:GetSecretValue'];
+        }
         expect(granted, fn.id).toEqual(expected);
       }
     });
@@ -941,8 +970,9 @@ describe('cdk app', { timeout: 120_000 }, () => {
         if (fn.id !== 'GetDocsAsset') expect(besideFileCopies(fn.entry), fn.id).toEqual([]);
       }
       // The renderer is 1.9 MB: far above this bound, which the error table every public handler
-      // answers with (it grows by a row per error) reached at 100 KB.
-      expect(bundles.get('GetDocsAsset')?.length ?? 0).toBeLessThan(120_000);
+      // answers with (it grows by a row per error) reached at 100 KB
+      // (and the origin check's signer, aws4fetch, about 15 KB more).
+      expect(bundles.get('GetDocsAsset')?.length ?? 0).toBeLessThan(150_000);
     });
 
     it('runs Python with no network route out: isolated subnets, no gateway or endpoint, a group with no rule', () => {
@@ -1000,8 +1030,11 @@ describe('cdk app', { timeout: 120_000 }, () => {
       });
       const runner = resources[runnerId]?.Properties ?? {};
       expect(runner).toMatchObject({ MemorySize: pythonRunner.memoryMb, Timeout: pythonRunner.timeoutSeconds });
-      // None of the stage's names (table, queues, bucket, secrets) in its environment.
-      expect(runner.Environment).toEqual({ Variables: { NODE_OPTIONS: '--enable-source-maps' } });
+      // None of the stage's names (table, queues, bucket, secrets) in its environment; Lambda makes no
+      // network namespace, so its runs rely on the isolated VPC (`optional`).
+      expect(runner.Environment).toEqual({
+        Variables: { NODE_OPTIONS: '--enable-source-maps', [envNames.pythonNetworkNamespace]: 'optional' },
+      });
       // -c pythonSnapshots=true trades the seed per run for a cheaper start: the one flag it then has.
       const snapshotting = synthesize({ ...testContext, pythonSnapshots: 'true' }).apiResources;
       expect(

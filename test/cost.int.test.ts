@@ -64,7 +64,7 @@ describe('the cost of a 10-step run', () => {
     expect(left.s3Bytes).toBe(0);
   });
 
-  it('an idle dev stage costs at most $3 a month without the free tier; prod adds only its rollback alarms and web ACL, at most $15', {
+  it('an idle dev stage costs at most $3 a month without the free tier; prod adds only its rollback alarms, web ACL and origin secret, at most $15', {
     timeout: 120_000,
   }, async () => {
     const resources = await provision({ prefix: `c${randomUUID().slice(0, 8)}`, ...inject('emulators') });
@@ -77,16 +77,19 @@ describe('the cost of a 10-step run', () => {
     const totals = Object.fromEntries(
       idleStages.map((stage) => [stage.name, idleCost(stage.context, steady).reduce((sum, i) => sum + i.dollars, 0)]),
     );
-    // $2.20 of it is the alarms' 22 metrics (docs/deploy.md, What a stage costs idle).
+    // $2.40 of it is the alarms' 24 metrics (docs/deploy.md, What a stage costs idle).
     expect(totals.dev).toBeLessThanOrEqual(3);
     // prod is dev's month plus what guards production, and nothing else: its canary's six
-    // rollback alarms (two per aliased function) and the edge's web ACL with its rules (the budget is one of an account's two
-    // free ones; an idle table's backups are a few KB).
+    // rollback alarms (two per aliased function), the edge's web ACL with its rules and the edge's
+    // origin secret (the budget is one of an account's two free ones; an idle table's backups are a
+    // few KB).
     const prod = idleCost(idleStages[1].context, steady);
     const waf = prod.find((item) => item.what.startsWith('AWS WAF'))?.dollars ?? 0;
     expect(waf).toBeGreaterThan(5);
+    const originSecret = prod.find((item) => item.what.startsWith("the edge's origin secret"))?.dollars;
+    expect(originSecret).toBe(0.4);
     // Within a cent: prod keeps its logs 30 days, dev 7 (a tick's few KB).
-    expect(totals['prod, provider in SSM'] ?? 0).toBeCloseTo((totals.dev ?? 0) + 6 * 0.1 + waf, 2);
+    expect(totals['prod, provider in SSM'] ?? 0).toBeCloseTo((totals.dev ?? 0) + 6 * 0.1 + waf + 0.4, 2);
     expect(totals['prod, provider in SSM']).toBeLessThanOrEqual(15);
     // A Secrets Manager secret is $0.40 a month more.
     expect(totals['prod, provider in Secrets Manager']).toBeCloseTo((totals['prod, provider in SSM'] ?? 0) + 0.4, 6);

@@ -55,6 +55,7 @@ import {
   ServiceError,
   StepsRequiredError,
   StorageBusyError,
+  TooManyStreamsError,
   UnauthorizedError,
   UnknownInputKeysError,
   UnknownNodeTypeError,
@@ -296,6 +297,7 @@ const cases: Case[] = [
   },
   { error: new IdempotencyKeyReusedError(), status: 422, schema: bodies.IdempotencyKeyReusedErrorSchema },
   { error: new RateLimitedError(17), status: 429, schema: bodies.RateLimitExceededErrorSchema, retryAfter: '17' },
+  { error: new TooManyStreamsError(5, 42), status: 429, schema: bodies.TooManyStreamsErrorSchema, retryAfter: '42' },
   {
     error: new MonthlyCapUnverifiableError(5),
     status: 503,

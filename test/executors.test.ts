@@ -658,7 +658,9 @@ describe('HTTP steps', () => {
     const image = await run(h.context('ImageLoader', { url: `${server.url}/image.png` }));
     expect(decodePng(h.bytes(image.outputs.image)).width).toBe(20);
     expect(h.files.get((image.outputs.image as StoredFile).key)?.aiGenerated).toBe(false);
-    expect(await failure(run(h.context('ImageLoader', { url: `${server.url}/not-image` })))).toMatch(/not an image/);
+    expect(await failure(run(h.context('ImageLoader', { url: `${server.url}/not-image` })))).toMatch(
+      /image file cannot be stored: content is not one of image\/png/,
+    );
     expect((await run(h.context('JsonLoader', { url: `${server.url}/data.json` }))).outputs).toEqual({
       json: { loaded: true },
     });

@@ -60,21 +60,23 @@ describe('every model node type does real work by default', () => {
   });
 
   it('on a sandbox stage without the provider, the sandbox stands in; on a stage without it, the provider 422', () => {
-    expect(routeProvider('bedrock', { configured: [], sandbox: true }, false)).toMatchObject({ runsOn: 'sandbox' });
-    expect(routeProvider('bedrock', { configured: ['bedrock'], sandbox: false }, false)).toMatchObject({
+    expect(routeProvider('bedrock', { configured: [], sandbox: true }, false, null)).toMatchObject({
+      runsOn: 'sandbox',
+    });
+    expect(routeProvider('bedrock', { configured: ['bedrock'], sandbox: false }, false, null)).toMatchObject({
       runsOn: 'bedrock',
       credentials: 'stage',
     });
     // No team's key runs Bedrock: it lives in the stage's account.
-    expect(routeProvider('bedrock', { configured: [], sandbox: false }, true)).toEqual({
+    expect(routeProvider('bedrock', { configured: [], sandbox: false }, true, null)).toEqual({
       refused: true,
       level: 'not_allowed',
     });
-    expect(routeProvider('fal', { configured: [], sandbox: false }, false)).toEqual({
+    expect(routeProvider('fal', { configured: [], sandbox: false }, false, null)).toEqual({
       refused: true,
       level: 'byok_only',
     });
-    expect(routeProvider('fal', { configured: [], sandbox: false }, true)).toMatchObject({ credentials: 'team' });
+    expect(routeProvider('fal', { configured: [], sandbox: false }, true, null)).toMatchObject({ credentials: 'team' });
   });
 
   it('refuses a model whose licence excludes the stage’s Region as region_restricted, before anything is held', () => {
@@ -101,14 +103,14 @@ describe('every model node type does real work by default', () => {
 
   it('lets a stage bar a provider further (its provider 422 stays reachable), never open one more', () => {
     const stage = { configured: ['fal'], sandbox: false, levels: { fal: 'byok_only' as const } };
-    expect(routeProvider('fal', stage, false)).toEqual({ refused: true, level: 'byok_only' });
-    expect(routeProvider('fal', stage, true)).toMatchObject({ refused: false, credentials: 'team' });
-    expect(routeProvider('fal', { ...stage, levels: { fal: 'not_allowed' } }, true)).toEqual({
+    expect(routeProvider('fal', stage, false, null)).toEqual({ refused: true, level: 'byok_only' });
+    expect(routeProvider('fal', stage, true, null)).toMatchObject({ refused: false, credentials: 'team' });
+    expect(routeProvider('fal', { ...stage, levels: { fal: 'not_allowed' } }, true, null)).toEqual({
       refused: true,
       level: 'not_allowed',
     });
     // A level never opens a provider the registry bars.
-    expect(routeProvider('closed-w', { ...stage, levels: { 'closed-w': 'api' } }, true)).toMatchObject({
+    expect(routeProvider('closed-w', { ...stage, levels: { 'closed-w': 'api' } }, true, null)).toMatchObject({
       refused: true,
     });
     const canvas = { nodes: [{ id: 'a', type: 'AudioGen', config: {} }] } as never;

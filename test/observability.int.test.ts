@@ -4,6 +4,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { keyedHandler } from '../functions/http/keyed-handler.ts';
+import { anyOrigin } from '../functions/http/origin-check.ts';
 import { publicHandler } from '../functions/http/public-handler.ts';
 import { json } from '../functions/http/response.ts';
 import { logger } from '../functions/observability/logger.ts';
@@ -210,10 +211,10 @@ describe('API log lines', () => {
       throw new Error('boom');
     });
     // A public handler carries no Powertools: it logs only a server failure, as one line of the same shape.
-    const open = publicHandler(async () => json(200, {}));
+    const open = publicHandler(async () => json(200, {}), anyOrigin);
     const openFailing = publicHandler(async () => {
       throw new Error('boom');
-    });
+    }, anyOrigin);
     const lines = await captureLogs(async () => {
       expect((await keyed(event('req-1', { key: team.key, jobId: 'job-1' }), context)).statusCode).toBe(200);
       expect((await failing(event('req-2', { key: team.key }), context)).statusCode).toBe(500);
@@ -470,17 +471,18 @@ describe('alarms of one stage', { timeout: 180_000 }, () => {
     expect(JSON.stringify(alarms)).not.toContain(metricNames.webhookAttempts);
   });
 
-  it('costs $2.30 a month idle: 23 standard-resolution alarm metrics (prod 29), and no dashboard unless asked', () => {
+  it('costs $2.40 a month idle: 24 standard-resolution alarm metrics (prod 30), and no dashboard unless asked', () => {
     // API 5xx (2 metrics); the failed-run rate (2); steps failing on a refused key, on a missing
     // configuration; per work queue, DLQ arrivals and oldest message; the operator events' and the
     // lifecycle events' DLQ arrivals; three workers' errors; the dispatcher's missed ticks; the two queue feeders'
     // recursive invocations dropped; the publisher's iterator age; table throttles (2); the
-    // gateway's 429s; the account's concurrency (test/cdk-alarms.test.ts checks each rule).
-    expect(alarms).toHaveLength(1 + 1 + 2 + 2 * queues.length + 2 + 3 + 1 + 2 + 1 + 1 + 1 + 1);
-    expect(alarmMetricCount(alarms)).toBe(23);
+    // gateway's 429s; the account's concurrency; the run event stream's throttles
+    // (test/cdk-alarms.test.ts checks each rule).
+    expect(alarms).toHaveLength(1 + 1 + 2 + 2 * queues.length + 2 + 3 + 1 + 2 + 1 + 1 + 1 + 1 + 1);
+    expect(alarmMetricCount(alarms)).toBe(24);
     // prod adds its canary's two rollback alarms for each of RunWorkflow, RunAgent and StepExecutor
     // (the new version's errors, and its 5xx answers and failed records: lib/safe-deploys.ts).
-    expect(alarmMetricCount(prod.alarms)).toBe(23 + 2 * 3);
+    expect(alarmMetricCount(prod.alarms)).toBe(24 + 2 * 3);
     template.resourceCountIs('AWS::CloudWatch::Dashboard', 0);
     expect(functionIds.length).toBe(routes.length + workers.length + 1);
     expect(functionIds.some((id) => id.startsWith(pythonRunner.id))).toBe(true);

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { jobDeadlineMinutes } from '../functions/domain/provider-jobs.ts';
 import { readPngMark } from '../functions/nodes/media/marks.ts';
 import { encodePng, makeImage } from '../functions/nodes/media/png.ts';
+import { stepLeaseSeconds } from '../functions/store/run/steps.ts';
 import { makeHandler } from '../functions/workers/step-executor.ts';
 import { runAdmin } from '../local/admin.ts';
 import { invokedAs } from '../local/invocation.ts';
@@ -154,7 +155,7 @@ describe('a model step on Replicate: a job that holds no Lambda', { timeout: 120
     expectBalanced(await ledgerOf(stack.deps, team.teamId));
   });
 
-  it('refuses forged, late and misaddressed webhooks; a genuine one for no step is cancelled at the provider', async () => {
+  it('refuses forged and late webhooks; a genuine one under another token is answered 202 and cancels nothing', async () => {
     const executor = stepExecutor({ webhooks: true });
     const { team, jobId, prediction } = await startJob(executor);
     const url = prediction.webhook as string;
@@ -172,13 +173,13 @@ describe('a model step on Replicate: a job that holds no Lambda', { timeout: 120
     ).toBe(401);
     // Nothing was queued by them; the job's own first poll (due about 5 s after the submit) may be, on a slow machine.
     expect((await takeStepMessages(stack.deps)).filter((m) => !('check' in m && m.check === 'poll'))).toEqual([]);
-    // Signed, but not this step's token: read as no step's job, and stopped at Replicate.
+    // Signed, but not this step's token: no submission of the step, so nothing is cancelled (a delivery
+    // only names a job), and 2xx so that Replicate does not send it again.
     const wrongToken = url.replace(/[^/]+$/, 'not-the-token-of-this-step-000');
     const genuine = standIn.delivery(prediction.id);
     const refused = await fetch(wrongToken, { method: 'POST', headers: genuine.headers, body: genuine.body });
-    expect(refused.status).toBe(404);
-    expect(await refused.json()).toEqual({ error: 'Unknown provider job' });
-    expect(standIn.cancels).toContain(prediction.id);
+    expect(refused.status).toBe(202);
+    expect(standIn.cancels).not.toContain(prediction.id);
     expect((await runOf(team.key, jobId)).status).toBe('processing');
   });
 
@@ -250,21 +251,31 @@ describe('a model step on Replicate: a job that holds no Lambda', { timeout: 120
     expect(ledger.held).toBe(0);
   });
 
-  it('after a crash between the submit and its record, submits anew; the first job is cancelled when it announces itself', async () => {
+  it('after a crash between the submit and its record, retries within the lease and cancels the orphan before submitting anew, charged once', async () => {
     await started;
-    const crashing = stepExecutor({ webhooks: true });
+    const executor = stepExecutor({ webhooks: true });
     const { team, workflowId, jobId } = await startRun();
     // The worker dies as it records the job's id: the provider accepted it, the step does not know it.
-    const send = crashing.deps.ddb.send.bind(crashing.deps.ddb);
+    const sendDdb = executor.deps.ddb.send.bind(executor.deps.ddb);
+    const sendSqs = executor.deps.sqs.send.bind(executor.deps.sqs);
+    // What the dying worker put on the steps queue, as SQS was asked (a record, passed through unchanged).
+    const queued: { body: Record<string, unknown>; delaySeconds: number }[] = [];
     const dying = {
-      ...crashing.deps,
-      ddb: Object.assign(Object.create(crashing.deps.ddb), {
+      ...executor.deps,
+      ddb: Object.assign(Object.create(executor.deps.ddb), {
         send: (command: { input?: { ConditionExpression?: string } }, ...rest: unknown[]) => {
           // The write of the job's id (functions/store/run/provider-jobs.ts, recordJobSubmitted).
           if (command.input?.ConditionExpression?.includes('attribute_not_exists(providerJob.id)')) {
             throw new Error('worker died');
           }
-          return (send as (...args: unknown[]) => unknown)(command, ...rest);
+          return (sendDdb as (...args: unknown[]) => unknown)(command, ...rest);
+        },
+      }),
+      sqs: Object.assign(Object.create(executor.deps.sqs), {
+        send: (command: { input?: { MessageBody?: string; DelaySeconds?: number } }, ...rest: unknown[]) => {
+          if (command.input?.MessageBody)
+            queued.push({ body: JSON.parse(command.input.MessageBody), delaySeconds: command.input.DelaySeconds ?? 0 });
+          return (sendSqs as (...args: unknown[]) => unknown)(command, ...rest);
         },
       }),
     };
@@ -274,27 +285,63 @@ describe('a model step on Replicate: a job that holds no Lambda', { timeout: 120
       const messages = await takeStepMessages(stack.deps);
       if (messages.length === 0) break;
       for (const message of messages) {
-        await deliver(message.nodeId === 'image' ? dyingHandler : crashing.handler, [stepRecord(message)]);
+        await deliver(message.nodeId === 'image' ? dyingHandler : executor.handler, [stepRecord(message)]);
       }
     }
-    const image = { jobId, workflowId, nodeId: 'image' };
     expect(standIn.jobs.size).toBe(before + 1);
     const first = [...standIn.jobs.values()].at(-1)?.prediction as { id: string };
-    // SQS hands the message back after the lease (2 minutes) has run out: a new claim submits anew.
-    const later = new Date(Date.now() + 3 * 60_000);
-    const replacement = stepExecutor({ webhooks: true, now: () => later });
-    expect(await deliver(replacement.handler, [stepRecord(image)])).toEqual([]);
+    // Its step is tried again just after the claim's lease, by a message of its own: not left to the
+    // queue's visibility timeout (360 s), whose redelivery would come minutes after the lease.
+    const retries = queued.filter((m) => m.body.nodeId === 'image' && m.body.check === undefined);
+    expect(retries).toHaveLength(1);
+    const [retry] = retries;
+    if (!retry) throw new Error('no retry was queued');
+    expect(retry.delaySeconds).toBeGreaterThan(stepLeaseSeconds);
+    expect(retry.delaySeconds).toBeLessThanOrEqual(stepLeaseSeconds + 5);
+
+    // That message, delivered when it is due (the clock just past the lease), takes the step over.
+    const dueAt = new Date(Date.now() + (retry.delaySeconds + 1) * 1000);
+    const replacement = stepExecutor({ webhooks: true, now: () => dueAt });
+    expect(await deliver(replacement.handler, [stepRecord(JSON.stringify(retry.body))])).toEqual([]);
+    await drain(replacement.handler);
     expect(standIn.jobs.size).toBe(before + 2);
     const second = [...standIn.jobs.values()].at(-1)?.prediction as { id: string };
-    // The first job ends and announces itself with the old token: no step's, cancelled, never counted.
-    expect((await standIn.complete(first.id, [`${files.url}/out.png`]))?.status).toBe(404);
-    expect(standIn.cancels).toContain(first.id);
+    // The orphan was found at Replicate (its webhook's token) and cancelled before the new job was created.
+    const requests = standIn.requests.map((r) => `${r.method} ${r.path}`);
+    const cancelled = requests.indexOf(`POST /v1/predictions/${first.id}/cancel`);
+    const created = requests.findLastIndex((r) => /^POST \/v1\/models\/.+\/predictions$/.test(r));
+    expect(cancelled).toBeGreaterThan(-1);
+    expect(cancelled).toBeLessThan(created);
+    expect(standIn.jobs.get(first.id)?.prediction.status).toBe('canceled');
+    // The new claim recorded the lost one's submission (its token's hash; its id was never known) as superseded.
+    const { steps: supersededItems } = await runParts(stack.deps, jobId);
+    expect(supersededItems.get('image')?.supersededJobs).toEqual([
+      expect.objectContaining({ provider: 'replicate', attempt: 1, tokenHash: expect.any(String) }),
+    ]);
+    await standIn.idle();
+
     expect((await standIn.complete(second.id, [`${files.url}/out.png`]))?.status).toBe(202);
     await drain(replacement.handler);
     expect((await runOf(team.key, jobId)).status).toBe('completed');
-    const { charges } = await runParts(stack.deps, jobId);
-    expect(charges.get('image')).toBeDefined();
-    expectBalanced(await ledgerOf(stack.deps, team.teamId));
+    const charged = async () => {
+      const { charges } = await runParts(stack.deps, jobId);
+      const ledger = await ledgerOf(stack.deps, team.teamId);
+      expectBalanced(ledger);
+      return { image: charges.get('image'), ledger };
+    };
+    const settled = await charged();
+    expect(settled.image).toBeDefined();
+    expect(settled.ledger.held).toBe(0);
+
+    // Redelivered, the retry message and the crashed delivery's own message change nothing.
+    const muchLater = new Date(Date.now() + 10 * 60_000);
+    const redelivery = stepExecutor({ webhooks: true, now: () => muchLater });
+    const image = { jobId, workflowId, nodeId: 'image' };
+    expect(await deliver(redelivery.handler, [stepRecord(JSON.stringify(retry.body))])).toEqual([]);
+    expect(await deliver(redelivery.handler, [stepRecord(image)])).toEqual([]);
+    await drain(redelivery.handler);
+    expect(standIn.jobs.size).toBe(before + 2);
+    expect(await charged()).toEqual(settled);
   });
 
   it("never puts the provider's key in a response, a step item or a request but its Authorization header", async () => {

@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   firstPollSeconds,
+  guardVerdict,
   jobDeadline,
   jobDeadlineMinutes,
   maxMessagesPerStep,
@@ -16,6 +17,7 @@ import {
   pollDelaySeconds,
   pollsBeforeDeadline,
   retryDelaySeconds,
+  supersededIntents,
   webhookTokenHash,
   webhookTokenMatches,
 } from '../functions/domain/provider-jobs.ts';
@@ -70,8 +72,38 @@ describe('provider jobs', () => {
     expect(pollsBeforeDeadline('TwoDToThreeD')).toBeLessThanOrEqual(25);
     expect(pollsBeforeDeadline('LlmWorker')).toBeLessThan(pollsBeforeDeadline('TwoDToThreeD'));
     const perStep = maxMessagesPerStep('AutoRigger', stepExecutionAttempts);
-    expect(perStep).toBe(stepExecutionAttempts + maxProviderTries + pollsBeforeDeadline('AutoRigger') + 2);
+    const claims = stepExecutionAttempts + maxProviderTries;
+    // Per claim a guard of its submit (sent again once if early); per lost worker the retry its guard sends.
+    expect(perStep).toBe(claims + pollsBeforeDeadline('AutoRigger') + 2 + 2 * claims + stepExecutionAttempts);
     // The longest run: 500 steps, each at its most.
-    expect(maxStepsPerWorkflow * perStep).toBeLessThan(20_000);
+    expect(maxStepsPerWorkflow * perStep).toBeLessThan(31_000);
+  });
+
+  it('takes a step over from a claim that died between its submit and its record, and from no other', () => {
+    const now = new Date('2026-12-07T10:00:00Z');
+    const lease = (seconds: number) => new Date(now.getTime() + seconds * 1000).toISOString();
+    const unrecorded = { status: 'processing', attempts: 2, leaseUntil: lease(-1), providerJob: { attempt: 2 } };
+    expect(guardVerdict(unrecorded, 2, now)).toEqual({ kind: 'retry' });
+    // Come early (a clock ahead): again when the lease ends.
+    expect(guardVerdict({ ...unrecorded, leaseUntil: lease(3.5) }, 2, now)).toEqual({ kind: 'early', seconds: 5 });
+    // Recorded, given back to a busy provider, taken over, or ended: nothing to do.
+    expect(guardVerdict({ ...unrecorded, providerJob: { attempt: 2, id: 'p1' } }, 2, now)).toEqual({ kind: 'done' });
+    expect(guardVerdict({ ...unrecorded, providerJob: undefined }, 2, now)).toEqual({ kind: 'done' });
+    expect(guardVerdict({ ...unrecorded, attempts: 3 }, 2, now)).toEqual({ kind: 'done' });
+    expect(guardVerdict({ ...unrecorded, status: 'completed' }, 2, now)).toEqual({ kind: 'done' });
+    expect(guardVerdict(undefined, 2, now)).toEqual({ kind: 'done' });
+  });
+
+  it('carries the intents whose job was never recorded, and only those', () => {
+    const a = { tokenHash: 'a', intendedAt: '2026-12-07T10:00:00Z' };
+    const b = { tokenHash: 'b', intendedAt: '2026-12-07T10:02:01Z' };
+    expect(supersededIntents(undefined, 2)).toEqual([]);
+    expect(supersededIntents({ attempt: 1, ...a }, 2)).toEqual([a]);
+    expect(supersededIntents({ attempt: 2, ...b, superseded: [a] }, 3)).toEqual([a, b]);
+    // A recorded job's claim looked for them already; an intent of this very claim is not its own orphan.
+    expect(supersededIntents({ attempt: 2, ...b, id: 'p1', superseded: [a] }, 3)).toEqual([]);
+    expect(supersededIntents({ attempt: 3, ...b }, 3)).toEqual([]);
+    // An intent written before intents were dated cannot be looked for.
+    expect(supersededIntents({ attempt: 1, tokenHash: 'c' }, 2)).toEqual([]);
   });
 });

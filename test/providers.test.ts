@@ -458,22 +458,22 @@ describe('provider registry', () => {
     const studio = canvas([{ type: 'ImageGen', config: { provider: 'studio-x' } }]);
     expect(checkApiIntegration(studio, new Set(), { configured: [], sandbox: true })?.level).toBe('app_only');
 
-    expect(routeProvider('openai-compatible', sandboxStage, false)).toEqual({
+    expect(routeProvider('openai-compatible', sandboxStage, false, null)).toEqual({
       refused: false,
       runsOn: 'sandbox',
       credentials: 'none',
     });
-    expect(routeProvider('openai-compatible', { ...prod, sandbox: true }, false)).toEqual({
+    expect(routeProvider('openai-compatible', { ...prod, sandbox: true }, false, null)).toEqual({
       refused: false,
       runsOn: 'openai-compatible',
       credentials: 'stage',
     });
     // The team's own key wins over the stage's.
-    expect(routeProvider('openai-compatible', prod, true)).toMatchObject({
+    expect(routeProvider('openai-compatible', prod, true, null)).toMatchObject({
       runsOn: 'openai-compatible',
       credentials: 'team',
     });
-    expect(routeProvider('byok-y', prod, true)).toMatchObject({ credentials: 'team' });
+    expect(routeProvider('byok-y', prod, true, null)).toMatchObject({ credentials: 'team' });
   });
 
   it('reads the stage from PROVIDER_SECRETS and SANDBOX_PROVIDERS, or the local default from env', () => {

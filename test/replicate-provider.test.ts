@@ -67,8 +67,10 @@ describe('get and cancel', () => {
     expect(await adapter.get(ref, signal())).toEqual({ status: 'running' }); // processing
     expect(standIn.jobs.get(ref.id)?.prediction.status).toBe('processing');
     await standIn.complete(ref.id, ['https://replicate.delivery/out-0.png']);
+    // Its `metrics` as the work it reports: `predict_time` on every model.
     expect(await adapter.get(ref, signal())).toEqual({
       status: 'succeeded',
+      usage: { predictSeconds: 1.5 },
       output: ['https://replicate.delivery/out-0.png'],
     });
     expect(standIn.requests.at(-1)?.path).toBe(`/v1/predictions/${ref.id}`);
@@ -99,7 +101,12 @@ describe('get and cancel', () => {
     const done = await submit(adapter);
     await standIn.complete(done.id, 'out');
     await expect(adapter.cancel(done, signal())).resolves.toBeUndefined();
-    expect(await adapter.get(done, signal())).toEqual({ status: 'succeeded', output: 'out' });
+    // A text answer's token counts too, as Replicate's language models report them.
+    expect(await adapter.get(done, signal())).toEqual({
+      status: 'succeeded',
+      output: 'out',
+      usage: { predictSeconds: 1.5, inputTokens: 3, outputTokens: 1 },
+    });
   });
 
   it('an unknown prediction is a 404 ProviderError, not retryable, with Replicate’s text', async () => {
@@ -121,7 +128,7 @@ describe('webhooks', () => {
     const before = secretReads();
     expect(await adapter.verifyWebhook(lastDelivery())).toEqual({
       id: ref.id,
-      state: { status: 'succeeded', output: ['https://replicate.delivery/a.png'] },
+      state: { status: 'succeeded', output: ['https://replicate.delivery/a.png'], usage: { predictSeconds: 1.5 } },
     });
     const failed = await submit(adapter, 'black-forest-labs/flux-schnell', catcher.url);
     await standIn.fail(failed.id, 'NSFW content detected');

@@ -160,6 +160,9 @@ describe('metadata and tags are echoed wherever the run is shown', () => {
   }, 120_000);
 });
 
+const keyCharacters = 'a metadata key holds only letters, digits and _ - . : @ /';
+const valueCharacters = 'a metadata value holds no control character (U+0000 to U+001F, U+007F to U+009F)';
+
 describe('a body past a limit is a 400 naming the field and the limit, and starts nothing', () => {
   const cases: [string, unknown, string][] = [
     ['six tags', { tags: ['a', 'b', 'c', 'd', 'e', 'f'] }, 'tags: at most 5 tags'],
@@ -189,6 +192,19 @@ describe('a body past a limit is a 400 naming the field and the limit, and start
       'metadata.n: Invalid type: Expected string but received 1',
     ],
     ['metadata as an array', { metadata: ['a'] }, 'metadata: Invalid type: Expected Object but received Array'],
+    // A key follows a tag's character set; a value holds no control character (C0, DEL, C1).
+    ['a metadata key with a space', { metadata: { 'order id': 'v' } }, `metadata.order id: ${keyCharacters}`],
+    ['a metadata key with a line feed', { metadata: { 'a\nb': 'v' } }, `metadata.a\nb: ${keyCharacters}`],
+    ['a metadata key with an accent', { metadata: { clé: 'v' } }, `metadata.clé: ${keyCharacters}`],
+    ['a NUL in a metadata value', { metadata: { note: 'a\u0000b' } }, `metadata.note: ${valueCharacters}`],
+    [
+      'CR LF in a metadata value (a forged header line)',
+      { metadata: { note: 'ok\r\nX-Injected: 1' } },
+      `metadata.note: ${valueCharacters}`,
+    ],
+    ['a tab in a metadata value', { metadata: { note: 'a\tb' } }, `metadata.note: ${valueCharacters}`],
+    ['DEL in a metadata value', { metadata: { note: 'a\u007fb' } }, `metadata.note: ${valueCharacters}`],
+    ['a C1 control (NEL) in a metadata value', { metadata: { note: 'a\u0085b' } }, `metadata.note: ${valueCharacters}`],
   ];
 
   let team: SeededTeam;
@@ -212,8 +228,12 @@ describe('a body past a limit is a 400 naming the field and the limit, and start
     const jobId = await startOk(team, workflowId, { metadata, tags });
     const run = await waitForEnd(stack.baseUrl, team.key, jobId);
     expect(run.body).toMatchObject({ metadata, tags });
-    // No run of the refused bodies was started: this one is the team's only run.
-    expect(((await get(team.key, '/runs')).body.runs as unknown[]).length).toBe(1);
+    // Keys of every tag character; a value of any printable text, beyond ASCII too.
+    const printable = { 'order_id-2.b:c@d/e': 'Zoë — “quoted” 🚀 \u00a0 終わり', empty: '' };
+    const other = await startOk(team, workflowId, { metadata: printable });
+    expect((await waitForEnd(stack.baseUrl, team.key, other)).body).toMatchObject({ metadata: printable });
+    // No run of the refused bodies was started: these two are the team's only runs.
+    expect(((await get(team.key, '/runs')).body.runs as unknown[]).length).toBe(2);
   }, 60_000);
 });
 

@@ -3,6 +3,7 @@ import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { encodePng, makeImage } from '../functions/nodes/media/png.ts';
 
 const stateDir = mkdtempSync(join(tmpdir(), 'wra-start-'));
 const children: ChildProcess[] = [];
@@ -88,5 +89,27 @@ describe('npm start (the local default)', () => {
     expect(reset.teamId).not.toBe(first.teamId);
     await stop(reset.child);
     // Four starts, each a JVM and fauxqs coming up: minutes on a loaded machine, not seconds.
+  }, 300_000);
+
+  it('keeps an upload URL minted before a restart working after it (its S3 port is kept)', async () => {
+    const first = await start();
+    const bytes = encodePng(makeImage(4, 3, () => [1, 2, 3, 255]));
+    const declared = await fetch(`${first.baseUrl}/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${first.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'before.png', contentType: 'image/png', size: bytes.length }),
+    });
+    expect(declared.status).toBe(201);
+    const { upload } = (await declared.json()) as {
+      upload: { method: string; url: string; headers: Record<string, string> };
+    };
+    expect(await stop(first.child)).toBe(0);
+
+    const restarted = await start();
+    expect(restarted.baseUrl).toBeDefined();
+    const { 'content-length': _, ...headers } = upload.headers;
+    const sent = await fetch(upload.url, { method: upload.method, headers, body: bytes });
+    expect(sent.status).toBe(200);
+    await stop(restarted.child);
   }, 300_000);
 });

@@ -15,6 +15,7 @@ vi.hoisted(() => {
 });
 
 import { makeHandler } from '../functions/api/run-workflow.ts';
+import { anyOrigin } from '../functions/http/origin-check.ts';
 import { publicHandler } from '../functions/http/public-handler.ts';
 import { json } from '../functions/http/response.ts';
 import type { NodeExecutor } from '../functions/nodes/executors/types.ts';
@@ -166,8 +167,8 @@ describe('an API function counts each 5xx it answers for its version', () => {
 
     const open = publicHandler(async () => {
       throw new Error('renderer missing');
-    });
-    const fine = publicHandler(async () => json(200, {}));
+    }, anyOrigin);
+    const fine = publicHandler(async () => json(200, {}), anyOrigin);
     const context = versionContext('WorkflowRunApi-prod-Api-GetDocs', '3');
     const { lines, result } = await captureStdout(async () => [
       await open(runWorkflowEvent(workflowId), context),

@@ -281,7 +281,7 @@ describe('the run-finished webhook (spec 6)', () => {
     }
   });
 
-  it('a redelivered message posts at most once more and counts its attempt once, whatever crashed', async () => {
+  it('a redelivered message posts at most once more; a POST cut by a crash is logged as an attempt of its own', async () => {
     const receiver = await startReceiver([500, 500, 500, 500]);
     try {
       const { jobId } = await runWithCallback(receiver.url);
@@ -290,15 +290,25 @@ describe('the run-finished webhook (spec 6)', () => {
       const first = await receiveJob(jobId);
       handed.add(first.messageId);
 
-      // The worker POSTs, then dies before recording: SQS hands the message back; the attempt is
-      // POSTed again (receivers drop it by webhook-id) and counted once.
-      const unrecorded = faultyDeps(stack, { failDynamo: (command) => command === 'UpdateItemCommand' });
+      // The worker POSTs, then dies before recording its outcome: SQS hands the message back. The cut
+      // POST (the receiver may have got it) is logged as attempt 1, `interrupted`, and the same
+      // message sends attempt 2 at once, with the same webhook-id (receivers drop it by that id).
+      const recordOfOutcome = (command: string, input: unknown) =>
+        command === 'UpdateItemCommand' && JSON.stringify(input).includes('lastMessageId');
+      const unrecorded = faultyDeps(stack, { failDynamo: recordOfOutcome });
       expect(await failedIn([first], clocked(clock, unrecorded))).toEqual([first.messageId]);
       expect(receiver.received).toHaveLength(1);
-      expect(await deliveryItem(jobId)).toBeUndefined();
+      expect(await deliveryItem(jobId)).toMatchObject({ state: 'pending', attempts: 0, sending: { attempt: 1 } });
       expect(await handle([recordOf(first, 2)], clocked(clock))).toEqual(delivered);
       expect(receiver.received).toHaveLength(2);
-      expect(await deliveryItem(jobId)).toMatchObject({ state: 'pending', attempts: 1 });
+      expect(receiver.received[1]?.headers['webhook-id']).toBe(receiver.received[0]?.headers['webhook-id']);
+      const cut = await deliveryItem(jobId);
+      expect(cut).toMatchObject({ state: 'pending', attempts: 2 });
+      expect(cut?.sending).toBeUndefined();
+      expect(logOf(cut).map((e) => [e.attempt, e.statusCode ?? e.error])).toEqual([
+        [1, 'interrupted'],
+        [2, 500],
+      ]);
       expect(await sentFor(jobId, handed)).toHaveLength(1);
 
       // Recorded, yet handed back (the delete was lost): nothing POSTed or counted. It cannot tell
@@ -308,45 +318,46 @@ describe('the run-finished webhook (spec 6)', () => {
       expect(receiver.received).toHaveLength(2);
       const copies = await sentFor(jobId, handed);
       expect(copies.map((m) => m.message)).toEqual([copies[0]?.message, copies[0]?.message]);
-      expect(copies[0]?.message).toMatchObject({ attempt: 2 });
-      clock.now += 120_000;
+      expect(copies[0]?.message).toMatchObject({ attempt: 3 });
+      clock.now += 240_000;
       for (const m of copies) {
         expect(await handle([recordOf(m)], clocked(clock))).toEqual(delivered);
         handed.add(m.messageId);
       }
       expect(receiver.received).toHaveLength(3);
-      expect(await deliveryItem(jobId)).toMatchObject({ state: 'pending', attempts: 2 });
-      const [third, ...more] = await sentFor(jobId, handed);
+      expect(await deliveryItem(jobId)).toMatchObject({ state: 'pending', attempts: 3 });
+      const [fourth, ...more] = await sentFor(jobId, handed);
       expect(more).toEqual([]);
-      expect(third?.message).toMatchObject({ attempt: 3 });
-      handed.add(third?.messageId as string);
+      expect(fourth?.message).toMatchObject({ attempt: 4 });
+      handed.add(fourth?.messageId as string);
 
-      // The worker records attempt 3, then dies before sending attempt 4: its redelivery sends it.
-      clock.now += 240_000;
+      // The worker records attempt 4, then dies before sending attempt 5: its redelivery sends it.
+      clock.now += 480_000;
       const unsent = faultyDeps(stack, { failSqs: (command) => command.startsWith('SendMessage') });
-      expect(await failedIn([recordOf(third as Sent)], clocked(clock, unsent))).toEqual([third?.messageId]);
+      expect(await failedIn([recordOf(fourth as Sent)], clocked(clock, unsent))).toEqual([fourth?.messageId]);
       expect(receiver.received).toHaveLength(4);
       expect(await sentFor(jobId, handed)).toEqual([]);
-      expect(await handle([recordOf(third as Sent, 2)], clocked(clock))).toEqual(delivered);
-      expect(receiver.received).toHaveLength(4);
-      const [fourth] = await sentFor(jobId, handed);
-      expect(fourth).toMatchObject({ message: { attempt: 4 }, delaySeconds: 480 });
-      expect(await deliveryItem(jobId)).toMatchObject({ state: 'pending', attempts: 3 });
-
-      // The receiver answers 200 at the fourth attempt: delivered, and its redelivery changes nothing.
-      clock.now += 480_000;
-      expect(await handle([recordOf(fourth as Sent)], clocked(clock))).toEqual(delivered);
       expect(await handle([recordOf(fourth as Sent, 2)], clocked(clock))).toEqual(delivered);
-      handed.add(fourth?.messageId as string);
+      expect(receiver.received).toHaveLength(4);
+      const [fifth] = await sentFor(jobId, handed);
+      expect(fifth).toMatchObject({ message: { attempt: 5 } });
+      expect(await deliveryItem(jobId)).toMatchObject({ state: 'pending', attempts: 4 });
+
+      // The receiver answers 200 at the fifth attempt: delivered, and its redelivery changes nothing.
+      clock.now += 960_000;
+      expect(await handle([recordOf(fifth as Sent)], clocked(clock))).toEqual(delivered);
+      expect(await handle([recordOf(fifth as Sent, 2)], clocked(clock))).toEqual(delivered);
+      handed.add(fifth?.messageId as string);
       expect(await sentFor(jobId, handed)).toEqual([]);
       expect(receiver.received).toHaveLength(5);
       const item = await deliveryItem(jobId);
-      expect(item).toMatchObject({ state: 'delivered', attempts: 4, deliveredAt: expect.any(String) });
-      expect(logOf(item).map((e) => [e.attempt, e.statusCode])).toEqual([
-        [1, 500],
+      expect(item).toMatchObject({ state: 'delivered', attempts: 5, deliveredAt: expect.any(String) });
+      expect(logOf(item).map((e) => [e.attempt, e.statusCode ?? e.error])).toEqual([
+        [1, 'interrupted'],
         [2, 500],
         [3, 500],
-        [4, 200],
+        [4, 500],
+        [5, 200],
       ]);
     } finally {
       await receiver.close();

@@ -1,4 +1,5 @@
 import { docsAssetResponse } from '../docs/asset-response.ts';
+import { anyOrigin, type OriginCheck, originCheckFromEnv } from '../http/origin-check.ts';
 import { publicHandler } from '../http/public-handler.ts';
 
 /**
@@ -6,14 +7,16 @@ import { publicHandler } from '../http/public-handler.ts';
  * script. A function of its own: the renderer's files (about 1.9 MB) ship beside its bundle and are
  * read on the first request for each, so no other function carries them.
  */
-export const makeHandler = () =>
-  publicHandler((event) =>
-    docsAssetResponse({
-      name: event.pathParameters?.name ?? '',
-      version: event.queryStringParameters?.v,
-      ifNoneMatch: event.headers['if-none-match'],
-      acceptEncoding: event.headers['accept-encoding'],
-    }),
+export const makeHandler = (originCheck: OriginCheck = anyOrigin) =>
+  publicHandler(
+    (event) =>
+      docsAssetResponse({
+        name: event.pathParameters?.name ?? '',
+        version: event.queryStringParameters?.v,
+        ifNoneMatch: event.headers['if-none-match'],
+        acceptEncoding: event.headers['accept-encoding'],
+      }),
+    originCheck,
   );
 
-export const handler = makeHandler();
+export const handler = makeHandler(originCheckFromEnv());

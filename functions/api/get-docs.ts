@@ -1,4 +1,5 @@
 import { docsContentSecurityPolicy, docsPageHtml, docsSecurityHeaders } from '../docs/page.ts';
+import { anyOrigin, type OriginCheck, originCheckFromEnv } from '../http/origin-check.ts';
 import { publicHandler } from '../http/public-handler.ts';
 import { okRaw } from '../http/response.ts';
 
@@ -7,20 +8,22 @@ import { okRaw } from '../http/response.ts';
  * renderer is served by this service (`GET /docs/assets/{name}`), so the page needs no CDN and works
  * offline; its Content-Security-Policy allows nothing from elsewhere.
  */
-export const makeHandler = () => {
+export const makeHandler = (originCheck: OriginCheck = anyOrigin) => {
   const body = docsPageHtml();
-  return publicHandler(async () =>
-    okRaw(
-      {
-        ...docsSecurityHeaders,
-        'content-type': 'text/html; charset=utf-8',
-        'content-security-policy': docsContentSecurityPolicy,
-        'x-frame-options': 'DENY',
-        'cache-control': 'no-cache',
-      },
-      body,
-    ),
+  return publicHandler(
+    async () =>
+      okRaw(
+        {
+          ...docsSecurityHeaders,
+          'content-type': 'text/html; charset=utf-8',
+          'content-security-policy': docsContentSecurityPolicy,
+          'x-frame-options': 'DENY',
+          'cache-control': 'no-cache',
+        },
+        body,
+      ),
+    originCheck,
   );
 };
 
-export const handler = makeHandler();
+export const handler = makeHandler(originCheckFromEnv());

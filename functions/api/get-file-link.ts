@@ -2,6 +2,7 @@ import { openFileLinkTarget } from '../app/file-links.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { s3Client } from '../clients/s3.ts';
 import { type Deps, productionDeps } from '../deps.ts';
+import { anyOrigin } from '../http/origin-check.ts';
 import { publicHandler } from '../http/public-handler.ts';
 import { found } from '../http/response.ts';
 
@@ -16,6 +17,6 @@ export const makeHandler = (deps: Deps) =>
         sig: query.sig ?? '',
       }),
     );
-  });
+  }, deps.originCheck ?? anyOrigin);
 
 export const handler = makeHandler(productionDeps({ ...dynamoDbClient(), ...s3Client() }));

@@ -1,4 +1,5 @@
 import { buildOpenApiDocument } from '../docs/openapi.ts';
+import { anyOrigin, type OriginCheck, originCheckFromEnv } from '../http/origin-check.ts';
 import { publicHandler } from '../http/public-handler.ts';
 import { okRaw } from '../http/response.ts';
 
@@ -13,7 +14,7 @@ const documentText = (): string => {
 };
 
 /** GET /openapi.json (spec 4.7): the API description, no key needed. */
-export const makeHandler = () =>
-  publicHandler(async () => okRaw({ 'content-type': 'application/json' }, documentText()));
+export const makeHandler = (originCheck: OriginCheck = anyOrigin) =>
+  publicHandler(async () => okRaw({ 'content-type': 'application/json' }, documentText()), originCheck);
 
-export const handler = makeHandler();
+export const handler = makeHandler(originCheckFromEnv());

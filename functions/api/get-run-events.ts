@@ -1,5 +1,6 @@
 import { basePath } from '../../platform/routes.ts';
 import { openRunEvents, type StreamTiming } from '../app/run-events.ts';
+import { withStreamSlot } from '../app/stream-slots.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { keyedStream, lambdaStreaming, sendWhole } from '../http/event-stream.ts';
@@ -19,8 +20,8 @@ const withOwnAddress = (deps: Deps, domainName: string): Deps =>
 /**
  * GET /runs/{jobId}/events (issue 26): the run's events as `text/event-stream`, on a function URL
  * in RESPONSE_STREAM mode (API Gateway's HTTP API cannot stream). The key, its rate limit and the
- * scope are checked as on every keyed route, and every error before the stream opens is the same
- * JSON answer. `timing` is the platform's unless a test passes its own.
+ * scope are checked as on every keyed route, then the key's cap on open streams (a 429 past it),
+ * and every error before the stream opens is the same JSON answer. `timing` is the platform's unless a test passes its own.
  */
 export const makeHandler = (deps: Deps, timing?: StreamTiming) =>
   keyedStream(deps, 'GetRunEvents', async (event, auth, open) => {
@@ -32,12 +33,15 @@ export const makeHandler = (deps: Deps, timing?: StreamTiming) =>
       timing,
     );
     if (opened.finished) return sendWhole(open, noContent());
-    const sink = open(eventStreamHead);
-    try {
-      await opened.follow(sink);
-    } finally {
-      sink.end();
-    }
+    // The key's cap on open streams: its 429 comes before the stream opens.
+    await withStreamSlot(deps, auth.keyId, async () => {
+      const sink = open(eventStreamHead);
+      try {
+        await opened.follow(sink);
+      } finally {
+        sink.end();
+      }
+    });
   });
 
 export const handler = lambdaStreaming(makeHandler(productionDeps({ ...dynamoDbClient() })));

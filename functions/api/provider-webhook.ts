@@ -4,6 +4,7 @@ import { providerWebhookWiring } from '../app/provider-webhook-wiring.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
+import { anyOrigin } from '../http/origin-check.ts';
 import { publicHandler } from '../http/public-handler.ts';
 import { accepted } from '../http/response.ts';
 
@@ -29,6 +30,6 @@ export const makeHandler = (
       delivery: { headers, body: rawBody(event), now: deps.now() },
     });
     return accepted({ accepted: true });
-  });
+  }, deps.originCheck ?? anyOrigin);
 
 export const handler = makeHandler(productionDeps({ ...dynamoDbClient(), ...sqsClient() }, providerWebhookWiring));

@@ -2,6 +2,7 @@ import * as v from 'valibot';
 import type { Deps } from '../deps.ts';
 import { type DeliveryRef, deliveryName } from '../domain/lifecycle-events.ts';
 import {
+  appendToAttemptLog,
   delaySecondsUntil,
   maxReplyBytes,
   retryDelaySeconds,
@@ -16,7 +17,12 @@ import { GuardedFetchError, type GuardedFetchOptions, guardedFetch } from '../ht
 import { logger } from '../observability/logger.ts';
 import { countWebhookAttempt } from '../observability/metrics.ts';
 import { sendWebhookMessage, type WebhookMessage, WebhookMessageSchema } from '../store/queues.ts';
-import { type DeliveryProgress, readDeliveryTarget, recordWebhookAttempt } from '../store/webhook-deliveries.ts';
+import {
+  type DeliveryProgress,
+  markAttemptSending,
+  readDeliveryTarget,
+  recordWebhookAttempt,
+} from '../store/webhook-deliveries.ts';
 import { webhookBodyOf } from './lifecycle-webhook-body.ts';
 
 /**
@@ -30,8 +36,10 @@ import { webhookBodyOf } from './lifecycle-webhook-body.ts';
  * and the next one is a new message, delayed until it is due, so the message at hand is done and
  * nothing fails in Lambda or reaches the DLQ (which keeps only what this code could not process).
  * The attempt is recorded before its successor is sent: a crash between the two has SQS hand the
- * same message back, which sends the successor then; no crash can lose the delivery, and at worst
- * one attempt is POSTed twice (receivers deduplicate on `webhook-id`).
+ * same message back, which sends the successor then; no crash can lose the delivery. Each POST is
+ * marked as started first (`sending`): a crash mid-send leaves the mark, and the message handed back
+ * logs that POST as an `interrupted` attempt before sending the next at once, so every POST a
+ * receiver may have seen is in the log (receivers deduplicate on `webhook-id`).
  */
 
 export interface WebhookOptions {
@@ -113,7 +121,8 @@ const scheduleAttempt = (deps: Deps, message: WebhookMessage & { dueAt: string }
  */
 const lostItsSuccessor = (progress: DeliveryProgress, delivery: WebhookDelivery, attempt: number) =>
   progress.state === 'pending' &&
-  progress.attempts === attempt &&
+  // A message whose attempt was interrupted records the next one too (`attempt + 1`).
+  (progress.attempts === attempt || progress.attempts === attempt + 1) &&
   progress.lastMessageId === delivery.messageId &&
   progress.nextAttemptAt !== undefined;
 
@@ -128,7 +137,7 @@ export const deliverWebhook = async (deps: Deps, delivery: WebhookDelivery, opti
   const { jobId, event, dueAt, nodeId } = delivery;
   // A step event's message names its step (issue 26); a run event's, as before, does not.
   const ref: DeliveryRef = nodeId === undefined ? { event } : { event, nodeId };
-  const attempt = delivery.attempt ?? 1;
+  let attempt = delivery.attempt ?? 1;
   if (dueAt && delaySecondsUntil(Date.parse(dueAt), deps.now().getTime()) > 0) {
     // A wait longer than SQS's longest delay: send the same attempt on, with the rest of it.
     return scheduleAttempt(deps, { ...ref, jobId, attempt, dueAt });
@@ -138,7 +147,8 @@ export const deliverWebhook = async (deps: Deps, delivery: WebhookDelivery, opti
   const { progress } = target;
   if (progress.state !== 'pending' || progress.attempts >= attempt) {
     if (lostItsSuccessor(progress, delivery, attempt)) {
-      await scheduleAttempt(deps, { ...ref, jobId, attempt: attempt + 1, dueAt: progress.nextAttemptAt as string });
+      const next = progress.attempts + 1;
+      await scheduleAttempt(deps, { ...ref, jobId, attempt: next, dueAt: progress.nextAttemptAt as string });
     }
     return; // delivered, failed, or this attempt was made already: a redelivered or duplicated message
   }
@@ -152,10 +162,30 @@ export const deliverWebhook = async (deps: Deps, delivery: WebhookDelivery, opti
     return;
   }
   const callback = { url: target.callbackUrl, secret: target.callbackSecret };
-  const entry = await post(deps, callback, { jobId, ref, attempt }, options.fetchOptions);
-  const delivered = entry.statusCode !== undefined && entry.statusCode >= 200 && entry.statusCode < 300;
   // A redelivery the caller asked for is one attempt: no retry schedule follows it.
   const redelivery = progress.redeliveryRequestedAt !== undefined;
+  let log = progress.attemptLog;
+  if (progress.sending?.attempt === attempt) {
+    // This attempt's POST started and its outcome was never recorded (a crash mid-send): it is logged
+    // as an attempt of its own, and the same message makes the next one now.
+    const cut: WebhookAttempt = {
+      attempt,
+      at: progress.sending.at,
+      host: new URL(callback.url).host,
+      durationMs: 0,
+      error: 'interrupted',
+    };
+    const record = { messageId: delivery.messageId, entry: cut, log, state: 'pending' as const };
+    const kept = { ...record, expiresAt: target.expiresAt, keepRedelivery: redelivery };
+    if (!(await recordWebhookAttempt(deps, jobId, ref, kept))) return;
+    logger.warn('webhook attempt interrupted; sent again', { jobId, event, attempt });
+    log = appendToAttemptLog(log, cut);
+    attempt += 1;
+  }
+  const at = deps.now().toISOString();
+  if (!(await markAttemptSending(deps, jobId, ref, { attempt, at, expiresAt: target.expiresAt }))) return;
+  const entry = await post(deps, callback, { jobId, ref, attempt }, options.fetchOptions);
+  const delivered = entry.statusCode !== undefined && entry.statusCode >= 200 && entry.statusCode < 300;
   const state = redelivery ? stateAfterRedelivery(delivered) : stateAfterAttempt(delivered, attempt);
   if (state === 'pending') {
     entry.nextAttemptAt = new Date(deps.now().getTime() + retryDelaySeconds(attempt) * 1000).toISOString();
@@ -165,7 +195,7 @@ export const deliverWebhook = async (deps: Deps, delivery: WebhookDelivery, opti
   const record = {
     messageId: delivery.messageId,
     entry,
-    log: progress.attemptLog,
+    log,
     state,
     expiresAt: target.expiresAt,
   };

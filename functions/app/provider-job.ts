@@ -7,28 +7,46 @@
  * run counts a step once. Rules (deadlines, backoff, tokens): functions/domain/provider-jobs.ts.
  *
  * The crash between the submit and recording the job's id: the claim keeps its short lease until
- * the id is recorded, so a delivery that dies there is replaced within two minutes and its
- * replacement submits anew under a new webhook token. The first job, if the provider had accepted
- * it, announces itself with the old token: its webhook is verified, read as an unknown job, and the
- * job is cancelled at the provider. It is never counted or charged. With no webhook (no public
- * URL) such a job is not found: the provider runs it to its end, at the stage's cost, not the team's.
+ * the id is recorded, and the intent (written before the submit) sends a guard message due just
+ * after that lease. A guard that finds the intent still unrecorded sends the step's message: its
+ * new claim records the dead one's submission as superseded (`supersededJobs`), looks for the job
+ * that intent may have started (by its webhook's token, created while its worker lived), cancels
+ * it, and only then submits anew under a new token. The dead worker's own message, back after the
+ * queue's visibility timeout, finds the step taken. A job not found (a provider with no way to list
+ * jobs, fal; no webhook without a public URL) is still cancelled when it announces itself with the
+ * old token (provider-webhook.ts matches it to the superseded submission); without a webhook it
+ * runs to its end, at the stage's cost, never counted or charged.
  */
 
+import * as v from 'valibot';
+import { stepsQueue } from '../../platform/definitions.ts';
 import { basePath, routeById } from '../../platform/routes.ts';
 import type { Deps } from '../deps.ts';
 import { type FailureReason, failureReasonOf } from '../domain/failure-reasons.ts';
+import type { ModelWork } from '../domain/model-pricing.ts';
 import {
+  guardDelaySeconds,
+  guardVerdict,
   jobDeadline,
   jobTimedOutMessage,
   maxProviderTries,
   newWebhookToken,
   pollDelaySeconds,
   retryDelaySeconds,
+  supersededIntents,
+  type UnrecordedIntent,
   webhookTokenHash,
+  webhookTokenMatches,
 } from '../domain/provider-jobs.ts';
 import type { JobRequest, ProviderJobs } from '../nodes/executors/types.ts';
 import { type StepContext, StepFailedError } from '../nodes/executors/types.ts';
-import { type JobProvider, type JobState, ProviderError, type TeamConnection } from '../nodes/providers/types.ts';
+import {
+  type JobProvider,
+  type JobState,
+  type JobUsage,
+  ProviderError,
+  type TeamConnection,
+} from '../nodes/providers/types.ts';
 import { logger } from '../observability/logger.ts';
 import type { StepItem } from '../store/items.ts';
 import {
@@ -37,6 +55,8 @@ import {
   recordJobSubmitted,
   sendDelayedStepMessage,
 } from '../store/run/provider-jobs.ts';
+import { readStepItem } from '../store/run/step-read.ts';
+import { stepLeaseSeconds } from '../store/run/steps.ts';
 
 /** A step message; `check` and `poll` when it comes to look at the step's job. */
 export interface JobStepMessage {
@@ -49,7 +69,22 @@ export interface JobStepMessage {
   poll?: number;
   /** How many times its team's cap held the step back (functions/app/team-slots.ts). */
   deferred?: number;
+  /** The claim whose submit this message guards (`guardSubmit`): set, it runs nothing itself. */
+  guard?: number;
 }
+
+const count = v.pipe(v.number(), v.integer(), v.minValue(0));
+/** A step message as the step executor reads it off its queue (`JobStepMessage`). */
+export const StepMessageSchema = v.object({
+  jobId: v.string(),
+  workflowId: v.string(),
+  nodeId: v.string(),
+  teamId: v.optional(v.string()), // its run's team; `deferred`: times its cap held it back (app/team-slots.ts)
+  deferred: v.optional(count),
+  check: v.optional(v.picklist(['poll', 'look'])), // a look at its provider job
+  poll: v.optional(count),
+  guard: v.optional(count), // the claim whose submit it guards (`guardSubmit`)
+});
 
 /** The path of a step's webhook route under the base path (the route table's `ProviderWebhook`). */
 export const providerWebhookPath = (provider: string, jobId: string, nodeId: string, token: string) => {
@@ -111,10 +146,95 @@ export const retryBusyProvider = async (
   );
 };
 
+/** The step's own message, without what made this one a look, a guard or a deferral. */
+const stepMessageOf = (message: JobStepMessage) => ({
+  jobId: message.jobId,
+  workflowId: message.workflowId,
+  nodeId: message.nodeId,
+  ...(message.teamId !== undefined && { teamId: message.teamId }),
+});
+
 /**
- * Submits a step's job: its intent first (a new webhook token), then the submit, then the job's id
- * (which stretches the claim's lease past the deadline), then the first poll. A provider that
- * refuses for now is retried (`retryBusyProvider`); any other refusal fails the step.
+ * A guard of claim `message.guard`'s submit, come just after its lease: when that claim's worker
+ * died between its intent and its job's record, the step's message is sent now (its delivery takes
+ * the step over and cancels the job the dead worker may have started), not left to the queue's
+ * visibility timeout. Anything else (recorded, given back, ended, taken over) needs nothing. Read
+ * once, written never: a duplicate guard at most sends a duplicate message, which the claim absorbs.
+ */
+export const guardSubmit = async (deps: Deps, message: JobStepMessage & { guard: number }) => {
+  const step = await readStepItem(deps, message.jobId, message.nodeId);
+  const verdict = guardVerdict(step, message.guard, deps.now());
+  if (verdict.kind === 'done') return;
+  if (verdict.kind === 'early') return sendDelayedStepMessage(deps, message, verdict.seconds);
+  logger.warn('provider job submitted but not recorded: step taken over', {
+    nodeId: message.nodeId,
+    claim: message.guard,
+  });
+  await sendDelayedStepMessage(deps, stepMessageOf(message), 0);
+};
+
+/**
+ * The window a superseded intent's job was created in, at the provider: from its intent (less a
+ * margin for the two clocks) to the end of its worker's invocation (the function's timeout).
+ */
+const createdWindow = (intent: UnrecordedIntent) => {
+  const margin = 10_000;
+  const at = Date.parse(intent.intendedAt);
+  return { from: new Date(at - margin), before: new Date(at + stepsQueue.consumerTimeoutSeconds * 1000 + margin) };
+};
+
+/**
+ * Finds and cancels, before a new submit, the jobs the superseded intents may have started (a
+ * worker that died between its submit and its record): listed at the provider in the intent's
+ * window, matched by the token in their webhook URL. A provider that cannot list them, or fails to
+ * answer now, is logged: such a job is still cancelled when its webhook comes with the old token.
+ */
+const cancelOrphans = async (
+  provider: JobProvider,
+  model: string,
+  superseded: readonly UnrecordedIntent[],
+  nodeId: string,
+) => {
+  if (superseded.length === 0) return;
+  if (!provider.findByWebhook) {
+    logger.warn('provider cannot list jobs: an unrecorded job is cancelled only when it announces itself', {
+      nodeId,
+      provider: provider.key,
+    });
+    return;
+  }
+  for (const intent of superseded) {
+    const tokenOf = (url: string) => url.slice(url.lastIndexOf('/') + 1);
+    try {
+      const found = await provider.findByWebhook(
+        {
+          model,
+          ...createdWindow(intent),
+          webhookMatches: (url) => webhookTokenMatches(decodeURIComponent(tokenOf(url)), intent.tokenHash),
+        },
+        AbortSignal.timeout(20_000),
+      );
+      for (const ref of found) {
+        logger.warn('unrecorded provider job found and cancelled', {
+          nodeId,
+          provider: provider.key,
+          providerJobId: ref.id,
+        });
+        await cancelQuietly(provider, ref);
+      }
+    } catch (error) {
+      if (!(error instanceof ProviderError)) throw error;
+      logger.warn('unrecorded provider jobs could not be listed', { nodeId, provider: provider.key, error });
+    }
+  }
+};
+
+/**
+ * Submits a step's job: its intent first (a new webhook token, the unrecorded intents it
+ * supersedes), with a guard message due just after the claim's lease; the jobs superseded intents
+ * may have started are cancelled; then the submit, then the job's id (which stretches the claim's
+ * lease past the deadline), then the first poll. A provider that refuses for now is retried
+ * (`retryBusyProvider`); any other refusal fails the step. `previous`: the step's job as the claim found it.
  */
 export const submitJob = async (
   deps: Deps,
@@ -124,6 +244,7 @@ export const submitJob = async (
   credentials: { kind: 'team' | 'stage'; connection: TeamConnection | undefined },
   nodeType: string,
   ends: JobStepEnds,
+  previous?: StepItem['providerJob'],
 ) => {
   const jobs = jobsOf(deps);
   const provider = await jobs.provider(request.provider, credentials.connection);
@@ -131,7 +252,9 @@ export const submitJob = async (
     return ends.fail(attempt, `${nodeType}: provider ${request.provider} is not configured`, 'configuration');
   const token = newWebhookToken();
   const tokenHash = webhookTokenHash(token);
-  const deadlineAt = jobDeadline(nodeType, deps.now()).toISOString();
+  const now = deps.now();
+  const deadlineAt = jobDeadline(nodeType, now).toISOString();
+  const superseded = supersededIntents(previous, attempt);
   const intent = {
     provider: request.provider,
     model: request.model,
@@ -139,8 +262,19 @@ export const submitJob = async (
     attempt,
     tokenHash,
     deadlineAt,
+    intendedAt: now.toISOString(),
+    ...(superseded.length > 0 && { superseded }),
   };
   if (!(await recordJobIntent(deps, message.jobId, message.nodeId, intent))) return;
+  // Due just after the claim's lease: if this worker dies before the job's record, the step is taken over then.
+  await sendDelayedStepMessage(
+    deps,
+    { ...stepMessageOf(message), guard: attempt },
+    guardDelaySeconds(stepLeaseSeconds),
+  );
+  // Only the same provider and key can see the superseded jobs (a step's config does not change between claims).
+  if (previous?.provider === request.provider && previous.credentials === credentials.kind)
+    await cancelOrphans(provider, request.model, superseded, message.nodeId);
   const webhookUrl = jobs.publicBaseUrl
     ? `${jobs.publicBaseUrl.replace(/\/+$/, '')}${providerWebhookPath(request.provider, message.jobId, message.nodeId, token)}`
     : undefined;
@@ -206,7 +340,7 @@ export const jobProviderOf = async (
 /** What a check decided about a job, for run-step to apply. */
 export type JobVerdict =
   | { kind: 'wait' }
-  | { kind: 'succeeded'; output: unknown }
+  | { kind: 'succeeded'; output: unknown; usage?: JobUsage | undefined }
   | { kind: 'failed'; error: string; reason: FailureReason };
 
 /**
@@ -231,7 +365,7 @@ export const lookAtJob = async (
       return { kind: 'failed', error: `${nodeType}: ${providerWords(error.message)}`, reason: failureReasonOf(error) };
     state = { status: 'running' };
   }
-  if (state.status === 'succeeded') return { kind: 'succeeded', output: state.output };
+  if (state.status === 'succeeded') return { kind: 'succeeded', output: state.output, usage: state.usage };
   // The provider ran the job and it failed there (the model refused or broke on the input).
   if (state.status === 'failed')
     return { kind: 'failed', error: `${nodeType}: ${providerWords(state.message)}`, reason: 'provider_4xx' };
@@ -245,14 +379,18 @@ export const lookAtJob = async (
   return { kind: 'wait' };
 };
 
-/** The finished job's outputs, or the step's failure when they cannot be made (a missing file, a wrong type). */
+/**
+ * The finished job's outputs and its measured work, or the step's failure when they cannot be made
+ * (a missing file, a wrong type).
+ */
 export const jobOutputs = async (
   deps: Deps,
   context: StepContext,
   output: unknown,
-): Promise<{ outputs: Record<string, unknown> } | { error: string }> => {
+  usage?: JobUsage,
+): Promise<{ outputs: Record<string, unknown>; work?: ModelWork | undefined } | { error: string }> => {
   try {
-    return await jobsOf(deps).outcome(context, output);
+    return await jobsOf(deps).outcome(context, output, usage);
   } catch (error) {
     if (error instanceof StepFailedError) return { error: error.message };
     throw error;

@@ -7,8 +7,12 @@
  * is sent a one-off look (`check: 'look'`), which reads the job's state from the provider itself
  * and applies it once: a replayed or duplicated delivery finds the step ended and changes nothing.
  *
- * A verified job no step waits on (a stale token: its submitting worker died before recording it,
- * and its step was submitted again) is cancelled at the provider and refused: it is never counted.
+ * A delivery only names a job, so it never decides what is cancelled. The one job a verified
+ * delivery stops is one the step itself recorded as superseded (`supersededJobs`: a later claim
+ * replaced the claim that submitted it) and whose token the URL carries: the job of that id, or,
+ * for a submission whose id was never recorded, the job its provider announces under that
+ * submission's token. Any other verified delivery (another job, another token, no such run) is
+ * answered 2xx and changes nothing: Replicate sends a final webhook again on a 4xx or 5xx.
  */
 import * as v from 'valibot';
 import { UuidSchema } from '../../schemas/common.ts';
@@ -21,6 +25,7 @@ import type { JobProvider, ProviderWebhookDelivery, TeamConnection } from '../no
 import { WebhookRefusedError } from '../nodes/providers/types.ts';
 import { logger } from '../observability/logger.ts';
 import { getConnections, resolveConnection } from '../store/connections.ts';
+import type { StepItem } from '../store/items.ts';
 import { readRunItem, readStepItem } from '../store/run/index.ts';
 import { sendDelayedStepMessage } from '../store/run/provider-jobs.ts';
 import { cancelQuietly } from './provider-job.ts';
@@ -39,26 +44,43 @@ export interface ProviderWebhookRequest {
   delivery: ProviderWebhookDelivery;
 }
 
+type ProviderJob = NonNullable<StepItem['providerJob']>;
+
+/** The step's own submission the URL's token belongs to: its current job, or one it recorded as superseded. */
+const submissionOfToken = (
+  step: Pick<StepItem, 'providerJob' | 'supersededJobs'> | undefined,
+  provider: string,
+  token: string,
+): { job: ProviderJob; current: boolean } | undefined => {
+  const current = step?.providerJob;
+  if (current?.provider === provider && webhookTokenMatches(token, current.tokenHash))
+    return { job: current, current: true };
+  const superseded = step?.supersededJobs?.find(
+    (j) => j.provider === provider && webhookTokenMatches(token, j.tokenHash),
+  );
+  return superseded && { job: superseded, current: false };
+};
+
 export const receiveProviderWebhook = async (
   deps: Deps,
   providers: JobProviderLookup,
   request: ProviderWebhookRequest,
 ): Promise<{ accepted: true }> => {
   const { provider: key, jobId, nodeId, token } = request;
-  const unknown = (providerJobId: string) => new ProviderJobUnknownError(key, providerJobId);
   // A run id that is not a uuid, or a step key no workflow can have, names no step: nothing is read.
-  if (!v.is(UuidSchema, jobId) || !stepKeyPattern.test(nodeId)) throw unknown('(no such step)');
+  if (!v.is(UuidSchema, jobId) || !stepKeyPattern.test(nodeId))
+    throw new ProviderJobUnknownError(key, '(no such step)');
   const run = await readRunItem(deps, jobId);
   const step = run ? await readStepItem(deps, jobId, nodeId) : undefined;
-  const job = step?.providerJob;
+  const submission = submissionOfToken(step, key, token);
   // The signature is checked with the key the job ran on: the team's own, or the stage's.
   let connection: TeamConnection | undefined;
-  if (job?.credentials === 'team' && run) {
+  if (submission?.job.credentials === 'team' && run) {
     const refs = await getConnections(deps, run.teamId);
     connection = await resolveConnection(deps.secrets, key, refs[key]);
   }
   const provider = await providers(key, connection);
-  if (!provider) throw unknown('(provider not configured)');
+  if (!provider) throw new ProviderJobUnknownError(key, '(provider not configured)');
   let announced: { id: string };
   try {
     announced = await provider.verifyWebhook(request.delivery);
@@ -66,27 +88,25 @@ export const receiveProviderWebhook = async (
     if (error instanceof WebhookRefusedError) throw new ProviderWebhookRefusedError(key, error.message);
     throw error;
   }
-  const ours =
-    run !== undefined &&
-    job !== undefined &&
-    job.provider === key &&
-    job.id === announced.id &&
-    webhookTokenMatches(token, job.tokenHash);
-  if (!ours) {
-    // Genuine (signed by the provider), but no step waits on it: stop it, never count it.
-    logger.warn('provider webhook for a job no step waits on; cancelling it', {
+  const job = submission?.job;
+  if (run && submission?.current && job?.id === announced.id) {
+    if (step?.status === StepStatus.processing || !isInProgress(run.status)) {
+      await sendDelayedStepMessage(
+        deps,
+        { jobId, workflowId: run.workflowId, teamId: run.teamId, nodeId, check: 'look' },
+        0,
+      );
+    }
+  } else if (job && !submission?.current && (job.id ?? announced.id) === announced.id) {
+    // A job this step replaced with a newer submission: stopped at the provider, never counted.
+    logger.warn('provider webhook for a job its step superseded; cancelling it', {
       provider: key,
       providerJobId: announced.id,
     });
-    await cancelQuietly(provider, { id: announced.id, model: job?.model ?? '' });
-    throw unknown(announced.id);
-  }
-  if (step?.status === StepStatus.processing || !isInProgress(run.status)) {
-    await sendDelayedStepMessage(
-      deps,
-      { jobId, workflowId: run.workflowId, teamId: run.teamId, nodeId, check: 'look' },
-      0,
-    );
+    await cancelQuietly(provider, { id: announced.id, model: job.model });
+  } else {
+    // Genuine, but no submission of this step is this job (or the current one's id is not recorded yet).
+    logger.warn('provider webhook for a job no step waits on; ignored', { provider: key, providerJobId: announced.id });
   }
   return { accepted: true };
 };

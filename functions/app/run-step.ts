@@ -2,7 +2,7 @@ import type { Deps } from '../deps.ts';
 import { type FailureReason, failureReasonOf } from '../domain/failure-reasons.ts';
 import { fileUrlSeconds } from '../domain/file-link-lifetime.ts';
 import { stampLicenceModel } from '../domain/licence.ts';
-import { stepCharge } from '../domain/pricing.ts';
+import { listedModelPrice, stepCharge } from '../domain/pricing.ts';
 import { firstPollSeconds, retryDelaySeconds } from '../domain/provider-jobs.ts';
 import { chainSuccessor, planStep, predecessors, readySuccessors, successors } from '../domain/run-graph.ts';
 import {
@@ -50,6 +50,7 @@ import { sendDelayedStepMessage } from '../store/run/provider-jobs.ts';
 import { SecretUnavailableError } from '../store/secret-refs.ts';
 import {
   cancelQuietly,
+  guardSubmit,
   type JobStepMessage,
   jobOutputs,
   jobProviderOf,
@@ -220,13 +221,17 @@ const jobEnds = (deps: Deps, message: StepMessage) => ({
     endWithFailure(deps, message, attempt, error, reason),
 });
 
-/** Fails the step for good and, in the same transaction, its run; both counted under `reason`. */
+/**
+ * Fails the step for good and, in the same transaction, its run; both counted under `reason`.
+ * `chargeHundredths`: what the step is charged all the same (a job that ran to its end).
+ */
 const endWithFailure = async (
   deps: Deps,
   message: StepMessage,
   attempt: Attempt,
   error: string,
   reason: FailureReason,
+  chargeHundredths = 0,
 ) => {
   // The hold may move between read and write (a parallel step charged): re-read and retry.
   for (let i = 0; i < 5; i++) {
@@ -237,8 +242,9 @@ const endWithFailure = async (
       if (isUnsettled(run)) await settleEndedRun(deps, message.jobId);
       return;
     }
-    if (await failStep(deps, run, message.nodeId, attempt, error)) {
+    if (await failStep(deps, run, message.nodeId, attempt, error, chargeHundredths)) {
       countStepFailed(reason);
+      addCreditsCharged(chargeHundredths);
       countRunEnded(reason);
       // The run's trail and the failed-runs-by-reason query (lib/log-queries.ts) read this line.
       logger.warn('run failed', { nodeId: message.nodeId, reason, error });
@@ -306,7 +312,7 @@ const stepContext = (
     ...(parts.runFile && { runFile: parts.runFile }),
     storeFile: (file) => putRunFile(deps, { teamId, jobId, nodeId: node.id }, file),
     readFile: (file) => readTeamFile(deps, teamId, file),
-    fileUrl: (file) => presignTeamFile(deps, teamId, file.key, fileUrlSeconds),
+    fileUrl: (file) => presignTeamFile(deps, teamId, file.key, fileUrlSeconds, file.contentType),
     connection: async (key) => {
       connections ??= await getConnections(deps, teamId);
       return resolveConnection(deps.secrets, key, connections[key]);
@@ -360,11 +366,16 @@ const checkJob = async (deps: Deps, look: StepMessage, options: RunStepOptions) 
   const verdict = await lookAtJob(deps, look, recorded, provider, node.type);
   if (verdict.kind === 'wait') return;
   if (verdict.kind === 'failed') return endWithFailure(deps, message, job.attempt, verdict.error, verdict.reason);
-  const made = await jobOutputs(deps, context, verdict.output);
-  // The provider's output could not be made into the step's (a missing file, a wrong type).
-  if ('error' in made) return endWithFailure(deps, message, job.attempt, made.error, 'code');
+  const made = await jobOutputs(deps, context, verdict.output, verdict.usage);
   const model = { provider: job.provider, model: job.model };
-  const chargeHundredths = stepCharge(run, { nodeId: node.id, spec, work: undefined }, StepStatus.completed);
+  const listed = listedModelPrice(node, spec, deps.providers);
+  // Measured from what the provider made and reports, as a synchronous step's work is; an unusable
+  // answer has no measure, so it is charged its price.
+  const work = 'error' in made ? undefined : made.work;
+  const chargeHundredths = stepCharge(run, { nodeId: node.id, spec, work, listed }, StepStatus.completed);
+  // The provider's output could not be made into the step's (a missing file, a wrong type): the job
+  // ran to its end and the stage pays for it, so the step fails charged its price, never free.
+  if ('error' in made) return endWithFailure(deps, message, job.attempt, made.error, 'code', chargeHundredths);
   const licence = stampLicenceModel({ nodeId: node.id, ...model, stampedAt: deps.now() });
   const end = { status: StepStatus.completed, outputs: made.outputs, model, licence, chargeHundredths };
   // False: a duplicate look (a webhook and a poll together) finished it first; that one counts it.
@@ -406,6 +417,8 @@ export const withTimeLeft = (options: RunStepOptions, context?: TimeLeft): RunSt
  */
 export const runStep = async (deps: Deps, message: StepMessage, options: RunStepOptions) => {
   if (message.check) return checkJob(deps, message, options);
+  // A guard of a submit runs no step: it reads the step and at most sends its message (no slot taken).
+  if (message.guard !== undefined) return guardSubmit(deps, { ...message, guard: message.guard });
   // A step run in its predecessor's invocation runs under that step's slot.
   if (options.inline) return runReadyStep(deps, message, options);
   return withTeamSlot(deps, message, () => runReadyStep(deps, message, options));
@@ -432,6 +445,7 @@ const runReadyStep = async (deps: Deps, received: StepMessage, options: RunStepO
   if (!node || !spec) throw new Error(`Node ${message.nodeId} is not in the canvas`);
   // Only a model step is claimed: its lease keeps a duplicate message from paying a provider twice.
   let attempt: Attempt = null;
+  let previousJob: StepItem['providerJob'];
   if (spec.model) {
     const claim = await claimStep(deps, run, message.nodeId);
     if (!claim.claimed) {
@@ -441,6 +455,7 @@ const runReadyStep = async (deps: Deps, received: StepMessage, options: RunStepO
       return; // leased by another delivery (a duplicate), or finished meanwhile
     }
     attempt = claim.attempt;
+    previousJob = claim.previousJob;
     // Each claim before this one (but those of a busy provider's retries) lost its worker while the
     // node ran: stop taking the step over.
     const lostWorkers = attempt - 1 - claim.providerTries;
@@ -522,9 +537,11 @@ const runReadyStep = async (deps: Deps, received: StepMessage, options: RunStepO
       { kind: job.credentials, connection },
       node.type,
       jobEnds(deps, message),
+      previousJob,
     );
   }
-  const chargeHundredths = stepCharge(run, { nodeId: node.id, spec, work: outcome.work }, StepStatus.completed);
+  const listed = listedModelPrice(node, spec, deps.providers);
+  const chargeHundredths = stepCharge(run, { nodeId: node.id, spec, work: outcome.work, listed }, StepStatus.completed);
   const licence = outcome.model
     ? stampLicenceModel({ nodeId: node.id, ...outcome.model, stampedAt: deps.now() })
     : undefined;

@@ -61,7 +61,7 @@ const admissionError = (refusal: AdmissionRefusal, cause?: unknown): ServiceErro
 };
 
 const providerNotAvailable = (barred: ApiIntegrationRefusal) =>
-  new ProviderNotAvailableError(barred.nodeType, barred.providers, barred.level);
+  new ProviderNotAvailableError(barred.nodeType, barred.providers, barred.level, barred.model);
 
 /**
  * The checks every start makes before money: the key may run it, the canvas is valid (its
@@ -121,7 +121,7 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
   const { key, workflow, request } = input;
   const jobId = input.jobId ?? deps.newId();
   const { resume } = input;
-  const whole = estimateRun(workflow.canvas, request.mode, input.multiplier);
+  const whole = estimateRun(workflow.canvas, request.mode, input.multiplier, deps.providers);
   // A resume holds, limits and checks the providers of only the steps it runs.
   const estimate = resume ? estimateOfSteps(whole, resume.plan.toRun) : whole;
   const running = resume

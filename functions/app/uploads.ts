@@ -11,6 +11,7 @@ import { fileIdPrefix } from '../../schemas/files.ts';
 import type { Deps } from '../deps.ts';
 import { FileNotFoundError } from '../domain/errors.ts';
 import { sniffHeadBytes, sniffUpload } from '../domain/file-sniff.ts';
+import { wholeFileRefusal } from '../domain/whole-file.ts';
 import type { UploadItem } from '../store/items.ts';
 import {
   deleteUploadObject,
@@ -21,8 +22,10 @@ import {
   putUpload,
   readUploadHead,
   settleUploadItem,
+  UploadChangedError,
   type UploadSettlement,
   uploadObjectKey,
+  uploadSource,
 } from '../store/uploads.ts';
 
 /** How long the presigned PUT works: long enough to send 100 MiB on a slow line, short enough not to be shared. */
@@ -86,7 +89,8 @@ export const createUpload = async (
 
 /**
  * What the object shows, checked against the declaration: its size, its first bytes against the
- * declared type, an image's dimensions against the pixel limit. Undefined while nothing arrived
+ * declared type, an image's dimensions against the pixel limit, and the whole file's structure to
+ * its end (functions/domain/whole-file.ts). Undefined while nothing arrived
  * and the upload URL still works.
  */
 const inspect = async (deps: Deps, teamId: string, item: UploadItem): Promise<UploadSettlement | undefined> => {
@@ -104,6 +108,15 @@ const inspect = async (deps: Deps, teamId: string, item: UploadItem): Promise<Up
   if (!bytes) return undefined;
   const verdict = sniffUpload(item.contentType, bytes, head.size <= sniffHeadBytes);
   if (!verdict.ok) return { state: 'rejected', reason: verdict.reason };
+  // The whole file, not only its head: nothing may ride after the image (HTML after a PNG's IEND).
+  let whole: string | undefined;
+  try {
+    whole = await wholeFileRefusal(item.contentType, uploadSource(deps, key, head.etag, head.size));
+  } catch (error) {
+    if (error instanceof UploadChangedError) return undefined;
+    throw error;
+  }
+  if (whole) return { state: 'rejected', reason: whole };
   return { state: 'ready', etag: head.etag, width: verdict.width, height: verdict.height };
 };
 

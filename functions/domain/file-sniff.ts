@@ -8,6 +8,7 @@
  */
 import type { UploadContentType } from '../../schemas/files.ts';
 import { maxPixels } from '../nodes/media/png.ts';
+import { memorySource, wholeFileRefusal } from './whole-file.ts';
 
 /**
  * How much of a file is read to check it: enough for a JPEG's metadata segments (EXIF, XMP, an
@@ -219,13 +220,13 @@ export type FetchedVerdict = { ok: true; contentType: UploadContentType } | { ok
  * What a fetched file is among the types a step reads (`accepted`): a URL input declares nothing
  * but its server's header. The header's type when the bytes are that, else the first accepted
  * type the bytes recognisably are (servers say `application/octet-stream`), else the only one
- * accepted; each judged as an upload of it is (magic bytes, an image's pixel limit).
+ * accepted; each judged as an upload of it is (magic bytes, an image's pixel limit, the whole file).
  */
-export const sniffFetched = (
+export const sniffFetched = async (
   accepted: readonly UploadContentType[],
   declared: string | undefined,
   body: Uint8Array,
-): FetchedVerdict => {
+): Promise<FetchedVerdict> => {
   const header = declared?.split(';')[0]?.trim().toLowerCase();
   const candidates = [
     ...accepted.filter((type) => type === header),
@@ -236,9 +237,11 @@ export const sniffFetched = (
   let refusal: string | undefined;
   for (const type of new Set(candidates)) {
     const verdict = sniffUpload(type, head, body.length <= sniffHeadBytes);
-    if (verdict.ok) return { ok: true, contentType: type };
+    const whole = verdict.ok ? await wholeFileRefusal(type, memorySource(body)) : undefined;
+    if (verdict.ok && whole === undefined) return { ok: true, contentType: type };
+    if (whole) return { ok: false, reason: whole };
     // The declared type's refusal says most (an image over the pixel limit, say).
-    refusal ??= verdict.reason;
+    if (!verdict.ok) refusal ??= verdict.reason;
   }
   const other = looksLike({ bytes: head, complete: body.length <= sniffHeadBytes });
   return {
@@ -248,4 +251,60 @@ export const sniffFetched = (
         ? refusal
         : `content is ${other ?? header ?? 'unrecognised'}, not one of ${accepted.join(', ')}`,
   };
+};
+
+/**
+ * The types a stored file may be, by the kind of value it fills: never SVG, HTML or anything else
+ * a browser runs. `any` is a file handle of no kind (a connected repository's or bucket's file):
+ * text that is not JSON is stored as `text/plain`.
+ */
+export const storedFileTypes = {
+  image: ['image/png', 'image/jpeg', 'image/webp', 'image/gif'],
+  audio: ['audio/wav', 'audio/mpeg', 'audio/flac', 'audio/ogg'],
+  mesh: ['model/gltf-binary', 'model/fbx', 'model/gltf+json', 'model/obj'],
+  any: [
+    'image/png',
+    'image/jpeg',
+    'image/webp',
+    'image/gif',
+    'audio/wav',
+    'audio/flac',
+    'audio/ogg',
+    'model/gltf-binary',
+    'model/fbx',
+    'audio/mpeg',
+    'application/json',
+    'text/plain',
+    'model/gltf+json',
+    'model/obj',
+  ],
+} as const satisfies Record<string, readonly UploadContentType[]>;
+
+export type StoredFileKind = keyof typeof storedFileTypes;
+
+/**
+ * What a whole file is among the types of `kind`, from its bytes (a provider's data URI type, a
+ * server's header or our own code's `declared` type is tried first only when it is one of the
+ * kind's, and must pass like any other): the first type whose head check passes
+ * and whose bytes end where the format ends (whole-file.ts). No pixel limit: a model's output may
+ * be larger than the service decodes; it is stored, not decoded.
+ */
+export const storedTypeOf = async (
+  kind: StoredFileKind,
+  body: Uint8Array,
+  declared?: string,
+): Promise<FetchedVerdict> => {
+  const file = { bytes: body, complete: true };
+  const types: readonly UploadContentType[] = storedFileTypes[kind];
+  // A declared type is only an order of trial among the kind's own (an OBJ is text/plain too).
+  const first = types.filter((type) => type === declared?.split(';')[0]?.trim().toLowerCase());
+  let refusal: string | undefined;
+  for (const type of new Set([...first, ...types])) {
+    const result = checks[type](file);
+    if (result === false || result === null) continue;
+    const whole = await wholeFileRefusal(type, memorySource(body));
+    if (whole === undefined) return { ok: true, contentType: type };
+    refusal ??= whole;
+  }
+  return { ok: false, reason: refusal ?? `content is not one of ${storedFileTypes[kind].join(', ')}` };
 };

@@ -5,6 +5,7 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { NodeType } from '../../schemas/workflows.ts';
+import { StepStatus } from './run-lifecycle.ts';
 
 /**
  * How long a job may run at its provider before the step fails with "timed out at <provider>" and
@@ -94,11 +95,82 @@ export const pollsBeforeDeadline = (nodeType: string): number => {
   return polls + 1;
 };
 
+/** An intent whose job was never recorded: its token's hash and when it was written. */
+export interface UnrecordedIntent {
+  tokenHash: string;
+  intendedAt: string;
+}
+
+/** Superseded intents a step's intent carries at most (a step is taken over only a few times). */
+export const maxSupersededIntents = 10;
+
+/**
+ * The intents a claim's new intent supersedes: the previous claim's (`previous`, the step's job as
+ * the claim found it) when its job was never recorded (its worker died between the submit and the
+ * record, so the provider may be running a job no one knows), with those it superseded itself. None
+ * after a recorded job (its claim looked for them already) or a busy provider's refusal (which drops
+ * its intent: a refused submit started nothing).
+ */
+export const supersededIntents = (
+  previous:
+    | {
+        attempt: number;
+        id?: string | undefined;
+        tokenHash: string;
+        intendedAt?: string | undefined;
+        superseded?: UnrecordedIntent[] | undefined;
+      }
+    | undefined,
+  attempt: number,
+): UnrecordedIntent[] => {
+  if (!previous || previous.id !== undefined || previous.attempt >= attempt) return [];
+  const own =
+    previous.intendedAt === undefined ? [] : [{ tokenHash: previous.tokenHash, intendedAt: previous.intendedAt }];
+  return [...(previous.superseded ?? []), ...own].slice(-maxSupersededIntents);
+};
+
+/**
+ * Seconds after its intent a submit's guard message comes: just past the claim's lease (taken
+ * before the intent), when a worker that died between the submit and the record is known dead.
+ */
+export const guardDelaySeconds = (leaseSeconds: number) => leaseSeconds + 2;
+
+/**
+ * What a submit's guard finds (the step item now; the guarded claim `attempt`): `done` when the job
+ * was recorded, the claim gave the step back (a busy provider) or lost it, or the step ended;
+ * `early` while the claim's lease still holds (a clock ahead: come again then); `retry` when the
+ * claim died between its intent and its job's record: the step is taken over now.
+ */
+export type GuardVerdict = { kind: 'done' } | { kind: 'early'; seconds: number } | { kind: 'retry' };
+
+export const guardVerdict = (
+  step:
+    | {
+        status?: string | undefined;
+        attempts?: number | undefined;
+        leaseUntil?: string | undefined;
+        providerJob?: { attempt: number; id?: string | undefined } | undefined;
+      }
+    | undefined,
+  attempt: number,
+  now: Date,
+): GuardVerdict => {
+  const job = step?.providerJob;
+  if (step?.status !== StepStatus.processing || step.attempts !== attempt) return { kind: 'done' };
+  if (job?.attempt !== attempt || job.id !== undefined) return { kind: 'done' };
+  const left = Date.parse(step.leaseUntil ?? '') - now.getTime();
+  if (left >= 0) return { kind: 'early', seconds: Math.ceil(left / 1000) + 1 };
+  return { kind: 'retry' };
+};
+
 /**
  * The most step messages one step can send along its run (Lambda's loop guard counts them as hops
  * of one trace; the application bounds them itself): its first delivery and a redelivery per lost
  * worker (`stepExecutionAttempts`), a retry per busy-provider refusal, and for a job its polls to
- * the deadline and one look per webhook or cancel.
+ * the deadline and one look per webhook or cancel; and per claim a guard of its submit (sent again
+ * once if it came early), and per lost worker the retry its guard sends.
  */
-export const maxMessagesPerStep = (nodeType: string, executionAttempts: number): number =>
-  executionAttempts + maxProviderTries + pollsBeforeDeadline(nodeType) + 2;
+export const maxMessagesPerStep = (nodeType: string, executionAttempts: number): number => {
+  const claims = executionAttempts + maxProviderTries;
+  return claims + pollsBeforeDeadline(nodeType) + 2 + 2 * claims + executionAttempts;
+};

@@ -79,6 +79,17 @@ export const RateLimitedError = defineError('RateLimitedError', {
   retryAfter,
 });
 
+/** The key holds its most event streams open at once (`streamsPerKey`): one must end first. */
+export const TooManyStreamsError = defineError('TooManyStreamsError', {
+  facts: (cap: number, retryAfterSeconds: number) => ({ cap, retryAfterSeconds }),
+  message: (f) => `key holds its ${f.cap} event streams`,
+  status: 429,
+  routes: ['GetRunEvents'],
+  schemas: [bodies.TooManyStreamsErrorSchema],
+  body: () => ({ error: messages.tooManyStreams }),
+  retryAfter,
+});
+
 /** A key restricted to some workflows may not create one. */
 export const CreateWorkflowNotPermittedError = defineError('CreateWorkflowNotPermittedError', {
   facts: none,
@@ -323,7 +334,7 @@ export const ProviderWebhookRefusedError = defineError('ProviderWebhookRefusedEr
   body: () => ({ error: messages.providerWebhookRefused }),
 });
 
-/** A verified webhook for a job no step waits on (an unknown run, step or token, or another job). */
+/** A provider webhook whose URL names no step (not a run id or step key), or whose provider is not configured. */
 export const ProviderJobUnknownError = defineError('ProviderJobUnknownError', {
   facts: (provider: string, providerJobId: string) => ({ provider, providerJobId }),
   message: (f) => `${f.provider} job ${f.providerJobId} is no step's`,
@@ -422,17 +433,22 @@ export const RunValidationFailedError = defineError('RunValidationFailedError', 
 
 /** A model step's provider is not open to API runs and the team has no own key that lifts it. */
 export const ProviderNotAvailableError = defineError('ProviderNotAvailableError', {
-  facts: (nodeType: string, providers: readonly string[], level: bodies.ProviderLevel) => ({
+  // `model`: only that model is refused (the stage does not pay for it on its key), not its provider.
+  facts: (nodeType: string, providers: readonly string[], level: bodies.ProviderLevel, model?: string) => ({
     nodeType,
     providers,
     level,
+    model,
   }),
-  message: (f) => `${f.nodeType} runs on ${f.providers.join(', ')} (${f.level})`,
+  message: (f) => `${f.nodeType} runs on ${f.model ?? f.providers.join(', ')} (${f.level})`,
   status: 422,
   routes: runStarts,
   schemas: [bodies.ProviderNotAvailableErrorSchema],
   body: (f) => ({
-    error: messages.providerNotAvailable(f.nodeType, f.providers),
+    error:
+      f.model === undefined
+        ? messages.providerNotAvailable(f.nodeType, f.providers)
+        : messages.modelNotPaid(f.nodeType, f.model),
     providers: [...f.providers],
     level: f.level,
   }),

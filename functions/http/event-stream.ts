@@ -5,6 +5,7 @@ import { countAnsweredFailures, type RunningVersion } from '../observability/ver
 import type { AuthContext } from './authenticate.ts';
 import { errorMapping, errorResponse } from './error-map.ts';
 import { admitKeyed } from './keyed-handler.ts';
+import { anyOrigin } from './origin-check.ts';
 import { type HttpResult, isServerFailure, notFound } from './response.ts';
 
 type Event = APIGatewayProxyEventV2;
@@ -83,6 +84,8 @@ export const keyedStream =
       return opened;
     };
     try {
+      // Not through the edge that fronts the stream: as API Gateway answers a path it does not have.
+      if (!(await (deps.originCheck ?? anyOrigin)(raw.headers))) return sendWhole(open, notFound());
       const pathParameters = routeParameters(route, raw);
       if (!pathParameters || raw.requestContext.http.method !== routeById(route).method) {
         return sendWhole(open, notFound());

@@ -7,7 +7,8 @@ import type { Deps } from '../deps.ts';
 import { logger } from '../observability/logger.ts';
 import { type AuthContext, authenticate } from './authenticate.ts';
 import { observedHandler } from './observed-handler.ts';
-import type { HttpResult } from './response.ts';
+import { anyOrigin } from './origin-check.ts';
+import { type HttpResult, notFound } from './response.ts';
 
 type Event = APIGatewayProxyEventV2;
 
@@ -70,6 +71,8 @@ export const keyedHandler = (
   const handler = observedHandler();
   if (publishing) handler.use(publishing);
   return handler.handler(async (raw) => {
+    // Not through the edge that fronts this stage: as API Gateway answers a path it does not have.
+    if (!(await (deps.originCheck ?? anyOrigin)(raw.headers))) return notFound();
     const { event, auth } = await admitKeyed(deps, route, raw);
     return fn(event, auth);
   });

@@ -1,5 +1,6 @@
 /**
- * One Python child process in the operating system's box, for ONE run: started with Node's
+ * One Python child process in the operating system's box, for ONE run: started in a network
+ * namespace of its own where the machine allows one (`network-namespace.ts`), with Node's
  * permission model (reads Pyodide's files, its own script and the snapshot; nothing else, no child
  * process, worker, addon, WASI or write), code generation from strings off, an empty environment and a
  * JavaScript heap limit; while it runs a job its resident memory is watched and its time counted, and
@@ -37,6 +38,11 @@ export interface BoxOptions {
   snapshotPath?: string;
   /** A full load hands back a snapshot of its pristine interpreter (`ready` resolves with it). */
   makeSnapshot?: boolean;
+  /**
+   * The command the child's node is started under: `unshare … --` for a network namespace of its own
+   * (`network-namespace.ts`); empty, it shares this process's network.
+   */
+  networkPrefix?: string[];
 }
 
 /** How a job ended: the child's answer, or the child gone (killed over a limit, or dead on its own). */
@@ -79,7 +85,15 @@ export const startBox = (options: BoxOptions) => {
     maxOutputChars: limits.maxOutputChars,
     maxResultBytes: limits.maxResultBytes,
   };
-  const child = spawn(process.execPath, [...boxFlags(options), options.files.childScript, JSON.stringify(settings)], {
+  const [command = process.execPath, ...args] = [
+    ...(options.networkPrefix ?? []),
+    process.execPath,
+    ...boxFlags(options),
+    options.files.childScript,
+    JSON.stringify(settings),
+  ];
+  // `unshare` replaces itself with node (exec): the pid watched and killed is the child's own.
+  const child = spawn(command, args, {
     // Nothing of this process's environment (its AWS credentials, the runtime API) reaches the child.
     env: {},
     cwd: options.files.indexPath,

@@ -117,6 +117,89 @@ if 'random' in _sys.modules:
 del _sys`);
 const runStep = pyodide.globals.get('_run_step');
 
+// Modules compiled into the interpreter that reach its raw memory or its internals (`ctypes`' `_ctypes`,
+// CPython's test modules): blocking them in `sys.modules` is undone by `_imp.create_builtin`, so their
+// names are taken out of the interpreter's table of built-in modules itself. Every exact, NUL-ended
+// copy of each name in the WebAssembly memory is overwritten with one that imports nothing: the table
+// then has no entry by that name, and `import _ctypes` (so `import ctypes`) is a ModuleNotFoundError.
+const droppedBuiltins = [
+  '_ctypes',
+  '_testcapi',
+  '_testinternalcapi',
+  '_testlimitedcapi',
+  '_testbuffer',
+  '_testclinic',
+  '_testclinic_limited',
+  '_xxtestfuzz',
+  '_remote_debugging',
+];
+/** @type {{ HEAPU8: Uint8Array }} */
+const emscripten = Reflect.get(pyodide, '_module');
+const heap = Buffer.from(emscripten.HEAPU8.buffer, emscripten.HEAPU8.byteOffset, emscripten.HEAPU8.byteLength);
+for (const name of droppedBuiltins) {
+  const exact = Buffer.from(`\0${name}\0`, 'latin1');
+  for (let at = heap.indexOf(exact); at >= 0; at = heap.indexOf(exact, at + 1)) heap[at + 1] = 0x21; // '!'
+}
+pyodide.runPython(`import sys as _sys
+for _name in ('ctypes', '_ctypes'):
+    _sys.modules.pop(_name, None)
+del _sys, _name`);
+
+// Pyodide's internal API (the wasm instance's `_hiwire_get(3)`): its test helpers, socket file
+// system, dynamic library loader, package installer and the rest of what only loading needs are
+// removed before any user code; what running Python needs (its errors, conversions) stays.
+const internalApi = /** @type {Record<string, unknown>} */ (Reflect.get(pyodide, '_api'));
+for (const name of [
+  'tests',
+  'fail_test',
+  'initializeNodeSockFS',
+  'loadDynlib',
+  'install',
+  'packageManager',
+  'package_loader',
+  'packageIndexReady',
+  'flushPackageManagerBuffers',
+  'loadBinaryFile',
+  'lockfile',
+  'lockfile_info',
+  'lockfile_packages',
+  'lockfile_unvendored_stdlibs_and_test',
+  'lockFilePromise',
+  '_import_name_to_package_name',
+  'makeSnapshot',
+  'restoreSnapshot',
+  'saveState',
+  'restoreState',
+  'serializeHiwireState',
+  'rawRun',
+  'runPythonInternal',
+  'runPythonInternal_dict',
+  'public_api',
+  '_Comlink',
+  'initializeStreams',
+  'finalizeBootstrap',
+  'bootstrapFinalizedPromise',
+  'config',
+  'runtimeEnv',
+  'dsodir',
+  'defaultLdLibraryPath',
+  'sitepackages',
+  'importlib',
+  'os',
+  'sys',
+  'pyodide_py',
+  'pyodide_code',
+  'pyodide_base',
+  'globals',
+]) {
+  Reflect.deleteProperty(internalApi, name);
+}
+
+// A stack trace's call sites give a WebAssembly frame's instance (`getThis()`), whose exports reach
+// every JavaScript object the interpreter holds: no code after this line may install
+// `Error.prepareStackTrace`, the only way to get call sites.
+Object.defineProperty(Error, 'prepareStackTrace', { value: undefined, writable: false, configurable: false });
+
 // Defence in depth inside the realm (the box above is the boundary): Node's ways to reach modules,
 // the file system or the network, removed before any user code runs.
 for (const name of ['getBuiltinModule', 'binding', '_linkedBinding', 'dlopen']) {

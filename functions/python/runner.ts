@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { pythonBoxFiles, pythonRuntimeFiles } from '../../platform/beside-files.ts';
 import { envNames } from '../../platform/definitions.ts';
 import { type Box, type BoxFiles, type BoxLimits, type BoxOutcome, startBox } from './box.ts';
+import { type NetworkNamespaceMode, type NetworkWall, networkNamespace } from './network-namespace.ts';
 import {
   type PythonAnswer,
   type PythonFailure,
@@ -91,30 +92,56 @@ interface Live {
 export interface PythonRunnerOptions {
   /** Start each process after the first from a snapshot of the first: cheaper, one hash seed per container. */
   snapshots?: boolean;
+  /**
+   * `required` (the default): each process starts in a network namespace of its own, and without one
+   * no Python runs; `optional`: in the machine's network when it allows no namespace (the deployed
+   * function, whose isolated VPC has no route anywhere).
+   */
+  network?: NetworkNamespaceMode;
+  /** Runs at once, each in its own process (default 1: a Lambda container serves one invocation at a time). */
+  concurrency?: number;
+  /** How the machine's network namespace is found (tests give their own). */
+  findNetworkNamespace?: () => NetworkWall;
 }
 
-/** `PYTHON_SNAPSHOTS=true` (set by the stack from the stage's `pythonSnapshots`) turns snapshots on. */
+/**
+ * `PYTHON_SNAPSHOTS=true` (set by the stack from the stage's `pythonSnapshots`) turns snapshots on;
+ * `PYTHON_NETWORK_NAMESPACE=optional` (set by the stack: the function's VPC is its network wall) lets
+ * runs go ahead where no namespace can be made.
+ */
 export const pythonRunnerOptionsFromEnv = (env: NodeJS.ProcessEnv = process.env): PythonRunnerOptions => ({
   snapshots: env[envNames.pythonSnapshots] === 'true',
+  network: env[envNames.pythonNetworkNamespace] === 'optional' ? 'optional' : 'required',
 });
 
 /**
- * A runner over a fresh process per run; `run` queues requests (one runs at a time), `close` stops
- * the process waiting for the next run and removes the snapshot. `loads` counts the processes
- * started (full loads and from the snapshot).
+ * A runner over a fresh process per run; `run` runs up to `concurrency` requests at once and queues
+ * the rest in order, `close` stops the process waiting for the next run and removes the snapshot.
+ * `loads` counts the processes started (full loads and from the snapshot); `running` the runs whose
+ * code is running now.
  */
 export const createPythonRunner = (
   limits: PythonRunnerLimits = defaultPythonLimits,
   options: PythonRunnerOptions = {},
 ) => {
   const files = boxFiles();
+  const concurrency = Math.max(1, Math.floor(options.concurrency ?? 1));
+  const network = options.network ?? 'required';
+  let wall: NetworkWall | undefined;
+  const networkWall = () => {
+    wall ??= (options.findNetworkNamespace ?? networkNamespace)();
+    return wall;
+  };
   /** The next run's process: loading or ready, never used. */
   let live: Live | undefined;
   /** The pristine interpreter's snapshot, once the first process handed it over. */
   let snapshot: { dir: string; path: string } | undefined;
   let closed = false;
-  let queue: Promise<unknown> = Promise.resolve();
+  /** Runs holding a place (loading their process or running), and those waiting for one, in order. */
+  let active = 0;
+  const waiting: Array<() => void> = [];
   const loads = { full: 0, fromSnapshot: 0 };
+  const state = { running: 0 };
 
   const dropSnapshot = () => {
     if (snapshot) rmSync(snapshot.dir, { recursive: true, force: true });
@@ -134,7 +161,7 @@ export const createPythonRunner = (
   };
   process.once('exit', dropSnapshot);
 
-  const start = (): Live => {
+  const start = (prefix: string[]): Live => {
     const fromSnapshot = snapshot !== undefined;
     if (fromSnapshot) loads.fromSnapshot += 1;
     else loads.full += 1;
@@ -143,6 +170,7 @@ export const createPythonRunner = (
       limits: { ...limits, maxResultBytes: pythonMaxResultBytes },
       ...(snapshot ? { snapshotPath: snapshot.path } : {}),
       makeSnapshot: options.snapshots === true,
+      networkPrefix: prefix,
     });
     const ready = box.ready.then((loaded) => {
       // Only a full load hands one over, before any user code ran in it.
@@ -156,10 +184,10 @@ export const createPythonRunner = (
     return entry;
   };
 
-  /** A used process is killed, and the next run's started once it is gone (never two at once). */
-  const retire = (entry: Live) => {
+  /** A used process is killed, and the next run's started once it is gone. */
+  const retire = (entry: Live, prefix: string[]) => {
     void entry.box.kill().then(() => {
-      if (!closed) live ??= start();
+      if (!closed) live ??= start(prefix);
     });
   };
 
@@ -173,10 +201,10 @@ export const createPythonRunner = (
     }
   };
 
-  const runOnce = async (request: PythonRequest): Promise<PythonAnswer> => {
+  const runOnce = async (request: PythonRequest, prefix: string[]): Promise<PythonAnswer> => {
     closed = false;
-    live ??= start();
-    const entry = live;
+    // The waiting process if there is one, else one of this run's own (others are running).
+    const entry = live ?? start(prefix);
     // This process is this run's alone: the next run gets another.
     live = undefined;
     try {
@@ -187,24 +215,48 @@ export const createPythonRunner = (
       await entry.box.kill();
       throw error;
     }
-    const outcome = await entry.box.run(
-      { code: request.code, inputsJson: JSON.stringify(request.inputs) },
-      request.timeoutMs,
-    );
-    retire(entry);
+    state.running += 1;
+    const outcome = await entry.box
+      .run({ code: request.code, inputsJson: JSON.stringify(request.inputs) }, request.timeoutMs)
+      .finally(() => {
+        state.running -= 1;
+      });
+    retire(entry, prefix);
     return answerOf(outcome, request, limits);
   };
 
-  const run: PythonRun = (request) => {
-    const next = queue.then(() => runOnce(request));
-    queue = next.catch(() => undefined);
-    return next;
+  /** The command line each child starts under, or the refusal when the network wall is required and missing. */
+  const prefixOrRefusal = (): { prefix: string[] } | { refusal: PythonAnswer } => {
+    const found = networkWall();
+    if ('prefix' in found) return found;
+    if (network === 'optional') return { prefix: [] };
+    const message =
+      `the Python sandbox cannot cut its process off the network: ${found.unavailable}. ` +
+      `Set ${envNames.pythonNetworkNamespace}=optional to run Python in this machine's network (docs/operations.md)`;
+    return { refusal: { ok: false, error: 'exception', message, stdout: '', stderr: '' } };
+  };
+
+  const run: PythonRun = async (request) => {
+    const wallOrRefusal = prefixOrRefusal();
+    if ('refusal' in wallOrRefusal) return wallOrRefusal.refusal;
+    if (active >= concurrency) await new Promise<void>((resolve) => waiting.push(resolve));
+    else active += 1;
+    try {
+      return await runOnce(request, wallOrRefusal.prefix);
+    } finally {
+      // The place passes to the next waiting run (`active` unchanged), or is given up.
+      const next = waiting.shift();
+      if (next) next();
+      else active -= 1;
+    }
   };
 
   /** Loads the interpreter now (a cold start's init), so that the first run does not pay it. */
   const warm = async () => {
     closed = false;
-    live ??= start();
+    const wallOrRefusal = prefixOrRefusal();
+    if ('refusal' in wallOrRefusal) return;
+    live ??= start(wallOrRefusal.prefix);
     await loaded(live);
   };
 
@@ -216,7 +268,16 @@ export const createPythonRunner = (
     dropSnapshot();
   };
 
-  return { run, warm, close, loads };
+  return {
+    run,
+    warm,
+    close,
+    loads,
+    /** Runs whose code is running at this moment, each in its own process. */
+    get running() {
+      return state.running;
+    },
+  };
 };
 
 export type PythonRunner = ReturnType<typeof createPythonRunner>;

@@ -1,7 +1,8 @@
-import { CopyObjectCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { CopyObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { AiMark } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
+import { servedHeaders } from '../domain/served-files.ts';
 import type { StoredFile } from '../nodes/executors/types.ts';
 import { aiObjectMetadata } from '../nodes/media/marks.ts';
 import { isMissingObject } from './missing-object.ts';
@@ -90,8 +91,34 @@ export const readTeamFile = async (deps: Deps, teamId: string, file: StoredFile)
   return Body.transformToByteArray();
 };
 
-/** A presigned GET of a team's file, valid `seconds` (refused outside the team's prefix). */
-export const presignTeamFile = async (deps: Deps, teamId: string, key: string, seconds: number): Promise<string> => {
+/** The object's stored type, or undefined when it cannot be read (gone, or not this role's). */
+const storedTypeOfObject = async (deps: Deps, key: string): Promise<string | undefined> => {
+  try {
+    return (await deps.s3.send(new HeadObjectCommand({ Bucket: deps.bucket, Key: key }))).ContentType;
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * A presigned GET of a team's file, valid `seconds` (refused outside the team's prefix), whose
+ * answer's type and disposition are signed into the URL (functions/domain/served-files.ts): the
+ * `contentType` the caller knows, else the object's own (one HEAD), else octet-stream, attached.
+ */
+export const presignTeamFile = async (
+  deps: Deps,
+  teamId: string,
+  key: string,
+  seconds: number,
+  contentType?: string,
+): Promise<string> => {
   if (!isTeamObject(teamId, key)) throw new Error('File is not in this team’s library');
-  return getSignedUrl(deps.s3, new GetObjectCommand({ Bucket: deps.bucket, Key: key }), { expiresIn: seconds });
+  const served = servedHeaders(key, contentType ?? (await storedTypeOfObject(deps, key)));
+  const command = new GetObjectCommand({
+    Bucket: deps.bucket,
+    Key: key,
+    ResponseContentType: served.contentType,
+    ResponseContentDisposition: served.contentDisposition,
+  });
+  return getSignedUrl(deps.s3, command, { expiresIn: seconds });
 };

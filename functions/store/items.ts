@@ -350,6 +350,26 @@ export const RunDeliverySubjectSchema = v.pick(RunItemSchema, [
   'endedAt',
 ]);
 
+/** A model step's job at an asynchronous provider, as its step item keeps it. */
+const ProviderJobSchema = v.object({
+  provider: v.string(),
+  model: v.string(),
+  /** Whose key the job runs on: the team's own (a connection named by the provider) or the stage's. */
+  credentials: v.picklist(['team', 'stage']),
+  attempt: v.number(),
+  tokenHash: v.string(),
+  id: v.optional(v.string()),
+  submittedAt: v.optional(v.string()),
+  deadlineAt: v.string(),
+  /** When the intent was written: the job, if the provider took it, was created soon after. */
+  intendedAt: v.optional(v.string()),
+  /**
+   * Earlier claims' intents whose job was never recorded (their worker died between the submit
+   * and the record): each may have started a job, looked for at the provider and cancelled.
+   */
+  superseded: v.optional(v.array(v.object({ tokenHash: v.string(), intendedAt: v.string() }))),
+});
+
 /**
  * A step item (functions/store/run/steps.ts): written when a model step is claimed (`processing`)
  * and when any step finishes; a step without one has not started.
@@ -374,19 +394,13 @@ export const StepItemSchema = v.object({
    * before the submit (no `id` yet: the intent, its webhook token's hash), then its id once the
    * provider accepted it. Belongs to the claim `attempt` that submitted it.
    */
-  providerJob: v.optional(
-    v.object({
-      provider: v.string(),
-      model: v.string(),
-      /** Whose key the job runs on: the team's own (a connection named by the provider) or the stage's. */
-      credentials: v.picklist(['team', 'stage']),
-      attempt: v.number(),
-      tokenHash: v.string(),
-      id: v.optional(v.string()),
-      submittedAt: v.optional(v.string()),
-      deadlineAt: v.string(),
-    }),
-  ),
+  providerJob: v.optional(ProviderJobSchema),
+  /**
+   * The jobs of earlier claims this step's later claim replaced (a worker lost while its job ran, or
+   * before it recorded the job's id), oldest first: the only jobs a provider's webhook may have
+   * cancelled (functions/app/provider-webhook.ts). At most one per claim, so as many as the step's claims.
+   */
+  supersededJobs: v.optional(v.array(ProviderJobSchema)),
   /** Times a busy provider (429, 5xx, a timeout) was asked again for this step. */
   providerTries: v.optional(v.number()),
   /** An unclaimed step's failed executions so far (functions/store/run/steps.ts `countFailedExecution`). */
@@ -442,6 +456,11 @@ export const DeliveryItemSchema = v.object({
   attemptLog: v.optional(v.array(AttemptEntrySchema), () => []),
   /** Set while a redelivery the caller asked for is pending: its attempt is a single one. */
   redeliveryRequestedAt: v.optional(v.string()),
+  /**
+   * The attempt whose POST started and whose outcome is not recorded yet: still set when the next
+   * message comes, that POST was cut (a crash mid-send) and is logged as an `interrupted` attempt.
+   */
+  sending: v.optional(v.object({ attempt: v.number(), at: v.string() })),
 });
 
 /**
@@ -594,6 +613,14 @@ export const storedTeam = storedItem(TeamItemSchema, ['teamId', 'name', 'created
  */
 export const TeamStepsItemSchema = v.object({ slots: v.record(v.string(), v.string()) });
 export const storedTeamSteps = storedItem(TeamStepsItemSchema);
+
+/**
+ * A key's open event streams: per stream its lease (functions/domain/stream-slots.ts), taken before
+ * the stream opens and removed when it ends; a lease that ran out (a function killed mid-stream) is
+ * removed by the next refused open. The item expires (`ttl`) once its last lease has run out.
+ */
+export const StreamSlotsItemSchema = v.object({ slots: v.record(v.string(), v.string()) });
+export const storedStreamSlots = storedItem(StreamSlotsItemSchema);
 
 export const ProjectItemSchema = v.object({
   hardCapHundredths: v.nullish(v.number(), null),

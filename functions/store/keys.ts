@@ -39,6 +39,9 @@ export const teamKeysPartition = (teamId: string) => `TEAM#${teamId}#KEYS`;
  */
 export const teamStepsKey = (teamId: string) => ({ PK: `TEAMSTEPS#${teamId}`, SK: 'INFLIGHT' });
 
+/** The event streams a key holds open (functions/store/stream-slots.ts): one item per key. */
+export const streamSlotsKey = (keyId: string) => ({ PK: `STREAMS#${keyId}`, SK: 'OPEN' });
+
 /** One rate counter item per key; attributes are per-window counts. */
 export const rateCounterKey = (keyId: string) => ({ PK: `RATE#${keyId}`, SK: 'RATE' });
 

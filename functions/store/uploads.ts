@@ -16,6 +16,7 @@ import { libraryBucket } from '../../platform/definitions.ts';
 import type { UploadContentType } from '../../schemas/files.ts';
 import type { Deps } from '../deps.ts';
 import { epochSeconds } from '../domain/retention.ts';
+import type { ByteSource } from '../domain/whole-file.ts';
 import { itemUpdate } from './item-update.ts';
 import {
   itemVersion,
@@ -98,21 +99,58 @@ export const headUpload = async (deps: Deps, key: string): Promise<{ size: numbe
  * The object's first `bytes` bytes, of the version whose ETag is `etag`; undefined when it was
  * replaced or deleted since (S3's 412; a missing key), so what is read is always what was measured.
  */
-export const readUploadHead = async (
+export const readUploadHead = (deps: Deps, key: string, etag: string, bytes: number): Promise<Uint8Array | undefined> =>
+  readUploadRange(deps, key, etag, 0, bytes);
+
+const readUploadRange = async (
   deps: Deps,
   key: string,
   etag: string,
+  from: number,
   bytes: number,
 ): Promise<Uint8Array | undefined> => {
   try {
     const { Body } = await deps.s3.send(
-      new GetObjectCommand({ Bucket: deps.bucket, Key: key, Range: `bytes=0-${bytes - 1}`, IfMatch: etag }),
+      new GetObjectCommand({
+        Bucket: deps.bucket,
+        Key: key,
+        Range: `bytes=${from}-${from + bytes - 1}`,
+        IfMatch: etag,
+      }),
     );
     return Body ? Body.transformToByteArray() : new Uint8Array();
   } catch (error) {
     if (statusOf(error) === 412 || isMissingObject(error, 'GetObject', key)) return undefined;
     throw error;
   }
+};
+
+/** The object changed (replaced or deleted) while it was being read. */
+export class UploadChangedError extends Error {}
+
+/** How much of an upload one read fetches while its whole is checked: a few reads for 100 MiB, little memory. */
+const uploadWindowBytes = 8 * 1024 * 1024;
+
+/**
+ * The upload's object as a `ByteSource` (functions/domain/whole-file.ts) read in windows, each a
+ * ranged GET held to the ETag that was checked; a change midway throws UploadChangedError.
+ */
+export const uploadSource = (deps: Deps, key: string, etag: string, size: number): ByteSource => {
+  let window: { start: number; bytes: Uint8Array } | undefined;
+  return {
+    size,
+    read: async (offset, length) => {
+      const end = Math.min(offset + length, size);
+      if (!window || offset < window.start || end > window.start + window.bytes.length) {
+        const take = Math.min(Math.max(length, uploadWindowBytes), size - offset);
+        if (take <= 0) return new Uint8Array();
+        const bytes = await readUploadRange(deps, key, etag, offset, take);
+        if (!bytes) throw new UploadChangedError(key);
+        window = { start: offset, bytes };
+      }
+      return window.bytes.subarray(offset - window.start, end - window.start);
+    },
+  };
 };
 
 /** Deletes a file's object (a rejected upload's bytes are not kept). */

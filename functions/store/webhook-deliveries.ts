@@ -11,6 +11,7 @@ import {
   type WebhookAttempt,
   webhookEventOfStatus,
 } from '../domain/webhook.ts';
+import { ifNotExists } from './item-update.ts';
 import {
   DeliveryItemSchema,
   parseItem,
@@ -114,6 +115,8 @@ export const recordWebhookAttempt = async (
     log: readonly WebhookAttempt[];
     state: DeliveryState;
     expiresAt: number;
+    /** An interrupted attempt of a redelivery: the redelivery stays pending, its POST is made again. */
+    keepRedelivery?: boolean;
   },
 ): Promise<boolean> => {
   const { entry, state } = record;
@@ -130,7 +133,11 @@ export const recordWebhookAttempt = async (
         ttl: record.expiresAt,
         ...(state === 'pending' ? {} : state === 'delivered' ? { deliveredAt: entry.at } : { failedAt: entry.at }),
       },
-      remove: [...(entry.nextAttemptAt ? [] : (['nextAttemptAt'] as const)), 'redeliveryRequestedAt'],
+      remove: [
+        ...(entry.nextAttemptAt ? [] : (['nextAttemptAt'] as const)),
+        ...(record.keepRedelivery ? [] : (['redeliveryRequestedAt'] as const)),
+        'sending',
+      ],
     },
     {
       // A first attempt finds no item, or the one a redelivery of a lost first message wrote (no attempt yet).
@@ -140,6 +147,42 @@ export const recordWebhookAttempt = async (
     },
   );
   return recorded.written;
+};
+
+/**
+ * Before attempt `attempt`'s POST: marks it as started, on the same condition as its record (the
+ * attempt before it is the last recorded, the delivery pending); a first attempt may create the item.
+ * False when a copy of the message got there first.
+ */
+export const markAttemptSending = async (
+  deps: Deps,
+  jobId: string,
+  delivery: DeliveryOf,
+  sending: { attempt: number; at: string; expiresAt: number },
+): Promise<boolean> => {
+  const first = sending.attempt === 1;
+  const marked = await conditionalUpdate(
+    deps,
+    storedDelivery,
+    webhookDeliveryKey(jobId, deliveryName(delivery)),
+    {
+      set: {
+        jobId,
+        ...refOf(delivery),
+        state: ifNotExists('pending' as const),
+        attempts: ifNotExists(0),
+        attemptLog: ifNotExists([]),
+        sending: { attempt: sending.attempt, at: sending.at },
+        ttl: sending.expiresAt,
+      },
+    },
+    {
+      ConditionExpression: `${first ? 'attribute_not_exists(PK) OR ' : ''}(attempts = :previous AND #state = :pending)`,
+      ExpressionAttributeNames: { '#state': 'state' },
+      ExpressionAttributeValues: { ':previous': sending.attempt - 1, ':pending': 'pending' },
+    },
+  );
+  return marked.written;
 };
 
 /** A run as its delivery log sees it: whose it is, and how far its webhook got. */

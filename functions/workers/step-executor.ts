@@ -2,6 +2,7 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import * as v from 'valibot';
 import { stepNodeTimeoutSeconds } from '../../platform/definitions.ts';
+import { StepMessageSchema } from '../app/provider-job.ts';
 import { type RunStepOptions, runStep, type StepMessage, type TimeLeft, withTimeLeft } from '../app/run-step.ts';
 import { stepExecutorWiring } from '../app/step-executor-wiring.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
@@ -11,15 +12,6 @@ import { type Deps, productionDeps } from '../deps.ts';
 import { logger, withBatchContext, withRecordKeys } from '../observability/logger.ts';
 import { metrics } from '../observability/metrics.ts';
 
-const StepMessageSchema = v.object({
-  jobId: v.string(),
-  workflowId: v.string(),
-  nodeId: v.string(),
-  teamId: v.optional(v.string()), // its run's team; `deferred`: times its cap held it back (app/team-slots.ts)
-  deferred: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
-  check: v.optional(v.picklist(['poll', 'look'])), // a look at its provider job (functions/app/provider-job.ts)
-  poll: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
-});
 const parseMessage = (record: SQSRecord): StepMessage => {
   try {
     return v.parse(StepMessageSchema, JSON.parse(record.body));

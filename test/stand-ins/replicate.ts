@@ -6,10 +6,16 @@
  *   prediction (201); `GET /v1/predictions/{id}` reads it (`starting`, then `processing`); it succeeds by
  *   itself after `pollsUntilDone` reads, or on `complete(id, output)` / `fail(id, message)`;
  *   `POST /v1/predictions/{id}/cancel` cancels it (an ended one is answered unchanged, 200).
+ * - `GET /v1/predictions` lists the account's predictions, newest first, `pageSize` (100) a page:
+ *   `{previous, next, results}`, `next` the next page's URL (a `cursor`) or null; `created_after`
+ *   (inclusive) and `created_before` (exclusive), ISO 8601, narrow it. A listed prediction carries
+ *   no `webhook` (the documented list example shows none): a reader gets it by reading the prediction.
  * - `GET /v1/webhooks/default/secret` answers `{key: "whsec_…"}`.
  * - At the end (succeeded, failed, canceled) it posts the prediction to its `webhook` when
  *   `webhook_events_filter` holds `completed` (or is absent), signed the Standard Webhooks way.
  *   Only `completed` events are sent.
+ * - An ended prediction's `metrics` hold `predict_time` and `total_time`; a text answer's also its
+ *   `input_token_count` and `output_token_count`, as Replicate's language models report them.
  * - `endByPolling(id, reads, output)`: that one prediction succeeds at its `reads`-th read and its
  *   webhook is lost (never sent), so only polling finds its end.
  */
@@ -34,6 +40,8 @@ export interface ReplicateStandInOptions {
   output?: unknown;
   /** The clock of timestamps (webhooks, prediction times). */
   now?: () => Date;
+  /** Predictions a page of `GET /v1/predictions` (Replicate's is 100). */
+  pageSize?: number;
 }
 
 /** A prediction as the stand-in holds it: the object it answers, and how often it was read. */
@@ -48,6 +56,23 @@ const newSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
 /** Replicate's ids look like `gm3qorzdhgbfurvjtvhg6dckhu`: 26 lower-case letters and digits. */
 const newId = () => Array.from(randomBytes(26), (byte) => 'abcdefghijklmnopqrstuvwxyz234567'[byte % 32]).join('');
 const problem = (status: number, title: string, detail: string) => ({ status, body: { title, detail, status } });
+/**
+ * A language model's token counts, as Replicate's official language models report them in `metrics`
+ * (`input_token_count`, `output_token_count`): here four characters a token, for a text answer only.
+ */
+const tokenCounts = (prediction: Record<string, unknown>) => {
+  const { output, input } = prediction;
+  const text = typeof output === 'string' ? output : Array.isArray(output) ? output : undefined;
+  if (text === undefined || (Array.isArray(text) && !text.every((t) => typeof t === 'string'))) return {};
+  const words = Array.isArray(text) ? text.join('') : text;
+  if (/^(https?:|data:)/.test(words)) return {};
+  const prompt =
+    typeof input === 'object' && input !== null ? String((input as { prompt?: unknown }).prompt ?? '') : '';
+  return {
+    input_token_count: Math.max(1, Math.ceil(prompt.length / 4)),
+    output_token_count: Math.max(1, Math.ceil(words.length / 4)),
+  };
+};
 const ended = (status: string) => status === 'succeeded' || status === 'failed' || status === 'canceled';
 
 export const startReplicateStandIn = async (options: ReplicateStandInOptions) => {
@@ -95,7 +120,7 @@ export const startReplicateStandIn = async (options: ReplicateStandInOptions) =>
   /** Ends a prediction and announces it when its filter asks for `completed`. */
   const end = (job: StandInPrediction, fields: Record<string, unknown>): Promise<SentWebhook | undefined> => {
     Object.assign(job.prediction, fields, { completed_at: now().toISOString() });
-    job.prediction.metrics = { predict_time: 1.5, total_time: 2 };
+    job.prediction.metrics = { predict_time: 1.5, total_time: 2, ...tokenCounts(job.prediction) };
     if (polledOnly.has(job.prediction.id)) return Promise.resolve(undefined);
     const filter = job.prediction.webhook_events_filter;
     if (Array.isArray(filter) && !filter.includes('completed')) return Promise.resolve(undefined);
@@ -158,6 +183,43 @@ export const startReplicateStandIn = async (options: ReplicateStandInOptions) =>
     return { status: 201, body: prediction };
   };
 
+  /** `GET /v1/predictions`: newest first, a page at a time, narrowed by creation time. */
+  const list = (url: URL) => {
+    const bound = (name: string) => {
+      const value = url.searchParams.get(name);
+      return value === null ? undefined : Date.parse(value);
+    };
+    const after = bound('created_after');
+    const before = bound('created_before');
+    if (Number.isNaN(after) || Number.isNaN(before))
+      return problem(400, 'Invalid date', 'created_after and created_before take ISO 8601 date-times');
+    const pageSize = options.pageSize ?? 100;
+    const cursor = Number(url.searchParams.get('cursor') ?? '0');
+    if (!Number.isInteger(cursor) || cursor < 0) return problem(400, 'Invalid cursor', 'Invalid cursor.');
+    const matching = [...jobs.values()]
+      .map((job) => job.prediction)
+      .filter((p) => {
+        const created = Date.parse(String(p.created_at));
+        return (after === undefined || created >= after) && (before === undefined || created < before);
+      })
+      .reverse();
+    const page = matching.slice(cursor, cursor + pageSize);
+    const at = (offset: number) => {
+      const next = new URL(`${server.url}/v1/predictions`);
+      for (const [name, value] of url.searchParams) if (name !== 'cursor') next.searchParams.set(name, value);
+      next.searchParams.set('cursor', String(offset));
+      return next.toString();
+    };
+    return {
+      status: 200,
+      body: {
+        previous: cursor > 0 ? at(Math.max(0, cursor - pageSize)) : null,
+        next: cursor + pageSize < matching.length ? at(cursor + pageSize) : null,
+        results: page.map(({ webhook: _webhook, webhook_events_filter: _filter, ...listed }) => listed),
+      },
+    };
+  };
+
   const server = await startJsonServer((request, url) => {
     if (request.headers.authorization !== `Bearer ${options.apiKey}`)
       return problem(401, 'Unauthenticated', 'You did not pass a valid authentication token');
@@ -165,6 +227,7 @@ export const startReplicateStandIn = async (options: ReplicateStandInOptions) =>
     let match = /^\/v1\/models\/([^/]+)\/([^/]+)\/predictions$/.exec(path);
     if (match && request.method === 'POST') return create(request, `${match[1]}/${match[2]}`, 'model');
     if (path === '/v1/predictions' && request.method === 'POST') return create(request, undefined, 'version');
+    if (path === '/v1/predictions' && request.method === 'GET') return list(url);
     if (path === '/v1/webhooks/default/secret' && request.method === 'GET')
       return { status: 200, body: { key: secret } };
     match = /^\/v1\/predictions\/([^/]+)(\/cancel)?$/.exec(path);

@@ -132,7 +132,10 @@ const objectOf = (doc: OpenAPIObject, schema: SchemaObject, pools: Pools): fc.Ar
   const exclusive = new Set(branches.flat());
   const extra = schema.additionalProperties;
   if (extra && typeof extra === 'object' && Object.keys(properties).length === 0) {
-    return fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), schemaValue(doc, extra, pools), { maxKeys: 3 });
+    // Keys as `propertyNames` states them (a run start's metadata keys: a tag's characters).
+    const names = schema.propertyNames;
+    const keys = names ? stringOf(resolveSchema(doc, names), pools) : fc.string({ minLength: 1, maxLength: 8 });
+    return fc.dictionary(keys as fc.Arbitrary<string>, schemaValue(doc, extra, pools), { maxKeys: 3 });
   }
   const build = (chosen: readonly string[]) => {
     const names = Object.keys(properties).filter((name) => !exclusive.has(name) || chosen.includes(name));

@@ -3,6 +3,7 @@
 import { envNames } from '../../../platform/definitions.ts';
 import type { AiMark } from '../../../schemas/runs.ts';
 import { type PythonInvoke, pythonInvoker } from '../../clients/lambda.ts';
+import { type StoredFileKind, storedTypeOf } from '../../domain/file-sniff.ts';
 import {
   allowLoopbackFromEnv,
   GuardedFetchError,
@@ -216,7 +217,8 @@ const extensions: Record<string, string> = {
 const extensionFor = (contentType: string): string => extensions[contentType] ?? 'bin';
 
 /**
- * Stores bytes through the orchestrator. AI-generated media are marked inside the file first
+ * Stores bytes through the orchestrator, typed by their bytes among the allowed types of `kind`
+ * (functions/domain/file-sniff.ts `storedTypeOf`), or fails the step. AI-generated media are marked inside the file first
  * (PNG, JPEG, WAV, GLB; idempotent), unless the bytes carry a C2PA manifest: those are stored
  * exactly as the provider gave them, marked `provider_c2pa` (functions/nodes/media/marks.ts).
  */
@@ -225,7 +227,12 @@ export const store = async (
   baseName: string,
   file: MediaFile,
   aiGenerated: boolean,
+  kind: StoredFileKind = 'any',
 ): Promise<StoredFile> => {
+  // The stored type comes from the bytes, whole, among the kind's allowed types; never the claim.
+  const verdict = await storedTypeOf(kind, file.body, file.contentType);
+  if (!verdict.ok) return fail(context, `the ${baseName} file cannot be stored: ${verdict.reason}`);
+  const contentType = verdict.contentType;
   let body = file.body;
   let aiMark: AiMark | undefined;
   if (aiGenerated) {
@@ -236,10 +243,10 @@ export const store = async (
       // A file the marker cannot parse is stored as it is; the object metadata still marks it.
     }
   }
-  const name = `${baseName}.${extensionFor(file.contentType)}`;
+  const name = `${baseName}.${extensionFor(contentType)}`;
   return context.storeFile({
     name,
-    contentType: file.contentType,
+    contentType,
     body,
     aiGenerated,
     ...(aiMark && { aiMark }),

@@ -35,7 +35,7 @@ export const createExecutorRegistry = (deps: ExecutorDeps): ExecutorLookup => {
   if (!jobProviders) return lookup;
   const jobs: ProviderJobs = {
     provider: jobProviders,
-    outcome: (context, output) => jobOutcome(deps, context, output),
+    outcome: (context, output, usage) => jobOutcome(deps, context, output, usage),
     publicBaseUrl: deps.publicBaseUrl,
   };
   return Object.assign(lookup, { jobs });

@@ -68,7 +68,7 @@ const fetchRunInput = async (context: StepContext, deps: ExecutorDeps, url: stri
   const types = fileInputTypes(context.spec) ?? [];
   const response = await httpCall(context, deps, url, { method: 'GET' }, { maxBytes });
   if (response.status !== 200) fail(context, `downloading the run's input file answered ${response.status}`);
-  const verdict = sniffFetched(types, response.headers['content-type'], response.body);
+  const verdict = await sniffFetched(types, response.headers['content-type'], response.body);
   if (!verdict.ok) return fail(context, `the run's input file is not usable: ${verdict.reason}`);
   return { body: response.body, contentType: verdict.contentType };
 };
@@ -122,9 +122,9 @@ export const inputExecutors = (deps: ExecutorDeps) =>
       const given = await runInputFile(context, deps, 'image');
       if (given) return { outputs: { image: given } };
       const url = str(context.node.config.url) ?? fail(context, 'config.url is required');
+      // Typed by its bytes among the image types: a server's `image/svg+xml` (script and all) is no image here.
       const file = await download(context, deps, url);
-      if (!file.contentType.startsWith('image/')) fail(context, `${url} is not an image (${file.contentType})`);
-      return { outputs: { image: await store(context, 'image', file, false) } };
+      return { outputs: { image: await store(context, 'image', file, false, 'image') } };
     },
 
     RigImporter: async (context) => {
@@ -136,7 +136,7 @@ export const inputExecutors = (deps: ExecutorDeps) =>
       if (file.contentType !== 'model/gltf-binary' && (format === undefined || format === 'glb')) {
         fail(context, `${url} is not a GLB file`);
       }
-      return { outputs: { rig: await store(context, 'rig', file, false) } };
+      return { outputs: { rig: await store(context, 'rig', file, false, 'mesh') } };
     },
 
     FileUploader: async (context) => {

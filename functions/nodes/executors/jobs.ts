@@ -3,19 +3,20 @@
  * at two different times: `jobRequest` turns the step into the model's input (its files as
  * short-lived URLs), which the step executor submits; `jobOutcome` turns the finished job's answer
  * into the step's outputs: every file copied into the team's library through the address guard,
- * checked by its bytes, capped by kind and marked as AI-generated. A provider's URL never reaches a
- * caller.
+ * checked by its bytes, capped by kind and marked as AI-generated, and the work the job did measured
+ * from them (functions/nodes/executors/job-work.ts). A provider's URL never reaches a caller.
  */
 
+import { storedTypeOf } from '../../domain/file-sniff.ts';
 import { modelInputRefusals } from '../../domain/model-input.ts';
 import { referenceAudioSeconds } from '../../domain/model-pricing.ts';
 import { imageSize, modeSettings } from '../../domain/run-modes.ts';
 import { isRecord } from '../../is-record.ts';
 import { glbAsObj } from '../media/glb.ts';
-import { sniffContentType } from '../media/marks.ts';
 import { hostedModelInput, type JobParts, readJobAnswer } from '../providers/hosted-models.ts';
-import type { MediaFile } from '../providers/types.ts';
+import type { JobUsage, MediaFile } from '../providers/types.ts';
 import { type ExecutorDeps, fail, filesIn, firstInput, httpCall, store, toText } from './helpers.ts';
+import { type JobProduct, measuredJobWork } from './job-work.ts';
 import type { JobRequest, StepContext, StepOutcome } from './types.ts';
 
 const num = (value: unknown): number | undefined => (typeof value === 'number' ? value : undefined);
@@ -101,6 +102,13 @@ export const jobRequest = async (
   };
 };
 
+/** An answer file typed by its whole bytes among its output's kind (the data URI's or server's type says nothing). */
+const typedAnswer = async (context: StepContext, kind: keyof typeof maxJobFileBytes, body: Uint8Array) => {
+  const verdict = await storedTypeOf(kind, body);
+  if (!verdict.ok) return fail(context, `the provider's ${kind} file cannot be stored: ${verdict.reason}`);
+  return { body, contentType: verdict.contentType };
+};
+
 /** Downloads one answer file through the guard, capped, typed by its bytes. */
 const copyAnswerFile = async (
   deps: ExecutorDeps,
@@ -114,15 +122,12 @@ const copyAnswerFile = async (
     if (!match) return fail(context, 'the provider answered a data URI that cannot be read');
     const body = match[2] ? Buffer.from(match[3] ?? '', 'base64') : Buffer.from(decodeURIComponent(match[3] ?? ''));
     if (body.byteLength > maxBytes) fail(context, `the provider's file is over ${maxJobFileBytes[kind]} MB`);
-    return { body, contentType: sniffContentType(body) ?? (match[1] || 'application/octet-stream') };
+    return typedAnswer(context, kind, body);
   }
   // Through the node's one guarded call: a refused address reads the same whatever the reason.
   const response = await httpCall(context, deps, url, { method: 'GET' }, { timeoutMs: 120_000, maxBytes });
   if (response.status !== 200) fail(context, `the provider's file could not be fetched: HTTP ${response.status}`);
-  const body = response.body;
-  const sniffed = sniffContentType(body);
-  if (!sniffed) fail(context, `the provider's ${kind} file is of a type that cannot be stored`);
-  return { body, contentType: sniffed as string };
+  return typedAnswer(context, kind, response.body);
 };
 
 /** A mesh as glb (checked by its bytes), or as OBJ text when `config.format` is `obj`. */
@@ -152,14 +157,17 @@ export const jobOutcome = async (
   deps: ExecutorDeps,
   context: StepContext,
   answerOutput: unknown,
-): Promise<Pick<StepOutcome, 'outputs'>> => {
+  usage?: JobUsage,
+): Promise<Pick<StepOutcome, 'outputs' | 'work'>> => {
   const answer = readJobAnswer(answerOutput);
   const outputs: Record<string, unknown> = {};
+  const product: JobProduct = { images: [], audio: [], text: undefined };
   const handles = context.spec.outputs;
   for (const handle of handles) {
     if (handle.kind === 'text') {
       const words = answer.text ?? fail(context, 'the provider answered no text');
       outputs[handle.name] = words;
+      product.text = words;
     } else if (handle.kind === 'embedding') {
       outputs[handle.name] = answer.vector ?? fail(context, 'the provider answered no embedding');
     } else {
@@ -173,10 +181,13 @@ export const jobOutcome = async (
       for (const [index, url] of urls.slice(0, 4).entries()) {
         let file = await copyAnswerFile(deps, context, url, kind);
         if (kind === 'mesh') file = meshOf(context, file);
-        stored.push(await store(context, index ? `${handle.name}-${index + 1}` : handle.name, file, true));
+        if (kind === 'image') product.images.push(file);
+        if (kind === 'audio') product.audio.push(file);
+        stored.push(await store(context, index ? `${handle.name}-${index + 1}` : handle.name, file, true, kind));
       }
       outputs[handle.name] = stored.length === 1 ? stored[0] : stored;
     }
   }
-  return { outputs };
+  const work = measuredJobWork(context, product, usage);
+  return { outputs, ...(work && { work }) };
 };

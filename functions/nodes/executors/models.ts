@@ -87,9 +87,11 @@ const runModel = async (
     stepProvider(context.node, context.spec, deps.stage.modelDefaults) ?? fail(context, 'is not a model step');
   const entry = providerEntry(use.provider) ?? fail(context, `unknown provider ${use.provider}`);
   const connection = entry.protocol === 'sandbox' ? undefined : await context.connection?.(use.provider);
-  const route = routeProvider(use.provider, deps.stage, connection !== undefined);
+  const route = routeProvider(use.provider, deps.stage, connection !== undefined, use.model);
   // Defence in depth: the run start refuses these with the provider 422 before anything is held.
   if (route.refused) {
+    if (route.unpaid !== undefined)
+      return fail(context, `runs ${route.unpaid}, which this deployment does not run on its own key`);
     return fail(context, `runs on ${use.provider}, which is not available through the API without your own key`);
   }
   const runsOnEntry = providerEntry(route.runsOn);
@@ -122,9 +124,11 @@ const num = (value: unknown): number | undefined => (typeof value === 'number' ?
 const upscaleFactor = (context: StepContext): number => num(context.node.config.scale) ?? 2;
 const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 
-/** Stores one or several generated files under `name`, `name-2`, … */
+/** Stores one or several generated images under `name`, `name-2`, … */
 const storeAll = async (context: StepContext, name: string, files: MediaFile[]) => {
-  const stored = await Promise.all(files.map((f, i) => store(context, i ? `${name}-${i + 1}` : name, f, true)));
+  const stored = await Promise.all(
+    files.map((f, i) => store(context, i ? `${name}-${i + 1}` : name, f, true, 'image')),
+  );
   if (stored.length === 0) return fail(context, 'the provider returned no file');
   return stored.length === 1 ? stored[0] : stored;
 };
@@ -172,7 +176,7 @@ const imageEdit =
           image,
           ...extra(context),
         });
-        return store(context, index ? `${output}-${index + 1}` : output, edited, true);
+        return store(context, index ? `${output}-${index + 1}` : output, edited, true, 'image');
       });
       return { outputs: { [output]: result }, work: { kind: 'pixels', pixels } };
     });
@@ -196,7 +200,7 @@ const meshFromImage =
         image,
         prompt,
       });
-      return { outputs: { mesh: await store(context, 'mesh', meshFile(context, glb), true) } };
+      return { outputs: { mesh: await store(context, 'mesh', meshFile(context, glb), true, 'mesh') } };
     });
 
 /** ImageGen (`variations` from its config) and DiffusionWorker (one image: its schema has no `variations`). */
@@ -244,7 +248,7 @@ export const modelExecutors = (deps: ExecutorDeps) =>
           prompt: toText(firstInput(context, 'prompt')),
           durationSeconds: num(context.node.config.durationSeconds) ?? 4,
         });
-        return { outputs: { audio: await store(context, 'audio', audio, true) } };
+        return { outputs: { audio: await store(context, 'audio', audio, true, 'audio') } };
       }),
 
     LlmWorker: (context) =>
@@ -307,7 +311,9 @@ export const modelExecutors = (deps: ExecutorDeps) =>
             provider.editImage!({ model, mode: context.mode, signal: context.signal, operation, image }),
           ),
         );
-        const stored = await Promise.all(edited.map((file, i) => store(context, maps[i] as string, file, true)));
+        const stored = await Promise.all(
+          edited.map((file, i) => store(context, maps[i] as string, file, true, 'image')),
+        );
         return {
           outputs: { albedo: stored[0], normal: stored[1], roughness: stored[2] },
           work: { kind: 'pixels', pixels: inputPixels(image) },
@@ -328,7 +334,7 @@ export const modelExecutors = (deps: ExecutorDeps) =>
           mesh,
           skeleton: text(context.node.config.skeleton) ?? 'humanoid',
         });
-        return { outputs: { rig: await store(context, 'rig', rig, true) } };
+        return { outputs: { rig: await store(context, 'rig', rig, true, 'mesh') } };
       }),
 
     Embedder: (context) =>

@@ -3,7 +3,7 @@ import type { ModelWork } from '../../domain/model-pricing.ts';
 import type { CanvasNode } from '../../domain/workflow-graph.ts';
 import type { NodeSpec } from '../catalogue/node-spec.ts';
 
-import type { JobProvider, TeamConnection } from '../providers/types.ts';
+import type { JobProvider, JobUsage, TeamConnection } from '../providers/types.ts';
 
 /**
  * The contract between the step executor (orchestration: reads, charges, successors) and the node
@@ -129,6 +129,7 @@ export type NodeExecutor = (context: StepContext) => Promise<StepOutcome>;
  */
 export interface ProviderJobs {
   provider(key: string, connection: TeamConnection | undefined): Promise<JobProvider | undefined>;
-  outcome(context: StepContext, output: unknown): Promise<Pick<StepOutcome, 'outputs'>>;
+  /** The finished job's outputs, and the work it did measured from them and from `usage`. */
+  outcome(context: StepContext, output: unknown, usage?: JobUsage): Promise<Pick<StepOutcome, 'outputs' | 'work'>>;
   publicBaseUrl: string | undefined;
 }

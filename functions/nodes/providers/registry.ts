@@ -1,4 +1,5 @@
 import type { ModelDefaults, ModelNodeType } from '../../../platform/model-defaults.ts';
+import { listedPrice } from '../../../platform/paid-models.ts';
 import {
   type IntegrationLevel,
   type LicenceFacts,
@@ -71,12 +72,14 @@ export interface ApiIntegrationRefusal {
   nodeType: string;
   providers: string[];
   level: Exclude<IntegrationLevel, 'api'>;
+  /** Set when the provider is open but the stage does not pay for this model on its key (`provider:model`). */
+  model?: string;
   /** The spec's message form: what runs where, and the three remedies. */
   message: string;
 }
 
-export const apiIntegrationMessage = (nodeType: string, provider: string): string =>
-  messages.providerNotAvailable(nodeType, [provider]);
+export const apiIntegrationMessage = (nodeType: string, provider: string, model?: string): string =>
+  model === undefined ? messages.providerNotAvailable(nodeType, [provider]) : messages.modelNotPaid(nodeType, model);
 
 /** Where a model step runs, or why it may not: the one rule for run starts and the step executor. */
 export type ProviderRoute =
@@ -87,21 +90,46 @@ export type ProviderRoute =
       /** Whose credentials: the team's own key (a connection named by the provider), the stage's, or none. */
       credentials: 'team' | 'stage' | 'none';
     }
-  | { refused: true; level: Exclude<IntegrationLevel, 'api'> };
+  | {
+      refused: true;
+      level: Exclude<IntegrationLevel, 'api'>;
+      /** `provider:model` when only the model is refused: the stage does not pay for it on its key. */
+      unpaid?: string;
+    };
 
 /**
- * How a step on `provider` runs in `stage` when the team has (or has not) its own key for it:
+ * Whether the stage pays for `model` on its own key for `provider` (platform/paid-models.ts): a
+ * model on its list or a default; any, when its list is open. Bedrock's models are the operator's
+ * choice already (the step executor's role may invoke only those granted); a step naming no model
+ * runs the registry's own choice.
+ */
+const stagePaysFor = (
+  stage: Pick<StageProviders, 'paidModels' | 'modelDefaults'>,
+  protocol: string | undefined,
+  provider: string,
+  model: string | null,
+): boolean =>
+  !stage.paidModels ||
+  stage.paidModels.open ||
+  protocol === 'bedrock' ||
+  model === null ||
+  listedPrice(stage.paidModels, stage.modelDefaults, provider, model) !== undefined;
+
+/**
+ * How a step on `provider` running `model` (null: the provider's own default) runs in `stage` when the team has (or has not) its own key for it:
  * - `sandbox` runs only on a sandbox stage (on a stage without it, nothing makes it run: `not_allowed`);
  * - an `api` provider runs on the team's own key when there is one, else on the stage's credentials
- *   when the stage turned it on, else on the sandbox when the stage is a sandbox stage; otherwise
- *   only the team's own key would make it run (`byok_only`);
+ *   when the stage turned it on and pays for `model` (its list of paid models, else `byok_only`
+ *   naming the model), else on the sandbox when the stage is a sandbox stage; otherwise only the
+ *   team's own key would make it run (`byok_only`);
  * - `app_only` and `byok_only` run only on the team's own key;
  * - `not_allowed`, `region_restricted` and unknown providers (reported as `not_allowed`) never run.
  */
 export const routeProvider = (
   provider: string,
-  stage: Pick<StageProviders, 'configured' | 'sandbox' | 'levels'>,
+  stage: Pick<StageProviders, 'configured' | 'sandbox' | 'levels' | 'paidModels' | 'modelDefaults'>,
   teamHasKey: boolean,
+  model: string | null,
 ): ProviderRoute => {
   const entry = providerEntry(provider);
   // A stage may bar a provider further than the registry does (`-c providerLevels`), never open it more.
@@ -115,7 +143,11 @@ export const routeProvider = (
   }
   if (level === 'api') {
     if (teamHasKey && entry?.protocol !== 'bedrock') return { refused: false, runsOn: provider, credentials: 'team' };
-    if (stage.configured.includes(provider)) return { refused: false, runsOn: provider, credentials: 'stage' };
+    if (stage.configured.includes(provider)) {
+      return stagePaysFor(stage, entry?.protocol, provider, model)
+        ? { refused: false, runsOn: provider, credentials: 'stage' }
+        : { refused: true, level: 'byok_only', unpaid: `${provider}:${model}` };
+    }
     if (stage.sandbox) return { refused: false, runsOn: sandboxProviderKey, credentials: 'none' };
     // Bedrock runs only in the stage's own account: no team's key would run it.
     return { refused: true, level: entry?.protocol === 'bedrock' ? 'not_allowed' : 'byok_only' };
@@ -134,13 +166,13 @@ export const routeProvider = (
 export const checkApiIntegration = (
   canvas: Pick<Canvas, 'nodes'>,
   teamConnections: ReadonlySet<string>,
-  stage: Pick<StageProviders, 'configured' | 'sandbox' | 'region' | 'levels' | 'modelDefaults'>,
+  stage: Pick<StageProviders, 'configured' | 'sandbox' | 'region' | 'levels' | 'modelDefaults' | 'paidModels'>,
 ): ApiIntegrationRefusal | null => {
   for (const node of canvas.nodes) {
     const spec = getNodeSpec(node.type);
     const use = spec ? stepProvider(node, spec, stage.modelDefaults) : null;
     if (!use) continue;
-    const route = routeProvider(use.provider, stage, teamConnections.has(use.provider));
+    const route = routeProvider(use.provider, stage, teamConnections.has(use.provider), use.model);
     const entry = providerEntry(use.provider);
     // A model whose licence excludes the stage's Region never runs there, whoever's key it is on.
     const level: Exclude<IntegrationLevel, 'api'> | undefined = route.refused
@@ -149,12 +181,14 @@ export const checkApiIntegration = (
         ? 'region_restricted'
         : undefined;
     if (!level) continue;
+    const unpaid = route.refused ? route.unpaid : undefined;
     return {
       nodeId: node.id,
       nodeType: node.type,
       providers: [use.provider],
       level,
-      message: apiIntegrationMessage(node.type, use.provider),
+      ...(unpaid !== undefined && { model: unpaid }),
+      message: apiIntegrationMessage(node.type, use.provider, unpaid),
     };
   }
   return null;

@@ -8,6 +8,11 @@
  *   (`webhook_events_filter`; `completed` is sent for succeeded, failed and canceled)
  * - https://replicate.com/docs/topics/webhooks/verify-webhook (headers, signed content, the secret)
  * - https://replicate.com/docs/topics/predictions/rate-limits (429 with a `detail` text)
+ * - https://replicate.com/docs/reference/http#predictions.list (read 2026-12-07: `GET /v1/predictions`,
+ *   newest first, 100 a page, `{previous, next, results}`), with the `created_after` (inclusive) and
+ *   `created_before` (exclusive) filters of Replicate's OpenAPI schema as its generated client
+ *   `replicate/replicate-python-beta` spells them (`types/prediction_list_params.py`); the list's
+ *   example shows no `webhook`, the prediction read does (`index.d.ts`, `Prediction.webhook`)
  * - https://github.com/replicate/replicate-javascript @2fd6f394 (npm `replicate` 1.4.0):
  *   `lib/predictions.js` (`/models/{model}/predictions` for a model, `/predictions` with `version`),
  *   `lib/webhooks.js` (`GET /webhooks/default/secret` → `{key}`), `lib/util.js` `validateWebhook`
@@ -23,8 +28,10 @@ import { checkWebhookTimestamp, webhookJson, webhookVerifier } from './job-webho
 import {
   type JobProvider,
   type JobRef,
+  type JobSearch,
   type JobState,
   type JobSubmission,
+  type JobUsage,
   ProviderError,
   type ProviderWebhookDelivery,
   WebhookRefusedError,
@@ -40,6 +47,10 @@ export const replicateOptionsFromEnv = (env: NodeJS.ProcessEnv = process.env): R
 /** The secret is kept; once an hour at most, a delivery it does not verify fetches it again (it may have been rotated). */
 const secretTimes = { maxAgeMs: Number.POSITIVE_INFINITY, refreshMs: 60 * 60 * 1000 };
 
+/** Pages of the predictions list, and prediction reads, one search makes at most. */
+const searchPages = 5;
+const searchReads = 20;
+
 /** `owner/name` (an official model) or `owner/name:version` (a version id), as Replicate spells them. */
 const modelPattern = /^([a-z0-9][a-z0-9._-]*)\/([a-z0-9][a-z0-9._-]*)(?::([a-z0-9]+))?$/i;
 
@@ -48,6 +59,27 @@ const errorText = (json: unknown): string | undefined => {
   if (!isRecord(json)) return undefined;
   if (typeof json.detail === 'string' && json.detail) return json.detail;
   return typeof json.title === 'string' ? json.title : undefined;
+};
+
+/** A count in a prediction's `metrics`: a finite number, not negative. */
+const count = (value: unknown): number | undefined =>
+  typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined;
+
+/**
+ * What a prediction's `metrics` report of its work: `predict_time` (seconds) on every model, and
+ * `input_token_count` / `output_token_count` on language models (https://replicate.com/docs/topics/predictions,
+ * read 2026-12-07).
+ */
+const usageOf = (metrics: unknown): JobUsage | undefined => {
+  if (!isRecord(metrics)) return undefined;
+  const usage: JobUsage = {};
+  const input = count(metrics.input_token_count);
+  const output = count(metrics.output_token_count);
+  const seconds = count(metrics.predict_time);
+  if (input !== undefined) usage.inputTokens = Math.ceil(input);
+  if (output !== undefined) usage.outputTokens = Math.ceil(output);
+  if (seconds !== undefined) usage.predictSeconds = seconds;
+  return Object.keys(usage).length > 0 ? usage : undefined;
 };
 
 /** The HMAC key of a `whsec_<base64>` secret (a bare base64 secret is taken as it is). */
@@ -92,8 +124,10 @@ export const createReplicateProvider = (options: ReplicateOptions): JobProvider 
       case 'starting':
       case 'processing':
         return { status: 'running' };
-      case 'succeeded':
-        return { status: 'succeeded', output: prediction.output ?? null };
+      case 'succeeded': {
+        const usage = usageOf(prediction.metrics);
+        return { status: 'succeeded', output: prediction.output ?? null, ...(usage && { usage }) };
+      }
       case 'failed': {
         const error = typeof prediction.error === 'string' && prediction.error ? prediction.error : 'no error given';
         return { status: 'failed', message: http.clean(error) };
@@ -104,6 +138,12 @@ export const createReplicateProvider = (options: ReplicateOptions): JobProvider 
       default:
         throw new ProviderError(`${key} answered ${what} with an unknown status`);
     }
+  };
+
+  /** The path of a `next` page's URL, only on the API's own origin (the key goes with it). */
+  const sameOrigin = (next: string): string | undefined => {
+    const url = URL.canParse(next) ? new URL(next) : undefined;
+    return url && url.origin === new URL(base).origin ? `${url.pathname}${url.search}` : undefined;
   };
 
   const predictionPath = (id: string) => `/v1/predictions/${encodeURIComponent(id)}`;
@@ -144,6 +184,34 @@ export const createReplicateProvider = (options: ReplicateOptions): JobProvider 
     async cancel(ref: JobRef, signal: AbortSignal): Promise<void> {
       // An ended prediction answers 200 with itself, unchanged: nothing to tell apart.
       await call('POST', `${predictionPath(ref.id)}/cancel`, 'the cancel', signal);
+    },
+
+    async findByWebhook(search: JobSearch, signal: AbortSignal): Promise<JobRef[]> {
+      const [, owner = '', name = ''] = modelPattern.exec(search.model) ?? [];
+      const query = new URLSearchParams({
+        created_after: search.from.toISOString(),
+        created_before: search.before.toISOString(),
+      });
+      const found: JobRef[] = [];
+      let path: string | undefined = `/v1/predictions?${query}`;
+      let reads = 0;
+      for (let page = 0; path !== undefined && page < searchPages; page++) {
+        const listed = await call('GET', path, 'the predictions list', signal);
+        const results = Array.isArray(listed.results) ? listed.results.filter(isRecord) : [];
+        for (const prediction of results) {
+          if (typeof prediction.id !== 'string' || prediction.model !== `${owner}/${name}`) continue;
+          // The list may leave a prediction's webhook out: its read has it.
+          let { webhook } = prediction;
+          if (webhook === undefined && reads < searchReads) {
+            reads += 1;
+            ({ webhook } = await call('GET', predictionPath(prediction.id), 'a prediction read', signal));
+          }
+          if (typeof webhook === 'string' && search.webhookMatches(webhook))
+            found.push({ id: prediction.id, model: search.model });
+        }
+        path = typeof listed.next === 'string' ? sameOrigin(listed.next) : undefined;
+      }
+      return found;
     },
 
     async verifyWebhook(delivery: ProviderWebhookDelivery): Promise<{ id: string; state: JobState }> {

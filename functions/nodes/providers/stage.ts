@@ -8,6 +8,7 @@
  */
 import { envNames } from '../../../platform/definitions.ts';
 import { type ModelDefaults, parseModelDefaults } from '../../../platform/model-defaults.ts';
+import { openPaidModels, type PaidModels, parsePaidModels } from '../../../platform/paid-models.ts';
 import { type IntegrationLevel, integrationLevels } from '../../../platform/providers.ts';
 import { isRecord } from '../../is-record.ts';
 
@@ -30,6 +31,11 @@ export interface StageProviders {
    * (`MODEL_DEFAULTS`, from `-c modelDefaults`); a type not in it keeps the catalogue's.
    */
   modelDefaults?: ModelDefaults | undefined;
+  /**
+   * The models the stage pays for on its own keys and their prices (`PAID_MODELS`, from
+   * `-c paidModels`); unset: open, any model at its node type's price.
+   */
+  paidModels?: PaidModels | undefined;
 }
 
 /**
@@ -89,5 +95,9 @@ export const stageProvidersFromEnv = (env: NodeJS.ProcessEnv = process.env): Sta
     modelDefaults: env[envNames.modelDefaults]
       ? parseModelDefaults(env[envNames.modelDefaults], envNames.modelDefaults)
       : undefined,
+    // Unset: open, any model at its node type's price (dev's and the local default's).
+    ...(env[envNames.paidModels] && {
+      paidModels: parsePaidModels(env[envNames.paidModels], envNames.paidModels, openPaidModels),
+    }),
   };
 };

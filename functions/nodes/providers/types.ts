@@ -135,9 +135,19 @@ export const parseRetryAfter = (value: string | null | undefined, now: Date, max
 };
 
 /** A job at an asynchronous provider, as its last answer or webhook describes it. */
+/** The work a provider reports a finished job did (Replicate's prediction `metrics`), where it reports it. */
+export interface JobUsage {
+  /** Tokens the model read (an embedding's input). */
+  inputTokens?: number;
+  /** Tokens the model wrote (a text answer). */
+  outputTokens?: number;
+  /** Seconds the model ran (Replicate's `predict_time`): logged, not a driver of our prices. */
+  predictSeconds?: number;
+}
+
 export type JobState =
   | { status: 'running' }
-  | { status: 'succeeded'; output: unknown }
+  | { status: 'succeeded'; output: unknown; usage?: JobUsage }
   | { status: 'failed'; message: string }
   | { status: 'canceled' };
 
@@ -155,6 +165,18 @@ export interface JobSubmission {
   /** Our public route the provider announces the job's end to (it carries the step's token). */
   webhookUrl?: string;
   signal: AbortSignal;
+}
+
+/** Which jobs to look for (`JobProvider.findByWebhook`): submitted in a time window, with a webhook URL that matches. */
+export interface JobSearch {
+  /** The model the job was submitted to, in the provider's naming (as in `JobSubmission`). */
+  model: string;
+  /** Created at or after this time. */
+  from: Date;
+  /** Created before this time. */
+  before: Date;
+  /** Whether a job's webhook URL is the one looked for (it carries the step's token). */
+  webhookMatches: (url: string) => boolean;
 }
 
 /** A webhook delivery as our route received it: lower-case header names, the raw body. */
@@ -181,6 +203,11 @@ export interface JobProvider {
   get(ref: JobRef, signal: AbortSignal): Promise<JobState>;
   /** Asks the provider to stop the job; a job already ended is not an error. */
   cancel(ref: JobRef, signal: AbortSignal): Promise<void>;
+  /**
+   * The jobs `search` describes: how a job submitted by a worker that died before recording its id
+   * is found. Absent where the provider documents no way to list jobs by what we sent (fal).
+   */
+  findByWebhook?(search: JobSearch, signal: AbortSignal): Promise<JobRef[]>;
   /**
    * Verifies a webhook (signature with the provider's published secret or keys, timestamp within
    * 5 minutes of `now`) and returns the job it announces; throws `WebhookRefusedError` otherwise.

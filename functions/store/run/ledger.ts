@@ -177,9 +177,10 @@ const endRunSideItems = (deps: Deps, run: RunLedgerState, release: number): Tran
  * on it any more (every count is conditional on an in-progress run), and what it charged is final
  * (`finalChargedHundredths`). The hold, the team's settlement and the workflow's lock stay until
  * `settleEndedRun` finds no model step in flight. It enters the sweep's index (GSI1, from its end),
- * so a run whose in-flight step's worker died is settled by the dispatcher's next sweep.
+ * so a run whose in-flight step's worker died is settled by the dispatcher's next sweep. `charge`:
+ * what the failing step is charged (see `failStep`), taken off the hold in the same update.
  */
-export const closeRunUpdate = (deps: Deps, run: RunLedgerState, status: EndStatus) => {
+export const closeRunUpdate = (deps: Deps, run: RunLedgerState, status: EndStatus, charge = 0) => {
   const now = deps.now().toISOString();
   const sweep = queuedRunIndex(run.jobId, now);
   return tableUpdate(
@@ -188,10 +189,12 @@ export const closeRunUpdate = (deps: Deps, run: RunLedgerState, status: EndStatu
     runKey(run.jobId),
     {
       set: {
-        ...endedRun(run, status, now, run.heldHundredths),
+        ...endedRun(run, status, now, run.heldHundredths - charge),
         GSI1PK: sweep.GSI1PK,
         GSI1SK: sweep.GSI1SK,
       },
+      // A failed step charged at the end (a provider's job that ran to its end): moved off the hold.
+      ...(charge > 0 && { add: { chargedHundredths: charge, heldHundredths: -charge } }),
     },
     heldCondition('close', run),
   );

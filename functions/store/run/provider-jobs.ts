@@ -19,11 +19,12 @@ type ProviderJob = NonNullable<StepItem['providerJob']>;
 const leaseAfterDeadlineSeconds = 5 * 60;
 
 /**
- * Before the submit: the job's intent (provider, model, the webhook token's hash, the deadline). The
- * claim keeps its short lease: a worker that dies before the provider's answer is recorded is
- * replaced within the lease, and its replacement submits anew under a new token (a job the dead
- * worker started announces itself with the old token and is cancelled: provider-job.ts). False: the
- * claim is no longer this delivery's.
+ * Before the submit: the job's intent (provider, model, the webhook token's hash, when, the
+ * deadline, the earlier intents it supersedes). The claim keeps its short lease: a worker that dies
+ * before the provider's answer is recorded is replaced just after the lease (its guard message,
+ * provider-job.ts), and its replacement records the dead worker's submission as superseded
+ * (`supersedeEarlierJob`), looks for the job it may have started, cancels it, and submits anew
+ * under a new token. False: the claim is no longer this delivery's.
  */
 export const recordJobIntent = async (
   deps: Deps,
@@ -71,6 +72,37 @@ export const recordJobSubmitted = async (
   return written.written;
 };
 
+/**
+ * A new claim took the step over from a claim whose worker was lost: that claim's job (submitted,
+ * or only intended: a submit whose answer was never recorded) is no longer waited on. It moves to
+ * the step's `supersededJobs`, the record that lets its provider's webhook stop it, and the step
+ * waits on no job until this claim submits its own. Conditioned on this claim and on the job being
+ * the one read with it. A delivery that dies before this write leaves the job where it was: the next
+ * claim moves it.
+ */
+export const supersedeEarlierJob = async (
+  deps: Deps,
+  jobId: string,
+  nodeId: string,
+  attempt: number,
+  step: Pick<StepItem, 'providerJob' | 'supersededJobs'>,
+): Promise<void> => {
+  const earlier = step.providerJob;
+  if (!earlier || earlier.attempt >= attempt) return;
+  const claim = claimCondition(attempt);
+  await conditionalUpdate(
+    deps,
+    storedStep,
+    stepKey(jobId, nodeId),
+    { set: { supersededJobs: [...(step.supersededJobs ?? []), earlier] }, remove: ['providerJob'] },
+    {
+      ConditionExpression: `${claim.ConditionExpression} AND providerJob.tokenHash = :earlierHash`,
+      ExpressionAttributeNames: claim.ExpressionAttributeNames,
+      ExpressionAttributeValues: { ...claim.ExpressionAttributeValues, ':earlierHash': earlier.tokenHash },
+    },
+  );
+};
+
 const TriesSchema = v.required(v.pick(StepItemSchema, ['providerTries']));
 
 /**
@@ -112,6 +144,8 @@ export const sendDelayedStepMessage = async (
     nodeId: string;
     teamId?: string;
     deferred?: number;
+    /** A guard of claim `guard`'s submit (functions/app/provider-job.ts, `guardSubmit`). */
+    guard?: number;
   } & Partial<StepCheck>,
   delaySeconds: number,
 ) => {

@@ -15,7 +15,15 @@ import {
 } from '../../domain/run-lifecycle.ts';
 import type { ModelUse } from '../../nodes/executors/types.ts';
 import { ifNotExists, tableUpdate } from '../item-update.ts';
-import { parseItem, type RunItem, RunItemSchema, StepItemSchema, storedRun, storedStep } from '../items.ts';
+import {
+  parseItem,
+  type RunItem,
+  RunItemSchema,
+  type StepItem,
+  StepItemSchema,
+  storedRun,
+  storedStep,
+} from '../items.ts';
 import { runKey, stepKey } from '../keys.ts';
 import { StringSetAttributeSchema, stringAttribute } from '../refusals.ts';
 import { conditionalUpdate, conditionalWrite, transactWrite } from '../write.ts';
@@ -28,6 +36,7 @@ import {
   settleJustEnded,
 } from './ledger.ts';
 import { claimCondition, statusValues } from './lifecycle-conditions.ts';
+import { supersedeEarlierJob } from './provider-jobs.ts';
 
 /**
  * The run a step item belongs to: the item is keyed by its job and kept as long as it, the stage's
@@ -53,12 +62,14 @@ export type Attempt = number | null;
  * execution); or a refusal, saying whether the step already waits on a provider's job.
  */
 export type ClaimResult =
-  | { claimed: true; attempt: number; providerTries: number }
+  | { claimed: true; attempt: number; providerTries: number; previousJob: StepItem['providerJob'] }
   | { claimed: false; status: StoredStepStatus | 'ended'; waitsOnJob: boolean };
 
 const ClaimedStepSchema = v.object({
   ...v.required(v.pick(StepItemSchema, ['attempts'])).entries,
+  ...v.pick(StepItemSchema, ['providerJob', 'supersededJobs']).entries,
   providerTries: v.optional(v.number(), 0),
+  providerJob: StepItemSchema.entries.providerJob,
 });
 /** The step a refused claim returns (its old image, as attribute values). */
 const RefusedStepSchema = v.object({
@@ -97,7 +108,11 @@ export const claimStep = async (deps: Deps, run: StepRun, nodeId: string): Promi
   );
   if (claim.written) {
     const claimed = parseItem(ClaimedStepSchema, claim.output.Attributes ?? {});
-    return { claimed: true, attempt: claimed.attempts, providerTries: claimed.providerTries };
+    // The job an earlier claim left, as the claim read it: one never recorded may be an orphan.
+    const previousJob = claimed.providerJob;
+    // Taken over: the lost claim's job, if it had one, is recorded as superseded before any new submit.
+    await supersedeEarlierJob(deps, jobId, nodeId, claimed.attempts, claimed);
+    return { claimed: true, attempt: claimed.attempts, providerTries: claimed.providerTries, previousJob };
   }
   const refused = claim.oldItem && parseItem(RefusedStepSchema, claim.oldItem, stepKey(jobId, nodeId));
   return {
@@ -117,7 +132,8 @@ type StepEnd =
       chargeHundredths: number;
     }
   | { status: typeof StepStatus.skipped }
-  | { status: typeof StepStatus.failed; error: string };
+  /** A failed step is charged nothing, unless a provider's job ran to its end for it (`chargeHundredths`). */
+  | { status: typeof StepStatus.failed; error: string; chargeHundredths?: number };
 
 /**
  * An unclaimed step not finished yet: no item, or only the count of its failed executions
@@ -140,7 +156,7 @@ const stepEndUpdate = (deps: Deps, run: StepRun, nodeId: string, attempt: Attemp
         status: end.status,
         endedAt: deps.now().toISOString(),
         nodeId,
-        chargeHundredths: end.status === StepStatus.completed ? end.chargeHundredths : 0,
+        chargeHundredths: end.status === StepStatus.skipped ? 0 : (end.chargeHundredths ?? 0),
         ttl: stepTtl(deps, run),
         ...(end.status === StepStatus.completed
           ? { outputs: end.outputs, model: end.model ?? null, licence: end.licence ?? null }
@@ -268,6 +284,9 @@ export const retireLateStep = async (deps: Deps, run: StepRun, nodeId: string) =
  * Fails a step and, in the same transaction, ends the run as `failed` (the run's hold must still be
  * the one read; otherwise re-read and retry); then settles it (its unspent hold released exactly
  * once, its lock freed) unless another model step of it is in flight, whose end settles it.
+ * `chargeHundredths`: what the failed step is charged, moved from the run's hold in the same
+ * transaction (a provider's job that ran to its end with an answer that cannot be used); the
+ * step's claim makes it once.
  */
 export const failStep = async (
   deps: Deps,
@@ -275,10 +294,12 @@ export const failStep = async (
   nodeId: string,
   attempt: Attempt,
   message: string,
+  chargeHundredths = 0,
 ): Promise<boolean> => {
+  const end = { status: StepStatus.failed, error: message, chargeHundredths };
   const failed = await transactWrite(deps, [
-    { Update: stepEndUpdate(deps, run, nodeId, attempt, { status: StepStatus.failed, error: message }) },
-    { Update: closeRunUpdate(deps, run, RunStatus.failed) },
+    { Update: stepEndUpdate(deps, run, nodeId, attempt, end) },
+    { Update: closeRunUpdate(deps, run, RunStatus.failed, chargeHundredths) },
   ]);
   if (failed.written) await settleJustEnded(deps, run.jobId);
   return failed.written;

@@ -720,7 +720,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -748,7 +748,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -772,7 +772,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -1135,7 +1135,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -1160,7 +1160,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -1188,7 +1188,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -1213,7 +1213,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -1238,7 +1238,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -1260,7 +1260,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -1284,7 +1284,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -1309,7 +1309,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -1333,7 +1333,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -1357,7 +1357,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -1379,7 +1379,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -1948,7 +1948,7 @@ export interface components {
       url: string;
       statusCode?: number;
       /** @enum {string} */
-      error?: 'timeout' | 'refused' | 'tls' | 'connection';
+      error?: 'timeout' | 'refused' | 'tls' | 'connection' | 'interrupted';
       durationMs: number;
       /** Format: date-time */
       nextAttemptAt?: string;
@@ -2281,6 +2281,10 @@ export interface components {
     StorageBusyError: {
       /** @constant */
       error: 'Service busy; try again shortly';
+    };
+    TooManyStreamsError: {
+      /** @constant */
+      error: 'Too many event streams open with this key';
     };
     FileLinkNotFoundError: {
       /** @constant */
@@ -3331,14 +3335,16 @@ export interface operations {
           'application/json': components['schemas']['RunNotFoundError'];
         };
       };
-      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      /** @description Too many requests with this key, or the key already holds its most event streams open (5). */
       429: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['RateLimitExceededError'];
+          'application/json':
+            | components['schemas']['RateLimitExceededError']
+            | components['schemas']['TooManyStreamsError'];
         };
       };
       /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
