@@ -550,7 +550,9 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
           const outputs = done.body.output as { node_id: string }[];
           check(outputs.length === 1 && outputs[0]?.node_id === last, `outputs ${done.text.slice(0, 300)}`);
 
-          // The charge: each step once at the work it did (here its estimate); the hold released.
+          // The charge: each step once at the work it did, the hold released. The text steps' work is
+          // their estimate; the job step's is the stand-in's 16 × 16 image, far below the estimate's
+          // size, so the run is charged less than it held, and more than nothing.
           const listed = await request(baseUrl, '/runs?limit=100', { key });
           expectStatus(listed, 200, 'GET /runs');
           const summary = (
@@ -559,7 +561,10 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
           check(summary, `GET /runs misses ${jobId}`);
           const charged = Math.round((summary?.chargedCredits ?? Number.NaN) * 100);
           const estimated = Math.round(Number(started.body.estimatedCredits) * 100);
-          check(charged === estimated, `charged ${charged / 100} credits, estimated ${estimated / 100}`);
+          check(
+            charged > 0 && charged < estimated,
+            `charged ${charged / 100} credits, estimated ${estimated / 100}: not the work done`,
+          );
           const after = await credits();
           check(
             before.balance - after.balance === charged && after.held === before.held,
@@ -568,7 +573,7 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
           return (
             `${hops.length} queued hops, one at a time, ${polls.length} of them polls (no webhook): ` +
             `${hops.map(hop).join(' → ')}; ` +
-            `${chain.length} steps completed, charged ${charged / 100} credits = the estimate, taken from the balance once`
+            `${chain.length} steps completed, charged ${charged / 100} credits for the work done (estimate ${estimated / 100}), taken from the balance once`
           );
         },
       );
