@@ -86,9 +86,12 @@ describe('the synthesized assembly', () => {
   it("resolves every function's environment to the local table, queues and bucket", () => {
     const resolver = templateResolver(assembly, resources);
     for (const fn of triggeredFunctions(assembly)) {
-      // The Python runner is told none of the stage's resources.
+      // The Python runner is told none of the stage's resources (on Lambda its network wall is the isolated VPC).
       if (fn.id === pythonRunner.id) {
-        expect(resolver.environmentOf(fn)).toEqual({ NODE_OPTIONS: '--enable-source-maps' });
+        expect(resolver.environmentOf(fn)).toEqual({
+          NODE_OPTIONS: '--enable-source-maps',
+          PYTHON_NETWORK_NAMESPACE: 'optional',
+        });
         continue;
       }
       expect(resolver.environmentOf(fn)).toMatchObject({
