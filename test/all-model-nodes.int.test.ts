@@ -8,13 +8,13 @@
  * default the catalogue names (functions/nodes/catalogue/models.ts).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { meshToGlb, readGlb } from '../functions/nodes/media/glb.ts';
+import { readGlb } from '../functions/nodes/media/glb.ts';
 import { readGlbMark, readPngMark, readWavMark } from '../functions/nodes/media/marks.ts';
-import { decodePng, encodePng, isPng, makeImage, pixelAt } from '../functions/nodes/media/png.ts';
-import { encodeWav } from '../functions/nodes/media/wav.ts';
+import { decodePng, isPng, pixelAt } from '../functions/nodes/media/png.ts';
 import { bedrockDefaultModels } from '../platform/providers.ts';
 import { type BedrockStandIn, type BedrockStandInRequest, startBedrockStandIn } from './stand-ins/bedrock.ts';
 import { type FalStandIn, type StandInRequest, startFalStandIn } from './stand-ins/fal.ts';
+import { falAnswers, falColours, falFiles } from './stand-ins/fal-answers.ts';
 import { startFileServer } from './stand-ins/http.ts';
 import { bedrockProcessEnv, closeWithStack, fakeAwsCredentials, stageStepExecutor } from './support/provider-steps.ts';
 import { drainSteps, runParts, type StepHandler } from './support/runs.ts';
@@ -22,82 +22,12 @@ import { call, createWorkflow, jobsStackPerFile, type SeededTeam, seedTeam, star
 
 const falKey = '5e0c7a1b-2d3f-4a5b-8c9d-0e1f2a3b4c5d:9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d';
 
-// The files fal's CDN would hold: real PNG, WAV and GLB bytes (the FBX only needs its magic).
-const png = (rgb: [number, number, number]) => encodePng(makeImage(8, 8, () => [...rgb, 255]));
-const falColours = {
-  texture: [200, 200, 200],
-  basecolor: [180, 60, 40],
-  normal: [128, 128, 255],
-  roughness: [90, 90, 90],
-  depth: [30, 30, 30],
-} as const satisfies Record<string, [number, number, number]>;
-const triangle = { positions: new Float32Array([0, 0, 0, 1, 0, 0, 0, 1, 0]), indices: new Uint32Array([0, 1, 2]) };
-const falFiles = {
-  '/texture.png': { body: png(falColours.texture), contentType: 'image/png' },
-  '/basecolor.png': { body: png(falColours.basecolor), contentType: 'image/png' },
-  '/normal.png': { body: png(falColours.normal), contentType: 'image/png' },
-  '/roughness.png': { body: png(falColours.roughness), contentType: 'image/png' },
-  '/depth.png': { body: png(falColours.depth), contentType: 'image/png' },
-  '/audio.wav': {
-    body: encodeWav(
-      new Int16Array(800).map((_, i) => (i % 40) * 400),
-      8000,
-    ),
-    contentType: 'audio/wav',
-  },
-  '/trellis.glb': { body: meshToGlb(triangle, { source: 'trellis' }), contentType: 'model/gltf-binary' },
-  '/rigged.glb': { body: meshToGlb(triangle, { source: 'rigged' }), contentType: 'model/gltf-binary' },
-  '/walking.glb': { body: meshToGlb(triangle, { source: 'walking' }), contentType: 'model/gltf-binary' },
-  '/rigged.fbx': {
-    body: new TextEncoder().encode('Kaydara FBX Binary  \0\x1a\0\xe8\x1c\0\0'),
-    contentType: 'application/octet-stream',
-  },
-} satisfies Record<string, { body: Uint8Array; contentType: string }>;
-
 let bedrock: BedrockStandIn;
 let fal: FalStandIn;
 let files: Awaited<ReturnType<typeof startFileServer>>;
 
-/** A fal File object, as its answers carry them. */
-const falFile = (path: keyof typeof falFiles) => ({
-  url: `${files.url}${path}`,
-  content_type: falFiles[path].contentType,
-  file_name: path.slice(1),
-  file_size: falFiles[path].body.byteLength,
-});
-
-/** Each default fal model's answer, in the shape its page documents (sources in docs/models.md). */
-const falAnswer = (appId: string): unknown => {
-  switch (appId) {
-    case 'fal-ai/image-preprocessors/depth-anything/v2':
-      return { image: falFile('/depth.png') };
-    case 'fal-ai/patina/material/extract':
-      // The extracted texture (no map_type) and one entry per predicted map.
-      return {
-        images: [
-          falFile('/texture.png'),
-          { ...falFile('/basecolor.png'), map_type: 'basecolor' },
-          { ...falFile('/normal.png'), map_type: 'normal' },
-          { ...falFile('/roughness.png'), map_type: 'roughness' },
-        ],
-        prompt: 'the surface material',
-        seed: 42,
-        timings: { inference: 1.2 },
-      };
-    case 'fal-ai/trellis':
-      return { model_mesh: falFile('/trellis.glb'), timings: { prepare: 0.1, generation: 9.5, export: 1.1 } };
-    case 'fal-ai/meshy/rigging':
-      return {
-        rigged_character_glb: falFile('/rigged.glb'),
-        rigged_character_fbx: falFile('/rigged.fbx'),
-        basic_animations: { walking_glb: falFile('/walking.glb') },
-      };
-    case 'fal-ai/stable-audio':
-      return { audio_file: falFile('/audio.wav') };
-    default:
-      throw new Error(`the test has no answer for fal app ${appId}`);
-  }
-};
+/** Each default fal model's answer (fal-answers.ts), its files on the file host. */
+const falAnswer = (appId: string): unknown => falAnswers(files.url)(appId);
 
 const settings = (): NodeJS.ProcessEnv => ({
   AWS_ENDPOINT_URL_BEDROCK_RUNTIME: bedrock.url,

@@ -17,6 +17,7 @@ import { type Assembly, readAssembly, templateResolver, triggeredFunctions } fro
 import { type BundleStack, startBundleStack } from '../local/rehearse/bundle-stack.ts';
 import { runFlow } from '../local/rehearse/flow.ts';
 import {
+  falParameter,
   type RehearsalProviders,
   rehearsalContext,
   replicateParameter,
@@ -24,6 +25,7 @@ import {
 } from '../local/rehearse/providers.ts';
 import { type Synthesized, synthesize } from '../local/rehearse/synth.ts';
 import { queues } from '../platform/definitions.ts';
+import { catalogueDefaults } from '../platform/model-defaults.ts';
 import { routes } from '../platform/routes.ts';
 import { seedTeam } from './support/stack.ts';
 import { sdkTries, startThrottlingProxy } from './support/throttled-dynamo.ts';
@@ -84,9 +86,12 @@ describe('the synthesized assembly', () => {
   it("resolves every function's environment to the local table, queues and bucket", () => {
     const resolver = templateResolver(assembly, resources);
     for (const fn of triggeredFunctions(assembly)) {
-      // The Python runner is told none of the stage's resources.
+      // The Python runner is told none of the stage's resources (on Lambda its network wall is the isolated VPC).
       if (fn.id === pythonRunner.id) {
-        expect(resolver.environmentOf(fn)).toEqual({ NODE_OPTIONS: '--enable-source-maps' });
+        expect(resolver.environmentOf(fn)).toEqual({
+          NODE_OPTIONS: '--enable-source-maps',
+          PYTHON_NETWORK_NAMESPACE: 'optional',
+        });
         continue;
       }
       expect(resolver.environmentOf(fn)).toMatchObject({
@@ -124,17 +129,33 @@ describe('the whole flow through the bundles', () => {
     // The flow's last step checks that every function of the assembly was invoked: a function added
     // to the stack fails this test until the flow exercises it.
     expect(steps.at(-1)?.name).toBe('every function was invoked, none failed unexpectedly');
-    expect(stack.functions.get(pythonRunner.id)?.invocations.map((i) => i.outcome.ok)).toEqual([true, true]);
-    // Replicate ran on the stage's own credentials, as deployed: the template's PROVIDER_SECRETS names
-    // the SSM parameter, and the bundles read it decrypted from the emulated SSM (each container once:
-    // the step executor's, and the webhook route's for the signing secret's key).
-    expect(stack.functions.get('StepExecutor')?.options.environment.PROVIDER_SECRETS).toBe(
-      JSON.stringify({ replicate: `ssm:${replicateParameter}` }),
+    // The runner's own first invocation (loading Pyodide), the flow's PythonSandbox step, the smoke's python check.
+    expect(stack.functions.get(pythonRunner.id)?.invocations.map((i) => i.outcome.ok)).toEqual([true, true, true]);
+    // Replicate and fal ran on the stage's own credentials, as deployed: the template's
+    // PROVIDER_SECRETS names their SSM parameters, and the bundles read them decrypted from the
+    // emulated SSM (the step executor's container, and the webhook route's for the signing keys).
+    const environment = stack.functions.get('StepExecutor')?.options.environment;
+    expect(environment?.PROVIDER_SECRETS).toBe(
+      JSON.stringify({ replicate: `ssm:${replicateParameter}`, fal: `ssm:${falParameter}` }),
     );
-    expect(stack.functions.get('StepExecutor')?.options.environment.PROVIDER_REPLICATE_API_KEY).toBeUndefined();
+    expect(environment?.PROVIDER_REPLICATE_API_KEY).toBeUndefined();
+    expect(environment?.PROVIDER_FAL_API_KEY).toBeUndefined();
     const reads = providers?.secretStore.requests.filter((r) => r.target === 'AmazonSSM.GetParameter') ?? [];
-    expect(reads.length).toBeGreaterThanOrEqual(1);
-    expect(reads.every((r) => r.name === replicateParameter && r.withDecryption === true)).toBe(true);
+    expect(new Set(reads.map((r) => r.name))).toEqual(new Set([replicateParameter, falParameter]));
+    expect(reads.every((r) => r.withDecryption === true)).toBe(true);
+    // The smoke step ran each model type's catalogue default on its provider's stand-in: Bedrock on the
+    // role (the template's BEDROCK_MODELS grant, no secret), each InvokeModel SigV4-signed for bedrock;
+    // fal's queue API with the stage's key.
+    const defaults = (provider: string) =>
+      new Set(Object.values(catalogueDefaults).flatMap((d) => (d.provider === provider ? [d.model] : [])));
+    expect(environment?.BEDROCK_MODELS?.split(',').sort()).toEqual([...defaults('bedrock')].sort());
+    const invoked = new Set(providers?.bedrock.requests.map((r) => r.modelId));
+    for (const model of defaults('bedrock')) expect(invoked, model).toContain(model);
+    expect(
+      providers?.bedrock.requests.every((r) => /\/bedrock\/aws4_request/.test(String(r.headers.authorization))),
+    ).toBe(true);
+    const submitted = new Set([...(providers?.fal.jobs.values() ?? [])].map((j) => j.appId));
+    expect(submitted).toEqual(defaults('fal'));
   }, 240_000);
 
   it("keeps a step's code in its box in the PythonRunner's bundle too: the review's escapes get nothing", async () => {

@@ -11,14 +11,16 @@ import { createServer } from 'node:http';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Webhook } from 'standardwebhooks';
 import type { Deps } from '../../functions/deps.ts';
-import { formatResult, formatSummary, runSmoke } from '../../packages/client/src/smoke/index.ts';
+import { formatResult, formatSummary, runSmoke, smokeModelTypes } from '../../packages/client/src/smoke/index.ts';
+import type { SmokeModelType } from '../../packages/client/src/smoke/models.ts';
+import { catalogueDefaults } from '../../platform/model-defaults.ts';
 import { routes } from '../../platform/routes.ts';
 import { type Received, startReceiver } from '../../test/support/webhook-receiver.ts';
 import { runAdmin } from '../admin.ts';
 import { localAwsConfig } from '../emulators.ts';
 import type { LocalResources } from '../provision.ts';
 import type { BundleStack } from './bundle-stack.ts';
-import type { RehearsalProviders } from './providers.ts';
+import { type RehearsalProviders, rehearsalProviders } from './providers.ts';
 import type { BatchRecord } from './queue-mapping.ts';
 
 export interface FlowStep {
@@ -548,7 +550,9 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
           const outputs = done.body.output as { node_id: string }[];
           check(outputs.length === 1 && outputs[0]?.node_id === last, `outputs ${done.text.slice(0, 300)}`);
 
-          // The charge: each step once at the work it did (here its estimate); the hold released.
+          // The charge: each step once at the work it did, the hold released. The text steps' work is
+          // their estimate; the job step's is the stand-in's 16 × 16 image, far below the estimate's
+          // size, so the run is charged less than it held, and more than nothing.
           const listed = await request(baseUrl, '/runs?limit=100', { key });
           expectStatus(listed, 200, 'GET /runs');
           const summary = (
@@ -557,7 +561,10 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
           check(summary, `GET /runs misses ${jobId}`);
           const charged = Math.round((summary?.chargedCredits ?? Number.NaN) * 100);
           const estimated = Math.round(Number(started.body.estimatedCredits) * 100);
-          check(charged === estimated, `charged ${charged / 100} credits, estimated ${estimated / 100}`);
+          check(
+            charged > 0 && charged < estimated,
+            `charged ${charged / 100} credits, estimated ${estimated / 100}: not the work done`,
+          );
           const after = await credits();
           check(
             before.balance - after.balance === charged && after.held === before.held,
@@ -566,7 +573,7 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
           return (
             `${hops.length} queued hops, one at a time, ${polls.length} of them polls (no webhook): ` +
             `${hops.map(hop).join(' → ')}; ` +
-            `${chain.length} steps completed, charged ${charged / 100} credits = the estimate, taken from the balance once`
+            `${chain.length} steps completed, charged ${charged / 100} credits for the work done (estimate ${estimated / 100}), taken from the balance once`
           );
         },
       );
@@ -744,23 +751,50 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
       return `${jobIds.length} runs, ${deferredIds.length} deferred runs`;
     });
 
-    // The smoke run an operator runs after `cdk deploy`, in-process, against the bundles: its model
-    // checks run on the sandbox here (the stage's defaults are off), so they report skipped.
-    await step('npm run smoke: the smoke run passes (every check; model defaults skipped on the sandbox)', async () => {
-      const report = await runSmoke({
-        baseUrl,
-        apiKey: key,
-        home: { agentId },
-        webhook: { url: receiver.url, secret: 'smoke-secret' },
-        streamBaseUrl: baseUrl,
-      });
-      const lines = report.results.map(formatResult);
-      check(report.ok, `${formatSummary(report)}\n${lines.join('\n')}`);
-      const passed = report.results.filter((r) => r.status === 'pass').map((r) => r.name);
-      for (const name of ['upload', 'file link', 'events', 'python', 'hops', 'webhook'])
-        check(passed.includes(name), `the smoke's ${name} check did not pass:\n${lines.join('\n')}`);
-      return formatSummary(report);
-    });
+    // The smoke run an operator runs after `cdk deploy`, in-process, against the bundles: each model
+    // check runs its type's catalogue default, on that provider's stand-in when the rehearsal's stage
+    // turns the provider on (providers.ts), else on the sandbox, which the smoke reports as skipped.
+    await step(
+      'npm run smoke: the smoke run passes (each default whose provider the stage turns on ran on it, the rest skipped on the sandbox)',
+      async () => {
+        const report = await runSmoke({
+          baseUrl,
+          apiKey: key,
+          home: { agentId },
+          webhook: { url: receiver.url, secret: 'smoke-secret' },
+          streamBaseUrl: baseUrl,
+        });
+        const lines = report.results.map(formatResult);
+        const all = `${formatSummary(report)}\n${lines.join('\n')}`;
+        check(report.ok, all);
+        const result = (name: string) => report.results.find((r) => r.name === name);
+        for (const name of ['upload', 'file link', 'events', 'python', 'hops', 'webhook'])
+          check(result(name)?.status === 'pass', `the smoke's ${name} check did not pass:\n${all}`);
+        const turnedOn = new Set<string>(options.providers ? rehearsalProviders : []);
+        const ran: SmokeModelType[] = [];
+        for (const type of smokeModelTypes) {
+          const { provider, model } = catalogueDefaults[type];
+          const seen = result(`model ${type}`);
+          if (turnedOn.has(provider)) {
+            check(
+              seen?.status === 'pass' && seen.ranOn?.provider === provider && seen.ranOn.model === model,
+              `model ${type} did not run on its default ${provider} ${model}:\n${all}`,
+            );
+            ran.push(type);
+          } else {
+            check(
+              seen?.status === 'skip' && seen.detail.includes('ran on the offline sandbox'),
+              `model ${type} (${provider}, not turned on) was not skipped on the sandbox:\n${all}`,
+            );
+          }
+        }
+        const onEach = [...turnedOn].flatMap((provider) => {
+          const count = ran.filter((t) => catalogueDefaults[t].provider === provider).length;
+          return count ? [`${provider} ${count}`] : [];
+        });
+        return `${formatSummary(report)}; model checks on the stand-ins: ${onEach.join(', ') || 'none'}\n${lines.join('\n')}`;
+      },
+    );
 
     // A route the steps above did not call (a new one, say) still answers through its bundle, so
     // the check below holds for every function without the flow naming each route.

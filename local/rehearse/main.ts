@@ -24,7 +24,9 @@ import { synthesize } from './synth.ts';
 const began = performance.now();
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const print = (ok: boolean, name: string, detail: string, ms?: number) =>
-  console.log(`${ok ? 'PASS' : 'FAIL'}  ${name}${ms === undefined ? '' : ` (${ms} ms)`}\n      ${detail}`);
+  console.log(
+    `${ok ? 'PASS' : 'FAIL'}  ${name}${ms === undefined ? '' : ` (${ms} ms)`}\n      ${detail.replaceAll('\n', '\n      ')}`,
+  );
 
 const cleanups: (() => Promise<void> | void)[] = [];
 const cleanup = async () => {
@@ -52,7 +54,9 @@ try {
   const specs = triggeredFunctions(assembly);
   print(
     true,
-    'cdk synth with bundling (stage dev)',
+    `cdk synth with bundling (stage dev, ${Object.entries(rehearsalContext)
+      .map(([key, value]) => `-c ${key}=${value}`)
+      .join(' ')})`,
     `${specs.length} functions, ${assembly.routes.length} routes, ${assembly.queueMappings.length} queue mappings, ` +
       `${assembly.schedules.length} schedule(s) in ${synthesized.dir}`,
     synthesized.ms,
@@ -86,7 +90,7 @@ try {
     localEnvironment: {
       ALLOW_PRIVATE_CALLBACKS: '1',
       WEBHOOK_CA_FILE: fileURLToPath(new URL('../../test/fixtures/receiver-cert.pem', import.meta.url)),
-      // Replicate's stand-in, and where its webhooks reach the front.
+      // The providers' stand-ins (Bedrock's endpoint, fal's keys, the secret store), and where their webhooks reach the front.
       ...providers.environment,
     },
     onError: (error) => console.error(`  event source: ${(error as Error).message}`),

@@ -36,6 +36,8 @@ export interface FalStandInOptions {
   pollsUntilDone?: number;
   /** Output of a request that completes by itself. */
   output?: unknown;
+  /** Output of a request that completes by itself, by the app it was submitted to (wins over `output`). */
+  answer?: (appId: string) => unknown;
   /** The clock of webhook timestamps. */
   now?: () => Date;
 }
@@ -178,7 +180,7 @@ export const startFalStandIn = async (options: FalStandInOptions) => {
   const status = (job: StandInRequest) => {
     job.reads += 1;
     if (!job.outcome && options.pollsUntilDone !== undefined && job.reads >= options.pollsUntilDone)
-      void end(job, { kind: 'ok', payload: options.output ?? {} });
+      void end(job, { kind: 'ok', payload: options.answer ? options.answer(job.appId) : (options.output ?? {}) });
     const common = { request_id: job.requestId, ...urls(job) };
     if (!job.outcome && job.reads <= 1)
       return { status: 200, body: { ...common, status: 'IN_QUEUE', queue_position: 0 } };
