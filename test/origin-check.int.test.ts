@@ -114,7 +114,7 @@ const callStream = async (originCheck: OriginCheck | undefined, headers: Record<
 };
 
 const callOpenApi = async (originCheck: OriginCheck | undefined, headers: Record<string, string>) => {
-  const result = (await getOpenApi(originCheck)(getRunEvent(randomUUID(), headers))) as Result;
+  const result = (await getOpenApi({ originCheck })(getRunEvent(randomUUID(), headers))) as Result;
   return { status: result.statusCode, body: JSON.parse(result.body ?? '{}') as Record<string, unknown> };
 };
 

@@ -7,7 +7,8 @@ import { publicHandler } from '../http/public-handler.ts';
  * script. A function of its own: the renderer's files (about 1.9 MB) ship beside its bundle and are
  * read on the first request for each, so no other function carries them.
  */
-export const makeHandler = (originCheck: OriginCheck = anyOrigin) =>
+/** `deps`: what the local server passes every route; only the edge's origin check is read. */
+export const makeHandler = ({ originCheck = anyOrigin }: { originCheck?: OriginCheck } = {}) =>
   publicHandler(
     (event) =>
       docsAssetResponse({
@@ -19,4 +20,4 @@ export const makeHandler = (originCheck: OriginCheck = anyOrigin) =>
     originCheck,
   );
 
-export const handler = makeHandler(originCheckFromEnv());
+export const handler = makeHandler({ originCheck: originCheckFromEnv() });

@@ -8,7 +8,8 @@ import { okRaw } from '../http/response.ts';
  * renderer is served by this service (`GET /docs/assets/{name}`), so the page needs no CDN and works
  * offline; its Content-Security-Policy allows nothing from elsewhere.
  */
-export const makeHandler = (originCheck: OriginCheck = anyOrigin) => {
+/** `deps`: what the local server passes every route; only the edge's origin check is read. */
+export const makeHandler = ({ originCheck = anyOrigin }: { originCheck?: OriginCheck } = {}) => {
   const body = docsPageHtml();
   return publicHandler(
     async () =>
@@ -26,4 +27,4 @@ export const makeHandler = (originCheck: OriginCheck = anyOrigin) => {
   );
 };
 
-export const handler = makeHandler(originCheckFromEnv());
+export const handler = makeHandler({ originCheck: originCheckFromEnv() });

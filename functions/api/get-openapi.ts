@@ -14,7 +14,8 @@ const documentText = (): string => {
 };
 
 /** GET /openapi.json (spec 4.7): the API description, no key needed. */
-export const makeHandler = (originCheck: OriginCheck = anyOrigin) =>
+/** `deps`: what the local server passes every route; only the edge's origin check is read. */
+export const makeHandler = ({ originCheck = anyOrigin }: { originCheck?: OriginCheck } = {}) =>
   publicHandler(async () => okRaw({ 'content-type': 'application/json' }, documentText()), originCheck);
 
-export const handler = makeHandler(originCheckFromEnv());
+export const handler = makeHandler({ originCheck: originCheckFromEnv() });
