@@ -23,7 +23,11 @@ const upload = async (owner: SeededTeam, name: string, bytes: Uint8Array) => {
     body: { name, contentType: 'image/png', size: bytes.length },
   });
   expect(declared.status, JSON.stringify(declared.body)).toBe(201);
-  const { method, url, headers } = declared.body.upload as { method: string; url: string; headers: Record<string, string> };
+  const { method, url, headers } = declared.body.upload as {
+    method: string;
+    url: string;
+    headers: Record<string, string>;
+  };
   const { 'content-length': _, ...rest } = headers;
   expect((await fetch(url, { method, headers: rest, body: bytes })).status).toBe(200);
   return declared.body.fileId as string;
@@ -54,7 +58,8 @@ const held = async (teamId: string, prefix = '') => {
 /** `n` ImageLoaders, each fed by its own input key (`photo0`…). */
 const loaders = (n: number) =>
   Array.from({ length: n }, (_, i) => ({ key: `l${i}`, type: 'ImageLoader', config: { apiInputKey: `photo${i}` } }));
-const naming = (n: number, fileId: string) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`photo${i}`, fileId]));
+const naming = (n: number, fileId: string) =>
+  Object.fromEntries(Array.from({ length: n }, (_, i) => [`photo${i}`, fileId]));
 
 let team: SeededTeam;
 beforeAll(async () => {
@@ -135,13 +140,20 @@ describe('a resume', () => {
     expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
     const newJobId = resumed.body.jobId as string;
     const afterResume = await held(owner.teamId);
-    console.log('bytes stored by a resume:', afterResume.bytes - before.bytes, 'objects:', afterResume.count - before.count);
+    console.log(
+      'bytes stored by a resume:',
+      afterResume.bytes - before.bytes,
+      'objects:',
+      afterResume.count - before.count,
+    );
     expect(afterResume).toEqual(before);
     await drainSteps(stack.deps, handlerFailing(stack.deps, 'none'));
     const read = await getRunCall(stack.baseUrl, owner.key, newJobId);
     expect(read.body.status).toBe('completed');
     // The shared files are linked and open.
-    const show = (read.body.output as { node_id: string; result: { url: string }[] }[]).find((o) => o.node_id === 'show');
+    const show = (read.body.output as { node_id: string; result: { url: string }[] }[]).find(
+      (o) => o.node_id === 'show',
+    );
     const links = (show?.result ?? []).map((r) => r.url);
     expect(links.length).toBe(2);
     for (const link of links) expect((await fetch(link)).status).toBe(200);

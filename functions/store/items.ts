@@ -210,6 +210,16 @@ export const InputFileSchema = v.object({
 });
 export type InputFile = v.InferOutput<typeof InputFileSchema>;
 
+/** An upload a run start checked (functions/app/run-inputs.ts): the object to copy, only if still the one checked (`etag`). */
+export const CheckedUploadSchema = v.object({
+  fileId: v.string(),
+  name: v.string(),
+  contentType: v.string(),
+  size: v.number(),
+  etag: v.string(),
+});
+export type CheckedUpload = v.InferOutput<typeof CheckedUploadSchema>;
+
 /** The run item (functions/store/run/runs.ts `startRun`), with its counters and its hold. */
 export const RunItemSchema = v.object({
   jobId: v.string(),
@@ -476,8 +486,10 @@ export const DeferredRunItemSchema = v.object({
   movedAt: v.optional(v.string()),
   /** The run start as the caller sent it, parsed then. */
   request: RunRequestSchema,
-  /** Its own copy of each upload its `inputs` named, made when it was deferred; the run it becomes keeps them. */
+  /** Copies made when it was deferred, by a deferred run stored before copies were made at dispatch; the run keeps them. */
   inputFiles: v.optional(v.record(v.string(), InputFileSchema), {}),
+  /** The uploads its `inputs` named, as checked when it was deferred: copied for the run it becomes, at dispatch. */
+  inputUploads: v.optional(v.record(v.string(), CheckedUploadSchema), {}),
 });
 export type DeferredRunItem = v.InferOutput<typeof DeferredRunItemSchema>;
 
@@ -594,6 +606,18 @@ export const storedTeam = storedItem(TeamItemSchema, ['teamId', 'name', 'created
  */
 export const TeamStepsItemSchema = v.object({ slots: v.record(v.string(), v.string()) });
 export const storedTeamSteps = storedItem(TeamStepsItemSchema);
+
+/**
+ * A team's stored bytes (functions/store/stored-bytes.ts): by the UTC day they expire, a revision
+ * every quota-checked write is conditional on, and the quota an operator set (else the default).
+ */
+export const StoredBytesItemSchema = v.object({
+  byDay: v.optional(v.record(v.string(), v.number()), () => ({})),
+  rev: counter,
+  quotaBytes: v.nullish(v.number(), null),
+});
+export type StoredBytesItem = v.InferOutput<typeof StoredBytesItemSchema>;
+export const storedStoredBytes = storedItem(StoredBytesItemSchema);
 
 export const ProjectItemSchema = v.object({
   hardCapHundredths: v.nullish(v.number(), null),
