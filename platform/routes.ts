@@ -230,6 +230,15 @@ const table = [
     grants: { table: ['GetItem', 'UpdateItem'], uploads: ['GetObject', 'DeleteObject'] },
   },
   {
+    // The team's stored bytes against its storage quota (functions/store/stored-bytes.ts): one GetItem.
+    id: 'GetStorage',
+    method: 'GET',
+    path: '/storage',
+    entry: 'functions/api/get-storage.ts',
+    scope: 'runs:read',
+    grants: { table: ['GetItem', 'UpdateItem'] },
+  },
+  {
     // Asynchronous providers announce a step's job's end here (functions/app/provider-webhook.ts):
     // no API key; the provider's signature, the step's token and the job's id are the check.
     id: 'ProviderWebhook',

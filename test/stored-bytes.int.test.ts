@@ -7,8 +7,10 @@ import './support/test-providers.ts';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Deps } from '../functions/deps.ts';
+import { maxFileInputBytes, maxFileInputs } from '../functions/domain/stored-bytes.ts';
 import { StepFailedError } from '../functions/nodes/executors/types.ts';
 import { setLiveMultiplier } from '../functions/store/price-multiplier.ts';
+import { readStorageUsage, setStorageQuota } from '../functions/store/stored-bytes.ts';
 import { api, drainSteps, getRunCall, stepHandler } from './support/runs.ts';
 import { call, createWorkflow, type SeededTeam, seedUnthrottledTeam, stackPerFile } from './support/stack.ts';
 import * as files from './support/upload-files.ts';
@@ -157,5 +159,85 @@ describe('a resume', () => {
     const links = (show?.result ?? []).map((r) => r.url);
     expect(links.length).toBe(2);
     for (const link of links) expect((await fetch(link)).status).toBe(200);
+  });
+});
+
+describe('the cap on file inputs', () => {
+  it('refuses 500 input keys naming one upload with a 422 naming the cap, before reading any', async () => {
+    const owner = await seedUnthrottledTeam(stack.deps);
+    const workflowId = await createWorkflow(stack, owner, loaders(maxFileInputs + 1));
+    const fileId = await upload(owner, 'one.png', files.png(2, 2));
+    const before = await held(owner.teamId);
+    const refused = await api(stack.baseUrl, 'POST', `/workflows/${workflowId}/runs`, {
+      key: owner.key,
+      body: { inputs: naming(maxFileInputs + 1, fileId), defer: true, maxMultiplier: 1 },
+    });
+    expect(refused.status).toBe(422);
+    expect(refused.body).toEqual({
+      error: 'Too many file inputs',
+      fileInputs: maxFileInputs + 1,
+      maxFileInputs,
+      fileInputBytes: 0,
+      maxFileInputBytes,
+    });
+    expect(await held(owner.teamId)).toEqual(before);
+  });
+});
+
+describe('the team’s storage quota', () => {
+  it('counts uploads, input copies and outputs; refuses an upload and a run start past it with a 409; readable', async () => {
+    const owner = await seedUnthrottledTeam(stack.deps);
+    const png = files.png(8, 8);
+    expect(await readStorageUsage(stack.deps, owner.teamId)).toMatchObject({ usedBytes: 0 });
+    const fileId = await upload(owner, 'a.png', png);
+    expect((await readStorageUsage(stack.deps, owner.teamId)).usedBytes).toBe(png.length);
+
+    const workflowId = await createWorkflow(stack, owner, [
+      { key: 'photo', type: 'ImageLoader', config: { apiInputKey: 'photo' } },
+      { key: 'up', type: 'Upscaler', config: { scale: 2 }, inputs: ['photo'] },
+    ]);
+    const started = await api(stack.baseUrl, 'POST', `/workflows/${workflowId}/runs`, {
+      key: owner.key,
+      body: { inputs: { photo: fileId } },
+    });
+    expect(started.status).toBe(200);
+    await drainSteps(stack.deps, handlerFailing(stack.deps, 'none'));
+    // The upload, its one copy, and the upscaled output: exactly what the bucket holds for the team.
+    const objects = await held(owner.teamId);
+    const usage = await readStorageUsage(stack.deps, owner.teamId);
+    expect(usage.usedBytes).toBe(png.length + objects.bytes);
+
+    // A quota of what it holds now: the next upload and the next run start are refused.
+    await setStorageQuota(stack.deps, owner.teamId, usage.usedBytes);
+    const declared = await call(stack.baseUrl, '/files', {
+      key: owner.key,
+      method: 'POST',
+      body: { name: 'b.png', contentType: 'image/png', size: 100 },
+    });
+    expect(declared.status).toBe(409);
+    expect(declared.body).toEqual({
+      error: 'Storage quota reached',
+      quotaBytes: usage.usedBytes,
+      usedBytes: usage.usedBytes,
+      neededBytes: 100,
+    });
+    const refused = await api(stack.baseUrl, 'POST', `/workflows/${workflowId}/runs`, {
+      key: owner.key,
+      body: { inputs: { photo: fileId } },
+    });
+    expect(refused.status).toBe(409);
+    expect(refused.body).toMatchObject({ error: 'Storage quota reached', neededBytes: 0 });
+
+    // The team reads it.
+    const read = await api(stack.baseUrl, 'GET', '/storage', { key: owner.key });
+    expect(read.status).toBe(200);
+    expect(read.body).toEqual({ usedBytes: usage.usedBytes, quotaBytes: usage.usedBytes });
+  });
+
+  it('forgets bytes whose expiry day has begun, with no write', async () => {
+    const owner = await seedUnthrottledTeam(stack.deps);
+    await upload(owner, 'a.png', files.png(3, 3));
+    const later = { ...stack.deps, now: () => new Date(Date.now() + 3 * 86_400_000) };
+    expect((await readStorageUsage(later, owner.teamId)).usedBytes).toBe(0);
   });
 });

@@ -7,14 +7,14 @@
  * later (docs/decisions.md, "Uploads are checked when read").
  */
 import { libraryBucket } from '../../platform/definitions.ts';
-import type { CreateFileRequest, CreateFileResponse, FileView } from '../../schemas/files.ts';
+import type { CreateFileRequest, CreateFileResponse, FileView, StorageUsageView } from '../../schemas/files.ts';
 import { fileIdPrefix } from '../../schemas/files.ts';
 import type { Deps } from '../deps.ts';
 import { FileNotFoundError } from '../domain/errors.ts';
 import { sniffHeadBytes, sniffUpload } from '../domain/file-sniff.ts';
 import { expiresOn } from '../domain/stored-bytes.ts';
 import type { UploadItem } from '../store/items.ts';
-import { countStoredBytes, reserveStoredBytes } from '../store/stored-bytes.ts';
+import { countStoredBytes, readStorageUsage, reserveStoredBytes } from '../store/stored-bytes.ts';
 import {
   deleteUploadObject,
   getUpload,
@@ -143,3 +143,6 @@ export const settleUpload = async (deps: Deps, teamId: string, fileId: string): 
 /** GET /files/{fileId}. */
 export const readUpload = async (deps: Deps, teamId: string, fileId: string): Promise<FileView> =>
   fileView(await settleUpload(deps, teamId, fileId));
+
+/** GET /storage: what the team holds (uploads, input copies, output files) against its quota. */
+export const readStorage = (deps: Deps, teamId: string): Promise<StorageUsageView> => readStorageUsage(deps, teamId);

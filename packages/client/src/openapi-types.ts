@@ -341,6 +341,28 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/storage': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get the team’s stored bytes
+     * @description The bytes the team holds now (its uploads at their declared size, its runs’ input copies and output files, each until the retention expires it) and its storage quota. An upload or run start that would store past the quota answers 409 `Storage quota reached`.
+     *
+     *     Scope: `runs:read`.
+     */
+    get: operations['GetStorage'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/file-links/{object}': {
     parameters: {
       query?: never;
@@ -720,7 +742,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -748,7 +770,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -772,7 +794,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -1135,7 +1157,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -1160,7 +1182,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -1188,7 +1210,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -1213,7 +1235,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -1238,7 +1260,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -1260,7 +1282,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -1284,7 +1306,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -1309,7 +1331,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -1333,7 +1355,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -1357,7 +1379,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -1379,7 +1401,7 @@ export interface components {
         provider?: string;
         /** @description The model, in the provider's own naming (`owner/name[:version]` on Replicate, the app id on fal); by default the provider's for the node type. A model the service does not know is allowed. */
         model?: string;
-        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal). */
+        /** @description Fields passed to the model as they are, after the step's own (Replicate, fal): only fields that add no work (prompt, negative_prompt, seed, guidance_scale, scheduler, temperature, ...). A field that drives cost (width, num_outputs, max_tokens, ...) is refused: set the step's own setting instead. */
         modelInput?: {
           [key: string]: unknown;
         };
@@ -2106,6 +2128,10 @@ export interface components {
       /** Format: date-time */
       expiresAt: string;
     };
+    StorageUsage: {
+      usedBytes: number;
+      quotaBytes: number;
+    };
     NameRequiredError: {
       /** @constant */
       error: 'name is required';
@@ -2296,6 +2322,21 @@ export interface components {
       error: string;
       key: string;
       reason: string;
+    };
+    TooManyFileInputsError: {
+      /** @constant */
+      error: 'Too many file inputs';
+      fileInputs: number;
+      maxFileInputs: number;
+      fileInputBytes: number;
+      maxFileInputBytes: number;
+    };
+    StorageQuotaReachedError: {
+      /** @constant */
+      error: 'Storage quota reached';
+      quotaBytes: number;
+      usedBytes: number;
+      neededBytes: number;
     };
   };
   responses: never;
@@ -2573,13 +2614,15 @@ export interface operations {
             | components['schemas']['CanvasNotFoundError'];
         };
       };
-      /** @description The workflow already has a run in progress. */
+      /** @description The workflow already has a run in progress. The team holds its storage quota (uploads, input copies, output files) */
       409: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['RunInProgressError'];
+          'application/json':
+            | components['schemas']['RunInProgressError']
+            | components['schemas']['StorageQuotaReachedError'];
         };
       };
       /** @description The body is larger than 64 KiB. */
@@ -2600,6 +2643,7 @@ export interface operations {
           'application/json':
             | components['schemas']['UnknownInputKeysError']
             | components['schemas']['InputFileNotUsableError']
+            | components['schemas']['TooManyFileInputsError']
             | components['schemas']['CallbackUrlInvalidError']
             | components['schemas']['RunValidationFailed']
             | components['schemas']['ProviderNotAvailableError']
@@ -2732,13 +2776,15 @@ export interface operations {
             | components['schemas']['CanvasNotFoundError'];
         };
       };
-      /** @description The workflow already has a run in progress. */
+      /** @description The workflow already has a run in progress. The team holds its storage quota (uploads, input copies, output files) */
       409: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['RunInProgressError'];
+          'application/json':
+            | components['schemas']['RunInProgressError']
+            | components['schemas']['StorageQuotaReachedError'];
         };
       };
       /** @description The body is larger than 64 KiB. */
@@ -2759,6 +2805,7 @@ export interface operations {
           'application/json':
             | components['schemas']['UnknownInputKeysError']
             | components['schemas']['InputFileNotUsableError']
+            | components['schemas']['TooManyFileInputsError']
             | components['schemas']['CallbackUrlInvalidError']
             | components['schemas']['RunValidationFailed']
             | components['schemas']['ProviderNotAvailableError']
@@ -3205,7 +3252,7 @@ export interface operations {
             | components['schemas']['RunNotFoundError'];
         };
       };
-      /** @description The run is not `failed` or `stopped`, or its workflow already has a run in progress. */
+      /** @description The run is not `failed` or `stopped`, or its workflow already has a run in progress. The team holds its storage quota (uploads, input copies, output files) */
       409: {
         headers: {
           [name: string]: unknown;
@@ -3213,7 +3260,8 @@ export interface operations {
         content: {
           'application/json':
             | components['schemas']['RunInProgressError']
-            | components['schemas']['RunNotResumableError'];
+            | components['schemas']['RunNotResumableError']
+            | components['schemas']['StorageQuotaReachedError'];
         };
       };
       /** @description The body is larger than 64 KiB. */
@@ -3234,6 +3282,7 @@ export interface operations {
           'application/json':
             | components['schemas']['UnknownInputKeysError']
             | components['schemas']['InputFileNotUsableError']
+            | components['schemas']['TooManyFileInputsError']
             | components['schemas']['CallbackUrlInvalidError']
             | components['schemas']['RunValidationFailed']
             | components['schemas']['ProviderNotAvailableError']
@@ -3741,6 +3790,15 @@ export interface operations {
           'application/json': components['schemas']['ScopeNotPermittedError'];
         };
       };
+      /** @description The team holds its storage quota (uploads, input copies, output files) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageQuotaReachedError'];
+        };
+      };
       /** @description The body is larger than 4 KiB. */
       413: {
         headers: {
@@ -3836,6 +3894,73 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['FileNotFoundError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+      /** @description Server failure. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServerError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  GetStorage: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description What the team holds, and its quota. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageUsage'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks the scope this operation needs. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ScopeNotPermittedError'];
         };
       };
       /** @description Too many requests with this key; wait `Retry-After` seconds. */
