@@ -19,7 +19,7 @@ import { GuardedFetchError, vetUrl } from '../http-client/address-vet.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import { fileInputTypes } from '../nodes/catalogue/node-spec.ts';
 import { logger } from '../observability/logger.ts';
-import type { InputFile, CheckedUpload as StoredCheckedUpload, UploadItem } from '../store/items.ts';
+import type { InputFile, CheckedUploadRecord as StoredCheckedUpload, UploadItem } from '../store/items.ts';
 import { reserveStoredBytes } from '../store/stored-bytes.ts';
 import { copyUpload, inputObjectKey, uploadObjectKey } from '../store/uploads.ts';
 import { settleUpload } from './uploads.ts';

@@ -10,7 +10,7 @@ import { IdempotencyRaceError, type IdempotencyRecord, idempotencyPut } from './
 import { tableUpdate } from './item-update.ts';
 import {
   type ApiKeyItem,
-  type CheckedUpload,
+  type CheckedUploadRecord,
   type DeferredListEntry,
   type DeferredRunItem,
   DeferredRunItemSchema,
@@ -49,7 +49,7 @@ export const deferredRunItem = (
     key: Pick<ApiKeyItem, 'teamId' | 'keyId'>;
     workflowId: string;
     request: RunRequest;
-    inputUploads?: Record<string, CheckedUpload>;
+    inputUploads?: Record<string, CheckedUploadRecord>;
   },
   now: Date,
 ) => {
@@ -82,7 +82,7 @@ export const createDeferredRun = async (
     key: ApiKeyItem;
     workflowId: string;
     request: RunRequest;
-    inputUploads?: Record<string, CheckedUpload>;
+    inputUploads?: Record<string, CheckedUploadRecord>;
     idempotency: IdempotencyRecord | null;
   },
 ) => {

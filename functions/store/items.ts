@@ -218,7 +218,7 @@ export const CheckedUploadSchema = v.object({
   size: v.number(),
   etag: v.string(),
 });
-export type CheckedUpload = v.InferOutput<typeof CheckedUploadSchema>;
+export type CheckedUploadRecord = v.InferOutput<typeof CheckedUploadSchema>;
 
 /** The run item (functions/store/run/runs.ts `startRun`), with its counters and its hold. */
 export const RunItemSchema = v.object({
