@@ -63,7 +63,7 @@ describe('operators’ CLI', () => {
     expect((await admin('storage', 'quota', '--team', teamId, '--bytes', 'default')).json).toMatchObject({
       quotaBytes: defaultStorageQuotaBytes,
     });
-    expect((await admin('storage', 'quota', '--team', teamId, '--bytes', '-1')).exitCode).toBe(1);
+    expect((await admin('storage', 'quota', '--team', teamId, '--bytes=-1')).exitCode).toBe(2);
   });
 
   it('creates a project and an agent, and a key that works against the API', async () => {
