@@ -196,7 +196,7 @@ describe('a fileId as a run input', () => {
     const jobId = report.dispatched.find((d) => d.deferredJobId === deferredJobId)?.jobId ?? '';
     expect(jobId).not.toBe('');
     const { run } = await runParts(stack.deps, jobId);
-    expect((run?.inputFiles as Record<string, { key: string }>).photo?.key).toBe(
+    expect((run?.inputFiles as Record<string, { key: string }> | undefined)?.photo?.key).toBe(
       `teams/${team.teamId}/inputs/${jobId}/${fileId}/later.png`,
     );
     const body = await runToEnd(team, jobId);

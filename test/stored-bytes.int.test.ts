@@ -5,7 +5,7 @@
  */
 import './support/test-providers.ts';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Deps } from '../functions/deps.ts';
 import { maxFileInputBytes, maxFileInputs } from '../functions/domain/stored-bytes.ts';
 import { StepFailedError } from '../functions/nodes/executors/types.ts';
@@ -62,11 +62,6 @@ const loaders = (n: number) =>
   Array.from({ length: n }, (_, i) => ({ key: `l${i}`, type: 'ImageLoader', config: { apiInputKey: `photo${i}` } }));
 const naming = (n: number, fileId: string) =>
   Object.fromEntries(Array.from({ length: n }, (_, i) => [`photo${i}`, fileId]));
-
-let team: SeededTeam;
-beforeAll(async () => {
-  team = await seedUnthrottledTeam(stack.deps);
-});
 
 describe('input-file copies', () => {
   const keys = 20;

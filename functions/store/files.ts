@@ -5,7 +5,6 @@ import type { Deps } from '../deps.ts';
 import { expiresOn } from '../domain/stored-bytes.ts';
 import type { StoredFile } from '../nodes/executors/types.ts';
 import { aiObjectMetadata } from '../nodes/media/marks.ts';
-import { isMissingObject } from './missing-object.ts';
 import { countStoredBytes } from './stored-bytes.ts';
 
 /** Where a run's files live in the team's library bucket. */
