@@ -158,7 +158,7 @@ describe('a resume', () => {
 });
 
 describe('the cap on file inputs', () => {
-  it('refuses 500 input keys naming one upload with a 422 naming the cap, before reading any', async () => {
+  it('refuses 21 input keys naming one upload with a 422 naming the cap, before reading any', async () => {
     const owner = await seedUnthrottledTeam(stack.deps);
     const workflowId = await createWorkflow(stack, owner, loaders(maxFileInputs + 1));
     const fileId = await upload(owner, 'one.png', files.png(2, 2));
@@ -227,6 +227,22 @@ describe('the team’s storage quota', () => {
     const read = await api(stack.baseUrl, 'GET', '/storage', { key: owner.key });
     expect(read.status).toBe(200);
     expect(read.body).toEqual({ usedBytes: usage.usedBytes, quotaBytes: usage.usedBytes });
+  });
+
+  it('of declarations racing for the last bytes, exactly those that fit pass; none is refused for another', async () => {
+    const owner = await seedUnthrottledTeam(stack.deps);
+    await setStorageQuota(stack.deps, owner.teamId, 250);
+    const statuses = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        call(stack.baseUrl, '/files', {
+          key: owner.key,
+          method: 'POST',
+          body: { name: `f${i}.png`, contentType: 'image/png', size: 100 },
+        }).then((r) => r.status),
+      ),
+    );
+    expect(statuses.sort()).toEqual([201, 201, 409, 409, 409, 409]);
+    expect(await readStorageUsage(stack.deps, owner.teamId)).toEqual({ usedBytes: 200, quotaBytes: 250 });
   });
 
   it('forgets bytes whose expiry day has begun, with no write', async () => {

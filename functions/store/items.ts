@@ -608,12 +608,13 @@ export const TeamStepsItemSchema = v.object({ slots: v.record(v.string(), v.stri
 export const storedTeamSteps = storedItem(TeamStepsItemSchema);
 
 /**
- * A team's stored bytes (functions/store/stored-bytes.ts): by the UTC day they expire, a revision
- * every quota-checked write is conditional on, and the quota an operator set (else the default).
+ * A team's stored bytes (functions/store/stored-bytes.ts): by the UTC day they expire, their
+ * running total (expired days included until a quota-checked write drops them), and the quota an
+ * operator set (else the default).
  */
 export const StoredBytesItemSchema = v.object({
   byDay: v.optional(v.record(v.string(), v.number()), () => ({})),
-  rev: counter,
+  heldBytes: counter,
   quotaBytes: v.nullish(v.number(), null),
 });
 export type StoredBytesItem = v.InferOutput<typeof StoredBytesItemSchema>;

@@ -1,10 +1,10 @@
 /**
  * A team's stored bytes against its quota (functions/domain/stored-bytes.ts), in its
  * `STOREDBYTES#` item: bytes by the UTC day S3's lifecycle expires them, so an expiry needs no
- * write (a day that has begun counts nothing). A write that must fit the quota reads the item and
- * writes conditional on the revision it read (two racing writes cannot both pass the quota) and
- * drops the days that have expired; a write that must not be refused (a step's output, a deletion)
- * adds to its day with no condition.
+ * write (a day that has begun counts nothing: readers sum the days after today), and their running
+ * total (`heldBytes`), which a write that must fit the quota is conditional on and which counts an
+ * expired day until such a write drops it. A write that must not be refused (a step's output, a
+ * deletion) adds to its day and the total with no condition.
  */
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
@@ -49,7 +49,10 @@ export const assertUnderStorageQuota = async (deps: Deps, teamId: string): Promi
 
 /**
  * Counts `bytes` stored until `expiresOn`, only if the team then holds at most its quota: the
- * StorageQuotaReachedError when it would not.
+ * StorageQuotaReachedError when it would not. One conditional write on the running total
+ * (`heldBytes`), so concurrent writes are serialised by DynamoDB, never refused for each other;
+ * the days that have expired are dropped from the map and the total in the same write, each only
+ * if it still holds what was read (a concurrent drop wins, and this one reads again).
  */
 export const reserveStoredBytes = async (deps: Deps, teamId: string, bytes: number, expiresOn: string) => {
   for (let attempt = 1; ; attempt++) {
@@ -57,21 +60,34 @@ export const reserveStoredBytes = async (deps: Deps, teamId: string, bytes: numb
     const usage = usageOf(deps, item);
     if (usage.usedBytes + bytes > usage.quotaBytes) throw new StorageQuotaReachedError(usage, bytes);
     if (!item) await createItem(deps, teamId);
-    const expired = expiredDays(item?.byDay ?? {}, deps.now());
+    const byDay = item?.byDay ?? {};
+    const expired = expiredDays(byDay, deps.now());
+    const expiredBytes = expired.reduce((sum, day) => sum + (byDay[day] ?? 0), 0);
+    const names: Record<string, string> = { '#heldBytes': 'heldBytes', '#byDay': 'byDay' };
+    const values: Record<string, unknown> = { ':max': usage.quotaBytes - bytes + expiredBytes };
+    const unchanged = expired.map((day, n) => {
+      // The update names the entries it removes `#byDay_<n>` (item-update.ts); the condition reads the same.
+      names[`#byDay_${n}`] = day;
+      values[`:expired_${n}`] = byDay[day];
+      return ` AND #byDay.#byDay_${n} = :expired_${n}`;
+    });
     const written = await conditionalUpdate(
       deps,
       storedStoredBytes,
       storedBytesKey(teamId),
-      { addEntries: { byDay: { [expiresOn]: bytes } }, add: { rev: 1 }, removeEntries: { byDay: expired } },
       {
-        // `rev` is only ever added to: absent until the first quota-checked write.
-        ConditionExpression: item?.rev ? '#rev = :rev' : 'attribute_not_exists(#rev)',
-        ExpressionAttributeNames: { '#rev': 'rev' },
-        ...(item?.rev ? { ExpressionAttributeValues: { ':rev': item.rev } } : {}),
+        addEntries: { byDay: { [expiresOn]: bytes } },
+        add: { heldBytes: bytes - expiredBytes },
+        removeEntries: { byDay: expired },
+      },
+      {
+        ConditionExpression: `(attribute_not_exists(#heldBytes) OR #heldBytes <= :max)${unchanged.join('')}`,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
       },
     );
     if (written.written) return;
-    // Another quota-checked write came first: read again.
+    // Another write moved the total or dropped a day meanwhile: read again (a full quota is answered then).
     if (attempt >= writeRetry.tries) throw storageBusy('stored bytes', 'raceLost', attempt, undefined);
     await backoff(deps, attempt);
   }
@@ -84,7 +100,7 @@ export const countStoredBytes = async (deps: Deps, teamId: string, bytes: number
       deps,
       storedStoredBytes,
       storedBytesKey(teamId),
-      { addEntries: { byDay: { [expiresOn]: bytes } } },
+      { addEntries: { byDay: { [expiresOn]: bytes } }, add: { heldBytes: bytes } },
       { ConditionExpression: 'attribute_exists(byDay)' },
     );
   if ((await add()).written) return;
