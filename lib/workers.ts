@@ -98,6 +98,10 @@ export const workers: readonly Worker[] = [
       stepsQueue: 'send',
       // The run-failed webhook of a run the sweep fails.
       webhooksQueue: 'send',
+      // A dispatched run's copies of the uploads its inputs named (CopyObject: GetObject on the
+      // upload, PutObject under teams/), made at dispatch so a waiting run stores nothing.
+      uploads: ['GetObject'],
+      bucket: ['PutObject'],
     },
   },
   {

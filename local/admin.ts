@@ -10,6 +10,7 @@ import { listWaitingDeferredRuns } from '../functions/store/deferred-runs.ts';
 import type { TeamItem } from '../functions/store/items.ts';
 import { getPriceSettings, setHourlySchedule, setLiveMultiplier } from '../functions/store/price-multiplier.ts';
 import { connectionRefProblem } from '../functions/store/secret-refs.ts';
+import { readStorageUsage, setStorageQuota } from '../functions/store/stored-bytes.ts';
 import {
   addCredits,
   balanceOf,
@@ -52,6 +53,8 @@ const usage = `Usage: npm run admin -- <command> [flags] [--json]
                                     prefix (workflow-run-api/<stage>/connections/), or env:NAME locally
   connection remove --team T --key K
   connection list --team T
+  storage show --team T             the bytes the team holds (uploads, input copies, outputs) and its quota
+  storage quota --team T --bytes B  sets the team's storage quota in bytes ("default" goes back to the default)
   dispatch                          run one deferred-run dispatcher tick now; prints what it moved
   deferred list --team T            waiting deferred runs with their multiplier and expiry
   run show <jobId>                  the run, its steps, provider jobs and webhook delivery, and the
@@ -94,6 +97,7 @@ const flagOptions = {
   file: { type: 'string' },
   'secret-ref': { type: 'string' },
   endpoint: { type: 'string' },
+  bytes: { type: 'string' },
 } as const;
 
 type Flags = { [K in keyof typeof flagOptions]?: (typeof flagOptions)[K]['type'] extends 'boolean' ? boolean : string };
@@ -318,6 +322,22 @@ const dispatch = async (command: string, flags: Flags, deps: Deps): Promise<Reco
     }
     case 'connection list':
       return { connections: await getConnections(deps, required(flags, 'team')) };
+    case 'storage show': {
+      const teamId = required(flags, 'team');
+      if (!(await getTeam(deps, teamId))) return notFound('team', teamId);
+      return { teamId, ...(await readStorageUsage(deps, teamId)) };
+    }
+    case 'storage quota': {
+      const teamId = required(flags, 'team');
+      const raw = required(flags, 'bytes');
+      const quotaBytes = raw === 'default' ? null : Number(raw);
+      if (quotaBytes !== null && !(Number.isInteger(quotaBytes) && quotaBytes >= 0)) {
+        throw new UsageError('--bytes: a whole number of bytes, or "default"');
+      }
+      if (!(await getTeam(deps, teamId))) return notFound('team', teamId);
+      await setStorageQuota(deps, teamId, quotaBytes);
+      return { teamId, ...(await readStorageUsage(deps, teamId)) };
+    }
     case 'dispatch': {
       const { makeHandler } = await import('../functions/workers/deferred-dispatcher.ts');
       const { invokedAs } = await import('./invocation.ts');

@@ -299,19 +299,23 @@ export interface BucketDefinition {
   objectPrefix: string;
   /** Key prefix of every file a caller uploads (`uploads/<team>/<fileId>`). */
   uploadPrefix: string;
-  /** Whole days an uploaded object is kept (its lifecycle rule): nothing uses an upload after its 24 hours. */
+  /**
+   * Whole days an uploaded object is kept (its lifecycle rule): its item lives 24 hours, and a
+   * deferred run made in them copies it when dispatched, up to 24 hours later.
+   */
   uploadExpiryDays: number;
 }
 
 /**
  * Objects under `teams/` expire after the stage's retention (`lib/stages.ts`), like the runs that
- * made them; those under `uploads/` after a day, like the file items that name them.
+ * made them; those under `uploads/` after two days: a day as the file items that name them, and a
+ * day more for a deferred run made in the first to copy them when dispatched.
  */
 export const libraryBucket: BucketDefinition = {
   id: 'Library',
   objectPrefix: 'teams/',
   uploadPrefix: 'uploads/',
-  uploadExpiryDays: 1,
+  uploadExpiryDays: 2,
 };
 
 /**

@@ -153,8 +153,8 @@ const table = [
   },
   {
     // A run start of the original's workflow (RunWorkflow's grants): its step items read (Query) and
-    // those carried over written (PutItem); their files copied to the new run's keys (CopyObject:
-    // GetObject and PutObject under teams/), as are the original's input files.
+    // those carried over written (PutItem); their files and the original's input files are shared,
+    // not copied (only new uploads are: CopyObject, GetObject on the upload and PutObject under teams/).
     id: 'ResumeRun',
     method: 'POST',
     path: '/runs/{jobId}/resume',
@@ -164,7 +164,7 @@ const table = [
       table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'],
       stepsQueue: 'send',
       uploads: ['GetObject', 'DeleteObject'],
-      bucket: ['GetObject', 'PutObject'],
+      bucket: ['PutObject'],
     },
   },
   {
@@ -228,6 +228,15 @@ const table = [
     entry: 'functions/api/get-file.ts',
     scope: 'runs:read',
     grants: { table: ['GetItem', 'UpdateItem'], uploads: ['GetObject', 'DeleteObject'] },
+  },
+  {
+    // The team's stored bytes against its storage quota (functions/store/stored-bytes.ts): one GetItem.
+    id: 'GetStorage',
+    method: 'GET',
+    path: '/storage',
+    entry: 'functions/api/get-storage.ts',
+    scope: 'runs:read',
+    grants: { table: ['GetItem', 'UpdateItem'] },
   },
   {
     // Asynchronous providers announce a step's job's end here (functions/app/provider-webhook.ts):

@@ -74,6 +74,10 @@ export const messages = {
   invalidCursor: 'Invalid cursor: pass the nextCursor of this list back unchanged, with the same filters',
   /** Our design: a write met contention (a conflicting transaction, throttling) on every try. */
   storageBusy: 'Service busy; try again shortly',
+  /** Our design: a run's `inputs` name more files, or more bytes of uploads, than a run may hold. */
+  tooManyFileInputs: 'Too many file inputs',
+  /** Our design: the team holds its storage quota (uploads, input copies, output files). */
+  storageQuotaReached: 'Storage quota reached',
   unknownNodeType: (type: string): string => `${messagePrefixes.unknownNodeType}${type}`,
   /** The keys are listed comma-separated, in the order the caller sent them. */
   unknownInputKeys: (keys: readonly string[]): string => `${messagePrefixes.unknownInputKeys}${keys.join(', ')}`,
@@ -276,3 +280,31 @@ export type MonthlyCapUnverifiableErrorBody = v.InferOutput<typeof MonthlyCapUnv
 /** Our design: every operation that writes (create workflow, run starts, cancels). */
 export const StorageBusyErrorSchema = fixed(messages.storageBusy);
 export type StorageBusyErrorBody = v.InferOutput<typeof StorageBusyErrorSchema>;
+
+/**
+ * 422 of a run start (our design): its `inputs` name more files than a run may (`maxFileInputs`,
+ * a `fileId` or a URL each), or distinct uploads weighing more than `maxFileInputBytes`.
+ */
+export const TooManyFileInputsErrorSchema = v.strictObject({
+  error: v.literal(messages.tooManyFileInputs),
+  /** The file inputs the request names, and the most a run may. */
+  fileInputs: v.number(),
+  maxFileInputs: v.number(),
+  /** The bytes of the distinct uploads it names, and the most a run may. */
+  fileInputBytes: v.number(),
+  maxFileInputBytes: v.number(),
+});
+export type TooManyFileInputsErrorBody = v.InferOutput<typeof TooManyFileInputsErrorSchema>;
+
+/**
+ * 409 of POST /files and the run starts (our design): the team holds its storage quota; bytes free
+ * as the retention expires them.
+ */
+export const StorageQuotaReachedErrorSchema = v.strictObject({
+  error: v.literal(messages.storageQuotaReached),
+  /** The team's quota, what it holds now, and what the refused request would have stored. */
+  quotaBytes: v.number(),
+  usedBytes: v.number(),
+  neededBytes: v.number(),
+});
+export type StorageQuotaReachedErrorBody = v.InferOutput<typeof StorageQuotaReachedErrorSchema>;

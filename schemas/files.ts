@@ -108,12 +108,21 @@ export const CreateFileResponseSchema = v.strictObject({
 });
 export type CreateFileResponse = v.InferOutput<typeof CreateFileResponseSchema>;
 
+/** 200 of GET /storage (our design): the bytes the team holds now, and its storage quota. */
+export const StorageUsageSchema = v.strictObject({
+  /** Uploads (at their declared size), runs' input copies and output files not yet expired. */
+  usedBytes: v.pipe(v.number(), v.integer(), v.minValue(0)),
+  quotaBytes: v.pipe(v.number(), v.integer(), v.minValue(0)),
+});
+export type StorageUsageView = v.InferOutput<typeof StorageUsageSchema>;
+
 /** The named schemas of the document this module holds (its 422's body is an error's, named with the errors). */
 export const fileComponents = {
   CreateFileRequest: CreateFileRequestSchema,
   CreateFileResponse: CreateFileResponseSchema,
   FileUpload: FileUploadSchema,
   File: FileSchema,
+  StorageUsage: StorageUsageSchema,
 };
 
 const fileIdPath: DocumentedParameter = {
@@ -165,5 +174,19 @@ export const fileOperations: OperationSpec[] = [
       500: jsonResponse('Server failure.', 'ServerError'),
     },
     errorWords: { 404: 'No such file in the team.', 503: storageBusyText },
+  },
+  {
+    operationId: 'GetStorage',
+    tag: 'Files',
+    summary: 'Get the team’s stored bytes',
+    description:
+      'The bytes the team holds now (its uploads at their declared size, its runs’ input copies and output ' +
+      'files, each until the retention expires it) and its storage quota. An upload or run start that would ' +
+      'store past the quota answers 409 `Storage quota reached`.',
+    responses: {
+      200: jsonResponse('What the team holds, and its quota.', 'StorageUsage'),
+      500: jsonResponse('Server failure.', 'ServerError'),
+    },
+    errorWords: { 503: storageBusyText },
   },
 ];

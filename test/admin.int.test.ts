@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defaultStorageQuotaBytes } from '../functions/domain/stored-bytes.ts';
 import { revokeApiKey } from '../functions/store/api-keys.ts';
 import { deferredRunKey } from '../functions/store/keys.ts';
 import { putWorkflow } from '../functions/store/workflows.ts';
@@ -38,6 +39,31 @@ describe('operators’ CLI', () => {
       granted: 10.15,
     });
     expect((await admin('credits', 'add', '--team', teamId, '--amount=-20')).exitCode).toBe(1);
+  });
+
+  it('shows a team’s stored bytes and sets its storage quota, which the API then holds it to', async () => {
+    const teamId = (await admin('team', 'create', '--name', 'Store')).json?.teamId as string;
+    expect((await admin('storage', 'show', '--team', teamId)).json).toEqual({
+      teamId,
+      usedBytes: 0,
+      quotaBytes: defaultStorageQuotaBytes,
+    });
+    expect((await admin('storage', 'quota', '--team', teamId, '--bytes', '100')).json).toEqual({
+      teamId,
+      usedBytes: 0,
+      quotaBytes: 100,
+    });
+    const key = (await admin('key', 'create', '--team', teamId)).json?.key as string;
+    const declared = await call(stack.baseUrl, '/files', {
+      key,
+      method: 'POST',
+      body: { name: 'a.png', contentType: 'image/png', size: 101 },
+    });
+    expect(declared.status).toBe(409);
+    expect((await admin('storage', 'quota', '--team', teamId, '--bytes', 'default')).json).toMatchObject({
+      quotaBytes: defaultStorageQuotaBytes,
+    });
+    expect((await admin('storage', 'quota', '--team', teamId, '--bytes=-1')).exitCode).toBe(2);
   });
 
   it('creates a project and an agent, and a key that works against the API', async () => {

@@ -55,6 +55,8 @@ import {
   ServiceError,
   StepsRequiredError,
   StorageBusyError,
+  StorageQuotaReachedError,
+  TooManyFileInputsError,
   TooManyStreamsError,
   UnauthorizedError,
   UnknownInputKeysError,
@@ -270,6 +272,24 @@ const cases: Case[] = [
     status: 422,
     schema: bodies.UnknownInputKeysErrorSchema,
     body: { error: 'Unknown input key(s): b, a', validKeys: ['prompt'] },
+  },
+  {
+    error: new TooManyFileInputsError(21, 0),
+    status: 422,
+    schema: bodies.TooManyFileInputsErrorSchema,
+    body: {
+      error: 'Too many file inputs',
+      fileInputs: 21,
+      maxFileInputs: 20,
+      fileInputBytes: 0,
+      maxFileInputBytes: 524288000,
+    },
+  },
+  {
+    error: new StorageQuotaReachedError({ usedBytes: 90, quotaBytes: 100 }, 20),
+    status: 409,
+    schema: bodies.StorageQuotaReachedErrorSchema,
+    body: { error: 'Storage quota reached', quotaBytes: 100, usedBytes: 90, neededBytes: 20 },
   },
   {
     error: new InputFileNotUsableError(

@@ -164,7 +164,7 @@ describe('a fileId as a run input', () => {
     const held = (run?.inputFiles as Record<string, { key: string }> | undefined)?.photo;
     expect(held).toEqual({
       kind: 'file',
-      key: `teams/${team.teamId}/inputs/${jobId}/photo/cat_photo.png`,
+      key: `teams/${team.teamId}/inputs/${jobId}/${fileId}/cat_photo.png`,
       name: 'cat photo.png',
       contentType: 'image/png',
       bytes: files.png(8, 8).length,
@@ -181,7 +181,7 @@ describe('a fileId as a run input', () => {
     expect(head).toMatchObject({ ContentType: 'image/png', Metadata: { 'ai-generated': 'false' } });
   });
 
-  it('keeps a deferred run’s copy from its deferral: the upload deleted, it dispatches and completes', async () => {
+  it('copies a deferred run’s upload when it is dispatched, not before; one gone by then expires it', async () => {
     await setLiveMultiplier(stack.deps, 1);
     const workflowId = await createWorkflow(stack, team, upscaleSteps);
     const fileId = await upload(team, 'later.png', 'image/png', files.png(6, 4));
@@ -189,15 +189,26 @@ describe('a fileId as a run input', () => {
     expect(accepted.status).toBe(202);
     const deferredJobId = accepted.body.deferredJobId as string;
     const deferred = await getDeferredRun(stack.deps, team.teamId, deferredJobId);
-    expect(deferred.inputFiles.photo?.key).toBe(`teams/${team.teamId}/inputs/${deferredJobId}/photo/later.png`);
-    await deleteUpload(team, fileId);
+    expect(deferred.inputFiles).toEqual({});
+    expect(deferred.inputUploads.photo).toMatchObject({ fileId, name: 'later.png', contentType: 'image/png' });
 
     const report = await dispatcherHandler(stack.deps)();
     const jobId = report.dispatched.find((d) => d.deferredJobId === deferredJobId)?.jobId ?? '';
     expect(jobId).not.toBe('');
+    const { run } = await runParts(stack.deps, jobId);
+    expect((run?.inputFiles as Record<string, { key: string }> | undefined)?.photo?.key).toBe(
+      `teams/${team.teamId}/inputs/${jobId}/${fileId}/later.png`,
+    );
     const body = await runToEnd(team, jobId);
     expect(body.status).toBe('completed');
     expect(decodePng(await outputImage(body))).toMatchObject({ width: 24, height: 16 });
+
+    // An upload deleted while its deferred run waited: the dispatch cannot copy it, so the run expires.
+    const gone = await upload(team, 'gone.png', 'image/png', files.png(6, 4));
+    const waiting = await startRun(team, workflowId, { inputs: { photo: gone }, defer: true, maxMultiplier: 1 });
+    await deleteUpload(team, gone);
+    const next = await dispatcherHandler(stack.deps)();
+    expect(next.expired).toContain(waiting.body.deferredJobId);
   });
 
   it('runs an agent’s workflow with a fileId as well', async () => {

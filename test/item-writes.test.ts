@@ -58,6 +58,7 @@ import {
   storedServerSecret,
   storedStep,
   storedStepEventCount,
+  storedStoredBytes,
   storedTeam,
   storedUpload,
   storedWorkflow,
@@ -83,6 +84,12 @@ import {
 } from '../functions/store/run/index.ts';
 import { cursorSigningSecret } from '../functions/store/run-list.ts';
 import { signingSecret } from '../functions/store/server-secrets.ts';
+import {
+  countStoredBytes,
+  readStorageUsage,
+  reserveStoredBytes,
+  setStorageQuota,
+} from '../functions/store/stored-bytes.ts';
 import { addCredits, createAgent, createProject, createTeam, setPerStepLimit } from '../functions/store/tenancy.ts';
 import { newUploadItem, putUpload, settleUploadItem } from '../functions/store/uploads.ts';
 import {
@@ -267,6 +274,7 @@ const definitions = {
   upload: storedUpload,
   runTag: storedRunTag,
   stepEventCount: storedStepEventCount,
+  storedBytes: storedStoredBytes,
 } satisfies Record<string, ItemDefinition>;
 
 const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definitions => {
@@ -291,6 +299,7 @@ const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definition
     [/^FILE#/, 'upload'],
   ];
   if (PK.startsWith('KEYSPEND#')) return 'keyMonth';
+  if (PK.startsWith('STOREDBYTES#')) return 'storedBytes';
   if (PK.startsWith('RUNTAG#')) return 'runTag';
   const kind = bySk.find(([pattern]) => pattern.test(SK))?.[1];
   if (!kind) throw new Error(`no item is stored at ${PK}|${SK}`);
@@ -321,7 +330,14 @@ const applyUpdate = (
         const [target = '', expression = ''] = part.split(' = ');
         const [attribute = '', entry] = path(target);
         const kept = /^if_not_exists\(\S+, (:\w+)\)$/.exec(expression);
-        const written = kept ? (item[attribute] ?? value(kept[1] ?? '')) : value(expression);
+        // A map entry added to (`addEntries`): `if_not_exists(path, :zero) + :n`.
+        const summed = /^if_not_exists\(\S+, (:\w+)\) \+ (:\w+)$/.exec(expression);
+        const current = entry === undefined ? item[attribute] : (item[attribute] as Item | undefined)?.[entry];
+        const written = summed
+          ? ((current ?? value(summed[1] ?? '')) as number) + (value(summed[2] ?? '') as number)
+          : kept
+            ? (item[attribute] ?? value(kept[1] ?? ''))
+            : value(expression);
         if (entry === undefined) item[attribute] = written;
         else (item[attribute] as Item)[entry] = written;
       } else if (verb === 'ADD') {
@@ -568,6 +584,13 @@ describe('what the store’s writers leave in the table', () => {
       await putUpload(deps, newUploadItem(file, { teamId, keyId }));
       expect(await settleUploadItem(deps, teamId, fileId, settlement)).toMatchObject({ fileId, ...settlement });
     }
+
+    // A team's stored bytes: a quota-checked write, an unconditional one, a deletion, an operator's quota.
+    await reserveStoredBytes(deps, teamId, 100, '2099-01-01');
+    await countStoredBytes(deps, teamId, 50, '2099-01-02');
+    await countStoredBytes(deps, teamId, -50, '2099-01-02');
+    await setStorageQuota(deps, teamId, 1000);
+    expect(await readStorageUsage(deps, teamId)).toEqual({ usedBytes: 100, quotaBytes: 1000 });
 
     const kinds = new Set<string>();
     const unknown: string[] = [];

@@ -203,6 +203,7 @@ describe('each parser accepts the item the store writes', () => {
       jobId: null,
       request: { mode: 'production', defer: true, maxMultiplier: 0.5, inputs: { topic: 'owls' } },
       inputFiles: {},
+      inputUploads: {},
     });
   });
 

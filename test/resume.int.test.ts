@@ -216,7 +216,7 @@ describe('POST /runs/{jobId}/resume', () => {
     expect(messages.map((m) => [m.jobId, m.nodeId])).toEqual([[first.body.jobId, 'third']]);
   });
 
-  it('copies a carried-over file to the new run, which links it', async () => {
+  it('shares a carried-over file with the new run, which links it', async () => {
     const steps = [
       { key: 'prompt', type: 'TextEntry', config: { text: 'a lighthouse' } },
       { key: 'image', type: 'ImageGen', inputs: ['prompt'] },
@@ -232,7 +232,8 @@ describe('POST /runs/{jobId}/resume', () => {
       /"key":"([^"]+)"/,
     );
     const key = files?.[1] as string;
-    expect(key.startsWith(`teams/${team.teamId}/runs/${newJobId}/image/`)).toBe(true);
+    // The original's object itself: a resume stores no byte again.
+    expect(key.startsWith(`teams/${team.teamId}/runs/${jobId}/image/`)).toBe(true);
     await stack.deps.s3.send(new HeadObjectCommand({ Bucket: stack.deps.bucket, Key: key }));
     const read = await getRunCall(stack.baseUrl, team.key, newJobId);
     const image = (read.body.output as { node_id: string; result: unknown }[]).find((o) => o.node_id === 'image');

@@ -3,11 +3,13 @@ import { isKeyUsable } from '../domain/api-key.ts';
 import { type DispatchObstacle, fateOf, hasExpired } from '../domain/deferred-run-lifetime.ts';
 import {
   CanvasNotFoundError,
+  InputFileNotUsableError,
   MonthlyCapUnverifiableError,
   ProviderNotAvailableError,
   RunInProgressError,
   RunRefusedError,
   RunValidationFailedError,
+  StorageQuotaReachedError,
   UnknownInputKeysError,
   WorkflowNotFoundError,
   WorkflowNotPermittedError,
@@ -24,6 +26,7 @@ import {
 import type { ApiKeyItem, DeferredRunItem } from '../store/items.ts';
 import { getPriceSettings } from '../store/price-multiplier.ts';
 import { ExtraConditionFailedError, loadRunnableWorkflow } from '../store/run/index.ts';
+import { holdFileInputs, uploadsOf } from './run-inputs.ts';
 import { checkRunnable, commitRun } from './start-run.ts';
 
 export interface TickReport {
@@ -56,8 +59,12 @@ const dispatchOne = async (deps: Deps, deferred: DeferredRunItem, multiplier: nu
       multiplier,
       idempotency: null,
       deferredJobId: deferred.deferredJobId,
-      // Its copies of the uploads its inputs named, made when it was deferred.
-      inputFiles: deferred.inputFiles,
+      // The uploads its inputs named, copied now, once admitted (a deferred run stored before copies
+      // were made at dispatch holds its copies already: the run keeps those).
+      inputFiles: async (newJobId) => ({
+        ...deferred.inputFiles,
+        ...(await holdFileInputs(deps, deferred.teamId, newJobId, uploadsOf(deferred.inputUploads))),
+      }),
       // The deferred run moves to `dispatched` in the same transaction as the start: at most once.
       extraItems: [{ Update: leaveWaiting(deps, deferred.deferredJobId, 'dispatched', { jobId }) }],
     });
@@ -82,6 +89,9 @@ const outcomeOfRefusal = (error: unknown): Outcome => {
 /** The obstacle a refused start names; undefined for a failure that is not a refusal. */
 const obstacleOf = (error: unknown): DispatchObstacle | undefined => {
   if (error instanceof RunInProgressError) return 'runInProgress';
+  if (error instanceof StorageQuotaReachedError) return 'storageQuota';
+  // An upload gone or replaced since it was deferred: the run can no longer be what was asked.
+  if (error instanceof InputFileNotUsableError) return 'notAllowed';
   if (error instanceof MonthlyCapUnverifiableError) return 'monthlyCapUnverifiable';
   if (error instanceof RunRefusedError) return error.refusal.kind;
   if (

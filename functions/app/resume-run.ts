@@ -1,17 +1,15 @@
 import type { ResumeRunRequest, RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { toCredits } from '../domain/credits.ts';
-import { InputFileNotUsableError, RunNotFoundError, RunNotResumableError } from '../domain/errors.ts';
+import { RunNotFoundError, RunNotResumableError } from '../domain/errors.ts';
 import type { RequestTarget } from '../domain/idempotency-key.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { isResumable, resumedInputs, resumePlan } from '../domain/resume.ts';
 import { RunStatus } from '../domain/run-lifecycle.ts';
 import { apiInputTargets } from '../domain/workflow-graph.ts';
-import { isStoredFile } from '../nodes/executors/types.ts';
-import { carriedFileKey, copyTeamFile, isTeamObject } from '../store/files.ts';
 import type { ApiKeyItem, InputFile, RunItem, StepItem } from '../store/items.ts';
 import { loadRunnableWorkflow, putCarriedSteps, readRunPartition } from '../store/run/index.ts';
-import { inputObjectKey } from '../store/uploads.ts';
+import { assertUnderStorageQuota } from '../store/stored-bytes.ts';
 import { checkFileInputs, holdFileInputs } from './run-inputs.ts';
 import { answerOnce, checkRunnable, commitRun, type RunStartAnswer } from './start-run.ts';
 
@@ -23,53 +21,12 @@ export interface ResumeStart {
 }
 
 /**
- * A carried-over step's outputs with every file of the team copied to the new run's own key, so
- * it lives as long as the new run (the bucket expires each object by its age). A file that was not
- * stored, or is gone, reads `unavailable`; a look-alike that is not the team's is left as it is
- * (the run's read never links it).
+ * The original's own copies of its input files that the new run reads (keys of steps it runs, not
+ * given again): shared, not copied. The original is within its retention (else it reads as missing),
+ * and its files expire with it.
  */
-const carryFiles = async (
-  deps: Deps,
-  teamId: string,
-  jobId: string,
-  nodeId: string,
-  value: unknown,
-): Promise<unknown> => {
-  if (isStoredFile(value)) {
-    if (value.availability !== 'ready' || !isTeamObject(teamId, value.key)) return value;
-    const to = carriedFileKey(teamId, jobId, nodeId, value.key);
-    const copied = await copyTeamFile(deps, teamId, value.key, to);
-    return { ...value, key: to, ...(copied === 'gone' ? { availability: 'unavailable' } : {}) };
-  }
-  if (Array.isArray(value)) return Promise.all(value.map((v) => carryFiles(deps, teamId, jobId, nodeId, v)));
-  if (value && typeof value === 'object') {
-    const entries = await Promise.all(
-      Object.entries(value).map(async ([k, v]) => [k, await carryFiles(deps, teamId, jobId, nodeId, v)] as const),
-    );
-    return Object.fromEntries(entries);
-  }
-  return value;
-};
-
-/** The original's own copies of its input files that the new run reads (keys of steps it runs, not given again), copied to the new run. */
-const carryInputFiles = async (
-  deps: Deps,
-  run: RunItem,
-  jobId: string,
-  keys: readonly string[],
-): Promise<Record<string, InputFile>> => {
-  const held: Record<string, InputFile> = {};
-  for (const key of keys) {
-    const file = run.inputFiles[key];
-    if (!file) continue;
-    const to = inputObjectKey(run.teamId, jobId, key, file.name ?? 'file');
-    if ((await copyTeamFile(deps, run.teamId, file.key, to)) === 'gone') {
-      throw new InputFileNotUsableError(key, `the file of run ${run.jobId} is gone: give this input again`);
-    }
-    held[key] = { ...file, key: to };
-  }
-  return held;
-};
+const sharedInputFiles = (run: RunItem, keys: readonly string[]): Record<string, InputFile> =>
+  Object.fromEntries(keys.flatMap((key) => (run.inputFiles[key] ? [[key, run.inputFiles[key]] as const] : [])));
 
 /**
  * POST /runs/{jobId}/resume (our design, issue 26): a new run of a `failed` or `stopped` run's
@@ -100,6 +57,7 @@ export const resumeRun = (deps: Deps, key: ApiKeyItem, start: ResumeStart, jobId
     // Only the values of steps that run are used, so only those are checked (a file's upload among them).
     const givenForRuns = Object.fromEntries(Object.entries(given).filter(([k]) => runs(k)));
     const uploads = await checkFileInputs(deps, key.teamId, canvas, givenForRuns);
+    await assertUnderStorageQuota(deps, key.teamId);
     const keptFileKeys = Object.keys(run.inputFiles).filter((k) => runs(k) && !Object.hasOwn(givenForRuns, k));
     const resumed: RunRequest = {
       inputs: resumedInputs(canvas, run.inputs, given, plan.toRun),
@@ -118,7 +76,7 @@ export const resumeRun = (deps: Deps, key: ApiKeyItem, start: ResumeStart, jobId
       multiplier: 1,
       deferredJobId: null,
       inputFiles: async (newJobId) => ({
-        ...(await carryInputFiles(deps, run, newJobId, keptFileKeys)),
+        ...sharedInputFiles(run, keptFileKeys),
         ...(await holdFileInputs(deps, key.teamId, newJobId, uploads)),
       }),
       resume: {
@@ -129,11 +87,8 @@ export const resumeRun = (deps: Deps, key: ApiKeyItem, start: ResumeStart, jobId
           for (const nodeId of plan.carried) {
             const step = byNode.get(nodeId);
             if (!step) throw new Error(`carried step ${nodeId} of run ${jobId} has no item`);
-            const outputs = (await carryFiles(deps, key.teamId, newJobId, nodeId, step.outputs ?? {})) as Record<
-              string,
-              unknown
-            >;
-            carried.push({ nodeId, outputs, original: step });
+            // Its files are the original's, shared: a resume stores no byte again.
+            carried.push({ nodeId, outputs: step.outputs ?? {}, original: step });
           }
           await putCarriedSteps(deps, newJobId, jobId, carried);
         },

@@ -3,28 +3,38 @@
  * loader step that reads a file (its catalogue entry's `acceptsApiInputKey: { file }`) is a
  * `fileId` or an https URL. A run start checks each before anything is held (`checkFileInputs`):
  * the upload is the team's, `ready` (settled here if its bytes arrived) and of a type the step
- * reads; a URL is https and its host public. Then the run takes its own copy of each upload
- * (`holdFileInputs`), so the upload expiring or being deleted never touches it. A URL is fetched
- * by its step, once (functions/nodes/executors/inputs.ts).
+ * reads; a URL is https and its host public; the run names at most `maxFileInputs` files and
+ * `maxFileInputBytes` of uploads. Then the run takes its own copy of each distinct upload, once
+ * however many keys name it (`holdFileInputs`), counted against the team's storage quota, so the
+ * upload expiring or being deleted never touches it. A URL is fetched by its step, once
+ * (functions/nodes/executors/inputs.ts).
  */
 import * as v from 'valibot';
 import { FileIdSchema, fileIdPrefix } from '../../schemas/files.ts';
 import type { Deps } from '../deps.ts';
-import { FileNotFoundError, InputFileNotUsableError } from '../domain/errors.ts';
+import { FileNotFoundError, InputFileNotUsableError, TooManyFileInputsError } from '../domain/errors.ts';
+import { distinctBytes, expiresOn, maxFileInputBytes, maxFileInputs } from '../domain/stored-bytes.ts';
 import { apiInputTargets, type Canvas } from '../domain/workflow-graph.ts';
 import { GuardedFetchError, vetUrl } from '../http-client/address-vet.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import { fileInputTypes } from '../nodes/catalogue/node-spec.ts';
 import { logger } from '../observability/logger.ts';
-import type { InputFile, UploadItem } from '../store/items.ts';
+import type { InputFile, CheckedUploadRecord as StoredCheckedUpload, UploadItem } from '../store/items.ts';
+import { reserveStoredBytes } from '../store/stored-bytes.ts';
 import { copyUpload, inputObjectKey, uploadObjectKey } from '../store/uploads.ts';
 import { settleUpload } from './uploads.ts';
 
-/** An upload a run start checked for an input key: the run copies it once admitted. */
+/** An upload a run start checked for an input key: the run copies it once admitted (a deferred run, when dispatched). */
 export interface CheckedUpload {
   key: string;
-  item: UploadItem & { etag: string };
+  item: StoredCheckedUpload;
 }
+
+/** The checked uploads by input key, as a deferred run stores them, and back. */
+export const uploadsByKey = (uploads: readonly CheckedUpload[]): Record<string, StoredCheckedUpload> =>
+  Object.fromEntries(uploads.map(({ key, item }) => [key, item]));
+export const uploadsOf = (byKey: Readonly<Record<string, StoredCheckedUpload>>): CheckedUpload[] =>
+  Object.entries(byKey).map(([key, item]) => ({ key, item }));
 
 /** The upload `fileId` names, usable by a step that reads `types`; else the 422 naming `key`. */
 const checkUpload = async (
@@ -50,7 +60,8 @@ const checkUpload = async (
     throw refuse(`${input.nodeType} reads ${input.types.join(', ')}, not ${item.contentType}`);
   }
   if (item.etag === undefined) throw new Error(`ready file ${fileId} has no ETag`);
-  return { key, item: { ...item, etag: item.etag } };
+  const { name, contentType, size, etag } = item;
+  return { key, item: { fileId, name, contentType, size, etag } };
 };
 
 /** A URL input the step may fetch: https (http to loopback only where loopback is allowed), its host public. */
@@ -84,25 +95,32 @@ export const checkFileInputs = async (
 ): Promise<CheckedUpload[]> => {
   const targets = apiInputTargets(canvas);
   const uploads: CheckedUpload[] = [];
-  for (const [key, value] of Object.entries(inputs)) {
-    const nodeId = targets.get(key);
-    const node = canvas.nodes.find((n) => n.id === nodeId);
+  const fileInputsOf = Object.entries(inputs).flatMap(([key, value]) => {
+    const node = canvas.nodes.find((n) => n.id === targets.get(key));
     const spec = node && getNodeSpec(node.type);
     const types = spec && fileInputTypes(spec);
-    if (!node || !types) continue;
+    return node && types ? [{ key, value, node, types }] : [];
+  });
+  // Counted before any is read: a request naming hundreds is refused at once.
+  if (fileInputsOf.length > maxFileInputs) throw new TooManyFileInputsError(fileInputsOf.length, 0);
+  for (const { key, value, node, types } of fileInputsOf) {
     if (value.startsWith(fileIdPrefix)) {
       uploads.push(await checkUpload(deps, teamId, { key, fileId: value, nodeType: node.type, types }));
     } else {
       await checkUrl(deps, key, value);
     }
   }
+  const bytes = distinctBytes(uploads.map((u) => u.item));
+  if (bytes > maxFileInputBytes) throw new TooManyFileInputsError(fileInputsOf.length, bytes);
   return uploads;
 };
 
 /**
- * The run's own copy of each checked upload, under its team's prefix and named by `holderId` (the
- * run's jobId, or the deferred run's id): copied inside S3, only if the object is still the one that
- * was checked. A copy whose start is then refused is left to the retention's lifecycle rule.
+ * The run's own copy of each distinct checked upload (one however many keys name it), under its
+ * team's prefix and named by `holderId` (the run's jobId) and the `fileId`: counted against the
+ * team's storage quota (the StorageQuotaReachedError when it would not fit), then copied inside S3,
+ * only if the object is still the one that was checked. A copy whose start is then refused is left
+ * to the retention's lifecycle rule (and counted until then).
  */
 export const holdFileInputs = async (
   deps: Deps,
@@ -110,26 +128,31 @@ export const holdFileInputs = async (
   holderId: string,
   uploads: readonly CheckedUpload[],
 ): Promise<Record<string, InputFile>> => {
-  const held: Record<string, InputFile> = {};
-  for (const { key, item } of uploads) {
-    const to = inputObjectKey(teamId, holderId, key, item.name);
+  if (uploads.length === 0) return {};
+  const distinct = new Map(uploads.map(({ item }) => [item.fileId, item]));
+  const bytes = distinctBytes([...distinct.values()]);
+  await reserveStoredBytes(deps, teamId, bytes, expiresOn(deps.now(), deps.retentionDays));
+  const copies = new Map<string, InputFile>();
+  for (const item of distinct.values()) {
+    const to = inputObjectKey(teamId, holderId, item.fileId, item.name);
     const copied = await copyUpload(
       deps,
       { key: uploadObjectKey(teamId, item.fileId), etag: item.etag, contentType: item.contentType },
       to,
     );
+    const key = uploads.find((u) => u.item.fileId === item.fileId)?.key ?? item.fileId;
     if (copied === 'changed') {
       throw new InputFileNotUsableError(key, `file ${item.fileId} changed after it was checked: upload it again`);
     }
     if (copied === 'gone') throw new InputFileNotUsableError(key, `file ${item.fileId} not found`);
-    held[key] = {
+    copies.set(item.fileId, {
       kind: 'file',
       key: to,
       name: item.name,
       contentType: item.contentType,
       bytes: item.size,
       availability: 'ready',
-    };
+    });
   }
-  return held;
+  return Object.fromEntries(uploads.map(({ key, item }) => [key, copies.get(item.fileId) as InputFile]));
 };

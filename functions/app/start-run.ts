@@ -45,8 +45,9 @@ import {
   sendStepMessages,
   startRun,
 } from '../store/run/index.ts';
+import { assertUnderStorageQuota } from '../store/stored-bytes.ts';
 import { backoff, storageBusy, writeRetry } from '../store/write.ts';
-import { checkFileInputs, holdFileInputs } from './run-inputs.ts';
+import { checkFileInputs, holdFileInputs, uploadsByKey } from './run-inputs.ts';
 
 /** The error that carries an admission refusal to the caller. */
 const admissionError = (refusal: AdmissionRefusal, cause?: unknown): ServiceError => {
@@ -96,9 +97,8 @@ export interface CommitInput {
   deferredJobId: string | null;
   extraItems?: NewRun['extraItems'];
   /**
-   * The run's own copies of the uploads its `inputs` name: made by `holdFiles` once admitted and
-   * before the commit, or made already (a deferred run's, when it was deferred). A callback, so
-   * the dispatcher's bundle carries no S3 client.
+   * The run's own copies of the uploads its `inputs` name: made by the callback once admitted and
+   * before the commit (a refused start copies nothing), or given as they are.
    */
   inputFiles?: Record<string, InputFile> | ((jobId: string) => Promise<Record<string, InputFile>>);
   /** Set on a resume (functions/app/resume-run.ts): only the plan's steps are priced, checked and run. */
@@ -299,20 +299,22 @@ const startRunFor = (
     const workflow = await resolveWorkflow();
     checkRunnable(key, workflow, request, deps.providers);
     const uploads = await checkFileInputs(deps, key.teamId, workflow.canvas, request.inputs ?? {});
+    // A team at its storage quota starts nothing that would store more (a run's outputs).
+    await assertUnderStorageQuota(deps, key.teamId);
     if (request.defer) {
       const connections = new Set(Object.keys(await getConnections(deps, key.teamId)));
       const barred = checkApiIntegration(workflow.canvas, connections, deps.providers);
       if (barred) throw providerNotAvailable(barred);
       const deferredJobId = deps.newId();
       const answer = { deferred: true, body: { deferred: true, deferredJobId, workflowId: workflow.workflowId } };
-      // A deferred run waits up to 24 hours, as long as an upload lives: it holds its copies from now.
-      const inputFiles = await holdFileInputs(deps, key.teamId, deferredJobId, uploads);
+      // Nothing is copied while it waits: the run it becomes copies the uploads as checked now, at
+      // dispatch (an upload's object outlives the longest wait), so a cancel or expiry leaves nothing.
       await createDeferredRun(deps, {
         deferredJobId,
         key,
         workflowId: workflow.workflowId,
         request,
-        inputFiles,
+        inputUploads: uploadsByKey(uploads),
         idempotency: rememberFor(answer),
       });
       return answer;

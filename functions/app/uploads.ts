@@ -3,16 +3,19 @@
  * answer is a presigned PUT bound to the declared type and size; sent by the caller straight to
  * S3; checked by `settleUpload` the first time anyone looks after the bytes arrived (a read of the
  * file, and a run that names it). The check is lazy: no S3 event, queue or function watches the
- * bucket, so a rejected object lives until someone looks or the bucket's lifecycle deletes it a day
+ * bucket, so a rejected object lives until someone looks or the bucket's lifecycle deletes it two days
  * later (docs/decisions.md, "Uploads are checked when read").
  */
-import type { CreateFileRequest, CreateFileResponse, FileView } from '../../schemas/files.ts';
+import { libraryBucket } from '../../platform/definitions.ts';
+import type { CreateFileRequest, CreateFileResponse, FileView, StorageUsageView } from '../../schemas/files.ts';
 import { fileIdPrefix } from '../../schemas/files.ts';
 import type { Deps } from '../deps.ts';
 import { FileNotFoundError } from '../domain/errors.ts';
 import { sniffHeadBytes, sniffUpload } from '../domain/file-sniff.ts';
+import { expiresOn } from '../domain/stored-bytes.ts';
 import { wholeFileRefusal } from '../domain/whole-file.ts';
 import type { UploadItem } from '../store/items.ts';
+import { countStoredBytes, readStorageUsage, reserveStoredBytes } from '../store/stored-bytes.ts';
 import {
   deleteUploadObject,
   getUpload,
@@ -33,6 +36,10 @@ export const uploadUrlSeconds = 15 * 60;
 
 /** How long a file is kept for a run to use it, from its declaration (its item's `ttl`, its object's lifecycle). */
 export const uploadLifetimeSeconds = 24 * 60 * 60;
+
+/** The day the bucket's lifecycle rule on `uploads/` expires a file's object. */
+const uploadExpiresOn = (item: Pick<UploadItem, 'createdAt'>) =>
+  expiresOn(new Date(item.createdAt), libraryBucket.uploadExpiryDays);
 
 const later = (now: Date, seconds: number) => new Date(now.getTime() + seconds * 1000).toISOString();
 
@@ -68,6 +75,8 @@ export const createUpload = async (
     },
     owner,
   );
+  // Counted at its declared size from now until its lifecycle rule expires it, sent or not.
+  await reserveStoredBytes(deps, owner.teamId, request.size, uploadExpiresOn(item));
   const url = await presignUpload(deps, uploadObjectKey(owner.teamId, fileId), request, uploadUrlSeconds);
   await putUpload(deps, item);
   return {
@@ -132,13 +141,21 @@ export const settleUpload = async (deps: Deps, teamId: string, fileId: string): 
   if (item.state !== 'awaiting_upload') return item;
   const settlement = await inspect(deps, teamId, item);
   if (!settlement) return item;
-  const settled = (await settleUploadItem(deps, teamId, fileId, settlement)) ?? (await getUpload(deps, teamId, fileId));
+  const written = await settleUploadItem(deps, teamId, fileId, settlement);
+  const settled = written ?? (await getUpload(deps, teamId, fileId));
   if (!settled) throw new FileNotFoundError(fileId);
-  // Nothing refused is kept; after a crash here the lifecycle rule deletes it within a day.
-  if (settled.state === 'rejected') await deleteUploadObject(deps, uploadObjectKey(teamId, fileId));
+  // Nothing refused is kept; after a crash here the lifecycle rule deletes it within two days.
+  if (settled.state === 'rejected') {
+    await deleteUploadObject(deps, uploadObjectKey(teamId, fileId));
+    // Uncounted once, by the settle that rejected it.
+    if (written) await countStoredBytes(deps, teamId, -settled.size, uploadExpiresOn(settled));
+  }
   return settled;
 };
 
 /** GET /files/{fileId}. */
 export const readUpload = async (deps: Deps, teamId: string, fileId: string): Promise<FileView> =>
   fileView(await settleUpload(deps, teamId, fileId));
+
+/** GET /storage: what the team holds (uploads, input copies, output files) against its quota. */
+export const readStorage = (deps: Deps, teamId: string): Promise<StorageUsageView> => readStorageUsage(deps, teamId);

@@ -8,8 +8,8 @@
  *   functions/domain/price-multiplier.ts) and the run it becomes can be paid for and allowed.
  *
  * When its turn comes but the run cannot start, `fateOf` says what becomes of it: it keeps waiting
- * while its workflow has a run in progress or its key is over its monthly credit cap (or the cap
- * could not be read), since both pass; any other reason it cannot be paid for or allowed expires it.
+ * while its workflow has a run in progress, its team holds its storage quota, or its key is over its
+ * monthly credit cap (or the cap could not be read), since these pass; any other reason it cannot be paid for or allowed expires it.
  */
 import type { RunRefusal } from './admission.ts';
 
@@ -29,6 +29,8 @@ export type DispatchObstacle =
   | 'keyUnusable'
   /** Its workflow has a run in progress. */
   | 'runInProgress'
+  /** Its team holds its storage quota: bytes free as they expire. */
+  | 'storageQuota'
   /** Its key has a monthly cap that could not be read. */
   | 'monthlyCapUnverifiable'
   /** The admission's 402s: per-step limit, project hard cap, key monthly cap, team balance. */
@@ -42,6 +44,7 @@ export type DeferredFate = 'waiting' | 'expired' | 'cancelled';
 const fates: Readonly<Record<DispatchObstacle, DeferredFate>> = {
   keyUnusable: 'cancelled',
   runInProgress: 'waiting',
+  storageQuota: 'waiting',
   monthlyCap: 'waiting',
   monthlyCapUnverifiable: 'waiting',
   perStepLimit: 'expired',

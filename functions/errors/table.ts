@@ -27,6 +27,7 @@ import { type ValidationIssue, WorkflowValidationFailedSchema } from '../../sche
 import type { RunRefusal } from '../domain/admission.ts';
 import { toCredits } from '../domain/credits.ts';
 import { capResetsText } from '../domain/monthly-cap.ts';
+import { maxFileInputBytes, maxFileInputs, type StorageUsage } from '../domain/stored-bytes.ts';
 import { defineError } from './define.ts';
 
 export { type ErrorClass, ServiceError } from './define.ts';
@@ -409,6 +410,38 @@ export const InputFileNotUsableError = defineError('InputFileNotUsableError', {
   routes: runStarts,
   schemas: [bodies.InputFileNotUsableErrorSchema],
   body: (f) => ({ error: messages.inputFileNotUsable(f.key), key: f.key, reason: f.reason }),
+});
+
+/** A run start (our design): its `inputs` name more files, or bytes of uploads, than a run may hold. */
+export const TooManyFileInputsError = defineError('TooManyFileInputsError', {
+  facts: (fileInputs: number, fileInputBytes: number) => ({ fileInputs, fileInputBytes }),
+  message: (f) => `${f.fileInputs} file inputs of ${f.fileInputBytes} bytes: over the run's cap`,
+  status: 422,
+  routes: runStarts,
+  schemas: [bodies.TooManyFileInputsErrorSchema],
+  body: (f) => ({
+    error: messages.tooManyFileInputs,
+    fileInputs: f.fileInputs,
+    maxFileInputs,
+    fileInputBytes: f.fileInputBytes,
+    maxFileInputBytes,
+  }),
+});
+
+/** POST /files and the run starts (our design): the team holds its storage quota (functions/domain/stored-bytes.ts). */
+export const StorageQuotaReachedError = defineError('StorageQuotaReachedError', {
+  facts: (usage: StorageUsage, neededBytes: number) => ({ ...usage, neededBytes }),
+  message: (f) => `storage quota reached: ${f.usedBytes} of ${f.quotaBytes} bytes held, ${f.neededBytes} more asked`,
+  status: 409,
+  routes: [...runStarts, 'CreateFile'],
+  schemas: [bodies.StorageQuotaReachedErrorSchema],
+  described: 'The team holds its storage quota (uploads, input copies, output files)',
+  body: (f) => ({
+    error: messages.storageQuotaReached,
+    quotaBytes: f.quotaBytes,
+    usedBytes: f.usedBytes,
+    neededBytes: f.neededBytes,
+  }),
 });
 
 /** The run's callbackUrl is not an https:// URL. */

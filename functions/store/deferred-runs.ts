@@ -10,11 +10,11 @@ import { IdempotencyRaceError, type IdempotencyRecord, idempotencyPut } from './
 import { tableUpdate } from './item-update.ts';
 import {
   type ApiKeyItem,
+  type CheckedUploadRecord,
   type DeferredListEntry,
   type DeferredRunItem,
   DeferredRunItemSchema,
   ExpiringDeferredRunSchema,
-  type InputFile,
   ItemKeySchema,
   itemVersion,
   parseItem,
@@ -49,7 +49,7 @@ export const deferredRunItem = (
     key: Pick<ApiKeyItem, 'teamId' | 'keyId'>;
     workflowId: string;
     request: RunRequest;
-    inputFiles?: Record<string, InputFile>;
+    inputUploads?: Record<string, CheckedUploadRecord>;
   },
   now: Date,
 ) => {
@@ -69,7 +69,7 @@ export const deferredRunItem = (
     createdAt,
     expiresAt,
     request: input.request,
-    ...(input.inputFiles && Object.keys(input.inputFiles).length > 0 ? { inputFiles: input.inputFiles } : {}),
+    ...(input.inputUploads && Object.keys(input.inputUploads).length > 0 ? { inputUploads: input.inputUploads } : {}),
     v: itemVersion,
   } satisfies StoredItem<typeof storedDeferredRun>;
 };
@@ -82,7 +82,7 @@ export const createDeferredRun = async (
     key: ApiKeyItem;
     workflowId: string;
     request: RunRequest;
-    inputFiles?: Record<string, InputFile>;
+    inputUploads?: Record<string, CheckedUploadRecord>;
     idempotency: IdempotencyRecord | null;
   },
 ) => {

@@ -3,9 +3,10 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { AiMark } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { servedHeaders, servedUrl } from '../domain/served-files.ts';
+import { expiresOn } from '../domain/stored-bytes.ts';
 import type { StoredFile } from '../nodes/executors/types.ts';
 import { aiObjectMetadata } from '../nodes/media/marks.ts';
-import { isMissingObject } from './missing-object.ts';
+import { countStoredBytes } from './stored-bytes.ts';
 
 /** Where a run's files live in the team's library bucket. */
 const runFileKey = (teamId: string, jobId: string, nodeId: string, name: string) =>
@@ -44,44 +45,13 @@ export const putRunFile = async (
         Metadata: aiMark ? aiObjectMetadata(aiMark) : { 'ai-generated': 'false' },
       }),
     );
-    return { ...stored, availability: 'ready' };
   } catch {
     return { ...stored, availability: 'unavailable' };
   }
+  // Counted against the team's quota, never refused: the run was admitted; a team over its quota starts no more.
+  await countStoredBytes(deps, where.teamId, stored.bytes, expiresOn(deps.now(), deps.retentionDays));
+  return { ...stored, availability: 'ready' };
 };
-
-/**
- * A run's own copy of a file of the team (a resume's carried-over output, or an input file of the
- * run it resumes), at `to` under the team's prefix: copied inside S3 with its metadata (the AI
- * mark) and type, so the bucket's lifecycle counts its age from now and it lives as long as the
- * new run. `gone` when the object is no longer there.
- */
-export const copyTeamFile = async (
-  deps: Deps,
-  teamId: string,
-  from: string,
-  to: string,
-): Promise<'copied' | 'gone'> => {
-  if (!isTeamObject(teamId, from) || !isTeamObject(teamId, to)) throw new Error('File is not in this team’s library');
-  try {
-    await deps.s3.send(
-      new CopyObjectCommand({
-        Bucket: deps.bucket,
-        Key: to,
-        CopySource: `${deps.bucket}/${from.split('/').map(encodeURIComponent).join('/')}`,
-        MetadataDirective: 'COPY',
-      }),
-    );
-    return 'copied';
-  } catch (error) {
-    if (isMissingObject(error, 'CopyObject', from)) return 'gone';
-    throw error;
-  }
-};
-
-/** Where a resumed run keeps its copy of a carried-over step's file: the run's own key for the step and name. */
-export const carriedFileKey = (teamId: string, jobId: string, nodeId: string, from: string) =>
-  runFileKey(teamId, jobId, nodeId, from.slice(from.lastIndexOf('/') + 1));
 
 /** Reads a file of the team (refused outside its prefix). */
 export const readTeamFile = async (deps: Deps, teamId: string, file: StoredFile): Promise<Uint8Array> => {

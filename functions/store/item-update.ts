@@ -48,6 +48,10 @@ export interface ItemUpdate<TAttributes> {
   add?: AddableAttributes<TAttributes>;
   remove?: readonly RemovableAttribute<TAttributes>[];
   setEntries?: { [K in MapAttribute<TAttributes>]?: Record<string, EntryOf<TAttributes[K]>> };
+  /** Numbers added to a map's entries (`#map.#key = if_not_exists(#map.#key, 0) + :n`): ADD takes no nested path. */
+  addEntries?: {
+    [K in MapAttribute<TAttributes>]?: EntryOf<TAttributes[K]> extends number ? Record<string, number> : never;
+  };
   removeEntries?: { [K in MapAttribute<TAttributes>]?: readonly string[] };
 }
 
@@ -109,21 +113,34 @@ export const itemUpdate = <TItem extends ItemDefinition>(
       set.push(`${name} = :set_${attribute}`);
     }
   }
-  const entries = (kind: 'setEntries' | 'removeEntries', each: (path: string, value: string) => void) => {
+  const entries = (
+    kind: 'setEntries' | 'removeEntries' | 'addEntries',
+    each: (path: string, value: string) => void,
+  ) => {
     for (const [attribute, byKey] of Object.entries(update[kind] ?? {})) {
       const name = nameOf(attribute);
       const keys = Array.isArray(byKey) ? byKey : Object.keys(byKey as object);
+      // Added entries get placeholders of their own, so one update may add to a map and remove from it.
+      const tag = kind === 'addEntries' ? 'add' : '';
       keys.forEach((key: string, n: number) => {
-        define(names, `${name}_${n}`, key);
-        each(`${name}.${name}_${n}`, `:${attribute}_${n}`);
-        if (!Array.isArray(byKey)) define(values, `:${attribute}_${n}`, (byKey as Record<string, unknown>)[key]);
+        define(names, `${name}_${tag}${n}`, key);
+        each(`${name}.${name}_${tag}${n}`, `:${attribute}_${tag}${n}`);
+        if (!Array.isArray(byKey)) define(values, `:${attribute}_${tag}${n}`, (byKey as Record<string, unknown>)[key]);
       });
     }
   };
   entries('setEntries', (path, value) => set.push(`${path} = ${value}`));
+  if (update.addEntries && Object.keys(update.addEntries).some((k) => Object.hasOwn(update.setEntries ?? {}, k))) {
+    throw new Error('an update both sets and adds to the entries of one map');
+  }
+  entries('addEntries', (path, value) => {
+    define(values, ':zero', 0);
+    set.push(`${path} = if_not_exists(${path}, :zero) + ${value}`);
+  });
   // `v` alone is no update: the caller gave nothing to write.
   const given = set.length + Object.values(update.add ?? {}).filter((value) => value !== undefined).length;
   if (given === 0 && (update.remove ?? []).length === 0 && Object.keys(update.removeEntries ?? {}).length === 0) {
+    // (set counts the added entries: they are SET clauses)
     throw new Error('an update that writes nothing');
   }
   // Every write leaves the item in the current shape (items.ts, `itemVersion`), an update as a Put.

@@ -210,6 +210,16 @@ export const InputFileSchema = v.object({
 });
 export type InputFile = v.InferOutput<typeof InputFileSchema>;
 
+/** An upload a run start checked (functions/app/run-inputs.ts): the object to copy, only if still the one checked (`etag`). */
+export const CheckedUploadSchema = v.object({
+  fileId: v.string(),
+  name: v.string(),
+  contentType: v.string(),
+  size: v.number(),
+  etag: v.string(),
+});
+export type CheckedUploadRecord = v.InferOutput<typeof CheckedUploadSchema>;
+
 /** The run item (functions/store/run/runs.ts `startRun`), with its counters and its hold. */
 export const RunItemSchema = v.object({
   jobId: v.string(),
@@ -495,8 +505,10 @@ export const DeferredRunItemSchema = v.object({
   movedAt: v.optional(v.string()),
   /** The run start as the caller sent it, parsed then. */
   request: RunRequestSchema,
-  /** Its own copy of each upload its `inputs` named, made when it was deferred; the run it becomes keeps them. */
+  /** Copies made when it was deferred, by a deferred run stored before copies were made at dispatch; the run keeps them. */
   inputFiles: v.optional(v.record(v.string(), InputFileSchema), {}),
+  /** The uploads its `inputs` named, as checked when it was deferred: copied for the run it becomes, at dispatch. */
+  inputUploads: v.optional(v.record(v.string(), CheckedUploadSchema), {}),
 });
 export type DeferredRunItem = v.InferOutput<typeof DeferredRunItemSchema>;
 
@@ -621,6 +633,19 @@ export const storedTeamSteps = storedItem(TeamStepsItemSchema);
  */
 export const StreamSlotsItemSchema = v.object({ slots: v.record(v.string(), v.string()) });
 export const storedStreamSlots = storedItem(StreamSlotsItemSchema);
+
+/**
+ * A team's stored bytes (functions/store/stored-bytes.ts): by the UTC day they expire, their
+ * running total (expired days included until a quota-checked write drops them), and the quota an
+ * operator set (else the default).
+ */
+export const StoredBytesItemSchema = v.object({
+  byDay: v.optional(v.record(v.string(), v.number()), () => ({})),
+  heldBytes: counter,
+  quotaBytes: v.nullish(v.number(), null),
+});
+export type StoredBytesItem = v.InferOutput<typeof StoredBytesItemSchema>;
+export const storedStoredBytes = storedItem(StoredBytesItemSchema);
 
 export const ProjectItemSchema = v.object({
   hardCapHundredths: v.nullish(v.number(), null),

@@ -37,6 +37,8 @@ export const teamKeysPartition = (teamId: string) => `TEAM#${teamId}#KEYS`;
  * The steps a team's workers run now (functions/store/team-steps.ts): its own partition, apart from
  * the team's, as every step start and end of the team writes it.
  */
+/** A team's stored bytes, against its storage quota. */
+export const storedBytesKey = (teamId: string) => ({ PK: `STOREDBYTES#${teamId}`, SK: 'BYTES' });
 export const teamStepsKey = (teamId: string) => ({ PK: `TEAMSTEPS#${teamId}`, SK: 'INFLIGHT' });
 
 /** The event streams a key holds open (functions/store/stream-slots.ts): one item per key. */

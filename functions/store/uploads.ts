@@ -196,12 +196,12 @@ export const settleUploadItem = async (
 
 /**
  * Where a run keeps its own copy of a file its `inputs` named: under its team's prefix (so every
- * reader's team check passes, and the retention's lifecycle rule expires it), by the run or
- * deferred run that holds it and the input key. The name is the caller's, reduced to characters
- * no key reader treats specially.
+ * reader's team check passes, and the retention's lifecycle rule expires it), by the run that
+ * holds it and the upload's `fileId` (one copy however many keys name it). The name is the
+ * caller's, reduced to characters no key reader treats specially.
  */
-export const inputObjectKey = (teamId: string, holderId: string, inputKey: string, name: string) =>
-  `${libraryBucket.objectPrefix}${teamId}/inputs/${holderId}/${inputKey}/${name.replace(/[^A-Za-z0-9._-]/g, '_').replace(/\.{2,}/g, '.')}`;
+export const inputObjectKey = (teamId: string, holderId: string, fileId: string, name: string) =>
+  `${libraryBucket.objectPrefix}${teamId}/inputs/${holderId}/${fileId}/${name.replace(/[^A-Za-z0-9._-]/g, '_').replace(/\.{2,}/g, '.')}`;
 
 /**
  * Copies a ready upload's object to `to` inside S3 (no byte passes through the function), only if

@@ -2,6 +2,7 @@ import type { Context, ScheduledEvent } from 'aws-lambda';
 import { dispatchDeferredRuns } from '../app/dispatch-deferred.ts';
 import { sweepQueuedRuns } from '../app/sweep-queued-runs.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
+import { s3Client } from '../clients/s3.ts';
 import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { logger, withLambdaContext } from '../observability/logger.ts';
@@ -41,4 +42,5 @@ export const makeHandler = (deps: Deps) => {
   return (event?: ScheduledEvent, context?: Context) => tick(event, context);
 };
 
-export const handler = makeHandler(productionDeps({ ...dynamoDbClient(), ...sqsClient() }));
+// S3: a dispatched run's copies of the uploads its inputs named.
+export const handler = makeHandler(productionDeps({ ...dynamoDbClient(), ...sqsClient(), ...s3Client() }));

@@ -78,6 +78,7 @@ export type CreateFileResponse = Schemas['CreateFileResponse'];
 export type FileUpload = Schemas['FileUpload'];
 /** An uploaded file as GET /files/{fileId} reads it. */
 export type UploadedFile = Schemas['File'];
+export type StorageUsage = Schemas['StorageUsage'];
 
 /** Statuses a run never leaves. */
 export const endedRunStatuses: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'stopped'];
@@ -211,6 +212,8 @@ export interface WorkflowRunClient {
   createFile(body: CreateFileRequest, options?: RequestOptions): Promise<CreateFileResponse>;
   /** GET /files/{fileId}: its state; the first read after the bytes arrived checks them (`ready` or `rejected`). */
   getFile(fileId: string, options?: RequestOptions): Promise<UploadedFile>;
+  /** GET /storage: the bytes the team holds (uploads, input copies, output files) and its storage quota. */
+  getStorage(options?: RequestOptions): Promise<StorageUsage>;
   /**
    * Uploads a file (a path, read in chunks, or bytes): declares it (POST /files), sends its bytes to
    * storage with exactly the answered method, URL and headers, then reads it (GET /files/{fileId},
@@ -354,6 +357,9 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
   const getFile = (fileId: string, requestOptions: RequestOptions = {}) =>
     unwrap<UploadedFile>(raw.GET('/files/{fileId}', { params: { path: { fileId } }, signal: requestOptions.signal }));
 
+  const getStorage = (requestOptions: RequestOptions = {}) =>
+    unwrap<StorageUsage>(raw.GET('/storage', { signal: requestOptions.signal }));
+
   /**
    * The file once its check has run. Storage has the bytes when the PUT answers (S3 reads after
    * writes), so `awaiting_upload` should not last; a few short waits cover a slower store.
@@ -478,6 +484,7 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
       unwrap(raw.DELETE('/deferred-runs/{id}', { params: { path: { id } }, signal: requestOptions.signal })),
     createFile: (body, requestOptions = {}) => unwrap(raw.POST('/files', { body, signal: requestOptions.signal })),
     getFile,
+    getStorage,
     uploadFile,
     waitForRun,
     runEvents: (jobId, eventsOptions) =>

@@ -341,6 +341,28 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/storage': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get the team’s stored bytes
+     * @description The bytes the team holds now (its uploads at their declared size, its runs’ input copies and output files, each until the retention expires it) and its storage quota. An upload or run start that would store past the quota answers 409 `Storage quota reached`.
+     *
+     *     Scope: `runs:read`.
+     */
+    get: operations['GetStorage'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/file-links/{object}': {
     parameters: {
       query?: never;
@@ -1836,7 +1858,7 @@ export interface components {
       /** Format: uuid */
       resumedFrom?: string;
     };
-    /** @description Your own string pairs (at most 16; a key 1 to 64 characters, a value at most 512), echoed wherever the run is shown. */
+    /** @description Your own string pairs (at most 16; a key 1 to 64 characters of letters, digits and _ - . : @ /; a value at most 512 characters, none a control character: U+0000 to U+001F, U+007F to U+009F), echoed wherever the run is shown. */
     RunMetadata: {
       [key: string]: string;
     };
@@ -2106,6 +2128,10 @@ export interface components {
       /** Format: date-time */
       expiresAt: string;
     };
+    StorageUsage: {
+      usedBytes: number;
+      quotaBytes: number;
+    };
     NameRequiredError: {
       /** @constant */
       error: 'name is required';
@@ -2300,6 +2326,21 @@ export interface components {
       error: string;
       key: string;
       reason: string;
+    };
+    TooManyFileInputsError: {
+      /** @constant */
+      error: 'Too many file inputs';
+      fileInputs: number;
+      maxFileInputs: number;
+      fileInputBytes: number;
+      maxFileInputBytes: number;
+    };
+    StorageQuotaReachedError: {
+      /** @constant */
+      error: 'Storage quota reached';
+      quotaBytes: number;
+      usedBytes: number;
+      neededBytes: number;
     };
   };
   responses: never;
@@ -2524,7 +2565,7 @@ export interface operations {
           'application/json': components['schemas']['RunDeferredResponse'];
         };
       };
-      /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit (the message names the field and the limit). */
+      /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit: a length, a count, a metadata key outside a tag's characters, a control character in a metadata value (the message names the field and the limit). */
       400: {
         headers: {
           [name: string]: unknown;
@@ -2577,13 +2618,15 @@ export interface operations {
             | components['schemas']['CanvasNotFoundError'];
         };
       };
-      /** @description The workflow already has a run in progress. */
+      /** @description The workflow already has a run in progress. The team holds its storage quota (uploads, input copies, output files) */
       409: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['RunInProgressError'];
+          'application/json':
+            | components['schemas']['RunInProgressError']
+            | components['schemas']['StorageQuotaReachedError'];
         };
       };
       /** @description The body is larger than 64 KiB. */
@@ -2604,6 +2647,7 @@ export interface operations {
           'application/json':
             | components['schemas']['UnknownInputKeysError']
             | components['schemas']['InputFileNotUsableError']
+            | components['schemas']['TooManyFileInputsError']
             | components['schemas']['CallbackUrlInvalidError']
             | components['schemas']['RunValidationFailed']
             | components['schemas']['ProviderNotAvailableError']
@@ -2681,7 +2725,7 @@ export interface operations {
           'application/json': components['schemas']['RunDeferredResponse'];
         };
       };
-      /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit (the message names the field and the limit). */
+      /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit: a length, a count, a metadata key outside a tag's characters, a control character in a metadata value (the message names the field and the limit). */
       400: {
         headers: {
           [name: string]: unknown;
@@ -2736,13 +2780,15 @@ export interface operations {
             | components['schemas']['CanvasNotFoundError'];
         };
       };
-      /** @description The workflow already has a run in progress. */
+      /** @description The workflow already has a run in progress. The team holds its storage quota (uploads, input copies, output files) */
       409: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['RunInProgressError'];
+          'application/json':
+            | components['schemas']['RunInProgressError']
+            | components['schemas']['StorageQuotaReachedError'];
         };
       };
       /** @description The body is larger than 64 KiB. */
@@ -2763,6 +2809,7 @@ export interface operations {
           'application/json':
             | components['schemas']['UnknownInputKeysError']
             | components['schemas']['InputFileNotUsableError']
+            | components['schemas']['TooManyFileInputsError']
             | components['schemas']['CallbackUrlInvalidError']
             | components['schemas']['RunValidationFailed']
             | components['schemas']['ProviderNotAvailableError']
@@ -3209,7 +3256,7 @@ export interface operations {
             | components['schemas']['RunNotFoundError'];
         };
       };
-      /** @description The run is not `failed` or `stopped`, or its workflow already has a run in progress. */
+      /** @description The run is not `failed` or `stopped`, or its workflow already has a run in progress. The team holds its storage quota (uploads, input copies, output files) */
       409: {
         headers: {
           [name: string]: unknown;
@@ -3217,7 +3264,8 @@ export interface operations {
         content: {
           'application/json':
             | components['schemas']['RunInProgressError']
-            | components['schemas']['RunNotResumableError'];
+            | components['schemas']['RunNotResumableError']
+            | components['schemas']['StorageQuotaReachedError'];
         };
       };
       /** @description The body is larger than 64 KiB. */
@@ -3238,6 +3286,7 @@ export interface operations {
           'application/json':
             | components['schemas']['UnknownInputKeysError']
             | components['schemas']['InputFileNotUsableError']
+            | components['schemas']['TooManyFileInputsError']
             | components['schemas']['CallbackUrlInvalidError']
             | components['schemas']['RunValidationFailed']
             | components['schemas']['ProviderNotAvailableError']
@@ -3747,6 +3796,15 @@ export interface operations {
           'application/json': components['schemas']['ScopeNotPermittedError'];
         };
       };
+      /** @description The team holds its storage quota (uploads, input copies, output files) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageQuotaReachedError'];
+        };
+      };
       /** @description The body is larger than 4 KiB. */
       413: {
         headers: {
@@ -3875,6 +3933,73 @@ export interface operations {
       };
     };
   };
+  GetStorage: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description What the team holds, and its quota. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageUsage'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks the scope this operation needs. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ScopeNotPermittedError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+      /** @description Server failure. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServerError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
   GetFileLink: {
     parameters: {
       query: {
@@ -3944,7 +4069,7 @@ export interface operations {
       };
     };
     responses: {
-      /** @description Accepted: the step looks at its job. */
+      /** @description Accepted: the step looks at its job. Also the answer to a genuine delivery for a job no step waits on, which changes nothing: only a job the step recorded as replaced by its own newer submission is cancelled at the provider, never one a delivery merely names. */
       202: {
         headers: {
           [name: string]: unknown;
@@ -3965,7 +4090,7 @@ export interface operations {
           'application/json': components['schemas']['ProviderWebhookRefusedError'];
         };
       };
-      /** @description No step waits on this job (a genuine one is cancelled at the provider). */
+      /** @description The URL names no step (a run id that is not a uuid, a step key no workflow can have), or the provider is not configured. */
       404: {
         headers: {
           [name: string]: unknown;
