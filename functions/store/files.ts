@@ -2,7 +2,7 @@ import { CopyObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectComman
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { AiMark } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
-import { servedHeaders, servedUrl } from '../domain/served-files.ts';
+import { servedHeaders } from '../domain/served-files.ts';
 import type { StoredFile } from '../nodes/executors/types.ts';
 import { aiObjectMetadata } from '../nodes/media/marks.ts';
 import { isMissingObject } from './missing-object.ts';
@@ -104,7 +104,6 @@ const storedTypeOfObject = async (deps: Deps, key: string): Promise<string | und
  * A presigned GET of a team's file, valid `seconds` (refused outside the team's prefix), whose
  * answer's type and disposition are signed into the URL (functions/domain/served-files.ts): the
  * `contentType` the caller knows, else the object's own (one HEAD), else octet-stream, attached.
- * Given on the edge's files host when the stage has one (`filesBaseUrl`), which adds nosniff.
  */
 export const presignTeamFile = async (
   deps: Deps,
@@ -121,5 +120,5 @@ export const presignTeamFile = async (
     ResponseContentType: served.contentType,
     ResponseContentDisposition: served.contentDisposition,
   });
-  return servedUrl(await getSignedUrl(deps.s3, command, { expiresIn: seconds }), deps.filesBaseUrl);
+  return getSignedUrl(deps.s3, command, { expiresIn: seconds });
 };
