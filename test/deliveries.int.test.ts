@@ -301,6 +301,32 @@ describe('POST /runs/{jobId}/deliveries/redeliver', () => {
     }
   });
 
+  it('is rate-limited: the first redelivery is accepted, another within a minute is 429 with Retry-After, then one a minute; a run takes 10 a minute', async () => {
+    const receiver = await startReceiver([200, 200, 200]);
+    const clock = { now: Date.now() };
+    const timed = await startLocalApi({ deps: clocked(clock), port: 0, host: '127.0.0.1' });
+    try {
+      const { team, jobId } = await runWithCallback(receiver.url);
+      const handed = new Set<string>();
+      await deliverNext(jobId, handed, clock);
+      expect((await redeliver(jobId, team.key, timed.baseUrl)).body).toMatchObject({ attempt: 2 });
+      await deliverNext(jobId, handed, clock);
+      clock.now += 10_000;
+      const early = await redeliver(jobId, team.key, timed.baseUrl);
+      expect(early.status).toBe(429);
+      expect(early.body).toEqual({ error: 'Too many redeliveries; retry later' });
+      expect(Number(early.headers.get('retry-after'))).toBe(50);
+      expect(await pendingMessages(jobId, handed)).toEqual([]);
+      clock.now += 50_000;
+      expect((await redeliver(jobId, team.key, timed.baseUrl)).body).toMatchObject({ attempt: 3 });
+      await deliverNext(jobId, handed, clock);
+      expect(receiver.received).toHaveLength(3);
+    } finally {
+      await timed.close();
+      await receiver.close();
+    }
+  });
+
   it('is a single attempt: a redelivery that fails leaves the delivery failed, with no retry, and may be asked again', async () => {
     const receiver = await startReceiver([200, 503]);
     try {
@@ -317,7 +343,14 @@ describe('POST /runs/{jobId}/deliveries/redeliver', () => {
       expect(latest.nextAttemptAt).toBeUndefined();
       expect(await pendingMessages(jobId, handed)).toEqual([]);
 
-      expect((await redeliver(jobId, team.key)).body).toMatchObject({ attempt: 3 });
+      // A minute after the first (the spacing of redeliveries), on a server reading the same clock.
+      clock.now += 60_000;
+      const timed = await startLocalApi({ deps: clocked(clock), port: 0, host: '127.0.0.1' });
+      try {
+        expect((await redeliver(jobId, team.key, timed.baseUrl)).body).toMatchObject({ attempt: 3 });
+      } finally {
+        await timed.close();
+      }
       await deliverNext(jobId, handed, clock); // 200
       expect((await deliveries(jobId, team.key)).body).toMatchObject({ state: 'delivered', attempts: 3 });
       expect(receiver.received).toHaveLength(3);
