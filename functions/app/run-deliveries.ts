@@ -1,11 +1,3 @@
-import {
-  redeliveriesPerRunPerMinute,
-  redeliveryWaitSeconds,
-  runRedeliveryCounterId,
-} from '../domain/redelivery-limits.ts';
-import { defaultRequestsPerMinute } from '../domain/rate-limit.ts';
-import { RateLimitedError, TooManyRedeliveriesError } from '../errors/table.ts';
-import { admitRequest } from '../store/rate-counter.ts';
 import type {
   LifecycleDelivery,
   RedeliverRequest,
@@ -17,10 +9,18 @@ import type { Deps } from '../deps.ts';
 import { DeliveryPendingError, InvalidBodyError, RunNotFoundError } from '../domain/errors.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { type DeliveryRef, deliveryName, sendsEvent } from '../domain/lifecycle-events.ts';
+import { defaultRequestsPerMinute } from '../domain/rate-limit.ts';
+import {
+  redeliveriesPerRunPerMinute,
+  redeliveryWaitSeconds,
+  runRedeliveryCounterId,
+} from '../domain/redelivery-limits.ts';
 import { runItemExpiry } from '../domain/retention.ts';
 import { staleRedeliveryMs, webhookId } from '../domain/webhook.ts';
+import { RateLimitedError, TooManyRedeliveriesError } from '../errors/table.ts';
 import type { ApiKeyItem } from '../store/items.ts';
 import { sendWebhookMessage } from '../store/queues.ts';
+import { admitRequest } from '../store/rate-counter.ts';
 import {
   type DeliveryProgress,
   markRedeliveryPending,
