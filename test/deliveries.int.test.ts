@@ -329,12 +329,14 @@ describe('POST /runs/{jobId}/deliveries/redeliver', () => {
 
   it('is a single attempt: a redelivery that fails leaves the delivery failed, with no retry, and may be asked again', async () => {
     const receiver = await startReceiver([200, 503]);
+    // The server reads the test's clock, so the spacing of redeliveries runs on it too.
+    const clock = { now: Date.now() };
+    const timed = await startLocalApi({ deps: clocked(clock), port: 0, host: '127.0.0.1' });
     try {
       const { team, jobId } = await runWithCallback(receiver.url);
-      const clock = { now: Date.now() };
       const handed = new Set<string>();
       await deliverNext(jobId, handed, clock); // 200
-      expect((await redeliver(jobId, team.key)).body).toMatchObject({ attempt: 2 });
+      expect((await redeliver(jobId, team.key, timed.baseUrl)).body).toMatchObject({ attempt: 2 });
       await deliverNext(jobId, handed, clock); // 503
       const failed = await deliveries(jobId, team.key);
       expect(failed.body).toMatchObject({ state: 'failed', attempts: 2, nextAttemptAt: null });
@@ -343,18 +345,14 @@ describe('POST /runs/{jobId}/deliveries/redeliver', () => {
       expect(latest.nextAttemptAt).toBeUndefined();
       expect(await pendingMessages(jobId, handed)).toEqual([]);
 
-      // A minute after the first (the spacing of redeliveries), on a server reading the same clock.
+      // Asked again a minute after the first redelivery (their spacing).
       clock.now += 60_000;
-      const timed = await startLocalApi({ deps: clocked(clock), port: 0, host: '127.0.0.1' });
-      try {
-        expect((await redeliver(jobId, team.key, timed.baseUrl)).body).toMatchObject({ attempt: 3 });
-      } finally {
-        await timed.close();
-      }
+      expect((await redeliver(jobId, team.key, timed.baseUrl)).body).toMatchObject({ attempt: 3 });
       await deliverNext(jobId, handed, clock); // 200
       expect((await deliveries(jobId, team.key)).body).toMatchObject({ state: 'delivered', attempts: 3 });
       expect(receiver.received).toHaveLength(3);
     } finally {
+      await timed.close();
       await receiver.close();
     }
   });
