@@ -13,6 +13,7 @@ import { Webhook } from 'standardwebhooks';
 import * as v from 'valibot';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stepEventCap } from '../functions/domain/lifecycle-events.ts';
+import { redeliveriesPerRunPerMinute } from '../functions/domain/redelivery-limits.ts';
 import { webhookId } from '../functions/domain/webhook.ts';
 import { StepFailedError } from '../functions/nodes/executors/types.ts';
 import { runPartition, stepEventCountKey, stepKey, webhookDeliveryKey } from '../functions/store/keys.ts';
@@ -496,6 +497,47 @@ describe('a wide workflow', () => {
       }),
     );
     expect(ghostDelivery.Item).toBeUndefined();
+  }, 240_000);
+});
+
+describe('redeliveries of a run', () => {
+  it(`take ${redeliveriesPerRunPerMinute} a minute across its deliveries; one more is 429 with Retry-After, nothing queued`, async () => {
+    const team = await newTeam();
+    const steps = Array.from({ length: redeliveriesPerRunPerMinute + 1 }, (_, i) => ({
+      key: `s${i}`,
+      type: 'TextEntry',
+      config: { text: `t${i}` },
+    }));
+    const workflowId = await createWorkflow(stack, team, steps, 'Eleven');
+    const jobId = await startOk(team, workflowId, { webhookEvents: ['step.completed'] });
+    await waitForDeliveries(jobId, (all) => all.length === steps.length, 120_000);
+    const path = `/runs/${jobId}/deliveries`;
+    // The worker records each delivery just after its receiver answered.
+    await waitFor(async () => {
+      const log = await api(stack.baseUrl, 'GET', path, { key: team.key });
+      const events = (log.body.events ?? []) as { state: string }[];
+      return events.length === steps.length && events.every((e) => e.state === 'delivered');
+    });
+    const redeliverStep = (nodeId: string) =>
+      api(stack.baseUrl, 'POST', `${path}/redeliver`, { key: team.key, body: { event: 'step.completed', nodeId } });
+    // Each a delivery's first redelivery, so only the run's limit can refuse one.
+    for (const step of steps.slice(0, redeliveriesPerRunPerMinute)) {
+      const queued = await redeliverStep(step.key);
+      expect(queued.status, JSON.stringify(queued.body)).toBe(202);
+    }
+    const last = steps.at(-1)?.key as string;
+    const refused = await redeliverStep(last);
+    expect(refused.status).toBe(429);
+    expect(refused.body).toEqual({ error: 'Too many redeliveries; retry later' });
+    const retryAfter = Number(refused.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    const log = await api(stack.baseUrl, 'GET', path, { key: team.key });
+    const refusedDelivery = (log.body.events as { nodeId?: string; attempts: number; state: string }[]).find(
+      (e) => e.nodeId === last,
+    );
+    expect(refusedDelivery).toMatchObject({ attempts: 1, state: 'delivered' });
+    await waitForDeliveries(jobId, (all) => all.length === steps.length + redeliveriesPerRunPerMinute, 120_000);
   }, 240_000);
 });
 
