@@ -301,7 +301,7 @@ describe('POST /runs/{jobId}/deliveries/redeliver', () => {
     }
   });
 
-  it('is rate-limited: the first redelivery is accepted, another within a minute is 429 with Retry-After, then one a minute; a run takes 10 a minute', async () => {
+  it('is rate-limited: the first redelivery is accepted, another within a minute is 429 with Retry-After, then one a minute', async () => {
     const receiver = await startReceiver([200, 200, 200]);
     const clock = { now: Date.now() };
     const timed = await startLocalApi({ deps: clocked(clock), port: 0, host: '127.0.0.1' });
@@ -323,6 +323,24 @@ describe('POST /runs/{jobId}/deliveries/redeliver', () => {
       expect(receiver.received).toHaveLength(3);
     } finally {
       await timed.close();
+      await receiver.close();
+    }
+  });
+
+  it("counts an accepted redelivery once more against the key's requests per minute (the POST it causes)", async () => {
+    const receiver = await startReceiver([200, 200]);
+    try {
+      const { team, jobId } = await runWithCallback(receiver.url);
+      const handed = new Set<string>();
+      await deliverNext(jobId, handed, { now: Date.now() });
+      // A fresh key of the team taking 3 requests a minute: the redelivery takes 2 of them.
+      const { key } = await addKey(stack.deps, team.teamId, { rateLimitPerMinute: 3 });
+      expect((await redeliver(jobId, key)).status).toBe(202);
+      expect((await deliveries(jobId, key)).status).toBe(200);
+      const over = await deliveries(jobId, key);
+      expect(over.status).toBe(429);
+      expect(over.body).toEqual({ error: 'Rate limit exceeded' });
+    } finally {
       await receiver.close();
     }
   });
