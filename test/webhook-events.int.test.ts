@@ -159,7 +159,13 @@ describe('a run that chose its events', () => {
       step: { node_id: 'llm', step_type: 'LlmWorker', status: 'completed', result: 'llm(topic())' },
     });
     expect(llm.step).not.toHaveProperty('error');
-    expect(llm.steps?.map((s) => s.node_id)).toEqual(['topic', 'llm', 'show']);
+    // Not the Run's steps or outputs: a link to read the Run, which has them.
+    for (const field of ['steps', 'output', 'output_next']) expect(llm).not.toHaveProperty(field);
+    expect(llm.links?.run).toBe(`${stack.baseUrl}/runs/${jobId}`);
+    const read = await fetch(llm.links?.run as string, { headers: { authorization: `Bearer ${team.key}` } });
+    expect(read.status).toBe(200);
+    const whole = (await read.json()) as { steps: { node_id: string }[] };
+    expect(whole.steps.map((s) => s.node_id)).toEqual(['topic', 'llm', 'show']);
   }, 120_000);
 
   it('lists every delivery in the log, and one step event is redeliverable with the same webhook-id', async () => {

@@ -494,7 +494,7 @@ export interface webhooks {
     put?: never;
     /**
      * Step completed or failed (when chosen)
-     * @description Our design (issue 26): sent to the `callbackUrl` of a run started with `webhookEvents` naming `step.completed` or `step.failed`, when one of its steps ends so: the Run as it stands when the attempt is made, plus `event` and `step`. At most 50 step events a run; past them none is sent, and the end event's body carries every step. Reply with any 2xx within 8 seconds, or the delivery is retried as the run-finished webhook is (5 attempts; first retry after 2 minutes, doubling). Each event is its own delivery with its own `webhook-id`, signed the same way; deduplicate on `webhook-id`. Deliveries can arrive in any order: `run.started` comes before every other event of the run, step events are ordered by `step.ended_at`, and the end event comes after them.
+     * @description Our design (issue 26): sent to the `callbackUrl` of a run started with `webhookEvents` naming `step.completed` or `step.failed`, when one of its steps ends so: the run's status as it stands when the attempt is made, `event`, `step`, and `links.run` to read the whole Run (its steps and outputs are not in the body). At most 50 step events a run; past them none is sent, and the end event's body carries every step. Reply with any 2xx within 8 seconds, or the delivery is retried as the run-finished webhook is (5 attempts; first retry after 2 minutes, doubling). Each event is its own delivery with its own `webhook-id`, signed the same way; deduplicate on `webhook-id`. Deliveries can arrive in any order: `run.started` comes before every other event of the run, step events are ordered by `step.ended_at`, and the end event comes after them.
      */
     post: operations['StepFinishedWebhook'];
     delete?: never;
@@ -1836,7 +1836,7 @@ export interface components {
       /** Format: uuid */
       resumedFrom?: string;
     };
-    /** @description Your own string pairs (at most 16; a key 1 to 64 characters, a value at most 512), echoed wherever the run is shown. */
+    /** @description Your own string pairs (at most 16; a key 1 to 64 characters of letters, digits and _ - . : @ /; a value at most 512 characters, none a control character: U+0000 to U+001F, U+007F to U+009F), echoed wherever the run is shown. */
     RunMetadata: {
       [key: string]: string;
     };
@@ -1979,15 +1979,15 @@ export interface components {
       /** @enum {string} */
       status: 'queued' | 'claimed' | 'processing' | 'completed' | 'failed' | 'cancelled' | 'stopped';
       progress?: number;
-      steps?: components['schemas']['RunStep'][];
-      output?: components['schemas']['RunOutput'][];
-      /** @description Present when more outputs follow this page of `output` (the outputs together would be too large for one answer): pass it as `output_cursor` to Get a run for the next page, unchanged. Absent on the last page. */
-      output_next?: string;
       metadata?: components['schemas']['RunMetadata'];
       tags?: components['schemas']['RunTags'];
       /** Format: uuid */
       resumedFrom?: string;
       step: components['schemas']['WebhookStep'];
+      links?: {
+        /** Format: uri */
+        run: string;
+      };
     };
     WebhookStep: {
       node_id: string;
@@ -2286,6 +2286,10 @@ export interface components {
       /** @constant */
       error: 'Too many event streams open with this key';
     };
+    TooManyRunStreamsError: {
+      /** @constant */
+      error: 'Too many event streams open on this run';
+    };
     FileLinkNotFoundError: {
       /** @constant */
       error: 'File not found';
@@ -2295,6 +2299,10 @@ export interface components {
       error: 'Only a failed or stopped run can be resumed';
       /** @enum {string} */
       status: 'queued' | 'processing' | 'completed' | 'cancelled';
+    };
+    TooManyRedeliveriesError: {
+      /** @constant */
+      error: 'Too many redeliveries; retry later';
     };
     InputFileNotUsableError: {
       error: string;
@@ -2524,7 +2532,7 @@ export interface operations {
           'application/json': components['schemas']['RunDeferredResponse'];
         };
       };
-      /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit (the message names the field and the limit). */
+      /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit: a length, a count, a metadata key outside a tag's characters, a control character in a metadata value (the message names the field and the limit). */
       400: {
         headers: {
           [name: string]: unknown;
@@ -2681,7 +2689,7 @@ export interface operations {
           'application/json': components['schemas']['RunDeferredResponse'];
         };
       };
-      /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit (the message names the field and the limit). */
+      /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit: a length, a count, a metadata key outside a tag's characters, a control character in a metadata value (the message names the field and the limit). */
       400: {
         headers: {
           [name: string]: unknown;
@@ -3344,7 +3352,8 @@ export interface operations {
         content: {
           'application/json':
             | components['schemas']['RateLimitExceededError']
-            | components['schemas']['TooManyStreamsError'];
+            | components['schemas']['TooManyStreamsError']
+            | components['schemas']['TooManyRunStreamsError'];
         };
       };
       /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
@@ -3516,7 +3525,9 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['RateLimitExceededError'];
+          'application/json':
+            | components['schemas']['RateLimitExceededError']
+            | components['schemas']['TooManyRedeliveriesError'];
         };
       };
       /** @description Server failure. */
@@ -3944,7 +3955,7 @@ export interface operations {
       };
     };
     responses: {
-      /** @description Accepted: the step looks at its job. */
+      /** @description Accepted: the step looks at its job. Also the answer to a genuine delivery for a job no step waits on, which changes nothing: only a job the step recorded as replaced by its own newer submission is cancelled at the provider, never one a delivery merely names. */
       202: {
         headers: {
           [name: string]: unknown;
@@ -3965,7 +3976,7 @@ export interface operations {
           'application/json': components['schemas']['ProviderWebhookRefusedError'];
         };
       };
-      /** @description No step waits on this job (a genuine one is cancelled at the provider). */
+      /** @description The URL names no step (a run id that is not a uuid, a step key no workflow can have), or the provider is not configured. */
       404: {
         headers: {
           [name: string]: unknown;
