@@ -88,7 +88,7 @@ export const lifecycleWebhookEntries = (
       summary: 'Step completed or failed (when chosen)',
       description:
         'Our design (issue 26): sent to the `callbackUrl` of a run started with `webhookEvents` naming ' +
-        '`step.completed` or `step.failed`, when one of its steps ends so: the run\'s status as it stands when the ' +
+        "`step.completed` or `step.failed`, when one of its steps ends so: the run's status as it stands when the " +
         'attempt is made, `event`, `step`, and `links.run` to read the whole Run (its steps and outputs are not in ' +
         `the body). At most ${stepEventCap} step events a run; past them none is sent, and ` +
         `the end event's body carries every step. ${deliveryWords}`,

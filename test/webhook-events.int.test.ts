@@ -445,6 +445,15 @@ describe('a wide workflow', () => {
     await streamPassed(team);
     const got = await waitForDeliveries(jobId, (all) => all.length >= stepEventCap + 1, 120_000);
     expect(got.filter((g) => g.event === 'step.completed')).toHaveLength(stepEventCap);
+    // A step event's body does not grow with the run: it carries its step, not the Run's 60 steps
+    // (each was 8.8 KB here when it carried the Run; now about 0.3 KB).
+    const stepBytes = receiver.received
+      .filter((r) => {
+        const body = JSON.parse(r.body) as { jobId?: string; event?: string };
+        return body.jobId === jobId && body.event === 'step.completed';
+      })
+      .map((r) => Buffer.byteLength(r.body));
+    expect(Math.max(...stepBytes)).toBeLessThan(1024);
     expect(got.filter((g) => g.event === 'run.completed')).toHaveLength(1);
     // The end event carries every step.
     const end = got.find((g) => g.event === 'run.completed');
