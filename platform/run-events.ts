@@ -44,3 +44,11 @@ export const streamFunctionMemoryMb = 256;
  * five runs live, and a client following more polls GET /runs/{jobId} instead.
  */
 export const streamsPerKey = 5;
+
+/**
+ * Most event streams one run has open at once, whatever keys opened them: past it, the next is
+ * answered 429 with `Retry-After` before it opens, as past `streamsPerKey`. A team's keys (each
+ * under its own cap) could otherwise all follow one run; a client following a run needs one stream
+ * (and a second while it reconnects).
+ */
+export const streamsPerRun = 3;

@@ -55,6 +55,10 @@ export const messages = {
   rateLimitExceeded: 'Rate limit exceeded',
   /** Our design (GET /runs/{jobId}/events): the key holds its most event streams open at once. */
   tooManyStreams: 'Too many event streams open with this key',
+  /** Our design (GET /runs/{jobId}/events): the run has its most event streams open at once. */
+  tooManyRunStreams: 'Too many event streams open on this run',
+  /** Our design (POST /runs/{jobId}/deliveries/redeliver): redeliveries are spaced and capped per run. */
+  tooManyRedeliveries: 'Too many redeliveries; retry later',
   monthlyCapUnverifiable: 'Unable to verify monthly credit cap; try again shortly',
   /** Our design (POST /runs/{jobId}/cancel). */
   runAlreadyEnded: 'Run already ended',
@@ -268,6 +272,8 @@ export const RateLimitExceededErrorSchema = fixed(messages.rateLimitExceeded);
 export type RateLimitExceededErrorBody = v.InferOutput<typeof RateLimitExceededErrorSchema>;
 export const TooManyStreamsErrorSchema = fixed(messages.tooManyStreams);
 export type TooManyStreamsErrorBody = v.InferOutput<typeof TooManyStreamsErrorSchema>;
+export const TooManyRunStreamsErrorSchema = fixed(messages.tooManyRunStreams);
+export const TooManyRedeliveriesErrorSchema = fixed(messages.tooManyRedeliveries);
 
 // 500
 export const ServerErrorSchema = v.strictObject({ error: prefixed(messagePrefixes.serverError) });

@@ -1,8 +1,8 @@
 /**
  * The bodies of the lifecycle webhook events (our design, issue 26; schemas/webhook-events.ts).
  * A run event (`run.started` and the end events) has the end webhook's body, `WebhookBody`; a step
- * event has `StepWebhookBody`: the Run as it stands when the attempt is made, plus `event` and
- * `step`. Responses use `v.strictObject`.
+ * event has `StepWebhookBody`: the run's status as it stands when the attempt is made, `event`,
+ * `step` and a link to the Run. Responses use `v.strictObject`.
  */
 import type { PathItemObject, SchemaObject } from 'openapi3-ts/oas31';
 import * as v from 'valibot';
@@ -29,11 +29,22 @@ export const WebhookStepSchema = v.strictObject({
 });
 export type WebhookStep = v.InferOutput<typeof WebhookStepSchema>;
 
-/** Body of `step.completed` and `step.failed`: the Run plus `event` and `step`. */
+/**
+ * Body of `step.completed` and `step.failed`: the run's status and what identifies it, `event`, the
+ * `step`, and a link to the Run. Not the Run's steps or page of outputs: a run sends up to
+ * `stepEventCap` step events, and each carrying the whole Run would send it that many times.
+ */
 export const StepWebhookBodySchema = v.strictObject({
-  ...WebhookBodySchema.entries,
   event: v.picklist(stepEvents),
+  jobId: WebhookBodySchema.entries.jobId,
+  status: WebhookBodySchema.entries.status,
+  progress: WebhookBodySchema.entries.progress,
+  metadata: WebhookBodySchema.entries.metadata,
+  tags: WebhookBodySchema.entries.tags,
+  resumedFrom: WebhookBodySchema.entries.resumedFrom,
   step: WebhookStepSchema,
+  /** Where to read the whole Run (GET /runs/{jobId}, with a key); absent when the stage does not know its address. */
+  links: v.optional(v.strictObject({ run: v.pipe(v.string(), v.url()) })),
 });
 export type StepWebhookBody = v.InferOutput<typeof StepWebhookBodySchema>;
 
@@ -77,8 +88,9 @@ export const lifecycleWebhookEntries = (
       summary: 'Step completed or failed (when chosen)',
       description:
         'Our design (issue 26): sent to the `callbackUrl` of a run started with `webhookEvents` naming ' +
-        '`step.completed` or `step.failed`, when one of its steps ends so: the Run as it stands when the attempt is ' +
-        `made, plus \`event\` and \`step\`. At most ${stepEventCap} step events a run; past them none is sent, and ` +
+        "`step.completed` or `step.failed`, when one of its steps ends so: the run's status as it stands when the " +
+        'attempt is made, `event`, `step`, and `links.run` to read the whole Run (its steps and outputs are not in ' +
+        `the body). At most ${stepEventCap} step events a run; past them none is sent, and ` +
         `the end event's body carries every step. ${deliveryWords}`,
       security: [],
       parameters: [{ name: 'X-Service-Event', in: 'header', required: true, schema: eventHeader(stepEvents) }],

@@ -301,14 +301,60 @@ describe('POST /runs/{jobId}/deliveries/redeliver', () => {
     }
   });
 
-  it('is a single attempt: a redelivery that fails leaves the delivery failed, with no retry, and may be asked again', async () => {
-    const receiver = await startReceiver([200, 503]);
+  it('is rate-limited: the first redelivery is accepted, another within a minute is 429 with Retry-After, then one a minute', async () => {
+    const receiver = await startReceiver([200, 200, 200]);
+    const clock = { now: Date.now() };
+    const timed = await startLocalApi({ deps: clocked(clock), port: 0, host: '127.0.0.1' });
     try {
       const { team, jobId } = await runWithCallback(receiver.url);
-      const clock = { now: Date.now() };
+      const handed = new Set<string>();
+      await deliverNext(jobId, handed, clock);
+      expect((await redeliver(jobId, team.key, timed.baseUrl)).body).toMatchObject({ attempt: 2 });
+      await deliverNext(jobId, handed, clock);
+      clock.now += 10_000;
+      const early = await redeliver(jobId, team.key, timed.baseUrl);
+      expect(early.status).toBe(429);
+      expect(early.body).toEqual({ error: 'Too many redeliveries; retry later' });
+      expect(Number(early.headers.get('retry-after'))).toBe(50);
+      expect(await pendingMessages(jobId, handed)).toEqual([]);
+      clock.now += 50_000;
+      expect((await redeliver(jobId, team.key, timed.baseUrl)).body).toMatchObject({ attempt: 3 });
+      await deliverNext(jobId, handed, clock);
+      expect(receiver.received).toHaveLength(3);
+    } finally {
+      await timed.close();
+      await receiver.close();
+    }
+  });
+
+  it("counts an accepted redelivery once more against the key's requests per minute (the POST it causes)", async () => {
+    const receiver = await startReceiver([200, 200]);
+    try {
+      const { team, jobId } = await runWithCallback(receiver.url);
+      const handed = new Set<string>();
+      await deliverNext(jobId, handed, { now: Date.now() });
+      // A fresh key of the team taking 3 requests a minute: the redelivery takes 2 of them.
+      const { key } = await addKey(stack.deps, team.teamId, { rateLimitPerMinute: 3 });
+      expect((await redeliver(jobId, key)).status).toBe(202);
+      expect((await deliveries(jobId, key)).status).toBe(200);
+      const over = await deliveries(jobId, key);
+      expect(over.status).toBe(429);
+      expect(over.body).toEqual({ error: 'Rate limit exceeded' });
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('is a single attempt: a redelivery that fails leaves the delivery failed, with no retry, and may be asked again', async () => {
+    const receiver = await startReceiver([200, 503]);
+    // The server reads the test's clock, so the spacing of redeliveries runs on it too.
+    const clock = { now: Date.now() };
+    const timed = await startLocalApi({ deps: clocked(clock), port: 0, host: '127.0.0.1' });
+    try {
+      const { team, jobId } = await runWithCallback(receiver.url);
       const handed = new Set<string>();
       await deliverNext(jobId, handed, clock); // 200
-      expect((await redeliver(jobId, team.key)).body).toMatchObject({ attempt: 2 });
+      expect((await redeliver(jobId, team.key, timed.baseUrl)).body).toMatchObject({ attempt: 2 });
       await deliverNext(jobId, handed, clock); // 503
       const failed = await deliveries(jobId, team.key);
       expect(failed.body).toMatchObject({ state: 'failed', attempts: 2, nextAttemptAt: null });
@@ -317,11 +363,14 @@ describe('POST /runs/{jobId}/deliveries/redeliver', () => {
       expect(latest.nextAttemptAt).toBeUndefined();
       expect(await pendingMessages(jobId, handed)).toEqual([]);
 
-      expect((await redeliver(jobId, team.key)).body).toMatchObject({ attempt: 3 });
+      // Asked again a minute after the first redelivery (their spacing).
+      clock.now += 60_000;
+      expect((await redeliver(jobId, team.key, timed.baseUrl)).body).toMatchObject({ attempt: 3 });
       await deliverNext(jobId, handed, clock); // 200
       expect((await deliveries(jobId, team.key)).body).toMatchObject({ state: 'delivered', attempts: 3 });
       expect(receiver.received).toHaveLength(3);
     } finally {
+      await timed.close();
       await receiver.close();
     }
   });

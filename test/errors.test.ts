@@ -57,6 +57,8 @@ import {
   StorageBusyError,
   StorageQuotaReachedError,
   TooManyFileInputsError,
+  TooManyRedeliveriesError,
+  TooManyRunStreamsError,
   TooManyStreamsError,
   UnauthorizedError,
   UnknownInputKeysError,
@@ -318,6 +320,18 @@ const cases: Case[] = [
   { error: new IdempotencyKeyReusedError(), status: 422, schema: bodies.IdempotencyKeyReusedErrorSchema },
   { error: new RateLimitedError(17), status: 429, schema: bodies.RateLimitExceededErrorSchema, retryAfter: '17' },
   { error: new TooManyStreamsError(5, 42), status: 429, schema: bodies.TooManyStreamsErrorSchema, retryAfter: '42' },
+  {
+    error: new TooManyRunStreamsError(3, 42),
+    status: 429,
+    schema: bodies.TooManyRunStreamsErrorSchema,
+    retryAfter: '42',
+  },
+  {
+    error: new TooManyRedeliveriesError(50),
+    status: 429,
+    schema: bodies.TooManyRedeliveriesErrorSchema,
+    retryAfter: '50',
+  },
   {
     error: new MonthlyCapUnverifiableError(5),
     status: 503,

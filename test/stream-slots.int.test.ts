@@ -14,7 +14,7 @@ import type { StreamTiming } from '../functions/app/run-events.ts';
 import { streamLeaseSeconds } from '../functions/domain/stream-slots.ts';
 import { slotLease } from '../functions/domain/team-steps.ts';
 import type { ResponseHead } from '../functions/http/event-stream.ts';
-import { streamSlotsKey } from '../functions/store/keys.ts';
+import { runStreamSlotsKey, streamSlotsKey } from '../functions/store/keys.ts';
 import { takeStreamSlot } from '../functions/store/stream-slots.ts';
 import { invokedAs } from '../local/invocation.ts';
 import {
@@ -22,6 +22,7 @@ import {
   streamFunctionTimeoutSeconds,
   streamRetryMs,
   streamsPerKey,
+  streamsPerRun,
 } from '../platform/run-events.ts';
 import { runEventsUrlEvent } from './support/function-url-event.ts';
 import { api, diamondSteps } from './support/runs.ts';
@@ -91,9 +92,9 @@ const startRun = async (team: SeededTeam) => {
   return started.body.jobId as string;
 };
 
-const liveSlots = async (keyId: string) => {
+const liveSlots = async (keyId: string, key = streamSlotsKey(keyId)) => {
   const { Item } = await stack.deps.ddb.send(
-    new GetCommand({ TableName: stack.deps.tableName, Key: streamSlotsKey(keyId), ConsistentRead: true }),
+    new GetCommand({ TableName: stack.deps.tableName, Key: key, ConsistentRead: true }),
   );
   return Object.keys((Item?.slots as Record<string, string> | undefined) ?? {}).length;
 };
@@ -101,8 +102,10 @@ const liveSlots = async (keyId: string) => {
 describe('the per-key cap on open event streams', () => {
   it('refuses the key’s stream past its cap with 429 and Retry-After before it opens; another key is unaffected; a closed stream frees its slot', async () => {
     const team = await seedUnthrottledTeam(stack.deps, 100);
-    const jobId = await startRun(team);
-    const streams = Array.from({ length: streamsPerKey }, () => openStream(team.key, jobId));
+    // Each on its own run: the run's own cap is not what this counts.
+    const jobIds = await Promise.all(Array.from({ length: streamsPerKey + 2 }, () => startRun(team)));
+    const jobId = jobIds[streamsPerKey]!;
+    const streams = jobIds.slice(0, streamsPerKey).map((id) => openStream(team.key, id));
     for (const stream of streams) expect((await stream.head).statusCode).toBe(200);
     expect(await liveSlots(team.keyId)).toBe(streamsPerKey);
 
@@ -126,13 +129,40 @@ describe('the per-key cap on open event streams', () => {
     // One stream ends (its caller went away): its slot is free, and the next stream opens.
     await streams[0]!.close();
     expect(await liveSlots(team.keyId)).toBe(streamsPerKey - 1);
-    const next = openStream(team.key, jobId);
+    const next = openStream(team.key, jobIds[streamsPerKey + 1]!);
     expect((await next.head).statusCode).toBe(200);
     expect(await liveSlots(team.keyId)).toBe(streamsPerKey);
 
     for (const stream of [...streams.slice(1), other, next]) await stream.close();
     expect(await liveSlots(team.keyId)).toBe(0);
     expect(await liveSlots(second.keyId)).toBe(0);
+  });
+
+  it('refuses a run’s stream past the run’s cap with 429 and Retry-After, whatever keys opened them; a closed stream frees its slot', async () => {
+    const team = await seedUnthrottledTeam(stack.deps, 100);
+    const jobId = await startRun(team);
+    // Each stream from its own key: no key is at its own cap.
+    const keys = [team.key];
+    for (let i = 0; i < streamsPerRun; i++)
+      keys.push((await addKey(stack.deps, team.teamId, { rateLimitPerMinute: 100_000 })).key);
+    const streams = keys.slice(0, streamsPerRun).map((key) => openStream(key, jobId));
+    for (const stream of streams) expect((await stream.head).statusCode).toBe(200);
+    expect(await liveSlots('', runStreamSlotsKey(jobId))).toBe(streamsPerRun);
+
+    const refused = openStream(keys[streamsPerRun]!, jobId);
+    const head = await refused.head;
+    await refused.done;
+    expect(head.statusCode).toBe(429);
+    const retryAfter = Number(head.headers['retry-after']);
+    expect(retryAfter).toBeGreaterThan(streamCapSeconds - 30);
+    expect(retryAfter).toBeLessThanOrEqual(streamCapSeconds);
+    expect(JSON.parse(refused.text())).toEqual({ error: 'Too many event streams open on this run' });
+
+    await streams[0]!.close();
+    const next = openStream(keys[streamsPerRun]!, jobId);
+    expect((await next.head).statusCode).toBe(200);
+    for (const stream of [...streams.slice(1), next]) await stream.close();
+    expect(await liveSlots('', runStreamSlotsKey(jobId))).toBe(0);
   });
 
   it('counts a lease that ran out (a stream function killed mid-stream) no more', async () => {
@@ -144,7 +174,7 @@ describe('the per-key cap on open event streams', () => {
       const streamId = randomUUID();
       const taken = await takeStreamSlot(
         stack.deps,
-        team.keyId,
+        { keyId: team.keyId },
         streamId,
         { text: slotLease(ended, streamId), until: ended },
         streamsPerKey,

@@ -13,6 +13,7 @@ import { Webhook } from 'standardwebhooks';
 import * as v from 'valibot';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stepEventCap } from '../functions/domain/lifecycle-events.ts';
+import { redeliveriesPerRunPerMinute } from '../functions/domain/redelivery-limits.ts';
 import { webhookId } from '../functions/domain/webhook.ts';
 import { StepFailedError } from '../functions/nodes/executors/types.ts';
 import { runPartition, stepEventCountKey, stepKey, webhookDeliveryKey } from '../functions/store/keys.ts';
@@ -158,7 +159,13 @@ describe('a run that chose its events', () => {
       step: { node_id: 'llm', step_type: 'LlmWorker', status: 'completed', result: 'llm(topic())' },
     });
     expect(llm.step).not.toHaveProperty('error');
-    expect(llm.steps?.map((s) => s.node_id)).toEqual(['topic', 'llm', 'show']);
+    // Not the Run's steps or outputs: a link to read the Run, which has them.
+    for (const field of ['steps', 'output', 'output_next']) expect(llm).not.toHaveProperty(field);
+    expect(llm.links?.run).toBe(`${stack.baseUrl}/runs/${jobId}`);
+    const read = await fetch(llm.links?.run as string, { headers: { authorization: `Bearer ${team.key}` } });
+    expect(read.status).toBe(200);
+    const whole = (await read.json()) as { steps: { node_id: string }[] };
+    expect(whole.steps.map((s) => s.node_id)).toEqual(['topic', 'llm', 'show']);
   }, 120_000);
 
   it('lists every delivery in the log, and one step event is redeliverable with the same webhook-id', async () => {
@@ -438,6 +445,15 @@ describe('a wide workflow', () => {
     await streamPassed(team);
     const got = await waitForDeliveries(jobId, (all) => all.length >= stepEventCap + 1, 120_000);
     expect(got.filter((g) => g.event === 'step.completed')).toHaveLength(stepEventCap);
+    // A step event's body does not grow with the run: it carries its step, not the Run's 60 steps
+    // (each was 8.8 KB here when it carried the Run; now about 0.3 KB).
+    const stepBytes = receiver.received
+      .filter((r) => {
+        const body = JSON.parse(r.body) as { jobId?: string; event?: string };
+        return body.jobId === jobId && body.event === 'step.completed';
+      })
+      .map((r) => Buffer.byteLength(r.body));
+    expect(Math.max(...stepBytes)).toBeLessThan(1024);
     expect(got.filter((g) => g.event === 'run.completed')).toHaveLength(1);
     // The end event carries every step.
     const end = got.find((g) => g.event === 'run.completed');
@@ -496,6 +512,47 @@ describe('a wide workflow', () => {
       }),
     );
     expect(ghostDelivery.Item).toBeUndefined();
+  }, 240_000);
+});
+
+describe('redeliveries of a run', () => {
+  it(`take ${redeliveriesPerRunPerMinute} a minute across its deliveries; one more is 429 with Retry-After, nothing queued`, async () => {
+    const team = await newTeam();
+    const steps = Array.from({ length: redeliveriesPerRunPerMinute + 1 }, (_, i) => ({
+      key: `s${i}`,
+      type: 'TextEntry',
+      config: { text: `t${i}` },
+    }));
+    const workflowId = await createWorkflow(stack, team, steps, 'Eleven');
+    const jobId = await startOk(team, workflowId, { webhookEvents: ['step.completed'] });
+    await waitForDeliveries(jobId, (all) => all.length === steps.length, 120_000);
+    const path = `/runs/${jobId}/deliveries`;
+    // The worker records each delivery just after its receiver answered.
+    await waitFor(async () => {
+      const log = await api(stack.baseUrl, 'GET', path, { key: team.key });
+      const events = (log.body.events ?? []) as { state: string }[];
+      return events.length === steps.length && events.every((e) => e.state === 'delivered');
+    });
+    const redeliverStep = (nodeId: string) =>
+      api(stack.baseUrl, 'POST', `${path}/redeliver`, { key: team.key, body: { event: 'step.completed', nodeId } });
+    // Each a delivery's first redelivery, so only the run's limit can refuse one.
+    for (const step of steps.slice(0, redeliveriesPerRunPerMinute)) {
+      const queued = await redeliverStep(step.key);
+      expect(queued.status, JSON.stringify(queued.body)).toBe(202);
+    }
+    const last = steps.at(-1)?.key as string;
+    const refused = await redeliverStep(last);
+    expect(refused.status).toBe(429);
+    expect(refused.body).toEqual({ error: 'Too many redeliveries; retry later' });
+    const retryAfter = Number(refused.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    const log = await api(stack.baseUrl, 'GET', path, { key: team.key });
+    const refusedDelivery = (log.body.events as { nodeId?: string; attempts: number; state: string }[]).find(
+      (e) => e.nodeId === last,
+    );
+    expect(refusedDelivery).toMatchObject({ attempts: 1, state: 'delivered' });
+    await waitForDeliveries(jobId, (all) => all.length === steps.length + redeliveriesPerRunPerMinute, 120_000);
   }, 240_000);
 });
 

@@ -20,21 +20,22 @@ const withOwnAddress = (deps: Deps, domainName: string): Deps =>
 /**
  * GET /runs/{jobId}/events (issue 26): the run's events as `text/event-stream`, on a function URL
  * in RESPONSE_STREAM mode (API Gateway's HTTP API cannot stream). The key, its rate limit and the
- * scope are checked as on every keyed route, then the key's cap on open streams (a 429 past it),
+ * scope are checked as on every keyed route, then the key's and the run's caps on open streams (a 429 past either),
  * and every error before the stream opens is the same JSON answer. `timing` is the platform's unless a test passes its own.
  */
 export const makeHandler = (deps: Deps, timing?: StreamTiming) =>
   keyedStream(deps, 'GetRunEvents', async (event, auth, open) => {
+    const jobId = event.pathParameters?.jobId ?? '';
     const opened = await openRunEvents(
       withOwnAddress(deps, event.requestContext.domainName),
       { teamId: auth.teamId, workflowIds: auth.key.workflowIds },
-      event.pathParameters?.jobId ?? '',
+      jobId,
       event.headers['last-event-id'],
       timing,
     );
     if (opened.finished) return sendWhole(open, noContent());
-    // The key's cap on open streams: its 429 comes before the stream opens.
-    await withStreamSlot(deps, auth.keyId, async () => {
+    // The key's and the run's caps on open streams: their 429 comes before the stream opens.
+    await withStreamSlot(deps, auth.keyId, jobId, async () => {
       const sink = open(eventStreamHead);
       try {
         await opened.follow(sink);

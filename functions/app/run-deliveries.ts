@@ -9,10 +9,18 @@ import type { Deps } from '../deps.ts';
 import { DeliveryPendingError, InvalidBodyError, RunNotFoundError } from '../domain/errors.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { type DeliveryRef, deliveryName, sendsEvent } from '../domain/lifecycle-events.ts';
+import { defaultRequestsPerMinute } from '../domain/rate-limit.ts';
+import {
+  redeliveriesPerRunPerMinute,
+  redeliveryWaitSeconds,
+  runRedeliveryCounterId,
+} from '../domain/redelivery-limits.ts';
 import { runItemExpiry } from '../domain/retention.ts';
 import { staleRedeliveryMs, webhookId } from '../domain/webhook.ts';
+import { RateLimitedError, TooManyRedeliveriesError } from '../errors/table.ts';
 import type { ApiKeyItem } from '../store/items.ts';
 import { sendWebhookMessage } from '../store/queues.ts';
+import { admitRequest } from '../store/rate-counter.ts';
 import {
   type DeliveryProgress,
   markRedeliveryPending,
@@ -24,8 +32,34 @@ import {
 /** Who asks: the key's team, and the workflows it is limited to (none: all of the team's). */
 interface Caller {
   teamId: string;
-  key: Pick<ApiKeyItem, 'workflowIds'>;
+  keyId?: string;
+  key: Pick<ApiKeyItem, 'workflowIds' | 'rateLimitPerMinute'>;
 }
+
+/**
+ * The limits on a redelivery (functions/domain/redelivery-limits.ts), checked before it is marked:
+ * the delivery's spacing (its first redelivery always passes), the run's redeliveries in the
+ * minute, then the key's requests per minute, where the POST it causes counts once more.
+ */
+const admitRedelivery = async (
+  deps: Deps,
+  caller: Caller,
+  jobId: string,
+  delivery: { state: string; lastRedeliveryAt?: string } | undefined,
+) => {
+  // A pending delivery is refused by its mark (409), counting nothing.
+  if (delivery?.state === 'pending') return;
+  const lastRedeliveryAt = delivery?.lastRedeliveryAt;
+  const now = deps.now();
+  const wait = redeliveryWaitSeconds(lastRedeliveryAt, now);
+  if (wait > 0) throw new TooManyRedeliveriesError(wait);
+  const run = await admitRequest(deps, runRedeliveryCounterId(jobId), now.getTime(), redeliveriesPerRunPerMinute);
+  if (!run.allowed) throw new TooManyRedeliveriesError(run.retryAfterSeconds);
+  if (caller.keyId === undefined) return;
+  const limit = caller.key.rateLimitPerMinute ?? defaultRequestsPerMinute;
+  const key = await admitRequest(deps, caller.keyId, now.getTime(), limit);
+  if (!key.allowed) throw new RateLimitedError(key.retryAfterSeconds);
+};
 
 /**
  * The run's deliveries as this caller may see them: another team's run, a run of a workflow the key
@@ -114,7 +148,7 @@ export const redeliverWebhook = async (
 ): Promise<RedeliveryQueued> => {
   const found = await visibleDeliveries(deps, caller, jobId);
   const named = namedDelivery(found, asked);
-  if (named) return redeliverNamed(deps, jobId, found, named);
+  if (named) return redeliverNamed(deps, caller, jobId, found, named);
   const { event, delivery, run } = found;
   const now = deps.now();
   if (!event || (!delivery && !firstMessageLost(found, now)))
@@ -124,6 +158,7 @@ export const redeliverWebhook = async (
     exists: delivery !== undefined,
     expiresAt: runItemExpiry(run.createdAt, now, deps.retentionDays),
   };
+  await admitRedelivery(deps, caller, jobId, delivery);
   const mark = await markRedeliveryPending(deps, jobId, event, seen);
   if (!mark.written) throw new DeliveryPendingError(jobId, nextAttemptOf(found));
   const attempt = seen.attempts + 1;
@@ -162,6 +197,7 @@ const namedDelivery = (found: RunDeliveries, asked: RedeliverRequest) => {
  */
 const redeliverNamed = async (
   deps: Deps,
+  caller: Caller,
   jobId: string,
   found: RunDeliveries,
   named: { ref: DeliveryRef; delivery: DeliveryProgress },
@@ -173,6 +209,7 @@ const redeliverNamed = async (
     exists: true,
     expiresAt: runItemExpiry(found.run.createdAt, deps.now(), deps.retentionDays),
   };
+  await admitRedelivery(deps, caller, jobId, delivery);
   const mark = await markRedeliveryPending(deps, jobId, ref, seen);
   if (!mark.written) throw new DeliveryPendingError(jobId, nextAttemptOf({ delivery }));
   const attempt = seen.attempts + 1;

@@ -91,6 +91,17 @@ export const TooManyStreamsError = defineError('TooManyStreamsError', {
   retryAfter,
 });
 
+/** The run has its most event streams open at once (`streamsPerRun`), whatever keys opened them. */
+export const TooManyRunStreamsError = defineError('TooManyRunStreamsError', {
+  facts: (cap: number, retryAfterSeconds: number) => ({ cap, retryAfterSeconds }),
+  message: (f) => `run holds its ${f.cap} event streams`,
+  status: 429,
+  routes: ['GetRunEvents'],
+  schemas: [bodies.TooManyRunStreamsErrorSchema],
+  body: () => ({ error: messages.tooManyRunStreams }),
+  retryAfter,
+});
+
 /** A key restricted to some workflows may not create one. */
 export const CreateWorkflowNotPermittedError = defineError('CreateWorkflowNotPermittedError', {
   facts: none,
@@ -366,6 +377,20 @@ export const DeliveryPendingError = defineError('DeliveryPendingError', {
   routes: ['RedeliverWebhook'],
   schemas: [DeliveryPendingErrorSchema],
   body: (f): DeliveryPendingErrorBody => ({ error: deliveryPendingMessage, nextAttemptAt: f.nextAttemptAt }),
+});
+
+/**
+ * A redelivery asked too soon: the delivery's last redelivery was under a minute ago, or the run's
+ * deliveries took their redeliveries of the minute (functions/domain/redelivery-limits.ts).
+ */
+export const TooManyRedeliveriesError = defineError('TooManyRedeliveriesError', {
+  facts: (retryAfterSeconds: number) => ({ retryAfterSeconds }),
+  message: () => 'redelivery limit reached',
+  status: 429,
+  routes: ['RedeliverWebhook'],
+  schemas: [bodies.TooManyRedeliveriesErrorSchema],
+  body: () => ({ error: messages.tooManyRedeliveries }),
+  retryAfter,
 });
 
 // The workflow or run cannot be processed

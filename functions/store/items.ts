@@ -466,6 +466,8 @@ export const DeliveryItemSchema = v.object({
   attemptLog: v.optional(v.array(AttemptEntrySchema), () => []),
   /** Set while a redelivery the caller asked for is pending: its attempt is a single one. */
   redeliveryRequestedAt: v.optional(v.string()),
+  /** When the latest redelivery was asked for: the next waits a minute after it (functions/domain/redelivery-limits.ts). */
+  lastRedeliveryAt: v.optional(v.string()),
   /**
    * The attempt whose POST started and whose outcome is not recorded yet: still set when the next
    * message comes, that POST was cut (a crash mid-send) and is logged as an `interrupted` attempt.

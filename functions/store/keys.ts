@@ -43,6 +43,8 @@ export const teamStepsKey = (teamId: string) => ({ PK: `TEAMSTEPS#${teamId}`, SK
 
 /** The event streams a key holds open (functions/store/stream-slots.ts): one item per key. */
 export const streamSlotsKey = (keyId: string) => ({ PK: `STREAMS#${keyId}`, SK: 'OPEN' });
+/** A run's open event streams, whatever keys opened them (a key id never starts with `RUN#`). */
+export const runStreamSlotsKey = (jobId: string) => ({ PK: `STREAMS#RUN#${jobId}`, SK: 'OPEN' });
 
 /** One rate counter item per key; attributes are per-window counts. */
 export const rateCounterKey = (keyId: string) => ({ PK: `RATE#${keyId}`, SK: 'RATE' });

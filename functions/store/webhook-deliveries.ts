@@ -3,6 +3,7 @@ import type * as v from 'valibot';
 import type { WebhookEvent } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { type DeliveryOf, type DeliveryRef, deliveryName, deliveryOfName, refOf } from '../domain/lifecycle-events.ts';
+import { redeliverySpacingMs } from '../domain/redelivery-limits.ts';
 import { runItemExpiry } from '../domain/retention.ts';
 import {
   appendToAttemptLog,
@@ -250,14 +251,18 @@ export const markRedeliveryPending = async (
         deps,
         storedDelivery,
         key,
-        { set: { state: 'pending', redeliveryRequestedAt: requestedAt } },
+        { set: { state: 'pending', redeliveryRequestedAt: requestedAt, lastRedeliveryAt: requestedAt } },
         {
-          ConditionExpression: 'attempts = :seen AND (#state <> :pending OR redeliveryRequestedAt < :stale)',
+          // Of two redeliveries a minute apart at most, only the first writes (redelivery-limits.ts).
+          ConditionExpression:
+            'attempts = :seen AND (#state <> :pending OR redeliveryRequestedAt < :stale) AND ' +
+            '(attribute_not_exists(lastRedeliveryAt) OR lastRedeliveryAt <= :spaced)',
           ExpressionAttributeNames: { '#state': 'state' },
           ExpressionAttributeValues: {
             ':pending': 'pending',
             ':seen': seen.attempts,
             ':stale': new Date(now.getTime() - staleRedeliveryMs).toISOString(),
+            ':spaced': new Date(now.getTime() - redeliverySpacingMs).toISOString(),
           },
         },
       )
@@ -265,7 +270,16 @@ export const markRedeliveryPending = async (
         deps,
         storedDelivery,
         key,
-        { set: { jobId, event, nodeId, ...pendingDeliveryAttributes(requestedAt), ttl: seen.expiresAt } },
+        {
+          set: {
+            jobId,
+            event,
+            nodeId,
+            ...pendingDeliveryAttributes(requestedAt),
+            lastRedeliveryAt: requestedAt,
+            ttl: seen.expiresAt,
+          },
+        },
         { ConditionExpression: 'attribute_not_exists(PK)' },
       );
   return { written: marked.written, requestedAt };
@@ -285,7 +299,8 @@ export const unmarkRedelivery = async (
     deps,
     storedDelivery,
     webhookDeliveryKey(jobId, deliveryName(delivery)),
-    { set: { state: mark.previousState }, remove: ['redeliveryRequestedAt'] },
+    // Nothing was sent: the spacing does not count this redelivery either.
+    { set: { state: mark.previousState }, remove: ['redeliveryRequestedAt', 'lastRedeliveryAt'] },
     {
       ConditionExpression: '#state = :pending AND redeliveryRequestedAt = :mark',
       ExpressionAttributeNames: { '#state': 'state' },

@@ -516,7 +516,7 @@ export interface webhooks {
     put?: never;
     /**
      * Step completed or failed (when chosen)
-     * @description Our design (issue 26): sent to the `callbackUrl` of a run started with `webhookEvents` naming `step.completed` or `step.failed`, when one of its steps ends so: the Run as it stands when the attempt is made, plus `event` and `step`. At most 50 step events a run; past them none is sent, and the end event's body carries every step. Reply with any 2xx within 8 seconds, or the delivery is retried as the run-finished webhook is (5 attempts; first retry after 2 minutes, doubling). Each event is its own delivery with its own `webhook-id`, signed the same way; deduplicate on `webhook-id`. Deliveries can arrive in any order: `run.started` comes before every other event of the run, step events are ordered by `step.ended_at`, and the end event comes after them.
+     * @description Our design (issue 26): sent to the `callbackUrl` of a run started with `webhookEvents` naming `step.completed` or `step.failed`, when one of its steps ends so: the run's status as it stands when the attempt is made, `event`, `step`, and `links.run` to read the whole Run (its steps and outputs are not in the body). At most 50 step events a run; past them none is sent, and the end event's body carries every step. Reply with any 2xx within 8 seconds, or the delivery is retried as the run-finished webhook is (5 attempts; first retry after 2 minutes, doubling). Each event is its own delivery with its own `webhook-id`, signed the same way; deduplicate on `webhook-id`. Deliveries can arrive in any order: `run.started` comes before every other event of the run, step events are ordered by `step.ended_at`, and the end event comes after them.
      */
     post: operations['StepFinishedWebhook'];
     delete?: never;
@@ -2001,15 +2001,15 @@ export interface components {
       /** @enum {string} */
       status: 'queued' | 'claimed' | 'processing' | 'completed' | 'failed' | 'cancelled' | 'stopped';
       progress?: number;
-      steps?: components['schemas']['RunStep'][];
-      output?: components['schemas']['RunOutput'][];
-      /** @description Present when more outputs follow this page of `output` (the outputs together would be too large for one answer): pass it as `output_cursor` to Get a run for the next page, unchanged. Absent on the last page. */
-      output_next?: string;
       metadata?: components['schemas']['RunMetadata'];
       tags?: components['schemas']['RunTags'];
       /** Format: uuid */
       resumedFrom?: string;
       step: components['schemas']['WebhookStep'];
+      links?: {
+        /** Format: uri */
+        run: string;
+      };
     };
     WebhookStep: {
       node_id: string;
@@ -2312,6 +2312,10 @@ export interface components {
       /** @constant */
       error: 'Too many event streams open with this key';
     };
+    TooManyRunStreamsError: {
+      /** @constant */
+      error: 'Too many event streams open on this run';
+    };
     FileLinkNotFoundError: {
       /** @constant */
       error: 'File not found';
@@ -2321,6 +2325,10 @@ export interface components {
       error: 'Only a failed or stopped run can be resumed';
       /** @enum {string} */
       status: 'queued' | 'processing' | 'completed' | 'cancelled';
+    };
+    TooManyRedeliveriesError: {
+      /** @constant */
+      error: 'Too many redeliveries; retry later';
     };
     InputFileNotUsableError: {
       error: string;
@@ -3393,7 +3401,8 @@ export interface operations {
         content: {
           'application/json':
             | components['schemas']['RateLimitExceededError']
-            | components['schemas']['TooManyStreamsError'];
+            | components['schemas']['TooManyStreamsError']
+            | components['schemas']['TooManyRunStreamsError'];
         };
       };
       /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
@@ -3565,7 +3574,9 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['RateLimitExceededError'];
+          'application/json':
+            | components['schemas']['RateLimitExceededError']
+            | components['schemas']['TooManyRedeliveriesError'];
         };
       };
       /** @description Server failure. */
