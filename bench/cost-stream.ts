@@ -1,5 +1,5 @@
 /**
- * The run event stream's cost per connected minute (issue 26): one whole capped connection of
+ * The run event stream's cost per connected minute: one whole capped connection of
  * GET /runs/{jobId}/events (its key check, its reads, its 120 s) run through the real handler on
  * the emulators, metered like a run (bench/cost-meter.ts), then halved: a client stays connected by
  * reconnecting every `streamCapSeconds`. The handler's clock is the bench's (each poll's wait

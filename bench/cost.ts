@@ -251,7 +251,7 @@ export const benchCost = async (options: {
   note('Optional: -c dashboard=true adds $3.00; -c perFunctionAlarms=true 2 alarms per route function ($0.20 each);');
   note('each team connection secret in Secrets Manager $0.40 (in SSM $0).');
 
-  // Issue 26: what following a run live costs (bench/cost-stream.ts).
+  // What following a run live costs (bench/cost-stream.ts).
   await benchStreamCost({ resources: options.resources, targets, chainLength });
 };
 

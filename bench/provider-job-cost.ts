@@ -1,5 +1,5 @@
 /**
- * What a model step that is a job at an asynchronous provider costs us (issue 23): the same chain as
+ * What a model step that is a job at an asynchronous provider costs us: the same chain as
  * the cost section's, its second step an LlmWorker on Replicate's stand-in (test/stand-ins/replicate.ts,
  * Replicate's own protocol and webhook signatures), the job ending after `jobSeconds` of real time.
  * Everything is metered as bench/cost-run.ts meters it: the run start over HTTP, every step

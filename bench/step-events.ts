@@ -1,5 +1,5 @@
 /**
- * The step events' cost per run (issue 26): what a run that chose `step.completed` pays for its
+ * The step events' cost per run: what a run that chose `step.completed` pays for its
  * step events, beyond the end webhook every run with a callbackUrl already has, for a 5-step and a
  * 500-step (capped at 50 events) workflow, priced with the cost bench's prices (`awsPrices`).
  *
@@ -100,7 +100,7 @@ export const stepEventsCost = (steps: number, fanOutMs: number) => {
 };
 
 export const benchStepEvents = async (options: { resources: LocalResources }) => {
-  heading("Step events' cost per run (issue 26: a run that chose step.completed), priced at us-east-1 on-demand rates");
+  heading("Step events' cost per run (a run that chose step.completed), priced at us-east-1 on-demand rates");
   const fanOutMs = await measureFanOutMs(options.resources, 20);
   for (const steps of [5, 500]) {
     const cost = stepEventsCost(steps, fanOutMs);

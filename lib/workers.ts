@@ -113,7 +113,7 @@ export const workers: readonly Worker[] = [
     grants: { eventBus: 'put' },
   },
   {
-    // Opens the delivery of each lifecycle webhook event a run chose (issue 26), read from the
+    // Opens the delivery of each lifecycle webhook event a run chose, read from the
     // table's stream through its own filters, and queues it for the webhook worker. UpdateItem: the
     // delivery item and the run's count of step events (one transaction); DeleteItem: taking back a
     // delivery whose message could not be sent. It reads nothing.

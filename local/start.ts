@@ -162,7 +162,7 @@ const startFromSource = async (): Promise<string> => {
       handler: SqsHandler;
     };
     if (worker.trigger.kind === 'stream' && worker.trigger.mapping === 'LifecycleEvents') {
-      // The lifecycle webhook events' consumer (issue 26): its own mapping, its own checkpoints.
+      // The lifecycle webhook events' consumer: its own mapping, its own checkpoints.
       const stream = await startLifecycleEvents({
         dynamoDbEndpoint: dynamo.endpoint,
         deps,

@@ -326,7 +326,7 @@ export const startOperatorEvents = async (options: {
 
 /**
  * The lifecycle webhook events' consumer (`functions/workers/run-event-webhooks.ts`, its real
- * handler, issue 26) on the stream of `deps.tableName`, with its own mapping's filters
+ * handler) on the stream of `deps.tableName`, with its own mapping's filters
  * (`lifecycleEventsStream`), queueing deliveries on `deps`' webhooks queue.
  */
 export const startLifecycleEvents = async (options: {

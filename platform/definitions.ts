@@ -125,7 +125,7 @@ export const dataTable: TableDefinition = {
       // queryRunList (functions/store/run-list.ts): a team's runs and deferred runs, newest first, as
       // summaries. Only attributes that change rarely (the status, the end, the final charge, the
       // dispatch, `ttl`) or never (a run's `metadata`, `tags` and `resumedFrom`), so a step's count writes no index;
-      // never inputs, outputs or a callback. It is GSI4 with `metadata` and `tags` (issue 26): a
+      // never inputs, outputs or a callback. It is GSI4 with `metadata` and `tags`: a
       // GSI's projection cannot be changed, so it was added beside GSI4 on the same key attributes
       // (DynamoDB backfills it with every entry GSI4 has).
       projection: {
@@ -256,7 +256,7 @@ export const operatorEventsStream = {
 } as const;
 
 /**
- * The lifecycle webhook events' consumer (functions/workers/run-event-webhooks.ts, issue 26) on the
+ * The lifecycle webhook events' consumer (functions/workers/run-event-webhooks.ts) on the
  * same table stream, a mapping of its own. Its filters pass only the changes its runs chose: the
  * insert of a run item marked `notifyStart` (it chose `run.started`), and a change of a step item
  * marked `notify` (written by the step's end when its run chose that end's event) whose new status
@@ -392,7 +392,7 @@ export const envNames = {
   /** Most steps of one team the step executor runs at once (functions/domain/team-steps.ts); unset: no cap. */
   teamStepsInFlight: 'TEAM_STEPS_IN_FLIGHT',
   /**
-   * Where a run's event stream is reached (`links.events` of GET /runs/{jobId}, issue 26): a base
+   * Where a run's event stream is reached (`links.events` of GET /runs/{jobId}): a base
    * ending in `/api/v1`, the edge's domain when it serves the stream, else the stream's function URL.
    * Set on GetRun and the stream's own function; unset (locally), `PUBLIC_BASE_URL` + `/api/v1`.
    */

@@ -112,7 +112,7 @@ const table = [
   },
   {
     // GetItem: the key, and the cursor signing key; PutItem: creating that key, once per table.
-    // Query and BatchGetItem: `?tag=`, a page of the tag's entries, then those runs (issue 26).
+    // Query and BatchGetItem: `?tag=`, a page of the tag's entries, then those runs.
     id: 'ListRuns',
     method: 'GET',
     path: '/runs',
@@ -168,7 +168,7 @@ const table = [
     },
   },
   {
-    // The run's events as they happen (issue 26): text/event-stream, on a function URL (`transport`).
+    // The run's events as they happen: text/event-stream, on a function URL (`transport`).
     // GetItem: the key and the run item each second; Query: the run's partition when it moved.
     id: 'GetRunEvents',
     method: 'GET',

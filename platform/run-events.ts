@@ -1,5 +1,5 @@
 /**
- * The run event stream's timing (GET /runs/{jobId}/events, issue 26): read by its function
+ * The run event stream's timing (GET /runs/{jobId}/events): read by its function
  * (functions/app/run-events.ts), the stack (its function's timeout, lib/api-stack.ts) and the cost
  * bench. Pure data, written once here.
  */

@@ -10,5 +10,5 @@ export const inProgressStatuses = ['queued', 'processing'] as const;
 /** The statuses that end a run and free its workflow's lock. */
 export const endStatuses = ['completed', 'failed', 'cancelled', 'stopped'] as const;
 
-/** The step statuses whose end gives a lifecycle webhook event (`step.completed`, `step.failed`: issue 26). */
+/** The step statuses whose end gives a lifecycle webhook event (`step.completed`, `step.failed`). */
 export const eventfulStepStatuses = ['completed', 'failed'] as const;

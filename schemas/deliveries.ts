@@ -48,7 +48,7 @@ export const WebhookAttemptSchema = v.strictObject({
 });
 export type WebhookAttemptView = v.InferOutput<typeof WebhookAttemptSchema>;
 
-/** One delivery of a run that chose `webhookEvents` (issue 26): one event, or one step's event. */
+/** One delivery of a run that chose `webhookEvents`: one event, or one step's event. */
 export const LifecycleDeliverySchema = v.strictObject({
   event: LifecycleEventSchema,
   /** The step of a step event; absent for a run event. */
@@ -68,7 +68,7 @@ export const WebhookDeliveriesSchema = v.strictObject({
   jobId: UuidSchema,
   /**
    * The event the run's end sends; null while the run has not ended, and for a run whose
-   * `webhookEvents` (issue 26) left its end event out.
+   * `webhookEvents` left its end event out.
    */
   event: v.nullable(WebhookEventSchema),
   /** The same on every attempt and redelivery: receivers deduplicate on it. */
@@ -81,7 +81,7 @@ export const WebhookDeliveriesSchema = v.strictObject({
   /** The latest attempts (5 at most), newest first. */
   deliveries: v.array(WebhookAttemptSchema),
   /**
-   * Our design (issue 26), present only for a run started with `webhookEvents`: every delivery
+   * Our design, present only for a run started with `webhookEvents`: every delivery
    * opened so far, one per event (and per step for a step event), run events first. The fields
    * above are then its end event's delivery, when it chose it (`event` is null when it did not).
    */
@@ -90,7 +90,7 @@ export const WebhookDeliveriesSchema = v.strictObject({
 export type WebhookDeliveries = v.InferOutput<typeof WebhookDeliveriesSchema>;
 
 /**
- * Body of POST /runs/{jobId}/deliveries/redeliver (issue 26), optional: which delivery to send again.
+ * Body of POST /runs/{jobId}/deliveries/redeliver, optional: which delivery to send again.
  * Without it (or without `event`), the run's end event, as before.
  */
 export const RedeliverRequestSchema = notArray(
@@ -105,9 +105,9 @@ export type RedeliverRequest = v.InferOutput<typeof RedeliverRequestSchema>;
 /** 202 of POST /runs/{jobId}/deliveries/redeliver: one new attempt is queued. */
 export const RedeliveryQueuedSchema = v.strictObject({
   jobId: UuidSchema,
-  /** An end event; or, for a run that chose `webhookEvents` (issue 26), the event asked for. */
+  /** An end event; or, for a run that chose `webhookEvents`, the event asked for. */
   event: LifecycleEventSchema,
-  /** The step of a step event (issue 26); absent otherwise. */
+  /** The step of a step event; absent otherwise. */
   nodeId: v.optional(v.string()),
   webhookId: v.string(),
   state: v.literal('pending'),
@@ -166,7 +166,7 @@ export const deliveryOperations: OperationSpec[] = [
     requestBody: {
       required: false,
       description:
-        'Optional (issue 26): the delivery to send again, for a run started with `webhookEvents`: its `event`, and ' +
+        'Optional: the delivery to send again, for a run started with `webhookEvents`: its `event`, and ' +
         'its `nodeId` for a step event. Without it, the run end event.',
       content: { 'application/json': { schema: ref('RedeliverRequest') } },
     },
@@ -176,7 +176,7 @@ export const deliveryOperations: OperationSpec[] = [
     },
     errorWords: {
       404: noDeliveriesWords,
-      400: 'The body names no delivery this run opened (issue 26: `event`, and `nodeId` for a step event).',
+      400: 'The body names no delivery this run opened (`event`, and `nodeId` for a step event).',
       413: 'The body is over 4 KB.',
       409: 'The delivery is pending: the run has not ended, an attempt is due, or a redelivery is queued.',
     },

@@ -15,7 +15,7 @@ import { UuidSchema } from './common.ts';
 export const messagePrefixes = {
   unknownNodeType: 'Unknown node type: ',
   unknownInputKeys: 'Unknown input key(s): ',
-  /** Our design (issue 24): a file a run's input names cannot be used. */
+  /** Our design: a file a run's input names cannot be used. */
   inputFileNotUsable: 'Input file not usable: ',
   serverError: 'Server error: ',
   /** Our design: a body that is not JSON or does not fit the request schema. */
@@ -207,7 +207,7 @@ export const RunInProgressErrorSchema = v.strictObject({
   activeJobId: UuidSchema,
 });
 export type RunInProgressErrorBody = v.InferOutput<typeof RunInProgressErrorSchema>;
-/** A resume of a run that is not `failed` or `stopped` (issue 26); `status` is the run's, as GET /runs/{jobId} shows it. */
+/** A resume of a run that is not `failed` or `stopped`; `status` is the run's, as GET /runs/{jobId} shows it. */
 export const RunNotResumableErrorSchema = v.strictObject({
   error: v.literal(messages.runNotResumable),
   status: v.picklist(['queued', 'processing', 'completed', 'cancelled']),
@@ -232,7 +232,7 @@ export const UnknownInputKeysErrorSchema = v.strictObject({
 export type UnknownInputKeysErrorBody = v.InferOutput<typeof UnknownInputKeysErrorSchema>;
 
 /**
- * 422 of a run start (our design, issue 24): the file an `inputs` key names is unknown (or another
+ * 422 of a run start (our design): the file an `inputs` key names is unknown (or another
  * team's, read alike), not `ready`, of a type its step cannot read, or a URL that is not https or
  * whose host is not public.
  */

@@ -1,5 +1,5 @@
 /**
- * The bodies of the lifecycle webhook events (our design, issue 26; schemas/webhook-events.ts).
+ * The bodies of the lifecycle webhook events (our design; schemas/webhook-events.ts).
  * A run event (`run.started` and the end events) has the end webhook's body, `WebhookBody`; a step
  * event has `StepWebhookBody`: the run's status as it stands when the attempt is made, `event`,
  * `step` and a link to the Run. Responses use `v.strictObject`.
@@ -73,7 +73,7 @@ export const lifecycleWebhookEntries = (
       operationId: 'RunStartedWebhook',
       summary: 'Run started (when chosen)',
       description:
-        'Our design (issue 26): sent to the `callbackUrl` of a run started with `webhookEvents` naming ' +
+        'Our design: sent to the `callbackUrl` of a run started with `webhookEvents` naming ' +
         '`run.started`, when the run is created (queued, its estimate held). The body is the run-finished ' +
         `webhook's: the Run as it stands when the attempt is made, plus \`event\`. ${deliveryWords}`,
       security: [],
@@ -87,7 +87,7 @@ export const lifecycleWebhookEntries = (
       operationId: 'StepFinishedWebhook',
       summary: 'Step completed or failed (when chosen)',
       description:
-        'Our design (issue 26): sent to the `callbackUrl` of a run started with `webhookEvents` naming ' +
+        'Our design: sent to the `callbackUrl` of a run started with `webhookEvents` naming ' +
         "`step.completed` or `step.failed`, when one of its steps ends so: the run's status as it stands when the " +
         'attempt is made, `event`, `step`, and `links.run` to read the whole Run (its steps and outputs are not in ' +
         `the body). At most ${stepEventCap} step events a run; past them none is sent, and ` +

@@ -463,7 +463,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
           responses: { '2XX': { description: 'Received.' } },
         },
       },
-      // The lifecycle events a run may choose (issue 26): schemas/lifecycle-webhooks.ts.
+      // The lifecycle events a run may choose: schemas/lifecycle-webhooks.ts.
       ...lifecycleWebhookEntries((events) => ({ type: 'string', enum: [...events] })),
     },
     components: {

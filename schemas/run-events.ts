@@ -1,5 +1,5 @@
 /**
- * GET /runs/{jobId}/events (issue 26), the run's events as they happen: its operation, whose answer
+ * GET /runs/{jobId}/events, the run's events as they happen: its operation, whose answer
  * is `text/event-stream` (functions/app/run-events.ts writes it, functions/domain/run-events.ts
  * makes its events and ids). Imports no other resource module: schemas/runs.ts lists it.
  */

@@ -86,9 +86,9 @@ export const RunRequestSchema = notArray(
     callbackSecret: v.optional(NameStringSchema),
     /** Our design: the caller's own pairs, echoed wherever the run is shown (schemas/run-tags.ts). */
     metadata: v.optional(MetadataSchema),
-    /** Our design (issue 26): labels to find the run by (`GET /runs?tag=`), echoed wherever it is shown. */
+    /** Our design: labels to find the run by (`GET /runs?tag=`), echoed wherever it is shown. */
     tags: v.optional(TagsSchema),
-    /** Our design (issue 26): the lifecycle events to send to `callbackUrl` (schemas/webhook-events.ts). */
+    /** Our design: the lifecycle events to send to `callbackUrl` (schemas/webhook-events.ts). */
     webhookEvents: v.optional(WebhookEventsSchema),
   }),
 );
@@ -114,7 +114,7 @@ export const RunDeferredResponseSchema = v.strictObject({
 export type RunDeferredResponse = v.InferOutput<typeof RunDeferredResponseSchema>;
 
 /**
- * Body of POST /runs/{jobId}/resume (our design, issue 26), every field optional: the run start's
+ * Body of POST /runs/{jobId}/resume (our design), every field optional: the run start's
  * `inputs` (applied only to the steps that run again; a value for a carried-over step is ignored)
  * and its webhook (`callbackUrl`, `callbackSecret`: the new run's own; the original's is not reused).
  * The new run keeps the original's mode; it is never deferred.
@@ -274,7 +274,7 @@ export type RunOutput = v.InferOutput<typeof RunOutputSchema>;
 const ProgressSchema = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(100));
 
 /**
- * Our design (issue 25): a run's outputs are answered a page at a time, so the answer always fits
+ * Our design: a run's outputs are answered a page at a time, so the answer always fits
  * Lambda's 6 MB (functions/domain/run-view-size.ts).
  */
 const OutputNextSchema = v.pipe(
@@ -300,14 +300,14 @@ export const RunSchema = v.strictObject({
   metadata: v.optional(MetadataSchema),
   /** Our design: the run start's `tags`; absent when it gave none. */
   tags: v.optional(TagsSchema),
-  /** Ours (issue 26): the run this one resumes (POST /runs/{jobId}/resume); absent otherwise. */
+  /** Ours: the run this one resumes (POST /runs/{jobId}/resume); absent otherwise. */
   resumedFrom: v.optional(UuidSchema),
-  /** Ours (issue 26): where to follow the run live (GET /runs/{jobId}/events); absent in webhook bodies. */
+  /** Ours: where to follow the run live (GET /runs/{jobId}/events); absent in webhook bodies. */
   links: v.optional(v.strictObject({ events: v.pipe(v.string(), v.url()) })),
 });
 export type Run = v.InferOutput<typeof RunSchema>;
 
-/** The `status` event of GET /runs/{jobId}/events (issue 26): the run's status or progress changed. */
+/** The `status` event of GET /runs/{jobId}/events: the run's status or progress changed. */
 export const RunStatusEventSchema = v.strictObject({ status: RunStatusSchema, progress: ProgressSchema });
 
 /**
@@ -455,7 +455,7 @@ export const listQueryParameters = (statuses: readonly string[]): DocumentedPara
 ];
 
 /**
- * GET /runs only (issue 26): the runs started with this tag, read from an index of their own; with
+ * GET /runs only: the runs started with this tag, read from an index of their own; with
  * `workflowId` or `status` too, those filter its pages as they filter the list's.
  */
 const tagParameter: DocumentedParameter = {

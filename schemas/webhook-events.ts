@@ -1,5 +1,5 @@
 /**
- * Lifecycle webhook events (our design, issue 26): the events a run start may choose to hear about
+ * Lifecycle webhook events (our design): the events a run start may choose to hear about
  * with `webhookEvents`. Without it a run's webhook is the contract's: its end event only.
  *
  * - `run.started`: the run was created (queued, its estimate held);

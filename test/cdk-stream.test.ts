@@ -1,5 +1,5 @@
 /**
- * The run event stream on the synthesized templates (issue 26): its function on a function URL in
+ * The run event stream on the synthesized templates: its function on a function URL in
  * RESPONSE_STREAM mode (AuthType NONE: the function checks the key), its timeout past the cap, the
  * stack's outputs, GetRun's RUN_EVENTS_BASE_URL (the Run's `links.events`), no HTTP API route for
  * it, and the edge's behaviour to it when the edge serves it; cdk-nag clean on dev and prod.

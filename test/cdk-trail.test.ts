@@ -1,5 +1,5 @@
 /**
- * A run's trail in the synthesized stage (issue 25, item 5): every function's log group named as the
+ * A run's trail in the synthesized stage (item 5): every function's log group named as the
  * operators' CLI names it, and the saved Logs Insights queries over all of them.
  */
 import './support/test-providers.ts';

@@ -1,5 +1,5 @@
 /**
- * The lifecycle webhook events' consumer in the synthesized stage (issue 26 item 1): its own
+ * The lifecycle webhook events' consumer in the synthesized stage: its own
  * mapping of the table's stream (filters, retries, partial batch responses, its own DLQ and that
  * DLQ's alarm), its least-privilege role, and what its filters pass (the local mapping applies the
  * same patterns: local/stream-source.ts).

@@ -847,7 +847,7 @@ describe('cdk app', { timeout: 120_000 }, () => {
         'StepExecutor',
         // The sweep failing a run whose messages SQS keeps refusing frees its workflow's lock.
         'DeferredDispatcher',
-        // A lifecycle event's delivery whose message could not be sent is taken back (issue 26).
+        // A lifecycle event's delivery whose message could not be sent is taken back.
         'RunEventWebhooks',
       ]);
       // The provider webhook verifies signatures with the provider's key (the stage's or a team's own).

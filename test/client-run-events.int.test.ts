@@ -1,5 +1,5 @@
 /**
- * The client's run event iterator and the CLI's `watch` over the stream (issue 26 item 2), through
+ * The client's run event iterator and the CLI's `watch` over the stream, through
  * the local server as `npm start` serves it, with the queue workers running the runs.
  */
 import { randomUUID } from 'node:crypto';

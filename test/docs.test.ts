@@ -51,6 +51,22 @@ describe('a self-contained repository', () => {
     expect(mentions).toEqual([]);
   });
 
+  it('says what a rule is, never which tracker item it came from (no "issue N" in code, docs or served text)', () => {
+    // A third party's own tracker (a link to its issue, or owner/repo#N) is a source, not ours.
+    const tracker = ['issue', 's? ?#?\\d+\\b'].join('');
+    const ours = new RegExp(`\\b${tracker}`, 'i');
+    const found = trackedFiles
+      .filter((file) => file !== 'package-lock.json')
+      .flatMap((file) =>
+        readFileSync(path.join(root, file), 'utf8')
+          .split('\n')
+          .map((line, index) => ({ file, line: index + 1, text: line }))
+          .filter(({ text }) => ours.test(text) && !/github\.com|discussions\//.test(text)),
+      )
+      .map(({ file, line }) => `${file}:${line}`);
+    expect(found).toEqual([]);
+  });
+
   it('has every relative link of its markdown lead to a file that exists, and to a heading in it', () => {
     expect(markdownFiles).toEqual(expect.arrayContaining(['README.md', 'docs/api.md', 'docs/architecture.md']));
     const broken: string[] = [];

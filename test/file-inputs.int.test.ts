@@ -1,5 +1,5 @@
 /**
- * Files as run inputs (issue 24, item 2): a loader step's `config.apiInputKey` fed a `fileId` or an
+ * Files as run inputs (item 2): a loader step's `config.apiInputKey` fed a `fileId` or an
  * https URL, through the local API and the real handlers: the bytes PUT with fetch to the presigned
  * URL on the local S3 (behind the presign guard), the run started over HTTP, its steps run by the
  * real step executor on the sandbox provider, its output read through its file link.

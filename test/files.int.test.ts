@@ -1,5 +1,5 @@
 /**
- * Uploads (issue 24): `POST /files` and `GET /files/{fileId}` through the local API and the real
+ * Uploads: `POST /files` and `GET /files/{fileId}` through the local API and the real
  * handlers, the bytes PUT with fetch to the presigned URL on the local S3 (fauxqs behind the presign
  * guard, which refuses as S3 does). Every answer must match the served OpenAPI document.
  */

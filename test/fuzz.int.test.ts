@@ -546,7 +546,7 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
     );
     // The raw bodies sent where none is read are picked by label: a renamed one must not drop out unseen.
     expect(rawBodies().map(({ label }) => label)).toEqual(expect.arrayContaining(ignoredBodies));
-    // The limits a schema states are passed by a mutation: a run start's tags and metadata (issue 26).
+    // The limits a schema states are passed by a mutation: a run start's tags and metadata.
     const runStart = operations().find((o) => o.id === 'RunWorkflow') as Operation;
     const labelled = { tags: ['a'], metadata: { k: 'v' } };
     const past = Array.from(
@@ -561,7 +561,7 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
         'metadata.k past its limit',
       ]),
     );
-    // The valid run starts generated include a lifecycle events' choice (issue 26), with a callbackUrl
+    // The valid run starts generated include a lifecycle events' choice, with a callbackUrl
     // (a run that sends them) and without (a 400 naming the field), and a redelivery names a delivery.
     const generated = fc.sample(schemaValue(doc, runStart.bodySchema as SchemaObject, { ids }), {
       seed,
@@ -992,7 +992,7 @@ describe('fuzz findings, pinned', () => {
     }
   }, 240_000);
 
-  it('the run event stream (issue 26, its own transport) answers every caller and id as a keyed route, and what it streams leaks nothing', async () => {
+  it('the run event stream (its own transport) answers every caller and id as a keyed route, and what it streams leaks nothing', async () => {
     const op = operations().find((o) => o.id === 'GetRunEvents');
     if (!op) throw new Error('GetRunEvents is not in the document');
     // No worker runs here: the run is ended first, so its stream ends at once rather than at the cap.

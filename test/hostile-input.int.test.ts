@@ -1,5 +1,5 @@
 /**
- * Keys and numbers that cannot wedge a run (issue 21): step keys and `apiInputKey` follow one
+ * Keys and numbers that cannot wedge a run: step keys and `apiInputKey` follow one
  * pattern, numbers fit storage, SQS bodies carry only what SQS accepts, and the sweep fails a run
  * whose messages keep being refused, releasing its hold and its workflow's lock. Through the local
  * API and the real handlers, against the emulators; SQS's refusal is injected only where fauxqs

@@ -478,7 +478,7 @@ describe('what the store’s writers leave in the table', () => {
     await signingSecret(deps, 'fileLink');
 
     // A run: started, its steps claimed, failed, released, finished, counted, retired; its end.
-    // Its start chose lifecycle events (issue 26): the run item and its steps' ends carry the marks.
+    // Its start chose lifecycle events: the run item and its steps' ends carry the marks.
     await startRun(deps, {
       ...newRun(ids.job),
       webhookEvents: ['run.started', 'step.completed', 'step.failed'],
@@ -531,7 +531,7 @@ describe('what the store’s writers leave in the table', () => {
     });
     await unmarkRedelivery(deps, ids.job, 'run.cancelled', { requestedAt: at, previousState: 'failed' });
     await markRedeliveryPending(deps, ids.job, 'run.completed', { attempts: 0, exists: false, expiresAt: 1 });
-    // Lifecycle events (issue 26): a run event's delivery opened; step events' with the run's count, one taken back.
+    // Lifecycle events: a run event's delivery opened; step events' with the run's count, one taken back.
     await openLifecycleDelivery(deps, ids.job, { event: 'run.started' }, 1_900_000_000);
     await openLifecycleDelivery(deps, ids.job, { event: 'step.completed', nodeId: 'a' }, 1_900_000_000);
     await openLifecycleDelivery(deps, ids.job, { event: 'step.failed', nodeId: 'c' }, 1_900_000_000);

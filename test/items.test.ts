@@ -179,7 +179,7 @@ describe('each parser accepts the item the store writes', () => {
       nodeId: 'b',
       status: 'skipped',
       chargeHundredths: 0,
-      // A step event's body says when its step ended (issue 26).
+      // A step event's body says when its step ended.
       endedAt: at,
     });
   });

@@ -1,5 +1,5 @@
 /**
- * Prices that follow the work (issue 21, functions/domain/model-pricing.ts): each model node
+ * Prices that follow the work (functions/domain/model-pricing.ts): each model node
  * type's formula, the work a step asks for from its config and its inputs, and the properties that
  * hold for every config a schema accepts: the charge never exceeds the estimate, and the estimate
  * grows with each driver. Pure: no I/O.

@@ -1,5 +1,5 @@
 /**
- * Consumers can type a step's settings (issue 23): the served OpenAPI document states each node
+ * Consumers can type a step's settings: the served OpenAPI document states each node
  * type's step as a schema of its own, its `config` the catalogue's settings of that type, and
  * `WorkflowStep` as their `oneOf` discriminated by `type`. Types generated from the served document
  * with openapi-typescript (as `npm run client:types` does) type-check a workflow that sets a

@@ -75,7 +75,7 @@ describe('operatorEventOf', () => {
         estimateHundredths: 1234,
         estimateCredits: '12.34',
         createdAt: '2026-11-22T03:00:00.000Z',
-        // Issue 26: always present on a run's events, empty when the start gave none.
+        // Always present on a run's events, empty when the start gave none.
         metadata: {},
         tags: [],
       },
@@ -83,7 +83,7 @@ describe('operatorEventOf', () => {
     expect(JSON.stringify(event)).not.toMatch(/private input|secret-value|example\.com|key-1/);
   });
 
-  it("carries the run's metadata and tags on Run Started and Run Finished (issue 26)", () => {
+  it("carries the run's metadata and tags on Run Started and Run Finished", () => {
     const labels = { metadata: { order: 'A-1', user: 'u-7' }, tags: ['vip', 'order:A-1'] };
     expect(eventOf(undefined, run(labels))?.detail).toMatchObject(labels);
     const ended = run({ ...labels, status: 'completed', endedAt: '2026-11-22T03:00:09.000Z' });

@@ -41,7 +41,7 @@ const escapes = [
   'import sys\ndel sys.modules["pyodide_js"]\nimport pyodide_js\nresult = pyodide_js._module.FS.readFile("/proc/self/environ")',
   'import js\nresult = str(js.fetch)',
   'import pyodide.http',
-  // The security review's routes to JavaScript's `Function`, `Object` and the internal API (issue 21).
+  // The security review's routes to JavaScript's `Function`, `Object` and the internal API.
   'import sys\nresult = str(sys.modules["pyodide_js._api"].tests.Function("return process.env")())',
   'import sys\nresult = str(sys.modules["pyodide_js._api"].config.constructor.keys(sys.modules["pyodide_js._api"]))',
   'import sys\nfor name in ["pyodide_js", "pyodide_js._api"]:\n    del sys.modules[name]\nimport pyodide_js._api as api\nresult = str(api.tests.Function)',

@@ -68,7 +68,7 @@ const validBodies = (): Record<string, Json[]> => {
         webhookEvents: ['run.completed'],
       },
     ],
-    // Issue 26: a redelivery may name the lifecycle event's delivery.
+    // A redelivery may name the lifecycle event's delivery.
     RedeliverWebhook: [{ event: 'step.completed', nodeId: 'prompt' }],
     CreateFile: [{ name: 'cat.png', contentType: 'image/png', size: 48_213 }],
   };
@@ -170,7 +170,7 @@ describe('every request body refuses an array for an object and an empty name', 
       'RunWorkflow',
       'RunAgent',
       'ResumeRun',
-      // Its optional body names a lifecycle event's delivery (issue 26).
+      // Its optional body names a lifecycle event's delivery.
       'RedeliverWebhook',
       'CreateFile',
     ]);

@@ -1,5 +1,5 @@
 /**
- * POST /runs/{jobId}/resume (issue 26 item 3) through the real path: the route over the local API,
+ * POST /runs/{jobId}/resume through the real path: the route over the local API,
  * the real step-executor handler fed the messages the service queued (drainSteps), the sandbox
  * provider's real executors, with one node made to fail at the edge (StepFailedError, as a refused
  * provider call ends a step).

@@ -1,5 +1,5 @@
 /**
- * GET /runs/{jobId}/events (issue 26 item 2) through the real path: the route's handler over a
+ * GET /runs/{jobId}/events through the real path: the route's handler over a
  * function URL's event (payload 2.0, no path parameters, as Lambda gives it in RESPONSE_STREAM
  * mode), and over HTTP through the local server, which streams it as `npm start` does; against the
  * emulators, with a real run moved by the real step executor fed the messages the service queued.

@@ -143,7 +143,7 @@ describe('run outputs: files, marks, licence and lineage (spec 2.3)', () => {
   });
 });
 
-describe('prices that follow the work (issue 21)', () => {
+describe('prices that follow the work', () => {
   // 4 variations of 512² at 60 steps: per image 400 × (512² / 1024²) × (60 / 30) = 200, so 800,
   // plus the TextEntry's 1. The same step with its defaults (one 256² image, 30 steps) is 25.
   const scaled = [

@@ -1,5 +1,5 @@
 /**
- * A run's `metadata` and `tags` (issue 26 item 4) through the real path: run starts over HTTP on the
+ * A run's `metadata` and `tags` through the real path: run starts over HTTP on the
  * local API, the real step executor and webhook worker polling their queues, the operator events'
  * publisher on the table's stream, a loopback receiver verifying with the `standardwebhooks`
  * library, the deferred dispatcher's real handler. Every answer is checked against the OpenAPI

@@ -1,5 +1,5 @@
 /**
- * A run's trail in the workers' log lines (issue 25, item 5): the real worker handlers, handed SQS
+ * A run's trail in the workers' log lines (item 5): the real worker handlers, handed SQS
  * records built from the messages the service put on its queues (taken off them with the SDK), with
  * a Lambda context as the runtime builds one; their JSON lines captured off stdout.
  */

@@ -1,5 +1,5 @@
 /**
- * Lifecycle webhook events (issue 26 item 1) through the real path: the run start over the local
+ * Lifecycle webhook events through the real path: the run start over the local
  * API, the steps queue polled by the real step executor (its node executors answer at once, one
  * node made to fail at the edge), the table's stream on DynamoDB Local read by the local mapping
  * (local/stream-source.ts, with `lifecycleEventsStream`'s filters) into the real fan-out handler,

@@ -18,7 +18,7 @@ const withOwnAddress = (deps: Deps, domainName: string): Deps =>
     : deps;
 
 /**
- * GET /runs/{jobId}/events (issue 26): the run's events as `text/event-stream`, on a function URL
+ * GET /runs/{jobId}/events: the run's events as `text/event-stream`, on a function URL
  * in RESPONSE_STREAM mode (API Gateway's HTTP API cannot stream). The key, its rate limit and the
  * scope are checked as on every keyed route, then the key's and the run's caps on open streams (a 429 past either),
  * and every error before the stream opens is the same JSON answer. `timing` is the platform's unless a test passes its own.

@@ -12,7 +12,7 @@ const maxRedeliverBodyBytes = 4096;
 
 /**
  * POST /runs/{jobId}/deliveries/redeliver (our design): queue one new attempt of the run's webhook;
- * with a body (issue 26), of the lifecycle event's delivery it names.
+ * with a body, of the lifecycle event's delivery it names.
  */
 export const makeHandler = (deps: Deps) =>
   keyedHandler(deps, 'RedeliverWebhook', async (event, auth) => {

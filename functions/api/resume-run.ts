@@ -10,7 +10,7 @@ import { keyedHandler } from '../http/keyed-handler.ts';
 import { runStartResponse } from '../http/run-start.ts';
 import { metrics } from '../observability/metrics.ts';
 
-/** POST /runs/{jobId}/resume (our design, issue 26): a new run of a failed or stopped one, without its completed steps. */
+/** POST /runs/{jobId}/resume (our design): a new run of a failed or stopped one, without its completed steps. */
 export const makeHandler = (deps: Deps) =>
   keyedHandler(
     deps,

@@ -135,7 +135,7 @@ export const webhookDeliveryOf = (body: string, messageId: string): WebhookDeliv
 /** Handles one webhook message: an attempt, a wait sent on, or a copy of a message already handled. */
 export const deliverWebhook = async (deps: Deps, delivery: WebhookDelivery, options: WebhookOptions) => {
   const { jobId, event, dueAt, nodeId } = delivery;
-  // A step event's message names its step (issue 26); a run event's, as before, does not.
+  // A step event's message names its step; a run event's, as before, does not.
   const ref: DeliveryRef = nodeId === undefined ? { event } : { event, nodeId };
   let attempt = delivery.attempt ?? 1;
   if (dueAt && delaySecondsUntil(Date.parse(dueAt), deps.now().getTime()) > 0) {

@@ -24,7 +24,7 @@ export interface FanOutReport {
 }
 
 /**
- * The lifecycle webhook events (issue 26) of a batch of the table's changes, in stream order: for
+ * The lifecycle webhook events of a batch of the table's changes, in stream order: for
  * each change that gives one (functions/store/lifecycle-deliveries.ts `lifecycleChangeOf`), opens
  * its delivery (once; a step event only below the run's cap) and sends its first message to the
  * webhooks queue, where the webhook worker delivers it as it delivers a run's end. A failure stops

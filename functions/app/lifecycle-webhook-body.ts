@@ -13,7 +13,7 @@ const runUrl = (deps: Deps, jobId: string): string | undefined =>
   deps.publicBaseUrl && `${deps.publicBaseUrl.replace(/\/+$/, '')}${basePath}/runs/${jobId}`;
 
 /**
- * The body of one webhook delivery (issue 26): a run event's is the Run plus `event`, the end
+ * The body of one webhook delivery: a run event's is the Run plus `event`, the end
  * webhook's as it always was. A step event's is the run's status and what identifies it, `step`
  * (its id, type, status, error or result, and when it ended) and `links.run`, not the Run's steps
  * or page of outputs: a run sends up to 50 step events, each would carry them again. The run is

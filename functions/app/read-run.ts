@@ -131,9 +131,9 @@ export const readRunAndItems = async (
     ...view,
     output: page.output,
     ...(next === undefined ? {} : { output_next: signCursor(await cursorSigningSecret(deps), scope, { node: next }) }),
-    // The start's own metadata and tags (issue 26), after the contract's fields; absent when none.
+    // The start's own metadata and tags, after the contract's fields; absent when none.
     ...runLabels(run),
-    // Ours (issue 26): the run a resume started from.
+    // Ours: the run a resume started from.
     ...(run.resumedFrom !== undefined && { resumedFrom: run.resumedFrom }),
   };
   return { view: shown, run, steps };

@@ -29,7 +29,7 @@ const sharedInputFiles = (run: RunItem, keys: readonly string[]): Record<string,
   Object.fromEntries(keys.flatMap((key) => (run.inputFiles[key] ? [[key, run.inputFiles[key]] as const] : [])));
 
 /**
- * POST /runs/{jobId}/resume (our design, issue 26): a new run of a `failed` or `stopped` run's
+ * POST /runs/{jobId}/resume (our design): a new run of a `failed` or `stopped` run's
  * workflow that takes over the steps it completed (functions/domain/resume.ts) and runs the rest.
  * It is a run start in all else: the same admission, transaction and Idempotency-Key rule
  * (functions/app/start-run.ts). Another team's run, one past its retention, and one of a workflow

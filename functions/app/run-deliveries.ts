@@ -85,7 +85,7 @@ const nextAttemptOf = ({ delivery }: Pick<RunDeliveries, 'delivery'>): string | 
 const attemptsOf = (delivery: DeliveryProgress | undefined): WebhookAttemptView[] =>
   [...(delivery?.attemptLog ?? [])].reverse().map(({ host, ...entry }) => ({ ...entry, url: `https://${host}` }));
 
-/** The run's end event, when it sends it: a run that chose its events (issue 26) may not have chosen it. */
+/** The run's end event, when it sends it: a run that chose its events may not have chosen it. */
 const sentEndEvent = (found: RunDeliveries) =>
   found.event && sendsEvent(found.run.webhookEvents, found.event) ? found.event : undefined;
 
@@ -120,7 +120,7 @@ export const listDeliveries = async (deps: Deps, caller: Caller, jobId: string):
     nextAttemptAt: nextAttemptOf({ delivery }),
     attempts: delivery?.attempts ?? 0,
     deliveries: attemptsOf(delivery),
-    // Issue 26: a run that chose its events lists each delivery; one that did not reads as before.
+    // A run that chose its events lists each delivery; one that did not reads as before.
     ...(found.run.webhookEvents !== undefined && { events: lifecycleDeliveries(jobId, found) }),
   };
 };
@@ -175,7 +175,7 @@ export const redeliverWebhook = async (
 };
 
 /**
- * The delivery a redelivery's body names (issue 26), when it names one other than the run's end:
+ * The delivery a redelivery's body names, when it names one other than the run's end:
  * one the run opened (its lifecycle events'), else a 400. Undefined for the end's (no body, or its event).
  */
 const namedDelivery = (found: RunDeliveries, asked: RedeliverRequest) => {

@@ -57,7 +57,7 @@ export const runEventsUrl = (deps: Deps, jobId: string): string | undefined => {
   return base && `${base}/runs/${jobId}/events`;
 };
 
-/** GET /runs/{jobId} with the run's links (issue 26): `readRun`, and where to follow it live. */
+/** GET /runs/{jobId} with the run's links: `readRun`, and where to follow it live. */
 export const readRunWithLinks = async (...args: Parameters<typeof readRun>): Promise<Run> => {
   const run = await readRun(...args);
   const events = runEventsUrl(args[0], run.jobId);
@@ -87,7 +87,7 @@ export interface OpenedRunEvents {
 }
 
 /**
- * GET /runs/{jobId}/events (issue 26). The run is read (its 404 comes before the stream opens),
+ * GET /runs/{jobId}/events. The run is read (its 404 comes before the stream opens),
  * `lastEventId` decoded (anything not an id of this run reads as nothing sent), then `follow`
  * writes what differs from what was sent, and keeps watching: the run item's mark each `pollMs`
  * (one eventually consistent GetItem), the whole partition when it moved or every `fullReadMs`

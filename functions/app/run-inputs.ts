@@ -1,5 +1,5 @@
 /**
- * Files as run inputs (docs/api.md, "Files as run inputs"; issue 24): a run's `inputs` value for a
+ * Files as run inputs (docs/api.md, "Files as run inputs"): a run's `inputs` value for a
  * loader step that reads a file (its catalogue entry's `acceptsApiInputKey: { file }`) is a
  * `fileId` or an https URL. A run start checks each before anything is held (`checkFileInputs`):
  * the upload is the team's, `ready` (settled here if its bytes arrived) and of a type the step

@@ -20,7 +20,7 @@ export interface ListCursorScope {
   teamId: string;
   workflowId: string | null;
   status: string | null;
-  /** GET /runs?tag= (issue 26; not the cursor's HMAC tag): a cursor of one tag's list opens no other list. */
+  /** GET /runs?tag= (not the cursor's HMAC tag): a cursor of one tag's list opens no other list. */
   runTag?: string | null;
 }
 

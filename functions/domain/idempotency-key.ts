@@ -4,9 +4,9 @@
  * - identity: an answer is remembered per API key and per Idempotency-Key, the header kept only as
  *   its SHA-256 (`idempotencyKeyHash`; the record's key is functions/store/keys.ts's `IDEM#`);
  * - fingerprint: one Idempotency-Key names one request: its route, its path's ids and its body
- *   (`requestFingerprint`), whose `metadata` and `tags` (issue 26) are read as sets: their order,
+ *   (`requestFingerprint`), whose `metadata` and `tags` are read as sets: their order,
  *   and an empty one against none, make no other request, as they make no other run; so is
- *   `webhookEvents` (issue 26): its order makes no other request, but which events it names does;
+ *   `webhookEvents`: its order makes no other request, but which events it names does;
  * - window: the answer is remembered 24 hours, or the retention of the run it names if that were
  *   shorter (a retention is at least one day, so it never is) (`rememberedUntil`); an expired record
  *   reads as absent and may be replaced;
@@ -39,7 +39,7 @@ const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
  * The body as fingerprinted: `metadata` pairs and `tags` sorted, each left out when empty. A body
- * without them is its JSON as before, so answers remembered before issue 26 still match.
+ * without them is its JSON as before, so answers remembered before these fields existed still match.
  */
 const canonicalBody = (body: unknown): unknown => {
   if (!isRecord(body)) return body;
@@ -56,7 +56,7 @@ const canonicalBody = (body: unknown): unknown => {
 };
 
 /**
- * `webhookEvents` (issue 26) read as a set, sorted in place in the body's own key order: the events
+ * `webhookEvents` read as a set, sorted in place in the body's own key order: the events
  * chosen, not the order they were listed in, make the request (as they make the run). A body
  * without it is untouched.
  */

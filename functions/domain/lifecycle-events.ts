@@ -1,5 +1,5 @@
 /**
- * Lifecycle webhook events (issue 26, schemas/webhook-events.ts): which events a run sends, how each
+ * Lifecycle webhook events (schemas/webhook-events.ts): which events a run sends, how each
  * delivery is named, and the bound on a run's step events. Pure.
  *
  * - A run that chose nothing (`webhookEvents` absent) sends its end event only: the contract's

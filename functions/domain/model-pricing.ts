@@ -1,5 +1,5 @@
 /**
- * What a model step costs follows the work it asks for (issue 21). Each model node type has a cost
+ * What a model step costs follows the work it asks for. Each model node type has a cost
  * driver and one pure formula (`modelFormulas`): its catalogue rate (`spec.price.production`, the
  * price of its reference work) scaled by its work over that reference, rounded up to whole
  * hundredths of a credit. Steps that are not model steps keep their flat catalogue price.

@@ -35,7 +35,7 @@ interface DetailBase {
 }
 
 /**
- * A run's `metadata` and `tags` as its start gave them (issue 26): always present on a run's events,
+ * A run's `metadata` and `tags` as its start gave them: always present on a run's events,
  * empty when none, so a rule can match on `detail.tags` without testing for the field.
  */
 interface RunLabelsDetail {

@@ -1,5 +1,5 @@
 /**
- * Resuming a run (POST /runs/{jobId}/resume, issue 26): which of a failed or stopped run's steps a
+ * Resuming a run (POST /runs/{jobId}/resume): which of a failed or stopped run's steps a
  * new run takes over as they finished, and which it runs. Pure.
  *
  * - Only a run that ended `failed` or `stopped` is resumed (`isResumable`); a `completed` one has

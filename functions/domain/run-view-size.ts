@@ -1,7 +1,7 @@
 /**
  * The size of a run's view (GET /runs/{jobId}, the cancel's answer, the run-finished webhook's
  * body), bounded by construction so that the function's answer always fits Lambda's invoke result
- * (our design, issue 25): past it API Gateway would answer 500 instead of the run.
+ * (our design): past it API Gateway would answer 500 instead of the run.
  *
  * What a view holds, at most:
  * - its steps: at most `maxStepsPerWorkflow` (500), each a node id of at most 64 safe characters, a

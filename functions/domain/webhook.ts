@@ -93,7 +93,7 @@ export const signatureHeader = (rawBody: string, secret: string): string =>
 
 /**
  * Stable per run and event, so a redelivery carries the same id (`jobId` + `event` is the key); a
- * step event (issue 26) passes its delivery's name (`<event>#<nodeId>`), one id per step.
+ * step event passes its delivery's name (`<event>#<nodeId>`), one id per step.
  */
 export const webhookId = (jobId: string, event: string): string =>
   `msg_${createHash('sha256').update(`${jobId}:${event}`).digest('hex').slice(0, 32)}`;

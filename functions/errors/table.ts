@@ -322,7 +322,7 @@ export const RunAlreadyEndedError = defineError('RunAlreadyEndedError', {
   body: () => ({ error: messages.runAlreadyEnded }),
 });
 
-/** A resume names a run that is not `failed` or `stopped` (issue 26): in progress, completed or cancelled. */
+/** A resume names a run that is not `failed` or `stopped`: in progress, completed or cancelled. */
 export const RunNotResumableError = defineError('RunNotResumableError', {
   // `runState`: the run's stored status, one of the body's (a failed or stopped run is resumable).
   facts: (jobId: string, status: string) => ({
@@ -425,7 +425,7 @@ export const UnknownInputKeysError = defineError('UnknownInputKeysError', {
 });
 
 /**
- * A run start (our design, issue 24): the file an `inputs` key names cannot be used (unknown or
+ * A run start (our design): the file an `inputs` key names cannot be used (unknown or
  * another team's, not ready, of a type its step cannot read; a URL not https or not public).
  */
 export const InputFileNotUsableError = defineError('InputFileNotUsableError', {

@@ -140,7 +140,7 @@ export const parseWith = <TSchema extends v.GenericSchema>(
 /** Largest accepted run-start body. */
 const maxRunBodyBytes = 64 * 1024;
 
-/** `webhookEvents` without a `callbackUrl` (issue 26): a 400 naming the field, as its schema's issues are. */
+/** `webhookEvents` without a `callbackUrl`: a 400 naming the field, as its schema's issues are. */
 const withWebhookTarget = <TRequest extends Parameters<typeof webhookEventsProblem>[0]>(
   request: TRequest,
 ): TRequest => {

@@ -477,7 +477,7 @@ export const DeliveryItemSchema = v.object({
 
 /**
  * The delivery item as its writer gives it: its schema, and for operators its run, event (and step,
- * for a step event: issue 26) and end.
+ * for a step event) and end.
  */
 export const storedDelivery = storedItem(DeliveryItemSchema, ['jobId', 'event', 'nodeId', 'deliveredAt', 'failedAt']);
 

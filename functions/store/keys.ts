@@ -145,7 +145,7 @@ export const webhookDeliveryKey = (jobId: string, event: string) => ({
 });
 
 /**
- * The count of a run's step events sent (issue 26), in its partition but outside `WEBHOOK#`, so the
+ * The count of a run's step events sent, in its partition but outside `WEBHOOK#`, so the
  * delivery log's Query reads deliveries only.
  */
 export const stepEventCountKey = (jobId: string) => ({ PK: runPartition(jobId), SK: 'STEPEVENTS' });

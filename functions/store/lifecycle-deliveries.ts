@@ -41,7 +41,7 @@ const neverAttempted = (old: Record<string, unknown> | undefined): boolean => {
 };
 
 /**
- * Opens the delivery of one lifecycle event (issue 26): its delivery item, pending with no attempt,
+ * Opens the delivery of one lifecycle event: its delivery item, pending with no attempt,
  * on the condition that there is none yet, so a stream record handed over twice opens it once. A
  * step event also adds one to the run's count of step events, in the same transaction, on the
  * condition that the count is below the cap: past it, nothing is written and nothing is sent.

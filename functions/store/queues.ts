@@ -10,7 +10,7 @@ import type { Deps } from '../deps.ts';
  */
 export const WebhookMessageSchema = v.object({
   jobId: v.string(),
-  /** The run's end event; or, for a run that chose them (issue 26), any lifecycle event it chose. */
+  /** The run's end event; or, for a run that chose them, any lifecycle event it chose. */
   event: LifecycleEventSchema,
   /** The step of a step event (functions/domain/lifecycle-events.ts); absent for a run event. */
   nodeId: v.optional(v.string()),

@@ -193,7 +193,7 @@ export interface RunDeliveries {
   event: WebhookEvent | undefined;
   /** The event's delivery item; undefined before its first attempt (or while the run runs). */
   delivery: DeliveryProgress | undefined;
-  /** Every delivery item of the run (its lifecycle events', issue 26, and its end's), in key order. */
+  /** Every delivery item of the run (its lifecycle events', and its end's), in key order. */
   all: { ref: DeliveryRef; delivery: DeliveryProgress }[];
 }
 

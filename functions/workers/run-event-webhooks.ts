@@ -6,7 +6,7 @@ import { type Deps, productionDeps } from '../deps.ts';
 import { logger, withBatchContext } from '../observability/logger.ts';
 
 /**
- * The lifecycle webhook events' consumer of the table's stream (issue 26; only the changes
+ * The lifecycle webhook events' consumer of the table's stream (only the changes
  * `lifecycleEventsStream`'s filters pass: a run's insert marked `notifyStart`, a step's end marked
  * `notify`): opens each event's delivery and queues it for the webhook worker. What failed is
  * reported as batch item failures, so the stream hands it over again; after the mapping's retries,

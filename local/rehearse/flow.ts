@@ -620,31 +620,28 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
       return `job ${started.body.jobId} completed`;
     });
 
-    await step(
-      'lifecycle events (issue 26): the stream mapping opens them, the Webhooks mapping delivers',
-      async () => {
-        const started = await startRun(workflowId, {
-          inputs: { topic: 'a harbour at dawn' },
-          callbackUrl: receiver.url,
-          webhookEvents: ['run.started', 'step.completed', 'run.completed'],
-        });
-        expectStatus(started, 200, 'POST /workflows/{id}/runs');
-        const eventsJob = String(started.body.jobId);
-        const events = await waitFor('run.started, a step event per step and run.completed', async () => {
-          const got = receiver.received
-            .filter((r: Received) => (JSON.parse(r.body) as { jobId?: string }).jobId === eventsJob)
-            .map((r: Received) => (r.headers as Record<string, string>)['x-service-event']);
-          return got.length >= 5 ? got : undefined;
-        });
-        const counts: Record<string, number> = {};
-        for (const e of events) counts[e ?? ''] = (counts[e ?? ''] ?? 0) + 1;
-        check(
-          counts['run.started'] === 1 && counts['step.completed'] === 3 && counts['run.completed'] === 1,
-          `events ${JSON.stringify(counts)}`,
-        );
-        return `job ${eventsJob}: ${JSON.stringify(counts)}`;
-      },
-    );
+    await step('lifecycle events: the stream mapping opens them, the Webhooks mapping delivers', async () => {
+      const started = await startRun(workflowId, {
+        inputs: { topic: 'a harbour at dawn' },
+        callbackUrl: receiver.url,
+        webhookEvents: ['run.started', 'step.completed', 'run.completed'],
+      });
+      expectStatus(started, 200, 'POST /workflows/{id}/runs');
+      const eventsJob = String(started.body.jobId);
+      const events = await waitFor('run.started, a step event per step and run.completed', async () => {
+        const got = receiver.received
+          .filter((r: Received) => (JSON.parse(r.body) as { jobId?: string }).jobId === eventsJob)
+          .map((r: Received) => (r.headers as Record<string, string>)['x-service-event']);
+        return got.length >= 5 ? got : undefined;
+      });
+      const counts: Record<string, number> = {};
+      for (const e of events) counts[e ?? ''] = (counts[e ?? ''] ?? 0) + 1;
+      check(
+        counts['run.started'] === 1 && counts['step.completed'] === 3 && counts['run.completed'] === 1,
+        `events ${JSON.stringify(counts)}`,
+      );
+      return `job ${eventsJob}: ${JSON.stringify(counts)}`;
+    });
 
     await step('POST /runs/{jobId}/cancel: cancelled or stopped, its webhook sent', async () => {
       const started = await startRun(workflowId, { callbackUrl: receiver.url });

@@ -60,7 +60,7 @@ export interface NodeSpec {
   /**
    * Whether a run may replace the step's value by `config.apiInputKey`, and with what: `text` on
    * `TextEntry` and `PromptBuilder` (spec 2.2), the value itself; `{ file }` on the loaders that read
-   * a file (our design, issue 24), a `fileId` or an https URL of one of those content types.
+   * a file (our design), a `fileId` or an https URL of one of those content types.
    */
   acceptsApiInputKey: ApiInput;
   /** Null for steps that are not AI model steps. */

@@ -286,7 +286,7 @@ export const queueWebhook = async (
   status: EndStatus,
 ) => {
   const event = webhookEventOfEnd(status);
-  // A run that chose its events (issue 26) is sent its end only when it chose it.
+  // A run that chose its events is sent its end only when it chose it.
   if (!run.callbackUrl || !sendsEvent(run.webhookEvents, event)) return;
   await sendWebhookMessage(deps, { jobId: run.jobId, event }, 0);
 };

@@ -555,7 +555,7 @@ const applyEvent = (run: Run, event: RunEvent): Run => {
 };
 
 /**
- * Follows a run to its end: from its event stream (issue 26), each event shown as it comes; when
+ * Follows a run to its end: from its event stream, each event shown as it comes; when
  * the stream cannot be had (an older deployment, a proxy that refuses it, a broken connection), by
  * polling GET /runs/{jobId} as before. The run's own errors (404) come from the first read.
  */
@@ -706,7 +706,7 @@ const deliveries = async (client: WorkflowRunClient, io: CliIo, values: Values, 
   if (json) return printJson(io, log);
   const { deliveries: attempts, events, ...summary } = log;
   printFields(io, summary);
-  // Issue 26: each chosen event's delivery, one line each.
+  // Each chosen event's delivery, one line each.
   for (const e of events ?? []) {
     write(
       io.stdout,

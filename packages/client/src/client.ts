@@ -44,7 +44,7 @@ export type WorkflowStepOf<T extends NodeType> = Extract<WorkflowStep, { type: T
 export type CreateWorkflowRequest = Schemas['CreateWorkflowRequest'];
 export type CreateWorkflowResponse = Schemas['CreateWorkflowResponse'];
 export type RunRequest = Schemas['RunRequest'];
-/** A run's own string pairs and tags (issue 26), given at its start and echoed wherever it is shown. */
+/** A run's own string pairs and tags, given at its start and echoed wherever it is shown. */
 export type RunMetadata = Schemas['RunMetadata'];
 export type RunTags = Schemas['RunTags'];
 export type RunStartedResponse = Schemas['RunStartedResponse'];
@@ -70,7 +70,7 @@ export type ListDeferredRunsParams = NonNullable<paths['/deferred-runs']['get'][
 export type WebhookDeliveries = Schemas['WebhookDeliveries'];
 export type WebhookAttempt = Schemas['WebhookAttempt'];
 export type RedeliveryQueued = Schemas['RedeliveryQueued'];
-/** Issue 26: one delivery of a run that chose `webhookEvents`, and the redelivery's naming of one. */
+/** One delivery of a run that chose `webhookEvents`, and the redelivery's naming of one. */
 export type LifecycleDelivery = Schemas['LifecycleDelivery'];
 export type RedeliverRequest = Schemas['RedeliverRequest'];
 export type CreateFileRequest = Schemas['CreateFileRequest'];
@@ -195,7 +195,7 @@ export interface WorkflowRunClient {
   /**
    * POST /runs/{jobId}/deliveries/redeliver: queues one new attempt with the same `webhook-id`;
    * `ConflictError` while the delivery is pending (its body's `nextAttemptAt` says when). With
-   * `delivery` (issue 26), the lifecycle event's delivery it names (`event`, and `nodeId` for a step event).
+   * `delivery`, the lifecycle event's delivery it names (`event`, and `nodeId` for a step event).
    */
   redeliverWebhook(
     jobId: string,
@@ -230,7 +230,7 @@ export interface WorkflowRunClient {
    */
   waitForRun(jobId: string, options?: WaitForRunOptions): Promise<Run>;
   /**
-   * GET /runs/{jobId}/events (issue 26): the run's events as they happen (`step`, `output`,
+   * GET /runs/{jobId}/events: the run's events as they happen (`step`, `output`,
    * `status`, then `done` with the final Run), reconnecting with `Last-Event-ID` after the server's
    * cap until `done`. The stream's address is the Run's `links.events` (read once unless `url`).
    */

@@ -496,7 +496,7 @@ export interface webhooks {
     put?: never;
     /**
      * Run started (when chosen)
-     * @description Our design (issue 26): sent to the `callbackUrl` of a run started with `webhookEvents` naming `run.started`, when the run is created (queued, its estimate held). The body is the run-finished webhook's: the Run as it stands when the attempt is made, plus `event`. Reply with any 2xx within 8 seconds, or the delivery is retried as the run-finished webhook is (5 attempts; first retry after 2 minutes, doubling). Each event is its own delivery with its own `webhook-id`, signed the same way; deduplicate on `webhook-id`. Deliveries can arrive in any order: `run.started` comes before every other event of the run, step events are ordered by `step.ended_at`, and the end event comes after them.
+     * @description Our design: sent to the `callbackUrl` of a run started with `webhookEvents` naming `run.started`, when the run is created (queued, its estimate held). The body is the run-finished webhook's: the Run as it stands when the attempt is made, plus `event`. Reply with any 2xx within 8 seconds, or the delivery is retried as the run-finished webhook is (5 attempts; first retry after 2 minutes, doubling). Each event is its own delivery with its own `webhook-id`, signed the same way; deduplicate on `webhook-id`. Deliveries can arrive in any order: `run.started` comes before every other event of the run, step events are ordered by `step.ended_at`, and the end event comes after them.
      */
     post: operations['RunStartedWebhook'];
     delete?: never;
@@ -516,7 +516,7 @@ export interface webhooks {
     put?: never;
     /**
      * Step completed or failed (when chosen)
-     * @description Our design (issue 26): sent to the `callbackUrl` of a run started with `webhookEvents` naming `step.completed` or `step.failed`, when one of its steps ends so: the run's status as it stands when the attempt is made, `event`, `step`, and `links.run` to read the whole Run (its steps and outputs are not in the body). At most 50 step events a run; past them none is sent, and the end event's body carries every step. Reply with any 2xx within 8 seconds, or the delivery is retried as the run-finished webhook is (5 attempts; first retry after 2 minutes, doubling). Each event is its own delivery with its own `webhook-id`, signed the same way; deduplicate on `webhook-id`. Deliveries can arrive in any order: `run.started` comes before every other event of the run, step events are ordered by `step.ended_at`, and the end event comes after them.
+     * @description Our design: sent to the `callbackUrl` of a run started with `webhookEvents` naming `step.completed` or `step.failed`, when one of its steps ends so: the run's status as it stands when the attempt is made, `event`, `step`, and `links.run` to read the whole Run (its steps and outputs are not in the body). At most 50 step events a run; past them none is sent, and the end event's body carries every step. Reply with any 2xx within 8 seconds, or the delivery is retried as the run-finished webhook is (5 attempts; first retry after 2 minutes, doubling). Each event is its own delivery with its own `webhook-id`, signed the same way; deduplicate on `webhook-id`. Deliveries can arrive in any order: `run.started` comes before every other event of the run, step events are ordered by `step.ended_at`, and the end event comes after them.
      */
     post: operations['StepFinishedWebhook'];
     delete?: never;
@@ -3497,7 +3497,7 @@ export interface operations {
       };
       cookie?: never;
     };
-    /** @description Optional (issue 26): the delivery to send again, for a run started with `webhookEvents`: its `event`, and its `nodeId` for a step event. Without it, the run end event. */
+    /** @description Optional: the delivery to send again, for a run started with `webhookEvents`: its `event`, and its `nodeId` for a step event. Without it, the run end event. */
     requestBody?: {
       content: {
         'application/json': components['schemas']['RedeliverRequest'];
@@ -3513,7 +3513,7 @@ export interface operations {
           'application/json': components['schemas']['RedeliveryQueued'];
         };
       };
-      /** @description The body names no delivery this run opened (issue 26: `event`, and `nodeId` for a step event). */
+      /** @description The body names no delivery this run opened (`event`, and `nodeId` for a step event). */
       400: {
         headers: {
           [name: string]: unknown;

@@ -1,5 +1,5 @@
 /**
- * GET /runs/{jobId}/events (issue 26) for the client: a server-sent events parser (the WHATWG
+ * GET /runs/{jobId}/events for the client: a server-sent events parser (the WHATWG
  * `text/event-stream` grammar: fields, comments, CR/LF/CRLF line ends, events dispatched on a blank
  * line) and the iterator that reads a run's events and reconnects with `Last-Event-ID` after the
  * server's cap, until `done`. No dependency: the grammar is a page long (docs/decisions.md).

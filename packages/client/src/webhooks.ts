@@ -1,5 +1,5 @@
 /**
- * Verifying the run's webhook: the run-finished one, and the lifecycle events a run chose (issue 26),
+ * Verifying the run's webhook: the run-finished one, and the lifecycle events a run chose,
  * all signed the same way. Pass the raw body exactly as received (before any JSON parsing): a
  * re-serialised body does not match its signature. Both checks compare in constant time.
  */
@@ -9,7 +9,7 @@ import type { components } from './openapi-types.ts';
 /** The webhook body: the Run plus `event` (the end events, and `run.started` when chosen). */
 export type WebhookBody = components['schemas']['WebhookBody'];
 export type WebhookEvent = WebhookBody['event'];
-/** Issue 26: a step event's body (`step.completed`, `step.failed`): the Run plus `event` and `step`. */
+/** A step event's body (`step.completed`, `step.failed`): the Run plus `event` and `step`. */
 export type StepWebhookBody = components['schemas']['StepWebhookBody'];
 /** Any body a run's webhook can carry; `X-Service-Event` (and `event`) says which. */
 export type LifecycleWebhookBody = WebhookBody | StepWebhookBody;
