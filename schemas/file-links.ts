@@ -41,7 +41,7 @@ export const fileLinkOperations: OperationSpec[] = [
       302: {
         description:
           'Found: `Location` is a storage URL of the file, valid 5 minutes (`Cache-Control: no-store`). A file ' +
-          'deleted since (its run past retention) answers storage’s 403 AccessDenied there.',
+          'deleted since (its run past retention) answers storage’s 403 (access denied) there.',
         headers: {
           Location: { description: 'Where the file is.', required: true, schema: { type: 'string', format: 'uri' } },
         },

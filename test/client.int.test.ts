@@ -496,14 +496,24 @@ describe('webhook deliveries through the client and the CLI', () => {
       expect(listed.stdout).toContain('state: delivered');
       expect(listed.stdout).toMatch(/ATTEMPT +AT +RESULT/);
       expect(listed.stdout).toMatch(/^2 +\S+ +200 /m);
-      const again = await cli(['deliveries', started.jobId, '--redeliver', '--json'], env);
+      // A delivery's next redelivery within the minute is refused (429), and the CLI says so.
+      const refused = await cli(['deliveries', started.jobId, '--redeliver', '--json'], env);
+      expect(refused.code).toBe(1);
+      expect(refused.stdout + refused.stderr).toMatch(/Too many redeliveries/);
+      // The CLI redelivers another run's delivery (its first redelivery needs no wait).
+      const second = await client.runWorkflow(workflowId, { callbackUrl: receiver.url });
+      await client.waitForRun(second.jobId, { intervalMs: 100 });
+      await deliverWaiting(second.jobId, handed);
+      const again = await cli(['deliveries', second.jobId, '--redeliver', '--json'], env);
       expect(again.code, again.stderr).toBe(0);
-      expect(JSON.parse(again.stdout)).toMatchObject({ jobId: started.jobId, attempt: 3 });
-      await deliverWaiting(started.jobId, handed);
-      const asJson = await cli(['deliveries', started.jobId, '--json'], env);
-      expect(JSON.parse(asJson.stdout)).toMatchObject({ state: 'delivered', attempts: 3 });
-      expect(new Set(receiver.received.map((r) => r.headers['webhook-id']))).toEqual(new Set([queued.webhookId]));
-      expect(receiver.received).toHaveLength(3);
+      expect(JSON.parse(again.stdout)).toMatchObject({ jobId: second.jobId, attempt: 2 });
+      await deliverWaiting(second.jobId, handed);
+      const asJson = await cli(['deliveries', second.jobId, '--json'], env);
+      expect(JSON.parse(asJson.stdout)).toMatchObject({ state: 'delivered', attempts: 2 });
+      expect(new Set(receiver.received.map((r) => r.headers['webhook-id']))).toEqual(
+        new Set([queued.webhookId, webhookId(second.jobId, 'run.completed')]),
+      );
+      expect(receiver.received).toHaveLength(4);
 
       // A run without callbackUrl has no deliveries: NotFoundError, and the CLI exits 1.
       const plain = await client.runWorkflow(await createWorkflow(stack, own, chainSteps, 'Silent'));

@@ -4028,7 +4028,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description Found: `Location` is a storage URL of the file, valid 5 minutes (`Cache-Control: no-store`). A file deleted since (its run past retention) answers storage’s 403 AccessDenied there. */
+      /** @description Found: `Location` is a storage URL of the file, valid 5 minutes (`Cache-Control: no-store`). A file deleted since (its run past retention) answers storage’s 403 (access denied) there. */
       302: {
         headers: {
           /** @description Where the file is. */
