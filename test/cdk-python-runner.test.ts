@@ -46,8 +46,8 @@ describe('the PythonRunner', { timeout: 120_000 }, () => {
     const agnostic = [{ 'Fn::Select': [0, { 'Fn::GetAZs': '' }] }, { 'Fn::Select': [1, { 'Fn::GetAZs': '' }] }];
     expect(zonesOf(prod())).toEqual(agnostic);
     expect(zonesOf(dev())).toEqual(agnostic);
-    const pinned = prod({ [contextKeys.pythonRunnerAzs]: 'us-east-1b,us-east-1d' });
-    expect(zonesOf(pinned)).toEqual(['us-east-1b', 'us-east-1d']);
+    const pinned = prod({ [contextKeys.pythonRunnerAzs]: 'us-west-2b,us-west-2d' });
+    expect(zonesOf(pinned)).toEqual(['us-west-2b', 'us-west-2d']);
     // The function's VPC configuration takes exactly those subnets.
     const subnetIds = (runnerOf(pinned).VpcConfig as { SubnetIds: unknown[] }).SubnetIds;
     expect(subnetIds).toHaveLength(2);
@@ -55,9 +55,9 @@ describe('the PythonRunner', { timeout: 120_000 }, () => {
   });
 
   it('fails the synth on zones that are not distinct zone names of the pinned region', () => {
-    for (const bad of ['us-west-2a', 'use1-az1', 'us-east-1a,us-east-1a', ' , ', 'us-east-1']) {
+    for (const bad of ['us-east-1a', 'usw2-az1', 'us-west-2a,us-west-2a', ' , ', 'us-west-2']) {
       expect(() => prod({ [contextKeys.pythonRunnerAzs]: bad }), bad).toThrow(
-        /pythonRunnerAzs must be distinct availability zone names of us-east-1/,
+        /pythonRunnerAzs must be distinct availability zone names of us-west-2/,
       );
     }
   });

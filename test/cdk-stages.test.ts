@@ -28,7 +28,7 @@ describe('pinned stages', { timeout: 120_000 }, () => {
 
   it("pins every required key of prod in the repository's cdk.json, with example values to replace", () => {
     expect(Object.keys(pins).sort()).toEqual([...requiredPins.prod].sort());
-    expect(pins).toMatchObject({ account: '111111111111', region: 'us-east-1', monthlyBudgetUsd: 500 });
+    expect(pins).toMatchObject({ account: '111111111111', region: 'us-west-2', monthlyBudgetUsd: 500 });
     expect(repositoryStages().dev).toEqual({});
   });
 
@@ -99,10 +99,10 @@ describe('pinned stages', { timeout: 120_000 }, () => {
       { ...testContext, ...pinnedProd() },
       { CDK_DEFAULT_ACCOUNT: '111111111111', CDK_DEFAULT_REGION: 'us-east-1' },
     );
-    expect(right.config.env).toEqual({ account: '111111111111', region: 'us-east-1' });
+    expect(right.config.env).toEqual({ account: '111111111111', region: 'us-west-2' });
     const offlineProd = buildApp({ ...testContext, ...pinnedProd() }, offline);
     for (const stack of [offlineProd.stateful, offlineProd.api]) {
-      expect(Stack.of(stack).environment).toBe('aws://111111111111/us-east-1');
+      expect(Stack.of(stack).environment).toBe('aws://111111111111/us-west-2');
     }
     // Malformed pins are named.
     expect(() => buildApp({ ...testContext, ...pinnedProd({ account: '1234' }) }, offline)).toThrow(

@@ -51,16 +51,18 @@ describe('the facts and the catalogue', () => {
     }
   });
 
-  it('serves every default prod enables from prod’s pinned Region: the catalogue’s, and the two image pins', () => {
+  it('serves every default prod enables from prod’s pinned Region (us-west-2): the catalogue’s, as it pins them', () => {
     const pins = parseModelDefaults(repositoryStages().prod?.modelDefaults, 'prod');
-    expect(prodRegion).toBe('us-east-1');
+    expect(prodRegion).toBe('us-west-2');
     for (const type of modelNodeTypes) {
       const { provider, model } = pins[type] ?? catalogueDefaults[type];
       expect(judgeModel(factsOf(provider, model)!, prodRegion, now), `${type} ${model}`).toEqual({ outcome: 'ok' });
     }
-    // The two Bedrock image generators are served from us-west-2 only: prod must pin others.
+    // Prod pins the two image generators as the catalogue has them, so a change of the catalogue
+    // does not change prod's models; they are served from us-west-2 only, hence prod's Region.
     expect(Object.keys(pins).sort()).toEqual(['DiffusionWorker', 'ImageGen']);
-    expect(judgeModel(factsOf('bedrock', bedrockDefaultModels.image)!, prodRegion, now).outcome).toBe('fail');
+    expect(pins.ImageGen).toEqual(catalogueDefaults.ImageGen);
+    expect(judgeModel(factsOf('bedrock', bedrockDefaultModels.image)!, 'us-east-1', now).outcome).toBe('fail');
   });
 });
 
@@ -75,8 +77,9 @@ describe('synth checks the defaults a stage enables', () => {
   });
 
   it('fails a default the stage’s Region does not serve', () => {
-    // Without its pin, DiffusionWorker is the catalogue's SD3.5 Large, an us-west-2 id.
-    const pins = { modelDefaults: { ImageGen: 'replicate:black-forest-labs/flux-schnell' } };
+    // A stage in us-east-1 without its own image pins: DiffusionWorker is the catalogue's SD3.5
+    // Large, an us-west-2 id.
+    const pins = { region: 'us-east-1', modelDefaults: { ImageGen: 'replicate:black-forest-labs/flux-schnell' } };
     expect(() => configOf(prodOn(pins))).toThrow(
       /DiffusionWorker: bedrock:stability\.sd3-5-large-v1:0 is not served from us-east-1: it is served from us-west-2/,
     );
