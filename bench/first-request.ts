@@ -43,7 +43,23 @@ const deps: unknown =
   functionId === 'EventPublisher'
     ? operatorEventsDepsFromEnv()(withAwsCommandLog({ events: new EventBridgeClient({}) }).events)
     : (localDeps(resources) satisfies Deps);
-const handler = invokedAs(functionId, module.makeHandler(deps));
+/**
+ * A streaming route's handler takes the event and a way to open its response, not a context: its
+ * answer is taken whole here (this process has no streaming runtime), its status kept.
+ */
+const asBuffered =
+  (stream: (event: unknown, open: (head: { statusCode: number }) => unknown) => Promise<void>): Handler =>
+  async (event) => {
+    let statusCode: number | undefined;
+    await stream(event, (head) => {
+      statusCode = head.statusCode;
+      return { write: () => {}, end: () => {}, closed: false };
+    });
+    return { statusCode };
+  };
+const built = module.makeHandler(deps);
+const isStream = 'transport' in fn && fn.transport === 'stream';
+const handler = invokedAs(functionId, isStream ? asBuffered(built as never) : built);
 let outcome: { statusCode?: number; failures?: number; error?: string } = {};
 try {
   const result = (await handler(event, lambdaContext(functionId, 10_000))) as
