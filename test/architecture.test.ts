@@ -164,7 +164,7 @@ describe('the environment is read when deps are built, never while a step runs',
       (file) =>
         !/^functions\/(deps\.ts|workers\/)/.test(file) &&
         /\b\w+FromEnv\(\)/.test(
-          read(file).replace(/export const handler = makeHandler\(originCheckFromEnv\(\)\);/, ''),
+          read(file).replace(/export const handler = makeHandler\(\{ originCheck: originCheckFromEnv\(\) \}\);/, ''),
         ),
     );
     expect(callers).toEqual([]);

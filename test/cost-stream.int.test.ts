@@ -18,11 +18,12 @@ describe('the run event stream’s reads per connection', () => {
     expect(polls).toBe(capMs / streamPollMs);
     const calls = meter.dynamoDb.calls.byCommand;
     // One a poll but the last (it meets the cap), the key's lookup, and the canvas (read once in a
-    // process, then cached); the writes are the key's rate counter, and the stream's slot of its
-    // key taken before it opens and given back at its end: this key's first stream, so the take is
-    // refused (no item yet), creates the key's item and takes again (functions/store/lease-slots.ts).
+    // process, then cached); the writes are the key's rate counter, and the stream's slots of its
+    // key and of its run, each taken before it opens and given back at its end: the first stream of
+    // each, so each take is refused (no item yet), creates the item and takes again
+    // (functions/store/lease-slots.ts).
     expect(calls.GetItemCommand).toBe(polls - 1 + 1 + 1);
-    expect(calls.UpdateItemCommand).toBe(1 + 3 + 1);
+    expect(calls.UpdateItemCommand).toBe(1 + 2 * (3 + 1));
     expect(calls.QueryCommand).toBe(1 + Math.floor((capMs - streamPollMs) / streamFullReadMs));
     // The status event, then nothing but keep-alives until `retry:`.
     expect(bytes).toBeGreaterThan(0);
