@@ -35,6 +35,9 @@ const notExercised: Record<string, Record<string, string>> = {
     's3:DeleteObject':
       "A resume checks a file input given again with the run start's own code (functions/app/run-inputs.ts), which " +
       'deletes a rejected upload; test/file-inputs.int.test.ts exercises it on RunWorkflow.',
+    's3:PutObject':
+      "A resume copies an upload given again as a file input with the run start's own code (functions/app/run-inputs.ts, " +
+      'one copy per distinct upload); its carried files are shared, never copied; test/file-inputs.int.test.ts exercises it on RunWorkflow.',
   },
   GetRunEvents: {
     'dynamodb:PutItem':
