@@ -358,6 +358,8 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
     ListRuns: {
       event: async () => apiEvent(routeById('ListRuns'), { key, query: { limit: '20' } }),
     },
+    // The team's stored bytes and quota (the files above count in it).
+    GetStorage: { event: async () => apiEvent(routeById('GetStorage'), { key }) },
     ListDeferredRuns: {
       event: async () => apiEvent(routeById('ListDeferredRuns'), { key, query: { limit: '20' } }),
     },
