@@ -15,6 +15,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { APIGatewayProxyEventV2, SQSEvent } from 'aws-lambda';
@@ -461,6 +462,36 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
           Records: [
             record('1', 'INSERT', undefined, run('queued')),
             record('2', 'MODIFY', run('queued'), run('completed')),
+          ],
+        };
+      },
+    },
+    // A run that chose its start event, as the table's stream hands its insert over (the item as
+    // stored, its own attribute values).
+    RunEventWebhooks: {
+      event: async () => {
+        const { jobId } = await newRun({ ...withCallback(), webhookEvents: ['run.started', 'run.completed'] });
+        const keys = { PK: { S: `RUN#${jobId}` }, SK: { S: 'RUN' } };
+        const { Item } = await deps.ddb.send(
+          new GetItemCommand({ TableName: deps.tableName, Key: keys, ConsistentRead: true }),
+        );
+        if (!Item) throw new Error(`run ${jobId} not stored`);
+        return {
+          Records: [
+            {
+              eventID: '1',
+              eventName: 'INSERT',
+              eventVersion: '1.1',
+              eventSource: 'aws:dynamodb',
+              awsRegion: 'us-east-1',
+              dynamodb: {
+                Keys: keys,
+                NewImage: Item,
+                SequenceNumber: '1',
+                SizeBytes: 300,
+                StreamViewType: 'NEW_AND_OLD_IMAGES',
+              },
+            },
           ],
         };
       },
