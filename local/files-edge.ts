@@ -9,7 +9,7 @@
  * GET and HEAD refuses it.
  */
 import { createServer, request as httpRequest } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOnLoopback } from './loopback-server.ts';
 
 export interface FilesEdge {
   /** The front's base URL (`http://127.0.0.1:<port>`): what `filesBaseUrl` names. */
@@ -46,14 +46,6 @@ export const startFilesEdge = async (options: { upstream: string; port?: number 
     });
     toOrigin.end();
   });
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  const { endpoint, stop } = await listenOnLoopback(server, options.port);
+  return { url: endpoint, stop };
 };

@@ -26,8 +26,8 @@
  */
 import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { crc32 } from 'node:zlib';
+import { listenOnLoopback } from './loopback-server.ts';
 
 export interface S3PresignGuard {
   endpoint: string;
@@ -455,17 +455,5 @@ export const startS3PresignGuard = async (options: S3PresignGuardOptions): Promi
       response.end(errorXml('InternalError', (error as Error).message));
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  return {
-    endpoint: `http://127.0.0.1:${port}`,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return listenOnLoopback(server, options.port);
 };

@@ -7,7 +7,7 @@
  * `__type` and the `x-amzn-query-error` header the SDK reads the code from.
  */
 import { createServer, request as httpRequest } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOnLoopback } from './loopback-server.ts';
 
 export interface SqsGuard {
   endpoint: string;
@@ -69,17 +69,5 @@ export const startSqsGuard = async (options: { upstream: string; port?: number }
     });
     outgoing.end(body);
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  return {
-    endpoint: `http://127.0.0.1:${port}`,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return listenOnLoopback(server, options.port);
 };

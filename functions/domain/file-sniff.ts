@@ -262,22 +262,8 @@ export const storedFileTypes = {
   image: ['image/png', 'image/jpeg', 'image/webp', 'image/gif'],
   audio: ['audio/wav', 'audio/mpeg', 'audio/flac', 'audio/ogg'],
   mesh: ['model/gltf-binary', 'model/fbx', 'model/gltf+json', 'model/obj'],
-  any: [
-    'image/png',
-    'image/jpeg',
-    'image/webp',
-    'image/gif',
-    'audio/wav',
-    'audio/flac',
-    'audio/ogg',
-    'model/gltf-binary',
-    'model/fbx',
-    'audio/mpeg',
-    'application/json',
-    'text/plain',
-    'model/gltf+json',
-    'model/obj',
-  ],
+  // Tried in this order: what a head shows by its magic bytes, then the formats that need more.
+  any: [...recognisable, 'audio/mpeg', 'application/json', 'text/plain', 'model/gltf+json', 'model/obj'],
 } as const satisfies Record<string, readonly UploadContentType[]>;
 
 export type StoredFileKind = keyof typeof storedFileTypes;
