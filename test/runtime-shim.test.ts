@@ -28,6 +28,10 @@ writeFileSync(
   };
   export const nested = { inner: async () => 'inner' };`,
 );
+writeFileSync(
+  join(dir, 'hungry.mjs'),
+  `export const handler = async () => { const kept = []; for (let i = 0; i < 25; i++) kept.push(new Array(1_000_000).fill(1)); return kept.length; };`,
+);
 writeFileSync(join(dir, 'broken.mjs'), `import 'a-package-that-is-not-bundled';\nexport const handler = () => 1;`);
 
 const start = (handler: string, timeoutSeconds = 2) => {
@@ -44,6 +48,21 @@ const start = (handler: string, timeoutSeconds = 2) => {
 };
 
 describe('the runtime shim', () => {
+  it("fails an invocation that outgrows its function's memory, as Lambda ends its process", async () => {
+    const fn = new FunctionProcess({
+      name: 'Hungry',
+      codeDir: dir,
+      handler: 'hungry.handler',
+      timeoutSeconds: 30,
+      memoryMb: 64,
+      environment: {},
+    });
+    processes.push(fn);
+    // About 200 MB of arrays: past the 64 MB function, well within an unbounded Node's heap.
+    const outcome = await fn.invoke({});
+    expect(outcome).toMatchObject({ ok: false, error: { errorType: 'Runtime.ExitError' } });
+  });
+
   it('imports the module of the handler string and runs its export with a Lambda context', async () => {
     const fn = start('app.handler');
     const outcome = await fn.invoke({ hello: 'world' });

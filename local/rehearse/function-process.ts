@@ -104,7 +104,9 @@ export class FunctionProcess {
 
   private spawn(): Promise<ChildProcess> {
     const { options } = this;
-    const child = spawn(process.execPath, [shimPath], {
+    // The function's memory as its JavaScript heap's limit: a handler that outgrows its function's
+    // memory fails here as it would on Lambda (the process ends: Runtime.ExitError), not only there.
+    const child = spawn(process.execPath, [`--max-old-space-size=${options.memoryMb}`, shimPath], {
       cwd: options.codeDir,
       env: {
         ...options.environment,
