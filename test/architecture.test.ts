@@ -120,7 +120,7 @@ describe('functions/app orchestrates', () => {
   it('holds the step state machine, the webhook delivery and the workflow creation', () => {
     expect(appFiles).toEqual(
       expect.arrayContaining([
-        'functions/app/run-step.ts',
+        'functions/app/step/run-step.ts',
         'functions/app/deliver-webhook.ts',
         'functions/app/create-workflow.ts',
       ]),
@@ -174,7 +174,7 @@ describe('the environment is read when deps are built, never while a step runs',
     const registry = read('functions/nodes/executors/index.ts');
     expect(registry).not.toMatch(/process\.env|executorFor/);
     expect(registry).toMatch(/export const createExecutorRegistry/);
-    expect(read('functions/app/run-step.ts')).toMatch(/deps\.executors\(/);
+    expect(read('functions/app/step/run-step.ts')).toMatch(/deps\.executors\(/);
   });
 });
 

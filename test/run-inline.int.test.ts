@@ -1,5 +1,5 @@
 /**
- * A chain's next step run in its predecessor's invocation (functions/app/run-step.ts, `runInline`):
+ * A chain's next step run in its predecessor's invocation (functions/app/step/run-step.ts, the step loop's next turn):
  * the real step-executor handler, given a Lambda context with time left, runs a chain of cheap
  * steps from one message; a model step, a short budget or a failing node hands the step to the
  * queue; and a worker killed anywhere in the chain is recovered by its message's redelivery with
@@ -8,8 +8,8 @@
 import type { SQSEvent } from 'aws-lambda';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { settleMarginMs } from '../functions/app/run-step.ts';
 import type { Deps } from '../functions/deps.ts';
+import { settleMarginMs } from '../functions/domain/step-plan.ts';
 import type { NodeExecutor } from '../functions/nodes/executors/types.ts';
 import { makeHandler } from '../functions/workers/step-executor.ts';
 import { invokedAs } from '../local/invocation.ts';

@@ -106,7 +106,7 @@ describe('one source for the statuses', () => {
     'functions/app/dispatch-deferred.ts': 2,
     'functions/app/provider-job.ts': 6,
     'functions/app/read-run.ts': 2,
-    'functions/app/run-step.ts': 1,
+    'functions/app/step/check-job.ts': 1,
     'functions/domain/deferred-run-lifetime.ts': 2,
     'functions/domain/run-view.ts': 1,
     'functions/domain/webhook.ts': 2,

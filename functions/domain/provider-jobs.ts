@@ -1,7 +1,7 @@
 /**
  * The rules of a model step's job at an asynchronous provider (Replicate, fal), and of retrying a
  * provider that is busy: how long a job may run, when it is polled, how often a busy provider is
- * asked again. Pure: the step executor (functions/app/run-step.ts) applies them.
+ * asked again. Pure: the step executor (functions/app/step/) applies them.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { NodeType } from '../../schemas/workflows.ts';

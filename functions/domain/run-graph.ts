@@ -33,7 +33,7 @@ export const successors = (canvas: Canvas, nodeId: string): string[] => [
  * The step a chain hands on to: the only successor of `nodeId`, reading from it alone, and not a
  * model step (a model step keeps a message of its own: its claim, its lease and a whole node
  * timeout). The step executor may run it in the same invocation instead of sending its message
- * (functions/app/run-step.ts). Undefined when `nodeId` has no such successor.
+ * (functions/app/step/run-step.ts). Undefined when `nodeId` has no such successor.
  */
 export const chainSuccessor = (canvas: Canvas, nodeId: string): string | undefined => {
   const next = successors(canvas, nodeId);

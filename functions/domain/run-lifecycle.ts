@@ -205,6 +205,10 @@ export const releasesSuccessors = (status: string | undefined): status is Counte
 export const isCompleted = (status: string | undefined): status is typeof StepStatus.completed =>
   status === StepStatus.completed;
 
+/** A run that has ended but is not finalized yet (a model step of it was in flight at its end). */
+export const isUnsettled = (run: { status: string; finalizedAt?: string | undefined }) =>
+  !isInProgress(run.status) && run.finalizedAt === undefined;
+
 /** A step item that will not move again on this delivery's account (failed, or retired as unknown). */
 export const isDeadEnd = (status: string | undefined) => status === StepStatus.failed || status === StepStatus.unknown;
 

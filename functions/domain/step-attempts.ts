@@ -13,7 +13,7 @@ export const executionsFailedError = (attempts: number) => `Step could not be ex
 
 /**
  * A synchronous call (a model's, the Python runner's) that its step's deadline cut: the step is
- * tried again by a delayed message after a backoff, as a busy provider is (functions/app/run-step.ts),
+ * tried again by a delayed message after a backoff, as a busy provider is (functions/app/step/fail-step.ts),
  * never left to the queue's visibility timeout and never counted as a lost worker. Classified
  * `timeout` (functions/domain/failure-reasons.ts).
  */

@@ -3,7 +3,8 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda'
 import * as v from 'valibot';
 import { stepNodeTimeoutSeconds } from '../../platform/definitions.ts';
 import { StepMessageSchema } from '../app/provider-job.ts';
-import { type RunStepOptions, runStep, type StepMessage, type TimeLeft, withTimeLeft } from '../app/run-step.ts';
+import { runStep } from '../app/step/run-step.ts';
+import { type RunStepOptions, type StepMessage, type TimeLeft, withTimeLeft } from '../app/step/step-messages.ts';
 import { stepExecutorWiring } from '../app/step-executor-wiring.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { s3Client } from '../clients/s3.ts';

@@ -8,7 +8,6 @@ export { type CarriedStep, putCarriedSteps } from './carried-steps.ts';
 export {
   closeRun,
   endRun,
-  isUnsettled,
   queueWebhook,
   type RunLedgerState,
   settleEndedRun,

@@ -12,7 +12,7 @@ import {
 import { webhookEventOfEnd } from '../../domain/webhook.ts';
 import { logger } from '../../observability/logger.ts';
 import { tableUpdate } from '../item-update.ts';
-import { type RunItem, storedKeyMonth, storedProject, storedRun, storedTeam } from '../items.ts';
+import { storedKeyMonth, storedProject, storedRun, storedTeam } from '../items.ts';
 import { keyMonthKey, projectKey, queuedRunIndex, runKey, teamKey, workflowLockKey } from '../keys.ts';
 import { sendWebhookMessage } from '../queues.ts';
 import { conditionalWrite, type TransactItems, transactWrite } from '../write.ts';
@@ -267,10 +267,6 @@ export const settleEndedRun = async (deps: Deps, jobId: string): Promise<boolean
   if (steps.some((step) => holdsEndedRun(step, now))) return false;
   return (await transactWrite(deps, settleRunItems(deps, { ...run, status: run.status }))).written;
 };
-
-/** Whether a run item is ended but not yet finalized (a model step of it was in flight at its end). */
-export const isUnsettled = (run: Pick<RunItem, 'status' | 'finalizedAt'>) =>
-  !isInProgress(run.status) && run.finalizedAt === undefined;
 
 /**
  * Ends a run in one transaction (counting its last step too, with `last`); false when it had

@@ -1,0 +1,219 @@
+/**
+ * One step of a run (the step executor's work, one SQS message per ready step). Read the run, the
+ * step and the results it needs (one BatchGet); claim it if it is a model step; run the node; record
+ * its end on the step item once; count it on the run once (moving its charge from the run's hold);
+ * then release the successors that became ready, or, after the last step, end the run and queue its
+ * webhook. Every stage is idempotent, so a redelivered or duplicated message never charges twice.
+ * What each stage decides is the step plan's (functions/domain/step-plan.ts).
+ *
+ * A chain's next step (`chainSuccessor`: the only successor, reading from this step alone, not a
+ * model step) runs in the same invocation, as the step loop's next turn, when the worker has time
+ * left for a whole node timeout and the step's end (`planInline`), saving its message's send,
+ * receive and delete and an invocation. Its message is sent instead when time is short, or when
+ * running it here failed.
+ */
+import type { Deps } from '../../deps.ts';
+import { failureReasonOf } from '../../domain/failure-reasons.ts';
+import { stampLicenceModel } from '../../domain/licence.ts';
+import { listedModelPrice, stepCharge } from '../../domain/pricing.ts';
+import { firstPollSeconds } from '../../domain/provider-jobs.ts';
+import { planStep, predecessors } from '../../domain/run-graph.ts';
+import { StepStatus } from '../../domain/run-lifecycle.ts';
+import { executionsFailedError } from '../../domain/step-attempts.ts';
+import {
+  type NodeErrorKind,
+  planClaim,
+  planFailedExecution,
+  planInline,
+  planNodeError,
+  planRead,
+  planReread,
+} from '../../domain/step-plan.ts';
+import { apiInputTargets } from '../../domain/workflow-graph.ts';
+import { type NodeExecutor, StepFailedError } from '../../nodes/executors/types.ts';
+import { ProviderError } from '../../nodes/providers/types.ts';
+import { logger, withRecordKeys } from '../../observability/logger.ts';
+import type { StepItem } from '../../store/items.ts';
+import {
+  type Attempt,
+  abandonStep,
+  claimStep,
+  countFailedExecution,
+  finishStepItem,
+  readRunAndSteps,
+  readRunItem,
+  releaseStep,
+  settleEndedRun,
+} from '../../store/run/index.ts';
+import { sendDelayedStepMessage } from '../../store/run/provider-jobs.ts';
+import { SecretUnavailableError } from '../../store/secret-refs.ts';
+import { guardSubmit, retryBusyProvider, submitJob } from '../provider-job.ts';
+import { withTeamSlot } from '../team-slots.ts';
+import { checkJob } from './check-job.ts';
+import { endWithFailure, jobEnds, retryTimedOut } from './fail-step.ts';
+import { afterEnd, settleStep } from './settle-step.ts';
+import { nodeOf, stepContext } from './step-context.ts';
+import { ofTeam, type RunStepOptions, type StepMessage, sendSteps } from './step-messages.ts';
+
+/**
+ * Runs a message's step, then the chain's steps it hands on to, one turn each, while the
+ * invocation has time for a whole one (else the next step's message is sent). Run here, a node
+ * that throws is not counted as one of the step's executions (it may have run short of time): its
+ * message is sent, and that delivery runs it as usual; so is any other failure. Every stage of a
+ * step is idempotent, so a step that had got as far as its count before failing is not charged twice.
+ */
+const runChain = async (deps: Deps, options: RunStepOptions, first: () => Promise<StepMessage | undefined>) => {
+  let next = await first();
+  while (next !== undefined) {
+    const message = next;
+    if (planInline(options.remainingMs?.(), options.stepTimeoutMs) === 'send')
+      return sendSteps(deps, message, [message.nodeId]);
+    try {
+      // Its lines carry its own nodeId, not its predecessor's.
+      next = await withRecordKeys({ nodeId: message.nodeId }, () =>
+        runReadyStep(deps, message, { ...options, inline: true }),
+      );
+    } catch (error) {
+      logger.warn("step run in its predecessor's invocation failed; sent to the queue", {
+        nodeId: message.nodeId,
+        error,
+      });
+      return sendSteps(deps, message, [message.nodeId]);
+    }
+  }
+};
+
+/**
+ * Runs one step message; throws to have SQS redeliver it after an unexpected failure of its node,
+ * until the step's own count of failed executions reaches `stepExecutionAttempts`.
+ */
+export const runStep = async (deps: Deps, message: StepMessage, options: RunStepOptions) => {
+  if (message.check) return runChain(deps, options, () => checkJob(deps, message));
+  // A guard of a submit runs no step: it reads the step and at most sends its message (no slot taken).
+  if (message.guard !== undefined) return guardSubmit(deps, { ...message, guard: message.guard });
+  // The chain's steps run in this invocation under the first step's slot.
+  return withTeamSlot(deps, message, () => runChain(deps, options, () => runReadyStep(deps, message, options)));
+};
+
+/** What a node's throw was, in the order the plan weighs them. */
+const errorKind = (error: unknown, signal: AbortSignal): NodeErrorKind => {
+  if (error instanceof StepFailedError) return 'step-failed';
+  if (signal.aborted) return 'deadline';
+  if (error instanceof ProviderError && error.retryable) return 'busy-provider';
+  return error instanceof SecretUnavailableError ? 'secret' : 'unexpected';
+};
+
+/**
+ * Runs one step message (not a look at a provider's job). Returns the chain's next step's message
+ * when it is to run in this invocation.
+ */
+const runReadyStep = async (
+  deps: Deps,
+  received: StepMessage,
+  options: RunStepOptions,
+): Promise<StepMessage | undefined> => {
+  const read = await readRunAndSteps(deps, received, (c) => [received.nodeId, ...predecessors(c, received.nodeId)]);
+  // The run is gone (expired, or deleted after its retention): a late message has nothing to do.
+  if (!read) return;
+  const { run, canvas, steps, stepItem } = read;
+  // What this step sends (its successors, its retries) goes in its run's team's group.
+  const message: StepMessage = { ...ofTeam(received, run), deferred: undefined };
+  const own = stepItem(message.nodeId);
+  steps.delete(message.nodeId);
+  const readPlan = planRead(run, message.nodeId, own);
+  if (readPlan.kind === 'after-end') return afterEnd(deps, message, run, readPlan, own?.model ?? undefined);
+  if (readPlan.kind === 'count') return settleStep(deps, message, run, readPlan);
+  if (readPlan.kind === 'nothing') return;
+  const { node, spec } = nodeOf(canvas, message.nodeId);
+  // Only a model step is claimed: its lease keeps a duplicate message from paying a provider twice.
+  let attempt: Attempt = null;
+  let previousJob: StepItem['providerJob'];
+  if (spec.model) {
+    const claim = await claimStep(deps, run, message.nodeId);
+    const claimPlan = planClaim(claim);
+    if (claimPlan.kind === 'nothing') {
+      // Its job is at a provider: a delivery that died after recording it may not have scheduled its poll.
+      if (claimPlan.poll) await sendDelayedStepMessage(deps, { ...message, check: 'poll', poll: 0 }, firstPollSeconds);
+      return; // leased by another delivery (a duplicate), or finished meanwhile
+    }
+    if (!claim.claimed) return;
+    attempt = claim.attempt;
+    previousJob = claim.previousJob;
+    // Each lost worker died mid-node (a crash, or the function's own timeout): ours to look at.
+    if (claimPlan.kind === 'fail')
+      return endWithFailure(deps, message, attempt, executionsFailedError(claimPlan.lostWorkers), 'code');
+    // The run may have ended between its read and this claim. An ended run is settled only after
+    // its end was written, from a read of its claims: either that read sees this claim (and the
+    // run keeps its lock and hold until it settles), or this read sees the end and no provider
+    // is called. One strongly consistent read per model step, no write.
+    const now = await readRunItem(deps, message.jobId);
+    const reread = planReread(now);
+    if (reread.kind !== 'going') {
+      await abandonStep(deps, run, message.nodeId, attempt);
+      if (reread.kind === 'ended' && reread.settle) await settleEndedRun(deps, message.jobId);
+      return;
+    }
+  }
+  const plan = planStep(canvas, message.nodeId, steps);
+  if (!plan.run) {
+    if (await finishStepItem(deps, run, node.id, attempt, { status: StepStatus.skipped }))
+      return settleStep(deps, message, run, { status: StepStatus.skipped, chargeHundredths: 0 }, canvas);
+    return;
+  }
+  const inputKey = [...apiInputTargets(canvas)].find(([, target]) => target === node.id)?.[0];
+  // Own keys only: an apiInputKey such as `toString` the run did not set must not read Object.prototype's.
+  const runInput = inputKey !== undefined && Object.hasOwn(run.inputs, inputKey) ? run.inputs[inputKey] : undefined;
+  const runFile =
+    inputKey !== undefined && Object.hasOwn(run.inputFiles, inputKey) ? run.inputFiles[inputKey] : undefined;
+  const timeoutMs = options.stepTimeoutMs;
+  const context = stepContext(deps, run, node, spec, { inputs: plan.inputs, runInput, runFile, timeoutMs });
+  let outcome: Awaited<ReturnType<NodeExecutor>>;
+  try {
+    outcome = await deps.executors(node.type)(context);
+  } catch (error) {
+    const kind = errorKind(error, context.signal);
+    const errorPlan = planNodeError(kind, { claimed: attempt !== null, inline: options.inline === true });
+    if (errorPlan.kind === 'fail') {
+      const text = kind === 'secret' ? `${node.type}: ${(error as Error).message}` : (error as Error).message;
+      return endWithFailure(deps, message, attempt, text, failureReasonOf(error));
+    }
+    // The step's deadline cut a synchronous call (a model's, the Python runner's): tried again later.
+    if (errorPlan.kind === 'retry-deadline')
+      return void (await retryTimedOut(deps, message, run, { attempt, nodeType: node.type }, timeoutMs));
+    // A busy provider (429, 5xx, a timeout): asked again after a backoff, never counted as a lost worker.
+    if (errorPlan.kind === 'retry-busy' && attempt !== null && error instanceof ProviderError)
+      return void (await retryBusyProvider(deps, message, attempt, error, node.type, jobEnds(deps, message)));
+    // Run in its predecessor's invocation: not counted; the step loop sends its message instead.
+    if (errorPlan.kind !== 'count-execution') throw error;
+    // A failed execution, counted on the step item (a model step's claim counts it already), so a
+    // message SQS handed back without running the node (a throttle) spends nothing.
+    const failed = attempt ?? (await countFailedExecution(deps, run, message.nodeId));
+    const executionPlan = planFailedExecution(failed);
+    if (executionPlan.kind === 'nothing') return; // another delivery finished the step meanwhile; it counts it
+    if (executionPlan.kind === 'fail') {
+      // The run fails visibly and the message is done: the DLQ is for messages we cannot process.
+      logger.error('step failed on its last execution', { nodeId: message.nodeId, failed, error });
+      // The last execution's error says why: a node that kept timing out, or code that kept throwing.
+      return endWithFailure(deps, message, attempt, executionsFailedError(failed ?? 0), failureReasonOf(error));
+    }
+    // SQS redelivers the message: let that delivery take the step, not drop it as a duplicate.
+    await releaseStep(deps, message.jobId, message.nodeId, attempt);
+    throw error;
+  }
+  if (outcome.job) {
+    if (attempt === null) throw new Error(`Step ${node.id} submits a job without a claim`);
+    const { job } = outcome;
+    const connection = job.credentials === 'team' ? await context.connection?.(job.provider) : undefined;
+    const credentials = { kind: job.credentials, connection };
+    const ends = jobEnds(deps, message);
+    return void (await submitJob(deps, message, attempt, job, credentials, node.type, ends, previousJob));
+  }
+  const listed = listedModelPrice(node, spec, deps.providers);
+  const chargeHundredths = stepCharge(run, { nodeId: node.id, spec, work: outcome.work, listed }, StepStatus.completed);
+  const { model } = outcome;
+  const licence = model ? stampLicenceModel({ nodeId: node.id, ...model, stampedAt: deps.now() }) : undefined;
+  const end = { status: StepStatus.completed, outputs: outcome.outputs, model, licence, chargeHundredths };
+  // False: another delivery finished the step first (a duplicate message); that one counts it.
+  if (!(await finishStepItem(deps, run, node.id, attempt, end))) return;
+  return settleStep(deps, message, run, { status: StepStatus.completed, chargeHundredths, model }, canvas);
+};
