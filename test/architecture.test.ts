@@ -214,3 +214,29 @@ describe('two things never share a name', () => {
     expect(copies).toEqual([]);
   });
 });
+
+describe('the step path loops in one place', () => {
+  const stepFiles = sourceFiles('functions/app/step');
+  /** The repository files `file` imports directly (relative imports only). */
+  const edges = (file: string) =>
+    importsOf(file)
+      .filter((specifier) => specifier.startsWith('.'))
+      .map((specifier) => resolved(file, specifier));
+  /** Whether `to` is reachable from `from` through relative imports. */
+  const reaches = (from: string, to: string, seen = new Set<string>()): boolean => {
+    if (seen.has(from)) return false;
+    seen.add(from);
+    return edges(from).some((next) => next === to || reaches(next, to, seen));
+  };
+
+  it('finds the step path', () => {
+    expect(stepFiles).toEqual(
+      expect.arrayContaining(['functions/app/step/run-step.ts', 'functions/app/step/settle-step.ts']),
+    );
+  });
+
+  // A chain's next step is the step loop's next turn: nothing the loop calls calls back into it.
+  it.each(stepFiles)('%s is in no import circle', (file) => {
+    expect(reaches(file, file)).toBe(false);
+  });
+});
