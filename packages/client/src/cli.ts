@@ -1019,6 +1019,13 @@ export const main = async (
 export const runCli = (argv: string[]): Promise<number> => {
   const controller = new AbortController();
   process.once('SIGINT', () => controller.abort());
+  // A reader that stopped reading (`| head`) is no error: stop quietly, as other command-line tools do.
+  for (const stream of [process.stdout, process.stderr])
+    stream.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE') throw error;
+      controller.abort();
+      process.exit(0);
+    });
   return main(argv, {
     stdout: process.stdout,
     stderr: process.stderr,
