@@ -1,7 +1,7 @@
 /**
  * The client package as another project gets it: `npm pack -w packages/client` (which builds
- * `dist/`), `npm install <tarball>` into a scratch project (offline: its two dependencies come from
- * npm's cache), then the `workflow-run` CLI through `npx --offline` (never the public registry) and
+ * `dist/`), `npm install <tarball>` into a scratch project (`--prefer-offline`: its two dependencies
+ * come from npm's cache, or else the npm registry), then the `workflow-run` CLI through `npx --offline` (never the public registry) and
  * a typed call: `tsc` over a file that uses the generated types (a run's result, the event stream's
  * events, a workflow create's agentId-or-projectId), then that file run against the local stack.
  */
@@ -46,20 +46,20 @@ const inScratch = (file: string, args: string[]) =>
   });
 
 /** Uses the package's types as a project would; each `@ts-expect-error` must be an error, or tsc fails. */
-const typedCall = `import { createClient, type paths, type Run, type RunEvent } from '@workflow-run-api/client';
+const typedCall = `import { createClient, type paths, type Run, type RunEvent, type WorkflowStep } from '@workflow-run-api/client';
 
 const api = createClient({ baseUrl: process.env.WORKFLOW_RUN_API_URL!, apiKey: process.env.WORKFLOW_RUN_API_KEY! });
 const agentId = process.env.AGENT_ID!;
-const steps = [
+const steps: WorkflowStep[] = [
   { key: 'topic', type: 'TextEntry', config: { text: 'otters', apiInputKey: 'topic' } },
   { key: 'show', type: 'TextConsole', inputs: ['topic'] },
-] as const;
+];
 
 // Exactly one of agentId or projectId: both, or neither, do not compile.
 // @ts-expect-error both
-export const both: Parameters<typeof api.createWorkflow>[0] = { name: 'x', steps: [...steps], agentId, projectId: agentId };
+export const both: Parameters<typeof api.createWorkflow>[0] = { name: 'x', steps: steps, agentId, projectId: agentId };
 // @ts-expect-error neither
-export const neither: Parameters<typeof api.createWorkflow>[0] = { name: 'x', steps: [...steps] };
+export const neither: Parameters<typeof api.createWorkflow>[0] = { name: 'x', steps: steps };
 
 // A result is typed: a string reads as one, and a value no JSON answer holds does not compile.
 export const text = (run: Run): string | undefined => {
@@ -71,10 +71,12 @@ export const notAResult: Run['output'][number]['result'] = () => 1;
 
 // The stream's events, as the document types them: by name, with the data that name carries.
 type StreamEvent = paths['/runs/{jobId}/events']['get']['responses'][200]['content']['text/event-stream'];
-export const describeEvent = (event: StreamEvent & RunEvent): string =>
+export const describeEvent = (event: StreamEvent): string =>
   event.event === 'step' ? \`\${event.data.node_id} \${event.data.status}\` : event.event === 'done' ? event.data.status : event.id;
+// The client's own RunEvent (what runEvents yields) is that type.
+export const fromClient = (event: RunEvent): StreamEvent => event;
 
-const { workflowId } = await api.createWorkflow({ name: 'Packed', agentId, steps: [...steps] });
+const { workflowId } = await api.createWorkflow({ name: 'Packed', agentId, steps: steps });
 const started = await api.runWorkflow(workflowId, { inputs: { topic: 'badgers' } });
 if (!('jobId' in started)) throw new Error('deferred');
 const ended = await api.waitForRun(started.jobId, { intervalMs: 100 });
@@ -82,7 +84,7 @@ console.log(JSON.stringify({ status: ended.status, text: text(ended) }));
 `;
 
 describe('the client package, packed and installed elsewhere', () => {
-  it('installs from its tarball offline; the CLI runs through npx --offline; a typed call compiles and runs', {
+  it('installs from its tarball; the CLI runs through npx --offline; a typed call compiles and runs', {
     timeout: 300_000,
   }, async () => {
     const packed = await run('npm', ['pack', '-w', 'packages/client', '--pack-destination', scratch, '--json'], {
@@ -97,15 +99,13 @@ describe('the client package, packed and installed elsewhere', () => {
     expect(paths.filter((p) => p.startsWith('src/'))).toEqual([]);
 
     await writeFile(join(scratch, 'package.json'), JSON.stringify({ name: 'scratch', private: true, type: 'module' }));
-    await inScratch('npm', ['install', '--offline', '--no-audit', '--no-fund', `./${filename}`]);
+    await inScratch('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', `./${filename}`]);
     const installed = JSON.parse(await readFile(join(scratch, 'package.json'), 'utf8'));
     expect(Object.keys(installed.dependencies)).toEqual(['@workflow-run-api/client']);
 
     // The CLI, found in the project's node_modules/.bin: --offline keeps npx from ever asking the registry.
     const help = await inScratch('npx', ['--offline', 'workflow-run', '--help']);
     expect(help.stdout).toMatch(/^Usage: workflow-run/);
-    const listed = await inScratch('npx', ['--offline', 'workflow-run', 'workflows', 'list', '--json']);
-    expect(Array.isArray(JSON.parse(listed.stdout))).toBe(true);
 
     await writeFile(join(scratch, 'call.ts'), typedCall);
     await writeFile(
@@ -129,5 +129,10 @@ describe('the client package, packed and installed elsewhere', () => {
     });
     const called = await inScratch(process.execPath, ['call.ts']);
     expect(JSON.parse(called.stdout)).toEqual({ status: 'completed', text: 'badgers' });
+    // The CLI against the API: it lists the workflow the typed call made.
+    const listed = await inScratch('npx', ['--offline', 'workflow-run', 'workflows', 'list', '--json']);
+    expect((JSON.parse(listed.stdout) as { workflows: { name: string }[] }).workflows.map((w) => w.name)).toContain(
+      'Packed',
+    );
   });
 });
