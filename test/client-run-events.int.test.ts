@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
+import * as v from 'valibot';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../packages/client/src/cli.ts';
 import {
@@ -14,6 +15,7 @@ import {
   type ServerSentEvent,
   type WorkflowRunClient,
 } from '../packages/client/src/index.ts';
+import { RunEventSchema } from '../schemas/runs.ts';
 import {
   chainSteps,
   createWorkflow,
@@ -104,6 +106,8 @@ describe('client.runEvents', () => {
       expect.arrayContaining(chainSteps.map((s) => s.key)),
     );
     for (const event of events) expect(event.id).toMatch(/^[A-Za-z0-9_-]+$/);
+    // Each event is what the document's RunEvent says it is (its data by its name).
+    for (const event of events) expect(v.safeParse(RunEventSchema, event).issues).toBeUndefined();
   });
 
   it('reconnects with Last-Event-ID when the stream closes with retry: before done, losing and repeating nothing', async () => {
