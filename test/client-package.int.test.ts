@@ -91,7 +91,7 @@ describe('the client package, packed and installed elsewhere', () => {
       cwd: repositoryRoot,
       maxBuffer: 16 * 1024 * 1024,
     });
-    const [{ filename, files }] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
+    const [{ filename, files }] = JSON.parse(packed.stdout) as [{ filename: string; files: { path: string }[] }];
     const paths = files.map((f) => f.path);
     expect(paths).toEqual(
       expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/cli.js', 'bin/workflow-run.js']),
