@@ -343,7 +343,6 @@ export const RunEventSchema = v.variant('event', [
   runEventOf('status', RunStatusEventSchema, 'The run’s status or progress changed.'),
   runEventOf('done', RunSchema, 'The final Run, as Get a run answers it; the stream then ends.'),
 ]);
-export type RunEvent = v.InferOutput<typeof RunEventSchema>;
 
 /**
  * Statuses a run summary (GET /runs) shows and filters on: the stored ones. `claimed` is read from
