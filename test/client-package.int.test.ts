@@ -99,9 +99,16 @@ describe('the client package, packed and installed elsewhere', () => {
     expect(paths.filter((p) => p.startsWith('src/'))).toEqual([]);
 
     await writeFile(join(scratch, 'package.json'), JSON.stringify({ name: 'scratch', private: true, type: 'module' }));
-    await inScratch('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', `./${filename}`]);
+    const install = await inScratch('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', `./${filename}`]);
     const installed = JSON.parse(await readFile(join(scratch, 'package.json'), 'utf8'));
     expect(Object.keys(installed.dependencies)).toEqual(['@workflow-run-api/client']);
+    // Nothing runs at install (dist is in the tarball), so npm has no install script to ask about.
+    const manifest = JSON.parse(
+      await readFile(join(scratch, 'node_modules/@workflow-run-api/client/package.json'), 'utf8'),
+    ) as { scripts?: Record<string, string> };
+    for (const hook of ['preinstall', 'install', 'postinstall', 'prepare'])
+      expect(manifest.scripts?.[hook]).toBeUndefined();
+    expect(install.stderr).not.toContain('install-scripts');
 
     // The CLI, found in the project's node_modules/.bin: --offline keeps npx from ever asking the registry.
     const help = await inScratch('npx', ['--offline', 'workflow-run', '--help']);
