@@ -46,7 +46,7 @@ const inScratch = (file: string, args: string[]) =>
   });
 
 /** Uses the package's types as a project would; each `@ts-expect-error` must be an error, or tsc fails. */
-const typedCall = `import { createClient, type paths, type Run, type RunEvent, type WorkflowStep } from '@workflow-run-api/client';
+const typedCall = `import { createClient, isRunFile, type paths, type Run, type RunEvent, type RunResult, type WorkflowStep } from '@workflow-run-api/client';
 
 const api = createClient({ baseUrl: process.env.WORKFLOW_RUN_API_URL!, apiKey: process.env.WORKFLOW_RUN_API_KEY! });
 const agentId = process.env.AGENT_ID!;
@@ -68,6 +68,8 @@ export const text = (run: Run): string | undefined => {
 };
 // @ts-expect-error a result is never a function
 export const notAResult: Run['output'][number]['result'] = () => 1;
+// A file in a result, read with the client's guard: no cast.
+export const firstUrl = (result: RunResult): string | null => (isRunFile(result) ? result.url : null);
 
 // The stream's events, as the document types them: by name, with the data that name carries.
 type StreamEvent = paths['/runs/{jobId}/events']['get']['responses'][200]['content']['text/event-stream'];
