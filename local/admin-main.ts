@@ -5,7 +5,7 @@ import { refusingSecrets } from '../functions/store/secret-refs.ts';
 import { defaultStackPrefix, stackNames, stageDefaults, stageNames } from '../lib/stages.ts';
 import { envNames } from '../platform/definitions.ts';
 import { connectionSecretPrefixOf } from '../platform/secret-refs.ts';
-import { runAdmin, runEventsTail } from './admin.ts';
+import { asksForHelp, runAdmin, runEventsTail, usage } from './admin.ts';
 import { localAwsConfig, startDynamoDb } from './emulators.ts';
 import { operatorEventsFile } from './eventbridge-emulator.ts';
 import { localDeps, tableOnlyDeps } from './local-deps.ts';
@@ -20,6 +20,11 @@ import { dynamoDbDataDir, localPrefix, readRunningStack, stateDir } from './stat
  * runs, DynamoDB Local started on the same data for the length of the command.
  */
 const main = async () => {
+  // The usage needs no table: print it before starting or reaching one.
+  if (asksForHelp(process.argv.slice(2))) {
+    process.stdout.write(`${usage}\n`);
+    return;
+  }
   // The operator events the local stack wrote: a file, no table needed.
   if (process.argv[2] === 'events') {
     const abort = new AbortController();

@@ -31,7 +31,7 @@ import { type LogPlace, showRun } from './run-show.ts';
  * `local/admin-main.ts` wires it to the local stack or to deployed tables.
  */
 
-const usage = `Usage: npm run admin -- <command> [flags] [--json]
+export const usage = `Usage: npm run admin -- <command> [flags] [--json]
 
   team create --name N [--credits C] [--per-step-limit L]      → { teamId }
   credits add --team T --amount C                              → new balance (withdraw with --amount=-C)
@@ -76,6 +76,7 @@ export interface AdminResult {
 }
 
 const flagOptions = {
+  help: { type: 'boolean', short: 'h' },
   json: { type: 'boolean' },
   name: { type: 'string' },
   credits: { type: 'string' },
@@ -145,8 +146,13 @@ const balanceView = (team: TeamItem) => {
   };
 };
 
+/** Whether `argv` asks for the usage (`--help`, `-h`, `help`): answered without a table. */
+export const asksForHelp = (argv: readonly string[]) =>
+  argv[0] === 'help' || argv.some((arg) => arg === '--help' || arg === '-h');
+
 /** Runs one command; returns what to print and the exit code instead of exiting. `logs`: where the stage's log lines are (`run show`). */
 export const runAdmin = async (argv: string[], deps: Deps, options: { logs?: LogPlace } = {}): Promise<AdminResult> => {
+  if (asksForHelp(argv)) return { exitCode: 0, output: usage };
   let flags: Flags;
   let positionals: string[];
   try {

@@ -1,5 +1,7 @@
 import type { Deps } from '../functions/deps.ts';
 import { toCredits } from '../functions/domain/credits.ts';
+import { runView } from '../functions/domain/run-view.ts';
+import { canvasOf } from '../functions/store/canvases.ts';
 import { readRunPartition } from '../functions/store/run/index.ts';
 import { readRunDeliveries } from '../functions/store/webhook-deliveries.ts';
 import { pythonRunner, workers } from '../lib/workers.ts';
@@ -39,7 +41,8 @@ export const runTrail = (jobId: string, place: LogPlace) => {
 };
 
 /**
- * `run show <jobId>`: the run, its steps, its provider jobs, its webhook delivery and where its log
+ * `run show <jobId>`: the run, every one of its steps (`status` as the API shows it, `stored` as its item
+ * holds it, null when it has none), its provider jobs, its webhook delivery and where its log
  * lines are, read from the table as they stand (strongly consistent reads). Never its inputs' values,
  * its callback's secret or its callback's path, nor a provider job's token hash. Undefined: no such run.
  */
@@ -49,6 +52,10 @@ export const showRun = async (deps: Deps, jobId: string, place: LogPlace) => {
     readRunDeliveries(deps, jobId),
   ]);
   if (!run) return undefined;
+  // Every step of the run, as GET /runs/{jobId} lists them (a step never taken, e.g. skipped, has no
+  // item), with what its item holds when it has one.
+  const view = runView(run, new Map(steps.map((step) => [step.nodeId, step])), await canvasOf(deps, run.workflowId));
+  const itemOf = new Map(steps.map((step) => [step.nodeId, step]));
   return {
     run: {
       jobId: run.jobId,
@@ -68,18 +75,23 @@ export const showRun = async (deps: Deps, jobId: string, place: LogPlace) => {
       inputKeys: Object.keys(run.inputs),
       callbackHost: hostOf(run.callbackUrl),
     },
-    steps: steps.map((s) => ({
-      nodeId: s.nodeId,
-      status: s.status,
-      startedAt: s.startedAt ?? null,
-      error: s.error ?? null,
-      charged: toCredits(s.chargeHundredths),
-      claims: s.attempts ?? 0,
-      failures: s.failures ?? 0,
-      providerTries: s.providerTries ?? 0,
-      leaseUntil: s.leaseUntil ?? null,
-      model: s.model ?? null,
-    })),
+    steps: view.steps.map((shown) => {
+      const s = itemOf.get(shown.node_id);
+      return {
+        nodeId: shown.node_id,
+        stepType: shown.step_type,
+        status: shown.status,
+        stored: s?.status ?? null,
+        startedAt: s?.startedAt ?? null,
+        error: s?.error ?? null,
+        charged: toCredits(s?.chargeHundredths ?? 0),
+        claims: s?.attempts ?? 0,
+        failures: s?.failures ?? 0,
+        providerTries: s?.providerTries ?? 0,
+        leaseUntil: s?.leaseUntil ?? null,
+        model: s?.model ?? null,
+      };
+    }),
     // The job each step waits on, then those a later claim superseded (the only ones a webhook may cancel).
     providerJobs: steps.flatMap((s) =>
       [

@@ -5,7 +5,7 @@
  */
 import { streamsPerKey } from '../platform/run-events.ts';
 import type { OperationSpec } from './openapi-parts.ts';
-import { uuidPath } from './openapi-parts.ts';
+import { ref, uuidPath } from './openapi-parts.ts';
 
 /** The stream's grammar, in the document's words (docs/api.md, "Following a run live", says it at length). */
 const grammar =
@@ -39,7 +39,8 @@ export const runEventsOperation: OperationSpec = {
   responses: {
     200: {
       description: grammar,
-      content: { 'text/event-stream': { schema: { type: 'string' } } },
+      // Each event's schema, as a client reads it (its data line parsed): a generated client types the events.
+      content: { 'text/event-stream': { schema: ref('RunEvent') } },
     },
     204: { description: 'The `Last-Event-ID` is that of the run’s `done`: nothing more will come.' },
   },

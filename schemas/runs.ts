@@ -243,13 +243,34 @@ export const RunFileSchema = v.variant('availability', [
 ]);
 export type RunFile = v.InferOutput<typeof RunFileSchema>;
 
+/**
+ * What a step produced: one output's value, or an object of them by output handle; a file in it is
+ * a RunFile. Stated as a union (a file, files, a string, a number, a boolean, null, an object or an
+ * array of JSON) rather than `unknown`, so a client generated from the document reads a file without
+ * a cast. Not recursive: generated types of a self-referencing schema break in common generators.
+ */
+export const RunResultSchema = v.pipe(
+  v.union([
+    RunFileSchema,
+    v.array(RunFileSchema),
+    v.string(),
+    v.number(),
+    v.boolean(),
+    v.null(),
+    v.record(v.string(), v.unknown()),
+    v.array(v.unknown()),
+  ]),
+  v.description(
+    'What a step produced; its shape depends on the node type: one output’s value, or an object of them by ' +
+      'output handle. A file in it is a RunFile.',
+  ),
+);
+export type RunResult = v.InferOutput<typeof RunResultSchema>;
+
 export const RunOutputSchema = v.strictObject({
   node_id: v.string(),
   step_type: v.string(),
-  result: v.pipe(
-    v.unknown(),
-    v.description('What the step produced; its shape depends on the node type. Files in it are RunFile objects.'),
-  ),
+  result: RunResultSchema,
   /** Absent when no model step is involved. */
   licence: v.optional(LicenceSchema),
   /** True when this output, or any step it comes from, was made by an AI model. */
@@ -309,6 +330,19 @@ export type Run = v.InferOutput<typeof RunSchema>;
 
 /** The `status` event of GET /runs/{jobId}/events: the run's status or progress changed. */
 export const RunStatusEventSchema = v.strictObject({ status: RunStatusSchema, progress: ProgressSchema });
+
+/**
+ * One event of GET /runs/{jobId}/events, as a client reads it: its `event` name, its `id` (the
+ * `Last-Event-ID` to resume after it) and its `data` line's JSON, whose schema the name decides.
+ */
+const runEventOf = <TName extends string, TData extends v.GenericSchema>(event: TName, data: TData, what: string) =>
+  v.pipe(v.strictObject({ event: v.literal(event), id: v.string(), data }), v.description(what));
+export const RunEventSchema = v.variant('event', [
+  runEventOf('step', RunStepSchema, 'A step started or ended (no result).'),
+  runEventOf('output', RunOutputSchema, 'A final step’s output, as soon as it is available.'),
+  runEventOf('status', RunStatusEventSchema, 'The run’s status or progress changed.'),
+  runEventOf('done', RunSchema, 'The final Run, as Get a run answers it; the stream then ends.'),
+]);
 
 /**
  * Statuses a run summary (GET /runs) shows and filters on: the stored ones. `claimed` is read from
@@ -403,7 +437,9 @@ export const runComponents = {
   Run: RunSchema,
   RunStep: RunStepSchema,
   RunStatusEvent: RunStatusEventSchema,
+  RunEvent: RunEventSchema,
   RunOutput: RunOutputSchema,
+  RunResult: RunResultSchema,
   RunFile: RunFileSchema,
   Licence: LicenceSchema,
   LicenceModel: LicenceModelSchema,

@@ -184,8 +184,14 @@ export const CreateWorkflowRequestSchema = v.pipe(
     (body) => (body.agentId === undefined) !== (body.projectId === undefined),
     messages.exactlyOneOfAgentOrProject,
   ),
-  // The check above, for the OpenAPI document.
-  v.metadata({ oneOf: [{ required: ['agentId'] }, { required: ['projectId'] }] }),
+  // The check above, for the OpenAPI document: each branch requires its id and forbids the other
+  // (`false`), so a client generated from the document types both and neither as errors.
+  v.metadata({
+    oneOf: [
+      { required: ['agentId'], properties: { agentId: true, projectId: false } },
+      { required: ['projectId'], properties: { projectId: true, agentId: false } },
+    ],
+  }),
 );
 export type CreateWorkflowRequest = v.InferOutput<typeof CreateWorkflowRequestSchema>;
 

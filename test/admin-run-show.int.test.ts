@@ -13,6 +13,7 @@ import { functionLogGroupName, renderQuery, runTrailQuery, savedQueryNames } fro
 import { queueContents, recordOf } from './support/queue-contents.ts';
 import {
   loopbackWebhookHandler,
+  realStepHandler,
   startRunCall,
   stepHandler,
   stepRecord,
@@ -103,6 +104,37 @@ describe('run show', () => {
     const plain = await runAdmin(['run', 'show', jobId], stack.deps);
     expect(plain.output).toContain('status');
     expect(plain.output).toContain(`"query":"fields @timestamp`);
+  });
+
+  it('lists every step the API lists, a skipped step (which has no item) included', async () => {
+    const team = await seedUnthrottledTeam(stack.deps);
+    const workflowId = await createWorkflow(stack, team, [
+      { key: 'data', type: 'JsonLoader', config: { data: '{broken' } },
+      { key: 'show', type: 'JsonInspector', inputs: ['data'] },
+    ]);
+    const started = await startRunCall(stack.baseUrl, team.key, workflowId, {});
+    expect(started.status, JSON.stringify(started.body)).toBe(200);
+    const jobId = started.body.jobId as string;
+    // The node executors the stack has: the loader's JSON does not parse, so its step fails.
+    const steps = realStepHandler(stack.deps);
+    for (let round = 0; round < 10; round++) {
+      const messages = (await takeStepMessages(stack.deps)).filter((m) => m.jobId === jobId);
+      if (messages.length === 0) break;
+      await steps({ Records: messages.map((m) => stepRecord(m)) } as SQSEvent);
+    }
+    const read = await waitForEnd(stack.baseUrl, team.key, jobId);
+    expect(read.body.status, JSON.stringify(read.body)).toBe('failed');
+    const listed = (read.body.steps as { node_id: string; status: string }[]).map((s) => [s.node_id, s.status]);
+    expect(listed).toEqual([
+      ['data', 'failed'],
+      ['show', 'skipped'],
+    ]);
+
+    const result = await runAdmin(['run', 'show', jobId, '--json'], stack.deps);
+    expect(result.exitCode, result.output).toBe(0);
+    const shown = JSON.parse(result.output) as { steps: { nodeId: string; status: string; stored: string | null }[] };
+    expect(shown.steps.map((s) => [s.nodeId, s.status])).toEqual(listed);
+    expect(shown.steps.find((s) => s.nodeId === 'show')).toMatchObject({ stepType: 'JsonInspector', stored: null });
   });
 
   it('answers 1 for a run that is not there, 2 without a jobId', async () => {

@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
+import * as v from 'valibot';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../packages/client/src/cli.ts';
 import {
@@ -14,6 +15,7 @@ import {
   type ServerSentEvent,
   type WorkflowRunClient,
 } from '../packages/client/src/index.ts';
+import { RunEventSchema } from '../schemas/runs.ts';
 import {
   chainSteps,
   createWorkflow,
@@ -104,6 +106,8 @@ describe('client.runEvents', () => {
       expect.arrayContaining(chainSteps.map((s) => s.key)),
     );
     for (const event of events) expect(event.id).toMatch(/^[A-Za-z0-9_-]+$/);
+    // Each event is what the document's RunEvent says it is (its data by its name).
+    for (const event of events) expect(v.safeParse(RunEventSchema, event).issues).toBeUndefined();
   });
 
   it('reconnects with Last-Event-ID when the stream closes with retry: before done, losing and repeating nothing', async () => {
@@ -163,6 +167,45 @@ describe('workflow-run watch', () => {
     expect(out.text()).toContain(`Run ${jobId} completed.`);
     expect(watched.paths.filter((p) => p.endsWith('/events')).length).toBeGreaterThanOrEqual(1);
     expect(watched.paths.filter((p) => p === `/api/v1/runs/${jobId}`)).toHaveLength(1);
+  });
+
+  it('on a terminal, fills the bar once every step has ended, a branch not taken (skipped) included', async () => {
+    const workflowId = await createWorkflow(
+      stack,
+      team,
+      [
+        { key: 'topic', type: 'TextEntry', config: { text: 'otters' } },
+        { key: 'switch', type: 'ConditionalSwitch', config: { operator: 'truthy' }, inputs: ['topic'] },
+        { key: 'yes', type: 'TextConsole', inputs: [{ from: 'switch', sourceHandle: 'true' }] },
+        { key: 'no', type: 'TextConsole', inputs: [{ from: 'switch', sourceHandle: 'false' }] },
+      ],
+      `Branching ${randomUUID().slice(0, 8)}`,
+    );
+    const started = await client.runWorkflow(workflowId);
+    if (!('jobId' in started)) throw new Error('deferred');
+    const run = await client.waitForRun(started.jobId, { intervalMs: 100 });
+    expect(run.steps.map((s) => s.status)).toEqual(['completed', 'completed', 'completed', 'skipped']);
+    // The API's progress counts completed steps only; the bar counts ended ones.
+    expect(run.progress).toBe(75);
+    let written = '';
+    const stdout = Object.assign(
+      new Writable({
+        write(chunk, _encoding, callback) {
+          written += chunk;
+          callback();
+        },
+      }),
+      { isTTY: true, columns: 120 },
+    );
+    const code = await main(['watch', started.jobId, '--key', team.key, '--base-url', stack.baseUrl], {
+      stdout,
+      stderr: stdout,
+      env: {},
+    });
+    expect(code, written).toBe(0);
+    const frames = written.split('\x1b[2KRun ');
+    expect(frames.at(-1)).toContain(`[${'█'.repeat(30)}] 100%  completed`);
+    expect(frames.at(-1)).toContain('- no (TextConsole): skipped');
   });
 
   it('falls back to polling GET /runs/{jobId} when the stream is unavailable', async () => {

@@ -17,10 +17,16 @@ import type { Canvas } from '../functions/domain/workflow-graph.ts';
 import { maxStepsPerWorkflow } from '../functions/domain/workflow-graph.ts';
 import { ok } from '../functions/http/response.ts';
 import { catalogue } from '../functions/nodes/catalogue/index.ts';
+import type { RunResult } from '../schemas/runs.ts';
 import type { NodeType } from '../schemas/workflows.ts';
 import { canvasNode } from './support/canvas.ts';
 
-const output = (id: string, result: unknown) => ({ node_id: id, step_type: 'TextEntry', result, ai_generated: false });
+const output = (id: string, result: RunResult) => ({
+  node_id: id,
+  step_type: 'TextEntry',
+  result,
+  ai_generated: false,
+});
 
 /** The bytes Lambda counts for a function's result: the answer itself, serialized. */
 const lambdaBytes = (answer: unknown) => Buffer.byteLength(JSON.stringify(answer));

@@ -1,5 +1,5 @@
 import { runLabels } from '../../schemas/run-tags.ts';
-import type { Run, RunFile, RunOutput } from '../../schemas/runs.ts';
+import type { Run, RunFile, RunOutput, RunResult } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { openCursor, type RunOutputCursorScope, signCursor } from '../domain/cursor.ts';
 import { InvalidCursorError, InvalidQueryError, RunNotFoundError } from '../domain/errors.ts';
@@ -19,7 +19,7 @@ import { fileLinkFor } from './file-links.ts';
  * (functions/app/file-links.ts). Only the team's own objects are linked: a look-alike file object
  * in user data reads unavailable.
  */
-export const linkFiles = async (deps: Deps, teamId: string, value: unknown): Promise<unknown> => {
+export const linkFiles = async (deps: Deps, teamId: string, value: unknown): Promise<RunResult> => {
   if (isStoredFile(value)) {
     if (value.availability !== 'ready' || !isTeamObject(teamId, value.key)) {
       const availability = value.availability === 'processing' ? 'processing' : 'unavailable';
@@ -49,7 +49,8 @@ export const linkFiles = async (deps: Deps, teamId: string, value: unknown): Pro
     );
     return Object.fromEntries(entries);
   }
-  return value;
+  // What is left of stored JSON: a string, number, boolean or null.
+  return value as RunResult;
 };
 
 /** One output with its files linked, as GET /runs/{jobId} shows it (the run event stream's `output`). */

@@ -1,4 +1,4 @@
-import type { GeneratedBy, LicenceModel, Run, RunOutput, RunStep } from '../../schemas/runs.ts';
+import type { GeneratedBy, LicenceModel, Run, RunOutput, RunResult, RunStep } from '../../schemas/runs.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import type { ModelUse } from '../nodes/executors/types.ts';
 import { combineLicences, stampLicenceModel } from './licence.ts';
@@ -51,9 +51,10 @@ const stepStatus = (run: RunRecord, nodeId: string, step: StepRecord | undefined
   stepViewStatus(run.status, run.doneSteps.has(nodeId), step);
 
 /** The step's result: its single output's value, or the value per output handle. */
-export const resultOf = (outputs: Record<string, unknown>) => {
+export const resultOf = (outputs: Record<string, unknown>): RunResult => {
   const values = Object.values(outputs);
-  return values.length === 1 ? values[0] : outputs;
+  // Step outputs are JSON (the step item stores them as such): a RunResult once its files are linked.
+  return (values.length === 1 ? values[0] : outputs) as RunResult;
 };
 
 /** Model use of a step: recorded by the executor, else the catalogue default of a model node. */

@@ -496,6 +496,17 @@ const bar = (progress: number, width = 30) => {
   return `[${'█'.repeat(filled)}${'░'.repeat(width - filled)}]`;
 };
 
+/**
+ * The share of the run's steps that have ended (completed, failed, skipped or unknown), what the bar
+ * shows: the API's `progress` counts completed steps only, so a run with a branch not taken would
+ * end short of full while every step shows done.
+ */
+const endedShare = (run: Run) => {
+  if (run.steps.length === 0) return isEnded(run) ? 100 : 0;
+  const ended = run.steps.filter((step) => step.status !== 'queued' && step.status !== 'processing').length;
+  return Math.floor((ended * 100) / run.steps.length);
+};
+
 const stepLine = (step: RunStep) =>
   `  ${stepMarks[step.status] ?? '?'} ${step.node_id} (${step.step_type}): ${step.status}${step.error ? ` — ${step.error}` : ''}`;
 
@@ -596,8 +607,9 @@ const watchRun = async (client: WorkflowRunClient, io: CliIo, jobId: string, jso
   let latest: Run | undefined;
   const redraw = () => {
     if (!draw || !latest) return;
+    const share = endedShare(latest);
     draw([
-      `Run ${latest.jobId}  ${bar(latest.progress)} ${String(latest.progress).padStart(3)}%  ${latest.status}  ${elapsed(Date.now() - startedAt)}`,
+      `Run ${latest.jobId}  ${bar(share)} ${String(share).padStart(3)}%  ${latest.status}  ${elapsed(Date.now() - startedAt)}`,
       ...latest.steps.map(stepLine),
     ]);
   };
@@ -614,6 +626,10 @@ const watchRun = async (client: WorkflowRunClient, io: CliIo, jobId: string, jso
   } finally {
     clearInterval(ticker);
   }
+  // The last frame is the final run's (the stream's `done` carries it).
+  latest = run;
+  redraw();
+  log?.(run);
   if (json) printJson(io, run);
   else {
     const files = outputFiles(run);
@@ -1019,6 +1035,13 @@ export const main = async (
 export const runCli = (argv: string[]): Promise<number> => {
   const controller = new AbortController();
   process.once('SIGINT', () => controller.abort());
+  // A reader that stopped reading (`| head`) is no error: stop quietly, as other command-line tools do.
+  for (const stream of [process.stdout, process.stderr])
+    stream.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE') throw error;
+      controller.abort();
+      process.exit(0);
+    });
   return main(argv, {
     stdout: process.stdout,
     stderr: process.stderr,

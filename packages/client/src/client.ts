@@ -58,6 +58,7 @@ export type RunStep = Schemas['RunStep'];
 export type RunStatusEvent = Schemas['RunStatusEvent'];
 export type RunOutput = Schemas['RunOutput'];
 export type RunFile = Schemas['RunFile'];
+export type RunResult = Schemas['RunResult'];
 export type ReadyRunFile = Extract<RunFile, { availability: 'ready' }>;
 export type DeferredRun = Schemas['DeferredRun'];
 export type RunSummary = Schemas['RunSummary'];
@@ -511,7 +512,8 @@ export interface OutputFile {
   file: RunFile;
 }
 
-const isRunFile = (value: unknown): value is RunFile =>
+/** Whether a value inside a result is a file (a `RunFile`): narrows a result, or a part of one, without a cast. */
+export const isRunFile = (value: unknown): value is RunFile =>
   typeof value === 'object' &&
   value !== null &&
   !Array.isArray(value) &&

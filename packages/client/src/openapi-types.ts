@@ -1632,7 +1632,16 @@ export interface components {
       /** Format: uuid */
       projectId?: string;
       agentName?: string;
-    } & (unknown | unknown);
+    } & (
+      | {
+          agentId: unknown;
+          projectId?: never;
+        }
+      | {
+          projectId: unknown;
+          agentId?: never;
+        }
+    );
     CreateWorkflowResponse: {
       /** Format: uuid */
       workflowId: string;
@@ -1784,11 +1793,35 @@ export interface components {
       status: 'queued' | 'claimed' | 'processing' | 'completed' | 'failed' | 'cancelled' | 'stopped';
       progress: number;
     };
+    RunEvent:
+      | {
+          /** @constant */
+          event: 'step';
+          id: string;
+          data: components['schemas']['RunStep'];
+        }
+      | {
+          /** @constant */
+          event: 'output';
+          id: string;
+          data: components['schemas']['RunOutput'];
+        }
+      | {
+          /** @constant */
+          event: 'status';
+          id: string;
+          data: components['schemas']['RunStatusEvent'];
+        }
+      | {
+          /** @constant */
+          event: 'done';
+          id: string;
+          data: components['schemas']['Run'];
+        };
     RunOutput: {
       node_id: string;
       step_type: string;
-      /** @description What the step produced; its shape depends on the node type. Files in it are RunFile objects. */
-      result: unknown;
+      result: components['schemas']['RunResult'];
       licence?: components['schemas']['Licence'];
       ai_generated: boolean;
       generated_by?: components['schemas']['GeneratedBy'][];
@@ -1798,6 +1831,18 @@ export interface components {
        */
       result_withheld?: true;
     };
+    /** @description What a step produced; its shape depends on the node type: one output’s value, or an object of them by output handle. A file in it is a RunFile. */
+    RunResult:
+      | components['schemas']['RunFile']
+      | components['schemas']['RunFile'][]
+      | string
+      | number
+      | boolean
+      | null
+      | {
+          [key: string]: unknown;
+        }
+      | unknown[];
     RunFile:
       | {
           /** @constant */
@@ -3355,7 +3400,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'text/event-stream': string;
+          'text/event-stream': components['schemas']['RunEvent'];
         };
       };
       /** @description The `Last-Event-ID` is that of the run’s `done`: nothing more will come. */

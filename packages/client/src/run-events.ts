@@ -10,12 +10,8 @@ import type { components } from './openapi-types.ts';
 
 type Schemas = components['schemas'];
 
-/** One event of the stream, by name; `id` is what to resume after. */
-export type RunEvent =
-  | { event: 'step'; id: string; data: Schemas['RunStep'] }
-  | { event: 'output'; id: string; data: Schemas['RunOutput'] }
-  | { event: 'status'; id: string; data: Schemas['RunStatusEvent'] }
-  | { event: 'done'; id: string; data: Schemas['Run'] };
+/** One event of the stream, by name (the document's `RunEvent`); `id` is what to resume after. */
+export type RunEvent = Schemas['RunEvent'];
 
 /** A dispatched server-sent event, before its data is read as JSON. */
 export interface ServerSentEvent {
