@@ -17,7 +17,7 @@ import { paidModelsText } from '../platform/paid-models.ts';
 import { accessLogFields, basePath, httpApiRoutes, type Route, streamRoutes } from '../platform/routes.ts';
 import { ApiDomain } from './api-domain.ts';
 import { filesBaseUrl } from './edge-config.ts';
-import { edgeRegion } from './edge-stack.ts';
+import { edgeRegion, FilesDistribution } from './edge-stack.ts';
 import { Grants } from './grants.ts';
 import { IsolatedNetwork } from './isolated-network.ts';
 import { LogQueries } from './log-queries.ts';
@@ -169,7 +169,11 @@ export class ApiStack extends Stack {
       : `${stage.url}${basePath.slice(1)}`;
     if (config.edge.domain) new ApiDomain(this, 'ApiDomain', { domain: config.edge.domain, api: this.api, stage });
 
-    const filesBase = filesBaseUrl(config.edge);
+    // Every stage serves downloads through a distribution that adds X-Content-Type-Options: nosniff
+    // (S3 cannot send it): the edge's on files.<name> when it serves them, else this stack's own.
+    const filesBase =
+      filesBaseUrl(config.edge) ??
+      `https://${new FilesDistribution(this, 'Files', { bucketHost: bucket.bucketRegionalDomainName }).host}`;
     const environment = {
       [envNames.table]: table.tableName,
       [envNames.stepsQueueUrl]: stepsQueue.queueUrl,
@@ -204,8 +208,8 @@ export class ApiStack extends Stack {
       // Where the stage is reached: providers' webhooks (functions/app/provider-job.ts) and the file
       // links of runs (functions/app/file-links.ts) point there.
       [envNames.publicBaseUrl]: config.publicBaseUrl ?? stage.url,
-      // Where presigned GETs are given when the edge serves downloads (with nosniff; lib/edge-stack.ts).
-      ...(filesBase && { [envNames.filesBaseUrl]: filesBase }),
+      // Where presigned GETs are given: a files distribution, which adds nosniff (lib/edge-stack.ts).
+      [envNames.filesBaseUrl]: filesBase,
     };
     Validations.of(this.api).acknowledge({
       id: 'AwsSolutions-APIG4',

@@ -197,10 +197,15 @@ export class FilesDistribution extends Construct {
   readonly responseHeadersPolicy: ResponseHeadersPolicy;
   readonly host: string;
 
-  constructor(scope: Construct, id: string, props: { domain: DomainConfig; bucketHost: string }) {
+  /**
+   * With `domain`, on `files.<name>` (its certificate and alias records); without, on the
+   * distribution's own `*.cloudfront.net` name (the API stack's default on a stage whose edge does
+   * not serve downloads), still its own host apart from the API's.
+   */
+  constructor(scope: Construct, id: string, props: { domain?: DomainConfig | undefined; bucketHost: string }) {
     super(scope, id);
-    this.host = filesHostOf(props.domain);
-    const { zone, certificate } = zoneAndCertificate(this, props.domain, this.host);
+    const named = props.domain && { domain: props.domain, host: filesHostOf(props.domain) };
+    const custom = named && { ...named, ...zoneAndCertificate(this, named.domain, named.host) };
     this.responseHeadersPolicy = new ResponseHeadersPolicy(this, 'NoSniff', {
       comment: 'Workflow Run API downloads: X-Content-Type-Options: nosniff over whatever the origin sends',
       securityHeadersBehavior: { contentTypeOptions: { override: true } },
@@ -214,10 +219,12 @@ export class FilesDistribution extends Construct {
       cookieBehavior: OriginRequestCookieBehavior.none(),
     });
     this.distribution = new Distribution(this, 'Distribution', {
-      comment: `Workflow Run API downloads: ${this.host}`,
-      domainNames: [this.host],
-      certificate,
-      minimumProtocolVersion: SecurityPolicyProtocol.TLS_V1_2_2021,
+      comment: `Workflow Run API downloads: ${custom?.host ?? 'the default files host'}`,
+      ...(custom && {
+        domainNames: [custom.host],
+        certificate: custom.certificate,
+        minimumProtocolVersion: SecurityPolicyProtocol.TLS_V1_2_2021,
+      }),
       httpVersion: HttpVersion.HTTP2_AND_3,
       priceClass: PriceClass.PRICE_CLASS_100,
       defaultBehavior: {
@@ -250,9 +257,19 @@ export class FilesDistribution extends Construct {
           "a log bucket would add cost and a second copy of callers' addresses.",
       },
     );
-    const target = RecordTarget.fromAlias(new CloudFrontTarget(this.distribution));
-    new ARecord(this, 'AliasA', { zone, recordName: this.host, target });
-    new AaaaRecord(this, 'AliasAAAA', { zone, recordName: this.host, target });
+    this.host = custom?.host ?? this.distribution.distributionDomainName;
+    if (custom) {
+      const target = RecordTarget.fromAlias(new CloudFrontTarget(this.distribution));
+      new ARecord(this, 'AliasA', { zone: custom.zone, recordName: custom.host, target });
+      new AaaaRecord(this, 'AliasAAAA', { zone: custom.zone, recordName: custom.host, target });
+    } else {
+      Validations.of(this.distribution).acknowledge({
+        id: 'AwsSolutions-CFR4',
+        reason:
+          "No custom domain: the distribution's default *.cloudfront.net certificate, whose security policy CloudFront " +
+          'fixes; every request still carries an S3 signature, and a stage with a domain serves files.<name> at TLS 1.2.',
+      });
+    }
     new CfnOutput(this, 'FilesUrl', { value: `https://${this.host}` });
   }
 }

@@ -53,6 +53,8 @@ export const localDeps = (resources: LocalResources, overrides: Partial<Deps> = 
       ...teamStepsInFlightFrom(process.env[envNames.teamStepsInFlight]),
       // Unset: the local API server gives its own address (local/api-gateway.ts).
       ...(process.env[envNames.publicBaseUrl] ? { publicBaseUrl: process.env[envNames.publicBaseUrl] } : {}),
+      // Set by `npm start`: the local files front (local/files-edge.ts), which adds nosniff.
+      ...(process.env[envNames.filesBaseUrl] ? { filesBaseUrl: process.env[envNames.filesBaseUrl] } : {}),
       allowLoopback: allowLoopbackFromEnv(process.env),
       ...overrides,
     },

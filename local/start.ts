@@ -13,6 +13,7 @@ import { startLocalApi } from './api-gateway.ts';
 import { isPortFree, startDynamoDb, startSqsS3 } from './emulators.ts';
 import { type SqsHandler, startQueuePoller, startSchedule } from './event-source.ts';
 import { operatorEventBusName, operatorEventsFile, startEventBridge } from './eventbridge-emulator.ts';
+import { startFilesEdge } from './files-edge.ts';
 import { startLambdaEmulator } from './lambda-emulator.ts';
 import { localDeps, localEnvironment, pythonRunnerEnvironment } from './local-deps.ts';
 import { provision } from './provision.ts';
@@ -87,7 +88,11 @@ const resources = await provision({
 // limit kills it alone (functions/python/box.ts), never this stack; several run at once (local/python-runner.ts).
 const { handler: pythonRunnerHandler } = startLocalPythonRunner();
 const lambda = await startLambdaEmulator({ [pythonRunner.id]: pythonRunnerHandler });
+// Downloads as every stage serves them: through a files front that adds X-Content-Type-Options:
+// nosniff over the bucket's answers (lib/edge-stack.ts, FilesDistribution; local/files-edge.ts).
+const filesEdge = await startFilesEdge({ upstream: resources.s3Endpoint, port: optionalPort('FILES_PORT') });
 Object.assign(process.env, localEnvironment(resources), pythonRunnerEnvironment(lambda.endpoint), {
+  [envNames.filesBaseUrl]: filesEdge.url,
   AWS_ENDPOINT_URL_EVENTBRIDGE: eventBridge.endpoint,
   [envNames.operatorEventBus]: eventBusName,
   // Where providers' webhooks reach this server: its own address unless PUBLIC_BASE_URL says otherwise.
@@ -124,6 +129,7 @@ const seedDemo = async (deps: Deps) => {
 };
 
 const stopAll: (() => Promise<void> | void)[] = [
+  () => filesEdge.stop(),
   () => lambda.stop(),
   () => eventBridge.stop(),
   () => sqsS3.stop(),

@@ -241,13 +241,14 @@ const table = [
   {
     // Asynchronous providers announce a step's job's end here (functions/app/provider-webhook.ts):
     // no API key; the provider's signature, the step's token and the job's id are the check.
+    // UpdateItem: a job announced under a submission whose id was never recorded is recorded or adopted.
     id: 'ProviderWebhook',
     method: 'POST',
     path: '/provider-webhooks/{provider}/{jobId}/{nodeId}/{token}',
     entry: 'functions/api/provider-webhook.ts',
     scope: null,
     grants: {
-      table: ['GetItem'],
+      table: ['GetItem', 'UpdateItem'],
       stepsQueue: 'send',
       secrets: 'providers-and-connections',
     },

@@ -74,6 +74,64 @@ const build = (context: Record<string, unknown>) => {
   };
 };
 
+/**
+ * The API stack's own files distribution (a stage whose edge does not serve downloads): on its
+ * `*.cloudfront.net` name, from the bucket's regional host, nosniff over every answer, the whole
+ * presigned query forwarded and nothing cached; every function that makes file links gives them there.
+ */
+const expectDefaultFilesDistribution = (built: ReturnType<typeof build>) => {
+  expect(built.nagFindings).toEqual([]);
+  const distributions = built.apiTemplate.findResources('AWS::CloudFront::Distribution');
+  const ids = Object.keys(distributions);
+  expect(ids).toHaveLength(1);
+  const id = ids[0]!;
+  const config = (distributions[id] as Json).Properties.DistributionConfig;
+  expect(config.Aliases ?? []).toEqual([]);
+  expect(config.Origins).toHaveLength(1);
+  expect(JSON.stringify(config.Origins[0].DomainName)).toMatch(/RegionalDomainName/);
+  expect(config.Origins[0].CustomOriginConfig).toMatchObject({ OriginProtocolPolicy: 'https-only' });
+  const behaviour = config.DefaultCacheBehavior;
+  expect(behaviour).toMatchObject({
+    ViewerProtocolPolicy: 'https-only',
+    AllowedMethods: ['GET', 'HEAD'],
+    CachePolicyId: managed.cachingDisabled,
+  });
+  const policy = built.apiTemplate.findResources('AWS::CloudFront::ResponseHeadersPolicy')[
+    behaviour.ResponseHeadersPolicyId.Ref
+  ] as Json;
+  expect(policy.Properties.ResponseHeadersPolicyConfig.SecurityHeadersConfig).toEqual({
+    ContentTypeOptions: { Override: true },
+  });
+  const query = built.apiTemplate.findResources('AWS::CloudFront::OriginRequestPolicy')[
+    behaviour.OriginRequestPolicyId.Ref
+  ] as Json;
+  expect(query.Properties.OriginRequestPolicyConfig).toMatchObject({
+    QueryStringsConfig: { QueryStringBehavior: 'all' },
+    HeadersConfig: { HeaderBehavior: 'none' },
+  });
+  const linkMakers = resourcesOf(built.apiTemplate, 'AWS::Lambda::Function').filter(
+    (fn) => envNames.publicBaseUrl in (fn.Properties.Environment?.Variables ?? {}),
+  );
+  expect(linkMakers.length).toBeGreaterThan(0);
+  for (const fn of linkMakers) {
+    expect(fn.Properties.Environment.Variables[envNames.filesBaseUrl]).toEqual({
+      'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [id, 'DomainName'] }]],
+    });
+  }
+};
+
+describe('every stage serves file links through a files distribution with nosniff, by default', {
+  timeout: 180_000,
+}, () => {
+  it('dev, by default (no domain, no edge)', () => {
+    expectDefaultFilesDistribution(build(testContext));
+  });
+
+  it('dev with its own domain and no edge', () => {
+    expectDefaultFilesDistribution(build({ ...testContext, [edgeContextKeys.domain]: domain }));
+  });
+});
+
 describe('the edge rules (platform/edge.ts)', () => {
   it('greaterThanPattern matches exactly the integers above its bound', () => {
     for (const bound of [0, 7, 9, 10, 99, 100, 262_144, 1_000_000, 65_536, 8_999]) {
@@ -548,13 +606,15 @@ describe('prod downloads through the edge, with nosniff', { timeout: 180_000 }, 
     }
   });
 
-  it('without filesOrigin the edge has no files distribution, and the API gives the bucket host', () => {
+  it('without filesOrigin the edge has no files distribution, and the API stack serves downloads through its own', () => {
     const plain = build(prodContext);
     expect(resourcesOf(plain.edgeTemplate!, 'AWS::CloudFront::Distribution')).toHaveLength(1);
     expect(resourcesOf(plain.edgeTemplate!, 'AWS::CloudFront::ResponseHeadersPolicy')).toHaveLength(0);
-    for (const fn of resourcesOf(plain.apiTemplate, 'AWS::Lambda::Function')) {
-      expect(fn.Properties.Environment?.Variables?.[envNames.filesBaseUrl]).toBeUndefined();
-    }
+    expectDefaultFilesDistribution(plain);
+  });
+
+  it('with filesOrigin the API stack has no files distribution of its own', () => {
+    expect(resourcesOf(built.apiTemplate, 'AWS::CloudFront::Distribution')).toHaveLength(0);
   });
 
   it('refuses a filesOrigin that is not a bucket regional host', () => {

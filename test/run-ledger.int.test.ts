@@ -8,6 +8,7 @@
  * a random `modelInput` are created among the commands: one whose fields may not pass is refused
  * (422 naming each) and moves nothing; one of a shape runs with `modelInput` at its priced work.
  */
+import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { safeModelInputFields } from '../functions/domain/model-input.ts';
@@ -15,8 +16,11 @@ import { StepFailedError } from '../functions/nodes/executors/types.ts';
 import { batchGet, itemFor } from '../functions/store/batch.ts';
 import { RunItemSchema, TeamItemSchema } from '../functions/store/items.ts';
 import { runKey, teamKey } from '../functions/store/keys.ts';
+import { readStorageUsage } from '../functions/store/stored-bytes.ts';
 import { balanceOf } from '../functions/store/tenancy.ts';
+import { uploadObjectKey } from '../functions/store/uploads.ts';
 import {
+  api,
   cancelRunCall,
   deliver,
   diamondPrices,
@@ -37,6 +41,7 @@ import {
   startTestStack,
   type TestStack,
 } from './support/stack.ts';
+import * as files from './support/upload-files.ts';
 
 let stack: TestStack;
 let succeed: StepHandler;
@@ -50,8 +55,20 @@ beforeAll(async () => {
 });
 afterAll(() => stack.close());
 
-/** The workflows every property run gets, with each step's production price in hundredths. */
-const shapes: { steps: unknown[]; prices: Record<string, number> }[] = [
+/** `n` ImageLoaders, each fed by its own input key (`photo0`…), all named the same upload. */
+const loaders = (n: number) =>
+  Array.from({ length: n }, (_, i) => ({ key: `l${i}`, type: 'ImageLoader', config: { apiInputKey: `photo${i}` } }));
+const fileShape = (n: number) => ({
+  steps: loaders(n),
+  prices: Object.fromEntries(Array.from({ length: n }, (_, i) => [`l${i}`, 1])),
+  fileKeys: n,
+});
+
+/**
+ * The workflows every property run gets, with each step's production price in hundredths; a shape
+ * with `fileKeys` is started with a new upload named by each of its input keys.
+ */
+const shapes: { steps: unknown[]; prices: Record<string, number>; fileKeys?: number }[] = [
   { steps: chainSteps, prices: { topic: 1, prompt: 1, llm: 200, show: 1 } },
   {
     steps: [
@@ -69,7 +86,12 @@ const shapes: { steps: unknown[]; prices: Record<string, number> }[] = [
     ],
     prices: { in: 1, llm: 200 },
   },
+  // Uploads named by 1, 2 and 3 input keys: one copy per run, counted in the team's stored bytes.
+  fileShape(1),
+  fileShape(2),
+  fileShape(3),
 ];
+const png = files.png(16, 16);
 const grantedHundredths = 500; // two dear runs fit at once, a third does not
 
 interface ModelRun {
@@ -79,6 +101,10 @@ interface ModelRun {
   held: number;
   charged: number;
   done: Set<string>;
+  /** A resume's new run: it shares its original's input copies. */
+  resumed?: boolean;
+  /** Steps a resume carried over (in `done` from the start, never executed in this run). */
+  carried?: number;
 }
 
 interface Model {
@@ -87,6 +113,8 @@ interface Model {
   runs: ModelRun[];
   /** Whether each workflow has a run in progress. */
   busy: boolean[];
+  /** Deferred requests, and whether each was cancelled. */
+  deferred: { id: string; cancelled: boolean }[];
 }
 
 interface Real {
@@ -98,7 +126,56 @@ interface Real {
   pending: StepMessage[];
   /** Messages delivered at least once (a redelivery picks one). */
   delivered: StepMessage[];
+  /** The uploads declared so far. */
+  uploads: string[];
 }
+
+/** The bytes the bucket holds for the team: its uploads and everything under `teams/<team>/` (`prefix` below it). */
+const bucketBytes = async (real: Real, prefix = '') => {
+  let bytes = 0;
+  const prefixes = prefix
+    ? [`teams/${real.teamId}/${prefix}`]
+    : [`teams/${real.teamId}/`, uploadObjectKey(real.teamId, '')];
+  for (const Prefix of prefixes) {
+    let token: string | undefined;
+    do {
+      const page = await stack.deps.s3.send(
+        new ListObjectsV2Command({ Bucket: stack.resources.bucket, Prefix, ContinuationToken: token }),
+      );
+      for (const object of page.Contents ?? []) bytes += object.Size ?? 0;
+      token = page.NextContinuationToken;
+    } while (token);
+  }
+  return bytes;
+};
+
+/** Declares and sends an upload of the test's PNG; its id. */
+const upload = async (real: Real) => {
+  const declared = await call(stack.baseUrl, '/files', {
+    key: real.key,
+    method: 'POST',
+    body: { name: 'in.png', contentType: 'image/png', size: png.length },
+  });
+  expect(declared.status, JSON.stringify(declared.body)).toBe(201);
+  const { method, url, headers } = declared.body.upload as {
+    method: string;
+    url: string;
+    headers: Record<string, string>;
+  };
+  const { 'content-length': _, ...rest } = headers;
+  expect((await fetch(url, { method, headers: rest, body: png })).status).toBe(200);
+  const fileId = declared.body.fileId as string;
+  real.uploads.push(fileId);
+  return fileId;
+};
+
+/** A run start's body for `shape`: its file keys naming a new upload. */
+const startBody = async (real: Real, shape: number) => {
+  const keys = shapes[shape]?.fileKeys;
+  if (!keys) return undefined;
+  const fileId = await upload(real);
+  return { inputs: Object.fromEntries(Array.from({ length: keys }, (_, i) => [`photo${i}`, fileId])) };
+};
 
 /** The team's `held`: each running run's whole estimate (its steps' charges settle at its end). */
 const held = (model: Model) =>
@@ -130,13 +207,20 @@ const settle = async (model: Model, real: Real) => {
     const item = itemFor(items, runKey(run.jobId), RunItemSchema);
     expect(item?.heldHundredths).toBeGreaterThanOrEqual(0);
     expect({ status: item?.status, held: item?.heldHundredths, charged: item?.chargedHundredths }).toEqual({
-      status: run.status === 'active' ? (run.done.size > 0 ? 'processing' : 'queued') : run.status,
+      status: run.status === 'active' ? (run.done.size > (run.carried ?? 0) ? 'processing' : 'queued') : run.status,
       held: run.held,
       charged: run.charged,
     });
     if (run.status === 'active') runsHeld += (item?.heldHundredths ?? 0) + (item?.chargedHundredths ?? 0);
   }
   expect(runsHeld).toBe(ledger.held);
+  // Stored bytes: what the bucket holds for the team never exceeds what its counter holds.
+  const stored = await bucketBytes(real);
+  const counted = (await readStorageUsage(stack.deps, real.teamId)).usedBytes;
+  expect(stored).toBeLessThanOrEqual(counted);
+  // Input copies: at most one per file run started (each names one upload), none for a deferred request.
+  const fileRuns = model.runs.filter((r) => shapes[r.shape]?.fileKeys !== undefined && !r.resumed).length;
+  expect(await bucketBytes(real, 'inputs/')).toBeLessThanOrEqual(fileRuns * png.length);
 };
 
 /** One command of the run: `pick` is what it acts on (a shape, a message or a run, by its index). */
@@ -155,7 +239,8 @@ abstract class LedgerCommand implements fc.AsyncCommand<Model, Real> {
 /** Starts a run of shape `pick`. */
 class Start extends LedgerCommand {
   async run(model: Model, real: Real) {
-    const answer = await startRunCall(stack.baseUrl, real.key, real.workflowIds[this.pick] as string);
+    const body = await startBody(real, this.pick);
+    const answer = await startRunCall(stack.baseUrl, real.key, real.workflowIds[this.pick] as string, body);
     const price = Object.values(shapes[this.pick]?.prices ?? {}).reduce((a, b) => a + b, 0);
     if (model.busy[this.pick]) {
       expect(answer.status).toBe(409);
@@ -203,7 +288,10 @@ class Execute extends LedgerCommand {
         run.done.add(message.nodeId);
         run.held -= price;
         run.charged += price;
-        if (run.done.size === Object.keys(prices).length) endRun(model, run, 'completed');
+        if (run.done.size === Object.keys(prices).length) {
+          endRun(model, run, 'completed');
+          if (shapes[run.shape]?.fileKeys !== undefined) hits.fileRunsEnded += 1;
+        }
       }
     }
     await settle(model, real);
@@ -259,6 +347,99 @@ class CreateWithModelInput extends LedgerCommand {
   }
 }
 const safe: ReadonlySet<string> = new Set(safeModelInputFields);
+const hits = { resumed: 0, fileRunsEnded: 0, deferredCancelled: 0 };
+
+/** Defers a run of file shape `pick`: answered 202, nothing held, no byte copied while it waits. */
+class Defer extends LedgerCommand {
+  async run(model: Model, real: Real) {
+    const shape = shapes.length - 3 + (this.pick % 3);
+    const body = await startBody(real, shape);
+    const before = await bucketBytes(real, 'inputs/');
+    const answer = await startRunCall(stack.baseUrl, real.key, real.workflowIds[shape] as string, {
+      ...body,
+      defer: true,
+    });
+    expect(answer.status, JSON.stringify(answer.body)).toBe(202);
+    model.deferred.push({ id: answer.body.deferredJobId as string, cancelled: false });
+    expect(await bucketBytes(real, 'inputs/')).toBe(before);
+    await settle(model, real);
+  }
+  toString() {
+    return `defer(${this.pick})`;
+  }
+}
+
+/** Cancels a deferred request: nothing was held, nothing was copied, nothing is left. */
+class CancelDeferred extends LedgerCommand {
+  override check(model: Readonly<Model>) {
+    return model.deferred.length > 0;
+  }
+  async run(model: Model, real: Real) {
+    const request = model.deferred[this.pick % model.deferred.length] as Model['deferred'][number];
+    const before = await bucketBytes(real, 'inputs/');
+    const answer = await api(stack.baseUrl, 'DELETE', `/deferred-runs/${request.id}`, { key: real.key });
+    expect(answer.status).toBe(request.cancelled ? 409 : 200);
+    if (!request.cancelled) hits.deferredCancelled += 1;
+    request.cancelled = true;
+    expect(await bucketBytes(real, 'inputs/')).toBe(before);
+    await settle(model, real);
+  }
+  toString() {
+    return `cancelDeferred(${this.pick})`;
+  }
+}
+
+/**
+ * Resumes a failed or stopped run: a new run holding the price of the steps it runs again, its
+ * completed steps carried (each of a file shape's loaders stands alone, so exactly those); it shares
+ * the original's input copies and stores no new byte.
+ */
+class Resume extends LedgerCommand {
+  override check(model: Readonly<Model>) {
+    return model.runs.length > 0;
+  }
+  async run(model: Model, real: Real) {
+    // A failed or stopped run when there is one (the others answer 409, checked too when there is none).
+    const ended = model.runs.filter((r) => r.status === 'failed' || r.status === 'stopped');
+    const among = ended.length > 0 ? ended : model.runs;
+    const run = among[this.pick % among.length] as ModelRun;
+    const before = await bucketBytes(real);
+    const answer = await api(stack.baseUrl, 'POST', `/runs/${run.jobId}/resume`, { key: real.key });
+    const prices = shapes[run.shape]?.prices ?? {};
+    const carried = new Set((answer.body.carriedSteps as string[] | undefined) ?? []);
+    const price = Object.entries(prices).reduce((sum, [node, p]) => sum + (carried.has(node) ? 0 : p), 0);
+    if (run.status !== 'failed' && run.status !== 'stopped') {
+      expect(answer.status).toBe(409);
+    } else if (model.busy[run.shape]) {
+      expect(answer.status).toBe(409);
+    } else if (model.balance < price) {
+      expect(answer.status).toBe(402);
+    } else {
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      hits.resumed += 1;
+      for (const node of carried) expect(run.done.has(node), node).toBe(true);
+      if (shapes[run.shape]?.fileKeys !== undefined) expect([...carried].sort()).toEqual([...run.done].sort());
+      model.runs.push({
+        jobId: answer.body.jobId as string,
+        shape: run.shape,
+        status: 'active',
+        held: price,
+        charged: 0,
+        done: new Set(carried),
+        resumed: true,
+        carried: carried.size,
+      });
+      model.balance -= price;
+      model.busy[run.shape] = true;
+      // It shares the original's copies: no new byte.
+      expect(await bucketBytes(real)).toBe(before);
+    }
+    await settle(model, real);
+  }
+  toString() {
+    return `resume(${this.pick})`;
+  }
+}
 
 class Cancel extends LedgerCommand {
   override check(model: Readonly<Model>) {
@@ -287,6 +468,8 @@ describe('the credit ledger under random starts, steps, failures, redeliveries a
   }, async () => {
     const commands = [
       fc.integer({ min: 0, max: shapes.length - 1 }).map((shape) => new Start(shape)),
+      fc.integer({ min: shapes.length - 3, max: shapes.length - 1 }).map((shape) => new Start(shape)),
+      fc.nat().map((pick) => new Execute(pick, false)),
       fc.nat().map((pick) => new Execute(pick, false)),
       fc.nat().map((pick) => new Execute(pick, false)),
       fc.nat().map((pick) => new Execute(pick, true)),
@@ -299,16 +482,25 @@ describe('the credit ledger under random starts, steps, failures, redeliveries a
           { maxKeys: 3 },
         )
         .map((modelInput) => new CreateWithModelInput(modelInput)),
+      fc.nat().map((pick) => new Defer(pick)),
+      fc.nat().map((pick) => new CancelDeferred(pick)),
+      fc.nat().map((pick) => new Resume(pick)),
     ];
     await fc.assert(
-      fc.asyncProperty(fc.commands(commands, { maxCommands: 12 }), async (cmds) => {
+      fc.asyncProperty(fc.commands(commands, { maxCommands: 16 }), async (cmds) => {
         const team = await seedUnthrottledTeam(stack.deps, grantedHundredths / 100);
         const workflowIds: string[] = [];
         for (const [i, shape] of shapes.entries()) {
           workflowIds.push(await createWorkflow(stack, team, shape.steps, `Shape ${i}`));
         }
         const setup = () => ({
-          model: { balance: grantedHundredths, charged: 0, runs: [], busy: shapes.map(() => false) } as Model,
+          model: {
+            balance: grantedHundredths,
+            charged: 0,
+            runs: [],
+            busy: shapes.map(() => false),
+            deferred: [],
+          } as Model,
           real: {
             teamId: team.teamId,
             key: team.key,
@@ -316,11 +508,55 @@ describe('the credit ledger under random starts, steps, failures, redeliveries a
             workflowIds,
             pending: [],
             delivered: [],
+            uploads: [],
           } as Real,
         });
         await fc.asyncModelRun(setup, cmds);
       }),
       { numRuns: 10 },
     );
+    console.log('ledger property paths taken:', hits);
+  });
+
+  it('holds through a file run failed, resumed and completed, and a deferred file request cancelled', {
+    timeout: 120_000,
+  }, async () => {
+    const team = await seedUnthrottledTeam(stack.deps, grantedHundredths / 100);
+    const workflowIds: string[] = [];
+    for (const [i, shape] of shapes.entries()) {
+      workflowIds.push(await createWorkflow(stack, team, shape.steps, `Shape ${i}`));
+    }
+    const three = shapes.length - 1;
+    const before = { ...hits };
+    await fc.asyncModelRun(
+      () => ({
+        model: { balance: grantedHundredths, charged: 0, runs: [], busy: shapes.map(() => false), deferred: [] },
+        real: {
+          teamId: team.teamId,
+          key: team.key,
+          agentId: team.agentId,
+          workflowIds,
+          pending: [],
+          delivered: [],
+          uploads: [],
+        },
+      }),
+      [
+        new Start(three),
+        new Execute(0, false),
+        new Execute(0, true),
+        new Resume(0),
+        ...Array.from({ length: 4 }, () => new Execute(0, false)),
+        new Redeliver(0),
+        new Defer(2),
+        new CancelDeferred(0),
+        new CancelDeferred(0),
+      ],
+    );
+    expect({
+      resumed: hits.resumed - before.resumed,
+      fileRunsEnded: hits.fileRunsEnded - before.fileRunsEnded,
+      deferredCancelled: hits.deferredCancelled - before.deferredCancelled,
+    }).toEqual({ resumed: 1, fileRunsEnded: 1, deferredCancelled: 1 });
   });
 });

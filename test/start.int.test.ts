@@ -19,6 +19,7 @@ const start = (...args: string[]) =>
     baseUrl?: string;
     key?: string;
     teamId?: string;
+    agentId?: string;
     code?: number | null;
   }>((resolve) => {
     const child = spawn(process.execPath, ['local/start.ts', ...args], {
@@ -32,7 +33,8 @@ const start = (...args: string[]) =>
       const baseUrl = /Base URL:\s+(\S+)/.exec(output)?.[1];
       const key = /Demo API key:\s+(\S+)/.exec(output)?.[1];
       const teamId = /Demo team:\s+(\S+)/.exec(output)?.[1];
-      if (baseUrl && key && teamId) resolve({ child, output, baseUrl, key, teamId });
+      const agentId = /Demo agent:\s+(\S+)/.exec(output)?.[1];
+      if (baseUrl && key && teamId && agentId) resolve({ child, output, baseUrl, key, teamId, agentId });
     };
     child.stdout?.on('data', onData);
     child.stderr?.on('data', onData);
@@ -89,6 +91,53 @@ describe('npm start (the local default)', () => {
     expect(reset.teamId).not.toBe(first.teamId);
     await stop(reset.child);
     // Four starts, each a JVM and fauxqs coming up: minutes on a loaded machine, not seconds.
+  }, 300_000);
+
+  it("serves a run's file link through the files front: X-Content-Type-Options: nosniff, inline for an image", async () => {
+    const local = await start();
+    const headers = { authorization: `Bearer ${local.key}`, 'content-type': 'application/json' };
+    const created = await fetch(`${local.baseUrl}/workflows`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({
+        name: 'Image',
+        agentId: local.agentId,
+        steps: [
+          { key: 'prompt', type: 'TextEntry', config: { text: 'a lighthouse' } },
+          {
+            key: 'image',
+            type: 'ImageGen',
+            inputs: ['prompt'],
+            config: { provider: 'sandbox', width: 64, height: 64 },
+          },
+        ],
+      }),
+    });
+    expect(created.status, await created.clone().text()).toBe(201);
+    const { workflowId } = (await created.json()) as { workflowId: string };
+    const started = await fetch(`${local.baseUrl}/workflows/${workflowId}/runs`, {
+      method: 'POST',
+      headers,
+      body: '{}',
+    });
+    expect(started.status).toBe(200);
+    const { jobId } = (await started.json()) as { jobId: string };
+    let run: Record<string, unknown> = {};
+    for (let tries = 0; tries < 600 && run.status !== 'completed' && run.status !== 'failed'; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      run = (await (await fetch(`${local.baseUrl}/runs/${jobId}`, { headers })).json()) as Record<string, unknown>;
+    }
+    expect(run.status, JSON.stringify(run)).toBe('completed');
+    const link = /"url":"([^"]+\/file-links\/[^"]+)"/.exec(JSON.stringify(run.output))?.[1];
+    if (!link) throw new Error(`no file link in ${JSON.stringify(run.output)}`);
+    const redirect = await fetch(link, { redirect: 'manual' });
+    expect(redirect.status).toBe(302);
+    const download = await fetch(redirect.headers.get('location') ?? '');
+    expect(download.status).toBe(200);
+    expect(download.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(download.headers.get('content-type')).toBe('image/png');
+    expect(download.headers.get('content-disposition')).toMatch(/^inline; filename="[^"]+\.png"$/);
+    await stop(local.child);
   }, 300_000);
 
   it('keeps an upload URL minted before a restart working after it (its S3 port is kept)', async () => {

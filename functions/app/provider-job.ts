@@ -13,9 +13,9 @@
  * that intent may have started (by its webhook's token, created while its worker lived), cancels
  * it, and only then submits anew under a new token. The dead worker's own message, back after the
  * queue's visibility timeout, finds the step taken. A job not found (a provider with no way to list
- * jobs, fal; no webhook without a public URL) is still cancelled when it announces itself with the
- * old token (provider-webhook.ts matches it to the superseded submission); without a webhook it
- * runs to its end, at the stage's cost, never counted or charged.
+ * jobs, fal) is found when it announces its end with the old token: provider-webhook.ts records it
+ * (before the takeover) or adopts it and cancels the newer job (after); without a webhook it runs to
+ * its end, at the stage's cost, never counted or charged.
  */
 
 import * as v from 'valibot';
@@ -187,7 +187,7 @@ const createdWindow = (intent: UnrecordedIntent) => {
  * Finds and cancels, before a new submit, the jobs the superseded intents may have started (a
  * worker that died between its submit and its record): listed at the provider in the intent's
  * window, matched by the token in their webhook URL. A provider that cannot list them, or fails to
- * answer now, is logged: such a job is still cancelled when its webhook comes with the old token.
+ * answer now, is logged: such a job is still found when its webhook comes with the old token.
  */
 const cancelOrphans = async (
   provider: JobProvider,
@@ -197,7 +197,7 @@ const cancelOrphans = async (
 ) => {
   if (superseded.length === 0) return;
   if (!provider.findByWebhook) {
-    logger.warn('provider cannot list jobs: an unrecorded job is cancelled only when it announces itself', {
+    logger.warn('provider cannot list jobs: an unrecorded job is adopted or cancelled when it announces itself', {
       nodeId,
       provider: provider.key,
     });

@@ -7,6 +7,13 @@
  * is sent a one-off look (`check: 'look'`), which reads the job's state from the provider itself
  * and applies it once: a replayed or duplicated delivery finds the step ended and changes nothing.
  *
+ * A delivery under the token of the step's current submission whose id was never recorded (a fast
+ * job, or a worker that died between the submit and its record) records that id, so the step waits
+ * on that job and is not submitted again. A delivery under the token of a submission a newer claim
+ * superseded before its id was recorded, announcing a usable end while the step still waits,
+ * adopts that job and cancels the newer one: the provider is not paid for the same work twice
+ * (fal cannot list requests, so a takeover cannot find such a job before it ends).
+ *
  * A delivery only names a job, so it never decides what is cancelled. The one job a verified
  * delivery stops is one the step itself recorded as superseded (`supersededJobs`: a later claim
  * replaced the claim that submitted it) and whose token the URL carries: the job of that id, or,
@@ -21,13 +28,13 @@ import type { Deps } from '../deps.ts';
 import { webhookTokenMatches } from '../domain/provider-jobs.ts';
 import { isInProgress, StepStatus } from '../domain/run-lifecycle.ts';
 import { ProviderJobUnknownError, ProviderWebhookRefusedError } from '../errors/table.ts';
-import type { JobProvider, ProviderWebhookDelivery, TeamConnection } from '../nodes/providers/types.ts';
+import type { JobProvider, JobState, ProviderWebhookDelivery, TeamConnection } from '../nodes/providers/types.ts';
 import { WebhookRefusedError } from '../nodes/providers/types.ts';
 import { logger } from '../observability/logger.ts';
 import { getConnections, resolveConnection } from '../store/connections.ts';
 import type { StepItem } from '../store/items.ts';
 import { readRunItem, readStepItem } from '../store/run/index.ts';
-import { sendDelayedStepMessage } from '../store/run/provider-jobs.ts';
+import { adoptSupersededJob, recordJobSubmitted, sendDelayedStepMessage } from '../store/run/provider-jobs.ts';
 import { cancelQuietly } from './provider-job.ts';
 
 /** The adapter of a provider on the stage's key, or a team's own (a connection named by the provider). */
@@ -61,6 +68,32 @@ const submissionOfToken = (
   return superseded && { job: superseded, current: false };
 };
 
+/**
+ * Whether a superseded submission's announced job can take its newer claim's place: its id was
+ * never recorded, it came before the claim that superseded it (not a newer job moved aside by an
+ * adoption), its end is usable (not failed or cancelled), and the step still waits, on the same
+ * provider and key, under a running run.
+ */
+const adoptable = (
+  run: { status: string },
+  step: Pick<StepItem, 'status' | 'attempts' | 'providerJob'>,
+  orphan: ProviderJob,
+  state: JobState,
+) => {
+  const current = step.providerJob;
+  return (
+    orphan.id === undefined &&
+    isInProgress(run.status) &&
+    step.status === StepStatus.processing &&
+    current !== undefined &&
+    current.attempt === step.attempts &&
+    orphan.attempt < current.attempt &&
+    current.provider === orphan.provider &&
+    current.credentials === orphan.credentials &&
+    (state.status === 'succeeded' || state.status === 'running')
+  );
+};
+
 export const receiveProviderWebhook = async (
   deps: Deps,
   providers: JobProviderLookup,
@@ -81,7 +114,7 @@ export const receiveProviderWebhook = async (
   }
   const provider = await providers(key, connection);
   if (!provider) throw new ProviderJobUnknownError(key, '(provider not configured)');
-  let announced: { id: string };
+  let announced: { id: string; state: JobState };
   try {
     announced = await provider.verifyWebhook(request.delivery);
   } catch (error) {
@@ -89,13 +122,31 @@ export const receiveProviderWebhook = async (
     throw error;
   }
   const job = submission?.job;
-  if (run && submission?.current && job?.id === announced.id) {
-    if (step?.status === StepStatus.processing || !isInProgress(run.status)) {
-      await sendDelayedStepMessage(
-        deps,
-        { jobId, workflowId: run.workflowId, teamId: run.teamId, nodeId, check: 'look' },
-        0,
-      );
+  const look = (teamId: string, workflowId: string) =>
+    sendDelayedStepMessage(deps, { jobId, workflowId, teamId, nodeId, check: 'look' }, 0);
+  if (run && step && job && submission?.current && job.id === undefined) {
+    // The step's own intent, its id not recorded yet: a job that ended before its worker recorded
+    // it, or whose worker died after the submit. Recorded from here, so it is waited on (and the
+    // guard of that submit finds it recorded instead of submitting again).
+    const recorded = await recordJobSubmitted(deps, jobId, nodeId, { ...job, id: announced.id });
+    if (recorded) {
+      logger.info('provider job recorded from its webhook', { provider: key, providerJobId: announced.id });
+      await look(run.teamId, run.workflowId);
+    }
+  } else if (run && submission?.current && job?.id === announced.id) {
+    if (step?.status === StepStatus.processing || !isInProgress(run.status)) await look(run.teamId, run.workflowId);
+  } else if (run && step && job && adoptable(run, step, job, announced.state)) {
+    // A submission a newer claim superseded before its id was recorded (its worker died): its job
+    // ran anyway and announces a usable end. That work is used; the newer job is cancelled.
+    const replaced = step.providerJob;
+    if (await adoptSupersededJob(deps, jobId, nodeId, step, job, announced.id)) {
+      logger.warn('unrecorded provider job adopted; the newer one cancelled', {
+        provider: key,
+        providerJobId: announced.id,
+        cancelledJobId: replaced?.id,
+      });
+      if (replaced?.id !== undefined) await cancelQuietly(provider, { id: replaced.id, model: replaced.model });
+      await look(run.teamId, run.workflowId);
     }
   } else if (job && !submission?.current && (job.id ?? announced.id) === announced.id) {
     // A job this step replaced with a newer submission: stopped at the provider, never counted.
@@ -105,7 +156,7 @@ export const receiveProviderWebhook = async (
     });
     await cancelQuietly(provider, { id: announced.id, model: job.model });
   } else {
-    // Genuine, but no submission of this step is this job (or the current one's id is not recorded yet).
+    // Genuine, but no submission of this step is this job.
     logger.warn('provider webhook for a job no step waits on; ignored', { provider: key, providerJobId: announced.id });
   }
   return { accepted: true };

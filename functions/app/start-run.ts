@@ -156,7 +156,13 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
     // The lock is read only for a refusal: a busy workflow is answered before it, naming the run to wait for.
     if (refusal) throw admissionError(busyFirst(refusal, await activeJobOf(deps, workflow.workflowId)));
     // After admission (a refused start copies nothing), before the commit (a committed run has its
-    // copies); a copy whose transaction then fails is left to the retention's lifecycle rule.
+    // copies); a copy whose transaction then fails is left to the retention's lifecycle rule. A busy
+    // workflow, which the transaction would refuse, is refused before any copy is made (one read,
+    // only when there are files to copy): a start repeated while its workflow runs stores nothing.
+    if (holdFiles && !inputFiles) {
+      const active = await activeJobOf(deps, workflow.workflowId);
+      if (active !== undefined) throw admissionError({ kind: 'runInProgress', activeJobId: active });
+    }
     inputFiles ??= holdFiles ? await holdFiles(jobId) : {};
     if (resume && !carried) {
       await resume.carry(jobId);
@@ -326,7 +332,7 @@ const startRunFor = (
       request,
       multiplier: 1,
       deferredJobId: null,
-      inputFiles: (jobId) => holdFileInputs(deps, key.teamId, jobId, uploads),
+      inputFiles: uploads.length > 0 ? (jobId) => holdFileInputs(deps, key.teamId, jobId, uploads) : {},
       idempotency: (jobId, estimate) => {
         answer = {
           deferred: false,

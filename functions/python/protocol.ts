@@ -14,6 +14,11 @@ export interface PythonRequest {
   inputs: unknown[];
   /** Wall-clock limit of the code itself (the interpreter's load is not counted). */
   timeoutMs: number;
+  /**
+   * The step's team: a runner that runs several at once (the local stack's) serves waiting teams in
+   * turn, so one team's flood never holds another's step behind it. Never shown to the code.
+   */
+  teamId?: string;
 }
 
 /**

@@ -116,7 +116,7 @@ export const pythonRunnerOptionsFromEnv = (env: NodeJS.ProcessEnv = process.env)
 
 /**
  * A runner over a fresh process per run; `run` runs up to `concurrency` requests at once and queues
- * the rest in order, `close` stops the process waiting for the next run and removes the snapshot.
+ * the rest, serving teams in turn and each team's runs in order, `close` stops the process waiting for the next run and removes the snapshot.
  * `loads` counts the processes started (full loads and from the snapshot); `running` the runs whose
  * code is running now.
  */
@@ -137,9 +137,53 @@ export const createPythonRunner = (
   /** The pristine interpreter's snapshot, once the first process handed it over. */
   let snapshot: { dir: string; path: string } | undefined;
   let closed = false;
-  /** Runs holding a place (loading their process or running), and those waiting for one, in order. */
+  /** Runs holding a place (loading their process or running). */
   let active = 0;
-  const waiting: Array<() => void> = [];
+  /**
+   * Runs waiting for a place, by team (each team's in the order they came), the places each team
+   * holds, and when each team last got one. A freed place goes to the waiting team holding the
+   * fewest places, then to the one served longest ago: a team with 50 waiting runs never holds
+   * another team's one run behind them. Only teams waiting or holding a place are remembered.
+   */
+  const waiting = new Map<string, Array<() => void>>();
+  const held = new Map<string, number>();
+  const lastServed = new Map<string, number>();
+  let served = 0;
+  const take = (team: string) => {
+    held.set(team, (held.get(team) ?? 0) + 1);
+    lastServed.set(team, ++served);
+  };
+  const give = (team: string) => {
+    const left = (held.get(team) ?? 1) - 1;
+    if (left > 0) held.set(team, left);
+    else held.delete(team);
+    if (left === 0 && !waiting.has(team)) lastServed.delete(team);
+  };
+  const wait = (team: string) =>
+    new Promise<void>((resolve) => {
+      const queue = waiting.get(team);
+      if (queue) queue.push(resolve);
+      else waiting.set(team, [resolve]);
+    });
+  /** The next waiting run, its place taken for its team; undefined when none waits. */
+  const nextWaiting = (): (() => void) | undefined => {
+    let chosen: string | undefined;
+    const rank = (team: string) => [held.get(team) ?? 0, lastServed.get(team) ?? 0] as const;
+    for (const team of waiting.keys()) {
+      if (chosen === undefined) chosen = team;
+      else {
+        const [places, at] = rank(team);
+        const [bestPlaces, bestAt] = rank(chosen);
+        if (places < bestPlaces || (places === bestPlaces && at < bestAt)) chosen = team;
+      }
+    }
+    if (chosen === undefined) return undefined;
+    const queue = waiting.get(chosen) ?? [];
+    const next = queue.shift();
+    if (queue.length === 0) waiting.delete(chosen);
+    take(chosen);
+    return next;
+  };
   const loads = { full: 0, fromSnapshot: 0 };
   const state = { running: 0 };
 
@@ -239,13 +283,18 @@ export const createPythonRunner = (
   const run: PythonRun = async (request) => {
     const wallOrRefusal = prefixOrRefusal();
     if ('refusal' in wallOrRefusal) return wallOrRefusal.refusal;
-    if (active >= concurrency) await new Promise<void>((resolve) => waiting.push(resolve));
-    else active += 1;
+    const team = request.teamId ?? '';
+    if (active >= concurrency) await wait(team);
+    else {
+      active += 1;
+      take(team);
+    }
     try {
       return await runOnce(request, wallOrRefusal.prefix);
     } finally {
-      // The place passes to the next waiting run (`active` unchanged), or is given up.
-      const next = waiting.shift();
+      give(team);
+      // The place passes to the next waiting run of the team next in turn (`active` unchanged), or is given up.
+      const next = nextWaiting();
       if (next) next();
       else active -= 1;
     }
@@ -276,6 +325,12 @@ export const createPythonRunner = (
     /** Runs whose code is running at this moment, each in its own process. */
     get running() {
       return state.running;
+    },
+    /** Runs waiting for a place. */
+    get queued() {
+      let count = 0;
+      for (const queue of waiting.values()) count += queue.length;
+      return count;
     },
   };
 };

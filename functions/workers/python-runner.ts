@@ -6,6 +6,7 @@ const PythonRequestSchema = v.object({
   code: v.pipe(v.string(), v.minLength(1)),
   inputs: v.array(v.unknown()),
   timeoutMs: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(pythonMaxTimeoutMs)),
+  teamId: v.optional(v.pipe(v.string(), v.maxLength(64))),
 });
 
 /**

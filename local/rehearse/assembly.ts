@@ -389,6 +389,10 @@ export const templateResolver = (assembly: Assembly, resources: LocalResources) 
         // rehearsal's front serves the stream's route itself, under any host.
         case 'AWS::Lambda::Url.FunctionUrl':
           return `https://${logicalId.toLowerCase()}.lambda-url.${region}.on.aws/`;
+        // The files distribution's host (FILES_BASE_URL): a CloudFront name's shape; the rehearsal's
+        // local files front answers in its place (bundle-stack.ts).
+        case 'AWS::CloudFront::Distribution.DomainName':
+          return `${logicalId.toLowerCase()}.cloudfront.net`;
         default:
           return undefined;
       }

@@ -10,8 +10,10 @@
 
 import { randomUUID } from 'node:crypto';
 import { workers } from '../../lib/workers.ts';
+import { envNames } from '../../platform/definitions.ts';
 import { basePath } from '../../platform/routes.ts';
 import { localAwsConfig } from '../emulators.ts';
+import { startFilesEdge } from '../files-edge.ts';
 import { type InvokedHandler, startLambdaEmulator } from '../lambda-emulator.ts';
 import type { LocalResources } from '../provision.ts';
 import { type StreamPoller, startStreamPoller } from '../stream-source.ts';
@@ -100,7 +102,11 @@ export const startBundleStack = async (options: BundleStackOptions): Promise<Bun
   // Lambda's Invoke API for the functions one invokes (their name is their logical id, as `Ref` resolves).
   const invocable: Record<string, InvokedHandler> = {};
   const lambda = await startLambdaEmulator(invocable);
+  // The stack's files distribution (nosniff over the bucket's answers), in front of the local S3:
+  // file links name it in place of the template's CloudFront host.
+  const filesEdge = await startFilesEdge({ upstream: resources.s3Endpoint });
   for (const spec of specs) {
+    const templateEnvironment = resolver.environmentOf(spec);
     checkRuntime(spec);
     const lines: string[] = [];
     logs.set(spec.id, lines);
@@ -111,7 +117,8 @@ export const startBundleStack = async (options: BundleStackOptions): Promise<Bun
       timeoutSeconds: spec.timeoutSeconds,
       memoryMb: spec.memoryMb,
       environment: {
-        ...resolver.environmentOf(spec),
+        ...templateEnvironment,
+        ...(envNames.filesBaseUrl in templateEnvironment ? { [envNames.filesBaseUrl]: filesEdge.url } : {}),
         ...emulatorSdkEnvironment(resources),
         ...(options.eventBridgeEndpoint ? { AWS_ENDPOINT_URL_EVENTBRIDGE: options.eventBridgeEndpoint } : {}),
         AWS_ENDPOINT_URL_LAMBDA: lambda.endpoint,
@@ -139,6 +146,7 @@ export const startBundleStack = async (options: BundleStackOptions): Promise<Bun
 
   const stops: (() => Promise<void> | void)[] = [
     () => lambda.stop(),
+    () => filesEdge.stop(),
     ...[...functions.values()].map((fn) => () => fn.stop()),
   ];
   const close = async () => {

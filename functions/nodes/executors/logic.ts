@@ -284,7 +284,7 @@ export const logicExecutors = (deps: ExecutorDeps) =>
       let answer: PythonAnswer;
       try {
         answer = await deps.python(
-          { code: toText(config.code), inputs: allInputs(context, 'values'), timeoutMs },
+          { code: toText(config.code), inputs: allInputs(context, 'values'), timeoutMs, teamId: context.teamId },
           context.signal,
         );
       } catch (error) {

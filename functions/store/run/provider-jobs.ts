@@ -45,7 +45,10 @@ export const recordJobIntent = async (
 /**
  * The provider accepted the job: its id, once (the intent it answers must still be the step's), and
  * the claim's lease stretched past the job's deadline, so no other delivery takes the step over
- * while the provider works and an ended run keeps its hold until the job is cancelled.
+ * while the provider works and an ended run keeps its hold until the job is cancelled. Written by
+ * the submitting worker from the submit's answer, or by the provider's webhook under the intent's
+ * token when that comes first (a fast job, or a worker that died before its record): the same id
+ * twice is one record.
  */
 export const recordJobSubmitted = async (
   deps: Deps,
@@ -64,9 +67,9 @@ export const recordJobSubmitted = async (
       setEntries: { providerJob: { id: job.id, submittedAt: deps.now().toISOString() } },
     },
     {
-      ConditionExpression: `${claim.ConditionExpression} AND providerJob.tokenHash = :hash AND attribute_not_exists(providerJob.id)`,
+      ConditionExpression: `${claim.ConditionExpression} AND providerJob.tokenHash = :hash AND (attribute_not_exists(providerJob.id) OR providerJob.id = :id)`,
       ExpressionAttributeNames: claim.ExpressionAttributeNames,
-      ExpressionAttributeValues: { ...claim.ExpressionAttributeValues, ':hash': job.tokenHash },
+      ExpressionAttributeValues: { ...claim.ExpressionAttributeValues, ':hash': job.tokenHash, ':id': job.id },
     },
   );
   return written.written;
@@ -101,6 +104,53 @@ export const supersedeEarlierJob = async (
       ExpressionAttributeValues: { ...claim.ExpressionAttributeValues, ':earlierHash': earlier.tokenHash },
     },
   );
+};
+
+/**
+ * A superseded submission whose id was never recorded (its worker died between the submit and the
+ * record) announced its job's end under its token while the step waits on a newer claim's job:
+ * the announced job becomes the step's (under the current claim, with the announced id and the
+ * lease past its deadline) and the newer job moves to `supersededJobs`, to be cancelled. The work
+ * already done is used rather than done again. Conditioned on the claim and on the newer job being
+ * the one read: a newer job recorded meanwhile keeps its place, and the newer submit whose intent
+ * this replaces finds its record refused and cancels its own job. False: nothing was written.
+ */
+export const adoptSupersededJob = async (
+  deps: Deps,
+  jobId: string,
+  nodeId: string,
+  step: Pick<StepItem, 'providerJob' | 'supersededJobs'>,
+  orphan: ProviderJob,
+  id: string,
+): Promise<boolean> => {
+  const current = step.providerJob;
+  if (!current) return false;
+  const adopted: ProviderJob = {
+    provider: orphan.provider,
+    model: orphan.model,
+    credentials: orphan.credentials,
+    attempt: current.attempt,
+    tokenHash: orphan.tokenHash,
+    deadlineAt: orphan.deadlineAt,
+    ...(orphan.intendedAt !== undefined && { intendedAt: orphan.intendedAt }),
+    id,
+    submittedAt: deps.now().toISOString(),
+  };
+  const superseded = [...(step.supersededJobs ?? []).filter((j) => j.tokenHash !== orphan.tokenHash), current];
+  const lease = new Date(Date.parse(orphan.deadlineAt) + leaseAfterDeadlineSeconds * 1000).toISOString();
+  const claim = claimCondition(current.attempt);
+  const written = await conditionalUpdate(
+    deps,
+    storedStep,
+    stepKey(jobId, nodeId),
+    { set: { providerJob: adopted, supersededJobs: superseded, leaseUntil: lease } },
+    {
+      ConditionExpression: `${claim.ConditionExpression} AND providerJob.tokenHash = :currentHash`,
+      ExpressionAttributeNames: claim.ExpressionAttributeNames,
+      ExpressionAttributeValues: { ...claim.ExpressionAttributeValues, ':currentHash': current.tokenHash },
+    },
+  );
+  return written.written;
 };
 
 const TriesSchema = v.required(v.pick(StepItemSchema, ['providerTries']));
