@@ -81,6 +81,21 @@ export const readRun = async (
 ): Promise<Run> => (await readRunAndItems(deps, teamId, jobId, keyWorkflowIds, outputCursor)).view;
 
 /**
+ * The run item, when `teamId`'s key may read it: another team's run, and one of a workflow the key
+ * is not limited to, read as missing (`teamId` null: the service itself).
+ */
+export function visibleRun(
+  run: RunItem | undefined,
+  teamId: string | null,
+  jobId: string,
+  keyWorkflowIds: readonly string[],
+): asserts run is RunItem {
+  if (!run || (teamId !== null && run.teamId !== teamId) || !keyMayUseWorkflow(keyWorkflowIds, run.workflowId)) {
+    throw new RunNotFoundError(jobId);
+  }
+}
+
+/**
  * The run's partition in one strongly consistent Query and its view (every output, unlinked):
  * another team's run, and one of a workflow the key is not limited to, read as missing (`teamId`
  * null: the service itself). GET /runs/{jobId} and the run event stream read a run this way.
@@ -92,9 +107,7 @@ export const readRunView = async (
   keyWorkflowIds: readonly string[] = [],
 ) => {
   const { run, steps } = await readRunPartition(deps, jobId);
-  if (!run || (teamId !== null && run.teamId !== teamId) || !keyMayUseWorkflow(keyWorkflowIds, run.workflowId)) {
-    throw new RunNotFoundError(jobId);
-  }
+  visibleRun(run, teamId, jobId, keyWorkflowIds);
   const canvas = await canvasOf(deps, run.workflowId);
   return { run, steps, canvas, view: runView(run, new Map(steps.map((step) => [step.nodeId, step])), canvas) };
 };
