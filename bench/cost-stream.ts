@@ -14,15 +14,7 @@
 import { makeHandler } from '../functions/api/get-run-events.ts';
 import { streamTiming } from '../functions/app/run-events.ts';
 import type { Deps } from '../functions/deps.ts';
-import { StepStatus } from '../functions/domain/run-lifecycle.ts';
-import {
-  claimStep,
-  countStep,
-  finishStepItem,
-  readRunItem,
-  readRunPartition,
-  readRunProgress,
-} from '../functions/store/run/index.ts';
+import { readRunPartition, readRunProgress } from '../functions/store/run/index.ts';
 import { startLocalApi } from '../local/api-gateway.ts';
 import { invokedAs } from '../local/invocation.ts';
 import { localDeps } from '../local/local-deps.ts';
@@ -39,33 +31,11 @@ import {
   resetMeter,
 } from './cost-meter.ts';
 import { heading, line, note } from './report.ts';
-import { chainSteps, seedCostTeam } from './seed.ts';
+import { chainSteps, endStepsThroughStore, seedCostTeam } from './seed.ts';
 import type { Targets } from './stats.ts';
 
 /** CloudFront's data transfer out to the internet, United States (first 10 TB a month, per GB). */
 const cloudFrontGb = 0.085;
-
-/**
- * The run a stream follows, made through the store's own writes (no worker runs here): its first
- * `completed` steps each ended with an output of `outputBytes` and counted on the run, the next one
- * claimed (a model step at work), the rest not started. The run is then unchanged for the whole
- * connection: every poll finds it as it was.
- */
-const advanceRun = async (deps: Deps, jobId: string, completed: number, outputBytes: number) => {
-  const run = await readRunItem(deps, jobId);
-  if (!run) throw new Error(`run ${jobId} not found`);
-  const output = 'x'.repeat(outputBytes);
-  let counts = run;
-  for (let i = 0; i < completed; i++) {
-    const nodeId = `s${i}`;
-    const end = { status: StepStatus.completed, outputs: { text: output }, model: undefined, licence: undefined };
-    await finishStepItem(deps, run, nodeId, null, { ...end, chargeHundredths: 0 });
-    const counted = await countStep(deps, counts, nodeId, { status: StepStatus.completed, chargeHundredths: 0 });
-    if (!counted.counted || counted.ended) throw new Error(`step ${nodeId} not counted`);
-    counts = counted.run;
-  }
-  if (completed < run.stepsTotal) await claimStep(deps, run, `s${completed}`);
-};
 
 /**
  * One capped connection's reads as the stream made them before it read only the step items it
@@ -101,7 +71,7 @@ export const measureStreamConnection = async (resources: LocalResources, shape: 
     // No worker runs here: the run stays queued (or as `advanceRun` left it), every poll finds it unchanged.
     const started = await fetch(`${api.baseUrl}/workflows/${workflowId}/runs`, { method: 'POST', headers, body: '{}' });
     const { jobId } = (await started.json()) as { jobId: string };
-    if (shape.completed) await advanceRun(deps, jobId, shape.completed, shape.outputBytes ?? 0);
+    if (shape.completed) await endStepsThroughStore(deps, jobId, shape.completed, shape.outputBytes ?? 0);
     const meter = newMeter();
     meterDynamoDb(deps.ddb, meter, reader);
     const largestRead = { units: 0 };
