@@ -78,8 +78,9 @@ export const measureStreamConnection = async (resources: LocalResources, shape: 
     deps.ddb.middlewareStack.add(
       (next) => async (args) => {
         const result = await next(args);
-        const capacity = (result.output as { ConsumedCapacity?: { CapacityUnits?: number }[] | { CapacityUnits?: number } })
-          .ConsumedCapacity;
+        const capacity = (
+          result.output as { ConsumedCapacity?: { CapacityUnits?: number }[] | { CapacityUnits?: number } }
+        ).ConsumedCapacity;
         for (const c of Array.isArray(capacity) ? capacity : capacity ? [capacity] : [])
           largestRead.units = Math.max(largestRead.units, c.CapacityUnits ?? 0);
         return result;

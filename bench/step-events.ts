@@ -16,9 +16,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
-import { stepEventCap } from '../functions/domain/lifecycle-events.ts';
-import { readRun } from '../functions/app/read-run.ts';
 import { webhookBodyOf } from '../functions/app/lifecycle-webhook-body.ts';
+import { readRun } from '../functions/app/read-run.ts';
+import { stepEventCap } from '../functions/domain/lifecycle-events.ts';
 import { makeHandler } from '../functions/workers/run-event-webhooks.ts';
 import { startLocalApi } from '../local/api-gateway.ts';
 import { localDeps } from '../local/local-deps.ts';
@@ -122,7 +122,8 @@ export const measureDeliveryBytes = async (resources: LocalResources, steps: num
     const size = (body: unknown) => Buffer.byteLength(JSON.stringify(body));
     const end = size(await webhookBodyOf(deps, jobId, { event: 'run.completed' }));
     let after = end;
-    for (let i = 0; i < steps; i++) after += size(await webhookBodyOf(deps, jobId, { event: 'step.completed', nodeId: `s${i}` }));
+    for (let i = 0; i < steps; i++)
+      after += size(await webhookBodyOf(deps, jobId, { event: 'step.completed', nodeId: `s${i}` }));
     const whole = size({ ...(await readRun(deps, null, jobId)), event: 'step.completed' });
     return { deliveries: steps + 1, before: end + steps * whole, after };
   } finally {

@@ -20,7 +20,7 @@ import {
   type SentState,
   StepSent,
 } from '../domain/run-events.ts';
-import { type StepRecord, runView } from '../domain/run-view.ts';
+import { runView, type StepRecord } from '../domain/run-view.ts';
 import { showsEnd, stepsToRead, streamSteps, withoutOutputs } from '../domain/stream-reads.ts';
 import { type Canvas, terminalNodeIds, topologicalOrder } from '../domain/workflow-graph.ts';
 import { canvasOf } from '../store/canvases.ts';

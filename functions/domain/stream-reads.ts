@@ -13,10 +13,10 @@
  * A counted step the counters tell is shown from them: its item (and its outputs) is never read.
  */
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
-import type { StepRecord } from './run-view.ts';
-import { ancestry, predecessors } from './run-graph.ts';
 import { type SentState, StepSent } from './run-events.ts';
+import { ancestry, predecessors } from './run-graph.ts';
 import { isCompleted, StepStatus, type StoredStepStatus } from './run-lifecycle.ts';
+import type { StepRecord } from './run-view.ts';
 import { type Canvas, terminalNodeIds } from './workflow-graph.ts';
 
 /** Most steps read a refresh to see whether they started: their reads cost at most this many half units. */
@@ -67,7 +67,9 @@ export const countedStatuses = (
 
 /** The steps that may have started: uncounted, and every step they read from counted. In the run's step order. */
 export const frontier = (canvas: Canvas, order: readonly string[], run: RunCounts): string[] =>
-  order.filter((nodeId) => !run.doneSteps.has(nodeId) && predecessors(canvas, nodeId).every((p) => run.doneSteps.has(p)));
+  order.filter(
+    (nodeId) => !run.doneSteps.has(nodeId) && predecessors(canvas, nodeId).every((p) => run.doneSteps.has(p)),
+  );
 
 const isModelNode = (canvas: Canvas, nodeId: string): boolean => {
   const node = canvas.nodes.find((n) => n.id === nodeId);
