@@ -7,9 +7,15 @@ import { describe, expect, it } from 'vitest';
 import { nothingSent, StepSent } from '../functions/domain/run-events.ts';
 import type { StepRecord } from '../functions/domain/run-view.ts';
 import { countedStatuses, frontierWindow, stepsToRead, streamSteps } from '../functions/domain/stream-reads.ts';
-import type { Canvas } from '../functions/domain/workflow-graph.ts';
+import type { Canvas, CanvasNode } from '../functions/domain/workflow-graph.ts';
 
-const node = (id: string, type = 'TextConsole') => ({ id, type, label: id, config: {}, position: { x: 0, y: 0 } });
+const node = (id: string, type: CanvasNode['type'] = 'TextConsole'): CanvasNode => ({
+  id,
+  type,
+  label: id,
+  config: {},
+  position: { x: 0, y: 0 },
+});
 const edge = (source: string, target: string) => ({
   id: `${source}-${target}`,
   source,
@@ -18,7 +24,7 @@ const edge = (source: string, target: string) => ({
   targetHandle: 'text',
 });
 /** s0 → s1 → … → s(n-1): only the last is a final step. */
-const chain = (n: number, type?: (i: number) => string): Canvas => ({
+const chain = (n: number, type?: (i: number) => CanvasNode['type']): Canvas => ({
   nodes: Array.from({ length: n }, (_, i) => node(`s${i}`, type?.(i) ?? (i === 0 ? 'TextEntry' : 'TextConsole'))),
   edges: Array.from({ length: n - 1 }, (_, i) => edge(`s${i}`, `s${i + 1}`)),
 });

@@ -29,7 +29,8 @@ export interface RunCounts {
   doneSteps: ReadonlySet<string>;
 }
 
-const endStatuses: readonly StoredStepStatus[] = [
+/** A step item's statuses past its work: `unknown` is an end too (it finished after its run ended). */
+const stepItemEnds: readonly StoredStepStatus[] = [
   StepStatus.completed,
   StepStatus.skipped,
   StepStatus.failed,
@@ -38,7 +39,7 @@ const endStatuses: readonly StoredStepStatus[] = [
 
 /** Whether a step item shows the step's end (a counted step's item read before its end was written is stale). */
 export const showsEnd = (step: { status: StoredStepStatus } | undefined): boolean =>
-  step !== undefined && endStatuses.includes(step.status);
+  step !== undefined && stepItemEnds.includes(step.status);
 
 /**
  * The status of each counted step the counters tell without its item: every counted step is
