@@ -100,7 +100,7 @@ export function visibleRun(
  * another team's run, and one of a workflow the key is not limited to, read as missing (`teamId`
  * null: the service itself). GET /runs/{jobId} and the run event stream read a run this way.
  */
-export const readRunView = async (
+const readRunView = async (
   deps: Deps,
   teamId: string | null,
   jobId: string,
@@ -112,14 +112,17 @@ export const readRunView = async (
   return { run, steps, canvas, view: runView(run, new Map(steps.map((step) => [step.nodeId, step])), canvas) };
 };
 
-/** `readRun`, with the run and step items it was made from (a step event's body reads a step's own). */
+/**
+ * `readRun`, with the run and step items it was made from (a step event's body reads a step's own)
+ * and `whole`, the view before its page (every output, unlinked: the run event stream's last look).
+ */
 export const readRunAndItems = async (
   deps: Deps,
   teamId: string | null,
   jobId: string,
   keyWorkflowIds: readonly string[] = [],
   outputCursor?: string,
-): Promise<{ view: Run; run: RunItem; steps: StepItem[] }> => {
+): Promise<{ view: Run; whole: Run; run: RunItem; steps: StepItem[] }> => {
   const { run, steps, canvas, view } = await readRunView(deps, teamId, jobId, keyWorkflowIds);
   const scope: RunOutputCursorScope = { list: 'run-output', teamId: run.teamId, jobId: run.jobId };
   let candidates = view.output;
@@ -149,5 +152,5 @@ export const readRunAndItems = async (
     // Ours: the run a resume started from.
     ...(run.resumedFrom !== undefined && { resumedFrom: run.resumedFrom }),
   };
-  return { view: shown, run, steps };
+  return { view: shown, whole: view, run, steps };
 };

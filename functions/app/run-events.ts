@@ -31,7 +31,7 @@ import {
   readStepItemsEventually,
   runMarkOf,
 } from '../store/run/index.ts';
-import { linkedOutput, readRun, readRunView, visibleRun } from './read-run.ts';
+import { linkedOutput, readRun, readRunAndItems, visibleRun } from './read-run.ts';
 
 /** The stream's timing; the defaults are the platform's (platform/run-events.ts), tests pass their own. */
 export interface StreamTiming {
@@ -68,12 +68,15 @@ export const runEventsUrl = (deps: Deps, jobId: string): string | undefined => {
   return base && `${base}/runs/${jobId}/events`;
 };
 
-/** GET /runs/{jobId} with the run's links: `readRun`, and where to follow it live. */
-export const readRunWithLinks = async (...args: Parameters<typeof readRun>): Promise<Run> => {
-  const run = await readRun(...args);
-  const events = runEventsUrl(args[0], run.jobId);
+/** A Run with its link to where it is followed live, when the stage knows the address. */
+const withEventsLink = (deps: Deps, run: Run): Run => {
+  const events = runEventsUrl(deps, run.jobId);
   return events ? { ...run, links: { events } } : run;
 };
+
+/** GET /runs/{jobId} with the run's links: `readRun`, and where to follow it live. */
+export const readRunWithLinks = async (...args: Parameters<typeof readRun>): Promise<Run> =>
+  withEventsLink(args[0], await readRun(...args));
 
 /** The run as the stream last showed it: its view (every due output, unlinked) and its item's mark. */
 interface Snapshot {
@@ -81,12 +84,17 @@ interface Snapshot {
   mark: string;
   /** The run item's counted steps (a later look that counted fewer is older: it is not taken). */
   counted: number;
+  /** An ended run's `done`: the Run as GET /runs/{jobId} answers it, from the same read. */
+  done?: Run;
 }
 
-/** The run as GET /runs/{jobId} reads it (its partition, strongly consistent): the ended run's last look. */
-const wholeSnapshot = async (deps: Deps, reader: Reader, jobId: string): Promise<Snapshot> => {
-  const { run, view } = await readRunView(deps, reader.teamId, jobId, reader.workflowIds);
-  return { view, mark: runMarkOf(run), counted: run.doneSteps.size };
+/**
+ * The ended run's last look: its partition, strongly consistent (read after its end, it shows the
+ * end), once, for its last events (every output) and its `done` (the Run as GET answers it).
+ */
+const endedSnapshot = async (deps: Deps, reader: Reader, jobId: string): Promise<Snapshot> => {
+  const { view, whole, run } = await readRunAndItems(deps, reader.teamId, jobId, reader.workflowIds);
+  return { view: whole, mark: runMarkOf(run), counted: run.doneSteps.size, done: withEventsLink(deps, view) };
 };
 
 /**
@@ -140,7 +148,7 @@ export interface OpenedRunEvents {
  * every `fullReadMs` (a model step's claim is written to its step item alone) the step items the
  * stream still needs (functions/domain/stream-reads.ts), eventually consistent: a step's outputs
  * are read only when its `output` event is due. At the run's end the partition is read strongly
- * consistent, as GET /runs/{jobId} reads it, for its last events and `done` (the Run as GET
+ * consistent, once, as GET /runs/{jobId} reads it, for its last events and `done` (the Run as GET
  * /runs/{jobId} answers it); then it returns. At `capMs` it writes `retry:` and returns.
  */
 export const openRunEvents = async (
@@ -157,7 +165,7 @@ export const openRunEvents = async (
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   /** The run at `run`'s look: whole once it ended; undefined when the look must be made again. */
   const lookAt = (run: RunProgress, sent: SentState) =>
-    hasEnded(run) ? wholeSnapshot(deps, reader, jobId) : watch.look(run, sent);
+    hasEnded(run) ? endedSnapshot(deps, reader, jobId) : watch.look(run, sent);
   const follow = async (sink: EventSink) => {
     const openedAt = deps.now().getTime();
     let lastFullRead = openedAt;
@@ -182,7 +190,7 @@ export const openRunEvents = async (
       }
       watch.sent(sent);
       if (hasEnded(current.view)) {
-        const run = await readRunWithLinks(deps, reader.teamId, jobId, reader.workflowIds);
+        const run = current.done ?? (await readRunWithLinks(deps, reader.teamId, jobId, reader.workflowIds));
         sent = afterDone(sent);
         write(formatEvent('done', encodeEventId(sent), run));
         return;
