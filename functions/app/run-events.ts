@@ -172,8 +172,12 @@ export const openRunEvents = async (
     let lastWrite = openedAt;
     let sent: SentState = initial;
     let current = await lookAt(item, sent);
-    // Its step items were older than the run item: the first look shows the run as nothing yet.
+    // Its step items were older than the run item: looked at again, a poll later, up to the cap.
     while (current === undefined) {
+      if (deps.now().getTime() - openedAt >= timing.capMs) {
+        sink.write(formatRetry(timing.retryMs));
+        return;
+      }
       await sleep(timing.pollMs);
       current = await lookAt(item, sent);
     }
