@@ -13,32 +13,80 @@
  */
 import { makeHandler } from '../functions/api/get-run-events.ts';
 import { streamTiming } from '../functions/app/run-events.ts';
+import type { Deps } from '../functions/deps.ts';
+import { readRunPartition, readRunProgress } from '../functions/store/run/index.ts';
 import { startLocalApi } from '../local/api-gateway.ts';
 import { invokedAs } from '../local/invocation.ts';
 import { localDeps } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
-import { streamCapSeconds, streamFunctionMemoryMb, streamPollMs } from '../platform/run-events.ts';
+import { streamCapSeconds, streamFullReadMs, streamFunctionMemoryMb, streamPollMs } from '../platform/run-events.ts';
 import { runEventsUrlEvent } from '../test/support/function-url-event.ts';
-import { awsPrices, dollars, ingestedBytes, lambdaPlatformLines, meterDynamoDb, newMeter } from './cost-meter.ts';
+import {
+  awsPrices,
+  dollars,
+  ingestedBytes,
+  lambdaPlatformLines,
+  meterDynamoDb,
+  newMeter,
+  resetMeter,
+} from './cost-meter.ts';
 import { heading, line, note } from './report.ts';
-import { chainSteps, seedCostTeam } from './seed.ts';
+import { chainSteps, endStepsThroughStore, seedCostTeam } from './seed.ts';
 import type { Targets } from './stats.ts';
 
 /** CloudFront's data transfer out to the internet, United States (first 10 TB a month, per GB). */
 const cloudFrontGb = 0.085;
 
-/** One capped connection to a run in progress that does not move (the steady state): its reads and bytes. */
-export const measureStreamConnection = async (resources: LocalResources, chainLength: number) => {
+/**
+ * One capped connection's reads as the stream made them before it read only the step items it
+ * needs (replaced in this repository; the same store reads, metered the same way): the partition
+ * in one strongly consistent Query at the open, the run item (eventually consistent) every poll
+ * but the last, and the partition again every `streamFullReadMs` of an unchanged run.
+ */
+const formerReads = async (deps: Deps, jobId: string, polls: number) => {
+  await readRunPartition(deps, jobId);
+  for (let poll = 1; poll < polls; poll++) {
+    await readRunProgress(deps, jobId);
+    if ((poll * streamPollMs) % streamFullReadMs === 0) await readRunPartition(deps, jobId);
+  }
+};
+
+/** A run a connection follows: `steps` long, its first `completed` steps ended with `outputBytes` each. */
+export interface StreamedRun {
+  steps: number;
+  completed?: number;
+  outputBytes?: number;
+}
+
+/**
+ * One capped connection to a run in progress that does not move (the steady state): its reads and
+ * bytes, and (`former`) the reads the stream's former pattern made of the same run.
+ */
+export const measureStreamConnection = async (resources: LocalResources, shape: StreamedRun) => {
   const deps = localDeps(resources);
   const reader = localDeps(resources).ddb;
   const api = await startLocalApi({ deps, port: 0, host: '127.0.0.1' });
   try {
-    const { team, workflowId, headers } = await seedCostTeam(deps, api.baseUrl, chainLength, chainSteps(chainLength));
-    // No worker runs here: the run stays queued, every poll finds it unchanged.
+    const { team, workflowId, headers } = await seedCostTeam(deps, api.baseUrl, shape.steps, chainSteps(shape.steps));
+    // No worker runs here: the run stays queued (or as `advanceRun` left it), every poll finds it unchanged.
     const started = await fetch(`${api.baseUrl}/workflows/${workflowId}/runs`, { method: 'POST', headers, body: '{}' });
     const { jobId } = (await started.json()) as { jobId: string };
+    if (shape.completed) await endStepsThroughStore(deps, jobId, shape.completed, shape.outputBytes ?? 0);
     const meter = newMeter();
     meterDynamoDb(deps.ddb, meter, reader);
+    const largestRead = { units: 0 };
+    deps.ddb.middlewareStack.add(
+      (next) => async (args) => {
+        const result = await next(args);
+        const capacity = (
+          result.output as { ConsumedCapacity?: { CapacityUnits?: number }[] | { CapacityUnits?: number } }
+        ).ConsumedCapacity;
+        for (const c of Array.isArray(capacity) ? capacity : capacity ? [capacity] : [])
+          largestRead.units = Math.max(largestRead.units, c.CapacityUnits ?? 0);
+        return result;
+      },
+      { step: 'initialize', name: 'largestRead', priority: 'low' },
+    );
     let clock = Date.now();
     const clocked = {
       ...deps,
@@ -67,13 +115,26 @@ export const measureStreamConnection = async (resources: LocalResources, chainLe
         closed: false,
       }),
     );
-    return { meter, bytes, polls: sleeps };
+    const streamed = { ...meter.dynamoDb, calls: { ...meter.dynamoDb.calls } };
+    const largest = largestRead.units;
+    resetMeter(meter);
+    await formerReads(deps, jobId, sleeps);
+    return {
+      meter: { dynamoDb: streamed },
+      bytes,
+      polls: sleeps,
+      largestReadUnits: largest,
+      formerReadUnits: meter.dynamoDb.readUnits,
+    };
   } finally {
     await api.close();
     deps.ddb.destroy();
     reader.destroy();
   }
 };
+
+/** The run the stream's read units are stated for: 20 steps, each output 250 KB, the last at work. */
+export const wideOutputsRun: StreamedRun = { steps: 20, completed: 19, outputBytes: 250_000 };
 
 export const benchStreamCost = async (options: {
   resources: LocalResources;
@@ -83,7 +144,7 @@ export const benchStreamCost = async (options: {
   heading(
     `The run event stream's cost per connected minute (GET /runs/{jobId}/events: one ${streamCapSeconds} s connection measured, halved), us-east-1 on-demand`,
   );
-  const { meter, bytes, polls } = await measureStreamConnection(options.resources, options.chainLength);
+  const { meter, bytes, polls } = await measureStreamConnection(options.resources, { steps: options.chainLength });
   const perMinute = 60 / streamCapSeconds;
   const calls = meter.dynamoDb.calls;
   const reads = meter.dynamoDb.readUnits * perMinute;
@@ -124,11 +185,20 @@ export const benchStreamCost = async (options: {
     options.targets.check('run event stream, per connected minute', total, '<=', 0.0003, dollars),
   );
   line(`with the edge: CloudFront data transfer out at $${cloudFrontGb}/GB`, dollars(total + edge).padStart(12));
-  note(
-    `A run that moves adds one strongly consistent Query of its partition per change (and every ${streamTiming.fullReadMs / 1000} s);`,
+  const heavy = await measureStreamConnection(options.resources, wideOutputsRun);
+  const minute = (units: number) => (units * perMinute).toFixed(1);
+  line(
+    `stream minute RCU: before ${minute(heavy.formerReadUnits)}, after ${minute(heavy.meter.dynamoDb.readUnits)} (a ${wideOutputsRun.steps}-step run, ${wideOutputsRun.completed} outputs of ${(wideOutputsRun.outputBytes ?? 0) / 1000} KB, its last step at work; largest read ${heavy.largestReadUnits} RCU)`,
+    '',
   );
   note(
-    `the steady state above reads the run item every ${streamPollMs / 1000} s and the partition every ${streamTiming.fullReadMs / 1000} s.`,
+    `The stream reads the run item every ${streamPollMs / 1000} s and, when it moved or every ${streamTiming.fullReadMs / 1000} s, the step items it still needs,`,
+  );
+  note(
+    "eventually consistent: a step's outputs only when its output event is due; the ended run's partition once, strongly consistent.",
+  );
+  note(
+    `"before": the same run read as the stream read it before (its partition, strongly consistent, at the open and every ${streamTiming.fullReadMs / 1000} s).`,
   );
   note("CloudFront's and AWS WAF's per-request fees apply to the connection (0.5 a minute) and are not priced here.");
   note(

@@ -16,13 +16,17 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
+import { webhookBodyOf } from '../functions/app/lifecycle-webhook-body.ts';
+import { readRun } from '../functions/app/read-run.ts';
 import { stepEventCap } from '../functions/domain/lifecycle-events.ts';
 import { makeHandler } from '../functions/workers/run-event-webhooks.ts';
+import { startLocalApi } from '../local/api-gateway.ts';
 import { localDeps } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
 import { functionMemoryMb } from '../platform/definitions.ts';
 import { awsPrices, dollars } from './cost-meter.ts';
 import { heading, line, note } from './report.ts';
+import { endStepsThroughStore, seedCostTeam } from './seed.ts';
 
 /** A step item's size as the webhook body's partition read meets it (a small text output). */
 export const assumedStepItemBytes = 400;
@@ -99,6 +103,35 @@ export const stepEventsCost = (steps: number, fanOutMs: number) => {
   return { events, capped, lines, total: lines.reduce((sum, l) => sum + l.dollars, 0) };
 };
 
+/**
+ * The bytes of a run's lifecycle deliveries (each `step.completed`, then `run.completed`), one
+ * attempt each, their bodies made by the webhook worker's own code (`webhookBodyOf`) after the run
+ * ended: `steps` independent steps (each a final step, its output on the Run), each output
+ * `outputBytes`. Before: every body as the end webhook's is, the Run with its page of outputs, as
+ * step event bodies were before they carried their step alone.
+ */
+export const measureDeliveryBytes = async (resources: LocalResources, steps: number, outputBytes: number) => {
+  const deps = localDeps(resources);
+  const api = await startLocalApi({ deps, port: 0, host: '127.0.0.1' });
+  try {
+    const nodes = Array.from({ length: steps }, (_, i) => ({ key: `s${i}`, type: 'TextEntry', config: { text: 'b' } }));
+    const { workflowId, headers } = await seedCostTeam(deps, api.baseUrl, steps, nodes);
+    const started = await fetch(`${api.baseUrl}/workflows/${workflowId}/runs`, { method: 'POST', headers, body: '{}' });
+    const { jobId } = (await started.json()) as { jobId: string };
+    await endStepsThroughStore(deps, jobId, steps, outputBytes);
+    const size = (body: unknown) => Buffer.byteLength(JSON.stringify(body));
+    const end = size(await webhookBodyOf(deps, jobId, { event: 'run.completed' }));
+    let after = end;
+    for (let i = 0; i < steps; i++)
+      after += size(await webhookBodyOf(deps, jobId, { event: 'step.completed', nodeId: `s${i}` }));
+    const whole = size({ ...(await readRun(deps, null, jobId)), event: 'step.completed' });
+    return { deliveries: steps + 1, before: end + steps * whole, after };
+  } finally {
+    await api.close();
+    deps.ddb.destroy();
+  }
+};
+
 export const benchStepEvents = async (options: { resources: LocalResources }) => {
   heading("Step events' cost per run (a run that chose step.completed), priced at us-east-1 on-demand rates");
   const fanOutMs = await measureFanOutMs(options.resources, 20);
@@ -110,6 +143,14 @@ export const benchStepEvents = async (options: { resources: LocalResources }) =>
     for (const l of cost.lines) line(`  ${l.what}: ${l.count}`, dollars(l.dollars).padStart(12));
     line(`  step events of a ${steps}-step run`, dollars(cost.total).padStart(12));
   }
+  const bytes = await measureDeliveryBytes(options.resources, 20, 250_000);
+  line(
+    `run delivery bytes: before ${bytes.before.toLocaleString('en-US')} B, after ${bytes.after.toLocaleString('en-US')} B (a 20-step run, 20 outputs of 250 KB, ${bytes.deliveries} deliveries, one attempt each)`,
+    '',
+  );
+  note(
+    'Before: each step event carried the Run and its page of outputs; after: its own step (and result) and links.run.',
+  );
   note(
     'Stream reads by Lambda are not billed; a run that chose no event invokes nothing (its writes carry no mark). ' +
       'Logs are left out: one line per invocation.',

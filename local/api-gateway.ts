@@ -5,6 +5,7 @@ import type { StreamTiming } from '../functions/app/run-events.ts';
 import type { Deps } from '../functions/deps.ts';
 import type { StreamHandler } from '../functions/http/event-stream.ts';
 import { basePath, type Route, routes } from '../platform/routes.ts';
+import { streamFunctionTimeoutSeconds } from '../platform/run-events.ts';
 import { invokedAs } from './invocation.ts';
 import { lambdaContext } from './lambda-context.ts';
 
@@ -101,12 +102,20 @@ const streamRoute = async (deps: Deps, route: Route, timing?: StreamTiming): Pro
   const module = (await import(new URL(`../${route.entry}`, import.meta.url).href)) as {
     makeHandler: (deps: Deps, timing?: StreamTiming) => StreamHandler;
   };
+  const handler = module.makeHandler(deps, timing);
   return {
     ...pathPattern(`${basePath}${route.path}`),
     route,
     invoke: () => Promise.reject(new Error(`${route.id} streams: it has no buffered answer`)),
-    // Runs as its route's function, so the AWS command log knows who sent what.
-    stream: invokedAs(route.id, module.makeHandler(deps, timing)),
+    // Runs as its route's function, so the AWS command log knows who sent what; its context's
+    // deadline is the stream function's timeout, as the template sets it.
+    stream: invokedAs(route.id, (event, open) =>
+      handler(
+        event,
+        open,
+        lambdaContext(`local-${route.id}`, streamFunctionTimeoutSeconds * 1000, event.requestContext.requestId),
+      ),
+    ),
   };
 };
 

@@ -82,32 +82,48 @@ export const readRun = async (
 ): Promise<Run> => (await readRunAndItems(deps, teamId, jobId, keyWorkflowIds, outputCursor)).view;
 
 /**
+ * The run item, when `teamId`'s key may read it: another team's run, and one of a workflow the key
+ * is not limited to, read as missing (`teamId` null: the service itself).
+ */
+export function visibleRun(
+  run: RunItem | undefined,
+  teamId: string | null,
+  jobId: string,
+  keyWorkflowIds: readonly string[],
+): asserts run is RunItem {
+  if (!run || (teamId !== null && run.teamId !== teamId) || !keyMayUseWorkflow(keyWorkflowIds, run.workflowId)) {
+    throw new RunNotFoundError(jobId);
+  }
+}
+
+/**
  * The run's partition in one strongly consistent Query and its view (every output, unlinked):
  * another team's run, and one of a workflow the key is not limited to, read as missing (`teamId`
  * null: the service itself). GET /runs/{jobId} and the run event stream read a run this way.
  */
-export const readRunView = async (
+const readRunView = async (
   deps: Deps,
   teamId: string | null,
   jobId: string,
   keyWorkflowIds: readonly string[] = [],
 ) => {
   const { run, steps } = await readRunPartition(deps, jobId);
-  if (!run || (teamId !== null && run.teamId !== teamId) || !keyMayUseWorkflow(keyWorkflowIds, run.workflowId)) {
-    throw new RunNotFoundError(jobId);
-  }
+  visibleRun(run, teamId, jobId, keyWorkflowIds);
   const canvas = await canvasOf(deps, run.workflowId);
   return { run, steps, canvas, view: runView(run, new Map(steps.map((step) => [step.nodeId, step])), canvas) };
 };
 
-/** `readRun`, with the run and step items it was made from (a step event's body reads a step's own). */
+/**
+ * `readRun`, with the run and step items it was made from (a step event's body reads a step's own)
+ * and `whole`, the view before its page (every output, unlinked: the run event stream's last look).
+ */
 export const readRunAndItems = async (
   deps: Deps,
   teamId: string | null,
   jobId: string,
   keyWorkflowIds: readonly string[] = [],
   outputCursor?: string,
-): Promise<{ view: Run; run: RunItem; steps: StepItem[] }> => {
+): Promise<{ view: Run; whole: Run; run: RunItem; steps: StepItem[] }> => {
   const { run, steps, canvas, view } = await readRunView(deps, teamId, jobId, keyWorkflowIds);
   const scope: RunOutputCursorScope = { list: 'run-output', teamId: run.teamId, jobId: run.jobId };
   let candidates = view.output;
@@ -137,5 +153,5 @@ export const readRunAndItems = async (
     // Ours: the run a resume started from.
     ...(run.resumedFrom !== undefined && { resumedFrom: run.resumedFrom }),
   };
-  return { view: shown, run, steps };
+  return { view: shown, whole: view, run, steps };
 };

@@ -18,9 +18,20 @@ import {
   hasEnded,
   nothingSent,
   type SentState,
+  StepSent,
 } from '../domain/run-events.ts';
-import { readRunMark, runMarkOf } from '../store/run/index.ts';
-import { linkedOutput, readRun, readRunView } from './read-run.ts';
+import { runView, type StepRecord } from '../domain/run-view.ts';
+import { showsEnd, stepsToRead, streamSteps, withoutOutputs } from '../domain/stream-reads.ts';
+import { type Canvas, terminalNodeIds, topologicalOrder } from '../domain/workflow-graph.ts';
+import { canvasOf } from '../store/canvases.ts';
+import {
+  type RunProgress,
+  readRunItem,
+  readRunProgress,
+  readStepItemsEventually,
+  runMarkOf,
+} from '../store/run/index.ts';
+import { linkedOutput, readRun, readRunAndItems, visibleRun } from './read-run.ts';
 
 /** The stream's timing; the defaults are the platform's (platform/run-events.ts), tests pass their own. */
 export interface StreamTiming {
@@ -57,23 +68,66 @@ export const runEventsUrl = (deps: Deps, jobId: string): string | undefined => {
   return base && `${base}/runs/${jobId}/events`;
 };
 
-/** GET /runs/{jobId} with the run's links: `readRun`, and where to follow it live. */
-export const readRunWithLinks = async (...args: Parameters<typeof readRun>): Promise<Run> => {
-  const run = await readRun(...args);
-  const events = runEventsUrl(args[0], run.jobId);
+/** A Run with its link to where it is followed live, when the stage knows the address. */
+const withEventsLink = (deps: Deps, run: Run): Run => {
+  const events = runEventsUrl(deps, run.jobId);
   return events ? { ...run, links: { events } } : run;
 };
 
-/** The run as the stream compares it: its view (every output, unlinked) and its item's mark. */
+/** GET /runs/{jobId} with the run's links: `readRun`, and where to follow it live. */
+export const readRunWithLinks = async (...args: Parameters<typeof readRun>): Promise<Run> =>
+  withEventsLink(args[0], await readRun(...args));
+
+/** The run as the stream last showed it: its view (every due output, unlinked) and its item's mark. */
 interface Snapshot {
   view: Run;
   mark: string;
+  /** The run item's counted steps (a later look that counted fewer is older: it is not taken). */
+  counted: number;
+  /** An ended run's `done`: the Run as GET /runs/{jobId} answers it, from the same read. */
+  done?: Run;
 }
 
-/** The run as GET /runs/{jobId} reads it, with the same refusal (another team's run is not found). */
-const snapshot = async (deps: Deps, reader: Reader, jobId: string): Promise<Snapshot> => {
-  const { run, view } = await readRunView(deps, reader.teamId, jobId, reader.workflowIds);
-  return { view, mark: runMarkOf(run) };
+/**
+ * The ended run's last look: its partition, strongly consistent (read after its end, it shows the
+ * end), once, for its last events (every output) and its `done` (the Run as GET answers it).
+ */
+const endedSnapshot = async (deps: Deps, reader: Reader, jobId: string): Promise<Snapshot> => {
+  const { view, whole, run } = await readRunAndItems(deps, reader.teamId, jobId, reader.workflowIds);
+  return { view: whole, mark: runMarkOf(run), counted: run.doneSteps.size, done: withEventsLink(deps, view) };
+};
+
+/**
+ * A run in progress as the stream sees it (functions/domain/stream-reads.ts): the run item, and
+ * the step items the stream still needs, eventually consistent. Keeps the items read (a final
+ * step's outputs until its `output` went). A look whose step items are older than the run item it
+ * follows (a counted step's item not showing its end) shows nothing: undefined, looked at again.
+ */
+const progressWatch = (deps: Deps, jobId: string, canvas: Canvas) => {
+  const order = topologicalOrder(canvas);
+  const known = new Map<string, StepRecord>();
+  let window = 0;
+  return {
+    order,
+    look: async (run: RunProgress, sent: SentState): Promise<Snapshot | undefined> => {
+      const plan = stepsToRead({ canvas, order, run, known, sent, window });
+      window = plan.nextWindow;
+      const items = plan.read.length > 0 ? await readStepItemsEventually(deps, jobId, plan.read) : new Map();
+      if (plan.read.some((nodeId) => run.doneSteps.has(nodeId) && !showsEnd(items.get(nodeId)))) return undefined;
+      // What was read only moves a step on: an older answer never takes a claim or an end back.
+      for (const [nodeId, item] of items) if (!showsEnd(known.get(nodeId))) known.set(nodeId, item);
+      const view = runView(run, streamSteps(run, known), canvas);
+      return { view, mark: runMarkOf(run), counted: run.doneSteps.size };
+    },
+    /** Drops the outputs no event will send again: a final step's once its `output` went, any other's. */
+    sent: (sent: SentState) => {
+      const finals = new Set(terminalNodeIds(canvas));
+      for (const [nodeId, step] of known) {
+        if (!finals.has(nodeId) || sent.steps[order.indexOf(nodeId)] === StepSent.output)
+          known.set(nodeId, withoutOutputs(step));
+      }
+    },
+  };
 };
 
 /** A comment line: no event, but bytes on the wire (every SSE parser skips it). */
@@ -87,12 +141,15 @@ export interface OpenedRunEvents {
 }
 
 /**
- * GET /runs/{jobId}/events. The run is read (its 404 comes before the stream opens),
- * `lastEventId` decoded (anything not an id of this run reads as nothing sent), then `follow`
- * writes what differs from what was sent, and keeps watching: the run item's mark each `pollMs`
- * (one eventually consistent GetItem), the whole partition when it moved or every `fullReadMs`
- * (a model step's claim is written to its step item alone). At the run's end it writes `done`
- * (the Run as GET /runs/{jobId} answers it) and returns; at `capMs` it writes `retry:` and returns.
+ * GET /runs/{jobId}/events. The run item is read strongly consistent (its 404 comes before the
+ * stream opens; a run just started is found), `lastEventId` decoded (anything not an id of this
+ * run reads as nothing sent), then `follow` writes what differs from what was sent, and keeps
+ * watching: the run item each `pollMs` (one eventually consistent GetItem), and when it moved or
+ * every `fullReadMs` (a model step's claim is written to its step item alone) the step items the
+ * stream still needs (functions/domain/stream-reads.ts), eventually consistent: a step's outputs
+ * are read only when its `output` event is due. At the run's end the partition is read strongly
+ * consistent, once, as GET /runs/{jobId} reads it, for its last events and `done` (the Run as GET
+ * /runs/{jobId} answers it); then it returns. At `capMs` it writes `retry:` and returns.
  */
 export const openRunEvents = async (
   deps: Deps,
@@ -101,14 +158,30 @@ export const openRunEvents = async (
   lastEventId: string | undefined,
   timing: StreamTiming = streamTiming,
 ): Promise<OpenedRunEvents> => {
-  let current = await snapshot(deps, reader, jobId);
-  const initial = decodeEventId(lastEventId, current.view.steps.length) ?? nothingSent(current.view.steps.length);
+  const item = await readRunItem(deps, jobId);
+  visibleRun(item, reader.teamId, jobId, reader.workflowIds);
+  const watch = progressWatch(deps, jobId, await canvasOf(deps, item.workflowId));
+  const initial = decodeEventId(lastEventId, watch.order.length) ?? nothingSent(watch.order.length);
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  /** The run at `run`'s look: whole once it ended; undefined when the look must be made again. */
+  const lookAt = (run: RunProgress, sent: SentState) =>
+    hasEnded(run) ? endedSnapshot(deps, reader, jobId) : watch.look(run, sent);
   const follow = async (sink: EventSink) => {
     const openedAt = deps.now().getTime();
     let lastFullRead = openedAt;
     let lastWrite = openedAt;
     let sent: SentState = initial;
+    let current = await lookAt(item, sent);
+    // Its step items were older than the run item: looked at again, a poll later, up to the cap.
+    while (current === undefined) {
+      if (deps.now().getTime() - openedAt >= timing.capMs) {
+        sink.write(formatRetry(timing.retryMs));
+        return;
+      }
+      await sleep(timing.pollMs);
+      current = await lookAt(item, sent);
+    }
+    let behind = false;
     const write = (text: string) => {
       sink.write(text);
       lastWrite = deps.now().getTime();
@@ -119,8 +192,9 @@ export const openRunEvents = async (
         write(formatEvent(event.event, encodeEventId(event.state), data));
         sent = event.state;
       }
+      watch.sent(sent);
       if (hasEnded(current.view)) {
-        const run = await readRunWithLinks(deps, reader.teamId, jobId, reader.workflowIds);
+        const run = current.done ?? (await readRunWithLinks(deps, reader.teamId, jobId, reader.workflowIds));
         sent = afterDone(sent);
         write(formatEvent('done', encodeEventId(sent), run));
         return;
@@ -133,11 +207,15 @@ export const openRunEvents = async (
         return;
       }
       if (now - lastWrite >= timing.keepAliveMs) write(keepAlive);
-      const mark = await readRunMark(deps, jobId);
+      const run = await readRunProgress(deps, jobId);
       // The run expired under the stream (its retention): nothing more will come.
-      if (mark === undefined) return;
-      if (mark !== current.mark || now - lastFullRead >= timing.fullReadMs) {
-        current = await snapshot(deps, reader, jobId);
+      if (run === undefined) return;
+      // An eventually consistent answer older than the last one taken: the next look reads again.
+      if (run.doneSteps.size < current.counted) continue;
+      if (behind || runMarkOf(run) !== current.mark || now - lastFullRead >= timing.fullReadMs) {
+        const next = await lookAt(run, sent);
+        behind = next === undefined;
+        if (next) current = next;
         lastFullRead = now;
       }
     }

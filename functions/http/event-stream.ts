@@ -1,12 +1,11 @@
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { basePath, type KeyedRouteId, routeById } from '../../platform/routes.ts';
 import { logger } from '../observability/logger.ts';
-import { countAnsweredFailures, type RunningVersion } from '../observability/version-failures.ts';
+import { countAnsweredFailures } from '../observability/version-failures.ts';
 import type { AuthContext } from './authenticate.ts';
 import { errorMapping, errorResponse } from './error-map.ts';
-import { admitKeyed } from './keyed-handler.ts';
-import { anyOrigin } from './origin-check.ts';
-import { type HttpResult, isServerFailure, notFound } from './response.ts';
+import { type admitKeyed, keyedHandler } from './keyed-handler.ts';
+import { type HttpResult, notFound } from './response.ts';
 
 type Event = APIGatewayProxyEventV2;
 
@@ -25,10 +24,14 @@ export interface ResponseSink {
 
 /**
  * A streaming handler, as this service writes it: the event (a function URL's, payload 2.0) and a
- * way to open the response with its head. Lambda (`lambdaStreaming`), the local server and tests
- * all call this same function.
+ * way to open the response with its head, and the invocation's Lambda context (none in the tests
+ * and the bench). Lambda (`lambdaStreaming`), the local server and tests all call this same function.
  */
-export type StreamHandler = (event: Event, open: (head: ResponseHead) => ResponseSink) => Promise<void>;
+export type StreamHandler = (
+  event: Event,
+  open: (head: ResponseHead) => ResponseSink,
+  context?: Context,
+) => Promise<void>;
 
 /** An answer that is whole at once (an error, a 204) sent through `open`. */
 export const sendWhole = (open: (head: ResponseHead) => ResponseSink, result: HttpResult): void => {
@@ -64,55 +67,77 @@ const routeParameters = (route: KeyedRouteId, event: Event): Record<string, stri
   return Object.fromEntries(names.map((name, i) => [name, decoded(match[i + 1] ?? '')]));
 };
 
+/** The Lambda context of a stream's invocation, with the way to open its response. */
+interface StreamContext extends Context {
+  openResponse: (head: ResponseHead) => ResponseSink;
+}
+
+/** The context an invocation without one runs with (the tests, the bench): no deadline, as a plain call. */
+const plainContext = (event: Event): Context =>
+  ({ awsRequestId: event.requestContext.requestId, functionName: 'local', functionVersion: '$LATEST' }) as Context;
+
 /**
- * A keyed streaming route: the same key check, rate limit and scope as every keyed route
- * (`admitKeyed`), and its errors answered from the same error table, as JSON, before the stream
- * opens. A failure after it opened cannot change the status: it is logged and the stream ends (the
- * client reconnects with the last id it got).
+ * A keyed streaming route, built on `keyedHandler`: the same middy chain as every keyed route (the
+ * origin check, the key check, rate limit and scope, the logger's context and keys, any error
+ * answered from the one error table and a 5xx answer counted), with `fn` handed a way to open the
+ * response. An error before the stream opens is the chain's JSON answer, sent whole; a failure
+ * after it opened cannot change the status: it is logged and the stream ends (the client
+ * reconnects with the last id it got). Middy's own streaming mode is not used: docs/decisions.md,
+ * "The streaming route stays outside Middy's streaming mode".
  */
-export const keyedStream =
-  (
-    deps: Parameters<typeof admitKeyed>[0],
-    route: KeyedRouteId,
-    fn: (event: Event, auth: AuthContext, open: (head: ResponseHead) => ResponseSink) => Promise<void>,
-  ): StreamHandler =>
-  async (raw, open) => {
-    const { requestId } = raw.requestContext;
-    let opened: ResponseSink | undefined;
-    const openOnce = (head: ResponseHead) => {
-      opened = open(head);
-      return opened;
+export const keyedStream = (
+  deps: Parameters<typeof admitKeyed>[0],
+  route: KeyedRouteId,
+  fn: (event: Event, auth: AuthContext, open: (head: ResponseHead) => ResponseSink) => Promise<void>,
+): StreamHandler => {
+  const chain = keyedHandler(deps, route, async (event, auth, context) => {
+    const { openResponse } = context as StreamContext;
+    let head: ResponseHead | undefined;
+    let sink: ResponseSink | undefined;
+    const open = (opened: ResponseHead) => {
+      head = opened;
+      sink = openResponse(opened);
+      return sink;
     };
     try {
-      // Not through the edge that fronts the stream: as API Gateway answers a path it does not have.
-      if (!(await (deps.originCheck ?? anyOrigin)(raw.headers))) return sendWhole(open, notFound());
-      const pathParameters = routeParameters(route, raw);
-      if (!pathParameters || raw.requestContext.http.method !== routeById(route).method) {
-        return sendWhole(open, notFound());
-      }
-      logger.appendKeys({ requestId, ...(pathParameters.jobId ? { jobId: pathParameters.jobId } : {}) });
-      const { event, auth } = await admitKeyed(deps, route, { ...raw, pathParameters });
-      await fn(event, auth, openOnce);
+      await fn(event, auth, open);
     } catch (error) {
-      if (!errorMapping(error)) logger.error('request failed', { requestId, error });
-      if (opened) opened.end();
-      else sendWhole(open, errorResponse(error, requestId));
-    } finally {
-      logger.resetKeys();
+      if (!head) throw error;
+      if (!errorMapping(error)) logger.error('request failed', { requestId: event.requestContext.requestId, error });
+      sink?.end();
     }
+    if (!head) throw new Error('the stream never opened its answer');
+    // The answer the chain sees (and counts) is the head the stream went out with.
+    return { statusCode: head.statusCode, headers: head.headers, body: '' };
+  });
+  return async (raw, open, context = plainContext(raw)) => {
+    // A function URL has no routes: a path or method that is not the route's is API Gateway's 404.
+    const pathParameters = routeParameters(route, raw);
+    if (!pathParameters || raw.requestContext.http.method !== routeById(route).method) {
+      return sendWhole(open, notFound());
+    }
+    let opened = false;
+    const openResponse = (head: ResponseHead) => {
+      opened = true;
+      return open(head);
+    };
+    const streamContext: StreamContext = Object.assign(Object.create(context) as Context, { openResponse });
+    const answer = await chain({ ...raw, pathParameters }, streamContext);
+    if (!opened) sendWhole(open, answer);
   };
+};
 
 /**
  * The runtime's `awslambda` (a global of Lambda's Node.js runtime, typed by @types/aws-lambda),
  * where it streams. Other code may set an `awslambda` of its own (Powertools' invoke store does),
  * so its streaming functions are what is looked for.
  */
-const lambdaRuntime = (): typeof awslambda | undefined => {
-  const runtime = (globalThis as unknown as { awslambda?: Partial<typeof awslambda> }).awslambda;
-  return typeof runtime?.streamifyResponse === 'function' && runtime.HttpResponseStream
-    ? (runtime as typeof awslambda)
+const lambdaRuntime = (): typeof awslambda | undefined =>
+  typeof awslambda !== 'undefined' &&
+  typeof awslambda.streamifyResponse === 'function' &&
+  typeof awslambda.HttpResponseStream?.from === 'function'
+    ? awslambda
     : undefined;
-};
 
 /** A writable as a sink: writes after the caller went away are dropped. */
 const sinkOf = (stream: NodeJS.WritableStream): ResponseSink => {
@@ -137,14 +162,6 @@ const sinkOf = (stream: NodeJS.WritableStream): ResponseSink => {
   };
 };
 
-/** `open`, counting a 5xx head for the version that sent it, as every API function's 5xx is counted. */
-const counted =
-  <T>(open: (head: ResponseHead) => T, running: RunningVersion | undefined) =>
-  (head: ResponseHead): T => {
-    if (isServerFailure(head)) countAnsweredFailures(running, 1);
-    return open(head);
-  };
-
 /**
  * The Lambda entry point of a streaming handler: `awslambda.streamifyResponse` with the head sent
  * by `awslambda.HttpResponseStream.from` (the function URL's RESPONSE_STREAM mode). Where the
@@ -155,21 +172,19 @@ export const lambdaStreaming = (handler: StreamHandler): unknown => {
   const runtime = lambdaRuntime();
   if (runtime) {
     return runtime.streamifyResponse(async (event: Event, stream, context) => {
-      await handler(
-        event,
-        counted((head) => sinkOf(runtime.HttpResponseStream.from(stream, { ...head })), context),
-      );
+      await handler(event, (head) => sinkOf(runtime.HttpResponseStream.from(stream, { ...head })), context);
     });
   }
-  return async (event: Event, context?: RunningVersion): Promise<HttpResult> => {
+  return async (event: Event, context?: Context): Promise<HttpResult> => {
     let head: ResponseHead | undefined;
     const chunks: string[] = [];
     await handler(
       event,
-      counted((opened) => {
+      (opened) => {
         head = opened;
         return { write: (text: string) => chunks.push(text), end: () => undefined, closed: false };
-      }, context),
+      },
+      context,
     );
     // A handler that never opened its answer failed: a server failure, as any unmapped error.
     if (!head) {

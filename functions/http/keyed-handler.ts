@@ -1,4 +1,4 @@
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import * as v from 'valibot';
 import { type KeyedRouteId, scopeOf } from '../../platform/routes.ts';
 import { UuidSchema } from '../../schemas/common.ts';
@@ -58,22 +58,22 @@ type Middleware = Parameters<ReturnType<typeof observedHandler>['use']>[0];
 /**
  * A keyed API Gateway v2 handler: authenticate (auth → rate limit → the scope `platform/routes.ts` gives
  * the route), run `fn`, and map any thrown error through the one error table. Every keyed entry
- * point in `functions/api` is built with it. A function that records metrics (the run starts) passes
+ * point in `functions/api` is built with it, the streaming one too (`keyedStream`). A function that records metrics (the run starts) passes
  * `publishing`, Powertools' `logMetrics`, which publishes them at the invocation's end; the others
  * record none and carry no Powertools metrics code.
  */
 export const keyedHandler = (
   deps: Deps,
   route: KeyedRouteId,
-  fn: (event: Event, auth: AuthContext) => Promise<HttpResult>,
+  fn: (event: Event, auth: AuthContext, context: Context) => Promise<HttpResult>,
   publishing?: Middleware,
 ) => {
   const handler = observedHandler();
   if (publishing) handler.use(publishing);
-  return handler.handler(async (raw) => {
+  return handler.handler(async (raw, context) => {
     // Not through the edge that fronts this stage: as API Gateway answers a path it does not have.
     if (!(await (deps.originCheck ?? anyOrigin)(raw.headers))) return notFound();
     const { event, auth } = await admitKeyed(deps, route, raw);
-    return fn(event, auth);
+    return fn(event, auth, context);
   });
 };

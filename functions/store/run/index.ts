@@ -14,7 +14,7 @@ export {
   settleJustEnded,
 } from './ledger.ts';
 export { countSweepRefusal, type QueuedRun, queuedRunsStartedBefore } from './queued.ts';
-export { readRunMark, runMarkOf } from './run-mark.ts';
+export { type RunProgress, readRunProgress, runMarkOf } from './run-mark.ts';
 export {
   activeJobOf,
   ExtraConditionFailedError,
@@ -34,7 +34,7 @@ export {
   startRun,
   startRunItems,
 } from './runs.ts';
-export { type RunRef, readRunAndSteps, readStepItem } from './step-read.ts';
+export { type RunRef, readRunAndSteps, readStepItem, readStepItemsEventually } from './step-read.ts';
 export {
   type Attempt,
   abandonStep,

@@ -54,3 +54,26 @@ export const readStepItem = async (deps: Deps, jobId: string, nodeId: string): P
   );
   return Item && parseItem(StepItemSchema, Item, stepKey(jobId, nodeId));
 };
+
+/**
+ * Some of a run's step items, eventually consistent (half the read units of a strong read), by
+ * node id; a step without an item is left out. The run event stream's read: a stale answer is
+ * found (a counted step's item not showing its end) and read again at its next look.
+ */
+export const readStepItemsEventually = async (
+  deps: Deps,
+  jobId: string,
+  nodeIds: readonly string[],
+): Promise<Map<string, StepItem>> => {
+  const items = await batchGet(
+    deps,
+    nodeIds.map((n) => stepKey(jobId, n)),
+    { consistent: false },
+  );
+  const found = new Map<string, StepItem>();
+  for (const nodeId of nodeIds) {
+    const step = itemFor(items, stepKey(jobId, nodeId), StepItemSchema);
+    if (step) found.set(nodeId, step);
+  }
+  return found;
+};
