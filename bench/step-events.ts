@@ -16,11 +16,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
-import { stepEventCap } from '../functions/domain/lifecycle-events.ts';
 import { makeHandler } from '../functions/workers/run-event-webhooks.ts';
 import { localDeps } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
 import { functionMemoryMb } from '../platform/definitions.ts';
+import { stepEventCap } from '../schemas/webhook-events.ts';
 import { awsPrices, dollars } from './cost-meter.ts';
 import { heading, line, note } from './report.ts';
 

@@ -7,7 +7,7 @@ import { fileInputTypes } from '../functions/nodes/catalogue/node-spec.ts';
 import { pythonMaxTimeoutMs } from '../functions/python/protocol.ts';
 import { stepNodeTimeoutSeconds } from '../platform/definitions.ts';
 import { modelNodeTypes } from '../platform/model-defaults.ts';
-import { uploadContentTypes } from '../schemas/files.ts';
+import { uploadContentTypes } from '../schemas/upload-types.ts';
 import { nodeTypes } from '../schemas/workflows.ts';
 
 const entries = Object.values(catalogue);

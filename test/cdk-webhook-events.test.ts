@@ -8,11 +8,10 @@ import './support/test-providers.ts';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { StepStatus } from '../functions/domain/run-lifecycle.ts';
 import { buildApp } from '../lib/build-app.ts';
 import { passes } from '../local/stream-source.ts';
 import { lifecycleEventsStream } from '../platform/definitions.ts';
-import { eventfulStepStatuses } from '../platform/run-statuses.ts';
+import { eventfulStepStatuses, StepStatus } from '../platform/run-statuses.ts';
 import { pinnedProd, synthOnly } from './support/stages.ts';
 
 type Resource = { Type: string; Properties: Record<string, unknown> };

@@ -13,7 +13,6 @@ import {
   fateOf,
   hasExpired,
 } from '../functions/domain/deferred-run-lifetime.ts';
-import { IdempotencyKeyReusedError } from '../functions/domain/errors.ts';
 import { fileLinkExpiresAt, fileUrlSeconds } from '../functions/domain/file-link-lifetime.ts';
 import {
   idempotencyKeyHash,
@@ -46,6 +45,7 @@ import {
   runItemExpiry,
   runItemGraceSeconds,
 } from '../functions/domain/retention.ts';
+import { holdsEndedRun, isInProgress } from '../functions/domain/run-lifecycle.ts';
 import {
   defaultMaxTokens,
   draftMaxTokens,
@@ -54,14 +54,10 @@ import {
   priceInMode,
 } from '../functions/domain/run-modes.ts';
 import type { Canvas } from '../functions/domain/workflow-graph.ts';
-import {
-  endStatuses,
-  holdsEndedRun,
-  inProgressStatuses,
-  isInProgress,
-  workflowLock,
-} from '../functions/domain/workflow-lock.ts';
+import { workflowLock } from '../functions/domain/workflow-lock.ts';
+import { IdempotencyKeyReusedError } from '../functions/errors/table.ts';
 import { catalogue } from '../functions/nodes/catalogue/index.ts';
+import { endStatuses, inProgressStatuses } from '../platform/run-statuses.ts';
 import { runStatuses } from '../schemas/runs.ts';
 import { canvasNode as node } from './support/canvas.ts';
 

@@ -14,7 +14,6 @@ import {
   StepFailedError,
   type StepOutcome,
   type StoredFile,
-  type TeamConnection,
 } from '../functions/nodes/executors/types.ts';
 import {
   decodePng,
@@ -29,7 +28,7 @@ import {
   readWavFormat,
   readWavMark,
 } from '../functions/nodes/media/index.ts';
-import type { Provider } from '../functions/nodes/providers/types.ts';
+import type { Provider, TeamConnection } from '../functions/nodes/providers/types.ts';
 import { createPythonRunner } from '../functions/python/runner.ts';
 import { makeHandler as makePythonRunnerHandler } from '../functions/workers/python-runner.ts';
 import { startLambdaEmulator } from '../local/lambda-emulator.ts';

@@ -12,10 +12,9 @@ import {
   notifiesStart,
   notifiesStepEnd,
   sendsEvent,
-  stepEventCap,
 } from '../functions/domain/lifecycle-events.ts';
-import { StepStatus } from '../functions/domain/run-lifecycle.ts';
-import { lifecycleEvents } from '../schemas/webhook-events.ts';
+import { StepStatus } from '../platform/run-statuses.ts';
+import { lifecycleEvents, stepEventCap } from '../schemas/webhook-events.ts';
 
 const target = { routeKey: 'POST /workflows/{id}/runs', pathParameters: { id: 'w' } };
 

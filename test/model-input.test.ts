@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { modelInputRefusals, safeModelInputFields } from '../functions/domain/model-input.ts';
 import { askedWork, type ModelWork, modelFormulas, modelStepPrice } from '../functions/domain/model-pricing.ts';
 import { estimateRun } from '../functions/domain/pricing.ts';
-import { imageSize, type RunMode } from '../functions/domain/run-modes.ts';
+import { imageSize } from '../functions/domain/run-modes.ts';
 import { type Canvas, validateCanvas } from '../functions/domain/workflow-graph.ts';
 import { catalogue } from '../functions/nodes/catalogue/index.ts';
 import { jobRequest } from '../functions/nodes/executors/jobs.ts';
@@ -22,6 +22,7 @@ import {
   type PricedSetting,
   requestedSettings,
 } from '../functions/nodes/providers/hosted-models.ts';
+import type { RunMode } from '../schemas/runs.ts';
 import type { NodeType } from '../schemas/workflows.ts';
 import { canvasNode } from './support/canvas.ts';
 

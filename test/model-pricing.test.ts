@@ -19,9 +19,9 @@ import {
   tokensOf,
 } from '../functions/domain/model-pricing.ts';
 import { estimateRun, stepCharge } from '../functions/domain/pricing.ts';
-import type { RunMode } from '../functions/domain/run-modes.ts';
 import type { Canvas, CanvasNode } from '../functions/domain/workflow-graph.ts';
 import { catalogue } from '../functions/nodes/catalogue/index.ts';
+import type { RunMode } from '../schemas/runs.ts';
 import type { NodeType } from '../schemas/workflows.ts';
 import { canvasNode as node } from './support/canvas.ts';
 

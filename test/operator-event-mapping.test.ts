@@ -8,9 +8,10 @@ import type { DynamoDBRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { publishOperatorEvents } from '../functions/app/publish-operator-events.ts';
 import { creditsText, operatorDetailTypes, operatorEventOf } from '../functions/domain/operator-events.ts';
-import { type BusEntry, type ItemChange, operatorImagesOf } from '../functions/store/event-bus.ts';
+import { type BusEntry, operatorImagesOf } from '../functions/store/event-bus.ts';
 import { MalformedItemError } from '../functions/store/items.ts';
 import { deferredRunKey, runKey } from '../functions/store/keys.ts';
+import type { ItemChange } from '../functions/store/stream-images.ts';
 import { passesOperatorEventsFilters } from '../local/stream-source.ts';
 import { operatorEventsStream } from '../platform/definitions.ts';
 

@@ -1,8 +1,9 @@
+import { StepStatus } from '../../platform/run-statuses.ts';
 import type { Run } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
-import { RunAlreadyEndedError, RunNotFoundError } from '../domain/errors.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
-import { cancelStatus, isInProgress, StepStatus } from '../domain/run-lifecycle.ts';
+import { cancelStatus, isInProgress } from '../domain/run-lifecycle.ts';
+import { RunAlreadyEndedError, RunNotFoundError } from '../errors/table.ts';
 import { closeRun, queueWebhook, readRunItem, readRunPartition } from '../store/run/index.ts';
 import { sendDelayedStepMessage } from '../store/run/provider-jobs.ts';
 import { storageBusy } from '../store/write.ts';

@@ -19,10 +19,11 @@
  */
 
 import * as v from 'valibot';
+import type { FailureReason } from '../../platform/alarm-rules.ts';
 import { stepsQueue } from '../../platform/definitions.ts';
 import { basePath, routeById } from '../../platform/routes.ts';
 import type { Deps } from '../deps.ts';
-import { type FailureReason, failureReasonOf } from '../domain/failure-reasons.ts';
+import { failureReasonOf } from '../domain/failure-reasons.ts';
 import type { ModelWork } from '../domain/model-pricing.ts';
 import {
   guardDelaySeconds,

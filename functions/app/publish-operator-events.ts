@@ -3,12 +3,11 @@ import { type OperatorEvent, operatorEventOf, operatorEventSource } from '../dom
 import {
   type BusEntry,
   eventBridgeSender,
-  type ItemChange,
-  itemChangeOf,
   operatorEventBusFromEnv,
   operatorImagesOf,
   type PutBusEntries,
 } from '../store/event-bus.ts';
+import { type ItemChange, itemChangeOf } from '../store/stream-images.ts';
 
 /** PutEvents' limits: ten entries and 256 KB a call. */
 const putEventsLimits = { entries: 10, bytes: 256 * 1024 } as const;

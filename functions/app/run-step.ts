@@ -1,5 +1,7 @@
+import type { FailureReason } from '../../platform/alarm-rules.ts';
+import { RunStatus, StepStatus } from '../../platform/run-statuses.ts';
 import type { Deps } from '../deps.ts';
-import { type FailureReason, failureReasonOf } from '../domain/failure-reasons.ts';
+import { failureReasonOf } from '../domain/failure-reasons.ts';
 import { fileUrlSeconds } from '../domain/file-link-lifetime.ts';
 import { stampLicenceModel } from '../domain/licence.ts';
 import { listedModelPrice, stepCharge } from '../domain/pricing.ts';
@@ -11,9 +13,7 @@ import {
   isDeadEnd,
   isDone,
   isInProgress,
-  RunStatus,
   releasesSuccessors,
-  StepStatus,
 } from '../domain/run-lifecycle.ts';
 import { executionsFailedError, StepTimeoutError, stepExecutionAttempts } from '../domain/step-attempts.ts';
 import type { CanvasNode } from '../domain/workflow-graph.ts';

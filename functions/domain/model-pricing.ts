@@ -13,11 +13,13 @@
  * Every driver is bounded by its config schema (functions/nodes/catalogue/models.ts) or by a limit
  * below, so a price is always a safe integer.
  */
+import { isModelNodeType, type ModelNodeType } from '../../platform/model-defaults.ts';
+import type { RunMode } from '../../schemas/runs.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import type { NodeSpec } from '../nodes/catalogue/node-spec.ts';
 import { maxPixels } from '../nodes/media/png.ts';
 import { stepProvider } from '../nodes/providers/registry.ts';
-import { draftPrice, imageSize, modeSettings, priceInMode, type RunMode } from './run-modes.ts';
+import { draftPrice, imageSize, modeSettings, priceInMode } from './run-modes.ts';
 import type { Canvas, CanvasNode } from './workflow-graph.ts';
 
 /** The reference work of the image models' rate: one 1024 × 1024 image of 30 sampling steps. */
@@ -94,11 +96,10 @@ export const modelFormulas = {
   '3DTransform': { kind: 'run', price: perRun },
   TwoDToThreeD: { kind: 'run', price: perRun },
   AutoRigger: { kind: 'run', price: perRun },
-} as const satisfies Record<string, { [K in ModelWork['kind']]: { kind: K; price: Formula<K> } }[ModelWork['kind']]>;
-
-export type ModelNodeType = keyof typeof modelFormulas;
-
-const isModelNodeType = (type: string): type is ModelNodeType => Object.hasOwn(modelFormulas, type);
+} as const satisfies Record<
+  ModelNodeType,
+  { [K in ModelWork['kind']]: { kind: K; price: Formula<K> } }[ModelWork['kind']]
+>;
 
 /** A model step's price in hundredths for `work` in `mode` (draft: half, unless priced per run). */
 export const modelStepPrice = (spec: NodeSpec, work: ModelWork, mode: RunMode): number => {

@@ -9,7 +9,7 @@
  * below reach an event; never a run's inputs, callback URL or secret, nor a deferred run's request.
  */
 
-import { endStatuses } from './workflow-lock.ts';
+import { endStatuses } from '../../platform/run-statuses.ts';
 
 /** The `source` of every operator event. */
 export const operatorEventSource = 'workflow-run-api';

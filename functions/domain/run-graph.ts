@@ -1,5 +1,6 @@
+import type { StoredStepStatus } from '../../platform/run-statuses.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
-import { isCompleted, releasesSuccessors, type StoredStepStatus } from './run-lifecycle.ts';
+import { isCompleted, releasesSuccessors } from './run-lifecycle.ts';
 import type { Canvas, CanvasEdge } from './workflow-graph.ts';
 
 /**

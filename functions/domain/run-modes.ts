@@ -14,8 +14,6 @@
  */
 import type { RunMode } from '../../schemas/runs.ts';
 
-export type { RunMode };
-
 /** Longest text answer in `draft`, in tokens. */
 export const draftMaxTokens = 64;
 

@@ -1,7 +1,7 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
 import type { Deps } from '../deps.ts';
-import type { TeamConnection } from '../nodes/executors/types.ts';
+import type { TeamConnection } from '../nodes/providers/types.ts';
 import { parseProviderCredentials } from '../nodes/providers/types.ts';
 import { ifNotExists, tableUpdate } from './item-update.ts';
 import { type ConnectionRef, parseItem, storedTeam, TeamItemSchema } from './items.ts';

@@ -1,7 +1,8 @@
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
+import { stepEventCap } from '../../schemas/webhook-events.ts';
 import type { Deps } from '../deps.ts';
-import { type DeliveryRef, deliveryName, stepEventCap, stepEventOfStatus } from '../domain/lifecycle-events.ts';
+import { type DeliveryRef, deliveryName, stepEventOfStatus } from '../domain/lifecycle-events.ts';
 import { runItemExpiry } from '../domain/retention.ts';
 import { tableUpdate } from './item-update.ts';
 import {

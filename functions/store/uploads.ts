@@ -13,7 +13,7 @@ import {
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { libraryBucket } from '../../platform/definitions.ts';
-import type { UploadContentType } from '../../schemas/files.ts';
+import type { UploadContentType } from '../../schemas/upload-types.ts';
 import type { Deps } from '../deps.ts';
 import { epochSeconds } from '../domain/retention.ts';
 import type { ByteSource } from '../domain/whole-file.ts';

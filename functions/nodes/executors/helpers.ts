@@ -4,13 +4,8 @@ import { envNames } from '../../../platform/definitions.ts';
 import type { AiMark } from '../../../schemas/runs.ts';
 import { type PythonInvoke, pythonInvoker } from '../../clients/lambda.ts';
 import { type StoredFileKind, storedTypeOf } from '../../domain/file-sniff.ts';
-import {
-  allowLoopbackFromEnv,
-  GuardedFetchError,
-  type GuardedRequestInit,
-  type GuardedResponse,
-  guardedFetch,
-} from '../../http-client/guarded-fetch.ts';
+import { allowLoopbackFromEnv, GuardedFetchError } from '../../http-client/address-vet.ts';
+import { type GuardedRequestInit, type GuardedResponse, guardedFetch } from '../../http-client/guarded-fetch.ts';
 import { isRecord } from '../../is-record.ts';
 import { logger } from '../../observability/logger.ts';
 import { SecretUnavailableError } from '../../store/secret-refs.ts';
@@ -23,8 +18,8 @@ import {
   stageProvidersFromEnv,
 } from '../providers/index.ts';
 import { type JobProviderResolver, jobProvidersFromEnv } from '../providers/job-providers.ts';
-import type { MediaFile } from '../providers/types.ts';
-import { isStoredFile, type StepContext, StepFailedError, type StoredFile, type TeamConnection } from './types.ts';
+import type { MediaFile, TeamConnection } from '../providers/types.ts';
+import { isStoredFile, type StepContext, StepFailedError, type StoredFile } from './types.ts';
 
 /** What executors need from outside, injected so tests control it (DESIGN section 2). */
 export interface ExecutorDeps {

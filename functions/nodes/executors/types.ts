@@ -36,8 +36,6 @@ export const isStoredFile = (value: unknown): value is StoredFile =>
   (value as { kind?: unknown }).kind === 'file' &&
   typeof (value as { key?: unknown }).key === 'string';
 
-export type { TeamConnection };
-
 /** The model a step ran on, for lineage and licence (spec 2.3). */
 export interface ModelUse {
   provider: string;

@@ -1,26 +1,26 @@
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { GetCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
+import { RunStatus } from '../../../platform/run-statuses.ts';
 import type { RunLabels } from '../../../schemas/run-tags.ts';
 import type { RunMode } from '../../../schemas/runs.ts';
 import type { LifecycleEvent } from '../../../schemas/webhook-events.ts';
 import type { Deps } from '../../deps.ts';
 import type { AdmissionFacts } from '../../domain/admission.ts';
+import { notifiesStart } from '../../domain/lifecycle-events.ts';
+import { monthlyRoom } from '../../domain/monthly-cap.ts';
+import type { RunEstimate } from '../../domain/pricing.ts';
+import type { Canvas } from '../../domain/workflow-graph.ts';
+import { workflowLock } from '../../domain/workflow-lock.ts';
+import { ServiceError } from '../../errors/define.ts';
 import {
   AgentNotFoundError,
   CanvasNotFoundError,
   NoWorkflowForAgentError,
   RunInProgressError,
   RunRefusedError,
-  ServiceError,
   WorkflowNotFoundError,
-} from '../../domain/errors.ts';
-import { notifiesStart } from '../../domain/lifecycle-events.ts';
-import { monthlyRoom } from '../../domain/monthly-cap.ts';
-import type { RunEstimate } from '../../domain/pricing.ts';
-import { RunStatus } from '../../domain/run-lifecycle.ts';
-import type { Canvas } from '../../domain/workflow-graph.ts';
-import { workflowLock } from '../../domain/workflow-lock.ts';
+} from '../../errors/table.ts';
 import { batchGet, itemFor } from '../batch.ts';
 import { IdempotencyRaceError, type IdempotencyRecord, idempotencyPut } from '../idempotency.ts';
 import { tableUpdate } from '../item-update.ts';

@@ -1,18 +1,11 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
+import { RunStatus, StepStatus, type StoredStepStatus } from '../../../platform/run-statuses.ts';
 import type { LicenceModel } from '../../../schemas/runs.ts';
 import type { Deps } from '../../deps.ts';
 import { notifiesStepEnd } from '../../domain/lifecycle-events.ts';
 import { runItemExpiry } from '../../domain/retention.ts';
-import {
-  type CountedStepStatus,
-  isCompleted,
-  isInProgress,
-  isLastCount,
-  RunStatus,
-  StepStatus,
-  type StoredStepStatus,
-} from '../../domain/run-lifecycle.ts';
+import { type CountedStepStatus, isCompleted, isInProgress, isLastCount } from '../../domain/run-lifecycle.ts';
 import type { ModelUse } from '../../nodes/executors/types.ts';
 import { ifNotExists, tableUpdate } from '../item-update.ts';
 import {
