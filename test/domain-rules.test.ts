@@ -46,17 +46,17 @@ import {
   runItemGraceSeconds,
 } from '../functions/domain/retention.ts';
 import { holdsEndedRun, isInProgress } from '../functions/domain/run-lifecycle.ts';
+import type { Canvas } from '../functions/domain/workflow-graph.ts';
+import { workflowLock } from '../functions/domain/workflow-lock.ts';
+import { IdempotencyKeyReusedError } from '../functions/errors/table.ts';
+import { catalogue } from '../functions/nodes/catalogue/index.ts';
 import {
   defaultMaxTokens,
   draftMaxTokens,
   draftPrice,
   modeSettings,
   priceInMode,
-} from '../functions/domain/run-modes.ts';
-import type { Canvas } from '../functions/domain/workflow-graph.ts';
-import { workflowLock } from '../functions/domain/workflow-lock.ts';
-import { IdempotencyKeyReusedError } from '../functions/errors/table.ts';
-import { catalogue } from '../functions/nodes/catalogue/index.ts';
+} from '../functions/nodes/catalogue/run-modes.ts';
 import { endStatuses, inProgressStatuses } from '../platform/run-statuses.ts';
 import { runStatuses } from '../schemas/runs.ts';
 import { canvasNode as node } from './support/canvas.ts';

@@ -1,6 +1,6 @@
 /** The upload sniffing rule (functions/domain/file-sniff.ts): magic bytes per declared type, and image dimensions. */
 import { describe, expect, it } from 'vitest';
-import { maxUploadPixels, sniffHeadBytes, sniffUpload } from '../functions/domain/file-sniff.ts';
+import { maxUploadPixels, sniffHeadBytes, sniffUpload } from '../functions/nodes/media/file-sniff.ts';
 import type { UploadContentType } from '../schemas/upload-types.ts';
 import { uploadContentTypes } from '../schemas/upload-types.ts';
 import * as files from './support/upload-files.ts';

@@ -8,12 +8,11 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { modelInputRefusals, safeModelInputFields } from '../functions/domain/model-input.ts';
 import { askedWork, type ModelWork, modelFormulas, modelStepPrice } from '../functions/domain/model-pricing.ts';
 import { estimateRun } from '../functions/domain/pricing.ts';
-import { imageSize } from '../functions/domain/run-modes.ts';
 import { type Canvas, validateCanvas } from '../functions/domain/workflow-graph.ts';
 import { catalogue } from '../functions/nodes/catalogue/index.ts';
+import { imageSize } from '../functions/nodes/catalogue/run-modes.ts';
 import { jobRequest } from '../functions/nodes/executors/jobs.ts';
 import { type StepContext, StepFailedError, type StoredFile } from '../functions/nodes/executors/types.ts';
 import {
@@ -22,6 +21,7 @@ import {
   type PricedSetting,
   requestedSettings,
 } from '../functions/nodes/providers/hosted-models.ts';
+import { modelInputRefusals, safeModelInputFields } from '../functions/nodes/providers/model-input.ts';
 import type { RunMode } from '../schemas/runs.ts';
 import type { NodeType } from '../schemas/workflows.ts';
 import { canvasNode } from './support/canvas.ts';

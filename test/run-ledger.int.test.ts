@@ -10,8 +10,8 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { safeModelInputFields } from '../functions/domain/model-input.ts';
 import { StepFailedError } from '../functions/nodes/executors/types.ts';
+import { safeModelInputFields } from '../functions/nodes/providers/model-input.ts';
 import { batchGet, itemFor } from '../functions/store/batch.ts';
 import { RunItemSchema, TeamItemSchema } from '../functions/store/items.ts';
 import { runKey, teamKey } from '../functions/store/keys.ts';

@@ -5,8 +5,8 @@
  * among the kind's allowed types, never SVG or HTML.
  */
 import { describe, expect, it } from 'vitest';
-import { storedTypeOf } from '../functions/domain/file-sniff.ts';
-import { memorySource, wholeFileRefusal } from '../functions/domain/whole-file.ts';
+import { storedTypeOf } from '../functions/nodes/media/file-sniff.ts';
+import { memorySource, wholeFileRefusal } from '../functions/nodes/media/whole-file.ts';
 import type { UploadContentType } from '../schemas/upload-types.ts';
 import * as files from './support/upload-files.ts';
 

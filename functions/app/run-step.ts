@@ -22,6 +22,7 @@ import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import type { NodeSpec } from '../nodes/catalogue/node-spec.ts';
 import type { ModelUse, StepContext, StoredFile } from '../nodes/executors/types.ts';
 import { type NodeExecutor, StepFailedError } from '../nodes/executors/types.ts';
+import { SecretUnavailableError } from '../nodes/providers/secret-refs.ts';
 import { ProviderError } from '../nodes/providers/types.ts';
 import { logger, withRecordKeys } from '../observability/logger.ts';
 import { addCreditsCharged, countRunEnded, countStepCompleted, countStepFailed } from '../observability/metrics.ts';
@@ -47,7 +48,6 @@ import {
   settleEndedRun,
 } from '../store/run/index.ts';
 import { sendDelayedStepMessage } from '../store/run/provider-jobs.ts';
-import { SecretUnavailableError } from '../store/secret-refs.ts';
 import {
   cancelQuietly,
   guardSubmit,

@@ -10,10 +10,10 @@ import { libraryBucket } from '../../platform/definitions.ts';
 import type { CreateFileRequest, CreateFileResponse, FileView, StorageUsageView } from '../../schemas/files.ts';
 import { fileIdPrefix } from '../../schemas/files.ts';
 import type { Deps } from '../deps.ts';
-import { sniffHeadBytes, sniffUpload } from '../domain/file-sniff.ts';
 import { expiresOn } from '../domain/stored-bytes.ts';
-import { wholeFileRefusal } from '../domain/whole-file.ts';
 import { FileNotFoundError } from '../errors/table.ts';
+import { sniffHeadBytes, sniffUpload } from '../nodes/media/file-sniff.ts';
+import { wholeFileRefusal } from '../nodes/media/whole-file.ts';
 import type { UploadItem } from '../store/items.ts';
 import { countStoredBytes, readStorageUsage, reserveStoredBytes } from '../store/stored-bytes.ts';
 import {

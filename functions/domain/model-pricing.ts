@@ -17,9 +17,9 @@ import { isModelNodeType, type ModelNodeType } from '../../platform/model-defaul
 import type { RunMode } from '../../schemas/runs.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import type { NodeSpec } from '../nodes/catalogue/node-spec.ts';
+import { draftPrice, imageSize, modeSettings, priceInMode } from '../nodes/catalogue/run-modes.ts';
 import { maxPixels } from '../nodes/media/png.ts';
 import { stepProvider } from '../nodes/providers/registry.ts';
-import { draftPrice, imageSize, modeSettings, priceInMode } from './run-modes.ts';
 import type { Canvas, CanvasNode } from './workflow-graph.ts';
 
 /** The reference work of the image models' rate: one 1024 × 1024 image of 30 sampling steps. */

@@ -19,11 +19,11 @@ import { listedPrice, type ModelPrice } from '../../platform/paid-models.ts';
 import type { RunMode } from '../../schemas/runs.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import type { NodeSpec } from '../nodes/catalogue/node-spec.ts';
+import { priceInMode } from '../nodes/catalogue/run-modes.ts';
 import { stepProvider } from '../nodes/providers/registry.ts';
 import type { StageProviders } from '../nodes/providers/stage.ts';
 import { askedWork, chargeOfWork, type ModelWork, modelStepPrice } from './model-pricing.ts';
 import { isCompleted, type StepEndStatus } from './run-lifecycle.ts';
-import { priceInMode } from './run-modes.ts';
 import type { Canvas, CanvasNode } from './workflow-graph.ts';
 
 /** A run's estimate: each step's charge, their sum, and the multiplier they were priced at. */

@@ -20,9 +20,9 @@ import {
 } from '../../schemas/workflows.ts';
 import { isRecord } from '../is-record.ts';
 import { canConnect, catalogue, getNodeSpec, type HandleSpec, type NodeSpec } from '../nodes/catalogue/index.ts';
+import { modelInputRefusals } from '../nodes/providers/model-input.ts';
 import { stepProvider } from '../nodes/providers/registry.ts';
 import { layeredLayout, orderTopologically, type Position } from './layout.ts';
-import { modelInputRefusals } from './model-input.ts';
 
 /** Most steps one workflow may have (the spec leaves it "not shown"; this is ours). */
 export const maxStepsPerWorkflow = 500;

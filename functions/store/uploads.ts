@@ -16,7 +16,7 @@ import { libraryBucket } from '../../platform/definitions.ts';
 import type { UploadContentType } from '../../schemas/upload-types.ts';
 import type { Deps } from '../deps.ts';
 import { epochSeconds } from '../domain/retention.ts';
-import type { ByteSource } from '../domain/whole-file.ts';
+import type { ByteSource } from '../nodes/media/whole-file.ts';
 import { itemUpdate } from './item-update.ts';
 import {
   itemVersion,

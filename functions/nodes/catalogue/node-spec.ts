@@ -5,8 +5,8 @@
 import * as v from 'valibot';
 import type { UploadContentType } from '../../../schemas/upload-types.ts';
 import { type NodeType, stepKeyPattern, stepKeyRule } from '../../../schemas/workflows.ts';
-import { draftPrice } from '../../domain/run-modes.ts';
 import type { ValueKind } from './kinds.ts';
+import { draftPrice } from './run-modes.ts';
 
 export const nodeCategories = ['stage', 'resource', 'input', 'logic', 'model', 'output', 'delivery'] as const;
 export type NodeCategory = (typeof nodeCategories)[number];

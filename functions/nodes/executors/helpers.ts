@@ -3,12 +3,11 @@
 import { envNames } from '../../../platform/definitions.ts';
 import type { AiMark } from '../../../schemas/runs.ts';
 import { type PythonInvoke, pythonInvoker } from '../../clients/lambda.ts';
-import { type StoredFileKind, storedTypeOf } from '../../domain/file-sniff.ts';
 import { allowLoopbackFromEnv, GuardedFetchError } from '../../http-client/address-vet.ts';
 import { type GuardedRequestInit, type GuardedResponse, guardedFetch } from '../../http-client/guarded-fetch.ts';
 import { isRecord } from '../../is-record.ts';
 import { logger } from '../../observability/logger.ts';
-import { SecretUnavailableError } from '../../store/secret-refs.ts';
+import { type StoredFileKind, storedTypeOf } from '../media/file-sniff.ts';
 import { markMedia, readMediaMark, sniffContentType } from '../media/marks.ts';
 import {
   createProviderResolver,
@@ -18,6 +17,7 @@ import {
   stageProvidersFromEnv,
 } from '../providers/index.ts';
 import { type JobProviderResolver, jobProvidersFromEnv } from '../providers/job-providers.ts';
+import { SecretUnavailableError } from '../providers/secret-refs.ts';
 import type { MediaFile, TeamConnection } from '../providers/types.ts';
 import { isStoredFile, type StepContext, StepFailedError, type StoredFile } from './types.ts';
 

@@ -7,7 +7,7 @@
  */
 import { imageSize as imageDimensions } from 'image-size';
 import { type ModelWork, maxImagePixels, tokensOf } from '../../domain/model-pricing.ts';
-import { modeSettings } from '../../domain/run-modes.ts';
+import { modeSettings } from '../catalogue/run-modes.ts';
 import { isWav, readWavFormat } from '../media/wav.ts';
 import type { JobUsage, MediaFile } from '../providers/types.ts';
 import type { StepContext } from './types.ts';

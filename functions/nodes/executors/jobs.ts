@@ -7,13 +7,13 @@
  * from them (functions/nodes/executors/job-work.ts). A provider's URL never reaches a caller.
  */
 
-import { storedTypeOf } from '../../domain/file-sniff.ts';
-import { modelInputRefusals } from '../../domain/model-input.ts';
 import { referenceAudioSeconds } from '../../domain/model-pricing.ts';
-import { imageSize, modeSettings } from '../../domain/run-modes.ts';
 import { isRecord } from '../../is-record.ts';
+import { imageSize, modeSettings } from '../catalogue/run-modes.ts';
+import { storedTypeOf } from '../media/file-sniff.ts';
 import { glbAsObj } from '../media/glb.ts';
 import { hostedModelInput, type JobParts, readJobAnswer } from '../providers/hosted-models.ts';
+import { modelInputRefusals } from '../providers/model-input.ts';
 import type { JobUsage, MediaFile } from '../providers/types.ts';
 import { type ExecutorDeps, fail, filesIn, firstInput, httpCall, store, toText } from './helpers.ts';
 import { type JobProduct, measuredJobWork } from './job-work.ts';

@@ -15,8 +15,7 @@ import {
   maxImagesPerStep,
   tokensOf,
 } from '../../domain/model-pricing.ts';
-import { imageSize, modeSettings } from '../../domain/run-modes.ts';
-import { syncTextMaxTokens } from '../../domain/sync-call-budget.ts';
+import { imageSize, modeSettings } from '../catalogue/run-modes.ts';
 import { glbAsObj } from '../media/glb.ts';
 import { pngPixels } from '../media/png.ts';
 import { openAiCompatibleDefaultModels } from '../providers/openai-compatible.ts';
@@ -40,6 +39,7 @@ import {
   toText,
 } from './helpers.ts';
 import { jobRequest } from './jobs.ts';
+import { syncTextMaxTokens } from './sync-call-budget.ts';
 import type { NodeExecutor, StepContext, StepOutcome } from './types.ts';
 
 const capabilityText: Record<ProviderCapability, string> = {

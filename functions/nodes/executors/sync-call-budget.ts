@@ -7,7 +7,7 @@
  * provider (a job) is not bounded: it holds no Lambda while it runs. Why these figures:
  * docs/decisions.md, "Synchronous calls fit their step's deadline".
  */
-import { stepNodeTimeoutSeconds } from '../../platform/definitions.ts';
+import { stepNodeTimeoutSeconds } from '../../../platform/definitions.ts';
 
 /** Seconds of the deadline kept for all but generating: the request, the model reading the prompt, storing the answer. */
 export const syncCallOverheadSeconds = 5;
