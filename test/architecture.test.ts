@@ -135,6 +135,28 @@ describe('functions/app orchestrates', () => {
   });
 });
 
+describe('domain/ and nodes/ do not loop', () => {
+  // The rules read the catalogue (a node's spec, its provider); the nodes need none of the rules:
+  // what both need (run modes, the work a model step reports, the canvas) lives in nodes/.
+  const importsInto = (from: string, into: string) =>
+    sourceFiles(from).flatMap((file) =>
+      importsOf(file)
+        .map((specifier) => resolved(file, specifier))
+        .filter((target) => target.startsWith(`${into}/`))
+        .map((target) => `${file} imports ${target}`),
+    );
+
+  it('domain/ reads the catalogue in nodes/', () => {
+    expect(importsInto('functions/domain', 'functions/nodes')).toContain(
+      'functions/domain/workflow-graph.ts imports functions/nodes/catalogue/index.ts',
+    );
+  });
+
+  it('nodes/ imports nothing of domain/', () => {
+    expect(importsInto('functions/nodes', 'functions/domain')).toEqual([]);
+  });
+});
+
 describe('the environment is read when deps are built, never while a step runs', () => {
   /** Where `process.env` may appear, and why. */
   const allowedUses = [

@@ -46,9 +46,9 @@ import {
   runItemGraceSeconds,
 } from '../functions/domain/retention.ts';
 import { holdsEndedRun, isInProgress } from '../functions/domain/run-lifecycle.ts';
-import type { Canvas } from '../functions/domain/workflow-graph.ts';
 import { workflowLock } from '../functions/domain/workflow-lock.ts';
 import { IdempotencyKeyReusedError } from '../functions/errors/table.ts';
+import type { Canvas } from '../functions/nodes/catalogue/canvas.ts';
 import { catalogue } from '../functions/nodes/catalogue/index.ts';
 import {
   defaultMaxTokens,
@@ -432,7 +432,6 @@ describe('functions/domain stays pure', () => {
       'workflow-lock.ts',
       'run-lifecycle.ts',
       'monthly-cap.ts',
-      'run-modes.ts',
       'webhook.ts',
       'licence.ts',
       'rate-limit.ts',

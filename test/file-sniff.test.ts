@@ -1,4 +1,4 @@
-/** The upload sniffing rule (functions/domain/file-sniff.ts): magic bytes per declared type, and image dimensions. */
+/** The upload sniffing rule (functions/nodes/media/file-sniff.ts): magic bytes per declared type, and image dimensions. */
 import { describe, expect, it } from 'vitest';
 import { maxUploadPixels, sniffHeadBytes, sniffUpload } from '../functions/nodes/media/file-sniff.ts';
 import type { UploadContentType } from '../schemas/upload-types.ts';

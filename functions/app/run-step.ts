@@ -16,8 +16,8 @@ import {
   releasesSuccessors,
 } from '../domain/run-lifecycle.ts';
 import { executionsFailedError, StepTimeoutError, stepExecutionAttempts } from '../domain/step-attempts.ts';
-import type { CanvasNode } from '../domain/workflow-graph.ts';
-import { apiInputTargets, type Canvas } from '../domain/workflow-graph.ts';
+import { apiInputTargets } from '../domain/workflow-graph.ts';
+import type { Canvas, CanvasNode } from '../nodes/catalogue/canvas.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import type { NodeSpec } from '../nodes/catalogue/node-spec.ts';
 import type { ModelUse, StepContext, StoredFile } from '../nodes/executors/types.ts';

@@ -99,7 +99,7 @@ export const createUpload = async (
 /**
  * What the object shows, checked against the declaration: its size, its first bytes against the
  * declared type, an image's dimensions against the pixel limit, and the whole file's structure to
- * its end (functions/domain/whole-file.ts). Undefined while nothing arrived
+ * its end (functions/nodes/media/whole-file.ts). Undefined while nothing arrived
  * and the upload URL still works.
  */
 const inspect = async (deps: Deps, teamId: string, item: UploadItem): Promise<UploadSettlement | undefined> => {

@@ -23,9 +23,9 @@ import { LifecycleEventSchema } from '../../schemas/webhook-events.ts';
 import { WorkflowSummarySchema } from '../../schemas/workflows.ts';
 import { isExpired } from '../domain/retention.ts';
 import { storedRunStatuses, storedStepStatuses } from '../domain/run-lifecycle.ts';
-import type { Canvas } from '../domain/workflow-graph.ts';
 import { ServiceError } from '../errors/define.ts';
 import { isRecord } from '../is-record.ts';
+import type { Canvas } from '../nodes/catalogue/canvas.ts';
 
 /**
  * A stored item that does not have the shape the code reads: a server error, never the caller's.

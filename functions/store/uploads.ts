@@ -132,7 +132,7 @@ export class UploadChangedError extends Error {}
 const uploadWindowBytes = 8 * 1024 * 1024;
 
 /**
- * The upload's object as a `ByteSource` (functions/domain/whole-file.ts) read in windows, each a
+ * The upload's object as a `ByteSource` (functions/nodes/media/whole-file.ts) read in windows, each a
  * ranged GET held to the ETag that was checked; a change midway throws UploadChangedError.
  */
 export const uploadSource = (deps: Deps, key: string, etag: string, size: number): ByteSource => {

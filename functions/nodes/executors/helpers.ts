@@ -213,7 +213,7 @@ const extensionFor = (contentType: string): string => extensions[contentType] ??
 
 /**
  * Stores bytes through the orchestrator, typed by their bytes among the allowed types of `kind`
- * (functions/domain/file-sniff.ts `storedTypeOf`), or fails the step. AI-generated media are marked inside the file first
+ * (functions/nodes/media/file-sniff.ts `storedTypeOf`), or fails the step. AI-generated media are marked inside the file first
  * (PNG, JPEG, WAV, GLB; idempotent), unless the bytes carry a C2PA manifest: those are stored
  * exactly as the provider gave them, marked `provider_c2pa` (functions/nodes/media/marks.ts).
  */

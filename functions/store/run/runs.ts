@@ -10,7 +10,6 @@ import type { AdmissionFacts } from '../../domain/admission.ts';
 import { notifiesStart } from '../../domain/lifecycle-events.ts';
 import { monthlyRoom } from '../../domain/monthly-cap.ts';
 import type { RunEstimate } from '../../domain/pricing.ts';
-import type { Canvas } from '../../domain/workflow-graph.ts';
 import { workflowLock } from '../../domain/workflow-lock.ts';
 import { ServiceError } from '../../errors/define.ts';
 import {
@@ -21,6 +20,7 @@ import {
   RunRefusedError,
   WorkflowNotFoundError,
 } from '../../errors/table.ts';
+import type { Canvas } from '../../nodes/catalogue/canvas.ts';
 import { batchGet, itemFor } from '../batch.ts';
 import { IdempotencyRaceError, type IdempotencyRecord, idempotencyPut } from '../idempotency.ts';
 import { tableUpdate } from '../item-update.ts';
