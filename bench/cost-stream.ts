@@ -17,7 +17,7 @@ import { startLocalApi } from '../local/api-gateway.ts';
 import { invokedAs } from '../local/invocation.ts';
 import { localDeps } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
-import { streamCapSeconds, streamFunctionMemoryMb, streamPollMs } from '../platform/run-events.ts';
+import { streamCapSeconds, streamFunctionMemoryMb, streamPollMs } from '../platform/run-stream.ts';
 import { runEventsUrlEvent } from '../test/support/function-url-event.ts';
 import { awsPrices, dollars, ingestedBytes, lambdaPlatformLines, meterDynamoDb, newMeter } from './cost-meter.ts';
 import { heading, line, note } from './report.ts';

@@ -16,7 +16,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
-import { makeHandler } from '../functions/workers/run-event-webhooks.ts';
+import { makeHandler } from '../functions/workers/lifecycle-webhooks.ts';
 import { localDeps } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
 import { functionMemoryMb } from '../platform/definitions.ts';

@@ -24,7 +24,7 @@ import { LogQueries } from './log-queries.ts';
 import { Observability } from './observability.ts';
 import { OriginSecret } from './origin-secret.ts';
 import { applyRouteThrottles } from './route-throttles.ts';
-import { RunEventsStream } from './run-events-stream.ts';
+import { RunEventsStream } from './run-stream.ts';
 import { SafeDeploys } from './safe-deploys.ts';
 import { ServiceFunction } from './service-function.ts';
 import type { StageConfig } from './stages.ts';

@@ -10,7 +10,7 @@ import {
 } from '@aws-sdk/client-dynamodb-streams';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { AttributeValue, Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import { eventBridgeSender } from '../functions/store/event-bus.ts';
+import { eventBridgeSender } from '../functions/store/operator-event-bus.ts';
 import { operatorEventsStream, type StreamMappingId } from '../platform/definitions.ts';
 import { withAwsCommandLog } from './aws-command-log.ts';
 import { localAwsConfig } from './emulators.ts';
@@ -308,7 +308,7 @@ export const startOperatorEvents = async (options: {
   onFailure?: Parameters<typeof startStreamPoller>[0]['onFailure'];
   onError?: (error: unknown) => void;
 }): Promise<StreamPoller> => {
-  const { makeHandler } = await import('../functions/workers/event-publisher.ts');
+  const { makeHandler } = await import('../functions/workers/operator-events.ts');
   const { events } = withAwsCommandLog({
     events: new EventBridgeClient({ ...localAwsConfig, endpoint: options.eventBridgeEndpoint }),
   });
@@ -337,7 +337,7 @@ export const startLifecycleEvents = async (options: {
   onFailure?: Parameters<typeof startStreamPoller>[0]['onFailure'];
   onError?: (error: unknown) => void;
 }): Promise<StreamPoller> => {
-  const { makeHandler } = await import('../functions/workers/run-event-webhooks.ts');
+  const { makeHandler } = await import('../functions/workers/lifecycle-webhooks.ts');
   const { lifecycleEventsStream } = await import('../platform/definitions.ts');
   return startStreamPoller({
     ...options,

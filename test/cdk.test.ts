@@ -17,7 +17,7 @@ import { docsRendererFiles, pythonBoxFiles, pythonRuntimeFiles } from '../platfo
 import { dataTable, envNames, operatorEventsStream, queues, streamMappings } from '../platform/definitions.ts';
 import { bedrockDefaultModels } from '../platform/providers.ts';
 import { basePath, httpApiRoutes, routeById, routes } from '../platform/routes.ts';
-import { streamFunctionMemoryMb } from '../platform/run-events.ts';
+import { streamFunctionMemoryMb } from '../platform/run-stream.ts';
 import { commandActions, transactionItemActions } from './support/command-actions.ts';
 import { pinnedProd } from './support/stages.ts';
 

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
 import { measureStreamConnection } from '../bench/cost-stream.ts';
 import { provision } from '../local/provision.ts';
-import { streamCapSeconds, streamFullReadMs, streamPollMs } from '../platform/run-events.ts';
+import { streamCapSeconds, streamFullReadMs, streamPollMs } from '../platform/run-stream.ts';
 
 describe('the run event stream’s reads per connection', () => {
   it('reads the run item once a poll and the partition every full read, for the whole cap', async () => {

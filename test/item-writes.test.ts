@@ -64,7 +64,7 @@ import {
   storedWorkflowLock,
 } from '../functions/store/items.ts';
 import { runKey, teamKey } from '../functions/store/keys.ts';
-import { openLifecycleDelivery, reopenableDelivery } from '../functions/store/lifecycle-deliveries.ts';
+import { openLifecycleDelivery, reopenableDelivery } from '../functions/store/lifecycle-webhook-deliveries.ts';
 import { setHourlySchedule, setLiveMultiplier } from '../functions/store/price-multiplier.ts';
 import {
   claimStep,

@@ -23,7 +23,7 @@ import {
   streamRetryMs,
   streamsPerKey,
   streamsPerRun,
-} from '../platform/run-events.ts';
+} from '../platform/run-stream.ts';
 import { runEventsUrlEvent } from './support/function-url-event.ts';
 import { api, diamondSteps } from './support/runs.ts';
 import { addKey, createWorkflow, type SeededTeam, seedUnthrottledTeam, stackPerFile } from './support/stack.ts';

@@ -16,8 +16,8 @@ import { redeliveriesPerRunPerMinute } from '../functions/domain/redelivery-limi
 import { webhookId } from '../functions/domain/webhook.ts';
 import { StepFailedError } from '../functions/nodes/executors/types.ts';
 import { runPartition, stepEventCountKey, stepKey, webhookDeliveryKey } from '../functions/store/keys.ts';
-import { openLifecycleDelivery } from '../functions/store/lifecycle-deliveries.ts';
-import { makeHandler as makeFanOutHandler } from '../functions/workers/run-event-webhooks.ts';
+import { openLifecycleDelivery } from '../functions/store/lifecycle-webhook-deliveries.ts';
+import { makeHandler as makeFanOutHandler } from '../functions/workers/lifecycle-webhooks.ts';
 import { invokedAs } from '../local/invocation.ts';
 import { type StreamPoller, startLifecycleEvents } from '../local/stream-source.ts';
 import { StepWebhookBodySchema } from '../schemas/lifecycle-webhooks.ts';

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import type { Deps } from '../deps.ts';
-import { type DeliveryRef, deliveryName } from '../domain/lifecycle-events.ts';
+import { type DeliveryRef, deliveryName } from '../domain/lifecycle-webhooks.ts';
 import {
   appendToAttemptLog,
   delaySecondsUntil,

@@ -6,7 +6,7 @@ import {
   operatorEventBusFromEnv,
   operatorImagesOf,
   type PutBusEntries,
-} from '../store/event-bus.ts';
+} from '../store/operator-event-bus.ts';
 import { type ItemChange, itemChangeOf } from '../store/stream-images.ts';
 
 /** PutEvents' limits: ten entries and 256 KB a call. */

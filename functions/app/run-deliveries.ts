@@ -7,7 +7,7 @@ import type {
 } from '../../schemas/deliveries.ts';
 import type { Deps } from '../deps.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
-import { type DeliveryRef, deliveryName, sendsEvent } from '../domain/lifecycle-events.ts';
+import { type DeliveryRef, deliveryName, sendsEvent } from '../domain/lifecycle-webhooks.ts';
 import { defaultRequestsPerMinute } from '../domain/rate-limit.ts';
 import {
   redeliveriesPerRunPerMinute,

@@ -5,7 +5,7 @@ import {
   streamKeepAliveMs,
   streamPollMs,
   streamRetryMs,
-} from '../../platform/run-events.ts';
+} from '../../platform/run-stream.ts';
 import type { Run } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import {
@@ -18,7 +18,7 @@ import {
   hasEnded,
   nothingSent,
   type SentState,
-} from '../domain/run-events.ts';
+} from '../domain/run-stream.ts';
 import { readRunMark, runMarkOf } from '../store/run/index.ts';
 import { linkedOutput, readRun, readRunView } from './read-run.ts';
 

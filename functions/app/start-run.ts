@@ -12,7 +12,7 @@ import {
   requestFingerprint,
 } from '../domain/idempotency-key.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
-import { eventfulSteps } from '../domain/lifecycle-events.ts';
+import { eventfulSteps } from '../domain/lifecycle-webhooks.ts';
 import { spendMonth } from '../domain/monthly-cap.ts';
 import { estimateRun, type RunEstimate } from '../domain/pricing.ts';
 import { estimateOfSteps, type ResumePlan } from '../domain/resume.ts';

@@ -7,7 +7,7 @@ import type { RunMode } from '../../../schemas/runs.ts';
 import type { LifecycleEvent } from '../../../schemas/webhook-events.ts';
 import type { Deps } from '../../deps.ts';
 import type { AdmissionFacts } from '../../domain/admission.ts';
-import { notifiesStart } from '../../domain/lifecycle-events.ts';
+import { notifiesStart } from '../../domain/lifecycle-webhooks.ts';
 import { monthlyRoom } from '../../domain/monthly-cap.ts';
 import type { RunEstimate } from '../../domain/pricing.ts';
 import { workflowLock } from '../../domain/workflow-lock.ts';

@@ -3,7 +3,7 @@ import * as v from 'valibot';
 import { RunStatus, StepStatus, type StoredStepStatus } from '../../../platform/run-statuses.ts';
 import type { LicenceModel } from '../../../schemas/runs.ts';
 import type { Deps } from '../../deps.ts';
-import { notifiesStepEnd } from '../../domain/lifecycle-events.ts';
+import { notifiesStepEnd } from '../../domain/lifecycle-webhooks.ts';
 import { runItemExpiry } from '../../domain/retention.ts';
 import { type CountedStepStatus, isCompleted, isInProgress, isLastCount } from '../../domain/run-lifecycle.ts';
 import type { ModelUse } from '../../nodes/executors/types.ts';

@@ -12,7 +12,7 @@ import {
   notifiesStart,
   notifiesStepEnd,
   sendsEvent,
-} from '../functions/domain/lifecycle-events.ts';
+} from '../functions/domain/lifecycle-webhooks.ts';
 import { StepStatus } from '../platform/run-statuses.ts';
 import { lifecycleEvents, stepEventCap } from '../schemas/webhook-events.ts';
 

@@ -1,7 +1,7 @@
 import type { DynamoDBRecord } from 'aws-lambda';
 import type { Deps } from '../deps.ts';
 import { logger } from '../observability/logger.ts';
-import { lifecycleChangeOf, openLifecycleDelivery, reopenableDelivery } from '../store/lifecycle-deliveries.ts';
+import { lifecycleChangeOf, openLifecycleDelivery, reopenableDelivery } from '../store/lifecycle-webhook-deliveries.ts';
 import { sendWebhookMessage } from '../store/queues.ts';
 import { itemChangeOf } from '../store/stream-images.ts';
 

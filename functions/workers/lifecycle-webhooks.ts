@@ -1,5 +1,5 @@
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
-import { fanOutRunEvents } from '../app/fan-out-run-events.ts';
+import { fanOutRunEvents } from '../app/open-lifecycle-webhooks.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';

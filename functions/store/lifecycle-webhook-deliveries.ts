@@ -2,7 +2,7 @@ import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
 import { stepEventCap } from '../../schemas/webhook-events.ts';
 import type { Deps } from '../deps.ts';
-import { type DeliveryRef, deliveryName, stepEventOfStatus } from '../domain/lifecycle-events.ts';
+import { type DeliveryRef, deliveryName, stepEventOfStatus } from '../domain/lifecycle-webhooks.ts';
 import { runItemExpiry } from '../domain/retention.ts';
 import { tableUpdate } from './item-update.ts';
 import {

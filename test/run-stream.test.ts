@@ -14,7 +14,7 @@ import {
   nothingSent,
   type SentState,
   StepSent,
-} from '../functions/domain/run-events.ts';
+} from '../functions/domain/run-stream.ts';
 import { type Run, runStatuses, type StepViewStatus, stepStatuses } from '../schemas/runs.ts';
 
 const stateArb = (steps: number): fc.Arbitrary<SentState> =>

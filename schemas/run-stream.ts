@@ -3,7 +3,7 @@
  * is `text/event-stream` (functions/app/run-events.ts writes it, functions/domain/run-events.ts
  * makes its events and ids). Imports no other resource module: schemas/runs.ts lists it.
  */
-import { streamsPerKey } from '../platform/run-events.ts';
+import { streamsPerKey } from '../platform/run-stream.ts';
 import type { OperationSpec } from './openapi-parts.ts';
 import { uuidPath } from './openapi-parts.ts';
 

@@ -4,7 +4,7 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { Construct } from 'constructs';
 import { envNames } from '../platform/definitions.ts';
 import { basePath, type Route } from '../platform/routes.ts';
-import { streamFunctionMemoryMb, streamFunctionTimeoutSeconds } from '../platform/run-events.ts';
+import { streamFunctionMemoryMb, streamFunctionTimeoutSeconds } from '../platform/run-stream.ts';
 import type { Grants } from './grants.ts';
 import { ServiceFunction } from './service-function.ts';
 import type { StageConfig } from './stages.ts';
