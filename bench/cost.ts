@@ -9,7 +9,7 @@
 import { stageDefaults } from '../lib/stages.ts';
 import { pythonRunner } from '../lib/workers.ts';
 import type { LocalResources } from '../local/provision.ts';
-import { functionMemoryMb, operatorEventsStream } from '../platform/definitions.ts';
+import { functionMemoryMb, operatorEventsMapping } from '../platform/definitions.ts';
 import { localStage, metricDimensions, metricNames, metricsNamespace } from '../platform/metric-names.ts';
 import { measureInitMs } from './cost-init.ts';
 import {
@@ -143,7 +143,7 @@ export const benchCost = async (options: {
   note('One run at a time is the dearest case: under load the event source batches up to 10 messages per');
   note('invocation, so receives, deletes and invocations fall. Compute is handler time on this machine');
   note('against the emulators (a loaded 2-CPU machine: noisy). Idle cost: see the next section.');
-  const { batchSize, maxBatchingWindowSeconds: window } = operatorEventsStream;
+  const { batchSize, maxBatchingWindowSeconds: window } = operatorEventsMapping;
   note("Operator events: the EventPublisher is priced at one invocation per event, a quiet stage's worst case;");
   note(
     `its mapping gathers up to ${batchSize} records for ${window} s, so a run shorter than the window is one invocation;`,

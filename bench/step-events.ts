@@ -3,7 +3,7 @@
  * step events, beyond the end webhook every run with a callbackUrl already has, for a 5-step and a
  * 500-step (capped at 50 events) workflow, priced with the cost bench's prices (`awsPrices`).
  *
- * Measured here: the fan-out handler's time per record (`functions/workers/run-event-webhooks.ts`,
+ * Measured here: the fan-out handler's time per record (`functions/workers/lifecycle-webhooks.ts`,
  * the real handler on the emulators, handed the records the table's stream gives). Counted from the
  * code path, per opened step event: one TransactWriteItems of two items under 1 KB (the delivery
  * item and the run's count: 2 write units each, as transactions are billed), one SQS send; then the

@@ -24,7 +24,7 @@ import { LogQueries } from './log-queries.ts';
 import { Observability } from './observability.ts';
 import { OriginSecret } from './origin-secret.ts';
 import { applyRouteThrottles } from './route-throttles.ts';
-import { RunEventsStream } from './run-stream.ts';
+import { RunStream } from './run-stream.ts';
 import { SafeDeploys } from './safe-deploys.ts';
 import { ServiceFunction } from './service-function.ts';
 import type { StageConfig } from './stages.ts';
@@ -239,8 +239,8 @@ export class ApiStack extends Stack {
     const originSecret =
       config.edge.cloudFront && config.edge.domain ? new OriginSecret(this, 'OriginSecret', { edgeRegion }) : undefined;
 
-    // The streaming routes first: GetRun's environment names the stream's address (lib/run-events-stream.ts).
-    const stream = new RunEventsStream(this, {
+    // The streaming routes first: GetRun's environment names the stream's address (lib/run-stream.ts).
+    const stream = new RunStream(this, {
       config,
       environment,
       grants,

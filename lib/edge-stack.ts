@@ -257,11 +257,11 @@ export class FilesDistribution extends Construct {
   }
 }
 
-/** The run event stream's path on the edge (GET /runs/{jobId}/events; platform/routes.ts). */
+/** The run stream's path on the edge (GET /runs/{jobId}/events; platform/routes.ts). */
 export const runEventsPath = `${basePath}/runs/*/events`;
 
 /**
- * The run event stream's behaviour: to its function URL (AuthType NONE: the function checks the
+ * The run stream's behaviour: to its function URL (AuthType NONE: the function checks the
  * key), never cached, every viewer header but Host (Authorization, Last-Event-ID) forwarded; the
  * function URL answers its own host only. The web ACL covers it as every path.
  */

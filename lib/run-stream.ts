@@ -9,7 +9,7 @@ import type { Grants } from './grants.ts';
 import { ServiceFunction } from './service-function.ts';
 import type { StageConfig } from './stages.ts';
 
-export interface RunEventsStreamProps {
+export interface RunStreamProps {
   config: StageConfig;
   environment: Record<string, string>;
   grants: Grants;
@@ -25,7 +25,7 @@ export interface RunEventsStreamProps {
  * stream's cap and a little more. `baseUrl` (ending in `/api/v1`) is where callers reach it: the
  * edge's domain when the edge serves the stream (lib/edge-stack.ts), else the function URL.
  */
-export class RunEventsStream {
+export class RunStream {
   readonly route: Route;
   readonly fn: NodejsFunction;
   readonly functionUrl: string;
@@ -33,7 +33,7 @@ export class RunEventsStream {
   /** The edge serves the stream (`eventsOrigin`): callers reach it through CloudFront only. */
   readonly behindEdge: boolean;
 
-  constructor(scope: Construct, props: RunEventsStreamProps) {
+  constructor(scope: Construct, props: RunStreamProps) {
     const { config, route } = props;
     this.route = route;
     const edgeBase =

@@ -105,7 +105,7 @@ export const workers: readonly Worker[] = [
     },
   },
   {
-    // Puts run lifecycle events on the stage's operator event bus, read from the table's stream
+    // Puts operator events on the stage's bus, read from the table's stream
     // (the event source grants reading the stream and sending to its dead-letter queue).
     id: 'EventPublisher',
     entry: 'functions/workers/operator-events.ts',

@@ -1,5 +1,5 @@
 /**
- * The lifecycle events' pure rules (functions/domain/lifecycle-events.ts) and the Idempotency-Key's
+ * The lifecycle events' pure rules (functions/domain/lifecycle-webhooks.ts) and the Idempotency-Key's
  * reading of `webhookEvents` (functions/domain/idempotency-key.ts), without I/O.
  */
 import { createHash } from 'node:crypto';

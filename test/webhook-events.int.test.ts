@@ -2,7 +2,7 @@
  * Lifecycle webhook events through the real path: the run start over the local
  * API, the steps queue polled by the real step executor (its node executors answer at once, one
  * node made to fail at the edge), the table's stream on DynamoDB Local read by the local mapping
- * (local/stream-source.ts, with `lifecycleEventsStream`'s filters) into the real fan-out handler,
+ * (local/stream-source.ts, with `lifecycleWebhooksMapping`'s filters) into the real fan-out handler,
  * the webhooks queue polled by the real webhook worker, and a loopback https receiver verifying
  * every delivery with the `standardwebhooks` library.
  */

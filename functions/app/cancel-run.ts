@@ -7,7 +7,7 @@ import { RunAlreadyEndedError, RunNotFoundError } from '../errors/table.ts';
 import { closeRun, queueWebhook, readRunItem, readRunPartition } from '../store/run/index.ts';
 import { sendDelayedStepMessage } from '../store/run/provider-jobs.ts';
 import { storageBusy } from '../store/write.ts';
-import { readRunWithLinks } from './run-events.ts';
+import { readRunWithLinks } from './read-run.ts';
 
 /**
  * Each step of the run waiting on a provider's job gets a look now (functions/app/provider-job.ts):

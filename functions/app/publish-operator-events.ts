@@ -97,7 +97,7 @@ export interface OperatorEventsDeps {
   putEntries: PutBusEntries;
 }
 
-/** The table stream's records, published: the event publisher's whole work. */
+/** The table stream's records, published: the operator events' publisher's whole work. */
 export const publishStreamRecords = (deps: OperatorEventsDeps, records: readonly DynamoDBRecord[]) =>
   publishOperatorEvents(deps, records.map(itemChangeOf));
 

@@ -1,3 +1,4 @@
+import { basePath } from '../../platform/routes.ts';
 import { runLabels } from '../../schemas/run-tags.ts';
 import type { Run, RunFile, RunOutput } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
@@ -52,7 +53,7 @@ export const linkFiles = async (deps: Deps, teamId: string, value: unknown): Pro
   return value;
 };
 
-/** One output with its files linked, as GET /runs/{jobId} shows it (the run event stream's `output`). */
+/** One output with its files linked, as GET /runs/{jobId} shows it (the run stream's `output`). */
 export const linkedOutput = async (deps: Deps, teamId: string, output: RunOutput): Promise<RunOutput> => ({
   ...output,
   result: await linkFiles(deps, teamId, output.result),
@@ -83,7 +84,7 @@ export const readRun = async (
 /**
  * The run's partition in one strongly consistent Query and its view (every output, unlinked):
  * another team's run, and one of a workflow the key is not limited to, read as missing (`teamId`
- * null: the service itself). GET /runs/{jobId} and the run event stream read a run this way.
+ * null: the service itself). GET /runs/{jobId} and the run stream read a run this way.
  */
 export const readRunView = async (
   deps: Deps,
@@ -137,4 +138,17 @@ export const readRunAndItems = async (
     ...(run.resumedFrom !== undefined && { resumedFrom: run.resumedFrom }),
   };
   return { view: shown, run, steps };
+};
+
+/** Where the run's stream is reached (`links.events`, GET /runs/{jobId}/events), when the stage knows its address. */
+export const runStreamUrl = (deps: Deps, jobId: string): string | undefined => {
+  const base = deps.runEventsBaseUrl ?? (deps.publicBaseUrl ? `${deps.publicBaseUrl}${basePath}` : undefined);
+  return base && `${base}/runs/${jobId}/events`;
+};
+
+/** GET /runs/{jobId} with the run's links: `readRun`, and where to follow it live. */
+export const readRunWithLinks = async (...args: Parameters<typeof readRun>): Promise<Run> => {
+  const run = await readRun(...args);
+  const events = runStreamUrl(args[0], run.jobId);
+  return events ? { ...run, links: { events } } : run;
 };

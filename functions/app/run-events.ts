@@ -1,4 +1,3 @@
-import { basePath } from '../../platform/routes.ts';
 import {
   streamCapSeconds,
   streamFullReadMs,
@@ -20,9 +19,9 @@ import {
   type SentState,
 } from '../domain/run-stream.ts';
 import { readRunMark, runMarkOf } from '../store/run/index.ts';
-import { linkedOutput, readRun, readRunView } from './read-run.ts';
+import { linkedOutput, readRunView, readRunWithLinks } from './read-run.ts';
 
-/** The stream's timing; the defaults are the platform's (platform/run-events.ts), tests pass their own. */
+/** The stream's timing; the defaults are the platform's (platform/run-stream.ts), tests pass their own. */
 export interface StreamTiming {
   capMs: number;
   pollMs: number;
@@ -50,19 +49,6 @@ export interface Reader {
   teamId: string;
   workflowIds: readonly string[];
 }
-
-/** Where the run's event stream is reached (`links.events`), when the stage knows its address. */
-export const runEventsUrl = (deps: Deps, jobId: string): string | undefined => {
-  const base = deps.runEventsBaseUrl ?? (deps.publicBaseUrl ? `${deps.publicBaseUrl}${basePath}` : undefined);
-  return base && `${base}/runs/${jobId}/events`;
-};
-
-/** GET /runs/{jobId} with the run's links: `readRun`, and where to follow it live. */
-export const readRunWithLinks = async (...args: Parameters<typeof readRun>): Promise<Run> => {
-  const run = await readRun(...args);
-  const events = runEventsUrl(args[0], run.jobId);
-  return events ? { ...run, links: { events } } : run;
-};
 
 /** The run as the stream compares it: its view (every output, unlinked) and its item's mark. */
 interface Snapshot {

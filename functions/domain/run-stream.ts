@@ -1,5 +1,5 @@
 /**
- * The run event stream's events and ids (GET /runs/{jobId}/events), as pure rules.
+ * The run stream's events and ids (GET /runs/{jobId}/events), as pure rules.
  *
  * An event's id is what the client has been sent so far, encoded: the last status and progress,
  * whether `done` went, and per step of the run (in the order GET /runs/{jobId} lists them, the

@@ -119,7 +119,7 @@ export const verifySignature = (rawBody: string, header: string | undefined, sec
 export const webhookHeaders = (input: {
   jobId: string;
   event: string;
-  /** The delivery's name (functions/domain/lifecycle-events.ts `deliveryName`); `event` when absent. */
+  /** The delivery's name (functions/domain/lifecycle-webhooks.ts `deliveryName`); `event` when absent. */
   name?: string;
   rawBody: string;
   secret: string | undefined;

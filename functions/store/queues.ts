@@ -12,7 +12,7 @@ export const WebhookMessageSchema = v.object({
   jobId: v.string(),
   /** The run's end event; or, for a run that chose them, any lifecycle event it chose. */
   event: LifecycleEventSchema,
-  /** The step of a step event (functions/domain/lifecycle-events.ts); absent for a run event. */
+  /** The step of a step event (functions/domain/lifecycle-webhooks.ts); absent for a run event. */
   nodeId: v.optional(v.string()),
   /** Which attempt this message carries: 1 when absent. */
   attempt: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),

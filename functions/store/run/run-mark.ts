@@ -4,7 +4,7 @@ import type { Deps } from '../../deps.ts';
 import { parseItem, RunItemSchema, unexpired } from '../items.ts';
 import { runKey } from '../keys.ts';
 
-/** What the run event stream watches of the run item: its status and its step counters. */
+/** What the run stream watches of the run item: its status and its step counters. */
 const RunMarkSchema = v.pick(RunItemSchema, ['status', 'stepsCompleted', 'stepsSkipped', 'endedAt']);
 
 /** A run item's mark: it changes whenever the run's status or a step's count does. */

@@ -138,7 +138,7 @@ export interface NewRun {
   labels?: RunLabels;
   /** The lifecycle events the start chose (schemas/webhook-events.ts); absent when none. */
   webhookEvents?: readonly LifecycleEvent[] | undefined;
-  /** The steps whose ends may give step events (functions/domain/lifecycle-events.ts `eventfulSteps`). */
+  /** The steps whose ends may give step events (functions/domain/lifecycle-webhooks.ts `eventfulSteps`). */
   eventSteps?: readonly string[] | undefined;
   /** More items for the same transaction (a deferred run's move to `dispatched`); appended last. */
   extraItems?: NonNullable<TransactWriteCommandInput['TransactItems']>;
@@ -176,7 +176,7 @@ export const runItem = (run: NewRun, createdAt: string) =>
     ...(run.webhookEvents && {
       webhookEvents: [...run.webhookEvents],
       ...(run.eventSteps && { eventSteps: [...run.eventSteps] }),
-      // The lifecycle events' stream filter passes the insert of a run marked so, and no other.
+      // The lifecycle webhooks' stream filter passes the insert of a run marked so, and no other.
       ...(notifiesStart(run.webhookEvents) && { notifyStart: true }),
     }),
     resumedFrom: run.resumed?.from,

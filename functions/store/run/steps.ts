@@ -155,7 +155,7 @@ const stepEndUpdate = (deps: Deps, run: StepRun, nodeId: string, attempt: Attemp
           ? { outputs: end.outputs, model: end.model ?? null, licence: end.licence ?? null }
           : {}),
         ...(end.status === StepStatus.failed ? { error: end.error } : {}),
-        // The lifecycle events' mark, in the write the step's end makes anyway: no call more.
+        // The lifecycle webhooks' mark, in the write the step's end makes anyway: no call more.
         ...(notifiesStepEnd(run, nodeId, end.status) && { notify: true as const }),
       },
       remove: ['leaseUntil'],
