@@ -12,7 +12,7 @@
  * below (measured).
  */
 import { makeHandler } from '../functions/api/get-run-events.ts';
-import { streamTiming } from '../functions/app/run-events.ts';
+import { streamTiming } from '../functions/app/run-stream.ts';
 import { startLocalApi } from '../local/api-gateway.ts';
 import { invokedAs } from '../local/invocation.ts';
 import { localDeps } from '../local/local-deps.ts';

@@ -9,7 +9,7 @@ import './support/test-providers.ts';
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { makeHandler } from '../functions/api/get-run-events.ts';
-import type { StreamTiming } from '../functions/app/run-events.ts';
+import type { StreamTiming } from '../functions/app/run-stream.ts';
 import { decodeEventId } from '../functions/domain/run-stream.ts';
 import type { ResponseHead } from '../functions/http/event-stream.ts';
 import { invokedAs } from '../local/invocation.ts';
