@@ -263,7 +263,7 @@ export class ApiStack extends Stack {
       const { fn } = service;
       grants.apply(service, route.grants);
       originSecret?.admit(fn);
-      // The Run's `links.events` (functions/app/run-events.ts).
+      // The Run's `links.events` (functions/app/run-stream.ts).
       if (route.id === 'GetRun') fn.addEnvironment(envNames.runEventsBaseUrl, stream.baseUrl);
       const created = this.api.addRoutes({
         path: `${basePath}${route.path}`,

@@ -1,6 +1,6 @@
 /**
  * GET /runs/{jobId}/events, the run's events as they happen: its operation, whose answer
- * is `text/event-stream` (functions/app/run-events.ts writes it, functions/domain/run-stream.ts
+ * is `text/event-stream` (functions/app/run-stream.ts writes it, functions/domain/run-stream.ts
  * makes its events and ids). Imports no other resource module: schemas/runs.ts lists it.
  */
 import { streamsPerKey } from '../platform/run-stream.ts';
