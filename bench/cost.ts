@@ -156,7 +156,9 @@ export const benchCost = async (options: {
   note(
     `invocations is ${dollars(2 * 0.01 * (functionMemoryMb / 1024) * awsPrices.lambdaGbSecond)} a run at ${functionMemoryMb} MB. Not in this chain: a PythonSandbox step adds a PythonRunner`,
   );
-  note(`invocation (${pythonRunner.memoryMb} MB; per step: docs/decisions.md, "Python runs on its own function").`);
+  note(
+    `invocation (${pythonRunner.memoryMb} MB; per step: docs/decisions/python.md, "Python runs on its own function").`,
+  );
 
   heading(
     `A ${chainLength}-step run with one AI model step (LlmWorker) whose provider takes ${providerWaitSeconds} s (${measuredRuns / 2} runs, sandbox provider answering at once; the wait priced, not waited)`,

@@ -142,7 +142,7 @@ export class EdgeStack extends Stack {
         // Nothing keyed is cached. With caching disabled, AllViewerExceptHostHeader forwards every
         // header (Authorization, Idempotency-Key, Content-Type, ...), cookie and query string, and
         // lets CloudFront set Host to the origin's name, which the API's custom domain answers
-        // (docs/decisions.md, "The edge").
+        // (docs/decisions/edge.md, "The edge").
         cachePolicy: CachePolicy.CACHING_DISABLED,
         originRequestPolicy: OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER,
       },

@@ -18,7 +18,7 @@ export interface RunStreamProps {
 }
 
 /**
- * The run event stream (docs/decisions.md "The run event stream"): the route's function
+ * The run stream (docs/decisions/stream.md): the route's function
  * on a Lambda function URL in RESPONSE_STREAM mode, since API Gateway's HTTP API cannot stream. Its
  * AuthType is NONE: the function checks the API key, its rate limit and scope itself, as every
  * keyed route's does, so the URL works with the edge and without it (dev). Its timeout is the

@@ -32,7 +32,7 @@ const stopProviderJobs = async (deps: Deps, run: { jobId: string; workflowId: st
  * becomes `stopped`. Unfinished steps read `skipped` (not started) or `unknown` (in flight), nothing
  * more is charged or published, and the webhook goes out. The unspent hold is released exactly once
  * and the workflow's lock freed at once, unless a model step is in flight: then when it settles
- * (docs/decisions.md, "A run that has ended takes nothing more in").
+ * (docs/decisions/runs.md, "A run that has ended takes nothing more in").
  */
 export const cancelRun = async (
   deps: Deps,

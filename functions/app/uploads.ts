@@ -4,7 +4,7 @@
  * S3; checked by `settleUpload` the first time anyone looks after the bytes arrived (a read of the
  * file, and a run that names it). The check is lazy: no S3 event, queue or function watches the
  * bucket, so a rejected object lives until someone looks or the bucket's lifecycle deletes it two days
- * later (docs/decisions.md, "Uploads are checked when read").
+ * later (docs/decisions/files.md, "Uploads are checked when read").
  */
 import { libraryBucket } from '../../platform/definitions.ts';
 import type { CreateFileRequest, CreateFileResponse, FileView, StorageUsageView } from '../../schemas/files.ts';

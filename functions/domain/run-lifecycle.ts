@@ -211,7 +211,7 @@ export const stepViewStatus = (
 
 /**
  * A run that ended while a model step was in flight keeps its workflow's lock and its whole hold
- * until that step settles (docs/decisions.md, "A run that has ended takes nothing more in"). A step
+ * until that step settles (docs/decisions/runs.md, "A run that has ended takes nothing more in"). A step
  * holds its run while it is claimed (only model steps are) and its lease runs; a released claim
  * (`leaseUntil` set to the epoch) holds nothing.
  */

@@ -23,7 +23,7 @@ export type WebhookMessage = v.InferOutput<typeof WebhookMessageSchema>;
 
 /**
  * Any UTF-16 unit outside what both SQS and fauxqs take in a message body. SQS takes #x9, #xA, #xD,
- * #x20-#xD7FF, #xE000-#xFFFD and #x10000-#x10FFFF (docs/decisions.md, "Hostile input", says where
+ * #x20-#xD7FF, #xE000-#xFFFD and #x10000-#x10FFFF (docs/decisions/security.md, "Hostile input", says where
  * this was read) and refuses the rest; fauxqs checks UTF-16 units, so it refuses astral characters
  * too. Matching units (not characters) covers both: an astral character is escaped as its pair.
  */
