@@ -12,14 +12,14 @@
  * below (measured).
  */
 import { makeHandler } from '../functions/api/get-run-events.ts';
-import { streamTiming } from '../functions/app/run-events.ts';
+import { streamTiming } from '../functions/app/run-stream.ts';
 import type { Deps } from '../functions/deps.ts';
 import { readRunPartition, readRunProgress } from '../functions/store/run/index.ts';
 import { startLocalApi } from '../local/api-gateway.ts';
 import { invokedAs } from '../local/invocation.ts';
 import { localDeps } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
-import { streamCapSeconds, streamFullReadMs, streamFunctionMemoryMb, streamPollMs } from '../platform/run-events.ts';
+import { streamCapSeconds, streamFullReadMs, streamFunctionMemoryMb, streamPollMs } from '../platform/run-stream.ts';
 import { runEventsUrlEvent } from '../test/support/function-url-event.ts';
 import {
   awsPrices,

@@ -9,7 +9,7 @@
 import { stageDefaults } from '../lib/stages.ts';
 import { pythonRunner } from '../lib/workers.ts';
 import type { LocalResources } from '../local/provision.ts';
-import { functionMemoryMb, operatorEventsStream } from '../platform/definitions.ts';
+import { functionMemoryMb, operatorEventsMapping } from '../platform/definitions.ts';
 import { localStage, metricDimensions, metricNames, metricsNamespace } from '../platform/metric-names.ts';
 import { measureInitMs } from './cost-init.ts';
 import {
@@ -143,7 +143,7 @@ export const benchCost = async (options: {
   note('One run at a time is the dearest case: under load the event source batches up to 10 messages per');
   note('invocation, so receives, deletes and invocations fall. Compute is handler time on this machine');
   note('against the emulators (a loaded 2-CPU machine: noisy). Idle cost: see the next section.');
-  const { batchSize, maxBatchingWindowSeconds: window } = operatorEventsStream;
+  const { batchSize, maxBatchingWindowSeconds: window } = operatorEventsMapping;
   note("Operator events: the EventPublisher is priced at one invocation per event, a quiet stage's worst case;");
   note(
     `its mapping gathers up to ${batchSize} records for ${window} s, so a run shorter than the window is one invocation;`,
@@ -156,7 +156,9 @@ export const benchCost = async (options: {
   note(
     `invocations is ${dollars(2 * 0.01 * (functionMemoryMb / 1024) * awsPrices.lambdaGbSecond)} a run at ${functionMemoryMb} MB. Not in this chain: a PythonSandbox step adds a PythonRunner`,
   );
-  note(`invocation (${pythonRunner.memoryMb} MB; per step: docs/decisions.md, "Python runs on its own function").`);
+  note(
+    `invocation (${pythonRunner.memoryMb} MB; per step: docs/decisions/python.md, "Python runs on its own function").`,
+  );
 
   heading(
     `A ${chainLength}-step run with one AI model step (LlmWorker) whose provider takes ${providerWaitSeconds} s (${measuredRuns / 2} runs, sandbox provider answering at once; the wait priced, not waited)`,

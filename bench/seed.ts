@@ -1,12 +1,12 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../functions/deps.ts';
 import { toHundredths } from '../functions/domain/credits.ts';
-import { StepStatus } from '../functions/domain/run-lifecycle.ts';
 import { createApiKey } from '../functions/store/api-keys.ts';
 import { canvasKey } from '../functions/store/keys.ts';
 import { claimStep, countStep, finishStepItem, readRunItem } from '../functions/store/run/index.ts';
 import { createAgent, createProject, createTeam } from '../functions/store/tenancy.ts';
 import { createWorkflowForTeam, putWorkflow } from '../functions/store/workflows.ts';
+import { StepStatus } from '../platform/run-statuses.ts';
 
 export interface BenchTeam {
   teamId: string;

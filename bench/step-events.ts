@@ -3,7 +3,7 @@
  * step events, beyond the end webhook every run with a callbackUrl already has, for a 5-step and a
  * 500-step (capped at 50 events) workflow, priced with the cost bench's prices (`awsPrices`).
  *
- * Measured here: the fan-out handler's time per record (`functions/workers/run-event-webhooks.ts`,
+ * Measured here: the fan-out handler's time per record (`functions/workers/lifecycle-webhooks.ts`,
  * the real handler on the emulators, handed the records the table's stream gives). Counted from the
  * code path, per opened step event: one TransactWriteItems of two items under 1 KB (the delivery
  * item and the run's count: 2 write units each, as transactions are billed), one SQS send; then the
@@ -18,12 +18,12 @@ import { randomUUID } from 'node:crypto';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
 import { webhookBodyOf } from '../functions/app/lifecycle-webhook-body.ts';
 import { readRun } from '../functions/app/read-run.ts';
-import { stepEventCap } from '../functions/domain/lifecycle-events.ts';
-import { makeHandler } from '../functions/workers/run-event-webhooks.ts';
+import { makeHandler } from '../functions/workers/lifecycle-webhooks.ts';
 import { startLocalApi } from '../local/api-gateway.ts';
 import { localDeps } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
 import { functionMemoryMb } from '../platform/definitions.ts';
+import { stepEventCap } from '../schemas/webhook-events.ts';
 import { awsPrices, dollars } from './cost-meter.ts';
 import { heading, line, note } from './report.ts';
 import { endStepsThroughStore, seedCostTeam } from './seed.ts';

@@ -8,8 +8,8 @@ import { parseRetentionDays } from './domain/retention.ts';
 import { parseTeamStepsInFlight } from './domain/team-steps.ts';
 import { type OriginCheck, originCheckFromEnv } from './http/origin-check.ts';
 import type { ModelUse, NodeExecutor, ProviderJobs } from './nodes/executors/types.ts';
+import { refusingSecrets, type SecretResolver, secretPolicyFromEnv } from './nodes/providers/secret-refs.ts';
 import { type StageProviders, stageProvidersFromEnv } from './nodes/providers/stage.ts';
-import { refusingSecrets, type SecretResolver, secretPolicyFromEnv } from './store/secret-refs.ts';
 
 /**
  * The node executor of each node type, chosen once when deps are built (never per step), and what

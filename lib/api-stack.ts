@@ -24,7 +24,7 @@ import { LogQueries } from './log-queries.ts';
 import { Observability } from './observability.ts';
 import { OriginSecret } from './origin-secret.ts';
 import { applyRouteThrottles } from './route-throttles.ts';
-import { RunEventsStream } from './run-events-stream.ts';
+import { RunStream } from './run-stream.ts';
 import { SafeDeploys } from './safe-deploys.ts';
 import { ServiceFunction } from './service-function.ts';
 import type { StageConfig } from './stages.ts';
@@ -243,8 +243,8 @@ export class ApiStack extends Stack {
     const originSecret =
       config.edge.cloudFront && config.edge.domain ? new OriginSecret(this, 'OriginSecret', { edgeRegion }) : undefined;
 
-    // The streaming routes first: GetRun's environment names the stream's address (lib/run-events-stream.ts).
-    const stream = new RunEventsStream(this, {
+    // The streaming routes first: GetRun's environment names the stream's address (lib/run-stream.ts).
+    const stream = new RunStream(this, {
       config,
       environment,
       grants,
@@ -267,7 +267,7 @@ export class ApiStack extends Stack {
       const { fn } = service;
       grants.apply(service, route.grants);
       originSecret?.admit(fn);
-      // The Run's `links.events` (functions/app/run-events.ts).
+      // The Run's `links.events` (functions/app/run-stream.ts).
       if (route.id === 'GetRun') fn.addEnvironment(envNames.runEventsBaseUrl, stream.baseUrl);
       const created = this.api.addRoutes({
         path: `${basePath}${route.path}`,

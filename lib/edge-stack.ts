@@ -142,7 +142,7 @@ export class EdgeStack extends Stack {
         // Nothing keyed is cached. With caching disabled, AllViewerExceptHostHeader forwards every
         // header (Authorization, Idempotency-Key, Content-Type, ...), cookie and query string, and
         // lets CloudFront set Host to the origin's name, which the API's custom domain answers
-        // (docs/decisions.md, "The edge").
+        // (docs/decisions/edge.md, "The edge").
         cachePolicy: CachePolicy.CACHING_DISABLED,
         originRequestPolicy: OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER,
       },
@@ -274,11 +274,11 @@ export class FilesDistribution extends Construct {
   }
 }
 
-/** The run event stream's path on the edge (GET /runs/{jobId}/events; platform/routes.ts). */
+/** The run stream's path on the edge (GET /runs/{jobId}/events; platform/routes.ts). */
 export const runEventsPath = `${basePath}/runs/*/events`;
 
 /**
- * The run event stream's behaviour: to its function URL (AuthType NONE: the function checks the
+ * The run stream's behaviour: to its function URL (AuthType NONE: the function checks the
  * key), never cached, every viewer header but Host (Authorization, Last-Event-ID) forwarded; the
  * function URL answers its own host only. The web ACL covers it as every path.
  */

@@ -102,7 +102,7 @@ export const contextKeys = {
   /** `us-east-1a,us-east-1b`: the availability zones of the PythonRunner's subnets; default the region's first two. */
   pythonRunnerAzs: 'pythonRunnerAzs',
   /**
-   * Concurrency reserved for the run event stream's function, and the most streams open at once
+   * Concurrency reserved for the run stream's function, and the most streams open at once
    * across the stage (a whole number from 1); overrides the stage's default.
    */
   runEventsConcurrency: 'runEventsConcurrency',
@@ -272,10 +272,10 @@ export interface StageConfig {
    */
   pythonRunnerAzs: readonly string[] | undefined;
   /**
-   * The run event stream's reserved concurrency (`-c runEventsConcurrency=N`): the most streams
+   * The run stream's reserved concurrency (`-c runEventsConcurrency=N`): the most streams
    * open at once on the stage, so its public function URL cannot take the concurrency the step
    * executor and the routes share; a stream past it is throttled (429) and alarmed. Each key also
-   * holds at most `streamsPerKey` (platform/run-events.ts). dev: 10. prod: 100.
+   * holds at most `streamsPerKey` (platform/run-stream.ts). dev: 10. prod: 100.
    */
   runEventsConcurrency: number;
 }

@@ -105,10 +105,10 @@ export const workers: readonly Worker[] = [
     },
   },
   {
-    // Puts run lifecycle events on the stage's operator event bus, read from the table's stream
+    // Puts operator events on the stage's bus, read from the table's stream
     // (the event source grants reading the stream and sending to its dead-letter queue).
     id: 'EventPublisher',
-    entry: 'functions/workers/event-publisher.ts',
+    entry: 'functions/workers/operator-events.ts',
     trigger: { kind: 'stream', mapping: 'OperatorEvents' },
     grants: { eventBus: 'put' },
   },
@@ -118,7 +118,7 @@ export const workers: readonly Worker[] = [
     // delivery item and the run's count of step events (one transaction); DeleteItem: taking back a
     // delivery whose message could not be sent. It reads nothing.
     id: 'RunEventWebhooks',
-    entry: 'functions/workers/run-event-webhooks.ts',
+    entry: 'functions/workers/lifecycle-webhooks.ts',
     trigger: { kind: 'stream', mapping: 'LifecycleEvents' },
     grants: { table: ['UpdateItem', 'DeleteItem'], webhooksQueue: 'send' },
   },

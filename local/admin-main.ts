@@ -1,7 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { dynamoDbClient } from '../functions/clients/dynamodb.ts';
 import { type Deps, productionDeps } from '../functions/deps.ts';
-import { refusingSecrets } from '../functions/store/secret-refs.ts';
+import { refusingSecrets } from '../functions/nodes/providers/secret-refs.ts';
 import { defaultStackPrefix, stackNames, stageDefaults, stageNames } from '../lib/stages.ts';
 import { envNames } from '../platform/definitions.ts';
 import { connectionSecretPrefixOf } from '../platform/secret-refs.ts';

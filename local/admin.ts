@@ -2,14 +2,14 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { Deps } from '../functions/deps.ts';
 import { toCredits, toHundredths } from '../functions/domain/credits.ts';
-import { StorageBusyError } from '../functions/domain/errors.ts';
 import { currentMultiplier, isValidMultiplier, parseSchedule } from '../functions/domain/price-multiplier.ts';
+import { StorageBusyError } from '../functions/errors/table.ts';
+import { connectionRefProblem } from '../functions/nodes/providers/secret-refs.ts';
 import { createApiKey, listApiKeys, revokeApiKey } from '../functions/store/api-keys.ts';
 import { getConnections, removeConnection, setConnection } from '../functions/store/connections.ts';
 import { listWaitingDeferredRuns } from '../functions/store/deferred-runs.ts';
 import type { TeamItem } from '../functions/store/items.ts';
 import { getPriceSettings, setHourlySchedule, setLiveMultiplier } from '../functions/store/price-multiplier.ts';
-import { connectionRefProblem } from '../functions/store/secret-refs.ts';
 import { readStorageUsage, setStorageQuota } from '../functions/store/stored-bytes.ts';
 import {
   addCredits,

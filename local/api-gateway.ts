@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
-import type { StreamTiming } from '../functions/app/run-events.ts';
+import type { StreamTiming } from '../functions/app/run-stream.ts';
 import type { Deps } from '../functions/deps.ts';
 import type { StreamHandler } from '../functions/http/event-stream.ts';
 import { basePath, type Route, routes } from '../platform/routes.ts';
-import { streamFunctionTimeoutSeconds } from '../platform/run-events.ts';
+import { streamFunctionTimeoutSeconds } from '../platform/run-stream.ts';
 import { invokedAs } from './invocation.ts';
 import { lambdaContext } from './lambda-context.ts';
 

@@ -10,8 +10,8 @@ import {
 } from '@aws-sdk/client-dynamodb-streams';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { AttributeValue, Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import { eventBridgeSender } from '../functions/store/event-bus.ts';
-import { operatorEventsStream, type StreamMappingId } from '../platform/definitions.ts';
+import { eventBridgeSender } from '../functions/store/operator-event-bus.ts';
+import { operatorEventsMapping, type StreamMappingId } from '../platform/definitions.ts';
 import { withAwsCommandLog } from './aws-command-log.ts';
 import { localAwsConfig } from './emulators.ts';
 import { workerOf } from './event-source.ts';
@@ -21,7 +21,7 @@ import { lambdaContext } from './lambda-context.ts';
 /**
  * The local stand-in for the operator events' stream mapping: reads the table's stream on DynamoDB
  * Local with the DynamoDB Streams API (`@aws-sdk/client-dynamodb-streams`), keeps only the records
- * the mapping's filters pass (`operatorEventsStream.filters`, the same data the CDK stack deploys),
+ * the mapping's filters pass (`operatorEventsMapping.filters`, the same data the CDK stack deploys),
  * and invokes the handler with Lambda-shaped records. As Lambda does, it redelivers from the lowest
  * sequence number the handler reports in `batchItemFailures` (or the whole batch when it throws),
  * up to `retryAttempts` times, then hands the batch's position to `onFailure` (the deployed DLQ)
@@ -53,7 +53,7 @@ export const passes = (filters: readonly unknown[], record: DynamoDBRecord) =>
   filters.length === 0 || filters.some((filter) => matchesPattern(filter, record));
 
 /** Whether the operator events' mapping passes a record to its function (any of its filters matches). */
-export const passesOperatorEventsFilters = (record: DynamoDBRecord) => passes(operatorEventsStream.filters, record);
+export const passesOperatorEventsFilters = (record: DynamoDBRecord) => passes(operatorEventsMapping.filters, record);
 
 /** An attribute value of the Streams API (binary as bytes) as Lambda's record carries it (binary as base64). */
 const lambdaValue = (value: Record<string, unknown>): AttributeValue => {
@@ -120,7 +120,7 @@ export const startStreamPoller = (options: {
    * later are read from their oldest record either way.
    */
   startingPosition?: 'TRIM_HORIZON' | 'LATEST';
-  /** The mapping's settings; by default the operator events' (`operatorEventsStream`). */
+  /** The mapping's settings; by default the operator events' (`operatorEventsMapping`). */
   mapping?: {
     /** Which mapping of `streamMappings` (the rehearsal's, read from the template, names none: the operator events'). */
     id?: StreamMappingId;
@@ -136,8 +136,8 @@ export const startStreamPoller = (options: {
   const config = { ...localAwsConfig, endpoint: options.dynamoDbEndpoint };
   const ddb = new DynamoDBClient(config);
   const streams = new DynamoDBStreamsClient(config);
-  const mapping = options.mapping ?? operatorEventsStream;
-  const mappingId = mapping.id ?? operatorEventsStream.id;
+  const mapping = options.mapping ?? operatorEventsMapping;
+  const mappingId = mapping.id ?? operatorEventsMapping.id;
   const handler = invokedAs(workerOf({ kind: 'stream', mapping: mappingId }), options.handler);
   const checkpoints: Checkpoints =
     options.checkpointFile && existsSync(options.checkpointFile)
@@ -295,7 +295,7 @@ export const startStreamPoller = (options: {
 };
 
 /**
- * The operator events' publisher (`functions/workers/event-publisher.ts`, its real handler and SDK
+ * The operator events' publisher (`functions/workers/operator-events.ts`, its real handler and SDK
  * call) on the stream of `tableName`, putting events on `busName` at the EventBridge emulator.
  */
 export const startOperatorEvents = async (options: {
@@ -308,7 +308,7 @@ export const startOperatorEvents = async (options: {
   onFailure?: Parameters<typeof startStreamPoller>[0]['onFailure'];
   onError?: (error: unknown) => void;
 }): Promise<StreamPoller> => {
-  const { makeHandler } = await import('../functions/workers/event-publisher.ts');
+  const { makeHandler } = await import('../functions/workers/operator-events.ts');
   const { events } = withAwsCommandLog({
     events: new EventBridgeClient({ ...localAwsConfig, endpoint: options.eventBridgeEndpoint }),
   });
@@ -325,9 +325,9 @@ export const startOperatorEvents = async (options: {
 };
 
 /**
- * The lifecycle webhook events' consumer (`functions/workers/run-event-webhooks.ts`, its real
+ * The lifecycle webhook events' consumer (`functions/workers/lifecycle-webhooks.ts`, its real
  * handler) on the stream of `deps.tableName`, with its own mapping's filters
- * (`lifecycleEventsStream`), queueing deliveries on `deps`' webhooks queue.
+ * (`lifecycleWebhooksMapping`), queueing deliveries on `deps`' webhooks queue.
  */
 export const startLifecycleEvents = async (options: {
   dynamoDbEndpoint: string;
@@ -337,12 +337,12 @@ export const startLifecycleEvents = async (options: {
   onFailure?: Parameters<typeof startStreamPoller>[0]['onFailure'];
   onError?: (error: unknown) => void;
 }): Promise<StreamPoller> => {
-  const { makeHandler } = await import('../functions/workers/run-event-webhooks.ts');
-  const { lifecycleEventsStream } = await import('../platform/definitions.ts');
+  const { makeHandler } = await import('../functions/workers/lifecycle-webhooks.ts');
+  const { lifecycleWebhooksMapping } = await import('../platform/definitions.ts');
   return startStreamPoller({
     ...options,
     tableName: options.deps.tableName,
-    mapping: lifecycleEventsStream,
+    mapping: lifecycleWebhooksMapping,
     handler: makeHandler(options.deps),
   });
 };

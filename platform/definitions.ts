@@ -154,7 +154,7 @@ export const dataTable: TableDefinition = {
   // Epoch seconds. Rate counters and idempotency records already expire on it; runs, steps,
   // deliveries and ended deferred runs get it from the stage's retention (`envNames.retentionDays`).
   ttlAttribute: 'ttl',
-  // The operator events' durable outbox (operatorEventsStream): the run's writes are unchanged.
+  // The operator events' durable outbox (operatorEventsMapping): the run's writes are unchanged.
   stream: 'NEW_AND_OLD_IMAGES',
 };
 
@@ -216,14 +216,14 @@ export const queues = [stepsQueue, webhooksQueue] as const;
 export const operatorEventItems = { run: 'RUN', deferredRun: 'DEFERRED' } as const;
 
 /**
- * The operator events' publisher (functions/workers/event-publisher.ts) on the table's stream. Its
+ * The operator events' publisher (functions/workers/operator-events.ts) on the table's stream. Its
  * filters (Lambda event filtering, JSON patterns on the stream record; the local poller applies the
  * same ones) pass only the changes that give an event (functions/domain/operator-events.ts): a run
  * item inserted, a run item leaving an in-progress status for an end status, a deferred run leaving
  * `waiting`. The rest of the table's writes never invoke it. A failed batch is retried (split in two
  * on an error) `retryAttempts` times, then its stream position goes to the dead-letter queue.
  */
-export const operatorEventsStream = {
+export const operatorEventsMapping = {
   id: 'OperatorEvents',
   /** Records per invocation (PutEvents takes ten per call). */
   batchSize: 100,
@@ -256,14 +256,14 @@ export const operatorEventsStream = {
 } as const;
 
 /**
- * The lifecycle webhook events' consumer (functions/workers/run-event-webhooks.ts) on the
+ * The lifecycle webhook events' consumer (functions/workers/lifecycle-webhooks.ts) on the
  * same table stream, a mapping of its own. Its filters pass only the changes its runs chose: the
  * insert of a run item marked `notifyStart` (it chose `run.started`), and a change of a step item
  * marked `notify` (written by the step's end when its run chose that end's event) whose new status
  * is `completed` or `failed`. A run that chose nothing never invokes it. Each batch reports its
  * failures item by item; a batch that keeps failing goes to its own dead-letter queue.
  */
-export const lifecycleEventsStream = {
+export const lifecycleWebhooksMapping = {
   id: 'LifecycleEvents',
   /** Records per invocation: each is one or two writes and one SQS send. */
   batchSize: 50,
@@ -290,7 +290,7 @@ export const lifecycleEventsStream = {
 } as const;
 
 /** The table stream's event source mappings, each with its own consumer (lib/workers.ts) and DLQ. */
-export const streamMappings = [operatorEventsStream, lifecycleEventsStream] as const;
+export const streamMappings = [operatorEventsMapping, lifecycleWebhooksMapping] as const;
 export type StreamMappingId = (typeof streamMappings)[number]['id'];
 
 export interface BucketDefinition {

@@ -6,7 +6,12 @@
  */
 import { bedrockDefaultModels } from './providers.ts';
 
-/** The node types that are model steps: the catalogue's 14 (test/stage-model-defaults.test.ts holds them equal). */
+/**
+ * The node types that are model steps, listed once: the catalogue's entries (functions/nodes/catalogue/models.ts),
+ * their prices (functions/domain/model-pricing.ts) and these defaults are records keyed by it, so the
+ * compiler finds a type missing from any of them (test/stage-model-defaults.test.ts holds the catalogue's
+ * `model` steps equal to it).
+ */
 export const modelNodeTypes = [
   'ImageGen',
   'AudioGen',
@@ -47,7 +52,8 @@ export const catalogueDefaults: Readonly<Record<ModelNodeType, ModelChoice>> = {
   Embedder: { provider: 'bedrock', model: bedrockDefaultModels.embedding },
 };
 
-const isModelNodeType = (type: string): type is ModelNodeType => (modelNodeTypes as readonly string[]).includes(type);
+export const isModelNodeType = (type: string): type is ModelNodeType =>
+  (modelNodeTypes as readonly string[]).includes(type);
 
 /** A provider and a model in its own naming (a Replicate `owner/name:version`, a Bedrock id with its `:0`). */
 export interface ModelChoice {

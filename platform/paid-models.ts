@@ -44,7 +44,7 @@ const modelKey = (name: string, text: string): string => {
 };
 
 /** `250` (hundredths), `x1.5` (a multiplier, up to 4 decimals), or nothing (the node type's price). */
-const modelPrice = (name: string, key: string, value: unknown): ModelPrice => {
+const parseModelPrice = (name: string, key: string, value: unknown): ModelPrice => {
   if (value === undefined || value === true || value === '') return { multiplier: 1 };
   const text = typeof value === 'number' ? String(value) : typeof value === 'string' ? value.trim() : '';
   const times = /^x(\d+(?:\.\d{1,4})?)$/.exec(text);
@@ -107,7 +107,7 @@ export const parsePaidModels = (value: unknown, name: string, whenUnset: PaidMod
     }
     const key = modelKey(name, entry);
     if (Object.hasOwn(prices, key)) throw new Error(`${name}: ${key} is given twice`);
-    prices[key] = modelPrice(name, key, price);
+    prices[key] = parseModelPrice(name, key, price);
   }
   return { open, prices };
 };

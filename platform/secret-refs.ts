@@ -1,7 +1,7 @@
 /**
  * Secret references, parsed: where a secret lives, never the secret. Read by the stack (which
  * secrets a stage's step executor may read: `lib/stages.ts`, `lib/grants.ts`) and by the runtime
- * (`functions/store/secret-refs.ts`, the rules of what a stage may read, and `secrets.ts`). Pure.
+ * (`functions/nodes/providers/secret-refs.ts`, the rules of what a stage may read, and `secrets.ts`). Pure.
  */
 import { metricsServiceName } from './metric-names.ts';
 

@@ -9,8 +9,6 @@ import { DateTimeSchema, notArray } from './common.ts';
 import { type DocumentedParameter, jsonResponse, type OperationSpec, ref, storageBusyText } from './openapi-parts.ts';
 import { uploadContentTypes } from './upload-types.ts';
 
-export { type UploadContentType, uploadContentTypes } from './upload-types.ts';
-
 /** The largest file a caller may upload: 100 MiB. */
 export const maxUploadBytes = 100 * 1024 * 1024;
 

@@ -16,7 +16,7 @@ import {
   storageBusyText,
   uuidPath,
 } from './openapi-parts.ts';
-import { runEventsOperation } from './run-events.ts';
+import { runEventsOperation } from './run-stream.ts';
 import { MetadataSchema, TagSchema, TagsSchema } from './run-tags.ts';
 import { runEvents, WebhookEventsSchema } from './webhook-events.ts';
 import { ValidationIssueSchema } from './workflows.ts';

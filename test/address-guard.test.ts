@@ -4,9 +4,9 @@ import { forbiddenReason, isForbiddenAddress, parseHostLiteral } from '../functi
 import {
   addressRefusedMessage,
   GuardedFetchError,
-  guardedFetch,
   type ResolvedAddress,
-} from '../functions/http-client/guarded-fetch.ts';
+} from '../functions/http-client/address-vet.ts';
+import { guardedFetch } from '../functions/http-client/guarded-fetch.ts';
 import { loopbackServer } from './support/loopback-server.ts';
 import { rejectionOf } from './support/rejection.ts';
 

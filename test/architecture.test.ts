@@ -41,6 +41,7 @@ const declarations = (file: string) =>
 
 const functionFiles = sourceFiles('functions');
 const schemaFiles = sourceFiles('schemas');
+const platformFiles = sourceFiles('platform');
 
 describe('the runtime and the CDK app meet only in platform/', () => {
   /** Every repository file `file` reaches through its relative imports, itself included. */
@@ -134,6 +135,28 @@ describe('functions/app orchestrates', () => {
   });
 });
 
+describe('domain/ and nodes/ do not loop', () => {
+  // The rules read the catalogue (a node's spec, its provider); the nodes need none of the rules:
+  // what both need (run modes, the work a model step reports, the canvas) lives in nodes/.
+  const importsInto = (from: string, into: string) =>
+    sourceFiles(from).flatMap((file) =>
+      importsOf(file)
+        .map((specifier) => resolved(file, specifier))
+        .filter((target) => target.startsWith(`${into}/`))
+        .map((target) => `${file} imports ${target}`),
+    );
+
+  it('domain/ reads the catalogue in nodes/', () => {
+    expect(importsInto('functions/domain', 'functions/nodes')).toContain(
+      'functions/domain/workflow-graph.ts imports functions/nodes/catalogue/index.ts',
+    );
+  });
+
+  it('nodes/ imports nothing of domain/', () => {
+    expect(importsInto('functions/nodes', 'functions/domain')).toEqual([]);
+  });
+});
+
 describe('the environment is read when deps are built, never while a step runs', () => {
   /** Where `process.env` may appear, and why. */
   const allowedUses = [
@@ -186,27 +209,88 @@ describe('two things never share a name', () => {
     }
   });
 
-  /** The modules under functions/ and schemas/ that export each name (entry points' makeHandler and handler aside). */
-  const exporters = () => {
+  /** The names a file re-exports: `export { a, b as c } from './x.ts'`, `export { a }` of an import, `export *`. */
+  const reExports = (file: string) => {
+    const text = read(file);
+    const listed = [...text.matchAll(/^export\s+(?:type\s+)?\{([^}]*)\}(?:\s*from\s*['"]([^'"]+)['"])?/gm)].flatMap(
+      (m) =>
+        (m[1] as string)
+          .split(',')
+          .map((part) => part.trim())
+          .filter(Boolean)
+          .map((part) => ({
+            name: part
+              .replace(/^type\s+/, '')
+              .split(/\s+as\s+/)
+              .pop() as string,
+            from: m[2] === undefined ? undefined : resolved(file, m[2]),
+          })),
+    );
+    const starred = [...text.matchAll(/^export\s+\*\s+from\s*['"]([^'"]+)['"]/gm)].map((m) =>
+      resolved(file, m[1] as string),
+    );
+    return { listed, starred };
+  };
+
+  /** Every name `file` exports, its declarations and its re-exports alike (through `export *` too). */
+  const exportedNames = (file: string, seen = new Set<string>()): string[] => {
+    if (seen.has(file)) return [];
+    seen.add(file);
+    const { listed, starred } = reExports(file);
+    return [
+      ...declarations(file)
+        .filter((d) => d.exported)
+        .map((d) => d.name),
+      ...listed.map((e) => e.name),
+      ...starred.flatMap((target) => exportedNames(target, seen)),
+    ];
+  };
+
+  /**
+   * A folder's `index.ts` that only passes on its own folder's modules is that folder's front door,
+   * not a second declaration; every other re-export is (a name to import from two places).
+   */
+  const isFrontDoor = (file: string) =>
+    file.endsWith('/index.ts') &&
+    (() => {
+      const { listed, starred } = reExports(file);
+      const targets = [...listed.flatMap((e) => (e.from === undefined ? [] : [e.from])), ...starred];
+      return targets.every((target) => dirname(target) === dirname(file));
+    })();
+
+  const declaringFiles = [...functionFiles, ...schemaFiles, ...platformFiles];
+
+  /** The modules under functions/, schemas/ and platform/ that export each name (entry points' makeHandler and handler aside). */
+  const exporters = (files = declaringFiles) => {
     const owners = new Map<string, Set<string>>();
-    for (const file of [...functionFiles, ...schemaFiles]) {
-      for (const { name, exported } of declarations(file)) {
-        if (!exported || name === 'makeHandler' || name === 'handler') continue;
+    for (const file of files) {
+      if (isFrontDoor(file)) continue;
+      for (const name of exportedNames(file)) {
+        if (name === 'makeHandler' || name === 'handler') continue;
         owners.set(name, (owners.get(name) ?? new Set()).add(file));
       }
     }
     return owners;
   };
+  const twice = (owners: Map<string, Set<string>>) =>
+    [...owners].filter(([, files]) => files.size > 1).map(([name, files]) => `${name}: ${[...files]}`);
 
-  it('no two modules under functions/ and schemas/ export the same name (except the makeHandler and handler of entry points)', () => {
-    expect(
-      [...exporters()].filter(([, files]) => files.size > 1).map(([name, files]) => `${name}: ${[...files]}`),
-    ).toEqual([]);
+  it('no two modules under functions/, schemas/ and platform/ export the same name, re-exports included (except the makeHandler and handler of entry points)', () => {
+    expect(twice(exporters())).toEqual([]);
+  });
+
+  it('reads declarations, re-exports (by name and by `export *`) and platform/', () => {
+    expect(exportedNames('platform/run-statuses.ts')).toContain('RunStatus');
+    expect(exportedNames('functions/nodes/catalogue/index.ts')).toContain('canConnect');
+    expect(exportedNames('functions/nodes/media/index.ts')).toContain('decodePng');
+    // A folder's front door passes on its own folder's modules; any other re-export is a second declaration.
+    expect(isFrontDoor('functions/nodes/media/index.ts')).toBe(true);
+    expect(isFrontDoor('functions/domain/run-lifecycle.ts')).toBe(false);
   });
 
   it('a name one module exports is not declared again, unexported, in another (a copy instead of an import)', () => {
     const owners = exporters();
-    const copies = [...functionFiles, ...schemaFiles].flatMap((file) =>
+    const copies = declaringFiles.flatMap((file) =>
       declarations(file)
         .filter(({ name, exported }) => !exported && owners.has(name) && !owners.get(name)?.has(file))
         .map(({ name }) => `${name}: ${file} and ${[...(owners.get(name) ?? [])]}`),

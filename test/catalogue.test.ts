@@ -1,13 +1,13 @@
 import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
-import { priceInMode } from '../functions/domain/run-modes.ts';
 import { canConnect, catalogue, getNodeSpec, nodeCategories, valueKinds } from '../functions/nodes/catalogue/index.ts';
 import { httpCallMaxTimeoutMs } from '../functions/nodes/catalogue/logic.ts';
 import { fileInputTypes } from '../functions/nodes/catalogue/node-spec.ts';
+import { priceInMode } from '../functions/nodes/catalogue/run-modes.ts';
 import { pythonMaxTimeoutMs } from '../functions/python/protocol.ts';
 import { stepNodeTimeoutSeconds } from '../platform/definitions.ts';
 import { modelNodeTypes } from '../platform/model-defaults.ts';
-import { uploadContentTypes } from '../schemas/files.ts';
+import { uploadContentTypes } from '../schemas/upload-types.ts';
 import { nodeTypes } from '../schemas/workflows.ts';
 
 const entries = Object.values(catalogue);

@@ -17,7 +17,7 @@ import { contextKeys, stackNames } from '../lib/stages.ts';
 import { envNames } from '../platform/definitions.ts';
 import { originHeader } from '../platform/edge.ts';
 import { basePath, httpApiRoutes, routeById, streamRoutes } from '../platform/routes.ts';
-import { streamCapSeconds, streamFunctionMemoryMb, streamFunctionTimeoutSeconds } from '../platform/run-events.ts';
+import { streamCapSeconds, streamFunctionMemoryMb, streamFunctionTimeoutSeconds } from '../platform/run-stream.ts';
 import { pinnedProd, synthOnly } from './support/stages.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: template JSON has no static type

@@ -8,11 +8,10 @@ import './support/test-providers.ts';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { StepStatus } from '../functions/domain/run-lifecycle.ts';
 import { buildApp } from '../lib/build-app.ts';
 import { passes } from '../local/stream-source.ts';
-import { lifecycleEventsStream } from '../platform/definitions.ts';
-import { eventfulStepStatuses } from '../platform/run-statuses.ts';
+import { lifecycleWebhooksMapping } from '../platform/definitions.ts';
+import { eventfulStepStatuses, StepStatus } from '../platform/run-statuses.ts';
 import { pinnedProd, synthOnly } from './support/stages.ts';
 
 type Resource = { Type: string; Properties: Record<string, unknown> };
@@ -47,22 +46,22 @@ describe.each([
     expect(mapping.Properties).toMatchObject({
       EventSourceArn: { 'Fn::ImportValue': expect.stringMatching(/StreamArn/) },
       StartingPosition: 'TRIM_HORIZON',
-      BatchSize: lifecycleEventsStream.batchSize,
-      MaximumBatchingWindowInSeconds: lifecycleEventsStream.maxBatchingWindowSeconds,
+      BatchSize: lifecycleWebhooksMapping.batchSize,
+      MaximumBatchingWindowInSeconds: lifecycleWebhooksMapping.maxBatchingWindowSeconds,
       FunctionResponseTypes: ['ReportBatchItemFailures'],
       BisectBatchOnFunctionError: true,
-      MaximumRetryAttempts: lifecycleEventsStream.retryAttempts,
-      MaximumRecordAgeInSeconds: lifecycleEventsStream.maxRecordAgeSeconds,
+      MaximumRetryAttempts: lifecycleWebhooksMapping.retryAttempts,
+      MaximumRecordAgeInSeconds: lifecycleWebhooksMapping.maxRecordAgeSeconds,
       DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [dlqId, 'Arn'] } } },
     });
     const filters = (mapping.Properties.FilterCriteria as { Filters: { Pattern: string }[] }).Filters;
-    expect(filters.map((f) => JSON.parse(f.Pattern))).toEqual(lifecycleEventsStream.filters);
+    expect(filters.map((f) => JSON.parse(f.Pattern))).toEqual(lifecycleWebhooksMapping.filters);
     expect(resources[fnId]?.Properties).toMatchObject({
-      Timeout: lifecycleEventsStream.consumerTimeoutSeconds,
+      Timeout: lifecycleWebhooksMapping.consumerTimeoutSeconds,
       Description: "reads the table's stream (LifecycleEvents)",
     });
     expect(resources[dlqId]?.Properties).toMatchObject({
-      MessageRetentionPeriod: lifecycleEventsStream.dlqRetentionDays * 24 * 3600,
+      MessageRetentionPeriod: lifecycleWebhooksMapping.dlqRetentionDays * 24 * 3600,
       SqsManagedSseEnabled: true,
     });
   });
@@ -111,7 +110,7 @@ const record = (eventName: 'INSERT' | 'MODIFY', sk: string, newImage: Record<str
 });
 
 describe('the filters', () => {
-  const pass = (r: DynamoDBRecord) => passes(lifecycleEventsStream.filters, r);
+  const pass = (r: DynamoDBRecord) => passes(lifecycleWebhooksMapping.filters, r);
 
   it("are the lifecycle's statuses", () => {
     expect(eventfulStepStatuses).toEqual([StepStatus.completed, StepStatus.failed]);

@@ -14,10 +14,10 @@ import { contextKeys, stageDefaults } from '../lib/stages.ts';
 import { pythonRunner, workers } from '../lib/workers.ts';
 import type { Access } from '../platform/access.ts';
 import { docsRendererFiles, pythonBoxFiles, pythonRuntimeFiles } from '../platform/beside-files.ts';
-import { dataTable, envNames, operatorEventsStream, queues, streamMappings } from '../platform/definitions.ts';
+import { dataTable, envNames, operatorEventsMapping, queues, streamMappings } from '../platform/definitions.ts';
 import { bedrockDefaultModels } from '../platform/providers.ts';
 import { basePath, httpApiRoutes, routeById, routes } from '../platform/routes.ts';
-import { streamFunctionMemoryMb } from '../platform/run-events.ts';
+import { streamFunctionMemoryMb } from '../platform/run-stream.ts';
 import { commandActions, transactionItemActions } from './support/command-actions.ts';
 import { pinnedProd } from './support/stages.ts';
 
@@ -666,20 +666,20 @@ describe('cdk app', { timeout: 120_000 }, () => {
         FunctionName: { Ref: publisher },
         EventSourceArn: { 'Fn::ImportValue': expect.stringMatching(/StreamArn/) },
         StartingPosition: 'TRIM_HORIZON',
-        BatchSize: operatorEventsStream.batchSize,
-        MaximumBatchingWindowInSeconds: operatorEventsStream.maxBatchingWindowSeconds,
+        BatchSize: operatorEventsMapping.batchSize,
+        MaximumBatchingWindowInSeconds: operatorEventsMapping.maxBatchingWindowSeconds,
         FunctionResponseTypes: ['ReportBatchItemFailures'],
         BisectBatchOnFunctionError: true,
-        MaximumRetryAttempts: operatorEventsStream.retryAttempts,
-        MaximumRecordAgeInSeconds: operatorEventsStream.maxRecordAgeSeconds,
+        MaximumRetryAttempts: operatorEventsMapping.retryAttempts,
+        MaximumRecordAgeInSeconds: operatorEventsMapping.maxRecordAgeSeconds,
         DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [dlqId, 'Arn'] } } },
       });
       const filters =
         (mapping?.Properties.FilterCriteria as { Filters: { Pattern: string }[] } | undefined)?.Filters ?? [];
-      expect(filters.map((f) => JSON.parse(f.Pattern))).toEqual(operatorEventsStream.filters);
+      expect(filters.map((f) => JSON.parse(f.Pattern))).toEqual(operatorEventsMapping.filters);
       dev.apiTemplate.hasResourceProperties('AWS::Lambda::Function', {
         Description: "reads the table's stream (OperatorEvents)",
-        Timeout: operatorEventsStream.consumerTimeoutSeconds,
+        Timeout: operatorEventsMapping.consumerTimeoutSeconds,
       });
     });
 

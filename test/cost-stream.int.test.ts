@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
 import { measureStreamConnection, wideOutputsRun } from '../bench/cost-stream.ts';
 import { provision } from '../local/provision.ts';
-import { streamCapSeconds, streamFullReadMs, streamPollMs } from '../platform/run-events.ts';
+import { streamCapSeconds, streamFullReadMs, streamPollMs } from '../platform/run-stream.ts';
 
 const capMs = streamCapSeconds * 1000;
 /** The refreshes of an unchanged run: every full read but at the cap, which ends the connection first. */

@@ -25,7 +25,7 @@ describe('the cost of a 10-step run', () => {
     // The start, the step executor (the chain runs on in the invocation of its first step), the webhook.
     expect(meter.lambda.byFunction).toEqual({ RunWorkflow: runs, StepExecutor: runs, WebhookDelivery: runs });
     // 38, and the run list's index entry written at the first count, in GSI4 and in GSI5 until GSI4
-    // is deleted (platform/definitions.ts; docs/decisions.md, "Listing runs and deferred runs": its
+    // is deleted (platform/definitions.ts; docs/decisions/runs.md, "Listing runs and deferred runs": its
     // writes at the start and the end are in transactions, which the meter sizes without their index writes),
     // and the webhook's attempt marked as sending before its POST, so a crash mid-send is logged as an attempt.
     expect(per(meter.dynamoDb.writeUnits + meter.dynamoDb.refusedWriteUnits)).toBeLessThanOrEqual(41);

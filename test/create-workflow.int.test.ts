@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Deps } from '../functions/deps.ts';
 import { buildOpenApiDocument } from '../functions/docs/openapi.ts';
 import { columnWidth, rowHeight } from '../functions/domain/layout.ts';
-import type { Canvas } from '../functions/domain/workflow-graph.ts';
+import type { Canvas } from '../functions/nodes/catalogue/canvas.ts';
 import { agentKey, canvasKey, teamPartition } from '../functions/store/keys.ts';
 import type { LocalApi } from '../local/api-gateway.ts';
 import { localDeps } from '../local/local-deps.ts';

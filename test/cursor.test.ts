@@ -5,7 +5,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { type CursorScope, openCursor, signCursor } from '../functions/domain/cursor.ts';
-import { InvalidCursorError } from '../functions/domain/errors.ts';
+import { InvalidCursorError } from '../functions/errors/table.ts';
 
 const secret = randomBytes(32);
 const scope: CursorScope = { list: 'runs', teamId: 'team-a', workflowId: null, status: null };

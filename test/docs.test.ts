@@ -51,10 +51,12 @@ describe('a self-contained repository', () => {
     expect(mentions).toEqual([]);
   });
 
-  it('says what a rule is, never which tracker item it came from (no "issue N" in code, docs or served text)', () => {
-    // A third party's own tracker (a link to its issue, or owner/repo#N) is a source, not ours.
+  it('says what a rule is, never which tracker item it came from (no "issue N" or "#N" in code, docs or served text)', () => {
+    // A third party's own tracker (a link to its issue, or owner/repo#N) is a source, not ours; a
+    // markdown link to a numbered heading (`#5-the-prod-stage`) is no tracker item either.
     const tracker = ['issue', 's? ?#?\\d+\\b'].join('');
-    const ours = new RegExp(`\\b${tracker}`, 'i');
+    const bare = ['(?<![\\w/.&-])#', '\\d+\\b(?![-\\w])'].join('');
+    const ours = new RegExp(`\\b${tracker}|${bare}`, 'i');
     const found = trackedFiles
       .filter((file) => file !== 'package-lock.json')
       .flatMap((file) =>

@@ -13,7 +13,6 @@ import {
   fateOf,
   hasExpired,
 } from '../functions/domain/deferred-run-lifetime.ts';
-import { IdempotencyKeyReusedError } from '../functions/domain/errors.ts';
 import { fileLinkExpiresAt, fileUrlSeconds } from '../functions/domain/file-link-lifetime.ts';
 import {
   idempotencyKeyHash,
@@ -46,22 +45,19 @@ import {
   runItemExpiry,
   runItemGraceSeconds,
 } from '../functions/domain/retention.ts';
+import { holdsEndedRun, isInProgress } from '../functions/domain/run-lifecycle.ts';
+import { workflowLock } from '../functions/domain/workflow-lock.ts';
+import { IdempotencyKeyReusedError } from '../functions/errors/table.ts';
+import type { Canvas } from '../functions/nodes/catalogue/canvas.ts';
+import { catalogue } from '../functions/nodes/catalogue/index.ts';
 import {
   defaultMaxTokens,
   draftMaxTokens,
   draftPrice,
   modeSettings,
   priceInMode,
-} from '../functions/domain/run-modes.ts';
-import type { Canvas } from '../functions/domain/workflow-graph.ts';
-import {
-  endStatuses,
-  holdsEndedRun,
-  inProgressStatuses,
-  isInProgress,
-  workflowLock,
-} from '../functions/domain/workflow-lock.ts';
-import { catalogue } from '../functions/nodes/catalogue/index.ts';
+} from '../functions/nodes/catalogue/run-modes.ts';
+import { endStatuses, inProgressStatuses } from '../platform/run-statuses.ts';
 import { runStatuses } from '../schemas/runs.ts';
 import { canvasNode as node } from './support/canvas.ts';
 
@@ -436,7 +432,6 @@ describe('functions/domain stays pure', () => {
       'workflow-lock.ts',
       'run-lifecycle.ts',
       'monthly-cap.ts',
-      'run-modes.ts',
       'webhook.ts',
       'licence.ts',
       'rate-limit.ts',

@@ -1,6 +1,6 @@
 /**
  * The local emulators refuse what AWS refuses, at AWS's limits, with AWS's error codes (the list
- * and its sources: docs/decisions.md, "Where the local emulators are kinder than AWS"). Each limit
+ * and its sources: docs/decisions/emulators.md, "Where the local emulators are kinder than AWS"). Each limit
  * here is one a change of ours could cross (a bigger message, a longer batch, a bigger item or
  * transaction) and that AWS would refuse: these tests fail if an emulator upgrade stops refusing it,
  * so the suite cannot pass where AWS would not.

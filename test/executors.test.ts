@@ -2,8 +2,8 @@ import './support/test-providers.ts';
 import type { IncomingMessage } from 'node:http';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { draftMaxTokens } from '../functions/domain/run-modes.ts';
 import { getNodeSpec } from '../functions/nodes/catalogue/index.ts';
+import { draftMaxTokens } from '../functions/nodes/catalogue/run-modes.ts';
 import { ExpressionError, evaluate } from '../functions/nodes/executors/expression.ts';
 import { type ExecutorDeps, executorDepsFromEnv } from '../functions/nodes/executors/helpers.ts';
 import { createExecutorRegistry, createExecutors } from '../functions/nodes/executors/index.ts';
@@ -14,7 +14,6 @@ import {
   StepFailedError,
   type StepOutcome,
   type StoredFile,
-  type TeamConnection,
 } from '../functions/nodes/executors/types.ts';
 import {
   decodePng,
@@ -29,7 +28,7 @@ import {
   readWavFormat,
   readWavMark,
 } from '../functions/nodes/media/index.ts';
-import type { Provider } from '../functions/nodes/providers/types.ts';
+import type { Provider, TeamConnection } from '../functions/nodes/providers/types.ts';
 import { createPythonRunner } from '../functions/python/runner.ts';
 import { makeHandler as makePythonRunnerHandler } from '../functions/workers/python-runner.ts';
 import { startLambdaEmulator } from '../local/lambda-emulator.ts';

@@ -2,8 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { failureReasonOf } from '../functions/domain/failure-reasons.ts';
 import { StepFailedError } from '../functions/nodes/executors/types.ts';
+import { SecretUnavailableError } from '../functions/nodes/providers/secret-refs.ts';
 import { ProviderError } from '../functions/nodes/providers/types.ts';
-import { SecretUnavailableError } from '../functions/store/secret-refs.ts';
 
 describe('failureReasonOf', () => {
   it("reads a provider's refused key as provider_auth, whatever wraps it", () => {

@@ -1,8 +1,8 @@
-/** The upload sniffing rule (functions/domain/file-sniff.ts): magic bytes per declared type, and image dimensions. */
+/** The upload sniffing rule (functions/nodes/media/file-sniff.ts): magic bytes per declared type, and image dimensions. */
 import { describe, expect, it } from 'vitest';
-import { maxUploadPixels, sniffHeadBytes, sniffUpload } from '../functions/domain/file-sniff.ts';
-import type { UploadContentType } from '../schemas/files.ts';
-import { uploadContentTypes } from '../schemas/files.ts';
+import { maxUploadPixels, sniffHeadBytes, sniffUpload } from '../functions/nodes/media/file-sniff.ts';
+import type { UploadContentType } from '../schemas/upload-types.ts';
+import { uploadContentTypes } from '../schemas/upload-types.ts';
 import * as files from './support/upload-files.ts';
 
 const whole = (type: UploadContentType, bytes: Uint8Array) => sniffUpload(type, bytes, true);

@@ -26,7 +26,6 @@ import {
 import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import type { Deps } from '../functions/deps.ts';
-import { RunStatus, StepStatus } from '../functions/domain/run-lifecycle.ts';
 import { createApiKey, revokeApiKey } from '../functions/store/api-keys.ts';
 import { removeConnection, setConnection } from '../functions/store/connections.ts';
 import {
@@ -65,7 +64,7 @@ import {
   storedWorkflowLock,
 } from '../functions/store/items.ts';
 import { runKey, teamKey } from '../functions/store/keys.ts';
-import { openLifecycleDelivery, reopenableDelivery } from '../functions/store/lifecycle-deliveries.ts';
+import { openLifecycleDelivery, reopenableDelivery } from '../functions/store/lifecycle-webhook-deliveries.ts';
 import { setHourlySchedule, setLiveMultiplier } from '../functions/store/price-multiplier.ts';
 import {
   claimStep,
@@ -98,6 +97,7 @@ import {
   unmarkRedelivery,
 } from '../functions/store/webhook-deliveries.ts';
 import { activateWorkflow, createWorkflowForTeam, setWorkflowStatus } from '../functions/store/workflows.ts';
+import { RunStatus, StepStatus } from '../platform/run-statuses.ts';
 
 const at = '2026-05-06T07:08:09.000Z';
 

@@ -9,7 +9,7 @@ import {
   strictestCommercialUse,
 } from '../functions/domain/licence.ts';
 import { ancestry } from '../functions/domain/run-graph.ts';
-import type { Canvas } from '../functions/domain/workflow-graph.ts';
+import type { Canvas } from '../functions/nodes/catalogue/canvas.ts';
 import type { CommercialUse } from '../platform/providers.ts';
 import type { LicenceModel } from '../schemas/runs.ts';
 

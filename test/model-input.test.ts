@@ -1,5 +1,5 @@
 /**
- * `config.modelInput` never buys unpriced work (functions/domain/model-input.ts). Through the real
+ * `config.modelInput` never buys unpriced work (functions/nodes/providers/model-input.ts). Through the real
  * graph validation, the real pricing (`estimateRun`) and the real provider-request builder
  * (`jobRequest`): for any model step, config, `modelInput` and mode that the validation lets run,
  * the request a provider receives asks for no more work than the estimate prices: its cost fields,
@@ -8,13 +8,14 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { modelInputRefusals, safeModelInputFields } from '../functions/domain/model-input.ts';
-import { askedWork, type ModelWork, modelFormulas, modelStepPrice } from '../functions/domain/model-pricing.ts';
+import { askedWork, modelFormulas, modelStepPrice } from '../functions/domain/model-pricing.ts';
 import { estimateRun } from '../functions/domain/pricing.ts';
-import { imageSize, type RunMode } from '../functions/domain/run-modes.ts';
-import { type Canvas, validateCanvas } from '../functions/domain/workflow-graph.ts';
+import { validateCanvas } from '../functions/domain/workflow-graph.ts';
+import type { Canvas } from '../functions/nodes/catalogue/canvas.ts';
 import { catalogue } from '../functions/nodes/catalogue/index.ts';
+import { imageSize } from '../functions/nodes/catalogue/run-modes.ts';
 import { jobRequest } from '../functions/nodes/executors/jobs.ts';
+import type { ModelWork } from '../functions/nodes/executors/model-work.ts';
 import { type StepContext, StepFailedError, type StoredFile } from '../functions/nodes/executors/types.ts';
 import {
   hostedModelFields,
@@ -22,6 +23,8 @@ import {
   type PricedSetting,
   requestedSettings,
 } from '../functions/nodes/providers/hosted-models.ts';
+import { modelInputRefusals, safeModelInputFields } from '../functions/nodes/providers/model-input.ts';
+import type { RunMode } from '../schemas/runs.ts';
 import type { NodeType } from '../schemas/workflows.ts';
 import { canvasNode } from './support/canvas.ts';
 

@@ -7,21 +7,18 @@
 import fc from 'fast-check';
 import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
+import { askedWork, imageInputBound, modelFormulas, modelStepPrice } from '../functions/domain/model-pricing.ts';
+import { estimateRun, stepCharge } from '../functions/domain/pricing.ts';
+import type { Canvas, CanvasNode } from '../functions/nodes/catalogue/canvas.ts';
+import { catalogue } from '../functions/nodes/catalogue/index.ts';
 import {
-  askedWork,
-  imageInputBound,
   type ModelWork,
   maxEmbedTokens,
   maxImagePixels,
   maxImagesPerStep,
-  modelFormulas,
-  modelStepPrice,
   tokensOf,
-} from '../functions/domain/model-pricing.ts';
-import { estimateRun, stepCharge } from '../functions/domain/pricing.ts';
-import type { RunMode } from '../functions/domain/run-modes.ts';
-import type { Canvas, CanvasNode } from '../functions/domain/workflow-graph.ts';
-import { catalogue } from '../functions/nodes/catalogue/index.ts';
+} from '../functions/nodes/executors/model-work.ts';
+import type { RunMode } from '../schemas/runs.ts';
 import type { NodeType } from '../schemas/workflows.ts';
 import { canvasNode as node } from './support/canvas.ts';
 

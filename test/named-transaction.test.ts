@@ -6,7 +6,7 @@
 import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import type { Deps } from '../functions/deps.ts';
-import { RunInProgressError, RunRefusedError } from '../functions/domain/errors.ts';
+import { RunInProgressError, RunRefusedError } from '../functions/errors/table.ts';
 import { IdempotencyRaceError } from '../functions/store/idempotency.ts';
 import {
   inOrder,

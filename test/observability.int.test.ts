@@ -16,17 +16,14 @@ import {
   countStepCompleted,
   countStepFailed,
   countWebhookAttempt,
-  metricNames,
   metrics,
-  metricsNamespace,
-  metricsServiceName,
 } from '../functions/observability/metrics.ts';
 import { buildApp } from '../lib/build-app.ts';
 import { alarmThresholds } from '../lib/observability.ts';
 import { contextKeys } from '../lib/stages.ts';
 import { pythonRunner, workers } from '../lib/workers.ts';
 import { queues, streamMappings } from '../platform/definitions.ts';
-import { versionDimensions } from '../platform/metric-names.ts';
+import { metricNames, metricsNamespace, metricsServiceName, versionDimensions } from '../platform/metric-names.ts';
 import { routes } from '../platform/routes.ts';
 import { type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
 import { pinnedProd } from './support/stages.ts';

@@ -8,11 +8,12 @@ import type { DynamoDBRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { publishOperatorEvents } from '../functions/app/publish-operator-events.ts';
 import { creditsText, operatorDetailTypes, operatorEventOf } from '../functions/domain/operator-events.ts';
-import { type BusEntry, type ItemChange, operatorImagesOf } from '../functions/store/event-bus.ts';
 import { MalformedItemError } from '../functions/store/items.ts';
 import { deferredRunKey, runKey } from '../functions/store/keys.ts';
+import { type BusEntry, operatorImagesOf } from '../functions/store/operator-event-bus.ts';
+import type { ItemChange } from '../functions/store/stream-images.ts';
 import { passesOperatorEventsFilters } from '../local/stream-source.ts';
-import { operatorEventsStream } from '../platform/definitions.ts';
+import { operatorEventsMapping } from '../platform/definitions.ts';
 
 const jobId = '0b7f6a0e-1c1d-4e2f-9a3b-4c5d6e7f8a9b';
 const run = (fields: Record<string, unknown> = {}) => ({
@@ -182,7 +183,7 @@ const record = (eventName: 'INSERT' | 'MODIFY' | 'REMOVE', sk: string, oldStatus
 
 describe("the mapping's filters (platform/definitions.ts), as the local poller applies them", () => {
   it('filter on the sort keys the store writes runs and deferred runs under', () => {
-    const text = JSON.stringify(operatorEventsStream.filters);
+    const text = JSON.stringify(operatorEventsMapping.filters);
     expect(text).toContain(`"S":["${runKey('x').SK}"]`);
     expect(text).toContain(`"S":["${deferredRunKey('x').SK}"]`);
   });

@@ -5,10 +5,10 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { ModelWork } from '../functions/domain/model-pricing.ts';
 import { estimateRun, listedModelPrice, type StagePricing, stepCharge } from '../functions/domain/pricing.ts';
-import type { Canvas } from '../functions/domain/workflow-graph.ts';
+import type { Canvas } from '../functions/nodes/catalogue/canvas.ts';
 import { catalogue } from '../functions/nodes/catalogue/index.ts';
+import type { ModelWork } from '../functions/nodes/executors/model-work.ts';
 import { checkApiIntegration, routeProvider } from '../functions/nodes/providers/registry.ts';
 import { stageProvidersFromEnv } from '../functions/nodes/providers/stage.ts';
 import { catalogueDefaults } from '../platform/model-defaults.ts';

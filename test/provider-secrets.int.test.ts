@@ -18,10 +18,10 @@ import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 import { encodePng, makeImage } from '../functions/nodes/media/png.ts';
+import { secretPolicyFromEnv } from '../functions/nodes/providers/secret-refs.ts';
 import { stageProvidersFromEnv } from '../functions/nodes/providers/stage.ts';
 import { logger } from '../functions/observability/logger.ts';
 import { setConnection } from '../functions/store/connections.ts';
-import { secretPolicyFromEnv } from '../functions/store/secret-refs.ts';
 import { createSecretStore } from '../functions/store/secrets.ts';
 import { makeHandler } from '../functions/workers/step-executor.ts';
 import { invokedAs } from '../local/invocation.ts';

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import type { Canvas } from '../functions/domain/workflow-graph.ts';
+import type { Canvas } from '../functions/nodes/catalogue/canvas.ts';
 import { getNodeSpec } from '../functions/nodes/catalogue/index.ts';
 import { executorDepsFromEnv } from '../functions/nodes/executors/helpers.ts';
 import { createExecutors } from '../functions/nodes/executors/index.ts';

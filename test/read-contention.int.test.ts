@@ -6,7 +6,7 @@
  * never a 500, and a throttled key read is never a 401.
  */
 import { describe, expect, it } from 'vitest';
-import { StorageBusyError } from '../functions/domain/errors.ts';
+import { StorageBusyError } from '../functions/errors/table.ts';
 import { batchGet } from '../functions/store/batch.ts';
 import { runKey } from '../functions/store/keys.ts';
 import { api, pairSteps, startRunCall, startSecondApi } from './support/runs.ts';

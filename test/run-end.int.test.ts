@@ -1,5 +1,5 @@
 /**
- * A run that has ended takes nothing more in (docs/decisions.md, "A run that has ended takes nothing
+ * A run that has ended takes nothing more in (docs/decisions/runs.md, "A run that has ended takes nothing
  * more in"): a step that finishes after its run was cancelled publishes no output and no file, reads
  * `unknown` and is never charged; the run keeps its workflow's lock and its hold while a model step
  * is in flight, so a start → cancel loop cannot run provider work in parallel for free. Runs start

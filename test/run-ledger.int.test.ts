@@ -11,8 +11,8 @@
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { safeModelInputFields } from '../functions/domain/model-input.ts';
 import { StepFailedError } from '../functions/nodes/executors/types.ts';
+import { safeModelInputFields } from '../functions/nodes/providers/model-input.ts';
 import { batchGet, itemFor } from '../functions/store/batch.ts';
 import { RunItemSchema, TeamItemSchema } from '../functions/store/items.ts';
 import { runKey, teamKey } from '../functions/store/keys.ts';

@@ -13,9 +13,9 @@ import {
   resultBytes,
   shownStepError,
 } from '../functions/domain/run-view-size.ts';
-import type { Canvas } from '../functions/domain/workflow-graph.ts';
 import { maxStepsPerWorkflow } from '../functions/domain/workflow-graph.ts';
 import { ok } from '../functions/http/response.ts';
+import type { Canvas } from '../functions/nodes/catalogue/canvas.ts';
 import { catalogue } from '../functions/nodes/catalogue/index.ts';
 import type { RunResult } from '../schemas/runs.ts';
 import type { NodeType } from '../schemas/workflows.ts';

@@ -9,7 +9,7 @@ import {
   type SecretPolicy,
   SecretUnavailableError,
   secretPolicyFromEnv,
-} from '../functions/store/secret-refs.ts';
+} from '../functions/nodes/providers/secret-refs.ts';
 import { createSecretStore, secretCacheMs } from '../functions/store/secrets.ts';
 import { connectionSecretPrefixOf, parseProviderSecret, parseSecretRef } from '../platform/secret-refs.ts';
 

@@ -6,14 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { predecessors, type StepState, successors } from '../functions/domain/run-graph.ts';
-import {
-  releasesSuccessors,
-  StepStatus,
-  type StoredRunStatus,
-  type StoredStepStatus,
-  storedRunStatuses,
-  storedStepStatuses,
-} from '../functions/domain/run-lifecycle.ts';
+import { releasesSuccessors, storedRunStatuses, storedStepStatuses } from '../functions/domain/run-lifecycle.ts';
 import { stepExecutionAttempts } from '../functions/domain/step-attempts.ts';
 import {
   type CountFacts,
@@ -33,7 +26,8 @@ import {
   releaseReadIds,
   settleMarginMs,
 } from '../functions/domain/step-plan.ts';
-import type { Canvas } from '../functions/domain/workflow-graph.ts';
+import type { Canvas } from '../functions/nodes/catalogue/canvas.ts';
+import { StepStatus, type StoredRunStatus, type StoredStepStatus } from '../platform/run-statuses.ts';
 import { canvasNode } from './support/canvas.ts';
 
 const runFacts = (over: Partial<RunFacts> = {}): RunFacts => ({

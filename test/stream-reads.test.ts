@@ -4,10 +4,10 @@
  * read, so no output is read before its `output` event is due.
  */
 import { describe, expect, it } from 'vitest';
-import { nothingSent, StepSent } from '../functions/domain/run-events.ts';
+import { nothingSent, StepSent } from '../functions/domain/run-stream.ts';
 import type { StepRecord } from '../functions/domain/run-view.ts';
 import { countedStatuses, frontierWindow, stepsToRead, streamSteps } from '../functions/domain/stream-reads.ts';
-import type { Canvas, CanvasNode } from '../functions/domain/workflow-graph.ts';
+import type { Canvas, CanvasNode } from '../functions/nodes/catalogue/canvas.ts';
 
 const node = (id: string, type: CanvasNode['type'] = 'TextConsole'): CanvasNode => ({
   id,

@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { makeHandler } from '../functions/api/get-run-events.ts';
-import type { StreamTiming } from '../functions/app/run-events.ts';
+import type { StreamTiming } from '../functions/app/run-stream.ts';
 import { streamLeaseSeconds } from '../functions/domain/stream-slots.ts';
 import { slotLease } from '../functions/domain/team-steps.ts';
 import type { ResponseHead } from '../functions/http/event-stream.ts';
@@ -23,7 +23,7 @@ import {
   streamRetryMs,
   streamsPerKey,
   streamsPerRun,
-} from '../platform/run-events.ts';
+} from '../platform/run-stream.ts';
 import { runEventsUrlEvent } from './support/function-url-event.ts';
 import { api, diamondSteps } from './support/runs.ts';
 import { addKey, createWorkflow, type SeededTeam, seedUnthrottledTeam, stackPerFile } from './support/stack.ts';

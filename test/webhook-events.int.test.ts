@@ -2,7 +2,7 @@
  * Lifecycle webhook events through the real path: the run start over the local
  * API, the steps queue polled by the real step executor (its node executors answer at once, one
  * node made to fail at the edge), the table's stream on DynamoDB Local read by the local mapping
- * (local/stream-source.ts, with `lifecycleEventsStream`'s filters) into the real fan-out handler,
+ * (local/stream-source.ts, with `lifecycleWebhooksMapping`'s filters) into the real fan-out handler,
  * the webhooks queue polled by the real webhook worker, and a loopback https receiver verifying
  * every delivery with the `standardwebhooks` library.
  */
@@ -12,18 +12,17 @@ import type { DynamoDBStreamEvent } from 'aws-lambda';
 import { Webhook } from 'standardwebhooks';
 import * as v from 'valibot';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stepEventCap } from '../functions/domain/lifecycle-events.ts';
 import { redeliveriesPerRunPerMinute } from '../functions/domain/redelivery-limits.ts';
 import { webhookId } from '../functions/domain/webhook.ts';
 import { StepFailedError } from '../functions/nodes/executors/types.ts';
 import { runPartition, stepEventCountKey, stepKey, webhookDeliveryKey } from '../functions/store/keys.ts';
-import { openLifecycleDelivery } from '../functions/store/lifecycle-deliveries.ts';
-import { makeHandler as makeFanOutHandler } from '../functions/workers/run-event-webhooks.ts';
+import { openLifecycleDelivery } from '../functions/store/lifecycle-webhook-deliveries.ts';
+import { makeHandler as makeFanOutHandler } from '../functions/workers/lifecycle-webhooks.ts';
 import { invokedAs } from '../local/invocation.ts';
 import { type StreamPoller, startLifecycleEvents } from '../local/stream-source.ts';
 import { StepWebhookBodySchema } from '../schemas/lifecycle-webhooks.ts';
 import { WebhookBodySchema } from '../schemas/runs.ts';
-import { lifecycleEvents, webhookEventsMessages } from '../schemas/webhook-events.ts';
+import { lifecycleEvents, stepEventCap, webhookEventsMessages } from '../schemas/webhook-events.ts';
 import { queueContents } from './support/queue-contents.ts';
 import { api, faultyDeps, instantExecutor, startStepWorkers, startWebhookWorkers, waitForEnd } from './support/runs.ts';
 import { createWorkflow, type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';

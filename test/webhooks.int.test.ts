@@ -13,12 +13,12 @@ import type { Deps } from '../functions/deps.ts';
 import { buildOpenApiDocument } from '../functions/docs/openapi.ts';
 import {
   delaySecondsUntil,
-  retryDelaySeconds,
   signatureHeader,
   standardWebhookSignature,
   verifySignature,
   type WebhookAttempt,
   webhookId,
+  webhookRetryDelaySeconds,
 } from '../functions/domain/webhook.ts';
 import { webhookDeliveryKey } from '../functions/store/keys.ts';
 import { makeHandler } from '../functions/workers/webhook-delivery.ts';
@@ -102,8 +102,8 @@ describe('webhook signing (pure)', () => {
   });
 
   it('waits 2, 4, 8, 16 minutes between attempts, never more than an hour', () => {
-    expect([1, 2, 3, 4].map(retryDelaySeconds)).toEqual([120, 240, 480, 960]);
-    expect(retryDelaySeconds(10)).toBe(3600);
+    expect([1, 2, 3, 4].map(webhookRetryDelaySeconds)).toEqual([120, 240, 480, 960]);
+    expect(webhookRetryDelaySeconds(10)).toBe(3600);
   });
 
   it("delays a message until it is due, by at most SQS's 15 minutes", () => {

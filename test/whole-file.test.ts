@@ -1,12 +1,12 @@
 /**
- * The whole-file rule (functions/domain/whole-file.ts) and the stored-type rule built on it
- * (`storedTypeOf`, functions/domain/file-sniff.ts): every format the service stores ends where its
+ * The whole-file rule (functions/nodes/media/whole-file.ts) and the stored-type rule built on it
+ * (`storedTypeOf`, functions/nodes/media/file-sniff.ts): every format the service stores ends where its
  * structure ends, so HTML after the image is refused, and a stored type comes from the bytes,
  * among the kind's allowed types, never SVG or HTML.
  */
 import { describe, expect, it } from 'vitest';
-import { storedTypeOf } from '../functions/domain/file-sniff.ts';
-import { memorySource, wholeFileRefusal } from '../functions/domain/whole-file.ts';
+import { storedTypeOf } from '../functions/nodes/media/file-sniff.ts';
+import { memorySource, wholeFileRefusal } from '../functions/nodes/media/whole-file.ts';
 import type { UploadContentType } from '../schemas/upload-types.ts';
 import * as files from './support/upload-files.ts';
 

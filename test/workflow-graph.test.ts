@@ -5,14 +5,13 @@ import {
   apiInputKeys,
   apiInputTargets,
   buildWorkflowGraph,
-  type Canvas,
-  type CanvasEdge,
   maxStepsPerWorkflow,
   rootNodeIds,
   terminalNodeIds,
   topologicalOrder,
   validateCanvas,
 } from '../functions/domain/workflow-graph.ts';
+import type { Canvas, CanvasEdge } from '../functions/nodes/catalogue/canvas.ts';
 import { canConnect, catalogue, type NodeSpec } from '../functions/nodes/catalogue/index.ts';
 import type { ValidationIssue, WorkflowStep, WorkflowStepInput } from '../schemas/workflows.ts';
 

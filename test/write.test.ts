@@ -8,16 +8,10 @@ import { join } from 'node:path';
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it, vi } from 'vitest';
 import type { Deps } from '../functions/deps.ts';
-import { StorageBusyError } from '../functions/domain/errors.ts';
+import { StorageBusyError } from '../functions/errors/table.ts';
 import { logger } from '../functions/observability/logger.ts';
-import {
-  backoffMs,
-  conditionalWrite,
-  contentionOf,
-  transactWrite,
-  type WriteDeps,
-  writeRetry,
-} from '../functions/store/write.ts';
+import { contentionOf } from '../functions/store/contention.ts';
+import { backoffMs, conditionalWrite, transactWrite, type WriteDeps, writeRetry } from '../functions/store/write.ts';
 
 const serviceError = (name: string, fields: Record<string, unknown> = {}) =>
   Object.assign(new Error(name), { name, $metadata: {}, ...fields });

@@ -4,7 +4,7 @@ import { createUpload } from '../app/uploads.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { s3Client } from '../clients/s3.ts';
 import { type Deps, productionDeps } from '../deps.ts';
-import { FileNotAcceptedError } from '../domain/errors.ts';
+import { FileNotAcceptedError } from '../errors/table.ts';
 import { parseWith, readJsonBody } from '../http/body.ts';
 import { keyedHandler } from '../http/keyed-handler.ts';
 import { created } from '../http/response.ts';

@@ -1,5 +1,5 @@
 import { basePath } from '../../platform/routes.ts';
-import { openRunEvents, type StreamTiming } from '../app/run-events.ts';
+import { openRunEvents, type StreamTiming } from '../app/run-stream.ts';
 import { withStreamSlot } from '../app/stream-slots.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { type Deps, productionDeps } from '../deps.ts';

@@ -1,4 +1,4 @@
-import { readRunWithLinks } from '../app/run-events.ts';
+import { readRunWithLinks } from '../app/read-run.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { keyedHandler } from '../http/keyed-handler.ts';

@@ -1,12 +1,13 @@
+import { StepStatus } from '../../platform/run-statuses.ts';
 import type { Run } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
-import { RunAlreadyEndedError, RunNotFoundError } from '../domain/errors.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
-import { cancelStatus, isInProgress, StepStatus } from '../domain/run-lifecycle.ts';
+import { cancelStatus, isInProgress } from '../domain/run-lifecycle.ts';
+import { RunAlreadyEndedError, RunNotFoundError } from '../errors/table.ts';
 import { closeRun, queueWebhook, readRunItem, readRunPartition } from '../store/run/index.ts';
 import { sendDelayedStepMessage } from '../store/run/provider-jobs.ts';
 import { storageBusy } from '../store/write.ts';
-import { readRunWithLinks } from './run-events.ts';
+import { readRunWithLinks } from './read-run.ts';
 
 /**
  * Each step of the run waiting on a provider's job gets a look now (functions/app/provider-job.ts):
@@ -31,7 +32,7 @@ const stopProviderJobs = async (deps: Deps, run: { jobId: string; workflowId: st
  * becomes `stopped`. Unfinished steps read `skipped` (not started) or `unknown` (in flight), nothing
  * more is charged or published, and the webhook goes out. The unspent hold is released exactly once
  * and the workflow's lock freed at once, unless a model step is in flight: then when it settles
- * (docs/decisions.md, "A run that has ended takes nothing more in").
+ * (docs/decisions/runs.md, "A run that has ended takes nothing more in").
  */
 export const cancelRun = async (
   deps: Deps,

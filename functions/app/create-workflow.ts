@@ -1,11 +1,11 @@
 import type { CreateWorkflowRequest, CreateWorkflowResponse } from '../../schemas/workflows.ts';
 import type { Deps } from '../deps.ts';
+import { buildWorkflowGraph } from '../domain/workflow-graph.ts';
 import {
   CreateWorkflowNotPermittedError,
   UnknownNodeTypeError,
   WorkflowValidationFailedError,
-} from '../domain/errors.ts';
-import { buildWorkflowGraph } from '../domain/workflow-graph.ts';
+} from '../errors/table.ts';
 import type { ApiKeyItem } from '../store/items.ts';
 import { createWorkflowForTeam } from '../store/workflows.ts';
 

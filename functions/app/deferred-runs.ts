@@ -1,7 +1,7 @@
 import type { DeferredRun } from '../../schemas/deferred-runs.ts';
 import type { Deps } from '../deps.ts';
-import { DeferredRunNotFoundError, DeferredRunNotWaitingError } from '../domain/errors.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
+import { DeferredRunNotFoundError, DeferredRunNotWaitingError } from '../errors/table.ts';
 import { cancelWaitingDeferredRun, deferredView, getDeferredRun } from '../store/deferred-runs.ts';
 import type { DeferredRunItem } from '../store/items.ts';
 import type { Lister } from './list-runs.ts';

@@ -1,19 +1,20 @@
 import * as v from 'valibot';
 import type { Deps } from '../deps.ts';
-import { type DeliveryRef, deliveryName } from '../domain/lifecycle-events.ts';
+import { type DeliveryRef, deliveryName } from '../domain/lifecycle-webhooks.ts';
 import {
   appendToAttemptLog,
   delaySecondsUntil,
   maxReplyBytes,
-  retryDelaySeconds,
   stateAfterAttempt,
   stateAfterRedelivery,
   type WebhookAttempt,
   type WebhookErrorKind,
   webhookHeaders,
+  webhookRetryDelaySeconds,
   webhookTimeoutMs,
 } from '../domain/webhook.ts';
-import { GuardedFetchError, type GuardedFetchOptions, guardedFetch } from '../http-client/guarded-fetch.ts';
+import { GuardedFetchError } from '../http-client/address-vet.ts';
+import { type GuardedFetchOptions, guardedFetch } from '../http-client/guarded-fetch.ts';
 import { logger } from '../observability/logger.ts';
 import { countWebhookAttempt } from '../observability/metrics.ts';
 import { sendWebhookMessage, type WebhookMessage, WebhookMessageSchema } from '../store/queues.ts';
@@ -188,7 +189,7 @@ export const deliverWebhook = async (deps: Deps, delivery: WebhookDelivery, opti
   const delivered = entry.statusCode !== undefined && entry.statusCode >= 200 && entry.statusCode < 300;
   const state = redelivery ? stateAfterRedelivery(delivered) : stateAfterAttempt(delivered, attempt);
   if (state === 'pending') {
-    entry.nextAttemptAt = new Date(deps.now().getTime() + retryDelaySeconds(attempt) * 1000).toISOString();
+    entry.nextAttemptAt = new Date(deps.now().getTime() + webhookRetryDelaySeconds(attempt) * 1000).toISOString();
   }
   countWebhookAttempt(delivered);
   logger.info('webhook attempt', { jobId, event, ...entry, state, redelivery });

@@ -1,6 +1,7 @@
 import type { Deps } from '../deps.ts';
 import { isKeyUsable } from '../domain/api-key.ts';
 import { type DispatchObstacle, fateOf, hasExpired } from '../domain/deferred-run-lifetime.ts';
+import { currentMultiplier } from '../domain/price-multiplier.ts';
 import {
   CanvasNotFoundError,
   InputFileNotUsableError,
@@ -13,8 +14,7 @@ import {
   UnknownInputKeysError,
   WorkflowNotFoundError,
   WorkflowNotPermittedError,
-} from '../domain/errors.ts';
-import { currentMultiplier } from '../domain/price-multiplier.ts';
+} from '../errors/table.ts';
 import { logger } from '../observability/logger.ts';
 import { findApiKeyById } from '../store/api-keys.ts';
 import {

@@ -1,8 +1,8 @@
 import { basePath, routeById } from '../../platform/routes.ts';
 import type { Deps } from '../deps.ts';
-import { FileLinkNotFoundError } from '../domain/errors.ts';
 import { fileLinkExpiresAt, fileRedirectSeconds } from '../domain/file-link-lifetime.ts';
 import { type FileLinkParts, openFileLink, signFileLink } from '../domain/file-links.ts';
+import { FileLinkNotFoundError } from '../errors/table.ts';
 import { presignTeamFile } from '../store/files.ts';
 import { checkingSecret, signingSecret } from '../store/server-secrets.ts';
 

@@ -1,9 +1,9 @@
 import { basePath } from '../../platform/routes.ts';
+import { StepStatus } from '../../platform/run-statuses.ts';
 import type { StepWebhookBody } from '../../schemas/lifecycle-webhooks.ts';
 import type { WebhookBody } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
-import { type DeliveryRef, isStepEvent } from '../domain/lifecycle-events.ts';
-import { StepStatus } from '../domain/run-lifecycle.ts';
+import { type DeliveryRef, isStepEvent } from '../domain/lifecycle-webhooks.ts';
 import { resultOf } from '../domain/run-view.ts';
 import { shownStepError } from '../domain/run-view-size.ts';
 import { linkFiles, readRun, readRunAndItems } from './read-run.ts';

@@ -6,8 +6,8 @@ import { type ListRunsResponse, listedRunStatuses, listPageLimits, type RunSumma
 import type { Deps } from '../deps.ts';
 import { toCredits } from '../domain/credits.ts';
 import { type ListCursorScope, openCursor, signCursor } from '../domain/cursor.ts';
-import { InvalidQueryError } from '../domain/errors.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
+import { InvalidQueryError } from '../errors/table.ts';
 import { deferredView } from '../store/deferred-runs.ts';
 import { DeferredListEntrySchema, parseItem, RunListEntrySchema } from '../store/items.ts';
 import {

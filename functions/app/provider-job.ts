@@ -19,11 +19,11 @@
  */
 
 import * as v from 'valibot';
+import type { FailureReason } from '../../platform/alarm-rules.ts';
 import { stepsQueue } from '../../platform/definitions.ts';
 import { basePath, routeById } from '../../platform/routes.ts';
 import type { Deps } from '../deps.ts';
-import { type FailureReason, failureReasonOf } from '../domain/failure-reasons.ts';
-import type { ModelWork } from '../domain/model-pricing.ts';
+import { failureReasonOf } from '../domain/failure-reasons.ts';
 import {
   guardDelaySeconds,
   guardVerdict,
@@ -38,6 +38,7 @@ import {
   webhookTokenHash,
   webhookTokenMatches,
 } from '../domain/provider-jobs.ts';
+import type { ModelWork } from '../nodes/executors/model-work.ts';
 import type { JobRequest, ProviderJobs } from '../nodes/executors/types.ts';
 import { type StepContext, StepFailedError } from '../nodes/executors/types.ts';
 import {

@@ -22,11 +22,12 @@
  * answered 2xx and changes nothing: Replicate sends a final webhook again on a 4xx or 5xx.
  */
 import * as v from 'valibot';
+import { StepStatus } from '../../platform/run-statuses.ts';
 import { UuidSchema } from '../../schemas/common.ts';
 import { stepKeyPattern } from '../../schemas/workflows.ts';
 import type { Deps } from '../deps.ts';
 import { webhookTokenMatches } from '../domain/provider-jobs.ts';
-import { isInProgress, StepStatus } from '../domain/run-lifecycle.ts';
+import { isInProgress } from '../domain/run-lifecycle.ts';
 import { ProviderJobUnknownError, ProviderWebhookRefusedError } from '../errors/table.ts';
 import type { JobProvider, JobState, ProviderWebhookDelivery, TeamConnection } from '../nodes/providers/types.ts';
 import { WebhookRefusedError } from '../nodes/providers/types.ts';

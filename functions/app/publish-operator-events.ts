@@ -3,12 +3,11 @@ import { type OperatorEvent, operatorEventOf, operatorEventSource } from '../dom
 import {
   type BusEntry,
   eventBridgeSender,
-  type ItemChange,
-  itemChangeOf,
   operatorEventBusFromEnv,
   operatorImagesOf,
   type PutBusEntries,
-} from '../store/event-bus.ts';
+} from '../store/operator-event-bus.ts';
+import { type ItemChange, itemChangeOf } from '../store/stream-images.ts';
 
 /** PutEvents' limits: ten entries and 256 KB a call. */
 const putEventsLimits = { entries: 10, bytes: 256 * 1024 } as const;
@@ -98,7 +97,7 @@ export interface OperatorEventsDeps {
   putEntries: PutBusEntries;
 }
 
-/** The table stream's records, published: the event publisher's whole work. */
+/** The table stream's records, published: the operator events' publisher's whole work. */
 export const publishStreamRecords = (deps: OperatorEventsDeps, records: readonly DynamoDBRecord[]) =>
   publishOperatorEvents(deps, records.map(itemChangeOf));
 

@@ -1,11 +1,12 @@
+import { basePath } from '../../platform/routes.ts';
 import { runLabels } from '../../schemas/run-tags.ts';
 import type { Run, RunFile, RunOutput, RunResult } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { openCursor, type RunOutputCursorScope, signCursor } from '../domain/cursor.ts';
-import { InvalidCursorError, InvalidQueryError, RunNotFoundError } from '../domain/errors.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { outputsFrom, runView } from '../domain/run-view.ts';
 import { outputPage } from '../domain/run-view-size.ts';
+import { InvalidCursorError, InvalidQueryError, RunNotFoundError } from '../errors/table.ts';
 import { isStoredFile } from '../nodes/executors/types.ts';
 import { canvasOf } from '../store/canvases.ts';
 import { isTeamObject } from '../store/files.ts';
@@ -53,7 +54,7 @@ export const linkFiles = async (deps: Deps, teamId: string, value: unknown): Pro
   return value as RunResult;
 };
 
-/** One output with its files linked, as GET /runs/{jobId} shows it (the run event stream's `output`). */
+/** One output with its files linked, as GET /runs/{jobId} shows it (the run stream's `output`). */
 export const linkedOutput = async (deps: Deps, teamId: string, output: RunOutput): Promise<RunOutput> => ({
   ...output,
   result: await linkFiles(deps, teamId, output.result),
@@ -99,7 +100,7 @@ export function visibleRun(
 /**
  * The run's partition in one strongly consistent Query and its view (every output, unlinked):
  * another team's run, and one of a workflow the key is not limited to, read as missing (`teamId`
- * null: the service itself). GET /runs/{jobId} and the run event stream read a run this way.
+ * null: the service itself). GET /runs/{jobId} and the run stream read a run this way.
  */
 const readRunView = async (
   deps: Deps,
@@ -155,3 +156,19 @@ export const readRunAndItems = async (
   };
   return { view: shown, whole: view, run, steps };
 };
+
+/** Where the run's stream is reached (`links.events`, GET /runs/{jobId}/events), when the stage knows its address. */
+export const runStreamUrl = (deps: Deps, jobId: string): string | undefined => {
+  const base = deps.runEventsBaseUrl ?? (deps.publicBaseUrl ? `${deps.publicBaseUrl}${basePath}` : undefined);
+  return base && `${base}/runs/${jobId}/events`;
+};
+
+/** A Run with its link to where it is followed live, when the stage knows the address. */
+export const withStreamLink = (deps: Deps, run: Run): Run => {
+  const events = runStreamUrl(deps, run.jobId);
+  return events ? { ...run, links: { events } } : run;
+};
+
+/** GET /runs/{jobId} with the run's links: `readRun`, and where to follow it live. */
+export const readRunWithLinks = async (...args: Parameters<typeof readRun>): Promise<Run> =>
+  withStreamLink(args[0], await readRun(...args));

@@ -1,12 +1,12 @@
+import { RunStatus } from '../../platform/run-statuses.ts';
 import type { ResumeRunRequest, RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { toCredits } from '../domain/credits.ts';
-import { RunNotFoundError, RunNotResumableError } from '../domain/errors.ts';
 import type { RequestTarget } from '../domain/idempotency-key.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { isResumable, resumedInputs, resumePlan } from '../domain/resume.ts';
-import { RunStatus } from '../domain/run-lifecycle.ts';
 import { apiInputTargets } from '../domain/workflow-graph.ts';
+import { RunNotFoundError, RunNotResumableError } from '../errors/table.ts';
 import type { ApiKeyItem, InputFile, RunItem, StepItem } from '../store/items.ts';
 import { loadRunnableWorkflow, putCarriedSteps, readRunPartition } from '../store/run/index.ts';
 import { assertUnderStorageQuota } from '../store/stored-bytes.ts';

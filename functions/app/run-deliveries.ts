@@ -6,9 +6,8 @@ import type {
   WebhookDeliveries,
 } from '../../schemas/deliveries.ts';
 import type { Deps } from '../deps.ts';
-import { DeliveryPendingError, InvalidBodyError, RunNotFoundError } from '../domain/errors.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
-import { type DeliveryRef, deliveryName, sendsEvent } from '../domain/lifecycle-events.ts';
+import { type DeliveryRef, deliveryName, sendsEvent } from '../domain/lifecycle-webhooks.ts';
 import { defaultRequestsPerMinute } from '../domain/rate-limit.ts';
 import {
   redeliveriesPerRunPerMinute,
@@ -17,7 +16,13 @@ import {
 } from '../domain/redelivery-limits.ts';
 import { runItemExpiry } from '../domain/retention.ts';
 import { staleRedeliveryMs, webhookId } from '../domain/webhook.ts';
-import { RateLimitedError, TooManyRedeliveriesError } from '../errors/table.ts';
+import {
+  DeliveryPendingError,
+  InvalidBodyError,
+  RateLimitedError,
+  RunNotFoundError,
+  TooManyRedeliveriesError,
+} from '../errors/table.ts';
 import type { ApiKeyItem } from '../store/items.ts';
 import { sendWebhookMessage } from '../store/queues.ts';
 import { admitRequest } from '../store/rate-counter.ts';

@@ -12,10 +12,11 @@
 import * as v from 'valibot';
 import { FileIdSchema, fileIdPrefix } from '../../schemas/files.ts';
 import type { Deps } from '../deps.ts';
-import { FileNotFoundError, InputFileNotUsableError, TooManyFileInputsError } from '../domain/errors.ts';
 import { distinctBytes, expiresOn, maxFileInputBytes, maxFileInputs } from '../domain/stored-bytes.ts';
-import { apiInputTargets, type Canvas } from '../domain/workflow-graph.ts';
+import { apiInputTargets } from '../domain/workflow-graph.ts';
+import { FileNotFoundError, InputFileNotUsableError, TooManyFileInputsError } from '../errors/table.ts';
 import { GuardedFetchError, vetUrl } from '../http-client/address-vet.ts';
+import type { Canvas } from '../nodes/catalogue/canvas.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import { fileInputTypes } from '../nodes/catalogue/node-spec.ts';
 import { logger } from '../observability/logger.ts';

@@ -1,18 +1,9 @@
+import { RunStatus } from '../../platform/run-statuses.ts';
 import { runLabels } from '../../schemas/run-tags.ts';
 import type { RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { type AdmissionRefusal, busyFirst, refusalWithoutFacts, runRefusal } from '../domain/admission.ts';
 import { toCredits } from '../domain/credits.ts';
-import {
-  MonthlyCapUnverifiableError,
-  ProviderNotAvailableError,
-  RunInProgressError,
-  RunRefusedError,
-  RunValidationFailedError,
-  type ServiceError,
-  UnknownInputKeysError,
-  WorkflowNotPermittedError,
-} from '../domain/errors.ts';
 import {
   idempotencyKeyHash,
   type RequestTarget,
@@ -21,12 +12,21 @@ import {
   requestFingerprint,
 } from '../domain/idempotency-key.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
-import { eventfulSteps } from '../domain/lifecycle-events.ts';
+import { eventfulSteps } from '../domain/lifecycle-webhooks.ts';
 import { spendMonth } from '../domain/monthly-cap.ts';
 import { estimateRun, type RunEstimate } from '../domain/pricing.ts';
 import { estimateOfSteps, type ResumePlan } from '../domain/resume.ts';
-import { RunStatus } from '../domain/run-lifecycle.ts';
 import { apiInputKeys, rootNodeIds, topologicalOrder, validateCanvas } from '../domain/workflow-graph.ts';
+import type { ServiceError } from '../errors/define.ts';
+import {
+  MonthlyCapUnverifiableError,
+  ProviderNotAvailableError,
+  RunInProgressError,
+  RunRefusedError,
+  RunValidationFailedError,
+  UnknownInputKeysError,
+  WorkflowNotPermittedError,
+} from '../errors/table.ts';
 import { type ApiIntegrationRefusal, checkApiIntegration } from '../nodes/providers/registry.ts';
 import { logger } from '../observability/logger.ts';
 import { countRunStarted } from '../observability/metrics.ts';

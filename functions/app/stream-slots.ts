@@ -12,7 +12,7 @@ import {
   streamFunctionTimeoutSeconds,
   streamsPerKey,
   streamsPerRun,
-} from '../../platform/run-events.ts';
+} from '../../platform/run-stream.ts';
 import type { Deps } from '../deps.ts';
 import { streamLeaseSeconds, streamRetryAfterSeconds } from '../domain/stream-slots.ts';
 import { leaseUntil, slotLease } from '../domain/team-steps.ts';

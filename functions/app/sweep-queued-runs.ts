@@ -1,6 +1,6 @@
+import { RunStatus } from '../../platform/run-statuses.ts';
 import type { Deps } from '../deps.ts';
 import { readyWhenDone } from '../domain/resume.ts';
-import { RunStatus } from '../domain/run-lifecycle.ts';
 import { logger } from '../observability/logger.ts';
 import { countRunEnded, countStepFailed } from '../observability/metrics.ts';
 import { canvasOf } from '../store/canvases.ts';

@@ -4,16 +4,16 @@
  * S3; checked by `settleUpload` the first time anyone looks after the bytes arrived (a read of the
  * file, and a run that names it). The check is lazy: no S3 event, queue or function watches the
  * bucket, so a rejected object lives until someone looks or the bucket's lifecycle deletes it two days
- * later (docs/decisions.md, "Uploads are checked when read").
+ * later (docs/decisions/files.md, "Uploads are checked when read").
  */
 import { libraryBucket } from '../../platform/definitions.ts';
 import type { CreateFileRequest, CreateFileResponse, FileView, StorageUsageView } from '../../schemas/files.ts';
 import { fileIdPrefix } from '../../schemas/files.ts';
 import type { Deps } from '../deps.ts';
-import { FileNotFoundError } from '../domain/errors.ts';
-import { sniffHeadBytes, sniffUpload } from '../domain/file-sniff.ts';
 import { expiresOn } from '../domain/stored-bytes.ts';
-import { wholeFileRefusal } from '../domain/whole-file.ts';
+import { FileNotFoundError } from '../errors/table.ts';
+import { sniffHeadBytes, sniffUpload } from '../nodes/media/file-sniff.ts';
+import { wholeFileRefusal } from '../nodes/media/whole-file.ts';
 import type { UploadItem } from '../store/items.ts';
 import { countStoredBytes, readStorageUsage, reserveStoredBytes } from '../store/stored-bytes.ts';
 import {
@@ -99,7 +99,7 @@ export const createUpload = async (
 /**
  * What the object shows, checked against the declaration: its size, its first bytes against the
  * declared type, an image's dimensions against the pixel limit, and the whole file's structure to
- * its end (functions/domain/whole-file.ts). Undefined while nothing arrived
+ * its end (functions/nodes/media/whole-file.ts). Undefined while nothing arrived
  * and the upload URL still works.
  */
 const inspect = async (deps: Deps, teamId: string, item: UploadItem): Promise<UploadSettlement | undefined> => {

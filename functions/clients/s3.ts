@@ -5,7 +5,7 @@ import { S3Client } from '@aws-sdk/client-s3';
  * and in a presigned PUT that is the CRC32 of no body (`x-amz-checksum-crc32=AAAAAA==`), which S3
  * then holds the caller's bytes to and refuses (BadDigest). Ours are sent over TLS and signed.
  * Sources (read 2026-11-27): the default `WHEN_SUPPORTED` and its CRC32, aws/aws-sdk-js-v3#6492 and
- * #6819 (client-s3 3.729.0); the empty-body CRC32 in a presigned PUT, seaweedfs/seaweedfs#10216.
+ * aws/aws-sdk-js-v3#6819 (client-s3 3.729.0); the empty-body CRC32 in a presigned PUT, seaweedfs/seaweedfs#10216.
  */
 export const s3ClientConfig = { requestChecksumCalculation: 'WHEN_REQUIRED' } as const;
 

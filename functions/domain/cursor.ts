@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { InvalidCursorError } from './errors.ts';
+import { InvalidCursorError } from '../errors/table.ts';
 
 /**
  * The `nextCursor` of GET /runs and GET /deferred-runs, and a run's `output_next`: opaque to the

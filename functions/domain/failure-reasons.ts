@@ -5,9 +5,7 @@
  * our code). Pure: it reads the error's name and fields, never its class, so it needs no import of
  * the layers that throw them, and it is tested without I/O (test/failure-reasons.test.ts).
  */
-import { type FailureReason, failureReasons } from '../../platform/alarm-rules.ts';
-
-export { type FailureReason, failureReasons };
+import type { FailureReason } from '../../platform/alarm-rules.ts';
 
 const fieldsOf = (error: unknown): Record<string, unknown> | undefined =>
   typeof error === 'object' && error !== null ? (error as Record<string, unknown>) : undefined;

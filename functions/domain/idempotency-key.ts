@@ -17,8 +17,8 @@
  * functions/store/idempotency.ts, inside the start's transaction.
  */
 import { createHash } from 'node:crypto';
+import { IdempotencyKeyReusedError } from '../errors/table.ts';
 import { isRecord } from '../is-record.ts';
-import { IdempotencyKeyReusedError } from './errors.ts';
 import { epochSeconds, retentionExpiry } from './retention.ts';
 
 /** How long an answer is remembered. */

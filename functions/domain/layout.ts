@@ -9,15 +9,12 @@
  * - `y = row within layer * rowHeight`: one node per (layer, row), so no two nodes overlap.
  */
 
+import type { Position } from '../nodes/catalogue/canvas.ts';
+
 export const columnWidth = 320;
 export const rowHeight = 160;
 /** Down and up sweeps of the barycentre pass; a few are enough for the graphs a team draws. */
 const sweeps = 4;
-
-export interface Position {
-  x: number;
-  y: number;
-}
 
 export interface LayoutEdge {
   source: string;

@@ -5,7 +5,7 @@
  * hundredths of a credit. Steps that are not model steps keep their flat catalogue price.
  *
  * - At the start, `askedWork` gives the most a step can do, from its config in the run's mode (the
- *   draft rules of functions/domain/run-modes.ts) and, for a step working on images, from what its
+ *   draft rules of functions/nodes/catalogue/run-modes.ts) and, for a step working on images, from what its
  *   input can carry (`imageInputBound`). That work's price is the step's estimate.
  * - When it completes, the executor reports the work it actually did (`StepOutcome.work`); the step
  *   is charged that work's price, never more than its estimate (`chargeOfWork`).
@@ -13,46 +13,23 @@
  * Every driver is bounded by its config schema (functions/nodes/catalogue/models.ts) or by a limit
  * below, so a price is always a safe integer.
  */
+import { isModelNodeType, type ModelNodeType } from '../../platform/model-defaults.ts';
+import type { RunMode } from '../../schemas/runs.ts';
+import type { Canvas, CanvasNode } from '../nodes/catalogue/canvas.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import type { NodeSpec } from '../nodes/catalogue/node-spec.ts';
-import { maxPixels } from '../nodes/media/png.ts';
+import { draftPrice, imageSize, modeSettings, priceInMode } from '../nodes/catalogue/run-modes.ts';
+import {
+  type ModelWork,
+  maxEmbedTokens,
+  maxImagePixels,
+  maxImagesPerStep,
+  referenceAudioSeconds,
+  referenceImagePixels,
+  referenceSamplingSteps,
+  referenceTextTokens,
+} from '../nodes/executors/model-work.ts';
 import { stepProvider } from '../nodes/providers/registry.ts';
-import { draftPrice, imageSize, modeSettings, priceInMode, type RunMode } from './run-modes.ts';
-import type { Canvas, CanvasNode } from './workflow-graph.ts';
-
-/** The reference work of the image models' rate: one 1024 × 1024 image of 30 sampling steps. */
-export const referenceImagePixels = 1024 * 1024;
-export const referenceSamplingSteps = 30;
-/** The reference work of the text models' rate: 1,000 tokens of answer. */
-export const referenceTextTokens = 1_000;
-/** The reference work of AudioGen's rate: 4 seconds (its default length). */
-export const referenceAudioSeconds = 4;
-
-/** Most images a step working on images takes on its input (a list of an ImageGen's variations at most). */
-export const maxImagesPerStep = 4;
-/** Largest image any step reads or writes, in pixels (the PNG reader's limit, 4096 × 4096). */
-export const maxImagePixels = maxPixels;
-/** Longest text an Embedder takes, in tokens; a longer one fails the step (a real embedding model's limit). */
-export const maxEmbedTokens = 8_192;
-
-/**
- * Tokens of a text, counted as four characters each (the usual rule of thumb, close for English),
- * at least one. Used for what a step did (an answer, an Embedder's text), never for an estimate.
- */
-export const tokensOf = (text: string): number => Math.max(1, Math.ceil(text.length / 4));
-
-/** The work of one model step, by its cost driver. */
-export type ModelWork =
-  /** Image generation: `images` images of `pixels` each, `steps` sampling steps each. */
-  | { kind: 'sampling'; images: number; pixels: number; steps: number }
-  /** Text: answer tokens (LlmWorker, VisionInterrogator) or input tokens (Embedder). */
-  | { kind: 'tokens'; tokens: number }
-  /** Audio: seconds generated, each started second counted whole. */
-  | { kind: 'seconds'; seconds: number }
-  /** Image to image: output pixels, summed over the images processed. */
-  | { kind: 'pixels'; pixels: number }
-  /** A model its provider charges per run whatever the settings. */
-  | { kind: 'run' };
 
 /** `a / b` rounded up, exactly, for non-negative safe integers. */
 const ceilDiv = (a: number, b: number): number => {
@@ -94,11 +71,10 @@ export const modelFormulas = {
   '3DTransform': { kind: 'run', price: perRun },
   TwoDToThreeD: { kind: 'run', price: perRun },
   AutoRigger: { kind: 'run', price: perRun },
-} as const satisfies Record<string, { [K in ModelWork['kind']]: { kind: K; price: Formula<K> } }[ModelWork['kind']]>;
-
-export type ModelNodeType = keyof typeof modelFormulas;
-
-const isModelNodeType = (type: string): type is ModelNodeType => Object.hasOwn(modelFormulas, type);
+} as const satisfies Record<
+  ModelNodeType,
+  { [K in ModelWork['kind']]: { kind: K; price: Formula<K> } }[ModelWork['kind']]
+>;
 
 /** A model step's price in hundredths for `work` in `mode` (draft: half, unless priced per run). */
 export const modelStepPrice = (spec: NodeSpec, work: ModelWork, mode: RunMode): number => {

@@ -9,7 +9,7 @@
  * below reach an event; never a run's inputs, callback URL or secret, nor a deferred run's request.
  */
 
-import { endStatuses } from './workflow-lock.ts';
+import { endStatuses } from '../../platform/run-statuses.ts';
 
 /** The `source` of every operator event. */
 export const operatorEventSource = 'workflow-run-api';
@@ -136,7 +136,7 @@ export interface DeferredRunImage {
 
 /**
  * One change of an item the operator events are about: its old image (none when it was inserted)
- * and its new one, read by functions/store/event-bus.ts (`operatorImagesOf`).
+ * and its new one, read by functions/store/operator-event-bus.ts (`operatorImagesOf`).
  */
 export type ItemImages =
   | { item: 'run'; old: RunImage | undefined; now: RunImage }

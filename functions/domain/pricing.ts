@@ -1,6 +1,6 @@
 /**
  * What a run costs, in hundredths of a credit. A run is estimated step by step when it starts, at
- * the prices of its mode (functions/domain/run-modes.ts) times the price multiplier in force
+ * the prices of its mode (functions/nodes/catalogue/run-modes.ts) times the price multiplier in force
  * (1 for a run started at once; for a deferred run the multiplier it starts at, see
  * functions/domain/price-multiplier.ts), each charge rounded up to whole hundredths so the hold
  * always covers it. A model step's price follows the work it asks for
@@ -16,14 +16,16 @@
  */
 
 import { listedPrice, type ModelPrice } from '../../platform/paid-models.ts';
+import type { RunMode } from '../../schemas/runs.ts';
+import type { Canvas, CanvasNode } from '../nodes/catalogue/canvas.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import type { NodeSpec } from '../nodes/catalogue/node-spec.ts';
+import { priceInMode } from '../nodes/catalogue/run-modes.ts';
+import type { ModelWork } from '../nodes/executors/model-work.ts';
 import { stepProvider } from '../nodes/providers/registry.ts';
 import type { StageProviders } from '../nodes/providers/stage.ts';
-import { askedWork, chargeOfWork, type ModelWork, modelStepPrice } from './model-pricing.ts';
+import { askedWork, chargeOfWork, modelStepPrice } from './model-pricing.ts';
 import { isCompleted, type StepEndStatus } from './run-lifecycle.ts';
-import { priceInMode, type RunMode } from './run-modes.ts';
-import type { Canvas, CanvasNode } from './workflow-graph.ts';
 
 /** A run's estimate: each step's charge, their sum, and the multiplier they were priced at. */
 export interface RunEstimate {

@@ -11,10 +11,13 @@
  * - The new run's `inputs` are the original's, with the resume's own given for steps that run; a
  *   value for a carried-over step is ignored (that step does not run again).
  */
+
+import { RunStatus, type StoredRunStatus, type StoredStepStatus } from '../../platform/run-statuses.ts';
+import type { Canvas } from '../nodes/catalogue/canvas.ts';
 import type { RunEstimate } from './pricing.ts';
 import { predecessors } from './run-graph.ts';
-import { isCompleted, RunStatus, type StoredRunStatus, type StoredStepStatus } from './run-lifecycle.ts';
-import { apiInputTargets, type Canvas, topologicalOrder } from './workflow-graph.ts';
+import { isCompleted } from './run-lifecycle.ts';
+import { apiInputTargets, topologicalOrder } from './workflow-graph.ts';
 
 /** The statuses a run may be resumed from. */
 export const resumableStatuses: readonly StoredRunStatus[] = [RunStatus.failed, RunStatus.stopped];

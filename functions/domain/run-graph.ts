@@ -1,6 +1,7 @@
+import type { StoredStepStatus } from '../../platform/run-statuses.ts';
+import type { Canvas, CanvasEdge } from '../nodes/catalogue/canvas.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
-import { isCompleted, releasesSuccessors, type StoredStepStatus } from './run-lifecycle.ts';
-import type { Canvas, CanvasEdge } from './workflow-graph.ts';
+import { isCompleted, releasesSuccessors } from './run-lifecycle.ts';
 
 /**
  * How a run moves through its canvas. A step is ready when every step it reads from has finished

@@ -1,51 +1,32 @@
 /**
- * The run's lifecycle as data: its statuses and its steps', each move between them as a named
- * record, and the pure rules on top. The store builds its conditions from these records
+ * The run's lifecycle as data: each move between its statuses and its steps' (declared in
+ * platform/run-statuses.ts) as a named record, and the pure rules on top. The store builds its conditions from these records
  * (functions/store/run/lifecycle-conditions.ts), docs/architecture.md shows them as a table
  * (checked by test/run-lifecycle.test.ts), and no other file spells a status.
  *
- * To add a state: add it to the status object, to the `from` of the moves that may start from it,
+ * To add a state: add it to the status object (platform/run-statuses.ts), to the `from` of the moves that may start from it,
  * and a move that enters it; the public picklists (schemas/runs.ts) must name it too, which the
  * types below check.
  */
+import {
+  type EndStatus,
+  endStatuses,
+  type InProgressStatus,
+  inProgressStatuses,
+  RunStatus,
+  StepStatus,
+  type StoredRunStatus,
+  type StoredStepStatus,
+} from '../../platform/run-statuses.ts';
 import type { RunViewStatus, StepViewStatus } from '../../schemas/runs.ts';
-
-/** A run's stored statuses. `claimed` is only how a queued run with a started step reads (`runViewStatus`). */
-export const RunStatus = {
-  queued: 'queued',
-  processing: 'processing',
-  completed: 'completed',
-  failed: 'failed',
-  cancelled: 'cancelled',
-  stopped: 'stopped',
-} as const satisfies Record<string, RunViewStatus>;
-export type StoredRunStatus = (typeof RunStatus)[keyof typeof RunStatus];
-
-/** A step item's stored statuses; a step without an item has not started. */
-export const StepStatus = {
-  processing: 'processing',
-  completed: 'completed',
-  failed: 'failed',
-  skipped: 'skipped',
-  /** It finished after its run ended: its output dropped, never charged. */
-  unknown: 'unknown',
-} as const satisfies Record<string, StepViewStatus>;
-export type StoredStepStatus = (typeof StepStatus)[keyof typeof StepStatus];
 
 /** Statuses a caller reads and no item stores. */
 export const claimedView = 'claimed' satisfies RunViewStatus;
 export const stepQueuedView = 'queued' satisfies StepViewStatus;
 
-/** Stored statuses of a run in progress: it holds its workflow's lock (functions/domain/workflow-lock.ts). */
-export const inProgressStatuses = [RunStatus.queued, RunStatus.processing] as const;
-export type InProgressStatus = (typeof inProgressStatuses)[number];
-
-/** The statuses that end a run; it never moves again. */
-export const endStatuses = [RunStatus.completed, RunStatus.failed, RunStatus.cancelled, RunStatus.stopped] as const;
-export type EndStatus = (typeof endStatuses)[number];
-
-export const storedRunStatuses = [...inProgressStatuses, ...endStatuses] as const;
-export const storedStepStatuses = Object.values(StepStatus);
+// The public picklists (schemas/runs.ts) must name every stored status: `satisfies` checks it.
+export const storedRunStatuses = [...inProgressStatuses, ...endStatuses] as const satisfies readonly RunViewStatus[];
+export const storedStepStatuses = Object.values(StepStatus) satisfies StepViewStatus[];
 
 /** How a counted step finished: both release its successors. */
 export type CountedStepStatus = typeof StepStatus.completed | typeof StepStatus.skipped;
@@ -234,7 +215,7 @@ export const stepViewStatus = (
 
 /**
  * A run that ended while a model step was in flight keeps its workflow's lock and its whole hold
- * until that step settles (docs/decisions.md, "A run that has ended takes nothing more in"). A step
+ * until that step settles (docs/decisions/runs.md, "A run that has ended takes nothing more in"). A step
  * holds its run while it is claimed (only model steps are) and its lease runs; a released claim
  * (`leaseUntil` set to the epoch) holds nothing.
  */

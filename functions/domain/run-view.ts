@@ -1,19 +1,13 @@
+import { StepStatus, type StoredRunStatus, type StoredStepStatus } from '../../platform/run-statuses.ts';
 import type { GeneratedBy, LicenceModel, Run, RunOutput, RunResult, RunStep } from '../../schemas/runs.ts';
+import type { Canvas } from '../nodes/catalogue/canvas.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import type { ModelUse } from '../nodes/executors/types.ts';
 import { combineLicences, stampLicenceModel } from './licence.ts';
 import { ancestry } from './run-graph.ts';
-import {
-  isCompleted,
-  progress,
-  runViewStatus,
-  StepStatus,
-  type StoredRunStatus,
-  type StoredStepStatus,
-  stepViewStatus,
-} from './run-lifecycle.ts';
+import { isCompleted, progress, runViewStatus, stepViewStatus } from './run-lifecycle.ts';
 import { shownStepError } from './run-view-size.ts';
-import { type Canvas, terminalNodeIds, topologicalOrder } from './workflow-graph.ts';
+import { terminalNodeIds, topologicalOrder } from './workflow-graph.ts';
 
 /**
  * The Run a caller reads (spec 2.3), derived from the run item, its step items and the canvas.

@@ -10,6 +10,8 @@
  * only when every step they read from has finished, and a step with an item is not sent again,
  * but for a chain's finished next step (it may have run in a lost invocation without a message).
  */
+
+import type { StoredRunStatus, StoredStepStatus } from '../../platform/run-statuses.ts';
 import { chainSuccessor, predecessors, readySuccessors, type StepState, successors } from './run-graph.ts';
 import {
   type CountedStepStatus,
@@ -19,8 +21,6 @@ import {
   isInProgress,
   isUnsettled,
   releasesSuccessors,
-  type StoredRunStatus,
-  type StoredStepStatus,
 } from './run-lifecycle.ts';
 import { stepExecutionAttempts } from './step-attempts.ts';
 

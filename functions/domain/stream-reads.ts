@@ -12,12 +12,15 @@
  *   from (their model and licence make the output's lineage).
  * A counted step the counters tell is shown from them: its item (and its outputs) is never read.
  */
+
+import { StepStatus, type StoredStepStatus } from '../../platform/run-statuses.ts';
+import type { Canvas } from '../nodes/catalogue/canvas.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
-import { type SentState, StepSent } from './run-events.ts';
 import { ancestry, predecessors } from './run-graph.ts';
-import { isCompleted, StepStatus, type StoredStepStatus } from './run-lifecycle.ts';
+import { isCompleted } from './run-lifecycle.ts';
+import { type SentState, StepSent } from './run-stream.ts';
 import type { StepRecord } from './run-view.ts';
-import { type Canvas, terminalNodeIds } from './workflow-graph.ts';
+import { terminalNodeIds } from './workflow-graph.ts';
 
 /** Most steps read a refresh to see whether they started: their reads cost at most this many half units. */
 export const frontierWindow = 25;

@@ -1,8 +1,7 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { retryDelaySeconds, webhookAttempts } from '../../platform/webhook-retries.ts';
+import { type EndStatus, endStatuses } from '../../platform/run-statuses.ts';
 import type { deliveryStates, webhookErrorKinds } from '../../schemas/deliveries.ts';
 import type { WebhookEvent } from '../../schemas/runs.ts';
-import { type EndStatus, endStatuses } from './workflow-lock.ts';
 
 /**
  * The run-finished webhook (spec 6): signatures, ids and the retry schedule. Pure.
@@ -15,8 +14,11 @@ import { type EndStatus, endStatuses } from './workflow-lock.ts';
  */
 
 export const webhookTimeoutMs = 8_000;
-// The retry schedule is shared with the stack's webhook alarm, so it is declared in platform/.
-export { retryDelaySeconds, webhookAttempts };
+/** Attempts a delivery makes before it is `failed`. */
+export const webhookAttempts = 5;
+/** Seconds before a webhook's next attempt: 2 minutes after the first failure, each wait twice the one before, at most an hour. */
+export const webhookRetryDelaySeconds = (failedAttempt: number): number =>
+  Math.min(3600, 120 * 2 ** (failedAttempt - 1));
 /** Bytes of the receiver's reply read at most (only for the log). */
 export const maxReplyBytes = 4096;
 
@@ -117,7 +119,7 @@ export const verifySignature = (rawBody: string, header: string | undefined, sec
 export const webhookHeaders = (input: {
   jobId: string;
   event: string;
-  /** The delivery's name (functions/domain/lifecycle-events.ts `deliveryName`); `event` when absent. */
+  /** The delivery's name (functions/domain/lifecycle-webhooks.ts `deliveryName`); `event` when absent. */
   name?: string;
   rawBody: string;
   secret: string | undefined;

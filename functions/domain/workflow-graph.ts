@@ -11,44 +11,16 @@
 import * as v from 'valibot';
 import type { ModelDefaults } from '../../platform/model-defaults.ts';
 import { issueMessage } from '../../schemas/common.ts';
-import {
-  type NodeType,
-  stepKeyPattern,
-  stepKeyRule,
-  type ValidationIssue,
-  type WorkflowStep,
-} from '../../schemas/workflows.ts';
+import { stepKeyPattern, stepKeyRule, type ValidationIssue, type WorkflowStep } from '../../schemas/workflows.ts';
 import { isRecord } from '../is-record.ts';
+import type { Canvas, CanvasEdge, CanvasNode } from '../nodes/catalogue/canvas.ts';
 import { canConnect, catalogue, getNodeSpec, type HandleSpec, type NodeSpec } from '../nodes/catalogue/index.ts';
+import { modelInputRefusals } from '../nodes/providers/model-input.ts';
 import { stepProvider } from '../nodes/providers/registry.ts';
-import { layeredLayout, orderTopologically, type Position } from './layout.ts';
-import { modelInputRefusals } from './model-input.ts';
+import { layeredLayout, orderTopologically } from './layout.ts';
 
 /** Most steps one workflow may have (the spec leaves it "not shown"; this is ours). */
 export const maxStepsPerWorkflow = 500;
-
-export interface CanvasNode {
-  /** The step's `key`. */
-  id: string;
-  type: NodeType;
-  label: string;
-  /** The step's config as given (unknown settings kept). */
-  config: Record<string, unknown>;
-  position: Position;
-}
-
-export interface CanvasEdge {
-  id: string;
-  source: string;
-  target: string;
-  sourceHandle: string;
-  targetHandle: string;
-}
-
-export interface Canvas {
-  nodes: CanvasNode[];
-  edges: CanvasEdge[];
-}
 
 export type BuildWorkflowGraphResult =
   | { ok: true; canvas: Canvas }
@@ -122,7 +94,7 @@ const apiInputTypes = Object.values(catalogue)
 const apiInputTypesText = `${apiInputTypes.slice(0, -1).join(', ')} and ${apiInputTypes.at(-1)}`;
 
 /**
- * The `modelInput` fields of a model step that may not pass to its model (functions/domain/model-input.ts),
+ * The `modelInput` fields of a model step that may not pass to its model (functions/nodes/providers/model-input.ts),
  * the model as the step resolves it (`modelDefaults`: the stage's, when a run starts).
  */
 const checkModelInput = (

@@ -1,7 +1,8 @@
 /**
  * One run in progress per workflow (spec 8; a start beyond it gets 409).
  *
- * - A run is in progress while its stored status is `queued` or `processing` (`claimed` is only how
+ * - A run is in progress while its stored status (platform/run-statuses.ts; the moves and
+ *   `isInProgress`, `holdsEndedRun`: functions/domain/run-lifecycle.ts) is `queued` or `processing` (`claimed` is only how
  *   a queued run with a started step reads). It ends `completed`, `failed`, `cancelled` or
  *   `stopped` and never moves again.
  * - The lock is one item per workflow (`WFLOCK#<workflowId>`, functions/store/keys.ts) that names
@@ -13,17 +14,5 @@
  *   any 402 (functions/domain/admission.ts).
  */
 
-// The statuses live in the lifecycle, re-exported here for the lock's readers. The stack reads its own
-// copy (platform/run-statuses.ts: lib/ never imports functions/); test/run-lifecycle.test.ts keeps them equal.
-export {
-  type EndStatus,
-  endStatuses,
-  type InProgressStatus,
-  inProgressStatuses,
-  isInProgress,
-} from './run-lifecycle.ts';
-
 /** The lock item's attributes beside its key: the run that holds it, and since when (ISO 8601). */
 export const workflowLock = (jobId: string, since: string) => ({ type: 'WorkflowLock' as const, jobId, since });
-
-export { type ClaimState, holdsEndedRun } from './run-lifecycle.ts';

@@ -16,21 +16,15 @@ import {
 } from '../../schemas/deliveries.ts';
 import * as bodies from '../../schemas/errors.ts';
 import { messages } from '../../schemas/errors.ts';
-import {
-  FileNotAcceptedErrorSchema,
-  fileNotAcceptedPrefix,
-  maxUploadBytes,
-  uploadContentTypes,
-} from '../../schemas/files.ts';
+import { FileNotAcceptedErrorSchema, fileNotAcceptedPrefix, maxUploadBytes } from '../../schemas/files.ts';
 import { RunValidationFailedSchema } from '../../schemas/runs.ts';
+import { uploadContentTypes } from '../../schemas/upload-types.ts';
 import { type ValidationIssue, WorkflowValidationFailedSchema } from '../../schemas/workflows.ts';
 import type { RunRefusal } from '../domain/admission.ts';
 import { toCredits } from '../domain/credits.ts';
 import { capResetsText } from '../domain/monthly-cap.ts';
 import { maxFileInputBytes, maxFileInputs, type StorageUsage } from '../domain/stored-bytes.ts';
 import { defineError } from './define.ts';
-
-export { type ErrorClass, ServiceError } from './define.ts';
 
 const retryAfter = (facts: { retryAfterSeconds: number }) => facts.retryAfterSeconds;
 const none = () => ({});

@@ -11,16 +11,6 @@ import type { LookupFunction } from 'node:net';
 import { parseHostLiteral } from '../domain/address-guard.ts';
 import { type AddressOptions, GuardedFetchError, parseTarget, vetTarget } from './address-vet.ts';
 
-export {
-  type AddressOptions,
-  addressRefusedMessage,
-  allowLoopbackFromEnv,
-  GuardedFetchError,
-  type GuardedFetchErrorCode,
-  type ResolvedAddress,
-  vetUrl,
-} from './address-vet.ts';
-
 export interface GuardedFetchOptions extends AddressOptions {
   /** Deadline for the whole exchange, connection to last body byte. */
   timeoutMs: number;

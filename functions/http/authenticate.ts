@@ -1,8 +1,8 @@
 import type { Scope } from '../../platform/routes.ts';
 import type { Deps } from '../deps.ts';
 import { bearerToken, hashApiKey, isKeyUsable, isWellFormedApiKey } from '../domain/api-key.ts';
-import { RateLimitedError, ScopeNotPermittedError, UnauthorizedError } from '../domain/errors.ts';
 import { defaultRequestsPerMinute } from '../domain/rate-limit.ts';
+import { RateLimitedError, ScopeNotPermittedError, UnauthorizedError } from '../errors/table.ts';
 import { findApiKeyByHash } from '../store/api-keys.ts';
 import type { ApiKeyItem } from '../store/items.ts';
 import { admitRequest } from '../store/rate-counter.ts';

@@ -9,12 +9,8 @@ import {
   RunRequestSchema,
 } from '../../schemas/runs.ts';
 import { webhookEventsProblem } from '../../schemas/webhook-events.ts';
-import {
-  CallbackUrlInvalidError,
-  InvalidBodyError,
-  PayloadTooLargeError,
-  type ServiceError,
-} from '../domain/errors.ts';
+import type { ServiceError } from '../errors/define.ts';
+import { CallbackUrlInvalidError, InvalidBodyError, PayloadTooLargeError } from '../errors/table.ts';
 
 /**
  * The JSON body of a request: 413 past `maxBytes`, 400 `Invalid request body: …` when it is not

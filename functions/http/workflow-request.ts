@@ -6,7 +6,7 @@ import {
   InvalidBodyError,
   NameRequiredError,
   StepsRequiredError,
-} from '../domain/errors.ts';
+} from '../errors/table.ts';
 import { parseWith, readJsonBody } from './body.ts';
 
 /**

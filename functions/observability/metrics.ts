@@ -3,15 +3,12 @@ import type { FailureReason } from '../../platform/alarm-rules.ts';
 import { envNames } from '../../platform/definitions.ts';
 import {
   localStage,
-  metricDimensions,
   metricNames,
   metricsNamespace,
   metricsServiceName,
   reasonDimension,
 } from '../../platform/metric-names.ts';
 import { logger } from './logger.ts';
-
-export { metricDimensions, metricNames, metricsNamespace, metricsServiceName };
 
 /**
  * The service's own CloudWatch metrics, written as embedded metric format (EMF) lines on stdout and

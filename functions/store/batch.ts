@@ -1,7 +1,7 @@
 import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
 import type { Deps } from '../deps.ts';
-import { StorageBusyError } from '../domain/errors.ts';
+import { StorageBusyError } from '../errors/table.ts';
 import { logger } from '../observability/logger.ts';
 import { type ItemKey, ItemKeySchema, parseItem, unexpired } from './items.ts';
 

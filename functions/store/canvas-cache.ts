@@ -1,4 +1,4 @@
-import type { Canvas } from '../domain/workflow-graph.ts';
+import type { Canvas } from '../nodes/catalogue/canvas.ts';
 
 /**
  * Canvases never change once stored, so a warm container keeps the ones it read. Bounded, oldest

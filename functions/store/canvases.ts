@@ -1,6 +1,6 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
-import type { Canvas } from '../domain/workflow-graph.ts';
+import type { Canvas } from '../nodes/catalogue/canvas.ts';
 import { cachedCanvas, rememberCanvas } from './canvas-cache.ts';
 import { CanvasItemSchema, parseItem } from './items.ts';
 import { canvasKey } from './keys.ts';

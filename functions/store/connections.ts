@@ -1,12 +1,12 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
 import type { Deps } from '../deps.ts';
-import type { TeamConnection } from '../nodes/executors/types.ts';
+import { type SecretResolver, SecretUnavailableError } from '../nodes/providers/secret-refs.ts';
+import type { TeamConnection } from '../nodes/providers/types.ts';
 import { parseProviderCredentials } from '../nodes/providers/types.ts';
 import { ifNotExists, tableUpdate } from './item-update.ts';
 import { type ConnectionRef, parseItem, storedTeam, TeamItemSchema } from './items.ts';
 import { teamKey } from './keys.ts';
-import { type SecretResolver, SecretUnavailableError } from './secret-refs.ts';
 import { TenancyNotFoundError } from './tenancy.ts';
 import { conditionalUpdate } from './write.ts';
 

@@ -2,7 +2,7 @@
  * What DynamoDB answers when it refused a request for load rather than for its content: the one
  * classification the write helper (write.ts) and the reads (read.ts) share.
  */
-import type { StorageContention } from '../domain/errors.ts';
+import type { StorageContention } from '../errors/table.ts';
 import { cancellationReasons } from './refusals.ts';
 
 /** Names DynamoDB gives throttling: an error's name, or a cancellation reason's code. */

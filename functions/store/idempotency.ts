@@ -1,7 +1,7 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
-import { ServiceError } from '../domain/errors.ts';
 import { epochSeconds } from '../domain/retention.ts';
+import { ServiceError } from '../errors/define.ts';
 import {
   IdempotencyItemSchema,
   itemVersion,

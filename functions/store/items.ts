@@ -16,15 +16,16 @@ import * as v from 'valibot';
 import { allScopes } from '../../platform/routes.ts';
 import { DeferredRunSchema } from '../../schemas/deferred-runs.ts';
 import { deliveryStates, webhookErrorKinds } from '../../schemas/deliveries.ts';
-import { fileStates, uploadContentTypes } from '../../schemas/files.ts';
+import { fileStates } from '../../schemas/files.ts';
 import { LicenceModelSchema, RunModeSchema, RunRequestSchema } from '../../schemas/runs.ts';
+import { uploadContentTypes } from '../../schemas/upload-types.ts';
 import { LifecycleEventSchema } from '../../schemas/webhook-events.ts';
 import { WorkflowSummarySchema } from '../../schemas/workflows.ts';
 import { isExpired } from '../domain/retention.ts';
 import { storedRunStatuses, storedStepStatuses } from '../domain/run-lifecycle.ts';
-import type { Canvas } from '../domain/workflow-graph.ts';
 import { ServiceError } from '../errors/define.ts';
 import { isRecord } from '../is-record.ts';
+import type { Canvas } from '../nodes/catalogue/canvas.ts';
 
 /**
  * A stored item that does not have the shape the code reads: a server error, never the caller's.
@@ -283,13 +284,13 @@ export const RunItemSchema = v.object({
   webhookEvents: v.optional(v.array(LifecycleEventSchema)),
   /**
    * With a step event chosen: the steps whose ends may give one, the first 50 it runs in the
-   * workflow's order (functions/domain/lifecycle-events.ts `eventfulSteps`); a step's end is marked
+   * workflow's order (functions/domain/lifecycle-webhooks.ts `eventfulSteps`); a step's end is marked
    * only if it is one of them, so a wide run's other steps never reach the events' consumer.
    */
   eventSteps: v.optional(v.array(v.string())),
   /**
-   * True when it chose `run.started`: the mark the lifecycle events' stream filter passes its insert
-   * on (platform/definitions.ts `lifecycleEventsStream`); no other read needs it.
+   * True when it chose `run.started`: the mark the lifecycle webhooks' stream filter passes its insert
+   * on (platform/definitions.ts `lifecycleWebhooksMapping`); no other read needs it.
    */
   notifyStart: v.optional(v.literal(true)),
 });
@@ -318,7 +319,7 @@ export const RunListEntrySchema = v.pick(RunItemSchema, [
 ]);
 export type RunListEntry = v.InferOutput<typeof RunListEntrySchema>;
 
-/** What the operator events read of a run item's stream image (functions/store/event-bus.ts). */
+/** What the operator events read of a run item's stream image (functions/store/operator-event-bus.ts). */
 export const RunEventImageSchema = v.pick(RunItemSchema, [
   'jobId',
   'teamId',
@@ -482,7 +483,7 @@ export const DeliveryItemSchema = v.object({
 export const storedDelivery = storedItem(DeliveryItemSchema, ['jobId', 'event', 'nodeId', 'deliveredAt', 'failedAt']);
 
 /**
- * The step events a run has sent (`RUN#<job>`, `STEPEVENTS`; functions/store/lifecycle-deliveries.ts):
+ * The step events a run has sent (`RUN#<job>`, `STEPEVENTS`; functions/store/lifecycle-webhook-deliveries.ts):
  * added to once with each step event's delivery item, in one transaction, on the condition that it
  * is below the cap. Kept as long as its run (`ttl`).
  */
@@ -516,7 +517,7 @@ export type DeferredRunItem = v.InferOutput<typeof DeferredRunItemSchema>;
 
 export const storedDeferredRun = storedItem(DeferredRunItemSchema);
 
-/** What the operator events read of a deferred run item's stream image (functions/store/event-bus.ts). */
+/** What the operator events read of a deferred run item's stream image (functions/store/operator-event-bus.ts). */
 export const DeferredRunEventImageSchema = v.pick(DeferredRunItemSchema, [
   'deferredJobId',
   'teamId',

@@ -12,7 +12,7 @@ export const WebhookMessageSchema = v.object({
   jobId: v.string(),
   /** The run's end event; or, for a run that chose them, any lifecycle event it chose. */
   event: LifecycleEventSchema,
-  /** The step of a step event (functions/domain/lifecycle-events.ts); absent for a run event. */
+  /** The step of a step event (functions/domain/lifecycle-webhooks.ts); absent for a run event. */
   nodeId: v.optional(v.string()),
   /** Which attempt this message carries: 1 when absent. */
   attempt: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
@@ -23,7 +23,7 @@ export type WebhookMessage = v.InferOutput<typeof WebhookMessageSchema>;
 
 /**
  * Any UTF-16 unit outside what both SQS and fauxqs take in a message body. SQS takes #x9, #xA, #xD,
- * #x20-#xD7FF, #xE000-#xFFFD and #x10000-#x10FFFF (docs/decisions.md, "Hostile input", says where
+ * #x20-#xD7FF, #xE000-#xFFFD and #x10000-#x10FFFF (docs/decisions/security.md, "Hostile input", says where
  * this was read) and refuses the rest; fauxqs checks UTF-16 units, so it refuses astral characters
  * too. Matching units (not characters) covers both: an astral character is escaped as its pair.
  */

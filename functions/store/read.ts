@@ -16,7 +16,7 @@
  * 5xx is not safe to call "nothing was written".
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { StorageBusyError, type StorageContention } from '../domain/errors.ts';
+import { StorageBusyError, type StorageContention } from '../errors/table.ts';
 import { logger } from '../observability/logger.ts';
 import { contentionOf } from './contention.ts';
 

@@ -18,7 +18,7 @@ import {
   type SecretResolver,
   SecretUnavailableError,
   secretPolicyFromEnv,
-} from './secret-refs.ts';
+} from '../nodes/providers/secret-refs.ts';
 
 /** How long a secret's value is reused before it is read again. */
 export const secretCacheMs = 5 * 60 * 1000;

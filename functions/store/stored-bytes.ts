@@ -8,8 +8,8 @@
  */
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
-import { StorageQuotaReachedError } from '../domain/errors.ts';
 import { defaultStorageQuotaBytes, expiredDays, heldBytes, type StorageUsage } from '../domain/stored-bytes.ts';
+import { StorageQuotaReachedError } from '../errors/table.ts';
 import { ifNotExists } from './item-update.ts';
 import { parseItem, type StoredBytesItem, StoredBytesItemSchema, storedStoredBytes } from './items.ts';
 import { storedBytesKey } from './keys.ts';

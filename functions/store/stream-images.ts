@@ -2,7 +2,7 @@ import type { AttributeValue, DynamoDBRecord } from 'aws-lambda';
 
 /**
  * The table stream's records as plain objects, for its consumers (the operator events'
- * functions/store/event-bus.ts, the lifecycle events' functions/store/lifecycle-deliveries.ts).
+ * functions/store/operator-event-bus.ts, the lifecycle webhooks' functions/store/lifecycle-webhook-deliveries.ts).
  */
 
 /** A stream image attribute as the table's code wrote it (the DocumentClient's plain values). */

@@ -1,7 +1,7 @@
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type * as v from 'valibot';
 import type { Deps } from '../deps.ts';
-import { ServiceError } from '../domain/errors.ts';
+import { ServiceError } from '../errors/define.ts';
 import {
   IdEntrySchema,
   itemVersion,

@@ -13,10 +13,10 @@ import {
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { libraryBucket } from '../../platform/definitions.ts';
-import type { UploadContentType } from '../../schemas/files.ts';
+import type { UploadContentType } from '../../schemas/upload-types.ts';
 import type { Deps } from '../deps.ts';
 import { epochSeconds } from '../domain/retention.ts';
-import type { ByteSource } from '../domain/whole-file.ts';
+import type { ByteSource } from '../nodes/media/whole-file.ts';
 import { itemUpdate } from './item-update.ts';
 import {
   itemVersion,
@@ -132,7 +132,7 @@ export class UploadChangedError extends Error {}
 const uploadWindowBytes = 8 * 1024 * 1024;
 
 /**
- * The upload's object as a `ByteSource` (functions/domain/whole-file.ts) read in windows, each a
+ * The upload's object as a `ByteSource` (functions/nodes/media/whole-file.ts) read in windows, each a
  * ranged GET held to the ETag that was checked; a change midway throws UploadChangedError.
  */
 export const uploadSource = (deps: Deps, key: string, etag: string, size: number): ByteSource => {

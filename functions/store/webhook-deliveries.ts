@@ -2,7 +2,13 @@ import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type * as v from 'valibot';
 import type { WebhookEvent } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
-import { type DeliveryOf, type DeliveryRef, deliveryName, deliveryOfName, refOf } from '../domain/lifecycle-events.ts';
+import {
+  type DeliveryOf,
+  type DeliveryRef,
+  deliveryName,
+  deliveryOfName,
+  refOf,
+} from '../domain/lifecycle-webhooks.ts';
 import { redeliverySpacingMs } from '../domain/redelivery-limits.ts';
 import { runItemExpiry } from '../domain/retention.ts';
 import {

@@ -2,9 +2,9 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
 import type { WorkflowStatus } from '../../schemas/workflows.ts';
 import type { Deps } from '../deps.ts';
-import { AgentOrProjectNotFoundError, WorkflowTooLargeToStoreError } from '../domain/errors.ts';
-import type { Canvas } from '../domain/workflow-graph.ts';
 import type { WorkflowSummaryRecord } from '../domain/workflow-list.ts';
+import { AgentOrProjectNotFoundError, WorkflowTooLargeToStoreError } from '../errors/table.ts';
+import type { Canvas } from '../nodes/catalogue/canvas.ts';
 import { tableUpdate } from './item-update.ts';
 import {
   AgentItemSchema,

@@ -27,7 +27,7 @@ import {
   type UpdateCommandOutput,
 } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
-import { StorageBusyError, type StorageContention } from '../domain/errors.ts';
+import { StorageBusyError, type StorageContention } from '../errors/table.ts';
 import { logger } from '../observability/logger.ts';
 import { contentionOf } from './contention.ts';
 import { type ItemUpdate, tableUpdate, type UpdateCondition } from './item-update.ts';
@@ -35,7 +35,6 @@ import type { ItemAttributes, ItemDefinition } from './items.ts';
 import { type CancellationReason, cancellationReasons, isConditionalCheckFailed, refusedItem } from './refusals.ts';
 
 // Where the classification lives, so the read side (read.ts) carries none of the write helper's code.
-export { contentionOf } from './contention.ts';
 
 export type TransactItems = NonNullable<TransactWriteCommandInput['TransactItems']>;
 

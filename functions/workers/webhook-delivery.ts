@@ -10,7 +10,7 @@ import {
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
-import { allowLoopbackFromEnv } from '../http-client/guarded-fetch.ts';
+import { allowLoopbackFromEnv } from '../http-client/address-vet.ts';
 import { withBatchContext, withRecordKeys } from '../observability/logger.ts';
 import { metrics } from '../observability/metrics.ts';
 

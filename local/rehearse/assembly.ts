@@ -221,7 +221,7 @@ export const readAssembly = (dir: string): Assembly => {
         // A function URL has no path: the streaming route it answers (platform/routes.ts) names it,
         // by the function's id. Served as a route, its answer buffered (no streaming runtime here).
         const functionLogicalId = invokedFunction(template.Resources, p.TargetFunctionArn);
-        // Every route's function is described by its route key (lib/run-events-stream.ts).
+        // Every route's function is described by its route key (lib/run-stream.ts).
         const description = template.Resources[functionLogicalId ?? '']?.Properties?.Description;
         const route = streamRoutes.find((r) => `${r.method} ${basePath}${r.path}` === description);
         if (!functionLogicalId || !route)

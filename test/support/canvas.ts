@@ -1,4 +1,4 @@
-import type { CanvasNode } from '../../functions/domain/workflow-graph.ts';
+import type { CanvasNode } from '../../functions/nodes/catalogue/canvas.ts';
 import type { NodeType } from '../../schemas/workflows.ts';
 
 /** A canvas node labelled by its id, at the origin: what the pure rules read of one. */

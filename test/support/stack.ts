@@ -1,7 +1,7 @@
 import './test-providers.ts';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, inject } from 'vitest';
-import { type StreamTiming, streamTiming } from '../../functions/app/run-events.ts';
+import { type StreamTiming, streamTiming } from '../../functions/app/run-stream.ts';
 import type { Deps } from '../../functions/deps.ts';
 import { toHundredths } from '../../functions/domain/credits.ts';
 import { createExecutorRegistry, executorDepsFromEnv } from '../../functions/nodes/executors/index.ts';

@@ -5,7 +5,7 @@
 import { meshToGlb } from '../../functions/nodes/media/glb.ts';
 import { encodePng, makeImage, writePngChunks } from '../../functions/nodes/media/png.ts';
 import { encodeWav } from '../../functions/nodes/media/wav.ts';
-import type { UploadContentType } from '../../schemas/files.ts';
+import type { UploadContentType } from '../../schemas/upload-types.ts';
 
 const u16le = (n: number) => Uint8Array.of(n & 0xff, n >> 8);
 const u32be = (n: number) => Uint8Array.of(n >>> 24, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff);

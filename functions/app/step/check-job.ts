@@ -1,7 +1,8 @@
+import { StepStatus } from '../../../platform/run-statuses.ts';
 import type { Deps } from '../../deps.ts';
 import { stampLicenceModel } from '../../domain/licence.ts';
 import { listedModelPrice, stepCharge } from '../../domain/pricing.ts';
-import { isInProgress, isUnsettled, StepStatus } from '../../domain/run-lifecycle.ts';
+import { isInProgress, isUnsettled } from '../../domain/run-lifecycle.ts';
 import { abandonStep, finishStepItem, readRunAndSteps, settleEndedRun } from '../../store/run/index.ts';
 import { cancelQuietly, jobOutputs, jobProviderOf, lookAtJob } from '../provider-job.ts';
 import { endWithFailure } from './fail-step.ts';

@@ -2,10 +2,12 @@
  * A step that fails for good (its run with it), and a step whose deadline cut its node's call,
  * tried again later. Decisions: functions/domain/step-plan.ts.
  */
+
+import type { FailureReason } from '../../../platform/alarm-rules.ts';
+import { RunStatus } from '../../../platform/run-statuses.ts';
 import type { Deps } from '../../deps.ts';
-import { type FailureReason, failureReasonOf } from '../../domain/failure-reasons.ts';
+import { failureReasonOf } from '../../domain/failure-reasons.ts';
 import { retryDelaySeconds } from '../../domain/provider-jobs.ts';
-import { RunStatus } from '../../domain/run-lifecycle.ts';
 import { StepTimeoutError } from '../../domain/step-attempts.ts';
 import { failureRecordTries, planDeadlineRetry, planReread } from '../../domain/step-plan.ts';
 import { logger } from '../../observability/logger.ts';

@@ -12,13 +12,14 @@
  * receive and delete and an invocation. Its message is sent instead when time is short, or when
  * running it here failed.
  */
+
+import { StepStatus } from '../../../platform/run-statuses.ts';
 import type { Deps } from '../../deps.ts';
 import { failureReasonOf } from '../../domain/failure-reasons.ts';
 import { stampLicenceModel } from '../../domain/licence.ts';
 import { listedModelPrice, stepCharge } from '../../domain/pricing.ts';
 import { firstPollSeconds } from '../../domain/provider-jobs.ts';
 import { planStep, predecessors } from '../../domain/run-graph.ts';
-import { StepStatus } from '../../domain/run-lifecycle.ts';
 import { executionsFailedError } from '../../domain/step-attempts.ts';
 import {
   type NodeErrorKind,
@@ -31,6 +32,7 @@ import {
 } from '../../domain/step-plan.ts';
 import { apiInputTargets } from '../../domain/workflow-graph.ts';
 import { type NodeExecutor, StepFailedError } from '../../nodes/executors/types.ts';
+import { SecretUnavailableError } from '../../nodes/providers/secret-refs.ts';
 import { ProviderError } from '../../nodes/providers/types.ts';
 import { logger, withRecordKeys } from '../../observability/logger.ts';
 import type { StepItem } from '../../store/items.ts';
@@ -46,7 +48,6 @@ import {
   settleEndedRun,
 } from '../../store/run/index.ts';
 import { sendDelayedStepMessage } from '../../store/run/provider-jobs.ts';
-import { SecretUnavailableError } from '../../store/secret-refs.ts';
 import { guardSubmit, retryBusyProvider, submitJob } from '../provider-job.ts';
 import { withTeamSlot } from '../team-slots.ts';
 import { checkJob } from './check-job.ts';

@@ -4,10 +4,11 @@
  * its webhook queued; a step that finished after its run ended retired. The decisions are the
  * plan's (functions/domain/step-plan.ts); this module writes them. It never runs a step itself.
  */
+
+import { RunStatus } from '../../../platform/run-statuses.ts';
 import type { Deps } from '../../deps.ts';
-import { RunStatus } from '../../domain/run-lifecycle.ts';
 import { planCount, planRelease, planReleaseRead, type ReadPlan, releaseReadIds } from '../../domain/step-plan.ts';
-import type { Canvas } from '../../domain/workflow-graph.ts';
+import type { Canvas } from '../../nodes/catalogue/canvas.ts';
 import type { ModelUse } from '../../nodes/executors/types.ts';
 import { addCreditsCharged, countRunEnded, countStepCompleted } from '../../observability/metrics.ts';
 import type { RunItem } from '../../store/items.ts';

@@ -1,6 +1,6 @@
 import type { Deps } from '../../deps.ts';
 import { fileUrlSeconds } from '../../domain/file-link-lifetime.ts';
-import type { Canvas, CanvasNode } from '../../domain/workflow-graph.ts';
+import type { Canvas, CanvasNode } from '../../nodes/catalogue/canvas.ts';
 import { getNodeSpec } from '../../nodes/catalogue/index.ts';
 import type { NodeSpec } from '../../nodes/catalogue/node-spec.ts';
 import type { StepContext, StoredFile } from '../../nodes/executors/types.ts';

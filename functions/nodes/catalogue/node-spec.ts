@@ -5,8 +5,8 @@
 import * as v from 'valibot';
 import type { UploadContentType } from '../../../schemas/upload-types.ts';
 import { type NodeType, stepKeyPattern, stepKeyRule } from '../../../schemas/workflows.ts';
-import { draftPrice } from '../../domain/run-modes.ts';
 import type { ValueKind } from './kinds.ts';
+import { draftPrice } from './run-modes.ts';
 
 export const nodeCategories = ['stage', 'resource', 'input', 'logic', 'model', 'output', 'delivery'] as const;
 export type NodeCategory = (typeof nodeCategories)[number];
@@ -107,7 +107,7 @@ export const modelConfigEntries = {
   ),
   /**
    * Fields passed to a hosted model as they are, after the step's own (Replicate, fal); only fields
-   * that add no work (functions/domain/model-input.ts, checked by the graph validation).
+   * that add no work (functions/nodes/providers/model-input.ts, checked by the graph validation).
    */
   modelInput: v.optional(
     v.pipe(
@@ -123,7 +123,7 @@ export const modelConfigEntries = {
 /** The price of a step that is not a model step: `draft` changes nothing it does, so it costs the same. */
 export const flatPrice = (hundredths: number): NodePrice => ({ production: hundredths, draft: hundredths });
 
-/** The price of a model step in both modes (the draft price's rule: functions/domain/run-modes.ts). */
+/** The price of a model step in both modes (the draft price's rule: functions/nodes/catalogue/run-modes.ts). */
 export const modelPrice = (production: number, pricedPerRun: boolean): NodePrice => ({
   production,
   draft: draftPrice(production, pricedPerRun),

@@ -3,17 +3,11 @@
 import { envNames } from '../../../platform/definitions.ts';
 import type { AiMark } from '../../../schemas/runs.ts';
 import { type PythonInvoke, pythonInvoker } from '../../clients/lambda.ts';
-import { type StoredFileKind, storedTypeOf } from '../../domain/file-sniff.ts';
-import {
-  allowLoopbackFromEnv,
-  GuardedFetchError,
-  type GuardedRequestInit,
-  type GuardedResponse,
-  guardedFetch,
-} from '../../http-client/guarded-fetch.ts';
+import { allowLoopbackFromEnv, GuardedFetchError } from '../../http-client/address-vet.ts';
+import { type GuardedRequestInit, type GuardedResponse, guardedFetch } from '../../http-client/guarded-fetch.ts';
 import { isRecord } from '../../is-record.ts';
 import { logger } from '../../observability/logger.ts';
-import { SecretUnavailableError } from '../../store/secret-refs.ts';
+import { type StoredFileKind, storedTypeOf } from '../media/file-sniff.ts';
 import { markMedia, readMediaMark, sniffContentType } from '../media/marks.ts';
 import {
   createProviderResolver,
@@ -23,8 +17,9 @@ import {
   stageProvidersFromEnv,
 } from '../providers/index.ts';
 import { type JobProviderResolver, jobProvidersFromEnv } from '../providers/job-providers.ts';
-import type { MediaFile } from '../providers/types.ts';
-import { isStoredFile, type StepContext, StepFailedError, type StoredFile, type TeamConnection } from './types.ts';
+import { SecretUnavailableError } from '../providers/secret-refs.ts';
+import type { MediaFile, TeamConnection } from '../providers/types.ts';
+import { isStoredFile, type StepContext, StepFailedError, type StoredFile } from './types.ts';
 
 /** What executors need from outside, injected so tests control it (DESIGN section 2). */
 export interface ExecutorDeps {
@@ -218,7 +213,7 @@ const extensionFor = (contentType: string): string => extensions[contentType] ??
 
 /**
  * Stores bytes through the orchestrator, typed by their bytes among the allowed types of `kind`
- * (functions/domain/file-sniff.ts `storedTypeOf`), or fails the step. AI-generated media are marked inside the file first
+ * (functions/nodes/media/file-sniff.ts `storedTypeOf`), or fails the step. AI-generated media are marked inside the file first
  * (PNG, JPEG, WAV, GLB; idempotent), unless the bytes carry a C2PA manifest: those are stored
  * exactly as the provider gave them, marked `provider_c2pa` (functions/nodes/media/marks.ts).
  */

@@ -11,9 +11,9 @@
  * A run without the connection fails that step with "needs the team connection …".
  */
 import type { NodeType } from '../../../schemas/workflows.ts';
-import { sniffFetched } from '../../domain/file-sniff.ts';
 import { isRecord } from '../../is-record.ts';
 import { fileInputTypes } from '../catalogue/node-spec.ts';
+import { sniffFetched } from '../media/file-sniff.ts';
 import {
   allInputs,
   download,

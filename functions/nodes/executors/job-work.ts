@@ -6,10 +6,10 @@
  * can be measured (a format whose size cannot be read, a model priced per run): the estimate stands.
  */
 import { imageSize as imageDimensions } from 'image-size';
-import { type ModelWork, maxImagePixels, tokensOf } from '../../domain/model-pricing.ts';
-import { modeSettings } from '../../domain/run-modes.ts';
+import { modeSettings } from '../catalogue/run-modes.ts';
 import { isWav, readWavFormat } from '../media/wav.ts';
 import type { JobUsage, MediaFile } from '../providers/types.ts';
+import { type ModelWork, maxImagePixels, tokensOf } from './model-work.ts';
 import type { StepContext } from './types.ts';
 
 /** What a finished job made, as the outcome read it: its files by output handle kind, its text. */

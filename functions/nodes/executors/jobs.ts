@@ -7,16 +7,16 @@
  * from them (functions/nodes/executors/job-work.ts). A provider's URL never reaches a caller.
  */
 
-import { storedTypeOf } from '../../domain/file-sniff.ts';
-import { modelInputRefusals } from '../../domain/model-input.ts';
-import { referenceAudioSeconds } from '../../domain/model-pricing.ts';
-import { imageSize, modeSettings } from '../../domain/run-modes.ts';
 import { isRecord } from '../../is-record.ts';
+import { imageSize, modeSettings } from '../catalogue/run-modes.ts';
+import { storedTypeOf } from '../media/file-sniff.ts';
 import { glbAsObj } from '../media/glb.ts';
 import { hostedModelInput, type JobParts, readJobAnswer } from '../providers/hosted-models.ts';
+import { modelInputRefusals } from '../providers/model-input.ts';
 import type { JobUsage, MediaFile } from '../providers/types.ts';
 import { type ExecutorDeps, fail, filesIn, firstInput, httpCall, store, toText } from './helpers.ts';
 import { type JobProduct, measuredJobWork } from './job-work.ts';
+import { referenceAudioSeconds } from './model-work.ts';
 import type { JobRequest, StepContext, StepOutcome } from './types.ts';
 
 const num = (value: unknown): number | undefined => (typeof value === 'number' ? value : undefined);
@@ -76,7 +76,7 @@ const jobParts = async (context: StepContext, provider: string): Promise<JobPart
 
 /**
  * What to submit for this step: the model's input from its parts and `config.modelInput`. A
- * `modelInput` field that may not pass (functions/domain/model-input.ts) fails the step before
+ * `modelInput` field that may not pass (functions/nodes/providers/model-input.ts) fails the step before
  * anything is submitted: the run start refuses it already, unless the stage's model changed since.
  */
 export const jobRequest = async (

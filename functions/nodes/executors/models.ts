@@ -3,20 +3,12 @@
  * (config.provider ?? the stage's default for the node type ?? the catalogue's), stores the files it gets (marked as AI-generated) and
  * reports the model it ran on in `StepOutcome.model`, which the orchestrator stamps into lineage.
  *
- * What a run mode changes in a model call (`modeSettings`) is in functions/domain/run-modes.ts.
+ * What a run mode changes in a model call (`modeSettings`) is in functions/nodes/catalogue/run-modes.ts.
  */
 
 import { isJobProtocol, providerEntry } from '../../../platform/providers.ts';
 import type { NodeType } from '../../../schemas/workflows.ts';
-import {
-  type ModelWork,
-  maxEmbedTokens,
-  maxImagePixels,
-  maxImagesPerStep,
-  tokensOf,
-} from '../../domain/model-pricing.ts';
-import { imageSize, modeSettings } from '../../domain/run-modes.ts';
-import { syncTextMaxTokens } from '../../domain/sync-call-budget.ts';
+import { imageSize, modeSettings } from '../catalogue/run-modes.ts';
 import { glbAsObj } from '../media/glb.ts';
 import { pngPixels } from '../media/png.ts';
 import { openAiCompatibleDefaultModels } from '../providers/openai-compatible.ts';
@@ -40,6 +32,8 @@ import {
   toText,
 } from './helpers.ts';
 import { jobRequest } from './jobs.ts';
+import { type ModelWork, maxEmbedTokens, maxImagePixels, maxImagesPerStep, tokensOf } from './model-work.ts';
+import { syncTextMaxTokens } from './sync-call-budget.ts';
 import type { NodeExecutor, StepContext, StepOutcome } from './types.ts';
 
 const capabilityText: Record<ProviderCapability, string> = {

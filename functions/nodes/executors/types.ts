@@ -1,9 +1,8 @@
 import type { AiMark, RunMode } from '../../../schemas/runs.ts';
-import type { ModelWork } from '../../domain/model-pricing.ts';
-import type { CanvasNode } from '../../domain/workflow-graph.ts';
+import type { CanvasNode } from '../catalogue/canvas.ts';
 import type { NodeSpec } from '../catalogue/node-spec.ts';
-
 import type { JobProvider, JobUsage, TeamConnection } from '../providers/types.ts';
+import type { ModelWork } from './model-work.ts';
 
 /**
  * The contract between the step executor (orchestration: reads, charges, successors) and the node
@@ -35,8 +34,6 @@ export const isStoredFile = (value: unknown): value is StoredFile =>
   value !== null &&
   (value as { kind?: unknown }).kind === 'file' &&
   typeof (value as { key?: unknown }).key === 'string';
-
-export type { TeamConnection };
 
 /** The model a step ran on, for lineage and licence (spec 2.3). */
 export interface ModelUse {

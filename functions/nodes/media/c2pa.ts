@@ -1,7 +1,7 @@
 /**
  * Whether a file carries a C2PA manifest store (Content Credentials), where the C2PA specification
  * embeds one in each format we mark or store (C2PA Technical Specification 2.1, Appendix A
- * "Embedding manifests"; docs/decisions.md "The AI mark and a provider's Content Credentials"):
+ * "Embedding manifests"; docs/decisions/ai-mark.md "The AI mark and a provider's Content Credentials"):
  * - PNG: a `caBX` chunk;
  * - JPEG: APP11 segments carrying JUMBF (JPEG XT common identifier `JP`);
  * - RIFF (WAV, WebP): a `C2PA` chunk.

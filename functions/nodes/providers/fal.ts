@@ -21,7 +21,7 @@
  * The verification steps (message `request_id \n user_id \n timestamp \n hex sha256(body)`, hex
  * signature, keys `keys[].x` from https://rest.alpha.fal.ai/.well-known/jwks.json, ±5 minutes) are
  * those of fal's webhooks page as every implementation we found quotes them; its full text could not be
- * read here (docs/decisions.md, "Replicate and fal adapters").
+ * read here (docs/decisions/providers.md, "Replicate and fal adapters").
  */
 import { createHash, createPublicKey, type KeyObject, verify } from 'node:crypto';
 import { isRecord } from '../../is-record.ts';

@@ -6,7 +6,9 @@
  * that is not 2xx becomes one through `failure`, classified by its status, with `Retry-After` and the
  * provider's own error text. The key is cut out of every message, even where the provider quotes it.
  */
-import { GuardedFetchError, guardedFetch } from '../../http-client/guarded-fetch.ts';
+
+import { GuardedFetchError } from '../../http-client/address-vet.ts';
+import { guardedFetch } from '../../http-client/guarded-fetch.ts';
 import { ProviderError, parseRetryAfter } from './types.ts';
 
 /** What both job providers' adapters take (Replicate's, fal's). */

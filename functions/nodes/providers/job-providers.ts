@@ -6,9 +6,9 @@
  */
 import { createHash } from 'node:crypto';
 import { isJobProtocol, providerEntry } from '../../../platform/providers.ts';
-import { SecretUnavailableError } from '../../store/secret-refs.ts';
 import { createFalProvider, falOptionsFromEnv } from './fal.ts';
 import { createReplicateProvider, replicateOptionsFromEnv } from './replicate.ts';
+import { SecretUnavailableError } from './secret-refs.ts';
 import { type JobProvider, parseProviderCredentials, type TeamConnection } from './types.ts';
 
 export type JobProviderResolver = (

@@ -8,7 +8,7 @@ import {
   sandboxProviderKey,
 } from '../../../platform/providers.ts';
 import { messages } from '../../../schemas/errors.ts';
-import type { Canvas, CanvasNode } from '../../domain/workflow-graph.ts';
+import type { Canvas, CanvasNode } from '../catalogue/canvas.ts';
 /**
  * The provider registry's rules (DESIGN section 4): a model's licence facts, where a model step
  * runs (`routeProvider`), and the provider 422. The facts they read are `platform/providers.ts`.

@@ -1,7 +1,7 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { StepStatus } from '../../../platform/run-statuses.ts';
 import type { Deps } from '../../deps.ts';
 import { runItemExpiry } from '../../domain/retention.ts';
-import { StepStatus } from '../../domain/run-lifecycle.ts';
 import { itemVersion, type StepItem, type StoredItem, type storedStep } from '../items.ts';
 import { stepKey } from '../keys.ts';
 

@@ -1,14 +1,9 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { type EndStatus, inProgressStatuses } from '../../../platform/run-statuses.ts';
 import type { Deps } from '../../deps.ts';
-import { sendsEvent } from '../../domain/lifecycle-events.ts';
+import { sendsEvent } from '../../domain/lifecycle-webhooks.ts';
 import { runItemExpiry } from '../../domain/retention.ts';
-import {
-  type EndStatus,
-  holdsEndedRun,
-  inProgressStatuses,
-  isInProgress,
-  runTransitions,
-} from '../../domain/run-lifecycle.ts';
+import { holdsEndedRun, isInProgress, runTransitions } from '../../domain/run-lifecycle.ts';
 import { webhookEventOfEnd } from '../../domain/webhook.ts';
 import { logger } from '../../observability/logger.ts';
 import { tableUpdate } from '../item-update.ts';

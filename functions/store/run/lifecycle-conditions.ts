@@ -3,7 +3,9 @@
  * `from` statuses become its `#status` condition, so a status added to a move reaches its write.
  * Each status is a value named after itself (`:queued`), given by `statusValues`.
  */
-import { StepStatus, type Transition } from '../../domain/run-lifecycle.ts';
+
+import { StepStatus } from '../../../platform/run-statuses.ts';
+import type { Transition } from '../../domain/run-lifecycle.ts';
 
 /** `#status` is one of the move's stored `from` statuses (it needs `#status` and `statusValues`). */
 export const fromCondition = (move: Pick<Transition<string>, 'from'>): string => {

@@ -1,6 +1,7 @@
 import * as v from 'valibot';
+import { RunStatus } from '../../../platform/run-statuses.ts';
 import type { Deps } from '../../deps.ts';
-import { isEndStatus, RunStatus, runTransitions } from '../../domain/run-lifecycle.ts';
+import { isEndStatus, runTransitions } from '../../domain/run-lifecycle.ts';
 import { parseItem, QueuedRunEntrySchema, RunItemSchema, storedRun } from '../items.ts';
 import { queuedRunPartition, queuedRunShards, runKey } from '../keys.ts';
 import { queryAll } from '../query.ts';

@@ -5,7 +5,7 @@ import { parseItem, RunItemSchema, unexpired } from '../items.ts';
 import { runKey } from '../keys.ts';
 
 /**
- * What the run event stream watches of the run item: its status, its step counters and the steps
+ * What the run stream watches of the run item: its status, its step counters and the steps
  * they counted. The item is small (no step's outputs): the stream reads it each look.
  */
 const RunProgressSchema = v.pick(RunItemSchema, [

@@ -1,26 +1,26 @@
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { GetCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
+import { RunStatus } from '../../../platform/run-statuses.ts';
 import type { RunLabels } from '../../../schemas/run-tags.ts';
 import type { RunMode } from '../../../schemas/runs.ts';
 import type { LifecycleEvent } from '../../../schemas/webhook-events.ts';
 import type { Deps } from '../../deps.ts';
 import type { AdmissionFacts } from '../../domain/admission.ts';
+import { notifiesStart } from '../../domain/lifecycle-webhooks.ts';
+import { monthlyRoom } from '../../domain/monthly-cap.ts';
+import type { RunEstimate } from '../../domain/pricing.ts';
+import { workflowLock } from '../../domain/workflow-lock.ts';
+import { ServiceError } from '../../errors/define.ts';
 import {
   AgentNotFoundError,
   CanvasNotFoundError,
   NoWorkflowForAgentError,
   RunInProgressError,
   RunRefusedError,
-  ServiceError,
   WorkflowNotFoundError,
-} from '../../domain/errors.ts';
-import { notifiesStart } from '../../domain/lifecycle-events.ts';
-import { monthlyRoom } from '../../domain/monthly-cap.ts';
-import type { RunEstimate } from '../../domain/pricing.ts';
-import { RunStatus } from '../../domain/run-lifecycle.ts';
-import type { Canvas } from '../../domain/workflow-graph.ts';
-import { workflowLock } from '../../domain/workflow-lock.ts';
+} from '../../errors/table.ts';
+import type { Canvas } from '../../nodes/catalogue/canvas.ts';
 import { batchGet, itemFor } from '../batch.ts';
 import { IdempotencyRaceError, type IdempotencyRecord, idempotencyPut } from '../idempotency.ts';
 import { tableUpdate } from '../item-update.ts';
@@ -138,7 +138,7 @@ export interface NewRun {
   labels?: RunLabels;
   /** The lifecycle events the start chose (schemas/webhook-events.ts); absent when none. */
   webhookEvents?: readonly LifecycleEvent[] | undefined;
-  /** The steps whose ends may give step events (functions/domain/lifecycle-events.ts `eventfulSteps`). */
+  /** The steps whose ends may give step events (functions/domain/lifecycle-webhooks.ts `eventfulSteps`). */
   eventSteps?: readonly string[] | undefined;
   /** More items for the same transaction (a deferred run's move to `dispatched`); appended last. */
   extraItems?: NonNullable<TransactWriteCommandInput['TransactItems']>;
@@ -176,7 +176,7 @@ export const runItem = (run: NewRun, createdAt: string) =>
     ...(run.webhookEvents && {
       webhookEvents: [...run.webhookEvents],
       ...(run.eventSteps && { eventSteps: [...run.eventSteps] }),
-      // The lifecycle events' stream filter passes the insert of a run marked so, and no other.
+      // The lifecycle webhooks' stream filter passes the insert of a run marked so, and no other.
       ...(notifiesStart(run.webhookEvents) && { notifyStart: true }),
     }),
     resumedFrom: run.resumed?.from,

@@ -1,7 +1,7 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../../deps.ts';
 import type { StepState } from '../../domain/run-graph.ts';
-import type { Canvas } from '../../domain/workflow-graph.ts';
+import type { Canvas } from '../../nodes/catalogue/canvas.ts';
 import { batchGet, itemFor } from '../batch.ts';
 import { cachedCanvas, rememberCanvas } from '../canvas-cache.ts';
 import { CanvasItemSchema, parseItem, RunItemSchema, type StepItem, StepItemSchema } from '../items.ts';

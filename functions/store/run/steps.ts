@@ -1,18 +1,11 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
+import { RunStatus, StepStatus, type StoredStepStatus } from '../../../platform/run-statuses.ts';
 import type { LicenceModel } from '../../../schemas/runs.ts';
 import type { Deps } from '../../deps.ts';
-import { notifiesStepEnd } from '../../domain/lifecycle-events.ts';
+import { notifiesStepEnd } from '../../domain/lifecycle-webhooks.ts';
 import { runItemExpiry } from '../../domain/retention.ts';
-import {
-  type CountedStepStatus,
-  isCompleted,
-  isInProgress,
-  isLastCount,
-  RunStatus,
-  StepStatus,
-  type StoredStepStatus,
-} from '../../domain/run-lifecycle.ts';
+import { type CountedStepStatus, isCompleted, isInProgress, isLastCount } from '../../domain/run-lifecycle.ts';
 import type { ModelUse } from '../../nodes/executors/types.ts';
 import { ifNotExists, tableUpdate } from '../item-update.ts';
 import {
@@ -162,7 +155,7 @@ const stepEndUpdate = (deps: Deps, run: StepRun, nodeId: string, attempt: Attemp
           ? { outputs: end.outputs, model: end.model ?? null, licence: end.licence ?? null }
           : {}),
         ...(end.status === StepStatus.failed ? { error: end.error } : {}),
-        // The lifecycle events' mark, in the write the step's end makes anyway: no call more.
+        // The lifecycle webhooks' mark, in the write the step's end makes anyway: no call more.
         ...(notifiesStepEnd(run, nodeId, end.status) && { notify: true as const }),
       },
       remove: ['leaseUntil'],

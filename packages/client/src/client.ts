@@ -14,7 +14,7 @@ import {
   WaitTimeoutError,
 } from './errors.ts';
 import type { components, paths } from './openapi-types.ts';
-import { type RunEvent, type RunEventsOptions, runEvents } from './run-events.ts';
+import { type RunEvent, type RunEventsOptions, runEvents } from './run-stream.ts';
 import {
   type ByteSource,
   chunkedStream,
@@ -26,7 +26,7 @@ import {
   type UploadProgress,
 } from './upload.ts';
 
-export { parseServerSentEvents, type RunEvent, type RunEventsOptions, type ServerSentEvent } from './run-events.ts';
+export { parseServerSentEvents, type RunEvent, type RunEventsOptions, type ServerSentEvent } from './run-stream.ts';
 export { contentTypeOf, contentTypesByExtension, type UploadContentType, type UploadProgress } from './upload.ts';
 
 type Schemas = components['schemas'];

@@ -8,8 +8,8 @@ import { eventBridgeClient } from '../clients/eventbridge.ts';
 import { logger, withBatchContext } from '../observability/logger.ts';
 
 /**
- * The table stream's consumer (only the changes `operatorEventsStream`'s filters pass): puts each
- * run lifecycle event on the operator event bus. What the bus refused is reported as batch item
+ * The table stream's consumer (only the changes `operatorEventsMapping`'s filters pass): puts each
+ * operator event on the stage's bus. What the bus refused is reported as batch item
  * failures, so the stream delivers it again; after the mapping's retries, the DLQ and its alarm.
  */
 export const makeHandler = (deps: OperatorEventsDeps) =>

@@ -6,8 +6,8 @@
  * specification's: PNG (ISO/IEC 15948), JPEG (ITU T.81), GIF89a, WebP (RFC 9649), RIFF WAVE, MPEG
  * audio (ID3v2 or a frame sync), FLAC, Ogg (RFC 3533), glTF 2.0 (GLB header, JSON `asset`), FBX.
  */
-import type { UploadContentType } from '../../schemas/files.ts';
-import { maxPixels } from '../nodes/media/png.ts';
+import type { UploadContentType } from '../../../schemas/upload-types.ts';
+import { maxPixels } from './png.ts';
 import { memorySource, wholeFileRefusal } from './whole-file.ts';
 
 /**

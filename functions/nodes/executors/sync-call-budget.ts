@@ -5,9 +5,9 @@
  * provider, and the step fail as a `timeout`; asked for at most `syncTextMaxTokens`, it ends in time
  * (its `stop_reason` is the length) and is charged for what it answered. A step on an asynchronous
  * provider (a job) is not bounded: it holds no Lambda while it runs. Why these figures:
- * docs/decisions.md, "Synchronous calls fit their step's deadline".
+ * docs/decisions/providers.md, "Synchronous calls fit their step's deadline".
  */
-import { stepNodeTimeoutSeconds } from '../../platform/definitions.ts';
+import { stepNodeTimeoutSeconds } from '../../../platform/definitions.ts';
 
 /** Seconds of the deadline kept for all but generating: the request, the model reading the prompt, storing the answer. */
 export const syncCallOverheadSeconds = 5;

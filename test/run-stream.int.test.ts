@@ -9,12 +9,12 @@ import './support/test-providers.ts';
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { makeHandler } from '../functions/api/get-run-events.ts';
-import type { StreamTiming } from '../functions/app/run-events.ts';
-import { decodeEventId } from '../functions/domain/run-events.ts';
+import type { StreamTiming } from '../functions/app/run-stream.ts';
+import { decodeEventId } from '../functions/domain/run-stream.ts';
 import type { ResponseHead } from '../functions/http/event-stream.ts';
 import { invokedAs } from '../local/invocation.ts';
 import { basePath } from '../platform/routes.ts';
-import { streamRetryMs } from '../platform/run-events.ts';
+import { streamRetryMs } from '../platform/run-stream.ts';
 import { functionUrlDomain, runEventsUrlEvent } from './support/function-url-event.ts';
 import {
   api,

@@ -10,6 +10,8 @@
  *   so a run event's id is the one the end webhook always had.
  * - A run sends at most `stepEventCap` step events; the count is kept beside its deliveries.
  */
+
+import { StepStatus } from '../../platform/run-statuses.ts';
 import {
   type LifecycleEvent,
   lifecycleEvents,
@@ -17,9 +19,7 @@ import {
   stepEventCap,
   stepEvents,
 } from '../../schemas/webhook-events.ts';
-import { isCompleted, StepStatus } from './run-lifecycle.ts';
-
-export { stepEventCap };
+import { isCompleted } from './run-lifecycle.ts';
 
 /** The events a run without `webhookEvents` sends: its end, as the contract's webhook. */
 const endEventPrefix = 'run.';

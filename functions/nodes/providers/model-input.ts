@@ -18,7 +18,7 @@
  * is created and again when a run starts (the 422 `Workflow validation failed`, `invalid_config` at
  * `config.modelInput.<field>`), and the job executor once more before it submits.
  */
-import { hostedModelFields, type PricedSetting } from '../nodes/providers/hosted-models.ts';
+import { hostedModelFields, type PricedSetting } from './hosted-models.ts';
 
 /** Fields that steer a model without adding work to it, whatever the model: passed on any model. */
 export const safeModelInputFields = [

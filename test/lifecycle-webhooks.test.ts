@@ -1,5 +1,5 @@
 /**
- * The lifecycle events' pure rules (functions/domain/lifecycle-events.ts) and the Idempotency-Key's
+ * The lifecycle events' pure rules (functions/domain/lifecycle-webhooks.ts) and the Idempotency-Key's
  * reading of `webhookEvents` (functions/domain/idempotency-key.ts), without I/O.
  */
 import { createHash } from 'node:crypto';
@@ -12,10 +12,9 @@ import {
   notifiesStart,
   notifiesStepEnd,
   sendsEvent,
-  stepEventCap,
-} from '../functions/domain/lifecycle-events.ts';
-import { StepStatus } from '../functions/domain/run-lifecycle.ts';
-import { lifecycleEvents } from '../schemas/webhook-events.ts';
+} from '../functions/domain/lifecycle-webhooks.ts';
+import { StepStatus } from '../platform/run-statuses.ts';
+import { lifecycleEvents, stepEventCap } from '../schemas/webhook-events.ts';
 
 const target = { routeKey: 'POST /workflows/{id}/runs', pathParameters: { id: 'w' } };
 

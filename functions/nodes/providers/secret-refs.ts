@@ -5,9 +5,9 @@
  * stage may read. The step executor reads them through a `SecretResolver` (`secrets.ts`); every
  * other function has `refusingSecrets`, which checks references but reads nothing.
  */
-import { envNames } from '../../platform/definitions.ts';
-import { localStage, metricsServiceName } from '../../platform/metric-names.ts';
-import { connectionSecretPrefixOf, parseSecretRef } from '../../platform/secret-refs.ts';
+import { envNames } from '../../../platform/definitions.ts';
+import { localStage, metricsServiceName } from '../../../platform/metric-names.ts';
+import { connectionSecretPrefixOf, parseSecretRef } from '../../../platform/secret-refs.ts';
 
 /** What a stage may read. */
 export interface SecretPolicy {

@@ -12,9 +12,7 @@
  * A provider is told the mode too and may lower its own quality further (an image provider asks
  * for its low quality), which never changes the price.
  */
-import type { RunMode } from '../../schemas/runs.ts';
-
-export type { RunMode };
+import type { RunMode } from '../../../schemas/runs.ts';
 
 /** Longest text answer in `draft`, in tokens. */
 export const draftMaxTokens = 64;

@@ -1,11 +1,10 @@
-import { basePath } from '../../platform/routes.ts';
 import {
   streamCapSeconds,
   streamFullReadMs,
   streamKeepAliveMs,
   streamPollMs,
   streamRetryMs,
-} from '../../platform/run-events.ts';
+} from '../../platform/run-stream.ts';
 import type { Run } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import {
@@ -19,10 +18,11 @@ import {
   nothingSent,
   type SentState,
   StepSent,
-} from '../domain/run-events.ts';
+} from '../domain/run-stream.ts';
 import { runView, type StepRecord } from '../domain/run-view.ts';
 import { showsEnd, stepsToRead, streamSteps, withoutOutputs } from '../domain/stream-reads.ts';
-import { type Canvas, terminalNodeIds, topologicalOrder } from '../domain/workflow-graph.ts';
+import { terminalNodeIds, topologicalOrder } from '../domain/workflow-graph.ts';
+import type { Canvas } from '../nodes/catalogue/canvas.ts';
 import { canvasOf } from '../store/canvases.ts';
 import {
   type RunProgress,
@@ -31,9 +31,9 @@ import {
   readStepItemsEventually,
   runMarkOf,
 } from '../store/run/index.ts';
-import { linkedOutput, readRun, readRunAndItems, visibleRun } from './read-run.ts';
+import { linkedOutput, readRunAndItems, readRunWithLinks, visibleRun, withStreamLink } from './read-run.ts';
 
-/** The stream's timing; the defaults are the platform's (platform/run-events.ts), tests pass their own. */
+/** The stream's timing; the defaults are the platform's (platform/run-stream.ts), tests pass their own. */
 export interface StreamTiming {
   capMs: number;
   pollMs: number;
@@ -62,22 +62,6 @@ export interface Reader {
   workflowIds: readonly string[];
 }
 
-/** Where the run's event stream is reached (`links.events`), when the stage knows its address. */
-export const runEventsUrl = (deps: Deps, jobId: string): string | undefined => {
-  const base = deps.runEventsBaseUrl ?? (deps.publicBaseUrl ? `${deps.publicBaseUrl}${basePath}` : undefined);
-  return base && `${base}/runs/${jobId}/events`;
-};
-
-/** A Run with its link to where it is followed live, when the stage knows the address. */
-const withEventsLink = (deps: Deps, run: Run): Run => {
-  const events = runEventsUrl(deps, run.jobId);
-  return events ? { ...run, links: { events } } : run;
-};
-
-/** GET /runs/{jobId} with the run's links: `readRun`, and where to follow it live. */
-export const readRunWithLinks = async (...args: Parameters<typeof readRun>): Promise<Run> =>
-  withEventsLink(args[0], await readRun(...args));
-
 /** The run as the stream last showed it: its view (every due output, unlinked) and its item's mark. */
 interface Snapshot {
   view: Run;
@@ -94,7 +78,7 @@ interface Snapshot {
  */
 const endedSnapshot = async (deps: Deps, reader: Reader, jobId: string): Promise<Snapshot> => {
   const { view, whole, run } = await readRunAndItems(deps, reader.teamId, jobId, reader.workflowIds);
-  return { view: whole, mark: runMarkOf(run), counted: run.doneSteps.size, done: withEventsLink(deps, view) };
+  return { view: whole, mark: runMarkOf(run), counted: run.doneSteps.size, done: withStreamLink(deps, view) };
 };
 
 /**

@@ -4,12 +4,12 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { Construct } from 'constructs';
 import { envNames } from '../platform/definitions.ts';
 import { basePath, type Route } from '../platform/routes.ts';
-import { streamFunctionMemoryMb, streamFunctionTimeoutSeconds } from '../platform/run-events.ts';
+import { streamFunctionMemoryMb, streamFunctionTimeoutSeconds } from '../platform/run-stream.ts';
 import type { Grants } from './grants.ts';
 import { ServiceFunction } from './service-function.ts';
 import type { StageConfig } from './stages.ts';
 
-export interface RunEventsStreamProps {
+export interface RunStreamProps {
   config: StageConfig;
   environment: Record<string, string>;
   grants: Grants;
@@ -18,14 +18,14 @@ export interface RunEventsStreamProps {
 }
 
 /**
- * The run event stream (docs/decisions.md "The run event stream"): the route's function
+ * The run stream (docs/decisions/stream.md): the route's function
  * on a Lambda function URL in RESPONSE_STREAM mode, since API Gateway's HTTP API cannot stream. Its
  * AuthType is NONE: the function checks the API key, its rate limit and scope itself, as every
  * keyed route's does, so the URL works with the edge and without it (dev). Its timeout is the
  * stream's cap and a little more. `baseUrl` (ending in `/api/v1`) is where callers reach it: the
  * edge's domain when the edge serves the stream (lib/edge-stack.ts), else the function URL.
  */
-export class RunEventsStream {
+export class RunStream {
   readonly route: Route;
   readonly fn: NodejsFunction;
   readonly functionUrl: string;
@@ -33,7 +33,7 @@ export class RunEventsStream {
   /** The edge serves the stream (`eventsOrigin`): callers reach it through CloudFront only. */
   readonly behindEdge: boolean;
 
-  constructor(scope: Construct, props: RunEventsStreamProps) {
+  constructor(scope: Construct, props: RunStreamProps) {
     const { config, route } = props;
     this.route = route;
     const edgeBase =

@@ -1,5 +1,5 @@
 /**
- * The run event stream's pure rules (functions/domain/run-events.ts): what an id encodes and that
+ * The run event stream's pure rules (functions/domain/run-stream.ts): what an id encodes and that
  * only an id of this run decodes, and that the events between any two views of a run, followed
  * from any id the stream gave, send each change once.
  */
@@ -14,7 +14,7 @@ import {
   nothingSent,
   type SentState,
   StepSent,
-} from '../functions/domain/run-events.ts';
+} from '../functions/domain/run-stream.ts';
 import { type Run, runStatuses, type StepViewStatus, stepStatuses } from '../schemas/runs.ts';
 
 const stateArb = (steps: number): fc.Arbitrary<SentState> =>

@@ -1,9 +1,9 @@
 /**
  * GET /runs/{jobId}/events, the run's events as they happen: its operation, whose answer
- * is `text/event-stream` (functions/app/run-events.ts writes it, functions/domain/run-events.ts
+ * is `text/event-stream` (functions/app/run-stream.ts writes it, functions/domain/run-stream.ts
  * makes its events and ids). Imports no other resource module: schemas/runs.ts lists it.
  */
-import { streamsPerKey } from '../platform/run-events.ts';
+import { streamsPerKey } from '../platform/run-stream.ts';
 import type { OperationSpec } from './openapi-parts.ts';
 import { ref, uuidPath } from './openapi-parts.ts';
 

@@ -1,5 +1,5 @@
 /**
- * The run event stream's events and ids (GET /runs/{jobId}/events), as pure rules.
+ * The run stream's events and ids (GET /runs/{jobId}/events), as pure rules.
  *
  * An event's id is what the client has been sent so far, encoded: the last status and progress,
  * whether `done` went, and per step of the run (in the order GET /runs/{jobId} lists them, the
@@ -8,9 +8,11 @@
  * nothing is lost or repeated, and no clock (of this worker or any other) orders anything. 500
  * steps take 1,000 bits: about 175 characters of base64url.
  */
+
+import { StepStatus } from '../../platform/run-statuses.ts';
 import type { Run, RunOutput, RunViewStatus, StepViewStatus } from '../../schemas/runs.ts';
 import { runStatuses } from '../../schemas/runs.ts';
-import { isEndStatus, StepStatus, stepQueuedView } from './run-lifecycle.ts';
+import { isEndStatus, stepQueuedView } from './run-lifecycle.ts';
 
 /** What went of one step: nothing, its start, its end, its end and then its output. */
 export const StepSent = { none: 0, started: 1, ended: 2, output: 3 } as const;

@@ -15,7 +15,7 @@
  * - MP3, FLAC and binary FBX have no cheap end to check (MPEG frames, FLAC frames and FBX records
  *   are not delimited by their headers alone): their head is checked (file-sniff.ts), nothing more.
  */
-import type { UploadContentType } from '../../schemas/upload-types.ts';
+import type { UploadContentType } from '../../../schemas/upload-types.ts';
 
 /** Random access to a file's bytes: `read` answers at most `length` bytes from `offset` (fewer at the end). */
 export interface ByteSource {

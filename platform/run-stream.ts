@@ -1,6 +1,6 @@
 /**
  * The run event stream's timing (GET /runs/{jobId}/events): read by its function
- * (functions/app/run-events.ts), the stack (its function's timeout, lib/api-stack.ts) and the cost
+ * (functions/app/run-stream.ts), the stack (its function's timeout, lib/api-stack.ts) and the cost
  * bench. Pure data, written once here.
  */
 

@@ -1,12 +1,12 @@
 import type { DynamoDBRecord } from 'aws-lambda';
 import type { Deps } from '../deps.ts';
 import { logger } from '../observability/logger.ts';
-import { lifecycleChangeOf, openLifecycleDelivery, reopenableDelivery } from '../store/lifecycle-deliveries.ts';
+import { lifecycleChangeOf, openLifecycleDelivery, reopenableDelivery } from '../store/lifecycle-webhook-deliveries.ts';
 import { sendWebhookMessage } from '../store/queues.ts';
 import { itemChangeOf } from '../store/stream-images.ts';
 
 /** What one batch of the table's changes gave. */
-export interface FanOutReport {
+export interface OpenedWebhooksReport {
   /** Deliveries opened, each with its first message sent. */
   opened: number;
   /** Events whose delivery was opened and attempted already (a change handed over again): nothing sent. */
@@ -25,7 +25,7 @@ export interface FanOutReport {
 
 /**
  * The lifecycle webhook events of a batch of the table's changes, in stream order: for
- * each change that gives one (functions/store/lifecycle-deliveries.ts `lifecycleChangeOf`), opens
+ * each change that gives one (functions/store/lifecycle-webhook-deliveries.ts `lifecycleChangeOf`), opens
  * its delivery (once; a step event only below the run's cap) and sends its first message to the
  * webhooks queue, where the webhook worker delivers it as it delivers a run's end. A failure stops
  * the batch there, so the stream hands that change and the ones after it over again; a delivery
@@ -33,8 +33,11 @@ export interface FanOutReport {
  * over again whose delivery was opened but never attempted (this function died between its write
  * and its send, and Lambda retried the batch) sends its message again.
  */
-export const fanOutRunEvents = async (deps: Deps, records: readonly DynamoDBRecord[]): Promise<FanOutReport> => {
-  const report: FanOutReport = { opened: 0, duplicates: 0, resent: 0, capped: 0, failed: [], errors: [] };
+export const openLifecycleWebhooks = async (
+  deps: Deps,
+  records: readonly DynamoDBRecord[],
+): Promise<OpenedWebhooksReport> => {
+  const report: OpenedWebhooksReport = { opened: 0, duplicates: 0, resent: 0, capped: 0, failed: [], errors: [] };
   for (const [index, record] of records.entries()) {
     try {
       const change = lifecycleChangeOf(itemChangeOf(record), deps.now(), deps.retentionDays);

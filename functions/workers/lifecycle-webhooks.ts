@@ -1,5 +1,5 @@
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
-import { fanOutRunEvents } from '../app/fan-out-run-events.ts';
+import { openLifecycleWebhooks } from '../app/open-lifecycle-webhooks.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
@@ -7,15 +7,15 @@ import { logger, withBatchContext } from '../observability/logger.ts';
 
 /**
  * The lifecycle webhook events' consumer of the table's stream (only the changes
- * `lifecycleEventsStream`'s filters pass: a run's insert marked `notifyStart`, a step's end marked
+ * `lifecycleWebhooksMapping`'s filters pass: a run's insert marked `notifyStart`, a step's end marked
  * `notify`): opens each event's delivery and queues it for the webhook worker. What failed is
  * reported as batch item failures, so the stream hands it over again; after the mapping's retries,
  * the DLQ and its alarm.
  */
 export const makeHandler = (deps: Deps) =>
   withBatchContext(async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
-    const report = await fanOutRunEvents(deps, event.Records);
-    logger.info('lifecycle events', {
+    const report = await openLifecycleWebhooks(deps, event.Records);
+    logger.info('lifecycle webhooks', {
       opened: report.opened,
       duplicates: report.duplicates,
       resent: report.resent,

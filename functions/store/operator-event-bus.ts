@@ -4,9 +4,6 @@ import type { ItemImages } from '../domain/operator-events.ts';
 import { DeferredRunEventImageSchema, parseItem, RunEventImageSchema } from './items.ts';
 import type { ItemChange } from './stream-images.ts';
 
-// Shared with the lifecycle events' consumer, which must not bundle the EventBridge client.
-export { type ItemChange, itemChangeOf } from './stream-images.ts';
-
 /** One event as PutEvents takes it (on the bus the sender was built for). */
 export interface BusEntry {
   source: string;

@@ -1,7 +1,8 @@
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
+import { stepEventCap } from '../../schemas/webhook-events.ts';
 import type { Deps } from '../deps.ts';
-import { type DeliveryRef, deliveryName, stepEventCap, stepEventOfStatus } from '../domain/lifecycle-events.ts';
+import { type DeliveryRef, deliveryName, stepEventOfStatus } from '../domain/lifecycle-webhooks.ts';
 import { runItemExpiry } from '../domain/retention.ts';
 import { tableUpdate } from './item-update.ts';
 import {
@@ -107,7 +108,7 @@ export const reopenableDelivery = async (deps: Deps, jobId: string, ref: Deliver
   ]);
 };
 
-/** What the lifecycle events read of a run item's insert. */
+/** What the lifecycle webhooks read of a run item's insert. */
 const RunStartImageSchema = v.pick(RunItemSchema, ['jobId', 'createdAt', 'notifyStart']);
 /** What they read of a step item's change: its step, its end and the mark; its `ttl` is its run's. */
 const StepEndImageSchema = v.object({
@@ -125,7 +126,7 @@ export interface LifecycleChange {
 
 /**
  * The lifecycle event of one change the stream passed (platform/definitions.ts
- * `lifecycleEventsStream`), read with the items' schemas: `run.started` from the insert of a run
+ * `lifecycleWebhooksMapping`), read with the items' schemas: `run.started` from the insert of a run
  * marked `notifyStart`; a step event from a step item marked `notify` whose status became
  * `completed` or `failed`. Undefined for any other change (a later write to an ended step's item).
  */
