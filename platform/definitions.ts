@@ -180,7 +180,7 @@ export interface QueueDefinition {
  * the redrive allows twice as many receives, so that receives which ran nothing (a throttle, a crash
  * before the node) do not move a message to the DLQ before its step has failed visibly. The
  * consumer may run twice a node's timeout (`stepNodeTimeoutSeconds`) and more: a chain's next step
- * runs in the same invocation while a whole node timeout and its end still fit (functions/app/run-step.ts).
+ * runs in the same invocation while a whole node timeout and its end still fit (functions/app/step/run-step.ts).
  */
 export const stepsQueue: QueueDefinition = {
   id: 'Steps',

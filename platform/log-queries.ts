@@ -41,7 +41,7 @@ export const runTrailQuery = (jobId: string): QueryParts => ({
 
 /**
  * The runs that failed, counted by why: the `run failed` line the step executor logs when a step
- * fails its run (functions/app/run-step.ts), by its `reason` (the failure classes of the failed-run
+ * fails its run (functions/app/step/run-step.ts), by its `reason` (the failure classes of the failed-run
  * metric), with a run of each to follow through the run-trail query.
  */
 export const failedRunsByReasonQuery: QueryParts = {
