@@ -67,7 +67,7 @@ describe('the cost of a 10-step run', () => {
     expect(left.s3Bytes).toBe(0);
   });
 
-  it('an idle dev stage costs at most $3 a month without the free tier; prod adds only its rollback alarms, web ACL and origin secret, at most $15', {
+  it('an idle dev stage costs at most $2.50 a month without the free tier; prod adds only its rollback alarms, web ACL and origin secret, at most $15', {
     timeout: 120_000,
   }, async () => {
     const resources = await provision({ prefix: `c${randomUUID().slice(0, 8)}`, ...inject('emulators') });
@@ -80,8 +80,10 @@ describe('the cost of a 10-step run', () => {
     const totals = Object.fromEntries(
       idleStages.map((stage) => [stage.name, idleCost(stage.context, steady).reduce((sum, i) => sum + i.dollars, 0)]),
     );
-    // $2.40 of it is the alarms' 24 metrics (docs/deploy.md, What a stage costs idle).
-    expect(totals.dev).toBeLessThanOrEqual(3);
+    // $1.90 of it is the alarms' 19 metrics (docs/deploy.md, What a stage costs idle); $3.00 with the
+    // 24 they were before a queue worker's failures paged through its queue and the dispatcher's ticks
+    // took one metric. The target is $2: the rest is $0.52 of Lambda's idle SQS pollers and $0.08 more.
+    expect(totals.dev).toBeLessThanOrEqual(2.5);
     // prod is dev's month plus what guards production, and nothing else: its canary's six
     // rollback alarms (two per aliased function), the edge's web ACL with its rules and the edge's
     // origin secret (the budget is one of an account's two free ones; an idle table's backups are a
