@@ -602,13 +602,22 @@ const ratiosOf = (row: { fn: Medians; base: Medians }) => ({
   firstWall: row.fn.firstMs / row.base.firstMs,
 });
 
-export const benchColdStarts = async (ctx: ColdStartContext) => {
-  const { repoRoot, outDir, resources, targets, runs } = ctx;
-  const deployed = deployedSdkSource;
-  const other = otherSdkSource(deployed);
-  heading(
-    `Cold starts: each function against the floor of its SDK packages (SDK ${deployed === 'bundled' ? 'bundled into each function' : "from the runtime's copy"}, as lib/bundling.ts deploys); median of ${runs} fresh node each, interleaved`,
-  );
+/** Every function the stack deploys, in the order the bench measures them. */
+const functions = [...routes, ...workers].map((f) => ({ id: f.id, entry: f.entry }));
+
+const scenarioOf = (scenarios: Record<string, Scenario>, id: string) => {
+  const scenario = scenarios[id];
+  if (!scenario) throw new Error(`no cold-start scenario for ${id}: add one to bench/cold-start.ts`);
+  return scenario;
+};
+
+/**
+ * What every function's first request needs: its scenario's state on the emulators, an operator
+ * event bus, and the files a fresh process reads (the resources, each event). `close` stops what
+ * was started (it is among `ctx.cleanups` too, for a section that fails).
+ */
+const openScenarios = async (ctx: Pick<ColdStartContext, 'outDir' | 'resources' | 'cleanups'>) => {
+  const { outDir, resources } = ctx;
   rmSync(outDir, { recursive: true, force: true });
   ctx.cleanups.push(() => rmSync(outDir, { recursive: true, force: true }));
   const eventsDir = join(outDir, 'events');
@@ -631,7 +640,59 @@ export const benchColdStarts = async (ctx: ColdStartContext) => {
   const eventBridge = await startEventBridge({ fileFor: () => join(outDir, 'operator-events.jsonl') });
   closers.push(() => eventBridge.stop());
 
-  const functions = [...routes, ...workers].map((f) => ({ id: f.id, entry: f.entry }));
+  const resourcesFile = join(outDir, 'resources.json');
+  writeFileSync(resourcesFile, JSON.stringify(resources));
+  let eventCount = 0;
+  const eventFile = (event: unknown) => {
+    const file = join(eventsDir, `${++eventCount}.json`);
+    writeFileSync(file, JSON.stringify(event));
+    return file;
+  };
+
+  /** The function's Lambda environment on the emulators, with its scenario's settings. */
+  const environmentOf = (id: string, scenario: Scenario) => ({
+    ...lambdaEnvironment(resources, id, eventBridge.endpoint),
+    ...scenario.environment,
+  });
+  return { deps, scenarios, resourcesFile, eventFile, environmentOf, close };
+};
+
+/**
+ * Every function's first request, from its source in a fresh process with its Lambda environment,
+ * as the cold-start section records it before it measures anything: the commands each sent. Throws
+ * on the first function without a scenario or whose first request did not succeed, naming it; the
+ * suite runs this so the bench's bundles section keeps running whole (`test/bench-first-requests.int.test.ts`).
+ */
+export const checkFirstRequests = async (ctx: Pick<ColdStartContext, 'outDir' | 'resources' | 'cleanups'>) => {
+  const opened = await openScenarios(ctx);
+  const recorded: { id: string; commands: AwsCommandShape[] }[] = [];
+  try {
+    for (const fn of functions) {
+      const scenario = scenarioOf(opened.scenarios, fn.id);
+      const event = opened.eventFile(await scenario.event());
+      const commands = await recordFirstRequest(
+        fn.id,
+        opened.resourcesFile,
+        opened.environmentOf(fn.id, scenario),
+        event,
+      );
+      recorded.push({ id: fn.id, commands });
+    }
+  } finally {
+    await opened.close();
+  }
+  return recorded;
+};
+
+export const benchColdStarts = async (ctx: ColdStartContext) => {
+  const { repoRoot, outDir, resources, targets, runs } = ctx;
+  const deployed = deployedSdkSource;
+  const other = otherSdkSource(deployed);
+  heading(
+    `Cold starts: each function against the floor of its SDK packages (SDK ${deployed === 'bundled' ? 'bundled into each function' : "from the runtime's copy"}, as lib/bundling.ts deploys); median of ${runs} fresh node each, interleaved`,
+  );
+  const opened = await openScenarios(ctx);
+  const { deps, scenarios, resourcesFile, eventFile, close } = opened;
   // The floors' own queue and object: their bare sends and reads touch nothing of the service's.
   const { QueueUrl: createdQueueUrl } = await deps.sqs.send(
     new CreateQueueCommand({ QueueName: `${resources.prefix}-bench-floor` }),
@@ -642,14 +703,6 @@ export const benchColdStarts = async (ctx: ColdStartContext) => {
   await deps.s3.send(
     new PutObjectCommand({ Bucket: resources.bucket, Key: floorObjectKey, Body: 'floor', ContentType: 'text/plain' }),
   );
-  const resourcesFile = join(outDir, 'resources.json');
-  writeFileSync(resourcesFile, JSON.stringify(resources));
-  let eventCount = 0;
-  const eventFile = (event: unknown) => {
-    const file = join(eventsDir, `${++eventCount}.json`);
-    writeFileSync(file, JSON.stringify(event));
-    return file;
-  };
 
   interface Row {
     id: string;
@@ -663,14 +716,9 @@ export const benchColdStarts = async (ctx: ColdStartContext) => {
   }
   const rows: Row[] = [];
   for (const fn of functions) {
-    const scenario = scenarios[fn.id];
-    if (!scenario) throw new Error(`no cold-start scenario for ${fn.id}: add one to bench/cold-start.ts`);
+    const scenario = scenarioOf(scenarios, fn.id);
     const bundle = await buildBundle(repoRoot, outDir, fn, deployed);
-    const environment = {
-      ...lambdaEnvironment(resources, fn.id, eventBridge.endpoint),
-      ...scenario.environment,
-      [floorQueueVariable]: floorQueueUrl,
-    };
+    const environment = { ...opened.environmentOf(fn.id, scenario), [floorQueueVariable]: floorQueueUrl };
     // What its first request sends, recorded from its source in a fresh process: the floor sends the same, bare.
     const commands = await recordFirstRequest(fn.id, resourcesFile, environment, eventFile(await scenario.event()));
     const floor = await buildFloorBundle(repoRoot, outDir, `floor-${fn.id}`, bundle.sdkPackages, commands, deployed);

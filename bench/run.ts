@@ -6,9 +6,10 @@
  *
  * Env: BENCH_SECONDS (default 10) per measured load phase, BENCH_WARMUP_SECONDS (default 10),
  * BENCH_SOAK_SECONDS (default 60), BENCH_DEFERRED_COUNT (default 100,000 waiting deferred runs),
- * BENCH_SECTIONS (default all: bundles,python,http,links,soak,runs,deferred,cost,stepevents,hotkey; `python` alone starts
+ * BENCH_SECTIONS (default all: bundles,python,http,links,soak,runs,deferred,cost,stepevents,hotkey,saturation; `python` alone starts
  * no emulators), BENCH_COLD_RUNS (default 5 fresh
- * processes per bundle in the cold-start section).
+ * processes per bundle in the cold-start section), BENCH_SATURATION_RATES (default 2,4,8,16 runs a second)
+ * and BENCH_SATURATION_SECONDS (default 4 per rate) for the saturation section.
  */
 import './env.ts';
 import { randomUUID } from 'node:crypto';
@@ -32,6 +33,7 @@ import { type LoadResult, runLoad } from './load.ts';
 import { benchPythonRunner } from './python-runner.ts';
 import { heading, latencyLine, line, ratio } from './report.ts';
 import { benchRuns, chainLength, type RunsBenchResult } from './runs.ts';
+import { benchSaturation } from './saturation.ts';
 import { createChainWorkflows, seedBenchTeam, seedRunsTeam } from './seed.ts';
 import { type ServerProcess, startServerProcess } from './server-process.ts';
 import { mb, ms, summarize, Targets } from './stats.ts';
@@ -45,7 +47,24 @@ const phaseSeconds = seconds('BENCH_SECONDS', 10);
 const warmupSeconds = seconds('BENCH_WARMUP_SECONDS', 10);
 const soakSeconds = seconds('BENCH_SOAK_SECONDS', 60);
 const deferredCount = Math.max(20, Math.round(seconds('BENCH_DEFERRED_COUNT', 100_000)));
-const allSections = ['bundles', 'python', 'http', 'links', 'soak', 'runs', 'deferred', 'cost', 'stepevents', 'hotkey'];
+const allSections = [
+  'bundles',
+  'python',
+  'http',
+  'links',
+  'soak',
+  'runs',
+  'deferred',
+  'cost',
+  'stepevents',
+  'hotkey',
+  'saturation',
+];
+const saturationRates = (process.env.BENCH_SATURATION_RATES ?? '2,4,8,16')
+  .split(',')
+  .map(Number)
+  .filter((rate) => Number.isFinite(rate) && rate > 0);
+const saturationSeconds = seconds('BENCH_SATURATION_SECONDS', 4);
 const sections = new Set(
   (process.env.BENCH_SECTIONS ?? allSections.join(','))
     .split(',')
@@ -364,6 +383,21 @@ const main = async () => {
     await benchCost({ resources, targets, chainLength, idleTick, repoRoot, outDir: join(outDir, 'init') });
   if (sections.has('stepevents')) await benchStepEvents({ resources });
   if (sections.has('hotkey')) await benchHotKey({ deps, resources, targets, cleanups });
+  if (sections.has('saturation')) {
+    const server = await startServerProcess(resources);
+    cleanups.push(() => server.stop());
+    await benchSaturation({
+      deps,
+      resources,
+      server,
+      cleanups,
+      rates: saturationRates,
+      seconds: saturationSeconds,
+      pollers: 4,
+      chainLength,
+    });
+    await server.stop();
+  }
 };
 
 /** Timings are only as good as the machine is quiet: print what else was running. */

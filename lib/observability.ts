@@ -198,25 +198,10 @@ export class Observability extends Construct {
       );
     }
 
-    // Workers: errors (an uncaught error, a timeout or a crash) sustained. A stream worker's
-    // failures are retried from the stream, then land in its DLQ, alarmed above.
-    for (const worker of workers) {
-      if (worker.trigger.kind === 'stream') continue;
-      this.#alarm(
-        alarmRules.functionErrors(worker.id, `${worker.id}Errors`),
-        { errors: fnOf(worker.id).metricErrors() },
-        `The ${stage} ${worker.id} function failed (an uncaught error, a timeout or a crash) in 3 of 5 five-minute periods.`,
-      );
-    }
-    // A function that feeds its own queue runs with recursive loop detection set to Allow: should
-    // Lambda still drop one of its invocations as a loop, say so at once (docs/operations.md).
-    for (const worker of workers.filter((w) => w.feedsItsOwnQueue)) {
-      this.#alarm(
-        alarmRules.recursiveInvocationsDropped(worker.id),
-        { dropped: fnOf(worker.id).metric('RecursiveInvocationsDropped') },
-        `Lambda dropped invocations of the ${stage} ${worker.id} function as a recursive loop: its messages were lost.`,
-      );
-    }
+    // Queue workers have no errors alarm of their own: a batch they fail as a function (a crash, a
+    // timeout) comes back and, past its receives, reaches its dead-letter queue, alarmed above;
+    // their queue's oldest message pages if they stop consuming (a disabled mapping, a recursive
+    // loop guard left to Terminate). One alarm metric fewer each (docs/operations.md, "Alarms").
     // The operator events' publisher falling behind the table's stream. (The lifecycle events'
     // consumer is watched by its DLQ: a step event late is still delivered.)
     for (const worker of workers.filter((w) => w.trigger.kind === 'stream' && w.trigger.mapping === 'OperatorEvents')) {
@@ -226,8 +211,9 @@ export class Observability extends Construct {
         `The ${stage} ${worker.id} is more than 10 minutes behind the table's stream for 15 minutes.`,
       );
     }
-    // Every function the default alarms above do not already watch, only when asked (two alarms each).
-    const alarmedWorkerIds = new Set(workers.filter((w) => w.trigger.kind !== 'stream').map((w) => w.id));
+    // Every function the default alarms above do not already watch, only when asked (two alarms each):
+    // the dispatcher's errors are its ticks alarm below.
+    const alarmedWorkerIds = new Set(workers.filter((w) => w.trigger.kind === 'schedule').map((w) => w.id));
     for (const worker of config.perFunctionAlarms ? workers.filter((w) => w.trigger.kind === 'queue') : []) {
       this.#alarm(
         alarmRules.functionThrottles(worker.id),
@@ -253,7 +239,8 @@ export class Observability extends Construct {
         { errors: fn.metricErrors() },
         `The ${stage} ${fnId} function failed (an uncaught error, a timeout or a crash) in 3 of 5 five-minute periods.`,
       );
-      if (streamIds.has(fnId)) continue; // its throttles are alarmed above
+      // The stream's throttles and the queue consumers' are alarmed above.
+      if (streamIds.has(fnId) || workers.some((w) => w.id === fnId && w.trigger.kind === 'queue')) continue;
       this.#alarm(
         alarmRules.functionThrottles(fnId),
         { throttles: fn.metricThrottles() },
@@ -261,18 +248,20 @@ export class Observability extends Construct {
       );
     }
 
-    // The scheduled dispatcher: missing invocations are missed ticks (deferred runs not moving, no
-    // sweep). Throttled ticks are not invocations, so a dispatcher held back shows here too.
+    // The scheduled dispatcher: a period without an errors datapoint had no invocation (a missed
+    // tick; throttled ticks are not invocations), one with errors had failed ticks.
     const dispatcherInvocations: IMetric[] = [];
     for (const worker of workers.filter((w) => w.trigger.kind === 'schedule')) {
-      const invocations = fnOf(worker.id).metricInvocations();
+      const fn = fnOf(worker.id);
       dispatcherInvocations.push(
-        invocations.with({ label: `${worker.id} invocations`, period: alarmThresholds.window, statistic: Stats.SUM }),
+        fn
+          .metricInvocations()
+          .with({ label: `${worker.id} invocations`, period: alarmThresholds.window, statistic: Stats.SUM }),
       );
       this.#alarm(
-        alarmRules.missedTicks(worker.id),
-        { invocations },
-        `The ${stage} ${worker.id} was not invoked for 10 minutes (it ticks every minute).`,
+        alarmRules.dispatcherTicks(worker.id),
+        { errors: fn.metricErrors() },
+        `The ${stage} ${worker.id}'s ticks failed or did not come (it ticks every minute) in 3 of 5 five-minute periods.`,
       );
     }
 

@@ -249,33 +249,20 @@ export const alarmRules = {
     threshold: 0,
     treatMissingData: 'notBreaching',
   }),
-  /** Lambda dropped an invocation as a recursive loop: its messages are lost, so one is enough. */
-  recursiveInvocationsDropped: (functionId: string): AlarmRule => ({
-    id: `${functionId}RecursiveInvocationsDropped`,
-    runbook: 'RecursiveInvocationsDropped',
-    expression: metric('dropped'),
-    statistics: { dropped: 'Sum' },
-    periodSeconds: fiveMinutes,
-    evaluationPeriods: 1,
-    datapointsToAlarm: 1,
+  /**
+   * The scheduled dispatcher's ticks failed or did not come, in 3 of 5 periods, from its one metric,
+   * `Errors`: Lambda publishes it for every period with an invocation (0 when none failed) and
+   * nothing for a period without one, so a missing period is a missed tick and counts as a breach.
+   * One alarm metric where a failed-ticks alarm and a missed-ticks alarm took two.
+   */
+  dispatcherTicks: (functionId: string): AlarmRule => ({
+    id: `${functionId}Ticks`,
+    runbook: `${functionId}Ticks`,
+    expression: metric('errors'),
+    statistics: { errors: 'Sum' },
+    ...sustained,
     comparison: '>',
     threshold: 0,
-    treatMissingData: 'notBreaching',
-  }),
-  /**
-   * The dispatcher was not invoked in two five-minute periods in a row (Lambda publishes nothing for
-   * a function not invoked, so a missing period is a breach; two, so one late datapoint is not).
-   */
-  missedTicks: (functionId: string): AlarmRule => ({
-    id: `${functionId}MissedTicks`,
-    runbook: `${functionId}MissedTicks`,
-    expression: metric('invocations'),
-    statistics: { invocations: 'Sum' },
-    periodSeconds: fiveMinutes,
-    evaluationPeriods: 2,
-    datapointsToAlarm: 2,
-    comparison: '<',
-    threshold: 1,
     treatMissingData: 'breaching',
   }),
   /**

@@ -43,7 +43,7 @@ export interface TableDefinition {
  * The single application table. Item shapes and key prefixes live in `functions/store/keys.ts`.
  * GSI1: generic inverted lookups (keys per team, ids to their team, runs left queued). GSI2: sparse
  * index of waiting deferred runs by maxMultiplier. GSI3: sparse index of waiting deferred runs by
- * expiresAt. GSI5 (GSI4 before it, kept until the next deploy): sparse index of a team's runs and
+ * expiresAt. GSI5 (on the attributes GSI4PK and GSI4SK, named for the index it replaced): sparse index of a team's runs and
  * deferred runs, newest first (the list endpoints). Each projects only what its queries read (see each index).
  */
 export const dataTable: TableDefinition = {
@@ -94,40 +94,15 @@ export const dataTable: TableDefinition = {
       projection: { type: 'INCLUDE', attributes: ['deferredJobId'] },
     },
     {
-      name: 'GSI4',
-      partitionKey: { name: 'GSI4PK', type: 'S' },
-      sortKey: { name: 'GSI4SK', type: 'S' },
-      // Read by nothing since GSI5 (below) took its place; kept for one deploy, as CloudFormation
-      // adds or deletes one GSI per update: delete this entry in the next.
-      projection: {
-        type: 'INCLUDE',
-        attributes: [
-          'jobId',
-          'deferredJobId',
-          'workflowId',
-          'status',
-          'mode',
-          'createdAt',
-          'endedAt',
-          'estimateHundredths',
-          'finalChargedHundredths',
-          'maxMultiplier',
-          'expiresAt',
-          'dispatchedAt',
-          'ttl',
-        ],
-      },
-    },
-    {
       name: 'GSI5',
       partitionKey: { name: 'GSI4PK', type: 'S' },
       sortKey: { name: 'GSI4SK', type: 'S' },
       // queryRunList (functions/store/run-list.ts): a team's runs and deferred runs, newest first, as
       // summaries. Only attributes that change rarely (the status, the end, the final charge, the
       // dispatch, `ttl`) or never (a run's `metadata`, `tags` and `resumedFrom`), so a step's count writes no index;
-      // never inputs, outputs or a callback. It is GSI4 with `metadata` and `tags`: a
-      // GSI's projection cannot be changed, so it was added beside GSI4 on the same key attributes
-      // (DynamoDB backfills it with every entry GSI4 has).
+      // never inputs, outputs or a callback. It replaced GSI4 (the same keys without `metadata` and
+      // `tags`: a GSI's projection cannot be changed), which nothing read and is deleted; the key
+      // attributes keep GSI4's names, so no item is rewritten.
       projection: {
         type: 'INCLUDE',
         attributes: [

@@ -66,21 +66,7 @@ const expected: { rule: AlarmRule; threshold: number; period: number; n: number;
   // 15 minutes of delay + 10 receives × 6 minutes + a period; 15 minutes + 5 × 2 minutes + a period.
   { rule: alarmRules.oldestMessage(stepsQueue), threshold: 4800, period: 300, n: 1, m: 1 },
   { rule: alarmRules.oldestMessage(webhooksQueue), threshold: 1800, period: 300, n: 1, m: 1 },
-  ...['StepExecutor', 'WebhookDelivery', 'DeferredDispatcher'].map((w) => ({
-    rule: alarmRules.functionErrors(w, `${w}Errors`),
-    threshold: 0,
-    period: 300,
-    n: 5,
-    m: 3,
-  })),
-  ...['StepExecutor', 'WebhookDelivery'].map((w) => ({
-    rule: alarmRules.recursiveInvocationsDropped(w),
-    threshold: 0,
-    period: 300,
-    n: 1,
-    m: 1,
-  })),
-  { rule: alarmRules.missedTicks('DeferredDispatcher'), threshold: 1, period: 300, n: 2, m: 2 },
+  { rule: alarmRules.dispatcherTicks('DeferredDispatcher'), threshold: 0, period: 300, n: 5, m: 3 },
   { rule: alarmRules.iteratorAge, threshold: 600_000, period: 300, n: 3, m: 3 },
   { rule: alarmRules.tableThrottles, threshold: 0, period: 300, n: 5, m: 3 },
   { rule: alarmRules.gatewayThrottles, threshold: 0, period: 300, n: 5, m: 3 },
@@ -234,7 +220,6 @@ describe('a blip trips none of the tolerant alarms; a sustained failure trips ea
   it('sustained worker errors, table throttles, gateway 429s, stream throttles and account concurrency page; one period does not', () => {
     const cases: [AlarmRule, string, number][] = [
       [alarmRules.functionErrors('StepExecutor', 'StepExecutorErrors'), 'errors', 1],
-      [alarmRules.functionErrors('DeferredDispatcher', 'DeferredDispatcherErrors'), 'errors', 3],
       [alarmRules.functionThrottles('GetRun'), 'throttles', 2],
       [alarmRules.gatewayThrottles, 'throttled', 40],
       [alarmRules.runEventsThrottles, 'throttles', 5],
@@ -253,11 +238,14 @@ describe('a blip trips none of the tolerant alarms; a sustained failure trips ea
     );
   });
 
-  it('missed ticks: one late datapoint is no page, ten minutes without a tick is', () => {
-    const rule = alarmRules.missedTicks('DeferredDispatcher');
-    expect(trips(rule, { invocations: [5, 5, undefined, 5, 5] })).toBe(false);
-    expect(trips(rule, { invocations: [5, 5, undefined, undefined] })).toBe(true);
-    expect(trips(rule, { invocations: [5, 0, 0] })).toBe(true);
+  it("the dispatcher's ticks, from its errors alone: a late or failed period is no page; fifteen minutes without a tick, or of failed ticks, or of both, is", () => {
+    const rule = alarmRules.dispatcherTicks('DeferredDispatcher');
+    // Errors is 0 for a period whose ticks all succeeded, absent for one without a tick.
+    expect(trips(rule, { errors: [0, 0, undefined, 0, 0] })).toBe(false);
+    expect(trips(rule, { errors: [0, 2, undefined, 0, 0] })).toBe(false);
+    expect(trips(rule, { errors: [0, 0, undefined, undefined, undefined] })).toBe(true);
+    expect(trips(rule, { errors: [0, 0, 3, 5, 1] })).toBe(true);
+    expect(trips(rule, { errors: [0, 0, 3, undefined, 1] })).toBe(true);
   });
 
   it('a dead-letter arrival pages at once, is red 5 minutes, and a message kept there or a redrive does not keep it red', () => {
@@ -280,9 +268,5 @@ describe('a blip trips none of the tolerant alarms; a sustained failure trips ea
     ]);
     // A redrive (the depth falls) is no arrival.
     expect(trips(rule, { depth: [3, 3, 3, 3, 3, 0, 0, 0] })).toBe(false);
-  });
-
-  it('a dropped recursive invocation pages at once: its messages are lost', () => {
-    expect(trips(alarmRules.recursiveInvocationsDropped('StepExecutor'), { dropped: [undefined, 1] })).toBe(true);
   });
 });

@@ -143,7 +143,7 @@ describe("a function's cold-start floor", () => {
       shape('GetItemCommand'),
       shape('UpdateItemCommand'),
       shape('BatchGetItemCommand', { count: 2 }),
-      shape('QueryCommand', { index: 'GSI4' }),
+      shape('QueryCommand', { index: 'GSI5' }),
       shape('TransactWriteItemsCommand', { items: ['Put', 'Update', 'ConditionCheck', 'Delete'] }),
       shape('SendMessageBatchCommand', { count: 1 }),
       shape('PutEventsCommand', { count: 2 }),
@@ -176,7 +176,7 @@ describe("a function's cold-start floor", () => {
     const [get, , batch, query, transaction, send, put] = seen.map((s) => s.body);
     expect(get).toMatchObject({ TableName: 'floor-table', Key: { PK: { S: 'BENCH#FLOOR' } } });
     expect(Object.values(batch?.RequestItems as Record<string, { Keys: unknown[] }>)[0]?.Keys).toHaveLength(2);
-    expect(query).toMatchObject({ IndexName: 'GSI4', ExpressionAttributeNames: { '#pk': 'GSI4PK' } });
+    expect(query).toMatchObject({ IndexName: 'GSI5', ExpressionAttributeNames: { '#pk': 'GSI4PK' } });
     expect(((transaction?.TransactItems ?? []) as object[]).map((item) => Object.keys(item)[0])).toEqual([
       'Put',
       'Update',

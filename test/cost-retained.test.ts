@@ -66,10 +66,9 @@ describe('what a run keeps and shares, priced exactly', () => {
       status: 'done',
       inputs: 'zz',
     };
-    // The item: 7 + 5 + 7 + 7 + 10 + 8 = 44, + 100. Its GSI4 entry: the keys and `status` (projected;
-    // `inputs` is not), 36, + 100; and the same in GSI5, on the same keys (GSI4 with metadata and tags,
-    // both kept until GSI4 is deleted: platform/definitions.ts). No other index: no GSI1-3 keys.
-    expect(storedItemBytes([run], dataTable)).toEqual({ table: 144, indexes: 2 * 136 });
+    // The item: 7 + 5 + 7 + 7 + 10 + 8 = 44, + 100. Its GSI5 entry: the keys and `status` (projected;
+    // `inputs` is not), 36, + 100. No other index: no GSI1-3 keys.
+    expect(storedItemBytes([run], dataTable)).toEqual({ table: 144, indexes: 136 });
     // A step: no index keys, the item alone.
     expect(storedItemBytes([{ PK: 'RUN#a', SK: 'STEP#s0' }], dataTable)).toEqual({
       table: 2 + 5 + 2 + 7 + 100,

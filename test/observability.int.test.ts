@@ -372,47 +372,34 @@ describe('alarms of one stage', { timeout: 180_000 }, () => {
     }
   });
 
-  it("alarms on each worker's errors and each queue feeder's dropped recursive invocations, per function", () => {
-    // The stream worker's failures end in its DLQ, alarmed above.
-    const alarmed = workers.filter((w) => w.trigger.kind !== 'stream');
-    for (const worker of alarmed) {
-      const description =
-        worker.trigger.kind === 'queue'
-          ? `consumes the ${worker.trigger.queue} queue`
-          : 'runs on the dispatcher schedule';
-      const fnId = functionIdOf(description);
-      const metricNames = ['Errors'];
-      for (const metricName of metricNames) {
-        template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-          Namespace: 'AWS/Lambda',
-          MetricName: metricName,
-          Dimensions: [{ Name: 'FunctionName', Value: { Ref: fnId } }],
-          Statistic: 'Sum',
-          Period: 300,
-          Threshold: 0,
-          ComparisonOperator: 'GreaterThanThreshold',
-        });
-      }
-    }
-    // A function that feeds its own queue: Lambda dropping one of its invocations as a loop.
+  it("alarms on the dispatcher's ticks by its errors metric alone; the queue workers' failures by their queues", () => {
+    const fnId = functionIdOf('runs on the dispatcher schedule');
+    // A missing period (no invocation: a missed tick) is a breach, as a failed tick is.
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Errors',
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: fnId } }],
+      Statistic: 'Sum',
+      Period: 300,
+      Threshold: 0,
+      ComparisonOperator: 'GreaterThanThreshold',
+      EvaluationPeriods: 5,
+      DatapointsToAlarm: 3,
+      TreatMissingData: 'breaching',
+    });
+    expect(alarms.filter((a) => a.Namespace === 'AWS/Lambda' && a.MetricName === 'Errors')).toHaveLength(1);
+    expect(alarms.filter((a) => a.Namespace === 'AWS/Lambda' && a.MetricName === 'Invocations')).toEqual([]);
+    // The queue feeders run with the loop guard at Allow, under which Lambda never publishes
+    // RecursiveInvocationsDropped: no alarm watches a metric that cannot come.
     const feeders = workers.filter((w) => w.feedsItsOwnQueue);
     expect(feeders.map((w) => w.id)).toEqual(['StepExecutor', 'WebhookDelivery']);
     for (const worker of feeders) {
-      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-        Namespace: 'AWS/Lambda',
-        MetricName: 'RecursiveInvocationsDropped',
-        Threshold: 0,
-        ComparisonOperator: 'GreaterThanThreshold',
-      });
       template.hasResourceProperties('AWS::Lambda::Function', {
         Description: `consumes the ${worker.trigger.kind === 'queue' ? worker.trigger.queue : ''} queue`,
         RecursiveLoop: 'Allow',
       });
     }
-    // Route functions answer their errors as 500s: the API's 5xx rate watches them.
-    expect(alarms.filter((a) => a.Namespace === 'AWS/Lambda' && a.MetricName === 'Errors')).toHaveLength(
-      alarmed.length,
-    );
+    expect(JSON.stringify(alarms)).not.toContain('RecursiveInvocationsDropped');
   });
 
   it('alarms when more than 2% of at least 50 API requests answer 5xx in 3 of 5 five-minute periods', () => {
@@ -448,38 +435,22 @@ describe('alarms of one stage', { timeout: 180_000 }, () => {
     });
   });
 
-  it('alarms when the dispatcher misses its ticks for 10 minutes, treating no data as missed', () => {
-    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      Namespace: 'AWS/Lambda',
-      MetricName: 'Invocations',
-      Dimensions: [{ Name: 'FunctionName', Value: { Ref: functionIdOf('runs on the dispatcher schedule') } }],
-      Statistic: 'Sum',
-      Period: 300,
-      Threshold: 1,
-      ComparisonOperator: 'LessThanThreshold',
-      EvaluationPeriods: 2,
-      DatapointsToAlarm: 2,
-      TreatMissingData: 'breaching',
-    });
-  });
-
   it("does not alarm on a customer's failing webhook receiver", () => {
     expect(JSON.stringify(alarms)).not.toContain(metricNames.webhookFailures);
     expect(JSON.stringify(alarms)).not.toContain(metricNames.webhookAttempts);
   });
 
-  it('costs $2.40 a month idle: 24 standard-resolution alarm metrics (prod 30), and no dashboard unless asked', () => {
+  it('costs $1.90 a month idle: 19 standard-resolution alarm metrics (prod 25), and no dashboard unless asked', () => {
     // API 5xx (2 metrics); the failed-run rate (2); steps failing on a refused key, on a missing
     // configuration; per work queue, DLQ arrivals and oldest message; the operator events' and the
-    // lifecycle events' DLQ arrivals; three workers' errors; the dispatcher's missed ticks; the two queue feeders'
-    // recursive invocations dropped; the publisher's iterator age; table throttles (2); the
-    // gateway's 429s; the account's concurrency; the run event stream's throttles
-    // (test/cdk-alarms.test.ts checks each rule).
-    expect(alarms).toHaveLength(1 + 1 + 2 + 2 * queues.length + 2 + 3 + 1 + 2 + 1 + 1 + 1 + 1 + 1);
-    expect(alarmMetricCount(alarms)).toBe(24);
+    // lifecycle events' DLQ arrivals; the dispatcher's ticks (failed or missed, one metric); the
+    // publisher's iterator age; table throttles (2); the gateway's 429s; the account's concurrency;
+    // the run event stream's throttles (test/cdk-alarms.test.ts checks each rule).
+    expect(alarms).toHaveLength(1 + 1 + 2 + 2 * queues.length + 2 + 1 + 1 + 1 + 1 + 1 + 1);
+    expect(alarmMetricCount(alarms)).toBe(19);
     // prod adds its canary's two rollback alarms for each of RunWorkflow, RunAgent and StepExecutor
     // (the new version's errors, and its 5xx answers and failed records: lib/safe-deploys.ts).
-    expect(alarmMetricCount(prod.alarms)).toBe(24 + 2 * 3);
+    expect(alarmMetricCount(prod.alarms)).toBe(19 + 2 * 3);
     template.resourceCountIs('AWS::CloudWatch::Dashboard', 0);
     expect(functionIds.length).toBe(routes.length + workers.length + 1);
     expect(functionIds.some((id) => id.startsWith(pythonRunner.id))).toBe(true);
@@ -530,10 +501,11 @@ describe('per-function alarms with the perFunctionAlarms context', { timeout: 18
         Dimensions: [{ Name: 'FunctionName', Value: { Ref: fnId } }],
       });
     }
-    // Two more per route, the two stream workers and the PythonRunner; and the queue consumers' throttles.
+    // Two more per route, the two stream workers, the PythonRunner and the queue consumers, but the
+    // run event stream's throttles (alarmed by default): the dispatcher's errors are its ticks alarm.
     const consumers = workers.filter((w) => w.trigger.kind === 'queue').length;
     const streamWorkers = workers.filter((w) => w.trigger.kind === 'stream').length;
-    expect(alarmMetricCount(alarms)).toBe(23 + 2 * (routes.length + streamWorkers + 1) + consumers);
+    expect(alarmMetricCount(alarms)).toBe(19 - 1 + 2 * (routes.length + streamWorkers + 1 + consumers));
     // The account's concurrency is the one alarm without a dimension.
     expect(alarms.filter((a) => a.Namespace === 'AWS/Lambda' && !a.Dimensions).map((a) => a.MetricName)).toEqual([
       'ClaimedAccountConcurrency',

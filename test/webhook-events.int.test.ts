@@ -306,6 +306,65 @@ describe('a delivery whose message could not be sent', () => {
     expect(await countOf()).toBe(4);
     await waitForDeliveries(jobId, (all) => all.some((g) => g.id === webhookId(jobId, 'step.completed#ghost')));
   }, 120_000);
+
+  it('mid-batch: that record and every later one are reported, the later ones untried; the retry opens them', async () => {
+    const team = await newTeam();
+    const workflowId = await createWorkflow(stack, team, chain);
+    const jobId = await startOk(team, workflowId, { webhookEvents: ['step.completed'] });
+    await waitForDeliveries(jobId, (all) => all.length === 3);
+    const raw = await stack.deps.ddb.send(
+      new GetItemCommand({ TableName: stack.deps.tableName, Key: marshalled(stepKey(jobId, 'show')) }),
+    );
+    // Three step ends of its own, as the stream gives them, in sequence order.
+    const recordOf = (nodeId: string, sequenceNumber: string) => {
+      const key = stepKey(jobId, nodeId);
+      return {
+        eventID: nodeId,
+        eventName: 'INSERT' as const,
+        eventSource: 'aws:dynamodb',
+        dynamodb: {
+          Keys: marshalled(key),
+          NewImage: { ...raw.Item, SK: { S: key.SK }, nodeId: { S: nodeId } },
+          SequenceNumber: sequenceNumber,
+          StreamViewType: 'NEW_AND_OLD_IMAGES' as const,
+        },
+      };
+    };
+    const records = [recordOf('first', '21'), recordOf('second', '22'), recordOf('third', '23')];
+    const deliveryOf = async (nodeId: string) =>
+      (
+        await stack.deps.ddb.send(
+          new GetCommand({
+            TableName: stack.deps.tableName,
+            Key: webhookDeliveryKey(jobId, `step.completed#${nodeId}`),
+            ConsistentRead: true,
+          }),
+        )
+      ).Item;
+    // Only the second record's message is refused.
+    const failing = faultyDeps(stack, {
+      failSqs: (command, input) =>
+        command === 'SendMessageCommand' &&
+        String((input as { MessageBody?: string }).MessageBody).includes('"nodeId":"second"'),
+    });
+    const refused = await invokedAs('RunEventWebhooks', makeFanOutHandler(failing))(
+      { Records: records } as unknown as DynamoDBStreamEvent,
+      {} as never,
+    );
+    expect(refused).toEqual({ batchItemFailures: [{ itemIdentifier: '22' }, { itemIdentifier: '23' }] });
+    expect(await deliveryOf('first')).toMatchObject({ nodeId: 'first' });
+    expect(await deliveryOf('second')).toBeUndefined();
+    expect(await deliveryOf('third')).toBeUndefined();
+
+    // Lambda hands the batch over again from the lowest sequence number reported.
+    const handed = await invokedAs('RunEventWebhooks', makeFanOutHandler(stack.deps))(
+      { Records: records.slice(1) } as unknown as DynamoDBStreamEvent,
+      {} as never,
+    );
+    expect(handed).toEqual({ batchItemFailures: [] });
+    expect(await deliveryOf('second')).toMatchObject({ nodeId: 'second' });
+    expect(await deliveryOf('third')).toMatchObject({ nodeId: 'third' });
+  }, 120_000);
 });
 
 describe('a delivery opened whose consumer died before its send', () => {

@@ -4,6 +4,7 @@ import { logger } from '../observability/logger.ts';
 import { lifecycleChangeOf, openLifecycleDelivery, reopenableDelivery } from '../store/lifecycle-webhook-deliveries.ts';
 import { sendWebhookMessage } from '../store/queues.ts';
 import { itemChangeOf } from '../store/stream-images.ts';
+import { handleStreamInOrder } from './stream-batch.ts';
 
 /** What one batch of the table's changes gave. */
 export interface OpenedWebhooksReport {
@@ -23,49 +24,52 @@ export interface OpenedWebhooksReport {
   errors: string[];
 }
 
+type Outcome = 'opened' | 'duplicate' | 'resent' | 'capped' | 'none';
+
+/** One change's lifecycle webhook event: its delivery opened (once) and its first message sent. */
+const openRecordWebhook = async (deps: Deps, record: DynamoDBRecord): Promise<Outcome> => {
+  const change = lifecycleChangeOf(itemChangeOf(record), deps.now(), deps.retentionDays);
+  if (!change) return 'none';
+  const { jobId, ref } = change;
+  const opened = await openLifecycleDelivery(deps, jobId, ref, change.expiresAt);
+  if (opened === 'capped') {
+    logger.info('step event past the run cap; not sent', { jobId, webhookEvent: ref.event, nodeId: ref.nodeId });
+  }
+  if (opened !== 'opened' && opened !== 'unsent') return opened;
+  try {
+    // An unsent one's first message may be out after all: the worker's first attempt is
+    // recorded once, so at worst it is POSTed twice, and receivers drop the copy by webhook-id.
+    await sendWebhookMessage(deps, { jobId, ...ref }, 0);
+  } catch (error) {
+    if (opened === 'opened') await reopenableDelivery(deps, jobId, ref);
+    throw error;
+  }
+  return opened === 'opened' ? 'opened' : 'resent';
+};
+
 /**
  * The lifecycle webhook events of a batch of the table's changes, in stream order: for
  * each change that gives one (functions/store/lifecycle-webhook-deliveries.ts `lifecycleChangeOf`), opens
  * its delivery (once; a step event only below the run's cap) and sends its first message to the
  * webhooks queue, where the webhook worker delivers it as it delivers a run's end. A failure stops
- * the batch there, so the stream hands that change and the ones after it over again; a delivery
- * whose message could not be sent is taken back first, so the retry opens it anew. A change handed
- * over again whose delivery was opened but never attempted (this function died between its write
- * and its send, and Lambda retried the batch) sends its message again.
+ * the batch there (`handleStreamInOrder`), so the stream hands that change and the ones after it
+ * over again; a delivery whose message could not be sent is taken back first, so the retry opens
+ * it anew. A change handed over again whose delivery was opened but never attempted (this function
+ * died between its write and its send, and Lambda retried the batch) sends its message again.
  */
 export const openLifecycleWebhooks = async (
   deps: Deps,
   records: readonly DynamoDBRecord[],
 ): Promise<OpenedWebhooksReport> => {
-  const report: OpenedWebhooksReport = { opened: 0, duplicates: 0, resent: 0, capped: 0, failed: [], errors: [] };
-  for (const [index, record] of records.entries()) {
-    try {
-      const change = lifecycleChangeOf(itemChangeOf(record), deps.now(), deps.retentionDays);
-      if (!change) continue;
-      const { jobId, ref } = change;
-      const opened = await openLifecycleDelivery(deps, jobId, ref, change.expiresAt);
-      if (opened === 'duplicate') report.duplicates += 1;
-      if (opened === 'capped') {
-        report.capped += 1;
-        logger.info('step event past the run cap; not sent', { jobId, webhookEvent: ref.event, nodeId: ref.nodeId });
-      }
-      if (opened !== 'opened' && opened !== 'unsent') continue;
-      try {
-        // An unsent one's first message may be out after all: the worker's first attempt is
-        // recorded once, so at worst it is POSTed twice, and receivers drop the copy by webhook-id.
-        await sendWebhookMessage(deps, { jobId, ...ref }, 0);
-      } catch (error) {
-        if (opened === 'opened') await reopenableDelivery(deps, jobId, ref);
-        throw error;
-      }
-      if (opened === 'opened') report.opened += 1;
-      else report.resent += 1;
-    } catch (error) {
-      report.failed = records.slice(index).map((r) => r.dynamodb?.SequenceNumber ?? '');
-      report.errors.push((error as Error).name || 'Error');
-      logger.warn('lifecycle event not handled; the stream hands it over again', { error: error as Error });
-      return report;
-    }
-  }
-  return report;
+  const { results, failed, error } = await handleStreamInOrder(records, (record) => openRecordWebhook(deps, record));
+  const count = (outcome: Outcome) => results.filter((result) => result === outcome).length;
+  if (error) logger.warn('lifecycle event not handled; the stream hands it over again', { error });
+  return {
+    opened: count('opened'),
+    duplicates: count('duplicate'),
+    resent: count('resent'),
+    capped: count('capped'),
+    failed,
+    errors: error ? [error.name || 'Error'] : [],
+  };
 };

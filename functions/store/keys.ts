@@ -105,9 +105,9 @@ export const waitingIndexes = (deferredJobId: string, maxMultiplier: number, cre
 });
 
 /**
- * Sparse entries of the list index (GSI5, on the attributes GSI4PK and GSI4SK it took from GSI4)
+ * Sparse entries of the list index (GSI5, on the attributes GSI4PK and GSI4SK, named for the index it replaced)
  * listing a team's runs and deferred runs, newest first: one partition per team and kind, sorted by
- * creation time then id. Written once, with the item; items older than GSI4 have none and are not listed.
+ * creation time then id. Written once, with the item; items older than the list index have none and are not listed.
  */
 export const teamRunsPartition = (teamId: string) => `TEAM#${teamId}#RUNS`;
 export const teamDeferredPartition = (teamId: string) => `TEAM#${teamId}#DEFERRED`;
