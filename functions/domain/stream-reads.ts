@@ -3,7 +3,7 @@
  * item carries the step's outputs (up to hundreds of KB), and DynamoDB charges a read for the
  * whole item whatever it projects, so the stream reads the run item (its status, its counters and
  * the set of counted steps: small) and a step item only when it needs something only that item
- * has (docs/decisions.md, "The event stream reads outputs only when it sends them"):
+ * has (docs/decisions/stream.md, "The event stream reads outputs only when it sends them"):
  * - a step that may have started (uncounted, every step it reads from counted): whether it is
  *   claimed, a window of `frontierWindow` of them a refresh;
  * - a counted step whose end the counters cannot tell (completed or skipped: a skip and a

@@ -82,7 +82,7 @@ const plainContext = (event: Event): Context =>
  * answered from the one error table and a 5xx answer counted), with `fn` handed a way to open the
  * response. An error before the stream opens is the chain's JSON answer, sent whole; a failure
  * after it opened cannot change the status: it is logged and the stream ends (the client
- * reconnects with the last id it got). Middy's own streaming mode is not used: docs/decisions.md,
+ * reconnects with the last id it got). Middy's own streaming mode is not used: docs/decisions/stream.md,
  * "The streaming route stays outside Middy's streaming mode".
  */
 export const keyedStream = (

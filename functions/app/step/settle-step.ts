@@ -23,7 +23,7 @@ import {
 import { type StepMessage, sendSteps, stepMessage } from './step-messages.ts';
 
 /**
- * A step that finished after its run ended takes nothing in (docs/decisions.md, "A run that has
+ * A step that finished after its run ended takes nothing in (docs/decisions/runs.md, "A run that has
  * ended takes nothing more in"): its provider job is cancelled (a seam: nothing to cancel yet),
  * and its item becomes `unknown`, its output dropped, never charged.
  */
