@@ -26,6 +26,7 @@ import { spendMonth } from '../domain/monthly-cap.ts';
 import { estimateRun, type RunEstimate } from '../domain/pricing.ts';
 import { estimateOfSteps, type ResumePlan } from '../domain/resume.ts';
 import { RunStatus } from '../domain/run-lifecycle.ts';
+import { newStandardWebhookSecret } from '../domain/webhook.ts';
 import { apiInputKeys, rootNodeIds, topologicalOrder, validateCanvas } from '../domain/workflow-graph.ts';
 import { type ApiIntegrationRefusal, checkApiIntegration } from '../nodes/providers/registry.ts';
 import { logger } from '../observability/logger.ts';
@@ -284,6 +285,20 @@ export const answerOnce = async (
 };
 
 /**
+ * A start that asked for `generateCallbackSecret` runs with a secret issued now, answered once (and
+ * remembered with the answer for its Idempotency-Key, so a retry is told it again); never logged.
+ */
+export const withIssuedSecret = <
+  TRequest extends { generateCallbackSecret?: boolean | undefined; callbackSecret?: string | undefined },
+>(
+  request: TRequest,
+): { request: TRequest; issued: { callbackSecret?: string } } => {
+  if (!request.generateCallbackSecret) return { request, issued: {} };
+  const callbackSecret = newStandardWebhookSecret();
+  return { request: { ...request, callbackSecret }, issued: { callbackSecret } };
+};
+
+/**
  * POST /workflows/{id}/runs and POST /agents/{id}/runs (spec 4.3, 4.4). `resolveWorkflow` finds
  * the workflow (directly, or an agent's) and throws the 404s. The Idempotency-Key rule is
  * functions/domain/idempotency-key.ts.
@@ -294,8 +309,8 @@ const startRunFor = (
   start: RunStart,
   resolveWorkflow: () => Promise<RunnableWorkflow>,
 ): Promise<RunStartAnswer> => {
-  const { request } = start;
-  return answerOnce(deps, key, { ...start, body: request }, async (rememberFor) => {
+  return answerOnce(deps, key, { ...start, body: start.request }, async (rememberFor) => {
+    const { request, issued } = withIssuedSecret(start.request);
     const workflow = await resolveWorkflow();
     checkRunnable(key, workflow, request, deps.providers);
     const uploads = await checkFileInputs(deps, key.teamId, workflow.canvas, request.inputs ?? {});
@@ -306,7 +321,10 @@ const startRunFor = (
       const barred = checkApiIntegration(workflow.canvas, connections, deps.providers);
       if (barred) throw providerNotAvailable(barred);
       const deferredJobId = deps.newId();
-      const answer = { deferred: true, body: { deferred: true, deferredJobId, workflowId: workflow.workflowId } };
+      const answer = {
+        deferred: true,
+        body: { deferred: true, deferredJobId, workflowId: workflow.workflowId, ...issued },
+      };
       // Nothing is copied while it waits: the run it becomes copies the uploads as checked now, at
       // dispatch (an upload's object outlives the longest wait), so a cancel or expiry leaves nothing.
       await createDeferredRun(deps, {
@@ -336,6 +354,7 @@ const startRunFor = (
             status: RunStatus.queued,
             estimatedCredits: toCredits(estimate.totalHundredths),
             stepsCount: workflow.canvas.nodes.length,
+            ...issued,
           },
         };
         return rememberFor(answer);

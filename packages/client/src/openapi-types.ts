@@ -1685,7 +1685,10 @@ export interface components {
       maxMultiplier?: number;
       /** Format: uri */
       callbackUrl?: string;
+      /** @description When set, each webhook is signed with it. A Standard Webhooks secret (`whsec_` and the base64 of 24 to 64 bytes) keys `webhook-signature` with its decoded bytes, as the `standardwebhooks` and `svix` libraries read it; any other secret keys it with its UTF-8 bytes. `X-Service-Signature` is keyed with the secret as given. */
       callbackSecret?: string;
+      /** @description Our design: `true` asks the service to issue the webhook secret (a Standard Webhooks `whsec_` secret of 32 random bytes), answered once as `callbackSecret` in this answer (and again to a retry with the same `Idempotency-Key`). Needs `callbackUrl`; not with `callbackSecret`. */
+      generateCallbackSecret?: boolean;
       metadata?: components['schemas']['RunMetadata'];
       tags?: components['schemas']['RunTags'];
       /** @description Our design: the webhook events to send to `callbackUrl`, each its own delivery. Without it, only the run's end event is sent. At most 50 step events a run; the end event carries every step. */
@@ -1708,6 +1711,8 @@ export interface components {
       status: 'queued';
       estimatedCredits: number;
       stepsCount: number;
+      /** @description Our design: only when the start gave `generateCallbackSecret: true`: the issued `whsec_` secret, shown in this answer only (keep it; no route reads it again). */
+      callbackSecret?: string;
     };
     RunDeferredResponse: {
       /** @constant */
@@ -1716,6 +1721,8 @@ export interface components {
       deferredJobId: string;
       /** Format: uuid */
       workflowId: string;
+      /** @description Our design: only when the start gave `generateCallbackSecret: true`: the issued `whsec_` secret, shown in this answer only (keep it; no route reads it again). */
+      callbackSecret?: string;
     };
     ResumeRunRequest: {
       inputs?: {
@@ -1723,7 +1730,10 @@ export interface components {
       };
       /** Format: uri */
       callbackUrl?: string;
+      /** @description When set, each webhook is signed with it. A Standard Webhooks secret (`whsec_` and the base64 of 24 to 64 bytes) keys `webhook-signature` with its decoded bytes, as the `standardwebhooks` and `svix` libraries read it; any other secret keys it with its UTF-8 bytes. `X-Service-Signature` is keyed with the secret as given. */
       callbackSecret?: string;
+      /** @description Our design: `true` asks the service to issue the webhook secret (a Standard Webhooks `whsec_` secret of 32 random bytes), answered once as `callbackSecret` in this answer (and again to a retry with the same `Idempotency-Key`). Needs `callbackUrl`; not with `callbackSecret`. */
+      generateCallbackSecret?: boolean;
       /** @description Our design: the webhook events to send to `callbackUrl`, each its own delivery. Without it, only the run's end event is sent. At most 50 step events a run; the end event carries every step. */
       webhookEvents?: (
         | 'run.started'
@@ -1744,6 +1754,8 @@ export interface components {
       status: 'queued';
       estimatedCredits: number;
       stepsCount: number;
+      /** @description Our design: only when the start gave `generateCallbackSecret: true`: the issued `whsec_` secret, shown in this answer only (keep it; no route reads it again). */
+      callbackSecret?: string;
       /** Format: uuid */
       resumedFrom: string;
       carriedSteps: string[];
