@@ -136,7 +136,22 @@ export const PayloadTooLargeErrorSchema = v.strictObject({ error: prefixed(messa
 export type PayloadTooLargeErrorBody = v.InferOutput<typeof PayloadTooLargeErrorSchema>;
 
 // 401 (all keyed)
-export const UnauthorizedErrorSchema = fixed(messages.unauthorized);
+/**
+ * Our addition to the contract's `{ error: "Unauthorized" }`: why, without telling a valid key from
+ * one that is not (`invalid` is an unknown, revoked and expired key alike).
+ */
+export const unauthorizedReasons = ['missing', 'malformed', 'invalid'] as const;
+export type UnauthorizedReason = (typeof unauthorizedReasons)[number];
+export const UnauthorizedErrorSchema = v.strictObject({
+  error: v.literal(messages.unauthorized),
+  reason: v.pipe(
+    v.picklist(unauthorizedReasons),
+    v.description(
+      'Our addition: `missing` (no `Authorization: Bearer` key), `malformed` (not a key of ours: wrong form or ' +
+        'checksum), `invalid` (a well-formed key that is unknown, revoked or expired: one word for all three).',
+    ),
+  ),
+});
 export type UnauthorizedErrorBody = v.InferOutput<typeof UnauthorizedErrorSchema>;
 
 // 402 (both run starts)

@@ -234,7 +234,14 @@ function errorResponses(spec: OperationSpec, documented: readonly DocumentedErro
       throw new Error(`${spec.operationId} answers ${status} without words: give its row \`described\``);
     }
     const response = namedResponse(description, names);
-    responses[status] = rows.some((error) => error.retryAfter !== undefined) ? withRetryAfter(response) : response;
+    const withRetry = rows.some((error) => error.retryAfter !== undefined) ? withRetryAfter(response) : response;
+    // The key's refusal names the scheme to authenticate with (RFC 6750 section 3).
+    responses[status] = rows.some((error) => error.schemas.includes(errors.UnauthorizedErrorSchema))
+      ? {
+          ...withRetry,
+          headers: { ...withRetry.headers, 'WWW-Authenticate': { $ref: '#/components/headers/WWW-Authenticate' } },
+        }
+      : withRetry;
   }
   return responses;
 }
@@ -468,7 +475,16 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
     },
     components: {
       schemas,
-      headers: { 'Retry-After': retryAfter },
+      headers: {
+        'Retry-After': retryAfter,
+        'WWW-Authenticate': {
+          description:
+            '`Bearer` when no key was sent, `Bearer error="invalid_token"` when the key sent is malformed, unknown, ' +
+            'revoked or expired.',
+          required: true,
+          schema: { type: 'string' },
+        },
+      },
       securitySchemes: {
         [securitySchemeName]: {
           type: 'http',

@@ -288,7 +288,7 @@ describe('POST /workflows: 401 and 403', () => {
   it('answers 401 without a key', async () => {
     const response = await post(undefined, { name: 'W', agentId: team.agentId, steps: oneStep });
     expect(response.status).toBe(401);
-    expect(response.body).toEqual({ error: 'Unauthorized' });
+    expect(response.body).toEqual({ error: 'Unauthorized', reason: 'missing' });
   });
 
   it('answers 403 to a key without workflows:write', async () => {

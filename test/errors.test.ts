@@ -120,7 +120,7 @@ const cases: Case[] = [
   { error: new NameRequiredError(), status: 400, schema: bodies.NameRequiredErrorSchema },
   { error: new StepsRequiredError(), status: 400, schema: bodies.StepsRequiredErrorSchema },
   { error: new AgentOrProjectRequiredError(), status: 400, schema: bodies.AgentOrProjectRequiredErrorSchema },
-  { error: new UnauthorizedError(), status: 401, schema: bodies.UnauthorizedErrorSchema },
+  { error: new UnauthorizedError('invalid'), status: 401, schema: bodies.UnauthorizedErrorSchema },
   {
     error: new RunRefusedError({ kind: 'insufficientCredits', requiredHundredths: 203 }),
     status: 402,

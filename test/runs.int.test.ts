@@ -163,8 +163,8 @@ describe('run starts without workers (runs stay queued)', () => {
     };
 
     // 401
-    await expectBoth(both(undefined), 401, { error: 'Unauthorized' });
-    await expectBoth(both('wra_not-a-key'), 401, { error: 'Unauthorized' });
+    await expectBoth(both(undefined), 401, { error: 'Unauthorized', reason: 'missing' });
+    await expectBoth(both('wra_not-a-key'), 401, { error: 'Unauthorized', reason: 'malformed' });
     // 400: not JSON, or a field of the wrong type
     await expectBoth(both(t.key, '{"inputs":'), 400, { error: 'Invalid request body: not valid JSON' });
     for (const answer of await both(t.key, { mode: 'fast' })) {

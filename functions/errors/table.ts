@@ -50,13 +50,16 @@ const lists: RouteId[] = ['ListRuns', 'ListDeferredRuns'];
 
 // The caller and its key
 
+/** `reason`: missing, malformed, or `invalid` for an unknown, revoked and expired key alike (no oracle). */
 export const UnauthorizedError = defineError('UnauthorizedError', {
-  facts: none,
-  message: () => 'no valid API key',
+  facts: (reason: bodies.UnauthorizedReason) => ({ reason }),
+  message: (f) => `no valid API key (${f.reason})`,
   status: 401,
   routes: keyedRoutes,
   schemas: [bodies.UnauthorizedErrorSchema],
-  body: () => ({ error: messages.unauthorized }),
+  body: (f) => ({ error: messages.unauthorized, reason: f.reason }),
+  // RFC 6750 section 3: the scheme to authenticate with; `invalid_token` once a token was sent.
+  headers: (f) => ({ 'www-authenticate': f.reason === 'missing' ? 'Bearer' : 'Bearer error="invalid_token"' }),
 });
 
 /** The key lacks the scope the route needs. */

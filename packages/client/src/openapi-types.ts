@@ -2165,6 +2165,11 @@ export interface components {
     UnauthorizedError: {
       /** @constant */
       error: 'Unauthorized';
+      /**
+       * @description Our addition: `missing` (no `Authorization: Bearer` key), `malformed` (not a key of ours: wrong form or checksum), `invalid` (a well-formed key that is unknown, revoked or expired: one word for all three).
+       * @enum {string}
+       */
+      reason: 'missing' | 'malformed' | 'invalid';
     };
     InsufficientCreditsError: {
       /** @constant */
@@ -2369,6 +2374,8 @@ export interface components {
   headers: {
     /** @description Seconds to wait before trying again. */
     'Retry-After': number;
+    /** @description `Bearer` when no key was sent, `Bearer error="invalid_token"` when the key sent is malformed, unknown, revoked or expired. */
+    'WWW-Authenticate': string;
   };
   pathItems: never;
 }
@@ -2395,6 +2402,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -2470,6 +2478,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -2597,6 +2606,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -2757,6 +2767,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -2910,6 +2921,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -2986,6 +2998,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -3059,6 +3072,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -3129,6 +3143,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -3234,6 +3249,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -3380,6 +3396,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -3453,6 +3470,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -3537,6 +3555,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -3636,6 +3655,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -3706,6 +3726,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -3804,6 +3825,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -3901,6 +3923,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -3977,6 +4000,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
