@@ -236,7 +236,12 @@ export const DeferredRunNotWaitingErrorSchema = fixed(messages.deferredRunNotWai
 export type DeferredRunNotWaitingErrorBody = v.InferOutput<typeof DeferredRunNotWaitingErrorSchema>;
 
 // 422 (the two validation failures with `errors` live beside their resources)
-export const UnknownNodeTypeErrorSchema = v.strictObject({ error: prefixed(messagePrefixes.unknownNodeType) });
+export const UnknownNodeTypeErrorSchema = v.strictObject({
+  error: prefixed(messagePrefixes.unknownNodeType),
+  didYouMean: v.optional(
+    v.pipe(v.string(), v.description('Our addition: the node type it most likely misspells, when one is near.')),
+  ),
+});
 export type UnknownNodeTypeErrorBody = v.InferOutput<typeof UnknownNodeTypeErrorSchema>;
 
 export const UnknownInputKeysErrorSchema = v.strictObject({

@@ -148,15 +148,17 @@ const isOptional = (entry: v.ObjectEntries[string]): boolean =>
  * The step of one node type, for the document only: `WorkflowStepSchema` with `type` that type and
  * `config` its settings, required when one of them is (a step without it fails validation). Requests
  * are still parsed as before: the step by `WorkflowStepSchema`, its config by the graph validation
- * against the catalogue, which keeps settings it does not list; so does the document (no
- * `additionalProperties: false`). `apiInputKey` is stated as the request schema states it.
+ * against the catalogue, which refuses a setting a new step's type does not have; so does the
+ * document (`additionalProperties: false`). `apiInputKey` is stated as the request schema states it.
  */
 const documentedStep = (type: NodeType, settings: NodeConfigSchema) => {
   const entries: v.ObjectEntries = { ...settings.entries };
   if ('apiInputKey' in entries) entries.apiInputKey = WorkflowStepConfigSchema.entries.apiInputKey;
   const config = v.pipe(
-    v.object(entries),
-    v.metadata({ description: `The ${type} node's settings. A setting not listed here is kept as given.` }),
+    v.strictObject(entries),
+    v.metadata({
+      description: `The ${type} node's settings. A setting not listed here is refused (422 invalid_config).`,
+    }),
   );
   return v.object({
     ...WorkflowStepSchema.entries,

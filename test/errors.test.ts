@@ -252,10 +252,10 @@ const cases: Case[] = [
     body: { error: 'Request body too large: the workflow would take 420000 bytes to store; at most 390000' },
   },
   {
-    error: new UnknownNodeTypeError('Teleport'),
+    error: new UnknownNodeTypeError('ImageLoadr', 'ImageLoader'),
     status: 422,
     schema: bodies.UnknownNodeTypeErrorSchema,
-    body: { error: 'Unknown node type: Teleport' },
+    body: { error: 'Unknown node type: ImageLoadr', didYouMean: 'ImageLoader' },
   },
   {
     error: new WorkflowValidationFailedError(issues),

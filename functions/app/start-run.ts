@@ -22,6 +22,7 @@ import {
 } from '../domain/idempotency-key.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { eventfulSteps } from '../domain/lifecycle-events.ts';
+import { loadersWithoutValue } from '../domain/loader-inputs.ts';
 import { spendMonth } from '../domain/monthly-cap.ts';
 import { estimateRun, type RunEstimate } from '../domain/pricing.ts';
 import { estimateOfSteps, type ResumePlan } from '../domain/resume.ts';
@@ -313,6 +314,9 @@ const startRunFor = (
     const { request, issued } = withIssuedSecret(start.request);
     const workflow = await resolveWorkflow();
     checkRunnable(key, workflow, request, deps.providers);
+    // A loader left with nothing to load would fail after the hold: refused first, nothing held.
+    const unloaded = loadersWithoutValue(workflow.canvas, request.inputs ?? {});
+    if (unloaded.length > 0) throw new RunValidationFailedError(unloaded);
     const uploads = await checkFileInputs(deps, key.teamId, workflow.canvas, request.inputs ?? {});
     // A team at its storage quota starts nothing that would store more (a run's outputs).
     await assertUnderStorageQuota(deps, key.teamId);

@@ -398,13 +398,17 @@ export const TooManyRedeliveriesError = defineError('TooManyRedeliveriesError', 
 
 // The workflow or run cannot be processed
 
+/** `didYouMean`: the node type it most likely misspells, when one is near (functions/domain/did-you-mean.ts). */
 export const UnknownNodeTypeError = defineError('UnknownNodeTypeError', {
-  facts: (type: string) => ({ type }),
+  facts: (type: string, didYouMean: string | undefined) => ({ type, didYouMean }),
   message: (f) => `unknown node type ${f.type}`,
   status: 422,
   routes: ['CreateWorkflow'],
   schemas: [bodies.UnknownNodeTypeErrorSchema],
-  body: (f) => ({ error: messages.unknownNodeType(f.type) }),
+  body: (f) => ({
+    error: messages.unknownNodeType(f.type),
+    ...(f.didYouMean === undefined ? {} : { didYouMean: f.didYouMean }),
+  }),
 });
 
 /** POST /workflows: the graph fails validation. */

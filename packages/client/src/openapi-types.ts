@@ -610,7 +610,7 @@ export interface components {
        */
       type: 'InputStage';
       label?: string;
-      /** @description The InputStage node's settings. A setting not listed here is kept as given. */
+      /** @description The InputStage node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         description?: string;
       };
@@ -625,7 +625,7 @@ export interface components {
        */
       type: 'ProcessingStage';
       label?: string;
-      /** @description The ProcessingStage node's settings. A setting not listed here is kept as given. */
+      /** @description The ProcessingStage node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         description?: string;
       };
@@ -640,7 +640,7 @@ export interface components {
        */
       type: 'ExportStage';
       label?: string;
-      /** @description The ExportStage node's settings. A setting not listed here is kept as given. */
+      /** @description The ExportStage node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         description?: string;
       };
@@ -655,7 +655,7 @@ export interface components {
        */
       type: 'Prompt';
       label?: string;
-      /** @description The Prompt node's settings. A setting not listed here is kept as given. */
+      /** @description The Prompt node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         promptId?: string;
         text?: string;
@@ -671,7 +671,7 @@ export interface components {
        */
       type: 'Knowledgebase';
       label?: string;
-      /** @description The Knowledgebase node's settings. A setting not listed here is kept as given. */
+      /** @description The Knowledgebase node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         knowledgebaseId?: string;
         topK?: number;
@@ -687,7 +687,7 @@ export interface components {
        */
       type: 'Service';
       label?: string;
-      /** @description The Service node's settings. A setting not listed here is kept as given. */
+      /** @description The Service node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         serviceId?: string;
         operation?: string;
@@ -703,7 +703,7 @@ export interface components {
        */
       type: 'CodeHostA';
       label?: string;
-      /** @description The CodeHostA node's settings. A setting not listed here is kept as given. */
+      /** @description The CodeHostA node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         repository?: string;
         ref?: string;
@@ -720,7 +720,7 @@ export interface components {
        */
       type: 'CloudStorage';
       label?: string;
-      /** @description The CloudStorage node's settings. A setting not listed here is kept as given. */
+      /** @description The CloudStorage node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         bucket?: string;
         key?: string;
@@ -736,7 +736,7 @@ export interface components {
        */
       type: 'ImageGen';
       label?: string;
-      /** @description The ImageGen node's settings. A setting not listed here is kept as given. */
+      /** @description The ImageGen node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -764,7 +764,7 @@ export interface components {
        */
       type: 'AudioGen';
       label?: string;
-      /** @description The AudioGen node's settings. A setting not listed here is kept as given. */
+      /** @description The AudioGen node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -788,7 +788,7 @@ export interface components {
        */
       type: '3DTransform';
       label?: string;
-      /** @description The 3DTransform node's settings. A setting not listed here is kept as given. */
+      /** @description The 3DTransform node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -813,7 +813,7 @@ export interface components {
        */
       type: 'TextEntry';
       label?: string;
-      /** @description The TextEntry node's settings. A setting not listed here is kept as given. */
+      /** @description The TextEntry node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         text?: string;
         /** @description On a TextEntry or PromptBuilder step: the `inputs` key a run uses to replace the step's value; on an ImageLoader, FileUploader, RigImporter or JsonLoader step: the `inputs` key whose `fileId` or https URL the step reads (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
@@ -830,7 +830,7 @@ export interface components {
        */
       type: 'FileUploader';
       label?: string;
-      /** @description The FileUploader node's settings. A setting not listed here is kept as given. */
+      /** @description The FileUploader node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         fileId?: string;
         fileName?: string;
@@ -849,7 +849,7 @@ export interface components {
        */
       type: 'JsonLoader';
       label?: string;
-      /** @description The JsonLoader node's settings. A setting not listed here is kept as given. */
+      /** @description The JsonLoader node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         data?: unknown;
         /** Format: uri */
@@ -868,7 +868,7 @@ export interface components {
        */
       type: 'ImageLoader';
       label?: string;
-      /** @description The ImageLoader node's settings. A setting not listed here is kept as given. */
+      /** @description The ImageLoader node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** Format: uri */
         url?: string;
@@ -886,7 +886,7 @@ export interface components {
        */
       type: 'WebhookListener';
       label?: string;
-      /** @description The WebhookListener node's settings. A setting not listed here is kept as given. */
+      /** @description The WebhookListener node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         path?: string;
       };
@@ -901,7 +901,7 @@ export interface components {
        */
       type: 'ObjectBucketWatcher';
       label?: string;
-      /** @description The ObjectBucketWatcher node's settings. A setting not listed here is kept as given. */
+      /** @description The ObjectBucketWatcher node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         bucket?: string;
         prefix?: string;
@@ -917,7 +917,7 @@ export interface components {
        */
       type: 'ShaderSnippet';
       label?: string;
-      /** @description The ShaderSnippet node's settings. A setting not listed here is kept as given. */
+      /** @description The ShaderSnippet node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         code?: string;
         /** @enum {string} */
@@ -934,7 +934,7 @@ export interface components {
        */
       type: 'RigImporter';
       label?: string;
-      /** @description The RigImporter node's settings. A setting not listed here is kept as given. */
+      /** @description The RigImporter node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** Format: uri */
         url?: string;
@@ -954,7 +954,7 @@ export interface components {
        */
       type: 'TextureManifest';
       label?: string;
-      /** @description The TextureManifest node's settings. A setting not listed here is kept as given. */
+      /** @description The TextureManifest node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         textures?: string[];
       };
@@ -969,7 +969,7 @@ export interface components {
        */
       type: 'PromptBuilder';
       label?: string;
-      /** @description The PromptBuilder node's settings. A setting not listed here is kept as given. */
+      /** @description The PromptBuilder node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         template?: string;
         /** @description On a TextEntry or PromptBuilder step: the `inputs` key a run uses to replace the step's value; on an ImageLoader, FileUploader, RigImporter or JsonLoader step: the `inputs` key whose `fileId` or https URL the step reads (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
@@ -986,7 +986,7 @@ export interface components {
        */
       type: 'JsonExtractor';
       label?: string;
-      /** @description The JsonExtractor node's settings. A setting not listed here is kept as given. */
+      /** @description The JsonExtractor node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
         path: string;
       };
@@ -1001,7 +1001,7 @@ export interface components {
        */
       type: 'VariableMapper';
       label?: string;
-      /** @description The VariableMapper node's settings. A setting not listed here is kept as given. */
+      /** @description The VariableMapper node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         mapping?: {
           [key: string]: string;
@@ -1018,7 +1018,7 @@ export interface components {
        */
       type: 'MathOperator';
       label?: string;
-      /** @description The MathOperator node's settings. A setting not listed here is kept as given. */
+      /** @description The MathOperator node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
         expression: string;
       };
@@ -1033,7 +1033,7 @@ export interface components {
        */
       type: 'ConditionalSwitch';
       label?: string;
-      /** @description The ConditionalSwitch node's settings. A setting not listed here is kept as given. */
+      /** @description The ConditionalSwitch node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
         /** @enum {string} */
         operator: 'equals' | 'notEquals' | 'greaterThan' | 'lessThan' | 'contains' | 'truthy' | 'empty';
@@ -1050,7 +1050,7 @@ export interface components {
        */
       type: 'BatchSplitter';
       label?: string;
-      /** @description The BatchSplitter node's settings. A setting not listed here is kept as given. */
+      /** @description The BatchSplitter node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         maxItems?: number;
       };
@@ -1065,7 +1065,7 @@ export interface components {
        */
       type: 'ImageCropper';
       label?: string;
-      /** @description The ImageCropper node's settings. A setting not listed here is kept as given. */
+      /** @description The ImageCropper node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         x?: number;
         y?: number;
@@ -1083,7 +1083,7 @@ export interface components {
        */
       type: 'MeshDecimator';
       label?: string;
-      /** @description The MeshDecimator node's settings. A setting not listed here is kept as given. */
+      /** @description The MeshDecimator node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         ratio?: number;
       };
@@ -1098,7 +1098,7 @@ export interface components {
        */
       type: 'CustomApiCall';
       label?: string;
-      /** @description The CustomApiCall node's settings. A setting not listed here is kept as given. */
+      /** @description The CustomApiCall node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
         /** Format: uri */
         url: string;
@@ -1120,7 +1120,7 @@ export interface components {
        */
       type: 'PythonSandbox';
       label?: string;
-      /** @description The PythonSandbox node's settings. A setting not listed here is kept as given. */
+      /** @description The PythonSandbox node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
         code: string;
         timeoutMs?: number;
@@ -1136,7 +1136,7 @@ export interface components {
        */
       type: 'IterationGate';
       label?: string;
-      /** @description The IterationGate node's settings. A setting not listed here is kept as given. */
+      /** @description The IterationGate node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         maxItems?: number;
       };
@@ -1151,7 +1151,7 @@ export interface components {
        */
       type: 'LlmWorker';
       label?: string;
-      /** @description The LlmWorker node's settings. A setting not listed here is kept as given. */
+      /** @description The LlmWorker node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -1176,7 +1176,7 @@ export interface components {
        */
       type: 'DiffusionWorker';
       label?: string;
-      /** @description The DiffusionWorker node's settings. A setting not listed here is kept as given. */
+      /** @description The DiffusionWorker node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -1204,7 +1204,7 @@ export interface components {
        */
       type: 'ControlNetFilter';
       label?: string;
-      /** @description The ControlNetFilter node's settings. A setting not listed here is kept as given. */
+      /** @description The ControlNetFilter node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -1229,7 +1229,7 @@ export interface components {
        */
       type: 'VisionInterrogator';
       label?: string;
-      /** @description The VisionInterrogator node's settings. A setting not listed here is kept as given. */
+      /** @description The VisionInterrogator node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -1254,7 +1254,7 @@ export interface components {
        */
       type: 'DepthEstimator';
       label?: string;
-      /** @description The DepthEstimator node's settings. A setting not listed here is kept as given. */
+      /** @description The DepthEstimator node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -1276,7 +1276,7 @@ export interface components {
        */
       type: 'PbrSynthesizer';
       label?: string;
-      /** @description The PbrSynthesizer node's settings. A setting not listed here is kept as given. */
+      /** @description The PbrSynthesizer node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -1300,7 +1300,7 @@ export interface components {
        */
       type: 'TwoDToThreeD';
       label?: string;
-      /** @description The TwoDToThreeD node's settings. A setting not listed here is kept as given. */
+      /** @description The TwoDToThreeD node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -1325,7 +1325,7 @@ export interface components {
        */
       type: 'AutoRigger';
       label?: string;
-      /** @description The AutoRigger node's settings. A setting not listed here is kept as given. */
+      /** @description The AutoRigger node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -1349,7 +1349,7 @@ export interface components {
        */
       type: 'Upscaler';
       label?: string;
-      /** @description The Upscaler node's settings. A setting not listed here is kept as given. */
+      /** @description The Upscaler node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -1373,7 +1373,7 @@ export interface components {
        */
       type: 'BackgroundRemover';
       label?: string;
-      /** @description The BackgroundRemover node's settings. A setting not listed here is kept as given. */
+      /** @description The BackgroundRemover node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -1395,7 +1395,7 @@ export interface components {
        */
       type: 'Embedder';
       label?: string;
-      /** @description The Embedder node's settings. A setting not listed here is kept as given. */
+      /** @description The Embedder node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -1418,7 +1418,7 @@ export interface components {
        */
       type: 'TextConsole';
       label?: string;
-      /** @description The TextConsole node's settings. A setting not listed here is kept as given. */
+      /** @description The TextConsole node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         title?: string;
       };
@@ -1433,7 +1433,7 @@ export interface components {
        */
       type: 'ImageGallery';
       label?: string;
-      /** @description The ImageGallery node's settings. A setting not listed here is kept as given. */
+      /** @description The ImageGallery node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         title?: string;
         columns?: number;
@@ -1449,7 +1449,7 @@ export interface components {
        */
       type: 'AudioPlayer';
       label?: string;
-      /** @description The AudioPlayer node's settings. A setting not listed here is kept as given. */
+      /** @description The AudioPlayer node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         title?: string;
         loop?: boolean;
@@ -1465,7 +1465,7 @@ export interface components {
        */
       type: 'JsonInspector';
       label?: string;
-      /** @description The JsonInspector node's settings. A setting not listed here is kept as given. */
+      /** @description The JsonInspector node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         title?: string;
       };
@@ -1480,7 +1480,7 @@ export interface components {
        */
       type: 'ApiPostAction';
       label?: string;
-      /** @description The ApiPostAction node's settings. A setting not listed here is kept as given. */
+      /** @description The ApiPostAction node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
         /** Format: uri */
         url: string;
@@ -1499,7 +1499,7 @@ export interface components {
        */
       type: 'ObjectUploader';
       label?: string;
-      /** @description The ObjectUploader node's settings. A setting not listed here is kept as given. */
+      /** @description The ObjectUploader node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         bucket?: string;
         prefix?: string;
@@ -1515,7 +1515,7 @@ export interface components {
        */
       type: 'ChatNotifier';
       label?: string;
-      /** @description The ChatNotifier node's settings. A setting not listed here is kept as given. */
+      /** @description The ChatNotifier node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         channel?: string;
         template?: string;
@@ -1531,7 +1531,7 @@ export interface components {
        */
       type: 'CodeHostADelivery';
       label?: string;
-      /** @description The CodeHostADelivery node's settings. A setting not listed here is kept as given. */
+      /** @description The CodeHostADelivery node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
         repository: string;
         branch?: string;
@@ -1549,7 +1549,7 @@ export interface components {
        */
       type: 'CodeHostBDelivery';
       label?: string;
-      /** @description The CodeHostBDelivery node's settings. A setting not listed here is kept as given. */
+      /** @description The CodeHostBDelivery node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
         repository: string;
         branch?: string;
@@ -1567,7 +1567,7 @@ export interface components {
        */
       type: 'VcsCDelivery';
       label?: string;
-      /** @description The VcsCDelivery node's settings. A setting not listed here is kept as given. */
+      /** @description The VcsCDelivery node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
         repository: string;
         branch?: string;
@@ -1585,7 +1585,7 @@ export interface components {
        */
       type: 'EngineDelivery';
       label?: string;
-      /** @description The EngineDelivery node's settings. A setting not listed here is kept as given. */
+      /** @description The EngineDelivery node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         project?: string;
         assetPath?: string;
@@ -1601,7 +1601,7 @@ export interface components {
        */
       type: 'ThreeDStudioViewer';
       label?: string;
-      /** @description The ThreeDStudioViewer node's settings. A setting not listed here is kept as given. */
+      /** @description The ThreeDStudioViewer node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         title?: string;
         environment?: string;
@@ -1617,7 +1617,7 @@ export interface components {
        */
       type: 'ShaderPlayback';
       label?: string;
-      /** @description The ShaderPlayback node's settings. A setting not listed here is kept as given. */
+      /** @description The ShaderPlayback node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         title?: string;
         durationSeconds?: number;
@@ -2291,6 +2291,8 @@ export interface components {
     };
     UnknownNodeTypeError: {
       error: string;
+      /** @description Our addition: the node type it most likely misspells, when one is near. */
+      didYouMean?: string;
     };
     UnknownInputKeysError: {
       error: string;
