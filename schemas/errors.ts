@@ -155,10 +155,17 @@ export const UnauthorizedErrorSchema = v.strictObject({
 export type UnauthorizedErrorBody = v.InferOutput<typeof UnauthorizedErrorSchema>;
 
 // 402 (both run starts)
+
+/** Our addition to every 402: the team's balance (credits) when the start was refused. */
+const balanceEntry = {
+  balance: v.pipe(v.number(), v.description("Our addition: the team's balance in credits when the start was refused.")),
+};
+
 export const InsufficientCreditsErrorSchema = v.strictObject({
   error: v.literal(messages.insufficientCredits),
   /** Credits the run needs held. */
   required: v.number(),
+  ...balanceEntry,
 });
 export type InsufficientCreditsErrorBody = v.InferOutput<typeof InsufficientCreditsErrorSchema>;
 
@@ -167,6 +174,7 @@ export const ProjectHardCapExceededErrorSchema = v.strictObject({
   hardCap: v.number(),
   spent: v.number(),
   estimate: v.number(),
+  ...balanceEntry,
 });
 export type ProjectHardCapExceededErrorBody = v.InferOutput<typeof ProjectHardCapExceededErrorSchema>;
 
@@ -175,6 +183,7 @@ export const PerStepLimitErrorSchema = v.strictObject({
   nodeType: v.string(),
   estimatedCharge: v.number(),
   ceiling: v.number(),
+  ...balanceEntry,
 });
 export type PerStepLimitErrorBody = v.InferOutput<typeof PerStepLimitErrorSchema>;
 
@@ -184,6 +193,7 @@ export const MonthlyCreditCapReachedErrorSchema = v.strictObject({
   spentThisMonth: v.number(),
   /** Text about when the cap resets. */
   resets: v.string(),
+  ...balanceEntry,
 });
 export type MonthlyCreditCapReachedErrorBody = v.InferOutput<typeof MonthlyCreditCapReachedErrorSchema>;
 

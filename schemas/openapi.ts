@@ -23,6 +23,7 @@ import type {
 } from 'openapi3-ts/oas31';
 import * as v from 'valibot';
 import { basePath, type RouteId, routeById, routes } from '../platform/routes.ts';
+import { creditComponents, creditOperations } from './credits.ts';
 import { deferredRunComponents, deferredRunListComponents, deferredRunOperations } from './deferred-runs.ts';
 import { DeliveryPendingErrorSchema, deliveryComponents, deliveryOperations } from './deliveries.ts';
 import * as errors from './errors.ts';
@@ -64,6 +65,7 @@ export const componentSchemas = {
   ...deliveryComponents,
   ...lifecycleWebhookComponents,
   ...fileComponents,
+  ...creditComponents,
   NameRequiredError: errors.NameRequiredErrorSchema,
   StepsRequiredError: errors.StepsRequiredErrorSchema,
   AgentOrProjectRequiredError: errors.AgentOrProjectRequiredErrorSchema,
@@ -297,6 +299,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       ...deliveryOperations,
       ...fileLinkOperations,
       ...fileOperations,
+      ...creditOperations,
     ]),
     {
       operationId: 'ProviderWebhook',
@@ -437,6 +440,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       { name: 'Runs' },
       { name: 'Deferred runs' },
       { name: 'Files' },
+      { name: 'Credits' },
       { name: 'Provider webhooks', description: "A model provider's own callbacks; not for API consumers." },
       { name: 'API description' },
     ],

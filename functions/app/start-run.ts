@@ -52,12 +52,16 @@ import { backoff, storageBusy, writeRetry } from '../store/write.ts';
 import { checkFileInputs, holdFileInputs, uploadsByKey } from './run-inputs.ts';
 
 /** The error that carries an admission refusal to the caller. */
-const admissionError = (refusal: AdmissionRefusal, cause?: unknown): ServiceError => {
+const admissionError = (
+  refusal: AdmissionRefusal,
+  read: { cause?: unknown; balanceHundredths?: number } = {},
+): ServiceError => {
+  const { cause } = read;
   switch (refusal.kind) {
     case 'runInProgress':
       return new RunInProgressError(refusal.activeJobId);
     case 'refused':
-      return new RunRefusedError(refusal.refusal);
+      return new RunRefusedError(refusal.refusal, read.balanceHundredths ?? 0);
     case 'monthlyCapUnverifiable':
       return new MonthlyCapUnverifiableError(refusal.retryAfterSeconds, { cause });
   }
@@ -150,13 +154,16 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
       const refusal = refusalWithoutFacts(monthlyCap);
       if (!refusal) throw error;
       logger.warn('monthly cap could not be checked', { error: error as Error });
-      throw admissionError(refusal, error);
+      throw admissionError(refusal, { cause: error });
     }
     const barred = checkApiIntegration(running, new Set(facts.connectionKeys), deps.providers);
     if (barred) throw providerNotAvailable(barred);
     const refusal = runRefusal(estimate, facts, now);
     // The lock is read only for a refusal: a busy workflow is answered before it, naming the run to wait for.
-    if (refusal) throw admissionError(busyFirst(refusal, await activeJobOf(deps, workflow.workflowId)));
+    if (refusal) {
+      const busy = busyFirst(refusal, await activeJobOf(deps, workflow.workflowId));
+      throw admissionError(busy, { balanceHundredths: facts.balance });
+    }
     // After admission (a refused start copies nothing), before the commit (a committed run has its
     // copies); a copy whose transaction then fails is left to the retention's lifecycle rule.
     inputFiles ??= holdFiles ? await holdFiles(jobId) : {};

@@ -544,7 +544,7 @@ export const FileNotAcceptedError = defineError('FileNotAcceptedError', {
 
 // Admission (functions/domain/admission.ts decides; these carry its answer)
 
-/** The spec's 402 body for a refusal, amounts in credits. */
+/** The spec's 402 body for a refusal, amounts in credits (the team's balance added by `RunRefusedError`). */
 const refusalBody = (refusal: RunRefusal) => {
   switch (refusal.kind) {
     case 'perStepLimit': {
@@ -578,7 +578,7 @@ const refusalBody = (refusal: RunRefusal) => {
 
 /** The run may not start: the refusal says which limit and by how much, in hundredths. */
 export const RunRefusedError = defineError('RunRefusedError', {
-  facts: (refusal: RunRefusal) => ({ refusal }),
+  facts: (refusal: RunRefusal, balanceHundredths: number) => ({ refusal, balanceHundredths }),
   message: (f) => `run refused: ${f.refusal.kind}`,
   status: 402,
   routes: runStarts,
@@ -588,7 +588,8 @@ export const RunRefusedError = defineError('RunRefusedError', {
     bodies.PerStepLimitErrorSchema,
     bodies.MonthlyCreditCapReachedErrorSchema,
   ],
-  body: (f) => refusalBody(f.refusal),
+  // Our addition to each body: the team's balance when the start was refused, in credits.
+  body: (f) => ({ ...refusalBody(f.refusal), balance: toCredits(f.balanceHundredths) }),
 });
 
 /** A capped key's month could not be read, so the run is not started unmetered. */

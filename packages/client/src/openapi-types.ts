@@ -363,6 +363,28 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/credits': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get the team’s credits
+     * @description The team’s balance and what runs hold, this key’s spend this month against its monthly cap, and each project’s hard cap and spend: the limits a run start is checked against (402). Needs the `credits:read` scope. Read only: it never spends credits.
+     *
+     *     Scope: `credits:read`.
+     */
+    get: operations['GetCredits'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/file-links/{object}': {
     parameters: {
       query?: never;
@@ -2144,6 +2166,35 @@ export interface components {
       usedBytes: number;
       quotaBytes: number;
     };
+    Credits: {
+      /** @description Credits the team may spend now: run starts hold their estimate from it. */
+      balance: number;
+      /** @description Credits held by runs in progress: each charged step is taken from it, the rest released at the end. */
+      held: number;
+      /** @description The most one step may be estimated to cost, or null for no limit. */
+      perStepLimit: number | null;
+      key: {
+        /** @description This key’s monthly cap, or null for none. */
+        monthlyCreditCap: number | null;
+        /** @description What runs started with this key spent (held or charged) this calendar month, UTC. */
+        spentThisMonth: number;
+        /** @description The cap less the month’s spend (never below 0), or null without a cap. */
+        remainingThisMonth: number | null;
+        /**
+         * Format: date-time
+         * @description When the month’s spend starts again from 0 (UTC).
+         */
+        resetsAt: string;
+      };
+      /** @description Every project of the team, by id. */
+      projects: {
+        projectId: string;
+        /** @description The project’s hard cap on what its runs may spend, or null for none. */
+        hardCap: number | null;
+        /** @description What the project’s runs spent (held or charged) so far. */
+        spent: number;
+      }[];
+    };
     NameRequiredError: {
       /** @constant */
       error: 'name is required';
@@ -2175,6 +2226,8 @@ export interface components {
       /** @constant */
       error: 'Insufficient credits';
       required: number;
+      /** @description Our addition: the team's balance in credits when the start was refused. */
+      balance: number;
     };
     ProjectHardCapExceededError: {
       /** @constant */
@@ -2182,12 +2235,16 @@ export interface components {
       hardCap: number;
       spent: number;
       estimate: number;
+      /** @description Our addition: the team's balance in credits when the start was refused. */
+      balance: number;
     };
     PerStepLimitError: {
       error: string;
       nodeType: string;
       estimatedCharge: number;
       ceiling: number;
+      /** @description Our addition: the team's balance in credits when the start was refused. */
+      balance: number;
     };
     MonthlyCreditCapReachedError: {
       /** @constant */
@@ -2195,6 +2252,8 @@ export interface components {
       monthlyCreditCap: number;
       spentThisMonth: number;
       resets: string;
+      /** @description Our addition: the team's balance in credits when the start was refused. */
+      balance: number;
     };
     ScopeNotPermittedError: {
       /** @constant */
@@ -3997,6 +4056,74 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['StorageUsage'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks the scope this operation needs. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ScopeNotPermittedError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+      /** @description Server failure. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServerError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  GetCredits: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The team’s credits and limits. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Credits'];
         };
       };
       /** @description The key is missing, malformed, unknown, revoked or expired. */
