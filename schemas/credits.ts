@@ -44,8 +44,8 @@ export const creditOperations: OperationSpec[] = [
     summary: 'Get the team’s credits',
     description:
       'The team’s balance and what runs hold, this key’s spend this month against its monthly cap, and each ' +
-      'project’s hard cap and spend: the limits a run start is checked against (402). Needs the ' +
-      '`credits:read` scope. Read only: it never spends credits.',
+      'project’s hard cap and spend: the limits a run start is checked against (402). Read only: it never ' +
+      'spends credits.',
     responses: {
       200: jsonResponse('The team’s credits and limits.', 'Credits'),
       500: jsonResponse('Server failure.', 'ServerError'),

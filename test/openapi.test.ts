@@ -82,7 +82,7 @@ describe('OpenAPI document', () => {
     expect(keyed).toHaveLength(routes.filter((route) => route.scope !== null).length);
     for (const { operation } of keyed) {
       expect(operation.security).toEqual([{ bearerAuth: [] }]);
-      expect(operation.description).toMatch(/Scope: `(workflows:read|workflows:write|runs:create|runs:read)`/);
+      expect(operation.description).toMatch(/Scope: `(workflows:read|workflows:write|runs:create|runs:read|credits:read)`/);
       expect(Object.keys(operation.responses ?? {})).toEqual(expect.arrayContaining(['401', '429']));
       expect(operation.responses?.['429']?.headers?.['Retry-After']).toEqual({
         $ref: '#/components/headers/Retry-After',
