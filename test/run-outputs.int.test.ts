@@ -219,7 +219,10 @@ describe('prices that follow the work', () => {
     const poor = await seedTeam(stack.deps, { credits: 5 });
     const poorFlow = await createWorkflow(stack, poor, scaled, 'Poor');
     const insufficient = await call(stack.baseUrl, `/workflows/${poorFlow}/runs`, { key: poor.key, method: 'POST' });
-    expect([insufficient.status, insufficient.body]).toEqual([402, { error: 'Insufficient credits', required: 8.01, balance: 5 }]);
+    expect([insufficient.status, insufficient.body]).toEqual([
+      402,
+      { error: 'Insufficient credits', required: 8.01, balance: 5 },
+    ]);
     expect(await ledgerOf(stack.deps, poor.teamId)).toMatchObject({ balance: 500, held: 0, charged: 0 });
   });
 

@@ -290,7 +290,13 @@ describe('run starts without workers (runs stay queued)', () => {
     const first = await createWorkflow(stack, { ...capped, agentId }, undefined, 'First');
     const second = await createWorkflow(stack, { ...capped, agentId }, undefined, 'Second');
     expect((await startRunCall(stack.baseUrl, capped.key, first)).status).toBe(200);
-    const hardCap = { error: 'Project hard cap exceeded', hardCap: 3, spent: 2.03, estimate: 2.03, balance: 100 - 2.03 };
+    const hardCap = {
+      error: 'Project hard cap exceeded',
+      hardCap: 3,
+      spent: 2.03,
+      estimate: 2.03,
+      balance: 100 - 2.03,
+    };
     for (const answer of [
       await startRunCall(stack.baseUrl, capped.key, second),
       await runAgentCall(stack.baseUrl, capped.key, agentId), // its newest: `second`
@@ -571,7 +577,8 @@ describe('with workers polling the steps queue', () => {
     expect(accepted).toHaveLength(10);
     const refused = answers.filter((a) => a.status !== 200);
     expect(refused.map((a) => a.status)).toEqual(Array(10).fill(402));
-    for (const answer of refused) expect(answer.body).toEqual({ error: 'Insufficient credits', required: 0.02, balance: expect.any(Number) });
+    for (const answer of refused)
+      expect(answer.body).toEqual({ error: 'Insufficient credits', required: 0.02, balance: expect.any(Number) });
 
     const jobIds = accepted.map((a) => a.body.jobId as string);
     for (const jobId of jobIds) expect((await waitForEnd(stack.baseUrl, t.key, jobId)).body.status).toBe('completed');
