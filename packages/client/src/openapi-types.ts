@@ -1707,7 +1707,7 @@ export interface components {
       maxMultiplier?: number;
       /** Format: uri */
       callbackUrl?: string;
-      /** @description When set, each webhook is signed with it. A Standard Webhooks secret (`whsec_` and the base64 of 24 to 64 bytes) keys `webhook-signature` with its decoded bytes, as the `standardwebhooks` and `svix` libraries read it; any other secret keys it with its UTF-8 bytes. `X-Service-Signature` is keyed with the secret as given. */
+      /** @description When set, each webhook is signed with it. A Standard Webhooks secret (`whsec_` and padded base64) keys `webhook-signature` with its decoded bytes, as the `standardwebhooks` and `svix` libraries read it; any other secret keys it with its UTF-8 bytes. `X-Service-Signature` is keyed with the secret as given. */
       callbackSecret?: string;
       /** @description Our design: `true` asks the service to issue the webhook secret (a Standard Webhooks `whsec_` secret of 32 random bytes), answered once as `callbackSecret` in this answer (and again to a retry with the same `Idempotency-Key`). Needs `callbackUrl`; not with `callbackSecret`. */
       generateCallbackSecret?: boolean;
@@ -1752,7 +1752,7 @@ export interface components {
       };
       /** Format: uri */
       callbackUrl?: string;
-      /** @description When set, each webhook is signed with it. A Standard Webhooks secret (`whsec_` and the base64 of 24 to 64 bytes) keys `webhook-signature` with its decoded bytes, as the `standardwebhooks` and `svix` libraries read it; any other secret keys it with its UTF-8 bytes. `X-Service-Signature` is keyed with the secret as given. */
+      /** @description When set, each webhook is signed with it. A Standard Webhooks secret (`whsec_` and padded base64) keys `webhook-signature` with its decoded bytes, as the `standardwebhooks` and `svix` libraries read it; any other secret keys it with its UTF-8 bytes. `X-Service-Signature` is keyed with the secret as given. */
       callbackSecret?: string;
       /** @description Our design: `true` asks the service to issue the webhook secret (a Standard Webhooks `whsec_` secret of 32 random bytes), answered once as `callbackSecret` in this answer (and again to a retry with the same `Idempotency-Key`). Needs `callbackUrl`; not with `callbackSecret`. */
       generateCallbackSecret?: boolean;
