@@ -177,7 +177,7 @@ describe('an issued secret', () => {
           'Invalid request body: callbackSecret: a secret starting with whsec_ is whsec_ and padded base64 of its bytes',
       });
     }
-    // A short one the libraries take is taken too (the service issues 32 bytes).
+    // A short one the libraries take is taken too (those the service makes are 32 bytes).
     expect((await refused({ callbackUrl: receiver.url, callbackSecret: 'whsec_c2hvcnQ=' })).status).toBe(200);
   });
 });
