@@ -361,6 +361,8 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
     },
     // The team's stored bytes and quota (the files above count in it).
     GetStorage: { event: async () => apiEvent(routeById('GetStorage'), { key }) },
+    // The team's credits, the key's month and the projects' caps.
+    GetCredits: { event: async () => apiEvent(routeById('GetCredits'), { key }) },
     ListDeferredRuns: {
       event: async () => apiEvent(routeById('ListDeferredRuns'), { key, query: { limit: '20' } }),
     },

@@ -6,9 +6,15 @@
  */
 import type { Access } from './access.ts';
 
-export type Scope = 'workflows:read' | 'workflows:write' | 'runs:create' | 'runs:read';
+export type Scope = 'workflows:read' | 'workflows:write' | 'runs:create' | 'runs:read' | 'credits:read';
 
-export const allScopes: readonly Scope[] = ['workflows:read', 'workflows:write', 'runs:create', 'runs:read'];
+export const allScopes: readonly Scope[] = [
+  'workflows:read',
+  'workflows:write',
+  'runs:create',
+  'runs:read',
+  'credits:read',
+];
 
 export interface Route {
   /** Stable logical id, used for CDK construct ids, logs and the OpenAPI operationId. */
@@ -237,6 +243,16 @@ const table = [
     entry: 'functions/api/get-storage.ts',
     scope: 'runs:read',
     grants: { table: ['GetItem', 'UpdateItem'] },
+  },
+  {
+    // The team's money as the key sees it (functions/store/credits.ts): BatchGetItem, the team and
+    // the key's month; Query, the team's projects; GetItem and UpdateItem, the key and its rate counter.
+    id: 'GetCredits',
+    method: 'GET',
+    path: '/credits',
+    entry: 'functions/api/get-credits.ts',
+    scope: 'credits:read',
+    grants: { table: ['GetItem', 'UpdateItem', 'BatchGetItem', 'Query'] },
   },
   {
     // Asynchronous providers announce a step's job's end here (functions/app/provider-webhook.ts):

@@ -136,14 +136,36 @@ export const PayloadTooLargeErrorSchema = v.strictObject({ error: prefixed(messa
 export type PayloadTooLargeErrorBody = v.InferOutput<typeof PayloadTooLargeErrorSchema>;
 
 // 401 (all keyed)
-export const UnauthorizedErrorSchema = fixed(messages.unauthorized);
+/**
+ * Our addition to the contract's `{ error: "Unauthorized" }`: why, without telling a valid key from
+ * one that is not (`invalid` is an unknown, revoked and expired key alike).
+ */
+export const unauthorizedReasons = ['missing', 'malformed', 'invalid'] as const;
+export type UnauthorizedReason = (typeof unauthorizedReasons)[number];
+export const UnauthorizedErrorSchema = v.strictObject({
+  error: v.literal(messages.unauthorized),
+  reason: v.pipe(
+    v.picklist(unauthorizedReasons),
+    v.description(
+      'Our addition: `missing` (no `Authorization: Bearer` key), `malformed` (not a key of ours: wrong form or ' +
+        'checksum), `invalid` (a well-formed key that is unknown, revoked or expired: one word for all three).',
+    ),
+  ),
+});
 export type UnauthorizedErrorBody = v.InferOutput<typeof UnauthorizedErrorSchema>;
 
 // 402 (both run starts)
+
+/** Our addition to every 402: the team's balance (credits) when the start was refused. */
+const balanceEntry = {
+  balance: v.pipe(v.number(), v.description("Our addition: the team's balance in credits when the start was refused.")),
+};
+
 export const InsufficientCreditsErrorSchema = v.strictObject({
   error: v.literal(messages.insufficientCredits),
   /** Credits the run needs held. */
   required: v.number(),
+  ...balanceEntry,
 });
 export type InsufficientCreditsErrorBody = v.InferOutput<typeof InsufficientCreditsErrorSchema>;
 
@@ -152,6 +174,7 @@ export const ProjectHardCapExceededErrorSchema = v.strictObject({
   hardCap: v.number(),
   spent: v.number(),
   estimate: v.number(),
+  ...balanceEntry,
 });
 export type ProjectHardCapExceededErrorBody = v.InferOutput<typeof ProjectHardCapExceededErrorSchema>;
 
@@ -160,6 +183,7 @@ export const PerStepLimitErrorSchema = v.strictObject({
   nodeType: v.string(),
   estimatedCharge: v.number(),
   ceiling: v.number(),
+  ...balanceEntry,
 });
 export type PerStepLimitErrorBody = v.InferOutput<typeof PerStepLimitErrorSchema>;
 
@@ -169,6 +193,7 @@ export const MonthlyCreditCapReachedErrorSchema = v.strictObject({
   spentThisMonth: v.number(),
   /** Text about when the cap resets. */
   resets: v.string(),
+  ...balanceEntry,
 });
 export type MonthlyCreditCapReachedErrorBody = v.InferOutput<typeof MonthlyCreditCapReachedErrorSchema>;
 
@@ -221,7 +246,12 @@ export const DeferredRunNotWaitingErrorSchema = fixed(messages.deferredRunNotWai
 export type DeferredRunNotWaitingErrorBody = v.InferOutput<typeof DeferredRunNotWaitingErrorSchema>;
 
 // 422 (the two validation failures with `errors` live beside their resources)
-export const UnknownNodeTypeErrorSchema = v.strictObject({ error: prefixed(messagePrefixes.unknownNodeType) });
+export const UnknownNodeTypeErrorSchema = v.strictObject({
+  error: prefixed(messagePrefixes.unknownNodeType),
+  didYouMean: v.optional(
+    v.pipe(v.string(), v.description('Our addition: the node type it most likely misspells, when one is near.')),
+  ),
+});
 export type UnknownNodeTypeErrorBody = v.InferOutput<typeof UnknownNodeTypeErrorSchema>;
 
 export const UnknownInputKeysErrorSchema = v.strictObject({

@@ -23,6 +23,7 @@ import type {
 } from 'openapi3-ts/oas31';
 import * as v from 'valibot';
 import { basePath, type RouteId, routeById, routes } from '../platform/routes.ts';
+import { creditComponents, creditOperations } from './credits.ts';
 import { deferredRunComponents, deferredRunListComponents, deferredRunOperations } from './deferred-runs.ts';
 import { DeliveryPendingErrorSchema, deliveryComponents, deliveryOperations } from './deliveries.ts';
 import * as errors from './errors.ts';
@@ -64,6 +65,7 @@ export const componentSchemas = {
   ...deliveryComponents,
   ...lifecycleWebhookComponents,
   ...fileComponents,
+  ...creditComponents,
   NameRequiredError: errors.NameRequiredErrorSchema,
   StepsRequiredError: errors.StepsRequiredErrorSchema,
   AgentOrProjectRequiredError: errors.AgentOrProjectRequiredErrorSchema,
@@ -148,15 +150,17 @@ const isOptional = (entry: v.ObjectEntries[string]): boolean =>
  * The step of one node type, for the document only: `WorkflowStepSchema` with `type` that type and
  * `config` its settings, required when one of them is (a step without it fails validation). Requests
  * are still parsed as before: the step by `WorkflowStepSchema`, its config by the graph validation
- * against the catalogue, which keeps settings it does not list; so does the document (no
- * `additionalProperties: false`). `apiInputKey` is stated as the request schema states it.
+ * against the catalogue, which refuses a setting a new step's type does not have; so does the
+ * document (`additionalProperties: false`). `apiInputKey` is stated as the request schema states it.
  */
 const documentedStep = (type: NodeType, settings: NodeConfigSchema) => {
   const entries: v.ObjectEntries = { ...settings.entries };
   if ('apiInputKey' in entries) entries.apiInputKey = WorkflowStepConfigSchema.entries.apiInputKey;
   const config = v.pipe(
-    v.object(entries),
-    v.metadata({ description: `The ${type} node's settings. A setting not listed here is kept as given.` }),
+    v.strictObject(entries),
+    v.metadata({
+      description: `The ${type} node's settings. A setting not listed here is refused (422 invalid_config).`,
+    }),
   );
   return v.object({
     ...WorkflowStepSchema.entries,
@@ -234,7 +238,14 @@ function errorResponses(spec: OperationSpec, documented: readonly DocumentedErro
       throw new Error(`${spec.operationId} answers ${status} without words: give its row \`described\``);
     }
     const response = namedResponse(description, names);
-    responses[status] = rows.some((error) => error.retryAfter !== undefined) ? withRetryAfter(response) : response;
+    const withRetry = rows.some((error) => error.retryAfter !== undefined) ? withRetryAfter(response) : response;
+    // The key's refusal names the scheme to authenticate with (RFC 6750 section 3).
+    responses[status] = rows.some((error) => error.schemas.includes(errors.UnauthorizedErrorSchema))
+      ? {
+          ...withRetry,
+          headers: { ...withRetry.headers, 'WWW-Authenticate': { $ref: '#/components/headers/WWW-Authenticate' } },
+        }
+      : withRetry;
   }
   return responses;
 }
@@ -288,6 +299,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       ...deliveryOperations,
       ...fileLinkOperations,
       ...fileOperations,
+      ...creditOperations,
     ]),
     {
       operationId: 'ProviderWebhook',
@@ -428,6 +440,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       { name: 'Runs' },
       { name: 'Deferred runs' },
       { name: 'Files' },
+      { name: 'Credits' },
       { name: 'Provider webhooks', description: "A model provider's own callbacks; not for API consumers." },
       { name: 'API description' },
     ],
@@ -468,7 +481,16 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
     },
     components: {
       schemas,
-      headers: { 'Retry-After': retryAfter },
+      headers: {
+        'Retry-After': retryAfter,
+        'WWW-Authenticate': {
+          description:
+            '`Bearer` when no key was sent, `Bearer error="invalid_token"` when the key sent is malformed, unknown, ' +
+            'revoked or expired.',
+          required: true,
+          schema: { type: 'string' },
+        },
+      },
       securitySchemes: {
         [securitySchemeName]: {
           type: 'http',

@@ -6,7 +6,7 @@
  */
 import * as v from 'valibot';
 import { scopeOf } from '../platform/routes.ts';
-import { DateTimeSchema, NameStringSchema, notArray, UuidSchema } from './common.ts';
+import { DateTimeSchema, notArray, UuidSchema } from './common.ts';
 import { messages } from './errors.ts';
 import {
   type DocumentedParameter,
@@ -19,6 +19,7 @@ import {
 import { runEventsOperation } from './run-stream.ts';
 import { MetadataSchema, TagSchema, TagsSchema } from './run-tags.ts';
 import { runEvents, WebhookEventsSchema } from './webhook-events.ts';
+import { CallbackSecretSchema } from './webhook-secret.ts';
 import { ValidationIssueSchema } from './workflows.ts';
 
 const runModes = ['production', 'draft', 'preview'] as const;
@@ -82,8 +83,19 @@ export const RunRequestSchema = notArray(
         v.startsWith('https://', messages.callbackUrlInvalid),
       ),
     ),
-    /** When set, each webhook is signed with it; an empty secret would sign with nothing. */
-    callbackSecret: v.optional(NameStringSchema),
+    /** When set, each webhook is signed with it; an empty secret would sign with nothing (schemas/webhook-secret.ts). */
+    callbackSecret: v.optional(CallbackSecretSchema),
+    /** Our design: the service issues a `whsec_` secret, answered once in the start's answer. */
+    generateCallbackSecret: v.optional(
+      v.pipe(
+        v.boolean(),
+        v.description(
+          'Our design: `true` asks the service to issue the webhook secret (a Standard Webhooks `whsec_` secret of ' +
+            '32 random bytes), answered once as `callbackSecret` in this answer (and again to a retry with the same ' +
+            '`Idempotency-Key`). Needs `callbackUrl`; not with `callbackSecret`.',
+        ),
+      ),
+    ),
     /** Our design: the caller's own pairs, echoed wherever the run is shown (schemas/run-tags.ts). */
     metadata: v.optional(MetadataSchema),
     /** Our design: labels to find the run by (`GET /runs?tag=`), echoed wherever it is shown. */
@@ -95,6 +107,15 @@ export const RunRequestSchema = notArray(
 export type RunRequest = v.InferOutput<typeof RunRequestSchema>;
 export type RunRequestInput = v.InferInput<typeof RunRequestSchema>;
 
+/** Our design: the secret issued for `generateCallbackSecret`, in that start's answer only. */
+const IssuedSecretSchema = v.pipe(
+  v.string(),
+  v.description(
+    'Our design: only when the start gave `generateCallbackSecret: true`: the issued `whsec_` secret, shown ' +
+      'in this answer only (keep it; no route reads it again).',
+  ),
+);
+
 /** 200 of a run start: the run is queued and its estimate held. */
 export const RunStartedResponseSchema = v.strictObject({
   jobId: UuidSchema,
@@ -102,6 +123,7 @@ export const RunStartedResponseSchema = v.strictObject({
   status: v.literal('queued'),
   estimatedCredits: v.number(),
   stepsCount: v.pipe(v.number(), v.integer(), v.minValue(0)),
+  callbackSecret: v.optional(IssuedSecretSchema),
 });
 export type RunStartedResponse = v.InferOutput<typeof RunStartedResponseSchema>;
 
@@ -110,6 +132,7 @@ export const RunDeferredResponseSchema = v.strictObject({
   deferred: v.literal(true),
   deferredJobId: UuidSchema,
   workflowId: UuidSchema,
+  callbackSecret: v.optional(IssuedSecretSchema),
 });
 export type RunDeferredResponse = v.InferOutput<typeof RunDeferredResponseSchema>;
 
@@ -124,6 +147,7 @@ export const ResumeRunRequestSchema = notArray(
     inputs: RunRequestSchema.entries.inputs,
     callbackUrl: RunRequestSchema.entries.callbackUrl,
     callbackSecret: RunRequestSchema.entries.callbackSecret,
+    generateCallbackSecret: RunRequestSchema.entries.generateCallbackSecret,
     webhookEvents: RunRequestSchema.entries.webhookEvents,
   }),
 );

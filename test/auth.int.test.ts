@@ -1,31 +1,38 @@
 import { describe, expect, it } from 'vitest';
+import { generateApiKey } from '../functions/domain/api-key.ts';
 import { revokeApiKey } from '../functions/store/api-keys.ts';
 import { addKey, call, seedTeam, stackPerFile } from './support/stack.ts';
 
 const { stack } = stackPerFile();
 
 describe('API keys (spec section 5)', () => {
-  it('refuses a missing, malformed, unknown, revoked or expired key with the same 401 body', async () => {
+  it('refuses a missing, malformed, unknown, revoked or expired key: the contract body, a reason that tells no valid key apart, WWW-Authenticate', async () => {
     const team = await seedTeam(stack.deps);
     const revoked = await addKey(stack.deps, team.teamId);
     await revokeApiKey(stack.deps, revoked.keyId);
     const expired = await addKey(stack.deps, team.teamId, { expiresAt: new Date(Date.now() - 1000).toISOString() });
-    const unknown = `${team.key.slice(0, 4)}${'A'.repeat(32)}${team.key.slice(-6)}`;
-    const candidates: (string | undefined)[] = [
-      undefined,
-      'not-a-key',
-      `${team.key}x`,
-      unknown,
-      revoked.key,
-      expired.key,
+    // Well formed (its checksum right) but never issued; a changed character breaks the checksum.
+    const unknown = generateApiKey();
+    const checksumBroken = `${team.key.slice(0, 4)}${'A'.repeat(32)}${team.key.slice(-6)}`;
+    const candidates: [Record<string, string>, string][] = [
+      [{}, 'missing'],
+      [{ authorization: '' }, 'missing'],
+      [{ authorization: 'Bearer not-a-key' }, 'malformed'],
+      [{ authorization: `Bearer ${team.key}x` }, 'malformed'],
+      [{ authorization: `Basic ${team.key}` }, 'malformed'],
+      [{ authorization: `Bearer ${checksumBroken}` }, 'malformed'],
+      [{ authorization: `Bearer ${unknown}` }, 'invalid'],
+      [{ authorization: `Bearer ${revoked.key}` }, 'invalid'],
+      [{ authorization: `Bearer ${expired.key}` }, 'invalid'],
     ];
-    for (const key of candidates) {
-      const response = await call(stack.baseUrl, '/workflows', { key });
-      expect(response.status, String(key)).toBe(401);
-      expect(response.body).toEqual({ error: 'Unauthorized' });
+    for (const [headers, reason] of candidates) {
+      const response = await call(stack.baseUrl, '/workflows', { headers });
+      expect(response.status, JSON.stringify(headers)).toBe(401);
+      expect(response.body).toEqual({ error: 'Unauthorized', reason });
+      expect(response.headers.get('www-authenticate')).toBe(
+        reason === 'missing' ? 'Bearer' : 'Bearer error="invalid_token"',
+      );
     }
-    const basic = await call(stack.baseUrl, '/workflows', { headers: { authorization: `Basic ${team.key}` } });
-    expect(basic.status).toBe(401);
   });
 
   it('stops accepting a key on the very next request after it is revoked', async () => {

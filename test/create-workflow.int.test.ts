@@ -155,7 +155,7 @@ describe('POST /workflows: created (201)', () => {
 
   it('stores the canvas: nodes as given, edges with default handles, laid out left to right', async () => {
     const steps: Step[] = [
-      { key: 'topic', type: 'TextEntry', config: { text: 'a castle', apiInputKey: 'topic', colour: 'blue' } },
+      { key: 'topic', type: 'TextEntry', config: { text: 'a castle', apiInputKey: 'topic' } },
       { key: 'style', type: 'TextEntry', label: 'Style', config: { text: 'watercolour' } },
       {
         key: 'prompt',
@@ -167,7 +167,7 @@ describe('POST /workflows: created (201)', () => {
         key: 'image',
         type: 'ImageGen',
         label: 'Picture',
-        config: { width: 512, height: 512, extra: { nested: [1, 2] } },
+        config: { width: 512, height: 512 },
         inputs: ['prompt'],
       },
       { key: 'pbr', type: 'PbrSynthesizer', inputs: ['image'] },
@@ -189,7 +189,7 @@ describe('POST /workflows: created (201)', () => {
         id: 'topic',
         type: 'TextEntry',
         label: 'Text entry',
-        config: { text: 'a castle', apiInputKey: 'topic', colour: 'blue' },
+        config: { text: 'a castle', apiInputKey: 'topic' },
       },
       { id: 'style', type: 'TextEntry', label: 'Style', config: { text: 'watercolour' } },
       { id: 'prompt', type: 'PromptBuilder', label: 'Prompt builder', config: { template: '{{0}} in {{1}}' } },
@@ -197,7 +197,7 @@ describe('POST /workflows: created (201)', () => {
         id: 'image',
         type: 'ImageGen',
         label: 'Picture',
-        config: { width: 512, height: 512, extra: { nested: [1, 2] } },
+        config: { width: 512, height: 512 },
       },
       { id: 'pbr', type: 'PbrSynthesizer', label: 'PBR synthesizer', config: {} },
       { id: 'upscale', type: 'Upscaler', label: 'Upscaler', config: {} },
@@ -288,7 +288,7 @@ describe('POST /workflows: 401 and 403', () => {
   it('answers 401 without a key', async () => {
     const response = await post(undefined, { name: 'W', agentId: team.agentId, steps: oneStep });
     expect(response.status).toBe(401);
-    expect(response.body).toEqual({ error: 'Unauthorized' });
+    expect(response.body).toEqual({ error: 'Unauthorized', reason: 'missing' });
   });
 
   it('answers 403 to a key without workflows:write', async () => {
@@ -334,6 +334,55 @@ describe('POST /workflows: 422', () => {
     ]);
     expect(response.status).toBe(422);
     expect(response.body).toEqual({ error: 'Unknown node type: Foo' });
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('says which node type a typo most likely meant, and nothing for a name near none', async () => {
+    const before = await snapshot();
+    for (const [type, didYouMean] of [
+      ['ImageLoadr', 'ImageLoader'],
+      ['imageloader', 'ImageLoader'],
+      ['TextEntri', 'TextEntry'],
+    ] as const) {
+      const response = await create([{ key: 'a', type }]);
+      expect(response.status).toBe(422);
+      expect(response.body).toEqual({ error: `Unknown node type: ${type}`, didYouMean });
+    }
+    expect((await create([{ key: 'a', type: 'Teleport' }])).body).toEqual({ error: 'Unknown node type: Teleport' });
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('refuses a setting the node type does not have, naming it and the setting it most likely misspells', async () => {
+    const before = await snapshot();
+    const response = await create([
+      { key: 'a', type: 'TextEntry', config: { text: 'hi', txet: 'x' } },
+      { key: 'img', type: 'ImageLoader', config: { ulr: 'https://example.com/a.png' } },
+      { key: 'w', type: 'WebhookListener', config: { colour: 'red' } },
+    ]);
+    expect(response.status).toBe(422);
+    expect(response.body).toEqual({
+      error: 'Workflow validation failed',
+      errors: [
+        {
+          code: 'invalid_config',
+          key: 'a',
+          path: 'config.txet',
+          message: 'TextEntry has no setting "txet"; did you mean "text"?',
+        },
+        {
+          code: 'invalid_config',
+          key: 'img',
+          path: 'config.ulr',
+          message: 'ImageLoader has no setting "ulr"; did you mean "url"?',
+        },
+        {
+          code: 'invalid_config',
+          key: 'w',
+          path: 'config.colour',
+          message: 'WebhookListener has no setting "colour"; its settings are "path"',
+        },
+      ],
+    });
     expect(await snapshot()).toEqual(before);
   });
 

@@ -116,7 +116,8 @@ const runWithCallback = async (callbackUrl: string, team?: SeededTeam) => {
   return { team: owner, workflowId, jobId };
 };
 
-const verifier = new Webhook(new TextEncoder().encode(secret), { format: 'raw' });
+// A whsec_ secret is taken by the library as it is (its decoded bytes key the signature).
+const verifier = new Webhook(secret);
 
 describe('GET /runs/{jobId}/deliveries', () => {
   it('lists every attempt newest first (host only, status or error, duration, next attempt) and the state', async () => {

@@ -121,31 +121,37 @@ const cases: Case[] = [
   { error: new NameRequiredError(), status: 400, schema: bodies.NameRequiredErrorSchema },
   { error: new StepsRequiredError(), status: 400, schema: bodies.StepsRequiredErrorSchema },
   { error: new AgentOrProjectRequiredError(), status: 400, schema: bodies.AgentOrProjectRequiredErrorSchema },
-  { error: new UnauthorizedError(), status: 401, schema: bodies.UnauthorizedErrorSchema },
+  { error: new UnauthorizedError('invalid'), status: 401, schema: bodies.UnauthorizedErrorSchema },
   {
-    error: new RunRefusedError({ kind: 'insufficientCredits', requiredHundredths: 203 }),
+    error: new RunRefusedError({ kind: 'insufficientCredits', requiredHundredths: 203 }, 150),
     status: 402,
     schema: bodies.InsufficientCreditsErrorSchema,
-    body: { error: 'Insufficient credits', required: 2.03 },
+    body: { error: 'Insufficient credits', required: 2.03, balance: 1.5 },
   },
   {
-    error: new RunRefusedError({
-      kind: 'projectHardCap',
-      hardCapHundredths: 300,
-      spentHundredths: 203,
-      estimateHundredths: 203,
-    }),
+    error: new RunRefusedError(
+      {
+        kind: 'projectHardCap',
+        hardCapHundredths: 300,
+        spentHundredths: 203,
+        estimateHundredths: 203,
+      },
+      1000,
+    ),
     status: 402,
     schema: bodies.ProjectHardCapExceededErrorSchema,
-    body: { error: 'Project hard cap exceeded', hardCap: 3, spent: 2.03, estimate: 2.03 },
+    body: { error: 'Project hard cap exceeded', hardCap: 3, spent: 2.03, estimate: 2.03, balance: 10 },
   },
   {
-    error: new RunRefusedError({
-      kind: 'perStepLimit',
-      nodeType: 'ImageGen',
-      estimatedChargeHundredths: 250,
-      ceilingHundredths: 100,
-    }),
+    error: new RunRefusedError(
+      {
+        kind: 'perStepLimit',
+        nodeType: 'ImageGen',
+        estimatedChargeHundredths: 250,
+        ceilingHundredths: 100,
+      },
+      1000,
+    ),
     status: 402,
     schema: bodies.PerStepLimitErrorSchema,
     body: {
@@ -153,15 +159,19 @@ const cases: Case[] = [
       nodeType: 'ImageGen',
       estimatedCharge: 2.5,
       ceiling: 1,
+      balance: 10,
     },
   },
   {
-    error: new RunRefusedError({
-      kind: 'monthlyCap',
-      monthlyCapHundredths: 500,
-      spentThisMonthHundredths: 450,
-      resetsAt: new Date('2026-12-01T00:00:00Z'),
-    }),
+    error: new RunRefusedError(
+      {
+        kind: 'monthlyCap',
+        monthlyCapHundredths: 500,
+        spentThisMonthHundredths: 450,
+        resetsAt: new Date('2026-12-01T00:00:00Z'),
+      },
+      1000,
+    ),
     status: 402,
     schema: bodies.MonthlyCreditCapReachedErrorSchema,
     body: {
@@ -169,6 +179,7 @@ const cases: Case[] = [
       monthlyCreditCap: 5,
       spentThisMonth: 4.5,
       resets: 'Resets at 2026-12-01T00:00:00.000Z (start of the next calendar month, UTC)',
+      balance: 10,
     },
   },
   { error: new ScopeNotPermittedError('runs:write'), status: 403, schema: bodies.ScopeNotPermittedErrorSchema },
@@ -253,10 +264,10 @@ const cases: Case[] = [
     body: { error: 'Request body too large: the workflow would take 420000 bytes to store; at most 390000' },
   },
   {
-    error: new UnknownNodeTypeError('Teleport'),
+    error: new UnknownNodeTypeError('ImageLoadr', 'ImageLoader'),
     status: 422,
     schema: bodies.UnknownNodeTypeErrorSchema,
-    body: { error: 'Unknown node type: Teleport' },
+    body: { error: 'Unknown node type: ImageLoadr', didYouMean: 'ImageLoader' },
   },
   {
     error: new WorkflowValidationFailedError(issues),

@@ -304,6 +304,52 @@ describe('a run input that cannot be used: 422 naming its key, nothing held', ()
   });
 });
 
+describe('a loader with nothing to load: 422 at the start naming what it waits for, nothing held', () => {
+  it('a run without the loader’s input (its apiInputKey) nor its setting, now or deferred; and a loader with neither', async () => {
+    const fresh = await seedUnthrottledTeam(stack.deps);
+    const workflowId = await createWorkflow(stack, fresh, upscaleSteps);
+    const before = await ledgerOf(stack.deps, fresh.teamId);
+    const waiting = {
+      success: false,
+      errors: [
+        {
+          code: 'missing_required_input',
+          key: 'photo',
+          path: 'config.apiInputKey',
+          message:
+            'ImageLoader step "photo" has nothing to load: give the run input "photo" (inputs.photo), or set config.url',
+        },
+      ],
+    };
+    for (const body of [{}, { inputs: {} }, { defer: true }]) {
+      const response = await startRun(fresh, workflowId, body);
+      expect(response.status, JSON.stringify(body)).toBe(422);
+      expect(response.body).toEqual(waiting);
+    }
+    // A loader that neither a run nor its settings can feed.
+    const bare = await createWorkflow(stack, fresh, [
+      { key: 'data', type: 'JsonLoader' },
+      { key: 'show', type: 'JsonInspector', inputs: ['data'] },
+    ]);
+    const response = await startRun(fresh, bare, {});
+    expect(response.status).toBe(422);
+    expect(response.body).toEqual({
+      success: false,
+      errors: [
+        {
+          code: 'invalid_config',
+          key: 'data',
+          path: 'config.data',
+          message:
+            'JsonLoader step "data" has nothing to load: set config.data or config.url, or config.apiInputKey for a run to give it',
+        },
+      ],
+    });
+    expect(await ledgerOf(stack.deps, fresh.teamId)).toEqual(before);
+    expect((await call(stack.baseUrl, '/deferred-runs', { key: fresh.key })).body.deferredRuns ?? []).toEqual([]);
+  });
+});
+
 describe('a URL as a run input', () => {
   it('is fetched once by its step, checked, and stored with the run’s files, unmarked', async () => {
     const workflowId = await createWorkflow(stack, team, upscaleSteps);

@@ -63,8 +63,8 @@ describe('the document states each node type’s step', () => {
     expect(Object.keys(step.properties ?? {})).toEqual(['key', 'type', 'label', 'config', 'inputs']);
     const config = step.properties?.config as SchemaObject;
     expect(Object.keys(config.properties ?? {})).toEqual(Object.keys(spec.configSchema.entries));
-    // Settings the catalogue does not list are kept, so the document does not close the object.
-    expect(config.additionalProperties).toBeUndefined();
+    // A setting the catalogue does not list is refused at the start, so the document closes the object.
+    expect(config.additionalProperties).toBe(false);
     if (spec.model) expect(config.properties).toMatchObject({ provider: {}, model: {}, modelInput: {} });
     // A step of a type with a required setting cannot leave its config out.
     const requiredSettings = config.required ?? [];
@@ -83,6 +83,7 @@ describe('the document states each node type’s step', () => {
       expect(validStep(step), `${type}: ${ajv.errorsText(validStep.errors)}`).toBe(true);
     }
     expect(validStep({ key: 'image', type: 'ImageGen', config: { width: '512' } })).toBe(false);
+    expect(validStep({ key: 'image', type: 'ImageGen', config: { widht: 512 } })).toBe(false);
     expect(validStep({ key: 'x', type: 'NoSuchNode' })).toBe(false);
   });
 });

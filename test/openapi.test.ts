@@ -82,7 +82,9 @@ describe('OpenAPI document', () => {
     expect(keyed).toHaveLength(routes.filter((route) => route.scope !== null).length);
     for (const { operation } of keyed) {
       expect(operation.security).toEqual([{ bearerAuth: [] }]);
-      expect(operation.description).toMatch(/Scope: `(workflows:read|workflows:write|runs:create|runs:read)`/);
+      expect(operation.description).toMatch(
+        /Scope: `(workflows:read|workflows:write|runs:create|runs:read|credits:read)`/,
+      );
       expect(Object.keys(operation.responses ?? {})).toEqual(expect.arrayContaining(['401', '429']));
       expect(operation.responses?.['429']?.headers?.['Retry-After']).toEqual({
         $ref: '#/components/headers/Retry-After',
@@ -334,8 +336,11 @@ describe('validateResponse', () => {
   it('picks the matching body among several for one status', () => {
     const runStart = { method: 'POST', path: `/workflows/${workflowId}/runs` };
     const valid = [
-      { status: 402, body: { error: 'Insufficient credits', required: 12.5 } },
-      { status: 402, body: { error: 'step over limit', nodeType: 'ImageGen', estimatedCharge: 40, ceiling: 25 } },
+      { status: 402, body: { error: 'Insufficient credits', required: 12.5, balance: 3 } },
+      {
+        status: 402,
+        body: { error: 'step over limit', nodeType: 'ImageGen', estimatedCharge: 40, ceiling: 25, balance: 3 },
+      },
       { status: 409, body: { error: messages.runInProgress, activeJobId: jobId } },
       { status: 422, body: { success: false, errors: [{ code: 'cycle', key: null, message: 'Steps form a cycle' }] } },
       { status: 422, body: { error: messages.unknownInputKeys(['colour']), validKeys: ['prompt'] } },

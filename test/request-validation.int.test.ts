@@ -40,10 +40,14 @@ const validBodies = (): Record<string, Json[]> => {
     maxMultiplier: 0.7,
     callbackUrl: 'https://example.com/hook',
     callbackSecret: 'secret',
+    generateCallbackSecret: false,
     metadata: { order: 'o-1' },
     tags: ['walked'],
     webhookEvents: ['run.started', 'step.completed'],
   };
+  // The service issues the secret: not with a secret of the caller's.
+  const { callbackSecret: _, ...withoutSecret } = runBody as Record<string, Json>;
+  const issuing: Json = { ...withoutSecret, generateCallbackSecret: true };
   const steps: Json = [
     { key: 'topic', type: 'TextEntry', label: 'Topic', config: { text: 'otters', apiInputKey: 'topic' } },
     { key: 'style', type: 'TextEntry', config: { text: 'short' } },
@@ -59,15 +63,17 @@ const validBodies = (): Record<string, Json[]> => {
       { name: 'Walked', steps, agentId: team.agentId },
       { name: 'Walked', steps, projectId: team.projectId, agentName: 'Walker' },
     ],
-    RunWorkflow: [runBody],
-    RunAgent: [runBody],
+    RunWorkflow: [runBody, issuing],
+    RunAgent: [runBody, issuing],
     ResumeRun: [
       {
         inputs: { topic: 'otters' },
         callbackUrl: 'https://example.com/hook',
         callbackSecret: 'secret',
+        generateCallbackSecret: false,
         webhookEvents: ['run.completed'],
       },
+      { callbackUrl: 'https://example.com/hook', generateCallbackSecret: true },
     ],
     // A redelivery may name the lifecycle event's delivery.
     RedeliverWebhook: [{ event: 'step.completed', nodeId: 'prompt' }],

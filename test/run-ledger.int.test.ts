@@ -245,7 +245,10 @@ class Start extends LedgerCommand {
     if (model.busy[this.pick]) {
       expect(answer.status).toBe(409);
     } else if (model.balance < price) {
-      expect([answer.status, answer.body]).toEqual([402, { error: 'Insufficient credits', required: price / 100 }]);
+      expect([answer.status, answer.body]).toEqual([
+        402,
+        { error: 'Insufficient credits', required: price / 100, balance: model.balance / 100 },
+      ]);
     } else {
       expect(answer.status).toBe(200);
       model.runs.push({

@@ -213,13 +213,16 @@ describe('prices that follow the work', () => {
     const hardCap = await call(stack.baseUrl, `/workflows/${capped}/runs`, { key: team.key, method: 'POST' });
     expect([hardCap.status, hardCap.body]).toEqual([
       402,
-      { error: 'Project hard cap exceeded', hardCap: 5, spent: 0, estimate: 8.01 },
+      { error: 'Project hard cap exceeded', hardCap: 5, spent: 0, estimate: 8.01, balance: expect.any(Number) },
     ]);
 
     const poor = await seedTeam(stack.deps, { credits: 5 });
     const poorFlow = await createWorkflow(stack, poor, scaled, 'Poor');
     const insufficient = await call(stack.baseUrl, `/workflows/${poorFlow}/runs`, { key: poor.key, method: 'POST' });
-    expect([insufficient.status, insufficient.body]).toEqual([402, { error: 'Insufficient credits', required: 8.01 }]);
+    expect([insufficient.status, insufficient.body]).toEqual([
+      402,
+      { error: 'Insufficient credits', required: 8.01, balance: 5 },
+    ]);
     expect(await ledgerOf(stack.deps, poor.teamId)).toMatchObject({ balance: 500, held: 0, charged: 0 });
   });
 

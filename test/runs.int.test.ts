@@ -163,8 +163,8 @@ describe('run starts without workers (runs stay queued)', () => {
     };
 
     // 401
-    await expectBoth(both(undefined), 401, { error: 'Unauthorized' });
-    await expectBoth(both('wra_not-a-key'), 401, { error: 'Unauthorized' });
+    await expectBoth(both(undefined), 401, { error: 'Unauthorized', reason: 'missing' });
+    await expectBoth(both('wra_not-a-key'), 401, { error: 'Unauthorized', reason: 'malformed' });
     // 400: not JSON, or a field of the wrong type
     await expectBoth(both(t.key, '{"inputs":'), 400, { error: 'Invalid request body: not valid JSON' });
     for (const answer of await both(t.key, { mode: 'fast' })) {
@@ -247,7 +247,7 @@ describe('run starts without workers (runs stay queued)', () => {
     const refused = await startRunCall(stack.baseUrl, t.key, other);
     expect([refused.status, refused.body]).toEqual([
       402,
-      { error: 'Insufficient credits', required: chainPrice / 100 },
+      { error: 'Insufficient credits', required: chainPrice / 100, balance: expect.any(Number) },
     ]);
   });
 
@@ -262,6 +262,7 @@ describe('run starts without workers (runs stay queued)', () => {
       nodeType: 'LlmWorker',
       estimatedCharge: 2,
       ceiling: 1.5,
+      balance: 1,
     };
     for (const answer of [
       await startRunCall(stack.baseUrl, t.key, workflowId),
@@ -270,7 +271,7 @@ describe('run starts without workers (runs stay queued)', () => {
       expect([answer.status, answer.body]).toEqual([402, perStep]);
     }
     await setPerStepLimit(stack.deps, t.teamId, null);
-    const insufficient = { error: 'Insufficient credits', required: 2.03 };
+    const insufficient = { error: 'Insufficient credits', required: 2.03, balance: 1 };
     for (const answer of [
       await startRunCall(stack.baseUrl, t.key, workflowId),
       await runAgentCall(stack.baseUrl, t.key, t.agentId),
@@ -289,7 +290,13 @@ describe('run starts without workers (runs stay queued)', () => {
     const first = await createWorkflow(stack, { ...capped, agentId }, undefined, 'First');
     const second = await createWorkflow(stack, { ...capped, agentId }, undefined, 'Second');
     expect((await startRunCall(stack.baseUrl, capped.key, first)).status).toBe(200);
-    const hardCap = { error: 'Project hard cap exceeded', hardCap: 3, spent: 2.03, estimate: 2.03 };
+    const hardCap = {
+      error: 'Project hard cap exceeded',
+      hardCap: 3,
+      spent: 2.03,
+      estimate: 2.03,
+      balance: 100 - 2.03,
+    };
     for (const answer of [
       await startRunCall(stack.baseUrl, capped.key, second),
       await runAgentCall(stack.baseUrl, capped.key, agentId), // its newest: `second`
@@ -306,6 +313,7 @@ describe('run starts without workers (runs stay queued)', () => {
       monthlyCreditCap: 3,
       spentThisMonth: 2.03,
       resets: capResetsText(nextSpendMonthStart(now)),
+      balance: 100 - 2.03,
     };
     for (const answer of [
       await startRunCall(stack.baseUrl, k.key, b),
@@ -569,7 +577,8 @@ describe('with workers polling the steps queue', () => {
     expect(accepted).toHaveLength(10);
     const refused = answers.filter((a) => a.status !== 200);
     expect(refused.map((a) => a.status)).toEqual(Array(10).fill(402));
-    for (const answer of refused) expect(answer.body).toEqual({ error: 'Insufficient credits', required: 0.02 });
+    for (const answer of refused)
+      expect(answer.body).toEqual({ error: 'Insufficient credits', required: 0.02, balance: expect.any(Number) });
 
     const jobIds = accepted.map((a) => a.body.jobId as string);
     for (const jobId of jobIds) expect((await waitForEnd(stack.baseUrl, t.key, jobId)).body.status).toBe('completed');

@@ -29,7 +29,8 @@ import { createWorkflow, type SeededTeam, seedTeam, startTestStack, type TestSta
 import { type Received, startReceiver } from './support/webhook-receiver.ts';
 
 const secret = 'whsec_bGlmZWN5Y2xlIGV2ZW50cyBzZWNyZXQ=';
-const verifier = new Webhook(new TextEncoder().encode(secret), { format: 'raw' });
+// A whsec_ secret is taken by the library as it is (its decoded bytes key the signature).
+const verifier = new Webhook(secret);
 
 let stack: TestStack;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;

@@ -95,9 +95,22 @@ describe('buildWorkflowGraph: a valid workflow', () => {
     expect(canvas.edges).toHaveLength(2);
   });
 
-  it('keeps a step’s unknown config keys in the canvas', () => {
-    const canvas = canvasOf([step('a', 'TextEntry', { config: { text: 'x', uiColour: 'teal' } })]);
-    expect(canvas.nodes[0]?.config).toEqual({ text: 'x', uiColour: 'teal' });
+  it('refuses a new step’s unknown config keys, but a stored canvas with one still validates', () => {
+    const steps = [step('a', 'TextEntry', { config: { text: 'x', uiColour: 'teal' } })];
+    expect(buildWorkflowGraph(steps)).toEqual({
+      ok: false,
+      issues: [
+        {
+          code: 'invalid_config',
+          key: 'a',
+          path: 'config.uiColour',
+          message: 'TextEntry has no setting "uiColour"; its settings are "text", "apiInputKey"',
+        },
+      ],
+    });
+    const stored = canvasOf([step('a', 'TextEntry', { config: { text: 'x' } })]);
+    const node = stored.nodes[0] as (typeof stored.nodes)[number];
+    expect(validateCanvas({ ...stored, nodes: [{ ...node, config: { text: 'x', uiColour: 'teal' } }] })).toEqual([]);
   });
 });
 
@@ -108,7 +121,7 @@ describe('buildWorkflowGraph: refusals', () => {
       step('a', 'Nope', { inputs: ['ghost'] }),
       step('c', 'AlsoNope'),
     ]);
-    expect(result).toEqual({ ok: false, unknownType: 'Nope' });
+    expect(result).toEqual({ ok: false, unknownType: 'Nope', didYouMean: undefined });
   });
 
   it('reports a repeated key as duplicate_key on the repeat', () => {

@@ -22,7 +22,7 @@ export const createWorkflow = async (
   if (key.workflowIds.length > 0) throw new CreateWorkflowNotPermittedError();
   const request = readRequest();
   const graph = buildWorkflowGraph(request.steps);
-  if (!graph.ok && 'unknownType' in graph) throw new UnknownNodeTypeError(graph.unknownType);
+  if (!graph.ok && 'unknownType' in graph) throw new UnknownNodeTypeError(graph.unknownType, graph.didYouMean);
   if (!graph.ok) throw new WorkflowValidationFailedError(graph.issues);
   const owner =
     request.agentId !== undefined

@@ -11,7 +11,7 @@ import type { ApiKeyItem, InputFile, RunItem, StepItem } from '../store/items.ts
 import { loadRunnableWorkflow, putCarriedSteps, readRunPartition } from '../store/run/index.ts';
 import { assertUnderStorageQuota } from '../store/stored-bytes.ts';
 import { checkFileInputs, holdFileInputs } from './run-inputs.ts';
-import { answerOnce, checkRunnable, commitRun, type RunStartAnswer } from './start-run.ts';
+import { answerOnce, checkRunnable, commitRun, type RunStartAnswer, withIssuedSecret } from './start-run.ts';
 
 /** A resume as the HTTP edge read it. */
 export interface ResumeStart {
@@ -37,7 +37,7 @@ const sharedInputFiles = (run: RunItem, keys: readonly string[]): Record<string,
  */
 export const resumeRun = (deps: Deps, key: ApiKeyItem, start: ResumeStart, jobId: string): Promise<RunStartAnswer> =>
   answerOnce(deps, key, { ...start, body: start.request }, async (rememberFor) => {
-    const { request } = start;
+    const { request, issued } = withIssuedSecret(start.request);
     const { run, steps } = await readRunPartition(deps, jobId);
     if (!run || run.teamId !== key.teamId || !keyMayUseWorkflow(key.workflowIds, run.workflowId)) {
       throw new RunNotFoundError(jobId);
@@ -104,6 +104,7 @@ export const resumeRun = (deps: Deps, key: ApiKeyItem, start: ResumeStart, jobId
             stepsCount: canvas.nodes.length,
             resumedFrom: jobId,
             carriedSteps: plan.carried,
+            ...issued,
           },
         };
         return rememberFor(answer);

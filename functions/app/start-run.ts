@@ -13,9 +13,11 @@ import {
 } from '../domain/idempotency-key.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { eventfulSteps } from '../domain/lifecycle-webhooks.ts';
+import { loadersWithoutValue } from '../domain/loader-inputs.ts';
 import { spendMonth } from '../domain/monthly-cap.ts';
 import { estimateRun, type RunEstimate } from '../domain/pricing.ts';
 import { estimateOfSteps, type ResumePlan } from '../domain/resume.ts';
+import { newStandardWebhookSecret } from '../domain/webhook.ts';
 import { apiInputKeys, rootNodeIds, topologicalOrder, validateCanvas } from '../domain/workflow-graph.ts';
 import type { ServiceError } from '../errors/define.ts';
 import {
@@ -50,12 +52,16 @@ import { backoff, storageBusy, writeRetry } from '../store/write.ts';
 import { checkFileInputs, holdFileInputs, uploadsByKey } from './run-inputs.ts';
 
 /** The error that carries an admission refusal to the caller. */
-const admissionError = (refusal: AdmissionRefusal, cause?: unknown): ServiceError => {
+const admissionError = (
+  refusal: AdmissionRefusal,
+  read: { cause?: unknown; balanceHundredths?: number } = {},
+): ServiceError => {
+  const { cause } = read;
   switch (refusal.kind) {
     case 'runInProgress':
       return new RunInProgressError(refusal.activeJobId);
     case 'refused':
-      return new RunRefusedError(refusal.refusal);
+      return new RunRefusedError(refusal.refusal, read.balanceHundredths ?? 0);
     case 'monthlyCapUnverifiable':
       return new MonthlyCapUnverifiableError(refusal.retryAfterSeconds, { cause });
   }
@@ -148,13 +154,16 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
       const refusal = refusalWithoutFacts(monthlyCap);
       if (!refusal) throw error;
       logger.warn('monthly cap could not be checked', { error: error as Error });
-      throw admissionError(refusal, error);
+      throw admissionError(refusal, { cause: error });
     }
     const barred = checkApiIntegration(running, new Set(facts.connectionKeys), deps.providers);
     if (barred) throw providerNotAvailable(barred);
     const refusal = runRefusal(estimate, facts, now);
     // The lock is read only for a refusal: a busy workflow is answered before it, naming the run to wait for.
-    if (refusal) throw admissionError(busyFirst(refusal, await activeJobOf(deps, workflow.workflowId)));
+    if (refusal) {
+      const busy = busyFirst(refusal, await activeJobOf(deps, workflow.workflowId));
+      throw admissionError(busy, { balanceHundredths: facts.balance });
+    }
     // After admission (a refused start copies nothing), before the commit (a committed run has its
     // copies); a copy whose transaction then fails is left to the retention's lifecycle rule. A busy
     // workflow, which the transaction would refuse, is refused before any copy is made (one read,
@@ -290,6 +299,20 @@ export const answerOnce = async (
 };
 
 /**
+ * A start that asked for `generateCallbackSecret` runs with a secret issued now, answered once (and
+ * remembered with the answer for its Idempotency-Key, so a retry is told it again); never logged.
+ */
+export const withIssuedSecret = <
+  TRequest extends { generateCallbackSecret?: boolean | undefined; callbackSecret?: string | undefined },
+>(
+  request: TRequest,
+): { request: TRequest; issued: { callbackSecret?: string } } => {
+  if (!request.generateCallbackSecret) return { request, issued: {} };
+  const callbackSecret = newStandardWebhookSecret();
+  return { request: { ...request, callbackSecret }, issued: { callbackSecret } };
+};
+
+/**
  * POST /workflows/{id}/runs and POST /agents/{id}/runs (spec 4.3, 4.4). `resolveWorkflow` finds
  * the workflow (directly, or an agent's) and throws the 404s. The Idempotency-Key rule is
  * functions/domain/idempotency-key.ts.
@@ -300,10 +323,13 @@ const startRunFor = (
   start: RunStart,
   resolveWorkflow: () => Promise<RunnableWorkflow>,
 ): Promise<RunStartAnswer> => {
-  const { request } = start;
-  return answerOnce(deps, key, { ...start, body: request }, async (rememberFor) => {
+  return answerOnce(deps, key, { ...start, body: start.request }, async (rememberFor) => {
+    const { request, issued } = withIssuedSecret(start.request);
     const workflow = await resolveWorkflow();
     checkRunnable(key, workflow, request, deps.providers);
+    // A loader left with nothing to load would fail after the hold: refused first, nothing held.
+    const unloaded = loadersWithoutValue(workflow.canvas, request.inputs ?? {});
+    if (unloaded.length > 0) throw new RunValidationFailedError(unloaded);
     const uploads = await checkFileInputs(deps, key.teamId, workflow.canvas, request.inputs ?? {});
     // A team at its storage quota starts nothing that would store more (a run's outputs).
     await assertUnderStorageQuota(deps, key.teamId);
@@ -312,7 +338,10 @@ const startRunFor = (
       const barred = checkApiIntegration(workflow.canvas, connections, deps.providers);
       if (barred) throw providerNotAvailable(barred);
       const deferredJobId = deps.newId();
-      const answer = { deferred: true, body: { deferred: true, deferredJobId, workflowId: workflow.workflowId } };
+      const answer = {
+        deferred: true,
+        body: { deferred: true, deferredJobId, workflowId: workflow.workflowId, ...issued },
+      };
       // Nothing is copied while it waits: the run it becomes copies the uploads as checked now, at
       // dispatch (an upload's object outlives the longest wait), so a cancel or expiry leaves nothing.
       await createDeferredRun(deps, {
@@ -342,6 +371,7 @@ const startRunFor = (
             status: RunStatus.queued,
             estimatedCredits: toCredits(estimate.totalHundredths),
             stepsCount: workflow.canvas.nodes.length,
+            ...issued,
           },
         };
         return rememberFor(answer);

@@ -1,7 +1,8 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { type EndStatus, endStatuses } from '../../platform/run-statuses.ts';
 import type { deliveryStates, webhookErrorKinds } from '../../schemas/deliveries.ts';
 import type { WebhookEvent } from '../../schemas/runs.ts';
+import { generatedSecretBytes, isStandardSecret, standardSecretPrefix } from '../../schemas/webhook-secret.ts';
 
 /**
  * The run-finished webhook (spec 6): signatures, ids and the retry schedule. Pure.
@@ -9,8 +10,10 @@ import type { WebhookEvent } from '../../schemas/runs.ts';
  * Two signatures are sent when a `callbackSecret` was given:
  * - `X-Service-Signature: sha256=<hex HMAC-SHA256(secret, raw body)>` (the spec's);
  * - Standard Webhooks: `webhook-id`, `webhook-timestamp` (Unix seconds) and
- *   `webhook-signature: v1,<base64 HMAC-SHA256(secret, "<id>.<timestamp>.<raw body>")>`, with the
- *   secret's UTF-8 bytes as the key, so receivers can also reject replays by timestamp and id.
+ *   `webhook-signature: v1,<base64 HMAC-SHA256(key, "<id>.<timestamp>.<raw body>")>`, so receivers
+ *   can also reject replays by timestamp and id. The key is a `whsec_` secret's decoded bytes (as the
+ *   Standard Webhooks libraries read it), any other secret's UTF-8 bytes (which those libraries take
+ *   as `whsec_` + their base64).
  */
 
 export const webhookTimeoutMs = 8_000;
@@ -100,12 +103,23 @@ export const signatureHeader = (rawBody: string, secret: string): string =>
 export const webhookId = (jobId: string, event: string): string =>
   `msg_${createHash('sha256').update(`${jobId}:${event}`).digest('hex').slice(0, 32)}`;
 
+/** The HMAC key of `webhook-signature`: a `whsec_` secret's decoded bytes, any other secret's UTF-8 bytes. */
+export const standardWebhookKey = (secret: string): Buffer =>
+  isStandardSecret(secret)
+    ? Buffer.from(secret.slice(standardSecretPrefix.length), 'base64')
+    : Buffer.from(secret, 'utf8');
+
+/** A secret the service issues when a run start asks for one: shown once, in the start's answer. */
+export const newStandardWebhookSecret = (): string =>
+  `${standardSecretPrefix}${randomBytes(generatedSecretBytes).toString('base64')}`;
+
 export const standardWebhookSignature = (
   id: string,
   timestampSeconds: number,
   rawBody: string,
   secret: string,
-): string => `v1,${createHmac('sha256', secret).update(`${id}.${timestampSeconds}.${rawBody}`).digest('base64')}`;
+): string =>
+  `v1,${createHmac('sha256', standardWebhookKey(secret)).update(`${id}.${timestampSeconds}.${rawBody}`).digest('base64')}`;
 
 /** Verifies `X-Service-Signature` in constant time (what receivers should do). */
 export const verifySignature = (rawBody: string, header: string | undefined, secret: string): boolean => {

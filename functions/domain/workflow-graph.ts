@@ -11,12 +11,20 @@
 import * as v from 'valibot';
 import type { ModelDefaults } from '../../platform/model-defaults.ts';
 import { issueMessage } from '../../schemas/common.ts';
-import { stepKeyPattern, stepKeyRule, type ValidationIssue, type WorkflowStep } from '../../schemas/workflows.ts';
+import {
+  type NodeType,
+  nodeTypes,
+  stepKeyPattern,
+  stepKeyRule,
+  type ValidationIssue,
+  type WorkflowStep,
+} from '../../schemas/workflows.ts';
 import { isRecord } from '../is-record.ts';
 import type { Canvas, CanvasEdge, CanvasNode } from '../nodes/catalogue/canvas.ts';
 import { canConnect, catalogue, getNodeSpec, type HandleSpec, type NodeSpec } from '../nodes/catalogue/index.ts';
 import { modelInputRefusals } from '../nodes/providers/model-input.ts';
 import { stepProvider } from '../nodes/providers/registry.ts';
+import { didYouMean } from './did-you-mean.ts';
 import { layeredLayout, orderTopologically } from './layout.ts';
 
 /** Most steps one workflow may have (the spec leaves it "not shown"; this is ours). */
@@ -24,7 +32,7 @@ export const maxStepsPerWorkflow = 500;
 
 export type BuildWorkflowGraphResult =
   | { ok: true; canvas: Canvas }
-  | { ok: false; unknownType: string }
+  | { ok: false; unknownType: string; didYouMean: string | undefined }
   | { ok: false; issues: ValidationIssue[] };
 
 /** One connection to check, from a step's `inputs` or a canvas edge. */
@@ -155,6 +163,34 @@ const checkConfig = (
       message: `apiInputKey "${apiInputKey}" is already used by step "${owner}"`,
     });
   }
+};
+
+/**
+ * A new step's settings its type does not have: each an `invalid_config` issue at its path, naming
+ * the setting and the one it most likely misspells (else the type's settings), so a typo (`widht`)
+ * is refused at the start instead of silently running on the default. Only a new workflow's steps
+ * are checked: a stored one ran with such a setting ignored, and keeps running so.
+ * `apiInputKey` has its own rule (`api_input_key_not_allowed`).
+ */
+const unknownSettingIssues = (node: GraphNode, spec: NodeSpec): ValidationIssue[] => {
+  if (!isRecord(node.config)) return [];
+  const known = Object.keys(spec.configSchema.entries);
+  return Object.keys(node.config)
+    .filter((name) => !Object.hasOwn(spec.configSchema.entries, name) && name !== 'apiInputKey')
+    .map((name) => {
+      const near = didYouMean(name, known);
+      const hint = near
+        ? `did you mean "${near}"?`
+        : known.length > 0
+          ? `its settings are ${known.map((k) => `"${k}"`).join(', ')}`
+          : 'it has no settings';
+      return {
+        code: 'invalid_config',
+        key: node.id,
+        path: `config.${name}`,
+        message: `${spec.type} has no setting "${name}"; ${hint}`,
+      };
+    });
 };
 
 /** Finds the handle a connection names, or the first one when it names none. */
@@ -301,6 +337,7 @@ const checkGraph = (
   nodes: readonly GraphNode[],
   stray: readonly Connection[],
   modelDefaults?: ModelDefaults,
+  refuse: { unknownSettings: boolean } = { unknownSettings: false },
 ): Checked => {
   const checked: Checked = { issues: [], edges: [] };
   const { issues } = checked;
@@ -330,6 +367,7 @@ const checkGraph = (
     const spec = getNodeSpec(node.type);
     if (spec) {
       checkConfig(node, spec, apiInputKeyOwners, issues, modelDefaults);
+      if (refuse.unknownSettings) issues.push(...unknownSettingIssues(node, spec));
     } else {
       // Only a stored canvas gets here with an unknown type (a request stops at the first one).
       issues.push({ code: 'invalid_config', key: node.id, path: 'type', message: `Unknown node type: ${node.type}` });
@@ -379,7 +417,7 @@ export const buildWorkflowGraph = (steps: readonly WorkflowStep[]): BuildWorkflo
   const specs: NodeSpec[] = [];
   for (const step of steps) {
     const spec = getNodeSpec(step.type);
-    if (!spec) return { ok: false, unknownType: step.type };
+    if (!spec) return { ok: false, unknownType: step.type, didYouMean: didYouMean(step.type, nodeTypes) };
     specs.push(spec);
   }
   const nodes: GraphNode[] = steps.map((step) => ({
@@ -391,7 +429,7 @@ export const buildWorkflowGraph = (steps: readonly WorkflowStep[]): BuildWorkflo
       return { id: `${step.key}.inputs[${i}]`, from, to: step.key, sourceHandle, targetHandle, path: `inputs[${i}]` };
     }),
   }));
-  const { issues, edges } = checkGraph(nodes, []);
+  const { issues, edges } = checkGraph(nodes, [], undefined, { unknownSettings: true });
   if (issues.length > 0) return { ok: false, issues };
 
   const positions = layeredLayout(

@@ -31,6 +31,8 @@ export interface ErrorRow<TArgs extends unknown[], TFacts extends object, TSchem
   body: (facts: TFacts) => NoInfer<v.InferOutput<TSchemas[number]>>;
   /** Seconds the caller should wait before trying again, answered as `Retry-After`. */
   retryAfter?: (facts: TFacts) => number;
+  /** Further headers of its answer (`WWW-Authenticate` of a 401). */
+  headers?: (facts: TFacts) => Record<string, string>;
   /** The routes that answer it, whose operations in the OpenAPI document list its bodies under its status. */
   routes: readonly RouteId[];
   /**
@@ -52,6 +54,7 @@ export interface ErrorAnswer {
   status: number;
   body: (error: never) => unknown;
   retryAfter?: (error: never) => number;
+  headers?: (error: never) => Record<string, string>;
   schemas: readonly v.GenericSchema[];
   routes: readonly RouteId[];
   described?: string;
@@ -85,6 +88,7 @@ export const defineError = <
     status: row.status,
     body: row.body as ErrorAnswer['body'],
     retryAfter: row.retryAfter as ErrorAnswer['retryAfter'],
+    ...(row.headers === undefined ? {} : { headers: row.headers as ErrorAnswer['headers'] }),
     schemas: row.schemas,
     routes: row.routes,
     ...(row.described === undefined ? {} : { described: row.described }),

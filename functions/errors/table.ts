@@ -44,13 +44,16 @@ const lists: RouteId[] = ['ListRuns', 'ListDeferredRuns'];
 
 // The caller and its key
 
+/** `reason`: missing, malformed, or `invalid` for an unknown, revoked and expired key alike (no oracle). */
 export const UnauthorizedError = defineError('UnauthorizedError', {
-  facts: none,
-  message: () => 'no valid API key',
+  facts: (reason: bodies.UnauthorizedReason) => ({ reason }),
+  message: (f) => `no valid API key (${f.reason})`,
   status: 401,
   routes: keyedRoutes,
   schemas: [bodies.UnauthorizedErrorSchema],
-  body: () => ({ error: messages.unauthorized }),
+  body: (f) => ({ error: messages.unauthorized, reason: f.reason }),
+  // RFC 6750 section 3: the scheme to authenticate with; `invalid_token` once a token was sent.
+  headers: (f) => ({ 'www-authenticate': f.reason === 'missing' ? 'Bearer' : 'Bearer error="invalid_token"' }),
 });
 
 /** The key lacks the scope the route needs. */
@@ -389,13 +392,17 @@ export const TooManyRedeliveriesError = defineError('TooManyRedeliveriesError', 
 
 // The workflow or run cannot be processed
 
+/** `didYouMean`: the node type it most likely misspells, when one is near (functions/domain/did-you-mean.ts). */
 export const UnknownNodeTypeError = defineError('UnknownNodeTypeError', {
-  facts: (type: string) => ({ type }),
+  facts: (type: string, didYouMean: string | undefined) => ({ type, didYouMean }),
   message: (f) => `unknown node type ${f.type}`,
   status: 422,
   routes: ['CreateWorkflow'],
   schemas: [bodies.UnknownNodeTypeErrorSchema],
-  body: (f) => ({ error: messages.unknownNodeType(f.type) }),
+  body: (f) => ({
+    error: messages.unknownNodeType(f.type),
+    ...(f.didYouMean === undefined ? {} : { didYouMean: f.didYouMean }),
+  }),
 });
 
 /** POST /workflows: the graph fails validation. */
@@ -531,7 +538,7 @@ export const FileNotAcceptedError = defineError('FileNotAcceptedError', {
 
 // Admission (functions/domain/admission.ts decides; these carry its answer)
 
-/** The spec's 402 body for a refusal, amounts in credits. */
+/** The spec's 402 body for a refusal, amounts in credits (the team's balance added by `RunRefusedError`). */
 const refusalBody = (refusal: RunRefusal) => {
   switch (refusal.kind) {
     case 'perStepLimit': {
@@ -565,7 +572,7 @@ const refusalBody = (refusal: RunRefusal) => {
 
 /** The run may not start: the refusal says which limit and by how much, in hundredths. */
 export const RunRefusedError = defineError('RunRefusedError', {
-  facts: (refusal: RunRefusal) => ({ refusal }),
+  facts: (refusal: RunRefusal, balanceHundredths: number) => ({ refusal, balanceHundredths }),
   message: (f) => `run refused: ${f.refusal.kind}`,
   status: 402,
   routes: runStarts,
@@ -575,7 +582,8 @@ export const RunRefusedError = defineError('RunRefusedError', {
     bodies.PerStepLimitErrorSchema,
     bodies.MonthlyCreditCapReachedErrorSchema,
   ],
-  body: (f) => refusalBody(f.refusal),
+  // Our addition to each body: the team's balance when the start was refused, in credits.
+  body: (f) => ({ ...refusalBody(f.refusal), balance: toCredits(f.balanceHundredths) }),
 });
 
 /** A capped key's month could not be read, so the run is not started unmetered. */

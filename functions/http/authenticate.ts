@@ -15,8 +15,8 @@ export interface AuthContext {
 }
 
 /**
- * Auth, then rate limit, then scope (DESIGN.md): a malformed key is refused before any read; a
- * missing, unknown, revoked or expired key gets the same 401; a request the rate limit accepts
+ * Auth, then rate limit, then scope (DESIGN.md): a malformed key is refused before any read; an
+ * unknown, revoked or expired key gets the same 401 (`invalid`), so no answer tells a valid key; a request the rate limit accepts
  * counts against it even if its scope then fails, so probing scopes is throttled too (a request
  * the rate limit refuses counts nowhere).
  */
@@ -25,11 +25,12 @@ export const authenticate = async (
   authorization: string | undefined,
   scope: Scope,
 ): Promise<AuthContext> => {
+  if (!authorization?.trim()) throw new UnauthorizedError('missing');
   const token = bearerToken(authorization);
-  if (!token || !isWellFormedApiKey(token)) throw new UnauthorizedError();
+  if (!token || !isWellFormedApiKey(token)) throw new UnauthorizedError('malformed');
   const key = await findApiKeyByHash(deps, hashApiKey(token));
   const now = deps.now();
-  if (!key || !isKeyUsable(key, now)) throw new UnauthorizedError();
+  if (!key || !isKeyUsable(key, now)) throw new UnauthorizedError('invalid');
   const decision = await admitRequest(
     deps,
     key.keyId,

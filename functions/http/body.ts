@@ -9,6 +9,7 @@ import {
   RunRequestSchema,
 } from '../../schemas/runs.ts';
 import { webhookEventsProblem } from '../../schemas/webhook-events.ts';
+import { callbackSecretProblem } from '../../schemas/webhook-secret.ts';
 import type { ServiceError } from '../errors/define.ts';
 import { CallbackUrlInvalidError, InvalidBodyError, PayloadTooLargeError } from '../errors/table.ts';
 
@@ -136,12 +137,19 @@ export const parseWith = <TSchema extends v.GenericSchema>(
 /** Largest accepted run-start body. */
 const maxRunBodyBytes = 64 * 1024;
 
-/** `webhookEvents` without a `callbackUrl`: a 400 naming the field, as its schema's issues are. */
-const withWebhookTarget = <TRequest extends Parameters<typeof webhookEventsProblem>[0]>(
+/**
+ * `webhookEvents` or `generateCallbackSecret` without a `callbackUrl`, or a secret both given and
+ * asked for: a 400 naming the field, as its schema's issues are.
+ */
+const withWebhookTarget = <
+  TRequest extends Parameters<typeof webhookEventsProblem>[0] & Parameters<typeof callbackSecretProblem>[0],
+>(
   request: TRequest,
 ): TRequest => {
   const problem = webhookEventsProblem(request);
   if (problem) throw new InvalidBodyError(`webhookEvents: ${problem}`);
+  const secretProblem = callbackSecretProblem(request);
+  if (secretProblem) throw new InvalidBodyError(`${secretProblem.field}: ${secretProblem.message}`);
   return request;
 };
 

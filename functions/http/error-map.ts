@@ -26,11 +26,11 @@ export const errorResponse = (error: unknown, requestId: string): HttpResult => 
   const mapping = errorMapping(error);
   if (mapping) {
     const retryAfter = mapping.retryAfter?.(error as never);
-    return json(
-      mapping.status,
-      mapping.body(error as never),
-      retryAfter === undefined ? undefined : { 'retry-after': String(retryAfter) },
-    );
+    const headers = {
+      ...mapping.headers?.(error as never),
+      ...(retryAfter === undefined ? {} : { 'retry-after': String(retryAfter) }),
+    };
+    return json(mapping.status, mapping.body(error as never), Object.keys(headers).length > 0 ? headers : undefined);
   }
   return json(500, { error: messages.serverError(`${serverErrorDetail(error)} (request ${requestId})`) });
 };

@@ -297,8 +297,14 @@ export const startRefusal = (run: NewRun, refusal: Extract<NamedTransactResult<S
   // A request with the same Idempotency-Key committed first (and so holds the lock): answer as it did.
   if (refused('idempotency')) return new IdempotencyRaceError();
   if (refused('lock')) return new RunInProgressError(lockHolder(run.workflow.workflowId, refusal.reason('lock')?.Item));
-  if (refused('balance'))
-    return new RunRefusedError({ kind: 'insufficientCredits', requiredHundredths: run.estimate.totalHundredths });
+  if (refused('balance')) {
+    // The team item as it stood when the condition failed (ALL_OLD), so the 402 tells the balance it met.
+    const old = refusal.reason('balance')?.Item as { balance?: { N?: string } } | undefined;
+    return new RunRefusedError(
+      { kind: 'insufficientCredits', requiredHundredths: run.estimate.totalHundredths },
+      Number(old?.balance?.N ?? 0),
+    );
+  }
   if (refused('projectSpend') || refused('keyMonth')) return new RaceLostError();
   if (refusal.refusedNames.some((name) => name.startsWith('extra:'))) return new ExtraConditionFailedError();
   return new Error(`run ${run.jobId}: its start was refused by the condition of ${refusal.refusedNames.join(', ')}`);

@@ -80,6 +80,7 @@ export type FileUpload = Schemas['FileUpload'];
 /** An uploaded file as GET /files/{fileId} reads it. */
 export type UploadedFile = Schemas['File'];
 export type StorageUsage = Schemas['StorageUsage'];
+export type Credits = Schemas['Credits'];
 
 /** Statuses a run never leaves. */
 export const endedRunStatuses: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'stopped'];
@@ -215,6 +216,8 @@ export interface WorkflowRunClient {
   getFile(fileId: string, options?: RequestOptions): Promise<UploadedFile>;
   /** GET /storage: the bytes the team holds (uploads, input copies, output files) and its storage quota. */
   getStorage(options?: RequestOptions): Promise<StorageUsage>;
+  /** GET /credits: the team's balance and held credits, this key's month against its cap, each project's hard cap (scope `credits:read`). */
+  getCredits(options?: RequestOptions): Promise<Credits>;
   /**
    * Uploads a file (a path, read in chunks, or bytes): declares it (POST /files), sends its bytes to
    * storage with exactly the answered method, URL and headers, then reads it (GET /files/{fileId},
@@ -360,6 +363,8 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
 
   const getStorage = (requestOptions: RequestOptions = {}) =>
     unwrap<StorageUsage>(raw.GET('/storage', { signal: requestOptions.signal }));
+  const getCredits = (requestOptions: RequestOptions = {}) =>
+    unwrap<Credits>(raw.GET('/credits', { signal: requestOptions.signal }));
 
   /**
    * The file once its check has run. Storage has the bytes when the PUT answers (S3 reads after
@@ -486,6 +491,7 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
     createFile: (body, requestOptions = {}) => unwrap(raw.POST('/files', { body, signal: requestOptions.signal })),
     getFile,
     getStorage,
+    getCredits,
     uploadFile,
     waitForRun,
     runEvents: (jobId, eventsOptions) =>

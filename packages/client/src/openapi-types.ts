@@ -363,6 +363,28 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/credits': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get the team’s credits
+     * @description The team’s balance and what runs hold, this key’s spend this month against its monthly cap, and each project’s hard cap and spend: the limits a run start is checked against (402). Read only: it never spends credits.
+     *
+     *     Scope: `credits:read`.
+     */
+    get: operations['GetCredits'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/file-links/{object}': {
     parameters: {
       query?: never;
@@ -610,7 +632,7 @@ export interface components {
        */
       type: 'InputStage';
       label?: string;
-      /** @description The InputStage node's settings. A setting not listed here is kept as given. */
+      /** @description The InputStage node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         description?: string;
       };
@@ -625,7 +647,7 @@ export interface components {
        */
       type: 'ProcessingStage';
       label?: string;
-      /** @description The ProcessingStage node's settings. A setting not listed here is kept as given. */
+      /** @description The ProcessingStage node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         description?: string;
       };
@@ -640,7 +662,7 @@ export interface components {
        */
       type: 'ExportStage';
       label?: string;
-      /** @description The ExportStage node's settings. A setting not listed here is kept as given. */
+      /** @description The ExportStage node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         description?: string;
       };
@@ -655,7 +677,7 @@ export interface components {
        */
       type: 'Prompt';
       label?: string;
-      /** @description The Prompt node's settings. A setting not listed here is kept as given. */
+      /** @description The Prompt node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         promptId?: string;
         text?: string;
@@ -671,7 +693,7 @@ export interface components {
        */
       type: 'Knowledgebase';
       label?: string;
-      /** @description The Knowledgebase node's settings. A setting not listed here is kept as given. */
+      /** @description The Knowledgebase node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         knowledgebaseId?: string;
         topK?: number;
@@ -687,7 +709,7 @@ export interface components {
        */
       type: 'Service';
       label?: string;
-      /** @description The Service node's settings. A setting not listed here is kept as given. */
+      /** @description The Service node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         serviceId?: string;
         operation?: string;
@@ -703,7 +725,7 @@ export interface components {
        */
       type: 'CodeHostA';
       label?: string;
-      /** @description The CodeHostA node's settings. A setting not listed here is kept as given. */
+      /** @description The CodeHostA node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         repository?: string;
         ref?: string;
@@ -720,7 +742,7 @@ export interface components {
        */
       type: 'CloudStorage';
       label?: string;
-      /** @description The CloudStorage node's settings. A setting not listed here is kept as given. */
+      /** @description The CloudStorage node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         bucket?: string;
         key?: string;
@@ -736,7 +758,7 @@ export interface components {
        */
       type: 'ImageGen';
       label?: string;
-      /** @description The ImageGen node's settings. A setting not listed here is kept as given. */
+      /** @description The ImageGen node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -764,7 +786,7 @@ export interface components {
        */
       type: 'AudioGen';
       label?: string;
-      /** @description The AudioGen node's settings. A setting not listed here is kept as given. */
+      /** @description The AudioGen node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -788,7 +810,7 @@ export interface components {
        */
       type: '3DTransform';
       label?: string;
-      /** @description The 3DTransform node's settings. A setting not listed here is kept as given. */
+      /** @description The 3DTransform node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -813,7 +835,7 @@ export interface components {
        */
       type: 'TextEntry';
       label?: string;
-      /** @description The TextEntry node's settings. A setting not listed here is kept as given. */
+      /** @description The TextEntry node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         text?: string;
         /** @description On a TextEntry or PromptBuilder step: the `inputs` key a run uses to replace the step's value; on an ImageLoader, FileUploader, RigImporter or JsonLoader step: the `inputs` key whose `fileId` or https URL the step reads (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
@@ -830,7 +852,7 @@ export interface components {
        */
       type: 'FileUploader';
       label?: string;
-      /** @description The FileUploader node's settings. A setting not listed here is kept as given. */
+      /** @description The FileUploader node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         fileId?: string;
         fileName?: string;
@@ -849,7 +871,7 @@ export interface components {
        */
       type: 'JsonLoader';
       label?: string;
-      /** @description The JsonLoader node's settings. A setting not listed here is kept as given. */
+      /** @description The JsonLoader node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         data?: unknown;
         /** Format: uri */
@@ -868,7 +890,7 @@ export interface components {
        */
       type: 'ImageLoader';
       label?: string;
-      /** @description The ImageLoader node's settings. A setting not listed here is kept as given. */
+      /** @description The ImageLoader node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** Format: uri */
         url?: string;
@@ -886,7 +908,7 @@ export interface components {
        */
       type: 'WebhookListener';
       label?: string;
-      /** @description The WebhookListener node's settings. A setting not listed here is kept as given. */
+      /** @description The WebhookListener node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         path?: string;
       };
@@ -901,7 +923,7 @@ export interface components {
        */
       type: 'ObjectBucketWatcher';
       label?: string;
-      /** @description The ObjectBucketWatcher node's settings. A setting not listed here is kept as given. */
+      /** @description The ObjectBucketWatcher node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         bucket?: string;
         prefix?: string;
@@ -917,7 +939,7 @@ export interface components {
        */
       type: 'ShaderSnippet';
       label?: string;
-      /** @description The ShaderSnippet node's settings. A setting not listed here is kept as given. */
+      /** @description The ShaderSnippet node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         code?: string;
         /** @enum {string} */
@@ -934,7 +956,7 @@ export interface components {
        */
       type: 'RigImporter';
       label?: string;
-      /** @description The RigImporter node's settings. A setting not listed here is kept as given. */
+      /** @description The RigImporter node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** Format: uri */
         url?: string;
@@ -954,7 +976,7 @@ export interface components {
        */
       type: 'TextureManifest';
       label?: string;
-      /** @description The TextureManifest node's settings. A setting not listed here is kept as given. */
+      /** @description The TextureManifest node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         textures?: string[];
       };
@@ -969,7 +991,7 @@ export interface components {
        */
       type: 'PromptBuilder';
       label?: string;
-      /** @description The PromptBuilder node's settings. A setting not listed here is kept as given. */
+      /** @description The PromptBuilder node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         template?: string;
         /** @description On a TextEntry or PromptBuilder step: the `inputs` key a run uses to replace the step's value; on an ImageLoader, FileUploader, RigImporter or JsonLoader step: the `inputs` key whose `fileId` or https URL the step reads (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
@@ -986,7 +1008,7 @@ export interface components {
        */
       type: 'JsonExtractor';
       label?: string;
-      /** @description The JsonExtractor node's settings. A setting not listed here is kept as given. */
+      /** @description The JsonExtractor node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
         path: string;
       };
@@ -1001,7 +1023,7 @@ export interface components {
        */
       type: 'VariableMapper';
       label?: string;
-      /** @description The VariableMapper node's settings. A setting not listed here is kept as given. */
+      /** @description The VariableMapper node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         mapping?: {
           [key: string]: string;
@@ -1018,7 +1040,7 @@ export interface components {
        */
       type: 'MathOperator';
       label?: string;
-      /** @description The MathOperator node's settings. A setting not listed here is kept as given. */
+      /** @description The MathOperator node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
         expression: string;
       };
@@ -1033,7 +1055,7 @@ export interface components {
        */
       type: 'ConditionalSwitch';
       label?: string;
-      /** @description The ConditionalSwitch node's settings. A setting not listed here is kept as given. */
+      /** @description The ConditionalSwitch node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
         /** @enum {string} */
         operator: 'equals' | 'notEquals' | 'greaterThan' | 'lessThan' | 'contains' | 'truthy' | 'empty';
@@ -1050,7 +1072,7 @@ export interface components {
        */
       type: 'BatchSplitter';
       label?: string;
-      /** @description The BatchSplitter node's settings. A setting not listed here is kept as given. */
+      /** @description The BatchSplitter node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         maxItems?: number;
       };
@@ -1065,7 +1087,7 @@ export interface components {
        */
       type: 'ImageCropper';
       label?: string;
-      /** @description The ImageCropper node's settings. A setting not listed here is kept as given. */
+      /** @description The ImageCropper node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         x?: number;
         y?: number;
@@ -1083,7 +1105,7 @@ export interface components {
        */
       type: 'MeshDecimator';
       label?: string;
-      /** @description The MeshDecimator node's settings. A setting not listed here is kept as given. */
+      /** @description The MeshDecimator node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         ratio?: number;
       };
@@ -1098,7 +1120,7 @@ export interface components {
        */
       type: 'CustomApiCall';
       label?: string;
-      /** @description The CustomApiCall node's settings. A setting not listed here is kept as given. */
+      /** @description The CustomApiCall node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
         /** Format: uri */
         url: string;
@@ -1120,7 +1142,7 @@ export interface components {
        */
       type: 'PythonSandbox';
       label?: string;
-      /** @description The PythonSandbox node's settings. A setting not listed here is kept as given. */
+      /** @description The PythonSandbox node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
         code: string;
         timeoutMs?: number;
@@ -1136,7 +1158,7 @@ export interface components {
        */
       type: 'IterationGate';
       label?: string;
-      /** @description The IterationGate node's settings. A setting not listed here is kept as given. */
+      /** @description The IterationGate node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         maxItems?: number;
       };
@@ -1151,7 +1173,7 @@ export interface components {
        */
       type: 'LlmWorker';
       label?: string;
-      /** @description The LlmWorker node's settings. A setting not listed here is kept as given. */
+      /** @description The LlmWorker node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -1176,7 +1198,7 @@ export interface components {
        */
       type: 'DiffusionWorker';
       label?: string;
-      /** @description The DiffusionWorker node's settings. A setting not listed here is kept as given. */
+      /** @description The DiffusionWorker node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -1204,7 +1226,7 @@ export interface components {
        */
       type: 'ControlNetFilter';
       label?: string;
-      /** @description The ControlNetFilter node's settings. A setting not listed here is kept as given. */
+      /** @description The ControlNetFilter node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -1229,7 +1251,7 @@ export interface components {
        */
       type: 'VisionInterrogator';
       label?: string;
-      /** @description The VisionInterrogator node's settings. A setting not listed here is kept as given. */
+      /** @description The VisionInterrogator node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -1254,7 +1276,7 @@ export interface components {
        */
       type: 'DepthEstimator';
       label?: string;
-      /** @description The DepthEstimator node's settings. A setting not listed here is kept as given. */
+      /** @description The DepthEstimator node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -1276,7 +1298,7 @@ export interface components {
        */
       type: 'PbrSynthesizer';
       label?: string;
-      /** @description The PbrSynthesizer node's settings. A setting not listed here is kept as given. */
+      /** @description The PbrSynthesizer node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -1300,7 +1322,7 @@ export interface components {
        */
       type: 'TwoDToThreeD';
       label?: string;
-      /** @description The TwoDToThreeD node's settings. A setting not listed here is kept as given. */
+      /** @description The TwoDToThreeD node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -1325,7 +1347,7 @@ export interface components {
        */
       type: 'AutoRigger';
       label?: string;
-      /** @description The AutoRigger node's settings. A setting not listed here is kept as given. */
+      /** @description The AutoRigger node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -1349,7 +1371,7 @@ export interface components {
        */
       type: 'Upscaler';
       label?: string;
-      /** @description The Upscaler node's settings. A setting not listed here is kept as given. */
+      /** @description The Upscaler node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -1373,7 +1395,7 @@ export interface components {
        */
       type: 'BackgroundRemover';
       label?: string;
-      /** @description The BackgroundRemover node's settings. A setting not listed here is kept as given. */
+      /** @description The BackgroundRemover node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -1395,7 +1417,7 @@ export interface components {
        */
       type: 'Embedder';
       label?: string;
-      /** @description The Embedder node's settings. A setting not listed here is kept as given. */
+      /** @description The Embedder node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         /** @description The provider that runs the step (`bedrock`, `replicate`, `fal`, `openai-compatible`, ...); by default the stage's for its node type. */
         provider?: string;
@@ -1418,7 +1440,7 @@ export interface components {
        */
       type: 'TextConsole';
       label?: string;
-      /** @description The TextConsole node's settings. A setting not listed here is kept as given. */
+      /** @description The TextConsole node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         title?: string;
       };
@@ -1433,7 +1455,7 @@ export interface components {
        */
       type: 'ImageGallery';
       label?: string;
-      /** @description The ImageGallery node's settings. A setting not listed here is kept as given. */
+      /** @description The ImageGallery node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         title?: string;
         columns?: number;
@@ -1449,7 +1471,7 @@ export interface components {
        */
       type: 'AudioPlayer';
       label?: string;
-      /** @description The AudioPlayer node's settings. A setting not listed here is kept as given. */
+      /** @description The AudioPlayer node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         title?: string;
         loop?: boolean;
@@ -1465,7 +1487,7 @@ export interface components {
        */
       type: 'JsonInspector';
       label?: string;
-      /** @description The JsonInspector node's settings. A setting not listed here is kept as given. */
+      /** @description The JsonInspector node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         title?: string;
       };
@@ -1480,7 +1502,7 @@ export interface components {
        */
       type: 'ApiPostAction';
       label?: string;
-      /** @description The ApiPostAction node's settings. A setting not listed here is kept as given. */
+      /** @description The ApiPostAction node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
         /** Format: uri */
         url: string;
@@ -1499,7 +1521,7 @@ export interface components {
        */
       type: 'ObjectUploader';
       label?: string;
-      /** @description The ObjectUploader node's settings. A setting not listed here is kept as given. */
+      /** @description The ObjectUploader node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         bucket?: string;
         prefix?: string;
@@ -1515,7 +1537,7 @@ export interface components {
        */
       type: 'ChatNotifier';
       label?: string;
-      /** @description The ChatNotifier node's settings. A setting not listed here is kept as given. */
+      /** @description The ChatNotifier node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         channel?: string;
         template?: string;
@@ -1531,7 +1553,7 @@ export interface components {
        */
       type: 'CodeHostADelivery';
       label?: string;
-      /** @description The CodeHostADelivery node's settings. A setting not listed here is kept as given. */
+      /** @description The CodeHostADelivery node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
         repository: string;
         branch?: string;
@@ -1549,7 +1571,7 @@ export interface components {
        */
       type: 'CodeHostBDelivery';
       label?: string;
-      /** @description The CodeHostBDelivery node's settings. A setting not listed here is kept as given. */
+      /** @description The CodeHostBDelivery node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
         repository: string;
         branch?: string;
@@ -1567,7 +1589,7 @@ export interface components {
        */
       type: 'VcsCDelivery';
       label?: string;
-      /** @description The VcsCDelivery node's settings. A setting not listed here is kept as given. */
+      /** @description The VcsCDelivery node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
         repository: string;
         branch?: string;
@@ -1585,7 +1607,7 @@ export interface components {
        */
       type: 'EngineDelivery';
       label?: string;
-      /** @description The EngineDelivery node's settings. A setting not listed here is kept as given. */
+      /** @description The EngineDelivery node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         project?: string;
         assetPath?: string;
@@ -1601,7 +1623,7 @@ export interface components {
        */
       type: 'ThreeDStudioViewer';
       label?: string;
-      /** @description The ThreeDStudioViewer node's settings. A setting not listed here is kept as given. */
+      /** @description The ThreeDStudioViewer node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         title?: string;
         environment?: string;
@@ -1617,7 +1639,7 @@ export interface components {
        */
       type: 'ShaderPlayback';
       label?: string;
-      /** @description The ShaderPlayback node's settings. A setting not listed here is kept as given. */
+      /** @description The ShaderPlayback node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
         title?: string;
         durationSeconds?: number;
@@ -1694,7 +1716,10 @@ export interface components {
       maxMultiplier?: number;
       /** Format: uri */
       callbackUrl?: string;
+      /** @description When set, each webhook is signed with it. A Standard Webhooks secret (`whsec_` and padded base64) keys `webhook-signature` with its decoded bytes, as the `standardwebhooks` and `svix` libraries read it; any other secret keys it with its UTF-8 bytes. `X-Service-Signature` is keyed with the secret as given. */
       callbackSecret?: string;
+      /** @description Our design: `true` asks the service to issue the webhook secret (a Standard Webhooks `whsec_` secret of 32 random bytes), answered once as `callbackSecret` in this answer (and again to a retry with the same `Idempotency-Key`). Needs `callbackUrl`; not with `callbackSecret`. */
+      generateCallbackSecret?: boolean;
       metadata?: components['schemas']['RunMetadata'];
       tags?: components['schemas']['RunTags'];
       /** @description Our design: the webhook events to send to `callbackUrl`, each its own delivery. Without it, only the run's end event is sent. At most 50 step events a run; the end event carries every step. */
@@ -1717,6 +1742,8 @@ export interface components {
       status: 'queued';
       estimatedCredits: number;
       stepsCount: number;
+      /** @description Our design: only when the start gave `generateCallbackSecret: true`: the issued `whsec_` secret, shown in this answer only (keep it; no route reads it again). */
+      callbackSecret?: string;
     };
     RunDeferredResponse: {
       /** @constant */
@@ -1725,6 +1752,8 @@ export interface components {
       deferredJobId: string;
       /** Format: uuid */
       workflowId: string;
+      /** @description Our design: only when the start gave `generateCallbackSecret: true`: the issued `whsec_` secret, shown in this answer only (keep it; no route reads it again). */
+      callbackSecret?: string;
     };
     ResumeRunRequest: {
       inputs?: {
@@ -1732,7 +1761,10 @@ export interface components {
       };
       /** Format: uri */
       callbackUrl?: string;
+      /** @description When set, each webhook is signed with it. A Standard Webhooks secret (`whsec_` and padded base64) keys `webhook-signature` with its decoded bytes, as the `standardwebhooks` and `svix` libraries read it; any other secret keys it with its UTF-8 bytes. `X-Service-Signature` is keyed with the secret as given. */
       callbackSecret?: string;
+      /** @description Our design: `true` asks the service to issue the webhook secret (a Standard Webhooks `whsec_` secret of 32 random bytes), answered once as `callbackSecret` in this answer (and again to a retry with the same `Idempotency-Key`). Needs `callbackUrl`; not with `callbackSecret`. */
+      generateCallbackSecret?: boolean;
       /** @description Our design: the webhook events to send to `callbackUrl`, each its own delivery. Without it, only the run's end event is sent. At most 50 step events a run; the end event carries every step. */
       webhookEvents?: (
         | 'run.started'
@@ -1753,6 +1785,8 @@ export interface components {
       status: 'queued';
       estimatedCredits: number;
       stepsCount: number;
+      /** @description Our design: only when the start gave `generateCallbackSecret: true`: the issued `whsec_` secret, shown in this answer only (keep it; no route reads it again). */
+      callbackSecret?: string;
       /** Format: uuid */
       resumedFrom: string;
       carriedSteps: string[];
@@ -2177,6 +2211,35 @@ export interface components {
       usedBytes: number;
       quotaBytes: number;
     };
+    Credits: {
+      /** @description Credits the team may spend now: run starts hold their estimate from it. */
+      balance: number;
+      /** @description Credits held by runs in progress: each charged step is taken from it, the rest released at the end. */
+      held: number;
+      /** @description The most one step may be estimated to cost, or null for no limit. */
+      perStepLimit: number | null;
+      key: {
+        /** @description This key’s monthly cap, or null for none. */
+        monthlyCreditCap: number | null;
+        /** @description What runs started with this key spent (held or charged) this calendar month, UTC. */
+        spentThisMonth: number;
+        /** @description The cap less the month’s spend (never below 0), or null without a cap. */
+        remainingThisMonth: number | null;
+        /**
+         * Format: date-time
+         * @description When the month’s spend starts again from 0 (UTC).
+         */
+        resetsAt: string;
+      };
+      /** @description Every project of the team, by id. */
+      projects: {
+        projectId: string;
+        /** @description The project’s hard cap on what its runs may spend, or null for none. */
+        hardCap: number | null;
+        /** @description What the project’s runs spent (held or charged) so far. */
+        spent: number;
+      }[];
+    };
     NameRequiredError: {
       /** @constant */
       error: 'name is required';
@@ -2198,11 +2261,18 @@ export interface components {
     UnauthorizedError: {
       /** @constant */
       error: 'Unauthorized';
+      /**
+       * @description Our addition: `missing` (no `Authorization: Bearer` key), `malformed` (not a key of ours: wrong form or checksum), `invalid` (a well-formed key that is unknown, revoked or expired: one word for all three).
+       * @enum {string}
+       */
+      reason: 'missing' | 'malformed' | 'invalid';
     };
     InsufficientCreditsError: {
       /** @constant */
       error: 'Insufficient credits';
       required: number;
+      /** @description Our addition: the team's balance in credits when the start was refused. */
+      balance: number;
     };
     ProjectHardCapExceededError: {
       /** @constant */
@@ -2210,12 +2280,16 @@ export interface components {
       hardCap: number;
       spent: number;
       estimate: number;
+      /** @description Our addition: the team's balance in credits when the start was refused. */
+      balance: number;
     };
     PerStepLimitError: {
       error: string;
       nodeType: string;
       estimatedCharge: number;
       ceiling: number;
+      /** @description Our addition: the team's balance in credits when the start was refused. */
+      balance: number;
     };
     MonthlyCreditCapReachedError: {
       /** @constant */
@@ -2223,6 +2297,8 @@ export interface components {
       monthlyCreditCap: number;
       spentThisMonth: number;
       resets: string;
+      /** @description Our addition: the team's balance in credits when the start was refused. */
+      balance: number;
     };
     ScopeNotPermittedError: {
       /** @constant */
@@ -2319,6 +2395,8 @@ export interface components {
     };
     UnknownNodeTypeError: {
       error: string;
+      /** @description Our addition: the node type it most likely misspells, when one is near. */
+      didYouMean?: string;
     };
     UnknownInputKeysError: {
       error: string;
@@ -2402,6 +2480,8 @@ export interface components {
   headers: {
     /** @description Seconds to wait before trying again. */
     'Retry-After': number;
+    /** @description `Bearer` when no key was sent, `Bearer error="invalid_token"` when the key sent is malformed, unknown, revoked or expired. */
+    'WWW-Authenticate': string;
   };
   pathItems: never;
 }
@@ -2428,6 +2508,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -2503,6 +2584,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -2630,6 +2712,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -2790,6 +2873,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -2943,6 +3027,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -3019,6 +3104,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -3092,6 +3178,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -3162,6 +3249,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -3267,6 +3355,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -3413,6 +3502,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -3486,6 +3576,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -3570,6 +3661,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -3669,6 +3761,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -3739,6 +3832,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -3837,6 +3931,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -3934,6 +4029,7 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
@@ -4010,6 +4106,75 @@ export interface operations {
       /** @description The key is missing, malformed, unknown, revoked or expired. */
       401: {
         headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks the scope this operation needs. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ScopeNotPermittedError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+      /** @description Server failure. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServerError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  GetCredits: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The team’s credits and limits. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Credits'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
           [name: string]: unknown;
         };
         content: {
