@@ -58,6 +58,7 @@ import {
   retryBusyProvider,
   submitJob,
 } from './provider-job.ts';
+import { runMarkingStart } from './step-start-mark.ts';
 import { withTeamSlot } from './team-slots.ts';
 
 /**
@@ -493,7 +494,7 @@ const runReadyStep = async (deps: Deps, received: StepMessage, options: RunStepO
     timeoutMs: options.stepTimeoutMs,
   });
   try {
-    outcome = await deps.executors(node.type)(context);
+    outcome = await runMarkingStart(deps, run, node.id, attempt, () => deps.executors(node.type)(context));
   } catch (error) {
     if (error instanceof StepFailedError)
       return endWithFailure(deps, message, attempt, error.message, failureReasonOf(error));

@@ -46,6 +46,7 @@ export {
   countStep,
   failStep,
   finishStepItem,
+  markStepStarted,
   releaseStep,
   retireLateStep,
   type StepRun,
