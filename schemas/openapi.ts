@@ -29,6 +29,7 @@ import * as errors from './errors.ts';
 import { fileLinkOperations } from './file-links.ts';
 import { FileNotAcceptedErrorSchema, fileComponents, fileOperations } from './files.ts';
 import { lifecycleWebhookComponents, lifecycleWebhookEntries } from './lifecycle-webhooks.ts';
+import { nodeTypeComponents, nodeTypeOperations } from './node-types.ts';
 import {
   type DocumentedParameter,
   jsonResponse,
@@ -64,6 +65,7 @@ export const componentSchemas = {
   ...deliveryComponents,
   ...lifecycleWebhookComponents,
   ...fileComponents,
+  ...nodeTypeComponents,
   NameRequiredError: errors.NameRequiredErrorSchema,
   StepsRequiredError: errors.StepsRequiredErrorSchema,
   AgentOrProjectRequiredError: errors.AgentOrProjectRequiredErrorSchema,
@@ -288,6 +290,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       ...deliveryOperations,
       ...fileLinkOperations,
       ...fileOperations,
+      ...nodeTypeOperations,
     ]),
     {
       operationId: 'ProviderWebhook',
@@ -428,6 +431,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       { name: 'Runs' },
       { name: 'Deferred runs' },
       { name: 'Files' },
+      { name: 'Node types', description: 'What each node type does, its handles, settings, price and model.' },
       { name: 'Provider webhooks', description: "A model provider's own callbacks; not for API consumers." },
       { name: 'API description' },
     ],
@@ -481,3 +485,12 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
     },
   };
 }
+
+/**
+ * A node type's `config` as the document states it (its step's `config`, converted alone): the
+ * node-type reference lists its settings from it.
+ */
+export const documentedConfig = (type: NodeType, settings: NodeConfigSchema): SchemaObject => {
+  const step = toSchemaObjects({ Step: documentedStep(type, settings) }).Step;
+  return (step.properties?.config ?? { type: 'object' }) as SchemaObject;
+};
