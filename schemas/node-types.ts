@@ -39,7 +39,7 @@ export const NodeTypeSettingSchema = v.strictObject({
   format: v.optional(v.string()),
 });
 
-export const NodeTypeSchema = v.strictObject({
+export const NodeTypeReferenceSchema = v.strictObject({
   type: v.picklist(nodeTypes),
   name: describedString('Its default label.'),
   category: v.picklist(['stage', 'resource', 'input', 'logic', 'model', 'output', 'delivery']),
@@ -85,14 +85,14 @@ export const NodeTypeSchema = v.strictObject({
     }),
   ),
 });
-export type NodeTypeView = v.InferOutput<typeof NodeTypeSchema>;
+export type NodeTypeView = v.InferOutput<typeof NodeTypeReferenceSchema>;
 
-export const NodeTypeListSchema = v.strictObject({ nodeTypes: v.array(NodeTypeSchema) });
-export type NodeTypeListView = v.InferOutput<typeof NodeTypeListSchema>;
+export const NodeTypeReferenceListSchema = v.strictObject({ nodeTypes: v.array(NodeTypeReferenceSchema) });
+export type NodeTypeListView = v.InferOutput<typeof NodeTypeReferenceListSchema>;
 
 export const nodeTypeComponents = {
-  NodeType: NodeTypeSchema,
-  NodeTypeList: NodeTypeListSchema,
+  NodeTypeReference: NodeTypeReferenceSchema,
+  NodeTypeList: NodeTypeReferenceListSchema,
   NodeTypeInput: NodeTypeInputSchema,
   NodeTypeOutput: NodeTypeOutputSchema,
   NodeTypeSetting: NodeTypeSettingSchema,
@@ -124,7 +124,7 @@ export const nodeTypeOperations: OperationSpec[] = [
       },
     ],
     responses: {
-      200: jsonResponse('The node type.', 'NodeType'),
+      200: jsonResponse('The node type.', 'NodeTypeReference'),
       404: {
         description: 'No such node type.',
         content: {

@@ -10,7 +10,7 @@ import { nodeTypeReferences, nodeTypesPage } from '../functions/docs/node-types.
 import { catalogue } from '../functions/nodes/catalogue/index.ts';
 import { modelConfigEntries } from '../functions/nodes/catalogue/node-spec.ts';
 import { nodeWords } from '../functions/nodes/catalogue/words.ts';
-import { NodeTypeSchema } from '../schemas/node-types.ts';
+import { NodeTypeReferenceSchema } from '../schemas/node-types.ts';
 import { nodeTypes } from '../schemas/workflows.ts';
 
 /** Settings whose words are in their schemas: the model steps' shared ones and the run input's key. */
@@ -45,7 +45,7 @@ describe('the node-type reference', () => {
     const references = nodeTypeReferences();
     expect(references.map((node) => node.type)).toEqual([...nodeTypes]);
     for (const node of references) {
-      expect(v.safeParse(NodeTypeSchema, node).issues, node.type).toBeUndefined();
+      expect(v.safeParse(NodeTypeReferenceSchema, node).issues, node.type).toBeUndefined();
       for (const setting of node.settings) expect(setting.description, `${node.type}.${setting.name}`).not.toBe('');
       if (node.model) expect(node.price.formula, node.type).toMatch(/rate/);
     }
