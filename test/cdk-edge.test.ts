@@ -375,7 +375,7 @@ describe('prod behind CloudFront and AWS WAF', { timeout: 180_000 }, () => {
     const scoped = (rate(anonymous).ScopeDownStatement.OrStatement.Statements as Json[]).map(
       (s) => s.ByteMatchStatement.SearchString,
     );
-    expect(scoped.sort()).toEqual([`${basePath}/docs`, `${basePath}/openapi.json`]);
+    expect(scoped.sort()).toEqual([`${basePath}/docs`, `${basePath}/node-types`, `${basePath}/openapi.json`]);
     for (const rule of [anonymous, all]) {
       expect(rule.Action.Block.CustomResponse).toMatchObject({
         ResponseCode: 429,
