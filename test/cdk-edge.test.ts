@@ -103,7 +103,13 @@ describe('the edge rules (platform/edge.ts)', () => {
     const keyless = routes.filter((route) => route.scope === null).map((route) => route.id);
     for (const id of signedRouteIds) expect(keyless).toContain(id);
     const byClass = (c: string) => routes.filter((route) => trafficClassOf(route) === c).map((route) => route.id);
-    expect(byClass('anonymous').sort()).toEqual(['GetDocs', 'GetDocsAsset', 'GetNodeType', 'GetOpenApi', 'ListNodeTypes']);
+    expect(byClass('anonymous').sort()).toEqual([
+      'GetDocs',
+      'GetDocsAsset',
+      'GetNodeType',
+      'GetOpenApi',
+      'ListNodeTypes',
+    ]);
     expect(byClass('signed').sort()).toEqual(['GetFileLink', 'ProviderWebhook']);
     expect(byClass('keyed')).toEqual(routes.filter((route) => route.scope !== null).map((route) => route.id));
   });

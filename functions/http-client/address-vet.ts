@@ -46,6 +46,8 @@ export interface ResolvedAddress {
 export interface AddressOptions {
   /** Allows loopback addresses and plain http to them (local development: `ALLOW_PRIVATE_CALLBACKS=1`). */
   allowLoopback: boolean;
+  /** The local stack (`localStackFromEnv`): a refusal says how to allow loopback. */
+  localStack?: boolean;
   /** Name resolution; defaults to the system resolver (all addresses). Tests inject one. */
   resolve?: (hostname: string) => Promise<ResolvedAddress[]>;
 }
@@ -60,17 +62,17 @@ const systemResolve = async (hostname: string): Promise<ResolvedAddress[]> => {
 };
 
 /**
- * What the local stack's refusal adds: how to let loopback through. Only where `npm start` said
- * this is the local stack (`LOCAL_STACK=1`, which no deployed stage's function has) and loopback is
- * off; the same words for every reason, as the message is.
+ * What the local stack's refusal adds: how to let loopback through. Only on the local stack
+ * (`localStack`) with loopback off; the same words for every reason, as the message is.
  */
 export const localRefusalHint =
   ' (on the local stack, `npm start -- --private-callbacks` lets webhooks and HTTP nodes reach 127.0.0.1 and localhost)';
 
+/** Whether env is the local stack's (`npm start` sets `LOCAL_STACK=1`; no deployed function has it). */
+export const localStackFromEnv = (env: NodeJS.ProcessEnv = process.env): boolean => env.LOCAL_STACK === '1';
+
 const refusedMessage = (options: AddressOptions): string =>
-  !options.allowLoopback && process.env.LOCAL_STACK === '1'
-    ? `${addressRefusedMessage}${localRefusalHint}`
-    : addressRefusedMessage;
+  !options.allowLoopback && options.localStack ? `${addressRefusedMessage}${localRefusalHint}` : addressRefusedMessage;
 
 const refused = (options: AddressOptions, detail: string) =>
   new GuardedFetchError('address_refused', refusedMessage(options), detail);

@@ -17,6 +17,7 @@ export {
   allowLoopbackFromEnv,
   GuardedFetchError,
   type GuardedFetchErrorCode,
+  localStackFromEnv,
   type ResolvedAddress,
   vetUrl,
 } from './address-vet.ts';
