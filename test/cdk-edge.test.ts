@@ -198,6 +198,16 @@ describe('dev with its own domain and no edge', { timeout: 180_000 }, () => {
     expect(api.findOutputs('ApiUrl').ApiUrl?.Value).toBe(`https://api.example.com${basePath}`);
   });
 
+  it('gives no deployed function the local switches (loopback, the local CA, the local refusal hint)', () => {
+    const functions = resourcesOf(api, 'AWS::Lambda::Function');
+    expect(functions.length).toBeGreaterThan(0);
+    for (const fn of functions) {
+      const variables = fn.Properties.Environment?.Variables ?? {};
+      for (const name of ['ALLOW_PRIVATE_CALLBACKS', 'WEBHOOK_CA_FILE', 'LOCAL_STACK'])
+        expect(variables).not.toHaveProperty(name);
+    }
+  });
+
   it('uses an existing certificate when the configuration names one', () => {
     const arn = 'arn:aws:acm:eu-west-1:123456789012:certificate/0b6f1d5e-1a2b-4c3d-8e9f-001122334455';
     const template = Template.fromStack(

@@ -151,8 +151,8 @@ describe('npm start (the local default)', () => {
     await stop(closed.child);
 
     const open = await start('--private-callbacks');
-    const cert = /cert:\s+(\S+)/.exec(open.output)?.[1];
-    const keyFile = /key:\s+(\S+)/.exec(open.output)?.[1];
+    const cert = /^\s+cert:\s+(\S+)/m.exec(open.output)?.[1];
+    const keyFile = /^\s+key:\s+(\S+)/m.exec(open.output)?.[1];
     expect(cert && keyFile).toBeTruthy();
     const received: { body: string; event?: string }[] = [];
     const receiver = createHttpsServer(
