@@ -274,6 +274,9 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
           headers: { 'accept-encoding': 'gzip, deflate, br, zstd' },
         }),
     },
+    // The node-type reference: built from the catalogue on the first request.
+    ListNodeTypes: { event: async () => apiEvent(routeById('ListNodeTypes')) },
+    GetNodeType: { event: async () => apiEvent(routeById('GetNodeType'), { pathParameters: { type: 'ImageGen' } }) },
     ListWorkflows: { event: async () => apiEvent(routeById('ListWorkflows'), { key }) },
     CreateWorkflow: {
       event: async () =>

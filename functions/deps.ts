@@ -85,6 +85,8 @@ export interface Deps {
    * (`ALLOW_PRIVATE_CALLBACKS=1`: local development only, as for webhooks and node HTTP calls).
    */
   allowLoopback?: boolean;
+  /** The local stack (`LOCAL_STACK=1`, set by `npm start`): a refused loopback URL says how to allow it. */
+  localStack?: boolean;
   /**
    * Cancels a provider's job for a model step that finished after its run ended (called where the
    * late finish is detected, before its output is dropped; may be called again on a redelivery).
@@ -170,6 +172,7 @@ export const productionDeps = (clients: Partial<Clients>, stepExecutor?: StepExe
     ...(process.env[envNames.filesBaseUrl] ? { filesBaseUrl: process.env[envNames.filesBaseUrl] } : {}),
     // The rule of allowLoopbackFromEnv (functions/http-client/address-vet.ts), not imported: every bundle loads this module.
     allowLoopback: process.env.ALLOW_PRIVATE_CALLBACKS === '1',
+    localStack: process.env.LOCAL_STACK === '1',
     originCheck: originCheckFromEnv(process.env),
   };
   if (!stepExecutor) return deps;

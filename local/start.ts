@@ -3,8 +3,9 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Context } from 'aws-lambda';
 import type { Deps } from '../functions/deps.ts';
+import { hashApiKey, isKeyUsable } from '../functions/domain/api-key.ts';
 import { toHundredths } from '../functions/domain/credits.ts';
-import { createApiKey, revokeApiKey } from '../functions/store/api-keys.ts';
+import { createApiKey, findApiKeyByHash, revokeApiKey } from '../functions/store/api-keys.ts';
 import { createAgent, createProject, createTeam, getTeam } from '../functions/store/tenancy.ts';
 import { stageDefaults } from '../lib/stages.ts';
 import { pythonRunner, workers } from '../lib/workers.ts';
@@ -15,6 +16,7 @@ import { type SqsHandler, startQueuePoller, startSchedule } from './event-source
 import { operatorEventBusName, operatorEventsFile, startEventBridge } from './eventbridge-emulator.ts';
 import { startFilesEdge } from './files-edge.ts';
 import { startLambdaEmulator } from './lambda-emulator.ts';
+import { localTls } from './local-ca.ts';
 import { localDeps, localEnvironment, pythonRunnerEnvironment } from './local-deps.ts';
 import { provision } from './provision.ts';
 import { startLocalPythonRunner } from './python-runner.ts';
@@ -28,6 +30,7 @@ import {
   savedS3Port,
   stackFile,
   stateDir,
+  tlsDir,
 } from './state.ts';
 import { startLifecycleEvents, startOperatorEvents } from './stream-source.ts';
 
@@ -39,7 +42,17 @@ import { startLifecycleEvents, startOperatorEvents } from './stream-source.ts';
  * `--bundles` the same, served by the bundles `cdk synth` builds instead of the source modules.
  */
 
-const { values } = parseArgs({ options: { reset: { type: 'boolean' }, bundles: { type: 'boolean' } }, strict: true });
+const { values } = parseArgs({
+  options: {
+    reset: { type: 'boolean' },
+    bundles: { type: 'boolean' },
+    // A new demo key, the old one revoked (the key is otherwise kept across starts).
+    'new-key': { type: 'boolean' },
+    // Webhooks and HTTP nodes may reach loopback, and the webhook sender trusts the local CA.
+    'private-callbacks': { type: 'boolean' },
+  },
+  strict: true,
+});
 
 const running = readRunningStack();
 if (running) {
@@ -93,6 +106,8 @@ const lambda = await startLambdaEmulator({ [pythonRunner.id]: pythonRunnerHandle
 const filesEdge = await startFilesEdge({ upstream: resources.s3Endpoint, port: optionalPort('FILES_PORT') });
 Object.assign(process.env, localEnvironment(resources), pythonRunnerEnvironment(lambda.endpoint), {
   [envNames.filesBaseUrl]: filesEdge.url,
+  // Refusals of a loopback address say how to allow it (functions/http-client/address-vet.ts); never on a deployed stage.
+  LOCAL_STACK: '1',
   AWS_ENDPOINT_URL_EVENTBRIDGE: eventBridge.endpoint,
   [envNames.operatorEventBus]: eventBusName,
   // Where providers' webhooks reach this server: its own address unless PUBLIC_BASE_URL says otherwise.
@@ -100,9 +115,24 @@ Object.assign(process.env, localEnvironment(resources), pythonRunnerEnvironment(
   // The dev stage's cap on one team's steps in flight, as a deployed dev stage has it (docs/operations.md).
   [envNames.teamStepsInFlight]: process.env[envNames.teamStepsInFlight] ?? String(stageDefaults.dev.teamStepsInFlight),
 });
+// `--private-callbacks` (or ALLOW_PRIVATE_CALLBACKS=1 as before): loopback receivers, over https
+// with a certificate of the local CA the webhook sender trusts (local/local-ca.ts).
+const privateCallbacks = values['private-callbacks'] === true || process.env.ALLOW_PRIVATE_CALLBACKS === '1';
+const tls = privateCallbacks ? await localTls(tlsDir) : undefined;
+if (tls) {
+  Object.assign(process.env, {
+    ALLOW_PRIVATE_CALLBACKS: '1',
+    WEBHOOK_CA_FILE: process.env.WEBHOOK_CA_FILE ?? tls.caFile,
+  });
+}
 const deps = localDeps(resources);
 
-/** The demo tenancy is created once and kept; the demo key is replaced at every start. */
+/**
+ * The demo tenancy is created once and kept, and so is its key (in `.local/demo.json`, this
+ * machine's state only), so scripts keep working across restarts; `--new-key` replaces it (the old
+ * one revoked), `--reset` starts everything afresh. A key that no longer works (revoked or expired
+ * with the admin CLI) is replaced.
+ */
 const seedDemo = async (deps: Deps) => {
   let demo = existsSync(demoFile)
     ? (JSON.parse(readFileSync(demoFile, 'utf8')) as {
@@ -110,6 +140,7 @@ const seedDemo = async (deps: Deps) => {
         projectId: string;
         agentId: string;
         keyId?: string;
+        key?: string;
       })
     : undefined;
   if (!demo || !(await getTeam(deps, demo.teamId))) {
@@ -122,10 +153,16 @@ const seedDemo = async (deps: Deps) => {
     const { agentId } = await createAgent(deps, { teamId, projectId, name: 'Demo agent' });
     demo = { teamId, projectId, agentId };
   }
+  if (demo.key && !values['new-key']) {
+    const stored = await findApiKeyByHash(deps, hashApiKey(demo.key));
+    if (stored && stored.teamId === demo.teamId && isKeyUsable(stored, new Date())) {
+      return { ...demo, key: demo.key, kept: true };
+    }
+  }
   if (demo.keyId) await revokeApiKey(deps, demo.keyId);
   const { keyId, key } = await createApiKey(deps, { teamId: demo.teamId });
-  writeFileSync(demoFile, JSON.stringify({ ...demo, keyId }, null, 2));
-  return { ...demo, key };
+  writeFileSync(demoFile, JSON.stringify({ ...demo, keyId, key }, null, 2), { mode: 0o600 });
+  return { ...demo, key, kept: false };
 };
 
 const stopAll: (() => Promise<void> | void)[] = [
@@ -266,13 +303,26 @@ try {
       'Workflow Run API is running locally.',
       '',
       `  Base URL:      ${baseUrl}`,
-      `  Demo API key:  ${demo.key}   (a new one each start; the previous one is revoked)`,
+      `  Demo API key:  ${demo.key}   (${demo.kept ? 'kept from the last start' : 'new'}; \`npm start -- --new-key\` replaces it)`,
       `  Demo team:     ${demo.teamId}`,
       `  Demo project:  ${demo.projectId}`,
       `  Demo agent:    ${demo.agentId}`,
       '',
       `  Try: curl -H "Authorization: Bearer ${demo.key}" ${baseUrl}/workflows`,
       `       curl ${baseUrl}/openapi.json`,
+      '',
+      ...(tls
+        ? [
+            '  Private callbacks: on. Webhooks and HTTP nodes may reach 127.0.0.1 and localhost; a local https',
+            '  receiver serves this certificate and key, which the webhook sender trusts:',
+            `    cert: ${tls.certFile}`,
+            `    key:  ${tls.keyFile}`,
+            `    CA:   ${process.env.WEBHOOK_CA_FILE}`,
+          ]
+        : [
+            '  Private callbacks: off (webhooks and HTTP nodes reach public addresses only).',
+            '  `npm start -- --private-callbacks` lets them reach a receiver on this machine.',
+          ]),
       '',
       `Data persists in .local/ (npm start -- --reset wipes it). Ctrl-C stops everything.`,
       '',

@@ -9,6 +9,8 @@ export const stackFile = join(stateDir, 'stack.json');
 export const demoFile = join(stateDir, 'demo.json');
 export const dynamoDbDataDir = join(stateDir, 'dynamodb');
 export const fauxqsDataDir = join(stateDir, 'fauxqs');
+/** The local CA and the loopback receiver's certificate of `--private-callbacks` (local/local-ca.ts). */
+export const tlsDir = join(stateDir, 'tls');
 /**
  * The S3 endpoint's port, kept across restarts: an upload URL names it, so a URL minted before a
  * restart still reaches the bucket after it (within its expiry).

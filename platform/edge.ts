@@ -8,7 +8,7 @@ import { basePath, type Route } from './routes.ts';
 
 /**
  * How a route is reached, for its throttle and its WAF rate rule:
- * - `anonymous`: no key and no signature (the docs page, its assets, the OpenAPI document): anyone
+ * - `anonymous`: no key and no signature (the docs page, its assets, the OpenAPI document, the node-type reference): anyone
  *   may call it, so it gets the lowest limits;
  * - `signed`: no key, but an HMAC its function checks (file links, provider webhooks); their traffic
  *   follows the runs, so they share the keyed routes' looser limits;

@@ -281,6 +281,23 @@ const table = [
     grants: { table: ['GetItem'], bucket: ['GetObject'] },
   },
   {
+    // The node-type reference, generated from the catalogue: the same for every caller, so no key.
+    id: 'ListNodeTypes',
+    method: 'GET',
+    path: '/node-types',
+    entry: 'functions/api/list-node-types.ts',
+    scope: null,
+    grants: {},
+  },
+  {
+    id: 'GetNodeType',
+    method: 'GET',
+    path: '/node-types/{type}',
+    entry: 'functions/api/get-node-type.ts',
+    scope: null,
+    grants: {},
+  },
+  {
     id: 'GetDocs',
     method: 'GET',
     path: '/docs',

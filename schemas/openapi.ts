@@ -30,6 +30,7 @@ import * as errors from './errors.ts';
 import { fileLinkOperations } from './file-links.ts';
 import { FileNotAcceptedErrorSchema, fileComponents, fileOperations } from './files.ts';
 import { lifecycleWebhookComponents, lifecycleWebhookEntries } from './lifecycle-webhooks.ts';
+import { nodeTypeComponents, nodeTypeOperations } from './node-types.ts';
 import {
   type DocumentedParameter,
   jsonResponse,
@@ -66,6 +67,7 @@ export const componentSchemas = {
   ...lifecycleWebhookComponents,
   ...fileComponents,
   ...creditComponents,
+  ...nodeTypeComponents,
   NameRequiredError: errors.NameRequiredErrorSchema,
   StepsRequiredError: errors.StepsRequiredErrorSchema,
   AgentOrProjectRequiredError: errors.AgentOrProjectRequiredErrorSchema,
@@ -300,6 +302,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       ...fileLinkOperations,
       ...fileOperations,
       ...creditOperations,
+      ...nodeTypeOperations,
     ]),
     {
       operationId: 'ProviderWebhook',
@@ -441,6 +444,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       { name: 'Deferred runs' },
       { name: 'Files' },
       { name: 'Credits' },
+      { name: 'Node types', description: 'What each node type does, its handles, settings, price and model.' },
       { name: 'Provider webhooks', description: "A model provider's own callbacks; not for API consumers." },
       { name: 'API description' },
     ],
@@ -503,3 +507,12 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
     },
   };
 }
+
+/**
+ * A node type's `config` as the document states it (its step's `config`, converted alone): the
+ * node-type reference lists its settings from it.
+ */
+export const documentedConfig = (type: NodeType, settings: NodeConfigSchema): SchemaObject => {
+  const step = toSchemaObjects({ Step: documentedStep(type, settings) }).Step;
+  return (step.properties?.config ?? { type: 'object' }) as SchemaObject;
+};

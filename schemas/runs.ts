@@ -533,6 +533,18 @@ export const listErrorWords = {
   400: 'A filter, `limit` or `cursor` this list does not take (a cursor of another team or other filters, or altered).',
 };
 
+/**
+ * The document's examples of a run start, for the first workflow of `createWorkflowExamples`
+ * (its `topic` input); test/node-types.int.test.ts posts each.
+ */
+const runRequestExamples = {
+  asBuilt: { summary: 'Run the workflow as built', value: {} },
+  draft: {
+    summary: 'A cheaper draft with a run input, metadata and tags',
+    value: { inputs: { topic: 'sea otters' }, mode: 'draft', metadata: { ticket: 'T-42' }, tags: ['docs-example'] },
+  },
+};
+
 const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
   operationId: subject === 'workflow' ? 'RunWorkflow' : 'RunAgent',
   tag: 'Runs',
@@ -566,7 +578,7 @@ const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
   requestBody: {
     required: false,
     description: 'Every field is optional; an empty or missing body runs the workflow as built.',
-    content: { 'application/json': { schema: ref('RunRequest') } },
+    content: { 'application/json': { schema: ref('RunRequest'), examples: runRequestExamples } },
   },
   responses: {
     200: jsonResponse('The run is queued and its estimate held.', 'RunStartedResponse'),

@@ -255,6 +255,58 @@ export const workflowComponents = {
   WorkflowValidationFailed: WorkflowValidationFailedSchema,
 };
 
+/** The agent id of the document's examples: the reader puts one of their own (GET /workflows lists them). */
+export const exampleAgentId = '7d0c5a8e-3f4b-4c2a-9e1d-6b5a4c3d2e1f';
+
+/**
+ * Small, valid workflows as the document's examples of POST /workflows (the reference page fills
+ * its form with the first); test/node-types.int.test.ts posts each. Every node type's own step is
+ * in GET /node-types.
+ */
+export const createWorkflowExamples = {
+  textChain: {
+    summary: 'A run input, a prompt template and an LLM',
+    value: {
+      name: 'Otter facts',
+      agentId: exampleAgentId,
+      steps: [
+        { key: 'topic', type: 'TextEntry', config: { text: 'otters', apiInputKey: 'topic' } },
+        {
+          key: 'prompt',
+          type: 'PromptBuilder',
+          config: { template: 'Write three facts about {{0}}.' },
+          inputs: ['topic'],
+        },
+        { key: 'answer', type: 'LlmWorker', config: { maxTokens: 300 }, inputs: ['prompt'] },
+        { key: 'show', type: 'TextConsole', inputs: ['answer'] },
+      ],
+    },
+  },
+  python: {
+    summary: 'JSON into a Python step',
+    value: {
+      name: 'Sum in Python',
+      agentId: exampleAgentId,
+      steps: [
+        { key: 'numbers', type: 'JsonLoader', config: { data: [1, 2, 3] } },
+        { key: 'sum', type: 'PythonSandbox', config: { code: 'result = sum(inputs[0])' }, inputs: ['numbers'] },
+      ],
+    },
+  },
+  image: {
+    summary: 'An image from a prompt, cut out',
+    value: {
+      name: 'Sticker',
+      agentId: exampleAgentId,
+      steps: [
+        { key: 'prompt', type: 'TextEntry', config: { text: 'a red fox, flat colours', apiInputKey: 'prompt' } },
+        { key: 'image', type: 'ImageGen', config: { width: 512, height: 512 }, inputs: ['prompt'] },
+        { key: 'cutout', type: 'BackgroundRemover', inputs: ['image'] },
+      ],
+    },
+  },
+};
+
 /** The operations of the workflow routes, for the document (schemas/openapi.ts). */
 export const workflowOperations: OperationSpec[] = [
   {
@@ -279,7 +331,10 @@ export const workflowOperations: OperationSpec[] = [
       'Creates a workflow from a list of steps; the service builds the canvas graph. Exactly one of `agentId` ' +
       '(add it to this agent) and `projectId` (create a new agent in this project) must be given. Keys limited ' +
       'to certain workflows cannot create workflows.',
-    requestBody: { required: true, content: { 'application/json': { schema: ref('CreateWorkflowRequest') } } },
+    requestBody: {
+      required: true,
+      content: { 'application/json': { schema: ref('CreateWorkflowRequest'), examples: createWorkflowExamples } },
+    },
     responses: {
       201: jsonResponse('The workflow was created.', 'CreateWorkflowResponse'),
       500: jsonResponse('Server failure.', 'ServerError'),

@@ -161,7 +161,13 @@ describe('the edge rules (platform/edge.ts)', () => {
     const keyless = routes.filter((route) => route.scope === null).map((route) => route.id);
     for (const id of signedRouteIds) expect(keyless).toContain(id);
     const byClass = (c: string) => routes.filter((route) => trafficClassOf(route) === c).map((route) => route.id);
-    expect(byClass('anonymous').sort()).toEqual(['GetDocs', 'GetDocsAsset', 'GetOpenApi']);
+    expect(byClass('anonymous').sort()).toEqual([
+      'GetDocs',
+      'GetDocsAsset',
+      'GetNodeType',
+      'GetOpenApi',
+      'ListNodeTypes',
+    ]);
     expect(byClass('signed').sort()).toEqual(['GetFileLink', 'ProviderWebhook']);
     expect(byClass('keyed')).toEqual(routes.filter((route) => route.scope !== null).map((route) => route.id));
   });
@@ -248,6 +254,16 @@ describe('dev with its own domain and no edge', { timeout: 180_000 }, () => {
         expect(variables[envNames.publicBaseUrl]).toBe('https://api.example.com');
     }
     expect(api.findOutputs('ApiUrl').ApiUrl?.Value).toBe(`https://api.example.com${basePath}`);
+  });
+
+  it('gives no deployed function the local switches (loopback, the local CA, the local refusal hint)', () => {
+    const functions = resourcesOf(api, 'AWS::Lambda::Function');
+    expect(functions.length).toBeGreaterThan(0);
+    for (const fn of functions) {
+      const variables = fn.Properties.Environment?.Variables ?? {};
+      for (const name of ['ALLOW_PRIVATE_CALLBACKS', 'WEBHOOK_CA_FILE', 'LOCAL_STACK'])
+        expect(variables).not.toHaveProperty(name);
+    }
   });
 
   it('uses an existing certificate when the configuration names one', () => {
@@ -433,7 +449,7 @@ describe('prod behind CloudFront and AWS WAF', { timeout: 180_000 }, () => {
     const scoped = (rate(anonymous).ScopeDownStatement.OrStatement.Statements as Json[]).map(
       (s) => s.ByteMatchStatement.SearchString,
     );
-    expect(scoped.sort()).toEqual([`${basePath}/docs`, `${basePath}/openapi.json`]);
+    expect(scoped.sort()).toEqual([`${basePath}/docs`, `${basePath}/node-types`, `${basePath}/openapi.json`]);
     for (const rule of [anonymous, all]) {
       expect(rule.Action.Block.CustomResponse).toMatchObject({
         ResponseCode: 429,

@@ -934,7 +934,7 @@ describe('cdk app', { timeout: 120_000 }, () => {
       const publicIds = routes
         .filter((r) => r.scope === null && r.id !== 'ProviderWebhook' && r.id !== 'GetFileLink')
         .map((r) => r.id);
-      expect(publicIds.sort()).toEqual(['GetDocs', 'GetDocsAsset', 'GetOpenApi']);
+      expect(publicIds.sort()).toEqual(['GetDocs', 'GetDocsAsset', 'GetNodeType', 'GetOpenApi', 'ListNodeTypes']);
       for (const id of publicIds) {
         expect(sdkPackagesOf(id), id).toEqual([]);
         expect(

@@ -74,6 +74,7 @@ import {
   countSweepRefusal,
   failStep,
   finishStepItem,
+  markStepStarted,
   type NewRun,
   readRunItem,
   releaseStep,
@@ -497,6 +498,7 @@ describe('what the store’s writers leave in the table', () => {
       chargeHundredths: 3,
     });
     await countStep(deps, run, 'a', { status: StepStatus.completed, chargeHundredths: 3 });
+    expect(await markStepStarted(deps, run, 'b')).toBe(true);
     await countFailedExecution(deps, run, 'b');
     await finishStepItem(deps, run, 'b', null, { status: StepStatus.skipped });
     await countSweepRefusal(deps, ids.job);

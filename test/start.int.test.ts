@@ -1,5 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -34,7 +36,8 @@ const start = (...args: string[]) =>
       const key = /Demo API key:\s+(\S+)/.exec(output)?.[1];
       const teamId = /Demo team:\s+(\S+)/.exec(output)?.[1];
       const agentId = /Demo agent:\s+(\S+)/.exec(output)?.[1];
-      if (baseUrl && key && teamId && agentId) resolve({ child, output, baseUrl, key, teamId, agentId });
+      if (baseUrl && key && teamId && agentId && output.includes('Ctrl-C stops everything'))
+        resolve({ child, output, baseUrl, key, teamId, agentId });
     };
     child.stdout?.on('data', onData);
     child.stderr?.on('data', onData);
@@ -76,22 +79,31 @@ describe('npm start (the local default)', () => {
     expect(await stop(first.child)).toBe(0);
     expect(javaPids.every((pid) => !alive(pid))).toBe(true);
 
+    // The demo key is kept across a restart, so a script written against it keeps working.
     const restarted = await start();
     expect(restarted.teamId).toBe(first.teamId);
-    const old = await fetch(`${restarted.baseUrl}/workflows`, { headers: { authorization: `Bearer ${first.key}` } });
-    expect(old.status).toBe(401);
-    const fresh = await fetch(`${restarted.baseUrl}/workflows`, {
-      headers: { authorization: `Bearer ${restarted.key}` },
-    });
-    expect(fresh.status).toBe(200);
+    expect(restarted.key).toBe(first.key);
+    expect(restarted.output).toContain('kept from the last start');
+    const kept = await fetch(`${restarted.baseUrl}/workflows`, { headers: { authorization: `Bearer ${first.key}` } });
+    expect(kept.status).toBe(200);
     await stop(restarted.child);
+
+    // `--new-key` replaces it and revokes the old one.
+    const renewed = await start('--new-key');
+    expect(renewed.teamId).toBe(first.teamId);
+    expect(renewed.key).not.toBe(first.key);
+    const old = await fetch(`${renewed.baseUrl}/workflows`, { headers: { authorization: `Bearer ${first.key}` } });
+    expect(old.status).toBe(401);
+    const fresh = await fetch(`${renewed.baseUrl}/workflows`, { headers: { authorization: `Bearer ${renewed.key}` } });
+    expect(fresh.status).toBe(200);
+    await stop(renewed.child);
 
     const reset = await start('--reset');
     expect(reset.teamId).toBeDefined();
     expect(reset.teamId).not.toBe(first.teamId);
     await stop(reset.child);
-    // Four starts, each a JVM and fauxqs coming up: minutes on a loaded machine, not seconds.
-  }, 300_000);
+    // Five starts, each a JVM and fauxqs coming up: minutes on a loaded machine, not seconds.
+  }, 400_000);
 
   it("serves a run's file link through the files front: X-Content-Type-Options: nosniff, inline for an image", async () => {
     const local = await start();
@@ -161,4 +173,88 @@ describe('npm start (the local default)', () => {
     expect(sent.status).toBe(200);
     await stop(restarted.child);
   }, 300_000);
+
+  it('without --private-callbacks refuses a loopback receiver saying what to set; with it, a local https receiver gets the webhook', async () => {
+    const closed = await start();
+    expect(closed.output).toContain('--private-callbacks');
+    const key = closed.key as string;
+    const api = (path: string, body?: unknown) =>
+      fetch(`${closed.baseUrl}${path}`, {
+        method: body === undefined ? 'GET' : 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    const demo = JSON.parse(readFileSync(join(stateDir, 'demo.json'), 'utf8')) as { agentId: string };
+    const created = await api('/workflows', {
+      name: 'Loopback call',
+      agentId: demo.agentId,
+      steps: [{ key: 'call', type: 'CustomApiCall', config: { url: 'http://127.0.0.1:9/' } }],
+    });
+    expect(created.status).toBe(201);
+    const { workflowId } = (await created.json()) as { workflowId: string };
+    const started = await api(`/workflows/${workflowId}/runs`, {});
+    const { jobId } = (await started.json()) as { jobId: string };
+    const failed = await waitForEnd(api, jobId);
+    expect(failed.status).toBe('failed');
+    expect(failed.steps[0]?.error).toContain('npm start -- --private-callbacks');
+    await stop(closed.child);
+
+    const open = await start('--private-callbacks');
+    const cert = /^\s+cert:\s+(\S+)/m.exec(open.output)?.[1];
+    const keyFile = /^\s+key:\s+(\S+)/m.exec(open.output)?.[1];
+    expect(cert && keyFile).toBeTruthy();
+    const received: { body: string; event?: string }[] = [];
+    const receiver = createHttpsServer(
+      { cert: readFileSync(cert as string), key: readFileSync(keyFile as string) },
+      (request, response) => {
+        let body = '';
+        request.on('data', (chunk) => {
+          body += chunk;
+        });
+        request.on('end', () => {
+          received.push({ body, event: request.headers['x-service-event'] as string | undefined });
+          response.writeHead(200).end();
+        });
+      },
+    );
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (receiver.address() as AddressInfo).port;
+      const openApi = (path: string, body?: unknown) =>
+        fetch(`${open.baseUrl}${path}`, {
+          method: body === undefined ? 'GET' : 'POST',
+          headers: { authorization: `Bearer ${open.key}`, 'content-type': 'application/json' },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
+      const flow = await openApi('/workflows', {
+        name: 'Hooked',
+        agentId: demo.agentId,
+        steps: [{ key: 'text', type: 'TextEntry', config: { text: 'hello' } }],
+      });
+      expect(flow.status).toBe(201);
+      const hooked = await openApi(`/workflows/${((await flow.json()) as { workflowId: string }).workflowId}/runs`, {
+        callbackUrl: `https://localhost:${port}/hook`,
+      });
+      expect(hooked.status).toBe(200);
+      const hookedJob = ((await hooked.json()) as { jobId: string }).jobId;
+      const deadline = Date.now() + 120_000;
+      while (received.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+      expect(received.length).toBeGreaterThan(0);
+      expect(JSON.parse(received[0]?.body ?? '{}')).toMatchObject({ jobId: hookedJob, status: 'completed' });
+    } finally {
+      receiver.closeAllConnections();
+      await new Promise((resolve) => receiver.close(resolve));
+      await stop(open.child);
+    }
+  }, 400_000);
 });
+
+/** Polls GET /runs/{jobId} through `api` until the run ends (a generous deadline: a loaded machine). */
+const waitForEnd = async (api: (path: string) => Promise<Response>, jobId: string) => {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const run = (await (await api(`/runs/${jobId}`)).json()) as { status: string; steps: { error?: string }[] };
+    if (['completed', 'failed', 'cancelled', 'stopped'].includes(run.status) || Date.now() > deadline) return run;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+};

@@ -68,7 +68,7 @@ const checkUpload = async (
 /** A URL input the step may fetch: https (http to loopback only where loopback is allowed), its host public. */
 const checkUrl = async (deps: Deps, key: string, url: string): Promise<void> => {
   try {
-    await vetUrl(url, { allowLoopback: deps.allowLoopback ?? false });
+    await vetUrl(url, { allowLoopback: deps.allowLoopback ?? false, localStack: deps.localStack ?? false });
   } catch (error) {
     if (!(error instanceof GuardedFetchError)) throw error;
     // Why an address was refused is for the logs: the caller reads the same text for every reason.

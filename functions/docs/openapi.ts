@@ -5,11 +5,12 @@
  * from the catalogue's settings of that type. Built here because it needs both, and schemas/ knows
  * nothing of functions/.
  */
-import type { OpenAPIObject } from 'openapi3-ts/oas31';
-import { describeApi, type NodeConfigSchemas } from '../../schemas/openapi.ts';
+import type { OpenAPIObject, SchemaObject } from 'openapi3-ts/oas31';
+import { describeApi, type NodeConfigSchemas, stepComponentName } from '../../schemas/openapi.ts';
 import { nodeTypes } from '../../schemas/workflows.ts';
 import { errorTable } from '../http/error-map.ts';
 import { catalogue } from '../nodes/catalogue/index.ts';
+import { describeSteps } from './node-types.ts';
 
 /** Each node type's settings, as the catalogue validates them. */
 export const nodeConfigSchemas: NodeConfigSchemas = Object.fromEntries(
@@ -20,6 +21,10 @@ let document: OpenAPIObject | undefined;
 
 /** The API description, built once per process. Treat it as read-only. */
 export function buildOpenApiDocument(): OpenAPIObject {
-  document ??= describeApi(errorTable, nodeConfigSchemas);
+  if (!document) {
+    document = describeApi(errorTable, nodeConfigSchemas);
+    // Each step's words, price and default model, and its settings' words and defaults: the node-type reference's.
+    describeSteps((document.components?.schemas ?? {}) as Record<string, SchemaObject>, stepComponentName);
+  }
   return document;
 }

@@ -76,6 +76,19 @@ export const modelFormulas = {
   { [K in ModelWork['kind']]: { kind: K; price: Formula<K> } }[ModelWork['kind']]
 >;
 
+/** Each cost driver's formula in words (the node-type reference states each model step's); `rate` is its catalogue price. */
+export const formulaWords: Readonly<Record<ModelWork['kind'], string>> = {
+  sampling:
+    'per image: rate × width × height × steps ÷ (1024 × 1024 × 30), rounded up; times the images made (variations)',
+  pixels: 'rate × output pixels ÷ (1024 × 1024), rounded up, summed over the images processed',
+  tokens: 'rate × answer tokens ÷ 1,000, rounded up (a token is about four characters)',
+  seconds: 'rate × whole seconds of audio ÷ 4, rounded up',
+  run: 'rate per run, whatever the settings',
+};
+/** The words of a model node type's formula (Embedder: tokens of its input, not of an answer). */
+export const modelFormulaWords = (type: ModelNodeType): string =>
+  type === 'Embedder' ? 'rate × input tokens ÷ 8,192, rounded up' : formulaWords[modelFormulas[type].kind];
+
 /** A model step's price in hundredths for `work` in `mode` (draft: half, unless priced per run). */
 export const modelStepPrice = (spec: NodeSpec, work: ModelWork, mode: RunMode): number => {
   if (!spec.model || !isModelNodeType(spec.type)) throw new Error(`${spec.type} is not a model step`);

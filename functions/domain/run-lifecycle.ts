@@ -115,6 +115,14 @@ export const stepTransitions = {
     hold: 'holds an ended run while leased',
     lock: 'holds an ended run while leased',
   }),
+  markStart: step({
+    from: ['none'],
+    to: [StepStatus.processing],
+    guard: 'absent: a step that is not claimed, its node still running after a moment',
+    counters: 'none',
+    hold: 'unchanged',
+    lock: 'unchanged',
+  }),
   countFailure: step({
     from: ['none', StepStatus.processing],
     to: [StepStatus.processing],

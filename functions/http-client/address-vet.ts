@@ -46,6 +46,8 @@ export interface ResolvedAddress {
 export interface AddressOptions {
   /** Allows loopback addresses and plain http to them (local development: `ALLOW_PRIVATE_CALLBACKS=1`). */
   allowLoopback: boolean;
+  /** The local stack (`localStackFromEnv`): a refusal says how to allow loopback. */
+  localStack?: boolean;
   /** Name resolution; defaults to the system resolver (all addresses). Tests inject one. */
   resolve?: (hostname: string) => Promise<ResolvedAddress[]>;
 }
@@ -59,7 +61,21 @@ const systemResolve = async (hostname: string): Promise<ResolvedAddress[]> => {
   return answers.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
 };
 
-const refused = (detail: string) => new GuardedFetchError('address_refused', addressRefusedMessage, detail);
+/**
+ * What the local stack's refusal adds: how to let loopback through. Only on the local stack
+ * (`localStack`) with loopback off; the same words for every reason, as the message is.
+ */
+export const localRefusalHint =
+  ' (on the local stack, `npm start -- --private-callbacks` lets webhooks and HTTP nodes reach 127.0.0.1 and localhost)';
+
+/** Whether env is the local stack's (`npm start` sets `LOCAL_STACK=1`; no deployed function has it). */
+export const localStackFromEnv = (env: NodeJS.ProcessEnv = process.env): boolean => env.LOCAL_STACK === '1';
+
+const refusedMessage = (options: AddressOptions): string =>
+  !options.allowLoopback && options.localStack ? `${addressRefusedMessage}${localRefusalHint}` : addressRefusedMessage;
+
+const refused = (options: AddressOptions, detail: string) =>
+  new GuardedFetchError('address_refused', refusedMessage(options), detail);
 
 /** Resolves `hostname` and vets every address; the one to connect to is the first IPv4 one, else the first. */
 const vet = async (
@@ -73,15 +89,15 @@ const vet = async (
     try {
       addresses = await (options.resolve ?? systemResolve)(hostname);
     } catch (error) {
-      throw refused(`${hostname} did not resolve: ${(error as Error).message}`);
+      throw refused(options, `${hostname} did not resolve: ${(error as Error).message}`);
     }
-    if (addresses.length === 0) throw refused(`${hostname} resolved to no address`);
+    if (addresses.length === 0) throw refused(options, `${hostname} resolved to no address`);
   }
   let loopback = true;
   for (const { address } of addresses) {
     const reason = forbiddenReason(address);
     if (reason === 'loopback' && options.allowLoopback) continue;
-    if (reason !== null) throw refused(`${hostname} resolves to ${address} (${reason})`);
+    if (reason !== null) throw refused(options, `${hostname} resolves to ${address} (${reason})`);
     loopback = false;
   }
   // IPv4 first: it reaches every network this runs on (a Lambda outside a dual-stack VPC has no IPv6).

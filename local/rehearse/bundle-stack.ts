@@ -44,7 +44,13 @@ export const emulatorSdkEnvironment = (resources: LocalResources): Record<string
  * embedded-format lines stay off unless asked for, as with `npm start`.
  */
 export const localSwitches = (env: NodeJS.ProcessEnv): Record<string, string> => {
-  const names = ['ALLOW_PRIVATE_CALLBACKS', 'WEBHOOK_CA_FILE', 'SANDBOX_LATENCY_MS', 'POWERTOOLS_LOG_LEVEL'];
+  const names = [
+    'ALLOW_PRIVATE_CALLBACKS',
+    'WEBHOOK_CA_FILE',
+    'LOCAL_STACK',
+    'SANDBOX_LATENCY_MS',
+    'POWERTOOLS_LOG_LEVEL',
+  ];
   return {
     POWERTOOLS_METRICS_DISABLED: env.POWERTOOLS_METRICS_DISABLED ?? 'true',
     ...Object.fromEntries(names.flatMap((name) => (env[name] ? [[name, env[name]]] : []))),

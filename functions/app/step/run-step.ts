@@ -55,6 +55,7 @@ import { endWithFailure, jobEnds, retryTimedOut } from './fail-step.ts';
 import { afterEnd, settleStep } from './settle-step.ts';
 import { nodeOf, stepContext } from './step-context.ts';
 import { ofTeam, type RunStepOptions, type StepMessage, sendSteps } from './step-messages.ts';
+import { runMarkingStart } from './step-start-mark.ts';
 
 /**
  * Runs a message's step, then the chain's steps it hands on to, one turn each, while the
@@ -170,7 +171,7 @@ const runReadyStep = async (
   const context = stepContext(deps, run, node, spec, { inputs: plan.inputs, runInput, runFile, timeoutMs });
   let outcome: Awaited<ReturnType<NodeExecutor>>;
   try {
-    outcome = await deps.executors(node.type)(context);
+    outcome = await runMarkingStart(deps, run, node.id, attempt, () => deps.executors(node.type)(context));
   } catch (error) {
     const kind = errorKind(error, context.signal);
     const errorPlan = planNodeError(kind, { claimed: attempt !== null, inline: options.inline === true });

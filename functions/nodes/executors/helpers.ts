@@ -3,7 +3,7 @@
 import { envNames } from '../../../platform/definitions.ts';
 import type { AiMark } from '../../../schemas/runs.ts';
 import { type PythonInvoke, pythonInvoker } from '../../clients/lambda.ts';
-import { allowLoopbackFromEnv, GuardedFetchError } from '../../http-client/address-vet.ts';
+import { allowLoopbackFromEnv, GuardedFetchError, localStackFromEnv } from '../../http-client/address-vet.ts';
 import { type GuardedRequestInit, type GuardedResponse, guardedFetch } from '../../http-client/guarded-fetch.ts';
 import { isRecord } from '../../is-record.ts';
 import { logger } from '../../observability/logger.ts';
@@ -31,6 +31,8 @@ export interface ExecutorDeps {
   fetch: typeof guardedFetch;
   /** Loopback allowed for node HTTP calls (`ALLOW_PRIVATE_CALLBACKS=1`, local development only). */
   allowLoopback: boolean;
+  /** The local stack (`LOCAL_STACK=1`): a refused loopback address says how to allow it. */
+  localStack?: boolean;
   /** Default deadline of a node HTTP call (CustomApiCall's `timeoutMs` may lower or raise it up to 30 s). */
   httpTimeoutMs: number;
   /** Largest JSON or text answer read from a node HTTP call. */
@@ -90,6 +92,7 @@ export const executorDeps = ({ env, providerSecret, onClient }: ExecutorSettings
     stage,
     fetch: guardedFetch,
     allowLoopback: allowLoopbackFromEnv(settings),
+    localStack: localStackFromEnv(settings),
     httpTimeoutMs: 10_000,
     maxResponseBytes: 5 * 1024 * 1024,
     maxFileBytes: 50 * 1024 * 1024,
@@ -275,6 +278,7 @@ export const httpCall = async (
       { ...init, signal: context.signal },
       {
         allowLoopback: deps.allowLoopback,
+        localStack: deps.localStack ?? false,
         timeoutMs: limits.timeoutMs ?? deps.httpTimeoutMs,
         maxBytes: limits.maxBytes ?? deps.maxResponseBytes,
       },

@@ -45,6 +45,7 @@ export {
   countStep,
   failStep,
   finishStepItem,
+  markStepStarted,
   releaseStep,
   retireLateStep,
   type StepRun,

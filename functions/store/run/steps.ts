@@ -46,7 +46,8 @@ export const stepLeaseSeconds = 120;
  * The claim a delivery holds on a step: its attempt number, or null for a step that is not claimed.
  * Only model steps are claimed (a lease keeps a duplicate message from paying a provider twice);
  * a cheap step's item is written once, when it finishes, by whichever delivery finishes it first
- * (and before that only if its node failed: `countFailedExecution`).
+ * (and before that only if its node failed, `countFailedExecution`, or is still running after a
+ * moment, `markStepStarted`).
  */
 export type Attempt = number | null;
 
@@ -341,4 +342,22 @@ export const countFailedExecution = async (deps: Deps, run: StepRun, nodeId: str
   return counted.written
     ? parseItem(FailuresSchema, counted.output.Attributes ?? {}, stepKey(run.jobId, nodeId)).failures
     : null;
+};
+
+/**
+ * Writes an unclaimed step's item as `processing` when it has none yet, so a caller sees a node
+ * that takes more than a moment running, not `queued` (model steps read so from their claim). No
+ * `attempts`: it claims nothing, and the step's end and failure counts take it over as they take
+ * an absent item. False when the item exists already (a failure counted, or the step finished).
+ */
+export const markStepStarted = async (deps: Deps, run: StepRun, nodeId: string): Promise<boolean> => {
+  const now = deps.now().toISOString();
+  const marked = await conditionalUpdate(
+    deps,
+    storedStep,
+    stepKey(run.jobId, nodeId),
+    { set: { status: StepStatus.processing, startedAt: now, nodeId, ttl: stepTtl(deps, run) } },
+    { ConditionExpression: 'attribute_not_exists(PK)' },
+  );
+  return marked.written;
 };

@@ -41,6 +41,8 @@ export type WorkflowStep = Schemas['WorkflowStep'];
 export type NodeType = WorkflowStep['type'];
 /** The step of one node type, e.g. `WorkflowStepOf<'ImageGen'>['config']`. */
 export type WorkflowStepOf<T extends NodeType> = Extract<WorkflowStep, { type: T }>;
+/** A node type's reference: what it does, its handles, settings, price and default model. */
+export type NodeTypeReference = Schemas['NodeTypeReference'];
 export type CreateWorkflowRequest = Schemas['CreateWorkflowRequest'];
 export type CreateWorkflowResponse = Schemas['CreateWorkflowResponse'];
 export type RunRequest = Schemas['RunRequest'];
@@ -218,6 +220,10 @@ export interface WorkflowRunClient {
   getStorage(options?: RequestOptions): Promise<StorageUsage>;
   /** GET /credits: the team's balance and held credits, this key's month against its cap, each project's hard cap (scope `credits:read`). */
   getCredits(options?: RequestOptions): Promise<Credits>;
+  /** GET /node-types: every node type's reference (no key needed). */
+  listNodeTypes(options?: RequestOptions): Promise<NodeTypeReference[]>;
+  /** GET /node-types/{type}: one node type's reference. */
+  getNodeType(type: NodeType, options?: RequestOptions): Promise<NodeTypeReference>;
   /**
    * Uploads a file (a path, read in chunks, or bytes): declares it (POST /files), sends its bytes to
    * storage with exactly the answered method, URL and headers, then reads it (GET /files/{fileId},
@@ -492,6 +498,10 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
     getFile,
     getStorage,
     getCredits,
+    listNodeTypes: async (requestOptions = {}) =>
+      (await unwrap(raw.GET('/node-types', { signal: requestOptions.signal }))).nodeTypes,
+    getNodeType: (type, requestOptions = {}) =>
+      unwrap(raw.GET('/node-types/{type}', { params: { path: { type } }, signal: requestOptions.signal })),
     uploadFile,
     waitForRun,
     runEvents: (jobId, eventsOptions) =>

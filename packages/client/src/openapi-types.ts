@@ -405,6 +405,46 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/node-types': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the node types
+     * @description Every node type a workflow step may have, in the catalogue’s order: what it does, its inputs and outputs with their value kinds, its settings with their types, defaults and bounds, its price and its default model. No key needed: it is the same for every caller.
+     */
+    get: operations['ListNodeTypes'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/node-types/{type}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a node type
+     * @description One node type’s reference, as the list gives it. No key needed.
+     */
+    get: operations['GetNodeType'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/provider-webhooks/{provider}/{jobId}/{nodeId}/{token}': {
     parameters: {
       query?: never;
@@ -623,6 +663,7 @@ export interface components {
       | components['schemas']['WorkflowStep_EngineDelivery']
       | components['schemas']['WorkflowStep_ThreeDStudioViewer']
       | components['schemas']['WorkflowStep_ShaderPlayback'];
+    /** @description Input stage: Groups steps in the editor. Passes on what it receives: null for nothing, the value for one input, a list for several. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/InputStage. */
     WorkflowStep_InputStage: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -634,10 +675,12 @@ export interface components {
       label?: string;
       /** @description The InputStage node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description Free text shown in the editor; the run ignores it. */
         description?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Processing stage: Groups steps in the editor. Passes on what it receives: null for nothing, the value for one input, a list for several. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/ProcessingStage. */
     WorkflowStep_ProcessingStage: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -649,10 +692,12 @@ export interface components {
       label?: string;
       /** @description The ProcessingStage node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description Free text shown in the editor; the run ignores it. */
         description?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Export stage: Groups steps in the editor. Passes on what it receives: null for nothing, the value for one input, a list for several. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/ExportStage. */
     WorkflowStep_ExportStage: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -664,10 +709,12 @@ export interface components {
       label?: string;
       /** @description The ExportStage node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description Free text shown in the editor; the run ignores it. */
         description?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Prompt: Outputs a prompt text. Saved prompts are not readable from a run: put the text in `config.text`. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/Prompt. */
     WorkflowStep_Prompt: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -679,11 +726,14 @@ export interface components {
       label?: string;
       /** @description The Prompt node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description The saved prompt's id in the app (not read by a run). */
         promptId?: string;
+        /** @description The prompt text it outputs. */
         text?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Knowledge base: Asks the team's knowledge base connection for the documents that match its query input, and outputs them as JSON. Price: 2 hundredths of a credit a step (draft 2). Reference: GET /node-types/Knowledgebase. */
     WorkflowStep_Knowledgebase: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -695,11 +745,17 @@ export interface components {
       label?: string;
       /** @description The Knowledgebase node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description Which knowledge base to search. */
         knowledgebaseId?: string;
+        /**
+         * @description How many documents to return.
+         * @default 5
+         */
         topK?: number;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Service: POSTs its request input as JSON to an operation of the team's service connection and outputs the JSON answer. Price: 5 hundredths of a credit a step (draft 5). Reference: GET /node-types/Service. */
     WorkflowStep_Service: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -711,11 +767,14 @@ export interface components {
       label?: string;
       /** @description The Service node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description The service, appended to the connection’s URL. */
         serviceId?: string;
+        /** @description The operation, appended after it. */
         operation?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Code host A: Reads one file from a repository through the team's code host connection and outputs it. Price: 2 hundredths of a credit a step (draft 2). Reference: GET /node-types/CodeHostA. */
     WorkflowStep_CodeHostA: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -727,12 +786,19 @@ export interface components {
       label?: string;
       /** @description The CodeHostA node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description The repository (required when the step runs). */
         repository?: string;
+        /**
+         * @description The branch, tag or commit.
+         * @default HEAD
+         */
         ref?: string;
+        /** @description The file path in the repository (required when the step runs). */
         path?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Cloud storage: Reads one object from the team's cloud storage connection and outputs it as a file. Price: 2 hundredths of a credit a step (draft 2). Reference: GET /node-types/CloudStorage. */
     WorkflowStep_CloudStorage: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -744,11 +810,14 @@ export interface components {
       label?: string;
       /** @description The CloudStorage node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description The bucket (required when the step runs). */
         bucket?: string;
+        /** @description The object key (required when the step runs). */
         key?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Image generation: Generates images from a text prompt (and an optional reference image). Price: 400 hundredths of a credit a step (draft 200). Default model: `stability.stable-image-core-v1:1` on `bedrock`. Reference: GET /node-types/ImageGen. */
     WorkflowStep_ImageGen: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -768,15 +837,28 @@ export interface components {
         modelInput?: {
           [key: string]: unknown;
         };
+        /** @description Output side in pixels; by default 1024 on a real provider, 256 on the offline sandbox. */
         width?: number;
+        /** @description Output side in pixels; by default 1024 on a real provider, 256 on the offline sandbox. */
         height?: number;
+        /**
+         * @description Sampling steps; `draft` mode runs a third of them (at least 1).
+         * @default 30
+         */
         steps?: number;
+        /** @description Random seed, for repeatable images. */
         seed?: number;
+        /**
+         * @description How many images to make; each is charged. `draft` mode makes one.
+         * @default 1
+         */
         variations?: number;
+        /** @description What the image should not show. */
         negativePrompt?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Audio generation: Generates audio (WAV) from a text prompt. Price: 300 hundredths of a credit a step (draft 150). Default model: `fal-ai/stable-audio` on `fal`. Reference: GET /node-types/AudioGen. */
     WorkflowStep_AudioGen: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -796,11 +878,17 @@ export interface components {
         modelInput?: {
           [key: string]: unknown;
         };
+        /**
+         * @description Length in seconds.
+         * @default 4
+         */
         durationSeconds?: number;
+        /** @description Random seed. */
         seed?: number;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description 3D transform: Makes a 3D mesh from an image (and an optional prompt). Price: 1500 hundredths of a credit a step (draft 1500). Default model: `fal-ai/trellis` on `fal`. Reference: GET /node-types/3DTransform. */
     WorkflowStep_3DTransform: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -820,12 +908,18 @@ export interface components {
         modelInput?: {
           [key: string]: unknown;
         };
-        /** @enum {string} */
+        /**
+         * @description The mesh format of the output.
+         * @default glb
+         * @enum {string}
+         */
         format?: 'glb' | 'obj';
+        /** @description Random seed. */
         seed?: number;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Text entry: Outputs a text: the run's input named by `apiInputKey` when the run gives one, else `config.text`. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/TextEntry. */
     WorkflowStep_TextEntry: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -837,12 +931,17 @@ export interface components {
       label?: string;
       /** @description The TextEntry node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /**
+         * @description The text it outputs when the run gives none.
+         * @default
+         */
         text?: string;
         /** @description On a TextEntry or PromptBuilder step: the `inputs` key a run uses to replace the step's value; on an ImageLoader, FileUploader, RigImporter or JsonLoader step: the `inputs` key whose `fileId` or https URL the step reads (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
         apiInputKey?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description File uploader: Outputs a file: the run's file input named by `apiInputKey` (a `fileId` from POST /files, or an https URL), else the team library's file `config.fileId`. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/FileUploader. */
     WorkflowStep_FileUploader: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -854,14 +953,18 @@ export interface components {
       label?: string;
       /** @description The FileUploader node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description A file of the team's library, used when the run gives none. */
         fileId?: string;
+        /** @description The file name shown in the editor. */
         fileName?: string;
+        /** @description The content type shown in the editor. */
         mimeType?: string;
         /** @description On a TextEntry or PromptBuilder step: the `inputs` key a run uses to replace the step's value; on an ImageLoader, FileUploader, RigImporter or JsonLoader step: the `inputs` key whose `fileId` or https URL the step reads (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
         apiInputKey?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description JSON loader: Outputs a JSON value: the run's JSON file named by `apiInputKey`, else `config.data` (a string is parsed as JSON), else the JSON answer of a GET to `config.url`. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/JsonLoader. */
     WorkflowStep_JsonLoader: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -873,14 +976,19 @@ export interface components {
       label?: string;
       /** @description The JsonLoader node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description The JSON value it outputs. */
         data?: unknown;
-        /** Format: uri */
+        /**
+         * Format: uri
+         * @description An https URL whose JSON answer it outputs when `data` is absent.
+         */
         url?: string;
         /** @description On a TextEntry or PromptBuilder step: the `inputs` key a run uses to replace the step's value; on an ImageLoader, FileUploader, RigImporter or JsonLoader step: the `inputs` key whose `fileId` or https URL the step reads (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
         apiInputKey?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Image loader: Outputs an image: the run's image named by `apiInputKey` (PNG, JPEG, WebP or GIF), else the image at `config.url`. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/ImageLoader. */
     WorkflowStep_ImageLoader: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -892,13 +1000,17 @@ export interface components {
       label?: string;
       /** @description The ImageLoader node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
-        /** Format: uri */
+        /**
+         * Format: uri
+         * @description An https URL of the image, used when the run gives none.
+         */
         url?: string;
         /** @description On a TextEntry or PromptBuilder step: the `inputs` key a run uses to replace the step's value; on an ImageLoader, FileUploader, RigImporter or JsonLoader step: the `inputs` key whose `fileId` or https URL the step reads (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
         apiInputKey?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Webhook listener: Outputs the payload of a webhook the app received. A run started through the API has none: its payload is null. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/WebhookListener. */
     WorkflowStep_WebhookListener: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -910,10 +1022,12 @@ export interface components {
       label?: string;
       /** @description The WebhookListener node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description The path the app listens on (not read by a run). */
         path?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Object bucket watcher: Reads the object under a prefix of a bucket of the team's object storage connection and outputs it as a file. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/ObjectBucketWatcher. */
     WorkflowStep_ObjectBucketWatcher: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -925,11 +1039,17 @@ export interface components {
       label?: string;
       /** @description The ObjectBucketWatcher node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description The bucket (required when the step runs). */
         bucket?: string;
+        /**
+         * @description The key prefix.
+         * @default
+         */
         prefix?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Shader snippet: Outputs shader source code as text. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/ShaderSnippet. */
     WorkflowStep_ShaderSnippet: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -941,12 +1061,20 @@ export interface components {
       label?: string;
       /** @description The ShaderSnippet node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /**
+         * @description The shader source.
+         * @default
+         */
         code?: string;
-        /** @enum {string} */
+        /**
+         * @description The shading language (for the editor).
+         * @enum {string}
+         */
         language?: 'glsl' | 'hlsl' | 'wgsl';
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Rig importer: Outputs a rigged mesh: the run's file named by `apiInputKey` (glTF, FBX or OBJ), else the GLB at `config.url`. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/RigImporter. */
     WorkflowStep_RigImporter: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -958,15 +1086,23 @@ export interface components {
       label?: string;
       /** @description The RigImporter node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
-        /** Format: uri */
+        /**
+         * Format: uri
+         * @description An https URL of the mesh, used when the run gives none.
+         */
         url?: string;
-        /** @enum {string} */
+        /**
+         * @description The format expected at `url`.
+         * @default glb
+         * @enum {string}
+         */
         format?: 'glb' | 'gltf' | 'fbx';
         /** @description On a TextEntry or PromptBuilder step: the `inputs` key a run uses to replace the step's value; on an ImageLoader, FileUploader, RigImporter or JsonLoader step: the `inputs` key whose `fileId` or https URL the step reads (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
         apiInputKey?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Texture manifest: Outputs a JSON manifest `{ textures: [{ name, file }] }` pairing the names in `config.textures` with the images it receives, in order. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/TextureManifest. */
     WorkflowStep_TextureManifest: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -978,10 +1114,12 @@ export interface components {
       label?: string;
       /** @description The TextureManifest node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description Texture names, in the order of the images; a missing name is `texture-<n>`. */
         textures?: string[];
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Prompt builder: Builds a prompt text from its inputs. `{{0}}`, `{{1}}`, ... in the template are replaced by the connected values in order; without a template the values are joined by blank lines. The run's text input named by `apiInputKey` replaces the template. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/PromptBuilder. */
     WorkflowStep_PromptBuilder: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -993,12 +1131,14 @@ export interface components {
       label?: string;
       /** @description The PromptBuilder node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description The template, e.g. `Write about {{0}}`. */
         template?: string;
         /** @description On a TextEntry or PromptBuilder step: the `inputs` key a run uses to replace the step's value; on an ImageLoader, FileUploader, RigImporter or JsonLoader step: the `inputs` key whose `fileId` or https URL the step reads (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
         apiInputKey?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description JSON extractor: Reads one value out of its JSON input by a JSONPath and outputs it. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/JsonExtractor. */
     WorkflowStep_JsonExtractor: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1010,10 +1150,15 @@ export interface components {
       label?: string;
       /** @description The JsonExtractor node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
+        /**
+         * @description A JSONPath such as `$.items[0].name`.
+         * @default $
+         */
         path: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Variable mapper: Outputs a JSON object whose names are `config.mapping` keys and whose values are read from its inputs by JSONPath; without a mapping, its input as it is. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/VariableMapper. */
     WorkflowStep_VariableMapper: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1025,12 +1170,14 @@ export interface components {
       label?: string;
       /** @description The VariableMapper node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description Variable name → JSONPath into the inputs (one input is the root; several are a list). */
         mapping?: {
           [key: string]: string;
         };
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Math operator: Evaluates an arithmetic expression over its number inputs, named `a`, `b`, ... in order, and outputs the number. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/MathOperator. */
     WorkflowStep_MathOperator: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1042,10 +1189,12 @@ export interface components {
       label?: string;
       /** @description The MathOperator node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
+        /** @description The expression, e.g. `(a + b) / 2` (up to 1,000 characters). */
         expression: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Conditional switch: Compares its input with `config.value` and passes it on through `true` or `false`; the steps fed by the branch not taken are skipped. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/ConditionalSwitch. */
     WorkflowStep_ConditionalSwitch: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1057,12 +1206,17 @@ export interface components {
       label?: string;
       /** @description The ConditionalSwitch node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
-        /** @enum {string} */
+        /**
+         * @description How to compare: `equals`, `notEquals`, `greaterThan`, `lessThan`, `contains`, or `truthy` and `empty` (which ignore `value`).
+         * @enum {string}
+         */
         operator: 'equals' | 'notEquals' | 'greaterThan' | 'lessThan' | 'contains' | 'truthy' | 'empty';
+        /** @description The value compared with. */
         value?: unknown;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Batch splitter: Takes a JSON list and outputs its first `maxItems` items as a list. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/BatchSplitter. */
     WorkflowStep_BatchSplitter: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1074,10 +1228,12 @@ export interface components {
       label?: string;
       /** @description The BatchSplitter node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description Most items kept; by default all. */
         maxItems?: number;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Image cropper: Crops a PNG image (each one of a list) to a rectangle. Price: 2 hundredths of a credit a step (draft 2). Reference: GET /node-types/ImageCropper. */
     WorkflowStep_ImageCropper: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1089,13 +1245,24 @@ export interface components {
       label?: string;
       /** @description The ImageCropper node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /**
+         * @description Left edge in pixels.
+         * @default 0
+         */
         x?: number;
+        /**
+         * @description Top edge in pixels.
+         * @default 0
+         */
         y?: number;
+        /** @description Width in pixels; by default the rest of the image. */
         width?: number;
+        /** @description Height in pixels; by default the rest of the image. */
         height?: number;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Mesh decimator: Reduces a GLB mesh to a share of its triangles (a geometric algorithm, not a model) and outputs a GLB. Price: 3 hundredths of a credit a step (draft 3). Reference: GET /node-types/MeshDecimator. */
     WorkflowStep_MeshDecimator: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1107,10 +1274,15 @@ export interface components {
       label?: string;
       /** @description The MeshDecimator node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /**
+         * @description Share of triangles kept, above 0 and at most 1.
+         * @default 0.5
+         */
         ratio?: number;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Custom API call: Calls an http(s) URL with its JSON input as the body (file values become links) and outputs the JSON (or text) answer. Redirects are not followed; a 3xx or 4xx/5xx fails the step. Price: 5 hundredths of a credit a step (draft 5). Reference: GET /node-types/CustomApiCall. */
     WorkflowStep_CustomApiCall: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1122,17 +1294,30 @@ export interface components {
       label?: string;
       /** @description The CustomApiCall node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
-        /** Format: uri */
+        /**
+         * Format: uri
+         * @description The URL to call (public addresses only).
+         */
         url: string;
-        /** @enum {string} */
+        /**
+         * @description The HTTP method.
+         * @default GET
+         * @enum {string}
+         */
         method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+        /** @description Request headers. */
         headers?: {
           [key: string]: string;
         };
+        /**
+         * @description Deadline of the call in milliseconds (at most 20,000).
+         * @default 10000
+         */
         timeoutMs?: number;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Python sandbox: Runs Python code (Pyodide, no network, no files) with its inputs as the list `inputs`, and outputs the JSON value the code assigns to `result`. Price: 5 hundredths of a credit a step (draft 5). Reference: GET /node-types/PythonSandbox. */
     WorkflowStep_PythonSandbox: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1144,11 +1329,17 @@ export interface components {
       label?: string;
       /** @description The PythonSandbox node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
+        /** @description The Python code, e.g. `result = sum(inputs)`. */
         code: string;
+        /**
+         * @description Deadline of the code in milliseconds.
+         * @default 10000
+         */
         timeoutMs?: number;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Iteration gate: Collects the items of a batch (or several branches) back into one JSON list, at most `maxItems` long. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/IterationGate. */
     WorkflowStep_IterationGate: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1160,10 +1351,12 @@ export interface components {
       label?: string;
       /** @description The IterationGate node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description Most items kept; by default all. */
         maxItems?: number;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description LLM worker: Answers a prompt with a language model; connected `context` values are added to the prompt. Price: 200 hundredths of a credit a step (draft 100). Default model: `us.anthropic.claude-haiku-5-5` on `bedrock`. Reference: GET /node-types/LlmWorker. */
     WorkflowStep_LlmWorker: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1183,12 +1376,19 @@ export interface components {
         modelInput?: {
           [key: string]: unknown;
         };
+        /** @description The system prompt. */
         system?: string;
+        /**
+         * @description Longest answer in tokens; `draft` mode caps it at 64.
+         * @default 1000
+         */
         maxTokens?: number;
+        /** @description Sampling temperature. */
         temperature?: number;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Diffusion worker: Generates or transforms an image with a diffusion model from a prompt and an optional source image. Price: 400 hundredths of a credit a step (draft 200). Default model: `stability.sd3-5-large-v1:0` on `bedrock`. Reference: GET /node-types/DiffusionWorker. */
     WorkflowStep_DiffusionWorker: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1208,15 +1408,25 @@ export interface components {
         modelInput?: {
           [key: string]: unknown;
         };
+        /** @description Output side in pixels; by default 1024 on a real provider, 256 on the offline sandbox. */
         width?: number;
+        /** @description Output side in pixels; by default 1024 on a real provider, 256 on the offline sandbox. */
         height?: number;
+        /**
+         * @description Sampling steps; `draft` mode runs a third of them (at least 1).
+         * @default 30
+         */
         steps?: number;
+        /** @description Random seed. */
         seed?: number;
+        /** @description How closely to follow the prompt. */
         guidance?: number;
+        /** @description How much of the source image to change (0 keeps it, 1 replaces it). */
         strength?: number;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description ControlNet filter: Makes an image guided by the structure of its input image (edges, depth, pose or scribble). Price: 300 hundredths of a credit a step (draft 150). Default model: `us.stability.stable-image-control-structure-v1:0` on `bedrock`. Reference: GET /node-types/ControlNetFilter. */
     WorkflowStep_ControlNetFilter: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1236,12 +1446,18 @@ export interface components {
         modelInput?: {
           [key: string]: unknown;
         };
-        /** @enum {string} */
+        /**
+         * @description Which structure guides the image.
+         * @default canny
+         * @enum {string}
+         */
         mode?: 'canny' | 'depth' | 'pose' | 'scribble';
+        /** @description How strongly the structure guides it. */
         strength?: number;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Vision interrogator: Answers a question about an image (by default: describe it) with a vision model. Price: 150 hundredths of a credit a step (draft 75). Default model: `us.anthropic.claude-haiku-5-5` on `bedrock`. Reference: GET /node-types/VisionInterrogator. */
     WorkflowStep_VisionInterrogator: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1261,12 +1477,20 @@ export interface components {
         modelInput?: {
           [key: string]: unknown;
         };
-        /** @enum {string} */
+        /**
+         * @description How closely the model looks at the image.
+         * @enum {string}
+         */
         detail?: 'low' | 'high';
+        /**
+         * @description Longest answer in tokens; `draft` mode caps it at 64.
+         * @default 1000
+         */
         maxTokens?: number;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Depth estimator: Estimates a depth map of an image and outputs it as an image. Price: 100 hundredths of a credit a step (draft 50). Default model: `fal-ai/image-preprocessors/depth-anything/v2` on `fal`. Reference: GET /node-types/DepthEstimator. */
     WorkflowStep_DepthEstimator: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1289,6 +1513,7 @@ export interface components {
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description PBR synthesizer: Makes PBR material maps (albedo, normal, roughness) from an image. Price: 500 hundredths of a credit a step (draft 250). Default model: `fal-ai/patina/material/extract` on `fal`. Reference: GET /node-types/PbrSynthesizer. */
     WorkflowStep_PbrSynthesizer: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1308,11 +1533,15 @@ export interface components {
         modelInput?: {
           [key: string]: unknown;
         };
-        /** @enum {number} */
+        /**
+         * @description Side of each map in pixels.
+         * @enum {number}
+         */
         resolution?: 512 | 1024 | 2048;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description 2D to 3D: Makes a 3D mesh from one image. Price: 1500 hundredths of a credit a step (draft 1500). Default model: `fal-ai/trellis` on `fal`. Reference: GET /node-types/TwoDToThreeD. */
     WorkflowStep_TwoDToThreeD: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1332,12 +1561,18 @@ export interface components {
         modelInput?: {
           [key: string]: unknown;
         };
-        /** @enum {string} */
+        /**
+         * @description The mesh format of the output.
+         * @default glb
+         * @enum {string}
+         */
         format?: 'glb' | 'obj';
+        /** @description Random seed. */
         seed?: number;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Auto rigger: Adds a skeleton to a mesh and outputs the rigged mesh. Price: 1000 hundredths of a credit a step (draft 1000). Default model: `fal-ai/meshy/rigging` on `fal`. Reference: GET /node-types/AutoRigger. */
     WorkflowStep_AutoRigger: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1357,11 +1592,16 @@ export interface components {
         modelInput?: {
           [key: string]: unknown;
         };
-        /** @enum {string} */
+        /**
+         * @description The kind of skeleton.
+         * @default humanoid
+         * @enum {string}
+         */
         skeleton?: 'humanoid' | 'quadruped';
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Upscaler: Enlarges an image by 2× or 4×. Price: 100 hundredths of a credit a step (draft 50). Default model: `us.stability.stable-fast-upscale-v1:0` on `bedrock`. Reference: GET /node-types/Upscaler. */
     WorkflowStep_Upscaler: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1381,11 +1621,16 @@ export interface components {
         modelInput?: {
           [key: string]: unknown;
         };
-        /** @enum {number} */
+        /**
+         * @description The factor.
+         * @default 2
+         * @enum {number}
+         */
         scale?: 2 | 4;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Background remover: Removes an image's background, leaving the subject on transparency. Price: 50 hundredths of a credit a step (draft 25). Default model: `us.stability.stable-image-remove-background-v1:0` on `bedrock`. Reference: GET /node-types/BackgroundRemover. */
     WorkflowStep_BackgroundRemover: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1408,6 +1653,7 @@ export interface components {
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Embedder: Turns a text (up to 8,192 tokens) into an embedding vector. Price: 10 hundredths of a credit a step (draft 5). Default model: `amazon.titan-embed-text-v2:0` on `bedrock`. Reference: GET /node-types/Embedder. */
     WorkflowStep_Embedder: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1427,10 +1673,12 @@ export interface components {
         modelInput?: {
           [key: string]: unknown;
         };
+        /** @description Length of the vector; by default the model's. */
         dimensions?: number;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Text console: Shows its text in the app and passes it on. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/TextConsole. */
     WorkflowStep_TextConsole: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1442,10 +1690,12 @@ export interface components {
       label?: string;
       /** @description The TextConsole node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description A title shown in the editor; the run ignores it. */
         title?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Image gallery: Shows its images in the app and passes them on as a list. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/ImageGallery. */
     WorkflowStep_ImageGallery: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1457,11 +1707,14 @@ export interface components {
       label?: string;
       /** @description The ImageGallery node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description A title shown in the editor; the run ignores it. */
         title?: string;
+        /** @description Columns of the gallery in the editor. */
         columns?: number;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Audio player: Shows an audio player in the app and passes the audio on. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/AudioPlayer. */
     WorkflowStep_AudioPlayer: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1473,11 +1726,14 @@ export interface components {
       label?: string;
       /** @description The AudioPlayer node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description A title shown in the editor; the run ignores it. */
         title?: string;
+        /** @description Whether the player loops (in the editor). */
         loop?: boolean;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description JSON inspector: Shows its JSON in the app and passes it on. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/JsonInspector. */
     WorkflowStep_JsonInspector: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1489,10 +1745,12 @@ export interface components {
       label?: string;
       /** @description The JsonInspector node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description A title shown in the editor; the run ignores it. */
         title?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description API POST action: POSTs its input as JSON (one value, or a list of several; files become links) to a URL and outputs a receipt `{ target, status, count }`. Price: 5 hundredths of a credit a step (draft 5). Reference: GET /node-types/ApiPostAction. */
     WorkflowStep_ApiPostAction: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1504,14 +1762,19 @@ export interface components {
       label?: string;
       /** @description The ApiPostAction node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
-        /** Format: uri */
+        /**
+         * Format: uri
+         * @description The URL to POST to (public addresses only).
+         */
         url: string;
+        /** @description Request headers. */
         headers?: {
           [key: string]: string;
         };
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Object uploader: Uploads the files it receives to a bucket of the team's object storage connection and outputs a receipt. Price: 5 hundredths of a credit a step (draft 5). Reference: GET /node-types/ObjectUploader. */
     WorkflowStep_ObjectUploader: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1523,11 +1786,17 @@ export interface components {
       label?: string;
       /** @description The ObjectUploader node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description The bucket (required when the step runs). */
         bucket?: string;
+        /**
+         * @description Prefix of the keys written.
+         * @default
+         */
         prefix?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Chat notifier: Sends a message built from its inputs to the team's chat connection and outputs a receipt. Price: 5 hundredths of a credit a step (draft 5). Reference: GET /node-types/ChatNotifier. */
     WorkflowStep_ChatNotifier: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1539,11 +1808,14 @@ export interface components {
       label?: string;
       /** @description The ChatNotifier node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description The channel; by default the connection's. */
         channel?: string;
+        /** @description A template with `{{0}}`, `{{1}}`, ... for the inputs; by default the inputs joined by blank lines. */
         template?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Code host A delivery: Commits the files it receives to a repository on code host A, through the team's connection to it, and answers a receipt. Price: 5 hundredths of a credit a step (draft 5). Reference: GET /node-types/CodeHostADelivery. */
     WorkflowStep_CodeHostADelivery: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1555,13 +1827,18 @@ export interface components {
       label?: string;
       /** @description The CodeHostADelivery node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
+        /** @description The repository, as the host names it (e.g. `team/assets`). */
         repository: string;
+        /** @description The branch to commit to; by default the repository's default branch. */
         branch?: string;
+        /** @description The folder the files are written under; by default the repository root. */
         path?: string;
+        /** @description The commit message; by default `Add <n> file(s) from workflow run <jobId>`. */
         commitMessage?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Code host B delivery: Commits the files it receives to a repository on code host B, through the team's connection to it, and answers a receipt. Price: 5 hundredths of a credit a step (draft 5). Reference: GET /node-types/CodeHostBDelivery. */
     WorkflowStep_CodeHostBDelivery: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1573,13 +1850,18 @@ export interface components {
       label?: string;
       /** @description The CodeHostBDelivery node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
+        /** @description The repository, as the host names it (e.g. `team/assets`). */
         repository: string;
+        /** @description The branch to commit to; by default the repository's default branch. */
         branch?: string;
+        /** @description The folder the files are written under; by default the repository root. */
         path?: string;
+        /** @description The commit message; by default `Add <n> file(s) from workflow run <jobId>`. */
         commitMessage?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description VCS C delivery: Commits the files it receives to a repository on version control host C, through the team's connection to it, and answers a receipt. Price: 5 hundredths of a credit a step (draft 5). Reference: GET /node-types/VcsCDelivery. */
     WorkflowStep_VcsCDelivery: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1591,13 +1873,18 @@ export interface components {
       label?: string;
       /** @description The VcsCDelivery node's settings. A setting not listed here is refused (422 invalid_config). */
       config: {
+        /** @description The repository, as the host names it (e.g. `team/assets`). */
         repository: string;
+        /** @description The branch to commit to; by default the repository's default branch. */
         branch?: string;
+        /** @description The folder the files are written under; by default the repository root. */
         path?: string;
+        /** @description The commit message; by default `Add <n> file(s) from workflow run <jobId>`. */
         commitMessage?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Engine delivery: Sends the files it receives (as links) to a project of the team's game engine connection and outputs a receipt. Price: 5 hundredths of a credit a step (draft 5). Reference: GET /node-types/EngineDelivery. */
     WorkflowStep_EngineDelivery: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1609,11 +1896,14 @@ export interface components {
       label?: string;
       /** @description The EngineDelivery node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description The project (required when the step runs). */
         project?: string;
+        /** @description Where the assets go in the project. */
         assetPath?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description 3D studio viewer: Shows a mesh (with optional textures) in the app and passes the mesh on. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/ThreeDStudioViewer. */
     WorkflowStep_ThreeDStudioViewer: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1625,11 +1915,14 @@ export interface components {
       label?: string;
       /** @description The ThreeDStudioViewer node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description A title shown in the editor; the run ignores it. */
         title?: string;
+        /** @description The lighting environment in the editor. */
         environment?: string;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
     };
+    /** @description Shader playback: Plays a shader (with optional textures) in the app and passes its source on. Price: 1 hundredths of a credit a step (draft 1). Reference: GET /node-types/ShaderPlayback. */
     WorkflowStep_ShaderPlayback: {
       /** @description Unique within the request; other steps refer to it in `inputs` (letters, digits, _ and -, 1 to 64 characters; not __proto__, constructor or prototype). */
       key: string;
@@ -1641,7 +1934,9 @@ export interface components {
       label?: string;
       /** @description The ShaderPlayback node's settings. A setting not listed here is refused (422 invalid_config). */
       config?: {
+        /** @description A title shown in the editor; the run ignores it. */
         title?: string;
+        /** @description Playback length in the editor, in seconds. */
         durationSeconds?: number;
       };
       inputs?: (string | components['schemas']['WorkflowStepInput'])[];
@@ -2239,6 +2534,128 @@ export interface components {
         /** @description What the project’s runs spent (held or charged) so far. */
         spent: number;
       }[];
+    };
+    NodeTypeReference: {
+      /** @enum {string} */
+      type:
+        | 'InputStage'
+        | 'ProcessingStage'
+        | 'ExportStage'
+        | 'Prompt'
+        | 'Knowledgebase'
+        | 'Service'
+        | 'CodeHostA'
+        | 'CloudStorage'
+        | 'ImageGen'
+        | 'AudioGen'
+        | '3DTransform'
+        | 'TextEntry'
+        | 'FileUploader'
+        | 'JsonLoader'
+        | 'ImageLoader'
+        | 'WebhookListener'
+        | 'ObjectBucketWatcher'
+        | 'ShaderSnippet'
+        | 'RigImporter'
+        | 'TextureManifest'
+        | 'PromptBuilder'
+        | 'JsonExtractor'
+        | 'VariableMapper'
+        | 'MathOperator'
+        | 'ConditionalSwitch'
+        | 'BatchSplitter'
+        | 'ImageCropper'
+        | 'MeshDecimator'
+        | 'CustomApiCall'
+        | 'PythonSandbox'
+        | 'IterationGate'
+        | 'LlmWorker'
+        | 'DiffusionWorker'
+        | 'ControlNetFilter'
+        | 'VisionInterrogator'
+        | 'DepthEstimator'
+        | 'PbrSynthesizer'
+        | 'TwoDToThreeD'
+        | 'AutoRigger'
+        | 'Upscaler'
+        | 'BackgroundRemover'
+        | 'Embedder'
+        | 'TextConsole'
+        | 'ImageGallery'
+        | 'AudioPlayer'
+        | 'JsonInspector'
+        | 'ApiPostAction'
+        | 'ObjectUploader'
+        | 'ChatNotifier'
+        | 'CodeHostADelivery'
+        | 'CodeHostBDelivery'
+        | 'VcsCDelivery'
+        | 'EngineDelivery'
+        | 'ThreeDStudioViewer'
+        | 'ShaderPlayback';
+      /** @description Its default label. */
+      name: string;
+      /** @enum {string} */
+      category: 'stage' | 'resource' | 'input' | 'logic' | 'model' | 'output' | 'delivery';
+      /** @description What a step of this type does. */
+      description: string;
+      inputs: components['schemas']['NodeTypeInput'][];
+      outputs: components['schemas']['NodeTypeOutput'][];
+      settings: components['schemas']['NodeTypeSetting'][];
+      /** @description What a run may give the step through `config.apiInputKey`: a text, or a file of these content types; null: nothing. */
+      runInput: {
+        /** @enum {string} */
+        kind: 'text' | 'file';
+        contentTypes?: string[];
+      } | null;
+      /** @description In hundredths of a credit (1 credit = $0.01): the rate of one step in `production` (and `preview`) and in `draft` mode, and how a model step’s price follows its work. */
+      price: {
+        production: number;
+        draft: number;
+        formula: string;
+      };
+      /** @description A model step’s default provider and model (a stage may pin others; `config.provider` and `config.model` choose for one step), and the offline sandbox model that stands in where that provider is off; null for a step that is no model step. */
+      model: {
+        provider: string;
+        model: string;
+        sandboxModel: string;
+        pricedPerRun: boolean;
+      } | null;
+    };
+    NodeTypeList: {
+      nodeTypes: components['schemas']['NodeTypeReference'][];
+    };
+    NodeTypeInput: {
+      /** @description The handle's name: a connection's `targetHandle`. */
+      name: string;
+      /** @description The kind of value it takes: text, number, boolean, json, list, embedding, image, audio, video, mesh, file or any. */
+      kind: string;
+      /** @description The step cannot run without a connection here. */
+      required: boolean;
+      /** @description It takes several connections (else at most one). */
+      multiple: boolean;
+    };
+    NodeTypeOutput: {
+      /** @description The handle's name: a connection's `sourceHandle`. */
+      name: string;
+      /** @description The kind of value it gives. */
+      kind: string;
+    };
+    NodeTypeSetting: {
+      /** @description The key under the step’s `config`. */
+      name: string;
+      /** @description Its JSON type: string, integer, number, boolean, object, array, or any. */
+      type: string;
+      required: boolean;
+      description: string;
+      default?: unknown;
+      enum?: unknown[];
+      minimum?: number;
+      maximum?: number;
+      exclusiveMinimum?: number;
+      minLength?: number;
+      maxLength?: number;
+      format?: string;
     };
     NameRequiredError: {
       /** @constant */
@@ -4264,6 +4681,115 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  ListNodeTypes: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The node types. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NodeTypeList'];
+        };
+      };
+    };
+  };
+  GetNodeType: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The node type, e.g. `PromptBuilder`. */
+        type:
+          | 'InputStage'
+          | 'ProcessingStage'
+          | 'ExportStage'
+          | 'Prompt'
+          | 'Knowledgebase'
+          | 'Service'
+          | 'CodeHostA'
+          | 'CloudStorage'
+          | 'ImageGen'
+          | 'AudioGen'
+          | '3DTransform'
+          | 'TextEntry'
+          | 'FileUploader'
+          | 'JsonLoader'
+          | 'ImageLoader'
+          | 'WebhookListener'
+          | 'ObjectBucketWatcher'
+          | 'ShaderSnippet'
+          | 'RigImporter'
+          | 'TextureManifest'
+          | 'PromptBuilder'
+          | 'JsonExtractor'
+          | 'VariableMapper'
+          | 'MathOperator'
+          | 'ConditionalSwitch'
+          | 'BatchSplitter'
+          | 'ImageCropper'
+          | 'MeshDecimator'
+          | 'CustomApiCall'
+          | 'PythonSandbox'
+          | 'IterationGate'
+          | 'LlmWorker'
+          | 'DiffusionWorker'
+          | 'ControlNetFilter'
+          | 'VisionInterrogator'
+          | 'DepthEstimator'
+          | 'PbrSynthesizer'
+          | 'TwoDToThreeD'
+          | 'AutoRigger'
+          | 'Upscaler'
+          | 'BackgroundRemover'
+          | 'Embedder'
+          | 'TextConsole'
+          | 'ImageGallery'
+          | 'AudioPlayer'
+          | 'JsonInspector'
+          | 'ApiPostAction'
+          | 'ObjectUploader'
+          | 'ChatNotifier'
+          | 'CodeHostADelivery'
+          | 'CodeHostBDelivery'
+          | 'VcsCDelivery'
+          | 'EngineDelivery'
+          | 'ThreeDStudioViewer'
+          | 'ShaderPlayback';
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The node type. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NodeTypeReference'];
+        };
+      };
+      /** @description No such node type. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            message?: string;
+          };
         };
       };
     };

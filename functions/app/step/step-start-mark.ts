@@ -1,0 +1,39 @@
+import type { Deps } from '../../deps.ts';
+import { logger } from '../../observability/logger.ts';
+import { type Attempt, markStepStarted, type StepRun } from '../../store/run/index.ts';
+
+/**
+ * How long an unclaimed step's node runs before its item is written `processing`. A node that
+ * answers sooner (a prompt template, a sum) writes its item once, at its end, as before; one that
+ * takes longer (Python, an HTTP call, a media operation) reads `processing` while it runs, as a
+ * model step does from its claim, at the cost of one write.
+ */
+export const startMarkDelayMs = 200;
+
+/**
+ * Runs a step's node (`execute`), marking its item `processing` if it is still running after
+ * `startMarkDelayMs`. A claimed step (`attempt` set) is `processing` already: nothing more is
+ * written. The mark is only what callers read, so its failure is logged, never the step's.
+ */
+export const runMarkingStart = async <T>(
+  deps: Deps,
+  run: StepRun,
+  nodeId: string,
+  attempt: Attempt,
+  execute: () => Promise<T>,
+): Promise<T> => {
+  if (attempt !== null) return execute();
+  let marking: Promise<unknown> | undefined;
+  const timer = setTimeout(() => {
+    marking = markStepStarted(deps, run, nodeId).catch((error: unknown) =>
+      logger.warn('step start mark not written', { nodeId, error }),
+    );
+  }, startMarkDelayMs);
+  try {
+    return await execute();
+  } finally {
+    clearTimeout(timer);
+    // Written before the step's end, which would otherwise refuse it (the mark needs no item).
+    await marking;
+  }
+};
