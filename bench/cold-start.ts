@@ -35,6 +35,7 @@ import { startLocalApi } from '../local/api-gateway.ts';
 import type { AwsCommandShape } from '../local/aws-command-log.ts';
 import { toRecord } from '../local/event-source.ts';
 import { operatorEventBusName, startEventBridge } from '../local/eventbridge-emulator.ts';
+import { invokedAs } from '../local/invocation.ts';
 import { localDeps, localEnvironment } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
 import { emulatorSdkEnvironment } from '../local/rehearse/bundle-stack.ts';
@@ -197,7 +198,8 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
   closers.push(() => receiver.close());
   const team = await seedRunsTeam(deps, 1_000_000);
   const { key } = team;
-  const stepExecutor = makeStepExecutor(deps);
+  // Each worker runs as its function (the least-privilege audit attributes what it sends).
+  const stepExecutor = invokedAs('StepExecutor', makeStepExecutor(deps));
   /** The next message on `queue` naming `jobId`, as the queue's event source mapping hands it over. */
   const queueEvent = async (queue: 'Steps' | 'Webhooks', jobId: string): Promise<SQSEvent> => {
     const url = resources.queueUrls[queue];
@@ -231,7 +233,10 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
   await stepExecutor(await queueEvent('Steps', completed.jobId));
   const waiting = await newRun({ defer: true, maxMultiplier: 0.1 });
   const hooked = await newRun(withCallback());
-  const webhookWorker = makeWebhookWorker(deps, { fetchOptions: { allowLoopback: true, ca: receiverCa } });
+  const webhookWorker = invokedAs(
+    'WebhookDelivery',
+    makeWebhookWorker(deps, { fetchOptions: { allowLoopback: true, ca: receiverCa } }),
+  );
   // A run whose step is a job at Replicate's stand-in, submitted by a step executor with Replicate on.
   const replicateKey = 'r8_cold_start';
   const replicate = await startReplicateStandIn({ apiKey: replicateKey });
@@ -242,11 +247,14 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
     ALLOW_PRIVATE_CALLBACKS: '1',
   };
   const jobEnv = { ...process.env, ...replicateEnvironment, PUBLIC_BASE_URL: 'http://127.0.0.1:9' };
-  const jobExecutor = makeStepExecutor({
-    ...deps,
-    executors: createExecutorRegistry(executorDeps({ env: jobEnv })),
-    providers: stageProvidersFromEnv(jobEnv),
-  });
+  const jobExecutor = invokedAs(
+    'StepExecutor',
+    makeStepExecutor({
+      ...deps,
+      executors: createExecutorRegistry(executorDeps({ env: jobEnv })),
+      providers: stageProvidersFromEnv(jobEnv),
+    }),
+  );
   const jobStep = [
     { key: 's0', type: 'TextEntry', config: { text: 'a lighthouse' } },
     {

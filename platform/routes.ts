@@ -181,7 +181,7 @@ const table = [
     path: '/runs/{jobId}/events',
     entry: 'functions/api/get-run-events.ts',
     scope: 'runs:read',
-    grants: { table: ['GetItem', 'UpdateItem', 'Query', 'PutItem'] },
+    grants: { table: ['GetItem', 'BatchGetItem', 'UpdateItem', 'Query', 'PutItem'] },
     transport: 'stream',
   },
   {
