@@ -4,8 +4,8 @@
  * asked again. Pure: the step executor (functions/app/step/) applies them.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { StepStatus } from '../../platform/run-statuses.ts';
 import { isModelNodeType, type ModelNodeType } from '../../platform/model-defaults.ts';
+import { StepStatus } from '../../platform/run-statuses.ts';
 
 /**
  * How long a job may run at its provider before the step fails with "timed out at <provider>" and
