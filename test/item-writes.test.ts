@@ -348,9 +348,12 @@ const applyUpdate = (
             ? (item[attribute] ?? value(kept[1] ?? ''))
             : value(expression);
         if (entry === undefined) item[attribute] = written;
-        // An entry of an absent map: DynamoDB refuses it and the writer creates the map first (a lease's
-        // take); this table refuses nothing, so the map is made here, the shape the writer leaves.
-        else ((item[attribute] ??= {}) as Item)[entry] = written;
+        else {
+          // An entry of an absent map: DynamoDB refuses it and the writer creates the map first (a
+          // lease's take); this table refuses nothing, so the map is made here, as the writer leaves it.
+          item[attribute] ??= {};
+          (item[attribute] as Item)[entry] = written;
+        }
       } else if (verb === 'ADD') {
         const [target = '', placeholder = ''] = part.split(' ');
         const attribute = name(target);
