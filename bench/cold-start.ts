@@ -274,7 +274,6 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
           headers: { 'accept-encoding': 'gzip, deflate, br, zstd' },
         }),
     },
-    ListWorkflows: { event: async () => apiEvent(routeById('ListWorkflows'), { key }) },
     CreateWorkflow: {
       event: async () =>
         apiEvent(routeById('CreateWorkflow'), {
@@ -360,7 +359,6 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
       event: async () => apiEvent(routeById('ListRuns'), { key, query: { limit: '20' } }),
     },
     // The team's stored bytes and quota (the files above count in it).
-    GetStorage: { event: async () => apiEvent(routeById('GetStorage'), { key }) },
     ListDeferredRuns: {
       event: async () => apiEvent(routeById('ListDeferredRuns'), { key, query: { limit: '20' } }),
     },
@@ -510,6 +508,12 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
       }),
     },
   };
+  // A keyed GET with no path parameter needs nothing set up: its first request is the key's (the
+  // team's workflows, its stored bytes). A route of any other kind names its scenario above.
+  for (const route of routes) {
+    if (route.method === 'GET' && route.scope !== null && !route.path.includes('{'))
+      scenarios[route.id] ??= { event: async () => apiEvent(route, { key }) };
+  }
   return scenarios;
 };
 
