@@ -285,7 +285,6 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
     // The node-type reference: built from the catalogue on the first request.
     ListNodeTypes: { event: async () => apiEvent(routeById('ListNodeTypes')) },
     GetNodeType: { event: async () => apiEvent(routeById('GetNodeType'), { pathParameters: { type: 'ImageGen' } }) },
-    ListWorkflows: { event: async () => apiEvent(routeById('ListWorkflows'), { key }) },
     CreateWorkflow: {
       event: async () =>
         apiEvent(routeById('CreateWorkflow'), {
@@ -371,9 +370,6 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
       event: async () => apiEvent(routeById('ListRuns'), { key, query: { limit: '20' } }),
     },
     // The team's stored bytes and quota (the files above count in it).
-    GetStorage: { event: async () => apiEvent(routeById('GetStorage'), { key }) },
-    // The team's credits, the key's month and the projects' caps.
-    GetCredits: { event: async () => apiEvent(routeById('GetCredits'), { key }) },
     ListDeferredRuns: {
       event: async () => apiEvent(routeById('ListDeferredRuns'), { key, query: { limit: '20' } }),
     },
@@ -523,6 +519,12 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
       }),
     },
   };
+  // A keyed GET with no path parameter needs nothing set up: its first request is the key's (the
+  // team's workflows, its stored bytes). A route of any other kind names its scenario above.
+  for (const route of routes) {
+    if (route.method === 'GET' && route.scope !== null && !route.path.includes('{'))
+      scenarios[route.id] ??= { event: async () => apiEvent(route, { key }) };
+  }
   return scenarios;
 };
 

@@ -244,6 +244,10 @@ export class ApiStack extends Stack {
       config.edge.cloudFront && config.edge.domain ? new OriginSecret(this, 'OriginSecret', { edgeRegion }) : undefined;
 
     // The streaming routes first: GetRun's environment names the stream's address (lib/run-stream.ts).
+    // The construct, its edge behaviour and that address are the run stream's own: a second streaming
+    // route needs its own, so the synth stops rather than leave one undeployed.
+    if (streamRoutes.length !== 1)
+      throw new Error(`one streaming route is deployed (lib/run-stream.ts); the table has ${streamRoutes.length}`);
     const stream = new RunStream(this, {
       config,
       environment,

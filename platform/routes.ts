@@ -33,6 +33,12 @@ export interface Route {
    * path under `basePath` (lib/api-stack.ts; locally, local/api-gateway.ts streams it).
    */
   transport?: 'stream';
+  /**
+   * It reads a JSON body (functions/http/body.ts `readJsonBody`), so it answers the body's 400 and
+   * 413 (functions/errors/table.ts reads this) and its operation documents a request body
+   * (test/openapi.test.ts holds the two equal).
+   */
+  body?: true;
 }
 
 /** Every route lives under this prefix, locally and on API Gateway (spec section 9). */
@@ -84,6 +90,7 @@ const table = [
     path: '/workflows',
     entry: 'functions/api/create-workflow.ts',
     scope: 'workflows:write',
+    body: true,
     grants: { table: ['GetItem', 'UpdateItem', 'PutItem', 'ConditionCheckItem'] },
   },
   {
@@ -95,6 +102,7 @@ const table = [
     path: '/workflows/{id}/runs',
     entry: 'functions/api/run-workflow.ts',
     scope: 'runs:create',
+    body: true,
     grants: {
       table: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'],
       stepsQueue: 'send',
@@ -109,6 +117,7 @@ const table = [
     path: '/agents/{id}/runs',
     entry: 'functions/api/run-agent.ts',
     scope: 'runs:create',
+    body: true,
     grants: {
       table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'],
       stepsQueue: 'send',
@@ -166,6 +175,7 @@ const table = [
     path: '/runs/{jobId}/resume',
     entry: 'functions/api/resume-run.ts',
     scope: 'runs:create',
+    body: true,
     grants: {
       table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'],
       stepsQueue: 'send',
@@ -198,6 +208,7 @@ const table = [
     path: '/runs/{jobId}/deliveries/redeliver',
     entry: 'functions/api/redeliver-webhook.ts',
     scope: 'runs:create',
+    body: true,
     grants: { table: ['GetItem', 'UpdateItem', 'Query'], webhooksQueue: 'send' },
   },
   {
@@ -223,6 +234,7 @@ const table = [
     path: '/files',
     entry: 'functions/api/create-file.ts',
     scope: 'runs:create',
+    body: true,
     grants: { table: ['GetItem', 'UpdateItem', 'PutItem'], uploads: ['PutObject'] },
   },
   {

@@ -10,7 +10,7 @@ import { DateTimeSchema, NameStringSchema, notArray, UuidSchema } from './common
 import { messages } from './errors.ts';
 import { jsonResponse, type OperationSpec, ref } from './openapi-parts.ts';
 
-/** The 55 node types of spec section 2.2, in spec order and spelling. */
+/** The node types of spec section 2.2, in spec order and spelling (how many: test/openapi.test.ts and docs/api.md). */
 export const nodeTypes = [
   'InputStage',
   'ProcessingStage',
@@ -135,7 +135,7 @@ export type WorkflowStepConfig = v.InferOutput<typeof WorkflowStepConfigSchema>;
 /**
  * Element of `steps` in Create a workflow (spec 2.2). `type` is any string here, so that an
  * unknown one reaches the handler and gets the spec's 422 `Unknown node type: <type>`; the
- * OpenAPI document still lists the 55 values.
+ * OpenAPI document still lists the values.
  */
 export const WorkflowStepSchema = notArray(
   v.object({
@@ -143,7 +143,7 @@ export const WorkflowStepSchema = notArray(
     type: v.pipe(
       v.string(),
       v.minLength(1),
-      v.metadata({ description: 'Node type; one of the 55 values listed.', enum: [...nodeTypes] }),
+      v.metadata({ description: 'Node type; one of the values listed.', enum: [...nodeTypes] }),
     ),
     /** Name shown on the canvas; defaults to the node type's name. */
     label: v.optional(NameStringSchema),

@@ -115,9 +115,8 @@ const sampleGlb = () =>
   });
 
 describe('the registry of executors', () => {
-  it('has an executor for each of the 55 node types, looked up by createExecutorRegistry', async () => {
+  it('has an executor for each node type, looked up by createExecutorRegistry', async () => {
     expect(Object.keys(executors).sort()).toEqual([...nodeTypes].sort());
-    expect(nodeTypes).toHaveLength(55);
     const h = new Harness();
     const lookup = createExecutorRegistry(deps);
     const outcome = await lookup('TextEntry')(h.context('TextEntry', { text: 'hi' }));

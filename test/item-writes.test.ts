@@ -35,6 +35,7 @@ import {
   moveDeferredRun,
 } from '../functions/store/deferred-runs.ts';
 import { ifNotExists, itemUpdate, UnknownItemAttributeError } from '../functions/store/item-update.ts';
+import * as items from '../functions/store/items.ts';
 import {
   type ItemDefinition,
   isItemAttribute,
@@ -58,7 +59,9 @@ import {
   storedStep,
   storedStepEventCount,
   storedStoredBytes,
+  storedStreamSlots,
   storedTeam,
+  storedTeamSteps,
   storedUpload,
   storedWorkflow,
   storedWorkflowLock,
@@ -90,6 +93,8 @@ import {
   reserveStoredBytes,
   setStorageQuota,
 } from '../functions/store/stored-bytes.ts';
+import { releaseStreamSlot, takeStreamSlot } from '../functions/store/stream-slots.ts';
+import { releaseTeamSlot, takeTeamSlot } from '../functions/store/team-steps.ts';
 import { addCredits, createAgent, createProject, createTeam, setPerStepLimit } from '../functions/store/tenancy.ts';
 import { newUploadItem, putUpload, settleUploadItem } from '../functions/store/uploads.ts';
 import {
@@ -276,6 +281,8 @@ const definitions = {
   runTag: storedRunTag,
   stepEventCount: storedStepEventCount,
   storedBytes: storedStoredBytes,
+  teamSteps: storedTeamSteps,
+  streamSlots: storedStreamSlots,
 } satisfies Record<string, ItemDefinition>;
 
 const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definitions => {
@@ -301,6 +308,8 @@ const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definition
   ];
   if (PK.startsWith('KEYSPEND#')) return 'keyMonth';
   if (PK.startsWith('STOREDBYTES#')) return 'storedBytes';
+  if (PK.startsWith('TEAMSTEPS#')) return 'teamSteps';
+  if (PK.startsWith('STREAMS#')) return 'streamSlots';
   if (PK.startsWith('RUNTAG#')) return 'runTag';
   const kind = bySk.find(([pattern]) => pattern.test(SK))?.[1];
   if (!kind) throw new Error(`no item is stored at ${PK}|${SK}`);
@@ -340,7 +349,12 @@ const applyUpdate = (
             ? (item[attribute] ?? value(kept[1] ?? ''))
             : value(expression);
         if (entry === undefined) item[attribute] = written;
-        else (item[attribute] as Item)[entry] = written;
+        else {
+          // An entry of an absent map: DynamoDB refuses it and the writer creates the map first (a
+          // lease's take); this table refuses nothing, so the map is made here, as the writer leaves it.
+          item[attribute] ??= {};
+          (item[attribute] as Item)[entry] = written;
+        }
       } else if (verb === 'ADD') {
         const [target = '', placeholder = ''] = part.split(' ');
         const attribute = name(target);
@@ -442,6 +456,12 @@ function newRun(jobId: string): NewRun {
 }
 
 describe('what the store’s writers leave in the table', () => {
+  it('knows every stored item items.ts declares, so the run below must leave one of each', () => {
+    const declared = Object.entries(items).filter(([name]) => /^stored[A-Z]/.test(name));
+    const known = new Set<unknown>(Object.values(definitions));
+    expect(declared.filter(([, item]) => !known.has(item)).map(([name]) => name)).toEqual([]);
+  });
+
   it('every item parses with its schema, holds only attributes its item declares, and carries the current v', async () => {
     const table = memoryTable();
     let next = 0;
@@ -593,6 +613,15 @@ describe('what the store’s writers leave in the table', () => {
     await countStoredBytes(deps, teamId, -50, '2099-01-02');
     await setStorageQuota(deps, teamId, 1000);
     expect(await readStorageUsage(deps, teamId)).toEqual({ usedBytes: 100, quotaBytes: 1000 });
+
+    // The leases: a team's steps in flight, a key's and a run's open streams (each taken, one given back).
+    expect(await takeTeamSlot(deps, teamId, 'a', 'lease-a', 5)).toBe(true);
+    expect(await takeTeamSlot(deps, teamId, 'b', 'lease-b', 5)).toBe(true);
+    await releaseTeamSlot(deps, teamId, 'b', 'lease-b');
+    const lease = { text: 'lease-s', until: new Date(Date.parse(at) + 60_000) };
+    expect((await takeStreamSlot(deps, { keyId }, 's1', lease, 5)).taken).toBe(true);
+    expect((await takeStreamSlot(deps, { jobId: ids.job }, 's1', lease, 5)).taken).toBe(true);
+    await releaseStreamSlot(deps, { keyId }, 's1', lease.text);
 
     const kinds = new Set<string>();
     const unknown: string[] = [];

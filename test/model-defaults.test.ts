@@ -7,13 +7,14 @@ import './support/test-providers.ts';
 import { describe, expect, it } from 'vitest';
 import { catalogue, getNodeSpec } from '../functions/nodes/catalogue/index.ts';
 import { checkApiIntegration, licenceFacts, routeProvider } from '../functions/nodes/providers/registry.ts';
+import { modelNodeTypes } from '../platform/model-defaults.ts';
 import { providerEntry, sandboxProviderKey } from '../platform/providers.ts';
 
 const modelTypes = Object.values(catalogue).filter((spec) => spec.model);
 
 describe('every model node type does real work by default', () => {
-  it('names a real provider and model for each of the 14, with a sandbox model to stand in for it', () => {
-    expect(modelTypes.map((s) => s.type).sort()).toHaveLength(14);
+  it('names a real provider and model for each model node type, with a sandbox model to stand in for it', () => {
+    expect(modelTypes.map((s) => s.type).sort()).toEqual([...modelNodeTypes].sort());
     for (const spec of modelTypes) {
       const model = spec.model!;
       expect(model.provider, spec.type).not.toBe(sandboxProviderKey);

@@ -36,12 +36,11 @@ const price = (type: NodeType, work: ModelWork, mode: RunMode = 'production') =>
   modelStepPrice(catalogue[type], work, mode);
 
 describe('the formula of each model node type', () => {
-  it('covers exactly the catalogue model node types (14)', () => {
+  it('covers exactly the catalogue model node types', () => {
     const models = Object.values(catalogue)
       .filter((spec) => spec.model !== null)
       .map((spec) => spec.type);
     expect(Object.keys(modelFormulas).sort()).toEqual([...models].sort());
-    expect(models).toHaveLength(14);
   });
 
   it('ImageGen: the issue’s 4 variations × 150 steps at 2048² is 80 reference images, not the price of one 64² step', () => {

@@ -65,6 +65,20 @@ describe('OpenAPI document', () => {
     expect(documented).toEqual(expected);
   });
 
+  it('documents a request body on exactly the routes that read one (`body` in platform/routes.ts)', () => {
+    const withBody = operations
+      .filter(({ operation }) => operation.requestBody !== undefined)
+      .map(({ operation }) => operation.operationId)
+      // Whatever a provider signs, read raw and verified, not a caller's JSON body.
+      .filter((id) => id !== 'ProviderWebhook');
+    expect(withBody.sort()).toEqual(
+      routes
+        .filter((route) => route.body)
+        .map((route) => route.id)
+        .sort(),
+    );
+  });
+
   it('gives every operation a unique operationId, a summary and a description', () => {
     const ids = operations.map(({ operation }) => operation.operationId);
     expect(new Set(ids).size).toBe(operations.length);

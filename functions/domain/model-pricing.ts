@@ -151,12 +151,14 @@ export const imageInputBound = (canvas: Canvas, nodeId: string, mode: RunMode): 
 
 /** The most work `node` (a model step) can do in a run of `canvas` in `mode`: what its estimate prices. */
 export const askedWork = (canvas: Canvas, node: CanvasNode, mode: RunMode): ModelWork => {
-  const spec = getNodeSpec(node.type);
-  const { config } = node;
-  switch (node.type) {
+  const { type, config } = node;
+  if (!isModelNodeType(type)) throw new Error(`${type} is not a model step`);
+  const spec = getNodeSpec(type);
+  // One case for each model node type, no default: a new one is a compile error here until its work is named.
+  switch (type) {
     case 'ImageGen':
     case 'DiffusionWorker': {
-      const settings = modeSettings(mode, config, node.type === 'ImageGen');
+      const settings = modeSettings(mode, config, type === 'ImageGen');
       const { width, height } = imageSize(config, stepProvider(node, spec)?.provider ?? 'sandbox');
       return { kind: 'sampling', images: settings.variations, pixels: width * height, steps: settings.steps };
     }
@@ -175,7 +177,9 @@ export const askedWork = (canvas: Canvas, node: CanvasNode, mode: RunMode): Mode
       const out = imageOutputBound(canvas, node, mode);
       return { kind: 'pixels', pixels: out.count * out.pixels };
     }
-    default:
+    case '3DTransform':
+    case 'TwoDToThreeD':
+    case 'AutoRigger':
       return { kind: 'run' };
   }
 };

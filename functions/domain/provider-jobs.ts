@@ -4,8 +4,8 @@
  * asked again. Pure: the step executor (functions/app/step/) applies them.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { isModelNodeType, type ModelNodeType } from '../../platform/model-defaults.ts';
 import { StepStatus } from '../../platform/run-statuses.ts';
-import type { NodeType } from '../../schemas/workflows.ts';
 
 /**
  * How long a job may run at its provider before the step fails with "timed out at <provider>" and
@@ -27,13 +27,11 @@ export const jobDeadlineMinutes = {
   TwoDToThreeD: 30,
   '3DTransform': 30,
   AutoRigger: 30,
-} as const satisfies Partial<Record<NodeType, number>>;
+} as const satisfies Record<ModelNodeType, number>;
 
 /** The deadline of a job of `nodeType` submitted at `submittedAt`. */
 export const jobDeadline = (nodeType: string, submittedAt: Date): Date => {
-  const minutes = Object.hasOwn(jobDeadlineMinutes, nodeType)
-    ? jobDeadlineMinutes[nodeType as keyof typeof jobDeadlineMinutes]
-    : 10;
+  const minutes = isModelNodeType(nodeType) ? jobDeadlineMinutes[nodeType] : 10;
   return new Date(submittedAt.getTime() + minutes * 60_000);
 };
 

@@ -29,13 +29,15 @@ import { defineError } from './define.ts';
 const retryAfter = (facts: { retryAfterSeconds: number }) => facts.retryAfterSeconds;
 const none = () => ({});
 
-// Which routes answer an error. Where the route table says it (a key, a scope that writes, a path), a
-// new route answers it without a word here; the rest are named.
+// Which routes answer an error. Where the route table says it (a key, a scope that writes, a path, a
+// body), a new route answers it without a word here; the rest are named.
 const routeIds = (answers: (route: Route) => boolean) => routes.filter(answers).map((route) => route.id as RouteId);
 /** The routes a key calls: the key's own errors. */
 const keyedRoutes = routeIds((route) => route.scope !== null);
 /** The routes whose function reads or writes the table: any of them may meet contention. */
 const tableRoutes = routeIds((route) => (route.grants.table?.length ?? 0) > 0);
+/** The routes that read a JSON body: its errors. */
+const bodyRoutes = routeIds((route) => route.body === true);
 /** The routes under `path` (itself included), which all read what it names first. */
 const under = (path: string) => routeIds((route) => route.path === path || route.path.startsWith(`${path}/`));
 // A resume (POST /runs/{jobId}/resume) is a run start: it answers every error of one.
@@ -152,7 +154,7 @@ export const PayloadTooLargeError = defineError('PayloadTooLargeError', {
   facts: (maxBytes: number) => ({ maxBytes }),
   message: (f) => `body above ${f.maxBytes} bytes`,
   status: 413,
-  routes: ['CreateWorkflow', ...runStarts, 'CreateFile', 'RedeliverWebhook'],
+  routes: bodyRoutes,
   schemas: [bodies.PayloadTooLargeErrorSchema],
   body: (f) => ({ error: messages.payloadTooLarge(f.maxBytes) }),
 });
@@ -201,7 +203,7 @@ export const InvalidBodyError = defineError('InvalidBodyError', {
   facts: (detail: string) => ({ detail }),
   message: (f) => `invalid body: ${f.detail}`,
   status: 400,
-  routes: ['CreateWorkflow', ...runStarts, 'CreateFile', 'RedeliverWebhook'],
+  routes: bodyRoutes,
   schemas: [bodies.InvalidBodyErrorSchema],
   body: (f) => ({ error: messages.invalidBody(f.detail) }),
 });

@@ -36,7 +36,7 @@ export const catalogue: Readonly<Record<NodeType, NodeSpec>> = Object.freeze(
   Object.fromEntries(nodeTypes.map((type) => [type, entries[type]])) as Record<NodeType, NodeSpec>,
 );
 
-/** The entry of a node type; `undefined` for a string that is not one of the 55 types. */
+/** The entry of a node type; `undefined` for a string that is not a node type. */
 export function getNodeSpec(type: NodeType): NodeSpec;
 export function getNodeSpec(type: string): NodeSpec | undefined;
 export function getNodeSpec(type: string): NodeSpec | undefined {

@@ -23,7 +23,7 @@ export const createExecutors = (deps: ExecutorDeps): Readonly<Record<NodeType, N
     ...outputExecutors(deps),
   }) satisfies Record<NodeType, NodeExecutor>;
 
-/** A lookup over `createExecutors(deps)`; throws for a type that has none (never for the 55). */
+/** A lookup over `createExecutors(deps)`; throws for a type that has none (never for a node type). */
 export const createExecutorRegistry = (deps: ExecutorDeps): ExecutorLookup => {
   const executors = createExecutors(deps);
   const lookup = (type: NodeType) => {
