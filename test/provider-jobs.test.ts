@@ -16,7 +16,7 @@ import {
   newWebhookToken,
   pollDelaySeconds,
   pollsBeforeDeadline,
-  retryDelaySeconds,
+  stepRetryDelaySeconds,
   supersededIntents,
   webhookTokenHash,
   webhookTokenMatches,
@@ -48,12 +48,12 @@ describe('provider jobs', () => {
   });
 
   it('waits a busy provider out with jitter, never less than its Retry-After, never past SQS’s 15 minutes', () => {
-    expect(retryDelaySeconds(1, undefined, 0)).toBe(1);
-    expect(retryDelaySeconds(1, undefined, 0.999)).toBe(5);
-    expect(retryDelaySeconds(3, undefined, 0.999)).toBe(20);
-    expect(retryDelaySeconds(1, 30, 0)).toBe(30);
-    expect(retryDelaySeconds(20, undefined, 0.999)).toBe(maxRetryDelaySeconds);
-    expect(retryDelaySeconds(1, 5000, 0.5)).toBe(maxRetryDelaySeconds);
+    expect(stepRetryDelaySeconds(1, undefined, 0)).toBe(1);
+    expect(stepRetryDelaySeconds(1, undefined, 0.999)).toBe(5);
+    expect(stepRetryDelaySeconds(3, undefined, 0.999)).toBe(20);
+    expect(stepRetryDelaySeconds(1, 30, 0)).toBe(30);
+    expect(stepRetryDelaySeconds(20, undefined, 0.999)).toBe(maxRetryDelaySeconds);
+    expect(stepRetryDelaySeconds(1, 5000, 0.5)).toBe(maxRetryDelaySeconds);
   });
 
   it('stores only a hash of the webhook token and compares it in constant time', () => {

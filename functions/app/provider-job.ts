@@ -32,7 +32,7 @@ import {
   maxProviderTries,
   newWebhookToken,
   pollDelaySeconds,
-  retryDelaySeconds,
+  stepRetryDelaySeconds,
   supersededIntents,
   type UnrecordedIntent,
   webhookTokenHash,
@@ -138,7 +138,7 @@ export const retryBusyProvider = async (
       failureReasonOf(error),
     );
   }
-  const delay = retryDelaySeconds(tries, error.retryAfterSeconds, Math.random());
+  const delay = stepRetryDelaySeconds(tries, error.retryAfterSeconds, Math.random());
   logger.info('provider busy; step tried again later', { nodeId: message.nodeId, tries, delay, status: error.status });
   await sendDelayedStepMessage(
     deps,

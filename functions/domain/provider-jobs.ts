@@ -59,7 +59,7 @@ export const maxRetryDelaySeconds = 900;
  * window from 5 s (AWS's "exponential backoff and jitter"), never less than the provider's
  * `Retry-After`.
  */
-export const retryDelaySeconds = (tries: number, retryAfter: number | undefined, random: number): number => {
+export const stepRetryDelaySeconds = (tries: number, retryAfter: number | undefined, random: number): number => {
   const window = Math.min(5 * 2 ** Math.max(0, tries - 1), maxRetryDelaySeconds);
   const jittered = Math.max(1, Math.ceil(window * random));
   return Math.min(Math.max(jittered, retryAfter ?? 0), maxRetryDelaySeconds);

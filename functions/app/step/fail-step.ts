@@ -7,7 +7,7 @@ import type { FailureReason } from '../../../platform/alarm-rules.ts';
 import { RunStatus } from '../../../platform/run-statuses.ts';
 import type { Deps } from '../../deps.ts';
 import { failureReasonOf } from '../../domain/failure-reasons.ts';
-import { retryDelaySeconds } from '../../domain/provider-jobs.ts';
+import { stepRetryDelaySeconds } from '../../domain/provider-jobs.ts';
 import { StepTimeoutError } from '../../domain/step-attempts.ts';
 import { failureRecordTries, planDeadlineRetry, planReread } from '../../domain/step-plan.ts';
 import { logger } from '../../observability/logger.ts';
@@ -86,7 +86,7 @@ export const retryTimedOut = async (
   logger.warn('step deadline cut its call; step tried again later', { nodeId: message.nodeId, timeoutMs });
   if (attempt !== null) return retryBusyProvider(deps, message, attempt, error, nodeType, jobEnds(deps, message));
   const failed = await countFailedExecution(deps, run, message.nodeId);
-  const plan = planDeadlineRetry(failed, (tries) => retryDelaySeconds(tries, undefined, Math.random()));
+  const plan = planDeadlineRetry(failed, (tries) => stepRetryDelaySeconds(tries, undefined, Math.random()));
   // `nothing`: another delivery finished the step meanwhile; it counts it.
   if (plan.kind === 'fail')
     return endWithFailure(
