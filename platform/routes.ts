@@ -185,7 +185,8 @@ const table = [
   },
   {
     // The run's events as they happen: text/event-stream, on a function URL (`transport`).
-    // GetItem: the key and the run item each second; Query: the run's partition when it moved.
+    // GetItem: the key and the run item each second; BatchGetItem: the step items it still needs;
+    // Query: the ended run's partition, once, for its last events.
     id: 'GetRunEvents',
     method: 'GET',
     path: '/runs/{jobId}/events',
