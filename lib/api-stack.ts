@@ -271,11 +271,16 @@ export class ApiStack extends Stack {
       const { fn } = service;
       grants.apply(service, route.grants);
       originSecret?.admit(fn);
-      // The Run's `links.events` (functions/app/run-stream.ts).
-      if (route.id === 'GetRun') fn.addEnvironment(envNames.runEventsBaseUrl, stream.baseUrl);
+      // The Run's `links.events` (functions/app/run-stream.ts), and a run token's.
+      if (route.id === 'GetRun' || route.id === 'CreateRunToken') {
+        fn.addEnvironment(envNames.runEventsBaseUrl, stream.baseUrl);
+      }
       const created = this.api.addRoutes({
         path: `${basePath}${route.path}`,
-        methods: [HttpMethod[route.method]],
+        // A route that accepts a run token answers its own CORS preflight (functions/http/keyed-handler.ts):
+        // the API has no CORS configuration, which would answer every route's preflight and override
+        // the functions' headers (docs/decisions/security.md, "Run tokens").
+        methods: [HttpMethod[route.method], ...(route.runToken ? [HttpMethod.OPTIONS] : [])],
         integration: new HttpLambdaIntegration(`${route.id}Integration`, safeDeploys.target(route.id, fn)),
       });
       routed.push({ route, created });

@@ -64,8 +64,11 @@ export interface ServedRoute {
   /** Matches the whole request path (`pathPattern`). */
   pattern: RegExp;
   params: string[];
-  /** Its method, and its path as the event's route key names it (`${basePath}${path}`). */
-  route: Pick<Route, 'method' | 'path'>;
+  /**
+   * Its method, and its path as the event's route key names it (`${basePath}${path}`). OPTIONS: the
+   * CORS preflight route of a route that accepts a run token, to the same function (lib/api-stack.ts).
+   */
+  route: { method: Route['method'] | 'OPTIONS'; path: string };
   /** Runs the route's function on the event; a throw is the integration failing (API Gateway's 500). */
   invoke: (event: APIGatewayProxyEventV2) => Promise<ApiResult | string | undefined>;
   /**
@@ -80,22 +83,26 @@ export const routeTimeoutMs = 10_000;
 
 /** Loads every route's handler module and builds it with `deps`, the way Lambda imports `handler`. */
 const compileRoutes = async (deps: Deps, timeoutMs: number, streamTiming?: StreamTiming): Promise<ServedRoute[]> =>
-  Promise.all(
-    routes.map(async (route) => {
-      if (route.transport === 'stream') return streamRoute(deps, route, streamTiming);
-      const module = (await import(new URL(`../${route.entry}`, import.meta.url).href)) as {
-        makeHandler: (deps: Deps) => ApiHandler;
-      };
-      // Runs as its route's function, so the AWS command log knows who sent what.
-      const handler = invokedAs(route.id, module.makeHandler(deps));
-      return {
-        ...pathPattern(`${basePath}${route.path}`),
-        route,
-        invoke: (event) =>
-          handler(event, lambdaContext(`local-${route.id}`, timeoutMs, event.requestContext.requestId)),
-      };
-    }),
-  );
+  (
+    await Promise.all(
+      routes.map(async (route): Promise<ServedRoute[]> => {
+        if (route.transport === 'stream') return [await streamRoute(deps, route, streamTiming)];
+        const module = (await import(new URL(`../${route.entry}`, import.meta.url).href)) as {
+          makeHandler: (deps: Deps) => ApiHandler;
+        };
+        // Runs as its route's function, so the AWS command log knows who sent what.
+        const handler = invokedAs(route.id, module.makeHandler(deps));
+        const served: ServedRoute = {
+          ...pathPattern(`${basePath}${route.path}`),
+          route,
+          invoke: (event) =>
+            handler(event, lambdaContext(`local-${route.id}`, timeoutMs, event.requestContext.requestId)),
+        };
+        // Its CORS preflight, as the stack routes it: OPTIONS to the same function.
+        return route.runToken ? [served, { ...served, route: { method: 'OPTIONS', path: route.path } }] : [served];
+      }),
+    )
+  ).flat();
 
 /** A streaming route as the local server serves it: the same handler its Lambda runs, streamed. */
 const streamRoute = async (deps: Deps, route: Route, timing?: StreamTiming): Promise<ServedRoute> => {
@@ -184,7 +191,7 @@ export const toEventV2 = (
   request: IncomingMessage,
   url: URL,
   body: Buffer,
-  match: { route: Pick<Route, 'method' | 'path'>; pathParameters: Record<string, string> },
+  match: { route: ServedRoute['route']; pathParameters: Record<string, string> },
 ): APIGatewayProxyEventV2 => {
   const headers: Record<string, string> = {};
   const cookies: string[] = [];
@@ -302,7 +309,8 @@ export const gatewayListener =
       const url = new URL(request.url ?? '/', 'http://localhost');
       let found: { entry: ServedRoute; pathParameters: Record<string, string> } | undefined;
       for (const entry of served) {
-        const m = entry.route.method === request.method ? entry.pattern.exec(url.pathname) : null;
+        // A function URL has no routes: every method reaches a streaming route's function, which answers it.
+        const m = entry.route.method === request.method || entry.stream ? entry.pattern.exec(url.pathname) : null;
         if (m) {
           found = {
             entry,

@@ -39,6 +39,13 @@ export interface Route {
    * (test/openapi.test.ts holds the two equal).
    */
   body?: true;
+  /**
+   * It also accepts a run token (`?access_token=`, functions/domain/run-token.ts) in place of a key,
+   * for the token's own run: its answers to such a request carry `Access-Control-Allow-Origin: *`,
+   * and it answers its CORS preflight (OPTIONS; lib/api-stack.ts routes it, the edge lets it through).
+   * No other route reads the token.
+   */
+  runToken?: true;
 }
 
 /** Every route lives under this prefix, locally and on API Gateway (spec section 9). */
@@ -149,6 +156,7 @@ const table = [
     path: '/runs/{jobId}',
     entry: 'functions/api/get-run.ts',
     scope: 'runs:read',
+    runToken: true,
     // PutItem: creating the file links' (or the cursors') signing key, once per table, at its first use.
     grants: { table: ['GetItem', 'UpdateItem', 'Query', 'PutItem'] },
   },
@@ -192,6 +200,7 @@ const table = [
     path: '/runs/{jobId}/events',
     entry: 'functions/api/get-run-events.ts',
     scope: 'runs:read',
+    runToken: true,
     grants: { table: ['GetItem', 'BatchGetItem', 'UpdateItem', 'Query', 'PutItem'] },
     transport: 'stream',
   },
@@ -211,6 +220,17 @@ const table = [
     scope: 'runs:create',
     body: true,
     grants: { table: ['GetItem', 'UpdateItem', 'Query'], webhooksQueue: 'send' },
+  },
+  {
+    // A run token for a browser (functions/app/run-tokens.ts): GetItem, the key, the run item and
+    // the tokens' signing key; PutItem, creating that key, once per table; UpdateItem, the rate counter.
+    id: 'CreateRunToken',
+    method: 'POST',
+    path: '/runs/{jobId}/tokens',
+    entry: 'functions/api/create-run-token.ts',
+    scope: 'runs:read',
+    body: true,
+    grants: { table: ['GetItem', 'UpdateItem', 'PutItem'] },
   },
   {
     id: 'GetDeferredRun',
@@ -350,6 +370,9 @@ export const routeById = (id: RouteId): Route => {
   if (!route) throw new Error(`No route ${id}`);
   return route;
 };
+
+/** Whether a route accepts a run token in place of a key (`runToken`). */
+export const acceptsRunToken = (id: RouteId): boolean => (routeById(id) as Route).runToken === true;
 
 /** The scope a keyed route needs. */
 export const scopeOf = (id: KeyedRouteId): Scope => routeById(id).scope as Scope;

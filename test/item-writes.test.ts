@@ -277,6 +277,7 @@ const definitions = {
   price: storedPrice,
   cursorKey: storedServerSecret,
   fileLinkKey: storedServerSecret,
+  runTokenKey: storedServerSecret,
   upload: storedUpload,
   runTag: storedRunTag,
   stepEventCount: storedStepEventCount,
@@ -304,6 +305,7 @@ const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definition
     [/^PRICE$/, 'price'],
     [/^CURSORKEY$/, 'cursorKey'],
     [/^FILELINKKEY$/, 'fileLinkKey'],
+    [/^RUNTOKENKEY$/, 'runTokenKey'],
     [/^FILE#/, 'upload'],
   ];
   if (PK.startsWith('KEYSPEND#')) return 'keyMonth';

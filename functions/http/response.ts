@@ -51,3 +51,29 @@ export const eventStreamHead = {
 
 /** Nothing more to send: an event stream's reconnect after its `done` (an EventSource then stops). */
 export const noContent = (): HttpResult => ({ statusCode: 204, headers: {}, body: '' });
+
+/**
+ * The CORS headers of an answer to a request a run token authenticated (`?access_token=`): any
+ * origin may read it, since the token in the URL, not a cookie, is the credential (so never
+ * `Allow-Credentials`). `Retry-After` is exposed for a 429's wait.
+ */
+export const crossOriginHeaders = {
+  'access-control-allow-origin': '*',
+  'access-control-expose-headers': 'retry-after',
+};
+
+/**
+ * The answer to a CORS preflight (OPTIONS) of a route that accepts a run token: GET from any
+ * origin, with `Last-Event-ID` (an event stream's resume) and `Prefer`; cached by the browser for
+ * two hours (Chromium's ceiling).
+ */
+export const preflight = (): HttpResult => ({
+  statusCode: 204,
+  headers: {
+    'access-control-allow-origin': '*',
+    'access-control-allow-methods': 'GET',
+    'access-control-allow-headers': 'last-event-id, prefer',
+    'access-control-max-age': '7200',
+  },
+  body: '',
+});
