@@ -103,7 +103,7 @@ describe('a run token in a browser', () => {
       const sent: { url: string; headers: Record<string, string> }[] = [];
       tab.on('request', (request) => sent.push({ url: request.url(), headers: request.headers() }));
       await tab.goto(pageUrl);
-      const followed = (await tab.evaluate(() => (window as unknown as { followed: Promise<unknown> }).followed)) as {
+      const followed = (await tab.evaluate('window.followed')) as {
         seen: string[];
         done: { jobId: string; status: string };
         status: number;

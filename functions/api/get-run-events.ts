@@ -1,5 +1,5 @@
 import { basePath } from '../../platform/routes.ts';
-import { openRunEvents, type StreamTiming, streamTiming } from '../app/run-stream.ts';
+import { openRunEvents, type StreamTiming, timingUntil } from '../app/run-stream.ts';
 import { withStreamSlot } from '../app/stream-slots.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { type Deps, productionDeps } from '../deps.ts';
@@ -18,16 +18,6 @@ const withOwnAddress = (deps: Deps, domainName: string): Deps =>
     : deps;
 
 /**
- * A run token's stream ends by the token's end at the latest (with `retry:`, as at the cap): its
- * reconnect is then refused, so a token is never read past `expiresAt`.
- */
-const cappedAt = (deps: Deps, timing: StreamTiming | undefined, until: Date | undefined): StreamTiming | undefined => {
-  if (!until) return timing;
-  const base = timing ?? streamTiming;
-  return { ...base, capMs: Math.max(0, Math.min(base.capMs, until.getTime() - deps.now().getTime())) };
-};
-
-/**
  * GET /runs/{jobId}/events: the run's events as `text/event-stream`, on a function URL
  * in RESPONSE_STREAM mode (API Gateway's HTTP API cannot stream). The key, its rate limit and the
  * scope are checked as on every keyed route, then the key's and the run's caps on open streams (a 429 past either),
@@ -41,7 +31,7 @@ export const makeHandler = (deps: Deps, timing?: StreamTiming) =>
       { teamId: auth.teamId, workflowIds: auth.key.workflowIds },
       jobId,
       event.headers['last-event-id'],
-      cappedAt(deps, timing, auth.runToken?.expiresAt),
+      timingUntil(deps, timing, auth.runToken?.expiresAt),
     );
     if (opened.finished) return sendWhole(open, noContent());
     // The key's and the run's caps on open streams: their 429 comes before the stream opens.

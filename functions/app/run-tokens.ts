@@ -2,10 +2,16 @@ import { basePath } from '../../platform/routes.ts';
 import { type RunToken, type RunTokenRequest, runTokenSeconds } from '../../schemas/run-tokens.ts';
 import type { Deps } from '../deps.ts';
 import { runTokenExpiry, signRunToken, withAccessToken } from '../domain/run-token.ts';
-import type { AuthContext } from '../http/authenticate.ts';
 import { readRunItem } from '../store/run/index.ts';
 import { signingSecret } from '../store/server-secrets.ts';
 import { runStreamUrl, visibleRun } from './read-run.ts';
+
+/** Who asks: the key's team, its id (the token names it) and the workflows it is limited to. */
+interface Caller {
+  teamId: string;
+  keyId: string;
+  key: { workflowIds: readonly string[] };
+}
 
 /** Where GET /runs/{jobId} is reached on this stage. */
 const runUrl = (deps: Deps, jobId: string): string => {
@@ -20,7 +26,7 @@ const runUrl = (deps: Deps, jobId: string): string => {
  */
 export const issueRunToken = async (
   deps: Deps,
-  auth: AuthContext,
+  auth: Caller,
   jobId: string,
   asked: RunTokenRequest,
 ): Promise<RunToken> => {
