@@ -10,7 +10,9 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { logger } from '../functions/observability/logger.ts';
 import { revokeApiKey } from '../functions/store/api-keys.ts';
 import { startLocalApi } from '../local/api-gateway.ts';
+import { createClient } from '../packages/client/src/index.ts';
 import { basePath, routes } from '../platform/routes.ts';
+import { runCli } from './support/cli.ts';
 import { api, faultyDeps } from './support/runs.ts';
 import {
   addKey,
@@ -275,6 +277,40 @@ describe('a run token', () => {
     expect(lines).toContain(`/runs/${jobId}?access_token=[redacted]`);
     expect(lines).not.toContain(made.token);
     expect(lines).not.toContain(made.token.split('.')[2]);
+  });
+});
+
+describe('the client and the CLI', () => {
+  it('client.runToken and `run token` make a token whose links read the run', async () => {
+    const team = await seedUnthrottledTeam(stack.deps);
+    const jobId = await startRun(team);
+    const client = createClient({ baseUrl: stack.baseUrl, apiKey: team.key });
+    const made = await client.runToken(jobId, { expiresInSeconds: 120 });
+    expect(Date.parse(made.expiresAt) - Date.now()).toBeLessThanOrEqual(120_000);
+    expect((await fetch(made.links.run)).status).toBe(200);
+    const byDefault = await client.runToken(jobId);
+    expect(Date.parse(byDefault.expiresAt) - Date.now()).toBeGreaterThan(3_000_000);
+
+    const printed = await runCli({ baseUrl: stack.baseUrl, key: team.key }, [
+      'run',
+      'token',
+      jobId,
+      '--expires-in',
+      '300',
+      '--json',
+    ]);
+    expect(printed.code, printed.stderr).toBe(0);
+    const token = JSON.parse(printed.stdout) as Made;
+    expect((await streamHead(token.links.events)).headers.get('access-control-allow-origin')).toBe('*');
+    const refused = await runCli({ baseUrl: stack.baseUrl, key: team.key }, [
+      'run',
+      'token',
+      jobId,
+      '--expires-in',
+      '30',
+    ]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--expires-in must be a whole number of seconds from 60 to 86400');
   });
 });
 

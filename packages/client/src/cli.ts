@@ -60,6 +60,9 @@ Commands:
       --event E                          A webhook event to send to --callback-url (run.started, step.completed,
                                          step.failed, run.completed, ...); repeatable; without it, the end only
       --watch                            Follow the run until it ends
+  run token <jobId> [--expires-in S]     A run token for a browser: reads this run and follows it live with no
+                                         key, from any origin (S seconds, 60 to 86400; default 3600); prints
+                                         the token, its end and the two links it opens
   watch <jobId>                          Follow a run: progress and each step's status, until it ends
                                          (from its event stream; by polling when the stream is unavailable)
   download <jobId> [--dir D]             Download the run's output files (default dir: ./<jobId>)
@@ -138,6 +141,7 @@ const optionSpec = {
   'bedrock-model': { type: 'string', multiple: true },
   check: { type: 'string', multiple: true },
   timeout: { type: 'string' },
+  'expires-in': { type: 'string' },
 } as const;
 
 type OptionName = keyof typeof optionSpec;
@@ -175,6 +179,7 @@ const commandOptions: Record<string, OptionName[]> = {
   'files upload': ['content-type', 'name'],
   'files get': [],
   smoke: ['agent', 'project', 'webhook-url', 'webhook-secret', 'aws-region', 'bedrock-model', 'check', 'timeout'],
+  'run token': ['expires-in'],
 };
 
 /** Where the CLI writes and what it reads; `main` takes them so it can be driven in-process too. */
@@ -210,6 +215,8 @@ const positionalCommand = (positionals: string[]): { command: string; args: stri
     if (!(command in commandOptions)) throw new UsageError(`unknown command "${command}"`);
     return { command, args: rest };
   }
+  // A run's id is a uuid: `run token` is never a run of a workflow named `token`.
+  if (first === 'run' && second === 'token') return { command: 'run token', args: rest };
   if (!(first in commandOptions)) throw new UsageError(`unknown command "${first}"`);
   return { command: first, args: positionals.slice(1) };
 };
@@ -899,6 +906,24 @@ const describeError = (error: unknown): string => {
   return `${(error as Error).message ?? String(error)}${detail ? ` (${detail})` : ''}`;
 };
 
+/** `run token <jobId>`: a run token for a browser, and the two links it opens. */
+const runToken = async (client: WorkflowRunClient, io: CliIo, values: Values, jobId: string, json: boolean) => {
+  const given = values['expires-in'];
+  const expiresInSeconds = given === undefined ? undefined : Number(given);
+  if (
+    expiresInSeconds !== undefined &&
+    (!Number.isInteger(expiresInSeconds) || expiresInSeconds < 60 || expiresInSeconds > 86_400)
+  )
+    throw new UsageError(`--expires-in must be a whole number of seconds from 60 to 86400 (got ${given})`);
+  const made = await client.runToken(jobId, {
+    signal: io.signal,
+    ...(expiresInSeconds !== undefined && { expiresInSeconds }),
+  });
+  if (json) printJson(io, made);
+  else
+    printFields(io, { token: made.token, expiresAt: made.expiresAt, run: made.links.run, events: made.links.events });
+};
+
 /** Runs the CLI with `argv` (without `node` and the script) and returns the exit code. */
 export const main = async (
   argv: string[],
@@ -967,6 +992,9 @@ export const main = async (
       }
       case 'deliveries':
         await deliveries(client, io, values, oneArg(command, args, 'job id'), json);
+        break;
+      case 'run token':
+        await runToken(client, io, values, oneArg(command, args, 'job id'), json);
         break;
       case 'runs list':
         noArgs(command, args);

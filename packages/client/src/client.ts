@@ -73,6 +73,8 @@ export type ListDeferredRunsParams = NonNullable<paths['/deferred-runs']['get'][
 export type WebhookDeliveries = Schemas['WebhookDeliveries'];
 export type WebhookAttempt = Schemas['WebhookAttempt'];
 export type RedeliveryQueued = Schemas['RedeliveryQueued'];
+/** A run token and the two addresses it opens (POST /runs/{jobId}/tokens). */
+export type RunToken = Schemas['RunToken'];
 /** One delivery of a run that chose `webhookEvents`, and the redelivery's naming of one. */
 export type LifecycleDelivery = Schemas['LifecycleDelivery'];
 export type RedeliverRequest = Schemas['RedeliverRequest'];
@@ -245,6 +247,12 @@ export interface WorkflowRunClient {
    * cap until `done`. The stream's address is the Run's `links.events` (read once unless `url`).
    */
   runEvents(jobId: string, options?: RunEventsOptions): AsyncGenerator<RunEvent, void, undefined>;
+  /**
+   * POST /runs/{jobId}/tokens: a run token for a browser, which reads this run and follows it live
+   * with no key (`links.run` with `fetch`, `links.events` with `EventSource`) until `expiresAt`
+   * (`expiresInSeconds`, 60 to 86,400; an hour unless given) or the key's revocation.
+   */
+  runToken(jobId: string, options?: RequestOptions & { expiresInSeconds?: number }): Promise<RunToken>;
   /** The underlying openapi-fetch client, for anything the methods above do not cover. */
   readonly raw: FetchClient<paths>;
 }
@@ -514,6 +522,16 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
         },
         jobId,
         eventsOptions,
+      ),
+    runToken: (jobId, requestOptions = {}) =>
+      unwrap(
+        raw.POST('/runs/{jobId}/tokens', {
+          params: { path: { jobId } },
+          ...(requestOptions.expiresInSeconds !== undefined && {
+            body: { expiresInSeconds: requestOptions.expiresInSeconds },
+          }),
+          signal: requestOptions.signal,
+        }),
       ),
   };
   return client;

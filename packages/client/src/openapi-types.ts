@@ -267,6 +267,30 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/runs/{jobId}/tokens': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Make a run token for a browser
+     * @description A token that reads this one run, for a browser: an `EventSource` cannot send `Authorization`, and an API key must never reach a browser. Hand the token (or its `links`) to the page: `new EventSource(links.events)` follows the run to `done`, `fetch(links.run)` reads it, from any origin (the answers carry `Access-Control-Allow-Origin: *`), with no relay of your own.
+     *
+     *     The token works only on GET /runs/{jobId} and GET /runs/{jobId}/events of this run (another run reads as one that does not exist), only until `expiresAt`, and only while the key that made it stands: revoking the key ends every token it made. Its requests count against that key's rate limit and open streams. An event stream it opened ends by `expiresAt` at the latest. Nothing is stored: make as many as you need.
+     *
+     *     Scope: `runs:read`.
+     */
+    post: operations['CreateRunToken'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/deferred-runs/{id}': {
     parameters: {
       query?: never;
@@ -2657,6 +2681,26 @@ export interface components {
       maxLength?: number;
       format?: string;
     };
+    RunTokenRequest: {
+      /** @description How long the token works, in seconds: 60 to 86400; 3600 when absent. */
+      expiresInSeconds?: number;
+    };
+    RunToken: {
+      /** @description The token: pass it as the `access_token` query parameter. It is a secret while it works. */
+      token: string;
+      /**
+       * Format: date-time
+       * @description When the token stops working.
+       */
+      expiresAt: string;
+      /** @description The two addresses the token opens, each with the token as `access_token`. */
+      links: {
+        /** @description GET /runs/{jobId} with the token: read the run with `fetch`. */
+        run: string;
+        /** @description GET /runs/{jobId}/events with the token: `new EventSource(links.events)`. */
+        events: string;
+      };
+    };
     NameRequiredError: {
       /** @constant */
       error: 'name is required';
@@ -2897,6 +2941,8 @@ export interface components {
   headers: {
     /** @description Seconds to wait before trying again. */
     'Retry-After': number;
+    /** @description `*` on every answer to a request a run token authenticated (`access_token`), so a page on any origin reads it; absent on a request with an API key (keys belong on servers). */
+    'Access-Control-Allow-Origin': '*';
     /** @description `Bearer` when no key was sent, `Bearer error="invalid_token"` when the key sent is malformed, unknown, revoked or expired. */
     'WWW-Authenticate': string;
   };
@@ -3577,6 +3623,7 @@ export interface operations {
       /** @description The run. */
       200: {
         headers: {
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -3586,6 +3633,7 @@ export interface operations {
       /** @description An `output_cursor` this run did not give (altered, or of another run). */
       400: {
         headers: {
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -3596,6 +3644,7 @@ export interface operations {
       401: {
         headers: {
           'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -3605,6 +3654,7 @@ export interface operations {
       /** @description The key lacks the scope this operation needs. */
       403: {
         headers: {
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -3614,6 +3664,7 @@ export interface operations {
       /** @description No such run in the team. */
       404: {
         headers: {
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -3624,6 +3675,7 @@ export interface operations {
       429: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -3634,6 +3686,7 @@ export interface operations {
       503: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -3903,6 +3956,7 @@ export interface operations {
       /** @description A `text/event-stream` (server-sent events). Each event is `event: <name>`, `id: <id>` and one `data:` line of JSON: `step` (a `RunStep`: one step started or ended; no result), `output` (a `RunOutput`: a final step’s output, as soon as it is available), `status` (a `RunStatusEvent`: the run’s status or progress changed), and last `done` (the final `Run`, as GET /runs/{jobId} answers it), after which the stream ends. A stream stays open at most 120 seconds: it then sends `retry: <ms>` and closes; reconnect with the last `id` as `Last-Event-ID` and only what changed since is sent, nothing twice. An id that is not one of this run’s is read as none: everything is sent again. */
       200: {
         headers: {
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -3912,6 +3966,7 @@ export interface operations {
       /** @description The `Last-Event-ID` is that of the run’s `done`: nothing more will come. */
       204: {
         headers: {
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content?: never;
@@ -3920,6 +3975,7 @@ export interface operations {
       401: {
         headers: {
           'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -3929,6 +3985,7 @@ export interface operations {
       /** @description The key lacks the scope this operation needs. */
       403: {
         headers: {
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -3938,6 +3995,7 @@ export interface operations {
       /** @description No such run in the team. */
       404: {
         headers: {
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -3948,6 +4006,7 @@ export interface operations {
       429: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -3961,6 +4020,7 @@ export interface operations {
       503: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -4140,6 +4200,100 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['ServerError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  CreateRunToken: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The `jobId` returned when the run started. */
+        jobId: string;
+      };
+      cookie?: never;
+    };
+    /** @description Optional: how long the token works (default 3600 seconds). */
+    requestBody?: {
+      content: {
+        'application/json': components['schemas']['RunTokenRequest'];
+      };
+    };
+    responses: {
+      /** @description The token and the addresses it opens. */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunToken'];
+        };
+      };
+      /** @description The body is not JSON, or `expiresInSeconds` is not a whole number from 60 to 86400. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidBodyError'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks the scope this operation needs. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ScopeNotPermittedError'];
+        };
+      };
+      /** @description No such run in the team (or in the workflows the key is limited to). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunNotFoundError'];
+        };
+      };
+      /** @description The body is over 4 KB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PayloadTooLargeError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
         };
       };
       /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
