@@ -305,14 +305,25 @@ interface Sent extends RawRequest {
   label: string;
   /** The operation the gateway should route it to, or undefined when no route matches. */
   op?: Operation;
+  /** A CORS preflight (OPTIONS) of a path whose GET accepts a run token: answered 204 by its function. */
+  preflight?: true;
 }
+
+/** Whether the operation accepts a run token (`access_token`) in place of the key. */
+const takesRunToken = (op: Operation) => op.operation.security?.some((r) => 'runToken' in r) === true;
+
+/** `access_token` values (as sent, encoded), set in `beforeAll`: real tokens, altered ones, and garbage. */
+let accessTokens: Record<string, string> = {};
 
 const problemsOf = (sent: Sent, answer: RawResponse): string[] => {
   const problems: string[] = [];
   if (answer.status >= 500) problems.push(`status ${answer.status}`);
   const contentType = (answer.headers['content-type'] ?? '').split(';')[0]?.trim() ?? '';
   const isHead = sent.method === 'HEAD';
-  if (!sent.op) {
+  if (sent.preflight) {
+    if (answer.status !== 204 || answer.headers['access-control-allow-origin'] !== '*')
+      problems.push(`preflight answered ${answer.status}`);
+  } else if (!sent.op) {
     // Not a route: API Gateway's own answer, never a handler's.
     const tooLarge = Buffer.byteLength(sent.body ?? '') > 10 * 1024 * 1024;
     if (answer.status !== (tooLarge ? 413 : 404)) problems.push(`gateway answered ${answer.status}`);
@@ -486,6 +497,22 @@ beforeAll(async () => {
     'read-only scope': `Bearer ${readOnly.key}`,
     'one workflow': `Bearer ${oneWorkflow.key}`,
   };
+  // Run tokens: one real (for a run of the team's), and what a page might send instead of one.
+  const made = await call(stack.baseUrl, `/runs/${started.body.jobId}/tokens`, { key: team.key, method: 'POST' });
+  expect(made.status).toBe(201);
+  const token = String(made.body.token);
+  const [head, payload, sig] = token.split('.') as [string, string, string];
+  accessTokens = {
+    'real token': encodeURIComponent(token),
+    'altered signature': encodeURIComponent(`${head}.${payload}.${sig.slice(1)}A`),
+    'payload of garbage': encodeURIComponent(`${head}.${Buffer.from('a b c 1').toString('base64url')}.${sig}`),
+    'huge payload': encodeURIComponent(`${head}.${'A'.repeat(6000)}.${sig}`),
+    empty: '',
+    'an API key': encodeURIComponent(team.key),
+    'two tokens': `${encodeURIComponent(token)}&access_token=${encodeURIComponent(token)}`,
+    garbage: '%00%ED%A0%80',
+    dots: '....',
+  };
   // A real cursor of each list that pages (any GET whose document declares `cursor`), so valid queries page.
   for (const op of operations().filter((o) => o.method === 'GET' && o.params.some((p) => p.name === 'cursor'))) {
     const page = await call(stack.baseUrl, `${op.template}?limit=1`, { key: team.key });
@@ -583,7 +610,17 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
       for (const method of methods) {
         const op = ops.find((o) => o.template === template && o.method === method);
         const path = `${basePath}${template.replace(/\{\w+\}/g, () => encodeURIComponent(ids[0] as string))}`;
-        requests.push({ method, path, label: 'method', op, headers: { authorization: auths['full key'] as string } });
+        // OPTIONS where a GET takes a run token: that GET's CORS preflight, no route of the document.
+        const preflight =
+          method === 'OPTIONS' && ops.some((o) => o.template === template && takesRunToken(o)) ? true : undefined;
+        requests.push({
+          method,
+          path,
+          label: 'method',
+          op,
+          ...(preflight && { preflight }),
+          headers: { authorization: auths['full key'] as string },
+        });
       }
     }
     // Paths beside the declared ones are not routes.
@@ -719,6 +756,20 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
           label: `query ${query.slice(0, 40)}`,
           headers: header('full key'),
         });
+      }
+      // A run token in place of the key, where the operation takes one: with no key, and beside one.
+      if (takesRunToken(op)) {
+        for (const [name, value] of Object.entries(accessTokens)) {
+          for (const n of [5, 0, 7]) {
+            requests.push({
+              op,
+              method: op.method,
+              path: `${fill(op, (p) => validParam(p, n))}?access_token=${value}`,
+              label: `access_token: ${name}`,
+              headers: n === 0 ? header('garbage') : {},
+            });
+          }
+        }
       }
       for (const [name, value] of oddHeaders) {
         requests.push({

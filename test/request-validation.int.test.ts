@@ -77,6 +77,8 @@ const validBodies = (): Record<string, Json[]> => {
     ],
     // A redelivery may name the lifecycle event's delivery.
     RedeliverWebhook: [{ event: 'step.completed', nodeId: 'prompt' }],
+    // A run token's lifetime: its one field is a number, so only the body itself is walked.
+    CreateRunToken: [{ expiresInSeconds: 600 }],
     CreateFile: [{ name: 'cat.png', contentType: 'image/png', size: 48_213 }],
   };
 };
@@ -170,7 +172,7 @@ const operationsWithBodies = () =>
   );
 
 describe('every request body refuses an array for an object and an empty name', () => {
-  it('finds the operations that take a body: create a workflow, both run starts, a resume, a redelivery and a file', () => {
+  it('finds the operations that take a body: create a workflow, both run starts, a resume, a redelivery, a run token and a file', () => {
     const withBodies = operationsWithBodies().map((o) => o.operationId);
     expect(withBodies).toEqual([
       'CreateWorkflow',
@@ -179,6 +181,8 @@ describe('every request body refuses an array for an object and an empty name', 
       'ResumeRun',
       // Its optional body names a lifecycle event's delivery.
       'RedeliverWebhook',
+      // Its optional body is the token's lifetime.
+      'CreateRunToken',
       'CreateFile',
     ]);
   });
@@ -220,7 +224,9 @@ describe('every request body refuses an array for an object and an empty name', 
     }
     // CreateFile's body is three fields: itself, and two strings; a resume's four: itself, its inputs and two
     // strings; a redelivery's three: itself and two strings.
-    const fewest = { CreateWorkflow: 20, CreateFile: 2, ResumeRun: 3, RedeliverWebhook: 2 }[operationId] ?? 4;
+    // A run token's one: itself.
+    const fewest =
+      { CreateWorkflow: 20, CreateFile: 2, ResumeRun: 3, RedeliverWebhook: 2, CreateRunToken: 0 }[operationId] ?? 4;
     expect(tried.length).toBeGreaterThan(fewest);
     // Nothing was started or held by any of them.
     expect(await ledgerOf(stack.deps, team.teamId)).toEqual({ balance: 10_000, held: 0, charged: 0, granted: 10_000 });
