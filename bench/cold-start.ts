@@ -386,6 +386,15 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
         return apiEvent(routeById('RedeliverWebhook'), { key, pathParameters: { jobId } });
       },
     },
+    // A run token for a browser: the key, the run item, and the tokens' signing key (made by this first one).
+    CreateRunToken: {
+      event: async () =>
+        apiEvent(routeById('CreateRunToken'), {
+          key,
+          pathParameters: { jobId: completed.jobId },
+          body: { expiresInSeconds: 600 },
+        }),
+    },
     GetDeferredRun: {
       event: async () => apiEvent(routeById('GetDeferredRun'), { key, pathParameters: { id: waiting.deferredJobId } }),
     },
