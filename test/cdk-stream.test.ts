@@ -57,8 +57,8 @@ const streamFunction = (template: Template): [string, Json] => {
   return found[0] as [string, Json];
 };
 
-const getRunEnvironment = (template: Template): Json => {
-  const route = routeById('GetRun');
+const getRunEnvironment = (template: Template, id: 'GetRun' | 'CreateRunToken' = 'GetRun'): Json => {
+  const route = routeById(id);
   const found = Object.values(template.findResources('AWS::Lambda::Function')).filter(
     (r) => (r as Json).Properties.Description === `${route.method} ${basePath}${route.path}`,
   );
@@ -123,6 +123,8 @@ describe('the run event stream in the stack', () => {
     expect(base).toEqual({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [urlId, 'FunctionUrl'] }, 'api/v1']] });
     expect(JSON.stringify(outputs.RunEventsOriginHost.Value)).toContain(urlId);
     expect(getRunEnvironment(dev.api)[envNames.runEventsBaseUrl]).toEqual(base);
+    // A run token's `links.events` is the same address.
+    expect(getRunEnvironment(dev.api, 'CreateRunToken')[envNames.runEventsBaseUrl]).toEqual(base);
     // The function's own address is not in its environment (a cycle): it reads it from the request.
     const [, fn] = streamFunction(dev.api);
     expect(fn.Properties.Environment.Variables[envNames.runEventsBaseUrl]).toBeUndefined();
