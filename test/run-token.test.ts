@@ -5,6 +5,8 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { streamTiming, timingUntil } from '../functions/app/run-stream.ts';
+import type { Deps } from '../functions/deps.ts';
 import { openRunToken, runTokenExpiry, signRunToken, withAccessToken } from '../functions/domain/run-token.ts';
 import { redactSecrets } from '../functions/observability/log-line.ts';
 import { accessLogFields } from '../platform/routes.ts';
@@ -95,5 +97,18 @@ describe('the logs', () => {
     // $context.path is the path alone (the query is in no $context variable of an HTTP API).
     expect(accessLogFields.path).toBe('$context.path');
     expect(values.some((value) => /query|request\.|rawQuery/i.test(value))).toBe(false);
+  });
+});
+
+describe("a run token's stream", () => {
+  it('ends by the token’s end when that comes before the cap, and at the cap otherwise', () => {
+    const deps = { now: () => now } as Deps;
+    const end = (ms: number) => new Date(now.getTime() + ms);
+    expect(timingUntil(deps, undefined, undefined)).toBeUndefined();
+    expect(timingUntil(deps, undefined, end(30_000))).toEqual({ ...streamTiming, capMs: 30_000 });
+    expect(timingUntil(deps, undefined, end(3_600_000))).toEqual(streamTiming);
+    const short = { ...streamTiming, capMs: 5_000 };
+    expect(timingUntil(deps, short, end(30_000))).toEqual(short);
+    expect(timingUntil(deps, short, end(-1))?.capMs).toBe(0);
   });
 });
