@@ -228,6 +228,17 @@ const securitySchemeName = 'bearerAuth';
 const runTokenSchemeName = 'runToken';
 const allowOriginRef: ReferenceObject = { $ref: '#/components/headers/Access-Control-Allow-Origin' };
 
+/** The query parameter a run token travels in, on the routes that accept one (the `runToken` scheme's). */
+const accessTokenParameter: DocumentedParameter = {
+  name: 'access_token',
+  in: 'query',
+  required: false,
+  description:
+    'A run token (POST /runs/{jobId}/tokens) for this run, in place of the key: for a browser. With it, the ' +
+    '`Authorization` header is not read, and every answer carries `Access-Control-Allow-Origin: *`.',
+  schema: { type: 'string' },
+};
+
 /** A route that accepts a run token: each of its answers may carry `Access-Control-Allow-Origin`. */
 const withAllowOrigin = (response: ResponseObject): ResponseObject => ({
   ...response,
@@ -296,7 +307,13 @@ function operation(spec: OperationSpec, documented: readonly DocumentedError[]):
     summary: spec.summary,
     description: keyed ? `${spec.description}\n\nScope: \`${scope}\`.` : spec.description,
     security: keyed ? [{ [securitySchemeName]: [] }, ...(runToken ? [{ [runTokenSchemeName]: [] }] : [])] : [],
-    ...(spec.parameters ? { parameters: spec.parameters.map(documentedParameter) } : {}),
+    ...(spec.parameters || runToken
+      ? {
+          parameters: [...(spec.parameters ?? []), ...(runToken ? [accessTokenParameter] : [])].map(
+            documentedParameter,
+          ),
+        }
+      : {}),
     ...(spec.requestBody ? { requestBody: spec.requestBody } : {}),
     responses: Object.fromEntries(statuses.map((status) => [String(status), responses[status]])),
   };

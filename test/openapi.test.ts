@@ -119,6 +119,7 @@ describe('OpenAPI document', () => {
     );
     expect(tokened.map(({ operation }) => operation.operationId).sort()).toEqual(['GetRun', 'GetRunEvents']);
     for (const { operation } of tokened) {
+      expect(operation.parameters).toContainEqual(expect.objectContaining({ name: 'access_token', in: 'query' }));
       for (const response of Object.values(operation.responses ?? {})) {
         expect((response as ResponseObject).headers?.['Access-Control-Allow-Origin']).toEqual({
           $ref: '#/components/headers/Access-Control-Allow-Origin',

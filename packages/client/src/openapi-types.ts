@@ -3610,6 +3610,8 @@ export interface operations {
       query?: {
         /** @description The `output_next` of an earlier read of this run: the answer is the run with the next page of `output`. */
         output_cursor?: string;
+        /** @description A run token (POST /runs/{jobId}/tokens) for this run, in place of the key: for a browser. With it, the `Authorization` header is not read, and every answer carries `Access-Control-Allow-Origin: *`. */
+        access_token?: string;
       };
       header?: never;
       path: {
@@ -3940,7 +3942,10 @@ export interface operations {
   };
   GetRunEvents: {
     parameters: {
-      query?: never;
+      query?: {
+        /** @description A run token (POST /runs/{jobId}/tokens) for this run, in place of the key: for a browser. With it, the `Authorization` header is not read, and every answer carries `Access-Control-Allow-Origin: *`. */
+        access_token?: string;
+      };
       header?: {
         /** @description The `id` of the last event received: the stream resumes after it. */
         'Last-Event-ID'?: string;
