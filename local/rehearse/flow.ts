@@ -327,6 +327,29 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
       return names.join(', ');
     });
 
+    await step(
+      'POST /runs/{jobId}/tokens: a run token reads the run and its stream with no key, cross-origin',
+      async () => {
+        const made = await request(baseUrl, `/runs/${jobId}/tokens`, { key, method: 'POST', body: {} });
+        expectStatus(made, 201, 'POST /runs/{jobId}/tokens');
+        const query = `?access_token=${encodeURIComponent(String(made.body.token))}`;
+        const run = await request(baseUrl, `/runs/${jobId}${query}`);
+        expectStatus(run, 200, 'GET /runs/{jobId} with the token');
+        const stream = await request(baseUrl, `/runs/${jobId}/events${query}`);
+        expectStatus(stream, 200, 'GET /runs/{jobId}/events with the token');
+        for (const answer of [run, stream])
+          check(answer.headers.get('access-control-allow-origin') === '*', 'no Access-Control-Allow-Origin: *');
+        for (const path of [`/runs/${jobId}`, `/runs/${jobId}/events`]) {
+          const preflight = await fetch(`${baseUrl}${path}${query}`, {
+            method: 'OPTIONS',
+            headers: { origin: 'https://app.example.com', 'access-control-request-method': 'GET' },
+          });
+          check(preflight.status === 204, `the preflight of ${path}: ${preflight.status}`);
+        }
+        return 'read, streamed and preflighted with the token';
+      },
+    );
+
     await step('POST /runs/{jobId}/deliveries/redeliver: the Webhooks mapping delivers it again', async () => {
       const queued = await request(baseUrl, `/runs/${jobId}/deliveries/redeliver`, { key, method: 'POST' });
       expectStatus(queued, 202, 'POST /runs/{jobId}/deliveries/redeliver');
