@@ -268,6 +268,28 @@ const table = [
     grants: { table: ['GetItem', 'UpdateItem', 'BatchGetItem', 'Query'] },
   },
   {
+    // What a run start with this body would hold and answer, started nothing (functions/app/estimate-run.ts):
+    // RunWorkflow's reads (an upload settled as any read of it settles it: UpdateItem, GetObject,
+    // DeleteObject) and the price settings, no write of a run; UpdateItem also counts the request.
+    id: 'EstimateWorkflowRun',
+    method: 'POST',
+    path: '/workflows/{id}/estimate',
+    entry: 'functions/api/estimate-workflow-run.ts',
+    scope: 'runs:create',
+    body: true,
+    grants: { table: ['GetItem', 'BatchGetItem', 'UpdateItem'], uploads: ['GetObject', 'DeleteObject'] },
+  },
+  {
+    // EstimateWorkflowRun's, and Query: the agent's workflows (as RunAgent).
+    id: 'EstimateAgentRun',
+    method: 'POST',
+    path: '/agents/{id}/estimate',
+    entry: 'functions/api/estimate-agent-run.ts',
+    scope: 'runs:create',
+    body: true,
+    grants: { table: ['GetItem', 'BatchGetItem', 'Query', 'UpdateItem'], uploads: ['GetObject', 'DeleteObject'] },
+  },
+  {
     // Asynchronous providers announce a step's job's end here (functions/app/provider-webhook.ts):
     // no API key; the provider's signature, the step's token and the job's id are the check.
     // UpdateItem: a job announced under a submission whose id was never recorded is recorded or adopted.

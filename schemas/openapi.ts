@@ -27,6 +27,7 @@ import { creditComponents, creditOperations } from './credits.ts';
 import { deferredRunComponents, deferredRunListComponents, deferredRunOperations } from './deferred-runs.ts';
 import { DeliveryPendingErrorSchema, deliveryComponents, deliveryOperations } from './deliveries.ts';
 import * as errors from './errors.ts';
+import { estimateComponents, estimateOperations } from './estimates.ts';
 import { fileLinkOperations } from './file-links.ts';
 import { FileNotAcceptedErrorSchema, fileComponents, fileOperations } from './files.ts';
 import { lifecycleWebhookComponents, lifecycleWebhookEntries } from './lifecycle-webhooks.ts';
@@ -68,6 +69,7 @@ export const componentSchemas = {
   ...fileComponents,
   ...creditComponents,
   ...nodeTypeComponents,
+  ...estimateComponents,
   NameRequiredError: errors.NameRequiredErrorSchema,
   StepsRequiredError: errors.StepsRequiredErrorSchema,
   AgentOrProjectRequiredError: errors.AgentOrProjectRequiredErrorSchema,
@@ -303,6 +305,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       ...fileOperations,
       ...creditOperations,
       ...nodeTypeOperations,
+      ...estimateOperations,
     ]),
     {
       operationId: 'ProviderWebhook',
