@@ -7,7 +7,10 @@ import * as v from 'valibot';
 import { scopeOf } from '../platform/routes.ts';
 import { DateTimeSchema, UuidSchema } from './common.ts';
 import { jsonResponse, type OperationSpec, ref, storageBusyText, uuidPath } from './openapi-parts.ts';
-import { LicenceSchema, MultiplierSchema } from './runs.ts';
+import { LicenceSchema } from './runs.ts';
+
+/** A price multiplier as answered (the operator's, 0.0001 to 10). */
+const MultiplierSchema = v.number();
 
 const credits = (description: string) => v.pipe(v.number(), v.description(description));
 
