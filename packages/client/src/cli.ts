@@ -60,6 +60,10 @@ Commands:
       --event E                          A webhook event to send to --callback-url (run.started, step.completed,
                                          step.failed, run.completed, ...); repeatable; without it, the end only
       --watch                            Follow the run until it ends
+  estimate <workflowId> [options]        What that run would cost and whether it would be refused, starting
+  estimate --agent <agentId> [options]   nothing: each step's part, the refusal, the licence, the next 24
+                                         hours' multipliers (options: --input key=value, --mode, --defer,
+                                         --max-multiplier, as run takes them; a file input as its fileId)
   watch <jobId>                          Follow a run: progress and each step's status, until it ends
                                          (from its event stream; by polling when the stream is unavailable)
   download <jobId> [--dir D]             Download the run's output files (default dir: ./<jobId>)
@@ -163,6 +167,7 @@ const commandOptions: Record<string, OptionName[]> = {
     'event',
     'watch',
   ],
+  estimate: ['agent', 'input', 'mode', 'defer', 'max-multiplier'],
   watch: [],
   download: ['dir'],
   cancel: [],
@@ -440,6 +445,35 @@ const startRun = async (client: WorkflowRunClient, io: CliIo, values: Values, ar
       estimatedCredits: started.estimatedCredits,
     });
   await watchRun(client, io, started.jobId, json);
+};
+
+/** `estimate <workflowId>` or `estimate --agent <agentId>`: the run start's body, estimated; nothing uploaded or started. */
+const estimateRun = async (client: WorkflowRunClient, io: CliIo, values: Values, args: string[], json: boolean) => {
+  if (values.agent && args.length > 0) throw new UsageError('estimate takes a workflow id or --agent, not both');
+  const agentId = values.agent;
+  const workflowId = agentId ? undefined : oneArg('estimate', args, 'workflow id');
+  const { body, fileInputs } = runRequest(values);
+  if (fileInputs.length > 0)
+    throw new UsageError('estimate uploads nothing: pass a file input as its fileId (files upload <path> first)');
+  const options = { signal: io.signal };
+  const estimate = workflowId
+    ? await client.estimate(workflowId, body, options)
+    : await client.estimateAgent(agentId ?? '', body, options);
+  if (json) return printJson(io, estimate);
+  const cheapest = estimate.multipliers.hours.reduce((a, b) => (b.estimatedCredits < a.estimatedCredits ? b : a));
+  printFields(io, {
+    workflowId: estimate.workflowId,
+    estimatedCredits: estimate.estimatedCredits,
+    refusal: estimate.refusal && `${estimate.refusal.status} ${JSON.stringify(estimate.refusal.body)}`,
+    licence: estimate.licence?.commercial_use,
+    multiplier: `${estimate.multipliers.inForce.multiplier} now`,
+    cheapestHour: `${cheapest.startsAt} at ${cheapest.multiplier}: ${cheapest.estimatedCredits} credits deferred`,
+    ...(estimate.deferredStart !== undefined && {
+      deferredStart:
+        estimate.deferredStart && `${estimate.deferredStart.startsAt} at ${estimate.deferredStart.multiplier}`,
+    }),
+  });
+  for (const step of estimate.steps) write(io.stdout, `  ${step.nodeId} (${step.type}): ${step.estimatedCredits}`);
 };
 
 /** `resume <jobId>`: the run start's inputs (files uploaded first) and webhook, for the steps that run again. */
@@ -949,6 +983,9 @@ export const main = async (
         break;
       case 'run':
         await startRun(client, io, values, args, json);
+        break;
+      case 'estimate':
+        await estimateRun(client, io, values, args, json);
         break;
       case 'watch':
         await watchRun(client, io, oneArg(command, args, 'job id'), json);

@@ -83,6 +83,8 @@ export type FileUpload = Schemas['FileUpload'];
 export type UploadedFile = Schemas['File'];
 export type StorageUsage = Schemas['StorageUsage'];
 export type Credits = Schemas['Credits'];
+/** What a run start would hold and answer now (POST /workflows/{id}/estimate, POST /agents/{id}/estimate). */
+export type RunEstimate = Schemas['RunEstimate'];
 
 /** Statuses a run never leaves. */
 export const endedRunStatuses: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'stopped'];
@@ -220,6 +222,14 @@ export interface WorkflowRunClient {
   getStorage(options?: RequestOptions): Promise<StorageUsage>;
   /** GET /credits: the team's balance and held credits, this key's month against its cap, each project's hard cap (scope `credits:read`). */
   getCredits(options?: RequestOptions): Promise<Credits>;
+  /**
+   * POST /workflows/{id}/estimate: what `runWorkflow(id, body)` would hold now, each step's part, the
+   * refusal it would answer (`refusal`: null, or its status and body), the outputs' licence and the
+   * next 24 hours' multipliers. Starts and holds nothing (scope `runs:create`).
+   */
+  estimate(workflowId: string, body?: RunRequest, options?: RequestOptions): Promise<RunEstimate>;
+  /** POST /agents/{id}/estimate: `estimate` for a run of the agent's workflow (`runAgent(id, body)`). */
+  estimateAgent(agentId: string, body?: RunRequest, options?: RequestOptions): Promise<RunEstimate>;
   /** GET /node-types: every node type's reference (no key needed). */
   listNodeTypes(options?: RequestOptions): Promise<NodeTypeReference[]>;
   /** GET /node-types/{type}: one node type's reference. */
@@ -498,6 +508,18 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
     getFile,
     getStorage,
     getCredits,
+    estimate: (workflowId, body = {}, requestOptions = {}) =>
+      unwrap(
+        raw.POST('/workflows/{id}/estimate', {
+          params: { path: { id: workflowId } },
+          body,
+          signal: requestOptions.signal,
+        }),
+      ),
+    estimateAgent: (agentId, body = {}, requestOptions = {}) =>
+      unwrap(
+        raw.POST('/agents/{id}/estimate', { params: { path: { id: agentId } }, body, signal: requestOptions.signal }),
+      ),
     listNodeTypes: async (requestOptions = {}) =>
       (await unwrap(raw.GET('/node-types', { signal: requestOptions.signal }))).nodeTypes,
     getNodeType: (type, requestOptions = {}) =>

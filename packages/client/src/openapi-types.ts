@@ -385,6 +385,54 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/workflows/{id}/estimate': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Estimate a workflow run
+     * @description Takes the body of Run a workflow and answers what that start would hold now (`estimatedCredits`, each step’s part), whether it would be refused and how (`refusal`: the status and body the start would answer), the licence its outputs would carry, and the price multiplier now and for each of the next 24 UTC hours with what the run would cost deferred to each.
+     *
+     *     Nothing is started, held, written or counted against a cap; the request counts once against the rate limit. The start checks again when it is made: an estimate is not a reservation. `Idempotency-Key` is not read.
+     *
+     *     Scope: `runs:create`.
+     */
+    post: operations['EstimateWorkflowRun'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/agents/{id}/estimate': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Estimate an agent run
+     * @description Takes the body of Run an agent and answers what that start would hold now (`estimatedCredits`, each step’s part), whether it would be refused and how (`refusal`: the status and body the start would answer), the licence its outputs would carry, and the price multiplier now and for each of the next 24 UTC hours with what the run would cost deferred to each.
+     *
+     *     Nothing is started, held, written or counted against a cap; the request counts once against the rate limit. The start checks again when it is made: an estimate is not a reservation. `Idempotency-Key` is not read.
+     *
+     *     Scope: `runs:create`.
+     */
+    post: operations['EstimateAgentRun'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/file-links/{object}': {
     parameters: {
       query?: never;
@@ -2657,6 +2705,63 @@ export interface components {
       maxLength?: number;
       format?: string;
     };
+    RunEstimate: {
+      /**
+       * Format: uuid
+       * @description The workflow that would run (for an agent, the one it would run).
+       */
+      workflowId: string;
+      /** @description Exactly what the start with this body would hold now: the sum of `steps`. With `defer: true`, at the multiplier it would start at (`deferredStart`), or at `maxMultiplier` when no hour of its wait reaches it. */
+      estimatedCredits: number;
+      /** @description Each step’s part, in the workflow’s order; they sum exactly to `estimatedCredits`. */
+      steps: {
+        nodeId: string;
+        type: string;
+        /** @description This step’s part of the estimate: the most it is charged. */
+        estimatedCredits: number;
+      }[];
+      /** @description null when the start would be accepted now; else its answer: the 402 family, 409 (a run in progress, the storage quota), 422 (validation, unknown input keys, a file input, a provider) or 503 (a monthly cap that could not be read). The first a start would meet, in its order. */
+      refusal: {
+        /** @description The status the start would answer. */
+        status: number;
+        /** @description The body the start would answer, exactly (see the run start’s errors). */
+        body: {
+          [key: string]: unknown;
+        };
+      } | null;
+      /** @description The licence the outputs would carry at the strictest (every model step the run would run, with the facts as they stand now); null when it runs no model. Not legal advice. */
+      licence: components['schemas']['Licence'] | null;
+      multipliers: {
+        /** @description The multiplier in force now (`startsAt` is now). */
+        inForce: {
+          /**
+           * Format: date-time
+           * @description The first instant of the UTC hour.
+           */
+          startsAt: string;
+          multiplier: number;
+          /** @description What the run would hold deferred to start in this hour (its steps at this multiplier). */
+          estimatedCredits: number;
+        };
+        /** @description Each of the next 24 UTC hours, as the multipliers are set now (an operator may change them): what the run would cost deferred to start then. A run started at once is priced at 1. */
+        hours: {
+          /**
+           * Format: date-time
+           * @description The first instant of the UTC hour.
+           */
+          startsAt: string;
+          multiplier: number;
+          /** @description What the run would hold deferred to start in this hour (its steps at this multiplier). */
+          estimatedCredits: number;
+        }[];
+      };
+      /** @description Only with `defer: true`: when the deferred run would start as the multipliers are set now (now, or the first hour whose multiplier is at most `maxMultiplier`); null when no hour of its 24-hour wait is, and it would expire unstarted. */
+      deferredStart?: {
+        /** Format: date-time */
+        startsAt: string;
+        multiplier: number;
+      } | null;
+    };
     NameRequiredError: {
       /** @constant */
       error: 'name is required';
@@ -4624,6 +4729,222 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['ServerError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  EstimateWorkflowRun: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The workflow to estimate. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    /** @description A run start’s body; an empty or missing body estimates the workflow as built. */
+    requestBody?: {
+      content: {
+        'application/json': components['schemas']['RunRequest'];
+      };
+    };
+    responses: {
+      /** @description The estimate; `refusal` says whether the start would be refused. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunEstimate'];
+        };
+      };
+      /** @description The body is not JSON, or a field has the wrong type or passes a limit (as on a run start). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidBodyError'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks `runs:create`, or is limited to other workflows. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | components['schemas']['ScopeNotPermittedError']
+            | components['schemas']['WorkflowNotPermittedError'];
+        };
+      };
+      /** @description No such workflow in the team, or it has no canvas. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | components['schemas']['WorkflowNotFoundError']
+            | components['schemas']['CanvasNotFoundError'];
+        };
+      };
+      /** @description The body is larger than 64 KiB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PayloadTooLargeError'];
+        };
+      };
+      /** @description `callbackUrl` is not https (as on a run start). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['CallbackUrlInvalidError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  EstimateAgentRun: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The agent whose workflow to estimate. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    /** @description A run start’s body; an empty or missing body estimates the workflow as built. */
+    requestBody?: {
+      content: {
+        'application/json': components['schemas']['RunRequest'];
+      };
+    };
+    responses: {
+      /** @description The estimate; `refusal` says whether the start would be refused. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunEstimate'];
+        };
+      };
+      /** @description The body is not JSON, or a field has the wrong type or passes a limit (as on a run start). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidBodyError'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks `runs:create`, or is limited to other workflows. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | components['schemas']['ScopeNotPermittedError']
+            | components['schemas']['WorkflowNotPermittedError'];
+        };
+      };
+      /** @description No such agent in the team, no workflow for it, or no canvas. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | components['schemas']['AgentNotFoundError']
+            | components['schemas']['NoWorkflowForAgentError']
+            | components['schemas']['WorkflowNotFoundError']
+            | components['schemas']['CanvasNotFoundError'];
+        };
+      };
+      /** @description The body is larger than 64 KiB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PayloadTooLargeError'];
+        };
+      };
+      /** @description `callbackUrl` is not https (as on a run start). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['CallbackUrlInvalidError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
         };
       };
       /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
