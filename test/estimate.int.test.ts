@@ -12,7 +12,9 @@ import { applyMultiplier } from '../functions/domain/pricing.ts';
 import { findIdempotentAnswer } from '../functions/store/idempotency.ts';
 import { setHourlySchedule, setLiveMultiplier } from '../functions/store/price-multiplier.ts';
 import { createProject, setPerStepLimit } from '../functions/store/tenancy.ts';
+import { createClient } from '../packages/client/src/index.ts';
 import { createWorkflowExamples } from '../schemas/workflows.ts';
+import { runCli } from './support/cli.ts';
 import { expectValidResponse } from './support/openapi-validator.ts';
 import { diamondSteps, ledgerOf, pairSteps } from './support/runs.ts';
 import {
@@ -308,5 +310,45 @@ describe('the multipliers of the next 24 UTC hours', () => {
     expect(await at(0.4)).toMatchObject({ deferredStart: null, estimatedCredits: 0.83 });
     const deferred = await start(team.key, workflowId, { defer: true, maxMultiplier: 0.8 });
     expect(deferred.status).toBe(202);
+  });
+});
+
+describe('the client and the CLI', () => {
+  it('estimate and estimateAgent answer the route’s body; `workflow-run estimate` prints it', async () => {
+    await setHourlySchedule(
+      stack.deps,
+      Array.from({ length: 24 }, () => 1),
+    );
+    const team = await seedUnthrottledTeam(stack.deps, 1);
+    const workflowId = await createWorkflow(stack, team);
+    const client = createClient({ baseUrl: stack.baseUrl, apiKey: team.key });
+    const priced = await client.estimate(workflowId, { mode: 'production' });
+    expect(priced).toMatchObject({ workflowId, estimatedCredits: 2.03, refusal: { status: 402 } });
+    expect(priced.multipliers.hours).toHaveLength(24);
+    expect(await client.estimateAgent(team.agentId)).toEqual(priced);
+
+    const json = await runCli({ baseUrl: stack.baseUrl, key: team.key }, ['--json', 'estimate', workflowId]);
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual(priced);
+    const plain = await runCli({ baseUrl: stack.baseUrl, key: team.key }, [
+      'estimate',
+      '--agent',
+      team.agentId,
+      '--mode',
+      'draft',
+    ]);
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(plain.stdout).toContain(`workflowId: ${workflowId}`);
+    // A draft fits the team's 1 credit: no refusal.
+    expect(plain.stdout).toMatch(/^refusal: -$/m);
+    expect(plain.stdout).toMatch(/^estimatedCredits: 0\.1$/m);
+    expect(plain.stdout).toMatch(/^ {2}llm \(LlmWorker\): /m);
+    const upload = await runCli({ baseUrl: stack.baseUrl, key: team.key }, [
+      'estimate',
+      workflowId,
+      '--input',
+      'topic=@x.png',
+    ]);
+    expect(upload.code).toBe(2);
   });
 });
