@@ -78,13 +78,16 @@ const validBodies = (): Record<string, Json[]> => {
     // A redelivery may name the lifecycle event's delivery.
     RedeliverWebhook: [{ event: 'step.completed', nodeId: 'prompt' }],
     CreateFile: [{ name: 'cat.png', contentType: 'image/png', size: 48_213 }],
+    // An estimate reads a run start's body, as the start reads it.
+    EstimateWorkflowRun: [runBody, issuing],
+    EstimateAgentRun: [runBody, issuing],
   };
 };
 
 /** The path each operation is called on. */
 const pathOf = (operationId: string) =>
   routeById(operationId as 'RunWorkflow')
-    .path.replace('{id}', operationId === 'RunAgent' ? team.agentId : workflowId)
+    .path.replace('{id}', ['RunAgent', 'EstimateAgentRun'].includes(operationId) ? team.agentId : workflowId)
     // The body is checked before the run is looked up: any jobId will do for a refusal.
     .replace('{jobId}', '00000000-0000-4000-8000-000000000000');
 
@@ -170,7 +173,7 @@ const operationsWithBodies = () =>
   );
 
 describe('every request body refuses an array for an object and an empty name', () => {
-  it('finds the operations that take a body: create a workflow, both run starts, a resume, a redelivery and a file', () => {
+  it('finds the operations that take a body: create a workflow, both run starts, a resume, a redelivery, a file and both estimates', () => {
     const withBodies = operationsWithBodies().map((o) => o.operationId);
     expect(withBodies).toEqual([
       'CreateWorkflow',
@@ -180,6 +183,8 @@ describe('every request body refuses an array for an object and an empty name', 
       // Its optional body names a lifecycle event's delivery.
       'RedeliverWebhook',
       'CreateFile',
+      'EstimateWorkflowRun',
+      'EstimateAgentRun',
     ]);
   });
 
