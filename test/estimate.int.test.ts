@@ -11,6 +11,7 @@ import { idempotencyKeyHash } from '../functions/domain/idempotency-key.ts';
 import { applyMultiplier } from '../functions/domain/pricing.ts';
 import { findIdempotentAnswer } from '../functions/store/idempotency.ts';
 import { setHourlySchedule, setLiveMultiplier } from '../functions/store/price-multiplier.ts';
+import { setStorageQuota } from '../functions/store/stored-bytes.ts';
 import { createProject, setPerStepLimit } from '../functions/store/tenancy.ts';
 import { createClient } from '../packages/client/src/index.ts';
 import { createWorkflowExamples } from '../schemas/workflows.ts';
@@ -28,10 +29,11 @@ import {
   startTestStack,
   type TestStack,
 } from './support/stack.ts';
+import * as files from './support/upload-files.ts';
 
 let stack: TestStack;
 // 03:20 UTC: the hour in force is 3, the next 24 start at 04:00.
-const clockMs = Date.parse('2026-11-22T03:20:00.000Z');
+let clockMs = Date.parse('2026-11-22T03:20:00.000Z');
 const doc = buildOpenApiDocument();
 beforeAll(async () => {
   stack = await startTestStack({ now: () => new Date(clockMs) });
@@ -350,5 +352,71 @@ describe('the client and the CLI', () => {
       'topic=@x.png',
     ]);
     expect(upload.code).toBe(2);
+  });
+});
+
+describe('file inputs', () => {
+  // A presigned upload is checked against the storage's own clock: these run at the time it is.
+  beforeAll(() => {
+    clockMs = Date.now();
+  });
+  /** ImageLoader (its apiInputKey `photo`) → Upscaler → ImageGallery. */
+  const upscaleSteps = [
+    { key: 'photo', type: 'ImageLoader', config: { apiInputKey: 'photo' } },
+    { key: 'up', type: 'Upscaler', config: { scale: 4 }, inputs: ['photo'] },
+    { key: 'show', type: 'ImageGallery', inputs: ['up'] },
+  ];
+  /** Declares a file and sends its bytes as the answer says: its id. */
+  const upload = async (team: SeededTeam, name: string, contentType: string, bytes: Uint8Array) => {
+    const declared = await call(stack.baseUrl, '/files', {
+      key: team.key,
+      method: 'POST',
+      body: { name, contentType, size: bytes.length },
+    });
+    expect(declared.status, JSON.stringify(declared.body)).toBe(201);
+    const { method, url, headers } = declared.body.upload as {
+      method: string;
+      url: string;
+      headers: Record<string, string>;
+    };
+    const { 'content-length': _, ...rest } = headers;
+    const sent = await fetch(url, { method, headers: rest, body: bytes });
+    expect(sent.status, await sent.text()).toBe(200);
+    return declared.body.fileId as string;
+  };
+  const storedBytes = async (team: SeededTeam) => (await call(stack.baseUrl, '/storage', { key: team.key })).body;
+
+  it('checks an upload as the start does: a usable one, a rejected one, and copies past the storage quota', async () => {
+    const team = await seedUnthrottledTeam(stack.deps, 100);
+    const workflowId = await createWorkflow(stack, team, upscaleSteps, 'Upscale');
+    const cat = files.png(5, 3);
+    const good = await upload(team, 'cat.png', 'image/png', cat);
+    const before = await storedBytes(team);
+    // Past the quota by the copy: the start would refuse it when it copies; the estimate says so first.
+    await setStorageQuota(stack.deps, team.teamId, (before.usedBytes as number) + cat.length - 1);
+    const tight = await estimate(team.key, workflowId, { inputs: { photo: good } });
+    expect(tight.body.refusal).toMatchObject({
+      status: 409,
+      body: { error: 'Storage quota reached', neededBytes: cat.length },
+    });
+    expect(await storedBytes(team)).toEqual({ ...before, quotaBytes: (before.usedBytes as number) + cat.length - 1 });
+    const refused = await start(team.key, workflowId, { inputs: { photo: good } });
+    expect({ status: refused.status, body: refused.body }).toEqual(tight.body.refusal);
+
+    await setStorageQuota(stack.deps, team.teamId, null);
+    const priced = await estimate(team.key, workflowId, { inputs: { photo: good } });
+    expect(priced.body.refusal).toBeNull();
+    // Nothing copied or counted by the estimate.
+    expect((await storedBytes(team)).usedBytes).toBe(before.usedBytes);
+    const started = await start(team.key, workflowId, { inputs: { photo: good } });
+    expect(started.body.estimatedCredits).toBe(priced.body.estimatedCredits);
+
+    // Bytes that are no image: the upload is rejected when read, and both answer its 422.
+    const other = await createWorkflow(stack, team, upscaleSteps, 'Upscale 2');
+    const fake = await upload(team, 'fake.png', 'image/png', files.plainText());
+    const rejected = await estimate(team.key, other, { inputs: { photo: fake } });
+    expect(rejected.body.refusal).toMatchObject({ status: 422, body: { key: 'photo' } });
+    const again = await start(team.key, other, { inputs: { photo: fake } });
+    expect({ status: again.status, body: again.body }).toEqual(rejected.body.refusal);
   });
 });

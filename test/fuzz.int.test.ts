@@ -748,7 +748,9 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
     const ops = operations();
     const create = ops.find((o) => o.id === 'CreateWorkflow');
     const start = ops.find((o) => o.template === '/workflows/{id}/runs' && o.method === 'POST');
-    if (!create || !start) throw new Error('the document lost POST /workflows or a run start');
+    const estimate = ops.find((o) => o.template === '/workflows/{id}/estimate' && o.method === 'POST');
+    if (!create || !start || !estimate)
+      throw new Error('the document lost POST /workflows, a run start or its estimate');
     const goodWorkflow: Json = { name: 'Good', agentId: team.agentId, steps: goodSteps() };
     const goodRun: Json = { inputs: { topic: 'otters' }, defer: true, maxMultiplier: 0.1, mode: 'draft' };
     const places: [Operation, Json, (string | number)[]][] = [
@@ -761,6 +763,9 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
       [create, goodWorkflow, ['steps', 0, 'key']],
       [create, goodWorkflow, ['steps', 0, 'config', 'apiInputKey']],
       [create, goodWorkflow, ['steps', 3, 'inputs', 0]],
+      // An estimate reads a start's body and runs its checks (at once, not deferred: the admission too).
+      [estimate, { ...goodRun, defer: false }, ['inputs', 'topic']],
+      [estimate, goodRun, ['maxMultiplier']],
       [start, goodRun, ['inputs', 'topic']],
       [start, goodRun, ['callbackSecret']],
       [start, goodRun, ['maxMultiplier']],
@@ -777,7 +782,10 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
       values.map((value, i) => ({
         op,
         method: op.method,
-        path: op === create ? `${basePath}/workflows` : `${basePath}/workflows/${inputWorkflow}/runs`,
+        path:
+          op === create
+            ? `${basePath}/workflows`
+            : `${basePath}/workflows/${inputWorkflow}/${op === estimate ? 'estimate' : 'runs'}`,
         label: `${at.join('.')} = hostile #${i}`,
         headers: { authorization: auths['full key'] as string, 'content-type': 'application/json' },
         body: serialize(withValue(body, at, value)),
