@@ -10,13 +10,13 @@ import { jsonResponse, type OperationSpec, ref, storageBusyText, uuidPath } from
 import { LicenceSchema } from './runs.ts';
 
 /** A price multiplier as answered (the operator's, 0.0001 to 10). */
-const MultiplierSchema = v.number();
+const AnsweredMultiplierSchema = v.number();
 
 const credits = (description: string) => v.pipe(v.number(), v.description(description));
 
 const PricedHourSchema = v.strictObject({
   startsAt: v.pipe(DateTimeSchema, v.description('The first instant of the UTC hour.')),
-  multiplier: MultiplierSchema,
+  multiplier: AnsweredMultiplierSchema,
   estimatedCredits: credits('What the run would hold deferred to start in this hour (its steps at this multiplier).'),
 });
 
@@ -71,7 +71,7 @@ export const RunEstimateSchema = v.strictObject({
   }),
   deferredStart: v.optional(
     v.pipe(
-      v.nullable(v.strictObject({ startsAt: DateTimeSchema, multiplier: MultiplierSchema })),
+      v.nullable(v.strictObject({ startsAt: DateTimeSchema, multiplier: AnsweredMultiplierSchema })),
       v.description(
         'Only with `defer: true`: when the deferred run would start as the multipliers are set now (now, or ' +
           'the first hour whose multiplier is at most `maxMultiplier`); null when no hour of its 24-hour wait is, ' +
