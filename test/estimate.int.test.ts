@@ -14,6 +14,7 @@ import { setHourlySchedule, setLiveMultiplier } from '../functions/store/price-m
 import { setStorageQuota } from '../functions/store/stored-bytes.ts';
 import { createProject, setPerStepLimit } from '../functions/store/tenancy.ts';
 import { createClient } from '../packages/client/src/index.ts';
+import { modelSteps, smokeModelTypes } from '../packages/client/src/smoke/models.ts';
 import { createWorkflowExamples } from '../schemas/workflows.ts';
 import { runCli } from './support/cli.ts';
 import { expectValidResponse } from './support/openapi-validator.ts';
@@ -94,8 +95,13 @@ describe('POST /workflows/{id}/estimate', () => {
     const team = await seedUnthrottledTeam(stack.deps, 10_000);
     let started = 0;
     let refused = 0;
-    for (const [name, steps] of Object.entries(workflows)) {
-      for (const body of bodies) {
+    // And a workflow of each model node type at its cheapest settings (the smoke run's), as built and in draft.
+    const cases: [string, unknown[], Body[]][] = [
+      ...Object.entries(workflows).map(([name, steps]): [string, unknown[], Body[]] => [name, steps, bodies]),
+      ...smokeModelTypes.map((type): [string, unknown[], Body[]] => [type, modelSteps(type), [{}, { mode: 'draft' }]]),
+    ];
+    for (const [name, steps, namedBodies] of cases) {
+      for (const body of namedBodies) {
         // A new workflow each time: the start before it holds the lock.
         const workflowId = await createWorkflow(stack, team, steps, name);
         const priced = await estimate(team.key, workflowId, body);
