@@ -19,8 +19,8 @@ export const waitPollCapMs = 1_000;
 
 /**
  * The time the functions of the routes that wait are given (seconds): the longest wait, the
- * start's own work before it and the last read after it. Under the HTTP API integration's timeout
- * (29 s as the CDK sets it, 30 s the quota): the function answers before the gateway gives up.
+ * start's own work before it and the last read after it. Under the HTTP API integration's 30 s
+ * (its default and its most): the function answers before the gateway gives up.
  */
 export const waitingFunctionTimeoutSeconds = 28;
 
