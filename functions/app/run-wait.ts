@@ -17,16 +17,20 @@ const timer = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 /**
  * Looks at the run item (one eventually consistent GetItem of its progress, `readRunProgress`) at
- * once and then on the wait's schedule (functions/domain/prefer-wait.ts), until the run ends or
- * `until` passes. True when it ended (or is gone: the read that follows answers that). A stale
- * look only makes the answer come one look later.
+ * once and then on the wait's schedule (functions/domain/prefer-wait.ts), until the run ends, is
+ * gone (past its retention), or `until` passes. A stale look only makes the answer come one look later.
  */
-export const waitForRunEnd = async (deps: Deps, jobId: string, until: number): Promise<boolean> => {
+export const waitForRunEnd = async (
+  deps: Deps,
+  jobId: string,
+  until: number,
+): Promise<'ended' | 'gone' | 'running'> => {
   for (let looks = 1; ; looks++) {
     const progress = await readRunProgress(deps, jobId);
-    if (!progress || isEndStatus(progress.status)) return true;
+    if (!progress) return 'gone';
+    if (isEndStatus(progress.status)) return 'ended';
     const left = until - deps.now().getTime();
-    if (left <= 0) return false;
+    if (left <= 0) return 'running';
     await (deps.sleep ?? timer)(Math.min(waitPollDelayMs(looks), left));
   }
 };
@@ -45,7 +49,8 @@ export const withEndedRun = async (
 ): Promise<RunStartAnswer> => {
   const jobId = answer.body.jobId;
   if (!wait || typeof jobId !== 'string') return answer;
-  if (!(await waitForRunEnd(deps, jobId, wait.until))) return answer;
+  // A run gone past its retention (an old start answered again for its Idempotency-Key): the answer as remembered.
+  if ((await waitForRunEnd(deps, jobId, wait.until)) !== 'ended') return answer;
   const run = await readRunWithLinks(deps, key.teamId, jobId, key.workflowIds);
   return { ...answer, body: { ...answer.body, run } };
 };
