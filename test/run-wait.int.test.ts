@@ -178,7 +178,7 @@ describe('Prefer: wait on a run start', () => {
       'wait=0',
       'wait',
       'respond-async',
-      'wait=' + '9'.repeat(400),
+      `wait=${'9'.repeat(400)}`,
     ]) {
       const answer = await startCall(still.baseUrl, team.key, workflowId, {}, { prefer });
       if (prefer.startsWith('wait=9')) {
