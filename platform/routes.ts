@@ -39,6 +39,12 @@ export interface Route {
    * (test/openapi.test.ts holds the two equal).
    */
   body?: true;
+  /**
+   * It honours `Prefer: wait=N` (functions/http/prefer-wait.ts): its function is given
+   * `waitingFunctionTimeoutSeconds` (platform/run-wait.ts), not the other routes' 10 s, and the
+   * Run's `links.events` address (RUN_EVENTS_BASE_URL), which a Run it answers carries.
+   */
+  waits?: true;
 }
 
 /** Every route lives under this prefix, locally and on API Gateway (spec section 9). */
@@ -103,8 +109,10 @@ const table = [
     entry: 'functions/api/run-workflow.ts',
     scope: 'runs:create',
     body: true,
+    // Query: the Run a start that waited answers (GET /runs/{jobId}'s read).
+    waits: true,
     grants: {
-      table: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'],
+      table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'],
       stepsQueue: 'send',
       uploads: ['GetObject', 'DeleteObject'],
       bucket: ['PutObject'],
@@ -118,6 +126,7 @@ const table = [
     entry: 'functions/api/run-agent.ts',
     scope: 'runs:create',
     body: true,
+    waits: true,
     grants: {
       table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'],
       stepsQueue: 'send',
@@ -149,6 +158,7 @@ const table = [
     path: '/runs/{jobId}',
     entry: 'functions/api/get-run.ts',
     scope: 'runs:read',
+    waits: true,
     // PutItem: creating the file links' (or the cursors') signing key, once per table, at its first use.
     grants: { table: ['GetItem', 'UpdateItem', 'Query', 'PutItem'] },
   },
@@ -176,6 +186,7 @@ const table = [
     entry: 'functions/api/resume-run.ts',
     scope: 'runs:create',
     body: true,
+    waits: true,
     grants: {
       table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'],
       stepsQueue: 'send',

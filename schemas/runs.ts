@@ -4,6 +4,7 @@
  * Requests use `v.object` (unknown fields are ignored), never taking an array for one
  * (`notArray`); responses use `v.strictObject`.
  */
+import type { ResponseObject } from 'openapi3-ts/oas31';
 import * as v from 'valibot';
 import { scopeOf } from '../platform/routes.ts';
 import { DateTimeSchema, notArray, UuidSchema } from './common.ts';
@@ -16,6 +17,7 @@ import {
   storageBusyText,
   uuidPath,
 } from './openapi-parts.ts';
+import { preferenceAppliedHeader, preferWaitParameter, startLocationHeader } from './prefer-wait.ts';
 import { runEventsOperation } from './run-stream.ts';
 import { MetadataSchema, TagSchema, TagsSchema } from './run-tags.ts';
 import { runEvents, WebhookEventsSchema } from './webhook-events.ts';
@@ -451,12 +453,15 @@ export const WebhookBodySchema = v.strictObject({
 export type WebhookBody = v.InferOutput<typeof WebhookBodySchema>;
 
 /** The named schemas of the document this module holds; the key is the name under `#/components/schemas/`. */
+/** Our design: the Run as Get a run answers it, in a start's answer that waited (`Prefer: wait`) and saw it end. */
+const waitedRun = { run: v.optional(RunSchema) };
+
 export const runComponents = {
   RunRequest: RunRequestSchema,
-  RunStartedResponse: RunStartedResponseSchema,
+  RunStartedResponse: v.strictObject({ ...RunStartedResponseSchema.entries, ...waitedRun }),
   RunDeferredResponse: RunDeferredResponseSchema,
   ResumeRunRequest: ResumeRunRequestSchema,
-  RunResumedResponse: RunResumedResponseSchema,
+  RunResumedResponse: v.strictObject({ ...RunResumedResponseSchema.entries, ...waitedRun }),
   RunValidationFailed: RunValidationFailedSchema,
   Run: RunSchema,
   RunStep: RunStepSchema,
@@ -545,6 +550,24 @@ const runRequestExamples = {
   },
 };
 
+/** What a start (or resume) with `Prefer: wait` waits for. */
+const startWaits =
+  'the answer comes when the run ends or N seconds pass, whichever is first; ended, it carries `run`, the Run as ' +
+  'Get a run answers it. A deferred run is not waited for (answered at once, without `Preference-Applied`).';
+
+/** The words of a start's (and the resume's) description on `Prefer: wait`. */
+const startWaitWords =
+  'An optional `Prefer: wait=N` (N from 1 to 25 seconds) answers a short run in one request: when the run ends ' +
+  'within N seconds, the answer carries `run`, the Run exactly as Get a run answers it; otherwise it is the ' +
+  'answer without `run`, and Get a run (which takes the same header) follows the run. A retry with the same ' +
+  '`Idempotency-Key` and the same header waits again and carries the run as it is then.';
+
+/** A start's answer: `Location`, and `Preference-Applied` when it waited. */
+const startAnswer = (response: ResponseObject): ResponseObject => ({
+  ...response,
+  headers: { Location: startLocationHeader, 'Preference-Applied': preferenceAppliedHeader },
+});
+
 const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
   operationId: subject === 'workflow' ? 'RunWorkflow' : 'RunAgent',
   tag: 'Runs',
@@ -562,9 +585,11 @@ const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
     `An optional \`${idempotencyKeyHeader}\` makes a retry safe: the same key with the same request (this ` +
       'endpoint, this id, the same body) within 24 hours answers as the first request did; the same key with ' +
       'another request (another body, or the other run endpoint, or another id) answers 422.',
+    startWaitWords,
   ].join('\n\n'),
   parameters: [
     uuidPath('id', subject === 'workflow' ? 'The workflow to run.' : 'The agent whose workflow runs.'),
+    preferWaitParameter(startWaits),
     {
       name: idempotencyKeyHeader,
       in: 'header',
@@ -581,8 +606,10 @@ const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
     content: { 'application/json': { schema: ref('RunRequest'), examples: runRequestExamples } },
   },
   responses: {
-    200: jsonResponse('The run is queued and its estimate held.', 'RunStartedResponse'),
-    202: jsonResponse('The run is deferred (`defer: true`); not a promise that it will start.', 'RunDeferredResponse'),
+    200: startAnswer(jsonResponse('The run is queued and its estimate held.', 'RunStartedResponse')),
+    202: startAnswer(
+      jsonResponse('The run is deferred (`defer: true`); not a promise that it will start.', 'RunDeferredResponse'),
+    ),
     500: jsonResponse('Server failure.', 'ServerError'),
   },
   errorWords: {
@@ -635,6 +662,10 @@ export const runOperations: OperationSpec[] = [
       '`output_cursor` for the next page, until `output_next` is absent.',
     parameters: [
       uuidPath('jobId', 'The `jobId` returned when the run started.'),
+      preferWaitParameter(
+        'the answer comes when the run reaches an end status (`completed`, `failed`, `cancelled`, `stopped`) or N ' +
+          'seconds pass, whichever is first (at once for a run that has ended).',
+      ),
       {
         name: 'output_cursor',
         in: 'query',
@@ -644,7 +675,9 @@ export const runOperations: OperationSpec[] = [
         schema: { type: 'string' },
       },
     ],
-    responses: { 200: jsonResponse('The run.', 'Run') },
+    responses: {
+      200: { ...jsonResponse('The run.', 'Run'), headers: { 'Preference-Applied': preferenceAppliedHeader } },
+    },
     errorWords: {
       400: 'An `output_cursor` this run did not give (altered, or of another run).',
       404: 'No such run in the team.',
@@ -679,9 +712,11 @@ export const runOperations: OperationSpec[] = [
       '`inputs` apply to the steps that run; a value for a carried-over step is ignored. The webhook goes to ' +
         "the `callbackUrl` given here, if any: the original run's is not reused.",
       `An optional \`${idempotencyKeyHeader}\` works as on a run start (this endpoint, this \`jobId\`, the same body).`,
+      startWaitWords.replace('the run ends', 'the new run ends'),
     ].join('\n\n'),
     parameters: [
       uuidPath('jobId', 'The failed or stopped run to resume.'),
+      preferWaitParameter(startWaits),
       {
         name: idempotencyKeyHeader,
         in: 'header',
@@ -698,7 +733,7 @@ export const runOperations: OperationSpec[] = [
       content: { 'application/json': { schema: ref('ResumeRunRequest') } },
     },
     responses: {
-      200: jsonResponse('The new run is queued and the estimate of its steps held.', 'RunResumedResponse'),
+      200: startAnswer(jsonResponse('The new run is queued and the estimate of its steps held.', 'RunResumedResponse')),
       500: jsonResponse('Server failure.', 'ServerError'),
     },
     errorWords: {

@@ -628,3 +628,34 @@ describe('run lists through the client and the CLI', () => {
     });
   });
 });
+
+describe('waiting for a run in the request (Prefer: wait) through the client and the CLI', () => {
+  it('runWorkflow and getRun with `wait` answer the ended run; run --wait and runs show --wait print it', async () => {
+    const workflowId = await createWorkflow(stack, team, chainSteps, 'Waited in the request');
+    const started = await client.runWorkflow(workflowId, { inputs: { topic: 'voles' } }, { wait: 25 });
+    expect(started.run, JSON.stringify(started)).toMatchObject({ jobId: started.jobId, status: 'completed' });
+    expect(await client.getRun(started.jobId, { wait: 25 })).toEqual(started.run);
+
+    const printed = await cli(['run', workflowId, '--input', 'topic=moles', '--wait', '25']);
+    expect(printed.code, printed.stderr).toBe(0);
+    const jobId = /^jobId: (\S+)$/m.exec(printed.stdout)?.[1] ?? '';
+    expect(printed.stdout).toContain(`Run ${jobId} completed.`);
+    const shown = await cli(['runs', 'show', jobId, '--wait', '5', '--json']);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ jobId, status: 'completed', progress: 100 });
+    const plain = await cli(['runs', 'show', jobId]);
+    expect(plain.stdout).toMatch(/^status: completed$/m);
+
+    for (const args of [
+      ['run', workflowId, '--wait', '0'],
+      ['run', workflowId, '--wait', '26'],
+      ['run', workflowId, '--wait', '2.5'],
+      ['run', workflowId, '--wait', '5', '--watch'],
+      ['runs', 'show', jobId, '--wait', 'x'],
+    ]) {
+      const usageError = await cli(args);
+      expect(usageError.code, args.join(' ')).toBe(2);
+      expect(usageError.stderr).toContain('--wait');
+    }
+  });
+});

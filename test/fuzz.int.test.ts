@@ -203,6 +203,28 @@ const edgeNumbers: Json[] = [
 
 const idempotencyKeys = ['', ' ', 'k', 'x'.repeat(255), 'x'.repeat(256), 'x'.repeat(6000), 'caf\u00e9', '\u00ff\u00fe'];
 
+/**
+ * `Prefer` values (RFC 7240): malformed or out of range (ignored, answered at once), and short waits
+ * (1 s at most: a wait over 25 s is served as 25, which the run-wait tests show).
+ */
+const preferValues = [
+  '',
+  'wait',
+  'wait=',
+  'wait=0',
+  'wait=-1',
+  'wait=1.5',
+  'wait=abc',
+  'wait=1e3',
+  'wait=1',
+  'wait="1"',
+  'WAIT = 1 ; x=y, respond-async',
+  ',,;;==',
+  `wait=${'x'.repeat(6000)}`,
+  'caf\u00e9',
+  '\u00ff\u00fe',
+];
+
 /** Query values (as sent, encoded) that no declared parameter takes. */
 const badQueryValues = [
   '',
@@ -727,6 +749,15 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
           path: fill(op, (p) => validParam(p, 4)),
           label: `header ${name}`,
           headers: { ...header('full key'), [name]: value },
+        });
+      }
+      for (const prefer of preferValues) {
+        requests.push({
+          op,
+          method: op.method,
+          path: fill(op, (p) => validParam(p, 6)),
+          label: `Prefer ${prefer.slice(0, 20)}`,
+          headers: { ...header('full key'), prefer },
         });
       }
       for (const key of idempotencyKeys) {

@@ -60,6 +60,8 @@ Commands:
       --event E                          A webhook event to send to --callback-url (run.started, step.completed,
                                          step.failed, run.completed, ...); repeatable; without it, the end only
       --watch                            Follow the run until it ends
+      --wait N                           Wait up to N seconds (1 to 25) in the start request itself; a run
+                                         that ends by then is printed as watch ends (exit 3 unless completed)
   estimate <workflowId> [options]        What that run would cost and whether it would be refused, starting
   estimate --agent <agentId> [options]   nothing: each step's part, the refusal, the licence, the next 24
                                          hours' multipliers (options: --input key=value, --mode, --defer,
@@ -70,7 +72,9 @@ Commands:
   cancel <jobId>                         Cancel a run in progress
   resume <jobId> [options]               A new run of a failed or stopped run: its completed steps are kept,
                                          the rest run (options: --input, --callback-url, --callback-secret,
-                                         --event, --idempotency-key, --watch, as run takes them)
+                                         --event, --idempotency-key, --watch, --wait, as run takes them)
+  runs show <jobId> [--wait N]           Show a run: its status, progress and outputs; with --wait, when it
+                                         ends or N seconds (1 to 25) pass, whichever is first
   runs list [options]                    The team's runs, newest first (one page, or --all)
       --workflow-id ID                   Only runs of this workflow
       --status S                         Only runs with this status (queued, processing, completed, ...)
@@ -142,6 +146,7 @@ const optionSpec = {
   'bedrock-model': { type: 'string', multiple: true },
   check: { type: 'string', multiple: true },
   timeout: { type: 'string' },
+  wait: { type: 'string' },
 } as const;
 
 type OptionName = keyof typeof optionSpec;
@@ -166,16 +171,18 @@ const commandOptions: Record<string, OptionName[]> = {
     'tag',
     'event',
     'watch',
+    'wait',
   ],
   estimate: ['agent', 'input', 'mode', 'defer', 'max-multiplier'],
   watch: [],
   download: ['dir'],
   cancel: [],
-  resume: ['input', 'callback-url', 'callback-secret', 'event', 'idempotency-key', 'watch'],
+  resume: ['input', 'callback-url', 'callback-secret', 'event', 'idempotency-key', 'watch', 'wait'],
   deliveries: ['redeliver', 'event', 'node-id'],
   'deferred show': [],
   'deferred cancel': [],
   'runs list': ['workflow-id', 'status', 'tag', 'limit', 'cursor', 'all'],
+  'runs show': ['wait'],
   'deferred list': ['workflow-id', 'status', 'limit', 'cursor', 'all'],
   'files upload': ['content-type', 'name'],
   'files get': [],
@@ -413,6 +420,29 @@ const uploadFile = async (client: WorkflowRunClient, io: CliIo, values: Values, 
   printFields(io, file);
 };
 
+/** `--wait N`: the seconds to wait in the request itself (`Prefer: wait=N`), 1 to 25. */
+const waitSeconds = (values: Values): { wait?: number } => {
+  if (values.wait === undefined) return {};
+  const wait = Number(values.wait);
+  if (!/^\d+$/.test(values.wait) || wait < 1 || wait > 25)
+    throw new UsageError('--wait must be a whole number of seconds from 1 to 25');
+  if (values.watch) throw new UsageError('--wait and --watch: give one');
+  return { wait };
+};
+
+/**
+ * A start (or resume) whose run ended within its `--wait`: its fields, then the run's end as
+ * `watch` prints it (with `--json`, the answer, `run` in it); exit 3 unless it completed.
+ */
+const printWaited = (io: CliIo, started: { jobId: string; estimatedCredits: number }, run: Run, json: boolean) => {
+  if (json) printJson(io, started);
+  else {
+    printFields(io, { jobId: started.jobId, estimatedCredits: started.estimatedCredits });
+    printRunEnd(io, run);
+  }
+  if (run.status !== 'completed') throw new RunEndedBadly(`run ${run.jobId} ${run.status}`);
+};
+
 const startRun = async (client: WorkflowRunClient, io: CliIo, values: Values, args: string[], json: boolean) => {
   if (values.agent && args.length > 0) throw new UsageError('run takes a workflow id or --agent, not both');
   const agentId = values.agent;
@@ -426,7 +456,8 @@ const startRun = async (client: WorkflowRunClient, io: CliIo, values: Values, ar
     body.inputs = { ...body.inputs, [input.key]: file.fileId };
     if (!json) write(io.stderr, `uploaded ${input.path} as ${file.fileId} (${file.contentType}, ${file.size} bytes)`);
   }
-  const options = { signal: io.signal, idempotencyKey: values['idempotency-key'] };
+  const wait = waitSeconds(values);
+  const options = { signal: io.signal, idempotencyKey: values['idempotency-key'], ...wait };
   const started = workflowId
     ? await client.runWorkflow(workflowId, body, options)
     : await client.runAgent(agentId ?? '', body, options);
@@ -434,6 +465,7 @@ const startRun = async (client: WorkflowRunClient, io: CliIo, values: Values, ar
     if (json) return printJson(io, started);
     return printFields(io, { ...started, next: `workflow-run deferred show ${started.deferredJobId}` });
   }
+  if (started.run) return printWaited(io, started, started.run, json);
   if (!values.watch) {
     if (json) return printJson(io, started);
     return printFields(io, { ...started, next: `workflow-run watch ${started.jobId}` });
@@ -495,8 +527,9 @@ const resumeRun = async (client: WorkflowRunClient, io: CliIo, values: Values, a
       ...(callbackSecret && { callbackSecret }),
       ...(webhookEvents && { webhookEvents }),
     },
-    { signal: io.signal, idempotencyKey: values['idempotency-key'] },
+    { signal: io.signal, idempotencyKey: values['idempotency-key'], ...waitSeconds(values) },
   );
+  if (resumed.run) return printWaited(io, resumed, resumed.run, json);
   if (!values.watch) {
     if (json) return printJson(io, resumed);
     return printFields(io, {
@@ -665,15 +698,32 @@ const watchRun = async (client: WorkflowRunClient, io: CliIo, jobId: string, jso
   redraw();
   log?.(run);
   if (json) printJson(io, run);
-  else {
-    const files = outputFiles(run);
-    write(io.stdout, `Run ${run.jobId} ${run.status}.`);
-    for (const output of run.output)
-      if (!outputFiles({ output: [output] }).length)
-        write(io.stdout, `  ${output.node_id} (${output.step_type}): ${summariseResult(output.result)}`);
-    if (files.length) write(io.stdout, `${files.length} file(s): workflow-run download ${run.jobId}`);
-  }
+  else printRunEnd(io, run);
   if (run.status !== 'completed') throw new RunEndedBadly(`run ${run.jobId} ${run.status}`);
+};
+
+/** A run as `watch` ends on it: its status, each output that is no file, and how to download the files. */
+const printRunEnd = (io: CliIo, run: Run) => {
+  write(io.stdout, `Run ${run.jobId} ${run.status}.`);
+  printOutputs(io, run);
+};
+
+/** Each output that is no file, and how to download the files. */
+const printOutputs = (io: CliIo, run: Run) => {
+  const files = outputFiles(run);
+  for (const output of run.output)
+    if (!outputFiles({ output: [output] }).length)
+      write(io.stdout, `  ${output.node_id} (${output.step_type}): ${summariseResult(output.result)}`);
+  if (files.length) write(io.stdout, `${files.length} file(s): workflow-run download ${run.jobId}`);
+};
+
+/** `runs show <jobId> [--wait N]`: the run now, or once it ends within N seconds. */
+const showRun = async (client: WorkflowRunClient, io: CliIo, values: Values, jobId: string, json: boolean) => {
+  const run = await client.getRun(jobId, { signal: io.signal, ...waitSeconds(values) });
+  if (json) return printJson(io, run);
+  printFields(io, { jobId: run.jobId, status: run.status, progress: `${run.progress}%` });
+  for (const step of run.steps) write(io.stdout, stepLine(step));
+  printOutputs(io, run);
 };
 
 // --- download --------------------------------------------------------------------------------
@@ -1008,6 +1058,9 @@ export const main = async (
       case 'runs list':
         noArgs(command, args);
         await listRuns(client, io, values, json);
+        break;
+      case 'runs show':
+        await showRun(client, io, values, oneArg(command, args, 'job id'), json);
         break;
       case 'deferred list':
         noArgs(command, args);

@@ -112,12 +112,31 @@ export interface RunOptions extends RequestOptions {
    * request did (no second run); the same key with another body answers 422.
    */
   idempotencyKey?: string;
+  /**
+   * Seconds (1 to 25) to wait for the run to end (`Prefer: wait=N`): when it ends within them, the
+   * answer carries `run`, the Run as `getRun` reads it. A deferred run is answered at once.
+   */
+  wait?: number;
 }
 
 export interface GetRunOptions extends RequestOptions {
   /** An `output_next` of an earlier read of this run: the run with the next page of `output`. */
   outputCursor?: string;
+  /** Seconds (1 to 25) to wait (`Prefer: wait=N`): answered when the run ends or they pass, whichever is first. */
+  wait?: number;
 }
+
+/** The `Prefer` header of a wait (RFC 7240), when one is asked for. */
+const preferWait = (wait: number | undefined) => (wait === undefined ? {} : { Prefer: `wait=${wait}` });
+
+/** The headers of a run start or resume: its Idempotency-Key and its wait, when given. */
+const startHeaders = (runOptions: RunOptions) => {
+  const header = {
+    ...(runOptions.idempotencyKey ? { 'Idempotency-Key': runOptions.idempotencyKey } : {}),
+    ...preferWait(runOptions.wait),
+  };
+  return Object.keys(header).length > 0 ? { header } : {};
+};
 
 export interface RunOutputsOptions extends RequestOptions {
   /** A read of the run already made (a `getRun`, `waitForRun` or webhook body): its page first, then the next ones. */
@@ -280,10 +299,7 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
 
   const start = (subject: 'workflow' | 'agent', id: string, body: RunRequest = {}, runOptions: RunOptions = {}) => {
     const init = {
-      params: {
-        path: { id },
-        ...(runOptions.idempotencyKey ? { header: { 'Idempotency-Key': runOptions.idempotencyKey } } : {}),
-      },
+      params: { path: { id }, ...startHeaders(runOptions) },
       body,
       signal: runOptions.signal,
     };
@@ -300,6 +316,7 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
           ...(requestOptions.outputCursor === undefined
             ? {}
             : { query: { output_cursor: requestOptions.outputCursor } }),
+          ...(requestOptions.wait === undefined ? {} : { header: preferWait(requestOptions.wait) }),
         },
         signal: requestOptions.signal,
       }),
@@ -466,10 +483,7 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
     resumeRun: (jobId, body = {}, runOptions = {}) =>
       unwrap(
         raw.POST('/runs/{jobId}/resume', {
-          params: {
-            path: { jobId },
-            ...(runOptions.idempotencyKey ? { header: { 'Idempotency-Key': runOptions.idempotencyKey } } : {}),
-          },
+          params: { path: { jobId }, ...startHeaders(runOptions) },
           body,
           signal: runOptions.signal,
         }),

@@ -50,6 +50,8 @@ export interface paths {
      *
      *     An optional `Idempotency-Key` makes a retry safe: the same key with the same request (this endpoint, this id, the same body) within 24 hours answers as the first request did; the same key with another request (another body, or the other run endpoint, or another id) answers 422.
      *
+     *     An optional `Prefer: wait=N` (N from 1 to 25 seconds) answers a short run in one request: when the run ends within N seconds, the answer carries `run`, the Run exactly as Get a run answers it; otherwise it is the answer without `run`, and Get a run (which takes the same header) follows the run. A retry with the same `Idempotency-Key` and the same header waits again and carries the run as it is then.
+     *
      *     Scope: `runs:create`.
      */
     post: operations['RunWorkflow'];
@@ -77,6 +79,8 @@ export interface paths {
      *     `metadata` and `tags` are yours: the Run, its summary in List runs and every webhook body echo them, and List runs filters by a tag (`tag`). They are part of the request an `Idempotency-Key` names.
      *
      *     An optional `Idempotency-Key` makes a retry safe: the same key with the same request (this endpoint, this id, the same body) within 24 hours answers as the first request did; the same key with another request (another body, or the other run endpoint, or another id) answers 422.
+     *
+     *     An optional `Prefer: wait=N` (N from 1 to 25 seconds) answers a short run in one request: when the run ends within N seconds, the answer carries `run`, the Run exactly as Get a run answers it; otherwise it is the answer without `run`, and Get a run (which takes the same header) follows the run. A retry with the same `Idempotency-Key` and the same header waits again and carries the run as it is then.
      *
      *     Scope: `runs:create`.
      */
@@ -191,6 +195,8 @@ export interface paths {
      *     `inputs` apply to the steps that run; a value for a carried-over step is ignored. The webhook goes to the `callbackUrl` given here, if any: the original run's is not reused.
      *
      *     An optional `Idempotency-Key` works as on a run start (this endpoint, this `jobId`, the same body).
+     *
+     *     An optional `Prefer: wait=N` (N from 1 to 25 seconds) answers a short run in one request: when the new run ends within N seconds, the answer carries `run`, the Run exactly as Get a run answers it; otherwise it is the answer without `run`, and Get a run (which takes the same header) follows the run. A retry with the same `Idempotency-Key` and the same header waits again and carries the run as it is then.
      *
      *     Scope: `runs:create`.
      */
@@ -2087,6 +2093,7 @@ export interface components {
       stepsCount: number;
       /** @description Our design: only when the start gave `generateCallbackSecret: true`: the issued `whsec_` secret, shown in this answer only (keep it; no route reads it again). */
       callbackSecret?: string;
+      run?: components['schemas']['Run'];
     };
     RunDeferredResponse: {
       /** @constant */
@@ -2133,6 +2140,7 @@ export interface components {
       /** Format: uuid */
       resumedFrom: string;
       carriedSteps: string[];
+      run?: components['schemas']['Run'];
     };
     RunValidationFailed: {
       /** @constant */
@@ -3188,6 +3196,8 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
+        /** @description `wait=N` (RFC 7240), N whole seconds from 1 to 25: the answer comes when the run ends or N seconds pass, whichever is first; ended, it carries `run`, the Run as Get a run answers it. A deferred run is not waited for (answered at once, without `Preference-Applied`). A larger N is served as 25; `wait=0`, a malformed value and any other preference are ignored (the request is answered as without the header). `Preference-Applied` says the wait served. The request counts once against the rate limit however long it waits. */
+        Prefer?: string;
         /** @description Caller-chosen key, one per request: the same key, endpoint, id and body within 24 hours answer as the first request did. */
         'Idempotency-Key'?: string;
       };
@@ -3207,6 +3217,10 @@ export interface operations {
       /** @description The run is queued and its estimate held. */
       200: {
         headers: {
+          /** @description Where the run is read (Get a run, `/api/v1/runs/{jobId}`), or for a deferred run Get a deferred run (`/api/v1/deferred-runs/{deferredJobId}`). */
+          Location: string;
+          /** @description `wait=N`, the wait served (N from 1 to 25), when the request asked for one and it applied. */
+          'Preference-Applied'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3216,6 +3230,10 @@ export interface operations {
       /** @description The run is deferred (`defer: true`); not a promise that it will start. */
       202: {
         headers: {
+          /** @description Where the run is read (Get a run, `/api/v1/runs/{jobId}`), or for a deferred run Get a deferred run (`/api/v1/deferred-runs/{deferredJobId}`). */
+          Location: string;
+          /** @description `wait=N`, the wait served (N from 1 to 25), when the request asked for one and it applied. */
+          'Preference-Applied'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3349,6 +3367,8 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
+        /** @description `wait=N` (RFC 7240), N whole seconds from 1 to 25: the answer comes when the run ends or N seconds pass, whichever is first; ended, it carries `run`, the Run as Get a run answers it. A deferred run is not waited for (answered at once, without `Preference-Applied`). A larger N is served as 25; `wait=0`, a malformed value and any other preference are ignored (the request is answered as without the header). `Preference-Applied` says the wait served. The request counts once against the rate limit however long it waits. */
+        Prefer?: string;
         /** @description Caller-chosen key, one per request: the same key, endpoint, id and body within 24 hours answer as the first request did. */
         'Idempotency-Key'?: string;
       };
@@ -3368,6 +3388,10 @@ export interface operations {
       /** @description The run is queued and its estimate held. */
       200: {
         headers: {
+          /** @description Where the run is read (Get a run, `/api/v1/runs/{jobId}`), or for a deferred run Get a deferred run (`/api/v1/deferred-runs/{deferredJobId}`). */
+          Location: string;
+          /** @description `wait=N`, the wait served (N from 1 to 25), when the request asked for one and it applied. */
+          'Preference-Applied'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3377,6 +3401,10 @@ export interface operations {
       /** @description The run is deferred (`defer: true`); not a promise that it will start. */
       202: {
         headers: {
+          /** @description Where the run is read (Get a run, `/api/v1/runs/{jobId}`), or for a deferred run Get a deferred run (`/api/v1/deferred-runs/{deferredJobId}`). */
+          Location: string;
+          /** @description `wait=N`, the wait served (N from 1 to 25), when the request asked for one and it applied. */
+          'Preference-Applied'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3670,7 +3698,10 @@ export interface operations {
         /** @description The `output_next` of an earlier read of this run: the answer is the run with the next page of `output`. */
         output_cursor?: string;
       };
-      header?: never;
+      header?: {
+        /** @description `wait=N` (RFC 7240), N whole seconds from 1 to 25: the answer comes when the run reaches an end status (`completed`, `failed`, `cancelled`, `stopped`) or N seconds pass, whichever is first (at once for a run that has ended). A larger N is served as 25; `wait=0`, a malformed value and any other preference are ignored (the request is answered as without the header). `Preference-Applied` says the wait served. The request counts once against the rate limit however long it waits. */
+        Prefer?: string;
+      };
       path: {
         /** @description The `jobId` returned when the run started. */
         jobId: string;
@@ -3682,6 +3713,8 @@ export interface operations {
       /** @description The run. */
       200: {
         headers: {
+          /** @description `wait=N`, the wait served (N from 1 to 25), when the request asked for one and it applied. */
+          'Preference-Applied'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3840,6 +3873,8 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
+        /** @description `wait=N` (RFC 7240), N whole seconds from 1 to 25: the answer comes when the run ends or N seconds pass, whichever is first; ended, it carries `run`, the Run as Get a run answers it. A deferred run is not waited for (answered at once, without `Preference-Applied`). A larger N is served as 25; `wait=0`, a malformed value and any other preference are ignored (the request is answered as without the header). `Preference-Applied` says the wait served. The request counts once against the rate limit however long it waits. */
+        Prefer?: string;
         /** @description Caller-chosen key, one per request: the same key, endpoint, jobId and body within 24 hours answer as the first request did. */
         'Idempotency-Key'?: string;
       };
@@ -3859,6 +3894,10 @@ export interface operations {
       /** @description The new run is queued and the estimate of its steps held. */
       200: {
         headers: {
+          /** @description Where the run is read (Get a run, `/api/v1/runs/{jobId}`), or for a deferred run Get a deferred run (`/api/v1/deferred-runs/{deferredJobId}`). */
+          Location: string;
+          /** @description `wait=N`, the wait served (N from 1 to 25), when the request asked for one and it applied. */
+          'Preference-Applied'?: string;
           [name: string]: unknown;
         };
         content: {
