@@ -58,6 +58,48 @@ export const MultiplierSchema = v.pipe(
 );
 
 /**
+ * Our design: the latest time a deferred run may start, at most 7 days ahead (24 hours when its
+ * `inputs` name uploaded files); it replaces the fixed 24 hours. Its bounds depend on the time of
+ * the request, so they are checked by the start (a 422), not here.
+ */
+export const StartBySchema = v.pipe(
+  DateTimeSchema,
+  v.description(
+    'Our design, only with `defer: true`: the latest time the deferred run may start (ISO 8601). Not started by ' +
+      'then, it becomes `expired`, holding nothing. Replaces the default 24 hours. Must lie in the future and at ' +
+      'most 7 days ahead (at most 24 hours ahead when `inputs` name an uploaded file); otherwise 422.',
+  ),
+);
+
+/** `deadlineSeconds`' bounds: one second to one day (a longer run has no deadline). */
+export const deadlineSecondsBounds = { min: 1, max: 24 * 3600 } as const;
+
+/** Our design: the run's deadline in seconds from its start (functions/domain/run-deadline.ts). */
+export const DeadlineSecondsSchema = v.pipe(
+  v.number(),
+  v.integer(),
+  v.minValue(deadlineSecondsBounds.min),
+  v.maxValue(deadlineSecondsBounds.max),
+  v.description(
+    'Our design: a run still in progress this many seconds after its start (a deferred run: after its dispatch) ' +
+      'ends `cancelled` with `endReason: "deadline"`, as a cancel would end it: finished steps stay charged, a ' +
+      'step in flight is never charged, and `run.cancelled` is sent. Enforced within 10 seconds of the deadline ' +
+      'when it is at most 15 minutes away, within a minute otherwise. 1 to 86,400.',
+  ),
+);
+
+/** Why a run ended, when its status alone does not say: `deadline`, its `deadlineSeconds` passed. */
+export const endReasons = ['deadline'] as const;
+export type EndReason = (typeof endReasons)[number];
+const EndReasonSchema = v.pipe(
+  v.picklist(endReasons),
+  v.description(
+    'Our design: why the run ended, when its status alone does not say. `deadline`: it was still in progress ' +
+      'at its `deadlineSeconds` and was cancelled. Absent otherwise.',
+  ),
+);
+
+/**
  * Body of both run starts; every field optional, and a missing body means `{}`. The `callbackUrl`
  * message is the spec's 422 message, so a handler can answer with the issue's message as is.
  */
@@ -102,6 +144,10 @@ export const RunRequestSchema = notArray(
     tags: v.optional(TagsSchema),
     /** Our design: the lifecycle events to send to `callbackUrl` (schemas/webhook-events.ts). */
     webhookEvents: v.optional(WebhookEventsSchema),
+    /** Our design: a deferred run not started by then expires (functions/domain/deferred-run-lifetime.ts). */
+    startBy: v.optional(StartBySchema),
+    /** Our design: the run ends `cancelled` (`endReason: "deadline"`) if still in progress this long after its start. */
+    deadlineSeconds: v.optional(DeadlineSecondsSchema),
   }),
 );
 export type RunRequest = v.InferOutput<typeof RunRequestSchema>;
@@ -149,6 +195,8 @@ export const ResumeRunRequestSchema = notArray(
     callbackSecret: RunRequestSchema.entries.callbackSecret,
     generateCallbackSecret: RunRequestSchema.entries.generateCallbackSecret,
     webhookEvents: RunRequestSchema.entries.webhookEvents,
+    /** The new run's own deadline, from its start; the original's is not reused. */
+    deadlineSeconds: RunRequestSchema.entries.deadlineSeconds,
   }),
 );
 export type ResumeRunRequest = v.InferOutput<typeof ResumeRunRequestSchema>;
@@ -349,6 +397,8 @@ export const RunSchema = v.strictObject({
   resumedFrom: v.optional(UuidSchema),
   /** Ours: where to follow the run live (GET /runs/{jobId}/events); absent in webhook bodies. */
   links: v.optional(v.strictObject({ events: v.pipe(v.string(), v.url()) })),
+  /** Ours: why it ended, when its status alone does not say (its deadline); absent otherwise. */
+  endReason: v.optional(EndReasonSchema),
 });
 export type Run = v.InferOutput<typeof RunSchema>;
 
@@ -447,6 +497,8 @@ export const WebhookBodySchema = v.strictObject({
   /** Our design: the run start's `tags`; absent when it gave none. */
   tags: v.optional(TagsSchema),
   resumedFrom: v.optional(UuidSchema),
+  /** Our design: why the run ended, when its status alone does not say (its deadline). */
+  endReason: v.optional(EndReasonSchema),
 });
 export type WebhookBody = v.InferOutput<typeof WebhookBodySchema>;
 

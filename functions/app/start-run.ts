@@ -11,6 +11,7 @@ import {
   replayOf,
   requestFingerprint,
 } from '../domain/idempotency-key.ts';
+import { startByLatest, startByProblem } from '../domain/deferred-run-lifetime.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { eventfulSteps } from '../domain/lifecycle-webhooks.ts';
 import { loadersWithoutValue } from '../domain/loader-inputs.ts';
@@ -26,6 +27,7 @@ import {
   RunInProgressError,
   RunRefusedError,
   RunValidationFailedError,
+  StartByOutOfRangeError,
   UnknownInputKeysError,
   WorkflowNotPermittedError,
 } from '../errors/table.ts';
@@ -49,6 +51,7 @@ import {
 } from '../store/run/index.ts';
 import { assertUnderStorageQuota } from '../store/stored-bytes.ts';
 import { backoff, storageBusy, writeRetry } from '../store/write.ts';
+import { startDeadlineTimer } from './run-deadline.ts';
 import { checkFileInputs, holdFileInputs, uploadsByKey } from './run-inputs.ts';
 
 /** The error that carries an admission refusal to the caller. */
@@ -134,6 +137,7 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
     ? { nodes: workflow.canvas.nodes.filter((n) => resume.plan.toRun.includes(n.id)) }
     : workflow.canvas;
   let carried = false;
+  let deadline: string | undefined | null = null;
   const now = deps.now();
   const month = spendMonth(now);
   const monthlyCap = key.monthlyCapHundredths;
@@ -177,6 +181,8 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
       await resume.carry(jobId);
       carried = true;
     }
+    // Its deadline's timer, once, before the commit: a run with a deadline never lacks it.
+    if (deadline === null) deadline = await startDeadlineTimer(deps, { jobId, teamId: key.teamId }, request.deadlineSeconds);
     try {
       await startRun(deps, {
         jobId,
@@ -203,6 +209,7 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
         ),
         extraItems: input.extraItems,
         ...(resume && { resumed: { from: resume.resumedFrom, carried: resume.plan.carried } }),
+        ...(deadline !== undefined && { deadlineAt: deadline }),
       });
       break;
     } catch (error) {
@@ -312,6 +319,15 @@ export const withIssuedSecret = <
   return { request: { ...request, callbackSecret }, issued: { callbackSecret } };
 };
 
+/** A `startBy` in the past or past its bound (functions/domain/deferred-run-lifetime.ts) is a 422, before anything is written. */
+const checkStartBy = (deps: Deps, startBy: string | undefined, withUploads: boolean) => {
+  if (startBy === undefined) return;
+  const problem = startByProblem(startBy, deps.now(), withUploads);
+  if (!problem) return;
+  const latest = problem.kind === 'tooFar' ? problem.latest : startByLatest(deps.now(), withUploads);
+  throw new StartByOutOfRangeError(startBy, latest);
+};
+
 /**
  * POST /workflows/{id}/runs and POST /agents/{id}/runs (spec 4.3, 4.4). `resolveWorkflow` finds
  * the workflow (directly, or an agent's) and throws the 404s. The Idempotency-Key rule is
@@ -331,6 +347,7 @@ const startRunFor = (
     const unloaded = loadersWithoutValue(workflow.canvas, request.inputs ?? {});
     if (unloaded.length > 0) throw new RunValidationFailedError(unloaded);
     const uploads = await checkFileInputs(deps, key.teamId, workflow.canvas, request.inputs ?? {});
+    checkStartBy(deps, request.startBy, uploads.length > 0);
     // A team at its storage quota starts nothing that would store more (a run's outputs).
     await assertUnderStorageQuota(deps, key.teamId);
     if (request.defer) {

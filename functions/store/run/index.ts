@@ -51,3 +51,4 @@ export {
   type StepRun,
   stepLeaseSeconds,
 } from './steps.ts';
+export { type DeadlineMessage, DeadlineMessageSchema, sendDeadlineMessage } from './deadline.ts';

@@ -147,6 +147,8 @@ export interface NewRun {
    * before the start (functions/store/run/carried-steps.ts) and which the run counts as done.
    */
   resumed?: { from: string; carried: readonly string[] };
+  /** When it must have ended (functions/domain/run-deadline.ts); absent without a deadline. */
+  deadlineAt?: string;
 }
 
 /**
@@ -180,6 +182,7 @@ export const runItem = (run: NewRun, createdAt: string) =>
       ...(notifiesStart(run.webhookEvents) && { notifyStart: true }),
     }),
     resumedFrom: run.resumed?.from,
+    deadlineAt: run.deadlineAt,
     estimateHundredths: run.estimate.totalHundredths,
     heldHundredths: run.estimate.totalHundredths,
     chargedHundredths: 0,
