@@ -9,17 +9,18 @@ export { type DeadlineMessage, DeadlineMessageSchema } from '../store/run/index.
 
 /**
  * The timer of a run starting with `deadlineSeconds`, sent before its start commits (so a run with
- * a deadline never lacks its timer); its due time, for the run item. Undefined without a deadline.
+ * a deadline never lacks its timer). Its due time is a moment before the run item's `deadlineAt`
+ * (which counts from the start's commit, `createdAt`), and the item's time is the one kept: a
+ * timer that comes before it is sent on for the rest (at most a second).
  */
 export const startDeadlineTimer = async (
   deps: Deps,
   run: { jobId: string; teamId: string },
   deadlineSeconds: number | undefined,
-): Promise<string | undefined> => {
-  if (deadlineSeconds === undefined) return undefined;
+): Promise<void> => {
+  if (deadlineSeconds === undefined) return;
   const dueAt = deadlineAt(deps.now(), deadlineSeconds).toISOString();
   await sendDeadlineMessage(deps, { kind: 'deadline', jobId: run.jobId, teamId: run.teamId, dueAt });
-  return dueAt;
 };
 
 /**

@@ -4,6 +4,7 @@ import type { RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { type AdmissionRefusal, busyFirst, refusalWithoutFacts, runRefusal } from '../domain/admission.ts';
 import { toCredits } from '../domain/credits.ts';
+import { startByLatest, startByProblem } from '../domain/deferred-run-lifetime.ts';
 import {
   idempotencyKeyHash,
   type RequestTarget,
@@ -11,7 +12,6 @@ import {
   replayOf,
   requestFingerprint,
 } from '../domain/idempotency-key.ts';
-import { startByLatest, startByProblem } from '../domain/deferred-run-lifetime.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { eventfulSteps } from '../domain/lifecycle-webhooks.ts';
 import { loadersWithoutValue } from '../domain/loader-inputs.ts';
@@ -137,7 +137,7 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
     ? { nodes: workflow.canvas.nodes.filter((n) => resume.plan.toRun.includes(n.id)) }
     : workflow.canvas;
   let carried = false;
-  let deadline: string | undefined | null = null;
+  let timerSent = false;
   const now = deps.now();
   const month = spendMonth(now);
   const monthlyCap = key.monthlyCapHundredths;
@@ -182,7 +182,10 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
       carried = true;
     }
     // Its deadline's timer, once, before the commit: a run with a deadline never lacks it.
-    if (deadline === null) deadline = await startDeadlineTimer(deps, { jobId, teamId: key.teamId }, request.deadlineSeconds);
+    if (!timerSent) {
+      await startDeadlineTimer(deps, { jobId, teamId: key.teamId }, request.deadlineSeconds);
+      timerSent = true;
+    }
     try {
       await startRun(deps, {
         jobId,
@@ -209,7 +212,7 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
         ),
         extraItems: input.extraItems,
         ...(resume && { resumed: { from: resume.resumedFrom, carried: resume.plan.carried } }),
-        ...(deadline !== undefined && { deadlineAt: deadline }),
+        deadlineSeconds: request.deadlineSeconds,
       });
       break;
     } catch (error) {

@@ -46,14 +46,12 @@ export type DeadlineStep =
  * item; `inProgress` its status). Pure, so redelivery is answered the same way: a run that ended,
  * by its deadline or anything else, is left as it is.
  */
-export const deadlineStep = (
-  dueAt: Date,
-  now: Date,
-  run: { inProgress: boolean } | undefined,
-): DeadlineStep => {
+export const deadlineStep = (dueAt: Date, now: Date, run: { inProgress: boolean } | undefined): DeadlineStep => {
   if (run && !run.inProgress) return { kind: 'none' };
   if (now.getTime() < dueAt.getTime()) return { kind: 'wait', delaySeconds: timerDelaySeconds(dueAt, now) };
   if (run) return { kind: 'end' };
   const waitedSeconds = (now.getTime() - dueAt.getTime()) / 1000;
-  return waitedSeconds < missingRunGraceSeconds ? { kind: 'wait', delaySeconds: missingRunRetrySeconds } : { kind: 'none' };
+  return waitedSeconds < missingRunGraceSeconds
+    ? { kind: 'wait', delaySeconds: missingRunRetrySeconds }
+    : { kind: 'none' };
 };

@@ -5,6 +5,7 @@
  */
 
 export { type CarriedStep, putCarriedSteps } from './carried-steps.ts';
+export { type DeadlineMessage, DeadlineMessageSchema, sendDeadlineMessage } from './deadline.ts';
 export {
   closeRun,
   endRun,
@@ -51,4 +52,3 @@ export {
   type StepRun,
   stepLeaseSeconds,
 } from './steps.ts';
-export { type DeadlineMessage, DeadlineMessageSchema, sendDeadlineMessage } from './deadline.ts';
