@@ -1,11 +1,19 @@
+import * as v from 'valibot';
 import type { Deps } from '../deps.ts';
 import { deadlineAt, deadlineStep } from '../domain/run-deadline.ts';
 import { isInProgress } from '../domain/run-lifecycle.ts';
 import { logger } from '../observability/logger.ts';
-import { type DeadlineMessage, readRunItem, sendDeadlineMessage } from '../store/run/index.ts';
+import { readRunItem, sendDeadlineMessage } from '../store/run/index.ts';
 import { cancelAtDeadline } from './cancel-run.ts';
 
-export { type DeadlineMessage, DeadlineMessageSchema } from '../store/run/index.ts';
+/** The deadline's timer as the step executor reads it off the steps queue (functions/store/run/deadline.ts sends it). */
+export const DeadlineMessageSchema = v.object({
+  kind: v.literal('deadline'),
+  jobId: v.string(),
+  teamId: v.string(),
+  dueAt: v.pipe(v.string(), v.isoTimestamp()),
+});
+export type DeadlineMessage = v.InferOutput<typeof DeadlineMessageSchema>;
 
 /**
  * The timer of a run starting with `deadlineSeconds`, sent before its start commits (so a run with

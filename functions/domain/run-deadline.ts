@@ -1,3 +1,5 @@
+import { delaySecondsUntil } from './webhook.ts';
+
 /**
  * A run's deadline (`deadlineSeconds` on a run start or a resume): a run still in progress when it
  * comes ends `cancelled` with `endReason: "deadline"`, by the cancel's own path (its rules for
@@ -11,9 +13,6 @@
  * timer; one that arrives before the run's item exists (the start still committing) waits a little
  * and looks again, and one whose run never came (its start refused) is dropped.
  */
-
-/** SQS's longest message delay. */
-export const maxMessageDelaySeconds = 900;
 
 /**
  * How long after its due time a deadline message still waits for its run's item to appear: a start
@@ -29,8 +28,7 @@ export const deadlineAt = (start: Date, deadlineSeconds: number): Date =>
   new Date(start.getTime() + deadlineSeconds * 1000);
 
 /** The delay of a timer message due at `dueAt`, sent at `now`: the whole wait, up to SQS's limit (never early). */
-export const timerDelaySeconds = (dueAt: Date, now: Date): number =>
-  Math.min(maxMessageDelaySeconds, Math.max(0, Math.ceil((dueAt.getTime() - now.getTime()) / 1000)));
+export const timerDelaySeconds = (dueAt: Date, now: Date): number => delaySecondsUntil(dueAt.getTime(), now.getTime());
 
 /** What a deadline message does when it arrives. */
 export type DeadlineStep =
