@@ -131,6 +131,10 @@ describe('client against the local stack', () => {
       maxMultiplier: 0.01,
     });
     expect(await client.cancelDeferredRun(deferred.deferredJobId)).toMatchObject({ status: 'cancelled' });
+    // A deadline is a run start's option like any other.
+    const timed = await client.runWorkflow(workflowId, { deadlineSeconds: 3_600 });
+    expect(timed.status).toBe('queued');
+    expect(await client.cancelRun(timed.jobId)).not.toHaveProperty('endReason');
     const conflict = await client.cancelDeferredRun(deferred.deferredJobId).catch((e: unknown) => e);
     expect(conflict).toBeInstanceOf(ConflictError);
 
@@ -418,6 +422,42 @@ describe('workflow-run CLI', () => {
     expect(shown.code, shown.stderr).toBe(0);
     expect(shown.stdout).toContain(`deferredJobId: ${deferredJobId}`);
     expect(shown.stdout).toContain('status: waiting');
+  });
+
+  it('run --defer --start-by and --deadline send startBy and deadlineSeconds', async () => {
+    const workflowId = await createWorkflow(stack, team, chainSteps, 'Deferred with a deadline by CLI');
+    const startBy = new Date(Date.now() + 3 * 24 * 3600_000).toISOString();
+    const deferred = await cli([
+      'run',
+      workflowId,
+      '--defer',
+      '--max-multiplier',
+      '0.01',
+      '--start-by',
+      startBy,
+      '--deadline',
+      '600',
+      '--json',
+    ]);
+    expect(deferred.code, deferred.stderr).toBe(0);
+    const { deferredJobId } = JSON.parse(deferred.stdout) as { deferredJobId: string };
+    const shown = await client.getDeferredRun(deferredJobId);
+    expect(shown).toMatchObject({ status: 'waiting', expiresAt: startBy });
+    await client.cancelDeferredRun(deferredJobId);
+    for (const args of [
+      ['run', workflowId, '--start-by', startBy],
+      ['run', workflowId, '--deadline', '1.5'],
+      ['resume', randomUUID(), '--deadline', 'soon'],
+    ]) {
+      const result = await cli(args);
+      expect(result.code, args.join(' ')).toBe(2);
+    }
+    const tooFar = await cli(['run', workflowId, '--defer', '--start-by', '2099-01-01T00:00:00Z', '--json']);
+    expect(tooFar.code).toBe(1);
+    expect(JSON.parse(tooFar.stderr)).toMatchObject({
+      status: 422,
+      body: { error: 'startBy must lie in the future and no later than latestStartBy' },
+    });
   });
 
   it('exits 2 on a usage error, printing the usage', async () => {

@@ -53,6 +53,10 @@ Commands:
                                          fileId; for text that starts with @, write @@
       --mode production|draft|preview    draft: a cheaper pass
       --defer [--max-multiplier M]       Queue the run until the price multiplier reaches M (default 0.7)
+      --start-by TIME                    With --defer: the latest time (ISO 8601) it may start, else it
+                                         expires (at most 7 days ahead; default 24 hours)
+      --deadline SECONDS                 Cancel the run if still in progress this long after it starts
+                                         (1 to 86400; endReason "deadline")
       --callback-url URL [--callback-secret S]   https URL for the run-finished webhook
       --idempotency-key K                Makes a retry safe: the same key and body start one run
       --meta key=value                   Your own metadata pair, echoed on the run; repeatable (16 at most)
@@ -66,7 +70,7 @@ Commands:
   cancel <jobId>                         Cancel a run in progress
   resume <jobId> [options]               A new run of a failed or stopped run: its completed steps are kept,
                                          the rest run (options: --input, --callback-url, --callback-secret,
-                                         --event, --idempotency-key, --watch, as run takes them)
+                                         --event, --deadline, --idempotency-key, --watch, as run takes them)
   runs list [options]                    The team's runs, newest first (one page, or --all)
       --workflow-id ID                   Only runs of this workflow
       --status S                         Only runs with this status (queued, processing, completed, ...)
@@ -116,6 +120,8 @@ const optionSpec = {
   mode: { type: 'string' },
   defer: { type: 'boolean' },
   'max-multiplier': { type: 'string' },
+  'start-by': { type: 'string' },
+  deadline: { type: 'string' },
   'callback-url': { type: 'string' },
   'callback-secret': { type: 'string' },
   'idempotency-key': { type: 'string' },
@@ -155,6 +161,8 @@ const commandOptions: Record<string, OptionName[]> = {
     'mode',
     'defer',
     'max-multiplier',
+    'start-by',
+    'deadline',
     'callback-url',
     'callback-secret',
     'idempotency-key',
@@ -166,7 +174,7 @@ const commandOptions: Record<string, OptionName[]> = {
   watch: [],
   download: ['dir'],
   cancel: [],
-  resume: ['input', 'callback-url', 'callback-secret', 'event', 'idempotency-key', 'watch'],
+  resume: ['input', 'callback-url', 'callback-secret', 'event', 'deadline', 'idempotency-key', 'watch'],
   deliveries: ['redeliver', 'event', 'node-id'],
   'deferred show': [],
   'deferred cancel': [],
@@ -333,6 +341,17 @@ const runRequest = (values: Values): { body: RunRequest; fileInputs: FileInput[]
       body.maxMultiplier = multiplier;
     }
   }
+  if (values['start-by'] !== undefined) {
+    if (!values.defer) throw new UsageError('--start-by only applies with --defer');
+    // Passed as given: the API says when a time is past or too far ahead, and the latest it may be.
+    body.startBy = values['start-by'];
+  }
+  if (values.deadline !== undefined) {
+    const seconds = Number(values.deadline);
+    if (!Number.isInteger(seconds) || seconds <= 0)
+      throw new UsageError('--deadline must be a whole number of seconds');
+    body.deadlineSeconds = seconds;
+  }
   if (values['callback-url']) body.callbackUrl = values['callback-url'];
   if (values['callback-secret']) {
     if (!values['callback-url']) throw new UsageError('--callback-secret only applies with --callback-url');
@@ -452,7 +471,7 @@ const resumeRun = async (client: WorkflowRunClient, io: CliIo, values: Values, a
     body.inputs = { ...body.inputs, [input.key]: file.fileId };
     if (!json) write(io.stderr, `uploaded ${input.path} as ${file.fileId} (${file.contentType}, ${file.size} bytes)`);
   }
-  const { inputs, callbackUrl, callbackSecret, webhookEvents } = body;
+  const { inputs, callbackUrl, callbackSecret, webhookEvents, deadlineSeconds } = body;
   const resumed = await client.resumeRun(
     jobId,
     {
@@ -460,6 +479,7 @@ const resumeRun = async (client: WorkflowRunClient, io: CliIo, values: Values, a
       ...(callbackUrl && { callbackUrl }),
       ...(callbackSecret && { callbackSecret }),
       ...(webhookEvents && { webhookEvents }),
+      ...(deadlineSeconds !== undefined && { deadlineSeconds }),
     },
     { signal: io.signal, idempotencyKey: values['idempotency-key'] },
   );

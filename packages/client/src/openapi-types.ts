@@ -2027,6 +2027,13 @@ export interface components {
         | 'run.cancelled'
         | 'run.stopped'
       )[];
+      /**
+       * Format: date-time
+       * @description Our design, only with `defer: true`: the latest time the deferred run may start (ISO 8601). Not started by then, it becomes `expired`, holding nothing. Replaces the default 24 hours. Must lie in the future and at most 7 days ahead (at most 24 hours ahead when `inputs` name an uploaded file); otherwise 422.
+       */
+      startBy?: string;
+      /** @description Our design: a run still in progress this many seconds after its start (a deferred run: after its dispatch) ends `cancelled` with `endReason: "deadline"`, as a cancel would end it: finished steps stay charged, a step in flight is never charged, and `run.cancelled` is sent. Enforced within 10 seconds of the deadline when it is at most 15 minutes away, within a minute otherwise. 1 to 86,400. */
+      deadlineSeconds?: number;
     };
     RunStartedResponse: {
       /** Format: uuid */
@@ -2070,6 +2077,8 @@ export interface components {
         | 'run.cancelled'
         | 'run.stopped'
       )[];
+      /** @description Our design: a run still in progress this many seconds after its start (a deferred run: after its dispatch) ends `cancelled` with `endReason: "deadline"`, as a cancel would end it: finished steps stay charged, a step in flight is never charged, and `run.cancelled` is sent. Enforced within 10 seconds of the deadline when it is at most 15 minutes away, within a minute otherwise. 1 to 86,400. */
+      deadlineSeconds?: number;
     };
     RunResumedResponse: {
       /** Format: uuid */
@@ -2109,6 +2118,11 @@ export interface components {
         /** Format: uri */
         events: string;
       };
+      /**
+       * @description Our design: why the run ended, when its status alone does not say. `deadline`: it was still in progress at its `deadlineSeconds` and was cancelled. Absent otherwise.
+       * @enum {string}
+       */
+      endReason?: 'deadline';
     };
     RunStep: {
       node_id: string;
@@ -2231,6 +2245,11 @@ export interface components {
       tags?: components['schemas']['RunTags'];
       /** Format: uuid */
       resumedFrom?: string;
+      /**
+       * @description Our design: why the run ended, when its status alone does not say. `deadline`: it was still in progress at its `deadlineSeconds` and was cancelled. Absent otherwise.
+       * @enum {string}
+       */
+      endReason?: 'deadline';
     };
     /** @description Your own string pairs (at most 16; a key 1 to 64 characters of letters, digits and _ - . : @ /; a value at most 512 characters, none a control character: U+0000 to U+001F, U+007F to U+009F), echoed wherever the run is shown. */
     RunMetadata: {
@@ -2890,6 +2909,12 @@ export interface components {
       usedBytes: number;
       neededBytes: number;
     };
+    StartByOutOfRangeError: {
+      /** @constant */
+      error: 'startBy must lie in the future and no later than latestStartBy';
+      startBy: string;
+      latestStartBy: string;
+    };
   };
   responses: never;
   parameters: never;
@@ -3202,6 +3227,7 @@ export interface operations {
             | components['schemas']['InputFileNotUsableError']
             | components['schemas']['TooManyFileInputsError']
             | components['schemas']['CallbackUrlInvalidError']
+            | components['schemas']['StartByOutOfRangeError']
             | components['schemas']['RunValidationFailed']
             | components['schemas']['ProviderNotAvailableError']
             | components['schemas']['IdempotencyKeyReusedError'];
@@ -3365,6 +3391,7 @@ export interface operations {
             | components['schemas']['InputFileNotUsableError']
             | components['schemas']['TooManyFileInputsError']
             | components['schemas']['CallbackUrlInvalidError']
+            | components['schemas']['StartByOutOfRangeError']
             | components['schemas']['RunValidationFailed']
             | components['schemas']['ProviderNotAvailableError']
             | components['schemas']['IdempotencyKeyReusedError'];
