@@ -609,6 +609,9 @@ const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
     'The cost is estimated and held from the team credits before anything runs; each step is charged when it ' +
       'finishes. One run in progress per workflow at a time. With `defer: true` the run is queued to start ' +
       'later, when the price multiplier reaches `maxMultiplier` (answer 202).',
+    'With `deadlineSeconds`, a run still in progress that long after its start (a deferred run: its dispatch) ' +
+      'ends `cancelled` with `endReason: "deadline"`, as a cancel ends it. With `defer: true`, `startBy` is the ' +
+      'latest time the deferred run may start (at most 7 days ahead; without it, 24 hours).',
     '`metadata` and `tags` are yours: the Run, its summary in List runs and every webhook body echo them, ' +
       'and List runs filters by a tag (`tag`). They are part of the request an `Idempotency-Key` names.',
     `An optional \`${idempotencyKeyHeader}\` makes a retry safe: the same key with the same request (this ` +
@@ -641,7 +644,8 @@ const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
     400:
       'The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit: a length, a count, ' +
       "a metadata key outside a tag's characters, a control character in a metadata value (the message names the " +
-      'field and the limit).',
+      'field and the limit); `deadlineSeconds` is not a whole number from 1 to 86,400; `startBy` without ' +
+      '`defer: true`.',
     413: 'The body is larger than 64 KiB.',
     402: 'Not enough credits, the project hard cap, the per-step credit limit, or the key monthly credit cap.',
     403: `The key lacks \`${scopeOf(subject === 'workflow' ? 'RunWorkflow' : 'RunAgent')}\`, or is limited to other workflows.`,
@@ -653,7 +657,8 @@ const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
     422:
       "An `inputs` key matches no step, a file step's `inputs` value is not a usable `fileId` or public https URL, " +
       '`callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not ' +
-      'use, or the `Idempotency-Key` was used with another request.',
+      'use, the `Idempotency-Key` was used with another request, or `startBy` is not in the future or lies past ' +
+      '`latestStartBy`.',
     503:
       'The key has a monthly cap that could not be checked (the run is refused rather than started ' +
       `unmetered), or: ${storageBusyText}`,
@@ -729,7 +734,7 @@ export const runOperations: OperationSpec[] = [
         'the steps that run; every run-start rule applies (one run in progress per workflow, the credit limits, ' +
         'the providers). The original run is unchanged.',
       '`inputs` apply to the steps that run; a value for a carried-over step is ignored. The webhook goes to ' +
-        "the `callbackUrl` given here, if any: the original run's is not reused.",
+        "the `callbackUrl` given here, if any: the original run's is not reused; so does `deadlineSeconds`.",
       `An optional \`${idempotencyKeyHeader}\` works as on a run start (this endpoint, this \`jobId\`, the same body).`,
     ].join('\n\n'),
     parameters: [
@@ -754,7 +759,7 @@ export const runOperations: OperationSpec[] = [
       500: jsonResponse('Server failure.', 'ServerError'),
     },
     errorWords: {
-      400: 'The body is not JSON or a field has the wrong type.',
+      400: 'The body is not JSON, a field has the wrong type, or `deadlineSeconds` is not a whole number from 1 to 86,400.',
       413: 'The body is larger than 64 KiB.',
       402: 'Not enough credits, the project hard cap, the per-step credit limit, or the key monthly credit cap.',
       403: `The key lacks \`${scopeOf('ResumeRun')}\`.`,

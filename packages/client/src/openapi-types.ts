@@ -46,6 +46,8 @@ export interface paths {
      *
      *     The cost is estimated and held from the team credits before anything runs; each step is charged when it finishes. One run in progress per workflow at a time. With `defer: true` the run is queued to start later, when the price multiplier reaches `maxMultiplier` (answer 202).
      *
+     *     With `deadlineSeconds`, a run still in progress that long after its start (a deferred run: its dispatch) ends `cancelled` with `endReason: "deadline"`, as a cancel ends it. With `defer: true`, `startBy` is the latest time the deferred run may start (at most 7 days ahead; without it, 24 hours).
+     *
      *     `metadata` and `tags` are yours: the Run, its summary in List runs and every webhook body echo them, and List runs filters by a tag (`tag`). They are part of the request an `Idempotency-Key` names.
      *
      *     An optional `Idempotency-Key` makes a retry safe: the same key with the same request (this endpoint, this id, the same body) within 24 hours answers as the first request did; the same key with another request (another body, or the other run endpoint, or another id) answers 422.
@@ -73,6 +75,8 @@ export interface paths {
      * @description Runs the agent's active workflow; if it has none active, its newest workflow. `workflowId` in the response names the workflow that ran.
      *
      *     The cost is estimated and held from the team credits before anything runs; each step is charged when it finishes. One run in progress per workflow at a time. With `defer: true` the run is queued to start later, when the price multiplier reaches `maxMultiplier` (answer 202).
+     *
+     *     With `deadlineSeconds`, a run still in progress that long after its start (a deferred run: its dispatch) ends `cancelled` with `endReason: "deadline"`, as a cancel ends it. With `defer: true`, `startBy` is the latest time the deferred run may start (at most 7 days ahead; without it, 24 hours).
      *
      *     `metadata` and `tags` are yours: the Run, its summary in List runs and every webhook body echo them, and List runs filters by a tag (`tag`). They are part of the request an `Idempotency-Key` names.
      *
@@ -188,7 +192,7 @@ export interface paths {
      * Resume a failed or stopped run
      * @description Starts a new run (a new `jobId`, marked `resumedFrom`) of a `failed` or `stopped` run still kept. Steps that completed in it, and every step they read from, are carried over completed with their outputs, licence and lineage: they are not run or charged again. Every other step runs (failed, skipped, `unknown` or never started, and everything downstream of them). The estimate and the hold cover only the steps that run; every run-start rule applies (one run in progress per workflow, the credit limits, the providers). The original run is unchanged.
      *
-     *     `inputs` apply to the steps that run; a value for a carried-over step is ignored. The webhook goes to the `callbackUrl` given here, if any: the original run's is not reused.
+     *     `inputs` apply to the steps that run; a value for a carried-over step is ignored. The webhook goes to the `callbackUrl` given here, if any: the original run's is not reused; so does `deadlineSeconds`.
      *
      *     An optional `Idempotency-Key` works as on a run start (this endpoint, this `jobId`, the same body).
      *
@@ -3142,7 +3146,7 @@ export interface operations {
           'application/json': components['schemas']['RunDeferredResponse'];
         };
       };
-      /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit: a length, a count, a metadata key outside a tag's characters, a control character in a metadata value (the message names the field and the limit). */
+      /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit: a length, a count, a metadata key outside a tag's characters, a control character in a metadata value (the message names the field and the limit); `deadlineSeconds` is not a whole number from 1 to 86,400; `startBy` without `defer: true`. */
       400: {
         headers: {
           [name: string]: unknown;
@@ -3216,7 +3220,7 @@ export interface operations {
           'application/json': components['schemas']['PayloadTooLargeError'];
         };
       };
-      /** @description An `inputs` key matches no step, a file step's `inputs` value is not a usable `fileId` or public https URL, `callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not use, or the `Idempotency-Key` was used with another request. */
+      /** @description An `inputs` key matches no step, a file step's `inputs` value is not a usable `fileId` or public https URL, `callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not use, the `Idempotency-Key` was used with another request, or `startBy` is not in the future or lies past `latestStartBy`. */
       422: {
         headers: {
           [name: string]: unknown;
@@ -3304,7 +3308,7 @@ export interface operations {
           'application/json': components['schemas']['RunDeferredResponse'];
         };
       };
-      /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit: a length, a count, a metadata key outside a tag's characters, a control character in a metadata value (the message names the field and the limit). */
+      /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit: a length, a count, a metadata key outside a tag's characters, a control character in a metadata value (the message names the field and the limit); `deadlineSeconds` is not a whole number from 1 to 86,400; `startBy` without `defer: true`. */
       400: {
         headers: {
           [name: string]: unknown;
@@ -3380,7 +3384,7 @@ export interface operations {
           'application/json': components['schemas']['PayloadTooLargeError'];
         };
       };
-      /** @description An `inputs` key matches no step, a file step's `inputs` value is not a usable `fileId` or public https URL, `callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not use, or the `Idempotency-Key` was used with another request. */
+      /** @description An `inputs` key matches no step, a file step's `inputs` value is not a usable `fileId` or public https URL, `callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not use, the `Idempotency-Key` was used with another request, or `startBy` is not in the future or lies past `latestStartBy`. */
       422: {
         headers: {
           [name: string]: unknown;
@@ -3787,7 +3791,7 @@ export interface operations {
           'application/json': components['schemas']['RunResumedResponse'];
         };
       };
-      /** @description The body is not JSON or a field has the wrong type. */
+      /** @description The body is not JSON, a field has the wrong type, or `deadlineSeconds` is not a whole number from 1 to 86,400. */
       400: {
         headers: {
           [name: string]: unknown;
