@@ -131,10 +131,6 @@ describe('client against the local stack', () => {
       maxMultiplier: 0.01,
     });
     expect(await client.cancelDeferredRun(deferred.deferredJobId)).toMatchObject({ status: 'cancelled' });
-    // A deadline is a run start's option like any other.
-    const timed = await client.runWorkflow(workflowId, { deadlineSeconds: 3_600 });
-    expect(timed.status).toBe('queued');
-    expect(await client.cancelRun(timed.jobId)).not.toHaveProperty('endReason');
     const conflict = await client.cancelDeferredRun(deferred.deferredJobId).catch((e: unknown) => e);
     expect(conflict).toBeInstanceOf(ConflictError);
 
@@ -424,10 +420,17 @@ describe('workflow-run CLI', () => {
     expect(shown.stdout).toContain('status: waiting');
   });
 
-  it('run --defer --start-by and --deadline send startBy and deadlineSeconds', async () => {
+  it('run --defer --start-by and --deadline send startBy and deadlineSeconds, as the client sends them', async () => {
+    // A key of its own: the file's key has a rate limit the other tests spend.
+    const own = await addKey(stack.deps, team.teamId, { rateLimitPerMinute: 100_000 });
+    const ownClient = createClient({ baseUrl: stack.baseUrl, apiKey: own.key });
+    const ownCli = (args: string[]) => runCli({ baseUrl: stack.baseUrl, key: own.key }, args);
     const workflowId = await createWorkflow(stack, team, chainSteps, 'Deferred with a deadline by CLI');
+    const timed = await ownClient.runWorkflow(workflowId, { deadlineSeconds: 3_600 });
+    expect(timed.status).toBe('queued');
+    expect(await ownClient.cancelRun(timed.jobId)).not.toHaveProperty('endReason');
     const startBy = new Date(Date.now() + 3 * 24 * 3600_000).toISOString();
-    const deferred = await cli([
+    const deferred = await ownCli([
       'run',
       workflowId,
       '--defer',
@@ -441,18 +444,18 @@ describe('workflow-run CLI', () => {
     ]);
     expect(deferred.code, deferred.stderr).toBe(0);
     const { deferredJobId } = JSON.parse(deferred.stdout) as { deferredJobId: string };
-    const shown = await client.getDeferredRun(deferredJobId);
+    const shown = await ownClient.getDeferredRun(deferredJobId);
     expect(shown).toMatchObject({ status: 'waiting', expiresAt: startBy });
-    await client.cancelDeferredRun(deferredJobId);
+    await ownClient.cancelDeferredRun(deferredJobId);
     for (const args of [
       ['run', workflowId, '--start-by', startBy],
       ['run', workflowId, '--deadline', '1.5'],
       ['resume', randomUUID(), '--deadline', 'soon'],
     ]) {
-      const result = await cli(args);
+      const result = await ownCli(args);
       expect(result.code, args.join(' ')).toBe(2);
     }
-    const tooFar = await cli(['run', workflowId, '--defer', '--start-by', '2099-01-01T00:00:00Z', '--json']);
+    const tooFar = await ownCli(['run', workflowId, '--defer', '--start-by', '2099-01-01T00:00:00Z', '--json']);
     expect(tooFar.code).toBe(1);
     expect(JSON.parse(tooFar.stderr)).toMatchObject({
       status: 422,
