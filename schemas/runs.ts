@@ -60,6 +60,48 @@ export const MultiplierSchema = v.pipe(
 );
 
 /**
+ * Our design: the latest time a deferred run may start, at most 7 days ahead (24 hours when its
+ * `inputs` name uploaded files); it replaces the fixed 24 hours. Its bounds depend on the time of
+ * the request, so they are checked by the start (a 422), not here.
+ */
+export const StartBySchema = v.pipe(
+  DateTimeSchema,
+  v.description(
+    'Our design, only with `defer: true`: the latest time the deferred run may start (ISO 8601). Not started by ' +
+      'then, it becomes `expired`, holding nothing. Replaces the default 24 hours. Must lie in the future and at ' +
+      'most 7 days ahead (at most 24 hours ahead when `inputs` name an uploaded file); otherwise 422.',
+  ),
+);
+
+/** `deadlineSeconds`' bounds: one second to one day (a longer run has no deadline). */
+export const deadlineSecondsBounds = { min: 1, max: 24 * 3600 } as const;
+
+/** Our design: the run's deadline in seconds from its start (functions/domain/run-deadline.ts). */
+export const DeadlineSecondsSchema = v.pipe(
+  v.number(),
+  v.integer(),
+  v.minValue(deadlineSecondsBounds.min),
+  v.maxValue(deadlineSecondsBounds.max),
+  v.description(
+    'Our design: a run still in progress this many seconds after its start (a deferred run: after its dispatch) ' +
+      'ends `cancelled` with `endReason: "deadline"`, as a cancel would end it: finished steps stay charged, a ' +
+      'step in flight is never charged, and `run.cancelled` is sent. Enforced within 10 seconds of the deadline ' +
+      'when it is at most 15 minutes away, within a minute otherwise. 1 to 86,400.',
+  ),
+);
+
+/** Why a run ended, when its status alone does not say: `deadline`, its `deadlineSeconds` passed. */
+export const endReasons = ['deadline'] as const;
+export type EndReason = (typeof endReasons)[number];
+const EndReasonSchema = v.pipe(
+  v.picklist(endReasons),
+  v.description(
+    'Our design: why the run ended, when its status alone does not say. `deadline`: it was still in progress ' +
+      'at its `deadlineSeconds` and was cancelled. Absent otherwise.',
+  ),
+);
+
+/**
  * Body of both run starts; every field optional, and a missing body means `{}`. The `callbackUrl`
  * message is the spec's 422 message, so a handler can answer with the issue's message as is.
  */
@@ -104,6 +146,10 @@ export const RunRequestSchema = notArray(
     tags: v.optional(TagsSchema),
     /** Our design: the lifecycle events to send to `callbackUrl` (schemas/webhook-events.ts). */
     webhookEvents: v.optional(WebhookEventsSchema),
+    /** Our design: a deferred run not started by then expires (functions/domain/deferred-run-lifetime.ts). */
+    startBy: v.optional(StartBySchema),
+    /** Our design: the run ends `cancelled` (`endReason: "deadline"`) if still in progress this long after its start. */
+    deadlineSeconds: v.optional(DeadlineSecondsSchema),
   }),
 );
 export type RunRequest = v.InferOutput<typeof RunRequestSchema>;
@@ -151,6 +197,8 @@ export const ResumeRunRequestSchema = notArray(
     callbackSecret: RunRequestSchema.entries.callbackSecret,
     generateCallbackSecret: RunRequestSchema.entries.generateCallbackSecret,
     webhookEvents: RunRequestSchema.entries.webhookEvents,
+    /** The new run's own deadline, from its start; the original's is not reused. */
+    deadlineSeconds: RunRequestSchema.entries.deadlineSeconds,
   }),
 );
 export type ResumeRunRequest = v.InferOutput<typeof ResumeRunRequestSchema>;
@@ -351,6 +399,8 @@ export const RunSchema = v.strictObject({
   resumedFrom: v.optional(UuidSchema),
   /** Ours: where to follow the run live (GET /runs/{jobId}/events); absent in webhook bodies. */
   links: v.optional(v.strictObject({ events: v.pipe(v.string(), v.url()) })),
+  /** Ours: why it ended, when its status alone does not say (its deadline); absent otherwise. */
+  endReason: v.optional(EndReasonSchema),
 });
 export type Run = v.InferOutput<typeof RunSchema>;
 
@@ -449,6 +499,8 @@ export const WebhookBodySchema = v.strictObject({
   /** Our design: the run start's `tags`; absent when it gave none. */
   tags: v.optional(TagsSchema),
   resumedFrom: v.optional(UuidSchema),
+  /** Our design: why the run ended, when its status alone does not say (its deadline). */
+  endReason: v.optional(EndReasonSchema),
 });
 export type WebhookBody = v.InferOutput<typeof WebhookBodySchema>;
 
@@ -580,6 +632,9 @@ const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
     'The cost is estimated and held from the team credits before anything runs; each step is charged when it ' +
       'finishes. One run in progress per workflow at a time. With `defer: true` the run is queued to start ' +
       'later, when the price multiplier reaches `maxMultiplier` (answer 202).',
+    'With `deadlineSeconds`, a run still in progress that long after its start (a deferred run: its dispatch) ' +
+      'ends `cancelled` with `endReason: "deadline"`, as a cancel ends it. With `defer: true`, `startBy` is the ' +
+      'latest time the deferred run may start (at most 7 days ahead; without it, 24 hours).',
     '`metadata` and `tags` are yours: the Run, its summary in List runs and every webhook body echo them, ' +
       'and List runs filters by a tag (`tag`). They are part of the request an `Idempotency-Key` names.',
     `An optional \`${idempotencyKeyHeader}\` makes a retry safe: the same key with the same request (this ` +
@@ -616,7 +671,8 @@ const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
     400:
       'The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit: a length, a count, ' +
       "a metadata key outside a tag's characters, a control character in a metadata value (the message names the " +
-      'field and the limit).',
+      'field and the limit); `deadlineSeconds` is not a whole number from 1 to 86,400; `startBy` without ' +
+      '`defer: true`.',
     413: 'The body is larger than 64 KiB.',
     402: 'Not enough credits, the project hard cap, the per-step credit limit, or the key monthly credit cap.',
     403: `The key lacks \`${scopeOf(subject === 'workflow' ? 'RunWorkflow' : 'RunAgent')}\`, or is limited to other workflows.`,
@@ -628,7 +684,8 @@ const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
     422:
       "An `inputs` key matches no step, a file step's `inputs` value is not a usable `fileId` or public https URL, " +
       '`callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not ' +
-      'use, or the `Idempotency-Key` was used with another request.',
+      'use, the `Idempotency-Key` was used with another request, or `startBy` is not in the future or lies past ' +
+      '`latestStartBy`.',
     503:
       'The key has a monthly cap that could not be checked (the run is refused rather than started ' +
       `unmetered), or: ${storageBusyText}`,
@@ -710,7 +767,7 @@ export const runOperations: OperationSpec[] = [
         'the steps that run; every run-start rule applies (one run in progress per workflow, the credit limits, ' +
         'the providers). The original run is unchanged.',
       '`inputs` apply to the steps that run; a value for a carried-over step is ignored. The webhook goes to ' +
-        "the `callbackUrl` given here, if any: the original run's is not reused.",
+        "the `callbackUrl` given here, if any: the original run's is not reused; so does `deadlineSeconds`.",
       `An optional \`${idempotencyKeyHeader}\` works as on a run start (this endpoint, this \`jobId\`, the same body).`,
       startWaitWords.replace('the run ends', 'the new run ends'),
     ].join('\n\n'),
@@ -737,7 +794,7 @@ export const runOperations: OperationSpec[] = [
       500: jsonResponse('Server failure.', 'ServerError'),
     },
     errorWords: {
-      400: 'The body is not JSON or a field has the wrong type.',
+      400: 'The body is not JSON, a field has the wrong type, or `deadlineSeconds` is not a whole number from 1 to 86,400.',
       413: 'The body is larger than 64 KiB.',
       402: 'Not enough credits, the project hard cap, the per-step credit limit, or the key monthly credit cap.',
       403: `The key lacks \`${scopeOf('ResumeRun')}\`.`,

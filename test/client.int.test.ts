@@ -420,6 +420,49 @@ describe('workflow-run CLI', () => {
     expect(shown.stdout).toContain('status: waiting');
   });
 
+  it('run --defer --start-by and --deadline send startBy and deadlineSeconds, as the client sends them', async () => {
+    // A key of its own: the file's key has a rate limit the other tests spend.
+    const own = await addKey(stack.deps, team.teamId, { rateLimitPerMinute: 100_000 });
+    const ownClient = createClient({ baseUrl: stack.baseUrl, apiKey: own.key });
+    const ownCli = (args: string[]) => runCli({ baseUrl: stack.baseUrl, key: own.key }, args);
+    const workflowId = await createWorkflow(stack, team, chainSteps, 'Deferred with a deadline by CLI');
+    const timed = await ownClient.runWorkflow(workflowId, { deadlineSeconds: 3_600 });
+    expect(timed.status).toBe('queued');
+    expect(await ownClient.cancelRun(timed.jobId)).not.toHaveProperty('endReason');
+    const startBy = new Date(Date.now() + 3 * 24 * 3600_000).toISOString();
+    const deferred = await ownCli([
+      'run',
+      workflowId,
+      '--defer',
+      '--max-multiplier',
+      '0.01',
+      '--start-by',
+      startBy,
+      '--deadline',
+      '600',
+      '--json',
+    ]);
+    expect(deferred.code, deferred.stderr).toBe(0);
+    const { deferredJobId } = JSON.parse(deferred.stdout) as { deferredJobId: string };
+    const shown = await ownClient.getDeferredRun(deferredJobId);
+    expect(shown).toMatchObject({ status: 'waiting', expiresAt: startBy });
+    await ownClient.cancelDeferredRun(deferredJobId);
+    for (const args of [
+      ['run', workflowId, '--start-by', startBy],
+      ['run', workflowId, '--deadline', '1.5'],
+      ['resume', randomUUID(), '--deadline', 'soon'],
+    ]) {
+      const result = await ownCli(args);
+      expect(result.code, args.join(' ')).toBe(2);
+    }
+    const tooFar = await ownCli(['run', workflowId, '--defer', '--start-by', '2099-01-01T00:00:00Z', '--json']);
+    expect(tooFar.code).toBe(1);
+    expect(JSON.parse(tooFar.stderr)).toMatchObject({
+      status: 422,
+      body: { error: 'startBy must lie in the future and no later than latestStartBy' },
+    });
+  });
+
   it('exits 2 on a usage error, printing the usage', async () => {
     for (const args of [
       ['run'],

@@ -311,6 +311,8 @@ const rawBodies = (): { label: string; body: string | Buffer }[] => {
     { label: 'negative zero', body: '{"defer":true,"maxMultiplier":-0,"inputs":{}}' },
     { label: 'a tiny multiplier', body: '{"defer":true,"maxMultiplier":1e-200}' },
     { label: 'a huge integer', body: '{"defer":true,"maxMultiplier":123456789012345678901234567890}' },
+    { label: 'a tiny deadline', body: '{"deadlineSeconds":1e-200}' },
+    { label: 'a startBy at the edge of dates', body: '{"defer":true,"startBy":"+275760-09-13T00:00:00.000Z"}' },
     {
       label: 'edge numbers in a step config',
       body: '{"name":"n","steps":[{"key":"a","type":"JsonLoader","config":{"data":[-0,1e-200,1e308,9007199254740993]}}]}',
@@ -591,6 +593,9 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
       seed,
       numRuns: 40,
     }) as Record<string, unknown>[];
+    // They include a deadline and a deferred run's startBy (past, future or far ahead: a 422 or accepted).
+    expect(generated.some((b) => typeof b.deadlineSeconds === 'number')).toBe(true);
+    expect(generated.some((b) => typeof b.startBy === 'string' && b.defer === true)).toBe(true);
     const choosing = generated.filter((b) => Array.isArray(b.webhookEvents));
     expect(choosing.some((b) => b.callbackUrl !== undefined)).toBe(true);
     expect(choosing.some((b) => b.callbackUrl === undefined)).toBe(true);
@@ -800,6 +805,8 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
       [start, goodRun, ['inputs', 'topic']],
       [start, goodRun, ['callbackSecret']],
       [start, goodRun, ['maxMultiplier']],
+      [start, goodRun, ['startBy']],
+      [start, goodRun, ['deadlineSeconds']],
     ];
     const values: Json[] = [
       ...hostileStrings,

@@ -32,6 +32,9 @@ afterAll(() => stack.close());
  * For each operation that takes a body, bodies that are valid and between them give every field
  * the document declares (both `agentId` and `projectId` cannot be in one body, so there are two).
  */
+/** An hour from now: a `startBy` a deferred run may give. */
+const hourAhead = () => new Date(Date.now() + 3600_000).toISOString();
+
 const validBodies = (): Record<string, Json[]> => {
   const runBody: Json = {
     inputs: { topic: 'otters' },
@@ -44,7 +47,10 @@ const validBodies = (): Record<string, Json[]> => {
     metadata: { order: 'o-1' },
     tags: ['walked'],
     webhookEvents: ['run.started', 'step.completed'],
+    deadlineSeconds: 600,
   };
+  // `startBy` bounds a deferred run only.
+  const deferring: Json = { ...(runBody as Record<string, Json>), defer: true, startBy: hourAhead() };
   // The service issues the secret: not with a secret of the caller's.
   const { callbackSecret: _, ...withoutSecret } = runBody as Record<string, Json>;
   const issuing: Json = { ...withoutSecret, generateCallbackSecret: true };
@@ -63,8 +69,8 @@ const validBodies = (): Record<string, Json[]> => {
       { name: 'Walked', steps, agentId: team.agentId },
       { name: 'Walked', steps, projectId: team.projectId, agentName: 'Walker' },
     ],
-    RunWorkflow: [runBody, issuing],
-    RunAgent: [runBody, issuing],
+    RunWorkflow: [runBody, issuing, deferring],
+    RunAgent: [runBody, issuing, deferring],
     ResumeRun: [
       {
         inputs: { topic: 'otters' },
@@ -72,8 +78,9 @@ const validBodies = (): Record<string, Json[]> => {
         callbackSecret: 'secret',
         generateCallbackSecret: false,
         webhookEvents: ['run.completed'],
+        deadlineSeconds: 600,
       },
-      { callbackUrl: 'https://example.com/hook', generateCallbackSecret: true },
+      { callbackUrl: 'https://example.com/hook', generateCallbackSecret: true, deadlineSeconds: 600 },
     ],
     // A redelivery may name the lifecycle event's delivery.
     RedeliverWebhook: [{ event: 'step.completed', nodeId: 'prompt' }],

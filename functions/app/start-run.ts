@@ -4,6 +4,7 @@ import type { RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { type AdmissionRefusal, busyFirst, refusalWithoutFacts, runRefusal } from '../domain/admission.ts';
 import { toCredits } from '../domain/credits.ts';
+import { startByLatest, startByProblem } from '../domain/deferred-run-lifetime.ts';
 import {
   idempotencyKeyHash,
   type RequestTarget,
@@ -26,6 +27,7 @@ import {
   RunInProgressError,
   RunRefusedError,
   RunValidationFailedError,
+  StartByOutOfRangeError,
   UnknownInputKeysError,
   WorkflowNotPermittedError,
 } from '../errors/table.ts';
@@ -49,6 +51,7 @@ import {
 } from '../store/run/index.ts';
 import { assertUnderStorageQuota } from '../store/stored-bytes.ts';
 import { backoff, storageBusy, writeRetry } from '../store/write.ts';
+import { startDeadlineTimer } from './run-deadline.ts';
 import { type CheckedUpload, checkFileInputs, holdFileInputs, uploadsByKey } from './run-inputs.ts';
 
 /** The error that carries an admission refusal to the caller. */
@@ -101,6 +104,15 @@ export const startEstimate = (
 /** A run started at once is priced at 1: the price multiplier is only what deferred runs wait for. */
 export const startNowMultiplier = 1;
 
+/** A `startBy` in the past or past its bound (functions/domain/deferred-run-lifetime.ts) is a 422, before anything is written. */
+const checkStartBy = (deps: Deps, startBy: string | undefined, withUploads: boolean) => {
+  if (startBy === undefined) return;
+  const problem = startByProblem(startBy, deps.now(), withUploads);
+  if (!problem) return;
+  const latest = problem.kind === 'tooFar' ? problem.latest : startByLatest(deps.now(), withUploads);
+  throw new StartByOutOfRangeError(startBy, latest);
+};
+
 /**
  * A start's checks before money (`checkRunnable`, then what its `inputs` name and the storage
  * quota), in the order a start makes them: the uploads its `inputs` name, checked, or the error a
@@ -110,13 +122,14 @@ export const checkStart = async (
   deps: Deps,
   key: ApiKeyItem,
   workflow: RunnableWorkflow,
-  request: Pick<RunRequest, 'inputs'>,
+  request: Pick<RunRequest, 'inputs' | 'startBy'>,
 ): Promise<CheckedUpload[]> => {
   checkRunnable(key, workflow, request, deps.providers);
   // A loader left with nothing to load would fail after the hold: refused first, nothing held.
   const unloaded = loadersWithoutValue(workflow.canvas, request.inputs ?? {});
   if (unloaded.length > 0) throw new RunValidationFailedError(unloaded);
   const uploads = await checkFileInputs(deps, key.teamId, workflow.canvas, request.inputs ?? {});
+  checkStartBy(deps, request.startBy, uploads.length > 0);
   // A team at its storage quota starts nothing that would store more (a run's outputs).
   await assertUnderStorageQuota(deps, key.teamId);
   return uploads;
@@ -230,6 +243,7 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
     ? { nodes: workflow.canvas.nodes.filter((n) => resume.plan.toRun.includes(n.id)) }
     : workflow.canvas;
   let carried = false;
+  let timerSent = false;
   const now = deps.now();
   const month = spendMonth(now);
   const monthlyCap = key.monthlyCapHundredths;
@@ -246,6 +260,11 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
     if (resume && !carried) {
       await resume.carry(jobId);
       carried = true;
+    }
+    // Its deadline's timer, once, before the commit: a run with a deadline never lacks it.
+    if (!timerSent) {
+      await startDeadlineTimer(deps, { jobId, teamId: key.teamId }, request.deadlineSeconds);
+      timerSent = true;
     }
     try {
       await startRun(deps, {
@@ -273,6 +292,7 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
         ),
         extraItems: input.extraItems,
         ...(resume && { resumed: { from: resume.resumedFrom, carried: resume.plan.carried } }),
+        deadlineSeconds: request.deadlineSeconds,
       });
       break;
     } catch (error) {

@@ -485,6 +485,16 @@ export const CallbackUrlInvalidError = defineError('CallbackUrlInvalidError', {
   body: () => ({ error: messages.callbackUrlInvalid }),
 });
 
+/** A run start (our design): a deferred run's `startBy` has passed or lies too far ahead (functions/domain/deferred-run-lifetime.ts). */
+export const StartByOutOfRangeError = defineError('StartByOutOfRangeError', {
+  facts: (startBy: string, latestStartBy: string) => ({ startBy, latestStartBy }),
+  message: (f) => `startBy ${f.startBy} outside now to ${f.latestStartBy}`,
+  status: 422,
+  routes: ['RunWorkflow', 'RunAgent'],
+  schemas: [bodies.StartByOutOfRangeErrorSchema],
+  body: (f) => ({ error: messages.startByOutOfRange, startBy: f.startBy, latestStartBy: f.latestStartBy }),
+});
+
 /** A run start: the stored workflow fails validation. */
 export const RunValidationFailedError = defineError('RunValidationFailedError', {
   facts: (errors: ValidationIssue[]) => ({ errors }),

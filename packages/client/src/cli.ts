@@ -53,6 +53,10 @@ Commands:
                                          fileId; for text that starts with @, write @@
       --mode production|draft|preview    draft: a cheaper pass
       --defer [--max-multiplier M]       Queue the run until the price multiplier reaches M (default 0.7)
+      --start-by TIME                    With --defer: the latest time (ISO 8601) it may start, else it
+                                         expires (at most 7 days ahead; default 24 hours)
+      --deadline SECONDS                 Cancel the run if still in progress this long after it starts
+                                         (1 to 86400; endReason "deadline")
       --callback-url URL [--callback-secret S]   https URL for the run-finished webhook
       --idempotency-key K                Makes a retry safe: the same key and body start one run
       --meta key=value                   Your own metadata pair, echoed on the run; repeatable (16 at most)
@@ -72,7 +76,7 @@ Commands:
   cancel <jobId>                         Cancel a run in progress
   resume <jobId> [options]               A new run of a failed or stopped run: its completed steps are kept,
                                          the rest run (options: --input, --callback-url, --callback-secret,
-                                         --event, --idempotency-key, --watch, --wait, as run takes them)
+                                         --event, --deadline, --idempotency-key, --watch, --wait, as run takes them)
   runs show <jobId> [--wait N]           Show a run: its status, progress and outputs; with --wait, when it
                                          ends or N seconds (1 to 25) pass, whichever is first
   runs list [options]                    The team's runs, newest first (one page, or --all)
@@ -124,6 +128,8 @@ const optionSpec = {
   mode: { type: 'string' },
   defer: { type: 'boolean' },
   'max-multiplier': { type: 'string' },
+  'start-by': { type: 'string' },
+  deadline: { type: 'string' },
   'callback-url': { type: 'string' },
   'callback-secret': { type: 'string' },
   'idempotency-key': { type: 'string' },
@@ -164,6 +170,8 @@ const commandOptions: Record<string, OptionName[]> = {
     'mode',
     'defer',
     'max-multiplier',
+    'start-by',
+    'deadline',
     'callback-url',
     'callback-secret',
     'idempotency-key',
@@ -177,7 +185,7 @@ const commandOptions: Record<string, OptionName[]> = {
   watch: [],
   download: ['dir'],
   cancel: [],
-  resume: ['input', 'callback-url', 'callback-secret', 'event', 'idempotency-key', 'watch', 'wait'],
+  resume: ['input', 'callback-url', 'callback-secret', 'event', 'deadline', 'idempotency-key', 'watch', 'wait'],
   deliveries: ['redeliver', 'event', 'node-id'],
   'deferred show': [],
   'deferred cancel': [],
@@ -344,6 +352,17 @@ const runRequest = (values: Values): { body: RunRequest; fileInputs: FileInput[]
         throw new UsageError('--max-multiplier must be a positive number');
       body.maxMultiplier = multiplier;
     }
+  }
+  if (values['start-by'] !== undefined) {
+    if (!values.defer) throw new UsageError('--start-by only applies with --defer');
+    // Passed as given: the API says when a time is past or too far ahead, and the latest it may be.
+    body.startBy = values['start-by'];
+  }
+  if (values.deadline !== undefined) {
+    const seconds = Number(values.deadline);
+    if (!Number.isInteger(seconds) || seconds <= 0)
+      throw new UsageError('--deadline must be a whole number of seconds');
+    body.deadlineSeconds = seconds;
   }
   if (values['callback-url']) body.callbackUrl = values['callback-url'];
   if (values['callback-secret']) {
@@ -518,7 +537,7 @@ const resumeRun = async (client: WorkflowRunClient, io: CliIo, values: Values, a
     body.inputs = { ...body.inputs, [input.key]: file.fileId };
     if (!json) write(io.stderr, `uploaded ${input.path} as ${file.fileId} (${file.contentType}, ${file.size} bytes)`);
   }
-  const { inputs, callbackUrl, callbackSecret, webhookEvents } = body;
+  const { inputs, callbackUrl, callbackSecret, webhookEvents, deadlineSeconds } = body;
   const resumed = await client.resumeRun(
     jobId,
     {
@@ -526,6 +545,7 @@ const resumeRun = async (client: WorkflowRunClient, io: CliIo, values: Values, a
       ...(callbackUrl && { callbackUrl }),
       ...(callbackSecret && { callbackSecret }),
       ...(webhookEvents && { webhookEvents }),
+      ...(deadlineSeconds !== undefined && { deadlineSeconds }),
     },
     { signal: io.signal, idempotencyKey: values['idempotency-key'], ...waitSeconds(values) },
   );

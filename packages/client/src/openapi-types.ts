@@ -46,6 +46,8 @@ export interface paths {
      *
      *     The cost is estimated and held from the team credits before anything runs; each step is charged when it finishes. One run in progress per workflow at a time. With `defer: true` the run is queued to start later, when the price multiplier reaches `maxMultiplier` (answer 202).
      *
+     *     With `deadlineSeconds`, a run still in progress that long after its start (a deferred run: its dispatch) ends `cancelled` with `endReason: "deadline"`, as a cancel ends it. With `defer: true`, `startBy` is the latest time the deferred run may start (at most 7 days ahead; without it, 24 hours).
+     *
      *     `metadata` and `tags` are yours: the Run, its summary in List runs and every webhook body echo them, and List runs filters by a tag (`tag`). They are part of the request an `Idempotency-Key` names.
      *
      *     An optional `Idempotency-Key` makes a retry safe: the same key with the same request (this endpoint, this id, the same body) within 24 hours answers as the first request did; the same key with another request (another body, or the other run endpoint, or another id) answers 422.
@@ -75,6 +77,8 @@ export interface paths {
      * @description Runs the agent's active workflow; if it has none active, its newest workflow. `workflowId` in the response names the workflow that ran.
      *
      *     The cost is estimated and held from the team credits before anything runs; each step is charged when it finishes. One run in progress per workflow at a time. With `defer: true` the run is queued to start later, when the price multiplier reaches `maxMultiplier` (answer 202).
+     *
+     *     With `deadlineSeconds`, a run still in progress that long after its start (a deferred run: its dispatch) ends `cancelled` with `endReason: "deadline"`, as a cancel ends it. With `defer: true`, `startBy` is the latest time the deferred run may start (at most 7 days ahead; without it, 24 hours).
      *
      *     `metadata` and `tags` are yours: the Run, its summary in List runs and every webhook body echo them, and List runs filters by a tag (`tag`). They are part of the request an `Idempotency-Key` names.
      *
@@ -192,7 +196,7 @@ export interface paths {
      * Resume a failed or stopped run
      * @description Starts a new run (a new `jobId`, marked `resumedFrom`) of a `failed` or `stopped` run still kept. Steps that completed in it, and every step they read from, are carried over completed with their outputs, licence and lineage: they are not run or charged again. Every other step runs (failed, skipped, `unknown` or never started, and everything downstream of them). The estimate and the hold cover only the steps that run; every run-start rule applies (one run in progress per workflow, the credit limits, the providers). The original run is unchanged.
      *
-     *     `inputs` apply to the steps that run; a value for a carried-over step is ignored. The webhook goes to the `callbackUrl` given here, if any: the original run's is not reused.
+     *     `inputs` apply to the steps that run; a value for a carried-over step is ignored. The webhook goes to the `callbackUrl` given here, if any: the original run's is not reused; so does `deadlineSeconds`.
      *
      *     An optional `Idempotency-Key` works as on a run start (this endpoint, this `jobId`, the same body).
      *
@@ -2081,6 +2085,13 @@ export interface components {
         | 'run.cancelled'
         | 'run.stopped'
       )[];
+      /**
+       * Format: date-time
+       * @description Our design, only with `defer: true`: the latest time the deferred run may start (ISO 8601). Not started by then, it becomes `expired`, holding nothing. Replaces the default 24 hours. Must lie in the future and at most 7 days ahead (at most 24 hours ahead when `inputs` name an uploaded file); otherwise 422.
+       */
+      startBy?: string;
+      /** @description Our design: a run still in progress this many seconds after its start (a deferred run: after its dispatch) ends `cancelled` with `endReason: "deadline"`, as a cancel would end it: finished steps stay charged, a step in flight is never charged, and `run.cancelled` is sent. Enforced within 10 seconds of the deadline when it is at most 15 minutes away, within a minute otherwise. 1 to 86,400. */
+      deadlineSeconds?: number;
     };
     RunStartedResponse: {
       /** Format: uuid */
@@ -2125,6 +2136,8 @@ export interface components {
         | 'run.cancelled'
         | 'run.stopped'
       )[];
+      /** @description Our design: a run still in progress this many seconds after its start (a deferred run: after its dispatch) ends `cancelled` with `endReason: "deadline"`, as a cancel would end it: finished steps stay charged, a step in flight is never charged, and `run.cancelled` is sent. Enforced within 10 seconds of the deadline when it is at most 15 minutes away, within a minute otherwise. 1 to 86,400. */
+      deadlineSeconds?: number;
     };
     RunResumedResponse: {
       /** Format: uuid */
@@ -2165,6 +2178,11 @@ export interface components {
         /** Format: uri */
         events: string;
       };
+      /**
+       * @description Our design: why the run ended, when its status alone does not say. `deadline`: it was still in progress at its `deadlineSeconds` and was cancelled. Absent otherwise.
+       * @enum {string}
+       */
+      endReason?: 'deadline';
     };
     RunStep: {
       node_id: string;
@@ -2287,6 +2305,11 @@ export interface components {
       tags?: components['schemas']['RunTags'];
       /** Format: uuid */
       resumedFrom?: string;
+      /**
+       * @description Our design: why the run ended, when its status alone does not say. `deadline`: it was still in progress at its `deadlineSeconds` and was cancelled. Absent otherwise.
+       * @enum {string}
+       */
+      endReason?: 'deadline';
     };
     /** @description Your own string pairs (at most 16; a key 1 to 64 characters of letters, digits and _ - . : @ /; a value at most 512 characters, none a control character: U+0000 to U+001F, U+007F to U+009F), echoed wherever the run is shown. */
     RunMetadata: {
@@ -3003,6 +3026,12 @@ export interface components {
       usedBytes: number;
       neededBytes: number;
     };
+    StartByOutOfRangeError: {
+      /** @constant */
+      error: 'startBy must lie in the future and no later than latestStartBy';
+      startBy: string;
+      latestStartBy: string;
+    };
   };
   responses: never;
   parameters: never;
@@ -3240,7 +3269,7 @@ export interface operations {
           'application/json': components['schemas']['RunDeferredResponse'];
         };
       };
-      /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit: a length, a count, a metadata key outside a tag's characters, a control character in a metadata value (the message names the field and the limit). */
+      /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit: a length, a count, a metadata key outside a tag's characters, a control character in a metadata value (the message names the field and the limit); `deadlineSeconds` is not a whole number from 1 to 86,400; `startBy` without `defer: true`. */
       400: {
         headers: {
           [name: string]: unknown;
@@ -3314,7 +3343,7 @@ export interface operations {
           'application/json': components['schemas']['PayloadTooLargeError'];
         };
       };
-      /** @description An `inputs` key matches no step, a file step's `inputs` value is not a usable `fileId` or public https URL, `callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not use, or the `Idempotency-Key` was used with another request. */
+      /** @description An `inputs` key matches no step, a file step's `inputs` value is not a usable `fileId` or public https URL, `callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not use, the `Idempotency-Key` was used with another request, or `startBy` is not in the future or lies past `latestStartBy`. */
       422: {
         headers: {
           [name: string]: unknown;
@@ -3325,6 +3354,7 @@ export interface operations {
             | components['schemas']['InputFileNotUsableError']
             | components['schemas']['TooManyFileInputsError']
             | components['schemas']['CallbackUrlInvalidError']
+            | components['schemas']['StartByOutOfRangeError']
             | components['schemas']['RunValidationFailed']
             | components['schemas']['ProviderNotAvailableError']
             | components['schemas']['IdempotencyKeyReusedError'];
@@ -3411,7 +3441,7 @@ export interface operations {
           'application/json': components['schemas']['RunDeferredResponse'];
         };
       };
-      /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit: a length, a count, a metadata key outside a tag's characters, a control character in a metadata value (the message names the field and the limit). */
+      /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit: a length, a count, a metadata key outside a tag's characters, a control character in a metadata value (the message names the field and the limit); `deadlineSeconds` is not a whole number from 1 to 86,400; `startBy` without `defer: true`. */
       400: {
         headers: {
           [name: string]: unknown;
@@ -3487,7 +3517,7 @@ export interface operations {
           'application/json': components['schemas']['PayloadTooLargeError'];
         };
       };
-      /** @description An `inputs` key matches no step, a file step's `inputs` value is not a usable `fileId` or public https URL, `callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not use, or the `Idempotency-Key` was used with another request. */
+      /** @description An `inputs` key matches no step, a file step's `inputs` value is not a usable `fileId` or public https URL, `callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not use, the `Idempotency-Key` was used with another request, or `startBy` is not in the future or lies past `latestStartBy`. */
       422: {
         headers: {
           [name: string]: unknown;
@@ -3498,6 +3528,7 @@ export interface operations {
             | components['schemas']['InputFileNotUsableError']
             | components['schemas']['TooManyFileInputsError']
             | components['schemas']['CallbackUrlInvalidError']
+            | components['schemas']['StartByOutOfRangeError']
             | components['schemas']['RunValidationFailed']
             | components['schemas']['ProviderNotAvailableError']
             | components['schemas']['IdempotencyKeyReusedError'];
@@ -3904,7 +3935,7 @@ export interface operations {
           'application/json': components['schemas']['RunResumedResponse'];
         };
       };
-      /** @description The body is not JSON or a field has the wrong type. */
+      /** @description The body is not JSON, a field has the wrong type, or `deadlineSeconds` is not a whole number from 1 to 86,400. */
       400: {
         headers: {
           [name: string]: unknown;
