@@ -429,6 +429,19 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
       },
     },
     // A one-step run's only step: it runs the node, then ends the run and queues its webhook.
+    // An estimate of a run of a new workflow: the start's reads (the workflow, the admission facts, the
+    // lock, the storage quota) and the price settings, nothing written.
+    EstimateWorkflowRun: {
+      event: async () =>
+        apiEvent(routeById('EstimateWorkflowRun'), { key, pathParameters: { id: await newWorkflow() }, body: {} }),
+    },
+    EstimateAgentRun: {
+      event: async () => {
+        const { agentId } = await createAgent(deps, { teamId: team.teamId, projectId: team.projectId, name: 'Priced' });
+        await newWorkflow(agentId);
+        return apiEvent(routeById('EstimateAgentRun'), { key, pathParameters: { id: agentId }, body: {} });
+      },
+    },
     StepExecutor: {
       event: async () => {
         const { jobId } = await newRun(withCallback());

@@ -6,6 +6,7 @@ import type { Deps } from '../functions/deps.ts';
 import type { StreamHandler } from '../functions/http/event-stream.ts';
 import { basePath, type Route, routes } from '../platform/routes.ts';
 import { streamFunctionTimeoutSeconds } from '../platform/run-stream.ts';
+import { waitingFunctionTimeoutSeconds } from '../platform/run-wait.ts';
 import { invokedAs } from './invocation.ts';
 import { lambdaContext } from './lambda-context.ts';
 
@@ -81,8 +82,18 @@ export interface ServedRoute {
 /** The time each route's function is given, as the template sets it (`lib/api-stack.ts`). */
 export const routeTimeoutMs = 10_000;
 
-/** Loads every route's handler module and builds it with `deps`, the way Lambda imports `handler`. */
-const compileRoutes = async (deps: Deps, timeoutMs: number, streamTiming?: StreamTiming): Promise<ServedRoute[]> =>
+/** A route's time as the template sets it: more for a route that waits (`Prefer: wait`). */
+const templateTimeoutMs = (route: Route) => (route.waits ? waitingFunctionTimeoutSeconds * 1000 : routeTimeoutMs);
+
+/**
+ * Loads every route's handler module and builds it with `deps`, the way Lambda imports `handler`;
+ * each given `timeoutMs`, else its template's.
+ */
+const compileRoutes = async (
+  deps: Deps,
+  timeoutMs: number | undefined,
+  streamTiming?: StreamTiming,
+): Promise<ServedRoute[]> =>
   (
     await Promise.all(
       routes.map(async (route): Promise<ServedRoute[]> => {
@@ -96,7 +107,10 @@ const compileRoutes = async (deps: Deps, timeoutMs: number, streamTiming?: Strea
           ...pathPattern(`${basePath}${route.path}`),
           route,
           invoke: (event) =>
-            handler(event, lambdaContext(`local-${route.id}`, timeoutMs, event.requestContext.requestId)),
+            handler(
+              event,
+              lambdaContext(`local-${route.id}`, timeoutMs ?? templateTimeoutMs(route), event.requestContext.requestId),
+            ),
         };
         // Its CORS preflight, as the stack routes it: OPTIONS to the same function.
         return route.runToken ? [served, { ...served, route: { method: 'OPTIONS', path: route.path } }] : [served];
@@ -350,7 +364,7 @@ export const gatewayListener =
 
 /**
  * Serves the route table over HTTP the way API Gateway does (`gatewayListener`), each route by the
- * same handler module Lambda runs, given `timeoutMs` (the template's `routeTimeoutMs` unless set).
+ * same handler module Lambda runs, given `timeoutMs` (the template's time for its route unless set).
  * Deps without a `publicBaseUrl` get this server's own address once it listens (the port may be
  * chosen then), so the file links it gives lead back to it; the handlers read it at each request.
  */
@@ -363,9 +377,7 @@ export const startLocalApi = async (options: {
   streamTiming?: StreamTiming;
 }): Promise<LocalApi> => {
   const api = await listenLocal(
-    createServer(
-      gatewayListener(await compileRoutes(options.deps, options.timeoutMs ?? routeTimeoutMs, options.streamTiming)),
-    ),
+    createServer(gatewayListener(await compileRoutes(options.deps, options.timeoutMs, options.streamTiming))),
     options,
     basePath,
   );

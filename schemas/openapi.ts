@@ -27,6 +27,7 @@ import { creditComponents, creditOperations } from './credits.ts';
 import { deferredRunComponents, deferredRunListComponents, deferredRunOperations } from './deferred-runs.ts';
 import { DeliveryPendingErrorSchema, deliveryComponents, deliveryOperations } from './deliveries.ts';
 import * as errors from './errors.ts';
+import { estimateComponents, estimateOperations } from './estimates.ts';
 import { fileLinkOperations } from './file-links.ts';
 import { FileNotAcceptedErrorSchema, fileComponents, fileOperations } from './files.ts';
 import { lifecycleWebhookComponents, lifecycleWebhookEntries } from './lifecycle-webhooks.ts';
@@ -69,6 +70,7 @@ export const componentSchemas = {
   ...fileComponents,
   ...creditComponents,
   ...nodeTypeComponents,
+  ...estimateComponents,
   ...runTokenComponents,
   NameRequiredError: errors.NameRequiredErrorSchema,
   StepsRequiredError: errors.StepsRequiredErrorSchema,
@@ -334,6 +336,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       ...fileOperations,
       ...creditOperations,
       ...nodeTypeOperations,
+      ...estimateOperations,
       ...runTokenOperations,
     ]),
     {

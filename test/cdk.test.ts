@@ -844,12 +844,14 @@ describe('cdk app', { timeout: 120_000 }, () => {
       for (const action of ['dynamodb:Scan', 'dynamodb:BatchWriteItem', 's3:ListBucket']) {
         expect(everything).not.toContain(action);
       }
-      // Objects are deleted only where an upload is rejected (read, or named by a run's inputs), and only under uploads/.
+      // Objects are deleted only where an upload is rejected (read, or named by a run's inputs or an estimate's), and only under uploads/.
       expect(entries.filter((e) => e.access.uploads?.includes('DeleteObject')).map((e) => e.id)).toEqual([
         'RunWorkflow',
         'RunAgent',
         'ResumeRun',
         'GetFile',
+        'EstimateWorkflowRun',
+        'EstimateAgentRun',
       ]);
       expect(
         entries.filter((e) => (e.access.bucket as readonly string[] | undefined)?.includes('DeleteObject')),

@@ -54,6 +54,7 @@ import {
   RunRefusedError,
   RunValidationFailedError,
   ScopeNotPermittedError,
+  StartByOutOfRangeError,
   StepsRequiredError,
   StorageBusyError,
   StorageQuotaReachedError,
@@ -319,6 +320,16 @@ const cases: Case[] = [
     },
   },
   { error: new CallbackUrlInvalidError(), status: 422, schema: bodies.CallbackUrlInvalidErrorSchema },
+  {
+    error: new StartByOutOfRangeError('2026-12-01T00:00:00Z', '2026-12-14T12:00:00.000Z'),
+    status: 422,
+    schema: bodies.StartByOutOfRangeErrorSchema,
+    body: {
+      error: 'startBy must lie in the future and no later than latestStartBy',
+      startBy: '2026-12-01T00:00:00Z',
+      latestStartBy: '2026-12-14T12:00:00.000Z',
+    },
+  },
   {
     error: new ProviderNotAvailableError('ImageGen', ['studio-x'], 'app_only'),
     status: 422,

@@ -203,6 +203,28 @@ const edgeNumbers: Json[] = [
 
 const idempotencyKeys = ['', ' ', 'k', 'x'.repeat(255), 'x'.repeat(256), 'x'.repeat(6000), 'caf\u00e9', '\u00ff\u00fe'];
 
+/**
+ * `Prefer` values (RFC 7240): malformed or out of range (ignored, answered at once), and short waits
+ * (1 s at most: a wait over 25 s is served as 25, which the run-wait tests show).
+ */
+const preferValues = [
+  '',
+  'wait',
+  'wait=',
+  'wait=0',
+  'wait=-1',
+  'wait=1.5',
+  'wait=abc',
+  'wait=1e3',
+  'wait=1',
+  'wait="1"',
+  'WAIT = 1 ; x=y, respond-async',
+  ',,;;==',
+  `wait=${'x'.repeat(6000)}`,
+  'caf\u00e9',
+  '\u00ff\u00fe',
+];
+
 /** Query values (as sent, encoded) that no declared parameter takes. */
 const badQueryValues = [
   '',
@@ -289,6 +311,8 @@ const rawBodies = (): { label: string; body: string | Buffer }[] => {
     { label: 'negative zero', body: '{"defer":true,"maxMultiplier":-0,"inputs":{}}' },
     { label: 'a tiny multiplier', body: '{"defer":true,"maxMultiplier":1e-200}' },
     { label: 'a huge integer', body: '{"defer":true,"maxMultiplier":123456789012345678901234567890}' },
+    { label: 'a tiny deadline', body: '{"deadlineSeconds":1e-200}' },
+    { label: 'a startBy at the edge of dates', body: '{"defer":true,"startBy":"+275760-09-13T00:00:00.000Z"}' },
     {
       label: 'edge numbers in a step config',
       body: '{"name":"n","steps":[{"key":"a","type":"JsonLoader","config":{"data":[-0,1e-200,1e308,9007199254740993]}}]}',
@@ -596,6 +620,9 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
       seed,
       numRuns: 40,
     }) as Record<string, unknown>[];
+    // They include a deadline and a deferred run's startBy (past, future or far ahead: a 422 or accepted).
+    expect(generated.some((b) => typeof b.deadlineSeconds === 'number')).toBe(true);
+    expect(generated.some((b) => typeof b.startBy === 'string' && b.defer === true)).toBe(true);
     const choosing = generated.filter((b) => Array.isArray(b.webhookEvents));
     expect(choosing.some((b) => b.callbackUrl !== undefined)).toBe(true);
     expect(choosing.some((b) => b.callbackUrl === undefined)).toBe(true);
@@ -780,6 +807,15 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
           headers: { ...header('full key'), [name]: value },
         });
       }
+      for (const prefer of preferValues) {
+        requests.push({
+          op,
+          method: op.method,
+          path: fill(op, (p) => validParam(p, 6)),
+          label: `Prefer ${prefer.slice(0, 20)}`,
+          headers: { ...header('full key'), prefer },
+        });
+      }
       for (const key of idempotencyKeys) {
         requests.push({
           op,
@@ -799,7 +835,9 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
     const ops = operations();
     const create = ops.find((o) => o.id === 'CreateWorkflow');
     const start = ops.find((o) => o.template === '/workflows/{id}/runs' && o.method === 'POST');
-    if (!create || !start) throw new Error('the document lost POST /workflows or a run start');
+    const estimate = ops.find((o) => o.template === '/workflows/{id}/estimate' && o.method === 'POST');
+    if (!create || !start || !estimate)
+      throw new Error('the document lost POST /workflows, a run start or its estimate');
     const goodWorkflow: Json = { name: 'Good', agentId: team.agentId, steps: goodSteps() };
     const goodRun: Json = { inputs: { topic: 'otters' }, defer: true, maxMultiplier: 0.1, mode: 'draft' };
     const places: [Operation, Json, (string | number)[]][] = [
@@ -812,9 +850,14 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
       [create, goodWorkflow, ['steps', 0, 'key']],
       [create, goodWorkflow, ['steps', 0, 'config', 'apiInputKey']],
       [create, goodWorkflow, ['steps', 3, 'inputs', 0]],
+      // An estimate reads a start's body and runs its checks (at once, not deferred: the admission too).
+      [estimate, { ...goodRun, defer: false }, ['inputs', 'topic']],
+      [estimate, goodRun, ['maxMultiplier']],
       [start, goodRun, ['inputs', 'topic']],
       [start, goodRun, ['callbackSecret']],
       [start, goodRun, ['maxMultiplier']],
+      [start, goodRun, ['startBy']],
+      [start, goodRun, ['deadlineSeconds']],
     ];
     const values: Json[] = [
       ...hostileStrings,
@@ -828,7 +871,10 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
       values.map((value, i) => ({
         op,
         method: op.method,
-        path: op === create ? `${basePath}/workflows` : `${basePath}/workflows/${inputWorkflow}/runs`,
+        path:
+          op === create
+            ? `${basePath}/workflows`
+            : `${basePath}/workflows/${inputWorkflow}/${op === estimate ? 'estimate' : 'runs'}`,
         label: `${at.join('.')} = hostile #${i}`,
         headers: { authorization: auths['full key'] as string, 'content-type': 'application/json' },
         body: serialize(withValue(body, at, value)),

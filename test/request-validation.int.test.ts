@@ -32,6 +32,9 @@ afterAll(() => stack.close());
  * For each operation that takes a body, bodies that are valid and between them give every field
  * the document declares (both `agentId` and `projectId` cannot be in one body, so there are two).
  */
+/** An hour from now: a `startBy` a deferred run may give. */
+const hourAhead = () => new Date(Date.now() + 3600_000).toISOString();
+
 const validBodies = (): Record<string, Json[]> => {
   const runBody: Json = {
     inputs: { topic: 'otters' },
@@ -44,7 +47,10 @@ const validBodies = (): Record<string, Json[]> => {
     metadata: { order: 'o-1' },
     tags: ['walked'],
     webhookEvents: ['run.started', 'step.completed'],
+    deadlineSeconds: 600,
   };
+  // `startBy` bounds a deferred run only.
+  const deferring: Json = { ...(runBody as Record<string, Json>), defer: true, startBy: hourAhead() };
   // The service issues the secret: not with a secret of the caller's.
   const { callbackSecret: _, ...withoutSecret } = runBody as Record<string, Json>;
   const issuing: Json = { ...withoutSecret, generateCallbackSecret: true };
@@ -63,8 +69,8 @@ const validBodies = (): Record<string, Json[]> => {
       { name: 'Walked', steps, agentId: team.agentId },
       { name: 'Walked', steps, projectId: team.projectId, agentName: 'Walker' },
     ],
-    RunWorkflow: [runBody, issuing],
-    RunAgent: [runBody, issuing],
+    RunWorkflow: [runBody, issuing, deferring],
+    RunAgent: [runBody, issuing, deferring],
     ResumeRun: [
       {
         inputs: { topic: 'otters' },
@@ -72,21 +78,25 @@ const validBodies = (): Record<string, Json[]> => {
         callbackSecret: 'secret',
         generateCallbackSecret: false,
         webhookEvents: ['run.completed'],
+        deadlineSeconds: 600,
       },
-      { callbackUrl: 'https://example.com/hook', generateCallbackSecret: true },
+      { callbackUrl: 'https://example.com/hook', generateCallbackSecret: true, deadlineSeconds: 600 },
     ],
     // A redelivery may name the lifecycle event's delivery.
     RedeliverWebhook: [{ event: 'step.completed', nodeId: 'prompt' }],
     // A run token's lifetime: its one field is a number, so only the body itself is walked.
     CreateRunToken: [{ expiresInSeconds: 600 }],
     CreateFile: [{ name: 'cat.png', contentType: 'image/png', size: 48_213 }],
+    // An estimate reads a run start's body, as the start reads it.
+    EstimateWorkflowRun: [runBody, issuing],
+    EstimateAgentRun: [runBody, issuing],
   };
 };
 
 /** The path each operation is called on. */
 const pathOf = (operationId: string) =>
   routeById(operationId as 'RunWorkflow')
-    .path.replace('{id}', operationId === 'RunAgent' ? team.agentId : workflowId)
+    .path.replace('{id}', ['RunAgent', 'EstimateAgentRun'].includes(operationId) ? team.agentId : workflowId)
     // The body is checked before the run is looked up: any jobId will do for a refusal.
     .replace('{jobId}', '00000000-0000-4000-8000-000000000000');
 
@@ -172,7 +182,7 @@ const operationsWithBodies = () =>
   );
 
 describe('every request body refuses an array for an object and an empty name', () => {
-  it('finds the operations that take a body: create a workflow, both run starts, a resume, a redelivery, a run token and a file', () => {
+  it('finds the operations that take a body: create a workflow, both run starts, a resume, a redelivery, a run token, a file and both estimates', () => {
     const withBodies = operationsWithBodies().map((o) => o.operationId);
     expect(withBodies).toEqual([
       'CreateWorkflow',
@@ -184,6 +194,8 @@ describe('every request body refuses an array for an object and an empty name', 
       // Its optional body is the token's lifetime.
       'CreateRunToken',
       'CreateFile',
+      'EstimateWorkflowRun',
+      'EstimateAgentRun',
     ]);
   });
 

@@ -18,9 +18,9 @@ export const isServerFailure = (result: Pick<HttpResult, 'statusCode'>): boolean
 // The answers that are no error, named: with the error table's rows, the only status codes the
 // service writes (test/errors.test.ts holds every other file of functions/ to none).
 
-export const ok = (body: unknown): HttpResult => json(200, body);
+export const ok = (body: unknown, headers?: Record<string, string>): HttpResult => json(200, body, headers);
 export const created = (body: unknown): HttpResult => json(201, body);
-export const accepted = (body: unknown): HttpResult => json(202, body);
+export const accepted = (body: unknown, headers?: Record<string, string>): HttpResult => json(202, body, headers);
 
 /** A body that is no JSON (the reference page and its files), as text or, `isBase64Encoded`, bytes. */
 export const okRaw = (headers: Record<string, string>, body: string, isBase64Encoded?: true): HttpResult => ({

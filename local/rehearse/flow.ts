@@ -465,6 +465,52 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
         },
       );
 
+      // A deadline's timer is a message of the steps queue, of its own kind, through the same mapping:
+      // here it comes while a Replicate job is in flight (its step's delivery ended at the submit).
+      await step(
+        'deadlineSeconds: a run with its Replicate job in flight at its deadline ends cancelled (endReason deadline), the job cancelled',
+        async () => {
+          const created = await request(baseUrl, '/workflows', {
+            key,
+            method: 'POST',
+            body: {
+              name: 'Rehearsal deadline',
+              agentId,
+              steps: [
+                { key: 'prompt', type: 'TextEntry', config: { text: 'a lighthouse at dusk' } },
+                {
+                  key: 'image',
+                  type: 'ImageGen',
+                  inputs: ['prompt'],
+                  config: { provider: 'replicate', model: 'black-forest-labs/flux-schnell' },
+                },
+              ],
+            },
+          });
+          expectStatus(created, 201, 'POST /workflows (deadline)');
+          const started = await startRun(String(created.body.workflowId), {
+            deadlineSeconds: 2,
+            callbackUrl: receiver.url,
+          });
+          expectStatus(started, 200, 'POST /workflows/{id}/runs (deadline)');
+          const jobId = String(started.body.jobId);
+          const prediction = await waitFor('the step to submit its prediction', async () =>
+            [...providers.replicate.jobs.values()].find((j) => String(j.prediction.webhook ?? '').includes(jobId)),
+          );
+          const done = await waitForRun(jobId);
+          check(
+            done.body.status === 'cancelled' && done.body.endReason === 'deadline',
+            `run ended ${done.body.status} (${done.body.endReason}): ${done.text.slice(0, 300)}`,
+          );
+          const hook = JSON.parse((await webhookFor(jobId)).body) as { event: string; endReason?: string };
+          check(hook.event === 'run.cancelled' && hook.endReason === 'deadline', `webhook ${JSON.stringify(hook)}`);
+          await waitFor('the job to be cancelled at the provider', async () =>
+            providers.replicate.cancels.includes(prediction.prediction.id) ? true : undefined,
+          );
+          return `job ${jobId}: cancelled at its deadline, prediction ${prediction.prediction.id} cancelled, webhook run.cancelled`;
+        },
+      );
+
       // Lambda's loop guard stops a function fed by its own queue after 16 hops along one trace; the
       // step executor runs with it set to Allow and bounds its own loops (docs/operations.md). This
       // chain goes past 16 hops, a provider job's polls among them: its webhook is lost, so only

@@ -85,6 +85,8 @@ export type FileUpload = Schemas['FileUpload'];
 export type UploadedFile = Schemas['File'];
 export type StorageUsage = Schemas['StorageUsage'];
 export type Credits = Schemas['Credits'];
+/** What a run start would hold and answer now (POST /workflows/{id}/estimate, POST /agents/{id}/estimate). */
+export type RunEstimate = Schemas['RunEstimate'];
 
 /** Statuses a run never leaves. */
 export const endedRunStatuses: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'stopped'];
@@ -112,12 +114,31 @@ export interface RunOptions extends RequestOptions {
    * request did (no second run); the same key with another body answers 422.
    */
   idempotencyKey?: string;
+  /**
+   * Seconds (1 to 25) to wait for the run to end (`Prefer: wait=N`): when it ends within them, the
+   * answer carries `run`, the Run as `getRun` reads it. A deferred run is answered at once.
+   */
+  wait?: number;
 }
 
 export interface GetRunOptions extends RequestOptions {
   /** An `output_next` of an earlier read of this run: the run with the next page of `output`. */
   outputCursor?: string;
+  /** Seconds (1 to 25) to wait (`Prefer: wait=N`): answered when the run ends or they pass, whichever is first. */
+  wait?: number;
 }
+
+/** The `Prefer` header of a wait (RFC 7240), when one is asked for. */
+const preferWait = (wait: number | undefined) => (wait === undefined ? {} : { Prefer: `wait=${wait}` });
+
+/** The headers of a run start or resume: its Idempotency-Key and its wait, when given. */
+const startHeaders = (runOptions: RunOptions) => {
+  const header = {
+    ...(runOptions.idempotencyKey ? { 'Idempotency-Key': runOptions.idempotencyKey } : {}),
+    ...preferWait(runOptions.wait),
+  };
+  return Object.keys(header).length > 0 ? { header } : {};
+};
 
 export interface RunOutputsOptions extends RequestOptions {
   /** A read of the run already made (a `getRun`, `waitForRun` or webhook body): its page first, then the next ones. */
@@ -222,6 +243,14 @@ export interface WorkflowRunClient {
   getStorage(options?: RequestOptions): Promise<StorageUsage>;
   /** GET /credits: the team's balance and held credits, this key's month against its cap, each project's hard cap (scope `credits:read`). */
   getCredits(options?: RequestOptions): Promise<Credits>;
+  /**
+   * POST /workflows/{id}/estimate: what `runWorkflow(id, body)` would hold now, each step's part, the
+   * refusal it would answer (`refusal`: null, or its status and body), the outputs' licence and the
+   * next 24 hours' multipliers. Starts and holds nothing (scope `runs:create`).
+   */
+  estimate(workflowId: string, body?: RunRequest, options?: RequestOptions): Promise<RunEstimate>;
+  /** POST /agents/{id}/estimate: `estimate` for a run of the agent's workflow (`runAgent(id, body)`). */
+  estimateAgent(agentId: string, body?: RunRequest, options?: RequestOptions): Promise<RunEstimate>;
   /** GET /node-types: every node type's reference (no key needed). */
   listNodeTypes(options?: RequestOptions): Promise<NodeTypeReference[]>;
   /** GET /node-types/{type}: one node type's reference. */
@@ -278,10 +307,7 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
 
   const start = (subject: 'workflow' | 'agent', id: string, body: RunRequest = {}, runOptions: RunOptions = {}) => {
     const init = {
-      params: {
-        path: { id },
-        ...(runOptions.idempotencyKey ? { header: { 'Idempotency-Key': runOptions.idempotencyKey } } : {}),
-      },
+      params: { path: { id }, ...startHeaders(runOptions) },
       body,
       signal: runOptions.signal,
     };
@@ -298,6 +324,7 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
           ...(requestOptions.outputCursor === undefined
             ? {}
             : { query: { output_cursor: requestOptions.outputCursor } }),
+          ...(requestOptions.wait === undefined ? {} : { header: preferWait(requestOptions.wait) }),
         },
         signal: requestOptions.signal,
       }),
@@ -464,10 +491,7 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
     resumeRun: (jobId, body = {}, runOptions = {}) =>
       unwrap(
         raw.POST('/runs/{jobId}/resume', {
-          params: {
-            path: { jobId },
-            ...(runOptions.idempotencyKey ? { header: { 'Idempotency-Key': runOptions.idempotencyKey } } : {}),
-          },
+          params: { path: { jobId }, ...startHeaders(runOptions) },
           body,
           signal: runOptions.signal,
         }),
@@ -506,6 +530,18 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
     getFile,
     getStorage,
     getCredits,
+    estimate: (workflowId, body = {}, requestOptions = {}) =>
+      unwrap(
+        raw.POST('/workflows/{id}/estimate', {
+          params: { path: { id: workflowId } },
+          body,
+          signal: requestOptions.signal,
+        }),
+      ),
+    estimateAgent: (agentId, body = {}, requestOptions = {}) =>
+      unwrap(
+        raw.POST('/agents/{id}/estimate', { params: { path: { id: agentId } }, body, signal: requestOptions.signal }),
+      ),
     listNodeTypes: async (requestOptions = {}) =>
       (await unwrap(raw.GET('/node-types', { signal: requestOptions.signal }))).nodeTypes,
     getNodeType: (type, requestOptions = {}) =>
