@@ -231,7 +231,7 @@ const runTokenSchemeName = 'runToken';
 const allowOriginRef: ReferenceObject = { $ref: '#/components/headers/Access-Control-Allow-Origin' };
 
 /** The query parameter a run token travels in, on the routes that accept one (the `runToken` scheme's). */
-const accessTokenParameter: DocumentedParameter = {
+const accessTokenQuery: DocumentedParameter = {
   name: 'access_token',
   in: 'query',
   required: false,
@@ -311,7 +311,7 @@ function operation(spec: OperationSpec, documented: readonly DocumentedError[]):
     security: keyed ? [{ [securitySchemeName]: [] }, ...(runToken ? [{ [runTokenSchemeName]: [] }] : [])] : [],
     ...(spec.parameters || runToken
       ? {
-          parameters: [...(spec.parameters ?? []), ...(runToken ? [accessTokenParameter] : [])].map(
+          parameters: [...(spec.parameters ?? []), ...(runToken ? [accessTokenQuery] : [])].map(
             documentedParameter,
           ),
         }

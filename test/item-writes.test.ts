@@ -499,6 +499,7 @@ describe('what the store’s writers leave in the table', () => {
     );
     await cursorSigningSecret(deps);
     await signingSecret(deps, 'fileLink');
+    await signingSecret(deps, 'runToken');
 
     // A run: started, its steps claimed, failed, released, finished, counted, retired; its end.
     // Its start chose lifecycle events: the run item and its steps' ends carry the marks.
