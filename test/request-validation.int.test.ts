@@ -88,8 +88,8 @@ const validBodies = (): Record<string, Json[]> => {
     CreateRunToken: [{ expiresInSeconds: 600 }],
     CreateFile: [{ name: 'cat.png', contentType: 'image/png', size: 48_213 }],
     // An estimate reads a run start's body, as the start reads it.
-    EstimateWorkflowRun: [runBody, issuing],
-    EstimateAgentRun: [runBody, issuing],
+    EstimateWorkflowRun: [runBody, issuing, deferring],
+    EstimateAgentRun: [runBody, issuing, deferring],
   };
 };
 
