@@ -206,6 +206,16 @@ describe('a run token', () => {
     expect(refused.headers.get('access-control-expose-headers')).toContain('retry-after');
   });
 
+  it('may ask GET /runs/{jobId} to wait (Prefer: wait), and the page may read Preference-Applied', async () => {
+    const team = await seedUnthrottledTeam(stack.deps);
+    const jobId = await startRun(team);
+    const made = await makeToken(team.key, jobId);
+    const read = await fetch(made.links.run, { headers: { prefer: 'wait=1' } });
+    expect(read.status).toBe(200);
+    expect(read.headers.get('preference-applied')).toBe('wait=1');
+    expect(read.headers.get('access-control-expose-headers')).toContain('preference-applied');
+  });
+
   it('answers the CORS preflight of GET /runs/{jobId} and of its stream, and no other route’s', async () => {
     const team = await seedUnthrottledTeam(stack.deps);
     const jobId = await startRun(team);

@@ -55,11 +55,12 @@ export const noContent = (): HttpResult => ({ statusCode: 204, headers: {}, body
 /**
  * The CORS headers of an answer to a request a run token authenticated (`?access_token=`): any
  * origin may read it, since the token in the URL, not a cookie, is the credential (so never
- * `Allow-Credentials`). `Retry-After` is exposed for a 429's wait.
+ * `Allow-Credentials`). `Retry-After` is exposed for a 429's wait, `Preference-Applied` for a
+ * `Prefer: wait` read.
  */
 export const crossOriginHeaders = {
   'access-control-allow-origin': '*',
-  'access-control-expose-headers': 'retry-after',
+  'access-control-expose-headers': 'retry-after, preference-applied',
 };
 
 /**
