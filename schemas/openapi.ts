@@ -311,9 +311,7 @@ function operation(spec: OperationSpec, documented: readonly DocumentedError[]):
     security: keyed ? [{ [securitySchemeName]: [] }, ...(runToken ? [{ [runTokenSchemeName]: [] }] : [])] : [],
     ...(spec.parameters || runToken
       ? {
-          parameters: [...(spec.parameters ?? []), ...(runToken ? [accessTokenQuery] : [])].map(
-            documentedParameter,
-          ),
+          parameters: [...(spec.parameters ?? []), ...(runToken ? [accessTokenQuery] : [])].map(documentedParameter),
         }
       : {}),
     ...(spec.requestBody ? { requestBody: spec.requestBody } : {}),
