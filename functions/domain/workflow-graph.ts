@@ -12,7 +12,6 @@ import * as v from 'valibot';
 import type { ModelDefaults } from '../../platform/model-defaults.ts';
 import { issueMessage } from '../../schemas/common.ts';
 import {
-  type NodeType,
   nodeTypes,
   stepKeyPattern,
   stepKeyRule,
