@@ -68,6 +68,12 @@ const printCounts = (meter: Meter, runs: number, options: PriceOptions) => {
       .join(', ')})`,
   );
   note(
+    `DynamoDB write units per run, by what was written: ${Object.entries(dynamoDb.writeUnitsBy)
+      .sort(([, a], [, b]) => b - a)
+      .map(([what, n]) => `${what} ${per(n)}`)
+      .join(', ')}${dynamoDb.refusedWriteUnits > 0 ? `, refused writes ${per(dynamoDb.refusedWriteUnits)}` : ''}`,
+  );
+  note(
     `SQS requests per run: ${Object.entries(sqs.byCommand)
       .map(([c, n]) => `${c.replace(/Command/, '')} ${per(n)}`)
       .join(', ')}`,
