@@ -210,7 +210,6 @@ const indexEntry = (index: (typeof dataTable.indexes)[number], item: Item | unde
   if (!item || item[index.partitionKey.name] === undefined || item[index.sortKey.name] === undefined) return undefined;
   const names = [dataTable.partitionKey.name, dataTable.sortKey.name, index.partitionKey.name, index.sortKey.name];
   if (index.projection.type === 'INCLUDE') names.push(...index.projection.attributes);
-  if (index.projection.type === 'ALL') names.push(...Object.keys(item));
   return Object.fromEntries(names.filter((n) => item[n] !== undefined).map((n) => [n, item[n]]));
 };
 

@@ -48,6 +48,7 @@ export {
   markStepStarted,
   releaseStep,
   retireLateStep,
+  type StepCount,
   type StepRun,
   stepLeaseSeconds,
 } from './steps.ts';
