@@ -11,9 +11,12 @@
  * One exception: DynamoDB Local under-reports TransactWriteItems (four puts of tiny items report 2
  * units where AWS bills 8), so for those the meter reads each item before and after (with an
  * unmetered client) and applies AWS's rules itself: 2 units per item per started KB of the larger
- * image, and each index entry the item enters, changes or leaves (`indexWriteUnits`) at 2 units
- * per started KB of the entry (DynamoDB Local's own report doubles a transaction's index writes
- * too). A single write's index writes DynamoDB Local reports itself (`ReturnConsumedCapacity`).
+ * image, and each index entry the item enters, changes or leaves (`indexWriteUnits`) at 1 unit per
+ * started KB of the entry, as outside a transaction: the transactional doubling is the table's
+ * alone (AWS's docs do not say; DynamoDB Local doubles the index writes too, and a DynamoDB
+ * emulator's maintainers measured real DynamoDB charging them as plain writes: nubo-db/dynoxide
+ * pull request 188, August 2026, read 2026-12-07). A single write's index writes DynamoDB Local
+ * reports itself (`ReturnConsumedCapacity: INDEXES`), by the same rules.
  * And reads are billed at least their minimum (`minimumReadUnits`), which DynamoDB Local does not report.
  */
 import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
@@ -282,7 +285,7 @@ export const meterDynamoDb = (client: DynamoDBDocumentClient, meter: Meter, read
           units = 0;
           targets.forEach((t, i) => {
             const item = 2 * kb(Math.max(itemSizeBytes(before[i]), itemSizeBytes(after[i])));
-            const index = 2 * indexWriteUnits(before[i], after[i]);
+            const index = indexWriteUnits(before[i], after[i]);
             const kind = `${name.replace('Command', '')} ${kindOf(t.input.Key)}`;
             by(kind, item);
             if (index > 0) by(`${kind} (index entries)`, index);

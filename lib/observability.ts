@@ -44,8 +44,8 @@ export const alarmThresholds = {
   /** Window for the dashboard's graphs. */
   window: Duration.minutes(5),
   /** Dead-letter arrivals: the DLQ's depth, sampled each minute, rose within the last 5 minutes. */
-  deadLetterPeriod: Duration.seconds(alarmRules.deadLetterArrivals('Steps').periodSeconds),
-  deadLetterEvaluationPeriods: alarmRules.deadLetterArrivals('Steps').evaluationPeriods,
+  deadLetterPeriod: Duration.seconds(alarmRules.deadLetterArrivals.periodSeconds),
+  deadLetterEvaluationPeriods: alarmRules.deadLetterArrivals.evaluationPeriods,
   /** Age (seconds) of the oldest message of each work queue past which it is not being consumed. */
   oldestMessageSeconds: Object.fromEntries(
     queueDefinitions.map((q) => [q.id, oldestMessageThresholdSeconds(q)]),
@@ -58,13 +58,13 @@ export interface ObservabilityProps {
   api: IHttpApi;
   /** Every route and worker function of this stage, by route or worker id. */
   functions: ReadonlyMap<string, IFunction>;
-  /** The work queues by definition id, each with its dead-letter queue. */
+  /** The work queues by definition id. */
   queues: ReadonlyMap<QueueDefinition['id'], Queue>;
   /**
-   * The dead-letter queues of stream event source mappings (the operator events' publisher), by
-   * stream id: a batch's position lands there after every retry failed. Default: none.
+   * The stage's one dead-letter queue (platform/definitions.ts, `deadLetterQueue`): the work
+   * queues' messages past their receives, and the stream mappings' failed batches' positions.
    */
-  streamDeadLetterQueues?: ReadonlyMap<string, IQueue>;
+  deadLetterQueue: IQueue;
   /** The application table: its read and write throttles are alarmed. Default: not watched. */
   table?: ITable;
   /** The API's access log: a metric filter counts the 429s API Gateway answered itself. Default: not watched. */
@@ -158,34 +158,15 @@ export class Observability extends Construct {
     }
 
     // Queues: dead-letter arrivals, and the work queues' oldest message.
-    const deadLetterQueues = [
-      ...[...queues].flatMap(([queueId, queue]) =>
-        queue.deadLetterQueue
-          ? [
-              {
-                queueId: queueId as string,
-                dlq: queue.deadLetterQueue.queue,
-                cause: `the ${queueId} consumer could not process it after every receive.`,
-              },
-            ]
-          : [],
-      ),
-      ...[...(props.streamDeadLetterQueues ?? [])].map(([queueId, dlq]) => ({
-        queueId,
-        dlq,
-        cause: `a batch of the table's stream failed every retry of its ${queueId} consumer.`,
-      })),
-    ];
-    for (const { queueId, dlq, cause } of deadLetterQueues) {
-      // SQS stops publishing an idle, empty queue's metrics, so missing minutes are a depth of 0:
-      // the first message after a quiet spell is a rise from 0. NumberOfMessagesSent would miss it:
-      // SQS does not count a message its redrive policy moves.
-      this.#alarm(
-        alarmRules.deadLetterArrivals(queueId),
-        { depth: dlq.metricApproximateNumberOfMessagesVisible() },
-        `A message arrived in the ${stage} ${queueId} dead-letter queue: ${cause}`,
-      );
-    }
+    // SQS stops publishing an idle, empty queue's metrics, so missing minutes are a depth of 0:
+    // the first message after a quiet spell is a rise from 0. NumberOfMessagesSent would miss it:
+    // SQS does not count a message its redrive policy moves.
+    this.#alarm(
+      alarmRules.deadLetterArrivals,
+      { depth: props.deadLetterQueue.metricApproximateNumberOfMessagesVisible() },
+      `A dead letter arrived in the ${stage} dead-letter queue: a step or webhook message its consumer could not ` +
+        'process after every receive, or the position of a stream batch that failed every retry of its consumer.',
+    );
     for (const definition of queueDefinitions) {
       const queue = queues.get(definition.id);
       if (!queue) continue;
@@ -348,18 +329,11 @@ export class Observability extends Construct {
       this.alarmTopic = topic;
     }
 
-    this.dashboard = config.dashboard
-      ? this.#dashboard(props, api5xxAlarm.metric, dispatcherInvocations, deadLetterQueues)
-      : undefined;
+    this.dashboard = config.dashboard ? this.#dashboard(props, api5xxAlarm.metric, dispatcherInvocations) : undefined;
   }
 
   /** The opt-in dashboard: $3 a month, more than every alarm of the stage together. */
-  #dashboard(
-    props: ObservabilityProps,
-    api5xxRate: IMetric,
-    dispatcherInvocations: IMetric[],
-    deadLetterQueues: { queueId: string; dlq: IQueue }[],
-  ): Dashboard {
+  #dashboard(props: ObservabilityProps, api5xxRate: IMetric, dispatcherInvocations: IMetric[]): Dashboard {
     const { config, api, functions, queues } = props;
     const window = alarmThresholds.window;
     const serviceMetric = (metricName: string, label: string) =>
@@ -511,13 +485,13 @@ export class Observability extends Construct {
       }),
       new GraphWidget({
         title: 'Dead-letter queue depth',
-        left: deadLetterQueues.map(({ queueId, dlq }) =>
-          dlq.metricApproximateNumberOfMessagesVisible({
+        left: [
+          props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
             period: window,
             statistic: Stats.MAXIMUM,
-            label: `${queueId} DLQ`,
+            label: 'dead letters',
           }),
-        ),
+        ],
         ...small,
       }),
     );

@@ -196,12 +196,13 @@ export const alarmRules = {
     treatMissingData: 'notBreaching',
   }),
   /**
-   * A message arrived in a dead-letter queue (its depth, sampled each minute, rose). Not tolerant:
-   * each arrival is a step, delivery or event the code could not process, lost until someone acts.
+   * A message arrived in the stage's dead-letter queue (its depth, sampled each minute, rose). Not
+   * tolerant: each arrival is a step, delivery or event the code could not process, lost until
+   * someone acts. One queue takes every dead letter (platform/definitions.ts, `deadLetterQueue`).
    */
-  deadLetterArrivals: (queueId: string): AlarmRule => ({
-    id: `${queueId}DeadLetterArrivals`,
-    runbook: `${queueId}DeadLetterArrivals`,
+  deadLetterArrivals: {
+    id: 'DeadLetterArrivals',
+    runbook: 'DeadLetterArrivals',
     expression: { diff: fill(metric('depth')) },
     statistics: { depth: 'Maximum' },
     periodSeconds: 60,
@@ -210,7 +211,7 @@ export const alarmRules = {
     comparison: '>',
     threshold: 0,
     treatMissingData: 'notBreaching',
-  }),
+  },
   /**
    * A work queue's oldest message is older than any message legitimately gets: past that bound it
    * is not being consumed, so one datapoint is enough (waiting longer only delays the page).

@@ -56,13 +56,7 @@ const expected: { rule: AlarmRule; threshold: number; period: number; n: number;
   { rule: alarmRules.failedRunRate, threshold: 20, period: 300, n: 5, m: 3 },
   { rule: alarmRules.stepsFailing('StepsFailingProviderAuth'), threshold: 0, period: 300, n: 3, m: 3 },
   { rule: alarmRules.stepsFailing('StepsFailingConfiguration'), threshold: 0, period: 300, n: 3, m: 3 },
-  ...['Steps', 'Webhooks', 'OperatorEvents', 'LifecycleEvents'].map((q) => ({
-    rule: alarmRules.deadLetterArrivals(q),
-    threshold: 0,
-    period: 60,
-    n: 5,
-    m: 1,
-  })),
+  { rule: alarmRules.deadLetterArrivals, threshold: 0, period: 60, n: 5, m: 1 },
   // 15 minutes of delay + 10 receives × 6 minutes + a period; 15 minutes + 5 × 2 minutes + a period.
   { rule: alarmRules.oldestMessage(stepsQueue), threshold: 4800, period: 300, n: 1, m: 1 },
   { rule: alarmRules.oldestMessage(webhooksQueue), threshold: 1800, period: 300, n: 1, m: 1 },
@@ -249,7 +243,7 @@ describe('a blip trips none of the tolerant alarms; a sustained failure trips ea
   });
 
   it('a dead-letter arrival pages at once, is red 5 minutes, and a message kept there or a redrive does not keep it red', () => {
-    const rule = alarmRules.deadLetterArrivals('Steps');
+    const rule = alarmRules.deadLetterArrivals;
     // Quiet (SQS publishes nothing for an idle empty queue), one arrival, then kept for inspection.
     const depth: Series = [undefined, undefined, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0];
     expect(alarmStates(rule, { depth })).toEqual([

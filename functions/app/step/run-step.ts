@@ -52,7 +52,7 @@ import { guardSubmit, retryBusyProvider, submitJob } from '../provider-job.ts';
 import { withTeamSlot } from '../team-slots.ts';
 import { checkJob } from './check-job.ts';
 import { endWithFailure, jobEnds, retryTimedOut } from './fail-step.ts';
-import { afterEnd, type Carry, flushCarried, flushOrSendCarried, settleStep } from './settle-step.ts';
+import { afterEnd, type Carry, flushCarried, settleStep } from './settle-step.ts';
 import { nodeOf, stepContext } from './step-context.ts';
 import { ofTeam, type RunStepOptions, type StepMessage, sendSteps } from './step-messages.ts';
 import { runMarkingStart } from './step-start-mark.ts';
@@ -67,15 +67,17 @@ import { runMarkingStart } from './step-start-mark.ts';
 const runChain = async (
   deps: Deps,
   options: RunStepOptions,
-  first: (carry: Carry) => Promise<StepMessage | undefined>,
+  first: (carry: Carry | undefined) => Promise<StepMessage | undefined>,
 ) => {
-  // The counts of the chain's steps wait for the chain's next count (settle-step.ts, "Carried counts").
-  const carry: Carry = { counts: [] };
+  // The counts of the chain's steps wait for the chain's next count (settle-step.ts, "Carried counts"),
+  // when its steps may run here at all.
+  const carry: Carry | undefined = options.remainingMs ? { counts: [] } : undefined;
+  const flush = () => (carry ? flushCarried(deps, carry) : undefined);
   let next = await first(carry);
   while (next !== undefined) {
     const message = next;
     if (planInline(options.remainingMs?.(), options.stepTimeoutMs) === 'send') {
-      await flushOrSendCarried(deps, carry);
+      await flush();
       return sendSteps(deps, message, [message.nodeId]);
     }
     try {
@@ -88,12 +90,12 @@ const runChain = async (
         nodeId: message.nodeId,
         error,
       });
-      await flushOrSendCarried(deps, carry);
+      await flush();
       return sendSteps(deps, message, [message.nodeId]);
     }
   }
   // The chain ended without a count that took what it carried (a step found done, its run ended).
-  await flushOrSendCarried(deps, carry);
+  await flush();
 };
 
 /**
@@ -195,7 +197,7 @@ const runReadyStep = async (
     );
   } catch (error) {
     // What the chain carried is counted before this step's failure or retry is (the run may end here).
-    if (carry) await flushOrSendCarried(deps, carry);
+    if (carry) await flushCarried(deps, carry);
     const kind = errorKind(error, context.signal);
     const errorPlan = planNodeError(kind, { claimed: attempt !== null, inline: options.inline === true });
     if (errorPlan.kind === 'fail') {

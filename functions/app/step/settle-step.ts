@@ -10,7 +10,8 @@
  * once per step. The count waits only while the next node runs: one that is still running after
  * `startMarkDelayMs` writes the carried counts beside its start mark, and every way out of the
  * chain but a count (a message sent, a node's error, the chain's end) writes them first. Counted
- * together or not at all (one conditional update); refused together, one by one as ever.
+ * together or not at all (one conditional update); refused together, one by one as ever. A failure
+ * to write them fails the delivery, as a count's failure always did: its redelivery counts them.
  */
 
 import { RunStatus } from '../../../platform/run-statuses.ts';
@@ -18,7 +19,6 @@ import type { Deps } from '../../deps.ts';
 import { planCount, planRelease, planReleaseRead, type ReadPlan, releaseReadIds } from '../../domain/step-plan.ts';
 import type { Canvas } from '../../nodes/catalogue/canvas.ts';
 import type { ModelUse } from '../../nodes/executors/types.ts';
-import { logger } from '../../observability/logger.ts';
 import { addCreditsCharged, countRunEnded, countStepCompleted } from '../../observability/metrics.ts';
 import type { RunItem } from '../../store/items.ts';
 import {
@@ -102,7 +102,8 @@ const countOneByOne = async (deps: Deps, message: StepMessage, run: RunItem, cou
 
 /**
  * Writes what `carry` holds: one conditional update for them all, or one by one when refused.
- * On a failure the counts stay carried (the caller sends their messages, or a later count takes them).
+ * On a failure the counts stay carried and the error is thrown: a later count takes them, or the
+ * delivery fails and its message's redelivery counts them (each step is found finished, uncounted).
  */
 export const flushCarried = async (deps: Deps, carry: Carry) => {
   const counts = carry.counts.splice(0);
@@ -117,25 +118,6 @@ export const flushCarried = async (deps: Deps, carry: Carry) => {
   } catch (error) {
     carry.counts.unshift(...counts);
     throw error;
-  }
-};
-
-/**
- * `flushCarried`, or, when it fails, the carried steps' messages sent: each delivery finds its step
- * finished and counts it (a step's count is idempotent), as after a crash.
- */
-export const flushOrSendCarried = async (deps: Deps, carry: Carry) => {
-  try {
-    await flushCarried(deps, carry);
-  } catch (error) {
-    const counts = carry.counts.splice(0);
-    if (!carry.message) throw error;
-    logger.warn('carried step counts not written; their steps sent to the queue', { error });
-    await sendSteps(
-      deps,
-      carry.message,
-      counts.map((c) => c.nodeId),
-    );
   }
 };
 
