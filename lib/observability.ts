@@ -130,13 +130,42 @@ export class Observability extends Construct {
       });
 
     // API: the share of requests answered 5xx (route functions catch their errors and answer 500;
-    // a crash, timeout or throttle of one is a 5xx from API Gateway).
-    const api5xx = alarmRules.api5xxRate;
+    // a crash, timeout or throttle of one is a 5xx from API Gateway) or refused 429 by the gateway's
+    // own throttle. HTTP APIs publish no 429 metric, so a metric filter on the access log counts both:
+    // the 5xx answers and the 429s that never reached a function (no integration latency). Without
+    // the access log, the API's own 5xx metric.
+    if (props.accessLogs) {
+      new MetricFilter(this, 'ApiFailuresFilter', {
+        logGroup: props.accessLogs,
+        metricNamespace: metricsNamespace,
+        metricName: metricNames.apiFailures,
+        filterPattern: FilterPattern.any(
+          FilterPattern.stringValue('$.status', '=', '5*'),
+          FilterPattern.all(
+            FilterPattern.stringValue('$.status', '=', '429'),
+            FilterPattern.stringValue('$.integrationLatency', '=', '-'),
+          ),
+        ),
+        metricValue: '1',
+        // The API's id, not the stage: a metric filter's dimensions come from the log line.
+        dimensions: { apiId: '$.apiId' },
+        unit: Unit.COUNT,
+      });
+    }
+    const failures = props.accessLogs
+      ? new Metric({
+          namespace: metricsNamespace,
+          metricName: metricNames.apiFailures,
+          dimensionsMap: { apiId: api.apiId },
+        })
+      : api.metricServerError();
+    const apiRate = alarmRules.api5xxRate;
     const api5xxAlarm = this.#alarm(
-      api5xx,
-      { serverErrors: api.metricServerError(), requests: api.metricCount() },
-      `More than ${api5xx.threshold}% of ${stage} API requests answered 5xx (over at least 50 requests) in ` +
-        `${api5xx.datapointsToAlarm} of ${api5xx.evaluationPeriods} five-minute periods.`,
+      apiRate,
+      { failures, requests: api.metricCount() },
+      `More than ${apiRate.threshold}% of ${stage} API requests (over at least 50) answered 5xx or refused 429 by ` +
+        `API Gateway's throttle (${config.api.rateLimit}/s, burst ${config.api.burstLimit}) in ` +
+        `${apiRate.datapointsToAlarm} of ${apiRate.evaluationPeriods} five-minute periods.`,
     );
 
     // Runs: the share that ended failed; steps failing for a reason no retry mends.
@@ -146,16 +175,12 @@ export class Observability extends Construct {
       `More than ${alarmRules.failedRunRate.threshold}% of ${stage} runs ended failed (over at least 10 ended runs) ` +
         'in 3 of 5 five-minute periods.',
     );
-    for (const [reason, ruleId, what] of [
-      ['provider_auth', 'StepsFailingProviderAuth', 'a provider refused the key (401 or 403)'],
-      ['configuration', 'StepsFailingConfiguration', 'a provider, secret or connection is missing or unreadable'],
-    ] as const) {
-      this.#alarm(
-        alarmRules.stepsFailing(ruleId),
-        { failedSteps: serviceMetric(metricNames.failedSteps, { [reasonDimension]: reason }) },
-        `${stage} steps failed because ${what} (reason ${reason}) in each of the last 3 five-minute periods.`,
-      );
-    }
+    this.#alarm(
+      alarmRules.stepsFailingForOperator,
+      { failedSteps: serviceMetric(metricNames.stepsFailingForOperator) },
+      `${stage} steps failed because a provider refused the key (reason provider_auth) or a provider, secret or ` +
+        'connection is missing or unreadable (reason configuration) in each of the last 3 five-minute periods.',
+    );
 
     // Queues: dead-letter arrivals, and the work queues' oldest message.
     // SQS stops publishing an idle, empty queue's metrics, so missing minutes are a depth of 0:
@@ -250,40 +275,8 @@ export class Observability extends Construct {
     if (props.table) {
       this.#alarm(
         alarmRules.tableThrottles,
-        {
-          readThrottles: props.table.metric('ReadThrottleEvents'),
-          writeThrottles: props.table.metric('WriteThrottleEvents'),
-        },
-        `DynamoDB throttled reads or writes on the ${stage} table in 3 of 5 five-minute periods.`,
-      );
-    }
-    // The gateway's own 429s: HTTP APIs publish no 429 metric, so a metric filter on the access log
-    // counts the requests answered 429 that never reached a function (no integration latency).
-    if (props.accessLogs) {
-      new MetricFilter(this, 'GatewayThrottlesFilter', {
-        logGroup: props.accessLogs,
-        metricNamespace: metricsNamespace,
-        metricName: metricNames.gatewayThrottles,
-        filterPattern: FilterPattern.all(
-          FilterPattern.stringValue('$.status', '=', '429'),
-          FilterPattern.stringValue('$.integrationLatency', '=', '-'),
-        ),
-        metricValue: '1',
-        // The API's id, not the stage: a metric filter's dimensions come from the log line.
-        dimensions: { apiId: '$.apiId' },
-        unit: Unit.COUNT,
-      });
-      this.#alarm(
-        alarmRules.gatewayThrottles,
-        {
-          throttled: new Metric({
-            namespace: metricsNamespace,
-            metricName: metricNames.gatewayThrottles,
-            dimensionsMap: { apiId: api.apiId },
-          }),
-        },
-        `API Gateway answered 429 (the ${stage} stage's throttle, ${config.api.rateLimit}/s, burst ` +
-          `${config.api.burstLimit}) in 3 of 5 five-minute periods.`,
+        { writeThrottles: props.table.metric('WriteThrottleEvents') },
+        `DynamoDB throttled writes on the ${stage} table in 3 of 5 five-minute periods.`,
       );
     }
     // The account's Lambda concurrency (every stage and function of the account share it).
@@ -442,6 +435,7 @@ export class Observability extends Construct {
         title: 'Failed steps by reason',
         left: [
           serviceMetric(metricNames.failedSteps, 'failed steps'),
+          serviceMetric(metricNames.stepsFailingForOperator, "an operator's to mend"),
           ...failureReasons.map((reason) =>
             serviceMetric(metricNames.failedSteps, reason).with({
               dimensionsMap: { ...metricDimensions(config.stage), [reasonDimension]: reason },
@@ -451,15 +445,15 @@ export class Observability extends Construct {
         ...small,
       }),
       new GraphWidget({
-        title: "429s API Gateway answered itself (the stage's throttle)",
+        title: "API failures: 5xx answers and the gateway's own 429s (the stage's throttle)",
         left: [
           new Metric({
             namespace: metricsNamespace,
-            metricName: metricNames.gatewayThrottles,
+            metricName: metricNames.apiFailures,
             dimensionsMap: { apiId: api.apiId },
             statistic: Stats.SUM,
             period: window,
-            label: '429s',
+            label: 'failures',
           }),
         ],
         ...small,
