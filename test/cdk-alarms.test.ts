@@ -171,6 +171,14 @@ describe('alarms on the synthesized templates', { timeout: 180_000 }, () => {
       expect(paragraphs.get(name)?.length ?? 0, name).toBeGreaterThan(200);
     }
     expect(runbooks.size).toBeGreaterThanOrEqual(expected.length - 1);
+    // And every paragraph is reached: an alarm's own, or named by one's (an alarm over one metric
+    // for several pages names each), or a per-function alarm's (`-c perFunctionAlarms=true`).
+    const optIn = new Set(['FunctionErrors', 'FunctionThrottles']);
+    const reachable = [...runbooks].map((name) => paragraphs.get(name) ?? '').join('\n');
+    for (const name of paragraphs.keys()) {
+      if (runbooks.has(name) || optIn.has(name)) continue;
+      expect(reachable, `paragraph ${name} is reached by no alarm`).toContain(`\`${name}\``);
+    }
   });
 });
 
