@@ -132,6 +132,16 @@ describe('service metrics (embedded metric format)', () => {
     expect(emf).toMatchObject({ FailedSteps: 1, FailedRuns: 1, RunsEnded: [1, 1], StepsFailingForOperator: 1 });
   });
 
+  it("counts a step failing for a reason a retry or the caller mends in FailedSteps only, not for the operator's alarm", () => {
+    for (const reason of ['timeout', 'provider_4xx', 'provider_unavailable', 'code'] as const) countStepFailed(reason);
+    const emf = metrics.serializeMetrics() as unknown as Record<string, unknown>;
+    expect(emf.FailedSteps).toEqual([1, 1, 1, 1]);
+    expect(emf.StepsFailingForOperator).toBeUndefined();
+    metrics.clearMetrics();
+    countStepFailed('configuration');
+    expect((metrics.serializeMetrics() as unknown as Record<string, unknown>).StepsFailingForOperator).toBe(1);
+  });
+
   it('publishes nothing and warns about nothing when an invocation recorded no metric', () => {
     const stdout = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
     const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
