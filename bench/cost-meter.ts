@@ -10,7 +10,13 @@
  *
  * One exception: DynamoDB Local under-reports TransactWriteItems (four puts of tiny items report 2
  * units where AWS bills 8), so for those the meter reads each item before and after (with an
- * unmetered client) and applies AWS's rule itself: 2 units per item per started KB of the larger image.
+ * unmetered client) and applies AWS's rules itself: 2 units per item per started KB of the larger
+ * image, and each index entry the item enters, changes or leaves (`indexWriteUnits`) at 1 unit per
+ * started KB of the entry, as outside a transaction: the transactional doubling is the table's
+ * alone (AWS's docs do not say; DynamoDB Local doubles the index writes too, and a DynamoDB
+ * emulator's maintainers measured real DynamoDB charging them as plain writes: nubo-db/dynoxide
+ * pull request 188, August 2026, read 2026-12-07). A single write's index writes DynamoDB Local
+ * reports itself (`ReturnConsumedCapacity: INDEXES`), by the same rules.
  * And reads are billed at least their minimum (`minimumReadUnits`), which DynamoDB Local does not report.
  */
 import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
@@ -18,7 +24,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { workers } from '../lib/workers.ts';
-import { functionMemoryMb } from '../platform/definitions.ts';
+import { dataTable, functionMemoryMb } from '../platform/definitions.ts';
 import type { accessLogFields } from '../platform/routes.ts';
 import { type CallCounts, countDynamoDbCalls, countSqsCalls, newCallCounts } from './counters.ts';
 
@@ -82,6 +88,11 @@ export interface Meter {
     readUnits: number;
     writeUnits: number;
     /**
+     * Write units by what was written: the command and the item's kind (its key's first word,
+     * `RUN`, `STEP`, `TEAM`...), index writes apart; what the bench prints under the total.
+     */
+    writeUnitsBy: Record<string, number>;
+    /**
      * Writes refused by a condition. DynamoDB bills them but returns no capacity with the error,
      * so each is priced as one write unit per item it named (transactions: two).
      */
@@ -135,7 +146,7 @@ export interface LogCounts {
 }
 
 export const newMeter = (): Meter => ({
-  dynamoDb: { calls: newCallCounts(), readUnits: 0, writeUnits: 0, refusedWriteUnits: 0 },
+  dynamoDb: { calls: newCallCounts(), readUnits: 0, writeUnits: 0, writeUnitsBy: {}, refusedWriteUnits: 0 },
   sqs: newCallCounts(),
   lambda: { invocations: 0, ms: 0, byFunction: {}, msByFunction: {} },
   api: { requests: 0, accessLogBytes: 0 },
@@ -160,6 +171,7 @@ export const resetMeter = (meter: Meter) => {
   Object.assign(meter.dynamoDb, {
     ...fresh.dynamoDb,
     calls: Object.assign(meter.dynamoDb.calls, newCallCounts()),
+    writeUnitsBy: {},
   });
   Object.assign(meter.sqs, newCallCounts());
   meter.lambda = fresh.lambda;
@@ -194,6 +206,44 @@ export const itemSizeBytes = (item: Record<string, unknown> | undefined): number
   return Object.entries(item).reduce((sum, [name, value]) => sum + Buffer.byteLength(name) + valueSize(value), 0);
 };
 
+type Item = Record<string, unknown>;
+
+/** An item's entry in `index` (its keys and what the index projects), or undefined when it is not in it. */
+const indexEntry = (index: (typeof dataTable.indexes)[number], item: Item | undefined): Item | undefined => {
+  if (!item || item[index.partitionKey.name] === undefined || item[index.sortKey.name] === undefined) return undefined;
+  const names = [dataTable.partitionKey.name, dataTable.sortKey.name, index.partitionKey.name, index.sortKey.name];
+  if (index.projection.type === 'INCLUDE') names.push(...index.projection.attributes);
+  return Object.fromEntries(names.filter((n) => item[n] !== undefined).map((n) => [n, item[n]]));
+};
+
+const kb = (bytes: number) => Math.max(1, Math.ceil(bytes / 1024));
+const sameValue = (a: unknown, b: unknown) =>
+  JSON.stringify(a, (_, v) => (v instanceof Set ? [...v].sort() : v)) ===
+  JSON.stringify(b, (_, v) => (v instanceof Set ? [...v].sort() : v));
+
+/**
+ * The index writes of one item's change, by AWS's rules for global secondary indexes: an entry
+ * put or deleted is one write per started KB of it; a key changed, both; projected values changed,
+ * one of the new entry; nothing projected changed, none.
+ */
+export const indexWriteUnits = (before: Item | undefined, after: Item | undefined): number =>
+  dataTable.indexes.reduce((sum, index) => {
+    const old = indexEntry(index, before);
+    const now = indexEntry(index, after);
+    if (!old && !now) return sum;
+    if (!old || !now) return sum + kb(itemSizeBytes(old ?? now));
+    if (sameValue(old, now)) return sum;
+    const keyMoved = [index.partitionKey.name, index.sortKey.name].some((k) => old[k] !== now[k]);
+    return sum + (keyMoved ? kb(itemSizeBytes(old)) : 0) + kb(itemSizeBytes(now));
+  }, 0);
+
+/** What an item is, for the write breakdown: its key's first word (`RUN#…` → `RUN`; a step's `SK` → `STEP`). */
+const kindOf = (key: Item | undefined) => {
+  const sk = String(key?.SK ?? '');
+  if (sk.startsWith('STEP')) return 'STEP';
+  return String(key?.PK ?? '?').split('#')[0] ?? '?';
+};
+
 type TransactItem = Record<
   string,
   { TableName: string; Key?: Record<string, unknown>; Item?: Record<string, unknown> }
@@ -215,25 +265,39 @@ const transactTargets = (items: TransactItem[]) =>
  * `reader`, an unmetered client of the same table, reads transaction items before and after.
  */
 export const meterDynamoDb = (client: DynamoDBDocumentClient, meter: Meter, reader: DynamoDBDocumentClient) => {
-  const sizes = (targets: ReturnType<typeof transactTargets>) =>
-    Promise.all(targets.map(async (t) => itemSizeBytes((await reader.send(new GetCommand(t.input))).Item)));
+  const images = (targets: ReturnType<typeof transactTargets>) =>
+    Promise.all(targets.map(async (t) => (await reader.send(new GetCommand(t.input))).Item));
+  const by = (what: string, units: number) => bump(meter.dynamoDb.writeUnitsBy, what, units);
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const name = context.commandName ?? 'unknown';
       const input = args.input as Record<string, unknown>;
-      input.ReturnConsumedCapacity = 'TOTAL';
+      input.ReturnConsumedCapacity = 'INDEXES';
       const targets =
         name === 'TransactWriteItemsCommand' ? transactTargets(input.TransactItems as TransactItem[]) : [];
-      const before = await sizes(targets);
+      const before = await images(targets);
       try {
         const result = await next(args);
-        let units = unitsOf((result.output as { ConsumedCapacity?: Capacity }).ConsumedCapacity);
+        const consumed = (result.output as { ConsumedCapacity?: Capacity }).ConsumedCapacity;
+        let units = unitsOf(consumed);
         if (targets.length > 0) {
-          const after = await sizes(targets);
-          units = targets.reduce(
-            (sum, _, i) => sum + 2 * Math.max(1, Math.ceil(Math.max(before[i] ?? 0, after[i] ?? 0) / 1024)),
-            0,
-          );
+          const after = await images(targets);
+          units = 0;
+          targets.forEach((t, i) => {
+            const item = 2 * kb(Math.max(itemSizeBytes(before[i]), itemSizeBytes(after[i])));
+            const index = indexWriteUnits(before[i], after[i]);
+            const kind = `${name.replace('Command', '')} ${kindOf(t.input.Key)}`;
+            by(kind, item);
+            if (index > 0) by(`${kind} (index entries)`, index);
+            units += item + index;
+          });
+        } else if (!readCommands.has(name)) {
+          const key = (input.Key ?? input.Item) as Item | undefined;
+          const kind = `${name.replace('Command', '')} ${kindOf(key)}`;
+          const single = Array.isArray(consumed) ? undefined : consumed;
+          const table = (single as { Table?: { CapacityUnits?: number } } | undefined)?.Table?.CapacityUnits ?? units;
+          by(kind, table);
+          if (units > table) by(`${kind} (index entries)`, units - table);
         }
         if (readCommands.has(name)) meter.dynamoDb.readUnits += Math.max(units, minimumReadUnits(name, input));
         else meter.dynamoDb.writeUnits += units;

@@ -11,7 +11,14 @@ import { LogGroup } from 'aws-cdk-lib/aws-logs';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import { dispatcherSchedule, envNames, type QueueDefinition, queues, streamMappings } from '../platform/definitions.ts';
+import {
+  deadLetterQueue,
+  dispatcherSchedule,
+  envNames,
+  type QueueDefinition,
+  queues,
+  streamMappings,
+} from '../platform/definitions.ts';
 import { modelDefaultsText } from '../platform/model-defaults.ts';
 import { paidModelsText } from '../platform/paid-models.ts';
 import { accessLogFields, basePath, httpApiRoutes, type Route, streamRoutes } from '../platform/routes.ts';
@@ -59,6 +66,8 @@ export class ApiStack extends Stack {
   readonly apiUrl: string;
   /** The work queues, by definition id. */
   readonly queues: ReadonlyMap<QueueDefinition['id'], Queue>;
+  /** Every dead letter of the stage (platform/definitions.ts, `deadLetterQueue`). */
+  readonly deadLetterQueue: Queue;
   /** Every route and worker function, by route or worker id. */
   readonly functions: ReadonlyMap<string, IFunction>;
   /** The operators' event bus: run lifecycle events (docs/operations.md, Operator events). */
@@ -78,21 +87,29 @@ export class ApiStack extends Stack {
     const { table, bucket, config } = props;
 
     const queueById = new Map<QueueDefinition['id'], Queue>();
+    // Every dead letter of the stage, the work queues' and the stream mappings' (platform/definitions.ts).
+    const deadLetters = new Queue(this, `${deadLetterQueue.id}Queue`, {
+      retentionPeriod: Duration.days(deadLetterQueue.retentionDays),
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+    });
+    Validations.of(deadLetters).acknowledge({
+      id: 'AwsSolutions-SQS3',
+      reason:
+        'This queue is itself the dead-letter queue: of both work queues, and of the stream mappings, which send it ' +
+        'the position of a batch that failed every retry.',
+    });
+    new CfnOutput(this, `${deadLetterQueue.id}QueueUrl`, { value: deadLetters.queueUrl });
+    this.deadLetterQueue = deadLetters;
     for (const definition of queues) {
-      const deadLetterQueue = new Queue(this, `${definition.id}DeadLetterQueue`, {
-        retentionPeriod: Duration.days(definition.dlqRetentionDays),
-        encryption: QueueEncryption.SQS_MANAGED,
-        enforceSSL: true,
-      });
       const queue = new Queue(this, `${definition.id}Queue`, {
         visibilityTimeout: Duration.seconds(definition.visibilityTimeoutSeconds),
-        deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: definition.maxReceiveCount },
+        deadLetterQueue: { queue: deadLetters, maxReceiveCount: definition.maxReceiveCount },
         encryption: QueueEncryption.SQS_MANAGED,
         enforceSSL: true,
       });
       queueById.set(definition.id, queue);
       new CfnOutput(this, `${definition.id}QueueUrl`, { value: queue.queueUrl });
-      new CfnOutput(this, `${definition.id}DeadLetterQueueUrl`, { value: deadLetterQueue.queueUrl });
     }
     this.queues = queueById;
     const stepsQueue = queueById.get('Steps')!;
@@ -102,26 +119,6 @@ export class ApiStack extends Stack {
     // every event; an operator who wants replay adds one (docs/operations.md).
     this.eventBus = new EventBus(this, 'OperatorEventBus', { eventBusName: `${this.stackName}-operator-events` });
     new CfnOutput(this, 'OperatorEventBusName', { value: this.eventBus.eventBusName });
-    // Where a stream batch that failed every retry is recorded (its shard and sequence numbers): one
-    // queue per mapping of the stream, so an alarm says whose batch it was.
-    const streamDeadLetterQueues = new Map(
-      streamMappings.map((mapping) => {
-        const dlq = new Queue(this, `${mapping.id}DeadLetterQueue`, {
-          retentionPeriod: Duration.days(mapping.dlqRetentionDays),
-          encryption: QueueEncryption.SQS_MANAGED,
-          enforceSSL: true,
-        });
-        Validations.of(dlq).acknowledge({
-          id: 'AwsSolutions-SQS3',
-          reason:
-            `This queue is itself a dead-letter queue: the ${mapping.id} stream mapping sends it the position ` +
-            'of a batch that failed every retry.',
-        });
-        new CfnOutput(this, `${mapping.id}DeadLetterQueueUrl`, { value: dlq.queueUrl });
-        return [mapping.id, dlq] as const;
-      }),
-    );
-
     // PythonSandbox steps' code runs here: no grant, no environment of the stage's, no network
     // route out (lib/workers.ts).
     const python = new ServiceFunction(this, pythonRunner.id, {
@@ -339,7 +336,7 @@ export class ApiStack extends Stack {
             bisectBatchOnError: true,
             retryAttempts: mapping.retryAttempts,
             maxRecordAge: Duration.seconds(mapping.maxRecordAgeSeconds),
-            onFailure: new SqsDlq(streamDeadLetterQueues.get(mapping.id)!),
+            onFailure: new SqsDlq(deadLetters),
             filters: mapping.filters.map((pattern) => FilterCriteria.filter(pattern)),
           }),
         );
@@ -371,7 +368,7 @@ export class ApiStack extends Stack {
       api: this.api,
       functions: functionById,
       queues: queueById,
-      streamDeadLetterQueues,
+      deadLetterQueue: deadLetters,
       table,
       accessLogs,
       otherAlarms: [...safeDeploys.deploys.values()].flatMap((deploy) => deploy.alarms),

@@ -44,8 +44,8 @@ export const alarmThresholds = {
   /** Window for the dashboard's graphs. */
   window: Duration.minutes(5),
   /** Dead-letter arrivals: the DLQ's depth, sampled each minute, rose within the last 5 minutes. */
-  deadLetterPeriod: Duration.seconds(alarmRules.deadLetterArrivals('Steps').periodSeconds),
-  deadLetterEvaluationPeriods: alarmRules.deadLetterArrivals('Steps').evaluationPeriods,
+  deadLetterPeriod: Duration.seconds(alarmRules.deadLetterArrivals.periodSeconds),
+  deadLetterEvaluationPeriods: alarmRules.deadLetterArrivals.evaluationPeriods,
   /** Age (seconds) of the oldest message of each work queue past which it is not being consumed. */
   oldestMessageSeconds: Object.fromEntries(
     queueDefinitions.map((q) => [q.id, oldestMessageThresholdSeconds(q)]),
@@ -58,13 +58,13 @@ export interface ObservabilityProps {
   api: IHttpApi;
   /** Every route and worker function of this stage, by route or worker id. */
   functions: ReadonlyMap<string, IFunction>;
-  /** The work queues by definition id, each with its dead-letter queue. */
+  /** The work queues by definition id. */
   queues: ReadonlyMap<QueueDefinition['id'], Queue>;
   /**
-   * The dead-letter queues of stream event source mappings (the operator events' publisher), by
-   * stream id: a batch's position lands there after every retry failed. Default: none.
+   * The stage's one dead-letter queue (platform/definitions.ts, `deadLetterQueue`): the work
+   * queues' messages past their receives, and the stream mappings' failed batches' positions.
    */
-  streamDeadLetterQueues?: ReadonlyMap<string, IQueue>;
+  deadLetterQueue: IQueue;
   /** The application table: its read and write throttles are alarmed. Default: not watched. */
   table?: ITable;
   /** The API's access log: a metric filter counts the 429s API Gateway answered itself. Default: not watched. */
@@ -130,13 +130,42 @@ export class Observability extends Construct {
       });
 
     // API: the share of requests answered 5xx (route functions catch their errors and answer 500;
-    // a crash, timeout or throttle of one is a 5xx from API Gateway).
-    const api5xx = alarmRules.api5xxRate;
+    // a crash, timeout or throttle of one is a 5xx from API Gateway) or refused 429 by the gateway's
+    // own throttle. HTTP APIs publish no 429 metric, so a metric filter on the access log counts both:
+    // the 5xx answers and the 429s that never reached a function (no integration latency). Without
+    // the access log, the API's own 5xx metric.
+    if (props.accessLogs) {
+      new MetricFilter(this, 'ApiFailuresFilter', {
+        logGroup: props.accessLogs,
+        metricNamespace: metricsNamespace,
+        metricName: metricNames.apiFailures,
+        filterPattern: FilterPattern.any(
+          FilterPattern.stringValue('$.status', '=', '5*'),
+          FilterPattern.all(
+            FilterPattern.stringValue('$.status', '=', '429'),
+            FilterPattern.stringValue('$.integrationLatency', '=', '-'),
+          ),
+        ),
+        metricValue: '1',
+        // The API's id, not the stage: a metric filter's dimensions come from the log line.
+        dimensions: { apiId: '$.apiId' },
+        unit: Unit.COUNT,
+      });
+    }
+    const failures = props.accessLogs
+      ? new Metric({
+          namespace: metricsNamespace,
+          metricName: metricNames.apiFailures,
+          dimensionsMap: { apiId: api.apiId },
+        })
+      : api.metricServerError();
+    const apiRate = alarmRules.api5xxRate;
     const api5xxAlarm = this.#alarm(
-      api5xx,
-      { serverErrors: api.metricServerError(), requests: api.metricCount() },
-      `More than ${api5xx.threshold}% of ${stage} API requests answered 5xx (over at least 50 requests) in ` +
-        `${api5xx.datapointsToAlarm} of ${api5xx.evaluationPeriods} five-minute periods.`,
+      apiRate,
+      { failures, requests: api.metricCount() },
+      `More than ${apiRate.threshold}% of ${stage} API requests (over at least 50) answered 5xx or refused 429 by ` +
+        `API Gateway's throttle (${config.api.rateLimit}/s, burst ${config.api.burstLimit}) in ` +
+        `${apiRate.datapointsToAlarm} of ${apiRate.evaluationPeriods} five-minute periods.`,
     );
 
     // Runs: the share that ended failed; steps failing for a reason no retry mends.
@@ -146,46 +175,23 @@ export class Observability extends Construct {
       `More than ${alarmRules.failedRunRate.threshold}% of ${stage} runs ended failed (over at least 10 ended runs) ` +
         'in 3 of 5 five-minute periods.',
     );
-    for (const [reason, ruleId, what] of [
-      ['provider_auth', 'StepsFailingProviderAuth', 'a provider refused the key (401 or 403)'],
-      ['configuration', 'StepsFailingConfiguration', 'a provider, secret or connection is missing or unreadable'],
-    ] as const) {
-      this.#alarm(
-        alarmRules.stepsFailing(ruleId),
-        { failedSteps: serviceMetric(metricNames.failedSteps, { [reasonDimension]: reason }) },
-        `${stage} steps failed because ${what} (reason ${reason}) in each of the last 3 five-minute periods.`,
-      );
-    }
+    this.#alarm(
+      alarmRules.stepsFailingForOperator,
+      { failedSteps: serviceMetric(metricNames.stepsFailingForOperator) },
+      `${stage} steps failed because a provider refused the key (reason provider_auth) or a provider, secret or ` +
+        'connection is missing or unreadable (reason configuration) in each of the last 3 five-minute periods.',
+    );
 
     // Queues: dead-letter arrivals, and the work queues' oldest message.
-    const deadLetterQueues = [
-      ...[...queues].flatMap(([queueId, queue]) =>
-        queue.deadLetterQueue
-          ? [
-              {
-                queueId: queueId as string,
-                dlq: queue.deadLetterQueue.queue,
-                cause: `the ${queueId} consumer could not process it after every receive.`,
-              },
-            ]
-          : [],
-      ),
-      ...[...(props.streamDeadLetterQueues ?? [])].map(([queueId, dlq]) => ({
-        queueId,
-        dlq,
-        cause: `a batch of the table's stream failed every retry of its ${queueId} consumer.`,
-      })),
-    ];
-    for (const { queueId, dlq, cause } of deadLetterQueues) {
-      // SQS stops publishing an idle, empty queue's metrics, so missing minutes are a depth of 0:
-      // the first message after a quiet spell is a rise from 0. NumberOfMessagesSent would miss it:
-      // SQS does not count a message its redrive policy moves.
-      this.#alarm(
-        alarmRules.deadLetterArrivals(queueId),
-        { depth: dlq.metricApproximateNumberOfMessagesVisible() },
-        `A message arrived in the ${stage} ${queueId} dead-letter queue: ${cause}`,
-      );
-    }
+    // SQS stops publishing an idle, empty queue's metrics, so missing minutes are a depth of 0:
+    // the first message after a quiet spell is a rise from 0. NumberOfMessagesSent would miss it:
+    // SQS does not count a message its redrive policy moves.
+    this.#alarm(
+      alarmRules.deadLetterArrivals,
+      { depth: props.deadLetterQueue.metricApproximateNumberOfMessagesVisible() },
+      `A dead letter arrived in the ${stage} dead-letter queue: a step or webhook message its consumer could not ` +
+        'process after every receive, or the position of a stream batch that failed every retry of its consumer.',
+    );
     for (const definition of queueDefinitions) {
       const queue = queues.get(definition.id);
       if (!queue) continue;
@@ -269,40 +275,8 @@ export class Observability extends Construct {
     if (props.table) {
       this.#alarm(
         alarmRules.tableThrottles,
-        {
-          readThrottles: props.table.metric('ReadThrottleEvents'),
-          writeThrottles: props.table.metric('WriteThrottleEvents'),
-        },
-        `DynamoDB throttled reads or writes on the ${stage} table in 3 of 5 five-minute periods.`,
-      );
-    }
-    // The gateway's own 429s: HTTP APIs publish no 429 metric, so a metric filter on the access log
-    // counts the requests answered 429 that never reached a function (no integration latency).
-    if (props.accessLogs) {
-      new MetricFilter(this, 'GatewayThrottlesFilter', {
-        logGroup: props.accessLogs,
-        metricNamespace: metricsNamespace,
-        metricName: metricNames.gatewayThrottles,
-        filterPattern: FilterPattern.all(
-          FilterPattern.stringValue('$.status', '=', '429'),
-          FilterPattern.stringValue('$.integrationLatency', '=', '-'),
-        ),
-        metricValue: '1',
-        // The API's id, not the stage: a metric filter's dimensions come from the log line.
-        dimensions: { apiId: '$.apiId' },
-        unit: Unit.COUNT,
-      });
-      this.#alarm(
-        alarmRules.gatewayThrottles,
-        {
-          throttled: new Metric({
-            namespace: metricsNamespace,
-            metricName: metricNames.gatewayThrottles,
-            dimensionsMap: { apiId: api.apiId },
-          }),
-        },
-        `API Gateway answered 429 (the ${stage} stage's throttle, ${config.api.rateLimit}/s, burst ` +
-          `${config.api.burstLimit}) in 3 of 5 five-minute periods.`,
+        { writeThrottles: props.table.metric('WriteThrottleEvents') },
+        `DynamoDB throttled writes on the ${stage} table in 3 of 5 five-minute periods.`,
       );
     }
     // The account's Lambda concurrency (every stage and function of the account share it).
@@ -348,18 +322,11 @@ export class Observability extends Construct {
       this.alarmTopic = topic;
     }
 
-    this.dashboard = config.dashboard
-      ? this.#dashboard(props, api5xxAlarm.metric, dispatcherInvocations, deadLetterQueues)
-      : undefined;
+    this.dashboard = config.dashboard ? this.#dashboard(props, api5xxAlarm.metric, dispatcherInvocations) : undefined;
   }
 
   /** The opt-in dashboard: $3 a month, more than every alarm of the stage together. */
-  #dashboard(
-    props: ObservabilityProps,
-    api5xxRate: IMetric,
-    dispatcherInvocations: IMetric[],
-    deadLetterQueues: { queueId: string; dlq: IQueue }[],
-  ): Dashboard {
+  #dashboard(props: ObservabilityProps, api5xxRate: IMetric, dispatcherInvocations: IMetric[]): Dashboard {
     const { config, api, functions, queues } = props;
     const window = alarmThresholds.window;
     const serviceMetric = (metricName: string, label: string) =>
@@ -468,6 +435,7 @@ export class Observability extends Construct {
         title: 'Failed steps by reason',
         left: [
           serviceMetric(metricNames.failedSteps, 'failed steps'),
+          serviceMetric(metricNames.stepsFailingForOperator, "an operator's to mend"),
           ...failureReasons.map((reason) =>
             serviceMetric(metricNames.failedSteps, reason).with({
               dimensionsMap: { ...metricDimensions(config.stage), [reasonDimension]: reason },
@@ -477,15 +445,15 @@ export class Observability extends Construct {
         ...small,
       }),
       new GraphWidget({
-        title: "429s API Gateway answered itself (the stage's throttle)",
+        title: "API failures: 5xx answers and the gateway's own 429s (the stage's throttle)",
         left: [
           new Metric({
             namespace: metricsNamespace,
-            metricName: metricNames.gatewayThrottles,
+            metricName: metricNames.apiFailures,
             dimensionsMap: { apiId: api.apiId },
             statistic: Stats.SUM,
             period: window,
-            label: '429s',
+            label: 'failures',
           }),
         ],
         ...small,
@@ -511,13 +479,13 @@ export class Observability extends Construct {
       }),
       new GraphWidget({
         title: 'Dead-letter queue depth',
-        left: deadLetterQueues.map(({ queueId, dlq }) =>
-          dlq.metricApproximateNumberOfMessagesVisible({
+        left: [
+          props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
             period: window,
             statistic: Stats.MAXIMUM,
-            label: `${queueId} DLQ`,
+            label: 'dead letters',
           }),
-        ),
+        ],
         ...small,
       }),
     );

@@ -1,6 +1,6 @@
 import { appendFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { dataTable, libraryBucket, type QueueDefinition } from '../platform/definitions.ts';
+import { dataTable, deadLetterQueue, libraryBucket } from '../platform/definitions.ts';
 import { currentFunction, functionEntries } from './invocation.ts';
 import type { LocalResources } from './provision.ts';
 
@@ -43,9 +43,7 @@ const { partition, region, account } = canonicalArn;
 const namer = (resources: LocalResources | undefined) => {
   const queueIds = new Map<string, string>();
   for (const [id, url] of Object.entries(resources?.queueUrls ?? {})) queueIds.set(url, id);
-  for (const [id, url] of Object.entries(resources?.dlqUrls ?? {})) {
-    queueIds.set(url, `${id as QueueDefinition['id']}-dlq`);
-  }
+  if (resources?.dlqUrl) queueIds.set(resources.dlqUrl, deadLetterQueue.id);
   return {
     table: (name: unknown) => (name === resources?.tableName ? dataTable.id : String(name)),
     queue: (url: unknown) => queueIds.get(String(url)) ?? String(url).split('/').pop() ?? String(url),

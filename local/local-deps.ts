@@ -85,7 +85,7 @@ export const tableOnlyDeps = (dynamoDbEndpoint: string, tableName: string): Deps
     s3Endpoint: 'http://127.0.0.1:1',
     tableName,
     queueUrls: { Steps: '', Webhooks: '' },
-    dlqUrls: { Steps: '', Webhooks: '' },
+    dlqUrl: '',
     bucket: '',
   });
 

@@ -8,7 +8,14 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { libraryBucket, type QueueDefinition, queues, type TableDefinition, tables } from '../platform/definitions.ts';
+import {
+  deadLetterQueue,
+  libraryBucket,
+  type QueueDefinition,
+  queues,
+  type TableDefinition,
+  tables,
+} from '../platform/definitions.ts';
 import { localAwsConfig } from './emulators.ts';
 
 /** Names and URLs of everything provisioned for one prefix (the local default, or one test file). */
@@ -20,7 +27,8 @@ export interface LocalResources {
   s3Endpoint: string;
   tableName: string;
   queueUrls: Record<QueueDefinition['id'], string>;
-  dlqUrls: Record<QueueDefinition['id'], string>;
+  /** The one dead-letter queue, as deployed (platform/definitions.ts, `deadLetterQueue`). */
+  dlqUrl: string;
   bucket: string;
 }
 
@@ -88,29 +96,31 @@ const createTable = async (client: DynamoDBClient, definition: TableDefinition, 
   await client.send(new DescribeTableCommand({ TableName: name }));
 };
 
-const createQueue = async (client: SQSClient, definition: QueueDefinition, prefix: string) => {
+/** The stage's one dead-letter queue (platform/definitions.ts): its URL and ARN. */
+const createDeadLetterQueue = async (client: SQSClient, prefix: string) => {
   const dlq = await client.send(
     new CreateQueueCommand({
-      QueueName: `${prefix}-${definition.id}-dlq`,
-      Attributes: { MessageRetentionPeriod: String(definition.dlqRetentionDays * 86_400) },
+      QueueName: `${prefix}-${deadLetterQueue.id}`,
+      Attributes: { MessageRetentionPeriod: String(deadLetterQueue.retentionDays * 86_400) },
     }),
   );
-  const dlqArn = await client.send(
+  const attributes = await client.send(
     new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ['QueueArn'] }),
   );
+  return { url: dlq.QueueUrl ?? '', arn: attributes.Attributes?.QueueArn };
+};
+
+const createQueue = async (client: SQSClient, definition: QueueDefinition, prefix: string, dlqArn?: string) => {
   const queue = await client.send(
     new CreateQueueCommand({
       QueueName: `${prefix}-${definition.id}`,
       Attributes: {
         VisibilityTimeout: String(definition.visibilityTimeoutSeconds),
-        RedrivePolicy: JSON.stringify({
-          deadLetterTargetArn: dlqArn.Attributes?.QueueArn,
-          maxReceiveCount: definition.maxReceiveCount,
-        }),
+        RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: definition.maxReceiveCount }),
       },
     }),
   );
-  return { url: queue.QueueUrl ?? '', dlqUrl: dlq.QueueUrl ?? '' };
+  return queue.QueueUrl ?? '';
 };
 
 /**
@@ -129,7 +139,7 @@ export const provisionTables = async (client: DynamoDBClient, prefix: string): P
 };
 
 /**
- * Creates the tables, queues (each with its DLQ and redrive policy) and the bucket from the same
+ * Creates the tables, queues (with their redrive policy to the one dead-letter queue) and the bucket from the same
  * definitions the CDK stack uses (`platform/definitions.ts`). Idempotent: an existing resource is kept.
  */
 export const provision = async (settings: {
@@ -146,12 +156,11 @@ export const provision = async (settings: {
   try {
     const tableName = await provisionTables(ddb, prefix);
     const queueUrls = {} as Record<QueueDefinition['id'], string>;
-    const dlqUrls = {} as Record<QueueDefinition['id'], string>;
+    const dlq = await createDeadLetterQueue(sqs, prefix);
     for (const definition of queues) {
-      const { url, dlqUrl } = await createQueue(sqs, definition, prefix);
-      queueUrls[definition.id] = onEndpoint(url, options.sqsS3Endpoint);
-      dlqUrls[definition.id] = onEndpoint(dlqUrl, options.sqsS3Endpoint);
+      queueUrls[definition.id] = onEndpoint(await createQueue(sqs, definition, prefix, dlq.arn), options.sqsS3Endpoint);
     }
+    const dlqUrl = onEndpoint(dlq.url, options.sqsS3Endpoint);
     const bucket = `${prefix}-${libraryBucket.id}`.toLowerCase();
     try {
       await s3.send(new CreateBucketCommand({ Bucket: bucket }));
@@ -159,7 +168,7 @@ export const provision = async (settings: {
       const name = (error as Error).name;
       if (name !== 'BucketAlreadyOwnedByYou' && name !== 'BucketAlreadyExists') throw error;
     }
-    return { ...options, tableName, queueUrls, dlqUrls, bucket };
+    return { ...options, tableName, queueUrls, dlqUrl, bucket };
   } finally {
     ddb.destroy();
     sqs.destroy();

@@ -138,6 +138,9 @@ export const failureReasons = [
 ] as const;
 export type FailureReason = (typeof failureReasons)[number];
 
+/** The failure reasons no retry mends and an operator does: each step failing so is counted for its alarm. */
+export const operatorFailureReasons: readonly FailureReason[] = ['provider_auth', 'configuration'];
+
 /** The longest delay SQS gives a message (DelaySeconds): a webhook's or a provider poll's wait. */
 export const sqsMaxDelaySeconds = 900;
 
@@ -157,12 +160,17 @@ const sustained = { periodSeconds: fiveMinutes, evaluationPeriods: 5, datapoints
 
 /** Every rule, by what it watches; the stack instantiates the parameterised ones per queue or function. */
 export const alarmRules = {
-  /** The API's 5xx rate over at least 50 requests in a period. */
+  /**
+   * The API's failure rate over at least 50 requests in a period: answers 5xx, and the requests API
+   * Gateway refused 429 itself (the stage's throttle, before any function), counted together by a
+   * metric filter on the access log. One alarm metric fewer than a 5xx rate and a throttles alarm
+   * apart; a throttle refusing under 2% of the requests (one noisy client) pages no one.
+   */
   api5xxRate: {
-    id: 'Api5xxRate',
-    runbook: 'Api5xxRate',
-    expression: rateWithMinimum('serverErrors', 'requests', 50),
-    statistics: { serverErrors: 'Sum', requests: 'Sum' },
+    id: 'ApiFailureRate',
+    runbook: 'ApiFailureRate',
+    expression: rateWithMinimum('failures', 'requests', 50),
+    statistics: { failures: 'Sum', requests: 'Sum' },
     ...sustained,
     comparison: '>',
     threshold: 2,
@@ -180,12 +188,14 @@ export const alarmRules = {
     treatMissingData: 'notBreaching',
   },
   /**
-   * Steps failing for good for a reason no retry mends (a refused key, a missing secret or provider),
-   * in each of three periods in a row: every run needing it fails cleanly until someone acts.
+   * Steps failing for good for a reason an operator mends (`operatorFailureReasons`: a refused key,
+   * a missing provider, secret or connection), in each of three periods in a row: every run needing
+   * it fails cleanly until someone acts. One metric for both reasons (its runbook says how to tell
+   * which): an alarm per reason took one metric each.
    */
-  stepsFailing: (id: string): AlarmRule => ({
-    id,
-    runbook: id,
+  stepsFailingForOperator: {
+    id: 'StepsFailingForOperator',
+    runbook: 'StepsFailingForOperator',
     expression: metric('failedSteps'),
     statistics: { failedSteps: 'Sum' },
     periodSeconds: fiveMinutes,
@@ -194,14 +204,15 @@ export const alarmRules = {
     comparison: '>',
     threshold: 0,
     treatMissingData: 'notBreaching',
-  }),
+  },
   /**
-   * A message arrived in a dead-letter queue (its depth, sampled each minute, rose). Not tolerant:
-   * each arrival is a step, delivery or event the code could not process, lost until someone acts.
+   * A message arrived in the stage's dead-letter queue (its depth, sampled each minute, rose). Not
+   * tolerant: each arrival is a step, delivery or event the code could not process, lost until
+   * someone acts. One queue takes every dead letter (platform/definitions.ts, `deadLetterQueue`).
    */
-  deadLetterArrivals: (queueId: string): AlarmRule => ({
-    id: `${queueId}DeadLetterArrivals`,
-    runbook: `${queueId}DeadLetterArrivals`,
+  deadLetterArrivals: {
+    id: 'DeadLetterArrivals',
+    runbook: 'DeadLetterArrivals',
     expression: { diff: fill(metric('depth')) },
     statistics: { depth: 'Maximum' },
     periodSeconds: 60,
@@ -210,7 +221,7 @@ export const alarmRules = {
     comparison: '>',
     threshold: 0,
     treatMissingData: 'notBreaching',
-  }),
+  },
   /**
    * A work queue's oldest message is older than any message legitimately gets: past that bound it
    * is not being consumed, so one datapoint is enough (waiting longer only delays the page).
@@ -282,23 +293,18 @@ export const alarmRules = {
     threshold: 600_000,
     treatMissingData: 'notBreaching',
   },
-  /** DynamoDB throttled reads or writes on the table in 3 of 5 periods (the write helper retries a burst). */
+  /**
+   * DynamoDB throttled writes on the table in 3 of 5 periods (the write helper retries a burst).
+   * Writes, not reads: a write throttles first on every hot item (the team item, a key's rate
+   * counter; 1,000 write units a second a partition against 3,000 read units), and a read throttled
+   * past the SDK's retries fails a request or a delivery, which the API's failure rate and the
+   * dead-letter queue page for. One alarm metric, where reads and writes took two.
+   */
   tableThrottles: {
     id: 'TableThrottles',
     runbook: 'TableThrottles',
-    expression: op('+', fill(metric('readThrottles')), fill(metric('writeThrottles'))),
-    statistics: { readThrottles: 'Sum', writeThrottles: 'Sum' },
-    ...sustained,
-    comparison: '>',
-    threshold: 0,
-    treatMissingData: 'notBreaching',
-  },
-  /** API Gateway answered 429 itself (the stage's throttle, before any function) in 3 of 5 periods. */
-  gatewayThrottles: {
-    id: 'ApiGatewayThrottles',
-    runbook: 'ApiGatewayThrottles',
-    expression: metric('throttled'),
-    statistics: { throttled: 'Sum' },
+    expression: metric('writeThrottles'),
+    statistics: { writeThrottles: 'Sum' },
     ...sustained,
     comparison: '>',
     threshold: 0,

@@ -146,8 +146,6 @@ export interface QueueDefinition {
   batchSize: number;
   /** Seconds the consumer Lambda may run. */
   consumerTimeoutSeconds: number;
-  /** Days the DLQ keeps a message for inspection. */
-  dlqRetentionDays: number;
 }
 
 /**
@@ -163,7 +161,6 @@ export const stepsQueue: QueueDefinition = {
   maxReceiveCount: 10,
   batchSize: 10,
   consumerTimeoutSeconds: 60,
-  dlqRetentionDays: 14,
 };
 
 /** Seconds a step's node may run before it is aborted (and the step fails). */
@@ -182,7 +179,6 @@ export const webhooksQueue: QueueDefinition = {
   maxReceiveCount: 5,
   batchSize: 10,
   consumerTimeoutSeconds: 20,
-  dlqRetentionDays: 14,
 };
 
 export const queues = [stepsQueue, webhooksQueue] as const;
@@ -208,7 +204,6 @@ export const operatorEventsMapping = {
   /** A record older than this is not retried but sent to the DLQ (the stream keeps records 24 h). */
   maxRecordAgeSeconds: 6 * 3600,
   consumerTimeoutSeconds: 30,
-  dlqRetentionDays: 14,
   filters: [
     { eventName: ['INSERT'], dynamodb: { Keys: { SK: { S: [operatorEventItems.run] } } } },
     {
@@ -248,7 +243,6 @@ export const lifecycleWebhooksMapping = {
   /** A record older than this is not retried but sent to the DLQ (a step event that late says little). */
   maxRecordAgeSeconds: 3600,
   consumerTimeoutSeconds: 30,
-  dlqRetentionDays: 14,
   filters: [
     {
       eventName: ['INSERT'],
@@ -264,8 +258,20 @@ export const lifecycleWebhooksMapping = {
   ] as readonly Record<string, unknown>[],
 } as const;
 
-/** The table stream's event source mappings, each with its own consumer (lib/workers.ts) and DLQ. */
+/** The table stream's event source mappings, each with its own consumer (lib/workers.ts). */
 export const streamMappings = [operatorEventsMapping, lifecycleWebhooksMapping] as const;
+
+/**
+ * The stage's one dead-letter queue: where both work queues move a message past its receives and
+ * both stream mappings send the position of a batch that failed every retry. One queue, so one
+ * alarm metric pages for every dead letter ($0.10 a month where four queues took $0.40); a message
+ * says where it came from (docs/operations.md, Alarms, "DeadLetterArrivals").
+ */
+export const deadLetterQueue = {
+  id: 'DeadLetter',
+  /** Days a dead letter is kept for inspection and redrive. */
+  retentionDays: 14,
+} as const;
 export type StreamMappingId = (typeof streamMappings)[number]['id'];
 
 export interface BucketDefinition {

@@ -24,8 +24,17 @@ export const metricNames = {
   failedRuns: 'FailedRuns',
   /** 1 per step that failed for good (its run fails with it), with and without the `reason` dimension. */
   failedSteps: 'FailedSteps',
-  /** Requests API Gateway answered 429 itself (the stage's throttle): a metric filter on the access log, by `apiId`. */
-  gatewayThrottles: 'GatewayThrottles',
+  /**
+   * 1 per step that failed for a reason an operator mends (`operatorFailureReasons`: a refused key,
+   * a missing provider, secret or connection), in the stage's one dimension set: the one metric its
+   * alarm reads, where an alarm per reason read one each.
+   */
+  stepsFailingForOperator: 'StepsFailingForOperator',
+  /**
+   * Requests answered 5xx, and those API Gateway answered 429 itself (the stage's throttle): a
+   * metric filter on the access log, by `apiId`; the API's failure rate's numerator.
+   */
+  apiFailures: 'ApiFailures',
 } as const;
 
 /**

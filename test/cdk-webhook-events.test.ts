@@ -10,7 +10,7 @@ import type { DynamoDBRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../lib/build-app.ts';
 import { passes } from '../local/stream-source.ts';
-import { lifecycleWebhooksMapping } from '../platform/definitions.ts';
+import { deadLetterQueue, lifecycleWebhooksMapping } from '../platform/definitions.ts';
 import { eventfulStepStatuses, StepStatus } from '../platform/run-statuses.ts';
 import { pinnedProd, synthOnly } from './support/stages.ts';
 
@@ -33,7 +33,7 @@ describe.each([
 ])('the %s stage', (_stage, context) => {
   const resources = synthesize(context);
   const fnId = idOf(resources, 'AWS::Lambda::Function', 'RunEventWebhooksFunction');
-  const dlqId = idOf(resources, 'AWS::SQS::Queue', 'LifecycleEventsDeadLetterQueue');
+  const dlqId = idOf(resources, 'AWS::SQS::Queue', 'DeadLetterQueue');
   const mappings = Object.values(resources).filter(
     (r) =>
       r.Type === 'AWS::Lambda::EventSourceMapping' &&
@@ -61,14 +61,14 @@ describe.each([
       Description: "reads the table's stream (LifecycleEvents)",
     });
     expect(resources[dlqId]?.Properties).toMatchObject({
-      MessageRetentionPeriod: lifecycleWebhooksMapping.dlqRetentionDays * 24 * 3600,
+      MessageRetentionPeriod: deadLetterQueue.retentionDays * 24 * 3600,
       SqsManagedSseEnabled: true,
     });
   });
 
-  it('alarms on its DLQ at the first arrival', () => {
+  it("alarms on the stage's dead-letter queue, its failures' destination, at the first arrival", () => {
     const alarms = Object.entries(resources).filter(
-      ([id, r]) => r.Type === 'AWS::CloudWatch::Alarm' && id.includes('LifecycleEventsDeadLetterArrivalsAlarm'),
+      ([id, r]) => r.Type === 'AWS::CloudWatch::Alarm' && id.includes('DeadLetterArrivalsAlarm'),
     );
     expect(alarms).toHaveLength(1);
     expect(JSON.stringify(alarms[0]?.[1].Properties.Metrics)).toContain(`"Fn::GetAtt":["${dlqId}","QueueName"]`);

@@ -14,7 +14,14 @@ import { contextKeys, stageDefaults } from '../lib/stages.ts';
 import { pythonRunner, workers } from '../lib/workers.ts';
 import type { Access } from '../platform/access.ts';
 import { docsRendererFiles, pythonBoxFiles, pythonRuntimeFiles } from '../platform/beside-files.ts';
-import { dataTable, envNames, operatorEventsMapping, queues, streamMappings } from '../platform/definitions.ts';
+import {
+  dataTable,
+  deadLetterQueue,
+  envNames,
+  operatorEventsMapping,
+  queues,
+  streamMappings,
+} from '../platform/definitions.ts';
 import { bedrockDefaultModels } from '../platform/providers.ts';
 import { basePath, httpApiRoutes, routeById, routes } from '../platform/routes.ts';
 import { streamFunctionMemoryMb } from '../platform/run-stream.ts';
@@ -602,25 +609,29 @@ describe('cdk app', { timeout: 120_000 }, () => {
     });
   });
 
-  it('gives each queue a dead-letter queue with the defined maxReceiveCount', () => {
+  it('gives each queue the one dead-letter queue with the defined maxReceiveCount', () => {
     const allQueues = dev.apiTemplate.findResources('AWS::SQS::Queue');
-    // And each stream mapping's dead-letter queue (the operator events', the lifecycle events').
-    expect(Object.keys(allQueues)).toHaveLength(queues.length * 2 + streamMappings.length);
+    // The work queues and the stage's one dead-letter queue (the stream mappings' failures go there too).
+    expect(Object.keys(allQueues)).toHaveLength(queues.length + 1);
+    const dlqId = logicalIdOf(dev.apiResources, 'AWS::SQS::Queue', 'DeadLetterQueue');
     for (const definition of queues) {
       dev.apiTemplate.hasResourceProperties('AWS::SQS::Queue', {
         QueueName: Match.absent(),
         VisibilityTimeout: definition.visibilityTimeoutSeconds,
         SqsManagedSseEnabled: true,
-        RedrivePolicy: { deadLetterTargetArn: Match.anyValue(), maxReceiveCount: definition.maxReceiveCount },
-      });
-      dev.apiTemplate.hasResourceProperties('AWS::SQS::Queue', {
-        MessageRetentionPeriod: definition.dlqRetentionDays * 24 * 60 * 60,
-        SqsManagedSseEnabled: true,
-        RedrivePolicy: Match.absent(),
+        RedrivePolicy: {
+          deadLetterTargetArn: { 'Fn::GetAtt': [dlqId, 'Arn'] },
+          maxReceiveCount: definition.maxReceiveCount,
+        },
       });
     }
-    // enforceSSL: one TLS-only policy per queue and per DLQ.
-    dev.apiTemplate.resourceCountIs('AWS::SQS::QueuePolicy', queues.length * 2 + streamMappings.length);
+    dev.apiTemplate.hasResourceProperties('AWS::SQS::Queue', {
+      MessageRetentionPeriod: deadLetterQueue.retentionDays * 24 * 60 * 60,
+      SqsManagedSseEnabled: true,
+      RedrivePolicy: Match.absent(),
+    });
+    // enforceSSL: one TLS-only policy per queue and for the DLQ.
+    dev.apiTemplate.resourceCountIs('AWS::SQS::QueuePolicy', queues.length + 1);
   });
 
   it('consumes each queue with partial batch failures, the defined batch size and the consumer timeout', () => {
@@ -674,7 +685,7 @@ describe('cdk app', { timeout: 120_000 }, () => {
       const mapping = onStream.find(
         (m) => JSON.stringify(m.Properties.FunctionName) === JSON.stringify({ Ref: publisher }),
       );
-      const dlqId = logicalIdOf(dev.apiResources, 'AWS::SQS::Queue', 'OperatorEventsDeadLetterQueue');
+      const dlqId = logicalIdOf(dev.apiResources, 'AWS::SQS::Queue', 'DeadLetterQueue');
       expect(mapping?.Properties).toMatchObject({
         FunctionName: { Ref: publisher },
         EventSourceArn: { 'Fn::ImportValue': expect.stringMatching(/StreamArn/) },
@@ -696,10 +707,10 @@ describe('cdk app', { timeout: 120_000 }, () => {
       });
     });
 
-    it("alarms on the stream's dead-letter queue like the others (the publisher's errors end there)", () => {
-      const dlqId = logicalIdOf(dev.apiResources, 'AWS::SQS::Queue', 'OperatorEventsDeadLetterQueue');
+    it("alarms on the stage's dead-letter queue, the stream's failures' destination (the publisher's errors end there)", () => {
+      const dlqId = logicalIdOf(dev.apiResources, 'AWS::SQS::Queue', 'DeadLetterQueue');
       const alarms = Object.entries(dev.apiTemplate.findResources('AWS::CloudWatch::Alarm'));
-      const arrivals = alarms.filter(([id]) => id.includes('OperatorEventsDeadLetterArrivalsAlarm'));
+      const arrivals = alarms.filter(([id]) => id.includes('DeadLetterArrivalsAlarm'));
       expect(arrivals).toHaveLength(1);
       expect(JSON.stringify(arrivals[0]?.[1].Properties.Metrics)).toContain(`"Fn::GetAtt":["${dlqId}","QueueName"]`);
       expect(arrivals[0]?.[1].Properties).toMatchObject({ Threshold: 0, ComparisonOperator: 'GreaterThanThreshold' });
@@ -1201,8 +1212,7 @@ function resourceLabel(resource: unknown): string {
   if (/ExportsOutputFnGetAttData\w*StreamArn/.test(text)) return 'stream';
   if (text.includes('ExportsOutputFnGetAttData')) return index ? `index:${index[1]}` : 'table';
   if (/"Fn::GetAtt":\["OperatorEventBus[0-9A-F]{8}","Arn"\]/.test(text)) return 'bus';
-  const streamDlq = /"Fn::GetAtt":\["(\w+)DeadLetterQueue[0-9A-F]{8}","Arn"\]/.exec(text);
-  if (streamDlq) return `queue:${streamDlq[1]}-dlq`;
+  if (/"Fn::GetAtt":\["DeadLetterQueue[0-9A-F]{8}","Arn"\]/.test(text)) return 'queue:dlq';
   if (text.includes('ExportsOutputFnGetAttLibrary')) {
     return /"\/teams\/\*"/.test(text) ? 'objects' : /"\/uploads\/\*"/.test(text) ? 'uploads' : 'bucket';
   }
@@ -1253,12 +1263,8 @@ function expectedGrants(
     // and sending a failed batch's position to its dead-letter queue.
     add('stream', ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator']);
     add('*', ['dynamodb:ListStreams']);
-    // Each mapping has its own (lib/api-stack.ts).
-    add(`queue:${options.consumes.slice('stream:'.length)}-dlq`, [
-      'sqs:GetQueueAttributes',
-      'sqs:GetQueueUrl',
-      'sqs:SendMessage',
-    ]);
+    // The stage's one dead-letter queue (lib/api-stack.ts).
+    add('queue:dlq', ['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage']);
   } else if (options.consumes) {
     add(`queue:${options.consumes}`, [
       'sqs:ChangeMessageVisibility',

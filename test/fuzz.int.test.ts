@@ -550,7 +550,7 @@ beforeAll(async () => {
     resources.prefix,
     new URL(resources.dynamoDbEndpoint).host,
     new URL(resources.sqsS3Endpoint).host,
-    ...[...Object.values(resources.queueUrls), ...Object.values(resources.dlqUrls)].map((url) => url.split('/').pop()),
+    ...[...Object.values(resources.queueUrls), resources.dlqUrl].map((url) => url.split('/').pop()),
   ].filter((name): name is string => Boolean(name));
   leaks = [
     // A stack frame, `at fn (file:1:2)`: no parenthesis inside, so a long answer is read in one pass

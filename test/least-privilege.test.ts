@@ -18,7 +18,7 @@ import { contextKeys } from '../lib/stages.ts';
 import { pythonRunner, workers } from '../lib/workers.ts';
 import { type AwsCommandRecord, canonicalArn } from '../local/aws-command-log.ts';
 import { functionIds } from '../local/invocation.ts';
-import { libraryBucket, queues, tables } from '../platform/definitions.ts';
+import { deadLetterQueue, libraryBucket, queues, tables } from '../platform/definitions.ts';
 import { awsCommandLogDir } from '../vitest.config.ts';
 import { iamActionOf } from './support/command-actions.ts';
 import { pinnedProd } from './support/stages.ts';
@@ -140,8 +140,9 @@ const arnOf = (logicalId: string, type: string): string => {
       return `arn:${partition}:dynamodb:${region}:${account}:table/${name}`;
     }
     case 'AWS::SQS::Queue': {
-      const dlq = queues.find((q) => logicalId.startsWith(`${q.id}DeadLetterQueue`));
-      const name = dlq ? `${dlq.id}-dlq` : (queues.find((q) => logicalId.startsWith(`${q.id}Queue`))?.id ?? logicalId);
+      const name = logicalId.startsWith(`${deadLetterQueue.id}Queue`)
+        ? deadLetterQueue.id
+        : (queues.find((q) => logicalId.startsWith(`${q.id}Queue`))?.id ?? logicalId);
       return `arn:${partition}:sqs:${region}:${account}:${name}`;
     }
     case 'AWS::S3::Bucket':
@@ -287,8 +288,7 @@ const sentByPlatform = (functionId: string, grant: Grant) => {
   if (worker?.trigger.kind === 'stream') {
     return (
       (sentByStreamSource.stream.includes(grant.action) && /(:table\/Data\/stream\/\*|^\*)$/.test(grant.resource)) ||
-      (sentByStreamSource.deadLetterQueue.includes(grant.action) &&
-        grant.resource.includes(`:${worker.trigger.mapping}DeadLetterQueue`))
+      (sentByStreamSource.deadLetterQueue.includes(grant.action) && grant.resource.endsWith(`:${deadLetterQueue.id}`))
     );
   }
   if (worker?.trigger.kind !== 'queue' || !sentByEventSource.includes(grant.action)) return false;

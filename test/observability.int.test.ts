@@ -57,13 +57,14 @@ describe('service metrics (embedded metric format)', () => {
     expect(emf.service).toBe(metricsServiceName);
     // SERVICE_STAGE is unset in tests, as in the local default.
     expect(emf.stage).toBe('local');
-    // Failures are counted by their own helpers (below); the access log's 429s by a metric filter.
+    // Failures are counted by their own helpers (below); the access log's 5xx and 429s by a metric filter.
     const countedElsewhere: string[] = [
       metricNames.deferredExpired,
       metricNames.runsEnded,
       metricNames.failedRuns,
       metricNames.failedSteps,
-      metricNames.gatewayThrottles,
+      metricNames.stepsFailingForOperator,
+      metricNames.apiFailures,
     ];
     expect(directive?.Metrics.map((m) => m.Name).sort()).toEqual(
       Object.values(metricNames)
@@ -127,7 +128,18 @@ describe('service metrics (embedded metric format)', () => {
       _aws: { CloudWatchMetrics: { Dimensions: string[][] }[] };
     };
     expect(emf._aws.CloudWatchMetrics[0]?.Dimensions).toEqual([['service', 'stage']]);
-    expect(emf).toMatchObject({ FailedSteps: 1, FailedRuns: 1, RunsEnded: [1, 1] });
+    // A refused key is an operator's to mend: counted for its alarm too, in the stage's dimension set.
+    expect(emf).toMatchObject({ FailedSteps: 1, FailedRuns: 1, RunsEnded: [1, 1], StepsFailingForOperator: 1 });
+  });
+
+  it("counts a step failing for a reason a retry or the caller mends in FailedSteps only, not for the operator's alarm", () => {
+    for (const reason of ['timeout', 'provider_4xx', 'provider_unavailable', 'code'] as const) countStepFailed(reason);
+    const emf = metrics.serializeMetrics() as unknown as Record<string, unknown>;
+    expect(emf.FailedSteps).toEqual([1, 1, 1, 1]);
+    expect(emf.StepsFailingForOperator).toBeUndefined();
+    metrics.clearMetrics();
+    countStepFailed('configuration');
+    expect((metrics.serializeMetrics() as unknown as Record<string, unknown>).StepsFailingForOperator).toBe(1);
   });
 
   it('publishes nothing and warns about nothing when an invocation recorded no metric', () => {
@@ -313,12 +325,25 @@ describe('alarms of one stage', { timeout: 180_000 }, () => {
     expect(String(prod.alarms[0]?.AlarmDescription)).toMatch(/prod/);
   });
 
-  it('alarms when a message arrives in a dead-letter queue (arrivals, not depth)', () => {
+  it('alarms when a message arrives in the dead-letter queue (arrivals, not depth)', () => {
     const dlqIds = ofType('AWS::SQS::Queue')
       .filter(([, r]) => r.Properties.RedrivePolicy === undefined)
       .map(([id]) => id);
-    // Each work queue's, and each stream mapping's (the operator events', the lifecycle events').
-    expect(dlqIds).toHaveLength(queues.length + streamMappings.length);
+    // One for the stage: the work queues' and the stream mappings' dead letters (one alarm metric).
+    expect(dlqIds).toHaveLength(1);
+    for (const [, queue] of ofType('AWS::SQS::Queue').filter(([, r]) => r.Properties.RedrivePolicy)) {
+      expect(queue.Properties.RedrivePolicy).toMatchObject({
+        deadLetterTargetArn: { 'Fn::GetAtt': [dlqIds[0], 'Arn'] },
+      });
+    }
+    for (const [, mapping] of ofType('AWS::Lambda::EventSourceMapping').filter(
+      ([, r]) => r.Properties.StartingPosition,
+    )) {
+      expect(mapping.Properties.DestinationConfig).toEqual({
+        OnFailure: { Destination: { 'Fn::GetAtt': [dlqIds[0], 'Arn'] } },
+      });
+    }
+    expect(streamMappings.length).toBeGreaterThan(0);
     for (const dlqId of dlqIds) {
       template.hasResourceProperties('AWS::CloudWatch::Alarm', {
         Metrics: [
@@ -402,17 +427,13 @@ describe('alarms of one stage', { timeout: 180_000 }, () => {
     expect(JSON.stringify(alarms)).not.toContain('RecursiveInvocationsDropped');
   });
 
-  it('alarms when more than 2% of at least 50 API requests answer 5xx in 3 of 5 five-minute periods', () => {
+  it("alarms when more than 2% of at least 50 API requests answer 5xx or the gateway's own 429 in 3 of 5 five-minute periods", () => {
     const apiRef = { Ref: ofType('AWS::ApiGatewayV2::Api')[0]?.[0] };
-    const metricStat = (id: string, metricName: string) =>
+    const metricStat = (id: string, namespace: string, metricName: string, dimension: string) =>
       Match.objectLike({
         Id: id,
         MetricStat: {
-          Metric: {
-            Namespace: 'AWS/ApiGateway',
-            MetricName: metricName,
-            Dimensions: [{ Name: 'ApiId', Value: apiRef }],
-          },
+          Metric: { Namespace: namespace, MetricName: metricName, Dimensions: [{ Name: dimension, Value: apiRef }] },
           Period: 300,
           Stat: 'Sum',
         },
@@ -421,17 +442,29 @@ describe('alarms of one stage', { timeout: 180_000 }, () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       Metrics: Match.arrayWith([
         Match.objectLike({
-          Expression: 'IF(FILL(requests, 0) >= 50, ((100 * FILL(serverErrors, 0)) / requests), 0)',
+          Expression: 'IF(FILL(requests, 0) >= 50, ((100 * FILL(failures, 0)) / requests), 0)',
           ReturnData: true,
         }),
-        metricStat('serverErrors', '5xx'),
-        metricStat('requests', 'Count'),
+        metricStat('failures', metricsNamespace, metricNames.apiFailures, 'apiId'),
+        metricStat('requests', 'AWS/ApiGateway', 'Count', 'ApiId'),
       ]),
       Threshold: 2,
       ComparisonOperator: 'GreaterThanThreshold',
       EvaluationPeriods: 5,
       DatapointsToAlarm: 3,
       TreatMissingData: 'notBreaching',
+    });
+    // The numerator: the access log's lines answered 5xx, or 429 by the gateway (no integration latency).
+    template.hasResourceProperties('AWS::Logs::MetricFilter', {
+      FilterPattern: '{ ($.status = "5*") || (($.status = "429") && ($.integrationLatency = "-")) }',
+      MetricTransformations: [
+        Match.objectLike({
+          MetricNamespace: metricsNamespace,
+          MetricName: metricNames.apiFailures,
+          MetricValue: '1',
+          Dimensions: [{ Key: 'apiId', Value: '$.apiId' }],
+        }),
+      ],
     });
   });
 
@@ -440,17 +473,19 @@ describe('alarms of one stage', { timeout: 180_000 }, () => {
     expect(JSON.stringify(alarms)).not.toContain(metricNames.webhookAttempts);
   });
 
-  it('costs $1.90 a month idle: 19 standard-resolution alarm metrics (prod 25), and no dashboard unless asked', () => {
-    // API 5xx (2 metrics); the failed-run rate (2); steps failing on a refused key, on a missing
-    // configuration; per work queue, DLQ arrivals and oldest message; the operator events' and the
-    // lifecycle events' DLQ arrivals; the dispatcher's ticks (failed or missed, one metric); the
-    // publisher's iterator age; table throttles (2); the gateway's 429s; the account's concurrency;
-    // the run event stream's throttles (test/cdk-alarms.test.ts checks each rule).
-    expect(alarms).toHaveLength(1 + 1 + 2 + 2 * queues.length + 2 + 1 + 1 + 1 + 1 + 1 + 1);
-    expect(alarmMetricCount(alarms)).toBe(19);
+  it('costs $1.30 a month idle: 13 standard-resolution alarm metrics (prod 19), and no dashboard unless asked', () => {
+    // The API's failure rate, 5xx and the gateway's own 429s (2 metrics); the failed-run rate (2);
+    // steps failing for an operator's reason (1); the dead-letter queue's arrivals (1); per work
+    // queue, its oldest message; the dispatcher's ticks (failed or missed, one metric); the
+    // publisher's iterator age; table write throttles; the account's concurrency; the run event
+    // stream's throttles (test/cdk-alarms.test.ts checks each rule). 19 metrics before: a DLQ
+    // per work queue and per stream mapping, an alarm per operator's reason, reads' throttles, and
+    // the gateway's 429s apart.
+    expect(alarms).toHaveLength(1 + 1 + 1 + 1 + queues.length + 1 + 1 + 1 + 1 + 1);
+    expect(alarmMetricCount(alarms)).toBe(13);
     // prod adds its canary's two rollback alarms for each of RunWorkflow, RunAgent and StepExecutor
     // (the new version's errors, and its 5xx answers and failed records: lib/safe-deploys.ts).
-    expect(alarmMetricCount(prod.alarms)).toBe(19 + 2 * 3);
+    expect(alarmMetricCount(prod.alarms)).toBe(13 + 2 * 3);
     template.resourceCountIs('AWS::CloudWatch::Dashboard', 0);
     expect(functionIds.length).toBe(routes.length + workers.length + 1);
     expect(functionIds.some((id) => id.startsWith(pythonRunner.id))).toBe(true);
@@ -505,7 +540,7 @@ describe('per-function alarms with the perFunctionAlarms context', { timeout: 18
     // run event stream's throttles (alarmed by default): the dispatcher's errors are its ticks alarm.
     const consumers = workers.filter((w) => w.trigger.kind === 'queue').length;
     const streamWorkers = workers.filter((w) => w.trigger.kind === 'stream').length;
-    expect(alarmMetricCount(alarms)).toBe(19 - 1 + 2 * (routes.length + streamWorkers + 1 + consumers));
+    expect(alarmMetricCount(alarms)).toBe(13 - 1 + 2 * (routes.length + streamWorkers + 1 + consumers));
     // The account's concurrency is the one alarm without a dimension.
     expect(alarms.filter((a) => a.Namespace === 'AWS/Lambda' && !a.Dimensions).map((a) => a.MetricName)).toEqual([
       'ClaimedAccountConcurrency',

@@ -10,23 +10,27 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Deps } from '../functions/deps.ts';
 import { settleMarginMs } from '../functions/domain/step-plan.ts';
-import type { NodeExecutor } from '../functions/nodes/executors/types.ts';
+import { type NodeExecutor, StepFailedError } from '../functions/nodes/executors/types.ts';
 import { makeHandler } from '../functions/workers/step-executor.ts';
 import { invokedAs } from '../local/invocation.ts';
 import { lambdaContext } from '../local/lambda-context.ts';
 import {
+  cancelRunCall,
   deliver,
   drainSteps,
+  expectBalanced,
   expectRunCompletedOnce,
   faultyDeps,
   instantExecutor,
   instantExecutorFor,
+  ledgerOf,
   runParts,
   type StepHandler,
   type StepMessage,
   startRunCall,
   stepRecord,
   stepRecords,
+  sumCharges,
   takeStepMessages,
 } from './support/runs.ts';
 import { createWorkflow, type SeededTeam, seedUnthrottledTeam, stackPerFile } from './support/stack.ts';
@@ -154,14 +158,108 @@ describe('a chain runs on in the invocation of its first step', () => {
   });
 });
 
+/** The writes a delivery makes to the run item: UpdateItems of it, and transactions that name it. */
+const recordingRunWrites = (jobId: string) => {
+  const writes: string[] = [];
+  const namesRun = (key: unknown) =>
+    (key as { PK?: string; SK?: string } | undefined)?.SK === 'RUN' && (key as { PK?: string }).PK === `RUN#${jobId}`;
+  const deps = faultyDeps(stack, {
+    failDynamo: (command, input) => {
+      const i = input as { Key?: unknown; TransactItems?: { Update?: { Key?: unknown } }[] };
+      if (command.startsWith('Update') && namesRun(i.Key)) writes.push(command);
+      if (command.startsWith('Transact') && i.TransactItems?.some((t) => namesRun(t.Update?.Key))) writes.push(command);
+      return false;
+    },
+  });
+  return { deps, writes };
+};
+
+describe('an inline chain carries its counts to its next count', () => {
+  it('a chain of cheap steps writes its run item once: the transaction that ends the run counts every step', async () => {
+    const steps = chain(8);
+    const { t, jobId, roots } = await started(steps);
+    const { deps, writes } = recordingRunWrites(jobId);
+    expect(await deliver(contextHandler(deps), stepRecords(roots))).toEqual([]);
+    // Before: one count per step, 7 UpdateItems and the end.
+    expect(writes).toEqual(['TransactWriteItemsCommand']);
+    await expectCompletedOnce(t, jobId, pricesOf(steps));
+  });
+
+  it('a node still running after the start mark’s delay writes the counts carried to it meanwhile', async () => {
+    const steps = chain(4);
+    const { t, jobId, roots } = await started(steps);
+    let seen: unknown;
+    const slow = () => async (context: Parameters<NodeExecutor>[0]) => {
+      if (context.node.id === 'c') {
+        // Waits (a bounded number of looks) until its run shows `a` and `b` counted.
+        for (let look = 0; look < 200; look++) {
+          const { run } = await runParts(stack.deps, jobId);
+          seen = {
+            status: run?.status,
+            stepsCompleted: run?.stepsCompleted,
+            chargedHundredths: run?.chargedHundredths,
+          };
+          if (run?.stepsCompleted === 2) break;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      }
+      return instantExecutor(context);
+    };
+    expect(await deliver(contextHandler(stack.deps, { executors: slow }), stepRecords(roots))).toEqual([]);
+    expect(seen).toEqual({ status: 'processing', stepsCompleted: 2, chargedHundredths: 2 });
+    expect(await messagesOf(jobId)).toEqual([]);
+    await expectCompletedOnce(t, jobId, pricesOf(steps));
+  });
+
+  it('a step that fails after carried steps: they are counted and charged before the run fails', async () => {
+    const steps = chain(4);
+    const { t, jobId, roots } = await started(steps);
+    const failing = () => async (context: Parameters<NodeExecutor>[0]) => {
+      if (context.node.id === 'c') throw new StepFailedError('the otters refused');
+      return instantExecutor(context);
+    };
+    expect(await deliver(contextHandler(stack.deps, { executors: failing }), stepRecords(roots))).toEqual([]);
+    const { run, steps: items, charges } = await runParts(stack.deps, jobId);
+    expect(run).toMatchObject({ status: 'failed', heldHundredths: 0, chargedHundredths: 2, stepsCompleted: 2 });
+    expect(items.get('a')?.status).toBe('completed');
+    expect(items.get('b')?.status).toBe('completed');
+    expect(sumCharges(charges)).toBe(2);
+    const ledger = await ledgerOf(stack.deps, t.teamId);
+    expectBalanced(ledger);
+    expect(ledger).toMatchObject({ held: 0, charged: 2 });
+  });
+
+  it('a run cancelled mid-chain: every step left completed is charged once, the others never; the ledger exact', async () => {
+    const steps = chain(5);
+    const { t, jobId, roots } = await started(steps);
+    const cancelling = () => async (context: Parameters<NodeExecutor>[0]) => {
+      if (context.node.id === 'c') expect((await cancelRunCall(stack.baseUrl, t.key, jobId)).status).toBe(200);
+      return instantExecutor(context);
+    };
+    expect(await deliver(contextHandler(stack.deps, { executors: cancelling }), stepRecords(roots))).toEqual([]);
+    const { run, steps: items, charges } = await runParts(stack.deps, jobId);
+    expect(run).toMatchObject({ status: 'cancelled', heldHundredths: 0 });
+    // Carried, `a` and `b` were not counted when the cancel came: like `c`, they finished after it.
+    expect([...items.values()].map((s) => s.status).filter((s) => s === 'completed')).toHaveLength(charges.size);
+    expect(run?.chargedHundredths).toBe(sumCharges(charges));
+    expect(run?.finalChargedHundredths).toBe(sumCharges(charges));
+    const ledger = await ledgerOf(stack.deps, t.teamId);
+    expectBalanced(ledger);
+    expect(ledger).toMatchObject({ held: 0, charged: sumCharges(charges) });
+    expect(await messagesOf(jobId)).toEqual([]);
+  });
+});
+
 describe('a worker killed in an inline chain', () => {
   it('killed at any write of the chain, with no message sent: the redelivery of the first message finishes the run, each step charged once', {
     timeout: 120_000,
   }, async () => {
     const steps = chain(5);
-    // The chain's writes from one message: per step its end and its count, the last count being
-    // the run's end; a kill at each of them in turn (and one past them all).
-    for (let kill = 1; kill <= 2 * steps.length + 1; kill++) {
+    // The chain's writes from one message: per step its end, then the run's end, which counts every
+    // step (the chain carried their counts to it); a kill at each of them in turn (and one past them
+    // all). A kill before the end loses the carried counts with the worker: the redelivery counts them.
+    const chainWrites = steps.length + 1;
+    for (let kill = 1; kill <= chainWrites + 1; kill++) {
       const { t, jobId, roots } = await started(steps);
       let writes = 0;
       const dying = faultyDeps(stack, {
@@ -172,7 +270,7 @@ describe('a worker killed in an inline chain', () => {
       });
       const records = stepRecords(roots);
       const failed = await deliver(contextHandler(dying), records);
-      expect(failed, `kill at write ${kill}`).toEqual(kill <= 2 * steps.length ? records.map((r) => r.messageId) : []);
+      expect(failed, `kill at write ${kill}`).toEqual(kill <= chainWrites ? records.map((r) => r.messageId) : []);
       // SQS redelivers the first message to a healthy worker; the queue is drained as the event source would.
       const healthy = contextHandler(stack.deps);
       expect(

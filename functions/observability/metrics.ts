@@ -1,5 +1,5 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import type { FailureReason } from '../../platform/alarm-rules.ts';
+import { type FailureReason, operatorFailureReasons } from '../../platform/alarm-rules.ts';
 import { envNames } from '../../platform/definitions.ts';
 import {
   localStage,
@@ -84,8 +84,12 @@ const countFailure = (name: string, reason: FailureReason) => {
   byReason.addMetric(name, MetricUnit.Count, 1);
 };
 
-/** A step failed for good (its run fails with it). */
-export const countStepFailed = (reason: FailureReason) => countFailure(metricNames.failedSteps, reason);
+/** A step failed for good (its run fails with it); one an operator must mend is also counted for its alarm. */
+export const countStepFailed = (reason: FailureReason) => {
+  countFailure(metricNames.failedSteps, reason);
+  if (operatorFailureReasons.includes(reason))
+    metrics.addMetric(metricNames.stepsFailingForOperator, MetricUnit.Count, 1);
+};
 
 /**
  * A run ended completed (no reason) or failed (its failing step's reason): the failed-run rate is

@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { dataTable, libraryBucket, queues } from '../../platform/definitions.ts';
+import { dataTable, deadLetterQueue, libraryBucket, queues } from '../../platform/definitions.ts';
 import { basePath, streamRoutes } from '../../platform/routes.ts';
 import { localAwsConfig } from '../emulators.ts';
 import { operatorEventBusName } from '../eventbridge-emulator.ts';
@@ -316,15 +316,13 @@ const queueNameOf = (url: string) => url.split('/').pop() ?? '';
 
 /**
  * Resolves template values against the local resources: the data table, the library bucket and
- * the queues (and their DLQs), matched by construct id to `platform/definitions.ts`.
+ * the queues (and the dead-letter queue), matched by construct id to `platform/definitions.ts`.
  */
 export const templateResolver = (assembly: Assembly, resources: LocalResources) => {
   const queueUrlOf = (resource: TemplateResource): string | undefined => {
     const id = constructId(resource);
-    for (const q of queues) {
-      if (id === `${q.id}Queue`) return resources.queueUrls[q.id];
-      if (id === `${q.id}DeadLetterQueue`) return resources.dlqUrls[q.id];
-    }
+    if (id === `${deadLetterQueue.id}Queue`) return resources.dlqUrl;
+    for (const q of queues) if (id === `${q.id}Queue`) return resources.queueUrls[q.id];
     return undefined;
   };
 

@@ -35,13 +35,13 @@ const queued = (m: InspectedMessage, state: QueuedMessage['state']): QueuedMessa
   state,
 });
 
-/** Every message of the queue (or of its dead-letter queue with `dlq`), in each state. */
+/** Every message of the queue (or of the stage's one dead-letter queue with `dlq`), in each state. */
 export const queueContents = async (
   resources: LocalResources,
   queueId: QueueDefinition['id'],
   options: { dlq?: boolean } = {},
 ): Promise<QueuedMessage[]> => {
-  const url = (options.dlq ? resources.dlqUrls : resources.queueUrls)[queueId];
+  const url = options.dlq ? resources.dlqUrl : resources.queueUrls[queueId];
   const name = new URL(url).pathname.split('/').pop() ?? '';
   const response = await fetch(new URL(`/_fauxqs/queues/${name}`, resources.sqsS3Endpoint));
   if (!response.ok) throw new Error(`inspect ${name}: ${response.status}`);

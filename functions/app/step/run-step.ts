@@ -52,7 +52,7 @@ import { guardSubmit, retryBusyProvider, submitJob } from '../provider-job.ts';
 import { withTeamSlot } from '../team-slots.ts';
 import { checkJob } from './check-job.ts';
 import { endWithFailure, jobEnds, retryTimedOut } from './fail-step.ts';
-import { afterEnd, settleStep } from './settle-step.ts';
+import { afterEnd, type Carry, flushCarried, settleStep } from './settle-step.ts';
 import { nodeOf, stepContext } from './step-context.ts';
 import { ofTeam, type RunStepOptions, type StepMessage, sendSteps } from './step-messages.ts';
 import { runMarkingStart } from './step-start-mark.ts';
@@ -64,25 +64,38 @@ import { runMarkingStart } from './step-start-mark.ts';
  * message is sent, and that delivery runs it as usual; so is any other failure. Every stage of a
  * step is idempotent, so a step that had got as far as its count before failing is not charged twice.
  */
-const runChain = async (deps: Deps, options: RunStepOptions, first: () => Promise<StepMessage | undefined>) => {
-  let next = await first();
+const runChain = async (
+  deps: Deps,
+  options: RunStepOptions,
+  first: (carry: Carry | undefined) => Promise<StepMessage | undefined>,
+) => {
+  // The counts of the chain's steps wait for the chain's next count (settle-step.ts, "Carried counts"),
+  // when its steps may run here at all.
+  const carry: Carry | undefined = options.remainingMs ? { counts: [] } : undefined;
+  const flush = () => (carry ? flushCarried(deps, carry) : undefined);
+  let next = await first(carry);
   while (next !== undefined) {
     const message = next;
-    if (planInline(options.remainingMs?.(), options.stepTimeoutMs) === 'send')
+    if (planInline(options.remainingMs?.(), options.stepTimeoutMs) === 'send') {
+      await flush();
       return sendSteps(deps, message, [message.nodeId]);
+    }
     try {
       // Its lines carry its own nodeId, not its predecessor's.
       next = await withRecordKeys({ nodeId: message.nodeId }, () =>
-        runReadyStep(deps, message, { ...options, inline: true }),
+        runReadyStep(deps, message, { ...options, inline: true }, carry),
       );
     } catch (error) {
       logger.warn("step run in its predecessor's invocation failed; sent to the queue", {
         nodeId: message.nodeId,
         error,
       });
+      await flush();
       return sendSteps(deps, message, [message.nodeId]);
     }
   }
+  // The chain ended without a count that took what it carried (a step found done, its run ended).
+  await flush();
 };
 
 /**
@@ -94,7 +107,9 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
   // A guard of a submit runs no step: it reads the step and at most sends its message (no slot taken).
   if (message.guard !== undefined) return guardSubmit(deps, { ...message, guard: message.guard });
   // The chain's steps run in this invocation under the first step's slot.
-  return withTeamSlot(deps, message, () => runChain(deps, options, () => runReadyStep(deps, message, options)));
+  return withTeamSlot(deps, message, () =>
+    runChain(deps, options, (carry) => runReadyStep(deps, message, options, carry)),
+  );
 };
 
 /** What a node's throw was, in the order the plan weighs them. */
@@ -113,6 +128,7 @@ const runReadyStep = async (
   deps: Deps,
   received: StepMessage,
   options: RunStepOptions,
+  carry?: Carry,
 ): Promise<StepMessage | undefined> => {
   const read = await readRunAndSteps(deps, received, (c) => [received.nodeId, ...predecessors(c, received.nodeId)]);
   // The run is gone (expired, or deleted after its retention): a late message has nothing to do.
@@ -159,7 +175,7 @@ const runReadyStep = async (
   const plan = planStep(canvas, message.nodeId, steps);
   if (!plan.run) {
     if (await finishStepItem(deps, run, node.id, attempt, { status: StepStatus.skipped }))
-      return settleStep(deps, message, run, { status: StepStatus.skipped, chargeHundredths: 0 }, canvas);
+      return settleStep(deps, message, run, { status: StepStatus.skipped, chargeHundredths: 0 }, canvas, carry);
     return;
   }
   const inputKey = [...apiInputTargets(canvas)].find(([, target]) => target === node.id)?.[0];
@@ -171,8 +187,17 @@ const runReadyStep = async (
   const context = stepContext(deps, run, node, spec, { inputs: plan.inputs, runInput, runFile, timeoutMs });
   let outcome: Awaited<ReturnType<NodeExecutor>>;
   try {
-    outcome = await runMarkingStart(deps, run, node.id, attempt, () => deps.executors(node.type)(context));
+    outcome = await runMarkingStart(
+      deps,
+      run,
+      node.id,
+      attempt,
+      () => deps.executors(node.type)(context),
+      carry && (() => flushCarried(deps, carry)),
+    );
   } catch (error) {
+    // What the chain carried is counted before this step's failure or retry is (the run may end here).
+    if (carry) await flushCarried(deps, carry);
     const kind = errorKind(error, context.signal);
     const errorPlan = planNodeError(kind, { claimed: attempt !== null, inline: options.inline === true });
     if (errorPlan.kind === 'fail') {
@@ -217,5 +242,5 @@ const runReadyStep = async (
   const end = { status: StepStatus.completed, outputs: outcome.outputs, model, licence, chargeHundredths };
   // False: another delivery finished the step first (a duplicate message); that one counts it.
   if (!(await finishStepItem(deps, run, node.id, attempt, end))) return;
-  return settleStep(deps, message, run, { status: StepStatus.completed, chargeHundredths, model }, canvas);
+  return settleStep(deps, message, run, { status: StepStatus.completed, chargeHundredths, model }, canvas, carry);
 };

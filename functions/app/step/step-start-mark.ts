@@ -12,8 +12,10 @@ export const startMarkDelayMs = 200;
 
 /**
  * Runs a step's node (`execute`), marking its item `processing` if it is still running after
- * `startMarkDelayMs`. A claimed step (`attempt` set) is `processing` already: nothing more is
- * written. The mark is only what callers read, so its failure is logged, never the step's.
+ * `startMarkDelayMs`, and then also writing what `whileSlow` writes (an inline chain's carried
+ * counts, functions/app/step/settle-step.ts). A claimed step (`attempt` set) is `processing`
+ * already: nothing more is written. The mark is only what callers read, so its failure is logged,
+ * never the step's; so is `whileSlow`'s (what it writes is written later instead).
  */
 export const runMarkingStart = async <T>(
   deps: Deps,
@@ -21,13 +23,17 @@ export const runMarkingStart = async <T>(
   nodeId: string,
   attempt: Attempt,
   execute: () => Promise<T>,
+  whileSlow?: () => Promise<unknown>,
 ): Promise<T> => {
   if (attempt !== null) return execute();
   let marking: Promise<unknown> | undefined;
   const timer = setTimeout(() => {
-    marking = markStepStarted(deps, run, nodeId).catch((error: unknown) =>
-      logger.warn('step start mark not written', { nodeId, error }),
-    );
+    marking = Promise.all([
+      markStepStarted(deps, run, nodeId).catch((error: unknown) =>
+        logger.warn('step start mark not written', { nodeId, error }),
+      ),
+      whileSlow?.().catch((error: unknown) => logger.warn('carried step counts not written yet', { nodeId, error })),
+    ]);
   }, startMarkDelayMs);
   try {
     return await execute();

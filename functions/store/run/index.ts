@@ -49,6 +49,7 @@ export {
   markStepStarted,
   releaseStep,
   retireLateStep,
+  type StepCount,
   type StepRun,
   stepLeaseSeconds,
 } from './steps.ts';

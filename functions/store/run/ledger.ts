@@ -54,8 +54,14 @@ const settleTeamItems = (deps: Deps, run: RunLedgerState, release: number): Tran
 export const inProgressCondition = fromCondition(runTransitions.countStep);
 export const inProgressValues = statusValues(...inProgressStatuses);
 
-/** A step is counted on its run once: the run's `doneSteps` set names the steps counted. */
-export const notCountedCondition = '(attribute_not_exists(doneSteps) OR NOT contains(doneSteps, :node))';
+/**
+ * Steps are counted on their run once: the run's `doneSteps` set names the steps counted, and names
+ * none of `nodeIds` yet (`:node0`, `:node1`... in the values).
+ */
+export const notCountedCondition = (nodeIds: readonly string[]) => ({
+  expression: `(attribute_not_exists(doneSteps) OR NOT (${nodeIds.map((_, i) => `contains(doneSteps, :node${i})`).join(' OR ')}))`,
+  values: Object.fromEntries(nodeIds.map((id, i) => [`:node${i}`, id])),
+});
 
 /**
  * The run is where `move` starts (in progress), not finalized, and still holds what `run` read: no charge
@@ -79,11 +85,15 @@ const endedRun = (run: RunLedgerState, status: EndStatus, now: string, release: 
 });
 
 /**
- * The last step's count, made by the transaction that ends its run: valid only while every other
- * step is finished, as at the read (`completedBefore`, `skippedBefore`).
+ * The last step's count, made by the transaction that ends its run, with the counts an inline
+ * chain carried to it (functions/app/step/carried-counts.ts): valid only while every other step is
+ * finished, as at the read (`completedBefore`, `skippedBefore`).
  */
 export interface LastCount {
-  nodeId: string;
+  /** The steps counted, the run's last among them; none counted yet. */
+  nodeIds: readonly string[];
+  /** Of them, how many completed (the others were skipped), and what they charge in all. */
+  completed: number;
   chargeHundredths: number;
   completedBefore: number;
   skippedBefore: number;
@@ -102,18 +112,20 @@ export const endRunItems = (deps: Deps, run: RunLedgerState, status: EndStatus, 
   const release = run.heldHundredths - charge;
   const now = deps.now().toISOString();
   const held = heldCondition('end', run);
+  const notCounted = last && notCountedCondition(last.nodeIds);
   const condition = last
     ? {
         ...held,
-        ConditionExpression: `${held.ConditionExpression} AND ${notCountedCondition} AND stepsCompleted = :done AND (attribute_not_exists(stepsSkipped) OR stepsSkipped = :skipped)`,
+        ConditionExpression: `${held.ConditionExpression} AND ${notCounted?.expression} AND stepsCompleted = :done AND (attribute_not_exists(stepsSkipped) OR stepsSkipped = :skipped)`,
         ExpressionAttributeValues: {
           ...held.ExpressionAttributeValues,
-          ':node': last.nodeId,
+          ...notCounted?.values,
           ':done': last.completedBefore,
           ':skipped': last.skippedBefore,
         },
       }
     : held;
+  const skipped = last ? last.nodeIds.length - last.completed : 0;
   return [
     {
       Update: tableUpdate(
@@ -127,7 +139,16 @@ export const endRunItems = (deps: Deps, run: RunLedgerState, status: EndStatus, 
             heldHundredths: 0,
             ttl: runItemExpiry(run.createdAt, deps.now(), deps.retentionDays),
           },
-          ...(last ? { add: { stepsCompleted: 1, chargedHundredths: charge, doneSteps: new Set([last.nodeId]) } } : {}),
+          ...(last
+            ? {
+                add: {
+                  stepsCompleted: last.completed,
+                  ...(skipped > 0 && { stepsSkipped: skipped }),
+                  chargedHundredths: charge,
+                  doneSteps: new Set(last.nodeIds),
+                },
+              }
+            : {}),
           remove: ['GSI1PK', 'GSI1SK'],
         },
         condition,

@@ -186,7 +186,7 @@ export type CountResult =
    * Counted before (a redelivery), or the run had ended: nothing changed. `unsettled`: the run ended
    * but is not finalized yet (a model step of it was in flight at its end).
    */
-  | { counted: false; runEnded: boolean; alreadyCounted: boolean; unsettled: boolean };
+  | { counted: false; runEnded: boolean; alreadyCounted: boolean; unsettled: boolean; carriedRefused?: true };
 
 /** The run a refused count returns (its old image, as attribute values): whether it ended, and what it counted. */
 const RefusedCountSchema = v.object({
@@ -195,22 +195,39 @@ const RefusedCountSchema = v.object({
   finalizedAt: v.optional(stringAttribute(RunItemSchema.entries.finalizedAt.wrapped)),
 });
 
+/** A finished step's count on its run: the step, how it ended, and what it charges. */
+export interface StepCount {
+  nodeId: string;
+  status: CountedStepStatus;
+  chargeHundredths: number;
+}
+
 /**
  * Counts a finished step on its run, exactly once (the run's `doneSteps` set remembers it): a
- * completed step moves its charge from the run's hold to its charges. When every other step had
- * finished at `run`'s read, the count is made by the transaction that ends the run; otherwise it
- * is one conditional update, and the caller ends the run if the returned counters say it is done.
+ * completed step moves its charge from the run's hold to its charges. `carried`: steps an inline
+ * chain finished before this one whose counts waited for this one (functions/app/step/carried-counts.ts),
+ * counted in the same write, all or none. When every other step had finished at `run`'s read, the
+ * count is made by the transaction that ends the run; otherwise it is one conditional update, and
+ * the caller ends the run if the returned counters say it is done.
  */
 export const countStep = async (
   deps: Deps,
   run: RunItem,
   nodeId: string,
   outcome: { status: CountedStepStatus; chargeHundredths: number },
+  carried: readonly StepCount[] = [],
 ): Promise<CountResult> => {
-  const charge = isCompleted(outcome.status) ? outcome.chargeHundredths : 0;
-  if (isLastCount(run, outcome.status)) {
+  const counts = [...carried, { nodeId, ...outcome }];
+  const chargeOf = (c: StepCount) => (isCompleted(c.status) ? c.chargeHundredths : 0);
+  const charge = counts.reduce((sum, c) => sum + chargeOf(c), 0);
+  const completed = counts.filter((c) => isCompleted(c.status)).length;
+  const skipped = counts.length - completed;
+  const nodeIds = counts.map((c) => c.nodeId);
+  // This step is the run's last when the carried ones and every other step had finished.
+  if (isLastCount({ ...run, stepsCompleted: run.stepsCompleted + carried.length }, outcome.status)) {
     const last = {
-      nodeId,
+      nodeIds,
+      completed,
       chargeHundredths: charge,
       completedBefore: run.stepsCompleted,
       skippedBefore: run.stepsSkipped,
@@ -218,6 +235,7 @@ export const countStep = async (
     if (await endRun(deps, run, RunStatus.completed, last)) return { counted: true, ended: true };
     // The run moved since the read (a parallel step, a cancel): count it the general way.
   }
+  const notCounted = notCountedCondition(nodeIds);
   const count = await conditionalUpdate(
     deps,
     storedRun,
@@ -225,17 +243,18 @@ export const countStep = async (
     {
       set: { status: RunStatus.processing },
       add: {
-        ...(isCompleted(outcome.status) ? { stepsCompleted: 1 } : { stepsSkipped: 1 }),
+        ...(completed > 0 && { stepsCompleted: completed }),
+        ...(skipped > 0 && { stepsSkipped: skipped }),
         chargedHundredths: charge,
         heldHundredths: -charge,
-        doneSteps: new Set([nodeId]),
+        doneSteps: new Set(nodeIds),
       },
       remove: ['GSI1PK', 'GSI1SK'],
     },
     {
-      ConditionExpression: `${inProgressCondition} AND ${notCountedCondition} AND heldHundredths >= :charge`,
+      ConditionExpression: `${inProgressCondition} AND ${notCounted.expression} AND heldHundredths >= :charge`,
       ExpressionAttributeNames: { '#status': 'status' },
-      ExpressionAttributeValues: { ...inProgressValues, ':node': nodeId, ':charge': charge },
+      ExpressionAttributeValues: { ...inProgressValues, ...notCounted.values, ':charge': charge },
     },
     { ReturnValues: 'ALL_NEW', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' },
   );
@@ -244,6 +263,8 @@ export const countStep = async (
   const old = parseItem(RefusedCountSchema, count.oldItem ?? {}, runKey(run.jobId));
   const runEnded = !isInProgress(old.status?.S);
   const alreadyCounted = old.doneSteps?.SS.includes(nodeId) ?? false;
+  // Carried counts refused together: the caller counts them one by one (one may have been counted meanwhile).
+  if (carried.length > 0) return { counted: false, runEnded, alreadyCounted, unsettled: false, carriedRefused: true };
   if (!runEnded && !alreadyCounted) {
     throw new Error(`Run ${run.jobId} holds less than step ${nodeId}'s charge of ${charge}`);
   }
