@@ -58,6 +58,41 @@ export const MultiplierSchema = v.pipe(
 );
 
 /**
+ * Our design: what a start does when its workflow already has a run in progress. `reject` (the
+ * default): the contract's 409. `queue`: the run is accepted now, its estimate held, and starts when
+ * the runs ahead of it have ended (answer 202). `replace`: the run in progress is cancelled as
+ * POST /runs/{jobId}/cancel would, and this one starts first.
+ */
+export const onConflictChoices = ['reject', 'queue', 'replace'] as const;
+export const OnConflictSchema = v.pipe(
+  v.picklist(onConflictChoices),
+  v.description(
+    'Our design: what happens when the workflow already has a run in progress. `reject` (the default): 409, ' +
+      'nothing held. `queue`: the run is accepted now with its `jobId`, its estimate held, status `queued`; it ' +
+      'starts when the runs accepted before it have ended (answer 202 with `queuePosition` and `queuedBehind`; at ' +
+      'most 100 wait per workflow). `replace`: the run in progress is cancelled as Cancel a run would, and this ' +
+      'one starts ahead of any queued runs (the answer names `replaced`). With no run in progress all three start ' +
+      'at once.',
+  ),
+);
+export type OnConflict = v.InferOutput<typeof OnConflictSchema>;
+
+/**
+ * Our design: the latest time a run may start (a date-time, at most 7 days ahead; the window is
+ * checked against the clock where it is used, functions/domain/start-by.ts). One schema for every
+ * start that can wait: a queued run (`onConflict: "queue"`) not started by then ends `cancelled`;
+ * a deferred run not dispatched by then is `expired`.
+ */
+export const StartBySchema = v.pipe(
+  DateTimeSchema,
+  v.description(
+    'Our design: the latest time the run may start, at most 7 days ahead. A run still queued behind another ' +
+      '(`onConflict: "queue"`) at that time ends `cancelled`, holding nothing. Without it a queued run waits at ' +
+      'most 24 hours.',
+  ),
+);
+
+/**
  * Body of both run starts; every field optional, and a missing body means `{}`. The `callbackUrl`
  * message is the spec's 422 message, so a handler can answer with the issue's message as is.
  */
@@ -102,6 +137,10 @@ export const RunRequestSchema = notArray(
     tags: v.optional(TagsSchema),
     /** Our design: the lifecycle events to send to `callbackUrl` (schemas/webhook-events.ts). */
     webhookEvents: v.optional(WebhookEventsSchema),
+    /** Our design: what a start meeting a run in progress does; absent reads as `reject`. */
+    onConflict: v.optional(OnConflictSchema),
+    /** Our design: the latest start of a run that waits (schemas/runs.ts `StartBySchema`). */
+    startBy: v.optional(StartBySchema),
   }),
 );
 export type RunRequest = v.InferOutput<typeof RunRequestSchema>;
@@ -124,8 +163,33 @@ export const RunStartedResponseSchema = v.strictObject({
   estimatedCredits: v.number(),
   stepsCount: v.pipe(v.number(), v.integer(), v.minValue(0)),
   callbackSecret: v.optional(IssuedSecretSchema),
+  /** Our design: with `onConflict: "replace"`, the run in progress this start cancelled. */
+  replaced: v.optional(
+    v.pipe(UuidSchema, v.description('Our design: the run in progress that `onConflict: "replace"` cancelled.')),
+  ),
 });
 export type RunStartedResponse = v.InferOutput<typeof RunStartedResponseSchema>;
+
+/** Our design: where a run waiting behind its workflow's run in progress stands (1 = next). */
+export const QueuePositionSchema = v.pipe(
+  v.number(),
+  v.integer(),
+  v.minValue(1),
+  v.description('Our design: while the run waits behind another, its place in the workflow queue (1 = next).'),
+);
+/** Our design: the run a waiting run waits for: the one just ahead of it (the run in progress for the first). */
+export const QueuedBehindSchema = v.pipe(
+  UuidSchema,
+  v.description(
+    'Our design: while the run waits, the `jobId` of the run just ahead of it: the run in progress when ' +
+      '`queuePosition` is 1, else the queued run before it.',
+  ),
+);
+const queuedFields = { queuePosition: QueuePositionSchema, queuedBehind: QueuedBehindSchema };
+
+/** Our design: 202 of a run start with `onConflict: "queue"` (or a replace still waiting): accepted, waiting. */
+export const RunQueuedResponseSchema = v.strictObject({ ...RunStartedResponseSchema.entries, ...queuedFields });
+export type RunQueuedResponse = v.InferOutput<typeof RunQueuedResponseSchema>;
 
 /** 202 of a run start with `defer: true`; not a promise the run will start. */
 export const RunDeferredResponseSchema = v.strictObject({
@@ -149,6 +213,8 @@ export const ResumeRunRequestSchema = notArray(
     callbackSecret: RunRequestSchema.entries.callbackSecret,
     generateCallbackSecret: RunRequestSchema.entries.generateCallbackSecret,
     webhookEvents: RunRequestSchema.entries.webhookEvents,
+    onConflict: RunRequestSchema.entries.onConflict,
+    startBy: RunRequestSchema.entries.startBy,
   }),
 );
 export type ResumeRunRequest = v.InferOutput<typeof ResumeRunRequestSchema>;
@@ -162,6 +228,9 @@ export const RunResumedResponseSchema = v.strictObject({
   carriedSteps: v.array(v.string()),
 });
 export type RunResumedResponse = v.InferOutput<typeof RunResumedResponseSchema>;
+
+/** Our design: 202 of a resume with `onConflict: "queue"`: the new run waits behind the run in progress. */
+export const RunResumeQueuedResponseSchema = v.strictObject({ ...RunResumedResponseSchema.entries, ...queuedFields });
 
 /** 422 of a run start when the workflow fails validation: the one error body without `error`. */
 export const RunValidationFailedSchema = v.strictObject({
@@ -347,6 +416,9 @@ export const RunSchema = v.strictObject({
   tags: v.optional(TagsSchema),
   /** Ours: the run this one resumes (POST /runs/{jobId}/resume); absent otherwise. */
   resumedFrom: v.optional(UuidSchema),
+  /** Ours: while it waits behind another run (`onConflict: "queue"`); absent otherwise. */
+  queuePosition: v.optional(QueuePositionSchema),
+  queuedBehind: v.optional(QueuedBehindSchema),
   /** Ours: where to follow the run live (GET /runs/{jobId}/events); absent in webhook bodies. */
   links: v.optional(v.strictObject({ events: v.pipe(v.string(), v.url()) })),
 });
@@ -457,6 +529,8 @@ export const runComponents = {
   RunDeferredResponse: RunDeferredResponseSchema,
   ResumeRunRequest: ResumeRunRequestSchema,
   RunResumedResponse: RunResumedResponseSchema,
+  RunQueuedResponse: RunQueuedResponseSchema,
+  RunResumeQueuedResponse: RunResumeQueuedResponseSchema,
   RunValidationFailed: RunValidationFailedSchema,
   Run: RunSchema,
   RunStep: RunStepSchema,
@@ -582,7 +656,12 @@ const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
   },
   responses: {
     200: jsonResponse('The run is queued and its estimate held.', 'RunStartedResponse'),
-    202: jsonResponse('The run is deferred (`defer: true`); not a promise that it will start.', 'RunDeferredResponse'),
+    202: jsonResponse(
+      'The run is deferred (`defer: true`; not a promise that it will start), or (`onConflict: "queue"`) accepted ' +
+        'and waiting behind the run in progress, its estimate held.',
+      'RunDeferredResponse',
+      'RunQueuedResponse',
+    ),
     500: jsonResponse('Server failure.', 'ServerError'),
   },
   errorWords: {
@@ -597,7 +676,9 @@ const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
       subject === 'workflow'
         ? 'No such workflow in the team, or it has no canvas.'
         : 'No such agent in the team, no workflow for it, or no canvas.',
-    409: 'The workflow already has a run in progress.',
+    409:
+      'The workflow already has a run in progress (`onConflict` `reject`, the default), or its queue holds 100 ' +
+      'runs (`onConflict: "queue"`).',
     422:
       "An `inputs` key matches no step, a file step's `inputs` value is not a usable `fileId` or public https URL, " +
       '`callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not ' +
@@ -699,6 +780,10 @@ export const runOperations: OperationSpec[] = [
     },
     responses: {
       200: jsonResponse('The new run is queued and the estimate of its steps held.', 'RunResumedResponse'),
+      202: jsonResponse(
+        'With `onConflict: "queue"`: the new run is accepted and waits behind the run in progress, its estimate held.',
+        'RunResumeQueuedResponse',
+      ),
       500: jsonResponse('Server failure.', 'ServerError'),
     },
     errorWords: {
@@ -707,7 +792,9 @@ export const runOperations: OperationSpec[] = [
       402: 'Not enough credits, the project hard cap, the per-step credit limit, or the key monthly credit cap.',
       403: `The key lacks \`${scopeOf('ResumeRun')}\`.`,
       404: 'No such run in the team (or past its retention).',
-      409: 'The run is not `failed` or `stopped`, or its workflow already has a run in progress.',
+      409:
+        'The run is not `failed` or `stopped`, its workflow already has a run in progress (`onConflict` `reject`), ' +
+        'or its queue holds 100 runs.',
       422:
         "An `inputs` key matches no step, a file step's `inputs` value is not a usable `fileId` or public https " +
         'URL, `callbackUrl` is not https, a step that runs needs a provider this run may not use, or the ' +

@@ -1,6 +1,6 @@
 import { RunStatus } from '../../platform/run-statuses.ts';
 import { runLabels } from '../../schemas/run-tags.ts';
-import type { RunRequest } from '../../schemas/runs.ts';
+import type { OnConflict, RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { type AdmissionRefusal, busyFirst, refusalWithoutFacts, runRefusal } from '../domain/admission.ts';
 import { toCredits } from '../domain/credits.ts';
@@ -17,10 +17,13 @@ import { loadersWithoutValue } from '../domain/loader-inputs.ts';
 import { spendMonth } from '../domain/monthly-cap.ts';
 import { estimateRun, type RunEstimate } from '../domain/pricing.ts';
 import { estimateOfSteps, type ResumePlan } from '../domain/resume.ts';
+import { startByProblem, startDeadline } from '../domain/start-by.ts';
 import { newStandardWebhookSecret } from '../domain/webhook.ts';
+import { type QueueLane, queueCap, queueWaitSeconds } from '../domain/workflow-queue.ts';
 import { apiInputKeys, rootNodeIds, topologicalOrder, validateCanvas } from '../domain/workflow-graph.ts';
 import type { ServiceError } from '../errors/define.ts';
 import {
+  InvalidBodyError,
   MonthlyCapUnverifiableError,
   ProviderNotAvailableError,
   RunInProgressError,
@@ -42,13 +45,17 @@ import {
   loadAgentWorkflow,
   loadRunnableWorkflow,
   type NewRun,
+  queueRun,
   RaceLostError,
   type RunnableWorkflow,
+  type Standing,
   sendStepMessages,
+  startNextQueued,
   startRun,
 } from '../store/run/index.ts';
 import { assertUnderStorageQuota } from '../store/stored-bytes.ts';
 import { backoff, storageBusy, writeRetry } from '../store/write.ts';
+import { cancelReplaced } from './cancel-run.ts';
 import { checkFileInputs, holdFileInputs, uploadsByKey } from './run-inputs.ts';
 
 /** The error that carries an admission refusal to the caller. */
@@ -98,8 +105,11 @@ export interface CommitInput {
   request: RunRequest;
   /** The price multiplier in force (1 for a run started now). */
   multiplier: number;
-  /** Builds the answer remembered for an Idempotency-Key (null when none was sent). */
-  idempotency: ((jobId: string, estimate: RunEstimate) => NewRun['idempotency']) | null;
+  /**
+   * Builds the answer remembered for an Idempotency-Key (null when none was sent); `conflict` when
+   * the run was queued behind the run in progress, or replaced it (`onConflict`).
+   */
+  idempotency: ((jobId: string, estimate: RunEstimate, conflict?: ConflictOutcome) => NewRun['idempotency']) | null;
   deferredJobId: string | null;
   extraItems?: NewRun['extraItems'];
   /**
@@ -110,6 +120,31 @@ export interface CommitInput {
   /** Set on a resume (functions/app/resume-run.ts): only the plan's steps are priced, checked and run. */
   resume?: RunResume;
 }
+
+/** What `onConflict` made of a start that met a run in progress: it waits (`queue`), or it replaced that run. */
+export type ConflictOutcome = { queued: Standing } | { replaced: string };
+
+/** A committed start: its run, its estimate, and what `onConflict` did when the workflow was busy. */
+export interface Committed {
+  jobId: string;
+  estimate: RunEstimate;
+  conflict?: ConflictOutcome;
+}
+
+/** The fields an answer adds for `conflict`: the place of a waiting run, or the run replaced. */
+export const conflictFields = (conflict: ConflictOutcome | undefined) =>
+  conflict === undefined
+    ? {}
+    : 'replaced' in conflict
+      ? { replaced: conflict.replaced }
+      : { queuePosition: conflict.queued.queuePosition, queuedBehind: conflict.queued.queuedBehind };
+
+/** Tries a start makes while the queue it would join keeps moving (each loses only to another start's progress). */
+const queueMoves = 3 * queueCap;
+
+/** What a start that meets a run in progress does: its lane in the queue, or undefined to be refused (409). */
+const laneOf = (onConflict: OnConflict | undefined): QueueLane | undefined =>
+  onConflict === 'queue' ? 'queue' : onConflict === 'replace' ? 'replace' : undefined;
 
 /** What a resume adds to a start: the run it resumes, its plan, and the carried-over steps' writer. */
 export interface RunResume {
@@ -123,8 +158,10 @@ export interface RunResume {
  * Estimates, admits (functions/domain/admission.ts, in the spec's order), then ONE transaction,
  * then the root steps to SQS. Shared by run starts and the deferred dispatcher.
  */
-export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId: string; estimate: RunEstimate }> => {
+export const commitRun = async (deps: Deps, input: CommitInput): Promise<Committed> => {
   const { key, workflow, request } = input;
+  // `queue` and `replace` meet a busy workflow by waiting (ahead of the queue, for `replace`).
+  const lane = laneOf(request.onConflict);
   const jobId = input.jobId ?? deps.newId();
   const { resume } = input;
   const whole = estimateRun(workflow.canvas, request.mode, input.multiplier, deps.providers);
@@ -139,7 +176,10 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
   const monthlyCap = key.monthlyCapHundredths;
   let inputFiles = typeof input.inputFiles === 'function' ? undefined : input.inputFiles;
   const holdFiles = typeof input.inputFiles === 'function' ? input.inputFiles : undefined;
-  for (let attempt = 0; ; attempt++) {
+  let conflict: ConflictOutcome | undefined;
+  let busy = false;
+  let moves = 0;
+  for (let attempt = 0; ; ) {
     let facts: Awaited<ReturnType<typeof loadAdmissionFacts>>;
     try {
       facts = await loadAdmissionFacts(deps, {
@@ -161,14 +201,15 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
     const refusal = runRefusal(estimate, facts, now);
     // The lock is read only for a refusal: a busy workflow is answered before it, naming the run to wait for.
     if (refusal) {
-      const busy = busyFirst(refusal, await activeJobOf(deps, workflow.workflowId));
-      throw admissionError(busy, { balanceHundredths: facts.balance });
+      // A start that would wait is answered its 402 at once, as any other: the busy workflow is no refusal to it.
+      const first = lane ? { kind: 'refused' as const, refusal } : busyFirst(refusal, await activeJobOf(deps, workflow.workflowId));
+      throw admissionError(first, { balanceHundredths: facts.balance });
     }
     // After admission (a refused start copies nothing), before the commit (a committed run has its
     // copies); a copy whose transaction then fails is left to the retention's lifecycle rule. A busy
     // workflow, which the transaction would refuse, is refused before any copy is made (one read,
     // only when there are files to copy): a start repeated while its workflow runs stores nothing.
-    if (holdFiles && !inputFiles) {
+    if (holdFiles && !inputFiles && !lane) {
       const active = await activeJobOf(deps, workflow.workflowId);
       if (active !== undefined) throw admissionError({ kind: 'runInProgress', activeJobId: active });
     }
@@ -177,8 +218,7 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
       await resume.carry(jobId);
       carried = true;
     }
-    try {
-      await startRun(deps, {
+    const run: NewRun = {
         jobId,
         teamId: key.teamId,
         keyId: key.keyId,
@@ -203,16 +243,41 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
         ),
         extraItems: input.extraItems,
         ...(resume && { resumed: { from: resume.resumedFrom, carried: resume.plan.carried } }),
-      });
-      break;
+    };
+    try {
+      if (!busy) {
+        await startRun(deps, run);
+        break;
+      }
+      const queued = await queueRun(deps, run, { lane: lane ?? 'queue', waitUntil: waitUntilOf(deps, request) }, (standing, holder) =>
+        input.idempotency?.(jobId, estimate, outcomeOf(lane, standing, holder)) ?? null,
+      );
+      if (queued.kind === 'queued') {
+        conflict = outcomeOf(lane, queued.standing, queued.holder);
+        if (lane === 'replace' && queued.holder !== undefined) await cancelReplaced(deps, queued.holder);
+        break;
+      }
+      // The workflow came free (a plain start again), or the queue moved since it was read.
+      busy = false;
+      if (++moves >= queueMoves) throw storageBusy('run queue', 'raceLost', moves, new Error('the queue kept moving'));
     } catch (error) {
+      if (error instanceof RunInProgressError && lane && !busy) {
+        busy = true;
+        continue;
+      }
       if (!(error instanceof RaceLostError)) throw error;
       // A cap moved between the read and the transaction: read again, after a backoff; 503 when it keeps moving.
-      if (attempt + 1 >= writeRetry.tries) throw storageBusy('run start', 'raceLost', attempt + 1, error);
-      await backoff(deps, attempt + 1);
+      attempt++;
+      if (attempt >= writeRetry.tries) throw storageBusy('run start', 'raceLost', attempt, error);
+      await backoff(deps, attempt);
     }
   }
   countRunStarted();
+  if (conflict !== undefined) {
+    // Between two runs (a lock left free with runs waiting) nobody else may start the queue: this start does.
+    await startQueueOnce(deps, workflow.workflowId);
+    return { jobId, estimate, conflict };
+  }
   try {
     await sendStepMessages(
       deps,
@@ -224,6 +289,30 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
     logger.error('root steps not sent; the sweep will retry', { jobId, error: error as Error });
   }
   return { jobId, estimate };
+};
+
+/** The outcome a queued start answers: waiting in the queue, or (replace) the run it cancelled when there was one. */
+const outcomeOf = (lane: QueueLane | undefined, standing: Standing, holder: string | undefined): ConflictOutcome =>
+  lane === 'replace' && holder !== undefined ? { replaced: holder } : { queued: standing };
+
+/** When a queued run stops waiting: its `startBy`, else `queueWaitSeconds` from now. */
+const waitUntilOf = (deps: Deps, request: Pick<RunRequest, 'startBy'>) =>
+  startDeadline(deps.now(), request.startBy, queueWaitSeconds);
+
+/** `startNextQueued`, whose failure leaves the queue to the next run end or the dispatcher's tick. */
+const startQueueOnce = async (deps: Deps, workflowId: string) => {
+  try {
+    await startNextQueued(deps, workflowId);
+  } catch (error) {
+    logger.warn('the queue was left to the sweep', { workflowId, error: error as Error });
+  }
+};
+
+/** A `startBy` outside its window (in the past, or more than 7 days ahead) is the caller's 400. */
+export const checkStartBy = (deps: Deps, request: Pick<RunRequest, 'startBy'>) => {
+  if (request.startBy === undefined) return;
+  const problem = startByProblem(request.startBy, deps.now());
+  if (problem) throw new InvalidBodyError(`startBy: ${problem}`);
 };
 
 /** A run start as the HTTP edge read it (functions/http/run-start.ts). */
@@ -241,13 +330,24 @@ export interface RunStart {
  */
 export interface RunStartAnswer {
   deferred: boolean;
+  /** The run was accepted to wait behind the run in progress (`onConflict: "queue"`). */
+  queued?: boolean;
   body: Record<string, unknown>;
 }
 
-/** A remembered answer's body says which it was: only a deferred run's has `deferred: true`. */
+/**
+ * A remembered answer's body says which it was: only a deferred run's has `deferred: true`, only a
+ * waiting run's a `queuePosition`.
+ */
 const answerOf = (body: unknown): RunStartAnswer => {
   const record = (body ?? {}) as Record<string, unknown>;
-  return { deferred: record.deferred === true, body: record };
+  return { deferred: record.deferred === true, queued: record.queuePosition !== undefined, body: record };
+};
+
+/** The answer to a start that committed a run: its fields, and what `onConflict` did (202 while it waits). */
+export const committedAnswer = (body: Record<string, unknown>, conflict: ConflictOutcome | undefined): RunStartAnswer => {
+  const fields = conflictFields(conflict);
+  return { deferred: false, queued: 'queuePosition' in fields, body: { ...body, ...fields } };
 };
 
 /** Builds the record that remembers an answer for the request's Idempotency-Key (null when none was sent). */
@@ -325,6 +425,7 @@ const startRunFor = (
 ): Promise<RunStartAnswer> => {
   return answerOnce(deps, key, { ...start, body: start.request }, async (rememberFor) => {
     const { request, issued } = withIssuedSecret(start.request);
+    checkStartBy(deps, request);
     const workflow = await resolveWorkflow();
     checkRunnable(key, workflow, request, deps.providers);
     // A loader left with nothing to load would fail after the hold: refused first, nothing held.
@@ -362,10 +463,9 @@ const startRunFor = (
       multiplier: 1,
       deferredJobId: null,
       inputFiles: uploads.length > 0 ? (jobId) => holdFileInputs(deps, key.teamId, jobId, uploads) : {},
-      idempotency: (jobId, estimate) => {
-        answer = {
-          deferred: false,
-          body: {
+      idempotency: (jobId, estimate, conflict) => {
+        answer = committedAnswer(
+          {
             jobId,
             workflowId: workflow.workflowId,
             status: RunStatus.queued,
@@ -373,7 +473,8 @@ const startRunFor = (
             stepsCount: workflow.canvas.nodes.length,
             ...issued,
           },
-        };
+          conflict,
+        );
         return rememberFor(answer);
       },
     });

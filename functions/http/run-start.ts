@@ -16,9 +16,9 @@ export const runStartOf = (event: APIGatewayProxyEventV2): RunStart => ({
   target: { routeKey: event.routeKey, pathParameters: event.pathParameters },
 });
 
-/** A started run answers 200, a deferred one 202 (spec 4.3). */
+/** A started run answers 200, a deferred one 202 (spec 4.3), and so does one queued behind another (ours). */
 export const runStartResponse = (answer: RunStartAnswer): HttpResult =>
-  answer.deferred ? accepted(answer.body) : ok(answer.body);
+  answer.deferred || answer.queued ? accepted(answer.body) : ok(answer.body);
 
 /**
  * Both run starts (spec 4.3 and 4.4) differ only in how the path's id names the workflow, which

@@ -87,6 +87,26 @@ export const queuedRunIndex = (jobId: string, createdAt: string) => ({
 });
 export const queuedRunPartition = (shard: number) => `QUEUEDRUNS#${shard}`;
 
+/**
+ * A workflow's queue (functions/domain/workflow-queue.ts): one entry per run waiting behind its run
+ * in progress, sorted by `queueOrder`, read strongly consistent from the table itself.
+ */
+export const workflowQueuePartition = (workflowId: string) => `WFQUEUE#${workflowId}`;
+export const workflowQueueKey = (workflowId: string, order: string) => ({
+  PK: workflowQueuePartition(workflowId),
+  SK: order,
+});
+
+/**
+ * Sparse GSI1 entry on a run while it is `waiting`, sorted by when its wait ends: the sweep expires
+ * those past it and starts the queue of a workflow whose lock was left free (the fallback).
+ */
+export const waitingRunIndex = (jobId: string, waitUntil: string) => ({
+  GSI1PK: `WAITINGRUNS#${Number.parseInt(jobId.slice(0, 2), 16) % queuedRunShards}`,
+  GSI1SK: `${waitUntil}#${jobId}`,
+});
+export const waitingRunPartition = (shard: number) => `WAITINGRUNS#${shard}`;
+
 /** A deferred run (spec 2.4). */
 export const deferredRunKey = (deferredJobId: string) => ({ PK: `DEFERRED#${deferredJobId}`, SK: 'DEFERRED' });
 

@@ -14,6 +14,16 @@ export {
   settleJustEnded,
 } from './ledger.ts';
 export { countSweepRefusal, type QueuedRun, queuedRunsStartedBefore } from './queued.ts';
+export {
+  cancelWaitingRun,
+  type QueueOutcome,
+  queueRun,
+  type Standing,
+  standingOf,
+  startNextQueued,
+  type WaitingEntry,
+  waitingRuns,
+} from './queue.ts';
 export { type RunProgress, readRunProgress, runMarkOf } from './run-mark.ts';
 export {
   activeJobOf,
