@@ -18,6 +18,7 @@ export {
   cancelWaitingRun,
   type QueueOutcome,
   queueRun,
+  readLock,
   type Standing,
   standingOf,
   startNextQueued,

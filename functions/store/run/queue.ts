@@ -133,6 +133,10 @@ export type QueueOutcome =
 
 const sequence = (n: number) => String(n).padStart(12, '0');
 
+/** A counter of the lock item equals `value` as read (a counter never written reads 0). */
+const countIs = (counter: 'waiting' | 'accepted', value: number) =>
+  value === 0 ? `(attribute_not_exists(${counter}) OR ${counter} = :${counter})` : `${counter} = :${counter}`;
+
 /**
  * Queues `run` behind the workflow's run in progress, in ONE transaction: the start's items
  * (`startRunItems`: the hold, the spends, the Idempotency-Key's answer, tags, extra items) with the
@@ -170,9 +174,11 @@ export const queueRun = async (
           workflowLockKey(workflowId),
           { add: { waiting: 1, accepted: 1 } },
           {
-            ConditionExpression:
-              (lock.jobId === undefined ? 'attribute_not_exists(jobId)' : 'jobId = :holder') +
-              ' AND waiting = :waiting AND accepted = :accepted',
+            ConditionExpression: [
+              lock.jobId === undefined ? 'attribute_not_exists(jobId)' : 'jobId = :holder',
+              countIs('waiting', lock.waiting),
+              countIs('accepted', lock.accepted),
+            ].join(' AND '),
             ExpressionAttributeValues: {
               ...(lock.jobId !== undefined && { ':holder': lock.jobId }),
               ':waiting': lock.waiting,
