@@ -1,4 +1,4 @@
-import { StepStatus } from '../../platform/run-statuses.ts';
+import { RunStatus, StepStatus } from '../../platform/run-statuses.ts';
 import type { Run } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
@@ -34,7 +34,11 @@ const stopProviderJobs = async (deps: Deps, run: { jobId: string; workflowId: st
  * when it has ended.
  */
 const cancelAsRead = async (deps: Deps, run: RunItem): Promise<boolean> => {
-  if (isWaiting(run.status)) return cancelWaitingRun(deps, run);
+  if (isWaiting(run.status)) {
+    if (!(await cancelWaitingRun(deps, run))) return false;
+    await queueWebhook(deps, run, RunStatus.cancelled);
+    return true;
+  }
   if (!isInProgress(run.status)) throw new RunAlreadyEndedError(run.jobId);
   const status = cancelStatus(run.stepsCompleted);
   // false: a step charged between the read and the write (the hold moved); read again.

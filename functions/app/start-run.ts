@@ -252,7 +252,7 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<Committ
       const queued = await queueRun(deps, run, { lane: lane ?? 'queue', waitUntil: waitUntilOf(deps, request) }, (standing, holder) =>
         input.idempotency?.(jobId, estimate, outcomeOf(lane, standing, holder)) ?? null,
       );
-      if (queued.kind === 'queued') {
+      if (queued.kind === 'waits') {
         conflict = outcomeOf(lane, queued.standing, queued.holder);
         if (lane === 'replace' && queued.holder !== undefined) await cancelReplaced(deps, queued.holder);
         break;

@@ -60,7 +60,10 @@ const sweepWaitingRuns = async (deps: Deps, report: SweepReport) => {
         continue;
       }
       const run = await readRunItem(deps, waiting.jobId);
-      if (run && (await cancelWaitingRun(deps, run))) report.waitEnded.push(waiting.jobId);
+      if (run && (await cancelWaitingRun(deps, run))) {
+        report.waitEnded.push(waiting.jobId);
+        await queueWebhook(deps, run, RunStatus.cancelled);
+      }
     } catch (error) {
       logger.warn('a waiting run’s end was left to the next pass', { jobId: waiting.jobId, error: error as Error });
     }

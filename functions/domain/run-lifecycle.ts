@@ -103,7 +103,7 @@ export const runTransitions = {
     guard: 'the hold as read; not finalized (with the last step: counters as read, not counted)',
     counters: 'the last step counted, when given',
     hold: 'releases the rest to the balance',
-    lock: 'frees it',
+    lock: 'frees it (hands it over while runs wait)',
   }),
   close: run({
     from: inProgressStatuses,
@@ -119,7 +119,7 @@ export const runTransitions = {
     guard: 'no live claim of its steps; the hold as read; not finalized',
     counters: 'unchanged',
     hold: 'releases the rest to the balance',
-    lock: 'frees it',
+    lock: 'frees it (hands it over while runs wait)',
   }),
   countSweepRefusal: run({
     from: [RunStatus.queued],

@@ -8,11 +8,11 @@ export { type CarriedStep, putCarriedSteps } from './carried-steps.ts';
 export {
   closeRun,
   endRun,
-  queueWebhook,
   type RunLedgerState,
   settleEndedRun,
   settleJustEnded,
 } from './ledger.ts';
+export { queueWebhook } from './run-webhook.ts';
 export { countSweepRefusal, type QueuedRun, queuedRunsStartedBefore } from './queued.ts';
 export {
   cancelWaitingRun,

@@ -313,5 +313,3 @@ export const endRun = async (deps: Deps, run: RunLedgerState, status: EndStatus,
   (await transactWrite(deps, endRunItems(deps, run, status, last))).written ||
   endHandingOver(deps, run, (handover) => endRunItems(deps, run, status, last, handover));
 
-
-export { queueWebhook } from './run-webhook.ts';

@@ -83,20 +83,25 @@ export const readLock = async (deps: Deps, workflowId: string): Promise<LockStat
 /** Whether a lock as read lets a plain start take it: no run holds it and none waits. */
 export const isFree = (lock: LockState | undefined) => !lock || (lock.jobId === undefined && lock.waiting === 0);
 
-/** The job ids of the workflow's queue, in order (strongly consistent; at most `queueCap` and the replacements). */
-const queueEntries = async (deps: Deps, workflowId: string, before?: string): Promise<string[]> =>
-  queryAll(
-    deps,
-    {
+/**
+ * The job ids of the workflow's queue (before `before`), in order: one strongly consistent Query.
+ * One page holds them all: at most `queueCap` entries and the few replacements, each under 200 bytes.
+ */
+const queueEntries = async (deps: Deps, workflowId: string, before?: string): Promise<string[]> => {
+  const { Items } = await deps.ddb.send(
+    new QueryCommand({
+      TableName: deps.tableName,
       KeyConditionExpression: before === undefined ? 'PK = :pk' : 'PK = :pk AND SK < :before',
       ExpressionAttributeValues: {
         ':pk': workflowQueuePartition(workflowId),
         ...(before !== undefined && { ':before': before }),
       },
+      ProjectionExpression: 'jobId',
       ConsistentRead: true,
-    },
-    (item) => parseItem(WorkflowQueueEntrySchema, item).jobId,
+    }),
   );
+  return (Items ?? []).map((item) => parseItem(WorkflowQueueEntrySchema, item).jobId);
+};
 
 /** The first waiting run of the workflow's queue (one strongly consistent Query of one entry). */
 const firstInQueue = async (deps: Deps, workflowId: string): Promise<string | undefined> => {
@@ -126,7 +131,7 @@ export interface Standing {
 /** What queuing a run did. */
 export type QueueOutcome =
   /** It waits; `holder` is the run in progress it was queued behind (none between two runs). */
-  | { kind: 'queued'; standing: Standing; holder: string | undefined }
+  | { kind: 'waits'; standing: Standing; holder: string | undefined }
   /** The workflow was free when read, or the queue moved since: start or queue again. */
   | { kind: 'free' }
   | { kind: 'moved' };
@@ -215,7 +220,7 @@ export const queueRun = async (
     },
   };
   const result = await namedTransactWrite(deps, queued);
-  if (result.written) return { kind: 'queued', standing, holder: lock.jobId };
+  if (result.written) return { kind: 'waits', standing, holder: lock.jobId };
   if (result.refused('lock')) return { kind: 'moved' };
   // Any other refusal is the start's own (the 402 of a balance that moved, the Idempotency-Key's race, ...).
   throw startRefusal({ ...run, idempotency: null }, result as Parameters<typeof startRefusal>[1]);
@@ -291,15 +296,12 @@ const cancelWaitingItems = (deps: Deps, run: RunItem): TransactItems => {
 };
 
 /**
- * Cancels a waiting run (its caller's cancel, or its wait ran out): `cancelled`, its hold released,
- * its webhook queued. False when it was no longer waiting (it started, or was cancelled already).
+ * Cancels a waiting run (its caller's cancel, or its wait ran out): `cancelled`, its hold released.
+ * False when it was no longer waiting (it started, or was cancelled already). The caller queues its
+ * webhook (`queueWebhook`).
  */
-export const cancelWaitingRun = async (deps: Deps, run: RunItem): Promise<boolean> => {
-  if (run.status !== RunStatus.waiting) return false;
-  if (!(await transactWrite(deps, cancelWaitingItems(deps, run))).written) return false;
-  await queueWebhook(deps, run, RunStatus.cancelled);
-  return true;
-};
+export const cancelWaitingRun = async (deps: Deps, run: RunItem): Promise<boolean> =>
+  run.status === RunStatus.waiting && (await transactWrite(deps, cancelWaitingItems(deps, run))).written;
 
 /**
  * The promotion of the first waiting run, in one transaction: the lock names it (one fewer
@@ -374,7 +376,7 @@ export const startNextQueued = async (deps: Deps, workflowId: string): Promise<s
     const run = await readRunItem(deps, first);
     if (run?.status !== RunStatus.waiting) continue; // cancelled or started meanwhile: read again
     if (run.waitUntil !== undefined && waitedTooLong(run.waitUntil, deps.now())) {
-      await cancelWaitingRun(deps, run);
+      if (await cancelWaitingRun(deps, run)) await queueWebhook(deps, run, RunStatus.cancelled);
       continue;
     }
     if (!(await transactWrite(deps, promoteItems(deps, run, lock))).written) continue;
