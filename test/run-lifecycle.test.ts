@@ -83,7 +83,9 @@ describe('run lifecycle rules', () => {
 describe('one source for the statuses', () => {
   it('the public picklists are the stored statuses plus what only a caller reads', () => {
     // `waiting` is stored only: a run queued behind another reads `queued`.
-    expect(new Set(runStatuses)).toEqual(new Set([...storedRunStatuses.filter((s) => s !== RunStatus.waiting), claimedView]));
+    expect(new Set(runStatuses)).toEqual(
+      new Set([...storedRunStatuses.filter((s) => s !== RunStatus.waiting), claimedView]),
+    );
     expect(new Set(stepStatuses)).toEqual(new Set([...storedStepStatuses, stepQueuedView]));
     expect(storedStepStatuses).toContain(StepStatus.unknown);
   });

@@ -120,7 +120,10 @@ describe('onConflict: queue', () => {
     const running = await start(owner, workflowId);
     const refused = await start(owner, workflowId, { onConflict: 'reject' });
     expect(refused.status).toBe(409);
-    expect(refused.body).toEqual({ error: 'This workflow already has a run in progress', activeJobId: running.body.jobId });
+    expect(refused.body).toEqual({
+      error: 'This workflow already has a run in progress',
+      activeJobId: running.body.jobId,
+    });
     expect((await ledgerOf(stack.deps, owner.teamId)).held).toBe(pairPrice);
     await drainSteps(stack.deps, steps());
   });
@@ -225,7 +228,6 @@ describe('onConflict: replace', () => {
   });
 });
 
-
 describe('the wait of a queued run', () => {
   it('a queued run not started by its startBy ends cancelled, holding nothing', async () => {
     const { owner, workflowId } = await setUp();
@@ -270,8 +272,7 @@ describe('starting the next queued run', () => {
     // the queue fails, so the lock is left free with one run waiting.
     const dying = faultyDeps(stack, {
       failDynamo: (command, input) =>
-        command === 'QueryCommand' &&
-        JSON.stringify(input).includes(workflowQueuePartition(workflowId)),
+        command === 'QueryCommand' && JSON.stringify(input).includes(workflowQueuePartition(workflowId)),
     });
     await cancelRun(dying, owner.teamId, running);
     expect(await readLock(stack.deps, workflowId)).toMatchObject({ waiting: 1 });

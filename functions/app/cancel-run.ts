@@ -65,7 +65,12 @@ export const cancelReplaced = async (deps: Deps, jobId: string): Promise<boolean
       throw error;
     }
   }
-  throw storageBusy('run replace', 'raceLost', cancelTries, new Error(`run ${jobId} kept changing while being replaced`));
+  throw storageBusy(
+    'run replace',
+    'raceLost',
+    cancelTries,
+    new Error(`run ${jobId} kept changing while being replaced`),
+  );
 };
 
 /**

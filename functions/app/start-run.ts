@@ -19,8 +19,8 @@ import { estimateRun, type RunEstimate } from '../domain/pricing.ts';
 import { estimateOfSteps, type ResumePlan } from '../domain/resume.ts';
 import { startByProblem, startDeadline } from '../domain/start-by.ts';
 import { newStandardWebhookSecret } from '../domain/webhook.ts';
-import { type QueueLane, queueCap, queueWaitSeconds } from '../domain/workflow-queue.ts';
 import { apiInputKeys, rootNodeIds, topologicalOrder, validateCanvas } from '../domain/workflow-graph.ts';
+import { type QueueLane, queueCap, queueWaitSeconds } from '../domain/workflow-queue.ts';
 import type { ServiceError } from '../errors/define.ts';
 import {
   InvalidBodyError,
@@ -202,7 +202,9 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<Committ
     // The lock is read only for a refusal: a busy workflow is answered before it, naming the run to wait for.
     if (refusal) {
       // A start that would wait is answered its 402 at once, as any other: the busy workflow is no refusal to it.
-      const first = lane ? { kind: 'refused' as const, refusal } : busyFirst(refusal, await activeJobOf(deps, workflow.workflowId));
+      const first = lane
+        ? { kind: 'refused' as const, refusal }
+        : busyFirst(refusal, await activeJobOf(deps, workflow.workflowId));
       throw admissionError(first, { balanceHundredths: facts.balance });
     }
     // After admission (a refused start copies nothing), before the commit (a committed run has its
@@ -219,38 +221,41 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<Committ
       carried = true;
     }
     const run: NewRun = {
-        jobId,
-        teamId: key.teamId,
-        keyId: key.keyId,
-        workflow,
-        mode: request.mode,
-        inputs: request.inputs ?? {},
-        inputFiles,
-        callbackUrl: request.callbackUrl ?? null,
-        callbackSecret: request.callbackSecret ?? null,
-        estimate,
-        month,
-        monthlyCap,
-        hardCap: facts.hardCap,
-        idempotency: input.idempotency?.(jobId, estimate) ?? null,
-        deferredJobId: input.deferredJobId,
-        labels: runLabels(request),
-        webhookEvents: request.webhookEvents,
-        // The steps it runs, in the workflow's order: the first of them may give step events.
-        eventSteps: eventfulSteps(
-          request.webhookEvents,
-          topologicalOrder(workflow.canvas).filter((id) => running.nodes.some((n) => n.id === id)),
-        ),
-        extraItems: input.extraItems,
-        ...(resume && { resumed: { from: resume.resumedFrom, carried: resume.plan.carried } }),
+      jobId,
+      teamId: key.teamId,
+      keyId: key.keyId,
+      workflow,
+      mode: request.mode,
+      inputs: request.inputs ?? {},
+      inputFiles,
+      callbackUrl: request.callbackUrl ?? null,
+      callbackSecret: request.callbackSecret ?? null,
+      estimate,
+      month,
+      monthlyCap,
+      hardCap: facts.hardCap,
+      idempotency: input.idempotency?.(jobId, estimate) ?? null,
+      deferredJobId: input.deferredJobId,
+      labels: runLabels(request),
+      webhookEvents: request.webhookEvents,
+      // The steps it runs, in the workflow's order: the first of them may give step events.
+      eventSteps: eventfulSteps(
+        request.webhookEvents,
+        topologicalOrder(workflow.canvas).filter((id) => running.nodes.some((n) => n.id === id)),
+      ),
+      extraItems: input.extraItems,
+      ...(resume && { resumed: { from: resume.resumedFrom, carried: resume.plan.carried } }),
     };
     try {
       if (!busy) {
         await startRun(deps, run);
         break;
       }
-      const queued = await queueRun(deps, run, { lane: lane ?? 'queue', waitUntil: waitUntilOf(deps, request) }, (standing, holder) =>
-        input.idempotency?.(jobId, estimate, outcomeOf(lane, standing, holder)) ?? null,
+      const queued = await queueRun(
+        deps,
+        run,
+        { lane: lane ?? 'queue', waitUntil: waitUntilOf(deps, request) },
+        (standing, holder) => input.idempotency?.(jobId, estimate, outcomeOf(lane, standing, holder)) ?? null,
       );
       if (queued.kind === 'waits') {
         conflict = outcomeOf(lane, queued.standing, queued.holder);
@@ -345,7 +350,10 @@ const answerOf = (body: unknown): RunStartAnswer => {
 };
 
 /** The answer to a start that committed a run: its fields, and what `onConflict` did (202 while it waits). */
-export const committedAnswer = (body: Record<string, unknown>, conflict: ConflictOutcome | undefined): RunStartAnswer => {
+export const committedAnswer = (
+  body: Record<string, unknown>,
+  conflict: ConflictOutcome | undefined,
+): RunStartAnswer => {
   const fields = conflictFields(conflict);
   return { deferred: false, queued: 'queuePosition' in fields, body: { ...body, ...fields } };
 };

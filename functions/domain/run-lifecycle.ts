@@ -60,7 +60,8 @@ export const runTransitions = {
   queue: run({
     from: ['none'],
     to: [RunStatus.waiting],
-    guard: 'the workflow has a run in progress or runs waiting, fewer than 100; the balance covers the estimate; the caps still allow it',
+    guard:
+      'the workflow has a run in progress or runs waiting, fewer than 100; the balance covers the estimate; the caps still allow it',
     counters: 'stepsTotal set, none counted',
     hold: 'takes the estimate from the balance',
     lock: 'waits: the lock counts it',
@@ -232,7 +233,11 @@ export const isDeadEnd = (status: string | undefined) => status === StepStatus.f
 
 /** The run status a caller reads: a queued run with a started step reads `claimed`, a waiting one `queued`. */
 export const runViewStatus = (status: StoredRunStatus, anyStepInFlight: boolean): RunViewStatus =>
-  status === RunStatus.waiting ? RunStatus.queued : status === RunStatus.queued && anyStepInFlight ? claimedView : status;
+  status === RunStatus.waiting
+    ? RunStatus.queued
+    : status === RunStatus.queued && anyStepInFlight
+      ? claimedView
+      : status;
 
 /** The status a run summary (GET /runs) shows: a waiting run reads `queued`. */
 export const listedStatus = (status: StoredRunStatus) => (status === RunStatus.waiting ? RunStatus.queued : status);

@@ -12,8 +12,6 @@ export {
   settleEndedRun,
   settleJustEnded,
 } from './ledger.ts';
-export { queueWebhook } from './run-webhook.ts';
-export { countSweepRefusal, type QueuedRun, queuedRunsStartedBefore } from './queued.ts';
 export {
   cancelWaitingRun,
   type QueueOutcome,
@@ -25,7 +23,9 @@ export {
   type WaitingEntry,
   waitingRuns,
 } from './queue.ts';
+export { countSweepRefusal, type QueuedRun, queuedRunsStartedBefore } from './queued.ts';
 export { type RunProgress, readRunProgress, runMarkOf } from './run-mark.ts';
+export { queueWebhook } from './run-webhook.ts';
 export {
   activeJobOf,
   ExtraConditionFailedError,

@@ -312,4 +312,3 @@ export const settleEndedRun = async (deps: Deps, jobId: string): Promise<boolean
 export const endRun = async (deps: Deps, run: RunLedgerState, status: EndStatus, last?: LastCount) =>
   (await transactWrite(deps, endRunItems(deps, run, status, last))).written ||
   endHandingOver(deps, run, (handover) => endRunItems(deps, run, status, last, handover));
-

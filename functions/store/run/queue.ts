@@ -9,15 +9,9 @@ import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { RunStatus } from '../../../platform/run-statuses.ts';
 import type { Deps } from '../../deps.ts';
 import { notifiesStart } from '../../domain/lifecycle-webhooks.ts';
-import { runItemExpiry } from '../../domain/retention.ts';
 import { readyWhenDone } from '../../domain/resume.ts';
-import {
-  type QueueLane,
-  queueCap,
-  queueOrder,
-  queueStanding,
-  waitedTooLong,
-} from '../../domain/workflow-queue.ts';
+import { runItemExpiry } from '../../domain/retention.ts';
+import { type QueueLane, queueCap, queueOrder, queueStanding, waitedTooLong } from '../../domain/workflow-queue.ts';
 import { QueueFullError } from '../../errors/table.ts';
 import { logger } from '../../observability/logger.ts';
 import { canvasOf } from '../canvases.ts';
@@ -165,7 +159,8 @@ export const queueRun = async (
   const now = deps.now().toISOString();
   // Replacements go first, in their own order; the others after every run queued before them.
   const order = queueOrder(wait.lane, sequence(lock.accepted + 1), run.jobId);
-  const ahead = wait.lane === 'queue' ? await queueEntries(deps, workflowId) : await queueEntries(deps, workflowId, order);
+  const ahead =
+    wait.lane === 'queue' ? await queueEntries(deps, workflowId) : await queueEntries(deps, workflowId, order);
   const standing = queueStanding(ahead, lock.jobId);
   const items = startRunItems(deps, { ...run, idempotency: remember(standing, lock.jobId) });
   const { notifyStart: _unsent, ...started } = runItem({ ...run, idempotency: null }, now);
@@ -425,7 +420,11 @@ export const waitingRuns = async (deps: Deps): Promise<WaitingEntry[]> => {
       (item) => {
         const entry = parseItem(QueuedRunEntrySchema, item);
         const sortKey = String(item.GSI1SK);
-        runs.push({ jobId: entry.jobId, workflowId: entry.workflowId, waitUntil: sortKey.slice(0, sortKey.lastIndexOf('#')) });
+        runs.push({
+          jobId: entry.jobId,
+          workflowId: entry.workflowId,
+          waitUntil: sortKey.slice(0, sortKey.lastIndexOf('#')),
+        });
       },
     );
   }

@@ -22,6 +22,7 @@ import {
   isEnded,
   type ListDeferredRunsParams,
   type ListRunsParams,
+  type OnConflict,
   outputFiles,
   type RedeliverRequest,
   type Run,
@@ -59,6 +60,9 @@ Commands:
       --tag T                            A tag to find the run by (runs list --tag); repeatable (5 at most)
       --event E                          A webhook event to send to --callback-url (run.started, step.completed,
                                          step.failed, run.completed, ...); repeatable; without it, the end only
+      --queue                            When the workflow has a run in progress, wait behind it (queued)
+                                         instead of being refused; prints its queuePosition
+      --replace                          When the workflow has a run in progress, cancel it and start first
       --watch                            Follow the run until it ends
   watch <jobId>                          Follow a run: progress and each step's status, until it ends
                                          (from its event stream; by polling when the stream is unavailable)
@@ -66,7 +70,8 @@ Commands:
   cancel <jobId>                         Cancel a run in progress
   resume <jobId> [options]               A new run of a failed or stopped run: its completed steps are kept,
                                          the rest run (options: --input, --callback-url, --callback-secret,
-                                         --event, --idempotency-key, --watch, as run takes them)
+                                         --event, --idempotency-key, --queue, --replace, --watch, as run
+                                         takes them)
   runs list [options]                    The team's runs, newest first (one page, or --all)
       --workflow-id ID                   Only runs of this workflow
       --status S                         Only runs with this status (queued, processing, completed, ...)
@@ -120,6 +125,8 @@ const optionSpec = {
   'callback-secret': { type: 'string' },
   'idempotency-key': { type: 'string' },
   watch: { type: 'boolean' },
+  queue: { type: 'boolean' },
+  replace: { type: 'boolean' },
   dir: { type: 'string' },
   redeliver: { type: 'boolean' },
   'workflow-id': { type: 'string' },
@@ -161,12 +168,14 @@ const commandOptions: Record<string, OptionName[]> = {
     'meta',
     'tag',
     'event',
+    'queue',
+    'replace',
     'watch',
   ],
   watch: [],
   download: ['dir'],
   cancel: [],
-  resume: ['input', 'callback-url', 'callback-secret', 'event', 'idempotency-key', 'watch'],
+  resume: ['input', 'callback-url', 'callback-secret', 'event', 'idempotency-key', 'queue', 'replace', 'watch'],
   deliveries: ['redeliver', 'event', 'node-id'],
   'deferred show': [],
   'deferred cancel': [],
@@ -408,6 +417,12 @@ const uploadFile = async (client: WorkflowRunClient, io: CliIo, values: Values, 
   printFields(io, file);
 };
 
+/** `--queue` or `--replace`: the start's `onConflict` (none: the default, refused with 409). */
+const conflictOption = (values: Values): { onConflict?: OnConflict } => {
+  if (values.queue && values.replace) throw new UsageError('--queue and --replace cannot be given together');
+  return values.queue ? { onConflict: 'queue' } : values.replace ? { onConflict: 'replace' } : {};
+};
+
 const startRun = async (client: WorkflowRunClient, io: CliIo, values: Values, args: string[], json: boolean) => {
   if (values.agent && args.length > 0) throw new UsageError('run takes a workflow id or --agent, not both');
   const agentId = values.agent;
@@ -421,7 +436,7 @@ const startRun = async (client: WorkflowRunClient, io: CliIo, values: Values, ar
     body.inputs = { ...body.inputs, [input.key]: file.fileId };
     if (!json) write(io.stderr, `uploaded ${input.path} as ${file.fileId} (${file.contentType}, ${file.size} bytes)`);
   }
-  const options = { signal: io.signal, idempotencyKey: values['idempotency-key'] };
+  const options = { signal: io.signal, idempotencyKey: values['idempotency-key'], ...conflictOption(values) };
   const started = workflowId
     ? await client.runWorkflow(workflowId, body, options)
     : await client.runAgent(agentId ?? '', body, options);
@@ -461,7 +476,7 @@ const resumeRun = async (client: WorkflowRunClient, io: CliIo, values: Values, a
       ...(callbackSecret && { callbackSecret }),
       ...(webhookEvents && { webhookEvents }),
     },
-    { signal: io.signal, idempotencyKey: values['idempotency-key'] },
+    { signal: io.signal, idempotencyKey: values['idempotency-key'], ...conflictOption(values) },
   );
   if (!values.watch) {
     if (json) return printJson(io, resumed);

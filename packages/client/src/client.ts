@@ -51,7 +51,11 @@ export type RunMetadata = Schemas['RunMetadata'];
 export type RunTags = Schemas['RunTags'];
 export type RunStartedResponse = Schemas['RunStartedResponse'];
 export type RunDeferredResponse = Schemas['RunDeferredResponse'];
-export type RunStartResponse = RunStartedResponse | RunDeferredResponse;
+/** Our design: a start (`onConflict: "queue"`) accepted to wait behind the workflow's run in progress (202). */
+export type RunQueuedResponse = Schemas['RunQueuedResponse'];
+export type RunStartResponse = RunStartedResponse | RunDeferredResponse | RunQueuedResponse;
+/** What a start does when the workflow already has a run in progress: `reject` (409, the default), `queue`, `replace`. */
+export type OnConflict = NonNullable<RunRequest['onConflict']>;
 export type ResumeRunRequest = Schemas['ResumeRunRequest'];
 export type RunResumedResponse = Schemas['RunResumedResponse'];
 export type Run = Schemas['Run'];
@@ -88,6 +92,8 @@ export type Credits = Schemas['Credits'];
 export const endedRunStatuses: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'stopped'];
 export const isEnded = (run: Pick<Run, 'status'>): boolean => endedRunStatuses.includes(run.status);
 export const isDeferred = (started: RunStartResponse): started is RunDeferredResponse => 'deferred' in started;
+/** Whether a start was accepted to wait behind the run in progress (`queuePosition`, `queuedBehind`). */
+export const isQueued = (started: RunStartResponse): started is RunQueuedResponse => 'queuePosition' in started;
 
 export interface ClientOptions {
   /** The API's base URL, ending in `/api/v1`, e.g. `http://127.0.0.1:3000/api/v1`. */
@@ -100,6 +106,12 @@ export interface ClientOptions {
   headers?: Record<string, string>;
 }
 
+/** The body with `onConflict` from the options, when given (the body's own otherwise). */
+const withConflict = <TBody extends { onConflict?: OnConflict | undefined }>(
+  body: TBody,
+  options: RunOptions,
+): TBody => (options.onConflict === undefined ? body : { ...body, onConflict: options.onConflict });
+
 export interface RequestOptions {
   signal?: AbortSignal;
 }
@@ -110,6 +122,12 @@ export interface RunOptions extends RequestOptions {
    * request did (no second run); the same key with another body answers 422.
    */
   idempotencyKey?: string;
+  /**
+   * What the start does when the workflow already has a run in progress (sent as the body's
+   * `onConflict`): `reject` (409, the default), `queue` (wait behind it: 202 with `queuePosition`),
+   * `replace` (cancel it and start first).
+   */
+  onConflict?: OnConflict;
 }
 
 export interface GetRunOptions extends RequestOptions {
@@ -175,7 +193,11 @@ export interface WorkflowRunClient {
    * POST /runs/{jobId}/resume: a new run of a failed or stopped run that keeps the steps it completed
    * (not run or charged again) and runs the rest; `inputs` apply to the steps that run.
    */
-  resumeRun(jobId: string, body?: ResumeRunRequest, options?: RunOptions): Promise<RunResumedResponse>;
+  resumeRun(
+    jobId: string,
+    body?: ResumeRunRequest,
+    options?: RunOptions,
+  ): Promise<RunResumedResponse | Schemas['RunResumeQueuedResponse']>;
   /**
    * GET /runs: one page of the team's runs, newest first, as summaries. With a filter a page can
    * hold fewer than `limit` (even none) and still have a `nextCursor`; `runs()` follows it for you.
@@ -274,7 +296,7 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
         path: { id },
         ...(runOptions.idempotencyKey ? { header: { 'Idempotency-Key': runOptions.idempotencyKey } } : {}),
       },
-      body,
+      body: withConflict(body, runOptions),
       signal: runOptions.signal,
     };
     return unwrap<RunStartResponse>(
@@ -460,7 +482,7 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
             path: { jobId },
             ...(runOptions.idempotencyKey ? { header: { 'Idempotency-Key': runOptions.idempotencyKey } } : {}),
           },
-          body,
+          body: withConflict(body, runOptions),
           signal: runOptions.signal,
         }),
       ),

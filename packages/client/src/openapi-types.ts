@@ -2027,6 +2027,16 @@ export interface components {
         | 'run.cancelled'
         | 'run.stopped'
       )[];
+      /**
+       * @description Our design: what happens when the workflow already has a run in progress. `reject` (the default): 409, nothing held. `queue`: the run is accepted now with its `jobId`, its estimate held, status `queued`; it starts when the runs accepted before it have ended (answer 202 with `queuePosition` and `queuedBehind`; at most 100 wait per workflow). `replace`: the run in progress is cancelled as Cancel a run would, and this one starts ahead of any queued runs (the answer names `replaced`). With no run in progress all three start at once.
+       * @enum {string}
+       */
+      onConflict?: 'reject' | 'queue' | 'replace';
+      /**
+       * Format: date-time
+       * @description Our design: the latest time the run may start, at most 7 days ahead. A run still queued behind another (`onConflict: "queue"`) at that time ends `cancelled`, holding nothing. Without it a queued run waits at most 24 hours.
+       */
+      startBy?: string;
     };
     RunStartedResponse: {
       /** Format: uuid */
@@ -2039,6 +2049,11 @@ export interface components {
       stepsCount: number;
       /** @description Our design: only when the start gave `generateCallbackSecret: true`: the issued `whsec_` secret, shown in this answer only (keep it; no route reads it again). */
       callbackSecret?: string;
+      /**
+       * Format: uuid
+       * @description Our design: the run in progress that `onConflict: "replace"` cancelled.
+       */
+      replaced?: string;
     };
     RunDeferredResponse: {
       /** @constant */
@@ -2070,6 +2085,16 @@ export interface components {
         | 'run.cancelled'
         | 'run.stopped'
       )[];
+      /**
+       * @description Our design: what happens when the workflow already has a run in progress. `reject` (the default): 409, nothing held. `queue`: the run is accepted now with its `jobId`, its estimate held, status `queued`; it starts when the runs accepted before it have ended (answer 202 with `queuePosition` and `queuedBehind`; at most 100 wait per workflow). `replace`: the run in progress is cancelled as Cancel a run would, and this one starts ahead of any queued runs (the answer names `replaced`). With no run in progress all three start at once.
+       * @enum {string}
+       */
+      onConflict?: 'reject' | 'queue' | 'replace';
+      /**
+       * Format: date-time
+       * @description Our design: the latest time the run may start, at most 7 days ahead. A run still queued behind another (`onConflict: "queue"`) at that time ends `cancelled`, holding nothing. Without it a queued run waits at most 24 hours.
+       */
+      startBy?: string;
     };
     RunResumedResponse: {
       /** Format: uuid */
@@ -2082,9 +2107,65 @@ export interface components {
       stepsCount: number;
       /** @description Our design: only when the start gave `generateCallbackSecret: true`: the issued `whsec_` secret, shown in this answer only (keep it; no route reads it again). */
       callbackSecret?: string;
+      /**
+       * Format: uuid
+       * @description Our design: the run in progress that `onConflict: "replace"` cancelled.
+       */
+      replaced?: string;
       /** Format: uuid */
       resumedFrom: string;
       carriedSteps: string[];
+    };
+    RunQueuedResponse: {
+      /** Format: uuid */
+      jobId: string;
+      /** Format: uuid */
+      workflowId: string;
+      /** @constant */
+      status: 'queued';
+      estimatedCredits: number;
+      stepsCount: number;
+      /** @description Our design: only when the start gave `generateCallbackSecret: true`: the issued `whsec_` secret, shown in this answer only (keep it; no route reads it again). */
+      callbackSecret?: string;
+      /**
+       * Format: uuid
+       * @description Our design: the run in progress that `onConflict: "replace"` cancelled.
+       */
+      replaced?: string;
+      /** @description Our design: while the run waits behind another, its place in the workflow queue (1 = next). */
+      queuePosition: number;
+      /**
+       * Format: uuid
+       * @description Our design: while the run waits, the `jobId` of the run just ahead of it: the run in progress when `queuePosition` is 1, else the queued run before it.
+       */
+      queuedBehind: string;
+    };
+    RunResumeQueuedResponse: {
+      /** Format: uuid */
+      jobId: string;
+      /** Format: uuid */
+      workflowId: string;
+      /** @constant */
+      status: 'queued';
+      estimatedCredits: number;
+      stepsCount: number;
+      /** @description Our design: only when the start gave `generateCallbackSecret: true`: the issued `whsec_` secret, shown in this answer only (keep it; no route reads it again). */
+      callbackSecret?: string;
+      /**
+       * Format: uuid
+       * @description Our design: the run in progress that `onConflict: "replace"` cancelled.
+       */
+      replaced?: string;
+      /** Format: uuid */
+      resumedFrom: string;
+      carriedSteps: string[];
+      /** @description Our design: while the run waits behind another, its place in the workflow queue (1 = next). */
+      queuePosition: number;
+      /**
+       * Format: uuid
+       * @description Our design: while the run waits, the `jobId` of the run just ahead of it: the run in progress when `queuePosition` is 1, else the queued run before it.
+       */
+      queuedBehind: string;
     };
     RunValidationFailed: {
       /** @constant */
@@ -2105,6 +2186,13 @@ export interface components {
       tags?: components['schemas']['RunTags'];
       /** Format: uuid */
       resumedFrom?: string;
+      /** @description Our design: while the run waits behind another, its place in the workflow queue (1 = next). */
+      queuePosition?: number;
+      /**
+       * Format: uuid
+       * @description Our design: while the run waits, the `jobId` of the run just ahead of it: the run in progress when `queuePosition` is 1, else the queued run before it.
+       */
+      queuedBehind?: string;
       links?: {
         /** Format: uri */
         events: string;
@@ -2860,6 +2948,13 @@ export interface components {
       /** @constant */
       error: 'File not found';
     };
+    QueueFullError: {
+      /** @constant */
+      error: "This workflow's queue is full";
+      /** Format: uuid */
+      activeJobId: string;
+      queueDepth: number;
+    };
     RunNotResumableError: {
       /** @constant */
       error: 'Only a failed or stopped run can be resumed';
@@ -3108,13 +3203,13 @@ export interface operations {
           'application/json': components['schemas']['RunStartedResponse'];
         };
       };
-      /** @description The run is deferred (`defer: true`); not a promise that it will start. */
+      /** @description The run is deferred (`defer: true`; not a promise that it will start), or (`onConflict: "queue"`) accepted and waiting behind the run in progress, its estimate held. */
       202: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['RunDeferredResponse'];
+          'application/json': components['schemas']['RunDeferredResponse'] | components['schemas']['RunQueuedResponse'];
         };
       };
       /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit: a length, a count, a metadata key outside a tag's characters, a control character in a metadata value (the message names the field and the limit). */
@@ -3171,7 +3266,7 @@ export interface operations {
             | components['schemas']['CanvasNotFoundError'];
         };
       };
-      /** @description The workflow already has a run in progress. The team holds its storage quota (uploads, input copies, output files) */
+      /** @description The workflow already has a run in progress (`onConflict` `reject`, the default), or its queue holds 100 runs (`onConflict: "queue"`). The team holds its storage quota (uploads, input copies, output files) */
       409: {
         headers: {
           [name: string]: unknown;
@@ -3179,6 +3274,7 @@ export interface operations {
         content: {
           'application/json':
             | components['schemas']['RunInProgressError']
+            | components['schemas']['QueueFullError']
             | components['schemas']['StorageQuotaReachedError'];
         };
       };
@@ -3269,13 +3365,13 @@ export interface operations {
           'application/json': components['schemas']['RunStartedResponse'];
         };
       };
-      /** @description The run is deferred (`defer: true`); not a promise that it will start. */
+      /** @description The run is deferred (`defer: true`; not a promise that it will start), or (`onConflict: "queue"`) accepted and waiting behind the run in progress, its estimate held. */
       202: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['RunDeferredResponse'];
+          'application/json': components['schemas']['RunDeferredResponse'] | components['schemas']['RunQueuedResponse'];
         };
       };
       /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit: a length, a count, a metadata key outside a tag's characters, a control character in a metadata value (the message names the field and the limit). */
@@ -3334,7 +3430,7 @@ export interface operations {
             | components['schemas']['CanvasNotFoundError'];
         };
       };
-      /** @description The workflow already has a run in progress. The team holds its storage quota (uploads, input copies, output files) */
+      /** @description The workflow already has a run in progress (`onConflict` `reject`, the default), or its queue holds 100 runs (`onConflict: "queue"`). The team holds its storage quota (uploads, input copies, output files) */
       409: {
         headers: {
           [name: string]: unknown;
@@ -3342,6 +3438,7 @@ export interface operations {
         content: {
           'application/json':
             | components['schemas']['RunInProgressError']
+            | components['schemas']['QueueFullError']
             | components['schemas']['StorageQuotaReachedError'];
         };
       };
@@ -3760,6 +3857,15 @@ export interface operations {
           'application/json': components['schemas']['RunResumedResponse'];
         };
       };
+      /** @description With `onConflict: "queue"`: the new run is accepted and waits behind the run in progress, its estimate held. */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunResumeQueuedResponse'];
+        };
+      };
       /** @description The body is not JSON or a field has the wrong type. */
       400: {
         headers: {
@@ -3815,7 +3921,7 @@ export interface operations {
             | components['schemas']['RunNotFoundError'];
         };
       };
-      /** @description The run is not `failed` or `stopped`, or its workflow already has a run in progress. The team holds its storage quota (uploads, input copies, output files) */
+      /** @description The run is not `failed` or `stopped`, its workflow already has a run in progress (`onConflict` `reject`), or its queue holds 100 runs. The team holds its storage quota (uploads, input copies, output files) */
       409: {
         headers: {
           [name: string]: unknown;
@@ -3823,6 +3929,7 @@ export interface operations {
         content: {
           'application/json':
             | components['schemas']['RunInProgressError']
+            | components['schemas']['QueueFullError']
             | components['schemas']['RunNotResumableError']
             | components['schemas']['StorageQuotaReachedError'];
         };
