@@ -764,6 +764,9 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
       [start, goodRun, ['inputs', 'topic']],
       [start, goodRun, ['callbackSecret']],
       [start, goodRun, ['maxMultiplier']],
+      // What a start does on a busy workflow, and the latest a waiting run may start.
+      [start, goodRun, ['onConflict']],
+      [start, goodRun, ['startBy']],
     ];
     const values: Json[] = [
       ...hostileStrings,
