@@ -2,7 +2,8 @@
  * What a queued run adds (`onConflict: "queue"`), beside a plain run: a `chainLength`-step chain
  * started over HTTP and run by the real step executor from the steps queue, metered by
  * bench/cost-meter.ts (DynamoDB capacity units, transactions priced from their items' sizes, refused
- * writes at what DynamoDB bills them; SQS requests). First `runs` plain runs one at a time; then
+ * writes at what DynamoDB bills them; the service's SQS sends, not the event source's receives, the
+ * same for both). First `runs` plain runs one at a time; then
  * `runs` pairs, each a plain run and a run queued behind it while it is in progress (the steps'
  * poller started only once both were accepted, so the second always waits), until the queued one
  * ended. A queued run's own cost is the pair's less a plain run; what it adds is that less a plain
@@ -38,8 +39,8 @@ interface Tally {
 const tallyOf = (meter: Meter): Tally => ({
   readUnits: meter.dynamoDb.readUnits,
   writeUnits: meter.dynamoDb.writeUnits + meter.dynamoDb.refusedWriteUnits,
-  dynamoDbCalls: Object.values(meter.dynamoDb.calls).reduce((sum, n) => sum + n, 0),
-  sqsRequests: Object.values(meter.sqs).reduce((sum, n) => sum + n, 0),
+  dynamoDbCalls: meter.dynamoDb.calls.total,
+  sqsRequests: meter.sqs.total,
 });
 
 const per = (tally: Tally, n: number): Tally => ({
