@@ -97,6 +97,8 @@ const table = [
     // The files its inputs name (functions/app/run-inputs.ts): settled as GET /files settles them
     // (uploads: HeadObject and a ranged GetObject, DeleteObject of one rejected), then copied to
     // the run's own key (CopyObject: GetObject on the upload, PutObject under teams/).
+    // `onConflict` (functions/store/run/queue.ts): Query, the workflow's queue; DeleteItem, a queue
+    // entry or lock as a replaced run settles; webhooksQueue, the replaced run's `run.cancelled`.
     id: 'RunWorkflow',
     method: 'POST',
     path: '/workflows/{id}/runs',
@@ -104,14 +106,15 @@ const table = [
     scope: 'runs:create',
     body: true,
     grants: {
-      table: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'],
+      table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'],
       stepsQueue: 'send',
+      webhooksQueue: 'send',
       uploads: ['GetObject', 'DeleteObject'],
       bucket: ['PutObject'],
     },
   },
   {
-    // Its input files as RunWorkflow's.
+    // Its input files and `onConflict` as RunWorkflow's.
     id: 'RunAgent',
     method: 'POST',
     path: '/agents/{id}/runs',
@@ -119,8 +122,9 @@ const table = [
     scope: 'runs:create',
     body: true,
     grants: {
-      table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'],
+      table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'],
       stepsQueue: 'send',
+      webhooksQueue: 'send',
       uploads: ['GetObject', 'DeleteObject'],
       bucket: ['PutObject'],
     },
@@ -177,8 +181,9 @@ const table = [
     scope: 'runs:create',
     body: true,
     grants: {
-      table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'],
+      table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'],
       stepsQueue: 'send',
+      webhooksQueue: 'send',
       uploads: ['GetObject', 'DeleteObject'],
       bucket: ['PutObject'],
     },

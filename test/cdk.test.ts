@@ -843,6 +843,10 @@ describe('cdk app', { timeout: 120_000 }, () => {
       ).toEqual([]);
       expect(everything.filter((a) => a.includes('*'))).toEqual([]);
       expect(entries.filter((e) => e.access.table?.includes('DeleteItem')).map((e) => e.id)).toEqual([
+        // A replacing start (`onConflict: "replace"`) settles the run it cancels: its lock, a queue entry.
+        'RunWorkflow',
+        'RunAgent',
+        'ResumeRun',
         'CancelRun',
         'StepExecutor',
         // The sweep failing a run whose messages SQS keeps refusing frees its workflow's lock.
