@@ -846,8 +846,8 @@ describe('cdk app', { timeout: 120_000 }, () => {
         // A replacing start (`onConflict: "replace"`) settles the run it cancels: its lock, a queue entry.
         'RunWorkflow',
         'RunAgent',
-        'ResumeRun',
         'CancelRun',
+        'ResumeRun',
         'StepExecutor',
         // The sweep failing a run whose messages SQS keeps refusing frees its workflow's lock.
         'DeferredDispatcher',
