@@ -711,7 +711,9 @@ export const runOperations: OperationSpec[] = [
     summary: 'Get a run',
     description:
       'Reads a run status, per-step status and output. Poll until `status` is `completed` or `failed`; a few ' +
-      'seconds between reads is enough. Reading never spends credits. When the outputs together are too large ' +
+      'seconds between reads is enough. Reading never spends credits. A run waiting behind another ' +
+      '(`onConflict: "queue"`) reads `queued` with `queuePosition` and `queuedBehind`. When the outputs together ' +
+      'are too large ' +
       'for one answer, `output` holds the first of them and `output_next` is present: read the run again with ' +
       '`output_cursor` for the next page, until `output_next` is absent.',
     parameters: [
@@ -738,7 +740,8 @@ export const runOperations: OperationSpec[] = [
     summary: 'Cancel a run',
     description:
       'Cancels a run that is `queued`, `claimed` or `processing`: its steps stop, nothing more is charged, and ' +
-      'the unspent hold is released. A `callbackUrl` given at the start receives `run.cancelled`.',
+      'the unspent hold is released. A run still waiting behind another (`onConflict: "queue"`) ends `cancelled` ' +
+      'with its whole hold released. A `callbackUrl` given at the start receives `run.cancelled`.',
     parameters: [uuidPath('jobId', 'The `jobId` returned when the run started.')],
     responses: {
       200: jsonResponse('The run, now `cancelled`.', 'Run'),
