@@ -28,8 +28,8 @@ import { pinnedProd } from './support/stages.ts';
  * function id, then IAM action (every resource the policy names for it).
  */
 const replaceReason =
-  "`onConflict: \"replace\"` cancels the run in progress with the cancel's own code (functions/app/cancel-run.ts " +
-  '`cancelReplaced`: its settlement deletes, its webhook is queued); test/run-queue.int.test.ts exercises it on RunWorkflow.';
+  'A replacing start (`onConflict: "replace"`) cancels the run in progress with the cancel\'s own code, whose ' +
+  'settlement deletes its lock (functions/app/cancel-run.ts `cancelReplaced`); test/run-queue.int.test.ts exercises it on RunWorkflow.';
 const notExercised: Record<string, Record<string, string>> = {
   RunAgent: { 'dynamodb:DeleteItem': replaceReason },
   ResumeRun: {
