@@ -279,10 +279,12 @@ describe('starting the next queued run', () => {
     expect((await readLock(stack.deps, workflowId))?.jobId).toBeUndefined();
     expect((await readRunItem(stack.deps, waiting))?.status).toBe(RunStatus.waiting);
 
+    // The tick sees a waiting run two minutes after its acceptance: its clock set past that.
+    const later = new Date(Date.now() + 3 * 60_000);
     const [a, b, tick] = await Promise.all([
       startNextQueued(stack.deps, workflowId),
       startNextQueued(stack.deps, workflowId),
-      sweepQueuedRuns(stack.deps),
+      sweepQueuedRuns({ ...stack.deps, now: () => later }),
     ]);
     expect([a, b, ...tick.startedFromQueue].filter((id) => id === waiting)).toHaveLength(1);
     expect(await startNextQueued(stack.deps, workflowId)).toBeUndefined();

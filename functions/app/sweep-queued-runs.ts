@@ -10,13 +10,13 @@ import {
   cancelWaitingRun,
   countSweepRefusal,
   failStep,
+  type QueuedRun,
   queuedRunsStartedBefore,
   queueWebhook,
   readRunItem,
   sendStepMessages,
   settleEndedRun,
   startNextQueued,
-  waitingRuns,
 } from '../store/run/index.ts';
 
 /** A run still queued this long after its start has probably lost its root-step messages. */
@@ -47,20 +47,22 @@ export interface SweepReport {
 }
 
 /**
- * The waiting runs' part of a pass: cancel those whose wait ran out, and start the queue of every
- * workflow with runs waiting whose lock is free (a run end hands it over itself; this is the
- * fallback when that end's process died between the two). One workflow's failure never stops the others.
+ * The waiting runs' part of a pass (those accepted two minutes ago or more, from the same index):
+ * cancel those whose wait ran out, and start the queue of every workflow with runs waiting whose
+ * lock is free (a run end hands it over itself; this is the fallback when that end's process died
+ * between the two). One GetItem of each such run. One workflow's failure never stops the others.
  */
-const sweepWaitingRuns = async (deps: Deps, report: SweepReport) => {
+const sweepWaitingRuns = async (deps: Deps, report: SweepReport, waitingRuns: readonly QueuedRun[]) => {
   const workflows = new Set<string>();
-  for (const waiting of await waitingRuns(deps)) {
+  for (const waiting of waitingRuns) {
     try {
-      if (!waitedTooLong(waiting.waitUntil, deps.now())) {
+      const run = await readRunItem(deps, waiting.jobId);
+      if (run?.status !== RunStatus.waiting) continue; // it started or ended meanwhile
+      if (run.waitUntil === undefined || !waitedTooLong(run.waitUntil, deps.now())) {
         workflows.add(waiting.workflowId);
         continue;
       }
-      const run = await readRunItem(deps, waiting.jobId);
-      if (run && (await cancelWaitingRun(deps, run))) {
+      if (await cancelWaitingRun(deps, run)) {
         report.waitEnded.push(waiting.jobId);
         await queueWebhook(deps, run, RunStatus.cancelled);
       }
@@ -109,7 +111,12 @@ const refused = async (deps: Deps, jobId: string, rootId: string, error: Message
 export const sweepQueuedRuns = async (deps: Deps): Promise<SweepReport> => {
   const before = new Date(deps.now().getTime() - sweepAfterSeconds * 1000).toISOString();
   const report: SweepReport = { resent: [], failed: [], settled: [], waitEnded: [], startedFromQueue: [] };
+  const waitingRuns: QueuedRun[] = [];
   for (const run of await queuedRunsStartedBefore(deps, before)) {
+    if (run.waiting) {
+      waitingRuns.push(run);
+      continue;
+    }
     if (run.ended) {
       if (await settleEndedRun(deps, run.jobId)) report.settled.push(run.jobId);
       continue;
@@ -133,6 +140,6 @@ export const sweepQueuedRuns = async (deps: Deps): Promise<SweepReport> => {
       }
     }
   }
-  await sweepWaitingRuns(deps, report);
+  await sweepWaitingRuns(deps, report, waitingRuns);
   return report;
 };

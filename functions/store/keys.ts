@@ -97,16 +97,6 @@ export const workflowQueueKey = (workflowId: string, order: string) => ({
   SK: order,
 });
 
-/**
- * Sparse GSI1 entry on a run while it is `waiting`, sorted by when its wait ends: the sweep expires
- * those past it and starts the queue of a workflow whose lock was left free (the fallback).
- */
-export const waitingRunIndex = (jobId: string, waitUntil: string) => ({
-  GSI1PK: `WAITINGRUNS#${Number.parseInt(jobId.slice(0, 2), 16) % queuedRunShards}`,
-  GSI1SK: `${waitUntil}#${jobId}`,
-});
-export const waitingRunPartition = (shard: number) => `WAITINGRUNS#${shard}`;
-
 /** A deferred run (spec 2.4). */
 export const deferredRunKey = (deferredJobId: string) => ({ PK: `DEFERRED#${deferredJobId}`, SK: 'DEFERRED' });
 

@@ -20,8 +20,6 @@ export {
   type Standing,
   standingOf,
   startNextQueued,
-  type WaitingEntry,
-  waitingRuns,
 } from './queue.ts';
 export { countSweepRefusal, type QueuedRun, queuedRunsStartedBefore } from './queued.ts';
 export { type RunProgress, readRunProgress, runMarkOf } from './run-mark.ts';

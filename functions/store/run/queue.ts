@@ -20,7 +20,6 @@ import { tableUpdate } from '../item-update.ts';
 import {
   itemVersion,
   parseItem,
-  QueuedRunEntrySchema,
   type RunItem,
   type StoredItem,
   storedKeyMonth,
@@ -36,17 +35,13 @@ import {
   keyMonthKey,
   projectKey,
   queuedRunIndex,
-  queuedRunShards,
   runKey,
   teamKey,
-  waitingRunIndex,
-  waitingRunPartition,
   workflowLockKey,
   workflowQueueKey,
   workflowQueuePartition,
 } from '../keys.ts';
 import { namedTransactWrite } from '../named-transaction.ts';
-import { queryAll } from '../query.ts';
 import { type TransactItems, transactWrite } from '../write.ts';
 import { queueWebhook } from './run-webhook.ts';
 import {
@@ -192,8 +187,8 @@ export const queueRun = async (
       Put: {
         TableName: deps.tableName,
         Item: {
+          // In the sweep's index from its acceptance, as any run not under way (`queuedRunsStartedBefore`).
           ...started,
-          ...waitingRunIndex(run.jobId, wait.waitUntil),
           status: RunStatus.waiting,
           queueOrder: order,
           waitUntil: wait.waitUntil,
@@ -397,36 +392,4 @@ export const standingOf = async (deps: Deps, run: Pick<RunItem, 'workflowId' | '
     queueEntries(deps, run.workflowId, run.queueOrder ?? ''),
   ]);
   return queueStanding(ahead, lock?.jobId);
-};
-
-/** A waiting run as the sweep's index lists it: whose, and when its wait ends. */
-export interface WaitingEntry {
-  jobId: string;
-  workflowId: string;
-  waitUntil: string;
-}
-
-/** Every waiting run, from the sparse index of waiting runs (every shard, every page). */
-export const waitingRuns = async (deps: Deps): Promise<WaitingEntry[]> => {
-  const runs: WaitingEntry[] = [];
-  for (let shard = 0; shard < queuedRunShards; shard++) {
-    await queryAll(
-      deps,
-      {
-        IndexName: 'GSI1',
-        KeyConditionExpression: 'GSI1PK = :pk',
-        ExpressionAttributeValues: { ':pk': waitingRunPartition(shard) },
-      },
-      (item) => {
-        const entry = parseItem(QueuedRunEntrySchema, item);
-        const sortKey = String(item.GSI1SK);
-        runs.push({
-          jobId: entry.jobId,
-          workflowId: entry.workflowId,
-          waitUntil: sortKey.slice(0, sortKey.lastIndexOf('#')),
-        });
-      },
-    );
-  }
-  return runs;
 };
