@@ -6,7 +6,7 @@
  *
  * Env: BENCH_SECONDS (default 10) per measured load phase, BENCH_WARMUP_SECONDS (default 10),
  * BENCH_SOAK_SECONDS (default 60), BENCH_DEFERRED_COUNT (default 100,000 waiting deferred runs),
- * BENCH_SECTIONS (default all: bundles,python,http,links,soak,runs,deferred,cost,stepevents,hotkey,saturation; `python` alone starts
+ * BENCH_SECTIONS (default all: bundles,python,http,links,soak,runs,deferred,cost,stepevents,queue,hotkey,saturation; `python` alone starts
  * no emulators), BENCH_COLD_RUNS (default 5 fresh
  * processes per bundle in the cold-start section), BENCH_SATURATION_RATES (default 2,4,8,16 runs a second)
  * and BENCH_SATURATION_SECONDS (default 4 per rate) for the saturation section.
@@ -31,6 +31,7 @@ import { benchHotKey } from './hot-key.ts';
 import { measureIdleTick } from './idle-cost.ts';
 import { type LoadResult, runLoad } from './load.ts';
 import { benchPythonRunner } from './python-runner.ts';
+import { benchQueuedRuns } from './queued-runs.ts';
 import { heading, latencyLine, line, ratio } from './report.ts';
 import { benchRuns, chainLength, type RunsBenchResult } from './runs.ts';
 import { benchSaturation } from './saturation.ts';
@@ -57,6 +58,7 @@ const allSections = [
   'deferred',
   'cost',
   'stepevents',
+  'queue',
   'hotkey',
   'saturation',
 ];
@@ -382,6 +384,7 @@ const main = async () => {
   if (sections.has('cost'))
     await benchCost({ resources, targets, chainLength, idleTick, repoRoot, outDir: join(outDir, 'init') });
   if (sections.has('stepevents')) await benchStepEvents({ resources });
+  if (sections.has('queue')) await benchQueuedRuns({ resources, chainLength });
   if (sections.has('hotkey')) await benchHotKey({ deps, resources, targets, cleanups });
   if (sections.has('saturation')) {
     const server = await startServerProcess(resources);

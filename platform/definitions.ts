@@ -5,7 +5,7 @@
  * Pure data: no CDK or SDK imports.
  */
 
-import { endStatuses, eventfulStepStatuses, inProgressStatuses } from './run-statuses.ts';
+import { endStatuses, eventfulStepStatuses, inProgressStatuses, RunStatus } from './run-statuses.ts';
 
 export interface KeyAttribute {
   name: string;
@@ -210,7 +210,8 @@ export const operatorEventsMapping = {
       eventName: ['MODIFY'],
       dynamodb: {
         Keys: { SK: { S: [operatorEventItems.run] } },
-        OldImage: { status: { S: [...inProgressStatuses] } },
+        // A run queued behind another (`waiting`) that never started ends too: its cancel.
+        OldImage: { status: { S: [RunStatus.waiting, ...inProgressStatuses] } },
         NewImage: { status: { S: [...endStatuses] } },
       },
     },
@@ -254,6 +255,15 @@ export const lifecycleWebhooksMapping = {
     {
       eventName: ['INSERT', 'MODIFY'],
       dynamodb: { NewImage: { notify: { BOOL: [true] }, status: { S: [...eventfulStepStatuses] } } },
+    },
+    // A run queued behind another starts later: its move from `waiting` to `queued`, marked then.
+    {
+      eventName: ['MODIFY'],
+      dynamodb: {
+        Keys: { SK: { S: [operatorEventItems.run] } },
+        OldImage: { status: { S: [RunStatus.waiting] } },
+        NewImage: { notifyStart: { BOOL: [true] }, status: { S: [RunStatus.queued] } },
+      },
     },
   ] as readonly Record<string, unknown>[],
 } as const;

@@ -110,6 +110,8 @@ const table = [
     // The files its inputs name (functions/app/run-inputs.ts): settled as GET /files settles them
     // (uploads: HeadObject and a ranged GetObject, DeleteObject of one rejected), then copied to
     // the run's own key (CopyObject: GetObject on the upload, PutObject under teams/).
+    // `onConflict` (functions/store/run/queue.ts): Query, the workflow's queue; DeleteItem, a queue
+    // entry or lock as a replaced run settles; webhooksQueue, the replaced run's `run.cancelled`.
     id: 'RunWorkflow',
     method: 'POST',
     path: '/workflows/{id}/runs',
@@ -119,14 +121,15 @@ const table = [
     // Query: the Run a start that waited answers (GET /runs/{jobId}'s read).
     waits: true,
     grants: {
-      table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'],
+      table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'],
       stepsQueue: 'send',
+      webhooksQueue: 'send',
       uploads: ['GetObject', 'DeleteObject'],
       bucket: ['PutObject'],
     },
   },
   {
-    // Its input files as RunWorkflow's.
+    // Its input files and `onConflict` as RunWorkflow's.
     id: 'RunAgent',
     method: 'POST',
     path: '/agents/{id}/runs',
@@ -135,8 +138,9 @@ const table = [
     body: true,
     waits: true,
     grants: {
-      table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'],
+      table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'],
       stepsQueue: 'send',
+      webhooksQueue: 'send',
       uploads: ['GetObject', 'DeleteObject'],
       bucket: ['PutObject'],
     },
@@ -196,8 +200,9 @@ const table = [
     body: true,
     waits: true,
     grants: {
-      table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'],
+      table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'],
       stepsQueue: 'send',
+      webhooksQueue: 'send',
       uploads: ['GetObject', 'DeleteObject'],
       bucket: ['PutObject'],
     },

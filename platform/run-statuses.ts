@@ -5,8 +5,13 @@
  * `functions/domain/run-lifecycle.ts`, which also checks that the public picklists name them all.
  */
 
-/** A run's stored statuses. `claimed` is only how a queued run with a started step reads. */
+/**
+ * A run's stored statuses. `claimed` is only how a queued run with a started step reads. `waiting`
+ * is only stored: a run accepted behind its workflow's run in progress (`onConflict: "queue"`), its
+ * estimate held but not the lock; it reads as `queued` (functions/domain/workflow-queue.ts).
+ */
 export const RunStatus = {
+  waiting: 'waiting',
   queued: 'queued',
   processing: 'processing',
   completed: 'completed',

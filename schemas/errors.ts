@@ -50,6 +50,8 @@ export const messages = {
    */
   fileNotFound: 'File not found',
   runInProgress: 'This workflow already has a run in progress',
+  /** Our design (`onConflict: "queue"`): the workflow has its most runs waiting. */
+  queueFull: "This workflow's queue is full",
   workflowValidationFailed: 'Workflow validation failed',
   callbackUrlInvalid: 'callbackUrl must be a valid https:// URL',
   rateLimitExceeded: 'Rate limit exceeded',
@@ -234,6 +236,14 @@ export const RunInProgressErrorSchema = v.strictObject({
   activeJobId: UuidSchema,
 });
 export type RunInProgressErrorBody = v.InferOutput<typeof RunInProgressErrorSchema>;
+/** Our design: a queued start (`onConflict: "queue"`) when the workflow already has its most runs waiting. */
+export const QueueFullErrorSchema = v.strictObject({
+  error: v.literal(messages.queueFull),
+  /** The run in progress (or, between two runs, the next to start). */
+  activeJobId: UuidSchema,
+  /** Runs waiting behind it. */
+  queueDepth: v.pipe(v.number(), v.integer(), v.minValue(0)),
+});
 /** A resume of a run that is not `failed` or `stopped`; `status` is the run's, as GET /runs/{jobId} shows it. */
 export const RunNotResumableErrorSchema = v.strictObject({
   error: v.literal(messages.runNotResumable),

@@ -60,16 +60,39 @@ export const MultiplierSchema = v.pipe(
 );
 
 /**
- * Our design: the latest time a deferred run may start, at most 7 days ahead (24 hours when its
- * `inputs` name uploaded files); it replaces the fixed 24 hours. Its bounds depend on the time of
- * the request, so they are checked by the start (a 422), not here.
+ * Our design: what a start does when its workflow already has a run in progress. `reject` (the
+ * default): the contract's 409. `queue`: the run is accepted now, its estimate held, and starts when
+ * the runs ahead of it have ended (answer 202). `replace`: the run in progress is cancelled as
+ * POST /runs/{jobId}/cancel would, and this one starts first.
+ */
+export const onConflictChoices = ['reject', 'queue', 'replace'] as const;
+export const OnConflictSchema = v.pipe(
+  v.picklist(onConflictChoices),
+  v.description(
+    'Our design: what happens when the workflow already has a run in progress. `reject` (the default): 409, ' +
+      'nothing held. `queue`: the run is accepted now with its `jobId`, its estimate held, status `queued`; it ' +
+      'starts when the runs accepted before it have ended (answer 202 with `queuePosition` and `queuedBehind`; at ' +
+      'most 100 wait per workflow). `replace`: the run in progress is cancelled as Cancel a run would, and this ' +
+      'one starts ahead of any queued runs (the answer names `replaced`). With no run in progress all three start ' +
+      'at once.',
+  ),
+);
+export type OnConflict = v.InferOutput<typeof OnConflictSchema>;
+
+/**
+ * Our design: the latest time a run may start (a date-time, at most 7 days ahead, 24 hours for a
+ * deferred run whose `inputs` name uploaded files). One schema for every start that can wait: a
+ * queued run (`onConflict: "queue"`) not started by then ends `cancelled`; a deferred run not
+ * dispatched by then is `expired`. Its bounds depend on the time of the request, so they are
+ * checked by the start (a 422, functions/domain/deferred-run-lifetime.ts), not here.
  */
 export const StartBySchema = v.pipe(
   DateTimeSchema,
   v.description(
-    'Our design, only with `defer: true`: the latest time the deferred run may start (ISO 8601). Not started by ' +
-      'then, it becomes `expired`, holding nothing. Replaces the default 24 hours. Must lie in the future and at ' +
-      'most 7 days ahead (at most 24 hours ahead when `inputs` name an uploaded file); otherwise 422.',
+    'Our design, with `defer: true` or `onConflict: "queue"`: the latest time the run may start (ISO 8601). A ' +
+      'deferred run not started by then becomes `expired`; a run still queued behind another then ends ' +
+      '`cancelled`; either holding nothing. Replaces the default 24 hours. Must lie in the future and at most 7 ' +
+      'days ahead (at most 24 hours ahead for a deferred run whose `inputs` name an uploaded file); otherwise 422.',
   ),
 );
 
@@ -146,7 +169,9 @@ export const RunRequestSchema = notArray(
     tags: v.optional(TagsSchema),
     /** Our design: the lifecycle events to send to `callbackUrl` (schemas/webhook-events.ts). */
     webhookEvents: v.optional(WebhookEventsSchema),
-    /** Our design: a deferred run not started by then expires (functions/domain/deferred-run-lifetime.ts). */
+    /** Our design: what a start meeting a run in progress does; absent reads as `reject`. */
+    onConflict: v.optional(OnConflictSchema),
+    /** Our design: a deferred or queued run not started by then expires or is cancelled (functions/domain/deferred-run-lifetime.ts). */
     startBy: v.optional(StartBySchema),
     /** Our design: the run ends `cancelled` (`endReason: "deadline"`) if still in progress this long after its start. */
     deadlineSeconds: v.optional(DeadlineSecondsSchema),
@@ -172,8 +197,33 @@ export const RunStartedResponseSchema = v.strictObject({
   estimatedCredits: v.number(),
   stepsCount: v.pipe(v.number(), v.integer(), v.minValue(0)),
   callbackSecret: v.optional(IssuedSecretSchema),
+  /** Our design: with `onConflict: "replace"`, the run in progress this start cancelled. */
+  replaced: v.optional(
+    v.pipe(UuidSchema, v.description('Our design: the run in progress that `onConflict: "replace"` cancelled.')),
+  ),
 });
 export type RunStartedResponse = v.InferOutput<typeof RunStartedResponseSchema>;
+
+/** Our design: where a run waiting behind its workflow's run in progress stands (1 = next). */
+export const QueuePositionSchema = v.pipe(
+  v.number(),
+  v.integer(),
+  v.minValue(1),
+  v.description('Our design: while the run waits behind another, its place in the workflow queue (1 = next).'),
+);
+/** Our design: the run a waiting run waits for: the one just ahead of it (the run in progress for the first). */
+export const QueuedBehindSchema = v.pipe(
+  UuidSchema,
+  v.description(
+    'Our design: while the run waits, the `jobId` of the run just ahead of it: the run in progress when ' +
+      '`queuePosition` is 1, else the queued run before it.',
+  ),
+);
+const queuedFields = { queuePosition: QueuePositionSchema, queuedBehind: QueuedBehindSchema };
+
+/** Our design: 202 of a run start with `onConflict: "queue"` (or a replace still waiting): accepted, waiting. */
+export const RunQueuedResponseSchema = v.strictObject({ ...RunStartedResponseSchema.entries, ...queuedFields });
+export type RunQueuedResponse = v.InferOutput<typeof RunQueuedResponseSchema>;
 
 /** 202 of a run start with `defer: true`; not a promise the run will start. */
 export const RunDeferredResponseSchema = v.strictObject({
@@ -199,6 +249,8 @@ export const ResumeRunRequestSchema = notArray(
     webhookEvents: RunRequestSchema.entries.webhookEvents,
     /** The new run's own deadline, from its start; the original's is not reused. */
     deadlineSeconds: RunRequestSchema.entries.deadlineSeconds,
+    onConflict: RunRequestSchema.entries.onConflict,
+    startBy: RunRequestSchema.entries.startBy,
   }),
 );
 export type ResumeRunRequest = v.InferOutput<typeof ResumeRunRequestSchema>;
@@ -212,6 +264,9 @@ export const RunResumedResponseSchema = v.strictObject({
   carriedSteps: v.array(v.string()),
 });
 export type RunResumedResponse = v.InferOutput<typeof RunResumedResponseSchema>;
+
+/** Our design: 202 of a resume with `onConflict: "queue"`: the new run waits behind the run in progress. */
+export const RunResumeQueuedResponseSchema = v.strictObject({ ...RunResumedResponseSchema.entries, ...queuedFields });
 
 /** 422 of a run start when the workflow fails validation: the one error body without `error`. */
 export const RunValidationFailedSchema = v.strictObject({
@@ -397,6 +452,9 @@ export const RunSchema = v.strictObject({
   tags: v.optional(TagsSchema),
   /** Ours: the run this one resumes (POST /runs/{jobId}/resume); absent otherwise. */
   resumedFrom: v.optional(UuidSchema),
+  /** Ours: while it waits behind another run (`onConflict: "queue"`); absent otherwise. */
+  queuePosition: v.optional(QueuePositionSchema),
+  queuedBehind: v.optional(QueuedBehindSchema),
   /** Ours: where to follow the run live (GET /runs/{jobId}/events); absent in webhook bodies. */
   links: v.optional(v.strictObject({ events: v.pipe(v.string(), v.url()) })),
   /** Ours: why it ended, when its status alone does not say (its deadline); absent otherwise. */
@@ -514,6 +572,8 @@ export const runComponents = {
   RunDeferredResponse: RunDeferredResponseSchema,
   ResumeRunRequest: ResumeRunRequestSchema,
   RunResumedResponse: v.strictObject({ ...RunResumedResponseSchema.entries, ...waitedRun }),
+  RunQueuedResponse: v.strictObject({ ...RunQueuedResponseSchema.entries, ...waitedRun }),
+  RunResumeQueuedResponse: v.strictObject({ ...RunResumeQueuedResponseSchema.entries, ...waitedRun }),
   RunValidationFailed: RunValidationFailedSchema,
   Run: RunSchema,
   RunStep: RunStepSchema,
@@ -663,7 +723,12 @@ const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
   responses: {
     200: startAnswer(jsonResponse('The run is queued and its estimate held.', 'RunStartedResponse')),
     202: startAnswer(
-      jsonResponse('The run is deferred (`defer: true`); not a promise that it will start.', 'RunDeferredResponse'),
+      jsonResponse(
+        'The run is deferred (`defer: true`; not a promise that it will start), or (`onConflict: "queue"`) accepted ' +
+          'and waiting behind the run in progress, its estimate held.',
+        'RunDeferredResponse',
+        'RunQueuedResponse',
+      ),
     ),
     500: jsonResponse('Server failure.', 'ServerError'),
   },
@@ -680,7 +745,9 @@ const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
       subject === 'workflow'
         ? 'No such workflow in the team, or it has no canvas.'
         : 'No such agent in the team, no workflow for it, or no canvas.',
-    409: 'The workflow already has a run in progress.',
+    409:
+      'The workflow already has a run in progress (`onConflict` `reject`, the default), or its queue holds 100 ' +
+      'runs (`onConflict: "queue"`).',
     422:
       "An `inputs` key matches no step, a file step's `inputs` value is not a usable `fileId` or public https URL, " +
       '`callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not ' +
@@ -714,7 +781,9 @@ export const runOperations: OperationSpec[] = [
     summary: 'Get a run',
     description:
       'Reads a run status, per-step status and output. Poll until `status` is `completed` or `failed`; a few ' +
-      'seconds between reads is enough. Reading never spends credits. When the outputs together are too large ' +
+      'seconds between reads is enough. Reading never spends credits. A run waiting behind another ' +
+      '(`onConflict: "queue"`) reads `queued` with `queuePosition` and `queuedBehind`. When the outputs together ' +
+      'are too large ' +
       'for one answer, `output` holds the first of them and `output_next` is present: read the run again with ' +
       '`output_cursor` for the next page, until `output_next` is absent.',
     parameters: [
@@ -747,7 +816,8 @@ export const runOperations: OperationSpec[] = [
     summary: 'Cancel a run',
     description:
       'Cancels a run that is `queued`, `claimed` or `processing`: its steps stop, nothing more is charged, and ' +
-      'the unspent hold is released. A `callbackUrl` given at the start receives `run.cancelled`.',
+      'the unspent hold is released. A run still waiting behind another (`onConflict: "queue"`) ends `cancelled` ' +
+      'with its whole hold released. A `callbackUrl` given at the start receives `run.cancelled`.',
     parameters: [uuidPath('jobId', 'The `jobId` returned when the run started.')],
     responses: {
       200: jsonResponse('The run, now `cancelled`.', 'Run'),
@@ -791,6 +861,12 @@ export const runOperations: OperationSpec[] = [
     },
     responses: {
       200: startAnswer(jsonResponse('The new run is queued and the estimate of its steps held.', 'RunResumedResponse')),
+      202: startAnswer(
+        jsonResponse(
+          'With `onConflict: "queue"`: the new run is accepted and waits behind the run in progress, its estimate held.',
+          'RunResumeQueuedResponse',
+        ),
+      ),
       500: jsonResponse('Server failure.', 'ServerError'),
     },
     errorWords: {
@@ -799,7 +875,9 @@ export const runOperations: OperationSpec[] = [
       402: 'Not enough credits, the project hard cap, the per-step credit limit, or the key monthly credit cap.',
       403: `The key lacks \`${scopeOf('ResumeRun')}\`.`,
       404: 'No such run in the team (or past its retention).',
-      409: 'The run is not `failed` or `stopped`, or its workflow already has a run in progress.',
+      409:
+        'The run is not `failed` or `stopped`, its workflow already has a run in progress (`onConflict` `reject`), ' +
+        'or its queue holds 100 runs.',
       422:
         "An `inputs` key matches no step, a file step's `inputs` value is not a usable `fileId` or public https " +
         'URL, `callbackUrl` is not https, a step that runs needs a provider this run may not use, or the ' +

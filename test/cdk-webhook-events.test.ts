@@ -124,6 +124,19 @@ describe('the filters', () => {
     }
   });
 
+  it('pass a queued run that chose run.started when it starts (its move from waiting to queued), and no later change', () => {
+    const started = {
+      ...record('MODIFY', 'RUN', { notifyStart: { BOOL: true }, status: { S: 'queued' } }),
+    } as DynamoDBRecord;
+    const from = (status: string): DynamoDBRecord => ({
+      ...started,
+      dynamodb: { ...started.dynamodb, OldImage: { status: { S: status } } as never },
+    });
+    expect(pass(from('waiting'))).toBe(true);
+    expect(pass(from('queued'))).toBe(false);
+    expect(pass(record('MODIFY', 'RUN', { status: { S: 'queued' } }))).toBe(false);
+  });
+
   it('drop every change of a run that chose nothing, and the rest of the table', () => {
     expect(pass(record('INSERT', 'RUN', {}))).toBe(false);
     expect(pass(record('MODIFY', 'RUN', { notifyStart: { BOOL: true } }))).toBe(false);

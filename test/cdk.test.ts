@@ -869,7 +869,11 @@ describe('cdk app', { timeout: 120_000 }, () => {
       ).toEqual([]);
       expect(everything.filter((a) => a.includes('*'))).toEqual([]);
       expect(entries.filter((e) => e.access.table?.includes('DeleteItem')).map((e) => e.id)).toEqual([
+        // A replacing start (`onConflict: "replace"`) settles the run it cancels: its lock, a queue entry.
+        'RunWorkflow',
+        'RunAgent',
         'CancelRun',
+        'ResumeRun',
         'StepExecutor',
         // The sweep failing a run whose messages SQS keeps refusing frees its workflow's lock.
         'DeferredDispatcher',

@@ -409,6 +409,20 @@ describe('workflow-run CLI', () => {
     }
   });
 
+  it('run --queue sends onConflict: queue (a busy workflow queues it); --queue with --replace is a usage error', async () => {
+    const workflowId = await createWorkflow(stack, team, chainSteps, 'Queued by CLI');
+    const first = await cli(['run', workflowId, '--queue', '--json']);
+    expect(first.code, first.stderr).toBe(0);
+    const second = await cli(['run', workflowId, '--queue', '--json']);
+    expect(second.code, second.stderr).toBe(0);
+    const answer = JSON.parse(second.stdout) as { jobId: string; queuePosition?: number };
+    // Either the first had ended (it started at once) or the second waits behind it: never a 409.
+    expect(answer.jobId).toMatch(/^[0-9a-f-]{36}$/);
+    const both = await cli(['run', workflowId, '--queue', '--replace']);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('--queue and --replace cannot be given together');
+  });
+
   it('deferred show prints the deferred run', async () => {
     const workflowId = await createWorkflow(stack, team, chainSteps, 'Deferred by CLI');
     const deferred = await cli(['run', workflowId, '--defer', '--max-multiplier', '0.01', '--json']);

@@ -46,6 +46,7 @@ import {
   ProviderJobUnknownError,
   ProviderNotAvailableError,
   ProviderWebhookRefusedError,
+  QueueFullError,
   RateLimitedError,
   RunAlreadyEndedError,
   RunInProgressError,
@@ -203,6 +204,12 @@ const cases: Case[] = [
     status: 409,
     schema: bodies.RunInProgressErrorSchema,
     body: { error: 'This workflow already has a run in progress', activeJobId: jobId },
+  },
+  {
+    error: new QueueFullError(jobId, 100),
+    status: 409,
+    schema: bodies.QueueFullErrorSchema,
+    body: { error: "This workflow's queue is full", activeJobId: jobId, queueDepth: 100 },
   },
   { error: new RunAlreadyEndedError(jobId), status: 409, schema: bodies.RunAlreadyEndedErrorSchema },
   {

@@ -856,6 +856,8 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
       [start, goodRun, ['inputs', 'topic']],
       [start, goodRun, ['callbackSecret']],
       [start, goodRun, ['maxMultiplier']],
+      // What a start does on a busy workflow, the latest a waiting run may start, and its deadline.
+      [start, goodRun, ['onConflict']],
       [start, goodRun, ['startBy']],
       [start, goodRun, ['deadlineSeconds']],
     ];

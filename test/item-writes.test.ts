@@ -65,11 +65,13 @@ import {
   storedUpload,
   storedWorkflow,
   storedWorkflowLock,
+  storedWorkflowQueueEntry,
 } from '../functions/store/items.ts';
 import { runKey, teamKey } from '../functions/store/keys.ts';
 import { openLifecycleDelivery, reopenableDelivery } from '../functions/store/lifecycle-webhook-deliveries.ts';
 import { setHourlySchedule, setLiveMultiplier } from '../functions/store/price-multiplier.ts';
 import {
+  cancelWaitingRun,
   claimStep,
   closeRun,
   countFailedExecution,
@@ -79,6 +81,7 @@ import {
   finishStepItem,
   markStepStarted,
   type NewRun,
+  queueRun,
   readRunItem,
   releaseStep,
   retireLateStep,
@@ -272,6 +275,7 @@ const definitions = {
   apiKey: storedApiKey,
   apiKeyId: storedApiKeyId,
   workflowLock: storedWorkflowLock,
+  workflowQueueEntry: storedWorkflowQueueEntry,
   keyMonth: storedKeyMonth,
   idempotency: storedIdempotency,
   price: storedPrice,
@@ -313,6 +317,7 @@ const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definition
   if (PK.startsWith('TEAMSTEPS#')) return 'teamSteps';
   if (PK.startsWith('STREAMS#')) return 'streamSlots';
   if (PK.startsWith('RUNTAG#')) return 'runTag';
+  if (PK.startsWith('WFQUEUE#')) return 'workflowQueueEntry';
   const kind = bySk.find(([pattern]) => pattern.test(SK))?.[1];
   if (!kind) throw new Error(`no item is stored at ${PK}|${SK}`);
   return kind;
@@ -422,6 +427,8 @@ const ids = {
   job: '5a000000-0000-4000-8000-000000000001',
   workflow: '5a000000-0000-4000-8000-000000000002',
   deferred: '5a000000-0000-4000-8000-000000000003',
+  queued: '5a000000-0000-4000-8000-000000000004',
+  cancelledInQueue: '5a000000-0000-4000-8000-000000000005',
 };
 
 function newRun(jobId: string): NewRun {
@@ -510,6 +517,12 @@ describe('what the store’s writers leave in the table', () => {
     });
     const run = { ...(await readRunItem(deps, ids.job)) } as NonNullable<Awaited<ReturnType<typeof readRunItem>>>;
     expect(run.jobId).toBe(ids.job);
+    // Two runs queued behind it (each waiting, with its queue entry, counted on the lock); one cancelled.
+    for (const jobId of [ids.queued, ids.cancelledInQueue]) {
+      expect((await queueRun(deps, newRun(jobId), { lane: 'queue', waitUntil: at }, () => null)).kind).toBe('waits');
+    }
+    const inQueue = await readRunItem(deps, ids.cancelledInQueue);
+    expect(inQueue && (await cancelWaitingRun(deps, inQueue))).toBe(true);
     const claim = await claimStep(deps, run, 'a');
     if (!claim.claimed) throw new Error('the memory table takes every claim');
     await releaseStep(deps, ids.job, 'a', claim.attempt);

@@ -250,7 +250,7 @@ describe('each parser accepts the item the store writes', () => {
     ).toEqual({ balance: 900, held: 0, charged: 0, granted: 900, perStepLimitHundredths: null, connections: {} });
     expect(
       parseItem(WorkflowLockItemSchema, { ...workflowLockKey(ids.workflow), ...workflowLock(ids.job, at) }),
-    ).toEqual({ jobId: ids.job });
+    ).toEqual({ jobId: ids.job, waiting: 0, accepted: 0 });
     const remembered = idempotencyPut({ tableName: 'Data', now: () => new Date(at) }, ids.key, {
       keyHash: 'k',
       requestHash: 'r',
@@ -376,7 +376,7 @@ describe('a malformed item is an error that names its key', () => {
   });
 
   it('an item read without its key (a refusal’s old image) is named by the key it was read at', () => {
-    const error = refusal(() => parseItem(WorkflowLockItemSchema, { since: at }, workflowLockKey(ids.workflow)));
+    const error = refusal(() => parseItem(WorkflowLockItemSchema, { waiting: 'two' }, workflowLockKey(ids.workflow)));
     expect(error).toBeInstanceOf(MalformedItemError);
     expect((error as Error).message).toContain(`WFLOCK#${ids.workflow}|LOCK`);
   });

@@ -27,8 +27,13 @@ import { pinnedProd } from './support/stages.ts';
  * Actions a policy allows that the integration suite never sends, each with the reason. Keyed by
  * function id, then IAM action (every resource the policy names for it).
  */
+const replaceReason =
+  'A replacing start (`onConflict: "replace"`) cancels the run in progress with the cancel\'s own code, whose ' +
+  'settlement deletes its lock (functions/app/cancel-run.ts `cancelReplaced`); test/run-queue.int.test.ts exercises it on RunWorkflow.';
 const notExercised: Record<string, Record<string, string>> = {
+  RunAgent: { 'dynamodb:DeleteItem': replaceReason },
   ResumeRun: {
+    'dynamodb:DeleteItem': replaceReason,
     's3:GetObject':
       "A resume reads an upload given again as a file input with the run start's own code (functions/app/run-inputs.ts); " +
       'test/file-inputs.int.test.ts exercises it on RunWorkflow.',

@@ -329,7 +329,7 @@ describe('startBy', () => {
       startBy: new Date(Date.now() + 3600_000).toISOString(),
     });
     expect(undeferred.status).toBe(400);
-    expect(undeferred.body.error).toBe('Invalid request body: startBy: needs `defer: true`');
+    expect(undeferred.body.error).toBe('Invalid request body: startBy: needs `defer: true` or `onConflict: "queue"`');
     const notADate = await startRunCall(stack.baseUrl, t.key, workflowId, { defer: true, startBy: 'tomorrow' });
     expect(notADate.status).toBe(400);
     expect(await ledgerOf(stack.deps, t.teamId)).toEqual({ balance: 10_000, held: 0, charged: 0, granted: 10_000 });

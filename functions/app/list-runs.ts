@@ -7,6 +7,7 @@ import type { Deps } from '../deps.ts';
 import { toCredits } from '../domain/credits.ts';
 import { type ListCursorScope, openCursor, signCursor } from '../domain/cursor.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
+import { listedStatus } from '../domain/run-lifecycle.ts';
 import { InvalidQueryError } from '../errors/table.ts';
 import { deferredView } from '../store/deferred-runs.ts';
 import { DeferredListEntrySchema, parseItem, RunListEntrySchema } from '../store/items.ts';
@@ -106,7 +107,7 @@ const runSummary = (item: Record<string, unknown>): RunSummary => {
   return {
     jobId: entry.jobId,
     workflowId: entry.workflowId,
-    status: entry.status,
+    status: listedStatus(entry.status),
     mode: entry.mode,
     createdAt: entry.createdAt,
     endedAt: entry.endedAt ?? null,

@@ -4,6 +4,7 @@ import type { Run, RunFile, RunOutput, RunResult } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { openCursor, type RunOutputCursorScope, signCursor } from '../domain/cursor.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
+import { isWaiting } from '../domain/run-lifecycle.ts';
 import { outputsFrom, runView } from '../domain/run-view.ts';
 import { outputPage } from '../domain/run-view-size.ts';
 import { InvalidCursorError, InvalidQueryError, RunNotFoundError } from '../errors/table.ts';
@@ -11,7 +12,7 @@ import { isStoredFile } from '../nodes/executors/types.ts';
 import { canvasOf } from '../store/canvases.ts';
 import { isTeamObject } from '../store/files.ts';
 import type { RunItem, StepItem } from '../store/items.ts';
-import { readRunPartition } from '../store/run/index.ts';
+import { readRunPartition, standingOf } from '../store/run/index.ts';
 import { cursorSigningSecret } from '../store/run-list.ts';
 import { fileLinkFor } from './file-links.ts';
 
@@ -155,8 +156,16 @@ export const readRunAndItems = async (
     ...(run.resumedFrom !== undefined && { resumedFrom: run.resumedFrom }),
     // Ours: why it ended, when its status alone does not say (its deadline).
     ...(run.endReason !== undefined && { endReason: run.endReason }),
+    // Ours: where a run queued behind another stands while it waits.
+    ...(isWaiting(run.status) && (await waitingFields(deps, run))),
   };
   return { view: shown, whole: view, run, steps };
+};
+
+/** A waiting run's `queuePosition` and `queuedBehind` (the latter absent between two runs, for the first). */
+const waitingFields = async (deps: Deps, run: RunItem) => {
+  const { queuePosition, queuedBehind } = await standingOf(deps, run);
+  return { queuePosition, ...(queuedBehind !== undefined && { queuedBehind }) };
 };
 
 /** Where the run's stream is reached (`links.events`, GET /runs/{jobId}/events), when the stage knows its address. */

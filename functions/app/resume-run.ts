@@ -11,7 +11,15 @@ import type { ApiKeyItem, InputFile, RunItem, StepItem } from '../store/items.ts
 import { loadRunnableWorkflow, putCarriedSteps, readRunPartition } from '../store/run/index.ts';
 import { assertUnderStorageQuota } from '../store/stored-bytes.ts';
 import { checkFileInputs, holdFileInputs } from './run-inputs.ts';
-import { answerOnce, checkRunnable, commitRun, type RunStartAnswer, withIssuedSecret } from './start-run.ts';
+import {
+  answerOnce,
+  checkRunnable,
+  checkStartBy,
+  commitRun,
+  committedAnswer,
+  type RunStartAnswer,
+  withIssuedSecret,
+} from './start-run.ts';
 
 /** A resume as the HTTP edge read it. */
 export interface ResumeStart {
@@ -38,6 +46,7 @@ const sharedInputFiles = (run: RunItem, keys: readonly string[]): Record<string,
 export const resumeRun = (deps: Deps, key: ApiKeyItem, start: ResumeStart, jobId: string): Promise<RunStartAnswer> =>
   answerOnce(deps, key, { ...start, body: start.request }, async (rememberFor) => {
     const { request, issued } = withIssuedSecret(start.request);
+    checkStartBy(deps, request.startBy, false);
     const { run, steps } = await readRunPartition(deps, jobId);
     if (!run || run.teamId !== key.teamId || !keyMayUseWorkflow(key.workflowIds, run.workflowId)) {
       throw new RunNotFoundError(jobId);
@@ -69,6 +78,8 @@ export const resumeRun = (deps: Deps, key: ApiKeyItem, start: ResumeStart, jobId
       ...(request.webhookEvents !== undefined && { webhookEvents: request.webhookEvents }),
       // Its own deadline, from its start; the original's is not reused.
       ...(request.deadlineSeconds !== undefined && { deadlineSeconds: request.deadlineSeconds }),
+      ...(request.onConflict !== undefined && { onConflict: request.onConflict }),
+      ...(request.startBy !== undefined && { startBy: request.startBy }),
     };
     let answer: RunStartAnswer | undefined;
     await commitRun(deps, {
@@ -95,10 +106,9 @@ export const resumeRun = (deps: Deps, key: ApiKeyItem, start: ResumeStart, jobId
           await putCarriedSteps(deps, newJobId, jobId, carried);
         },
       },
-      idempotency: (newJobId, estimate) => {
-        answer = {
-          deferred: false,
-          body: {
+      idempotency: (newJobId, estimate, conflict) => {
+        answer = committedAnswer(
+          {
             jobId: newJobId,
             workflowId: workflow.workflowId,
             status: RunStatus.queued,
@@ -108,7 +118,8 @@ export const resumeRun = (deps: Deps, key: ApiKeyItem, start: ResumeStart, jobId
             carriedSteps: plan.carried,
             ...issued,
           },
-        };
+          conflict,
+        );
         return rememberFor(answer);
       },
     });

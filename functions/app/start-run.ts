@@ -1,6 +1,6 @@
 import { RunStatus } from '../../platform/run-statuses.ts';
 import { runLabels } from '../../schemas/run-tags.ts';
-import type { RunRequest } from '../../schemas/runs.ts';
+import type { OnConflict, RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { type AdmissionRefusal, busyFirst, refusalWithoutFacts, runRefusal } from '../domain/admission.ts';
 import { toCredits } from '../domain/credits.ts';
@@ -20,6 +20,7 @@ import { estimateRun, type RunEstimate } from '../domain/pricing.ts';
 import { estimateOfSteps, type ResumePlan } from '../domain/resume.ts';
 import { newStandardWebhookSecret } from '../domain/webhook.ts';
 import { apiInputKeys, rootNodeIds, topologicalOrder, validateCanvas } from '../domain/workflow-graph.ts';
+import { type QueueLane, queueCap, queueWaitSeconds } from '../domain/workflow-queue.ts';
 import type { ServiceError } from '../errors/define.ts';
 import {
   MonthlyCapUnverifiableError,
@@ -44,13 +45,17 @@ import {
   loadAgentWorkflow,
   loadRunnableWorkflow,
   type NewRun,
+  queueRun,
   RaceLostError,
   type RunnableWorkflow,
+  type Standing,
   sendStepMessages,
+  startNextQueued,
   startRun,
 } from '../store/run/index.ts';
 import { assertUnderStorageQuota } from '../store/stored-bytes.ts';
 import { backoff, storageBusy, writeRetry } from '../store/write.ts';
+import { cancelReplaced } from './cancel-run.ts';
 import { startDeadlineTimer } from './run-deadline.ts';
 import { type CheckedUpload, checkFileInputs, holdFileInputs, uploadsByKey } from './run-inputs.ts';
 
@@ -104,8 +109,12 @@ export const startEstimate = (
 /** A run started at once is priced at 1: the price multiplier is only what deferred runs wait for. */
 export const startNowMultiplier = 1;
 
-/** A `startBy` in the past or past its bound (functions/domain/deferred-run-lifetime.ts) is a 422, before anything is written. */
-const checkStartBy = (deps: Deps, startBy: string | undefined, withUploads: boolean) => {
+/**
+ * A `startBy` in the past or past its bound (functions/domain/deferred-run-lifetime.ts) is a 422,
+ * before anything is written. `withUploads`: a deferred run whose inputs name uploads (it copies
+ * them only at its dispatch); a queued run copies them when it is accepted.
+ */
+export const checkStartBy = (deps: Deps, startBy: string | undefined, withUploads: boolean) => {
   if (startBy === undefined) return;
   const problem = startByProblem(startBy, deps.now(), withUploads);
   if (!problem) return;
@@ -122,14 +131,14 @@ export const checkStart = async (
   deps: Deps,
   key: ApiKeyItem,
   workflow: RunnableWorkflow,
-  request: Pick<RunRequest, 'inputs' | 'startBy'>,
+  request: Pick<RunRequest, 'inputs' | 'startBy' | 'defer'>,
 ): Promise<CheckedUpload[]> => {
   checkRunnable(key, workflow, request, deps.providers);
   // A loader left with nothing to load would fail after the hold: refused first, nothing held.
   const unloaded = loadersWithoutValue(workflow.canvas, request.inputs ?? {});
   if (unloaded.length > 0) throw new RunValidationFailedError(unloaded);
   const uploads = await checkFileInputs(deps, key.teamId, workflow.canvas, request.inputs ?? {});
-  checkStartBy(deps, request.startBy, uploads.length > 0);
+  checkStartBy(deps, request.startBy, request.defer === true && uploads.length > 0);
   // A team at its storage quota starts nothing that would store more (a run's outputs).
   await assertUnderStorageQuota(deps, key.teamId);
   return uploads;
@@ -183,8 +192,11 @@ export const admitRun = async (
   const refusal = runRefusal(input.estimate, facts, now);
   // The lock is read only for a refusal: a busy workflow is answered before it, naming the run to wait for.
   if (refusal) {
-    const busy = busyFirst(refusal, await activeJobOf(deps, workflow.workflowId));
-    throw admissionError(busy, { balanceHundredths: facts.balance });
+    // A start that would wait is answered its 402 at once, as any other: the busy workflow is no refusal to it.
+    const first = laneOf(input.request.onConflict)
+      ? { kind: 'refused' as const, refusal }
+      : busyFirst(refusal, await activeJobOf(deps, workflow.workflowId));
+    throw admissionError(first, { balanceHundredths: facts.balance });
   }
   return facts;
 };
@@ -195,6 +207,8 @@ export const admitRun = async (
  * place for the start and the estimate).
  */
 export const refuseIfBusy = async (deps: Deps, input: { workflow: RunnableWorkflow; request: RunRequest }) => {
+  // A start that queues or replaces meets a busy workflow by waiting, not by a refusal.
+  if (laneOf(input.request.onConflict)) return;
   const active = await activeJobOf(deps, input.workflow.workflowId);
   if (active !== undefined) throw admissionError({ kind: 'runInProgress', activeJobId: active });
 };
@@ -207,8 +221,11 @@ export interface CommitInput {
   request: RunRequest;
   /** The price multiplier in force (1 for a run started now). */
   multiplier: number;
-  /** Builds the answer remembered for an Idempotency-Key (null when none was sent). */
-  idempotency: ((jobId: string, estimate: RunEstimate) => NewRun['idempotency']) | null;
+  /**
+   * Builds the answer remembered for an Idempotency-Key (null when none was sent); `conflict` when
+   * the run was queued behind the run in progress, or replaced it (`onConflict`).
+   */
+  idempotency: ((jobId: string, estimate: RunEstimate, conflict?: ConflictOutcome) => NewRun['idempotency']) | null;
   deferredJobId: string | null;
   extraItems?: NewRun['extraItems'];
   /**
@@ -219,6 +236,31 @@ export interface CommitInput {
   /** Set on a resume (functions/app/resume-run.ts): only the plan's steps are priced, checked and run. */
   resume?: RunResume;
 }
+
+/** What `onConflict` made of a start that met a run in progress: it waits (`queue`), or it replaced that run. */
+export type ConflictOutcome = { queued: Standing } | { replaced: string };
+
+/** A committed start: its run, its estimate, and what `onConflict` did when the workflow was busy. */
+export interface Committed {
+  jobId: string;
+  estimate: RunEstimate;
+  conflict?: ConflictOutcome;
+}
+
+/** The fields an answer adds for `conflict`: the place of a waiting run, or the run replaced. */
+export const conflictFields = (conflict: ConflictOutcome | undefined) =>
+  conflict === undefined
+    ? {}
+    : 'replaced' in conflict
+      ? { replaced: conflict.replaced }
+      : { queuePosition: conflict.queued.queuePosition, queuedBehind: conflict.queued.queuedBehind };
+
+/** Tries a start makes while the queue it would join keeps moving (each loses only to another start's progress). */
+const queueMoves = 3 * queueCap;
+
+/** What a start that meets a run in progress does: its lane in the queue, or undefined to be refused (409). */
+const laneOf = (onConflict: OnConflict | undefined): QueueLane | undefined =>
+  onConflict === 'queue' ? 'queue' : onConflict === 'replace' ? 'replace' : undefined;
 
 /** What a resume adds to a start: the run it resumes, its plan, and the carried-over steps' writer. */
 export interface RunResume {
@@ -232,8 +274,10 @@ export interface RunResume {
  * Estimates, admits (functions/domain/admission.ts, in the spec's order), then ONE transaction,
  * then the root steps to SQS. Shared by run starts and the deferred dispatcher.
  */
-export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId: string; estimate: RunEstimate }> => {
+export const commitRun = async (deps: Deps, input: CommitInput): Promise<Committed> => {
   const { key, workflow, request } = input;
+  // `queue` and `replace` meet a busy workflow by waiting (ahead of the queue, for `replace`).
+  const lane = laneOf(request.onConflict);
   const jobId = input.jobId ?? deps.newId();
   const { resume } = input;
   const whole = startEstimate(deps, workflow, request, input.multiplier);
@@ -249,7 +293,10 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
   const monthlyCap = key.monthlyCapHundredths;
   let inputFiles = typeof input.inputFiles === 'function' ? undefined : input.inputFiles;
   const holdFiles = typeof input.inputFiles === 'function' ? input.inputFiles : undefined;
-  for (let attempt = 0; ; attempt++) {
+  let conflict: ConflictOutcome | undefined;
+  let busy = false;
+  let moves = 0;
+  for (let attempt = 0; ; ) {
     const facts = await admitRun(deps, { key, workflow, request, running, estimate, now });
     // After admission (a refused start copies nothing), before the commit (a committed run has its
     // copies); a copy whose transaction then fails is left to the retention's lifecycle rule. A busy
@@ -266,43 +313,70 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
       await startDeadlineTimer(deps, { jobId, teamId: key.teamId }, request.deadlineSeconds);
       timerSent = true;
     }
+    const run: NewRun = {
+      jobId,
+      teamId: key.teamId,
+      keyId: key.keyId,
+      workflow,
+      mode: request.mode,
+      inputs: request.inputs ?? {},
+      inputFiles,
+      callbackUrl: request.callbackUrl ?? null,
+      callbackSecret: request.callbackSecret ?? null,
+      estimate,
+      month,
+      monthlyCap,
+      hardCap: facts.hardCap,
+      idempotency: input.idempotency?.(jobId, estimate) ?? null,
+      deferredJobId: input.deferredJobId,
+      labels: runLabels(request),
+      webhookEvents: request.webhookEvents,
+      // The steps it runs, in the workflow's order: the first of them may give step events.
+      eventSteps: eventfulSteps(
+        request.webhookEvents,
+        topologicalOrder(workflow.canvas).filter((id) => running.nodes.some((n) => n.id === id)),
+      ),
+      extraItems: input.extraItems,
+      ...(resume && { resumed: { from: resume.resumedFrom, carried: resume.plan.carried } }),
+      deadlineSeconds: request.deadlineSeconds,
+    };
     try {
-      await startRun(deps, {
-        jobId,
-        teamId: key.teamId,
-        keyId: key.keyId,
-        workflow,
-        mode: request.mode,
-        inputs: request.inputs ?? {},
-        inputFiles,
-        callbackUrl: request.callbackUrl ?? null,
-        callbackSecret: request.callbackSecret ?? null,
-        estimate,
-        month,
-        monthlyCap,
-        hardCap: facts.hardCap,
-        idempotency: input.idempotency?.(jobId, estimate) ?? null,
-        deferredJobId: input.deferredJobId,
-        labels: runLabels(request),
-        webhookEvents: request.webhookEvents,
-        // The steps it runs, in the workflow's order: the first of them may give step events.
-        eventSteps: eventfulSteps(
-          request.webhookEvents,
-          topologicalOrder(workflow.canvas).filter((id) => running.nodes.some((n) => n.id === id)),
-        ),
-        extraItems: input.extraItems,
-        ...(resume && { resumed: { from: resume.resumedFrom, carried: resume.plan.carried } }),
-        deadlineSeconds: request.deadlineSeconds,
-      });
-      break;
+      if (!busy) {
+        await startRun(deps, run);
+        break;
+      }
+      const queued = await queueRun(
+        deps,
+        run,
+        { lane: lane ?? 'queue', waitUntil: waitUntilOf(deps, request) },
+        (standing, holder) => input.idempotency?.(jobId, estimate, outcomeOf(lane, standing, holder)) ?? null,
+      );
+      if (queued.kind === 'waits') {
+        conflict = outcomeOf(lane, queued.standing, queued.holder);
+        if (lane === 'replace' && queued.holder !== undefined) await cancelReplaced(deps, queued.holder);
+        break;
+      }
+      // The workflow came free (a plain start again), or the queue moved since it was read.
+      busy = false;
+      if (++moves >= queueMoves) throw storageBusy('run queue', 'raceLost', moves, new Error('the queue kept moving'));
     } catch (error) {
+      if (error instanceof RunInProgressError && lane && !busy) {
+        busy = true;
+        continue;
+      }
       if (!(error instanceof RaceLostError)) throw error;
       // A cap moved between the read and the transaction: read again, after a backoff; 503 when it keeps moving.
-      if (attempt + 1 >= writeRetry.tries) throw storageBusy('run start', 'raceLost', attempt + 1, error);
-      await backoff(deps, attempt + 1);
+      attempt++;
+      if (attempt >= writeRetry.tries) throw storageBusy('run start', 'raceLost', attempt, error);
+      await backoff(deps, attempt);
     }
   }
   countRunStarted();
+  if (conflict !== undefined) {
+    // Between two runs (a lock left free with runs waiting) nobody else may start the queue: this start does.
+    await startQueueOnce(deps, workflow.workflowId);
+    return { jobId, estimate, conflict };
+  }
   try {
     await sendStepMessages(
       deps,
@@ -314,6 +388,25 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
     logger.error('root steps not sent; the sweep will retry', { jobId, error: error as Error });
   }
   return { jobId, estimate };
+};
+
+/** The outcome a queued start answers: waiting in the queue, or (replace) the run it cancelled when there was one. */
+const outcomeOf = (lane: QueueLane | undefined, standing: Standing, holder: string | undefined): ConflictOutcome =>
+  lane === 'replace' && holder !== undefined ? { replaced: holder } : { queued: standing };
+
+/** When a queued run stops waiting: its `startBy`, else `queueWaitSeconds` from now. */
+const waitUntilOf = (deps: Deps, request: Pick<RunRequest, 'startBy'>) =>
+  new Date(
+    request.startBy !== undefined ? Date.parse(request.startBy) : deps.now().getTime() + queueWaitSeconds * 1000,
+  ).toISOString();
+
+/** `startNextQueued`, whose failure leaves the queue to the next run end or the dispatcher's tick. */
+const startQueueOnce = async (deps: Deps, workflowId: string) => {
+  try {
+    await startNextQueued(deps, workflowId);
+  } catch (error) {
+    logger.warn('the queue was left to the sweep', { workflowId, error: error as Error });
+  }
 };
 
 /** A run start as the HTTP edge read it (functions/http/run-start.ts). */
@@ -331,13 +424,27 @@ export interface RunStart {
  */
 export interface RunStartAnswer {
   deferred: boolean;
+  /** The run was accepted to wait behind the run in progress (`onConflict: "queue"`). */
+  queued?: boolean;
   body: Record<string, unknown>;
 }
 
-/** A remembered answer's body says which it was: only a deferred run's has `deferred: true`. */
+/**
+ * A remembered answer's body says which it was: only a deferred run's has `deferred: true`, only a
+ * waiting run's a `queuePosition`.
+ */
 const answerOf = (body: unknown): RunStartAnswer => {
   const record = (body ?? {}) as Record<string, unknown>;
-  return { deferred: record.deferred === true, body: record };
+  return { deferred: record.deferred === true, queued: record.queuePosition !== undefined, body: record };
+};
+
+/** The answer to a start that committed a run: its fields, and what `onConflict` did (202 while it waits). */
+export const committedAnswer = (
+  body: Record<string, unknown>,
+  conflict: ConflictOutcome | undefined,
+): RunStartAnswer => {
+  const fields = conflictFields(conflict);
+  return { deferred: false, queued: 'queuePosition' in fields, body: { ...body, ...fields } };
 };
 
 /** Builds the record that remembers an answer for the request's Idempotency-Key (null when none was sent). */
@@ -444,10 +551,9 @@ const startRunFor = (
       multiplier: startNowMultiplier,
       deferredJobId: null,
       inputFiles: uploads.length > 0 ? (jobId) => holdFileInputs(deps, key.teamId, jobId, uploads) : {},
-      idempotency: (jobId, estimate) => {
-        answer = {
-          deferred: false,
-          body: {
+      idempotency: (jobId, estimate, conflict) => {
+        answer = committedAnswer(
+          {
             jobId,
             workflowId: workflow.workflowId,
             status: RunStatus.queued,
@@ -455,7 +561,8 @@ const startRunFor = (
             stepsCount: workflow.canvas.nodes.length,
             ...issued,
           },
-        };
+          conflict,
+        );
         return rememberFor(answer);
       },
     });

@@ -1,18 +1,22 @@
 import { RunStatus } from '../../platform/run-statuses.ts';
 import type { Deps } from '../deps.ts';
 import { readyWhenDone } from '../domain/resume.ts';
+import { waitedTooLong } from '../domain/workflow-queue.ts';
 import { logger } from '../observability/logger.ts';
 import { countRunEnded, countStepFailed } from '../observability/metrics.ts';
 import { canvasOf } from '../store/canvases.ts';
 import { MessagesRefusedError } from '../store/queues.ts';
 import {
+  cancelWaitingRun,
   countSweepRefusal,
   failStep,
+  type QueuedRun,
   queuedRunsStartedBefore,
   queueWebhook,
   readRunItem,
   sendStepMessages,
   settleEndedRun,
+  startNextQueued,
 } from '../store/run/index.ts';
 
 /** A run still queued this long after its start has probably lost its root-step messages. */
@@ -36,7 +40,45 @@ export interface SweepReport {
   failed: string[];
   /** Ended runs settled once their in-flight model step's lease ran out (its worker died). */
   settled: string[];
+  /** Runs queued behind another whose wait (`startBy`, or 24 hours) ran out: `cancelled`. */
+  waitEnded: string[];
+  /** Queued runs started by the tick: their workflow's lock was left free with runs waiting (the fallback). */
+  startedFromQueue: string[];
 }
+
+/**
+ * The waiting runs' part of a pass (those accepted two minutes ago or more, from the same index):
+ * cancel those whose wait ran out, and start the queue of every workflow with runs waiting whose
+ * lock is free (a run end hands it over itself; this is the fallback when that end's process died
+ * between the two). One GetItem of each such run. One workflow's failure never stops the others.
+ */
+const sweepWaitingRuns = async (deps: Deps, report: SweepReport, waitingRuns: readonly QueuedRun[]) => {
+  const workflows = new Set<string>();
+  for (const waiting of waitingRuns) {
+    try {
+      const run = await readRunItem(deps, waiting.jobId);
+      if (run?.status !== RunStatus.waiting) continue; // it started or ended meanwhile
+      if (run.waitUntil === undefined || !waitedTooLong(run.waitUntil, deps.now())) {
+        workflows.add(waiting.workflowId);
+        continue;
+      }
+      if (await cancelWaitingRun(deps, run)) {
+        report.waitEnded.push(waiting.jobId);
+        await queueWebhook(deps, run, RunStatus.cancelled);
+      }
+    } catch (error) {
+      logger.warn('a waiting run’s end was left to the next pass', { jobId: waiting.jobId, error: error as Error });
+    }
+  }
+  for (const workflowId of workflows) {
+    try {
+      const started = await startNextQueued(deps, workflowId);
+      if (started !== undefined) report.startedFromQueue.push(started);
+    } catch (error) {
+      logger.warn('a queue was left to the next pass', { workflowId, error: error as Error });
+    }
+  }
+};
 
 /**
  * Counts a refused re-send of the run and, at `maxSweepRefusals`, fails it as one failed step does:
@@ -68,8 +110,13 @@ const refused = async (deps: Deps, jobId: string, rootId: string, error: Message
  */
 export const sweepQueuedRuns = async (deps: Deps): Promise<SweepReport> => {
   const before = new Date(deps.now().getTime() - sweepAfterSeconds * 1000).toISOString();
-  const report: SweepReport = { resent: [], failed: [], settled: [] };
+  const report: SweepReport = { resent: [], failed: [], settled: [], waitEnded: [], startedFromQueue: [] };
+  const waitingRuns: QueuedRun[] = [];
   for (const run of await queuedRunsStartedBefore(deps, before)) {
+    if (run.waiting) {
+      waitingRuns.push(run);
+      continue;
+    }
     if (run.ended) {
       if (await settleEndedRun(deps, run.jobId)) report.settled.push(run.jobId);
       continue;
@@ -93,5 +140,6 @@ export const sweepQueuedRuns = async (deps: Deps): Promise<SweepReport> => {
       }
     }
   }
+  await sweepWaitingRuns(deps, report, waitingRuns);
   return report;
 };

@@ -24,8 +24,10 @@ import type { RunViewStatus, StepViewStatus } from '../../schemas/runs.ts';
 export const claimedView = 'claimed' satisfies RunViewStatus;
 export const stepQueuedView = 'queued' satisfies StepViewStatus;
 
-// The public picklists (schemas/runs.ts) must name every stored status: `satisfies` checks it.
-export const storedRunStatuses = [...inProgressStatuses, ...endStatuses] as const satisfies readonly RunViewStatus[];
+// The public picklists (schemas/runs.ts) must name every stored status but `waiting`, which reads
+// as `queued`: `satisfies` checks it.
+const shownRunStatuses = [...inProgressStatuses, ...endStatuses] as const satisfies readonly RunViewStatus[];
+export const storedRunStatuses = [RunStatus.waiting, ...shownRunStatuses] as const;
 export const storedStepStatuses = Object.values(StepStatus) satisfies StepViewStatus[];
 
 /** How a counted step finished: both release its successors. */
@@ -55,6 +57,31 @@ const step = <T extends Transition<StoredStepStatus>>(t: T) => t;
 
 /** Every move of a run item, by name (functions/store/run/ writes each). */
 export const runTransitions = {
+  queue: run({
+    from: ['none'],
+    to: [RunStatus.waiting],
+    guard:
+      'the workflow has a run in progress or runs waiting, fewer than 100; the balance covers the estimate; the caps still allow it',
+    counters: 'stepsTotal set, none counted',
+    hold: 'takes the estimate from the balance',
+    lock: 'waits: the lock counts it',
+  }),
+  promote: run({
+    from: [RunStatus.waiting],
+    to: [RunStatus.queued],
+    guard: 'the lock is free and counts runs waiting; this run is the first of them',
+    counters: 'unchanged',
+    hold: 'unchanged',
+    lock: 'takes it',
+  }),
+  cancelWaiting: run({
+    from: [RunStatus.waiting],
+    to: [RunStatus.cancelled],
+    guard: 'none',
+    counters: 'unchanged',
+    hold: 'releases it all to the balance',
+    lock: 'counts one fewer waiting',
+  }),
   start: run({
     from: ['none'],
     to: [RunStatus.queued],
@@ -77,7 +104,7 @@ export const runTransitions = {
     guard: 'the hold as read; not finalized (with the last step: counters as read, not counted)',
     counters: 'the last step counted, when given',
     hold: 'releases the rest to the balance',
-    lock: 'frees it',
+    lock: 'frees it (hands it over while runs wait)',
   }),
   close: run({
     from: inProgressStatuses,
@@ -93,7 +120,7 @@ export const runTransitions = {
     guard: 'no live claim of its steps; the hold as read; not finalized',
     counters: 'unchanged',
     hold: 'releases the rest to the balance',
-    lock: 'frees it',
+    lock: 'frees it (hands it over while runs wait)',
   }),
   countSweepRefusal: run({
     from: [RunStatus.queued],
@@ -165,6 +192,9 @@ export const isInProgress = (status: unknown): status is InProgressStatus =>
 
 export const isEndStatus = (status: unknown): status is EndStatus => endStatuses.includes(status as EndStatus);
 
+/** Whether a run waits behind its workflow's run in progress (accepted, holding its estimate, not the lock). */
+export const isWaiting = (status: unknown): status is typeof RunStatus.waiting => status === RunStatus.waiting;
+
 /** A cancel ends a run `stopped` once a step of it completed, `cancelled` before. */
 export const cancelStatus = (stepsCompleted: number): EndStatus =>
   stepsCompleted > 0 ? RunStatus.stopped : RunStatus.cancelled;
@@ -196,14 +226,21 @@ export const isCompleted = (status: string | undefined): status is typeof StepSt
 
 /** A run that has ended but is not finalized yet (a model step of it was in flight at its end). */
 export const isUnsettled = (run: { status: string; finalizedAt?: string | undefined }) =>
-  !isInProgress(run.status) && run.finalizedAt === undefined;
+  isEndStatus(run.status) && run.finalizedAt === undefined;
 
 /** A step item that will not move again on this delivery's account (failed, or retired as unknown). */
 export const isDeadEnd = (status: string | undefined) => status === StepStatus.failed || status === StepStatus.unknown;
 
-/** The run status a caller reads: a queued run with a started step reads `claimed`. */
+/** The run status a caller reads: a queued run with a started step reads `claimed`, a waiting one `queued`. */
 export const runViewStatus = (status: StoredRunStatus, anyStepInFlight: boolean): RunViewStatus =>
-  status === RunStatus.queued && anyStepInFlight ? claimedView : status;
+  status === RunStatus.waiting
+    ? RunStatus.queued
+    : status === RunStatus.queued && anyStepInFlight
+      ? claimedView
+      : status;
+
+/** The status a run summary (GET /runs) shows: a waiting run reads `queued`. */
+export const listedStatus = (status: StoredRunStatus) => (status === RunStatus.waiting ? RunStatus.queued : status);
 
 /**
  * The step status a caller reads. No item: not started, so `queued`, or `skipped` once the run
@@ -214,7 +251,7 @@ export const stepViewStatus = (
   counted: boolean,
   step: { status: StoredStepStatus } | undefined,
 ): StepViewStatus => {
-  const ended = !isInProgress(runStatus);
+  const ended = isEndStatus(runStatus);
   if (!step) return ended ? StepStatus.skipped : stepQueuedView;
   const uncounted = step.status === StepStatus.completed && !counted;
   if (step.status === StepStatus.processing || uncounted) return ended ? StepStatus.unknown : StepStatus.processing;

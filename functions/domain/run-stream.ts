@@ -144,7 +144,7 @@ export const eventsFor = (view: Run, sent: SentState): RunEvent[] => {
 };
 
 /** Whether the run has ended: the stream sends `done` and closes. */
-export const hasEnded = (view: Pick<Run, 'status'>): boolean => isEndStatus(view.status);
+export const hasEnded = (view: { status: string }): boolean => isEndStatus(view.status);
 
 /** The state after `done`: a reconnect with its id is told there is nothing more (204). */
 export const afterDone = (state: SentState): SentState => ({ ...state, done: true });

@@ -314,6 +314,16 @@ export const RunInProgressError = defineError('RunInProgressError', {
   body: (f) => ({ error: messages.runInProgress, activeJobId: f.activeJobId }),
 });
 
+/** A queued start (`onConflict: "queue"`) meets a workflow with its most runs waiting (functions/domain/workflow-queue.ts). */
+export const QueueFullError = defineError('QueueFullError', {
+  facts: (activeJobId: string, queueDepth: number) => ({ activeJobId, queueDepth }),
+  message: (f) => `workflow queue full behind run ${f.activeJobId} (${f.queueDepth} waiting)`,
+  status: 409,
+  routes: runStarts,
+  schemas: [bodies.QueueFullErrorSchema],
+  body: (f) => ({ error: messages.queueFull, activeJobId: f.activeJobId, queueDepth: f.queueDepth }),
+});
+
 /** The run to cancel has already ended. */
 export const RunAlreadyEndedError = defineError('RunAlreadyEndedError', {
   facts: (jobId: string) => ({ jobId }),

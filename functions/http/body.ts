@@ -153,9 +153,14 @@ const withWebhookTarget = <
   return request;
 };
 
-/** `startBy` bounds a deferred run's wait: without `defer: true` it would bound nothing, so it is a 400 naming the field. */
+/**
+ * `startBy` bounds the wait of a deferred run or of a run queued behind another: without
+ * `defer: true` or `onConflict: "queue"` it would bound nothing, so it is a 400 naming the field.
+ */
 const withStartByWhereItCounts = (request: RunRequest): RunRequest => {
-  if (request.startBy !== undefined && !request.defer) throw new InvalidBodyError('startBy: needs `defer: true`');
+  if (request.startBy !== undefined && !request.defer && request.onConflict !== 'queue') {
+    throw new InvalidBodyError('startBy: needs `defer: true` or `onConflict: "queue"`');
+  }
   return request;
 };
 

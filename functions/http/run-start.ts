@@ -27,7 +27,8 @@ const startedLocation = (deps: Deps, answer: RunStartAnswer): Record<string, str
 };
 
 /**
- * A started run answers 200, a deferred one 202 (spec 4.3), with `Location`. Asked to wait
+ * A started run answers 200, a deferred one 202 (spec 4.3), and so does one queued behind another
+ * (ours), with `Location`. Asked to wait
  * (`Prefer: wait=N`), a started run is waited for (functions/app/run-wait.ts): `run` when it ended
  * within N seconds, and `Preference-Applied` either way; a deferred run is answered at once, without it.
  */
@@ -40,7 +41,7 @@ export const runStartResponse = async (
   const applied = wait && waitsForStart(key, started) ? wait : undefined;
   const answer = await withEndedRun(deps, key, started, applied);
   const headers = { ...startedLocation(deps, answer), ...waitAppliedHeaders(applied) };
-  return answer.deferred ? accepted(answer.body, headers) : ok(answer.body, headers);
+  return answer.deferred || answer.queued ? accepted(answer.body, headers) : ok(answer.body, headers);
 };
 
 /**

@@ -297,6 +297,12 @@ export const RunItemSchema = v.object({
   deadlineAt: v.optional(v.string()),
   /** Why it ended, when its status alone does not say (`deadline`); written by that end. */
   endReason: v.optional(v.picklist(endReasons)),
+  /**
+   * While it is `waiting` (functions/domain/workflow-queue.ts): its queue entry's sort key, and when
+   * its wait ends (its `startBy`, or 24 hours after it was accepted); removed when it starts.
+   */
+  queueOrder: v.optional(v.string()),
+  waitUntil: v.optional(v.string()),
 });
 export type RunItem = v.InferOutput<typeof RunItemSchema>;
 
@@ -710,8 +716,22 @@ export const storedUpload = storedItem(UploadItemSchema, ['keyId']);
 // The rest
 
 /** The workflow's run lock (WFLOCK#<workflowId>), naming the run that holds it, and since when (for operators). */
-export const WorkflowLockItemSchema = v.object({ jobId: v.string() });
+/**
+ * The workflow's run lock (WFLOCK#<workflowId>): `jobId` names the run holding it; `waiting` counts
+ * the runs queued behind (functions/domain/workflow-queue.ts). With runs waiting the item outlives
+ * its holder (no `jobId`) until the first of them takes it.
+ */
+export const WorkflowLockItemSchema = v.object({
+  jobId: v.optional(v.string()),
+  waiting: counter,
+  /** Runs ever queued while the queue was not empty: the next one's place in acceptance order. */
+  accepted: counter,
+});
 export const storedWorkflowLock = storedItem(WorkflowLockItemSchema, ['since']);
+
+/** An entry of a workflow's queue (WFQUEUE#<workflowId>): the run waiting. */
+export const WorkflowQueueEntrySchema = v.object({ jobId: v.string() });
+export const storedWorkflowQueueEntry = storedItem(WorkflowQueueEntrySchema, ['acceptedAt']);
 
 /** An entry of the sharded index of runs left queued (GSI1 QUEUEDRUNS#<shard>): a run item's. */
 export const QueuedRunEntrySchema = v.pick(RunItemSchema, ['jobId', 'workflowId', 'status', 'teamId']);

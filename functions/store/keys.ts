@@ -87,6 +87,16 @@ export const queuedRunIndex = (jobId: string, createdAt: string) => ({
 });
 export const queuedRunPartition = (shard: number) => `QUEUEDRUNS#${shard}`;
 
+/**
+ * A workflow's queue (functions/domain/workflow-queue.ts): one entry per run waiting behind its run
+ * in progress, sorted by `queueOrder`, read strongly consistent from the table itself.
+ */
+export const workflowQueuePartition = (workflowId: string) => `WFQUEUE#${workflowId}`;
+export const workflowQueueKey = (workflowId: string, order: string) => ({
+  PK: workflowQueuePartition(workflowId),
+  SK: order,
+});
+
 /** A deferred run (spec 2.4). */
 export const deferredRunKey = (deferredJobId: string) => ({ PK: `DEFERRED#${deferredJobId}`, SK: 'DEFERRED' });
 

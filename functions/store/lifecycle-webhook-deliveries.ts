@@ -1,5 +1,6 @@
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
+import { RunStatus } from '../../platform/run-statuses.ts';
 import { stepEventCap } from '../../schemas/webhook-events.ts';
 import type { Deps } from '../deps.ts';
 import { type DeliveryRef, deliveryName, stepEventOfStatus } from '../domain/lifecycle-webhooks.ts';
@@ -138,7 +139,8 @@ export const lifecycleChangeOf = (
   const { oldImage, newImage } = change;
   if (!newImage) return undefined;
   const sk = String(newImage.SK);
-  if (sk === runKey('').SK && oldImage === undefined) {
+  // A run's insert, or (a run queued behind another) its start from `waiting`.
+  if (sk === runKey('').SK && (oldImage === undefined || oldImage.status === RunStatus.waiting)) {
     const run = parseItem(RunStartImageSchema, newImage);
     if (run.notifyStart !== true) return undefined;
     return {

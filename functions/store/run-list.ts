@@ -1,6 +1,8 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { RunStatus, type StoredRunStatus } from '../../platform/run-statuses.ts';
 import type { Deps } from '../deps.ts';
 import type { CursorPosition } from '../domain/cursor.ts';
+import { listedStatus } from '../domain/run-lifecycle.ts';
 import { batchGet } from './batch.ts';
 import { parseItem, RunListEntrySchema, RunTagEntrySchema, unexpired } from './items.ts';
 import { runKey, runTagPartition, teamDeferredPartition, teamRunsPartition } from './keys.ts';
@@ -51,9 +53,12 @@ const filterOf = (query: RunListQuery) => {
     parts.push(groups.length === 1 ? (groups[0] as string) : `(${groups.join(' OR ')})`);
   }
   if (query.status) {
-    parts.push('#status = :status');
+    // A run waiting behind another (stored `waiting`) is listed, and found, as `queued`.
+    const alsoWaiting = query.list === 'runs' && query.status === RunStatus.queued;
+    parts.push(alsoWaiting ? '#status IN (:status, :waiting)' : '#status = :status');
     names['#status'] = 'status';
     values[':status'] = query.status;
+    if (alsoWaiting) values[':waiting'] = RunStatus.waiting;
   }
   return { expression: parts.length > 0 ? parts.join(' AND ') : undefined, names, values };
 };
@@ -141,7 +146,7 @@ export const queryRunTagPage = async (deps: Deps, query: RunTagQuery): Promise<R
   const entries = jobIds
     .map((jobId) => runs.get(`${runKey(jobId).PK}|${runKey(jobId).SK}`))
     .filter((item): item is Record<string, unknown> => item !== undefined)
-    .filter((item) => query.status === null || item.status === query.status);
+    .filter((item) => query.status === null || listedStatus(item.status as StoredRunStatus) === query.status);
   return { entries, lastKey: (LastEvaluatedKey as CursorPosition | undefined) ?? null };
 };
 

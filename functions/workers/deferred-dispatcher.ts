@@ -31,6 +31,8 @@ export const makeHandler = (deps: Deps) => {
         resent: swept.resent.length,
         failedUnqueued: swept.failed.length,
         settled: swept.settled.length,
+        queueWaitEnded: swept.waitEnded.length,
+        startedFromQueue: swept.startedFromQueue.length,
       });
       return { ...report, ...swept };
     } finally {

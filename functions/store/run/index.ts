@@ -9,13 +9,22 @@ export { type DeadlineTimer, sendDeadlineMessage } from './deadline.ts';
 export {
   closeRun,
   endRun,
-  queueWebhook,
   type RunLedgerState,
   settleEndedRun,
   settleJustEnded,
 } from './ledger.ts';
+export {
+  cancelWaitingRun,
+  type QueueOutcome,
+  queueRun,
+  readLock,
+  type Standing,
+  standingOf,
+  startNextQueued,
+} from './queue.ts';
 export { countSweepRefusal, type QueuedRun, queuedRunsStartedBefore } from './queued.ts';
 export { type RunProgress, readRunProgress, runMarkOf } from './run-mark.ts';
+export { queueWebhook } from './run-webhook.ts';
 export {
   activeJobOf,
   ExtraConditionFailedError,

@@ -2,17 +2,15 @@ import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { type EndStatus, inProgressStatuses } from '../../../platform/run-statuses.ts';
 import type { EndReason } from '../../../schemas/runs.ts';
 import type { Deps } from '../../deps.ts';
-import { sendsEvent } from '../../domain/lifecycle-webhooks.ts';
 import { runItemExpiry } from '../../domain/retention.ts';
-import { holdsEndedRun, isInProgress, runTransitions } from '../../domain/run-lifecycle.ts';
-import { webhookEventOfEnd } from '../../domain/webhook.ts';
+import { holdsEndedRun, isEndStatus, runTransitions } from '../../domain/run-lifecycle.ts';
 import { logger } from '../../observability/logger.ts';
 import { tableUpdate } from '../item-update.ts';
-import { storedKeyMonth, storedProject, storedRun, storedTeam } from '../items.ts';
+import { storedKeyMonth, storedProject, storedRun, storedTeam, storedWorkflowLock } from '../items.ts';
 import { keyMonthKey, projectKey, queuedRunIndex, runKey, teamKey, workflowLockKey } from '../keys.ts';
-import { sendWebhookMessage } from '../queues.ts';
 import { conditionalWrite, type TransactItems, transactWrite } from '../write.ts';
 import { fromCondition, statusValues } from './lifecycle-conditions.ts';
+import { readLock, startNextQueued } from './queue.ts';
 import { readRunPartition } from './runs.ts';
 
 /** The run item fields the ledger needs (a RunItem has them all). */
@@ -107,7 +105,13 @@ export interface LastCount {
  * same update gives the run item its `ttl` (its start plus the retention): a run expires only once
  * it has ended, so one in progress keeps its lock and hold where a cancel can release them.
  */
-export const endRunItems = (deps: Deps, run: RunLedgerState, status: EndStatus, last?: LastCount): TransactItems => {
+export const endRunItems = (
+  deps: Deps,
+  run: RunLedgerState,
+  status: EndStatus,
+  last?: LastCount,
+  handover = false,
+): TransactItems => {
   const charge = last?.chargeHundredths ?? 0;
   const release = run.heldHundredths - charge;
   const now = deps.now().toISOString();
@@ -155,23 +159,36 @@ export const endRunItems = (deps: Deps, run: RunLedgerState, status: EndStatus, 
       ),
     },
     ...settleTeamItems(deps, run, release),
-    ...endRunSideItems(deps, run, release),
+    ...endRunSideItems(deps, run, release, handover),
   ];
 };
 
 /**
  * What every run end does beside the run and team items: free the workflow's run lock and take the
- * released hold back off the project's spend and the key's month.
+ * released hold back off the project's spend and the key's month. The lock is deleted only while
+ * no run waits behind it; with `handover` (runs wait: functions/domain/workflow-queue.ts) it loses
+ * its holder and keeps its count, for the first waiting run to take (`startNextQueued`).
  */
-const endRunSideItems = (deps: Deps, run: RunLedgerState, release: number): TransactItems => [
-  {
-    Delete: {
-      TableName: deps.tableName,
-      Key: workflowLockKey(run.workflowId),
-      ConditionExpression: 'attribute_not_exists(PK) OR jobId = :job',
-      ExpressionAttributeValues: { ':job': run.jobId },
-    },
-  },
+const endRunSideItems = (deps: Deps, run: RunLedgerState, release: number, handover = false): TransactItems => [
+  handover
+    ? {
+        Update: tableUpdate(
+          deps,
+          storedWorkflowLock,
+          workflowLockKey(run.workflowId),
+          { remove: ['jobId', 'since'] },
+          { ConditionExpression: 'jobId = :job', ExpressionAttributeValues: { ':job': run.jobId } },
+        ),
+      }
+    : {
+        Delete: {
+          TableName: deps.tableName,
+          Key: workflowLockKey(run.workflowId),
+          ConditionExpression:
+            'attribute_not_exists(PK) OR (jobId = :job AND (attribute_not_exists(waiting) OR waiting = :none))',
+          ExpressionAttributeValues: { ':job': run.jobId, ':none': 0 },
+        },
+      },
   ...(release > 0
     ? [
         {
@@ -259,7 +276,7 @@ export const settleJustEnded = async (deps: Deps, jobId: string) => {
  * team, give the release back to the project's and key's spend, free the workflow's lock, and give
  * the run item its `ttl`.
  */
-const settleRunItems = (deps: Deps, run: RunLedgerState & { status: EndStatus }): TransactItems => [
+const settleRunItems = (deps: Deps, run: RunLedgerState & { status: EndStatus }, handover = false): TransactItems => [
   {
     Update: tableUpdate(
       deps,
@@ -281,8 +298,31 @@ const settleRunItems = (deps: Deps, run: RunLedgerState & { status: EndStatus })
     ),
   },
   ...settleTeamItems(deps, run, run.heldHundredths),
-  ...endRunSideItems(deps, run, run.heldHundredths),
+  ...endRunSideItems(deps, run, run.heldHundredths, handover),
 ];
+
+/**
+ * A run's end or settlement whose transaction was refused: when the reason is runs waiting behind
+ * it (its lock counts them), the same transaction again handing the lock over (`items(true)`), then
+ * the first waiting run started at once. Read only after a refusal, so a run nobody waits for pays
+ * nothing for the queue. True when the handover was written.
+ */
+const endHandingOver = async (
+  deps: Deps,
+  run: Pick<RunLedgerState, 'jobId' | 'workflowId'>,
+  items: (handover: boolean) => TransactItems,
+): Promise<boolean> => {
+  const lock = await readLock(deps, run.workflowId);
+  if (lock?.jobId !== run.jobId || lock.waiting <= 0) return false;
+  if (!(await transactWrite(deps, items(true))).written) return false;
+  try {
+    await startNextQueued(deps, run.workflowId);
+  } catch (error) {
+    // The run has ended all the same; the dispatcher's tick starts the queue.
+    logger.warn('the next queued run was left to the sweep', { jobId: run.jobId, error: error as Error });
+  }
+  return true;
+};
 
 /**
  * Finalizes an ended run (`settleRunItems`) when none of its steps holds it (a live claim,
@@ -293,10 +333,12 @@ const settleRunItems = (deps: Deps, run: RunLedgerState & { status: EndStatus })
  */
 export const settleEndedRun = async (deps: Deps, jobId: string): Promise<boolean> => {
   const { run, steps } = await readRunPartition(deps, jobId);
-  if (!run || isInProgress(run.status) || run.finalizedAt !== undefined) return false;
+  if (!run || !isEndStatus(run.status) || run.finalizedAt !== undefined) return false;
   const now = deps.now();
   if (steps.some((step) => holdsEndedRun(step, now))) return false;
-  return (await transactWrite(deps, settleRunItems(deps, { ...run, status: run.status }))).written;
+  const ended = { ...run, status: run.status };
+  if ((await transactWrite(deps, settleRunItems(deps, ended))).written) return true;
+  return endHandingOver(deps, run, (handover) => settleRunItems(deps, ended, handover));
 };
 
 /**
@@ -304,16 +346,5 @@ export const settleEndedRun = async (deps: Deps, jobId: string): Promise<boolean
  * already ended, or moved since the read (its hold, its counters): re-read.
  */
 export const endRun = async (deps: Deps, run: RunLedgerState, status: EndStatus, last?: LastCount) =>
-  (await transactWrite(deps, endRunItems(deps, run, status, last))).written;
-
-/** After a run ended: one delivery job for its webhook, when a callbackUrl was given. */
-export const queueWebhook = async (
-  deps: Deps,
-  run: { jobId: string; callbackUrl?: string | undefined; webhookEvents?: readonly string[] | undefined },
-  status: EndStatus,
-) => {
-  const event = webhookEventOfEnd(status);
-  // A run that chose its events is sent its end only when it chose it.
-  if (!run.callbackUrl || !sendsEvent(run.webhookEvents, event)) return;
-  await sendWebhookMessage(deps, { jobId: run.jobId, event }, 0);
-};
+  (await transactWrite(deps, endRunItems(deps, run, status, last))).written ||
+  endHandingOver(deps, run, (handover) => endRunItems(deps, run, status, last, handover));

@@ -18,6 +18,8 @@ export interface QueuedRun {
   /** Its team: the group of its re-sent messages. */
   teamId: string;
   ended: boolean;
+  /** Queued behind its workflow's run in progress (`waiting`): the sweep starts the queue or ends the wait. */
+  waiting: boolean;
 }
 
 /**
@@ -38,8 +40,8 @@ export const queuedRunsStartedBefore = async (deps: Deps, before: string): Promi
       (item) => parseItem(QueuedRunEntrySchema, item),
     );
     for (const { jobId, workflowId, teamId, status } of entries) {
-      if (status === RunStatus.queued || isEndStatus(status))
-        runs.push({ jobId, workflowId, teamId, ended: isEndStatus(status) });
+      if (status === RunStatus.queued || status === RunStatus.waiting || isEndStatus(status))
+        runs.push({ jobId, workflowId, teamId, ended: isEndStatus(status), waiting: status === RunStatus.waiting });
     }
   }
   return runs;

@@ -1,5 +1,5 @@
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
-import { GetCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
 import { RunStatus } from '../../../platform/run-statuses.ts';
 import type { RunLabels } from '../../../schemas/run-tags.ts';
@@ -47,6 +47,7 @@ import {
   unexpired,
   WorkflowItemSchema,
   WorkflowLockItemSchema,
+  WorkflowQueueEntrySchema,
 } from '../items.ts';
 import {
   agentKey,
@@ -62,6 +63,7 @@ import {
   teamPartition,
   workflowKey,
   workflowLockKey,
+  workflowQueuePartition,
   workflowSkPrefix,
 } from '../keys.ts';
 import { type NamedItems, type NamedTransactResult, namedTransactWrite } from '../named-transaction.ts';
@@ -228,7 +230,10 @@ export const startRunItems = (deps: Deps, run: NewRun): NamedItems<StartItemName
           ...workflowLock(run.jobId, now),
           v: itemVersion,
         } satisfies StoredItem<typeof storedWorkflowLock>,
-        ConditionExpression: 'attribute_not_exists(PK)',
+        // Free: no lock item, or one that outlived its holder with no run waiting (functions/domain/workflow-queue.ts).
+        ConditionExpression:
+          'attribute_not_exists(PK) OR (attribute_not_exists(jobId) AND (attribute_not_exists(waiting) OR waiting = :none))',
+        ExpressionAttributeValues: { ':none': 0 },
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       },
     },
@@ -302,7 +307,10 @@ export const startRefusal = (run: NewRun, refusal: Extract<NamedTransactResult<S
   const { refused } = refusal;
   // A request with the same Idempotency-Key committed first (and so holds the lock): answer as it did.
   if (refused('idempotency')) return new IdempotencyRaceError();
-  if (refused('lock')) return new RunInProgressError(lockHolder(run.workflow.workflowId, refusal.reason('lock')?.Item));
+  if (refused('lock')) {
+    // Between two runs (the lock outlived its holder, runs waiting) the holder is read by the caller.
+    return new RunInProgressError(lockHolder(run.workflow.workflowId, refusal.reason('lock')?.Item) ?? '');
+  }
   if (refused('balance')) {
     // The team item as it stood when the condition failed (ALL_OLD), so the 402 tells the balance it met.
     const old = refusal.reason('balance')?.Item as { balance?: { N?: string } } | undefined;
@@ -323,14 +331,20 @@ export const startRefusal = (run: NewRun, refusal: Extract<NamedTransactResult<S
 export const startRun = async (deps: Deps, run: NewRun): Promise<void> => {
   // Contention is retried by transactWrite (a StorageBusyError when it lasts): a refusal is failed conditions only.
   const result = await namedTransactWrite(deps, startRunItems(deps, run));
-  if (!result.written) throw startRefusal(run, result);
+  if (!result.written) {
+    const refusal = startRefusal(run, result);
+    if (refusal instanceof RunInProgressError && refusal.activeJobId === '') {
+      throw new RunInProgressError((await activeJobOf(deps, run.workflow.workflowId)) ?? '');
+    }
+    throw refusal;
+  }
 };
 
-const RefusedLockSchema = v.object({ jobId: stringAttribute(WorkflowLockItemSchema.entries.jobId) });
+const RefusedLockSchema = v.object({ jobId: v.optional(stringAttribute(v.string())) });
 
-/** The run named by the lock item a refused start returned (its old image, as attribute values). */
-const lockHolder = (workflowId: string, item: Record<string, unknown> | undefined): string =>
-  parseItem(RefusedLockSchema, item ?? {}, workflowLockKey(workflowId)).jobId.S;
+/** The run named by the lock item a refused start returned (its old image, as attribute values); none between two runs. */
+const lockHolder = (workflowId: string, item: Record<string, unknown> | undefined): string | undefined =>
+  parseItem(RefusedLockSchema, item ?? {}, workflowLockKey(workflowId)).jobId?.S;
 
 /** A cap changed between the read and the transaction: the caller re-reads and decides again. */
 export class RaceLostError extends ServiceError {
@@ -348,12 +362,28 @@ export class ExtraConditionFailedError extends ServiceError {
   }
 }
 
-/** The job holding a workflow's run lock, if a run of it is in progress. */
+/**
+ * The job holding a workflow's run lock, if a run of it is in progress; between two runs (runs
+ * waiting, the lock not handed over yet) the first waiting run, which is about to start.
+ */
 export const activeJobOf = async (deps: Deps, workflowId: string): Promise<string | undefined> => {
   const { Item } = await deps.ddb.send(
     new GetCommand({ TableName: deps.tableName, Key: workflowLockKey(workflowId), ConsistentRead: true }),
   );
-  return Item && parseItem(WorkflowLockItemSchema, Item).jobId;
+  if (!Item) return undefined;
+  const lock = parseItem(WorkflowLockItemSchema, Item);
+  if (lock.jobId !== undefined || lock.waiting <= 0) return lock.jobId;
+  const { Items } = await deps.ddb.send(
+    new QueryCommand({
+      TableName: deps.tableName,
+      KeyConditionExpression: 'PK = :pk',
+      ExpressionAttributeValues: { ':pk': workflowQueuePartition(workflowId) },
+      ConsistentRead: true,
+      Limit: 1,
+    }),
+  );
+  const first = Items?.[0];
+  return first && parseItem(WorkflowQueueEntrySchema, first).jobId;
 };
 
 /** One message per ready step, in its team's group (`stepMessageGroup`); SQS batches of ten. */

@@ -22,6 +22,7 @@ import {
   isEnded,
   type ListDeferredRunsParams,
   type ListRunsParams,
+  type OnConflict,
   outputFiles,
   type RedeliverRequest,
   type Run,
@@ -53,8 +54,9 @@ Commands:
                                          fileId; for text that starts with @, write @@
       --mode production|draft|preview    draft: a cheaper pass
       --defer [--max-multiplier M]       Queue the run until the price multiplier reaches M (default 0.7)
-      --start-by TIME                    With --defer: the latest time (ISO 8601) it may start, else it
-                                         expires (at most 7 days ahead; default 24 hours)
+      --start-by TIME                    With --defer or --queue: the latest time (ISO 8601) it may start,
+                                         else it expires (deferred) or is cancelled (queued); at most 7 days
+                                         ahead, default 24 hours
       --deadline SECONDS                 Cancel the run if still in progress this long after it starts
                                          (1 to 86400; endReason "deadline")
       --callback-url URL [--callback-secret S]   https URL for the run-finished webhook
@@ -63,6 +65,9 @@ Commands:
       --tag T                            A tag to find the run by (runs list --tag); repeatable (5 at most)
       --event E                          A webhook event to send to --callback-url (run.started, step.completed,
                                          step.failed, run.completed, ...); repeatable; without it, the end only
+      --queue                            When the workflow has a run in progress, wait behind it (queued)
+                                         instead of being refused; prints its queuePosition
+      --replace                          When the workflow has a run in progress, cancel it and start first
       --watch                            Follow the run until it ends
       --wait N                           Wait up to N seconds (1 to 25) in the start request itself; a run
                                          that ends by then is printed as watch ends (exit 3 unless completed)
@@ -79,7 +84,8 @@ Commands:
   cancel <jobId>                         Cancel a run in progress
   resume <jobId> [options]               A new run of a failed or stopped run: its completed steps are kept,
                                          the rest run (options: --input, --callback-url, --callback-secret,
-                                         --event, --deadline, --idempotency-key, --watch, --wait, as run takes them)
+                                         --event, --deadline, --idempotency-key, --queue, --replace, --watch,
+                                         --wait, as run takes them)
   runs show <jobId> [--wait N]           Show a run: its status, progress and outputs; with --wait, when it
                                          ends or N seconds (1 to 25) pass, whichever is first
   runs list [options]                    The team's runs, newest first (one page, or --all)
@@ -137,6 +143,8 @@ const optionSpec = {
   'callback-secret': { type: 'string' },
   'idempotency-key': { type: 'string' },
   watch: { type: 'boolean' },
+  queue: { type: 'boolean' },
+  replace: { type: 'boolean' },
   dir: { type: 'string' },
   redeliver: { type: 'boolean' },
   'workflow-id': { type: 'string' },
@@ -182,6 +190,8 @@ const commandOptions: Record<string, OptionName[]> = {
     'meta',
     'tag',
     'event',
+    'queue',
+    'replace',
     'watch',
     'wait',
   ],
@@ -189,7 +199,18 @@ const commandOptions: Record<string, OptionName[]> = {
   watch: [],
   download: ['dir'],
   cancel: [],
-  resume: ['input', 'callback-url', 'callback-secret', 'event', 'deadline', 'idempotency-key', 'watch', 'wait'],
+  resume: [
+    'input',
+    'callback-url',
+    'callback-secret',
+    'event',
+    'deadline',
+    'idempotency-key',
+    'queue',
+    'replace',
+    'watch',
+    'wait',
+  ],
   deliveries: ['redeliver', 'event', 'node-id'],
   'deferred show': [],
   'deferred cancel': [],
@@ -361,7 +382,7 @@ const runRequest = (values: Values): { body: RunRequest; fileInputs: FileInput[]
     }
   }
   if (values['start-by'] !== undefined) {
-    if (!values.defer) throw new UsageError('--start-by only applies with --defer');
+    if (!values.defer && !values.queue) throw new UsageError('--start-by only applies with --defer or --queue');
     // Passed as given: the API says when a time is past or too far ahead, and the latest it may be.
     body.startBy = values['start-by'];
   }
@@ -469,6 +490,12 @@ const printWaited = (io: CliIo, started: { jobId: string; estimatedCredits: numb
   if (run.status !== 'completed') throw new RunEndedBadly(`run ${run.jobId} ${run.status}`);
 };
 
+/** `--queue` or `--replace`: the start's `onConflict` (none: the default, refused with 409). */
+const conflictOption = (values: Values): { onConflict?: OnConflict } => {
+  if (values.queue && values.replace) throw new UsageError('--queue and --replace cannot be given together');
+  return values.queue ? { onConflict: 'queue' } : values.replace ? { onConflict: 'replace' } : {};
+};
+
 const startRun = async (client: WorkflowRunClient, io: CliIo, values: Values, args: string[], json: boolean) => {
   if (values.agent && args.length > 0) throw new UsageError('run takes a workflow id or --agent, not both');
   const agentId = values.agent;
@@ -483,7 +510,7 @@ const startRun = async (client: WorkflowRunClient, io: CliIo, values: Values, ar
     if (!json) write(io.stderr, `uploaded ${input.path} as ${file.fileId} (${file.contentType}, ${file.size} bytes)`);
   }
   const wait = waitSeconds(values);
-  const options = { signal: io.signal, idempotencyKey: values['idempotency-key'], ...wait };
+  const options = { signal: io.signal, idempotencyKey: values['idempotency-key'], ...wait, ...conflictOption(values) };
   const started = workflowId
     ? await client.runWorkflow(workflowId, body, options)
     : await client.runAgent(agentId ?? '', body, options);
@@ -554,7 +581,7 @@ const resumeRun = async (client: WorkflowRunClient, io: CliIo, values: Values, a
       ...(webhookEvents && { webhookEvents }),
       ...(deadlineSeconds !== undefined && { deadlineSeconds }),
     },
-    { signal: io.signal, idempotencyKey: values['idempotency-key'], ...waitSeconds(values) },
+    { signal: io.signal, idempotencyKey: values['idempotency-key'], ...waitSeconds(values), ...conflictOption(values) },
   );
   if (resumed.run) return printWaited(io, resumed, resumed.run, json);
   if (!values.watch) {

@@ -51,7 +51,11 @@ export type RunMetadata = Schemas['RunMetadata'];
 export type RunTags = Schemas['RunTags'];
 export type RunStartedResponse = Schemas['RunStartedResponse'];
 export type RunDeferredResponse = Schemas['RunDeferredResponse'];
-export type RunStartResponse = RunStartedResponse | RunDeferredResponse;
+/** Our design: a start (`onConflict: "queue"`) accepted to wait behind the workflow's run in progress (202). */
+export type RunQueuedResponse = Schemas['RunQueuedResponse'];
+export type RunStartResponse = RunStartedResponse | RunDeferredResponse | RunQueuedResponse;
+/** What a start does when the workflow already has a run in progress: `reject` (409, the default), `queue`, `replace`. */
+export type OnConflict = NonNullable<RunRequest['onConflict']>;
 export type ResumeRunRequest = Schemas['ResumeRunRequest'];
 export type RunResumedResponse = Schemas['RunResumedResponse'];
 export type Run = Schemas['Run'];
@@ -92,6 +96,8 @@ export type RunEstimate = Schemas['RunEstimate'];
 export const endedRunStatuses: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'stopped'];
 export const isEnded = (run: Pick<Run, 'status'>): boolean => endedRunStatuses.includes(run.status);
 export const isDeferred = (started: RunStartResponse): started is RunDeferredResponse => 'deferred' in started;
+/** Whether a start was accepted to wait behind the run in progress (`queuePosition`, `queuedBehind`). */
+export const isQueued = (started: RunStartResponse): started is RunQueuedResponse => 'queuePosition' in started;
 
 export interface ClientOptions {
   /** The API's base URL, ending in `/api/v1`, e.g. `http://127.0.0.1:3000/api/v1`. */
@@ -103,6 +109,12 @@ export interface ClientOptions {
   /** Extra headers sent with every request. */
   headers?: Record<string, string>;
 }
+
+/** The body with `onConflict` from the options, when given (the body's own otherwise). */
+const withConflict = <TBody extends { onConflict?: OnConflict | undefined }>(
+  body: TBody,
+  options: RunOptions,
+): TBody => (options.onConflict === undefined ? body : { ...body, onConflict: options.onConflict });
 
 export interface RequestOptions {
   signal?: AbortSignal;
@@ -119,6 +131,12 @@ export interface RunOptions extends RequestOptions {
    * answer carries `run`, the Run as `getRun` reads it. A deferred run is answered at once.
    */
   wait?: number;
+  /**
+   * What the start does when the workflow already has a run in progress (sent as the body's
+   * `onConflict`): `reject` (409, the default), `queue` (wait behind it: 202 with `queuePosition`),
+   * `replace` (cancel it and start first).
+   */
+  onConflict?: OnConflict;
 }
 
 export interface GetRunOptions extends RequestOptions {
@@ -198,7 +216,11 @@ export interface WorkflowRunClient {
    * POST /runs/{jobId}/resume: a new run of a failed or stopped run that keeps the steps it completed
    * (not run or charged again) and runs the rest; `inputs` apply to the steps that run.
    */
-  resumeRun(jobId: string, body?: ResumeRunRequest, options?: RunOptions): Promise<RunResumedResponse>;
+  resumeRun(
+    jobId: string,
+    body?: ResumeRunRequest,
+    options?: RunOptions,
+  ): Promise<RunResumedResponse | Schemas['RunResumeQueuedResponse']>;
   /**
    * GET /runs: one page of the team's runs, newest first, as summaries. With a filter a page can
    * hold fewer than `limit` (even none) and still have a `nextCursor`; `runs()` follows it for you.
@@ -308,7 +330,7 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
   const start = (subject: 'workflow' | 'agent', id: string, body: RunRequest = {}, runOptions: RunOptions = {}) => {
     const init = {
       params: { path: { id }, ...startHeaders(runOptions) },
-      body,
+      body: withConflict(body, runOptions),
       signal: runOptions.signal,
     };
     return unwrap<RunStartResponse>(
@@ -492,7 +514,7 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
       unwrap(
         raw.POST('/runs/{jobId}/resume', {
           params: { path: { jobId }, ...startHeaders(runOptions) },
-          body,
+          body: withConflict(body, runOptions),
           signal: runOptions.signal,
         }),
       ),

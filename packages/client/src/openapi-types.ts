@@ -148,7 +148,7 @@ export interface paths {
     };
     /**
      * Get a run
-     * @description Reads a run status, per-step status and output. Poll until `status` is `completed` or `failed`; a few seconds between reads is enough. Reading never spends credits. When the outputs together are too large for one answer, `output` holds the first of them and `output_next` is present: read the run again with `output_cursor` for the next page, until `output_next` is absent.
+     * @description Reads a run status, per-step status and output. Poll until `status` is `completed` or `failed`; a few seconds between reads is enough. Reading never spends credits. A run waiting behind another (`onConflict: "queue"`) reads `queued` with `queuePosition` and `queuedBehind`. When the outputs together are too large for one answer, `output` holds the first of them and `output_next` is present: read the run again with `output_cursor` for the next page, until `output_next` is absent.
      *
      *     Scope: `runs:read`.
      */
@@ -172,7 +172,7 @@ export interface paths {
     put?: never;
     /**
      * Cancel a run
-     * @description Cancels a run that is `queued`, `claimed` or `processing`: its steps stop, nothing more is charged, and the unspent hold is released. A `callbackUrl` given at the start receives `run.cancelled`.
+     * @description Cancels a run that is `queued`, `claimed` or `processing`: its steps stop, nothing more is charged, and the unspent hold is released. A run still waiting behind another (`onConflict: "queue"`) ends `cancelled` with its whole hold released. A `callbackUrl` given at the start receives `run.cancelled`.
      *
      *     Scope: `runs:create`.
      */
@@ -2110,8 +2110,13 @@ export interface components {
         | 'run.stopped'
       )[];
       /**
+       * @description Our design: what happens when the workflow already has a run in progress. `reject` (the default): 409, nothing held. `queue`: the run is accepted now with its `jobId`, its estimate held, status `queued`; it starts when the runs accepted before it have ended (answer 202 with `queuePosition` and `queuedBehind`; at most 100 wait per workflow). `replace`: the run in progress is cancelled as Cancel a run would, and this one starts ahead of any queued runs (the answer names `replaced`). With no run in progress all three start at once.
+       * @enum {string}
+       */
+      onConflict?: 'reject' | 'queue' | 'replace';
+      /**
        * Format: date-time
-       * @description Our design, only with `defer: true`: the latest time the deferred run may start (ISO 8601). Not started by then, it becomes `expired`, holding nothing. Replaces the default 24 hours. Must lie in the future and at most 7 days ahead (at most 24 hours ahead when `inputs` name an uploaded file); otherwise 422.
+       * @description Our design, with `defer: true` or `onConflict: "queue"`: the latest time the run may start (ISO 8601). A deferred run not started by then becomes `expired`; a run still queued behind another then ends `cancelled`; either holding nothing. Replaces the default 24 hours. Must lie in the future and at most 7 days ahead (at most 24 hours ahead for a deferred run whose `inputs` name an uploaded file); otherwise 422.
        */
       startBy?: string;
       /** @description Our design: a run still in progress this many seconds after its start (a deferred run: after its dispatch) ends `cancelled` with `endReason: "deadline"`, as a cancel would end it: finished steps stay charged, a step in flight is never charged, and `run.cancelled` is sent. Enforced within 10 seconds of the deadline when it is at most 15 minutes away, within a minute otherwise. 1 to 86,400. */
@@ -2128,6 +2133,11 @@ export interface components {
       stepsCount: number;
       /** @description Our design: only when the start gave `generateCallbackSecret: true`: the issued `whsec_` secret, shown in this answer only (keep it; no route reads it again). */
       callbackSecret?: string;
+      /**
+       * Format: uuid
+       * @description Our design: the run in progress that `onConflict: "replace"` cancelled.
+       */
+      replaced?: string;
       run?: components['schemas']['Run'];
     };
     RunDeferredResponse: {
@@ -2162,6 +2172,16 @@ export interface components {
       )[];
       /** @description Our design: a run still in progress this many seconds after its start (a deferred run: after its dispatch) ends `cancelled` with `endReason: "deadline"`, as a cancel would end it: finished steps stay charged, a step in flight is never charged, and `run.cancelled` is sent. Enforced within 10 seconds of the deadline when it is at most 15 minutes away, within a minute otherwise. 1 to 86,400. */
       deadlineSeconds?: number;
+      /**
+       * @description Our design: what happens when the workflow already has a run in progress. `reject` (the default): 409, nothing held. `queue`: the run is accepted now with its `jobId`, its estimate held, status `queued`; it starts when the runs accepted before it have ended (answer 202 with `queuePosition` and `queuedBehind`; at most 100 wait per workflow). `replace`: the run in progress is cancelled as Cancel a run would, and this one starts ahead of any queued runs (the answer names `replaced`). With no run in progress all three start at once.
+       * @enum {string}
+       */
+      onConflict?: 'reject' | 'queue' | 'replace';
+      /**
+       * Format: date-time
+       * @description Our design, with `defer: true` or `onConflict: "queue"`: the latest time the run may start (ISO 8601). A deferred run not started by then becomes `expired`; a run still queued behind another then ends `cancelled`; either holding nothing. Replaces the default 24 hours. Must lie in the future and at most 7 days ahead (at most 24 hours ahead for a deferred run whose `inputs` name an uploaded file); otherwise 422.
+       */
+      startBy?: string;
     };
     RunResumedResponse: {
       /** Format: uuid */
@@ -2174,9 +2194,67 @@ export interface components {
       stepsCount: number;
       /** @description Our design: only when the start gave `generateCallbackSecret: true`: the issued `whsec_` secret, shown in this answer only (keep it; no route reads it again). */
       callbackSecret?: string;
+      /**
+       * Format: uuid
+       * @description Our design: the run in progress that `onConflict: "replace"` cancelled.
+       */
+      replaced?: string;
       /** Format: uuid */
       resumedFrom: string;
       carriedSteps: string[];
+      run?: components['schemas']['Run'];
+    };
+    RunQueuedResponse: {
+      /** Format: uuid */
+      jobId: string;
+      /** Format: uuid */
+      workflowId: string;
+      /** @constant */
+      status: 'queued';
+      estimatedCredits: number;
+      stepsCount: number;
+      /** @description Our design: only when the start gave `generateCallbackSecret: true`: the issued `whsec_` secret, shown in this answer only (keep it; no route reads it again). */
+      callbackSecret?: string;
+      /**
+       * Format: uuid
+       * @description Our design: the run in progress that `onConflict: "replace"` cancelled.
+       */
+      replaced?: string;
+      /** @description Our design: while the run waits behind another, its place in the workflow queue (1 = next). */
+      queuePosition: number;
+      /**
+       * Format: uuid
+       * @description Our design: while the run waits, the `jobId` of the run just ahead of it: the run in progress when `queuePosition` is 1, else the queued run before it.
+       */
+      queuedBehind: string;
+      run?: components['schemas']['Run'];
+    };
+    RunResumeQueuedResponse: {
+      /** Format: uuid */
+      jobId: string;
+      /** Format: uuid */
+      workflowId: string;
+      /** @constant */
+      status: 'queued';
+      estimatedCredits: number;
+      stepsCount: number;
+      /** @description Our design: only when the start gave `generateCallbackSecret: true`: the issued `whsec_` secret, shown in this answer only (keep it; no route reads it again). */
+      callbackSecret?: string;
+      /**
+       * Format: uuid
+       * @description Our design: the run in progress that `onConflict: "replace"` cancelled.
+       */
+      replaced?: string;
+      /** Format: uuid */
+      resumedFrom: string;
+      carriedSteps: string[];
+      /** @description Our design: while the run waits behind another, its place in the workflow queue (1 = next). */
+      queuePosition: number;
+      /**
+       * Format: uuid
+       * @description Our design: while the run waits, the `jobId` of the run just ahead of it: the run in progress when `queuePosition` is 1, else the queued run before it.
+       */
+      queuedBehind: string;
       run?: components['schemas']['Run'];
     };
     RunValidationFailed: {
@@ -2198,6 +2276,13 @@ export interface components {
       tags?: components['schemas']['RunTags'];
       /** Format: uuid */
       resumedFrom?: string;
+      /** @description Our design: while the run waits behind another, its place in the workflow queue (1 = next). */
+      queuePosition?: number;
+      /**
+       * Format: uuid
+       * @description Our design: while the run waits, the `jobId` of the run just ahead of it: the run in progress when `queuePosition` is 1, else the queued run before it.
+       */
+      queuedBehind?: string;
       links?: {
         /** Format: uri */
         events: string;
@@ -3040,6 +3125,13 @@ export interface components {
       /** @constant */
       error: 'File not found';
     };
+    QueueFullError: {
+      /** @constant */
+      error: "This workflow's queue is full";
+      /** Format: uuid */
+      activeJobId: string;
+      queueDepth: number;
+    };
     RunNotResumableError: {
       /** @constant */
       error: 'Only a failed or stopped run can be resumed';
@@ -3302,7 +3394,7 @@ export interface operations {
           'application/json': components['schemas']['RunStartedResponse'];
         };
       };
-      /** @description The run is deferred (`defer: true`); not a promise that it will start. */
+      /** @description The run is deferred (`defer: true`; not a promise that it will start), or (`onConflict: "queue"`) accepted and waiting behind the run in progress, its estimate held. */
       202: {
         headers: {
           /** @description Where the run is read (Get a run, `/api/v1/runs/{jobId}`), or for a deferred run Get a deferred run (`/api/v1/deferred-runs/{deferredJobId}`). */
@@ -3312,7 +3404,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['RunDeferredResponse'];
+          'application/json': components['schemas']['RunDeferredResponse'] | components['schemas']['RunQueuedResponse'];
         };
       };
       /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit: a length, a count, a metadata key outside a tag's characters, a control character in a metadata value (the message names the field and the limit); `deadlineSeconds` is not a whole number from 1 to 86,400; `startBy` without `defer: true`. */
@@ -3369,7 +3461,7 @@ export interface operations {
             | components['schemas']['CanvasNotFoundError'];
         };
       };
-      /** @description The workflow already has a run in progress. The team holds its storage quota (uploads, input copies, output files) */
+      /** @description The workflow already has a run in progress (`onConflict` `reject`, the default), or its queue holds 100 runs (`onConflict: "queue"`). The team holds its storage quota (uploads, input copies, output files) */
       409: {
         headers: {
           [name: string]: unknown;
@@ -3377,6 +3469,7 @@ export interface operations {
         content: {
           'application/json':
             | components['schemas']['RunInProgressError']
+            | components['schemas']['QueueFullError']
             | components['schemas']['StorageQuotaReachedError'];
         };
       };
@@ -3474,7 +3567,7 @@ export interface operations {
           'application/json': components['schemas']['RunStartedResponse'];
         };
       };
-      /** @description The run is deferred (`defer: true`); not a promise that it will start. */
+      /** @description The run is deferred (`defer: true`; not a promise that it will start), or (`onConflict: "queue"`) accepted and waiting behind the run in progress, its estimate held. */
       202: {
         headers: {
           /** @description Where the run is read (Get a run, `/api/v1/runs/{jobId}`), or for a deferred run Get a deferred run (`/api/v1/deferred-runs/{deferredJobId}`). */
@@ -3484,7 +3577,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['RunDeferredResponse'];
+          'application/json': components['schemas']['RunDeferredResponse'] | components['schemas']['RunQueuedResponse'];
         };
       };
       /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit: a length, a count, a metadata key outside a tag's characters, a control character in a metadata value (the message names the field and the limit); `deadlineSeconds` is not a whole number from 1 to 86,400; `startBy` without `defer: true`. */
@@ -3543,7 +3636,7 @@ export interface operations {
             | components['schemas']['CanvasNotFoundError'];
         };
       };
-      /** @description The workflow already has a run in progress. The team holds its storage quota (uploads, input copies, output files) */
+      /** @description The workflow already has a run in progress (`onConflict` `reject`, the default), or its queue holds 100 runs (`onConflict: "queue"`). The team holds its storage quota (uploads, input copies, output files) */
       409: {
         headers: {
           [name: string]: unknown;
@@ -3551,6 +3644,7 @@ export interface operations {
         content: {
           'application/json':
             | components['schemas']['RunInProgressError']
+            | components['schemas']['QueueFullError']
             | components['schemas']['StorageQuotaReachedError'];
         };
       };
@@ -3990,6 +4084,19 @@ export interface operations {
           'application/json': components['schemas']['RunResumedResponse'];
         };
       };
+      /** @description With `onConflict: "queue"`: the new run is accepted and waits behind the run in progress, its estimate held. */
+      202: {
+        headers: {
+          /** @description Where the run is read (Get a run, `/api/v1/runs/{jobId}`), or for a deferred run Get a deferred run (`/api/v1/deferred-runs/{deferredJobId}`). */
+          Location: string;
+          /** @description `wait=N`, the wait served (N from 1 to 25), when the request asked for one and it applied. */
+          'Preference-Applied'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunResumeQueuedResponse'];
+        };
+      };
       /** @description The body is not JSON, a field has the wrong type, or `deadlineSeconds` is not a whole number from 1 to 86,400. */
       400: {
         headers: {
@@ -4045,7 +4152,7 @@ export interface operations {
             | components['schemas']['RunNotFoundError'];
         };
       };
-      /** @description The run is not `failed` or `stopped`, or its workflow already has a run in progress. The team holds its storage quota (uploads, input copies, output files) */
+      /** @description The run is not `failed` or `stopped`, its workflow already has a run in progress (`onConflict` `reject`), or its queue holds 100 runs. The team holds its storage quota (uploads, input copies, output files) */
       409: {
         headers: {
           [name: string]: unknown;
@@ -4053,6 +4160,7 @@ export interface operations {
         content: {
           'application/json':
             | components['schemas']['RunInProgressError']
+            | components['schemas']['QueueFullError']
             | components['schemas']['RunNotResumableError']
             | components['schemas']['StorageQuotaReachedError'];
         };
