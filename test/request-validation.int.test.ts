@@ -48,8 +48,9 @@ const validBodies = (): Record<string, Json[]> => {
     tags: ['walked'],
     webhookEvents: ['run.started', 'step.completed'],
     deadlineSeconds: 600,
+    onConflict: 'replace',
   };
-  // `startBy` bounds a deferred run only.
+  // `startBy` bounds a deferred or queued run only.
   const deferring: Json = { ...(runBody as Record<string, Json>), defer: true, startBy: hourAhead() };
   // The service issues the secret: not with a secret of the caller's.
   const { callbackSecret: _, ...withoutSecret } = runBody as Record<string, Json>;
@@ -79,6 +80,8 @@ const validBodies = (): Record<string, Json[]> => {
         generateCallbackSecret: false,
         webhookEvents: ['run.completed'],
         deadlineSeconds: 600,
+        onConflict: 'queue',
+        startBy: hourAhead(),
       },
       { callbackUrl: 'https://example.com/hook', generateCallbackSecret: true, deadlineSeconds: 600 },
     ],

@@ -14,7 +14,7 @@
  * to write them fails the delivery, as a count's failure always did: its redelivery counts them.
  */
 
-import { RunStatus } from '../../../platform/run-statuses.ts';
+import { RunStatus, StepStatus } from '../../../platform/run-statuses.ts';
 import type { Deps } from '../../deps.ts';
 import { planCount, planRelease, planReleaseRead, type ReadPlan, releaseReadIds } from '../../domain/step-plan.ts';
 import type { Canvas } from '../../nodes/catalogue/canvas.ts';
@@ -72,7 +72,7 @@ export interface Carry {
 export const maxCarriedCounts = 25;
 
 const counted = (c: { status: string; chargeHundredths: number }) => {
-  if (c.status !== 'completed') return;
+  if (c.status !== StepStatus.completed) return;
   countStepCompleted();
   addCreditsCharged(c.chargeHundredths);
 };
@@ -172,7 +172,7 @@ export const settleStep = async (
   const plan = planCount(count, outcome, finishedIn !== undefined);
   if (plan.retire) await retireLate(deps, message, run, outcome.model);
   if (plan.settle) await settleEndedRun(deps, message.jobId);
-  if (plan.charged !== undefined) counted({ status: 'completed', chargeHundredths: plan.charged });
+  if (plan.charged !== undefined) counted({ status: StepStatus.completed, chargeHundredths: plan.charged });
   if (plan.run === 'ended') {
     countRunEnded(undefined);
     await queueWebhook(deps, run, RunStatus.completed);
