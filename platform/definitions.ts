@@ -227,6 +227,14 @@ export const operatorEventsMapping = {
         NewImage: { status: { S: ['dispatched', 'expired', 'cancelled'] } },
       },
     },
+    {
+      // A webhook endpoint its failures disabled (only an endpoint item is written `disabledReason`).
+      eventName: ['MODIFY'],
+      dynamodb: {
+        OldImage: { disabled: { BOOL: [false] } },
+        NewImage: { disabled: { BOOL: [true] }, disabledReason: { S: ['failing'] } },
+      },
+    },
   ] as readonly Record<string, unknown>[],
 } as const;
 
@@ -260,6 +268,17 @@ export const lifecycleWebhooksMapping = {
     {
       eventName: ['INSERT', 'MODIFY'],
       dynamodb: { NewImage: { notify: { BOOL: [true] }, status: { S: [...eventfulStepStatuses] } } },
+    },
+    // The team's webhook endpoints (functions/app/endpoint-fanout.ts): every run's insert and end,
+    // as the operator events' filters pass them.
+    { eventName: ['INSERT'], dynamodb: { Keys: { SK: { S: [operatorEventItems.run] } } } },
+    {
+      eventName: ['MODIFY'],
+      dynamodb: {
+        Keys: { SK: { S: [operatorEventItems.run] } },
+        OldImage: { status: { S: [...inProgressStatuses] } },
+        NewImage: { status: { S: [...endStatuses] } },
+      },
     },
   ] as readonly Record<string, unknown>[],
 } as const;

@@ -31,6 +31,7 @@ import { fileLinkOperations } from './file-links.ts';
 import { FileNotAcceptedErrorSchema, fileComponents, fileOperations } from './files.ts';
 import { lifecycleWebhookComponents, lifecycleWebhookEntries } from './lifecycle-webhooks.ts';
 import { nodeTypeComponents, nodeTypeOperations } from './node-types.ts';
+import { webhookEndpointComponents, webhookEndpointOperations } from './webhook-endpoints.ts';
 import {
   type DocumentedParameter,
   jsonResponse,
@@ -68,6 +69,7 @@ export const componentSchemas = {
   ...fileComponents,
   ...creditComponents,
   ...nodeTypeComponents,
+  ...webhookEndpointComponents,
   NameRequiredError: errors.NameRequiredErrorSchema,
   StepsRequiredError: errors.StepsRequiredErrorSchema,
   AgentOrProjectRequiredError: errors.AgentOrProjectRequiredErrorSchema,
@@ -303,6 +305,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       ...fileOperations,
       ...creditOperations,
       ...nodeTypeOperations,
+      ...webhookEndpointOperations,
     ]),
     {
       operationId: 'ProviderWebhook',

@@ -7,12 +7,14 @@ import {
   type WebhookOptions,
   webhookDeliveryOf,
 } from '../app/deliver-webhook.ts';
+import { deliverEndpointWebhook, endpointDeliveryOf } from '../app/deliver-endpoint-webhook.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { allowLoopbackFromEnv } from '../http-client/address-vet.ts';
 import { withBatchContext, withRecordKeys } from '../observability/logger.ts';
 import { metrics } from '../observability/metrics.ts';
+import { isEndpointMessage } from '../store/queues.ts';
 
 /** Local development: ALLOW_PRIVATE_CALLBACKS=1 permits loopback receivers; WEBHOOK_CA_FILE trusts their CA. */
 export const webhookOptionsFromEnv = (env: NodeJS.ProcessEnv = process.env): WebhookOptions => ({
@@ -29,6 +31,16 @@ export const deliveryOf = (record: SQSRecord): WebhookDelivery => webhookDeliver
 export const makeHandler = (deps: Deps, options: WebhookOptions = webhookOptionsFromEnv()) => {
   // Each record logs through its own child logger: records of a batch are delivered in parallel.
   const deliver = async (record: SQSRecord) => {
+    const parsed: unknown = JSON.parse(record.body);
+    if (isEndpointMessage(parsed)) {
+      // A team's webhook endpoint's delivery (functions/app/deliver-endpoint-webhook.ts).
+      const message = endpointDeliveryOf(parsed, record.messageId);
+      const { endpointId, deliveryId, attempt } = message;
+      await withRecordKeys({ endpointId, deliveryId, attempt, messageId: record.messageId }, () =>
+        deliverEndpointWebhook(deps, message, options),
+      );
+      return;
+    }
     const delivery = deliveryOf(record);
     const { jobId, event, attempt } = delivery;
     await withRecordKeys({ jobId, webhookEvent: event, attempt: attempt ?? 1, messageId: record.messageId }, () =>
