@@ -31,7 +31,6 @@ import { fileLinkOperations } from './file-links.ts';
 import { FileNotAcceptedErrorSchema, fileComponents, fileOperations } from './files.ts';
 import { lifecycleWebhookComponents, lifecycleWebhookEntries } from './lifecycle-webhooks.ts';
 import { nodeTypeComponents, nodeTypeOperations } from './node-types.ts';
-import { webhookEndpointComponents, webhookEndpointOperations } from './webhook-endpoints.ts';
 import {
   type DocumentedParameter,
   jsonResponse,
@@ -42,6 +41,7 @@ import {
   uuidPath,
 } from './openapi-parts.ts';
 import { runComponents, runListComponents, runOperations, WebhookEventSchema, webhookHeaderNames } from './runs.ts';
+import { webhookEndpointComponents, webhookEndpointOperations } from './webhook-endpoints.ts';
 import {
   type NodeType,
   nodeTypes,

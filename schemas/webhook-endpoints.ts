@@ -168,7 +168,9 @@ export const webhookEndpointMessages = {
 } as const;
 
 /** 404 of the routes under /webhook-endpoints/{endpointId}: unknown, or another team's (the same answer). */
-export const WebhookEndpointNotFoundErrorSchema = v.strictObject({ error: v.literal(webhookEndpointMessages.notFound) });
+export const WebhookEndpointNotFoundErrorSchema = v.strictObject({
+  error: v.literal(webhookEndpointMessages.notFound),
+});
 /** 404 of a redelivery naming no delivery of the endpoint. */
 export const WebhookDeliveryNotFoundErrorSchema = v.strictObject({
   error: v.literal(webhookEndpointMessages.deliveryNotFound),
@@ -304,7 +306,13 @@ export const webhookEndpointOperations: OperationSpec[] = [
       'and its latest attempts (5 at most). Kept as long as the runs they are about.',
     parameters: [
       endpointPath,
-      { name: 'cursor', in: 'query', required: false, description: 'The `nextCursor` of the page before.', schema: v.string() },
+      {
+        name: 'cursor',
+        in: 'query',
+        required: false,
+        description: 'The `nextCursor` of the page before.',
+        schema: v.string(),
+      },
     ],
     responses: { 200: jsonResponse('A page of the log.', 'EndpointDeliveryList') },
     errorWords: { 404: noEndpoint, 400: '`cursor` was not issued for this log.' },

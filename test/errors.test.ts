@@ -31,6 +31,9 @@ import {
   DeferredRunNotFoundError,
   DeferredRunNotWaitingError,
   DeliveryPendingError,
+  TooManyWebhookEndpointsError,
+  WebhookDeliveryNotFoundError,
+  WebhookEndpointNotFoundError,
   FileLinkNotFoundError,
   FileNotAcceptedError,
   FileNotFoundError,
@@ -74,6 +77,11 @@ import { IdempotencyRaceError } from '../functions/store/idempotency.ts';
 import { ExtraConditionFailedError, RaceLostError } from '../functions/store/run/index.ts';
 import { type RouteId, routes } from '../platform/routes.ts';
 import { DeliveryPendingErrorSchema } from '../schemas/deliveries.ts';
+import {
+  TooManyWebhookEndpointsErrorSchema,
+  WebhookDeliveryNotFoundErrorSchema,
+  WebhookEndpointNotFoundErrorSchema,
+} from '../schemas/webhook-endpoints.ts';
 import * as bodies from '../schemas/errors.ts';
 import { messages } from '../schemas/errors.ts';
 import { FileNotAcceptedErrorSchema, fileMessages } from '../schemas/files.ts';
@@ -250,6 +258,24 @@ const cases: Case[] = [
     status: 409,
     schema: DeliveryPendingErrorSchema,
     body: { error: 'Webhook delivery pending', nextAttemptAt: null },
+  },
+  {
+    error: new WebhookEndpointNotFoundError(jobId),
+    status: 404,
+    schema: WebhookEndpointNotFoundErrorSchema,
+    body: { error: 'Webhook endpoint not found' },
+  },
+  {
+    error: new WebhookDeliveryNotFoundError(jobId),
+    status: 404,
+    schema: WebhookDeliveryNotFoundErrorSchema,
+    body: { error: 'Webhook delivery not found' },
+  },
+  {
+    error: new TooManyWebhookEndpointsError(20),
+    status: 409,
+    schema: TooManyWebhookEndpointsErrorSchema,
+    body: { error: 'Webhook endpoint limit reached', maxEndpoints: 20 },
   },
   {
     error: new PayloadTooLargeError(65_536),

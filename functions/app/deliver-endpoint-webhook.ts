@@ -13,10 +13,10 @@ import {
 import { RunNotFoundError } from '../errors/table.ts';
 import { GuardedFetchError } from '../http-client/address-vet.ts';
 import { guardedFetch } from '../http-client/guarded-fetch.ts';
-import { logger } from '../observability/logger.ts';
+import { logger, withRecordKeys } from '../observability/logger.ts';
 import { countWebhookAttempt } from '../observability/metrics.ts';
 import type { EndpointDeliveryItem, WebhookEndpointItem } from '../store/items.ts';
-import { type EndpointMessage, EndpointMessageSchema, sendEndpointMessage } from '../store/queues.ts';
+import { type EndpointMessage, EndpointMessageSchema, isEndpointMessage, sendEndpointMessage } from '../store/queues.ts';
 import {
   abandonEndpointDelivery,
   markEndpointAttemptSending,
@@ -40,11 +40,11 @@ import { readRun } from './read-run.ts';
  */
 
 /** One received endpoint message, with the SQS message id. */
-export interface EndpointDelivery extends EndpointMessage {
+export interface ReceivedEndpointMessage extends EndpointMessage {
   messageId: string;
 }
 
-export const endpointDeliveryOf = (body: unknown, messageId: string): EndpointDelivery => ({
+const endpointMessageOf = (body: unknown, messageId: string): ReceivedEndpointMessage => ({
   ...v.parse(EndpointMessageSchema, body),
   messageId,
 });
@@ -90,14 +90,18 @@ const post = async (
   } catch (error) {
     entry.error = errorKindOf(error);
     const detail = error instanceof GuardedFetchError ? error.detail : undefined;
-    logger.info('endpoint attempt got no answer', { endpointId: endpoint.endpointId, reason: (error as Error).message, detail });
+    logger.info('endpoint attempt got no answer', {
+      endpointId: endpoint.endpointId,
+      reason: (error as Error).message,
+      detail,
+    });
   }
   entry.durationMs = entry.error === 'refused' ? 0 : Math.round(performance.now() - started);
   return entry;
 };
 
 /** Handles one endpoint message: an attempt, a wait sent on, or a copy of one already handled. */
-export const deliverEndpointWebhook = async (deps: Deps, message: EndpointDelivery, options: WebhookOptions) => {
+export const deliverEndpointWebhook = async (deps: Deps, message: ReceivedEndpointMessage, options: WebhookOptions) => {
   const { teamId, endpointId, deliveryId, attempt, dueAt } = message;
   const forward = { teamId, endpointId, deliveryId, attempt };
   if (dueAt && delaySecondsUntil(Date.parse(dueAt), deps.now().getTime()) > 0) {
@@ -110,7 +114,7 @@ export const deliverEndpointWebhook = async (deps: Deps, message: EndpointDelive
     readEndpointDelivery(deps, endpointId, deliveryId),
   ]);
   // Gone (expired with its run), done, or this attempt made already: a copy of a message handled.
-  if (!delivery || delivery.state !== 'pending' || delivery.attempts !== attempt - 1) return;
+  if (delivery?.state !== 'pending' || delivery.attempts !== attempt - 1) return;
   if (!endpoint || endpoint.disabled) {
     await abandonEndpointDelivery(deps, delivery);
     return;
@@ -141,4 +145,24 @@ export const deliverEndpointWebhook = async (deps: Deps, message: EndpointDelive
     const next = { ...forward, attempt: attempt + 1, dueAt: entry.nextAttemptAt };
     await sendEndpointMessage(deps, next, delaySecondsUntil(Date.parse(next.dueAt), deps.now().getTime()));
   }
+};
+
+/**
+ * One message of the webhooks queue, whichever delivery it is for: a team endpoint's (it names an
+ * endpoint) here, a run's own webhook by `deliverRun`. An unreadable body throws: the DLQ keeps it.
+ */
+export const deliverQueuedWebhook = async (
+  deps: Deps,
+  body: string,
+  messageId: string,
+  options: WebhookOptions,
+  deliverRun: () => Promise<void>,
+): Promise<void> => {
+  const parsed: unknown = JSON.parse(body);
+  if (!isEndpointMessage(parsed)) return deliverRun();
+  const message = endpointMessageOf(parsed, messageId);
+  const { endpointId, deliveryId, attempt } = message;
+  await withRecordKeys({ endpointId, deliveryId, attempt, messageId }, () =>
+    deliverEndpointWebhook(deps, message, options),
+  );
 };

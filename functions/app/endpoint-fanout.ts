@@ -38,7 +38,11 @@ export const fanOutToEndpoints = async (deps: Deps, record: DynamoDBRecord, cach
       expiresAt: change.expiresAt,
     });
     if (!fresh) continue;
-    await sendEndpointMessage(deps, { teamId: change.teamId, endpointId: endpoint.endpointId, deliveryId, attempt: 1 }, 0);
+    await sendEndpointMessage(
+      deps,
+      { teamId: change.teamId, endpointId: endpoint.endpointId, deliveryId, attempt: 1 },
+      0,
+    );
     opened += 1;
   }
   return opened;

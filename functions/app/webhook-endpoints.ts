@@ -58,11 +58,6 @@ interface Caller {
   key: Pick<ApiKeyItem, 'workflowIds'>;
 }
 
-/** Where the address guard lets local development's receivers listen (ALLOW_PRIVATE_CALLBACKS). */
-export interface EndpointOptions {
-  allowLoopback: boolean;
-}
-
 const keySees = (caller: Caller, endpoint: Pick<WebhookEndpointItem, 'workflowIds'>): boolean => {
   const limited = caller.key.workflowIds ?? [];
   if (limited.length === 0) return true;
@@ -77,8 +72,10 @@ const visibleEndpoint = async (deps: Deps, caller: Caller, endpointId: string): 
   return endpoint;
 };
 
-const checkUrl = (url: string | undefined, options: EndpointOptions) => {
-  if (url !== undefined && !isAcceptableEndpointUrl(url, options)) throw new InvalidBodyError(`url: ${endpointUrlInvalidMessage}`);
+/** Local development's receivers listen on loopback (`deps.allowLoopback`, ALLOW_PRIVATE_CALLBACKS), as callbacks' do. */
+const checkUrl = (deps: Deps, url: string | undefined) => {
+  if (url !== undefined && !isAcceptableEndpointUrl(url, { allowLoopback: deps.allowLoopback === true }))
+    throw new InvalidBodyError(`url: ${endpointUrlInvalidMessage}`);
 };
 
 /** The endpoint as answered: never its secrets. */
@@ -105,9 +102,8 @@ export const createEndpoint = async (
   deps: Deps,
   caller: Caller,
   request: CreateEndpointRequest,
-  options: EndpointOptions,
 ): Promise<WebhookEndpointWithSecret> => {
-  checkUrl(request.url, options);
+  checkUrl(deps, request.url);
   const limited = caller.key.workflowIds ?? [];
   if (limited.length > 0) {
     const outside = (request.workflowIds ?? []).find((id) => !limited.includes(id));
@@ -150,9 +146,8 @@ export const changeEndpoint = async (
   caller: Caller,
   endpointId: string,
   request: UpdateEndpointRequest,
-  options: EndpointOptions,
 ): Promise<WebhookEndpoint> => {
-  checkUrl(request.url, options);
+  checkUrl(deps, request.url);
   await visibleEndpoint(deps, caller, endpointId);
   if (request.workflowIds !== undefined && !keySees(caller, { workflowIds: request.workflowIds })) {
     throw new InvalidBodyError('workflowIds: a key limited to some workflows filters on some of them only');
@@ -191,11 +186,7 @@ const queued = (endpointId: string, deliveryId: string): EndpointDeliveryQueued 
 });
 
 /** Queues a signed `ping` to the endpoint: one attempt, logged as any delivery. */
-export const testEndpoint = async (
-  deps: Deps,
-  caller: Caller,
-  endpointId: string,
-): Promise<EndpointDeliveryQueued> => {
+export const testEndpoint = async (deps: Deps, caller: Caller, endpointId: string): Promise<EndpointDeliveryQueued> => {
   const endpoint = await visibleEndpoint(deps, caller, endpointId);
   const now = deps.now();
   const deliveryId = endpointDeliveryId(now.getTime(), deps.newId());

@@ -98,7 +98,11 @@ export interface WebhookEndpointDisabledDetail {
 }
 
 export type OperatorEvent =
-  | { detailType: typeof operatorDetailTypes.webhookEndpointDisabled; time: string; detail: WebhookEndpointDisabledDetail }
+  | {
+      detailType: typeof operatorDetailTypes.webhookEndpointDisabled;
+      time: string;
+      detail: WebhookEndpointDisabledDetail;
+    }
   | { detailType: typeof operatorDetailTypes.runStarted; time: string; detail: RunStartedDetail }
   | { detailType: typeof operatorDetailTypes.runFinished; time: string; detail: RunFinishedDetail }
   | {
@@ -253,10 +257,7 @@ const deferredEvent = (old: DeferredRunImage | undefined, now: DeferredRunImage)
  * (Dispatched, Expired, Cancelled), a webhook endpoint its failures disabled (Webhook Endpoint
  * Disabled). Removals (TTL), other items and every other change give none.
  */
-const endpointEvent = (
-  old: WebhookEndpointImage | undefined,
-  now: WebhookEndpointImage,
-): OperatorEvent | undefined => {
+const endpointEvent = (old: WebhookEndpointImage | undefined, now: WebhookEndpointImage): OperatorEvent | undefined => {
   if (old?.disabled !== false || !now.disabled || now.disabledReason !== 'failing') return undefined;
   const disabledAt = now.disabledAt ?? now.failingSince ?? '';
   const failingSince = now.failingSince ?? disabledAt;

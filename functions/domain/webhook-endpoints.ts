@@ -121,11 +121,7 @@ export const endpointHeaders = (input: {
  */
 export type StreakChange = { kind: 'cleared' } | { kind: 'started' } | { kind: 'disable' } | { kind: 'none' };
 
-export const streakAfterAttempt = (
-  delivered: boolean,
-  failingSince: string | undefined,
-  now: Date,
-): StreakChange => {
+export const streakAfterAttempt = (delivered: boolean, failingSince: string | undefined, now: Date): StreakChange => {
   if (delivered) return failingSince === undefined ? { kind: 'none' } : { kind: 'cleared' };
   if (failingSince === undefined) return { kind: 'started' };
   return now.getTime() - Date.parse(failingSince) >= disableAfterFailingMs ? { kind: 'disable' } : { kind: 'none' };

@@ -1,11 +1,6 @@
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
-import {
-  type EndStatus,
-  endStatuses,
-  type InProgressStatus,
-  inProgressStatuses,
-} from '../../platform/run-statuses.ts';
+import { type EndStatus, endStatuses, type InProgressStatus, inProgressStatuses } from '../../platform/run-statuses.ts';
 import type { Deps } from '../deps.ts';
 import { runItemExpiry } from '../domain/retention.ts';
 import { appendToAttemptLog, type DeliveryState, type WebhookAttempt } from '../domain/webhook.ts';
@@ -272,7 +267,9 @@ export const listEndpointDeliveries = async (
     new QueryCommand({
       TableName: deps.tableName,
       KeyConditionExpression:
-        page.before === undefined ? 'PK = :pk AND begins_with(SK, :prefix)' : 'PK = :pk AND SK BETWEEN :prefix AND :before',
+        page.before === undefined
+          ? 'PK = :pk AND begins_with(SK, :prefix)'
+          : 'PK = :pk AND SK BETWEEN :prefix AND :before',
       ExpressionAttributeValues: {
         ':pk': endpointDeliveryPartition(endpointId),
         ':prefix': endpointDeliverySkPrefix,
@@ -285,11 +282,10 @@ export const listEndpointDeliveries = async (
     }),
   );
   const now = deps.now();
-  const read = Items.filter((item) => item.SK !== `${endpointDeliverySkPrefix}${page.before}`)
-    .flatMap((item) => {
-      const live = unexpired(item, now);
-      return live ? [parseItem(EndpointDeliveryItemSchema, live)] : [];
-    });
+  const read = Items.filter((item) => item.SK !== `${endpointDeliverySkPrefix}${page.before}`).flatMap((item) => {
+    const live = unexpired(item, now);
+    return live ? [parseItem(EndpointDeliveryItemSchema, live)] : [];
+  });
   return { deliveries: read.slice(0, page.limit), more: read.length > page.limit || LastEvaluatedKey !== undefined };
 };
 
@@ -353,7 +349,10 @@ export const abandonEndpointDelivery = async (deps: Deps, delivery: EndpointDeli
     deps,
     storedEndpointDelivery,
     endpointDeliveryKey(delivery.endpointId, delivery.deliveryId),
-    { set: { state: 'failed', failedAt: deps.now().toISOString() }, remove: ['nextAttemptAt', 'redeliveryRequestedAt', 'sending'] },
+    {
+      set: { state: 'failed', failedAt: deps.now().toISOString() },
+      remove: ['nextAttemptAt', 'redeliveryRequestedAt', 'sending'],
+    },
     {
       ConditionExpression: 'attempts = :seen AND #state = :pending',
       ExpressionAttributeNames: { '#state': 'state' },
@@ -383,10 +382,7 @@ export const markEndpointRedelivery = async (deps: Deps, delivery: EndpointDeliv
 };
 
 /** Undoes `markEndpointRedelivery` when its message could not be sent. */
-export const unmarkEndpointRedelivery = async (
-  deps: Deps,
-  delivery: EndpointDeliveryItem,
-): Promise<void> => {
+export const unmarkEndpointRedelivery = async (deps: Deps, delivery: EndpointDeliveryItem): Promise<void> => {
   await conditionalUpdate(
     deps,
     storedEndpointDelivery,

@@ -1,20 +1,19 @@
 import { readFileSync } from 'node:fs';
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { deliverQueuedWebhook } from '../app/deliver-endpoint-webhook.ts';
 import {
   deliverWebhook,
   type WebhookDelivery,
   type WebhookOptions,
   webhookDeliveryOf,
 } from '../app/deliver-webhook.ts';
-import { deliverEndpointWebhook, endpointDeliveryOf } from '../app/deliver-endpoint-webhook.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { allowLoopbackFromEnv } from '../http-client/address-vet.ts';
 import { withBatchContext, withRecordKeys } from '../observability/logger.ts';
 import { metrics } from '../observability/metrics.ts';
-import { isEndpointMessage } from '../store/queues.ts';
 
 /** Local development: ALLOW_PRIVATE_CALLBACKS=1 permits loopback receivers; WEBHOOK_CA_FILE trusts their CA. */
 export const webhookOptionsFromEnv = (env: NodeJS.ProcessEnv = process.env): WebhookOptions => ({
@@ -30,23 +29,15 @@ export const deliveryOf = (record: SQSRecord): WebhookDelivery => webhookDeliver
 /** The webhooks queue's consumer: a receiver's failure is recorded, only our own errors throw. */
 export const makeHandler = (deps: Deps, options: WebhookOptions = webhookOptionsFromEnv()) => {
   // Each record logs through its own child logger: records of a batch are delivered in parallel.
-  const deliver = async (record: SQSRecord) => {
-    const parsed: unknown = JSON.parse(record.body);
-    if (isEndpointMessage(parsed)) {
-      // A team's webhook endpoint's delivery (functions/app/deliver-endpoint-webhook.ts).
-      const message = endpointDeliveryOf(parsed, record.messageId);
-      const { endpointId, deliveryId, attempt } = message;
-      await withRecordKeys({ endpointId, deliveryId, attempt, messageId: record.messageId }, () =>
-        deliverEndpointWebhook(deps, message, options),
+  // A team endpoint's message, or a run's own webhook's.
+  const deliver = (record: SQSRecord) =>
+    deliverQueuedWebhook(deps, record.body, record.messageId, options, () => {
+      const delivery = deliveryOf(record);
+      const { jobId, event, attempt } = delivery;
+      return withRecordKeys({ jobId, webhookEvent: event, attempt: attempt ?? 1, messageId: record.messageId }, () =>
+        deliverWebhook(deps, delivery, options),
       );
-      return;
-    }
-    const delivery = deliveryOf(record);
-    const { jobId, event, attempt } = delivery;
-    await withRecordKeys({ jobId, webhookEvent: event, attempt: attempt ?? 1, messageId: record.messageId }, () =>
-      deliverWebhook(deps, delivery, options),
-    );
-  };
+    });
   return withBatchContext(async (event: SQSEvent): Promise<SQSBatchResponse> => {
     try {
       // A batch whose every record failed is reported as such, not thrown: one delivery's transient
