@@ -31,9 +31,6 @@ import {
   DeferredRunNotFoundError,
   DeferredRunNotWaitingError,
   DeliveryPendingError,
-  TooManyWebhookEndpointsError,
-  WebhookDeliveryNotFoundError,
-  WebhookEndpointNotFoundError,
   FileLinkNotFoundError,
   FileNotAcceptedError,
   FileNotFoundError,
@@ -64,9 +61,12 @@ import {
   TooManyRedeliveriesError,
   TooManyRunStreamsError,
   TooManyStreamsError,
+  TooManyWebhookEndpointsError,
   UnauthorizedError,
   UnknownInputKeysError,
   UnknownNodeTypeError,
+  WebhookDeliveryNotFoundError,
+  WebhookEndpointNotFoundError,
   WorkflowNotFoundError,
   WorkflowNotPermittedError,
   WorkflowTooLargeToStoreError,
@@ -77,17 +77,17 @@ import { IdempotencyRaceError } from '../functions/store/idempotency.ts';
 import { ExtraConditionFailedError, RaceLostError } from '../functions/store/run/index.ts';
 import { type RouteId, routes } from '../platform/routes.ts';
 import { DeliveryPendingErrorSchema } from '../schemas/deliveries.ts';
-import {
-  TooManyWebhookEndpointsErrorSchema,
-  WebhookDeliveryNotFoundErrorSchema,
-  WebhookEndpointNotFoundErrorSchema,
-} from '../schemas/webhook-endpoints.ts';
 import * as bodies from '../schemas/errors.ts';
 import { messages } from '../schemas/errors.ts';
 import { FileNotAcceptedErrorSchema, fileMessages } from '../schemas/files.ts';
 import { type DocumentedError, describeApi as describeWithSteps, documentedSchemas } from '../schemas/openapi.ts';
 import { RunValidationFailedSchema } from '../schemas/runs.ts';
 import { uploadContentTypes } from '../schemas/upload-types.ts';
+import {
+  TooManyWebhookEndpointsErrorSchema,
+  WebhookDeliveryNotFoundErrorSchema,
+  WebhookEndpointNotFoundErrorSchema,
+} from '../schemas/webhook-endpoints.ts';
 import { type ValidationIssue, WorkflowValidationFailedSchema } from '../schemas/workflows.ts';
 
 /** The document of these rows, its steps from the catalogue as served. */

@@ -50,7 +50,6 @@ import {
   storedDeferredRun,
   storedDelivery,
   storedEndpointDelivery,
-  storedWebhookEndpoint,
   storedIdempotency,
   storedKeyMonth,
   storedPrice,
@@ -65,25 +64,12 @@ import {
   storedTeam,
   storedTeamSteps,
   storedUpload,
+  storedWebhookEndpoint,
   storedWorkflow,
   storedWorkflowLock,
 } from '../functions/store/items.ts';
 import { runKey, teamKey } from '../functions/store/keys.ts';
 import { openLifecycleDelivery, reopenableDelivery } from '../functions/store/lifecycle-webhook-deliveries.ts';
-import {
-  abandonEndpointDelivery,
-  markEndpointAttemptSending,
-  markEndpointRedelivery,
-  openEndpointDelivery,
-  putEndpoint,
-  readEndpoint,
-  readEndpointDelivery,
-  recordEndpointAttempt,
-  recordEndpointStreak,
-  rotateEndpointSecret,
-  unmarkEndpointRedelivery,
-  updateEndpoint,
-} from '../functions/store/webhook-endpoints.ts';
 import { setHourlySchedule, setLiveMultiplier } from '../functions/store/price-multiplier.ts';
 import {
   claimStep,
@@ -118,6 +104,20 @@ import {
   recordWebhookAttempt,
   unmarkRedelivery,
 } from '../functions/store/webhook-deliveries.ts';
+import {
+  abandonEndpointDelivery,
+  markEndpointAttemptSending,
+  markEndpointRedelivery,
+  openEndpointDelivery,
+  putEndpoint,
+  readEndpoint,
+  readEndpointDelivery,
+  recordEndpointAttempt,
+  recordEndpointStreak,
+  rotateEndpointSecret,
+  unmarkEndpointRedelivery,
+  updateEndpoint,
+} from '../functions/store/webhook-endpoints.ts';
 import { activateWorkflow, createWorkflowForTeam, setWorkflowStatus } from '../functions/store/workflows.ts';
 import { RunStatus, StepStatus } from '../platform/run-statuses.ts';
 
