@@ -51,7 +51,7 @@ const TagFilterSchema = v.pipe(
   v.maxLength(maxFilterEntries),
   v.description('Only runs with one of these tags at least; absent or empty: any run.'),
 );
-const DescriptionSchema = v.pipe(v.string(), v.maxLength(500));
+const DescriptionSchema = v.pipe(v.string(), v.minLength(1), v.maxLength(500));
 
 /** Body of POST /webhook-endpoints. */
 export const CreateEndpointRequestSchema = notArray(

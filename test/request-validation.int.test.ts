@@ -12,6 +12,7 @@ import { listWaitingDeferredRuns } from '../functions/store/deferred-runs.ts';
 import { routeById } from '../platform/routes.ts';
 import { fileMessages, fileNotAcceptedPrefix, maxUploadBytes } from '../schemas/files.ts';
 import { uploadContentTypes } from '../schemas/upload-types.ts';
+import { endpointUrlInvalidMessage } from '../schemas/webhook-endpoints.ts';
 import { type Json, optionFor, type Path, resolveSchema, withValue } from './support/fuzz-requests.ts';
 import { api, doc, expectBalanced, ledgerOf, pairPrice, pairSteps } from './support/runs.ts';
 import { addKey, createWorkflow, type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
@@ -78,6 +79,25 @@ const validBodies = (): Record<string, Json[]> => {
     // A redelivery may name the lifecycle event's delivery.
     RedeliverWebhook: [{ event: 'step.completed', nodeId: 'prompt' }],
     CreateFile: [{ name: 'cat.png', contentType: 'image/png', size: 48_213 }],
+    CreateWebhookEndpoint: [
+      {
+        url: 'https://hooks.example.com/runs',
+        events: ['run.completed'],
+        workflowIds: [workflowId],
+        tags: ['nightly'],
+        description: 'billing',
+      },
+    ],
+    UpdateWebhookEndpoint: [
+      {
+        url: 'https://hooks.example.com/runs',
+        events: ['run.completed'],
+        workflowIds: [workflowId],
+        tags: ['nightly'],
+        description: 'billing',
+        disabled: false,
+      },
+    ],
   };
 };
 
@@ -86,7 +106,8 @@ const pathOf = (operationId: string) =>
   routeById(operationId as 'RunWorkflow')
     .path.replace('{id}', operationId === 'RunAgent' ? team.agentId : workflowId)
     // The body is checked before the run is looked up: any jobId will do for a refusal.
-    .replace('{jobId}', '00000000-0000-4000-8000-000000000000');
+    .replace('{jobId}', '00000000-0000-4000-8000-000000000000')
+    .replace('{endpointId}', '00000000-0000-4000-8000-000000000000');
 
 const resolve = (node: SchemaObject | ReferenceObject): SchemaObject => resolveSchema(doc, node);
 
@@ -138,7 +159,11 @@ const fileNotAccepted = (detail: string) => ({
   status: 422,
   body: { error: `${fileNotAcceptedPrefix}${detail}`, maxBytes: maxUploadBytes, contentTypes: [...uploadContentTypes] },
 });
+/** An endpoint's URL: one refusal whatever is wrong with it (schemas/webhook-endpoints.ts). */
+const endpointUrlRefused = { status: 400, body: { error: `Invalid request body: url: ${endpointUrlInvalidMessage}` } };
 const designedAnswers: Record<string, typeof contractAnswers> = {
+  CreateWebhookEndpoint: { url: endpointUrlRefused },
+  UpdateWebhookEndpoint: { url: endpointUrlRefused },
   CreateFile: {
     name: fileNotAccepted(fileMessages.nameInvalid),
     contentType: fileNotAccepted(fileMessages.contentTypeNotAccepted),
@@ -156,7 +181,7 @@ const mayBeEmpty = (path: Path) =>
 
 const operationsWithBodies = () =>
   Object.values(doc.paths ?? {}).flatMap((item) =>
-    (['get', 'post', 'delete'] as const).flatMap((method) => {
+    (['get', 'post', 'patch', 'delete'] as const).flatMap((method) => {
       const operation = item[method];
       const content =
         operation?.requestBody && 'content' in operation.requestBody ? operation.requestBody.content : undefined;
@@ -170,7 +195,7 @@ const operationsWithBodies = () =>
   );
 
 describe('every request body refuses an array for an object and an empty name', () => {
-  it('finds the operations that take a body: create a workflow, both run starts, a resume, a redelivery and a file', () => {
+  it('finds the operations that take a body: create a workflow, both run starts, a resume, a redelivery, a file, and a webhook endpoint's creation and change', () => {
     const withBodies = operationsWithBodies().map((o) => o.operationId);
     expect(withBodies).toEqual([
       'CreateWorkflow',
@@ -180,6 +205,8 @@ describe('every request body refuses an array for an object and an empty name', 
       // Its optional body names a lifecycle event's delivery.
       'RedeliverWebhook',
       'CreateFile',
+      'CreateWebhookEndpoint',
+      'UpdateWebhookEndpoint',
     ]);
   });
 
