@@ -195,7 +195,7 @@ const operationsWithBodies = () =>
   );
 
 describe('every request body refuses an array for an object and an empty name', () => {
-  it('finds the operations that take a body: create a workflow, both run starts, a resume, a redelivery, a file, and a webhook endpoint's creation and change', () => {
+  it('finds the operations that take a body: create a workflow, both run starts, a resume, a redelivery, a file, and a webhook endpoint creation and change', () => {
     const withBodies = operationsWithBodies().map((o) => o.operationId);
     expect(withBodies).toEqual([
       'CreateWorkflow',

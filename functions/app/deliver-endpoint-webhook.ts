@@ -16,7 +16,12 @@ import { guardedFetch } from '../http-client/guarded-fetch.ts';
 import { logger, withRecordKeys } from '../observability/logger.ts';
 import { countWebhookAttempt } from '../observability/metrics.ts';
 import type { EndpointDeliveryItem, WebhookEndpointItem } from '../store/items.ts';
-import { type EndpointMessage, EndpointMessageSchema, isEndpointMessage, sendEndpointMessage } from '../store/queues.ts';
+import {
+  type EndpointMessage,
+  EndpointMessageSchema,
+  isEndpointMessage,
+  sendEndpointMessage,
+} from '../store/queues.ts';
 import {
   abandonEndpointDelivery,
   markEndpointAttemptSending,

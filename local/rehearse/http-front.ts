@@ -40,7 +40,8 @@ export const startHttpFront = async (options: {
   const compiled = options.routes.map((spec) => {
     if (spec.payloadFormatVersion !== '2.0') throw new Error(`${spec.routeKey}: payload ${spec.payloadFormatVersion}`);
     if (!spec.path.startsWith(options.basePath)) throw new Error(`${spec.routeKey} is not under ${options.basePath}`);
-    if (!['GET', 'POST', 'PATCH', 'DELETE'].includes(spec.method)) throw new Error(`${spec.routeKey}: unexpected method`);
+    if (!['GET', 'POST', 'PATCH', 'DELETE'].includes(spec.method))
+      throw new Error(`${spec.routeKey}: unexpected method`);
     return served(spec, options.functionOf(spec.functionLogicalId), options.basePath);
   });
   return listenLocal(createServer(gatewayListener(compiled)), options, options.basePath);
