@@ -844,6 +844,8 @@ describe('cdk app', { timeout: 120_000 }, () => {
       expect(everything.filter((a) => a.includes('*'))).toEqual([]);
       expect(entries.filter((e) => e.access.table?.includes('DeleteItem')).map((e) => e.id)).toEqual([
         'CancelRun',
+        // Deleting a team's webhook endpoint.
+        'DeleteWebhookEndpoint',
         'StepExecutor',
         // The sweep failing a run whose messages SQS keeps refusing frees its workflow's lock.
         'DeferredDispatcher',

@@ -1,13 +1,10 @@
 import { CreateEndpointRequestSchema } from '../../schemas/webhook-endpoints.ts';
-import { createEndpoint } from '../app/webhook-endpoints.ts';
+import { createEndpoint, maxEndpointBodyBytes } from '../app/webhook-endpoints.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { parseWith, readJsonBody } from '../http/body.ts';
 import { keyedHandler } from '../http/keyed-handler.ts';
 import { created } from '../http/response.ts';
-
-/** An endpoint's body is a URL and a few filters. */
-export const maxEndpointBodyBytes = 16 * 1024;
 
 /** POST /webhook-endpoints (our design): a new endpoint of the team, its secret answered once. */
 export const makeHandler = (deps: Deps) =>

@@ -118,6 +118,18 @@ export const deliverEndpointWebhook = async (deps: Deps, message: ReceivedEndpoi
     readEndpoint(deps, teamId, endpointId),
     readEndpointDelivery(deps, endpointId, deliveryId),
   ]);
+  if (
+    delivery?.state === 'pending' &&
+    delivery.attempts === attempt &&
+    delivery.lastMessageId === message.messageId &&
+    delivery.nextAttemptAt !== undefined
+  ) {
+    // This message recorded its attempt, then its handler died before sending the next: SQS handed
+    // it back (same id), and only it sends the next, so a copy of it never does.
+    const next = { ...forward, attempt: attempt + 1, dueAt: delivery.nextAttemptAt };
+    await sendEndpointMessage(deps, next, delaySecondsUntil(Date.parse(next.dueAt), deps.now().getTime()));
+    return;
+  }
   // Gone (expired with its run), done, or this attempt made already: a copy of a message handled.
   if (delivery?.state !== 'pending' || delivery.attempts !== attempt - 1) return;
   if (!endpoint || endpoint.disabled) {

@@ -53,6 +53,9 @@ import {
  * such; any other endpoint reads as missing (404), as another team's does.
  */
 
+/** An endpoint's body is a URL and a few filters: 16 KB is far above any. */
+export const maxEndpointBodyBytes = 16 * 1024;
+
 interface Caller {
   teamId: string;
   key: Pick<ApiKeyItem, 'workflowIds'>;
