@@ -284,6 +284,26 @@ describe('managing endpoints', () => {
   });
 });
 
+describe('redirects', () => {
+  it('are not followed: a 302 is a failed attempt, retried on the schedule', async () => {
+    const team = await newTeam();
+    const hooks = await receiver([302]);
+    const { endpointId } = await createEndpoint(team, { url: hooks.url, events: ['run.completed'] });
+    const workflow = await createWorkflow(stack, team, oneStep);
+    const jobId = await startRun(team, workflow);
+    const [first] = await waitForQueued(endpointId, 1);
+    await handOver(stack.deps, first as EndpointMessage);
+    expect(hooks.received).toHaveLength(1);
+    const [delivery] = await deliveriesOf(team, endpointId);
+    expect(delivery).toMatchObject({ jobId, state: 'pending', attempts: 1 });
+    expect(delivery?.deliveries[0]).toMatchObject({ attempt: 1, statusCode: 302 });
+    // The retry is queued 5 seconds on.
+    const [retry] = await queuedFor(endpointId, new Set([(first as EndpointMessage).messageId]));
+    expect(retry?.message).toMatchObject({ attempt: 2 });
+    expect(retry?.delaySeconds).toBe(5);
+  });
+});
+
 describe('delivering every event of the team', () => {
   it('a receiver down for 6 hours receives every event once it is back, each verified with standardwebhooks', async () => {
     const team = await newTeam();
