@@ -7,13 +7,15 @@
  * injected clock, as SQS would hand each message over once its delay has passed). A loopback https
  * receiver verifies every delivery with the `standardwebhooks` library.
  */
-import type { SQSEvent } from 'aws-lambda';
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBStreamEvent, SQSEvent } from 'aws-lambda';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { WebhookOptions } from '../functions/app/deliver-webhook.ts';
 import type { Deps } from '../functions/deps.ts';
 import { operatorDetailTypes } from '../functions/domain/operator-events.ts';
 import { disableAfterFailingMs } from '../functions/domain/webhook-endpoints.ts';
+import { makeHandler as makeFanOutHandler } from '../functions/workers/lifecycle-webhooks.ts';
 import { makeHandler as makeWebhookWorker } from '../functions/workers/webhook-delivery.ts';
 import { invokedAs } from '../local/invocation.ts';
 import { type StreamPoller, startLifecycleEvents } from '../local/stream-source.ts';
@@ -406,6 +408,45 @@ describe('delivering every event of the team', () => {
       stopped: await counts(stopped.endpointId),
     }).toEqual({ everything: 4, ends: 2, byWorkflow: 1, byTag: 1, failures: 0, stopped: 0 });
   }, 120_000);
+});
+
+describe('a change handed over again', () => {
+  it('opens no second delivery of an event attempted already, and sends nothing more', async () => {
+    const team = await newTeam();
+    const hooks = await receiver();
+    const { endpointId } = await createEndpoint(team, { url: hooks.url, events: ['run.started', 'run.completed'] });
+    const jobId = await startRun(team, await createWorkflow(stack, team, oneStep));
+    await waitForQueued(endpointId, 2);
+    // Delivered. (One opened and never attempted would be sent again: its message may have been lost
+    // between the write and the send; the worker's conditions make the copy a no-op.)
+    const handed = new Set<string>();
+    await playQueue(endpointId, { now: Date.now() }, handed);
+    expect(hooks.received).toHaveLength(2);
+    const key = { PK: { S: `RUN#${jobId}` }, SK: { S: 'RUN' } };
+    const { Item } = await stack.deps.ddb.send(new GetItemCommand({ TableName: stack.deps.tableName, Key: key }));
+    if (!Item) throw new Error('no run item');
+    const change = (eventName: 'INSERT' | 'MODIFY', old?: Record<string, unknown>) => ({
+      eventID: `again-${eventName}`,
+      eventName,
+      eventSource: 'aws:dynamodb',
+      dynamodb: {
+        Keys: key,
+        NewImage: Item,
+        ...(old ? { OldImage: old } : {}),
+        SequenceNumber: '1',
+        StreamViewType: 'NEW_AND_OLD_IMAGES',
+      },
+    });
+    const fanOut = invokedAs('RunEventWebhooks', makeFanOutHandler(stack.deps));
+    const records = [change('INSERT'), change('MODIFY', { ...Item, status: { S: 'processing' } })];
+    for (let i = 0; i < 2; i++) {
+      expect(await fanOut({ Records: records } as unknown as DynamoDBStreamEvent, {} as never)).toEqual({
+        batchItemFailures: [],
+      });
+    }
+    expect(await queuedFor(endpointId, handed)).toEqual([]);
+    expect(await deliveriesOf(team, endpointId)).toHaveLength(2);
+  });
 });
 
 describe('rotation, test, redelivery and disabling', () => {
