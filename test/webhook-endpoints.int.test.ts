@@ -450,6 +450,21 @@ describe('a change handed over again', () => {
 });
 
 describe('rotation, test, redelivery and disabling', () => {
+  it('a test ping counts once more against the key: its POST is a request the key causes', async () => {
+    const team = await seedTeam(stack.deps, { credits: 10, key: { rateLimitPerMinute: 4 } });
+    const hooks = await receiver();
+    const { endpointId } = await createEndpoint(team, { url: hooks.url, events: ['run.completed'] });
+    const path = `/webhook-endpoints/${endpointId}/test`;
+    // The creation, then this request and its POST: 3 of the key's 4.
+    expect((await api(stack.baseUrl, 'POST', path, { key: team.key })).status).toBe(202);
+    // The fourth request is admitted; the POST it would cause is the fifth.
+    const refused = await api(stack.baseUrl, 'POST', path, { key: team.key });
+    expect([refused.status, refused.body]).toEqual([429, { error: 'Rate limit exceeded' }]);
+    expect(await deliveriesOf({ ...team, key: (await addKey(stack.deps, team.teamId)).key }, endpointId)).toHaveLength(
+      1,
+    );
+  });
+
   it('a rotated secret verifies with both secrets for 24 hours, then with the new one only', async () => {
     const team = await newTeam();
     const hooks = await receiver();

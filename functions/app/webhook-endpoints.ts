@@ -10,6 +10,7 @@ import type {
 } from '../../schemas/webhook-endpoints.ts';
 import { endpointUrlInvalidMessage } from '../../schemas/webhook-endpoints.ts';
 import type { Deps } from '../deps.ts';
+import { defaultRequestsPerMinute } from '../domain/rate-limit.ts';
 import { redeliveryWaitSeconds } from '../domain/redelivery-limits.ts';
 import { retentionExpiry } from '../domain/retention.ts';
 import { newStandardWebhookSecret } from '../domain/webhook.ts';
@@ -25,6 +26,7 @@ import {
   DeliveryPendingError,
   InvalidBodyError,
   InvalidQueryError,
+  RateLimitedError,
   TooManyRedeliveriesError,
   TooManyWebhookEndpointsError,
   WebhookDeliveryNotFoundError,
@@ -33,6 +35,7 @@ import {
 } from '../errors/table.ts';
 import type { ApiKeyItem, EndpointDeliveryItem, WebhookEndpointItem } from '../store/items.ts';
 import { sendEndpointMessage } from '../store/queues.ts';
+import { admitRequest } from '../store/rate-counter.ts';
 import {
   deleteEndpoint,
   listEndpointDeliveries,
@@ -58,8 +61,21 @@ export const maxEndpointBodyBytes = 16 * 1024;
 
 interface Caller {
   teamId: string;
-  key: Pick<ApiKeyItem, 'workflowIds'>;
+  keyId?: string;
+  key: Pick<ApiKeyItem, 'workflowIds' | 'rateLimitPerMinute'>;
 }
+
+/**
+ * A POST the service makes for the caller (a test's ping, a redelivery) counts once more against
+ * the key's requests per minute, as a run's redelivery does: the key's outbound bodies stay within
+ * its rate.
+ */
+const admitOutboundPost = async (deps: Deps, caller: Caller) => {
+  if (caller.keyId === undefined) return;
+  const limit = caller.key.rateLimitPerMinute ?? defaultRequestsPerMinute;
+  const admitted = await admitRequest(deps, caller.keyId, deps.now().getTime(), limit);
+  if (!admitted.allowed) throw new RateLimitedError(admitted.retryAfterSeconds);
+};
 
 const keySees = (caller: Caller, endpoint: Pick<WebhookEndpointItem, 'workflowIds'>): boolean => {
   const limited = caller.key.workflowIds ?? [];
@@ -191,6 +207,7 @@ const queued = (endpointId: string, deliveryId: string): EndpointDeliveryQueued 
 /** Queues a signed `ping` to the endpoint: one attempt, logged as any delivery. */
 export const testEndpoint = async (deps: Deps, caller: Caller, endpointId: string): Promise<EndpointDeliveryQueued> => {
   const endpoint = await visibleEndpoint(deps, caller, endpointId);
+  await admitOutboundPost(deps, caller);
   const now = deps.now();
   const deliveryId = endpointDeliveryId(now.getTime(), deps.newId());
   await openEndpointDelivery(deps, {
@@ -272,6 +289,7 @@ export const redeliverEndpointDelivery = async (
   if (delivery.state === 'pending') throw new DeliveryPendingError(deliveryId, delivery.nextAttemptAt ?? null);
   const wait = redeliveryWaitSeconds(delivery.lastRedeliveryAt, deps.now());
   if (wait > 0) throw new TooManyRedeliveriesError(wait);
+  await admitOutboundPost(deps, caller);
   if (!(await markEndpointRedelivery(deps, delivery))) throw new DeliveryPendingError(deliveryId, null);
   try {
     await sendEndpointMessage(
