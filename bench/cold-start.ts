@@ -412,6 +412,15 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
         return apiEvent(routeById('RedeliverWebhook'), { key, pathParameters: { jobId } });
       },
     },
+    // A run token for a browser: the key, the run item, and the tokens' signing key (made by this first one).
+    CreateRunToken: {
+      event: async () =>
+        apiEvent(routeById('CreateRunToken'), {
+          key,
+          pathParameters: { jobId: completed.jobId },
+          body: { expiresInSeconds: 600 },
+        }),
+    },
     GetDeferredRun: {
       event: async () => apiEvent(routeById('GetDeferredRun'), { key, pathParameters: { id: waiting.deferredJobId } }),
     },
@@ -446,6 +455,19 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
       },
     },
     // A one-step run's only step: it runs the node, then ends the run and queues its webhook.
+    // An estimate of a run of a new workflow: the start's reads (the workflow, the admission facts, the
+    // lock, the storage quota) and the price settings, nothing written.
+    EstimateWorkflowRun: {
+      event: async () =>
+        apiEvent(routeById('EstimateWorkflowRun'), { key, pathParameters: { id: await newWorkflow() }, body: {} }),
+    },
+    EstimateAgentRun: {
+      event: async () => {
+        const { agentId } = await createAgent(deps, { teamId: team.teamId, projectId: team.projectId, name: 'Priced' });
+        await newWorkflow(agentId);
+        return apiEvent(routeById('EstimateAgentRun'), { key, pathParameters: { id: agentId }, body: {} });
+      },
+    },
     StepExecutor: {
       event: async () => {
         const { jobId } = await newRun(withCallback());

@@ -38,6 +38,7 @@ import {
 } from './cost-retained.ts';
 import { type ChainRunCost, measureChainRunCost } from './cost-run.ts';
 import { benchStreamCost } from './cost-stream.ts';
+import { benchWaitCost } from './cost-wait.ts';
 import { idleCost, idleStages, measureIdleTick, type TickCost } from './idle-cost.ts';
 import { measureJobRunCosts } from './provider-job-cost.ts';
 import { heading, line, note, ratio } from './report.ts';
@@ -256,6 +257,8 @@ export const benchCost = async (options: {
 
   // What following a run live costs (bench/cost-stream.ts).
   await benchStreamCost({ resources: options.resources, targets, chainLength });
+  // What waiting for the run in the request costs (bench/cost-wait.ts), beside a plain run.
+  await benchWaitCost({ resources: options.resources, targets, plainRun: total, plainPoll: poll.total });
 };
 
 /**

@@ -15,6 +15,7 @@ import { dispatcherSchedule, envNames, type QueueDefinition, queues, streamMappi
 import { modelDefaultsText } from '../platform/model-defaults.ts';
 import { paidModelsText } from '../platform/paid-models.ts';
 import { accessLogFields, basePath, httpApiRoutes, type Route, streamRoutes } from '../platform/routes.ts';
+import { waitingFunctionTimeoutSeconds } from '../platform/run-wait.ts';
 import { ApiDomain } from './api-domain.ts';
 import { filesBaseUrl } from './edge-config.ts';
 import { edgeRegion, FilesDistribution } from './edge-stack.ts';
@@ -261,7 +262,7 @@ export class ApiStack extends Stack {
     for (const route of httpApiRoutes) {
       const service = new ServiceFunction(this, route.id, {
         entry: route.entry,
-        timeoutSeconds: 10,
+        timeoutSeconds: route.waits ? waitingFunctionTimeoutSeconds : 10,
         environment,
         description: `${route.method} ${basePath}${route.path}`,
         logRetentionDays: config.logRetentionDays,
@@ -271,11 +272,15 @@ export class ApiStack extends Stack {
       const { fn } = service;
       grants.apply(service, route.grants);
       originSecret?.admit(fn);
-      // The Run's `links.events` (functions/app/run-stream.ts).
-      if (route.id === 'GetRun') fn.addEnvironment(envNames.runEventsBaseUrl, stream.baseUrl);
+      // The Run's `links.events` (functions/app/run-stream.ts): GetRun's, the Run a start that waited
+      // answers, and a run token's.
+      if (route.waits || route.id === 'CreateRunToken') fn.addEnvironment(envNames.runEventsBaseUrl, stream.baseUrl);
       const created = this.api.addRoutes({
         path: `${basePath}${route.path}`,
-        methods: [HttpMethod[route.method]],
+        // A route that accepts a run token answers its own CORS preflight (functions/http/keyed-handler.ts):
+        // the API has no CORS configuration, which would answer every route's preflight and override
+        // the functions' headers (docs/decisions/security.md, "Run tokens").
+        methods: [HttpMethod[route.method], ...(route.runToken ? [HttpMethod.OPTIONS] : [])],
         integration: new HttpLambdaIntegration(`${route.id}Integration`, safeDeploys.target(route.id, fn)),
       });
       routed.push({ route, created });

@@ -279,8 +279,9 @@ export const runEventsPath = `${basePath}/runs/*/events`;
 
 /**
  * The run stream's behaviour: to its function URL (AuthType NONE: the function checks the
- * key), never cached, every viewer header but Host (Authorization, Last-Event-ID) forwarded; the
- * function URL answers its own host only. The web ACL covers it as every path.
+ * key), never cached, every viewer header but Host (Authorization, Last-Event-ID) and the query
+ * (a run token's `access_token`) forwarded; the function URL answers its own host only. OPTIONS
+ * too: the function answers a run token's CORS preflight. The web ACL covers it as every path.
  */
 const runEventsBehaviour = (host: string, customHeaders: Record<string, string>) => ({
   origin: new HttpOrigin(host, {
@@ -289,7 +290,7 @@ const runEventsBehaviour = (host: string, customHeaders: Record<string, string>)
     customHeaders,
   }),
   viewerProtocolPolicy: ViewerProtocolPolicy.HTTPS_ONLY,
-  allowedMethods: AllowedMethods.ALLOW_GET_HEAD,
+  allowedMethods: AllowedMethods.ALLOW_GET_HEAD_OPTIONS,
   cachePolicy: CachePolicy.CACHING_DISABLED,
   originRequestPolicy: OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER,
 });

@@ -6,6 +6,7 @@ import type { Deps } from '../functions/deps.ts';
 import type { StreamHandler } from '../functions/http/event-stream.ts';
 import { basePath, type Route, routes } from '../platform/routes.ts';
 import { streamFunctionTimeoutSeconds } from '../platform/run-stream.ts';
+import { waitingFunctionTimeoutSeconds } from '../platform/run-wait.ts';
 import { invokedAs } from './invocation.ts';
 import { lambdaContext } from './lambda-context.ts';
 
@@ -64,8 +65,11 @@ export interface ServedRoute {
   /** Matches the whole request path (`pathPattern`). */
   pattern: RegExp;
   params: string[];
-  /** Its method, and its path as the event's route key names it (`${basePath}${path}`). */
-  route: Pick<Route, 'method' | 'path'>;
+  /**
+   * Its method, and its path as the event's route key names it (`${basePath}${path}`). OPTIONS: the
+   * CORS preflight route of a route that accepts a run token, to the same function (lib/api-stack.ts).
+   */
+  route: { method: Route['method'] | 'OPTIONS'; path: string };
   /** Runs the route's function on the event; a throw is the integration failing (API Gateway's 500). */
   invoke: (event: APIGatewayProxyEventV2) => Promise<ApiResult | string | undefined>;
   /**
@@ -78,24 +82,41 @@ export interface ServedRoute {
 /** The time each route's function is given, as the template sets it (`lib/api-stack.ts`). */
 export const routeTimeoutMs = 10_000;
 
-/** Loads every route's handler module and builds it with `deps`, the way Lambda imports `handler`. */
-const compileRoutes = async (deps: Deps, timeoutMs: number, streamTiming?: StreamTiming): Promise<ServedRoute[]> =>
-  Promise.all(
-    routes.map(async (route) => {
-      if (route.transport === 'stream') return streamRoute(deps, route, streamTiming);
-      const module = (await import(new URL(`../${route.entry}`, import.meta.url).href)) as {
-        makeHandler: (deps: Deps) => ApiHandler;
-      };
-      // Runs as its route's function, so the AWS command log knows who sent what.
-      const handler = invokedAs(route.id, module.makeHandler(deps));
-      return {
-        ...pathPattern(`${basePath}${route.path}`),
-        route,
-        invoke: (event) =>
-          handler(event, lambdaContext(`local-${route.id}`, timeoutMs, event.requestContext.requestId)),
-      };
-    }),
-  );
+/** A route's time as the template sets it: more for a route that waits (`Prefer: wait`). */
+const templateTimeoutMs = (route: Route) => (route.waits ? waitingFunctionTimeoutSeconds * 1000 : routeTimeoutMs);
+
+/**
+ * Loads every route's handler module and builds it with `deps`, the way Lambda imports `handler`;
+ * each given `timeoutMs`, else its template's.
+ */
+const compileRoutes = async (
+  deps: Deps,
+  timeoutMs: number | undefined,
+  streamTiming?: StreamTiming,
+): Promise<ServedRoute[]> =>
+  (
+    await Promise.all(
+      routes.map(async (route): Promise<ServedRoute[]> => {
+        if (route.transport === 'stream') return [await streamRoute(deps, route, streamTiming)];
+        const module = (await import(new URL(`../${route.entry}`, import.meta.url).href)) as {
+          makeHandler: (deps: Deps) => ApiHandler;
+        };
+        // Runs as its route's function, so the AWS command log knows who sent what.
+        const handler = invokedAs(route.id, module.makeHandler(deps));
+        const served: ServedRoute = {
+          ...pathPattern(`${basePath}${route.path}`),
+          route,
+          invoke: (event) =>
+            handler(
+              event,
+              lambdaContext(`local-${route.id}`, timeoutMs ?? templateTimeoutMs(route), event.requestContext.requestId),
+            ),
+        };
+        // Its CORS preflight, as the stack routes it: OPTIONS to the same function.
+        return route.runToken ? [served, { ...served, route: { method: 'OPTIONS', path: route.path } }] : [served];
+      }),
+    )
+  ).flat();
 
 /** A streaming route as the local server serves it: the same handler its Lambda runs, streamed. */
 const streamRoute = async (deps: Deps, route: Route, timing?: StreamTiming): Promise<ServedRoute> => {
@@ -184,7 +205,7 @@ export const toEventV2 = (
   request: IncomingMessage,
   url: URL,
   body: Buffer,
-  match: { route: Pick<Route, 'method' | 'path'>; pathParameters: Record<string, string> },
+  match: { route: ServedRoute['route']; pathParameters: Record<string, string> },
 ): APIGatewayProxyEventV2 => {
   const headers: Record<string, string> = {};
   const cookies: string[] = [];
@@ -302,7 +323,8 @@ export const gatewayListener =
       const url = new URL(request.url ?? '/', 'http://localhost');
       let found: { entry: ServedRoute; pathParameters: Record<string, string> } | undefined;
       for (const entry of served) {
-        const m = entry.route.method === request.method ? entry.pattern.exec(url.pathname) : null;
+        // A function URL has no routes: every method reaches a streaming route's function, which answers it.
+        const m = entry.route.method === request.method || entry.stream ? entry.pattern.exec(url.pathname) : null;
         if (m) {
           found = {
             entry,
@@ -342,7 +364,7 @@ export const gatewayListener =
 
 /**
  * Serves the route table over HTTP the way API Gateway does (`gatewayListener`), each route by the
- * same handler module Lambda runs, given `timeoutMs` (the template's `routeTimeoutMs` unless set).
+ * same handler module Lambda runs, given `timeoutMs` (the template's time for its route unless set).
  * Deps without a `publicBaseUrl` get this server's own address once it listens (the port may be
  * chosen then), so the file links it gives lead back to it; the handlers read it at each request.
  */
@@ -355,9 +377,7 @@ export const startLocalApi = async (options: {
   streamTiming?: StreamTiming;
 }): Promise<LocalApi> => {
   const api = await listenLocal(
-    createServer(
-      gatewayListener(await compileRoutes(options.deps, options.timeoutMs ?? routeTimeoutMs, options.streamTiming)),
-    ),
+    createServer(gatewayListener(await compileRoutes(options.deps, options.timeoutMs, options.streamTiming))),
     options,
     basePath,
   );

@@ -48,6 +48,19 @@ export interface Route {
    * (test/openapi.test.ts holds the two equal).
    */
   body?: true;
+  /**
+   * It honours `Prefer: wait=N` (functions/http/prefer-wait.ts): its function is given
+   * `waitingFunctionTimeoutSeconds` (platform/run-wait.ts), not the other routes' 10 s, and the
+   * Run's `links.events` address (RUN_EVENTS_BASE_URL), which a Run it answers carries.
+   */
+  waits?: true;
+  /**
+   * It also accepts a run token (`?access_token=`, functions/domain/run-token.ts) in place of a key,
+   * for the token's own run: its answers to such a request carry `Access-Control-Allow-Origin: *`,
+   * and it answers its CORS preflight (OPTIONS; lib/api-stack.ts routes it, the edge lets it through).
+   * No other route reads the token.
+   */
+  runToken?: true;
 }
 
 /** Every route lives under this prefix, locally and on API Gateway (spec section 9). */
@@ -112,8 +125,10 @@ const table = [
     entry: 'functions/api/run-workflow.ts',
     scope: 'runs:create',
     body: true,
+    // Query: the Run a start that waited answers (GET /runs/{jobId}'s read).
+    waits: true,
     grants: {
-      table: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'],
+      table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'],
       stepsQueue: 'send',
       uploads: ['GetObject', 'DeleteObject'],
       bucket: ['PutObject'],
@@ -127,6 +142,7 @@ const table = [
     entry: 'functions/api/run-agent.ts',
     scope: 'runs:create',
     body: true,
+    waits: true,
     grants: {
       table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'],
       stepsQueue: 'send',
@@ -158,6 +174,8 @@ const table = [
     path: '/runs/{jobId}',
     entry: 'functions/api/get-run.ts',
     scope: 'runs:read',
+    waits: true,
+    runToken: true,
     // PutItem: creating the file links' (or the cursors') signing key, once per table, at its first use.
     grants: { table: ['GetItem', 'UpdateItem', 'Query', 'PutItem'] },
   },
@@ -185,6 +203,7 @@ const table = [
     entry: 'functions/api/resume-run.ts',
     scope: 'runs:create',
     body: true,
+    waits: true,
     grants: {
       table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem'],
       stepsQueue: 'send',
@@ -201,6 +220,7 @@ const table = [
     path: '/runs/{jobId}/events',
     entry: 'functions/api/get-run-events.ts',
     scope: 'runs:read',
+    runToken: true,
     grants: { table: ['GetItem', 'BatchGetItem', 'UpdateItem', 'Query', 'PutItem'] },
     transport: 'stream',
   },
@@ -220,6 +240,17 @@ const table = [
     scope: 'runs:create',
     body: true,
     grants: { table: ['GetItem', 'UpdateItem', 'Query'], webhooksQueue: 'send' },
+  },
+  {
+    // A run token for a browser (functions/app/run-tokens.ts): GetItem, the key, the run item and
+    // the tokens' signing key; PutItem, creating that key, once per table; UpdateItem, the rate counter.
+    id: 'CreateRunToken',
+    method: 'POST',
+    path: '/runs/{jobId}/tokens',
+    entry: 'functions/api/create-run-token.ts',
+    scope: 'runs:read',
+    body: true,
+    grants: { table: ['GetItem', 'UpdateItem', 'PutItem'] },
   },
   {
     id: 'GetDeferredRun',
@@ -275,6 +306,28 @@ const table = [
     entry: 'functions/api/get-credits.ts',
     scope: 'credits:read',
     grants: { table: ['GetItem', 'UpdateItem', 'BatchGetItem', 'Query'] },
+  },
+  {
+    // What a run start with this body would hold and answer, started nothing (functions/app/estimate-run.ts):
+    // RunWorkflow's reads (an upload settled as any read of it settles it: UpdateItem, GetObject,
+    // DeleteObject) and the price settings, no write of a run; UpdateItem also counts the request.
+    id: 'EstimateWorkflowRun',
+    method: 'POST',
+    path: '/workflows/{id}/estimate',
+    entry: 'functions/api/estimate-workflow-run.ts',
+    scope: 'runs:create',
+    body: true,
+    grants: { table: ['GetItem', 'BatchGetItem', 'UpdateItem'], uploads: ['GetObject', 'DeleteObject'] },
+  },
+  {
+    // EstimateWorkflowRun's, and Query: the agent's workflows (as RunAgent).
+    id: 'EstimateAgentRun',
+    method: 'POST',
+    path: '/agents/{id}/estimate',
+    entry: 'functions/api/estimate-agent-run.ts',
+    scope: 'runs:create',
+    body: true,
+    grants: { table: ['GetItem', 'BatchGetItem', 'Query', 'UpdateItem'], uploads: ['GetObject', 'DeleteObject'] },
   },
   {
     // Asynchronous providers announce a step's job's end here (functions/app/provider-webhook.ts):
@@ -436,6 +489,9 @@ export const routeById = (id: RouteId): Route => {
   if (!route) throw new Error(`No route ${id}`);
   return route;
 };
+
+/** Whether a route accepts a run token in place of a key (`runToken`). */
+export const acceptsRunToken = (id: RouteId): boolean => (routeById(id) as Route).runToken === true;
 
 /** The scope a keyed route needs. */
 export const scopeOf = (id: KeyedRouteId): Scope => routeById(id).scope as Scope;

@@ -82,6 +82,8 @@ export const messages = {
   tooManyFileInputs: 'Too many file inputs',
   /** Our design: the team holds its storage quota (uploads, input copies, output files). */
   storageQuotaReached: 'Storage quota reached',
+  /** Our design: a deferred run's `startBy` is not in the future, or lies further ahead than its bound. */
+  startByOutOfRange: 'startBy must lie in the future and no later than latestStartBy',
   unknownNodeType: (type: string): string => `${messagePrefixes.unknownNodeType}${type}`,
   /** The keys are listed comma-separated, in the order the caller sent them. */
   unknownInputKeys: (keys: readonly string[]): string => `${messagePrefixes.unknownInputKeys}${keys.join(', ')}`,
@@ -331,6 +333,19 @@ export const TooManyFileInputsErrorSchema = v.strictObject({
   maxFileInputBytes: v.number(),
 });
 export type TooManyFileInputsErrorBody = v.InferOutput<typeof TooManyFileInputsErrorSchema>;
+
+/**
+ * 422 of the run starts (our design): a deferred run's `startBy` has passed, or lies past the latest
+ * it may (7 days ahead; 24 hours when its `inputs` name uploaded files).
+ */
+export const StartByOutOfRangeErrorSchema = v.strictObject({
+  error: v.literal(messages.startByOutOfRange),
+  /** The `startBy` sent, as sent. */
+  startBy: v.string(),
+  /** The latest `startBy` this request could have given, at the time it was read. */
+  latestStartBy: v.string(),
+});
+export type StartByOutOfRangeErrorBody = v.InferOutput<typeof StartByOutOfRangeErrorSchema>;
 
 /**
  * 409 of POST /files and the run starts (our design): the team holds its storage quota; bytes free

@@ -27,6 +27,7 @@ import { creditComponents, creditOperations } from './credits.ts';
 import { deferredRunComponents, deferredRunListComponents, deferredRunOperations } from './deferred-runs.ts';
 import { DeliveryPendingErrorSchema, deliveryComponents, deliveryOperations } from './deliveries.ts';
 import * as errors from './errors.ts';
+import { estimateComponents, estimateOperations } from './estimates.ts';
 import { fileLinkOperations } from './file-links.ts';
 import { FileNotAcceptedErrorSchema, fileComponents, fileOperations } from './files.ts';
 import { lifecycleWebhookComponents, lifecycleWebhookEntries } from './lifecycle-webhooks.ts';
@@ -40,6 +41,7 @@ import {
   storageBusyText,
   uuidPath,
 } from './openapi-parts.ts';
+import { runTokenComponents, runTokenOperations } from './run-tokens.ts';
 import { runComponents, runListComponents, runOperations, WebhookEventSchema, webhookHeaderNames } from './runs.ts';
 import { webhookEndpointComponents, webhookEndpointOperations } from './webhook-endpoints.ts';
 import {
@@ -69,6 +71,8 @@ export const componentSchemas = {
   ...fileComponents,
   ...creditComponents,
   ...nodeTypeComponents,
+  ...estimateComponents,
+  ...runTokenComponents,
   ...webhookEndpointComponents,
   NameRequiredError: errors.NameRequiredErrorSchema,
   StepsRequiredError: errors.StepsRequiredErrorSchema,
@@ -224,6 +228,26 @@ const sharedErrorWords: Partial<Record<number, string>> = {
 };
 
 const securitySchemeName = 'bearerAuth';
+/** The run token (POST /runs/{jobId}/tokens), on the routes that accept one in place of the key. */
+const runTokenSchemeName = 'runToken';
+const allowOriginRef: ReferenceObject = { $ref: '#/components/headers/Access-Control-Allow-Origin' };
+
+/** The query parameter a run token travels in, on the routes that accept one (the `runToken` scheme's). */
+const accessTokenQuery: DocumentedParameter = {
+  name: 'access_token',
+  in: 'query',
+  required: false,
+  description:
+    'A run token (POST /runs/{jobId}/tokens) for this run, in place of the key: for a browser. With it, the ' +
+    '`Authorization` header is not read, and every answer carries `Access-Control-Allow-Origin: *`.',
+  schema: { type: 'string' },
+};
+
+/** A route that accepts a run token: each of its answers may carry `Access-Control-Allow-Origin`. */
+const withAllowOrigin = (response: ResponseObject): ResponseObject => ({
+  ...response,
+  headers: { ...response.headers, 'Access-Control-Allow-Origin': allowOriginRef },
+});
 
 /**
  * The error responses of an operation: for each status of the rows that name its route, their body
@@ -272,9 +296,12 @@ const inRouteOrder = (specs: readonly OperationSpec[]): OperationSpec[] => {
 };
 
 function operation(spec: OperationSpec, documented: readonly DocumentedError[]): OperationObject {
-  const { scope } = routeById(spec.operationId);
+  const { scope, runToken } = routeById(spec.operationId);
   const keyed = scope !== null;
-  const responses: Record<number, ResponseObject> = { ...spec.responses, ...errorResponses(spec, documented) };
+  const stated: Record<number, ResponseObject> = { ...spec.responses, ...errorResponses(spec, documented) };
+  const responses = runToken
+    ? Object.fromEntries(Object.entries(stated).map(([status, response]) => [status, withAllowOrigin(response)]))
+    : stated;
   const statuses = Object.keys(responses)
     .map(Number)
     .sort((a, b) => a - b);
@@ -283,8 +310,12 @@ function operation(spec: OperationSpec, documented: readonly DocumentedError[]):
     tags: [spec.tag],
     summary: spec.summary,
     description: keyed ? `${spec.description}\n\nScope: \`${scope}\`.` : spec.description,
-    security: keyed ? [{ [securitySchemeName]: [] }] : [],
-    ...(spec.parameters ? { parameters: spec.parameters.map(documentedParameter) } : {}),
+    security: keyed ? [{ [securitySchemeName]: [] }, ...(runToken ? [{ [runTokenSchemeName]: [] }] : [])] : [],
+    ...(spec.parameters || runToken
+      ? {
+          parameters: [...(spec.parameters ?? []), ...(runToken ? [accessTokenQuery] : [])].map(documentedParameter),
+        }
+      : {}),
     ...(spec.requestBody ? { requestBody: spec.requestBody } : {}),
     responses: Object.fromEntries(statuses.map((status) => [String(status), responses[status]])),
   };
@@ -305,6 +336,8 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       ...fileOperations,
       ...creditOperations,
       ...nodeTypeOperations,
+      ...estimateOperations,
+      ...runTokenOperations,
       ...webhookEndpointOperations,
     ]),
     {
@@ -490,6 +523,13 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       schemas,
       headers: {
         'Retry-After': retryAfter,
+        'Access-Control-Allow-Origin': {
+          description:
+            '`*` on every answer to a request a run token authenticated (`access_token`), so a page on any origin ' +
+            'reads it; absent on a request with an API key (keys belong on servers).',
+          required: false,
+          schema: { type: 'string', const: '*' },
+        },
         'WWW-Authenticate': {
           description:
             '`Bearer` when no key was sent, `Bearer error="invalid_token"` when the key sent is malformed, unknown, ' +
@@ -505,6 +545,16 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
           description:
             'A team API key, created under Team settings, API keys: `Authorization: Bearer <API_KEY>`. Keep it on ' +
             'a server or in a secret store; it can spend credits.',
+        },
+        [runTokenSchemeName]: {
+          type: 'apiKey',
+          in: 'query',
+          name: 'access_token',
+          description:
+            'A run token (POST /runs/{jobId}/tokens) in place of the key, for a browser: GET /runs/{jobId} and ' +
+            'GET /runs/{jobId}/events of its own run only, until its `expiresAt` and while the key that made it ' +
+            'stands. Those two answer a request with it cross-origin (`Access-Control-Allow-Origin: *`) and answer ' +
+            'their CORS preflight (OPTIONS).',
         },
       },
     },

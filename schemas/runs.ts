@@ -4,6 +4,7 @@
  * Requests use `v.object` (unknown fields are ignored), never taking an array for one
  * (`notArray`); responses use `v.strictObject`.
  */
+import type { ResponseObject } from 'openapi3-ts/oas31';
 import * as v from 'valibot';
 import { scopeOf } from '../platform/routes.ts';
 import { DateTimeSchema, notArray, UuidSchema } from './common.ts';
@@ -16,6 +17,7 @@ import {
   storageBusyText,
   uuidPath,
 } from './openapi-parts.ts';
+import { preferenceAppliedHeader, preferWaitParameter, startLocationHeader } from './prefer-wait.ts';
 import { runEventsOperation } from './run-stream.ts';
 import { MetadataSchema, TagSchema, TagsSchema } from './run-tags.ts';
 import { runEvents, WebhookEventsSchema } from './webhook-events.ts';
@@ -55,6 +57,48 @@ export const MultiplierSchema = v.pipe(
   // validators that divide binary floats (Ajv, Spectral) refuse 0.7, the default itself.
   v.description(`At most ${multiplierBounds.decimals} decimals.`),
   v.metadata({ 'x-decimals': multiplierBounds.decimals }),
+);
+
+/**
+ * Our design: the latest time a deferred run may start, at most 7 days ahead (24 hours when its
+ * `inputs` name uploaded files); it replaces the fixed 24 hours. Its bounds depend on the time of
+ * the request, so they are checked by the start (a 422), not here.
+ */
+export const StartBySchema = v.pipe(
+  DateTimeSchema,
+  v.description(
+    'Our design, only with `defer: true`: the latest time the deferred run may start (ISO 8601). Not started by ' +
+      'then, it becomes `expired`, holding nothing. Replaces the default 24 hours. Must lie in the future and at ' +
+      'most 7 days ahead (at most 24 hours ahead when `inputs` name an uploaded file); otherwise 422.',
+  ),
+);
+
+/** `deadlineSeconds`' bounds: one second to one day (a longer run has no deadline). */
+export const deadlineSecondsBounds = { min: 1, max: 24 * 3600 } as const;
+
+/** Our design: the run's deadline in seconds from its start (functions/domain/run-deadline.ts). */
+export const DeadlineSecondsSchema = v.pipe(
+  v.number(),
+  v.integer(),
+  v.minValue(deadlineSecondsBounds.min),
+  v.maxValue(deadlineSecondsBounds.max),
+  v.description(
+    'Our design: a run still in progress this many seconds after its start (a deferred run: after its dispatch) ' +
+      'ends `cancelled` with `endReason: "deadline"`, as a cancel would end it: finished steps stay charged, a ' +
+      'step in flight is never charged, and `run.cancelled` is sent. Enforced within 10 seconds of the deadline ' +
+      'when it is at most 15 minutes away, within a minute otherwise. 1 to 86,400.',
+  ),
+);
+
+/** Why a run ended, when its status alone does not say: `deadline`, its `deadlineSeconds` passed. */
+export const endReasons = ['deadline'] as const;
+export type EndReason = (typeof endReasons)[number];
+const EndReasonSchema = v.pipe(
+  v.picklist(endReasons),
+  v.description(
+    'Our design: why the run ended, when its status alone does not say. `deadline`: it was still in progress ' +
+      'at its `deadlineSeconds` and was cancelled. Absent otherwise.',
+  ),
 );
 
 /**
@@ -102,6 +146,10 @@ export const RunRequestSchema = notArray(
     tags: v.optional(TagsSchema),
     /** Our design: the lifecycle events to send to `callbackUrl` (schemas/webhook-events.ts). */
     webhookEvents: v.optional(WebhookEventsSchema),
+    /** Our design: a deferred run not started by then expires (functions/domain/deferred-run-lifetime.ts). */
+    startBy: v.optional(StartBySchema),
+    /** Our design: the run ends `cancelled` (`endReason: "deadline"`) if still in progress this long after its start. */
+    deadlineSeconds: v.optional(DeadlineSecondsSchema),
   }),
 );
 export type RunRequest = v.InferOutput<typeof RunRequestSchema>;
@@ -149,6 +197,8 @@ export const ResumeRunRequestSchema = notArray(
     callbackSecret: RunRequestSchema.entries.callbackSecret,
     generateCallbackSecret: RunRequestSchema.entries.generateCallbackSecret,
     webhookEvents: RunRequestSchema.entries.webhookEvents,
+    /** The new run's own deadline, from its start; the original's is not reused. */
+    deadlineSeconds: RunRequestSchema.entries.deadlineSeconds,
   }),
 );
 export type ResumeRunRequest = v.InferOutput<typeof ResumeRunRequestSchema>;
@@ -349,6 +399,8 @@ export const RunSchema = v.strictObject({
   resumedFrom: v.optional(UuidSchema),
   /** Ours: where to follow the run live (GET /runs/{jobId}/events); absent in webhook bodies. */
   links: v.optional(v.strictObject({ events: v.pipe(v.string(), v.url()) })),
+  /** Ours: why it ended, when its status alone does not say (its deadline); absent otherwise. */
+  endReason: v.optional(EndReasonSchema),
 });
 export type Run = v.InferOutput<typeof RunSchema>;
 
@@ -447,16 +499,21 @@ export const WebhookBodySchema = v.strictObject({
   /** Our design: the run start's `tags`; absent when it gave none. */
   tags: v.optional(TagsSchema),
   resumedFrom: v.optional(UuidSchema),
+  /** Our design: why the run ended, when its status alone does not say (its deadline). */
+  endReason: v.optional(EndReasonSchema),
 });
 export type WebhookBody = v.InferOutput<typeof WebhookBodySchema>;
 
 /** The named schemas of the document this module holds; the key is the name under `#/components/schemas/`. */
+/** Our design: the Run as Get a run answers it, in a start's answer that waited (`Prefer: wait`) and saw it end. */
+const waitedRun = { run: v.optional(RunSchema) };
+
 export const runComponents = {
   RunRequest: RunRequestSchema,
-  RunStartedResponse: RunStartedResponseSchema,
+  RunStartedResponse: v.strictObject({ ...RunStartedResponseSchema.entries, ...waitedRun }),
   RunDeferredResponse: RunDeferredResponseSchema,
   ResumeRunRequest: ResumeRunRequestSchema,
-  RunResumedResponse: RunResumedResponseSchema,
+  RunResumedResponse: v.strictObject({ ...RunResumedResponseSchema.entries, ...waitedRun }),
   RunValidationFailed: RunValidationFailedSchema,
   Run: RunSchema,
   RunStep: RunStepSchema,
@@ -545,6 +602,24 @@ const runRequestExamples = {
   },
 };
 
+/** What a start (or resume) with `Prefer: wait` waits for. */
+const startWaits =
+  'the answer comes when the run ends or N seconds pass, whichever is first; ended, it carries `run`, the Run as ' +
+  'Get a run answers it. A deferred run is not waited for (answered at once, without `Preference-Applied`).';
+
+/** The words of a start's (and the resume's) description on `Prefer: wait`. */
+const startWaitWords =
+  'An optional `Prefer: wait=N` (N from 1 to 25 seconds) answers a short run in one request: when the run ends ' +
+  'within N seconds, the answer carries `run`, the Run exactly as Get a run answers it; otherwise it is the ' +
+  'answer without `run`, and Get a run (which takes the same header) follows the run. A retry with the same ' +
+  '`Idempotency-Key` and the same header waits again and carries the run as it is then.';
+
+/** A start's answer: `Location`, and `Preference-Applied` when it waited. */
+const startAnswer = (response: ResponseObject): ResponseObject => ({
+  ...response,
+  headers: { Location: startLocationHeader, 'Preference-Applied': preferenceAppliedHeader },
+});
+
 const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
   operationId: subject === 'workflow' ? 'RunWorkflow' : 'RunAgent',
   tag: 'Runs',
@@ -557,14 +632,19 @@ const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
     'The cost is estimated and held from the team credits before anything runs; each step is charged when it ' +
       'finishes. One run in progress per workflow at a time. With `defer: true` the run is queued to start ' +
       'later, when the price multiplier reaches `maxMultiplier` (answer 202).',
+    'With `deadlineSeconds`, a run still in progress that long after its start (a deferred run: its dispatch) ' +
+      'ends `cancelled` with `endReason: "deadline"`, as a cancel ends it. With `defer: true`, `startBy` is the ' +
+      'latest time the deferred run may start (at most 7 days ahead; without it, 24 hours).',
     '`metadata` and `tags` are yours: the Run, its summary in List runs and every webhook body echo them, ' +
       'and List runs filters by a tag (`tag`). They are part of the request an `Idempotency-Key` names.',
     `An optional \`${idempotencyKeyHeader}\` makes a retry safe: the same key with the same request (this ` +
       'endpoint, this id, the same body) within 24 hours answers as the first request did; the same key with ' +
       'another request (another body, or the other run endpoint, or another id) answers 422.',
+    startWaitWords,
   ].join('\n\n'),
   parameters: [
     uuidPath('id', subject === 'workflow' ? 'The workflow to run.' : 'The agent whose workflow runs.'),
+    preferWaitParameter(startWaits),
     {
       name: idempotencyKeyHeader,
       in: 'header',
@@ -581,15 +661,18 @@ const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
     content: { 'application/json': { schema: ref('RunRequest'), examples: runRequestExamples } },
   },
   responses: {
-    200: jsonResponse('The run is queued and its estimate held.', 'RunStartedResponse'),
-    202: jsonResponse('The run is deferred (`defer: true`); not a promise that it will start.', 'RunDeferredResponse'),
+    200: startAnswer(jsonResponse('The run is queued and its estimate held.', 'RunStartedResponse')),
+    202: startAnswer(
+      jsonResponse('The run is deferred (`defer: true`); not a promise that it will start.', 'RunDeferredResponse'),
+    ),
     500: jsonResponse('Server failure.', 'ServerError'),
   },
   errorWords: {
     400:
       'The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit: a length, a count, ' +
       "a metadata key outside a tag's characters, a control character in a metadata value (the message names the " +
-      'field and the limit).',
+      'field and the limit); `deadlineSeconds` is not a whole number from 1 to 86,400; `startBy` without ' +
+      '`defer: true`.',
     413: 'The body is larger than 64 KiB.',
     402: 'Not enough credits, the project hard cap, the per-step credit limit, or the key monthly credit cap.',
     403: `The key lacks \`${scopeOf(subject === 'workflow' ? 'RunWorkflow' : 'RunAgent')}\`, or is limited to other workflows.`,
@@ -601,7 +684,8 @@ const runStart = (subject: 'workflow' | 'agent'): OperationSpec => ({
     422:
       "An `inputs` key matches no step, a file step's `inputs` value is not a usable `fileId` or public https URL, " +
       '`callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not ' +
-      'use, or the `Idempotency-Key` was used with another request.',
+      'use, the `Idempotency-Key` was used with another request, or `startBy` is not in the future or lies past ' +
+      '`latestStartBy`.',
     503:
       'The key has a monthly cap that could not be checked (the run is refused rather than started ' +
       `unmetered), or: ${storageBusyText}`,
@@ -635,6 +719,10 @@ export const runOperations: OperationSpec[] = [
       '`output_cursor` for the next page, until `output_next` is absent.',
     parameters: [
       uuidPath('jobId', 'The `jobId` returned when the run started.'),
+      preferWaitParameter(
+        'the answer comes when the run reaches an end status (`completed`, `failed`, `cancelled`, `stopped`) or N ' +
+          'seconds pass, whichever is first (at once for a run that has ended).',
+      ),
       {
         name: 'output_cursor',
         in: 'query',
@@ -644,7 +732,9 @@ export const runOperations: OperationSpec[] = [
         schema: { type: 'string' },
       },
     ],
-    responses: { 200: jsonResponse('The run.', 'Run') },
+    responses: {
+      200: { ...jsonResponse('The run.', 'Run'), headers: { 'Preference-Applied': preferenceAppliedHeader } },
+    },
     errorWords: {
       400: 'An `output_cursor` this run did not give (altered, or of another run).',
       404: 'No such run in the team.',
@@ -677,11 +767,13 @@ export const runOperations: OperationSpec[] = [
         'the steps that run; every run-start rule applies (one run in progress per workflow, the credit limits, ' +
         'the providers). The original run is unchanged.',
       '`inputs` apply to the steps that run; a value for a carried-over step is ignored. The webhook goes to ' +
-        "the `callbackUrl` given here, if any: the original run's is not reused.",
+        "the `callbackUrl` given here, if any: the original run's is not reused; so does `deadlineSeconds`.",
       `An optional \`${idempotencyKeyHeader}\` works as on a run start (this endpoint, this \`jobId\`, the same body).`,
+      startWaitWords.replace('the run ends', 'the new run ends'),
     ].join('\n\n'),
     parameters: [
       uuidPath('jobId', 'The failed or stopped run to resume.'),
+      preferWaitParameter(startWaits),
       {
         name: idempotencyKeyHeader,
         in: 'header',
@@ -698,11 +790,11 @@ export const runOperations: OperationSpec[] = [
       content: { 'application/json': { schema: ref('ResumeRunRequest') } },
     },
     responses: {
-      200: jsonResponse('The new run is queued and the estimate of its steps held.', 'RunResumedResponse'),
+      200: startAnswer(jsonResponse('The new run is queued and the estimate of its steps held.', 'RunResumedResponse')),
       500: jsonResponse('Server failure.', 'ServerError'),
     },
     errorWords: {
-      400: 'The body is not JSON or a field has the wrong type.',
+      400: 'The body is not JSON, a field has the wrong type, or `deadlineSeconds` is not a whole number from 1 to 86,400.',
       413: 'The body is larger than 64 KiB.',
       402: 'Not enough credits, the project hard cap, the per-step credit limit, or the key monthly credit cap.',
       403: `The key lacks \`${scopeOf('ResumeRun')}\`.`,

@@ -57,8 +57,8 @@ const streamFunction = (template: Template): [string, Json] => {
   return found[0] as [string, Json];
 };
 
-const getRunEnvironment = (template: Template): Json => {
-  const route = routeById('GetRun');
+const getRunEnvironment = (template: Template, id: 'GetRun' | 'CreateRunToken' = 'GetRun'): Json => {
+  const route = routeById(id);
   const found = Object.values(template.findResources('AWS::Lambda::Function')).filter(
     (r) => (r as Json).Properties.Description === `${route.method} ${basePath}${route.path}`,
   );
@@ -75,7 +75,8 @@ describe('the run event stream in the stack', () => {
     const routeKeys = Object.values(dev.api.findResources('AWS::ApiGatewayV2::Route')).map(
       (r) => (r as Json).Properties.RouteKey,
     );
-    expect(routeKeys).toHaveLength(httpApiRoutes.length);
+    // Each route's, and the CORS preflight of each route that accepts a run token.
+    expect(routeKeys).toHaveLength(httpApiRoutes.length + httpApiRoutes.filter((r) => r.runToken).length);
     expect(routeKeys.some((key: string) => key.endsWith('/events'))).toBe(false);
   });
 
@@ -122,6 +123,8 @@ describe('the run event stream in the stack', () => {
     expect(base).toEqual({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [urlId, 'FunctionUrl'] }, 'api/v1']] });
     expect(JSON.stringify(outputs.RunEventsOriginHost.Value)).toContain(urlId);
     expect(getRunEnvironment(dev.api)[envNames.runEventsBaseUrl]).toEqual(base);
+    // A run token's `links.events` is the same address.
+    expect(getRunEnvironment(dev.api, 'CreateRunToken')[envNames.runEventsBaseUrl]).toEqual(base);
     // The function's own address is not in its environment (a cycle): it reads it from the request.
     const [, fn] = streamFunction(dev.api);
     expect(fn.Properties.Environment.Variables[envNames.runEventsBaseUrl]).toBeUndefined();
@@ -158,7 +161,7 @@ describe('the run event stream behind the edge', () => {
     expect(streamFunction(direct.api)[1].Properties.Environment.Variables[envNames.originSecret]).toBeUndefined();
   });
 
-  it('routes /api/v1/runs/*/events to the function URL, uncached, every viewer header but Host, under the web ACL', () => {
+  it('routes /api/v1/runs/*/events to the function URL, uncached, every viewer header but Host, OPTIONS for a run token’s preflight, under the web ACL', () => {
     const built = prod({ [edgeContextKeys.domain]: domain, [edgeContextKeys.eventsOrigin]: originHost });
     const config = Object.values(built.edge!.findResources('AWS::CloudFront::Distribution'))[0]!.Properties
       .DistributionConfig as Json;
@@ -168,7 +171,7 @@ describe('the run event stream behind the edge', () => {
       CachePolicyId: managed.cachingDisabled,
       OriginRequestPolicyId: managed.allViewerExceptHostHeader,
       ViewerProtocolPolicy: 'https-only',
-      AllowedMethods: ['GET', 'HEAD'],
+      AllowedMethods: ['GET', 'HEAD', 'OPTIONS'],
     });
     const origin = config.Origins.find((o: Json) => o.Id === behaviour.TargetOriginId);
     expect(origin.DomainName).toBe(originHost);

@@ -115,11 +115,24 @@ describe('cdk app', { timeout: 120_000 }, () => {
 
   it('creates one API route per route-table entry, under the base path', () => {
     // A streaming route is answered on its function URL instead (test/cdk-stream.test.ts).
-    dev.apiTemplate.resourceCountIs('AWS::ApiGatewayV2::Route', httpApiRoutes.length);
+    // And the CORS preflight (OPTIONS) of each route that accepts a run token, to the same function.
+    const preflights = httpApiRoutes.filter((route) => route.runToken);
+    expect(preflights.map((route) => route.id)).toEqual(['GetRun']);
+    dev.apiTemplate.resourceCountIs('AWS::ApiGatewayV2::Route', httpApiRoutes.length + preflights.length);
     for (const route of httpApiRoutes) {
       dev.apiTemplate.hasResourceProperties('AWS::ApiGatewayV2::Route', {
         RouteKey: `${route.method} ${basePath}${route.path}`,
       });
+    }
+    const byKey = (key: string) =>
+      Object.values(dev.apiTemplate.findResources('AWS::ApiGatewayV2::Route')).find(
+        (r) => (r as { Properties: { RouteKey: string } }).Properties.RouteKey === key,
+      ) as { Properties: { Target: unknown } } | undefined;
+    for (const route of preflights) {
+      const preflight = byKey(`OPTIONS ${basePath}${route.path}`);
+      expect(preflight?.Properties.Target).toEqual(
+        byKey(`${route.method} ${basePath}${route.path}`)?.Properties.Target,
+      );
     }
     expect(basePath).toBe('/api/v1');
   });
@@ -831,12 +844,14 @@ describe('cdk app', { timeout: 120_000 }, () => {
       for (const action of ['dynamodb:Scan', 'dynamodb:BatchWriteItem', 's3:ListBucket']) {
         expect(everything).not.toContain(action);
       }
-      // Objects are deleted only where an upload is rejected (read, or named by a run's inputs), and only under uploads/.
+      // Objects are deleted only where an upload is rejected (read, or named by a run's inputs or an estimate's), and only under uploads/.
       expect(entries.filter((e) => e.access.uploads?.includes('DeleteObject')).map((e) => e.id)).toEqual([
         'RunWorkflow',
         'RunAgent',
         'ResumeRun',
         'GetFile',
+        'EstimateWorkflowRun',
+        'EstimateAgentRun',
       ]);
       expect(
         entries.filter((e) => (e.access.bucket as readonly string[] | undefined)?.includes('DeleteObject')),

@@ -420,6 +420,49 @@ describe('workflow-run CLI', () => {
     expect(shown.stdout).toContain('status: waiting');
   });
 
+  it('run --defer --start-by and --deadline send startBy and deadlineSeconds, as the client sends them', async () => {
+    // A key of its own: the file's key has a rate limit the other tests spend.
+    const own = await addKey(stack.deps, team.teamId, { rateLimitPerMinute: 100_000 });
+    const ownClient = createClient({ baseUrl: stack.baseUrl, apiKey: own.key });
+    const ownCli = (args: string[]) => runCli({ baseUrl: stack.baseUrl, key: own.key }, args);
+    const workflowId = await createWorkflow(stack, team, chainSteps, 'Deferred with a deadline by CLI');
+    const timed = await ownClient.runWorkflow(workflowId, { deadlineSeconds: 3_600 });
+    expect(timed.status).toBe('queued');
+    expect(await ownClient.cancelRun(timed.jobId)).not.toHaveProperty('endReason');
+    const startBy = new Date(Date.now() + 3 * 24 * 3600_000).toISOString();
+    const deferred = await ownCli([
+      'run',
+      workflowId,
+      '--defer',
+      '--max-multiplier',
+      '0.01',
+      '--start-by',
+      startBy,
+      '--deadline',
+      '600',
+      '--json',
+    ]);
+    expect(deferred.code, deferred.stderr).toBe(0);
+    const { deferredJobId } = JSON.parse(deferred.stdout) as { deferredJobId: string };
+    const shown = await ownClient.getDeferredRun(deferredJobId);
+    expect(shown).toMatchObject({ status: 'waiting', expiresAt: startBy });
+    await ownClient.cancelDeferredRun(deferredJobId);
+    for (const args of [
+      ['run', workflowId, '--start-by', startBy],
+      ['run', workflowId, '--deadline', '1.5'],
+      ['resume', randomUUID(), '--deadline', 'soon'],
+    ]) {
+      const result = await ownCli(args);
+      expect(result.code, args.join(' ')).toBe(2);
+    }
+    const tooFar = await ownCli(['run', workflowId, '--defer', '--start-by', '2099-01-01T00:00:00Z', '--json']);
+    expect(tooFar.code).toBe(1);
+    expect(JSON.parse(tooFar.stderr)).toMatchObject({
+      status: 422,
+      body: { error: 'startBy must lie in the future and no later than latestStartBy' },
+    });
+  });
+
   it('exits 2 on a usage error, printing the usage', async () => {
     for (const args of [
       ['run'],
@@ -626,6 +669,37 @@ describe('run lists through the client and the CLI', () => {
       status: 400,
       body: { error: 'Invalid query: status must be one of queued, processing, completed, failed, cancelled, stopped' },
     });
+  });
+});
+
+describe('waiting for a run in the request (Prefer: wait) through the client and the CLI', () => {
+  it('runWorkflow and getRun with `wait` answer the ended run; run --wait and runs show --wait print it', async () => {
+    const workflowId = await createWorkflow(stack, team, chainSteps, 'Waited in the request');
+    const started = await client.runWorkflow(workflowId, { inputs: { topic: 'voles' } }, { wait: 25 });
+    expect(started.run, JSON.stringify(started)).toMatchObject({ jobId: started.jobId, status: 'completed' });
+    expect(await client.getRun(started.jobId, { wait: 25 })).toEqual(started.run);
+
+    const printed = await cli(['run', workflowId, '--input', 'topic=moles', '--wait', '25']);
+    expect(printed.code, printed.stderr).toBe(0);
+    const jobId = /^jobId: (\S+)$/m.exec(printed.stdout)?.[1] ?? '';
+    expect(printed.stdout).toContain(`Run ${jobId} completed.`);
+    const shown = await cli(['runs', 'show', jobId, '--wait', '5', '--json']);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ jobId, status: 'completed', progress: 100 });
+    const plain = await cli(['runs', 'show', jobId]);
+    expect(plain.stdout).toMatch(/^status: completed$/m);
+
+    for (const args of [
+      ['run', workflowId, '--wait', '0'],
+      ['run', workflowId, '--wait', '26'],
+      ['run', workflowId, '--wait', '2.5'],
+      ['run', workflowId, '--wait', '5', '--watch'],
+      ['runs', 'show', jobId, '--wait', 'x'],
+    ]) {
+      const usageError = await cli(args);
+      expect(usageError.code, args.join(' ')).toBe(2);
+      expect(usageError.stderr).toContain('--wait');
+    }
   });
 });
 

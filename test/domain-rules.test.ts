@@ -12,6 +12,7 @@ import {
   deferredLifetimeSeconds,
   fateOf,
   hasExpired,
+  startByProblem,
 } from '../functions/domain/deferred-run-lifetime.ts';
 import { fileLinkExpiresAt, fileUrlSeconds } from '../functions/domain/file-link-lifetime.ts';
 import {
@@ -45,6 +46,7 @@ import {
   runItemExpiry,
   runItemGraceSeconds,
 } from '../functions/domain/retention.ts';
+import { deadlineAt, deadlineStep, timerDelaySeconds } from '../functions/domain/run-deadline.ts';
 import { holdsEndedRun, isInProgress } from '../functions/domain/run-lifecycle.ts';
 import { workflowLock } from '../functions/domain/workflow-lock.ts';
 import { IdempotencyKeyReusedError } from '../functions/errors/table.ts';
@@ -71,6 +73,23 @@ describe('deferred-run lifetime', () => {
     expect(hasExpired(expiresAt, at('2026-03-29T10:14:59.999Z'))).toBe(false);
     expect(hasExpired(expiresAt, at('2026-03-29T10:15:00.000Z'))).toBe(true);
     expect(hasExpired(expiresAt, at('2026-03-30T00:00:00.000Z'))).toBe(true);
+  });
+
+  it('expires at its startBy instead when given: in the future, at most 7 days ahead (24 hours with uploaded inputs)', () => {
+    const now = at('2026-12-07T12:00:00.000Z');
+    expect(deferredExpiresAt(now, '2026-12-10T00:00:00.000Z').toISOString()).toBe('2026-12-10T00:00:00.000Z');
+    expect(startByProblem('2026-12-07T12:00:00.000Z', now, false)).toEqual({ kind: 'past' });
+    expect(startByProblem('2026-12-07T12:00:00.001Z', now, false)).toBeUndefined();
+    expect(startByProblem('2026-12-14T12:00:00.000Z', now, false)).toBeUndefined();
+    expect(startByProblem('2026-12-14T12:00:00.001Z', now, false)).toEqual({
+      kind: 'tooFar',
+      latest: '2026-12-14T12:00:00.000Z',
+    });
+    expect(startByProblem('2026-12-08T12:00:00.000Z', now, true)).toBeUndefined();
+    expect(startByProblem('2026-12-08T12:00:00.001Z', now, true)).toEqual({
+      kind: 'tooFar',
+      latest: '2026-12-08T12:00:00.000Z',
+    });
   });
 
   it('keeps a deferred run waiting while its workflow is busy or its key is over (or cannot read) its monthly cap', () => {
@@ -456,5 +475,34 @@ describe('functions/domain stays pure', () => {
     expect(forbiddenModule('node:net', '{ isIPv4, isIPv6 }')).toBe(false);
     expect(forbiddenModule('node:crypto', '{ createHmac }')).toBe(false);
     expect(forbiddenLayer.test('functions/store/run/index.ts')).toBe(true);
+  });
+});
+
+describe('run deadline', () => {
+  const start = at('2026-12-07T12:00:00.000Z');
+  const due = deadlineAt(start, 3_600);
+
+  it('counts from the start; a timer is delayed the whole wait, never early, at most 15 minutes', () => {
+    expect(due.toISOString()).toBe('2026-12-07T13:00:00.000Z');
+    expect(timerDelaySeconds(deadlineAt(start, 2), start)).toBe(2);
+    expect(timerDelaySeconds(due, start)).toBe(900);
+    expect(timerDelaySeconds(due, at('2026-12-07T12:59:58.500Z'))).toBe(2);
+    expect(timerDelaySeconds(due, at('2026-12-07T13:00:05.000Z'))).toBe(0);
+  });
+
+  it('a message sends itself on until due, then ends a run in progress; an ended run is left alone', () => {
+    const running = { inProgress: true };
+    expect(deadlineStep(due, start, running)).toEqual({ kind: 'wait', delaySeconds: 900 });
+    expect(deadlineStep(due, at('2026-12-07T12:59:59.999Z'), running)).toEqual({ kind: 'wait', delaySeconds: 1 });
+    expect(deadlineStep(due, due, running)).toEqual({ kind: 'end' });
+    expect(deadlineStep(due, at('2026-12-08T00:00:00.000Z'), running)).toEqual({ kind: 'end' });
+    expect(deadlineStep(due, due, { inProgress: false })).toEqual({ kind: 'none' });
+    expect(deadlineStep(due, start, { inProgress: false })).toEqual({ kind: 'none' });
+  });
+
+  it('waits for a run not yet committed for a minute past its due time, then drops the message', () => {
+    expect(deadlineStep(due, start, undefined)).toEqual({ kind: 'wait', delaySeconds: 900 });
+    expect(deadlineStep(due, at('2026-12-07T13:00:59.999Z'), undefined)).toEqual({ kind: 'wait', delaySeconds: 5 });
+    expect(deadlineStep(due, at('2026-12-07T13:01:00.000Z'), undefined)).toEqual({ kind: 'none' });
   });
 });

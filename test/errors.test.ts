@@ -54,6 +54,7 @@ import {
   RunRefusedError,
   RunValidationFailedError,
   ScopeNotPermittedError,
+  StartByOutOfRangeError,
   StepsRequiredError,
   StorageBusyError,
   StorageQuotaReachedError,
@@ -345,6 +346,16 @@ const cases: Case[] = [
     },
   },
   { error: new CallbackUrlInvalidError(), status: 422, schema: bodies.CallbackUrlInvalidErrorSchema },
+  {
+    error: new StartByOutOfRangeError('2026-12-01T00:00:00Z', '2026-12-14T12:00:00.000Z'),
+    status: 422,
+    schema: bodies.StartByOutOfRangeErrorSchema,
+    body: {
+      error: 'startBy must lie in the future and no later than latestStartBy',
+      startBy: '2026-12-01T00:00:00Z',
+      latestStartBy: '2026-12-14T12:00:00.000Z',
+    },
+  },
   {
     error: new ProviderNotAvailableError('ImageGen', ['studio-x'], 'app_only'),
     status: 422,
@@ -692,7 +703,8 @@ describe('errors as data (functions/errors/table.ts)', () => {
       described: 'The run is gone.',
     };
     const doc = describeApi([...errorTable, described]);
-    expect(doc.paths?.['/runs/{jobId}']?.get?.responses?.['410']).toEqual({
+    // (GET /runs/{jobId} also says each answer may carry Access-Control-Allow-Origin: a run token's.)
+    expect(doc.paths?.['/runs/{jobId}']?.get?.responses?.['410']).toMatchObject({
       description: 'The run is gone.',
       content: { 'application/json': { schema: { $ref: '#/components/schemas/RunNotFoundError' } } },
     });

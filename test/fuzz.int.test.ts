@@ -203,6 +203,28 @@ const edgeNumbers: Json[] = [
 
 const idempotencyKeys = ['', ' ', 'k', 'x'.repeat(255), 'x'.repeat(256), 'x'.repeat(6000), 'caf\u00e9', '\u00ff\u00fe'];
 
+/**
+ * `Prefer` values (RFC 7240): malformed or out of range (ignored, answered at once), and short waits
+ * (1 s at most: a wait over 25 s is served as 25, which the run-wait tests show).
+ */
+const preferValues = [
+  '',
+  'wait',
+  'wait=',
+  'wait=0',
+  'wait=-1',
+  'wait=1.5',
+  'wait=abc',
+  'wait=1e3',
+  'wait=1',
+  'wait="1"',
+  'WAIT = 1 ; x=y, respond-async',
+  ',,;;==',
+  `wait=${'x'.repeat(6000)}`,
+  'caf\u00e9',
+  '\u00ff\u00fe',
+];
+
 /** Query values (as sent, encoded) that no declared parameter takes. */
 const badQueryValues = [
   '',
@@ -289,6 +311,8 @@ const rawBodies = (): { label: string; body: string | Buffer }[] => {
     { label: 'negative zero', body: '{"defer":true,"maxMultiplier":-0,"inputs":{}}' },
     { label: 'a tiny multiplier', body: '{"defer":true,"maxMultiplier":1e-200}' },
     { label: 'a huge integer', body: '{"defer":true,"maxMultiplier":123456789012345678901234567890}' },
+    { label: 'a tiny deadline', body: '{"deadlineSeconds":1e-200}' },
+    { label: 'a startBy at the edge of dates', body: '{"defer":true,"startBy":"+275760-09-13T00:00:00.000Z"}' },
     {
       label: 'edge numbers in a step config',
       body: '{"name":"n","steps":[{"key":"a","type":"JsonLoader","config":{"data":[-0,1e-200,1e308,9007199254740993]}}]}',
@@ -305,14 +329,25 @@ interface Sent extends RawRequest {
   label: string;
   /** The operation the gateway should route it to, or undefined when no route matches. */
   op?: Operation;
+  /** A CORS preflight (OPTIONS) of a path whose GET accepts a run token: answered 204 by its function. */
+  preflight?: true;
 }
+
+/** Whether the operation accepts a run token (`access_token`) in place of the key. */
+const takesRunToken = (op: Operation) => op.operation.security?.some((r) => 'runToken' in r) === true;
+
+/** `access_token` values (as sent, encoded), set in `beforeAll`: real tokens, altered ones, and garbage. */
+let accessTokens: Record<string, string> = {};
 
 const problemsOf = (sent: Sent, answer: RawResponse): string[] => {
   const problems: string[] = [];
   if (answer.status >= 500) problems.push(`status ${answer.status}`);
   const contentType = (answer.headers['content-type'] ?? '').split(';')[0]?.trim() ?? '';
   const isHead = sent.method === 'HEAD';
-  if (!sent.op) {
+  if (sent.preflight) {
+    if (answer.status !== 204 || answer.headers['access-control-allow-origin'] !== '*')
+      problems.push(`preflight answered ${answer.status}`);
+  } else if (!sent.op) {
     // Not a route: API Gateway's own answer, never a handler's.
     const tooLarge = Buffer.byteLength(sent.body ?? '') > 10 * 1024 * 1024;
     if (answer.status !== (tooLarge ? 413 : 404)) problems.push(`gateway answered ${answer.status}`);
@@ -494,6 +529,22 @@ beforeAll(async () => {
     'read-only scope': `Bearer ${readOnly.key}`,
     'one workflow': `Bearer ${oneWorkflow.key}`,
   };
+  // Run tokens: one real (for a run of the team's), and what a page might send instead of one.
+  const made = await call(stack.baseUrl, `/runs/${started.body.jobId}/tokens`, { key: team.key, method: 'POST' });
+  expect(made.status).toBe(201);
+  const token = String(made.body.token);
+  const [head, payload, sig] = token.split('.') as [string, string, string];
+  accessTokens = {
+    'real token': encodeURIComponent(token),
+    'altered signature': encodeURIComponent(`${head}.${payload}.${sig.slice(1)}A`),
+    'payload of garbage': encodeURIComponent(`${head}.${Buffer.from('a b c 1').toString('base64url')}.${sig}`),
+    'huge payload': encodeURIComponent(`${head}.${'A'.repeat(6000)}.${sig}`),
+    empty: '',
+    'an API key': encodeURIComponent(team.key),
+    'two tokens': `${encodeURIComponent(token)}&access_token=${encodeURIComponent(token)}`,
+    garbage: '%00%ED%A0%80',
+    dots: '....',
+  };
   // A real cursor of each list of the team that pages (any GET under no id whose document declares
   // `cursor`), so valid queries page. An endpoint's delivery log pages by a delivery's id: it has none here.
   const pagingLists = operations().filter(
@@ -581,6 +632,9 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
       seed,
       numRuns: 40,
     }) as Record<string, unknown>[];
+    // They include a deadline and a deferred run's startBy (past, future or far ahead: a 422 or accepted).
+    expect(generated.some((b) => typeof b.deadlineSeconds === 'number')).toBe(true);
+    expect(generated.some((b) => typeof b.startBy === 'string' && b.defer === true)).toBe(true);
     const choosing = generated.filter((b) => Array.isArray(b.webhookEvents));
     expect(choosing.some((b) => b.callbackUrl !== undefined)).toBe(true);
     expect(choosing.some((b) => b.callbackUrl === undefined)).toBe(true);
@@ -595,7 +649,17 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
       for (const method of methods) {
         const op = ops.find((o) => o.template === template && o.method === method);
         const path = `${basePath}${template.replace(/\{\w+\}/g, () => encodeURIComponent(ids[0] as string))}`;
-        requests.push({ method, path, label: 'method', op, headers: { authorization: auths['full key'] as string } });
+        // OPTIONS where a GET takes a run token: that GET's CORS preflight, no route of the document.
+        const preflight =
+          method === 'OPTIONS' && ops.some((o) => o.template === template && takesRunToken(o)) ? true : undefined;
+        requests.push({
+          method,
+          path,
+          label: 'method',
+          op,
+          ...(preflight && { preflight }),
+          headers: { authorization: auths['full key'] as string },
+        });
       }
     }
     // Paths beside the declared ones are not routes.
@@ -732,6 +796,20 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
           headers: header('full key'),
         });
       }
+      // A run token in place of the key, where the operation takes one: with no key, and beside one.
+      if (takesRunToken(op)) {
+        for (const [name, value] of Object.entries(accessTokens)) {
+          for (const n of [5, 0, 7]) {
+            requests.push({
+              op,
+              method: op.method,
+              path: `${fill(op, (p) => validParam(p, n))}?access_token=${value}`,
+              label: `access_token: ${name}`,
+              headers: n === 0 ? header('garbage') : {},
+            });
+          }
+        }
+      }
       for (const [name, value] of oddHeaders) {
         requests.push({
           op,
@@ -739,6 +817,15 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
           path: fill(op, (p) => validParam(p, 4)),
           label: `header ${name}`,
           headers: { ...header('full key'), [name]: value },
+        });
+      }
+      for (const prefer of preferValues) {
+        requests.push({
+          op,
+          method: op.method,
+          path: fill(op, (p) => validParam(p, 6)),
+          label: `Prefer ${prefer.slice(0, 20)}`,
+          headers: { ...header('full key'), prefer },
         });
       }
       for (const key of idempotencyKeys) {
@@ -760,7 +847,9 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
     const ops = operations();
     const create = ops.find((o) => o.id === 'CreateWorkflow');
     const start = ops.find((o) => o.template === '/workflows/{id}/runs' && o.method === 'POST');
-    if (!create || !start) throw new Error('the document lost POST /workflows or a run start');
+    const estimate = ops.find((o) => o.template === '/workflows/{id}/estimate' && o.method === 'POST');
+    if (!create || !start || !estimate)
+      throw new Error('the document lost POST /workflows, a run start or its estimate');
     const goodWorkflow: Json = { name: 'Good', agentId: team.agentId, steps: goodSteps() };
     const goodRun: Json = { inputs: { topic: 'otters' }, defer: true, maxMultiplier: 0.1, mode: 'draft' };
     const places: [Operation, Json, (string | number)[]][] = [
@@ -773,9 +862,14 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
       [create, goodWorkflow, ['steps', 0, 'key']],
       [create, goodWorkflow, ['steps', 0, 'config', 'apiInputKey']],
       [create, goodWorkflow, ['steps', 3, 'inputs', 0]],
+      // An estimate reads a start's body and runs its checks (at once, not deferred: the admission too).
+      [estimate, { ...goodRun, defer: false }, ['inputs', 'topic']],
+      [estimate, goodRun, ['maxMultiplier']],
       [start, goodRun, ['inputs', 'topic']],
       [start, goodRun, ['callbackSecret']],
       [start, goodRun, ['maxMultiplier']],
+      [start, goodRun, ['startBy']],
+      [start, goodRun, ['deadlineSeconds']],
     ];
     const values: Json[] = [
       ...hostileStrings,
@@ -789,7 +883,10 @@ describe('fuzz: every endpoint, from the served OpenAPI document', () => {
       values.map((value, i) => ({
         op,
         method: op.method,
-        path: op === create ? `${basePath}/workflows` : `${basePath}/workflows/${inputWorkflow}/runs`,
+        path:
+          op === create
+            ? `${basePath}/workflows`
+            : `${basePath}/workflows/${inputWorkflow}/${op === estimate ? 'estimate' : 'runs'}`,
         label: `${at.join('.')} = hostile #${i}`,
         headers: { authorization: auths['full key'] as string, 'content-type': 'application/json' },
         body: serialize(withValue(body, at, value)),

@@ -293,6 +293,7 @@ const definitions = {
   price: storedPrice,
   cursorKey: storedServerSecret,
   fileLinkKey: storedServerSecret,
+  runTokenKey: storedServerSecret,
   upload: storedUpload,
   runTag: storedRunTag,
   stepEventCount: storedStepEventCount,
@@ -322,6 +323,7 @@ const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definition
     [/^PRICE$/, 'price'],
     [/^CURSORKEY$/, 'cursorKey'],
     [/^FILELINKKEY$/, 'fileLinkKey'],
+    [/^RUNTOKENKEY$/, 'runTokenKey'],
     [/^FILE#/, 'upload'],
     [/^WHENDPOINT#/, 'webhookEndpoint'],
     [/^DELIVERY#/, 'endpointDelivery'],
@@ -517,6 +519,7 @@ describe('what the store’s writers leave in the table', () => {
     );
     await cursorSigningSecret(deps);
     await signingSecret(deps, 'fileLink');
+    await signingSecret(deps, 'runToken');
 
     // A run: started, its steps claimed, failed, released, finished, counted, retired; its end.
     // Its start chose lifecycle events: the run item and its steps' ends carry the marks.

@@ -39,6 +39,14 @@ const notExercised: Record<string, Record<string, string>> = {
       "A resume copies an upload given again as a file input with the run start's own code (functions/app/run-inputs.ts, " +
       'one copy per distinct upload); its carried files are shared, never copied; test/file-inputs.int.test.ts exercises it on RunWorkflow.',
   },
+  EstimateAgentRun: {
+    's3:GetObject':
+      "An agent's estimate checks an upload given as a file input with EstimateWorkflowRun's code (the run start's, " +
+      'functions/app/run-inputs.ts); test/estimate.int.test.ts exercises it on EstimateWorkflowRun.',
+    's3:DeleteObject':
+      "An agent's estimate reads a rejected upload with EstimateWorkflowRun's code, which deletes it; " +
+      'test/estimate.int.test.ts exercises it on EstimateWorkflowRun.',
+  },
   GetRunEvents: {
     'dynamodb:PutItem':
       "It creates the file links' (or the output cursors') signing key when a run it streams links the table's " +

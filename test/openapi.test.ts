@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import type { OperationObject } from 'openapi3-ts/oas31';
+import type { OperationObject, ResponseObject } from 'openapi3-ts/oas31';
 import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import { buildOpenApiDocument } from '../functions/docs/openapi.ts';
@@ -95,7 +95,9 @@ describe('OpenAPI document', () => {
     // Every route with a scope (platform/routes.ts): the contract's 7 but the document itself, and ours.
     expect(keyed).toHaveLength(routes.filter((route) => route.scope !== null).length);
     for (const { operation } of keyed) {
-      expect(operation.security).toEqual([{ bearerAuth: [] }]);
+      // Or, where the route accepts one, a run token in place of the key (`runToken` in platform/routes.ts).
+      const runToken = routes.find((route) => route.id === operation.operationId)?.runToken === true;
+      expect(operation.security).toEqual([{ bearerAuth: [] }, ...(runToken ? [{ runToken: [] }] : [])]);
       expect(operation.description).toMatch(
         /Scope: `(workflows:read|workflows:write|runs:create|runs:read|credits:read|webhooks:read|webhooks:write)`/,
       );
@@ -103,6 +105,32 @@ describe('OpenAPI document', () => {
       expect(operation.responses?.['429']?.headers?.['Retry-After']).toEqual({
         $ref: '#/components/headers/Retry-After',
       });
+    }
+  });
+
+  it('accepts a run token (`access_token`) on GET /runs/{jobId} and its stream only, whose every answer may carry Access-Control-Allow-Origin', () => {
+    expect(doc.components?.securitySchemes?.runToken).toMatchObject({
+      type: 'apiKey',
+      in: 'query',
+      name: 'access_token',
+    });
+    const tokened = operations.filter(({ operation }) =>
+      operation.security?.some((requirement) => 'runToken' in requirement),
+    );
+    expect(tokened.map(({ operation }) => operation.operationId).sort()).toEqual(['GetRun', 'GetRunEvents']);
+    for (const { operation } of tokened) {
+      expect(operation.parameters).toContainEqual(expect.objectContaining({ name: 'access_token', in: 'query' }));
+      for (const response of Object.values(operation.responses ?? {})) {
+        expect((response as ResponseObject).headers?.['Access-Control-Allow-Origin']).toEqual({
+          $ref: '#/components/headers/Access-Control-Allow-Origin',
+        });
+      }
+    }
+    const others = operations.filter(({ operation }) => !tokened.some((t) => t.operation === operation));
+    for (const { operation } of others) {
+      for (const response of Object.values(operation.responses ?? {})) {
+        expect((response as ResponseObject).headers?.['Access-Control-Allow-Origin']).toBeUndefined();
+      }
     }
   });
 

@@ -72,7 +72,8 @@ describe('the synthesized assembly', () => {
       expect(existsSync(join(fn.codeDir, 'index.mjs')), fn.id).toBe(true);
       expect(fn.runtime).toBe('nodejs24.x');
     }
-    expect(assembly.routes).toHaveLength(routes.length);
+    // And the CORS preflight (OPTIONS) of each route that accepts a run token, on the HTTP API or the function URL.
+    expect(assembly.routes).toHaveLength(routes.length + routes.filter((r) => r.runToken).length);
     expect(assembly.schedules.map((s) => s.intervalSeconds)).toEqual([60]);
   });
 

@@ -33,6 +33,9 @@ afterAll(() => stack.close());
  * For each operation that takes a body, bodies that are valid and between them give every field
  * the document declares (both `agentId` and `projectId` cannot be in one body, so there are two).
  */
+/** An hour from now: a `startBy` a deferred run may give. */
+const hourAhead = () => new Date(Date.now() + 3600_000).toISOString();
+
 const validBodies = (): Record<string, Json[]> => {
   const runBody: Json = {
     inputs: { topic: 'otters' },
@@ -45,7 +48,10 @@ const validBodies = (): Record<string, Json[]> => {
     metadata: { order: 'o-1' },
     tags: ['walked'],
     webhookEvents: ['run.started', 'step.completed'],
+    deadlineSeconds: 600,
   };
+  // `startBy` bounds a deferred run only.
+  const deferring: Json = { ...(runBody as Record<string, Json>), defer: true, startBy: hourAhead() };
   // The service issues the secret: not with a secret of the caller's.
   const { callbackSecret: _, ...withoutSecret } = runBody as Record<string, Json>;
   const issuing: Json = { ...withoutSecret, generateCallbackSecret: true };
@@ -64,8 +70,8 @@ const validBodies = (): Record<string, Json[]> => {
       { name: 'Walked', steps, agentId: team.agentId },
       { name: 'Walked', steps, projectId: team.projectId, agentName: 'Walker' },
     ],
-    RunWorkflow: [runBody, issuing],
-    RunAgent: [runBody, issuing],
+    RunWorkflow: [runBody, issuing, deferring],
+    RunAgent: [runBody, issuing, deferring],
     ResumeRun: [
       {
         inputs: { topic: 'otters' },
@@ -73,12 +79,18 @@ const validBodies = (): Record<string, Json[]> => {
         callbackSecret: 'secret',
         generateCallbackSecret: false,
         webhookEvents: ['run.completed'],
+        deadlineSeconds: 600,
       },
-      { callbackUrl: 'https://example.com/hook', generateCallbackSecret: true },
+      { callbackUrl: 'https://example.com/hook', generateCallbackSecret: true, deadlineSeconds: 600 },
     ],
     // A redelivery may name the lifecycle event's delivery.
     RedeliverWebhook: [{ event: 'step.completed', nodeId: 'prompt' }],
+    // A run token's lifetime: its one field is a number, so only the body itself is walked.
+    CreateRunToken: [{ expiresInSeconds: 600 }],
     CreateFile: [{ name: 'cat.png', contentType: 'image/png', size: 48_213 }],
+    // An estimate reads a run start's body, as the start reads it.
+    EstimateWorkflowRun: [runBody, issuing, deferring],
+    EstimateAgentRun: [runBody, issuing, deferring],
     CreateWebhookEndpoint: [
       {
         url: 'https://hooks.example.com/runs',
@@ -104,7 +116,7 @@ const validBodies = (): Record<string, Json[]> => {
 /** The path each operation is called on. */
 const pathOf = (operationId: string) =>
   routeById(operationId as 'RunWorkflow')
-    .path.replace('{id}', operationId === 'RunAgent' ? team.agentId : workflowId)
+    .path.replace('{id}', ['RunAgent', 'EstimateAgentRun'].includes(operationId) ? team.agentId : workflowId)
     // The body is checked before the run is looked up: any jobId will do for a refusal.
     .replace('{jobId}', '00000000-0000-4000-8000-000000000000')
     .replace('{endpointId}', '00000000-0000-4000-8000-000000000000');
@@ -195,7 +207,7 @@ const operationsWithBodies = () =>
   );
 
 describe('every request body refuses an array for an object and an empty name', () => {
-  it('finds the operations that take a body: create a workflow, both run starts, a resume, a redelivery, a file, and a webhook endpoint creation and change', () => {
+  it('finds the operations that take a body: create a workflow, both run starts, a resume, a redelivery, a run token, a file, both estimates, and a webhook endpoint creation and change', () => {
     const withBodies = operationsWithBodies().map((o) => o.operationId);
     expect(withBodies).toEqual([
       'CreateWorkflow',
@@ -204,7 +216,11 @@ describe('every request body refuses an array for an object and an empty name', 
       'ResumeRun',
       // Its optional body names a lifecycle event's delivery.
       'RedeliverWebhook',
+      // Its optional body is the token's lifetime.
+      'CreateRunToken',
       'CreateFile',
+      'EstimateWorkflowRun',
+      'EstimateAgentRun',
       'CreateWebhookEndpoint',
       'UpdateWebhookEndpoint',
     ]);
@@ -247,7 +263,9 @@ describe('every request body refuses an array for an object and an empty name', 
     }
     // CreateFile's body is three fields: itself, and two strings; a resume's four: itself, its inputs and two
     // strings; a redelivery's three: itself and two strings.
-    const fewest = { CreateWorkflow: 20, CreateFile: 2, ResumeRun: 3, RedeliverWebhook: 2 }[operationId] ?? 4;
+    // A run token's one: itself.
+    const fewest =
+      { CreateWorkflow: 20, CreateFile: 2, ResumeRun: 3, RedeliverWebhook: 2, CreateRunToken: 0 }[operationId] ?? 4;
     expect(tried.length).toBeGreaterThan(fewest);
     // Nothing was started or held by any of them.
     expect(await ledgerOf(stack.deps, team.teamId)).toEqual({ balance: 10_000, held: 0, charged: 0, granted: 10_000 });

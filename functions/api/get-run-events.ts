@@ -1,5 +1,5 @@
 import { basePath } from '../../platform/routes.ts';
-import { openRunEvents, type StreamTiming } from '../app/run-stream.ts';
+import { openRunEvents, type StreamTiming, timingUntil } from '../app/run-stream.ts';
 import { withStreamSlot } from '../app/stream-slots.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { type Deps, productionDeps } from '../deps.ts';
@@ -31,7 +31,7 @@ export const makeHandler = (deps: Deps, timing?: StreamTiming) =>
       { teamId: auth.teamId, workflowIds: auth.key.workflowIds },
       jobId,
       event.headers['last-event-id'],
-      timing,
+      timingUntil(deps, timing, auth.runToken?.expiresAt),
     );
     if (opened.finished) return sendWhole(open, noContent());
     // The key's and the run's caps on open streams: their 429 comes before the stream opens.

@@ -7,6 +7,7 @@ import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { parseResumeRequest } from '../http/body.ts';
 import { keyedHandler } from '../http/keyed-handler.ts';
+import { requestedWait } from '../http/prefer-wait.ts';
 import { runStartResponse } from '../http/run-start.ts';
 import { metrics } from '../observability/metrics.ts';
 
@@ -15,13 +16,15 @@ export const makeHandler = (deps: Deps) =>
   keyedHandler(
     deps,
     'ResumeRun',
-    async (event, auth) => {
+    async (event, auth, context) => {
+      const wait = requestedWait(deps, event, context);
       const start = {
         request: parseResumeRequest(event),
         idempotencyKey: event.headers[idempotencyKeyHeader.toLowerCase()],
         target: { routeKey: event.routeKey, pathParameters: event.pathParameters },
       };
-      return runStartResponse(await resumeRun(deps, auth.key, start, event.pathParameters?.jobId ?? ''));
+      const answer = await resumeRun(deps, auth.key, start, event.pathParameters?.jobId ?? '');
+      return runStartResponse(deps, auth.key, answer, wait);
     },
     // A resumed run is a started run (countRunStarted): published at the invocation's end.
     logMetrics(metrics),

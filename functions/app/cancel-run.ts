@@ -1,9 +1,10 @@
-import { StepStatus } from '../../platform/run-statuses.ts';
+import { RunStatus, StepStatus } from '../../platform/run-statuses.ts';
 import type { Run } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { cancelStatus, isInProgress } from '../domain/run-lifecycle.ts';
 import { RunAlreadyEndedError, RunNotFoundError } from '../errors/table.ts';
+import type { RunItem } from '../store/items.ts';
 import { closeRun, queueWebhook, readRunItem, readRunPartition } from '../store/run/index.ts';
 import { sendDelayedStepMessage } from '../store/run/provider-jobs.ts';
 import { storageBusy } from '../store/write.ts';
@@ -26,6 +27,38 @@ const stopProviderJobs = async (deps: Deps, run: { jobId: string; workflowId: st
   }
 };
 
+/** Who ends a run early: its caller (`POST /runs/{jobId}/cancel`) or its deadline. */
+type EarlyEnd = 'caller' | 'deadline';
+
+/**
+ * The cancel, the one path for every early end: the run item as read passes `visible` (else it
+ * throws), then one conditional write ends it (`closeRun`), its webhook is queued and its provider
+ * jobs are given a look. A caller's cancel ends it `cancelled`, or `stopped` once a step completed;
+ * a deadline ends it `cancelled` whatever ran, with `endReason: "deadline"`. Undefined when the run
+ * had already ended (a caller's cancel answers that as a 409). Retried while steps keep charging.
+ */
+const endEarly = async (
+  deps: Deps,
+  jobId: string,
+  by: EarlyEnd,
+  visible: (run: RunItem | undefined) => RunItem,
+): Promise<RunItem | undefined> => {
+  const tries = 10;
+  for (let attempt = 1; attempt <= tries; attempt++) {
+    const run = visible(await readRunItem(deps, jobId));
+    if (!isInProgress(run.status)) return undefined;
+    const status = by === 'deadline' ? RunStatus.cancelled : cancelStatus(run.stepsCompleted);
+    // false: a step charged between the read and the write (the hold moved); read again.
+    if (await closeRun(deps, run, status, by === 'deadline' ? 'deadline' : undefined)) {
+      await queueWebhook(deps, run, status);
+      await stopProviderJobs(deps, run);
+      return run;
+    }
+  }
+  // Steps kept charging between each read and its write: busy, the caller tries again shortly.
+  throw storageBusy('run cancel', 'raceLost', tries, new Error(`run ${jobId} kept changing while being cancelled`));
+};
+
 /**
  * POST /runs/{jobId}/cancel (our design; the spec names `cancelled` and `stopped` but not the
  * operation): a run no step of which has finished becomes `cancelled`; one already under way
@@ -40,22 +73,24 @@ export const cancelRun = async (
   jobId: string,
   keyWorkflowIds: readonly string[] = [],
 ): Promise<Run> => {
-  const tries = 10;
-  for (let attempt = 1; attempt <= tries; attempt++) {
-    const run = await readRunItem(deps, jobId);
+  const ended = await endEarly(deps, jobId, 'caller', (run) => {
     if (!run || run.teamId !== teamId || !keyMayUseWorkflow(keyWorkflowIds, run.workflowId)) {
       throw new RunNotFoundError(jobId);
     }
-    if (!isInProgress(run.status)) throw new RunAlreadyEndedError(jobId);
-    const status = cancelStatus(run.stepsCompleted);
-    // false: a step charged between the read and the write (the hold moved); read again.
-    if (await closeRun(deps, run, status)) {
-      await queueWebhook(deps, run, status);
-      await stopProviderJobs(deps, run);
-      // The Run as GET /runs/{jobId} answers it, its links included (the stream then sends `done`).
-      return readRunWithLinks(deps, teamId, jobId, keyWorkflowIds);
-    }
-  }
-  // Steps kept charging between each read and its write: busy, the caller tries again shortly.
-  throw storageBusy('run cancel', 'raceLost', tries, new Error(`run ${jobId} kept changing while being cancelled`));
+    return run;
+  });
+  if (!ended) throw new RunAlreadyEndedError(jobId);
+  // The Run as GET /runs/{jobId} answers it, its links included (the stream then sends `done`).
+  return readRunWithLinks(deps, teamId, jobId, keyWorkflowIds);
 };
+
+/**
+ * A run's deadline came (functions/app/run-deadline.ts): ends it as a cancel does, `cancelled` with
+ * `endReason: "deadline"`. True when this call ended it; false when it had ended already (by its
+ * deadline's earlier message, its last step, a failure or its caller), which it leaves as it is.
+ */
+export const cancelAtDeadline = async (deps: Deps, jobId: string): Promise<boolean> =>
+  (await endEarly(deps, jobId, 'deadline', (run) => {
+    if (!run) throw new RunNotFoundError(jobId);
+    return run;
+  })) !== undefined;

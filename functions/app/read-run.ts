@@ -153,6 +153,8 @@ export const readRunAndItems = async (
     ...runLabels(run),
     // Ours: the run a resume started from.
     ...(run.resumedFrom !== undefined && { resumedFrom: run.resumedFrom }),
+    // Ours: why it ended, when its status alone does not say (its deadline).
+    ...(run.endReason !== undefined && { endReason: run.endReason }),
   };
   return { view: shown, whole: view, run, steps };
 };

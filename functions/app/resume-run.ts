@@ -67,6 +67,8 @@ export const resumeRun = (deps: Deps, key: ApiKeyItem, start: ResumeStart, jobId
       ...(request.callbackUrl !== undefined && { callbackUrl: request.callbackUrl }),
       ...(request.callbackSecret !== undefined && { callbackSecret: request.callbackSecret }),
       ...(request.webhookEvents !== undefined && { webhookEvents: request.webhookEvents }),
+      // Its own deadline, from its start; the original's is not reused.
+      ...(request.deadlineSeconds !== undefined && { deadlineSeconds: request.deadlineSeconds }),
     };
     let answer: RunStartAnswer | undefined;
     await commitRun(deps, {

@@ -21,7 +21,7 @@ import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import { fileInputTypes } from '../nodes/catalogue/node-spec.ts';
 import { logger } from '../observability/logger.ts';
 import type { InputFile, CheckedUploadRecord as StoredCheckedUpload, UploadItem } from '../store/items.ts';
-import { reserveStoredBytes } from '../store/stored-bytes.ts';
+import { assertRoomFor, reserveStoredBytes } from '../store/stored-bytes.ts';
 import { copyUpload, inputObjectKey, uploadObjectKey } from '../store/uploads.ts';
 import { settleUpload } from './uploads.ts';
 
@@ -116,6 +116,17 @@ export const checkFileInputs = async (
   return uploads;
 };
 
+/** The bytes a run's copies of its checked uploads hold: each distinct upload once. */
+const copiedBytes = (uploads: readonly CheckedUpload[]): number => distinctBytes(uploads.map(({ item }) => item));
+
+/**
+ * Whether the copies `holdFileInputs` would make fit the team's storage quota now: its refusal, or
+ * nothing. A read (the estimate's): nothing is counted or copied.
+ */
+export const checkRoomForInputs = async (deps: Deps, teamId: string, uploads: readonly CheckedUpload[]) => {
+  if (uploads.length > 0) await assertRoomFor(deps, teamId, copiedBytes(uploads));
+};
+
 /**
  * The run's own copy of each distinct checked upload (one however many keys name it), under its
  * team's prefix and named by `holderId` (the run's jobId) and the `fileId`: counted against the
@@ -131,8 +142,7 @@ export const holdFileInputs = async (
 ): Promise<Record<string, InputFile>> => {
   if (uploads.length === 0) return {};
   const distinct = new Map(uploads.map(({ item }) => [item.fileId, item]));
-  const bytes = distinctBytes([...distinct.values()]);
-  await reserveStoredBytes(deps, teamId, bytes, expiresOn(deps.now(), deps.retentionDays));
+  await reserveStoredBytes(deps, teamId, copiedBytes(uploads), expiresOn(deps.now(), deps.retentionDays));
   const copies = new Map<string, InputFile>();
   for (const item of distinct.values()) {
     const to = inputObjectKey(teamId, holderId, item.fileId, item.name);

@@ -50,6 +50,17 @@ export const streamTiming: StreamTiming = {
   keepAliveMs: streamKeepAliveMs,
 };
 
+/**
+ * `timing` (the platform's unless given) with its cap brought forward to `until` when that comes
+ * first: a run token's stream ends by the token's end (with `retry:`, as at the cap), and its
+ * reconnect is then refused, so a token is never read past its `expiresAt`.
+ */
+export const timingUntil = (deps: Deps, timing: StreamTiming | undefined, until: Date | undefined) => {
+  if (!until) return timing;
+  const base = timing ?? streamTiming;
+  return { ...base, capMs: Math.max(0, Math.min(base.capMs, until.getTime() - deps.now().getTime())) };
+};
+
 /** Where the stream writes: text as it goes; `closed` once the caller went away. */
 export interface EventSink {
   write(text: string): void;

@@ -4,6 +4,7 @@ import type { RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { type AdmissionRefusal, busyFirst, refusalWithoutFacts, runRefusal } from '../domain/admission.ts';
 import { toCredits } from '../domain/credits.ts';
+import { startByLatest, startByProblem } from '../domain/deferred-run-lifetime.ts';
 import {
   idempotencyKeyHash,
   type RequestTarget,
@@ -26,6 +27,7 @@ import {
   RunInProgressError,
   RunRefusedError,
   RunValidationFailedError,
+  StartByOutOfRangeError,
   UnknownInputKeysError,
   WorkflowNotPermittedError,
 } from '../errors/table.ts';
@@ -49,7 +51,8 @@ import {
 } from '../store/run/index.ts';
 import { assertUnderStorageQuota } from '../store/stored-bytes.ts';
 import { backoff, storageBusy, writeRetry } from '../store/write.ts';
-import { checkFileInputs, holdFileInputs, uploadsByKey } from './run-inputs.ts';
+import { startDeadlineTimer } from './run-deadline.ts';
+import { type CheckedUpload, checkFileInputs, holdFileInputs, uploadsByKey } from './run-inputs.ts';
 
 /** The error that carries an admission refusal to the caller. */
 const admissionError = (
@@ -90,6 +93,112 @@ export const checkRunnable = (
   if (unknownKeys.length > 0) throw new UnknownInputKeysError(unknownKeys, validKeys);
 };
 
+/** What a start of `workflow` with `request` holds at `multiplier`: its steps at the stage's prices in its mode. */
+export const startEstimate = (
+  deps: Deps,
+  workflow: RunnableWorkflow,
+  request: Pick<RunRequest, 'mode'>,
+  multiplier: number,
+): RunEstimate => estimateRun(workflow.canvas, request.mode, multiplier, deps.providers);
+
+/** A run started at once is priced at 1: the price multiplier is only what deferred runs wait for. */
+export const startNowMultiplier = 1;
+
+/** A `startBy` in the past or past its bound (functions/domain/deferred-run-lifetime.ts) is a 422, before anything is written. */
+const checkStartBy = (deps: Deps, startBy: string | undefined, withUploads: boolean) => {
+  if (startBy === undefined) return;
+  const problem = startByProblem(startBy, deps.now(), withUploads);
+  if (!problem) return;
+  const latest = problem.kind === 'tooFar' ? problem.latest : startByLatest(deps.now(), withUploads);
+  throw new StartByOutOfRangeError(startBy, latest);
+};
+
+/**
+ * A start's checks before money (`checkRunnable`, then what its `inputs` name and the storage
+ * quota), in the order a start makes them: the uploads its `inputs` name, checked, or the error a
+ * start answers. Shared by the run starts and the estimate (functions/app/estimate-run.ts).
+ */
+export const checkStart = async (
+  deps: Deps,
+  key: ApiKeyItem,
+  workflow: RunnableWorkflow,
+  request: Pick<RunRequest, 'inputs' | 'startBy'>,
+): Promise<CheckedUpload[]> => {
+  checkRunnable(key, workflow, request, deps.providers);
+  // A loader left with nothing to load would fail after the hold: refused first, nothing held.
+  const unloaded = loadersWithoutValue(workflow.canvas, request.inputs ?? {});
+  if (unloaded.length > 0) throw new RunValidationFailedError(unloaded);
+  const uploads = await checkFileInputs(deps, key.teamId, workflow.canvas, request.inputs ?? {});
+  checkStartBy(deps, request.startBy, uploads.length > 0);
+  // A team at its storage quota starts nothing that would store more (a run's outputs).
+  await assertUnderStorageQuota(deps, key.teamId);
+  return uploads;
+};
+
+/** A deferred start's last check (it holds nothing yet): its steps' providers, with the team's own keys. */
+export const checkDeferredStart = async (deps: Deps, key: ApiKeyItem, workflow: RunnableWorkflow) => {
+  const connections = new Set(Object.keys(await getConnections(deps, key.teamId)));
+  const barred = checkApiIntegration(workflow.canvas, connections, deps.providers);
+  if (barred) throw providerNotAvailable(barred);
+};
+
+/**
+ * Admission on the facts as they are now (functions/domain/admission.ts, in the spec's order): the
+ * providers of the steps it runs (`running`), then the 402 checks, a busy workflow answered before a
+ * 402. Throws the refusal's error; else answers the facts the start's transaction is conditioned
+ * on. Reads only: shared by `commitRun` and the estimate. `request`: where the start's own choices
+ * about a busy workflow are read.
+ */
+export const admitRun = async (
+  deps: Deps,
+  input: {
+    key: ApiKeyItem;
+    workflow: RunnableWorkflow;
+    request: RunRequest;
+    running: Pick<RunnableWorkflow['canvas'], 'nodes'>;
+    estimate: RunEstimate;
+    now: Date;
+  },
+) => {
+  const { key, workflow, now } = input;
+  const monthlyCap = key.monthlyCapHundredths;
+  let facts: Awaited<ReturnType<typeof loadAdmissionFacts>>;
+  try {
+    facts = await loadAdmissionFacts(deps, {
+      teamId: key.teamId,
+      projectId: workflow.projectId,
+      keyId: key.keyId,
+      month: spendMonth(now),
+      monthlyCap,
+    });
+  } catch (error) {
+    // A capped key is never started unmetered: refused rather than guess its spend.
+    const refusal = refusalWithoutFacts(monthlyCap);
+    if (!refusal) throw error;
+    logger.warn('monthly cap could not be checked', { error: error as Error });
+    throw admissionError(refusal, { cause: error });
+  }
+  const barred = checkApiIntegration(input.running, new Set(facts.connectionKeys), deps.providers);
+  if (barred) throw providerNotAvailable(barred);
+  const refusal = runRefusal(input.estimate, facts, now);
+  // The lock is read only for a refusal: a busy workflow is answered before it, naming the run to wait for.
+  if (refusal) {
+    const busy = busyFirst(refusal, await activeJobOf(deps, workflow.workflowId));
+    throw admissionError(busy, { balanceHundredths: facts.balance });
+  }
+  return facts;
+};
+
+/**
+ * The workflow's run lock, read: the 409 naming the run in progress, as the start's transaction
+ * would answer it. `request`: where the start's own choices about a busy workflow are read (one
+ * place for the start and the estimate).
+ */
+export const refuseIfBusy = async (deps: Deps, input: { workflow: RunnableWorkflow; request: RunRequest }) => {
+  const active = await activeJobOf(deps, input.workflow.workflowId);
+  if (active !== undefined) throw admissionError({ kind: 'runInProgress', activeJobId: active });
+};
+
 export interface CommitInput {
   /** Chosen by the caller when other items of the transaction name the run. */
   jobId?: string;
@@ -127,55 +236,35 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
   const { key, workflow, request } = input;
   const jobId = input.jobId ?? deps.newId();
   const { resume } = input;
-  const whole = estimateRun(workflow.canvas, request.mode, input.multiplier, deps.providers);
+  const whole = startEstimate(deps, workflow, request, input.multiplier);
   // A resume holds, limits and checks the providers of only the steps it runs.
   const estimate = resume ? estimateOfSteps(whole, resume.plan.toRun) : whole;
   const running = resume
     ? { nodes: workflow.canvas.nodes.filter((n) => resume.plan.toRun.includes(n.id)) }
     : workflow.canvas;
   let carried = false;
+  let timerSent = false;
   const now = deps.now();
   const month = spendMonth(now);
   const monthlyCap = key.monthlyCapHundredths;
   let inputFiles = typeof input.inputFiles === 'function' ? undefined : input.inputFiles;
   const holdFiles = typeof input.inputFiles === 'function' ? input.inputFiles : undefined;
   for (let attempt = 0; ; attempt++) {
-    let facts: Awaited<ReturnType<typeof loadAdmissionFacts>>;
-    try {
-      facts = await loadAdmissionFacts(deps, {
-        teamId: key.teamId,
-        projectId: workflow.projectId,
-        keyId: key.keyId,
-        month,
-        monthlyCap,
-      });
-    } catch (error) {
-      // A capped key is never started unmetered: refused rather than guess its spend.
-      const refusal = refusalWithoutFacts(monthlyCap);
-      if (!refusal) throw error;
-      logger.warn('monthly cap could not be checked', { error: error as Error });
-      throw admissionError(refusal, { cause: error });
-    }
-    const barred = checkApiIntegration(running, new Set(facts.connectionKeys), deps.providers);
-    if (barred) throw providerNotAvailable(barred);
-    const refusal = runRefusal(estimate, facts, now);
-    // The lock is read only for a refusal: a busy workflow is answered before it, naming the run to wait for.
-    if (refusal) {
-      const busy = busyFirst(refusal, await activeJobOf(deps, workflow.workflowId));
-      throw admissionError(busy, { balanceHundredths: facts.balance });
-    }
+    const facts = await admitRun(deps, { key, workflow, request, running, estimate, now });
     // After admission (a refused start copies nothing), before the commit (a committed run has its
     // copies); a copy whose transaction then fails is left to the retention's lifecycle rule. A busy
     // workflow, which the transaction would refuse, is refused before any copy is made (one read,
     // only when there are files to copy): a start repeated while its workflow runs stores nothing.
-    if (holdFiles && !inputFiles) {
-      const active = await activeJobOf(deps, workflow.workflowId);
-      if (active !== undefined) throw admissionError({ kind: 'runInProgress', activeJobId: active });
-    }
+    if (holdFiles && !inputFiles) await refuseIfBusy(deps, { workflow, request });
     inputFiles ??= holdFiles ? await holdFiles(jobId) : {};
     if (resume && !carried) {
       await resume.carry(jobId);
       carried = true;
+    }
+    // Its deadline's timer, once, before the commit: a run with a deadline never lacks it.
+    if (!timerSent) {
+      await startDeadlineTimer(deps, { jobId, teamId: key.teamId }, request.deadlineSeconds);
+      timerSent = true;
     }
     try {
       await startRun(deps, {
@@ -203,6 +292,7 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<{ jobId
         ),
         extraItems: input.extraItems,
         ...(resume && { resumed: { from: resume.resumedFrom, carried: resume.plan.carried } }),
+        deadlineSeconds: request.deadlineSeconds,
       });
       break;
     } catch (error) {
@@ -326,17 +416,9 @@ const startRunFor = (
   return answerOnce(deps, key, { ...start, body: start.request }, async (rememberFor) => {
     const { request, issued } = withIssuedSecret(start.request);
     const workflow = await resolveWorkflow();
-    checkRunnable(key, workflow, request, deps.providers);
-    // A loader left with nothing to load would fail after the hold: refused first, nothing held.
-    const unloaded = loadersWithoutValue(workflow.canvas, request.inputs ?? {});
-    if (unloaded.length > 0) throw new RunValidationFailedError(unloaded);
-    const uploads = await checkFileInputs(deps, key.teamId, workflow.canvas, request.inputs ?? {});
-    // A team at its storage quota starts nothing that would store more (a run's outputs).
-    await assertUnderStorageQuota(deps, key.teamId);
+    const uploads = await checkStart(deps, key, workflow, request);
     if (request.defer) {
-      const connections = new Set(Object.keys(await getConnections(deps, key.teamId)));
-      const barred = checkApiIntegration(workflow.canvas, connections, deps.providers);
-      if (barred) throw providerNotAvailable(barred);
+      await checkDeferredStart(deps, key, workflow);
       const deferredJobId = deps.newId();
       const answer = {
         deferred: true,
@@ -359,7 +441,7 @@ const startRunFor = (
       key,
       workflow,
       request,
-      multiplier: 1,
+      multiplier: startNowMultiplier,
       deferredJobId: null,
       inputFiles: uploads.length > 0 ? (jobId) => holdFileInputs(deps, key.teamId, jobId, uploads) : {},
       idempotency: (jobId, estimate) => {

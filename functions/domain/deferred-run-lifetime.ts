@@ -1,7 +1,8 @@
 /**
  * A deferred run's lifetime (spec 3.2 and 8). It is created `waiting` and leaves that status once:
  *
- * - `expired` when 24 hours pass without it starting (`deferredExpiresAt`, `hasExpired`);
+ * - `expired` when 24 hours pass without it starting (`deferredExpiresAt`, `hasExpired`), or, when
+ *   the start gave `startBy`, once that time passes (`startByProblem` bounds it);
  * - `cancelled` when the caller cancels it, or when its turn comes and its key has been revoked or
  *   has expired;
  * - `dispatched` when the price multiplier is at most its `maxMultiplier` (see
@@ -16,9 +17,33 @@ import type { RunRefusal } from './admission.ts';
 /** A deferred run waits at most this long. */
 export const deferredLifetimeSeconds = 24 * 3600;
 
-/** When a deferred run created at `createdAt` expires. */
-export const deferredExpiresAt = (createdAt: Date): Date =>
-  new Date(createdAt.getTime() + deferredLifetimeSeconds * 1000);
+/** When a deferred run created at `createdAt` expires: at its `startBy` when given, else 24 hours on. */
+export const deferredExpiresAt = (createdAt: Date, startBy?: string): Date =>
+  startBy === undefined ? new Date(createdAt.getTime() + deferredLifetimeSeconds * 1000) : new Date(startBy);
+
+/** A `startBy` lies at most this far ahead (7 days). */
+export const startByMaxSeconds = 7 * 24 * 3600;
+
+/**
+ * An uploaded file's object outlives its upload item by a day (the bucket's lifecycle rule on
+ * `uploads/`), and a deferred run copies the uploads its `inputs` name only at its dispatch: a
+ * deferred run naming uploads may wait no longer than the fixed window, or it would find them gone.
+ */
+export const startByMaxSecondsWithUploads = deferredLifetimeSeconds;
+
+/** Why a `startBy` is refused: already past, or further ahead than its bound (`latest`, ISO 8601). */
+export type StartByProblem = { kind: 'past' } | { kind: 'tooFar'; latest: string };
+
+/** The latest `startBy` a request read at `now` may give (ISO 8601); `withUploads` when its `inputs` name uploaded files. */
+export const startByLatest = (now: Date, withUploads: boolean): string =>
+  new Date(now.getTime() + (withUploads ? startByMaxSecondsWithUploads : startByMaxSeconds) * 1000).toISOString();
+
+/** Whether `startBy` (ISO 8601) may bound a run started at `now`; `withUploads` when its `inputs` name uploaded files. */
+export const startByProblem = (startBy: string, now: Date, withUploads: boolean): StartByProblem | undefined => {
+  if (Date.parse(startBy) <= now.getTime()) return { kind: 'past' };
+  const latest = startByLatest(now, withUploads);
+  return Date.parse(startBy) > Date.parse(latest) ? { kind: 'tooFar', latest } : undefined;
+};
 
 /** Whether a deferred run expiring at `expiresAt` (ISO 8601) may no longer start at `now`. */
 export const hasExpired = (expiresAt: string, now: Date): boolean => Date.parse(expiresAt) <= now.getTime();

@@ -5,9 +5,12 @@
  * Not legal advice: the facts are the registry's, stamped when each step ran.
  */
 
+import type { ModelDefaults } from '../../platform/model-defaults.ts';
 import type { CommercialUse } from '../../platform/providers.ts';
 import type { GeneratedBy, LicenceModel } from '../../schemas/runs.ts';
-import { licenceFacts } from '../nodes/providers/registry.ts';
+import type { CanvasNode } from '../nodes/catalogue/canvas.ts';
+import { getNodeSpec } from '../nodes/catalogue/index.ts';
+import { licenceFacts, stepProvider } from '../nodes/providers/registry.ts';
 
 export type OutputCommercialUse = 'yes' | 'provider_terms' | 'unchecked' | 'no';
 
@@ -82,3 +85,22 @@ export const provenanceFor = (
     licence,
   };
 };
+
+/**
+ * The licence the outputs of a run of `nodes` would carry at the strictest: every model step it
+ * would run, on the provider and model the step resolves (`stepProvider`), stamped `now` from the
+ * registry; undefined when it runs no model. A step whose model is the provider's own default (named
+ * only when it runs) is stamped with its provider's facts and an empty model.
+ */
+export const plannedLicence = (
+  nodes: readonly Pick<CanvasNode, 'id' | 'type' | 'config'>[],
+  modelDefaults: ModelDefaults | undefined,
+  now: Date,
+): OutputLicence | undefined =>
+  licenceFor(
+    nodes.flatMap((node) => {
+      const spec = getNodeSpec(node.type);
+      const use = spec && stepProvider(node, spec, modelDefaults);
+      return use ? [{ nodeId: node.id, provider: use.provider, model: use.model ?? '', stampedAt: now }] : [];
+    }),
+  );

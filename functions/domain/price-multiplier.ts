@@ -45,3 +45,39 @@ export const parseSchedule = (text: string): number[] => {
   if (missing.length > 0) throw new Error(`Hours without a multiplier: ${missing.join(', ')}`);
   return hourly as number[];
 };
+
+/** The multiplier of one UTC hour to come, as the settings stand now. */
+export interface HourMultiplier {
+  startsAt: Date;
+  multiplier: number;
+}
+
+/** How many UTC hours to come an estimate shows: a deferred run's whole wait. */
+export const outlookHours = 24;
+
+/**
+ * The multiplier each of the next `outlookHours` UTC hours would have as the settings stand now
+ * (a live value holds until an operator clears it, so it is every hour's). A forecast, not a promise:
+ * an operator may change either.
+ */
+export const nextHourMultipliers = (settings: PriceSettings, now: Date): HourMultiplier[] => {
+  const hourStart = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate(), now.getUTCHours());
+  return Array.from({ length: outlookHours }, (_, i) => {
+    const startsAt = new Date(hourStart + (i + 1) * 3_600_000);
+    return { startsAt, multiplier: currentMultiplier(settings, startsAt) };
+  });
+};
+
+/**
+ * When a deferred run waiting for `maxMultiplier` would start, as the settings stand now: at once
+ * when the multiplier in force is at most it, else at the first hour to come, before the run
+ * expires (`expiresAt`), whose multiplier is; undefined when none is (it would expire unstarted).
+ * The dispatcher starts a waiting run at its first tick whose multiplier is at most its own.
+ */
+export const deferredStartOf = (
+  inForce: HourMultiplier,
+  hours: readonly HourMultiplier[],
+  maxMultiplier: number,
+  expiresAt: Date,
+): HourMultiplier | undefined =>
+  [inForce, ...hours].find((hour) => hour.startsAt < expiresAt && hour.multiplier <= maxMultiplier);

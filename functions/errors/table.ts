@@ -49,6 +49,9 @@ const under = (path: string) => routeIds((route) => route.path === path || route
 // A resume (POST /runs/{jobId}/resume) is a run start: it answers every error of one.
 const runStarts: RouteId[] = ['RunWorkflow', 'RunAgent', 'ResumeRun'];
 const lists: RouteId[] = ['ListRuns', 'ListDeferredRuns'];
+// An estimate resolves the workflow as a start does and answers its 404s and its 403 itself; the
+// start's other refusals are in its 200 (`refusal`), not answered.
+const estimates: RouteId[] = ['EstimateWorkflowRun', 'EstimateAgentRun'];
 
 // The caller and its key
 
@@ -122,7 +125,7 @@ export const WorkflowNotPermittedError = defineError('WorkflowNotPermittedError'
   facts: (workflowId: string) => ({ workflowId }),
   message: (f) => `workflow ${f.workflowId} not permitted for this key`,
   status: 403,
-  routes: [...runStarts, 'CreateWebhookEndpoint'],
+  routes: [...runStarts, ...estimates, 'CreateWebhookEndpoint'],
   schemas: [bodies.WorkflowNotPermittedErrorSchema],
   body: () => ({ error: messages.workflowNotPermitted }),
 });
@@ -220,7 +223,7 @@ export const AgentNotFoundError = defineError('AgentNotFoundError', {
   facts: (agentId: string) => ({ agentId }),
   message: (f) => `agent ${f.agentId} not found`,
   status: 404,
-  routes: ['RunAgent'],
+  routes: ['RunAgent', 'EstimateAgentRun'],
   schemas: [bodies.AgentNotFoundErrorSchema],
   body: () => ({ error: messages.agentNotFound }),
 });
@@ -230,7 +233,7 @@ export const NoWorkflowForAgentError = defineError('NoWorkflowForAgentError', {
   facts: (agentId: string) => ({ agentId }),
   message: (f) => `agent ${f.agentId} has no workflow`,
   status: 404,
-  routes: ['RunAgent'],
+  routes: ['RunAgent', 'EstimateAgentRun'],
   schemas: [bodies.NoWorkflowForAgentErrorSchema],
   body: () => ({ error: messages.noWorkflowForAgent }),
 });
@@ -239,7 +242,7 @@ export const WorkflowNotFoundError = defineError('WorkflowNotFoundError', {
   facts: (workflowId: string) => ({ workflowId }),
   message: (f) => `workflow ${f.workflowId} not found`,
   status: 404,
-  routes: runStarts,
+  routes: [...runStarts, ...estimates],
   schemas: [bodies.WorkflowNotFoundErrorSchema],
   body: () => ({ error: messages.workflowNotFound }),
 });
@@ -249,7 +252,7 @@ export const CanvasNotFoundError = defineError('CanvasNotFoundError', {
   facts: (workflowId: string) => ({ workflowId }),
   message: (f) => `canvas of workflow ${f.workflowId} not found`,
   status: 404,
-  routes: runStarts,
+  routes: [...runStarts, ...estimates],
   schemas: [bodies.CanvasNotFoundErrorSchema],
   body: () => ({ error: messages.canvasNotFound }),
 });
@@ -483,9 +486,19 @@ export const CallbackUrlInvalidError = defineError('CallbackUrlInvalidError', {
   facts: none,
   message: () => 'callbackUrl is not an https URL',
   status: 422,
-  routes: runStarts,
+  routes: [...runStarts, ...estimates],
   schemas: [bodies.CallbackUrlInvalidErrorSchema],
   body: () => ({ error: messages.callbackUrlInvalid }),
+});
+
+/** A run start (our design): a deferred run's `startBy` has passed or lies too far ahead (functions/domain/deferred-run-lifetime.ts). */
+export const StartByOutOfRangeError = defineError('StartByOutOfRangeError', {
+  facts: (startBy: string, latestStartBy: string) => ({ startBy, latestStartBy }),
+  message: (f) => `startBy ${f.startBy} outside now to ${f.latestStartBy}`,
+  status: 422,
+  routes: ['RunWorkflow', 'RunAgent'],
+  schemas: [bodies.StartByOutOfRangeErrorSchema],
+  body: (f) => ({ error: messages.startByOutOfRange, startBy: f.startBy, latestStartBy: f.latestStartBy }),
 });
 
 /** A run start: the stored workflow fails validation. */

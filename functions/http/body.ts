@@ -153,12 +153,20 @@ const withWebhookTarget = <
   return request;
 };
 
+/** `startBy` bounds a deferred run's wait: without `defer: true` it would bound nothing, so it is a 400 naming the field. */
+const withStartByWhereItCounts = (request: RunRequest): RunRequest => {
+  if (request.startBy !== undefined && !request.defer) throw new InvalidBodyError('startBy: needs `defer: true`');
+  return request;
+};
+
 /** The run-start body: CallbackUrlInvalidError for callbackUrl (spec 422), InvalidBodyError for any other field. */
 export const parseRunRequest = (event: APIGatewayProxyEventV2): RunRequest =>
-  withWebhookTarget(
-    parseWith(RunRequestSchema, readJsonBody(event, { maxBytes: maxRunBodyBytes, emptyAs: {} }), {
-      [messages.callbackUrlInvalid]: () => new CallbackUrlInvalidError(),
-    }),
+  withStartByWhereItCounts(
+    withWebhookTarget(
+      parseWith(RunRequestSchema, readJsonBody(event, { maxBytes: maxRunBodyBytes, emptyAs: {} }), {
+        [messages.callbackUrlInvalid]: () => new CallbackUrlInvalidError(),
+      }),
+    ),
   );
 
 /** The resume body (POST /runs/{jobId}/resume): the run start's fields it takes, read as a run start reads them. */

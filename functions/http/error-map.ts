@@ -42,3 +42,12 @@ const serverErrorDetail = (error: unknown): string => {
   }
   return 'unexpected failure';
 };
+
+/**
+ * What a declared error answers, as data: its status and body (the estimate's `refusal`, which says
+ * what a run start would answer without answering it). Undefined for an error with no row.
+ */
+export const answerOfError = (error: unknown): { status: number; body: unknown } | undefined => {
+  const mapping = errorMapping(error);
+  return mapping && { status: mapping.status, body: mapping.body(error as never) };
+};

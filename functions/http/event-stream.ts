@@ -4,7 +4,7 @@ import { logger } from '../observability/logger.ts';
 import { countAnsweredFailures } from '../observability/version-failures.ts';
 import type { AuthContext } from './authenticate.ts';
 import { errorMapping, errorResponse } from './error-map.ts';
-import { type admitKeyed, keyedHandler } from './keyed-handler.ts';
+import { type admitKeyed, crossOriginAnswer, isRunTokenPreflight, keyedHandler } from './keyed-handler.ts';
 import { type HttpResult, notFound } from './response.ts';
 
 type Event = APIGatewayProxyEventV2;
@@ -94,9 +94,11 @@ export const keyedStream = (
     const { openResponse } = context as StreamContext;
     let head: ResponseHead | undefined;
     let sink: ResponseSink | undefined;
+    // A run token's stream is read cross-origin: its head carries the CORS headers too.
+    const crossOrigin = crossOriginAnswer(route, event);
     const open = (opened: ResponseHead) => {
-      head = opened;
-      sink = openResponse(opened);
+      head = crossOrigin ? { ...opened, headers: { ...opened.headers, ...crossOrigin } } : opened;
+      sink = openResponse(head);
       return sink;
     };
     try {
@@ -111,9 +113,11 @@ export const keyedStream = (
     return { statusCode: head.statusCode, headers: head.headers, body: '' };
   });
   return async (raw, open, context = plainContext(raw)) => {
-    // A function URL has no routes: a path or method that is not the route's is API Gateway's 404.
+    // A function URL has no routes: a path or method that is not the route's (or its CORS preflight,
+    // where it accepts a run token) is API Gateway's 404.
     const pathParameters = routeParameters(route, raw);
-    if (!pathParameters || raw.requestContext.http.method !== routeById(route).method) {
+    const method = raw.requestContext.http.method;
+    if (!pathParameters || (method !== routeById(route).method && !isRunTokenPreflight(route, raw))) {
       return sendWhole(open, notFound());
     }
     let opened = false;

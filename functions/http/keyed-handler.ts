@@ -1,14 +1,15 @@
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import * as v from 'valibot';
-import { type KeyedRouteId, scopeOf } from '../../platform/routes.ts';
+import { acceptsRunToken, type KeyedRouteId, scopeOf } from '../../platform/routes.ts';
 import { UuidSchema } from '../../schemas/common.ts';
 import { FileIdSchema, fileIdPrefix } from '../../schemas/files.ts';
 import type { Deps } from '../deps.ts';
+import { accessTokenParameter } from '../domain/run-token.ts';
 import { logger } from '../observability/logger.ts';
-import { type AuthContext, authenticate } from './authenticate.ts';
+import { type AuthContext, authenticate, authenticateRunToken } from './authenticate.ts';
 import { observedHandler } from './observed-handler.ts';
 import { anyOrigin } from './origin-check.ts';
-import { type HttpResult, notFound } from './response.ts';
+import { crossOriginHeaders, type HttpResult, notFound, preflight } from './response.ts';
 
 type Event = APIGatewayProxyEventV2;
 
@@ -38,18 +39,40 @@ const withUuidIds = (event: Event): Event => {
 };
 
 /**
+ * The run token a request carries, on a route that accepts one (`runToken` in its row): the
+ * `access_token` query parameter, even empty (then refused as any bad token, never read as no
+ * token). Undefined on every other route: there the parameter means nothing and the key is asked for.
+ */
+export const runTokenOf = (route: KeyedRouteId, event: Event): string | undefined =>
+  acceptsRunToken(route) ? event.queryStringParameters?.[accessTokenParameter] : undefined;
+
+/** The CORS headers every answer to a run token's request carries (none for a key's). */
+export const crossOriginAnswer = (route: KeyedRouteId, event: Event): Record<string, string> | undefined =>
+  runTokenOf(route, event) === undefined ? undefined : crossOriginHeaders;
+
+/** Whether the request is the CORS preflight of a route that accepts a run token. */
+export const isRunTokenPreflight = (route: KeyedRouteId, event: Event): boolean =>
+  acceptsRunToken(route) && event.requestContext.http.method === 'OPTIONS';
+
+/**
  * What every keyed entry point does first, the HTTP API's and the event stream's alike: authenticate
- * (auth → rate limit → the scope `platform/routes.ts` gives the route), the team on every log line,
- * and the path's ids made safe to key on (`withUuidIds`).
+ * (auth → rate limit → the scope `platform/routes.ts` gives the route; a run token in place of the
+ * key where the route accepts one), the team on every log line, and the path's ids made safe to key
+ * on (`withUuidIds`).
  */
 export const admitKeyed = async (
   deps: Deps,
   route: KeyedRouteId,
   event: Event,
 ): Promise<{ event: Event; auth: AuthContext }> => {
-  const auth = await authenticate(deps, event.headers.authorization, scopeOf(route));
+  const safe = withUuidIds(event);
+  const token = runTokenOf(route, event);
+  const auth =
+    token === undefined
+      ? await authenticate(deps, event.headers.authorization, scopeOf(route))
+      : await authenticateRunToken(deps, token, safe.pathParameters?.jobId ?? '', scopeOf(route));
   logger.appendKeys({ teamId: auth.teamId });
-  return { event: withUuidIds(event), auth };
+  return { event: safe, auth };
 };
 
 /** A middleware around the keyed handler: the one that publishes the invocation's metrics. */
@@ -68,11 +91,13 @@ export const keyedHandler = (
   fn: (event: Event, auth: AuthContext, context: Context) => Promise<HttpResult>,
   publishing?: Middleware,
 ) => {
-  const handler = observedHandler();
+  const handler = observedHandler((event) => crossOriginAnswer(route, event));
   if (publishing) handler.use(publishing);
   return handler.handler(async (raw, context) => {
     // Not through the edge that fronts this stage: as API Gateway answers a path it does not have.
     if (!(await (deps.originCheck ?? anyOrigin)(raw.headers))) return notFound();
+    // A preflight carries no credential: it is answered for any caller, and says only that GET may follow.
+    if (isRunTokenPreflight(route, raw)) return preflight();
     const { event, auth } = await admitKeyed(deps, route, raw);
     return fn(event, auth, context);
   });

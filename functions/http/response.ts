@@ -18,9 +18,9 @@ export const isServerFailure = (result: Pick<HttpResult, 'statusCode'>): boolean
 // The answers that are no error, named: with the error table's rows, the only status codes the
 // service writes (test/errors.test.ts holds every other file of functions/ to none).
 
-export const ok = (body: unknown): HttpResult => json(200, body);
+export const ok = (body: unknown, headers?: Record<string, string>): HttpResult => json(200, body, headers);
 export const created = (body: unknown): HttpResult => json(201, body);
-export const accepted = (body: unknown): HttpResult => json(202, body);
+export const accepted = (body: unknown, headers?: Record<string, string>): HttpResult => json(202, body, headers);
 
 /** A body that is no JSON (the reference page and its files), as text or, `isBase64Encoded`, bytes. */
 export const okRaw = (headers: Record<string, string>, body: string, isBase64Encoded?: true): HttpResult => ({
@@ -51,3 +51,30 @@ export const eventStreamHead = {
 
 /** Nothing more to send: an event stream's reconnect after its `done` (an EventSource then stops). */
 export const noContent = (): HttpResult => ({ statusCode: 204, headers: {}, body: '' });
+
+/**
+ * The CORS headers of an answer to a request a run token authenticated (`?access_token=`): any
+ * origin may read it, since the token in the URL, not a cookie, is the credential (so never
+ * `Allow-Credentials`). `Retry-After` is exposed for a 429's wait, `Preference-Applied` for a
+ * `Prefer: wait` read.
+ */
+export const crossOriginHeaders = {
+  'access-control-allow-origin': '*',
+  'access-control-expose-headers': 'retry-after, preference-applied',
+};
+
+/**
+ * The answer to a CORS preflight (OPTIONS) of a route that accepts a run token: GET from any
+ * origin, with `Last-Event-ID` (an event stream's resume) and `Prefer`; cached by the browser for
+ * two hours (Chromium's ceiling).
+ */
+export const preflight = (): HttpResult => ({
+  statusCode: 204,
+  headers: {
+    'access-control-allow-origin': '*',
+    'access-control-allow-methods': 'GET',
+    'access-control-allow-headers': 'last-event-id, prefer',
+    'access-control-max-age': '7200',
+  },
+  body: '',
+});

@@ -1,12 +1,14 @@
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { idempotencyKeyHeader } from '../../schemas/runs.ts';
+import { type RunWait, waitsForStart, withEndedRun } from '../app/run-wait.ts';
 import type { RunStart, RunStartAnswer } from '../app/start-run.ts';
 import type { Deps } from '../deps.ts';
 import { metrics } from '../observability/metrics.ts';
 import type { ApiKeyItem } from '../store/items.ts';
 import { parseRunRequest } from './body.ts';
 import { keyedHandler } from './keyed-handler.ts';
+import { apiLocation, requestedWait, waitAppliedHeaders } from './prefer-wait.ts';
 import { accepted, type HttpResult, ok } from './response.ts';
 
 /** What a run-start request asks for: its body, its Idempotency-Key, and the route and path it was sent to. */
@@ -16,9 +18,30 @@ export const runStartOf = (event: APIGatewayProxyEventV2): RunStart => ({
   target: { routeKey: event.routeKey, pathParameters: event.pathParameters },
 });
 
-/** A started run answers 200, a deferred one 202 (spec 4.3). */
-export const runStartResponse = (answer: RunStartAnswer): HttpResult =>
-  answer.deferred ? accepted(answer.body) : ok(answer.body);
+/** Where what a start created is read: the run (GET /runs/{jobId}), or the deferred run. */
+const startedLocation = (deps: Deps, answer: RunStartAnswer): Record<string, string> => {
+  const { jobId, deferredJobId } = answer.body;
+  if (typeof jobId === 'string') return { location: apiLocation(deps, `/runs/${jobId}`) };
+  if (typeof deferredJobId === 'string') return { location: apiLocation(deps, `/deferred-runs/${deferredJobId}`) };
+  return {};
+};
+
+/**
+ * A started run answers 200, a deferred one 202 (spec 4.3), with `Location`. Asked to wait
+ * (`Prefer: wait=N`), a started run is waited for (functions/app/run-wait.ts): `run` when it ended
+ * within N seconds, and `Preference-Applied` either way; a deferred run is answered at once, without it.
+ */
+export const runStartResponse = async (
+  deps: Deps,
+  key: ApiKeyItem,
+  started: RunStartAnswer,
+  wait: RunWait | undefined,
+): Promise<HttpResult> => {
+  const applied = wait && waitsForStart(key, started) ? wait : undefined;
+  const answer = await withEndedRun(deps, key, started, applied);
+  const headers = { ...startedLocation(deps, answer), ...waitAppliedHeaders(applied) };
+  return answer.deferred ? accepted(answer.body, headers) : ok(answer.body, headers);
+};
 
 /**
  * Both run starts (spec 4.3 and 4.4) differ only in how the path's id names the workflow, which
@@ -32,9 +55,10 @@ export const runStartHandler = (
   keyedHandler(
     deps,
     route,
-    async (event, auth) => {
+    async (event, auth, context) => {
+      const wait = requestedWait(deps, event, context);
       const answer = await start(deps, auth.key, runStartOf(event), event.pathParameters?.id ?? '');
-      return runStartResponse(answer);
+      return runStartResponse(deps, auth.key, answer, wait);
     },
     // A started run is counted (countRunStarted): published at the invocation's end.
     logMetrics(metrics),

@@ -7,7 +7,7 @@ import type {
   LogItemMessage,
 } from '@aws-lambda-powertools/logger/types';
 import type { Context } from 'aws-lambda';
-import { logServiceName } from './log-line.ts';
+import { logServiceName, redactSecrets } from './log-line.ts';
 import { countingFailedRecords } from './version-failures.ts';
 
 /**
@@ -17,6 +17,11 @@ import { countingFailedRecords } from './version-failures.ts';
  */
 class ServiceLogger extends Logger {
   #givenColdStart: boolean | undefined;
+
+  // Every line, the children's too (they are given their parent's options), with its secrets redacted.
+  constructor(options: ConstructorOptions = {}) {
+    super({ jsonReplacerFn: redactSecrets, ...options });
+  }
 
   override addContext(context: Parameters<Logger['addContext']>[0]) {
     this.#givenColdStart = 'coldStart' in context ? context.coldStart : undefined;

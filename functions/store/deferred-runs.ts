@@ -41,7 +41,7 @@ export const deferredView = (record: DeferredListEntry): DeferredRun => ({
 
 /**
  * A new deferred run's item: `waiting`, in both waiting indexes and in its team's list (GSI5),
- * expiring 24 hours after `now`.
+ * expiring 24 hours after `now`, or at its `startBy`.
  */
 export const deferredRunItem = (
   input: {
@@ -54,7 +54,7 @@ export const deferredRunItem = (
   now: Date,
 ) => {
   const createdAt = now.toISOString();
-  const expiresAt = deferredExpiresAt(now).toISOString();
+  const expiresAt = deferredExpiresAt(now, input.request.startBy).toISOString();
   return {
     ...deferredRunKey(input.deferredJobId),
     ...waitingIndexes(input.deferredJobId, input.request.maxMultiplier, createdAt, expiresAt),

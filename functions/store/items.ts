@@ -17,7 +17,7 @@ import { allScopes } from '../../platform/routes.ts';
 import { DeferredRunSchema } from '../../schemas/deferred-runs.ts';
 import { deliveryStates, webhookErrorKinds } from '../../schemas/deliveries.ts';
 import { fileStates } from '../../schemas/files.ts';
-import { LicenceModelSchema, RunModeSchema, RunRequestSchema } from '../../schemas/runs.ts';
+import { endReasons, LicenceModelSchema, RunModeSchema, RunRequestSchema } from '../../schemas/runs.ts';
 import { uploadContentTypes } from '../../schemas/upload-types.ts';
 import { LifecycleEventSchema } from '../../schemas/webhook-events.ts';
 import { WorkflowSummarySchema } from '../../schemas/workflows.ts';
@@ -293,6 +293,10 @@ export const RunItemSchema = v.object({
    * on (platform/definitions.ts `lifecycleWebhooksMapping`); no other read needs it.
    */
   notifyStart: v.optional(v.literal(true)),
+  /** When it must have ended (its start's `deadlineSeconds`, functions/domain/run-deadline.ts); absent without one. */
+  deadlineAt: v.optional(v.string()),
+  /** Why it ended, when its status alone does not say (`deadline`); written by that end. */
+  endReason: v.optional(v.picklist(endReasons)),
 });
 export type RunItem = v.InferOutput<typeof RunItemSchema>;
 

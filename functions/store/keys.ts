@@ -137,6 +137,9 @@ export const cursorSigningKey = () => ({ PK: 'CURSORKEY', SK: 'CURSORKEY' });
 /** The random key that signs file links: created once (conditional put), read once per container. */
 export const fileLinkSigningKey = () => ({ PK: 'FILELINKKEY', SK: 'FILELINKKEY' });
 
+/** The random key that signs run tokens (functions/domain/run-token.ts): as the file links' key, a key of its own. */
+export const runTokenSigningKey = () => ({ PK: 'RUNTOKENKEY', SK: 'RUNTOKENKEY' });
+
 /** Delivery state of one webhook event of a run (attempts, outcome). */
 export const webhookSkPrefix = 'WEBHOOK#';
 export const webhookDeliveryKey = (jobId: string, event: string) => ({

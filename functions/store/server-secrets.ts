@@ -2,21 +2,22 @@ import { randomBytes } from 'node:crypto';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
 import { itemVersion, parseItem, ServerSecretItemSchema, type StoredItem, type storedServerSecret } from './items.ts';
-import { cursorSigningKey, fileLinkSigningKey } from './keys.ts';
+import { cursorSigningKey, fileLinkSigningKey, runTokenSigningKey } from './keys.ts';
 import { conditionalWrite } from './write.ts';
 
 /**
- * The service's own signing keys (list cursors, file links): 32 random bytes each in an item of the
+ * The service's own signing keys (list cursors, file links, run tokens): 32 random bytes each in an item of the
  * table, so they cost nothing while idle (a Secrets Manager secret would cost $0.40 a month), created
  * by the first use that needs one (a conditional put: of two containers racing, one wins and the
  * other reads the winner's) and cached for the container's life. Rotation: delete the item; the next
  * use creates a new key and everything signed with the old one stops opening (docs/decisions.md).
  */
-export type ServerSecretName = 'cursor' | 'fileLink';
+export type ServerSecretName = 'cursor' | 'fileLink' | 'runToken';
 
 const keyOf: Record<ServerSecretName, () => { PK: string; SK: string }> = {
   cursor: cursorSigningKey,
   fileLink: fileLinkSigningKey,
+  runToken: runTokenSigningKey,
 };
 
 /** A secret's item: the key, base64. */

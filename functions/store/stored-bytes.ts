@@ -42,6 +42,15 @@ const createItem = (deps: Deps, teamId: string) =>
   );
 
 /** The StorageQuotaReachedError when the team holds its quota already: it may store nothing more. */
+/** The quota's rule for a write that must fit: `bytes` more would take the team past its quota. */
+const overQuota = (usage: StorageUsage, bytes: number): boolean => usage.usedBytes + bytes > usage.quotaBytes;
+
+/** The StorageQuotaReachedError when `bytes` more would not fit now; a read: nothing is counted. */
+export const assertRoomFor = async (deps: Deps, teamId: string, bytes: number): Promise<void> => {
+  const usage = await readStorageUsage(deps, teamId);
+  if (overQuota(usage, bytes)) throw new StorageQuotaReachedError(usage, bytes);
+};
+
 export const assertUnderStorageQuota = async (deps: Deps, teamId: string): Promise<void> => {
   const usage = await readStorageUsage(deps, teamId);
   if (usage.usedBytes >= usage.quotaBytes) throw new StorageQuotaReachedError(usage, 0);
@@ -58,7 +67,7 @@ export const reserveStoredBytes = async (deps: Deps, teamId: string, bytes: numb
   for (let attempt = 1; ; attempt++) {
     const item = await readItem(deps, teamId);
     const usage = usageOf(deps, item);
-    if (usage.usedBytes + bytes > usage.quotaBytes) throw new StorageQuotaReachedError(usage, bytes);
+    if (overQuota(usage, bytes)) throw new StorageQuotaReachedError(usage, bytes);
     if (!item) await createItem(deps, teamId);
     const byDay = item?.byDay ?? {};
     const expired = expiredDays(byDay, deps.now());

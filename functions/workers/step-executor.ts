@@ -3,6 +3,7 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda'
 import * as v from 'valibot';
 import { stepNodeTimeoutSeconds } from '../../platform/definitions.ts';
 import { StepMessageSchema } from '../app/provider-job.ts';
+import { type DeadlineMessage, DeadlineMessageSchema, enforceDeadline } from '../app/run-deadline.ts';
 import { runStep } from '../app/step/run-step.ts';
 import { type RunStepOptions, type StepMessage, type TimeLeft, withTimeLeft } from '../app/step/step-messages.ts';
 import { stepExecutorWiring } from '../app/step-executor-wiring.ts';
@@ -13,9 +14,12 @@ import { type Deps, productionDeps } from '../deps.ts';
 import { logger, withBatchContext, withRecordKeys } from '../observability/logger.ts';
 import { metrics } from '../observability/metrics.ts';
 
-const parseMessage = (record: SQSRecord): StepMessage => {
+/** The steps queue carries a step's messages and a run's deadline timer (functions/app/run-deadline.ts). */
+const QueueMessageSchema = v.union([DeadlineMessageSchema, StepMessageSchema]);
+
+const parseMessage = (record: SQSRecord): StepMessage | DeadlineMessage => {
   try {
-    return v.parse(StepMessageSchema, JSON.parse(record.body));
+    return v.parse(QueueMessageSchema, JSON.parse(record.body));
   } catch (error) {
     logger.error('unreadable step message', { messageId: record.messageId });
     throw error;
@@ -27,6 +31,10 @@ export const makeHandler = (deps: Deps, options: Partial<RunStepOptions> = {}) =
   const resolved = { stepTimeoutMs: stepNodeTimeoutSeconds * 1000, ...options };
   const runRecord = (context?: TimeLeft) => async (record: SQSRecord) => {
     const message = parseMessage(record);
+    if ('kind' in message) {
+      await withRecordKeys({ jobId: message.jobId, messageId: record.messageId }, () => enforceDeadline(deps, message));
+      return;
+    }
     const keys = { jobId: message.jobId, nodeId: message.nodeId, messageId: record.messageId };
     await withRecordKeys(keys, () => runStep(deps, message, withTimeLeft(resolved, context)));
   };

@@ -226,13 +226,16 @@ export const readAssembly = (dir: string): Assembly => {
         const route = streamRoutes.find((r) => `${r.method} ${basePath}${r.path}` === description);
         if (!functionLogicalId || !route)
           throw new Error(`${stack}: function URL ${logicalId} answers no streaming route`);
-        routes.push({
-          routeKey: `${route.method} ${basePath}${route.path}`,
-          method: route.method,
-          path: `${basePath}${route.path}`,
-          functionLogicalId,
-          payloadFormatVersion: '2.0',
-        });
+        // Every method reaches a function URL: the run token's CORS preflight (OPTIONS) included.
+        for (const method of route.runToken ? [route.method, 'OPTIONS'] : [route.method]) {
+          routes.push({
+            routeKey: `${method} ${basePath}${route.path}`,
+            method,
+            path: `${basePath}${route.path}`,
+            functionLogicalId,
+            payloadFormatVersion: '2.0',
+          });
+        }
       } else if (resource.Type === 'AWS::Lambda::EventSourceMapping' && p.StartingPosition !== undefined) {
         const functionLogicalId = invokedFunction(template.Resources, p.FunctionName);
         if (!functionLogicalId) throw new Error(`${stack}: ${logicalId} names no function`);

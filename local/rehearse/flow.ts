@@ -327,6 +327,29 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
       return names.join(', ');
     });
 
+    await step(
+      'POST /runs/{jobId}/tokens: a run token reads the run and its stream with no key, cross-origin',
+      async () => {
+        const made = await request(baseUrl, `/runs/${jobId}/tokens`, { key, method: 'POST', body: {} });
+        expectStatus(made, 201, 'POST /runs/{jobId}/tokens');
+        const query = `?access_token=${encodeURIComponent(String(made.body.token))}`;
+        const run = await request(baseUrl, `/runs/${jobId}${query}`);
+        expectStatus(run, 200, 'GET /runs/{jobId} with the token');
+        const stream = await request(baseUrl, `/runs/${jobId}/events${query}`);
+        expectStatus(stream, 200, 'GET /runs/{jobId}/events with the token');
+        for (const answer of [run, stream])
+          check(answer.headers.get('access-control-allow-origin') === '*', 'no Access-Control-Allow-Origin: *');
+        for (const path of [`/runs/${jobId}`, `/runs/${jobId}/events`]) {
+          const preflight = await fetch(`${baseUrl}${path}${query}`, {
+            method: 'OPTIONS',
+            headers: { origin: 'https://app.example.com', 'access-control-request-method': 'GET' },
+          });
+          check(preflight.status === 204, `the preflight of ${path}: ${preflight.status}`);
+        }
+        return 'read, streamed and preflighted with the token';
+      },
+    );
+
     await step('POST /runs/{jobId}/deliveries/redeliver: the Webhooks mapping delivers it again', async () => {
       const queued = await request(baseUrl, `/runs/${jobId}/deliveries/redeliver`, { key, method: 'POST' });
       expectStatus(queued, 202, 'POST /runs/{jobId}/deliveries/redeliver');
@@ -439,6 +462,52 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
           check(findFile(image?.result)?.availability === 'ready', `no stored file: ${JSON.stringify(image)}`);
           check(!done.text.includes(providers.outputUrl), "the provider's URL reached the caller");
           return `prediction ${prediction.prediction.id}: webhook 202, run completed, file copied into the library`;
+        },
+      );
+
+      // A deadline's timer is a message of the steps queue, of its own kind, through the same mapping:
+      // here it comes while a Replicate job is in flight (its step's delivery ended at the submit).
+      await step(
+        'deadlineSeconds: a run with its Replicate job in flight at its deadline ends cancelled (endReason deadline), the job cancelled',
+        async () => {
+          const created = await request(baseUrl, '/workflows', {
+            key,
+            method: 'POST',
+            body: {
+              name: 'Rehearsal deadline',
+              agentId,
+              steps: [
+                { key: 'prompt', type: 'TextEntry', config: { text: 'a lighthouse at dusk' } },
+                {
+                  key: 'image',
+                  type: 'ImageGen',
+                  inputs: ['prompt'],
+                  config: { provider: 'replicate', model: 'black-forest-labs/flux-schnell' },
+                },
+              ],
+            },
+          });
+          expectStatus(created, 201, 'POST /workflows (deadline)');
+          const started = await startRun(String(created.body.workflowId), {
+            deadlineSeconds: 2,
+            callbackUrl: receiver.url,
+          });
+          expectStatus(started, 200, 'POST /workflows/{id}/runs (deadline)');
+          const jobId = String(started.body.jobId);
+          const prediction = await waitFor('the step to submit its prediction', async () =>
+            [...providers.replicate.jobs.values()].find((j) => String(j.prediction.webhook ?? '').includes(jobId)),
+          );
+          const done = await waitForRun(jobId);
+          check(
+            done.body.status === 'cancelled' && done.body.endReason === 'deadline',
+            `run ended ${done.body.status} (${done.body.endReason}): ${done.text.slice(0, 300)}`,
+          );
+          const hook = JSON.parse((await webhookFor(jobId)).body) as { event: string; endReason?: string };
+          check(hook.event === 'run.cancelled' && hook.endReason === 'deadline', `webhook ${JSON.stringify(hook)}`);
+          await waitFor('the job to be cancelled at the provider', async () =>
+            providers.replicate.cancels.includes(prediction.prediction.id) ? true : undefined,
+          );
+          return `job ${jobId}: cancelled at its deadline, prediction ${prediction.prediction.id} cancelled, webhook run.cancelled`;
         },
       );
 

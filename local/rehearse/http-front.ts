@@ -21,7 +21,7 @@ export interface HttpFront {
 const served = (spec: RouteSpec, fn: FunctionProcess, basePath: string): ServedRoute => ({
   ...pathPattern(spec.path),
   // toEventV2 writes the route key as `${basePath}${path}`; the template's path already has it.
-  route: { method: spec.method as Route['method'], path: spec.path.slice(basePath.length) },
+  route: { method: spec.method as Route['method'] | 'OPTIONS', path: spec.path.slice(basePath.length) },
   invoke: async (event) => {
     const outcome = await fn.invoke(event);
     if (!outcome.ok) throw new Error(outcome.error.errorMessage);
@@ -40,8 +40,10 @@ export const startHttpFront = async (options: {
   const compiled = options.routes.map((spec) => {
     if (spec.payloadFormatVersion !== '2.0') throw new Error(`${spec.routeKey}: payload ${spec.payloadFormatVersion}`);
     if (!spec.path.startsWith(options.basePath)) throw new Error(`${spec.routeKey} is not under ${options.basePath}`);
-    if (!['GET', 'POST', 'PATCH', 'DELETE'].includes(spec.method))
+    // OPTIONS: the CORS preflight of a route that accepts a run token.
+    if (!['GET', 'POST', 'PATCH', 'DELETE', 'OPTIONS'].includes(spec.method)) {
       throw new Error(`${spec.routeKey}: unexpected method`);
+    }
     return served(spec, options.functionOf(spec.functionLogicalId), options.basePath);
   });
   return listenLocal(createServer(gatewayListener(compiled)), options, options.basePath);

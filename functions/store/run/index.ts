@@ -5,6 +5,7 @@
  */
 
 export { type CarriedStep, putCarriedSteps } from './carried-steps.ts';
+export { type DeadlineTimer, sendDeadlineMessage } from './deadline.ts';
 export {
   closeRun,
   endRun,

@@ -1,5 +1,6 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { type EndStatus, inProgressStatuses } from '../../../platform/run-statuses.ts';
+import type { EndReason } from '../../../schemas/runs.ts';
 import type { Deps } from '../../deps.ts';
 import { sendsEvent } from '../../domain/lifecycle-webhooks.ts';
 import { runItemExpiry } from '../../domain/retention.ts';
@@ -175,7 +176,13 @@ const endRunSideItems = (deps: Deps, run: RunLedgerState, release: number): Tran
  * so a run whose in-flight step's worker died is settled by the dispatcher's next sweep. `charge`:
  * what the failing step is charged (see `failStep`), taken off the hold in the same update.
  */
-export const closeRunUpdate = (deps: Deps, run: RunLedgerState, status: EndStatus, charge = 0) => {
+export const closeRunUpdate = (
+  deps: Deps,
+  run: RunLedgerState,
+  status: EndStatus,
+  charge = 0,
+  endReason?: EndReason,
+) => {
   const now = deps.now().toISOString();
   const sweep = queuedRunIndex(run.jobId, now);
   return tableUpdate(
@@ -187,6 +194,7 @@ export const closeRunUpdate = (deps: Deps, run: RunLedgerState, status: EndStatu
         ...endedRun(run, status, now, run.heldHundredths - charge),
         GSI1PK: sweep.GSI1PK,
         GSI1SK: sweep.GSI1SK,
+        ...(endReason !== undefined && { endReason }),
       },
       // A failed step charged at the end (a provider's job that ran to its end): moved off the hold.
       ...(charge > 0 && { add: { chargedHundredths: charge, heldHundredths: -charge } }),
@@ -196,11 +204,18 @@ export const closeRunUpdate = (deps: Deps, run: RunLedgerState, status: EndStatu
 };
 
 /**
- * Ends a run as `status` (see `closeRunUpdate`), then settles it unless a model step is in flight;
- * false when it had already ended or its hold moved since the read (a step charged): re-read.
+ * Ends a run as `status` (see `closeRunUpdate`), with `endReason` when its status alone does not
+ * say why, then settles it unless a model step is in flight; false when it had already ended or its
+ * hold moved since the read (a step charged): re-read.
  */
-export const closeRun = async (deps: Deps, run: RunLedgerState, status: EndStatus): Promise<boolean> => {
-  if (!(await conditionalWrite(deps, new UpdateCommand(closeRunUpdate(deps, run, status)))).written) return false;
+export const closeRun = async (
+  deps: Deps,
+  run: RunLedgerState,
+  status: EndStatus,
+  endReason?: EndReason,
+): Promise<boolean> => {
+  const update = closeRunUpdate(deps, run, status, 0, endReason);
+  if (!(await conditionalWrite(deps, new UpdateCommand(update))).written) return false;
   await settleJustEnded(deps, run.jobId);
   return true;
 };

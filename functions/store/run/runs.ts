@@ -10,6 +10,7 @@ import type { AdmissionFacts } from '../../domain/admission.ts';
 import { notifiesStart } from '../../domain/lifecycle-webhooks.ts';
 import { monthlyRoom } from '../../domain/monthly-cap.ts';
 import type { RunEstimate } from '../../domain/pricing.ts';
+import { deadlineAt } from '../../domain/run-deadline.ts';
 import { workflowLock } from '../../domain/workflow-lock.ts';
 import { ServiceError } from '../../errors/define.ts';
 import {
@@ -147,6 +148,8 @@ export interface NewRun {
    * before the start (functions/store/run/carried-steps.ts) and which the run counts as done.
    */
   resumed?: { from: string; carried: readonly string[] };
+  /** Its deadline, counted from its start (functions/domain/run-deadline.ts); absent without one. */
+  deadlineSeconds?: number | undefined;
 }
 
 /**
@@ -180,6 +183,9 @@ export const runItem = (run: NewRun, createdAt: string) =>
       ...(notifiesStart(run.webhookEvents) && { notifyStart: true }),
     }),
     resumedFrom: run.resumed?.from,
+    ...(run.deadlineSeconds !== undefined && {
+      deadlineAt: deadlineAt(new Date(createdAt), run.deadlineSeconds).toISOString(),
+    }),
     estimateHundredths: run.estimate.totalHundredths,
     heldHundredths: run.estimate.totalHundredths,
     chargedHundredths: 0,

@@ -55,6 +55,10 @@ Commands:
                                          fileId; for text that starts with @, write @@
       --mode production|draft|preview    draft: a cheaper pass
       --defer [--max-multiplier M]       Queue the run until the price multiplier reaches M (default 0.7)
+      --start-by TIME                    With --defer: the latest time (ISO 8601) it may start, else it
+                                         expires (at most 7 days ahead; default 24 hours)
+      --deadline SECONDS                 Cancel the run if still in progress this long after it starts
+                                         (1 to 86400; endReason "deadline")
       --callback-url URL [--callback-secret S]   https URL for the run-finished webhook
       --idempotency-key K                Makes a retry safe: the same key and body start one run
       --meta key=value                   Your own metadata pair, echoed on the run; repeatable (16 at most)
@@ -62,13 +66,24 @@ Commands:
       --event E                          A webhook event to send to --callback-url (run.started, step.completed,
                                          step.failed, run.completed, ...); repeatable; without it, the end only
       --watch                            Follow the run until it ends
+      --wait N                           Wait up to N seconds (1 to 25) in the start request itself; a run
+                                         that ends by then is printed as watch ends (exit 3 unless completed)
+  estimate <workflowId> [options]        What that run would cost and whether it would be refused, starting
+  estimate --agent <agentId> [options]   nothing: each step's part, the refusal, the licence, the next 24
+                                         hours' multipliers (options: --input key=value, --mode, --defer,
+                                         --max-multiplier, as run takes them; a file input as its fileId)
+  run token <jobId> [--expires-in S]     A run token for a browser: reads this run and follows it live with no
+                                         key, from any origin (S seconds, 60 to 86400; default 3600); prints
+                                         the token, its end and the two links it opens
   watch <jobId>                          Follow a run: progress and each step's status, until it ends
                                          (from its event stream; by polling when the stream is unavailable)
   download <jobId> [--dir D]             Download the run's output files (default dir: ./<jobId>)
   cancel <jobId>                         Cancel a run in progress
   resume <jobId> [options]               A new run of a failed or stopped run: its completed steps are kept,
                                          the rest run (options: --input, --callback-url, --callback-secret,
-                                         --event, --idempotency-key, --watch, as run takes them)
+                                         --event, --deadline, --idempotency-key, --watch, --wait, as run takes them)
+  runs show <jobId> [--wait N]           Show a run: its status, progress and outputs; with --wait, when it
+                                         ends or N seconds (1 to 25) pass, whichever is first
   runs list [options]                    The team's runs, newest first (one page, or --all)
       --workflow-id ID                   Only runs of this workflow
       --status S                         Only runs with this status (queued, processing, completed, ...)
@@ -131,6 +146,8 @@ const optionSpec = {
   mode: { type: 'string' },
   defer: { type: 'boolean' },
   'max-multiplier': { type: 'string' },
+  'start-by': { type: 'string' },
+  deadline: { type: 'string' },
   'callback-url': { type: 'string' },
   'callback-secret': { type: 'string' },
   'idempotency-key': { type: 'string' },
@@ -155,6 +172,8 @@ const optionSpec = {
   'bedrock-model': { type: 'string', multiple: true },
   check: { type: 'string', multiple: true },
   timeout: { type: 'string' },
+  wait: { type: 'string' },
+  'expires-in': { type: 'string' },
 } as const;
 
 type OptionName = keyof typeof optionSpec;
@@ -172,6 +191,8 @@ const commandOptions: Record<string, OptionName[]> = {
     'mode',
     'defer',
     'max-multiplier',
+    'start-by',
+    'deadline',
     'callback-url',
     'callback-secret',
     'idempotency-key',
@@ -179,15 +200,18 @@ const commandOptions: Record<string, OptionName[]> = {
     'tag',
     'event',
     'watch',
+    'wait',
   ],
+  estimate: ['agent', 'input', 'mode', 'defer', 'max-multiplier'],
   watch: [],
   download: ['dir'],
   cancel: [],
-  resume: ['input', 'callback-url', 'callback-secret', 'event', 'idempotency-key', 'watch'],
+  resume: ['input', 'callback-url', 'callback-secret', 'event', 'deadline', 'idempotency-key', 'watch', 'wait'],
   deliveries: ['redeliver', 'event', 'node-id'],
   'deferred show': [],
   'deferred cancel': [],
   'runs list': ['workflow-id', 'status', 'tag', 'limit', 'cursor', 'all'],
+  'runs show': ['wait'],
   'deferred list': ['workflow-id', 'status', 'limit', 'cursor', 'all'],
   'files upload': ['content-type', 'name'],
   'files get': [],
@@ -202,6 +226,7 @@ const commandOptions: Record<string, OptionName[]> = {
   'hooks deliveries': ['all', 'cursor'],
   'hooks redeliver': [],
   smoke: ['agent', 'project', 'webhook-url', 'webhook-secret', 'aws-region', 'bedrock-model', 'check', 'timeout'],
+  'run token': ['expires-in'],
 };
 
 /** Where the CLI writes and what it reads; `main` takes them so it can be driven in-process too. */
@@ -237,6 +262,8 @@ const positionalCommand = (positionals: string[]): { command: string; args: stri
     if (!(command in commandOptions)) throw new UsageError(`unknown command "${command}"`);
     return { command, args: rest };
   }
+  // A run's id is a uuid: `run token` is never a run of a workflow named `token`.
+  if (first === 'run' && second === 'token') return { command: 'run token', args: rest };
   if (!(first in commandOptions)) throw new UsageError(`unknown command "${first}"`);
   return { command: first, args: positionals.slice(1) };
 };
@@ -360,6 +387,17 @@ const runRequest = (values: Values): { body: RunRequest; fileInputs: FileInput[]
       body.maxMultiplier = multiplier;
     }
   }
+  if (values['start-by'] !== undefined) {
+    if (!values.defer) throw new UsageError('--start-by only applies with --defer');
+    // Passed as given: the API says when a time is past or too far ahead, and the latest it may be.
+    body.startBy = values['start-by'];
+  }
+  if (values.deadline !== undefined) {
+    const seconds = Number(values.deadline);
+    if (!Number.isInteger(seconds) || seconds <= 0)
+      throw new UsageError('--deadline must be a whole number of seconds');
+    body.deadlineSeconds = seconds;
+  }
   if (values['callback-url']) body.callbackUrl = values['callback-url'];
   if (values['callback-secret']) {
     if (!values['callback-url']) throw new UsageError('--callback-secret only applies with --callback-url');
@@ -435,6 +473,29 @@ const uploadFile = async (client: WorkflowRunClient, io: CliIo, values: Values, 
   printFields(io, file);
 };
 
+/** `--wait N`: the seconds to wait in the request itself (`Prefer: wait=N`), 1 to 25. */
+const waitSeconds = (values: Values): { wait?: number } => {
+  if (values.wait === undefined) return {};
+  const wait = Number(values.wait);
+  if (!/^\d+$/.test(values.wait) || wait < 1 || wait > 25)
+    throw new UsageError('--wait must be a whole number of seconds from 1 to 25');
+  if (values.watch) throw new UsageError('--wait and --watch: give one');
+  return { wait };
+};
+
+/**
+ * A start (or resume) whose run ended within its `--wait`: its fields, then the run's end as
+ * `watch` prints it (with `--json`, the answer, `run` in it); exit 3 unless it completed.
+ */
+const printWaited = (io: CliIo, started: { jobId: string; estimatedCredits: number }, run: Run, json: boolean) => {
+  if (json) printJson(io, started);
+  else {
+    printFields(io, { jobId: started.jobId, estimatedCredits: started.estimatedCredits });
+    printRunEnd(io, run);
+  }
+  if (run.status !== 'completed') throw new RunEndedBadly(`run ${run.jobId} ${run.status}`);
+};
+
 const startRun = async (client: WorkflowRunClient, io: CliIo, values: Values, args: string[], json: boolean) => {
   if (values.agent && args.length > 0) throw new UsageError('run takes a workflow id or --agent, not both');
   const agentId = values.agent;
@@ -448,7 +509,8 @@ const startRun = async (client: WorkflowRunClient, io: CliIo, values: Values, ar
     body.inputs = { ...body.inputs, [input.key]: file.fileId };
     if (!json) write(io.stderr, `uploaded ${input.path} as ${file.fileId} (${file.contentType}, ${file.size} bytes)`);
   }
-  const options = { signal: io.signal, idempotencyKey: values['idempotency-key'] };
+  const wait = waitSeconds(values);
+  const options = { signal: io.signal, idempotencyKey: values['idempotency-key'], ...wait };
   const started = workflowId
     ? await client.runWorkflow(workflowId, body, options)
     : await client.runAgent(agentId ?? '', body, options);
@@ -456,6 +518,7 @@ const startRun = async (client: WorkflowRunClient, io: CliIo, values: Values, ar
     if (json) return printJson(io, started);
     return printFields(io, { ...started, next: `workflow-run deferred show ${started.deferredJobId}` });
   }
+  if (started.run) return printWaited(io, started, started.run, json);
   if (!values.watch) {
     if (json) return printJson(io, started);
     return printFields(io, { ...started, next: `workflow-run watch ${started.jobId}` });
@@ -469,6 +532,35 @@ const startRun = async (client: WorkflowRunClient, io: CliIo, values: Values, ar
   await watchRun(client, io, started.jobId, json);
 };
 
+/** `estimate <workflowId>` or `estimate --agent <agentId>`: the run start's body, estimated; nothing uploaded or started. */
+const estimateRun = async (client: WorkflowRunClient, io: CliIo, values: Values, args: string[], json: boolean) => {
+  if (values.agent && args.length > 0) throw new UsageError('estimate takes a workflow id or --agent, not both');
+  const agentId = values.agent;
+  const workflowId = agentId ? undefined : oneArg('estimate', args, 'workflow id');
+  const { body, fileInputs } = runRequest(values);
+  if (fileInputs.length > 0)
+    throw new UsageError('estimate uploads nothing: pass a file input as its fileId (files upload <path> first)');
+  const options = { signal: io.signal };
+  const estimate = workflowId
+    ? await client.estimate(workflowId, body, options)
+    : await client.estimateAgent(agentId ?? '', body, options);
+  if (json) return printJson(io, estimate);
+  const cheapest = estimate.multipliers.hours.reduce((a, b) => (b.estimatedCredits < a.estimatedCredits ? b : a));
+  printFields(io, {
+    workflowId: estimate.workflowId,
+    estimatedCredits: estimate.estimatedCredits,
+    refusal: estimate.refusal && `${estimate.refusal.status} ${JSON.stringify(estimate.refusal.body)}`,
+    licence: estimate.licence?.commercial_use,
+    multiplier: `${estimate.multipliers.inForce.multiplier} now`,
+    cheapestHour: `${cheapest.startsAt} at ${cheapest.multiplier}: ${cheapest.estimatedCredits} credits deferred`,
+    ...(estimate.deferredStart !== undefined && {
+      deferredStart:
+        estimate.deferredStart && `${estimate.deferredStart.startsAt} at ${estimate.deferredStart.multiplier}`,
+    }),
+  });
+  for (const step of estimate.steps) write(io.stdout, `  ${step.nodeId} (${step.type}): ${step.estimatedCredits}`);
+};
+
 /** `resume <jobId>`: the run start's inputs (files uploaded first) and webhook, for the steps that run again. */
 const resumeRun = async (client: WorkflowRunClient, io: CliIo, values: Values, args: string[], json: boolean) => {
   const jobId = oneArg('resume', args, 'job id');
@@ -479,7 +571,7 @@ const resumeRun = async (client: WorkflowRunClient, io: CliIo, values: Values, a
     body.inputs = { ...body.inputs, [input.key]: file.fileId };
     if (!json) write(io.stderr, `uploaded ${input.path} as ${file.fileId} (${file.contentType}, ${file.size} bytes)`);
   }
-  const { inputs, callbackUrl, callbackSecret, webhookEvents } = body;
+  const { inputs, callbackUrl, callbackSecret, webhookEvents, deadlineSeconds } = body;
   const resumed = await client.resumeRun(
     jobId,
     {
@@ -487,9 +579,11 @@ const resumeRun = async (client: WorkflowRunClient, io: CliIo, values: Values, a
       ...(callbackUrl && { callbackUrl }),
       ...(callbackSecret && { callbackSecret }),
       ...(webhookEvents && { webhookEvents }),
+      ...(deadlineSeconds !== undefined && { deadlineSeconds }),
     },
-    { signal: io.signal, idempotencyKey: values['idempotency-key'] },
+    { signal: io.signal, idempotencyKey: values['idempotency-key'], ...waitSeconds(values) },
   );
+  if (resumed.run) return printWaited(io, resumed, resumed.run, json);
   if (!values.watch) {
     if (json) return printJson(io, resumed);
     return printFields(io, {
@@ -658,15 +752,32 @@ const watchRun = async (client: WorkflowRunClient, io: CliIo, jobId: string, jso
   redraw();
   log?.(run);
   if (json) printJson(io, run);
-  else {
-    const files = outputFiles(run);
-    write(io.stdout, `Run ${run.jobId} ${run.status}.`);
-    for (const output of run.output)
-      if (!outputFiles({ output: [output] }).length)
-        write(io.stdout, `  ${output.node_id} (${output.step_type}): ${summariseResult(output.result)}`);
-    if (files.length) write(io.stdout, `${files.length} file(s): workflow-run download ${run.jobId}`);
-  }
+  else printRunEnd(io, run);
   if (run.status !== 'completed') throw new RunEndedBadly(`run ${run.jobId} ${run.status}`);
+};
+
+/** A run as `watch` ends on it: its status, each output that is no file, and how to download the files. */
+const printRunEnd = (io: CliIo, run: Run) => {
+  write(io.stdout, `Run ${run.jobId} ${run.status}.`);
+  printOutputs(io, run);
+};
+
+/** Each output that is no file, and how to download the files. */
+const printOutputs = (io: CliIo, run: Run) => {
+  const files = outputFiles(run);
+  for (const output of run.output)
+    if (!outputFiles({ output: [output] }).length)
+      write(io.stdout, `  ${output.node_id} (${output.step_type}): ${summariseResult(output.result)}`);
+  if (files.length) write(io.stdout, `${files.length} file(s): workflow-run download ${run.jobId}`);
+};
+
+/** `runs show <jobId> [--wait N]`: the run now, or once it ends within N seconds. */
+const showRun = async (client: WorkflowRunClient, io: CliIo, values: Values, jobId: string, json: boolean) => {
+  const run = await client.getRun(jobId, { signal: io.signal, ...waitSeconds(values) });
+  if (json) return printJson(io, run);
+  printFields(io, { jobId: run.jobId, status: run.status, progress: `${run.progress}%` });
+  for (const step of run.steps) write(io.stdout, stepLine(step));
+  printOutputs(io, run);
 };
 
 // --- download --------------------------------------------------------------------------------
@@ -1009,6 +1120,24 @@ const describeError = (error: unknown): string => {
   return `${(error as Error).message ?? String(error)}${detail ? ` (${detail})` : ''}`;
 };
 
+/** `run token <jobId>`: a run token for a browser, and the two links it opens. */
+const runToken = async (client: WorkflowRunClient, io: CliIo, values: Values, jobId: string, json: boolean) => {
+  const given = values['expires-in'];
+  const expiresInSeconds = given === undefined ? undefined : Number(given);
+  if (
+    expiresInSeconds !== undefined &&
+    (!Number.isInteger(expiresInSeconds) || expiresInSeconds < 60 || expiresInSeconds > 86_400)
+  )
+    throw new UsageError(`--expires-in must be a whole number of seconds from 60 to 86400 (got ${given})`);
+  const made = await client.runToken(jobId, {
+    signal: io.signal,
+    ...(expiresInSeconds !== undefined && { expiresInSeconds }),
+  });
+  if (json) printJson(io, made);
+  else
+    printFields(io, { token: made.token, expiresAt: made.expiresAt, run: made.links.run, events: made.links.events });
+};
+
 /** Runs the CLI with `argv` (without `node` and the script) and returns the exit code. */
 export const main = async (
   argv: string[],
@@ -1060,6 +1189,9 @@ export const main = async (
       case 'run':
         await startRun(client, io, values, args, json);
         break;
+      case 'estimate':
+        await estimateRun(client, io, values, args, json);
+        break;
       case 'watch':
         await watchRun(client, io, oneArg(command, args, 'job id'), json);
         break;
@@ -1078,9 +1210,15 @@ export const main = async (
       case 'deliveries':
         await deliveries(client, io, values, oneArg(command, args, 'job id'), json);
         break;
+      case 'run token':
+        await runToken(client, io, values, oneArg(command, args, 'job id'), json);
+        break;
       case 'runs list':
         noArgs(command, args);
         await listRuns(client, io, values, json);
+        break;
+      case 'runs show':
+        await showRun(client, io, values, oneArg(command, args, 'job id'), json);
         break;
       case 'deferred list':
         noArgs(command, args);

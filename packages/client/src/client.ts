@@ -73,6 +73,8 @@ export type ListDeferredRunsParams = NonNullable<paths['/deferred-runs']['get'][
 export type WebhookDeliveries = Schemas['WebhookDeliveries'];
 export type WebhookAttempt = Schemas['WebhookAttempt'];
 export type RedeliveryQueued = Schemas['RedeliveryQueued'];
+/** A run token and the two addresses it opens (POST /runs/{jobId}/tokens). */
+export type RunToken = Schemas['RunToken'];
 /** One delivery of a run that chose `webhookEvents`, and the redelivery's naming of one. */
 export type LifecycleDelivery = Schemas['LifecycleDelivery'];
 export type RedeliverRequest = Schemas['RedeliverRequest'];
@@ -83,6 +85,8 @@ export type FileUpload = Schemas['FileUpload'];
 export type UploadedFile = Schemas['File'];
 export type StorageUsage = Schemas['StorageUsage'];
 export type Credits = Schemas['Credits'];
+/** What a run start would hold and answer now (POST /workflows/{id}/estimate, POST /agents/{id}/estimate). */
+export type RunEstimate = Schemas['RunEstimate'];
 export type CreateWebhookEndpointRequest = Schemas['CreateWebhookEndpointRequest'];
 export type UpdateWebhookEndpointRequest = Schemas['UpdateWebhookEndpointRequest'];
 export type WebhookEndpoint = Schemas['WebhookEndpoint'];
@@ -118,12 +122,31 @@ export interface RunOptions extends RequestOptions {
    * request did (no second run); the same key with another body answers 422.
    */
   idempotencyKey?: string;
+  /**
+   * Seconds (1 to 25) to wait for the run to end (`Prefer: wait=N`): when it ends within them, the
+   * answer carries `run`, the Run as `getRun` reads it. A deferred run is answered at once.
+   */
+  wait?: number;
 }
 
 export interface GetRunOptions extends RequestOptions {
   /** An `output_next` of an earlier read of this run: the run with the next page of `output`. */
   outputCursor?: string;
+  /** Seconds (1 to 25) to wait (`Prefer: wait=N`): answered when the run ends or they pass, whichever is first. */
+  wait?: number;
 }
+
+/** The `Prefer` header of a wait (RFC 7240), when one is asked for. */
+const preferWait = (wait: number | undefined) => (wait === undefined ? {} : { Prefer: `wait=${wait}` });
+
+/** The headers of a run start or resume: its Idempotency-Key and its wait, when given. */
+const startHeaders = (runOptions: RunOptions) => {
+  const header = {
+    ...(runOptions.idempotencyKey ? { 'Idempotency-Key': runOptions.idempotencyKey } : {}),
+    ...preferWait(runOptions.wait),
+  };
+  return Object.keys(header).length > 0 ? { header } : {};
+};
 
 export interface RunOutputsOptions extends RequestOptions {
   /** A read of the run already made (a `getRun`, `waitForRun` or webhook body): its page first, then the next ones. */
@@ -229,6 +252,14 @@ export interface WorkflowRunClient {
   /** GET /credits: the team's balance and held credits, this key's month against its cap, each project's hard cap (scope `credits:read`). */
   getCredits(options?: RequestOptions): Promise<Credits>;
   /**
+   * POST /workflows/{id}/estimate: what `runWorkflow(id, body)` would hold now, each step's part, the
+   * refusal it would answer (`refusal`: null, or its status and body), the outputs' licence and the
+   * next 24 hours' multipliers. Starts and holds nothing (scope `runs:create`).
+   */
+  estimate(workflowId: string, body?: RunRequest, options?: RequestOptions): Promise<RunEstimate>;
+  /** POST /agents/{id}/estimate: `estimate` for a run of the agent's workflow (`runAgent(id, body)`). */
+  estimateAgent(agentId: string, body?: RunRequest, options?: RequestOptions): Promise<RunEstimate>;
+  /**
    * POST /webhook-endpoints: an endpoint hearing the events it names of every run of the team its
    * filters pass; its `secret` is answered this once (scope `webhooks:write`).
    */
@@ -294,6 +325,12 @@ export interface WorkflowRunClient {
    * cap until `done`. The stream's address is the Run's `links.events` (read once unless `url`).
    */
   runEvents(jobId: string, options?: RunEventsOptions): AsyncGenerator<RunEvent, void, undefined>;
+  /**
+   * POST /runs/{jobId}/tokens: a run token for a browser, which reads this run and follows it live
+   * with no key (`links.run` with `fetch`, `links.events` with `EventSource`) until `expiresAt`
+   * (`expiresInSeconds`, 60 to 86,400; an hour unless given) or the key's revocation.
+   */
+  runToken(jobId: string, options?: RequestOptions & { expiresInSeconds?: number }): Promise<RunToken>;
   /** The underlying openapi-fetch client, for anything the methods above do not cover. */
   readonly raw: FetchClient<paths>;
 }
@@ -319,10 +356,7 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
 
   const start = (subject: 'workflow' | 'agent', id: string, body: RunRequest = {}, runOptions: RunOptions = {}) => {
     const init = {
-      params: {
-        path: { id },
-        ...(runOptions.idempotencyKey ? { header: { 'Idempotency-Key': runOptions.idempotencyKey } } : {}),
-      },
+      params: { path: { id }, ...startHeaders(runOptions) },
       body,
       signal: runOptions.signal,
     };
@@ -339,6 +373,7 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
           ...(requestOptions.outputCursor === undefined
             ? {}
             : { query: { output_cursor: requestOptions.outputCursor } }),
+          ...(requestOptions.wait === undefined ? {} : { header: preferWait(requestOptions.wait) }),
         },
         signal: requestOptions.signal,
       }),
@@ -505,10 +540,7 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
     resumeRun: (jobId, body = {}, runOptions = {}) =>
       unwrap(
         raw.POST('/runs/{jobId}/resume', {
-          params: {
-            path: { jobId },
-            ...(runOptions.idempotencyKey ? { header: { 'Idempotency-Key': runOptions.idempotencyKey } } : {}),
-          },
+          params: { path: { jobId }, ...startHeaders(runOptions) },
           body,
           signal: runOptions.signal,
         }),
@@ -547,6 +579,18 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
     getFile,
     getStorage,
     getCredits,
+    estimate: (workflowId, body = {}, requestOptions = {}) =>
+      unwrap(
+        raw.POST('/workflows/{id}/estimate', {
+          params: { path: { id: workflowId } },
+          body,
+          signal: requestOptions.signal,
+        }),
+      ),
+    estimateAgent: (agentId, body = {}, requestOptions = {}) =>
+      unwrap(
+        raw.POST('/agents/{id}/estimate', { params: { path: { id: agentId } }, body, signal: requestOptions.signal }),
+      ),
     listNodeTypes: async (requestOptions = {}) =>
       (await unwrap(raw.GET('/node-types', { signal: requestOptions.signal }))).nodeTypes,
     getNodeType: (type, requestOptions = {}) =>
@@ -620,6 +664,16 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
         },
         jobId,
         eventsOptions,
+      ),
+    runToken: (jobId, requestOptions = {}) =>
+      unwrap(
+        raw.POST('/runs/{jobId}/tokens', {
+          params: { path: { jobId } },
+          ...(requestOptions.expiresInSeconds !== undefined && {
+            body: { expiresInSeconds: requestOptions.expiresInSeconds },
+          }),
+          signal: requestOptions.signal,
+        }),
       ),
   };
   return client;

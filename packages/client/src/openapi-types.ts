@@ -46,9 +46,13 @@ export interface paths {
      *
      *     The cost is estimated and held from the team credits before anything runs; each step is charged when it finishes. One run in progress per workflow at a time. With `defer: true` the run is queued to start later, when the price multiplier reaches `maxMultiplier` (answer 202).
      *
+     *     With `deadlineSeconds`, a run still in progress that long after its start (a deferred run: its dispatch) ends `cancelled` with `endReason: "deadline"`, as a cancel ends it. With `defer: true`, `startBy` is the latest time the deferred run may start (at most 7 days ahead; without it, 24 hours).
+     *
      *     `metadata` and `tags` are yours: the Run, its summary in List runs and every webhook body echo them, and List runs filters by a tag (`tag`). They are part of the request an `Idempotency-Key` names.
      *
      *     An optional `Idempotency-Key` makes a retry safe: the same key with the same request (this endpoint, this id, the same body) within 24 hours answers as the first request did; the same key with another request (another body, or the other run endpoint, or another id) answers 422.
+     *
+     *     An optional `Prefer: wait=N` (N from 1 to 25 seconds) answers a short run in one request: when the run ends within N seconds, the answer carries `run`, the Run exactly as Get a run answers it; otherwise it is the answer without `run`, and Get a run (which takes the same header) follows the run. A retry with the same `Idempotency-Key` and the same header waits again and carries the run as it is then.
      *
      *     Scope: `runs:create`.
      */
@@ -74,9 +78,13 @@ export interface paths {
      *
      *     The cost is estimated and held from the team credits before anything runs; each step is charged when it finishes. One run in progress per workflow at a time. With `defer: true` the run is queued to start later, when the price multiplier reaches `maxMultiplier` (answer 202).
      *
+     *     With `deadlineSeconds`, a run still in progress that long after its start (a deferred run: its dispatch) ends `cancelled` with `endReason: "deadline"`, as a cancel ends it. With `defer: true`, `startBy` is the latest time the deferred run may start (at most 7 days ahead; without it, 24 hours).
+     *
      *     `metadata` and `tags` are yours: the Run, its summary in List runs and every webhook body echo them, and List runs filters by a tag (`tag`). They are part of the request an `Idempotency-Key` names.
      *
      *     An optional `Idempotency-Key` makes a retry safe: the same key with the same request (this endpoint, this id, the same body) within 24 hours answers as the first request did; the same key with another request (another body, or the other run endpoint, or another id) answers 422.
+     *
+     *     An optional `Prefer: wait=N` (N from 1 to 25 seconds) answers a short run in one request: when the run ends within N seconds, the answer carries `run`, the Run exactly as Get a run answers it; otherwise it is the answer without `run`, and Get a run (which takes the same header) follows the run. A retry with the same `Idempotency-Key` and the same header waits again and carries the run as it is then.
      *
      *     Scope: `runs:create`.
      */
@@ -188,9 +196,11 @@ export interface paths {
      * Resume a failed or stopped run
      * @description Starts a new run (a new `jobId`, marked `resumedFrom`) of a `failed` or `stopped` run still kept. Steps that completed in it, and every step they read from, are carried over completed with their outputs, licence and lineage: they are not run or charged again. Every other step runs (failed, skipped, `unknown` or never started, and everything downstream of them). The estimate and the hold cover only the steps that run; every run-start rule applies (one run in progress per workflow, the credit limits, the providers). The original run is unchanged.
      *
-     *     `inputs` apply to the steps that run; a value for a carried-over step is ignored. The webhook goes to the `callbackUrl` given here, if any: the original run's is not reused.
+     *     `inputs` apply to the steps that run; a value for a carried-over step is ignored. The webhook goes to the `callbackUrl` given here, if any: the original run's is not reused; so does `deadlineSeconds`.
      *
      *     An optional `Idempotency-Key` works as on a run start (this endpoint, this `jobId`, the same body).
+     *
+     *     An optional `Prefer: wait=N` (N from 1 to 25 seconds) answers a short run in one request: when the new run ends within N seconds, the answer carries `run`, the Run exactly as Get a run answers it; otherwise it is the answer without `run`, and Get a run (which takes the same header) follows the run. A retry with the same `Idempotency-Key` and the same header waits again and carries the run as it is then.
      *
      *     Scope: `runs:create`.
      */
@@ -261,6 +271,30 @@ export interface paths {
      *     Scope: `runs:create`.
      */
     post: operations['RedeliverWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/runs/{jobId}/tokens': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Make a run token for a browser
+     * @description A token that reads this one run, for a browser: an `EventSource` cannot send `Authorization`, and an API key must never reach a browser. Hand the token (or its `links`) to the page: `new EventSource(links.events)` follows the run to `done`, `fetch(links.run)` reads it, from any origin (the answers carry `Access-Control-Allow-Origin: *`), with no relay of your own.
+     *
+     *     The token works only on GET /runs/{jobId} and GET /runs/{jobId}/events of this run (another run reads as one that does not exist), only until `expiresAt`, and only while the key that made it stands: revoking the key ends every token it made. Its requests count against that key's rate limit and open streams. An event stream it opened ends by `expiresAt` at the latest. Nothing is stored: make as many as you need.
+     *
+     *     Scope: `runs:read`.
+     */
+    post: operations['CreateRunToken'];
     delete?: never;
     options?: never;
     head?: never;
@@ -379,6 +413,54 @@ export interface paths {
     get: operations['GetCredits'];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/workflows/{id}/estimate': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Estimate a workflow run
+     * @description Takes the body of Run a workflow and answers what that start would hold now (`estimatedCredits`, each step’s part), whether it would be refused and how (`refusal`: the status and body the start would answer), the licence its outputs would carry, and the price multiplier now and for each of the next 24 UTC hours with what the run would cost deferred to each.
+     *
+     *     Nothing is started, held, written or counted against a cap; the request counts once against the rate limit. The start checks again when it is made: an estimate is not a reservation. `Idempotency-Key` is not read.
+     *
+     *     Scope: `runs:create`.
+     */
+    post: operations['EstimateWorkflowRun'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/agents/{id}/estimate': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Estimate an agent run
+     * @description Takes the body of Run an agent and answers what that start would hold now (`estimatedCredits`, each step’s part), whether it would be refused and how (`refusal`: the status and body the start would answer), the licence its outputs would carry, and the price multiplier now and for each of the next 24 UTC hours with what the run would cost deferred to each.
+     *
+     *     Nothing is started, held, written or counted against a cap; the request counts once against the rate limit. The start checks again when it is made: an estimate is not a reservation. `Idempotency-Key` is not read.
+     *
+     *     Scope: `runs:create`.
+     */
+    post: operations['EstimateAgentRun'];
     delete?: never;
     options?: never;
     head?: never;
@@ -2177,6 +2259,13 @@ export interface components {
         | 'run.cancelled'
         | 'run.stopped'
       )[];
+      /**
+       * Format: date-time
+       * @description Our design, only with `defer: true`: the latest time the deferred run may start (ISO 8601). Not started by then, it becomes `expired`, holding nothing. Replaces the default 24 hours. Must lie in the future and at most 7 days ahead (at most 24 hours ahead when `inputs` name an uploaded file); otherwise 422.
+       */
+      startBy?: string;
+      /** @description Our design: a run still in progress this many seconds after its start (a deferred run: after its dispatch) ends `cancelled` with `endReason: "deadline"`, as a cancel would end it: finished steps stay charged, a step in flight is never charged, and `run.cancelled` is sent. Enforced within 10 seconds of the deadline when it is at most 15 minutes away, within a minute otherwise. 1 to 86,400. */
+      deadlineSeconds?: number;
     };
     RunStartedResponse: {
       /** Format: uuid */
@@ -2189,6 +2278,7 @@ export interface components {
       stepsCount: number;
       /** @description Our design: only when the start gave `generateCallbackSecret: true`: the issued `whsec_` secret, shown in this answer only (keep it; no route reads it again). */
       callbackSecret?: string;
+      run?: components['schemas']['Run'];
     };
     RunDeferredResponse: {
       /** @constant */
@@ -2220,6 +2310,8 @@ export interface components {
         | 'run.cancelled'
         | 'run.stopped'
       )[];
+      /** @description Our design: a run still in progress this many seconds after its start (a deferred run: after its dispatch) ends `cancelled` with `endReason: "deadline"`, as a cancel would end it: finished steps stay charged, a step in flight is never charged, and `run.cancelled` is sent. Enforced within 10 seconds of the deadline when it is at most 15 minutes away, within a minute otherwise. 1 to 86,400. */
+      deadlineSeconds?: number;
     };
     RunResumedResponse: {
       /** Format: uuid */
@@ -2235,6 +2327,7 @@ export interface components {
       /** Format: uuid */
       resumedFrom: string;
       carriedSteps: string[];
+      run?: components['schemas']['Run'];
     };
     RunValidationFailed: {
       /** @constant */
@@ -2259,6 +2352,11 @@ export interface components {
         /** Format: uri */
         events: string;
       };
+      /**
+       * @description Our design: why the run ended, when its status alone does not say. `deadline`: it was still in progress at its `deadlineSeconds` and was cancelled. Absent otherwise.
+       * @enum {string}
+       */
+      endReason?: 'deadline';
     };
     RunStep: {
       node_id: string;
@@ -2381,6 +2479,11 @@ export interface components {
       tags?: components['schemas']['RunTags'];
       /** Format: uuid */
       resumedFrom?: string;
+      /**
+       * @description Our design: why the run ended, when its status alone does not say. `deadline`: it was still in progress at its `deadlineSeconds` and was cancelled. Absent otherwise.
+       * @enum {string}
+       */
+      endReason?: 'deadline';
     };
     /** @description Your own string pairs (at most 16; a key 1 to 64 characters of letters, digits and _ - . : @ /; a value at most 512 characters, none a control character: U+0000 to U+001F, U+007F to U+009F), echoed wherever the run is shown. */
     RunMetadata: {
@@ -2807,6 +2910,83 @@ export interface components {
       maxLength?: number;
       format?: string;
     };
+    RunEstimate: {
+      /**
+       * Format: uuid
+       * @description The workflow that would run (for an agent, the one it would run).
+       */
+      workflowId: string;
+      /** @description Exactly what the start with this body would hold now: the sum of `steps`. With `defer: true`, at the multiplier it would start at (`deferredStart`), or at `maxMultiplier` when no hour of its wait reaches it. */
+      estimatedCredits: number;
+      /** @description Each step’s part, in the workflow’s order; they sum exactly to `estimatedCredits`. */
+      steps: {
+        nodeId: string;
+        type: string;
+        /** @description This step’s part of the estimate: the most it is charged. */
+        estimatedCredits: number;
+      }[];
+      /** @description null when the start would be accepted now; else its answer: the 402 family, 409 (a run in progress, the storage quota), 422 (validation, unknown input keys, a file input, a provider) or 503 (a monthly cap that could not be read). The first a start would meet, in its order. */
+      refusal: {
+        /** @description The status the start would answer. */
+        status: number;
+        /** @description The body the start would answer, exactly (see the run start’s errors). */
+        body: {
+          [key: string]: unknown;
+        };
+      } | null;
+      /** @description The licence the outputs would carry at the strictest (every model step the run would run, with the facts as they stand now); null when it runs no model. Not legal advice. */
+      licence: components['schemas']['Licence'] | null;
+      multipliers: {
+        /** @description The multiplier in force now (`startsAt` is now). */
+        inForce: {
+          /**
+           * Format: date-time
+           * @description The first instant of the UTC hour.
+           */
+          startsAt: string;
+          multiplier: number;
+          /** @description What the run would hold deferred to start in this hour (its steps at this multiplier). */
+          estimatedCredits: number;
+        };
+        /** @description Each of the next 24 UTC hours, as the multipliers are set now (an operator may change them): what the run would cost deferred to start then. A run started at once is priced at 1. */
+        hours: {
+          /**
+           * Format: date-time
+           * @description The first instant of the UTC hour.
+           */
+          startsAt: string;
+          multiplier: number;
+          /** @description What the run would hold deferred to start in this hour (its steps at this multiplier). */
+          estimatedCredits: number;
+        }[];
+      };
+      /** @description Only with `defer: true`: when the deferred run would start as the multipliers are set now (now, or the first hour whose multiplier is at most `maxMultiplier`); null when no hour of its 24-hour wait is, and it would expire unstarted. */
+      deferredStart?: {
+        /** Format: date-time */
+        startsAt: string;
+        multiplier: number;
+      } | null;
+    };
+    RunTokenRequest: {
+      /** @description How long the token works, in seconds: 60 to 86400; 3600 when absent. */
+      expiresInSeconds?: number;
+    };
+    RunToken: {
+      /** @description The token: pass it as the `access_token` query parameter. It is a secret while it works. */
+      token: string;
+      /**
+       * Format: date-time
+       * @description When the token stops working.
+       */
+      expiresAt: string;
+      /** @description The two addresses the token opens, each with the token as `access_token`. */
+      links: {
+        /** @description GET /runs/{jobId} with the token: read the run with `fetch`. */
+        run: string;
+        /** @description GET /runs/{jobId}/events with the token: `new EventSource(links.events)`. */
+        events: string;
+      };
+    };
     CreateWebhookEndpointRequest: {
       /**
        * Format: uri
@@ -3151,6 +3331,12 @@ export interface components {
       usedBytes: number;
       neededBytes: number;
     };
+    StartByOutOfRangeError: {
+      /** @constant */
+      error: 'startBy must lie in the future and no later than latestStartBy';
+      startBy: string;
+      latestStartBy: string;
+    };
   };
   responses: never;
   parameters: never;
@@ -3158,6 +3344,8 @@ export interface components {
   headers: {
     /** @description Seconds to wait before trying again. */
     'Retry-After': number;
+    /** @description `*` on every answer to a request a run token authenticated (`access_token`), so a page on any origin reads it; absent on a request with an API key (keys belong on servers). */
+    'Access-Control-Allow-Origin': '*';
     /** @description `Bearer` when no key was sent, `Bearer error="invalid_token"` when the key sent is malformed, unknown, revoked or expired. */
     'WWW-Authenticate': string;
   };
@@ -3344,6 +3532,8 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
+        /** @description `wait=N` (RFC 7240), N whole seconds from 1 to 25: the answer comes when the run ends or N seconds pass, whichever is first; ended, it carries `run`, the Run as Get a run answers it. A deferred run is not waited for (answered at once, without `Preference-Applied`). A larger N is served as 25; `wait=0`, a malformed value and any other preference are ignored (the request is answered as without the header). `Preference-Applied` says the wait served. The request counts once against the rate limit however long it waits. */
+        Prefer?: string;
         /** @description Caller-chosen key, one per request: the same key, endpoint, id and body within 24 hours answer as the first request did. */
         'Idempotency-Key'?: string;
       };
@@ -3363,6 +3553,10 @@ export interface operations {
       /** @description The run is queued and its estimate held. */
       200: {
         headers: {
+          /** @description Where the run is read (Get a run, `/api/v1/runs/{jobId}`), or for a deferred run Get a deferred run (`/api/v1/deferred-runs/{deferredJobId}`). */
+          Location: string;
+          /** @description `wait=N`, the wait served (N from 1 to 25), when the request asked for one and it applied. */
+          'Preference-Applied'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3372,13 +3566,17 @@ export interface operations {
       /** @description The run is deferred (`defer: true`); not a promise that it will start. */
       202: {
         headers: {
+          /** @description Where the run is read (Get a run, `/api/v1/runs/{jobId}`), or for a deferred run Get a deferred run (`/api/v1/deferred-runs/{deferredJobId}`). */
+          Location: string;
+          /** @description `wait=N`, the wait served (N from 1 to 25), when the request asked for one and it applied. */
+          'Preference-Applied'?: string;
           [name: string]: unknown;
         };
         content: {
           'application/json': components['schemas']['RunDeferredResponse'];
         };
       };
-      /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit: a length, a count, a metadata key outside a tag's characters, a control character in a metadata value (the message names the field and the limit). */
+      /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit: a length, a count, a metadata key outside a tag's characters, a control character in a metadata value (the message names the field and the limit); `deadlineSeconds` is not a whole number from 1 to 86,400; `startBy` without `defer: true`. */
       400: {
         headers: {
           [name: string]: unknown;
@@ -3452,7 +3650,7 @@ export interface operations {
           'application/json': components['schemas']['PayloadTooLargeError'];
         };
       };
-      /** @description An `inputs` key matches no step, a file step's `inputs` value is not a usable `fileId` or public https URL, `callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not use, or the `Idempotency-Key` was used with another request. */
+      /** @description An `inputs` key matches no step, a file step's `inputs` value is not a usable `fileId` or public https URL, `callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not use, the `Idempotency-Key` was used with another request, or `startBy` is not in the future or lies past `latestStartBy`. */
       422: {
         headers: {
           [name: string]: unknown;
@@ -3463,6 +3661,7 @@ export interface operations {
             | components['schemas']['InputFileNotUsableError']
             | components['schemas']['TooManyFileInputsError']
             | components['schemas']['CallbackUrlInvalidError']
+            | components['schemas']['StartByOutOfRangeError']
             | components['schemas']['RunValidationFailed']
             | components['schemas']['ProviderNotAvailableError']
             | components['schemas']['IdempotencyKeyReusedError'];
@@ -3505,6 +3704,8 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
+        /** @description `wait=N` (RFC 7240), N whole seconds from 1 to 25: the answer comes when the run ends or N seconds pass, whichever is first; ended, it carries `run`, the Run as Get a run answers it. A deferred run is not waited for (answered at once, without `Preference-Applied`). A larger N is served as 25; `wait=0`, a malformed value and any other preference are ignored (the request is answered as without the header). `Preference-Applied` says the wait served. The request counts once against the rate limit however long it waits. */
+        Prefer?: string;
         /** @description Caller-chosen key, one per request: the same key, endpoint, id and body within 24 hours answer as the first request did. */
         'Idempotency-Key'?: string;
       };
@@ -3524,6 +3725,10 @@ export interface operations {
       /** @description The run is queued and its estimate held. */
       200: {
         headers: {
+          /** @description Where the run is read (Get a run, `/api/v1/runs/{jobId}`), or for a deferred run Get a deferred run (`/api/v1/deferred-runs/{deferredJobId}`). */
+          Location: string;
+          /** @description `wait=N`, the wait served (N from 1 to 25), when the request asked for one and it applied. */
+          'Preference-Applied'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3533,13 +3738,17 @@ export interface operations {
       /** @description The run is deferred (`defer: true`); not a promise that it will start. */
       202: {
         headers: {
+          /** @description Where the run is read (Get a run, `/api/v1/runs/{jobId}`), or for a deferred run Get a deferred run (`/api/v1/deferred-runs/{deferredJobId}`). */
+          Location: string;
+          /** @description `wait=N`, the wait served (N from 1 to 25), when the request asked for one and it applied. */
+          'Preference-Applied'?: string;
           [name: string]: unknown;
         };
         content: {
           'application/json': components['schemas']['RunDeferredResponse'];
         };
       };
-      /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit: a length, a count, a metadata key outside a tag's characters, a control character in a metadata value (the message names the field and the limit). */
+      /** @description The body is not JSON, a field has the wrong type, or `metadata` or `tags` pass a limit: a length, a count, a metadata key outside a tag's characters, a control character in a metadata value (the message names the field and the limit); `deadlineSeconds` is not a whole number from 1 to 86,400; `startBy` without `defer: true`. */
       400: {
         headers: {
           [name: string]: unknown;
@@ -3615,7 +3824,7 @@ export interface operations {
           'application/json': components['schemas']['PayloadTooLargeError'];
         };
       };
-      /** @description An `inputs` key matches no step, a file step's `inputs` value is not a usable `fileId` or public https URL, `callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not use, or the `Idempotency-Key` was used with another request. */
+      /** @description An `inputs` key matches no step, a file step's `inputs` value is not a usable `fileId` or public https URL, `callbackUrl` is not https, the workflow fails validation, a step runs only on providers this run may not use, the `Idempotency-Key` was used with another request, or `startBy` is not in the future or lies past `latestStartBy`. */
       422: {
         headers: {
           [name: string]: unknown;
@@ -3626,6 +3835,7 @@ export interface operations {
             | components['schemas']['InputFileNotUsableError']
             | components['schemas']['TooManyFileInputsError']
             | components['schemas']['CallbackUrlInvalidError']
+            | components['schemas']['StartByOutOfRangeError']
             | components['schemas']['RunValidationFailed']
             | components['schemas']['ProviderNotAvailableError']
             | components['schemas']['IdempotencyKeyReusedError'];
@@ -3825,8 +4035,13 @@ export interface operations {
       query?: {
         /** @description The `output_next` of an earlier read of this run: the answer is the run with the next page of `output`. */
         output_cursor?: string;
+        /** @description A run token (POST /runs/{jobId}/tokens) for this run, in place of the key: for a browser. With it, the `Authorization` header is not read, and every answer carries `Access-Control-Allow-Origin: *`. */
+        access_token?: string;
       };
-      header?: never;
+      header?: {
+        /** @description `wait=N` (RFC 7240), N whole seconds from 1 to 25: the answer comes when the run reaches an end status (`completed`, `failed`, `cancelled`, `stopped`) or N seconds pass, whichever is first (at once for a run that has ended). A larger N is served as 25; `wait=0`, a malformed value and any other preference are ignored (the request is answered as without the header). `Preference-Applied` says the wait served. The request counts once against the rate limit however long it waits. */
+        Prefer?: string;
+      };
       path: {
         /** @description The `jobId` returned when the run started. */
         jobId: string;
@@ -3838,6 +4053,9 @@ export interface operations {
       /** @description The run. */
       200: {
         headers: {
+          /** @description `wait=N`, the wait served (N from 1 to 25), when the request asked for one and it applied. */
+          'Preference-Applied'?: string;
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -3847,6 +4065,7 @@ export interface operations {
       /** @description An `output_cursor` this run did not give (altered, or of another run). */
       400: {
         headers: {
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -3857,6 +4076,7 @@ export interface operations {
       401: {
         headers: {
           'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -3866,6 +4086,7 @@ export interface operations {
       /** @description The key lacks the scope this operation needs. */
       403: {
         headers: {
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -3875,6 +4096,7 @@ export interface operations {
       /** @description No such run in the team. */
       404: {
         headers: {
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -3885,6 +4107,7 @@ export interface operations {
       429: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -3895,6 +4118,7 @@ export interface operations {
       503: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -3996,6 +4220,8 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
+        /** @description `wait=N` (RFC 7240), N whole seconds from 1 to 25: the answer comes when the run ends or N seconds pass, whichever is first; ended, it carries `run`, the Run as Get a run answers it. A deferred run is not waited for (answered at once, without `Preference-Applied`). A larger N is served as 25; `wait=0`, a malformed value and any other preference are ignored (the request is answered as without the header). `Preference-Applied` says the wait served. The request counts once against the rate limit however long it waits. */
+        Prefer?: string;
         /** @description Caller-chosen key, one per request: the same key, endpoint, jobId and body within 24 hours answer as the first request did. */
         'Idempotency-Key'?: string;
       };
@@ -4015,13 +4241,17 @@ export interface operations {
       /** @description The new run is queued and the estimate of its steps held. */
       200: {
         headers: {
+          /** @description Where the run is read (Get a run, `/api/v1/runs/{jobId}`), or for a deferred run Get a deferred run (`/api/v1/deferred-runs/{deferredJobId}`). */
+          Location: string;
+          /** @description `wait=N`, the wait served (N from 1 to 25), when the request asked for one and it applied. */
+          'Preference-Applied'?: string;
           [name: string]: unknown;
         };
         content: {
           'application/json': components['schemas']['RunResumedResponse'];
         };
       };
-      /** @description The body is not JSON or a field has the wrong type. */
+      /** @description The body is not JSON, a field has the wrong type, or `deadlineSeconds` is not a whole number from 1 to 86,400. */
       400: {
         headers: {
           [name: string]: unknown;
@@ -4148,7 +4378,10 @@ export interface operations {
   };
   GetRunEvents: {
     parameters: {
-      query?: never;
+      query?: {
+        /** @description A run token (POST /runs/{jobId}/tokens) for this run, in place of the key: for a browser. With it, the `Authorization` header is not read, and every answer carries `Access-Control-Allow-Origin: *`. */
+        access_token?: string;
+      };
       header?: {
         /** @description The `id` of the last event received: the stream resumes after it. */
         'Last-Event-ID'?: string;
@@ -4164,6 +4397,7 @@ export interface operations {
       /** @description A `text/event-stream` (server-sent events). Each event is `event: <name>`, `id: <id>` and one `data:` line of JSON: `step` (a `RunStep`: one step started or ended; no result), `output` (a `RunOutput`: a final step’s output, as soon as it is available), `status` (a `RunStatusEvent`: the run’s status or progress changed), and last `done` (the final `Run`, as GET /runs/{jobId} answers it), after which the stream ends. A stream stays open at most 120 seconds: it then sends `retry: <ms>` and closes; reconnect with the last `id` as `Last-Event-ID` and only what changed since is sent, nothing twice. An id that is not one of this run’s is read as none: everything is sent again. */
       200: {
         headers: {
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -4173,6 +4407,7 @@ export interface operations {
       /** @description The `Last-Event-ID` is that of the run’s `done`: nothing more will come. */
       204: {
         headers: {
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content?: never;
@@ -4181,6 +4416,7 @@ export interface operations {
       401: {
         headers: {
           'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -4190,6 +4426,7 @@ export interface operations {
       /** @description The key lacks the scope this operation needs. */
       403: {
         headers: {
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -4199,6 +4436,7 @@ export interface operations {
       /** @description No such run in the team. */
       404: {
         headers: {
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -4209,6 +4447,7 @@ export interface operations {
       429: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -4222,6 +4461,7 @@ export interface operations {
       503: {
         headers: {
           'Retry-After': components['headers']['Retry-After'];
+          'Access-Control-Allow-Origin': components['headers']['Access-Control-Allow-Origin'];
           [name: string]: unknown;
         };
         content: {
@@ -4401,6 +4641,100 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['ServerError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  CreateRunToken: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The `jobId` returned when the run started. */
+        jobId: string;
+      };
+      cookie?: never;
+    };
+    /** @description Optional: how long the token works (default 3600 seconds). */
+    requestBody?: {
+      content: {
+        'application/json': components['schemas']['RunTokenRequest'];
+      };
+    };
+    responses: {
+      /** @description The token and the addresses it opens. */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunToken'];
+        };
+      };
+      /** @description The body is not JSON, or `expiresInSeconds` is not a whole number from 60 to 86400. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidBodyError'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks the scope this operation needs. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ScopeNotPermittedError'];
+        };
+      };
+      /** @description No such run in the team (or in the workflows the key is limited to). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunNotFoundError'];
+        };
+      };
+      /** @description The body is over 4 KB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PayloadTooLargeError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
         };
       };
       /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
@@ -4885,6 +5219,222 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['ServerError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  EstimateWorkflowRun: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The workflow to estimate. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    /** @description A run start’s body; an empty or missing body estimates the workflow as built. */
+    requestBody?: {
+      content: {
+        'application/json': components['schemas']['RunRequest'];
+      };
+    };
+    responses: {
+      /** @description The estimate; `refusal` says whether the start would be refused. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunEstimate'];
+        };
+      };
+      /** @description The body is not JSON, or a field has the wrong type or passes a limit (as on a run start). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidBodyError'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks `runs:create`, or is limited to other workflows. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | components['schemas']['ScopeNotPermittedError']
+            | components['schemas']['WorkflowNotPermittedError'];
+        };
+      };
+      /** @description No such workflow in the team, or it has no canvas. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | components['schemas']['WorkflowNotFoundError']
+            | components['schemas']['CanvasNotFoundError'];
+        };
+      };
+      /** @description The body is larger than 64 KiB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PayloadTooLargeError'];
+        };
+      };
+      /** @description `callbackUrl` is not https (as on a run start). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['CallbackUrlInvalidError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  EstimateAgentRun: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The agent whose workflow to estimate. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    /** @description A run start’s body; an empty or missing body estimates the workflow as built. */
+    requestBody?: {
+      content: {
+        'application/json': components['schemas']['RunRequest'];
+      };
+    };
+    responses: {
+      /** @description The estimate; `refusal` says whether the start would be refused. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunEstimate'];
+        };
+      };
+      /** @description The body is not JSON, or a field has the wrong type or passes a limit (as on a run start). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidBodyError'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks `runs:create`, or is limited to other workflows. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | components['schemas']['ScopeNotPermittedError']
+            | components['schemas']['WorkflowNotPermittedError'];
+        };
+      };
+      /** @description No such agent in the team, no workflow for it, or no canvas. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | components['schemas']['AgentNotFoundError']
+            | components['schemas']['NoWorkflowForAgentError']
+            | components['schemas']['WorkflowNotFoundError']
+            | components['schemas']['CanvasNotFoundError'];
+        };
+      };
+      /** @description The body is larger than 64 KiB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PayloadTooLargeError'];
+        };
+      };
+      /** @description `callbackUrl` is not https (as on a run start). */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['CallbackUrlInvalidError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
         };
       };
       /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */

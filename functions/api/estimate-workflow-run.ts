@@ -1,0 +1,10 @@
+import { estimateWorkflowRun } from '../app/estimate-run.ts';
+import { dynamoDbClient } from '../clients/dynamodb.ts';
+import { s3Client } from '../clients/s3.ts';
+import { type Deps, productionDeps } from '../deps.ts';
+import { runEstimateHandler } from '../http/run-estimate.ts';
+
+/** POST /workflows/{id}/estimate (our design): what a run start with this body would hold and answer. */
+export const makeHandler = (deps: Deps) => runEstimateHandler(deps, 'EstimateWorkflowRun', estimateWorkflowRun);
+
+export const handler = makeHandler(productionDeps({ ...dynamoDbClient(), ...s3Client() }));
