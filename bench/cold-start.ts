@@ -22,12 +22,18 @@ import type { APIGatewayProxyEventV2, SQSEvent } from 'aws-lambda';
 import { fileLinkFor } from '../functions/app/file-links.ts';
 import type { Deps } from '../functions/deps.ts';
 import { assetVersion } from '../functions/docs/manifest.ts';
+import { endpointDeliveryId } from '../functions/domain/webhook-endpoints.ts';
 import { createExecutorRegistry, executorDeps } from '../functions/nodes/executors/index.ts';
 import { encodePng, makeImage } from '../functions/nodes/media/png.ts';
 import { stageProvidersFromEnv } from '../functions/nodes/providers/stage.ts';
 import { putRunFile } from '../functions/store/files.ts';
 import { failStep, readRunItem } from '../functions/store/run/index.ts';
 import { createAgent } from '../functions/store/tenancy.ts';
+import {
+  abandonEndpointDelivery,
+  openEndpointDelivery,
+  readEndpointDelivery,
+} from '../functions/store/webhook-endpoints.ts';
 import { makeHandler as makeStepExecutor } from '../functions/workers/step-executor.ts';
 import { makeHandler as makeWebhookWorker } from '../functions/workers/webhook-delivery.ts';
 import { workers } from '../lib/workers.ts';
@@ -39,7 +45,7 @@ import { invokedAs } from '../local/invocation.ts';
 import { localDeps, localEnvironment } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
 import { emulatorSdkEnvironment } from '../local/rehearse/bundle-stack.ts';
-import { basePath, type Route, routeById, routes } from '../platform/routes.ts';
+import { basePath, type Route, type RouteId, routeById, routes } from '../platform/routes.ts';
 import { startReplicateStandIn } from '../test/stand-ins/replicate.ts';
 import { receiverCa, startReceiver } from '../test/support/webhook-receiver.ts';
 import {
@@ -226,6 +232,26 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
     return { workflowId, jobId: String(answer.jobId), deferredJobId: String(answer.deferredJobId) };
   };
   const png = encodePng(makeImage(8, 8, () => [0, 0, 0, 255]));
+  /** A webhook endpoint of a team of its own (a team keeps 20 at most; each sample makes one). */
+  const newEndpoint = async () => {
+    const owner = await seedRunsTeam(deps, 1);
+    const response = await fetch(`${api.baseUrl}/webhook-endpoints`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${owner.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: 'https://hooks.example.com/cold', events: ['run.completed'] }),
+    });
+    if (response.status !== 201) throw new Error(`POST /webhook-endpoints: ${response.status}`);
+    const { endpointId } = (await response.json()) as { endpointId: string };
+    return { endpointId, teamId: owner.teamId, key: owner.key };
+  };
+  const endpointEvent = async (id: RouteId, body?: unknown) => {
+    const endpoint = await newEndpoint();
+    return apiEvent(routeById(id), {
+      key: endpoint.key,
+      pathParameters: { endpointId: endpoint.endpointId },
+      ...(body !== undefined ? { body } : {}),
+    });
+  };
   const withCallback = () => ({ callbackUrl: receiver.url, callbackSecret: 'whsec_YmVuY2ggY29sZCBzdGFydA==' });
 
   for (let i = 0; i < 5; i++) await newWorkflow();
@@ -539,6 +565,45 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
         resources: ['arn:aws:events:us-east-1:000000000000:rule/bench'],
         detail: {},
       }),
+    },
+    // A team's webhook endpoint (a public URL: nothing is POSTed by these requests).
+    CreateWebhookEndpoint: {
+      event: async () =>
+        apiEvent(routeById('CreateWebhookEndpoint'), {
+          key: (await seedRunsTeam(deps, 1)).key,
+          body: { url: 'https://hooks.example.com/cold', events: ['run.completed'] },
+        }),
+    },
+    GetWebhookEndpoint: { event: async () => endpointEvent('GetWebhookEndpoint') },
+    UpdateWebhookEndpoint: {
+      event: async () => endpointEvent('UpdateWebhookEndpoint', { events: ['run.failed'], disabled: true }),
+    },
+    DeleteWebhookEndpoint: { event: async () => endpointEvent('DeleteWebhookEndpoint') },
+    RotateWebhookEndpointSecret: { event: async () => endpointEvent('RotateWebhookEndpointSecret') },
+    // A ping's delivery item written and its message sent.
+    TestWebhookEndpoint: { event: async () => endpointEvent('TestWebhookEndpoint') },
+    ListWebhookEndpointDeliveries: { event: async () => endpointEvent('ListWebhookEndpointDeliveries') },
+    // One more attempt of a delivery of the log that failed.
+    RedeliverWebhookEndpointDelivery: {
+      event: async () => {
+        const endpoint = await newEndpoint();
+        const now = new Date();
+        const deliveryId = endpointDeliveryId(now.getTime(), randomUUID());
+        const opened = {
+          deliveryId,
+          endpointId: endpoint.endpointId,
+          teamId: endpoint.teamId,
+          event: 'ping',
+          createdAt: now.toISOString(),
+        };
+        await openEndpointDelivery(deps, { ...opened, expiresAt: Math.floor(now.getTime() / 1000) + 3600 });
+        const delivery = await readEndpointDelivery(deps, endpoint.endpointId, deliveryId);
+        if (delivery) await abandonEndpointDelivery(deps, delivery);
+        return apiEvent(routeById('RedeliverWebhookEndpointDelivery'), {
+          key: endpoint.key,
+          pathParameters: { endpointId: endpoint.endpointId, deliveryId },
+        });
+      },
     },
   };
   // A keyed GET with no path parameter needs nothing set up: its first request is the key's (the

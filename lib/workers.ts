@@ -116,11 +116,12 @@ export const workers: readonly Worker[] = [
     // Opens the delivery of each lifecycle webhook event a run chose, read from the
     // table's stream through its own filters, and queues it for the webhook worker. UpdateItem: the
     // delivery item and the run's count of step events (one transaction); DeleteItem: taking back a
-    // delivery whose message could not be sent. It reads nothing.
+    // delivery whose message could not be sent. And for every run's start and end, the team's
+    // webhook endpoints: Query, the team's endpoints; PutItem, each hearing one's delivery item.
     id: 'RunEventWebhooks',
     entry: 'functions/workers/lifecycle-webhooks.ts',
     trigger: { kind: 'stream', mapping: 'LifecycleEvents' },
-    grants: { table: ['UpdateItem', 'DeleteItem'], webhooksQueue: 'send' },
+    grants: { table: ['UpdateItem', 'DeleteItem', 'Query', 'PutItem'], webhooksQueue: 'send' },
   },
 ];
 

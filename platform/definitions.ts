@@ -223,6 +223,14 @@ export const operatorEventsMapping = {
         NewImage: { status: { S: ['dispatched', 'expired', 'cancelled'] } },
       },
     },
+    {
+      // A webhook endpoint its failures disabled (only an endpoint item is written `disabledReason`).
+      eventName: ['MODIFY'],
+      dynamodb: {
+        OldImage: { disabled: { BOOL: [false] } },
+        NewImage: { disabled: { BOOL: [true] }, disabledReason: { S: ['failing'] } },
+      },
+    },
   ] as readonly Record<string, unknown>[],
 } as const;
 
@@ -256,13 +264,26 @@ export const lifecycleWebhooksMapping = {
       eventName: ['INSERT', 'MODIFY'],
       dynamodb: { NewImage: { notify: { BOOL: [true] }, status: { S: [...eventfulStepStatuses] } } },
     },
-    // A run queued behind another starts later: its move from `waiting` to `queued`, marked then.
+    // The team's webhook endpoints (functions/app/endpoint-fanout.ts): every run's insert and end,
+    // as the operator events' filters pass them.
+    { eventName: ['INSERT'], dynamodb: { Keys: { SK: { S: [operatorEventItems.run] } } } },
+    // A run queued behind another starts later: its move from `waiting` to `queued` (marked
+    // `notifyStart` when it chose run.started; the team's endpoints hear every one).
     {
       eventName: ['MODIFY'],
       dynamodb: {
         Keys: { SK: { S: [operatorEventItems.run] } },
         OldImage: { status: { S: [RunStatus.waiting] } },
-        NewImage: { notifyStart: { BOOL: [true] }, status: { S: [RunStatus.queued] } },
+        NewImage: { status: { S: [RunStatus.queued] } },
+      },
+    },
+    // A run's end, from in progress or from waiting behind another.
+    {
+      eventName: ['MODIFY'],
+      dynamodb: {
+        Keys: { SK: { S: [operatorEventItems.run] } },
+        OldImage: { status: { S: [...inProgressStatuses, RunStatus.waiting] } },
+        NewImage: { status: { S: [...endStatuses] } },
       },
     },
   ] as readonly Record<string, unknown>[],

@@ -6,7 +6,14 @@
  */
 import type { Access } from './access.ts';
 
-export type Scope = 'workflows:read' | 'workflows:write' | 'runs:create' | 'runs:read' | 'credits:read';
+export type Scope =
+  | 'workflows:read'
+  | 'workflows:write'
+  | 'runs:create'
+  | 'runs:read'
+  | 'credits:read'
+  | 'webhooks:read'
+  | 'webhooks:write';
 
 export const allScopes: readonly Scope[] = [
   'workflows:read',
@@ -14,12 +21,14 @@ export const allScopes: readonly Scope[] = [
   'runs:create',
   'runs:read',
   'credits:read',
+  'webhooks:read',
+  'webhooks:write',
 ];
 
 export interface Route {
   /** Stable logical id, used for CDK construct ids, logs and the OpenAPI operationId. */
   id: string;
-  method: 'GET' | 'POST' | 'DELETE';
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   /** Path under the base path, with `{param}` placeholders as API Gateway writes them. */
   path: string;
   entry: string;
@@ -384,6 +393,83 @@ const table = [
     entry: 'functions/api/get-docs-asset.ts',
     scope: null,
     grants: {},
+  },
+  {
+    // The team's webhook endpoints (functions/app/webhook-endpoints.ts). Query: the team's endpoints,
+    // counted against the most a team keeps; PutItem: the new one.
+    id: 'CreateWebhookEndpoint',
+    method: 'POST',
+    path: '/webhook-endpoints',
+    entry: 'functions/api/create-webhook-endpoint.ts',
+    scope: 'webhooks:write',
+    body: true,
+    grants: { table: ['GetItem', 'UpdateItem', 'Query', 'PutItem'] },
+  },
+  {
+    id: 'ListWebhookEndpoints',
+    method: 'GET',
+    path: '/webhook-endpoints',
+    entry: 'functions/api/list-webhook-endpoints.ts',
+    scope: 'webhooks:read',
+    grants: { table: ['GetItem', 'UpdateItem', 'Query'] },
+  },
+  {
+    id: 'GetWebhookEndpoint',
+    method: 'GET',
+    path: '/webhook-endpoints/{endpointId}',
+    entry: 'functions/api/get-webhook-endpoint.ts',
+    scope: 'webhooks:read',
+    grants: { table: ['GetItem', 'UpdateItem'] },
+  },
+  {
+    id: 'UpdateWebhookEndpoint',
+    method: 'PATCH',
+    path: '/webhook-endpoints/{endpointId}',
+    entry: 'functions/api/update-webhook-endpoint.ts',
+    scope: 'webhooks:write',
+    body: true,
+    grants: { table: ['GetItem', 'UpdateItem'] },
+  },
+  {
+    id: 'DeleteWebhookEndpoint',
+    method: 'DELETE',
+    path: '/webhook-endpoints/{endpointId}',
+    entry: 'functions/api/delete-webhook-endpoint.ts',
+    scope: 'webhooks:write',
+    grants: { table: ['GetItem', 'UpdateItem', 'DeleteItem'] },
+  },
+  {
+    id: 'RotateWebhookEndpointSecret',
+    method: 'POST',
+    path: '/webhook-endpoints/{endpointId}/rotate-secret',
+    entry: 'functions/api/rotate-webhook-endpoint-secret.ts',
+    scope: 'webhooks:write',
+    grants: { table: ['GetItem', 'UpdateItem'] },
+  },
+  {
+    // PutItem: the ping's delivery item; the webhook worker delivers it.
+    id: 'TestWebhookEndpoint',
+    method: 'POST',
+    path: '/webhook-endpoints/{endpointId}/test',
+    entry: 'functions/api/test-webhook-endpoint.ts',
+    scope: 'webhooks:write',
+    grants: { table: ['GetItem', 'UpdateItem', 'PutItem'], webhooksQueue: 'send' },
+  },
+  {
+    id: 'ListWebhookEndpointDeliveries',
+    method: 'GET',
+    path: '/webhook-endpoints/{endpointId}/deliveries',
+    entry: 'functions/api/list-webhook-endpoint-deliveries.ts',
+    scope: 'webhooks:read',
+    grants: { table: ['GetItem', 'UpdateItem', 'Query'] },
+  },
+  {
+    id: 'RedeliverWebhookEndpointDelivery',
+    method: 'POST',
+    path: '/webhook-endpoints/{endpointId}/deliveries/{deliveryId}/redeliver',
+    entry: 'functions/api/redeliver-webhook-endpoint-delivery.ts',
+    scope: 'webhooks:write',
+    grants: { table: ['GetItem', 'UpdateItem'], webhooksQueue: 'send' },
   },
 ] as const satisfies readonly Route[];
 

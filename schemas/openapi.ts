@@ -43,6 +43,7 @@ import {
 } from './openapi-parts.ts';
 import { runTokenComponents, runTokenOperations } from './run-tokens.ts';
 import { runComponents, runListComponents, runOperations, WebhookEventSchema, webhookHeaderNames } from './runs.ts';
+import { webhookEndpointComponents, webhookEndpointOperations } from './webhook-endpoints.ts';
 import {
   type NodeType,
   nodeTypes,
@@ -72,6 +73,7 @@ export const componentSchemas = {
   ...nodeTypeComponents,
   ...estimateComponents,
   ...runTokenComponents,
+  ...webhookEndpointComponents,
   NameRequiredError: errors.NameRequiredErrorSchema,
   StepsRequiredError: errors.StepsRequiredErrorSchema,
   AgentOrProjectRequiredError: errors.AgentOrProjectRequiredErrorSchema,
@@ -336,6 +338,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       ...nodeTypeOperations,
       ...estimateOperations,
       ...runTokenOperations,
+      ...webhookEndpointOperations,
     ]),
     {
       operationId: 'ProviderWebhook',

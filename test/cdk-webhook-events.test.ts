@@ -75,7 +75,7 @@ describe.each([
     expect(alarms[0]?.[1].Properties).toMatchObject({ Threshold: 0, ComparisonOperator: 'GreaterThanThreshold' });
   });
 
-  it('may update and delete table items and send to the webhooks queue, and nothing else of the stage', () => {
+  it('may query, put, update and delete table items and send to the webhooks queue, and nothing else of the stage', () => {
     const role = ((resources[fnId] as Resource).Properties.Role as { 'Fn::GetAtt': [string] })['Fn::GetAtt'][0];
     const statements = Object.values(resources)
       .filter((r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties.Roles).includes(role))
@@ -84,9 +84,11 @@ describe.each([
     const own = actions.filter((a) => !/^(logs|xray):/.test(a)).sort();
     expect(own).toEqual(
       [
-        // Its own work.
+        // Its own work; Query and PutItem: the team's webhook endpoints and their deliveries.
         'dynamodb:UpdateItem',
         'dynamodb:DeleteItem',
+        'dynamodb:Query',
+        'dynamodb:PutItem',
         'sqs:SendMessage',
         // The stream event source's: reading the stream, its failed batches to its DLQ.
         'dynamodb:DescribeStream',
@@ -124,9 +126,9 @@ describe('the filters', () => {
     }
   });
 
-  it('pass a queued run that chose run.started when it starts (its move from waiting to queued), and no later change', () => {
+  it("pass a queued run's start (its move from waiting to queued: the team's endpoints hear it), and no later change", () => {
     const started = {
-      ...record('MODIFY', 'RUN', { notifyStart: { BOOL: true }, status: { S: 'queued' } }),
+      ...record('MODIFY', 'RUN', { status: { S: 'queued' } }),
     } as DynamoDBRecord;
     const from = (status: string): DynamoDBRecord => ({
       ...started,
@@ -135,10 +137,16 @@ describe('the filters', () => {
     expect(pass(from('waiting'))).toBe(true);
     expect(pass(from('queued'))).toBe(false);
     expect(pass(record('MODIFY', 'RUN', { status: { S: 'queued' } }))).toBe(false);
+    // A run cancelled while it waited ends: its end passes, for the endpoints.
+    const ended = record('MODIFY', 'RUN', { status: { S: 'cancelled' } });
+    expect(pass({ ...ended, dynamodb: { ...ended.dynamodb, OldImage: { status: { S: 'waiting' } } as never } })).toBe(
+      true,
+    );
   });
 
-  it('drop every change of a run that chose nothing, and the rest of the table', () => {
-    expect(pass(record('INSERT', 'RUN', {}))).toBe(false);
+  it("drop every change of a run that chose nothing but its insert (for the team's endpoints), and the rest of the table", () => {
+    // Every run's insert passes: the team's webhook endpoints may hear its run.started.
+    expect(pass(record('INSERT', 'RUN', {}))).toBe(true);
     expect(pass(record('MODIFY', 'RUN', { notifyStart: { BOOL: true } }))).toBe(false);
     expect(pass(record('INSERT', 'STEP#a', { status: { S: StepStatus.completed } }))).toBe(false);
     expect(pass(record('MODIFY', 'STEP#a', { notify: { BOOL: true }, status: { S: StepStatus.skipped } }))).toBe(false);

@@ -874,6 +874,8 @@ describe('cdk app', { timeout: 120_000 }, () => {
         'RunAgent',
         'CancelRun',
         'ResumeRun',
+        // Deleting a team's webhook endpoint.
+        'DeleteWebhookEndpoint',
         'StepExecutor',
         // The sweep failing a run whose messages SQS keeps refusing frees its workflow's lock.
         'DeferredDispatcher',

@@ -716,3 +716,52 @@ describe('waiting for a run in the request (Prefer: wait) through the client and
     }
   });
 });
+
+describe('webhook endpoints through the client and the CLI', () => {
+  it('creates, lists, changes, rotates, tests, reads the log of and deletes an endpoint; the CLI too', async () => {
+    const owner = await seedTeam(stack.deps, { credits: 10 });
+    const hooksClient = createClient({ baseUrl: stack.baseUrl, apiKey: owner.key });
+    const created = await hooksClient.createWebhookEndpoint({
+      url: 'https://hooks.example.com/client',
+      events: ['run.completed', 'run.failed'],
+      tags: ['nightly'],
+    });
+    expect(created.secret).toMatch(/^whsec_/);
+    expect((await hooksClient.listWebhookEndpoints()).map((e) => e.endpointId)).toEqual([created.endpointId]);
+    const disabled = await hooksClient.updateWebhookEndpoint(created.endpointId, { disabled: true });
+    expect(disabled).toMatchObject({ disabled: true, disabledReason: 'requested' });
+    const rotated = await hooksClient.rotateWebhookEndpointSecret(created.endpointId);
+    expect(rotated.secret).not.toBe(created.secret);
+    const queued = await hooksClient.testWebhookEndpoint(created.endpointId);
+    expect(queued).toMatchObject({ endpointId: created.endpointId, state: 'pending' });
+    const log = [];
+    for await (const delivery of hooksClient.webhookEndpointDeliveries(created.endpointId)) log.push(delivery);
+    expect(log.map((d) => [d.deliveryId, d.event, d.state])).toEqual([[queued.deliveryId, 'ping', 'pending']]);
+    await expect(
+      hooksClient.redeliverWebhookEndpointDelivery(created.endpointId, queued.deliveryId),
+    ).rejects.toBeInstanceOf(ConflictError);
+    expect(await hooksClient.getWebhookEndpoint(created.endpointId)).toMatchObject({ disabled: true });
+    await hooksClient.deleteWebhookEndpoint(created.endpointId);
+    await expect(hooksClient.getWebhookEndpoint(created.endpointId)).rejects.toBeInstanceOf(NotFoundError);
+
+    const run = (args: string[]) => runCli({ baseUrl: stack.baseUrl, key: owner.key }, args);
+    const made = await run([
+      'hooks',
+      'create',
+      '--url',
+      'https://hooks.example.com/cli',
+      '--event',
+      'run.completed',
+      '--json',
+    ]);
+    expect(made.code, made.stderr).toBe(0);
+    const { endpointId } = JSON.parse(made.stdout) as { endpointId: string };
+    const listed = await run(['hooks', 'list']);
+    expect(listed.stdout).toContain(`${endpointId}  enabled  run.completed  https://hooks.example.com/cli`);
+    expect((await run(['hooks', 'disable', endpointId])).stdout).toContain('disabledReason: requested');
+    expect((await run(['hooks', 'enable', endpointId])).stdout).toContain('disabled: false');
+    expect((await run(['hooks', 'deliveries', endpointId])).stdout).toContain('No delivery yet.');
+    const missingUrl = await run(['hooks', 'create', '--event', 'run.completed']);
+    expect([missingUrl.code, missingUrl.stderr]).toEqual([2, expect.stringContaining('hooks create needs --url')]);
+  });
+});

@@ -63,9 +63,12 @@ import {
   TooManyRedeliveriesError,
   TooManyRunStreamsError,
   TooManyStreamsError,
+  TooManyWebhookEndpointsError,
   UnauthorizedError,
   UnknownInputKeysError,
   UnknownNodeTypeError,
+  WebhookDeliveryNotFoundError,
+  WebhookEndpointNotFoundError,
   WorkflowNotFoundError,
   WorkflowNotPermittedError,
   WorkflowTooLargeToStoreError,
@@ -82,6 +85,11 @@ import { FileNotAcceptedErrorSchema, fileMessages } from '../schemas/files.ts';
 import { type DocumentedError, describeApi as describeWithSteps, documentedSchemas } from '../schemas/openapi.ts';
 import { RunValidationFailedSchema } from '../schemas/runs.ts';
 import { uploadContentTypes } from '../schemas/upload-types.ts';
+import {
+  TooManyWebhookEndpointsErrorSchema,
+  WebhookDeliveryNotFoundErrorSchema,
+  WebhookEndpointNotFoundErrorSchema,
+} from '../schemas/webhook-endpoints.ts';
 import { type ValidationIssue, WorkflowValidationFailedSchema } from '../schemas/workflows.ts';
 
 /** The document of these rows, its steps from the catalogue as served. */
@@ -258,6 +266,24 @@ const cases: Case[] = [
     status: 409,
     schema: DeliveryPendingErrorSchema,
     body: { error: 'Webhook delivery pending', nextAttemptAt: null },
+  },
+  {
+    error: new WebhookEndpointNotFoundError(jobId),
+    status: 404,
+    schema: WebhookEndpointNotFoundErrorSchema,
+    body: { error: 'Webhook endpoint not found' },
+  },
+  {
+    error: new WebhookDeliveryNotFoundError(jobId),
+    status: 404,
+    schema: WebhookDeliveryNotFoundErrorSchema,
+    body: { error: 'Webhook delivery not found' },
+  },
+  {
+    error: new TooManyWebhookEndpointsError(20),
+    status: 409,
+    schema: TooManyWebhookEndpointsErrorSchema,
+    body: { error: 'Webhook endpoint limit reached', maxEndpoints: 20 },
   },
   {
     error: new PayloadTooLargeError(65_536),

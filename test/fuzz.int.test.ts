@@ -492,6 +492,13 @@ beforeAll(async () => {
     body: { name: 'notes.txt', contentType: 'text/plain', size: 5 },
   });
   expect(file.status).toBe(201);
+  // A webhook endpoint (a public URL: nothing is POSTed), so its routes meet an id that exists.
+  const endpoint = await call(stack.baseUrl, '/webhook-endpoints', {
+    key: team.key,
+    method: 'POST',
+    body: { url: 'https://hooks.example.com/fuzz', events: ['run.completed'] },
+  });
+  expect(endpoint.status).toBe(201);
   ids = [
     String(file.body.fileId),
     workflowId,
@@ -503,6 +510,7 @@ beforeAll(async () => {
     otherWorkflow,
     other.agentId,
     '7d444840-9dc0-11d1-b245-5ffdce74fad2',
+    String(endpoint.body.endpointId),
   ];
   auths = {
     'full key': `Bearer ${team.key}`,
@@ -537,8 +545,12 @@ beforeAll(async () => {
     garbage: '%00%ED%A0%80',
     dots: '....',
   };
-  // A real cursor of each list that pages (any GET whose document declares `cursor`), so valid queries page.
-  for (const op of operations().filter((o) => o.method === 'GET' && o.params.some((p) => p.name === 'cursor'))) {
+  // A real cursor of each list of the team that pages (any GET under no id whose document declares
+  // `cursor`), so valid queries page. An endpoint's delivery log pages by a delivery's id: it has none here.
+  const pagingLists = operations().filter(
+    (o) => o.method === 'GET' && !o.template.includes('{') && o.params.some((p) => p.name === 'cursor'),
+  );
+  for (const op of pagingLists) {
     const page = await call(stack.baseUrl, `${op.template}?limit=1`, { key: team.key });
     expect(typeof page.body.nextCursor, `${op.template} pages`).toBe('string');
     realQueryValues.cursor = [...(realQueryValues.cursor ?? []), String(page.body.nextCursor)];
@@ -991,6 +1003,9 @@ describe('fuzz findings, pinned', () => {
         ['DELETE', `/deferred-runs/${id}`, 'Deferred run not found'],
         ['POST', `/workflows/${id}/runs`, 'Workflow not found'],
         ['POST', `/agents/${id}/runs`, 'Agent not found'],
+        ['GET', `/webhook-endpoints/${id}`, 'Webhook endpoint not found'],
+        ['DELETE', `/webhook-endpoints/${id}`, 'Webhook endpoint not found'],
+        ['POST', `/webhook-endpoints/${id}/test`, 'Webhook endpoint not found'],
       ] as const) {
         const answer = await client.send({
           method,

@@ -49,6 +49,7 @@ import {
   storedCanvas,
   storedDeferredRun,
   storedDelivery,
+  storedEndpointDelivery,
   storedIdempotency,
   storedKeyMonth,
   storedPrice,
@@ -63,6 +64,7 @@ import {
   storedTeam,
   storedTeamSteps,
   storedUpload,
+  storedWebhookEndpoint,
   storedWorkflow,
   storedWorkflowLock,
   storedWorkflowQueueEntry,
@@ -105,6 +107,20 @@ import {
   recordWebhookAttempt,
   unmarkRedelivery,
 } from '../functions/store/webhook-deliveries.ts';
+import {
+  abandonEndpointDelivery,
+  markEndpointAttemptSending,
+  markEndpointRedelivery,
+  openEndpointDelivery,
+  putEndpoint,
+  readEndpoint,
+  readEndpointDelivery,
+  recordEndpointAttempt,
+  recordEndpointStreak,
+  rotateEndpointSecret,
+  unmarkEndpointRedelivery,
+  updateEndpoint,
+} from '../functions/store/webhook-endpoints.ts';
 import { activateWorkflow, createWorkflowForTeam, setWorkflowStatus } from '../functions/store/workflows.ts';
 import { RunStatus, StepStatus } from '../platform/run-statuses.ts';
 
@@ -288,6 +304,8 @@ const definitions = {
   storedBytes: storedStoredBytes,
   teamSteps: storedTeamSteps,
   streamSlots: storedStreamSlots,
+  webhookEndpoint: storedWebhookEndpoint,
+  endpointDelivery: storedEndpointDelivery,
 } satisfies Record<string, ItemDefinition>;
 
 const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definitions => {
@@ -311,6 +329,8 @@ const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definition
     [/^FILELINKKEY$/, 'fileLinkKey'],
     [/^RUNTOKENKEY$/, 'runTokenKey'],
     [/^FILE#/, 'upload'],
+    [/^WHENDPOINT#/, 'webhookEndpoint'],
+    [/^DELIVERY#/, 'endpointDelivery'],
   ];
   if (PK.startsWith('KEYSPEND#')) return 'keyMonth';
   if (PK.startsWith('STOREDBYTES#')) return 'storedBytes';
@@ -574,6 +594,57 @@ describe('what the store’s writers leave in the table', () => {
     await openLifecycleDelivery(deps, ids.job, { event: 'step.completed', nodeId: 'a' }, 1_900_000_000);
     await openLifecycleDelivery(deps, ids.job, { event: 'step.failed', nodeId: 'c' }, 1_900_000_000);
     await reopenableDelivery(deps, ids.job, { event: 'step.failed', nodeId: 'c' });
+
+    // A team's webhook endpoint: created, changed, disabled and enabled, its secret rotated, its
+    // failure streak started and then disabling it; one delivery opened, attempted, redelivered.
+    const endpointId = '5a000000-0000-4000-8000-00000000000e';
+    await putEndpoint(deps, {
+      endpointId,
+      teamId,
+      url: 'https://hooks.example/x',
+      events: ['run.completed'],
+      workflowIds: [workflowId],
+      tags: ['vip'],
+      description: 'billing',
+      secret: 'whsec_AAAA',
+      disabled: false,
+      createdAt: at,
+      updatedAt: at,
+    });
+    await updateEndpoint(deps, teamId, endpointId, { events: ['run.failed'], disabled: true });
+    await updateEndpoint(deps, teamId, endpointId, { disabled: false });
+    const endpoint = await readEndpoint(deps, teamId, endpointId);
+    if (!endpoint) throw new Error('endpoint not written');
+    await rotateEndpointSecret(deps, endpoint, 'whsec_BBBB', at);
+    await recordEndpointStreak(deps, endpoint, 'started', at);
+    await recordEndpointStreak(deps, { ...endpoint, failingSince: at }, 'disable', at);
+    const deliveryId = '0190a000-0000-7000-8000-000000000001';
+    await openEndpointDelivery(deps, {
+      deliveryId,
+      endpointId,
+      teamId,
+      event: 'run.completed',
+      jobId: ids.job,
+      createdAt: at,
+      expiresAt: 1_900_000_000,
+    });
+    const opened = await readEndpointDelivery(deps, endpointId, deliveryId);
+    if (!opened) throw new Error('delivery not written');
+    await markEndpointAttemptSending(deps, opened, { attempt: 1, at });
+    const endpointEntry = { attempt: 1, at, host: 'hooks.example', statusCode: 500, durationMs: 3, nextAttemptAt: at };
+    await recordEndpointAttempt(deps, opened, { messageId: 'm-1', entry: endpointEntry, state: 'failed' });
+    await markEndpointRedelivery(deps, { ...opened, attempts: 1, state: 'failed' });
+    await unmarkEndpointRedelivery(deps, { ...opened, attempts: 1, state: 'failed' });
+    await abandonEndpointDelivery(deps, { ...opened, attempts: 1 });
+    await openEndpointDelivery(deps, {
+      deliveryId: '0190a000-0000-7000-8000-000000000002',
+      endpointId,
+      teamId,
+      event: 'ping',
+      createdAt: at,
+      single: true,
+      expiresAt: 1_900_000_000,
+    });
 
     // Deferred runs: one dispatched (by the start's transaction), one expired, one cancelled.
     const key = {

@@ -12,6 +12,7 @@ import { listWaitingDeferredRuns } from '../functions/store/deferred-runs.ts';
 import { routeById } from '../platform/routes.ts';
 import { fileMessages, fileNotAcceptedPrefix, maxUploadBytes } from '../schemas/files.ts';
 import { uploadContentTypes } from '../schemas/upload-types.ts';
+import { endpointUrlInvalidMessage } from '../schemas/webhook-endpoints.ts';
 import { type Json, optionFor, type Path, resolveSchema, withValue } from './support/fuzz-requests.ts';
 import { api, doc, expectBalanced, ledgerOf, pairPrice, pairSteps } from './support/runs.ts';
 import { addKey, createWorkflow, type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
@@ -93,6 +94,25 @@ const validBodies = (): Record<string, Json[]> => {
     // An estimate reads a run start's body, as the start reads it.
     EstimateWorkflowRun: [runBody, issuing, deferring],
     EstimateAgentRun: [runBody, issuing, deferring],
+    CreateWebhookEndpoint: [
+      {
+        url: 'https://hooks.example.com/runs',
+        events: ['run.completed'],
+        workflowIds: [workflowId],
+        tags: ['nightly'],
+        description: 'billing',
+      },
+    ],
+    UpdateWebhookEndpoint: [
+      {
+        url: 'https://hooks.example.com/runs',
+        events: ['run.completed'],
+        workflowIds: [workflowId],
+        tags: ['nightly'],
+        description: 'billing',
+        disabled: false,
+      },
+    ],
   };
 };
 
@@ -101,7 +121,8 @@ const pathOf = (operationId: string) =>
   routeById(operationId as 'RunWorkflow')
     .path.replace('{id}', ['RunAgent', 'EstimateAgentRun'].includes(operationId) ? team.agentId : workflowId)
     // The body is checked before the run is looked up: any jobId will do for a refusal.
-    .replace('{jobId}', '00000000-0000-4000-8000-000000000000');
+    .replace('{jobId}', '00000000-0000-4000-8000-000000000000')
+    .replace('{endpointId}', '00000000-0000-4000-8000-000000000000');
 
 const resolve = (node: SchemaObject | ReferenceObject): SchemaObject => resolveSchema(doc, node);
 
@@ -153,7 +174,11 @@ const fileNotAccepted = (detail: string) => ({
   status: 422,
   body: { error: `${fileNotAcceptedPrefix}${detail}`, maxBytes: maxUploadBytes, contentTypes: [...uploadContentTypes] },
 });
+/** An endpoint's URL: one refusal whatever is wrong with it (schemas/webhook-endpoints.ts). */
+const endpointUrlRefused = { status: 400, body: { error: `Invalid request body: url: ${endpointUrlInvalidMessage}` } };
 const designedAnswers: Record<string, typeof contractAnswers> = {
+  CreateWebhookEndpoint: { url: endpointUrlRefused },
+  UpdateWebhookEndpoint: { url: endpointUrlRefused },
   CreateFile: {
     name: fileNotAccepted(fileMessages.nameInvalid),
     contentType: fileNotAccepted(fileMessages.contentTypeNotAccepted),
@@ -171,7 +196,7 @@ const mayBeEmpty = (path: Path) =>
 
 const operationsWithBodies = () =>
   Object.values(doc.paths ?? {}).flatMap((item) =>
-    (['get', 'post', 'delete'] as const).flatMap((method) => {
+    (['get', 'post', 'patch', 'delete'] as const).flatMap((method) => {
       const operation = item[method];
       const content =
         operation?.requestBody && 'content' in operation.requestBody ? operation.requestBody.content : undefined;
@@ -185,7 +210,7 @@ const operationsWithBodies = () =>
   );
 
 describe('every request body refuses an array for an object and an empty name', () => {
-  it('finds the operations that take a body: create a workflow, both run starts, a resume, a redelivery, a run token, a file and both estimates', () => {
+  it('finds the operations that take a body: create a workflow, both run starts, a resume, a redelivery, a run token, a file, both estimates, and a webhook endpoint creation and change', () => {
     const withBodies = operationsWithBodies().map((o) => o.operationId);
     expect(withBodies).toEqual([
       'CreateWorkflow',
@@ -199,6 +224,8 @@ describe('every request body refuses an array for an object and an empty name', 
       'CreateFile',
       'EstimateWorkflowRun',
       'EstimateAgentRun',
+      'CreateWebhookEndpoint',
+      'UpdateWebhookEndpoint',
     ]);
   });
 

@@ -53,7 +53,7 @@ export interface WebhookDelivery extends WebhookMessage {
 }
 
 /** The delivery log's name for why an attempt got no answer. */
-const errorKindOf = (error: unknown): WebhookErrorKind => {
+export const errorKindOf = (error: unknown): WebhookErrorKind => {
   if (!(error instanceof GuardedFetchError)) return 'connection';
   switch (error.code) {
     case 'timeout':

@@ -4,6 +4,7 @@ import { logger } from '../observability/logger.ts';
 import { lifecycleChangeOf, openLifecycleDelivery, reopenableDelivery } from '../store/lifecycle-webhook-deliveries.ts';
 import { sendWebhookMessage } from '../store/queues.ts';
 import { itemChangeOf } from '../store/stream-images.ts';
+import { type EndpointCache, fanOutToEndpoints } from './endpoint-fanout.ts';
 import { handleStreamInOrder } from './stream-batch.ts';
 
 /** What one batch of the table's changes gave. */
@@ -16,6 +17,8 @@ export interface OpenedWebhooksReport {
   resent: number;
   /** Step events past the run's cap: nothing written, nothing sent. */
   capped: number;
+  /** Deliveries opened for the team's webhook endpoints (functions/app/endpoint-fanout.ts). */
+  endpointDeliveries: number;
   /**
    * Sequence numbers of the changes to hand over again: the first that failed and every change
    * after it (Lambda restarts a stream batch from the lowest one reported).
@@ -61,7 +64,13 @@ export const openLifecycleWebhooks = async (
   deps: Deps,
   records: readonly DynamoDBRecord[],
 ): Promise<OpenedWebhooksReport> => {
-  const { results, failed, error } = await handleStreamInOrder(records, (record) => openRecordWebhook(deps, record));
+  const endpoints: EndpointCache = new Map();
+  let endpointDeliveries = 0;
+  const { results, failed, error } = await handleStreamInOrder(records, async (record) => {
+    const outcome = await openRecordWebhook(deps, record);
+    endpointDeliveries += await fanOutToEndpoints(deps, record, endpoints);
+    return outcome;
+  });
   const count = (outcome: Outcome) => results.filter((result) => result === outcome).length;
   if (error) logger.warn('lifecycle event not handled; the stream hands it over again', { error });
   return {
@@ -69,6 +78,7 @@ export const openLifecycleWebhooks = async (
     duplicates: count('duplicate'),
     resent: count('resent'),
     capped: count('capped'),
+    endpointDeliveries,
     failed,
     errors: error ? [error.name || 'Error'] : [],
   };

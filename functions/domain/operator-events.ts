@@ -24,6 +24,7 @@ export const operatorDetailTypes = {
   deferredDispatched: 'Deferred Run Dispatched',
   deferredExpired: 'Deferred Run Expired',
   deferredCancelled: 'Deferred Run Cancelled',
+  webhookEndpointDisabled: 'Webhook Endpoint Disabled',
 } as const;
 
 interface DetailBase {
@@ -83,7 +84,25 @@ export interface DeferredRunDetail extends DetailBase {
   jobId: string | null;
 }
 
+/** A team's webhook endpoint disabled after every attempt failed for 5 days: never its URL or secret. */
+export interface WebhookEndpointDisabledDetail {
+  version: typeof operatorEventVersion;
+  /** `<endpointId>:disabled:<failingSince>`: once per streak of failures. */
+  eventId: string;
+  teamId: string;
+  endpointId: string;
+  /** The URL's host only (its path may carry a token). */
+  host: string;
+  failingSince: string;
+  disabledAt: string;
+}
+
 export type OperatorEvent =
+  | {
+      detailType: typeof operatorDetailTypes.webhookEndpointDisabled;
+      time: string;
+      detail: WebhookEndpointDisabledDetail;
+    }
   | { detailType: typeof operatorDetailTypes.runStarted; time: string; detail: RunStartedDetail }
   | { detailType: typeof operatorDetailTypes.runFinished; time: string; detail: RunFinishedDetail }
   | {
@@ -138,7 +157,19 @@ export interface DeferredRunImage {
  * One change of an item the operator events are about: its old image (none when it was inserted)
  * and its new one, read by functions/store/operator-event-bus.ts (`operatorImagesOf`).
  */
+/** What an event reads of a webhook endpoint item's image. */
+export interface WebhookEndpointImage {
+  endpointId: string;
+  teamId: string;
+  url: string;
+  disabled: boolean;
+  disabledReason?: string;
+  failingSince?: string;
+  disabledAt?: string;
+}
+
 export type ItemImages =
+  | { item: 'webhookEndpoint'; old: WebhookEndpointImage | undefined; now: WebhookEndpointImage }
   | { item: 'run'; old: RunImage | undefined; now: RunImage }
   | { item: 'deferredRun'; old: DeferredRunImage | undefined; now: DeferredRunImage };
 
@@ -223,9 +254,30 @@ const deferredEvent = (old: DeferredRunImage | undefined, now: DeferredRunImage)
 /**
  * The operator event one change of an item gives, if any: a run item inserted (Run Started), a
  * run item whose status became an end status (Run Finished), a deferred run that left `waiting`
- * (Dispatched, Expired, Cancelled). Removals (TTL), other items and every other change give none.
+ * (Dispatched, Expired, Cancelled), a webhook endpoint its failures disabled (Webhook Endpoint
+ * Disabled). Removals (TTL), other items and every other change give none.
  */
+const endpointEvent = (old: WebhookEndpointImage | undefined, now: WebhookEndpointImage): OperatorEvent | undefined => {
+  if (old?.disabled !== false || !now.disabled || now.disabledReason !== 'failing') return undefined;
+  const disabledAt = now.disabledAt ?? now.failingSince ?? '';
+  const failingSince = now.failingSince ?? disabledAt;
+  return {
+    detailType: operatorDetailTypes.webhookEndpointDisabled,
+    time: disabledAt,
+    detail: {
+      version: operatorEventVersion,
+      eventId: `${now.endpointId}:disabled:${failingSince}`,
+      teamId: now.teamId,
+      endpointId: now.endpointId,
+      host: URL.canParse(now.url) ? new URL(now.url).host : '',
+      failingSince,
+      disabledAt,
+    },
+  };
+};
+
 export const operatorEventOf = (change: ItemImages | undefined): OperatorEvent | undefined => {
+  if (change?.item === 'webhookEndpoint') return endpointEvent(change.old, change.now);
   if (change?.item === 'run') return runEvent(change.old, change.now);
   if (change?.item === 'deferredRun') return deferredEvent(change.old, change.now);
   return undefined;

@@ -19,6 +19,12 @@ import { messages } from '../../schemas/errors.ts';
 import { FileNotAcceptedErrorSchema, fileNotAcceptedPrefix, maxUploadBytes } from '../../schemas/files.ts';
 import { RunValidationFailedSchema } from '../../schemas/runs.ts';
 import { uploadContentTypes } from '../../schemas/upload-types.ts';
+import {
+  TooManyWebhookEndpointsErrorSchema,
+  WebhookDeliveryNotFoundErrorSchema,
+  WebhookEndpointNotFoundErrorSchema,
+  webhookEndpointMessages,
+} from '../../schemas/webhook-endpoints.ts';
 import { type ValidationIssue, WorkflowValidationFailedSchema } from '../../schemas/workflows.ts';
 import type { RunRefusal } from '../domain/admission.ts';
 import { toCredits } from '../domain/credits.ts';
@@ -119,7 +125,7 @@ export const WorkflowNotPermittedError = defineError('WorkflowNotPermittedError'
   facts: (workflowId: string) => ({ workflowId }),
   message: (f) => `workflow ${f.workflowId} not permitted for this key`,
   status: 403,
-  routes: [...runStarts, ...estimates],
+  routes: [...runStarts, ...estimates, 'CreateWebhookEndpoint'],
   schemas: [bodies.WorkflowNotPermittedErrorSchema],
   body: () => ({ error: messages.workflowNotPermitted }),
 });
@@ -134,7 +140,7 @@ export const InvalidQueryError = defineError('InvalidQueryError', {
   facts: (detail: string) => ({ detail }),
   message: (f) => `invalid query: ${f.detail}`,
   status: 400,
-  routes: [...lists, 'GetRun'],
+  routes: [...lists, 'GetRun', 'ListWebhookEndpointDeliveries'],
   schemas: [bodies.InvalidQueryErrorSchema],
   body: (f) => ({ error: messages.invalidQuery(f.detail) }),
 });
@@ -386,7 +392,7 @@ export const DeliveryPendingError = defineError('DeliveryPendingError', {
   facts: (jobId: string, nextAttemptAt: string | null) => ({ jobId, nextAttemptAt }),
   message: (f) => `webhook delivery of run ${f.jobId} pending`,
   status: 409,
-  routes: ['RedeliverWebhook'],
+  routes: ['RedeliverWebhook', 'RedeliverWebhookEndpointDelivery'],
   schemas: [DeliveryPendingErrorSchema],
   body: (f): DeliveryPendingErrorBody => ({ error: deliveryPendingMessage, nextAttemptAt: f.nextAttemptAt }),
 });
@@ -399,7 +405,7 @@ export const TooManyRedeliveriesError = defineError('TooManyRedeliveriesError', 
   facts: (retryAfterSeconds: number) => ({ retryAfterSeconds }),
   message: () => 'redelivery limit reached',
   status: 429,
-  routes: ['RedeliverWebhook'],
+  routes: ['RedeliverWebhook', 'RedeliverWebhookEndpointDelivery'],
   schemas: [bodies.TooManyRedeliveriesErrorSchema],
   body: () => ({ error: messages.tooManyRedeliveries }),
   retryAfter,
@@ -646,4 +652,36 @@ export const StorageBusyError = defineError('StorageBusyError', {
   schemas: [bodies.StorageBusyErrorSchema],
   body: () => ({ error: messages.storageBusy }),
   retryAfter,
+});
+
+// Webhook endpoints
+
+/** Unknown, or another team's: the same answer, so an id never tells that an endpoint exists. */
+export const WebhookEndpointNotFoundError = defineError('WebhookEndpointNotFoundError', {
+  facts: (endpointId: string) => ({ endpointId }),
+  message: (f) => `webhook endpoint ${f.endpointId} not found`,
+  status: 404,
+  routes: under('/webhook-endpoints/{endpointId}'),
+  schemas: [WebhookEndpointNotFoundErrorSchema],
+  body: () => ({ error: webhookEndpointMessages.notFound }),
+});
+
+/** A redelivery names no delivery of the endpoint (or one whose run has expired). */
+export const WebhookDeliveryNotFoundError = defineError('WebhookDeliveryNotFoundError', {
+  facts: (deliveryId: string) => ({ deliveryId }),
+  message: (f) => `webhook delivery ${f.deliveryId} not found`,
+  status: 404,
+  routes: ['RedeliverWebhookEndpointDelivery'],
+  schemas: [WebhookDeliveryNotFoundErrorSchema],
+  body: () => ({ error: webhookEndpointMessages.deliveryNotFound }),
+});
+
+/** The team keeps its most endpoints already (functions/domain/webhook-endpoints.ts `maxEndpointsPerTeam`). */
+export const TooManyWebhookEndpointsError = defineError('TooManyWebhookEndpointsError', {
+  facts: (maxEndpoints: number) => ({ maxEndpoints }),
+  message: (f) => `team keeps its ${f.maxEndpoints} webhook endpoints`,
+  status: 409,
+  routes: ['CreateWebhookEndpoint'],
+  schemas: [TooManyWebhookEndpointsErrorSchema],
+  body: (f) => ({ error: webhookEndpointMessages.tooMany, maxEndpoints: f.maxEndpoints }),
 });

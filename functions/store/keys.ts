@@ -162,3 +162,21 @@ export const webhookDeliveryKey = (jobId: string, event: string) => ({
  * delivery log's Query reads deliveries only.
  */
 export const stepEventCountKey = (jobId: string) => ({ PK: runPartition(jobId), SK: 'STEPEVENTS' });
+
+/** A team's webhook endpoint, in the team's partition: the list is one Query, another team's id names nothing. */
+export const webhookEndpointSkPrefix = 'WHENDPOINT#';
+export const webhookEndpointKey = (teamId: string, endpointId: string) => ({
+  PK: teamPartition(teamId),
+  SK: `${webhookEndpointSkPrefix}${endpointId}`,
+});
+
+/**
+ * One delivery of a webhook endpoint, in the endpoint's own partition: its ids begin with the
+ * event's time (functions/domain/webhook-endpoints.ts), so the log is one Query read backwards.
+ */
+export const endpointDeliveryPartition = (endpointId: string) => `WHDELIVERY#${endpointId}`;
+export const endpointDeliverySkPrefix = 'DELIVERY#';
+export const endpointDeliveryKey = (endpointId: string, deliveryId: string) => ({
+  PK: endpointDeliveryPartition(endpointId),
+  SK: `${endpointDeliverySkPrefix}${deliveryId}`,
+});

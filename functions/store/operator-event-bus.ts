@@ -1,7 +1,13 @@
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { envNames, operatorEventItems } from '../../platform/definitions.ts';
 import type { ItemImages } from '../domain/operator-events.ts';
-import { DeferredRunEventImageSchema, parseItem, RunEventImageSchema } from './items.ts';
+import {
+  DeferredRunEventImageSchema,
+  parseItem,
+  RunEventImageSchema,
+  WebhookEndpointEventImageSchema,
+} from './items.ts';
+import { webhookEndpointSkPrefix } from './keys.ts';
 import type { ItemChange } from './stream-images.ts';
 
 /** One event as PutEvents takes it (on the bus the sender was built for). */
@@ -66,6 +72,13 @@ export const operatorImagesOf = (change: Pick<ItemChange, 'oldImage' | 'newImage
       item: 'deferredRun',
       old: oldImage && parseItem(DeferredRunEventImageSchema, oldImage),
       now: parseItem(DeferredRunEventImageSchema, newImage),
+    };
+  }
+  if (typeof newImage?.SK === 'string' && newImage.SK.startsWith(webhookEndpointSkPrefix)) {
+    return {
+      item: 'webhookEndpoint',
+      old: oldImage && parseItem(WebhookEndpointEventImageSchema, oldImage),
+      now: parseItem(WebhookEndpointEventImageSchema, newImage),
     };
   }
   return undefined;

@@ -74,3 +74,31 @@ export const sendWebhookMessage = async (deps: Deps, message: WebhookMessage, de
     }),
   );
 };
+
+/**
+ * A message of the webhooks queue for a team's webhook endpoint (functions/app/deliver-endpoint-webhook.ts):
+ * attempt `attempt` of one delivery of its log, due at `dueAt` (a wait longer than SQS's longest
+ * delay is sent on until due, as a run's webhook's is).
+ */
+export const EndpointMessageSchema = v.object({
+  teamId: v.string(),
+  endpointId: v.string(),
+  deliveryId: v.string(),
+  attempt: v.pipe(v.number(), v.integer(), v.minValue(1)),
+  dueAt: v.optional(v.pipe(v.string(), v.isoTimestamp())),
+});
+export type EndpointMessage = v.InferOutput<typeof EndpointMessageSchema>;
+
+/** Whether a webhooks-queue body is an endpoint's message (it names an endpoint) rather than a run's. */
+export const isEndpointMessage = (body: unknown): boolean =>
+  typeof body === 'object' && body !== null && 'endpointId' in body;
+
+export const sendEndpointMessage = async (deps: Deps, message: EndpointMessage, delaySeconds: number) => {
+  await deps.sqs.send(
+    new SendMessageCommand({
+      QueueUrl: deps.queueUrls.webhooks,
+      MessageBody: sqsMessageBody(message),
+      DelaySeconds: delaySeconds,
+    }),
+  );
+};

@@ -20,6 +20,7 @@ export const makeHandler = (deps: Deps) =>
       duplicates: report.duplicates,
       resent: report.resent,
       capped: report.capped,
+      endpointDeliveries: report.endpointDeliveries,
       redelivered: report.failed.length,
     });
     return { batchItemFailures: report.failed.map((itemIdentifier) => ({ itemIdentifier })) };

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { deliverQueuedWebhook } from '../app/deliver-endpoint-webhook.ts';
 import {
   deliverWebhook,
   type WebhookDelivery,
@@ -28,13 +29,15 @@ export const deliveryOf = (record: SQSRecord): WebhookDelivery => webhookDeliver
 /** The webhooks queue's consumer: a receiver's failure is recorded, only our own errors throw. */
 export const makeHandler = (deps: Deps, options: WebhookOptions = webhookOptionsFromEnv()) => {
   // Each record logs through its own child logger: records of a batch are delivered in parallel.
-  const deliver = async (record: SQSRecord) => {
-    const delivery = deliveryOf(record);
-    const { jobId, event, attempt } = delivery;
-    await withRecordKeys({ jobId, webhookEvent: event, attempt: attempt ?? 1, messageId: record.messageId }, () =>
-      deliverWebhook(deps, delivery, options),
-    );
-  };
+  // A team endpoint's message, or a run's own webhook's.
+  const deliver = (record: SQSRecord) =>
+    deliverQueuedWebhook(deps, record.body, record.messageId, options, () => {
+      const delivery = deliveryOf(record);
+      const { jobId, event, attempt } = delivery;
+      return withRecordKeys({ jobId, webhookEvent: event, attempt: attempt ?? 1, messageId: record.messageId }, () =>
+        deliverWebhook(deps, delivery, options),
+      );
+    });
   return withBatchContext(async (event: SQSEvent): Promise<SQSBatchResponse> => {
     try {
       // A batch whose every record failed is reported as such, not thrown: one delivery's transient

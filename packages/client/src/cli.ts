@@ -15,9 +15,11 @@ import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import {
+  type CreateWebhookEndpointRequest,
   type CreateWorkflowRequest,
   createClient,
   type DeferredRun,
+  type EndpointDelivery,
   isDeferred,
   isEnded,
   type ListDeferredRunsParams,
@@ -104,6 +106,19 @@ Commands:
   files upload <path> [--content-type T] [--name N]
                                          Upload a file (type from the extension unless given); prints the File
   files get <fileId>                     Show an uploaded file: its state (awaiting_upload, ready, rejected)
+  hooks create --url U --event E [--workflow-id ID] [--tag T] [--description D]
+                                         A team webhook endpoint hearing each --event (repeatable) of every run
+                                         the filters pass; prints its secret, shown this once
+  hooks list                             The team's webhook endpoints
+  hooks show <endpointId>                One endpoint: its filters, whether it is disabled and why
+  hooks disable <endpointId>             Stop its deliveries
+  hooks enable <endpointId>              Resume them (and forget the failures that disabled it)
+  hooks delete <endpointId>              Delete it
+  hooks rotate <endpointId>              A new secret (shown once); the old one signs beside it for 24 hours
+  hooks test <endpointId>                Queue a signed ping to it
+  hooks deliveries <endpointId> [--all]  Its delivery log, newest first (one page, or --all)
+  hooks redeliver <endpointId> <deliveryId>
+                                         Send one delivery of the log once more (same webhook-id)
   smoke (--agent ID | --project ID) [options]
                                          Prove a deployed stage: each default model, a Python step, a chain
                                          of queued steps, an upload, a file link, the event stream, a webhook;
@@ -157,6 +172,8 @@ const optionSpec = {
   tag: { type: 'string', multiple: true },
   event: { type: 'string', multiple: true },
   'node-id': { type: 'string' },
+  url: { type: 'string' },
+  description: { type: 'string' },
   'webhook-url': { type: 'string' },
   'webhook-secret': { type: 'string' },
   'aws-region': { type: 'string' },
@@ -219,6 +236,16 @@ const commandOptions: Record<string, OptionName[]> = {
   'deferred list': ['workflow-id', 'status', 'limit', 'cursor', 'all'],
   'files upload': ['content-type', 'name'],
   'files get': [],
+  'hooks create': ['url', 'event', 'workflow-id', 'tag', 'description'],
+  'hooks list': [],
+  'hooks show': [],
+  'hooks disable': [],
+  'hooks enable': [],
+  'hooks delete': [],
+  'hooks rotate': [],
+  'hooks test': [],
+  'hooks deliveries': ['all', 'cursor'],
+  'hooks redeliver': [],
   smoke: ['agent', 'project', 'webhook-url', 'webhook-secret', 'aws-region', 'bedrock-model', 'check', 'timeout'],
   'run token': ['expires-in'],
 };
@@ -250,7 +277,7 @@ const printFields = (io: CliIo, fields: Record<string, unknown>) => {
 const positionalCommand = (positionals: string[]): { command: string; args: string[] } => {
   const [first, second, ...rest] = positionals;
   if (first === undefined) throw new UsageError('no command given');
-  if (first === 'workflows' || first === 'deferred' || first === 'runs' || first === 'files') {
+  if (first === 'workflows' || first === 'deferred' || first === 'runs' || first === 'files' || first === 'hooks') {
     if (second === undefined) throw new UsageError(`"${first}" needs a subcommand`);
     const command = `${first} ${second}`;
     if (!(command in commandOptions)) throw new UsageError(`unknown command "${command}"`);
@@ -886,6 +913,89 @@ const deliveries = async (client: WorkflowRunClient, io: CliIo, values: Values, 
   for (const row of rows) write(io.stdout, line(row));
 };
 
+// --- hooks (the team's webhook endpoints) --------------------------------------------------------
+
+const hooks = async (
+  client: WorkflowRunClient,
+  io: CliIo,
+  values: Values,
+  command: string,
+  args: string[],
+  json: boolean,
+) => {
+  const signal = { signal: io.signal };
+  const show = (value: object) => (json ? printJson(io, value) : printFields(io, value as Record<string, unknown>));
+  switch (command) {
+    case 'hooks create': {
+      if (!values.url) throw new UsageError('hooks create needs --url');
+      if (!values.event?.length) throw new UsageError('hooks create needs at least one --event');
+      noArgs(command, args);
+      const created = await client.createWebhookEndpoint(
+        {
+          url: values.url,
+          events: values.event as CreateWebhookEndpointRequest['events'],
+          ...(values['workflow-id'] && { workflowIds: [values['workflow-id']] }),
+          ...(values.tag?.length && { tags: values.tag }),
+          ...(values.description && { description: values.description }),
+        },
+        signal,
+      );
+      show(created);
+      if (!json) write(io.stderr, 'note: the secret is shown this once; keep it where your receiver reads it');
+      return;
+    }
+    case 'hooks list': {
+      noArgs(command, args);
+      const endpoints = await client.listWebhookEndpoints(signal);
+      if (json) return printJson(io, endpoints);
+      if (endpoints.length === 0) return write(io.stdout, 'No webhook endpoint.');
+      for (const e of endpoints)
+        write(
+          io.stdout,
+          `${e.endpointId}  ${e.disabled ? `disabled (${e.disabledReason})` : 'enabled'}  ${e.events.join(',')}  ${e.url}`,
+        );
+      return;
+    }
+    case 'hooks show':
+      return show(await client.getWebhookEndpoint(oneArg(command, args, 'endpoint id'), signal));
+    case 'hooks disable':
+    case 'hooks enable': {
+      const disabled = command === 'hooks disable';
+      return show(await client.updateWebhookEndpoint(oneArg(command, args, 'endpoint id'), { disabled }, signal));
+    }
+    case 'hooks delete':
+      return show(await client.deleteWebhookEndpoint(oneArg(command, args, 'endpoint id'), signal));
+    case 'hooks rotate':
+      return show(await client.rotateWebhookEndpointSecret(oneArg(command, args, 'endpoint id'), signal));
+    case 'hooks test':
+      return show(await client.testWebhookEndpoint(oneArg(command, args, 'endpoint id'), signal));
+    case 'hooks redeliver': {
+      const [endpointId, deliveryId] = args;
+      if (args.length !== 2 || !endpointId || !deliveryId)
+        throw new UsageError('hooks redeliver needs an endpoint id and a delivery id');
+      return show(await client.redeliverWebhookEndpointDelivery(endpointId, deliveryId, signal));
+    }
+    case 'hooks deliveries': {
+      const endpointId = oneArg(command, args, 'endpoint id');
+      const all: EndpointDelivery[] = [];
+      if (values.all) for await (const d of client.webhookEndpointDeliveries(endpointId, signal)) all.push(d);
+      const page = values.all
+        ? { deliveries: all, nextCursor: null }
+        : await client.listWebhookEndpointDeliveries(
+            endpointId,
+            values.cursor ? { cursor: values.cursor } : {},
+            signal,
+          );
+      if (json) return printJson(io, page);
+      if (page.deliveries.length === 0) return write(io.stdout, 'No delivery yet.');
+      for (const d of page.deliveries)
+        write(io.stdout, `${d.deliveryId}  ${d.event}  ${d.jobId ?? '-'}  ${d.state}, ${d.attempts} attempt(s)`);
+      if (page.nextCursor) write(io.stdout, `next page: --cursor ${page.nextCursor}`);
+      return;
+    }
+  }
+};
+
 // --- runs list, deferred list ------------------------------------------------------------------
 
 /**
@@ -1150,6 +1260,18 @@ export const main = async (
         else printFields(io, file);
         break;
       }
+      case 'hooks create':
+      case 'hooks list':
+      case 'hooks show':
+      case 'hooks disable':
+      case 'hooks enable':
+      case 'hooks delete':
+      case 'hooks rotate':
+      case 'hooks test':
+      case 'hooks deliveries':
+      case 'hooks redeliver':
+        await hooks(client, io, values, command, args, json);
+        break;
       case 'smoke':
         noArgs(command, args);
         return await smoke(io, values, { baseUrl, apiKey }, json);

@@ -91,6 +91,14 @@ export type StorageUsage = Schemas['StorageUsage'];
 export type Credits = Schemas['Credits'];
 /** What a run start would hold and answer now (POST /workflows/{id}/estimate, POST /agents/{id}/estimate). */
 export type RunEstimate = Schemas['RunEstimate'];
+export type CreateWebhookEndpointRequest = Schemas['CreateWebhookEndpointRequest'];
+export type UpdateWebhookEndpointRequest = Schemas['UpdateWebhookEndpointRequest'];
+export type WebhookEndpoint = Schemas['WebhookEndpoint'];
+/** An endpoint as its creation or a rotation answers it: with its secret, shown this once. */
+export type WebhookEndpointWithSecret = Schemas['WebhookEndpointWithSecret'];
+export type EndpointDelivery = Schemas['EndpointDelivery'];
+export type EndpointDeliveryList = Schemas['EndpointDeliveryList'];
+export type EndpointDeliveryQueued = Schemas['EndpointDeliveryQueued'];
 
 /** Statuses a run never leaves. */
 export const endedRunStatuses: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'stopped'];
@@ -273,6 +281,47 @@ export interface WorkflowRunClient {
   estimate(workflowId: string, body?: RunRequest, options?: RequestOptions): Promise<RunEstimate>;
   /** POST /agents/{id}/estimate: `estimate` for a run of the agent's workflow (`runAgent(id, body)`). */
   estimateAgent(agentId: string, body?: RunRequest, options?: RequestOptions): Promise<RunEstimate>;
+  /**
+   * POST /webhook-endpoints: an endpoint hearing the events it names of every run of the team its
+   * filters pass; its `secret` is answered this once (scope `webhooks:write`).
+   */
+  createWebhookEndpoint(
+    body: CreateWebhookEndpointRequest,
+    options?: RequestOptions,
+  ): Promise<WebhookEndpointWithSecret>;
+  /** GET /webhook-endpoints: the team's endpoints, never a secret (scope `webhooks:read`). */
+  listWebhookEndpoints(options?: RequestOptions): Promise<WebhookEndpoint[]>;
+  /** GET /webhook-endpoints/{endpointId}. */
+  getWebhookEndpoint(endpointId: string, options?: RequestOptions): Promise<WebhookEndpoint>;
+  /** PATCH /webhook-endpoints/{endpointId}: the fields given; `disabled: false` re-enables one its failures disabled. */
+  updateWebhookEndpoint(
+    endpointId: string,
+    body: UpdateWebhookEndpointRequest,
+    options?: RequestOptions,
+  ): Promise<WebhookEndpoint>;
+  /** DELETE /webhook-endpoints/{endpointId}. */
+  deleteWebhookEndpoint(endpointId: string, options?: RequestOptions): Promise<WebhookEndpoint>;
+  /** POST …/rotate-secret: a new secret, answered once; the old one signs beside it for 24 hours. */
+  rotateWebhookEndpointSecret(endpointId: string, options?: RequestOptions): Promise<WebhookEndpointWithSecret>;
+  /** POST …/test: queues a signed `ping` to the endpoint. */
+  testWebhookEndpoint(endpointId: string, options?: RequestOptions): Promise<EndpointDeliveryQueued>;
+  /** GET …/deliveries: one page of the endpoint's delivery log, newest first. */
+  listWebhookEndpointDeliveries(
+    endpointId: string,
+    params?: { cursor?: string },
+    options?: RequestOptions,
+  ): Promise<EndpointDeliveryList>;
+  /** Every delivery of the endpoint's log, newest first, page after page. */
+  webhookEndpointDeliveries(
+    endpointId: string,
+    options?: RequestOptions,
+  ): AsyncGenerator<EndpointDelivery, void, undefined>;
+  /** POST …/deliveries/{deliveryId}/redeliver: one more attempt; `ConflictError` while it is pending. */
+  redeliverWebhookEndpointDelivery(
+    endpointId: string,
+    deliveryId: string,
+    options?: RequestOptions,
+  ): Promise<EndpointDeliveryQueued>;
   /** GET /node-types: every node type's reference (no key needed). */
   listNodeTypes(options?: RequestOptions): Promise<NodeTypeReference[]>;
   /** GET /node-types/{type}: one node type's reference. */
@@ -570,6 +619,63 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
       unwrap(raw.GET('/node-types/{type}', { params: { path: { type } }, signal: requestOptions.signal })),
     uploadFile,
     waitForRun,
+    createWebhookEndpoint: (body, requestOptions = {}) =>
+      unwrap(raw.POST('/webhook-endpoints', { body, signal: requestOptions.signal })),
+    listWebhookEndpoints: async (requestOptions = {}) =>
+      (await unwrap(raw.GET('/webhook-endpoints', { signal: requestOptions.signal }))).endpoints,
+    getWebhookEndpoint: (endpointId, requestOptions = {}) =>
+      unwrap(
+        raw.GET('/webhook-endpoints/{endpointId}', { params: { path: { endpointId } }, signal: requestOptions.signal }),
+      ),
+    updateWebhookEndpoint: (endpointId, body, requestOptions = {}) =>
+      unwrap(
+        raw.PATCH('/webhook-endpoints/{endpointId}', {
+          params: { path: { endpointId } },
+          body,
+          signal: requestOptions.signal,
+        }),
+      ),
+    deleteWebhookEndpoint: (endpointId, requestOptions = {}) =>
+      unwrap(
+        raw.DELETE('/webhook-endpoints/{endpointId}', {
+          params: { path: { endpointId } },
+          signal: requestOptions.signal,
+        }),
+      ),
+    rotateWebhookEndpointSecret: (endpointId, requestOptions = {}) =>
+      unwrap(
+        raw.POST('/webhook-endpoints/{endpointId}/rotate-secret', {
+          params: { path: { endpointId } },
+          signal: requestOptions.signal,
+        }),
+      ),
+    testWebhookEndpoint: (endpointId, requestOptions = {}) =>
+      unwrap(
+        raw.POST('/webhook-endpoints/{endpointId}/test', {
+          params: { path: { endpointId } },
+          signal: requestOptions.signal,
+        }),
+      ),
+    listWebhookEndpointDeliveries: (endpointId, params = {}, requestOptions = {}) =>
+      unwrap(
+        raw.GET('/webhook-endpoints/{endpointId}/deliveries', {
+          params: { path: { endpointId }, query: params },
+          signal: requestOptions.signal,
+        }),
+      ),
+    webhookEndpointDeliveries: (endpointId, requestOptions = {}) =>
+      everyPage(
+        (query: { cursor?: string }) => client.listWebhookEndpointDeliveries(endpointId, query, requestOptions),
+        (page: EndpointDeliveryList) => page.deliveries,
+        {},
+      ),
+    redeliverWebhookEndpointDelivery: (endpointId, deliveryId, requestOptions = {}) =>
+      unwrap(
+        raw.POST('/webhook-endpoints/{endpointId}/deliveries/{deliveryId}/redeliver', {
+          params: { path: { endpointId, deliveryId } },
+          signal: requestOptions.signal,
+        }),
+      ),
     runEvents: (jobId, eventsOptions) =>
       runEvents(
         {
