@@ -316,13 +316,14 @@ const table = [
     // What a run start with this body would hold and answer, started nothing (functions/app/estimate-run.ts):
     // RunWorkflow's reads (an upload settled as any read of it settles it: UpdateItem, GetObject,
     // DeleteObject) and the price settings, no write of a run; UpdateItem also counts the request.
+    // Query: the lock's read (activeJobOf) names the first queued run while the lock is handed over.
     id: 'EstimateWorkflowRun',
     method: 'POST',
     path: '/workflows/{id}/estimate',
     entry: 'functions/api/estimate-workflow-run.ts',
     scope: 'runs:create',
     body: true,
-    grants: { table: ['GetItem', 'BatchGetItem', 'UpdateItem'], uploads: ['GetObject', 'DeleteObject'] },
+    grants: { table: ['GetItem', 'BatchGetItem', 'UpdateItem', 'Query'], uploads: ['GetObject', 'DeleteObject'] },
   },
   {
     // EstimateWorkflowRun's, and Query: the agent's workflows (as RunAgent).

@@ -44,6 +44,11 @@ const notExercised: Record<string, Record<string, string>> = {
       "A resume copies an upload given again as a file input with the run start's own code (functions/app/run-inputs.ts, " +
       'one copy per distinct upload); its carried files are shared, never copied; test/file-inputs.int.test.ts exercises it on RunWorkflow.',
   },
+  EstimateWorkflowRun: {
+    'dynamodb:Query':
+      "A busy workflow's lock read (activeJobOf) queries its queue only in the moment the lock is handed from an " +
+      'ended run to a queued one; test/run-queue.int.test.ts exercises it on RunWorkflow.',
+  },
   EstimateAgentRun: {
     's3:GetObject':
       "An agent's estimate checks an upload given as a file input with EstimateWorkflowRun's code (the run start's, " +
