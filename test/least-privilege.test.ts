@@ -30,10 +30,14 @@ import { pinnedProd } from './support/stages.ts';
 const replaceReason =
   'A replacing start (`onConflict: "replace"`) cancels the run in progress with the cancel\'s own code, whose ' +
   'settlement deletes its lock (functions/app/cancel-run.ts `cancelReplaced`); test/run-queue.int.test.ts exercises it on RunWorkflow.';
+const replaceWebhookReason =
+  "A replacing start queues the replaced run's end webhook with the cancel's own code (functions/app/cancel-run.ts " +
+  '`cancelReplaced`); test/run-queue.int.test.ts exercises it on RunWorkflow.';
 const notExercised: Record<string, Record<string, string>> = {
-  RunAgent: { 'dynamodb:DeleteItem': replaceReason },
+  RunAgent: { 'dynamodb:DeleteItem': replaceReason, 'sqs:SendMessage': replaceWebhookReason },
   ResumeRun: {
     'dynamodb:DeleteItem': replaceReason,
+    'sqs:SendMessage': replaceWebhookReason,
     's3:GetObject':
       "A resume reads an upload given again as a file input with the run start's own code (functions/app/run-inputs.ts); " +
       'test/file-inputs.int.test.ts exercises it on RunWorkflow.',

@@ -97,6 +97,7 @@ describe('one source for the statuses', () => {
    * and the verdict on it). Any other run or step status spelled outside the lifecycle fails here.
    */
   const otherMachines: Record<string, number> = {
+    'functions/app/deliver-endpoint-webhook.ts': 1,
     'functions/app/deliver-webhook.ts': 1,
     'functions/app/dispatch-deferred.ts': 2,
     'functions/app/provider-job.ts': 6,
@@ -111,6 +112,7 @@ describe('one source for the statuses', () => {
     'functions/nodes/providers/types.ts': 1,
     'functions/store/deferred-runs.ts': 3,
     'functions/store/run/runs.ts': 1,
+    'functions/store/webhook-endpoints.ts': 2,
     'functions/workers/deferred-dispatcher.ts': 1,
   };
 

@@ -200,7 +200,8 @@ describe('onConflict: queue', () => {
 describe('onConflict: replace', () => {
   it('cancels the run in progress as a cancel would and starts ahead of the queued runs', async () => {
     const { owner, workflowId } = await setUp();
-    const running = (await start(owner, workflowId)).body.jobId as string;
+    // It asked for its end's webhook: the replacing start queues it, as a cancel would.
+    const running = (await start(owner, workflowId, { callbackUrl: 'https://example.com/hook' })).body.jobId as string;
     const queued = (await start(owner, workflowId, { onConflict: 'queue' })).body.jobId as string;
     // The run in progress has done its first step.
     const [firstStep] = await takeStepMessages(stack.deps);

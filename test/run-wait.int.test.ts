@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 /**
  * `Prefer: wait=N` through the real path: the run starts, the resume and GET /runs/{jobId} over the
  * local API against the emulators, the real step executor running the steps. Where a test needs
@@ -40,12 +41,15 @@ const threeSteps = [
  */
 const clockedApi = async (options: { moving?: boolean } = {}) => {
   const clock = { ms: Date.now(), pauses: [] as number[] };
+  // The steps run as the test's own work, not as the waiting route's: the command log files an AWS
+  // call under the function whose invocation it runs in, and the route never receives step messages.
+  const outsideTheRoute = AsyncLocalStorage.snapshot();
   const deps: Deps = {
     ...stack.deps,
     now: () => new Date(clock.ms),
     sleep: async (ms: number) => {
       clock.pauses.push(ms);
-      if (options.moving) await drainSteps(stack.deps, realStepHandler(stack.deps));
+      if (options.moving) await outsideTheRoute(() => drainSteps(stack.deps, realStepHandler(stack.deps)));
       clock.ms += ms;
     },
   };
