@@ -94,7 +94,7 @@ const queueEntries = async (deps: Deps, workflowId: string, before?: string): Pr
 };
 
 /** The first waiting run of the workflow's queue (one strongly consistent Query of one entry). */
-const firstInQueue = async (deps: Deps, workflowId: string): Promise<string | undefined> => {
+export const firstInQueue = async (deps: Deps, workflowId: string): Promise<string | undefined> => {
   const { Items } = await deps.ddb.send(
     new QueryCommand({
       TableName: deps.tableName,

@@ -1,5 +1,5 @@
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
-import { GetCommand, QueryCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
 import { RunStatus } from '../../../platform/run-statuses.ts';
 import type { RunLabels } from '../../../schemas/run-tags.ts';
@@ -47,7 +47,6 @@ import {
   unexpired,
   WorkflowItemSchema,
   WorkflowLockItemSchema,
-  WorkflowQueueEntrySchema,
 } from '../items.ts';
 import {
   agentKey,
@@ -63,13 +62,13 @@ import {
   teamPartition,
   workflowKey,
   workflowLockKey,
-  workflowQueuePartition,
   workflowSkPrefix,
 } from '../keys.ts';
 import { type NamedItems, type NamedTransactResult, namedTransactWrite } from '../named-transaction.ts';
 import { queryAll } from '../query.ts';
 import { MessagesRefusedError, sqsMessageBody, stepMessageGroup } from '../queues.ts';
 import { stringAttribute } from '../refusals.ts';
+import { firstInQueue } from './queue.ts';
 import { runTagPuts } from './run-tags.ts';
 
 export interface RunnableWorkflow {
@@ -373,17 +372,7 @@ export const activeJobOf = async (deps: Deps, workflowId: string): Promise<strin
   if (!Item) return undefined;
   const lock = parseItem(WorkflowLockItemSchema, Item);
   if (lock.jobId !== undefined || lock.waiting <= 0) return lock.jobId;
-  const { Items } = await deps.ddb.send(
-    new QueryCommand({
-      TableName: deps.tableName,
-      KeyConditionExpression: 'PK = :pk',
-      ExpressionAttributeValues: { ':pk': workflowQueuePartition(workflowId) },
-      ConsistentRead: true,
-      Limit: 1,
-    }),
-  );
-  const first = Items?.[0];
-  return first && parseItem(WorkflowQueueEntrySchema, first).jobId;
+  return firstInQueue(deps, workflowId);
 };
 
 /** One message per ready step, in its team's group (`stepMessageGroup`); SQS batches of ten. */
