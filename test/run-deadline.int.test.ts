@@ -200,6 +200,28 @@ describe('deadlineSeconds', () => {
     });
   });
 
+  it('a run still queued behind another at its deadline ends cancelled by it, its whole hold released', async () => {
+    const t = await team(100);
+    const workflowId = await createWorkflow(stack, t, pairSteps);
+    await startRunCall(stack.baseUrl, t.key, workflowId, {});
+    const before = await ledgerOf(stack.deps, t.teamId);
+    const waiting = await startRunCall(stack.baseUrl, t.key, workflowId, { onConflict: 'queue', deadlineSeconds: 60 });
+    expect(waiting.status).toBe(202);
+    const jobId = waiting.body.jobId as string;
+    const run = await runItem(jobId);
+    expect(run.status).toBe('waiting');
+    expect((await ledgerOf(stack.deps, t.teamId)).held).toBeGreaterThan(before.held);
+    const [timer] = await deadlineMessages(jobId);
+    const due = at(later(run.deadlineAt ?? '', 1));
+    expect(await deliver(stepHandler(due), [deadlineRecord(timer?.body ?? {})])).toEqual([]);
+    expect(await runItem(jobId)).toMatchObject({ status: 'cancelled', endReason: 'deadline', heldHundredths: 0 });
+    expect(await ledgerOf(stack.deps, t.teamId)).toEqual(before);
+    expect((await getRunCall(stack.baseUrl, t.key, jobId)).body).toMatchObject({
+      status: 'cancelled',
+      endReason: 'deadline',
+    });
+  });
+
   it('a deadline past 15 minutes is a chain of delayed messages: one that arrives early is sent on with the rest', async () => {
     const t = await team(100);
     const workflowId = await createWorkflow(stack, t, pairSteps);

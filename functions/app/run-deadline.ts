@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import type { Deps } from '../deps.ts';
 import { deadlineAt, deadlineStep } from '../domain/run-deadline.ts';
-import { isInProgress } from '../domain/run-lifecycle.ts';
+import { isInProgress, isWaiting } from '../domain/run-lifecycle.ts';
 import { logger } from '../observability/logger.ts';
 import { readRunItem, sendDeadlineMessage } from '../store/run/index.ts';
 import { cancelAtDeadline } from './cancel-run.ts';
@@ -42,7 +42,11 @@ export const enforceDeadline = async (deps: Deps, message: DeadlineMessage): Pro
   const run = await readRunItem(deps, message.jobId);
   if (run && run.deadlineAt === undefined) return;
   const dueAt = new Date(run?.deadlineAt ?? message.dueAt);
-  const step = deadlineStep(dueAt, deps.now(), run && { inProgress: isInProgress(run.status) });
+  const step = deadlineStep(
+    dueAt,
+    deps.now(),
+    run && { inProgress: isInProgress(run.status) || isWaiting(run.status) },
+  );
   if (step.kind === 'wait') {
     await sendDeadlineMessage(deps, { ...message, dueAt: dueAt.toISOString() }, step.delaySeconds);
     return;
