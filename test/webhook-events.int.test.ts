@@ -39,6 +39,8 @@ const streamFailures: unknown[] = [];
 const pollers: { stop: () => Promise<void> | void }[] = [];
 /** Nodes whose next execution fails as a refused provider call does (then they succeed). */
 const failNext = new Set<string>();
+/** While set, a node keyed `hold` runs only once this settles (a run kept in progress). */
+let holdGate: Promise<void> | undefined;
 
 beforeAll(async () => {
   stack = await startTestStack();
@@ -47,6 +49,7 @@ beforeAll(async () => {
     startStepWorkers(stack, {
       executors: () => async (context) => {
         if (failNext.delete(context.node.id)) throw new StepFailedError('the provider refused the request');
+        if (context.node.id === 'hold') await holdGate;
         return instantExecutor(context);
       },
     }),
@@ -125,6 +128,38 @@ const inReceiverOrder = (got: Verified[]) =>
     const ended = (x: Verified) => String((x.body.step as { ended_at?: string } | undefined)?.ended_at ?? '');
     return rank(a) - rank(b) || ended(a).localeCompare(ended(b));
   });
+
+describe('a run queued behind another', () => {
+  it('sends run.started when it actually starts (its promotion), once, then its end', async () => {
+    const team = await newTeam();
+    const workflowId = await createWorkflow(stack, team, [
+      { key: 'hold', type: 'TextEntry', config: { text: 'otters' } },
+      { key: 'show', type: 'TextConsole', inputs: ['hold'] },
+    ]);
+    let release = () => {};
+    holdGate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const first = await startOk(team, workflowId, {});
+    const queued = await start(team, workflowId, {
+      callbackUrl: receiver.url,
+      callbackSecret: secret,
+      webhookEvents: ['run.started', 'run.completed'],
+      onConflict: 'queue',
+    });
+    expect(queued.status, JSON.stringify(queued.body)).toBe(202);
+    expect(queued.body).toMatchObject({ queuePosition: 1, queuedBehind: first });
+    const jobId = queued.body.jobId as string;
+    // Nothing is sent while it waits: the run in progress holds the workflow until released.
+    await streamPassed(team);
+    expect(receivedFor(jobId)).toEqual([]);
+    release();
+    holdGate = undefined;
+    const got = await waitForDeliveries(jobId, (events) => events.some((e) => e.event === 'run.completed'));
+    expect(got.map((g) => g.event).sort()).toEqual(['run.completed', 'run.started']);
+    expect(got.find((g) => g.event === 'run.started')?.id).toBe(webhookId(jobId, 'run.started'));
+  });
+});
 
 describe('a run that chose its events', () => {
   let team: SeededTeam;
