@@ -181,6 +181,17 @@ describe('onConflict: queue', () => {
     const full = await start(owner, workflowId, { onConflict: 'queue' });
     expect(full.status).toBe(409);
     expect(full.body).toEqual({ error: "This workflow's queue is full", activeJobId: running, queueDepth: 100 });
+    // The estimate of that start shows the same refusal, and one that replaces none.
+    const estimated = await api(stack.baseUrl, 'POST', `/workflows/${workflowId}/estimate`, {
+      key: owner.key,
+      body: { onConflict: 'queue' },
+    });
+    expect(estimated.body.refusal).toEqual({ status: 409, body: full.body });
+    const replacing = await api(stack.baseUrl, 'POST', `/workflows/${workflowId}/estimate`, {
+      key: owner.key,
+      body: { onConflict: 'replace' },
+    });
+    expect(replacing.body.refusal).toBeNull();
     expect((await ledgerOf(stack.deps, owner.teamId)).held).toBe(2 * pairPrice);
     expect(queueCap).toBe(100);
     // Put the count back to the runs really waiting, then clear the workflow.

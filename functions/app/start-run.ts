@@ -41,6 +41,7 @@ import { findIdempotentAnswer, IdempotencyRaceError, type IdempotencyRecord } fr
 import type { ApiKeyItem, InputFile } from '../store/items.ts';
 import {
   activeJobOf,
+  assertQueueRoom,
   loadAdmissionFacts,
   loadAgentWorkflow,
   loadRunnableWorkflow,
@@ -48,6 +49,7 @@ import {
   queueRun,
   RaceLostError,
   type RunnableWorkflow,
+  readLock,
   type Standing,
   sendStepMessages,
   startNextQueued,
@@ -207,8 +209,14 @@ export const admitRun = async (
  * place for the start and the estimate).
  */
 export const refuseIfBusy = async (deps: Deps, input: { workflow: RunnableWorkflow; request: RunRequest }) => {
-  // A start that queues or replaces meets a busy workflow by waiting, not by a refusal.
-  if (laneOf(input.request.onConflict)) return;
+  // A start that queues or replaces meets a busy workflow by waiting, not by a refusal; one that
+  // queues is refused only by a full queue.
+  const lane = laneOf(input.request.onConflict);
+  if (lane === 'queue') {
+    const { workflowId } = input.workflow;
+    await assertQueueRoom(deps, workflowId, await readLock(deps, workflowId));
+  }
+  if (lane) return;
   const active = await activeJobOf(deps, input.workflow.workflowId);
   if (active !== undefined) throw admissionError({ kind: 'runInProgress', activeJobId: active });
 };

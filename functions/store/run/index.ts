@@ -14,6 +14,7 @@ export {
   settleJustEnded,
 } from './ledger.ts';
 export {
+  assertQueueRoom,
   cancelWaitingRun,
   type QueueOutcome,
   queueRun,

@@ -113,6 +113,16 @@ export const activeOrNext = async (deps: Deps, workflowId: string, lock: LockSta
   lock?.jobId ?? (lock && lock.waiting > 0 ? await firstInQueue(deps, workflowId) : undefined);
 
 /** Where a waiting run stands: its place (1 = next) and the run it waits for. */
+/**
+ * A queueing start's refusal when its workflow's queue is full (`queueCap` runs waiting, as the lock
+ * counts them): the 409 naming the run in progress and the depth. Shared by the start and the estimate.
+ */
+export const assertQueueRoom = async (deps: Deps, workflowId: string, lock: LockState | undefined) => {
+  if (lock && !isFree(lock) && lock.waiting >= queueCap) {
+    throw new QueueFullError((await activeOrNext(deps, workflowId, lock)) ?? '', lock.waiting);
+  }
+};
+
 export interface Standing {
   queuePosition: number;
   queuedBehind: string | undefined;
@@ -149,9 +159,7 @@ export const queueRun = async (
   const workflowId = run.workflow.workflowId;
   const lock = await readLock(deps, workflowId);
   if (isFree(lock) || !lock) return { kind: 'free' };
-  if (wait.lane === 'queue' && lock.waiting >= queueCap) {
-    throw new QueueFullError((await activeOrNext(deps, workflowId, lock)) ?? '', lock.waiting);
-  }
+  if (wait.lane === 'queue') await assertQueueRoom(deps, workflowId, lock);
   const now = deps.now().toISOString();
   // Replacements go first, in their own order; the others after every run queued before them.
   const order = queueOrder(wait.lane, sequence(lock.accepted + 1), run.jobId);
