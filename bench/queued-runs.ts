@@ -10,6 +10,7 @@
  * run again. Priced at us-east-1 on-demand rates (`awsPrices`).
  */
 
+import { PurgeQueueCommand } from '@aws-sdk/client-sqs';
 import { isEndStatus } from '../functions/domain/run-lifecycle.ts';
 import type { NodeExecutor } from '../functions/nodes/executors/types.ts';
 import { readRunItem } from '../functions/store/run/index.ts';
@@ -104,6 +105,9 @@ export const benchQueuedRuns = async (options: { resources: LocalResources; chai
         waitSeconds: 1,
       });
     // A warm-up pair, unmetered.
+    // Step messages an earlier section left (a run it did not wait for, a check sent for later) would
+    // be run, and metered, by this section's executor: the queue starts empty.
+    await reader.sqs.send(new PurgeQueueCommand({ QueueUrl: options.resources.queueUrls.Steps }));
     const warm = steps();
     await ended(await start({}, 200));
     await warm.stop();
