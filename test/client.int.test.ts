@@ -688,6 +688,10 @@ describe('run lists through the client and the CLI', () => {
 
 describe('waiting for a run in the request (Prefer: wait) through the client and the CLI', () => {
   it('runWorkflow and getRun with `wait` answer the ended run; run --wait and runs show --wait print it', async () => {
+    // A key of its own: the file's key has a rate limit the other tests spend.
+    const own = await addKey(stack.deps, team.teamId, { rateLimitPerMinute: 100_000 });
+    const client = createClient({ baseUrl: stack.baseUrl, apiKey: own.key });
+    const cli = (args: string[]) => runCli({ baseUrl: stack.baseUrl, key: own.key }, args);
     const workflowId = await createWorkflow(stack, team, chainSteps, 'Waited in the request');
     const started = await client.runWorkflow(workflowId, { inputs: { topic: 'voles' } }, { wait: 25 });
     expect(started.run, JSON.stringify(started)).toMatchObject({ jobId: started.jobId, status: 'completed' });
@@ -701,6 +705,7 @@ describe('waiting for a run in the request (Prefer: wait) through the client and
     expect(shown.code, shown.stderr).toBe(0);
     expect(JSON.parse(shown.stdout)).toMatchObject({ jobId, status: 'completed', progress: 100 });
     const plain = await cli(['runs', 'show', jobId]);
+    expect(plain.code, plain.stderr).toBe(0);
     expect(plain.stdout).toMatch(/^status: completed$/m);
 
     for (const args of [

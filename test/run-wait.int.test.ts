@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 /**
  * `Prefer: wait=N` through the real path: the run starts, the resume and GET /runs/{jobId} over the
  * local API against the emulators, the real step executor running the steps. Where a test needs
@@ -35,21 +34,44 @@ const threeSteps = [
 ];
 
 /**
+ * Deliveries of the queued steps a waiting route asks for, made by a pump of the test's own: the
+ * command log files an AWS call under the function whose invocation, or whose handler file on the
+ * call stack (async frames included), it runs in, and the route never receives step messages.
+ */
+const stepPump = () => {
+  const asked: (() => void)[] = [];
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy || asked.length === 0) return;
+    busy = true;
+    const waiting = asked.splice(0);
+    void (async () => {
+      try {
+        await drainSteps(stack.deps, realStepHandler(stack.deps));
+      } finally {
+        busy = false;
+        for (const done of waiting) done();
+      }
+    })();
+  }, 5);
+  closers.push(async () => clearInterval(timer));
+  return () => new Promise<void>((resolve) => asked.push(resolve));
+};
+
+/**
  * A second local API over the stack whose clock moves only when a wait pauses: by the pause, at
  * once. With `moving`, each pause first delivers the queued steps to the real step executor (the
  * run moves while the request waits, as the step executor's own Lambda would move it).
  */
 const clockedApi = async (options: { moving?: boolean } = {}) => {
   const clock = { ms: Date.now(), pauses: [] as number[] };
-  // The steps run as the test's own work, not as the waiting route's: the command log files an AWS
-  // call under the function whose invocation it runs in, and the route never receives step messages.
-  const outsideTheRoute = AsyncLocalStorage.snapshot();
+  const moveSteps = options.moving ? stepPump() : undefined;
   const deps: Deps = {
     ...stack.deps,
     now: () => new Date(clock.ms),
     sleep: async (ms: number) => {
       clock.pauses.push(ms);
-      if (options.moving) await outsideTheRoute(() => drainSteps(stack.deps, realStepHandler(stack.deps)));
+      await moveSteps?.();
       clock.ms += ms;
     },
   };
