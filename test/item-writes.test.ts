@@ -50,6 +50,7 @@ import {
   storedDeferredRun,
   storedDelivery,
   storedEndpointDelivery,
+  storedEndpointSlots,
   storedIdempotency,
   storedKeyMonth,
   storedPrice,
@@ -305,6 +306,7 @@ const definitions = {
   teamSteps: storedTeamSteps,
   streamSlots: storedStreamSlots,
   webhookEndpoint: storedWebhookEndpoint,
+  endpointSlots: storedEndpointSlots,
   endpointDelivery: storedEndpointDelivery,
 } satisfies Record<string, ItemDefinition>;
 
@@ -330,6 +332,7 @@ const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definition
     [/^RUNTOKENKEY$/, 'runTokenKey'],
     [/^FILE#/, 'upload'],
     [/^WHENDPOINT#/, 'webhookEndpoint'],
+    [/^WHSLOTS$/, 'endpointSlots'],
     [/^DELIVERY#/, 'endpointDelivery'],
   ];
   if (PK.startsWith('KEYSPEND#')) return 'keyMonth';
@@ -598,19 +601,23 @@ describe('what the store’s writers leave in the table', () => {
     // A team's webhook endpoint: created, changed, disabled and enabled, its secret rotated, its
     // failure streak started and then disabling it; one delivery opened, attempted, redelivered.
     const endpointId = '5a000000-0000-4000-8000-00000000000e';
-    await putEndpoint(deps, {
-      endpointId,
-      teamId,
-      url: 'https://hooks.example/x',
-      events: ['run.completed'],
-      workflowIds: [workflowId],
-      tags: ['vip'],
-      description: 'billing',
-      secret: 'whsec_AAAA',
-      disabled: false,
-      createdAt: at,
-      updatedAt: at,
-    });
+    await putEndpoint(
+      deps,
+      {
+        endpointId,
+        teamId,
+        url: 'https://hooks.example/x',
+        events: ['run.completed'],
+        workflowIds: [workflowId],
+        tags: ['vip'],
+        description: 'billing',
+        secret: 'whsec_AAAA',
+        disabled: false,
+        createdAt: at,
+        updatedAt: at,
+      },
+      20,
+    );
     await updateEndpoint(deps, teamId, endpointId, { events: ['run.failed'], disabled: true });
     await updateEndpoint(deps, teamId, endpointId, { disabled: false });
     const endpoint = await readEndpoint(deps, teamId, endpointId);

@@ -8,6 +8,7 @@
  * receiver verifies every delivery with the `standardwebhooks` library.
  */
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBStreamEvent, SQSEvent } from 'aws-lambda';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -15,6 +16,8 @@ import type { WebhookOptions } from '../functions/app/deliver-webhook.ts';
 import type { Deps } from '../functions/deps.ts';
 import { operatorDetailTypes } from '../functions/domain/operator-events.ts';
 import { disableAfterFailingMs } from '../functions/domain/webhook-endpoints.ts';
+import { itemVersion } from '../functions/store/items.ts';
+import { webhookEndpointKey } from '../functions/store/keys.ts';
 import { makeHandler as makeFanOutHandler } from '../functions/workers/lifecycle-webhooks.ts';
 import { makeHandler as makeWebhookWorker } from '../functions/workers/webhook-delivery.ts';
 import { invokedAs } from '../local/invocation.ts';
@@ -198,6 +201,40 @@ describe('managing endpoints', () => {
     const gone = await api(stack.baseUrl, 'GET', `/webhook-endpoints/${created.endpointId}`, { key: team.key });
     expect(gone.status).toBe(404);
     expect(gone.body).toEqual({ error: 'Webhook endpoint not found' });
+  });
+
+  it('keeps at most 20 a team under 25 concurrent creations, counting one made before the count existed', async () => {
+    const team = await newTeam();
+    const hooks = await receiver();
+    const body = { url: hooks.url, events: ['run.completed'] };
+    // One endpoint kept before the team had its count: the first creation counts it in.
+    const legacyId = '5b000000-0000-4000-8000-000000000001';
+    const at = new Date().toISOString();
+    await stack.deps.ddb.send(
+      new PutCommand({
+        TableName: stack.deps.tableName,
+        Item: {
+          ...webhookEndpointKey(team.teamId, legacyId),
+          ...{ endpointId: legacyId, teamId: team.teamId, url: hooks.url, events: ['run.completed'] },
+          ...{ secret: 'whsec_AAAA', disabled: false, createdAt: at, updatedAt: at, v: itemVersion },
+        },
+      }),
+    );
+    const answers = await Promise.all(
+      Array.from({ length: 25 }, () => api(stack.baseUrl, 'POST', '/webhook-endpoints', { key: team.key, body })),
+    );
+    const statuses = answers.map((a) => a.status).sort();
+    expect(statuses.filter((s) => s === 201)).toHaveLength(19);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(6);
+    expect(answers.find((a) => a.status === 409)?.body).toMatchObject({ maxEndpoints: 20 });
+    const listed = await api(stack.baseUrl, 'GET', '/webhook-endpoints', { key: team.key });
+    expect(listed.body.endpoints).toHaveLength(20);
+
+    // A deletion frees its place, the legacy one's as any other.
+    const deleted = await api(stack.baseUrl, 'DELETE', `/webhook-endpoints/${legacyId}`, { key: team.key });
+    expect(deleted.status).toBe(200);
+    expect((await api(stack.baseUrl, 'POST', '/webhook-endpoints', { key: team.key, body })).status).toBe(201);
+    expect((await api(stack.baseUrl, 'POST', '/webhook-endpoints', { key: team.key, body })).status).toBe(409);
   });
 
   it("another team's endpoint reads as missing on every route; reading needs webhooks:read", async () => {

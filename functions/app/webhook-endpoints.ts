@@ -130,9 +130,6 @@ export const createEndpoint = async (
       throw new WorkflowNotPermittedError(outside ?? '(every workflow)');
     }
   }
-  // Counted before the write: concurrent creations may pass the limit by the few that raced.
-  const existing = await listEndpoints(deps, caller.teamId);
-  if (existing.length >= maxEndpointsPerTeam) throw new TooManyWebhookEndpointsError(maxEndpointsPerTeam);
   const now = deps.now().toISOString();
   const endpoint: WebhookEndpointItem = {
     endpointId: deps.newId(),
@@ -147,7 +144,9 @@ export const createEndpoint = async (
     createdAt: now,
     updatedAt: now,
   };
-  await putEndpoint(deps, endpoint);
+  if (!(await putEndpoint(deps, endpoint, maxEndpointsPerTeam))) {
+    throw new TooManyWebhookEndpointsError(maxEndpointsPerTeam);
+  }
   return { ...endpointView(endpoint, deps.now()), secret: endpoint.secret };
 };
 
@@ -177,10 +176,9 @@ export const changeEndpoint = async (
 };
 
 export const removeEndpoint = async (deps: Deps, caller: Caller, endpointId: string): Promise<WebhookEndpoint> => {
-  await visibleEndpoint(deps, caller, endpointId);
-  const deleted = await deleteEndpoint(deps, caller.teamId, endpointId);
-  if (!deleted) throw new WebhookEndpointNotFoundError(endpointId);
-  return endpointView(deleted, deps.now());
+  const endpoint = await visibleEndpoint(deps, caller, endpointId);
+  if (!(await deleteEndpoint(deps, endpoint))) throw new WebhookEndpointNotFoundError(endpointId);
+  return endpointView(endpoint, deps.now());
 };
 
 export const rotateSecret = async (

@@ -781,6 +781,9 @@ export const WebhookEndpointItemSchema = v.object({
 });
 export type WebhookEndpointItem = v.InferOutput<typeof WebhookEndpointItemSchema>;
 export const storedWebhookEndpoint = storedItem(WebhookEndpointItemSchema);
+/** A team's endpoints under their cap (functions/store/webhook-endpoints.ts `putEndpoint`): per endpoint, its creation time. */
+export const EndpointSlotsItemSchema = v.object({ slots: v.record(v.string(), v.string()) });
+export const storedEndpointSlots = storedItem(EndpointSlotsItemSchema);
 /** What the operator events read of an endpoint's change (never its secrets). */
 export const WebhookEndpointEventImageSchema = v.pick(WebhookEndpointItemSchema, [
   'endpointId',

@@ -171,6 +171,12 @@ export const webhookEndpointKey = (teamId: string, endpointId: string) => ({
 });
 
 /**
+ * The team's endpoints counted under their cap: a `slots` map, per endpoint its creation time,
+ * taken in the transaction that writes the endpoint (outside `WHENDPOINT#`, so the list reads none).
+ */
+export const webhookEndpointSlotsKey = (teamId: string) => ({ PK: teamPartition(teamId), SK: 'WHSLOTS' });
+
+/**
  * One delivery of a webhook endpoint, in the endpoint's own partition: its ids begin with the
  * event's time (functions/domain/webhook-endpoints.ts), so the log is one Query read backwards.
  */

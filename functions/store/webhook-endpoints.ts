@@ -10,7 +10,7 @@ import {
 import type { Deps } from '../deps.ts';
 import { runItemExpiry } from '../domain/retention.ts';
 import { appendToAttemptLog, type DeliveryState, type WebhookAttempt } from '../domain/webhook.ts';
-import { ifNotExists } from './item-update.ts';
+import { ifNotExists, tableUpdate } from './item-update.ts';
 import {
   type EndpointDeliveryItem,
   EndpointDeliveryItemSchema,
@@ -19,6 +19,7 @@ import {
   RunItemSchema,
   type StoredItem,
   storedEndpointDelivery,
+  storedEndpointSlots,
   storedWebhookEndpoint,
   unexpired,
   type WebhookEndpointItem,
@@ -32,7 +33,9 @@ import {
   teamPartition,
   webhookEndpointKey,
   webhookEndpointSkPrefix,
+  webhookEndpointSlotsKey,
 } from './keys.ts';
+import { namedTransactWrite } from './named-transaction.ts';
 import { queryAll } from './query.ts';
 import type { ItemChange } from './stream-images.ts';
 import { conditionalUpdate, conditionalWrite } from './write.ts';
@@ -67,21 +70,64 @@ export const readEndpoint = async (
   return Item && parseItem(WebhookEndpointItemSchema, Item);
 };
 
-/** Writes a new endpoint (its id is new: the condition only guards a collision). */
-export const putEndpoint = async (deps: Deps, endpoint: WebhookEndpointItem): Promise<void> => {
+/** The put of a new endpoint (its id is new: the condition only guards a collision). */
+const endpointPut = (deps: Deps, endpoint: WebhookEndpointItem) => {
   const item = {
     ...webhookEndpointKey(endpoint.teamId, endpoint.endpointId),
     ...endpoint,
     v: itemVersion,
   } satisfies StoredItem<typeof storedWebhookEndpoint>;
-  await conditionalWrite(
+  return { TableName: deps.tableName, Item: item, ConditionExpression: 'attribute_not_exists(PK)' };
+};
+
+/**
+ * Creates the team's slots map with the endpoints it already has (kept before the map existed), if
+ * it has none: an entry cannot be set in a map that is absent.
+ */
+const createEndpointSlots = async (deps: Deps, teamId: string) => {
+  const existing = await listEndpoints(deps, teamId);
+  await conditionalUpdate(
     deps,
-    new PutCommand({
-      TableName: deps.tableName,
-      Item: item,
-      ConditionExpression: 'attribute_not_exists(PK)',
-    }),
+    storedEndpointSlots,
+    webhookEndpointSlotsKey(teamId),
+    { set: { slots: ifNotExists(Object.fromEntries(existing.map((e) => [e.endpointId, e.createdAt]))) } },
+    { ConditionExpression: 'attribute_not_exists(slots)' },
   );
+};
+
+/**
+ * Writes a new endpoint and takes its slot among the team's in one transaction, so concurrent
+ * creations never pass `cap` (each is refused or counted, atomically). False when the team holds `cap`.
+ */
+export const putEndpoint = async (deps: Deps, endpoint: WebhookEndpointItem, cap: number): Promise<boolean> => {
+  const write = () =>
+    namedTransactWrite(deps, {
+      slot: {
+        Update: {
+          ...tableUpdate(
+            deps,
+            storedEndpointSlots,
+            webhookEndpointSlotsKey(endpoint.teamId),
+            { setEntries: { slots: { [endpoint.endpointId]: endpoint.createdAt } } },
+            {
+              ConditionExpression: 'size(#slots) < :cap',
+              ExpressionAttributeNames: { '#slots': 'slots' },
+              ExpressionAttributeValues: { ':cap': cap },
+            },
+          ),
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        },
+      },
+      endpoint: { Put: endpointPut(deps, endpoint) },
+    });
+  let result = await write();
+  if (!result.written && result.refused('slot') && result.reason('slot')?.Item?.slots === undefined) {
+    await createEndpointSlots(deps, endpoint.teamId);
+    result = await write();
+  }
+  if (result.written) return true;
+  if (result.refused('slot')) return false;
+  throw new Error(`endpoint ${endpoint.endpointId} collided with an existing one`);
 };
 
 /** What a PATCH may change. */
@@ -149,23 +195,25 @@ export const rotateEndpointSecret = async (
 };
 
 /** Deletes the endpoint; undefined when it was gone, else the endpoint as it was. */
-export const deleteEndpoint = async (
-  deps: Deps,
-  teamId: string,
-  endpointId: string,
-): Promise<WebhookEndpointItem | undefined> => {
-  const deleted = await conditionalWrite(
-    deps,
-    new DeleteCommand({
-      TableName: deps.tableName,
-      Key: webhookEndpointKey(teamId, endpointId),
-      ...exists,
-      ReturnValues: 'ALL_OLD',
-    }),
-  );
-  return deleted.written && deleted.output.Attributes
-    ? parseItem(WebhookEndpointItemSchema, deleted.output.Attributes)
-    : undefined;
+export const deleteEndpoint = async (deps: Deps, endpoint: WebhookEndpointItem): Promise<boolean> => {
+  const key = webhookEndpointKey(endpoint.teamId, endpoint.endpointId);
+  const deleted = await namedTransactWrite(deps, {
+    endpoint: { Delete: { TableName: deps.tableName, Key: key, ...exists } },
+    slot: {
+      Update: tableUpdate(
+        deps,
+        storedEndpointSlots,
+        webhookEndpointSlotsKey(endpoint.teamId),
+        { removeEntries: { slots: [endpoint.endpointId] } },
+        { ConditionExpression: 'attribute_exists(#slots)', ExpressionAttributeNames: { '#slots': 'slots' } },
+      ),
+    },
+  });
+  if (deleted.written) return true;
+  if (deleted.refused('endpoint')) return false;
+  // No slots map yet (every endpoint was made before it): the endpoint alone.
+  const alone = await conditionalWrite(deps, new DeleteCommand({ TableName: deps.tableName, Key: key, ...exists }));
+  return alone.written;
 };
 
 /**
