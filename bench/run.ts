@@ -25,6 +25,7 @@ import type { ServerStats } from './api-server.ts';
 import { benchColdStarts } from './cold-start.ts';
 import { benchCost } from './cost.ts';
 import { benchDispatcher } from './deferred.ts';
+import { benchEndpointDeliveries } from './endpoint-deliveries.ts';
 import { benchFileLinks } from './file-links.ts';
 import { floorOperations, type LoopResult, runLoops } from './floor.ts';
 import { benchHotKey } from './hot-key.ts';
@@ -61,6 +62,7 @@ const allSections = [
   'queue',
   'hotkey',
   'saturation',
+  'endpoints',
 ];
 const saturationRates = (process.env.BENCH_SATURATION_RATES ?? '2,4,8,16')
   .split(',')
@@ -385,6 +387,7 @@ const main = async () => {
     await benchCost({ resources, targets, chainLength, idleTick, repoRoot, outDir: join(outDir, 'init') });
   if (sections.has('stepevents')) await benchStepEvents({ resources });
   if (sections.has('queue')) await benchQueuedRuns({ resources, chainLength });
+  if (sections.has('endpoints')) await benchEndpointDeliveries({ resources, chainLength });
   if (sections.has('hotkey')) await benchHotKey({ deps, resources, targets, cleanups });
   if (sections.has('saturation')) {
     const server = await startServerProcess(resources);
