@@ -33,7 +33,7 @@ export interface InputPropertySchema {
   /** A file input: a `fileId` or an https URL. */
   anyOf?: { title: string; pattern: string }[];
   /** A file input: the content types its step reads (an annotation: the start checks the upload's type). */
-  'x-contentTypes'?: readonly string[];
+  'x-contentTypes'?: string[];
 }
 
 /** The schema of a workflow's run inputs. */
@@ -61,7 +61,7 @@ const propertyOf = (node: CanvasNode): InputPropertySchema | undefined => {
         { title: 'fileId', pattern: fileIdPattern.source },
         { title: 'https URL', pattern: httpsUrlPattern },
       ],
-      'x-contentTypes': types,
+      'x-contentTypes': [...types],
     };
   }
   const own = node.type === 'PromptBuilder' ? node.config.template : node.config.text;
