@@ -11,7 +11,7 @@ import { WorkflowSummarySchema } from './workflows.ts';
 
 const credits = (description: string) => v.pipe(v.number(), v.description(description));
 
-const InputPropertySchema = v.strictObject({
+const RunInputPropertySchema = v.strictObject({
   type: v.literal('string'),
   description: v.string(),
   default: v.optional(v.string()),
@@ -19,11 +19,11 @@ const InputPropertySchema = v.strictObject({
   'x-contentTypes': v.optional(v.array(v.string())),
 });
 
-export const WorkflowInputsSchema = v.pipe(
+export const WorkflowInputsJsonSchema = v.pipe(
   v.strictObject({
     $schema: v.literal('https://json-schema.org/draft/2020-12/schema'),
     type: v.literal('object'),
-    properties: v.record(v.string(), InputPropertySchema),
+    properties: v.record(v.string(), RunInputPropertySchema),
     required: v.array(v.string()),
     additionalProperties: v.literal(false),
   }),
@@ -39,7 +39,7 @@ export const WorkflowInputsSchema = v.pipe(
 export const WorkflowDescriptionSchema = v.strictObject({
   ...WorkflowSummarySchema.entries,
   version: v.pipe(v.number(), v.integer(), v.minValue(1), v.description('The version described (the latest).')),
-  inputs: WorkflowInputsSchema,
+  inputs: WorkflowInputsJsonSchema,
   outputs: v.pipe(
     v.array(
       v.strictObject({
@@ -82,7 +82,7 @@ export type WorkflowDescriptionView = v.InferOutput<typeof WorkflowDescriptionSc
 
 /** The named schemas of the document this module holds. */
 export const workflowDescriptionComponents = {
-  WorkflowInputs: WorkflowInputsSchema,
+  WorkflowInputs: WorkflowInputsJsonSchema,
   WorkflowDescription: WorkflowDescriptionSchema,
 };
 
