@@ -26,12 +26,15 @@ export const WorkflowInputsJsonSchema = v.pipe(
     properties: v.record(v.string(), RunInputPropertySchema),
     required: v.array(v.string()),
     additionalProperties: v.literal(false),
+    description: v.optional(v.string()),
+    not: v.optional(v.strictObject({})),
   }),
   v.description(
     'A JSON Schema (2020-12) of the `inputs` a run takes: one property per step `config.apiInputKey`; a text ' +
       'step takes a string (`default`: the step’s own text), a file step a `fileId` from POST /files or an https ' +
       'URL, of a type in `x-contentTypes`. `required`: a loader with nothing else to load. No other key is ' +
-      'allowed. A run start checks its `inputs` by exactly these rules (and then that the file exists and is ' +
+      'allowed. With `not: {}` (and a `description` saying why), no inputs can start a run: a loader has ' +
+      'nothing to load and no key for a run to give it. A run start checks its `inputs` by exactly these rules (and then that the file exists and is ' +
       'of its type, or the URL’s host is public), answering its 422 as documented there.',
   ),
 );

@@ -193,6 +193,14 @@ describe('a run start checks its inputs by the described schema', () => {
   const workflows = [
     ...Object.entries(createWorkflowExamples).map(([name, example]) => ({ name, steps: example.value.steps })),
     { name: 'mixed', steps: mixedSteps },
+    // A loader with nothing to load and no key: every start is refused, and so are all inputs.
+    {
+      name: 'unloadable',
+      steps: [
+        { key: 'rig', type: 'RigImporter' },
+        { key: 'topic', type: 'TextEntry', config: { apiInputKey: 'topic' } },
+      ],
+    },
   ];
 
   it('refuses exactly the inputs the schema refuses, with the start’s own 422, on every example and generated inputs', async () => {

@@ -1,9 +1,13 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { buildWorkflowGraph } from '../functions/domain/workflow-graph.ts';
+import { loadersWithoutValue } from '../functions/domain/loader-inputs.ts';
+import { apiInputKeys, buildWorkflowGraph } from '../functions/domain/workflow-graph.ts';
 import { workflowInputsSchema } from '../functions/domain/workflow-inputs.ts';
 import type { Canvas } from '../functions/nodes/catalogue/canvas.ts';
-import { createWorkflowExamples, type WorkflowStep } from '../schemas/workflows.ts';
+import { catalogue } from '../functions/nodes/catalogue/index.ts';
+import { createWorkflowExamples, nodeTypes, type WorkflowStep } from '../schemas/workflows.ts';
+import { canvasNode } from './support/canvas.ts';
 
 const canvasOf = (steps: readonly WorkflowStep[]): Canvas => {
   const built = buildWorkflowGraph(steps);
@@ -44,5 +48,34 @@ describe('workflowInputsSchema', () => {
       const schema = workflowInputsSchema({ canvas: canvasOf(value.steps as WorkflowStep[]) });
       expect(ajv.validateSchema(schema)).toBe(true);
     }
+  });
+
+  it('requires and allows exactly what the start’s own rules do, on generated canvases of every node type with a run input', () => {
+    const accepting = nodeTypes.filter((type) => catalogue[type].acceptsApiInputKey);
+    // A step of such a type, with its run input's key or none, and its own value (`url`, `data`, `fileId`) or none.
+    const step = fc.record({
+      type: fc.constantFrom(...accepting),
+      key: fc.option(fc.constantFrom('a', 'b', 'c', 'd'), { nil: undefined }),
+      own: fc.boolean(),
+    });
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 6 }), fc.subarray(['a', 'b', 'c', 'd', 'e']), (steps, given) => {
+        const seen = new Set<string>();
+        const nodes = steps.map((s, i) => {
+          // Two steps never share a key (the graph validation refuses that).
+          const key = s.key !== undefined && !seen.has(s.key) ? s.key : undefined;
+          if (key !== undefined) seen.add(key);
+          const own = s.own ? { url: 'https://example.com/x', data: 1, fileId: 'file_x', text: 't' } : {};
+          return canvasNode(`s${i}`, s.type, { ...own, ...(key !== undefined && { apiInputKey: key }) });
+        });
+        const canvas = { nodes, edges: [] };
+        const inputs = Object.fromEntries(given.map((key) => [key, fileId]));
+        const validate = ajv.compile(workflowInputsSchema({ canvas }));
+        const known = apiInputKeys(canvas);
+        const startRefuses =
+          given.some((key) => !known.includes(key)) || loadersWithoutValue(canvas, inputs).length > 0;
+        expect(validate(inputs)).toBe(!startRefuses);
+      }),
+    );
   });
 });

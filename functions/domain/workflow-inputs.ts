@@ -3,7 +3,8 @@
  * `config.apiInputKey`, typed by its step's run input (functions/nodes/catalogue/node-spec.ts,
  * `acceptsApiInputKey`): a text, or a file given as a `fileId` or an https URL of the types the step
  * reads. A key is required when its step is a loader left with nothing else to load
- * (functions/domain/loader-inputs.ts), and no other key is allowed. The run start checks its inputs
+ * (functions/domain/loader-inputs.ts), and no other key is allowed; no inputs at all when a loader
+ * has nothing to load and no key (every start is refused). The run start checks its inputs
  * by the same rules (functions/app/start-run.ts, functions/app/run-inputs.ts);
  * test/workflow-inputs.test.ts holds the two equal. GET /workflows/{id} answers it as `inputs`, and
  * an agent's tool takes it as its `inputSchema`.
@@ -43,6 +44,10 @@ export interface WorkflowInputsSchema {
   properties: Record<string, InputPropertySchema>;
   required: string[];
   additionalProperties: false;
+  /** Only when no inputs can make a run start (a loader with nothing to load and no key): why. */
+  description?: string;
+  /** With `description`: the schema no value satisfies, as no start is accepted. */
+  not?: Record<string, never>;
 }
 
 /** Whether the run must give `node`'s input: a loader with nothing else to load (the start's own rule). */
@@ -89,5 +94,17 @@ export const workflowInputsSchema = (workflow: { canvas: Canvas }): WorkflowInpu
     properties[key] = property;
     if (needsInput(node)) required.push(key);
   }
-  return { $schema: jsonSchemaDialect, type: 'object', properties, required, additionalProperties: false };
+  // A loader with nothing to load and no key for a run to give one refuses every start: so does the schema.
+  const unloadable = loadersWithoutValue(canvas, {}).filter((issue) => issue.code === 'invalid_config');
+  return {
+    $schema: jsonSchemaDialect,
+    type: 'object',
+    properties,
+    required,
+    additionalProperties: false,
+    ...(unloadable.length > 0 && {
+      description: `No run can start: ${unloadable.map((issue) => issue.message).join('; ')}`,
+      not: {},
+    }),
+  };
 };

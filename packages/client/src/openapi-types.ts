@@ -3205,7 +3205,7 @@ export interface components {
       error: 'Webhook endpoint limit reached';
       maxEndpoints: number;
     };
-    /** @description A JSON Schema (2020-12) of the `inputs` a run takes: one property per step `config.apiInputKey`; a text step takes a string (`default`: the step’s own text), a file step a `fileId` from POST /files or an https URL, of a type in `x-contentTypes`. `required`: a loader with nothing else to load. No other key is allowed. A run start checks its `inputs` by exactly these rules (and then that the file exists and is of its type, or the URL’s host is public), answering its 422 as documented there. */
+    /** @description A JSON Schema (2020-12) of the `inputs` a run takes: one property per step `config.apiInputKey`; a text step takes a string (`default`: the step’s own text), a file step a `fileId` from POST /files or an https URL, of a type in `x-contentTypes`. `required`: a loader with nothing else to load. No other key is allowed. With `not: {}` (and a `description` saying why), no inputs can start a run: a loader has nothing to load and no key for a run to give it. A run start checks its `inputs` by exactly these rules (and then that the file exists and is of its type, or the URL’s host is public), answering its 422 as documented there. */
     WorkflowInputs: {
       /** @constant */
       $schema: 'https://json-schema.org/draft/2020-12/schema';
@@ -3227,6 +3227,8 @@ export interface components {
       required: string[];
       /** @constant */
       additionalProperties: false;
+      description?: string;
+      not?: Record<string, never>;
     };
     WorkflowDescription: {
       /** Format: uuid */
