@@ -605,6 +605,10 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
         });
       },
     },
+    // A new workflow described: its summary and canvas, the price settings; nothing written.
+    GetWorkflow: {
+      event: async () => apiEvent(routeById('GetWorkflow'), { key, pathParameters: { id: await newWorkflow() } }),
+    },
   };
   // A keyed GET with no path parameter needs nothing set up: its first request is the key's (the
   // team's workflows, its stored bytes). A route of any other kind names its scenario above.

@@ -472,6 +472,16 @@ const table = [
     scope: 'webhooks:write',
     grants: { table: ['GetItem', 'UpdateItem'], webhooksQueue: 'send' },
   },
+  {
+    // GetItem: the summary, the price settings and the key; BatchGetItem: the summary and the canvas
+    // (the run start's read); UpdateItem: the key's rate counter.
+    id: 'GetWorkflow',
+    method: 'GET',
+    path: '/workflows/{id}',
+    entry: 'functions/api/get-workflow.ts',
+    scope: 'workflows:read',
+    grants: { table: ['GetItem', 'BatchGetItem', 'UpdateItem'] },
+  },
 ] as const satisfies readonly Route[];
 
 /** Every route, in the order API Gateway and the local server register them. */

@@ -44,6 +44,7 @@ import {
 import { runTokenComponents, runTokenOperations } from './run-tokens.ts';
 import { runComponents, runListComponents, runOperations, WebhookEventSchema, webhookHeaderNames } from './runs.ts';
 import { webhookEndpointComponents, webhookEndpointOperations } from './webhook-endpoints.ts';
+import { workflowDescriptionComponents, workflowDescriptionOperations } from './workflow-description.ts';
 import {
   type NodeType,
   nodeTypes,
@@ -74,6 +75,7 @@ export const componentSchemas = {
   ...estimateComponents,
   ...runTokenComponents,
   ...webhookEndpointComponents,
+  ...workflowDescriptionComponents,
   NameRequiredError: errors.NameRequiredErrorSchema,
   StepsRequiredError: errors.StepsRequiredErrorSchema,
   AgentOrProjectRequiredError: errors.AgentOrProjectRequiredErrorSchema,
@@ -339,6 +341,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       ...estimateOperations,
       ...runTokenOperations,
       ...webhookEndpointOperations,
+      ...workflowDescriptionOperations,
     ]),
     {
       operationId: 'ProviderWebhook',

@@ -297,6 +297,23 @@ describe('workflow-run CLI', () => {
     expect(parsed.workflows).toContainEqual(expect.objectContaining({ id: workflowId, name: 'Listed by CLI' }));
   });
 
+  it('workflows show prints the inputs, final steps, price range and licence; --json the description', async () => {
+    const workflowId = await createWorkflow(stack, team, chainSteps, 'Shown by CLI');
+    const described = await client.getWorkflow(workflowId);
+    expect(described).toMatchObject({ id: workflowId, name: 'Shown by CLI', version: 1 });
+    expect(Object.keys(described.inputs.properties)).toEqual(['topic']);
+    const result = await cli(['workflows', 'show', workflowId]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('name: Shown by CLI');
+    expect(result.stdout).toContain(`price: ${described.price.minCredits} to ${described.price.maxCredits} credits`);
+    expect(result.stdout).toMatch(/inputs:\n {2}topic: text\noutputs:\n {2}show \(TextConsole\): text\n/);
+    const json = await cli(['workflows', 'show', workflowId, '--json']);
+    // The same description (its licence's facts stamped when each answer was made).
+    const { inputs, outputs, price } = described;
+    expect(JSON.parse(json.stdout)).toMatchObject({ id: workflowId, inputs, outputs, price });
+    expect((await cli(['workflows', 'show'])).code).toBe(2);
+  });
+
   it('workflows create reads a YAML file', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'workflow-run-cli-'));
     try {

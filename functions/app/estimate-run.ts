@@ -13,7 +13,7 @@
  * `maxMultiplier` (the most a dispatch can price it at) when no hour of its wait does; a deferred
  * start holds nothing now, so its refusal is only what the deferred start would answer now.
  */
-import type { RunRequest } from '../../schemas/runs.ts';
+import { type RunMode, RunModeSchema, type RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { deferredExpiresAt } from '../domain/deferred-run-lifetime.ts';
 import { type OutputLicence, plannedLicence } from '../domain/licence.ts';
@@ -128,3 +128,39 @@ export const estimateWorkflowRun = (deps: Deps, key: ApiKeyItem, request: RunReq
 /** POST /agents/{id}/estimate: the estimate of a run of the agent's active workflow, else its newest. */
 export const estimateAgentRun = (deps: Deps, key: ApiKeyItem, request: RunRequest, agentId: string) =>
   estimateFor(deps, key, request, () => loadAgentWorkflow(deps, key.teamId, agentId));
+
+/** What runs of a workflow cost at the least and at the most: each mode, at each multiplier a start could meet. */
+export interface PriceRange {
+  minHundredths: number;
+  maxHundredths: number;
+  /** Each mode's estimate for a run started now (at 1). */
+  modes: { mode: RunMode; totalHundredths: number }[];
+  /** The least and the most multiplier: 1 for a start now, the operator's for the next 24 UTC hours for a deferred one. */
+  multipliers: { min: number; max: number };
+}
+
+/**
+ * The range of a run's estimate over the run modes and the multipliers a start could be priced at
+ * as the settings stand now (a start now at 1; a deferred one at an hour's, `nextHourMultipliers`),
+ * each point the start's own estimate (`startEstimate`). Read only.
+ */
+export const workflowPriceRange = async (deps: Deps, workflow: RunnableWorkflow): Promise<PriceRange> => {
+  const now = deps.now();
+  const settings = await getPriceSettings(deps);
+  const multipliers = [
+    startNowMultiplier,
+    currentMultiplier(settings, now),
+    ...nextHourMultipliers(settings, now).map((hour) => hour.multiplier),
+  ];
+  const min = Math.min(...multipliers);
+  const max = Math.max(...multipliers);
+  const total = (mode: RunMode, multiplier: number) =>
+    startEstimate(deps, workflow, { mode }, multiplier).totalHundredths;
+  const modes = RunModeSchema.options;
+  return {
+    minHundredths: Math.min(...modes.map((mode) => total(mode, min))),
+    maxHundredths: Math.max(...modes.map((mode) => total(mode, max))),
+    modes: modes.map((mode) => ({ mode, totalHundredths: total(mode, startNowMultiplier) })),
+    multipliers: { min, max },
+  };
+};

@@ -125,7 +125,7 @@ export const WorkflowNotPermittedError = defineError('WorkflowNotPermittedError'
   facts: (workflowId: string) => ({ workflowId }),
   message: (f) => `workflow ${f.workflowId} not permitted for this key`,
   status: 403,
-  routes: [...runStarts, ...estimates, 'CreateWebhookEndpoint'],
+  routes: [...runStarts, ...estimates, 'CreateWebhookEndpoint', 'GetWorkflow'],
   schemas: [bodies.WorkflowNotPermittedErrorSchema],
   body: () => ({ error: messages.workflowNotPermitted }),
 });
@@ -242,7 +242,7 @@ export const WorkflowNotFoundError = defineError('WorkflowNotFoundError', {
   facts: (workflowId: string) => ({ workflowId }),
   message: (f) => `workflow ${f.workflowId} not found`,
   status: 404,
-  routes: [...runStarts, ...estimates],
+  routes: [...runStarts, ...estimates, 'GetWorkflow'],
   schemas: [bodies.WorkflowNotFoundErrorSchema],
   body: () => ({ error: messages.workflowNotFound }),
 });
@@ -252,7 +252,7 @@ export const CanvasNotFoundError = defineError('CanvasNotFoundError', {
   facts: (workflowId: string) => ({ workflowId }),
   message: (f) => `canvas of workflow ${f.workflowId} not found`,
   status: 404,
-  routes: [...runStarts, ...estimates],
+  routes: [...runStarts, ...estimates, 'GetWorkflow'],
   schemas: [bodies.CanvasNotFoundErrorSchema],
   body: () => ({ error: messages.canvasNotFound }),
 });

@@ -26,6 +26,18 @@ import { conditionalUpdate, transactWrite } from './write.ts';
 /** What the list reads of a summary (its projection). */
 const ListedWorkflowSchema = v.pick(WorkflowItemSchema, ['workflowId', 'name', 'description', 'status', 'updatedAt']);
 
+/** A summary item as the list answers it. */
+const summaryOf = (item: Record<string, unknown>): WorkflowSummaryRecord => {
+  const workflow = parseItem(ListedWorkflowSchema, item);
+  return {
+    id: workflow.workflowId,
+    name: workflow.name,
+    description: workflow.description,
+    status: workflow.status,
+    updated_at: workflow.updatedAt,
+  };
+};
+
 /**
  * Every workflow summary of a team in one strongly consistent Query of the team partition (a new
  * workflow shows at once), newest change first. The canvas lives elsewhere and is not read.
@@ -40,16 +52,7 @@ export const listWorkflowSummaries = async (deps: Deps, teamId: string): Promise
       ExpressionAttributeNames: { '#name': 'name', '#status': 'status' },
       ConsistentRead: true,
     },
-    (item) => {
-      const workflow = parseItem(ListedWorkflowSchema, item);
-      return {
-        id: workflow.workflowId,
-        name: workflow.name,
-        description: workflow.description,
-        status: workflow.status,
-        updated_at: workflow.updatedAt,
-      };
-    },
+    summaryOf,
   );
 
 /** Operators set a workflow's status; returns false when the team has no such workflow. */
@@ -298,4 +301,16 @@ export const createWorkflowForTeam = async (
   // Another item's condition: a new id taken already (never expected of a uuid).
   if (!created.written) throw new Error(`workflow ${workflowId} or its agent exists already`);
   return { workflowId, agentId, projectId };
+};
+
+/** One workflow's summary as the list answers it (a strongly consistent GetItem); undefined when the team has none. */
+export const getWorkflowSummary = async (
+  deps: Deps,
+  teamId: string,
+  workflowId: string,
+): Promise<WorkflowSummaryRecord | undefined> => {
+  const { Item } = await deps.ddb.send(
+    new GetCommand({ TableName: deps.tableName, Key: workflowKey(teamId, workflowId), ConsistentRead: true }),
+  );
+  return Item ? summaryOf(Item) : undefined;
 };

@@ -242,6 +242,16 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
       return 'listed';
     });
 
+    await step('GET /workflows/{id}: its inputs, outputs, price range and licence', async () => {
+      const described = await request(baseUrl, `/workflows/${workflowId}`, { key });
+      expectStatus(described, 200, 'GET /workflows/{id}');
+      const inputs = described.body.inputs as { properties?: Record<string, unknown> } | undefined;
+      check(inputs?.properties?.topic !== undefined, `the inputs miss topic: ${described.text}`);
+      const price = described.body.price as { minCredits?: number; maxCredits?: number } | undefined;
+      check((price?.minCredits ?? 0) > 0, `no price range: ${described.text}`);
+      return `${price?.minCredits} to ${price?.maxCredits} credits`;
+    });
+
     let jobId = '';
     await step('POST /workflows/{id}/runs with a signed callback', async () => {
       const started = await startRun(workflowId, {

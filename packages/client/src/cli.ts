@@ -47,6 +47,8 @@ export const usage = `Usage: workflow-run [--base-url URL] [--key KEY] [--json] 
 
 Commands:
   workflows list                         List the workflows the key can run
+  workflows show <workflowId>            Describe a workflow: its inputs (required, type), final steps, a run's
+                                         price range and its outputs' licence (--json: the JSON Schema too)
   workflows create --file F.json|F.yaml (--agent ID | --project ID) [--name N] [--agent-name N]
                                          Create a workflow from a file holding { name, steps } (or just steps)
   run <workflowId> [options]             Start a run of a workflow
@@ -192,6 +194,7 @@ const globalOptions: OptionName[] = ['base-url', 'key', 'json', 'help'];
 /** Options each command accepts besides the global ones. */
 const commandOptions: Record<string, OptionName[]> = {
   'workflows list': [],
+  'workflows show': [],
   'workflows create': ['file', 'agent', 'project', 'name', 'agent-name'],
   run: [
     'agent',
@@ -314,6 +317,31 @@ const listWorkflows = async (client: WorkflowRunClient, io: CliIo, json: boolean
       .trimEnd();
   write(io.stdout, line(['ID', 'STATUS', 'UPDATED', 'NAME']));
   for (const row of rows) write(io.stdout, line(row as string[]));
+};
+
+/** `workflows show <id>`: the workflow described, one input and one final step a line. */
+const showWorkflow = async (client: WorkflowRunClient, io: CliIo, workflowId: string, json: boolean) => {
+  const workflow = await client.getWorkflow(workflowId, { signal: io.signal });
+  if (json) return printJson(io, workflow);
+  const { price } = workflow;
+  printFields(io, {
+    id: workflow.id,
+    name: workflow.name,
+    status: workflow.status,
+    version: workflow.version,
+    price: `${price.minCredits} to ${price.maxCredits} credits (${price.modes.map((m) => `${m.mode} ${m.estimatedCredits}`).join(', ')} now)`,
+    licence: workflow.licence?.commercial_use,
+  });
+  const required = new Set(workflow.inputs.required);
+  write(io.stdout, 'inputs:');
+  for (const [key, input] of Object.entries(workflow.inputs.properties)) {
+    const kind = input['x-contentTypes'] ? `file (${input['x-contentTypes'].join(', ')})` : 'text';
+    write(io.stdout, `  ${key}${required.has(key) ? ' (required)' : ''}: ${kind}`);
+  }
+  write(io.stdout, 'outputs:');
+  for (const output of workflow.outputs) {
+    write(io.stdout, `  ${output.key} (${output.type}): ${output.handles.map((h) => h.kind).join(', ')}`);
+  }
 };
 
 const readWorkflowFile = async (file: string): Promise<Record<string, unknown>> => {
@@ -1208,6 +1236,9 @@ export const main = async (
       case 'workflows list':
         noArgs(command, args);
         await listWorkflows(client, io, json);
+        break;
+      case 'workflows show':
+        await showWorkflow(client, io, oneArg(command, args, 'workflow id'), json);
         break;
       case 'workflows create':
         noArgs(command, args);

@@ -91,6 +91,7 @@ export type StorageUsage = Schemas['StorageUsage'];
 export type Credits = Schemas['Credits'];
 /** What a run start would hold and answer now (POST /workflows/{id}/estimate, POST /agents/{id}/estimate). */
 export type RunEstimate = Schemas['RunEstimate'];
+export type WorkflowDescription = Schemas['WorkflowDescription'];
 export type CreateWebhookEndpointRequest = Schemas['CreateWebhookEndpointRequest'];
 export type UpdateWebhookEndpointRequest = Schemas['UpdateWebhookEndpointRequest'];
 export type WebhookEndpoint = Schemas['WebhookEndpoint'];
@@ -353,6 +354,11 @@ export interface WorkflowRunClient {
    * (`expiresInSeconds`, 60 to 86,400; an hour unless given) or the key's revocation.
    */
   runToken(jobId: string, options?: RequestOptions & { expiresInSeconds?: number }): Promise<RunToken>;
+  /**
+   * GET /workflows/{id}: the workflow described: `inputs` (the JSON Schema of a run's `inputs`, the
+   * rules a start checks them by), `outputs` (its final steps), `price` (a run's range) and `licence`.
+   */
+  getWorkflow(workflowId: string, options?: RequestOptions): Promise<WorkflowDescription>;
   /** The underlying openapi-fetch client, for anything the methods above do not cover. */
   readonly raw: FetchClient<paths>;
 }
@@ -697,6 +703,8 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
           signal: requestOptions.signal,
         }),
       ),
+    getWorkflow: (workflowId, requestOptions = {}) =>
+      unwrap(raw.GET('/workflows/{id}', { params: { path: { id: workflowId } }, signal: requestOptions.signal })),
   };
   return client;
 };

@@ -677,6 +677,28 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/workflows/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Describe a workflow
+     * @description A workflow of the team as a caller needs it to run it: its `inputs` as a JSON Schema (the rules a run start checks its `inputs` by), its final steps, the range of a run’s price and the licence its outputs would carry.
+     *
+     *     Scope: `workflows:read`.
+     */
+    get: operations['GetWorkflow'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/provider-webhooks/{provider}/{jobId}/{nodeId}/{token}': {
     parameters: {
       query?: never;
@@ -3182,6 +3204,71 @@ export interface components {
       /** @constant */
       error: 'Webhook endpoint limit reached';
       maxEndpoints: number;
+    };
+    /** @description A JSON Schema (2020-12) of the `inputs` a run takes: one property per step `config.apiInputKey`; a text step takes a string (`default`: the step’s own text), a file step a `fileId` from POST /files or an https URL, of a type in `x-contentTypes`. `required`: a loader with nothing else to load. No other key is allowed. With `not: {}` (and a `description` saying why), no inputs can start a run: a loader has nothing to load and no key for a run to give it. A run start checks its `inputs` by exactly these rules (and then that the file exists and is of its type, or the URL’s host is public), answering its 422 as documented there. */
+    WorkflowInputs: {
+      /** @constant */
+      $schema: 'https://json-schema.org/draft/2020-12/schema';
+      /** @constant */
+      type: 'object';
+      properties: {
+        [key: string]: {
+          /** @constant */
+          type: 'string';
+          description: string;
+          default?: string;
+          anyOf?: {
+            title: string;
+            pattern: string;
+          }[];
+          'x-contentTypes'?: string[];
+        };
+      };
+      required: string[];
+      /** @constant */
+      additionalProperties: false;
+      description?: string;
+      not?: Record<string, never>;
+    };
+    WorkflowDescription: {
+      /** Format: uuid */
+      id: string;
+      name: string;
+      description: string | null;
+      status: ('draft' | 'active' | 'archived') | null;
+      updated_at: string | null;
+      /** @description The version described (the latest). */
+      version: number;
+      inputs: components['schemas']['WorkflowInputs'];
+      /** @description The final steps (nothing reads from them; their results are the run’s `output`), each handle’s kind of value. */
+      outputs: {
+        key: string;
+        type: string;
+        handles: {
+          name: string;
+          kind: string;
+        }[];
+      }[];
+      /** @description The estimate’s range (POST /workflows/{id}/estimate prices one start exactly). */
+      price: {
+        /** @description The least a run holds: the cheapest mode at the lowest multiplier. */
+        minCredits: number;
+        /** @description The most a run holds: the dearest mode at the highest multiplier. */
+        maxCredits: number;
+        /** @description What a run started now holds in each mode (at multiplier 1). */
+        modes: {
+          /** @enum {string} */
+          mode: 'production' | 'draft' | 'preview';
+          estimatedCredits: number;
+        }[];
+        /** @description The lowest and highest multiplier a run could be priced at as the settings stand now: 1 for a run started at once, the next 24 UTC hours’ for a deferred one. */
+        multipliers: {
+          min: number;
+          max: number;
+        };
+      };
+      /** @description The licence the outputs would carry at the strictest of its model steps, as the facts stand now; null when it runs no model. Not legal advice. */
+      licence: components['schemas']['Licence'] | null;
     };
     NameRequiredError: {
       /** @constant */
@@ -6441,6 +6528,81 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['ServerError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  GetWorkflow: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The workflow id. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The workflow, described. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WorkflowDescription'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks `workflows:read`, or is limited to other workflows. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | components['schemas']['ScopeNotPermittedError']
+            | components['schemas']['WorkflowNotPermittedError'];
+        };
+      };
+      /** @description No such workflow in the team. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | components['schemas']['WorkflowNotFoundError']
+            | components['schemas']['CanvasNotFoundError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
         };
       };
       /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */

@@ -1,0 +1,73 @@
+/**
+ * GET /workflows/{id} (our design): a workflow as a caller (or an agent) needs it to run it: what
+ * its `inputs` take (functions/domain/workflow-inputs.ts, the schema the run start checks by), what
+ * its final steps give, what a run costs at the least and the most, and the licence its outputs
+ * would carry. Reads only; another team's workflow reads as none, one the key is limited away from
+ * as the start answers it.
+ */
+import type { Deps } from '../deps.ts';
+import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
+import { type OutputLicence, plannedLicence } from '../domain/licence.ts';
+import { terminalNodeIds } from '../domain/workflow-graph.ts';
+import { type WorkflowInputsSchema, workflowInputsSchema } from '../domain/workflow-inputs.ts';
+import type { WorkflowSummaryRecord } from '../domain/workflow-list.ts';
+import { WorkflowNotFoundError, WorkflowNotPermittedError } from '../errors/table.ts';
+import type { Canvas } from '../nodes/catalogue/canvas.ts';
+import { getNodeSpec } from '../nodes/catalogue/index.ts';
+import type { ValueKind } from '../nodes/catalogue/kinds.ts';
+import type { ApiKeyItem } from '../store/items.ts';
+import { loadRunnableWorkflow } from '../store/run/index.ts';
+import { getWorkflowSummary } from '../store/workflows.ts';
+import { type PriceRange, workflowPriceRange } from './estimate-run.ts';
+
+/** The version a workflow is described at: each workflow has one until versions are kept. */
+export const describedVersion = 1;
+
+/** A final step: its results are a run's `output`. */
+export interface WorkflowOutput {
+  key: string;
+  type: string;
+  /** Each output handle of the step and the kind of value it gives. */
+  handles: { name: string; kind: ValueKind }[];
+}
+
+export interface WorkflowDescription {
+  summary: WorkflowSummaryRecord;
+  version: number;
+  inputs: WorkflowInputsSchema;
+  outputs: WorkflowOutput[];
+  price: PriceRange;
+  licence: OutputLicence | undefined;
+}
+
+/** The steps nothing reads from, with their handles' kinds (in step order). */
+export const workflowOutputs = (canvas: Canvas): WorkflowOutput[] =>
+  terminalNodeIds(canvas).flatMap((id) => {
+    const node = canvas.nodes.find((n) => n.id === id);
+    const spec = node && getNodeSpec(node.type);
+    return node && spec
+      ? [{ key: node.id, type: node.type, handles: spec.outputs.map((h) => ({ name: h.name, kind: h.kind })) }]
+      : [];
+  });
+
+/** GET /workflows/{id}: the workflow `workflowId` of the key's team, described. */
+export const describeWorkflow = async (
+  deps: Deps,
+  key: Pick<ApiKeyItem, 'teamId' | 'workflowIds'>,
+  workflowId: string,
+): Promise<WorkflowDescription> => {
+  const [summary, workflow] = await Promise.all([
+    getWorkflowSummary(deps, key.teamId, workflowId),
+    loadRunnableWorkflow(deps, key.teamId, workflowId),
+  ]);
+  if (!summary) throw new WorkflowNotFoundError(workflowId);
+  if (!keyMayUseWorkflow(key.workflowIds, workflowId)) throw new WorkflowNotPermittedError(workflowId);
+  return {
+    summary,
+    version: describedVersion,
+    inputs: workflowInputsSchema(workflow),
+    outputs: workflowOutputs(workflow.canvas),
+    price: await workflowPriceRange(deps, workflow),
+    licence: plannedLicence(workflow.canvas.nodes, deps.providers.modelDefaults, deps.now()),
+  };
+};
