@@ -19,10 +19,8 @@ export const maxFileNameLength = 255;
  * A file's id: `file_` and a uuid, so a run's input names a file at a glance (item 2 of the
  * feature reads it there). Any other path value names no file and reads as one that does not exist.
  */
-export const FileIdSchema = v.pipe(
-  v.string(),
-  v.regex(/^file_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/),
-);
+export const fileIdPattern = /^file_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+export const FileIdSchema = v.pipe(v.string(), v.regex(fileIdPattern));
 export const fileIdPrefix = 'file_';
 
 /** What each limit of POST /files says when a request passes it (the detail of the 422). */
