@@ -5,7 +5,7 @@ import { plannedLicence } from '../domain/licence.ts';
 import { type WorkflowToolFacts, workflowToolName } from '../domain/mcp-tools.ts';
 import { mayReadStartedRun } from '../domain/prefer-wait.ts';
 import { estimateRun } from '../domain/pricing.ts';
-import { apiInputKeys } from '../domain/workflow-graph.ts';
+import { workflowInputsSchema } from '../domain/workflow-inputs.ts';
 import { visibleWorkflows } from '../domain/workflow-list.ts';
 import { ScopeNotPermittedError } from '../errors/table.ts';
 import type { Canvas } from '../nodes/catalogue/canvas.ts';
@@ -16,22 +16,12 @@ import { readRunWithLinks } from './read-run.ts';
 import { type RunWait, waitForRunEnd } from './run-wait.ts';
 import { type RunStart, startWorkflowRun } from './start-run.ts';
 
-/** A workflow as a tool: its name, title, facts for its description, and its inputs' JSON Schema. */
+/** A workflow as a tool: its name, the facts its description states, and its inputs' JSON Schema. */
 export interface WorkflowTool {
   name: string;
   facts: WorkflowToolFacts;
   inputSchema: Record<string, unknown>;
 }
-
-/**
- * The inputs a run of `canvas` takes, as a tool's `inputSchema`: one string property per
- * `apiInputKey`, none required (each step keeps its own value when not given).
- */
-const inputsSchemaOf = (canvas: Canvas): Record<string, unknown> => ({
-  type: 'object',
-  properties: Object.fromEntries(apiInputKeys(canvas).map((key) => [key, { type: 'string' }])),
-  additionalProperties: false,
-});
 
 /** A tool call's refusal when the key lacks `scope`: the same refusal a route that needs it answers. */
 export const assertKeyScope = (key: Pick<ApiKeyItem, 'scopes'>, scope: Scope): void => {
@@ -70,7 +60,8 @@ export const listWorkflowTools = async (deps: Deps, key: ApiKeyItem): Promise<Wo
       return {
         name: workflowToolName(summary.id),
         facts: toolFacts(deps, summary, canvas),
-        inputSchema: inputsSchemaOf(canvas),
+        // The inputs as GET /workflows/{id} describes them, and as the start checks them.
+        inputSchema: { ...workflowInputsSchema({ canvas }) },
       };
     }),
   );

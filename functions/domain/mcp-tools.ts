@@ -97,10 +97,10 @@ const isReadyFile = (value: unknown): value is ReadyFile =>
   typeof (value as { url?: unknown }).url === 'string';
 
 /** Every ready file inside a result (a file, files, or an object of them by handle). */
-const filesIn = (value: unknown): ReadyFile[] => {
+const readyFilesIn = (value: unknown): ReadyFile[] => {
   if (isReadyFile(value)) return [value];
-  if (Array.isArray(value)) return value.flatMap(filesIn);
-  if (value && typeof value === 'object') return Object.values(value).flatMap(filesIn);
+  if (Array.isArray(value)) return value.flatMap(readyFilesIn);
+  if (value && typeof value === 'object') return Object.values(value).flatMap(readyFilesIn);
   return [];
 };
 
@@ -113,7 +113,7 @@ const outputLicence = (output: RunOutput): string =>
  */
 const outputContent = (output: RunOutput): ToolContent[] => {
   if (typeof output.result === 'string') return [{ type: 'text', text: output.result }];
-  const files = filesIn(output.result);
+  const files = readyFilesIn(output.result);
   if (files.length === 0) return [{ type: 'text', text: JSON.stringify(output.result) }];
   return files.map((file, index) => ({
     type: 'resource_link',

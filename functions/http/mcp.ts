@@ -5,6 +5,7 @@ import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import * as v from 'valibot';
 import { maxWaitSeconds } from '../../platform/run-wait.ts';
 import { UuidSchema } from '../../schemas/common.ts';
+import { McpMessageSchema } from '../../schemas/mcp.ts';
 import { callWorkflowTool, listWorkflowTools, readRunTool } from '../app/mcp-tools.ts';
 import type { Deps } from '../deps.ts';
 import {
@@ -17,6 +18,7 @@ import {
   workflowToolAnnotations,
   workflowToolDescription,
 } from '../domain/mcp-tools.ts';
+import { InvalidBodyError } from '../errors/table.ts';
 import type { ApiKeyItem } from '../store/items.ts';
 import { parseRunRequestBody, readJsonBody } from './body.ts';
 import { answerOfError } from './error-map.ts';
@@ -117,6 +119,8 @@ export const answerMcp = async (
   context: Pick<Context, 'getRemainingTimeInMillis'>,
 ): Promise<HttpResult> => {
   const parsedBody = readJsonBody(event, { maxBytes: maxMcpBodyBytes });
+  // One message, as the document says: refused here with the API's own 400, as any body is.
+  if (!v.is(McpMessageSchema, parsedBody)) throw new InvalidBodyError('a JSON-RPC 2.0 message of MCP is required');
   const { server, failure } = mcpServer(deps, key, context);
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
