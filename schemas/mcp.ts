@@ -4,20 +4,24 @@
  * MCP SDK checks each method's own params), and the operation.
  */
 import * as v from 'valibot';
+import { notArray } from './common.ts';
 import { jsonResponse, type OperationSpec } from './openapi-parts.ts';
 
-const JsonRpcIdSchema = v.union([v.string(), v.number()]);
+const JsonRpcIdSchema = v.union([v.pipe(v.string(), v.minLength(1)), v.number()]);
 
 /** A JSON-RPC 2.0 request (`id`) or notification (no `id`) of MCP: `initialize`, `tools/list`, `tools/call`, ... */
-export const McpMessageSchema = v.looseObject({
-  jsonrpc: v.literal('2.0'),
-  id: v.optional(JsonRpcIdSchema),
-  method: v.pipe(
-    v.string(),
-    v.description('`initialize`, `notifications/initialized`, `tools/list`, `tools/call`, `ping`.'),
-  ),
-  params: v.optional(v.record(v.string(), v.unknown())),
-});
+export const McpMessageSchema = notArray(
+  v.looseObject({
+    jsonrpc: v.literal('2.0'),
+    id: v.optional(JsonRpcIdSchema),
+    method: v.pipe(
+      v.string(),
+      v.minLength(1),
+      v.description('`initialize`, `notifications/initialized`, `tools/list`, `tools/call`, `ping`.'),
+    ),
+    params: v.optional(notArray(v.record(v.string(), v.unknown()))),
+  }),
+);
 
 /** The answer to a request: its `result`, or a JSON-RPC `error` (a tool's refusal is a result with `isError`). */
 export const McpAnswerSchema = v.looseObject({

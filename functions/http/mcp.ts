@@ -20,7 +20,7 @@ import {
 } from '../domain/mcp-tools.ts';
 import { InvalidBodyError } from '../errors/table.ts';
 import type { ApiKeyItem } from '../store/items.ts';
-import { parseRunRequestBody, readJsonBody } from './body.ts';
+import { parseRunRequestBody, parseWith, readJsonBody } from './body.ts';
 import { answerOfError } from './error-map.ts';
 import { waitOf } from './prefer-wait.ts';
 import type { HttpResult } from './response.ts';
@@ -118,9 +118,10 @@ export const answerMcp = async (
   event: APIGatewayProxyEventV2,
   context: Pick<Context, 'getRemainingTimeInMillis'>,
 ): Promise<HttpResult> => {
-  const parsedBody = readJsonBody(event, { maxBytes: maxMcpBodyBytes });
+  const body = readJsonBody(event, { maxBytes: maxMcpBodyBytes });
+  if (body === undefined) throw new InvalidBodyError('a JSON-RPC 2.0 message is required');
   // One message, as the document says: refused here with the API's own 400, as any body is.
-  if (!v.is(McpMessageSchema, parsedBody)) throw new InvalidBodyError('a JSON-RPC 2.0 message of MCP is required');
+  const parsedBody = parseWith(McpMessageSchema, body, {});
   const { server, failure } = mcpServer(deps, key, context);
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
