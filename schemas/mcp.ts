@@ -42,8 +42,8 @@ export const mcpOperations: OperationSpec[] = [
     summary: 'The MCP server: your workflows as tools for an AI agent',
     description: [
       'The Model Context Protocol (revision 2025-11-25) on its Streamable HTTP transport, stateless: every message ' +
-        'is its own POST with the key as bearer token, `Accept: application/json, text/event-stream`, and is ' +
-        'answered as one JSON object (no session id, no event stream; a GET is not served). An MCP client ' +
+        'is its own POST with the key as bearer token, answered as one JSON object whatever its `Accept` (no ' +
+        'session id, no event stream; a GET is not served). An MCP client ' +
         '(the official SDKs, agent hosts) speaks it as it is: point it at this address with the key.',
       '`tools/list` lists each workflow the key may run (its workflow limits) as a tool named `run_<workflow id>`, ' +
         'titled with its name, its `inputSchema` the run inputs GET /workflows/{id} describes, its description ' +
@@ -64,14 +64,9 @@ export const mcpOperations: OperationSpec[] = [
     responses: {
       200: jsonResponse('The JSON-RPC answer to a request: its `result`, or an `error`.', 'McpAnswer'),
       202: { description: 'A notification (a message without `id`) was received; no body.' },
-      406: jsonResponse(
-        'The request does not accept both `application/json` and `text/event-stream` (the transport requires both).',
-        'McpAnswer',
-      ),
-      415: jsonResponse('The body is not sent as `application/json`.', 'McpAnswer'),
     },
     errorWords: {
-      400: 'The body is not JSON, or not a JSON-RPC 2.0 message.',
+      400: 'The body is not JSON, or not one JSON-RPC 2.0 message; or its `MCP-Protocol-Version` is one the server does not speak.',
       413: 'The body is over 128 KB.',
       403: 'The key lacks `workflows:read` (each tool checks its own scope and answers a tool error).',
     },

@@ -150,6 +150,27 @@ describe('the MCP server', () => {
     }
   });
 
+  it('answers a notification 202 with no body, and refuses what MCP does not take with the API’s own 400', async () => {
+    const post = (body: unknown, headers: Record<string, string> = {}) =>
+      call(stack.baseUrl, '/mcp', { key: team.key, method: 'POST', body, headers });
+    const notified = await post({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    expect(notified.status).toBe(202);
+    expect(notified.body).toBe('');
+    // No Accept header at all: answered as JSON all the same.
+    const listed = await post({ jsonrpc: '2.0', id: 7, method: 'tools/list' });
+    expect(listed.status).toBe(200);
+    expect(listed.body).toMatchObject({ jsonrpc: '2.0', id: 7, result: { tools: expect.any(Array) } });
+    const batch = await post([{ jsonrpc: '2.0', id: 1, method: 'tools/list' }]);
+    expect(batch.status).toBe(400);
+    expect(String(batch.body.error)).toMatch(/^Invalid request body: /);
+    const oldVersion = await post(
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+      { 'mcp-protocol-version': '1999-01-01' },
+    );
+    expect(oldVersion.status).toBe(400);
+    expect(String(oldVersion.body.error)).toMatch(/^Invalid request body: .*protocol version/i);
+  });
+
   it('refuses a request without a key with the API’s 401, as any keyed route', async () => {
     const response = await call(stack.baseUrl, '/mcp', {
       method: 'POST',

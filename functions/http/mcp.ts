@@ -99,18 +99,37 @@ const mcpServer = (deps: Deps, key: ApiKeyItem, context: Pick<Context, 'getRemai
   return { server, failure };
 };
 
-/** The Web `Request` the SDK's transport reads, made from the API Gateway event (its body already read). */
-const webRequest = (event: APIGatewayProxyEventV2): Request =>
-  new Request(`https://${event.requestContext.domainName || 'localhost'}${event.rawPath}`, {
+/**
+ * The Web `Request` the SDK's transport reads, made from the API Gateway event, its body already
+ * read as every route reads one. It is told the request accepts JSON and the event stream and sends
+ * JSON: the answer is JSON whatever the client accepts, and the body was JSON, whatever its headers
+ * said (so the transport's own 406 and 415, whose bodies are no error of this API, never happen).
+ */
+const webRequest = (event: APIGatewayProxyEventV2): Request => {
+  const headers = new Headers(
+    Object.entries(event.headers).flatMap(([name, value]) => (value === undefined ? [] : [[name, value]])),
+  );
+  headers.set('accept', 'application/json, text/event-stream');
+  headers.set('content-type', 'application/json');
+  return new Request(`https://${event.requestContext.domainName || 'localhost'}${event.rawPath}`, {
     method: event.requestContext.http.method,
-    headers: Object.entries(event.headers).flatMap(([name, value]) => (value === undefined ? [] : [[name, value]])),
+    headers,
   });
+};
+
+/** What the transport refused (a message or a header it does not take), as this API's 400. */
+const transportRefusal = async (response: Response) => {
+  const answer = (await response.json().catch(() => ({}))) as { error?: { message?: unknown } };
+  const message = typeof answer.error?.message === 'string' ? answer.error.message : 'not a message MCP takes';
+  return new InvalidBodyError(message);
+};
 
 /**
  * POST /mcp: one JSON-RPC message (or batch) through the SDK's Streamable HTTP transport, stateless
  * and answered as JSON (no SSE: the HTTP API buffers an answer whole). The body is read as every
  * route reads one (its 400 and 413); what the transport answers (a JSON-RPC result or error, 202 for
- * a notification, its own 406 or 415 for a request the transport refuses) is passed on as it is.
+ * a notification) is passed on as it is, and what it refuses (an unsupported `MCP-Protocol-Version`)
+ * is this API's 400.
  */
 export const answerMcp = async (
   deps: Deps,
@@ -131,6 +150,7 @@ export const answerMcp = async (
   try {
     const response = await transport.handleRequest(webRequest(event), { parsedBody });
     if (failure.error) throw failure.error;
+    if (!response.ok) throw await transportRefusal(response);
     return { statusCode: response.status, headers: Object.fromEntries(response.headers), body: await response.text() };
   } finally {
     await server.close();
