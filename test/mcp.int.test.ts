@@ -8,7 +8,9 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Deps } from '../functions/deps.ts';
 import { workflowToolName } from '../functions/domain/mcp-tools.ts';
+import { startSecondApi } from './support/runs.ts';
 import { call, createWorkflow, type SeededTeam, seedTeam, startWorkingStack, type TestStack } from './support/stack.ts';
 
 let stack: TestStack;
@@ -25,9 +27,9 @@ const imageSteps = [
 ];
 
 /** The SDK's client connected to the stack's /mcp with `key` (initialize done). */
-const connect = async (key: string) => {
+const connect = async (key: string, baseUrl = stack.baseUrl) => {
   const client = new Client({ name: 'mcp-test', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(`${stack.baseUrl}/mcp`), {
+  const transport = new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`), {
     requestInit: { headers: { authorization: `Bearer ${key}` } },
   });
   await client.connect(transport);
@@ -93,6 +95,74 @@ describe('the MCP server', () => {
       const read = await client.callTool({ name: 'get_run', arguments: { jobId: summary.jobId } });
       expect(read.isError).toBeFalsy();
       expect((read.structuredContent as { jobId: string; status: string }).status).toBe('completed');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('answers a run not ended within the wait its jobId, status and progress; get_run reads it on', async () => {
+    // A front whose clock is the test's (each pause of the wait moves it on at once) and whose
+    // steps go to a queue no worker reads: the run cannot end, and the wait passes without waiting.
+    let offset = 0;
+    const deps: Deps = {
+      ...stack.deps,
+      now: () => new Date(Date.now() + offset),
+      sleep: async (ms: number) => {
+        offset += ms;
+      },
+      queueUrls: { ...stack.deps.queueUrls, steps: stack.resources.dlqUrl },
+    };
+    const slow = await startSecondApi(deps);
+    const client = await connect(team.key, slow.baseUrl);
+    try {
+      const result = await client.callTool({ name: workflowToolName(workflowId), arguments: { topic: 'fog' } });
+      expect(result.isError, JSON.stringify(result)).toBeFalsy();
+      // The wait ran its course: 25 s of the test's clock, less the real time the looks took.
+      expect(offset).toBeGreaterThan(20_000);
+      const first = JSON.parse((result.content as TextBlock[])[0]?.text ?? '{}') as { jobId: string };
+      expect(first).toMatchObject({
+        jobId: expect.any(String),
+        status: 'queued',
+        progress: 0,
+        next: expect.stringMatching(/get_run/),
+      });
+      expect(result.content as Block[]).toHaveLength(1);
+      const read = await client.callTool({ name: 'get_run', arguments: { jobId: first.jobId } });
+      expect(read.structuredContent).toMatchObject({ jobId: first.jobId, status: 'queued' });
+      // Another team reads it as missing.
+      const other = await seedTeam(stack.deps);
+      const stranger = await connect(other.key, slow.baseUrl);
+      try {
+        const hidden = await stranger.callTool({ name: 'get_run', arguments: { jobId: first.jobId } });
+        expect(hidden.isError).toBe(true);
+        expect((hidden.structuredContent as { status: number }).status).toBe(404);
+      } finally {
+        await stranger.close();
+      }
+      const cancelled = await call(stack.baseUrl, `/runs/${first.jobId}/cancel`, { key: team.key, method: 'POST' });
+      expect(cancelled.status).toBe(200);
+    } finally {
+      await client.close();
+      await slow.close();
+    }
+  });
+
+  it('answers arguments the run start refuses, and a get_run of no run, tool errors with the API’s 4xx', async () => {
+    const client = await connect(team.key);
+    try {
+      for (const args of [{ topic: 5 }, { nope: 'x' }, { topic: { deep: true } }]) {
+        const result = await client.callTool({ name: workflowToolName(workflowId), arguments: args });
+        expect(result.isError, JSON.stringify(args)).toBe(true);
+        const { status } = result.structuredContent as { status: number; error: string };
+        expect([400, 422], JSON.stringify(result)).toContain(status);
+      }
+      for (const jobId of ['not-a-uuid', '00000000-0000-4000-8000-000000000000', 7]) {
+        const result = await client.callTool({ name: 'get_run', arguments: { jobId } });
+        expect(result.isError).toBe(true);
+        expect((result.structuredContent as { status: number }).status).toBe(404);
+      }
+      // A name no tool has is the protocol's error.
+      await expect(client.callTool({ name: 'run_nothing', arguments: {} })).rejects.toThrow(/Unknown tool/);
     } finally {
       await client.close();
     }
