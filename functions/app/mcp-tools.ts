@@ -30,6 +30,9 @@ export const assertKeyScope = (key: Pick<ApiKeyItem, 'scopes'>, scope: Scope): v
 
 const runModes = RunModeSchema.options as readonly RunMode[];
 
+/** How many workflows' reads `tools/list` has in flight at once. */
+const toolReadsAtOnce = 16;
+
 /** The facts a workflow's tool describes: its estimate's range over the run modes, and its licence now. */
 const toolFacts = (
   deps: Deps,
@@ -54,17 +57,26 @@ export const listWorkflowTools = async (deps: Deps, key: ApiKeyItem): Promise<Wo
   const summaries = visibleWorkflows(await listWorkflowSummaries(deps, key.teamId), key.workflowIds).filter(
     (summary) => summary.status !== 'archived',
   );
-  return Promise.all(
-    summaries.map(async (summary) => {
-      const { canvas } = await loadRunnableWorkflow(deps, key.teamId, summary.id);
-      return {
-        name: workflowToolName(summary.id),
-        facts: toolFacts(deps, summary, canvas),
-        // The inputs as GET /workflows/{id} describes them, and as the start checks them.
-        inputSchema: { ...workflowInputsSchema({ canvas }) },
-      };
-    }),
-  );
+  const tools: WorkflowTool[] = [];
+  // A slice of reads at a time: a team of many workflows is read in order, not in one burst.
+  for (let at = 0; at < summaries.length; at += toolReadsAtOnce) {
+    const slice = summaries.slice(at, at + toolReadsAtOnce);
+    tools.push(
+      ...(await Promise.all(
+        slice.map(async (summary) => {
+          // The workflow as a start runs it (its canvas, as the start loads it).
+          const { canvas } = await loadRunnableWorkflow(deps, key.teamId, summary.id);
+          return {
+            name: workflowToolName(summary.id),
+            facts: toolFacts(deps, summary, canvas),
+            // The inputs as GET /workflows/{id} describes them, and as the start checks them.
+            inputSchema: { ...workflowInputsSchema({ canvas }) },
+          };
+        }),
+      )),
+    );
+  }
+  return tools;
 };
 
 /** What a workflow tool's call answers: the run when it ended in the wait or is readable, else the start's answer. */
