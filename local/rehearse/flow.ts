@@ -299,6 +299,43 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
       return `${bytes.length} B PNG from ${new URL(location).host}, by way of ${new URL(file?.url ?? '').host}`;
     });
 
+    await step(
+      'POST /mcp: the MCP SDK client lists the workflow as a tool, calls it, reads its file link',
+      async () => {
+        const client = new McpClient({ name: 'rehearsal', version: '1.0.0' });
+        await client.connect(
+          new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`), {
+            requestInit: { headers: { authorization: `Bearer ${key}` } },
+          }),
+        );
+        try {
+          const { tools } = await client.listTools();
+          const tool = tools.find((t) => t.name === `run_${workflowId}`);
+          check(tool, `tools/list misses run_${workflowId}: ${tools.map((t) => t.name).join(', ')}`);
+          type Block = { type: string; text?: string; uri?: string };
+          let result = await client.callTool({ name: `run_${workflowId}`, arguments: { topic: 'a harbour' } });
+          check(!result.isError, `tools/call refused: ${JSON.stringify(result.content).slice(0, 300)}`);
+          const { jobId: mcpJob } = JSON.parse((result.content as Block[])[0]?.text ?? '{}') as { jobId: string };
+          // A run not ended within the call's wait is read again with get_run.
+          await waitFor('the tool call run to end', async () => {
+            const status = (result.structuredContent as { status?: string } | undefined)?.status;
+            if (status === 'completed') return true;
+            check(status !== 'failed' && status !== 'cancelled', `the run ended ${status}`);
+            result = await client.callTool({ name: 'get_run', arguments: { jobId: mcpJob } });
+            return undefined;
+          });
+          const link = (result.content as Block[]).find((b) => b.type === 'resource_link');
+          check(link?.uri, `no resource link: ${JSON.stringify(result.content).slice(0, 300)}`);
+          const served = await fetch(link?.uri ?? '');
+          await served.arrayBuffer();
+          check(served.status === 200, `GET the resource link: ${served.status}`);
+          return `${tools.length} tools; job ${mcpJob}, its file served by its link`;
+        } finally {
+          await client.close();
+        }
+      },
+    );
+
     await step('the webhook: delivered by the Webhooks queue mapping, verified (Standard Webhooks)', async () => {
       const received = await webhookFor(jobId);
       const verifier = new Webhook(new TextEncoder().encode('rehearsal-secret'), { format: 'raw' });
@@ -818,43 +855,6 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
       check(deferredIds.includes(deferredJobId), `GET /deferred-runs misses ${deferredJobId}`);
       return `${jobIds.length} runs, ${deferredIds.length} deferred runs`;
     });
-
-    await step(
-      'POST /mcp: the MCP SDK client lists the workflow as a tool, calls it, reads its file link',
-      async () => {
-        const client = new McpClient({ name: 'rehearsal', version: '1.0.0' });
-        await client.connect(
-          new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`), {
-            requestInit: { headers: { authorization: `Bearer ${key}` } },
-          }),
-        );
-        try {
-          const { tools } = await client.listTools();
-          const tool = tools.find((t) => t.name === `run_${workflowId}`);
-          check(tool, `tools/list misses run_${workflowId}: ${tools.map((t) => t.name).join(', ')}`);
-          type Block = { type: string; text?: string; uri?: string };
-          let result = await client.callTool({ name: `run_${workflowId}`, arguments: { topic: 'a harbour' } });
-          check(!result.isError, `tools/call refused: ${JSON.stringify(result.content).slice(0, 300)}`);
-          const { jobId: mcpJob } = JSON.parse((result.content as Block[])[0]?.text ?? '{}') as { jobId: string };
-          // A run not ended within the call's wait is read again with get_run.
-          await waitFor('the tool call run to end', async () => {
-            const status = (result.structuredContent as { status?: string } | undefined)?.status;
-            if (status === 'completed') return true;
-            check(status !== 'failed' && status !== 'cancelled', `the run ended ${status}`);
-            result = await client.callTool({ name: 'get_run', arguments: { jobId: mcpJob } });
-            return undefined;
-          });
-          const link = (result.content as Block[]).find((b) => b.type === 'resource_link');
-          check(link?.uri, `no resource link: ${JSON.stringify(result.content).slice(0, 300)}`);
-          const served = await fetch(link?.uri ?? '');
-          await served.arrayBuffer();
-          check(served.status === 200, `GET the resource link: ${served.status}`);
-          return `${tools.length} tools; job ${mcpJob}, its file served by its link`;
-        } finally {
-          await client.close();
-        }
-      },
-    );
 
     // The smoke run an operator runs after `cdk deploy`, in-process, against the bundles: each model
     // check runs its type's catalogue default, on that provider's stand-in when the rehearsal's stage
