@@ -461,6 +461,18 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
       event: async () =>
         apiEvent(routeById('EstimateWorkflowRun'), { key, pathParameters: { id: await newWorkflow() }, body: {} }),
     },
+    // An agent's first look: the tool list (the key's workflows, each one's canvas), a JSON-RPC
+    // message as an MCP client sends it. A call would wait for its run, which no worker moves here.
+    Mcp: {
+      event: async () => {
+        await newWorkflow();
+        return apiEvent(routeById('Mcp'), {
+          key,
+          headers: { accept: 'application/json, text/event-stream' },
+          body: { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} },
+        });
+      },
+    },
     EstimateAgentRun: {
       event: async () => {
         const { agentId } = await createAgent(deps, { teamId: team.teamId, projectId: team.projectId, name: 'Priced' });

@@ -482,6 +482,27 @@ const table = [
     scope: 'workflows:read',
     grants: { table: ['GetItem', 'BatchGetItem', 'UpdateItem'] },
   },
+  {
+    // The MCP server (functions/http/mcp.ts): `tools/list` reads the key's workflows (Query, and
+    // BatchGetItem: each one's canvas); `tools/call` is a run start with `onConflict: "queue"`
+    // (RunWorkflow's grants) that waits for its run and reads it (GET /runs/{jobId}'s Query; PutItem:
+    // the file links' signing key at its first use); `get_run` is that read. The key needs
+    // `workflows:read` to connect; each tool checks the scope its route would need.
+    id: 'Mcp',
+    method: 'POST',
+    path: '/mcp',
+    entry: 'functions/api/mcp.ts',
+    scope: 'workflows:read',
+    body: true,
+    waits: true,
+    grants: {
+      table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'],
+      stepsQueue: 'send',
+      webhooksQueue: 'send',
+      uploads: ['GetObject', 'DeleteObject'],
+      bucket: ['PutObject'],
+    },
+  },
 ] as const satisfies readonly Route[];
 
 /** Every route, in the order API Gateway and the local server register them. */

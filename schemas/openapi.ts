@@ -31,6 +31,7 @@ import { estimateComponents, estimateOperations } from './estimates.ts';
 import { fileLinkOperations } from './file-links.ts';
 import { FileNotAcceptedErrorSchema, fileComponents, fileOperations } from './files.ts';
 import { lifecycleWebhookComponents, lifecycleWebhookEntries } from './lifecycle-webhooks.ts';
+import { mcpComponents, mcpOperations } from './mcp.ts';
 import { nodeTypeComponents, nodeTypeOperations } from './node-types.ts';
 import {
   type DocumentedParameter,
@@ -76,6 +77,7 @@ export const componentSchemas = {
   ...runTokenComponents,
   ...webhookEndpointComponents,
   ...workflowDescriptionComponents,
+  ...mcpComponents,
   NameRequiredError: errors.NameRequiredErrorSchema,
   StepsRequiredError: errors.StepsRequiredErrorSchema,
   AgentOrProjectRequiredError: errors.AgentOrProjectRequiredErrorSchema,
@@ -342,6 +344,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       ...runTokenOperations,
       ...webhookEndpointOperations,
       ...workflowDescriptionOperations,
+      ...mcpOperations,
     ]),
     {
       operationId: 'ProviderWebhook',
@@ -484,6 +487,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       { name: 'Files' },
       { name: 'Credits' },
       { name: 'Node types', description: 'What each node type does, its handles, settings, price and model.' },
+      { name: 'MCP', description: 'Your workflows as tools for an AI agent (the Model Context Protocol).' },
       { name: 'Provider webhooks', description: "A model provider's own callbacks; not for API consumers." },
       { name: 'API description' },
     ],

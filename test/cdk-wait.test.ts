@@ -20,9 +20,10 @@ describe('the routes that wait', () => {
   const functions = Object.values(template.findResources('AWS::Lambda::Function')) as Json[];
   const integrations = Object.values(template.findResources('AWS::ApiGatewayV2::Integration')) as Json[];
 
-  it('give the four waiting routes’ functions the waiting timeout and the stream’s address; the others 10 s', () => {
+  it('give the five waiting routes’ functions the waiting timeout and the stream’s address; the others 10 s', () => {
     const waiting = httpApiRoutes.filter((route) => route.waits).map((route) => route.id);
-    expect(waiting.sort()).toEqual(['GetRun', 'ResumeRun', 'RunAgent', 'RunWorkflow']);
+    // Mcp: a tool call waits for the run it starts.
+    expect(waiting.sort()).toEqual(['GetRun', 'Mcp', 'ResumeRun', 'RunAgent', 'RunWorkflow']);
     for (const route of httpApiRoutes) {
       const fn = functions.find((f) => f.Properties.Description === `${route.method} ${basePath}${route.path}`);
       expect(fn, route.id).toBeDefined();

@@ -863,6 +863,8 @@ describe('cdk app', { timeout: 120_000 }, () => {
         'GetFile',
         'EstimateWorkflowRun',
         'EstimateAgentRun',
+        // The MCP server's tool call is a run start.
+        'Mcp',
       ]);
       expect(
         entries.filter((e) => (e.access.bucket as readonly string[] | undefined)?.includes('DeleteObject')),
@@ -876,6 +878,8 @@ describe('cdk app', { timeout: 120_000 }, () => {
         'ResumeRun',
         // Deleting a team's webhook endpoint.
         'DeleteWebhookEndpoint',
+        // The MCP server's tool call is a run start (its code holds the replacing start's settlement).
+        'Mcp',
         'StepExecutor',
         // The sweep failing a run whose messages SQS keeps refusing frees its workflow's lock.
         'DeferredDispatcher',

@@ -35,6 +35,24 @@ const replaceWebhookReason =
   '`cancelReplaced`); test/run-queue.int.test.ts exercises it on RunWorkflow.';
 const notExercised: Record<string, Record<string, string>> = {
   RunAgent: { 'dynamodb:DeleteItem': replaceReason, 'sqs:SendMessage': replaceWebhookReason },
+  // The MCP server's tool call is RunWorkflow's start (startWorkflowRun) with `onConflict: "queue"`.
+  Mcp: {
+    'dynamodb:DeleteItem':
+      "The start's code holds the replacing start's settlement (a tool call only queues: it never replaces); " +
+      'test/run-queue.int.test.ts exercises it on RunWorkflow.',
+    'sqs:SendMessage':
+      "The webhooks queue: the replaced run's end webhook, which a tool call (queueing, never replacing) does not " +
+      'send; test/run-queue.int.test.ts exercises it on RunWorkflow.',
+    's3:PutObject':
+      "A tool call copies an upload given as a file input to the run's own key with the run start's own code; " +
+      'test/file-inputs.int.test.ts exercises it on RunWorkflow.',
+    's3:GetObject':
+      "A tool call reads an upload given as a file input with the run start's own code (functions/app/run-inputs.ts); " +
+      'test/file-inputs.int.test.ts exercises it on RunWorkflow.',
+    's3:DeleteObject':
+      "A tool call checks a file input with the run start's own code, which deletes a rejected upload; " +
+      'test/file-inputs.int.test.ts exercises it on RunWorkflow.',
+  },
   ResumeRun: {
     'dynamodb:DeleteItem': replaceReason,
     'sqs:SendMessage': replaceWebhookReason,

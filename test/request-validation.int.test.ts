@@ -113,6 +113,8 @@ const validBodies = (): Record<string, Json[]> => {
         disabled: false,
       },
     ],
+    // One JSON-RPC message of MCP: its envelope is ours to check, its params the MCP SDK's.
+    Mcp: [{ jsonrpc: '2.0', id: 'walk-1', method: 'tools/list', params: {} }],
   };
 };
 
@@ -210,7 +212,7 @@ const operationsWithBodies = () =>
   );
 
 describe('every request body refuses an array for an object and an empty name', () => {
-  it('finds the operations that take a body: create a workflow, both run starts, a resume, a redelivery, a run token, a file, both estimates, and a webhook endpoint creation and change', () => {
+  it('finds the operations that take a body: create a workflow, both run starts, a resume, a redelivery, a run token, a file, both estimates, a webhook endpoint creation and change, and an MCP message', () => {
     const withBodies = operationsWithBodies().map((o) => o.operationId);
     expect(withBodies).toEqual([
       'CreateWorkflow',
@@ -226,6 +228,7 @@ describe('every request body refuses an array for an object and an empty name', 
       'EstimateAgentRun',
       'CreateWebhookEndpoint',
       'UpdateWebhookEndpoint',
+      'Mcp',
     ]);
   });
 

@@ -166,9 +166,13 @@ const withStartByWhereItCounts = (request: RunRequest): RunRequest => {
 
 /** The run-start body: CallbackUrlInvalidError for callbackUrl (spec 422), InvalidBodyError for any other field. */
 export const parseRunRequest = (event: APIGatewayProxyEventV2): RunRequest =>
+  parseRunRequestBody(readJsonBody(event, { maxBytes: maxRunBodyBytes, emptyAs: {} }));
+
+/** A run start's body already read (a tool call's, functions/http/mcp.ts), checked as `parseRunRequest` checks one. */
+export const parseRunRequestBody = (body: unknown): RunRequest =>
   withStartByWhereItCounts(
     withWebhookTarget(
-      parseWith(RunRequestSchema, readJsonBody(event, { maxBytes: maxRunBodyBytes, emptyAs: {} }), {
+      parseWith(RunRequestSchema, body, {
         [messages.callbackUrlInvalid]: () => new CallbackUrlInvalidError(),
       }),
     ),

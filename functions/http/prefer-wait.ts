@@ -16,7 +16,15 @@ export const requestedWait = (
   context: Pick<Context, 'getRemainingTimeInMillis'>,
 ): RunWait | undefined => {
   const seconds = preferredWaitSeconds(event.headers.prefer);
-  if (seconds === undefined) return undefined;
+  return seconds === undefined ? undefined : waitOf(deps, context, seconds);
+};
+
+/** A wait of `seconds` from now, never past `waitMarginMs` before the function's own timeout. */
+export const waitOf = (
+  deps: Pick<Deps, 'now'>,
+  context: Pick<Context, 'getRemainingTimeInMillis'>,
+  seconds: number,
+): RunWait => {
   const room = Math.max(0, context.getRemainingTimeInMillis() - waitMarginMs);
   return { seconds, until: deps.now().getTime() + Math.min(seconds * 1000, room) };
 };

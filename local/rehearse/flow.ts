@@ -9,6 +9,8 @@
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Webhook } from 'standardwebhooks';
 import type { Deps } from '../../functions/deps.ts';
 import { formatResult, formatSummary, runSmoke, smokeModelTypes } from '../../packages/client/src/smoke/index.ts';
@@ -306,6 +308,43 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
       check(bytes[0] === 0x89 && bytes[1] === 0x50 && bytes[2] === 0x4e && bytes[3] === 0x47, 'the file is not a PNG');
       return `${bytes.length} B PNG from ${new URL(location).host}, by way of ${new URL(file?.url ?? '').host}`;
     });
+
+    await step(
+      'POST /mcp: the MCP SDK client lists the workflow as a tool, calls it, reads its file link',
+      async () => {
+        const client = new McpClient({ name: 'rehearsal', version: '1.0.0' });
+        await client.connect(
+          new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`), {
+            requestInit: { headers: { authorization: `Bearer ${key}` } },
+          }),
+        );
+        try {
+          const { tools } = await client.listTools();
+          const tool = tools.find((t) => t.name === `run_${workflowId}`);
+          check(tool, `tools/list misses run_${workflowId}: ${tools.map((t) => t.name).join(', ')}`);
+          type Block = { type: string; text?: string; uri?: string };
+          let result = await client.callTool({ name: `run_${workflowId}`, arguments: { topic: 'a harbour' } });
+          check(!result.isError, `tools/call refused: ${JSON.stringify(result.content).slice(0, 300)}`);
+          const { jobId: mcpJob } = JSON.parse((result.content as Block[])[0]?.text ?? '{}') as { jobId: string };
+          // A run not ended within the call's wait is read again with get_run.
+          await waitFor('the tool call run to end', async () => {
+            const status = (result.structuredContent as { status?: string } | undefined)?.status;
+            if (status === 'completed') return true;
+            check(status !== 'failed' && status !== 'cancelled', `the run ended ${status}`);
+            result = await client.callTool({ name: 'get_run', arguments: { jobId: mcpJob } });
+            return undefined;
+          });
+          const link = (result.content as Block[]).find((b) => b.type === 'resource_link');
+          check(link?.uri, `no resource link: ${JSON.stringify(result.content).slice(0, 300)}`);
+          const served = await fetch(link?.uri ?? '');
+          await served.arrayBuffer();
+          check(served.status === 200, `GET the resource link: ${served.status}`);
+          return `${tools.length} tools; job ${mcpJob}, its file served by its link`;
+        } finally {
+          await client.close();
+        }
+      },
+    );
 
     await step('the webhook: delivered by the Webhooks queue mapping, verified (Standard Webhooks)', async () => {
       const received = await webhookFor(jobId);

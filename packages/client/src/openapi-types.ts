@@ -699,6 +699,34 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/mcp': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * The MCP server: your workflows as tools for an AI agent
+     * @description The Model Context Protocol (revision 2025-11-25) on its Streamable HTTP transport, stateless: every message is its own POST with the key as bearer token, answered as one JSON object whatever its `Accept` (no session id, no event stream; a GET is not served). An MCP client (the official SDKs, agent hosts) speaks it as it is: point it at this address with the key.
+     *
+     *     `tools/list` lists each workflow the key may run (its workflow limits) as a tool named `run_<workflow id>`, titled with its name, its `inputSchema` the run inputs GET /workflows/{id} describes, its description stating the price range and the licence of its outputs; and `get_run`, which reads a run.
+     *
+     *     `tools/call` of a workflow starts a run as POST /workflows/{id}/runs does, with `onConflict: "queue"` (the key's scope `runs:create`, its limits, the 402 family, the workflow's lock), and waits for it up to 25 s. An ended run answers its outputs: text as text, each file as a `resource_link` to its file link (no key needed, two hours), with its licence; a run still going answers its `jobId`, status and progress. The Run itself is the `structuredContent`. A refusal is a tool error (`isError: true`) whose content is the API's status and body for it.
+     *
+     *     Connecting needs the scope `workflows:read`; starting needs `runs:create`, reading a run `runs:read`.
+     *
+     *     Scope: `workflows:read`.
+     */
+    post: operations['Mcp'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/provider-webhooks/{provider}/{jobId}/{nodeId}/{token}': {
     parameters: {
       query?: never;
@@ -3269,6 +3297,29 @@ export interface components {
       };
       /** @description The licence the outputs would carry at the strictest of its model steps, as the facts stand now; null when it runs no model. Not legal advice. */
       licence: components['schemas']['Licence'] | null;
+    };
+    McpMessage: {
+      /** @constant */
+      jsonrpc: '2.0';
+      id?: string | number;
+      /** @description `initialize`, `notifications/initialized`, `tools/list`, `tools/call`, `ping`. */
+      method: string;
+      params?: {
+        [key: string]: unknown;
+      };
+    };
+    McpAnswer: {
+      /** @constant */
+      jsonrpc: '2.0';
+      id: (string | number) | null;
+      result?: {
+        [key: string]: unknown;
+      };
+      error?: {
+        code: number;
+        message: string;
+        data?: unknown;
+      };
     };
     NameRequiredError: {
       /** @constant */
@@ -6593,6 +6644,95 @@ export interface operations {
           'application/json':
             | components['schemas']['WorkflowNotFoundError']
             | components['schemas']['CanvasNotFoundError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  Mcp: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** @description One JSON-RPC 2.0 message of MCP. */
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['McpMessage'];
+      };
+    };
+    responses: {
+      /** @description The JSON-RPC answer to a request: its `result`, or an `error`. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['McpAnswer'];
+        };
+      };
+      /** @description A notification (a message without `id`) was received; no body. */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The body is not JSON, or not one JSON-RPC 2.0 message; or its `MCP-Protocol-Version` is one the server does not speak. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidBodyError'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks `workflows:read` (each tool checks its own scope and answers a tool error). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ScopeNotPermittedError'];
+        };
+      };
+      /** @description The body is over 128 KB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PayloadTooLargeError'];
         };
       };
       /** @description Too many requests with this key; wait `Retry-After` seconds. */
