@@ -43,6 +43,7 @@ import {
 } from './openapi-parts.ts';
 import { runTokenComponents, runTokenOperations } from './run-tokens.ts';
 import { runComponents, runListComponents, runOperations, WebhookEventSchema, webhookHeaderNames } from './runs.ts';
+import { usageComponents, usageOperations } from './usage.ts';
 import { webhookEndpointComponents, webhookEndpointOperations } from './webhook-endpoints.ts';
 import {
   type NodeType,
@@ -70,6 +71,7 @@ export const componentSchemas = {
   ...lifecycleWebhookComponents,
   ...fileComponents,
   ...creditComponents,
+  ...usageComponents,
   ...nodeTypeComponents,
   ...estimateComponents,
   ...runTokenComponents,
@@ -339,6 +341,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       ...estimateOperations,
       ...runTokenOperations,
       ...webhookEndpointOperations,
+      ...usageOperations,
     ]),
     {
       operationId: 'ProviderWebhook',
