@@ -4,11 +4,14 @@
  * over HTTP, their steps run by the real step executor (the sandbox provider standing in for the
  * model's), so every charge reaches the rollups as it reaches the team's ledger.
  */
+
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { buildOpenApiDocument } from '../functions/docs/openapi.ts';
 import { usageDay } from '../functions/domain/usage.ts';
-import { settleEndedRun } from '../functions/store/run/index.ts';
+import { countStep, type NewRun, readRunItem, settleEndedRun, startRun } from '../functions/store/run/index.ts';
 import { createAgent, createProject } from '../functions/store/tenancy.ts';
+import { RunStatus, StepStatus } from '../platform/run-statuses.ts';
 import { expectValidResponse } from './support/openapi-validator.ts';
 import {
   deliver,
@@ -145,7 +148,11 @@ describe('GET /usage', () => {
     // The chain's model step (2 credits) under its model; the rest of each run's charge under null.
     const model = answers.get('model') ?? [];
     expect(model).toHaveLength(2);
-    expect(model.find((row) => row.group === null)).toMatchObject({ runs, steps: runs * 3, chargedCredits: (runs * 3) / 100 });
+    expect(model.find((row) => row.group === null)).toMatchObject({
+      runs,
+      steps: runs * 3,
+      chargedCredits: (runs * 3) / 100,
+    });
     expect(model.find((row) => row.group !== null)).toMatchObject({ runs, steps: runs, chargedCredits: runs * 2 });
     expect(model.find((row) => row.group !== null)?.group).toMatch(/^sandbox\//);
 
@@ -175,6 +182,83 @@ describe('GET /usage', () => {
     for (const groupBy of groupings) {
       const again = await usage(team.key, `from=${today}&to=${today}&groupBy=${groupBy}`);
       expect(again.body.rows, groupBy).toEqual(answers.get(groupBy));
+    }
+  });
+
+  it('after 1,000 tagged runs through the ledger’s writers, groupBy=tag sums exactly to the team’s charged credits', {
+    timeout: 900_000,
+  }, async () => {
+    // The start's transaction, each step's count (a model step, then the last, which ends the run in
+    // its settlement's transaction), as the step executor calls them; no queue, no node runs.
+    const team = await seedUnthrottledTeam(stack.deps, 10_000);
+    const model = { provider: 'sandbox', model: 'sandbox-text-1' };
+    const oneRun = async (n: number) => {
+      const jobId = randomUUID();
+      const run: NewRun = {
+        jobId,
+        teamId: team.teamId,
+        keyId: team.keyId,
+        workflow: {
+          workflowId: randomUUID(),
+          agentId: team.agentId,
+          projectId: team.projectId,
+          canvas: { nodes: [], edges: [] },
+        },
+        mode: 'production',
+        inputs: {},
+        callbackUrl: null,
+        callbackSecret: null,
+        estimate: {
+          steps: [
+            { nodeId: 'llm', type: 'LlmWorker', hundredths: 200 },
+            { nodeId: 'show', type: 'TextConsole', hundredths: 10 },
+          ],
+          totalHundredths: 210,
+          multiplier: 1,
+        },
+        month: new Date().toISOString().slice(0, 7),
+        monthlyCap: null,
+        hardCap: null,
+        idempotency: null,
+        deferredJobId: null,
+        labels: { tags: n % 2 ? [`customer-${n % 9}`, 'batch'] : [`customer-${n % 9}`] },
+      };
+      await startRun(stack.deps, run);
+      const started = await readRunItem(stack.deps, jobId);
+      if (!started) throw new Error('the run was not written');
+      // A model step charged less than its estimate (its work), then the last step.
+      const first = await countStep(stack.deps, started, 'llm', {
+        status: StepStatus.completed,
+        chargeHundredths: 150 + (n % 50),
+        model,
+      });
+      if (!first.counted || first.ended) throw new Error('the first count did not count');
+      const last = await countStep(stack.deps, first.run, 'show', {
+        status: StepStatus.completed,
+        chargeHundredths: 1,
+      });
+      expect(last).toMatchObject({ counted: true, ended: true });
+      expect((await readRunItem(stack.deps, jobId))?.status).toBe(RunStatus.completed);
+    };
+    const runs = 1000;
+    for (let n = 0; n < runs; n += 20) await Promise.all(Array.from({ length: 20 }, (_, i) => oneRun(n + i)));
+
+    const ledger = await ledgerOf(stack.deps, team.teamId);
+    expect(ledger.held).toBe(0);
+    const today = usageDay(new Date());
+    const tag = await usage(team.key, `from=${today}&to=${today}&groupBy=tag`);
+    const rows = tag.body.rows as Row[];
+    expect(rows.map((row) => row.group)).toEqual(Array.from({ length: 9 }, (_, i) => `customer-${i}`));
+    expect(sumOf(rows, (row) => hundredths(row.chargedCredits))).toBe(ledger.charged);
+    expect(sumOf(rows, (row) => row.runs)).toBe(runs);
+    // And the released holds, to the hundredth: each run held 210 and charged 151 + n % 50.
+    expect(sumOf(rows, (row) => hundredths(row.refundedCredits))).toBe(runs * 210 - ledger.charged);
+    for (const groupBy of groupings) {
+      const answer = await usage(team.key, `from=${today}&to=${today}&groupBy=${groupBy}`);
+      expect(
+        sumOf(answer.body.rows as Row[], (row) => hundredths(row.chargedCredits)),
+        groupBy,
+      ).toBe(ledger.charged);
     }
   });
 
