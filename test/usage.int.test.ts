@@ -6,12 +6,17 @@
  */
 
 import { randomUUID } from 'node:crypto';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildOpenApiDocument } from '../functions/docs/openapi.ts';
 import { usageDay } from '../functions/domain/usage.ts';
 import { countStep, type NewRun, readRunItem, settleEndedRun, startRun } from '../functions/store/run/index.ts';
 import { createAgent, createProject } from '../functions/store/tenancy.ts';
+import { createClient } from '../packages/client/src/client.ts';
 import { RunStatus, StepStatus } from '../platform/run-statuses.ts';
+import { runCli } from './support/cli.ts';
 import { expectValidResponse } from './support/openapi-validator.ts';
 import {
   deliver,
@@ -278,6 +283,43 @@ describe('GET /usage', () => {
       chargedCredits: 0,
       refundedCredits: 2.03,
     });
+    // The typed client and the CLI read the same rows; the CLI writes the CSV to a file.
+    const client = createClient({ baseUrl: stack.baseUrl, apiKey: team.key });
+    expect(await client.getUsage({ from: today, to: today, groupBy: 'tag' })).toEqual(answer.body);
+    const csv = await client.getUsageCsv({ from: today, to: today, groupBy: 'tag' });
+    expect(csv).toBe('group,runs,steps,chargedCredits,refundedCredits\r\norder-1,1,0,0.00,2.03\r\n');
+    const printed = await runCli({ baseUrl: stack.baseUrl, key: team.key }, [
+      'usage',
+      '--from',
+      today,
+      '--to',
+      today,
+      '--group-by',
+      'tag',
+    ]);
+    expect(printed.code, printed.stderr).toBe(0);
+    expect(printed.stdout.split('\n').map((line) => line.split(/\s+/).filter(Boolean))).toEqual([
+      [today, 'to', today, 'by', 'tag'],
+      ['group', 'runs', 'steps', 'charged', 'refunded'],
+      ['order-1', '1', '0', '0.00', '2.03'],
+      ['total', '0.00', '2.03'],
+      [],
+    ]);
+    const file = join(await mkdtemp(join(tmpdir(), 'usage-')), 'usage.csv');
+    const written = await runCli({ baseUrl: stack.baseUrl, key: team.key }, [
+      'usage',
+      '--from',
+      today,
+      '--to',
+      today,
+      '--group-by',
+      'tag',
+      '--csv',
+      file,
+    ]);
+    expect(written.code, written.stderr).toBe(0);
+    expect(await readFile(file, 'utf8')).toBe(csv);
+
     // The default grouping is by day; a period without runs answers none.
     const before = await usage(team.key, 'from=2026-01-01&to=2026-01-31');
     expect(before.body).toEqual({
