@@ -103,7 +103,7 @@ const modelRollups = (run: SettledRun): UsageRollup[] => {
       group: '',
       runs: 1,
       steps: Math.max(0, run.steps - modelSteps),
-      chargedHundredths: run.chargedHundredths - Math.min(attributed, run.chargedHundredths),
+      chargedHundredths: rest,
       refundedHundredths: run.refundedHundredths,
     });
   }
