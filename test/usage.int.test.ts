@@ -190,7 +190,7 @@ describe('GET /usage', () => {
     }
   });
 
-  it('after 1,000 tagged runs through the ledger’s writers, groupBy=tag sums exactly to the team’s charged credits', {
+  it('after 1,000 tagged runs through the ledger’s writers, groupBy=tag sums exactly to the team’s charged credits; charges applied again change nothing', {
     timeout: 900_000,
   }, async () => {
     // The start's transaction, each step's count (a model step, then the last, which ends the run in
@@ -244,6 +244,16 @@ describe('GET /usage', () => {
       });
       expect(last).toMatchObject({ counted: true, ended: true });
       expect((await readRunItem(stack.deps, jobId))?.status).toBe(RunStatus.completed);
+      // Every tenth run's charges applied again from the same reads, as a redelivered message would:
+      // refused by the run item's conditions, the settlement's rollups with them (the sums below hold).
+      if (n % 10 === 0) {
+        const again = { status: StepStatus.completed, chargeHundredths: 1 } as const;
+        expect(await countStep(stack.deps, first.run, 'show', again)).toMatchObject({ counted: false });
+        expect(
+          await countStep(stack.deps, started, 'llm', { status: StepStatus.completed, chargeHundredths: 150, model }),
+        ).toMatchObject({ counted: false });
+        expect(await settleEndedRun(stack.deps, jobId)).toBe(false);
+      }
     };
     const runs = 1000;
     for (let n = 0; n < runs; n += 20) await Promise.all(Array.from({ length: 20 }, (_, i) => oneRun(n + i)));
