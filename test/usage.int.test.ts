@@ -83,7 +83,7 @@ const startOk = async (team: SeededTeam, key: string, workflowId: string, tags?:
 };
 
 describe('GET /usage', () => {
-  it('after 1,000 tagged runs, every grouping’s rows sum exactly to the team’s charges; a redelivered charge changes no rollup', {
+  it('after 100 tagged runs started over HTTP and run by the step executor, every grouping’s rows sum exactly to the team’s charges; a redelivered step changes no rollup', {
     timeout: 900_000,
   }, async () => {
     const team = await seedUnthrottledTeam(stack.deps, 10_000);
