@@ -231,7 +231,8 @@ export const usageCsv = (rows: readonly UsageRow[]): string =>
         csvCredits(row.refundedHundredths),
       ].join(','),
     ),
-  ].join('\r\n') + '\r\n';
+    '',
+  ].join('\r\n');
 
 /** How long a rollup is kept after its day: a whole period of `maxUsageDays` ago stays readable, with a margin. */
 export const usageKeptDays = 400;
