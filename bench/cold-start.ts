@@ -621,6 +621,15 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
     GetWorkflow: {
       event: async () => apiEvent(routeById('GetWorkflow'), { key, pathParameters: { id: await newWorkflow() } }),
     },
+    // The team's usage by workflow over the last 366 days: the key, its rate count and one Query of
+    // the grouping's rollups, which the runs above settled (a period is required, so no bare GET).
+    GetUsage: {
+      event: async () => {
+        const to = new Date().toISOString().slice(0, 10);
+        const from = new Date(Date.now() - 365 * 86_400_000).toISOString().slice(0, 10);
+        return apiEvent(routeById('GetUsage'), { key, query: { from, to, groupBy: 'workflow' } });
+      },
+    },
   };
   // A keyed GET with no path parameter needs nothing set up: its first request is the key's (the
   // team's workflows, its stored bytes). A route of any other kind names its scenario above.

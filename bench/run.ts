@@ -6,7 +6,7 @@
  *
  * Env: BENCH_SECONDS (default 10) per measured load phase, BENCH_WARMUP_SECONDS (default 10),
  * BENCH_SOAK_SECONDS (default 60), BENCH_DEFERRED_COUNT (default 100,000 waiting deferred runs),
- * BENCH_SECTIONS (default all: bundles,python,http,links,soak,runs,deferred,cost,stepevents,queue,hotkey,saturation; `python` alone starts
+ * BENCH_SECTIONS (default all: bundles,python,http,links,soak,runs,deferred,cost,stepevents,queue,hotkey,saturation,usage; `python` alone starts
  * no emulators), BENCH_COLD_RUNS (default 5 fresh
  * processes per bundle in the cold-start section), BENCH_SATURATION_RATES (default 2,4,8,16 runs a second)
  * and BENCH_SATURATION_SECONDS (default 4 per rate) for the saturation section.
@@ -40,6 +40,7 @@ import { createChainWorkflows, seedBenchTeam, seedRunsTeam } from './seed.ts';
 import { type ServerProcess, startServerProcess } from './server-process.ts';
 import { mb, ms, summarize, Targets } from './stats.ts';
 import { benchStepEvents } from './step-events.ts';
+import { benchUsage } from './usage.ts';
 
 const seconds = (name: string, fallback: number) => {
   const value = Number(process.env[name]);
@@ -63,6 +64,7 @@ const allSections = [
   'hotkey',
   'saturation',
   'endpoints',
+  'usage',
 ];
 const saturationRates = (process.env.BENCH_SATURATION_RATES ?? '2,4,8,16')
   .split(',')
@@ -389,6 +391,7 @@ const main = async () => {
   if (sections.has('queue')) await benchQueuedRuns({ resources, chainLength });
   if (sections.has('endpoints')) await benchEndpointDeliveries({ resources, chainLength });
   if (sections.has('hotkey')) await benchHotKey({ deps, resources, targets, cleanups });
+  if (sections.has('usage')) await benchUsage({ resources });
   if (sections.has('saturation')) {
     const server = await startServerProcess(resources);
     cleanups.push(() => server.stop());

@@ -13,7 +13,8 @@ export type Scope =
   | 'runs:read'
   | 'credits:read'
   | 'webhooks:read'
-  | 'webhooks:write';
+  | 'webhooks:write'
+  | 'usage:read';
 
 export const allScopes: readonly Scope[] = [
   'workflows:read',
@@ -23,6 +24,7 @@ export const allScopes: readonly Scope[] = [
   'credits:read',
   'webhooks:read',
   'webhooks:write',
+  'usage:read',
 ];
 
 export interface Route {
@@ -502,6 +504,16 @@ const table = [
       uploads: ['GetObject', 'DeleteObject'],
       bucket: ['PutObject'],
     },
+  },
+  {
+    // The team's usage by a grouping over a period (functions/app/usage.ts): one Query of the
+    // grouping's rollups (functions/store/usage.ts); GetItem and UpdateItem, the key and its rate counter.
+    id: 'GetUsage',
+    method: 'GET',
+    path: '/usage',
+    entry: 'functions/api/get-usage.ts',
+    scope: 'usage:read',
+    grants: { table: ['GetItem', 'UpdateItem', 'Query'] },
   },
 ] as const satisfies readonly Route[];
 

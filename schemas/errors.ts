@@ -31,6 +31,7 @@ export const messages = {
   scopeNotPermitted: 'Scope not permitted for this key',
   createWorkflowNotPermitted: 'This key is not permitted to create workflows',
   workflowNotPermitted: 'Workflow not permitted for this key',
+  usageNotPermitted: 'This key is limited to certain workflows; usage covers the whole team',
   nameRequired: 'name is required',
   stepsRequired: 'steps is required',
   exactlyOneOfAgentOrProject: 'Provide exactly one of agentId or projectId',
@@ -208,6 +209,8 @@ export const CreateWorkflowNotPermittedErrorSchema = fixed(messages.createWorkfl
 export type CreateWorkflowNotPermittedErrorBody = v.InferOutput<typeof CreateWorkflowNotPermittedErrorSchema>;
 export const WorkflowNotPermittedErrorSchema = fixed(messages.workflowNotPermitted);
 export type WorkflowNotPermittedErrorBody = v.InferOutput<typeof WorkflowNotPermittedErrorSchema>;
+export const UsageNotPermittedErrorSchema = fixed(messages.usageNotPermitted);
+export type UsageNotPermittedErrorBody = v.InferOutput<typeof UsageNotPermittedErrorSchema>;
 
 // 404
 export const AgentOrProjectNotFoundErrorSchema = fixed(messages.agentOrProjectNotFound);

@@ -44,6 +44,7 @@ import {
 } from './openapi-parts.ts';
 import { runTokenComponents, runTokenOperations } from './run-tokens.ts';
 import { runComponents, runListComponents, runOperations, WebhookEventSchema, webhookHeaderNames } from './runs.ts';
+import { usageComponents, usageOperations } from './usage.ts';
 import { webhookEndpointComponents, webhookEndpointOperations } from './webhook-endpoints.ts';
 import { workflowDescriptionComponents, workflowDescriptionOperations } from './workflow-description.ts';
 import {
@@ -72,6 +73,7 @@ export const componentSchemas = {
   ...lifecycleWebhookComponents,
   ...fileComponents,
   ...creditComponents,
+  ...usageComponents,
   ...nodeTypeComponents,
   ...estimateComponents,
   ...runTokenComponents,
@@ -345,6 +347,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       ...webhookEndpointOperations,
       ...workflowDescriptionOperations,
       ...mcpOperations,
+      ...usageOperations,
     ]),
     {
       operationId: 'ProviderWebhook',

@@ -62,7 +62,8 @@ let ids: string[];
 let leaks: RegExp[];
 let inputWorkflow: string;
 /** Query values only the service makes (a list's `nextCursor`), by parameter name. */
-const realQueryValues: Record<string, string[]> = {};
+// A usage period that parses, so generated usage reads also reach the rollups' Query.
+const realQueryValues: Record<string, string[]> = { from: ['2026-11-01'], to: ['2026-12-07'] };
 
 /** A workflow that takes an input (`topic`) and stores free-form JSON (`JsonLoader.data`, `ConditionalSwitch.value`). */
 const goodSteps = (): Json[] => [

@@ -65,6 +65,7 @@ import {
   storedTeam,
   storedTeamSteps,
   storedUpload,
+  storedUsageRollup,
   storedWebhookEndpoint,
   storedWorkflow,
   storedWorkflowLock,
@@ -80,6 +81,7 @@ import {
   countFailedExecution,
   countStep,
   countSweepRefusal,
+  endRun,
   failStep,
   finishStepItem,
   markStepStarted,
@@ -308,6 +310,7 @@ const definitions = {
   webhookEndpoint: storedWebhookEndpoint,
   endpointSlots: storedEndpointSlots,
   endpointDelivery: storedEndpointDelivery,
+  usageRollup: storedUsageRollup,
 } satisfies Record<string, ItemDefinition>;
 
 const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definitions => {
@@ -341,6 +344,7 @@ const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definition
   if (PK.startsWith('STREAMS#')) return 'streamSlots';
   if (PK.startsWith('RUNTAG#')) return 'runTag';
   if (PK.startsWith('WFQUEUE#')) return 'workflowQueueEntry';
+  if (PK.startsWith('USAGE#')) return 'usageRollup';
   const kind = bySk.find(([pattern]) => pattern.test(SK))?.[1];
   if (!kind) throw new Error(`no item is stored at ${PK}|${SK}`);
   return kind;
@@ -452,6 +456,8 @@ const ids = {
   deferred: '5a000000-0000-4000-8000-000000000003',
   queued: '5a000000-0000-4000-8000-000000000004',
   cancelledInQueue: '5a000000-0000-4000-8000-000000000005',
+  settled: '5a000000-0000-4000-8000-000000000006',
+  settledWorkflow: '5a000000-0000-4000-8000-000000000007',
 };
 
 function newRun(jobId: string): NewRun {
@@ -564,6 +570,14 @@ describe('what the store’s writers leave in the table', () => {
     await failStep(deps, run, 'c', null, 'the node failed');
     await retireLateStep(deps, run, 'a');
     await closeRun(deps, run, RunStatus.cancelled);
+    // A run of another workflow ended by its last count, a model step's: its settlement adds to the usage rollups.
+    const second = newRun(ids.settled);
+    await startRun(deps, { ...second, workflow: { ...second.workflow, workflowId: ids.settledWorkflow } });
+    const settling = await readRunItem(deps, ids.settled);
+    const modelStep = { status: StepStatus.completed, chargeHundredths: 3, model: { provider: 'sandbox', model: 'm' } };
+    expect(settling && (await countStep(deps, settling, 'a', modelStep))).toMatchObject({ counted: true });
+    const counted = await readRunItem(deps, ids.settled);
+    expect(counted && (await endRun(deps, counted, RunStatus.completed))).toBe(true);
     // The marks were written (the lifecycle events' filters read them; the checks below hold them declared).
     expect(table.items.get(`${runKey(ids.job).PK}|STEP#a`)?.notify).toBe(true);
     expect(table.items.get(`${runKey(ids.job).PK}|RUN`)?.notifyStart).toBe(true);

@@ -99,7 +99,7 @@ describe('OpenAPI document', () => {
       const runToken = routes.find((route) => route.id === operation.operationId)?.runToken === true;
       expect(operation.security).toEqual([{ bearerAuth: [] }, ...(runToken ? [{ runToken: [] }] : [])]);
       expect(operation.description).toMatch(
-        /Scope: `(workflows:read|workflows:write|runs:create|runs:read|credits:read|webhooks:read|webhooks:write)`/,
+        /Scope: `(workflows:read|workflows:write|runs:create|runs:read|credits:read|webhooks:read|webhooks:write|usage:read)`/,
       );
       expect(Object.keys(operation.responses ?? {})).toEqual(expect.arrayContaining(['401', '429']));
       expect(operation.responses?.['429']?.headers?.['Retry-After']).toEqual({

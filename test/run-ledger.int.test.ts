@@ -11,6 +11,7 @@
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sumUsage, usageDay, usageDimensions } from '../functions/domain/usage.ts';
 import { StepFailedError } from '../functions/nodes/executors/types.ts';
 import { safeModelInputFields } from '../functions/nodes/providers/model-input.ts';
 import { batchGet, itemFor } from '../functions/store/batch.ts';
@@ -19,6 +20,7 @@ import { runKey, teamKey } from '../functions/store/keys.ts';
 import { readStorageUsage } from '../functions/store/stored-bytes.ts';
 import { balanceOf } from '../functions/store/tenancy.ts';
 import { uploadObjectKey } from '../functions/store/uploads.ts';
+import { readUsageItems } from '../functions/store/usage.ts';
 import {
   api,
   cancelRunCall,
@@ -214,6 +216,15 @@ const settle = async (model: Model, real: Real) => {
     if (run.status === 'active') runsHeld += (item?.heldHundredths ?? 0) + (item?.chargedHundredths ?? 0);
   }
   expect(runsHeld).toBe(ledger.held);
+  // The usage rollups, written by the same settlements: every grouping sums to what the team was charged.
+  const day = (offset: number) => usageDay(new Date(Date.now() + offset * 86_400_000));
+  for (const groupBy of usageDimensions) {
+    const rows = sumUsage(await readUsageItems(stack.deps, real.teamId, groupBy, day(-1), day(1)));
+    expect(
+      rows.reduce((sum, row) => sum + row.chargedHundredths, 0),
+      `usage by ${groupBy}`,
+    ).toBe(ledger.charged);
+  }
   // Stored bytes: what the bucket holds for the team never exceeds what its counter holds.
   const stored = await bucketBytes(real);
   const counted = (await readStorageUsage(stack.deps, real.teamId)).usedBytes;

@@ -130,6 +130,16 @@ export const WorkflowNotPermittedError = defineError('WorkflowNotPermittedError'
   body: () => ({ error: messages.workflowNotPermitted }),
 });
 
+/** A key restricted to some workflows asks for the team's usage, which covers every workflow. */
+export const UsageNotPermittedError = defineError('UsageNotPermittedError', {
+  facts: none,
+  message: () => 'key restricted to some workflows',
+  status: 403,
+  routes: ['GetUsage'],
+  schemas: [bodies.UsageNotPermittedErrorSchema],
+  body: () => ({ error: messages.usageNotPermitted }),
+});
+
 // The request body
 
 /**
@@ -140,7 +150,7 @@ export const InvalidQueryError = defineError('InvalidQueryError', {
   facts: (detail: string) => ({ detail }),
   message: (f) => `invalid query: ${f.detail}`,
   status: 400,
-  routes: [...lists, 'GetRun', 'ListWebhookEndpointDeliveries'],
+  routes: [...lists, 'GetRun', 'ListWebhookEndpointDeliveries', 'GetUsage'],
   schemas: [bodies.InvalidQueryErrorSchema],
   body: (f) => ({ error: messages.invalidQuery(f.detail) }),
 });

@@ -303,6 +303,11 @@ export const RunItemSchema = v.object({
    */
   queueOrder: v.optional(v.string()),
   waitUntil: v.optional(v.string()),
+  /**
+   * Its charged model steps, one entry each (`modelChargeEntry` in functions/domain/usage.ts), added
+   * by the count that charges the step: what its settlement splits by model for the usage rollups.
+   */
+  modelCharges: v.optional(v.set(v.string())),
 });
 export type RunItem = v.InferOutput<typeof RunItemSchema>;
 
@@ -812,3 +817,16 @@ export const EndpointDeliveryItemSchema = v.object({
 });
 export type EndpointDeliveryItem = v.InferOutput<typeof EndpointDeliveryItemSchema>;
 export const storedEndpointDelivery = storedItem(EndpointDeliveryItemSchema);
+
+/**
+ * A team's usage rollup of one grouping, day and group (`USAGE#<team>#<grouping>`, `<day>#<group>`):
+ * what the runs settled that day added to it (functions/store/usage.ts); `group` '' is no value.
+ */
+export const UsageRollupItemSchema = v.object({
+  group: v.string(),
+  runs: counter,
+  steps: counter,
+  chargedHundredths: counter,
+  refundedHundredths: counter,
+});
+export const storedUsageRollup = storedItem(UsageRollupItemSchema, ['day']);

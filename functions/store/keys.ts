@@ -186,3 +186,14 @@ export const endpointDeliveryKey = (endpointId: string, deliveryId: string) => (
   PK: endpointDeliveryPartition(endpointId),
   SK: `${endpointDeliverySkPrefix}${deliveryId}`,
 });
+
+/**
+ * A team's usage rollup (GET /usage): one item per grouping, UTC day and group, added to by the
+ * transaction that settles each run (functions/store/usage.ts). One partition per team and grouping,
+ * sorted by day, so a period is one Query of it; the day is the sort key's first 10 characters.
+ */
+export const usagePartition = (teamId: string, dimension: string) => `USAGE#${teamId}#${dimension}`;
+export const usageKey = (teamId: string, dimension: string, day: string, group: string) => ({
+  PK: usagePartition(teamId, dimension),
+  SK: `${day}#${group}`,
+});

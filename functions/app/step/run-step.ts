@@ -140,7 +140,8 @@ const runReadyStep = async (
   steps.delete(message.nodeId);
   const readPlan = planRead(run, message.nodeId, own);
   if (readPlan.kind === 'after-end') return afterEnd(deps, message, run, readPlan, own?.model ?? undefined);
-  if (readPlan.kind === 'count') return settleStep(deps, message, run, readPlan);
+  // The stored step's model: a recount keeps its charge under its model in the usage rollups.
+  if (readPlan.kind === 'count') return settleStep(deps, message, run, { ...readPlan, model: own?.model ?? undefined });
   if (readPlan.kind === 'nothing') return;
   const { node, spec } = nodeOf(canvas, message.nodeId);
   // Only a model step is claimed: its lease keeps a duplicate message from paying a provider twice.

@@ -4,10 +4,12 @@ import type { EndReason } from '../../../schemas/runs.ts';
 import type { Deps } from '../../deps.ts';
 import { runItemExpiry } from '../../domain/retention.ts';
 import { holdsEndedRun, isEndStatus, runTransitions } from '../../domain/run-lifecycle.ts';
+import { usageDay, usageRollups } from '../../domain/usage.ts';
 import { logger } from '../../observability/logger.ts';
 import { tableUpdate } from '../item-update.ts';
 import { storedKeyMonth, storedProject, storedRun, storedTeam, storedWorkflowLock } from '../items.ts';
 import { keyMonthKey, projectKey, queuedRunIndex, runKey, teamKey, workflowLockKey } from '../keys.ts';
+import { usageRollupItems } from '../usage.ts';
 import { conditionalWrite, type TransactItems, transactWrite } from '../write.ts';
 import { fromCondition, statusValues } from './lifecycle-conditions.ts';
 import { readLock, startNextQueued } from './queue.ts';
@@ -28,6 +30,10 @@ export interface RunLedgerState {
   /** What is still held for the run's unfinished steps. */
   heldHundredths: number;
   callbackUrl?: string;
+  /** For the usage rollups its settlement adds to (functions/domain/usage.ts): absent counts as none. */
+  tags?: readonly string[] | undefined;
+  stepsCompleted?: number;
+  modelCharges?: ReadonlySet<string> | undefined;
 }
 
 /**
@@ -47,6 +53,27 @@ const settleTeamItems = (deps: Deps, run: RunLedgerState, release: number): Tran
           }),
         },
       ];
+
+/**
+ * The team's usage rollups (functions/store/usage.ts) of the run settled here, in the settlement's
+ * transaction beside the team item: its charge counts in them exactly when it reaches the team's
+ * `charged`, and never twice (the run item's condition refuses a second settlement, and the rollups
+ * with it). `last`: the last count made by the same transaction.
+ */
+const usageItems = (deps: Deps, run: RunLedgerState, release: number, last?: LastCount): TransactItems => {
+  const day = usageDay(deps.now());
+  const settled = {
+    workflowId: run.workflowId,
+    keyId: run.keyId,
+    projectId: run.projectId,
+    tags: run.tags,
+    steps: (run.stepsCompleted ?? 0) + (last?.completed ?? 0),
+    chargedHundredths: run.estimateHundredths - release,
+    refundedHundredths: release,
+    modelCharges: [...(run.modelCharges ?? []), ...(last?.modelCharges ?? [])],
+  };
+  return usageRollupItems(deps, run.teamId, day, usageRollups(settled, day));
+};
 
 /** The run is still in progress: the `from` of a step's count, a run's end and its close; with `inProgressValues`. */
 export const inProgressCondition = fromCondition(runTransitions.countStep);
@@ -95,6 +122,8 @@ export interface LastCount {
   chargeHundredths: number;
   completedBefore: number;
   skippedBefore: number;
+  /** Its charged model steps' entries (functions/domain/usage.ts `modelChargeEntry`), added to the run's. */
+  modelCharges?: readonly string[];
 }
 
 /**
@@ -150,6 +179,7 @@ export const endRunItems = (
                   ...(skipped > 0 && { stepsSkipped: skipped }),
                   chargedHundredths: charge,
                   doneSteps: new Set(last.nodeIds),
+                  ...(last.modelCharges?.length && { modelCharges: new Set(last.modelCharges) }),
                 },
               }
             : {}),
@@ -160,6 +190,7 @@ export const endRunItems = (
     },
     ...settleTeamItems(deps, run, release),
     ...endRunSideItems(deps, run, release, handover),
+    ...usageItems(deps, run, release, last),
   ];
 };
 
@@ -299,6 +330,7 @@ const settleRunItems = (deps: Deps, run: RunLedgerState & { status: EndStatus },
   },
   ...settleTeamItems(deps, run, run.heldHundredths),
   ...endRunSideItems(deps, run, run.heldHundredths, handover),
+  ...usageItems(deps, run, run.heldHundredths),
 ];
 
 /**

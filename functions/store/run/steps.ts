@@ -6,6 +6,7 @@ import type { Deps } from '../../deps.ts';
 import { notifiesStepEnd } from '../../domain/lifecycle-webhooks.ts';
 import { runItemExpiry } from '../../domain/retention.ts';
 import { type CountedStepStatus, isCompleted, isInProgress, isLastCount } from '../../domain/run-lifecycle.ts';
+import { modelChargeEntry } from '../../domain/usage.ts';
 import type { ModelUse } from '../../nodes/executors/types.ts';
 import { ifNotExists, tableUpdate } from '../item-update.ts';
 import {
@@ -200,6 +201,8 @@ export interface StepCount {
   nodeId: string;
   status: CountedStepStatus;
   chargeHundredths: number;
+  /** A model step's provider and model: its charge is kept by model for the usage rollups. */
+  model?: ModelUse | undefined;
 }
 
 /**
@@ -214,7 +217,7 @@ export const countStep = async (
   deps: Deps,
   run: RunItem,
   nodeId: string,
-  outcome: { status: CountedStepStatus; chargeHundredths: number },
+  outcome: Omit<StepCount, 'nodeId'>,
   carried: readonly StepCount[] = [],
 ): Promise<CountResult> => {
   const counts = [...carried, { nodeId, ...outcome }];
@@ -223,6 +226,9 @@ export const countStep = async (
   const completed = counts.filter((c) => isCompleted(c.status)).length;
   const skipped = counts.length - completed;
   const nodeIds = counts.map((c) => c.nodeId);
+  const modelCharges = counts.flatMap((c) =>
+    c.model && chargeOf(c) > 0 ? [modelChargeEntry(c.nodeId, c.model, chargeOf(c))] : [],
+  );
   // This step is the run's last when the carried ones and every other step had finished.
   if (isLastCount({ ...run, stepsCompleted: run.stepsCompleted + carried.length }, outcome.status)) {
     const last = {
@@ -231,6 +237,7 @@ export const countStep = async (
       chargeHundredths: charge,
       completedBefore: run.stepsCompleted,
       skippedBefore: run.stepsSkipped,
+      modelCharges,
     };
     if (await endRun(deps, run, RunStatus.completed, last)) return { counted: true, ended: true };
     // The run moved since the read (a parallel step, a cancel): count it the general way.
@@ -248,6 +255,7 @@ export const countStep = async (
         chargedHundredths: charge,
         heldHundredths: -charge,
         doneSteps: new Set(nodeIds),
+        ...(modelCharges.length > 0 && { modelCharges: new Set(modelCharges) }),
       },
       remove: ['GSI1PK', 'GSI1SK'],
     },

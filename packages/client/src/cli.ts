@@ -7,7 +7,7 @@ import { createWriteStream } from 'node:fs';
  * error; 3 the watched run ended failed, cancelled or stopped. With `--json`, stdout carries only
  * JSON (the API's answer; for `--watch` and `watch`, the final run).
  */
-import { mkdir, readFile, stat } from 'node:fs/promises';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { basename, extname, join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -35,6 +35,7 @@ import {
   type UploadContentType,
   type UploadedFile,
   type UploadProgress,
+  type UsageParams,
   type WorkflowRunClient,
 } from './client.ts';
 import { ApiError, FileRejectedError, StorageRefusedError, UnknownContentTypeError, UploadError } from './errors.ts';
@@ -121,6 +122,11 @@ Commands:
   hooks deliveries <endpointId> [--all]  Its delivery log, newest first (one page, or --all)
   hooks redeliver <endpointId> <deliveryId>
                                          Send one delivery of the log once more (same webhook-id)
+  usage [--from D] [--to D] [--group-by G] [--csv FILE]
+                                         The team's charges from D to D (UTC dates, both included, at most
+                                         366 days; default this month to today) by day, workflow, key, tag,
+                                         model or project (default day); the rows sum to the team's charges;
+                                         --csv writes them as CSV to FILE (- for stdout)
   smoke (--agent ID | --project ID) [options]
                                          Prove a deployed stage: each default model, a Python step, a chain
                                          of queued steps, an upload, a file link, the event stream, a webhook;
@@ -184,6 +190,10 @@ const optionSpec = {
   timeout: { type: 'string' },
   wait: { type: 'string' },
   'expires-in': { type: 'string' },
+  from: { type: 'string' },
+  to: { type: 'string' },
+  'group-by': { type: 'string' },
+  csv: { type: 'string' },
 } as const;
 
 type OptionName = keyof typeof optionSpec;
@@ -251,6 +261,7 @@ const commandOptions: Record<string, OptionName[]> = {
   'hooks redeliver': [],
   smoke: ['agent', 'project', 'webhook-url', 'webhook-secret', 'aws-region', 'bedrock-model', 'check', 'timeout'],
   'run token': ['expires-in'],
+  usage: ['from', 'to', 'group-by', 'csv'],
 };
 
 /** Where the CLI writes and what it reads; `main` takes them so it can be driven in-process too. */
@@ -1024,6 +1035,58 @@ const hooks = async (
   }
 };
 
+// --- usage ------------------------------------------------------------------------------------
+
+const usageGroupings = ['day', 'workflow', 'key', 'tag', 'model', 'project'] as const;
+
+/** The period and grouping: this UTC month to today unless given. */
+const usageParams = (values: Values): UsageParams => {
+  const today = new Date().toISOString().slice(0, 10);
+  const groupBy = values['group-by'] ?? 'day';
+  if (!(usageGroupings as readonly string[]).includes(groupBy))
+    throw new UsageError(`--group-by takes ${usageGroupings.join(', ')}`);
+  return {
+    from: values.from ?? `${today.slice(0, 7)}-01`,
+    to: values.to ?? today,
+    groupBy: groupBy as UsageParams['groupBy'],
+  };
+};
+
+const showUsage = async (client: WorkflowRunClient, io: CliIo, values: Values, json: boolean) => {
+  const params = usageParams(values);
+  if (values.csv !== undefined) {
+    const csv = await client.getUsageCsv(params, { signal: io.signal });
+    if (values.csv === '-') return void io.stdout.write(csv);
+    await writeFile(values.csv, csv);
+    if (!json) write(io.stderr, `wrote ${values.csv}`);
+    return;
+  }
+  const answer = await client.getUsage(params, { signal: io.signal });
+  if (json) return printJson(io, answer);
+  write(io.stdout, `${answer.from} to ${answer.to} by ${answer.groupBy}`);
+  if (answer.rows.length === 0) return write(io.stdout, 'No run settled in the period.');
+  const width = Math.max(5, ...answer.rows.map((row) => (row.group ?? '-').length));
+  const line = (cells: string[]) =>
+    `${(cells[0] ?? '').padEnd(width)}  ${cells
+      .slice(1)
+      .map((c) => c.padStart(10))
+      .join('  ')}`;
+  const credits = (n: number) => n.toFixed(2);
+  write(io.stdout, line(['group', 'runs', 'steps', 'charged', 'refunded']));
+  for (const row of answer.rows)
+    write(
+      io.stdout,
+      line([
+        row.group ?? '-',
+        String(row.runs),
+        String(row.steps),
+        credits(row.chargedCredits),
+        credits(row.refundedCredits),
+      ]),
+    );
+  write(io.stdout, line(['total', '', '', credits(answer.chargedCredits), credits(answer.refundedCredits)]));
+};
+
 // --- runs list, deferred list ------------------------------------------------------------------
 
 /**
@@ -1302,6 +1365,10 @@ export const main = async (
       case 'hooks deliveries':
       case 'hooks redeliver':
         await hooks(client, io, values, command, args, json);
+        break;
+      case 'usage':
+        noArgs(command, args);
+        await showUsage(client, io, values, json);
         break;
       case 'smoke':
         noArgs(command, args);

@@ -100,6 +100,11 @@ export type WebhookEndpointWithSecret = Schemas['WebhookEndpointWithSecret'];
 export type EndpointDelivery = Schemas['EndpointDelivery'];
 export type EndpointDeliveryList = Schemas['EndpointDeliveryList'];
 export type EndpointDeliveryQueued = Schemas['EndpointDeliveryQueued'];
+/** The team's charges over a period by one grouping (GET /usage). */
+export type Usage = Schemas['Usage'];
+export type UsageRow = Schemas['UsageRow'];
+/** The period (`from`, `to`: UTC dates, both included, at most 366 days) and the grouping of GET /usage. */
+export type UsageParams = Omit<paths['/usage']['get']['parameters']['query'], 'format'>;
 
 /** Statuses a run never leaves. */
 export const endedRunStatuses: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'stopped'];
@@ -359,6 +364,14 @@ export interface WorkflowRunClient {
    * rules a start checks them by), `outputs` (its final steps), `price` (a run's range) and `licence`.
    */
   getWorkflow(workflowId: string, options?: RequestOptions): Promise<WorkflowDescription>;
+  /**
+   * GET /usage: the team's charges from `from` to `to` (UTC dates, both included, at most 366 days)
+   * by `groupBy` (day, workflow, key, tag, model or project); the rows sum exactly to the team's
+   * charges in the period (scope `usage:read`). One answer, no pages.
+   */
+  getUsage(params: UsageParams, options?: RequestOptions): Promise<Usage>;
+  /** GET /usage?format=csv: the same rows as CSV text (a header line, credits with two decimals). */
+  getUsageCsv(params: UsageParams, options?: RequestOptions): Promise<string>;
   /** The underlying openapi-fetch client, for anything the methods above do not cover. */
   readonly raw: FetchClient<paths>;
 }
@@ -681,6 +694,18 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
           params: { path: { endpointId, deliveryId } },
           signal: requestOptions.signal,
         }),
+      ),
+    getUsage: (params, requestOptions = {}) =>
+      unwrap<Usage>(
+        raw.GET('/usage', { params: { query: params }, signal: requestOptions.signal }) as Promise<Answer<Usage>>,
+      ),
+    getUsageCsv: (params, requestOptions = {}) =>
+      unwrap<string>(
+        raw.GET('/usage', {
+          params: { query: { ...params, format: 'csv' } },
+          parseAs: 'text',
+          signal: requestOptions.signal,
+        }) as Promise<Answer<string>>,
       ),
     runEvents: (jobId, eventsOptions) =>
       runEvents(

@@ -727,6 +727,28 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/usage': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get the team’s usage
+     * @description What the team’s runs were charged from `from` to `to` (UTC days, both included, at most 366), summed by `groupBy`. A run counts on the day it was settled (its end, or when its last model step in flight ended), once, in one row of each grouping: the rows of any grouping sum exactly to the team’s charges in the period. Under `tag`, a run counts under its first tag (put the tag you bill by first). Under `model`, each charged model step counts under its provider and model, the rest of a run’s charge under null. `format=csv` answers the same rows as CSV (credits with two decimals). A key limited to certain workflows may not read it: usage covers the whole team. Read only: it never spends credits.
+     *
+     *     Scope: `usage:read`.
+     */
+    get: operations['GetUsage'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/provider-webhooks/{provider}/{jobId}/{nodeId}/{token}': {
     parameters: {
       query?: never;
@@ -2923,6 +2945,38 @@ export interface components {
         spent: number;
       }[];
     };
+    Usage: {
+      /**
+       * Format: date
+       * @description The first day of the period (UTC), included.
+       */
+      from: string;
+      /**
+       * Format: date
+       * @description The last day of the period (UTC), included.
+       */
+      to: string;
+      /** @enum {string} */
+      groupBy: 'day' | 'workflow' | 'key' | 'tag' | 'model' | 'project';
+      /** @description One row per group with a run settled in the period, by group. */
+      rows: components['schemas']['UsageRow'][];
+      /** @description What the team was charged in the period: the sum of the rows’ `chargedCredits`, exactly. */
+      chargedCredits: number;
+      /** @description The sum of the rows’ `refundedCredits`. */
+      refundedCredits: number;
+    };
+    UsageRow: {
+      /** @description The day (yyyy-mm-dd), workflowId, keyId, tag, model (`provider/model`) or projectId; null for the runs without one (no tag; the charge of steps that are no model’s, and what was released, under `model`). */
+      group: string | null;
+      /** @description Runs settled in the period in this group (under `model`, a run counts in each row it charged in). */
+      runs: number;
+      /** @description Their completed steps (under `model`, the steps of that model). */
+      steps: number;
+      /** @description What they were charged. */
+      chargedCredits: number;
+      /** @description What their starts held beyond their charge, given back to the balance when they ended. */
+      refundedCredits: number;
+    };
     NodeTypeReference: {
       /** @enum {string} */
       type:
@@ -3519,6 +3573,10 @@ export interface components {
     TooManyRunStreamsError: {
       /** @constant */
       error: 'Too many event streams open on this run';
+    };
+    UsageNotPermittedError: {
+      /** @constant */
+      error: 'This key is limited to certain workflows; usage covers the whole team';
     };
     FileLinkNotFoundError: {
       /** @constant */
@@ -6733,6 +6791,90 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['PayloadTooLargeError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  GetUsage: {
+    parameters: {
+      query: {
+        /** @description The first day, yyyy-mm-dd (UTC). */
+        from: string;
+        /** @description The last day, yyyy-mm-dd (UTC); at most 365 days after `from`. */
+        to: string;
+        /** @description What the rows are: one per day (the default), workflow, key, tag, model or project. */
+        groupBy?: 'day' | 'workflow' | 'key' | 'tag' | 'model' | 'project';
+        /** @description `json` (the default) or `csv` (`text/csv`, a header line then one line per row). */
+        format?: 'json' | 'csv';
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The team’s usage by the grouping. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Usage'];
+          /**
+           * @example group,runs,steps,chargedCredits,refundedCredits
+           *     2026-12-01,12,40,3.50,0.25
+           */
+          'text/csv': string;
+        };
+      };
+      /** @description A query parameter is missing or has a value it does not take (`detail` says which), the period is over 366 days, or it holds more rollup rows than one read takes. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidQueryError'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks `usage:read`, or is limited to certain workflows. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | components['schemas']['ScopeNotPermittedError']
+            | components['schemas']['UsageNotPermittedError'];
         };
       };
       /** @description Too many requests with this key; wait `Retry-After` seconds. */
