@@ -41,6 +41,7 @@ import {
   storageBusyText,
   uuidPath,
 } from './openapi-parts.ts';
+import { runStepComponents, runStepOperations } from './run-steps.ts';
 import { runTokenComponents, runTokenOperations } from './run-tokens.ts';
 import { runComponents, runListComponents, runOperations, WebhookEventSchema, webhookHeaderNames } from './runs.ts';
 import { webhookEndpointComponents, webhookEndpointOperations } from './webhook-endpoints.ts';
@@ -74,6 +75,7 @@ export const componentSchemas = {
   ...estimateComponents,
   ...runTokenComponents,
   ...webhookEndpointComponents,
+  ...runStepComponents,
   NameRequiredError: errors.NameRequiredErrorSchema,
   StepsRequiredError: errors.StepsRequiredErrorSchema,
   AgentOrProjectRequiredError: errors.AgentOrProjectRequiredErrorSchema,
@@ -339,6 +341,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       ...estimateOperations,
       ...runTokenOperations,
       ...webhookEndpointOperations,
+      ...runStepOperations,
     ]),
     {
       operationId: 'ProviderWebhook',
