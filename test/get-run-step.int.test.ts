@@ -8,6 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { stepLogCapBytes } from '../functions/domain/step-history.ts';
 import { encodePng, makeImage } from '../functions/nodes/media/png.ts';
+import type { RunStepDetails } from '../schemas/run-steps.ts';
 import { startFileServer } from './stand-ins/http.ts';
 import { type ReplicateStandIn, startReplicateStandIn } from './stand-ins/replicate.ts';
 import { stageStepExecutor } from './support/provider-steps.ts';
@@ -61,8 +62,10 @@ const startRun = async () => {
   return { team, jobId: response.body.jobId as string };
 };
 
-const stepOf = (key: string, jobId: string, nodeId: string) =>
-  call(stack.baseUrl, `/runs/${jobId}/steps/${nodeId}`, { key });
+const stepOf = async (key: string, jobId: string, nodeId: string) => {
+  const response = await call(stack.baseUrl, `/runs/${jobId}/steps/${nodeId}`, { key });
+  return { status: response.status, body: response.body as RunStepDetails };
+};
 
 describe('GET /runs/{jobId}/steps/{nodeId}', { timeout: 120_000 }, () => {
   it("a step refused with a 429 and then run shows two attempts, the refusal's wait, and one charge", async () => {
@@ -78,7 +81,8 @@ describe('GET /runs/{jobId}/steps/{nodeId}', { timeout: 120_000 }, () => {
     expect(waiting.status).toBe(200);
     expect(waiting.body).toMatchObject({ status: 'processing', stepType: 'ImageGen', chargedCredits: 0 });
     expect(waiting.body.attempts).toHaveLength(1);
-    const [refused] = waiting.body.attempts;
+    const refused = waiting.body.attempts[0];
+    if (!refused?.next || !refused.startedAt) throw new Error('the refused attempt has no wait or start');
     expect(refused).toMatchObject({
       outcome: 'failed',
       reason: 'provider_unavailable',
@@ -111,6 +115,7 @@ describe('GET /runs/{jobId}/steps/{nodeId}', { timeout: 120_000 }, () => {
     expect(done.body.status).toBe('completed');
     expect(done.body.attempts).toHaveLength(2);
     const [first, second] = done.body.attempts;
+    if (!second) throw new Error('no second attempt');
     expect(first).toEqual(refused);
     expect(second).toMatchObject({
       outcome: 'completed',
@@ -135,7 +140,7 @@ describe('GET /runs/{jobId}/steps/{nodeId}', { timeout: 120_000 }, () => {
       truncated: true,
       bytes: Buffer.byteLength(logs),
     });
-    expect(Buffer.byteLength(done.body.logs.provider.text)).toBeLessThanOrEqual(stepLogCapBytes);
+    expect(Buffer.byteLength(done.body.logs.provider?.text ?? '')).toBeLessThanOrEqual(stepLogCapBytes);
 
     // A step that needs no provider: one attempt, no logs.
     const prompt = await stepOf(team.key, jobId, 'prompt');

@@ -10,6 +10,7 @@ import { createExecutorRegistry, executorDeps } from '../functions/nodes/executo
 import { withAwsCommandLog } from '../local/aws-command-log.ts';
 import { localAwsConfig } from '../local/emulators.ts';
 import { envNames } from '../platform/definitions.ts';
+import type { RunStepDetails } from '../schemas/run-steps.ts';
 import { ledgerOf } from './support/runs.ts';
 import {
   call,
@@ -95,7 +96,10 @@ describe('a PythonSandbox step', () => {
       'print("y" * 20000)\nprint("the end")\nresult = 1';
     const run = await runFlow(pythonFlow(code));
     expect(run).toMatchObject({ status: 'completed' });
-    const read = await call(stack.baseUrl, `/runs/${run.jobId}/steps/python`, { key: team.key });
+    const read = (await call(stack.baseUrl, `/runs/${run.jobId}/steps/python`, { key: team.key })) as unknown as {
+      status: number;
+      body: RunStepDetails;
+    };
     expect(read.status).toBe(200);
     expect(read.body).toMatchObject({ status: 'completed', stepType: 'PythonSandbox', chargedCredits: 0.05 });
     // One completed attempt, charged the step's price; on a loaded machine a cold runner may first
@@ -111,12 +115,14 @@ describe('a PythonSandbox step', () => {
     // stdout is over the 16 KB cap: its tail is kept and it is marked as cut; stderr is whole.
     const { stdout, stderr } = read.body.logs;
     expect(stdout).toMatchObject({ truncated: true, bytes: 'hello from python\n'.length + 20001 + 'the end\n'.length });
-    expect(stdout.text).toMatch(/y\nthe end\n$/);
+    expect(stdout?.text).toMatch(/y\nthe end\n$/);
     expect(stderr).toEqual({ text: 'careful\n', truncated: false, bytes: 8 });
     // A step that printed and then raised keeps what it printed, beside its error.
     const failed = await runFlow(pythonFlow('print("before the fall")\nresult = inputs[0][10]'));
     expect(failed).toMatchObject({ status: 'failed' });
-    const fell = await call(stack.baseUrl, `/runs/${failed.jobId}/steps/python`, { key: team.key });
+    const fell = (await call(stack.baseUrl, `/runs/${failed.jobId}/steps/python`, { key: team.key })) as unknown as {
+      body: RunStepDetails;
+    };
     expect(fell.body.logs.stdout).toEqual({ text: 'before the fall\n', truncated: false, bytes: 16 });
     expect(fell.body.attempts.at(-1)).toMatchObject({
       outcome: 'failed',
