@@ -105,11 +105,7 @@ describe('a PythonSandbox step', () => {
     // One completed attempt, charged the step's price; on a loaded machine a cold runner may first
     // have outlasted the step's deadline: each such attempt failed, charged nothing, and was retried.
     const attempts = read.body.attempts as { outcome: string; chargedHundredths: number; retryClass?: string }[];
-    expect(attempts.at(-1)).toMatchObject({
-      outcome: 'completed',
-      chargedHundredths: 5,
-      startedAt: expect.any(String),
-    });
+    expect(attempts.at(-1)).toMatchObject({ outcome: 'completed', chargedHundredths: 5 });
     for (const earlier of attempts.slice(0, -1))
       expect(earlier).toMatchObject({ outcome: 'failed', retryClass: 'deadline', chargedHundredths: 0 });
     // stdout is over the 16 KB cap: its tail is kept and it is marked as cut; stderr is whole.

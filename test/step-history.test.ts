@@ -7,8 +7,10 @@ import { describe, expect, it } from 'vitest';
 import { maxProviderTries } from '../functions/domain/provider-jobs.ts';
 import { stepExecutionAttempts } from '../functions/domain/step-attempts.ts';
 import {
+  attemptsOf,
   capLog,
   completedAttempt,
+  completedEntry,
   failedAttempt,
   maxStepAttemptEntries,
   retryWait,
@@ -108,5 +110,50 @@ describe("the step's writes", () => {
     expect(update.ExpressionAttributeValues).toMatchObject({ ':empty_list': [], ':append_attemptLog': [entry] });
     // The item's one schema reads what was written.
     expect(v.is(StepItemSchema.entries.attemptLog, [entry])).toBe(true);
+  });
+});
+
+describe("a step's attempts as read", () => {
+  const completed = 'completed';
+  const item = { status: completed, endedAt: '2026-12-07T10:00:02.000Z', chargeHundredths: 40 };
+
+  it('a step that completed at its first attempt stores no entry: its one attempt is its own fields', () => {
+    const read = attemptsOf(
+      {
+        ...item,
+        startedAt: '2026-12-07T10:00:00.000Z',
+        model: { provider: 'replicate', model: 'm' },
+        providerJob: { id: 'p1' },
+      },
+      completed,
+    );
+    expect(read).toEqual([
+      {
+        startedAt: '2026-12-07T10:00:00.000Z',
+        endedAt: item.endedAt,
+        outcome: 'completed',
+        provider: 'replicate',
+        model: 'm',
+        providerJobId: 'p1',
+        chargedHundredths: 40,
+      },
+    ]);
+    // Only after earlier attempts does the end record its own.
+    expect(completedEntry(undefined, () => read[0] as never)).toBeUndefined();
+    expect(completedEntry(read, () => read[0] as never)).toEqual(read[0]);
+  });
+
+  it('a log that ends with its completion is read as it is; one that does not gets it; an unfinished step none', () => {
+    const refused = failedAttempt(
+      { endedAt: '2026-12-07T10:00:01.000Z' },
+      { error: 'busy', reason: 'provider_unavailable', retryClass: 'busy-provider' },
+    );
+    const done = completedAttempt({ endedAt: item.endedAt }, 40);
+    expect(attemptsOf({ ...item, attemptLog: [refused, done] }, completed)).toEqual([refused, done]);
+    expect(attemptsOf({ ...item, attemptLog: [refused] }, completed)).toEqual([refused, done]);
+    expect(attemptsOf({ status: 'processing', chargeHundredths: 0, attemptLog: [refused] }, completed)).toEqual([
+      refused,
+    ]);
+    expect(attemptsOf(undefined, completed)).toEqual([]);
   });
 });

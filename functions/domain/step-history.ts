@@ -5,7 +5,7 @@
  *
  * Bounded per step, so the step item stays far within DynamoDB's 400 KB:
  * - attempts: an entry is appended only by a write that ends an attempt (a busy provider's try, a
- *   failed execution of an unclaimed node, the step's end), so a step holds at most
+ *   failed execution, the step's end after earlier attempts: `completedEntry`), so a step holds at most
  *   `maxProviderTries` + `stepExecutionAttempts` + 1 entries (11), each under 1 KB (its error is cut
  *   to 500 characters); a worker lost mid-node writes none (its claim's count says it);
  * - logs: each stream cut to `stepLogCapBytes` (16 KB), three at most (stdout, stderr, the
@@ -78,6 +78,43 @@ export const completedAttempt = (
   ...where(at),
   chargedHundredths,
 });
+
+/**
+ * The completed attempt a step's end records: only after earlier attempts (`earlier`, as the step's
+ * item was read). A step that completed at its first attempt, nearly every step, stores no entry:
+ * its one attempt is its item's own fields (`attemptsOf`), so the end's write stays as small as
+ * before (the run's retained bytes, docs/operations.md).
+ */
+export const completedEntry = (
+  earlier: readonly StepAttempt[] | undefined,
+  entry: () => StepAttempt,
+): StepAttempt | undefined => (earlier !== undefined && earlier.length > 0 ? entry() : undefined);
+
+/** What `attemptsOf` reads of a step's item. */
+export interface StepHistoryFields {
+  status: string;
+  startedAt?: string | undefined;
+  endedAt?: string | undefined;
+  chargeHundredths: number;
+  model?: { provider: string; model: string } | null | undefined;
+  providerJob?: { id?: string | undefined } | undefined;
+  attemptLog?: readonly StepAttempt[] | undefined;
+}
+
+/**
+ * A step's attempts as a caller reads them: its log, and, for a completed step whose log does not
+ * end with its completion (a first attempt that completed, or a duplicate delivery's end that read
+ * the log before another's failure was added), that attempt from the item's own fields. `completed`:
+ * the stored status of a completed step.
+ */
+export const attemptsOf = (step: StepHistoryFields | undefined, completed: string): StepAttempt[] => {
+  const log = [...(step?.attemptLog ?? [])];
+  if (!step || step.status !== completed || log.at(-1)?.outcome === 'completed' || step.endedAt === undefined)
+    return log;
+  const times = { startedAt: log.length === 0 ? step.startedAt : undefined, endedAt: step.endedAt };
+  const at = { provider: step.model?.provider, model: step.model?.model, providerJobId: step.providerJob?.id };
+  return [...log, completedAttempt(times, step.chargeHundredths, at)];
+};
 
 /** The wait before the next attempt: `afterSeconds`, set by the provider's `Retry-After` when that decided it. */
 export const retryWait = (afterSeconds: number, retryAfterSeconds: number | undefined): StepAttempt['next'] => ({

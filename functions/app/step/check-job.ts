@@ -3,7 +3,7 @@ import type { Deps } from '../../deps.ts';
 import { stampLicenceModel } from '../../domain/licence.ts';
 import { listedModelPrice, stepCharge } from '../../domain/pricing.ts';
 import { isInProgress, isUnsettled } from '../../domain/run-lifecycle.ts';
-import { completedAttempt, stepLogs } from '../../domain/step-history.ts';
+import { completedAttempt, completedEntry, stepLogs } from '../../domain/step-history.ts';
 import { abandonStep, finishStepItem, readRunAndSteps, settleEndedRun } from '../../store/run/index.ts';
 import { cancelQuietly, jobOutputs, jobProviderOf, lookAtJob } from '../provider-job.ts';
 import { endWithFailure } from './fail-step.ts';
@@ -73,7 +73,9 @@ export const checkJob = async (deps: Deps, look: StepMessage): Promise<StepMessa
   if ('error' in made)
     return endWithFailure(deps, message, job.attempt, made.error, 'code', chargeHundredths, { startedAt, at, logs });
   const licence = stampLicenceModel({ nodeId: node.id, ...model, stampedAt: deps.now() });
-  const attempt = completedAttempt({ startedAt, endedAt: deps.now().toISOString() }, chargeHundredths, at);
+  const attempt = completedEntry(step.attemptLog, () =>
+    completedAttempt({ startedAt, endedAt: deps.now().toISOString() }, chargeHundredths, at),
+  );
   const end = { status: StepStatus.completed, outputs: made.outputs, model, licence, chargeHundredths, attempt, logs };
   // False: a duplicate look (a webhook and a poll together) finished it first; that one counts it.
   if (!(await finishStepItem(deps, run, node.id, job.attempt, end))) return;

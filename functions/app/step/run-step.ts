@@ -21,7 +21,7 @@ import { listedModelPrice, stepCharge } from '../../domain/pricing.ts';
 import { firstPollSeconds } from '../../domain/provider-jobs.ts';
 import { planStep, predecessors } from '../../domain/run-graph.ts';
 import { executionsFailedError } from '../../domain/step-attempts.ts';
-import { completedAttempt, failedAttempt, stepLogs } from '../../domain/step-history.ts';
+import { completedAttempt, completedEntry, failedAttempt, stepLogs } from '../../domain/step-history.ts';
 import {
   type NodeErrorKind,
   planClaim,
@@ -273,7 +273,9 @@ const runReadyStep = async (
   const { model } = outcome;
   const licence = model ? stampLicenceModel({ nodeId: node.id, ...model, stampedAt: deps.now() }) : undefined;
   const history = {
-    attempt: completedAttempt({ startedAt, endedAt: deps.now().toISOString() }, chargeHundredths, model ?? {}),
+    attempt: completedEntry(own?.attemptLog, () =>
+      completedAttempt({ startedAt, endedAt: deps.now().toISOString() }, chargeHundredths, model ?? {}),
+    ),
     logs: stepLogs(outcome.logs ?? {}),
   };
   const end = { status: StepStatus.completed, outputs: outcome.outputs, model, licence, chargeHundredths, ...history };
