@@ -8,9 +8,11 @@
 import { describe, expect, it } from 'vitest';
 import { stepLogCapBytes } from '../functions/domain/step-history.ts';
 import { encodePng, makeImage } from '../functions/nodes/media/png.ts';
+import { createClient, NotFoundError } from '../packages/client/src/index.ts';
 import type { RunStepDetails } from '../schemas/run-steps.ts';
 import { startFileServer } from './stand-ins/http.ts';
 import { type ReplicateStandIn, startReplicateStandIn } from './stand-ins/replicate.ts';
+import { runCli } from './support/cli.ts';
 import { stageStepExecutor } from './support/provider-steps.ts';
 import { drainSteps, expectBalanced, ledgerOf, runParts, type StepHandler } from './support/runs.ts';
 import { call, createWorkflow, jobsStackPerFile, seedTeam } from './support/stack.ts';
@@ -161,5 +163,23 @@ describe('GET /runs/{jobId}/steps/{nodeId}', { timeout: 120_000 }, () => {
     const queued = await stepOf(team.key, jobId, 'image');
     expect(queued.status, JSON.stringify(queued.body)).toBe(200);
     expect(queued.body).toMatchObject({ status: 'queued', attempts: [], logs: {}, startedAt: null, endedAt: null });
+  });
+
+  it('the client and the CLI read it', async () => {
+    const { team, jobId } = await startRun();
+    await drain(executor().handler);
+    const client = createClient({ baseUrl: stack.baseUrl, apiKey: team.key });
+    const step = await client.runStep(jobId, 'prompt');
+    expect(step).toMatchObject({ jobId, nodeId: 'prompt', status: 'completed', chargedCredits: 0.01 });
+    expect(step.attempts).toEqual([expect.objectContaining({ outcome: 'completed', chargedHundredths: 1 })]);
+    await expect(client.runStep(jobId, 'nope')).rejects.toBeInstanceOf(NotFoundError);
+    const api = { baseUrl: stack.baseUrl, key: team.key };
+    const printed = await runCli(api, ['runs', 'step', jobId, 'prompt']);
+    expect(printed.code, printed.stderr).toBe(0);
+    expect(printed.stdout).toMatch(/^status: completed$/m);
+    expect(printed.stdout).toMatch(/^attempt 1: completed charged 0\.01$/m);
+    const json = await runCli(api, ['runs', 'step', jobId, 'prompt', '--json']);
+    expect(JSON.parse(json.stdout)).toEqual(step);
+    expect((await runCli(api, ['runs', 'step', jobId])).code).toBe(2);
   });
 });
