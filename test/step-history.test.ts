@@ -7,13 +7,13 @@ import { describe, expect, it } from 'vitest';
 import { maxProviderTries } from '../functions/domain/provider-jobs.ts';
 import { stepExecutionAttempts } from '../functions/domain/step-attempts.ts';
 import {
-  attemptsOf,
   capLog,
   completedAttempt,
   completedEntry,
   failedAttempt,
   maxStepAttemptEntries,
   retryWait,
+  stepAttemptsOf,
   stepLogCapBytes,
   stepLogs,
 } from '../functions/domain/step-history.ts';
@@ -118,7 +118,7 @@ describe("a step's attempts as read", () => {
   const item = { status: completed, endedAt: '2026-12-07T10:00:02.000Z', chargeHundredths: 40 };
 
   it('a step that completed at its first attempt stores no entry: its one attempt is its own fields', () => {
-    const read = attemptsOf(
+    const read = stepAttemptsOf(
       {
         ...item,
         startedAt: '2026-12-07T10:00:00.000Z',
@@ -149,11 +149,11 @@ describe("a step's attempts as read", () => {
       { error: 'busy', reason: 'provider_unavailable', retryClass: 'busy-provider' },
     );
     const done = completedAttempt({ endedAt: item.endedAt }, 40);
-    expect(attemptsOf({ ...item, attemptLog: [refused, done] }, completed)).toEqual([refused, done]);
-    expect(attemptsOf({ ...item, attemptLog: [refused] }, completed)).toEqual([refused, done]);
-    expect(attemptsOf({ status: 'processing', chargeHundredths: 0, attemptLog: [refused] }, completed)).toEqual([
+    expect(stepAttemptsOf({ ...item, attemptLog: [refused, done] }, completed)).toEqual([refused, done]);
+    expect(stepAttemptsOf({ ...item, attemptLog: [refused] }, completed)).toEqual([refused, done]);
+    expect(stepAttemptsOf({ status: 'processing', chargeHundredths: 0, attemptLog: [refused] }, completed)).toEqual([
       refused,
     ]);
-    expect(attemptsOf(undefined, completed)).toEqual([]);
+    expect(stepAttemptsOf(undefined, completed)).toEqual([]);
   });
 });

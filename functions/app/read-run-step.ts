@@ -9,7 +9,7 @@ import type { Deps } from '../deps.ts';
 import { toCredits } from '../domain/credits.ts';
 import { stepViewStatus } from '../domain/run-lifecycle.ts';
 import { shownStepError } from '../domain/run-view-size.ts';
-import { attemptsOf } from '../domain/step-history.ts';
+import { stepAttemptsOf } from '../domain/step-history.ts';
 import { StepNotFoundError } from '../errors/table.ts';
 import { canvasOf } from '../store/canvases.ts';
 import { readRunItem, readStepItem } from '../store/run/index.ts';
@@ -40,7 +40,7 @@ export const readRunStep = async (
     chargedCredits: toCredits(
       step && (run.doneSteps.has(nodeId) || step.status === StepStatus.failed) ? step.chargeHundredths : 0,
     ),
-    attempts: attemptsOf(step, StepStatus.completed),
+    attempts: stepAttemptsOf(step, StepStatus.completed),
     logs: step?.logs ?? {},
   };
 };

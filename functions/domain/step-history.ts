@@ -82,7 +82,7 @@ export const completedAttempt = (
 /**
  * The completed attempt a step's end records: only after earlier attempts (`earlier`, as the step's
  * item was read). A step that completed at its first attempt, nearly every step, stores no entry:
- * its one attempt is its item's own fields (`attemptsOf`), so the end's write stays as small as
+ * its one attempt is its item's own fields (`stepAttemptsOf`), so the end's write stays as small as
  * before (the run's retained bytes, docs/operations.md).
  */
 export const completedEntry = (
@@ -90,7 +90,7 @@ export const completedEntry = (
   entry: () => StepAttempt,
 ): StepAttempt | undefined => (earlier !== undefined && earlier.length > 0 ? entry() : undefined);
 
-/** What `attemptsOf` reads of a step's item. */
+/** What `stepAttemptsOf` reads of a step's item. */
 export interface StepHistoryFields {
   status: string;
   startedAt?: string | undefined;
@@ -107,7 +107,7 @@ export interface StepHistoryFields {
  * the log before another's failure was added), that attempt from the item's own fields. `completed`:
  * the stored status of a completed step.
  */
-export const attemptsOf = (step: StepHistoryFields | undefined, completed: string): StepAttempt[] => {
+export const stepAttemptsOf = (step: StepHistoryFields | undefined, completed: string): StepAttempt[] => {
   const log = [...(step?.attemptLog ?? [])];
   if (!step || step.status !== completed || log.at(-1)?.outcome === 'completed' || step.endedAt === undefined)
     return log;
