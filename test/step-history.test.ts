@@ -82,7 +82,7 @@ describe("an attempt's entry", () => {
   });
 
   it("a step's entries are bounded by its retry limits, and fit its item many times over", () => {
-    expect(maxStepAttemptEntries).toBe(maxProviderTries + stepExecutionAttempts + 1);
+    expect(maxStepAttemptEntries).toBe(maxProviderTries + 1 + stepExecutionAttempts + 1);
     const entry = failedAttempt(
       times,
       {

@@ -6,7 +6,8 @@
  * Bounded per step, so the step item stays far within DynamoDB's 400 KB:
  * - attempts: an entry is appended only by a write that ends an attempt (a busy provider's try, a
  *   failed execution, the step's end after earlier attempts: `completedEntry`), so a step holds at most
- *   `maxProviderTries` + `stepExecutionAttempts` + 1 entries (11), each under 1 KB (its error is cut
+ *   `maxProviderTries` + 1 + `stepExecutionAttempts` + 1 entries (12: a busy provider's 6 refusals, the
+ *   last failing the step; 5 failed executions; the end), each under 1 KB (its error is cut
  *   to 500 characters); a worker lost mid-node writes none (its claim's count says it);
  * - logs: each stream cut to `stepLogCapBytes` (16 KB), three at most (stdout, stderr, the
  *   provider's): 48 KB, beside a PythonSandbox result's 256 KB cap.
@@ -20,7 +21,7 @@ import { stepExecutionAttempts } from './step-attempts.ts';
 export const stepLogCapBytes = 16 * 1024;
 
 /** The most attempt entries one step's item can hold (see above). */
-export const maxStepAttemptEntries = maxProviderTries + stepExecutionAttempts + 1;
+export const maxStepAttemptEntries = maxProviderTries + 1 + stepExecutionAttempts + 1;
 
 /** The most characters of an attempt's error. */
 const errorChars = 500;
