@@ -403,6 +403,11 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
     ListDeliveries: {
       event: async () => apiEvent(routeById('ListDeliveries'), { key, pathParameters: { jobId: hooked.jobId } }),
     },
+    // One step's attempts and logs: the run item, its canvas and the step item (GetItem each).
+    GetRunStep: {
+      event: async () =>
+        apiEvent(routeById('GetRunStep'), { key, pathParameters: { jobId: completed.jobId, nodeId: 's0' } }),
+    },
     // A redelivery of a webhook delivered once: mark the delivery item, send one message.
     RedeliverWebhook: {
       event: async () => {

@@ -240,6 +240,16 @@ const table = [
     grants: { table: ['GetItem', 'UpdateItem', 'Query'] },
   },
   {
+    // One step's attempts and logs: the run item, the step item and the workflow's canvas (GetItem each).
+    // No run token: its errors and logs are the team's, not the run's viewers' (docs/decisions/runs.md).
+    id: 'GetRunStep',
+    method: 'GET',
+    path: '/runs/{jobId}/steps/{nodeId}',
+    entry: 'functions/api/get-run-step.ts',
+    scope: 'runs:read',
+    grants: { table: ['GetItem', 'UpdateItem'] },
+  },
+  {
     id: 'RedeliverWebhook',
     method: 'POST',
     path: '/runs/{jobId}/deliveries/redeliver',

@@ -45,6 +45,7 @@ export const messages = {
   noWorkflowForAgent: 'No workflow found for this agent',
   runNotFound: 'Run not found',
   deferredRunNotFound: 'Deferred run not found',
+  stepNotFound: 'Step not found',
   /**
    * Our design: a file unknown or another team's (GET /files/{fileId}), and a file link that is not,
    * or no longer, one this service made (GET /file-links/…); each reads the same whatever the cause.
@@ -225,6 +226,8 @@ export const NoWorkflowForAgentErrorSchema = fixed(messages.noWorkflowForAgent);
 export type NoWorkflowForAgentErrorBody = v.InferOutput<typeof NoWorkflowForAgentErrorSchema>;
 export const RunNotFoundErrorSchema = fixed(messages.runNotFound);
 export type RunNotFoundErrorBody = v.InferOutput<typeof RunNotFoundErrorSchema>;
+export const StepNotFoundErrorSchema = fixed(messages.stepNotFound);
+export type StepNotFoundErrorBody = v.InferOutput<typeof StepNotFoundErrorSchema>;
 export const DeferredRunNotFoundErrorSchema = fixed(messages.deferredRunNotFound);
 export type DeferredRunNotFoundErrorBody = v.InferOutput<typeof DeferredRunNotFoundErrorSchema>;
 export const FileLinkNotFoundErrorSchema = fixed(messages.fileNotFound);

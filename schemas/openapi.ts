@@ -42,6 +42,7 @@ import {
   storageBusyText,
   uuidPath,
 } from './openapi-parts.ts';
+import { runStepComponents, runStepOperations } from './run-steps.ts';
 import { runTokenComponents, runTokenOperations } from './run-tokens.ts';
 import { runComponents, runListComponents, runOperations, WebhookEventSchema, webhookHeaderNames } from './runs.ts';
 import { usageComponents, usageOperations } from './usage.ts';
@@ -80,6 +81,7 @@ export const componentSchemas = {
   ...webhookEndpointComponents,
   ...workflowDescriptionComponents,
   ...mcpComponents,
+  ...runStepComponents,
   NameRequiredError: errors.NameRequiredErrorSchema,
   StepsRequiredError: errors.StepsRequiredErrorSchema,
   AgentOrProjectRequiredError: errors.AgentOrProjectRequiredErrorSchema,
@@ -348,6 +350,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       ...workflowDescriptionOperations,
       ...mcpOperations,
       ...usageOperations,
+      ...runStepOperations,
     ]),
     {
       operationId: 'ProviderWebhook',

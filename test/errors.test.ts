@@ -56,6 +56,7 @@ import {
   RunValidationFailedError,
   ScopeNotPermittedError,
   StartByOutOfRangeError,
+  StepNotFoundError,
   StepsRequiredError,
   StorageBusyError,
   StorageQuotaReachedError,
@@ -208,6 +209,7 @@ const cases: Case[] = [
   { error: new AgentOrProjectNotFoundError(), status: 404, schema: bodies.AgentOrProjectNotFoundErrorSchema },
   { error: new RunNotFoundError(jobId), status: 404, schema: bodies.RunNotFoundErrorSchema },
   { error: new DeferredRunNotFoundError(jobId), status: 404, schema: bodies.DeferredRunNotFoundErrorSchema },
+  { error: new StepNotFoundError(jobId, 'image'), status: 404, schema: bodies.StepNotFoundErrorSchema },
   { error: new FileLinkNotFoundError(), status: 404, schema: bodies.FileLinkNotFoundErrorSchema },
   {
     error: new RunInProgressError(jobId),

@@ -10,8 +10,10 @@ import { createExecutorRegistry, executorDeps } from '../functions/nodes/executo
 import { withAwsCommandLog } from '../local/aws-command-log.ts';
 import { localAwsConfig } from '../local/emulators.ts';
 import { envNames } from '../platform/definitions.ts';
+import type { RunStepDetails } from '../schemas/run-steps.ts';
 import { ledgerOf } from './support/runs.ts';
 import {
+  call,
   createWorkflow,
   type SeededTeam,
   seedTeam,
@@ -86,6 +88,44 @@ describe('a PythonSandbox step', () => {
     // Each step its flat price, in hundredths: the two loaders 1 each, PythonSandbox 5.
     expect(after.charged - before.charged).toBe(7);
     expect(after.balance + after.charged).toBe(before.balance + before.charged);
+  }, 180_000);
+
+  it("keeps its print output and stderr, readable with the step's attempts (GET /runs/{jobId}/steps/{nodeId})", async () => {
+    const code =
+      'import sys\nprint("hello from python")\nprint("careful", file=sys.stderr)\n' +
+      'print("y" * 20000)\nprint("the end")\nresult = 1';
+    const run = await runFlow(pythonFlow(code));
+    expect(run).toMatchObject({ status: 'completed' });
+    const read = (await call(stack.baseUrl, `/runs/${run.jobId}/steps/python`, { key: team.key })) as unknown as {
+      status: number;
+      body: RunStepDetails;
+    };
+    expect(read.status).toBe(200);
+    expect(read.body).toMatchObject({ status: 'completed', stepType: 'PythonSandbox', chargedCredits: 0.05 });
+    // One completed attempt, charged the step's price; on a loaded machine a cold runner may first
+    // have outlasted the step's deadline: each such attempt failed, charged nothing, and was retried.
+    const attempts = read.body.attempts as { outcome: string; chargedHundredths: number; retryClass?: string }[];
+    expect(attempts.at(-1)).toMatchObject({ outcome: 'completed', chargedHundredths: 5 });
+    for (const earlier of attempts.slice(0, -1))
+      expect(earlier).toMatchObject({ outcome: 'failed', retryClass: 'deadline', chargedHundredths: 0 });
+    // stdout is over the 16 KB cap: its tail is kept and it is marked as cut; stderr is whole.
+    const { stdout, stderr } = read.body.logs;
+    expect(stdout).toMatchObject({ truncated: true, bytes: 'hello from python\n'.length + 20001 + 'the end\n'.length });
+    expect(stdout?.text).toMatch(/y\nthe end\n$/);
+    expect(stderr).toEqual({ text: 'careful\n', truncated: false, bytes: 8 });
+    // A step that printed and then raised keeps what it printed, beside its error.
+    const failed = await runFlow(pythonFlow('print("before the fall")\nresult = inputs[0][10]'));
+    expect(failed).toMatchObject({ status: 'failed' });
+    const fell = (await call(stack.baseUrl, `/runs/${failed.jobId}/steps/python`, { key: team.key })) as unknown as {
+      body: RunStepDetails;
+    };
+    expect(fell.body.logs.stdout).toEqual({ text: 'before the fall\n', truncated: false, bytes: 16 });
+    expect(fell.body.attempts.at(-1)).toMatchObject({
+      outcome: 'failed',
+      retryClass: 'none',
+      reason: 'code',
+      chargedHundredths: 0,
+    });
   }, 180_000);
 
   it.each([

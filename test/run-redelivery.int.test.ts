@@ -12,6 +12,7 @@ import { prng } from '../functions/nodes/providers/sandbox.ts';
 import { workflowLockKey } from '../functions/store/keys.ts';
 import { claimStep, readRunItem, stepLeaseSeconds } from '../functions/store/run/index.ts';
 import { stepsQueue } from '../platform/definitions.ts';
+import type { RunStepDetails } from '../schemas/run-steps.ts';
 import { queueContents } from './support/queue-contents.ts';
 import {
   cancelRunCall,
@@ -361,6 +362,21 @@ describe('attempts are counted on the step, never from SQS receives', () => {
       status: 'failed',
       error: executionsFailedError(stepExecutionAttempts),
     });
+    // Its history: each execution one failed attempt, charged nothing; each but the last delivered again.
+    const details = await fetch(`${stack.baseUrl}/runs/${jobId}/steps/${failing}`, {
+      headers: { authorization: `Bearer ${t.key}` },
+    });
+    const attempts = ((await details.json()) as RunStepDetails).attempts;
+    expect(attempts).toHaveLength(stepExecutionAttempts);
+    for (const attempt of attempts.slice(0, -1))
+      expect(attempt).toMatchObject({
+        outcome: 'failed',
+        retryClass: 'execution',
+        next: { why: 'redelivery' },
+        chargedHundredths: 0,
+      });
+    expect(attempts.at(-1)).toMatchObject({ outcome: 'failed', retryClass: 'none', chargedHundredths: 0 });
+    expect(attempts.at(-1)?.next).toBeUndefined();
     // Another copy runs nothing, and the ledger holds nothing for the run.
     expect(await deliver(handler, [stepRecord(message, 1)])).toEqual([]);
     expect(executions).toHaveLength(stepExecutionAttempts);

@@ -38,6 +38,7 @@ import {
   webhookTokenHash,
   webhookTokenMatches,
 } from '../domain/provider-jobs.ts';
+import { type AttemptWhere, failedAttempt, retryWait } from '../domain/step-history.ts';
 import type { ModelWork } from '../nodes/executors/model-work.ts';
 import type { JobRequest, ProviderJobs } from '../nodes/executors/types.ts';
 import { type StepContext, StepFailedError } from '../nodes/executors/types.ts';
@@ -95,8 +96,24 @@ export const providerWebhookPath = (provider: string, jobId: string, nodeId: str
 
 /** How a job's step ends, given by run-step (its settle and failure paths). */
 export interface JobStepEnds {
-  /** Fails the step (and its run) with `error`, from the claim `attempt`, counted under `reason`. */
-  fail(attempt: number, error: string, reason: FailureReason): Promise<void>;
+  /**
+   * Fails the step (and its run) with `error`, from the claim `attempt`, counted under `reason`;
+   * `recorded`: the write that counted the attempt recorded it in the step's history already.
+   */
+  fail(attempt: number, error: string, reason: FailureReason, recorded?: boolean): Promise<void>;
+  /** What run-step knows of the attempt, for the step's history. */
+  facts?: JobAttemptFacts;
+}
+
+/**
+ * What the step's delivery knows of its attempt (functions/domain/step-history.ts): when it started,
+ * where it ran, and the counts read with its claim (`providerTries`; `failures`, an unclaimed step's).
+ */
+export interface JobAttemptFacts {
+  startedAt?: string | undefined;
+  at?: AttemptWhere | undefined;
+  providerTries?: number | undefined;
+  failures?: number | undefined;
 }
 
 const jobsOf = (deps: Deps): ProviderJobs => {
@@ -129,16 +146,37 @@ export const retryBusyProvider = async (
   nodeType: string,
   ends: JobStepEnds,
 ) => {
-  const tries = await countProviderTry(deps, message.jobId, message.nodeId, attempt);
+  // The try's entry in the step's history, in the count's own write: it says the wait its count leads
+  // to, known before the count from the tries read with the claim (only this claim adds to them).
+  const facts = ends.facts;
+  const expected = facts?.providerTries === undefined ? undefined : facts.providerTries + 1;
+  const retried = expected !== undefined && expected <= maxProviderTries;
+  const planned = retried ? stepRetryDelaySeconds(expected, error.retryAfterSeconds, Math.random()) : undefined;
+  const retryClass = error.name === 'StepTimeoutError' ? 'deadline' : 'busy-provider';
+  const entry = failedAttempt(
+    { startedAt: facts?.startedAt, endedAt: deps.now().toISOString() },
+    {
+      error: `${nodeType}: ${providerWords(error.message)}`,
+      reason: failureReasonOf(error),
+      retryClass: expected === undefined || retried ? retryClass : 'none',
+      ...(planned !== undefined && { next: retryWait(planned, error.retryAfterSeconds) }),
+    },
+    facts?.at,
+  );
+  const tries = await countProviderTry(deps, message.jobId, message.nodeId, attempt, entry);
   if (tries === null) return; // the claim is no longer this delivery's
   if (tries > maxProviderTries) {
     return ends.fail(
       attempt,
       `${nodeType}: ${providerWords(error.message)} (after ${tries} tries)`,
       failureReasonOf(error),
+      true,
     );
   }
-  const delay = stepRetryDelaySeconds(tries, error.retryAfterSeconds, Math.random());
+  const delay =
+    tries === expected && planned !== undefined
+      ? planned
+      : stepRetryDelaySeconds(tries, error.retryAfterSeconds, Math.random());
   logger.info('provider busy; step tried again later', { nodeId: message.nodeId, tries, delay, status: error.status });
   await sendDelayedStepMessage(
     deps,
@@ -341,8 +379,8 @@ export const jobProviderOf = async (
 /** What a check decided about a job, for run-step to apply. */
 export type JobVerdict =
   | { kind: 'wait' }
-  | { kind: 'succeeded'; output: unknown; usage?: JobUsage | undefined }
-  | { kind: 'failed'; error: string; reason: FailureReason };
+  | { kind: 'succeeded'; output: unknown; usage?: JobUsage | undefined; logs?: string | undefined }
+  | { kind: 'failed'; error: string; reason: FailureReason; logs?: string | undefined };
 
 /**
  * Looks at a recorded job: its state at the provider (the truth, whatever a webhook said). Running:
@@ -366,10 +404,16 @@ export const lookAtJob = async (
       return { kind: 'failed', error: `${nodeType}: ${providerWords(error.message)}`, reason: failureReasonOf(error) };
     state = { status: 'running' };
   }
-  if (state.status === 'succeeded') return { kind: 'succeeded', output: state.output, usage: state.usage };
+  if (state.status === 'succeeded')
+    return { kind: 'succeeded', output: state.output, usage: state.usage, logs: state.logs };
   // The provider ran the job and it failed there (the model refused or broke on the input).
   if (state.status === 'failed')
-    return { kind: 'failed', error: `${nodeType}: ${providerWords(state.message)}`, reason: 'provider_4xx' };
+    return {
+      kind: 'failed',
+      error: `${nodeType}: ${providerWords(state.message)}`,
+      reason: 'provider_4xx',
+      logs: state.logs,
+    };
   if (state.status === 'canceled')
     return { kind: 'failed', error: `${nodeType}: cancelled at ${job.provider}`, reason: 'provider_unavailable' };
   if (deps.now().toISOString() >= job.deadlineAt) {

@@ -286,6 +286,16 @@ export const RunNotFoundError = defineError('RunNotFoundError', {
   body: () => ({ error: messages.runNotFound }),
 });
 
+/** A step the run's workflow does not have (the run itself was found, and is the caller's). */
+export const StepNotFoundError = defineError('StepNotFoundError', {
+  facts: (jobId: string, nodeId: string) => ({ jobId, nodeId }),
+  message: (f) => `step ${f.nodeId} of run ${f.jobId} not found`,
+  status: 404,
+  routes: ['GetRunStep'],
+  schemas: [bodies.StepNotFoundErrorSchema],
+  body: () => ({ error: messages.stepNotFound }),
+});
+
 export const DeferredRunNotFoundError = defineError('DeferredRunNotFoundError', {
   facts: (deferredJobId: string) => ({ deferredJobId }),
   message: (f) => `deferred run ${f.deferredJobId} not found`,

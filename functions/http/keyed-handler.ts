@@ -19,6 +19,8 @@ const nilUuid = '00000000-0000-0000-0000-000000000000';
 /** The ids that are not bare uuids, by parameter name: what each must be, and the one that names nothing. */
 const idFormats: Record<string, { schema: v.GenericSchema; none: string }> = {
   fileId: { schema: FileIdSchema, none: `${fileIdPrefix}${nilUuid}` },
+  // A step's node id (a workflow's step key, or a canvas node's id): short word characters; none is empty.
+  nodeId: { schema: v.pipe(v.string(), v.regex(/^[\w.:-]{1,128}$/)), none: '' },
 };
 
 /**

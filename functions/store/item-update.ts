@@ -41,6 +41,15 @@ type MapAttribute<TAttributes> = {
 }[keyof TAttributes];
 type EntryOf<TMap> = NonNullable<TMap> extends Record<string, infer TEntry> ? TEntry : never;
 
+/** The list attributes an update may append to (`list_append`), with the elements they take. */
+type AppendableAttributes<TAttributes> = {
+  [K in keyof TAttributes as unknown extends TAttributes[K]
+    ? never
+    : NonNullable<TAttributes[K]> extends readonly unknown[]
+      ? K
+      : never]?: NonNullable<TAttributes[K]>;
+};
+
 /** What one update writes: attributes to set, numbers and sets to add to, attributes and map entries to remove. */
 export interface ItemUpdate<TAttributes> {
   /** An undefined value sets nothing. */
@@ -53,6 +62,8 @@ export interface ItemUpdate<TAttributes> {
     [K in MapAttribute<TAttributes>]?: EntryOf<TAttributes[K]> extends number ? Record<string, number> : never;
   };
   removeEntries?: { [K in MapAttribute<TAttributes>]?: readonly string[] };
+  /** Elements appended to a list, made when absent (`#list = list_append(if_not_exists(#list, :empty), :append_list)`). */
+  append?: AppendableAttributes<TAttributes>;
 }
 
 /** A condition in DynamoDB's words, with the names and values it uses. */
@@ -73,6 +84,9 @@ export interface UpdateExpressionParts {
 export class UnknownItemAttributeError extends Error {
   override readonly name = 'UnknownItemAttributeError';
 }
+
+/** The one empty list an append starts from (one value, so two appends give `:empty_list` one meaning). */
+const emptyList: readonly unknown[] = [];
 
 /** Adds `placeholder` meaning `value`; the same placeholder may come twice only with the same meaning. */
 const define = <TValue>(into: Record<string, TValue>, placeholder: string, value: TValue) => {
@@ -137,6 +151,13 @@ export const itemUpdate = <TItem extends ItemDefinition>(
     define(values, ':zero', 0);
     set.push(`${path} = if_not_exists(${path}, :zero) + ${value}`);
   });
+  for (const [attribute, elements] of Object.entries(update.append ?? {})) {
+    if (elements === undefined || (elements as readonly unknown[]).length === 0) continue;
+    const name = nameOf(attribute);
+    define(values, ':empty_list', emptyList);
+    define(values, `:append_${attribute}`, elements);
+    set.push(`${name} = list_append(if_not_exists(${name}, :empty_list), :append_${attribute})`);
+  }
   // `v` alone is no update: the caller gave nothing to write.
   const given = set.length + Object.values(update.add ?? {}).filter((value) => value !== undefined).length;
   if (given === 0 && (update.remove ?? []).length === 0 && Object.keys(update.removeEntries ?? {}).length === 0) {

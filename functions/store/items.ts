@@ -17,6 +17,7 @@ import { allScopes } from '../../platform/routes.ts';
 import { DeferredRunSchema } from '../../schemas/deferred-runs.ts';
 import { deliveryStates, webhookErrorKinds } from '../../schemas/deliveries.ts';
 import { fileStates } from '../../schemas/files.ts';
+import { StepAttemptSchema, StepLogsSchema } from '../../schemas/run-steps.ts';
 import { endReasons, LicenceModelSchema, RunModeSchema, RunRequestSchema } from '../../schemas/runs.ts';
 import { uploadContentTypes } from '../../schemas/upload-types.ts';
 import { LifecycleEventSchema } from '../../schemas/webhook-events.ts';
@@ -438,6 +439,14 @@ export const StepItemSchema = v.object({
    * stream filter passes its change on (platform/definitions.ts); no other read needs it.
    */
   notify: v.optional(v.literal(true)),
+  /**
+   * The step's attempts, oldest first (functions/domain/step-history.ts): appended by the writes
+   * that end an attempt (a busy provider's try, a failed execution, the step's end), never by one of
+   * their own; bounded by the step's retry limits.
+   */
+  attemptLog: v.optional(v.array(StepAttemptSchema)),
+  /** Its logs, each stream cut to its cap (functions/domain/step-history.ts); written with its end. */
+  logs: v.optional(StepLogsSchema),
 });
 export type StepItem = v.InferOutput<typeof StepItemSchema>;
 

@@ -277,8 +277,12 @@ export const startReplicateStandIn = async (options: ReplicateStandInOptions) =>
     cancels,
     /** Every webhook sent, with the receiver's answer. */
     webhooks,
-    /** Succeeds a running prediction with `output`; resolves once its webhook (if any) was answered. */
-    complete: (id: string, output: unknown) => end(running(id), { status: 'succeeded', output }),
+    /**
+     * Succeeds a running prediction with `output` (and `logs`, the model's own output, when given);
+     * resolves once its webhook (if any) was answered.
+     */
+    complete: (id: string, output: unknown, logs?: string) =>
+      end(running(id), { status: 'succeeded', output, ...(logs !== undefined && { logs }) }),
     /**
      * The running prediction `id` succeeds with `output` when it is read the `reads`-th time, and its
      * webhook is lost (never sent): a job whose end only polling can find.

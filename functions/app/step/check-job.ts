@@ -3,6 +3,7 @@ import type { Deps } from '../../deps.ts';
 import { stampLicenceModel } from '../../domain/licence.ts';
 import { listedModelPrice, stepCharge } from '../../domain/pricing.ts';
 import { isInProgress, isUnsettled } from '../../domain/run-lifecycle.ts';
+import { completedAttempt, completedEntry, stepLogs } from '../../domain/step-history.ts';
 import { abandonStep, finishStepItem, readRunAndSteps, settleEndedRun } from '../../store/run/index.ts';
 import { cancelQuietly, jobOutputs, jobProviderOf, lookAtJob } from '../provider-job.ts';
 import { endWithFailure } from './fail-step.ts';
@@ -28,6 +29,9 @@ export const checkJob = async (deps: Deps, look: StepMessage): Promise<StepMessa
   if (step?.status !== StepStatus.processing || job?.id === undefined || step.attempts !== job.attempt) return;
   const recorded = { ...job, id: job.id };
   const { node, spec } = nodeOf(canvas, message.nodeId);
+  // What the step's history says of the job's attempt (functions/domain/step-history.ts).
+  const at = { provider: job.provider, model: job.model, providerJobId: job.id };
+  const startedAt = job.submittedAt ?? job.intendedAt;
   const context = stepContext(deps, run, node, spec, { inputs: {}, runInput: undefined, timeoutMs: 120_000 });
   const provider = await jobProviderOf(
     deps,
@@ -41,6 +45,8 @@ export const checkJob = async (deps: Deps, look: StepMessage): Promise<StepMessa
       job.attempt,
       `${node.type}: provider ${job.provider} is not configured`,
       'configuration',
+      0,
+      { startedAt, at },
     );
   if (!isInProgress(run.status)) {
     // The run ended (cancelled, or another step failed): the job is stopped and never counted.
@@ -52,7 +58,9 @@ export const checkJob = async (deps: Deps, look: StepMessage): Promise<StepMessa
   }
   const verdict = await lookAtJob(deps, look, recorded, provider, node.type);
   if (verdict.kind === 'wait') return;
-  if (verdict.kind === 'failed') return endWithFailure(deps, message, job.attempt, verdict.error, verdict.reason);
+  const logs = stepLogs({ provider: verdict.logs });
+  if (verdict.kind === 'failed')
+    return endWithFailure(deps, message, job.attempt, verdict.error, verdict.reason, 0, { startedAt, at, logs });
   const made = await jobOutputs(deps, context, verdict.output, verdict.usage);
   const model = { provider: job.provider, model: job.model };
   const listed = listedModelPrice(node, spec, deps.providers);
@@ -62,9 +70,13 @@ export const checkJob = async (deps: Deps, look: StepMessage): Promise<StepMessa
   const chargeHundredths = stepCharge(run, { nodeId: node.id, spec, work, listed }, StepStatus.completed);
   // The provider's output could not be made into the step's (a missing file, a wrong type): the job
   // ran to its end and the stage pays for it, so the step fails charged its price, never free.
-  if ('error' in made) return endWithFailure(deps, message, job.attempt, made.error, 'code', chargeHundredths);
+  if ('error' in made)
+    return endWithFailure(deps, message, job.attempt, made.error, 'code', chargeHundredths, { startedAt, at, logs });
   const licence = stampLicenceModel({ nodeId: node.id, ...model, stampedAt: deps.now() });
-  const end = { status: StepStatus.completed, outputs: made.outputs, model, licence, chargeHundredths };
+  const attempt = completedEntry(step.attemptLog, () =>
+    completedAttempt({ startedAt, endedAt: deps.now().toISOString() }, chargeHundredths, at),
+  );
+  const end = { status: StepStatus.completed, outputs: made.outputs, model, licence, chargeHundredths, attempt, logs };
   // False: a duplicate look (a webhook and a poll together) finished it first; that one counts it.
   if (!(await finishStepItem(deps, run, node.id, job.attempt, end))) return;
   return settleStep(deps, message, run, { status: StepStatus.completed, chargeHundredths, model }, canvas);

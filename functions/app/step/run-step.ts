@@ -21,6 +21,7 @@ import { listedModelPrice, stepCharge } from '../../domain/pricing.ts';
 import { firstPollSeconds } from '../../domain/provider-jobs.ts';
 import { planStep, predecessors } from '../../domain/run-graph.ts';
 import { executionsFailedError } from '../../domain/step-attempts.ts';
+import { completedAttempt, completedEntry, failedAttempt, stepLogs } from '../../domain/step-history.ts';
 import {
   type NodeErrorKind,
   planClaim,
@@ -31,7 +32,7 @@ import {
   planReread,
 } from '../../domain/step-plan.ts';
 import { apiInputTargets } from '../../domain/workflow-graph.ts';
-import { type NodeExecutor, StepFailedError } from '../../nodes/executors/types.ts';
+import { type ModelUse, type NodeExecutor, StepFailedError } from '../../nodes/executors/types.ts';
 import { SecretUnavailableError } from '../../nodes/providers/secret-refs.ts';
 import { ProviderError } from '../../nodes/providers/types.ts';
 import { logger, withRecordKeys } from '../../observability/logger.ts';
@@ -112,6 +113,16 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
   );
 };
 
+/** The provider and model a model step will call (its config's, else its catalogue default): none for another step. */
+const plannedModel = (node: { config: Record<string, unknown> }, spec: { model: ModelUse | null }) => {
+  if (!spec.model) return undefined;
+  const { provider, model } = node.config;
+  return {
+    provider: typeof provider === 'string' ? provider : spec.model.provider,
+    model: typeof model === 'string' ? model : spec.model.model,
+  };
+};
+
 /** What a node's throw was, in the order the plan weighs them. */
 const errorKind = (error: unknown, signal: AbortSignal): NodeErrorKind => {
   if (error instanceof StepFailedError) return 'step-failed';
@@ -147,6 +158,7 @@ const runReadyStep = async (
   // Only a model step is claimed: its lease keeps a duplicate message from paying a provider twice.
   let attempt: Attempt = null;
   let previousJob: StepItem['providerJob'];
+  let providerTries: number | undefined;
   if (spec.model) {
     const claim = await claimStep(deps, run, message.nodeId);
     const claimPlan = planClaim(claim);
@@ -158,6 +170,7 @@ const runReadyStep = async (
     if (!claim.claimed) return;
     attempt = claim.attempt;
     previousJob = claim.previousJob;
+    providerTries = claim.providerTries;
     // Each lost worker died mid-node (a crash, or the function's own timeout): ours to look at.
     if (claimPlan.kind === 'fail')
       return endWithFailure(deps, message, attempt, executionsFailedError(claimPlan.lostWorkers), 'code');
@@ -186,6 +199,9 @@ const runReadyStep = async (
     inputKey !== undefined && Object.hasOwn(run.inputFiles, inputKey) ? run.inputFiles[inputKey] : undefined;
   const timeoutMs = options.stepTimeoutMs;
   const context = stepContext(deps, run, node, spec, { inputs: plan.inputs, runInput, runFile, timeoutMs });
+  // What the step's history says of this attempt (functions/domain/step-history.ts).
+  const startedAt = deps.now().toISOString();
+  const facts = { startedAt, at: plannedModel(node, spec), providerTries, failures: own?.failures };
   let outcome: Awaited<ReturnType<NodeExecutor>>;
   try {
     outcome = await runMarkingStart(
@@ -203,29 +219,46 @@ const runReadyStep = async (
     const errorPlan = planNodeError(kind, { claimed: attempt !== null, inline: options.inline === true });
     if (errorPlan.kind === 'fail') {
       const text = kind === 'secret' ? `${node.type}: ${(error as Error).message}` : (error as Error).message;
-      return endWithFailure(deps, message, attempt, text, failureReasonOf(error));
+      const logs = error instanceof StepFailedError ? stepLogs(error.logs ?? {}) : undefined;
+      return endWithFailure(deps, message, attempt, text, failureReasonOf(error), 0, { ...facts, logs });
     }
     // The step's deadline cut a synchronous call (a model's, the Python runner's): tried again later.
     if (errorPlan.kind === 'retry-deadline')
-      return void (await retryTimedOut(deps, message, run, { attempt, nodeType: node.type }, timeoutMs));
+      return void (await retryTimedOut(deps, message, run, { attempt, nodeType: node.type, facts }, timeoutMs));
     // A busy provider (429, 5xx, a timeout): asked again after a backoff, never counted as a lost worker.
     if (errorPlan.kind === 'retry-busy' && attempt !== null && error instanceof ProviderError)
-      return void (await retryBusyProvider(deps, message, attempt, error, node.type, jobEnds(deps, message)));
+      return void (await retryBusyProvider(deps, message, attempt, error, node.type, jobEnds(deps, message, facts)));
     // Run in its predecessor's invocation: not counted; the step loop sends its message instead.
     if (errorPlan.kind !== 'count-execution') throw error;
     // A failed execution, counted on the step item (a model step's claim counts it already), so a
     // message SQS handed back without running the node (a throttle) spends nothing.
-    const failed = attempt ?? (await countFailedExecution(deps, run, message.nodeId));
+    // Its entry in the step's history goes in the count's write (unclaimed) or the claim's release.
+    const last = planFailedExecution(attempt ?? (own?.failures ?? 0) + 1).kind === 'fail';
+    const entry = failedAttempt(
+      { startedAt, endedAt: deps.now().toISOString() },
+      {
+        error: (error as Error).message,
+        reason: failureReasonOf(error),
+        retryClass: last ? 'none' : 'execution',
+        ...(!last && { next: { why: 'redelivery' as const } }),
+      },
+      facts.at,
+    );
+    const failed = attempt ?? (await countFailedExecution(deps, run, message.nodeId, entry));
     const executionPlan = planFailedExecution(failed);
     if (executionPlan.kind === 'nothing') return; // another delivery finished the step meanwhile; it counts it
     if (executionPlan.kind === 'fail') {
       // The run fails visibly and the message is done: the DLQ is for messages we cannot process.
       logger.error('step failed on its last execution', { nodeId: message.nodeId, failed, error });
       // The last execution's error says why: a node that kept timing out, or code that kept throwing.
-      return endWithFailure(deps, message, attempt, executionsFailedError(failed ?? 0), failureReasonOf(error));
+      const recorded = attempt === null;
+      return endWithFailure(deps, message, attempt, executionsFailedError(failed ?? 0), failureReasonOf(error), 0, {
+        ...facts,
+        recorded,
+      });
     }
     // SQS redelivers the message: let that delivery take the step, not drop it as a duplicate.
-    await releaseStep(deps, message.jobId, message.nodeId, attempt);
+    await releaseStep(deps, message.jobId, message.nodeId, attempt, entry);
     throw error;
   }
   if (outcome.job) {
@@ -233,14 +266,20 @@ const runReadyStep = async (
     const { job } = outcome;
     const connection = job.credentials === 'team' ? await context.connection?.(job.provider) : undefined;
     const credentials = { kind: job.credentials, connection };
-    const ends = jobEnds(deps, message);
+    const ends = jobEnds(deps, message, { ...facts, at: { provider: job.provider, model: job.model } });
     return void (await submitJob(deps, message, attempt, job, credentials, node.type, ends, previousJob));
   }
   const listed = listedModelPrice(node, spec, deps.providers);
   const chargeHundredths = stepCharge(run, { nodeId: node.id, spec, work: outcome.work, listed }, StepStatus.completed);
   const { model } = outcome;
   const licence = model ? stampLicenceModel({ nodeId: node.id, ...model, stampedAt: deps.now() }) : undefined;
-  const end = { status: StepStatus.completed, outputs: outcome.outputs, model, licence, chargeHundredths };
+  const history = {
+    attempt: completedEntry(own?.attemptLog, () =>
+      completedAttempt({ startedAt, endedAt: deps.now().toISOString() }, chargeHundredths, model ?? {}),
+    ),
+    logs: stepLogs(outcome.logs ?? {}),
+  };
+  const end = { status: StepStatus.completed, outputs: outcome.outputs, model, licence, chargeHundredths, ...history };
   // False: another delivery finished the step first (a duplicate message); that one counts it.
   if (!(await finishStepItem(deps, run, node.id, attempt, end))) return;
   return settleStep(deps, message, run, { status: StepStatus.completed, chargeHundredths, model }, canvas, carry);

@@ -24,7 +24,7 @@ import {
   withFileUrls,
 } from './helpers.ts';
 import { JsonPathError, selectJsonPath } from './json-path.ts';
-import type { NodeExecutor, StepContext } from './types.ts';
+import { type NodeExecutor, type StepContext, StepFailedError } from './types.ts';
 
 /** A PythonSandbox step's wall-clock limit when its config sets none. */
 const pythonDefaultTimeoutMs = 10_000;
@@ -291,7 +291,12 @@ export const logicExecutors = (deps: ExecutorDeps) =>
         if (error instanceof PythonRunnerError) return fail(context, error.message);
         throw error;
       }
-      if (!answer.ok) return fail(context, answer.message);
-      return { outputs: { result: answer.result } };
+      const logs = { stdout: answer.stdout, stderr: answer.stderr };
+      if (!answer.ok) {
+        const failed = new StepFailedError(`${context.node.type}: ${answer.message}`);
+        failed.logs = logs;
+        throw failed;
+      }
+      return { outputs: { result: answer.result }, logs };
     },
   }) satisfies Partial<Record<NodeType, NodeExecutor>>;

@@ -101,6 +101,14 @@ export interface StepOutcome {
    * come from the job's answer (`jobOutcome`) once it ends.
    */
   job?: JobRequest;
+  /** What the node wrote as it ran (a PythonSandbox step's stdout and stderr), whole: the step path cuts them. */
+  logs?: NodeLogs;
+}
+
+/** A node's own output streams, as it gave them. */
+export interface NodeLogs {
+  stdout?: string;
+  stderr?: string;
 }
 
 /** A model step's job, before its submit: the provider, the model in its naming, the model's input. */
@@ -115,6 +123,8 @@ export interface JobRequest {
 /** A step that failed for a reason the caller should see (`error` on the RunStep). */
 export class StepFailedError extends Error {
   override readonly name = 'StepFailedError';
+  /** What the node wrote before it failed (a PythonSandbox traceback on stderr), kept with the step's end. */
+  logs?: NodeLogs;
 }
 
 export type NodeExecutor = (context: StepContext) => Promise<StepOutcome>;

@@ -72,6 +72,8 @@ export interface JobHttp {
   failure(answer: JobHttpAnswer, what: string, describe: (json: unknown) => string | undefined): ProviderError;
   /** `text` without the key, at most 300 characters: safe for a message. */
   clean(text: string): string;
+  /** `text` without the key, whole (a provider's log: the step cuts it to its own cap). */
+  redact(text: string): string;
 }
 
 const maxTextLength = 300;
@@ -111,9 +113,13 @@ export const readLimited = async (response: Response, maxBytes: number): Promise
 export const createJobHttp = (options: JobHttpOptions): JobHttp => {
   const { key, timeoutMs, maxBytes } = options;
   const secrets = secretParts(options.secret);
-  const clean = (text: string): string => {
+  const redact = (text: string): string => {
     let safe = text;
     for (const part of secrets) safe = safe.split(part).join('[key]');
+    return safe;
+  };
+  const clean = (text: string): string => {
+    const safe = redact(text);
     return safe.length > maxTextLength ? `${safe.slice(0, maxTextLength)}…` : safe;
   };
   const unanswered = (reason: string, retryable: boolean) =>
@@ -177,6 +183,7 @@ export const createJobHttp = (options: JobHttpOptions): JobHttp => {
 
   return {
     clean,
+    redact,
 
     async send(request) {
       const headers: Record<string, string> = { accept: 'application/json', ...request.headers };

@@ -99,6 +99,14 @@ const signedBy = (header: string, content: string, secret: string): boolean => {
   return found;
 };
 
+/**
+ * A prediction's `logs`: the model's own output as it ran, a string
+ * (https://replicate.com/docs/topics/predictions, the prediction object, read 2026-12-07); kept
+ * with the step (cut to its cap there), cleaned of the key like any text of the provider's.
+ */
+const logsOf = (prediction: Record<string, unknown>, clean: (text: string) => string) =>
+  typeof prediction.logs === 'string' && prediction.logs !== '' ? { logs: clean(prediction.logs) } : {};
+
 export const createReplicateProvider = (options: ReplicateOptions): JobProvider => {
   const key = 'replicate';
   const base = (options.baseUrl ?? 'https://api.replicate.com').replace(/\/+$/, '');
@@ -126,11 +134,16 @@ export const createReplicateProvider = (options: ReplicateOptions): JobProvider 
         return { status: 'running' };
       case 'succeeded': {
         const usage = usageOf(prediction.metrics);
-        return { status: 'succeeded', output: prediction.output ?? null, ...(usage && { usage }) };
+        return {
+          status: 'succeeded',
+          output: prediction.output ?? null,
+          ...(usage && { usage }),
+          ...logsOf(prediction, http.redact),
+        };
       }
       case 'failed': {
         const error = typeof prediction.error === 'string' && prediction.error ? prediction.error : 'no error given';
-        return { status: 'failed', message: http.clean(error) };
+        return { status: 'failed', message: http.clean(error), ...logsOf(prediction, http.redact) };
       }
       case 'canceled':
       case 'aborted':

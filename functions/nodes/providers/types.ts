@@ -147,8 +147,8 @@ export interface JobUsage {
 
 export type JobState =
   | { status: 'running' }
-  | { status: 'succeeded'; output: unknown; usage?: JobUsage }
-  | { status: 'failed'; message: string }
+  | { status: 'succeeded'; output: unknown; usage?: JobUsage; logs?: string }
+  | { status: 'failed'; message: string; logs?: string }
   | { status: 'canceled' };
 
 /** Where a job lives at its provider: its id, and the model it runs (fal addresses requests by app id). */

@@ -5,6 +5,7 @@
  */
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import * as v from 'valibot';
+import type { StepAttempt } from '../../../schemas/run-steps.ts';
 import type { Deps } from '../../deps.ts';
 import { maxRetryDelaySeconds } from '../../domain/provider-jobs.ts';
 import { parseItem, type StepItem, StepItemSchema, storedStep } from '../items.ts';
@@ -165,12 +166,19 @@ export const countProviderTry = async (
   jobId: string,
   nodeId: string,
   attempt: number,
+  /** The refused try's entry in the step's history, written in the same update. */
+  refused?: StepAttempt,
 ): Promise<number | null> => {
   const counted = await conditionalUpdate(
     deps,
     storedStep,
     stepKey(jobId, nodeId),
-    { set: { leaseUntil: new Date(0).toISOString() }, add: { providerTries: 1 }, remove: ['providerJob'] },
+    {
+      set: { leaseUntil: new Date(0).toISOString() },
+      add: { providerTries: 1 },
+      remove: ['providerJob'],
+      ...(refused !== undefined && { append: { attemptLog: [refused] } }),
+    },
     claimCondition(attempt),
     { ReturnValues: 'UPDATED_NEW' },
   );

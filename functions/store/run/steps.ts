@@ -1,6 +1,7 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
 import { RunStatus, StepStatus, type StoredStepStatus } from '../../../platform/run-statuses.ts';
+import type { StepAttempt, StepLogs } from '../../../schemas/run-steps.ts';
 import type { LicenceModel } from '../../../schemas/runs.ts';
 import type { Deps } from '../../deps.ts';
 import { notifiesStepEnd } from '../../domain/lifecycle-webhooks.ts';
@@ -118,7 +119,7 @@ export const claimStep = async (deps: Deps, run: StepRun, nodeId: string): Promi
 };
 
 /** What a finished step's item records beside its status. */
-type StepEnd =
+type StepEnd = (
   | {
       status: typeof StepStatus.completed;
       outputs: Record<string, unknown>;
@@ -128,7 +129,18 @@ type StepEnd =
     }
   | { status: typeof StepStatus.skipped }
   /** A failed step is charged nothing, unless a provider's job ran to its end for it (`chargeHundredths`). */
-  | { status: typeof StepStatus.failed; error: string; chargeHundredths?: number };
+  | { status: typeof StepStatus.failed; error: string; chargeHundredths?: number }
+) &
+  StepEndHistory;
+
+/**
+ * What a step's end adds to its history (functions/domain/step-history.ts), in the write it makes
+ * anyway: the attempt that ended it (none when an earlier write recorded it), and its logs.
+ */
+export interface StepEndHistory {
+  attempt?: StepAttempt | undefined;
+  logs?: StepLogs | undefined;
+}
 
 /**
  * An unclaimed step not finished yet: no item, or only the count of its failed executions
@@ -159,7 +171,10 @@ const stepEndUpdate = (deps: Deps, run: StepRun, nodeId: string, attempt: Attemp
         ...(end.status === StepStatus.failed ? { error: end.error } : {}),
         // The lifecycle webhooks' mark, in the write the step's end makes anyway: no call more.
         ...(notifiesStepEnd(run, nodeId, end.status) && { notify: true as const }),
+        ...(end.logs !== undefined && { logs: end.logs }),
       },
+      // Its history, in the same write: no call more.
+      ...(end.attempt !== undefined && { append: { attemptLog: [end.attempt] } }),
       remove: ['leaseUntil'],
     },
     attempt === null ? unclaimedCondition : claimCondition(attempt),
@@ -318,8 +333,9 @@ export const failStep = async (
   attempt: Attempt,
   message: string,
   chargeHundredths = 0,
+  history: StepEndHistory = {},
 ): Promise<boolean> => {
-  const end = { status: StepStatus.failed, error: message, chargeHundredths };
+  const end = { status: StepStatus.failed, error: message, chargeHundredths, ...history };
   const failed = await transactWrite(deps, [
     { Update: stepEndUpdate(deps, run, nodeId, attempt, end) },
     { Update: closeRunUpdate(deps, run, RunStatus.failed, chargeHundredths) },
@@ -339,14 +355,24 @@ export const abandonStep = async (deps: Deps, run: StepRun, nodeId: string, atte
  * Gives a claimed step back after an unexpected error (its node threw), so the message's next
  * delivery takes it over at once instead of being dropped as a duplicate until the lease runs out.
  */
-export const releaseStep = async (deps: Deps, jobId: string, nodeId: string, attempt: Attempt) => {
+export const releaseStep = async (
+  deps: Deps,
+  jobId: string,
+  nodeId: string,
+  attempt: Attempt,
+  /** The failed execution's entry in the step's history, written in the same update. */
+  failed?: StepAttempt,
+) => {
   if (attempt === null) return;
   // Refused: the step is no longer this delivery's (finished, or taken over); nothing to give back.
   await conditionalUpdate(
     deps,
     storedStep,
     stepKey(jobId, nodeId),
-    { set: { leaseUntil: new Date(0).toISOString() } },
+    {
+      set: { leaseUntil: new Date(0).toISOString() },
+      ...(failed !== undefined && { append: { attemptLog: [failed] } }),
+    },
     claimCondition(attempt),
   );
 };
@@ -359,12 +385,22 @@ const FailuresSchema = v.required(v.pick(StepItemSchema, ['failures']));
  * null when another delivery finished the step meanwhile. Written only on this failure path: a
  * step that succeeds first time still writes its item once.
  */
-export const countFailedExecution = async (deps: Deps, run: StepRun, nodeId: string): Promise<number | null> => {
+export const countFailedExecution = async (
+  deps: Deps,
+  run: StepRun,
+  nodeId: string,
+  /** The failed execution's entry in the step's history, written in the same update. */
+  failed?: StepAttempt,
+): Promise<number | null> => {
   const counted = await conditionalUpdate(
     deps,
     storedStep,
     stepKey(run.jobId, nodeId),
-    { set: { status: StepStatus.processing, nodeId, ttl: stepTtl(deps, run) }, add: { failures: 1 } },
+    {
+      set: { status: StepStatus.processing, nodeId, ttl: stepTtl(deps, run) },
+      add: { failures: 1 },
+      ...(failed !== undefined && { append: { attemptLog: [failed] } }),
+    },
     unclaimedCondition,
     { ReturnValues: 'UPDATED_NEW' },
   );

@@ -93,6 +93,7 @@ Commands:
                                          --wait, as run takes them)
   runs show <jobId> [--wait N]           Show a run: its status, progress and outputs; with --wait, when it
                                          ends or N seconds (1 to 25) pass, whichever is first
+  runs step <jobId> <nodeId>             One step's attempts (error, retry class, wait, provider, charge) and logs
   runs list [options]                    The team's runs, newest first (one page, or --all)
       --workflow-id ID                   Only runs of this workflow
       --status S                         Only runs with this status (queued, processing, completed, ...)
@@ -246,6 +247,7 @@ const commandOptions: Record<string, OptionName[]> = {
   'deferred cancel': [],
   'runs list': ['workflow-id', 'status', 'tag', 'limit', 'cursor', 'all'],
   'runs show': ['wait'],
+  'runs step': [],
   'deferred list': ['workflow-id', 'status', 'limit', 'cursor', 'all'],
   'files upload': ['content-type', 'name'],
   'files get': [],
@@ -846,6 +848,31 @@ const showRun = async (client: WorkflowRunClient, io: CliIo, values: Values, job
   printOutputs(io, run);
 };
 
+/** `runs step <jobId> <nodeId>`: the step, a line per attempt, then its logs. */
+const showStep = async (client: WorkflowRunClient, io: CliIo, jobId: string, nodeId: string, json: boolean) => {
+  const step = await client.runStep(jobId, nodeId, { signal: io.signal });
+  if (json) return printJson(io, step);
+  const { attempts, logs, ...fields } = step;
+  printFields(io, fields);
+  attempts.forEach((a, i) => {
+    const where = [a.provider, a.model, a.providerJobId].filter((x) => x !== undefined).join(' ');
+    const wait = a.next ? ` next in ${a.next.afterSeconds ?? '?'} s (${a.next.why})` : '';
+    const why = a.outcome === 'failed' ? ` ${a.reason ?? ''}/${a.retryClass ?? ''}: ${a.error ?? ''}` : '';
+    write(
+      io.stdout,
+      `attempt ${i + 1}: ${a.outcome}${why} charged ${a.chargedHundredths / 100}${where ? ` on ${where}` : ''}${wait}`,
+    );
+  });
+  for (const [name, log] of Object.entries(logs)) {
+    if (!log) continue;
+    write(
+      io.stdout,
+      `--- ${name}${log.truncated ? ` (last ${Buffer.byteLength(log.text)} of ${log.bytes} bytes)` : ''}`,
+    );
+    write(io.stdout, log.text.replace(/\n$/, ''));
+  }
+};
+
 // --- download --------------------------------------------------------------------------------
 
 const safeSegment = (segment: string, fallback: string) => {
@@ -1341,6 +1368,11 @@ export const main = async (
       case 'runs show':
         await showRun(client, io, values, oneArg(command, args, 'job id'), json);
         break;
+      case 'runs step': {
+        if (args.length !== 2 || !args[0] || !args[1]) throw new UsageError('runs step needs a job id and a node id');
+        await showStep(client, io, args[0], args[1], json);
+        break;
+      }
       case 'deferred list':
         noArgs(command, args);
         await listDeferred(client, io, values, json);

@@ -77,6 +77,9 @@ export type ListDeferredRunsParams = NonNullable<paths['/deferred-runs']['get'][
 export type WebhookDeliveries = Schemas['WebhookDeliveries'];
 export type WebhookAttempt = Schemas['WebhookAttempt'];
 export type RedeliveryQueued = Schemas['RedeliveryQueued'];
+/** One step of a run in detail: its attempts and logs (GET /runs/{jobId}/steps/{nodeId}). */
+export type RunStepDetails = Schemas['RunStepDetails'];
+export type StepAttempt = Schemas['StepAttempt'];
 /** A run token and the two addresses it opens (POST /runs/{jobId}/tokens). */
 export type RunToken = Schemas['RunToken'];
 /** One delivery of a run that chose `webhookEvents`, and the redelivery's naming of one. */
@@ -255,6 +258,12 @@ export interface WorkflowRunClient {
    * first) and its state. `NotFoundError` for a run without `callbackUrl`.
    */
   listDeliveries(jobId: string, options?: RequestOptions): Promise<WebhookDeliveries>;
+  /**
+   * GET /runs/{jobId}/steps/{nodeId}: one step's attempts, oldest first (each failed one's error, retry
+   * class and wait; its provider, model, job id and charge), and its logs, each cut to 16 KB.
+   * `NotFoundError` for another team's run or a step the run's workflow does not have.
+   */
+  runStep(jobId: string, nodeId: string, options?: RequestOptions): Promise<RunStepDetails>;
   /**
    * POST /runs/{jobId}/deliveries/redeliver: queues one new attempt with the same `webhook-id`;
    * `ConflictError` while the delivery is pending (its body's `nextAttemptAt` says when). With
@@ -604,6 +613,10 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
       ),
     listDeliveries: (jobId, requestOptions = {}) =>
       unwrap(raw.GET('/runs/{jobId}/deliveries', { params: { path: { jobId } }, signal: requestOptions.signal })),
+    runStep: (jobId, nodeId, requestOptions = {}) =>
+      unwrap(
+        raw.GET('/runs/{jobId}/steps/{nodeId}', { params: { path: { jobId, nodeId } }, signal: requestOptions.signal }),
+      ),
     redeliverWebhook: (jobId, requestOptions = {}) =>
       unwrap(
         raw.POST('/runs/{jobId}/deliveries/redeliver', {

@@ -255,6 +255,28 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/runs/{jobId}/steps/{nodeId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a step of a run
+     * @description Reads one step of a run in detail: its attempts, oldest first (each with its times, outcome, error and retry class, the wait before the next and what set it, the provider, model and provider job id, and what it was charged: a failed attempt nothing), and its logs (a PythonSandbox step: stdout and stderr; a provider's own log where it gives one), each cut to 16 KB and marked when cut. A step not started yet reads `queued` with no attempts. Kept as long as its run. Reading never spends credits.
+     *
+     *     Scope: `runs:read`.
+     */
+    get: operations['GetRunStep'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/runs/{jobId}/deliveries/redeliver': {
     parameters: {
       query?: never;
@@ -3375,6 +3397,53 @@ export interface components {
         data?: unknown;
       };
     };
+    RunStepDetails: {
+      /** Format: uuid */
+      jobId: string;
+      nodeId: string;
+      stepType: string;
+      /** @enum {string} */
+      status: 'queued' | 'processing' | 'completed' | 'failed' | 'skipped' | 'unknown';
+      startedAt: string | null;
+      endedAt: string | null;
+      error?: string;
+      chargedCredits: number;
+      attempts: components['schemas']['StepAttempt'][];
+      logs: components['schemas']['StepLogs'];
+    };
+    StepAttempt: {
+      /** Format: date-time */
+      startedAt?: string;
+      /** Format: date-time */
+      endedAt: string;
+      /** @enum {string} */
+      outcome: 'completed' | 'failed';
+      error?: string;
+      /** @enum {string} */
+      reason?: 'provider_auth' | 'provider_4xx' | 'provider_unavailable' | 'timeout' | 'configuration' | 'code';
+      /** @enum {string} */
+      retryClass?: 'busy-provider' | 'deadline' | 'execution' | 'none';
+      next?: {
+        afterSeconds?: number;
+        /** @enum {string} */
+        why: 'retry-after' | 'backoff' | 'redelivery';
+        retryAfterSeconds?: number;
+      };
+      provider?: string;
+      model?: string;
+      providerJobId?: string;
+      chargedHundredths: number;
+    };
+    StepLogs: {
+      stdout?: components['schemas']['StepLogText'];
+      stderr?: components['schemas']['StepLogText'];
+      provider?: components['schemas']['StepLogText'];
+    };
+    StepLogText: {
+      text: string;
+      truncated: boolean;
+      bytes: number;
+    };
     NameRequiredError: {
       /** @constant */
       error: 'name is required';
@@ -3577,6 +3646,10 @@ export interface components {
     UsageNotPermittedError: {
       /** @constant */
       error: 'This key is limited to certain workflows; usage covers the whole team';
+    };
+    StepNotFoundError: {
+      /** @constant */
+      error: 'Step not found';
     };
     FileLinkNotFoundError: {
       /** @constant */
@@ -4821,6 +4894,79 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['RunNotFoundError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  GetRunStep: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The `jobId` returned when the run started. */
+        jobId: string;
+        /** @description The step: its node id in the workflow (`node_id` in the run steps). */
+        nodeId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The step. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunStepDetails'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks the scope this operation needs. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ScopeNotPermittedError'];
+        };
+      };
+      /** @description No such run in the team, or no such step in the run. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RunNotFoundError'] | components['schemas']['StepNotFoundError'];
         };
       };
       /** @description Too many requests with this key; wait `Retry-After` seconds. */
