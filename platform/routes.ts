@@ -28,7 +28,7 @@ export const allScopes: readonly Scope[] = [
 export interface Route {
   /** Stable logical id, used for CDK construct ids, logs and the OpenAPI operationId. */
   id: string;
-  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** Path under the base path, with `{param}` placeholders as API Gateway writes them. */
   path: string;
   entry: string;
@@ -471,6 +471,43 @@ const table = [
     entry: 'functions/api/redeliver-webhook-endpoint-delivery.ts',
     scope: 'webhooks:write',
     grants: { table: ['GetItem', 'UpdateItem'], webhooksQueue: 'send' },
+  },
+  {
+    // A workflow's versions (functions/store/workflow-versions.ts). GetItem: its summary and latest
+    // canvas; TransactWriteItems (PutItem, UpdateItem): the new version, the canvas, the summary.
+    id: 'UpdateWorkflow',
+    method: 'PUT',
+    path: '/workflows/{id}',
+    entry: 'functions/api/update-workflow.ts',
+    scope: 'workflows:write',
+    body: true,
+    grants: { table: ['GetItem', 'UpdateItem', 'PutItem'] },
+  },
+  {
+    id: 'SetWorkflowStatus',
+    method: 'PATCH',
+    path: '/workflows/{id}',
+    entry: 'functions/api/set-workflow-status.ts',
+    scope: 'workflows:write',
+    body: true,
+    grants: { table: ['GetItem', 'UpdateItem'] },
+  },
+  {
+    // Query: one page of the version items, newest first.
+    id: 'ListWorkflowVersions',
+    method: 'GET',
+    path: '/workflows/{id}/versions',
+    entry: 'functions/api/list-workflow-versions.ts',
+    scope: 'workflows:read',
+    grants: { table: ['GetItem', 'UpdateItem', 'Query'] },
+  },
+  {
+    id: 'GetWorkflowVersion',
+    method: 'GET',
+    path: '/workflows/{id}/versions/{version}',
+    entry: 'functions/api/get-workflow-version.ts',
+    scope: 'workflows:read',
+    grants: { table: ['GetItem', 'UpdateItem'] },
   },
 ] as const satisfies readonly Route[];
 

@@ -460,6 +460,8 @@ function newRun(jobId: string): NewRun {
       workflowId: ids.workflow,
       agentId: 'agent-1',
       projectId: 'project-1',
+      version: 1,
+      status: null,
       canvas: { nodes: [], edges: [] },
     },
     mode: 'production',

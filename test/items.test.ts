@@ -69,7 +69,7 @@ const run = runItem(
     jobId: ids.job,
     teamId: ids.team,
     keyId: ids.key,
-    workflow: { workflowId: ids.workflow, agentId: ids.agent, projectId: ids.project, canvas },
+    workflow: { workflowId: ids.workflow, agentId: ids.agent, projectId: ids.project, version: 2, status: 'active', canvas },
     mode: 'draft',
     inputs: { topic: 'badgers' },
     callbackUrl: 'https://example.com/hook',

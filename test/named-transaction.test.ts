@@ -54,7 +54,7 @@ const run: NewRun = {
   jobId: 'job-1',
   teamId: 'team-1',
   keyId: 'key-1',
-  workflow: { workflowId: 'wf-1', agentId: 'agent-1', projectId: 'project-1', canvas: { nodes: [], edges: [] } },
+  workflow: { workflowId: 'wf-1', agentId: 'agent-1', projectId: 'project-1', version: 1, status: null, canvas: { nodes: [], edges: [] } },
   mode: 'production',
   inputs: {},
   callbackUrl: null,

@@ -111,7 +111,7 @@ const readRunView = async (
 ) => {
   const { run, steps } = await readRunPartition(deps, jobId);
   visibleRun(run, teamId, jobId, keyWorkflowIds);
-  const canvas = await canvasOf(deps, run.workflowId);
+  const canvas = await canvasOf(deps, run.workflowId, run.workflowVersion);
   return { run, steps, canvas, view: runView(run, new Map(steps.map((step) => [step.nodeId, step])), canvas) };
 };
 
@@ -156,6 +156,8 @@ export const readRunAndItems = async (
     ...(run.resumedFrom !== undefined && { resumedFrom: run.resumedFrom }),
     // Ours: why it ended, when its status alone does not say (its deadline).
     ...(run.endReason !== undefined && { endReason: run.endReason }),
+    // Ours: the workflow version it runs.
+    workflowVersion: run.workflowVersion,
     // Ours: where a run queued behind another stands while it waits.
     ...(isWaiting(run.status) && (await waitingFields(deps, run))),
   };
