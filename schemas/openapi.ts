@@ -52,6 +52,7 @@ import {
   workflowComponents,
   workflowOperations,
 } from './workflows.ts';
+import { workflowVersionComponents, workflowVersionOperations } from './workflow-versions.ts';
 
 /**
  * Every named schema of the document; the key is its name under `#/components/schemas/`. Each
@@ -60,6 +61,7 @@ import {
  */
 export const componentSchemas = {
   ...workflowComponents,
+  ...workflowVersionComponents,
   ...runComponents,
   ...deferredRunComponents,
   ...runListComponents,
@@ -329,6 +331,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
   const operations: OperationSpec[] = [
     ...inRouteOrder([
       ...workflowOperations,
+      ...workflowVersionOperations,
       ...runOperations,
       ...deferredRunOperations,
       ...deliveryOperations,

@@ -244,40 +244,6 @@ export const WorkflowValidationFailedSchema = v.strictObject({
 });
 export type WorkflowValidationFailed = v.InferOutput<typeof WorkflowValidationFailedSchema>;
 
-/** Our design: a workflow's version number, 1 for the version it was created with. */
-export const WorkflowVersionNumberSchema = v.pipe(v.number(), v.integer(), v.minValue(1));
-
-/** Our design: one version of a workflow, as its list shows it. */
-export const WorkflowVersionSummarySchema = v.strictObject({
-  version: WorkflowVersionNumberSchema,
-  name: v.string(),
-  stepsCount: v.pipe(v.number(), v.integer(), v.minValue(1)),
-  createdAt: DateTimeSchema,
-});
-
-/**
- * Our design: one version of a workflow, whole: 200 of PUT /workflows/{id} (the version it made) and
- * of GET /workflows/{id}/versions/{n}. `steps` is the body that made it, as the create validated it;
- * null for a version made before versions kept their steps (it still runs).
- */
-export const WorkflowVersionSchema = v.strictObject({
-  workflowId: UuidSchema,
-  ...WorkflowVersionSummarySchema.entries,
-  steps: v.nullable(v.array(WorkflowStepSchema)),
-});
-export type WorkflowVersion = v.InferOutput<typeof WorkflowVersionSchema>;
-
-/** Our design: 200 of GET /workflows/{id}/versions: newest first, a page at a time. */
-export const ListWorkflowVersionsResponseSchema = v.strictObject({
-  versions: v.array(WorkflowVersionSummarySchema),
-  nextCursor: v.nullable(v.string()),
-});
-export type ListWorkflowVersionsResponse = v.InferOutput<typeof ListWorkflowVersionsResponseSchema>;
-
-/** Our design: body of PATCH /workflows/{id}: the workflow's new status. */
-export const SetWorkflowStatusRequestSchema = notArray(v.object({ status: WorkflowStatusSchema }));
-export type SetWorkflowStatusRequest = v.InferOutput<typeof SetWorkflowStatusRequestSchema>;
-
 /** The named schemas of the document this module holds; the key is the name under `#/components/schemas/`. */
 export const workflowComponents = {
   WorkflowSummary: WorkflowSummarySchema,
@@ -289,10 +255,6 @@ export const workflowComponents = {
   CreateWorkflowResponse: CreateWorkflowResponseSchema,
   ValidationIssue: ValidationIssueSchema,
   WorkflowValidationFailed: WorkflowValidationFailedSchema,
-  WorkflowVersionSummary: WorkflowVersionSummarySchema,
-  WorkflowVersion: WorkflowVersionSchema,
-  ListWorkflowVersionsResponse: ListWorkflowVersionsResponseSchema,
-  SetWorkflowStatusRequest: SetWorkflowStatusRequestSchema,
 };
 
 /** The agent id of the document's examples: the reader puts one of their own (GET /workflows lists them). */

@@ -1,10 +1,9 @@
 import type {
-  CreateWorkflowRequest,
   ListWorkflowVersionsResponse,
   SetWorkflowStatusRequest,
-  WorkflowSummary,
   WorkflowVersion,
-} from '../../schemas/workflows.ts';
+} from '../../schemas/workflow-versions.ts';
+import type { CreateWorkflowRequest, WorkflowSummary } from '../../schemas/workflows.ts';
 import type { Deps } from '../deps.ts';
 import { openCursor, signCursor } from '../domain/cursor.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';

@@ -19,6 +19,8 @@ const nilUuid = '00000000-0000-0000-0000-000000000000';
 /** The ids that are not bare uuids, by parameter name: what each must be, and the one that names nothing. */
 const idFormats: Record<string, { schema: v.GenericSchema; none: string }> = {
   fileId: { schema: FileIdSchema, none: `${fileIdPrefix}${nilUuid}` },
+  // A workflow's version number (GET /workflows/{id}/versions/{version}); 0 names none.
+  version: { schema: v.pipe(v.string(), v.regex(/^[1-9][0-9]{0,8}$/)), none: '0' },
 };
 
 /**

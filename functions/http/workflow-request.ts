@@ -1,11 +1,7 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { messages } from '../../schemas/errors.ts';
-import {
-  type CreateWorkflowRequest,
-  CreateWorkflowRequestSchema,
-  type SetWorkflowStatusRequest,
-  SetWorkflowStatusRequestSchema,
-} from '../../schemas/workflows.ts';
+import { type SetWorkflowStatusRequest, SetWorkflowStatusRequestSchema } from '../../schemas/workflow-versions.ts';
+import { type CreateWorkflowRequest, CreateWorkflowRequestSchema } from '../../schemas/workflows.ts';
 import {
   AgentOrProjectRequiredError,
   InvalidBodyError,
