@@ -47,6 +47,7 @@ import {
   storedApiKey,
   storedApiKeyId,
   storedCanvas,
+  storedWorkflowVersion,
   storedDeferredRun,
   storedDelivery,
   storedEndpointDelivery,
@@ -121,6 +122,7 @@ import {
   unmarkEndpointRedelivery,
   updateEndpoint,
 } from '../functions/store/webhook-endpoints.ts';
+import { putNextVersion } from '../functions/store/workflow-versions.ts';
 import { activateWorkflow, createWorkflowForTeam, setWorkflowStatus } from '../functions/store/workflows.ts';
 import { RunStatus, StepStatus } from '../platform/run-statuses.ts';
 
@@ -288,6 +290,7 @@ const definitions = {
   agent: storedAgent,
   workflow: storedWorkflow,
   canvas: storedCanvas,
+  workflowVersion: storedWorkflowVersion,
   apiKey: storedApiKey,
   apiKeyId: storedApiKeyId,
   workflowLock: storedWorkflowLock,
@@ -320,6 +323,7 @@ const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definition
     [/^AGENT#/, 'agent'],
     [/^WORKFLOW#/, 'workflow'],
     [/^CANVAS$/, 'canvas'],
+    [/^VERSION#/, 'workflowVersion'],
     [/^APIKEY$/, 'apiKey'],
     [/^APIKEYID$/, 'apiKeyId'],
     [/^LOCK$/, 'workflowLock'],
@@ -518,6 +522,11 @@ describe('what the store’s writers leave in the table', () => {
     await revokeApiKey(deps, keyId);
     const canvas = { nodes: [], edges: [] };
     const { workflowId } = await createWorkflowForTeam(deps, { teamId, name: 'W', canvas, stepsCount: 0, agentId });
+    await putNextVersion(
+      deps,
+      { teamId, workflowId, name: 'W2', canvas, steps: [{ key: 'a', type: 'TextEntry' }], stepsCount: 1 },
+      { name: 'W', createdAt: deps.now().toISOString() },
+    );
     await setWorkflowStatus(deps, teamId, workflowId, 'archived');
     await activateWorkflow(deps, teamId, agentId, workflowId);
     await setLiveMultiplier(deps, 0.8);

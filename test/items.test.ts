@@ -134,6 +134,8 @@ describe('each parser accepts the item the store writes', () => {
       jobId: ids.job,
       ...startedBy,
       projectId: ids.project,
+      // The version its start ran: the latest, or the one it pinned.
+      workflowVersion: 2,
       status: 'queued',
       mode: 'draft',
       inputs: { topic: 'badgers' },
@@ -234,8 +236,9 @@ describe('each parser accepts the item the store writes', () => {
       status: 'draft',
       createdAt: at,
       updatedAt: at,
+      version: 1,
     });
-    expect(parseItem(CanvasItemSchema, storedCanvas)).toEqual({ teamId: ids.team, canvas });
+    expect(parseItem(CanvasItemSchema, storedCanvas)).toEqual({ teamId: ids.team, canvas, version: 1 });
     expect(
       parseItem(
         AgentItemSchema,
