@@ -1,5 +1,10 @@
 import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient } from '../packages/client/src/index.ts';
+import { runCli } from './support/cli.ts';
 import { canvasKey, workflowKey, workflowVersionKey } from '../functions/store/keys.ts';
 import { api } from './support/runs.ts';
 import {
@@ -250,3 +255,49 @@ describe('PATCH /workflows/{id}: status', () => {
   });
 });
 
+
+describe('the typed client and the CLI', () => {
+  it('client: updateWorkflow, workflowVersions, getWorkflowVersion, setWorkflowStatus; a start pinning version', async () => {
+    const client = createClient({ baseUrl: stack.baseUrl, apiKey: team.key });
+    const workflowId = await createWorkflow(stack, team, textSteps('a', 'one'));
+    const made = await client.updateWorkflow(workflowId, {
+      name: 'Two',
+      agentId: team.agentId,
+      steps: [{ key: 'b', type: 'TextEntry', config: { text: 'two' } }],
+    });
+    expect(made).toMatchObject({ workflowId, version: 2, name: 'Two' });
+    const versions: number[] = [];
+    for await (const version of client.workflowVersions(workflowId)) versions.push(version.version);
+    expect(versions).toEqual([2, 1]);
+    expect(await client.getWorkflowVersion(workflowId, 1)).toMatchObject({ version: 1, stepsCount: 1 });
+    const started = await client.runWorkflow(workflowId, { version: 1 });
+    const run = await runToEnd(started.jobId);
+    expect(run.body).toMatchObject({ workflowVersion: 1 });
+    expect(await client.setWorkflowStatus(workflowId, 'archived')).toMatchObject({ id: workflowId, status: 'archived' });
+  });
+
+  it('CLI: workflows update, versions, status, and run --version', async () => {
+    const cli = (args: string[]) => runCli({ baseUrl: stack.baseUrl, key: team.key }, args);
+    const workflowId = await createWorkflow(stack, team, textSteps('a', 'one'));
+    const dir = await mkdtemp(join(tmpdir(), 'workflow-run-cli-'));
+    try {
+      const file = join(dir, 'v2.json');
+      await writeFile(file, JSON.stringify({ name: 'Two', steps: textSteps('b', 'two') }));
+      const updated = await cli(['workflows', 'update', workflowId, '--file', file, '--agent', team.agentId, '--json']);
+      expect(updated.code, updated.stderr).toBe(0);
+      expect(JSON.parse(updated.stdout)).toMatchObject({ version: 2, name: 'Two' });
+      const listed = await cli(['workflows', 'versions', workflowId, '--all', '--json']);
+      expect(listed.code, listed.stderr).toBe(0);
+      expect((JSON.parse(listed.stdout).versions as { version: number }[]).map((v) => v.version)).toEqual([2, 1]);
+      const ran = await cli(['run', workflowId, '--version', '1', '--json']);
+      expect(ran.code, ran.stderr).toBe(0);
+      const jobId = JSON.parse(ran.stdout).jobId as string;
+      expect((await runToEnd(jobId)).body).toMatchObject({ workflowVersion: 1 });
+      const archived = await cli(['workflows', 'status', workflowId, '--status', 'archived']);
+      expect(archived.code, archived.stderr).toBe(0);
+      expect(archived.stdout).toContain('status: archived');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
