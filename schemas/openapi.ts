@@ -44,6 +44,7 @@ import {
 import { runTokenComponents, runTokenOperations } from './run-tokens.ts';
 import { runComponents, runListComponents, runOperations, WebhookEventSchema, webhookHeaderNames } from './runs.ts';
 import { webhookEndpointComponents, webhookEndpointOperations } from './webhook-endpoints.ts';
+import { workflowVersionComponents, workflowVersionOperations } from './workflow-versions.ts';
 import {
   type NodeType,
   nodeTypes,
@@ -52,7 +53,6 @@ import {
   workflowComponents,
   workflowOperations,
 } from './workflows.ts';
-import { workflowVersionComponents, workflowVersionOperations } from './workflow-versions.ts';
 
 /**
  * Every named schema of the document; the key is its name under `#/components/schemas/`. Each

@@ -61,10 +61,10 @@ export const workflowVersionOperations: OperationSpec[] = [
     tag: 'Workflows',
     summary: 'Make a new version of a workflow',
     description:
-      'Our design. Takes the body of Create a workflow, checked by the same rules, and makes it the workflow\'s next ' +
-      'version (its `name` becomes the workflow\'s); answers that version. Every earlier version is kept and ' +
+      "Our design. Takes the body of Create a workflow, checked by the same rules, and makes it the workflow's next " +
+      "version (its `name` becomes the workflow's); answers that version. Every earlier version is kept and " +
       'readable; a run in progress keeps the version it started with, and a run start may pin one (`version`). ' +
-      'The body\'s `agentId` (or `projectId`) must be the workflow\'s own: a version does not move a workflow. Two ' +
+      "The body's `agentId` (or `projectId`) must be the workflow's own: a version does not move a workflow. Two " +
       'updates at once make two versions, each its own number.',
     parameters: [workflowPath],
     requestBody: {
@@ -84,16 +84,16 @@ export const workflowVersionOperations: OperationSpec[] = [
       413: 'The body is larger than 256 KiB, or the version would not fit one stored item.',
       422:
         'An unknown node type, or a graph failing validation (repeated step key, input naming no step, ...), or ' +
-        '(`owner_changed`) an `agentId` or `projectId` that is not the workflow\'s own.',
+        "(`owner_changed`) an `agentId` or `projectId` that is not the workflow's own.",
     },
   },
   {
     operationId: 'SetWorkflowStatus',
     tag: 'Workflows',
-    summary: 'Set a workflow\'s status',
+    summary: "Set a workflow's status",
     description:
-      'Our design. Sets the workflow\'s `status` (`draft`, `active` or `archived`) and answers its summary. An ' +
-      'archived workflow starts no run (the run start\'s 422 with the issue `workflow_archived`); its runs and ' +
+      "Our design. Sets the workflow's `status` (`draft`, `active` or `archived`) and answers its summary. An " +
+      "archived workflow starts no run (the run start's 422 with the issue `workflow_archived`); its runs and " +
       'versions stay readable, and setting `draft` or `active` opens it again.',
     parameters: [workflowPath],
     requestBody: { required: true, content: { 'application/json': { schema: ref('SetWorkflowStatusRequest') } } },
@@ -111,9 +111,9 @@ export const workflowVersionOperations: OperationSpec[] = [
   {
     operationId: 'ListWorkflowVersions',
     tag: 'Workflows',
-    summary: 'List a workflow\'s versions',
+    summary: "List a workflow's versions",
     description:
-      'Our design. The workflow\'s versions, newest first, a page at a time (as the run lists): number, name, ' +
+      "Our design. The workflow's versions, newest first, a page at a time (as the run lists): number, name, " +
       'step count and when each was made. A workflow made before versions has one, version 1.',
     parameters: [
       workflowPath,

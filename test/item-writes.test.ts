@@ -47,7 +47,6 @@ import {
   storedApiKey,
   storedApiKeyId,
   storedCanvas,
-  storedWorkflowVersion,
   storedDeferredRun,
   storedDelivery,
   storedEndpointDelivery,
@@ -69,6 +68,7 @@ import {
   storedWorkflow,
   storedWorkflowLock,
   storedWorkflowQueueEntry,
+  storedWorkflowVersion,
 } from '../functions/store/items.ts';
 import { runKey, teamKey } from '../functions/store/keys.ts';
 import { openLifecycleDelivery, reopenableDelivery } from '../functions/store/lifecycle-webhook-deliveries.ts';

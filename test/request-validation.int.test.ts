@@ -277,7 +277,15 @@ describe('every request body refuses an array for an object and an empty name', 
     // strings; a redelivery's three: itself and two strings.
     // A run token's one: itself.
     const fewest =
-      { CreateWorkflow: 20, UpdateWorkflow: 20, SetWorkflowStatus: 1, CreateFile: 2, ResumeRun: 3, RedeliverWebhook: 2, CreateRunToken: 0 }[operationId] ?? 4;
+      {
+        CreateWorkflow: 20,
+        UpdateWorkflow: 20,
+        SetWorkflowStatus: 1,
+        CreateFile: 2,
+        ResumeRun: 3,
+        RedeliverWebhook: 2,
+        CreateRunToken: 0,
+      }[operationId] ?? 4;
     expect(tried.length).toBeGreaterThan(fewest);
     // Nothing was started or held by any of them.
     expect(await ledgerOf(stack.deps, team.teamId)).toEqual({ balance: 10_000, held: 0, charged: 0, granted: 10_000 });

@@ -1,11 +1,11 @@
-import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { canvasKey, workflowKey, workflowVersionKey } from '../functions/store/keys.ts';
 import { createClient } from '../packages/client/src/index.ts';
 import { runCli } from './support/cli.ts';
-import { canvasKey, workflowKey, workflowVersionKey } from '../functions/store/keys.ts';
 import { api } from './support/runs.ts';
 import {
   addKey,
@@ -106,7 +106,11 @@ describe('PUT /workflows/{id}: versions', () => {
     const read = await api(stack.baseUrl, 'GET', `/workflows/${workflowId}/versions/1`, { key: other.key });
     expect(read).toMatchObject({ status: 404, body: { error: 'Workflow not found' } });
     const limited = await addKey(stack.deps, team.teamId, { workflowIds: [crypto.randomUUID()], ...manyRequests });
-    const refused = await put(workflowId, { name: 'x', agentId: team.agentId, steps: textSteps('a', 'x') }, limited.key);
+    const refused = await put(
+      workflowId,
+      { name: 'x', agentId: team.agentId, steps: textSteps('a', 'x') },
+      limited.key,
+    );
     expect(refused).toMatchObject({ status: 403, body: { error: 'Workflow not permitted for this key' } });
     const missing = await api(stack.baseUrl, 'GET', `/workflows/${workflowId}/versions/2`, { key: team.key });
     expect(missing).toMatchObject({ status: 404, body: { error: 'Workflow version not found' } });
@@ -249,12 +253,15 @@ describe('PATCH /workflows/{id}: status', () => {
     });
     expect(bad.status).toBe(400);
     const { Item } = await stack.deps.ddb.send(
-      new GetCommand({ TableName: stack.deps.tableName, Key: workflowKey(team.teamId, workflowId), ConsistentRead: true }),
+      new GetCommand({
+        TableName: stack.deps.tableName,
+        Key: workflowKey(team.teamId, workflowId),
+        ConsistentRead: true,
+      }),
     );
     expect(Item?.status).toBe('draft');
   });
 });
-
 
 describe('the typed client and the CLI', () => {
   it('client: updateWorkflow, workflowVersions, getWorkflowVersion, setWorkflowStatus; a start pinning version', async () => {
@@ -273,7 +280,10 @@ describe('the typed client and the CLI', () => {
     const started = await client.runWorkflow(workflowId, { version: 1 });
     const run = await runToEnd(started.jobId);
     expect(run.body).toMatchObject({ workflowVersion: 1 });
-    expect(await client.setWorkflowStatus(workflowId, 'archived')).toMatchObject({ id: workflowId, status: 'archived' });
+    expect(await client.setWorkflowStatus(workflowId, 'archived')).toMatchObject({
+      id: workflowId,
+      status: 'archived',
+    });
   });
 
   it('CLI: workflows update, versions, status, and run --version', async () => {

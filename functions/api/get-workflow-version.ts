@@ -7,14 +7,7 @@ import { ok } from '../http/response.ts';
 /** GET /workflows/{id}/versions/{version} (our design): one version of the workflow, whole. */
 export const makeHandler = (deps: Deps) =>
   keyedHandler(deps, 'GetWorkflowVersion', async (event, auth) =>
-    ok(
-      await getWorkflowVersion(
-        deps,
-        auth.key,
-        event.pathParameters?.id ?? '',
-        event.pathParameters?.version ?? '',
-      ),
-    ),
+    ok(await getWorkflowVersion(deps, auth.key, event.pathParameters?.id ?? '', event.pathParameters?.version ?? '')),
   );
 
 export const handler = makeHandler(productionDeps({ ...dynamoDbClient() }));

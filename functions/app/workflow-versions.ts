@@ -23,7 +23,7 @@ import {
 } from '../store/workflow-versions.ts';
 import { setWorkflowStatus } from '../store/workflows.ts';
 import { compileWorkflow } from './create-workflow.ts';
-import { type ListQueryString, type Lister, pageLimit } from './list-runs.ts';
+import { type Lister, type ListQueryString, pageLimit } from './list-runs.ts';
 
 type Summary = WorkflowItem & { teamId: string };
 

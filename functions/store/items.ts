@@ -615,7 +615,11 @@ const CanvasSchema = v.custom<Canvas>(
 );
 
 /** The latest version's canvas (`version`: a canvas stored before versions reads as version 1). */
-export const CanvasItemSchema = v.object({ teamId: v.string(), canvas: CanvasSchema, version: v.optional(v.number(), 1) });
+export const CanvasItemSchema = v.object({
+  teamId: v.string(),
+  canvas: CanvasSchema,
+  version: v.optional(v.number(), 1),
+});
 export const storedCanvas = storedItem(CanvasItemSchema, ['workflowId']);
 
 /**
@@ -636,7 +640,12 @@ export const WorkflowVersionItemSchema = v.object({
 export type WorkflowVersionItem = v.InferOutput<typeof WorkflowVersionItemSchema>;
 export const storedWorkflowVersion = storedItem(WorkflowVersionItemSchema);
 /** A version as its list reads it (no canvas, no steps). */
-export const ListedWorkflowVersionSchema = v.pick(WorkflowVersionItemSchema, ['version', 'name', 'stepsCount', 'createdAt']);
+export const ListedWorkflowVersionSchema = v.pick(WorkflowVersionItemSchema, [
+  'version',
+  'name',
+  'stepsCount',
+  'createdAt',
+]);
 
 // Tenancy (TEAM#<teamId>)
 

@@ -21,15 +21,21 @@ import {
   type storedCanvas,
   storedWorkflow,
   type storedWorkflowVersion,
-  WorkflowItemSchema,
   type WorkflowItem,
+  WorkflowItemSchema,
   type WorkflowVersionItem,
   WorkflowVersionItemSchema,
 } from './items.ts';
-import { canvasKey, workflowKey, workflowVersionKey, workflowVersionPartition, workflowVersionSkPrefix } from './keys.ts';
+import {
+  canvasKey,
+  workflowKey,
+  workflowVersionKey,
+  workflowVersionPartition,
+  workflowVersionSkPrefix,
+} from './keys.ts';
 import { namedTransactWrite } from './named-transaction.ts';
-import { backoff, storageBusy } from './write.ts';
 import { itemSize, maxItemBytes } from './workflows.ts';
+import { backoff, storageBusy } from './write.ts';
 
 /** A version's content, as the create's rules made it. */
 export interface VersionContent {
@@ -122,7 +128,13 @@ export const putNextVersion = async (
             Put: {
               TableName: deps.tableName,
               Item: workflowVersionItem(
-                { ...content, name: summary.name, canvas: latest.canvas, steps: undefined, stepsCount: latest.canvas.nodes.length },
+                {
+                  ...content,
+                  name: summary.name,
+                  canvas: latest.canvas,
+                  steps: undefined,
+                  stepsCount: latest.canvas.nodes.length,
+                },
                 1,
                 summary.createdAt,
               ),
@@ -192,7 +204,11 @@ export const readWorkflowVersion = async (
  * (one GetItem, as before versions), else that version's own item, read strongly (it was written in
  * the transaction that made it, or that moved the CANVAS item past it).
  */
-export const readVersionCanvas = async (deps: Deps, workflowId: string, version: number): Promise<Canvas | undefined> => {
+export const readVersionCanvas = async (
+  deps: Deps,
+  workflowId: string,
+  version: number,
+): Promise<Canvas | undefined> => {
   const latest = await readLatestCanvas(deps, workflowId, false);
   if (latest?.version === version) return latest.canvas;
   const key = workflowVersionKey(workflowId, version);

@@ -24,7 +24,6 @@ import {
 } from '../../errors/table.ts';
 import type { Canvas } from '../../nodes/catalogue/canvas.ts';
 import { batchGet, itemFor } from '../batch.ts';
-import { readVersionCanvas } from '../workflow-versions.ts';
 import { IdempotencyRaceError, type IdempotencyRecord, idempotencyPut } from '../idempotency.ts';
 import { tableUpdate } from '../item-update.ts';
 import {
@@ -71,6 +70,7 @@ import { type NamedItems, type NamedTransactResult, namedTransactWrite } from '.
 import { queryAll } from '../query.ts';
 import { MessagesRefusedError, sqsMessageBody, stepMessageGroup } from '../queues.ts';
 import { stringAttribute } from '../refusals.ts';
+import { readVersionCanvas } from '../workflow-versions.ts';
 import { firstInQueue } from './queue.ts';
 import { runTagPuts } from './run-tags.ts';
 
@@ -104,7 +104,8 @@ export const loadRunnableWorkflow = async (
   // The canvas partition is keyed by workflow id alone, so its team is checked too.
   if (!latest || latest.teamId !== teamId) throw new CanvasNotFoundError(workflowId);
   const found = { workflowId, agentId: summary.agentId, projectId: summary.projectId, status: summary.status };
-  if (version === undefined || version === latest.version) return { ...found, version: latest.version, canvas: latest.canvas };
+  if (version === undefined || version === latest.version)
+    return { ...found, version: latest.version, canvas: latest.canvas };
   const pinned = version < latest.version ? await readVersionCanvas(deps, workflowId, version) : undefined;
   if (!pinned) throw new WorkflowVersionNotFoundError(workflowId, version);
   return { ...found, version, canvas: pinned };

@@ -411,7 +411,13 @@ const listWorkflowVersions = async (
 
 const workflowStatuses = ['draft', 'active', 'archived'] as const;
 
-const setWorkflowStatus = async (client: WorkflowRunClient, io: CliIo, values: Values, args: string[], json: boolean) => {
+const setWorkflowStatus = async (
+  client: WorkflowRunClient,
+  io: CliIo,
+  values: Values,
+  args: string[],
+  json: boolean,
+) => {
   const workflowId = oneArg('workflows status', args, 'workflow id');
   const status = workflowStatuses.find((s) => s === values.status);
   if (!status) throw new UsageError(`workflows status needs --status ${workflowStatuses.join('|')}`);

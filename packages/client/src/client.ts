@@ -371,7 +371,10 @@ export interface WorkflowRunClient {
     options?: RequestOptions,
   ): Promise<ListWorkflowVersionsResponse>;
   /** Every version of the workflow, newest first, page after page. */
-  workflowVersions(workflowId: string, options?: RequestOptions): AsyncGenerator<WorkflowVersionSummary, void, undefined>;
+  workflowVersions(
+    workflowId: string,
+    options?: RequestOptions,
+  ): AsyncGenerator<WorkflowVersionSummary, void, undefined>;
   /** GET /workflows/{id}/versions/{version}: one version, with the steps that made it. */
   getWorkflowVersion(workflowId: string, version: number, options?: RequestOptions): Promise<WorkflowVersion>;
   /** The underlying openapi-fetch client, for anything the methods above do not cover. */
