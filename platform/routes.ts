@@ -493,13 +493,14 @@ const table = [
     grants: { table: ['GetItem', 'UpdateItem'] },
   },
   {
-    // Query: one page of the version items, newest first.
+    // Query: one page of the version items, newest first. PutItem: the cursors' signing key, made
+    // once where none is yet (as the run lists).
     id: 'ListWorkflowVersions',
     method: 'GET',
     path: '/workflows/{id}/versions',
     entry: 'functions/api/list-workflow-versions.ts',
     scope: 'workflows:read',
-    grants: { table: ['GetItem', 'UpdateItem', 'Query'] },
+    grants: { table: ['GetItem', 'UpdateItem', 'PutItem', 'Query'] },
   },
   {
     id: 'GetWorkflowVersion',
