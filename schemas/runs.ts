@@ -575,8 +575,6 @@ export const WebhookBodySchema = v.strictObject({
   resumedFrom: v.optional(UuidSchema),
   /** Our design: why the run ended, when its status alone does not say (its deadline). */
   endReason: v.optional(EndReasonSchema),
-  /** Our design: the version of its workflow the run runs. */
-  workflowVersion: RunSchema.entries.workflowVersion,
 });
 export type WebhookBody = v.InferOutput<typeof WebhookBodySchema>;
 

@@ -84,6 +84,15 @@ export const readRun = async (
 ): Promise<Run> => (await readRunAndItems(deps, teamId, jobId, keyWorkflowIds, outputCursor)).view;
 
 /**
+ * The Run as a webhook body carries it: as Get a run answers it, less `workflowVersion` (a body
+ * keeps the fields it always had; a receiver reads the version from the Run).
+ */
+export const readRunForWebhook = async (deps: Deps, jobId: string): Promise<Omit<Run, 'workflowVersion'>> => {
+  const { workflowVersion: _version, ...run } = await readRun(deps, null, jobId);
+  return run;
+};
+
+/**
  * The run item, when `teamId`'s key may read it: another team's run, and one of a workflow the key
  * is not limited to, read as missing (`teamId` null: the service itself).
  */

@@ -2672,8 +2672,6 @@ export interface components {
        * @enum {string}
        */
       endReason?: 'deadline';
-      /** @description Our design: the version of its workflow it runs. */
-      workflowVersion?: number;
     };
     /** @description Your own string pairs (at most 16; a key 1 to 64 characters of letters, digits and _ - . : @ /; a value at most 512 characters, none a control character: U+0000 to U+001F, U+007F to U+009F), echoed wherever the run is shown. */
     RunMetadata: {
