@@ -635,6 +635,31 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
         return apiEvent(routeById('GetUsage'), { key, query: { from, to, groupBy: 'workflow' } });
       },
     },
+    // A workflow's next version: its summary and canvas read, one transaction of three items.
+    UpdateWorkflow: {
+      event: async () =>
+        apiEvent(routeById('UpdateWorkflow'), {
+          key,
+          pathParameters: { id: await newWorkflow() },
+          body: { name: 'Cold start chain', agentId: team.agentId, steps: chainSteps(10) },
+        }),
+    },
+    SetWorkflowStatus: {
+      event: async () =>
+        apiEvent(routeById('SetWorkflowStatus'), {
+          key,
+          pathParameters: { id: await newWorkflow() },
+          body: { status: 'archived' },
+        }),
+    },
+    ListWorkflowVersions: {
+      event: async () =>
+        apiEvent(routeById('ListWorkflowVersions'), { key, pathParameters: { id: await newWorkflow() } }),
+    },
+    GetWorkflowVersion: {
+      event: async () =>
+        apiEvent(routeById('GetWorkflowVersion'), { key, pathParameters: { id: await newWorkflow(), version: '1' } }),
+    },
   };
   // A keyed GET with no path parameter needs nothing set up: its first request is the key's (the
   // team's workflows, its stored bytes). A route of any other kind names its scenario above.

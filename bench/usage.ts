@@ -37,6 +37,8 @@ const countedRun = async (deps: Deps, team: { teamId: string; keyId: string; age
       workflowId: randomUUID(),
       agentId: team.agentId,
       projectId: team.projectId,
+      version: 1,
+      status: 'active',
       canvas: { nodes: [], edges: [] },
     },
     mode: 'production',

@@ -54,7 +54,11 @@ export const showRun = async (deps: Deps, jobId: string, place: LogPlace) => {
   if (!run) return undefined;
   // Every step of the run, as GET /runs/{jobId} lists them (a step never taken, e.g. skipped, has no
   // item), with what its item holds when it has one.
-  const view = runView(run, new Map(steps.map((step) => [step.nodeId, step])), await canvasOf(deps, run.workflowId));
+  const view = runView(
+    run,
+    new Map(steps.map((step) => [step.nodeId, step])),
+    await canvasOf(deps, run.workflowId, run.workflowVersion),
+  );
   const itemOf = new Map(steps.map((step) => [step.nodeId, step]));
   return {
     run: {

@@ -30,7 +30,7 @@ export const allScopes: readonly Scope[] = [
 export interface Route {
   /** Stable logical id, used for CDK construct ids, logs and the OpenAPI operationId. */
   id: string;
-  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** Path under the base path, with `{param}` placeholders as API Gateway writes them. */
   path: string;
   entry: string;
@@ -524,6 +524,44 @@ const table = [
     entry: 'functions/api/get-usage.ts',
     scope: 'usage:read',
     grants: { table: ['GetItem', 'UpdateItem', 'Query'] },
+  },
+  {
+    // A workflow's versions (functions/store/workflow-versions.ts). GetItem: its summary and latest
+    // canvas; TransactWriteItems (PutItem, UpdateItem): the new version, the canvas, the summary.
+    id: 'UpdateWorkflow',
+    method: 'PUT',
+    path: '/workflows/{id}',
+    entry: 'functions/api/update-workflow.ts',
+    scope: 'workflows:write',
+    body: true,
+    grants: { table: ['GetItem', 'UpdateItem', 'PutItem'] },
+  },
+  {
+    id: 'SetWorkflowStatus',
+    method: 'PATCH',
+    path: '/workflows/{id}',
+    entry: 'functions/api/set-workflow-status.ts',
+    scope: 'workflows:write',
+    body: true,
+    grants: { table: ['GetItem', 'UpdateItem'] },
+  },
+  {
+    // Query: one page of the version items, newest first. PutItem: the cursors' signing key, made
+    // once where none is yet (as the run lists).
+    id: 'ListWorkflowVersions',
+    method: 'GET',
+    path: '/workflows/{id}/versions',
+    entry: 'functions/api/list-workflow-versions.ts',
+    scope: 'workflows:read',
+    grants: { table: ['GetItem', 'UpdateItem', 'PutItem', 'Query'] },
+  },
+  {
+    id: 'GetWorkflowVersion',
+    method: 'GET',
+    path: '/workflows/{id}/versions/{version}',
+    entry: 'functions/api/get-workflow-version.ts',
+    scope: 'workflows:read',
+    grants: { table: ['GetItem', 'UpdateItem'] },
   },
 ] as const satisfies readonly Route[];
 

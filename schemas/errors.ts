@@ -40,6 +40,8 @@ export const messages = {
   monthlyCreditCapReached: 'Monthly credit cap reached',
   agentOrProjectNotFound: 'Agent or project not found',
   workflowNotFound: 'Workflow not found',
+  /** Our design: a version number the workflow does not have. */
+  workflowVersionNotFound: 'Workflow version not found',
   canvasNotFound: 'Canvas not found',
   agentNotFound: 'Agent not found',
   noWorkflowForAgent: 'No workflow found for this agent',
@@ -218,6 +220,8 @@ export const AgentOrProjectNotFoundErrorSchema = fixed(messages.agentOrProjectNo
 export type AgentOrProjectNotFoundErrorBody = v.InferOutput<typeof AgentOrProjectNotFoundErrorSchema>;
 export const WorkflowNotFoundErrorSchema = fixed(messages.workflowNotFound);
 export type WorkflowNotFoundErrorBody = v.InferOutput<typeof WorkflowNotFoundErrorSchema>;
+export const WorkflowVersionNotFoundErrorSchema = fixed(messages.workflowVersionNotFound);
+export type WorkflowVersionNotFoundErrorBody = v.InferOutput<typeof WorkflowVersionNotFoundErrorSchema>;
 export const CanvasNotFoundErrorSchema = fixed(messages.canvasNotFound);
 export type CanvasNotFoundErrorBody = v.InferOutput<typeof CanvasNotFoundErrorSchema>;
 export const AgentNotFoundErrorSchema = fixed(messages.agentNotFound);

@@ -48,6 +48,7 @@ import { runComponents, runListComponents, runOperations, WebhookEventSchema, we
 import { usageComponents, usageOperations } from './usage.ts';
 import { webhookEndpointComponents, webhookEndpointOperations } from './webhook-endpoints.ts';
 import { workflowDescriptionComponents, workflowDescriptionOperations } from './workflow-description.ts';
+import { workflowVersionComponents, workflowVersionOperations } from './workflow-versions.ts';
 import {
   type NodeType,
   nodeTypes,
@@ -64,6 +65,7 @@ import {
  */
 export const componentSchemas = {
   ...workflowComponents,
+  ...workflowVersionComponents,
   ...runComponents,
   ...deferredRunComponents,
   ...runListComponents,
@@ -337,6 +339,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
   const operations: OperationSpec[] = [
     ...inRouteOrder([
       ...workflowOperations,
+      ...workflowVersionOperations,
       ...runOperations,
       ...deferredRunOperations,
       ...deliveryOperations,

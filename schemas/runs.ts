@@ -175,6 +175,18 @@ export const RunRequestSchema = notArray(
     startBy: v.optional(StartBySchema),
     /** Our design: the run ends `cancelled` (`endReason: "deadline"`) if still in progress this long after its start. */
     deadlineSeconds: v.optional(DeadlineSecondsSchema),
+    /** Our design: the workflow version to run (GET /workflows/{id}/versions); absent, the latest. */
+    version: v.optional(
+      v.pipe(
+        v.number(),
+        v.integer(),
+        v.minValue(1),
+        v.description(
+          'Our design: the version of the workflow to run (`GET /workflows/{id}/versions`); absent, its latest. ' +
+            'The run keeps it to its end, whatever versions are made meanwhile.',
+        ),
+      ),
+    ),
   }),
 );
 export type RunRequest = v.InferOutput<typeof RunRequestSchema>;
@@ -459,6 +471,10 @@ export const RunSchema = v.strictObject({
   links: v.optional(v.strictObject({ events: v.pipe(v.string(), v.url()) })),
   /** Ours: why it ended, when its status alone does not say (its deadline); absent otherwise. */
   endReason: v.optional(EndReasonSchema),
+  /** Ours: the version of its workflow it runs (its start's `version`, else the latest then). */
+  workflowVersion: v.optional(
+    v.pipe(v.number(), v.integer(), v.minValue(1), v.description('Our design: the version of its workflow it runs.')),
+  ),
 });
 export type Run = v.InferOutput<typeof RunSchema>;
 

@@ -71,8 +71,8 @@ export const nodeTypes = [
 export const NodeTypeSchema = v.picklist(nodeTypes);
 export type NodeType = v.InferOutput<typeof NodeTypeSchema>;
 
-const workflowStatuses = ['draft', 'active', 'archived'] as const;
-const WorkflowStatusSchema = v.picklist(workflowStatuses);
+export const workflowStatuses = ['draft', 'active', 'archived'] as const;
+export const WorkflowStatusSchema = v.picklist(workflowStatuses);
 export type WorkflowStatus = v.InferOutput<typeof WorkflowStatusSchema>;
 
 /** Element of the workflow list (spec 2.1): every field present, some null. */
@@ -218,6 +218,8 @@ const validationIssueCodes = [
   'api_input_key_not_allowed',
   'duplicate_api_input_key',
   'too_many_steps',
+  'workflow_archived',
+  'owner_changed',
 ] as const;
 const ValidationIssueCodeSchema = v.picklist(validationIssueCodes);
 export type ValidationIssueCode = v.InferOutput<typeof ValidationIssueCodeSchema>;

@@ -83,7 +83,7 @@ describe('deferred runs (spec 2.4, 3.2, 4.6)', () => {
     });
     const { run } = await readRunPartition(stack.deps, dispatched?.jobId as string);
     // The chain costs 1 + 1 + 200 + 1 hundredths at 1.0; at 0.5 each step rounds up.
-    const canvas = await canvasOf(stack.deps, workflowId);
+    const canvas = await canvasOf(stack.deps, workflowId, 1);
     expect(run?.estimateHundredths).toBe(estimateRun(canvas, 'production', 0.5).totalHundredths);
     expect(run?.estimateHundredths).toBeLessThan(estimateRun(canvas, 'production', 1).totalHundredths);
     expect((await getTeam(stack.deps, team.teamId))?.held).toBe(run?.estimateHundredths);

@@ -75,6 +75,7 @@ import {
   WorkflowNotPermittedError,
   WorkflowTooLargeToStoreError,
   WorkflowValidationFailedError,
+  WorkflowVersionNotFoundError,
 } from '../functions/errors/table.ts';
 import { errorMapping, errorResponse, errorTable } from '../functions/http/error-map.ts';
 import { IdempotencyRaceError } from '../functions/store/idempotency.ts';
@@ -204,6 +205,11 @@ const cases: Case[] = [
   { error: new UsageNotPermittedError(), status: 403, schema: bodies.UsageNotPermittedErrorSchema },
   { error: new WorkflowNotFoundError(jobId), status: 404, schema: bodies.WorkflowNotFoundErrorSchema },
   { error: new CanvasNotFoundError(jobId), status: 404, schema: bodies.CanvasNotFoundErrorSchema },
+  {
+    error: new WorkflowVersionNotFoundError(jobId, 3),
+    status: 404,
+    schema: bodies.WorkflowVersionNotFoundErrorSchema,
+  },
   { error: new AgentNotFoundError(jobId), status: 404, schema: bodies.AgentNotFoundErrorSchema },
   { error: new NoWorkflowForAgentError(jobId), status: 404, schema: bodies.NoWorkflowForAgentErrorSchema },
   { error: new AgentOrProjectNotFoundError(), status: 404, schema: bodies.AgentOrProjectNotFoundErrorSchema },

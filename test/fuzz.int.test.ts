@@ -114,7 +114,9 @@ const fill = (op: Operation, pick: (param: ParameterObject) => string) =>
 /** A valid value for a path parameter: an enum's value or an id that exists (any of them: the handler decides). */
 const validParam = (param: ParameterObject, n: number): string => {
   const schema = param.schema ? resolveSchema(doc, param.schema) : {};
-  const values = (schema.enum as string[] | undefined) ?? ids;
+  // A number in the path (a workflow's version): the numbers a workflow has, and one it does not.
+  const numbers = schema.type === 'integer' ? ['1', '2', '999'] : undefined;
+  const values = (schema.enum as string[] | undefined) ?? numbers ?? ids;
   return encodeURIComponent(values[n % values.length] as string);
 };
 

@@ -58,6 +58,20 @@ const mixedSteps = [
 ];
 
 describe('GET /workflows/{id}', () => {
+  it('describes the latest version: after an update, its number and its own inputs', async () => {
+    const workflowId = await createWorkflow(stack, team, mixedSteps, 'Mixed');
+    const steps = [{ key: 'topic', type: 'TextEntry', config: { text: 'otters', apiInputKey: 'subject' } }];
+    const updated = await call(stack.baseUrl, `/workflows/${workflowId}`, {
+      key: team.key,
+      method: 'PUT',
+      body: { name: 'Mixed v2', steps, agentId: team.agentId },
+    });
+    expect(updated.status).toBe(200);
+    const body = (await describeIt(team.key, workflowId)).body as unknown as WorkflowDescriptionView;
+    expect(body).toMatchObject({ name: 'Mixed v2', version: 2 });
+    expect(Object.keys(body.inputs.properties ?? {})).toEqual(['subject']);
+  });
+
   it('answers the workflow: version, inputs, outputs, price range and licence, as the estimate prices and licenses it', async () => {
     const workflowId = await createWorkflow(stack, team, mixedSteps, 'Mixed');
     const response = await describeIt(team.key, workflowId);

@@ -70,6 +70,7 @@ import {
   storedWorkflow,
   storedWorkflowLock,
   storedWorkflowQueueEntry,
+  storedWorkflowVersion,
 } from '../functions/store/items.ts';
 import { runKey, teamKey } from '../functions/store/keys.ts';
 import { openLifecycleDelivery, reopenableDelivery } from '../functions/store/lifecycle-webhook-deliveries.ts';
@@ -124,6 +125,7 @@ import {
   unmarkEndpointRedelivery,
   updateEndpoint,
 } from '../functions/store/webhook-endpoints.ts';
+import { putNextVersion } from '../functions/store/workflow-versions.ts';
 import { activateWorkflow, createWorkflowForTeam, setWorkflowStatus } from '../functions/store/workflows.ts';
 import { RunStatus, StepStatus } from '../platform/run-statuses.ts';
 
@@ -291,6 +293,7 @@ const definitions = {
   agent: storedAgent,
   workflow: storedWorkflow,
   canvas: storedCanvas,
+  workflowVersion: storedWorkflowVersion,
   apiKey: storedApiKey,
   apiKeyId: storedApiKeyId,
   workflowLock: storedWorkflowLock,
@@ -325,6 +328,7 @@ const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definition
     [/^AGENT#/, 'agent'],
     [/^WORKFLOW#/, 'workflow'],
     [/^CANVAS$/, 'canvas'],
+    [/^VERSION#/, 'workflowVersion'],
     [/^APIKEY$/, 'apiKey'],
     [/^APIKEYID$/, 'apiKeyId'],
     [/^LOCK$/, 'workflowLock'],
@@ -469,6 +473,8 @@ function newRun(jobId: string): NewRun {
       workflowId: ids.workflow,
       agentId: 'agent-1',
       projectId: 'project-1',
+      version: 1,
+      status: null,
       canvas: { nodes: [], edges: [] },
     },
     mode: 'production',
@@ -525,6 +531,11 @@ describe('what the store’s writers leave in the table', () => {
     await revokeApiKey(deps, keyId);
     const canvas = { nodes: [], edges: [] };
     const { workflowId } = await createWorkflowForTeam(deps, { teamId, name: 'W', canvas, stepsCount: 0, agentId });
+    await putNextVersion(
+      deps,
+      { teamId, workflowId, name: 'W2', canvas, steps: [{ key: 'a', type: 'TextEntry' }], stepsCount: 1 },
+      { name: 'W', createdAt: deps.now().toISOString() },
+    );
     await setWorkflowStatus(deps, teamId, workflowId, 'archived');
     await activateWorkflow(deps, teamId, agentId, workflowId);
     await setLiveMultiplier(deps, 0.8);

@@ -69,7 +69,14 @@ const run = runItem(
     jobId: ids.job,
     teamId: ids.team,
     keyId: ids.key,
-    workflow: { workflowId: ids.workflow, agentId: ids.agent, projectId: ids.project, canvas },
+    workflow: {
+      workflowId: ids.workflow,
+      agentId: ids.agent,
+      projectId: ids.project,
+      version: 2,
+      status: 'active',
+      canvas,
+    },
     mode: 'draft',
     inputs: { topic: 'badgers' },
     callbackUrl: 'https://example.com/hook',
@@ -134,6 +141,8 @@ describe('each parser accepts the item the store writes', () => {
       jobId: ids.job,
       ...startedBy,
       projectId: ids.project,
+      // The version its start ran: the latest, or the one it pinned.
+      workflowVersion: 2,
       status: 'queued',
       mode: 'draft',
       inputs: { topic: 'badgers' },
@@ -234,8 +243,9 @@ describe('each parser accepts the item the store writes', () => {
       status: 'draft',
       createdAt: at,
       updatedAt: at,
+      version: 1,
     });
-    expect(parseItem(CanvasItemSchema, storedCanvas)).toEqual({ teamId: ids.team, canvas });
+    expect(parseItem(CanvasItemSchema, storedCanvas)).toEqual({ teamId: ids.team, canvas, version: 1 });
     expect(
       parseItem(
         AgentItemSchema,

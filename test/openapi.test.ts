@@ -18,7 +18,7 @@ const guide = readFileSync(new URL('../docs/api.md', import.meta.url), 'utf8');
 
 /** The guide's endpoint table: method, path and whether the contract or our design defines it. */
 const guideEndpoints = [
-  ...guide.matchAll(/^\| `(GET|POST|PATCH|DELETE) (\S+)` \|.*\| (contract|our design) \|$/gm),
+  ...guide.matchAll(/^\| `(GET|POST|PUT|PATCH|DELETE) (\S+)` \|.*\| (contract|our design) \|$/gm),
 ].map(([, method, path, from]) => ({ method: (method ?? '').toLowerCase(), path: path ?? '', from }));
 const contractEndpoints = guideEndpoints.filter((e) => e.from === 'contract');
 /** Operations our design adds where the contract leaves them open. */

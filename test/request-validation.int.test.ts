@@ -50,6 +50,7 @@ const validBodies = (): Record<string, Json[]> => {
     webhookEvents: ['run.started', 'step.completed'],
     deadlineSeconds: 600,
     onConflict: 'replace',
+    version: 1,
   };
   // `startBy` bounds a deferred or queued run only.
   const deferring: Json = { ...(runBody as Record<string, Json>), defer: true, startBy: hourAhead() };
@@ -115,6 +116,12 @@ const validBodies = (): Record<string, Json[]> => {
     ],
     // One JSON-RPC message of MCP: its envelope is ours to check, its params the MCP SDK's.
     Mcp: [{ jsonrpc: '2.0', id: 'walk-1', method: 'tools/list', params: {} }],
+    // A new version takes a create's body, checked by the create's rules.
+    UpdateWorkflow: [
+      { name: 'Walked', steps, agentId: team.agentId },
+      { name: 'Walked', steps, projectId: team.projectId, agentName: 'Walker' },
+    ],
+    SetWorkflowStatus: [{ status: 'active' }],
   };
 };
 
@@ -198,7 +205,7 @@ const mayBeEmpty = (path: Path) =>
 
 const operationsWithBodies = () =>
   Object.values(doc.paths ?? {}).flatMap((item) =>
-    (['get', 'post', 'patch', 'delete'] as const).flatMap((method) => {
+    (['get', 'post', 'put', 'patch', 'delete'] as const).flatMap((method) => {
       const operation = item[method];
       const content =
         operation?.requestBody && 'content' in operation.requestBody ? operation.requestBody.content : undefined;
@@ -229,6 +236,8 @@ describe('every request body refuses an array for an object and an empty name', 
       'CreateWebhookEndpoint',
       'UpdateWebhookEndpoint',
       'Mcp',
+      'UpdateWorkflow',
+      'SetWorkflowStatus',
     ]);
   });
 
@@ -271,7 +280,15 @@ describe('every request body refuses an array for an object and an empty name', 
     // strings; a redelivery's three: itself and two strings.
     // A run token's one: itself.
     const fewest =
-      { CreateWorkflow: 20, CreateFile: 2, ResumeRun: 3, RedeliverWebhook: 2, CreateRunToken: 0 }[operationId] ?? 4;
+      {
+        CreateWorkflow: 20,
+        UpdateWorkflow: 20,
+        SetWorkflowStatus: 1,
+        CreateFile: 2,
+        ResumeRun: 3,
+        RedeliverWebhook: 2,
+        CreateRunToken: 0,
+      }[operationId] ?? 4;
     expect(tried.length).toBeGreaterThan(fewest);
     // Nothing was started or held by any of them.
     expect(await ledgerOf(stack.deps, team.teamId)).toEqual({ balance: 10_000, held: 0, charged: 0, granted: 10_000 });

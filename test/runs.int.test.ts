@@ -618,6 +618,7 @@ describe('with workers polling the steps queue', () => {
       progress: 100,
       steps: chainSteps.map((s) => ({ node_id: s.key, step_type: s.type, status: 'completed' })),
       links: runLinks(jobId),
+      workflowVersion: 1,
     });
     expect(output).toHaveLength(1);
     expect(output[0]).toMatchObject({

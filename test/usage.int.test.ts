@@ -207,6 +207,8 @@ describe('GET /usage', () => {
           workflowId: randomUUID(),
           agentId: team.agentId,
           projectId: team.projectId,
+          version: 1,
+          status: 'active',
           canvas: { nodes: [], edges: [] },
         },
         mode: 'production',

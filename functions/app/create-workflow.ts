@@ -10,6 +10,17 @@ import type { ApiKeyItem } from '../store/items.ts';
 import { createWorkflowForTeam } from '../store/workflows.ts';
 
 /**
+ * The create's rules on a body's steps (POST /workflows, and PUT /workflows/{id} for a new version):
+ * the canvas graph they build, or the 422 of an unknown node type or a graph failing validation.
+ */
+export const compileWorkflow = (request: Pick<CreateWorkflowRequest, 'steps'>) => {
+  const graph = buildWorkflowGraph(request.steps);
+  if (!graph.ok && 'unknownType' in graph) throw new UnknownNodeTypeError(graph.unknownType, graph.didYouMean);
+  if (!graph.ok) throw new WorkflowValidationFailedError(graph.issues);
+  return graph.canvas;
+};
+
+/**
  * POST /workflows (spec 4.2): validate the steps, build the canvas graph, store it atomically.
  * `readRequest` is called only once the key may create workflows, so a key restricted to some
  * workflows is refused before its body is read.
@@ -21,9 +32,7 @@ export const createWorkflow = async (
 ): Promise<CreateWorkflowResponse> => {
   if (key.workflowIds.length > 0) throw new CreateWorkflowNotPermittedError();
   const request = readRequest();
-  const graph = buildWorkflowGraph(request.steps);
-  if (!graph.ok && 'unknownType' in graph) throw new UnknownNodeTypeError(graph.unknownType, graph.didYouMean);
-  if (!graph.ok) throw new WorkflowValidationFailedError(graph.issues);
+  const canvas = compileWorkflow(request);
   const owner =
     request.agentId !== undefined
       ? { agentId: request.agentId }
@@ -31,8 +40,9 @@ export const createWorkflow = async (
   const created = await createWorkflowForTeam(deps, {
     teamId: key.teamId,
     name: request.name,
-    canvas: graph.canvas,
+    canvas,
     stepsCount: request.steps.length,
+    steps: request.steps,
     ...owner,
   });
   return { ...created, stepsCount: request.steps.length };

@@ -31,7 +31,7 @@ import {
   recordEndpointStreak,
 } from '../store/webhook-endpoints.ts';
 import { errorKindOf, type WebhookOptions } from './deliver-webhook.ts';
-import { readRun } from './read-run.ts';
+import { readRunForWebhook } from './read-run.ts';
 
 /**
  * Delivers one attempt of a webhook endpoint's delivery: the run's event (the Run plus `event`, read
@@ -60,7 +60,7 @@ const bodyOf = async (deps: Deps, delivery: EndpointDeliveryItem): Promise<unkno
     return { event: pingEvent, endpointId: delivery.endpointId, sentAt: deps.now().toISOString() };
   }
   try {
-    return { ...(await readRun(deps, null, delivery.jobId)), event: delivery.event };
+    return { ...(await readRunForWebhook(deps, delivery.jobId)), event: delivery.event };
   } catch (error) {
     if (error instanceof RunNotFoundError) return undefined;
     throw error;

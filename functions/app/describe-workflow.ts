@@ -20,9 +20,6 @@ import { loadRunnableWorkflow } from '../store/run/index.ts';
 import { getWorkflowSummary } from '../store/workflows.ts';
 import { type PriceRange, workflowPriceRange } from './estimate-run.ts';
 
-/** The version a workflow is described at: each workflow has one until versions are kept. */
-export const describedVersion = 1;
-
 /** A final step: its results are a run's `output`. */
 export interface WorkflowOutput {
   key: string;
@@ -64,7 +61,8 @@ export const describeWorkflow = async (
   if (!keyMayUseWorkflow(key.workflowIds, workflowId)) throw new WorkflowNotPermittedError(workflowId);
   return {
     summary,
-    version: describedVersion,
+    // The latest version: the one a start without `version` runs.
+    version: workflow.version,
     inputs: workflowInputsSchema(workflow),
     outputs: workflowOutputs(workflow.canvas),
     price: await workflowPriceRange(deps, workflow),

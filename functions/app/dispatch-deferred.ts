@@ -48,7 +48,7 @@ const dispatchOne = async (deps: Deps, deferred: DeferredRunItem, multiplier: nu
   if (!key || !isKeyUsable(key, now)) return { kind: fateOf('keyUnusable') };
   const usable: ApiKeyItem = key;
   try {
-    const workflow = await loadRunnableWorkflow(deps, deferred.teamId, deferred.workflowId);
+    const workflow = await loadRunnableWorkflow(deps, deferred.teamId, deferred.workflowId, deferred.request.version);
     checkRunnable(usable, workflow, deferred.request, deps.providers);
     const jobId = deps.newId();
     const started = await commitRun(deps, {

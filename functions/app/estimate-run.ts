@@ -123,11 +123,11 @@ const estimateFor = async (
 
 /** POST /workflows/{id}/estimate: the estimate of a run of the workflow `workflowId`. */
 export const estimateWorkflowRun = (deps: Deps, key: ApiKeyItem, request: RunRequest, workflowId: string) =>
-  estimateFor(deps, key, request, () => loadRunnableWorkflow(deps, key.teamId, workflowId));
+  estimateFor(deps, key, request, () => loadRunnableWorkflow(deps, key.teamId, workflowId, request.version));
 
 /** POST /agents/{id}/estimate: the estimate of a run of the agent's active workflow, else its newest. */
 export const estimateAgentRun = (deps: Deps, key: ApiKeyItem, request: RunRequest, agentId: string) =>
-  estimateFor(deps, key, request, () => loadAgentWorkflow(deps, key.teamId, agentId));
+  estimateFor(deps, key, request, () => loadAgentWorkflow(deps, key.teamId, agentId, request.version));
 
 /** What runs of a workflow cost at the least and at the most: each mode, at each multiplier a start could meet. */
 export interface PriceRange {

@@ -6,7 +6,7 @@ import type { Deps } from '../deps.ts';
 import { type DeliveryRef, isStepEvent } from '../domain/lifecycle-webhooks.ts';
 import { resultOf } from '../domain/run-view.ts';
 import { shownStepError } from '../domain/run-view-size.ts';
-import { linkFiles, readRun, readRunAndItems } from './read-run.ts';
+import { linkFiles, readRunAndItems, readRunForWebhook } from './read-run.ts';
 
 /** Where the whole Run is read (GET /runs/{jobId}), when the stage knows its public address. */
 const runUrl = (deps: Deps, jobId: string): string | undefined =>
@@ -27,7 +27,7 @@ export const webhookBodyOf = async (
 ): Promise<WebhookBody | StepWebhookBody> => {
   const { event, nodeId } = ref;
   if (!isStepEvent(event) || nodeId === undefined) {
-    return { ...(await readRun(deps, null, jobId)), event } as WebhookBody;
+    return { ...(await readRunForWebhook(deps, jobId)), event } as WebhookBody;
   }
   const { view, run, steps } = await readRunAndItems(deps, null, jobId);
   const item = steps.find((s) => s.nodeId === nodeId);

@@ -37,6 +37,14 @@ interface ListParams {
   tag: string | null;
 }
 
+/** A list's `limit`, checked (InvalidQueryError), or the default: every paged list takes it so. */
+export const pageLimit = (limit: string | undefined): number => {
+  if (limit !== undefined && (!/^[1-9][0-9]{0,2}$/.test(limit) || Number(limit) > listPageLimits.max)) {
+    throw new InvalidQueryError(`limit must be a whole number from 1 to ${listPageLimits.max}`);
+  }
+  return limit === undefined ? listPageLimits.default : Number(limit);
+};
+
 /** The parameters, checked: InvalidQueryError names the one at fault and what it takes. */
 const listParams = (query: ListQueryString, statuses: readonly string[], takesTag: boolean): ListParams => {
   const { workflowId, status, limit, cursor } = query ?? {};
@@ -51,10 +59,7 @@ const listParams = (query: ListQueryString, statuses: readonly string[], takesTa
   if (status !== undefined && !statuses.includes(status)) {
     throw new InvalidQueryError(`status must be one of ${statuses.join(', ')}`);
   }
-  if (limit !== undefined && (!/^[1-9][0-9]{0,2}$/.test(limit) || Number(limit) > listPageLimits.max)) {
-    throw new InvalidQueryError(`limit must be a whole number from 1 to ${listPageLimits.max}`);
-  }
-  const size = limit === undefined ? listPageLimits.default : Number(limit);
+  const size = pageLimit(limit);
   return { workflowId: workflow, status: status ?? null, limit: size, cursor: cursor ?? null, tag };
 };
 

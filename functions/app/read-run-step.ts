@@ -24,7 +24,10 @@ export const readRunStep = async (
 ): Promise<RunStepDetails> => {
   const run = await readRunItem(deps, jobId);
   visibleRun(run, teamId, jobId, keyWorkflowIds);
-  const [canvas, step] = await Promise.all([canvasOf(deps, run.workflowId), readStepItem(deps, jobId, nodeId)]);
+  const [canvas, step] = await Promise.all([
+    canvasOf(deps, run.workflowId, run.workflowVersion),
+    readStepItem(deps, jobId, nodeId),
+  ]);
   const node = canvas.nodes.find((n) => n.id === nodeId);
   if (!node) throw new StepNotFoundError(jobId, nodeId);
   const status = stepViewStatus(run.status, run.doneSteps.has(nodeId), step);

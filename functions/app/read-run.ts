@@ -84,6 +84,15 @@ export const readRun = async (
 ): Promise<Run> => (await readRunAndItems(deps, teamId, jobId, keyWorkflowIds, outputCursor)).view;
 
 /**
+ * The Run as a webhook body carries it: as Get a run answers it, less `workflowVersion` (a body
+ * keeps the fields it always had; a receiver reads the version from the Run).
+ */
+export const readRunForWebhook = async (deps: Deps, jobId: string): Promise<Omit<Run, 'workflowVersion'>> => {
+  const { workflowVersion: _version, ...run } = await readRun(deps, null, jobId);
+  return run;
+};
+
+/**
  * The run item, when `teamId`'s key may read it: another team's run, and one of a workflow the key
  * is not limited to, read as missing (`teamId` null: the service itself).
  */
@@ -111,7 +120,7 @@ const readRunView = async (
 ) => {
   const { run, steps } = await readRunPartition(deps, jobId);
   visibleRun(run, teamId, jobId, keyWorkflowIds);
-  const canvas = await canvasOf(deps, run.workflowId);
+  const canvas = await canvasOf(deps, run.workflowId, run.workflowVersion);
   return { run, steps, canvas, view: runView(run, new Map(steps.map((step) => [step.nodeId, step])), canvas) };
 };
 
@@ -156,6 +165,8 @@ export const readRunAndItems = async (
     ...(run.resumedFrom !== undefined && { resumedFrom: run.resumedFrom }),
     // Ours: why it ended, when its status alone does not say (its deadline).
     ...(run.endReason !== undefined && { endReason: run.endReason }),
+    // Ours: the workflow version it runs.
+    workflowVersion: run.workflowVersion,
     // Ours: where a run queued behind another stands while it waits.
     ...(isWaiting(run.status) && (await waitingFields(deps, run))),
   };

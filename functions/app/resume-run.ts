@@ -54,7 +54,8 @@ export const resumeRun = (deps: Deps, key: ApiKeyItem, start: ResumeStart, jobId
     if (!isResumable(run.status)) {
       throw new RunNotResumableError(jobId, run.status);
     }
-    const workflow = await loadRunnableWorkflow(deps, key.teamId, run.workflowId);
+    // The version the failed run ran: the steps carried over are that version's.
+    const workflow = await loadRunnableWorkflow(deps, key.teamId, run.workflowId, run.workflowVersion);
     const given = request.inputs ?? {};
     checkRunnable(key, workflow, { inputs: given }, deps.providers);
     const { canvas } = workflow;

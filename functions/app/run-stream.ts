@@ -155,7 +155,7 @@ export const openRunEvents = async (
 ): Promise<OpenedRunEvents> => {
   const item = await readRunItem(deps, jobId);
   visibleRun(item, reader.teamId, jobId, reader.workflowIds);
-  const watch = progressWatch(deps, jobId, await canvasOf(deps, item.workflowId));
+  const watch = progressWatch(deps, jobId, await canvasOf(deps, item.workflowId, item.workflowVersion));
   const initial = decodeEventId(lastEventId, watch.order.length) ?? nothingSent(watch.order.length);
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   /** The run at `run`'s look: whole once it ended; undefined when the look must be made again. */

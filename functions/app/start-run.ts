@@ -80,6 +80,13 @@ const admissionError = (
 const providerNotAvailable = (barred: ApiIntegrationRefusal) =>
   new ProviderNotAvailableError(barred.nodeType, barred.providers, barred.level, barred.model);
 
+/** An archived workflow cannot run: the start's validation 422, as for a workflow that fails validation. */
+const archivedIssue = {
+  code: 'workflow_archived',
+  key: null,
+  message: 'The workflow is archived: set its status to draft or active (PATCH /workflows/{id}) to run it',
+} as const;
+
 /**
  * The checks every start makes before money: the key may run it, the canvas is valid (its
  * `modelInput` against the models the stage runs), the inputs exist.
@@ -93,6 +100,7 @@ export const checkRunnable = (
   if (!keyMayUseWorkflow(key.workflowIds, workflow.workflowId)) {
     throw new WorkflowNotPermittedError(workflow.workflowId);
   }
+  if (workflow.status === 'archived') throw new RunValidationFailedError([archivedIssue]);
   const issues = validateCanvas(workflow.canvas, stage.modelDefaults);
   if (issues.length > 0) throw new RunValidationFailedError(issues);
   const validKeys = apiInputKeys(workflow.canvas);
@@ -545,7 +553,8 @@ const startRunFor = (
         deferredJobId,
         key,
         workflowId: workflow.workflowId,
-        request,
+        // Pinned to the version its inputs were checked against, whatever is made while it waits.
+        request: { ...request, version: workflow.version },
         inputUploads: uploadsByKey(uploads),
         idempotency: rememberFor(answer),
       });
@@ -581,8 +590,8 @@ const startRunFor = (
 
 /** POST /workflows/{id}/runs (spec 4.3): runs the workflow `workflowId`. */
 export const startWorkflowRun = (deps: Deps, key: ApiKeyItem, start: RunStart, workflowId: string) =>
-  startRunFor(deps, key, start, () => loadRunnableWorkflow(deps, key.teamId, workflowId));
+  startRunFor(deps, key, start, () => loadRunnableWorkflow(deps, key.teamId, workflowId, start.request.version));
 
 /** POST /agents/{id}/runs (spec 4.4): runs the agent's active workflow, else its newest. */
 export const startAgentRun = (deps: Deps, key: ApiKeyItem, start: RunStart, agentId: string) =>
-  startRunFor(deps, key, start, () => loadAgentWorkflow(deps, key.teamId, agentId));
+  startRunFor(deps, key, start, () => loadAgentWorkflow(deps, key.teamId, agentId, start.request.version));

@@ -125,7 +125,7 @@ export const sweepQueuedRuns = async (deps: Deps): Promise<SweepReport> => {
     // (its `doneSteps`, which a queued run has only from a resume).
     const item = await readRunItem(deps, run.jobId);
     if (item?.status !== RunStatus.queued) continue; // it started or ended meanwhile
-    const roots = readyWhenDone(await canvasOf(deps, run.workflowId), item.doneSteps);
+    const roots = readyWhenDone(await canvasOf(deps, run.workflowId, item.workflowVersion), item.doneSteps);
     try {
       await sendStepMessages(deps, run, roots);
       report.resent.push(run.jobId);

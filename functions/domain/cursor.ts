@@ -16,7 +16,8 @@ import { InvalidCursorError } from '../errors/table.ts';
 
 /** The list, team and filters a cursor belongs to. */
 export interface ListCursorScope {
-  list: 'runs' | 'deferred-runs';
+  /** `workflow-versions`: one workflow's versions (its id as `workflowId`). */
+  list: 'runs' | 'deferred-runs' | 'workflow-versions';
   teamId: string;
   workflowId: string | null;
   status: string | null;

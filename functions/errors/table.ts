@@ -52,6 +52,8 @@ const lists: RouteId[] = ['ListRuns', 'ListDeferredRuns'];
 // An estimate resolves the workflow as a start does and answers its 404s and its 403 itself; the
 // start's other refusals are in its 200 (`refusal`), not answered.
 const estimates: RouteId[] = ['EstimateWorkflowRun', 'EstimateAgentRun'];
+/** The routes of one workflow's versions and status: its 404 (a workflow outside a limited key's reads the same). */
+const workflowRoutes: RouteId[] = ['UpdateWorkflow', 'SetWorkflowStatus', 'ListWorkflowVersions', 'GetWorkflowVersion'];
 
 // The caller and its key
 
@@ -125,7 +127,7 @@ export const WorkflowNotPermittedError = defineError('WorkflowNotPermittedError'
   facts: (workflowId: string) => ({ workflowId }),
   message: (f) => `workflow ${f.workflowId} not permitted for this key`,
   status: 403,
-  routes: [...runStarts, ...estimates, 'CreateWebhookEndpoint', 'GetWorkflow'],
+  routes: [...runStarts, ...estimates, 'CreateWebhookEndpoint', 'GetWorkflow', 'UpdateWorkflow', 'SetWorkflowStatus'],
   schemas: [bodies.WorkflowNotPermittedErrorSchema],
   body: () => ({ error: messages.workflowNotPermitted }),
 });
@@ -150,7 +152,7 @@ export const InvalidQueryError = defineError('InvalidQueryError', {
   facts: (detail: string) => ({ detail }),
   message: (f) => `invalid query: ${f.detail}`,
   status: 400,
-  routes: [...lists, 'GetRun', 'ListWebhookEndpointDeliveries', 'GetUsage'],
+  routes: [...lists, 'GetRun', 'ListWebhookEndpointDeliveries', 'GetUsage', 'ListWorkflowVersions'],
   schemas: [bodies.InvalidQueryErrorSchema],
   body: (f) => ({ error: messages.invalidQuery(f.detail) }),
 });
@@ -163,7 +165,7 @@ export const InvalidCursorError = defineError('InvalidCursorError', {
   facts: none,
   message: () => 'cursor not issued for this list',
   status: 400,
-  routes: lists,
+  routes: [...lists, 'ListWorkflowVersions'],
   schemas: [bodies.InvalidCursorErrorSchema],
   body: () => ({ error: messages.invalidCursor }),
 });
@@ -183,7 +185,7 @@ export const WorkflowTooLargeToStoreError = defineError('WorkflowTooLargeToStore
   facts: (bytes: number, maxBytes: number) => ({ bytes, maxBytes }),
   message: (f) => `workflow takes ${f.bytes} bytes to store, at most ${f.maxBytes}`,
   status: 413,
-  routes: ['CreateWorkflow'],
+  routes: ['CreateWorkflow', 'UpdateWorkflow'],
   schemas: [bodies.PayloadTooLargeErrorSchema],
   body: (f) => ({ error: messages.workflowTooLargeToStore(f.bytes, f.maxBytes) }),
 });
@@ -193,7 +195,7 @@ export const NameRequiredError = defineError('NameRequiredError', {
   facts: none,
   message: () => 'name is missing',
   status: 400,
-  routes: ['CreateWorkflow'],
+  routes: ['CreateWorkflow', 'UpdateWorkflow'],
   schemas: [bodies.NameRequiredErrorSchema],
   body: () => ({ error: messages.nameRequired }),
 });
@@ -202,7 +204,7 @@ export const StepsRequiredError = defineError('StepsRequiredError', {
   facts: none,
   message: () => 'steps are missing',
   status: 400,
-  routes: ['CreateWorkflow'],
+  routes: ['CreateWorkflow', 'UpdateWorkflow'],
   schemas: [bodies.StepsRequiredErrorSchema],
   body: () => ({ error: messages.stepsRequired }),
 });
@@ -212,7 +214,7 @@ export const AgentOrProjectRequiredError = defineError('AgentOrProjectRequiredEr
   facts: none,
   message: () => 'not exactly one of agentId or projectId',
   status: 400,
-  routes: ['CreateWorkflow'],
+  routes: ['CreateWorkflow', 'UpdateWorkflow'],
   schemas: [bodies.AgentOrProjectRequiredErrorSchema],
   body: () => ({ error: messages.exactlyOneOfAgentOrProject }),
 });
@@ -252,9 +254,22 @@ export const WorkflowNotFoundError = defineError('WorkflowNotFoundError', {
   facts: (workflowId: string) => ({ workflowId }),
   message: (f) => `workflow ${f.workflowId} not found`,
   status: 404,
-  routes: [...runStarts, ...estimates, 'GetWorkflow'],
+  routes: [...runStarts, ...estimates, 'GetWorkflow', ...workflowRoutes],
   schemas: [bodies.WorkflowNotFoundErrorSchema],
   body: () => ({ error: messages.workflowNotFound }),
+});
+
+/**
+ * Our design: the workflow has no such version (a version read, or a start or estimate pinning
+ * `version`): numbers run from 1 to its latest.
+ */
+export const WorkflowVersionNotFoundError = defineError('WorkflowVersionNotFoundError', {
+  facts: (workflowId: string, version: number) => ({ workflowId, version }),
+  message: (f) => `workflow ${f.workflowId} has no version ${f.version}`,
+  status: 404,
+  routes: [...runStarts, ...estimates, 'GetWorkflowVersion'],
+  schemas: [bodies.WorkflowVersionNotFoundErrorSchema],
+  body: () => ({ error: messages.workflowVersionNotFound }),
 });
 
 /** The workflow exists but its canvas does not (or belongs to another team). */
@@ -438,7 +453,7 @@ export const UnknownNodeTypeError = defineError('UnknownNodeTypeError', {
   facts: (type: string, didYouMean: string | undefined) => ({ type, didYouMean }),
   message: (f) => `unknown node type ${f.type}`,
   status: 422,
-  routes: ['CreateWorkflow'],
+  routes: ['CreateWorkflow', 'UpdateWorkflow'],
   schemas: [bodies.UnknownNodeTypeErrorSchema],
   body: (f) => ({
     error: messages.unknownNodeType(f.type),
@@ -451,7 +466,7 @@ export const WorkflowValidationFailedError = defineError('WorkflowValidationFail
   facts: (errors: ValidationIssue[]) => ({ errors }),
   message: (f) => `workflow fails validation (${f.errors.length} issue(s))`,
   status: 422,
-  routes: ['CreateWorkflow'],
+  routes: ['CreateWorkflow', 'UpdateWorkflow'],
   schemas: [WorkflowValidationFailedSchema],
   body: (f) => ({ error: messages.workflowValidationFailed, errors: f.errors }),
 });

@@ -21,6 +21,8 @@ const idFormats: Record<string, { schema: v.GenericSchema; none: string }> = {
   fileId: { schema: FileIdSchema, none: `${fileIdPrefix}${nilUuid}` },
   // A step's node id (a workflow's step key, or a canvas node's id): short word characters; none is empty.
   nodeId: { schema: v.pipe(v.string(), v.regex(/^[\w.:-]{1,128}$/)), none: '' },
+  // A workflow's version number (GET /workflows/{id}/versions/{version}); 0 names none.
+  version: { schema: v.pipe(v.string(), v.regex(/^[1-9][0-9]{0,8}$/)), none: '0' },
 };
 
 /**

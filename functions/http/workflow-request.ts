@@ -1,5 +1,6 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { messages } from '../../schemas/errors.ts';
+import { type SetWorkflowStatusRequest, SetWorkflowStatusRequestSchema } from '../../schemas/workflow-versions.ts';
 import { type CreateWorkflowRequest, CreateWorkflowRequestSchema } from '../../schemas/workflows.ts';
 import {
   AgentOrProjectRequiredError,
@@ -15,6 +16,9 @@ import { parseWith, readJsonBody } from './body.ts';
  * the canvas too and refuses one that would not fit with a 413 of its own.
  */
 export const maxCreateWorkflowBodyBytes = 256 * 1024;
+
+/** Largest PATCH /workflows/{id} body: one status. */
+export const maxSetWorkflowStatusBodyBytes = 1024;
 
 /** The spec's 400s, each raised by a schema issue carrying its message. */
 const specBadRequests = {
@@ -32,4 +36,11 @@ export const parseCreateWorkflowRequest = (event: APIGatewayProxyEventV2): Creat
   const body = readJsonBody(event, { maxBytes: maxCreateWorkflowBodyBytes });
   if (body === undefined) throw new InvalidBodyError('a JSON object is required');
   return parseWith(CreateWorkflowRequestSchema, body, specBadRequests);
+};
+
+/** The PATCH /workflows/{id} body, or its 400 (413 past the size limit). */
+export const parseSetWorkflowStatusRequest = (event: APIGatewayProxyEventV2): SetWorkflowStatusRequest => {
+  const body = readJsonBody(event, { maxBytes: maxSetWorkflowStatusBodyBytes });
+  if (body === undefined) throw new InvalidBodyError('a JSON object is required');
+  return parseWith(SetWorkflowStatusRequestSchema, body);
 };

@@ -1,17 +1,17 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
 import type { Canvas } from '../nodes/catalogue/canvas.ts';
 import { cachedCanvas, rememberCanvas } from './canvas-cache.ts';
-import { CanvasItemSchema, parseItem } from './items.ts';
-import { canvasKey } from './keys.ts';
+import { readVersionCanvas } from './workflow-versions.ts';
 
-/** A workflow's canvas; canvases never change once stored, so each container keeps those it read. */
-export const canvasOf = async (deps: Deps, workflowId: string): Promise<Canvas> => {
-  const cached = cachedCanvas(workflowId);
+/**
+ * The canvas of version `version` of a workflow (a run's `workflowVersion`); a version never
+ * changes once stored, so each container keeps those it read.
+ */
+export const canvasOf = async (deps: Deps, workflowId: string, version: number): Promise<Canvas> => {
+  const cached = cachedCanvas(workflowId, version);
   if (cached) return cached;
-  const { Item } = await deps.ddb.send(new GetCommand({ TableName: deps.tableName, Key: canvasKey(workflowId) }));
-  if (!Item) throw new Error(`Canvas of workflow ${workflowId} not found`);
-  const { canvas } = parseItem(CanvasItemSchema, Item);
-  rememberCanvas(workflowId, canvas);
+  const canvas = await readVersionCanvas(deps, workflowId, version);
+  if (!canvas) throw new Error(`Canvas of workflow ${workflowId} version ${version} not found`);
+  rememberCanvas(workflowId, version, canvas);
   return canvas;
 };

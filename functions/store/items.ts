@@ -21,7 +21,7 @@ import { StepAttemptSchema, StepLogsSchema } from '../../schemas/run-steps.ts';
 import { endReasons, LicenceModelSchema, RunModeSchema, RunRequestSchema } from '../../schemas/runs.ts';
 import { uploadContentTypes } from '../../schemas/upload-types.ts';
 import { LifecycleEventSchema } from '../../schemas/webhook-events.ts';
-import { WorkflowSummarySchema } from '../../schemas/workflows.ts';
+import { type WorkflowStep, WorkflowSummarySchema } from '../../schemas/workflows.ts';
 import { isExpired } from '../domain/retention.ts';
 import { storedRunStatuses, storedStepStatuses } from '../domain/run-lifecycle.ts';
 import { ServiceError } from '../errors/define.ts';
@@ -228,6 +228,8 @@ export const RunItemSchema = v.object({
   teamId: v.string(),
   keyId: v.string(),
   workflowId: v.string(),
+  /** The version of its workflow it runs (pinned by its start, else the latest then); a run from before versions ran version 1. */
+  workflowVersion: v.optional(v.number(), 1),
   projectId: v.string(),
   status: RunItemStatusSchema,
   mode: RunModeSchema,
@@ -613,6 +615,8 @@ export const WorkflowItemSchema = v.object({
   status: v.nullish(WorkflowSummarySchema.entries.status.wrapped, null),
   createdAt: v.string(),
   updatedAt: v.nullish(v.string(), null),
+  /** Its latest version; a workflow stored before versions has none and reads as version 1. */
+  version: v.optional(v.number(), 1),
 });
 export type WorkflowItem = v.InferOutput<typeof WorkflowItemSchema>;
 /** The summary, with its team (read from its id entry, `IdEntrySchema`) and its step count, for operators. */
@@ -624,8 +628,38 @@ const CanvasSchema = v.custom<Canvas>(
   'not a canvas',
 );
 
-export const CanvasItemSchema = v.object({ teamId: v.string(), canvas: CanvasSchema });
+/** The latest version's canvas (`version`: a canvas stored before versions reads as version 1). */
+export const CanvasItemSchema = v.object({
+  teamId: v.string(),
+  canvas: CanvasSchema,
+  version: v.optional(v.number(), 1),
+});
 export const storedCanvas = storedItem(CanvasItemSchema, ['workflowId']);
+
+/**
+ * One version of a workflow (WORKFLOW#<id>, VERSION#<n>), never changed once written: its canvas,
+ * for runs pinned to it, and the steps that made it, for reads. `steps` was validated by the create's
+ * schema when it was written; absent for version 1 of a workflow stored before versions.
+ */
+export const WorkflowVersionItemSchema = v.object({
+  teamId: v.string(),
+  workflowId: v.string(),
+  version: v.number(),
+  name: v.string(),
+  stepsCount: v.number(),
+  createdAt: v.string(),
+  canvas: CanvasSchema,
+  steps: v.optional(v.array(v.custom<WorkflowStep>(isRecord, 'not a step'))),
+});
+export type WorkflowVersionItem = v.InferOutput<typeof WorkflowVersionItemSchema>;
+export const storedWorkflowVersion = storedItem(WorkflowVersionItemSchema);
+/** A version as its list reads it (no canvas, no steps). */
+export const ListedWorkflowVersionSchema = v.pick(WorkflowVersionItemSchema, [
+  'version',
+  'name',
+  'stepsCount',
+  'createdAt',
+]);
 
 // Tenancy (TEAM#<teamId>)
 

@@ -23,6 +23,17 @@ export const teamPartition = (teamId: string) => `TEAM#${teamId}`;
 /** The canvas is large and read only by runs, so it lives apart from the summary. */
 export const canvasKey = (workflowId: string) => ({ PK: `WORKFLOW#${workflowId}`, SK: 'CANVAS' });
 
+/**
+ * Each version of a workflow, beside its canvas: numbers zero-padded so the sort key orders them,
+ * and the list is one Query read backwards.
+ */
+export const workflowVersionSkPrefix = 'VERSION#';
+export const workflowVersionPartition = (workflowId: string) => `WORKFLOW#${workflowId}`;
+export const workflowVersionKey = (workflowId: string, version: number) => ({
+  PK: workflowVersionPartition(workflowId),
+  SK: `${workflowVersionSkPrefix}${String(version).padStart(6, '0')}`,
+});
+
 /** An API key item is addressed by the SHA-256 of the secret: the only way a request finds it. */
 export const apiKeyKey = (secretHash: string) => ({ PK: `APIKEY#${secretHash}`, SK: 'APIKEY' });
 

@@ -1,6 +1,6 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
-import type { WorkflowStatus } from '../../schemas/workflows.ts';
+import type { WorkflowStatus, WorkflowStep } from '../../schemas/workflows.ts';
 import type { Deps } from '../deps.ts';
 import type { WorkflowSummaryRecord } from '../domain/workflow-list.ts';
 import { AgentOrProjectNotFoundError, WorkflowTooLargeToStoreError } from '../errors/table.ts';
@@ -21,6 +21,7 @@ import { agentKey, canvasKey, idIndex, projectKey, teamPartition, workflowKey, w
 import { type NamedItems, namedTransactWrite } from './named-transaction.ts';
 import { queryAll } from './query.ts';
 import { agentItem } from './tenancy.ts';
+import { workflowVersionItem } from './workflow-versions.ts';
 import { conditionalUpdate, transactWrite } from './write.ts';
 
 /** What the list reads of a summary (its projection). */
@@ -82,6 +83,8 @@ export interface NewWorkflowRecord {
   /** The canvas graph runs execute; its shape is owned by the workflow domain. */
   canvas: Canvas;
   stepsCount: number;
+  /** The steps that made it, kept with its version 1. */
+  steps?: WorkflowStep[];
 }
 
 /** A workflow's summary, in the team partition, with its id-lookup entry. */
@@ -100,6 +103,7 @@ export const workflowSummaryItem = (workflowId: string, input: NewWorkflowRecord
     stepsCount: input.stepsCount,
     createdAt: now,
     updatedAt: now,
+    version: 1,
     v: itemVersion,
   }) satisfies StoredItem<typeof storedWorkflow> & v.InferInput<typeof IdEntrySchema>;
 
@@ -111,19 +115,22 @@ export const canvasItem = (workflowId: string, input: Pick<NewWorkflowRecord, 't
     teamId: input.teamId,
     workflowId,
     canvas: input.canvas,
+    version: 1,
     v: itemVersion,
   }) satisfies StoredItem<typeof storedCanvas>;
 
-/** The items of a workflow: its summary and its canvas. */
+/** The items of a new workflow: its summary, its canvas and its version 1. */
 const workflowItems = (workflowId: string, input: NewWorkflowRecord, now: string) => ({
   summary: workflowSummaryItem(workflowId, input, now),
   canvas: canvasItem(workflowId, input),
+  version: workflowVersionItem({ ...input, workflowId, steps: input.steps }, 1, now),
 });
 
 /** The Puts of a workflow's items, each only where there is none yet. */
 const workflowPuts = (deps: Deps, items: ReturnType<typeof workflowItems>) => ({
   summary: { Put: { TableName: deps.tableName, Item: items.summary, ConditionExpression: 'attribute_not_exists(PK)' } },
   canvas: { Put: { TableName: deps.tableName, Item: items.canvas, ConditionExpression: 'attribute_not_exists(PK)' } },
+  version: { Put: { TableName: deps.tableName, Item: items.version, ConditionExpression: 'attribute_not_exists(PK)' } },
 });
 
 /** Stores a workflow atomically; the agent must exist in the team (else AgentOrProjectNotFoundError). */
@@ -183,7 +190,7 @@ export const activateWorkflow = async (
 };
 
 /** DynamoDB's limit on one item, which the canvas item must fit. */
-const maxItemBytes = 400 * 1024;
+export const maxItemBytes = 400 * 1024;
 
 /**
  * The size DynamoDB counts for a value, rounded up (AWS "Item sizes and formats"): strings and
@@ -211,7 +218,7 @@ const storedSize = (value: unknown): number => {
 };
 
 /** Size of a whole item: its attribute names and values. */
-const itemSize = (item: Record<string, unknown>): number =>
+export const itemSize = (item: Record<string, unknown>): number =>
   Object.entries(item).reduce(
     (sum, [name, value]) => (value === undefined ? sum : sum + Buffer.byteLength(name) + storedSize(value)),
     0,
@@ -224,7 +231,7 @@ const itemSize = (item: Record<string, unknown>): number =>
  */
 export const createWorkflowForTeam = async (
   deps: Deps,
-  input: { teamId: string; name: string; canvas: Canvas; stepsCount: number } & (
+  input: { teamId: string; name: string; canvas: Canvas; stepsCount: number; steps?: WorkflowStep[] } & (
     | { agentId: string; projectId?: undefined; agentName?: undefined }
     | { agentId?: undefined; projectId: string; agentName: string }
   ),
@@ -287,6 +294,7 @@ export const createWorkflowForTeam = async (
       status: 'draft',
       canvas: input.canvas,
       stepsCount: input.stepsCount,
+      ...(input.steps && { steps: input.steps }),
     },
     deps.now().toISOString(),
   );

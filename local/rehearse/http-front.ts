@@ -41,7 +41,7 @@ export const startHttpFront = async (options: {
     if (spec.payloadFormatVersion !== '2.0') throw new Error(`${spec.routeKey}: payload ${spec.payloadFormatVersion}`);
     if (!spec.path.startsWith(options.basePath)) throw new Error(`${spec.routeKey} is not under ${options.basePath}`);
     // OPTIONS: the CORS preflight of a route that accepts a run token.
-    if (!['GET', 'POST', 'PATCH', 'DELETE', 'OPTIONS'].includes(spec.method)) {
+    if (!['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].includes(spec.method)) {
       throw new Error(`${spec.routeKey}: unexpected method`);
     }
     return served(spec, options.functionOf(spec.functionLogicalId), options.basePath);

@@ -65,6 +65,8 @@ function compiledFor(doc: OpenAPIObject): Compiled {
   if (!compiled) {
     const ajv = new Ajv2020({ allErrors: true, strict: true });
     addFormats(ajv);
+    // OpenAPI's annotation on the steps' `oneOf` (an answer may carry steps): the `oneOf` itself checks them.
+    ajv.addKeyword('discriminator');
     ajv.addSchema({ $id: componentsId, $defs: rewriteRefs(doc.components?.schemas ?? {}, '#/$defs/') });
     compiled = { ajv, validators: new Map() };
     compiledByDocument.set(doc, compiled);

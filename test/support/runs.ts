@@ -131,7 +131,15 @@ export const runBody = (
   progress: number,
   steps: { key: string; type: string }[],
   statuses: string[],
-) => ({ jobId, status, progress, steps: stepStatuses(steps, statuses), output: [], links: runLinks(jobId) });
+) => ({
+  jobId,
+  status,
+  progress,
+  steps: stepStatuses(steps, statuses),
+  output: [],
+  links: runLinks(jobId),
+  workflowVersion: 1,
+});
 
 /** TextEntry → PromptBuilder → LlmWorker → TextConsole: 1 + 1 + 200 + 1 hundredths in production. */
 export const chainPrice = 203;

@@ -381,7 +381,7 @@ export const startNextQueued = async (deps: Deps, workflowId: string): Promise<s
     }
     if (!(await transactWrite(deps, promoteItems(deps, run, lock))).written) continue;
     try {
-      const ready = readyWhenDone(await canvasOf(deps, workflowId), run.doneSteps);
+      const ready = readyWhenDone(await canvasOf(deps, workflowId, run.workflowVersion), run.doneSteps);
       await sendStepMessages(deps, run, ready);
     } catch (error) {
       // It holds the lock, `queued`: the sweep re-sends the first steps of a run left so.

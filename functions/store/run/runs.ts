@@ -20,6 +20,7 @@ import {
   RunInProgressError,
   RunRefusedError,
   WorkflowNotFoundError,
+  WorkflowVersionNotFoundError,
 } from '../../errors/table.ts';
 import type { Canvas } from '../../nodes/catalogue/canvas.ts';
 import { batchGet, itemFor } from '../batch.ts';
@@ -45,6 +46,7 @@ import {
   type storedWorkflowLock,
   TeamItemSchema,
   unexpired,
+  type WorkflowItem,
   WorkflowItemSchema,
   WorkflowLockItemSchema,
 } from '../items.ts';
@@ -68,6 +70,7 @@ import { type NamedItems, type NamedTransactResult, namedTransactWrite } from '.
 import { queryAll } from '../query.ts';
 import { MessagesRefusedError, sqsMessageBody, stepMessageGroup } from '../queues.ts';
 import { stringAttribute } from '../refusals.ts';
+import { readVersionCanvas } from '../workflow-versions.ts';
 import { firstInQueue } from './queue.ts';
 import { runTagPuts } from './run-tags.ts';
 
@@ -75,23 +78,37 @@ export interface RunnableWorkflow {
   workflowId: string;
   agentId: string;
   projectId: string;
+  /** The version whose canvas this is: the one the start pinned, else the latest. */
+  version: number;
+  /** The workflow's status (an archived workflow starts no run). */
+  status: WorkflowItem['status'];
   canvas: Canvas;
 }
 
-/** The workflow summary and its canvas in one BatchGet; WorkflowNotFoundError or CanvasNotFoundError. */
+/**
+ * The workflow summary and its latest canvas in one BatchGet; with `version` another than the
+ * latest, that version's own item too. WorkflowNotFoundError, CanvasNotFoundError or
+ * WorkflowVersionNotFoundError.
+ */
 export const loadRunnableWorkflow = async (
   deps: Deps,
   teamId: string,
   workflowId: string,
+  version?: number,
 ): Promise<RunnableWorkflow> => {
   const summaryKey = workflowKey(teamId, workflowId);
   const items = await batchGet(deps, [summaryKey, canvasKey(workflowId)]);
   const summary = itemFor(items, summaryKey, WorkflowItemSchema);
   if (!summary) throw new WorkflowNotFoundError(workflowId);
-  const canvas = itemFor(items, canvasKey(workflowId), CanvasItemSchema);
+  const latest = itemFor(items, canvasKey(workflowId), CanvasItemSchema);
   // The canvas partition is keyed by workflow id alone, so its team is checked too.
-  if (!canvas || canvas.teamId !== teamId) throw new CanvasNotFoundError(workflowId);
-  return { workflowId, agentId: summary.agentId, projectId: summary.projectId, canvas: canvas.canvas };
+  if (!latest || latest.teamId !== teamId) throw new CanvasNotFoundError(workflowId);
+  const found = { workflowId, agentId: summary.agentId, projectId: summary.projectId, status: summary.status };
+  if (version === undefined || version === latest.version)
+    return { ...found, version: latest.version, canvas: latest.canvas };
+  const pinned = version < latest.version ? await readVersionCanvas(deps, workflowId, version) : undefined;
+  if (!pinned) throw new WorkflowVersionNotFoundError(workflowId, version);
+  return { ...found, version, canvas: pinned };
 };
 
 /** Team balance and per-step limit, project cap and spend, key month spend: one BatchGet. */
@@ -167,6 +184,7 @@ export const runItem = (run: NewRun, createdAt: string) =>
     teamId: run.teamId,
     keyId: run.keyId,
     workflowId: run.workflow.workflowId,
+    workflowVersion: run.workflow.version,
     agentId: run.workflow.agentId,
     projectId: run.workflow.projectId,
     status: RunStatus.queued,
@@ -446,7 +464,12 @@ const NewestWorkflowSchema = v.pick(WorkflowItemSchema, ['workflowId', 'createdA
  * The workflow an agent runs (spec 4.4): its active workflow, else its newest (by creation).
  * AgentNotFoundError, NoWorkflowForAgentError, then the errors of the workflow itself.
  */
-export const loadAgentWorkflow = async (deps: Deps, teamId: string, agentId: string): Promise<RunnableWorkflow> => {
+export const loadAgentWorkflow = async (
+  deps: Deps,
+  teamId: string,
+  agentId: string,
+  version?: number,
+): Promise<RunnableWorkflow> => {
   const { Item } = await deps.ddb.send(
     new GetCommand({ TableName: deps.tableName, Key: agentKey(teamId, agentId), ConsistentRead: true }),
   );
@@ -471,5 +494,5 @@ export const loadAgentWorkflow = async (deps: Deps, teamId: string, agentId: str
     if (!newest) throw new NoWorkflowForAgentError(agentId);
     workflowId = newest.workflowId;
   }
-  return loadRunnableWorkflow(deps, teamId, workflowId);
+  return loadRunnableWorkflow(deps, teamId, workflowId, version);
 };

@@ -3,9 +3,10 @@ import type { Deps } from '../../deps.ts';
 import type { StepState } from '../../domain/run-graph.ts';
 import type { Canvas } from '../../nodes/catalogue/canvas.ts';
 import { batchGet, itemFor } from '../batch.ts';
-import { cachedCanvas, rememberCanvas } from '../canvas-cache.ts';
+import { cachedCanvas, lastCachedCanvas, rememberCanvas } from '../canvas-cache.ts';
 import { CanvasItemSchema, parseItem, RunItemSchema, type StepItem, StepItemSchema } from '../items.ts';
 import { canvasKey, runKey, stepKey } from '../keys.ts';
+import { readVersionCanvas } from '../workflow-versions.ts';
 
 /** The run and workflow a step message names. */
 export interface RunRef {
@@ -14,28 +15,36 @@ export interface RunRef {
 }
 
 /**
- * What a step delivery reads before it acts: the run item, its canvas (unless cached) and the
- * items of the steps `nodeIds` picks from the canvas, in one strongly consistent BatchGet (two
- * when the canvas was not cached). `steps` holds those that have a step item; `stepItem` gives
- * one of them whole. Undefined when the run is gone: never written, deleted, or past its `ttl`
- * (expired, functions/domain/retention.ts): its messages have nothing left to do.
+ * What a step delivery reads before it acts: the run item, the canvas of the workflow version it
+ * runs (unless cached) and the items of the steps `nodeIds` picks from that canvas, in one strongly
+ * consistent BatchGet when this container last read the run's version (most runs run the latest),
+ * two or three otherwise. `steps` holds those that have a step item; `stepItem` gives one of them
+ * whole. Undefined when the run is gone: never written, deleted, or past its `ttl` (expired,
+ * functions/domain/retention.ts): its messages have nothing left to do.
  */
 export const readRunAndSteps = async (deps: Deps, ref: RunRef, nodeIds: (canvas: Canvas) => string[]) => {
-  let canvas = cachedCanvas(ref.workflowId);
+  const guess = lastCachedCanvas(ref.workflowId);
   const keys = [
     runKey(ref.jobId),
-    ...(canvas ? nodeIds(canvas).map((n) => stepKey(ref.jobId, n)) : [canvasKey(ref.workflowId)]),
+    ...(guess ? nodeIds(guess.canvas).map((n) => stepKey(ref.jobId, n)) : [canvasKey(ref.workflowId)]),
   ];
   let items = await batchGet(deps, keys);
+  const run = itemFor(items, runKey(ref.jobId), RunItemSchema);
+  if (!run) return undefined;
+  let canvas = guess?.version === run.workflowVersion ? guess.canvas : undefined;
   if (!canvas) {
-    canvas = itemFor(items, canvasKey(ref.workflowId), CanvasItemSchema)?.canvas;
-    if (!canvas) throw new Error(`Canvas of workflow ${ref.workflowId} not found`);
-    rememberCanvas(ref.workflowId, canvas);
+    // The pinned version, not the latest: a run keeps the version it started with.
+    const latest = guess ? undefined : itemFor(items, canvasKey(ref.workflowId), CanvasItemSchema);
+    canvas =
+      latest?.version === run.workflowVersion
+        ? latest.canvas
+        : (cachedCanvas(ref.workflowId, run.workflowVersion) ??
+          (await readVersionCanvas(deps, ref.workflowId, run.workflowVersion)));
+    if (!canvas) throw new Error(`Canvas of workflow ${ref.workflowId} version ${run.workflowVersion} not found`);
+    rememberCanvas(ref.workflowId, run.workflowVersion, canvas);
     const stepKeys = nodeIds(canvas).map((n) => stepKey(ref.jobId, n));
     if (stepKeys.length > 0) items = new Map([...items, ...(await batchGet(deps, stepKeys))]);
   }
-  const run = itemFor(items, runKey(ref.jobId), RunItemSchema);
-  if (!run) return undefined;
   const stepItems = new Map<string, StepItem>();
   const steps = new Map<string, StepState>();
   for (const nodeId of nodeIds(canvas)) {

@@ -37,6 +37,7 @@ import {
   type UploadProgress,
   type UsageParams,
   type WorkflowRunClient,
+  type WorkflowVersionSummary,
 } from './client.ts';
 import { ApiError, FileRejectedError, StorageRefusedError, UnknownContentTypeError, UploadError } from './errors.ts';
 import { formatResult, formatSummary, runSmoke } from './smoke/index.ts';
@@ -52,12 +53,20 @@ Commands:
                                          price range and its outputs' licence (--json: the JSON Schema too)
   workflows create --file F.json|F.yaml (--agent ID | --project ID) [--name N] [--agent-name N]
                                          Create a workflow from a file holding { name, steps } (or just steps)
+  workflows update <workflowId> --file F.json|F.yaml (--agent ID | --project ID) [--name N]
+                                         Make the workflow's next version from such a file (its own agent
+                                         or project); earlier versions are kept
+  workflows versions <workflowId> [--limit N] [--cursor C] [--all]
+                                         The workflow's versions, newest first
+  workflows status <workflowId> --status draft|active|archived
+                                         Set its status; an archived workflow starts no run
   run <workflowId> [options]             Start a run of a workflow
   run --agent <agentId> [options]        Start a run of an agent's active workflow
       --input key=value                  Replace a step's value (its apiInputKey); repeatable
       --input key=@path                  Upload the file (its type from its extension), then pass its
                                          fileId; for text that starts with @, write @@
       --mode production|draft|preview    draft: a cheaper pass
+      --version N                        Run version N of the workflow (workflows versions); default the latest
       --defer [--max-multiplier M]       Queue the run until the price multiplier reaches M (default 0.7)
       --start-by TIME                    With --defer or --queue: the latest time (ISO 8601) it may start,
                                          else it expires (deferred) or is cancelled (queued); at most 7 days
@@ -195,6 +204,7 @@ const optionSpec = {
   to: { type: 'string' },
   'group-by': { type: 'string' },
   csv: { type: 'string' },
+  version: { type: 'string' },
 } as const;
 
 type OptionName = keyof typeof optionSpec;
@@ -207,10 +217,14 @@ const commandOptions: Record<string, OptionName[]> = {
   'workflows list': [],
   'workflows show': [],
   'workflows create': ['file', 'agent', 'project', 'name', 'agent-name'],
+  'workflows update': ['file', 'agent', 'project', 'name'],
+  'workflows versions': ['limit', 'cursor', 'all'],
+  'workflows status': ['status'],
   run: [
     'agent',
     'input',
     'mode',
+    'version',
     'defer',
     'max-multiplier',
     'start-by',
@@ -226,7 +240,7 @@ const commandOptions: Record<string, OptionName[]> = {
     'watch',
     'wait',
   ],
-  estimate: ['agent', 'input', 'mode', 'defer', 'max-multiplier'],
+  estimate: ['agent', 'input', 'mode', 'defer', 'max-multiplier', 'version'],
   watch: [],
   download: ['dir'],
   cancel: [],
@@ -375,8 +389,9 @@ const readWorkflowFile = async (file: string): Promise<Record<string, unknown>> 
   throw new UsageError(`${file} must hold an object { name, steps } or a list of steps`);
 };
 
-const createWorkflow = async (client: WorkflowRunClient, io: CliIo, values: Values, json: boolean) => {
-  if (!values.file) throw new UsageError('workflows create needs --file');
+/** The body of `workflows create` and `workflows update`: the file, with the options over it. */
+const workflowBody = async (command: string, values: Values): Promise<CreateWorkflowRequest> => {
+  if (!values.file) throw new UsageError(`${command} needs --file`);
   const fromFile = await readWorkflowFile(values.file);
   const body = { ...fromFile } as Record<string, unknown>;
   if (values.name) body.name = values.name;
@@ -386,12 +401,70 @@ const createWorkflow = async (client: WorkflowRunClient, io: CliIo, values: Valu
   if (values.agent && values.project) throw new UsageError('give one of --agent and --project, not both');
   if (values.agent) delete body.projectId;
   if (values.project) delete body.agentId;
-  if (!body.agentId && !body.projectId) throw new UsageError('workflows create needs --agent or --project');
+  if (!body.agentId && !body.projectId) throw new UsageError(`${command} needs --agent or --project`);
   if (typeof body.name !== 'string' || body.name === '')
     body.name = basename(values.file, extname(values.file)) || 'Workflow';
-  const created = await client.createWorkflow(body as CreateWorkflowRequest, { signal: io.signal });
+  return body as CreateWorkflowRequest;
+};
+
+const createWorkflow = async (client: WorkflowRunClient, io: CliIo, values: Values, json: boolean) => {
+  const body = await workflowBody('workflows create', values);
+  const created = await client.createWorkflow(body, { signal: io.signal });
   if (json) return printJson(io, created);
   printFields(io, created);
+};
+
+const updateWorkflow = async (client: WorkflowRunClient, io: CliIo, values: Values, args: string[], json: boolean) => {
+  const workflowId = oneArg('workflows update', args, 'workflow id');
+  const body = await workflowBody('workflows update', values);
+  const made = await client.updateWorkflow(workflowId, body, { signal: io.signal });
+  if (json) return printJson(io, made);
+  const { steps: _steps, ...fields } = made;
+  printFields(io, fields);
+};
+
+const listWorkflowVersions = async (
+  client: WorkflowRunClient,
+  io: CliIo,
+  values: Values,
+  args: string[],
+  json: boolean,
+) => {
+  const workflowId = oneArg('workflows versions', args, 'workflow id');
+  const rowOf = (v: WorkflowVersionSummary) => [String(v.version), v.createdAt, String(v.stepsCount), v.name];
+  const header = ['VERSION', 'CREATED', 'STEPS', 'NAME'];
+  if (values.all) {
+    const versions: WorkflowVersionSummary[] = [];
+    for await (const version of client.workflowVersions(workflowId, { signal: io.signal })) versions.push(version);
+    if (json) return printJson(io, { versions });
+    return printTable(io, header, versions.map(rowOf));
+  }
+  const limit = values.limit === undefined ? undefined : Number(values.limit);
+  const page = await client.listWorkflowVersions(
+    workflowId,
+    { ...(limit !== undefined && { limit }), ...(values.cursor && { cursor: values.cursor }) },
+    { signal: io.signal },
+  );
+  if (json) return printJson(io, page);
+  printTable(io, header, page.versions.map(rowOf));
+  if (page.nextCursor) write(io.stdout, `next page: --cursor ${page.nextCursor}`);
+};
+
+const workflowStatuses = ['draft', 'active', 'archived'] as const;
+
+const setWorkflowStatus = async (
+  client: WorkflowRunClient,
+  io: CliIo,
+  values: Values,
+  args: string[],
+  json: boolean,
+) => {
+  const workflowId = oneArg('workflows status', args, 'workflow id');
+  const status = workflowStatuses.find((s) => s === values.status);
+  if (!status) throw new UsageError(`workflows status needs --status ${workflowStatuses.join('|')}`);
+  const workflow = await client.setWorkflowStatus(workflowId, status, { signal: io.signal });
+  if (json) return printJson(io, workflow);
+  printFields(io, workflow);
 };
 
 const runModes = ['production', 'draft', 'preview'] as const;
@@ -437,6 +510,11 @@ const runRequest = (values: Values): { body: RunRequest; fileInputs: FileInput[]
     const mode = runModes.find((m) => m === values.mode);
     if (!mode) throw new UsageError(`--mode must be one of ${runModes.join(', ')}`);
     body.mode = mode;
+  }
+  if (values.version !== undefined) {
+    const version = Number(values.version);
+    if (!Number.isInteger(version) || version < 1) throw new UsageError('--version must be a whole number from 1');
+    body.version = version;
   }
   if (values['max-multiplier'] !== undefined && !values.defer)
     throw new UsageError('--max-multiplier only applies with --defer');
@@ -1333,6 +1411,15 @@ export const main = async (
       case 'workflows create':
         noArgs(command, args);
         await createWorkflow(client, io, values, json);
+        break;
+      case 'workflows update':
+        await updateWorkflow(client, io, values, args, json);
+        break;
+      case 'workflows versions':
+        await listWorkflowVersions(client, io, values, args, json);
+        break;
+      case 'workflows status':
+        await setWorkflowStatus(client, io, values, args, json);
         break;
       case 'run':
         await startRun(client, io, values, args, json);

@@ -45,6 +45,10 @@ export type WorkflowStepOf<T extends NodeType> = Extract<WorkflowStep, { type: T
 export type NodeTypeReference = Schemas['NodeTypeReference'];
 export type CreateWorkflowRequest = Schemas['CreateWorkflowRequest'];
 export type CreateWorkflowResponse = Schemas['CreateWorkflowResponse'];
+export type WorkflowVersion = Schemas['WorkflowVersion'];
+export type WorkflowVersionSummary = Schemas['WorkflowVersionSummary'];
+export type ListWorkflowVersionsResponse = Schemas['ListWorkflowVersionsResponse'];
+export type WorkflowStatus = Schemas['SetWorkflowStatusRequest']['status'];
 export type RunRequest = Schemas['RunRequest'];
 /** A run's own string pairs and tags, given at its start and echoed wherever it is shown. */
 export type RunMetadata = Schemas['RunMetadata'];
@@ -381,6 +385,26 @@ export interface WorkflowRunClient {
   getUsage(params: UsageParams, options?: RequestOptions): Promise<Usage>;
   /** GET /usage?format=csv: the same rows as CSV text (a header line, credits with two decimals). */
   getUsageCsv(params: UsageParams, options?: RequestOptions): Promise<string>;
+  /**
+   * PUT /workflows/{id}: a create's body (its `agentId` or `projectId` the workflow's own) becomes
+   * the workflow's next version; answers it. Earlier versions are kept (scope `workflows:write`).
+   */
+  updateWorkflow(workflowId: string, body: CreateWorkflowRequest, options?: RequestOptions): Promise<WorkflowVersion>;
+  /** PATCH /workflows/{id}: sets its status; an `archived` workflow starts no run. */
+  setWorkflowStatus(workflowId: string, status: WorkflowStatus, options?: RequestOptions): Promise<WorkflowSummary>;
+  /** GET /workflows/{id}/versions: one page of its versions, newest first. */
+  listWorkflowVersions(
+    workflowId: string,
+    params?: { limit?: number; cursor?: string },
+    options?: RequestOptions,
+  ): Promise<ListWorkflowVersionsResponse>;
+  /** Every version of the workflow, newest first, page after page. */
+  workflowVersions(
+    workflowId: string,
+    options?: RequestOptions,
+  ): AsyncGenerator<WorkflowVersionSummary, void, undefined>;
+  /** GET /workflows/{id}/versions/{version}: one version, with the steps that made it. */
+  getWorkflowVersion(workflowId: string, version: number, options?: RequestOptions): Promise<WorkflowVersion>;
   /** The underlying openapi-fetch client, for anything the methods above do not cover. */
   readonly raw: FetchClient<paths>;
 }
@@ -743,6 +767,36 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
       ),
     getWorkflow: (workflowId, requestOptions = {}) =>
       unwrap(raw.GET('/workflows/{id}', { params: { path: { id: workflowId } }, signal: requestOptions.signal })),
+    updateWorkflow: (workflowId, body, requestOptions = {}) =>
+      unwrap(raw.PUT('/workflows/{id}', { params: { path: { id: workflowId } }, body, signal: requestOptions.signal })),
+    setWorkflowStatus: (workflowId, status, requestOptions = {}) =>
+      unwrap(
+        raw.PATCH('/workflows/{id}', {
+          params: { path: { id: workflowId } },
+          body: { status },
+          signal: requestOptions.signal,
+        }),
+      ),
+    listWorkflowVersions: (workflowId, params = {}, requestOptions = {}) =>
+      unwrap(
+        raw.GET('/workflows/{id}/versions', {
+          params: { path: { id: workflowId }, query: params },
+          signal: requestOptions.signal,
+        }),
+      ),
+    workflowVersions: (workflowId, requestOptions = {}) =>
+      everyPage(
+        (query: { cursor?: string }) => client.listWorkflowVersions(workflowId, query, requestOptions),
+        (page: ListWorkflowVersionsResponse) => page.versions,
+        {},
+      ),
+    getWorkflowVersion: (workflowId, version, requestOptions = {}) =>
+      unwrap(
+        raw.GET('/workflows/{id}/versions/{version}', {
+          params: { path: { id: workflowId, version } },
+          signal: requestOptions.signal,
+        }),
+      ),
   };
   return client;
 };

@@ -713,12 +713,24 @@ export interface paths {
      *     Scope: `workflows:read`.
      */
     get: operations['GetWorkflow'];
-    put?: never;
+    /**
+     * Make a new version of a workflow
+     * @description Our design. Takes the body of Create a workflow, checked by the same rules, and makes it the workflow's next version (its `name` becomes the workflow's); answers that version. Every earlier version is kept and readable; a run in progress keeps the version it started with, and a run start may pin one (`version`). The body's `agentId` (or `projectId`) must be the workflow's own: a version does not move a workflow. Two updates at once make two versions, each its own number.
+     *
+     *     Scope: `workflows:write`.
+     */
+    put: operations['UpdateWorkflow'];
     post?: never;
     delete?: never;
     options?: never;
     head?: never;
-    patch?: never;
+    /**
+     * Set a workflow's status
+     * @description Our design. Sets the workflow's `status` (`draft`, `active` or `archived`) and answers its summary. An archived workflow starts no run (the run start's 422 with the issue `workflow_archived`); its runs and versions stay readable, and setting `draft` or `active` opens it again.
+     *
+     *     Scope: `workflows:write`.
+     */
+    patch: operations['SetWorkflowStatus'];
     trace?: never;
   };
   '/mcp': {
@@ -763,6 +775,50 @@ export interface paths {
      *     Scope: `usage:read`.
      */
     get: operations['GetUsage'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/workflows/{id}/versions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List a workflow's versions
+     * @description Our design. The workflow's versions, newest first, a page at a time (as the run lists): number, name, step count and when each was made. A workflow made before versions has one, version 1.
+     *
+     *     Scope: `workflows:read`.
+     */
+    get: operations['ListWorkflowVersions'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/workflows/{id}/versions/{version}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get one version of a workflow
+     * @description Our design. One version, whole: its steps as the body that made it gave them (null for the version 1 of a workflow made before versions kept their steps).
+     *
+     *     Scope: `workflows:read`.
+     */
+    get: operations['GetWorkflowVersion'];
     put?: never;
     post?: never;
     delete?: never;
@@ -2308,7 +2364,9 @@ export interface components {
         | 'invalid_config'
         | 'api_input_key_not_allowed'
         | 'duplicate_api_input_key'
-        | 'too_many_steps';
+        | 'too_many_steps'
+        | 'workflow_archived'
+        | 'owner_changed';
       key: string | null;
       handle?: string;
       path?: string;
@@ -2318,6 +2376,31 @@ export interface components {
       /** @constant */
       error: 'Workflow validation failed';
       errors: components['schemas']['ValidationIssue'][];
+    };
+    WorkflowVersionSummary: {
+      version: number;
+      name: string;
+      stepsCount: number;
+      /** Format: date-time */
+      createdAt: string;
+    };
+    WorkflowVersion: {
+      /** Format: uuid */
+      workflowId: string;
+      version: number;
+      name: string;
+      stepsCount: number;
+      /** Format: date-time */
+      createdAt: string;
+      steps: components['schemas']['WorkflowStep'][] | null;
+    };
+    ListWorkflowVersionsResponse: {
+      versions: components['schemas']['WorkflowVersionSummary'][];
+      nextCursor: string | null;
+    };
+    SetWorkflowStatusRequest: {
+      /** @enum {string} */
+      status: 'draft' | 'active' | 'archived';
     };
     RunRequest: {
       inputs?: {
@@ -2365,6 +2448,8 @@ export interface components {
       startBy?: string;
       /** @description Our design: a run still in progress this many seconds after its start (a deferred run: after its dispatch) ends `cancelled` with `endReason: "deadline"`, as a cancel would end it: finished steps stay charged, a step in flight is never charged, and `run.cancelled` is sent. Enforced within 10 seconds of the deadline when it is at most 15 minutes away, within a minute otherwise. 1 to 86,400. */
       deadlineSeconds?: number;
+      /** @description Our design: the version of the workflow to run (`GET /workflows/{id}/versions`); absent, its latest. The run keeps it to its end, whatever versions are made meanwhile. */
+      version?: number;
     };
     RunStartedResponse: {
       /** Format: uuid */
@@ -2536,6 +2621,8 @@ export interface components {
        * @enum {string}
        */
       endReason?: 'deadline';
+      /** @description Our design: the version of its workflow it runs. */
+      workflowVersion?: number;
     };
     RunStep: {
       node_id: string;
@@ -3647,6 +3734,10 @@ export interface components {
       /** @constant */
       error: 'This key is limited to certain workflows; usage covers the whole team';
     };
+    WorkflowVersionNotFoundError: {
+      /** @constant */
+      error: 'Workflow version not found';
+    };
     StepNotFoundError: {
       /** @constant */
       error: 'Step not found';
@@ -3988,6 +4079,7 @@ export interface operations {
         content: {
           'application/json':
             | components['schemas']['WorkflowNotFoundError']
+            | components['schemas']['WorkflowVersionNotFoundError']
             | components['schemas']['CanvasNotFoundError'];
         };
       };
@@ -4163,6 +4255,7 @@ export interface operations {
             | components['schemas']['AgentNotFoundError']
             | components['schemas']['NoWorkflowForAgentError']
             | components['schemas']['WorkflowNotFoundError']
+            | components['schemas']['WorkflowVersionNotFoundError']
             | components['schemas']['CanvasNotFoundError'];
         };
       };
@@ -4678,6 +4771,7 @@ export interface operations {
         content: {
           'application/json':
             | components['schemas']['WorkflowNotFoundError']
+            | components['schemas']['WorkflowVersionNotFoundError']
             | components['schemas']['CanvasNotFoundError']
             | components['schemas']['RunNotFoundError'];
         };
@@ -5747,6 +5841,7 @@ export interface operations {
         content: {
           'application/json':
             | components['schemas']['WorkflowNotFoundError']
+            | components['schemas']['WorkflowVersionNotFoundError']
             | components['schemas']['CanvasNotFoundError'];
         };
       };
@@ -5856,6 +5951,7 @@ export interface operations {
             | components['schemas']['AgentNotFoundError']
             | components['schemas']['NoWorkflowForAgentError']
             | components['schemas']['WorkflowNotFoundError']
+            | components['schemas']['WorkflowVersionNotFoundError']
             | components['schemas']['CanvasNotFoundError'];
         };
       };
@@ -6872,6 +6968,229 @@ export interface operations {
       };
     };
   };
+  UpdateWorkflow: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The workflow (`id` in the workflow list, `workflowId` when it was created). */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['CreateWorkflowRequest'];
+      };
+    };
+    responses: {
+      /** @description The version made. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WorkflowVersion'];
+        };
+      };
+      /** @description Missing `name` or `steps`, not exactly one of `agentId` and `projectId`, or a body that is not JSON or has a field of the wrong type. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | components['schemas']['NameRequiredError']
+            | components['schemas']['StepsRequiredError']
+            | components['schemas']['AgentOrProjectRequiredError']
+            | components['schemas']['InvalidBodyError'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks `workflows:write`, or is limited to other workflows. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | components['schemas']['ScopeNotPermittedError']
+            | components['schemas']['WorkflowNotPermittedError'];
+        };
+      };
+      /** @description No such workflow in the team. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WorkflowNotFoundError'];
+        };
+      };
+      /** @description The body is larger than 256 KiB, or the version would not fit one stored item. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PayloadTooLargeError'];
+        };
+      };
+      /** @description An unknown node type, or a graph failing validation (repeated step key, input naming no step, ...), or (`owner_changed`) an `agentId` or `projectId` that is not the workflow's own. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | components['schemas']['UnknownNodeTypeError']
+            | components['schemas']['WorkflowValidationFailed'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+      /** @description Server failure. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServerError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  SetWorkflowStatus: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The workflow (`id` in the workflow list, `workflowId` when it was created). */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['SetWorkflowStatusRequest'];
+      };
+    };
+    responses: {
+      /** @description The workflow, with its new status. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WorkflowSummary'];
+        };
+      };
+      /** @description A body that is not JSON, or a `status` that is not `draft`, `active` or `archived`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidBodyError'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks `workflows:write`, or is limited to other workflows. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | components['schemas']['ScopeNotPermittedError']
+            | components['schemas']['WorkflowNotPermittedError'];
+        };
+      };
+      /** @description No such workflow in the team. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WorkflowNotFoundError'];
+        };
+      };
+      /** @description The body is larger than 1 KiB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PayloadTooLargeError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+      /** @description Server failure. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServerError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
   Mcp: {
     parameters: {
       query?: never;
@@ -7021,6 +7340,166 @@ export interface operations {
           'application/json':
             | components['schemas']['ScopeNotPermittedError']
             | components['schemas']['UsageNotPermittedError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  ListWorkflowVersions: {
+    parameters: {
+      query?: {
+        /** @description The most versions on the page. */
+        limit?: number;
+        /** @description The `nextCursor` of the previous page, unchanged. */
+        cursor?: string;
+      };
+      header?: never;
+      path: {
+        /** @description The workflow (`id` in the workflow list, `workflowId` when it was created). */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of versions. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ListWorkflowVersionsResponse'];
+        };
+      };
+      /** @description `limit` is not a whole number from 1 to 100, or `cursor` is not a `nextCursor` of this list. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidQueryError'] | components['schemas']['InvalidCursorError'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks the scope this operation needs. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ScopeNotPermittedError'];
+        };
+      };
+      /** @description No such workflow in the team, or one outside the workflows the key is limited to. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WorkflowNotFoundError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  GetWorkflowVersion: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The workflow (`id` in the workflow list, `workflowId` when it was created). */
+        id: string;
+        /** @description The version number, from 1. */
+        version: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The version. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WorkflowVersion'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks the scope this operation needs. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ScopeNotPermittedError'];
+        };
+      };
+      /** @description No such workflow in the team (or outside the workflows the key is limited to), or no such version. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | components['schemas']['WorkflowNotFoundError']
+            | components['schemas']['WorkflowVersionNotFoundError'];
         };
       };
       /** @description Too many requests with this key; wait `Retry-After` seconds. */
