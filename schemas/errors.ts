@@ -44,6 +44,7 @@ export const messages = {
   noWorkflowForAgent: 'No workflow found for this agent',
   runNotFound: 'Run not found',
   deferredRunNotFound: 'Deferred run not found',
+  batchNotFound: 'Batch not found',
   /**
    * Our design: a file unknown or another team's (GET /files/{fileId}), and a file link that is not,
    * or no longer, one this service made (GET /file-links/…); each reads the same whatever the cause.
@@ -224,6 +225,7 @@ export const RunNotFoundErrorSchema = fixed(messages.runNotFound);
 export type RunNotFoundErrorBody = v.InferOutput<typeof RunNotFoundErrorSchema>;
 export const DeferredRunNotFoundErrorSchema = fixed(messages.deferredRunNotFound);
 export type DeferredRunNotFoundErrorBody = v.InferOutput<typeof DeferredRunNotFoundErrorSchema>;
+export const BatchNotFoundErrorSchema = fixed(messages.batchNotFound);
 export const FileLinkNotFoundErrorSchema = fixed(messages.fileNotFound);
 export type FileLinkNotFoundErrorBody = v.InferOutput<typeof FileLinkNotFoundErrorSchema>;
 export const FileNotFoundErrorSchema = fixed(messages.fileNotFound);

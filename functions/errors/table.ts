@@ -276,6 +276,16 @@ export const RunNotFoundError = defineError('RunNotFoundError', {
   body: () => ({ error: messages.runNotFound }),
 });
 
+/** No batch of the team by that id, or none of its runs is kept any more. */
+export const BatchNotFoundError = defineError('BatchNotFoundError', {
+  facts: (batchId: string) => ({ batchId }),
+  message: (f) => `batch ${f.batchId} not found`,
+  status: 404,
+  routes: under('/batches/{batchId}'),
+  schemas: [bodies.BatchNotFoundErrorSchema],
+  body: () => ({ error: messages.batchNotFound }),
+});
+
 export const DeferredRunNotFoundError = defineError('DeferredRunNotFoundError', {
   facts: (deferredJobId: string) => ({ deferredJobId }),
   message: (f) => `deferred run ${f.deferredJobId} not found`,
@@ -549,7 +559,7 @@ export const IdempotencyKeyReusedError = defineError('IdempotencyKeyReusedError'
   facts: none,
   message: () => 'Idempotency-Key reused with another body',
   status: 422,
-  routes: runStarts,
+  routes: [...runStarts, 'StartRunBatch'],
   schemas: [bodies.IdempotencyKeyReusedErrorSchema],
   body: () => ({ error: messages.idempotencyKeyReused }),
 });
