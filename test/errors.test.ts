@@ -25,6 +25,7 @@ import {
   AgentNotFoundError,
   AgentOrProjectNotFoundError,
   AgentOrProjectRequiredError,
+  BatchNotFoundError,
   CallbackUrlInvalidError,
   CanvasNotFoundError,
   CreateWorkflowNotPermittedError,
@@ -206,6 +207,7 @@ const cases: Case[] = [
   { error: new AgentOrProjectNotFoundError(), status: 404, schema: bodies.AgentOrProjectNotFoundErrorSchema },
   { error: new RunNotFoundError(jobId), status: 404, schema: bodies.RunNotFoundErrorSchema },
   { error: new DeferredRunNotFoundError(jobId), status: 404, schema: bodies.DeferredRunNotFoundErrorSchema },
+  { error: new BatchNotFoundError(jobId), status: 404, schema: bodies.BatchNotFoundErrorSchema },
   { error: new FileLinkNotFoundError(), status: 404, schema: bodies.FileLinkNotFoundErrorSchema },
   {
     error: new RunInProgressError(jobId),
