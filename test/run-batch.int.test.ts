@@ -5,9 +5,13 @@
  * is exact (each accepted item holds its own estimate); the batch counts once against the rate
  * limit and each run against the monthly cap; an Idempotency-Key replays the whole batch.
  */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runBatchPartition } from '../functions/store/keys.ts';
+import { createClient } from '../packages/client/src/index.ts';
+import { runCli } from './support/cli.ts';
 import { api, chainPrice, expectBalanced, ledgerOf, pairPrice, pairSteps } from './support/runs.ts';
 import {
   addKey,
@@ -250,4 +254,42 @@ describe('the batch body', () => {
     const array = await api(stack.baseUrl, 'POST', '/runs/batch', { key: team.key, body: [] });
     expect(array.status).toBe(400);
   });
+});
+
+describe('the typed client and the CLI', () => {
+  it('starts a batch and reads it with the client, and with `batch start`, `batch show` and `runs list --batch-id`', async () => {
+    const team = await seedUnthrottledTeam(stack.deps, 10);
+    const ids = await pairWorkflows(team, 4);
+    const client = createClient({ baseUrl: stack.baseUrl, apiKey: team.key });
+    const started = await client.startRunBatch([{ workflowId: ids[0] }, { workflowId: ids[1], tags: ['client'] }], {
+      idempotencyKey: 'client-batch',
+    });
+    expect(started.results.map((r) => r.status)).toEqual([200, 200]);
+    const batch = await client.getBatch(started.batchId);
+    expect(batch.counts.queued).toBe(2);
+    const listed = await client.listRuns({ batchId: started.batchId });
+    expect(listed.runs).toHaveLength(2);
+
+    const file = join(process.env.TMPDIR ?? '/tmp', `batch-${team.teamId}.json`);
+    // One item refused (an unknown workflow): the others start, and the exit code says so.
+    writeFileSync(
+      file,
+      JSON.stringify({ runs: [{ workflowId: ids[2] }, { workflowId: '00000000-0000-4000-8000-000000000000' }] }),
+    );
+    const cli = await runCli({ baseUrl: stack.baseUrl, key: team.key }, ['batch', 'start', '--file', file]);
+    expect(cli.code, cli.stderr).toBe(1);
+    const batchId = /batchId: (\S+)/.exec(cli.stdout)?.[1] ?? '';
+    expect(cli.stdout).toContain('404');
+    const shown = await runCli({ baseUrl: stack.baseUrl, key: team.key }, ['--json', 'batch', 'show', batchId]);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(JSON.parse(shown.stdout).counts.queued).toBe(1);
+    const runsOf = await runCli({ baseUrl: stack.baseUrl, key: team.key }, [
+      '--json',
+      'runs',
+      'list',
+      '--batch-id',
+      batchId,
+    ]);
+    expect(JSON.parse(runsOf.stdout).runs).toHaveLength(1);
+  }, 120_000);
 });
