@@ -35,6 +35,19 @@ const replaceWebhookReason =
   '`cancelReplaced`); test/run-queue.int.test.ts exercises it on RunWorkflow.';
 const notExercised: Record<string, Record<string, string>> = {
   RunAgent: { 'dynamodb:DeleteItem': replaceReason, 'sqs:SendMessage': replaceWebhookReason },
+  StartRunBatch: {
+    'dynamodb:DeleteItem': replaceReason,
+    'sqs:SendMessage': replaceWebhookReason,
+    's3:GetObject':
+      "A batch item reads an upload given as a file input with the run start's own code (functions/app/run-inputs.ts); " +
+      'test/file-inputs.int.test.ts exercises it on RunWorkflow.',
+    's3:DeleteObject':
+      "A batch item checks a file input with the run start's own code (functions/app/run-inputs.ts), which deletes a " +
+      'rejected upload; test/file-inputs.int.test.ts exercises it on RunWorkflow.',
+    's3:PutObject':
+      "A batch item copies an upload given as a file input with the run start's own code (functions/app/run-inputs.ts); " +
+      'test/file-inputs.int.test.ts exercises it on RunWorkflow.',
+  },
   ResumeRun: {
     'dynamodb:DeleteItem': replaceReason,
     'sqs:SendMessage': replaceWebhookReason,

@@ -168,10 +168,14 @@ describe('each item is its single start', () => {
     expect(results[6]?.status).toBe(202);
     expect(results[6]?.body).toMatchObject({ deferred: true, workflowId: second });
     expect([200, 202]).toContain(results[7]?.status);
+    // An item that queues behind the run in progress: 202, its place, its estimate held.
+    const queued = resultsOf(await postBatch(team.key, [{ workflowId: first, onConflict: 'queue' }]))[0];
+    expect(queued?.status).toBe(202);
+    expect(queued?.body).toMatchObject({ queuePosition: 1, status: 'queued' });
     const ledger = await ledgerOf(stack.deps, team.teamId);
     expectBalanced(ledger);
-    // Two runs held (the first workflow's, the agent's), and the single start's refusals held nothing.
-    expect(ledger.held).toBe(2 * pairPrice);
+    // Three runs held (the first workflow's, the agent's, the queued one), and the refusals held nothing.
+    expect(ledger.held).toBe(3 * pairPrice);
   }, 120_000);
 
   it('counts each accepted run against the monthly cap', async () => {
