@@ -492,6 +492,13 @@ beforeAll(async () => {
     body: { name: 'notes.txt', contentType: 'text/plain', size: 5 },
   });
   expect(file.status).toBe(201);
+  // A batch of one run, so GetBatch and `GET /runs?batchId=` meet an id of the team's.
+  const batch = await call(stack.baseUrl, '/runs/batch', {
+    key: team.key,
+    method: 'POST',
+    body: { runs: [{ workflowId: await createWorkflow(stack, team, pairSteps, 'Batch') }] },
+  });
+  expect(batch.status).toBe(200);
   // A webhook endpoint (a public URL: nothing is POSTed), so its routes meet an id that exists.
   const endpoint = await call(stack.baseUrl, '/webhook-endpoints', {
     key: team.key,
@@ -511,6 +518,7 @@ beforeAll(async () => {
     other.agentId,
     '7d444840-9dc0-11d1-b245-5ffdce74fad2',
     String(endpoint.body.endpointId),
+    String(batch.body.batchId),
   ];
   auths = {
     'full key': `Bearer ${team.key}`,
