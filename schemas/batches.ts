@@ -18,7 +18,7 @@ import {
   RunStartedResponseSchema,
 } from './runs.ts';
 
-/** The most items one batch takes (as Cloudflare Workflows' `createBatch`). */
+/** The most items one batch takes: 100 answers fit one response, and one function's 10 s, with room. */
 export const maxBatchItems = 100;
 
 export const batchMessages = {
