@@ -10,9 +10,10 @@ import { join } from 'node:path';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runBatchPartition } from '../functions/store/keys.ts';
+import { setLiveMultiplier } from '../functions/store/price-multiplier.ts';
 import { createClient } from '../packages/client/src/index.ts';
 import { runCli } from './support/cli.ts';
-import { api, chainPrice, expectBalanced, ledgerOf, pairPrice, pairSteps } from './support/runs.ts';
+import { api, chainPrice, dispatcherHandler, expectBalanced, ledgerOf, pairPrice, pairSteps } from './support/runs.ts';
 import {
   addKey,
   chainSteps,
@@ -295,5 +296,36 @@ describe('the typed client and the CLI', () => {
       batchId,
     ]);
     expect(JSON.parse(runsOf.stdout).runs).toHaveLength(1);
+  }, 120_000);
+});
+
+describe('a deferred item', () => {
+  it('carries the batch to the run it becomes, which the batch then counts', async () => {
+    const team = await seedUnthrottledTeam(stack.deps, 10);
+    const [now, later] = await pairWorkflows(team, 2);
+    await setLiveMultiplier(stack.deps, 2);
+    try {
+      const answer = await postBatch(team.key, [
+        { workflowId: now },
+        { workflowId: later, defer: true, maxMultiplier: 0.5 },
+      ]);
+      const [started, deferred] = resultsOf(answer);
+      expect([started?.status, deferred?.status]).toEqual([200, 202]);
+      const batchId = answer.body.batchId as string;
+      // Waiting, it is no run yet: the batch counts the one that started.
+      const before = await api(stack.baseUrl, 'GET', `/batches/${batchId}`, { key: team.key });
+      expect(before.body.jobIds).toEqual([started?.body.jobId]);
+      await setLiveMultiplier(stack.deps, 0.5);
+      await dispatcherHandler(stack.deps)();
+      const read = await api(stack.baseUrl, 'GET', `/deferred-runs/${deferred?.body.deferredJobId}`, { key: team.key });
+      expect(read.body.status).toBe('dispatched');
+      const run = await api(stack.baseUrl, 'GET', `/runs/${read.body.jobId}`, { key: team.key });
+      expect(run.body.batchId).toBe(batchId);
+      const after = await api(stack.baseUrl, 'GET', `/batches/${batchId}`, { key: team.key });
+      expect([...(after.body.jobIds as string[])].sort()).toEqual([started?.body.jobId, read.body.jobId].sort());
+      expect((after.body.counts as Record<string, number>).queued).toBe(2);
+    } finally {
+      await setLiveMultiplier(stack.deps, null);
+    }
   }, 120_000);
 });
