@@ -660,6 +660,21 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
       event: async () =>
         apiEvent(routeById('GetWorkflowVersion'), { key, pathParameters: { id: await newWorkflow(), version: '1' } }),
     },
+    // A batch of two run starts, of two new workflows: each item a RunWorkflow's start.
+    StartRunBatch: {
+      event: async () =>
+        apiEvent(routeById('StartRunBatch'), {
+          key,
+          body: { runs: [{ workflowId: await newWorkflow() }, { workflowId: await newWorkflow() }] },
+        }),
+    },
+    // A batch's read: its entries' Query and its runs' BatchGetItem.
+    GetBatch: {
+      event: async () => {
+        const started = await call('POST', '/runs/batch', { runs: [{ workflowId: await newWorkflow() }] });
+        return apiEvent(routeById('GetBatch'), { key, pathParameters: { batchId: String(started.batchId) } });
+      },
+    },
   };
   // A keyed GET with no path parameter needs nothing set up: its first request is the key's (the
   // team's workflows, its stored bytes). A route of any other kind names its scenario above.

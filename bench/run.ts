@@ -22,6 +22,7 @@ import { startDynamoDb, startSqsS3 } from '../local/emulators.ts';
 import { localDeps } from '../local/local-deps.ts';
 import { provision } from '../local/provision.ts';
 import type { ServerStats } from './api-server.ts';
+import { benchBatch } from './batch.ts';
 import { benchColdStarts } from './cold-start.ts';
 import { benchCost } from './cost.ts';
 import { benchDispatcher } from './deferred.ts';
@@ -65,6 +66,7 @@ const allSections = [
   'saturation',
   'endpoints',
   'usage',
+  'batch',
 ];
 const saturationRates = (process.env.BENCH_SATURATION_RATES ?? '2,4,8,16')
   .split(',')
@@ -392,6 +394,7 @@ const main = async () => {
   if (sections.has('endpoints')) await benchEndpointDeliveries({ resources, chainLength });
   if (sections.has('hotkey')) await benchHotKey({ deps, resources, targets, cleanups });
   if (sections.has('usage')) await benchUsage({ resources });
+  if (sections.has('batch')) await benchBatch({ resources, items: Number(process.env.BENCH_BATCH_ITEMS ?? 100) });
   if (sections.has('saturation')) {
     const server = await startServerProcess(resources);
     cleanups.push(() => server.stop());

@@ -167,6 +167,32 @@ const table = [
     grants: { table: ['GetItem', 'UpdateItem', 'PutItem', 'Query', 'BatchGetItem'], indexes: ['GSI5'] },
   },
   {
+    // Each item is a run start (RunWorkflow's or RunAgent's grants); the batch's own Idempotency-Key
+    // is read with GetItem and its whole answer remembered with PutItem.
+    id: 'StartRunBatch',
+    method: 'POST',
+    path: '/runs/batch',
+    entry: 'functions/api/start-run-batch.ts',
+    scope: 'runs:create',
+    body: true,
+    grants: {
+      table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'],
+      stepsQueue: 'send',
+      webhooksQueue: 'send',
+      uploads: ['GetObject', 'DeleteObject'],
+      bucket: ['PutObject'],
+    },
+  },
+  {
+    // Query: the batch's entries; BatchGetItem: those runs' statuses.
+    id: 'GetBatch',
+    method: 'GET',
+    path: '/batches/{batchId}',
+    entry: 'functions/api/get-batch.ts',
+    scope: 'runs:read',
+    grants: { table: ['GetItem', 'UpdateItem', 'Query', 'BatchGetItem'] },
+  },
+  {
     id: 'ListDeferredRuns',
     method: 'GET',
     path: '/deferred-runs',

@@ -48,6 +48,7 @@ export const messages = {
   runNotFound: 'Run not found',
   deferredRunNotFound: 'Deferred run not found',
   stepNotFound: 'Step not found',
+  batchNotFound: 'Batch not found',
   /**
    * Our design: a file unknown or another team's (GET /files/{fileId}), and a file link that is not,
    * or no longer, one this service made (GET /file-links/…); each reads the same whatever the cause.
@@ -234,6 +235,7 @@ export const StepNotFoundErrorSchema = fixed(messages.stepNotFound);
 export type StepNotFoundErrorBody = v.InferOutput<typeof StepNotFoundErrorSchema>;
 export const DeferredRunNotFoundErrorSchema = fixed(messages.deferredRunNotFound);
 export type DeferredRunNotFoundErrorBody = v.InferOutput<typeof DeferredRunNotFoundErrorSchema>;
+export const BatchNotFoundErrorSchema = fixed(messages.batchNotFound);
 export const FileLinkNotFoundErrorSchema = fixed(messages.fileNotFound);
 export type FileLinkNotFoundErrorBody = v.InferOutput<typeof FileLinkNotFoundErrorSchema>;
 export const FileNotFoundErrorSchema = fixed(messages.fileNotFound);

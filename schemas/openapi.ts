@@ -23,6 +23,7 @@ import type {
 } from 'openapi3-ts/oas31';
 import * as v from 'valibot';
 import { basePath, type RouteId, routeById, routes } from '../platform/routes.ts';
+import { batchComponents, batchOperations } from './batches.ts';
 import { creditComponents, creditOperations } from './credits.ts';
 import { deferredRunComponents, deferredRunListComponents, deferredRunOperations } from './deferred-runs.ts';
 import { DeliveryPendingErrorSchema, deliveryComponents, deliveryOperations } from './deliveries.ts';
@@ -84,6 +85,7 @@ export const componentSchemas = {
   ...workflowDescriptionComponents,
   ...mcpComponents,
   ...runStepComponents,
+  ...batchComponents,
   NameRequiredError: errors.NameRequiredErrorSchema,
   StepsRequiredError: errors.StepsRequiredErrorSchema,
   AgentOrProjectRequiredError: errors.AgentOrProjectRequiredErrorSchema,
@@ -354,6 +356,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       ...mcpOperations,
       ...usageOperations,
       ...runStepOperations,
+      ...batchOperations,
     ]),
     {
       operationId: 'ProviderWebhook',

@@ -475,6 +475,10 @@ export const RunSchema = v.strictObject({
   workflowVersion: v.optional(
     v.pipe(v.number(), v.integer(), v.minValue(1), v.description('Our design: the version of its workflow it runs.')),
   ),
+  /** Ours: the batch that started it (POST /runs/batch); absent otherwise. */
+  batchId: v.optional(
+    v.pipe(UuidSchema, v.description('Our design: the batch that started it (Start a batch of runs).')),
+  ),
 });
 export type Run = v.InferOutput<typeof RunSchema>;
 
@@ -661,6 +665,17 @@ const tagParameter: DocumentedParameter = {
   schema: TagSchema,
 };
 
+/** GET /runs only: the runs a batch started (POST /runs/batch), read from the batch's own entries. */
+const batchIdParameter: DocumentedParameter = {
+  name: 'batchId',
+  in: 'query',
+  required: false,
+  description:
+    'Only runs started by this batch (Start a batch of runs). Combines with `workflowId` and `status` as `tag` ' +
+    "does; not with `tag`. Another team's batch lists nothing.",
+  schema: UuidSchema,
+};
+
 /** The words of the two lists for their 400. */
 export const listErrorWords = {
   400: 'A filter, `limit` or `cursor` this list does not take (a cursor of another team or other filters, or altered).',
@@ -787,7 +802,7 @@ export const runOperations: OperationSpec[] = [
       'Lists the team runs, newest first, as summaries (no steps or output: Get a run reads those), a page at a ' +
       'time. A key limited to certain workflows sees only their runs. A run reads as `queued` here until a step ' +
       'has finished (Get a run says `claimed` once a worker has taken one). Reading never spends credits.',
-    parameters: [...listQueryParameters(listedRunStatuses), tagParameter],
+    parameters: [...listQueryParameters(listedRunStatuses), tagParameter, batchIdParameter],
     responses: { 200: jsonResponse('A page of runs.', 'ListRunsResponse') },
     errorWords: listErrorWords,
   },

@@ -859,6 +859,7 @@ describe('cdk app', { timeout: 120_000 }, () => {
       expect(entries.filter((e) => e.access.uploads?.includes('DeleteObject')).map((e) => e.id)).toEqual([
         'RunWorkflow',
         'RunAgent',
+        'StartRunBatch',
         'ResumeRun',
         'GetFile',
         'EstimateWorkflowRun',
@@ -874,6 +875,7 @@ describe('cdk app', { timeout: 120_000 }, () => {
         // A replacing start (`onConflict: "replace"`) settles the run it cancels: its lock, a queue entry.
         'RunWorkflow',
         'RunAgent',
+        'StartRunBatch',
         'CancelRun',
         'ResumeRun',
         // Deleting a team's webhook endpoint.

@@ -25,6 +25,7 @@ import {
   AgentNotFoundError,
   AgentOrProjectNotFoundError,
   AgentOrProjectRequiredError,
+  BatchNotFoundError,
   CallbackUrlInvalidError,
   CanvasNotFoundError,
   CreateWorkflowNotPermittedError,
@@ -216,6 +217,7 @@ const cases: Case[] = [
   { error: new RunNotFoundError(jobId), status: 404, schema: bodies.RunNotFoundErrorSchema },
   { error: new DeferredRunNotFoundError(jobId), status: 404, schema: bodies.DeferredRunNotFoundErrorSchema },
   { error: new StepNotFoundError(jobId, 'image'), status: 404, schema: bodies.StepNotFoundErrorSchema },
+  { error: new BatchNotFoundError(jobId), status: 404, schema: bodies.BatchNotFoundErrorSchema },
   { error: new FileLinkNotFoundError(), status: 404, schema: bodies.FileLinkNotFoundErrorSchema },
   {
     error: new RunInProgressError(jobId),

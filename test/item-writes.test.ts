@@ -56,6 +56,7 @@ import {
   storedPrice,
   storedProject,
   storedRun,
+  storedRunBatch,
   storedRunTag,
   storedServerSecret,
   storedStep,
@@ -306,6 +307,7 @@ const definitions = {
   runTokenKey: storedServerSecret,
   upload: storedUpload,
   runTag: storedRunTag,
+  runBatch: storedRunBatch,
   stepEventCount: storedStepEventCount,
   storedBytes: storedStoredBytes,
   teamSteps: storedTeamSteps,
@@ -347,6 +349,7 @@ const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definition
   if (PK.startsWith('TEAMSTEPS#')) return 'teamSteps';
   if (PK.startsWith('STREAMS#')) return 'streamSlots';
   if (PK.startsWith('RUNTAG#')) return 'runTag';
+  if (PK.startsWith('RUNBATCH#')) return 'runBatch';
   if (PK.startsWith('WFQUEUE#')) return 'workflowQueueEntry';
   if (PK.startsWith('USAGE#')) return 'usageRollup';
   const kind = bySk.find(([pattern]) => pattern.test(SK))?.[1];
@@ -496,6 +499,7 @@ function newRun(jobId: string): NewRun {
     idempotency: { keyHash: 'k', requestHash: 'r', response: { body: { jobId } }, expiresAt: 1_900_000_000 },
     deferredJobId: null,
     labels: { metadata: { order: 'A-1' }, tags: ['vip', 'order:A-1'] },
+    batchId: '00000000-0000-4000-8000-0000000000b1',
   };
 }
 

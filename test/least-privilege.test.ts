@@ -53,6 +53,19 @@ const notExercised: Record<string, Record<string, string>> = {
       "A tool call checks a file input with the run start's own code, which deletes a rejected upload; " +
       'test/file-inputs.int.test.ts exercises it on RunWorkflow.',
   },
+  StartRunBatch: {
+    'dynamodb:DeleteItem': replaceReason,
+    'sqs:SendMessage': replaceWebhookReason,
+    's3:GetObject':
+      "A batch item reads an upload given as a file input with the run start's own code (functions/app/run-inputs.ts); " +
+      'test/file-inputs.int.test.ts exercises it on RunWorkflow.',
+    's3:DeleteObject':
+      "A batch item checks a file input with the run start's own code (functions/app/run-inputs.ts), which deletes a " +
+      'rejected upload; test/file-inputs.int.test.ts exercises it on RunWorkflow.',
+    's3:PutObject':
+      "A batch item copies an upload given as a file input with the run start's own code (functions/app/run-inputs.ts); " +
+      'test/file-inputs.int.test.ts exercises it on RunWorkflow.',
+  },
   ResumeRun: {
     'dynamodb:DeleteItem': replaceReason,
     'sqs:SendMessage': replaceWebhookReason,

@@ -59,6 +59,7 @@ const dispatchOne = async (deps: Deps, deferred: DeferredRunItem, multiplier: nu
       multiplier,
       idempotency: null,
       deferredJobId: deferred.deferredJobId,
+      batchId: deferred.batchId,
       // The uploads its inputs named, copied now, once admitted (a deferred run stored before copies
       // were made at dispatch holds its copies already: the run keeps those).
       inputFiles: async (newJobId) => ({

@@ -35,6 +35,8 @@ interface ListParams {
   cursor: string | null;
   /** GET /runs only: the runs started with this tag. */
   tag: string | null;
+  /** GET /runs only: the runs started by this batch (POST /runs/batch). */
+  batchId: string | null;
 }
 
 /** A list's `limit`, checked (InvalidQueryError), or the default: every paged list takes it so. */
@@ -53,6 +55,10 @@ const listParams = (query: ListQueryString, statuses: readonly string[], takesTa
   if (tag !== null && !v.is(TagSchema, tag)) {
     throw new InvalidQueryError(`tag must be 1 to ${runTagLimits.tagLength} characters: ${tagCharacters}`);
   }
+  const batchId = takesTag ? (query?.batchId?.toLowerCase() ?? null) : null;
+  if (batchId !== null && !v.is(UuidSchema, batchId)) throw new InvalidQueryError('batchId must be a uuid');
+  // Each is a list of its own (its own partition): one at a time.
+  if (batchId !== null && tag !== null) throw new InvalidQueryError('batchId and tag cannot be combined');
   // Ids are written in lower case; one spelling, so a cursor's filters compare equal.
   const workflow = workflowId === undefined ? null : workflowId.toLowerCase();
   if (workflow !== null && !v.is(UuidSchema, workflow)) throw new InvalidQueryError('workflowId must be a uuid');
@@ -60,11 +66,13 @@ const listParams = (query: ListQueryString, statuses: readonly string[], takesTa
     throw new InvalidQueryError(`status must be one of ${statuses.join(', ')}`);
   }
   const size = pageLimit(limit);
-  return { workflowId: workflow, status: status ?? null, limit: size, cursor: cursor ?? null, tag };
+  return { workflowId: workflow, status: status ?? null, limit: size, cursor: cursor ?? null, tag, batchId };
 };
 
 /** The read of one page, given its checked filters: the list's index, or (runs only) a tag's items. */
-type PageRead = (filters: Omit<RunListQuery, 'list'> & { tag: string | null }) => Promise<RunListPage>;
+type PageRead = (
+  filters: Omit<RunListQuery, 'list'> & { tag: string | null; batchId: string | null },
+) => Promise<RunListPage>;
 
 /**
  * One page of the team's runs or deferred runs, newest first: the entries the page's one Query
@@ -87,6 +95,7 @@ const listPage = async (
     workflowId: params.workflowId,
     status: params.status,
     runTag: params.tag,
+    batchId: params.batchId,
   };
   const secret = await cursorSigningSecret(deps);
   const startKey = params.cursor === null ? null : openCursor(secret, scope, params.cursor);
@@ -102,6 +111,7 @@ const listPage = async (
     limit: params.limit,
     startKey,
     tag: params.tag,
+    batchId: params.batchId,
   });
   return { entries: page.entries, nextCursor: page.lastKey ? signCursor(secret, scope, page.lastKey) : null };
 };
@@ -126,8 +136,12 @@ const runSummary = (item: Record<string, unknown>): RunSummary => {
 
 /** GET /runs: the team's runs, newest first, as summaries. */
 export const listRuns = async (deps: Deps, lister: Lister, query: ListQueryString): Promise<ListRunsResponse> => {
-  const page = await listPage(deps, lister, 'runs', query, listedRunStatuses, ({ tag, ...filters }) =>
-    tag === null ? queryRunList(deps, { list: 'runs', ...filters }) : queryRunTagPage(deps, { ...filters, tag }),
+  const page = await listPage(deps, lister, 'runs', query, listedRunStatuses, ({ tag, batchId, ...filters }) =>
+    tag !== null
+      ? queryRunTagPage(deps, { ...filters, tag })
+      : batchId !== null
+        ? queryRunTagPage(deps, { ...filters, batchId })
+        : queryRunList(deps, { list: 'runs', ...filters }),
   );
   return { runs: page.entries.map(runSummary), nextCursor: page.nextCursor };
 };
@@ -138,8 +152,13 @@ export const listDeferredRuns = async (
   lister: Lister,
   query: ListQueryString,
 ): Promise<ListDeferredRunsResponse> => {
-  const page = await listPage(deps, lister, 'deferred-runs', query, deferredRunStatuses, ({ tag: _tag, ...filters }) =>
-    queryRunList(deps, { list: 'deferred-runs', ...filters }),
+  const page = await listPage(
+    deps,
+    lister,
+    'deferred-runs',
+    query,
+    deferredRunStatuses,
+    ({ tag: _t, batchId: _b, ...filters }) => queryRunList(deps, { list: 'deferred-runs', ...filters }),
   );
   return {
     deferredRuns: page.entries.map((item) => deferredView(parseItem(DeferredListEntrySchema, item))),

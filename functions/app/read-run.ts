@@ -163,6 +163,8 @@ export const readRunAndItems = async (
     ...runLabels(run),
     // Ours: the run a resume started from.
     ...(run.resumedFrom !== undefined && { resumedFrom: run.resumedFrom }),
+    // Ours: the batch that started it (POST /runs/batch).
+    ...(run.batchId !== undefined && { batchId: run.batchId }),
     // Ours: why it ended, when its status alone does not say (its deadline).
     ...(run.endReason !== undefined && { endReason: run.endReason }),
     // Ours: the workflow version it runs.

@@ -251,6 +251,8 @@ export interface CommitInput {
   inputFiles?: Record<string, InputFile> | ((jobId: string) => Promise<Record<string, InputFile>>);
   /** Set on a resume (functions/app/resume-run.ts): only the plan's steps are priced, checked and run. */
   resume?: RunResume;
+  /** The batch that started it (POST /runs/batch), written on the run and beside it. */
+  batchId?: string | undefined;
 }
 
 /** What `onConflict` made of a start that met a run in progress: it waits (`queue`), or it replaced that run. */
@@ -355,6 +357,7 @@ export const commitRun = async (deps: Deps, input: CommitInput): Promise<Committ
       extraItems: input.extraItems,
       ...(resume && { resumed: { from: resume.resumedFrom, carried: resume.plan.carried } }),
       deadlineSeconds: request.deadlineSeconds,
+      batchId: input.batchId,
     };
     try {
       if (!busy) {
@@ -432,6 +435,8 @@ export interface RunStart {
   idempotencyKey: string | undefined;
   /** The route and its path parameters: the same key sent to another route or workflow is another request. */
   target: RequestTarget;
+  /** Set for an item of a batch (functions/app/start-batch.ts): the run, or deferred run, carries it. */
+  batchId?: string | undefined;
 }
 
 /**
@@ -557,6 +562,7 @@ const startRunFor = (
         request: { ...request, version: workflow.version },
         inputUploads: uploadsByKey(uploads),
         idempotency: rememberFor(answer),
+        batchId: start.batchId,
       });
       return answer;
     }
@@ -567,6 +573,7 @@ const startRunFor = (
       request,
       multiplier: startNowMultiplier,
       deferredJobId: null,
+      batchId: start.batchId,
       inputFiles: uploads.length > 0 ? (jobId) => holdFileInputs(deps, key.teamId, jobId, uploads) : {},
       idempotency: (jobId, estimate, conflict) => {
         answer = committedAnswer(

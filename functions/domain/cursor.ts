@@ -23,6 +23,8 @@ export interface ListCursorScope {
   status: string | null;
   /** GET /runs?tag= (not the cursor's HMAC tag): a cursor of one tag's list opens no other list. */
   runTag?: string | null;
+  /** GET /runs?batchId=: a cursor of one batch's list opens no other list. */
+  batchId?: string | null;
 }
 
 /** The pages of one run's `output` (GET /runs/{jobId}?output_cursor=…): its team and its id. */
@@ -47,6 +49,9 @@ const maxCursorLength = 1024;
 const signedText = (scope: CursorScope, payload: string): string => {
   if (scope.list === 'run-output') return JSON.stringify(['v1', scope.list, scope.teamId, scope.jobId, payload]);
   const filters = [scope.list, scope.teamId, scope.workflowId, scope.status];
+  if (scope.batchId !== undefined && scope.batchId !== null) {
+    return JSON.stringify(['v3', ...filters, scope.runTag ?? null, scope.batchId, payload]);
+  }
   return JSON.stringify(
     scope.runTag === undefined || scope.runTag === null
       ? ['v1', ...filters, payload]

@@ -311,6 +311,16 @@ export const StepNotFoundError = defineError('StepNotFoundError', {
   body: () => ({ error: messages.stepNotFound }),
 });
 
+/** No batch of the team by that id, or none of its runs is kept any more. */
+export const BatchNotFoundError = defineError('BatchNotFoundError', {
+  facts: (batchId: string) => ({ batchId }),
+  message: (f) => `batch ${f.batchId} not found`,
+  status: 404,
+  routes: under('/batches/{batchId}'),
+  schemas: [bodies.BatchNotFoundErrorSchema],
+  body: () => ({ error: messages.batchNotFound }),
+});
+
 export const DeferredRunNotFoundError = defineError('DeferredRunNotFoundError', {
   facts: (deferredJobId: string) => ({ deferredJobId }),
   message: (f) => `deferred run ${f.deferredJobId} not found`,
@@ -584,7 +594,7 @@ export const IdempotencyKeyReusedError = defineError('IdempotencyKeyReusedError'
   facts: none,
   message: () => 'Idempotency-Key reused with another body',
   status: 422,
-  routes: runStarts,
+  routes: [...runStarts, 'StartRunBatch'],
   schemas: [bodies.IdempotencyKeyReusedErrorSchema],
   body: () => ({ error: messages.idempotencyKeyReused }),
 });

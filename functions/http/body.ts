@@ -1,5 +1,6 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import * as v from 'valibot';
+import { BatchEnvelopeSchema, BatchItemTargetSchema, batchMessages } from '../../schemas/batches.ts';
 import { issueMessage } from '../../schemas/common.ts';
 import { messages } from '../../schemas/errors.ts';
 import {
@@ -164,19 +165,52 @@ const withStartByWhereItCounts = (request: RunRequest): RunRequest => {
   return request;
 };
 
-/** The run-start body: CallbackUrlInvalidError for callbackUrl (spec 422), InvalidBodyError for any other field. */
-export const parseRunRequest = (event: APIGatewayProxyEventV2): RunRequest =>
-  parseRunRequestBody(readJsonBody(event, { maxBytes: maxRunBodyBytes, emptyAs: {} }));
-
-/** A run start's body already read (a tool call's, functions/http/mcp.ts), checked as `parseRunRequest` checks one. */
-export const parseRunRequestBody = (body: unknown): RunRequest =>
+/**
+ * A run start's parsed JSON, read as a start reads it: CallbackUrlInvalidError for callbackUrl (spec
+ * 422), InvalidBodyError for any other field. Also each item of a batch (`parseBatchItem`).
+ */
+export const parseRunBody = (body: unknown): RunRequest =>
   withStartByWhereItCounts(
     withWebhookTarget(
-      parseWith(RunRequestSchema, body, {
-        [messages.callbackUrlInvalid]: () => new CallbackUrlInvalidError(),
-      }),
+      parseWith(RunRequestSchema, body, { [messages.callbackUrlInvalid]: () => new CallbackUrlInvalidError() }),
     ),
   );
+
+/** The run-start body of a request. */
+export const parseRunRequest = (event: APIGatewayProxyEventV2): RunRequest =>
+  parseRunBody(readJsonBody(event, { maxBytes: maxRunBodyBytes, emptyAs: {} }));
+
+/**
+ * Largest batch body (POST /runs/batch): 100 items of a few KiB each fit; a Lambda request is at
+ * most 6 MB, and each item is still held to a single start's 64 KiB (`parseBatchItem`).
+ */
+const maxBatchBodyBytes = 1024 * 1024;
+
+/** The batch's envelope: `runs`, 1 to 100 items, each left for `parseBatchItem`. */
+export const parseBatchRequest = (event: APIGatewayProxyEventV2): unknown[] =>
+  parseWith(BatchEnvelopeSchema, readJsonBody(event, { maxBytes: maxBatchBodyBytes })).runs;
+
+/** What a batch item names besides its run start's body: the workflow or agent, and its own Idempotency-Key. */
+export type BatchItemTarget = v.InferOutput<typeof BatchItemTargetSchema>;
+
+/**
+ * One item of a batch, read as its single start reads its body (the same 413, 400s and 422), with
+ * its target (exactly one of `workflowId` and `agentId`) and its optional `idempotencyKey`.
+ */
+export const parseBatchItem = (item: unknown): { target: BatchItemTarget; request: RunRequest } => {
+  if (Buffer.byteLength(JSON.stringify(item)) > maxRunBodyBytes) throw new PayloadTooLargeError(maxRunBodyBytes);
+  // Not an object: refused as a start refuses such a body.
+  if (item === null || typeof item !== 'object' || Array.isArray(item))
+    return { target: {}, request: parseRunBody(item) };
+  const { workflowId, agentId, idempotencyKey, ...body } = item as Record<string, unknown>;
+  // The rest is exactly a run start's body, read by its own rules, first (as a start reads its body before its path).
+  const request = parseRunBody(body);
+  const target = parseWith(BatchItemTargetSchema, { workflowId, agentId, idempotencyKey });
+  if ((target.workflowId === undefined) === (target.agentId === undefined)) {
+    throw new InvalidBodyError(`workflowId: ${batchMessages.target}`);
+  }
+  return { target, request };
+};
 
 /** The resume body (POST /runs/{jobId}/resume): the run start's fields it takes, read as a run start reads them. */
 export const parseResumeRequest = (event: APIGatewayProxyEventV2): ResumeRunRequest =>

@@ -20,7 +20,7 @@ import {
 } from '../domain/mcp-tools.ts';
 import { InvalidBodyError } from '../errors/table.ts';
 import type { ApiKeyItem } from '../store/items.ts';
-import { parseRunRequestBody, parseWith, readJsonBody } from './body.ts';
+import { parseRunBody, parseWith, readJsonBody } from './body.ts';
 import { answerOfError } from './error-map.ts';
 import { waitOf } from './prefer-wait.ts';
 import type { HttpResult } from './response.ts';
@@ -91,7 +91,7 @@ const mcpServer = (deps: Deps, key: ApiKeyItem, context: Pick<Context, 'getRemai
     // A name no tool has is the protocol's error, not a tool's (MCP tools: "Unknown tools").
     if (!workflowId) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
     return refusing(async () => {
-      const start = parseRunRequestBody({ inputs: args, onConflict: 'queue' });
+      const start = parseRunBody({ inputs: args, onConflict: 'queue' });
       const answer = await callWorkflowTool(deps, key, workflowId, start, waitOf(deps, context, maxWaitSeconds));
       return answer.kind === 'run' ? runToolResult(answer.run) : startedToolResult(answer.started);
     });

@@ -3,10 +3,13 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { idempotencyKeyHeader } from '../../schemas/runs.ts';
 import { type RunWait, waitsForStart, withEndedRun } from '../app/run-wait.ts';
 import type { RunStart, RunStartAnswer } from '../app/start-run.ts';
+import type { ItemOutcome, ItemResult } from '../app/start-run-batch.ts';
 import type { Deps } from '../deps.ts';
+import { logger } from '../observability/logger.ts';
 import { metrics } from '../observability/metrics.ts';
 import type { ApiKeyItem } from '../store/items.ts';
 import { parseRunRequest } from './body.ts';
+import { errorMapping, errorResponse } from './error-map.ts';
 import { keyedHandler } from './keyed-handler.ts';
 import { apiLocation, requestedWait, waitAppliedHeaders } from './prefer-wait.ts';
 import { accepted, type HttpResult, ok } from './response.ts';
@@ -64,3 +67,24 @@ export const runStartHandler = (
     // A started run is counted (countRunStarted): published at the invocation's end.
     logMetrics(metrics),
   );
+
+/**
+ * A batch item's answer (POST /runs/batch): the status and body its single start would have
+ * answered (`runStartResponse`, without waiting), or its error's, as the error table maps it; a
+ * failure without a row is that item's 500, logged as a request's is.
+ */
+export const batchItemResult = async (
+  deps: Deps,
+  key: ApiKeyItem,
+  outcome: ItemOutcome,
+  requestId: string,
+): Promise<Omit<ItemResult, 'index'>> => {
+  if ('error' in outcome && !errorMapping(outcome.error)) {
+    logger.error('batch item failed', { requestId, error: outcome.error as Error });
+  }
+  const result =
+    'answer' in outcome
+      ? await runStartResponse(deps, key, outcome.answer, undefined)
+      : errorResponse(outcome.error, requestId);
+  return { status: result.statusCode, body: JSON.parse(result.body) };
+};

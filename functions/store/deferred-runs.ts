@@ -50,6 +50,7 @@ export const deferredRunItem = (
     workflowId: string;
     request: RunRequest;
     inputUploads?: Record<string, CheckedUploadRecord>;
+    batchId?: string | undefined;
   },
   now: Date,
 ) => {
@@ -69,6 +70,7 @@ export const deferredRunItem = (
     createdAt,
     expiresAt,
     request: input.request,
+    ...(input.batchId !== undefined && { batchId: input.batchId }),
     ...(input.inputUploads && Object.keys(input.inputUploads).length > 0 ? { inputUploads: input.inputUploads } : {}),
     v: itemVersion,
   } satisfies StoredItem<typeof storedDeferredRun>;
@@ -84,6 +86,7 @@ export const createDeferredRun = async (
     request: RunRequest;
     inputUploads?: Record<string, CheckedUploadRecord>;
     idempotency: IdempotencyRecord | null;
+    batchId?: string | undefined;
   },
 ) => {
   const item = deferredRunItem(input, deps.now());

@@ -1,4 +1,4 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
 import { epochSeconds } from '../domain/retention.ts';
 import { ServiceError } from '../errors/define.ts';
@@ -11,6 +11,7 @@ import {
   unexpired,
 } from './items.ts';
 import { idempotencyRecordKey } from './keys.ts';
+import { conditionalWrite } from './write.ts';
 
 export interface IdempotentAnswer {
   requestHash: string;
@@ -69,3 +70,10 @@ export class IdempotencyRaceError extends ServiceError {
     super('another request with the same Idempotency-Key committed first', options);
   }
 }
+
+/**
+ * Remembers an answer on its own (not in a start's transaction: a batch's whole answer, written once
+ * its items are done). False when another request with the same Idempotency-Key was remembered first.
+ */
+export const rememberAnswer = async (deps: Deps, keyId: string, record: IdempotencyRecord): Promise<boolean> =>
+  (await conditionalWrite(deps, new PutCommand(idempotencyPut(deps, keyId, record).Put))).written;

@@ -243,6 +243,8 @@ export const RunItemSchema = v.object({
   deferredJobId: v.optional(v.string()),
   /** The failed or stopped run it resumes (functions/app/resume-run.ts), if any. */
   resumedFrom: v.optional(v.string()),
+  /** The batch that started it (POST /runs/batch), if any; bulk cancel filters on this name. */
+  batchId: v.optional(v.string()),
   /** The calendar month (UTC) whose key spend the run's hold was added to. */
   spendMonth: v.string(),
   /** The whole hold taken at the start; the team's `held` carries it until the run ends. */
@@ -364,6 +366,12 @@ export const RunEventImageSchema = v.pick(RunItemSchema, [
 export const RunTagEntrySchema = v.object({ jobId: v.string(), workflowId: v.string() });
 /** The tag entry, with its team, tag and start for operators. */
 export const storedRunTag = storedItem(RunTagEntrySchema, ['teamId', 'tag', 'createdAt']);
+
+/**
+ * A run's entry under the batch that started it (functions/store/run/run-tags.ts, `RUNBATCH#<team>#<batch>`):
+ * a tag entry's shape, written by the run's start beside the run, kept as long as the run.
+ */
+export const storedRunBatch = storedItem(RunTagEntrySchema, ['teamId', 'batchId', 'createdAt']);
 
 /** What the webhook worker reads of the run item: where its webhook goes, its signing secret, its start. */
 export const RunCallbackSchema = v.pick(RunItemSchema, ['callbackUrl', 'callbackSecret', 'createdAt']);
@@ -534,6 +542,8 @@ export const DeferredRunItemSchema = v.object({
   movedAt: v.optional(v.string()),
   /** The run start as the caller sent it, parsed then. */
   request: RunRequestSchema,
+  /** The batch that created it (POST /runs/batch), if any: the run it becomes carries it too. */
+  batchId: v.optional(v.string()),
   /** Copies made when it was deferred, by a deferred run stored before copies were made at dispatch; the run keeps them. */
   inputFiles: v.optional(v.record(v.string(), InputFileSchema), {}),
   /** The uploads its `inputs` named, as checked when it was deferred: copied for the run it becomes, at dispatch. */

@@ -152,6 +152,17 @@ export const runTagKey = (teamId: string, tag: string, createdAt: string, jobId:
   SK: `${createdAt}#${jobId}`,
 });
 
+/**
+ * A run's entry under the batch that started it (`POST /runs/batch`): one partition per team and
+ * batch, sorted as a tag's (creation time, then id). Written by the run's start beside the run, so a
+ * batch lists exactly the runs it committed; another team's batch is another partition.
+ */
+export const runBatchPartition = (teamId: string, batchId: string) => `RUNBATCH#${teamId}#${batchId}`;
+export const runBatchKey = (teamId: string, batchId: string, createdAt: string, jobId: string) => ({
+  PK: runBatchPartition(teamId, batchId),
+  SK: `${createdAt}#${jobId}`,
+});
+
 /** The random key that signs list cursors: created once (conditional put), read once per container. */
 export const cursorSigningKey = () => ({ PK: 'CURSORKEY', SK: 'CURSORKEY' });
 

@@ -4,8 +4,8 @@ import type { Deps } from '../deps.ts';
 import type { CursorPosition } from '../domain/cursor.ts';
 import { listedStatus } from '../domain/run-lifecycle.ts';
 import { batchGet } from './batch.ts';
-import { parseItem, RunListEntrySchema, RunTagEntrySchema, unexpired } from './items.ts';
-import { runKey, runTagPartition, teamDeferredPartition, teamRunsPartition } from './keys.ts';
+import { parseItem, type RunListEntry, RunListEntrySchema, RunTagEntrySchema, unexpired } from './items.ts';
+import { runBatchPartition, runKey, runTagPartition, teamDeferredPartition, teamRunsPartition } from './keys.ts';
 import { signingSecret } from './server-secrets.ts';
 
 /** The index a team's runs and deferred runs are listed from (platform/definitions.ts). */
@@ -100,10 +100,8 @@ export const queryRunList = async (deps: Deps, query: RunListQuery): Promise<Run
 /** What a page of one tag reads of each run: its list entry (`RunListEntrySchema`), as GSI5 projects it. */
 const listEntryAttributes = Object.keys(RunListEntrySchema.entries);
 
-/** One page of a tag's runs: the tag's partition, and the filters (`status` is applied to the runs read). */
-export interface RunTagQuery extends Omit<RunListQuery, 'list'> {
-  tag: string;
-}
+/** One page of a tag's (or a batch's) runs: its partition, and the filters (`status` is applied to the runs read). */
+export type RunTagQuery = Omit<RunListQuery, 'list'> & ({ tag: string } | { batchId: string });
 
 /**
  * One page of a team's runs started with `tag` (GET /runs?tag=), newest first: exactly one Query of
@@ -114,7 +112,9 @@ export interface RunTagQuery extends Omit<RunListQuery, 'list'> {
  * than `limit`, as the list's filtered pages do. A run gone (expired) is left out.
  */
 export const queryRunTagPage = async (deps: Deps, query: RunTagQuery): Promise<RunListPage> => {
-  const partition = runTagPartition(query.teamId, query.tag);
+  // A batch's entries (`RUNBATCH#<team>#<batch>`) are a tag's in shape: one read for both.
+  const partition =
+    'tag' in query ? runTagPartition(query.teamId, query.tag) : runBatchPartition(query.teamId, query.batchId);
   if (query.startKey && Object.keys(query.startKey).sort().join(',') !== 'PK,SK') {
     throw new Error('run tag start key is not a table key');
   }
@@ -152,3 +152,41 @@ export const queryRunTagPage = async (deps: Deps, query: RunTagQuery): Promise<R
 
 /** The key that signs list cursors (functions/store/server-secrets.ts). */
 export const cursorSigningSecret = (deps: Deps): Promise<Buffer> => signingSecret(deps, 'cursor');
+
+/** At most this many entries a batch's read takes: a batch starts at most 100 runs. */
+const batchEntriesRead = 100;
+
+/**
+ * The runs a batch started (GET /batches/{batchId}), oldest first: one Query of its partition, its
+ * `workflowIds` a filter as the list's, then one eventually consistent BatchGetItem of those runs'
+ * list attributes (their status now). A run gone (expired) is left out.
+ */
+export const readBatchRuns = async (
+  deps: Deps,
+  query: { teamId: string; batchId: string; workflowIds: readonly string[] | null },
+): Promise<RunListEntry[]> => {
+  const filter = filterOf({ ...query, list: 'runs', status: null, limit: batchEntriesRead, startKey: null });
+  const { Items } = await deps.ddb.send(
+    new QueryCommand({
+      TableName: deps.tableName,
+      KeyConditionExpression: 'PK = :pk',
+      Limit: batchEntriesRead,
+      ...(filter.expression ? { FilterExpression: filter.expression } : {}),
+      ExpressionAttributeValues: { ':pk': runBatchPartition(query.teamId, query.batchId), ...filter.values },
+    }),
+  );
+  const now = deps.now();
+  const jobIds = (Items ?? [])
+    .filter((item) => unexpired(item, now) !== undefined)
+    .map((item) => parseItem(RunTagEntrySchema, item).jobId);
+  if (jobIds.length === 0) return [];
+  const runs = await batchGet(
+    deps,
+    jobIds.map((jobId) => runKey(jobId)),
+    { attributes: listEntryAttributes, consistent: false },
+  );
+  return jobIds
+    .map((jobId) => runs.get(`${runKey(jobId).PK}|${runKey(jobId).SK}`))
+    .filter((item): item is Record<string, unknown> => item !== undefined)
+    .map((item) => parseItem(RunListEntrySchema, item));
+};

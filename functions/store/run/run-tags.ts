@@ -1,7 +1,7 @@
 import type { Deps } from '../../deps.ts';
 import { retentionExpiry } from '../../domain/retention.ts';
-import { itemVersion, type StoredItem, type storedRunTag } from '../items.ts';
-import { runTagKey } from '../keys.ts';
+import { itemVersion, type StoredItem, type storedRunBatch, type storedRunTag } from '../items.ts';
+import { runBatchKey, runTagKey } from '../keys.ts';
 
 /**
  * The Puts of a run's tag entries (`RUNTAG#<team>#<tag>`), one per tag, for its start's transaction:
@@ -32,3 +32,26 @@ export const runTagPuts = (
       ConditionExpression: 'attribute_not_exists(PK)',
     },
   }));
+
+/** The Put of a run's entry under its batch (`RUNBATCH#<team>#<batch>`), for its start's transaction, as a tag's. */
+export const runBatchPut = (
+  deps: Deps,
+  run: { teamId: string; jobId: string; workflowId: string; batchId: string },
+  createdAt: string,
+) => ({
+  Put: {
+    TableName: deps.tableName,
+    Item: {
+      ...runBatchKey(run.teamId, run.batchId, createdAt, run.jobId),
+      type: 'RunBatch',
+      v: itemVersion,
+      jobId: run.jobId,
+      workflowId: run.workflowId,
+      teamId: run.teamId,
+      batchId: run.batchId,
+      createdAt,
+      ttl: retentionExpiry(createdAt, deps.retentionDays),
+    } satisfies StoredItem<typeof storedRunBatch>,
+    ConditionExpression: 'attribute_not_exists(PK)',
+  },
+});

@@ -72,7 +72,7 @@ import { MessagesRefusedError, sqsMessageBody, stepMessageGroup } from '../queue
 import { stringAttribute } from '../refusals.ts';
 import { readVersionCanvas } from '../workflow-versions.ts';
 import { firstInQueue } from './queue.ts';
-import { runTagPuts } from './run-tags.ts';
+import { runBatchPut, runTagPuts } from './run-tags.ts';
 
 export interface RunnableWorkflow {
   workflowId: string;
@@ -168,6 +168,8 @@ export interface NewRun {
   resumed?: { from: string; carried: readonly string[] };
   /** Its deadline, counted from its start (functions/domain/run-deadline.ts); absent without one. */
   deadlineSeconds?: number | undefined;
+  /** The batch that started it (POST /runs/batch); absent otherwise. */
+  batchId?: string | undefined;
 }
 
 /**
@@ -202,6 +204,7 @@ export const runItem = (run: NewRun, createdAt: string) =>
       ...(notifiesStart(run.webhookEvents) && { notifyStart: true }),
     }),
     resumedFrom: run.resumed?.from,
+    ...(run.batchId !== undefined && { batchId: run.batchId }),
     ...(run.deadlineSeconds !== undefined && {
       deadlineAt: deadlineAt(new Date(createdAt), run.deadlineSeconds).toISOString(),
     }),
@@ -219,6 +222,9 @@ export const runItem = (run: NewRun, createdAt: string) =>
     v: itemVersion,
   }) satisfies StoredItem<typeof storedRun>;
 
+/** What a run's tag and batch entries name of it. */
+const runIds = (run: NewRun) => ({ teamId: run.teamId, jobId: run.jobId, workflowId: run.workflow.workflowId });
+
 /** The start transaction's items, by name (`startRunItems`); a deferred run's move is one of the extra items. */
 export type StartItemName =
   | 'lock'
@@ -227,6 +233,7 @@ export type StartItemName =
   | 'keyMonth'
   | 'run'
   | 'idempotency'
+  | 'batch'
   | `tag:${number}`
   | `extra:${number}`;
 
@@ -305,9 +312,9 @@ export const startRunItems = (deps: Deps, run: NewRun): NamedItems<StartItemName
       Put: { TableName: deps.tableName, Item: runItem(run, now), ConditionExpression: 'attribute_not_exists(PK)' },
     },
     idempotency: run.idempotency ? idempotencyPut(deps, run.keyId, run.idempotency) : undefined,
+    batch: run.batchId === undefined ? undefined : runBatchPut(deps, { ...runIds(run), batchId: run.batchId }, now),
   };
-  const tagged = { teamId: run.teamId, jobId: run.jobId, workflowId: run.workflow.workflowId };
-  runTagPuts(deps, { ...tagged, tags: run.labels?.tags ?? [] }, now).forEach((item, index) => {
+  runTagPuts(deps, { ...runIds(run), tags: run.labels?.tags ?? [] }, now).forEach((item, index) => {
     items[`tag:${index}`] = item;
   });
   (run.extraItems ?? []).forEach((item, index) => {

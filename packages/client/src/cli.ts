@@ -15,6 +15,7 @@ import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import {
+  type BatchRunItem,
   type CreateWebhookEndpointRequest,
   type CreateWorkflowRequest,
   createClient,
@@ -107,12 +108,18 @@ Commands:
       --workflow-id ID                   Only runs of this workflow
       --status S                         Only runs with this status (queued, processing, completed, ...)
       --tag T                            Only runs started with this tag (runs list only)
+      --batch-id ID                      Only runs started by this batch (runs list only)
       --limit N                          Page size, 1 to 100 (default 20)
       --cursor C                         The page after the one that printed this cursor
       --all                              Every page (--limit is then the page size)
   deliveries <jobId> [--redeliver]       The run-finished webhook's attempts and state (and each chosen event's);
                                          --redeliver sends it once more (same webhook-id); with
                                          --event E [--node-id N], that event's delivery instead
+  batch start --file F.json [--idempotency-key K]
+                                         Start 1 to 100 runs from a file holding { runs: [...] } (or just the
+                                         list): each item a run start's body plus workflowId or agentId; prints
+                                         each item's status and run, or its error; exit 1 when any was refused
+  batch show <batchId>                   The runs a batch started, counted by status
   deferred show <id>                     Show a deferred run
   deferred cancel <id>                   Cancel a deferred run still waiting
   deferred list [options]                The team's deferred runs, newest first (options as runs list)
@@ -205,6 +212,7 @@ const optionSpec = {
   'group-by': { type: 'string' },
   csv: { type: 'string' },
   version: { type: 'string' },
+  'batch-id': { type: 'string' },
 } as const;
 
 type OptionName = keyof typeof optionSpec;
@@ -259,7 +267,7 @@ const commandOptions: Record<string, OptionName[]> = {
   deliveries: ['redeliver', 'event', 'node-id'],
   'deferred show': [],
   'deferred cancel': [],
-  'runs list': ['workflow-id', 'status', 'tag', 'limit', 'cursor', 'all'],
+  'runs list': ['workflow-id', 'status', 'tag', 'batch-id', 'limit', 'cursor', 'all'],
   'runs show': ['wait'],
   'runs step': [],
   'deferred list': ['workflow-id', 'status', 'limit', 'cursor', 'all'],
@@ -278,6 +286,8 @@ const commandOptions: Record<string, OptionName[]> = {
   smoke: ['agent', 'project', 'webhook-url', 'webhook-secret', 'aws-region', 'bedrock-model', 'check', 'timeout'],
   'run token': ['expires-in'],
   usage: ['from', 'to', 'group-by', 'csv'],
+  'batch start': ['file', 'idempotency-key'],
+  'batch show': [],
 };
 
 /** Where the CLI writes and what it reads; `main` takes them so it can be driven in-process too. */
@@ -307,7 +317,7 @@ const printFields = (io: CliIo, fields: Record<string, unknown>) => {
 const positionalCommand = (positionals: string[]): { command: string; args: string[] } => {
   const [first, second, ...rest] = positionals;
   if (first === undefined) throw new UsageError('no command given');
-  if (first === 'workflows' || first === 'deferred' || first === 'runs' || first === 'files' || first === 'hooks') {
+  if (['workflows', 'deferred', 'runs', 'files', 'hooks', 'batch'].includes(first)) {
     if (second === undefined) throw new UsageError(`"${first}" needs a subcommand`);
     const command = `${first} ${second}`;
     if (!(command in commandOptions)) throw new UsageError(`unknown command "${command}"`);
@@ -1198,7 +1208,9 @@ const showUsage = async (client: WorkflowRunClient, io: CliIo, values: Values, j
  * The list options as the API's query: the filters and the page size. A status is passed as given:
  * the API answers an unknown one with the statuses it takes.
  */
-const listQuery = (values: Values): { workflowId?: string; status?: string; tag?: string; limit?: number } => {
+const listQuery = (
+  values: Values,
+): { workflowId?: string; status?: string; tag?: string; batchId?: string; limit?: number } => {
   if (values.all && values.cursor) throw new UsageError('--cursor reads one page; --all reads them all: not both');
   if ((values.tag?.length ?? 0) > 1) throw new UsageError('--tag filters by one tag');
   const limit = values.limit === undefined ? undefined : Number(values.limit);
@@ -1209,6 +1221,7 @@ const listQuery = (values: Values): { workflowId?: string; status?: string; tag?
     ...(values['workflow-id'] ? { workflowId: values['workflow-id'] } : {}),
     ...(values.status ? { status: values.status } : {}),
     ...(values.tag?.[0] ? { tag: values.tag[0] } : {}),
+    ...(values['batch-id'] ? { batchId: values['batch-id'] } : {}),
     ...(limit !== undefined ? { limit } : {}),
   };
 };
@@ -1234,6 +1247,7 @@ const printNext = (io: CliIo, command: string, values: Values, nextCursor: strin
     values['workflow-id'] ? `--workflow-id ${values['workflow-id']}` : '',
     values.status ? `--status ${values.status}` : '',
     values.tag?.[0] ? `--tag ${values.tag[0]}` : '',
+    values['batch-id'] ? `--batch-id ${values['batch-id']}` : '',
     values.limit ? `--limit ${values.limit}` : '',
   ].filter(Boolean);
   write(io.stdout, `More: workflow-run ${command} ${[...filters, `--cursor ${nextCursor}`].join(' ')}`);
@@ -1359,6 +1373,37 @@ const runToken = async (client: WorkflowRunClient, io: CliIo, values: Values, jo
   if (json) printJson(io, made);
   else
     printFields(io, { token: made.token, expiresAt: made.expiresAt, run: made.links.run, events: made.links.events });
+};
+
+/**
+ * `batch start --file F.json`: the file's items started in one request; one line per item (its
+ * status and run, or its error). Exit 1 when any item was refused: the others still started.
+ */
+const startBatch = async (client: WorkflowRunClient, io: CliIo, values: Values, json: boolean): Promise<number> => {
+  if (!values.file) throw new UsageError('batch start needs --file');
+  const fromFile = await readWorkflowFile(values.file);
+  const runs = fromFile.steps ?? fromFile.runs;
+  if (!Array.isArray(runs)) throw new UsageError(`${values.file} must hold { runs: [...] } or a list of run starts`);
+  const answer = await client.startRunBatch(runs as BatchRunItem[], {
+    signal: io.signal,
+    ...(values['idempotency-key'] && { idempotencyKey: values['idempotency-key'] }),
+  });
+  const refused = answer.results.filter((result) => result.status >= 400);
+  if (json) printJson(io, answer);
+  else {
+    write(io.stdout, `batchId: ${answer.batchId}`);
+    printTable(
+      io,
+      ['#', 'STATUS', 'ANSWER'],
+      answer.results.map((result) => {
+        const body = result.body as Record<string, unknown>;
+        const answered = body.jobId ?? body.deferredJobId ?? body.error;
+        return [String(result.index), String(result.status), String(answered ?? JSON.stringify(body))];
+      }),
+    );
+    write(io.stdout, `Next: workflow-run batch show ${answer.batchId}`);
+  }
+  return refused.length > 0 ? 1 : 0;
 };
 
 /** Runs the CLI with `argv` (without `node` and the script) and returns the exit code. */
@@ -1492,6 +1537,15 @@ export const main = async (
       case 'smoke':
         noArgs(command, args);
         return await smoke(io, values, { baseUrl, apiKey }, json);
+      case 'batch start':
+        noArgs(command, args);
+        return await startBatch(client, io, values, json);
+      case 'batch show': {
+        const batch = await client.getBatch(oneArg(command, args, 'batch id'), { signal: io.signal });
+        if (json) printJson(io, batch);
+        else printFields(io, { batchId: batch.batchId, runs: batch.jobIds.length, ...batch.counts });
+        break;
+      }
       case 'deferred show':
       case 'deferred cancel': {
         const id = oneArg(command, args, 'deferred run id');

@@ -72,6 +72,10 @@ export type RunResult = Schemas['RunResult'];
 export type ReadyRunFile = Extract<RunFile, { availability: 'ready' }>;
 export type DeferredRun = Schemas['DeferredRun'];
 export type RunSummary = Schemas['RunSummary'];
+export type BatchRunItem = Schemas['BatchRunItem'];
+export type StartRunBatchResponse = Schemas['StartRunBatchResponse'];
+export type BatchItemResult = Schemas['BatchItemResult'];
+export type Batch = Schemas['Batch'];
 export type ListRunsResponse = Schemas['ListRunsResponse'];
 export type ListDeferredRunsResponse = Schemas['ListDeferredRunsResponse'];
 /** The filters, page size and cursor of GET /runs. */
@@ -405,6 +409,18 @@ export interface WorkflowRunClient {
   ): AsyncGenerator<WorkflowVersionSummary, void, undefined>;
   /** GET /workflows/{id}/versions/{version}: one version, with the steps that made it. */
   getWorkflowVersion(workflowId: string, version: number, options?: RequestOptions): Promise<WorkflowVersion>;
+  /**
+   * POST /runs/batch: starts 1 to 100 runs in one request, each item (a run start's body plus
+   * `workflowId` or `agentId`, and its own `idempotencyKey` if any) answered in `results` exactly as
+   * its single start would answer it: a refused item (`status` 402, 409, ...) is no exception, and
+   * stops no other. `idempotencyKey` here is the whole batch's: a retry replays its answer.
+   */
+  startRunBatch(
+    runs: BatchRunItem[],
+    options?: RequestOptions & { idempotencyKey?: string },
+  ): Promise<StartRunBatchResponse>;
+  /** GET /batches/{batchId}: the runs a batch started (`jobIds`) and how many are in each status. */
+  getBatch(batchId: string, options?: RequestOptions): Promise<Batch>;
   /** The underlying openapi-fetch client, for anything the methods above do not cover. */
   readonly raw: FetchClient<paths>;
 }
@@ -797,6 +813,18 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
           signal: requestOptions.signal,
         }),
       ),
+    startRunBatch: (runs, requestOptions = {}) =>
+      unwrap(
+        raw.POST('/runs/batch', {
+          params: startHeaders({
+            ...(requestOptions.idempotencyKey && { idempotencyKey: requestOptions.idempotencyKey }),
+          }),
+          body: { runs },
+          signal: requestOptions.signal,
+        }),
+      ),
+    getBatch: (batchId, requestOptions = {}) =>
+      unwrap(raw.GET('/batches/{batchId}', { params: { path: { batchId } }, signal: requestOptions.signal })),
   };
   return client;
 };

@@ -117,6 +117,56 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/runs/batch': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Start a batch of runs
+     * @description Starts 1 to 100 runs in one request. Each item is a run start's body plus `workflowId` or `agentId` (and any field a single start takes: `defer`, `onConflict`, `metadata`, `tags`, `callbackUrl`, `webhookEvents`, ...). Each item is answered exactly as its own start would answer it, in order: its status and body in `results`. Items are independent: one refused (a 402, a 409, a 400) stops no other, and each accepted item holds its own estimate. The answer is 200 whatever the items answered.
+     *
+     *     The batch counts once against the key rate limit; each accepted run counts against the monthly credit cap as a single start does. Every run it starts carries `batchId` (Get a run shows it); Get a batch counts them by status and List runs lists them (`batchId`).
+     *
+     *     An `Idempotency-Key` on the batch replays the whole answer to the same batch within 24 hours (422 for another body). Each item may carry its own `idempotencyKey`, which works as on a single start (the same key, target and body answer as the first start did).
+     *
+     *     `Prefer: wait` is not honoured: read each run, or wait on it, by its `jobId`.
+     *
+     *     Scope: `runs:create`.
+     */
+    post: operations['StartRunBatch'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/batches/{batchId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a batch
+     * @description The runs a batch started (`jobIds`, oldest first) and how many are in each status. A deferred item counts once its run has started. Reading never spends credits.
+     *
+     *     Scope: `runs:read`.
+     */
+    get: operations['GetBatch'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/deferred-runs': {
     parameters: {
       query?: never;
@@ -2623,6 +2673,11 @@ export interface components {
       endReason?: 'deadline';
       /** @description Our design: the version of its workflow it runs. */
       workflowVersion?: number;
+      /**
+       * Format: uuid
+       * @description Our design: the batch that started it (Start a batch of runs).
+       */
+      batchId?: string;
     };
     RunStep: {
       node_id: string;
@@ -3531,6 +3586,139 @@ export interface components {
       truncated: boolean;
       bytes: number;
     };
+    StartRunBatchRequest: {
+      runs: components['schemas']['BatchRunItem'][];
+    };
+    BatchRunItem: {
+      /**
+       * Format: uuid
+       * @description The workflow to run (as `POST /workflows/{id}/runs`); or `agentId`.
+       */
+      workflowId?: string;
+      /**
+       * Format: uuid
+       * @description The agent whose workflow runs (as `POST /agents/{id}/runs`); or `workflowId`.
+       */
+      agentId?: string;
+      /** @description This item's own `Idempotency-Key`: the same key, target and body answer as the first start did, whether that start came in a batch or alone. */
+      idempotencyKey?: string;
+      inputs?: {
+        [key: string]: string;
+      };
+      /**
+       * @default production
+       * @enum {string}
+       */
+      mode?: 'production' | 'draft' | 'preview';
+      /** @default false */
+      defer?: boolean;
+      /**
+       * @description At most 4 decimals.
+       * @default 0.7
+       */
+      maxMultiplier?: number;
+      /** Format: uri */
+      callbackUrl?: string;
+      /** @description When set, each webhook is signed with it. A Standard Webhooks secret (`whsec_` and padded base64) keys `webhook-signature` with its decoded bytes, as the `standardwebhooks` and `svix` libraries read it; any other secret keys it with its UTF-8 bytes. `X-Service-Signature` is keyed with the secret as given. */
+      callbackSecret?: string;
+      /** @description Our design: `true` asks the service to issue the webhook secret (a Standard Webhooks `whsec_` secret of 32 random bytes), answered once as `callbackSecret` in this answer (and again to a retry with the same `Idempotency-Key`). Needs `callbackUrl`; not with `callbackSecret`. */
+      generateCallbackSecret?: boolean;
+      metadata?: components['schemas']['RunMetadata'];
+      tags?: components['schemas']['RunTags'];
+      /** @description Our design: the webhook events to send to `callbackUrl`, each its own delivery. Without it, only the run's end event is sent. At most 50 step events a run; the end event carries every step. */
+      webhookEvents?: (
+        | 'run.started'
+        | 'step.completed'
+        | 'step.failed'
+        | 'run.completed'
+        | 'run.failed'
+        | 'run.cancelled'
+        | 'run.stopped'
+      )[];
+      /**
+       * @description Our design: what happens when the workflow already has a run in progress. `reject` (the default): 409, nothing held. `queue`: the run is accepted now with its `jobId`, its estimate held, status `queued`; it starts when the runs accepted before it have ended (answer 202 with `queuePosition` and `queuedBehind`; at most 100 wait per workflow). `replace`: the run in progress is cancelled as Cancel a run would, and this one starts ahead of any queued runs (the answer names `replaced`). With no run in progress all three start at once.
+       * @enum {string}
+       */
+      onConflict?: 'reject' | 'queue' | 'replace';
+      /**
+       * Format: date-time
+       * @description Our design, with `defer: true` or `onConflict: "queue"`: the latest time the run may start (ISO 8601). A deferred run not started by then becomes `expired`; a run still queued behind another then ends `cancelled`; either holding nothing. Replaces the default 24 hours. Must lie in the future and at most 7 days ahead (at most 24 hours ahead for a deferred run whose `inputs` name an uploaded file); otherwise 422.
+       */
+      startBy?: string;
+      /** @description Our design: a run still in progress this many seconds after its start (a deferred run: after its dispatch) ends `cancelled` with `endReason: "deadline"`, as a cancel would end it: finished steps stay charged, a step in flight is never charged, and `run.cancelled` is sent. Enforced within 10 seconds of the deadline when it is at most 15 minutes away, within a minute otherwise. 1 to 86,400. */
+      deadlineSeconds?: number;
+      /** @description Our design: the version of the workflow to run (`GET /workflows/{id}/versions`); absent, its latest. The run keeps it to its end, whatever versions are made meanwhile. */
+      version?: number;
+    };
+    StartRunBatchResponse: {
+      /** Format: uuid */
+      batchId: string;
+      results: components['schemas']['BatchItemResult'][];
+    };
+    BatchItemResult: {
+      index: number;
+      /** @description The HTTP status its single run start would answer. */
+      status: number;
+      body:
+        | {
+            /** Format: uuid */
+            jobId: string;
+            /** Format: uuid */
+            workflowId: string;
+            /** @constant */
+            status: 'queued';
+            estimatedCredits: number;
+            stepsCount: number;
+            /** @description Our design: only when the start gave `generateCallbackSecret: true`: the issued `whsec_` secret, shown in this answer only (keep it; no route reads it again). */
+            callbackSecret?: string;
+            /**
+             * Format: uuid
+             * @description Our design: the run in progress that `onConflict: "replace"` cancelled.
+             */
+            replaced?: string;
+          }
+        | {
+            /** Format: uuid */
+            jobId: string;
+            /** Format: uuid */
+            workflowId: string;
+            /** @constant */
+            status: 'queued';
+            estimatedCredits: number;
+            stepsCount: number;
+            /** @description Our design: only when the start gave `generateCallbackSecret: true`: the issued `whsec_` secret, shown in this answer only (keep it; no route reads it again). */
+            callbackSecret?: string;
+            /**
+             * Format: uuid
+             * @description Our design: the run in progress that `onConflict: "replace"` cancelled.
+             */
+            replaced?: string;
+            /** @description Our design: while the run waits behind another, its place in the workflow queue (1 = next). */
+            queuePosition: number;
+            /**
+             * Format: uuid
+             * @description Our design: while the run waits, the `jobId` of the run just ahead of it: the run in progress when `queuePosition` is 1, else the queued run before it.
+             */
+            queuedBehind: string;
+          }
+        | components['schemas']['RunDeferredResponse']
+        | {
+            error: string;
+          };
+    };
+    Batch: {
+      /** Format: uuid */
+      batchId: string;
+      jobIds: string[];
+      counts: {
+        queued: number;
+        processing: number;
+        completed: number;
+        failed: number;
+        cancelled: number;
+        stopped: number;
+      };
+    };
     NameRequiredError: {
       /** @constant */
       error: 'name is required';
@@ -3741,6 +3929,10 @@ export interface components {
     StepNotFoundError: {
       /** @constant */
       error: 'Step not found';
+    };
+    BatchNotFoundError: {
+      /** @constant */
+      error: 'Batch not found';
     };
     FileLinkNotFoundError: {
       /** @constant */
@@ -4343,6 +4535,8 @@ export interface operations {
         cursor?: string;
         /** @description Only runs started with this tag (exact, case counts). Combines with `workflowId` and `status`, which then filter its pages as they do the list. */
         tag?: string;
+        /** @description Only runs started by this batch (Start a batch of runs). Combines with `workflowId` and `status` as `tag` does; not with `tag`. Another team's batch lists nothing. */
+        batchId?: string;
       };
       header?: never;
       path?: never;
@@ -4385,6 +4579,180 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['ScopeNotPermittedError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  StartRunBatch: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Caller-chosen key for the whole batch: the same key and body within 24 hours answer as the first. */
+        'Idempotency-Key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    /** @description 1 to 100 run starts. */
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['StartRunBatchRequest'];
+      };
+    };
+    responses: {
+      /** @description Each item's answer, in order. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StartRunBatchResponse'];
+        };
+      };
+      /** @description The body is not JSON, `runs` is not an array of 1 to 100 items. (A bad item is that item's own 400.) */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidBodyError'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks `runs:create`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ScopeNotPermittedError'];
+        };
+      };
+      /** @description The body is larger than 1 MiB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PayloadTooLargeError'];
+        };
+      };
+      /** @description The `Idempotency-Key` was used with another batch. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['IdempotencyKeyReusedError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+      /** @description Server failure. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServerError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  GetBatch: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The `batchId` the batch answered. */
+        batchId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The batch. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Batch'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks the scope this operation needs. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ScopeNotPermittedError'];
+        };
+      };
+      /** @description No such batch in the team (or none of its runs is kept any more). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BatchNotFoundError'];
         };
       };
       /** @description Too many requests with this key; wait `Retry-After` seconds. */
