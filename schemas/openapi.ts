@@ -23,6 +23,7 @@ import type {
 } from 'openapi3-ts/oas31';
 import * as v from 'valibot';
 import { basePath, type RouteId, routeById, routes } from '../platform/routes.ts';
+import { bulkActionComponents, bulkActionOperations } from './bulk-actions.ts';
 import { creditComponents, creditOperations } from './credits.ts';
 import { deferredRunComponents, deferredRunListComponents, deferredRunOperations } from './deferred-runs.ts';
 import { DeliveryPendingErrorSchema, deliveryComponents, deliveryOperations } from './deliveries.ts';
@@ -74,6 +75,7 @@ export const componentSchemas = {
   ...estimateComponents,
   ...runTokenComponents,
   ...webhookEndpointComponents,
+  ...bulkActionComponents,
   NameRequiredError: errors.NameRequiredErrorSchema,
   StepsRequiredError: errors.StepsRequiredErrorSchema,
   AgentOrProjectRequiredError: errors.AgentOrProjectRequiredErrorSchema,
@@ -339,6 +341,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       ...estimateOperations,
       ...runTokenOperations,
       ...webhookEndpointOperations,
+      ...bulkActionOperations,
     ]),
     {
       operationId: 'ProviderWebhook',

@@ -180,3 +180,14 @@ export const endpointDeliveryKey = (endpointId: string, deliveryId: string) => (
   PK: endpointDeliveryPartition(endpointId),
   SK: `${endpointDeliverySkPrefix}${deliveryId}`,
 });
+
+/**
+ * A bulk action (POST /runs/cancel) and, in its partition, one marker per run or deferred run it
+ * took up (`target`: `RUN#<jobId>` or `DEFERRED#<id>`), which counts each once however often its page comes.
+ */
+export const bulkActionPartition = (bulkActionId: string) => `BULK#${bulkActionId}`;
+export const bulkActionKey = (bulkActionId: string) => ({ PK: bulkActionPartition(bulkActionId), SK: 'BULK' });
+export const bulkTargetKey = (bulkActionId: string, target: string) => ({
+  PK: bulkActionPartition(bulkActionId),
+  SK: `TARGET#${target}`,
+});

@@ -2,6 +2,7 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import * as v from 'valibot';
 import { stepNodeTimeoutSeconds } from '../../platform/definitions.ts';
+import { type BulkCancelMessage, BulkCancelMessageSchema, runBulkCancelPage } from '../app/bulk-cancel.ts';
 import { StepMessageSchema } from '../app/provider-job.ts';
 import { type DeadlineMessage, DeadlineMessageSchema, enforceDeadline } from '../app/run-deadline.ts';
 import { runStep } from '../app/step/run-step.ts';
@@ -14,10 +15,13 @@ import { type Deps, productionDeps } from '../deps.ts';
 import { logger, withBatchContext, withRecordKeys } from '../observability/logger.ts';
 import { metrics } from '../observability/metrics.ts';
 
-/** The steps queue carries a step's messages and a run's deadline timer (functions/app/run-deadline.ts). */
-const QueueMessageSchema = v.union([DeadlineMessageSchema, StepMessageSchema]);
+/**
+ * The steps queue carries a step's messages, a run's deadline timer (functions/app/run-deadline.ts)
+ * and a bulk cancel's pages (functions/app/bulk-cancel.ts).
+ */
+const QueueMessageSchema = v.union([DeadlineMessageSchema, BulkCancelMessageSchema, StepMessageSchema]);
 
-const parseMessage = (record: SQSRecord): StepMessage | DeadlineMessage => {
+const parseMessage = (record: SQSRecord): StepMessage | DeadlineMessage | BulkCancelMessage => {
   try {
     return v.parse(QueueMessageSchema, JSON.parse(record.body));
   } catch (error) {
@@ -31,6 +35,13 @@ export const makeHandler = (deps: Deps, options: Partial<RunStepOptions> = {}) =
   const resolved = { stepTimeoutMs: stepNodeTimeoutSeconds * 1000, ...options };
   const runRecord = (context?: TimeLeft) => async (record: SQSRecord) => {
     const message = parseMessage(record);
+    if ('kind' in message && message.kind === 'bulkCancel') {
+      const receives = Number(record.attributes.ApproximateReceiveCount);
+      await withRecordKeys({ bulkActionId: message.bulkActionId, messageId: record.messageId }, () =>
+        runBulkCancelPage(deps, message, receives),
+      );
+      return;
+    }
     if ('kind' in message) {
       await withRecordKeys({ jobId: message.jobId, messageId: record.messageId }, () => enforceDeadline(deps, message));
       return;
