@@ -5,7 +5,6 @@
  * delivery, its redelivery and a crash in it are the test's to play. The team ledger is read from
  * the table.
  */
-import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import type { BulkCancelMessage } from '../functions/app/bulk-cancel.ts';

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { RunStatus, type StoredRunStatus } from '../../platform/run-statuses.ts';
-import type { BulkAction, BulkCancelRequest, BulkCancelStatus } from '../../schemas/bulk-actions.ts';
+import type { BulkAction, BulkCancelRequest } from '../../schemas/bulk-actions.ts';
 import type { Deps } from '../deps.ts';
 import {
   bulkCancelPageSize,
