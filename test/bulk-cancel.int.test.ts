@@ -270,7 +270,7 @@ describe('POST /runs/cancel', () => {
         workflowId,
         projectId: team.projectId,
         status: RunStatus.queued,
-        mode: 'standard',
+        mode: 'production',
         inputs: {},
         spendMonth: '2026-12',
         estimateHundredths: 0,

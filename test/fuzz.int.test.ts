@@ -499,6 +499,13 @@ beforeAll(async () => {
     body: { url: 'https://hooks.example.com/fuzz', events: ['run.completed'] },
   });
   expect(endpoint.status).toBe(201);
+  // A bulk cancel (of a tag no run has), so GET /bulk-actions/{bulkActionId} meets an id that exists.
+  const bulk = await call(stack.baseUrl, '/runs/cancel', {
+    key: team.key,
+    method: 'POST',
+    body: { filter: { tag: 'fuzz-none' } },
+  });
+  expect(bulk.status).toBe(202);
   ids = [
     String(file.body.fileId),
     workflowId,
@@ -511,6 +518,7 @@ beforeAll(async () => {
     other.agentId,
     '7d444840-9dc0-11d1-b245-5ffdce74fad2',
     String(endpoint.body.endpointId),
+    String(bulk.body.bulkActionId),
   ];
   auths = {
     'full key': `Bearer ${team.key}`,
@@ -1006,6 +1014,7 @@ describe('fuzz findings, pinned', () => {
         ['GET', `/webhook-endpoints/${id}`, 'Webhook endpoint not found'],
         ['DELETE', `/webhook-endpoints/${id}`, 'Webhook endpoint not found'],
         ['POST', `/webhook-endpoints/${id}/test`, 'Webhook endpoint not found'],
+        ['GET', `/bulk-actions/${id}`, 'Bulk action not found'],
       ] as const) {
         const answer = await client.send({
           method,

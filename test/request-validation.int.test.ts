@@ -113,6 +113,18 @@ const validBodies = (): Record<string, Json[]> => {
         disabled: false,
       },
     ],
+    // A bulk cancel takes ids or a filter, never both: a body each.
+    CancelRuns: [
+      { jobIds: ['00000000-0000-4000-8000-000000000000'] },
+      {
+        filter: {
+          workflowId,
+          tag: 'nightly',
+          status: ['queued'],
+          batchId: '00000000-0000-4000-8000-000000000000',
+        },
+      },
+    ],
   };
 };
 
@@ -210,7 +222,7 @@ const operationsWithBodies = () =>
   );
 
 describe('every request body refuses an array for an object and an empty name', () => {
-  it('finds the operations that take a body: create a workflow, both run starts, a resume, a redelivery, a run token, a file, both estimates, and a webhook endpoint creation and change', () => {
+  it('finds the operations that take a body: create a workflow, both run starts, a resume, a redelivery, a run token, a file, both estimates, a webhook endpoint creation and change, and a bulk cancel', () => {
     const withBodies = operationsWithBodies().map((o) => o.operationId);
     expect(withBodies).toEqual([
       'CreateWorkflow',
@@ -226,6 +238,7 @@ describe('every request body refuses an array for an object and an empty name', 
       'EstimateAgentRun',
       'CreateWebhookEndpoint',
       'UpdateWebhookEndpoint',
+      'CancelRuns',
     ]);
   });
 

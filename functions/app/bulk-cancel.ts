@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { RunStatus, type StoredRunStatus } from '../../platform/run-statuses.ts';
 import type { BulkAction, BulkCancelRequest } from '../../schemas/bulk-actions.ts';
+import { UuidSchema } from '../../schemas/common.ts';
 import type { Deps } from '../deps.ts';
 import {
   bulkCancelPageSize,
@@ -122,6 +123,8 @@ const pageMessage = (bulkActionId: string, teamId: string, page: number, at: Pag
 
 /** GET /bulk-actions/{bulkActionId}: another team's reads as missing. */
 export const getBulkAction = async (deps: Deps, teamId: string, bulkActionId: string): Promise<BulkAction> => {
+  // Not an id this API gives (a key too long for DynamoDB among them): no read, as for any unknown id.
+  if (!v.is(UuidSchema, bulkActionId)) throw new BulkActionNotFoundError(bulkActionId);
   const item = await readBulkAction(deps, bulkActionId.toLowerCase());
   if (!item || item.teamId !== teamId) throw new BulkActionNotFoundError(bulkActionId);
   return view(item);

@@ -15,10 +15,7 @@ import { type Deps, productionDeps } from '../deps.ts';
 import { logger, withBatchContext, withRecordKeys } from '../observability/logger.ts';
 import { metrics } from '../observability/metrics.ts';
 
-/**
- * The steps queue carries a step's messages, a run's deadline timer (functions/app/run-deadline.ts)
- * and a bulk cancel's pages (functions/app/bulk-cancel.ts).
- */
+/** The steps queue carries a step's messages, a run's deadline timer and a bulk cancel's pages. */
 const QueueMessageSchema = v.union([DeadlineMessageSchema, BulkCancelMessageSchema, StepMessageSchema]);
 
 const parseMessage = (record: SQSRecord): StepMessage | DeadlineMessage | BulkCancelMessage => {
@@ -35,19 +32,14 @@ export const makeHandler = (deps: Deps, options: Partial<RunStepOptions> = {}) =
   const resolved = { stepTimeoutMs: stepNodeTimeoutSeconds * 1000, ...options };
   const runRecord = (context?: TimeLeft) => async (record: SQSRecord) => {
     const message = parseMessage(record);
-    if ('kind' in message && message.kind === 'bulkCancel') {
-      const receives = Number(record.attributes.ApproximateReceiveCount);
-      await withRecordKeys({ bulkActionId: message.bulkActionId, messageId: record.messageId }, () =>
-        runBulkCancelPage(deps, message, receives),
-      );
-      return;
-    }
-    if ('kind' in message) {
-      await withRecordKeys({ jobId: message.jobId, messageId: record.messageId }, () => enforceDeadline(deps, message));
-      return;
-    }
-    const keys = { jobId: message.jobId, nodeId: message.nodeId, messageId: record.messageId };
-    await withRecordKeys(keys, () => runStep(deps, message, withTimeLeft(resolved, context)));
+    const { jobId, nodeId, bulkActionId } = message as Partial<Record<'jobId' | 'nodeId' | 'bulkActionId', string>>;
+    await withRecordKeys({ jobId, nodeId, bulkActionId, messageId: record.messageId }, () =>
+      !('kind' in message)
+        ? runStep(deps, message, withTimeLeft(resolved, context))
+        : message.kind === 'deadline'
+          ? enforceDeadline(deps, message)
+          : runBulkCancelPage(deps, message, Number(record.attributes.ApproximateReceiveCount)),
+    );
   };
   return withBatchContext(async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => {
     try {
