@@ -25,7 +25,7 @@ const JobIdsSchema = v.pipe(
 );
 
 /** A filter's fields; a filter gives one at least (`BulkCancelFilterSchema`). */
-export const BulkCancelFilterFieldsSchema = v.strictObject({
+const filterFields = {
   workflowId: v.optional(UuidSchema),
   tag: v.optional(TagSchema),
   status: v.optional(
@@ -38,15 +38,21 @@ export const BulkCancelFilterFieldsSchema = v.strictObject({
     ),
   ),
   batchId: v.optional(UuidSchema),
-});
+};
+export const BulkCancelFilterFieldsSchema = v.object(filterFields);
 
 export const BulkCancelFilterSchema = v.pipe(
-  BulkCancelFilterFieldsSchema,
+  // Loose, then checked: a misspelt field must refuse the filter, never widen what it cancels.
+  notArray(v.looseObject(filterFields)),
+  v.check(
+    (filter) => Object.keys(filter).every((key) => Object.hasOwn(filterFields, key)),
+    `a filter takes only ${Object.keys(filterFields).join(', ')}`,
+  ),
   v.check(
     (filter) => Object.values(filter).some((value) => value !== undefined),
     'the filter needs at least one field',
   ),
-  v.metadata({ minProperties: 1 }),
+  v.metadata({ minProperties: 1, additionalProperties: false }),
   v.description(
     'The runs of the team (and the waiting deferred runs) that match every field given. `status` absent: both ' +
       '`queued` and `processing`; a waiting deferred run counts as `queued`.',

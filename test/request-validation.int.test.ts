@@ -273,6 +273,8 @@ describe('every request body refuses an array for an object and an empty name', 
         // A tag's own rule names its limit (schemas/run-tags.ts).
         else if (at[0] === 'tags')
           expect(String(answer.body.error), where).toMatch(/^Invalid request body: tags\[\d+\]: a tag /);
+        else if (at[0] === 'filter' && at[1] === 'tag')
+          expect(String(answer.body.error), where).toMatch(/^Invalid request body: filter\.tag: a tag /);
         else expect(String(answer.body.error), where).toMatch(/^Invalid request body: .*Invalid \w+: /);
       }
       tried.push(where);
