@@ -13,6 +13,7 @@ import { readBulkAction } from '../functions/store/bulk-actions.ts';
 import { itemVersion } from '../functions/store/items.ts';
 import { runKey, runListIndex } from '../functions/store/keys.ts';
 import { readRunItem } from '../functions/store/run/index.ts';
+import { createClient } from '../packages/client/src/index.ts';
 import { RunStatus } from '../platform/run-statuses.ts';
 import { expectValidResponse } from './support/openapi-validator.ts';
 import {
@@ -249,6 +250,34 @@ describe('POST /runs/cancel', () => {
     await drain();
     expect(await bulkAction(team, id)).toMatchObject({ status: 'done', matched: 9, cancelled: 9 });
   }, 300_000);
+
+  it('the typed client cancels by filter and its waiter polls until done; another team reads the action as missing', async () => {
+    const team = await newTeam();
+    const workflowId = await createWorkflow(stack, team, pairSteps);
+    const jobId = (await startRun(team, workflowId, { tags: ['client'] })).jobId as string;
+    await takeStepMessages(stack.deps); // its first step never runs: it stays queued
+    const client = createClient({ baseUrl: stack.baseUrl, apiKey: team.key });
+    const { bulkActionId } = await client.cancelRuns({ filter: { workflowId, tag: 'client' } });
+    const seen: string[] = [];
+    const waiting = client.waitForBulkAction(bulkActionId, {
+      intervalMs: 50,
+      onProgress: (action) => {
+        seen.push(action.status);
+      },
+    });
+    await drain();
+    const done = await waiting;
+    expect(done).toMatchObject({ bulkActionId, status: 'done', matched: 1, cancelled: 1, skipped: 0, failed: 0 });
+    expect(seen.at(-1)).toBe('done');
+    expect((await readRunItem(stack.deps, jobId))?.status).toBe(RunStatus.cancelled);
+    const other = await newTeam();
+    const missing = await checked('GET', `/bulk-actions/${bulkActionId}`, other.key);
+    expect([missing.status, missing.body]).toEqual([404, { error: 'Bulk action not found' }]);
+    // Neither or both of ids and filter, a filter without a field or with one it does not take: 400.
+    for (const body of [{}, { jobIds: [jobId], filter: { tag: 'x' } }, { filter: {} }, { filter: { tags: 'x' } }]) {
+      expect((await checked('POST', '/runs/cancel', team.key, body)).status, JSON.stringify(body)).toBe(400);
+    }
+  }, 120_000);
 
   it('pages through a filter over 10,000 runs (seeded directly), each counted once', async () => {
     const team = await newTeam();
