@@ -675,6 +675,20 @@ const prepareScenarios = async (deps: Deps, resources: LocalResources, closers: 
         return apiEvent(routeById('GetBatch'), { key, pathParameters: { batchId: String(started.batchId) } });
       },
     },
+    // A bulk cancel of one run: the action's item written and its first page's message sent.
+    CancelRuns: {
+      event: async () => apiEvent(routeById('CancelRuns'), { key, body: { jobIds: [(await newRun()).jobId] } }),
+    },
+    // A bulk action's progress: one read of its item.
+    GetBulkAction: {
+      event: async () => {
+        const accepted = await call('POST', '/runs/cancel', { filter: { tag: 'cold-start' } });
+        return apiEvent(routeById('GetBulkAction'), {
+          key,
+          pathParameters: { bulkActionId: String(accepted.bulkActionId) },
+        });
+      },
+    },
   };
   // A keyed GET with no path parameter needs nothing set up: its first request is the key's (the
   // team's workflows, its stored bytes). A route of any other kind names its scenario above.

@@ -55,6 +55,8 @@ export const workers: readonly Worker[] = [
     feedsItsOwnQueue: true,
     grants: {
       table: ['GetItem', 'BatchGetItem', 'Query', 'UpdateItem', 'DeleteItem'],
+      // GSI5: a bulk cancel's pages of a team's runs and deferred runs (functions/app/bulk-cancel.ts).
+      indexes: ['GSI5'],
       stepsQueue: 'send',
       webhooksQueue: 'send',
       bucket: ['GetObject', 'PutObject'],

@@ -589,6 +589,25 @@ const table = [
     scope: 'workflows:read',
     grants: { table: ['GetItem', 'UpdateItem'] },
   },
+  {
+    // A bulk cancel (functions/app/bulk-cancel.ts): PutItem, the action's item; stepsQueue, its first
+    // page's message. The step executor cancels the runs, a page a message.
+    id: 'CancelRuns',
+    method: 'POST',
+    path: '/runs/cancel',
+    entry: 'functions/api/cancel-runs.ts',
+    scope: 'runs:create',
+    body: true,
+    grants: { table: ['GetItem', 'UpdateItem', 'PutItem'], stepsQueue: 'send' },
+  },
+  {
+    id: 'GetBulkAction',
+    method: 'GET',
+    path: '/bulk-actions/{bulkActionId}',
+    entry: 'functions/api/get-bulk-action.ts',
+    scope: 'runs:read',
+    grants: { table: ['GetItem', 'UpdateItem'] },
+  },
 ] as const satisfies readonly Route[];
 
 /** Every route, in the order API Gateway and the local server register them. */

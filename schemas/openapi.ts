@@ -24,6 +24,7 @@ import type {
 import * as v from 'valibot';
 import { basePath, type RouteId, routeById, routes } from '../platform/routes.ts';
 import { batchComponents, batchOperations } from './batches.ts';
+import { bulkActionComponents, bulkActionOperations } from './bulk-actions.ts';
 import { creditComponents, creditOperations } from './credits.ts';
 import { deferredRunComponents, deferredRunListComponents, deferredRunOperations } from './deferred-runs.ts';
 import { DeliveryPendingErrorSchema, deliveryComponents, deliveryOperations } from './deliveries.ts';
@@ -86,6 +87,7 @@ export const componentSchemas = {
   ...mcpComponents,
   ...runStepComponents,
   ...batchComponents,
+  ...bulkActionComponents,
   NameRequiredError: errors.NameRequiredErrorSchema,
   StepsRequiredError: errors.StepsRequiredErrorSchema,
   AgentOrProjectRequiredError: errors.AgentOrProjectRequiredErrorSchema,
@@ -357,6 +359,7 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
       ...usageOperations,
       ...runStepOperations,
       ...batchOperations,
+      ...bulkActionOperations,
     ]),
     {
       operationId: 'ProviderWebhook',

@@ -890,10 +890,11 @@ describe('cdk app', { timeout: 120_000 }, () => {
       ]);
       // The provider webhook verifies signatures with the provider's key (the stage's or a team's own).
       expect(entries.filter((e) => e.access.secrets).map((e) => e.id)).toEqual(['ProviderWebhook', 'StepExecutor']);
-      // The run lists read GSI5 only; the dispatcher GSI2 and GSI3.
+      // The run lists read GSI5 only, and the step executor for a bulk cancel's pages; the dispatcher GSI2 and GSI3.
       expect(entries.filter((e) => e.access.indexes?.length).map((e) => e.id)).toEqual([
         'ListRuns',
         'ListDeferredRuns',
+        'StepExecutor',
         'DeferredDispatcher',
       ]);
     });

@@ -26,6 +26,7 @@ import {
   AgentOrProjectNotFoundError,
   AgentOrProjectRequiredError,
   BatchNotFoundError,
+  BulkActionNotFoundError,
   CallbackUrlInvalidError,
   CanvasNotFoundError,
   CreateWorkflowNotPermittedError,
@@ -82,6 +83,7 @@ import { errorMapping, errorResponse, errorTable } from '../functions/http/error
 import { IdempotencyRaceError } from '../functions/store/idempotency.ts';
 import { ExtraConditionFailedError, RaceLostError } from '../functions/store/run/index.ts';
 import { type RouteId, routes } from '../platform/routes.ts';
+import { BulkActionNotFoundErrorSchema } from '../schemas/bulk-actions.ts';
 import { DeliveryPendingErrorSchema } from '../schemas/deliveries.ts';
 import * as bodies from '../schemas/errors.ts';
 import { messages } from '../schemas/errors.ts';
@@ -284,6 +286,12 @@ const cases: Case[] = [
     status: 404,
     schema: WebhookEndpointNotFoundErrorSchema,
     body: { error: 'Webhook endpoint not found' },
+  },
+  {
+    error: new BulkActionNotFoundError(jobId),
+    status: 404,
+    schema: BulkActionNotFoundErrorSchema,
+    body: { error: 'Bulk action not found' },
   },
   {
     error: new WebhookDeliveryNotFoundError(jobId),

@@ -518,6 +518,13 @@ beforeAll(async () => {
     body: { url: 'https://hooks.example.com/fuzz', events: ['run.completed'] },
   });
   expect(endpoint.status).toBe(201);
+  // A bulk cancel (of a tag no run has), so GET /bulk-actions/{bulkActionId} meets an id that exists.
+  const bulk = await call(stack.baseUrl, '/runs/cancel', {
+    key: team.key,
+    method: 'POST',
+    body: { filter: { tag: 'fuzz-none' } },
+  });
+  expect(bulk.status).toBe(202);
   ids = [
     String(file.body.fileId),
     workflowId,
@@ -531,6 +538,7 @@ beforeAll(async () => {
     '7d444840-9dc0-11d1-b245-5ffdce74fad2',
     String(endpoint.body.endpointId),
     String(batch.body.batchId),
+    String(bulk.body.bulkActionId),
   ];
   auths = {
     'full key': `Bearer ${team.key}`,
@@ -1033,6 +1041,7 @@ describe('fuzz findings, pinned', () => {
         ['GET', `/webhook-endpoints/${id}`, 'Webhook endpoint not found'],
         ['DELETE', `/webhook-endpoints/${id}`, 'Webhook endpoint not found'],
         ['POST', `/webhook-endpoints/${id}/test`, 'Webhook endpoint not found'],
+        ['GET', `/bulk-actions/${id}`, 'Bulk action not found'],
       ] as const) {
         const answer = await client.send({
           method,

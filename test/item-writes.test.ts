@@ -27,6 +27,13 @@ import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import type { Deps } from '../functions/deps.ts';
 import { createApiKey, revokeApiKey } from '../functions/store/api-keys.ts';
+import {
+  advanceBulkPage,
+  finishBulkAction,
+  putBulkAction,
+  settleTarget,
+  takeUpTarget,
+} from '../functions/store/bulk-actions.ts';
 import { removeConnection, setConnection } from '../functions/store/connections.ts';
 import {
   cancelWaitingDeferredRun,
@@ -46,6 +53,8 @@ import {
   storedAgent,
   storedApiKey,
   storedApiKeyId,
+  storedBulkAction,
+  storedBulkTarget,
   storedCanvas,
   storedDeferredRun,
   storedDelivery,
@@ -316,6 +325,8 @@ const definitions = {
   endpointSlots: storedEndpointSlots,
   endpointDelivery: storedEndpointDelivery,
   usageRollup: storedUsageRollup,
+  bulkAction: storedBulkAction,
+  bulkTarget: storedBulkTarget,
 } satisfies Record<string, ItemDefinition>;
 
 const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definitions => {
@@ -343,6 +354,8 @@ const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definition
     [/^WHENDPOINT#/, 'webhookEndpoint'],
     [/^WHSLOTS$/, 'endpointSlots'],
     [/^DELIVERY#/, 'endpointDelivery'],
+    [/^BULK$/, 'bulkAction'],
+    [/^TARGET#/, 'bulkTarget'],
   ];
   if (PK.startsWith('KEYSPEND#')) return 'keyMonth';
   if (PK.startsWith('STOREDBYTES#')) return 'storedBytes';
@@ -745,6 +758,34 @@ describe('what the store’s writers leave in the table', () => {
     expect((await takeStreamSlot(deps, { keyId }, 's1', lease, 5)).taken).toBe(true);
     expect((await takeStreamSlot(deps, { jobId: ids.job }, 's1', lease, 5)).taken).toBe(true);
     await releaseStreamSlot(deps, { keyId }, 's1', lease.text);
+
+    // A bulk cancel: written, a run taken up and settled, a deferred run taken up, its page moved on
+    // with the counts, and its last page finishing it.
+    const bulkActionId = '5b000000-0000-4000-8000-00000000000f';
+    await putBulkAction(deps, {
+      bulkActionId,
+      teamId,
+      keyId,
+      action: 'cancel',
+      status: 'running',
+      filter: { tag: 'vip', status: ['queued'] },
+      workflowIds: [],
+      matched: 0,
+      cancelled: 0,
+      skipped: 0,
+      failed: 0,
+      page: 0,
+      createdAt: at,
+      ttl: 1_900_000_000,
+    });
+    const until = new Date(Date.parse(at) + 60_000).toISOString();
+    // (The memory table evaluates no condition: what each answers is test/bulk-cancel.int.test.ts's.)
+    await takeUpTarget(deps, bulkActionId, `RUN#${ids.job}`, 1_900_000_000, until);
+    await settleTarget(deps, bulkActionId, `RUN#${ids.job}`, 'cancelled');
+    await takeUpTarget(deps, bulkActionId, `DEFERRED#${ids.job}`, 1_900_000_000, until);
+    const pageCounts = { matched: 1, cancelled: 1, skipped: 0, failed: 0 };
+    await advanceBulkPage(deps, bulkActionId, 0, pageCounts, '{"phase":"runs","startKey":null}');
+    await finishBulkAction(deps, bulkActionId, 1, { ...pageCounts, cancelled: 0, skipped: 1 });
 
     const kinds = new Set<string>();
     const unknown: string[] = [];

@@ -128,6 +128,18 @@ const validBodies = (): Record<string, Json[]> => {
       { name: 'Walked', steps, projectId: team.projectId, agentName: 'Walker' },
     ],
     SetWorkflowStatus: [{ status: 'active' }],
+    // A bulk cancel takes ids or a filter, never both: a body each.
+    CancelRuns: [
+      { jobIds: ['00000000-0000-4000-8000-000000000000'] },
+      {
+        filter: {
+          workflowId,
+          tag: 'nightly',
+          status: ['queued'],
+          batchId: '00000000-0000-4000-8000-000000000000',
+        },
+      },
+    ],
   };
 };
 
@@ -225,7 +237,7 @@ const operationsWithBodies = () =>
   );
 
 describe('every request body refuses an array for an object and an empty name', () => {
-  it('finds the operations that take a body: create a workflow, both run starts, a resume, a redelivery, a run token, a file, both estimates, a webhook endpoint creation and change, and an MCP message', () => {
+  it('finds the operations that take a body: create a workflow, both run starts, a resume, a redelivery, a run token, a file, both estimates, a webhook endpoint creation and change, an MCP message and a bulk cancel', () => {
     const withBodies = operationsWithBodies().map((o) => o.operationId);
     expect(withBodies).toEqual([
       'CreateWorkflow',
@@ -246,6 +258,7 @@ describe('every request body refuses an array for an object and an empty name', 
       'Mcp',
       'UpdateWorkflow',
       'SetWorkflowStatus',
+      'CancelRuns',
     ]);
   });
 
@@ -286,6 +299,8 @@ describe('every request body refuses an array for an object and an empty name', 
         // A tag's own rule names its limit (schemas/run-tags.ts).
         else if (at[0] === 'tags')
           expect(String(answer.body.error), where).toMatch(/^Invalid request body: tags\[\d+\]: a tag /);
+        else if (at[0] === 'filter' && at[1] === 'tag')
+          expect(String(answer.body.error), where).toMatch(/^Invalid request body: filter\.tag: a tag /);
         else expect(String(answer.body.error), where).toMatch(/^Invalid request body: .*Invalid \w+: /);
       }
       tried.push(where);

@@ -75,6 +75,16 @@ const endEarly = async (
   throw storageBusy('run cancel', 'raceLost', tries, new Error(`run ${jobId} kept changing while being cancelled`));
 };
 
+/** The run as read, when it is the caller's: its team's, of a workflow the key may use; else it is not found. */
+const callersRun =
+  (teamId: string, jobId: string, keyWorkflowIds: readonly string[]) =>
+  (run: RunItem | undefined): RunItem => {
+    if (!run || run.teamId !== teamId || !keyMayUseWorkflow(keyWorkflowIds, run.workflowId)) {
+      throw new RunNotFoundError(jobId);
+    }
+    return run;
+  };
+
 /**
  * POST /runs/{jobId}/cancel (our design; the spec names `cancelled` and `stopped` but not the
  * operation): a run no step of which has finished becomes `cancelled`; one already under way
@@ -90,12 +100,7 @@ export const cancelRun = async (
   jobId: string,
   keyWorkflowIds: readonly string[] = [],
 ): Promise<Run> => {
-  const ended = await endEarly(deps, jobId, 'caller', (run) => {
-    if (!run || run.teamId !== teamId || !keyMayUseWorkflow(keyWorkflowIds, run.workflowId)) {
-      throw new RunNotFoundError(jobId);
-    }
-    return run;
-  });
+  const ended = await endEarly(deps, jobId, 'caller', callersRun(teamId, jobId, keyWorkflowIds));
   if (!ended) throw new RunAlreadyEndedError(jobId);
   // The Run as GET /runs/{jobId} answers it, its links included (the stream then sends `done`).
   return readRunWithLinks(deps, teamId, jobId, keyWorkflowIds);
@@ -128,6 +133,25 @@ export const cancelReplaced = async (deps: Deps, jobId: string): Promise<boolean
     );
   } catch (error) {
     if (error === gone) return false;
+    throw error;
+  }
+};
+
+/**
+ * A bulk cancel's turn at one run (functions/app/bulk-cancel.ts): exactly POST /runs/{jobId}/cancel
+ * for the caller, without its answer. True when this call ended the run; false when it had ended,
+ * or is no run the caller may cancel (the two alike, as the bulk action counts them).
+ */
+export const cancelForCaller = async (
+  deps: Deps,
+  teamId: string,
+  jobId: string,
+  keyWorkflowIds: readonly string[],
+): Promise<boolean> => {
+  try {
+    return (await endEarly(deps, jobId, 'caller', callersRun(teamId, jobId, keyWorkflowIds))) !== undefined;
+  } catch (error) {
+    if (error instanceof RunNotFoundError) return false;
     throw error;
   }
 };

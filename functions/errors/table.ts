@@ -9,6 +9,7 @@
  */
 
 import { type Route, type RouteId, routes } from '../../platform/routes.ts';
+import { BulkActionNotFoundErrorSchema, bulkActionNotFoundMessage } from '../../schemas/bulk-actions.ts';
 import {
   type DeliveryPendingErrorBody,
   DeliveryPendingErrorSchema,
@@ -729,4 +730,16 @@ export const TooManyWebhookEndpointsError = defineError('TooManyWebhookEndpoints
   routes: ['CreateWebhookEndpoint'],
   schemas: [TooManyWebhookEndpointsErrorSchema],
   body: (f) => ({ error: webhookEndpointMessages.tooMany, maxEndpoints: f.maxEndpoints }),
+});
+
+// Bulk actions
+
+/** Unknown, or another team's: the same answer, so an id never tells that an action exists. */
+export const BulkActionNotFoundError = defineError('BulkActionNotFoundError', {
+  facts: (bulkActionId: string) => ({ bulkActionId }),
+  message: (f) => `bulk action ${f.bulkActionId} not found`,
+  status: 404,
+  routes: ['GetBulkAction'],
+  schemas: [BulkActionNotFoundErrorSchema],
+  body: () => ({ error: bulkActionNotFoundMessage }),
 });

@@ -219,3 +219,14 @@ export const usageKey = (teamId: string, dimension: string, day: string, group: 
   PK: usagePartition(teamId, dimension),
   SK: `${day}#${group}`,
 });
+
+/**
+ * A bulk action (POST /runs/cancel) and, in its partition, one marker per run or deferred run it
+ * took up (`target`: `RUN#<jobId>` or `DEFERRED#<id>`), which counts each once however often its page comes.
+ */
+export const bulkActionPartition = (bulkActionId: string) => `BULK#${bulkActionId}`;
+export const bulkActionKey = (bulkActionId: string) => ({ PK: bulkActionPartition(bulkActionId), SK: 'BULK' });
+export const bulkTargetKey = (bulkActionId: string, target: string) => ({
+  PK: bulkActionPartition(bulkActionId),
+  SK: `TARGET#${target}`,
+});

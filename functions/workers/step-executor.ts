@@ -2,6 +2,7 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import * as v from 'valibot';
 import { stepNodeTimeoutSeconds } from '../../platform/definitions.ts';
+import { type BulkCancelMessage, BulkCancelMessageSchema, runBulkCancelPage } from '../app/bulk-cancel.ts';
 import { StepMessageSchema } from '../app/provider-job.ts';
 import { type DeadlineMessage, DeadlineMessageSchema, enforceDeadline } from '../app/run-deadline.ts';
 import { runStep } from '../app/step/run-step.ts';
@@ -14,10 +15,10 @@ import { type Deps, productionDeps } from '../deps.ts';
 import { logger, withBatchContext, withRecordKeys } from '../observability/logger.ts';
 import { metrics } from '../observability/metrics.ts';
 
-/** The steps queue carries a step's messages and a run's deadline timer (functions/app/run-deadline.ts). */
-const QueueMessageSchema = v.union([DeadlineMessageSchema, StepMessageSchema]);
+/** The steps queue carries a step's messages, a run's deadline timer and a bulk cancel's pages. */
+const QueueMessageSchema = v.union([DeadlineMessageSchema, BulkCancelMessageSchema, StepMessageSchema]);
 
-const parseMessage = (record: SQSRecord): StepMessage | DeadlineMessage => {
+const parseMessage = (record: SQSRecord): StepMessage | DeadlineMessage | BulkCancelMessage => {
   try {
     return v.parse(QueueMessageSchema, JSON.parse(record.body));
   } catch (error) {
@@ -31,12 +32,14 @@ export const makeHandler = (deps: Deps, options: Partial<RunStepOptions> = {}) =
   const resolved = { stepTimeoutMs: stepNodeTimeoutSeconds * 1000, ...options };
   const runRecord = (context?: TimeLeft) => async (record: SQSRecord) => {
     const message = parseMessage(record);
-    if ('kind' in message) {
-      await withRecordKeys({ jobId: message.jobId, messageId: record.messageId }, () => enforceDeadline(deps, message));
-      return;
-    }
-    const keys = { jobId: message.jobId, nodeId: message.nodeId, messageId: record.messageId };
-    await withRecordKeys(keys, () => runStep(deps, message, withTimeLeft(resolved, context)));
+    const { jobId, nodeId, bulkActionId } = message as Partial<Record<'jobId' | 'nodeId' | 'bulkActionId', string>>;
+    await withRecordKeys({ jobId, nodeId, bulkActionId, messageId: record.messageId }, () =>
+      !('kind' in message)
+        ? runStep(deps, message, withTimeLeft(resolved, context))
+        : message.kind === 'deadline'
+          ? enforceDeadline(deps, message)
+          : runBulkCancelPage(deps, message, Number(record.attributes.ApproximateReceiveCount)),
+    );
   };
   return withBatchContext(async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => {
     try {

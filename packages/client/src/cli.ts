@@ -120,6 +120,13 @@ Commands:
                                          list): each item a run start's body plus workflowId or agentId; prints
                                          each item's status and run, or its error; exit 1 when any was refused
   batch show <batchId>                   The runs a batch started, counted by status
+  runs cancel [<jobId>...] [options]     Cancel many runs in the background: up to 100 by id, or every run
+                                         (and waiting deferred run) the filters match; waits until done and
+                                         prints the counts
+      --workflow-id ID | --tag T | --status queued,processing | --batch-id ID
+                                         The filters (one at least, when no ids are given)
+      --no-wait                          Print the bulk action's id and return at once
+  bulk show <bulkActionId>               A bulk cancel's status and counts
   deferred show <id>                     Show a deferred run
   deferred cancel <id>                   Cancel a deferred run still waiting
   deferred list [options]                The team's deferred runs, newest first (options as runs list)
@@ -213,6 +220,7 @@ const optionSpec = {
   csv: { type: 'string' },
   version: { type: 'string' },
   'batch-id': { type: 'string' },
+  'no-wait': { type: 'boolean' },
 } as const;
 
 type OptionName = keyof typeof optionSpec;
@@ -270,6 +278,8 @@ const commandOptions: Record<string, OptionName[]> = {
   'runs list': ['workflow-id', 'status', 'tag', 'batch-id', 'limit', 'cursor', 'all'],
   'runs show': ['wait'],
   'runs step': [],
+  'runs cancel': ['workflow-id', 'tag', 'status', 'batch-id', 'no-wait'],
+  'bulk show': [],
   'deferred list': ['workflow-id', 'status', 'limit', 'cursor', 'all'],
   'files upload': ['content-type', 'name'],
   'files get': [],
@@ -1253,6 +1263,31 @@ const printNext = (io: CliIo, command: string, values: Values, nextCursor: strin
   write(io.stdout, `More: workflow-run ${command} ${[...filters, `--cursor ${nextCursor}`].join(' ')}`);
 };
 
+/** `runs cancel`: the ids given, or the filters; then, unless --no-wait, the action until done. */
+const cancelRuns = async (client: WorkflowRunClient, io: CliIo, values: Values, args: string[], json: boolean) => {
+  if ((values.tag?.length ?? 0) > 1) throw new UsageError('--tag filters by one tag');
+  const statuses = values.status?.split(',').map((status) => status.trim());
+  const filter = {
+    ...(values['workflow-id'] !== undefined && { workflowId: values['workflow-id'] }),
+    ...(values.tag?.[0] !== undefined && { tag: values.tag[0] }),
+    ...(statuses !== undefined && { status: statuses as ('queued' | 'processing')[] }),
+    ...(values['batch-id'] !== undefined && { batchId: values['batch-id'] }),
+  };
+  const byFilter = Object.keys(filter).length > 0;
+  if (args.length > 0 && byFilter) throw new UsageError('runs cancel takes job ids or filters, not both');
+  if (args.length === 0 && !byFilter) throw new UsageError('runs cancel needs job ids or a filter');
+  const body = args.length > 0 ? { jobIds: args } : { filter };
+  const { bulkActionId } = await client.cancelRuns(body, { signal: io.signal });
+  if (values['no-wait']) {
+    if (json) printJson(io, { bulkActionId });
+    else printFields(io, { bulkActionId });
+    return;
+  }
+  const done = await client.waitForBulkAction(bulkActionId, { signal: io.signal });
+  if (json) printJson(io, done);
+  else printFields(io, done);
+};
+
 const listRuns = async (client: WorkflowRunClient, io: CliIo, values: Values, json: boolean) => {
   const query = listQuery(values) as ListRunsParams;
   const signal = { signal: io.signal };
@@ -1503,6 +1538,15 @@ export const main = async (
       case 'runs step': {
         if (args.length !== 2 || !args[0] || !args[1]) throw new UsageError('runs step needs a job id and a node id');
         await showStep(client, io, args[0], args[1], json);
+        break;
+      }
+      case 'runs cancel':
+        await cancelRuns(client, io, values, args, json);
+        break;
+      case 'bulk show': {
+        const action = await client.getBulkAction(oneArg(command, args, 'bulk action id'), { signal: io.signal });
+        if (json) printJson(io, action);
+        else printFields(io, action);
         break;
       }
       case 'deferred list':

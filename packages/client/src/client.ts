@@ -116,6 +116,9 @@ export type Usage = Schemas['Usage'];
 export type UsageRow = Schemas['UsageRow'];
 /** The period (`from`, `to`: UTC dates, both included, at most 366 days) and the grouping of GET /usage. */
 export type UsageParams = Omit<paths['/usage']['get']['parameters']['query'], 'format'>;
+export type BulkCancelRequest = Schemas['BulkCancelRequest'];
+export type BulkActionAccepted = Schemas['BulkActionAccepted'];
+export type BulkAction = Schemas['BulkAction'];
 
 /** Statuses a run never leaves. */
 export const endedRunStatuses: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'stopped'];
@@ -201,6 +204,15 @@ export interface WaitForRunOptions extends RequestOptions {
   onProgress?: (run: Run) => void | Promise<void>;
   /** Network failures and 5xx (other than 503) in a row tolerated before giving up (default 3). */
   maxConsecutiveErrors?: number;
+}
+
+export interface WaitForBulkActionOptions extends RequestOptions {
+  /** Wait between reads (default 1,000 ms), growing by half each read up to 10,000 ms. */
+  intervalMs?: number;
+  /** Give up with `WaitTimeoutError` after this long (default 30 minutes). */
+  timeoutMs?: number;
+  /** Called with each read. */
+  onProgress?: (action: BulkAction) => void | Promise<void>;
 }
 
 export interface UploadFileOptions extends RequestOptions {
@@ -345,6 +357,18 @@ export interface WorkflowRunClient {
     deliveryId: string,
     options?: RequestOptions,
   ): Promise<EndpointDeliveryQueued>;
+  /**
+   * POST /runs/cancel: cancels up to 100 runs by `jobIds`, or every run (and waiting deferred run) a
+   * `filter` matches, in the background; follow it with `getBulkAction` or `waitForBulkAction`.
+   */
+  cancelRuns(body: BulkCancelRequest, options?: RequestOptions): Promise<BulkActionAccepted>;
+  /** GET /bulk-actions/{bulkActionId}: its status and counts. */
+  getBulkAction(bulkActionId: string, options?: RequestOptions): Promise<BulkAction>;
+  /**
+   * Polls GET /bulk-actions/{bulkActionId} until it is `done`, and returns it. On 429 or 503 waits
+   * at least `Retry-After`; throws `WaitTimeoutError` past `timeoutMs`.
+   */
+  waitForBulkAction(bulkActionId: string, options?: WaitForBulkActionOptions): Promise<BulkAction>;
   /** GET /node-types: every node type's reference (no key needed). */
   listNodeTypes(options?: RequestOptions): Promise<NodeTypeReference[]>;
   /** GET /node-types/{type}: one node type's reference. */
@@ -538,6 +562,35 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
     }
   };
 
+  const getBulkAction = (bulkActionId: string, requestOptions: RequestOptions = {}) =>
+    unwrap<BulkAction>(
+      raw.GET('/bulk-actions/{bulkActionId}', { params: { path: { bulkActionId } }, signal: requestOptions.signal }),
+    );
+
+  const waitForBulkAction = async (bulkActionId: string, waitOptions: WaitForBulkActionOptions = {}) => {
+    const timeoutMs = waitOptions.timeoutMs ?? 30 * 60_000;
+    const deadline = Date.now() + timeoutMs;
+    const signal = waitOptions.signal;
+    let interval = waitOptions.intervalMs ?? 1_000;
+    let last: BulkAction | undefined;
+    for (;;) {
+      let wait = interval;
+      try {
+        last = await getBulkAction(bulkActionId, { signal });
+        await waitOptions.onProgress?.(last);
+        if (last.status === 'done') return last;
+      } catch (error) {
+        // 429 / 503: never earlier than the server asked.
+        if (!(error instanceof RetryableError)) throw error;
+        wait = Math.max(interval, (error.retryAfterSeconds ?? 1) * 1000);
+      }
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) throw new WaitTimeoutError(bulkActionId, timeoutMs, last, 'Bulk action');
+      await sleep(Math.min(wait, remaining), undefined, { signal });
+      interval = Math.min(10_000, interval * 1.5);
+    }
+  };
+
   const getFile = (fileId: string, requestOptions: RequestOptions = {}) =>
     unwrap<UploadedFile>(raw.GET('/files/{fileId}', { params: { path: { fileId } }, signal: requestOptions.signal }));
 
@@ -691,6 +744,10 @@ export const createClient = (options: ClientOptions): WorkflowRunClient => {
       unwrap(raw.GET('/node-types/{type}', { params: { path: { type } }, signal: requestOptions.signal })),
     uploadFile,
     waitForRun,
+    cancelRuns: (body, requestOptions = {}) =>
+      unwrap(raw.POST('/runs/cancel', { body, signal: requestOptions.signal })),
+    getBulkAction,
+    waitForBulkAction,
     createWebhookEndpoint: (body, requestOptions = {}) =>
       unwrap(raw.POST('/webhook-endpoints', { body, signal: requestOptions.signal })),
     listWebhookEndpoints: async (requestOptions = {}) =>

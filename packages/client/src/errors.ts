@@ -147,8 +147,9 @@ export class WaitTimeoutError<TRun = unknown> extends Error {
   readonly jobId: string;
   readonly lastRun: TRun | undefined;
 
-  constructor(jobId: string, timeoutMs: number, lastRun: TRun | undefined) {
-    super(`Run ${jobId} had not ended after ${timeoutMs} ms`);
+  /** `what` names what was waited for: a run, or a bulk action (`waitForBulkAction`). */
+  constructor(jobId: string, timeoutMs: number, lastRun: TRun | undefined, what = 'Run') {
+    super(`${what} ${jobId} had not ended after ${timeoutMs} ms`);
     this.name = 'WaitTimeoutError';
     this.jobId = jobId;
     this.lastRun = lastRun;

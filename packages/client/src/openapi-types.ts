@@ -877,6 +877,50 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/runs/cancel': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Cancel many runs
+     * @description Cancels up to 100 runs named by `jobIds`, or every run of the team a `filter` matches (any number, in pages), each by the rules of `POST /runs/{jobId}/cancel`; waiting deferred runs the filter matches are cancelled too. It runs in the background: follow it with `GET /bulk-actions/{bulkActionId}`.
+     *
+     *     Scope: `runs:create`.
+     */
+    post: operations['CancelRuns'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/bulk-actions/{bulkActionId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a bulk action
+     * @description Its progress: `running` until every run it matched is counted, then `done`.
+     *
+     *     Scope: `runs:read`.
+     */
+    get: operations['GetBulkAction'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/provider-webhooks/{provider}/{jobId}/{nodeId}/{token}': {
     parameters: {
       query?: never;
@@ -3718,6 +3762,47 @@ export interface components {
         cancelled: number;
         stopped: number;
       };
+    };
+    BulkCancelRequest: {
+      /** @description The runs to cancel, by `jobId`. */
+      jobIds?: string[];
+      /** @description The runs of the team (and the waiting deferred runs) that match every field given. `status` absent: both `queued` and `processing`; a waiting deferred run counts as `queued`. */
+      filter?: {
+        /** Format: uuid */
+        workflowId?: string;
+        /** @description 1 to 64 characters: letters, digits and _ - . : @ /. Case counts. */
+        tag?: string;
+        status?: ('queued' | 'processing')[];
+        /** Format: uuid */
+        batchId?: string;
+      };
+    };
+    BulkActionAccepted: {
+      /** Format: uuid */
+      bulkActionId: string;
+    };
+    BulkAction: {
+      /** Format: uuid */
+      bulkActionId: string;
+      /** @enum {string} */
+      action: 'cancel';
+      /** @enum {string} */
+      status: 'running' | 'done';
+      /** @description Runs taken up so far: cancelled + skipped + failed. */
+      matched: number;
+      /** @description Runs (and deferred runs) this action ended. */
+      cancelled: number;
+      /** @description Runs that had ended (or were no run of the team) when their turn came: nothing done. */
+      skipped: number;
+      /** @description Runs the action could not cancel (storage kept busy). */
+      failed: number;
+      /** Format: date-time */
+      createdAt: string;
+      finishedAt: string | null;
+    };
+    BulkActionNotFoundError: {
+      /** @constant */
+      error: 'Bulk action not found';
     };
     NameRequiredError: {
       /** @constant */
@@ -7868,6 +7953,167 @@ export interface operations {
           'application/json':
             | components['schemas']['WorkflowNotFoundError']
             | components['schemas']['WorkflowVersionNotFoundError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  CancelRuns: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['BulkCancelRequest'];
+      };
+    };
+    responses: {
+      /** @description The action is under way. */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BulkActionAccepted'];
+        };
+      };
+      /** @description Neither or both of `jobIds` and `filter`, no filter field, more than 100 ids, or a field invalid. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InvalidBodyError'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks the scope this operation needs. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ScopeNotPermittedError'];
+        };
+      };
+      /** @description The body is over 16 KB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PayloadTooLargeError'];
+        };
+      };
+      /** @description Too many requests with this key; wait `Retry-After` seconds. */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RateLimitExceededError'];
+        };
+      };
+      /** @description Server failure. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ServerError'];
+        };
+      };
+      /** @description The service is busy (a read or write met throttling, a conflicting write or a DynamoDB failure on every try); nothing was written. Try again after `Retry-After` seconds. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['StorageBusyError'];
+        };
+      };
+    };
+  };
+  GetBulkAction: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The `bulkActionId` `POST /runs/cancel` answered. */
+        bulkActionId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The action and its counts. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BulkAction'];
+        };
+      };
+      /** @description The key is missing, malformed, unknown, revoked or expired. */
+      401: {
+        headers: {
+          'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UnauthorizedError'];
+        };
+      };
+      /** @description The key lacks the scope this operation needs. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ScopeNotPermittedError'];
+        };
+      };
+      /** @description No such bulk action in the key's team. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BulkActionNotFoundError'];
         };
       };
       /** @description Too many requests with this key; wait `Retry-After` seconds. */
