@@ -1,4 +1,4 @@
-import { Aws, CfnOutput, type CfnResource, Duration, Validations } from 'aws-cdk-lib';
+import { Aws, CfnOutput, type CfnResource, Duration, NestedStack, Validations } from 'aws-cdk-lib';
 import type { IHttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
 import {
   type Alarm,
@@ -87,8 +87,8 @@ export class Observability extends Construct {
   readonly alarms: Alarm[] = [];
   readonly alarmTopic: Topic | undefined;
 
-  /** The rule's alarm over these metrics (each taken at the rule's period, with its statistic). */
-  #alarm(rule: AlarmRule, metrics: Record<string, Metric>, description: string): Alarm {
+  /** The rule's alarm over these metrics (each taken at the rule's period, with its statistic), in `scope`. */
+  #alarm(rule: AlarmRule, metrics: Record<string, Metric>, description: string, scope: Construct = this): Alarm {
     const period = Duration.seconds(rule.periodSeconds);
     const using = Object.fromEntries(
       Object.entries(rule.statistics).map(([id, statistic]) => {
@@ -101,7 +101,7 @@ export class Observability extends Construct {
       'metric' in rule.expression
         ? (using[rule.expression.metric] as Metric)
         : new MathExpression({ expression: renderExpr(rule.expression), usingMetrics: using, period, label: rule.id });
-    const alarm = watched.createAlarm(this, `${rule.id}Alarm`, {
+    const alarm = watched.createAlarm(scope, `${rule.id}Alarm`, {
       alarmDescription: `${description} Runbook: docs/operations.md, Alarms, ${rule.runbook}.`,
       threshold: rule.threshold,
       comparisonOperator: comparisons[rule.comparison] as ComparisonOperator,
@@ -218,13 +218,20 @@ export class Observability extends Construct {
       );
     }
     // Every function the default alarms above do not already watch, only when asked (two alarms each):
-    // the dispatcher's errors are its ticks alarm below.
+    // the dispatcher's errors are its ticks alarm below. In a nested stack of their own: about two
+    // per function, they would take the stack past CloudFormation's 500 resources.
+    const perFunction = config.perFunctionAlarms
+      ? new NestedStack(this, 'FunctionAlarms', {
+          description: `Workflow Run API ${stage}: an errors and a throttles alarm per function`,
+        })
+      : this;
     const alarmedWorkerIds = new Set(workers.filter((w) => w.trigger.kind === 'schedule').map((w) => w.id));
     for (const worker of config.perFunctionAlarms ? workers.filter((w) => w.trigger.kind === 'queue') : []) {
       this.#alarm(
         alarmRules.functionThrottles(worker.id),
         { throttles: fnOf(worker.id).metricThrottles() },
         `The ${stage} ${worker.id} function was throttled in 3 of 5 five-minute periods.`,
+        perFunction,
       );
     }
     // The run event stream's function URL is public and held to its reserved concurrency: a stream
@@ -244,6 +251,7 @@ export class Observability extends Construct {
         alarmRules.functionErrors(fnId, 'FunctionErrors'),
         { errors: fn.metricErrors() },
         `The ${stage} ${fnId} function failed (an uncaught error, a timeout or a crash) in 3 of 5 five-minute periods.`,
+        perFunction,
       );
       // The stream's throttles and the queue consumers' are alarmed above.
       if (streamIds.has(fnId) || workers.some((w) => w.id === fnId && w.trigger.kind === 'queue')) continue;
@@ -251,6 +259,7 @@ export class Observability extends Construct {
         alarmRules.functionThrottles(fnId),
         { throttles: fn.metricThrottles() },
         `The ${stage} ${fnId} function was throttled in 3 of 5 five-minute periods.`,
+        perFunction,
       );
     }
 

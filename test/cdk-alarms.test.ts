@@ -22,6 +22,7 @@ import {
   trips,
 } from '../platform/alarm-rules.ts';
 import { queues, stepsQueue, webhooksQueue } from '../platform/definitions.ts';
+import { nestedTemplates } from './support/nested-templates.ts';
 import { prodTestContext, synthOnly } from './support/stages.ts';
 
 const testContext = synthOnly;
@@ -41,10 +42,11 @@ type AlarmProps = Record<string, unknown> & {
 
 const alarmsOf = (context: Record<string, unknown>) => {
   const built = buildApp(context, {});
-  const resources = Template.fromStack(built.api).toJSON().Resources as Record<
-    string,
-    { Type: string; Properties: AlarmProps }
-  >;
+  // The per-function alarms live in a nested stack of the API stack's: both templates are the stage's.
+  const resources = Object.assign(
+    {},
+    ...[Template.fromStack(built.api), ...nestedTemplates(built.api)].map((t) => t.toJSON().Resources),
+  ) as Record<string, { Type: string; Properties: AlarmProps }>;
   return Object.entries(resources)
     .filter(([, r]) => r.Type === 'AWS::CloudWatch::Alarm')
     .map(([id, r]) => ({ id, props: r.Properties }));
@@ -126,6 +128,7 @@ describe('alarms on the synthesized templates', { timeout: 180_000 }, () => {
 
   it('prod adds the per-function alarms, each of a rule, and takes the account limit from the context', () => {
     expect(prod.length).toBeGreaterThan(dev.length);
+    expect(prod.filter((a) => a.props.AlarmDescription.includes('function failed')).length).toBeGreaterThan(40);
     for (const { props } of prod) expect(props.AlarmDescription).toMatch(/prod/);
     const limited = alarmsOf({ ...testContext, [contextKeys.accountConcurrencyLimit]: '3000' });
     const concurrency = limited.find((a) => a.id.startsWith('ObservabilityAccountConcurrencyAlarm'));

@@ -25,6 +25,7 @@ import { pythonRunner, workers } from '../lib/workers.ts';
 import { queues, streamMappings } from '../platform/definitions.ts';
 import { metricNames, metricsNamespace, metricsServiceName, versionDimensions } from '../platform/metric-names.ts';
 import { routes } from '../platform/routes.ts';
+import { nestedParameters, nestedTemplates } from './support/nested-templates.ts';
 import { type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
 import { pinnedProd } from './support/stages.ts';
 
@@ -523,19 +524,34 @@ describe('the dashboard, with the dashboard context', { timeout: 180_000 }, () =
 });
 
 describe('per-function alarms with the perFunctionAlarms context', { timeout: 180_000 }, () => {
-  const { template, ofType, alarms } = synthesizeApi({ [contextKeys.perFunctionAlarms]: 'true' });
+  const { template, ofType, alarms: stackAlarms, api } = synthesizeApi({ [contextKeys.perFunctionAlarms]: 'true' });
+  // In a nested stack of their own (the API stack would pass CloudFormation's 500 resources): each
+  // alarm names its function through a parameter the API stack passes.
+  const [nested] = nestedTemplates(api);
+  const nestedAlarms = Object.values(nested?.findResources('AWS::CloudWatch::Alarm') ?? {}).map(
+    (r) => r.Properties as (typeof stackAlarms)[number],
+  );
+  const alarms = [...stackAlarms, ...nestedAlarms];
+  const passed = nestedParameters(template);
 
-  it('alarms on any error and any throttle of every route function too', () => {
+  it('alarms on any error and any throttle of every route function too, from a nested stack', () => {
     const functionIds = ofType('AWS::Lambda::Function').map(([id]) => id);
     // Every route, worker and the PythonRunner (invoked by the step executor).
     expect(functionIds).toHaveLength(routes.length + workers.length + 1);
-    for (const fnId of functionIds) {
-      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-        Namespace: 'AWS/Lambda',
-        MetricName: 'Errors',
-        Dimensions: [{ Name: 'FunctionName', Value: { Ref: fnId } }],
-      });
-    }
+    const erroredFunctions = new Set(
+      nestedAlarms
+        .filter((a) => a.Namespace === 'AWS/Lambda' && a.MetricName === 'Errors')
+        .map((a) => {
+          const ref = (a.Dimensions as { Value: { Ref: string } }[] | undefined)?.[0]?.Value.Ref ?? '';
+          return (passed[ref] as { Ref?: string } | undefined)?.Ref;
+        }),
+    );
+    const erroredInStack = new Set(
+      stackAlarms
+        .filter((a) => a.Namespace === 'AWS/Lambda' && a.MetricName === 'Errors')
+        .map((a) => (a.Dimensions as { Value: { Ref?: string } }[] | undefined)?.[0]?.Value.Ref),
+    );
+    for (const fnId of functionIds) expect(erroredInStack.has(fnId) || erroredFunctions.has(fnId)).toBe(true);
     // Two more per route, the two stream workers, the PythonRunner and the queue consumers, but the
     // run event stream's throttles (alarmed by default): the dispatcher's errors are its ticks alarm.
     const consumers = workers.filter((w) => w.trigger.kind === 'queue').length;
