@@ -65,7 +65,8 @@ import {
   storedTeam,
   storedTeamSteps,
   storedUpload,
-  storedUsageRollup,
+  storedUsageCell,
+  storedUsageModel,
   storedWebhookEndpoint,
   storedWorkflow,
   storedWorkflowLock,
@@ -313,7 +314,8 @@ const definitions = {
   webhookEndpoint: storedWebhookEndpoint,
   endpointSlots: storedEndpointSlots,
   endpointDelivery: storedEndpointDelivery,
-  usageRollup: storedUsageRollup,
+  usageCell: storedUsageCell,
+  usageModel: storedUsageModel,
 } satisfies Record<string, ItemDefinition>;
 
 const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definitions => {
@@ -348,7 +350,7 @@ const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definition
   if (PK.startsWith('STREAMS#')) return 'streamSlots';
   if (PK.startsWith('RUNTAG#')) return 'runTag';
   if (PK.startsWith('WFQUEUE#')) return 'workflowQueueEntry';
-  if (PK.startsWith('USAGE#')) return 'usageRollup';
+  if (PK.startsWith('USAGE#')) return PK.endsWith('#model') ? 'usageModel' : 'usageCell';
   const kind = bySk.find(([pattern]) => pattern.test(SK))?.[1];
   if (!kind) throw new Error(`no item is stored at ${PK}|${SK}`);
   return kind;
