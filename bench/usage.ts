@@ -1,13 +1,13 @@
 /**
  * What a usage rollup adds per run (GET /usage, docs/decisions/usage.md): a run's settlement
- * transaction writes 6 rollup items more (one per grouping; the model grouping one more per extra
- * model used), and a charged model step's count adds one entry to the run item's `modelCharges`.
+ * transaction writes its cell (team, day, workflow, key, first tag, project) and one item per model
+ * that charged, and a charged model step's count adds one entry to the run item's `modelCharges`.
  *
  * Measured here, on the emulators: the settlement transaction's time with its rollups and without
  * them (the same transaction, `endRunItems` of functions/store/run/ledger.ts, its `USAGE#` items left
  * out), for runs started and counted through the store's own writers (a model step, then the last
  * step ended by the settlement). DynamoDB Local's times are no AWS latency; the difference is what
- * the 6 more items cost to build, send and apply. Counted from the code: each rollup item is a
+ * the rollup items (here 2: the cell and the one model's) cost to build, send and apply. Counted from the code: each rollup item is a
  * transactional write under 1 KB, 2 write units, priced with the cost bench's prices (`awsPrices`).
  */
 import { randomUUID } from 'node:crypto';
@@ -112,8 +112,8 @@ export const benchUsage = async ({ resources }: { resources: LocalResources }) =
   line(`added write units per run (${rollupItems} items × 2, transactional)`, String(writeUnits));
   line('added per run, on-demand writes', `$${perRun.toExponential(2)}`);
   line('added per million runs', `$${(perRun * 1e6).toFixed(2)}`);
-  note('One more model used by a run: one more rollup item (2 write units). A charged model step adds ~60 bytes to');
-  note('its run item (`modelCharges`), written by the count it makes anyway. A read of a year by day is one Query');
-  note('of at most 366 items of ~100 bytes: about 9 read units, strongly consistent.');
+  note('A run without a charged model: its cell alone (2 write units). One more model that charged: one more item');
+  note('(2). A charged model step adds ~60 bytes to its run item (`modelCharges`), written by the count it makes');
+  note('anyway. A read is one Query of the cells of the period (~350 bytes each), two for `model`.');
   return { withMs, withoutMs, rollupItems, writeUnits, perRunDollars: perRun };
 };

@@ -5,7 +5,8 @@
  * (handler time is the bench's business), API Gateway requests and the log lines the invocations
  * write at INFO (bench/cost-logs.ts), and the operator events the run gives (its Run Started and
  * Run Finished, put by the real EventPublisher on the table's stream: PutEvents entries, and the
- * publisher's invocations priced at one per event). Their price, at most $0.000034, is already above
+ * publisher's invocations priced at one per event). Their price, at most $0.000035 ($0.000034 before
+ * the settlement added the run to the team's usage cell, 2 write units), is already above
  * the bench's $0.00003 target for the whole (docs/decisions/pricing.md, "What a run's requests cost").
  */
 import { randomUUID } from 'node:crypto';
@@ -16,7 +17,7 @@ import { idleCost, idleStages, measureIdleTick } from '../bench/idle-cost.ts';
 import { provision } from '../local/provision.ts';
 
 describe('the cost of a 10-step run', () => {
-  it('a 10-step chain with a webhook takes 3 invocations, 33 write units, 6 SQS requests, 1 API request, 2 operator events: under $0.000034 all in before compute', {
+  it('a 10-step chain with a webhook takes 3 invocations, 35 write units, 6 SQS requests, 1 API request, 2 operator events: under $0.000035 all in before compute', {
     timeout: 180_000,
   }, async () => {
     const resources = await provision({ prefix: `c${randomUUID().slice(0, 8)}`, ...inject('emulators') });
@@ -31,13 +32,16 @@ describe('the cost of a 10-step run', () => {
     // and its list entry's change, 1 each), the webhook's attempt marked sending and its outcome 2.
     // The chain's counts are carried to the end's transaction (functions/app/step/settle-step.ts):
     // 9 UpdateItems of the run item fewer. 43 before, when each step counted itself.
-    expect(per(meter.dynamoDb.writeUnits + meter.dynamoDb.refusedWriteUnits)).toBe(33);
+    // The end's transaction also adds the run to the team's usage: one cell item (day, workflow, key,
+    // first tag, project; under 1 KB) 2, and no model item, as no model charged (docs/decisions/usage.md).
+    expect(per(meter.dynamoDb.writeUnits + meter.dynamoDb.refusedWriteUnits)).toBe(35);
     expect(Object.fromEntries(Object.entries(meter.dynamoDb.writeUnitsBy).map(([what, n]) => [what, per(n)]))).toEqual({
       'TransactWriteItems RUN': 4,
       'TransactWriteItems RUN (index entries)': 4,
       'TransactWriteItems TEAM': 6,
       'TransactWriteItems KEYSPEND': 2,
       'TransactWriteItems WFLOCK': 4,
+      'TransactWriteItems USAGE': 2,
       'UpdateItem RATE': 1,
       'UpdateItem STEP': 10,
       'UpdateItem RUN': 2,
@@ -70,7 +74,7 @@ describe('the cost of a 10-step run', () => {
       },
       runs,
     ).total;
-    expect(withoutCompute).toBeLessThanOrEqual(0.000034);
+    expect(withoutCompute).toBeLessThanOrEqual(0.000035);
     // What each run leaves for the retention (bench/cost-retained.ts prices it): its item, its 10
     // steps and its webhook delivery, about 4 KB with their overhead and their list index entry; no object.
     expect(left.items / runs).toBe(12);

@@ -75,7 +75,8 @@ import {
   storedTeam,
   storedTeamSteps,
   storedUpload,
-  storedUsageRollup,
+  storedUsageCell,
+  storedUsageModel,
   storedWebhookEndpoint,
   storedWorkflow,
   storedWorkflowLock,
@@ -324,7 +325,8 @@ const definitions = {
   webhookEndpoint: storedWebhookEndpoint,
   endpointSlots: storedEndpointSlots,
   endpointDelivery: storedEndpointDelivery,
-  usageRollup: storedUsageRollup,
+  usageCell: storedUsageCell,
+  usageModel: storedUsageModel,
   bulkAction: storedBulkAction,
   bulkTarget: storedBulkTarget,
 } satisfies Record<string, ItemDefinition>;
@@ -364,7 +366,7 @@ const kindOf = ({ PK, SK }: { PK: string; SK: string }): keyof typeof definition
   if (PK.startsWith('RUNTAG#')) return 'runTag';
   if (PK.startsWith('RUNBATCH#')) return 'runBatch';
   if (PK.startsWith('WFQUEUE#')) return 'workflowQueueEntry';
-  if (PK.startsWith('USAGE#')) return 'usageRollup';
+  if (PK.startsWith('USAGE#')) return PK.endsWith('#model') ? 'usageModel' : 'usageCell';
   const kind = bySk.find(([pattern]) => pattern.test(SK))?.[1];
   if (!kind) throw new Error(`no item is stored at ${PK}|${SK}`);
   return kind;

@@ -9,9 +9,12 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { buildOpenApiDocument } from '../functions/docs/openapi.ts';
-import { usageDay } from '../functions/domain/usage.ts';
+import { maxUsageItems, usageDay } from '../functions/domain/usage.ts';
+import { itemVersion } from '../functions/store/items.ts';
+import { usageKey } from '../functions/store/keys.ts';
 import { countStep, type NewRun, readRunItem, settleEndedRun, startRun } from '../functions/store/run/index.ts';
 import { createAgent, createProject } from '../functions/store/tenancy.ts';
 import { createClient } from '../packages/client/src/client.ts';
@@ -378,5 +381,76 @@ describe('GET /usage', () => {
     ]);
     const scoped = await addKey(stack.deps, team.teamId, { scopes: ['usage:read'] });
     expect((await usage(scoped.key, 'from=2026-01-01&to=2026-01-02')).status).toBe(200);
+  });
+
+  it('reads at most 20,000 rollups a period: cells for every grouping, cells and model items for model; past it a 400', {
+    timeout: 180_000,
+  }, async () => {
+    const team = await seedUnthrottledTeam(stack.deps, 100);
+    // Cells written as a year of settlements would leave them: 20,000 combinations over 365 days.
+    const ttl = Math.floor(Date.now() / 1000) + 86_400;
+    const day = (i: number) => new Date(Date.UTC(2025, 0, 1 + (i % 365))).toISOString().slice(0, 10);
+    const cell = (i: number) => ({
+      ...usageKey(team.teamId, 'cell', day(i), `c${i}`),
+      v: itemVersion,
+      ttl,
+      workflowId: 'wf',
+      keyId: 'key',
+      tag: `t${i % 3}`,
+      projectId: 'project',
+      runs: 1,
+      steps: 2,
+      chargedHundredths: 1,
+      refundedHundredths: 0,
+      nullRuns: 1,
+      nullSteps: 2,
+      nullChargedHundredths: 1,
+    });
+    const put = (items: Record<string, unknown>[]) =>
+      stack.deps.ddb.send(
+        new BatchWriteCommand({
+          RequestItems: { [stack.deps.tableName]: items.map((Item) => ({ PutRequest: { Item } })) },
+        }),
+      );
+    const batches = Array.from({ length: maxUsageItems / 25 }, (_, b) =>
+      Array.from({ length: 25 }, (_, i) => cell(b * 25 + i)),
+    );
+    for (let b = 0; b < batches.length; b += 10) await Promise.all(batches.slice(b, b + 10).map(put));
+    const year = 'from=2025-01-01&to=2025-12-31';
+    const byTag = await usage(team.key, `${year}&groupBy=tag`);
+    expect(byTag.status).toBe(200);
+    expect(byTag.body.chargedCredits).toBe(maxUsageItems / 100);
+    expect((byTag.body.rows as Row[]).map((row) => row.group)).toEqual(['t0', 't1', 't2']);
+    const byModel = await usage(team.key, `${year}&groupBy=model`);
+    expect(byModel.body.rows).toEqual([
+      {
+        group: null,
+        runs: maxUsageItems,
+        steps: 2 * maxUsageItems,
+        chargedCredits: maxUsageItems / 100,
+        refundedCredits: 0,
+      },
+    ]);
+    // One model item more: the model grouping reads it and every cell, past the bound; the others do not.
+    await put([
+      {
+        ...usageKey(team.teamId, 'model', '2025-06-01', 'sandbox/text'),
+        v: itemVersion,
+        ttl,
+        model: 'sandbox/text',
+        runs: 1,
+        steps: 1,
+        chargedHundredths: 5,
+      },
+    ]);
+    const refused = await usage(team.key, `${year}&groupBy=model`);
+    expect(refused.status).toBe(400);
+    expect(String(refused.body.error)).toContain(`more than ${maxUsageItems} usage rollups`);
+    expect((await usage(team.key, `${year}&groupBy=day`)).status).toBe(200);
+    // One cell more: every grouping is past it; a shorter period is not.
+    await put([cell(maxUsageItems)]);
+    for (const groupBy of groupings)
+      expect((await usage(team.key, `${year}&groupBy=${groupBy}`)).status, groupBy).toBe(400);
+    expect((await usage(team.key, 'from=2025-01-01&to=2025-06-30&groupBy=project')).status).toBe(200);
   });
 });

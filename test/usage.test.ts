@@ -1,17 +1,22 @@
 /**
- * The usage export's pure rules (functions/domain/usage.ts): what one run's settlement adds to each
- * grouping (every hundredth of its charge in exactly one row), the query's checks, and the CSV.
+ * The usage export's pure rules (functions/domain/usage.ts): what one run's settlement adds to its
+ * cell and its models' rollups, and the rows of each grouping read from them (every hundredth of its
+ * charge in exactly one row), the query's checks, and the CSV.
  */
 import { describe, expect, it } from 'vitest';
 import {
+  cellNullModelRow,
+  cellRow,
   maxModelRowsPerRun,
   modelChargeEntry,
+  modelRow,
   parseUsageQuery,
   type SettledRun,
+  settlementUsage,
   sumUsage,
+  type UsageRow,
   usageCsv,
   usageDimensions,
-  usageRollups,
 } from '../functions/domain/usage.ts';
 
 const run = (overrides: Partial<SettledRun> = {}): SettledRun => ({
@@ -26,12 +31,44 @@ const run = (overrides: Partial<SettledRun> = {}): SettledRun => ({
   ...overrides,
 });
 
-const byDimension = (rows: ReturnType<typeof usageRollups>) =>
-  Object.fromEntries(usageDimensions.map((d) => [d, rows.filter((row) => row.dimension === d)]));
+/** Each grouping's rows as a read makes them from what the runs' settlements added on `day`. */
+const byDimension = (runs: readonly SettledRun[], day = '2026-12-07') => {
+  const added = runs.map(settlementUsage);
+  return Object.fromEntries(
+    usageDimensions.map((d): [string, UsageRow[]] => [
+      d,
+      sumUsage(
+        d === 'model'
+          ? [
+              ...added.flatMap(({ models }) => models.map(modelRow)),
+              ...added.flatMap(({ cell }) => cellNullModelRow(cell) ?? []),
+            ]
+          : added.map(({ cell }) => cellRow(d, day, cell)),
+      ),
+    ]),
+  );
+};
 
-describe('usageRollups', () => {
-  it('puts the run’s whole charge and release in one row of each grouping, under its first tag', () => {
-    const rows = byDimension(usageRollups(run(), '2026-12-07'));
+describe('settlementUsage', () => {
+  it('adds one cell and one rollup per charged model; every grouping puts the whole charge and release in its rows, under the first tag', () => {
+    const added = settlementUsage(run());
+    expect(added).toEqual({
+      cell: {
+        workflowId: 'wf',
+        keyId: 'key',
+        tag: 'customer-1',
+        projectId: 'project',
+        runs: 1,
+        steps: 4,
+        chargedHundredths: 203,
+        refundedHundredths: 7,
+        nullRuns: 1,
+        nullSteps: 3,
+        nullChargedHundredths: 3,
+      },
+      models: [{ model: 'sandbox/text', runs: 1, steps: 1, chargedHundredths: 200 }],
+    });
+    const rows = byDimension([run()]);
     for (const dimension of usageDimensions) {
       const sum = rows[dimension]?.reduce((total, row) => total + row.chargedHundredths, 0);
       expect(sum, dimension).toBe(203);
@@ -42,20 +79,31 @@ describe('usageRollups', () => {
     }
     expect(rows.day?.map((row) => row.group)).toEqual(['2026-12-07']);
     expect(rows.tag).toEqual([
-      { dimension: 'tag', group: 'customer-1', runs: 1, steps: 4, chargedHundredths: 203, refundedHundredths: 7 },
+      { group: 'customer-1', runs: 1, steps: 4, chargedHundredths: 203, refundedHundredths: 7 },
     ]);
     expect(rows.model).toEqual([
-      { dimension: 'model', group: 'sandbox/text', runs: 1, steps: 1, chargedHundredths: 200, refundedHundredths: 0 },
-      { dimension: 'model', group: '', runs: 1, steps: 3, chargedHundredths: 3, refundedHundredths: 7 },
+      { group: '', runs: 1, steps: 3, chargedHundredths: 3, refundedHundredths: 7 },
+      { group: 'sandbox/text', runs: 1, steps: 1, chargedHundredths: 200, refundedHundredths: 0 },
     ]);
   });
 
-  it('counts a run without tags under no tag, and a run charged only by models with no null model row', () => {
-    const rows = byDimension(
-      usageRollups(run({ tags: undefined, chargedHundredths: 200, refundedHundredths: 0, steps: 1 }), '2026-12-07'),
-    );
+  it('counts a run without tags under no tag, a run charged only by models in no null model row, a run without models in it', () => {
+    const onlyModels = run({ tags: undefined, chargedHundredths: 200, refundedHundredths: 0, steps: 1 });
+    const rows = byDimension([onlyModels]);
     expect(rows.tag?.map((row) => row.group)).toEqual(['']);
     expect(rows.model?.map((row) => row.group)).toEqual(['sandbox/text']);
+    expect(settlementUsage(onlyModels).cell).toMatchObject({ nullRuns: 0, nullSteps: 0, nullChargedHundredths: 0 });
+    // A plain run: its cell alone, the whole of it in the null model row (even charged nothing).
+    const plain = run({ modelCharges: [], chargedHundredths: 0, refundedHundredths: 0, steps: 2 });
+    expect(settlementUsage(plain).models).toEqual([]);
+    expect(byDimension([plain]).model).toEqual([
+      { group: '', runs: 1, steps: 2, chargedHundredths: 0, refundedHundredths: 0 },
+    ]);
+    // Both in one cell: the null row counts only the run that added to it.
+    expect(byDimension([onlyModels, { ...plain, tags: undefined }]).model).toEqual([
+      { group: '', runs: 1, steps: 2, chargedHundredths: 0, refundedHundredths: 0 },
+      { group: 'sandbox/text', runs: 1, steps: 1, chargedHundredths: 200, refundedHundredths: 0 },
+    ]);
   });
 
   it('sums a model’s steps; past the most model rows a run adds, the rest goes under null, still exact', () => {
@@ -64,12 +112,46 @@ describe('usageRollups', () => {
     );
     const twice = [...many, modelChargeEntry('again', { provider: 'p', model: 'm00' }, 5)];
     const charged = 10 * many.length + 5;
-    const rows = usageRollups(run({ modelCharges: twice, chargedHundredths: charged, steps: twice.length }), 'd');
-    const model = rows.filter((row) => row.dimension === 'model');
+    const settled = run({ modelCharges: twice, chargedHundredths: charged, steps: twice.length });
+    expect(settlementUsage(settled).models).toHaveLength(maxModelRowsPerRun);
+    const model = byDimension([settled]).model ?? [];
     expect(model).toHaveLength(maxModelRowsPerRun + 1);
-    expect(model[0]).toMatchObject({ group: 'p/m00', steps: 2, chargedHundredths: 15 });
-    expect(model.at(-1)).toMatchObject({ group: '', steps: 5, chargedHundredths: 50 });
+    expect(model[0]).toMatchObject({ group: '', steps: 5, chargedHundredths: 50 });
+    expect(model[1]).toMatchObject({ group: 'p/m00', steps: 2, chargedHundredths: 15 });
     expect(model.reduce((total, row) => total + row.chargedHundredths, 0)).toBe(charged);
+  });
+
+  it('sums many runs of several cells to their charges in every grouping', () => {
+    const runs = Array.from({ length: 30 }, (_, n) =>
+      run({
+        workflowId: `wf${n % 3}`,
+        keyId: `key${n % 2}`,
+        tags: n % 5 === 0 ? [] : [`t${n % 4}`],
+        steps: 2 + (n % 3),
+        chargedHundredths: n % 7 === 0 ? 150 : 151 + n,
+        refundedHundredths: n % 4,
+        modelCharges: n % 6 === 0 ? [] : [modelChargeEntry('llm', { provider: 'p', model: `m${n % 2}` }, 150)],
+      }),
+    );
+    const charged = runs.reduce((sum, r) => sum + r.chargedHundredths, 0);
+    const refunded = runs.reduce((sum, r) => sum + r.refundedHundredths, 0);
+    const rows = byDimension(runs);
+    for (const dimension of usageDimensions) {
+      const of = (pick: (row: UsageRow) => number) => rows[dimension]?.reduce((sum, row) => sum + pick(row), 0);
+      expect(
+        of((row) => row.chargedHundredths),
+        dimension,
+      ).toBe(charged);
+      expect(
+        of((row) => row.refundedHundredths),
+        dimension,
+      ).toBe(refunded);
+      if (dimension !== 'model')
+        expect(
+          of((row) => row.runs),
+          dimension,
+        ).toBe(runs.length);
+    }
   });
 });
 

@@ -4,15 +4,17 @@
  *
  * A run's money reaches the team once, when the run is settled (its end, or later when a model step
  * was in flight: functions/store/run/ledger.ts). That settlement's own transaction adds the run to
- * one rollup row per grouping (`usageRollups`), under the UTC day it settled, so the rows of any
- * grouping over a period sum exactly to what the team was charged in it. Each grouping puts every
- * charged hundredth in exactly one row:
- * - `day`, `workflow`, `key`, `project`: the run's own value, one row.
+ * one "cell" (`settlementUsage`): the team's counts for one UTC day and one combination of workflow,
+ * key, first tag and project. Every grouping but `model` is a sum of the cells by one of those values
+ * (or the day), so each puts every charged hundredth in exactly one row:
+ * - `day`, `workflow`, `key`, `project`: the run's own value.
  * - `tag`: the run's first tag (as its start gave them), `null` for a run without tags. A run with
  *   several tags is not counted under each: the rows would then sum to more than the bill.
- * - `model`: each charged model step's charge under its provider and model (`provider/model`), the
- *   rest of the run's charge (steps that are no model's, a failed step's provider job) under `null`,
- *   with its release; a run counts once in each row it charged in.
+ * - `model`: each charged model step's charge under its provider and model (`provider/model`, one
+ *   more rollup per model that charged), the rest of the run's charge (steps that are no model's, a
+ *   failed step's provider job) under `null`, with its release; the `null` row's counts are kept in
+ *   the cell (`nullRuns`, `nullSteps`, `nullChargedHundredths`). A run counts once in each row it
+ *   charged in.
  */
 import { InvalidQueryError } from '../errors/table.ts';
 
@@ -24,13 +26,14 @@ export type UsageFormat = (typeof usageFormats)[number];
 /** The longest period one read covers, in days, both ends included. */
 export const maxUsageDays = 366;
 /**
- * The most rollup items one read may take (one per day and group with a settled run in the period):
+ * The most rollup items one read may take (one per day and combination of workflow, key, first tag and
+ * project with a settled run in the period; for `model`, those and one per day and charged model):
  * past it the read is refused before answering a part, since a part would not sum to the bill.
  */
 export const maxUsageItems = 20_000;
 /**
- * The most model rows one run adds to: with its other rows and the settlement's own items (at most
- * 5), far inside a transaction's 100 items. A run with more models puts the rest under `null`.
+ * The most model rows one run adds to: with its cell and the settlement's own items (at most 5), far
+ * inside a transaction's 100 items. A run with more models puts the rest under `null`.
  */
 export const maxModelRowsPerRun = 20;
 
@@ -42,10 +45,32 @@ export interface UsageCounts {
   refundedHundredths: number;
 }
 
-/** What one run adds to one row of one grouping; `group` '' is the row of no value (`null`). */
-export interface UsageRollup extends UsageCounts {
-  dimension: UsageDimension;
-  group: string;
+/** The groupings a cell holds the value of; `model` is read from the model rollups and the cells. */
+export type CellDimension = Exclude<UsageDimension, 'model'>;
+
+/**
+ * A team's counts for one UTC day and one combination (workflow, key, first tag or '' for none,
+ * project), and the part of them the `model` grouping's `null` row holds.
+ */
+export interface UsageCell extends UsageCounts {
+  workflowId: string;
+  keyId: string;
+  tag: string;
+  projectId: string;
+  /** Runs that add to the `null` model row (a charge no model took, a release, or no model charged). */
+  nullRuns: number;
+  /** Their steps that no charged model took. */
+  nullSteps: number;
+  /** Their charge no model took. */
+  nullChargedHundredths: number;
+}
+
+/** What one run adds to one model's rollup of the day (a model that charged). */
+export interface UsageModelRollup {
+  model: string;
+  runs: number;
+  steps: number;
+  chargedHundredths: number;
 }
 
 /** A charged model step's entry in its run's `modelCharges` set (one per step: a set member is unique). */
@@ -73,8 +98,12 @@ export interface SettledRun {
   modelCharges: Iterable<string>;
 }
 
-/** The rows of the `model` grouping one run adds to; their charges sum to the run's. */
-const modelRollups = (run: SettledRun): UsageRollup[] => {
+/**
+ * What one run's settlement adds: to its cell, and to one rollup per model that charged (at most
+ * `maxModelRowsPerRun`, the rest under `null`). The models' charges and the cell's `null` part sum
+ * to the run's charge.
+ */
+export const settlementUsage = (run: SettledRun): { cell: UsageCell; models: UsageModelRollup[] } => {
   const byModel = new Map<string, { steps: number; charged: number }>();
   for (const entry of run.modelCharges) {
     const charge = parseModelCharge(entry);
@@ -82,52 +111,73 @@ const modelRollups = (run: SettledRun): UsageRollup[] => {
     const row = byModel.get(charge.model) ?? { steps: 0, charged: 0 };
     byModel.set(charge.model, { steps: row.steps + 1, charged: row.charged + charge.charge });
   }
-  const kept = [...byModel.entries()].sort(([a], [b]) => a.localeCompare(b)).slice(0, maxModelRowsPerRun);
-  const rows = kept
+  const models = [...byModel.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .slice(0, maxModelRowsPerRun)
     .filter(([, row]) => row.charged > 0)
-    .map(([model, row]) => ({
-      dimension: 'model' as const,
-      group: model,
-      runs: 1,
-      steps: row.steps,
-      chargedHundredths: row.charged,
-      refundedHundredths: 0,
-    }));
-  const attributed = rows.reduce((sum, row) => sum + row.chargedHundredths, 0);
-  const modelSteps = rows.reduce((sum, row) => sum + row.steps, 0);
+    .map(([model, row]) => ({ model, runs: 1, steps: row.steps, chargedHundredths: row.charged }));
+  const attributed = models.reduce((sum, row) => sum + row.chargedHundredths, 0);
+  const modelSteps = models.reduce((sum, row) => sum + row.steps, 0);
   // Never more than the run charged: a step's entry is written only with its charge (same update).
   const rest = Math.max(0, run.chargedHundredths - attributed);
-  if (rest > 0 || run.refundedHundredths > 0 || rows.length === 0) {
-    rows.push({
-      dimension: 'model',
-      group: '',
+  const inNull = rest > 0 || run.refundedHundredths > 0 || models.length === 0;
+  return {
+    cell: {
+      workflowId: run.workflowId,
+      keyId: run.keyId,
+      tag: run.tags?.[0] ?? '',
+      projectId: run.projectId,
       runs: 1,
-      steps: Math.max(0, run.steps - modelSteps),
-      chargedHundredths: rest,
+      steps: run.steps,
+      chargedHundredths: run.chargedHundredths,
       refundedHundredths: run.refundedHundredths,
-    });
-  }
-  return rows;
+      nullRuns: inNull ? 1 : 0,
+      nullSteps: inNull ? Math.max(0, run.steps - modelSteps) : 0,
+      nullChargedHundredths: rest,
+    },
+    models,
+  };
 };
 
-/** Every row one run's settlement adds to: one per grouping, the model's one or more. */
-export const usageRollups = (run: SettledRun, day: string): UsageRollup[] => {
-  const counts = {
-    runs: 1,
-    steps: run.steps,
-    chargedHundredths: run.chargedHundredths,
-    refundedHundredths: run.refundedHundredths,
-  };
-  const one = (dimension: UsageDimension, group: string): UsageRollup => ({ dimension, group, ...counts });
-  return [
-    one('day', day),
-    one('workflow', run.workflowId),
-    one('key', run.keyId),
-    one('project', run.projectId),
-    one('tag', run.tags?.[0] ?? ''),
-    ...modelRollups(run),
-  ];
+const countsOf = (counts: UsageCounts): UsageCounts => ({
+  runs: counts.runs,
+  steps: counts.steps,
+  chargedHundredths: counts.chargedHundredths,
+  refundedHundredths: counts.refundedHundredths,
+});
+
+/** A cell of `day` as a row of a grouping other than `model`: its value of that grouping, its counts. */
+export const cellRow = (groupBy: CellDimension, day: string, cell: UsageCell): UsageRow => {
+  const group = {
+    day,
+    workflow: cell.workflowId,
+    key: cell.keyId,
+    tag: cell.tag,
+    project: cell.projectId,
+  }[groupBy];
+  return { group, ...countsOf(cell) };
 };
+
+/** A cell's part of the `model` grouping's `null` row; none when no run of it added to that row. */
+export const cellNullModelRow = (cell: UsageCell): UsageRow | undefined =>
+  cell.nullRuns > 0
+    ? {
+        group: '',
+        runs: cell.nullRuns,
+        steps: cell.nullSteps,
+        chargedHundredths: cell.nullChargedHundredths,
+        refundedHundredths: cell.refundedHundredths,
+      }
+    : undefined;
+
+/** A model rollup of the day as a row of the `model` grouping. */
+export const modelRow = (rollup: UsageModelRollup): UsageRow => ({
+  group: rollup.model,
+  runs: rollup.runs,
+  steps: rollup.steps,
+  chargedHundredths: rollup.chargedHundredths,
+  refundedHundredths: 0,
+});
 
 /** The UTC day of an instant, `yyyy-mm-dd`: the day a settlement counts under. */
 export const usageDay = (at: Date): string => at.toISOString().slice(0, 10);

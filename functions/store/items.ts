@@ -873,17 +873,37 @@ export type EndpointDeliveryItem = v.InferOutput<typeof EndpointDeliveryItemSche
 export const storedEndpointDelivery = storedItem(EndpointDeliveryItemSchema);
 
 /**
- * A team's usage rollup of one grouping, day and group (`USAGE#<team>#<grouping>`, `<day>#<group>`):
- * what the runs settled that day added to it (functions/store/usage.ts); `group` '' is no value.
+ * A team's usage cell (`USAGE#<team>#cell`, `<day>#<combination>`): what the runs settled that UTC
+ * day with one workflow, key, first tag ('' for none) and project added (functions/store/usage.ts),
+ * and the part of it the `model` grouping's `null` row holds. The day is the sort key's first 10
+ * characters.
  */
-export const UsageRollupItemSchema = v.object({
-  group: v.string(),
+export const UsageCellItemSchema = v.object({
+  workflowId: v.string(),
+  keyId: v.string(),
+  tag: v.string(),
+  projectId: v.string(),
   runs: counter,
   steps: counter,
   chargedHundredths: counter,
   refundedHundredths: counter,
+  nullRuns: counter,
+  nullSteps: counter,
+  nullChargedHundredths: counter,
 });
-export const storedUsageRollup = storedItem(UsageRollupItemSchema, ['day']);
+export const storedUsageCell = storedItem(UsageCellItemSchema);
+
+/**
+ * A team's usage rollup of one model that charged (`USAGE#<team>#model`, `<day>#<provider/model>`):
+ * what the model steps of the runs settled that UTC day charged (functions/store/usage.ts).
+ */
+export const UsageModelItemSchema = v.object({
+  model: v.string(),
+  runs: counter,
+  steps: counter,
+  chargedHundredths: counter,
+});
+export const storedUsageModel = storedItem(UsageModelItemSchema);
 
 // Bulk actions (BULK#<bulkActionId>)
 

@@ -210,13 +210,16 @@ export const endpointDeliveryKey = (endpointId: string, deliveryId: string) => (
 });
 
 /**
- * A team's usage rollup (GET /usage): one item per grouping, UTC day and group, added to by the
- * transaction that settles each run (functions/store/usage.ts). One partition per team and grouping,
- * sorted by day, so a period is one Query of it; the day is the sort key's first 10 characters.
+ * A team's usage rollups (GET /usage; functions/store/usage.ts), added to by the transaction that
+ * settles each run: a `cell` partition per team (one item per UTC day and combination of workflow,
+ * key, first tag and project, `group` a digest of the four) and a `model` partition (one item per
+ * day and model that charged). Sorted by day, so a period is one Query of a partition; the day is
+ * the sort key's first 10 characters.
  */
-export const usagePartition = (teamId: string, dimension: string) => `USAGE#${teamId}#${dimension}`;
-export const usageKey = (teamId: string, dimension: string, day: string, group: string) => ({
-  PK: usagePartition(teamId, dimension),
+export type UsagePart = 'cell' | 'model';
+export const usagePartition = (teamId: string, part: UsagePart) => `USAGE#${teamId}#${part}`;
+export const usageKey = (teamId: string, part: UsagePart, day: string, group: string) => ({
+  PK: usagePartition(teamId, part),
   SK: `${day}#${group}`,
 });
 

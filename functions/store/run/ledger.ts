@@ -4,7 +4,7 @@ import type { EndReason } from '../../../schemas/runs.ts';
 import type { Deps } from '../../deps.ts';
 import { runItemExpiry } from '../../domain/retention.ts';
 import { holdsEndedRun, isEndStatus, runTransitions } from '../../domain/run-lifecycle.ts';
-import { usageDay, usageRollups } from '../../domain/usage.ts';
+import { settlementUsage, usageDay } from '../../domain/usage.ts';
 import { logger } from '../../observability/logger.ts';
 import { tableUpdate } from '../item-update.ts';
 import { storedKeyMonth, storedProject, storedRun, storedTeam, storedWorkflowLock } from '../items.ts';
@@ -72,7 +72,7 @@ const usageItems = (deps: Deps, run: RunLedgerState, release: number, last?: Las
     refundedHundredths: release,
     modelCharges: [...(run.modelCharges ?? []), ...(last?.modelCharges ?? [])],
   };
-  return usageRollupItems(deps, run.teamId, day, usageRollups(settled, day));
+  return usageRollupItems(deps, run.teamId, day, settlementUsage(settled));
 };
 
 /** The run is still in progress: the `from` of a step's count, a run's end and its close; with `inProgressValues`. */
