@@ -24,7 +24,7 @@ export const WorkflowVersionSummarySchema = v.strictObject({
 /**
  * Our design: one version of a workflow, whole: 200 of PUT /workflows/{id} (the version it made) and
  * of GET /workflows/{id}/versions/{n}. `steps` is the body that made it, as the create validated it;
- * null for a version made before versions kept their steps (it still runs).
+ * null for a version made before versions kept their steps, or whose steps would not fit one stored item beside its canvas (it still runs).
  */
 export const WorkflowVersionSchema = v.strictObject({
   workflowId: UuidSchema,
@@ -144,7 +144,7 @@ export const workflowVersionOperations: OperationSpec[] = [
     summary: 'Get one version of a workflow',
     description:
       'Our design. One version, whole: its steps as the body that made it gave them (null for the version 1 of a ' +
-      'workflow made before versions kept their steps).',
+      'workflow made before versions kept their steps, or for one whose steps would not fit beside its canvas).',
     parameters: [
       workflowPath,
       {

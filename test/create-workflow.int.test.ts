@@ -576,7 +576,10 @@ describe('POST /workflows: limits', () => {
     const body = base.replace('"text":""', `"text":"${'x'.repeat(256 * 1024 - base.length)}"`);
     expect(Buffer.byteLength(body)).toBe(256 * 1024);
     const response = await post(team.key, body);
-    expect(response.status).toBe(201);
+    expect([response.status, response.body]).toEqual([201, expect.anything()]);
+    // Its version 1 keeps the canvas a run needs; its steps, which would not fit beside it, read null.
+    const version = await call(stack.baseUrl, `/workflows/${response.body.workflowId}/versions/1`, { key: team.key });
+    expect([version.status, version.body.steps, version.body.stepsCount]).toEqual([200, null, 1]);
   });
 });
 

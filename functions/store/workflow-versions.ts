@@ -63,6 +63,18 @@ export const workflowVersionItem = (content: VersionContent, version: number, cr
     v: itemVersion,
   }) satisfies StoredItem<typeof storedWorkflowVersion>;
 
+/**
+ * The version's item, its `steps` (the body that made it) left out when they and the canvas would
+ * not fit one item together: the canvas is what a run of it needs, and a body near its 256 KiB limit
+ * is stored twice otherwise. Such a version reads `steps: null`, as one made before versions kept them.
+ */
+export const versionItemThatFits = (content: VersionContent, version: number, createdAt: string) => {
+  const whole = workflowVersionItem(content, version, createdAt);
+  return itemSize(whole) <= maxItemBytes
+    ? whole
+    : workflowVersionItem({ ...content, steps: undefined }, version, createdAt);
+};
+
 /** A workflow's summary, read strongly; undefined when the team has no such workflow. */
 export const readWorkflowSummary = async (
   deps: Deps,
@@ -109,7 +121,7 @@ export const putNextVersion = async (
     const previous = latest.version;
     const version = previous + 1;
     const createdAt = deps.now().toISOString();
-    const item = workflowVersionItem(content, version, createdAt);
+    const item = versionItemThatFits(content, version, createdAt);
     if (itemSize(item) > maxItemBytes) throw new WorkflowTooLargeToStoreError(itemSize(item), maxItemBytes);
     const canvas = {
       ...canvasKey(workflowId),

@@ -21,7 +21,7 @@ import { agentKey, canvasKey, idIndex, projectKey, teamPartition, workflowKey, w
 import { type NamedItems, namedTransactWrite } from './named-transaction.ts';
 import { queryAll } from './query.ts';
 import { agentItem } from './tenancy.ts';
-import { workflowVersionItem } from './workflow-versions.ts';
+import { versionItemThatFits } from './workflow-versions.ts';
 import { conditionalUpdate, transactWrite } from './write.ts';
 
 /** What the list reads of a summary (its projection). */
@@ -123,7 +123,7 @@ export const canvasItem = (workflowId: string, input: Pick<NewWorkflowRecord, 't
 const workflowItems = (workflowId: string, input: NewWorkflowRecord, now: string) => ({
   summary: workflowSummaryItem(workflowId, input, now),
   canvas: canvasItem(workflowId, input),
-  version: workflowVersionItem({ ...input, workflowId, steps: input.steps }, 1, now),
+  version: versionItemThatFits({ ...input, workflowId, steps: input.steps }, 1, now),
 });
 
 /** The Puts of a workflow's items, each only where there is none yet. */

@@ -738,6 +738,32 @@ export const runFlow = async (options: FlowOptions): Promise<FlowStep[]> => {
       return `job ${started.body.jobId} completed`;
     });
 
+    await step('PUT /workflows/{id} makes version 2; a run pinned to version 1 runs version 1', async () => {
+      const textStep = (text: string) => [{ key: 'word', type: 'TextEntry', config: { text } }];
+      const created = await request(baseUrl, '/workflows', {
+        key,
+        method: 'POST',
+        body: { name: 'Rehearsal versions', agentId, steps: textStep('first') },
+      });
+      expectStatus(created, 201, 'POST /workflows (versions)');
+      const versioned = String(created.body.workflowId);
+      const updated = await request(baseUrl, `/workflows/${versioned}`, {
+        key,
+        method: 'PUT',
+        body: { name: 'Rehearsal versions', agentId, steps: textStep('second') },
+      });
+      expectStatus(updated, 200, 'PUT /workflows/{id}');
+      check(updated.body.version === 2, `made version ${updated.body.version}`);
+      const started = await startRun(versioned, { version: 1 });
+      expectStatus(started, 200, 'POST /workflows/{id}/runs (version 1)');
+      const pinned = await waitForRun(String(started.body.jobId));
+      check(pinned.body.status === 'completed', `pinned run ${pinned.body.status}`);
+      check(pinned.body.workflowVersion === 1, `the run says version ${pinned.body.workflowVersion}`);
+      const text = JSON.stringify(pinned.body.output);
+      check(text.includes('first') && !text.includes('second'), `version 1's output expected: ${text.slice(0, 300)}`);
+      return `version 2 made; job ${started.body.jobId} ran version 1`;
+    });
+
     await step('lifecycle events: the stream mapping opens them, the Webhooks mapping delivers', async () => {
       const started = await startRun(workflowId, {
         inputs: { topic: 'a harbour at dawn' },
