@@ -57,15 +57,31 @@ describe('get and cancel', () => {
     const adapter = provider();
     const ref = await submit(adapter, 'fal-ai/flux/schnell');
     expect(await adapter.get(ref, signal())).toEqual({ status: 'running' });
-    expect(standIn.requests.at(-1)?.path).toBe(`/fal-ai/flux/requests/${ref.id}/status?logs=0`);
+    expect(standIn.requests.at(-1)?.path).toBe(`/fal-ai/flux/requests/${ref.id}/status?logs=1`);
     expect(await adapter.get(ref, signal())).toEqual({ status: 'running' });
     const output = { images: [{ url: 'https://v3.fal.media/files/x.png', content_type: 'image/png' }], seed: 42 };
     await standIn.complete(ref.id, output);
     expect(await adapter.get(ref, signal())).toEqual({ status: 'succeeded', output });
     expect(standIn.requests.slice(-2).map((r) => `${r.method} ${r.path}`)).toEqual([
-      `GET /fal-ai/flux/requests/${ref.id}/status?logs=0`,
+      `GET /fal-ai/flux/requests/${ref.id}/status?logs=1`,
       `GET /fal-ai/flux/requests/${ref.id}`,
     ]);
+  });
+
+  it("keeps a polled request's logs (status ?logs=1) as the step's provider log, the key redacted", async () => {
+    const adapter = provider();
+    const ref = await submit(adapter, 'fal-ai/flux/schnell');
+    standIn.log(ref.id, 'loading weights');
+    standIn.log(ref.id, `step 4/4 done (key ${apiKey})`);
+    await standIn.complete(ref.id, { seed: 1 });
+    const state = await adapter.get(ref, signal());
+    expect(state).toMatchObject({ status: 'succeeded', output: { seed: 1 } });
+    const logs = (state as { logs?: string }).logs ?? '';
+    expect(logs.split('\n')).toEqual([
+      expect.stringMatching(/^\d{4}-\d\d-\d\dT\S+ STDOUT loading weights$/),
+      expect.stringMatching(/STDOUT step 4\/4 done \(key .*\)$/),
+    ]);
+    expect(logs).not.toContain(apiKey);
   });
 
   it('keeps three segments for the workflows/ and comfy/ namespaces', async () => {
@@ -73,7 +89,7 @@ describe('get and cancel', () => {
     const ref = await submit(adapter, 'workflows/someone/upscale-chain/v2');
     expect(standIn.requests.at(-1)?.path).toBe('/workflows/someone/upscale-chain/v2');
     expect(await adapter.get(ref, signal())).toEqual({ status: 'running' });
-    expect(standIn.requests.at(-1)?.path).toBe(`/workflows/someone/upscale-chain/requests/${ref.id}/status?logs=0`);
+    expect(standIn.requests.at(-1)?.path).toBe(`/workflows/someone/upscale-chain/requests/${ref.id}/status?logs=1`);
   });
 
   cases.readsToItsEnd('a request that completes by itself after some reads is read to its end', 'fal-ai/stable-audio', {

@@ -6,7 +6,8 @@
  *   cancel live under `/{owner}/{alias}/requests/{id}` only (a path with the endpoint's sub-path is
  *   404, as fal says not to use it there).
  * - Status: `IN_QUEUE` on the first read, then `IN_PROGRESS`, `COMPLETED` once ended (after
- *   `pollsUntilDone` reads, or `complete(id, output)` / `fail(id, message)`).
+ *   `pollsUntilDone` reads, or `complete(id, output)` / `fail(id, message)`); with `?logs=1`, the
+ *   request's `logs` (`{message, level, source, timestamp}`, `log(id, message)` adds one), else none.
  * - Result: the output JSON (200), or for a failure the app's error (`{detail: [{loc, msg, type}]}`
  *   with its status, default 422), with `x-fal-request-id`; a cancelled request answers 499
  *   `client_cancelled`.
@@ -58,6 +59,8 @@ export interface StandInRequest {
   webhook: string | undefined;
   reads: number;
   outcome: FalOutcome | undefined;
+  /** What the app logged (a status read with `?logs=1` answers them). */
+  logs: { message: string; level: 'STDOUT' | 'STDERR' | 'INFO'; source: 'USER'; timestamp: string }[];
 }
 
 interface SigningKey {
@@ -162,6 +165,7 @@ export const startFalStandIn = async (options: FalStandInOptions) => {
       input,
       webhook: url.searchParams.get('fal_webhook') ?? undefined,
       reads: 0,
+      logs: [],
       outcome: undefined,
     };
     jobs.set(job.requestId, job);
@@ -177,21 +181,22 @@ export const startFalStandIn = async (options: FalStandInOptions) => {
     };
   };
 
-  const status = (job: StandInRequest) => {
+  const status = (job: StandInRequest, withLogs: boolean) => {
     job.reads += 1;
     if (!job.outcome && options.pollsUntilDone !== undefined && job.reads >= options.pollsUntilDone)
       void end(job, { kind: 'ok', payload: options.answer ? options.answer(job.appId) : (options.output ?? {}) });
     const common = { request_id: job.requestId, ...urls(job) };
     if (!job.outcome && job.reads <= 1)
       return { status: 200, body: { ...common, status: 'IN_QUEUE', queue_position: 0 } };
-    if (!job.outcome) return { status: 200, body: { ...common, status: 'IN_PROGRESS', logs: null } };
+    const logs = withLogs ? job.logs : null;
+    if (!job.outcome) return { status: 200, body: { ...common, status: 'IN_PROGRESS', logs } };
     const error =
       job.outcome.kind === 'error' && job.outcome.inStatus
         ? { error: job.outcome.message, error_type: 'runner_server_error' }
         : {};
     return {
       status: 200,
-      body: { ...common, status: 'COMPLETED', logs: null, metrics: { inference_time: 1.2 }, ...error },
+      body: { ...common, status: 'COMPLETED', logs, metrics: { inference_time: 1.2 }, ...error },
     };
   };
 
@@ -240,7 +245,7 @@ export const startFalStandIn = async (options: FalStandInOptions) => {
       return action === '/cancel'
         ? { status: 404, body: { status: 'NOT_FOUND' } }
         : { status: 404, body: { detail: 'Request not found' } };
-    if (action === '/status' && request.method === 'GET') return status(job);
+    if (action === '/status' && request.method === 'GET') return status(job, url.searchParams.get('logs') === '1');
     if (action === '/cancel' && request.method === 'PUT') return cancel(job);
     if (!action && request.method === 'GET') return result(job);
     return { status: 405, body: { detail: 'Method Not Allowed' } };
@@ -271,6 +276,10 @@ export const startFalStandIn = async (options: FalStandInOptions) => {
      * With `payloadError`, the webhook carries `payload: null` and that text (an output fal could not
      * put in it); the result still answers `output`.
      */
+    /** The app of a running request prints `message` (to stdout). */
+    log: (id: string, message: string) => {
+      running(id).logs.push({ message, level: 'STDOUT', source: 'USER', timestamp: now().toISOString() });
+    },
     complete: (id: string, output: unknown, completeOptions: { payloadError?: string } = {}) =>
       end(running(id), { kind: 'ok', payload: output, ...completeOptions }),
     /**

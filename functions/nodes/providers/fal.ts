@@ -15,6 +15,9 @@
  *   (submit `?fal_webhook=`, status `?logs=0`, result, cancel with PUT, all but submit on
  *   `{owner}/{alias}` only), `utils.ts` `parseEndpointId` (`workflows/` and `comfy/` keep three
  *   segments), `request.ts` (`Authorization: Key …`), `types/common.ts` (IN_QUEUE, IN_PROGRESS, COMPLETED)
+ * - https://github.com/fal-ai/fal-js @038eb113 `libs/client/src/types/common.ts` (read 2026-12-07): a
+ *   status read with `?logs=1` carries `logs: RequestLog[]` (`{message, level, source, timestamp}`)
+ *   on IN_PROGRESS and COMPLETED; the webhook's body carries none
  * - https://github.com/fal-ai/fal @c6f0afaa `projects/fal_client/src/fal_client/client.py` (COMPLETED
  *   may carry `error` and `error_type`; a 502/503/504 without `x-fal-request-id` is the ingress's, not
  *   the app's)
@@ -100,15 +103,27 @@ export const createFalProvider = (options: FalOptions): JobProvider => {
     return `${base}/${paths.requests}/requests/${encodeURIComponent(ref.id)}`;
   };
 
+  /**
+   * A status read's `logs` (each `{timestamp, level, message}`) as the step's provider log: one line
+   * each, the key redacted. Only a polled request has them: fal's webhook body carries none.
+   */
+  const logsOf = (status: Record<string, unknown>): { logs?: string } => {
+    if (!Array.isArray(status.logs) || status.logs.length === 0) return {};
+    const lines = status.logs
+      .filter(isRecord)
+      .map((log) => `${String(log.timestamp ?? '')} ${String(log.level ?? '')} ${String(log.message ?? '')}`.trim());
+    return lines.length > 0 ? { logs: http.redact(lines.join('\n')) } : {};
+  };
+
   /** The job a COMPLETED request ended as: its result, or the error its result answers with. */
   const completed = async (ref: JobRef, status: Record<string, unknown>, signal: AbortSignal): Promise<JobState> => {
     if (typeof status.error === 'string' && status.error)
-      return { status: 'failed', message: http.clean(status.error) };
+      return { status: 'failed', message: http.clean(status.error), ...logsOf(status) };
     const answer = await send('GET', requestsUrl(ref), signal);
     if (ok(answer)) {
       if (answer.json === undefined)
         throw new ProviderError(`${key} answered the result with something that is not JSON`);
-      return { status: 'succeeded', output: answer.json };
+      return { status: 'succeeded', output: answer.json, ...logsOf(status) };
     }
     const errorType =
       answer.headers['x-fal-error-type'] ?? (isRecord(answer.json) ? answer.json.error_type : undefined);
@@ -119,7 +134,11 @@ export const createFalProvider = (options: FalOptions): JobProvider => {
       [401, 403, 404, 408, 409, 429].includes(answer.status) ||
       (answer.status >= 500 && answer.headers['x-fal-request-id'] === undefined);
     if (ours) throw http.failure(answer, 'the result read', errorText);
-    return { status: 'failed', message: http.clean(errorText(answer.json) ?? `the result answered ${answer.status}`) };
+    return {
+      status: 'failed',
+      message: http.clean(errorText(answer.json) ?? `the result answered ${answer.status}`),
+      ...logsOf(status),
+    };
   };
 
   const webhookKeys = webhookVerifier(async (): Promise<KeyObject[]> => {
@@ -155,7 +174,7 @@ export const createFalProvider = (options: FalOptions): JobProvider => {
     },
 
     async get(ref: JobRef, signal: AbortSignal): Promise<JobState> {
-      const answer = await send('GET', `${requestsUrl(ref)}/status?logs=0`, signal);
+      const answer = await send('GET', `${requestsUrl(ref)}/status?logs=1`, signal);
       if (!ok(answer)) throw http.failure(answer, 'a status read', errorText);
       const status = isRecord(answer.json) ? answer.json : {};
       switch (status.status) {
