@@ -145,7 +145,15 @@ describe('metadata and tags are echoed wherever the run is shown', () => {
     const empty = await startOk(team, workflowId, { metadata: {}, tags: [] });
     for (const jobId of [plain, empty]) {
       const run = await waitForEnd(stack.baseUrl, team.key, jobId);
-      expect(Object.keys(run.body).sort()).toEqual(['jobId', 'links', 'output', 'progress', 'status', 'steps', 'workflowVersion']);
+      expect(Object.keys(run.body).sort()).toEqual([
+        'jobId',
+        'links',
+        'output',
+        'progress',
+        'status',
+        'steps',
+        'workflowVersion',
+      ]);
     }
     const list = await get(team.key, '/runs');
     for (const summary of list.body.runs as Record<string, unknown>[]) {

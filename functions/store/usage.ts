@@ -90,6 +90,8 @@ export const readUsageItems = async (
   groupBy: UsageDimension,
   from: string,
   to: string,
+  // The bound is the route's; a test passes a small one rather than write 20,000 items.
+  maxItems = maxUsageItems,
 ): Promise<UsageRow[]> => {
   const rows: UsageRow[] = [];
   let items = 0;
@@ -105,9 +107,9 @@ export const readUsageItems = async (
     for await (const page of paginateQuery({ client: deps.ddb }, query)) {
       for (const item of page.Items ?? []) {
         if (!unexpired(item, now)) continue;
-        if (++items > maxUsageItems) {
+        if (++items > maxItems) {
           throw new InvalidQueryError(
-            `the period holds more than ${maxUsageItems} usage rollups (one per day and combination of workflow, key, first tag and project); ask a shorter period`,
+            `the period holds more than ${maxItems} usage rollups (one per day and combination of workflow, key, first tag and project); ask a shorter period`,
           );
         }
         read(item, String(item.SK).slice(0, 10));
