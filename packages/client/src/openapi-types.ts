@@ -864,7 +864,7 @@ export interface paths {
     };
     /**
      * Get one version of a workflow
-     * @description Our design. One version, whole: its steps as the body that made it gave them (null for the version 1 of a workflow made before versions kept their steps).
+     * @description Our design. One version, whole: its steps as the body that made it gave them (null for the version 1 of a workflow made before versions kept their steps, or for one whose steps would not fit beside its canvas).
      *
      *     Scope: `workflows:read`.
      */
