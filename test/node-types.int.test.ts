@@ -95,6 +95,7 @@ describe('the examples of the served document', () => {
       // workflow example, which the run examples are written for, on a new agent of the team.
       const parameters = (example.operation.parameters ?? []) as ParameterObject[];
       let path = example.path;
+      let agentId = team.agentId;
       if (parameters.some((p) => p.in === 'path')) {
         const created = await call(stack.baseUrl, '/workflows', {
           key: team.key,
@@ -105,7 +106,10 @@ describe('the examples of the served document', () => {
         const ids: Record<string, string> = {
           '/workflows/{id}/runs': created.body.workflowId as string,
           '/agents/{id}/runs': created.body.agentId as string,
+          // A new version: a create's body on the workflow's own agent.
+          '/workflows/{id}': created.body.workflowId as string,
         };
+        if (example.path === '/workflows/{id}') agentId = created.body.agentId as string;
         const id = ids[example.path];
         // An operation whose examples this test cannot call yet: say which, so it learns it.
         if (id === undefined) throw new Error(`no ids for the examples of ${example.method} ${example.path}`);
@@ -114,7 +118,7 @@ describe('the examples of the served document', () => {
       const response = await call(stack.baseUrl, path, {
         key: team.key,
         method: example.method.toUpperCase(),
-        body: withOwnIds(example.value, team.agentId),
+        body: withOwnIds(example.value, agentId),
       });
       const label = `${example.method} ${example.path} example ${example.name}: ${JSON.stringify(response.body)}`;
       expect(response.status, label).toBeGreaterThanOrEqual(200);
