@@ -157,7 +157,7 @@ describe('the whole flow through the bundles', () => {
     ).toBe(true);
     const submitted = new Set([...(providers?.fal.jobs.values() ?? [])].map((j) => j.appId));
     expect(submitted).toEqual(defaults('fal'));
-  }, 240_000);
+  }, 480_000);
 
   it("keeps a step's code in its box in the PythonRunner's bundle too: the review's escapes get nothing", async () => {
     const runner = stack?.functions.get(pythonRunner.id);
