@@ -97,6 +97,8 @@ describe('one source for the statuses', () => {
    * and the verdict on it). Any other run or step status spelled outside the lifecycle fails here.
    */
   const otherMachines: Record<string, number> = {
+    // A bulk action's and its targets' outcomes (cancelled, skipped, failed; running, done).
+    'functions/app/bulk-cancel.ts': 7,
     'functions/app/deliver-endpoint-webhook.ts': 1,
     'functions/app/deliver-webhook.ts': 1,
     'functions/app/dispatch-deferred.ts': 2,
@@ -105,12 +107,16 @@ describe('one source for the statuses', () => {
     'functions/app/step/check-job.ts': 1,
     'functions/domain/deferred-run-lifetime.ts': 2,
     'functions/domain/run-view.ts': 1,
+    // An attempt's outcome (completed, failed) in a step's history.
+    'functions/domain/step-history.ts': 3,
     'functions/domain/webhook.ts': 2,
     'functions/nodes/executors/types.ts': 1,
     'functions/nodes/providers/fal.ts': 3,
     'functions/nodes/providers/replicate.ts': 4,
     'functions/nodes/providers/types.ts': 1,
     'functions/store/deferred-runs.ts': 3,
+    // The bulk action's statuses and its targets' outcomes, as their item schemas read them.
+    'functions/store/items.ts': 3,
     'functions/store/run/runs.ts': 1,
     'functions/store/webhook-endpoints.ts': 2,
     'functions/workers/deferred-dispatcher.ts': 1,
