@@ -113,6 +113,8 @@ const notExercised: Record<string, Record<string, string>> = {
 const outageResources: Record<string, string> = {
   [`arn:${canonicalArn.partition}:dynamodb:${canonicalArn.region}:${canonicalArn.account}:table/missing-table`]:
     'test/local-api.int.test.ts serves the API over a table that does not exist, to see a storage failure answered with 500.',
+  [`arn:${canonicalArn.partition}:sqs:${canonicalArn.region}:${canonicalArn.account}:mcp-unread-steps`]:
+    "test/mcp.int.test.ts sends a tool call's steps to a queue no worker reads, so its run outlasts the wait.",
 };
 
 /** Actions Lambda itself sends with a function's role, never its code. */

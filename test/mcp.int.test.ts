@@ -5,6 +5,7 @@
  * and the file as a resource link whose file link serves it; the refusals as tool errors carrying
  * the API's status and body; another team's workflows never listed.
  */
+import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -104,13 +105,14 @@ describe('the MCP server', () => {
     // A front whose clock is the test's (each pause of the wait moves it on at once) and whose
     // steps go to a queue no worker reads: the run cannot end, and the wait passes without waiting.
     let offset = 0;
+    const { QueueUrl: unread } = await stack.deps.sqs.send(new CreateQueueCommand({ QueueName: 'mcp-unread-steps' }));
     const deps: Deps = {
       ...stack.deps,
       now: () => new Date(Date.now() + offset),
       sleep: async (ms: number) => {
         offset += ms;
       },
-      queueUrls: { ...stack.deps.queueUrls, steps: stack.resources.dlqUrl },
+      queueUrls: { ...stack.deps.queueUrls, steps: String(unread) },
     };
     const slow = await startSecondApi(deps);
     const client = await connect(team.key, slow.baseUrl);
