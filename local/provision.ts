@@ -7,7 +7,13 @@ import {
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
-import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  GetQueueUrlCommand,
+  SetQueueAttributesCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
 import {
   deadLetterQueue,
   libraryBucket,
@@ -111,16 +117,23 @@ const createDeadLetterQueue = async (client: SQSClient, prefix: string) => {
 };
 
 const createQueue = async (client: SQSClient, definition: QueueDefinition, prefix: string, dlqArn?: string) => {
-  const queue = await client.send(
-    new CreateQueueCommand({
-      QueueName: `${prefix}-${definition.id}`,
-      Attributes: {
-        VisibilityTimeout: String(definition.visibilityTimeoutSeconds),
-        RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: definition.maxReceiveCount }),
-      },
-    }),
-  );
-  return queue.QueueUrl ?? '';
+  const QueueName = `${prefix}-${definition.id}`;
+  const Attributes = {
+    VisibilityTimeout: String(definition.visibilityTimeoutSeconds),
+    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: definition.maxReceiveCount }),
+  };
+  try {
+    const queue = await client.send(new CreateQueueCommand({ QueueName, Attributes }));
+    return queue.QueueUrl ?? '';
+  } catch (error) {
+    // A queue kept by an earlier `npm start` of another version (its redrive then another queue's):
+    // set to this version's attributes, as a deploy would update it, rather than refuse to start.
+    const { name, Code } = error as { name?: string; Code?: string };
+    if (![name, Code].some((n) => n?.endsWith('QueueNameExists'))) throw error;
+    const { QueueUrl } = await client.send(new GetQueueUrlCommand({ QueueName }));
+    await client.send(new SetQueueAttributesCommand({ QueueUrl, Attributes }));
+    return QueueUrl ?? '';
+  }
 };
 
 /**
