@@ -511,8 +511,8 @@ const table = [
     grants: { table: ['GetItem', 'UpdateItem'], webhooksQueue: 'send' },
   },
   {
-    // GetItem: the summary, the price settings and the key; BatchGetItem: the summary and the canvas
-    // (the run start's read); UpdateItem: the key's rate counter.
+    // GetItem: the price settings and the key; BatchGetItem: the summary and the canvas, read once
+    // (the run start's read, its summary answered too); UpdateItem: the key's rate counter.
     id: 'GetWorkflow',
     method: 'GET',
     path: '/workflows/{id}',

@@ -11,13 +11,13 @@ import { type OutputLicence, plannedLicence } from '../domain/licence.ts';
 import { terminalNodeIds } from '../domain/workflow-graph.ts';
 import { type WorkflowInputsSchema, workflowInputsSchema } from '../domain/workflow-inputs.ts';
 import type { WorkflowSummaryRecord } from '../domain/workflow-list.ts';
-import { WorkflowNotFoundError, WorkflowNotPermittedError } from '../errors/table.ts';
+import { WorkflowNotPermittedError } from '../errors/table.ts';
 import type { Canvas } from '../nodes/catalogue/canvas.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import type { ValueKind } from '../nodes/catalogue/kinds.ts';
 import type { ApiKeyItem } from '../store/items.ts';
-import { loadRunnableWorkflow } from '../store/run/index.ts';
-import { getWorkflowSummary } from '../store/workflows.ts';
+import { loadWorkflowAndSummary } from '../store/run/index.ts';
+import { summaryRecordOf } from '../store/workflows.ts';
 import { type PriceRange, workflowPriceRange } from './estimate-run.ts';
 
 /** A final step: its results are a run's `output`. */
@@ -53,14 +53,11 @@ export const describeWorkflow = async (
   key: Pick<ApiKeyItem, 'teamId' | 'workflowIds'>,
   workflowId: string,
 ): Promise<WorkflowDescription> => {
-  const [summary, workflow] = await Promise.all([
-    getWorkflowSummary(deps, key.teamId, workflowId),
-    loadRunnableWorkflow(deps, key.teamId, workflowId),
-  ]);
-  if (!summary) throw new WorkflowNotFoundError(workflowId);
+  // One BatchGet of the summary and the canvas, as a start reads them.
+  const { workflow, summary } = await loadWorkflowAndSummary(deps, key.teamId, workflowId);
   if (!keyMayUseWorkflow(key.workflowIds, workflowId)) throw new WorkflowNotPermittedError(workflowId);
   return {
-    summary,
+    summary: summaryRecordOf(summary),
     // The latest version: the one a start without `version` runs.
     version: workflow.version,
     inputs: workflowInputsSchema(workflow),

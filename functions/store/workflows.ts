@@ -27,17 +27,18 @@ import { conditionalUpdate, transactWrite } from './write.ts';
 /** What the list reads of a summary (its projection). */
 const ListedWorkflowSchema = v.pick(WorkflowItemSchema, ['workflowId', 'name', 'description', 'status', 'updatedAt']);
 
+/** A summary as the list answers it, from the fields the list reads of its item. */
+export const summaryRecordOf = (workflow: v.InferOutput<typeof ListedWorkflowSchema>): WorkflowSummaryRecord => ({
+  id: workflow.workflowId,
+  name: workflow.name,
+  description: workflow.description,
+  status: workflow.status,
+  updated_at: workflow.updatedAt,
+});
+
 /** A summary item as the list answers it. */
-const summaryOf = (item: Record<string, unknown>): WorkflowSummaryRecord => {
-  const workflow = parseItem(ListedWorkflowSchema, item);
-  return {
-    id: workflow.workflowId,
-    name: workflow.name,
-    description: workflow.description,
-    status: workflow.status,
-    updated_at: workflow.updatedAt,
-  };
-};
+const summaryOf = (item: Record<string, unknown>): WorkflowSummaryRecord =>
+  summaryRecordOf(parseItem(ListedWorkflowSchema, item));
 
 /**
  * Every workflow summary of a team in one strongly consistent Query of the team partition (a new
@@ -309,16 +310,4 @@ export const createWorkflowForTeam = async (
   // Another item's condition: a new id taken already (never expected of a uuid).
   if (!created.written) throw new Error(`workflow ${workflowId} or its agent exists already`);
   return { workflowId, agentId, projectId };
-};
-
-/** One workflow's summary as the list answers it (a strongly consistent GetItem); undefined when the team has none. */
-export const getWorkflowSummary = async (
-  deps: Deps,
-  teamId: string,
-  workflowId: string,
-): Promise<WorkflowSummaryRecord | undefined> => {
-  const { Item } = await deps.ddb.send(
-    new GetCommand({ TableName: deps.tableName, Key: workflowKey(teamId, workflowId), ConsistentRead: true }),
-  );
-  return Item ? summaryOf(Item) : undefined;
 };

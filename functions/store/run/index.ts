@@ -32,6 +32,7 @@ export {
   loadAdmissionFacts,
   loadAgentWorkflow,
   loadRunnableWorkflow,
+  loadWorkflowAndSummary,
   type NewRun,
   RaceLostError,
   type RunnableWorkflow,

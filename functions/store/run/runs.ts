@@ -88,14 +88,14 @@ export interface RunnableWorkflow {
 /**
  * The workflow summary and its latest canvas in one BatchGet; with `version` another than the
  * latest, that version's own item too. WorkflowNotFoundError, CanvasNotFoundError or
- * WorkflowVersionNotFoundError.
+ * WorkflowVersionNotFoundError. The summary item read is answered too (GET /workflows/{id} shows it).
  */
-export const loadRunnableWorkflow = async (
+export const loadWorkflowAndSummary = async (
   deps: Deps,
   teamId: string,
   workflowId: string,
   version?: number,
-): Promise<RunnableWorkflow> => {
+): Promise<{ workflow: RunnableWorkflow; summary: WorkflowItem }> => {
   const summaryKey = workflowKey(teamId, workflowId);
   const items = await batchGet(deps, [summaryKey, canvasKey(workflowId)]);
   const summary = itemFor(items, summaryKey, WorkflowItemSchema);
@@ -105,11 +105,19 @@ export const loadRunnableWorkflow = async (
   if (!latest || latest.teamId !== teamId) throw new CanvasNotFoundError(workflowId);
   const found = { workflowId, agentId: summary.agentId, projectId: summary.projectId, status: summary.status };
   if (version === undefined || version === latest.version)
-    return { ...found, version: latest.version, canvas: latest.canvas };
+    return { workflow: { ...found, version: latest.version, canvas: latest.canvas }, summary };
   const pinned = version < latest.version ? await readVersionCanvas(deps, workflowId, version) : undefined;
   if (!pinned) throw new WorkflowVersionNotFoundError(workflowId, version);
-  return { ...found, version, canvas: pinned };
+  return { workflow: { ...found, version, canvas: pinned }, summary };
 };
+
+/** The workflow a run of it runs (`loadWorkflowAndSummary`'s, without the summary). */
+export const loadRunnableWorkflow = async (
+  deps: Deps,
+  teamId: string,
+  workflowId: string,
+  version?: number,
+): Promise<RunnableWorkflow> => (await loadWorkflowAndSummary(deps, teamId, workflowId, version)).workflow;
 
 /** Team balance and per-step limit, project cap and spend, key month spend: one BatchGet. */
 export const loadAdmissionFacts = async (
