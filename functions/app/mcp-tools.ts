@@ -9,12 +9,12 @@ import { workflowInputsSchema } from '../domain/workflow-inputs.ts';
 import { visibleWorkflows } from '../domain/workflow-list.ts';
 import { ScopeNotPermittedError } from '../errors/table.ts';
 import type { Canvas } from '../nodes/catalogue/canvas.ts';
+import { latestCanvases } from '../store/canvases.ts';
 import type { ApiKeyItem } from '../store/items.ts';
-import { loadRunnableWorkflow } from '../store/run/index.ts';
 import { listWorkflowSummaries } from '../store/workflows.ts';
 import { readRunWithLinks } from './read-run.ts';
 import { type RunWait, waitForRunEnd } from './run-wait.ts';
-import { type RunStart, startWorkflowRun } from './start-run.ts';
+import { type RunStart, startNowMultiplier, startWorkflowRun } from './start-run.ts';
 
 /** A workflow as a tool: its name, the facts its description states, and its inputs' JSON Schema. */
 export interface WorkflowTool {
@@ -30,16 +30,14 @@ export const assertKeyScope = (key: Pick<ApiKeyItem, 'scopes'>, scope: Scope): v
 
 const runModes = RunModeSchema.options as readonly RunMode[];
 
-/** How many workflows' reads `tools/list` has in flight at once. */
-const toolReadsAtOnce = 16;
-
 /** The facts a workflow's tool describes: its estimate's range over the run modes, and its licence now. */
 const toolFacts = (
   deps: Deps,
   summary: { id: string; name: string; description: string | null },
   canvas: Canvas,
 ): WorkflowToolFacts => {
-  const totals = runModes.map((mode) => estimateRun(canvas, mode, 1, deps.providers).totalHundredths);
+  // A tool call starts its run now: each mode priced as a start now is (`startEstimate`).
+  const totals = runModes.map((mode) => estimateRun(canvas, mode, startNowMultiplier, deps.providers).totalHundredths);
   return {
     workflowId: summary.id,
     name: summary.name,
@@ -57,26 +55,24 @@ export const listWorkflowTools = async (deps: Deps, key: ApiKeyItem): Promise<Wo
   const summaries = visibleWorkflows(await listWorkflowSummaries(deps, key.teamId), key.workflowIds).filter(
     (summary) => summary.status !== 'archived',
   );
-  const tools: WorkflowTool[] = [];
-  // A slice of reads at a time: a team of many workflows is read in order, not in one burst.
-  for (let at = 0; at < summaries.length; at += toolReadsAtOnce) {
-    const slice = summaries.slice(at, at + toolReadsAtOnce);
-    tools.push(
-      ...(await Promise.all(
-        slice.map(async (summary) => {
-          // The workflow as a start runs it (its canvas, as the start loads it).
-          const { canvas } = await loadRunnableWorkflow(deps, key.teamId, summary.id);
-          return {
-            name: workflowToolName(summary.id),
-            facts: toolFacts(deps, summary, canvas),
-            // The inputs as GET /workflows/{id} describes them, and as the start checks them.
-            inputSchema: { ...workflowInputsSchema({ canvas }) },
-          };
-        }),
-      )),
-    );
-  }
-  return tools;
+  // The summaries are read: their canvases in one BatchGet a hundred, as a start loads the latest.
+  const canvases = await latestCanvases(
+    deps,
+    key.teamId,
+    summaries.map((summary) => summary.id),
+  );
+  return summaries.flatMap((summary) => {
+    const canvas = canvases.get(summary.id);
+    if (!canvas) return [];
+    return [
+      {
+        name: workflowToolName(summary.id),
+        facts: toolFacts(deps, summary, canvas),
+        // The inputs as GET /workflows/{id} describes them, and as the start checks them.
+        inputSchema: { ...workflowInputsSchema({ canvas }) },
+      },
+    ];
+  });
 };
 
 /** What a workflow tool's call answers: the run when it ended in the wait or is readable, else the start's answer. */
