@@ -1,9 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../functions/deps.ts';
 import { toHundredths } from '../functions/domain/credits.ts';
 import { createApiKey } from '../functions/store/api-keys.ts';
 import { canvasKey } from '../functions/store/keys.ts';
-import { claimStep, countStep, finishStepItem, readRunItem } from '../functions/store/run/index.ts';
+import { claimStep, countStep, finishStepItem, type NewRun, readRunItem } from '../functions/store/run/index.ts';
 import { createAgent, createProject, createTeam } from '../functions/store/tenancy.ts';
 import { createWorkflowForTeam, putWorkflow } from '../functions/store/workflows.ts';
 import { StepStatus } from '../platform/run-statuses.ts';
@@ -171,3 +172,43 @@ export const endStepsThroughStore = async (deps: Deps, jobId: string, completed:
   if (completed < run.stepsTotal) await claimStep(deps, run, `s${completed}`);
   return counts;
 };
+
+/**
+ * A run's start as the ledger's writers take it, on a workflow no store holds (they read no canvas):
+ * a model step `llm` and a last step `show`, estimated at the hundredths given, with `tags`. The
+ * usage bench and the usage test settle such runs through the real counts.
+ */
+export const ledgerRunStart = (
+  team: { teamId: string; keyId: string; agentId: string; projectId: string },
+  options: { jobId: string; llmHundredths: number; showHundredths: number; tags: string[] },
+): NewRun => ({
+  jobId: options.jobId,
+  teamId: team.teamId,
+  keyId: team.keyId,
+  workflow: {
+    workflowId: randomUUID(),
+    agentId: team.agentId,
+    projectId: team.projectId,
+    version: 1,
+    status: 'active',
+    canvas: { nodes: [], edges: [] },
+  },
+  mode: 'production',
+  inputs: {},
+  callbackUrl: null,
+  callbackSecret: null,
+  estimate: {
+    steps: [
+      { nodeId: 'llm', type: 'LlmWorker', hundredths: options.llmHundredths },
+      { nodeId: 'show', type: 'TextConsole', hundredths: options.showHundredths },
+    ],
+    totalHundredths: options.llmHundredths + options.showHundredths,
+    multiplier: 1,
+  },
+  month: new Date().toISOString().slice(0, 7),
+  monthlyCap: null,
+  hardCap: null,
+  idempotency: null,
+  deferredJobId: null,
+  labels: { tags: options.tags },
+});

@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Deps } from '../functions/deps.ts';
 import { createApiKey } from '../functions/store/api-keys.ts';
-import { countStep, type NewRun, readRunItem, startRun } from '../functions/store/run/index.ts';
+import { countStep, readRunItem, startRun } from '../functions/store/run/index.ts';
 import { endRunItems } from '../functions/store/run/ledger.ts';
 import { createAgent, createProject, createTeam } from '../functions/store/tenancy.ts';
 import { transactWrite } from '../functions/store/write.ts';
@@ -22,6 +22,7 @@ import type { LocalResources } from '../local/provision.ts';
 import { RunStatus, StepStatus } from '../platform/run-statuses.ts';
 import { awsPrices } from './cost-meter.ts';
 import { heading, line, note } from './report.ts';
+import { ledgerRunStart } from './seed.ts';
 import { median, ms } from './stats.ts';
 
 const runsPerVariant = Math.max(10, Number(process.env.BENCH_USAGE_RUNS ?? 100) || 100);
@@ -29,37 +30,7 @@ const runsPerVariant = Math.max(10, Number(process.env.BENCH_USAGE_RUNS ?? 100) 
 /** A run of two steps started and its model step counted, ready for its last count. */
 const countedRun = async (deps: Deps, team: { teamId: string; keyId: string; agentId: string; projectId: string }) => {
   const jobId = randomUUID();
-  const run: NewRun = {
-    jobId,
-    teamId: team.teamId,
-    keyId: team.keyId,
-    workflow: {
-      workflowId: randomUUID(),
-      agentId: team.agentId,
-      projectId: team.projectId,
-      version: 1,
-      status: 'active',
-      canvas: { nodes: [], edges: [] },
-    },
-    mode: 'production',
-    inputs: {},
-    callbackUrl: null,
-    callbackSecret: null,
-    estimate: {
-      steps: [
-        { nodeId: 'llm', type: 'LlmWorker', hundredths: 200 },
-        { nodeId: 'show', type: 'TextConsole', hundredths: 1 },
-      ],
-      totalHundredths: 201,
-      multiplier: 1,
-    },
-    month: new Date().toISOString().slice(0, 7),
-    monthlyCap: null,
-    hardCap: null,
-    idempotency: null,
-    deferredJobId: null,
-    labels: { tags: ['customer-1', 'nightly'] },
-  };
+  const run = ledgerRunStart(team, { jobId, llmHundredths: 200, showHundredths: 1, tags: ['customer-1', 'nightly'] });
   await startRun(deps, run);
   const started = await readRunItem(deps, jobId);
   if (!started) throw new Error('the bench run was not written');

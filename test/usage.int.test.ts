@@ -11,12 +11,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
+import { ledgerRunStart } from '../bench/seed.ts';
 import { buildOpenApiDocument } from '../functions/docs/openapi.ts';
 import { maxUsageItems, sumUsage, usageDay } from '../functions/domain/usage.ts';
 import { InvalidQueryError } from '../functions/errors/table.ts';
 import { itemVersion } from '../functions/store/items.ts';
 import { usageKey } from '../functions/store/keys.ts';
-import { countStep, type NewRun, readRunItem, settleEndedRun, startRun } from '../functions/store/run/index.ts';
+import { countStep, readRunItem, settleEndedRun, startRun } from '../functions/store/run/index.ts';
 import { createAgent, createProject } from '../functions/store/tenancy.ts';
 import { readUsageItems } from '../functions/store/usage.ts';
 import { createClient } from '../packages/client/src/client.ts';
@@ -204,37 +205,8 @@ describe('GET /usage', () => {
     const model = { provider: 'sandbox', model: 'sandbox-text-1' };
     const oneRun = async (n: number) => {
       const jobId = randomUUID();
-      const run: NewRun = {
-        jobId,
-        teamId: team.teamId,
-        keyId: team.keyId,
-        workflow: {
-          workflowId: randomUUID(),
-          agentId: team.agentId,
-          projectId: team.projectId,
-          version: 1,
-          status: 'active',
-          canvas: { nodes: [], edges: [] },
-        },
-        mode: 'production',
-        inputs: {},
-        callbackUrl: null,
-        callbackSecret: null,
-        estimate: {
-          steps: [
-            { nodeId: 'llm', type: 'LlmWorker', hundredths: 200 },
-            { nodeId: 'show', type: 'TextConsole', hundredths: 10 },
-          ],
-          totalHundredths: 210,
-          multiplier: 1,
-        },
-        month: new Date().toISOString().slice(0, 7),
-        monthlyCap: null,
-        hardCap: null,
-        idempotency: null,
-        deferredJobId: null,
-        labels: { tags: n % 2 ? [`customer-${n % 9}`, 'batch'] : [`customer-${n % 9}`] },
-      };
+      const tags = n % 2 ? [`customer-${n % 9}`, 'batch'] : [`customer-${n % 9}`];
+      const run = ledgerRunStart(team, { jobId, llmHundredths: 200, showHundredths: 10, tags });
       await startRun(stack.deps, run);
       const started = await readRunItem(stack.deps, jobId);
       if (!started) throw new Error('the run was not written');
