@@ -38,7 +38,8 @@ export interface LocalResources {
   bucket: string;
 }
 
-const createTable = async (client: DynamoDBClient, definition: TableDefinition, name: string) => {
+const createTable = async (client: DynamoDBClient, definition: TableDefinition, name: string, withStream: boolean) => {
+  const stream = withStream ? definition.stream : undefined;
   const attributes = new Map<string, 'S' | 'N'>();
   for (const key of [
     definition.partitionKey,
@@ -61,9 +62,7 @@ const createTable = async (client: DynamoDBClient, definition: TableDefinition, 
           { AttributeName: definition.sortKey.name, KeyType: 'RANGE' },
         ],
         // The stream the operator events' publisher reads (DynamoDB Local keeps one too).
-        ...(definition.stream
-          ? { StreamSpecification: { StreamEnabled: true, StreamViewType: definition.stream } }
-          : {}),
+        ...(stream ? { StreamSpecification: { StreamEnabled: true, StreamViewType: stream } } : {}),
         GlobalSecondaryIndexes: definition.indexes.map((index) => ({
           IndexName: index.name,
           KeySchema: [
@@ -83,14 +82,7 @@ const createTable = async (client: DynamoDBClient, definition: TableDefinition, 
     if (!(error instanceof ResourceInUseException)) throw error;
     // Already there from an earlier start: data persists. A table made before it had a stream gets one.
     const { Table } = await client.send(new DescribeTableCommand({ TableName: name }));
-    if (definition.stream && !Table?.StreamSpecification?.StreamEnabled) {
-      await client.send(
-        new UpdateTableCommand({
-          TableName: name,
-          StreamSpecification: { StreamEnabled: true, StreamViewType: definition.stream },
-        }),
-      );
-    }
+    if (stream && !Table?.StreamSpecification?.StreamEnabled) await enableStream(client, name, stream);
     return;
   }
   await client.send(
@@ -100,6 +92,27 @@ const createTable = async (client: DynamoDBClient, definition: TableDefinition, 
     }),
   );
   await client.send(new DescribeTableCommand({ TableName: name }));
+};
+
+const enableStream = (client: DynamoDBClient, name: string, stream: NonNullable<TableDefinition['stream']>) =>
+  client.send(
+    new UpdateTableCommand({ TableName: name, StreamSpecification: { StreamEnabled: true, StreamViewType: stream } }),
+  );
+
+/**
+ * Turns the table's stream on if it is off: a stream consumer attaching to a table provisioned
+ * without one (a test stack's, see `provision`'s `tableStream`) reads the changes from then on.
+ */
+export const ensureTableStream = async (dynamoDbEndpoint: string, tableName: string) => {
+  const [table] = tables;
+  if (!table.stream) return;
+  const client = new DynamoDBClient({ ...localAwsConfig, endpoint: dynamoDbEndpoint });
+  try {
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+    if (!Table?.StreamSpecification?.StreamEnabled) await enableStream(client, tableName, table.stream);
+  } finally {
+    client.destroy();
+  }
 };
 
 /** The stage's one dead-letter queue (platform/definitions.ts): its URL and ARN. */
@@ -144,10 +157,10 @@ const createQueue = async (client: SQSClient, definition: QueueDefinition, prefi
 const onEndpoint = (queueUrl: string, endpoint: string): string => new URL(new URL(queueUrl).pathname, endpoint).href;
 
 /** Creates the tables (idempotently) and returns the data table's name. */
-export const provisionTables = async (client: DynamoDBClient, prefix: string): Promise<string> => {
+export const provisionTables = async (client: DynamoDBClient, prefix: string, withStream = true): Promise<string> => {
   const [table] = tables;
   const tableName = `${prefix}-${table.id}`;
-  await createTable(client, table, tableName);
+  await createTable(client, table, tableName, withStream);
   return tableName;
 };
 
@@ -160,6 +173,13 @@ export const provision = async (settings: {
   dynamoDbEndpoint: string;
   sqsS3Endpoint: string;
   s3Endpoint?: string;
+  /**
+   * Whether the table gets its stream now, as deployed (the default). A test stack's table gets it
+   * only when a stream consumer attaches (`ensureTableStream`): DynamoDB Local looks up a stream's
+   * shards by a scan of every stream record in its database, so with a stream on every test file's
+   * table each write slowed with all the suite had written, up to ten times over by its end.
+   */
+  tableStream?: boolean;
 }): Promise<LocalResources> => {
   const options = { ...settings, s3Endpoint: settings.s3Endpoint ?? settings.sqsS3Endpoint };
   const { prefix } = options;
@@ -167,7 +187,7 @@ export const provision = async (settings: {
   const sqs = new SQSClient({ ...localAwsConfig, endpoint: options.sqsS3Endpoint });
   const s3 = new S3Client({ ...localAwsConfig, endpoint: options.sqsS3Endpoint, forcePathStyle: true });
   try {
-    const tableName = await provisionTables(ddb, prefix);
+    const tableName = await provisionTables(ddb, prefix, settings.tableStream ?? true);
     const queueUrls = {} as Record<QueueDefinition['id'], string>;
     const dlq = await createDeadLetterQueue(sqs, prefix);
     for (const definition of queues) {

@@ -17,6 +17,7 @@ import { localAwsConfig } from './emulators.ts';
 import { workerOf } from './event-source.ts';
 import { invokedAs } from './invocation.ts';
 import { lambdaContext } from './lambda-context.ts';
+import { ensureTableStream } from './provision.ts';
 
 /**
  * The local stand-in for the operator events' stream mapping: reads the table's stream on DynamoDB
@@ -309,6 +310,7 @@ export const startOperatorEvents = async (options: {
   onError?: (error: unknown) => void;
 }): Promise<StreamPoller> => {
   const { makeHandler } = await import('../functions/workers/operator-events.ts');
+  await ensureTableStream(options.dynamoDbEndpoint, options.tableName);
   const { events } = withAwsCommandLog({
     events: new EventBridgeClient({ ...localAwsConfig, endpoint: options.eventBridgeEndpoint }),
   });
@@ -339,6 +341,7 @@ export const startLifecycleEvents = async (options: {
 }): Promise<StreamPoller> => {
   const { makeHandler } = await import('../functions/workers/lifecycle-webhooks.ts');
   const { lifecycleWebhooksMapping } = await import('../platform/definitions.ts');
+  await ensureTableStream(options.dynamoDbEndpoint, options.deps.tableName);
   return startStreamPoller({
     ...options,
     tableName: options.deps.tableName,

@@ -47,7 +47,8 @@ export const testStreamTiming: StreamTiming = { ...streamTiming, capMs: 5_000 };
  */
 export const startTestStack = async (overrides: Partial<Deps> = {}): Promise<TestStack> => {
   const emulators = inject('emulators');
-  const resources = await provision({ prefix: `t${randomUUID().slice(0, 8)}`, ...emulators });
+  // No table stream until a consumer attaches (local/provision.ts, `tableStream`).
+  const resources = await provision({ prefix: `t${randomUUID().slice(0, 8)}`, ...emulators, tableStream: false });
   const deps = localDeps(resources, { executors: testExecutors(), ...overrides });
   const api = await startLocalApi({
     deps,
