@@ -25,7 +25,7 @@ import { localAwsConfig } from '../local/emulators.ts';
 import { startQueuePoller } from '../local/event-source.ts';
 import { operatorEventBusName, readDeliveredEvents, startEventBridge } from '../local/eventbridge-emulator.ts';
 import { localDeps } from '../local/local-deps.ts';
-import type { LocalResources } from '../local/provision.ts';
+import { ensureTableStream, type LocalResources } from '../local/provision.ts';
 import { startStreamPoller } from '../local/stream-source.ts';
 import { dataTable, stepsQueue, webhooksQueue } from '../platform/definitions.ts';
 import { basePath, routes } from '../platform/routes.ts';
@@ -120,6 +120,7 @@ export const measureChainRunCost = async (
   const publisherFailures: unknown[] = [];
   // Only what is written from now on (LATEST): the bench's table may hold the runs and deferred runs
   // of earlier sections; the warm-up's events are put before the meter is zeroed.
+  await ensureTableStream(resources.dynamoDbEndpoint, resources.tableName);
   const publisher = startStreamPoller({
     dynamoDbEndpoint: resources.dynamoDbEndpoint,
     tableName: resources.tableName,

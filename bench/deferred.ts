@@ -131,6 +131,8 @@ export const benchDispatcher = async (ctx: DeferredBenchContext) => {
     dynamoDbEndpoint: resources.dynamoDbEndpoint,
     sqsS3Endpoint: resources.sqsS3Endpoint,
     s3Endpoint: resources.s3Endpoint,
+    // No table stream until a consumer attaches (local/provision.ts, `tableStream`).
+    tableStream: false,
   });
   const smallSide = side(small, ctx.cleanups);
   const smallTeam = await seedRunsTeam(smallSide.deps, 100_000);

@@ -72,6 +72,8 @@ export const measureIdleTick = async (base: LocalResources, ticks = 20): Promise
     dynamoDbEndpoint: base.dynamoDbEndpoint,
     sqsS3Endpoint: base.sqsS3Endpoint,
     s3Endpoint: base.s3Endpoint,
+    // No table stream until a consumer attaches (local/provision.ts, `tableStream`).
+    tableStream: false,
   });
   const meter: Meter = newMeter();
   const deps = localDeps(resources);

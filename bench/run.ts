@@ -314,6 +314,8 @@ const main = async () => {
     dynamoDbEndpoint: dynamo.endpoint,
     sqsS3Endpoint: sqsS3.endpoint,
     s3Endpoint: sqsS3.s3Endpoint,
+    // No table stream until a consumer attaches (local/provision.ts, `tableStream`).
+    tableStream: false,
   });
   const deps = localDeps(resources);
   cleanups.push(() => {
