@@ -279,16 +279,17 @@ describe('POST /runs/cancel', () => {
     }
   }, 120_000);
 
-  it('pages a filter over 10,000 runs (seeded directly): the 500 it matches cancelled, each counted once', async () => {
+  it('pages a filter matching 10,000 runs (seeded directly): every one cancelled, each counted once', async () => {
     const team = await newTeam();
     const workflowId = await createWorkflow(stack, team, pairSteps);
     const total = 10_000;
+    const completed = 100;
     const base = Date.parse('2026-12-01T00:00:00.000Z');
     // Seeded as a start leaves a free run (nothing held, no lock; 10,000 starts over HTTP would take
-    // minutes): every 20th still queued, the rest completed. The filter reads all 10,000, a page at a
-    // time; the 500 it matches are cancelled by the ordinary cancel (a cancel of every one of 10,000
-    // took 7 minutes of the suite; the 500-run test above cancels each kind of run).
-    const items = Array.from({ length: total }, (_, i) => {
+    // minutes), all queued, and 100 completed ones the filter must pass over. The filter reads them a
+    // page at a time; each queued run is cancelled by the ordinary cancel (the 500-run test above
+    // cancels each kind of run, holds and locks included).
+    const items = Array.from({ length: total + completed }, (_, i) => {
       const jobId = `${String(i).padStart(8, '0')}-0000-4000-8000-000000000000`;
       const createdAt = new Date(base + i * 1000).toISOString();
       return {
@@ -300,7 +301,7 @@ describe('POST /runs/cancel', () => {
         keyId: team.keyId,
         workflowId,
         projectId: team.projectId,
-        status: i % 20 === 0 ? RunStatus.queued : RunStatus.completed,
+        status: i % 101 === 1 ? RunStatus.completed : RunStatus.queued,
         mode: 'production',
         inputs: {},
         spendMonth: '2026-12',
@@ -326,8 +327,8 @@ describe('POST /runs/cancel', () => {
     expect(pages).toBeGreaterThanOrEqual(total / bulkCancelPageSize);
     expect(await bulkAction(team, id)).toMatchObject({
       status: 'done',
-      matched: total / 20,
-      cancelled: total / 20,
+      matched: total,
+      cancelled: total,
       skipped: 0,
       failed: 0,
     });

@@ -26,6 +26,7 @@ import {
   ledgerOf,
   pairPrice,
   pairSteps,
+  racingDeps,
   type StepMessage,
   startRunCall,
   stepHandler,
@@ -162,6 +163,37 @@ describe('onConflict: queue', () => {
     const ledger = await ledgerOf(stack.deps, owner.teamId);
     expectBalanced(ledger);
     expect(ledger).toMatchObject({ held: 0, charged: 2 * pairPrice });
+  });
+
+  it('a run ended while its last waiting run is cancelled settles all the same: hold released, lock free', async () => {
+    const { owner, workflowId } = await setUp();
+    const running = (await start(owner, workflowId)).body.jobId as string;
+    const waiting = (await start(owner, workflowId, { onConflict: 'queue' })).body.jobId as string;
+    await takeStepMessages(stack.deps);
+    // The running run's settlement meets the lock counting one waiting run and is refused; the
+    // waiting run's own cancel lands right then, before the lock is read again (as two deliveries of
+    // a bulk cancel race). Nobody waits any more: the plain settlement must be taken again.
+    let raced = false;
+    const racing = racingDeps(stack, async (command, input) => {
+      const settling = command === 'TransactWriteItemsCommand' && JSON.stringify(input).includes('"Delete"');
+      if (raced || !settling || !JSON.stringify(input).includes(running)) return;
+      raced = true;
+      await cancelRun(stack.deps, owner.teamId, waiting);
+    });
+    const ended = await cancelRun(racing, owner.teamId, running);
+    expect(raced).toBe(true);
+    expect(ended).toMatchObject({ jobId: running, status: 'cancelled' });
+    expect(await readRunItem(stack.deps, running)).toMatchObject({
+      heldHundredths: 0,
+      finalizedAt: expect.any(String),
+    });
+    expect(await readRunItem(stack.deps, waiting)).toMatchObject({ status: RunStatus.cancelled, heldHundredths: 0 });
+    expect(await readLock(stack.deps, workflowId)).toBeUndefined();
+    const ledger = await ledgerOf(stack.deps, owner.teamId);
+    expectBalanced(ledger);
+    expect(ledger).toMatchObject({ held: 0, charged: 0 });
+    // The workflow takes a plain start again.
+    expect((await start(owner, workflowId)).status).toBe(200);
   });
 
   it('the 101st waiting run is answered 409 with the queue depth; a replacement is never refused', async () => {

@@ -395,6 +395,26 @@ export const faultyDeps = (
   return localDeps(stack.resources, { ...overrides, ddb, sqs });
 };
 
+/**
+ * Deps on the same resources whose DynamoDB client runs `after` once a call has been answered (or
+ * refused), before its caller sees the answer: a race played at an exact point of a use case.
+ */
+export const racingDeps = (stack: TestStack, after: (command: string, input: unknown) => Promise<void>): Deps => {
+  const raw = new DynamoDBClient({ ...localAwsConfig, endpoint: stack.resources.dynamoDbEndpoint });
+  const ddb = documentClient(raw);
+  ddb.middlewareStack.add(
+    (next, context) => async (args) => {
+      try {
+        return await next(args);
+      } finally {
+        await after(context.commandName ?? '', args.input);
+      }
+    },
+    { step: 'initialize', name: 'testRace' },
+  );
+  return localDeps(stack.resources, { ddb });
+};
+
 /** A second local API (the same route table and handlers) over other deps. */
 export const startSecondApi = async (deps: Deps): Promise<LocalApi> =>
   startLocalApi({ deps, port: 0, host: '127.0.0.1', timeoutMs: testRouteTimeoutMs });

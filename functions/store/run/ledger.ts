@@ -333,27 +333,41 @@ const settleRunItems = (deps: Deps, run: RunLedgerState & { status: EndStatus },
   ...usageItems(deps, run, run.heldHundredths),
 ];
 
+/** How often a refused end or settlement reads the lock again and takes the transaction it calls for. */
+const lockRaceTries = 3;
+
 /**
  * A run's end or settlement whose transaction was refused: when the reason is runs waiting behind
  * it (its lock counts them), the same transaction again handing the lock over (`items(true)`), then
- * the first waiting run started at once. Read only after a refusal, so a run nobody waits for pays
- * nothing for the queue. True when the handover was written.
+ * the first waiting run started at once. The count may move between the refusal and the read (the
+ * last waiting run cancelled, another queued): the lock is read again and the transaction it now
+ * calls for tried, a few times, so a race with a waiting run never leaves the run unsettled. Read
+ * only after a refusal, so a run nobody waits for pays nothing for the queue. True when written.
  */
 const endHandingOver = async (
   deps: Deps,
   run: Pick<RunLedgerState, 'jobId' | 'workflowId'>,
   items: (handover: boolean) => TransactItems,
 ): Promise<boolean> => {
-  const lock = await readLock(deps, run.workflowId);
-  if (lock?.jobId !== run.jobId || lock.waiting <= 0) return false;
-  if (!(await transactWrite(deps, items(true))).written) return false;
-  try {
-    await startNextQueued(deps, run.workflowId);
-  } catch (error) {
-    // The run has ended all the same; the dispatcher's tick starts the queue.
-    logger.warn('the next queued run was left to the sweep', { jobId: run.jobId, error: error as Error });
+  for (let attempt = 1; attempt <= lockRaceTries; attempt++) {
+    const lock = await readLock(deps, run.workflowId);
+    // Not this run's lock (any more): the refusal was the run's own conditions, or another writer's.
+    if (lock?.jobId !== run.jobId) return false;
+    if (lock.waiting <= 0) {
+      // Nobody waits now (the last waiting run was cancelled since the refusal): the plain end again.
+      if ((await transactWrite(deps, items(false))).written) return true;
+      continue;
+    }
+    if (!(await transactWrite(deps, items(true))).written) continue;
+    try {
+      await startNextQueued(deps, run.workflowId);
+    } catch (error) {
+      // The run has ended all the same; the dispatcher's tick starts the queue.
+      logger.warn('the next queued run was left to the sweep', { jobId: run.jobId, error: error as Error });
+    }
+    return true;
   }
-  return true;
+  return false;
 };
 
 /**
