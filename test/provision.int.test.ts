@@ -6,7 +6,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { CreateQueueCommand, GetQueueAttributesCommand, SetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  SetQueueAttributesCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { localAwsConfig } from '../local/emulators.ts';
 import { ensureTableStream, provision } from '../local/provision.ts';
