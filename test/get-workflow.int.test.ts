@@ -186,7 +186,7 @@ describe('GET /workflows/{id}', () => {
     expect(body.licence?.models.map((m) => m.node_id)).toEqual(modelSteps.sort());
   });
 
-  it('reads another team’s workflow and an unknown id as none (404), and answers a key limited to others 403', async () => {
+  it('reads another team’s workflow, an unknown id and one outside a limited key’s workflows as none (404)', async () => {
     const workflowId = await createWorkflow(stack, team, mixedSteps, 'Own');
     const foreign = await describeIt(other.key, workflowId);
     expect(foreign.status).toBe(404);
@@ -194,7 +194,12 @@ describe('GET /workflows/{id}', () => {
     expect(unknown.status).toBe(404);
     expect(foreign.body).toEqual(unknown.body);
     const limited = await addKey(stack.deps, team.teamId, { workflowIds: [other.agentId] });
-    expect((await describeIt(limited.key, workflowId)).status).toBe(403);
+    const outside = await describeIt(limited.key, workflowId);
+    expect(outside.status).toBe(404);
+    expect(outside.body).toEqual(unknown.body);
+    // As the key's reads of the workflow's versions answer.
+    const versions = await call(stack.baseUrl, `/workflows/${workflowId}/versions`, { key: limited.key });
+    expect([versions.status, versions.body]).toEqual([404, unknown.body]);
     const allowed = await addKey(stack.deps, team.teamId, { workflowIds: [workflowId], scopes: ['workflows:read'] });
     expect((await describeIt(allowed.key, workflowId)).status).toBe(200);
     const noRead = await addKey(stack.deps, team.teamId, { scopes: ['runs:create'] });

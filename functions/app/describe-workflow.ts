@@ -11,7 +11,7 @@ import { type OutputLicence, plannedLicence } from '../domain/licence.ts';
 import { terminalNodeIds } from '../domain/workflow-graph.ts';
 import { type WorkflowInputsSchema, workflowInputsSchema } from '../domain/workflow-inputs.ts';
 import type { WorkflowSummaryRecord } from '../domain/workflow-list.ts';
-import { WorkflowNotPermittedError } from '../errors/table.ts';
+import { WorkflowNotFoundError } from '../errors/table.ts';
 import type { Canvas } from '../nodes/catalogue/canvas.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import type { ValueKind } from '../nodes/catalogue/kinds.ts';
@@ -53,9 +53,11 @@ export const describeWorkflow = async (
   key: Pick<ApiKeyItem, 'teamId' | 'workflowIds'>,
   workflowId: string,
 ): Promise<WorkflowDescription> => {
+  // A read: a workflow outside the ones the key is limited to reads as none, as its versions and
+  // its runs do (only a write or a start answers 403 for it). Nothing is read for it.
+  if (!keyMayUseWorkflow(key.workflowIds, workflowId)) throw new WorkflowNotFoundError(workflowId);
   // One BatchGet of the summary and the canvas, as a start reads them.
   const { workflow, summary } = await loadWorkflowAndSummary(deps, key.teamId, workflowId);
-  if (!keyMayUseWorkflow(key.workflowIds, workflowId)) throw new WorkflowNotPermittedError(workflowId);
   return {
     summary: summaryRecordOf(summary),
     // The latest version: the one a start without `version` runs.

@@ -128,7 +128,7 @@ export const WorkflowNotPermittedError = defineError('WorkflowNotPermittedError'
   facts: (workflowId: string) => ({ workflowId }),
   message: (f) => `workflow ${f.workflowId} not permitted for this key`,
   status: 403,
-  routes: [...runStarts, ...estimates, 'CreateWebhookEndpoint', 'GetWorkflow', 'UpdateWorkflow', 'SetWorkflowStatus'],
+  routes: [...runStarts, ...estimates, 'CreateWebhookEndpoint', 'UpdateWorkflow', 'SetWorkflowStatus'],
   schemas: [bodies.WorkflowNotPermittedErrorSchema],
   body: () => ({ error: messages.workflowNotPermitted }),
 });

@@ -7383,9 +7383,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json':
-            | components['schemas']['ScopeNotPermittedError']
-            | components['schemas']['WorkflowNotPermittedError'];
+          'application/json': components['schemas']['ScopeNotPermittedError'];
         };
       };
       /** @description No such workflow in the team. */
