@@ -101,8 +101,8 @@ export const workflowDescriptionOperations: OperationSpec[] = [
     parameters: [uuidPath('id', 'The workflow id.')],
     responses: { 200: jsonResponse('The workflow, described.', 'WorkflowDescription') },
     errorWords: {
-      403: `The key lacks \`${scopeOf('GetWorkflow')}\`, or is limited to other workflows.`,
-      404: 'No such workflow in the team.',
+      403: `The key lacks \`${scopeOf('GetWorkflow')}\`.`,
+      404: 'No such workflow in the team, or one outside the workflows the key is limited to.',
     },
   },
 ];

@@ -7377,7 +7377,7 @@ export interface operations {
           'application/json': components['schemas']['UnauthorizedError'];
         };
       };
-      /** @description The key lacks `workflows:read`, or is limited to other workflows. */
+      /** @description The key lacks `workflows:read`. */
       403: {
         headers: {
           [name: string]: unknown;
@@ -7386,7 +7386,7 @@ export interface operations {
           'application/json': components['schemas']['ScopeNotPermittedError'];
         };
       };
-      /** @description No such workflow in the team. */
+      /** @description No such workflow in the team, or one outside the workflows the key is limited to. */
       404: {
         headers: {
           [name: string]: unknown;
