@@ -496,15 +496,30 @@ export function describeApi(documented: readonly DocumentedError[], nodeConfigs:
     servers: [{ url: basePath }],
     security: [{ [securitySchemeName]: [] }],
     tags: [
-      { name: 'Workflows' },
-      { name: 'Runs' },
-      { name: 'Deferred runs' },
-      { name: 'Files' },
-      { name: 'Credits' },
+      {
+        name: 'Workflows',
+        description: 'The team’s workflows: graphs of typed steps, described, versioned and priced.',
+      },
+      {
+        name: 'Runs',
+        description:
+          'Start runs now or in batches, estimate them, follow, cancel and resume them, and read their steps, outputs and webhook deliveries.',
+      },
+      { name: 'Deferred runs', description: 'Runs waiting for a cheaper price, started when it comes.' },
+      { name: 'Files', description: 'Files a caller uploads as run inputs, and the bytes the team stores.' },
+      {
+        name: 'Credits',
+        description: 'The team’s balance, holds and caps, and its usage by day, workflow, key, tag, model or project.',
+      },
+      {
+        name: 'Webhook endpoints',
+        description:
+          'The team’s own receivers: every matching run event of the team’s runs, signed, retried for a day.',
+      },
       { name: 'Node types', description: 'What each node type does, its handles, settings, price and model.' },
       { name: 'MCP', description: 'Your workflows as tools for an AI agent (the Model Context Protocol).' },
       { name: 'Provider webhooks', description: "A model provider's own callbacks; not for API consumers." },
-      { name: 'API description' },
+      { name: 'API description', description: 'This document and its reference page.' },
     ],
     paths,
     webhooks: {

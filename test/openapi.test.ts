@@ -89,6 +89,13 @@ describe('OpenAPI document', () => {
     }
   });
 
+  it('declares every tag an operation uses, each once (Spectral: operation-tag-defined)', () => {
+    const declared = (doc.tags ?? []).map((tag) => tag.name);
+    expect(new Set(declared).size).toBe(declared.length);
+    const used = new Set(operations.flatMap(({ operation }) => operation.tags ?? []));
+    expect([...used].filter((tag) => !declared.includes(tag))).toEqual([]);
+  });
+
   it('requires the bearer key, names the scope and documents 401 and 429 on every keyed operation', () => {
     expect(doc.components?.securitySchemes?.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
     const keyed = operations.filter(({ operation }) => operation.security?.length !== 0);
