@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../functions/deps.ts';
 import { toHundredths } from '../functions/domain/credits.ts';
+import { spendMonth } from '../functions/domain/monthly-cap.ts';
 import { createApiKey } from '../functions/store/api-keys.ts';
 import { canvasKey } from '../functions/store/keys.ts';
 import { claimStep, countStep, finishStepItem, type NewRun, readRunItem } from '../functions/store/run/index.ts';
@@ -205,7 +206,7 @@ export const ledgerRunStart = (
     totalHundredths: options.llmHundredths + options.showHundredths,
     multiplier: 1,
   },
-  month: new Date().toISOString().slice(0, 7),
+  month: spendMonth(new Date()),
   monthlyCap: null,
   hardCap: null,
   idempotency: null,

@@ -81,8 +81,7 @@ const createTable = async (client: DynamoDBClient, definition: TableDefinition, 
   } catch (error) {
     if (!(error instanceof ResourceInUseException)) throw error;
     // Already there from an earlier start: data persists. A table made before it had a stream gets one.
-    const { Table } = await client.send(new DescribeTableCommand({ TableName: name }));
-    if (stream && !Table?.StreamSpecification?.StreamEnabled) await enableStream(client, name, stream);
+    if (stream) await streamOn(client, name, stream);
     return;
   }
   await client.send(
@@ -94,10 +93,14 @@ const createTable = async (client: DynamoDBClient, definition: TableDefinition, 
   await client.send(new DescribeTableCommand({ TableName: name }));
 };
 
-const enableStream = (client: DynamoDBClient, name: string, stream: NonNullable<TableDefinition['stream']>) =>
-  client.send(
+/** Turns the table's stream on unless it is on already. */
+const streamOn = async (client: DynamoDBClient, name: string, stream: NonNullable<TableDefinition['stream']>) => {
+  const { Table } = await client.send(new DescribeTableCommand({ TableName: name }));
+  if (Table?.StreamSpecification?.StreamEnabled) return;
+  await client.send(
     new UpdateTableCommand({ TableName: name, StreamSpecification: { StreamEnabled: true, StreamViewType: stream } }),
   );
+};
 
 /**
  * Turns the table's stream on if it is off: a stream consumer attaching to a table provisioned
@@ -108,8 +111,7 @@ export const ensureTableStream = async (dynamoDbEndpoint: string, tableName: str
   if (!table.stream) return;
   const client = new DynamoDBClient({ ...localAwsConfig, endpoint: dynamoDbEndpoint });
   try {
-    const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
-    if (!Table?.StreamSpecification?.StreamEnabled) await enableStream(client, tableName, table.stream);
+    await streamOn(client, tableName, table.stream);
   } finally {
     client.destroy();
   }
@@ -177,7 +179,7 @@ export const provision = async (settings: {
    * Whether the table gets its stream now, as deployed (the default). A test stack's table gets it
    * only when a stream consumer attaches (`ensureTableStream`): DynamoDB Local looks up a stream's
    * shards by a scan of every stream record in its database, so with a stream on every test file's
-   * table each write slowed with all the suite had written, up to ten times over by its end.
+   * table each write slowed with all the suite had written (docs/decisions/emulators.md).
    */
   tableStream?: boolean;
 }): Promise<LocalResources> => {

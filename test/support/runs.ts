@@ -354,6 +354,10 @@ export const throttled = () =>
     $metadata: {},
   });
 
+/** A document client of its own on the stack's DynamoDB Local, for deps whose calls a test intercepts. */
+const stackDocumentClient = (stack: TestStack) =>
+  documentClient(new DynamoDBClient({ ...localAwsConfig, endpoint: stack.resources.dynamoDbEndpoint }));
+
 /**
  * Deps on the same resources whose clients fail one call: `failDynamo` decides from the command
  * name and input whether a DynamoDB call throws; `failSqs` the same for SQS.
@@ -368,8 +372,7 @@ export const faultyDeps = (
   },
   overrides: Partial<Deps> = {},
 ): Deps => {
-  const raw = new DynamoDBClient({ ...localAwsConfig, endpoint: stack.resources.dynamoDbEndpoint });
-  const ddb = documentClient(raw);
+  const ddb = stackDocumentClient(stack);
   const { failDynamo, failSqs } = faults;
   if (failDynamo) {
     ddb.middlewareStack.add(
@@ -400,8 +403,7 @@ export const faultyDeps = (
  * refused), before its caller sees the answer: a race played at an exact point of a use case.
  */
 export const racingDeps = (stack: TestStack, after: (command: string, input: unknown) => Promise<void>): Deps => {
-  const raw = new DynamoDBClient({ ...localAwsConfig, endpoint: stack.resources.dynamoDbEndpoint });
-  const ddb = documentClient(raw);
+  const ddb = stackDocumentClient(stack);
   ddb.middlewareStack.add(
     (next, context) => async (args) => {
       try {
