@@ -61,8 +61,11 @@ export interface BuiltBundle {
   powertools: boolean;
 }
 
-/** An SDK package a function's code uses by name: a client, lib-dynamodb, the presigner. */
-const sdkPackagePattern = /^@aws-sdk\/(client-[\w-]+|lib-[\w-]+|s3-request-presigner)$/;
+/**
+ * An SDK package a function's code uses by name: an AWS client, lib-dynamodb, the presigner; and the
+ * MCP SDK, the protocol library the MCP route answers with (its floor loads it as the route must).
+ */
+const sdkPackagePattern = /^(@aws-sdk\/(client-[\w-]+|lib-[\w-]+|s3-request-presigner)|@modelcontextprotocol\/sdk)$/;
 
 /**
  * The SDK packages a bundle holds (bundled: whose files are among its inputs) or imports at run
@@ -71,7 +74,7 @@ const sdkPackagePattern = /^@aws-sdk\/(client-[\w-]+|lib-[\w-]+|s3-request-presi
 export const sdkPackagesOf = (output: Metafile['outputs'][string]): string[] => {
   const found = new Set<string>();
   for (const path of Object.keys(output.inputs)) {
-    const name = /node_modules\/(@aws-sdk\/[^/]+)\//.exec(path)?.[1];
+    const name = /node_modules\/(@aws-sdk\/[^/]+|@modelcontextprotocol\/sdk)\//.exec(path)?.[1];
     if (name && sdkPackagePattern.test(name)) found.add(name);
   }
   // A client imported only on a rare path (`import()`, e.g. the step executor's Lambda client) is
@@ -183,6 +186,15 @@ const floorParts: Record<string, { imports: string; build: string }> = {
   '@aws-sdk/client-ssm': {
     imports: "import * as ssmCommands from '@aws-sdk/client-ssm';",
     build: 'const ssm = new ssmCommands.SSMClient({});',
+  },
+  // The MCP route's protocol library: the server and transport modules it imports (their zod and ajv).
+  '@modelcontextprotocol/sdk': {
+    imports: [
+      "import { Server } from '@modelcontextprotocol/sdk/server/index.js';",
+      "import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';",
+      "import * as mcpTypes from '@modelcontextprotocol/sdk/types.js';",
+    ].join('\n'),
+    build: 'export const mcp = { Server, WebStandardStreamableHTTPServerTransport, mcpTypes };',
   },
   // The step executor's client of Bedrock models: built at import, called only by a model step.
   '@aws-sdk/client-bedrock-runtime': {

@@ -15,7 +15,7 @@ import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { floorQueueVariable, floorSource } from '../bench/bundles.ts';
+import { floorQueueVariable, floorSource, sdkPackagesOf } from '../bench/bundles.ts';
 import { documentClient } from '../functions/clients/dynamodb.ts';
 import { type AwsCommandShape, recordAwsCommands, withAwsCommandLog } from '../local/aws-command-log.ts';
 import { invokedAs } from '../local/invocation.ts';
@@ -186,6 +186,22 @@ describe("a function's cold-start floor", () => {
     expect(send).toMatchObject({ QueueUrl: process.env[floorQueueVariable] });
     expect(send?.Entries).toHaveLength(1);
     expect(put?.Entries).toHaveLength(2);
+  });
+
+  it("the MCP route's floor loads the MCP SDK the route answers with, and the bench finds it in a bundle", async () => {
+    const file = join(dir, 'floor-mcp.mjs');
+    writeFileSync(file, floorSource(['@aws-sdk/client-dynamodb', '@modelcontextprotocol/sdk'], []));
+    const floor = (await import(pathToFileURL(file).href)) as { mcp: { Server: unknown } };
+    expect(typeof floor.mcp.Server).toBe('function');
+    const output = {
+      inputs: {
+        'node_modules/@modelcontextprotocol/sdk/dist/esm/server/index.js': { bytesInOutput: 1 },
+        'node_modules/@aws-sdk/client-dynamodb/dist-es/index.js': { bytesInOutput: 1 },
+        'node_modules/@aws-sdk/core/dist-es/index.js': { bytesInOutput: 1 },
+      },
+      imports: [],
+    } as unknown as Parameters<typeof sdkPackagesOf>[0];
+    expect(sdkPackagesOf(output)).toEqual(['@aws-sdk/client-dynamodb', '@modelcontextprotocol/sdk']);
   });
 
   it('a function that sends nothing has a floor that sends nothing; a command it has no bare form or client for stops the bench', () => {
