@@ -92,6 +92,8 @@ export interface Meter {
      * `RUN`, `STEP`, `TEAM`...), index writes apart; what the bench prints under the total.
      */
     writeUnitsBy: Record<string, number>;
+    /** Read units by what was read: the command, the kinds of the items it named, its consistency. */
+    readUnitsBy: Record<string, number>;
     /**
      * Writes refused by a condition. DynamoDB bills them but returns no capacity with the error,
      * so each is priced as one write unit per item it named (transactions: two).
@@ -146,7 +148,14 @@ export interface LogCounts {
 }
 
 export const newMeter = (): Meter => ({
-  dynamoDb: { calls: newCallCounts(), readUnits: 0, writeUnits: 0, writeUnitsBy: {}, refusedWriteUnits: 0 },
+  dynamoDb: {
+    calls: newCallCounts(),
+    readUnits: 0,
+    writeUnits: 0,
+    writeUnitsBy: {},
+    readUnitsBy: {},
+    refusedWriteUnits: 0,
+  },
   sqs: newCallCounts(),
   lambda: { invocations: 0, ms: 0, byFunction: {}, msByFunction: {} },
   api: { requests: 0, accessLogBytes: 0 },
@@ -172,6 +181,7 @@ export const resetMeter = (meter: Meter) => {
     ...fresh.dynamoDb,
     calls: Object.assign(meter.dynamoDb.calls, newCallCounts()),
     writeUnitsBy: {},
+    readUnitsBy: {},
   });
   Object.assign(meter.sqs, newCallCounts());
   meter.lambda = fresh.lambda;
@@ -244,6 +254,27 @@ const kindOf = (key: Item | undefined) => {
   return String(key?.PK ?? '?').split('#')[0] ?? '?';
 };
 
+/** What a read named, for the bench's breakdown: e.g. `BatchGetItem RUN+STEP×2 strong`, `Query GSI5 TEAM`. */
+const readKind = (name: string, input: Record<string, unknown>) => {
+  const command = name.replace('Command', '');
+  const consistency = (consistent: unknown) => (consistent === true ? 'strong' : 'eventual');
+  if (name === 'BatchGetItemCommand') {
+    const tables = Object.values(
+      (input.RequestItems ?? {}) as Record<string, { Keys?: Item[]; ConsistentRead?: boolean }>,
+    );
+    const counts = new Map<string, number>();
+    for (const key of tables.flatMap((t) => t.Keys ?? [])) counts.set(kindOf(key), (counts.get(kindOf(key)) ?? 0) + 1);
+    const kinds = [...counts].map(([kind, n]) => (n > 1 ? `${kind}×${n}` : kind)).join('+');
+    return `${command} ${kinds} ${consistency(tables[0]?.ConsistentRead)}`;
+  }
+  if (name === 'QueryCommand' || name === 'ScanCommand') {
+    const values = Object.values((input.ExpressionAttributeValues ?? {}) as Record<string, unknown>);
+    const partition = String(values.find((value) => typeof value === 'string') ?? '?').split('#')[0];
+    return `${command} ${(input.IndexName as string | undefined) ?? 'table'} ${partition} ${consistency(input.ConsistentRead)}`;
+  }
+  return `${command} ${kindOf(input.Key as Item | undefined)} ${consistency(input.ConsistentRead)}`;
+};
+
 type TransactItem = Record<
   string,
   { TableName: string; Key?: Record<string, unknown>; Item?: Record<string, unknown> }
@@ -299,8 +330,11 @@ export const meterDynamoDb = (client: DynamoDBDocumentClient, meter: Meter, read
           by(kind, table);
           if (units > table) by(`${kind} (index entries)`, units - table);
         }
-        if (readCommands.has(name)) meter.dynamoDb.readUnits += Math.max(units, minimumReadUnits(name, input));
-        else meter.dynamoDb.writeUnits += units;
+        if (readCommands.has(name)) {
+          const read = Math.max(units, minimumReadUnits(name, input));
+          meter.dynamoDb.readUnits += read;
+          bump(meter.dynamoDb.readUnitsBy, readKind(name, input), read);
+        } else meter.dynamoDb.writeUnits += units;
         return result;
       } catch (error) {
         const refused = (error as Error).name;

@@ -79,6 +79,12 @@ const printCounts = (meter: Meter, runs: number, options: PriceOptions) => {
       .join(', ')}${dynamoDb.refusedWriteUnits > 0 ? `, refused writes ${per(dynamoDb.refusedWriteUnits)}` : ''}`,
   );
   note(
+    `DynamoDB read units per run, by what was read: ${Object.entries(dynamoDb.readUnitsBy)
+      .sort(([, a], [, b]) => b - a)
+      .map(([what, n]) => `${what} ${per(n)}`)
+      .join(', ')}`,
+  );
+  note(
     `SQS requests per run: ${Object.entries(sqs.byCommand)
       .map(([c, n]) => `${c.replace(/Command/, '')} ${per(n)}`)
       .join(', ')}`,

@@ -49,6 +49,9 @@ describe('the cost of a 10-step run', () => {
     // Each read at least its minimum (bench/cost-meter.ts); 39 since the start reads the team's stored
     // bytes (a run start is refused while the team is at its storage quota).
     expect(per(meter.dynamoDb.readUnits)).toBeLessThanOrEqual(39);
+    // Most of them the step path's: steps 2-10 each read the run, its own item and its predecessor's
+    // in one strongly consistent BatchGetItem; the first step reads the run and its own item.
+    expect(per(meter.dynamoDb.readUnitsBy['BatchGetItem RUN+STEP×2 strong'] ?? 0)).toBe(27);
     // The root step's send, receive and delete; the webhook's the same.
     expect(per(meter.sqs.total)).toBeLessThanOrEqual(6);
     expect(per(meter.api.requests)).toBe(1); // the start; the webhook tells the client
