@@ -8,7 +8,7 @@ import type { ResponseObject } from 'openapi3-ts/oas31';
 import * as v from 'valibot';
 import { scopeOf } from '../platform/routes.ts';
 import { DateTimeSchema, notArray, UuidSchema } from './common.ts';
-import { messages } from './errors.ts';
+import { messages } from './error-messages.ts';
 import {
   type DocumentedParameter,
   jsonResponse,

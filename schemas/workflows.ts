@@ -7,7 +7,7 @@
 import * as v from 'valibot';
 import { scopeOf } from '../platform/routes.ts';
 import { DateTimeSchema, NameStringSchema, notArray, UuidSchema } from './common.ts';
-import { messages } from './errors.ts';
+import { messages } from './error-messages.ts';
 import { jsonResponse, type OperationSpec, ref } from './openapi-parts.ts';
 
 /** The node types of spec section 2.2, in spec order and spelling (how many: test/openapi.test.ts and docs/api.md). */

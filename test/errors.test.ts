@@ -86,9 +86,10 @@ import { ExtraConditionFailedError, RaceLostError } from '../functions/store/run
 import { type RouteId, routes } from '../platform/routes.ts';
 import { BulkActionNotFoundErrorSchema } from '../schemas/bulk-actions.ts';
 import { DeliveryPendingErrorSchema } from '../schemas/deliveries.ts';
+import { messages } from '../schemas/error-messages.ts';
 import * as bodies from '../schemas/errors.ts';
-import { messages } from '../schemas/errors.ts';
-import { FileNotAcceptedErrorSchema, fileMessages } from '../schemas/files.ts';
+import { fileMessages } from '../schemas/file-limits.ts';
+import { FileNotAcceptedErrorSchema } from '../schemas/files.ts';
 import { type DocumentedError, describeApi as describeWithSteps, documentedSchemas } from '../schemas/openapi.ts';
 import { RunValidationFailedSchema } from '../schemas/runs.ts';
 import { uploadContentTypes } from '../schemas/upload-types.ts';

@@ -10,7 +10,7 @@
  * (functions/nodes/executors/inputs.ts).
  */
 import * as v from 'valibot';
-import { FileIdSchema, fileIdPrefix } from '../../schemas/files.ts';
+import { FileIdSchema, fileIdPrefix } from '../../schemas/file-limits.ts';
 import type { Deps } from '../deps.ts';
 import { distinctBytes, expiresOn, maxFileInputBytes, maxFileInputs } from '../domain/stored-bytes.ts';
 import { apiInputTargets } from '../domain/workflow-graph.ts';

@@ -7,8 +7,8 @@
  * later (docs/decisions/files.md, "Uploads are checked when read").
  */
 import { libraryBucket } from '../../platform/definitions.ts';
+import { fileIdPrefix } from '../../schemas/file-limits.ts';
 import type { CreateFileRequest, CreateFileResponse, FileView, StorageUsageView } from '../../schemas/files.ts';
-import { fileIdPrefix } from '../../schemas/files.ts';
 import type { Deps } from '../deps.ts';
 import { expiresOn } from '../domain/stored-bytes.ts';
 import { FileNotFoundError } from '../errors/table.ts';

@@ -12,13 +12,16 @@
  * messages and limits from small modules, never a schema or the route table.
  */
 
-import { bulkActionNotFoundMessage } from '../../schemas/bulk-actions.ts';
-import { type DeliveryPendingErrorBody, deliveryPendingMessage } from '../../schemas/deliveries.ts';
+import type { DeliveryPendingErrorBody } from '../../schemas/deliveries.ts';
+import {
+  bulkActionNotFoundMessage,
+  deliveryPendingMessage,
+  messages,
+  webhookEndpointMessages,
+} from '../../schemas/error-messages.ts';
 import type * as bodies from '../../schemas/errors.ts';
-import { messages } from '../../schemas/errors.ts';
-import { fileNotAcceptedPrefix, maxUploadBytes } from '../../schemas/files.ts';
+import { fileNotAcceptedPrefix, maxUploadBytes } from '../../schemas/file-limits.ts';
 import { uploadContentTypes } from '../../schemas/upload-types.ts';
-import { webhookEndpointMessages } from '../../schemas/webhook-endpoints.ts';
 import type { ValidationIssue } from '../../schemas/workflows.ts';
 import type { RunRefusal } from '../domain/admission.ts';
 import { toCredits } from '../domain/credits.ts';

@@ -2,7 +2,7 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import * as v from 'valibot';
 import { BatchEnvelopeSchema, BatchItemTargetSchema, batchMessages } from '../../schemas/batches.ts';
 import { issueMessage } from '../../schemas/common.ts';
-import { messages } from '../../schemas/errors.ts';
+import { messages } from '../../schemas/error-messages.ts';
 import {
   type ResumeRunRequest,
   ResumeRunRequestSchema,
