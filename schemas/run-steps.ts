@@ -2,7 +2,7 @@
  * One step of a run in detail (our design, beyond the spec): GET /runs/{jobId}/steps/{nodeId}, the
  * step's attempts (each execution of its node or call of its provider, with why the next came when
  * it did) and its logs (a PythonSandbox step's stdout and stderr, a provider's own log where it gives
- * one). The step item stores the same shapes (functions/store/items.ts reads them from here), so the
+ * one). The step item stores the same shapes (functions/store/items/runs.ts reads them from here), so the
  * answer is the item's, in the names of the contract. Responses use `v.strictObject`.
  */
 import * as v from 'valibot';

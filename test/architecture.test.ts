@@ -299,6 +299,18 @@ describe('two things never share a name', () => {
   });
 });
 
+describe('a function builds only the item schemas it reads', () => {
+  // functions/store/items/index.ts passes every family of items on, for tests and tools; imported at
+  // run time it would build every item's schema (and the contract's schemas they name) at each cold start.
+  it('nothing under functions/ imports the items front door, functions/store/items/index.ts', () => {
+    const front = 'functions/store/items/index.ts';
+    expect(read(front)).toContain("export * from './runs.ts';");
+    expect(
+      functionFiles.filter((file) => file !== front && importsOf(file).some((s) => resolved(file, s) === front)),
+    ).toEqual([]);
+  });
+});
+
 describe('the step path loops in one place', () => {
   const stepFiles = sourceFiles('functions/app/step');
   /** The repository files `file` imports directly (relative imports only). */

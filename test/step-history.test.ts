@@ -18,7 +18,7 @@ import {
   stepLogs,
 } from '../functions/domain/step-history.ts';
 import { itemUpdate } from '../functions/store/item-update.ts';
-import { StepItemSchema, storedStep } from '../functions/store/items.ts';
+import { StepItemSchema, storedStep } from '../functions/store/items/runs.ts';
 import { StepAttemptSchema } from '../schemas/run-steps.ts';
 
 describe('a step log', () => {

@@ -26,7 +26,7 @@ import {
 import type { RunEstimate } from '../domain/pricing.ts';
 import { ServiceError } from '../errors/define.ts';
 import { StorageBusyError, WorkflowNotPermittedError } from '../errors/table.ts';
-import type { ApiKeyItem } from '../store/items.ts';
+import type { ApiKeyItem } from '../store/items/api-keys.ts';
 import { getPriceSettings } from '../store/price-multiplier.ts';
 import { loadAgentWorkflow, loadRunnableWorkflow, type RunnableWorkflow } from '../store/run/index.ts';
 import { checkRoomForInputs } from './run-inputs.ts';

@@ -10,7 +10,9 @@ import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { listedStatus } from '../domain/run-lifecycle.ts';
 import { InvalidQueryError } from '../errors/table.ts';
 import { deferredView } from '../store/deferred-runs.ts';
-import { DeferredListEntrySchema, parseItem, RunListEntrySchema } from '../store/items.ts';
+import { DeferredListEntrySchema } from '../store/items/deferred-runs.ts';
+import { parseItem } from '../store/items/item.ts';
+import { RunListEntrySchema } from '../store/items/runs.ts';
 import {
   cursorSigningSecret,
   queryRunList,

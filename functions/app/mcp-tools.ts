@@ -10,7 +10,7 @@ import { visibleWorkflows } from '../domain/workflow-list.ts';
 import { ScopeNotPermittedError } from '../errors/table.ts';
 import type { Canvas } from '../nodes/catalogue/canvas.ts';
 import { latestCanvases } from '../store/canvases.ts';
-import type { ApiKeyItem } from '../store/items.ts';
+import type { ApiKeyItem } from '../store/items/api-keys.ts';
 import { listWorkflowSummaries } from '../store/workflows.ts';
 import { readRunWithLinks } from './read-run.ts';
 import { type RunWait, waitForRunEnd } from './run-wait.ts';

@@ -33,7 +33,7 @@ import type { JobProvider, JobState, ProviderWebhookDelivery, TeamConnection } f
 import { WebhookRefusedError } from '../nodes/providers/types.ts';
 import { logger } from '../observability/logger.ts';
 import { getConnections, resolveConnection } from '../store/connections.ts';
-import type { StepItem } from '../store/items.ts';
+import type { StepItem } from '../store/items/runs.ts';
 import { readRunItem, readStepItem } from '../store/run/index.ts';
 import { adoptSupersededJob, recordJobSubmitted, sendDelayedStepMessage } from '../store/run/provider-jobs.ts';
 import { cancelQuietly } from './provider-job.ts';

@@ -19,7 +19,7 @@ import {
   workflowToolDescription,
 } from '../domain/mcp-tools.ts';
 import { InvalidBodyError } from '../errors/table.ts';
-import type { ApiKeyItem } from '../store/items.ts';
+import type { ApiKeyItem } from '../store/items/api-keys.ts';
 import { parseRunBody, parseWith, readJsonBody } from './body.ts';
 import { answerOfError } from './error-map.ts';
 import { waitOf } from './prefer-wait.ts';

@@ -3,7 +3,7 @@ import type { RunRequest } from '../../schemas/runs.ts';
 import type { RunStartEstimate } from '../app/estimate-run.ts';
 import type { Deps } from '../deps.ts';
 import { toCredits } from '../domain/credits.ts';
-import type { ApiKeyItem } from '../store/items.ts';
+import type { ApiKeyItem } from '../store/items/api-keys.ts';
 import { parseRunRequest } from './body.ts';
 import { answerOfError } from './error-map.ts';
 import { keyedHandler } from './keyed-handler.ts';

@@ -7,7 +7,7 @@ import type { ItemOutcome, ItemResult } from '../app/start-run-batch.ts';
 import type { Deps } from '../deps.ts';
 import { logger } from '../observability/logger.ts';
 import { metrics } from '../observability/metrics.ts';
-import type { ApiKeyItem } from '../store/items.ts';
+import type { ApiKeyItem } from '../store/items/api-keys.ts';
 import { parseRunRequest } from './body.ts';
 import { errorMapping, errorResponse } from './error-map.ts';
 import { keyedHandler } from './keyed-handler.ts';

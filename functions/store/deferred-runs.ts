@@ -8,20 +8,16 @@ import { DeferredRunNotFoundError } from '../errors/table.ts';
 import { batchGet, itemFor } from './batch.ts';
 import { IdempotencyRaceError, type IdempotencyRecord, idempotencyPut } from './idempotency.ts';
 import { tableUpdate } from './item-update.ts';
+import type { ApiKeyItem } from './items/api-keys.ts';
 import {
-  type ApiKeyItem,
-  type CheckedUploadRecord,
   type DeferredListEntry,
   type DeferredRunItem,
   DeferredRunItemSchema,
   ExpiringDeferredRunSchema,
-  ItemKeySchema,
-  itemVersion,
-  parseItem,
-  type StoredItem,
   storedDeferredRun,
-  unexpired,
-} from './items.ts';
+} from './items/deferred-runs.ts';
+import { ItemKeySchema, itemVersion, parseItem, type StoredItem, unexpired } from './items/item.ts';
+import type { CheckedUploadRecord } from './items/runs.ts';
 import { deferredListIndex, deferredRunKey, multiplierSortKey, waitingIndexes, waitingPartition } from './keys.ts';
 import { namedTransactWrite } from './named-transaction.ts';
 import { queryAll } from './query.ts';

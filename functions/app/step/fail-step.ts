@@ -14,7 +14,7 @@ import { type AttemptWhere, failedAttempt, retryWait } from '../../domain/step-h
 import { failureRecordTries, planDeadlineRetry, planReread } from '../../domain/step-plan.ts';
 import { logger } from '../../observability/logger.ts';
 import { addCreditsCharged, countRunEnded, countStepFailed } from '../../observability/metrics.ts';
-import type { RunItem } from '../../store/items.ts';
+import type { RunItem } from '../../store/items/runs.ts';
 import {
   type Attempt,
   abandonStep,

@@ -10,15 +10,8 @@ import { type CountedStepStatus, isCompleted, isInProgress, isLastCount } from '
 import { modelChargeEntry } from '../../domain/usage.ts';
 import type { ModelUse } from '../../nodes/executors/types.ts';
 import { ifNotExists, tableUpdate } from '../item-update.ts';
-import {
-  parseItem,
-  type RunItem,
-  RunItemSchema,
-  type StepItem,
-  StepItemSchema,
-  storedRun,
-  storedStep,
-} from '../items.ts';
+import { parseItem } from '../items/item.ts';
+import { type RunItem, RunItemSchema, type StepItem, StepItemSchema, storedRun, storedStep } from '../items/runs.ts';
 import { runKey, stepKey } from '../keys.ts';
 import { StringSetAttributeSchema, stringAttribute } from '../refusals.ts';
 import { conditionalUpdate, conditionalWrite, transactWrite } from '../write.ts';
