@@ -24,7 +24,7 @@ import {
   requestedSettings,
 } from '../functions/nodes/providers/hosted-models.ts';
 import { modelInputRefusals, safeModelInputFields } from '../functions/nodes/providers/model-input.ts';
-import type { RunMode } from '../schemas/runs.ts';
+import type { RunMode } from '../schemas/run-words.ts';
 import type { NodeType } from '../schemas/workflows.ts';
 import { canvasNode } from './support/canvas.ts';
 

@@ -18,7 +18,7 @@ import {
   maxImagesPerStep,
   tokensOf,
 } from '../functions/nodes/executors/model-work.ts';
-import type { RunMode } from '../schemas/runs.ts';
+import type { RunMode } from '../schemas/run-words.ts';
 import type { NodeType } from '../schemas/workflows.ts';
 import { canvasNode as node } from './support/canvas.ts';
 

@@ -20,7 +20,7 @@ import {
 } from '../functions/domain/run-lifecycle.ts';
 import { fromCondition, statusValues } from '../functions/store/run/lifecycle-conditions.ts';
 import { RunStatus, StepStatus } from '../platform/run-statuses.ts';
-import { runStatuses, stepStatuses } from '../schemas/runs.ts';
+import { runStatuses, stepStatuses } from '../schemas/run-words.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 

@@ -13,7 +13,9 @@
  * `maxMultiplier` (the most a dispatch can price it at) when no hour of its wait does; a deferred
  * start holds nothing now, so its refusal is only what the deferred start would answer now.
  */
-import { type RunMode, RunModeSchema, type RunRequest } from '../../schemas/runs.ts';
+
+import { type RunMode, RunModeSchema } from '../../schemas/run-words.ts';
+import type { RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { deferredExpiresAt } from '../domain/deferred-run-lifetime.ts';
 import { type OutputLicence, plannedLicence } from '../domain/licence.ts';

@@ -1,8 +1,9 @@
 import * as v from 'valibot';
 import { UuidSchema } from '../../schemas/common.ts';
-import { deferredRunStatuses, type ListDeferredRunsResponse } from '../../schemas/deferred-runs.ts';
+import type { ListDeferredRunsResponse } from '../../schemas/deferred-runs.ts';
 import { runLabels, runTagLimits, TagSchema, tagCharacters } from '../../schemas/run-tags.ts';
-import { type ListRunsResponse, listedRunStatuses, listPageLimits, type RunSummary } from '../../schemas/runs.ts';
+import { deferredRunStatuses, listedRunStatuses, listPageLimits } from '../../schemas/run-words.ts';
+import type { ListRunsResponse, RunSummary } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { toCredits } from '../domain/credits.ts';
 import { type ListCursorScope, openCursor, signCursor } from '../domain/cursor.ts';

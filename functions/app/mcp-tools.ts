@@ -1,5 +1,5 @@
 import type { Scope } from '../../platform/routes.ts';
-import { type RunMode, RunModeSchema } from '../../schemas/runs.ts';
+import { type RunMode, RunModeSchema } from '../../schemas/run-words.ts';
 import type { Deps } from '../deps.ts';
 import { plannedLicence } from '../domain/licence.ts';
 import { type WorkflowToolFacts, workflowToolName } from '../domain/mcp-tools.ts';

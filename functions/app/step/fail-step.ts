@@ -5,7 +5,7 @@
 
 import type { FailureReason } from '../../../platform/alarm-rules.ts';
 import { RunStatus } from '../../../platform/run-statuses.ts';
-import type { StepLogs } from '../../../schemas/run-steps.ts';
+import type { StepLogs } from '../../../schemas/step-attempts.ts';
 import type { Deps } from '../../deps.ts';
 import { failureReasonOf } from '../../domain/failure-reasons.ts';
 import { stepRetryDelaySeconds } from '../../domain/provider-jobs.ts';

@@ -4,8 +4,8 @@
  * read and written.
  */
 import * as v from 'valibot';
-import { StepAttemptSchema, StepLogsSchema } from '../../../schemas/run-steps.ts';
-import { endReasons, LicenceModelSchema, RunModeSchema } from '../../../schemas/runs.ts';
+import { endReasons, LicenceModelSchema, RunModeSchema } from '../../../schemas/run-words.ts';
+import { StepAttemptSchema, StepLogsSchema } from '../../../schemas/step-attempts.ts';
 import { LifecycleEventSchema } from '../../../schemas/webhook-events.ts';
 import { storedRunStatuses, storedStepStatuses } from '../../domain/run-lifecycle.ts';
 import { counter, hundredths, storedItem } from './item.ts';

@@ -1,6 +1,6 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { type EndStatus, inProgressStatuses } from '../../../platform/run-statuses.ts';
-import type { EndReason } from '../../../schemas/runs.ts';
+import type { EndReason } from '../../../schemas/run-words.ts';
 import type { Deps } from '../../deps.ts';
 import { runItemExpiry } from '../../domain/retention.ts';
 import { holdsEndedRun, isEndStatus, runTransitions } from '../../domain/run-lifecycle.ts';

@@ -5,7 +5,7 @@
  */
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import * as v from 'valibot';
-import type { StepAttempt } from '../../../schemas/run-steps.ts';
+import type { StepAttempt } from '../../../schemas/step-attempts.ts';
 import type { Deps } from '../../deps.ts';
 import { maxRetryDelaySeconds } from '../../domain/provider-jobs.ts';
 import { parseItem } from '../items/item.ts';

@@ -7,7 +7,7 @@
  */
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { RunStatus } from '../../../platform/run-statuses.ts';
-import type { EndReason } from '../../../schemas/runs.ts';
+import type { EndReason } from '../../../schemas/run-words.ts';
 import type { Deps } from '../../deps.ts';
 import { notifiesStart } from '../../domain/lifecycle-webhooks.ts';
 import { readyWhenDone } from '../../domain/resume.ts';

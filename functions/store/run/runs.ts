@@ -3,7 +3,7 @@ import { GetCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamod
 import * as v from 'valibot';
 import { RunStatus } from '../../../platform/run-statuses.ts';
 import type { RunLabels } from '../../../schemas/run-tags.ts';
-import type { RunMode } from '../../../schemas/runs.ts';
+import type { RunMode } from '../../../schemas/run-words.ts';
 import type { LifecycleEvent } from '../../../schemas/webhook-events.ts';
 import type { Deps } from '../../deps.ts';
 import type { AdmissionFacts } from '../../domain/admission.ts';

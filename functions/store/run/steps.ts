@@ -1,8 +1,8 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
 import { RunStatus, StepStatus, type StoredStepStatus } from '../../../platform/run-statuses.ts';
-import type { StepAttempt, StepLogs } from '../../../schemas/run-steps.ts';
-import type { LicenceModel } from '../../../schemas/runs.ts';
+import type { LicenceModel } from '../../../schemas/run-words.ts';
+import type { StepAttempt, StepLogs } from '../../../schemas/step-attempts.ts';
 import type { Deps } from '../../deps.ts';
 import { notifiesStepEnd } from '../../domain/lifecycle-webhooks.ts';
 import { runItemExpiry } from '../../domain/retention.ts';
