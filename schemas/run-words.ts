@@ -72,3 +72,4 @@ export const listPageLimits = { default: 20, max: 100 } as const;
 
 /** A deferred run's statuses (schemas/deferred-runs.ts), which its list filters on. */
 export const deferredRunStatuses = ['waiting', 'dispatched', 'expired', 'cancelled'] as const;
+export const DeferredRunStatusSchema = v.picklist(deferredRunStatuses);

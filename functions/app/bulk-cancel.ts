@@ -28,7 +28,7 @@ import {
 } from '../store/bulk-actions.ts';
 import { getDeferredRun } from '../store/deferred-runs.ts';
 import type { BulkActionItem, BulkOutcome } from '../store/items/bulk-actions.ts';
-import { DeferredListEntrySchema } from '../store/items/deferred-runs.ts';
+import { DeferredListEntrySchema } from '../store/items/deferred-run-entries.ts';
 import { parseItem } from '../store/items/item.ts';
 import { deferredRunKey, runKey } from '../store/keys.ts';
 import { readRunItem } from '../store/run/index.ts';

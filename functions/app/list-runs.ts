@@ -10,8 +10,8 @@ import { type ListCursorScope, openCursor, signCursor } from '../domain/cursor.t
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { listedStatus } from '../domain/run-lifecycle.ts';
 import { InvalidQueryError } from '../errors/table.ts';
-import { deferredView } from '../store/deferred-runs.ts';
-import { DeferredListEntrySchema } from '../store/items/deferred-runs.ts';
+import { deferredView } from '../store/deferred-view.ts';
+import { DeferredListEntrySchema } from '../store/items/deferred-run-entries.ts';
 import { parseItem } from '../store/items/item.ts';
 import { RunListEntrySchema } from '../store/items/runs.ts';
 import {

@@ -1,7 +1,7 @@
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { envNames, operatorEventItems } from '../../platform/definitions.ts';
 import type { ItemImages } from '../domain/operator-events.ts';
-import { DeferredRunEventImageSchema } from './items/deferred-runs.ts';
+import { DeferredRunEventImageSchema } from './items/deferred-run-entries.ts';
 import { parseItem } from './items/item.ts';
 import { RunEventImageSchema } from './items/runs.ts';
 import { WebhookEndpointEventImageSchema } from './items/webhook-endpoints.ts';

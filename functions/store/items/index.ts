@@ -6,6 +6,7 @@
 
 export * from './api-keys.ts';
 export * from './bulk-actions.ts';
+export * from './deferred-run-entries.ts';
 export * from './deferred-runs.ts';
 export * from './deliveries.ts';
 export * from './idempotency.ts';
