@@ -52,14 +52,8 @@ import { usageComponents, usageOperations } from './usage.ts';
 import { webhookEndpointComponents, webhookEndpointOperations } from './webhook-endpoints.ts';
 import { workflowDescriptionComponents, workflowDescriptionOperations } from './workflow-description.ts';
 import { workflowVersionComponents, workflowVersionOperations } from './workflow-versions.ts';
-import {
-  type NodeType,
-  nodeTypes,
-  WorkflowStepConfigSchema,
-  WorkflowStepSchema,
-  workflowComponents,
-  workflowOperations,
-} from './workflows.ts';
+import { type NodeType, nodeTypes } from './workflow-words.ts';
+import { WorkflowStepConfigSchema, WorkflowStepSchema, workflowComponents, workflowOperations } from './workflows.ts';
 
 /**
  * Every named schema of the document; the key is its name under `#/components/schemas/`. Each

@@ -34,7 +34,7 @@ import { makeHandler as makePythonRunnerHandler } from '../functions/workers/pyt
 import { startLambdaEmulator } from '../local/lambda-emulator.ts';
 import { envNames } from '../platform/definitions.ts';
 import type { RunMode } from '../schemas/run-words.ts';
-import { type NodeType, nodeTypes } from '../schemas/workflows.ts';
+import { type NodeType, nodeTypes } from '../schemas/workflow-words.ts';
 import { loopbackServer } from './support/loopback-server.ts';
 import { rejectionOf } from './support/rejection.ts';
 

@@ -25,7 +25,7 @@ import {
 } from '../functions/nodes/providers/hosted-models.ts';
 import { modelInputRefusals, safeModelInputFields } from '../functions/nodes/providers/model-input.ts';
 import type { RunMode } from '../schemas/run-words.ts';
-import type { NodeType } from '../schemas/workflows.ts';
+import type { NodeType } from '../schemas/workflow-words.ts';
 import { canvasNode } from './support/canvas.ts';
 
 const teamId = 'team-model-input';

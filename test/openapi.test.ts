@@ -7,7 +7,8 @@ import { buildOpenApiDocument } from '../functions/docs/openapi.ts';
 import { routes } from '../platform/routes.ts';
 import { messagePrefixes, messages } from '../schemas/error-messages.ts';
 import { RunRequestSchema } from '../schemas/runs.ts';
-import { CreateWorkflowRequestSchema, nodeTypes } from '../schemas/workflows.ts';
+import { nodeTypes } from '../schemas/workflow-words.ts';
+import { CreateWorkflowRequestSchema } from '../schemas/workflows.ts';
 import { expectValidResponse, findPathTemplate, validateResponse } from './support/openapi-validator.ts';
 
 /**

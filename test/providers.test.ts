@@ -28,7 +28,7 @@ import {
 } from '../functions/nodes/providers/index.ts';
 import { integrationLevels, providerRegistry, registerProviders } from '../platform/providers.ts';
 import type { RunMode } from '../schemas/run-words.ts';
-import type { NodeType } from '../schemas/workflows.ts';
+import type { NodeType } from '../schemas/workflow-words.ts';
 import { loopbackServer } from './support/loopback-server.ts';
 import { testProviders } from './support/test-providers.ts';
 

@@ -24,7 +24,7 @@
 import * as v from 'valibot';
 import { StepStatus } from '../../platform/run-statuses.ts';
 import { UuidSchema } from '../../schemas/common.ts';
-import { stepKeyPattern } from '../../schemas/workflows.ts';
+import { stepKeyPattern } from '../../schemas/workflow-words.ts';
 import type { Deps } from '../deps.ts';
 import { webhookTokenMatches } from '../domain/provider-jobs.ts';
 import { isInProgress } from '../domain/run-lifecycle.ts';

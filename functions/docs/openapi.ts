@@ -8,7 +8,7 @@
  */
 import type { OpenAPIObject, SchemaObject } from 'openapi3-ts/oas31';
 import { describeApi, type NodeConfigSchemas, stepComponentName } from '../../schemas/openapi.ts';
-import { nodeTypes } from '../../schemas/workflows.ts';
+import { nodeTypes } from '../../schemas/workflow-words.ts';
 import { catalogue } from '../nodes/catalogue/index.ts';
 import { documentedErrors } from './error-docs.ts';
 import { describeSteps } from './node-types.ts';

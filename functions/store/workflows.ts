@@ -1,6 +1,7 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
-import type { WorkflowStatus, WorkflowStep } from '../../schemas/workflows.ts';
+import type { WorkflowStatus } from '../../schemas/workflow-words.ts';
+import type { WorkflowStep } from '../../schemas/workflows.ts';
 import type { Deps } from '../deps.ts';
 import type { WorkflowSummaryRecord } from '../domain/workflow-list.ts';
 import { AgentOrProjectNotFoundError, WorkflowTooLargeToStoreError } from '../errors/table.ts';

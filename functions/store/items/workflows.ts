@@ -3,7 +3,8 @@
  * family of the stored items: see item.ts for how every item is read and written.
  */
 import * as v from 'valibot';
-import { type WorkflowStep, WorkflowSummarySchema } from '../../../schemas/workflows.ts';
+import { WorkflowStatusSchema } from '../../../schemas/workflow-words.ts';
+import type { WorkflowStep } from '../../../schemas/workflows.ts';
 import { isRecord } from '../../is-record.ts';
 import type { Canvas } from '../../nodes/catalogue/canvas.ts';
 import { storedItem } from './item.ts';
@@ -15,7 +16,7 @@ export const WorkflowItemSchema = v.object({
   projectId: v.string(),
   name: v.string(),
   description: v.nullish(v.string(), null),
-  status: v.nullish(WorkflowSummarySchema.entries.status.wrapped, null),
+  status: v.nullish(WorkflowStatusSchema, null),
   createdAt: v.string(),
   updatedAt: v.nullish(v.string(), null),
   /** Its latest version; a workflow stored before versions has none and reads as version 1. */
