@@ -10,7 +10,7 @@ import type { Deps } from '../functions/deps.ts';
 import { deferredExpiresAt } from '../functions/domain/deferred-run-lifetime.ts';
 import { findApiKeyById } from '../functions/store/api-keys.ts';
 import { createDeferredRun } from '../functions/store/deferred-runs.ts';
-import type { ApiKeyItem } from '../functions/store/items.ts';
+import type { ApiKeyItem } from '../functions/store/items/api-keys.ts';
 import { canvasKey, deferredRunKey, waitingIndexes } from '../functions/store/keys.ts';
 import { setLiveMultiplier } from '../functions/store/price-multiplier.ts';
 import { putWorkflow } from '../functions/store/workflows.ts';

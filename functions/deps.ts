@@ -3,7 +3,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { envNames } from '../platform/definitions.ts';
-import type { NodeType } from '../schemas/workflows.ts';
+import type { NodeType } from '../schemas/workflow-words.ts';
 import { parseRetentionDays } from './domain/retention.ts';
 import { parseTeamStepsInFlight } from './domain/team-steps.ts';
 import { type OriginCheck, originCheckFromEnv } from './http/origin-check.ts';

@@ -8,7 +8,7 @@ import { connectionRefProblem } from '../functions/nodes/providers/secret-refs.t
 import { createApiKey, listApiKeys, revokeApiKey } from '../functions/store/api-keys.ts';
 import { getConnections, removeConnection, setConnection } from '../functions/store/connections.ts';
 import { listWaitingDeferredRuns } from '../functions/store/deferred-runs.ts';
-import type { TeamItem } from '../functions/store/items.ts';
+import type { TeamItem } from '../functions/store/items/tenancy.ts';
 import { getPriceSettings, setHourlySchedule, setLiveMultiplier } from '../functions/store/price-multiplier.ts';
 import { readStorageUsage, setStorageQuota } from '../functions/store/stored-bytes.ts';
 import {

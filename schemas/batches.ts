@@ -8,10 +8,9 @@ import * as v from 'valibot';
 import { scopeOf } from '../platform/routes.ts';
 import { notArray, UuidSchema } from './common.ts';
 import { jsonResponse, type OperationSpec, storageBusyText, uuidPath } from './openapi-parts.ts';
+import { idempotencyKeyHeader, type listedRunStatuses } from './run-words.ts';
 import {
   IdempotencyKeySchema,
-  idempotencyKeyHeader,
-  type listedRunStatuses,
   RunDeferredResponseSchema,
   RunQueuedResponseSchema,
   RunRequestSchema,

@@ -5,6 +5,7 @@
  */
 import * as v from 'valibot';
 import { DateTimeSchema, notArray, UuidSchema } from './common.ts';
+import { bulkActionNotFoundMessage } from './error-messages.ts';
 import { jsonResponse, type OperationSpec, ref, uuidPath } from './openapi-parts.ts';
 import { TagSchema } from './run-tags.ts';
 
@@ -90,7 +91,6 @@ export const BulkActionSchema = v.strictObject({
 export type BulkAction = v.InferOutput<typeof BulkActionSchema>;
 
 /** 404 of GET /bulk-actions/{bulkActionId}: unknown, or another team's (the same answer). */
-export const bulkActionNotFoundMessage = 'Bulk action not found' as const;
 export const BulkActionNotFoundErrorSchema = v.strictObject({ error: v.literal(bulkActionNotFoundMessage) });
 
 export const bulkActionComponents = {

@@ -2,10 +2,9 @@
 import * as v from 'valibot';
 import { DateTimeSchema, UuidSchema } from './common.ts';
 import { jsonResponse, type OperationSpec, uuidPath } from './openapi-parts.ts';
+import { DeferredRunStatusSchema, deferredRunStatuses } from './run-words.ts';
 import { listErrorWords, listQueryParameters } from './runs.ts';
 
-export const deferredRunStatuses = ['waiting', 'dispatched', 'expired', 'cancelled'] as const;
-const DeferredRunStatusSchema = v.picklist(deferredRunStatuses);
 export type DeferredRunStatus = v.InferOutput<typeof DeferredRunStatusSchema>;
 
 /** 200 of GET /deferred-runs/{id} and of DELETE /deferred-runs/{id}. */

@@ -6,6 +6,7 @@
  */
 import * as v from 'valibot';
 import { DateTimeSchema, notArray, UuidSchema } from './common.ts';
+import { deliveryPendingMessage } from './error-messages.ts';
 import { jsonResponse, type OperationSpec, ref, uuidPath } from './openapi-parts.ts';
 import { WebhookEventSchema } from './runs.ts';
 import { LifecycleEventSchema } from './webhook-events.ts';
@@ -117,8 +118,6 @@ export const RedeliveryQueuedSchema = v.strictObject({
 export type RedeliveryQueued = v.InferOutput<typeof RedeliveryQueuedSchema>;
 
 /** The 409 of a redelivery while the delivery is pending. */
-export const deliveryPendingMessage = 'Webhook delivery pending';
-
 export const DeliveryPendingErrorSchema = v.strictObject({
   error: v.literal(deliveryPendingMessage),
   /** When its next attempt is due; null when none is due yet (the run has not ended, or it is due now). */

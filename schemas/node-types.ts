@@ -6,7 +6,7 @@
  */
 import * as v from 'valibot';
 import { jsonResponse, type OperationSpec } from './openapi-parts.ts';
-import { nodeTypes } from './workflows.ts';
+import { nodeTypes } from './workflow-words.ts';
 
 const describedString = (description: string) => v.pipe(v.string(), v.metadata({ description }));
 

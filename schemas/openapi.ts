@@ -1,8 +1,9 @@
 /**
  * The words and schemas of the OpenAPI 3.1.0 document served at GET /openapi.json, built from the
  * valibot schemas so the document, request validation and TypeScript types cannot drift apart. Its
- * error responses come from the error table's rows (`describeApi(errors, nodeConfigs)`): each
- * operation lists, under each status, the bodies of the rows that name its route. A workflow step
+ * error responses come from the error table's rows and their entries in functions/docs/error-docs.ts
+ * (`describeApi(errors, nodeConfigs)`): each operation lists, under each status, the bodies of the
+ * rows whose entries name its route. A workflow step
  * is one schema per node type, its `config` the catalogue's settings of that type. Each resource
  * module states its own operations and named schemas (`runOperations`, `runComponents` in
  * schemas/runs.ts, ...; their parts in schemas/openapi-parts.ts), so a new route or answer schema
@@ -51,14 +52,8 @@ import { usageComponents, usageOperations } from './usage.ts';
 import { webhookEndpointComponents, webhookEndpointOperations } from './webhook-endpoints.ts';
 import { workflowDescriptionComponents, workflowDescriptionOperations } from './workflow-description.ts';
 import { workflowVersionComponents, workflowVersionOperations } from './workflow-versions.ts';
-import {
-  type NodeType,
-  nodeTypes,
-  WorkflowStepConfigSchema,
-  WorkflowStepSchema,
-  workflowComponents,
-  workflowOperations,
-} from './workflows.ts';
+import { type NodeType, nodeTypes } from './workflow-words.ts';
+import { WorkflowStepConfigSchema, WorkflowStepSchema, workflowComponents, workflowOperations } from './workflows.ts';
 
 /**
  * Every named schema of the document; the key is its name under `#/components/schemas/`. Each
@@ -127,7 +122,10 @@ export const componentSchemas = {
   StorageBusyError: errors.StorageBusyErrorSchema,
 };
 
-/** An error as the document reads it: one row of the error table (functions/errors/table.ts). */
+/**
+ * An error as the document reads it: one row of the error table (functions/errors/table.ts: its
+ * status and Retry-After) with its entry (functions/docs/error-docs.ts: its schemas, routes, words).
+ */
 export interface DocumentedError {
   status: number;
   /** Its body schemas: each one of `componentSchemas`, or an export `<Name>Schema` of schemas/errors.ts. */

@@ -8,7 +8,7 @@ import type { ResponseObject } from 'openapi3-ts/oas31';
 import * as v from 'valibot';
 import { scopeOf } from '../platform/routes.ts';
 import { DateTimeSchema, notArray, UuidSchema } from './common.ts';
-import { messages } from './errors.ts';
+import { messages } from './error-messages.ts';
 import {
   type DocumentedParameter,
   jsonResponse,
@@ -20,44 +20,29 @@ import {
 import { preferenceAppliedHeader, preferWaitParameter, startLocationHeader } from './prefer-wait.ts';
 import { runEventsOperation } from './run-stream.ts';
 import { MetadataSchema, TagSchema, TagsSchema } from './run-tags.ts';
+import {
+  endReasons,
+  idempotencyKeyHeader,
+  LicenceModelSchema,
+  listedRunStatuses,
+  listPageLimits,
+  MultiplierSchema,
+  RunModeSchema,
+  runStatuses,
+  stepStatuses,
+} from './run-words.ts';
 import { runEvents, WebhookEventsSchema } from './webhook-events.ts';
 import { CallbackSecretSchema } from './webhook-secret.ts';
 import { ValidationIssueSchema } from './workflows.ts';
 
-const runModes = ['production', 'draft', 'preview'] as const;
-export const RunModeSchema = v.picklist(runModes);
-export type RunMode = v.InferOutput<typeof RunModeSchema>;
-
-export const runStatuses = ['queued', 'claimed', 'processing', 'completed', 'failed', 'cancelled', 'stopped'] as const;
 const RunStatusSchema = v.picklist(runStatuses);
 export type RunViewStatus = v.InferOutput<typeof RunStatusSchema>;
 
-export const stepStatuses = ['queued', 'processing', 'completed', 'failed', 'skipped', 'unknown'] as const;
 const StepStatusSchema = v.picklist(stepStatuses);
 export type StepViewStatus = v.InferOutput<typeof StepStatusSchema>;
 
-/** Header carrying the caller's idempotency key on the two run starts (our design, beyond the spec). */
-export const idempotencyKeyHeader = 'Idempotency-Key';
 /** The same key with the same body within 24 hours answers as the first request did. */
 export const IdempotencyKeySchema = v.pipe(v.string(), v.minLength(1), v.maxLength(255));
-
-/**
- * A price multiplier (our design): at least 0.0001, at most 10, with at most 4 decimals. One rule
- * for a caller's `maxMultiplier` and an operator's multipliers (functions/domain/price-multiplier.ts).
- * Without a floor, `1e-200` reached DynamoDB, which cannot store it (a 500). The decimals are
- * checked on the number's 4-decimal rounding, not `value % 0.0001`, which binary floats get wrong.
- */
-export const multiplierBounds = { min: 0.0001, max: 10, decimals: 4 } as const;
-export const MultiplierSchema = v.pipe(
-  v.number(),
-  v.minValue(multiplierBounds.min),
-  v.maxValue(multiplierBounds.max),
-  v.check((n) => Number(n.toFixed(multiplierBounds.decimals)) === n, `at most ${multiplierBounds.decimals} decimals`),
-  // The check above, for the OpenAPI document, in words: `multipleOf: 0.0001` would make JSON Schema
-  // validators that divide binary floats (Ajv, Spectral) refuse 0.7, the default itself.
-  v.description(`At most ${multiplierBounds.decimals} decimals.`),
-  v.metadata({ 'x-decimals': multiplierBounds.decimals }),
-);
 
 /**
  * Our design: what a start does when its workflow already has a run in progress. `reject` (the
@@ -113,9 +98,6 @@ export const DeadlineSecondsSchema = v.pipe(
   ),
 );
 
-/** Why a run ended, when its status alone does not say: `deadline`, its `deadlineSeconds` passed. */
-export const endReasons = ['deadline'] as const;
-export type EndReason = (typeof endReasons)[number];
 const EndReasonSchema = v.pipe(
   v.picklist(endReasons),
   v.description(
@@ -296,25 +278,8 @@ export const RunStepSchema = v.strictObject({
 });
 export type RunStep = v.InferOutput<typeof RunStepSchema>;
 
-/** `yes`, `provider_terms` (provider terms grant the output), `no`; null when not checked. */
-const modelCommercialUses = ['yes', 'provider_terms', 'no'] as const;
 /** The output's licence: as strict as the strictest model it comes from. */
 const outputCommercialUses = ['yes', 'provider_terms', 'unchecked', 'no'] as const;
-
-export const LicenceModelSchema = v.strictObject({
-  node_id: v.string(),
-  /** Provider that ran the model. */
-  provider_key: v.string(),
-  model: v.string(),
-  licence: v.nullable(v.string()),
-  licence_url: v.nullable(v.string()),
-  commercial_use: v.nullable(v.picklist(modelCommercialUses)),
-  /** The provider's own terms. */
-  terms_url: v.nullable(v.string()),
-  /** The licence as it stood when the step ran. */
-  stamped_at: DateTimeSchema,
-});
-export type LicenceModel = v.InferOutput<typeof LicenceModelSchema>;
 
 /** Licence an output ships under. Not legal advice. */
 export const LicenceSchema = v.strictObject({
@@ -497,16 +462,6 @@ export const RunEventSchema = v.variant('event', [
   runEventOf('status', RunStatusEventSchema, 'The run’s status or progress changed.'),
   runEventOf('done', RunSchema, 'The final Run, as Get a run answers it; the stream then ends.'),
 ]);
-
-/**
- * Statuses a run summary (GET /runs) shows and filters on: the stored ones. `claimed` is read from
- * the run's step items, which a list does not read, so a claimed run is listed as `queued`.
- */
-export const listedRunStatuses = ['queued', 'processing', 'completed', 'failed', 'cancelled', 'stopped'] as const;
-export type ListedRunStatus = (typeof listedRunStatuses)[number];
-
-/** Page sizes of GET /runs and GET /deferred-runs (`limit`). */
-export const listPageLimits = { default: 20, max: 100 } as const;
 
 /**
  * One run in GET /runs: the run as GET /runs/{jobId} answers it without `progress`, `steps` and

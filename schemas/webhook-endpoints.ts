@@ -7,6 +7,7 @@
 import * as v from 'valibot';
 import { DateTimeSchema, notArray, UuidSchema } from './common.ts';
 import { WebhookAttemptSchema } from './deliveries.ts';
+import { webhookEndpointMessages } from './error-messages.ts';
 import { jsonResponse, type OperationSpec, ref, uuidPath } from './openapi-parts.ts';
 import { TagSchema } from './run-tags.ts';
 import { runEvents } from './webhook-events.ts';
@@ -160,12 +161,6 @@ export const PingBodySchema = v.strictObject({
   endpointId: UuidSchema,
   sentAt: DateTimeSchema,
 });
-
-export const webhookEndpointMessages = {
-  notFound: 'Webhook endpoint not found',
-  tooMany: 'Webhook endpoint limit reached',
-  deliveryNotFound: 'Webhook delivery not found',
-} as const;
 
 /** 404 of the routes under /webhook-endpoints/{endpointId}: unknown, or another team's (the same answer). */
 export const WebhookEndpointNotFoundErrorSchema = v.strictObject({

@@ -7,8 +7,9 @@ import * as v from 'valibot';
 import { scopeOf } from '../platform/routes.ts';
 import { DateTimeSchema, notArray, UuidSchema } from './common.ts';
 import { jsonResponse, type OperationSpec, ref, uuidPath } from './openapi-parts.ts';
-import { listPageLimits } from './runs.ts';
-import { createWorkflowExamples, WorkflowStatusSchema, WorkflowStepSchema } from './workflows.ts';
+import { listPageLimits } from './run-words.ts';
+import { WorkflowStatusSchema } from './workflow-words.ts';
+import { createWorkflowExamples, WorkflowStepSchema } from './workflows.ts';
 
 /** Our design: a workflow's version number, 1 for the version it was created with. */
 export const WorkflowVersionNumberSchema = v.pipe(v.number(), v.integer(), v.minValue(1));

@@ -299,6 +299,18 @@ describe('two things never share a name', () => {
   });
 });
 
+describe('a function builds only the item schemas it reads', () => {
+  // functions/store/items/index.ts passes every family of items on, for tests and tools; imported at
+  // run time it would build every item's schema (and the contract's schemas they name) at each cold start.
+  it('nothing under functions/ imports the items front door, functions/store/items/index.ts', () => {
+    const front = 'functions/store/items/index.ts';
+    expect(read(front)).toContain("export * from './runs.ts';");
+    expect(
+      functionFiles.filter((file) => file !== front && importsOf(file).some((s) => resolved(file, s) === front)),
+    ).toEqual([]);
+  });
+});
+
 describe('the step path loops in one place', () => {
   const stepFiles = sourceFiles('functions/app/step');
   /** The repository files `file` imports directly (relative imports only). */
@@ -322,5 +334,52 @@ describe('the step path loops in one place', () => {
   // A chain's next step is the step loop's next turn: nothing the loop calls calls back into it.
   it.each(stepFiles)('%s is in no import circle', (file) => {
     expect(reaches(file, file)).toBe(false);
+  });
+});
+
+describe('a cold start builds only the schemas its function reads', () => {
+  /** The relative modules a file imports for their values (`import type` and `export type` left out). */
+  const valueImportsOf = (file: string): string[] =>
+    [...read(file).matchAll(/^(?:import|export)\s+(?!type\s)(?:[^;]*?\bfrom\s+)?['"](\.[^'"]+)['"]/gm)].map((m) =>
+      resolved(file, m[1] as string),
+    );
+  /** Every repository module `entry` evaluates when it is imported, itself included. */
+  const evaluated = (entry: string, seen = new Set<string>()): Set<string> => {
+    if (seen.has(entry)) return seen;
+    seen.add(entry);
+    for (const file of valueImportsOf(entry)) evaluated(file, seen);
+    return seen;
+  };
+
+  it('reads value imports, not type imports', () => {
+    expect(valueImportsOf('functions/errors/table.ts')).toContain('schemas/error-messages.ts');
+    expect(valueImportsOf('functions/errors/table.ts')).not.toContain('schemas/errors.ts');
+  });
+
+  // The error bodies' schemas and the route lists are the OpenAPI document's (functions/docs/error-docs.ts):
+  // every function imports the error table, so only the functions that serve the document (and the
+  // node-type reference, written with the document's schemas) build them.
+  it('only the functions that serve the OpenAPI document or the node-type reference evaluate the error bodies', () => {
+    const entries = [...routes, ...workers].map((fn) => fn.entry);
+    const building = entries.filter((entry) => evaluated(entry).has('schemas/errors.ts'));
+    expect(building.sort()).toEqual([
+      'functions/api/get-node-type.ts',
+      'functions/api/get-openapi.ts',
+      'functions/api/list-node-types.ts',
+    ]);
+  });
+
+  it('GET /credits evaluates no schema module of a contract, nor every item family', () => {
+    const modules = evaluated('functions/api/get-credits.ts');
+    for (const heavy of [
+      'schemas/errors.ts',
+      'schemas/runs.ts',
+      'schemas/workflows.ts',
+      'schemas/files.ts',
+      'schemas/webhook-endpoints.ts',
+      'functions/store/items/index.ts',
+      'functions/store/items/runs.ts',
+    ])
+      expect(modules.has(heavy), heavy).toBe(false);
   });
 });

@@ -9,7 +9,7 @@ import { decodePng, encodePng, makeImage, pixelAt } from '../functions/nodes/med
 import { bedrockBaseModelId, createBedrockProvider } from '../functions/nodes/providers/bedrock.ts';
 import { type MediaFile, ProviderError } from '../functions/nodes/providers/types.ts';
 import { bedrockDefaultModels } from '../platform/providers.ts';
-import type { RunMode } from '../schemas/runs.ts';
+import type { RunMode } from '../schemas/run-words.ts';
 import { type BedrockStandIn, startBedrockStandIn } from './stand-ins/bedrock.ts';
 import { bedrockProcessEnv, fakeAwsCredentials } from './support/provider-steps.ts';
 

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import type { BulkCancelMessage } from '../functions/app/bulk-cancel.ts';
 import { bulkCancelPageSize } from '../functions/domain/bulk-cancel.ts';
 import { readBulkAction } from '../functions/store/bulk-actions.ts';
-import { itemVersion } from '../functions/store/items.ts';
+import { itemVersion } from '../functions/store/items/item.ts';
 import { runKey, runListIndex } from '../functions/store/keys.ts';
 import { readRunItem } from '../functions/store/run/index.ts';
 import { createClient } from '../packages/client/src/index.ts';

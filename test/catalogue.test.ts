@@ -8,7 +8,7 @@ import { pythonMaxTimeoutMs } from '../functions/python/protocol.ts';
 import { stepNodeTimeoutSeconds } from '../platform/definitions.ts';
 import { modelNodeTypes } from '../platform/model-defaults.ts';
 import { uploadContentTypes } from '../schemas/upload-types.ts';
-import { nodeTypes } from '../schemas/workflows.ts';
+import { nodeTypes } from '../schemas/workflow-words.ts';
 
 const entries = Object.values(catalogue);
 

@@ -28,7 +28,8 @@ import {
   trafficClassOf,
 } from '../platform/edge.ts';
 import { basePath, httpApiRoutes, routes } from '../platform/routes.ts';
-import { messages, PayloadTooLargeErrorSchema, RateLimitExceededErrorSchema } from '../schemas/errors.ts';
+import { messages } from '../schemas/error-messages.ts';
+import { PayloadTooLargeErrorSchema, RateLimitExceededErrorSchema } from '../schemas/errors.ts';
 import { pinnedProd } from './support/stages.ts';
 
 const testContext = { 'aws:cdk:bundling-stacks': [], '@aws-cdk/core:appMode': 'inmemory' };

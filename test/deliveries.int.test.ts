@@ -17,7 +17,7 @@ import { markRedeliveryPending } from '../functions/store/webhook-deliveries.ts'
 import { makeHandler } from '../functions/workers/webhook-delivery.ts';
 import { startLocalApi } from '../local/api-gateway.ts';
 import { invokedAs } from '../local/invocation.ts';
-import { deliveryPendingMessage } from '../schemas/deliveries.ts';
+import { deliveryPendingMessage } from '../schemas/error-messages.ts';
 import { expectValidResponse } from './support/openapi-validator.ts';
 import { queueContents, recordOf } from './support/queue-contents.ts';
 import { faultyDeps } from './support/runs.ts';

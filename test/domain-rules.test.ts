@@ -60,7 +60,7 @@ import {
   priceInMode,
 } from '../functions/nodes/catalogue/run-modes.ts';
 import { endStatuses, inProgressStatuses } from '../platform/run-statuses.ts';
-import { runStatuses } from '../schemas/runs.ts';
+import { runStatuses } from '../schemas/run-words.ts';
 import { canvasNode as node } from './support/canvas.ts';
 
 const at = (iso: string) => new Date(iso);

@@ -9,6 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
+import { documentedErrors, type ErrorDoc, errorDocs } from '../functions/docs/error-docs.ts';
 import { buildOpenApiDocument, nodeConfigSchemas } from '../functions/docs/openapi.ts';
 import {
   type AdmissionFacts,
@@ -85,9 +86,10 @@ import { ExtraConditionFailedError, RaceLostError } from '../functions/store/run
 import { type RouteId, routes } from '../platform/routes.ts';
 import { BulkActionNotFoundErrorSchema } from '../schemas/bulk-actions.ts';
 import { DeliveryPendingErrorSchema } from '../schemas/deliveries.ts';
+import { messages } from '../schemas/error-messages.ts';
 import * as bodies from '../schemas/errors.ts';
-import { messages } from '../schemas/errors.ts';
-import { FileNotAcceptedErrorSchema, fileMessages } from '../schemas/files.ts';
+import { fileMessages } from '../schemas/file-limits.ts';
+import { FileNotAcceptedErrorSchema } from '../schemas/files.ts';
 import { type DocumentedError, describeApi as describeWithSteps, documentedSchemas } from '../schemas/openapi.ts';
 import { RunValidationFailedSchema } from '../schemas/runs.ts';
 import { uploadContentTypes } from '../schemas/upload-types.ts';
@@ -657,17 +659,25 @@ describe('layers', () => {
   });
 });
 
-describe('errors as data (functions/errors/table.ts)', () => {
-  const components = documentedSchemas(errorTable);
+describe('errors as data (functions/errors/table.ts, functions/docs/error-docs.ts)', () => {
+  const components = documentedSchemas(documentedErrors);
   const documented = new Set<unknown>(Object.values(components));
+  /** Each row with its entry in the document's table, by its name. */
+  const rows = errorTable.map((row) => {
+    const entry = (errorDocs as Readonly<Record<string, ErrorDoc<never>>>)[row.error.name];
+    return { ...row, name: row.error.name, schemas: entry?.schemas ?? [], routes: entry?.routes ?? [] };
+  });
 
-  it('every row has an error status and a body schema the OpenAPI document names', () => {
+  it('every row has an error status, an entry, and a body schema the OpenAPI document names', () => {
     expect(errorTable.length).toBeGreaterThan(25);
-    for (const row of errorTable) {
-      expect(row.status, row.error.name).toBeGreaterThanOrEqual(400);
-      expect(row.status, row.error.name).toBeLessThan(600);
-      expect(row.schemas.length, row.error.name).toBeGreaterThan(0);
-      for (const schema of row.schemas) expect(documented.has(schema), row.error.name).toBe(true);
+    // Each entry is a row's (the compiler holds the names; this holds the table's order too).
+    expect(Object.keys(errorDocs).sort()).toEqual(errorTable.map((row) => row.error.name).sort());
+    expect(documentedErrors.map((error) => error.status)).toEqual(errorTable.map((row) => row.status));
+    for (const row of rows) {
+      expect(row.status, row.name).toBeGreaterThanOrEqual(400);
+      expect(row.status, row.name).toBeLessThan(600);
+      expect(row.schemas.length, row.name).toBeGreaterThan(0);
+      for (const schema of row.schemas) expect(documented.has(schema), row.name).toBe(true);
     }
   });
 
@@ -675,7 +685,7 @@ describe('errors as data (functions/errors/table.ts)', () => {
   it('the OpenAPI document lists each error body under the status its row answers with', () => {
     const statusesOf = new Map<string, Set<number>>();
     for (const [name, schema] of Object.entries(components)) {
-      for (const row of errorTable) {
+      for (const row of rows) {
         if (row.schemas.includes(schema)) statusesOf.set(name, (statusesOf.get(name) ?? new Set()).add(row.status));
       }
     }
@@ -706,7 +716,7 @@ describe('errors as data (functions/errors/table.ts)', () => {
   it("an operation answers exactly the rows that name its route, each under the row's status", () => {
     const refsOf = (response: unknown) => JSON.stringify(response).match(/(?<=#\/components\/schemas\/)\w+/g) ?? [];
     const nameOf = (schema: unknown) => Object.entries(components).find(([, s]) => s === schema)?.[0];
-    const errorNames = new Set(errorTable.flatMap((row) => row.schemas.map(nameOf)));
+    const errorNames = new Set(rows.flatMap((row) => row.schemas.map(nameOf)));
     for (const route of routes) {
       const { path, method } = route;
       const operation = buildOpenApiDocument().paths?.[path]?.[method.toLowerCase() as 'get'];
@@ -715,7 +725,7 @@ describe('errors as data (functions/errors/table.ts)', () => {
           .filter((name) => errorNames.has(name))
           .map((name) => `${status} ${name}`),
       );
-      const expected = errorTable
+      const expected = rows
         .filter((row) => row.routes.includes(route.id as RouteId))
         .flatMap((row) => row.schemas.map((schema) => `${row.status} ${nameOf(schema)}`));
       expect(new Set(listed), route.id).toEqual(new Set(expected));
@@ -729,14 +739,14 @@ describe('errors as data (functions/errors/table.ts)', () => {
       routes: ['GetRun' as const],
       described: 'The run is gone.',
     };
-    const doc = describeApi([...errorTable, described]);
+    const doc = describeApi([...documentedErrors, described]);
     // (GET /runs/{jobId} also says each answer may carry Access-Control-Allow-Origin: a run token's.)
     expect(doc.paths?.['/runs/{jobId}']?.get?.responses?.['410']).toMatchObject({
       description: 'The run is gone.',
       content: { 'application/json': { schema: { $ref: '#/components/schemas/RunNotFoundError' } } },
     });
     // A schema schemas/errors.ts exports that the document does not name yet (a stand-in for a new body).
-    const newBody = describeApi([...errorTable, { ...described, schemas: [bodies.ProviderLevelSchema] }]);
+    const newBody = describeApi([...documentedErrors, { ...described, schemas: [bodies.ProviderLevelSchema] }]);
     expect(newBody.components?.schemas?.ProviderLevel).toMatchObject({
       type: 'string',
       enum: [...bodies.providerLevels],
@@ -744,20 +754,20 @@ describe('errors as data (functions/errors/table.ts)', () => {
     expect(newBody.paths?.['/runs/{jobId}']?.get?.responses?.['410']).toMatchObject({
       content: { 'application/json': { schema: { $ref: '#/components/schemas/ProviderLevel' } } },
     });
-    const joined = describeApi([...errorTable, { ...described, status: 404, described: 'Or gone.' }]);
+    const joined = describeApi([...documentedErrors, { ...described, status: 404, described: 'Or gone.' }]);
     expect(joined.paths?.['/runs/{jobId}']?.get?.responses?.['404']).toMatchObject({
       description: 'No such run in the team. Or gone.',
     });
     // A row at a status the operation has no words for, and that brings none, cannot be described.
-    expect(() => describeApi([...errorTable, { ...described, described: undefined }])).toThrow('without words');
+    expect(() => describeApi([...documentedErrors, { ...described, described: undefined }])).toThrow('without words');
     // A body schema neither named by the document nor exported by schemas/errors.ts cannot be named.
     const unnamed = { ...described, schemas: [v.object({ error: v.string() })] };
-    expect(() => describeApi([...errorTable, unnamed])).toThrow('cannot name');
+    expect(() => describeApi([...documentedErrors, unnamed])).toThrow('cannot name');
   });
 
   it("each case's body fits one of its row's schemas", () => {
     for (const c of cases) {
-      const row = errorMapping(c.error);
+      const row = rows.find((r) => r.error === errorMapping(c.error)?.error);
       const body = JSON.parse(errorResponse(c.error, 'req-1').body);
       expect(
         row?.schemas.some((schema) => v.safeParse(schema, body).success),

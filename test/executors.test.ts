@@ -33,8 +33,8 @@ import { createPythonRunner } from '../functions/python/runner.ts';
 import { makeHandler as makePythonRunnerHandler } from '../functions/workers/python-runner.ts';
 import { startLambdaEmulator } from '../local/lambda-emulator.ts';
 import { envNames } from '../platform/definitions.ts';
-import type { RunMode } from '../schemas/runs.ts';
-import { type NodeType, nodeTypes } from '../schemas/workflows.ts';
+import type { RunMode } from '../schemas/run-words.ts';
+import { type NodeType, nodeTypes } from '../schemas/workflow-words.ts';
 import { loopbackServer } from './support/loopback-server.ts';
 import { rejectionOf } from './support/rejection.ts';
 

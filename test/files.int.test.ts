@@ -10,7 +10,7 @@ import { uploadLifetimeSeconds, uploadUrlSeconds } from '../functions/app/upload
 import { buildOpenApiDocument } from '../functions/docs/openapi.ts';
 import { uploadKey } from '../functions/store/keys.ts';
 import { uploadObjectKey } from '../functions/store/uploads.ts';
-import { maxUploadBytes } from '../schemas/files.ts';
+import { maxUploadBytes } from '../schemas/file-limits.ts';
 import { uploadContentTypes } from '../schemas/upload-types.ts';
 import { expectValidResponse } from './support/openapi-validator.ts';
 import { call, type SeededTeam, seedTeam, stackPerFile } from './support/stack.ts';

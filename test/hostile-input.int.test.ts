@@ -15,7 +15,7 @@ import { sendStepMessages } from '../functions/store/run/index.ts';
 import type { LocalApi } from '../local/api-gateway.ts';
 import { localAwsConfig } from '../local/emulators.ts';
 import { localDeps } from '../local/local-deps.ts';
-import { stepKeyPattern } from '../schemas/workflows.ts';
+import { stepKeyPattern } from '../schemas/workflow-words.ts';
 import { queueContents } from './support/queue-contents.ts';
 import {
   api,

@@ -6,7 +6,7 @@
  */
 import { PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { itemVersion } from '../functions/store/items.ts';
+import { itemVersion } from '../functions/store/items/item.ts';
 import { runKey } from '../functions/store/keys.ts';
 import {
   call,

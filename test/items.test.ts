@@ -1,5 +1,5 @@
 /**
- * The item parsers of functions/store/items.ts read what the store writes (each item built by the
+ * The item parsers of functions/store/items/ read what the store writes (each item built by the
  * function the store writes it with, or, for a step, with the attributes its updates set) and refuse
  * a malformed item with an error that names its key. Pure: no emulator.
  */
@@ -9,26 +9,16 @@ import { workflowLock } from '../functions/domain/workflow-lock.ts';
 import { apiKeyIdItem, apiKeyItem } from '../functions/store/api-keys.ts';
 import { deferredRunItem } from '../functions/store/deferred-runs.ts';
 import { idempotencyPut } from '../functions/store/idempotency.ts';
-import {
-  AgentItemSchema,
-  ApiKeyIdItemSchema,
-  ApiKeyItemSchema,
-  CanvasItemSchema,
-  DeferredRunItemSchema,
-  DeliveryItemSchema,
-  IdEntrySchema,
-  IdempotencyItemSchema,
-  MalformedItemError,
-  ProjectItemSchema,
-  parseItem,
-  RunCallbackSchema,
-  RunItemSchema,
-  ServerSecretItemSchema,
-  StepItemSchema,
-  TeamItemSchema,
-  WorkflowItemSchema,
-  WorkflowLockItemSchema,
-} from '../functions/store/items.ts';
+import { ApiKeyIdItemSchema, ApiKeyItemSchema } from '../functions/store/items/api-keys.ts';
+import { DeferredRunItemSchema } from '../functions/store/items/deferred-runs.ts';
+import { DeliveryItemSchema } from '../functions/store/items/deliveries.ts';
+import { IdempotencyItemSchema } from '../functions/store/items/idempotency.ts';
+import { MalformedItemError, parseItem } from '../functions/store/items/item.ts';
+import { RunCallbackSchema, RunItemSchema, StepItemSchema } from '../functions/store/items/runs.ts';
+import { ServerSecretItemSchema } from '../functions/store/items/server-secrets.ts';
+import { AgentItemSchema, IdEntrySchema, ProjectItemSchema, TeamItemSchema } from '../functions/store/items/tenancy.ts';
+import { WorkflowLockItemSchema } from '../functions/store/items/workflow-locks.ts';
+import { CanvasItemSchema, WorkflowItemSchema } from '../functions/store/items/workflows.ts';
 import { stepKey, webhookDeliveryKey, workflowLockKey } from '../functions/store/keys.ts';
 import { runItem } from '../functions/store/run/index.ts';
 import { serverSecretItem } from '../functions/store/server-secrets.ts';
@@ -275,7 +265,7 @@ describe('each parser accepts the item the store writes', () => {
   });
 });
 
-describe('the items the other writers build parse with the one schema of their item (items.ts)', () => {
+describe('the items the other writers build parse with the one schema of their item (functions/store/items/)', () => {
   it('a project: nothing spent, its cap; found by id (GSI1) to its team', () => {
     const project = projectItem({ teamId: ids.team, projectId: ids.project, name: 'P', hardCapHundredths: 700 }, at);
     expect(parseItem(ProjectItemSchema, project)).toEqual({ hardCapHundredths: 700, spentHundredths: 0 });

@@ -11,7 +11,7 @@ import {
 import { ancestry } from '../functions/domain/run-graph.ts';
 import type { Canvas } from '../functions/nodes/catalogue/canvas.ts';
 import type { CommercialUse } from '../platform/providers.ts';
-import type { LicenceModel } from '../schemas/runs.ts';
+import type { LicenceModel } from '../schemas/run-words.ts';
 
 const at = '2026-01-02T03:04:05.000Z';
 

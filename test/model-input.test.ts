@@ -24,8 +24,8 @@ import {
   requestedSettings,
 } from '../functions/nodes/providers/hosted-models.ts';
 import { modelInputRefusals, safeModelInputFields } from '../functions/nodes/providers/model-input.ts';
-import type { RunMode } from '../schemas/runs.ts';
-import type { NodeType } from '../schemas/workflows.ts';
+import type { RunMode } from '../schemas/run-words.ts';
+import type { NodeType } from '../schemas/workflow-words.ts';
 import { canvasNode } from './support/canvas.ts';
 
 const teamId = 'team-model-input';

@@ -18,8 +18,8 @@ import {
   maxImagesPerStep,
   tokensOf,
 } from '../functions/nodes/executors/model-work.ts';
-import type { RunMode } from '../schemas/runs.ts';
-import type { NodeType } from '../schemas/workflows.ts';
+import type { RunMode } from '../schemas/run-words.ts';
+import type { NodeType } from '../schemas/workflow-words.ts';
 import { canvasNode as node } from './support/canvas.ts';
 
 const edge = (source: string, target: string, targetHandle = 'image') => ({

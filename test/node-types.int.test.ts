@@ -7,7 +7,8 @@
 import type { MediaTypeObject, OperationObject, ParameterObject } from 'openapi3-ts/oas31';
 import { describe, expect, it } from 'vitest';
 import { buildOpenApiDocument } from '../functions/docs/openapi.ts';
-import { createWorkflowExamples, exampleAgentId, nodeTypes } from '../schemas/workflows.ts';
+import { nodeTypes } from '../schemas/workflow-words.ts';
+import { createWorkflowExamples, exampleAgentId } from '../schemas/workflows.ts';
 import { expectValidResponse } from './support/openapi-validator.ts';
 import { call, seedTeam, stackPerFile } from './support/stack.ts';
 

@@ -11,7 +11,7 @@ import { catalogue } from '../functions/nodes/catalogue/index.ts';
 import { modelConfigEntries } from '../functions/nodes/catalogue/node-spec.ts';
 import { nodeWords } from '../functions/nodes/catalogue/words.ts';
 import { NodeTypeReferenceSchema } from '../schemas/node-types.ts';
-import { nodeTypes } from '../schemas/workflows.ts';
+import { nodeTypes } from '../schemas/workflow-words.ts';
 
 /** Settings whose words are in their schemas: the model steps' shared ones and the run input's key. */
 const wordedBySchema = new Set([...Object.keys(modelConfigEntries), 'apiInputKey']);

@@ -21,7 +21,8 @@ import { handler } from '../functions/api/get-openapi.ts';
 import { buildWorkflowGraph } from '../functions/domain/workflow-graph.ts';
 import { catalogue } from '../functions/nodes/catalogue/index.ts';
 import { stepComponentName } from '../schemas/openapi.ts';
-import { CreateWorkflowRequestSchema, nodeTypes } from '../schemas/workflows.ts';
+import { nodeTypes } from '../schemas/workflow-words.ts';
+import { CreateWorkflowRequestSchema } from '../schemas/workflows.ts';
 
 const agentId = '4a6f0e38-5b1d-4d2e-8f3a-1c2b3d4e5f60';
 

@@ -8,7 +8,7 @@ import type { DynamoDBRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { publishOperatorEvents } from '../functions/app/publish-operator-events.ts';
 import { creditsText, operatorDetailTypes, operatorEventOf } from '../functions/domain/operator-events.ts';
-import { MalformedItemError } from '../functions/store/items.ts';
+import { MalformedItemError } from '../functions/store/items/item.ts';
 import { deferredRunKey, runKey } from '../functions/store/keys.ts';
 import { type BusEntry, operatorImagesOf } from '../functions/store/operator-event-bus.ts';
 import type { ItemChange } from '../functions/store/stream-images.ts';

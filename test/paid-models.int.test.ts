@@ -12,7 +12,7 @@ import { encodePng, makeImage } from '../functions/nodes/media/png.ts';
 import { stageProvidersFromEnv } from '../functions/nodes/providers/stage.ts';
 import { setConnection } from '../functions/store/connections.ts';
 import { envNames } from '../platform/definitions.ts';
-import { messages } from '../schemas/errors.ts';
+import { messages } from '../schemas/error-messages.ts';
 import { startFileServer } from './stand-ins/http.ts';
 import { type ReplicateStandIn, startReplicateStandIn } from './stand-ins/replicate.ts';
 import { closeWithStack, overrideProcessEnv, stageStepExecutor } from './support/provider-steps.ts';

@@ -19,7 +19,7 @@ import {
   paidModelsText,
   parsePaidModels,
 } from '../platform/paid-models.ts';
-import { messages } from '../schemas/errors.ts';
+import { messages } from '../schemas/error-messages.ts';
 import { canvasNode as node } from './support/canvas.ts';
 
 const closed: PaidModels = { open: false, prices: {} };

@@ -27,8 +27,8 @@ import {
   stepProvider,
 } from '../functions/nodes/providers/index.ts';
 import { integrationLevels, providerRegistry, registerProviders } from '../platform/providers.ts';
-import type { RunMode } from '../schemas/runs.ts';
-import type { NodeType } from '../schemas/workflows.ts';
+import type { RunMode } from '../schemas/run-words.ts';
+import type { NodeType } from '../schemas/workflow-words.ts';
 import { loopbackServer } from './support/loopback-server.ts';
 import { testProviders } from './support/test-providers.ts';
 

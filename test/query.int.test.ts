@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MalformedItemError, parseItem } from '../functions/store/items.ts';
+import { MalformedItemError, parseItem } from '../functions/store/items/item.ts';
 import { queryAll } from '../functions/store/query.ts';
 import { startTestStack, type TestStack } from './support/stack.ts';
 

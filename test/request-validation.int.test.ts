@@ -10,7 +10,7 @@ import type { ReferenceObject, SchemaObject } from 'openapi3-ts/oas31';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listWaitingDeferredRuns } from '../functions/store/deferred-runs.ts';
 import { routeById } from '../platform/routes.ts';
-import { fileMessages, fileNotAcceptedPrefix, maxUploadBytes } from '../schemas/files.ts';
+import { fileMessages, fileNotAcceptedPrefix, maxUploadBytes } from '../schemas/file-limits.ts';
 import { uploadContentTypes } from '../schemas/upload-types.ts';
 import { endpointUrlInvalidMessage } from '../schemas/webhook-endpoints.ts';
 import { type Json, optionFor, type Path, resolveSchema, withValue } from './support/fuzz-requests.ts';

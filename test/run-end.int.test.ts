@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { documentClient } from '../functions/clients/dynamodb.ts';
 import type { Deps, ExecutorLookup, LateStep } from '../functions/deps.ts';
 import type { NodeExecutor } from '../functions/nodes/executors/types.ts';
-import type { RunItem } from '../functions/store/items.ts';
+import type { RunItem } from '../functions/store/items/runs.ts';
 import { workflowLockKey } from '../functions/store/keys.ts';
 import { claimStep, readRunItem } from '../functions/store/run/index.ts';
 import { localAwsConfig } from '../local/emulators.ts';

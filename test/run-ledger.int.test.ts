@@ -15,7 +15,8 @@ import { sumUsage, usageDay, usageDimensions } from '../functions/domain/usage.t
 import { StepFailedError } from '../functions/nodes/executors/types.ts';
 import { safeModelInputFields } from '../functions/nodes/providers/model-input.ts';
 import { batchGet, itemFor } from '../functions/store/batch.ts';
-import { RunItemSchema, TeamItemSchema } from '../functions/store/items.ts';
+import { RunItemSchema } from '../functions/store/items/runs.ts';
+import { TeamItemSchema } from '../functions/store/items/tenancy.ts';
 import { runKey, teamKey } from '../functions/store/keys.ts';
 import { readStorageUsage } from '../functions/store/stored-bytes.ts';
 import { balanceOf } from '../functions/store/tenancy.ts';

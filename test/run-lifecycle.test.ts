@@ -20,7 +20,7 @@ import {
 } from '../functions/domain/run-lifecycle.ts';
 import { fromCondition, statusValues } from '../functions/store/run/lifecycle-conditions.ts';
 import { RunStatus, StepStatus } from '../platform/run-statuses.ts';
-import { runStatuses, stepStatuses } from '../schemas/runs.ts';
+import { runStatuses, stepStatuses } from '../schemas/run-words.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 
@@ -116,7 +116,7 @@ describe('one source for the statuses', () => {
     'functions/nodes/providers/types.ts': 1,
     'functions/store/deferred-runs.ts': 3,
     // The bulk action's statuses and its targets' outcomes, as their item schemas read them.
-    'functions/store/items.ts': 3,
+    'functions/store/items/bulk-actions.ts': 3,
     'functions/store/run/runs.ts': 1,
     'functions/store/webhook-endpoints.ts': 2,
     'functions/workers/deferred-dispatcher.ts': 1,

@@ -15,7 +15,8 @@ import {
   type SentState,
   StepSent,
 } from '../functions/domain/run-stream.ts';
-import { type Run, runStatuses, type StepViewStatus, stepStatuses } from '../schemas/runs.ts';
+import { runStatuses, stepStatuses } from '../schemas/run-words.ts';
+import type { Run, StepViewStatus } from '../schemas/runs.ts';
 
 const stateArb = (steps: number): fc.Arbitrary<SentState> =>
   fc.record({

@@ -13,7 +13,7 @@ import { makeHandler as makeWebhookHandler } from '../functions/workers/webhook-
 import { maxInvokeBytes } from '../local/api-gateway.ts';
 import { invokedAs } from '../local/invocation.ts';
 import { createClient } from '../packages/client/src/client.ts';
-import { messages } from '../schemas/errors.ts';
+import { messages } from '../schemas/error-messages.ts';
 import { expectValidResponse } from './support/openapi-validator.ts';
 import { recordOf } from './support/queue-contents.ts';
 import { deliver, doc, drainSteps, stepHandler, stepRecord, takeStepMessages } from './support/runs.ts';

@@ -18,7 +18,7 @@ import { ok } from '../functions/http/response.ts';
 import type { Canvas } from '../functions/nodes/catalogue/canvas.ts';
 import { catalogue } from '../functions/nodes/catalogue/index.ts';
 import type { RunResult } from '../schemas/runs.ts';
-import type { NodeType } from '../schemas/workflows.ts';
+import type { NodeType } from '../schemas/workflow-words.ts';
 import { canvasNode } from './support/canvas.ts';
 
 const output = (id: string, result: RunResult) => ({

@@ -23,7 +23,7 @@ import { activateWorkflow } from '../functions/store/workflows.ts';
 import { runAdmin } from '../local/admin.ts';
 import { withAwsCommandLog } from '../local/aws-command-log.ts';
 import { type SecretStoreEmulator, startSecretStore } from '../local/secret-store.ts';
-import { messages } from '../schemas/errors.ts';
+import { messages } from '../schemas/error-messages.ts';
 import { dispatcherHandler, drainSteps, ledgerOf, realStepHandler } from './support/runs.ts';
 import { call, createWorkflow, type SeededTeam, seedTeam, startTestStack, type TestStack } from './support/stack.ts';
 

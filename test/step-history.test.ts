@@ -18,8 +18,8 @@ import {
   stepLogs,
 } from '../functions/domain/step-history.ts';
 import { itemUpdate } from '../functions/store/item-update.ts';
-import { StepItemSchema, storedStep } from '../functions/store/items.ts';
-import { StepAttemptSchema } from '../schemas/run-steps.ts';
+import { StepItemSchema, storedStep } from '../functions/store/items/runs.ts';
+import { StepAttemptSchema } from '../schemas/step-attempts.ts';
 
 describe('a step log', () => {
   it('is kept whole within its cap, and empty text is no log', () => {

@@ -15,7 +15,7 @@ import { ledgerRunStart } from '../bench/seed.ts';
 import { buildOpenApiDocument } from '../functions/docs/openapi.ts';
 import { maxUsageItems, sumUsage, usageDay } from '../functions/domain/usage.ts';
 import { InvalidQueryError } from '../functions/errors/table.ts';
-import { itemVersion } from '../functions/store/items.ts';
+import { itemVersion } from '../functions/store/items/item.ts';
 import { usageKey } from '../functions/store/keys.ts';
 import { countStep, readRunItem, settleEndedRun, startRun } from '../functions/store/run/index.ts';
 import { createAgent, createProject } from '../functions/store/tenancy.ts';

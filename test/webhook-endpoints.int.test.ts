@@ -16,7 +16,7 @@ import type { WebhookOptions } from '../functions/app/deliver-webhook.ts';
 import type { Deps } from '../functions/deps.ts';
 import { operatorDetailTypes } from '../functions/domain/operator-events.ts';
 import { disableAfterFailingMs } from '../functions/domain/webhook-endpoints.ts';
-import { itemVersion } from '../functions/store/items.ts';
+import { itemVersion } from '../functions/store/items/item.ts';
 import { webhookEndpointKey } from '../functions/store/keys.ts';
 import { makeHandler as makeFanOutHandler } from '../functions/workers/lifecycle-webhooks.ts';
 import { makeHandler as makeWebhookWorker } from '../functions/workers/webhook-delivery.ts';

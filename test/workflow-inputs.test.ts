@@ -6,7 +6,8 @@ import { apiInputKeys, buildWorkflowGraph } from '../functions/domain/workflow-g
 import { workflowInputsSchema } from '../functions/domain/workflow-inputs.ts';
 import type { Canvas } from '../functions/nodes/catalogue/canvas.ts';
 import { catalogue } from '../functions/nodes/catalogue/index.ts';
-import { createWorkflowExamples, nodeTypes, type WorkflowStep } from '../schemas/workflows.ts';
+import { nodeTypes } from '../schemas/workflow-words.ts';
+import { createWorkflowExamples, type WorkflowStep } from '../schemas/workflows.ts';
 import { canvasNode } from './support/canvas.ts';
 
 const canvasOf = (steps: readonly WorkflowStep[]): Canvas => {

@@ -1,5 +1,6 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { type CreateFileRequest, CreateFileRequestSchema, fileMessages } from '../../schemas/files.ts';
+import { fileMessages } from '../../schemas/file-limits.ts';
+import { type CreateFileRequest, CreateFileRequestSchema } from '../../schemas/files.ts';
 import { createUpload } from '../app/uploads.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { s3Client } from '../clients/s3.ts';

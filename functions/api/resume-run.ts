@@ -1,13 +1,13 @@
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
-import { idempotencyKeyHeader } from '../../schemas/runs.ts';
+import { idempotencyKeyHeader } from '../../schemas/run-words.ts';
 import { resumeRun } from '../app/resume-run.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { s3Client } from '../clients/s3.ts';
 import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
-import { parseResumeRequest } from '../http/body.ts';
 import { keyedHandler } from '../http/keyed-handler.ts';
 import { requestedWait } from '../http/prefer-wait.ts';
+import { parseResumeRequest } from '../http/run-body.ts';
 import { runStartResponse } from '../http/run-start.ts';
 import { metrics } from '../observability/metrics.ts';
 

@@ -1,13 +1,13 @@
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
-import { idempotencyKeyHeader } from '../../schemas/runs.ts';
+import { idempotencyKeyHeader } from '../../schemas/run-words.ts';
 import { type BatchItem, startRunBatch } from '../app/start-run-batch.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { s3Client } from '../clients/s3.ts';
 import { sqsClient } from '../clients/sqs.ts';
 import { type Deps, productionDeps } from '../deps.ts';
-import { parseBatchItem, parseBatchRequest } from '../http/body.ts';
 import { keyedHandler } from '../http/keyed-handler.ts';
 import { ok } from '../http/response.ts';
+import { parseBatchItem, parseBatchRequest } from '../http/run-body.ts';
 import { batchItemResult } from '../http/run-start.ts';
 import { metrics } from '../observability/metrics.ts';
 

@@ -27,7 +27,9 @@ import {
   takeUpTarget,
 } from '../store/bulk-actions.ts';
 import { getDeferredRun } from '../store/deferred-runs.ts';
-import { type BulkActionItem, type BulkOutcome, DeferredListEntrySchema, parseItem } from '../store/items.ts';
+import type { BulkActionItem, BulkOutcome } from '../store/items/bulk-actions.ts';
+import { DeferredListEntrySchema } from '../store/items/deferred-run-entries.ts';
+import { parseItem } from '../store/items/item.ts';
 import { deferredRunKey, runKey } from '../store/keys.ts';
 import { readRunItem } from '../store/run/index.ts';
 import { queryRunList, queryRunTagPage, type RunListPage } from '../store/run-list.ts';

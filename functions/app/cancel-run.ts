@@ -4,7 +4,7 @@ import type { Deps } from '../deps.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { cancelStatus, isInProgress, isWaiting } from '../domain/run-lifecycle.ts';
 import { RunAlreadyEndedError, RunNotFoundError } from '../errors/table.ts';
-import type { RunItem } from '../store/items.ts';
+import type { RunItem } from '../store/items/runs.ts';
 import { cancelWaitingRun, closeRun, queueWebhook, readRunItem, readRunPartition } from '../store/run/index.ts';
 import { sendDelayedStepMessage } from '../store/run/provider-jobs.ts';
 import { storageBusy } from '../store/write.ts';

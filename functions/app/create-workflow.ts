@@ -6,7 +6,7 @@ import {
   UnknownNodeTypeError,
   WorkflowValidationFailedError,
 } from '../errors/table.ts';
-import type { ApiKeyItem } from '../store/items.ts';
+import type { ApiKeyItem } from '../store/items/api-keys.ts';
 import { createWorkflowForTeam } from '../store/workflows.ts';
 
 /**

@@ -2,8 +2,9 @@ import type { DeferredRun } from '../../schemas/deferred-runs.ts';
 import type { Deps } from '../deps.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { DeferredRunNotFoundError, DeferredRunNotWaitingError } from '../errors/table.ts';
-import { cancelWaitingDeferredRun, deferredView, getDeferredRun } from '../store/deferred-runs.ts';
-import type { DeferredRunItem } from '../store/items.ts';
+import { cancelWaitingDeferredRun, getDeferredRun } from '../store/deferred-runs.ts';
+import { deferredView } from '../store/deferred-view.ts';
+import type { DeferredRunItem } from '../store/items/deferred-runs.ts';
 import type { Lister } from './list-runs.ts';
 
 /** A deferred run of the caller's team; one of a workflow the key is not limited to reads as missing, as in the list. */

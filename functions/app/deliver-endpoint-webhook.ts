@@ -15,7 +15,7 @@ import { GuardedFetchError } from '../http-client/address-vet.ts';
 import { guardedFetch } from '../http-client/guarded-fetch.ts';
 import { logger, withRecordKeys } from '../observability/logger.ts';
 import { countWebhookAttempt } from '../observability/metrics.ts';
-import type { EndpointDeliveryItem, WebhookEndpointItem } from '../store/items.ts';
+import type { EndpointDeliveryItem, WebhookEndpointItem } from '../store/items/webhook-endpoints.ts';
 import {
   type EndpointMessage,
   EndpointMessageSchema,

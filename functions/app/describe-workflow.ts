@@ -15,7 +15,7 @@ import { WorkflowNotFoundError } from '../errors/table.ts';
 import type { Canvas } from '../nodes/catalogue/canvas.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import type { ValueKind } from '../nodes/catalogue/kinds.ts';
-import type { ApiKeyItem } from '../store/items.ts';
+import type { ApiKeyItem } from '../store/items/api-keys.ts';
 import { loadWorkflowAndSummary } from '../store/run/index.ts';
 import { summaryRecordOf } from '../store/workflows.ts';
 import { type PriceRange, workflowPriceRange } from './estimate-run.ts';

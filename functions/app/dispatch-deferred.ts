@@ -23,7 +23,8 @@ import {
   leaveWaiting,
   moveDeferredRun,
 } from '../store/deferred-runs.ts';
-import type { ApiKeyItem, DeferredRunItem } from '../store/items.ts';
+import type { ApiKeyItem } from '../store/items/api-keys.ts';
+import type { DeferredRunItem } from '../store/items/deferred-runs.ts';
 import { getPriceSettings } from '../store/price-multiplier.ts';
 import { ExtraConditionFailedError, loadRunnableWorkflow } from '../store/run/index.ts';
 import { holdFileInputs, uploadsOf } from './run-inputs.ts';

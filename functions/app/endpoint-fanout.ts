@@ -1,7 +1,7 @@
 import type { DynamoDBRecord } from 'aws-lambda';
 import type { Deps } from '../deps.ts';
 import { endpointDeliveryId, endpointHears } from '../domain/webhook-endpoints.ts';
-import type { WebhookEndpointItem } from '../store/items.ts';
+import type { WebhookEndpointItem } from '../store/items/webhook-endpoints.ts';
 import { sendEndpointMessage } from '../store/queues.ts';
 import { itemChangeOf } from '../store/stream-images.ts';
 import { listEndpoints, openEndpointDelivery, runEventChangeOf } from '../store/webhook-endpoints.ts';

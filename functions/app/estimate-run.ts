@@ -13,7 +13,9 @@
  * `maxMultiplier` (the most a dispatch can price it at) when no hour of its wait does; a deferred
  * start holds nothing now, so its refusal is only what the deferred start would answer now.
  */
-import { type RunMode, RunModeSchema, type RunRequest } from '../../schemas/runs.ts';
+
+import { type RunMode, RunModeSchema } from '../../schemas/run-words.ts';
+import type { RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { deferredExpiresAt } from '../domain/deferred-run-lifetime.ts';
 import { type OutputLicence, plannedLicence } from '../domain/licence.ts';
@@ -26,7 +28,7 @@ import {
 import type { RunEstimate } from '../domain/pricing.ts';
 import { ServiceError } from '../errors/define.ts';
 import { StorageBusyError, WorkflowNotPermittedError } from '../errors/table.ts';
-import type { ApiKeyItem } from '../store/items.ts';
+import type { ApiKeyItem } from '../store/items/api-keys.ts';
 import { getPriceSettings } from '../store/price-multiplier.ts';
 import { loadAgentWorkflow, loadRunnableWorkflow, type RunnableWorkflow } from '../store/run/index.ts';
 import { checkRoomForInputs } from './run-inputs.ts';

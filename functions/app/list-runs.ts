@@ -1,16 +1,19 @@
 import * as v from 'valibot';
 import { UuidSchema } from '../../schemas/common.ts';
-import { deferredRunStatuses, type ListDeferredRunsResponse } from '../../schemas/deferred-runs.ts';
+import type { ListDeferredRunsResponse } from '../../schemas/deferred-runs.ts';
 import { runLabels, runTagLimits, TagSchema, tagCharacters } from '../../schemas/run-tags.ts';
-import { type ListRunsResponse, listedRunStatuses, listPageLimits, type RunSummary } from '../../schemas/runs.ts';
+import { deferredRunStatuses, listedRunStatuses, listPageLimits } from '../../schemas/run-words.ts';
+import type { ListRunsResponse, RunSummary } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { toCredits } from '../domain/credits.ts';
 import { type ListCursorScope, openCursor, signCursor } from '../domain/cursor.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { listedStatus } from '../domain/run-lifecycle.ts';
 import { InvalidQueryError } from '../errors/table.ts';
-import { deferredView } from '../store/deferred-runs.ts';
-import { DeferredListEntrySchema, parseItem, RunListEntrySchema } from '../store/items.ts';
+import { deferredView } from '../store/deferred-view.ts';
+import { DeferredListEntrySchema } from '../store/items/deferred-run-entries.ts';
+import { parseItem } from '../store/items/item.ts';
+import { RunListEntrySchema } from '../store/items/runs.ts';
 import {
   cursorSigningSecret,
   queryRunList,

@@ -1,5 +1,5 @@
 import type { Scope } from '../../platform/routes.ts';
-import { type RunMode, RunModeSchema } from '../../schemas/runs.ts';
+import { type RunMode, RunModeSchema } from '../../schemas/run-words.ts';
 import type { Deps } from '../deps.ts';
 import { plannedLicence } from '../domain/licence.ts';
 import { type WorkflowToolFacts, workflowToolName } from '../domain/mcp-tools.ts';
@@ -10,7 +10,7 @@ import { visibleWorkflows } from '../domain/workflow-list.ts';
 import { ScopeNotPermittedError } from '../errors/table.ts';
 import type { Canvas } from '../nodes/catalogue/canvas.ts';
 import { latestCanvases } from '../store/canvases.ts';
-import type { ApiKeyItem } from '../store/items.ts';
+import type { ApiKeyItem } from '../store/items/api-keys.ts';
 import { listWorkflowSummaries } from '../store/workflows.ts';
 import { readRunWithLinks } from './read-run.ts';
 import { type RunWait, waitForRunEnd } from './run-wait.ts';

@@ -50,7 +50,7 @@ import {
   type TeamConnection,
 } from '../nodes/providers/types.ts';
 import { logger } from '../observability/logger.ts';
-import type { StepItem } from '../store/items.ts';
+import type { StepItem } from '../store/items/runs.ts';
 import {
   countProviderTry,
   recordJobIntent,

@@ -24,7 +24,7 @@
 import * as v from 'valibot';
 import { StepStatus } from '../../platform/run-statuses.ts';
 import { UuidSchema } from '../../schemas/common.ts';
-import { stepKeyPattern } from '../../schemas/workflows.ts';
+import { stepKeyPattern } from '../../schemas/workflow-words.ts';
 import type { Deps } from '../deps.ts';
 import { webhookTokenMatches } from '../domain/provider-jobs.ts';
 import { isInProgress } from '../domain/run-lifecycle.ts';
@@ -33,7 +33,7 @@ import type { JobProvider, JobState, ProviderWebhookDelivery, TeamConnection } f
 import { WebhookRefusedError } from '../nodes/providers/types.ts';
 import { logger } from '../observability/logger.ts';
 import { getConnections, resolveConnection } from '../store/connections.ts';
-import type { StepItem } from '../store/items.ts';
+import type { StepItem } from '../store/items/runs.ts';
 import { readRunItem, readStepItem } from '../store/run/index.ts';
 import { adoptSupersededJob, recordJobSubmitted, sendDelayedStepMessage } from '../store/run/provider-jobs.ts';
 import { cancelQuietly } from './provider-job.ts';

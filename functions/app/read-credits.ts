@@ -3,7 +3,7 @@ import type { Deps } from '../deps.ts';
 import { toCredits } from '../domain/credits.ts';
 import { nextSpendMonthStart, spendMonth } from '../domain/monthly-cap.ts';
 import { readCreditFacts } from '../store/credits.ts';
-import type { ApiKeyItem } from '../store/items.ts';
+import type { ApiKeyItem } from '../store/items/api-keys.ts';
 
 const creditsOrNull = (hundredths: number | null): number | null =>
   hundredths === null ? null : toCredits(hundredths);

@@ -11,7 +11,7 @@ import { InvalidCursorError, InvalidQueryError, RunNotFoundError } from '../erro
 import { isStoredFile } from '../nodes/executors/types.ts';
 import { canvasOf } from '../store/canvases.ts';
 import { isTeamObject } from '../store/files.ts';
-import type { RunItem, StepItem } from '../store/items.ts';
+import type { RunItem, StepItem } from '../store/items/runs.ts';
 import { readRunPartition, standingOf } from '../store/run/index.ts';
 import { cursorSigningSecret } from '../store/run-list.ts';
 import { fileLinkFor } from './file-links.ts';

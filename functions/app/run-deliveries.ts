@@ -23,7 +23,7 @@ import {
   RunNotFoundError,
   TooManyRedeliveriesError,
 } from '../errors/table.ts';
-import type { ApiKeyItem } from '../store/items.ts';
+import type { ApiKeyItem } from '../store/items/api-keys.ts';
 import { sendWebhookMessage } from '../store/queues.ts';
 import { admitRequest } from '../store/rate-counter.ts';
 import {

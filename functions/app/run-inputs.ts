@@ -10,7 +10,7 @@
  * (functions/nodes/executors/inputs.ts).
  */
 import * as v from 'valibot';
-import { FileIdSchema, fileIdPrefix } from '../../schemas/files.ts';
+import { FileIdSchema, fileIdPrefix } from '../../schemas/file-limits.ts';
 import type { Deps } from '../deps.ts';
 import { distinctBytes, expiresOn, maxFileInputBytes, maxFileInputs } from '../domain/stored-bytes.ts';
 import { apiInputTargets } from '../domain/workflow-graph.ts';
@@ -20,7 +20,8 @@ import type { Canvas } from '../nodes/catalogue/canvas.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import { fileInputTypes } from '../nodes/catalogue/node-spec.ts';
 import { logger } from '../observability/logger.ts';
-import type { InputFile, CheckedUploadRecord as StoredCheckedUpload, UploadItem } from '../store/items.ts';
+import type { InputFile, CheckedUploadRecord as StoredCheckedUpload } from '../store/items/runs.ts';
+import type { UploadItem } from '../store/items/uploads.ts';
 import { assertRoomFor, reserveStoredBytes } from '../store/stored-bytes.ts';
 import { copyUpload, inputObjectKey, uploadObjectKey } from '../store/uploads.ts';
 import { settleUpload } from './uploads.ts';

@@ -2,7 +2,7 @@ import type { Run } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { mayReadStartedRun, waitPollDelayMs } from '../domain/prefer-wait.ts';
 import { isEndStatus } from '../domain/run-lifecycle.ts';
-import type { ApiKeyItem } from '../store/items.ts';
+import type { ApiKeyItem } from '../store/items/api-keys.ts';
 import { readRunProgress } from '../store/run/index.ts';
 import { readRunWithLinks } from './read-run.ts';
 import type { RunStartAnswer } from './start-run.ts';

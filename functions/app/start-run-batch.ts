@@ -12,7 +12,7 @@ import {
   requestFingerprint,
 } from '../domain/idempotency-key.ts';
 import { findIdempotentAnswer, rememberAnswer } from '../store/idempotency.ts';
-import type { ApiKeyItem } from '../store/items.ts';
+import type { ApiKeyItem } from '../store/items/api-keys.ts';
 import { type RunStart, type RunStartAnswer, startAgentRun, startWorkflowRun } from './start-run.ts';
 
 /**

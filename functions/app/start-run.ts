@@ -38,7 +38,8 @@ import { countRunStarted } from '../observability/metrics.ts';
 import { getConnections } from '../store/connections.ts';
 import { createDeferredRun } from '../store/deferred-runs.ts';
 import { findIdempotentAnswer, IdempotencyRaceError, type IdempotencyRecord } from '../store/idempotency.ts';
-import type { ApiKeyItem, InputFile } from '../store/items.ts';
+import type { ApiKeyItem } from '../store/items/api-keys.ts';
+import type { InputFile } from '../store/items/runs.ts';
 import {
   activeJobOf,
   assertQueueRoom,

@@ -7,14 +7,14 @@
  * later (docs/decisions/files.md, "Uploads are checked when read").
  */
 import { libraryBucket } from '../../platform/definitions.ts';
+import { fileIdPrefix } from '../../schemas/file-limits.ts';
 import type { CreateFileRequest, CreateFileResponse, FileView, StorageUsageView } from '../../schemas/files.ts';
-import { fileIdPrefix } from '../../schemas/files.ts';
 import type { Deps } from '../deps.ts';
 import { expiresOn } from '../domain/stored-bytes.ts';
 import { FileNotFoundError } from '../errors/table.ts';
 import { sniffHeadBytes, sniffUpload } from '../nodes/media/file-sniff.ts';
 import { wholeFileRefusal } from '../nodes/media/whole-file.ts';
-import type { UploadItem } from '../store/items.ts';
+import type { UploadItem } from '../store/items/uploads.ts';
 import { countStoredBytes, readStorageUsage, reserveStoredBytes } from '../store/stored-bytes.ts';
 import {
   deleteUploadObject,

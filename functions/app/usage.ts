@@ -3,7 +3,7 @@ import type { Deps } from '../deps.ts';
 import { toCredits } from '../domain/credits.ts';
 import { parseUsageQuery, sumUsage, usageCsv } from '../domain/usage.ts';
 import { UsageNotPermittedError } from '../errors/table.ts';
-import type { ApiKeyItem } from '../store/items.ts';
+import type { ApiKeyItem } from '../store/items/api-keys.ts';
 import { readUsageItems } from '../store/usage.ts';
 
 /** The answer: the JSON view, or the same rows as CSV. */

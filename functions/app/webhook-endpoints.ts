@@ -33,7 +33,8 @@ import {
   WebhookEndpointNotFoundError,
   WorkflowNotPermittedError,
 } from '../errors/table.ts';
-import type { ApiKeyItem, EndpointDeliveryItem, WebhookEndpointItem } from '../store/items.ts';
+import type { ApiKeyItem } from '../store/items/api-keys.ts';
+import type { EndpointDeliveryItem, WebhookEndpointItem } from '../store/items/webhook-endpoints.ts';
 import { sendEndpointMessage } from '../store/queues.ts';
 import { admitRequest } from '../store/rate-counter.ts';
 import {

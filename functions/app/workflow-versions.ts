@@ -13,7 +13,8 @@ import {
   WorkflowValidationFailedError,
   WorkflowVersionNotFoundError,
 } from '../errors/table.ts';
-import type { ApiKeyItem, WorkflowItem } from '../store/items.ts';
+import type { ApiKeyItem } from '../store/items/api-keys.ts';
+import type { WorkflowItem } from '../store/items/workflows.ts';
 import { cursorSigningSecret } from '../store/run-list.ts';
 import {
   putNextVersion,

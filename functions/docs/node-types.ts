@@ -9,7 +9,7 @@ import type { SchemaObject } from 'openapi3-ts/oas31';
 import type { ModelNodeType } from '../../platform/model-defaults.ts';
 import type { NodeTypeView } from '../../schemas/node-types.ts';
 import { documentedConfig } from '../../schemas/openapi.ts';
-import { type NodeType, nodeTypes } from '../../schemas/workflows.ts';
+import { type NodeType, nodeTypes } from '../../schemas/workflow-words.ts';
 import { modelFormulaWords } from '../domain/model-pricing.ts';
 import { catalogue } from '../nodes/catalogue/index.ts';
 import { nodeWords } from '../nodes/catalogue/words.ts';

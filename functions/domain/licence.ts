@@ -7,7 +7,8 @@
 
 import type { ModelDefaults } from '../../platform/model-defaults.ts';
 import type { CommercialUse } from '../../platform/providers.ts';
-import type { GeneratedBy, LicenceModel } from '../../schemas/runs.ts';
+import type { LicenceModel } from '../../schemas/run-words.ts';
+import type { GeneratedBy } from '../../schemas/runs.ts';
 import type { CanvasNode } from '../nodes/catalogue/canvas.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import { licenceFacts, stepProvider } from '../nodes/providers/registry.ts';

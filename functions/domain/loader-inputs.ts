@@ -1,4 +1,5 @@
-import type { NodeType, ValidationIssue } from '../../schemas/workflows.ts';
+import type { NodeType } from '../../schemas/workflow-words.ts';
+import type { ValidationIssue } from '../../schemas/workflows.ts';
 import { isRecord } from '../is-record.ts';
 import type { Canvas } from '../nodes/catalogue/canvas.ts';
 

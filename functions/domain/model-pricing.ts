@@ -14,7 +14,7 @@
  * below, so a price is always a safe integer.
  */
 import { isModelNodeType, type ModelNodeType } from '../../platform/model-defaults.ts';
-import type { RunMode } from '../../schemas/runs.ts';
+import type { RunMode } from '../../schemas/run-words.ts';
 import type { Canvas, CanvasNode } from '../nodes/catalogue/canvas.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import type { NodeSpec } from '../nodes/catalogue/node-spec.ts';

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { MultiplierSchema } from '../../schemas/runs.ts';
+import { MultiplierSchema } from '../../schemas/run-words.ts';
 
 /**
  * The price multiplier deferred runs wait for. Operators set a live value, or a schedule of 24

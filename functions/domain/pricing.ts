@@ -16,7 +16,7 @@
  */
 
 import { listedPrice, type ModelPrice } from '../../platform/paid-models.ts';
-import type { RunMode } from '../../schemas/runs.ts';
+import type { RunMode } from '../../schemas/run-words.ts';
 import type { Canvas, CanvasNode } from '../nodes/catalogue/canvas.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import type { NodeSpec } from '../nodes/catalogue/node-spec.ts';

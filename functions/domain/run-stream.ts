@@ -10,8 +10,8 @@
  */
 
 import { StepStatus } from '../../platform/run-statuses.ts';
+import { runStatuses } from '../../schemas/run-words.ts';
 import type { Run, RunOutput, RunViewStatus, StepViewStatus } from '../../schemas/runs.ts';
-import { runStatuses } from '../../schemas/runs.ts';
 import { isEndStatus, stepQueuedView } from './run-lifecycle.ts';
 
 /** What went of one step: nothing, its start, its end, its end and then its output. */

@@ -1,5 +1,6 @@
 import { StepStatus, type StoredRunStatus, type StoredStepStatus } from '../../platform/run-statuses.ts';
-import type { GeneratedBy, LicenceModel, Run, RunOutput, RunResult, RunStep } from '../../schemas/runs.ts';
+import type { LicenceModel } from '../../schemas/run-words.ts';
+import type { GeneratedBy, Run, RunOutput, RunResult, RunStep } from '../../schemas/runs.ts';
 import type { Canvas } from '../nodes/catalogue/canvas.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import type { ModelUse } from '../nodes/executors/types.ts';

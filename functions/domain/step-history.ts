@@ -13,7 +13,7 @@
  *   provider's): 48 KB, beside a PythonSandbox result's 256 KB cap.
  */
 import type { FailureReason } from '../../platform/alarm-rules.ts';
-import type { StepAttempt, StepLogs, StepLogText } from '../../schemas/run-steps.ts';
+import type { StepAttempt, StepLogs, StepLogText } from '../../schemas/step-attempts.ts';
 import { maxProviderTries } from './provider-jobs.ts';
 import { stepExecutionAttempts } from './step-attempts.ts';
 

@@ -11,13 +11,8 @@
 import * as v from 'valibot';
 import type { ModelDefaults } from '../../platform/model-defaults.ts';
 import { issueMessage } from '../../schemas/common.ts';
-import {
-  nodeTypes,
-  stepKeyPattern,
-  stepKeyRule,
-  type ValidationIssue,
-  type WorkflowStep,
-} from '../../schemas/workflows.ts';
+import { nodeTypes, stepKeyPattern, stepKeyRule } from '../../schemas/workflow-words.ts';
+import type { ValidationIssue, WorkflowStep } from '../../schemas/workflows.ts';
 import { isRecord } from '../is-record.ts';
 import type { Canvas, CanvasEdge, CanvasNode } from '../nodes/catalogue/canvas.ts';
 import { canConnect, catalogue, getNodeSpec, type HandleSpec, type NodeSpec } from '../nodes/catalogue/index.ts';

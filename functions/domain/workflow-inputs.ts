@@ -9,7 +9,7 @@
  * test/workflow-inputs.test.ts holds the two equal. GET /workflows/{id} answers it as `inputs`, and
  * an agent's tool takes it as its `inputSchema`.
  */
-import { fileIdPattern } from '../../schemas/files.ts';
+import { fileIdPattern } from '../../schemas/file-limits.ts';
 import type { Canvas, CanvasNode } from '../nodes/catalogue/canvas.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import { fileInputTypes } from '../nodes/catalogue/node-spec.ts';

@@ -1,4 +1,4 @@
-import type { WorkflowStatus } from '../../schemas/workflows.ts';
+import type { WorkflowStatus } from '../../schemas/workflow-words.ts';
 import { keyMayUseWorkflow } from './key-workflows.ts';
 
 export interface WorkflowSummaryRecord {

@@ -1,32 +1,28 @@
 /**
  * THE error table: every error the service throws on purpose, named for what went wrong, with its
- * facts, its log message, its status, its body, the contract's schema for that body (spec section
- * 7) and the routes that answer it. Adding an error is one row here, and its body schema in
- * schemas/errors.ts when no existing one fits: the HTTP edge answers it from the row
- * (functions/http/error-map.ts), and the OpenAPI document lists its bodies under its status in the
- * operation of each route it names (functions/docs/openapi.ts). Anything not declared here is a
- * server failure. Within a status, an operation lists the bodies in the order of the rows here.
+ * facts, its log message, its status and its body (spec section 7). Adding an error is one row
+ * here; the compiler then asks for its entry in functions/docs/error-docs.ts (the contract's schemas
+ * for its body, from schemas/errors.ts when no existing one fits, and the routes that answer it).
+ * The HTTP edge answers it from the row (functions/http/error-map.ts), and the OpenAPI document
+ * lists its bodies under its status in the operation of each route its entry names
+ * (functions/docs/openapi.ts). Anything not declared here is a server failure. Within a status, an
+ * operation lists the bodies in the order of the rows here.
+ *
+ * Every function imports this table (through the edge), so it holds only what an answer needs:
+ * messages and limits from small modules, never a schema or the route table.
  */
 
-import { type Route, type RouteId, routes } from '../../platform/routes.ts';
-import { BulkActionNotFoundErrorSchema, bulkActionNotFoundMessage } from '../../schemas/bulk-actions.ts';
+import type { DeliveryPendingErrorBody } from '../../schemas/deliveries.ts';
 import {
-  type DeliveryPendingErrorBody,
-  DeliveryPendingErrorSchema,
+  bulkActionNotFoundMessage,
   deliveryPendingMessage,
-} from '../../schemas/deliveries.ts';
-import * as bodies from '../../schemas/errors.ts';
-import { messages } from '../../schemas/errors.ts';
-import { FileNotAcceptedErrorSchema, fileNotAcceptedPrefix, maxUploadBytes } from '../../schemas/files.ts';
-import { RunValidationFailedSchema } from '../../schemas/runs.ts';
-import { uploadContentTypes } from '../../schemas/upload-types.ts';
-import {
-  TooManyWebhookEndpointsErrorSchema,
-  WebhookDeliveryNotFoundErrorSchema,
-  WebhookEndpointNotFoundErrorSchema,
+  messages,
   webhookEndpointMessages,
-} from '../../schemas/webhook-endpoints.ts';
-import { type ValidationIssue, WorkflowValidationFailedSchema } from '../../schemas/workflows.ts';
+} from '../../schemas/error-messages.ts';
+import type * as bodies from '../../schemas/errors.ts';
+import { fileNotAcceptedPrefix, maxUploadBytes } from '../../schemas/file-limits.ts';
+import { uploadContentTypes } from '../../schemas/upload-types.ts';
+import type { ValidationIssue } from '../../schemas/workflows.ts';
 import type { RunRefusal } from '../domain/admission.ts';
 import { toCredits } from '../domain/credits.ts';
 import { capResetsText } from '../domain/monthly-cap.ts';
@@ -36,26 +32,6 @@ import { defineError } from './define.ts';
 const retryAfter = (facts: { retryAfterSeconds: number }) => facts.retryAfterSeconds;
 const none = () => ({});
 
-// Which routes answer an error. Where the route table says it (a key, a scope that writes, a path, a
-// body), a new route answers it without a word here; the rest are named.
-const routeIds = (answers: (route: Route) => boolean) => routes.filter(answers).map((route) => route.id as RouteId);
-/** The routes a key calls: the key's own errors. */
-const keyedRoutes = routeIds((route) => route.scope !== null);
-/** The routes whose function reads or writes the table: any of them may meet contention. */
-const tableRoutes = routeIds((route) => (route.grants.table?.length ?? 0) > 0);
-/** The routes that read a JSON body: its errors. */
-const bodyRoutes = routeIds((route) => route.body === true);
-/** The routes under `path` (itself included), which all read what it names first. */
-const under = (path: string) => routeIds((route) => route.path === path || route.path.startsWith(`${path}/`));
-// A resume (POST /runs/{jobId}/resume) is a run start: it answers every error of one.
-const runStarts: RouteId[] = ['RunWorkflow', 'RunAgent', 'ResumeRun'];
-const lists: RouteId[] = ['ListRuns', 'ListDeferredRuns'];
-// An estimate resolves the workflow as a start does and answers its 404s and its 403 itself; the
-// start's other refusals are in its 200 (`refusal`), not answered.
-const estimates: RouteId[] = ['EstimateWorkflowRun', 'EstimateAgentRun'];
-/** The routes of one workflow's versions and status: its 404 (a workflow outside a limited key's reads the same). */
-const workflowRoutes: RouteId[] = ['UpdateWorkflow', 'SetWorkflowStatus', 'ListWorkflowVersions', 'GetWorkflowVersion'];
-
 // The caller and its key
 
 /** `reason`: missing, malformed, or `invalid` for an unknown, revoked and expired key alike (no oracle). */
@@ -63,8 +39,6 @@ export const UnauthorizedError = defineError('UnauthorizedError', {
   facts: (reason: bodies.UnauthorizedReason) => ({ reason }),
   message: (f) => `no valid API key (${f.reason})`,
   status: 401,
-  routes: keyedRoutes,
-  schemas: [bodies.UnauthorizedErrorSchema],
   body: (f) => ({ error: messages.unauthorized, reason: f.reason }),
   // RFC 6750 section 3: the scheme to authenticate with; `invalid_token` once a token was sent.
   headers: (f) => ({ 'www-authenticate': f.reason === 'missing' ? 'Bearer' : 'Bearer error="invalid_token"' }),
@@ -75,8 +49,6 @@ export const ScopeNotPermittedError = defineError('ScopeNotPermittedError', {
   facts: (scope: string) => ({ scope }),
   message: (f) => `key lacks scope ${f.scope}`,
   status: 403,
-  routes: keyedRoutes,
-  schemas: [bodies.ScopeNotPermittedErrorSchema],
   body: () => ({ error: messages.scopeNotPermitted }),
 });
 
@@ -85,8 +57,6 @@ export const RateLimitedError = defineError('RateLimitedError', {
   facts: (retryAfterSeconds: number) => ({ retryAfterSeconds }),
   message: () => 'rate limit exceeded',
   status: 429,
-  routes: keyedRoutes,
-  schemas: [bodies.RateLimitExceededErrorSchema],
   body: () => ({ error: messages.rateLimitExceeded }),
   retryAfter,
 });
@@ -96,8 +66,6 @@ export const TooManyStreamsError = defineError('TooManyStreamsError', {
   facts: (cap: number, retryAfterSeconds: number) => ({ cap, retryAfterSeconds }),
   message: (f) => `key holds its ${f.cap} event streams`,
   status: 429,
-  routes: ['GetRunEvents'],
-  schemas: [bodies.TooManyStreamsErrorSchema],
   body: () => ({ error: messages.tooManyStreams }),
   retryAfter,
 });
@@ -107,8 +75,6 @@ export const TooManyRunStreamsError = defineError('TooManyRunStreamsError', {
   facts: (cap: number, retryAfterSeconds: number) => ({ cap, retryAfterSeconds }),
   message: (f) => `run holds its ${f.cap} event streams`,
   status: 429,
-  routes: ['GetRunEvents'],
-  schemas: [bodies.TooManyRunStreamsErrorSchema],
   body: () => ({ error: messages.tooManyRunStreams }),
   retryAfter,
 });
@@ -118,8 +84,6 @@ export const CreateWorkflowNotPermittedError = defineError('CreateWorkflowNotPer
   facts: none,
   message: () => 'key restricted to some workflows',
   status: 403,
-  routes: ['CreateWorkflow'],
-  schemas: [bodies.CreateWorkflowNotPermittedErrorSchema],
   body: () => ({ error: messages.createWorkflowNotPermitted }),
 });
 
@@ -128,8 +92,6 @@ export const WorkflowNotPermittedError = defineError('WorkflowNotPermittedError'
   facts: (workflowId: string) => ({ workflowId }),
   message: (f) => `workflow ${f.workflowId} not permitted for this key`,
   status: 403,
-  routes: [...runStarts, ...estimates, 'CreateWebhookEndpoint', 'UpdateWorkflow', 'SetWorkflowStatus'],
-  schemas: [bodies.WorkflowNotPermittedErrorSchema],
   body: () => ({ error: messages.workflowNotPermitted }),
 });
 
@@ -138,8 +100,6 @@ export const UsageNotPermittedError = defineError('UsageNotPermittedError', {
   facts: none,
   message: () => 'key restricted to some workflows',
   status: 403,
-  routes: ['GetUsage'],
-  schemas: [bodies.UsageNotPermittedErrorSchema],
   body: () => ({ error: messages.usageNotPermitted }),
 });
 
@@ -153,8 +113,6 @@ export const InvalidQueryError = defineError('InvalidQueryError', {
   facts: (detail: string) => ({ detail }),
   message: (f) => `invalid query: ${f.detail}`,
   status: 400,
-  routes: [...lists, 'GetRun', 'ListWebhookEndpointDeliveries', 'GetUsage', 'ListWorkflowVersions'],
-  schemas: [bodies.InvalidQueryErrorSchema],
   body: (f) => ({ error: messages.invalidQuery(f.detail) }),
 });
 
@@ -166,8 +124,6 @@ export const InvalidCursorError = defineError('InvalidCursorError', {
   facts: none,
   message: () => 'cursor not issued for this list',
   status: 400,
-  routes: [...lists, 'ListWorkflowVersions'],
-  schemas: [bodies.InvalidCursorErrorSchema],
   body: () => ({ error: messages.invalidCursor }),
 });
 
@@ -176,8 +132,6 @@ export const PayloadTooLargeError = defineError('PayloadTooLargeError', {
   facts: (maxBytes: number) => ({ maxBytes }),
   message: (f) => `body above ${f.maxBytes} bytes`,
   status: 413,
-  routes: bodyRoutes,
-  schemas: [bodies.PayloadTooLargeErrorSchema],
   body: (f) => ({ error: messages.payloadTooLarge(f.maxBytes) }),
 });
 
@@ -186,8 +140,6 @@ export const WorkflowTooLargeToStoreError = defineError('WorkflowTooLargeToStore
   facts: (bytes: number, maxBytes: number) => ({ bytes, maxBytes }),
   message: (f) => `workflow takes ${f.bytes} bytes to store, at most ${f.maxBytes}`,
   status: 413,
-  routes: ['CreateWorkflow', 'UpdateWorkflow'],
-  schemas: [bodies.PayloadTooLargeErrorSchema],
   body: (f) => ({ error: messages.workflowTooLargeToStore(f.bytes, f.maxBytes) }),
 });
 
@@ -196,8 +148,6 @@ export const NameRequiredError = defineError('NameRequiredError', {
   facts: none,
   message: () => 'name is missing',
   status: 400,
-  routes: ['CreateWorkflow', 'UpdateWorkflow'],
-  schemas: [bodies.NameRequiredErrorSchema],
   body: () => ({ error: messages.nameRequired }),
 });
 
@@ -205,8 +155,6 @@ export const StepsRequiredError = defineError('StepsRequiredError', {
   facts: none,
   message: () => 'steps are missing',
   status: 400,
-  routes: ['CreateWorkflow', 'UpdateWorkflow'],
-  schemas: [bodies.StepsRequiredErrorSchema],
   body: () => ({ error: messages.stepsRequired }),
 });
 
@@ -215,8 +163,6 @@ export const AgentOrProjectRequiredError = defineError('AgentOrProjectRequiredEr
   facts: none,
   message: () => 'not exactly one of agentId or projectId',
   status: 400,
-  routes: ['CreateWorkflow', 'UpdateWorkflow'],
-  schemas: [bodies.AgentOrProjectRequiredErrorSchema],
   body: () => ({ error: messages.exactlyOneOfAgentOrProject }),
 });
 
@@ -225,8 +171,6 @@ export const InvalidBodyError = defineError('InvalidBodyError', {
   facts: (detail: string) => ({ detail }),
   message: (f) => `invalid body: ${f.detail}`,
   status: 400,
-  routes: bodyRoutes,
-  schemas: [bodies.InvalidBodyErrorSchema],
   body: (f) => ({ error: messages.invalidBody(f.detail) }),
 });
 
@@ -236,8 +180,6 @@ export const AgentNotFoundError = defineError('AgentNotFoundError', {
   facts: (agentId: string) => ({ agentId }),
   message: (f) => `agent ${f.agentId} not found`,
   status: 404,
-  routes: ['RunAgent', 'EstimateAgentRun'],
-  schemas: [bodies.AgentNotFoundErrorSchema],
   body: () => ({ error: messages.agentNotFound }),
 });
 
@@ -246,8 +188,6 @@ export const NoWorkflowForAgentError = defineError('NoWorkflowForAgentError', {
   facts: (agentId: string) => ({ agentId }),
   message: (f) => `agent ${f.agentId} has no workflow`,
   status: 404,
-  routes: ['RunAgent', 'EstimateAgentRun'],
-  schemas: [bodies.NoWorkflowForAgentErrorSchema],
   body: () => ({ error: messages.noWorkflowForAgent }),
 });
 
@@ -255,8 +195,6 @@ export const WorkflowNotFoundError = defineError('WorkflowNotFoundError', {
   facts: (workflowId: string) => ({ workflowId }),
   message: (f) => `workflow ${f.workflowId} not found`,
   status: 404,
-  routes: [...runStarts, ...estimates, 'GetWorkflow', ...workflowRoutes],
-  schemas: [bodies.WorkflowNotFoundErrorSchema],
   body: () => ({ error: messages.workflowNotFound }),
 });
 
@@ -268,8 +206,6 @@ export const WorkflowVersionNotFoundError = defineError('WorkflowVersionNotFound
   facts: (workflowId: string, version: number) => ({ workflowId, version }),
   message: (f) => `workflow ${f.workflowId} has no version ${f.version}`,
   status: 404,
-  routes: [...runStarts, ...estimates, 'GetWorkflowVersion'],
-  schemas: [bodies.WorkflowVersionNotFoundErrorSchema],
   body: () => ({ error: messages.workflowVersionNotFound }),
 });
 
@@ -278,8 +214,6 @@ export const CanvasNotFoundError = defineError('CanvasNotFoundError', {
   facts: (workflowId: string) => ({ workflowId }),
   message: (f) => `canvas of workflow ${f.workflowId} not found`,
   status: 404,
-  routes: [...runStarts, ...estimates, 'GetWorkflow'],
-  schemas: [bodies.CanvasNotFoundErrorSchema],
   body: () => ({ error: messages.canvasNotFound }),
 });
 
@@ -288,8 +222,6 @@ export const AgentOrProjectNotFoundError = defineError('AgentOrProjectNotFoundEr
   facts: none,
   message: () => 'agent or project not found',
   status: 404,
-  routes: ['CreateWorkflow'],
-  schemas: [bodies.AgentOrProjectNotFoundErrorSchema],
   body: () => ({ error: messages.agentOrProjectNotFound }),
 });
 
@@ -297,8 +229,6 @@ export const RunNotFoundError = defineError('RunNotFoundError', {
   facts: (jobId: string) => ({ jobId }),
   message: (f) => `run ${f.jobId} not found`,
   status: 404,
-  routes: under('/runs/{jobId}'),
-  schemas: [bodies.RunNotFoundErrorSchema],
   body: () => ({ error: messages.runNotFound }),
 });
 
@@ -307,8 +237,6 @@ export const StepNotFoundError = defineError('StepNotFoundError', {
   facts: (jobId: string, nodeId: string) => ({ jobId, nodeId }),
   message: (f) => `step ${f.nodeId} of run ${f.jobId} not found`,
   status: 404,
-  routes: ['GetRunStep'],
-  schemas: [bodies.StepNotFoundErrorSchema],
   body: () => ({ error: messages.stepNotFound }),
 });
 
@@ -317,8 +245,6 @@ export const BatchNotFoundError = defineError('BatchNotFoundError', {
   facts: (batchId: string) => ({ batchId }),
   message: (f) => `batch ${f.batchId} not found`,
   status: 404,
-  routes: under('/batches/{batchId}'),
-  schemas: [bodies.BatchNotFoundErrorSchema],
   body: () => ({ error: messages.batchNotFound }),
 });
 
@@ -326,8 +252,6 @@ export const DeferredRunNotFoundError = defineError('DeferredRunNotFoundError', 
   facts: (deferredJobId: string) => ({ deferredJobId }),
   message: (f) => `deferred run ${f.deferredJobId} not found`,
   status: 404,
-  routes: under('/deferred-runs/{id}'),
-  schemas: [bodies.DeferredRunNotFoundErrorSchema],
   body: () => ({ error: messages.deferredRunNotFound }),
 });
 
@@ -339,8 +263,6 @@ export const FileLinkNotFoundError = defineError('FileLinkNotFoundError', {
   facts: none,
   message: () => 'file link not valid',
   status: 404,
-  routes: ['GetFileLink'],
-  schemas: [bodies.FileLinkNotFoundErrorSchema],
   body: () => ({ error: messages.fileNotFound }),
 });
 
@@ -349,8 +271,6 @@ export const FileNotFoundError = defineError('FileNotFoundError', {
   facts: (fileId: string) => ({ fileId }),
   message: (f) => `file ${f.fileId} not found`,
   status: 404,
-  routes: under('/files/{fileId}'),
-  schemas: [bodies.FileNotFoundErrorSchema],
   body: () => ({ error: messages.fileNotFound }),
 });
 
@@ -361,8 +281,6 @@ export const RunInProgressError = defineError('RunInProgressError', {
   facts: (activeJobId: string) => ({ activeJobId }),
   message: (f) => `run ${f.activeJobId} in progress`,
   status: 409,
-  routes: runStarts,
-  schemas: [bodies.RunInProgressErrorSchema],
   body: (f) => ({ error: messages.runInProgress, activeJobId: f.activeJobId }),
 });
 
@@ -371,8 +289,6 @@ export const QueueFullError = defineError('QueueFullError', {
   facts: (activeJobId: string, queueDepth: number) => ({ activeJobId, queueDepth }),
   message: (f) => `workflow queue full behind run ${f.activeJobId} (${f.queueDepth} waiting)`,
   status: 409,
-  routes: runStarts,
-  schemas: [bodies.QueueFullErrorSchema],
   body: (f) => ({ error: messages.queueFull, activeJobId: f.activeJobId, queueDepth: f.queueDepth }),
 });
 
@@ -381,8 +297,6 @@ export const RunAlreadyEndedError = defineError('RunAlreadyEndedError', {
   facts: (jobId: string) => ({ jobId }),
   message: (f) => `run ${f.jobId} already ended`,
   status: 409,
-  routes: ['CancelRun'],
-  schemas: [bodies.RunAlreadyEndedErrorSchema],
   body: () => ({ error: messages.runAlreadyEnded }),
 });
 
@@ -395,8 +309,6 @@ export const RunNotResumableError = defineError('RunNotResumableError', {
   }),
   message: (f) => `run ${f.jobId} is ${f.runState}, not resumable`,
   status: 409,
-  routes: ['ResumeRun'],
-  schemas: [bodies.RunNotResumableErrorSchema],
   body: (f) => ({ error: messages.runNotResumable, status: f.runState }),
 });
 
@@ -405,8 +317,6 @@ export const ProviderWebhookRefusedError = defineError('ProviderWebhookRefusedEr
   facts: (provider: string, reason: string) => ({ provider, reason }),
   message: (f) => `${f.provider} webhook refused: ${f.reason}`,
   status: 401,
-  routes: ['ProviderWebhook'],
-  schemas: [bodies.ProviderWebhookRefusedErrorSchema],
   body: () => ({ error: messages.providerWebhookRefused }),
 });
 
@@ -415,8 +325,6 @@ export const ProviderJobUnknownError = defineError('ProviderJobUnknownError', {
   facts: (provider: string, providerJobId: string) => ({ provider, providerJobId }),
   message: (f) => `${f.provider} job ${f.providerJobId} is no step's`,
   status: 404,
-  routes: ['ProviderWebhook'],
-  schemas: [bodies.ProviderJobUnknownErrorSchema],
   body: () => ({ error: messages.providerJobUnknown }),
 });
 
@@ -425,8 +333,6 @@ export const DeferredRunNotWaitingError = defineError('DeferredRunNotWaitingErro
   facts: (deferredJobId: string) => ({ deferredJobId }),
   message: (f) => `deferred run ${f.deferredJobId} not waiting`,
   status: 409,
-  routes: ['CancelDeferredRun'],
-  schemas: [bodies.DeferredRunNotWaitingErrorSchema],
   body: () => ({ error: messages.deferredRunNotWaiting }),
 });
 
@@ -438,8 +344,6 @@ export const DeliveryPendingError = defineError('DeliveryPendingError', {
   facts: (jobId: string, nextAttemptAt: string | null) => ({ jobId, nextAttemptAt }),
   message: (f) => `webhook delivery of run ${f.jobId} pending`,
   status: 409,
-  routes: ['RedeliverWebhook', 'RedeliverWebhookEndpointDelivery'],
-  schemas: [DeliveryPendingErrorSchema],
   body: (f): DeliveryPendingErrorBody => ({ error: deliveryPendingMessage, nextAttemptAt: f.nextAttemptAt }),
 });
 
@@ -451,8 +355,6 @@ export const TooManyRedeliveriesError = defineError('TooManyRedeliveriesError', 
   facts: (retryAfterSeconds: number) => ({ retryAfterSeconds }),
   message: () => 'redelivery limit reached',
   status: 429,
-  routes: ['RedeliverWebhook', 'RedeliverWebhookEndpointDelivery'],
-  schemas: [bodies.TooManyRedeliveriesErrorSchema],
   body: () => ({ error: messages.tooManyRedeliveries }),
   retryAfter,
 });
@@ -464,8 +366,6 @@ export const UnknownNodeTypeError = defineError('UnknownNodeTypeError', {
   facts: (type: string, didYouMean: string | undefined) => ({ type, didYouMean }),
   message: (f) => `unknown node type ${f.type}`,
   status: 422,
-  routes: ['CreateWorkflow', 'UpdateWorkflow'],
-  schemas: [bodies.UnknownNodeTypeErrorSchema],
   body: (f) => ({
     error: messages.unknownNodeType(f.type),
     ...(f.didYouMean === undefined ? {} : { didYouMean: f.didYouMean }),
@@ -477,8 +377,6 @@ export const WorkflowValidationFailedError = defineError('WorkflowValidationFail
   facts: (errors: ValidationIssue[]) => ({ errors }),
   message: (f) => `workflow fails validation (${f.errors.length} issue(s))`,
   status: 422,
-  routes: ['CreateWorkflow', 'UpdateWorkflow'],
-  schemas: [WorkflowValidationFailedSchema],
   body: (f) => ({ error: messages.workflowValidationFailed, errors: f.errors }),
 });
 
@@ -487,8 +385,6 @@ export const UnknownInputKeysError = defineError('UnknownInputKeysError', {
   facts: (keys: readonly string[], validKeys: readonly string[]) => ({ keys, validKeys }),
   message: (f) => `unknown input keys ${f.keys.join(', ')}`,
   status: 422,
-  routes: runStarts,
-  schemas: [bodies.UnknownInputKeysErrorSchema],
   body: (f) => ({ error: messages.unknownInputKeys(f.keys), validKeys: [...f.validKeys] }),
 });
 
@@ -500,8 +396,6 @@ export const InputFileNotUsableError = defineError('InputFileNotUsableError', {
   facts: (key: string, reason: string) => ({ key, reason }),
   message: (f) => `input file ${f.key} not usable: ${f.reason}`,
   status: 422,
-  routes: runStarts,
-  schemas: [bodies.InputFileNotUsableErrorSchema],
   body: (f) => ({ error: messages.inputFileNotUsable(f.key), key: f.key, reason: f.reason }),
 });
 
@@ -510,8 +404,6 @@ export const TooManyFileInputsError = defineError('TooManyFileInputsError', {
   facts: (fileInputs: number, fileInputBytes: number) => ({ fileInputs, fileInputBytes }),
   message: (f) => `${f.fileInputs} file inputs of ${f.fileInputBytes} bytes: over the run's cap`,
   status: 422,
-  routes: runStarts,
-  schemas: [bodies.TooManyFileInputsErrorSchema],
   body: (f) => ({
     error: messages.tooManyFileInputs,
     fileInputs: f.fileInputs,
@@ -526,9 +418,6 @@ export const StorageQuotaReachedError = defineError('StorageQuotaReachedError', 
   facts: (usage: StorageUsage, neededBytes: number) => ({ ...usage, neededBytes }),
   message: (f) => `storage quota reached: ${f.usedBytes} of ${f.quotaBytes} bytes held, ${f.neededBytes} more asked`,
   status: 409,
-  routes: [...runStarts, 'CreateFile'],
-  schemas: [bodies.StorageQuotaReachedErrorSchema],
-  described: 'The team holds its storage quota (uploads, input copies, output files)',
   body: (f) => ({
     error: messages.storageQuotaReached,
     quotaBytes: f.quotaBytes,
@@ -542,8 +431,6 @@ export const CallbackUrlInvalidError = defineError('CallbackUrlInvalidError', {
   facts: none,
   message: () => 'callbackUrl is not an https URL',
   status: 422,
-  routes: [...runStarts, ...estimates],
-  schemas: [bodies.CallbackUrlInvalidErrorSchema],
   body: () => ({ error: messages.callbackUrlInvalid }),
 });
 
@@ -552,8 +439,6 @@ export const StartByOutOfRangeError = defineError('StartByOutOfRangeError', {
   facts: (startBy: string, latestStartBy: string) => ({ startBy, latestStartBy }),
   message: (f) => `startBy ${f.startBy} outside now to ${f.latestStartBy}`,
   status: 422,
-  routes: ['RunWorkflow', 'RunAgent'],
-  schemas: [bodies.StartByOutOfRangeErrorSchema],
   body: (f) => ({ error: messages.startByOutOfRange, startBy: f.startBy, latestStartBy: f.latestStartBy }),
 });
 
@@ -562,8 +447,6 @@ export const RunValidationFailedError = defineError('RunValidationFailedError', 
   facts: (errors: ValidationIssue[]) => ({ errors }),
   message: (f) => `workflow to run fails validation (${f.errors.length} issue(s))`,
   status: 422,
-  routes: runStarts,
-  schemas: [RunValidationFailedSchema],
   body: (f) => ({ success: false as const, errors: f.errors }),
 });
 
@@ -578,8 +461,6 @@ export const ProviderNotAvailableError = defineError('ProviderNotAvailableError'
   }),
   message: (f) => `${f.nodeType} runs on ${f.model ?? f.providers.join(', ')} (${f.level})`,
   status: 422,
-  routes: runStarts,
-  schemas: [bodies.ProviderNotAvailableErrorSchema],
   body: (f) => ({
     error:
       f.model === undefined
@@ -595,8 +476,6 @@ export const IdempotencyKeyReusedError = defineError('IdempotencyKeyReusedError'
   facts: none,
   message: () => 'Idempotency-Key reused with another body',
   status: 422,
-  routes: [...runStarts, 'StartRunBatch'],
-  schemas: [bodies.IdempotencyKeyReusedErrorSchema],
   body: () => ({ error: messages.idempotencyKeyReused }),
 });
 /** POST /files: a size, content type or name outside the limits; `detail` says which, the body gives them all. */
@@ -604,8 +483,6 @@ export const FileNotAcceptedError = defineError('FileNotAcceptedError', {
   facts: (detail: string) => ({ detail }),
   message: (f) => `file not accepted: ${f.detail}`,
   status: 422,
-  routes: ['CreateFile'],
-  schemas: [FileNotAcceptedErrorSchema],
   body: (f) => ({
     error: `${fileNotAcceptedPrefix}${f.detail}`,
     maxBytes: maxUploadBytes,
@@ -652,13 +529,6 @@ export const RunRefusedError = defineError('RunRefusedError', {
   facts: (refusal: RunRefusal, balanceHundredths: number) => ({ refusal, balanceHundredths }),
   message: (f) => `run refused: ${f.refusal.kind}`,
   status: 402,
-  routes: runStarts,
-  schemas: [
-    bodies.InsufficientCreditsErrorSchema,
-    bodies.ProjectHardCapExceededErrorSchema,
-    bodies.PerStepLimitErrorSchema,
-    bodies.MonthlyCreditCapReachedErrorSchema,
-  ],
   // Our addition to each body: the team's balance when the start was refused, in credits.
   body: (f) => ({ ...refusalBody(f.refusal), balance: toCredits(f.balanceHundredths) }),
 });
@@ -668,8 +538,6 @@ export const MonthlyCapUnverifiableError = defineError('MonthlyCapUnverifiableEr
   facts: (retryAfterSeconds: number) => ({ retryAfterSeconds }),
   message: () => 'monthly cap could not be checked',
   status: 503,
-  routes: runStarts,
-  schemas: [bodies.MonthlyCapUnverifiableErrorSchema],
   body: () => ({ error: messages.monthlyCapUnverifiable }),
   retryAfter,
 });
@@ -693,9 +561,6 @@ export const StorageBusyError = defineError('StorageBusyError', {
   facts: (contention: StorageContention, tries: number) => ({ contention, tries, retryAfterSeconds: 1 }),
   message: (f) => `storage busy (${f.contention}) after ${f.tries} tries`,
   status: 503,
-  // Every route that reads the table: a read may be throttled too (functions/store/read.ts).
-  routes: tableRoutes,
-  schemas: [bodies.StorageBusyErrorSchema],
   body: () => ({ error: messages.storageBusy }),
   retryAfter,
 });
@@ -707,8 +572,6 @@ export const WebhookEndpointNotFoundError = defineError('WebhookEndpointNotFound
   facts: (endpointId: string) => ({ endpointId }),
   message: (f) => `webhook endpoint ${f.endpointId} not found`,
   status: 404,
-  routes: under('/webhook-endpoints/{endpointId}'),
-  schemas: [WebhookEndpointNotFoundErrorSchema],
   body: () => ({ error: webhookEndpointMessages.notFound }),
 });
 
@@ -717,8 +580,6 @@ export const WebhookDeliveryNotFoundError = defineError('WebhookDeliveryNotFound
   facts: (deliveryId: string) => ({ deliveryId }),
   message: (f) => `webhook delivery ${f.deliveryId} not found`,
   status: 404,
-  routes: ['RedeliverWebhookEndpointDelivery'],
-  schemas: [WebhookDeliveryNotFoundErrorSchema],
   body: () => ({ error: webhookEndpointMessages.deliveryNotFound }),
 });
 
@@ -727,8 +588,6 @@ export const TooManyWebhookEndpointsError = defineError('TooManyWebhookEndpoints
   facts: (maxEndpoints: number) => ({ maxEndpoints }),
   message: (f) => `team keeps its ${f.maxEndpoints} webhook endpoints`,
   status: 409,
-  routes: ['CreateWebhookEndpoint'],
-  schemas: [TooManyWebhookEndpointsErrorSchema],
   body: (f) => ({ error: webhookEndpointMessages.tooMany, maxEndpoints: f.maxEndpoints }),
 });
 
@@ -739,7 +598,5 @@ export const BulkActionNotFoundError = defineError('BulkActionNotFoundError', {
   facts: (bulkActionId: string) => ({ bulkActionId }),
   message: (f) => `bulk action ${f.bulkActionId} not found`,
   status: 404,
-  routes: ['GetBulkAction'],
-  schemas: [BulkActionNotFoundErrorSchema],
   body: () => ({ error: bulkActionNotFoundMessage }),
 });

@@ -5,7 +5,7 @@ import { defaultRequestsPerMinute } from '../domain/rate-limit.ts';
 import { openRunToken } from '../domain/run-token.ts';
 import { RateLimitedError, RunNotFoundError, ScopeNotPermittedError, UnauthorizedError } from '../errors/table.ts';
 import { findApiKeyByHash, findApiKeyById } from '../store/api-keys.ts';
-import type { ApiKeyItem } from '../store/items.ts';
+import type { ApiKeyItem } from '../store/items/api-keys.ts';
 import { admitRequest } from '../store/rate-counter.ts';
 import { checkingSecret } from '../store/server-secrets.ts';
 

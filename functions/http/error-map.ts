@@ -1,4 +1,4 @@
-import { messages } from '../../schemas/errors.ts';
+import { messages } from '../../schemas/error-messages.ts';
 import { declaredErrors, type ErrorAnswer } from '../errors/define.ts';
 import '../errors/table.ts';
 import { type HttpResult, json } from './response.ts';

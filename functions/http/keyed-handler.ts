@@ -2,7 +2,7 @@ import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import * as v from 'valibot';
 import { acceptsRunToken, type KeyedRouteId, scopeOf } from '../../platform/routes.ts';
 import { UuidSchema } from '../../schemas/common.ts';
-import { FileIdSchema, fileIdPrefix } from '../../schemas/files.ts';
+import { FileIdSchema, fileIdPrefix } from '../../schemas/file-limits.ts';
 import type { Deps } from '../deps.ts';
 import { accessTokenParameter } from '../domain/run-token.ts';
 import { logger } from '../observability/logger.ts';

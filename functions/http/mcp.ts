@@ -19,11 +19,12 @@ import {
   workflowToolDescription,
 } from '../domain/mcp-tools.ts';
 import { InvalidBodyError } from '../errors/table.ts';
-import type { ApiKeyItem } from '../store/items.ts';
-import { parseRunBody, parseWith, readJsonBody } from './body.ts';
+import type { ApiKeyItem } from '../store/items/api-keys.ts';
+import { parseWith, readJsonBody } from './body.ts';
 import { answerOfError } from './error-map.ts';
 import { waitOf } from './prefer-wait.ts';
 import type { HttpResult } from './response.ts';
+import { parseRunBody } from './run-body.ts';
 
 /** The largest JSON-RPC message read: a tool call's arguments are a run start's inputs (64 KiB), with room for the envelope. */
 export const maxMcpBodyBytes = 128 * 1024;

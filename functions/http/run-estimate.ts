@@ -3,11 +3,11 @@ import type { RunRequest } from '../../schemas/runs.ts';
 import type { RunStartEstimate } from '../app/estimate-run.ts';
 import type { Deps } from '../deps.ts';
 import { toCredits } from '../domain/credits.ts';
-import type { ApiKeyItem } from '../store/items.ts';
-import { parseRunRequest } from './body.ts';
+import type { ApiKeyItem } from '../store/items/api-keys.ts';
 import { answerOfError } from './error-map.ts';
 import { keyedHandler } from './keyed-handler.ts';
 import { ok } from './response.ts';
+import { parseRunRequest } from './run-body.ts';
 
 const priced = (hour: RunStartEstimate['inForce']) => ({
   startsAt: hour.startsAt.toISOString(),

@@ -1,18 +1,18 @@
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { idempotencyKeyHeader } from '../../schemas/runs.ts';
+import { idempotencyKeyHeader } from '../../schemas/run-words.ts';
 import { type RunWait, waitsForStart, withEndedRun } from '../app/run-wait.ts';
 import type { RunStart, RunStartAnswer } from '../app/start-run.ts';
 import type { ItemOutcome, ItemResult } from '../app/start-run-batch.ts';
 import type { Deps } from '../deps.ts';
 import { logger } from '../observability/logger.ts';
 import { metrics } from '../observability/metrics.ts';
-import type { ApiKeyItem } from '../store/items.ts';
-import { parseRunRequest } from './body.ts';
+import type { ApiKeyItem } from '../store/items/api-keys.ts';
 import { errorMapping, errorResponse } from './error-map.ts';
 import { keyedHandler } from './keyed-handler.ts';
 import { apiLocation, requestedWait, waitAppliedHeaders } from './prefer-wait.ts';
 import { accepted, type HttpResult, ok } from './response.ts';
+import { parseRunRequest } from './run-body.ts';
 
 /** What a run-start request asks for: its body, its Idempotency-Key, and the route and path it was sent to. */
 export const runStartOf = (event: APIGatewayProxyEventV2): RunStart => ({

@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { messages } from '../../schemas/errors.ts';
+import { messages } from '../../schemas/error-messages.ts';
 import { type SetWorkflowStatusRequest, SetWorkflowStatusRequestSchema } from '../../schemas/workflow-versions.ts';
 import { type CreateWorkflowRequest, CreateWorkflowRequestSchema } from '../../schemas/workflows.ts';
 import {

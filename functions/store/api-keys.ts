@@ -7,12 +7,10 @@ import {
   ApiKeyIdItemSchema,
   type ApiKeyItem,
   ApiKeyItemSchema,
-  itemVersion,
-  parseItem,
-  type StoredItem,
   storedApiKey,
   type storedApiKeyId,
-} from './items.ts';
+} from './items/api-keys.ts';
+import { itemVersion, parseItem, type StoredItem } from './items/item.ts';
 import { apiKeyIdKey, apiKeyKey, teamKeysIndex, teamKeysPartition } from './keys.ts';
 import { queryAll } from './query.ts';
 import { conditionalUpdate, transactWrite } from './write.ts';

@@ -3,7 +3,7 @@ import * as v from 'valibot';
 import type { Deps } from '../deps.ts';
 import { StorageBusyError } from '../errors/table.ts';
 import { logger } from '../observability/logger.ts';
-import { type ItemKey, ItemKeySchema, parseItem, unexpired } from './items.ts';
+import { type ItemKey, ItemKeySchema, parseItem, unexpired } from './items/item.ts';
 
 /** The items a BatchGet read, by `PK|SK`; pick them out with `itemFor`. */
 export type ItemsByKey = ReadonlyMap<string, Record<string, unknown>>;
@@ -66,7 +66,7 @@ export const batchGet = async (
   return found;
 };
 
-/** The item read for `key`, parsed with `schema` (functions/store/items.ts); undefined when there is none. */
+/** The item read for `key`, parsed with `schema` (functions/store/items/); undefined when there is none. */
 export const itemFor = <TSchema extends v.GenericSchema>(
   items: ItemsByKey,
   key: ItemKey,

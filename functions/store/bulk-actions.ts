@@ -13,13 +13,10 @@ import {
   BulkActionItemSchema,
   type BulkOutcome,
   BulkTargetItemSchema,
-  itemVersion,
-  parseItem,
-  type StoredItem,
   storedBulkAction,
   storedBulkTarget,
-  unexpired,
-} from './items.ts';
+} from './items/bulk-actions.ts';
+import { itemVersion, parseItem, type StoredItem, unexpired } from './items/item.ts';
 import { bulkActionKey, bulkTargetKey } from './keys.ts';
 import { sqsMessageBody, stepMessageGroup } from './queues.ts';
 import { conditionalUpdate, conditionalWrite } from './write.ts';

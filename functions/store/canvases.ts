@@ -2,7 +2,7 @@ import type { Deps } from '../deps.ts';
 import type { Canvas } from '../nodes/catalogue/canvas.ts';
 import { batchGet, itemFor } from './batch.ts';
 import { cachedCanvas, rememberCanvas } from './canvas-cache.ts';
-import { CanvasItemSchema } from './items.ts';
+import { CanvasItemSchema } from './items/workflows.ts';
 import { canvasKey } from './keys.ts';
 import { readVersionCanvas } from './workflow-versions.ts';
 

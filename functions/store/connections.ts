@@ -5,7 +5,8 @@ import { type SecretResolver, SecretUnavailableError } from '../nodes/providers/
 import type { TeamConnection } from '../nodes/providers/types.ts';
 import { parseProviderCredentials } from '../nodes/providers/types.ts';
 import { ifNotExists, tableUpdate } from './item-update.ts';
-import { type ConnectionRef, parseItem, storedTeam, TeamItemSchema } from './items.ts';
+import { parseItem } from './items/item.ts';
+import { type ConnectionRef, storedTeam, TeamItemSchema } from './items/tenancy.ts';
 import { teamKey } from './keys.ts';
 import { TenancyNotFoundError } from './tenancy.ts';
 import { conditionalUpdate } from './write.ts';

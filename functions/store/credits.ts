@@ -1,6 +1,7 @@
 import type { Deps } from '../deps.ts';
 import { batchGet, itemFor } from './batch.ts';
-import { KeyMonthItemSchema, ProjectItemSchema, parseItem, TeamItemSchema } from './items.ts';
+import { parseItem } from './items/item.ts';
+import { KeyMonthItemSchema, ProjectItemSchema, TeamItemSchema } from './items/tenancy.ts';
 import { keyMonthKey, teamKey } from './keys.ts';
 import { queryAll } from './query.ts';
 

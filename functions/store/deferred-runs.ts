@@ -1,5 +1,4 @@
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { DeferredRun } from '../../schemas/deferred-runs.ts';
 import type { RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { deferredExpiresAt } from '../domain/deferred-run-lifetime.ts';
@@ -8,36 +7,15 @@ import { DeferredRunNotFoundError } from '../errors/table.ts';
 import { batchGet, itemFor } from './batch.ts';
 import { IdempotencyRaceError, type IdempotencyRecord, idempotencyPut } from './idempotency.ts';
 import { tableUpdate } from './item-update.ts';
-import {
-  type ApiKeyItem,
-  type CheckedUploadRecord,
-  type DeferredListEntry,
-  type DeferredRunItem,
-  DeferredRunItemSchema,
-  ExpiringDeferredRunSchema,
-  ItemKeySchema,
-  itemVersion,
-  parseItem,
-  type StoredItem,
-  storedDeferredRun,
-  unexpired,
-} from './items.ts';
+import type { ApiKeyItem } from './items/api-keys.ts';
+import { ExpiringDeferredRunSchema } from './items/deferred-run-entries.ts';
+import { type DeferredRunItem, DeferredRunItemSchema, storedDeferredRun } from './items/deferred-runs.ts';
+import { ItemKeySchema, itemVersion, parseItem, type StoredItem, unexpired } from './items/item.ts';
+import type { CheckedUploadRecord } from './items/runs.ts';
 import { deferredListIndex, deferredRunKey, multiplierSortKey, waitingIndexes, waitingPartition } from './keys.ts';
 import { namedTransactWrite } from './named-transaction.ts';
 import { queryAll } from './query.ts';
 import { conditionalWrite } from './write.ts';
-
-/** The DeferredRun a caller reads (spec 2.4), from its item or its list entry (GSI5). */
-export const deferredView = (record: DeferredListEntry): DeferredRun => ({
-  deferredJobId: record.deferredJobId,
-  workflowId: record.workflowId,
-  status: record.status,
-  maxMultiplier: record.maxMultiplier,
-  createdAt: record.createdAt,
-  expiresAt: record.expiresAt,
-  dispatchedAt: record.dispatchedAt,
-  jobId: record.jobId,
-});
 
 /**
  * A new deferred run's item: `waiting`, in both waiting indexes and in its team's list (GSI5),

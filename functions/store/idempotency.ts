@@ -2,14 +2,8 @@ import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
 import { epochSeconds } from '../domain/retention.ts';
 import { ServiceError } from '../errors/define.ts';
-import {
-  IdempotencyItemSchema,
-  itemVersion,
-  parseItem,
-  type StoredItem,
-  type storedIdempotency,
-  unexpired,
-} from './items.ts';
+import { IdempotencyItemSchema, type storedIdempotency } from './items/idempotency.ts';
+import { itemVersion, parseItem, type StoredItem, unexpired } from './items/item.ts';
 import { idempotencyRecordKey } from './keys.ts';
 import { conditionalWrite } from './write.ts';
 

@@ -1,12 +1,12 @@
 /**
  * An UpdateItem's expression built from the attributes it writes, typed by the item's one schema
- * (items.ts): an attribute the item does not have, or a value of another type than its schema
+ * (items/): an attribute the item does not have, or a value of another type than its schema
  * reads, does not compile. The same check runs when the update is built, so a cast cannot slip an
  * attribute past it either. Conditions stay DynamoDB's own text; their names and values are merged
  * in, and a placeholder the two would give different meanings is refused.
  */
 import type { Deps } from '../deps.ts';
-import { type ItemAttributes, type ItemDefinition, isItemAttribute, itemVersion } from './items.ts';
+import { type ItemAttributes, type ItemDefinition, isItemAttribute, itemVersion } from './items/item.ts';
 
 /** `if_not_exists(attribute, value)`: the stored value stays, else `value` is written. */
 export class IfNotExists<TValue> {
@@ -110,7 +110,7 @@ export const itemUpdate = <TItem extends ItemDefinition>(
   const values: Record<string, unknown> = {};
   const nameOf = (attribute: string) => {
     if (!isItemAttribute(item, attribute)) {
-      throw new UnknownItemAttributeError(`an update writes ${attribute}, which its item does not have (items.ts)`);
+      throw new UnknownItemAttributeError(`an update writes ${attribute}, which its item does not have (items/)`);
     }
     define(names, `#${attribute}`, attribute);
     return `#${attribute}`;
@@ -164,7 +164,7 @@ export const itemUpdate = <TItem extends ItemDefinition>(
     // (set counts the added entries: they are SET clauses)
     throw new Error('an update that writes nothing');
   }
-  // Every write leaves the item in the current shape (items.ts, `itemVersion`), an update as a Put.
+  // Every write leaves the item in the current shape (items/item.ts, `itemVersion`), an update as a Put.
   define(values, ':set_v', itemVersion);
   set.push(`${nameOf('v')} = :set_v`);
   const add = Object.entries(update.add ?? {}).flatMap(([attribute, value]) => {

@@ -10,7 +10,7 @@ import * as v from 'valibot';
 import type { Deps } from '../deps.ts';
 import { expiredSlots, slotDecision, type TeamSlots } from '../domain/team-steps.ts';
 import { ifNotExists } from './item-update.ts';
-import type { storedTeamSteps } from './items.ts';
+import type { storedTeamSteps } from './items/tenancy.ts';
 import { conditionalUpdate } from './write.ts';
 
 /** Where a count lives: its item's definition (a `slots` map, as every slot item has) and key. */

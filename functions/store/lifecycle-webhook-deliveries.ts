@@ -6,14 +6,9 @@ import type { Deps } from '../deps.ts';
 import { type DeliveryRef, deliveryName, stepEventOfStatus } from '../domain/lifecycle-webhooks.ts';
 import { runItemExpiry } from '../domain/retention.ts';
 import { tableUpdate } from './item-update.ts';
-import {
-  DeliveryItemSchema,
-  parseItem,
-  RunItemSchema,
-  StepItemSchema,
-  storedDelivery,
-  storedStepEventCount,
-} from './items.ts';
+import { DeliveryItemSchema, storedDelivery, storedStepEventCount } from './items/deliveries.ts';
+import { parseItem } from './items/item.ts';
+import { RunItemSchema, StepItemSchema } from './items/runs.ts';
 import { runKey, runPartition, stepEventCountKey, stepSkPrefix, webhookDeliveryKey } from './keys.ts';
 import { namedTransactWrite } from './named-transaction.ts';
 import { stringAttribute } from './refusals.ts';

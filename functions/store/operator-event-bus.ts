@@ -1,12 +1,10 @@
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { envNames, operatorEventItems } from '../../platform/definitions.ts';
 import type { ItemImages } from '../domain/operator-events.ts';
-import {
-  DeferredRunEventImageSchema,
-  parseItem,
-  RunEventImageSchema,
-  WebhookEndpointEventImageSchema,
-} from './items.ts';
+import { DeferredRunEventImageSchema } from './items/deferred-run-entries.ts';
+import { parseItem } from './items/item.ts';
+import { RunEventImageSchema } from './items/runs.ts';
+import { WebhookEndpointEventImageSchema } from './items/webhook-endpoints.ts';
 import { webhookEndpointSkPrefix } from './keys.ts';
 import type { ItemChange } from './stream-images.ts';
 
@@ -54,7 +52,7 @@ export const eventBridgeSender =
   };
 
 /**
- * A change's images as the operator events read them, each with its item's schema (items.ts):
+ * A change's images as the operator events read them, each with its item's schema (items/):
  * undefined for a removal (TTL) or another item. An image without the item's shape is a
  * MalformedItemError: the batch fails, and the mapping isolates the record into its dead-letter queue.
  */

@@ -2,7 +2,8 @@ import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
 import type { PriceSettings } from '../domain/price-multiplier.ts';
 import { tableUpdate } from './item-update.ts';
-import { PriceItemSchema, parseItem, storedPrice } from './items.ts';
+import { parseItem } from './items/item.ts';
+import { PriceItemSchema, storedPrice } from './items/price.ts';
 import { priceKey } from './keys.ts';
 
 export const getPriceSettings = async (deps: Deps): Promise<PriceSettings> => {

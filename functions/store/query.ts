@@ -1,13 +1,13 @@
 import { paginateQuery, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
-import { unexpired } from './items.ts';
+import { unexpired } from './items/item.ts';
 
 /** A Query of the table, or of one of its indexes (`IndexName`); `Limit`, when set, is the size of a page. */
 export type TableQuery = Omit<QueryCommandInput, 'TableName' | 'ExclusiveStartKey'>;
 
 /**
  * Every item a Query matches, page after page, each read once by `read` (a parser of
- * functions/store/items.ts) as it arrives; an item whose `ttl` has passed is left out, as if
+ * functions/store/items/) as it arrives; an item whose `ttl` has passed is left out, as if
  * DynamoDB had deleted it (`unexpired`). `counter.pages` counts the pages (a dispatcher tick
  * reports what its queries cost).
  */

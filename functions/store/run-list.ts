@@ -4,7 +4,8 @@ import type { Deps } from '../deps.ts';
 import type { CursorPosition } from '../domain/cursor.ts';
 import { listedStatus } from '../domain/run-lifecycle.ts';
 import { batchGet } from './batch.ts';
-import { parseItem, type RunListEntry, RunListEntrySchema, RunTagEntrySchema, unexpired } from './items.ts';
+import { parseItem, unexpired } from './items/item.ts';
+import { type RunListEntry, RunListEntrySchema, RunTagEntrySchema } from './items/runs.ts';
 import { runBatchPartition, runKey, runTagPartition, teamDeferredPartition, teamRunsPartition } from './keys.ts';
 import { signingSecret } from './server-secrets.ts';
 

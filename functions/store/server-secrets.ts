@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../deps.ts';
-import { itemVersion, parseItem, ServerSecretItemSchema, type StoredItem, type storedServerSecret } from './items.ts';
+import { itemVersion, parseItem, type StoredItem } from './items/item.ts';
+import { ServerSecretItemSchema, type storedServerSecret } from './items/server-secrets.ts';
 import { cursorSigningKey, fileLinkSigningKey, runTokenSigningKey } from './keys.ts';
 import { conditionalWrite } from './write.ts';
 

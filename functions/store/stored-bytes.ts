@@ -11,7 +11,8 @@ import type { Deps } from '../deps.ts';
 import { defaultStorageQuotaBytes, expiredDays, heldBytes, type StorageUsage } from '../domain/stored-bytes.ts';
 import { StorageQuotaReachedError } from '../errors/table.ts';
 import { ifNotExists } from './item-update.ts';
-import { parseItem, type StoredBytesItem, StoredBytesItemSchema, storedStoredBytes } from './items.ts';
+import { parseItem } from './items/item.ts';
+import { type StoredBytesItem, StoredBytesItemSchema, storedStoredBytes } from './items/tenancy.ts';
 import { storedBytesKey } from './keys.ts';
 import { backoff, conditionalUpdate, storageBusy, writeRetry } from './write.ts';
 

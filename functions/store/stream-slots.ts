@@ -5,7 +5,7 @@
  * run that streams no more leaves nothing behind.
  */
 import type { Deps } from '../deps.ts';
-import { storedStreamSlots } from './items.ts';
+import { storedStreamSlots } from './items/tenancy.ts';
 import { runStreamSlotsKey, streamSlotsKey } from './keys.ts';
 import { releaseLeaseSlot, type SlotTake, takeLeaseSlot } from './lease-slots.ts';
 

@@ -4,7 +4,7 @@
  * when it holds it already (a duplicate delivery) or the team holds fewer than its cap.
  */
 import type { Deps } from '../deps.ts';
-import { storedTeamSteps } from './items.ts';
+import { storedTeamSteps } from './items/tenancy.ts';
 import { teamStepsKey } from './keys.ts';
 import { releaseLeaseSlot, type SlotItem, takeLeaseSlot } from './lease-slots.ts';
 

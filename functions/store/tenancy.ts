@@ -2,17 +2,15 @@ import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type * as v from 'valibot';
 import type { Deps } from '../deps.ts';
 import { ServiceError } from '../errors/define.ts';
+import { itemVersion, parseItem, type StoredItem } from './items/item.ts';
 import {
   IdEntrySchema,
-  itemVersion,
-  parseItem,
-  type StoredItem,
   type storedAgent,
   type storedProject,
   storedTeam,
   type TeamItem,
   TeamItemSchema,
-} from './items.ts';
+} from './items/tenancy.ts';
 import { agentKey, idIndex, projectKey, teamKey } from './keys.ts';
 import { conditionalUpdate, transactWrite } from './write.ts';
 

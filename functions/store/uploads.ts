@@ -18,15 +18,8 @@ import type { Deps } from '../deps.ts';
 import { epochSeconds } from '../domain/retention.ts';
 import type { ByteSource } from '../nodes/media/whole-file.ts';
 import { itemUpdate } from './item-update.ts';
-import {
-  itemVersion,
-  parseItem,
-  type StoredItem,
-  storedUpload,
-  type UploadItem,
-  UploadItemSchema,
-  unexpired,
-} from './items.ts';
+import { itemVersion, parseItem, type StoredItem, unexpired } from './items/item.ts';
+import { storedUpload, type UploadItem, UploadItemSchema } from './items/uploads.ts';
 import { uploadKey } from './keys.ts';
 import { isMissingObject, s3StatusOf as statusOf } from './missing-object.ts';
 import { conditionalWrite } from './write.ts';

@@ -15,14 +15,8 @@ import {
 } from '../domain/usage.ts';
 import { InvalidQueryError } from '../errors/table.ts';
 import { tableUpdate } from './item-update.ts';
-import {
-  parseItem,
-  storedUsageCell,
-  storedUsageModel,
-  UsageCellItemSchema,
-  UsageModelItemSchema,
-  unexpired,
-} from './items.ts';
+import { parseItem, unexpired } from './items/item.ts';
+import { storedUsageCell, storedUsageModel, UsageCellItemSchema, UsageModelItemSchema } from './items/usage.ts';
 import { type UsagePart, usageKey, usagePartition } from './keys.ts';
 import type { TransactItems } from './write.ts';
 

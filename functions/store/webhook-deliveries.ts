@@ -19,14 +19,9 @@ import {
   webhookEventOfStatus,
 } from '../domain/webhook.ts';
 import { ifNotExists } from './item-update.ts';
-import {
-  DeliveryItemSchema,
-  parseItem,
-  RunCallbackSchema,
-  RunDeliverySubjectSchema,
-  storedDelivery,
-  unexpired,
-} from './items.ts';
+import { DeliveryItemSchema, storedDelivery } from './items/deliveries.ts';
+import { parseItem, unexpired } from './items/item.ts';
+import { RunCallbackSchema, RunDeliverySubjectSchema } from './items/runs.ts';
 import { runKey, runPartition, webhookDeliveryKey, webhookSkPrefix } from './keys.ts';
 import { conditionalUpdate } from './write.ts';
 

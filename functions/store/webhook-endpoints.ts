@@ -11,20 +11,17 @@ import type { Deps } from '../deps.ts';
 import { runItemExpiry } from '../domain/retention.ts';
 import { appendToAttemptLog, type DeliveryState, type WebhookAttempt } from '../domain/webhook.ts';
 import { ifNotExists, tableUpdate } from './item-update.ts';
+import { itemVersion, parseItem, type StoredItem, unexpired } from './items/item.ts';
+import { RunItemSchema } from './items/runs.ts';
 import {
   type EndpointDeliveryItem,
   EndpointDeliveryItemSchema,
-  itemVersion,
-  parseItem,
-  RunItemSchema,
-  type StoredItem,
   storedEndpointDelivery,
   storedEndpointSlots,
   storedWebhookEndpoint,
-  unexpired,
   type WebhookEndpointItem,
   WebhookEndpointItemSchema,
-} from './items.ts';
+} from './items/webhook-endpoints.ts';
 import {
   endpointDeliveryKey,
   endpointDeliveryPartition,

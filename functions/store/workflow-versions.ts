@@ -12,12 +12,10 @@ import type { CursorPosition } from '../domain/cursor.ts';
 import { WorkflowNotFoundError, WorkflowTooLargeToStoreError } from '../errors/table.ts';
 import type { Canvas } from '../nodes/catalogue/canvas.ts';
 import { tableUpdate } from './item-update.ts';
+import { itemVersion, parseItem, type StoredItem } from './items/item.ts';
 import {
   CanvasItemSchema,
-  itemVersion,
   ListedWorkflowVersionSchema,
-  parseItem,
-  type StoredItem,
   type storedCanvas,
   storedWorkflow,
   type storedWorkflowVersion,
@@ -25,7 +23,7 @@ import {
   WorkflowItemSchema,
   type WorkflowVersionItem,
   WorkflowVersionItemSchema,
-} from './items.ts';
+} from './items/workflows.ts';
 import {
   canvasKey,
   workflowKey,

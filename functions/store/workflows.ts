@@ -1,22 +1,15 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
-import type { WorkflowStatus, WorkflowStep } from '../../schemas/workflows.ts';
+import type { WorkflowStatus } from '../../schemas/workflow-words.ts';
+import type { WorkflowStep } from '../../schemas/workflows.ts';
 import type { Deps } from '../deps.ts';
 import type { WorkflowSummaryRecord } from '../domain/workflow-list.ts';
 import { AgentOrProjectNotFoundError, WorkflowTooLargeToStoreError } from '../errors/table.ts';
 import type { Canvas } from '../nodes/catalogue/canvas.ts';
 import { tableUpdate } from './item-update.ts';
-import {
-  AgentItemSchema,
-  type IdEntrySchema,
-  itemVersion,
-  parseItem,
-  type StoredItem,
-  storedAgent,
-  type storedCanvas,
-  storedWorkflow,
-  WorkflowItemSchema,
-} from './items.ts';
+import { itemVersion, parseItem, type StoredItem } from './items/item.ts';
+import { AgentItemSchema, type IdEntrySchema, storedAgent } from './items/tenancy.ts';
+import { type storedCanvas, storedWorkflow, WorkflowItemSchema } from './items/workflows.ts';
 import { agentKey, canvasKey, idIndex, projectKey, teamPartition, workflowKey, workflowSkPrefix } from './keys.ts';
 import { type NamedItems, namedTransactWrite } from './named-transaction.ts';
 import { queryAll } from './query.ts';

@@ -31,7 +31,7 @@ import { StorageBusyError, type StorageContention } from '../errors/table.ts';
 import { logger } from '../observability/logger.ts';
 import { contentionOf } from './contention.ts';
 import { type ItemUpdate, tableUpdate, type UpdateCondition } from './item-update.ts';
-import type { ItemAttributes, ItemDefinition } from './items.ts';
+import type { ItemAttributes, ItemDefinition } from './items/item.ts';
 import { type CancellationReason, cancellationReasons, isConditionalCheckFailed, refusedItem } from './refusals.ts';
 
 // Where the classification lives, so the read side (read.ts) carries none of the write helper's code.

@@ -5,7 +5,7 @@
 
 import type { FailureReason } from '../../../platform/alarm-rules.ts';
 import { RunStatus } from '../../../platform/run-statuses.ts';
-import type { StepLogs } from '../../../schemas/run-steps.ts';
+import type { StepLogs } from '../../../schemas/step-attempts.ts';
 import type { Deps } from '../../deps.ts';
 import { failureReasonOf } from '../../domain/failure-reasons.ts';
 import { stepRetryDelaySeconds } from '../../domain/provider-jobs.ts';
@@ -14,7 +14,7 @@ import { type AttemptWhere, failedAttempt, retryWait } from '../../domain/step-h
 import { failureRecordTries, planDeadlineRetry, planReread } from '../../domain/step-plan.ts';
 import { logger } from '../../observability/logger.ts';
 import { addCreditsCharged, countRunEnded, countStepFailed } from '../../observability/metrics.ts';
-import type { RunItem } from '../../store/items.ts';
+import type { RunItem } from '../../store/items/runs.ts';
 import {
   type Attempt,
   abandonStep,

@@ -36,7 +36,7 @@ import { type ModelUse, type NodeExecutor, StepFailedError } from '../../nodes/e
 import { SecretUnavailableError } from '../../nodes/providers/secret-refs.ts';
 import { ProviderError } from '../../nodes/providers/types.ts';
 import { logger, withRecordKeys } from '../../observability/logger.ts';
-import type { StepItem } from '../../store/items.ts';
+import type { StepItem } from '../../store/items/runs.ts';
 import {
   type Attempt,
   abandonStep,

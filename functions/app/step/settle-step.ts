@@ -20,7 +20,7 @@ import { planCount, planRelease, planReleaseRead, type ReadPlan, releaseReadIds 
 import type { Canvas } from '../../nodes/catalogue/canvas.ts';
 import type { ModelUse } from '../../nodes/executors/types.ts';
 import { addCreditsCharged, countRunEnded, countStepCompleted } from '../../observability/metrics.ts';
-import type { RunItem } from '../../store/items.ts';
+import type { RunItem } from '../../store/items/runs.ts';
 import {
   countStep,
   endRun,

@@ -6,7 +6,8 @@ import type { NodeSpec } from '../../nodes/catalogue/node-spec.ts';
 import type { StepContext, StoredFile } from '../../nodes/executors/types.ts';
 import { getConnections, resolveConnection } from '../../store/connections.ts';
 import { presignTeamFile, putRunFile, readTeamFile } from '../../store/files.ts';
-import type { ConnectionRef, RunItem } from '../../store/items.ts';
+import type { RunItem } from '../../store/items/runs.ts';
+import type { ConnectionRef } from '../../store/items/tenancy.ts';
 
 /** What a node executor (or a job's outcome) is handed: the step, its inputs, and the run's files and keys. */
 export const stepContext = (

@@ -1,6 +1,6 @@
 /** A step's message, what it sends of its run's steps, and the options a worker runs it with. */
 import type { Deps } from '../../deps.ts';
-import type { RunItem } from '../../store/items.ts';
+import type { RunItem } from '../../store/items/runs.ts';
 import { sendStepMessages } from '../../store/run/index.ts';
 import type { JobStepMessage } from '../provider-job.ts';
 

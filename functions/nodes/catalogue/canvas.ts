@@ -3,7 +3,7 @@
  * between their handles, each step at its place on the canvas. Built and checked by
  * functions/domain/workflow-graph.ts; read by the executors and the providers' routing.
  */
-import type { NodeType } from '../../../schemas/workflows.ts';
+import type { NodeType } from '../../../schemas/workflow-words.ts';
 
 /** A step's place on the canvas. */
 export interface Position {

@@ -3,7 +3,7 @@
  * receipt (where it went, status), so they can end a workflow.
  */
 import * as v from 'valibot';
-import type { NodeType } from '../../../schemas/workflows.ts';
+import type { NodeType } from '../../../schemas/workflow-words.ts';
 import { flatPrice, type NodeSpec, NonEmptyStringSchema } from './node-spec.ts';
 
 const delivery = { category: 'delivery', acceptsApiInputKey: false, model: null, price: flatPrice(5) } as const;

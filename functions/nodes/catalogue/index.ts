@@ -2,7 +2,7 @@
  * The node catalogue (DESIGN section 4): one entry per node type of spec section 2.2, as data.
  * Entries live by category in the neighbouring files; this one joins them and answers lookups.
  */
-import { type NodeType, nodeTypes } from '../../../schemas/workflows.ts';
+import { type NodeType, nodeTypes } from '../../../schemas/workflow-words.ts';
 import { deliveryNodes } from './delivery.ts';
 import { inputNodes, resourceNodes } from './inputs.ts';
 import { logicNodes } from './logic.ts';

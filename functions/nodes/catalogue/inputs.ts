@@ -4,7 +4,7 @@
  */
 import * as v from 'valibot';
 import { uploadContentTypes } from '../../../schemas/upload-types.ts';
-import type { NodeType } from '../../../schemas/workflows.ts';
+import type { NodeType } from '../../../schemas/workflow-words.ts';
 import { type ApiInput, ApiInputKeySchema, flatPrice, intBetween, type NodeSpec } from './node-spec.ts';
 
 const notAModel = { acceptsApiInputKey: false, model: null } as const;

@@ -1,6 +1,6 @@
 /** Logic nodes: they run for real inside the service (text, JSON, math, conditions, batching, HTTP, crop). */
 import * as v from 'valibot';
-import type { NodeType } from '../../../schemas/workflows.ts';
+import type { NodeType } from '../../../schemas/workflow-words.ts';
 import { pythonMaxTimeoutMs } from '../../python/protocol.ts';
 import { ApiInputKeySchema, flatPrice, intBetween, type NodeSpec, NonEmptyStringSchema } from './node-spec.ts';
 

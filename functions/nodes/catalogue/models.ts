@@ -9,7 +9,7 @@
  */
 import * as v from 'valibot';
 import { catalogueDefaults, type ModelNodeType } from '../../../platform/model-defaults.ts';
-import type { NodeType } from '../../../schemas/workflows.ts';
+import type { NodeType } from '../../../schemas/workflow-words.ts';
 import {
   intBetween,
   type ModelSpec,

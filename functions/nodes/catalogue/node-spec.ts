@@ -4,7 +4,7 @@
  */
 import * as v from 'valibot';
 import type { UploadContentType } from '../../../schemas/upload-types.ts';
-import { type NodeType, stepKeyPattern, stepKeyRule } from '../../../schemas/workflows.ts';
+import { type NodeType, stepKeyPattern, stepKeyRule } from '../../../schemas/workflow-words.ts';
 import type { ValueKind } from './kinds.ts';
 import { draftPrice } from './run-modes.ts';
 

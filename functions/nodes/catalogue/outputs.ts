@@ -3,7 +3,7 @@
  * can end a workflow (its value becomes a RunOutput) or sit in the middle of one.
  */
 import * as v from 'valibot';
-import type { NodeType } from '../../../schemas/workflows.ts';
+import type { NodeType } from '../../../schemas/workflow-words.ts';
 import { flatPrice, type NodeSpec } from './node-spec.ts';
 
 const viewer = {

@@ -12,7 +12,7 @@
  * A provider is told the mode too and may lower its own quality further (an image provider asks
  * for its low quality), which never changes the price.
  */
-import type { RunMode } from '../../../schemas/runs.ts';
+import type { RunMode } from '../../../schemas/run-words.ts';
 
 /** Longest text answer in `draft`, in tokens. */
 export const draftMaxTokens = 64;

@@ -1,6 +1,6 @@
 /** Stage nodes: markers that group a workflow into phases and pass whatever they get along. */
 import * as v from 'valibot';
-import type { NodeType } from '../../../schemas/workflows.ts';
+import type { NodeType } from '../../../schemas/workflow-words.ts';
 import { flatPrice, type NodeSpec } from './node-spec.ts';
 
 const stage = (type: NodeType, displayName: string): NodeSpec => ({

@@ -6,7 +6,7 @@
  * setting's schema, and that every setting has words). The model steps' shared settings
  * (`provider`, `model`, `modelInput`) and `apiInputKey` carry their words in their schemas.
  */
-import type { NodeType } from '../../../schemas/workflows.ts';
+import type { NodeType } from '../../../schemas/workflow-words.ts';
 import { defaultMaxTokens, defaultSamplingSteps, draftMaxTokens } from './run-modes.ts';
 
 export interface NodeWords {

@@ -4,7 +4,7 @@
  * (the deployed step executor over `executorDeps` with its secret store, tests and `npm start` over
  * `executorDepsFromEnv` or their own settings); the step orchestration only reads `deps.executors`.
  */
-import type { NodeType } from '../../../schemas/workflows.ts';
+import type { NodeType } from '../../../schemas/workflow-words.ts';
 import type { ExecutorLookup } from '../../deps.ts';
 import { type ExecutorDeps, type ExecutorSettings, executorDeps } from './helpers.ts';
 import { inputExecutors } from './inputs.ts';

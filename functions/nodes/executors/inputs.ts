@@ -10,7 +10,7 @@
  * - Service (`service`): POST `{endpoint}/{serviceId}/{operation}` with the request → response.
  * A run without the connection fails that step with "needs the team connection …".
  */
-import type { NodeType } from '../../../schemas/workflows.ts';
+import type { NodeType } from '../../../schemas/workflow-words.ts';
 import { isRecord } from '../../is-record.ts';
 import { fileInputTypes } from '../catalogue/node-spec.ts';
 import { sniffFetched } from '../media/file-sniff.ts';

@@ -1,6 +1,6 @@
 /** Executors of the logic nodes: they run for real inside the service. */
 import { isDeepStrictEqual } from 'node:util';
-import type { NodeType } from '../../../schemas/workflows.ts';
+import type { NodeType } from '../../../schemas/workflow-words.ts';
 import { PythonRunnerError } from '../../clients/lambda.ts';
 import { isRecord } from '../../is-record.ts';
 import type { PythonAnswer } from '../../python/protocol.ts';

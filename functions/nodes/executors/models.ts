@@ -7,7 +7,7 @@
  */
 
 import { isJobProtocol, providerEntry } from '../../../platform/providers.ts';
-import type { NodeType } from '../../../schemas/workflows.ts';
+import type { NodeType } from '../../../schemas/workflow-words.ts';
 import { imageSize, modeSettings } from '../catalogue/run-modes.ts';
 import { glbAsObj } from '../media/glb.ts';
 import { pngPixels } from '../media/png.ts';

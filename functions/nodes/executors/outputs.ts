@@ -16,7 +16,7 @@
  * Every call goes through the address guard with a deadline and no redirects; the token is sent as
  * `Authorization: Bearer`.
  */
-import type { NodeType } from '../../../schemas/workflows.ts';
+import type { NodeType } from '../../../schemas/workflow-words.ts';
 import { isRecord } from '../../is-record.ts';
 import {
   allInputs,

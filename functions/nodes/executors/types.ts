@@ -1,4 +1,5 @@
-import type { AiMark, RunMode } from '../../../schemas/runs.ts';
+import type { RunMode } from '../../../schemas/run-words.ts';
+import type { AiMark } from '../../../schemas/runs.ts';
 import type { CanvasNode } from '../catalogue/canvas.ts';
 import type { NodeSpec } from '../catalogue/node-spec.ts';
 import type { JobProvider, JobUsage, TeamConnection } from '../providers/types.ts';

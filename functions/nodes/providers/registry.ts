@@ -7,7 +7,7 @@ import {
   regionExcludes,
   sandboxProviderKey,
 } from '../../../platform/providers.ts';
-import { messages } from '../../../schemas/errors.ts';
+import { messages } from '../../../schemas/error-messages.ts';
 import type { Canvas, CanvasNode } from '../catalogue/canvas.ts';
 /**
  * The provider registry's rules (DESIGN section 4): a model's licence facts, where a model step

@@ -3,7 +3,7 @@
  * files or vectors; executors store the files and report the model used. Capabilities a provider
  * lacks are left out, and a step asking for one fails with a clear message.
  */
-import type { RunMode } from '../../../schemas/runs.ts';
+import type { RunMode } from '../../../schemas/run-words.ts';
 
 /** Bytes a provider produced or was given, with their type. */
 export interface MediaFile {

@@ -2,7 +2,8 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { StepStatus } from '../../../platform/run-statuses.ts';
 import type { Deps } from '../../deps.ts';
 import { runItemExpiry } from '../../domain/retention.ts';
-import { itemVersion, type StepItem, type StoredItem, type storedStep } from '../items.ts';
+import { itemVersion, type StoredItem } from '../items/item.ts';
+import type { StepItem, storedStep } from '../items/runs.ts';
 import { stepKey } from '../keys.ts';
 
 /**

@@ -1,13 +1,15 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { type EndStatus, inProgressStatuses } from '../../../platform/run-statuses.ts';
-import type { EndReason } from '../../../schemas/runs.ts';
+import type { EndReason } from '../../../schemas/run-words.ts';
 import type { Deps } from '../../deps.ts';
 import { runItemExpiry } from '../../domain/retention.ts';
 import { holdsEndedRun, isEndStatus, runTransitions } from '../../domain/run-lifecycle.ts';
 import { settlementUsage, usageDay } from '../../domain/usage.ts';
 import { logger } from '../../observability/logger.ts';
 import { tableUpdate } from '../item-update.ts';
-import { storedKeyMonth, storedProject, storedRun, storedTeam, storedWorkflowLock } from '../items.ts';
+import { storedRun } from '../items/runs.ts';
+import { storedKeyMonth, storedProject, storedTeam } from '../items/tenancy.ts';
+import { storedWorkflowLock } from '../items/workflow-locks.ts';
 import { keyMonthKey, projectKey, queuedRunIndex, runKey, teamKey, workflowLockKey } from '../keys.ts';
 import { usageRollupItems } from '../usage.ts';
 import { conditionalWrite, type TransactItems, transactWrite } from '../write.ts';

@@ -5,10 +5,11 @@
  */
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import * as v from 'valibot';
-import type { StepAttempt } from '../../../schemas/run-steps.ts';
+import type { StepAttempt } from '../../../schemas/step-attempts.ts';
 import type { Deps } from '../../deps.ts';
 import { maxRetryDelaySeconds } from '../../domain/provider-jobs.ts';
-import { parseItem, type StepItem, StepItemSchema, storedStep } from '../items.ts';
+import { parseItem } from '../items/item.ts';
+import { type StepItem, StepItemSchema, storedStep } from '../items/runs.ts';
 import { stepKey } from '../keys.ts';
 import { sqsMessageBody, stepMessageGroup } from '../queues.ts';
 import { conditionalUpdate } from '../write.ts';

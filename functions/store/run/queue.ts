@@ -7,7 +7,7 @@
  */
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { RunStatus } from '../../../platform/run-statuses.ts';
-import type { EndReason } from '../../../schemas/runs.ts';
+import type { EndReason } from '../../../schemas/run-words.ts';
 import type { Deps } from '../../deps.ts';
 import { notifiesStart } from '../../domain/lifecycle-webhooks.ts';
 import { readyWhenDone } from '../../domain/resume.ts';
@@ -18,20 +18,15 @@ import { logger } from '../../observability/logger.ts';
 import { canvasOf } from '../canvases.ts';
 import type { IdempotencyRecord } from '../idempotency.ts';
 import { tableUpdate } from '../item-update.ts';
+import { itemVersion, parseItem, type StoredItem } from '../items/item.ts';
+import { type RunItem, storedRun } from '../items/runs.ts';
+import { storedKeyMonth, storedProject, storedTeam } from '../items/tenancy.ts';
 import {
-  itemVersion,
-  parseItem,
-  type RunItem,
-  type StoredItem,
-  storedKeyMonth,
-  storedProject,
-  storedRun,
-  storedTeam,
   storedWorkflowLock,
   type storedWorkflowQueueEntry,
   WorkflowLockItemSchema,
   WorkflowQueueEntrySchema,
-} from '../items.ts';
+} from '../items/workflow-locks.ts';
 import {
   keyMonthKey,
   projectKey,

@@ -1,7 +1,8 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
 import type { Deps } from '../../deps.ts';
-import { parseItem, RunItemSchema, unexpired } from '../items.ts';
+import { parseItem, unexpired } from '../items/item.ts';
+import { RunItemSchema } from '../items/runs.ts';
 import { runKey } from '../keys.ts';
 
 /**

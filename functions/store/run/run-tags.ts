@@ -1,6 +1,7 @@
 import type { Deps } from '../../deps.ts';
 import { retentionExpiry } from '../../domain/retention.ts';
-import { itemVersion, type StoredItem, type storedRunBatch, type storedRunTag } from '../items.ts';
+import { itemVersion, type StoredItem } from '../items/item.ts';
+import type { storedRunBatch, storedRunTag } from '../items/runs.ts';
 import { runBatchKey, runTagKey } from '../keys.ts';
 
 /**

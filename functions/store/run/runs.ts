@@ -3,7 +3,7 @@ import { GetCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamod
 import * as v from 'valibot';
 import { RunStatus } from '../../../platform/run-statuses.ts';
 import type { RunLabels } from '../../../schemas/run-tags.ts';
-import type { RunMode } from '../../../schemas/runs.ts';
+import type { RunMode } from '../../../schemas/run-words.ts';
 import type { LifecycleEvent } from '../../../schemas/webhook-events.ts';
 import type { Deps } from '../../deps.ts';
 import type { AdmissionFacts } from '../../domain/admission.ts';
@@ -26,30 +26,26 @@ import type { Canvas } from '../../nodes/catalogue/canvas.ts';
 import { batchGet, itemFor } from '../batch.ts';
 import { IdempotencyRaceError, type IdempotencyRecord, idempotencyPut } from '../idempotency.ts';
 import { tableUpdate } from '../item-update.ts';
+import { itemVersion, parseItem, type StoredItem, unexpired } from '../items/item.ts';
 import {
-  AgentItemSchema,
-  CanvasItemSchema,
   type InputFile,
-  itemVersion,
-  KeyMonthItemSchema,
-  ProjectItemSchema,
-  parseItem,
   type RunItem,
   RunItemSchema,
   type StepItem,
   StepItemSchema,
-  type StoredItem,
+  type storedRun,
+} from '../items/runs.ts';
+import {
+  AgentItemSchema,
+  KeyMonthItemSchema,
+  ProjectItemSchema,
   storedKeyMonth,
   storedProject,
-  type storedRun,
   storedTeam,
-  type storedWorkflowLock,
   TeamItemSchema,
-  unexpired,
-  type WorkflowItem,
-  WorkflowItemSchema,
-  WorkflowLockItemSchema,
-} from '../items.ts';
+} from '../items/tenancy.ts';
+import { type storedWorkflowLock, WorkflowLockItemSchema } from '../items/workflow-locks.ts';
+import { CanvasItemSchema, type WorkflowItem, WorkflowItemSchema } from '../items/workflows.ts';
 import {
   agentKey,
   canvasKey,

@@ -4,7 +4,9 @@ import type { StepState } from '../../domain/run-graph.ts';
 import type { Canvas } from '../../nodes/catalogue/canvas.ts';
 import { batchGet, itemFor } from '../batch.ts';
 import { cachedCanvas, lastCachedCanvas, rememberCanvas } from '../canvas-cache.ts';
-import { CanvasItemSchema, parseItem, RunItemSchema, type StepItem, StepItemSchema } from '../items.ts';
+import { parseItem } from '../items/item.ts';
+import { RunItemSchema, type StepItem, StepItemSchema } from '../items/runs.ts';
+import { CanvasItemSchema } from '../items/workflows.ts';
 import { canvasKey, runKey, stepKey } from '../keys.ts';
 import { readVersionCanvas } from '../workflow-versions.ts';
 

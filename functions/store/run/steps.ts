@@ -1,8 +1,8 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as v from 'valibot';
 import { RunStatus, StepStatus, type StoredStepStatus } from '../../../platform/run-statuses.ts';
-import type { StepAttempt, StepLogs } from '../../../schemas/run-steps.ts';
-import type { LicenceModel } from '../../../schemas/runs.ts';
+import type { LicenceModel } from '../../../schemas/run-words.ts';
+import type { StepAttempt, StepLogs } from '../../../schemas/step-attempts.ts';
 import type { Deps } from '../../deps.ts';
 import { notifiesStepEnd } from '../../domain/lifecycle-webhooks.ts';
 import { runItemExpiry } from '../../domain/retention.ts';
@@ -10,15 +10,8 @@ import { type CountedStepStatus, isCompleted, isInProgress, isLastCount } from '
 import { modelChargeEntry } from '../../domain/usage.ts';
 import type { ModelUse } from '../../nodes/executors/types.ts';
 import { ifNotExists, tableUpdate } from '../item-update.ts';
-import {
-  parseItem,
-  type RunItem,
-  RunItemSchema,
-  type StepItem,
-  StepItemSchema,
-  storedRun,
-  storedStep,
-} from '../items.ts';
+import { parseItem } from '../items/item.ts';
+import { type RunItem, RunItemSchema, type StepItem, StepItemSchema, storedRun, storedStep } from '../items/runs.ts';
 import { runKey, stepKey } from '../keys.ts';
 import { StringSetAttributeSchema, stringAttribute } from '../refusals.ts';
 import { conditionalUpdate, conditionalWrite, transactWrite } from '../write.ts';
