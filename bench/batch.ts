@@ -13,7 +13,7 @@ import { PurgeQueueCommand } from '@aws-sdk/client-sqs';
 import { startLocalApi } from '../local/api-gateway.ts';
 import { localDeps } from '../local/local-deps.ts';
 import type { LocalResources } from '../local/provision.ts';
-import { maxBatchItems } from '../schemas/batches.ts';
+import { maxBatchItems } from '../schemas/batch-request.ts';
 import { awsPrices, dollars, type Meter, meterDynamoDb, meterSqs, newMeter, resetMeter } from './cost-meter.ts';
 import { heading, line, note } from './report.ts';
 import { chainSteps, createChainWorkflows, seedRunsTeam } from './seed.ts';

@@ -16,7 +16,7 @@ import { setLiveMultiplier } from '../functions/store/price-multiplier.ts';
 import { putWorkflow } from '../functions/store/workflows.ts';
 import { localDeps } from '../local/local-deps.ts';
 import { type LocalResources, provision } from '../local/provision.ts';
-import { RunRequestSchema } from '../schemas/runs.ts';
+import { RunRequestSchema } from '../schemas/run-request.ts';
 import { type CallCounts, commandsText, countDynamoDbCalls, countSqsCalls, since, snapshot } from './counters.ts';
 import { heading, line, note, ratio } from './report.ts';
 import { type BenchTeam, mapLimit, seedRunsTeam } from './seed.ts';

@@ -8,7 +8,7 @@ import * as v from 'valibot';
 import { DateTimeSchema, notArray, UuidSchema } from './common.ts';
 import { deliveryPendingMessage } from './error-messages.ts';
 import { jsonResponse, type OperationSpec, ref, uuidPath } from './openapi-parts.ts';
-import { WebhookEventSchema } from './runs.ts';
+import { WebhookEventSchema } from './run-words.ts';
 import { LifecycleEventSchema } from './webhook-events.ts';
 
 /** A delivery's states (functions/domain/webhook.ts says when each holds). */

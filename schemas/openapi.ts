@@ -47,7 +47,8 @@ import {
 } from './openapi-parts.ts';
 import { runStepComponents, runStepOperations } from './run-steps.ts';
 import { runTokenComponents, runTokenOperations } from './run-tokens.ts';
-import { runComponents, runListComponents, runOperations, WebhookEventSchema, webhookHeaderNames } from './runs.ts';
+import { WebhookEventSchema } from './run-words.ts';
+import { runComponents, runListComponents, runOperations, webhookHeaderNames } from './runs.ts';
 import { usageComponents, usageOperations } from './usage.ts';
 import { webhookEndpointComponents, webhookEndpointOperations } from './webhook-endpoints.ts';
 import { workflowDescriptionComponents, workflowDescriptionOperations } from './workflow-description.ts';

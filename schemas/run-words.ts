@@ -73,3 +73,8 @@ export const listPageLimits = { default: 20, max: 100 } as const;
 /** A deferred run's statuses (schemas/deferred-runs.ts), which its list filters on. */
 export const deferredRunStatuses = ['waiting', 'dispatched', 'expired', 'cancelled'] as const;
 export const DeferredRunStatusSchema = v.picklist(deferredRunStatuses);
+
+/** Value of the `X-Service-Event` header and the `event` field of the webhook body. */
+const webhookEndEvents = ['run.completed', 'run.failed', 'run.stopped', 'run.cancelled'] as const;
+export const WebhookEventSchema = v.picklist(webhookEndEvents);
+export type WebhookEvent = v.InferOutput<typeof WebhookEventSchema>;

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { buildOpenApiDocument } from '../functions/docs/openapi.ts';
 import { routes } from '../platform/routes.ts';
 import { messagePrefixes, messages } from '../schemas/error-messages.ts';
-import { RunRequestSchema } from '../schemas/runs.ts';
+import { RunRequestSchema } from '../schemas/run-request.ts';
 import { nodeTypes } from '../schemas/workflow-words.ts';
 import { CreateWorkflowRequestSchema } from '../schemas/workflows.ts';
 import { expectValidResponse, findPathTemplate, validateResponse } from './support/openapi-validator.ts';

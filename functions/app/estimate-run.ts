@@ -14,8 +14,8 @@
  * start holds nothing now, so its refusal is only what the deferred start would answer now.
  */
 
+import type { RunRequest } from '../../schemas/run-request.ts';
 import { type RunMode, RunModeSchema } from '../../schemas/run-words.ts';
-import type { RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { deferredExpiresAt } from '../domain/deferred-run-lifetime.ts';
 import { type OutputLicence, plannedLicence } from '../domain/licence.ts';

@@ -1,5 +1,5 @@
 import { RunStatus } from '../../platform/run-statuses.ts';
-import type { ResumeRunRequest, RunRequest } from '../../schemas/runs.ts';
+import type { ResumeRunRequest, RunRequest } from '../../schemas/run-request.ts';
 import type { Deps } from '../deps.ts';
 import { toCredits } from '../domain/credits.ts';
 import type { RequestTarget } from '../domain/idempotency-key.ts';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import pMap from 'p-map';
 import { routeKeyOf } from '../../platform/edge.ts';
 import { type RouteId, routeById } from '../../platform/routes.ts';
-import type { RunRequest } from '../../schemas/runs.ts';
+import type { RunRequest } from '../../schemas/run-request.ts';
 import type { Deps } from '../deps.ts';
 import {
   idempotencyKeyHash,

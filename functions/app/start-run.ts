@@ -1,6 +1,6 @@
 import { RunStatus } from '../../platform/run-statuses.ts';
+import type { OnConflict, RunRequest } from '../../schemas/run-request.ts';
 import { runLabels } from '../../schemas/run-tags.ts';
-import type { OnConflict, RunRequest } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
 import { type AdmissionRefusal, busyFirst, refusalWithoutFacts, runRefusal } from '../domain/admission.ts';
 import { toCredits } from '../domain/credits.ts';

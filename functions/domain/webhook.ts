@@ -1,7 +1,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { type EndStatus, endStatuses } from '../../platform/run-statuses.ts';
 import type { deliveryStates, webhookErrorKinds } from '../../schemas/deliveries.ts';
-import type { WebhookEvent } from '../../schemas/runs.ts';
+import type { WebhookEvent } from '../../schemas/run-words.ts';
 import { generatedSecretBytes, isStandardSecret, standardSecretPrefix } from '../../schemas/webhook-secret.ts';
 
 /**

@@ -5,14 +5,14 @@
  */
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type * as v from 'valibot';
-import { BatchEnvelopeSchema, BatchItemTargetSchema, batchMessages } from '../../schemas/batches.ts';
+import { BatchEnvelopeSchema, BatchItemTargetSchema, batchMessages } from '../../schemas/batch-request.ts';
 import { messages } from '../../schemas/error-messages.ts';
 import {
   type ResumeRunRequest,
   ResumeRunRequestSchema,
   type RunRequest,
   RunRequestSchema,
-} from '../../schemas/runs.ts';
+} from '../../schemas/run-request.ts';
 import { webhookEventsProblem } from '../../schemas/webhook-events.ts';
 import { callbackSecretProblem } from '../../schemas/webhook-secret.ts';
 import { CallbackUrlInvalidError, InvalidBodyError, PayloadTooLargeError } from '../errors/table.ts';

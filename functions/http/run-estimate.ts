@@ -1,5 +1,5 @@
 import type { RunEstimateView } from '../../schemas/estimates.ts';
-import type { RunRequest } from '../../schemas/runs.ts';
+import type { RunRequest } from '../../schemas/run-request.ts';
 import type { RunStartEstimate } from '../app/estimate-run.ts';
 import type { Deps } from '../deps.ts';
 import { toCredits } from '../domain/credits.ts';

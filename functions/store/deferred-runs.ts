@@ -1,5 +1,5 @@
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { RunRequest } from '../../schemas/runs.ts';
+import type { RunRequest } from '../../schemas/run-request.ts';
 import type { Deps } from '../deps.ts';
 import { deferredExpiresAt } from '../domain/deferred-run-lifetime.ts';
 import { retentionExpiry } from '../domain/retention.ts';

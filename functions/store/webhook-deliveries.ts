@@ -1,6 +1,6 @@
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type * as v from 'valibot';
-import type { WebhookEvent } from '../../schemas/runs.ts';
+import type { WebhookEvent } from '../../schemas/run-words.ts';
 import type { Deps } from '../deps.ts';
 import {
   type DeliveryOf,

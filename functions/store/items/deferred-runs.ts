@@ -4,7 +4,7 @@
  * items: see item.ts for how every item is read and written.
  */
 import * as v from 'valibot';
-import { RunRequestSchema } from '../../../schemas/runs.ts';
+import { RunRequestSchema } from '../../../schemas/run-request.ts';
 import { DeferredRunFieldsSchema } from './deferred-run-entries.ts';
 import { storedItem } from './item.ts';
 import { CheckedUploadSchema, InputFileSchema } from './runs.ts';
