@@ -11,6 +11,8 @@ import { describe, expect, it } from 'vitest';
 import type { Deps } from '../functions/deps.ts';
 import { settleMarginMs } from '../functions/domain/step-plan.ts';
 import { type NodeExecutor, StepFailedError } from '../functions/nodes/executors/types.ts';
+import type { RunItem } from '../functions/store/items/runs.ts';
+import { finishStepItem } from '../functions/store/run/index.ts';
 import { makeHandler } from '../functions/workers/step-executor.ts';
 import { invokedAs } from '../local/invocation.ts';
 import { lambdaContext } from '../local/lambda-context.ts';
@@ -103,6 +105,9 @@ describe('a chain runs on in the invocation of its first step', () => {
     expect(await deliver(contextHandler(stack.deps), stepRecords(roots))).toEqual([]);
     expect(await messagesOf(jobId)).toEqual([]);
     await expectCompletedOnce(t, jobId, pricesOf(steps));
+    // Each step took its predecessor's outputs as that turn wrote them (not read again): all arrived.
+    const { steps: items } = await runParts(stack.deps, jobId);
+    expect(Object.values(items.get('h')?.outputs ?? {})).toEqual(['h(g(f(e(d(c(b(a())))))))']);
   });
 
   it('a model step keeps its own message; the chain after it runs on in its invocation', async () => {
@@ -153,6 +158,42 @@ describe('a chain runs on in the invocation of its first step', () => {
     const pending = await messagesOf(jobId);
     expect(pending.map((m) => m.nodeId)).toEqual(['c']);
     expect(await deliver(handler, stepRecords(pending))).toEqual([]);
+    expect(await messagesOf(jobId)).toEqual([]);
+    await expectCompletedOnce(t, jobId, pricesOf(steps));
+  });
+  it('a step run inline that another delivery finished meanwhile (a read that missed its end): its message is sent, and that delivery counts it once', async () => {
+    const steps = chain(4);
+    const { t, jobId, roots } = await started(steps);
+    let raced = 0;
+    // While `c` runs here, another delivery records its end: this turn's finish is refused.
+    const racing = () => async (context: Parameters<NodeExecutor>[0]) => {
+      const outcome = await instantExecutor(context);
+      if (context.node.id === 'c' && raced++ === 0) {
+        const { run } = await runParts(stack.deps, jobId);
+        const other = {
+          status: 'completed' as const,
+          outputs: outcome.outputs,
+          model: undefined,
+          licence: undefined,
+          chargeHundredths: 1,
+        };
+        expect(await finishStepItem(stack.deps, run as RunItem, 'c', null, other)).toBeTruthy();
+      }
+      return outcome;
+    };
+    const handler = contextHandler(stack.deps, { executors: racing });
+    expect(await deliver(handler, stepRecords(roots))).toEqual([]);
+    expect(raced).toBe(1);
+    const pending = await messagesOf(jobId);
+    expect(pending.map((m) => m.nodeId)).toEqual(['c']);
+    expect((await runParts(stack.deps, jobId)).run).toMatchObject({ status: 'processing', stepsCompleted: 2 });
+    // Its delivery reads strongly consistent, finds `c` finished and uncounted, and counts it (its
+    // node is not run again); a recount sends its successor from a read, as a redelivery's does.
+    expect(await deliver(handler, stepRecords(pending))).toEqual([]);
+    expect(raced).toBe(1);
+    const next = await messagesOf(jobId);
+    expect(next.map((m) => m.nodeId)).toEqual(['d']);
+    expect(await deliver(handler, stepRecords(next))).toEqual([]);
     expect(await messagesOf(jobId)).toEqual([]);
     await expectCompletedOnce(t, jobId, pricesOf(steps));
   });

@@ -29,6 +29,7 @@ import {
   planInline,
   planNodeError,
   planRead,
+  planRelease,
   planReread,
 } from '../../domain/step-plan.ts';
 import { apiInputTargets } from '../../domain/workflow-graph.ts';
@@ -123,6 +124,13 @@ const plannedModel = (node: { config: Record<string, unknown> }, spec: { model: 
   };
 };
 
+/** A step run in its predecessor's invocation that another delivery had finished. */
+class StepTakenError extends Error {
+  constructor(nodeId: string) {
+    super(`step ${nodeId} was found finished by another delivery`);
+  }
+}
+
 /** What a node's throw was, in the order the plan weighs them. */
 const errorKind = (error: unknown, signal: AbortSignal): NodeErrorKind => {
   if (error instanceof StepFailedError) return 'step-failed';
@@ -141,7 +149,15 @@ const runReadyStep = async (
   options: RunStepOptions,
   carry?: Carry,
 ): Promise<StepMessage | undefined> => {
-  const read = await readRunAndSteps(deps, received, (c) => [received.nodeId, ...predecessors(c, received.nodeId)]);
+  // A chain's step takes its predecessor's item as that turn wrote it (once: it is this turn's alone).
+  const handedOn = options.inline ? carry?.handedOn : undefined;
+  if (carry) carry.handedOn = undefined;
+  const read = await readRunAndSteps(
+    deps,
+    received,
+    (c) => [received.nodeId, ...predecessors(c, received.nodeId)],
+    handedOn,
+  );
   // The run is gone (expired, or deleted after its retention): a late message has nothing to do.
   if (!read) return;
   const { run, canvas, steps, stepItem } = read;
@@ -187,8 +203,18 @@ const runReadyStep = async (
     }
   }
   const plan = planStep(canvas, message.nodeId, steps);
+  // Its item comes back from its finish when the chain's next step is to read it (no read unit more).
+  const finish = async (end: Parameters<typeof finishStepItem>[4]) => {
+    const handsOn = carry !== undefined && planRelease(canvas, node.id).kind === 'inline';
+    const finished = await finishStepItem(deps, run, node.id, attempt, end, { returnItem: handsOn });
+    // Found finished by another delivery; run here, its read may have been stale: its message is
+    // sent (runChain), and that delivery's strongly consistent read counts it if it is not yet.
+    if (!finished && options.inline) throw new StepTakenError(node.id);
+    if (finished && carry && finished.item) carry.handedOn = new Map([[node.id, finished.item]]);
+    return finished !== false;
+  };
   if (!plan.run) {
-    if (await finishStepItem(deps, run, node.id, attempt, { status: StepStatus.skipped }))
+    if (await finish({ status: StepStatus.skipped }))
       return settleStep(deps, message, run, { status: StepStatus.skipped, chargeHundredths: 0 }, canvas, carry);
     return;
   }
@@ -281,6 +307,6 @@ const runReadyStep = async (
   };
   const end = { status: StepStatus.completed, outputs: outcome.outputs, model, licence, chargeHundredths, ...history };
   // False: another delivery finished the step first (a duplicate message); that one counts it.
-  if (!(await finishStepItem(deps, run, node.id, attempt, end))) return;
+  if (!(await finish(end))) return;
   return settleStep(deps, message, run, { status: StepStatus.completed, chargeHundredths, model }, canvas, carry);
 };

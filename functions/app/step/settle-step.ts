@@ -20,7 +20,7 @@ import { planCount, planRelease, planReleaseRead, type ReadPlan, releaseReadIds 
 import type { Canvas } from '../../nodes/catalogue/canvas.ts';
 import type { ModelUse } from '../../nodes/executors/types.ts';
 import { addCreditsCharged, countRunEnded, countStepCompleted } from '../../observability/metrics.ts';
-import type { RunItem } from '../../store/items/runs.ts';
+import type { RunItem, StepItem } from '../../store/items/runs.ts';
 import {
   countStep,
   endRun,
@@ -61,11 +61,16 @@ export const afterEnd = async (
 /** A carried count: the step's count, and its model for a retire (a chain's first step may be a model step). */
 export type CarriedCount = StepCount & { model?: ModelUse | undefined };
 
-/** The counts an inline chain carries to its next count, with the run and message they were finished under. */
+/**
+ * The counts an inline chain carries to its next count, with the run and message they were finished
+ * under; and `handedOn`, the item its last step wrote, which the next step reads from instead of
+ * reading it again (functions/store/run/step-read.ts).
+ */
 export interface Carry {
   counts: CarriedCount[];
   run?: RunItem;
   message?: StepMessage;
+  handedOn?: ReadonlyMap<string, StepItem>;
 }
 
 /** At most this many counts are carried: each is a term of the count's condition (4 KB at most). */

@@ -23,14 +23,28 @@ export interface RunRef {
  * two or three otherwise. `steps` holds those that have a step item; `stepItem` gives one of them
  * whole. Undefined when the run is gone: never written, deleted, or past its `ttl` (expired,
  * functions/domain/retention.ts): its messages have nothing left to do.
+ *
+ * `handedOn`: the step items this invocation wrote itself (a chain's step, for its next), taken as
+ * written and not read again; with them, the rest is read eventually consistent (half a read unit an
+ * item). Nothing the chain decides rests on that read alone: a cancel or an end a stale run hides is
+ * met by the chain's next count, as one landing just after a strong read is; and a step found
+ * unfinished that was finished meanwhile is refused by its finish's condition, which sends its
+ * message for a strongly consistent delivery to count it (functions/app/step/run-step.ts).
  */
-export const readRunAndSteps = async (deps: Deps, ref: RunRef, nodeIds: (canvas: Canvas) => string[]) => {
+export const readRunAndSteps = async (
+  deps: Deps,
+  ref: RunRef,
+  pick: (canvas: Canvas) => string[],
+  handedOn?: ReadonlyMap<string, StepItem>,
+) => {
+  const nodeIds = (canvas: Canvas) => pick(canvas).filter((n) => !handedOn?.has(n));
+  const read = { consistent: handedOn === undefined };
   const guess = lastCachedCanvas(ref.workflowId);
   const keys = [
     runKey(ref.jobId),
     ...(guess ? nodeIds(guess.canvas).map((n) => stepKey(ref.jobId, n)) : [canvasKey(ref.workflowId)]),
   ];
-  let items = await batchGet(deps, keys);
+  let items = await batchGet(deps, keys, read);
   const run = itemFor(items, runKey(ref.jobId), RunItemSchema);
   if (!run) return undefined;
   let canvas = guess?.version === run.workflowVersion ? guess.canvas : undefined;
@@ -45,12 +59,12 @@ export const readRunAndSteps = async (deps: Deps, ref: RunRef, nodeIds: (canvas:
     if (!canvas) throw new Error(`Canvas of workflow ${ref.workflowId} version ${run.workflowVersion} not found`);
     rememberCanvas(ref.workflowId, run.workflowVersion, canvas);
     const stepKeys = nodeIds(canvas).map((n) => stepKey(ref.jobId, n));
-    if (stepKeys.length > 0) items = new Map([...items, ...(await batchGet(deps, stepKeys))]);
+    if (stepKeys.length > 0) items = new Map([...items, ...(await batchGet(deps, stepKeys, read))]);
   }
   const stepItems = new Map<string, StepItem>();
   const steps = new Map<string, StepState>();
-  for (const nodeId of nodeIds(canvas)) {
-    const step = itemFor(items, stepKey(ref.jobId, nodeId), StepItemSchema);
+  for (const nodeId of pick(canvas)) {
+    const step = handedOn?.get(nodeId) ?? itemFor(items, stepKey(ref.jobId, nodeId), StepItemSchema);
     if (!step) continue;
     stepItems.set(nodeId, step);
     steps.set(nodeId, step);

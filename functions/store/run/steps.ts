@@ -175,7 +175,8 @@ const stepEndUpdate = (deps: Deps, run: StepRun, nodeId: string, attempt: Attemp
 
 /**
  * Records a step's end on its item, once. False when another delivery finished it first (or took
- * the claim over): that delivery counts it on the run.
+ * the claim over): that delivery counts it on the run. `returnItem`: the item as written comes back
+ * from the same write (no read unit), for the chain's next step, which reads from it alone.
  */
 export const finishStepItem = async (
   deps: Deps,
@@ -183,8 +184,17 @@ export const finishStepItem = async (
   nodeId: string,
   attempt: Attempt,
   end: StepEnd,
-): Promise<boolean> =>
-  (await conditionalWrite(deps, new UpdateCommand(stepEndUpdate(deps, run, nodeId, attempt, end)))).written;
+  options: { returnItem?: boolean } = {},
+): Promise<false | { item?: StepItem }> => {
+  const update = stepEndUpdate(deps, run, nodeId, attempt, end);
+  const result = await conditionalWrite(
+    deps,
+    new UpdateCommand(options.returnItem ? { ...update, ReturnValues: 'ALL_NEW' } : update),
+  );
+  if (!result.written) return false;
+  const written = result.output.Attributes;
+  return { item: written && parseItem(StepItemSchema, written, stepKey(run.jobId, nodeId)) };
+};
 
 export type CountResult =
   /** Counted, and the count also ended the run. */
