@@ -55,6 +55,14 @@ export const catalogueDefaults: Readonly<Record<ModelNodeType, ModelChoice>> = {
 export const isModelNodeType = (type: string): type is ModelNodeType =>
   (modelNodeTypes as readonly string[]).includes(type);
 
+/**
+ * A node type's model step as the catalogue gives it (its `type`, and its shipped default `model`),
+ * from this table alone: for a read, a start's check or a licence, which need no node's settings
+ * schemas (importing the catalogue evaluates them all). Undefined for a type that is not a model step.
+ */
+export const shippedModelStep = (type: string): { type: ModelNodeType; model: ModelChoice } | undefined =>
+  isModelNodeType(type) ? { type, model: catalogueDefaults[type] } : undefined;
+
 /** A provider and a model in its own naming (a Replicate `owner/name:version`, a Bedrock id with its `:0`). */
 export interface ModelChoice {
   provider: string;

@@ -369,6 +369,21 @@ describe('a cold start builds only the schemas its function reads', () => {
     ]);
   });
 
+  // The catalogue builds every node type's settings schemas when it is evaluated: only what compiles,
+  // checks or runs a workflow's steps needs it, not a read of a run or of a workflow.
+  it('the reads of a run and of a workflow\'s versions evaluate no node type\'s catalogue entry', () => {
+    const reads = [
+      'functions/api/get-run.ts',
+      'functions/api/get-run-step.ts',
+      'functions/api/cancel-run.ts',
+      'functions/api/list-workflow-versions.ts',
+      'functions/api/get-workflow-version.ts',
+      'functions/api/get-bulk-action.ts',
+      'functions/workers/webhook-delivery.ts',
+    ];
+    for (const entry of reads) expect(evaluated(entry).has('functions/nodes/catalogue/index.ts'), entry).toBe(false);
+  });
+
   it('GET /credits evaluates no schema module of a contract, nor every item family', () => {
     const modules = evaluated('functions/api/get-credits.ts');
     for (const heavy of [

@@ -1,14 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { rootNodeIds, terminalNodeIds, topologicalOrder } from '../functions/domain/canvas-order.ts';
 import { columnWidth, layeredLayout, rowHeight } from '../functions/domain/layout.ts';
 import {
   apiInputKeys,
   apiInputTargets,
   buildWorkflowGraph,
   maxStepsPerWorkflow,
-  rootNodeIds,
-  terminalNodeIds,
-  topologicalOrder,
   validateCanvas,
 } from '../functions/domain/workflow-graph.ts';
 import type { Canvas, CanvasEdge } from '../functions/nodes/catalogue/canvas.ts';

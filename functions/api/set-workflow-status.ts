@@ -1,4 +1,4 @@
-import { setStatus } from '../app/workflow-versions.ts';
+import { setStatus } from '../app/workflow-writes.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { keyedHandler } from '../http/keyed-handler.ts';

@@ -1,4 +1,4 @@
-import { updateWorkflow } from '../app/workflow-versions.ts';
+import { updateWorkflow } from '../app/workflow-writes.ts';
 import { dynamoDbClient } from '../clients/dynamodb.ts';
 import { type Deps, productionDeps } from '../deps.ts';
 import { keyedHandler } from '../http/keyed-handler.ts';

@@ -6,9 +6,9 @@
  * as the start answers it.
  */
 import type { Deps } from '../deps.ts';
+import { terminalNodeIds } from '../domain/canvas-order.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { type OutputLicence, plannedLicence } from '../domain/licence.ts';
-import { terminalNodeIds } from '../domain/workflow-graph.ts';
 import { type WorkflowInputsSchema, workflowInputsSchema } from '../domain/workflow-inputs.ts';
 import type { WorkflowSummaryRecord } from '../domain/workflow-list.ts';
 import { WorkflowNotFoundError } from '../errors/table.ts';
@@ -16,9 +16,9 @@ import type { Canvas } from '../nodes/catalogue/canvas.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import type { ValueKind } from '../nodes/catalogue/kinds.ts';
 import type { ApiKeyItem } from '../store/items/api-keys.ts';
-import { loadWorkflowAndSummary } from '../store/run/index.ts';
+import { loadWorkflowAndSummary } from '../store/run/workflow-loads.ts';
 import { summaryRecordOf } from '../store/workflows.ts';
-import { type PriceRange, workflowPriceRange } from './estimate-run.ts';
+import { type PriceRange, workflowPriceRange } from './workflow-price-range.ts';
 
 /** A final step: its results are a run's `output`. */
 export interface WorkflowOutput {

@@ -14,7 +14,8 @@ import type { ApiKeyItem } from '../store/items/api-keys.ts';
 import { listWorkflowSummaries } from '../store/workflows.ts';
 import { readRunWithLinks } from './read-run.ts';
 import { type RunWait, waitForRunEnd } from './run-wait.ts';
-import { type RunStart, startNowMultiplier, startWorkflowRun } from './start-run.ts';
+import { startNowMultiplier } from './start-estimate.ts';
+import { type RunStart, startWorkflowRun } from './start-run.ts';
 
 /** A workflow as a tool: its name, the facts its description states, and its inputs' JSON Schema. */
 export interface WorkflowTool {

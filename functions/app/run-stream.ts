@@ -7,6 +7,7 @@ import {
 } from '../../platform/run-stream.ts';
 import type { Run } from '../../schemas/runs.ts';
 import type { Deps } from '../deps.ts';
+import { terminalNodeIds, topologicalOrder } from '../domain/canvas-order.ts';
 import {
   afterDone,
   decodeEventId,
@@ -21,7 +22,6 @@ import {
 } from '../domain/run-stream.ts';
 import { runView, type StepRecord } from '../domain/run-view.ts';
 import { showsEnd, stepsToRead, streamSteps, withoutOutputs } from '../domain/stream-reads.ts';
-import { terminalNodeIds, topologicalOrder } from '../domain/workflow-graph.ts';
 import type { Canvas } from '../nodes/catalogue/canvas.ts';
 import { canvasOf } from '../store/canvases.ts';
 import {

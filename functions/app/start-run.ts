@@ -3,6 +3,7 @@ import type { OnConflict, RunRequest } from '../../schemas/run-request.ts';
 import { runLabels } from '../../schemas/run-tags.ts';
 import type { Deps } from '../deps.ts';
 import { type AdmissionRefusal, busyFirst, refusalWithoutFacts, runRefusal } from '../domain/admission.ts';
+import { rootNodeIds, topologicalOrder } from '../domain/canvas-order.ts';
 import { toCredits } from '../domain/credits.ts';
 import { startByLatest, startByProblem } from '../domain/deferred-run-lifetime.ts';
 import {
@@ -16,10 +17,10 @@ import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { eventfulSteps } from '../domain/lifecycle-webhooks.ts';
 import { loadersWithoutValue } from '../domain/loader-inputs.ts';
 import { spendMonth } from '../domain/monthly-cap.ts';
-import { estimateRun, type RunEstimate } from '../domain/pricing.ts';
+import type { RunEstimate } from '../domain/pricing.ts';
 import { estimateOfSteps, type ResumePlan } from '../domain/resume.ts';
 import { newStandardWebhookSecret } from '../domain/webhook.ts';
-import { apiInputKeys, rootNodeIds, topologicalOrder, validateCanvas } from '../domain/workflow-graph.ts';
+import { apiInputKeys, validateCanvas } from '../domain/workflow-graph.ts';
 import { type QueueLane, queueCap, queueWaitSeconds } from '../domain/workflow-queue.ts';
 import type { ServiceError } from '../errors/define.ts';
 import {
@@ -61,6 +62,7 @@ import { backoff, storageBusy, writeRetry } from '../store/write.ts';
 import { cancelReplaced } from './cancel-run.ts';
 import { startDeadlineTimer } from './run-deadline.ts';
 import { type CheckedUpload, checkFileInputs, holdFileInputs, uploadsByKey } from './run-inputs.ts';
+import { startEstimate, startNowMultiplier } from './start-estimate.ts';
 
 /** The error that carries an admission refusal to the caller. */
 const admissionError = (
@@ -108,17 +110,6 @@ export const checkRunnable = (
   const unknownKeys = Object.keys(request.inputs ?? {}).filter((k) => !validKeys.includes(k));
   if (unknownKeys.length > 0) throw new UnknownInputKeysError(unknownKeys, validKeys);
 };
-
-/** What a start of `workflow` with `request` holds at `multiplier`: its steps at the stage's prices in its mode. */
-export const startEstimate = (
-  deps: Deps,
-  workflow: RunnableWorkflow,
-  request: Pick<RunRequest, 'mode'>,
-  multiplier: number,
-): RunEstimate => estimateRun(workflow.canvas, request.mode, multiplier, deps.providers);
-
-/** A run started at once is priced at 1: the price multiplier is only what deferred runs wait for. */
-export const startNowMultiplier = 1;
 
 /**
  * A `startBy` in the past or past its bound (functions/domain/deferred-run-lifetime.ts) is a 422,

@@ -1,6 +1,6 @@
 import { RunStatus } from '../../platform/run-statuses.ts';
 import type { Deps } from '../deps.ts';
-import { readyWhenDone } from '../domain/resume.ts';
+import { readyWhenDone } from '../domain/canvas-order.ts';
 import { waitedTooLong } from '../domain/workflow-queue.ts';
 import { logger } from '../observability/logger.ts';
 import { countRunEnded, countStepFailed } from '../observability/metrics.ts';

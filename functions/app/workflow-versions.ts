@@ -1,29 +1,11 @@
-import type {
-  ListWorkflowVersionsResponse,
-  SetWorkflowStatusRequest,
-  WorkflowVersion,
-} from '../../schemas/workflow-versions.ts';
-import type { CreateWorkflowRequest, WorkflowSummary } from '../../schemas/workflows.ts';
+import type { ListWorkflowVersionsResponse, WorkflowVersion } from '../../schemas/workflow-versions.ts';
 import type { Deps } from '../deps.ts';
 import { openCursor, signCursor } from '../domain/cursor.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
-import {
-  WorkflowNotFoundError,
-  WorkflowNotPermittedError,
-  WorkflowValidationFailedError,
-  WorkflowVersionNotFoundError,
-} from '../errors/table.ts';
-import type { ApiKeyItem } from '../store/items/api-keys.ts';
+import { WorkflowNotFoundError, WorkflowVersionNotFoundError } from '../errors/table.ts';
 import type { WorkflowItem } from '../store/items/workflows.ts';
 import { cursorSigningSecret } from '../store/run-list.ts';
-import {
-  putNextVersion,
-  queryWorkflowVersions,
-  readWorkflowSummary,
-  readWorkflowVersion,
-} from '../store/workflow-versions.ts';
-import { setWorkflowStatus } from '../store/workflows.ts';
-import { compileWorkflow } from './create-workflow.ts';
+import { queryWorkflowVersions, readWorkflowSummary, readWorkflowVersion } from '../store/workflow-versions.ts';
 import { type Lister, type ListQueryString, pageLimit } from './list-runs.ts';
 
 type Summary = WorkflowItem & { teamId: string };
@@ -40,34 +22,6 @@ const readableWorkflow = async (deps: Deps, lister: Lister, workflowId: string):
   return { ...summary, teamId: lister.teamId };
 };
 
-/** A workflow a key writes: its own team's (else 404), one of the key's workflows when it is limited (else 403). */
-const writableWorkflow = async (deps: Deps, key: ApiKeyItem, workflowId: string): Promise<Summary> => {
-  if (!keyMayUseWorkflow(key.workflowIds, workflowId)) throw new WorkflowNotPermittedError(workflowId);
-  const summary = await readWorkflowSummary(deps, key.teamId, workflowId);
-  if (!summary) throw new WorkflowNotFoundError(workflowId);
-  return { ...summary, teamId: key.teamId };
-};
-
-/**
- * A new version keeps its workflow where it is: the body's `agentId` (or `projectId`) must be the
- * workflow's own, else the create's validation 422 names it (moving a workflow is no new version).
- */
-const checkSameOwner = (summary: Summary, request: CreateWorkflowRequest) => {
-  const [path, given, own] =
-    request.agentId !== undefined
-      ? (['agentId', request.agentId, summary.agentId] as const)
-      : (['projectId', request.projectId, summary.projectId] as const);
-  if (given?.toLowerCase() === own.toLowerCase()) return;
-  throw new WorkflowValidationFailedError([
-    {
-      code: 'owner_changed',
-      key: null,
-      path,
-      message: `A new version stays with its workflow's ${path === 'agentId' ? 'agent' : 'project'}: ${path} must be ${own}`,
-    },
-  ]);
-};
-
 const versionView = (workflowId: string, item: NonNullable<Awaited<ReturnType<typeof readWorkflowVersion>>>) =>
   ({
     workflowId,
@@ -77,44 +31,6 @@ const versionView = (workflowId: string, item: NonNullable<Awaited<ReturnType<ty
     createdAt: item.createdAt,
     steps: (item.steps ?? null) as WorkflowVersion['steps'],
   }) satisfies WorkflowVersion;
-
-/**
- * PUT /workflows/{id} (our design): a create's body, checked by the create's own schema and rules,
- * becomes the workflow's next version (its name too); earlier versions are kept, and runs pinned to
- * them, or in progress on them, keep running them. `readRequest` is called once the key may write
- * this workflow.
- */
-export const updateWorkflow = async (
-  deps: Deps,
-  key: ApiKeyItem,
-  workflowId: string,
-  readRequest: () => CreateWorkflowRequest,
-): Promise<WorkflowVersion> => {
-  const summary = await writableWorkflow(deps, key, workflowId);
-  const request = readRequest();
-  checkSameOwner(summary, request);
-  const canvas = compileWorkflow(request);
-  const made = await putNextVersion(
-    deps,
-    {
-      teamId: key.teamId,
-      workflowId,
-      name: request.name,
-      canvas,
-      steps: request.steps,
-      stepsCount: request.steps.length,
-    },
-    summary,
-  );
-  return {
-    workflowId,
-    version: made.version,
-    name: request.name,
-    stepsCount: request.steps.length,
-    createdAt: made.createdAt,
-    steps: request.steps as WorkflowVersion['steps'],
-  };
-};
 
 /** GET /workflows/{id}/versions/{version} (our design): one version, whole. */
 export const getWorkflowVersion = async (
@@ -158,27 +74,5 @@ export const listWorkflowVersions = async (
   return {
     versions: page.versions,
     nextCursor: page.lastKey ? signCursor(secret, scope, page.lastKey) : null,
-  };
-};
-
-/**
- * PATCH /workflows/{id} (our design): sets its status. An `archived` workflow starts no run (the
- * run start's validation 422) and keeps its runs and versions readable; `draft` or `active` opens it again.
- */
-export const setStatus = async (
-  deps: Deps,
-  key: ApiKeyItem,
-  workflowId: string,
-  readRequest: () => SetWorkflowStatusRequest,
-): Promise<WorkflowSummary> => {
-  const summary = await writableWorkflow(deps, key, workflowId);
-  const { status } = readRequest();
-  if (!(await setWorkflowStatus(deps, key.teamId, workflowId, status))) throw new WorkflowNotFoundError(workflowId);
-  return {
-    id: workflowId,
-    name: summary.name,
-    description: summary.description,
-    status,
-    updated_at: deps.now().toISOString(),
   };
 };

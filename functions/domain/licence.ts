@@ -5,12 +5,11 @@
  * Not legal advice: the facts are the registry's, stamped when each step ran.
  */
 
-import type { ModelDefaults } from '../../platform/model-defaults.ts';
+import { type ModelDefaults, shippedModelStep } from '../../platform/model-defaults.ts';
 import type { CommercialUse } from '../../platform/providers.ts';
 import type { LicenceModel } from '../../schemas/run-words.ts';
 import type { GeneratedBy } from '../../schemas/runs.ts';
 import type { CanvasNode } from '../nodes/catalogue/canvas.ts';
-import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import { licenceFacts, stepProvider } from '../nodes/providers/registry.ts';
 
 export type OutputCommercialUse = 'yes' | 'provider_terms' | 'unchecked' | 'no';
@@ -100,7 +99,7 @@ export const plannedLicence = (
 ): OutputLicence | undefined =>
   licenceFor(
     nodes.flatMap((node) => {
-      const spec = getNodeSpec(node.type);
+      const spec = shippedModelStep(node.type);
       const use = spec && stepProvider(node, spec, modelDefaults);
       return use ? [{ nodeId: node.id, provider: use.provider, model: use.model ?? '', stampedAt: now }] : [];
     }),

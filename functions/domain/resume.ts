@@ -14,10 +14,11 @@
 
 import { RunStatus, type StoredRunStatus, type StoredStepStatus } from '../../platform/run-statuses.ts';
 import type { Canvas } from '../nodes/catalogue/canvas.ts';
+import { readyWhenDone, topologicalOrder } from './canvas-order.ts';
 import type { RunEstimate } from './pricing.ts';
 import { predecessors } from './run-graph.ts';
 import { isCompleted } from './run-lifecycle.ts';
-import { apiInputTargets, topologicalOrder } from './workflow-graph.ts';
+import { apiInputTargets } from './workflow-graph.ts';
 
 /** The statuses a run may be resumed from. */
 export const resumableStatuses: readonly StoredRunStatus[] = [RunStatus.failed, RunStatus.stopped];
@@ -40,13 +41,6 @@ export interface ResumePlan {
   /** The steps to run that are ready at once: every step they read from is carried over. */
   ready: string[];
 }
-
-/**
- * The steps of a run of `canvas` that are ready while `done` have finished and nothing else has:
- * not done themselves, and every step they read from done. A fresh run's are its roots.
- */
-export const readyWhenDone = (canvas: Canvas, done: ReadonlySet<string>): string[] =>
-  topologicalOrder(canvas).filter((id) => !done.has(id) && predecessors(canvas, id).every((p) => done.has(p)));
 
 /** Which steps a resume of `original` carries over and which it runs. */
 export const resumePlan = (canvas: Canvas, original: OriginalRun): ResumePlan => {

@@ -1,6 +1,8 @@
+import { isModelNodeType } from '../../platform/model-defaults.ts';
 import type { StoredStepStatus } from '../../platform/run-statuses.ts';
+import { nodeTypes } from '../../schemas/workflow-words.ts';
 import type { Canvas, CanvasEdge } from '../nodes/catalogue/canvas.ts';
-import { getNodeSpec } from '../nodes/catalogue/index.ts';
+import type { NodeSpec } from '../nodes/catalogue/node-spec.ts';
 import { isCompleted, releasesSuccessors } from './run-lifecycle.ts';
 
 /**
@@ -41,8 +43,8 @@ export const chainSuccessor = (canvas: Canvas, nodeId: string): string | undefin
   const only = next.length === 1 ? next[0] : undefined;
   if (only === undefined || predecessors(canvas, only).some((p) => p !== nodeId)) return undefined;
   const node = canvas.nodes.find((n) => n.id === only);
-  const spec = node ? getNodeSpec(node.type) : undefined;
-  return spec && !spec.model ? only : undefined;
+  const known = node !== undefined && (nodeTypes as readonly string[]).includes(node.type);
+  return known && !isModelNodeType(node.type) ? only : undefined;
 };
 
 const isFinished = (step: StepState | undefined) => releasesSuccessors(step?.status);
@@ -61,11 +63,14 @@ const edgeValue = (edge: CanvasEdge, steps: ReadonlyMap<string, StepState>): { l
 
 export type StepPlan = { run: true; inputs: Record<string, unknown[]> } | { run: false };
 
-/** Gathers a ready step's inputs per handle, or decides it is skipped. */
-export const planStep = (canvas: Canvas, nodeId: string, steps: ReadonlyMap<string, StepState>): StepPlan => {
-  const node = canvas.nodes.find((n) => n.id === nodeId);
-  const spec = node ? getNodeSpec(node.type) : undefined;
-  if (!node || !spec) throw new Error(`No node ${nodeId} in the canvas`);
+/** Gathers a ready step's inputs per handle (`spec`: its node type's catalogue entry), or decides it is skipped. */
+export const planStep = (
+  canvas: Canvas,
+  nodeId: string,
+  spec: Pick<NodeSpec, 'inputs'>,
+  steps: ReadonlyMap<string, StepState>,
+): StepPlan => {
+  if (!canvas.nodes.some((n) => n.id === nodeId)) throw new Error(`No node ${nodeId} in the canvas`);
   const edges = incomingEdges(canvas, nodeId);
   // Keyed by handle name; no prototype, so no name can reach Object.prototype.
   const inputs: Record<string, unknown[]> = Object.create(null);

@@ -1,14 +1,14 @@
+import { shippedModelStep } from '../../platform/model-defaults.ts';
 import { StepStatus, type StoredRunStatus, type StoredStepStatus } from '../../platform/run-statuses.ts';
 import type { LicenceModel } from '../../schemas/run-words.ts';
 import type { GeneratedBy, Run, RunOutput, RunResult, RunStep } from '../../schemas/runs.ts';
 import type { Canvas } from '../nodes/catalogue/canvas.ts';
-import { getNodeSpec } from '../nodes/catalogue/index.ts';
 import type { ModelUse } from '../nodes/executors/types.ts';
+import { terminalNodeIds, topologicalOrder } from './canvas-order.ts';
 import { combineLicences, stampLicenceModel } from './licence.ts';
 import { ancestry } from './run-graph.ts';
 import { isCompleted, progress, runViewStatus, stepViewStatus } from './run-lifecycle.ts';
 import { shownStepError } from './run-view-size.ts';
-import { terminalNodeIds, topologicalOrder } from './workflow-graph.ts';
 
 /**
  * The Run a caller reads (spec 2.3), derived from the run item, its step items and the canvas.
@@ -52,11 +52,13 @@ export const resultOf = (outputs: Record<string, unknown>): RunResult => {
   return (values.length === 1 ? values[0] : outputs) as RunResult;
 };
 
-/** Model use of a step: recorded by the executor, else the catalogue default of a model node. */
+/**
+ * Model use of a step: recorded by the executor, else the catalogue default of a model node.
+ */
 const modelOf = (canvas: Canvas, nodeId: string, step: StepRecord | undefined): ModelUse | undefined => {
   if (step?.model) return step.model;
   const node = canvas.nodes.find((n) => n.id === nodeId);
-  const model = node ? getNodeSpec(node.type)?.model : undefined;
+  const model = node ? shippedModelStep(node.type)?.model : undefined;
   if (!model || !isCompleted(step?.status)) return undefined;
   const provider = typeof node?.config.provider === 'string' ? node.config.provider : model.provider;
   const name = typeof node?.config.model === 'string' ? node.config.model : model.model;

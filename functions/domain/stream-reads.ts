@@ -16,11 +16,11 @@
 import { StepStatus, type StoredStepStatus } from '../../platform/run-statuses.ts';
 import type { Canvas } from '../nodes/catalogue/canvas.ts';
 import { getNodeSpec } from '../nodes/catalogue/index.ts';
+import { terminalNodeIds } from './canvas-order.ts';
 import { ancestry, predecessors } from './run-graph.ts';
 import { isCompleted } from './run-lifecycle.ts';
 import { type SentState, StepSent } from './run-stream.ts';
 import type { StepRecord } from './run-view.ts';
-import { terminalNodeIds } from './workflow-graph.ts';
 
 /** Most steps read a refresh to see whether they started: their reads cost at most this many half units. */
 export const frontierWindow = 25;

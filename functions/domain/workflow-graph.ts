@@ -19,7 +19,7 @@ import { canConnect, catalogue, getNodeSpec, type HandleSpec, type NodeSpec } fr
 import { modelInputRefusals } from '../nodes/providers/model-input.ts';
 import { stepProvider } from '../nodes/providers/registry.ts';
 import { didYouMean } from './did-you-mean.ts';
-import { layeredLayout, orderTopologically } from './layout.ts';
+import { layeredLayout } from './layout.ts';
 
 /** Most steps one workflow may have (the spec leaves it "not shown"; this is ours). */
 export const maxStepsPerWorkflow = 500;
@@ -487,29 +487,4 @@ export const apiInputTargets = (canvas: Canvas): Map<string, string> => {
     }
   }
   return targets;
-};
-
-/** Nodes nothing reads from: their results are the run's `output` (spec 2.3). In node order. */
-export const terminalNodeIds = (canvas: Canvas): string[] => {
-  const read = new Set(canvas.edges.map((e) => e.source));
-  return canvas.nodes.filter((n) => !read.has(n.id)).map((n) => n.id);
-};
-
-/** Nodes that read from nothing: the steps a run starts with. In node order. */
-export const rootNodeIds = (canvas: Canvas): string[] => {
-  const fed = new Set(canvas.edges.map((e) => e.target));
-  return canvas.nodes.filter((n) => !fed.has(n.id)).map((n) => n.id);
-};
-
-/**
- * Node ids with every edge's source before its target (ties: node order). For a validated canvas;
- * throws on a cycle.
- */
-export const topologicalOrder = (canvas: Canvas): string[] => {
-  const order = orderTopologically(
-    canvas.nodes.map((n) => n.id),
-    canvas.edges,
-  );
-  if (order === null) throw new Error('The canvas has a cycle; validate it first');
-  return order;
 };

@@ -202,7 +202,7 @@ const runReadyStep = async (
       return;
     }
   }
-  const plan = planStep(canvas, message.nodeId, steps);
+  const plan = planStep(canvas, message.nodeId, spec, steps);
   // Its item comes back from its finish when the chain's next step is to read it (no read unit more).
   const finish = async (end: Parameters<typeof finishStepItem>[4]) => {
     const handsOn = carry !== undefined && planRelease(canvas, node.id).kind === 'inline';

@@ -1,4 +1,9 @@
-import type { ModelDefaults, ModelNodeType } from '../../../platform/model-defaults.ts';
+import {
+  type ModelChoice,
+  type ModelDefaults,
+  type ModelNodeType,
+  shippedModelStep,
+} from '../../../platform/model-defaults.ts';
 import { listedPrice } from '../../../platform/paid-models.ts';
 import {
   type IntegrationLevel,
@@ -9,12 +14,6 @@ import {
 } from '../../../platform/providers.ts';
 import { messages } from '../../../schemas/error-messages.ts';
 import type { Canvas, CanvasNode } from '../catalogue/canvas.ts';
-/**
- * The provider registry's rules (DESIGN section 4): a model's licence facts, where a model step
- * runs (`routeProvider`), and the provider 422. The facts they read are `platform/providers.ts`.
- */
-import { getNodeSpec } from '../catalogue/index.ts';
-import type { NodeSpec } from '../catalogue/node-spec.ts';
 import type { StageProviders } from './stage.ts';
 
 // The providers' facts are data the stack reads too (which providers a stage may turn on), so they
@@ -46,7 +45,7 @@ export const licenceFacts = (provider: string, model: string): LicenceFacts => {
  */
 export const stepProvider = (
   node: Pick<CanvasNode, 'config'>,
-  spec: Pick<NodeSpec, 'model' | 'type'>,
+  spec: { type: string; model: ModelChoice | null | undefined },
   stageDefaults?: ModelDefaults,
 ): { provider: string; model: string | null } | null => {
   if (!spec.model) return null;
@@ -169,7 +168,7 @@ export const checkApiIntegration = (
   stage: Pick<StageProviders, 'configured' | 'sandbox' | 'region' | 'levels' | 'modelDefaults' | 'paidModels'>,
 ): ApiIntegrationRefusal | null => {
   for (const node of canvas.nodes) {
-    const spec = getNodeSpec(node.type);
+    const spec = shippedModelStep(node.type);
     const use = spec ? stepProvider(node, spec, stage.modelDefaults) : null;
     if (!use) continue;
     const route = routeProvider(use.provider, stage, teamConnections.has(use.provider), use.model);

@@ -30,12 +30,8 @@ export {
   activeJobOf,
   ExtraConditionFailedError,
   loadAdmissionFacts,
-  loadAgentWorkflow,
-  loadRunnableWorkflow,
-  loadWorkflowAndSummary,
   type NewRun,
   RaceLostError,
-  type RunnableWorkflow,
   type RunPartition,
   readRunItem,
   readRunPartition,
@@ -64,3 +60,9 @@ export {
   type StepRun,
   stepLeaseSeconds,
 } from './steps.ts';
+export {
+  loadAgentWorkflow,
+  loadRunnableWorkflow,
+  loadWorkflowAndSummary,
+  type RunnableWorkflow,
+} from './workflow-loads.ts';

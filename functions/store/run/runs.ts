@@ -13,16 +13,7 @@ import type { RunEstimate } from '../../domain/pricing.ts';
 import { deadlineAt } from '../../domain/run-deadline.ts';
 import { workflowLock } from '../../domain/workflow-lock.ts';
 import { ServiceError } from '../../errors/define.ts';
-import {
-  AgentNotFoundError,
-  CanvasNotFoundError,
-  NoWorkflowForAgentError,
-  RunInProgressError,
-  RunRefusedError,
-  WorkflowNotFoundError,
-  WorkflowVersionNotFoundError,
-} from '../../errors/table.ts';
-import type { Canvas } from '../../nodes/catalogue/canvas.ts';
+import { RunInProgressError, RunRefusedError } from '../../errors/table.ts';
 import { batchGet, itemFor } from '../batch.ts';
 import { IdempotencyRaceError, type IdempotencyRecord, idempotencyPut } from '../idempotency.ts';
 import { tableUpdate } from '../item-update.ts';
@@ -36,7 +27,6 @@ import {
   type storedRun,
 } from '../items/runs.ts';
 import {
-  AgentItemSchema,
   KeyMonthItemSchema,
   ProjectItemSchema,
   storedKeyMonth,
@@ -45,10 +35,7 @@ import {
   TeamItemSchema,
 } from '../items/tenancy.ts';
 import { type storedWorkflowLock, WorkflowLockItemSchema } from '../items/workflow-locks.ts';
-import { CanvasItemSchema, type WorkflowItem, WorkflowItemSchema } from '../items/workflows.ts';
 import {
-  agentKey,
-  canvasKey,
   keyMonthKey,
   projectKey,
   queuedRunIndex,
@@ -57,63 +44,15 @@ import {
   runPartition,
   stepSkPrefix,
   teamKey,
-  teamPartition,
-  workflowKey,
   workflowLockKey,
-  workflowSkPrefix,
 } from '../keys.ts';
 import { type NamedItems, type NamedTransactResult, namedTransactWrite } from '../named-transaction.ts';
 import { queryAll } from '../query.ts';
 import { MessagesRefusedError, sqsMessageBody, stepMessageGroup } from '../queues.ts';
 import { stringAttribute } from '../refusals.ts';
-import { readVersionCanvas } from '../workflow-versions.ts';
 import { firstInQueue } from './queue.ts';
 import { runBatchPut, runTagPuts } from './run-tags.ts';
-
-export interface RunnableWorkflow {
-  workflowId: string;
-  agentId: string;
-  projectId: string;
-  /** The version whose canvas this is: the one the start pinned, else the latest. */
-  version: number;
-  /** The workflow's status (an archived workflow starts no run). */
-  status: WorkflowItem['status'];
-  canvas: Canvas;
-}
-
-/**
- * The workflow summary and its latest canvas in one BatchGet; with `version` another than the
- * latest, that version's own item too. WorkflowNotFoundError, CanvasNotFoundError or
- * WorkflowVersionNotFoundError. The summary item read is answered too (GET /workflows/{id} shows it).
- */
-export const loadWorkflowAndSummary = async (
-  deps: Deps,
-  teamId: string,
-  workflowId: string,
-  version?: number,
-): Promise<{ workflow: RunnableWorkflow; summary: WorkflowItem }> => {
-  const summaryKey = workflowKey(teamId, workflowId);
-  const items = await batchGet(deps, [summaryKey, canvasKey(workflowId)]);
-  const summary = itemFor(items, summaryKey, WorkflowItemSchema);
-  if (!summary) throw new WorkflowNotFoundError(workflowId);
-  const latest = itemFor(items, canvasKey(workflowId), CanvasItemSchema);
-  // The canvas partition is keyed by workflow id alone, so its team is checked too.
-  if (!latest || latest.teamId !== teamId) throw new CanvasNotFoundError(workflowId);
-  const found = { workflowId, agentId: summary.agentId, projectId: summary.projectId, status: summary.status };
-  if (version === undefined || version === latest.version)
-    return { workflow: { ...found, version: latest.version, canvas: latest.canvas }, summary };
-  const pinned = version < latest.version ? await readVersionCanvas(deps, workflowId, version) : undefined;
-  if (!pinned) throw new WorkflowVersionNotFoundError(workflowId, version);
-  return { workflow: { ...found, version, canvas: pinned }, summary };
-};
-
-/** The workflow a run of it runs (`loadWorkflowAndSummary`'s, without the summary). */
-export const loadRunnableWorkflow = async (
-  deps: Deps,
-  teamId: string,
-  workflowId: string,
-  version?: number,
-): Promise<RunnableWorkflow> => (await loadWorkflowAndSummary(deps, teamId, workflowId, version)).workflow;
+import type { RunnableWorkflow } from './workflow-loads.ts';
 
 /** Team balance and per-step limit, project cap and spend, key month spend: one BatchGet. */
 export const loadAdmissionFacts = async (
@@ -466,44 +405,4 @@ export const readRunPartition = async (deps: Deps, jobId: string): Promise<RunPa
     },
   );
   return partition;
-};
-
-/** What the agent's newest workflow is chosen by. */
-const NewestWorkflowSchema = v.pick(WorkflowItemSchema, ['workflowId', 'createdAt']);
-
-/**
- * The workflow an agent runs (spec 4.4): its active workflow, else its newest (by creation).
- * AgentNotFoundError, NoWorkflowForAgentError, then the errors of the workflow itself.
- */
-export const loadAgentWorkflow = async (
-  deps: Deps,
-  teamId: string,
-  agentId: string,
-  version?: number,
-): Promise<RunnableWorkflow> => {
-  const { Item } = await deps.ddb.send(
-    new GetCommand({ TableName: deps.tableName, Key: agentKey(teamId, agentId), ConsistentRead: true }),
-  );
-  if (!Item) throw new AgentNotFoundError(agentId);
-  let workflowId = parseItem(AgentItemSchema, Item).activeWorkflowId;
-  if (!workflowId) {
-    const candidates = await queryAll(
-      deps,
-      {
-        KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
-        FilterExpression: 'agentId = :agent',
-        ProjectionExpression: 'PK, SK, workflowId, createdAt',
-        ExpressionAttributeValues: { ':pk': teamPartition(teamId), ':prefix': workflowSkPrefix, ':agent': agentId },
-        ConsistentRead: true,
-      },
-      (item) => parseItem(NewestWorkflowSchema, item),
-    );
-    const newest = candidates.reduce<(typeof candidates)[number] | undefined>(
-      (best, candidate) => (!best || candidate.createdAt > best.createdAt ? candidate : best),
-      undefined,
-    );
-    if (!newest) throw new NoWorkflowForAgentError(agentId);
-    workflowId = newest.workflowId;
-  }
-  return loadRunnableWorkflow(deps, teamId, workflowId, version);
 };
