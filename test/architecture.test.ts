@@ -371,7 +371,7 @@ describe('a cold start builds only the schemas its function reads', () => {
 
   // The catalogue builds every node type's settings schemas when it is evaluated: only what compiles,
   // checks or runs a workflow's steps needs it, not a read of a run or of a workflow.
-  it('the reads of a run and of a workflow\'s versions evaluate no node type\'s catalogue entry', () => {
+  it("the reads of a run and of a workflow's versions evaluate no node type's catalogue entry", () => {
     const reads = [
       'functions/api/get-run.ts',
       'functions/api/get-run-step.ts',
