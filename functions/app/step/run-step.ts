@@ -15,47 +15,34 @@
 
 import { StepStatus } from '../../../platform/run-statuses.ts';
 import type { Deps } from '../../deps.ts';
-import { failureReasonOf } from '../../domain/failure-reasons.ts';
 import { stampLicenceModel } from '../../domain/licence.ts';
 import { listedModelPrice, stepCharge } from '../../domain/pricing.ts';
 import { firstPollSeconds } from '../../domain/provider-jobs.ts';
 import { planStep, predecessors } from '../../domain/run-graph.ts';
 import { executionsFailedError } from '../../domain/step-attempts.ts';
-import { completedAttempt, completedEntry, failedAttempt, stepLogs } from '../../domain/step-history.ts';
-import {
-  type NodeErrorKind,
-  planClaim,
-  planFailedExecution,
-  planInline,
-  planNodeError,
-  planRead,
-  planRelease,
-  planReread,
-} from '../../domain/step-plan.ts';
+import { completedAttempt, completedEntry, stepLogs } from '../../domain/step-history.ts';
+import { planClaim, planInline, planRead, planRelease, planReread } from '../../domain/step-plan.ts';
 import { apiInputTargets } from '../../domain/workflow-graph.ts';
-import { type ModelUse, type NodeExecutor, StepFailedError } from '../../nodes/executors/types.ts';
-import { SecretUnavailableError } from '../../nodes/providers/secret-refs.ts';
-import { ProviderError } from '../../nodes/providers/types.ts';
+import type { NodeExecutor } from '../../nodes/executors/types.ts';
 import { logger, withRecordKeys } from '../../observability/logger.ts';
 import type { StepItem } from '../../store/items/runs.ts';
 import {
   type Attempt,
   abandonStep,
   claimStep,
-  countFailedExecution,
   finishStepItem,
   readRunAndSteps,
   readRunItem,
-  releaseStep,
   settleEndedRun,
 } from '../../store/run/index.ts';
 import { sendDelayedStepMessage } from '../../store/run/provider-jobs.ts';
-import { guardSubmit, retryBusyProvider, submitJob } from '../provider-job.ts';
+import { guardSubmit, submitJob } from '../provider-job.ts';
 import { withTeamSlot } from '../team-slots.ts';
 import { checkJob } from './check-job.ts';
-import { endWithFailure, jobEnds, retryTimedOut } from './fail-step.ts';
+import { endWithFailure, jobEnds } from './fail-step.ts';
+import { afterNodeError } from './node-error.ts';
 import { afterEnd, type Carry, flushCarried, settleStep } from './settle-step.ts';
-import { nodeOf, stepContext } from './step-context.ts';
+import { nodeOf, plannedModel, stepContext } from './step-context.ts';
 import { ofTeam, type RunStepOptions, type StepMessage, sendSteps } from './step-messages.ts';
 import { runMarkingStart } from './step-start-mark.ts';
 
@@ -114,30 +101,12 @@ export const runStep = async (deps: Deps, message: StepMessage, options: RunStep
   );
 };
 
-/** The provider and model a model step will call (its config's, else its catalogue default): none for another step. */
-const plannedModel = (node: { config: Record<string, unknown> }, spec: { model: ModelUse | null }) => {
-  if (!spec.model) return undefined;
-  const { provider, model } = node.config;
-  return {
-    provider: typeof provider === 'string' ? provider : spec.model.provider,
-    model: typeof model === 'string' ? model : spec.model.model,
-  };
-};
-
 /** A step run in its predecessor's invocation that another delivery had finished. */
 class StepTakenError extends Error {
   constructor(nodeId: string) {
     super(`step ${nodeId} was found finished by another delivery`);
   }
 }
-
-/** What a node's throw was, in the order the plan weighs them. */
-const errorKind = (error: unknown, signal: AbortSignal): NodeErrorKind => {
-  if (error instanceof StepFailedError) return 'step-failed';
-  if (signal.aborted) return 'deadline';
-  if (error instanceof ProviderError && error.retryable) return 'busy-provider';
-  return error instanceof SecretUnavailableError ? 'secret' : 'unexpected';
-};
 
 /**
  * Runs one step message (not a look at a provider's job). Returns the chain's next step's message
@@ -241,51 +210,16 @@ const runReadyStep = async (
   } catch (error) {
     // What the chain carried is counted before this step's failure or retry is (the run may end here).
     if (carry) await flushCarried(deps, carry);
-    const kind = errorKind(error, context.signal);
-    const errorPlan = planNodeError(kind, { claimed: attempt !== null, inline: options.inline === true });
-    if (errorPlan.kind === 'fail') {
-      const text = kind === 'secret' ? `${node.type}: ${(error as Error).message}` : (error as Error).message;
-      const logs = error instanceof StepFailedError ? stepLogs(error.logs ?? {}) : undefined;
-      return endWithFailure(deps, message, attempt, text, failureReasonOf(error), 0, { ...facts, logs });
-    }
-    // The step's deadline cut a synchronous call (a model's, the Python runner's): tried again later.
-    if (errorPlan.kind === 'retry-deadline')
-      return void (await retryTimedOut(deps, message, run, { attempt, nodeType: node.type, facts }, timeoutMs));
-    // A busy provider (429, 5xx, a timeout): asked again after a backoff, never counted as a lost worker.
-    if (errorPlan.kind === 'retry-busy' && attempt !== null && error instanceof ProviderError)
-      return void (await retryBusyProvider(deps, message, attempt, error, node.type, jobEnds(deps, message, facts)));
-    // Run in its predecessor's invocation: not counted; the step loop sends its message instead.
-    if (errorPlan.kind !== 'count-execution') throw error;
-    // A failed execution, counted on the step item (a model step's claim counts it already), so a
-    // message SQS handed back without running the node (a throttle) spends nothing.
-    // Its entry in the step's history goes in the count's write (unclaimed) or the claim's release.
-    const last = planFailedExecution(attempt ?? (own?.failures ?? 0) + 1).kind === 'fail';
-    const entry = failedAttempt(
-      { startedAt, endedAt: deps.now().toISOString() },
-      {
-        error: (error as Error).message,
-        reason: failureReasonOf(error),
-        retryClass: last ? 'none' : 'execution',
-        ...(!last && { next: { why: 'redelivery' as const } }),
-      },
-      facts.at,
-    );
-    const failed = attempt ?? (await countFailedExecution(deps, run, message.nodeId, entry));
-    const executionPlan = planFailedExecution(failed);
-    if (executionPlan.kind === 'nothing') return; // another delivery finished the step meanwhile; it counts it
-    if (executionPlan.kind === 'fail') {
-      // The run fails visibly and the message is done: the DLQ is for messages we cannot process.
-      logger.error('step failed on its last execution', { nodeId: message.nodeId, failed, error });
-      // The last execution's error says why: a node that kept timing out, or code that kept throwing.
-      const recorded = attempt === null;
-      return endWithFailure(deps, message, attempt, executionsFailedError(failed ?? 0), failureReasonOf(error), 0, {
-        ...facts,
-        recorded,
-      });
-    }
-    // SQS redelivers the message: let that delivery take the step, not drop it as a duplicate.
-    await releaseStep(deps, message.jobId, message.nodeId, attempt, entry);
-    throw error;
+    return afterNodeError(deps, error, {
+      message,
+      run,
+      nodeType: node.type,
+      attempt,
+      facts,
+      signal: context.signal,
+      timeoutMs,
+      inline: options.inline === true,
+    });
   }
   if (outcome.job) {
     if (attempt === null) throw new Error(`Step ${node.id} submits a job without a claim`);

@@ -3,7 +3,7 @@ import { fileUrlSeconds } from '../../domain/file-link-lifetime.ts';
 import type { Canvas, CanvasNode } from '../../nodes/catalogue/canvas.ts';
 import { getNodeSpec } from '../../nodes/catalogue/index.ts';
 import type { NodeSpec } from '../../nodes/catalogue/node-spec.ts';
-import type { StepContext, StoredFile } from '../../nodes/executors/types.ts';
+import type { ModelUse, StepContext, StoredFile } from '../../nodes/executors/types.ts';
 import { getConnections, resolveConnection } from '../../store/connections.ts';
 import { presignTeamFile, putRunFile, readTeamFile } from '../../store/files.ts';
 import type { RunItem } from '../../store/items/runs.ts';
@@ -46,4 +46,14 @@ export const nodeOf = (canvas: Canvas, nodeId: string) => {
   const spec = node ? getNodeSpec(node.type) : undefined;
   if (!node || !spec) throw new Error(`Node ${nodeId} is not in the canvas`);
   return { node, spec };
+};
+
+/** The provider and model a model step will call (its config's, else its catalogue default): none for another step. */
+export const plannedModel = (node: { config: Record<string, unknown> }, spec: { model: ModelUse | null }) => {
+  if (!spec.model) return undefined;
+  const { provider, model } = node.config;
+  return {
+    provider: typeof provider === 'string' ? provider : spec.model.provider,
+    model: typeof model === 'string' ? model : spec.model.model,
+  };
 };
