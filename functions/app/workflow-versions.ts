@@ -8,13 +8,14 @@ import { cursorSigningSecret } from '../store/run-list.ts';
 import { queryWorkflowVersions, readWorkflowSummary, readWorkflowVersion } from '../store/workflow-versions.ts';
 import { type Lister, type ListQueryString, pageLimit } from './list-runs.ts';
 
-type Summary = WorkflowItem & { teamId: string };
+/** A workflow's summary as a key of its team reads or writes it. */
+export type TeamWorkflow = WorkflowItem & { teamId: string };
 
 /**
  * The team's workflow `workflowId` as a key reads it: a workflow outside the workflows the key is
  * limited to reads as none, as another team's does (404).
  */
-const readableWorkflow = async (deps: Deps, lister: Lister, workflowId: string): Promise<Summary> => {
+const readableWorkflow = async (deps: Deps, lister: Lister, workflowId: string): Promise<TeamWorkflow> => {
   const summary = keyMayUseWorkflow(lister.workflowIds, workflowId)
     ? await readWorkflowSummary(deps, lister.teamId, workflowId)
     : undefined;

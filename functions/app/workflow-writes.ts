@@ -9,15 +9,13 @@ import type { Deps } from '../deps.ts';
 import { keyMayUseWorkflow } from '../domain/key-workflows.ts';
 import { WorkflowNotFoundError, WorkflowNotPermittedError, WorkflowValidationFailedError } from '../errors/table.ts';
 import type { ApiKeyItem } from '../store/items/api-keys.ts';
-import type { WorkflowItem } from '../store/items/workflows.ts';
 import { putNextVersion, readWorkflowSummary } from '../store/workflow-versions.ts';
 import { setWorkflowStatus } from '../store/workflows.ts';
 import { compileWorkflow } from './create-workflow.ts';
-
-type Summary = WorkflowItem & { teamId: string };
+import type { TeamWorkflow } from './workflow-versions.ts';
 
 /** A workflow a key writes: its own team's (else 404), one of the key's workflows when it is limited (else 403). */
-const writableWorkflow = async (deps: Deps, key: ApiKeyItem, workflowId: string): Promise<Summary> => {
+const writableWorkflow = async (deps: Deps, key: ApiKeyItem, workflowId: string): Promise<TeamWorkflow> => {
   if (!keyMayUseWorkflow(key.workflowIds, workflowId)) throw new WorkflowNotPermittedError(workflowId);
   const summary = await readWorkflowSummary(deps, key.teamId, workflowId);
   if (!summary) throw new WorkflowNotFoundError(workflowId);
@@ -28,7 +26,7 @@ const writableWorkflow = async (deps: Deps, key: ApiKeyItem, workflowId: string)
  * A new version keeps its workflow where it is: the body's `agentId` (or `projectId`) must be the
  * workflow's own, else the create's validation 422 names it (moving a workflow is no new version).
  */
-const checkSameOwner = (summary: Summary, request: CreateWorkflowRequest) => {
+const checkSameOwner = (summary: TeamWorkflow, request: CreateWorkflowRequest) => {
   const [path, given, own] =
     request.agentId !== undefined
       ? (['agentId', request.agentId, summary.agentId] as const)
